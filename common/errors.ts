@@ -1,0 +1,89 @@
+/**
+ * Expected failures. Every failure a caller can expect is a DbError with a stable `code`; the code
+ * is part of the wire protocol and callers branch on it, never on the message text.
+ */
+export const ErrorCode = {
+  NOT_THE_LEADER: 'NOT_THE_LEADER',
+  LEADER_NOT_READY: 'LEADER_NOT_READY',
+  TABLET_NOT_FOUND: 'TABLET_NOT_FOUND',
+  TABLE_NOT_FOUND: 'TABLE_NOT_FOUND',
+  ALREADY_EXISTS: 'ALREADY_EXISTS',
+  INVALID_ARGUMENT: 'INVALID_ARGUMENT',
+  NOT_SAFE: 'NOT_SAFE',
+  TIMED_OUT: 'TIMED_OUT',
+  NETWORK_ERROR: 'NETWORK_ERROR',
+  SERVICE_UNAVAILABLE: 'SERVICE_UNAVAILABLE',
+  TXN_CONFLICT: 'TXN_CONFLICT',
+  TXN_ABORTED: 'TXN_ABORTED',
+  TXN_EXPIRED: 'TXN_EXPIRED',
+  TXN_NOT_FOUND: 'TXN_NOT_FOUND',
+  READ_RESTART: 'READ_RESTART',
+  MALFORMED_FRAME: 'MALFORMED_FRAME',
+  MESSAGE_TOO_LARGE: 'MESSAGE_TOO_LARGE',
+  UNKNOWN_METHOD: 'UNKNOWN_METHOD',
+  BACKPRESSURE: 'BACKPRESSURE',
+  PROPOSAL_DROPPED: 'PROPOSAL_DROPPED',
+  CORRUPTION: 'CORRUPTION',
+  IO_ERROR: 'IO_ERROR',
+  NOT_FOUND: 'NOT_FOUND',
+  SHUTTING_DOWN: 'SHUTTING_DOWN',
+  INTERNAL: 'INTERNAL',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** Codes a client may retry without risking a double effect (the request was certainly not applied). */
+const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  ErrorCode.NOT_THE_LEADER,
+  ErrorCode.LEADER_NOT_READY,
+  ErrorCode.TABLET_NOT_FOUND,
+  ErrorCode.SERVICE_UNAVAILABLE,
+  ErrorCode.BACKPRESSURE,
+  ErrorCode.READ_RESTART,
+  ErrorCode.PROPOSAL_DROPPED,
+]);
+
+export type ErrorDetails = Record<string, unknown>;
+
+export interface WireError {
+  code: string;
+  message: string;
+  details?: ErrorDetails;
+}
+
+export class DbError extends Error {
+  override readonly name = 'DbError';
+  readonly code: ErrorCode;
+  readonly retryable: boolean;
+  readonly details: ErrorDetails;
+
+  constructor(code: ErrorCode, message: string, details: ErrorDetails = {}, options?: { cause?: unknown; retryable?: boolean }) {
+    super(message, options?.cause !== undefined ? { cause: options.cause } : undefined);
+    this.code = code;
+    this.details = details;
+    this.retryable = options?.retryable ?? RETRYABLE.has(code);
+  }
+
+  toWire(): WireError {
+    return { code: this.code, message: this.message, details: this.details };
+  }
+
+  static fromWire(w: WireError): DbError {
+    const code = isErrorCode(w.code) ? w.code : ErrorCode.INTERNAL;
+    return new DbError(code, w.message, w.details ?? {});
+  }
+
+  /** Any thrown value as a DbError (unknown exceptions become INTERNAL, keeping the cause). */
+  static from(e: unknown): DbError {
+    if (e instanceof DbError) return e;
+    const msg = e instanceof Error ? e.message : String(e);
+    return new DbError(ErrorCode.INTERNAL, msg, {}, { cause: e });
+  }
+}
+
+export function isErrorCode(s: string): s is ErrorCode {
+  return Object.prototype.hasOwnProperty.call(ErrorCode, s);
+}
+
+export function isDbError(e: unknown, code?: ErrorCode): e is DbError {
+  return e instanceof DbError && (code === undefined || e.code === code);
+}

@@ -1,0 +1,126 @@
+/**
+ * What a tablet (tserver/tablet) needs from DocDB. DocDB knows nothing of Raft: it receives op ids
+ * (term, index) only to record them as the frontier of each write batch, so a restart knows where
+ * to resume replaying the Raft log, and replay is idempotent.
+ */
+import type { HybridTime } from '../common/hybrid-time';
+import type { TxnId } from '../common/ids';
+
+/** A column or key value. bigint = int64, number = double, Uint8Array = bytes. */
+export type Primitive = null | boolean | bigint | number | string | Uint8Array;
+
+export interface DocKey {
+  /** 16-bit partition hash of the hashed components (0 when the table has no hash columns). */
+  hash: number;
+  hashed: Primitive[];
+  range: Primitive[];
+}
+
+export interface OpId {
+  term: number;
+  index: number;
+}
+
+export interface ColumnWrite {
+  columnId: number;
+  /** null stores a tombstone for that column (the column reads as null). */
+  value: Primitive;
+}
+
+export type RowOp =
+  /** Insert or overwrite the given columns and mark the row live. */
+  | { type: 'upsert'; key: DocKey; columns: ColumnWrite[]; ttlMs?: number }
+  /** Tombstone the whole row. */
+  | { type: 'delete'; key: DocKey };
+
+export interface Row {
+  key: DocKey;
+  /** columnId → value; absent columns are null. */
+  columns: Map<number, Primitive>;
+  /** Hybrid time of the newest version that makes up this row. */
+  writeHt: HybridTime;
+}
+
+export const TxnStatus = { PENDING: 'PENDING', COMMITTED: 'COMMITTED', ABORTED: 'ABORTED' } as const;
+export type TxnStatus = (typeof TxnStatus)[keyof typeof TxnStatus];
+
+export type TxnStatusAnswer =
+  | { status: 'COMMITTED'; commitHt: HybridTime }
+  | { status: 'PENDING' }
+  | { status: 'ABORTED' };
+
+/** How a reader learns the fate of another transaction whose intent it met (cached by the caller). */
+export type StatusResolver = (txnId: TxnId, readHt: HybridTime) => Promise<TxnStatusAnswer>;
+
+export const Isolation = { SNAPSHOT: 'snapshot', SERIALIZABLE: 'serializable' } as const;
+export type Isolation = (typeof Isolation)[keyof typeof Isolation];
+
+export interface TxnMeta {
+  txnId: TxnId;
+  statusTablet: string;
+  isolation: Isolation;
+  priority: number;
+  startHt: HybridTime;
+}
+
+export interface ReadOptions {
+  readHt: HybridTime;
+  /** The reading transaction (its own intents are visible). */
+  txnId?: TxnId;
+  resolveStatus: StatusResolver;
+  /** Upper end of the uncertainty window; a version in (readHt, globalLimitHt] raises READ_RESTART. */
+  globalLimitHt?: HybridTime;
+  columns?: number[];
+}
+
+export interface ScanOptions extends ReadOptions {
+  /** Inclusive lower DocKey bound (encoded). */
+  startKey?: Uint8Array;
+  /** Exclusive upper DocKey bound (encoded). */
+  endKey?: Uint8Array;
+  limit?: number;
+}
+
+export interface ScanResult {
+  rows: Row[];
+  /** Encoded DocKey to resume from, when the limit cut the scan short. */
+  resumeKey?: Uint8Array;
+}
+
+export type Conflict =
+  | { type: 'intent'; txnId: TxnId; key: DocKey }
+  | { type: 'committedAfterRead'; key: DocKey; commitHt: HybridTime };
+
+export interface ApplyProgress {
+  /** True once every intent of the transaction is in RegularDB and gone from IntentsDB. */
+  done: boolean;
+  recordsApplied: number;
+}
+
+export interface DbSizes {
+  regulardb: { memtableBytes: number; sstBytes: number };
+  intentsdb: { memtableBytes: number; sstBytes: number; intentCount: number };
+}
+
+export interface DocDbApi {
+  /** Single-tablet fast path: one batch straight into RegularDB at `ht`, write ids in op order. */
+  writeRegular(ops: readonly RowOp[], ht: HybridTime, opId: OpId): Promise<void>;
+  /** Provisional records for `txn` (strong intents on written keys, weak on ancestors) + reverse index + metadata. */
+  writeIntents(txn: TxnMeta, ops: readonly RowOp[], ht: HybridTime, opId: OpId): Promise<void>;
+  /** Conflicts `ops` of `txn` would have with other transactions' intents, or committed versions newer than `readHt`. */
+  findConflicts(txn: TxnMeta, ops: readonly RowOp[], readHt: HybridTime): Promise<Conflict[]>;
+  /** Move the committed transaction's intents into RegularDB at commitHt, in chunks, resumable, idempotent. */
+  applyIntents(txnId: TxnId, commitHt: HybridTime, opId: OpId, chunkRecordsMax?: number): Promise<ApplyProgress>;
+  /** Delete an aborted transaction's intents. Idempotent. */
+  removeIntents(txnId: TxnId, opId: OpId): Promise<void>;
+  /** Transactions that have intents or an unfinished apply (rebuilt at restart). */
+  listTransactions(): Promise<Array<{ meta: TxnMeta; intentCount: number; applying?: { commitHt: HybridTime } }>>;
+  getRow(key: DocKey, opts: ReadOptions): Promise<Row | undefined>;
+  scan(opts: ScanOptions): Promise<ScanResult>;
+  /** The newest op id whose effects each database holds (replay the Raft log after the smaller one). */
+  frontier(): Promise<{ regular: OpId; intents: OpId }>;
+  sizes(): Promise<DbSizes>;
+  /** Garbage-collect versions below the history cutoff (never what a registered reader may still see). */
+  compact(historyCutoffHt: HybridTime): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,41 @@
+/**
+ * An ordered byte-string key/value store: RocksDB through level-rocksdb for real, an in-memory engine
+ * for tests and simulation. Both pass test/unit/kv-engine-compliance. Keys compare as unsigned bytes.
+ */
+export type KvOp = { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array } | { type: 'delRange'; start: Uint8Array; end: Uint8Array };
+
+export interface IteratorOptions {
+  /** Inclusive lower bound. */
+  gte?: Uint8Array;
+  /** Exclusive upper bound. */
+  lt?: Uint8Array;
+  reverse?: boolean;
+}
+
+export interface KvIterator {
+  /** Position at the first key >= target (or, in reverse, the last key <= target). */
+  seek(target: Uint8Array): void;
+  /** Next entry in iteration order, or undefined at the end/bound. */
+  next(): Promise<[Uint8Array, Uint8Array] | undefined>;
+  close(): Promise<void>;
+}
+
+export interface KvStats {
+  /** rocksdb.cur-size-all-mem-tables (or the in-memory equivalent for unflushed bytes). */
+  memtableBytes: number;
+  /** Total SST bytes on disk (0 for the memory engine unless flushed). */
+  sstBytes: number;
+  /** Approximate number of keys. */
+  keysApprox: number;
+}
+
+export interface KvEngine {
+  get(key: Uint8Array): Promise<Uint8Array | undefined>;
+  /** Atomically apply the batch; `sync` makes it durable before resolving. */
+  write(ops: readonly KvOp[], opts?: { sync?: boolean }): Promise<void>;
+  iterator(opts?: IteratorOptions): KvIterator;
+  stats(): Promise<KvStats>;
+  flush(): Promise<void>;
+  compactRange(start?: Uint8Array, end?: Uint8Array): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,35 @@
+/**
+ * The durable Raft log behind an interface (etcd's Storage, extended with writes). Implementations:
+ * FileLogStorage (segment files, fsync, group commit) and MemoryLogStorage (tests, simulation).
+ *
+ * Ranges are [lo, hi). Entries below firstIndex() were compacted (ErrCompacted semantics: the call
+ * throws DbError NOT_FOUND with details.compacted=true). A storage error is fail-stop.
+ */
+import type { ConfState, Entry, HardState, Snapshot } from '../types';
+
+export interface InitialState {
+  hardState: HardState;
+  conf: ConfState;
+}
+
+export interface LogStorage {
+  initialState(): InitialState;
+  /** Entries in [lo, hi), stopping early once `bytesMax` is exceeded (always at least one entry). */
+  entries(lo: number, hi: number, bytesMax?: number): Entry[];
+  term(index: number): number;
+  /** Index of the first available entry (snapshot index + 1). */
+  firstIndex(): number;
+  lastIndex(): number;
+  snapshot(): Snapshot | undefined;
+
+  /** Append entries; an entry at index i replaces every entry at index >= i. Not yet durable. */
+  append(entries: readonly Entry[]): void;
+  setHardState(hs: HardState): void;
+  /** Replace the log with the snapshot's index/term as its base. */
+  applySnapshot(snap: Snapshot): void;
+  /** Discard entries up to and including `index` (it must be <= the applied index). */
+  compact(index: number, snapshot?: Snapshot): void;
+  /** Resolve once everything appended or set so far is durable (group commit: one fsync covers all). */
+  sync(): Promise<void>;
+  close(): Promise<void>;
+}

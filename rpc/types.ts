@@ -1,0 +1,64 @@
+/**
+ * The RPC contract every transport implements (WebSocket for real processes, simulated for tests).
+ * Messages are protobuf (see rpc/protos/); a method is a (service, method, request codec, response
+ * codec) tuple. Errors travel as {code, message, details} and surface as DbError.
+ */
+export interface Codec<T> {
+  encode(v: T): Uint8Array;
+  decode(b: Uint8Array): T;
+}
+
+export interface MethodDef<Req, Resp> {
+  readonly service: string;
+  readonly method: string;
+  readonly req: Codec<Req>;
+  readonly resp: Codec<Resp>;
+}
+
+/** A message without a response (Raft batches). Delivery is best effort, like UDP with ordering per connection. */
+export interface OnewayDef<M> {
+  readonly service: string;
+  readonly method: string;
+  readonly msg: Codec<M>;
+}
+
+export interface CallOptions {
+  /** Time allowed for the whole call; past it the call fails with TIMED_OUT. */
+  timeoutMs?: number;
+}
+
+export interface RpcContext {
+  /** Remote address as the transport sees it. */
+  readonly peer: string;
+  /** Monotonic ms (performance.now()) after which the caller has given up. */
+  readonly deadlineMonoMs: number;
+}
+
+export type Handler<Req, Resp> = (req: Req, ctx: RpcContext) => Promise<Resp>;
+export type OnewayHandler<M> = (msg: M, ctx: RpcContext) => void;
+
+export interface RpcServer {
+  handle<Req, Resp>(m: MethodDef<Req, Resp>, h: Handler<Req, Resp>): void;
+  onOneway<M>(m: OnewayDef<M>, h: OnewayHandler<M>): void;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** `host:port` actually bound (port 0 resolves to the chosen port). */
+  readonly address: string;
+}
+
+export interface RpcClient {
+  call<Req, Resp>(address: string, m: MethodDef<Req, Resp>, req: Req, opts?: CallOptions): Promise<Resp>;
+  send<M>(address: string, m: OnewayDef<M>, msg: M): void;
+  close(): Promise<void>;
+}
+
+export interface ServerOptions {
+  host: string;
+  port: number;
+  messageBytesMax?: number;
+}
+
+export interface Transport {
+  createServer(opts: ServerOptions): RpcServer;
+  createClient(): RpcClient;
+}
