@@ -1,0 +1,272 @@
+/**
+ * KvEngine over RocksDB through `level-rocksdb` (levelup → encoding-down → the `rocksdb` LevelDOWN
+ * binding). We open through level-rocksdb and then talk to the LevelDOWN object (`db.db.db` once open)
+ * directly: it has the byte-level API (batch, iterator with seek, getProperty, compactRange) without
+ * the encoding layers in between.
+ *
+ * Binding limits, and what we do about them:
+ * - RocksDB's own WAL cannot be disabled through this binding (no `disableWAL` write option), so it
+ *   stays on. DESIGN §3 makes the Raft log the real WAL and frontiers make replay idempotent, so the
+ *   RocksDB WAL is redundant but harmless (it only costs write bandwidth).
+ * - No explicit flush: RocksDB's CompactRange flushes the memtable overlapping the range first, so
+ *   flush() is a compactRange over the whole key space.
+ * - No native DeleteRange in batches: a `delRange` op is expanded into point deletes of the keys in
+ *   the range, read under the engine's write lock so the expansion and the batch are atomic with
+ *   respect to other writes through this engine.
+ * - Seeking outside an iterator's bounds ends a LevelDOWN iterator instead of clamping; the wrapper
+ *   clamps targets to the bounds in JS (and for reverse iterators uses an inclusive upper bound plus a
+ *   JS filter so "last key < lt" stays reachable by seek).
+ */
+import * as fs from 'node:fs';
+import { assert } from '../common/assert';
+import { DbError, ErrorCode } from '../common/errors';
+import type { IteratorOptions, KvEngine, KvIterator, KvOp, KvStats } from './kv-engine';
+
+type Cb<T = void> = (err: Error | null | undefined, v?: T) => void;
+
+/** The slice of the LevelDOWN binding we use (see node_modules/rocksdb/leveldown.js). */
+interface LevelDown {
+  getMany(keys: Buffer[], opts: object, cb: Cb<Array<Buffer | undefined>>): void;
+  batch(ops: Array<{ type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer }>, opts: { sync: boolean }, cb: Cb): void;
+  iterator(opts: object): LevelDownIterator;
+  getProperty(name: string): string;
+  compactRange(start: Buffer, end: Buffer, cb: Cb): void;
+  approximateSize(start: Buffer, end: Buffer, cb: Cb<number>): void;
+}
+interface LevelDownIterator {
+  seek(target: Buffer): void;
+  next(cb: (err: Error | null | undefined, key?: Buffer, value?: Buffer) => void): void;
+  end(cb: Cb): void;
+}
+interface LevelUp {
+  open(cb: Cb): void;
+  close(cb: Cb): void;
+  db: { db?: unknown };
+}
+type LevelFactory = (location: string, opts: object) => LevelUp;
+
+function loadFactory(): LevelFactory {
+  // level-rocksdb ships no type declarations; check the shape instead of trusting it.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const mod: unknown = require('level-rocksdb');
+  assert(typeof mod === 'function', 'level-rocksdb did not export a factory function');
+  return mod as LevelFactory;
+}
+
+function isLevelDown(x: unknown): x is LevelDown {
+  if (typeof x !== 'object' || x === null) return false;
+  const o = x as Record<string, unknown>;
+  return ['getMany', 'batch', 'iterator', 'getProperty', 'compactRange'].every((m) => typeof o[m] === 'function');
+}
+
+function promisify<T>(f: (cb: Cb<T>) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    f((err, v) => (err ? reject(ioError(err)) : resolve(v as T)));
+  });
+}
+
+function ioError(err: Error): DbError {
+  return new DbError(ErrorCode.IO_ERROR, `rocksdb: ${err.message}`, {}, { cause: err });
+}
+
+function toBuf(u: Uint8Array): Buffer {
+  return Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+}
+
+/** A key above every key we write (DocDB keys start with bytes < 0xff; intents 'x' or lower). */
+const KEYSPACE_END = Buffer.alloc(64, 0xff);
+const KEYSPACE_START = Buffer.from([0x00]);
+/** Keys read per chunk while expanding a delRange (bounds memory per step, not the total). */
+const DEL_RANGE_KEYS_MAX = 10_000_000;
+
+export interface RocksDbEngineOptions {
+  /** Memtable size before RocksDB flushes on its own (RocksDB write_buffer_size). */
+  writeBufferBytes?: number;
+  /** Block cache bytes. */
+  cacheBytes?: number;
+}
+
+export class RocksDbEngine implements KvEngine {
+  private writeLock: Promise<void> = Promise.resolve();
+  private closed = false;
+  private readonly openIterators = new Set<RocksIterator>();
+
+  private constructor(
+    readonly location: string,
+    private readonly up: LevelUp,
+    private readonly ld: LevelDown,
+  ) {}
+
+  static async open(location: string, opts: RocksDbEngineOptions = {}): Promise<RocksDbEngine> {
+    fs.mkdirSync(location, { recursive: true });
+    const up = loadFactory()(location, {
+      keyEncoding: 'binary',
+      valueEncoding: 'binary',
+      createIfMissing: true,
+      writeBufferSize: opts.writeBufferBytes ?? 4 << 20,
+      cacheSize: opts.cacheBytes ?? 8 << 20,
+    });
+    await promisify<void>((cb) => up.open(cb));
+    const ld = up.db.db;
+    assert(isLevelDown(ld), 'level-rocksdb: db.db.db is not the LevelDOWN binding');
+    return new RocksDbEngine(location, up, ld);
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new DbError(ErrorCode.SHUTTING_DOWN, 'kv engine is closed');
+  }
+
+  async get(key: Uint8Array): Promise<Uint8Array | undefined> {
+    this.checkOpen();
+    const r = await promisify<Array<Buffer | undefined>>((cb) => this.ld.getMany([toBuf(key)], { asBuffer: true }, cb));
+    return r[0] ?? undefined;
+  }
+
+  write(ops: readonly KvOp[], opts: { sync?: boolean } = {}): Promise<void> {
+    this.checkOpen();
+    const run = this.writeLock.then(() => this.doWrite(ops, opts.sync ?? false));
+    // The lock chain must survive a failed write; the caller still sees the failure through `run`.
+    this.writeLock = run.catch(() => undefined);
+    return run;
+  }
+
+  private async doWrite(ops: readonly KvOp[], sync: boolean): Promise<void> {
+    const batch: Array<{ type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer }> = [];
+    for (const op of ops) {
+      if (op.type === 'put') {
+        assert(op.key.length > 0, 'empty key');
+        batch.push({ type: 'put', key: toBuf(op.key), value: toBuf(op.value) });
+      } else if (op.type === 'del') {
+        assert(op.key.length > 0, 'empty key');
+        batch.push({ type: 'del', key: toBuf(op.key) });
+      } else {
+        const it = new RocksIterator(this.ld, { gte: op.start, lt: op.end }, () => undefined);
+        try {
+          for (let i = 0; i < DEL_RANGE_KEYS_MAX; i++) {
+            const e = await it.next();
+            if (e === undefined) break;
+            batch.push({ type: 'del', key: toBuf(e[0]) });
+          }
+        } finally {
+          await it.close();
+        }
+      }
+    }
+    if (batch.length === 0) return;
+    await promisify<void>((cb) => this.ld.batch(batch, { sync }, cb));
+  }
+
+  iterator(opts: IteratorOptions = {}): KvIterator {
+    this.checkOpen();
+    const it = new RocksIterator(this.ld, opts, () => this.openIterators.delete(it));
+    this.openIterators.add(it);
+    return it;
+  }
+
+  private prop(name: string): number {
+    const v = Number(this.ld.getProperty(name));
+    return Number.isFinite(v) ? v : 0;
+  }
+
+  stats(): Promise<KvStats> {
+    this.checkOpen();
+    return Promise.resolve({
+      memtableBytes: this.prop('rocksdb.cur-size-all-mem-tables'),
+      sstBytes: this.prop('rocksdb.total-sst-files-size'),
+      keysApprox: this.prop('rocksdb.estimate-num-keys'),
+    });
+  }
+
+  /** RocksDB flushes the memtable as the first step of CompactRange (see header). */
+  flush(): Promise<void> {
+    return this.compactRange();
+  }
+
+  async compactRange(start?: Uint8Array, end?: Uint8Array): Promise<void> {
+    this.checkOpen();
+    // Wait for in-flight writes so "flush after write" covers them.
+    await this.writeLock;
+    await promisify<void>((cb) => this.ld.compactRange(start ? toBuf(start) : KEYSPACE_START, end ? toBuf(end) : KEYSPACE_END, cb));
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.writeLock;
+    for (const it of [...this.openIterators]) await it.close();
+    await promisify<void>((cb) => this.up.close(cb));
+  }
+}
+
+class RocksIterator implements KvIterator {
+  private readonly it: LevelDownIterator;
+  private readonly gte: Buffer | undefined;
+  private readonly lt: Buffer | undefined;
+  private readonly reverse: boolean;
+  /** Set when a seek target lies wholly outside the bounds: nothing to return until the next seek. */
+  private exhausted = false;
+  private closed = false;
+
+  constructor(
+    ld: LevelDown,
+    opts: IteratorOptions,
+    private readonly onClose: () => void,
+  ) {
+    this.gte = opts.gte ? Buffer.from(opts.gte) : undefined;
+    this.lt = opts.lt ? Buffer.from(opts.lt) : undefined;
+    this.reverse = opts.reverse ?? false;
+    const o: Record<string, unknown> = { reverse: this.reverse, keyAsBuffer: true, valueAsBuffer: true };
+    if (this.gte) o['gte'] = this.gte;
+    // Reverse: inclusive upper bound so seek(lt) is in range; the key == lt is filtered in next().
+    if (this.lt) o[this.reverse ? 'lte' : 'lt'] = this.lt;
+    this.it = ld.iterator(o);
+  }
+
+  seek(target: Uint8Array): void {
+    assert(!this.closed, 'seek on closed iterator');
+    let t = toBuf(target);
+    this.exhausted = false;
+    if (!this.reverse) {
+      if (this.lt && Buffer.compare(t, this.lt) >= 0) {
+        this.exhausted = true;
+        return;
+      }
+      if (this.gte && Buffer.compare(t, this.gte) < 0) t = this.gte;
+    } else {
+      if (this.gte && Buffer.compare(t, this.gte) < 0) {
+        this.exhausted = true;
+        return;
+      }
+      if (this.lt && Buffer.compare(t, this.lt) > 0) t = this.lt;
+    }
+    // The binding rejects an empty seek target; every stored key is >= [0x00].
+    this.it.seek(t.length === 0 ? KEYSPACE_START : t);
+  }
+
+  private rawNext(): Promise<[Buffer, Buffer] | undefined> {
+    return new Promise((resolve, reject) => {
+      this.it.next((err, key, value) => {
+        if (err) reject(ioError(err));
+        else if (key === undefined || value === undefined) resolve(undefined);
+        else resolve([key, value]);
+      });
+    });
+  }
+
+  async next(): Promise<[Uint8Array, Uint8Array] | undefined> {
+    assert(!this.closed, 'next on closed iterator');
+    if (this.exhausted) return undefined;
+    let e = await this.rawNext();
+    // At most one key equals the exclusive bound.
+    if (e !== undefined && this.reverse && this.lt && e[0].equals(this.lt)) e = await this.rawNext();
+    if (e === undefined) this.exhausted = true;
+    return e;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.onClose();
+    await promisify<void>((cb) => this.it.end(cb));
+  }
+}
