@@ -1,0 +1,349 @@
+/**
+ * Binary encoding of raft Message (all variants, including entries and snapshots) for the wire
+ * (RaftEnvelopePB.message). Pure and allocation-light: one growing buffer per encode, no protobuf.
+ *
+ * Layout: [version u8][type u8] then the variant's fields in a fixed order. Integers are LEB128
+ * varints (unsigned, computed with arithmetic so the full safe-integer range works), hints that may
+ * be negative are zigzag varints, node ids are length-prefixed UTF-8, byte strings are
+ * length-prefixed. Optional fields are preceded by a presence byte.
+ *
+ * Input comes off the network: decode() validates everything and throws DbError MALFORMED_FRAME on
+ * bad bytes; it never reads past the buffer and never returns a partially decoded message.
+ */
+import { DbError, ErrorCode } from '../common/errors';
+import { NodeId } from '../common/ids';
+import type { ConfState, Entry, EntryType, Message, Snapshot } from './types';
+
+const VERSION = 1;
+
+const TYPE_TAGS = ['append', 'appendResp', 'heartbeat', 'heartbeatResp', 'vote', 'voteResp', 'snapshot', 'timeoutNow'] as const;
+const ENTRY_TYPES: readonly EntryType[] = ['normal', 'noop', 'confChange'];
+
+/** Largest count of entries, voters or bytes a decoder accepts in one field (bounds allocation on garbage). */
+const COUNT_MAX = 1 << 30;
+
+class Writer {
+  buf: Uint8Array;
+  pos = 0;
+  private static readonly enc = new TextEncoder();
+  constructor(initial: number) {
+    this.buf = new Uint8Array(initial);
+  }
+  private ensure(n: number): void {
+    if (this.pos + n <= this.buf.length) return;
+    let cap = this.buf.length * 2;
+    while (cap < this.pos + n) cap *= 2;
+    const nb = new Uint8Array(cap);
+    nb.set(this.buf.subarray(0, this.pos));
+    this.buf = nb;
+  }
+  u8(v: number): void {
+    this.ensure(1);
+    this.buf[this.pos++] = v;
+  }
+  /** Unsigned varint; arithmetic (not bitwise) so values up to 2^53 encode exactly. */
+  uv(v: number): void {
+    if (!Number.isSafeInteger(v) || v < 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `raft codec: not a non-negative safe integer: ${v}`);
+    this.ensure(8);
+    while (v >= 0x80) {
+      this.buf[this.pos++] = (v % 0x80) | 0x80;
+      v = Math.floor(v / 0x80);
+    }
+    this.buf[this.pos++] = v;
+  }
+  /** Zigzag varint for values that may be negative (reject hints). */
+  sv(v: number): void {
+    if (!Number.isSafeInteger(v) || Math.abs(v) >= 2 ** 52) throw new DbError(ErrorCode.INVALID_ARGUMENT, `raft codec: integer out of range: ${v}`);
+    this.uv(v >= 0 ? v * 2 : -v * 2 - 1);
+  }
+  f64(v: number): void {
+    this.ensure(8);
+    new DataView(this.buf.buffer, this.buf.byteOffset + this.pos, 8).setFloat64(0, v, true);
+    this.pos += 8;
+  }
+  bytes(b: Uint8Array): void {
+    this.uv(b.byteLength);
+    this.ensure(b.byteLength);
+    this.buf.set(b, this.pos);
+    this.pos += b.byteLength;
+  }
+  str(s: string): void {
+    // Node ids are short ASCII in practice; encodeInto avoids an intermediate array.
+    this.ensure(s.length * 3 + 5);
+    const lenPos = this.pos;
+    // Reserve a 2-byte varint for the length (ids are < 16384 bytes).
+    this.pos += 2;
+    const r = Writer.enc.encodeInto(s, this.buf.subarray(this.pos));
+    if (r.written >= 1 << 14) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'raft codec: node id too long');
+    this.buf[lenPos] = (r.written % 0x80) | 0x80;
+    this.buf[lenPos + 1] = Math.floor(r.written / 0x80);
+    this.pos += r.written;
+  }
+  result(): Uint8Array {
+    return this.buf.subarray(0, this.pos);
+  }
+}
+
+function malformed(why: string): DbError {
+  return new DbError(ErrorCode.MALFORMED_FRAME, `malformed raft message: ${why}`);
+}
+
+class Reader {
+  pos = 0;
+  private static readonly dec = new TextDecoder('utf-8', { fatal: true });
+  constructor(private readonly buf: Uint8Array) {}
+  u8(): number {
+    if (this.pos >= this.buf.length) throw malformed('truncated');
+    return this.buf[this.pos++]!;
+  }
+  uv(): number {
+    let result = 0;
+    let mul = 1;
+    for (let i = 0; i < 8; i++) {
+      const b = this.u8();
+      result += (b & 0x7f) * mul;
+      if ((b & 0x80) === 0) {
+        if (!Number.isSafeInteger(result)) throw malformed('varint out of range');
+        return result;
+      }
+      mul *= 0x80;
+    }
+    throw malformed('varint too long');
+  }
+  sv(): number {
+    const z = this.uv();
+    return z % 2 === 0 ? z / 2 : -(z + 1) / 2;
+  }
+  count(): number {
+    const n = this.uv();
+    if (n > COUNT_MAX) throw malformed('count too large');
+    return n;
+  }
+  f64(): number {
+    if (this.pos + 8 > this.buf.length) throw malformed('truncated');
+    const v = new DataView(this.buf.buffer, this.buf.byteOffset + this.pos, 8).getFloat64(0, true);
+    this.pos += 8;
+    return v;
+  }
+  bytes(): Uint8Array {
+    const n = this.count();
+    if (this.pos + n > this.buf.length) throw malformed('truncated bytes');
+    // Copy: the frame buffer may be reused by the transport, and entries outlive the frame.
+    const out = this.buf.slice(this.pos, this.pos + n);
+    this.pos += n;
+    return out;
+  }
+  str(): string {
+    const n = this.count();
+    if (this.pos + n > this.buf.length) throw malformed('truncated string');
+    let s: string;
+    try {
+      s = Reader.dec.decode(this.buf.subarray(this.pos, this.pos + n));
+    } catch {
+      throw malformed('bad utf-8');
+    }
+    this.pos += n;
+    return s;
+  }
+  bool(): boolean {
+    const b = this.u8();
+    if (b > 1) throw malformed('bad boolean');
+    return b === 1;
+  }
+  done(): boolean {
+    return this.pos === this.buf.length;
+  }
+}
+
+function entriesSize(ents: readonly Entry[]): number {
+  let n = 0;
+  for (const e of ents) n += e.data.byteLength + 16;
+  return n;
+}
+
+function writeEntries(w: Writer, ents: readonly Entry[]): void {
+  w.uv(ents.length);
+  for (const e of ents) {
+    w.uv(e.term);
+    w.uv(e.index);
+    const t = ENTRY_TYPES.indexOf(e.type);
+    if (t < 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `raft codec: unknown entry type ${String(e.type)}`);
+    w.u8(t);
+    w.bytes(e.data);
+  }
+}
+
+function readEntries(r: Reader): Entry[] {
+  const n = r.count();
+  const out: Entry[] = [];
+  for (let i = 0; i < n; i++) {
+    const term = r.uv();
+    const index = r.uv();
+    const t = ENTRY_TYPES[r.u8()];
+    if (t === undefined) throw malformed('unknown entry type');
+    out.push({ term, index, type: t, data: r.bytes() });
+  }
+  return out;
+}
+
+function writeConf(w: Writer, c: ConfState): void {
+  w.uv(c.voters.length);
+  for (const v of c.voters) w.str(v);
+  w.uv(c.learners.length);
+  for (const v of c.learners) w.str(v);
+}
+
+function readConf(r: Reader): ConfState {
+  const voters: NodeId[] = [];
+  const nv = r.count();
+  for (let i = 0; i < nv; i++) voters.push(NodeId(r.str()));
+  const learners: NodeId[] = [];
+  const nl = r.count();
+  for (let i = 0; i < nl; i++) learners.push(NodeId(r.str()));
+  return { voters, learners };
+}
+
+function writeSnapshot(w: Writer, s: Snapshot): void {
+  w.uv(s.meta.index);
+  w.uv(s.meta.term);
+  writeConf(w, s.meta.conf);
+  w.bytes(s.data);
+}
+
+function readSnapshot(r: Reader): Snapshot {
+  const index = r.uv();
+  const term = r.uv();
+  const conf = readConf(r);
+  return { meta: { index, term, conf }, data: r.bytes() };
+}
+
+function writeOptBytes(w: Writer, b: Uint8Array | undefined): void {
+  if (b === undefined) w.u8(0);
+  else {
+    w.u8(1);
+    w.bytes(b);
+  }
+}
+
+function readOptBytes(r: Reader): Uint8Array | undefined {
+  return r.bool() ? r.bytes() : undefined;
+}
+
+export function encodeMessage(m: Message): Uint8Array {
+  const extra = m.type === 'append' ? entriesSize(m.entries) : m.type === 'snapshot' ? m.snapshot.data.byteLength + 64 : 0;
+  const w = new Writer(64 + extra);
+  w.u8(VERSION);
+  w.u8(TYPE_TAGS.indexOf(m.type));
+  w.str(m.from);
+  w.str(m.to);
+  w.uv(m.term);
+  switch (m.type) {
+    case 'append':
+      w.uv(m.prevIndex);
+      w.uv(m.prevTerm);
+      w.uv(m.commit);
+      writeEntries(w, m.entries);
+      if (m.leaseMs === undefined) w.u8(0);
+      else {
+        w.u8(1);
+        w.f64(m.leaseMs);
+      }
+      break;
+    case 'appendResp':
+      w.uv(m.index);
+      w.u8(m.reject ? 1 : 0);
+      w.sv(m.rejectHint);
+      if (m.rejectTermHint === undefined) w.u8(0);
+      else {
+        w.u8(1);
+        w.sv(m.rejectTermHint);
+      }
+      break;
+    case 'heartbeat':
+      w.uv(m.commit);
+      writeOptBytes(w, m.context);
+      break;
+    case 'heartbeatResp':
+      writeOptBytes(w, m.context);
+      break;
+    case 'vote':
+      w.uv(m.lastIndex);
+      w.uv(m.lastTerm);
+      w.u8((m.pre ? 1 : 0) | (m.transfer ? 2 : 0));
+      break;
+    case 'voteResp':
+      w.u8((m.reject ? 1 : 0) | (m.pre ? 2 : 0));
+      break;
+    case 'snapshot':
+      writeSnapshot(w, m.snapshot);
+      break;
+    case 'timeoutNow':
+      break;
+  }
+  return w.result();
+}
+
+export function decodeMessage(b: Uint8Array): Message {
+  const r = new Reader(b);
+  const version = r.u8();
+  if (version !== VERSION) throw malformed(`unknown version ${version}`);
+  const type = TYPE_TAGS[r.u8()];
+  if (type === undefined) throw malformed('unknown message type');
+  const from = NodeId(r.str());
+  const to = NodeId(r.str());
+  const term = r.uv();
+  let m: Message;
+  switch (type) {
+    case 'append': {
+      const prevIndex = r.uv();
+      const prevTerm = r.uv();
+      const commit = r.uv();
+      const entries = readEntries(r);
+      const hasLease = r.bool();
+      m = { type, from, to, term, prevIndex, prevTerm, entries, commit };
+      if (hasLease) m.leaseMs = r.f64();
+      break;
+    }
+    case 'appendResp': {
+      const index = r.uv();
+      const reject = r.bool();
+      const rejectHint = r.sv();
+      m = { type, from, to, term, index, reject, rejectHint };
+      if (r.bool()) m.rejectTermHint = r.sv();
+      break;
+    }
+    case 'heartbeat': {
+      const commit = r.uv();
+      const context = readOptBytes(r);
+      m = context === undefined ? { type, from, to, term, commit } : { type, from, to, term, commit, context };
+      break;
+    }
+    case 'heartbeatResp': {
+      const context = readOptBytes(r);
+      m = context === undefined ? { type, from, to, term } : { type, from, to, term, context };
+      break;
+    }
+    case 'vote': {
+      const lastIndex = r.uv();
+      const lastTerm = r.uv();
+      const f = r.u8();
+      if (f > 3) throw malformed('bad vote flags');
+      m = { type, from, to, term, lastIndex, lastTerm, pre: (f & 1) !== 0, transfer: (f & 2) !== 0 };
+      break;
+    }
+    case 'voteResp': {
+      const f = r.u8();
+      if (f > 3) throw malformed('bad voteResp flags');
+      m = { type, from, to, term, reject: (f & 1) !== 0, pre: (f & 2) !== 0 };
+      break;
+    }
+    case 'snapshot':
+      m = { type, from, to, term, snapshot: readSnapshot(r) };
+      break;
+    case 'timeoutNow':
+      m = { type, from, to, term };
+      break;
+  }
+  if (!r.done()) throw malformed('trailing bytes');
+  return m;
+}
