@@ -1,0 +1,188 @@
+/**
+ * Linearizability of a single register per key, checked with the Wing–Gong / Lowe search
+ * (WGL with memoisation on (linearized set, register state)), one key at a time (P-compositionality).
+ *
+ * Operations (f): `read` (completion value = the value read, null when absent), `write` (invoke value
+ * = the value), `cas` (invoke value = [expected, new]; completion value true when it swapped, false
+ * when the current value differed). `fail` completions certainly did not happen and are dropped;
+ * `info` completions may or may not have happened: they may be linearized anywhere after their
+ * invocation, or not at all (an info read is dropped: it has no effect to explain).
+ */
+import { pairCalls, type Call, type HistoryOp } from './history';
+
+type RegValue = string | number | null;
+
+interface Entry {
+  id: number;
+  call: Call;
+  required: boolean;
+}
+
+interface Node {
+  kind: 'call' | 'ret';
+  entry: Entry;
+  time: number;
+  prev: Node | null;
+  next: Node | null;
+  /** For a call node: its return node (null for info ops, which never return). */
+  match: Node | null;
+}
+
+export interface KeyResult {
+  key: string;
+  valid: boolean | 'unknown';
+  ops: number;
+  /** On failure: the operations that could not be linearized, for the report. */
+  witness?: Array<{ f: string; invoke: unknown; result: unknown; type: string }>;
+}
+
+export interface LinearizabilityResult {
+  valid: boolean | 'unknown';
+  keys: number;
+  failures: KeyResult[];
+  unknown: KeyResult[];
+}
+
+function apply(state: RegValue, c: Call): { ok: boolean; next: RegValue } {
+  switch (c.f) {
+    case 'write':
+      return { ok: true, next: c.invokeValue as RegValue };
+    case 'read':
+      return { ok: c.value === state || (c.value === undefined && state === null), next: state };
+    case 'cas': {
+      const [expected, nv] = c.invokeValue as [RegValue, RegValue];
+      if (c.type === 'info') return state === expected ? { ok: true, next: nv } : { ok: false, next: state };
+      const swapped = c.value === true;
+      if (swapped) return state === expected ? { ok: true, next: nv } : { ok: false, next: state };
+      return { ok: state !== expected, next: state };
+    }
+    default:
+      throw new Error(`register model: unknown operation ${c.f}`);
+  }
+}
+
+/** Check one key's calls. `searchStatesMax` bounds the work; past it the verdict is 'unknown'. */
+export function checkRegisterKey(key: string, calls: readonly Call[], searchStatesMax = 2_000_000): KeyResult {
+  const entries: Entry[] = [];
+  for (const c of calls) {
+    if (c.type === 'fail') continue;
+    if (c.type === 'info' && c.f === 'read') continue;
+    entries.push({ id: entries.length, call: c, required: c.type === 'ok' });
+  }
+  // Event list ordered by time; at equal times calls come first so touching operations count as concurrent.
+  const events: Node[] = [];
+  for (const e of entries) {
+    const call: Node = { kind: 'call', entry: e, time: e.call.invokeTime, prev: null, next: null, match: null };
+    events.push(call);
+    if (e.required) {
+      const ret: Node = { kind: 'ret', entry: e, time: e.call.completeTime, prev: null, next: null, match: null };
+      call.match = ret;
+      events.push(ret);
+    }
+  }
+  events.sort((a, b) => a.time - b.time || (a.kind === b.kind ? 0 : a.kind === 'call' ? -1 : 1));
+  const head: Node = { kind: 'call', entry: { id: -1, call: calls[0]!, required: false }, time: -Infinity, prev: null, next: null, match: null };
+  let prev = head;
+  for (const n of events) {
+    prev.next = n;
+    n.prev = prev;
+    prev = n;
+  }
+  const lift = (n: Node): void => {
+    n.prev!.next = n.next;
+    if (n.next) n.next.prev = n.prev;
+    const r = n.match;
+    if (r) {
+      r.prev!.next = r.next;
+      if (r.next) r.next.prev = r.prev;
+    }
+  };
+  const unlift = (n: Node): void => {
+    const r = n.match;
+    if (r) {
+      r.prev!.next = r;
+      if (r.next) r.next.prev = r;
+    }
+    n.prev!.next = n;
+    if (n.next) n.next.prev = n;
+  };
+
+  let requiredLeft = entries.filter((e) => e.required).length;
+  const linearized = new Uint8Array(entries.length);
+  const cache = new Set<string>();
+  const stack: Array<{ node: Node; state: RegValue }> = [];
+  let state: RegValue = null;
+  let node = head.next;
+  let steps = 0;
+  const cacheKey = (s: RegValue): string => `${Buffer.from(linearized).toString('latin1')}|${typeof s}:${String(s)}`;
+
+  while (requiredLeft > 0) {
+    if (++steps > searchStatesMax) return { key, valid: 'unknown', ops: entries.length };
+    if (node === null) {
+      // Only info calls remain ahead but required ones are unlinearized: backtrack.
+      const top = stack.pop();
+      if (!top) return failure(key, entries, linearized);
+      ({ state } = top);
+      linearized[top.node.entry.id] = 0;
+      if (top.node.entry.required) requiredLeft++;
+      unlift(top.node);
+      node = top.node.next;
+      continue;
+    }
+    if (node.kind === 'call') {
+      const r = apply(state, node.entry.call);
+      if (r.ok) {
+        linearized[node.entry.id] = 1;
+        const k = cacheKey(r.next);
+        if (!cache.has(k)) {
+          cache.add(k);
+          stack.push({ node, state });
+          state = r.next;
+          if (node.entry.required) requiredLeft--;
+          lift(node);
+          node = head.next;
+          continue;
+        }
+        linearized[node.entry.id] = 0;
+      }
+      node = node.next;
+    } else {
+      // A return event reached before its call was linearized: undo the last choice.
+      const top = stack.pop();
+      if (!top) return failure(key, entries, linearized);
+      state = top.state;
+      linearized[top.node.entry.id] = 0;
+      if (top.node.entry.required) requiredLeft++;
+      unlift(top.node);
+      node = top.node.next;
+    }
+  }
+  return { key, valid: true, ops: entries.length };
+}
+
+function failure(key: string, entries: Entry[], _linearized: Uint8Array): KeyResult {
+  return {
+    key,
+    valid: false,
+    ops: entries.length,
+    witness: entries.slice(0, 50).map((e) => ({ f: e.call.f, invoke: e.call.invokeValue, result: e.call.value, type: e.call.type })),
+  };
+}
+
+export function checkLinearizableRegisters(history: readonly HistoryOp[], searchStatesMax?: number): LinearizabilityResult {
+  const byKey = new Map<string, Call[]>();
+  for (const c of pairCalls(history)) {
+    const k = c.key ?? '';
+    let arr = byKey.get(k);
+    if (!arr) byKey.set(k, (arr = []));
+    arr.push(c);
+  }
+  const failures: KeyResult[] = [];
+  const unknown: KeyResult[] = [];
+  for (const [k, calls] of byKey) {
+    const r = checkRegisterKey(k, calls, searchStatesMax);
+    if (r.valid === false) failures.push(r);
+    else if (r.valid === 'unknown') unknown.push(r);
+  }
+  return { valid: failures.length ? false : unknown.length ? 'unknown' : true, keys: byKey.size, failures, unknown };
+}

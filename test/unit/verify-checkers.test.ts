@@ -1,0 +1,188 @@
+/**
+ * The checkers on hand-built histories: each anomaly present is found, and clean histories pass.
+ */
+import { describe, expect, it } from 'vitest';
+import { checkLinearizableRegisters, checkBank, checkSet, checkListAppend, type HistoryOp, type MicroOp } from '../../lab/verify';
+
+class H {
+  ops: HistoryOp[] = [];
+  t = 0;
+  private push(process: number, type: HistoryOp['type'], f: string, value: unknown, key?: string, time?: number): void {
+    this.ops.push({ index: this.ops.length, process, type, f, value, time: time ?? ++this.t, ...(key !== undefined ? { key } : {}) });
+  }
+  inv(p: number, f: string, value: unknown, key?: string, time?: number): this {
+    this.push(p, 'invoke', f, value, key, time);
+    return this;
+  }
+  ok(p: number, f: string, value: unknown, key?: string, time?: number): this {
+    this.push(p, 'ok', f, value, key, time);
+    return this;
+  }
+  fail(p: number, f: string, value: unknown, key?: string): this {
+    this.push(p, 'fail', f, value, key);
+    return this;
+  }
+  info(p: number, f: string, value: unknown, key?: string): this {
+    this.push(p, 'info', f, value, key);
+    return this;
+  }
+  /** A whole transaction, invoked and completed back to back. */
+  txn(p: number, mops: MicroOp[], type: 'ok' | 'fail' | 'info' = 'ok'): this {
+    const inv = mops.map((m) => (m[0] === 'r' ? (['r', m[1], null] as MicroOp) : m));
+    this.inv(p, 'txn', inv);
+    if (type === 'ok') this.ok(p, 'txn', mops);
+    else if (type === 'fail') this.fail(p, 'txn', inv);
+    else this.info(p, 'txn', inv);
+    return this;
+  }
+}
+
+describe('verify: register linearizability', () => {
+  it('register: sequential write then read of that value is linearizable', () => {
+    const h = new H().inv(0, 'write', 1, 'k').ok(0, 'write', 1, 'k').inv(0, 'read', null, 'k').ok(0, 'read', 1, 'k');
+    expect(checkLinearizableRegisters(h.ops).valid).toBe(true);
+  });
+  it('register: a stale read after a completed write is caught', () => {
+    const h = new H().inv(0, 'write', 1, 'k').ok(0, 'write', 1, 'k').inv(0, 'write', 2, 'k').ok(0, 'write', 2, 'k').inv(1, 'read', null, 'k').ok(1, 'read', 1, 'k');
+    const r = checkLinearizableRegisters(h.ops);
+    expect(r.valid).toBe(false);
+    expect(r.failures[0]!.key).toBe('k');
+  });
+  it('register: concurrent write and read may see either value', () => {
+    const h = new H().inv(0, 'write', 1, 'k').ok(0, 'write', 1, 'k').inv(0, 'write', 2, 'k').inv(1, 'read', null, 'k').ok(1, 'read', 1, 'k').ok(0, 'write', 2, 'k');
+    expect(checkLinearizableRegisters(h.ops).valid).toBe(true);
+  });
+  it('register: an info write may or may not have happened', () => {
+    const took = new H().inv(0, 'write', 5, 'k').info(0, 'write', 5, 'k').inv(1, 'read', null, 'k').ok(1, 'read', 5, 'k');
+    const didnt = new H().inv(0, 'write', 5, 'k').info(0, 'write', 5, 'k').inv(1, 'read', null, 'k').ok(1, 'read', null, 'k');
+    expect(checkLinearizableRegisters(took.ops).valid).toBe(true);
+    expect(checkLinearizableRegisters(didnt.ops).valid).toBe(true);
+  });
+  it('register: a failed write must not be observed', () => {
+    const h = new H().inv(0, 'write', 5, 'k').fail(0, 'write', 5, 'k').inv(1, 'read', null, 'k').ok(1, 'read', 5, 'k');
+    expect(checkLinearizableRegisters(h.ops).valid).toBe(false);
+  });
+  it('register: compare-and-set success and failure are both checked', () => {
+    const good = new H().inv(0, 'write', 1, 'k').ok(0, 'write', 1, 'k').inv(0, 'cas', [1, 2], 'k').ok(0, 'cas', true, 'k').inv(1, 'cas', [1, 3], 'k').ok(1, 'cas', false, 'k').inv(1, 'read', null, 'k').ok(1, 'read', 2, 'k');
+    expect(checkLinearizableRegisters(good.ops).valid).toBe(true);
+    const bad = new H().inv(0, 'write', 1, 'k').ok(0, 'write', 1, 'k').inv(0, 'cas', [1, 2], 'k').ok(0, 'cas', true, 'k').inv(1, 'cas', [1, 3], 'k').ok(1, 'cas', true, 'k');
+    expect(checkLinearizableRegisters(bad.ops).valid).toBe(false);
+  });
+  it('register: keys are checked independently', () => {
+    const h = new H().inv(0, 'write', 1, 'a').ok(0, 'write', 1, 'a').inv(0, 'read', null, 'b').ok(0, 'read', 1, 'b');
+    const r = checkLinearizableRegisters(h.ops);
+    expect(r.keys).toBe(2);
+    expect(r.failures.map((f) => f.key)).toEqual(['b']);
+  });
+});
+
+describe('verify: bank', () => {
+  const accounts = ['a', 'b'];
+  it('bank: reads summing to the total pass', () => {
+    const h = new H().inv(0, 'read', null).ok(0, 'read', { a: 60, b: 40 }).inv(1, 'transfer', { from: 'a', to: 'b', amount: 10 }).ok(1, 'transfer', null);
+    const r = checkBank(h.ops, { total: 100, accounts });
+    expect(r.valid).toBe(true);
+    expect(r.reads).toBe(1);
+    expect(r.transfersOk).toBe(1);
+  });
+  it('bank: a wrong total and a negative balance are caught', () => {
+    const h = new H().inv(0, 'read', null).ok(0, 'read', { a: 70, b: 40 }).inv(0, 'read', null).ok(0, 'read', { a: 110, b: -10 });
+    const r = checkBank(h.ops, { total: 100, accounts });
+    expect(r.valid).toBe(false);
+    expect(r.wrongTotal).toHaveLength(1);
+    expect(r.negative).toEqual([{ index: 3, account: 'b', balance: -10 }]);
+  });
+});
+
+describe('verify: set', () => {
+  it('set: lost and unexpected elements are found; info adds may appear', () => {
+    const h = new H().inv(0, 'add', 1).ok(0, 'add', null).inv(0, 'add', 2).ok(0, 'add', null).inv(1, 'add', 3).info(1, 'add', null).inv(2, 'read', null).ok(2, 'read', [1, 3, 9]);
+    const r = checkSet(h.ops);
+    expect(r.valid).toBe(false);
+    expect(r.lost).toEqual([2]);
+    expect(r.unexpected).toEqual([9]);
+    expect(r.recovered).toBe(1);
+  });
+  it('set: every acknowledged add present passes', () => {
+    const h = new H().inv(0, 'add', 1).ok(0, 'add', null).inv(1, 'read', null).ok(1, 'read', [1]);
+    expect(checkSet(h.ops).valid).toBe(true);
+  });
+  it('set: no final read is not a pass', () => {
+    expect(checkSet(new H().inv(0, 'add', 1).ok(0, 'add', null).ops).valid).toBe(false);
+  });
+});
+
+describe('verify: list-append (Elle-style)', () => {
+  it('append: a serial history has no anomalies', () => {
+    const h = new H()
+      .txn(0, [['append', 'x', 1], ['r', 'x', [1]]])
+      .txn(1, [['r', 'x', [1]], ['append', 'x', 2]])
+      .txn(0, [['r', 'x', [1, 2]]]);
+    const r = checkListAppend(h.ops);
+    expect(r.anomalies).toEqual({});
+    expect(r.valid).toBe(true);
+  });
+  it('append: G0 (write cycle) is found', () => {
+    // T0 appends x=1, y=2; T1 appends x=2, y=1; reads show x:[1,2] but y:[1,2] → T0<T1 on x, T1<T0 on y.
+    const h = new H()
+      .txn(0, [['append', 'x', 1], ['append', 'y', 2]])
+      .txn(1, [['append', 'x', 2], ['append', 'y', 1]])
+      .txn(2, [['r', 'x', [1, 2]], ['r', 'y', [1, 2]]]);
+    const r = checkListAppend(h.ops);
+    expect(r.anomalies.G0).toBeDefined();
+    expect(r.valid).toBe(false);
+  });
+  it('append: G1a (aborted read) is found', () => {
+    const h = new H().txn(0, [['append', 'x', 1]], 'fail').txn(1, [['r', 'x', [1]]]);
+    expect(checkListAppend(h.ops).anomalies.G1a).toHaveLength(1);
+  });
+  it('append: G1b (intermediate read) is found', () => {
+    const h = new H().txn(0, [['append', 'x', 1], ['append', 'x', 2]]).txn(1, [['r', 'x', [1]]]);
+    expect(checkListAppend(h.ops).anomalies.G1b).toHaveLength(1);
+  });
+  it('append: G1c (circular information flow) is found', () => {
+    // T0 reads y=[1] (written by T1) and appends x=1; T1 reads x=[1] (written by T0) and appends y=1.
+    const h = new H().txn(0, [['r', 'y', [1]], ['append', 'x', 1]]).txn(1, [['r', 'x', [1]], ['append', 'y', 1]]);
+    const r = checkListAppend(h.ops);
+    expect(r.anomalies.G1c).toBeDefined();
+    expect(r.valid).toBe(false);
+  });
+  it('append: lost update / G-single is found and fails snapshot isolation', () => {
+    // Both read x=[] and both append: one append must have been lost to the other's read.
+    const h = new H()
+      .txn(0, [['r', 'x', []], ['append', 'x', 1]])
+      .txn(1, [['r', 'x', []], ['append', 'x', 2]])
+      .txn(2, [['r', 'x', [1, 2]]]);
+    const r = checkListAppend(h.ops);
+    expect(r.anomalies['lost-update']).toBeDefined();
+    expect(r.anomalies['G-single']).toBeDefined();
+    expect(r.valid).toBe(false);
+  });
+  it('append: write skew (G2-item) is allowed under snapshot isolation, not serializable', () => {
+    // T0 reads x=[], y=[] and appends x; T1 reads x=[], y=[] and appends y: two rw edges.
+    const h = new H()
+      .txn(0, [['r', 'x', []], ['r', 'y', []], ['append', 'x', 1]])
+      .txn(1, [['r', 'x', []], ['r', 'y', []], ['append', 'y', 1]])
+      .txn(2, [['r', 'x', [1]], ['r', 'y', [1]]]);
+    const si = checkListAppend(h.ops, 'snapshot-isolation');
+    expect(si.anomalies['G2-item']).toBeDefined();
+    expect(si.anomalies['G-single']).toBeUndefined();
+    expect(si.allowed).toEqual(['G2-item']);
+    expect(si.valid).toBe(true);
+    expect(checkListAppend(h.ops, 'serializable').valid).toBe(false);
+  });
+  it('append: internal inconsistency (own append not visible) is found', () => {
+    const h = new H().txn(0, [['append', 'x', 1], ['r', 'x', []]]);
+    expect(checkListAppend(h.ops).anomalies.internal).toHaveLength(1);
+  });
+  it('append: incompatible orders and duplicates are found', () => {
+    const h = new H()
+      .txn(0, [['append', 'x', 1]])
+      .txn(1, [['append', 'x', 2]])
+      .txn(2, [['r', 'x', [1, 2]]])
+      .txn(3, [['r', 'x', [2, 1, 1]]]);
+    const r = checkListAppend(h.ops);
+    expect(r.anomalies['incompatible-order']).toBeDefined();
+    expect(r.anomalies['duplicate-elements']).toBeDefined();
+  });
+});
