@@ -1,0 +1,99 @@
+/**
+ * The one interface every lab cluster driver implements (process, docker). Experiments and the
+ * `tessera lab` commands speak only this interface; the driver decides what "kill", "pause" or
+ * "partition" means for its kind of node.
+ */
+import type { ClusterSpec, DriverKind, NodeName, ServerRole } from './cluster-spec';
+
+/** Addresses of one server, as peers see it and as a person on this machine reaches it. */
+export interface ServerAddresses {
+  role: ServerRole;
+  /** host:port other servers of the lab use (what --rpc_bind_addresses says). */
+  rpcAddress: string;
+  /** host:port a client on this machine connects to (equal to rpcAddress for local processes). */
+  hostRpcAddress: string;
+  /** Console base URL reachable from this machine, e.g. http://127.0.0.2:9000 */
+  webUrl: string;
+}
+
+export interface NodeAddresses {
+  name: NodeName;
+  index: number;
+  master?: ServerAddresses;
+  tserver: ServerAddresses;
+}
+
+export type ServerState = 'running' | 'paused' | 'stopped';
+
+export interface ServerStatus extends ServerAddresses {
+  state: ServerState;
+  healthy: boolean;
+  pid?: number;
+  /** From the master's /api/v1/tablet-servers when a master answers (tservers only). */
+  tablets?: number;
+  leaders?: number;
+}
+
+export interface NodeStatus {
+  name: NodeName;
+  index: number;
+  servers: ServerStatus[];
+  partitioned: boolean;
+  /** Docker only. */
+  containerId?: string;
+  ip?: string;
+}
+
+export interface LabStatus {
+  driver: DriverKind;
+  baseDir: string;
+  nodes: NodeStatus[];
+  /** Nodes currently cut off by `partition` (empty when healed). */
+  partitioned: NodeName[];
+}
+
+export interface FlagSetResult {
+  node: NodeName;
+  role: ServerRole;
+  ok: boolean;
+  /** The value the server reports after the change, or the server's error text. */
+  value?: unknown;
+  error?: string;
+}
+
+/** Which servers of a node an operation targets; omitted = all servers of the node. */
+export type RoleSelector = ServerRole | undefined;
+
+export interface DownOptions {
+  keepData?: boolean;
+}
+
+export interface ClusterDriver {
+  readonly kind: DriverKind;
+  /** Start every node and wait (bounded by spec.healthTimeoutMs) until each answers /healthz. */
+  up(spec: ClusterSpec): Promise<NodeAddresses[]>;
+  /**
+   * Stop and remove everything up() created (processes / containers and network) and lab.json; node
+   * data is removed too unless keepData. Logs are kept (process driver: BASE/nI/*.log).
+   */
+  down(opts?: DownOptions): Promise<void>;
+  status(): Promise<LabStatus>;
+  addresses(): NodeAddresses[];
+  /** Change a flag at run time through the node's console (POST /api/v1/flags). */
+  setFlag(node: NodeName, name: string, value: string, force?: boolean, role?: RoleSelector): Promise<FlagSetResult[]>;
+  /** SIGKILL (process) / container kill: no shutdown path runs. */
+  kill(node: NodeName, role?: RoleSelector): Promise<void>;
+  /** Graceful stop (SIGTERM, then SIGKILL after a bound). */
+  stop(node: NodeName, role?: RoleSelector): Promise<void>;
+  /** Start again with the same flags and wait until healthy. */
+  start(node: NodeName, role?: RoleSelector): Promise<void>;
+  restart(node: NodeName, role?: RoleSelector): Promise<void>;
+  /** SIGSTOP / docker pause: the node keeps its sockets but does nothing. */
+  pause(node: NodeName, role?: RoleSelector): Promise<void>;
+  resume(node: NodeName, role?: RoleSelector): Promise<void>;
+  /** Cut the listed nodes off from the rest (replaces any earlier partition). */
+  partition(nodes: NodeName[]): Promise<void>;
+  heal(): Promise<void>;
+  /** The last `lines` lines of the node's logs (both servers, each line prefixed with its role). */
+  logs(node: NodeName, lines: number): Promise<string>;
+}

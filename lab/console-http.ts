@@ -1,0 +1,95 @@
+/**
+ * Talking to a server's web console from the lab: health checks and run-time flag changes
+ * (DESIGN §12). Every request has a timeout so a paused or partitioned node cannot hang the lab.
+ */
+import * as http from 'node:http';
+import { DbError, ErrorCode, isErrorCode } from '../common';
+
+export const CONSOLE_REQUEST_TIMEOUT_MS = 3_000;
+/** Bodies larger than this are cut off (a console page is small; this guards against a runaway). */
+const CONSOLE_BODY_BYTES_MAX = 16 * 1024 * 1024;
+
+export interface HttpReply {
+  status: number;
+  body: string;
+}
+
+export function httpRequest(url: string, opts: { method?: string; body?: string; timeoutMs?: number } = {}): Promise<HttpReply> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      url,
+      {
+        method: opts.method ?? 'GET',
+        timeout: opts.timeoutMs ?? CONSOLE_REQUEST_TIMEOUT_MS,
+        headers: opts.body !== undefined ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(opts.body) } : {},
+        // A fresh connection per call: a paused server must not poison a pooled socket.
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let bytes = 0;
+        res.on('data', (c: Buffer) => {
+          bytes += c.length;
+          if (bytes > CONSOLE_BODY_BYTES_MAX) {
+            req.destroy(new DbError(ErrorCode.MESSAGE_TOO_LARGE, `${url}: reply larger than ${CONSOLE_BODY_BYTES_MAX} bytes`));
+            return;
+          }
+          chunks.push(c);
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new DbError(ErrorCode.TIMED_OUT, `${url}: no answer within ${opts.timeoutMs ?? CONSOLE_REQUEST_TIMEOUT_MS} ms`)));
+    req.on('error', (e) => reject(e instanceof DbError ? e : new DbError(ErrorCode.NETWORK_ERROR, `${url}: ${e.message}`, {}, { cause: e })));
+    if (opts.body !== undefined) req.write(opts.body);
+    req.end();
+  });
+}
+
+export async function isHealthy(webUrl: string, timeoutMs = 1_000): Promise<boolean> {
+  try {
+    const r = await httpRequest(`${webUrl}/api/v1/healthz`, { timeoutMs });
+    return r.status === 200;
+  } catch {
+    return false;
+  }
+}
+
+export async function getJson(url: string, timeoutMs?: number): Promise<unknown> {
+  const r = await httpRequest(url, { timeoutMs });
+  if (r.status !== 200) throw new DbError(ErrorCode.NETWORK_ERROR, `${url}: HTTP ${r.status}: ${r.body.slice(0, 200)}`);
+  try {
+    return JSON.parse(r.body);
+  } catch {
+    throw new DbError(ErrorCode.NETWORK_ERROR, `${url}: reply is not JSON`);
+  }
+}
+
+/**
+ * POST /api/v1/flags {name, value, force}. Returns the server's reply value; a DbError from the server
+ * (INVALID_ARGUMENT, NOT_SAFE) is rethrown with its code.
+ */
+export async function postFlag(webUrl: string, name: string, value: string, force: boolean): Promise<unknown> {
+  const url = `${webUrl}/api/v1/flags`;
+  const r = await httpRequest(url, { method: 'POST', body: JSON.stringify({ name, value, force }) });
+  let body: unknown;
+  try {
+    body = JSON.parse(r.body);
+  } catch {
+    body = r.body;
+  }
+  if (r.status >= 200 && r.status < 300) return body;
+  const err = wireError(body);
+  if (err) throw err;
+  throw new DbError(ErrorCode.NETWORK_ERROR, `${url}: HTTP ${r.status}: ${r.body.slice(0, 200)}`);
+}
+
+/** Accepts `{code, message}` or `{error: {code, message}}`. */
+function wireError(body: unknown): DbError | undefined {
+  if (typeof body !== 'object' || body === null) return undefined;
+  const o = body as Record<string, unknown>;
+  const e = typeof o['error'] === 'object' && o['error'] !== null ? (o['error'] as Record<string, unknown>) : o;
+  if (typeof e['code'] !== 'string' || typeof e['message'] !== 'string') return undefined;
+  return new DbError(isErrorCode(e['code']) ? e['code'] : ErrorCode.INTERNAL, e['message']);
+}

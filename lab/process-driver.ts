@@ -1,0 +1,342 @@
+/**
+ * The process driver: each node's servers run as detached local processes (they outlive the
+ * `tessera lab up` that started them), log to BASE/nI/{master,tserver}.log and keep data in
+ * BASE/nI/{master,tserver}/. Faults are signals: kill = SIGKILL, pause/resume = SIGSTOP/SIGCONT.
+ * A partition is the run-time flag TEST_drop_traffic_peers set on every server (partition-plan.ts);
+ * it is in memory only, so the driver sets it again on servers it starts or resumes.
+ */
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { DbError, ErrorCode } from '../common';
+import { type ClusterSpec, flagArgs, type NodeName, nodeName, nodeIndex, validateSpec } from './cluster-spec';
+import type { ClusterDriver, DownOptions, FlagSetResult, LabStatus, NodeAddresses, RoleSelector, ServerStatus } from './cluster-driver';
+import { isHealthy } from './console-http';
+import { setFlagOnServers } from './flag-setter';
+import { type HealthTarget, waitAllHealthy } from './health-wait';
+import { type LabState, type NodeRecord, type ServerRecord, LAB_STATE_VERSION, readLabState, removeLabState, serversOf, writeLabState } from './lab-state';
+import { tailFile } from './log-tail';
+import { packageRoot, serverEntryPath } from './package-root';
+import { DROP_TRAFFIC_FLAG, partitionDropLists } from './partition-plan';
+import { assertAddressesFree, loopbackAliasesWork, planProcessNodes } from './process-addressing';
+import { processState, signal } from './process-table';
+import { tabletCountsFromMasters } from './tablet-counts';
+import { waitUntil } from './wait-until';
+
+/** A SIGTERM'd server gets this long to exit before SIGKILL. */
+export const STOP_GRACE_MS = 10_000;
+/** Bound on waiting for a SIGKILL'd process to disappear. */
+export const KILL_WAIT_MS = 5_000;
+
+export class ProcessDriver implements ClusterDriver {
+  readonly kind = 'process' as const;
+  private state: LabState | undefined;
+  /** Exit reasons of servers this process spawned (pid -> text), for a precise "did not come up". */
+  private readonly exits = new Map<number, string>();
+
+  constructor(state?: LabState) {
+    this.state = state;
+  }
+
+  /** The driver of a lab an earlier invocation started in baseDir. */
+  static open(baseDir: string): ProcessDriver {
+    const st = readLabState(baseDir);
+    if (!st) throw new DbError(ErrorCode.NOT_FOUND, `no lab in ${path.resolve(baseDir)} (no lab.json); start one with tessera lab up`);
+    return new ProcessDriver(st);
+  }
+
+  async up(spec: ClusterSpec): Promise<NodeAddresses[]> {
+    validateSpec(spec);
+    const prev = readLabState(spec.baseDir);
+    if (prev && prev.nodes.some((n) => serversOf(n).some((s) => processState(s.pid, dataDirArg(s)) !== 'stopped'))) {
+      throw new DbError(ErrorCode.ALREADY_EXISTS, `a lab is already up in ${spec.baseDir}; run tessera lab down --base_dir ${spec.baseDir} first`);
+    }
+    serverEntryPath(spec.serverEntry);
+    const plans = planProcessNodes(spec, await loopbackAliasesWork());
+    const masterAddrs = plans.slice(0, spec.masters).map((p) => `${p.host}:${p.masterRpcPort}`).join(',');
+    const nodes: NodeRecord[] = plans.map((p, i) => {
+      const name = nodeName(i);
+      const dir = path.join(spec.baseDir, name);
+      const rec: NodeRecord = {
+        name,
+        index: i,
+        tserver: serverRecord('tserver', dir, p.host, p.tserverRpcPort, p.tserverWebPort, [
+          `--tserver_master_addrs=${masterAddrs}`,
+          ...flagArgs(spec.tserverFlags),
+          ...flagArgs(spec.nodeFlags[name] ?? {}),
+        ]),
+      };
+      if (i < spec.masters) {
+        rec.master = serverRecord('master', dir, p.host, p.masterRpcPort, p.masterWebPort, [
+          `--master_addresses=${masterAddrs}`,
+          ...flagArgs(spec.masterFlags),
+          ...flagArgs(spec.nodeMasterFlags[name] ?? {}),
+        ]);
+      }
+      return rec;
+    });
+    for (const n of nodes) for (const s of serversOf(n)) assertNoOldData(s.dataDir);
+    await assertAddressesFree(
+      nodes.flatMap((n) => serversOf(n)).flatMap((s) => [hostPort(s.rpcAddress), hostPort(new URL(s.webUrl).host)]),
+    );
+    this.state = { version: LAB_STATE_VERSION, createdAt: new Date().toISOString(), spec, nodes, partitioned: [] };
+    // Saved before spawning: if this invocation dies half-way, `lab down` still finds what it started.
+    writeLabState(this.state);
+    try {
+      for (const n of nodes) for (const s of serversOf(n)) this.spawnServer(s);
+      writeLabState(this.state);
+      await waitAllHealthy(nodes.flatMap((n) => serversOf(n).map((s) => this.healthTarget(n, s))), spec.healthTimeoutMs);
+    } catch (e) {
+      await this.terminate(nodes.flatMap((n) => serversOf(n)));
+      removeLabState(spec.baseDir);
+      this.state = undefined;
+      throw e;
+    }
+    return this.addresses();
+  }
+
+  async down(opts: DownOptions = {}): Promise<void> {
+    const st = this.need();
+    await this.terminate(st.nodes.flatMap((n) => serversOf(n)));
+    if (!opts.keepData) for (const n of st.nodes) for (const s of serversOf(n)) fs.rmSync(s.dataDir, { recursive: true, force: true });
+    removeLabState(st.spec.baseDir);
+    this.state = undefined;
+  }
+
+  addresses(): NodeAddresses[] {
+    return this.need().nodes.map((n) => ({
+      name: n.name,
+      index: n.index,
+      ...(n.master ? { master: addressesOf(n.master) } : {}),
+      tserver: addressesOf(n.tserver),
+    }));
+  }
+
+  async status(): Promise<LabStatus> {
+    const st = this.need();
+    const nodes = await Promise.all(
+      st.nodes.map(async (n) => ({
+        name: n.name,
+        index: n.index,
+        partitioned: st.partitioned.includes(n.name),
+        servers: await Promise.all(
+          serversOf(n).map(async (s): Promise<ServerStatus> => {
+            const state = processState(s.pid, dataDirArg(s));
+            const healthy = state === 'running' && (await isHealthy(s.webUrl));
+            return { ...addressesOf(s), state, healthy, ...(state !== 'stopped' && s.pid ? { pid: s.pid } : {}) };
+          }),
+        ),
+      })),
+    );
+    const masters = nodes.flatMap((n) => n.servers).filter((s) => s.role === 'master' && s.healthy).map((s) => s.webUrl);
+    const counts = await tabletCountsFromMasters(masters);
+    for (const s of nodes.flatMap((n) => n.servers)) {
+      const c = s.role === 'tserver' ? counts.get(s.rpcAddress) : undefined;
+      if (c) Object.assign(s, c);
+    }
+    return { driver: 'process', baseDir: st.spec.baseDir, nodes, partitioned: [...st.partitioned] };
+  }
+
+  async setFlag(node: NodeName, name: string, value: string, force = false, role?: RoleSelector): Promise<FlagSetResult[]> {
+    const n = this.node(node);
+    return setFlagOnServers(this.select(n, role).map((s) => ({ node: n.name, role: s.role, webUrl: s.webUrl })), name, value, force);
+  }
+
+  async kill(node: NodeName, role?: RoleSelector): Promise<void> {
+    const servers = this.select(this.node(node), role);
+    for (const s of servers) if (s.pid && processState(s.pid, dataDirArg(s)) !== 'stopped') signal(s.pid, 'SIGKILL');
+    await this.waitStopped(servers, KILL_WAIT_MS);
+  }
+
+  async stop(node: NodeName, role?: RoleSelector): Promise<void> {
+    await this.terminate(this.select(this.node(node), role));
+  }
+
+  async start(node: NodeName, role?: RoleSelector): Promise<void> {
+    const st = this.need();
+    const n = this.node(node);
+    const started = this.select(n, role).filter((s) => processState(s.pid, dataDirArg(s)) === 'stopped');
+    for (const s of started) this.spawnServer(s);
+    writeLabState(st);
+    await waitAllHealthy(started.map((s) => this.healthTarget(n, s)), st.spec.healthTimeoutMs);
+    await this.applyPartition(started);
+  }
+
+  async restart(node: NodeName, role?: RoleSelector): Promise<void> {
+    await this.stop(node, role);
+    await this.start(node, role);
+  }
+
+  async pause(node: NodeName, role?: RoleSelector): Promise<void> {
+    for (const s of this.select(this.node(node), role)) {
+      if (s.pid && processState(s.pid, dataDirArg(s)) === 'running') signal(s.pid, 'SIGSTOP');
+    }
+  }
+
+  async resume(node: NodeName, role?: RoleSelector): Promise<void> {
+    const servers = this.select(this.node(node), role);
+    for (const s of servers) if (s.pid && processState(s.pid, dataDirArg(s)) === 'paused') signal(s.pid, 'SIGCONT');
+    // A server paused while a partition was set may have missed the flag.
+    await this.applyPartition(servers);
+  }
+
+  async partition(nodes: NodeName[]): Promise<void> {
+    const st = this.need();
+    if (nodes.length === 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'partition needs at least one node (use heal to undo)');
+    for (const n of nodes) nodeIndex(n, st.spec.nodes);
+    if (nodes.length >= st.spec.nodes) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'partition must leave at least one node on the other side');
+    st.partitioned = [...new Set(nodes)].sort();
+    await this.applyPartition(st.nodes.flatMap((n) => serversOf(n)));
+    writeLabState(st);
+  }
+
+  async heal(): Promise<void> {
+    const st = this.need();
+    st.partitioned = [];
+    await this.applyPartition(st.nodes.flatMap((n) => serversOf(n)));
+    writeLabState(st);
+  }
+
+  async logs(node: NodeName, lines: number): Promise<string> {
+    const n = this.node(node);
+    return serversOf(n)
+      .map((s) => `==> ${n.name} ${s.role} (${s.logFile ?? '?'}) <==\n${s.logFile ? tailFile(s.logFile, lines).join('\n') : ''}`)
+      .join('\n');
+  }
+
+  // ---- internals ----
+
+  private need(): LabState {
+    if (!this.state) throw new DbError(ErrorCode.NOT_FOUND, 'no lab is up (run tessera lab up)');
+    return this.state;
+  }
+
+  private node(name: NodeName): NodeRecord {
+    const st = this.need();
+    return st.nodes[nodeIndex(name, st.spec.nodes)]!;
+  }
+
+  private select(n: NodeRecord, role: RoleSelector): ServerRecord[] {
+    if (role === 'master' && !n.master) throw new DbError(ErrorCode.INVALID_ARGUMENT, `node ${n.name} runs no master`);
+    return serversOf(n).filter((s) => role === undefined || s.role === role);
+  }
+
+  private spawnServer(s: ServerRecord): void {
+    const entry = serverEntryPath(this.need().spec.serverEntry);
+    fs.mkdirSync(s.dataDir, { recursive: true });
+    const log = s.logFile!;
+    const fd = fs.openSync(log, 'a');
+    try {
+      fs.writeSync(fd, `==== tessera lab ${new Date().toISOString()}: starting ${s.role}: ${process.execPath} ${entry} ${s.argv.join(' ')}\n`);
+      const child = spawn(process.execPath, [entry, ...s.argv], { detached: true, stdio: ['ignore', fd, fd], cwd: packageRoot() });
+      const pid = child.pid;
+      if (pid === undefined) throw new DbError(ErrorCode.INTERNAL, `could not start ${s.role} (${entry})`);
+      child.on('exit', (code, sig) => this.exits.set(pid, sig ? `was killed by ${sig}` : `exited with status ${String(code)}`));
+      child.on('error', (e) => this.exits.set(pid, `failed to start: ${e.message}`));
+      // Detached and unref'd: the server outlives this CLI invocation.
+      child.unref();
+      s.pid = pid;
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+
+  private healthTarget(n: NodeRecord, s: ServerRecord): HealthTarget {
+    const pid = s.pid;
+    return {
+      node: n.name,
+      role: s.role,
+      webUrl: s.webUrl,
+      gone: async () => {
+        if (pid !== undefined && this.exits.has(pid)) return this.exits.get(pid);
+        return processState(pid, dataDirArg(s)) === 'stopped' ? 'exited before becoming healthy' : undefined;
+      },
+      logTail: async (lines) => (s.logFile ? tailFile(s.logFile, lines) : []),
+    };
+  }
+
+  /** SIGTERM (and SIGCONT, so a paused server can act on it), then SIGKILL what is left after the grace period. */
+  private async terminate(servers: ServerRecord[]): Promise<void> {
+    const live = servers.filter((s) => s.pid && processState(s.pid, dataDirArg(s)) !== 'stopped');
+    for (const s of live) {
+      signal(s.pid!, 'SIGTERM');
+      signal(s.pid!, 'SIGCONT');
+    }
+    try {
+      await this.waitStopped(live, STOP_GRACE_MS);
+    } catch {
+      for (const s of live) if (processState(s.pid, dataDirArg(s)) !== 'stopped') signal(s.pid!, 'SIGKILL');
+      await this.waitStopped(live, KILL_WAIT_MS);
+    }
+  }
+
+  private async waitStopped(servers: ServerRecord[], timeoutMs: number): Promise<void> {
+    await waitUntil(async () => servers.every((s) => processState(s.pid, dataDirArg(s)) === 'stopped'), {
+      timeoutMs,
+      intervalMs: 50,
+      what: `${servers.map((s) => `${s.role} pid ${String(s.pid)}`).join(', ')} to exit`,
+    });
+  }
+
+  /** Sets each given running server's drop list for the current partition (all '' when healed). */
+  private async applyPartition(targets: ServerRecord[]): Promise<void> {
+    const st = this.need();
+    const all = st.nodes.flatMap((n) => serversOf(n).map((s) => ({ node: n.name, role: s.role, rpcAddress: s.rpcAddress, rec: s })));
+    const lists = partitionDropLists(all, st.partitioned);
+    const wanted = new Set(targets);
+    const failures: string[] = [];
+    await Promise.all(
+      all.map(async (a, i) => {
+        if (!wanted.has(a.rec) || processState(a.rec.pid, dataDirArg(a.rec)) !== 'running') return;
+        try {
+          await setFlagOnServers([{ node: a.node, role: a.role, webUrl: a.rec.webUrl }], DROP_TRAFFIC_FLAG, lists[i]!.peers, true);
+        } catch (e) {
+          failures.push(`${a.node} ${a.role}: ${(e as Error).message}`);
+        }
+      }),
+    );
+    if (failures.length) {
+      throw new DbError(ErrorCode.INTERNAL, `could not set ${DROP_TRAFFIC_FLAG} on every server (the servers must define it as a run-time flag): ${failures.join('; ')}`);
+    }
+  }
+}
+
+function serverRecord(role: 'master' | 'tserver', nodeDir: string, host: string, rpcPort: number, webPort: number, flags: string[]): ServerRecord {
+  const dataDir = path.join(nodeDir, role);
+  const rpcAddress = `${host}:${rpcPort}`;
+  return {
+    role,
+    rpcAddress,
+    hostRpcAddress: rpcAddress,
+    webUrl: `http://${host}:${webPort}`,
+    argv: [role, `--rpc_bind_addresses=${rpcAddress}`, `--webserver_port=${webPort}`, `--fs_data_dirs=${dataDir}`, ...flags],
+    dataDir,
+    logFile: path.join(nodeDir, `${role}.log`),
+  };
+}
+
+/** The argv element that identifies a server's process (see processState). */
+function dataDirArg(s: ServerRecord): string {
+  return `--fs_data_dirs=${s.dataDir}`;
+}
+
+function addressesOf(s: ServerRecord): { role: 'master' | 'tserver'; rpcAddress: string; hostRpcAddress: string; webUrl: string } {
+  return { role: s.role, rpcAddress: s.rpcAddress, hostRpcAddress: s.hostRpcAddress, webUrl: s.webUrl };
+}
+
+function hostPort(hp: string): { host: string; port: number } {
+  const i = hp.lastIndexOf(':');
+  return { host: hp.slice(0, i), port: Number(hp.slice(i + 1)) };
+}
+
+function assertNoOldData(dir: string): void {
+  let entries: string[] = [];
+  try {
+    entries = fs.readdirSync(dir);
+  } catch {
+    return;
+  }
+  if (entries.length > 0) {
+    throw new DbError(ErrorCode.ALREADY_EXISTS, `${dir} holds data of an earlier lab; run tessera lab down (removes it) or choose another --base_dir`);
+  }
+}
