@@ -229,6 +229,19 @@ function readOptBytes(r: Reader): Uint8Array | undefined {
   return r.bool() ? r.bytes() : undefined;
 }
 
+/** Optional numbers travel as float64 so fractional and negative values survive unchanged. */
+function writeOptNumber(w: Writer, v: number | undefined): void {
+  if (v === undefined) w.u8(0);
+  else {
+    w.u8(1);
+    w.f64(v);
+  }
+}
+
+function readOptNumber(r: Reader): number | undefined {
+  return r.bool() ? r.f64() : undefined;
+}
+
 export function encodeMessage(m: Message): Uint8Array {
   const extra = m.type === 'append' ? entriesSize(m.entries) : m.type === 'snapshot' ? m.snapshot.data.byteLength + 64 : 0;
   const w = new Writer(64 + extra);
@@ -243,11 +256,7 @@ export function encodeMessage(m: Message): Uint8Array {
       w.uv(m.prevTerm);
       w.uv(m.commit);
       writeEntries(w, m.entries);
-      if (m.leaseMs === undefined) w.u8(0);
-      else {
-        w.u8(1);
-        w.f64(m.leaseMs);
-      }
+      writeOptNumber(w, m.leaseMs);
       break;
     case 'appendResp':
       w.uv(m.index);
@@ -262,9 +271,11 @@ export function encodeMessage(m: Message): Uint8Array {
     case 'heartbeat':
       w.uv(m.commit);
       writeOptBytes(w, m.context);
+      writeOptNumber(w, m.leaseTick);
       break;
     case 'heartbeatResp':
       writeOptBytes(w, m.context);
+      writeOptNumber(w, m.leaseTick);
       break;
     case 'vote':
       w.uv(m.lastIndex);
@@ -299,9 +310,9 @@ export function decodeMessage(b: Uint8Array): Message {
       const prevTerm = r.uv();
       const commit = r.uv();
       const entries = readEntries(r);
-      const hasLease = r.bool();
+      const leaseMs = readOptNumber(r);
       m = { type, from, to, term, prevIndex, prevTerm, entries, commit };
-      if (hasLease) m.leaseMs = r.f64();
+      if (leaseMs !== undefined) m.leaseMs = leaseMs;
       break;
     }
     case 'appendResp': {
@@ -315,12 +326,18 @@ export function decodeMessage(b: Uint8Array): Message {
     case 'heartbeat': {
       const commit = r.uv();
       const context = readOptBytes(r);
-      m = context === undefined ? { type, from, to, term, commit } : { type, from, to, term, commit, context };
+      const leaseTick = readOptNumber(r);
+      m = { type, from, to, term, commit };
+      if (context !== undefined) m.context = context;
+      if (leaseTick !== undefined) m.leaseTick = leaseTick;
       break;
     }
     case 'heartbeatResp': {
       const context = readOptBytes(r);
-      m = context === undefined ? { type, from, to, term } : { type, from, to, term, context };
+      const leaseTick = readOptNumber(r);
+      m = { type, from, to, term };
+      if (context !== undefined) m.context = context;
+      if (leaseTick !== undefined) m.leaseTick = leaseTick;
       break;
     }
     case 'vote': {
