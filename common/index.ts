@@ -9,3 +9,4 @@ export * from './flags';
 export * from './common-flags';
 export * from './log';
 export * from './limits';
+export * from './server-flags';
