@@ -57,8 +57,8 @@ export interface Snapshot {
 export type Message =
   | { type: 'append'; from: NodeId; to: NodeId; term: number; prevIndex: number; prevTerm: number; entries: Entry[]; commit: number; leaseMs?: number }
   | { type: 'appendResp'; from: NodeId; to: NodeId; term: number; index: number; reject: boolean; rejectHint: number; rejectTermHint?: number }
-  | { type: 'heartbeat'; from: NodeId; to: NodeId; term: number; commit: number; context?: Uint8Array }
-  | { type: 'heartbeatResp'; from: NodeId; to: NodeId; term: number; context?: Uint8Array }
+  | { type: 'heartbeat'; from: NodeId; to: NodeId; term: number; commit: number; context?: Uint8Array; leaseTick?: number }
+  | { type: 'heartbeatResp'; from: NodeId; to: NodeId; term: number; context?: Uint8Array; leaseTick?: number }
   | { type: 'vote'; from: NodeId; to: NodeId; term: number; lastIndex: number; lastTerm: number; pre: boolean; transfer: boolean }
   | { type: 'voteResp'; from: NodeId; to: NodeId; term: number; reject: boolean; pre: boolean }
   | { type: 'snapshot'; from: NodeId; to: NodeId; term: number; snapshot: Snapshot }
@@ -81,11 +81,23 @@ export interface SoftState {
 }
 
 /**
- * What the host must do, in order (the etcd Ready contract):
- * 1. persist `snapshot` (if any), `entries` and `hardState` (durably when `mustSync`);
- * 2. only then send `messages`;
- * 3. apply `snapshot`, then `committedEntries`, to the state machine;
- * 4. call `advance()`.
+ * The Ready contract (etcd's, with one addition for single-voter safety). ready() returns everything
+ * the core wants done since the last advance(); the host must, in this order:
+ * 1. persist: if `snapshot` is set, storage.applySnapshot(snapshot); then storage.append(entries)
+ *    (an entry at index i replaces every stored entry >= i); then storage.setHardState(hardState) when
+ *    set; and when `mustSync`, make all of it durable (storage.sync()) before step 2. mustSync is set
+ *    whenever entries, a snapshot or any hard-state field changed: a vote, an append acknowledgement and
+ *    a commit index are only ever exposed once durable.
+ * 2. only then send `messages` (they may acknowledge the entries just persisted, or carry the vote
+ *    just recorded). Messages may be dropped, duplicated or reordered by the network: Raft copes.
+ * 3. apply to the state machine: `snapshot` (if any) first, then `committedEntries` in order; for a
+ *    confChange entry call applyConfChange(decodeConfChange(data)) (and storage.setConfState). Entries
+ *    handed out here are always already persisted locally, so a one-voter group never applies — or
+ *    reports committed — an entry before it is durable (etcd #14370). `readStates` may be served once
+ *    the applied index reaches their index.
+ * 4. call advance(rd). ready() may not be called again before advance(); inputs (step, tick, propose)
+ *    between ready() and advance() are allowed and show up in the next Ready.
+ * Entries and snapshots are shared with the core: never mutate them.
  */
 export interface Ready {
   softState?: SoftState;
@@ -98,7 +110,22 @@ export interface Ready {
   mustSync: boolean;
 }
 
-export type ProposeResult = { ok: true; index: number; term: number } | { ok: false; reason: 'notLeader' | 'transferring' | 'tooLarge' | 'confChangePending'; leader: NodeId | '' };
+/**
+ * Why a proposal was refused (nothing was appended; the caller may retry elsewhere or later):
+ * notLeader: this replica does not lead; transferring: leadership is moving away; tooLarge: one entry
+ * exceeds maxUncommittedBytes; overloaded: uncommitted bytes are at the limit (backpressure);
+ * confChangePending: a conf change is appended but not yet applied; invalidConfChange: the change makes
+ * no sense against the current configuration (unknown node, removing the last voter, ...).
+ */
+export type ProposeRejectReason = 'notLeader' | 'transferring' | 'tooLarge' | 'confChangePending' | 'overloaded' | 'invalidConfChange';
+export type ProposeResult = { ok: true; index: number; term: number } | { ok: false; reason: ProposeRejectReason; leader: NodeId | '' };
+
+/**
+ * readIndex() outcome. Accepted requests come back later as a ReadState with the same context (or are
+ * silently dropped when leadership changes: the caller times out and retries). leaderNotReady: the
+ * leader has not yet committed an entry of its own term, so its commit index may be stale.
+ */
+export type ReadIndexResult = { ok: true } | { ok: false; reason: 'notLeader' | 'leaderNotReady' | 'overloaded'; leader: NodeId | '' };
 
 export interface RaftStatus {
   id: NodeId;
@@ -109,6 +136,8 @@ export interface RaftStatus {
   applied: number;
   lastIndex: number;
   conf: ConfState;
+  /** Leader only: the node leadership is being transferred to, if any. */
+  leadTransferee?: NodeId;
   /** Per follower (leader only): match and next index. */
   progress?: Record<string, { match: number; next: number; state: 'probe' | 'replicate' | 'snapshot'; recentActive: boolean }>;
 }

@@ -1,0 +1,733 @@
+/**
+ * The Raft state machine (etcd's raft.go): roles, elections, replication, commit, ReadIndex, leases,
+ * leadership transfer and membership. Synchronous and pure: inputs are tick() and step(); outputs
+ * are `msgs`, `readStates` and the log's unstable/committed parts, collected by RawNode into a Ready.
+ */
+import { assert } from '../common/assert';
+import type { NodeId } from '../common/ids';
+import type { Rng } from '../common/rng';
+import { applyToConfState, confChangeError, encodeConfChange } from './conf-change';
+import { Progress } from './progress';
+import { committedIndex, majority, voteResult } from './quorum';
+import type { ResolvedRaftOptions } from './raft-options';
+import { RaftLog } from './raft-log';
+import { PENDING_READ_INDEX_MAX, ReadOnly } from './read-only';
+import type { ConfChange, ConfState, Entry, Message, ProposeResult, RaftStatus, ReadIndexResult, ReadState, Snapshot } from './types';
+import { EntryType, Role } from './types';
+import { entryBytes } from './wal/log-bounds';
+import type { LogStorage } from './wal/log-storage';
+
+type AppendMsg = Extract<Message, { type: 'append' }>;
+type AppendRespMsg = Extract<Message, { type: 'appendResp' }>;
+type HeartbeatMsg = Extract<Message, { type: 'heartbeat' }>;
+type HeartbeatRespMsg = Extract<Message, { type: 'heartbeatResp' }>;
+type VoteMsg = Extract<Message, { type: 'vote' }>;
+type VoteRespMsg = Extract<Message, { type: 'voteResp' }>;
+type SnapshotMsg = Extract<Message, { type: 'snapshot' }>;
+
+type CampaignKind = 'pre' | 'election' | 'transfer';
+type Distribute<T> = T extends unknown ? Omit<T, 'from' | 'term'> & { term?: number } : never;
+type Outgoing = Distribute<Message>;
+
+export class Raft {
+  readonly id: NodeId;
+  term = 0;
+  vote: NodeId | '' = '';
+  lead: NodeId | '' = '';
+  role: Role = Role.follower;
+  readonly log: RaftLog;
+  voters: NodeId[] = [];
+  learners: NodeId[] = [];
+  /** Every member's progress; meaningful only on a leader (elsewhere it is the member list). */
+  readonly prs = new Map<NodeId, Progress>();
+  msgs: Message[] = [];
+  readStates: ReadState[] = [];
+
+  private readonly votes = new Map<NodeId, boolean>();
+  private electionElapsed = 0;
+  private heartbeatElapsed = 0;
+  private randomizedElectionTimeout: number;
+  leadTransferee: NodeId | '' = '';
+  /** Index of the last conf change appended by this leader; none may be proposed until it is applied. */
+  private pendingConfIndex = 0;
+  /** Bytes of entries this leader appended that are not yet applied (proposal backpressure). */
+  private uncommittedBytes = 0;
+  private readonly readOnly = new ReadOnly();
+  /** Ticks since this replica started: the clock of leases (never persisted, never compared across nodes). */
+  private tickCount = 0;
+  /** Heartbeat acks for heartbeats sent before this tick do not count toward the lease. */
+  private leaseFloorTick = 0;
+  /**
+   * A restarted replica may have acknowledged a leader's heartbeat just before it went down; it must
+   * not help elect a new leader until that lease can have expired, so it refuses votes for this many
+   * ticks. A replica that never had a term (a new group) cannot have acked anything.
+   */
+  private readonly startupLeaseTicks: number;
+  /** Proposals appended since the last broadcast: one append per follower carries all of them. */
+  private bcastPending = false;
+
+  constructor(
+    private readonly opts: ResolvedRaftOptions,
+    storage: LogStorage,
+    private readonly rng: Rng,
+  ) {
+    this.id = opts.id;
+    this.log = new RaftLog(storage, opts.applied, opts.maxCommittedBytesPerReady);
+    const { hardState, conf } = storage.initialState();
+    if (hardState.commit > 0) {
+      assert(hardState.commit <= this.log.lastIndex(), `raft ${this.id}: stored commit ${hardState.commit} beyond last index ${this.log.lastIndex()}`);
+      this.log.commitTo(hardState.commit);
+    }
+    assert(this.log.applied <= this.log.committed, `raft ${this.id}: applied ${this.log.applied} beyond commit ${this.log.committed}`);
+    this.setConf(conf);
+    this.randomizedElectionTimeout = opts.electionTicks;
+    this.becomeFollower(hardState.term, '');
+    this.vote = hardState.vote;
+    this.startupLeaseTicks = opts.checkQuorum && hardState.term > 0 ? opts.electionTicks : 0;
+  }
+
+  // ---------------------------------------------------------------- membership
+
+  private promotable(): boolean {
+    return this.voters.includes(this.id);
+  }
+
+  confState(): ConfState {
+    return { voters: [...this.voters], learners: [...this.learners] };
+  }
+
+  private setConf(cs: ConfState): void {
+    const members = new Set<NodeId>([...cs.voters, ...cs.learners]);
+    for (const id of [...this.prs.keys()]) if (!members.has(id)) this.prs.delete(id);
+    for (const id of members) {
+      const isLearner = !cs.voters.includes(id);
+      const pr = this.prs.get(id);
+      if (pr) pr.isLearner = isLearner;
+      else {
+        const p = this.newProgress(isLearner);
+        // A new member counts as active so the leader may send it a snapshot right away.
+        p.recentActive = true;
+        this.prs.set(id, p);
+      }
+    }
+    this.voters = [...cs.voters];
+    this.learners = [...cs.learners];
+  }
+
+  private newProgress(isLearner: boolean): Progress {
+    return new Progress(this.log.lastIndex() + 1, isLearner, this.opts.maxInflightMsgs, this.opts.maxInflightBytes);
+  }
+
+  /** Host applied a conf change entry: the new configuration takes effect now. */
+  applyConfChange(cc: ConfChange): ConfState {
+    this.setConf(applyToConfState(this.confState(), cc));
+    if (this.role === Role.leader) {
+      if (!this.promotable()) {
+        // Removed (or never a voter): a leader outside the voters cannot count a quorum including itself.
+        this.becomeFollower(this.term, '');
+      } else {
+        if (this.leadTransferee !== '' && !this.voters.includes(this.leadTransferee)) this.leadTransferee = '';
+        // A smaller quorum may already cover more entries; new members need their first append.
+        this.maybeCommit();
+        this.bcastAppend();
+      }
+    }
+    return this.confState();
+  }
+
+  // ---------------------------------------------------------------- role changes
+
+  private reset(term: number): void {
+    if (this.term !== term) {
+      this.term = term;
+      this.vote = '';
+    }
+    this.lead = '';
+    this.electionElapsed = 0;
+    this.heartbeatElapsed = 0;
+    this.randomizedElectionTimeout = this.opts.electionTicks + this.rng.int(this.opts.electionTicks);
+    this.leadTransferee = '';
+    this.votes.clear();
+    for (const [id, old] of this.prs) {
+      const pr = this.newProgress(old.isLearner);
+      if (id === this.id) {
+        pr.match = this.log.persistedIndex();
+        pr.recentActive = true;
+      }
+      this.prs.set(id, pr);
+    }
+    this.pendingConfIndex = 0;
+    this.uncommittedBytes = 0;
+    this.readOnly.reset();
+    this.bcastPending = false;
+  }
+
+  becomeFollower(term: number, lead: NodeId | ''): void {
+    this.reset(term);
+    this.lead = lead;
+    this.role = Role.follower;
+  }
+
+  private becomeCandidate(): void {
+    assert(this.role !== Role.leader, 'leader cannot become candidate');
+    this.reset(this.term + 1);
+    this.vote = this.id;
+    this.role = Role.candidate;
+  }
+
+  private becomePreCandidate(): void {
+    assert(this.role !== Role.leader, 'leader cannot become pre-candidate');
+    // Pre-vote changes neither term nor vote: a partitioned replica leaves no trace on the group.
+    this.votes.clear();
+    this.lead = '';
+    this.role = Role.preCandidate;
+  }
+
+  private becomeLeader(): void {
+    assert(this.role === Role.candidate, 'only a candidate becomes leader');
+    this.reset(this.term);
+    this.lead = this.id;
+    this.role = Role.leader;
+    this.prs.get(this.id)?.becomeReplicate();
+    // The lease starts from this term's own acks, never from anything older.
+    this.leaseFloorTick = this.tickCount;
+    // The no-op commits every earlier-term entry (Figure 8: only own-term entries count) and gates
+    // conf changes until the leader's term has a committed entry (Ongaro's single-server fix).
+    const noop: Entry = { term: this.term, index: this.log.lastIndex() + 1, type: EntryType.noop, data: new Uint8Array(0) };
+    this.log.append([noop]);
+    this.pendingConfIndex = noop.index;
+  }
+
+  // ---------------------------------------------------------------- ticks
+
+  tick(): void {
+    this.tickCount++;
+    if (this.role === Role.leader) this.tickHeartbeat();
+    else this.tickElection();
+  }
+
+  private tickElection(): void {
+    this.electionElapsed++;
+    if (this.promotable() && this.electionElapsed >= this.randomizedElectionTimeout) {
+      this.electionElapsed = 0;
+      this.hup('election');
+    }
+  }
+
+  private tickHeartbeat(): void {
+    this.heartbeatElapsed++;
+    this.electionElapsed++;
+    if (this.electionElapsed >= this.opts.electionTicks) {
+      this.electionElapsed = 0;
+      if (this.opts.checkQuorum) {
+        if (!this.quorumActive()) {
+          this.becomeFollower(this.term, '');
+          return;
+        }
+        for (const [id, pr] of this.prs) {
+          if (id !== this.id) pr.recentActive = false;
+        }
+      }
+      // A transfer that did not finish within an election timeout is abandoned.
+      if (this.leadTransferee !== '') this.leadTransferee = '';
+      this.retryLostSnapshots();
+    }
+    if (this.heartbeatElapsed >= this.opts.heartbeatTicks) {
+      this.heartbeatElapsed = 0;
+      this.bcastHeartbeat();
+    }
+  }
+
+  /** A snapshot message may be lost without the host noticing: after two election timeouts, probe again. */
+  private retryLostSnapshots(): void {
+    for (const pr of this.prs.values()) {
+      if (pr.state === 'snapshot' && this.tickCount - pr.snapshotSentTick >= 2 * this.opts.electionTicks) pr.becomeProbe();
+    }
+  }
+
+  private quorumActive(): boolean {
+    let active = 0;
+    for (const v of this.voters) if (v === this.id || this.prs.get(v)?.recentActive) active++;
+    return active >= majority(this.voters.length);
+  }
+
+  // ---------------------------------------------------------------- elections
+
+  /** Start an election now (host's campaign(), or the election timer). */
+  hup(kind: CampaignKind): void {
+    if (this.role === Role.leader || !this.promotable()) return;
+    if (kind === 'election' && this.opts.preVote) this.campaign('pre');
+    else this.campaign(kind);
+  }
+
+  private campaign(kind: CampaignKind): void {
+    let voteTerm: number;
+    if (kind === 'pre') {
+      this.becomePreCandidate();
+      voteTerm = this.term + 1;
+    } else {
+      this.becomeCandidate();
+      voteTerm = this.term;
+    }
+    if (this.poll(this.id, true) === 'won') {
+      // Single voter: the election is decided by our own vote.
+      if (kind === 'pre') this.campaign('election');
+      else this.becomeLeader();
+      return;
+    }
+    const lastIndex = this.log.lastIndex();
+    const lastTerm = this.log.lastTerm();
+    for (const v of this.voters) {
+      if (v === this.id) continue;
+      this.send({ type: 'vote', to: v, term: voteTerm, lastIndex, lastTerm, pre: kind === 'pre', transfer: kind === 'transfer' });
+    }
+  }
+
+  private poll(from: NodeId, granted: boolean): 'won' | 'lost' | 'pending' {
+    if (!this.votes.has(from)) this.votes.set(from, granted);
+    return voteResult(this.voters, this.votes);
+  }
+
+  /** Whether this replica heard from a live leader recently enough to ignore vote requests. */
+  private inLease(): boolean {
+    if (!this.opts.checkQuorum) return false;
+    if (this.lead !== '' && this.electionElapsed < this.opts.electionTicks) return true;
+    return this.tickCount < this.startupLeaseTicks;
+  }
+
+  // ---------------------------------------------------------------- step
+
+  step(m: Message): void {
+    if (m.term > this.term) {
+      if (m.type === 'vote' && !m.transfer && this.inLease()) {
+        // Check-quorum "in lease": a replica that hears from its leader ignores candidates, so a node
+        // that merely lost contact cannot depose a working leader (and a lease stays exclusive).
+        return;
+      }
+      if (m.type === 'vote' && m.pre) {
+        // A pre-vote never changes our term.
+      } else if (m.type === 'voteResp' && m.pre && !m.reject) {
+        // Our pre-vote granted at the future term; the term moves when we win.
+      } else {
+        const lead = m.type === 'append' || m.type === 'heartbeat' || m.type === 'snapshot' ? m.from : '';
+        this.becomeFollower(m.term, lead);
+      }
+    } else if (m.term < this.term) {
+      if ((this.opts.checkQuorum || this.opts.preVote) && (m.type === 'append' || m.type === 'heartbeat')) {
+        // A stale leader (e.g. back from a partition) learns our term and steps down; without this
+        // answer it would never hear a higher term while its followers ignore it.
+        this.send({ type: 'appendResp', to: m.from, index: 0, reject: false, rejectHint: 0 });
+      } else if (m.type === 'vote' && m.pre) {
+        this.send({ type: 'voteResp', to: m.from, reject: true, pre: true });
+      }
+      return;
+    }
+
+    if (m.type === 'vote') {
+      this.handleVote(m);
+      return;
+    }
+    switch (this.role) {
+      case Role.leader:
+        this.stepLeader(m);
+        return;
+      case Role.candidate:
+      case Role.preCandidate:
+        this.stepCandidate(m);
+        return;
+      default:
+        this.stepFollower(m);
+        return;
+    }
+  }
+
+  private handleVote(m: VoteMsg): void {
+    const canVote = this.vote === m.from || (this.vote === '' && this.lead === '') || (m.pre && m.term > this.term);
+    if (canVote && this.log.isUpToDate(m.lastIndex, m.lastTerm)) {
+      this.send({ type: 'voteResp', to: m.from, term: m.term, reject: false, pre: m.pre });
+      if (!m.pre) {
+        this.electionElapsed = 0;
+        this.vote = m.from;
+      }
+    } else {
+      this.send({ type: 'voteResp', to: m.from, reject: true, pre: m.pre });
+    }
+  }
+
+  private stepCandidate(m: Message): void {
+    switch (m.type) {
+      case 'append':
+        this.becomeFollower(m.term, m.from);
+        this.handleAppend(m);
+        return;
+      case 'heartbeat':
+        this.becomeFollower(m.term, m.from);
+        this.handleHeartbeat(m);
+        return;
+      case 'snapshot':
+        this.becomeFollower(m.term, m.from);
+        this.handleSnapshot(m);
+        return;
+      case 'voteResp':
+        this.handleVoteResp(m);
+        return;
+      default:
+        return;
+    }
+  }
+
+  private handleVoteResp(m: VoteRespMsg): void {
+    const pre = this.role === Role.preCandidate;
+    if (m.pre !== pre) return;
+    const res = this.poll(m.from, !m.reject);
+    if (res === 'won') {
+      if (pre) this.campaign('election');
+      else {
+        this.becomeLeader();
+        this.bcastAppend();
+      }
+    } else if (res === 'lost') {
+      this.becomeFollower(this.term, '');
+    }
+  }
+
+  private stepFollower(m: Message): void {
+    switch (m.type) {
+      case 'append':
+        this.electionElapsed = 0;
+        this.lead = m.from;
+        this.handleAppend(m);
+        return;
+      case 'heartbeat':
+        this.electionElapsed = 0;
+        this.lead = m.from;
+        this.handleHeartbeat(m);
+        return;
+      case 'snapshot':
+        this.electionElapsed = 0;
+        this.lead = m.from;
+        this.handleSnapshot(m);
+        return;
+      case 'timeoutNow':
+        // Leadership transfer: campaign at once, skipping pre-vote, overriding voters' leases.
+        if (this.promotable()) this.campaign('transfer');
+        return;
+      default:
+        return;
+    }
+  }
+
+  private handleAppend(m: AppendMsg): void {
+    if (m.prevIndex < this.log.committed) {
+      this.send({ type: 'appendResp', to: m.from, index: this.log.committed, reject: false, rejectHint: 0 });
+      return;
+    }
+    const lastNew = this.log.maybeAppend(m.prevIndex, m.prevTerm, m.commit, m.entries);
+    if (lastNew !== undefined) {
+      this.send({ type: 'appendResp', to: m.from, index: lastNew, reject: false, rejectHint: 0 });
+      return;
+    }
+    // Fast back-off: tell the leader the last index whose term could still match, and its term,
+    // so it skips a whole divergent term per round trip instead of one entry.
+    let hintIndex = Math.min(m.prevIndex, this.log.lastIndex());
+    hintIndex = this.log.findConflictByTerm(hintIndex, m.prevTerm);
+    const hintTerm = this.log.term(hintIndex) ?? 0;
+    this.send({ type: 'appendResp', to: m.from, index: m.prevIndex, reject: true, rejectHint: hintIndex, rejectTermHint: hintTerm });
+  }
+
+  private handleHeartbeat(m: HeartbeatMsg): void {
+    // The leader sends min(our match, its commit), so this never exceeds what we hold of its log.
+    this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
+    const resp: Outgoing = { type: 'heartbeatResp', to: m.from };
+    if (m.context !== undefined) resp.context = m.context;
+    if (m.leaseTick !== undefined) resp.leaseTick = m.leaseTick;
+    this.send(resp);
+  }
+
+  private handleSnapshot(m: SnapshotMsg): void {
+    if (this.restore(m.snapshot)) {
+      this.send({ type: 'appendResp', to: m.from, index: this.log.lastIndex(), reject: false, rejectHint: 0 });
+    } else {
+      this.send({ type: 'appendResp', to: m.from, index: this.log.committed, reject: false, rejectHint: 0 });
+    }
+  }
+
+  private restore(s: Snapshot): boolean {
+    if (s.meta.index <= this.log.committed) return false;
+    if (this.log.matchTerm(s.meta.index, s.meta.term)) {
+      // We already hold the snapshot's last entry: our log matches up to it, just commit.
+      this.log.commitTo(s.meta.index);
+      return false;
+    }
+    this.log.restore(s);
+    this.setConf(s.meta.conf);
+    return true;
+  }
+
+  // ---------------------------------------------------------------- leader
+
+  private stepLeader(m: Message): void {
+    const pr = this.prs.get(m.from);
+    if (!pr) return;
+    switch (m.type) {
+      case 'appendResp':
+        pr.recentActive = true;
+        this.handleAppendResp(m, pr);
+        return;
+      case 'heartbeatResp':
+        pr.recentActive = true;
+        this.handleHeartbeatResp(m, pr);
+        return;
+      default:
+        return;
+    }
+  }
+
+  private handleAppendResp(m: AppendRespMsg, pr: Progress): void {
+    if (m.reject) {
+      let nextProbe = m.rejectHint;
+      if ((m.rejectTermHint ?? 0) > 0) nextProbe = this.log.findConflictByTerm(m.rejectHint, m.rejectTermHint ?? 0);
+      if (pr.maybeDecrTo(m.index, nextProbe)) {
+        if (pr.state === 'replicate') pr.becomeProbe();
+        this.sendAppend(m.from);
+      }
+      return;
+    }
+    const oldPaused = pr.isPaused();
+    if (!(pr.maybeUpdate(m.index) || (pr.match === m.index && pr.state === 'probe'))) return;
+    if (pr.state === 'probe') pr.becomeReplicate();
+    else if (pr.state === 'snapshot' && pr.match + 1 >= this.log.firstIndex()) {
+      pr.becomeProbe();
+      pr.becomeReplicate();
+    } else if (pr.state === 'replicate') pr.inflights.freeLE(m.index);
+
+    if (this.maybeCommit()) this.bcastAppend();
+    else if (oldPaused) this.sendAppend(m.from);
+    // Pipeline: fill the follower's inflight window (bounded by it).
+    for (let i = 0; i < this.opts.maxInflightMsgs && this.sendAppend(m.from, false); i++);
+    if (m.from === this.leadTransferee && pr.match === this.log.lastIndex()) this.sendTimeoutNow(m.from);
+  }
+
+  private handleHeartbeatResp(m: HeartbeatRespMsg, pr: Progress): void {
+    pr.msgAppFlowPaused = false;
+    if (m.leaseTick !== undefined && m.leaseTick >= this.leaseFloorTick && m.leaseTick <= this.tickCount) {
+      pr.leaseAckTick = Math.max(pr.leaseAckTick, m.leaseTick);
+    }
+    // Appends may have been lost: a heartbeat reply proves the follower is alive, free a slot.
+    if (pr.state === 'replicate' && pr.inflights.full()) pr.inflights.freeFirstOne();
+    if (pr.match < this.log.lastIndex() || pr.state === 'probe') this.sendAppend(m.from);
+
+    if (m.context === undefined || m.context.byteLength === 0) return;
+    const acks = this.readOnly.recvAck(m.from, m.context);
+    if (!acks || !this.hasVoterQuorum(acks)) return;
+    for (const rs of this.readOnly.advance(m.context)) this.readStates.push(rs);
+  }
+
+  private hasVoterQuorum(ids: ReadonlySet<NodeId>): boolean {
+    let n = 0;
+    for (const v of this.voters) if (ids.has(v)) n++;
+    return n >= majority(this.voters.length);
+  }
+
+  /** Advance commit to what a majority persisted — but only through an entry of our own term (Figure 8). */
+  private maybeCommit(): boolean {
+    const mci = committedIndex(this.voters, (id) => this.prs.get(id)?.match ?? 0);
+    if (mci > this.log.committed && this.log.term(mci) === this.term) {
+      this.log.commitTo(mci);
+      return true;
+    }
+    return false;
+  }
+
+  /** RawNode.advance: entries up to the log's persisted index are durable here. */
+  onPersisted(): void {
+    if (this.role !== Role.leader) return;
+    const self = this.prs.get(this.id);
+    if (!self) return;
+    if (self.maybeUpdate(this.log.persistedIndex()) && this.maybeCommit()) this.bcastAppend();
+  }
+
+  /** RawNode.advance: these committed entries were applied; their bytes no longer count as uncommitted. */
+  onApplied(ents: readonly Entry[]): void {
+    if (this.role !== Role.leader || this.uncommittedBytes === 0) return;
+    let b = 0;
+    for (const e of ents) b += entryBytes(e);
+    this.uncommittedBytes = Math.max(0, this.uncommittedBytes - b);
+  }
+
+  private sendAppend(to: NodeId, sendIfEmpty = true): boolean {
+    const pr = this.prs.get(to);
+    if (!pr || to === this.id || pr.isPaused()) return false;
+    const prevIndex = pr.next - 1;
+    const prevTerm = this.log.term(prevIndex);
+    const last = this.log.lastIndex();
+    const ents = prevTerm === undefined ? undefined : this.log.entries(pr.next, last + 1, this.opts.maxSizePerMsgBytes);
+    if (prevTerm === undefined || ents === undefined) return this.sendSnapshot(to, pr);
+    if (ents.length === 0 && !sendIfEmpty) return false;
+    let bytes = 0;
+    for (const e of ents) bytes += entryBytes(e);
+    this.send({ type: 'append', to, prevIndex, prevTerm, entries: ents, commit: this.log.committed });
+    pr.sentEntries(ents.length, bytes);
+    return true;
+  }
+
+  private sendSnapshot(to: NodeId, pr: Progress): boolean {
+    if (!pr.recentActive) return false;
+    const snap = this.log.snapshot();
+    // No snapshot covering the compacted prefix yet: the host has not produced one (retry later).
+    if (!snap || snap.meta.index < this.log.firstIndex() - 1) return false;
+    pr.becomeSnapshot(snap.meta.index, this.tickCount);
+    this.send({ type: 'snapshot', to, snapshot: snap });
+    return true;
+  }
+
+  bcastAppend(): void {
+    this.bcastPending = false;
+    for (const id of this.prs.keys()) if (id !== this.id) this.sendAppend(id);
+  }
+
+  /** Send the appends deferred by propose(); called when the host collects a Ready. */
+  flush(): void {
+    if (this.bcastPending && this.role === Role.leader) this.bcastAppend();
+    this.bcastPending = false;
+  }
+
+  private bcastHeartbeat(context?: Uint8Array): void {
+    const ctx = context ?? this.readOnly.lastPendingContext();
+    for (const [id, pr] of this.prs) {
+      if (id === this.id) continue;
+      const hb: Outgoing = { type: 'heartbeat', to: id, commit: Math.min(pr.match, this.log.committed), leaseTick: this.tickCount };
+      if (ctx !== undefined) hb.context = ctx;
+      this.send(hb);
+    }
+  }
+
+  private sendTimeoutNow(to: NodeId): void {
+    // From now on the target may be elected over our followers' leases: ours is void until fresh acks.
+    this.leaseFloorTick = this.tickCount + 1;
+    this.send({ type: 'timeoutNow', to });
+  }
+
+  private send(m: Outgoing): void {
+    const full = { ...m, from: this.id, term: m.term ?? this.term } as Message;
+    this.msgs.push(full);
+  }
+
+  // ---------------------------------------------------------------- host requests
+
+  propose(data: Uint8Array): ProposeResult {
+    return this.appendProposal(EntryType.normal, data);
+  }
+
+  proposeConfChange(cc: ConfChange): ProposeResult {
+    if (this.role === Role.leader && this.leadTransferee === '') {
+      if (this.pendingConfIndex > this.log.applied) return { ok: false, reason: 'confChangePending', leader: this.lead };
+      if (confChangeError(this.confState(), cc) !== undefined) return { ok: false, reason: 'invalidConfChange', leader: this.lead };
+    }
+    const r = this.appendProposal(EntryType.confChange, encodeConfChange(cc));
+    if (r.ok) this.pendingConfIndex = r.index;
+    return r;
+  }
+
+  private appendProposal(type: EntryType, data: Uint8Array): ProposeResult {
+    if (this.role !== Role.leader || !this.prs.has(this.id)) return { ok: false, reason: 'notLeader', leader: this.lead };
+    if (this.leadTransferee !== '') return { ok: false, reason: 'transferring', leader: this.lead };
+    const e: Entry = { term: this.term, index: this.log.lastIndex() + 1, type, data };
+    const bytes = entryBytes(e);
+    const max = this.opts.maxUncommittedBytes;
+    if (max > 0) {
+      if (bytes > max) return { ok: false, reason: 'tooLarge', leader: this.lead };
+      if (this.uncommittedBytes > 0 && this.uncommittedBytes + bytes > max) return { ok: false, reason: 'overloaded', leader: this.lead };
+    }
+    this.uncommittedBytes += bytes;
+    this.log.append([e]);
+    this.bcastPending = true;
+    return { ok: true, index: e.index, term: e.term };
+  }
+
+  readIndex(context: Uint8Array): ReadIndexResult {
+    if (this.role !== Role.leader) return { ok: false, reason: 'notLeader', leader: this.lead };
+    // Until our own-term entry commits, our commit index may lag what an earlier leader committed.
+    if (this.log.term(this.log.committed) !== this.term) return { ok: false, reason: 'leaderNotReady', leader: this.lead };
+    if (this.voters.length === 1 && this.voters[0] === this.id) {
+      this.readStates.push({ index: this.log.committed, context });
+      return { ok: true };
+    }
+    if (this.readOnly.size() >= PENDING_READ_INDEX_MAX) return { ok: false, reason: 'overloaded', leader: this.lead };
+    if (this.readOnly.add(this.log.committed, context, this.id)) this.bcastHeartbeat(context);
+    return { ok: true };
+  }
+
+  transferLeader(to: NodeId): void {
+    if (this.role !== Role.leader || to === this.id || !this.voters.includes(to)) return;
+    if (this.leadTransferee === to) return;
+    // The transfer must finish within one election timeout (tickHeartbeat abandons it after that).
+    this.electionElapsed = 0;
+    this.leadTransferee = to;
+    const pr = this.prs.get(to)!;
+    if (pr.match === this.log.lastIndex()) this.sendTimeoutNow(to);
+    else this.sendAppend(to);
+  }
+
+  reportUnreachable(id: NodeId): void {
+    const pr = this.prs.get(id);
+    if (this.role === Role.leader && pr && pr.state === 'replicate') pr.becomeProbe();
+  }
+
+  reportSnapshot(id: NodeId, ok: boolean): void {
+    const pr = this.prs.get(id);
+    if (this.role !== Role.leader || !pr || pr.state !== 'snapshot') return;
+    if (!ok) pr.pendingSnapshot = 0;
+    pr.becomeProbe();
+    // Wait for the follower's reply (or a heartbeat reply) before the next append.
+    pr.msgAppFlowPaused = true;
+  }
+
+  /** True while this leader may serve reads locally (see RaftOptions.leaseTicks). */
+  hasLeaderLease(): boolean {
+    const leaseTicks = this.opts.leaseTicks;
+    if (this.role !== Role.leader || leaseTicks <= 0 || this.leadTransferee !== '') return false;
+    if (this.log.term(this.log.committed) !== this.term) return false;
+    const acks: number[] = [];
+    for (const v of this.voters) {
+      if (v === this.id) acks.push(this.tickCount);
+      else {
+        const t = this.prs.get(v)?.leaseAckTick ?? -1;
+        acks.push(t >= this.leaseFloorTick ? t : -1);
+      }
+    }
+    acks.sort((a, b) => b - a);
+    const q = acks[majority(acks.length) - 1] ?? -1;
+    return q >= 0 && this.tickCount < q + leaseTicks;
+  }
+
+  hasPendingBroadcast(): boolean {
+    return this.bcastPending;
+  }
+
+  /** The role as shown to people: a follower that is a learner shows as LEARNER. */
+  displayRole(): Role {
+    return this.role === Role.follower && this.learners.includes(this.id) ? Role.learner : this.role;
+  }
+
+  status(): RaftStatus {
+    const role = this.displayRole();
+    const s: RaftStatus = {
+      id: this.id,
+      role,
+      term: this.term,
+      leader: this.lead,
+      commit: this.log.committed,
+      applied: this.log.applied,
+      lastIndex: this.log.lastIndex(),
+      conf: this.confState(),
+    };
+    if (this.role === Role.leader) {
+      if (this.leadTransferee !== '') s.leadTransferee = this.leadTransferee;
+      const progress: NonNullable<RaftStatus['progress']> = {};
+      for (const [id, pr] of this.prs) progress[id] = { match: pr.match, next: pr.next, state: pr.state, recentActive: pr.recentActive };
+      s.progress = progress;
+    }
+    return s;
+  }
+}

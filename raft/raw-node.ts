@@ -1,0 +1,180 @@
+/**
+ * RawNode: the synchronous API a host drives (etcd's rawnode.go). The host loop is:
+ *
+ *   on a timer:        node.tick()
+ *   on a message:      node.step(msg)
+ *   on a client write: node.propose(bytes)
+ *   then, while node.hasReady():
+ *     const rd = node.ready();
+ *     persist rd.snapshot / rd.entries / rd.hardState (fsync when rd.mustSync);
+ *     send rd.messages;
+ *     apply rd.snapshot, then rd.committedEntries (conf changes via applyConfChange);
+ *     serve rd.readStates once applied >= their index;
+ *     node.advance(rd);
+ *
+ * See `Ready` in types.ts for the full contract. ready() may not be called again before advance().
+ */
+import { assert } from '../common/assert';
+import type { NodeId } from '../common/ids';
+import { Raft } from './raft';
+import type { RaftOptions } from './raft-options';
+import { resolveRaftOptions } from './raft-options';
+import type { ConfChange, ConfState, HardState, Message, ProposeResult, RaftStatus, ReadIndexResult, Ready, SoftState } from './types';
+
+export class RawNode {
+  private readonly raft: Raft;
+  private prevSoft: SoftState;
+  private prevHard: HardState;
+  private outstanding: Ready | undefined;
+
+  constructor(opts: RaftOptions) {
+    this.raft = new Raft(resolveRaftOptions(opts), opts.storage, opts.rng);
+    this.prevSoft = this.softState();
+    this.prevHard = this.hardState();
+  }
+
+  get id(): NodeId {
+    return this.raft.id;
+  }
+
+  /** Advance logical time by one tick (elections, heartbeats, check-quorum, leases). */
+  tick(): void {
+    this.raft.tick();
+  }
+
+  /** Feed a message from a peer. Messages not addressed to us, and replies from non-members, are dropped. */
+  step(m: Message): void {
+    if (m.to !== this.raft.id) return;
+    const isResponse = m.type === 'appendResp' || m.type === 'heartbeatResp' || m.type === 'voteResp';
+    if (isResponse && !this.raft.prs.has(m.from)) return;
+    this.raft.step(m);
+  }
+
+  propose(data: Uint8Array): ProposeResult {
+    return this.raft.propose(data);
+  }
+
+  proposeConfChange(cc: ConfChange): ProposeResult {
+    return this.raft.proposeConfChange(cc);
+  }
+
+  /** Call when applying a committed confChange entry (decode its data with decodeConfChange). */
+  applyConfChange(cc: ConfChange): ConfState {
+    return this.raft.applyConfChange(cc);
+  }
+
+  /** Campaign now (pre-vote first when enabled). No-op on a leader or a non-voter. */
+  campaign(): void {
+    this.raft.hup('election');
+  }
+
+  readIndex(context: Uint8Array): ReadIndexResult {
+    return this.raft.readIndex(context);
+  }
+
+  transferLeader(to: NodeId): void {
+    this.raft.transferLeader(to);
+  }
+
+  reportUnreachable(id: NodeId): void {
+    this.raft.reportUnreachable(id);
+  }
+
+  reportSnapshot(id: NodeId, ok: boolean): void {
+    this.raft.reportSnapshot(id, ok);
+  }
+
+  /** Whether this replica is a leader holding a lease: it may serve reads from applied state. */
+  hasLeaderLease(): boolean {
+    return this.raft.hasLeaderLease();
+  }
+
+  /** Alias of hasLeaderLease() (RaftGroup's RaftCore.hasLease). */
+  hasLease(): boolean {
+    return this.raft.hasLeaderLease();
+  }
+
+  leaseValid(): boolean {
+    return this.raft.hasLeaderLease();
+  }
+
+  status(): RaftStatus {
+    return this.raft.status();
+  }
+
+  hasReady(): boolean {
+    const r = this.raft;
+    r.flush();
+    if (r.msgs.length > 0 || r.readStates.length > 0) return true;
+    if (r.log.unstable.entries.length > 0 || r.log.unstable.snapshot !== undefined) return true;
+    if (r.log.hasNextCommittedEnts()) return true;
+    if (!softEqual(this.softState(), this.prevSoft)) return true;
+    return !hardEqual(this.hardState(), this.prevHard);
+  }
+
+  ready(): Ready {
+    assert(this.outstanding === undefined, 'raft: ready() called again before advance()');
+    const r = this.raft;
+    r.flush();
+    const rd: Ready = {
+      entries: r.log.unstable.entries.slice(),
+      committedEntries: r.log.nextCommittedEnts(),
+      messages: r.msgs,
+      readStates: r.readStates,
+      mustSync: false,
+    };
+    const snap = r.log.unstable.snapshot;
+    if (snap) rd.snapshot = snap;
+    r.msgs = [];
+    r.readStates = [];
+    const soft = this.softState();
+    if (!softEqual(soft, this.prevSoft)) {
+      rd.softState = soft;
+      this.prevSoft = soft;
+    }
+    const hard = this.hardState();
+    if (!hardEqual(hard, this.prevHard)) {
+      rd.hardState = hard;
+      this.prevHard = hard;
+    }
+    // Commit is synced too: a restarted replica then never reports a lower commit than it applied.
+    rd.mustSync = rd.entries.length > 0 || rd.snapshot !== undefined || rd.hardState !== undefined;
+    this.outstanding = rd;
+    return rd;
+  }
+
+  /** The host finished everything `rd` asked (persisted, sent, applied). */
+  advance(rd: Ready): void {
+    assert(this.outstanding === rd, 'raft: advance() with a Ready that is not the outstanding one');
+    this.outstanding = undefined;
+    const log = this.raft.log;
+    if (rd.snapshot) {
+      log.unstable.stableSnapTo(rd.snapshot.meta.index);
+      if (rd.snapshot.meta.index > log.applied) log.appliedTo(rd.snapshot.meta.index);
+    }
+    const last = rd.entries[rd.entries.length - 1];
+    if (last) log.unstable.stableTo(last.index, last.term);
+    const lastApplied = rd.committedEntries[rd.committedEntries.length - 1];
+    if (lastApplied) {
+      log.appliedTo(lastApplied.index);
+      this.raft.onApplied(rd.committedEntries);
+    }
+    this.raft.onPersisted();
+  }
+
+  private softState(): SoftState {
+    return { leader: this.raft.lead, role: this.raft.displayRole() };
+  }
+
+  private hardState(): HardState {
+    return { term: this.raft.term, vote: this.raft.vote, commit: this.raft.log.committed };
+  }
+}
+
+function softEqual(a: SoftState, b: SoftState): boolean {
+  return a.leader === b.leader && a.role === b.role;
+}
+
+function hardEqual(a: HardState, b: HardState): boolean {
+  return a.term === b.term && a.vote === b.vote && a.commit === b.commit;
+}
