@@ -31,6 +31,8 @@ export interface KvStats {
 
 export interface KvEngine {
   get(key: Uint8Array): Promise<Uint8Array | undefined>;
+  /** Many point reads in one call (one native round trip for RocksDB); results in key order given. */
+  getMany?(keys: readonly Uint8Array[]): Promise<Array<Uint8Array | undefined>>;
   /** Atomically apply the batch; `sync` makes it durable before resolving. */
   write(ops: readonly KvOp[], opts?: { sync?: boolean }): Promise<void>;
   iterator(opts?: IteratorOptions): KvIterator;

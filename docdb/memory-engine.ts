@@ -219,6 +219,12 @@ export class MemoryEngine implements KvEngine {
     return Promise.resolve(n.versions[0]!.value);
   }
 
+  async getMany(keys: readonly Uint8Array[]): Promise<Array<Uint8Array | undefined>> {
+    const out: Array<Uint8Array | undefined> = [];
+    for (const k of keys) out.push(await this.get(k));
+    return out;
+  }
+
   write(ops: readonly KvOp[], _opts?: { sync?: boolean }): Promise<void> {
     this.checkOpen();
     const s = this.store;

@@ -122,6 +122,13 @@ export class RocksDbEngine implements KvEngine {
     return r[0] ?? undefined;
   }
 
+  async getMany(keys: readonly Uint8Array[]): Promise<Array<Uint8Array | undefined>> {
+    this.checkOpen();
+    if (keys.length === 0) return [];
+    const r = await promisify<Array<Buffer | undefined>>((cb) => this.ld.getMany(keys.map(toBuf), { asBuffer: true }, cb));
+    return r.map((v) => v ?? undefined);
+  }
+
   write(ops: readonly KvOp[], opts: { sync?: boolean } = {}): Promise<void> {
     this.checkOpen();
     const run = this.writeLock.then(() => this.doWrite(ops, opts.sync ?? false));

@@ -51,6 +51,13 @@ export function kvEngineCompliance(name: string, factory: EngineFactory): void {
       expect(s(await e.get(b('b')))).toBe('3');
     });
 
+    it(`${name}: getMany returns values in the order asked, undefined for absent keys`, async () => {
+      const e = await make();
+      await e.write([{ type: 'put', key: b('a'), value: b('1') }, { type: 'put', key: b('c'), value: b('3') }]);
+      const r = await e.getMany!([b('c'), b('b'), b('a')]);
+      expect(r.map(s)).toEqual(['3', undefined, '1']);
+    });
+
     it(`${name}: keys order as unsigned bytes (0xff after 0x7f, prefix first)`, async () => {
       const e = await make();
       const keys = [Buffer.from([0xff]), Buffer.from([0x7f]), Buffer.from([0x01, 0x00]), Buffer.from([0x01])];

@@ -1,0 +1,117 @@
+/**
+ * Apply and remove: moving a committed transaction's intents into RegularDB, or dropping an aborted
+ * one's. Both walk the reverse index in chunks of at most `chunkRecordsMax` records.
+ *
+ * Crash safety of apply (two databases, no cross-database atomicity):
+ *  1. RegularDB batch: the chunk's versions at (commitHt, writeId) + the apply state (synced);
+ *  2. IntentsDB batch: delete the chunk's intents and reverse entries (+ metadata on the last chunk);
+ *  3. after the last chunk, RegularDB batch: delete the apply state.
+ * A crash between any two steps leaves an apply state and/or reverse entries; re-running apply
+ * rewrites the same versions (same keys, same values: idempotent) and continues. A transaction with
+ * neither is already applied, so re-applying it is a no-op.
+ */
+import { assert } from '../common/assert';
+import type { HybridTime } from '../common/hybrid-time';
+import type { TxnId } from '../common/ids';
+import type { ApplyProgress, OpId } from './doc-db-api';
+import type { IntentsDb } from './intents-db';
+import { isStrongWrite } from './intents-db';
+import type { KvEngine, KvOp } from './kv-engine';
+import type { RegularDb } from './regular-db';
+import { decodeIntentValue, encodeStored, parseIntentKeyToSubKey, versionKey } from './storage-keys';
+import { applyStateKey, decodeApplyState, decodeStoredMeta, encodeApplyState, txnKey, type ApplyState } from './txn-records';
+
+export interface ApplyHooks {
+  /** Called after each chunk is durable in both databases (tests, fault injection). */
+  afterApplyChunk?: (txnId: TxnId, recordsApplied: number) => Promise<void> | void;
+}
+
+async function getMany(engine: KvEngine, keys: Buffer[]): Promise<Array<Uint8Array | undefined>> {
+  if (engine.getMany) return engine.getMany(keys);
+  return Promise.all(keys.map((k) => engine.get(k)));
+}
+
+const yieldToLoop = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+export async function applyIntents(
+  regular: RegularDb,
+  intents: IntentsDb,
+  txnId: TxnId,
+  commitHt: HybridTime,
+  opId: OpId,
+  chunkRecordsMax: number,
+  chunksMax: number,
+  hooks: ApplyHooks,
+): Promise<ApplyProgress> {
+  assert(chunkRecordsMax >= 1 && chunksMax >= 1, 'apply chunk limits must be positive');
+  const stateKey = applyStateKey(txnId);
+  const stateRaw = await regular.db.engine.get(stateKey);
+  const metaRaw = await intents.db.engine.get(txnKey(txnId));
+  let state: ApplyState | undefined = stateRaw === undefined ? undefined : decodeApplyState(stateRaw);
+  if (state === undefined && metaRaw === undefined) return { done: true, recordsApplied: 0 };
+  if (state !== undefined) assert(state.commitHt === commitHt, `apply of ${txnId} resumed with a different commit time`);
+  const meta = state?.meta ?? decodeStoredMeta(metaRaw!).meta;
+  let applied = state?.recordsApplied ?? 0;
+
+  for (let chunk = 0; chunk < chunksMax; chunk++) {
+    const entries = await intents.reverseEntries(txnId, chunkRecordsMax + 1);
+    const last = entries.length <= chunkRecordsMax;
+    const mine = last ? entries : entries.slice(0, chunkRecordsMax);
+    const values = await getMany(intents.db.engine, mine.map((e) => e.intentKey));
+    const rops: KvOp[] = [];
+    const iops: KvOp[] = [];
+    let strong = 0;
+    for (let i = 0; i < mine.length; i++) {
+      const e = mine[i]!;
+      const raw = values[i];
+      // Intent and reverse entry are deleted in one batch, so one never outlives the other.
+      assert(raw !== undefined, `reverse index of ${txnId} points at a missing intent`);
+      const { subKey, typeset } = parseIntentKeyToSubKey(e.intentKey);
+      if (isStrongWrite(typeset)) {
+        const v = decodeIntentValue(raw);
+        assert(v.value !== undefined && v.txnId === txnId, 'strong intent without a value or of another txn');
+        rops.push({ type: 'put', key: versionKey(subKey, commitHt, v.writeId), value: encodeStored(v.value) });
+      }
+      if ((typeset & 0x0c) !== 0) strong++;
+      iops.push({ type: 'del', key: e.intentKey }, { type: 'del', key: e.reverseKey });
+    }
+    applied += mine.length;
+    state = { meta, commitHt, opId, recordsApplied: applied };
+    rops.push({ type: 'put', key: stateKey, value: encodeApplyState(state) });
+    // Synced: the intents are deleted next, and must never be gone while their versions are not durable.
+    await regular.db.write(rops, opId, true);
+    if (last) iops.push({ type: 'del', key: txnKey(txnId) });
+    await intents.db.write(iops, opId);
+    intents.intentCount -= strong;
+    if (last) {
+      await regular.db.write([{ type: 'del', key: stateKey }], opId);
+      await hooks.afterApplyChunk?.(txnId, applied);
+      return { done: true, recordsApplied: applied };
+    }
+    await hooks.afterApplyChunk?.(txnId, applied);
+    // One event loop serves every tablet: let other work run between chunks.
+    await yieldToLoop();
+  }
+  return { done: false, recordsApplied: applied };
+}
+
+/** Delete an aborted transaction's intents, reverse entries and metadata. Idempotent. */
+export async function removeIntents(intents: IntentsDb, txnId: TxnId, opId: OpId, chunkRecordsMax: number): Promise<void> {
+  // Bounded: each round deletes up to chunkRecordsMax entries; the loop ends when none remain.
+  for (;;) {
+    const entries = await intents.reverseEntries(txnId, chunkRecordsMax);
+    const ops: KvOp[] = [];
+    let strong = 0;
+    for (const e of entries) {
+      const { typeset } = parseIntentKeyToSubKey(e.intentKey);
+      if ((typeset & 0x0c) !== 0) strong++;
+      ops.push({ type: 'del', key: e.intentKey }, { type: 'del', key: e.reverseKey });
+    }
+    const last = entries.length < chunkRecordsMax;
+    if (last) ops.push({ type: 'del', key: txnKey(txnId) });
+    await intents.db.write(ops, opId);
+    intents.intentCount -= strong;
+    if (last) return;
+    await yieldToLoop();
+  }
+}

@@ -1,0 +1,225 @@
+/**
+ * DocDB of one tablet replica: RegularDB + IntentsDB over two KvEngines, implementing DocDbApi.
+ * Knows nothing of Raft beyond recording op ids as frontiers.
+ *
+ * Glossary: *intent* = provisional record of a running transaction; *apply* (intents applied) = moving
+ * a committed transaction's intents into RegularDB — not Raft's "applied"; *frontier* = newest Raft op
+ * id a database holds; *history cutoff* = oldest time reads may still use after GC.
+ */
+import { Flags } from '../common/flags';
+import { htAddMicros, type HybridTime } from '../common/hybrid-time';
+import type { TxnId } from '../common/ids';
+import { applyIntents, removeIntents, type ApplyHooks } from './apply';
+import { findConflicts } from './conflict';
+import type {
+  ApplyProgress,
+  Conflict,
+  DbSizes,
+  DocDbApi,
+  DocKey,
+  OpId,
+  ReadOptions,
+  Row,
+  RowOp,
+  ScanOptions,
+  ScanResult,
+  StatusResolver,
+  TxnMeta,
+} from './doc-db-api';
+import { TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC, TXN_MAX_APPLY_BATCH_RECORDS } from './docdb-flags';
+import { FrontierDb } from './frontier-db';
+import { gcRegular, type GcResult } from './gc';
+import { IntentAwareReader } from './intent-aware-reader';
+import { IntentsDb } from './intents-db';
+import type { KvEngine } from './kv-engine';
+import { ReaderRegistry } from './reader-registry';
+import { RegularDb } from './regular-db';
+import { encodeRowDocKey, parseIntentKeyToSubKey } from './storage-keys';
+import { APPLY_STATE_PREFIX, decodeApplyState, decodeStoredMeta, decodeTxnKey, prefixEnd, TXN_PREFIX, type ApplyState } from './txn-records';
+
+export interface DocDbDeps {
+  regular: KvEngine;
+  intents: KvEngine;
+  /** Flag values of the owning server (apply chunk size, history retention). */
+  flags?: Flags;
+}
+
+export interface DocDbOptions {
+  hooks?: ApplyHooks;
+}
+
+/** Transactions listed at most by listTransactions() (the console shows the first ones). */
+const LIST_TRANSACTIONS_MAX = 100_000;
+
+export class DocDb implements DocDbApi {
+  private readonly readers = new ReaderRegistry();
+  private closed = false;
+
+  private constructor(
+    readonly regularDb: RegularDb,
+    readonly intentsDb: IntentsDb,
+    private readonly flags: Flags,
+    private readonly options: DocDbOptions,
+  ) {}
+
+  static async open(deps: DocDbDeps, options: DocDbOptions = {}): Promise<DocDb> {
+    const regular = new RegularDb(await FrontierDb.open(deps.regular));
+    const intents = await IntentsDb.open(await FrontierDb.open(deps.intents));
+    return new DocDb(regular, intents, deps.flags ?? new Flags(), options);
+  }
+
+  writeRegular(ops: readonly RowOp[], ht: HybridTime, opId: OpId): Promise<void> {
+    return this.regularDb.writeRows(ops, ht, opId);
+  }
+
+  writeIntents(txn: TxnMeta, ops: readonly RowOp[], ht: HybridTime, opId: OpId): Promise<void> {
+    return this.intentsDb.writeIntents(txn, ops, ht, opId);
+  }
+
+  /**
+   * Conflicts for `txn` writing `ops`. Without `resolveStatus` every conflicting intent of another
+   * transaction is reported (the caller resolves their status); with it, committed ones become
+   * `committedAfterRead` when they committed after `readHt` and aborted ones are ignored.
+   */
+  findConflicts(txn: TxnMeta, ops: readonly RowOp[], readHt: HybridTime, resolveStatus?: StatusResolver): Promise<Conflict[]> {
+    return findConflicts(this.regularDb, this.intentsDb, txn, ops, readHt, resolveStatus);
+  }
+
+  /**
+   * Apply a committed transaction's intents at `commitHt`. Runs chunk after chunk (yielding between
+   * them) until done, or until `chunksMax` chunks when given (then `done` is false; call again).
+   */
+  applyIntents(txnId: TxnId, commitHt: HybridTime, opId: OpId, chunkRecordsMax?: number, chunksMax?: number): Promise<ApplyProgress> {
+    return applyIntents(
+      this.regularDb,
+      this.intentsDb,
+      txnId,
+      commitHt,
+      opId,
+      chunkRecordsMax ?? this.flags.get(TXN_MAX_APPLY_BATCH_RECORDS),
+      chunksMax ?? Number.MAX_SAFE_INTEGER,
+      this.options.hooks ?? {},
+    );
+  }
+
+  removeIntents(txnId: TxnId, opId: OpId): Promise<void> {
+    return removeIntents(this.intentsDb, txnId, opId, this.flags.get(TXN_MAX_APPLY_BATCH_RECORDS));
+  }
+
+  async listTransactions(): Promise<Array<{ meta: TxnMeta; intentCount: number; applying?: { commitHt: HybridTime } }>> {
+    const byId = new Map<TxnId, { meta: TxnMeta; intentCount: number; applying?: { commitHt: HybridTime } }>();
+    const p = Buffer.from([TXN_PREFIX]);
+    const it = this.intentsDb.db.engine.iterator({ gte: p, lt: prefixEnd(p) });
+    try {
+      for (let i = 0; byId.size < LIST_TRANSACTIONS_MAX; i++) {
+        const e = await it.next();
+        if (e === undefined) break;
+        const { txnId, end } = decodeTxnKey(e[0]);
+        if (e[0].length === end) {
+          byId.set(txnId, { meta: decodeStoredMeta(e[1]).meta, intentCount: 0 });
+        } else {
+          const t = byId.get(txnId);
+          const { typeset } = parseIntentKeyToSubKey(Buffer.from(e[1]));
+          // Reverse entries sort after their metadata key; count strong intents like sizes() does.
+          if (t && (typeset & 0x0c) !== 0) t.intentCount++;
+        }
+      }
+    } finally {
+      await it.close();
+    }
+    for (const s of await this.applyStates()) {
+      const t = byId.get(s.meta.txnId) ?? { meta: s.meta, intentCount: 0 };
+      t.applying = { commitHt: s.commitHt };
+      byId.set(s.meta.txnId, t);
+    }
+    return [...byId.values()];
+  }
+
+  /** Unfinished applies (persisted apply states): resume each with applyIntents(txnId, commitHt, opId). */
+  async applyStates(): Promise<ApplyState[]> {
+    const p = Buffer.from([APPLY_STATE_PREFIX]);
+    const it = this.regularDb.db.engine.iterator({ gte: p, lt: prefixEnd(p) });
+    const out: ApplyState[] = [];
+    try {
+      while (out.length < LIST_TRANSACTIONS_MAX) {
+        const e = await it.next();
+        if (e === undefined) break;
+        out.push(decodeApplyState(e[1]));
+      }
+    } finally {
+      await it.close();
+    }
+    return out;
+  }
+
+  /** Finish every apply a crash interrupted. Returns how many were resumed. */
+  async resumeApplies(): Promise<number> {
+    const states = await this.applyStates();
+    for (const s of states) await this.applyIntents(s.meta.txnId, s.commitHt, s.opId);
+    return states.length;
+  }
+
+  async getRow(key: DocKey, opts: ReadOptions): Promise<Row | undefined> {
+    const k = encodeRowDocKey(key);
+    const release = this.readers.register(opts.readHt);
+    try {
+      const r = await new IntentAwareReader(this.regularDb.db.engine, this.intentsDb.db.engine, opts).read({ start: k, end: prefixEnd(k), limit: 1 });
+      return r.rows[0];
+    } finally {
+      release();
+    }
+  }
+
+  async scan(opts: ScanOptions): Promise<ScanResult> {
+    const release = this.readers.register(opts.readHt);
+    try {
+      return await new IntentAwareReader(this.regularDb.db.engine, this.intentsDb.db.engine, opts).read({ start: opts.startKey, end: opts.endKey, limit: opts.limit });
+    } finally {
+      release();
+    }
+  }
+
+  frontier(): Promise<{ regular: OpId; intents: OpId }> {
+    return Promise.resolve({ regular: this.regularDb.db.frontier, intents: this.intentsDb.db.frontier });
+  }
+
+  async sizes(): Promise<DbSizes> {
+    const r = await this.regularDb.db.engine.stats();
+    const i = await this.intentsDb.db.engine.stats();
+    return {
+      regulardb: { memtableBytes: r.memtableBytes, sstBytes: r.sstBytes },
+      intentsdb: { memtableBytes: i.memtableBytes, sstBytes: i.sstBytes, intentCount: this.intentsDb.intentCount },
+    };
+  }
+
+  /** Keep reads at `readHt` possible until the returned function is called (caps GC's cutoff). */
+  registerReader(readHt: HybridTime): () => void {
+    return this.readers.register(readHt);
+  }
+
+  /** The history cutoff for "now": now minus timestamp_history_retention_interval_sec. */
+  historyCutoff(nowHt: HybridTime): HybridTime {
+    const c = htAddMicros(nowHt, -BigInt(this.flags.get(TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC)) * 1_000_000n);
+    return c > 0n ? c : 0n;
+  }
+
+  async compact(historyCutoffHt: HybridTime): Promise<void> {
+    await this.gc(historyCutoffHt);
+  }
+
+  /** compact() with figures: the cutoff actually used (capped by active readers) and what was dropped. */
+  async gc(historyCutoffHt: HybridTime): Promise<GcResult & { cutoffHt: HybridTime }> {
+    const cutoffHt = this.readers.cap(historyCutoffHt);
+    const db = this.regularDb.db;
+    const r = await gcRegular(db.engine, cutoffHt, (ops) => db.write(ops, db.frontier));
+    await this.intentsDb.db.engine.compactRange();
+    return { ...r, cutoffHt };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.regularDb.db.engine.close();
+    await this.intentsDb.db.engine.close();
+  }
+}

@@ -1,0 +1,20 @@
+/** Flags owned by docdb/ (YugabyteDB spelling). */
+import { defineFlag, FlagTag } from '../common/flags';
+
+export const TXN_MAX_APPLY_BATCH_RECORDS = defineFlag({
+  name: 'txn_max_apply_batch_records',
+  type: 'int',
+  default: 100_000,
+  help: 'Intent records moved from IntentsDB to RegularDB per apply chunk; a larger transaction applies in several chunks with a persisted apply state so a restart resumes.',
+  tags: [FlagTag.runtime],
+  validate: (v) => (v >= 1 ? undefined : 'at least 1'),
+});
+
+export const TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC = defineFlag({
+  name: 'timestamp_history_retention_interval_sec',
+  type: 'int',
+  default: 900,
+  help: 'Compaction keeps every version newer than now minus this many seconds (and the newest one at or before it), so reads that far back still work.',
+  tags: [FlagTag.runtime],
+  validate: (v) => (v >= 0 ? undefined : 'a non-negative number of seconds'),
+});

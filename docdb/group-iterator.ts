@@ -1,0 +1,74 @@
+/**
+ * Groups consecutive KvIterator entries by DocKey: every stored data key (RegularDB version or
+ * IntentsDB intent) starts with its encoded DocKey, and DocKey encodings are prefix-free, so a key
+ * that starts with the current group's DocKey bytes belongs to that group.
+ */
+import type { KvIterator } from './kv-engine';
+import { docKeyLength } from './storage-keys';
+
+export interface DocKeyGroup {
+  docKeyBuf: Buffer;
+  entries: Array<[Buffer, Buffer]>;
+}
+
+function buf(u: Uint8Array): Buffer {
+  return Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+}
+
+/** Entries one group may hold before we consider the row corrupt (bounds memory per row). */
+const GROUP_ENTRIES_MAX = 50_000_000;
+
+export class GroupIterator {
+  private pending: [Buffer, Buffer] | undefined;
+  private done = false;
+  private peeked: DocKeyGroup | undefined;
+
+  constructor(private readonly it: KvIterator) {}
+
+  private async raw(): Promise<[Buffer, Buffer] | undefined> {
+    if (this.pending) {
+      const p = this.pending;
+      this.pending = undefined;
+      return p;
+    }
+    if (this.done) return undefined;
+    const e = await this.it.next();
+    if (e === undefined) {
+      this.done = true;
+      return undefined;
+    }
+    return [buf(e[0]), buf(e[1])];
+  }
+
+  async peek(): Promise<DocKeyGroup | undefined> {
+    if (this.peeked === undefined) this.peeked = await this.read();
+    return this.peeked;
+  }
+
+  async next(): Promise<DocKeyGroup | undefined> {
+    const g = await this.peek();
+    this.peeked = undefined;
+    return g;
+  }
+
+  private async read(): Promise<DocKeyGroup | undefined> {
+    const first = await this.raw();
+    if (first === undefined) return undefined;
+    const docKeyBuf = first[0].subarray(0, docKeyLength(first[0]));
+    const entries: Array<[Buffer, Buffer]> = [first];
+    for (let i = 0; i < GROUP_ENTRIES_MAX; i++) {
+      const e = await this.raw();
+      if (e === undefined) break;
+      if (e[0].length > docKeyBuf.length && e[0].subarray(0, docKeyBuf.length).equals(docKeyBuf)) entries.push(e);
+      else {
+        this.pending = e;
+        break;
+      }
+    }
+    return { docKeyBuf, entries };
+  }
+
+  close(): Promise<void> {
+    return this.it.close();
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * Intent-aware reads (YugabyteDB's IntentAwareIterator): merge RegularDB and IntentsDB row by row.
+ * Only strong-write intents carry data. The reading transaction's own intents are visible; another
+ * transaction's intent is visible only if it committed at or before the read time (then it counts as
+ * a committed version at its commit time); anything else is invisible.
+ *
+ * The IntentsDB iterator is opened before the RegularDB one: apply writes a chunk into RegularDB
+ * before deleting it from IntentsDB, so with this order every record is in at least one snapshot.
+ * (A record seen in both is the same version twice, harmless.)
+ */
+import { DbError, ErrorCode } from '../common/errors';
+import type { HybridTime } from '../common/hybrid-time';
+import type { TxnId } from '../common/ids';
+import type { ReadOptions, Row, ScanResult, TxnStatusAnswer } from './doc-db-api';
+import { GroupIterator, type DocKeyGroup } from './group-iterator';
+import { isStrongWrite } from './intents-db';
+import type { KvEngine } from './kv-engine';
+import { assembleRow, type CellVersion } from './row-assembler';
+import { decodeDocKeyBuf, decodeIntentValue, decodeStored, INTENTS_DATA_END, INTENTS_DATA_START, parseIntentKey, parseRegularKey, REGULAR_DATA_END, REGULAR_DATA_START } from './storage-keys';
+
+export interface ReadRange {
+  /** Inclusive lower bound (encoded DocKey). */
+  start?: Uint8Array;
+  /** Exclusive upper bound. */
+  end?: Uint8Array;
+  limit?: number;
+}
+
+/** Rows returned by one scan call at most (a larger limit is cut here, with a resume key). */
+export const SCAN_ROWS_MAX = 1_000_000;
+
+function maxBuf(a: Uint8Array | undefined, b: Buffer): Buffer {
+  return a !== undefined && Buffer.compare(a, b) > 0 ? Buffer.from(a) : b;
+}
+function minBuf(a: Uint8Array | undefined, b: Buffer): Buffer {
+  return a !== undefined && Buffer.compare(a, b) < 0 ? Buffer.from(a) : b;
+}
+
+export class IntentAwareReader {
+  private readonly statuses = new Map<TxnId, Promise<TxnStatusAnswer>>();
+
+  constructor(
+    private readonly regular: KvEngine,
+    private readonly intents: KvEngine,
+    private readonly opts: ReadOptions,
+  ) {}
+
+  private status(txnId: TxnId): Promise<TxnStatusAnswer> {
+    let p = this.statuses.get(txnId);
+    if (!p) {
+      p = this.opts.resolveStatus(txnId, this.opts.readHt);
+      this.statuses.set(txnId, p);
+    }
+    return p;
+  }
+
+  async read(range: ReadRange): Promise<ScanResult> {
+    const limit = Math.min(range.limit ?? SCAN_ROWS_MAX, SCAN_ROWS_MAX);
+    // Intents first (see header).
+    const ig = new GroupIterator(this.intents.iterator({ gte: maxBuf(range.start, INTENTS_DATA_START), lt: minBuf(range.end, INTENTS_DATA_END) }));
+    const rg = new GroupIterator(this.regular.iterator({ gte: maxBuf(range.start, REGULAR_DATA_START), lt: minBuf(range.end, REGULAR_DATA_END) }));
+    const rows: Row[] = [];
+    try {
+      for (;;) {
+        const a = await rg.peek();
+        const b = await ig.peek();
+        if (a === undefined && b === undefined) return { rows };
+        const cmp = a === undefined ? 1 : b === undefined ? -1 : Buffer.compare(a.docKeyBuf, b.docKeyBuf);
+        if (rows.length >= limit) return { rows, resumeKey: cmp <= 0 ? a!.docKeyBuf : b!.docKeyBuf };
+        const reg = cmp <= 0 ? await rg.next() : undefined;
+        const int = cmp >= 0 ? await ig.next() : undefined;
+        const row = await this.row(reg, int);
+        if (row) rows.push(row);
+      }
+    } finally {
+      await rg.close();
+      await ig.close();
+    }
+  }
+
+  private async row(reg: DocKeyGroup | undefined, int: DocKeyGroup | undefined): Promise<Row | undefined> {
+    const docKeyBuf = (reg ?? int)!.docKeyBuf;
+    const versions: CellVersion[] = [];
+    for (const [k, v] of reg?.entries ?? []) {
+      const p = parseRegularKey(k, docKeyBuf.length);
+      versions.push({ sub: p.sub, ht: p.ht, writeId: p.writeId, own: false, value: decodeStored(v) });
+    }
+    for (const [k, v] of int?.entries ?? []) {
+      const p = parseIntentKey(k, docKeyBuf.length);
+      if (!isStrongWrite(p.typeset)) continue;
+      const iv = decodeIntentValue(v);
+      if (iv.value === undefined) continue;
+      if (this.opts.txnId !== undefined && iv.txnId === this.opts.txnId) {
+        versions.push({ sub: p.sub, ht: p.ht, writeId: iv.writeId, own: true, value: iv.value });
+        continue;
+      }
+      const st = await this.status(iv.txnId);
+      // Committed after the read time: still a version, for the read-restart check.
+      if (st.status === 'COMMITTED') versions.push({ sub: p.sub, ht: st.commitHt, writeId: iv.writeId, own: false, value: iv.value });
+    }
+    const res = assembleRow(decodeDocKeyBuf(docKeyBuf), versions, this.opts.readHt, this.opts.globalLimitHt, this.opts.columns);
+    if (res.type === 'restart') throw readRestart(this.opts.readHt, res.restartHt);
+    return res.type === 'row' ? res.row : undefined;
+  }
+}
+
+export function readRestart(readHt: HybridTime, restartHt: HybridTime): DbError {
+  return new DbError(ErrorCode.READ_RESTART, `read at ${readHt} met a version at ${restartHt} inside the uncertainty window; restart the read`, {
+    readHt: readHt.toString(),
+    restartHt: restartHt.toString(),
+  });
+}

@@ -1,0 +1,95 @@
+/**
+ * MVCC resolution for one row (pure): given every version of every sub-key of one DocKey — committed
+ * ones from RegularDB, committed-but-unapplied intents (already mapped to their commit time) and the
+ * reading transaction's own intents — decide what the row looks like at `readHt`.
+ *
+ * Rules (YugabyteDB's document model, DESIGN §4):
+ * - per sub-key (row level, liveness, each column) the newest visible version wins; "newest" orders by
+ *   (own-txn first, hybrid time, write id), so a transaction always sees its own latest write;
+ * - a row-level tombstone shadows every sub-key version older than itself;
+ * - a column tombstone or an expired TTL reads as null / absent;
+ * - the row exists iff its liveness column is live or some column holds a non-null value;
+ * - another writer's version in (readHt, globalLimitHt] is uncertain: the caller must restart the read
+ *   at that time (READ_RESTART), because our clock may lag the writer's by up to the skew bound.
+ */
+import { htAddMicros, type HybridTime } from '../common/hybrid-time';
+import type { DocKey, Primitive, Row } from './doc-db-api';
+
+/** A stored value, independent of its byte encoding. */
+export type StoredValue =
+  | { type: 'primitive'; value: Primitive; ttlMs?: number }
+  | { type: 'tombstone' }
+  | { type: 'liveness'; ttlMs?: number };
+
+/** Which part of the row a version belongs to. */
+export type SubKind = { kind: 'row' } | { kind: 'liveness' } | { kind: 'column'; id: number };
+
+export interface CellVersion {
+  sub: SubKind;
+  ht: HybridTime;
+  writeId: number;
+  /** 1 = the reading transaction's own intent (always visible, beats committed data). */
+  own: boolean;
+  value: StoredValue;
+}
+
+export type AssembleResult = { type: 'row'; row: Row } | { type: 'absent' } | { type: 'restart'; restartHt: HybridTime };
+
+function newer(a: CellVersion, b: CellVersion): boolean {
+  if (a.own !== b.own) return a.own;
+  if (a.ht !== b.ht) return a.ht > b.ht;
+  return a.writeId > b.writeId;
+}
+
+export function isExpired(v: StoredValue, writeHt: HybridTime, readHt: HybridTime): boolean {
+  if (v.type === 'tombstone' || v.ttlMs === undefined) return false;
+  return readHt >= htAddMicros(writeHt, BigInt(v.ttlMs) * 1000n);
+}
+
+function subId(s: SubKind): string {
+  return s.kind === 'column' ? `c${s.id}` : s.kind;
+}
+
+export function assembleRow(
+  key: DocKey,
+  versions: readonly CellVersion[],
+  readHt: HybridTime,
+  globalLimitHt: HybridTime | undefined,
+  columns?: readonly number[],
+): AssembleResult {
+  let restartHt: HybridTime | undefined;
+  const best = new Map<string, CellVersion>();
+  for (const v of versions) {
+    if (!v.own && v.ht > readHt) {
+      if (globalLimitHt !== undefined && v.ht <= globalLimitHt && (restartHt === undefined || v.ht > restartHt)) restartHt = v.ht;
+      continue;
+    }
+    const id = subId(v.sub);
+    const cur = best.get(id);
+    if (cur === undefined || newer(v, cur)) best.set(id, v);
+  }
+  if (restartHt !== undefined) return { type: 'restart', restartHt };
+
+  const tomb = best.get('row');
+  const live = (v: CellVersion | undefined): v is CellVersion =>
+    v !== undefined && !(tomb !== undefined && tomb.value.type === 'tombstone' && newer(tomb, v)) && !isExpired(v.value, v.ht, readHt);
+
+  let exists = false;
+  let writeHt: HybridTime = 0n;
+  const liveness = best.get('liveness');
+  if (live(liveness) && liveness.value.type === 'liveness') {
+    exists = true;
+    writeHt = liveness.ht;
+  }
+  const cols = new Map<number, Primitive>();
+  for (const v of best.values()) {
+    if (v.sub.kind !== 'column' || !live(v)) continue;
+    if (v.value.type === 'primitive' && v.value.value !== null) {
+      exists = true;
+      if (columns === undefined || columns.includes(v.sub.id)) cols.set(v.sub.id, v.value.value);
+    }
+    if (v.ht > writeHt) writeHt = v.ht;
+  }
+  if (!exists) return { type: 'absent' };
+  return { type: 'row', row: { key, columns: cols, writeHt } };
+}

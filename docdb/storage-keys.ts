@@ -1,0 +1,112 @@
+/**
+ * The storage layout on top of the key encoding: which bytes RegularDB and IntentsDB keys and values
+ * hold. The only file that talks to the encoding module, so a change there stays local.
+ *
+ *   RegularDB version   SubDocKey + DocHybridTime(ht, writeId)                → value
+ *   intent              SubDocKey + 13 + typeset + DocHybridTime(ht, writeId)   → 'x' txn 'w' writeId value?
+ *   reverse index       'x' + txn id + DocHybridTime(ht, writeId)               → intent key
+ * SubDocKey = DocKey (row level) | DocKey + liveness | DocKey + column id.
+ */
+import { assert } from '../common/assert';
+import type { HybridTime } from '../common/hybrid-time';
+import { TxnId } from '../common/ids';
+import type { DocKey } from './doc-db-api';
+import * as enc from './interim-encoding';
+import type { StoredValue, SubKind } from './row-assembler';
+
+export const INTENT_BITS = { WEAK_READ: enc.WEAK_READ, WEAK_WRITE: enc.WEAK_WRITE, STRONG_READ: enc.STRONG_READ, STRONG_WRITE: enc.STRONG_WRITE } as const;
+export const INTENT_TYPE_SET_TAG = enc.INTENT_TYPE_SET_TAG;
+export const intentTypesConflict = enc.intentTypesConflict;
+
+/** Data keys (DocKeys start with 'G') lie in [DATA_START, ...); meta keys use bytes below it. */
+export const REGULAR_DATA_START = Buffer.from([0x20]);
+export const REGULAR_DATA_END = Buffer.from([0xff]);
+export const INTENTS_DATA_START = Buffer.from([0x20]);
+/** 'x': transaction metadata and reverse index sort after every intent. */
+export const INTENTS_DATA_END = Buffer.from([0x78]);
+
+export function encodeRowDocKey(k: DocKey): Buffer {
+  const b = enc.encodeDocKey(k);
+  assert(b.length > 0 && b[0]! >= REGULAR_DATA_START[0]! && b[0]! < INTENTS_DATA_END[0]!, 'DocKey outside the data key range');
+  return b;
+}
+
+export function docKeyLength(key: Buffer): number {
+  return enc.decodeDocKey(key, 0).end;
+}
+
+export function decodeDocKeyBuf(docKeyBuf: Buffer): DocKey {
+  return enc.decodeDocKey(docKeyBuf, 0).key;
+}
+
+export function subDocKey(docKeyBuf: Buffer, sub: SubKind): Buffer {
+  return enc.encodeSubDocKey(docKeyBuf, sub.kind === 'row' ? undefined : sub.kind === 'liveness' ? 'liveness' : sub.id);
+}
+
+function subKindAt(key: Buffer, docKeyLen: number): { sub: SubKind; end: number } {
+  const d = enc.decodeSubDocKey(key, docKeyLen);
+  const sub: SubKind = d.column === undefined ? { kind: 'row' } : d.column === 'liveness' ? { kind: 'liveness' } : { kind: 'column', id: d.column };
+  return { sub, end: d.end };
+}
+
+export function versionKey(subKey: Buffer, ht: HybridTime, writeId: number): Buffer {
+  return enc.appendDocHybridTime(subKey, ht, writeId);
+}
+
+export function parseRegularKey(key: Buffer, docKeyLen: number): { sub: SubKind; ht: HybridTime; writeId: number } {
+  const { sub } = subKindAt(key, docKeyLen);
+  const t = enc.decodeDocHybridTimeFromEnd(key);
+  return { sub, ht: t.ht, writeId: t.writeId };
+}
+
+export function intentKey(subKey: Buffer, typeset: number, ht: HybridTime, writeId: number): Buffer {
+  return enc.appendDocHybridTime(Buffer.concat([subKey, Buffer.from([INTENT_TYPE_SET_TAG, typeset])]), ht, writeId);
+}
+
+export function parseIntentKey(key: Buffer, docKeyLen: number): { sub: SubKind; subKey: Buffer; typeset: number; ht: HybridTime; writeId: number } {
+  const { sub, end } = subKindAt(key, docKeyLen);
+  assert(key[end] === INTENT_TYPE_SET_TAG, 'intent key lacks the intent type set tag');
+  const t = enc.decodeDocHybridTimeFromEnd(key);
+  return { sub, subKey: key.subarray(0, end), typeset: key[end + 1]!, ht: t.ht, writeId: t.writeId };
+}
+
+export function parseIntentKeyToSubKey(key: Buffer): { subKey: Buffer; typeset: number } {
+  const p = parseIntentKey(key, docKeyLength(key));
+  return { subKey: p.subKey, typeset: p.typeset };
+}
+
+export function reverseIndexKey(txnKeyBuf: Buffer, ht: HybridTime, writeId: number): Buffer {
+  return Buffer.concat([txnKeyBuf, enc.encodeDocHybridTime(ht, writeId)]);
+}
+
+export function encodeStored(v: StoredValue): Buffer {
+  return enc.encodeValue(v);
+}
+
+export function decodeStored(b: Uint8Array): StoredValue {
+  return enc.decodeValue(Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+}
+
+/** Intent value: 'x' + len + txn id + 'w' + 4-byte write id + value (absent for weak intents). */
+export function encodeIntentValue(txnId: TxnId, writeId: number, value: StoredValue | undefined): Buffer {
+  const id = Buffer.from(txnId, 'utf8');
+  assert(id.length < 256, 'txn id too long');
+  const head = Buffer.alloc(2 + id.length + 5);
+  head[0] = 0x78;
+  head[1] = id.length;
+  id.copy(head, 2);
+  head[2 + id.length] = 0x77;
+  head.writeUInt32BE(writeId, 3 + id.length);
+  return value === undefined ? head : Buffer.concat([head, enc.encodeValue(value)]);
+}
+
+export function decodeIntentValue(u: Uint8Array): { txnId: TxnId; writeId: number; value?: StoredValue } {
+  const b = Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+  assert(b[0] === 0x78, 'intent value must start with a txn id');
+  const len = b[1]!;
+  assert(b[2 + len] === 0x77, 'intent value lacks its write id');
+  const txnId = TxnId(b.toString('utf8', 2, 2 + len));
+  const writeId = b.readUInt32BE(3 + len);
+  const rest = b.subarray(7 + len);
+  return rest.length === 0 ? { txnId, writeId } : { txnId, writeId, value: enc.decodeValue(rest) };
+}

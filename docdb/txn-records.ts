@@ -1,0 +1,116 @@
+/**
+ * Transaction bookkeeping records: the metadata record and the reverse-index prefix in IntentsDB
+ * (`'x' + txn id`), and the apply state in RegularDB (prefix 7, as YugabyteDB's
+ * kTransactionApplyState). These are small and rare, so their values are JSON (bigints as strings);
+ * keys are binary so they sort and prefix-match.
+ */
+import { assert } from '../common/assert';
+import type { HybridTime } from '../common/hybrid-time';
+import { TxnId } from '../common/ids';
+import { Isolation, type OpId, type TxnMeta } from './doc-db-api';
+
+export const TXN_PREFIX = 0x78; // 'x'
+export const APPLY_STATE_PREFIX = 0x07;
+
+/** Length-prefixed so no txn id key is a prefix of another's (the reverse index extends it). */
+function txnIdBytes(txnId: TxnId): Buffer {
+  const s = Buffer.from(txnId, 'utf8');
+  assert(s.length > 0 && s.length < 256, 'txn id must be 1..255 bytes');
+  return Buffer.concat([Buffer.from([s.length]), s]);
+}
+
+/** `'x' + txn id`: the metadata key, and the prefix of the txn's reverse-index entries. */
+export function txnKey(txnId: TxnId): Buffer {
+  return Buffer.concat([Buffer.from([TXN_PREFIX]), txnIdBytes(txnId)]);
+}
+
+/** The txn id of a metadata or reverse-index key, and where the rest starts. */
+export function decodeTxnKey(key: Uint8Array): { txnId: TxnId; end: number } {
+  assert(key[0] === TXN_PREFIX && key.length >= 2, 'not a txn key');
+  const len = key[1]!;
+  assert(key.length >= 2 + len, 'truncated txn key');
+  return { txnId: TxnId(Buffer.from(key.buffer, key.byteOffset + 2, len).toString('utf8')), end: 2 + len };
+}
+
+export function applyStateKey(txnId: TxnId): Buffer {
+  return Buffer.concat([Buffer.from([APPLY_STATE_PREFIX]), txnIdBytes(txnId)]);
+}
+
+/** Persisted metadata: TxnMeta plus the next intra-transaction write id (unique across batches). */
+export interface StoredTxnMeta {
+  meta: TxnMeta;
+  nextWriteId: number;
+}
+
+export interface ApplyState {
+  meta: TxnMeta;
+  commitHt: HybridTime;
+  opId: OpId;
+  recordsApplied: number;
+}
+
+function parseObj(b: Uint8Array): Record<string, unknown> {
+  const v: unknown = JSON.parse(Buffer.from(b).toString('utf8'));
+  assert(typeof v === 'object' && v !== null, 'txn record is not an object');
+  return v as Record<string, unknown>;
+}
+
+function str(o: Record<string, unknown>, k: string): string {
+  const v = o[k];
+  assert(typeof v === 'string', `txn record field ${k} must be a string`);
+  return v;
+}
+
+function num(o: Record<string, unknown>, k: string): number {
+  const v = o[k];
+  assert(typeof v === 'number' && Number.isFinite(v), `txn record field ${k} must be a number`);
+  return v;
+}
+
+function metaToJson(m: TxnMeta): Record<string, unknown> {
+  return { txnId: m.txnId, statusTablet: m.statusTablet, isolation: m.isolation, priority: m.priority, startHt: m.startHt.toString() };
+}
+
+function metaFromJson(v: unknown): TxnMeta {
+  assert(typeof v === 'object' && v !== null, 'txn meta must be an object');
+  const o = v as Record<string, unknown>;
+  const iso = str(o, 'isolation');
+  assert(iso === Isolation.SNAPSHOT || iso === Isolation.SERIALIZABLE, `bad isolation ${iso}`);
+  return { txnId: TxnId(str(o, 'txnId')), statusTablet: str(o, 'statusTablet'), isolation: iso, priority: num(o, 'priority'), startHt: BigInt(str(o, 'startHt')) };
+}
+
+export function encodeStoredMeta(s: StoredTxnMeta): Buffer {
+  return Buffer.from(JSON.stringify({ meta: metaToJson(s.meta), nextWriteId: s.nextWriteId }), 'utf8');
+}
+
+export function decodeStoredMeta(b: Uint8Array): StoredTxnMeta {
+  const o = parseObj(b);
+  return { meta: metaFromJson(o['meta']), nextWriteId: num(o, 'nextWriteId') };
+}
+
+export function encodeApplyState(s: ApplyState): Buffer {
+  return Buffer.from(
+    JSON.stringify({ meta: metaToJson(s.meta), commitHt: s.commitHt.toString(), opId: s.opId, recordsApplied: s.recordsApplied }),
+    'utf8',
+  );
+}
+
+export function decodeApplyState(b: Uint8Array): ApplyState {
+  const o = parseObj(b);
+  const op = o['opId'];
+  assert(typeof op === 'object' && op !== null, 'apply state opId');
+  const opo = op as Record<string, unknown>;
+  return { meta: metaFromJson(o['meta']), commitHt: BigInt(str(o, 'commitHt')), opId: { term: num(opo, 'term'), index: num(opo, 'index') }, recordsApplied: num(o, 'recordsApplied') };
+}
+
+/** Exclusive upper bound of all keys starting with `prefix` (prefix must not be all 0xff). */
+export function prefixEnd(prefix: Uint8Array): Buffer {
+  const b = Buffer.from(prefix);
+  for (let i = b.length - 1; i >= 0; i--) {
+    if (b[i]! < 0xff) {
+      b[i]!++;
+      return b.subarray(0, i + 1);
+    }
+  }
+  throw new Error('prefixEnd of an all-0xff prefix');
+}
