@@ -3,7 +3,10 @@
  * FileLogStorage (segment files, fsync, group commit) and MemoryLogStorage (tests, simulation).
  *
  * Ranges are [lo, hi). Entries below firstIndex() were compacted (ErrCompacted semantics: the call
- * throws DbError NOT_FOUND with details.compacted=true). A storage error is fail-stop.
+ * throws DbError NOT_FOUND with details.compacted=true); an index above lastIndex() is unavailable
+ * (NOT_FOUND with details.unavailable=true). A storage error is fail-stop.
+ *
+ * Returned entries are shared with the storage: callers must not mutate them or their data.
  */
 import type { ConfState, Entry, HardState, Snapshot } from '../types';
 
@@ -25,6 +28,8 @@ export interface LogStorage {
   /** Append entries; an entry at index i replaces every entry at index >= i. Not yet durable. */
   append(entries: readonly Entry[]): void;
   setHardState(hs: HardState): void;
+  /** Record the configuration in force (the host calls it after applying a conf change); durable at the next sync(). */
+  setConfState(conf: ConfState): void;
   /** Replace the log with the snapshot's index/term as its base. */
   applySnapshot(snap: Snapshot): void;
   /** Discard entries up to and including `index` (it must be <= the applied index). */

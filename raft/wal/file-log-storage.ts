@@ -1,0 +1,755 @@
+/**
+ * The durable Raft log: segment files of checksummed records (wal-record.ts), consensus metadata in
+ * its own atomically replaced file (consensus-meta.ts), group commit, fail-stop on I/O errors.
+ *
+ * Hot path: append() encodes a whole batch into one buffer and writes it with one positioned write
+ * into the open segment (page cache, no fsync). sync() resolves after one fdatasync that covers every
+ * record written before it began; callers arriving while an fdatasync runs share the next one (group
+ * commit), so the fsync rate is bounded by the disk, not by the number of proposals.
+ *
+ * Hard state: term and vote (and the configuration) go to the metadata file (write temp, fsync,
+ * rename, fsync dir) when they change — rarely. The commit index changes with nearly every batch, so
+ * it goes into the log as a small hard-state record covered by the same fdatasync as the entries;
+ * recovery takes the metadata's term/vote and the larger of the two commits. Because that record
+ * follows the entries it covers, a log cut anywhere never keeps a commit above its last entry.
+ *
+ * Memory: an index of every live entry (wal-index.ts, ~32 bytes per entry) plus a cache of the newest
+ * entries bounded by log_cache_size_limit_mb (entry-cache.ts). Older entries are read back with pread
+ * and their checksums verified.
+ *
+ * Any write or fsync error is fail-stop: onFatal(err) runs (default: log and exit(70)) and every later
+ * call fails with IO_ERROR; a sync() that was waiting rejects and is never acknowledged (fsyncgate:
+ * retrying an fsync after EIO can "succeed" with the data gone).
+ */
+import * as path from 'node:path';
+import { assert } from '../../common/assert';
+import { DbError, ErrorCode } from '../../common/errors';
+import { Flags } from '../../common/flags';
+import type { Logger } from '../../common/log';
+import { createLogger } from '../../common/log';
+import type { ConfState, Entry, HardState, Snapshot } from '../types';
+import { TMP_SUFFIX } from './checksummed-file';
+import type { ConsensusMeta } from './consensus-meta';
+import { emptyConsensusMeta, readConsensusMeta, writeConsensusMeta } from './consensus-meta';
+import { EntryCache } from './entry-cache';
+import { compactedError, ENTRY_OVERHEAD_BYTES, snapshotOutOfDateError, unavailableError } from './log-bounds';
+import type { InitialState, LogStorage } from './log-storage';
+import { assertContiguous } from './memory-log';
+import { readSnapshotFile, writeSnapshotFile } from './snapshot-file';
+import { DURABLE_WAL_WRITE, INTERVAL_DURABLE_WAL_WRITE_MS, LOG_CACHE_SIZE_LIMIT_MB, LOG_SEGMENT_SIZE_MB } from './wal-flags';
+import type { WalFs } from './wal-fs';
+import { joinPath, NodeWalFs } from './wal-fs';
+import { WalIndex } from './wal-index';
+import { recoverSegments } from './wal-recovery';
+import { decodeRecord, encodeRecord, encodeSegmentHeader, entryTypeOf, RECORD_HEADER_BYTES, recordBytes, recordTypeOf, RecordType, SEGMENT_HEADER_BYTES } from './wal-record';
+import type { SegmentInfo } from './wal-segments';
+import { parseSegmentName, segmentPath } from './wal-segments';
+
+export interface FileLogStorageOptions {
+  /** Server flags (durable_wal_write, interval_durable_wal_write_ms, log_segment_size_mb, log_cache_size_limit_mb). */
+  flags?: Flags;
+  /** File layer; LazyWalFs injects power loss and I/O errors in tests. */
+  fs?: WalFs;
+  /** Called once on the first write/fsync error. Default: log it and exit(70). Must not resume the log. */
+  onFatal?: (err: Error) => void;
+  logger?: Logger;
+  /** Overrides log_segment_size_mb (tests roll segments after a few records). */
+  segmentBytes?: number;
+  /** Overrides log_cache_size_limit_mb. */
+  cacheBytesMax?: number;
+}
+
+export interface FileLogStorageStats {
+  /** fdatasync/fsync calls on log segments (not counting metadata files). */
+  logFsyncs: number;
+  /** Metadata file replacements (each is two fsyncs). */
+  metaWrites: number;
+  /** Group-commit rounds (sync() calls sharing one fdatasync count once). */
+  syncRounds: number;
+  appendCalls: number;
+  entriesAppended: number;
+  bytesWritten: number;
+  segments: number;
+  cacheBytes: number;
+  tornBytesTruncated: number;
+}
+
+/** Beyond this many callers waiting in sync(), new callers get BACKPRESSURE. */
+export const WAL_SYNC_WAITERS_MAX = 100_000;
+/** Open read-only descriptors of older segments kept at once (older ones are closed first). */
+const READ_FDS_MAX = 8;
+
+interface SyncWaiter {
+  gen: number;
+  resolve: () => void;
+  reject: (e: Error) => void;
+}
+
+const MB = 1024 * 1024;
+
+export class FileLogStorage implements LogStorage {
+  private readonly fs: WalFs;
+  private readonly log: Logger;
+  private readonly onFatal: (err: Error) => void;
+  private readonly durableWrite: boolean;
+  private readonly segmentBytes: number;
+
+  private meta: ConsensusMeta;
+  private hardState: HardState;
+  private conf: ConfState;
+  /** Term/vote/conf changed since the metadata file was last written. */
+  private metaDirty = false;
+  /** Hard state as of the last completed sync round (or recovery). */
+  private durableHs: HardState;
+  /** Commit index last written as a hard-state record, and the part of that known durable. */
+  private loggedCommit: number;
+  private durableLoggedCommit: number;
+
+  private segments: SegmentInfo[];
+  private activeFd: number;
+  private activeBytes: number;
+  private activeSyncedBytes: number;
+  private readonly readFds = new Map<number, number>();
+  private readonly index: WalIndex;
+  private readonly cache: EntryCache;
+  private snap: Snapshot | undefined;
+
+  /** Bumped by every change sync() must make durable. */
+  private writeGen = 0;
+  private syncedGen = 0;
+  private waiters: SyncWaiter[] = [];
+  private roundInFlight: Promise<void> | undefined;
+  /** Write fds of rolled segments, closed when no fdatasync can be using them. */
+  private deferredClose: number[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private failed: DbError | undefined;
+  private closed = false;
+  private readonly st: FileLogStorageStats;
+
+  private constructor(
+    private readonly dir: string,
+    init: {
+      fs: WalFs;
+      log: Logger;
+      onFatal: (err: Error) => void;
+      durableWrite: boolean;
+      segmentBytes: number;
+      cacheBytesMax: number;
+      meta: ConsensusMeta;
+      hardState: HardState;
+      loggedCommit: number;
+      segments: SegmentInfo[];
+      activeFd: number;
+      activeBytes: number;
+      index: WalIndex;
+      snapshot: Snapshot | undefined;
+      tornBytesTruncated: number;
+    },
+  ) {
+    this.fs = init.fs;
+    this.log = init.log;
+    this.onFatal = init.onFatal;
+    this.durableWrite = init.durableWrite;
+    this.segmentBytes = init.segmentBytes;
+    this.meta = init.meta;
+    this.hardState = { ...init.hardState };
+    this.durableHs = { ...init.hardState };
+    this.conf = cloneConf(init.meta.conf);
+    this.loggedCommit = init.loggedCommit;
+    this.durableLoggedCommit = init.loggedCommit;
+    this.segments = init.segments;
+    this.activeFd = init.activeFd;
+    this.activeBytes = init.activeBytes;
+    this.activeSyncedBytes = init.activeBytes;
+    this.index = init.index;
+    this.cache = new EntryCache(init.cacheBytesMax, init.index.lastIndex() + 1);
+    this.snap = init.snapshot;
+    this.st = {
+      logFsyncs: 0,
+      metaWrites: 0,
+      syncRounds: 0,
+      appendCalls: 0,
+      entriesAppended: 0,
+      bytesWritten: 0,
+      segments: init.segments.length,
+      cacheBytes: 0,
+      tornBytesTruncated: init.tornBytesTruncated,
+    };
+  }
+
+  /**
+   * Open (or create) the log in `dir`, recovering it. Throws DbError CORRUPTION when the log is
+   * damaged anywhere but its torn tail, or its metadata is.
+   */
+  static async open(dir: string, opts: FileLogStorageOptions = {}): Promise<FileLogStorage> {
+    const fs = opts.fs ?? new NodeWalFs();
+    const flags = opts.flags ?? new Flags();
+    const log = opts.logger ?? createLogger({ name: 'wal' });
+    const onFatal =
+      opts.onFatal ??
+      ((err: Error): void => {
+        log.fatal({ err, dir }, 'WAL I/O error: stopping the process (fail-stop)');
+        process.exit(70);
+      });
+
+    if (!fs.exists(dir)) {
+      fs.mkdirp(dir);
+      fs.fsyncDir(path.dirname(path.resolve(dir)));
+    }
+    for (const name of fs.readdir(dir)) if (name.endsWith(TMP_SUFFIX)) fs.unlink(joinPath(dir, name));
+
+    let meta = readConsensusMeta(fs, dir);
+    if (!meta) {
+      meta = emptyConsensusMeta();
+      writeConsensusMeta(fs, dir, meta);
+    }
+    const snapshot = readSnapshotFile(fs, dir);
+
+    const seqs = fs
+      .readdir(dir)
+      .map((n) => parseSegmentName(n))
+      .filter((s): s is number => s !== undefined)
+      .sort((a, b) => a - b);
+    // Segments below firstSegmentSeq belong to the log a snapshot replaced; finish deleting them.
+    const stale = seqs.filter((s) => s < meta.firstSegmentSeq);
+    for (const s of stale) fs.unlink(segmentPath(dir, s));
+    if (stale.length > 0) fs.fsyncDir(dir);
+    const live = seqs.filter((s) => s >= meta.firstSegmentSeq);
+    for (let k = 1; k < live.length; k++) {
+      if (live[k] !== live[k - 1]! + 1) {
+        throw new DbError(ErrorCode.CORRUPTION, `WAL in ${dir}: segment ${live[k - 1]! + 1} is missing (found ${live[k - 1]} and ${live[k]})`, { dir });
+      }
+    }
+    if (live.length === 0) {
+      createSegmentFile(fs, dir, meta.firstSegmentSeq, true);
+      live.push(meta.firstSegmentSeq);
+    }
+    const segments: SegmentInfo[] = live.map((seq) => ({ seq, path: segmentPath(dir, seq), firstEntryIndex: undefined }));
+    const rec = recoverSegments(fs, segments, meta);
+    if (rec.tornBytesTruncated > 0) log.warn({ dir, bytes: rec.tornBytesTruncated }, 'WAL: truncated a torn tail');
+
+    // Term and vote come from the metadata (records never carry newer ones); commit is monotonic,
+    // so the larger of the two is the latest.
+    const hs: HardState = { ...meta.hardState };
+    const recCommit = rec.hardStateRecord?.commit ?? 0;
+    if (recCommit > hs.commit) hs.commit = recCommit;
+    const lastIndex = Math.max(rec.index.lastIndex(), meta.logStart.index);
+    if (hs.commit > lastIndex) {
+      const durableWrite = flags.get(DURABLE_WAL_WRITE);
+      if (durableWrite) {
+        throw new DbError(ErrorCode.CORRUPTION, `WAL in ${dir}: commit index ${hs.commit} is beyond the last entry ${lastIndex}`, { dir, commit: hs.commit, lastIndex });
+      }
+      // Without durable writes a power loss may keep metadata newer than the log: expected, not corrupt.
+      log.warn({ dir, commit: hs.commit, lastIndex }, 'WAL: commit beyond the log after an unsynced crash; lowering it');
+      hs.commit = lastIndex;
+    }
+
+    const last = segments[segments.length - 1]!;
+    const activeFd = fs.openExisting(last.path, true);
+    const storage = new FileLogStorage(dir, {
+      fs,
+      log,
+      onFatal,
+      durableWrite: flags.get(DURABLE_WAL_WRITE),
+      segmentBytes: opts.segmentBytes ?? flags.get(LOG_SEGMENT_SIZE_MB) * MB,
+      cacheBytesMax: opts.cacheBytesMax ?? flags.get(LOG_CACHE_SIZE_LIMIT_MB) * MB,
+      meta,
+      hardState: hs,
+      loggedCommit: recCommit,
+      segments,
+      activeFd,
+      activeBytes: rec.lastSegmentBytes,
+      index: rec.index,
+      snapshot,
+      tornBytesTruncated: rec.tornBytesTruncated,
+    });
+    if (!storage.durableWrite) storage.startIntervalSync(flags.get(INTERVAL_DURABLE_WAL_WRITE_MS));
+    return storage;
+  }
+
+  // ---- reads ----
+
+  initialState(): InitialState {
+    return { hardState: { ...this.hardState }, conf: cloneConf(this.conf) };
+  }
+
+  firstIndex(): number {
+    return this.meta.logStart.index + 1;
+  }
+
+  lastIndex(): number {
+    return Math.max(this.index.lastIndex(), this.meta.logStart.index);
+  }
+
+  term(i: number): number {
+    const start = this.meta.logStart;
+    if (i < start.index) throw compactedError(i, start.index + 1);
+    if (i === start.index) return start.term;
+    if (i > this.lastIndex()) throw unavailableError(i, this.lastIndex());
+    return this.index.term(i);
+  }
+
+  entries(lo: number, hi: number, bytesMax?: number): Entry[] {
+    this.checkAlive();
+    if (lo <= this.meta.logStart.index) throw compactedError(lo, this.firstIndex());
+    assert(hi <= this.lastIndex() + 1, `entries hi ${hi} is beyond last index ${this.lastIndex()}`);
+    assert(lo <= hi, `entries lo ${lo} > hi ${hi}`);
+    if (lo === hi) return [];
+    // Decide how many entries the byte limit allows from the index alone, then read only those.
+    let n = hi - lo;
+    if (bytesMax !== undefined) n = this.countWithinBytes(lo, hi, bytesMax);
+    const out: Entry[] = [];
+    let i = lo;
+    const end = lo + n;
+    const cacheStart = this.cache.startIndex();
+    if (i < cacheStart) {
+      const diskEnd = Math.min(end, cacheStart);
+      this.readFromDisk(i, diskEnd, out);
+      i = diskEnd;
+    }
+    for (; i < end; i++) {
+      const e = this.cache.get(i);
+      assert(e !== undefined, `entry ${i} missing from the log cache`);
+      out.push(e);
+    }
+    return out;
+  }
+
+  snapshot(): Snapshot | undefined {
+    return this.snap;
+  }
+
+  stats(): FileLogStorageStats {
+    return { ...this.st, segments: this.segments.length, cacheBytes: this.cache.cachedBytes() };
+  }
+
+  // ---- writes ----
+
+  append(entries: readonly Entry[]): void {
+    this.checkAlive();
+    if (entries.length === 0) return;
+    assertContiguous(entries);
+    let es = entries;
+    const first = this.firstIndex();
+    if (es[es.length - 1]!.index < first) return;
+    if (es[0]!.index < first) es = es.slice(first - es[0]!.index);
+    const start = es[0]!.index;
+    assert(start <= this.lastIndex() + 1, `missing log entry: last index ${this.lastIndex()}, appending at ${start}`);
+    const prevTerm = start - 1 >= first - 1 ? this.term(start - 1) : 0;
+    assert(es[0]!.term >= prevTerm, `appended entry ${start} has term ${es[0]!.term} below its predecessor's ${prevTerm}`);
+
+    let total = 0;
+    for (const e of es) total += recordBytes(e.data.length);
+    if (this.activeBytes > SEGMENT_HEADER_BYTES && this.activeBytes + total > this.segmentBytes) this.roll(true);
+
+    const buf = Buffer.allocUnsafe(total);
+    const seq = this.segments[this.segments.length - 1]!.seq;
+    const cached: Entry[] = [];
+    let pos = 0;
+    for (const e of es) {
+      const at = pos;
+      pos = encodeRecord(buf, pos, e.term, e.index, recordTypeOf(e.type), e.data);
+      this.index.put(e.index, e.term, seq, this.activeBytes + at, pos - at);
+      // The cache keeps a view of the encoded buffer: the caller may reuse its own arrays.
+      cached.push({ term: e.term, index: e.index, type: e.type, data: buf.subarray(at + RECORD_HEADER_BYTES, pos) });
+    }
+    this.writeActive(buf);
+    const seg = this.segments[this.segments.length - 1]!;
+    if (seg.firstEntryIndex === undefined) seg.firstEntryIndex = start;
+    this.cache.append(cached);
+    this.writeGen++;
+    this.st.appendCalls++;
+    this.st.entriesAppended += es.length;
+  }
+
+  setHardState(hs: HardState): void {
+    this.checkAlive();
+    const cur = this.hardState;
+    if (hs.term === cur.term && hs.vote === cur.vote && hs.commit === cur.commit) return;
+    if (hs.term !== cur.term || hs.vote !== cur.vote) this.metaDirty = true;
+    this.hardState = { ...hs };
+    this.writeGen++;
+  }
+
+  setConfState(conf: ConfState): void {
+    this.checkAlive();
+    this.conf = cloneConf(conf);
+    this.metaDirty = true;
+    this.writeGen++;
+  }
+
+  compact(index: number, snapshot?: Snapshot): void {
+    this.checkAlive();
+    const start = this.meta.logStart;
+    if (index <= start.index) throw compactedError(index, start.index + 1);
+    assert(index <= this.lastIndex(), `compact ${index} is beyond last index ${this.lastIndex()}`);
+    const term = this.term(index);
+    this.guard(() => {
+      if (snapshot) writeSnapshotFile(this.fs, this.dir, snapshot);
+      // The new log start must be durable before any segment it makes unnecessary is deleted.
+      this.writeMeta({ ...this.meta, hardState: this.durableHardStateForMeta(), logStart: { index, term } });
+      this.deleteSegmentsCoveredBy(index);
+    });
+    if (snapshot) this.snap = snapshot;
+    this.index.compactTo(index);
+    this.cache.compactTo(index);
+  }
+
+  applySnapshot(snap: Snapshot): void {
+    this.checkAlive();
+    const cur = this.meta.logStart.index;
+    if (snap.meta.index <= cur) throw snapshotOutOfDateError(snap.meta.index, cur);
+    this.guard(() => {
+      writeSnapshotFile(this.fs, this.dir, snap);
+      // A fresh segment starts the new log; the metadata then declares every older one obsolete, so a
+      // crash before they are deleted cannot bring their entries back.
+      this.roll(false);
+      const fresh = this.segments[this.segments.length - 1]!;
+      const hs = this.durableHardStateForMeta();
+      if (hs.commit < snap.meta.index) hs.commit = snap.meta.index;
+      this.writeMeta({ hardState: hs, conf: cloneConf(snap.meta.conf), logStart: { index: snap.meta.index, term: snap.meta.term }, firstSegmentSeq: fresh.seq });
+      for (const s of this.segments) {
+        if (s.seq === fresh.seq) continue;
+        this.closeReadFd(s.seq);
+        this.fs.unlink(s.path);
+      }
+      this.segments = [fresh];
+      this.fs.fsyncDir(this.dir);
+    });
+    this.snap = snap;
+    this.conf = cloneConf(snap.meta.conf);
+    if (this.hardState.commit < snap.meta.index) this.hardState = { ...this.hardState, commit: snap.meta.index };
+    this.index.clear(snap.meta.index + 1);
+    this.cache.reset(snap.meta.index + 1);
+  }
+
+  sync(): Promise<void> {
+    if (this.failed) return Promise.reject(this.failed);
+    if (this.closed) return Promise.reject(new DbError(ErrorCode.SHUTTING_DOWN, `WAL ${this.dir} is closed`));
+    if (!this.durableWrite) {
+      // durable_wal_write=false: metadata (term/vote) is still made durable; log bytes are fsynced by
+      // the interval timer, so an acknowledged entry can be lost to a power loss (YugabyteDB's trade).
+      try {
+        const hs = { ...this.hardState };
+        if (this.metaDirty) {
+          this.metaDirty = false;
+          this.writeMeta({ ...this.meta, hardState: hs, conf: cloneConf(this.conf) });
+        } else this.writeCommitRecord(hs);
+        this.durableHs = hs;
+      } catch (e) {
+        this.fatal(e);
+        return Promise.reject(this.failed);
+      }
+      this.syncedGen = this.writeGen;
+      return Promise.resolve();
+    }
+    const gen = this.writeGen;
+    if (gen <= this.syncedGen) return Promise.resolve();
+    if (this.waiters.length >= WAL_SYNC_WAITERS_MAX) {
+      return Promise.reject(new DbError(ErrorCode.BACKPRESSURE, `WAL ${this.dir}: too many sync() callers waiting`));
+    }
+    return new Promise<void>((resolve, reject) => {
+      this.waiters.push({ gen, resolve, reject });
+      this.kick();
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    if (!this.failed) {
+      try {
+        await this.sync();
+      } catch {
+        // Already reported through onFatal; closing must still release the files.
+      }
+    }
+    if (this.roundInFlight) await this.roundInFlight;
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    const fds = [this.activeFd, ...this.deferredClose, ...this.readFds.values()];
+    this.deferredClose = [];
+    this.readFds.clear();
+    for (const fd of fds) {
+      try {
+        this.fs.close(fd);
+      } catch {
+        // The fd may already be gone (a simulated crash closes everything).
+      }
+    }
+  }
+
+  // ---- group commit ----
+
+  private kick(): void {
+    if (this.roundInFlight || this.failed || this.waiters.length === 0) return;
+    this.roundInFlight = this.runRound().finally(() => {
+      this.roundInFlight = undefined;
+      this.closeDeferred();
+      this.kick();
+    });
+  }
+
+  /** One group-commit round: one fdatasync for everything written before it started. */
+  private async runRound(): Promise<void> {
+    const gen = this.writeGen;
+    const hs = { ...this.hardState };
+    const conf = cloneConf(this.conf);
+    const needMeta = this.metaDirty;
+    // Cleared now: a term/vote change during the fdatasync belongs to the next round.
+    this.metaDirty = false;
+    this.st.syncRounds++;
+    try {
+      // The commit record goes before the fdatasync so the same flush covers it.
+      if (!needMeta) this.writeCommitRecord(hs);
+      const fd = this.activeFd;
+      const bytes = this.activeBytes;
+      if (bytes > this.activeSyncedBytes) {
+        this.st.logFsyncs++;
+        await this.fs.fdatasync(fd);
+        // A roll during the await synced the old segment itself and reset these counters.
+        if (fd === this.activeFd && bytes > this.activeSyncedBytes) this.activeSyncedBytes = bytes;
+      }
+      if (this.failed) throw this.failed;
+      // Term/vote go to the metadata file only after the entries they may vouch for are durable.
+      if (needMeta) this.writeMeta({ ...this.meta, hardState: hs, conf });
+      this.durableHs = hs;
+      this.durableLoggedCommit = Math.max(this.durableLoggedCommit, this.loggedCommit);
+      if (gen > this.syncedGen) this.syncedGen = gen;
+      const ready = this.waiters.filter((w) => w.gen <= gen);
+      this.waiters = this.waiters.filter((w) => w.gen > gen);
+      for (const w of ready) w.resolve();
+    } catch (e) {
+      this.fatal(e);
+      const all = this.waiters;
+      this.waiters = [];
+      for (const w of all) w.reject(this.failed ?? DbError.from(e));
+    }
+  }
+
+  /** A hard-state record for a new commit index (made durable by the fdatasync that follows). */
+  private writeCommitRecord(hs: HardState): void {
+    if (hs.commit === this.loggedCommit) return;
+    const vote = Buffer.from(hs.vote, 'utf8');
+    const buf = Buffer.allocUnsafe(recordBytes(vote.length));
+    encodeRecord(buf, 0, hs.term, hs.commit, RecordType.hardState, vote);
+    this.writeActive(buf);
+    this.loggedCommit = hs.commit;
+  }
+
+  private startIntervalSync(intervalMs: number): void {
+    this.timer = setInterval(() => {
+      if (this.roundInFlight || this.failed || this.closed || this.activeBytes <= this.activeSyncedBytes) return;
+      const fd = this.activeFd;
+      const bytes = this.activeBytes;
+      this.st.logFsyncs++;
+      this.roundInFlight = this.fs
+        .fdatasync(fd)
+        .then(
+          () => {
+            if (fd === this.activeFd && bytes > this.activeSyncedBytes) this.activeSyncedBytes = bytes;
+          },
+          (e: unknown) => this.fatal(e),
+        )
+        .finally(() => {
+          this.roundInFlight = undefined;
+          this.closeDeferred();
+        });
+    }, intervalMs);
+    this.timer.unref();
+  }
+
+  // ---- segments ----
+
+  private writeActive(buf: Buffer): void {
+    try {
+      this.fs.write(this.activeFd, buf, 0, buf.length, this.activeBytes);
+    } catch (e) {
+      this.fatal(e);
+      throw this.failed;
+    }
+    this.activeBytes += buf.length;
+    this.st.bytesWritten += buf.length;
+  }
+
+  /**
+   * Start a new segment. The old one is fsynced first (when its entries stay live), so every segment
+   * but the last is complete on disk and a bad record in one of them is corruption, never a torn tail.
+   */
+  private roll(syncOld: boolean): void {
+    const old = this.activeFd;
+    const oldSeq = this.segments[this.segments.length - 1]!.seq;
+    try {
+      if (syncOld && this.activeBytes > this.activeSyncedBytes) {
+        this.st.logFsyncs++;
+        this.fs.fdatasyncSync(old);
+        this.durableLoggedCommit = Math.max(this.durableLoggedCommit, this.loggedCommit);
+      }
+      const seq = oldSeq + 1;
+      const fd = createSegmentFile(this.fs, this.dir, seq, false);
+      this.segments.push({ seq, path: segmentPath(this.dir, seq), firstEntryIndex: undefined });
+      this.activeFd = fd;
+      this.activeBytes = SEGMENT_HEADER_BYTES;
+      this.activeSyncedBytes = SEGMENT_HEADER_BYTES;
+    } catch (e) {
+      this.fatal(e);
+      throw this.failed;
+    }
+    // An fdatasync may be running on the old fd right now: close it only when none can be.
+    this.deferredClose.push(old);
+    if (!this.roundInFlight) this.closeDeferred();
+  }
+
+  /** Delete the oldest segments while the next one starts at or below index + 1 (see SegmentInfo). */
+  private deleteSegmentsCoveredBy(index: number): void {
+    let deleted = 0;
+    while (this.segments.length >= 2) {
+      const next = this.segments[1]!;
+      if (next.firstEntryIndex === undefined || next.firstEntryIndex > index + 1) break;
+      const s = this.segments.shift()!;
+      this.closeReadFd(s.seq);
+      this.fs.unlink(s.path);
+      deleted++;
+    }
+    if (deleted > 0) this.fs.fsyncDir(this.dir);
+  }
+
+  private closeDeferred(): void {
+    const fds = this.deferredClose;
+    this.deferredClose = [];
+    for (const fd of fds) this.fs.close(fd);
+  }
+
+  // ---- reading back ----
+
+  /** How many entries from lo fit in bytesMax (at least one), by the same rule as limitBytes, from the index alone. */
+  private countWithinBytes(lo: number, hi: number, bytesMax: number): number {
+    let total = 0;
+    let n = 0;
+    for (let i = lo; i < hi; i++) {
+      const payload = this.cache.get(i)?.data.length ?? this.index.get(i).recordBytes - RECORD_HEADER_BYTES;
+      total += payload + ENTRY_OVERHEAD_BYTES;
+      if (n > 0 && total > bytesMax) break;
+      n++;
+    }
+    return n;
+  }
+
+  private readFromDisk(lo: number, hi: number, out: Entry[]): void {
+    let i = lo;
+    while (i < hi) {
+      // One pread per run of records that are adjacent in the same segment.
+      const first = this.index.get(i);
+      let j = i + 1;
+      let runBytes = first.recordBytes;
+      while (j < hi) {
+        const l = this.index.get(j);
+        if (l.seq !== first.seq || l.offset !== first.offset + runBytes || runBytes > 4 * MB) break;
+        runBytes += l.recordBytes;
+        j++;
+      }
+      const buf = Buffer.allocUnsafe(runBytes);
+      const fd = this.fdForRead(first.seq);
+      let got: number;
+      try {
+        got = this.fs.read(fd, buf, 0, runBytes, first.offset);
+      } catch (e) {
+        this.fatal(e);
+        throw this.failed;
+      }
+      let pos = 0;
+      for (let k = i; k < j; k++) {
+        const r = got === runBytes ? decodeRecord(buf, pos, runBytes) : ({ ok: false, reason: 'short' } as const);
+        const type = r.ok ? entryTypeOf(r.rec.type) : undefined;
+        if (!r.ok || r.rec.index !== k || type === undefined) {
+          const why = r.ok ? `record at index ${r.rec.index} where ${k} was expected` : `bad record (${r.reason})`;
+          const err = new DbError(ErrorCode.CORRUPTION, `WAL corruption reading back entry ${k} from ${segmentPath(this.dir, first.seq)}: ${why}`, { index: k });
+          this.fatal(err);
+          throw err;
+        }
+        out.push({ term: r.rec.term, index: k, type, data: buf.subarray(r.rec.payloadStart, r.rec.payloadEnd) });
+        pos = r.rec.end;
+      }
+      i = j;
+    }
+  }
+
+  private fdForRead(seq: number): number {
+    if (seq === this.segments[this.segments.length - 1]!.seq) return this.activeFd;
+    const have = this.readFds.get(seq);
+    if (have !== undefined) return have;
+    if (this.readFds.size >= READ_FDS_MAX) {
+      const [oldest] = this.readFds.keys();
+      if (oldest !== undefined) this.closeReadFd(oldest);
+    }
+    const fd = this.fs.openExisting(segmentPath(this.dir, seq), false);
+    this.readFds.set(seq, fd);
+    return fd;
+  }
+
+  private closeReadFd(seq: number): void {
+    const fd = this.readFds.get(seq);
+    if (fd === undefined) return;
+    this.readFds.delete(seq);
+    this.fs.close(fd);
+  }
+
+  // ---- metadata and failure ----
+
+  private writeMeta(meta: ConsensusMeta): void {
+    writeConsensusMeta(this.fs, this.dir, meta);
+    this.meta = meta;
+    this.st.metaWrites++;
+  }
+
+  /** Hard state safe to put in metadata outside a sync round: only what is already durable. */
+  private durableHardStateForMeta(): HardState {
+    const hs = { ...this.durableHs };
+    hs.commit = Math.max(hs.commit, this.durableLoggedCommit, this.meta.hardState.commit);
+    return hs;
+  }
+
+  private guard(fn: () => void): void {
+    try {
+      fn();
+    } catch (e) {
+      if (e instanceof DbError && this.failed === e) throw e;
+      this.fatal(e);
+      throw this.failed;
+    }
+  }
+
+  private fatal(e: unknown): void {
+    if (this.failed) return;
+    const cause = e instanceof Error ? e : new Error(String(e));
+    this.failed = e instanceof DbError ? e : new DbError(ErrorCode.IO_ERROR, `WAL ${this.dir}: ${cause.message}`, { dir: this.dir }, { cause });
+    this.log.error({ err: cause, dir: this.dir }, 'WAL I/O failure (fail-stop)');
+    this.onFatal(cause);
+  }
+
+  private checkAlive(): void {
+    if (this.failed) throw this.failed;
+    if (this.closed) throw new DbError(ErrorCode.SHUTTING_DOWN, `WAL ${this.dir} is closed`);
+  }
+}
+
+function createSegmentFile(fs: WalFs, dir: string, seq: number, closeIt: true): undefined;
+function createSegmentFile(fs: WalFs, dir: string, seq: number, closeIt: false): number;
+function createSegmentFile(fs: WalFs, dir: string, seq: number, closeIt: boolean): number | undefined {
+  // Header fsynced and directory fsynced before any record goes in: recovery may then treat only the
+  // header of the last segment as possibly torn.
+  const fd = fs.createNew(segmentPath(dir, seq));
+  const h = encodeSegmentHeader();
+  fs.write(fd, h, 0, h.length, 0);
+  fs.fdatasyncSync(fd);
+  fs.fsyncDir(dir);
+  if (closeIt) {
+    fs.close(fd);
+    return undefined;
+  }
+  return fd;
+}
+
+function cloneConf(c: ConfState): ConfState {
+  return { voters: [...c.voters], learners: [...c.learners] };
+}

@@ -1,0 +1,11 @@
+export * from './log-storage';
+export * from './log-bounds';
+export * from './crc32c';
+export * from './wal-flags';
+export * from './wal-fs';
+export * from './lazy-wal-fs';
+export * from './memory-log-storage';
+export * from './file-log-storage';
+export { RecordType, SEGMENT_HEADER_BYTES, RECORD_HEADER_BYTES } from './wal-record';
+export { segmentName, parseSegmentName } from './wal-segments';
+export { CONSENSUS_META_FILE } from './consensus-meta';

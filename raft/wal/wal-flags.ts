@@ -1,0 +1,33 @@
+/** Flags owned by the WAL (YugabyteDB spelling and defaults where they exist). */
+import { defineFlag } from '../../common/flags';
+
+export const DURABLE_WAL_WRITE = defineFlag({
+  name: 'durable_wal_write',
+  type: 'bool',
+  default: true,
+  help: 'fsync the Raft log before sync() resolves (before a vote or append is acknowledged). When false, the log is fsynced in the background every interval_durable_wal_write_ms and a power loss can drop acknowledged entries.',
+});
+
+export const INTERVAL_DURABLE_WAL_WRITE_MS = defineFlag({
+  name: 'interval_durable_wal_write_ms',
+  type: 'int',
+  default: 1000,
+  help: 'With durable_wal_write=false: how often the Raft log is fsynced in the background.',
+  validate: (v) => (v >= 1 ? undefined : 'a positive number of milliseconds'),
+});
+
+export const LOG_SEGMENT_SIZE_MB = defineFlag({
+  name: 'log_segment_size_mb',
+  type: 'int',
+  default: 64,
+  help: 'Size at which the Raft log rolls to a new segment file. Compaction deletes whole segments.',
+  validate: (v) => (v >= 1 && v <= 4096 ? undefined : 'between 1 and 4096 MB'),
+});
+
+export const LOG_CACHE_SIZE_LIMIT_MB = defineFlag({
+  name: 'log_cache_size_limit_mb',
+  type: 'int',
+  default: 128,
+  help: 'Per tablet: bytes of the newest Raft log entries kept in memory; older entries are read back from the segment files.',
+  validate: (v) => (v >= 0 ? undefined : 'a non-negative number of MB'),
+});

@@ -1,0 +1,372 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { DbError, ErrorCode } from '../../common/errors';
+import { Flags } from '../../common/flags';
+import type { NodeId } from '../../common/ids';
+import { silentLogger } from '../../common/log';
+import { SeededRng } from '../../common/rng';
+import type { Entry } from '../../raft/types';
+import type { FileLogStorageOptions } from '../../raft/wal/file-log-storage';
+import { FileLogStorage } from '../../raft/wal/file-log-storage';
+import { LazyWalFs } from '../../raft/wal/lazy-wal-fs';
+import { DURABLE_WAL_WRITE, INTERVAL_DURABLE_WAL_WRITE_MS } from '../../raft/wal/wal-flags';
+import { RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES } from '../../raft/wal/wal-record';
+import { ent, logStorageCompliance } from './log-storage-compliance';
+
+const ROOT = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-wal-test-'));
+afterAll(() => fs.rmSync(ROOT, { recursive: true, force: true }));
+let dirSeq = 0;
+function freshDir(): string {
+  return path.join(ROOT, `log-${++dirSeq}`);
+}
+
+interface Opened {
+  storage: FileLogStorage;
+  fatals: Error[];
+}
+
+async function openLog(dir: string, lazy: LazyWalFs, extra: Partial<FileLogStorageOptions> = {}): Promise<Opened> {
+  const fatals: Error[] = [];
+  const storage = await FileLogStorage.open(dir, { fs: lazy, logger: silentLogger(), onFatal: (e) => fatals.push(e), ...extra });
+  return { storage, fatals };
+}
+
+function fileHarness(extra: Partial<FileLogStorageOptions>) {
+  return async () => {
+    const dir = freshDir();
+    const lazy = new LazyWalFs();
+    let cur = (await openLog(dir, lazy, extra)).storage;
+    return {
+      storage: cur,
+      restart: async () => {
+        lazy.crash();
+        cur = (await openLog(dir, lazy, extra)).storage;
+        return cur;
+      },
+      cleanup: async () => {
+        await cur.close();
+        fs.rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  };
+}
+
+logStorageCompliance('FileLogStorage', fileHarness({}));
+logStorageCompliance('FileLogStorage (tiny segments, no cache)', fileHarness({ segmentBytes: 160, cacheBytesMax: 0 }));
+
+function segmentFiles(dir: string): string[] {
+  return fs
+    .readdirSync(dir)
+    .filter((n) => /^wal-\d+\.seg$/.test(n))
+    .sort()
+    .map((n) => path.join(dir, n));
+}
+
+function payload(i: number): Entry {
+  return ent(i, 1 + Math.floor(i / 4), `payload-${i}-${'x'.repeat(i % 7)}`);
+}
+
+/** Write entries 1..n (synced, no hard state records) and return the record end offsets in the segment. */
+async function writeLog(dir: string, n: number, extra: Partial<FileLogStorageOptions> = {}): Promise<number[]> {
+  const { storage } = await openLog(dir, new LazyWalFs(), extra);
+  const ends: number[] = [];
+  let off = SEGMENT_HEADER_BYTES;
+  for (let i = 1; i <= n; i++) {
+    const e = payload(i);
+    storage.append([e]);
+    off += RECORD_HEADER_BYTES + e.data.length;
+    ends.push(off);
+  }
+  await storage.sync();
+  await storage.close();
+  return ends;
+}
+
+async function expectCorruption(dir: string): Promise<DbError> {
+  try {
+    const { storage } = await openLog(dir, new LazyWalFs());
+    await storage.close();
+  } catch (e) {
+    expect(e).toBeInstanceOf(DbError);
+    expect((e as DbError).code).toBe(ErrorCode.CORRUPTION);
+    return e as DbError;
+  }
+  throw new Error('open succeeded on a corrupt log');
+}
+
+describe('FileLogStorage recovery', () => {
+  it('wal: a segment cut at every byte offset of its last records reopens with exactly the valid prefix', async () => {
+    const src = freshDir();
+    const n = 12;
+    const ends = await writeLog(src, n);
+    const seg = path.basename(segmentFiles(src)[0]!);
+    const fullSize = ends[n - 1]!;
+    for (let cut = ends[n - 4]! - 1; cut < fullSize; cut++) {
+      const dir = freshDir();
+      fs.cpSync(src, dir, { recursive: true });
+      fs.truncateSync(path.join(dir, seg), cut);
+      const whole = ends.filter((e) => e <= cut).length;
+      const { storage } = await openLog(dir, new LazyWalFs());
+      expect(storage.lastIndex(), `cut at ${cut}`).toBe(whole);
+      expect(storage.entries(1, whole + 1).map((e) => new TextDecoder().decode(e.data))).toEqual(
+        Array.from({ length: whole }, (_, k) => new TextDecoder().decode(payload(k + 1).data)),
+      );
+      // The torn tail was truncated on disk: appends continue right after the last whole record.
+      expect(fs.statSync(path.join(dir, seg)).size).toBe(ends[whole - 1]!);
+      storage.append([payload(whole + 1)]);
+      await storage.sync();
+      await storage.close();
+      const again = await openLog(dir, new LazyWalFs());
+      expect(again.storage.lastIndex()).toBe(whole + 1);
+      await again.storage.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('wal: garbage zeros after the last record are a torn tail', async () => {
+    const dir = freshDir();
+    const ends = await writeLog(dir, 5);
+    fs.appendFileSync(segmentFiles(dir)[0]!, Buffer.alloc(4096));
+    const { storage } = await openLog(dir, new LazyWalFs());
+    expect(storage.lastIndex()).toBe(5);
+    expect(storage.stats().tornBytesTruncated).toBe(4096);
+    expect(fs.statSync(segmentFiles(dir)[0]!).size).toBe(ends[4]!);
+    await storage.close();
+  });
+
+  it('wal: a bit flipped mid-log (payload, term, length) is CORRUPTION naming segment and offset', async () => {
+    const src = freshDir();
+    const ends = await writeLog(src, 10);
+    const seg = path.basename(segmentFiles(src)[0]!);
+    const rec5 = ends[3]!; // offset of record 5
+    for (const [what, at] of [
+      ['payload', rec5 + RECORD_HEADER_BYTES + 2],
+      ['term', rec5 + 9],
+      ['crc', rec5 + 5],
+      ['length', rec5 + 1],
+    ] as const) {
+      const dir = freshDir();
+      fs.cpSync(src, dir, { recursive: true });
+      const p = path.join(dir, seg);
+      const buf = fs.readFileSync(p);
+      buf[at]! ^= 0x10;
+      fs.writeFileSync(p, buf);
+      const err = await expectCorruption(dir);
+      expect(err.message, what).toContain(seg);
+      expect(err.details['offset'], what).toBe(rec5);
+    }
+  });
+
+  it('wal: a bad record in a segment that is not the last is CORRUPTION, even at its end', async () => {
+    const dir = freshDir();
+    await writeLog(dir, 40, { segmentBytes: 200 });
+    const segs = segmentFiles(dir);
+    expect(segs.length).toBeGreaterThan(2);
+    fs.truncateSync(segs[1]!, fs.statSync(segs[1]!).size - 3);
+    const err = await expectCorruption(dir);
+    expect(err.message).toContain(path.basename(segs[1]!));
+  });
+
+  it('wal: a missing segment in the middle is CORRUPTION', async () => {
+    const dir = freshDir();
+    await writeLog(dir, 40, { segmentBytes: 200 });
+    fs.unlinkSync(segmentFiles(dir)[1]!);
+    await expectCorruption(dir);
+  });
+
+  it('wal: damaged consensus metadata is CORRUPTION', async () => {
+    const dir = freshDir();
+    await writeLog(dir, 3);
+    const p = path.join(dir, 'consensus-meta');
+    const buf = fs.readFileSync(p);
+    buf[buf.length - 2]! ^= 1;
+    fs.writeFileSync(p, buf);
+    await expectCorruption(dir);
+  });
+
+  it('wal: an entry corrupted on disk after open fails the read back and stops the log', async () => {
+    const dir = freshDir();
+    const { storage, fatals } = await openLog(dir, new LazyWalFs(), { cacheBytesMax: 0 });
+    for (let i = 1; i <= 5; i++) storage.append([payload(i)]);
+    await storage.sync();
+    const p = segmentFiles(dir)[0]!;
+    const fd = fs.openSync(p, 'r+');
+    fs.writeSync(fd, Buffer.from([0xee]), 0, 1, SEGMENT_HEADER_BYTES + RECORD_HEADER_BYTES + 1);
+    fs.closeSync(fd);
+    expect(() => storage.entries(1, 6)).toThrow(DbError);
+    expect(fatals.length).toBe(1);
+    expect(() => storage.append([payload(6)])).toThrow(DbError);
+    await storage.close();
+  });
+});
+
+describe('FileLogStorage power loss', () => {
+  for (const tear of [false, true]) {
+    it(`wal: every synced record survives a power loss${tear ? ' that tears unsynced writes' : ''} (seeded)`, async () => {
+      for (let seed = 1; seed <= 12; seed++) {
+        const rng = new SeededRng(seed * 7919 + (tear ? 1 : 0));
+        const dir = freshDir();
+        const lazy = new LazyWalFs();
+        const extra = { segmentBytes: 300 + rng.int(600), cacheBytesMax: rng.int(2) === 0 ? 0 : 1 << 20 };
+        let { storage } = await openLog(dir, lazy, extra);
+        let acked = 0;
+        let ackedCommit = 0;
+        let next = 1;
+        for (let restarts = 0; restarts < 3; restarts++) {
+          const steps = 5 + rng.int(20);
+          for (let s = 0; s < steps; s++) {
+            const batch: Entry[] = [];
+            const k = 1 + rng.int(5);
+            for (let j = 0; j < k; j++) batch.push(payload(next++));
+            storage.append(batch);
+            const commit = Math.max(ackedCommit, next - 1 - rng.int(3));
+            storage.setHardState({ term: 9, vote: 'n1' as NodeId, commit });
+            if (rng.chance(0.5)) {
+              await storage.sync();
+              acked = next - 1;
+              ackedCommit = commit;
+            }
+          }
+          lazy.crash(tear ? { tearRng: rng } : {});
+          storage = (await openLog(dir, lazy, extra)).storage;
+          const last = storage.lastIndex();
+          expect(last, `seed ${seed}`).toBeGreaterThanOrEqual(acked);
+          expect(storage.initialState().hardState.commit).toBeGreaterThanOrEqual(ackedCommit);
+          expect(storage.initialState().hardState.commit).toBeLessThanOrEqual(last);
+          const got = storage.entries(1, last + 1).map((e) => `${e.index}:${e.term}:${new TextDecoder().decode(e.data)}`);
+          const want = Array.from({ length: last }, (_, k) => payload(k + 1)).map((e) => `${e.index}:${e.term}:${new TextDecoder().decode(e.data)}`);
+          expect(got, `seed ${seed}`).toEqual(want);
+          next = last + 1;
+          acked = last;
+          ackedCommit = storage.initialState().hardState.commit;
+        }
+        await storage.close();
+      }
+    });
+  }
+
+  it('wal: a vote is durable once sync() resolves, and an unsynced vote change is lost', async () => {
+    const dir = freshDir();
+    const lazy = new LazyWalFs();
+    const { storage } = await openLog(dir, lazy);
+    storage.setHardState({ term: 5, vote: 'n2' as NodeId, commit: 0 });
+    await storage.sync();
+    storage.setHardState({ term: 6, vote: 'n3' as NodeId, commit: 0 });
+    lazy.crash();
+    const r = await openLog(dir, lazy);
+    expect(r.storage.initialState().hardState).toEqual({ term: 5, vote: 'n2', commit: 0 });
+    r.storage.setHardState({ term: 7, vote: 'n1' as NodeId, commit: 0 });
+    await r.storage.sync();
+    lazy.crash();
+    const r2 = await openLog(dir, lazy);
+    expect(r2.storage.initialState().hardState).toEqual({ term: 7, vote: 'n1', commit: 0 });
+    await r2.storage.close();
+  });
+
+  it('wal: an unsynced truncation is undone by a power loss, a synced one is kept', async () => {
+    const dir = freshDir();
+    const lazy = new LazyWalFs();
+    const { storage } = await openLog(dir, lazy);
+    storage.append([ent(1, 1), ent(2, 1), ent(3, 1), ent(4, 1)]);
+    await storage.sync();
+    storage.append([ent(3, 2, 'new')]);
+    lazy.crash();
+    let r = (await openLog(dir, lazy)).storage;
+    expect(r.lastIndex()).toBe(4);
+    expect(r.term(3)).toBe(1);
+    r.append([ent(3, 2, 'new')]);
+    await r.sync();
+    lazy.crash();
+    r = (await openLog(dir, lazy)).storage;
+    expect(r.lastIndex()).toBe(3);
+    expect(r.term(3)).toBe(2);
+    await r.close();
+  });
+});
+
+describe('FileLogStorage segments, group commit and failures', () => {
+  it('wal: segments roll at the size limit and compaction deletes whole segments below the compact index', async () => {
+    const dir = freshDir();
+    const lazy = new LazyWalFs();
+    const { storage } = await openLog(dir, lazy, { segmentBytes: 256 });
+    for (let i = 1; i <= 100; i++) storage.append([payload(i)]);
+    await storage.sync();
+    const before = segmentFiles(dir).length;
+    expect(before).toBeGreaterThan(10);
+    for (const p of segmentFiles(dir).slice(0, -1)) expect(fs.statSync(p).size).toBeLessThanOrEqual(256);
+    storage.compact(80);
+    const after = segmentFiles(dir).length;
+    expect(after).toBeLessThan(before);
+    expect(after).toBeGreaterThanOrEqual(2);
+    expect(storage.entries(81, 101).length).toBe(20);
+    lazy.crash();
+    const r = (await openLog(dir, lazy, { segmentBytes: 256 })).storage;
+    expect(r.firstIndex()).toBe(81);
+    expect(r.lastIndex()).toBe(100);
+    expect(r.term(80)).toBe(payload(80).term);
+    expect(r.entries(81, 101).map((e) => e.index)).toEqual(Array.from({ length: 20 }, (_, k) => 81 + k));
+    await r.close();
+  });
+
+  it('wal: group commit — 100 sync() callers during one fdatasync share the next one', async () => {
+    const dir = freshDir();
+    const { storage } = await openLog(dir, new LazyWalFs());
+    const waits: Promise<void>[] = [];
+    for (let i = 1; i <= 100; i++) {
+      storage.append([payload(i)]);
+      waits.push(storage.sync());
+    }
+    await Promise.all(waits);
+    expect(storage.stats().syncRounds).toBeLessThanOrEqual(2);
+    expect(storage.stats().logFsyncs).toBeLessThanOrEqual(2);
+    await storage.close();
+  });
+
+  it('wal: an fsync error calls onFatal, rejects sync() with IO_ERROR and stops the log', async () => {
+    const dir = freshDir();
+    const lazy = new LazyWalFs();
+    const { storage, fatals } = await openLog(dir, lazy);
+    storage.append([payload(1)]);
+    lazy.failSyncs = true;
+    const err = await storage.sync().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(DbError);
+    expect((err as DbError).code).toBe(ErrorCode.IO_ERROR);
+    expect(fatals.length).toBe(1);
+    // Fail-stop: even with the disk "healed", the log never resumes.
+    lazy.failSyncs = false;
+    expect(() => storage.append([payload(2)])).toThrow(DbError);
+    await expect(storage.sync()).rejects.toBeInstanceOf(DbError);
+    expect(fatals.length).toBe(1);
+    await storage.close();
+  });
+
+  it('wal: a write error calls onFatal and the append fails', async () => {
+    const dir = freshDir();
+    const lazy = new LazyWalFs();
+    const { storage, fatals } = await openLog(dir, lazy);
+    lazy.failWrites = true;
+    expect(() => storage.append([payload(1)])).toThrow(DbError);
+    expect(fatals.length).toBe(1);
+    lazy.failWrites = false;
+    await storage.close();
+  });
+
+  it('wal: durable_wal_write=false acknowledges without fsync and fsyncs in the background', async () => {
+    const dir = freshDir();
+    const flags = new Flags();
+    flags.set(DURABLE_WAL_WRITE, false);
+    flags.set(INTERVAL_DURABLE_WAL_WRITE_MS, 5);
+    const { storage } = await openLog(dir, new LazyWalFs(), { flags });
+    storage.append([payload(1)]);
+    await storage.sync();
+    expect(storage.stats().logFsyncs).toBe(0);
+    for (let i = 0; i < 400 && storage.stats().logFsyncs === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(storage.stats().logFsyncs).toBeGreaterThan(0);
+    await storage.close();
+  });
+});
