@@ -1,0 +1,138 @@
+import { describe, expect, it } from 'vitest';
+import { RaftGroup } from '../../raft/raft-group';
+import { RawNode } from '../../raft/raw-node';
+import { MemoryLogStorage } from '../../raft/wal/memory-log-storage';
+import type { Entry, Message } from '../../raft/types';
+import { NodeId } from '../../common/ids';
+import { SeededRng } from '../../common/rng';
+import { DbError, ErrorCode } from '../../common/errors';
+
+interface Node {
+  id: NodeId;
+  group: RaftGroup;
+  storage: MemoryLogStorage;
+  applied: Entry[];
+}
+
+/** Three groups wired through an in-memory hand-off; `cut` holds ids whose traffic is dropped. */
+function cluster(seed = 1) {
+  const ids = ['a', 'b', 'c'].map(NodeId);
+  const cut = new Set<string>();
+  const nodes = new Map<string, Node>();
+  for (const id of ids) {
+    const storage = new MemoryLogStorage();
+    storage.setConfState({ voters: ids, learners: [] });
+    const core = new RawNode({ id, storage, rng: new SeededRng(seed * 31 + id.charCodeAt(0)), electionTicks: 10, heartbeatTicks: 1 });
+    const applied: Entry[] = [];
+    const group = new RaftGroup({
+      id,
+      groupId: 'g1',
+      storage,
+      core,
+      appliedIndex: 0,
+      send: (msgs: Message[]) => {
+        for (const m of msgs) {
+          if (cut.has(m.from) || cut.has(m.to)) continue;
+          setImmediate(() => nodes.get(m.to)?.group.step(m));
+        }
+      },
+      applyEntries: async (ents) => {
+        for (const e of ents) applied.push(e);
+      },
+      createSnapshot: async () => new Uint8Array(),
+      installSnapshot: async () => undefined,
+    });
+    nodes.set(id, { id, group, storage, applied });
+  }
+  const tickAll = () => {
+    for (const n of nodes.values()) n.group.tick();
+  };
+  const until = async (cond: () => boolean, maxTicks = 500): Promise<void> => {
+    for (let i = 0; i < maxTicks; i++) {
+      if (cond()) return;
+      tickAll();
+      await new Promise((r) => setImmediate(r));
+      await new Promise((r) => setImmediate(r));
+    }
+    throw new Error('condition not reached');
+  };
+  const leader = (): Node | undefined => [...nodes.values()].find((n) => n.group.isLeaderReady() && !cut.has(n.id));
+  return { nodes, cut, until, leader, tickAll };
+}
+
+const bytes = (s: string) => new TextEncoder().encode(s);
+const text = (b: Uint8Array) => new TextDecoder().decode(b);
+
+describe('RaftGroup', () => {
+  it('raft-group: a proposal resolves after commit and every replica applies it in order', async () => {
+    const c = cluster();
+    await c.until(() => c.leader() !== undefined);
+    const l = c.leader()!;
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => l.group.propose(bytes(`v${i}`))));
+    expect(results.map((r) => r.index)).toEqual([...results.map((r) => r.index)].sort((a, b) => a - b));
+    await c.until(() => [...c.nodes.values()].every((n) => n.applied.filter((e) => e.type === 'normal').length === 50));
+    for (const n of c.nodes.values()) {
+      expect(n.applied.filter((e) => e.type === 'normal').map((e) => text(e.data))).toEqual(Array.from({ length: 50 }, (_, i) => `v${i}`));
+      const idx = n.applied.map((e) => e.index);
+      expect(idx).toEqual([...idx].sort((a, b) => a - b));
+    }
+    // Proposals of one turn share one Ready: far fewer syncs than entries on the leader.
+    expect(l.group.status().appliedIndex).toBeGreaterThanOrEqual(results[49]!.index);
+  });
+
+  it('raft-group: a follower rejects proposals with NOT_THE_LEADER and names the leader', async () => {
+    const c = cluster(2);
+    await c.until(() => c.leader() !== undefined);
+    const l = c.leader()!;
+    await c.until(() => [...c.nodes.values()].every((n) => n.group.leaderId() === l.id));
+    const f = [...c.nodes.values()].find((n) => n !== l)!;
+    const err = await f.group.propose(bytes('x')).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DbError);
+    expect((err as DbError).code).toBe(ErrorCode.NOT_THE_LEADER);
+    expect((err as DbError).details['leaderUuid']).toBe(l.id);
+  });
+
+  it('raft-group: a deposed leader rejects its uncommitted proposals once another leader overwrites them', async () => {
+    const c = cluster(3);
+    await c.until(() => c.leader() !== undefined);
+    const old = c.leader()!;
+    c.cut.add(old.id);
+    const pending = old.group.propose(bytes('lost')).then(
+      () => 'resolved',
+      (e: unknown) => (e instanceof DbError ? e.code : 'other'),
+    );
+    await c.until(() => c.leader() !== undefined && c.leader() !== old);
+    const nl = c.leader()!;
+    await nl.group.propose(bytes('won'));
+    c.cut.clear();
+    await c.until(() => old.applied.some((e) => text(e.data) === 'won'));
+    expect(await pending).toBe(ErrorCode.NOT_THE_LEADER);
+    for (const n of c.nodes.values()) expect(n.applied.some((e) => text(e.data) === 'lost')).toBe(false);
+  });
+
+  it('raft-group: readIndex resolves on the leader and fails on a follower', async () => {
+    const c = cluster(4);
+    await c.until(() => c.leader() !== undefined);
+    const l = c.leader()!;
+    await l.group.propose(bytes('w'));
+    const done = l.group.readIndex().then(() => true);
+    for (let i = 0; i < 20; i++) {
+      c.tickAll();
+      await new Promise((res) => setImmediate(res));
+    }
+    expect(await done).toBe(true);
+    const f = [...c.nodes.values()].find((n) => n !== l)!;
+    await expect(f.group.readIndex()).rejects.toMatchObject({ code: ErrorCode.NOT_THE_LEADER });
+  });
+
+  it('raft-group: leadership transfer moves the leader and stop() fails pending calls', async () => {
+    const c = cluster(5);
+    await c.until(() => c.leader() !== undefined);
+    const l = c.leader()!;
+    await c.until(() => [...c.nodes.values()].every((n) => n.group.status().appliedIndex === l.group.status().appliedIndex));
+    l.group.transferLeadership();
+    await c.until(() => c.leader() !== undefined && c.leader() !== l);
+    for (const n of c.nodes.values()) await n.group.stop();
+    await expect(l.group.propose(bytes('x'))).rejects.toMatchObject({ code: ErrorCode.SHUTTING_DOWN });
+  });
+});
