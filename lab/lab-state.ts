@@ -34,10 +34,14 @@ export interface NodeRecord {
 }
 
 export interface DockerRecord {
+  /** Short id derived from the base dir; names the network and containers. */
+  labId: string;
   networkName: string;
   networkId?: string;
   subnet: string;
   image: string;
+  /** The node binary inside the image (for docker exec). */
+  nodePath: string;
 }
 
 export interface LabState {
@@ -104,4 +108,17 @@ export function removeLabState(baseDir: string): void {
 
 export function serversOf(node: NodeRecord): ServerRecord[] {
   return node.master ? [node.master, node.tserver] : [node.tserver];
+}
+
+/** Refuses to start a fresh lab on top of an earlier lab's data (a stale catalog would confuse both). */
+export function assertNoOldData(dir: string): void {
+  let entries: string[] = [];
+  try {
+    entries = fs.readdirSync(dir);
+  } catch {
+    return;
+  }
+  if (entries.length > 0) {
+    throw new DbError(ErrorCode.ALREADY_EXISTS, `${dir} holds data of an earlier lab; run tessera lab down (removes it) or choose another --base_dir`);
+  }
 }

@@ -14,7 +14,7 @@ import type { ClusterDriver, DownOptions, FlagSetResult, LabStatus, NodeAddresse
 import { isHealthy } from './console-http';
 import { setFlagOnServers } from './flag-setter';
 import { type HealthTarget, waitAllHealthy } from './health-wait';
-import { type LabState, type NodeRecord, type ServerRecord, LAB_STATE_VERSION, readLabState, removeLabState, serversOf, writeLabState } from './lab-state';
+import { assertNoOldData, type LabState, type NodeRecord, type ServerRecord, LAB_STATE_VERSION, readLabState, removeLabState, serversOf, writeLabState } from './lab-state';
 import { tailFile } from './log-tail';
 import { packageRoot, serverEntryPath } from './package-root';
 import { DROP_TRAFFIC_FLAG, partitionDropLists } from './partition-plan';
@@ -327,16 +327,4 @@ function addressesOf(s: ServerRecord): { role: 'master' | 'tserver'; rpcAddress:
 function hostPort(hp: string): { host: string; port: number } {
   const i = hp.lastIndexOf(':');
   return { host: hp.slice(0, i), port: Number(hp.slice(i + 1)) };
-}
-
-function assertNoOldData(dir: string): void {
-  let entries: string[] = [];
-  try {
-    entries = fs.readdirSync(dir);
-  } catch {
-    return;
-  }
-  if (entries.length > 0) {
-    throw new DbError(ErrorCode.ALREADY_EXISTS, `${dir} holds data of an earlier lab; run tessera lab down (removes it) or choose another --base_dir`);
-  }
 }

@@ -1,0 +1,440 @@
+/**
+ * The Docker driver (through dockerode): one bridge network per lab (tessera-lab-<id>, a /24 subnet so
+ * nodes keep fixed addresses across partition and heal), one container per node (hostname and network
+ * alias nI, PID 1 = node-supervisor running the node's master and tserver), the node's folder
+ * BASE/nI bind-mounted at /data, flags on the command line. Ports published on 127.0.0.1:
+ * master web 7000+offset+i, tserver web 9000+offset+i, master RPC 7100+offset+i, tserver RPC
+ * 9100+offset+i (offset defaults to 10000: n0's tserver console is http://127.0.0.1:19000).
+ * Faults: kill/stop/start/restart/pause act on the whole container; partition disconnects each named
+ * container from the lab network (it then reaches nobody and nobody reaches it, nor its published
+ * ports); heal reconnects it with its old address.
+ */
+import * as crypto from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import Docker from 'dockerode';
+import { DbError, ErrorCode } from '../common';
+import { type ClusterSpec, flagArgs, type NodeName, nodeIndex, nodeName, type ServerRole, validateSpec } from './cluster-spec';
+import type { ClusterDriver, DownOptions, FlagSetResult, LabStatus, NodeAddresses, RoleSelector, ServerState, ServerStatus } from './cluster-driver';
+import { isHealthy } from './console-http';
+import { demuxDockerFrames } from './docker-frames';
+import { ensureLabImage } from './docker-image';
+import { setFlagOnServers } from './flag-setter';
+import { type HealthTarget, waitAllHealthy } from './health-wait';
+import { IMAGE_APP_DIR } from './image-inputs';
+import { assertNoOldData, type DockerRecord, type LabState, LAB_STATE_VERSION, type NodeRecord, readLabState, removeLabState, type ServerRecord, serversOf, writeLabState } from './lab-state';
+import { tailLines } from './log-tail';
+import { SUPERVISOR_GROUP_SEPARATOR } from './node-supervisor';
+import { assertAddressesFree, STANDARD_PORTS } from './process-addressing';
+import { tabletCountsFromMasters } from './tablet-counts';
+import { waitUntil } from './wait-until';
+
+/** docker stop / restart: seconds before the engine SIGKILLs PID 1. */
+export const DOCKER_STOP_TIMEOUT_S = 10;
+/** Subnets tried for the lab network before giving up (another network may hold one). */
+const SUBNET_TRIES_MAX = 16;
+const EXEC_TIMEOUT_MS = 30_000;
+const EXEC_OUTPUT_BYTES_MAX = 4 * 1024 * 1024;
+
+export interface DockerDriverOptions {
+  docker?: Docker;
+  onProgress?: (line: string) => void;
+}
+
+export interface ExecResult {
+  exitCode: number;
+  output: string;
+}
+
+export function labIdFor(baseDir: string): string {
+  return crypto.createHash('sha256').update(path.resolve(baseDir)).digest('hex').slice(0, 8);
+}
+
+export class DockerDriver implements ClusterDriver {
+  readonly kind = 'docker' as const;
+  private state: LabState | undefined;
+  private readonly docker: Docker;
+  private readonly say: (line: string) => void;
+
+  constructor(state?: LabState, opts: DockerDriverOptions = {}) {
+    this.state = state;
+    this.docker = opts.docker ?? new Docker();
+    this.say = opts.onProgress ?? ((l) => process.stderr.write(`${l}\n`));
+  }
+
+  static open(baseDir: string, opts: DockerDriverOptions = {}): DockerDriver {
+    const st = readLabState(baseDir);
+    if (!st) throw new DbError(ErrorCode.NOT_FOUND, `no lab in ${path.resolve(baseDir)} (no lab.json); start one with tessera lab up --driver docker`);
+    return new DockerDriver(st, opts);
+  }
+
+  /** Whether an engine answers, with the reason when not (for skip lines and clear errors). */
+  static async engineReachable(docker = new Docker()): Promise<{ ok: true; version: string } | { ok: false; reason: string }> {
+    try {
+      const v = await docker.version();
+      return { ok: true, version: v.Version };
+    } catch (e) {
+      return { ok: false, reason: (e as Error).message };
+    }
+  }
+
+  async up(spec: ClusterSpec): Promise<NodeAddresses[]> {
+    validateSpec(spec);
+    const reach = await DockerDriver.engineReachable(this.docker);
+    if (!reach.ok) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `Docker engine not reachable (${reach.reason}); run .ci/docker-setup.sh or start dockerd`);
+    if (readLabState(spec.baseDir)) {
+      throw new DbError(ErrorCode.ALREADY_EXISTS, `a lab is already up in ${spec.baseDir}; run tessera lab down --base_dir ${spec.baseDir} first`);
+    }
+    const labId = labIdFor(spec.baseDir);
+    await this.removeLeftovers(labId);
+    const image = await ensureLabImage({ docker: this.docker, baseImage: spec.baseImage, onProgress: this.say });
+    const networkName = `tessera-lab-${labId}`;
+    const nodes: NodeRecord[] = [];
+    const masterAddrs = Array.from({ length: spec.masters }, (_, i) => `${nodeName(i)}:${STANDARD_PORTS.masterRpc}`).join(',');
+    for (let i = 0; i < spec.nodes; i++) {
+      const name = nodeName(i);
+      const dir = path.join(spec.baseDir, name);
+      const rec: NodeRecord = {
+        name,
+        index: i,
+        containerName: `${networkName}-${name}`,
+        tserver: containerServer('tserver', name, dir, spec.portOffset + i, [`--tserver_master_addrs=${masterAddrs}`, ...flagArgs(spec.tserverFlags), ...flagArgs(spec.nodeFlags[name] ?? {})]),
+      };
+      if (i < spec.masters) {
+        rec.master = containerServer('master', name, dir, spec.portOffset + i, [`--master_addresses=${masterAddrs}`, ...flagArgs(spec.masterFlags), ...flagArgs(spec.nodeMasterFlags[name] ?? {})]);
+      }
+      for (const s of serversOf(rec)) assertNoOldData(s.dataDir);
+      nodes.push(rec);
+    }
+    await assertAddressesFree(nodes.flatMap((n) => serversOf(n)).flatMap((s) => [hostPort(s.hostRpcAddress), hostPort(new URL(s.webUrl).host)]));
+
+    const docker: DockerRecord = { labId, networkName, subnet: '', image: image.tag, nodePath: image.nodePath };
+    this.state = { version: LAB_STATE_VERSION, createdAt: new Date().toISOString(), spec, nodes, partitioned: [], docker };
+    try {
+      const net = await this.createNetwork(labId, networkName, spec.baseDir);
+      docker.networkId = net.id;
+      docker.subnet = net.subnet;
+      writeLabState(this.state);
+      for (const n of nodes) {
+        n.ip = `${net.subnet.slice(0, net.subnet.lastIndexOf('.'))}.${10 + n.index}`;
+        this.say(`lab: creating container ${n.containerName} (${n.name}, ${n.ip})`);
+        const c = await this.createNodeContainer(n, spec, docker);
+        n.containerId = c.id;
+        writeLabState(this.state);
+      }
+      for (const n of nodes) await this.docker.getContainer(n.containerId!).start();
+      this.say(`lab: ${nodes.length} container(s) started; waiting until every server answers /api/v1/healthz`);
+      await waitAllHealthy(nodes.flatMap((n) => serversOf(n).map((s) => this.healthTarget(n, s))), spec.healthTimeoutMs);
+    } catch (e) {
+      await this.removeAll(this.state);
+      removeLabState(spec.baseDir);
+      this.state = undefined;
+      throw e;
+    }
+    return this.addresses();
+  }
+
+  async down(opts: DownOptions = {}): Promise<void> {
+    const st = this.need();
+    await this.removeAll(st);
+    if (!opts.keepData) for (const n of st.nodes) for (const s of serversOf(n)) fs.rmSync(s.dataDir, { recursive: true, force: true });
+    removeLabState(st.spec.baseDir);
+    this.state = undefined;
+  }
+
+  addresses(): NodeAddresses[] {
+    return this.need().nodes.map((n) => ({
+      name: n.name,
+      index: n.index,
+      ...(n.master ? { master: addressesOf(n.master) } : {}),
+      tserver: addressesOf(n.tserver),
+    }));
+  }
+
+  async status(): Promise<LabStatus> {
+    const st = this.need();
+    const nodes = await Promise.all(
+      st.nodes.map(async (n) => {
+        const state = await this.containerState(n);
+        const servers = await Promise.all(
+          serversOf(n).map(async (s): Promise<ServerStatus> => ({ ...addressesOf(s), state, healthy: state === 'running' && (await isHealthy(s.webUrl)) })),
+        );
+        return { name: n.name, index: n.index, servers, partitioned: st.partitioned.includes(n.name), ...(n.containerId ? { containerId: n.containerId.slice(0, 12) } : {}), ...(n.ip ? { ip: n.ip } : {}) };
+      }),
+    );
+    const masters = nodes.flatMap((n) => n.servers).filter((s) => s.role === 'master' && s.healthy).map((s) => s.webUrl);
+    const counts = await tabletCountsFromMasters(masters);
+    for (const s of nodes.flatMap((n) => n.servers)) {
+      const c = s.role === 'tserver' ? counts.get(s.rpcAddress) : undefined;
+      if (c) Object.assign(s, c);
+    }
+    return { driver: 'docker', baseDir: st.spec.baseDir, nodes, partitioned: [...st.partitioned] };
+  }
+
+  async setFlag(node: NodeName, name: string, value: string, force = false, role?: RoleSelector): Promise<FlagSetResult[]> {
+    const n = this.node(node);
+    const servers = serversOf(n).filter((s) => role === undefined || s.role === role);
+    if (servers.length === 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `node ${n.name} runs no ${String(role)}`);
+    return setFlagOnServers(servers.map((s) => ({ node: n.name, role: s.role, webUrl: s.webUrl })), name, value, force);
+  }
+
+  async kill(node: NodeName, role?: RoleSelector): Promise<void> {
+    const n = this.wholeNode(node, role, 'kill');
+    const c = this.docker.getContainer(n.containerId!);
+    if ((await this.containerState(n)) !== 'stopped') await c.kill();
+    await waitUntil(async () => (await this.containerState(n)) === 'stopped', { timeoutMs: 10_000, what: `container ${n.containerName} to die` });
+  }
+
+  async stop(node: NodeName, role?: RoleSelector): Promise<void> {
+    const n = this.wholeNode(node, role, 'stop');
+    const state = await this.containerState(n);
+    if (state === 'paused') await this.docker.getContainer(n.containerId!).unpause();
+    if (state !== 'stopped') await this.docker.getContainer(n.containerId!).stop({ t: DOCKER_STOP_TIMEOUT_S });
+  }
+
+  async start(node: NodeName, role?: RoleSelector): Promise<void> {
+    const n = this.wholeNode(node, role, 'start');
+    if ((await this.containerState(n)) === 'stopped') await this.docker.getContainer(n.containerId!).start();
+    await this.waitNodeHealthy(n);
+  }
+
+  async restart(node: NodeName, role?: RoleSelector): Promise<void> {
+    const n = this.wholeNode(node, role, 'restart');
+    if ((await this.containerState(n)) === 'paused') await this.docker.getContainer(n.containerId!).unpause();
+    await this.docker.getContainer(n.containerId!).restart({ t: DOCKER_STOP_TIMEOUT_S });
+    await this.waitNodeHealthy(n);
+  }
+
+  async pause(node: NodeName, role?: RoleSelector): Promise<void> {
+    const n = this.wholeNode(node, role, 'pause');
+    if ((await this.containerState(n)) === 'running') await this.docker.getContainer(n.containerId!).pause();
+  }
+
+  async resume(node: NodeName, role?: RoleSelector): Promise<void> {
+    const n = this.wholeNode(node, role, 'resume');
+    if ((await this.containerState(n)) === 'paused') await this.docker.getContainer(n.containerId!).unpause();
+  }
+
+  async partition(nodes: NodeName[]): Promise<void> {
+    const st = this.need();
+    if (nodes.length === 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'partition needs at least one node (use heal to undo)');
+    for (const name of nodes) nodeIndex(name, st.spec.nodes);
+    if (nodes.length >= st.spec.nodes) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'partition must leave at least one node on the other side');
+    await this.heal();
+    const net = this.docker.getNetwork(st.docker!.networkName);
+    for (const name of [...new Set(nodes)].sort()) {
+      await net.disconnect({ Container: this.node(name).containerId!, Force: true });
+      st.partitioned.push(name);
+      writeLabState(st);
+    }
+  }
+
+  async heal(): Promise<void> {
+    const st = this.need();
+    const net = this.docker.getNetwork(st.docker!.networkName);
+    for (const name of [...st.partitioned]) {
+      const n = this.node(name);
+      await net.connect({ Container: n.containerId!, EndpointConfig: { IPAMConfig: { IPv4Address: n.ip! }, Aliases: [n.name] } });
+      st.partitioned = st.partitioned.filter((x) => x !== name);
+      writeLabState(st);
+    }
+  }
+
+  async logs(node: NodeName, lines: number): Promise<string> {
+    const n = this.node(node);
+    const raw = (await this.docker.getContainer(n.containerId!).logs({ stdout: true, stderr: true, tail: lines, follow: false })) as unknown as Buffer;
+    return `==> ${n.name} container ${n.containerName} <==\n${demuxDockerFrames(raw)}`;
+  }
+
+  /** Runs a command inside the node's container (e.g. [nodePath, '-e', '…']); bounded in time and output. */
+  async exec(node: NodeName, cmd: string[], timeoutMs = EXEC_TIMEOUT_MS): Promise<ExecResult> {
+    const n = this.node(node);
+    const ex = await this.docker.getContainer(n.containerId!).exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true });
+    const stream = await ex.start({ hijack: true, stdin: false });
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        stream.destroy();
+        reject(new DbError(ErrorCode.TIMED_OUT, `exec in ${n.name} did not finish within ${timeoutMs} ms: ${cmd.join(' ')}`));
+      }, timeoutMs);
+      stream.on('data', (c: Buffer) => {
+        bytes += c.length;
+        if (bytes <= EXEC_OUTPUT_BYTES_MAX) chunks.push(c);
+      });
+      stream.on('end', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      stream.on('error', (e: Error) => {
+        clearTimeout(timer);
+        reject(e);
+      });
+    });
+    const info = await ex.inspect();
+    return { exitCode: info.ExitCode ?? -1, output: demuxDockerFrames(Buffer.concat(chunks)) };
+  }
+
+  /** The node binary inside the image, for exec. */
+  nodePath(): string {
+    return this.need().docker!.nodePath;
+  }
+
+  // ---- internals ----
+
+  private need(): LabState {
+    if (!this.state) throw new DbError(ErrorCode.NOT_FOUND, 'no lab is up (run tessera lab up --driver docker)');
+    if (!this.state.docker) throw new DbError(ErrorCode.INVALID_ARGUMENT, `the lab in ${this.state.spec.baseDir} is not a docker lab`);
+    return this.state;
+  }
+
+  private node(name: NodeName): NodeRecord {
+    const st = this.need();
+    const n = st.nodes[nodeIndex(name, st.spec.nodes)]!;
+    if (!n.containerId) throw new DbError(ErrorCode.NOT_FOUND, `node ${name} has no container`);
+    return n;
+  }
+
+  private wholeNode(name: NodeName, role: RoleSelector, op: string): NodeRecord {
+    if (role !== undefined) throw new DbError(ErrorCode.INVALID_ARGUMENT, `the docker driver can only ${op} a whole node (container), not its ${role} alone`);
+    return this.node(name);
+  }
+
+  private async containerState(n: NodeRecord): Promise<ServerState> {
+    try {
+      const info = await this.docker.getContainer(n.containerId!).inspect();
+      if (info.State.Paused) return 'paused';
+      return info.State.Running ? 'running' : 'stopped';
+    } catch {
+      return 'stopped';
+    }
+  }
+
+  private healthTarget(n: NodeRecord, s: ServerRecord): HealthTarget {
+    return {
+      node: n.name,
+      role: s.role,
+      webUrl: s.webUrl,
+      gone: async () => {
+        try {
+          const info = await this.docker.getContainer(n.containerId!).inspect();
+          return info.State.Running ? undefined : `container ${n.containerName} exited with status ${info.State.ExitCode}`;
+        } catch (e) {
+          return `container ${String(n.containerName)} is gone (${(e as Error).message})`;
+        }
+      },
+      logTail: async (lines) => tailLines(await this.logs(n.name, lines * 2), lines),
+    };
+  }
+
+  private async waitNodeHealthy(n: NodeRecord): Promise<void> {
+    await waitAllHealthy(serversOf(n).map((s) => this.healthTarget(n, s)), this.need().spec.healthTimeoutMs);
+  }
+
+  private async createNetwork(labId: string, name: string, baseDir: string): Promise<{ id: string; subnet: string }> {
+    const first = parseInt(labId.slice(0, 2), 16);
+    let lastErr: unknown;
+    for (let k = 0; k < SUBNET_TRIES_MAX; k++) {
+      const subnet = `10.213.${(first + k) % 256}.0/24`;
+      try {
+        const net = await this.docker.createNetwork({
+          Name: name,
+          Driver: 'bridge',
+          CheckDuplicate: true,
+          IPAM: { Driver: 'default', Config: [{ Subnet: subnet }] },
+          Labels: { 'tessera.lab': labId, 'tessera.baseDir': baseDir },
+        });
+        this.say(`lab: network ${name} (${subnet})`);
+        return { id: net.id, subnet: subnet.replace('/24', '') };
+      } catch (e) {
+        lastErr = e;
+        if (!/overlap|in use|conflict/i.test((e as Error).message)) break;
+      }
+    }
+    throw new DbError(ErrorCode.INTERNAL, `could not create network ${name}: ${(lastErr as Error).message}`);
+  }
+
+  private async createNodeContainer(n: NodeRecord, spec: ClusterSpec, d: DockerRecord): Promise<Docker.Container> {
+    const servers = serversOf(n);
+    const cmd = [`${IMAGE_APP_DIR}/dist/lab/node-supervisor.js`, `${IMAGE_APP_DIR}/${spec.serverEntry}`];
+    servers.forEach((s, i) => {
+      if (i > 0) cmd.push(SUPERVISOR_GROUP_SEPARATOR);
+      cmd.push(...s.argv);
+    });
+    const exposed: Record<string, object> = {};
+    const bindings: Record<string, Array<{ HostIp: string; HostPort: string }>> = {};
+    for (const s of servers) {
+      const std = s.role === 'master' ? [STANDARD_PORTS.masterWeb, STANDARD_PORTS.masterRpc] : [STANDARD_PORTS.tserverWeb, STANDARD_PORTS.tserverRpc];
+      const host = [Number(new URL(s.webUrl).port), hostPort(s.hostRpcAddress).port];
+      std.forEach((p, i) => {
+        exposed[`${p}/tcp`] = {};
+        bindings[`${p}/tcp`] = [{ HostIp: '127.0.0.1', HostPort: String(host[i]) }];
+      });
+    }
+    const nodeDir = path.join(spec.baseDir, n.name);
+    fs.mkdirSync(nodeDir, { recursive: true });
+    return this.docker.createContainer({
+      name: n.containerName,
+      Hostname: n.name,
+      Image: d.image,
+      Cmd: cmd,
+      WorkingDir: IMAGE_APP_DIR,
+      Labels: { 'tessera.lab': d.labId, 'tessera.node': n.name },
+      ExposedPorts: exposed,
+      HostConfig: { Binds: [`${nodeDir}:/data`], PortBindings: bindings, NetworkMode: d.networkName },
+      NetworkingConfig: { EndpointsConfig: { [d.networkName]: { IPAMConfig: { IPv4Address: n.ip! }, Aliases: [n.name] } } },
+    });
+  }
+
+  /** Containers and network of this lab; errors are collected so one failure does not leave the rest. */
+  private async removeAll(st: LabState): Promise<void> {
+    const errors: string[] = [];
+    for (const n of st.nodes) {
+      if (!n.containerId && !n.containerName) continue;
+      try {
+        await this.docker.getContainer(n.containerId ?? n.containerName!).remove({ force: true, v: true });
+      } catch (e) {
+        if (!/no such container|404/i.test((e as Error).message)) errors.push(`${n.name}: ${(e as Error).message}`);
+      }
+    }
+    if (st.docker) {
+      try {
+        await this.docker.getNetwork(st.docker.networkName).remove();
+      } catch (e) {
+        if (!/not found|404/i.test((e as Error).message)) errors.push(`network: ${(e as Error).message}`);
+      }
+    }
+    if (errors.length) throw new DbError(ErrorCode.INTERNAL, `lab down left something behind: ${errors.join('; ')}`);
+  }
+
+  /** Containers and the network of an earlier run of this lab id that died before writing lab.json. */
+  private async removeLeftovers(labId: string): Promise<void> {
+    const cs = await this.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tessera.lab=${labId}`] }) });
+    for (const c of cs) await this.docker.getContainer(c.Id).remove({ force: true, v: true });
+    const nets = await this.docker.listNetworks({ filters: JSON.stringify({ label: [`tessera.lab=${labId}`] }) });
+    for (const n of nets) await this.docker.getNetwork(n.Id).remove();
+  }
+}
+
+function containerServer(role: ServerRole, node: NodeName, nodeDir: string, bump: number, flags: string[]): ServerRecord {
+  const rpcStd = role === 'master' ? STANDARD_PORTS.masterRpc : STANDARD_PORTS.tserverRpc;
+  const webStd = role === 'master' ? STANDARD_PORTS.masterWeb : STANDARD_PORTS.tserverWeb;
+  return {
+    role,
+    rpcAddress: `${node}:${rpcStd}`,
+    hostRpcAddress: `127.0.0.1:${rpcStd + bump}`,
+    webUrl: `http://127.0.0.1:${webStd + bump}`,
+    argv: [role, `--rpc_bind_addresses=${node}:${rpcStd}`, `--webserver_port=${webStd}`, `--fs_data_dirs=/data/${role}`, ...flags],
+    // The host side of the bind mount, for inspection.
+    dataDir: path.join(nodeDir, role),
+  };
+}
+
+function addressesOf(s: ServerRecord): { role: ServerRole; rpcAddress: string; hostRpcAddress: string; webUrl: string } {
+  return { role: s.role, rpcAddress: s.rpcAddress, hostRpcAddress: s.hostRpcAddress, webUrl: s.webUrl };
+}
+
+function hostPort(hp: string): { host: string; port: number } {
+  const i = hp.lastIndexOf(':');
+  return { host: hp.slice(0, i), port: Number(hp.slice(i + 1)) };
+}

@@ -1,0 +1,78 @@
+/**
+ * PID 1 of a lab container: runs the node's servers (master and/or tserver) as children, prefixes
+ * their output lines with the role so `docker logs` tells them apart, forwards SIGTERM/SIGINT, and
+ * exits once every child has exited. A container is one node, as in `docker run … yugabyted`.
+ *
+ *   node node-supervisor.js ENTRY ROLE ARG… [::: ROLE ARG…]
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+
+export const SUPERVISOR_GROUP_SEPARATOR = ':::';
+/** After SIGTERM, children get this long before SIGKILL (docker stop's own timeout is the outer bound). */
+const CHILD_GRACE_MS = 8_000;
+/** A line longer than this is written out in pieces rather than buffered without bound. */
+const LINE_BYTES_MAX = 64 * 1024;
+
+export function splitGroups(args: readonly string[]): string[][] {
+  const groups: string[][] = [[]];
+  for (const a of args) {
+    if (a === SUPERVISOR_GROUP_SEPARATOR) groups.push([]);
+    else groups[groups.length - 1]!.push(a);
+  }
+  return groups.filter((g) => g.length > 0);
+}
+
+function pipePrefixed(src: NodeJS.ReadableStream, dst: NodeJS.WritableStream, prefix: string): void {
+  let carry = '';
+  src.on('data', (c: Buffer) => {
+    carry += c.toString('utf8');
+    const lines = carry.split('\n');
+    carry = lines.pop() ?? '';
+    for (const l of lines) dst.write(`${prefix}${l}\n`);
+    if (carry.length > LINE_BYTES_MAX) {
+      dst.write(`${prefix}${carry}\n`);
+      carry = '';
+    }
+  });
+  src.on('end', () => {
+    if (carry) dst.write(`${prefix}${carry}\n`);
+  });
+}
+
+function main(argv: string[]): void {
+  const [entry, ...rest] = argv;
+  const groups = splitGroups(rest);
+  if (!entry || groups.length === 0) {
+    process.stderr.write('usage: node-supervisor.js ENTRY ROLE ARG… [::: ROLE ARG…]\n');
+    process.exit(2);
+  }
+  const children: ChildProcess[] = [];
+  let failed = false;
+  let stopping = false;
+  for (const g of groups) {
+    const role = g[0]!;
+    const child = spawn(process.execPath, [entry, ...g], { stdio: ['ignore', 'pipe', 'pipe'] });
+    pipePrefixed(child.stdout!, process.stdout, `[${role}] `);
+    pipePrefixed(child.stderr!, process.stderr, `[${role}] `);
+    child.on('exit', (code, sig) => {
+      process.stdout.write(`[supervisor] ${role} ${sig ? `killed by ${sig}` : `exited with status ${String(code)}`}\n`);
+      if (!stopping && code !== 0) failed = true;
+      if (children.every((c) => c.exitCode !== null || c.signalCode !== null)) process.exit(failed ? 1 : 0);
+    });
+    children.push(child);
+  }
+  const stop = (sig: NodeJS.Signals): void => {
+    if (stopping) return;
+    stopping = true;
+    process.stdout.write(`[supervisor] ${sig}: stopping ${groups.map((g) => g[0]).join(', ')}\n`);
+    for (const c of children) c.kill('SIGTERM');
+    setTimeout(() => {
+      for (const c of children) c.kill('SIGKILL');
+    }, CHILD_GRACE_MS).unref();
+  };
+  // PID 1 ignores signals it has no handler for, so these handlers are what makes `docker stop` work.
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+if (require.main === module) main(process.argv.slice(2));

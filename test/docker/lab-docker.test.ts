@@ -1,0 +1,133 @@
+/**
+ * The Docker driver for real, on a machine with a Docker engine (`.ci/docker-setup.sh` provides one):
+ * the offline image, three containers on their own network, consoles on published ports, a partition
+ * by network disconnect (name lookups of the cut node fail from the others), heal, faults, down.
+ * Without an engine every test is skipped with a visible line saying why.
+ * Servers: the fake-node fixture by default; TESSERA_LAB_SERVERS=real runs dist/cli/main.js.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import Docker from 'dockerode';
+import { defaultSpec, DockerDriver, ensureLabImage, getJson, isHealthy, labIdFor, readLabState } from '../../lab';
+
+const REAL = process.env['TESSERA_LAB_SERVERS'] === 'real';
+const ENTRY = REAL ? 'dist/cli/main.js' : 'dist/lab/fixtures/fake-node.js';
+// Published ports 37000+i, 39000+i, … : away from a person's lab (17000+) and the process tests.
+const PORT_OFFSET = 30_000;
+
+const docker = new Docker();
+let engine: { ok: true; version: string } | { ok: false; reason: string } = { ok: false, reason: 'not checked' };
+const baseDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-lab-docker-'));
+const progress: string[] = [];
+let driver: DockerDriver;
+
+/** Resolves `host` from inside `node`'s container; ok=false when the lookup fails. */
+async function lookupFrom(node: string, host: string): Promise<{ ok: boolean; text: string }> {
+  const script = `require('dns').lookup(${JSON.stringify(host)}, (e, a) => { if (e) { console.log('ERR ' + e.code); process.exit(1); } console.log('IP ' + a); })`;
+  const r = await driver.exec(node, [driver.nodePath(), '-e', script]);
+  return { ok: r.exitCode === 0, text: r.output.trim() };
+}
+
+async function flagValue(webUrl: string, name: string): Promise<unknown> {
+  const body = (await getJson(`${webUrl}/api/v1/varz`)) as { flags: Array<{ name: string; value: unknown }> };
+  return body.flags.find((f) => f.name === name)?.value;
+}
+
+describe('lab docker driver', () => {
+  beforeAll(async () => {
+    engine = await DockerDriver.engineReachable(docker);
+    if (!engine.ok) {
+      console.warn(`SKIP test/docker/lab-docker: no Docker engine reachable (${engine.reason}); run .ci/docker-setup.sh to provide one`);
+      return;
+    }
+    driver = new DockerDriver(undefined, { docker, onProgress: (l) => progress.push(l) });
+  });
+
+  afterAll(async () => {
+    // Leave no container or network behind, whatever failed above.
+    if (engine.ok) {
+      try {
+        await DockerDriver.open(baseDir, { docker, onProgress: () => undefined }).down();
+      } catch {
+        // not up
+      }
+      const id = labIdFor(baseDir);
+      for (const c of await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tessera.lab=${id}`] }) })) await docker.getContainer(c.Id).remove({ force: true });
+      for (const n of await docker.listNetworks({ filters: JSON.stringify({ label: [`tessera.lab=${id}`] }) })) await docker.getNetwork(n.Id).remove();
+    }
+    fs.rmSync(baseDir, { recursive: true, force: true });
+  });
+
+  it('lab docker: the offline image builds once (with progress) and is reused by tag', async (ctx) => {
+    if (!engine.ok) return ctx.skip();
+    const lines: string[] = [];
+    const first = await ensureLabImage({ docker, onProgress: (l) => lines.push(l) });
+    expect(first.tag).toMatch(/^tessera-lab:[0-9a-f]{12}$/);
+    expect(lines.some((l) => l.startsWith('image 1/4'))).toBe(true);
+    const again = await ensureLabImage({ docker, onProgress: () => undefined });
+    expect(again.tag).toBe(first.tag);
+    expect(again.built).toBe(false);
+  }, 300_000);
+
+  it('lab docker: up starts 3 containers whose consoles answer on published 127.0.0.1 ports', async (ctx) => {
+    if (!engine.ok) return ctx.skip();
+    const addrs = await driver.up(
+      defaultSpec({ baseDir, driver: 'docker', nodes: 3, masters: 1, serverEntry: ENTRY, portOffset: PORT_OFFSET, healthTimeoutMs: 60_000, nodeFlags: { n0: { TEST_lab_marker: '1' } } }),
+    );
+    expect(addrs.map((a) => a.tserver.webUrl)).toEqual(['http://127.0.0.1:39000', 'http://127.0.0.1:39001', 'http://127.0.0.1:39002']);
+    expect(addrs[0]!.master?.rpcAddress).toBe('n0:7100');
+    for (const a of addrs) expect(await isHealthy(a.tserver.webUrl)).toBe(true);
+    expect(String(await flagValue(addrs[0]!.tserver.webUrl, 'TEST_lab_marker'))).toBe('1');
+    const st = await DockerDriver.open(baseDir, { docker }).status();
+    expect(st.nodes.every((n) => n.servers.every((s) => s.state === 'running' && s.healthy))).toBe(true);
+    expect((await lookupFrom('n1', 'n0')).text).toBe(`IP ${readLabState(baseDir)!.nodes[0]!.ip!}`);
+  }, 300_000);
+
+  it('lab docker: partition n0 makes its name unresolvable from n1 and its console unreachable; heal restores both', async (ctx) => {
+    if (!engine.ok) return ctx.skip();
+    const a = driver.addresses();
+    await driver.partition(['n0']);
+    const cut = await lookupFrom('n1', 'n0');
+    expect(cut.ok, cut.text).toBe(false);
+    expect((await lookupFrom('n2', 'n1')).ok).toBe(true);
+    expect(await isHealthy(a[0]!.tserver.webUrl, 1_000)).toBe(false);
+    expect(await isHealthy(a[1]!.tserver.webUrl)).toBe(true);
+    expect((await driver.status()).partitioned).toEqual(['n0']);
+    await driver.heal();
+    expect((await lookupFrom('n1', 'n0')).ok).toBe(true);
+    // Same address after heal: the server's sockets bound to it work again.
+    for (let i = 0; i < 50 && !(await isHealthy(a[0]!.tserver.webUrl)); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(await isHealthy(a[0]!.tserver.webUrl)).toBe(true);
+  }, 120_000);
+
+  it('lab docker: flags at run time, kill/start, pause/resume and logs act on one container', async (ctx) => {
+    if (!engine.ok) return ctx.skip();
+    const a = driver.addresses();
+    expect((await driver.setFlag('n1', 'TEST_lab_runtime', '9', true)).every((r) => r.ok)).toBe(true);
+    expect(String(await flagValue(a[1]!.tserver.webUrl, 'TEST_lab_runtime'))).toBe('9');
+    await driver.kill('n2');
+    expect((await driver.status()).nodes[2]!.servers[0]!.state).toBe('stopped');
+    await driver.start('n2');
+    expect(await isHealthy(a[2]!.tserver.webUrl)).toBe(true);
+    await driver.pause('n1');
+    expect((await driver.status()).nodes[1]!.servers[0]!.state).toBe('paused');
+    expect(await isHealthy(a[1]!.tserver.webUrl, 500)).toBe(false);
+    await driver.resume('n1');
+    expect(await isHealthy(a[1]!.tserver.webUrl)).toBe(true);
+    const logs = await driver.logs('n0', 50);
+    expect(logs).toContain('[tserver]');
+    expect(logs).toContain('[master]');
+  }, 120_000);
+
+  it('lab docker: down removes every container and the network', async (ctx) => {
+    if (!engine.ok) return ctx.skip();
+    const st = readLabState(baseDir)!;
+    await driver.down();
+    const left = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tessera.lab=${st.docker!.labId}`] }) });
+    expect(left).toEqual([]);
+    await expect(docker.getNetwork(st.docker!.networkName).inspect()).rejects.toThrow();
+    expect(readLabState(baseDir)).toBeUndefined();
+  }, 60_000);
+});
