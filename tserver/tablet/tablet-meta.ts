@@ -1,0 +1,131 @@
+/**
+ * A tablet's identity, schema and initial Raft peers, persisted as DATA/tablets/<id>/meta.json so the
+ * tablet manager can reopen every tablet at startup.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { DbError, ErrorCode } from '../../common/errors';
+
+export const COLUMN_TYPES = ['int64', 'double', 'string', 'bytes', 'bool'] as const;
+export type ColumnType = (typeof COLUMN_TYPES)[number];
+
+export interface ColumnSchema {
+  name: string;
+  id: number;
+  type: ColumnType;
+  nullable: boolean;
+}
+
+export interface TableSchema {
+  columns: ColumnSchema[];
+  hashColumns: string[];
+  rangeColumns: string[];
+}
+
+export interface RaftPeer {
+  uuid: string;
+  rpcAddress: string;
+  memberType: 'VOTER' | 'LEARNER';
+}
+
+export interface TabletMeta {
+  tabletId: string;
+  tableId: string;
+  tableName: string;
+  schema: TableSchema;
+  /** Hash partition [start, end) of 0..65536. */
+  partition: { start: number; end: number };
+  /** Peers at creation; the live configuration is Raft's (log + conf state). */
+  peers: RaftPeer[];
+}
+
+export const META_FILE = 'meta.json';
+
+export function writeTabletMeta(dir: string, meta: TabletMeta): void {
+  fs.mkdirSync(dir, { recursive: true });
+  const tmp = path.join(dir, META_FILE + '.tmp');
+  const fd = fs.openSync(tmp, 'w');
+  try {
+    fs.writeSync(fd, JSON.stringify(meta, null, 2));
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(tmp, path.join(dir, META_FILE));
+  const dfd = fs.openSync(dir, 'r');
+  try {
+    fs.fsyncSync(dfd);
+  } finally {
+    fs.closeSync(dfd);
+  }
+}
+
+export function readTabletMeta(dir: string): TabletMeta {
+  let v: unknown;
+  try {
+    v = JSON.parse(fs.readFileSync(path.join(dir, META_FILE), 'utf8'));
+  } catch (e) {
+    throw new DbError(ErrorCode.CORRUPTION, `cannot read ${path.join(dir, META_FILE)}: ${(e as Error).message}`);
+  }
+  return parseTabletMeta(v);
+}
+
+/** Validate a meta object (from disk or built from a CreateTablet request). */
+export function parseTabletMeta(v: unknown): TabletMeta {
+  const bad = (why: string): DbError => new DbError(ErrorCode.INVALID_ARGUMENT, `bad tablet metadata: ${why}`);
+  if (typeof v !== 'object' || v === null) throw bad('not an object');
+  const o = v as Record<string, unknown>;
+  const str = (k: string): string => {
+    const x = o[k];
+    if (typeof x !== 'string') throw bad(`${k} must be a string`);
+    return x;
+  };
+  const tabletId = str('tabletId');
+  if (!/^[A-Za-z0-9_.-]{1,128}$/.test(tabletId)) throw bad('tabletId must be 1-128 characters of [A-Za-z0-9_.-]');
+  const schema = parseSchema(o['schema'], bad);
+  const p = o['partition'] as Record<string, unknown> | undefined;
+  const start = Number(p?.['start'] ?? 0);
+  const end = Number(p?.['end'] ?? 65536);
+  if (!Number.isInteger(start) || !Number.isInteger(end) || start < 0 || end > 65536 || start >= end) throw bad('partition must be 0 <= start < end <= 65536');
+  const peersRaw = o['peers'];
+  if (!Array.isArray(peersRaw) || peersRaw.length === 0) throw bad('peers must be a non-empty list');
+  const peers: RaftPeer[] = peersRaw.map((x: unknown) => {
+    const r = x as Record<string, unknown>;
+    if (typeof r?.['uuid'] !== 'string' || r['uuid'] === '' || typeof r['rpcAddress'] !== 'string') throw bad('peer needs uuid and rpcAddress');
+    const mt = r['memberType'] === 'LEARNER' ? 'LEARNER' : 'VOTER';
+    return { uuid: r['uuid'], rpcAddress: r['rpcAddress'], memberType: mt };
+  });
+  return { tabletId, tableId: str('tableId'), tableName: str('tableName'), schema, partition: { start, end }, peers };
+}
+
+function parseSchema(v: unknown, bad: (w: string) => DbError): TableSchema {
+  if (typeof v !== 'object' || v === null) throw bad('schema missing');
+  const o = v as Record<string, unknown>;
+  const cols = o['columns'];
+  if (!Array.isArray(cols) || cols.length === 0) throw bad('schema needs columns');
+  const seenIds = new Set<number>();
+  const seenNames = new Set<string>();
+  const columns: ColumnSchema[] = cols.map((c: unknown) => {
+    const r = c as Record<string, unknown>;
+    const name = r?.['name'];
+    const id = Number(r?.['id']);
+    const type = r?.['type'];
+    if (typeof name !== 'string' || name === '') throw bad('column needs a name');
+    if (!Number.isInteger(id) || id < 0 || seenIds.has(id)) throw bad(`column ${name}: bad or duplicate id`);
+    if (seenNames.has(name)) throw bad(`duplicate column ${name}`);
+    if (typeof type !== 'string' || !(COLUMN_TYPES as readonly string[]).includes(type)) throw bad(`column ${name}: unknown type ${String(type)}`);
+    seenIds.add(id);
+    seenNames.add(name);
+    return { name, id, type: type as ColumnType, nullable: r['nullable'] === true };
+  });
+  const names = (k: string): string[] => {
+    const a = o[k];
+    if (a === undefined) return [];
+    if (!Array.isArray(a) || !a.every((x) => typeof x === 'string' && seenNames.has(x))) throw bad(`${k} must name schema columns`);
+    return a as string[];
+  };
+  const hashColumns = names('hashColumns');
+  const rangeColumns = names('rangeColumns');
+  if (hashColumns.length + rangeColumns.length === 0) throw bad('schema has no primary key');
+  return { columns, hashColumns, rangeColumns };
+}

@@ -1,0 +1,282 @@
+/**
+ * The payload of a tablet's Raft entries: a union of tablet operations, encoded compactly in binary.
+ * Every replica applies the same bytes, so everything a replica needs to produce identical versions
+ * (the leader-assigned hybrid time, the rows in order = write ids) travels inside the entry.
+ *
+ * Layout: [kind u8] then the kind's fields. WRITE: [ht u64 BE][n varint] n × RowOp.
+ * RowOp: [type u8: 0 upsert, 1 delete][DocKey][columns (upsert)][ttl (upsert)].
+ * Primitive: [tag u8] (0 null, 1 false, 2 true, 3 int64 BE, 4 float64 BE, 5 string, 6 bytes) + payload.
+ *
+ * The transaction kinds are reserved here so the union is complete; the transactions issue fills them.
+ */
+import { DbError, ErrorCode } from '../../common/errors';
+import type { HybridTime } from '../../common/hybrid-time';
+import type { TxnId } from '../../common/ids';
+import type { DocKey, Primitive, RowOp, TxnMeta } from '../../docdb/doc-db-api';
+
+export const TabletOpKind = { WRITE: 1, WRITE_INTENTS: 2, APPLY_TXN: 3, REMOVE_TXN: 4, TXN_STATUS: 5 } as const;
+
+export type TabletOp =
+  /** Single-tablet write: rows straight into RegularDB at `ht` (atomic, one batch). */
+  | { type: 'WRITE'; ht: HybridTime; ops: RowOp[] }
+  /** Provisional records of a distributed transaction (transactions issue). */
+  | { type: 'WRITE_INTENTS'; txn: TxnMeta; ht: HybridTime; ops: RowOp[] }
+  /** Move a committed transaction's intents into RegularDB at its commit time (transactions issue). */
+  | { type: 'APPLY_TXN'; txnId: TxnId; commitHt: HybridTime }
+  /** Remove an aborted transaction's intents (transactions issue). */
+  | { type: 'REMOVE_TXN'; txnId: TxnId }
+  /** Update of a transaction record on a status tablet (transactions issue). */
+  | { type: 'TXN_STATUS'; txnId: TxnId; status: string; ht: HybridTime; payload: Uint8Array };
+
+function notImplemented(kind: string): DbError {
+  return new DbError(ErrorCode.INTERNAL, `tablet op ${kind} is not implemented yet (transactions issue)`);
+}
+
+class Out {
+  buf: Buffer;
+  pos = 0;
+  constructor(size: number) {
+    this.buf = Buffer.allocUnsafe(size);
+  }
+  ensure(n: number): void {
+    if (this.pos + n <= this.buf.length) return;
+    const nb = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
+    this.buf.copy(nb, 0, 0, this.pos);
+    this.buf = nb;
+  }
+  u8(v: number): void {
+    this.ensure(1);
+    this.buf[this.pos++] = v;
+  }
+  uv(v: number): void {
+    if (!Number.isSafeInteger(v) || v < 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `tablet op: bad count ${v}`);
+    this.ensure(8);
+    while (v >= 0x80) {
+      this.buf[this.pos++] = (v % 0x80) | 0x80;
+      v = Math.floor(v / 0x80);
+    }
+    this.buf[this.pos++] = v;
+  }
+  u64(v: bigint): void {
+    this.ensure(8);
+    this.buf.writeBigUInt64BE(v, this.pos);
+    this.pos += 8;
+  }
+  bytes(b: Uint8Array): void {
+    this.uv(b.byteLength);
+    this.ensure(b.byteLength);
+    this.buf.set(b, this.pos);
+    this.pos += b.byteLength;
+  }
+  str(s: string): void {
+    const n = Buffer.byteLength(s);
+    this.uv(n);
+    this.ensure(n);
+    this.buf.write(s, this.pos);
+    this.pos += n;
+  }
+  prim(v: Primitive): void {
+    if (v === null) this.u8(0);
+    else if (v === false) this.u8(1);
+    else if (v === true) this.u8(2);
+    else if (typeof v === 'bigint') {
+      this.u8(3);
+      this.ensure(8);
+      this.buf.writeBigInt64BE(v, this.pos);
+      this.pos += 8;
+    } else if (typeof v === 'number') {
+      this.u8(4);
+      this.ensure(8);
+      this.buf.writeDoubleBE(v, this.pos);
+      this.pos += 8;
+    } else if (typeof v === 'string') {
+      this.u8(5);
+      this.str(v);
+    } else {
+      this.u8(6);
+      this.bytes(v);
+    }
+  }
+}
+
+function bad(why: string): DbError {
+  return new DbError(ErrorCode.CORRUPTION, `undecodable tablet op: ${why}`);
+}
+
+class In {
+  pos = 0;
+  private readonly buf: Buffer;
+  constructor(b: Uint8Array) {
+    this.buf = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  }
+  need(n: number): void {
+    if (this.pos + n > this.buf.length) throw bad('truncated');
+  }
+  u8(): number {
+    this.need(1);
+    return this.buf[this.pos++]!;
+  }
+  uv(): number {
+    let r = 0;
+    let mul = 1;
+    for (let i = 0; i < 8; i++) {
+      const b = this.u8();
+      r += (b & 0x7f) * mul;
+      if ((b & 0x80) === 0) return r;
+      mul *= 0x80;
+    }
+    throw bad('varint too long');
+  }
+  u64(): bigint {
+    this.need(8);
+    const v = this.buf.readBigUInt64BE(this.pos);
+    this.pos += 8;
+    return v;
+  }
+  bytes(): Uint8Array {
+    const n = this.uv();
+    this.need(n);
+    const out = Uint8Array.prototype.slice.call(this.buf, this.pos, this.pos + n);
+    this.pos += n;
+    return out;
+  }
+  str(): string {
+    const n = this.uv();
+    this.need(n);
+    const s = this.buf.toString('utf8', this.pos, this.pos + n);
+    this.pos += n;
+    return s;
+  }
+  prim(): Primitive {
+    const t = this.u8();
+    switch (t) {
+      case 0:
+        return null;
+      case 1:
+        return false;
+      case 2:
+        return true;
+      case 3: {
+        this.need(8);
+        const v = this.buf.readBigInt64BE(this.pos);
+        this.pos += 8;
+        return v;
+      }
+      case 4: {
+        this.need(8);
+        const v = this.buf.readDoubleBE(this.pos);
+        this.pos += 8;
+        return v;
+      }
+      case 5:
+        return this.str();
+      case 6:
+        return this.bytes();
+      default:
+        throw bad(`primitive tag ${t}`);
+    }
+  }
+}
+
+function writeKey(o: Out, k: DocKey): void {
+  o.ensure(2);
+  o.buf.writeUInt16BE(k.hash, o.pos);
+  o.pos += 2;
+  o.uv(k.hashed.length);
+  for (const p of k.hashed) o.prim(p);
+  o.uv(k.range.length);
+  for (const p of k.range) o.prim(p);
+}
+
+function readKey(i: In): DocKey {
+  i.need(2);
+  const hash = (i.u8() << 8) | i.u8();
+  const hashed: Primitive[] = [];
+  for (let n = i.uv(); n > 0; n--) hashed.push(i.prim());
+  const range: Primitive[] = [];
+  for (let n = i.uv(); n > 0; n--) range.push(i.prim());
+  return { hash, hashed, range };
+}
+
+function writeRowOps(o: Out, ops: readonly RowOp[]): void {
+  o.uv(ops.length);
+  for (const op of ops) {
+    if (op.type === 'upsert') {
+      o.u8(0);
+      writeKey(o, op.key);
+      o.uv(op.columns.length);
+      for (const c of op.columns) {
+        o.uv(c.columnId);
+        o.prim(c.value);
+      }
+      o.uv(op.ttlMs ?? 0);
+    } else {
+      o.u8(1);
+      writeKey(o, op.key);
+    }
+  }
+}
+
+function readRowOps(i: In): RowOp[] {
+  const n = i.uv();
+  const ops: RowOp[] = [];
+  for (let k = 0; k < n; k++) {
+    const t = i.u8();
+    if (t === 0) {
+      const key = readKey(i);
+      const columns = [];
+      for (let c = i.uv(); c > 0; c--) columns.push({ columnId: i.uv(), value: i.prim() });
+      const ttl = i.uv();
+      ops.push(ttl > 0 ? { type: 'upsert', key, columns, ttlMs: ttl } : { type: 'upsert', key, columns });
+    } else if (t === 1) ops.push({ type: 'delete', key: readKey(i) });
+    else throw bad(`row op type ${t}`);
+  }
+  return ops;
+}
+
+export function encodeTabletOp(op: TabletOp): Uint8Array {
+  switch (op.type) {
+    case 'WRITE': {
+      const o = new Out(64 + op.ops.length * 48);
+      o.u8(TabletOpKind.WRITE);
+      o.u64(op.ht);
+      writeRowOps(o, op.ops);
+      return o.buf.subarray(0, o.pos);
+    }
+    case 'WRITE_INTENTS':
+    case 'APPLY_TXN':
+    case 'REMOVE_TXN':
+    case 'TXN_STATUS':
+      throw notImplemented(op.type);
+  }
+}
+
+export function decodeTabletOp(b: Uint8Array): TabletOp {
+  const i = new In(b);
+  const kind = i.u8();
+  switch (kind) {
+    case TabletOpKind.WRITE: {
+      const ht = i.u64();
+      const ops = readRowOps(i);
+      if (i.pos !== b.byteLength) throw bad('trailing bytes');
+      return { type: 'WRITE', ht, ops };
+    }
+    case TabletOpKind.WRITE_INTENTS:
+      throw notImplemented('WRITE_INTENTS');
+    case TabletOpKind.APPLY_TXN:
+      throw notImplemented('APPLY_TXN');
+    case TabletOpKind.REMOVE_TXN:
+      throw notImplemented('REMOVE_TXN');
+    case TabletOpKind.TXN_STATUS:
+      throw notImplemented('TXN_STATUS');
+    default:
+      throw bad(`kind ${kind}`);
+  }
+}
+
+/** A stable string for a row key (lock table key): the op encoding of the DocKey. */
+export function docKeyString(k: DocKey): string {
+  const o = new Out(32);
+  writeKey(o, k);
+  return o.buf.toString('latin1', 0, o.pos);
+}

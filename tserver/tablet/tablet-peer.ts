@@ -1,0 +1,445 @@
+/**
+ * TabletPeer: one replica of one tablet — the only place where Raft meets DocDB. It joins one
+ * RaftGroup (log under DIR/wal) and one DocDb (RegularDB under DIR/regular, IntentsDB under
+ * DIR/intents).
+ *
+ * Restart: the databases record the op id of every batch they hold (their frontier); the Raft group
+ * starts with appliedIndex = the oldest frontier that still matters, and apply skips every entry the
+ * target database already holds, so replay is idempotent. (An IntentsDB that holds no transaction
+ * contributes nothing to replay or log GC: there is nothing of it to recover.)
+ *
+ * Write path (leader): row locks for INSERT/UPDATE existence checks → hybrid time from the tablet's
+ * clock, strictly above every earlier write of this tablet → propose one WRITE entry → acknowledge
+ * after Raft commit and local apply. Every replica applies the same entry at the same hybrid time.
+ *
+ * Read path (leader only): under the leader lease, else after a ReadIndex round, at a read time below
+ * which no write can land later (the safe time: just below the oldest write proposed but not yet
+ * applied, else the clock's now()).
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { DbError, ErrorCode } from '../../common/errors';
+import type { Flags } from '../../common/flags';
+import type { HybridClock } from '../../common/hybrid-clock';
+import { htMax, type HybridTime } from '../../common/hybrid-time';
+import { NodeId } from '../../common/ids';
+import type { Logger } from '../../common/log';
+import type { Rng } from '../../common/rng';
+import type { DocDbApi, DocKey, OpId, Row, RowOp, ScanResult, StatusResolver } from '../../docdb/doc-db-api';
+import type { KvEngine } from '../../docdb/kv-engine';
+import { RaftGroup, type LeaderChange, type RaftCore, type RaftGroupStatus } from '../../raft/raft-group';
+import type { RaftOptions } from '../../raft/raft-options';
+import type { Entry, Message, Snapshot } from '../../raft/types';
+import type { LogStorage } from '../../raft/wal/log-storage';
+import { RAFT_ELECTION_TIMEOUT_TICKS, RAFT_HEARTBEAT_TICKS, TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, WRITE_TIMEOUT_MS } from '../tserver-flags';
+import { LockTable } from './lock-table';
+import { decodeTabletOp, docKeyString, encodeTabletOp, type TabletOp } from './tablet-op';
+import type { TabletMeta } from './tablet-meta';
+
+export const TabletState = { BOOTSTRAPPING: 'BOOTSTRAPPING', RUNNING: 'RUNNING', FAILED: 'FAILED', DELETED: 'DELETED' } as const;
+export type TabletState = (typeof TabletState)[keyof typeof TabletState];
+
+/** What a Raft snapshot of a tablet carries: where to fetch the databases from (remote bootstrap). */
+export interface SnapshotDescriptor {
+  tabletId: string;
+  /** Replica whose databases are copied (the leader that made the snapshot). */
+  sourceUuid: string;
+  index: number;
+}
+
+export type DbName = 'regular' | 'intents';
+
+export interface TabletPeerDeps {
+  dir: string;
+  meta: TabletMeta;
+  selfUuid: string;
+  flags: Flags;
+  clock: HybridClock;
+  log: Logger;
+  rng: Rng;
+  send(msgs: Message[]): void;
+  openLogStorage(dir: string): Promise<LogStorage>;
+  openEngine(dir: string): Promise<KvEngine>;
+  openDocDb(regular: KvEngine, intents: KvEngine): Promise<DocDbApi>;
+  newRaftCore(opts: RaftOptions): RaftCore;
+  /** Copy the source replica's databases: calls onChunk with batches of key/values, per database. */
+  fetchSnapshot(desc: SnapshotDescriptor, onChunk: (db: DbName, pairs: Array<[Uint8Array, Uint8Array]>) => Promise<void>): Promise<void>;
+  /** RPC address of a replica (for leader hints). */
+  peerAddress(uuid: string): string | undefined;
+  onLeaderChange?(tabletId: string, c: LeaderChange): void;
+  /** A storage failure: the replica stops (the server decides whether the process exits). */
+  onFatal(tabletId: string, e: unknown): void;
+}
+
+export interface WriteRequest {
+  ops: Array<{ kind: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE'; op: RowOp }>;
+  propagatedHt?: HybridTime;
+  deadlineMs?: number;
+}
+
+const BOOTSTRAP_MARKER = 'remote-bootstrap-in-progress';
+/** Non-transactional reads see no other transaction's intents (they are not committed for them). */
+const NO_TXN_STATUS: StatusResolver = () => Promise.resolve({ status: 'PENDING' });
+
+export class TabletPeer {
+  readonly meta: TabletMeta;
+  state: TabletState = TabletState.BOOTSTRAPPING;
+  lastError = '';
+  private raft!: RaftGroup;
+  private storage!: LogStorage;
+  private regular!: KvEngine;
+  private intents!: KvEngine;
+  private docdb!: DocDbApi;
+  private readonly locks = new LockTable();
+  /** Highest hybrid time assigned to or applied by a write of this tablet. */
+  private lastWriteHt: HybridTime = 0n;
+  /** Hybrid times proposed but not yet applied, in increasing order (for the safe time). */
+  private readonly inflightHts: HybridTime[] = [];
+  private readonly inflightDone = new Set<HybridTime>();
+  /** Entries at or below these op ids are already in the database (restart replay / snapshot). */
+  private regularFloor: OpId = { term: 0, index: 0 };
+  private applyWaiters: Array<() => void> = [];
+  readonly metrics = { writeOps: 0, readOps: 0, scanOps: 0, rowsWritten: 0, entriesApplied: 0, snapshotsInstalled: 0 };
+
+  private constructor(private readonly deps: TabletPeerDeps) {
+    this.meta = deps.meta;
+  }
+
+  get tabletId(): string {
+    return this.meta.tabletId;
+  }
+
+  static async open(deps: TabletPeerDeps): Promise<TabletPeer> {
+    const p = new TabletPeer(deps);
+    await p.start();
+    return p;
+  }
+
+  private async start(): Promise<void> {
+    const { dir, meta } = this.deps;
+    fs.mkdirSync(dir, { recursive: true });
+    if (fs.existsSync(path.join(dir, BOOTSTRAP_MARKER))) {
+      // A remote bootstrap was interrupted: the databases are partial. Start empty so that the
+      // leader's snapshot (which the log's base still requires) replaces them again.
+      this.deps.log.warn({ tablet: meta.tabletId }, 'interrupted remote bootstrap: wiping partial databases');
+      this.wipeDbDirs();
+    }
+    await this.openDbs();
+    this.storage = await this.deps.openLogStorage(path.join(dir, 'wal'));
+    const init = this.storage.initialState();
+    if (init.conf.voters.length === 0 && init.conf.learners.length === 0 && this.storage.lastIndex() === 0) {
+      const voters = meta.peers.filter((p) => p.memberType === 'VOTER').map((p) => NodeId(p.uuid));
+      const learners = meta.peers.filter((p) => p.memberType === 'LEARNER').map((p) => NodeId(p.uuid));
+      this.storage.setConfState({ voters, learners });
+      await this.storage.sync();
+    }
+    const applied = await this.replayStart();
+    const firstIndex = this.storage.firstIndex();
+    if (applied < firstIndex - 1 && !fs.existsSync(path.join(dir, BOOTSTRAP_MARKER))) {
+      this.deps.log.warn({ tablet: meta.tabletId, applied, firstIndex }, 'databases are behind the compacted log; waiting for a snapshot');
+    }
+    const appliedIndex = Math.min(Math.max(applied, firstIndex - 1), this.storage.lastIndex());
+    const core = this.deps.newRaftCore({
+      id: NodeId(this.deps.selfUuid),
+      storage: this.storage,
+      applied: appliedIndex,
+      electionTicks: this.deps.flags.get(RAFT_ELECTION_TIMEOUT_TICKS),
+      heartbeatTicks: this.deps.flags.get(RAFT_HEARTBEAT_TICKS),
+      rng: this.deps.rng,
+      maxUncommittedBytes: 256 << 20,
+    });
+    this.raft = new RaftGroup({
+      id: NodeId(this.deps.selfUuid),
+      groupId: meta.tabletId,
+      storage: this.storage,
+      core,
+      appliedIndex,
+      send: (msgs) => this.deps.send(msgs),
+      applyEntries: (ents) => this.applyEntries(ents),
+      createSnapshot: (index) => Promise.resolve(this.createSnapshot(index)),
+      installSnapshot: (snap) => this.installSnapshot(snap),
+      onLeaderChange: (c) => this.deps.onLeaderChange?.(meta.tabletId, c),
+      onFatal: (e) => {
+        this.state = TabletState.FAILED;
+        this.lastError = e instanceof Error ? e.message : String(e);
+        this.deps.onFatal(meta.tabletId, e);
+      },
+      log: this.deps.log,
+    });
+    this.state = TabletState.RUNNING;
+  }
+
+  private async openDbs(): Promise<void> {
+    this.regular = await this.deps.openEngine(path.join(this.deps.dir, 'regular'));
+    this.intents = await this.deps.openEngine(path.join(this.deps.dir, 'intents'));
+    this.docdb = await this.deps.openDocDb(this.regular, this.intents);
+    const f = await this.docdb.frontier();
+    this.regularFloor = f.regular;
+  }
+
+  /** The index after which the log must be replayed into the databases. */
+  private async replayStart(): Promise<number> {
+    const f = await this.docdb.frontier();
+    const txns = await this.docdb.listTransactions();
+    return txns.length === 0 ? f.regular.index : Math.min(f.regular.index, f.intents.index);
+  }
+
+  private wipeDbDirs(): void {
+    for (const d of ['regular', 'intents']) fs.rmSync(path.join(this.deps.dir, d), { recursive: true, force: true });
+  }
+
+  // ---- Raft plumbing ---------------------------------------------------------------------------
+
+  tick(): void {
+    if (this.state === TabletState.RUNNING || this.state === TabletState.BOOTSTRAPPING) this.raft?.tick();
+  }
+
+  step(m: Message): void {
+    this.raft?.step(m);
+  }
+
+  raftGroup(): RaftGroup {
+    return this.raft;
+  }
+
+  status(): RaftGroupStatus {
+    return this.raft.status();
+  }
+
+  async sizes(): Promise<{ regulardb: { memtableBytes: number; sstBytes: number }; intentsdb: { memtableBytes: number; sstBytes: number; intentCount: number } }> {
+    if (this.state !== TabletState.RUNNING) return { regulardb: { memtableBytes: 0, sstBytes: 0 }, intentsdb: { memtableBytes: 0, sstBytes: 0, intentCount: 0 } };
+    return this.docdb.sizes();
+  }
+
+  // ---- apply stage -----------------------------------------------------------------------------
+
+  private async applyEntries(ents: readonly Entry[]): Promise<void> {
+    for (const e of ents) {
+      if (e.type !== 'normal' || e.data.byteLength === 0) continue;
+      const op = decodeTabletOp(e.data);
+      await this.applyOp(op, { term: e.term, index: e.index });
+      this.metrics.entriesApplied++;
+    }
+    const ws = this.applyWaiters;
+    this.applyWaiters = [];
+    for (const w of ws) w();
+  }
+
+  private async applyOp(op: TabletOp, opId: OpId): Promise<void> {
+    switch (op.type) {
+      case 'WRITE': {
+        // Every replica's clock moves past the write, so a future leader assigns larger times.
+        this.deps.clock.update(op.ht);
+        this.lastWriteHt = htMax(this.lastWriteHt, op.ht);
+        if (opId.index <= this.regularFloor.index) return; // already in RegularDB (replay)
+        const sleepMs = this.deps.flags.get(TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS);
+        if (sleepMs > 0) await new Promise((r) => setTimeout(r, sleepMs));
+        await this.docdb.writeRegular(op.ops, op.ht, opId);
+        this.markApplied(op.ht);
+        return;
+      }
+      case 'WRITE_INTENTS':
+      case 'APPLY_TXN':
+      case 'REMOVE_TXN':
+      case 'TXN_STATUS':
+        throw new DbError(ErrorCode.INTERNAL, `tablet op ${op.type} is not implemented yet (transactions issue)`);
+    }
+  }
+
+  private markApplied(ht: HybridTime): void {
+    if (this.inflightHts.length === 0) return;
+    this.inflightDone.add(ht);
+    while (this.inflightHts.length > 0 && this.inflightDone.has(this.inflightHts[0]!)) this.inflightDone.delete(this.inflightHts.shift()!);
+  }
+
+  // ---- snapshots (remote bootstrap) -------------------------------------------------------------
+
+  private createSnapshot(index: number): Uint8Array {
+    const d: SnapshotDescriptor = { tabletId: this.meta.tabletId, sourceUuid: this.deps.selfUuid, index };
+    return new TextEncoder().encode(JSON.stringify(d));
+  }
+
+  private async installSnapshot(snap: Snapshot): Promise<void> {
+    let desc: SnapshotDescriptor;
+    try {
+      desc = JSON.parse(new TextDecoder().decode(snap.data)) as SnapshotDescriptor;
+    } catch {
+      throw new DbError(ErrorCode.CORRUPTION, `tablet ${this.tabletId}: undecodable snapshot descriptor`);
+    }
+    this.deps.log.info({ tablet: this.tabletId, source: desc.sourceUuid, index: snap.meta.index }, 'remote bootstrap: installing snapshot');
+    this.state = TabletState.BOOTSTRAPPING;
+    const marker = path.join(this.deps.dir, BOOTSTRAP_MARKER);
+    fs.writeFileSync(marker, JSON.stringify(desc));
+    await this.docdb.close();
+    this.wipeDbDirs();
+    this.regular = await this.deps.openEngine(path.join(this.deps.dir, 'regular'));
+    this.intents = await this.deps.openEngine(path.join(this.deps.dir, 'intents'));
+    await this.deps.fetchSnapshot(desc, async (db, pairs) => {
+      const eng = db === 'regular' ? this.regular : this.intents;
+      await eng.write(
+        pairs.map(([key, value]) => ({ type: 'put' as const, key, value })),
+        { sync: false },
+      );
+    });
+    await this.regular.flush();
+    await this.intents.flush();
+    this.docdb = await this.deps.openDocDb(this.regular, this.intents);
+    const f = await this.docdb.frontier();
+    this.regularFloor = f.regular;
+    fs.rmSync(marker, { force: true });
+    this.metrics.snapshotsInstalled++;
+    this.state = TabletState.RUNNING;
+  }
+
+  /** Source side of remote bootstrap: consistent iterators over both databases (see SnapshotSessions). */
+  engines(): { regular: KvEngine; intents: KvEngine } {
+    return { regular: this.regular, intents: this.intents };
+  }
+
+  /**
+   * Log GC: flush both databases (their frontier read first, so the flush covers it) and discard the
+   * Raft log below it, keeping `retain` entries for followers that lag a little.
+   */
+  async gcLog(retain: number): Promise<number> {
+    if (this.state !== TabletState.RUNNING) return 0;
+    const upTo = (await this.replayStart()) - retain;
+    if (upTo < this.storage.firstIndex()) return 0;
+    await this.regular.flush();
+    await this.intents.flush();
+    return this.raft.compactLog(upTo);
+  }
+
+  // ---- client operations -----------------------------------------------------------------------
+
+  private leaderError(): DbError {
+    const uuid = this.raft.leaderId();
+    const hint = uuid ? this.deps.peerAddress(uuid) : undefined;
+    return new DbError(ErrorCode.NOT_THE_LEADER, `tablet ${this.tabletId}: this replica is not the leader`, { leaderUuid: uuid, leaderHint: hint ?? '' });
+  }
+
+  private checkServing(): void {
+    if (this.state === TabletState.DELETED) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `tablet ${this.tabletId} was deleted`);
+    if (this.state !== TabletState.RUNNING) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${this.tabletId} is ${this.state}`);
+    if (!this.raft.isLeader()) throw this.leaderError();
+    if (!this.raft.isLeaderReady()) throw new DbError(ErrorCode.LEADER_NOT_READY, `tablet ${this.tabletId}: leader is not ready yet`, { leaderUuid: this.deps.selfUuid });
+  }
+
+  private withLeaderHint(e: unknown): unknown {
+    if (e instanceof DbError && e.code === ErrorCode.NOT_THE_LEADER && e.details['leaderHint'] === undefined) {
+      const uuid = typeof e.details['leaderUuid'] === 'string' ? e.details['leaderUuid'] : '';
+      return new DbError(e.code, e.message, { ...e.details, leaderHint: (uuid && this.deps.peerAddress(uuid)) || '' });
+    }
+    return e;
+  }
+
+  /** Write rows atomically (one Raft entry); resolves with the write's hybrid time. */
+  async write(req: WriteRequest): Promise<HybridTime> {
+    this.checkServing();
+    if (req.propagatedHt) this.deps.clock.update(req.propagatedHt);
+    const needCheck = req.ops.some((o) => o.kind === 'INSERT' || o.kind === 'UPDATE');
+    const release = await this.locks.acquire(req.ops.map((o) => docKeyString(o.op.key)));
+    try {
+      if (needCheck) {
+        const readHt = this.deps.clock.now();
+        for (const o of req.ops) {
+          if (o.kind !== 'INSERT' && o.kind !== 'UPDATE') continue;
+          const row = await this.docdb.getRow(o.op.key, { readHt, resolveStatus: NO_TXN_STATUS });
+          if (o.kind === 'INSERT' && row) throw new DbError(ErrorCode.ALREADY_EXISTS, `tablet ${this.tabletId}: row already exists`);
+          if (o.kind === 'UPDATE' && !row) throw new DbError(ErrorCode.NOT_FOUND, `tablet ${this.tabletId}: row does not exist`);
+        }
+      }
+      this.checkServing();
+      // Strictly above every earlier write of this tablet (the clock already passed every applied one).
+      let ht = this.deps.clock.now();
+      if (ht <= this.lastWriteHt) ht = this.lastWriteHt + 1n;
+      this.lastWriteHt = ht;
+      this.inflightHts.push(ht);
+      const data = encodeTabletOp({ type: 'WRITE', ht, ops: req.ops.map((o) => o.op) });
+      const proposal = this.raft.propose(data);
+      proposal.catch(() => this.markApplied(ht));
+      const timeoutMs = req.deadlineMs ?? this.deps.flags.get(WRITE_TIMEOUT_MS);
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new DbError(ErrorCode.TIMED_OUT, `tablet ${this.tabletId}: write not committed within ${timeoutMs} ms (outcome unknown)`)), timeoutMs);
+      });
+      try {
+        await Promise.race([proposal, timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+      this.metrics.writeOps++;
+      this.metrics.rowsWritten += req.ops.length;
+      return ht;
+    } catch (e) {
+      throw this.withLeaderHint(e);
+    } finally {
+      release();
+    }
+  }
+
+  /** A read time no write can later land at or below. */
+  safeTime(): HybridTime {
+    const now = this.deps.clock.now();
+    const oldest = this.inflightHts[0];
+    return oldest !== undefined && oldest <= now ? oldest - 1n : now;
+  }
+
+  /** Leader-only consistency gate for reads: lease, else a ReadIndex round; then pick the read time. */
+  private async readTime(requested: HybridTime | undefined, propagated: HybridTime | undefined): Promise<HybridTime> {
+    this.checkServing();
+    if (propagated) this.deps.clock.update(propagated);
+    if (!this.raft.hasLease()) {
+      try {
+        await this.raft.readIndex();
+      } catch (e) {
+        throw this.withLeaderHint(e);
+      }
+    }
+    if (!requested) return this.safeTime();
+    this.deps.clock.update(requested);
+    // Wait (bounded) until every write that could land at or below the requested time is applied.
+    for (let i = 0; i < 1000 && this.safeTime() < requested; i++) {
+      await new Promise<void>((r) => {
+        this.applyWaiters.push(r);
+        setTimeout(r, 10);
+      });
+    }
+    if (this.safeTime() < requested) throw new DbError(ErrorCode.TIMED_OUT, `tablet ${this.tabletId}: safe time did not reach the requested read time`);
+    return requested;
+  }
+
+  async read(keys: DocKey[], opts: { columns?: number[]; readHt?: HybridTime; propagatedHt?: HybridTime }): Promise<{ rows: Array<Row | undefined>; readHt: HybridTime }> {
+    const readHt = await this.readTime(opts.readHt, opts.propagatedHt);
+    const rows: Array<Row | undefined> = [];
+    for (const k of keys) rows.push(await this.docdb.getRow(k, { readHt, resolveStatus: NO_TXN_STATUS, ...(opts.columns?.length ? { columns: opts.columns } : {}) }));
+    this.metrics.readOps++;
+    return { rows, readHt };
+  }
+
+  async scan(opts: { startKey?: Uint8Array; endKey?: Uint8Array; limit?: number; columns?: number[]; readHt?: HybridTime; propagatedHt?: HybridTime }): Promise<ScanResult & { readHt: HybridTime }> {
+    const readHt = await this.readTime(opts.readHt, opts.propagatedHt);
+    const r = await this.docdb.scan({
+      readHt,
+      resolveStatus: NO_TXN_STATUS,
+      ...(opts.startKey?.length ? { startKey: opts.startKey } : {}),
+      ...(opts.endKey?.length ? { endKey: opts.endKey } : {}),
+      ...(opts.limit ? { limit: opts.limit } : {}),
+      ...(opts.columns?.length ? { columns: opts.columns } : {}),
+    });
+    this.metrics.scanOps++;
+    return { ...r, readHt };
+  }
+
+  async stop(): Promise<void> {
+    if (this.raft) await this.raft.stop();
+    if (this.docdb) await this.docdb.close().catch(() => undefined);
+    if (this.storage) await this.storage.close().catch(() => undefined);
+  }
+
+  /** Stop and remove every file of this replica. */
+  async destroy(): Promise<void> {
+    await this.stop();
+    this.state = TabletState.DELETED;
+    fs.rmSync(this.deps.dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,118 @@
+/** Flags owned by the tablet server (YugabyteDB spellings and defaults where they exist). */
+import { defineFlag, FlagTag } from '../common/flags';
+
+export { FS_DATA_DIRS, PLACEMENT_ZONE, RPC_BIND_ADDRESSES, WEBSERVER_INTERFACE, WEBSERVER_PORT } from '../common/server-flags';
+
+/** Standard ports of a tserver (YugabyteDB). */
+export const TSERVER_RPC_PORT_DEFAULT = 9100;
+export const TSERVER_WEB_PORT_DEFAULT = 9000;
+
+export const TSERVER_MASTER_ADDRS = defineFlag({
+  name: 'tserver_master_addrs',
+  type: 'string',
+  default: '',
+  help: 'Comma-separated host:port of every master. Empty: run without a master (tests).',
+});
+
+export const RAFT_TICK_INTERVAL_MS = defineFlag({
+  name: 'raft_tick_interval_ms',
+  type: 'int',
+  default: 50,
+  help: 'Interval of one Raft tick (heartbeats and election timeouts are counted in ticks).',
+  validate: (v) => (v >= 1 && v <= 10_000 ? undefined : 'between 1 and 10000 ms'),
+});
+
+export const RAFT_ELECTION_TIMEOUT_TICKS = defineFlag({
+  name: 'raft_election_timeout_ticks',
+  type: 'int',
+  default: 20,
+  help: 'Ticks without a leader before a follower starts a (pre-)election; randomized in [n, 2n).',
+  validate: (v) => (v >= 3 ? undefined : 'at least 3'),
+});
+
+export const RAFT_HEARTBEAT_TICKS = defineFlag({
+  name: 'raft_heartbeat_ticks',
+  type: 'int',
+  default: 2,
+  help: 'Ticks between leader heartbeats; must be below raft_election_timeout_ticks.',
+  validate: (v) => (v >= 1 ? undefined : 'at least 1'),
+});
+
+export const HEARTBEAT_INTERVAL_MS = defineFlag({
+  name: 'heartbeat_interval_ms',
+  type: 'int',
+  default: 500,
+  help: 'Interval of tserver heartbeats (with tablet reports) to the master leader.',
+  tags: [FlagTag.runtime],
+  validate: (v) => (v >= 10 ? undefined : 'at least 10 ms'),
+});
+
+export const WRITE_TIMEOUT_MS = defineFlag({
+  name: 'tablet_write_timeout_ms',
+  type: 'int',
+  default: 10_000,
+  help: 'Longest a write waits for Raft commit and apply before answering TIMED_OUT (outcome unknown).',
+  tags: [FlagTag.runtime],
+  validate: (v) => (v >= 1 ? undefined : 'positive'),
+});
+
+export const LOG_MIN_ENTRIES_TO_RETAIN = defineFlag({
+  name: 'log_min_entries_to_retain',
+  type: 'int',
+  default: 2000,
+  help: 'Raft log GC keeps at least this many entries below the databases\' flushed frontier so slightly lagging followers catch up from the log instead of a snapshot.',
+  tags: [FlagTag.runtime],
+  validate: (v) => (v >= 0 ? undefined : 'non-negative'),
+});
+
+export const LOG_GC_INTERVAL_MS = defineFlag({
+  name: 'log_gc_interval_ms',
+  type: 'int',
+  default: 30_000,
+  help: 'How often each tablet flushes its databases and garbage-collects its Raft log.',
+  tags: [FlagTag.runtime],
+  validate: (v) => (v >= 100 ? undefined : 'at least 100 ms'),
+});
+
+export const REMOTE_BOOTSTRAP_CHUNK_BYTES = defineFlag({
+  name: 'remote_bootstrap_chunk_bytes',
+  type: 'int',
+  default: 1 << 20,
+  help: 'Bytes of key/values per FetchSnapshotChunk response during remote bootstrap.',
+  tags: [FlagTag.runtime],
+  validate: (v) => (v >= 1024 && v <= 32 << 20 ? undefined : 'between 1 KiB and 32 MiB'),
+});
+
+export const TEST_DROP_TRAFFIC_PEERS = defineFlag({
+  name: 'TEST_drop_traffic_peers',
+  type: 'string',
+  default: '',
+  help: 'Comma list of peer RPC addresses: drop all Raft traffic to and from them (lab partitions). (For testing only!)',
+  tags: [FlagTag.runtime],
+});
+
+export const TEST_DROP_RAFT_MESSAGES_PROBABILITY = defineFlag({
+  name: 'TEST_drop_raft_messages_probability',
+  type: 'double',
+  default: 0,
+  help: 'Probability of dropping each outgoing and incoming Raft message. (For testing only!)',
+  tags: [FlagTag.runtime],
+  validate: (v) => (v >= 0 && v <= 1 ? undefined : 'between 0 and 1'),
+});
+
+export const TEST_FOLLOWER_REJECT_UPDATE_CONSENSUS_REQUESTS = defineFlag({
+  name: 'TEST_follower_reject_update_consensus_requests',
+  type: 'bool',
+  default: false,
+  help: 'Followers drop every incoming append (UpdateConsensus) request. (For testing only!)',
+  tags: [FlagTag.runtime],
+});
+
+export const TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS = defineFlag({
+  name: 'TEST_inject_sleep_before_applying_write_batch_ms',
+  type: 'int',
+  default: 0,
+  help: 'Sleep before applying each write batch on this server\'s replicas (delays only that tablet\'s apply stage). (For testing only!)',
+  tags: [FlagTag.runtime],
+  validate: (v) => (v >= 0 ? undefined : 'non-negative'),
+});
