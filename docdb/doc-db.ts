@@ -209,7 +209,14 @@ export class DocDb implements DocDbApi {
 
   /** compact() with figures: the cutoff actually used (capped by active readers) and what was dropped. */
   async gc(historyCutoffHt: HybridTime): Promise<GcResult & { cutoffHt: HybridTime }> {
-    const cutoffHt = this.readers.cap(historyCutoffHt);
+    let cutoffHt = this.readers.cap(historyCutoffHt);
+    // Unapplied transactions: their versions will enter RegularDB at a commit time >= their start
+    // time, possibly below the cutoff; GC must not drop a tombstone that would hide them, so the cutoff
+    // stays at or below the oldest such start time.
+    for (const t of await this.listTransactions()) {
+      const floor = t.applying?.commitHt ?? t.meta.startHt;
+      if (floor < cutoffHt) cutoffHt = floor;
+    }
     const db = this.regularDb.db;
     const r = await gcRegular(db.engine, cutoffHt, (ops) => db.write(ops, db.frontier));
     await this.intentsDb.db.engine.compactRange();

@@ -1,0 +1,19 @@
+import { it } from 'vitest';
+import { DocDb } from '../../docdb/doc-db';
+import { MemoryEngine } from '../../docdb/memory-engine';
+import { runModel } from './docdb-model';
+
+it('docdb model: random writes, txns, chunked applies, GC, restarts and reads match the MVCC model (memory engine)', async () => {
+  await runModel(async () => {
+    const db = await DocDb.open({ regular: new MemoryEngine(), intents: new MemoryEngine() });
+    return {
+      db,
+      reopen: async (d: DocDb) => {
+        const r = d.regularDb.db.engine as MemoryEngine;
+        const i = d.intentsDb.db.engine as MemoryEngine;
+        await d.close();
+        return DocDb.open({ regular: r.reopen(), intents: i.reopen() });
+      },
+    };
+  }, 300);
+});

@@ -1,0 +1,308 @@
+/**
+ * Model-based test of DocDB (fast-check commands): random non-transactional upserts/deletes with TTLs,
+ * transactions that write, commit, abort and apply (in small chunks, sometimes stopped midway),
+ * GC, restarts, point reads and paged scans at random times — each read checked against a plain MVCC
+ * model: a list of committed row operations per key, replayed up to the read time.
+ * Run against both engines by docdb-model-*.test.ts.
+ */
+import fc from 'fast-check';
+import { expect } from 'vitest';
+import { isDbError } from '../../common/errors';
+import { htPhysicalMicros } from '../../common/hybrid-time';
+import { TxnId } from '../../common/ids';
+import { DocDb } from '../../docdb/doc-db';
+import type { Primitive, RowOp } from '../../docdb/doc-db-api';
+import type { KvEngine } from '../../docdb/kv-engine';
+import { encodeRowDocKey } from '../../docdb/storage-keys';
+import { ht, key, Statuses } from './docdb-helpers';
+
+const KEYS = 5;
+
+interface Ev {
+  t: number;
+  seq: number;
+  op: RowOp;
+}
+interface MTxn {
+  id: string;
+  startT: number;
+  ops: Array<{ t: number; op: RowOp }>;
+  state: 'open' | 'committed' | 'aborted';
+  applied: boolean;
+}
+export interface Model {
+  clock: number;
+  seq: number;
+  opIndex: number;
+  events: Ev[][];
+  txns: MTxn[];
+  minReadT: number;
+}
+export interface Real {
+  db: DocDb;
+  st: Statuses;
+  reopen: (db: DocDb) => Promise<DocDb>;
+}
+
+function idOf(op: RowOp): number {
+  return Number(op.key.hashed[0] as bigint);
+}
+
+/** Row content at readT: committed events <= readT, then (own txn) its writes in order. */
+function modelRow(m: Model, k: number, readT: number, own?: MTxn): Map<number, Primitive> | undefined {
+  const evs = m.events[k]!.filter((e) => e.t <= readT).sort((a, b) => a.t - b.t || a.seq - b.seq).map((e) => ({ t: e.t, op: e.op }));
+  if (own) evs.push(...own.ops.filter((o) => idOf(o.op) === k));
+  let live: number | undefined;
+  const cols = new Map<number, { v: Primitive; exp: number }>();
+  for (const { t, op } of evs) {
+    if (op.type === 'delete') {
+      live = undefined;
+      cols.clear();
+    } else {
+      const exp = op.ttlMs === undefined ? Infinity : t + op.ttlMs / 1000;
+      live = exp;
+      for (const c of op.columns) cols.set(c.columnId, { v: c.value, exp });
+    }
+  }
+  const out = new Map<number, Primitive>();
+  for (const [c, { v, exp }] of cols) if (v !== null && readT < exp) out.set(c, v);
+  if (out.size === 0 && !(live !== undefined && readT < live)) return undefined;
+  return out;
+}
+
+/** Largest committed event time in (readT, limitT] for key k, if any. */
+function modelRestart(m: Model, k: number, readT: number, limitT: number): number | undefined {
+  let r: number | undefined;
+  for (const e of m.events[k]!) if (e.t > readT && e.t <= limitT && (r === undefined || e.t > r)) r = e.t;
+  return r;
+}
+
+const sortedKeys = (): number[] => [...Array(KEYS).keys()].sort((a, b) => Buffer.compare(encodeRowDocKey(key(a)), encodeRowDocKey(key(b))));
+
+const nextOp = (m: Model) => ({ term: 1, index: ++m.opIndex });
+
+const rowOpArb: fc.Arbitrary<RowOp> = fc.oneof(
+  { weight: 4, arbitrary: fc.record({
+    k: fc.integer({ min: 0, max: KEYS - 1 }),
+    cols: fc.uniqueArray(fc.record({ columnId: fc.integer({ min: 1, max: 3 }), value: fc.oneof(fc.constant(null), fc.integer({ min: 0, max: 9 }).map(BigInt)) }), { selector: (c) => c.columnId, maxLength: 3 }),
+    ttl: fc.option(fc.constantFrom(1000, 3000), { nil: undefined }),
+  }).map(({ k, cols, ttl }): RowOp => (ttl === undefined ? { type: 'upsert', key: key(k), columns: cols } : { type: 'upsert', key: key(k), columns: cols, ttlMs: ttl })) },
+  { weight: 1, arbitrary: fc.integer({ min: 0, max: KEYS - 1 }).map((k): RowOp => ({ type: 'delete', key: key(k) })) },
+);
+
+type Cmd = fc.AsyncCommand<Model, Real>;
+
+class RegularWrite implements Cmd {
+  constructor(readonly ops: RowOp[]) {}
+  check = (): boolean => true;
+  async run(m: Model, r: Real): Promise<void> {
+    const t = ++m.clock;
+    await r.db.writeRegular(this.ops, ht(t), nextOp(m));
+    for (const op of this.ops) m.events[idOf(op)]!.push({ t, seq: m.seq++, op });
+  }
+  toString = (): string => `RegularWrite(${JSON.stringify(this.ops, (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))})`;
+}
+
+class TxnBegin implements Cmd {
+  check = (m: Readonly<Model>): boolean => m.txns.filter((t) => t.state === 'open').length < 3;
+  run(m: Model): Promise<void> {
+    m.txns.push({ id: `t${m.txns.length}`, startT: m.clock, ops: [], state: 'open', applied: false });
+    return Promise.resolve();
+  }
+  toString = (): string => 'TxnBegin';
+}
+
+const openTxn = (m: Readonly<Model>, i: number): MTxn | undefined => {
+  const open = m.txns.filter((t) => t.state === 'open');
+  return open.length ? open[i % open.length] : undefined;
+};
+
+class TxnWrite implements Cmd {
+  constructor(readonly i: number, readonly ops: RowOp[]) {}
+  check = (m: Readonly<Model>): boolean => openTxn(m, this.i) !== undefined;
+  async run(m: Model, r: Real): Promise<void> {
+    const tx = openTxn(m, this.i)!;
+    const t = ++m.clock;
+    await r.db.writeIntents({ txnId: TxnId(tx.id), statusTablet: 's', isolation: 'snapshot', priority: 1, startHt: ht(tx.startT) }, this.ops, ht(t), nextOp(m));
+    for (const op of this.ops) tx.ops.push({ t, op });
+  }
+  toString = (): string => `TxnWrite(${this.i}, ${this.ops.length} ops)`;
+}
+
+class TxnCommit implements Cmd {
+  constructor(readonly i: number) {}
+  check = (m: Readonly<Model>): boolean => openTxn(m, this.i) !== undefined;
+  run(m: Model, r: Real): Promise<void> {
+    const tx = openTxn(m, this.i)!;
+    const t = ++m.clock;
+    tx.state = 'committed';
+    r.st.commit(tx.id, ht(t));
+    for (const o of tx.ops) m.events[idOf(o.op)]!.push({ t, seq: m.seq++, op: o.op });
+    return Promise.resolve();
+  }
+  toString = (): string => `TxnCommit(${this.i})`;
+}
+
+class TxnAbort implements Cmd {
+  constructor(readonly i: number) {}
+  check = (m: Readonly<Model>): boolean => openTxn(m, this.i) !== undefined;
+  async run(m: Model, r: Real): Promise<void> {
+    const tx = openTxn(m, this.i)!;
+    tx.state = 'aborted';
+    r.st.abort(tx.id);
+    await r.db.removeIntents(TxnId(tx.id), nextOp(m));
+  }
+  toString = (): string => `TxnAbort(${this.i})`;
+}
+
+class TxnApply implements Cmd {
+  constructor(readonly i: number, readonly chunk: number, readonly chunksMax: number | undefined) {}
+  private pick = (m: Readonly<Model>): MTxn | undefined => {
+    const c = m.txns.filter((t) => t.state === 'committed' && !t.applied);
+    return c.length ? c[this.i % c.length] : undefined;
+  };
+  check = (m: Readonly<Model>): boolean => this.pick(m) !== undefined;
+  async run(m: Model, r: Real): Promise<void> {
+    const tx = this.pick(m)!;
+    const commitHt = (r.st.map.get(tx.id) as { commitHt: bigint }).commitHt;
+    const p = await r.db.applyIntents(TxnId(tx.id), commitHt, nextOp(m), this.chunk, this.chunksMax);
+    if (p.done) tx.applied = true;
+  }
+  toString = (): string => `TxnApply(${this.i}, chunk=${this.chunk}, chunksMax=${this.chunksMax})`;
+}
+
+const readT = (m: Readonly<Model>, d: number): number => m.minReadT + (d % (m.clock - m.minReadT + 2));
+
+class Read implements Cmd {
+  constructor(readonly k: number, readonly d: number, readonly asTxn: number | undefined, readonly window: boolean) {}
+  check = (): boolean => true;
+  async run(m: Model, r: Real): Promise<void> {
+    const t = readT(m, this.d);
+    const own = this.asTxn === undefined ? undefined : openTxn(m, this.asTxn);
+    const opts = { readHt: ht(t), resolveStatus: r.st.resolve, ...(own ? { txnId: TxnId(own.id) } : {}), ...(this.window ? { globalLimitHt: ht(t + 2) } : {}) };
+    const restart = this.window ? modelRestart(m, this.k, t, t + 2) : undefined;
+    const got = await r.db.getRow(key(this.k), opts).then(
+      (row) => ({ row }),
+      (e: unknown) => ({ err: e }),
+    );
+    if (restart !== undefined) {
+      expect('err' in got && isDbError(got.err, 'READ_RESTART')).toBe(true);
+      expect((got as { err: { details: Record<string, unknown> } }).err.details['restartHt']).toBe(ht(restart).toString());
+      return;
+    }
+    if ('err' in got) throw got.err;
+    const want = modelRow(m, this.k, t, own);
+    expect(got.row ? Object.fromEntries(got.row.columns) : undefined).toEqual(want ? Object.fromEntries(want) : undefined);
+  }
+  toString = (): string => `Read(k=${this.k}, d=${this.d}, txn=${this.asTxn}, window=${this.window})`;
+}
+
+class Scan implements Cmd {
+  constructor(readonly d: number, readonly limit: number) {}
+  check = (): boolean => true;
+  async run(m: Model, r: Real): Promise<void> {
+    const t = readT(m, this.d);
+    const got: Array<[number, Record<number, Primitive>]> = [];
+    let resume: Uint8Array | undefined;
+    for (let page = 0; page <= KEYS; page++) {
+      const res = await r.db.scan({ readHt: ht(t), resolveStatus: r.st.resolve, limit: this.limit, ...(resume ? { startKey: resume } : {}) });
+      for (const row of res.rows) got.push([Number(row.key.hashed[0] as bigint), Object.fromEntries(row.columns)]);
+      resume = res.resumeKey;
+      if (!resume) break;
+    }
+    expect(resume).toBeUndefined();
+    const want: Array<[number, Record<number, Primitive>]> = [];
+    for (const k of sortedKeys()) {
+      const row = modelRow(m, k, t);
+      if (row) want.push([k, Object.fromEntries(row)]);
+    }
+    expect(got).toEqual(want);
+  }
+  toString = (): string => `Scan(d=${this.d}, limit=${this.limit})`;
+}
+
+class Gc implements Cmd {
+  constructor(readonly d: number) {}
+  check = (): boolean => true;
+  async run(m: Model, r: Real): Promise<void> {
+    const want = m.minReadT + (this.d % (m.clock - m.minReadT + 1));
+    const res = await r.db.gc(ht(want));
+    const usedT = Number(htPhysicalMicros(res.cutoffHt) / 1_000_000n);
+    expect(res.cutoffHt).toBe(ht(usedT));
+    m.minReadT = Math.max(m.minReadT, usedT);
+  }
+  toString = (): string => `Gc(d=${this.d})`;
+}
+
+class Restart implements Cmd {
+  check = (): boolean => true;
+  async run(_m: Model, r: Real): Promise<void> {
+    const before = (await r.db.sizes()).intentsdb.intentCount;
+    r.db = await r.reopen(r.db);
+    expect((await r.db.sizes()).intentsdb.intentCount).toBe(before);
+  }
+  toString = (): string => 'Restart';
+}
+
+export function docDbCommands(): fc.Arbitrary<Iterable<Cmd>> {
+  const i = fc.nat(5);
+  return fc.commands(
+    [
+      fc.array(rowOpArb, { minLength: 1, maxLength: 3 }).map((ops) => new RegularWrite(ops)),
+      fc.constant(new TxnBegin()),
+      fc.tuple(i, fc.array(rowOpArb, { minLength: 1, maxLength: 3 })).map(([x, ops]) => new TxnWrite(x, ops)),
+      i.map((x) => new TxnCommit(x)),
+      i.map((x) => new TxnAbort(x)),
+      fc.tuple(i, fc.integer({ min: 1, max: 3 }), fc.option(fc.integer({ min: 1, max: 2 }), { nil: undefined })).map(([x, c, n]) => new TxnApply(x, c, n)),
+      fc.tuple(fc.integer({ min: 0, max: KEYS - 1 }), fc.nat(100), fc.option(i, { nil: undefined }), fc.boolean()).map(([k, d, tx, w]) => new Read(k, d, tx, w)),
+      fc.tuple(fc.nat(100), fc.integer({ min: 1, max: 3 })).map(([d, l]) => new Scan(d, l)),
+      fc.nat(100).map((d) => new Gc(d)),
+      fc.constant(new Restart()),
+    ],
+    { maxCommands: 40 },
+  );
+}
+
+export function newModel(): Model {
+  return { clock: 1, seq: 0, opIndex: 0, events: Array.from({ length: KEYS }, () => []), txns: [], minReadT: 0 };
+}
+
+/** After a run: commit/abort is up to the run, but applying or removing everything must empty IntentsDB. */
+export async function drainAndCheck(m: Model, r: Real): Promise<void> {
+  for (const tx of m.txns) {
+    if (tx.state === 'committed' && !tx.applied) {
+      const commitHt = (r.st.map.get(tx.id) as { commitHt: bigint }).commitHt;
+      expect((await r.db.applyIntents(TxnId(tx.id), commitHt, nextOp(m), 2)).done).toBe(true);
+    } else if (tx.state === 'open') {
+      await r.db.removeIntents(TxnId(tx.id), nextOp(m));
+      tx.state = 'aborted';
+    }
+  }
+  expect((await r.db.sizes()).intentsdb.intentCount).toBe(0);
+  expect(await r.db.listTransactions()).toEqual([]);
+  const t = m.clock + 1;
+  for (const k of sortedKeys()) {
+    const row = await r.db.getRow(key(k), { readHt: ht(t), resolveStatus: r.st.resolve });
+    const want = modelRow(m, k, t);
+    expect(row ? Object.fromEntries(row.columns) : undefined).toEqual(want ? Object.fromEntries(want) : undefined);
+  }
+}
+
+export async function runModel(open: () => Promise<{ db: DocDb; reopen: (db: DocDb) => Promise<DocDb> }>, numRuns: number, seed?: number): Promise<void> {
+  await fc.assert(
+    fc.asyncProperty(docDbCommands(), async (cmds) => {
+      const o = await open();
+      const real: Real = { db: o.db, st: new Statuses(), reopen: o.reopen };
+      const model = newModel();
+      try {
+        await fc.asyncModelRun(() => ({ model, real }), cmds);
+        await drainAndCheck(model, real);
+      } finally {
+        await real.db.close();
+      }
+    }),
+    { numRuns, ...(seed !== undefined ? { seed } : {}) },
+  );
+}
+
+export type EngineOpen = () => Promise<{ regular: KvEngine; intents: KvEngine }>;
