@@ -18,3 +18,6 @@ export * from './docker-frames';
 export * from './image-inputs';
 export * from './tar-writer';
 export { SUPERVISOR_GROUP_SEPARATOR, splitGroups } from './node-supervisor';
+export * from './open-lab';
+export * from './text-table';
+export * from './lab-cli';

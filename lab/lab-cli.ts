@@ -1,0 +1,205 @@
+/**
+ * `tessera lab …` (issue 7): the cluster drivers on the command line. The CLI's main calls
+ * registerLabCommands(program). Tables for people, --json for scripts; on failure a one-line reason
+ * (plus a log tail when a node did not come up) on stderr and exit status 1.
+ */
+import type { Command } from 'commander';
+import { DbError, ErrorCode } from '../common';
+import type { ClusterDriver, LabStatus, NodeAddresses, RoleSelector } from './cluster-driver';
+import { DEFAULT_DOCKER_PORT_OFFSET, defaultSpec, type DriverKind, flagMapFromList, parseNodeFlags } from './cluster-spec';
+import { ensureLabImage } from './docker-image';
+import Docker from 'dockerode';
+import { defaultLabBaseDir, newDriver, openLab } from './open-lab';
+import { formatTable } from './text-table';
+
+export interface LabCliIo {
+  out: (text: string) => void;
+  err: (text: string) => void;
+}
+
+const defaultIo: LabCliIo = {
+  out: (t) => process.stdout.write(t.endsWith('\n') ? t : `${t}\n`),
+  err: (t) => process.stderr.write(t.endsWith('\n') ? t : `${t}\n`),
+};
+
+function int(name: string, v: string | undefined, dflt: number): number {
+  if (v === undefined) return dflt;
+  if (!/^\d+$/.test(v)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--${name} must be a non-negative integer, got '${v}'`);
+  return Number(v);
+}
+
+function role(v: string | undefined): RoleSelector {
+  if (v === undefined) return undefined;
+  if (v !== 'master' && v !== 'tserver') throw new DbError(ErrorCode.INVALID_ARGUMENT, `--role must be master or tserver, got '${v}'`);
+  return v;
+}
+
+function addressesTable(nodes: readonly NodeAddresses[]): string {
+  return formatTable(
+    ['NODE', 'MASTER CONSOLE', 'TSERVER CONSOLE', 'MASTER RPC', 'TSERVER RPC'],
+    nodes.map((n) => [n.name, n.master?.webUrl, n.tserver.webUrl, n.master?.rpcAddress, n.tserver.rpcAddress]),
+  );
+}
+
+function statusTable(st: LabStatus): string {
+  const rows = st.nodes.flatMap((n) =>
+    n.servers.map((s) => [n.name, s.role, s.state, s.healthy ? 'yes' : 'no', s.rpcAddress, s.webUrl, s.tablets, s.leaders, st.driver === 'docker' ? n.containerId : s.pid]),
+  );
+  const table = formatTable(['NODE', 'ROLE', 'STATE', 'HEALTHY', 'RPC', 'CONSOLE', 'TABLETS', 'LEADERS', st.driver === 'docker' ? 'CONTAINER' : 'PID'], rows);
+  const cut = st.partitioned.length ? `partitioned: ${st.partitioned.join(', ')}` : 'partitioned: none';
+  return `lab in ${st.baseDir} (${st.driver} driver)\n${table}\n${cut}`;
+}
+
+export function registerLabCommands(program: Command, io: LabCliIo = defaultIo): Command {
+  const lab = program.command('lab').description('start and disturb lab clusters of local processes or Docker containers');
+  const baseDirOpt = (c: Command): Command => c.option('--base_dir <dir>', 'folder holding lab.json, node data and logs', defaultLabBaseDir());
+  const run = (fn: (...args: never[]) => Promise<void>) =>
+    async (...args: unknown[]): Promise<void> => {
+      try {
+        await (fn as (...a: unknown[]) => Promise<void>)(...args);
+      } catch (e) {
+        io.err(`error: ${(e as Error).message}`);
+        process.exitCode = 1;
+      }
+    };
+  const progress = (json: boolean) => (line: string) => {
+    if (!json) io.err(line);
+  };
+  const open = (o: { base_dir: string; json?: boolean }): ClusterDriver => openLab(o.base_dir, { onProgress: progress(o.json === true) });
+
+  baseDirOpt(lab.command('up'))
+    .description('start a cluster: nodes n0… each with a tserver, a master on the first 1 or 3; waits until all are healthy')
+    .option('--nodes <n>', 'number of nodes', '3')
+    .option('--masters <n>', '1 or 3 masters (on the first nodes)', '1')
+    .option('--driver <kind>', 'process or docker', 'process')
+    .option('--tserver_flags <list>', 'flags for every tserver: "a=1,b=2"')
+    .option('--master_flags <list>', 'flags for every master: "a=1,b=2"')
+    .option('--node-flags <list>', 'flags for one node: "n0:TEST_x=1,n1:TEST_y=2" (tserver) or "n0/master:TEST_z=3"')
+    .option('--server_entry <path>', 'server script relative to the package root', 'dist/cli/main.js')
+    .option('--base-image <image>', 'docker: build the image FROM this base image (needs a registry) instead of FROM scratch')
+    .option('--host_base <n>', 'process: last octet of node 0\'s loopback address', '1')
+    .option('--port_offset <n>', `added to the standard ports (docker default ${DEFAULT_DOCKER_PORT_OFFSET}: published consoles at 17000+i / 19000+i)`)
+    .option('--health_timeout_ms <n>', 'bound on the wait for every node to be healthy', '60000')
+    .option('--json', 'machine-readable output')
+    .action(
+      run(async (o: Record<string, string | boolean | undefined>) => {
+        const driver = String(o['driver']) as DriverKind;
+        const masters = int('masters', o['masters'] as string, 1);
+        const nf = parseNodeFlags(o['nodeFlags'] as string | undefined);
+        const spec = defaultSpec({
+          baseDir: String(o['base_dir']),
+          driver,
+          nodes: int('nodes', o['nodes'] as string, 3),
+          masters: masters as 1 | 3,
+          tserverFlags: flagMapFromList(o['tserver_flags'] as string | undefined),
+          masterFlags: flagMapFromList(o['master_flags'] as string | undefined),
+          nodeFlags: nf.tserver,
+          nodeMasterFlags: nf.master,
+          serverEntry: String(o['server_entry']),
+          hostBase: int('host_base', o['host_base'] as string, 1),
+          portOffset: int('port_offset', o['port_offset'] as string | undefined, driver === 'docker' ? DEFAULT_DOCKER_PORT_OFFSET : 0),
+          healthTimeoutMs: int('health_timeout_ms', o['health_timeout_ms'] as string, 60_000),
+          ...(o['baseImage'] ? { baseImage: String(o['baseImage']) } : {}),
+        });
+        const json = o['json'] === true;
+        const addrs = await newDriver(driver, { onProgress: progress(json) }).up(spec);
+        if (json) io.out(JSON.stringify({ baseDir: spec.baseDir, driver, nodes: addrs }, null, 2));
+        else io.out(`lab up in ${spec.baseDir} (${driver} driver): ${addrs.length} node(s) healthy\n${addressesTable(addrs)}`);
+      }),
+    );
+
+  baseDirOpt(lab.command('down'))
+    .description('stop and remove the lab (processes or containers and network); node data too unless --keep-data')
+    .option('--keep-data', 'keep node data folders')
+    .action(
+      run(async (o: { base_dir: string; keepData?: boolean }) => {
+        await open(o).down({ keepData: o.keepData === true });
+        io.out(`lab in ${o.base_dir} is down`);
+      }),
+    );
+
+  baseDirOpt(lab.command('status'))
+    .description('nodes, addresses, state, health, tablets and leaders per node')
+    .option('--json', 'machine-readable output')
+    .action(
+      run(async (o: { base_dir: string; json?: boolean }) => {
+        const st = await open(o).status();
+        io.out(o.json ? JSON.stringify(st, null, 2) : statusTable(st));
+      }),
+    );
+
+  baseDirOpt(lab.command('flag <node> <assignment>'))
+    .description('set a flag at run time on a node: lab flag n0 TEST_x=1')
+    .option('--force', 'allow changing a flag not tagged runtime')
+    .option('--role <role>', 'only the master or only the tserver of the node')
+    .option('--json', 'machine-readable output')
+    .action(
+      run(async (node: string, assignment: string, o: { base_dir: string; force?: boolean; role?: string; json?: boolean }) => {
+        const eq = assignment.indexOf('=');
+        if (eq <= 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `expected FLAG=VALUE, got '${assignment}'`);
+        const res = await open(o).setFlag(node, assignment.slice(0, eq), assignment.slice(eq + 1), o.force === true, role(o.role));
+        io.out(o.json ? JSON.stringify(res, null, 2) : formatTable(['NODE', 'ROLE', 'RESULT'], res.map((r) => [r.node, r.role, r.ok ? `set: ${JSON.stringify(r.value)}` : `refused: ${r.error ?? ''}`])));
+      }),
+    );
+
+  const nodeOps: Array<[string, string, (d: ClusterDriver, n: string, r: RoleSelector) => Promise<void>]> = [
+    ['kill', 'SIGKILL the node (docker: container kill)', (d, n, r) => d.kill(n, r)],
+    ['stop', 'stop the node gracefully (SIGTERM, then SIGKILL)', (d, n, r) => d.stop(n, r)],
+    ['start', 'start the node again with the same flags and wait until healthy', (d, n, r) => d.start(n, r)],
+    ['restart', 'stop and start the node', (d, n, r) => d.restart(n, r)],
+    ['pause', 'freeze the node (SIGSTOP / docker pause)', (d, n, r) => d.pause(n, r)],
+    ['resume', 'unfreeze the node (SIGCONT / docker unpause)', (d, n, r) => d.resume(n, r)],
+  ];
+  for (const [name, help, op] of nodeOps) {
+    baseDirOpt(lab.command(`${name} <node>`))
+      .description(help)
+      .option('--role <role>', 'process driver: only the master or only the tserver of the node')
+      .action(
+        run(async (node: string, o: { base_dir: string; role?: string }) => {
+          await op(open(o), node, role(o.role));
+          io.out(`${name} ${node}: done`);
+        }),
+      );
+  }
+
+  baseDirOpt(lab.command('partition <nodes...>'))
+    .description('cut the nodes off from the rest (process: TEST_drop_traffic_peers; docker: network disconnect)')
+    .action(
+      run(async (nodes: string[], o: { base_dir: string }) => {
+        await open(o).partition(nodes);
+        io.out(`partitioned: ${nodes.join(', ')}`);
+      }),
+    );
+
+  baseDirOpt(lab.command('heal'))
+    .description('undo the partition')
+    .action(
+      run(async (o: { base_dir: string }) => {
+        await open(o).heal();
+        io.out('healed');
+      }),
+    );
+
+  baseDirOpt(lab.command('logs <node>'))
+    .description("the last lines of a node's logs")
+    .option('--lines <n>', 'lines per server', '100')
+    .action(
+      run(async (node: string, o: { base_dir: string; lines: string }) => {
+        io.out(await open(o).logs(node, int('lines', o.lines, 100)));
+      }),
+    );
+
+  lab
+    .command('image')
+    .description('build the lab Docker image offline (reused when the inputs are unchanged)')
+    .option('--base-image <image>', 'build FROM this base image instead of FROM scratch')
+    .option('--force', 'rebuild even when the tag exists')
+    .option('--json', 'machine-readable output')
+    .action(
+      run(async (o: { baseImage?: string; force?: boolean; json?: boolean }) => {
+        const img = await ensureLabImage({ docker: new Docker(), ...(o.baseImage ? { baseImage: o.baseImage } : {}), force: o.force === true, onProgress: progress(o.json === true) });
+        io.out(o.json ? JSON.stringify(img, null, 2) : `${img.tag} (${img.built ? 'built' : 'reused'}, ${img.files} files)`);
+      }),
+    );
+  return lab;
+}
