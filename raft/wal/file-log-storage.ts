@@ -41,7 +41,8 @@ import type { WalFs } from './wal-fs';
 import { joinPath, NodeWalFs } from './wal-fs';
 import { WalIndex } from './wal-index';
 import { recoverSegments } from './wal-recovery';
-import { decodeRecord, encodeRecord, encodeSegmentHeader, entryTypeOf, RECORD_HEADER_BYTES, recordBytes, recordTypeOf, RecordType, SEGMENT_HEADER_BYTES } from './wal-record';
+import { SegmentReader } from './segment-reader';
+import { encodeRecord, encodeSegmentHeader, RECORD_HEADER_BYTES, recordBytes, recordTypeOf, RecordType, SEGMENT_HEADER_BYTES } from './wal-record';
 import type { SegmentInfo } from './wal-segments';
 import { parseSegmentName, segmentPath } from './wal-segments';
 
@@ -76,8 +77,6 @@ export interface FileLogStorageStats {
 
 /** Beyond this many callers waiting in sync(), new callers get BACKPRESSURE. */
 export const WAL_SYNC_WAITERS_MAX = 100_000;
-/** Open read-only descriptors of older segments kept at once (older ones are closed first). */
-const READ_FDS_MAX = 8;
 
 interface SyncWaiter {
   gen: number;
@@ -109,7 +108,7 @@ export class FileLogStorage implements LogStorage {
   private activeFd: number;
   private activeBytes: number;
   private activeSyncedBytes: number;
-  private readonly readFds = new Map<number, number>();
+  private readonly reader: SegmentReader;
   private readonly index: WalIndex;
   private readonly cache: EntryCache;
   private snap: Snapshot | undefined;
@@ -162,6 +161,7 @@ export class FileLogStorage implements LogStorage {
     this.activeBytes = init.activeBytes;
     this.activeSyncedBytes = init.activeBytes;
     this.index = init.index;
+    this.reader = new SegmentReader(init.fs, dir);
     this.cache = new EntryCache(init.cacheBytesMax, init.index.lastIndex() + 1);
     this.snap = init.snapshot;
     this.st = {
@@ -304,7 +304,12 @@ export class FileLogStorage implements LogStorage {
     const cacheStart = this.cache.startIndex();
     if (i < cacheStart) {
       const diskEnd = Math.min(end, cacheStart);
-      this.readFromDisk(i, diskEnd, out);
+      try {
+        this.reader.read(this.index, i, diskEnd, { seq: this.segments[this.segments.length - 1]!.seq, fd: this.activeFd }, out);
+      } catch (e) {
+        this.fatal(e);
+        throw this.failed;
+      }
       i = diskEnd;
     }
     for (; i < end; i++) {
@@ -410,7 +415,7 @@ export class FileLogStorage implements LogStorage {
       this.writeMeta({ hardState: hs, conf: cloneConf(snap.meta.conf), logStart: { index: snap.meta.index, term: snap.meta.term }, firstSegmentSeq: fresh.seq });
       for (const s of this.segments) {
         if (s.seq === fresh.seq) continue;
-        this.closeReadFd(s.seq);
+        this.reader.close(s.seq);
         this.fs.unlink(s.path);
       }
       this.segments = [fresh];
@@ -467,9 +472,8 @@ export class FileLogStorage implements LogStorage {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    const fds = [this.activeFd, ...this.deferredClose, ...this.readFds.values()];
+    const fds = [this.activeFd, ...this.deferredClose, ...this.reader.takeAll()];
     this.deferredClose = [];
-    this.readFds.clear();
     for (const fd of fds) {
       try {
         this.fs.close(fd);
@@ -607,7 +611,7 @@ export class FileLogStorage implements LogStorage {
       const next = this.segments[1]!;
       if (next.firstEntryIndex === undefined || next.firstEntryIndex > index + 1) break;
       const s = this.segments.shift()!;
-      this.closeReadFd(s.seq);
+      this.reader.close(s.seq);
       this.fs.unlink(s.path);
       deleted++;
     }
@@ -633,65 +637,6 @@ export class FileLogStorage implements LogStorage {
       n++;
     }
     return n;
-  }
-
-  private readFromDisk(lo: number, hi: number, out: Entry[]): void {
-    let i = lo;
-    while (i < hi) {
-      // One pread per run of records that are adjacent in the same segment.
-      const first = this.index.get(i);
-      let j = i + 1;
-      let runBytes = first.recordBytes;
-      while (j < hi) {
-        const l = this.index.get(j);
-        if (l.seq !== first.seq || l.offset !== first.offset + runBytes || runBytes > 4 * MB) break;
-        runBytes += l.recordBytes;
-        j++;
-      }
-      const buf = Buffer.allocUnsafe(runBytes);
-      const fd = this.fdForRead(first.seq);
-      let got: number;
-      try {
-        got = this.fs.read(fd, buf, 0, runBytes, first.offset);
-      } catch (e) {
-        this.fatal(e);
-        throw this.failed;
-      }
-      let pos = 0;
-      for (let k = i; k < j; k++) {
-        const r = got === runBytes ? decodeRecord(buf, pos, runBytes) : ({ ok: false, reason: 'short' } as const);
-        const type = r.ok ? entryTypeOf(r.rec.type) : undefined;
-        if (!r.ok || r.rec.index !== k || type === undefined) {
-          const why = r.ok ? `record at index ${r.rec.index} where ${k} was expected` : `bad record (${r.reason})`;
-          const err = new DbError(ErrorCode.CORRUPTION, `WAL corruption reading back entry ${k} from ${segmentPath(this.dir, first.seq)}: ${why}`, { index: k });
-          this.fatal(err);
-          throw err;
-        }
-        out.push({ term: r.rec.term, index: k, type, data: buf.subarray(r.rec.payloadStart, r.rec.payloadEnd) });
-        pos = r.rec.end;
-      }
-      i = j;
-    }
-  }
-
-  private fdForRead(seq: number): number {
-    if (seq === this.segments[this.segments.length - 1]!.seq) return this.activeFd;
-    const have = this.readFds.get(seq);
-    if (have !== undefined) return have;
-    if (this.readFds.size >= READ_FDS_MAX) {
-      const [oldest] = this.readFds.keys();
-      if (oldest !== undefined) this.closeReadFd(oldest);
-    }
-    const fd = this.fs.openExisting(segmentPath(this.dir, seq), false);
-    this.readFds.set(seq, fd);
-    return fd;
-  }
-
-  private closeReadFd(seq: number): void {
-    const fd = this.readFds.get(seq);
-    if (fd === undefined) return;
-    this.readFds.delete(seq);
-    this.fs.close(fd);
   }
 
   // ---- metadata and failure ----
