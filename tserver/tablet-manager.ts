@@ -1,0 +1,223 @@
+/**
+ * The tablet replicas of one tserver: creates, opens (at startup, from DATA/tablets/<id>/meta.json),
+ * deletes them on the master's (or an admin's) instruction, ticks their Raft groups, runs log GC, and
+ * keeps the address book (server uuid → RPC address) that Raft traffic and leader hints use.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { DbError, ErrorCode } from '../common/errors';
+import type { Flags } from '../common/flags';
+import type { HybridClock } from '../common/hybrid-clock';
+import type { Logger } from '../common/log';
+import type { Rng } from '../common/rng';
+import { DocDb } from '../docdb/doc-db';
+import { RocksDbEngine } from '../docdb/rocksdb-engine';
+import type { DocDbApi } from '../docdb/doc-db-api';
+import type { KvEngine } from '../docdb/kv-engine';
+import type { RaftCore, LeaderChange } from '../raft/raft-group';
+import type { RaftOptions } from '../raft/raft-options';
+import { RawNode } from '../raft/raw-node';
+import type { Message } from '../raft/types';
+import { FileLogStorage } from '../raft/wal/file-log-storage';
+import type { LogStorage } from '../raft/wal/log-storage';
+import { LOG_MIN_ENTRIES_TO_RETAIN } from './tserver-flags';
+import { readTabletMeta, writeTabletMeta, type TabletMeta } from './tablet/tablet-meta';
+import { TabletPeer, type DbName, type SnapshotDescriptor } from './tablet/tablet-peer';
+import { SnapshotSessions } from './tablet/snapshot-sessions';
+
+/** Tablets one server hosts before CreateTablet answers SERVICE_UNAVAILABLE. */
+export const TABLETS_PER_SERVER_MAX = 10_000;
+
+export interface TabletManagerDeps {
+  dataDir: string;
+  selfUuid: string;
+  selfAddress: string;
+  flags: Flags;
+  clock: HybridClock;
+  log: Logger;
+  rng: Rng;
+  /** Where Raft messages of a group go (the consensus transport). */
+  send(groupId: string, msgs: Message[]): void;
+  /** Pull a snapshot chunk from another server (FetchSnapshotChunk RPC). */
+  fetchChunk(address: string, req: { tabletId: string; sessionId: string; bytesMax: number }): Promise<{ sessionId: string; db: DbName; pairs: Array<[Uint8Array, Uint8Array]>; done: boolean }>;
+  chunkBytes(): number;
+  /** Storage seams (defaults: FileLogStorage, RocksDB, DocDb, RawNode). */
+  openLogStorage?(dir: string): Promise<LogStorage>;
+  openEngine?(dir: string): Promise<KvEngine>;
+  openDocDb?(regular: KvEngine, intents: KvEngine): Promise<DocDbApi>;
+  newRaftCore?(opts: RaftOptions): RaftCore;
+  onLeaderChange?(tabletId: string, c: LeaderChange): void;
+}
+
+/** Chunks of one remote bootstrap before it gives up (bounds a runaway copy). */
+const SNAPSHOT_CHUNKS_MAX = 10_000_000;
+
+export class TabletManager {
+  private readonly peers = new Map<string, TabletPeer>();
+  /** Tablets being created or deleted (serializes admin calls per tablet). */
+  private readonly busy = new Set<string>();
+  private readonly addresses = new Map<string, string>();
+  readonly snapshots = new SnapshotSessions();
+  private stopped = false;
+
+  constructor(private readonly deps: TabletManagerDeps) {
+    this.addresses.set(deps.selfUuid, deps.selfAddress);
+  }
+
+  private tabletsDir(): string {
+    return path.join(this.deps.dataDir, 'tablets');
+  }
+
+  learnAddress(uuid: string, address: string): void {
+    if (uuid && address) this.addresses.set(uuid, address);
+  }
+
+  addressOf(uuid: string): string | undefined {
+    return this.addresses.get(uuid);
+  }
+
+  /** Open every tablet found on disk. A tablet that fails to open is logged and skipped (FAILED). */
+  async openAll(): Promise<void> {
+    const dir = this.tabletsDir();
+    fs.mkdirSync(dir, { recursive: true });
+    for (const id of fs.readdirSync(dir)) {
+      const tdir = path.join(dir, id);
+      if (!fs.existsSync(path.join(tdir, 'meta.json'))) continue;
+      try {
+        const meta = readTabletMeta(tdir);
+        await this.openPeer(meta);
+      } catch (e) {
+        this.deps.log.error({ err: e, tablet: id }, 'cannot open tablet; skipping it');
+      }
+    }
+  }
+
+  private async openPeer(meta: TabletMeta): Promise<TabletPeer> {
+    for (const p of meta.peers) this.learnAddress(p.uuid, p.rpcAddress);
+    const d = this.deps;
+    const peer = await TabletPeer.open({
+      dir: path.join(this.tabletsDir(), meta.tabletId),
+      meta,
+      selfUuid: d.selfUuid,
+      flags: d.flags,
+      clock: d.clock,
+      log: d.log.child({ tablet: meta.tabletId }),
+      rng: d.rng,
+      send: (msgs) => d.send(meta.tabletId, msgs),
+      openLogStorage: d.openLogStorage ?? ((dir) => FileLogStorage.open(dir, { flags: d.flags, logger: d.log })),
+      openEngine: d.openEngine ?? ((dir) => RocksDbEngine.open(dir)),
+      openDocDb: d.openDocDb ?? ((regular, intents) => DocDb.open({ regular, intents, flags: d.flags })),
+      newRaftCore: d.newRaftCore ?? ((o) => new RawNode(o)),
+      fetchSnapshot: (desc, onChunk) => this.fetchSnapshot(desc, onChunk),
+      peerAddress: (uuid) => this.addresses.get(uuid),
+      onLeaderChange: d.onLeaderChange,
+      onFatal: (tabletId, e) => {
+        // A storage failure stops this replica; the master sees it FAILED and re-replicates.
+        d.log.error({ err: e, tablet: tabletId }, 'tablet replica failed and stopped');
+      },
+    });
+    this.peers.set(meta.tabletId, peer);
+    return peer;
+  }
+
+  private async fetchSnapshot(desc: SnapshotDescriptor, onChunk: (db: DbName, pairs: Array<[Uint8Array, Uint8Array]>) => Promise<void>): Promise<void> {
+    const addr = this.addresses.get(desc.sourceUuid);
+    if (!addr) throw new DbError(ErrorCode.NOT_FOUND, `remote bootstrap: no address for source ${desc.sourceUuid}`);
+    let sessionId = '';
+    for (let i = 0; i < SNAPSHOT_CHUNKS_MAX; i++) {
+      const r = await this.deps.fetchChunk(addr, { tabletId: desc.tabletId, sessionId, bytesMax: this.deps.chunkBytes() });
+      sessionId = r.sessionId;
+      if (r.pairs.length > 0) await onChunk(r.db, r.pairs);
+      if (r.done) return;
+    }
+    throw new DbError(ErrorCode.INTERNAL, 'remote bootstrap: too many chunks');
+  }
+
+  /** Serve one chunk of a tablet's databases (open a session when sessionId is empty). */
+  async serveChunk(req: { tabletId: string; sessionId: string; bytesMax: number }): ReturnType<SnapshotSessions['next']> {
+    const peer = this.get(req.tabletId);
+    const sessionId = req.sessionId || this.snapshots.open(req.tabletId, peer.engines());
+    return this.snapshots.next(sessionId, req.tabletId, Math.max(1024, Math.min(req.bytesMax || 1 << 20, 32 << 20)));
+  }
+
+  /** Create (idempotent for the same tablet id) and start a replica. */
+  async createTablet(meta: TabletMeta): Promise<TabletPeer> {
+    if (this.stopped) throw new DbError(ErrorCode.SHUTTING_DOWN, 'tablet server is stopping');
+    const existing = this.peers.get(meta.tabletId);
+    if (existing) return existing;
+    if (this.busy.has(meta.tabletId)) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${meta.tabletId} is being created or deleted`);
+    if (this.peers.size >= TABLETS_PER_SERVER_MAX) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `this server already hosts ${this.peers.size} tablets`);
+    if (!meta.peers.some((p) => p.uuid === this.deps.selfUuid)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `tablet ${meta.tabletId}: this server (${this.deps.selfUuid}) is not among its peers`);
+    this.busy.add(meta.tabletId);
+    try {
+      const dir = path.join(this.tabletsDir(), meta.tabletId);
+      // Leftovers of a replica deleted earlier must not leak into the new one.
+      if (fs.existsSync(dir) && !fs.existsSync(path.join(dir, 'meta.json'))) fs.rmSync(dir, { recursive: true, force: true });
+      writeTabletMeta(dir, meta);
+      return await this.openPeer(meta);
+    } finally {
+      this.busy.delete(meta.tabletId);
+    }
+  }
+
+  async deleteTablet(tabletId: string): Promise<void> {
+    const peer = this.peers.get(tabletId);
+    if (!peer) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `tablet ${tabletId} not found`);
+    if (this.busy.has(tabletId)) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${tabletId} is being created or deleted`);
+    this.busy.add(tabletId);
+    try {
+      this.peers.delete(tabletId);
+      await peer.destroy();
+      this.deps.log.info({ tablet: tabletId }, 'tablet replica deleted');
+    } finally {
+      this.busy.delete(tabletId);
+    }
+  }
+
+  get(tabletId: string): TabletPeer {
+    const p = this.peers.get(tabletId);
+    if (!p) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `tablet ${tabletId} not found on this server`, { tabletId });
+    return p;
+  }
+
+  has(tabletId: string): boolean {
+    return this.peers.has(tabletId);
+  }
+
+  list(): TabletPeer[] {
+    return [...this.peers.values()].sort((a, b) => a.tabletId.localeCompare(b.tabletId));
+  }
+
+  /** Deliver an incoming Raft message; false if the group is not hosted here. */
+  dispatch(groupId: string, m: Message): boolean {
+    const p = this.peers.get(groupId);
+    if (!p) return false;
+    p.step(m);
+    return true;
+  }
+
+  tickAll(): void {
+    for (const p of this.peers.values()) p.tick();
+  }
+
+  /** Log GC on every tablet; one at a time so flushes do not pile up. */
+  async gcAll(): Promise<void> {
+    const retain = this.deps.flags.get(LOG_MIN_ENTRIES_TO_RETAIN);
+    for (const p of this.list()) {
+      if (this.stopped) return;
+      try {
+        await p.gcLog(retain);
+      } catch (e) {
+        this.deps.log.warn({ err: e, tablet: p.tabletId }, 'log GC failed');
+      }
+    }
+    this.snapshots.expire();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.snapshots.closeAll();
+    for (const p of this.peers.values()) await p.stop().catch((e: unknown) => this.deps.log.warn({ err: e, tablet: p.tabletId }, 'tablet stop failed'));
+    this.peers.clear();
+  }
+}
