@@ -163,7 +163,7 @@ export class DocDb implements DocDbApi {
     const k = encodeRowDocKey(key);
     const release = this.readers.register(opts.readHt);
     try {
-      const r = await new IntentAwareReader(this.regularDb.db.engine, this.intentsDb.db.engine, opts).read({ start: k, end: prefixEnd(k), limit: 1 });
+      const r = await new IntentAwareReader(this.regularDb.db.engine, this.intentsDb.db.engine, opts, this.intentsDb.intentCount > 0).read({ start: k, end: prefixEnd(k), limit: 1 });
       return r.rows[0];
     } finally {
       release();
@@ -173,7 +173,7 @@ export class DocDb implements DocDbApi {
   async scan(opts: ScanOptions): Promise<ScanResult> {
     const release = this.readers.register(opts.readHt);
     try {
-      return await new IntentAwareReader(this.regularDb.db.engine, this.intentsDb.db.engine, opts).read({ start: opts.startKey, end: opts.endKey, limit: opts.limit });
+      return await new IntentAwareReader(this.regularDb.db.engine, this.intentsDb.db.engine, opts, this.intentsDb.intentCount > 0).read({ start: opts.startKey, end: opts.endKey, limit: opts.limit });
     } finally {
       release();
     }

@@ -14,7 +14,7 @@ import type { TxnId } from '../common/ids';
 import type { ReadOptions, Row, ScanResult, TxnStatusAnswer } from './doc-db-api';
 import { GroupIterator, type DocKeyGroup } from './group-iterator';
 import { isStrongWrite } from './intents-db';
-import type { KvEngine } from './kv-engine';
+import type { KvEngine, KvIterator } from './kv-engine';
 import { assembleRow, type CellVersion } from './row-assembler';
 import { decodeDocKeyBuf, decodeIntentValue, decodeStored, INTENTS_DATA_END, INTENTS_DATA_START, parseIntentKey, parseRegularKey, REGULAR_DATA_END, REGULAR_DATA_START } from './storage-keys';
 
@@ -36,6 +36,8 @@ function minBuf(a: Uint8Array | undefined, b: Buffer): Buffer {
   return a !== undefined && Buffer.compare(a, b) < 0 ? Buffer.from(a) : b;
 }
 
+const EMPTY_ITERATOR: KvIterator = { seek: () => undefined, next: () => Promise.resolve(undefined), close: () => Promise.resolve() };
+
 export class IntentAwareReader {
   private readonly statuses = new Map<TxnId, Promise<TxnStatusAnswer>>();
 
@@ -43,6 +45,8 @@ export class IntentAwareReader {
     private readonly regular: KvEngine,
     private readonly intents: KvEngine,
     private readonly opts: ReadOptions,
+    /** False when IntentsDB holds no strong intent: the read then skips it entirely (fast path). */
+    private readonly readIntents = true,
   ) {}
 
   private status(txnId: TxnId): Promise<TxnStatusAnswer> {
@@ -57,7 +61,7 @@ export class IntentAwareReader {
   async read(range: ReadRange): Promise<ScanResult> {
     const limit = Math.min(range.limit ?? SCAN_ROWS_MAX, SCAN_ROWS_MAX);
     // Intents first (see header).
-    const ig = new GroupIterator(this.intents.iterator({ gte: maxBuf(range.start, INTENTS_DATA_START), lt: minBuf(range.end, INTENTS_DATA_END) }));
+    const ig = new GroupIterator(this.readIntents ? this.intents.iterator({ gte: maxBuf(range.start, INTENTS_DATA_START), lt: minBuf(range.end, INTENTS_DATA_END) }) : EMPTY_ITERATOR);
     const rg = new GroupIterator(this.regular.iterator({ gte: maxBuf(range.start, REGULAR_DATA_START), lt: minBuf(range.end, REGULAR_DATA_END) }));
     const rows: Row[] = [];
     try {

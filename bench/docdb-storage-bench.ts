@@ -1,0 +1,117 @@
+/**
+ * DocDB storage figures (issue 4, "Tests and figures"), RocksDB engine in a temp directory:
+ * RegularDB batched writes per second, point reads per second, scan rows per second, and apply rows
+ * per second for one 100,000-row transaction. Called from bench/docdb-bench.ts; also runs alone:
+ * `node dist/bench/docdb-storage-bench.js [--rows=N]`.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { TxnId } from '../common/ids';
+import { DocDb } from '../docdb/doc-db';
+import type { DocKey, RowOp } from '../docdb/doc-db-api';
+import { RocksDbEngine } from '../docdb/rocksdb-engine';
+
+const WRITE_BATCH_ROWS = 1000;
+const INTENT_BATCH_ROWS = 5000;
+const POINT_READS = 20_000;
+const SCAN_PAGE_ROWS = 10_000;
+
+const rowKey = (i: number): DocKey => ({ hash: (i * 40503) & 0xffff, hashed: [BigInt(i)], range: [] });
+const upsert = (i: number): RowOp => ({ type: 'upsert', key: rowKey(i), columns: [{ columnId: 1, value: `value-${i}` }, { columnId: 2, value: BigInt(i) }] });
+const noStatus = () => Promise.resolve({ status: 'PENDING' as const });
+
+async function openDb(dir: string): Promise<DocDb> {
+  return DocDb.open({ regular: await RocksDbEngine.open(path.join(dir, 'regular')), intents: await RocksDbEngine.open(path.join(dir, 'intents')) });
+}
+
+function rate(n: number, ms: number): string {
+  return `${Math.round((n * 1000) / ms).toLocaleString('en-US')}/s`;
+}
+
+export interface StorageFigures {
+  writeRowsPerSec: number;
+  pointReadsPerSec: number;
+  scanRowsPerSec: number;
+  applyRowsPerSec: number;
+}
+
+export async function runStorageBench(rows = 100_000, print: (s: string) => void = console.log): Promise<StorageFigures> {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-docdb-bench-'));
+  try {
+    const db = await openDb(path.join(root, 'a'));
+    let index = 1;
+    const base = 1_000_000n << 12n;
+
+    let t0 = performance.now();
+    for (let i = 0; i < rows; i += WRITE_BATCH_ROWS) {
+      const ops: RowOp[] = [];
+      for (let k = i; k < Math.min(rows, i + WRITE_BATCH_ROWS); k++) ops.push(upsert(k));
+      await db.writeRegular(ops, base + BigInt(index), { term: 1, index: index++ });
+    }
+    const writeMs = performance.now() - t0;
+    print(`regulardb batched writes: ${rows} rows (2 columns + liveness, ${WRITE_BATCH_ROWS} rows/batch) in ${writeMs.toFixed(0)} ms = ${rate(rows, writeMs)}`);
+
+    const readHt = base + 1_000_000n;
+    t0 = performance.now();
+    let x = 12345;
+    for (let i = 0; i < POINT_READS; i++) {
+      x = (x * 1103515245 + 12345) & 0x7fffffff;
+      const r = await db.getRow(rowKey(x % rows), { readHt, resolveStatus: noStatus });
+      if (!r) throw new Error('bench: row missing');
+    }
+    const readMs = performance.now() - t0;
+    print(`regulardb point reads: ${POINT_READS} random getRow in ${readMs.toFixed(0)} ms = ${rate(POINT_READS, readMs)}`);
+
+    t0 = performance.now();
+    let scanned = 0;
+    let resume: Uint8Array | undefined;
+    for (let page = 0; page <= rows / SCAN_PAGE_ROWS + 1; page++) {
+      const r = await db.scan({ readHt, resolveStatus: noStatus, limit: SCAN_PAGE_ROWS, ...(resume ? { startKey: resume } : {}) });
+      scanned += r.rows.length;
+      resume = r.resumeKey;
+      if (!resume) break;
+    }
+    const scanMs = performance.now() - t0;
+    if (scanned !== rows) throw new Error(`bench: scanned ${scanned} of ${rows}`);
+    print(`regulardb scan: ${scanned} rows in pages of ${SCAN_PAGE_ROWS} in ${scanMs.toFixed(0)} ms = ${rate(scanned, scanMs)}`);
+    await db.close();
+
+    // Apply: a fresh tablet, one transaction of `rows` rows.
+    const db2 = await openDb(path.join(root, 'b'));
+    const txn = { txnId: TxnId('bench-txn'), statusTablet: 's', isolation: 'snapshot' as const, priority: 1, startHt: base };
+    index = 1;
+    t0 = performance.now();
+    for (let i = 0; i < rows; i += INTENT_BATCH_ROWS) {
+      const ops: RowOp[] = [];
+      for (let k = i; k < Math.min(rows, i + INTENT_BATCH_ROWS); k++) ops.push(upsert(k));
+      await db2.writeIntents(txn, ops, base + BigInt(index), { term: 1, index: index++ });
+    }
+    const intentMs = performance.now() - t0;
+    const sizes = await db2.sizes();
+    print(`intentsdb writes: ${rows} rows as intents in ${intentMs.toFixed(0)} ms = ${rate(rows, intentMs)} (intentCount ${sizes.intentsdb.intentCount}, memtable ${(sizes.intentsdb.memtableBytes / 1048576).toFixed(1)} MiB)`);
+    t0 = performance.now();
+    const p = await db2.applyIntents(txn.txnId, base + 10_000_000n, { term: 1, index: index++ });
+    const applyMs = performance.now() - t0;
+    if (!p.done) throw new Error('bench: apply not done');
+    const after = await db2.sizes();
+    print(`apply: ${rows}-row transaction (${p.recordsApplied} intent records, default chunks) in ${applyMs.toFixed(0)} ms = ${rate(rows, applyMs)} (intents left ${after.intentsdb.intentCount})`);
+    await db2.close();
+    return {
+      writeRowsPerSec: (rows * 1000) / writeMs,
+      pointReadsPerSec: (POINT_READS * 1000) / readMs,
+      scanRowsPerSec: (scanned * 1000) / scanMs,
+      applyRowsPerSec: (rows * 1000) / applyMs,
+    };
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+}
+
+if (require.main === module) {
+  const arg = process.argv.find((a) => a.startsWith('--rows='));
+  runStorageBench(arg ? Number(arg.slice(7)) : 100_000).catch((e: unknown) => {
+    console.error(e);
+    process.exit(1);
+  });
+}
