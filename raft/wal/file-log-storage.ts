@@ -498,7 +498,6 @@ export class FileLogStorage implements LogStorage {
   private async runRound(): Promise<void> {
     const gen = this.writeGen;
     const hs = { ...this.hardState };
-    const conf = cloneConf(this.conf);
     const needMeta = this.metaDirty;
     // Cleared now: a term/vote change during the fdatasync belongs to the next round.
     this.metaDirty = false;
@@ -516,7 +515,12 @@ export class FileLogStorage implements LogStorage {
       }
       if (this.failed) throw this.failed;
       // Term/vote go to the metadata file only after the entries they may vouch for are durable.
-      if (needMeta) this.writeMeta({ ...this.meta, hardState: hs, conf });
+      if (needMeta) {
+        // Re-read meta and conf now: a snapshot installed during the await replaced both, and commit
+        // in the metadata never goes backwards.
+        const commit = Math.max(hs.commit, this.meta.hardState.commit);
+        this.writeMeta({ ...this.meta, hardState: { ...hs, commit }, conf: cloneConf(this.conf) });
+      }
       this.durableHs = hs;
       this.durableLoggedCommit = Math.max(this.durableLoggedCommit, this.loggedCommit);
       if (gen > this.syncedGen) this.syncedGen = gen;

@@ -269,6 +269,24 @@ describe('FileLogStorage power loss', () => {
     await r2.storage.close();
   });
 
+  it('wal: a snapshot installed while a sync round is in flight keeps its configuration and log start', async () => {
+    const dir = freshDir();
+    const lazy = new LazyWalFs();
+    const { storage } = await openLog(dir, lazy);
+    storage.append([ent(1, 1), ent(2, 1)]);
+    storage.setHardState({ term: 2, vote: 'n1' as NodeId, commit: 1 });
+    const inFlight = storage.sync();
+    storage.applySnapshot({ meta: { index: 50, term: 3, conf: { voters: ['x', 'y'] as NodeId[], learners: [] } }, data: new Uint8Array([1]) });
+    await inFlight;
+    await storage.sync();
+    lazy.crash();
+    const r = (await openLog(dir, lazy)).storage;
+    expect(r.firstIndex()).toBe(51);
+    expect(r.term(50)).toBe(3);
+    expect(r.initialState()).toEqual({ hardState: { term: 2, vote: 'n1', commit: 50 }, conf: { voters: ['x', 'y'], learners: [] } });
+    await r.close();
+  });
+
   it('wal: an unsynced truncation is undone by a power loss, a synced one is kept', async () => {
     const dir = freshDir();
     const lazy = new LazyWalFs();
