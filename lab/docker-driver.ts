@@ -25,6 +25,7 @@ import { IMAGE_APP_DIR } from './image-inputs';
 import { assertNoOldData, type DockerRecord, type LabState, LAB_STATE_VERSION, type NodeRecord, readLabState, removeLabState, type ServerRecord, serversOf, writeLabState } from './lab-state';
 import { tailLines } from './log-tail';
 import { SUPERVISOR_GROUP_SEPARATOR } from './node-supervisor';
+import { serverEntryPath } from './package-root';
 import { assertAddressesFree, STANDARD_PORTS } from './process-addressing';
 import { tabletCountsFromMasters } from './tablet-counts';
 import { waitUntil } from './wait-until';
@@ -85,6 +86,8 @@ export class DockerDriver implements ClusterDriver {
     if (readLabState(spec.baseDir)) {
       throw new DbError(ErrorCode.ALREADY_EXISTS, `a lab is already up in ${spec.baseDir}; run tessera lab down --base_dir ${spec.baseDir} first`);
     }
+    // The image carries dist/: a missing entry would only show up as containers that exit at once.
+    serverEntryPath(spec.serverEntry);
     const labId = labIdFor(spec.baseDir);
     await this.removeLeftovers(labId);
     const image = await ensureLabImage({ docker: this.docker, baseImage: spec.baseImage, onProgress: this.say });
