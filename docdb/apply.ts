@@ -15,7 +15,7 @@ import type { HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
 import type { ApplyProgress, OpId } from './doc-db-api';
 import type { IntentsDb } from './intents-db';
-import { isStrongWrite } from './intents-db';
+import { isStrongIntent, isStrongWrite } from './intents-db';
 import type { KvEngine, KvOp } from './kv-engine';
 import type { RegularDb } from './regular-db';
 import { decodeIntentValue, encodeStored, parseIntentKeyToSubKey, versionKey } from './storage-keys';
@@ -72,7 +72,7 @@ export async function applyIntents(
         assert(v.value !== undefined && v.txnId === txnId, 'strong intent without a value or of another txn');
         rops.push({ type: 'put', key: versionKey(subKey, commitHt, v.writeId), value: encodeStored(v.value) });
       }
-      if ((typeset & 0x0c) !== 0) strong++;
+      if (isStrongIntent(typeset)) strong++;
       iops.push({ type: 'del', key: e.intentKey }, { type: 'del', key: e.reverseKey });
     }
     applied += mine.length;
@@ -104,7 +104,7 @@ export async function removeIntents(intents: IntentsDb, txnId: TxnId, opId: OpId
     let strong = 0;
     for (const e of entries) {
       const { typeset } = parseIntentKeyToSubKey(e.intentKey);
-      if ((typeset & 0x0c) !== 0) strong++;
+      if (isStrongIntent(typeset)) strong++;
       ops.push({ type: 'del', key: e.intentKey }, { type: 'del', key: e.reverseKey });
     }
     const last = entries.length < chunkRecordsMax;

@@ -30,10 +30,11 @@ import { TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC, TXN_MAX_APPLY_BATCH_RECORDS }
 import { FrontierDb } from './frontier-db';
 import { gcRegular, type GcResult } from './gc';
 import { IntentAwareReader } from './intent-aware-reader';
-import { IntentsDb } from './intents-db';
+import { IntentsDb, isStrongIntent } from './intents-db';
 import type { KvEngine } from './kv-engine';
 import { ReaderRegistry } from './reader-registry';
 import { RegularDb } from './regular-db';
+import { TxnLocks } from './txn-locks';
 import { encodeRowDocKey, parseIntentKeyToSubKey } from './storage-keys';
 import { APPLY_STATE_PREFIX, decodeApplyState, decodeStoredMeta, decodeTxnKey, prefixEnd, TXN_PREFIX, type ApplyState } from './txn-records';
 
@@ -53,6 +54,7 @@ const LIST_TRANSACTIONS_MAX = 100_000;
 
 export class DocDb implements DocDbApi {
   private readonly readers = new ReaderRegistry();
+  private readonly txnLocks = new TxnLocks();
   private closed = false;
 
   private constructor(
@@ -73,7 +75,7 @@ export class DocDb implements DocDbApi {
   }
 
   writeIntents(txn: TxnMeta, ops: readonly RowOp[], ht: HybridTime, opId: OpId): Promise<void> {
-    return this.intentsDb.writeIntents(txn, ops, ht, opId);
+    return this.txnLocks.run(txn.txnId, () => this.intentsDb.writeIntents(txn, ops, ht, opId));
   }
 
   /**
@@ -90,7 +92,7 @@ export class DocDb implements DocDbApi {
    * them) until done, or until `chunksMax` chunks when given (then `done` is false; call again).
    */
   applyIntents(txnId: TxnId, commitHt: HybridTime, opId: OpId, chunkRecordsMax?: number, chunksMax?: number): Promise<ApplyProgress> {
-    return applyIntents(
+    return this.txnLocks.run(txnId, () => applyIntents(
       this.regularDb,
       this.intentsDb,
       txnId,
@@ -99,11 +101,11 @@ export class DocDb implements DocDbApi {
       chunkRecordsMax ?? this.flags.get(TXN_MAX_APPLY_BATCH_RECORDS),
       chunksMax ?? Number.MAX_SAFE_INTEGER,
       this.options.hooks ?? {},
-    );
+    ));
   }
 
   removeIntents(txnId: TxnId, opId: OpId): Promise<void> {
-    return removeIntents(this.intentsDb, txnId, opId, this.flags.get(TXN_MAX_APPLY_BATCH_RECORDS));
+    return this.txnLocks.run(txnId, () => removeIntents(this.intentsDb, txnId, opId, this.flags.get(TXN_MAX_APPLY_BATCH_RECORDS)));
   }
 
   async listTransactions(): Promise<Array<{ meta: TxnMeta; intentCount: number; applying?: { commitHt: HybridTime } }>> {
@@ -121,7 +123,7 @@ export class DocDb implements DocDbApi {
           const t = byId.get(txnId);
           const { typeset } = parseIntentKeyToSubKey(Buffer.from(e[1]));
           // Reverse entries sort after their metadata key; count strong intents like sizes() does.
-          if (t && (typeset & 0x0c) !== 0) t.intentCount++;
+          if (t && isStrongIntent(typeset)) t.intentCount++;
         }
       }
     } finally {

@@ -32,7 +32,7 @@ export function isStrongWrite(typeset: number): boolean {
   return (typeset & INTENT_BITS.STRONG_WRITE) !== 0;
 }
 
-function isStrong(typeset: number): boolean {
+export function isStrongIntent(typeset: number): boolean {
   return (typeset & (INTENT_BITS.STRONG_READ | INTENT_BITS.STRONG_WRITE)) !== 0;
 }
 
@@ -55,7 +55,7 @@ export class IntentsDb {
         const e = await it.next();
         if (e === undefined) break;
         const k = Buffer.from(e[0]);
-        if (isStrong(parseIntentKey(k, docKeyLength(k)).typeset)) n++;
+        if (isStrongIntent(parseIntentKey(k, docKeyLength(k)).typeset)) n++;
       }
     } finally {
       await it.close();

@@ -148,6 +148,16 @@ describe('docdb transactions', () => {
     expect(await db2.listTransactions()).toEqual([]);
   });
 
+  it('docdb: two concurrent applies of one txn (resume + replay) apply once and keep the intent count exact', async () => {
+    const db = await memoryDocDb();
+    const ops = Array.from({ length: 12 }, (_, k) => ({ type: 'upsert' as const, key: key(k), columns: [{ columnId: 1, value: BigInt(k) }] }));
+    await db.writeIntents(txnMeta('t1'), ops, ht(10), op(1));
+    const [a, b] = await Promise.all([db.applyIntents(TxnId('t1'), ht(12), op(2), 5), db.applyIntents(TxnId('t1'), ht(12), op(2), 5)]);
+    expect(a.recordsApplied + b.recordsApplied).toBe(36);
+    expect((await db.sizes()).intentsdb.intentCount).toBe(0);
+    expect((await db.scan(at(ht(13)))).rows.length).toBe(12);
+  });
+
   it('docdb: removeIntents drops an aborted txn entirely', async () => {
     const db = await memoryDocDb();
     await db.writeIntents(txnMeta('t1'), [{ type: 'upsert', key: key(1), columns: [{ columnId: 1, value: 'x' }] }], ht(10), op(1));

@@ -1,0 +1,109 @@
+/**
+ * DocHybridTime = (HybridTime, writeId): the version suffix of every stored key, after a '#'.
+ *
+ * Encoded DESCENDING so that, for one SubDocKey, the newest version sorts FIRST: a read at time T
+ * seeks to `key '#' enc(T, WRITE_ID_MAX)` and the first entry at or after it with the same prefix is
+ * the newest version at or before T.
+ *
+ * Layout (then every byte complemented, which turns this ascending form into the descending one):
+ *   u64 BE hybrid time  ++  orderedVarint(writeId * 8 + L)
+ * where L (1..5) is the length of that varint. Its low 3 bits land in the last byte, so the length
+ * of the whole DocHybridTime (8 + L) can be read from the key's LAST byte and the time split off a
+ * key from its end without parsing the key — as YugabyteDB does with its 5 length bits. Including L
+ * in the varint keeps the order: L grows with writeId, and a longer varint always sorts higher.
+ * The write id (a uint32) costs one byte when below 16 — almost always — so a version suffix is 10
+ * bytes: '#' + 8 + 1.
+ */
+import { assert } from '../../common/assert';
+import { DbError, ErrorCode } from '../../common/errors';
+import { HT_MAX, type HybridTime } from '../../common/hybrid-time';
+import { ByteReader, ByteWriter } from './byte-buffer';
+import { decodeOrderedVarint, encodeOrderedVarint, orderedVarintLength } from './ordered-varint';
+import { Tag } from './tags';
+
+export const WRITE_ID_MAX = 0xffffffff;
+/** The largest encoded DocHybridTime, without the '#'. */
+export const DOC_HT_MAX_BYTES = 8 + 5;
+
+const MASK64 = (1n << 64n) - 1n;
+
+function writeIdVarint(writeId: number): { value: number; len: number } {
+  // Smallest L such that writeId*8 + L still fits in an L-byte ordered varint.
+  for (let len = 1; len <= 5; len++) {
+    const value = writeId * 8 + len;
+    if (orderedVarintLength(value) === len) return { value, len };
+  }
+  assert(false, `write id out of range: ${writeId}`);
+}
+
+/** Append the encoded DocHybridTime (without '#') to `out`. */
+export function writeDocHybridTime(out: ByteWriter, ht: HybridTime, writeId: number): void {
+  if (ht < 0n || ht > HT_MAX) throw new DbError(ErrorCode.INVALID_ARGUMENT, `hybrid time out of range: ${ht}`);
+  assert(Number.isInteger(writeId) && writeId >= 0 && writeId <= WRITE_ID_MAX, `write id out of range: ${writeId}`);
+  const start = out.length;
+  out.u64BE(ht);
+  encodeOrderedVarint(out, writeIdVarint(writeId).value);
+  out.complementFrom(start);
+}
+
+export function encodeDocHybridTime(ht: HybridTime, writeId: number): Buffer {
+  const w = new ByteWriter(DOC_HT_MAX_BYTES);
+  writeDocHybridTime(w, ht, writeId);
+  return w.toBuffer();
+}
+
+/** `keyWithoutTime` + '#' + DocHybridTime. */
+export function appendDocHybridTime(keyWithoutTime: Uint8Array, ht: HybridTime, writeId: number): Buffer {
+  const w = new ByteWriter(keyWithoutTime.length + 1 + DOC_HT_MAX_BYTES);
+  w.bytes(keyWithoutTime);
+  w.u8(Tag.HYBRID_TIME);
+  writeDocHybridTime(w, ht, writeId);
+  return w.toBuffer();
+}
+
+/**
+ * The seek key for a read at `readHt`: sorts before every version of `keyWithoutTime` at or before
+ * `readHt` and after every newer one.
+ */
+export function versionSeekKey(keyWithoutTime: Uint8Array, readHt: HybridTime): Buffer {
+  return appendDocHybridTime(keyWithoutTime, readHt, WRITE_ID_MAX);
+}
+
+/**
+ * Split the DocHybridTime off the end of a key. `timeStart` is the offset of the '#', so
+ * `key.subarray(0, timeStart)` is the key without its time.
+ */
+export function decodeDocHybridTimeFromEnd(key: Uint8Array): { ht: HybridTime; writeId: number; timeStart: number } {
+  const n = key.length;
+  if (n < 1 + 8 + 1) throw new DbError(ErrorCode.CORRUPTION, `key too short for a DocHybridTime (${n} bytes)`);
+  const len = ~key[n - 1] & 7;
+  if (len < 1 || len > 5) throw new DbError(ErrorCode.CORRUPTION, `bad DocHybridTime length bits ${len}`);
+  const timeStart = n - 1 - 8 - len;
+  if (timeStart < 0 || key[timeStart] !== Tag.HYBRID_TIME) {
+    throw new DbError(ErrorCode.CORRUPTION, `no '#' before the DocHybridTime (expected at ${timeStart})`);
+  }
+  const { ht, writeId } = decodeDocHybridTimeAt(key, timeStart + 1, n);
+  return { ht, writeId, timeStart };
+}
+
+/** Decode an encoded DocHybridTime occupying exactly [from, to) of `buf`. */
+export function decodeDocHybridTimeAt(buf: Uint8Array, from: number, to: number): { ht: HybridTime; writeId: number } {
+  const len = to - from;
+  if (len < 9 || len > DOC_HT_MAX_BYTES) throw new DbError(ErrorCode.CORRUPTION, `bad DocHybridTime length ${len}`);
+  const plain = Buffer.allocUnsafe(len);
+  for (let i = 0; i < len; i++) plain[i] = ~buf[from + i] & 0xff;
+  const r = new ByteReader(plain);
+  const ht = r.u64BE() & MASK64;
+  const v = decodeOrderedVarint(r);
+  if (r.remaining !== 0 || v % 8 !== len - 8) {
+    throw new DbError(ErrorCode.CORRUPTION, `inconsistent DocHybridTime length (${len} bytes, length bits ${v % 8})`);
+  }
+  return { ht, writeId: Math.floor(v / 8) };
+}
+
+/** The order DocHybridTime encodings follow: newer (higher ht, then higher writeId) FIRST. */
+export function compareDocHybridTimesNewestFirst(a: { ht: HybridTime; writeId: number }, b: { ht: HybridTime; writeId: number }): number {
+  if (a.ht !== b.ht) return a.ht > b.ht ? -1 : 1;
+  if (a.writeId !== b.writeId) return a.writeId > b.writeId ? -1 : 1;
+  return 0;
+}

@@ -1,0 +1,129 @@
+/**
+ * Stored values. Unlike keys they need no order, so payloads are raw (no escaping) and a string or
+ * bytes value simply runs to the end of the value.
+ *
+ *   [ 't' + u64 BE ttlMs ]  then one of
+ *     'X'                     tombstone (never with a TTL)
+ *     'L'                     liveness marker (the row exists)
+ *     primitive tag + raw     '$' null, 'F'/'T' bool, 'I' + 8-byte BE int64, 'D' + 8-byte BE double,
+ *                             'S' + UTF-8, 'B' + bytes
+ *
+ * The TTL counts from the version's hybrid time (the storage layer applies it at read and GC time).
+ */
+import { DbError, ErrorCode } from '../../common/errors';
+import type { Primitive } from '../doc-db-api';
+import { ByteReader, ByteWriter } from './byte-buffer';
+import { Tag, ValueTag } from './tags';
+
+export type DocValue = { type: 'primitive'; value: Primitive; ttlMs?: number } | { type: 'tombstone' } | { type: 'liveness'; ttlMs?: number };
+
+/** u64 milliseconds would outlive a Number; cap TTLs at what a JavaScript number holds exactly. */
+const TTL_MS_MAX = Number.MAX_SAFE_INTEGER;
+
+function writeTtl(w: ByteWriter, ttlMs: number | undefined): void {
+  if (ttlMs === undefined) return;
+  if (!Number.isInteger(ttlMs) || ttlMs < 0 || ttlMs > TTL_MS_MAX) {
+    throw new DbError(ErrorCode.INVALID_ARGUMENT, `bad TTL ${ttlMs} ms`);
+  }
+  w.u8(ValueTag.TTL);
+  w.u64BE(BigInt(ttlMs));
+}
+
+export function writeValue(w: ByteWriter, v: DocValue): void {
+  switch (v.type) {
+    case 'tombstone':
+      w.u8(ValueTag.TOMBSTONE);
+      return;
+    case 'liveness':
+      writeTtl(w, v.ttlMs);
+      w.u8(ValueTag.LIVENESS);
+      return;
+    case 'primitive':
+      writeTtl(w, v.ttlMs);
+      writeRawPrimitive(w, v.value);
+      return;
+  }
+}
+
+function writeRawPrimitive(w: ByteWriter, p: Primitive): void {
+  if (p === null) return w.u8(Tag.NULL_LOW);
+  switch (typeof p) {
+    case 'boolean':
+      return w.u8(p ? Tag.TRUE : Tag.FALSE);
+    case 'bigint':
+      if (p < -(1n << 63n) || p >= 1n << 63n) throw new DbError(ErrorCode.INVALID_ARGUMENT, `int64 out of range: ${p}`);
+      w.u8(Tag.INT64);
+      return w.u64BE(BigInt.asUintN(64, p));
+    case 'number': {
+      w.u8(Tag.DOUBLE);
+      w.ensure(8);
+      w.raw().writeDoubleBE(p, w.length);
+      return w.advance(8);
+    }
+    case 'string': {
+      w.u8(Tag.STRING);
+      const n = Buffer.byteLength(p, 'utf8');
+      w.ensure(n);
+      w.raw().write(p, w.length, 'utf8');
+      return w.advance(n);
+    }
+    default:
+      w.u8(Tag.BYTES);
+      return w.bytes(p);
+  }
+}
+
+export function encodeValue(v: DocValue): Buffer {
+  const w = new ByteWriter(v.type === 'primitive' && typeof v.value === 'string' ? v.value.length * 3 + 16 : 24);
+  writeValue(w, v);
+  return w.toBuffer();
+}
+
+export function decodeValue(b: Uint8Array): DocValue {
+  const r = new ByteReader(b);
+  let ttlMs: number | undefined;
+  if (r.peek() === ValueTag.TTL) {
+    r.offset++;
+    const t = r.u64BE();
+    if (t > BigInt(TTL_MS_MAX)) throw r.corruption(`TTL out of range: ${t}`);
+    ttlMs = Number(t);
+  }
+  const tag = r.u8();
+  let v: DocValue;
+  if (tag === ValueTag.TOMBSTONE) {
+    if (ttlMs !== undefined) throw r.corruption('tombstone with a TTL');
+    v = { type: 'tombstone' };
+  } else if (tag === ValueTag.LIVENESS) {
+    v = ttlMs === undefined ? { type: 'liveness' } : { type: 'liveness', ttlMs };
+  } else {
+    const value = readRawPrimitive(r, tag);
+    v = ttlMs === undefined ? { type: 'primitive', value } : { type: 'primitive', value, ttlMs };
+  }
+  if (r.remaining !== 0) throw r.corruption('trailing bytes after value');
+  return v;
+}
+
+function readRawPrimitive(r: ByteReader, tag: number): Primitive {
+  switch (tag) {
+    case Tag.NULL_LOW:
+      return null;
+    case Tag.FALSE:
+      return false;
+    case Tag.TRUE:
+      return true;
+    case Tag.INT64:
+      return BigInt.asIntN(64, r.u64BE());
+    case Tag.DOUBLE: {
+      r.need(8, 'double value');
+      const d = r.buf.readDoubleBE(r.offset);
+      r.offset += 8;
+      return d;
+    }
+    case Tag.STRING:
+      return r.bytes(r.remaining).toString('utf8');
+    case Tag.BYTES:
+      return new Uint8Array(r.bytes(r.remaining));
+    default:
+      throw r.corruption(`unknown value tag 0x${tag.toString(16)}`);
+  }
+}
