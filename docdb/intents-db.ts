@@ -11,21 +11,18 @@
  */
 import type { HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
-import { Isolation, type OpId, type RowOp, type TxnMeta } from './doc-db-api';
+import { type Isolation, type OpId, type RowOp, type TxnMeta } from './doc-db-api';
 import { alreadyHolds } from './frontier';
 import type { FrontierDb } from './frontier-db';
 import type { KvOp } from './kv-engine';
 import { cellsOf } from './row-cells';
+import { intentTypesForWrite } from './encoding';
 import { subDocKey, encodeIntentValue, intentKey, parseIntentKey, reverseIndexKey, docKeyLength, INTENTS_DATA_START, INTENT_BITS } from './storage-keys';
 import { decodeStoredMeta, encodeStoredMeta, prefixEnd, txnKey } from './txn-records';
 
-/** Intent type sets (bit set of WEAK_READ 1, WEAK_WRITE 2, STRONG_READ 4, STRONG_WRITE 8). */
+/** Intent type sets a write takes: strong on the written key, weak on its ancestors. */
 export function intentTypeSets(isolation: Isolation): { strong: number; weak: number } {
-  // Snapshot isolation writes lock the key for read and write (so two SI writers conflict through
-  // SR vs SW); serializable writes take only the write intent (their reads take read intents).
-  return isolation === Isolation.SNAPSHOT
-    ? { strong: INTENT_BITS.STRONG_READ | INTENT_BITS.STRONG_WRITE, weak: INTENT_BITS.WEAK_READ | INTENT_BITS.WEAK_WRITE }
-    : { strong: INTENT_BITS.STRONG_WRITE, weak: INTENT_BITS.WEAK_WRITE };
+  return { strong: intentTypesForWrite(isolation, true), weak: intentTypesForWrite(isolation, false) };
 }
 
 export function isStrongWrite(typeset: number): boolean {

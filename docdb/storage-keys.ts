@@ -11,7 +11,7 @@ import { assert } from '../common/assert';
 import type { HybridTime } from '../common/hybrid-time';
 import { TxnId } from '../common/ids';
 import type { DocKey } from './doc-db-api';
-import * as enc from './interim-encoding';
+import * as enc from './encoding';
 import type { StoredValue, SubKind } from './row-assembler';
 
 export const INTENT_BITS = { WEAK_READ: enc.WEAK_READ, WEAK_WRITE: enc.WEAK_WRITE, STRONG_READ: enc.STRONG_READ, STRONG_WRITE: enc.STRONG_WRITE } as const;
@@ -32,7 +32,7 @@ export function encodeRowDocKey(k: DocKey): Buffer {
 }
 
 export function docKeyLength(key: Buffer): number {
-  return enc.decodeDocKey(key, 0).end;
+  return enc.docKeyLength(key, 0);
 }
 
 export function decodeDocKeyBuf(docKeyBuf: Buffer): DocKey {
@@ -44,7 +44,7 @@ export function subDocKey(docKeyBuf: Buffer, sub: SubKind): Buffer {
 }
 
 function subKindAt(key: Buffer, docKeyLen: number): { sub: SubKind; end: number } {
-  const d = enc.decodeSubDocKey(key, docKeyLen);
+  const d = enc.decodeSubKeyAt(key, docKeyLen);
   const sub: SubKind = d.column === undefined ? { kind: 'row' } : d.column === 'liveness' ? { kind: 'liveness' } : { kind: 'column', id: d.column };
   return { sub, end: d.end };
 }
