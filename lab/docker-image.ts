@@ -101,24 +101,34 @@ async function imageExists(docker: Docker, tag: string): Promise<boolean> {
   }
 }
 
-/** Hard link (same file system) or copy into the build folder. */
-function stage(buildDir: string, files: readonly ImageFile[]): void {
-  for (const f of files) {
+/**
+ * Puts every file into the build folder and returns the staged list (sources and sizes re-read from
+ * the staged copies). dist/ and package.json are copied: a compiler rewriting them in place while we
+ * build must not change what we hash or send. The large, stable rest is hard-linked when possible.
+ */
+function stage(buildDir: string, files: readonly ImageFile[], root: string): ImageFile[] {
+  const mutable = [path.join(root, 'dist') + path.sep, path.join(root, 'package.json')];
+  return files.map((f) => {
     const dst = path.join(buildDir, 'rootfs', f.imagePath);
     fs.mkdirSync(path.dirname(dst), { recursive: true });
-    try {
-      fs.linkSync(f.source, dst);
-    } catch {
-      fs.copyFileSync(f.source, dst);
+    const copy = mutable.some((m) => f.source === m || f.source.startsWith(m));
+    if (copy) fs.copyFileSync(f.source, dst);
+    else {
+      try {
+        fs.linkSync(f.source, dst);
+      } catch {
+        fs.copyFileSync(f.source, dst);
+      }
     }
-  }
+    return { ...f, source: dst, size: fs.statSync(dst).size };
+  });
 }
 
 /**
  * Archive entries for the staged files under `prefix` ('rootfs/' for a build context, '' for an
- * import), with every parent directory so the archive creates them with sane modes, and /tmp.
+ * import; files already staged), with every parent directory so the archive creates them with sane modes, and /tmp.
  */
-function tarEntries(buildDir: string, files: readonly ImageFile[], prefix: string): TarEntry[] {
+function tarEntries(files: readonly ImageFile[], prefix: string): TarEntry[] {
   const top = prefix.replace(/\/$/, '');
   const dirs = new Set<string>([`${prefix}tmp`]);
   if (top) dirs.add(top);
@@ -131,7 +141,7 @@ function tarEntries(buildDir: string, files: readonly ImageFile[], prefix: strin
   }
   const entries: TarEntry[] = [];
   for (const d of [...dirs].sort()) entries.push({ name: d, type: 'dir', mode: d === `${prefix}tmp` ? 0o1777 : 0o755 });
-  for (const f of files) entries.push({ name: `${prefix}${f.imagePath.slice(1)}`, type: 'file', mode: f.mode, source: path.join(buildDir, 'rootfs', f.imagePath), size: f.size });
+  for (const f of files) entries.push({ name: `${prefix}${f.imagePath.slice(1)}`, type: 'file', mode: f.mode, source: f.source, size: f.size });
   return entries;
 }
 
@@ -168,29 +178,28 @@ export async function ensureLabImage(opts: LabImageOptions): Promise<LabImage> {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-lab-image-'));
   try {
     const runtime = base ? [] : [...collectRuntimeFiles(app), ...etcFiles(path.join(work, 'etc'))];
-    const files = [...app, ...runtime];
     const text = dockerfile(base, runtime);
+    const buildDir = path.join(work, 'build');
+    fs.mkdirSync(buildDir, { recursive: true });
+    const files = stage(buildDir, [...app, ...runtime], root);
     const bytes = files.reduce((s, f) => s + f.size, 0);
-    say(`image 2/4: ${files.length} files, ${mib(bytes)} (${runtime.length} runtime files); hashing`);
+    say(`image 2/4: ${files.length} files, ${mib(bytes)} (${runtime.length} runtime files) staged in ${buildDir}; hashing`);
     const tag = `${LAB_IMAGE_REPO}:${hashInputs(files, text)}`;
     const result: LabImage = { tag, built: false, files: files.length, bytes, nodePath: base ? 'node' : IMAGE_NODE_PATH, appDir: IMAGE_APP_DIR };
     if (!opts.force && (await imageExists(opts.docker, tag))) {
       say(`image: ${tag} exists, reused`);
       return result;
     }
-    const buildDir = path.join(work, 'build');
-    fs.mkdirSync(buildDir, { recursive: true });
-    stage(buildDir, files);
     // A scratch image is imported as one layer: no intermediate containers, which the vfs storage
     // driver would each fill with a full copy. A base image needs a real build.
-    const entries = base ? tarEntries(buildDir, files, 'rootfs/') : tarEntries(buildDir, files, '');
+    const entries = tarEntries(files, base ? 'rootfs/' : '');
     if (base) {
       const dockerfilePath = path.join(buildDir, 'Dockerfile');
       fs.writeFileSync(dockerfilePath, text);
       entries.unshift({ name: 'Dockerfile', type: 'file', mode: 0o644, source: dockerfilePath, size: Buffer.byteLength(text) });
     }
     const total = tarSize(entries);
-    say(`image 3/4: build folder ready (${buildDir}); sending ${mib(total)} to the Docker engine`);
+    say(`image 3/4: sending ${mib(total)} to the Docker engine`);
     let nextReport = PROGRESS_STEP_BYTES;
     const context = tarStream(entries, (sent) => {
       if (sent >= nextReport || sent === total) {
