@@ -603,8 +603,9 @@ export class Raft {
   }
 
   private sendTimeoutNow(to: NodeId): void {
-    // From now on the target may be elected over our followers' leases: ours is void until fresh acks.
-    this.leaseFloorTick = this.tickCount + 1;
+    // From now on the target may be elected over our followers' leases — and the message may arrive
+    // late, long after the transfer was abandoned — so our lease is void for the rest of this term.
+    this.leaseFloorTick = Number.POSITIVE_INFINITY;
     this.send({ type: 'timeoutNow', to });
   }
 

@@ -19,7 +19,18 @@ import type { NodeId } from '../common/ids';
 import { Raft } from './raft';
 import type { RaftOptions } from './raft-options';
 import { resolveRaftOptions } from './raft-options';
-import type { ConfChange, ConfState, HardState, Message, ProposeResult, RaftStatus, ReadIndexResult, Ready, SoftState } from './types';
+import type { ConfChange, ConfState, HardState, Message, ProposeResult, RaftStatus, ReadIndexResult, Ready, Role, SoftState } from './types';
+
+export interface BasicStatus {
+  id: NodeId;
+  role: Role;
+  term: number;
+  vote: NodeId | '';
+  leader: NodeId | '';
+  commit: number;
+  applied: number;
+  lastIndex: number;
+}
 
 export class RawNode {
   private readonly raft: Raft;
@@ -100,6 +111,22 @@ export class RawNode {
 
   status(): RaftStatus {
     return this.raft.status();
+  }
+
+  /** The cheap part of status(), without copies of the configuration or progress (hot paths, checkers). */
+  basicStatus(): BasicStatus {
+    const r = this.raft;
+    return { id: r.id, role: r.displayRole(), term: r.term, vote: r.vote, leader: r.lead, commit: r.log.committed, applied: r.log.applied, lastIndex: r.log.lastIndex() };
+  }
+
+  /** Term of log entry `index` as this replica sees it (storage + unstable), undefined if compacted or absent. */
+  logTerm(index: number): number | undefined {
+    return this.raft.log.term(index);
+  }
+
+  /** First index still in the log (entries below were compacted into a snapshot). */
+  firstIndex(): number {
+    return this.raft.log.firstIndex();
   }
 
   hasReady(): boolean {

@@ -1,0 +1,157 @@
+/**
+ * One simulated replica: a RawNode over a MemoryLogStorage that tracks durability, and a toy state
+ * machine whose state is the prefix hash of the applied log (so state equality = log equality).
+ * handleReady() is the host loop of the Ready contract, with hooks for the checker.
+ */
+import type { NodeId, Rng } from '../../common';
+import type { ConfState, Message, Ready, Snapshot } from '../../raft';
+import { bootstrapEntries, bootstrapStorage, decodeConfChange, RawNode } from '../../raft';
+import { MemoryLogStorage } from '../../raft/wal/memory-log-storage';
+import type { SimChecker } from './sim-checker';
+import { chainHash, decodeU32, encodeU32 } from './sim-hash';
+
+export interface SimNodeOptions {
+  electionTicks: number;
+  heartbeatTicks: number;
+  maxSizePerMsgBytes: number;
+  maxInflightMsgs: number;
+}
+
+export class SimNode {
+  readonly storage = new MemoryLogStorage({ trackDurability: true });
+  raw: RawNode | undefined;
+  /** State machine: applied index, and its state (the prefix hash at that index). */
+  appliedIndex = 0;
+  smHash = 0;
+  /** Configuration as of appliedIndex (what a snapshot taken now must carry). */
+  conf: ConfState;
+  /** Proposal ids applied here, reported to the driver. */
+  onApplyProposal: (id: number, index: number) => void = () => {};
+  /** Read requests this node accepted: context -> lower bound on the index it must return. */
+  readonly readBounds = new Map<string, number>();
+
+  constructor(
+    readonly id: NodeId,
+    private readonly bootConf: ConfState,
+    private readonly opts: SimNodeOptions,
+    private readonly checker: SimChecker,
+  ) {
+    this.conf = bootConf;
+    if (bootConf.voters.length > 0) {
+      bootstrapStorage(this.storage, bootConf.voters);
+      let h = 0;
+      for (const e of bootstrapEntries(bootConf.voters)) {
+        h = chainHash(h, e);
+        checker.recordChain(id, e.index, e.term, h);
+      }
+    }
+    void this.storage.sync();
+  }
+
+  get alive(): boolean {
+    return this.raw !== undefined;
+  }
+
+  start(rng: Rng): void {
+    // The state machine is volatile: it restarts from the stored snapshot and replays the log.
+    const snap = this.storage.snapshot();
+    this.appliedIndex = snap ? snap.meta.index : 0;
+    this.smHash = snap ? decodeU32(snap.data) : 0;
+    this.conf = snap ? snap.meta.conf : this.bootConf;
+    // Raft's configuration must be the one as of `applied`; later changes are re-applied on replay.
+    this.storage.setConfState(this.conf);
+    this.raw = new RawNode({
+      id: this.id,
+      storage: this.storage,
+      applied: this.appliedIndex,
+      electionTicks: this.opts.electionTicks,
+      heartbeatTicks: this.opts.heartbeatTicks,
+      maxSizePerMsgBytes: this.opts.maxSizePerMsgBytes,
+      maxInflightMsgs: this.opts.maxInflightMsgs,
+      rng,
+    });
+    const s = this.raw.basicStatus();
+    this.checker.restarted(this.id, s.term, s.vote, s.commit);
+    this.readBounds.clear();
+  }
+
+  /** Power loss: everything not synced is gone, the process is down. */
+  crash(): void {
+    this.storage.crash();
+    this.raw = undefined;
+  }
+
+  /**
+   * Run one Ready through the host contract. With `crashBeforeSync`, the node loses power after
+   * writing but before the fsync (the caller then calls crash()). Returns the messages to send.
+   */
+  handleReady(crashBeforeSync: boolean): Message[] | 'crashed' {
+    const raw = this.raw!;
+    const rd = raw.ready();
+    const st = raw.basicStatus();
+    if (rd.snapshot) this.storage.applySnapshot(rd.snapshot);
+    if (rd.entries.length > 0) this.persistEntries(rd, st.role === 'LEADER' ? st.term : 0);
+    if (rd.hardState) this.storage.setHardState(rd.hardState);
+    if (crashBeforeSync && rd.mustSync) return 'crashed';
+    if (rd.mustSync) {
+      void this.storage.sync();
+      this.checker.synced(this.id, this.storage.initialState().hardState);
+    }
+    if (rd.snapshot) this.applySnapshot(rd.snapshot);
+    for (const e of rd.committedEntries) {
+      const h = chainHash(this.smHash, e);
+      this.checker.applied(this.id, e.index, e.term, h);
+      if (e.index !== this.appliedIndex + 1) throw new Error(`${this.id}: applied ${e.index} after ${this.appliedIndex}`);
+      this.appliedIndex = e.index;
+      this.smHash = h;
+      if (e.type === 'confChange') {
+        const cc = decodeConfChange(e.data);
+        if (!cc) throw new Error(`${this.id}: undecodable conf change at ${e.index}`);
+        this.conf = raw.applyConfChange(cc);
+        this.storage.setConfState(this.conf);
+      } else if (e.type === 'normal' && e.data.length === 4) {
+        this.onApplyProposal(decodeU32(e.data), e.index);
+      }
+    }
+    for (const rs of rd.readStates) {
+      const key = Buffer.from(rs.context).toString('hex');
+      const bound = this.readBounds.get(key);
+      if (bound !== undefined && rs.index < bound) throw new Error(`read index: ${this.id} answered ${rs.index} but ${bound} was committed before the read`);
+      this.readBounds.delete(key);
+    }
+    raw.advance(rd);
+    return rd.messages;
+  }
+
+  private persistEntries(rd: Ready, leaderTerm: number): void {
+    const first = rd.entries[0]!;
+    const prevIndex = first.index - 1;
+    const prevTerm = prevIndex === 0 ? 0 : this.storage.term(prevIndex);
+    let h = this.checker.chainHashOf(prevIndex, prevTerm);
+    if (h === undefined) throw new Error(`${this.id}: no prefix hash known for ${prevIndex}/${prevTerm}`);
+    for (const e of rd.entries) {
+      h = chainHash(h, e);
+      this.checker.recordChain(this.id, e.index, e.term, h);
+    }
+    if (leaderTerm > 0) this.checker.leaderAppended(this.id, leaderTerm, first.index, rd.entries[rd.entries.length - 1]!.index);
+    this.storage.append(rd.entries);
+  }
+
+  private applySnapshot(s: Snapshot): void {
+    const h = decodeU32(s.data);
+    this.checker.snapshotInstalled(this.id, s.meta.index, h);
+    this.appliedIndex = s.meta.index;
+    this.smHash = h;
+    this.conf = s.meta.conf;
+  }
+
+  /** Compact the log up to the applied index, leaving a snapshot of the state machine there. */
+  compact(): boolean {
+    const idx = this.appliedIndex;
+    if (idx < this.storage.firstIndex() || idx > this.storage.lastIndex()) return false;
+    const snap: Snapshot = { meta: { index: idx, term: this.storage.term(idx), conf: this.conf }, data: encodeU32(this.smHash) };
+    this.storage.compact(idx, snap);
+    void this.storage.sync();
+    return true;
+  }
+}
