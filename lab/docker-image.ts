@@ -107,7 +107,8 @@ async function imageExists(docker: Docker, tag: string): Promise<boolean> {
  * build must not change what we hash or send. The large, stable rest is hard-linked when possible.
  */
 function stage(buildDir: string, files: readonly ImageFile[], root: string): ImageFile[] {
-  const mutable = [path.join(root, 'dist') + path.sep, path.join(root, 'package.json')];
+  const real = fs.realpathSync(root);
+  const mutable = [path.join(real, 'dist') + path.sep, path.join(real, 'package.json')];
   return files.map((f) => {
     const dst = path.join(buildDir, 'rootfs', f.imagePath);
     fs.mkdirSync(path.dirname(dst), { recursive: true });
