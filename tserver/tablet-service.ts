@@ -1,0 +1,300 @@
+/**
+ * TabletServerService (Write / Read / Scan) and TabletServerAdminService (CreateTablet, DeleteTablet,
+ * LeaderStepdown, ChangeConfig, SetFlag, ListTablets, FetchSnapshotChunk). Requests are untrusted:
+ * every field is validated against the tablet's schema and bad input becomes INVALID_ARGUMENT (or
+ * TABLET_NOT_FOUND) — never a crash.
+ */
+import { DbError, ErrorCode } from '../common/errors';
+import type { Flags } from '../common/flags';
+import type { HybridClock } from '../common/hybrid-clock';
+import { NodeId } from '../common/ids';
+import type { DocKey, Primitive, Row, RowOp } from '../docdb/doc-db-api';
+import { partitionHash } from '../docdb/encoding/doc-key';
+import type { ConfChange } from '../raft/types';
+import type { MethodDef, RpcServer } from '../rpc/types';
+import type { TabletManager } from './tablet-manager';
+import type { ColumnSchema, TableSchema, TabletMeta } from './tablet/tablet-meta';
+import { parseTabletMeta } from './tablet/tablet-meta';
+import type { TabletPeer, WriteRequest } from './tablet/tablet-peer';
+import type * as pb from './tserver-pb';
+
+export interface TServerMethods {
+  write: MethodDef<pb.WriteRequestPB, pb.WriteResponsePB>;
+  read: MethodDef<pb.ReadRequestPB, pb.ReadResponsePB>;
+  scan: MethodDef<pb.ScanRequestPB, pb.ScanResponsePB>;
+  createTablet: MethodDef<pb.CreateTabletRequestPB, pb.EmptyPB>;
+  deleteTablet: MethodDef<pb.DeleteTabletRequestPB, pb.EmptyPB>;
+  leaderStepdown: MethodDef<pb.LeaderStepdownRequestPB, pb.EmptyPB>;
+  changeConfig: MethodDef<pb.ChangeConfigRequestPB, pb.EmptyPB>;
+  setFlag: MethodDef<pb.SetFlagRequestPB, pb.SetFlagResponsePB>;
+  listTablets: MethodDef<pb.EmptyPB, pb.ListTabletsResponsePB>;
+  fetchSnapshotChunk: MethodDef<pb.FetchSnapshotChunkRequestPB, pb.FetchSnapshotChunkResponsePB>;
+}
+
+/** Rows per Write request and keys per Read request (bigger requests: INVALID_ARGUMENT). */
+export const WRITE_OPS_MAX = 10_000;
+export const READ_KEYS_MAX = 10_000;
+export const SCAN_LIMIT_MAX = 10_000;
+export const SCAN_LIMIT_DEFAULT = 1000;
+
+function invalid(msg: string): DbError {
+  return new DbError(ErrorCode.INVALID_ARGUMENT, msg);
+}
+
+// ---- value conversion --------------------------------------------------------------------------
+
+export function valueFromPb(v: pb.ValuePB | null | undefined): Primitive {
+  if (!v) return null;
+  if (v.int64Value !== undefined && v.int64Value !== null) return BigInt(v.int64Value);
+  if (v.doubleValue !== undefined && v.doubleValue !== null) return v.doubleValue;
+  if (v.stringValue !== undefined && v.stringValue !== null) return v.stringValue;
+  if (v.bytesValue !== undefined && v.bytesValue !== null) return v.bytesValue;
+  if (v.boolValue !== undefined && v.boolValue !== null) return v.boolValue;
+  return null;
+}
+
+export function valueToPb(v: Primitive): pb.ValuePB {
+  if (v === null) return {};
+  if (typeof v === 'bigint') return { int64Value: v };
+  if (typeof v === 'number') return { doubleValue: v };
+  if (typeof v === 'string') return { stringValue: v };
+  if (typeof v === 'boolean') return { boolValue: v };
+  return { bytesValue: v };
+}
+
+function checkType(col: ColumnSchema, v: Primitive, allowNull: boolean): void {
+  if (v === null) {
+    if (!allowNull) throw invalid(`column ${col.name} must not be null`);
+    return;
+  }
+  const ok =
+    (col.type === 'int64' && typeof v === 'bigint') ||
+    (col.type === 'double' && typeof v === 'number') ||
+    (col.type === 'string' && typeof v === 'string') ||
+    (col.type === 'bool' && typeof v === 'boolean') ||
+    (col.type === 'bytes' && v instanceof Uint8Array);
+  if (!ok) throw invalid(`column ${col.name} has type ${col.type}, got ${v instanceof Uint8Array ? 'bytes' : typeof v}`);
+}
+
+function keyColumns(schema: TableSchema, names: string[]): ColumnSchema[] {
+  return names.map((n) => schema.columns.find((c) => c.name === n)!);
+}
+
+export function keyFromPb(meta: TabletMeta, k: pb.DocKeyPB | null | undefined): DocKey {
+  if (!k) throw invalid('row key missing');
+  const hashed = (k.hashed ?? []).map(valueFromPb);
+  const range = (k.range ?? []).map(valueFromPb);
+  const hc = keyColumns(meta.schema, meta.schema.hashColumns);
+  const rc = keyColumns(meta.schema, meta.schema.rangeColumns);
+  if (hashed.length !== hc.length) throw invalid(`key needs ${hc.length} hash components, got ${hashed.length}`);
+  if (range.length !== rc.length) throw invalid(`key needs ${rc.length} range components, got ${range.length}`);
+  hashed.forEach((v, i) => checkType(hc[i]!, v, false));
+  range.forEach((v, i) => checkType(rc[i]!, v, false));
+  const hash = Number(k.hash ?? 0);
+  if (!Number.isInteger(hash) || hash < 0 || hash > 0xffff) throw invalid(`key hash ${String(k.hash)} out of range`);
+  if (hash !== partitionHash(hashed)) throw invalid(`key hash ${hash} does not match its hash components (expected ${partitionHash(hashed)})`);
+  if (hash < meta.partition.start || hash >= meta.partition.end) {
+    throw invalid(`key hash ${hash} is outside tablet ${meta.tabletId}'s partition [${meta.partition.start}, ${meta.partition.end})`);
+  }
+  return { hash, hashed, range };
+}
+
+export function rowOpFromPb(meta: TabletMeta, o: pb.RowOpPB): WriteRequest['ops'][number] {
+  const kind = o.type ?? '';
+  if (kind !== 'UPSERT' && kind !== 'INSERT' && kind !== 'UPDATE' && kind !== 'DELETE') throw invalid(`unknown row op type '${kind}'`);
+  const key = keyFromPb(meta, o.key);
+  if (kind === 'DELETE') return { kind, op: { type: 'delete', key } };
+  const keyNames = new Set([...meta.schema.hashColumns, ...meta.schema.rangeColumns]);
+  const seen = new Set<number>();
+  const columns = (o.columns ?? []).map((c) => {
+    const id = Number(c.columnId ?? -1);
+    const col = meta.schema.columns.find((x) => x.id === id);
+    if (!col) throw invalid(`unknown column id ${id}`);
+    if (keyNames.has(col.name)) throw invalid(`column ${col.name} is part of the primary key; it is given in the key`);
+    if (seen.has(id)) throw invalid(`column ${col.name} given twice`);
+    seen.add(id);
+    const value = valueFromPb(c.value);
+    checkType(col, value, col.nullable);
+    return { columnId: id, value };
+  });
+  if (kind === 'INSERT') {
+    for (const col of meta.schema.columns) {
+      if (!col.nullable && !keyNames.has(col.name) && !seen.has(col.id)) throw invalid(`column ${col.name} must not be null`);
+    }
+  }
+  const ttl = o.ttlMs !== undefined ? Number(o.ttlMs) : 0;
+  const op: RowOp = ttl > 0 ? { type: 'upsert', key, columns, ttlMs: ttl } : { type: 'upsert', key, columns };
+  return { kind, op };
+}
+
+export function keyToPb(k: DocKey): pb.DocKeyPB {
+  return { hash: k.hash, hashed: k.hashed.map(valueToPb), range: k.range.map(valueToPb) };
+}
+
+export function rowToPb(r: Row): pb.RowPB {
+  return { key: keyToPb(r.key), columns: [...r.columns.entries()].map(([columnId, v]) => ({ columnId, value: valueToPb(v) })), writeHt: r.writeHt };
+}
+
+function columnsFilter(meta: TabletMeta, cols: number[] | undefined): number[] | undefined {
+  if (!cols || cols.length === 0) return undefined;
+  for (const c of cols) if (!meta.schema.columns.some((x) => x.id === c)) throw invalid(`unknown column id ${c}`);
+  return cols;
+}
+
+function schemaFromPb(s: pb.TableSchemaPB | null | undefined): unknown {
+  return { columns: (s?.columns ?? []).map((c) => ({ name: c.name, id: c.id, type: c.type, nullable: c.nullable === true })), hashColumns: s?.hashColumns ?? [], rangeColumns: s?.rangeColumns ?? [] };
+}
+
+// ---- the service -------------------------------------------------------------------------------
+
+export interface TabletServiceDeps {
+  manager: TabletManager;
+  flags: Flags;
+  clock: HybridClock;
+  selfUuid: string;
+  /** Tablet reports (shared with the heartbeater). */
+  reports(): Promise<pb.TabletReportPB[]>;
+}
+
+export class TabletService {
+  constructor(private readonly deps: TabletServiceDeps) {}
+
+  private tablet(id: string | undefined): TabletPeer {
+    if (!id) throw invalid('tablet_id missing');
+    return this.deps.manager.get(id);
+  }
+
+  async write(req: pb.WriteRequestPB): Promise<pb.WriteResponsePB> {
+    if (req.txn?.txnId) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'transactional writes are not supported yet');
+    const t = this.tablet(req.tabletId);
+    const ops = req.ops ?? [];
+    if (ops.length === 0) throw invalid('write has no ops');
+    if (ops.length > WRITE_OPS_MAX) throw invalid(`write has ${ops.length} ops; at most ${WRITE_OPS_MAX}`);
+    const parsed = ops.map((o) => rowOpFromPb(t.meta, o));
+    const ht = await t.write({ ops: parsed, ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}) });
+    return { writeHt: ht, propagatedHt: this.deps.clock.now() };
+  }
+
+  async read(req: pb.ReadRequestPB): Promise<pb.ReadResponsePB> {
+    if (req.txn?.txnId) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'transactional reads are not supported yet');
+    const t = this.tablet(req.tabletId);
+    const keysPb = req.keys ?? [];
+    if (keysPb.length > READ_KEYS_MAX) throw invalid(`read has ${keysPb.length} keys; at most ${READ_KEYS_MAX}`);
+    const keys = keysPb.map((k) => keyFromPb(t.meta, k));
+    const columns = columnsFilter(t.meta, req.columns);
+    const r = await t.read(keys, {
+      ...(columns ? { columns } : {}),
+      ...(req.readHt ? { readHt: BigInt(req.readHt) } : {}),
+      ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}),
+    });
+    return {
+      rows: r.rows.map((row, i) => (row ? rowToPb(row) : { key: keyToPb(keys[i]!), columns: [], writeHt: 0n })),
+      found: r.rows.map((row) => row !== undefined),
+      readHt: r.readHt,
+      propagatedHt: this.deps.clock.now(),
+    };
+  }
+
+  async scan(req: pb.ScanRequestPB): Promise<pb.ScanResponsePB> {
+    if (req.txn?.txnId) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'transactional scans are not supported yet');
+    const t = this.tablet(req.tabletId);
+    const limit = req.limit ? Number(req.limit) : SCAN_LIMIT_DEFAULT;
+    if (!Number.isInteger(limit) || limit < 1 || limit > SCAN_LIMIT_MAX) throw invalid(`scan limit must be 1..${SCAN_LIMIT_MAX}`);
+    const columns = columnsFilter(t.meta, req.columns);
+    const r = await t.scan({
+      limit,
+      ...(req.startKey?.length ? { startKey: req.startKey } : {}),
+      ...(req.endKey?.length ? { endKey: req.endKey } : {}),
+      ...(columns ? { columns } : {}),
+      ...(req.readHt ? { readHt: BigInt(req.readHt) } : {}),
+      ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}),
+    });
+    return { rows: r.rows.map(rowToPb), resumeKey: r.resumeKey ?? new Uint8Array(0), readHt: r.readHt, propagatedHt: this.deps.clock.now() };
+  }
+
+  async createTablet(req: pb.CreateTabletRequestPB): Promise<pb.EmptyPB> {
+    const meta = parseTabletMeta({
+      tabletId: req.tabletId,
+      tableId: req.tableId ?? '',
+      tableName: req.tableName ?? '',
+      schema: schemaFromPb(req.schema),
+      partition: { start: req.partition?.start ?? 0, end: req.partition?.end || 65536 },
+      peers: (req.peers ?? []).map((p) => ({ uuid: p.uuid, rpcAddress: p.rpcAddress, memberType: p.memberType || 'VOTER' })),
+    });
+    await this.deps.manager.createTablet(meta);
+    return {};
+  }
+
+  async deleteTablet(req: pb.DeleteTabletRequestPB): Promise<pb.EmptyPB> {
+    if (!req.tabletId) throw invalid('tablet_id missing');
+    await this.deps.manager.deleteTablet(req.tabletId);
+    return {};
+  }
+
+  leaderStepdown(req: pb.LeaderStepdownRequestPB): Promise<pb.EmptyPB> {
+    const t = this.tablet(req.tabletId);
+    const g = t.raftGroup();
+    if (!g.isLeader()) {
+      const uuid = g.leaderId();
+      throw new DbError(ErrorCode.NOT_THE_LEADER, `tablet ${t.tabletId}: this replica is not the leader`, { leaderUuid: uuid, leaderHint: (uuid && this.deps.manager.addressOf(uuid)) || '' });
+    }
+    g.transferLeadership(req.newLeaderUuid ? NodeId(req.newLeaderUuid) : undefined);
+    return Promise.resolve({});
+  }
+
+  async changeConfig(req: pb.ChangeConfigRequestPB): Promise<pb.EmptyPB> {
+    const t = this.tablet(req.tabletId);
+    const uuid = req.peer?.uuid;
+    if (!uuid) throw invalid('peer.uuid missing');
+    if (req.peer?.rpcAddress) this.deps.manager.learnAddress(uuid, req.peer.rpcAddress);
+    const node = NodeId(uuid);
+    let cc: ConfChange;
+    switch (req.type) {
+      case 'ADD_VOTER':
+        cc = { type: 'addVoter', node };
+        break;
+      case 'ADD_LEARNER':
+        cc = { type: 'addLearner', node };
+        break;
+      case 'PROMOTE':
+        cc = { type: 'promoteLearner', node };
+        break;
+      case 'REMOVE':
+        cc = { type: 'removeNode', node };
+        break;
+      default:
+        throw invalid(`unknown change type '${String(req.type)}' (ADD_VOTER | ADD_LEARNER | PROMOTE | REMOVE)`);
+    }
+    await t.raftGroup().changeConfig(cc);
+    return {};
+  }
+
+  setFlag(req: pb.SetFlagRequestPB): Promise<pb.SetFlagResponsePB> {
+    if (!req.name) throw invalid('flag name missing');
+    const v = this.deps.flags.setAtRuntime(req.name, req.value ?? '', req.force === true);
+    return Promise.resolve({ name: req.name, value: String(v) });
+  }
+
+  async listTablets(): Promise<pb.ListTabletsResponsePB> {
+    return { tablets: await this.deps.reports() };
+  }
+
+  async fetchSnapshotChunk(req: pb.FetchSnapshotChunkRequestPB): Promise<pb.FetchSnapshotChunkResponsePB> {
+    if (!req.tabletId) throw invalid('tablet_id missing');
+    const c = await this.deps.manager.serveChunk({ tabletId: req.tabletId, sessionId: req.sessionId ?? '', bytesMax: Number(req.bytesMax ?? 0) });
+    return { sessionId: c.sessionId, db: c.db, keys: c.pairs.map((p) => p[0]), values: c.pairs.map((p) => p[1]), done: c.done };
+  }
+
+  register(server: RpcServer, m: TServerMethods): void {
+    server.handle(m.write, (r) => this.write(r));
+    server.handle(m.read, (r) => this.read(r));
+    server.handle(m.scan, (r) => this.scan(r));
+    server.handle(m.createTablet, (r) => this.createTablet(r));
+    server.handle(m.deleteTablet, (r) => this.deleteTablet(r));
+    server.handle(m.leaderStepdown, (r) => this.leaderStepdown(r));
+    server.handle(m.changeConfig, (r) => this.changeConfig(r));
+    server.handle(m.setFlag, (r) => this.setFlag(r));
+    server.handle(m.listTablets, () => this.listTablets());
+    server.handle(m.fetchSnapshotChunk, (r) => this.fetchSnapshotChunk(r));
+  }
+}

@@ -1,0 +1,331 @@
+/**
+ * The tablet server process: RPC server (tablet services + Raft traffic), tablet manager, Raft tick
+ * and log-GC timers, heartbeater. One Node event loop serves every tablet.
+ *
+ * The RPC transport and the protobuf method table are injected (rpc/ provides the WebSocket transport
+ * and the codecs; tests may pass an in-memory transport).
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { SystemClock, type Clock } from '../common/clock';
+import { DbError, ErrorCode } from '../common/errors';
+import { Flags, parseFlagArgs } from '../common/flags';
+import { HybridClock } from '../common/hybrid-clock';
+import { newId } from '../common/ids';
+import { createLogger, LogRing, type Logger } from '../common/log';
+import { MathRng, type Rng } from '../common/rng';
+import type { RpcClient, RpcServer, Transport } from '../rpc/types';
+import { ConsensusTransport } from './consensus-transport';
+import { Heartbeater, type HeartbeatRequest, type HeartbeatResponse } from './heartbeater';
+import { TabletManager, type TabletManagerDeps } from './tablet-manager';
+import { TabletService, type TServerMethods } from './tablet-service';
+import type { TabletPeer } from './tablet/tablet-peer';
+import type { DbName } from './tablet/tablet-peer';
+import {
+  FS_DATA_DIRS,
+  LOG_GC_INTERVAL_MS,
+  PLACEMENT_ZONE,
+  RAFT_TICK_INTERVAL_MS,
+  REMOTE_BOOTSTRAP_CHUNK_BYTES,
+  RPC_BIND_ADDRESSES,
+  TSERVER_MASTER_ADDRS,
+  TSERVER_RPC_PORT_DEFAULT,
+  TSERVER_WEB_PORT_DEFAULT,
+  WEBSERVER_INTERFACE,
+  WEBSERVER_PORT,
+} from './tserver-flags';
+import type { TabletReportPB } from './tserver-pb';
+
+export interface TServerOptions {
+  flags: Flags;
+  transport: Transport;
+  methods: TServerMethods;
+  /** TSHeartbeat RPC to a master (absent: no heartbeats, e.g. tests without a master). */
+  heartbeat?: (client: RpcClient, address: string, req: HeartbeatRequest, timeoutMs: number) => Promise<HeartbeatResponse>;
+  clock?: Clock;
+  rng?: Rng;
+  log?: Logger;
+  logRing?: LogRing;
+  /** Storage seams for tests (defaults: files and RocksDB). */
+  storage?: Pick<TabletManagerDeps, 'openLogStorage' | 'openEngine' | 'openDocDb' | 'newRaftCore'>;
+}
+
+/** The JSON of GET /api/v1/tablets (DESIGN §12; add fields freely, never rename). */
+export interface TabletsJson {
+  tablets: Array<{
+    tabletId: string;
+    table: string;
+    tableId: string;
+    partition: { start: number; end: number };
+    state: string;
+    role: string;
+    term: number;
+    leaderUuid: string;
+    commitIndex: number;
+    appliedIndex: number;
+    regulardb: { memtableBytes: number; sstBytes: number };
+    intentsdb: { memtableBytes: number; sstBytes: number; intentCount: number };
+  }>;
+}
+
+export interface TServer {
+  readonly uuid: string;
+  readonly rpcAddress: string;
+  readonly webAddress: string;
+  readonly flags: Flags;
+  readonly manager: TabletManager;
+  readonly service: TabletService;
+  readonly consensus: ConsensusTransport;
+  readonly clock: HybridClock;
+  readonly log: Logger;
+  readonly logRing: LogRing;
+  tabletsJson(): Promise<TabletsJson>;
+  reports(): Promise<TabletReportPB[]>;
+  stop(): Promise<void>;
+}
+
+function splitHostPort(s: string, defPort: number): { host: string; port: number } {
+  const t = s.split(',')[0]!.trim();
+  if (!t) return { host: '127.0.0.1', port: defPort };
+  const i = t.lastIndexOf(':');
+  if (i < 0) return { host: t, port: defPort };
+  const port = Number(t.slice(i + 1));
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new DbError(ErrorCode.INVALID_ARGUMENT, `bad port in '${t}'`);
+  return { host: t.slice(0, i) || '127.0.0.1', port };
+}
+
+/** This server's permanent uuid, created on first start (DATA/instance). */
+function loadOrCreateUuid(dataDir: string): string {
+  const file = path.join(dataDir, 'instance');
+  if (fs.existsSync(file)) {
+    const v: unknown = JSON.parse(fs.readFileSync(file, 'utf8'));
+    const uuid = (v as { uuid?: unknown }).uuid;
+    if (typeof uuid !== 'string' || !uuid) throw new DbError(ErrorCode.CORRUPTION, `${file} has no uuid`);
+    return uuid;
+  }
+  const uuid = newId();
+  fs.writeFileSync(file + '.tmp', JSON.stringify({ uuid, createdAt: new Date().toISOString() }));
+  fs.renameSync(file + '.tmp', file);
+  return uuid;
+}
+
+async function peerReport(p: TabletPeer): Promise<TabletReportPB> {
+  const st = p.status();
+  const sizes = await p.sizes().catch(() => ({ regulardb: { memtableBytes: 0, sstBytes: 0 }, intentsdb: { memtableBytes: 0, sstBytes: 0, intentCount: 0 } }));
+  return {
+    tabletId: p.tabletId,
+    tableId: p.meta.tableId,
+    state: p.state,
+    role: st.role,
+    term: BigInt(st.term),
+    leaderUuid: st.leader,
+    commitIndex: BigInt(st.commit),
+    appliedIndex: BigInt(st.appliedIndex),
+    peers: [
+      ...st.conf.voters.map((u) => ({ uuid: u, rpcAddress: '', memberType: 'VOTER' })),
+      ...st.conf.learners.map((u) => ({ uuid: u, rpcAddress: '', memberType: 'LEARNER' })),
+    ],
+    regularMemtableBytes: BigInt(sizes.regulardb.memtableBytes),
+    regularSstBytes: BigInt(sizes.regulardb.sstBytes),
+    intentsMemtableBytes: BigInt(sizes.intentsdb.memtableBytes),
+    intentsSstBytes: BigInt(sizes.intentsdb.sstBytes),
+    intentCount: BigInt(sizes.intentsdb.intentCount),
+  };
+}
+
+export async function startTServer(opts: TServerOptions): Promise<TServer> {
+  const flags = opts.flags;
+  const dataDir = flags.get(FS_DATA_DIRS).split(',')[0]!.trim();
+  if (!dataDir) throw new DbError(ErrorCode.INVALID_ARGUMENT, '--fs_data_dirs is required');
+  fs.mkdirSync(dataDir, { recursive: true });
+  const uuid = loadOrCreateUuid(dataDir);
+  const logRing = opts.logRing ?? new LogRing();
+  const log = (opts.log ?? createLogger({ name: 'tserver', ring: logRing })).child({ uuid });
+  const clock = new HybridClock(opts.clock ?? new SystemClock());
+  const rng = opts.rng ?? new MathRng();
+  const bind = splitHostPort(flags.get(RPC_BIND_ADDRESSES), TSERVER_RPC_PORT_DEFAULT);
+
+  const rpc: RpcServer = opts.transport.createServer({ host: bind.host, port: bind.port });
+  const client = opts.transport.createClient();
+  // The RPC address must be known before tablets open (it is our entry in the address book); with
+  // port 0 it is known only after start(), so tablets open after the server starts listening.
+  let consensus: ConsensusTransport | undefined;
+  let managerRef: TabletManager | undefined;
+  const methods = opts.methods;
+
+  const service = new TabletService({
+    get manager(): TabletManager {
+      if (!managerRef) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, 'tablet server is starting');
+      return managerRef;
+    },
+    flags,
+    clock,
+    selfUuid: uuid,
+    reports: () => reports(),
+  });
+  service.register(rpc, methods);
+  const pendingBatches: Array<() => void> = [];
+  consensus = new ConsensusTransport({
+    selfUuid: uuid,
+    client,
+    flags,
+    rng,
+    log,
+    addressOf: (u) => managerRef?.addressOf(u),
+    dispatch: (g, m) => {
+      if (!managerRef) {
+        if (pendingBatches.length < 1000) pendingBatches.push(() => managerRef?.dispatch(g, m));
+        return true;
+      }
+      return managerRef.dispatch(g, m);
+    },
+  });
+  consensus.register(rpc);
+  await rpc.start();
+  const rpcAddress = rpc.address;
+
+  const manager = new TabletManager({
+    dataDir,
+    selfUuid: uuid,
+    selfAddress: rpcAddress,
+    flags,
+    clock,
+    log,
+    rng,
+    send: (g, msgs) => consensus!.send(g, msgs),
+    fetchChunk: async (address, req) => {
+      const r = await client.call(address, methods.fetchSnapshotChunk, req, { timeoutMs: 60_000 });
+      if (r.db !== 'regular' && r.db !== 'intents') throw new DbError(ErrorCode.CORRUPTION, `remote bootstrap: unknown database '${r.db}'`);
+      if (r.keys.length !== r.values.length) throw new DbError(ErrorCode.CORRUPTION, 'remote bootstrap: keys and values differ in count');
+      return { sessionId: r.sessionId, db: r.db as DbName, pairs: r.keys.map((k, i) => [k, r.values[i]!] as [Uint8Array, Uint8Array]), done: r.done };
+    },
+    chunkBytes: () => flags.get(REMOTE_BOOTSTRAP_CHUNK_BYTES),
+    ...(opts.storage ?? {}),
+  });
+  await manager.openAll();
+  managerRef = manager;
+  for (const f of pendingBatches.splice(0)) f();
+
+  const tick = setInterval(() => manager.tickAll(), flags.get(RAFT_TICK_INTERVAL_MS));
+  let gcRunning = false;
+  const gc = setInterval(() => {
+    if (gcRunning) return;
+    gcRunning = true;
+    void manager.gcAll().finally(() => (gcRunning = false));
+  }, flags.get(LOG_GC_INTERVAL_MS));
+
+  const webPortFlag = flags.get(WEBSERVER_PORT);
+  const webHost = flags.get(WEBSERVER_INTERFACE) || bind.host;
+  const webAddress = webPortFlag === -1 ? `${webHost}:${TSERVER_WEB_PORT_DEFAULT}` : `${webHost}:${webPortFlag}`;
+
+  async function reports(): Promise<TabletReportPB[]> {
+    const out: TabletReportPB[] = [];
+    for (const p of manager.list()) {
+      const r = await peerReport(p);
+      for (const peer of r.peers) peer.rpcAddress = manager.addressOf(peer.uuid ?? '') ?? '';
+      out.push(r);
+    }
+    return out;
+  }
+
+  const masters = flags
+    .get(TSERVER_MASTER_ADDRS)
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const hbCall = opts.heartbeat;
+  const heartbeater = new Heartbeater({
+    masters: hbCall ? masters : [],
+    flags,
+    log,
+    request: async () => ({
+      uuid,
+      rpcAddress,
+      webAddress,
+      placementZone: flags.get(PLACEMENT_ZONE),
+      tablets: await reports(),
+      rssBytes: BigInt(process.memoryUsage().rss),
+      hybridTime: clock.now(),
+    }),
+    call: (addr, req, timeoutMs) => hbCall!(client, addr, req, timeoutMs),
+    deleteTablet: (id) => manager.deleteTablet(id),
+    onHybridTime: (ht) => clock.update(ht),
+  });
+  heartbeater.start();
+  log.info({ rpcAddress, dataDir, tablets: manager.list().length }, 'tserver started');
+
+  let stopping: Promise<void> | undefined;
+  return {
+    uuid,
+    rpcAddress,
+    webAddress,
+    flags,
+    manager,
+    service,
+    consensus,
+    clock,
+    log,
+    logRing,
+    reports,
+    async tabletsJson(): Promise<TabletsJson> {
+      const tablets: TabletsJson['tablets'] = [];
+      for (const p of manager.list()) {
+        const st = p.status();
+        const sizes = await p.sizes().catch(() => ({ regulardb: { memtableBytes: 0, sstBytes: 0 }, intentsdb: { memtableBytes: 0, sstBytes: 0, intentCount: 0 } }));
+        tablets.push({
+          tabletId: p.tabletId,
+          table: p.meta.tableName,
+          tableId: p.meta.tableId,
+          partition: p.meta.partition,
+          state: p.state,
+          role: st.role,
+          term: st.term,
+          leaderUuid: st.leader,
+          commitIndex: st.commit,
+          appliedIndex: st.appliedIndex,
+          regulardb: sizes.regulardb,
+          intentsdb: sizes.intentsdb,
+        });
+      }
+      return { tablets };
+    },
+    stop(): Promise<void> {
+      stopping ??= (async () => {
+        heartbeater.stop();
+        clearInterval(tick);
+        clearInterval(gc);
+        consensus!.stop();
+        await rpc.stop().catch(() => undefined);
+        await client.close().catch(() => undefined);
+        await manager.stop();
+        log.info('tserver stopped');
+      })();
+      return stopping;
+    },
+  };
+}
+
+/** Runtime wiring the CLI passes in (transport + codecs from rpc/). */
+export interface TServerWiring {
+  transport: Transport;
+  methods: TServerMethods;
+  heartbeat?: TServerOptions['heartbeat'];
+}
+
+/** `tessera tserver --fs_data_dirs=... [flags]`: run until SIGINT/SIGTERM, then shut down cleanly. */
+export async function tserverMain(argv: readonly string[], wiring: TServerWiring): Promise<void> {
+  const { flags, positional } = parseFlagArgs(argv, new Flags());
+  if (positional.length > 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `unexpected arguments: ${positional.join(' ')}`);
+  const ts = await startTServer({ flags, ...wiring });
+  process.stdout.write(`tserver ${ts.uuid} listening on ${ts.rpcAddress}\n`);
+  await new Promise<void>((resolve) => {
+    const done = (): void => {
+      process.off('SIGINT', done);
+      process.off('SIGTERM', done);
+      resolve();
+    };
+    process.on('SIGINT', done);
+    process.on('SIGTERM', done);
+  });
+  await ts.stop();
+}
