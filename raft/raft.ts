@@ -6,6 +6,7 @@
 import { assert } from '../common/assert';
 import type { NodeId } from '../common/ids';
 import type { Rng } from '../common/rng';
+import { BOOTSTRAP_TERM } from './bootstrap';
 import { applyToConfState, confChangeError, encodeConfChange } from './conf-change';
 import { Progress } from './progress';
 import { committedIndex, majority, voteResult } from './quorum';
@@ -60,7 +61,8 @@ export class Raft {
   /**
    * A restarted replica may have acknowledged a leader's heartbeat just before it went down; it must
    * not help elect a new leader until that lease can have expired, so it refuses votes for this many
-   * ticks. A replica that never had a term (a new group) cannot have acked anything.
+   * ticks. A replica still at the bootstrap term (or a new, empty one) cannot have acked a leader:
+   * leaders are elected at terms above BOOTSTRAP_TERM.
    */
   private readonly startupLeaseTicks: number;
   /** Proposals appended since the last broadcast: one append per follower carries all of them. */
@@ -83,7 +85,7 @@ export class Raft {
     this.randomizedElectionTimeout = opts.electionTicks;
     this.becomeFollower(hardState.term, '');
     this.vote = hardState.vote;
-    this.startupLeaseTicks = opts.checkQuorum && hardState.term > 0 ? opts.electionTicks : 0;
+    this.startupLeaseTicks = opts.checkQuorum && hardState.term > BOOTSTRAP_TERM ? opts.electionTicks : 0;
   }
 
   // ---------------------------------------------------------------- membership

@@ -244,14 +244,15 @@ export class SimCluster {
   private partition(): void {
     this.net.heal();
     const ids = this.nodes.map((n) => n.id);
-    const kind = this.rng.int(4);
+    const kind = this.rng.int(5);
     if (kind === 0) {
       // Halves: a random split, both directions cut.
       const side = ids.map(() => this.rng.chance(0.5));
       for (let i = 0; i < ids.length; i++) for (let j = 0; j < ids.length; j++) if (side[i] !== side[j]) this.net.block(ids[i]!, ids[j]!);
       this.trace(`partition halves ${ids.filter((_, i) => side[i]).join(',')} | ${ids.filter((_, i) => !side[i]).join(',')}`);
     } else if (kind === 1) {
-      const x = this.pick(ids)!;
+      const l = this.leader();
+      const x = l && this.rng.chance(0.5) ? l.id : this.pick(ids)!;
       for (const y of ids) if (y !== x) {
         this.net.block(x, y);
         this.net.block(y, x);
@@ -265,11 +266,19 @@ export class SimCluster {
         if (d > 1) this.net.block(ids[i]!, ids[j]!);
       }
       this.trace('ring');
-    } else {
+    } else if (kind === 3) {
       const a = this.pick(ids)!;
       const b = this.pick(ids.filter((y) => y !== a))!;
       this.net.block(a, b);
       this.trace(`one-way ${a} -/-> ${b}`);
+    } else {
+      // Bridge (partial partition): only the leader and one follower lose each other; both still
+      // reach everyone else. Check-quorum's "in lease" rule is what keeps this from flapping.
+      const a = this.leader()?.id ?? this.pick(ids)!;
+      const b = this.pick(ids.filter((y) => y !== a))!;
+      this.net.block(a, b);
+      this.net.block(b, a);
+      this.trace(`bridge: ${a} <-/-> ${b}`);
     }
   }
 
@@ -277,7 +286,9 @@ export class SimCluster {
     const live = this.live();
     // Keep at least one node up so the run keeps moving.
     if (live.length <= 1) return;
-    const n = this.pick(live)!;
+    // Leaders are the interesting victims (Figure 8 needs leaders dying with unreplicated entries).
+    const l = this.leader();
+    const n = l && this.rng.chance(0.5) ? l : this.pick(live)!;
     n.crash();
     this.stats.crashes++;
     this.trace(`crash ${n.id}`);
