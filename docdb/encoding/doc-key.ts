@@ -16,7 +16,7 @@
 import { assert } from '../../common/assert';
 import type { DocKey, Primitive } from '../doc-db-api';
 import { ByteReader, ByteWriter } from './byte-buffer';
-import { comparePrimitives, decodePrimitive, encodePrimitive } from './primitive';
+import { comparePrimitives, decodePrimitive, encodePrimitive, skipPrimitive } from './primitive';
 import { Tag } from './tags';
 
 export const HASH_MAX = 0xffff;
@@ -86,9 +86,34 @@ function readGroup(r: ByteReader, into: Primitive[]): void {
   }
 }
 
-/** Length of the DocKey at the start of `buf` (the offset where subkeys / time begin). */
+/**
+ * Length of the DocKey starting at `offset` (where subkeys / time begin), found by skipping the
+ * components without decoding them: the storage layer calls this for every key it scans.
+ */
 export function docKeyLength(buf: Uint8Array, offset = 0): number {
-  return decodeDocKey(buf, offset).end - offset;
+  const r = new ByteReader(buf, offset);
+  if (r.peek() === Tag.HASH) {
+    r.offset++;
+    r.need(2, 'DocKey hash');
+    r.offset += 2;
+    if (skipGroup(r) === 0) throw r.corruption('DocKey has a hash but no hashed components');
+  }
+  skipGroup(r);
+  return r.offset - offset;
+}
+
+function skipGroup(r: ByteReader): number {
+  let n = 0;
+  for (;;) {
+    const t = r.peek();
+    if (t === -1) throw r.corruption('DocKey group lacks its end marker');
+    if (t === Tag.GROUP_END) {
+      r.offset++;
+      return n;
+    }
+    skipPrimitive(r);
+    n++;
+  }
 }
 
 const FNV32_OFFSET = 0x811c9dc5;

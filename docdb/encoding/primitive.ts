@@ -186,6 +186,60 @@ export function decodePrimitive(r: ByteReader, descending?: boolean): Primitive 
   }
 }
 
+/**
+ * Step over one encoded component without materialising it (key-length scans on hot paths).
+ * Validates as much as decoding would need to find the end: tag, payload length, terminator.
+ */
+export function skipPrimitive(r: ByteReader): void {
+  const tag = r.u8();
+  switch (tag) {
+    case Tag.NULL_LOW:
+    case Tag.NULL_HIGH:
+    case Tag.FALSE:
+    case Tag.FALSE_DESC:
+    case Tag.TRUE:
+    case Tag.TRUE_DESC:
+      return;
+    case Tag.INT64:
+    case Tag.INT64_DESC:
+    case Tag.DOUBLE:
+    case Tag.DOUBLE_DESC:
+      r.need(8, 'fixed-width component');
+      r.offset += 8;
+      return;
+    case Tag.STRING:
+    case Tag.BYTES:
+    case Tag.STRING_DESC:
+    case Tag.BYTES_DESC: {
+      const flip = tag === Tag.STRING_DESC || tag === Tag.BYTES_DESC ? 0xff : 0;
+      const b = r.buf;
+      // indexOf finds the next (possibly complemented) zero byte natively; each hit is either an
+      // escape (skip it) or the terminator. Bounded: every iteration advances by at least 2.
+      let i = r.offset;
+      for (;;) {
+        const z = b.indexOf(flip, i);
+        if (z < 0 || z + 1 >= r.end) {
+          r.offset = r.end;
+          r.need(2, 'string/bytes component (no terminator)');
+        }
+        const y = b[z + 1] ^ flip;
+        if (y === 0) {
+          r.offset = z + 2;
+          return;
+        }
+        if (y !== 1) {
+          r.offset = z;
+          throw r.corruption(`bad escape 0x00 0x${y.toString(16)}`);
+        }
+        i = z + 2;
+      }
+    }
+    default:
+      r.offset--;
+      throw r.corruption(`unknown primitive tag 0x${tag.toString(16)}`);
+  }
+}
+
 /** true / false for a primitive tag's direction, undefined when `tag` is no primitive tag. */
 export function isDescendingTag(tag: number): boolean | undefined {
   switch (tag) {

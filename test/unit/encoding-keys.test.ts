@@ -104,7 +104,15 @@ describe('encoding: DocKey', () => {
     const b = encodeDocKey(makeDocKey([1n], ['x']));
     for (let n = 0; n < b.length; n++) {
       expect(() => decodeDocKey(b.subarray(0, n))).toThrow(expect.objectContaining({ code: ErrorCode.CORRUPTION }));
+      expect(() => docKeyLength(b.subarray(0, n))).toThrow(expect.objectContaining({ code: ErrorCode.CORRUPTION }));
     }
+    fc.assert(
+      fc.property(realDocKeyArb, fc.array(fc.boolean(), { maxLength: 3 }), fc.nat(), (k, desc, cut) => {
+        const e = encodeDocKey(k, { rangeDescending: desc });
+        expect(() => docKeyLength(e.subarray(0, cut % e.length))).toThrow(expect.objectContaining({ code: ErrorCode.CORRUPTION }));
+      }),
+      { numRuns: 300 },
+    );
     expect(() => decodeDocKey(Buffer.from([0x47, 0, 1, 0x21, 0x21]))).toThrow(expect.objectContaining({ code: ErrorCode.CORRUPTION }));
   });
 });

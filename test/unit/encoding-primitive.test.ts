@@ -12,6 +12,7 @@ import {
   encodeOrderedVarint,
   encodePrimitiveToBuffer,
   ORDERED_VARINT_MAX,
+  skipPrimitive,
   Tag,
 } from '../../docdb/encoding';
 import { isPrefix, primitiveArb, sign } from './encoding-arbitraries';
@@ -66,6 +67,20 @@ describe('encoding: primitives', () => {
         const ea = enc(a, desc);
         const eb = enc(b, desc);
         expect(isPrefix(ea, eb) || isPrefix(eb, ea)).toBe(false);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('encoding: skipPrimitive stops exactly where decodePrimitive does', () => {
+    fc.assert(
+      fc.property(primitiveArb, primitiveArb, fc.boolean(), (a, b, desc) => {
+        const buf = Buffer.concat([enc(a, desc), enc(b, !desc)]);
+        const r1 = new ByteReader(buf);
+        const r2 = new ByteReader(buf);
+        decodePrimitive(r1);
+        skipPrimitive(r2);
+        expect(r2.offset).toBe(r1.offset);
       }),
       { numRuns: RUNS },
     );
