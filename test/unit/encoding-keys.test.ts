@@ -133,6 +133,22 @@ describe('encoding: SubDocKey and DocHybridTime', () => {
     );
   });
 
+  it('encoding: intent keys sort by (DocKey, row < liveness < column, type set, NEWER time first)', () => {
+    const entry = fc.record({ key: hashedDocKeyArb, col: columnArb, types: fc.integer({ min: 1, max: 15 }), ht: htArb, writeId: writeIdArb });
+    fc.assert(
+      fc.property(entry, entry, (a, b) => {
+        const ea = encodeSubDocKeyFull({ docKey: encodeDocKey(a.key), column: a.col, intentTypes: a.types, ht: a.ht, writeId: a.writeId });
+        const eb = encodeSubDocKeyFull({ docKey: encodeDocKey(b.key), column: b.col, intentTypes: b.types, ht: b.ht, writeId: b.writeId });
+        let logical = compareDocKeys(a.key, b.key);
+        if (logical === 0) logical = sign(columnRank(a.col) - columnRank(b.col));
+        if (logical === 0) logical = sign(a.types - b.types);
+        if (logical === 0) logical = compareDocHybridTimesNewestFirst(a, b);
+        expect(sign(Buffer.compare(ea, eb))).toBe(sign(logical));
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
   it('encoding: DocHybridTime alone sorts newest first and round-trips', () => {
     fc.assert(
       fc.property(htArb, writeIdArb, htArb, writeIdArb, (h1, w1, h2, w2) => {
