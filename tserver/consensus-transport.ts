@@ -26,6 +26,10 @@ const DROP_LOG_EVERY = 1000;
 
 export interface ConsensusTransportDeps {
   selfUuid: string;
+  /** This server's RPC address (sent with every batch; known after the RPC server started). */
+  selfAddress(): string;
+  /** A batch told us where a server listens. */
+  learnAddress(uuid: string, address: string): void;
   client: RpcClient;
   flags: Flags;
   rng: Rng;
@@ -93,7 +97,7 @@ export class ConsensusTransport {
     this.queues.delete(addr);
     if (!q || q.length === 0 || this.stopped) return;
     try {
-      this.deps.client.send(addr, RAFT_BATCH, { fromUuid: this.deps.selfUuid, messages: q });
+      this.deps.client.send(addr, RAFT_BATCH, { fromUuid: this.deps.selfUuid, fromAddress: this.deps.selfAddress(), messages: q });
       this.metrics.batchesSent++;
       this.metrics.messagesSent += q.length;
     } catch (e) {
@@ -106,6 +110,7 @@ export class ConsensusTransport {
   private onBatch(batch: RaftBatch, _ctx: RpcContext): void {
     if (this.stopped) return;
     this.metrics.batchesReceived++;
+    if (batch.fromAddress && batch.fromUuid) this.deps.learnAddress(batch.fromUuid, batch.fromAddress);
     const fromAddr = this.deps.addressOf(batch.fromUuid);
     if (fromAddr && this.dropPeers().has(fromAddr)) {
       this.metrics.dropped += batch.messages.length;

@@ -2,7 +2,7 @@
  * RaftBatchPB (rpc/protos/tserver.proto) encoded by hand: it is the hottest message of the system and
  * its shape is trivial, so it skips the generic protobuf layer. The bytes are standard protobuf wire
  * format (field 1 string from_uuid, field 2 repeated RaftEnvelopePB { 1 string group_id, 2 bytes
- * message }), so any protobuf decoder reads them.
+ * message }, field 3 string from_address), so any protobuf decoder reads them.
  */
 import { DbError, ErrorCode } from '../common/errors';
 import type { Codec } from '../rpc/types';
@@ -16,6 +16,8 @@ export interface RaftEnvelope {
 export interface RaftBatch {
   fromUuid: string;
   messages: RaftEnvelope[];
+  /** Sender's RPC address (field 3), so receivers learn how to reach replicas added by a config change. */
+  fromAddress?: string;
 }
 
 function varintLen(n: number): number {
@@ -47,7 +49,9 @@ export function encodeRaftBatch(v: RaftBatch): Uint8Array {
     const inner = 1 + varintLen(g.length) + g.length + 1 + varintLen(m.message.byteLength) + m.message.byteLength;
     return { g, m: m.message, inner };
   });
+  const fromAddr = Buffer.from(v.fromAddress ?? '', 'utf8');
   let size = from.length > 0 ? 1 + varintLen(from.length) + from.length : 0;
+  if (fromAddr.length > 0) size += 1 + varintLen(fromAddr.length) + fromAddr.length;
   for (const e of envs) size += 1 + varintLen(e.inner) + e.inner;
   const b = Buffer.allocUnsafe(size);
   let p = 0;
@@ -66,6 +70,11 @@ export function encodeRaftBatch(v: RaftBatch): Uint8Array {
     p = putVarint(b, p, e.m.byteLength);
     b.set(e.m, p);
     p += e.m.byteLength;
+  }
+  if (fromAddr.length > 0) {
+    b[p++] = 0x1a;
+    p = putVarint(b, p, fromAddr.length);
+    p += fromAddr.copy(b, p);
   }
   return b;
 }
@@ -137,6 +146,9 @@ export function decodeRaftBatch(b: Uint8Array): RaftBatch {
         } else ir.skip(w);
       }
       out.messages.push(env);
+    } else if (field === 3 && wire === 2) {
+      const [s, e] = r.lenDelim();
+      out.fromAddress = dec.decode(b.subarray(s, e));
     } else r.skip(wire);
   }
   return out;

@@ -165,8 +165,11 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
   });
   service.register(rpc, methods);
   const pendingBatches: Array<() => void> = [];
+  let boundAddress = '';
   consensus = new ConsensusTransport({
     selfUuid: uuid,
+    selfAddress: () => boundAddress,
+    learnAddress: (u, a) => managerRef?.learnAddress(u, a),
     client,
     flags,
     rng,
@@ -183,6 +186,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
   consensus.register(rpc);
   await rpc.start();
   const rpcAddress = rpc.address;
+  boundAddress = rpcAddress;
 
   const manager = new TabletManager({
     dataDir,

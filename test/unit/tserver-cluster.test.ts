@@ -184,4 +184,52 @@ describe('tserver cluster (in-memory transport)', () => {
     const json = await leader.tabletsJson();
     expect(json.tablets[0]).toMatchObject({ tabletId: 'tab1', table: 'demo', role: 'LEADER', state: 'RUNNING' });
   }, 60_000);
+
+  it('tserver: a new replica added after log GC catches up by remote bootstrap (snapshot of both databases)', async () => {
+    const transport = new MemTransport();
+    const start = async (i: number): Promise<TServer> => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-ts-'));
+      dirs.push(dir);
+      const flags = new Flags();
+      flags.setFromString('fs_data_dirs', dir);
+      flags.setFromString('rpc_bind_addresses', `127.0.0.1:${9300 + i}`);
+      flags.setFromString('raft_tick_interval_ms', '10');
+      flags.setFromString('raft_election_timeout_ticks', '10');
+      flags.setFromString('remote_bootstrap_chunk_bytes', '2048');
+      const s = await startTServer({ flags, transport, methods, log: silentLogger() });
+      servers.push(s);
+      return s;
+    };
+    const first = [await start(0), await start(1), await start(2)];
+    const client = transport.createClient();
+    const peers = first.map((s) => ({ uuid: s.uuid, rpcAddress: s.rpcAddress, memberType: 'VOTER' }));
+    for (const s of first) await client.call(s.rpcAddress, methods.createTablet, { tabletId: 'tab2', tableId: 'x', tableName: 'demo', schema, peers });
+    const leader = await until(() => first.find((s) => s.manager.get('tab2').raftGroup().isLeaderReady()), 10_000, 'a leader');
+    for (let i = 0; i < 300; i++) {
+      await client.call(leader.rpcAddress, methods.write, { tabletId: 'tab2', ops: [{ type: 'UPSERT', key: keyPb(i), columns: [{ columnId: 1, value: { stringValue: `v${i}` } }] }] });
+    }
+    // Compact the leader's log past everything written: a new replica cannot catch up from the log.
+    const compacted = await leader.manager.get('tab2').gcLog(0);
+    expect(compacted).toBeGreaterThan(300);
+    const fresh = await start(3);
+    await client.call(fresh.rpcAddress, methods.createTablet, {
+      tabletId: 'tab2', tableId: 'x', tableName: 'demo', schema,
+      peers: [...peers, { uuid: fresh.uuid, rpcAddress: fresh.rpcAddress, memberType: 'LEARNER' }],
+    });
+    await client.call(leader.rpcAddress, methods.changeConfig, { tabletId: 'tab2', type: 'ADD_LEARNER', peer: { uuid: fresh.uuid, rpcAddress: fresh.rpcAddress } });
+    const target = leader.manager.get('tab2').status().commit;
+    await until(() => fresh.manager.get('tab2').status().appliedIndex >= target, 15_000, 'the new replica to catch up');
+    expect(fresh.manager.get('tab2').metrics.snapshotsInstalled).toBe(1);
+    // Its databases now hold the rows: make it leader and read them back there.
+    await client.call(leader.rpcAddress, methods.changeConfig, { tabletId: 'tab2', type: 'PROMOTE', peer: { uuid: fresh.uuid } });
+    await until(() => fresh.manager.get('tab2').status().conf.voters.includes(fresh.uuid as never), 10_000, 'the new replica to see itself as a voter');
+    for (let attempt = 0; attempt < 5 && !fresh.manager.get('tab2').raftGroup().isLeaderReady(); attempt++) {
+      const cur = servers.find((s) => s.manager.has('tab2') && s.manager.get('tab2').raftGroup().isLeader());
+      if (cur && cur !== fresh) await client.call(cur.rpcAddress, methods.leaderStepdown, { tabletId: 'tab2', newLeaderUuid: fresh.uuid }).catch(() => undefined);
+      await until(() => fresh.manager.get('tab2').raftGroup().isLeaderReady(), 2_000, 'the new replica to lead').catch(() => undefined);
+    }
+    expect(fresh.manager.get('tab2').raftGroup().isLeaderReady()).toBe(true);
+    const r = await client.call(fresh.rpcAddress, methods.read, { tabletId: 'tab2', keys: Array.from({ length: 300 }, (_, i) => keyPb(i)) });
+    expect(r.found.filter(Boolean).length).toBe(300);
+  }, 60_000);
 });
