@@ -2,6 +2,7 @@
  * `npm run sim` — the Raft simulator from the command line.
  *   SEED=n npm run sim                      replay one seed (with --trace to print its fault events)
  *   npm run sim -- --seeds N --steps M      run seeds 1..N (or --from S) with M fault steps each
+ *   --voters 3|5 (default: by seed parity), --election T (election timeout in ticks, default 10)
  * Exit status 1 on the first failure, printing the seed that replays it.
  */
 import { runSeed, SimFailure } from './sim-cluster';
@@ -28,6 +29,8 @@ function intArg(name: string, dflt: number): number {
 function main(): void {
   const steps = intArg('steps', 4000);
   const trace = process.argv.includes('--trace');
+  const votersArg = arg('voters');
+  const electionTicks = intArg('election', 10);
   const envSeed = process.env['SEED'];
   const seeds: number[] = [];
   if (envSeed !== undefined && envSeed !== '') seeds.push(Number(envSeed));
@@ -44,7 +47,7 @@ function main(): void {
   const totals = { elections: 0, crashes: 0, confChanges: 0, snapshotsSent: 0, sent: 0, dropped: 0 };
   for (const seed of seeds) {
     try {
-      const r = runSeed({ seed, steps, trace });
+      const r = runSeed({ seed, steps, trace, electionTicks, ...(votersArg !== undefined ? { voters: Number(votersArg) } : {}) });
       totalSteps += r.steps;
       totalTicks += r.ticks;
       committed += r.proposals.committed;
