@@ -1,0 +1,81 @@
+/**
+ * The catalog's data model: tables (schema, partitioning, tablets) and tablets (partition, replicas).
+ * Plain JSON-able values: the catalog is replicated as JSON through the sys-catalog Raft group.
+ */
+export const COLUMN_TYPES = ['int64', 'double', 'string', 'bytes', 'bool'] as const;
+export type ColumnType = (typeof COLUMN_TYPES)[number];
+
+export function isColumnType(s: string): s is ColumnType {
+  return (COLUMN_TYPES as readonly string[]).includes(s);
+}
+
+export interface ColumnDef {
+  name: string;
+  /** Stable id (never reused within a table): what rows carry on the wire and on disk. */
+  id: number;
+  type: ColumnType;
+  nullable: boolean;
+}
+
+export interface TableSchema {
+  columns: ColumnDef[];
+  hashColumns: string[];
+  rangeColumns: string[];
+}
+
+/** Hash partition [start, end) of the 16-bit hash space; end = 65536 for the last tablet. */
+export interface Partition {
+  start: number;
+  end: number;
+}
+
+export const HASH_SPACE = 65536;
+
+export type MemberType = 'VOTER' | 'LEARNER';
+
+export interface ReplicaDef {
+  tserverUuid: string;
+  memberType: MemberType;
+}
+
+export interface TabletInfo {
+  id: string;
+  tableId: string;
+  partition: Partition;
+  /** Where the catalog wants this tablet's replicas; the background round makes Raft agree. */
+  replicas: ReplicaDef[];
+}
+
+export interface TableInfo {
+  id: string;
+  name: string;
+  schema: TableSchema;
+  numTablets: number;
+  replicationFactor: number;
+  state: 'RUNNING';
+  /** In partition order. */
+  tabletIds: string[];
+  createdAtMs: number;
+}
+
+export interface TServerAddress {
+  uuid: string;
+  rpcAddress: string;
+  webAddress: string;
+}
+
+export interface CatalogState {
+  tables: ReadonlyMap<string, TableInfo>;
+  tablets: ReadonlyMap<string, TabletInfo>;
+  /** Last known addresses of every tserver ever registered (for locations after a master failover). */
+  tservers: ReadonlyMap<string, TServerAddress>;
+}
+
+/** Catalog operations: the payload of every sys-catalog Raft entry. */
+export type CatalogOp =
+  | { type: 'createTable'; table: TableInfo; tablets: TabletInfo[] }
+  | { type: 'dropTable'; tableId: string }
+  | { type: 'setReplicas'; tabletId: string; replicas: ReplicaDef[] }
+  | { type: 'registerTServer'; tserver: TServerAddress };
+
+export type CatalogOpType = CatalogOp['type'];
