@@ -1,0 +1,35 @@
+/** Flags of the RPC layer (YugabyteDB spelling where it has the same knob). */
+import { defineFlag, RPC_MESSAGE_BYTES_MAX_DEFAULT } from '../common';
+
+export const RPC_MAX_MESSAGE_SIZE = defineFlag({
+  name: 'rpc_max_message_size',
+  type: 'int',
+  default: RPC_MESSAGE_BYTES_MAX_DEFAULT,
+  help: 'Largest RPC message (payload bytes) sent or accepted; larger ones fail with MESSAGE_TOO_LARGE.',
+  validate: (v) => (v >= 1024 && v <= 1024 * 1024 * 1024 ? undefined : 'between 1 KiB and 1 GiB'),
+});
+
+export const RPC_DEFAULT_TIMEOUT_MS = defineFlag({
+  name: 'rpc_default_timeout_ms',
+  type: 'int',
+  default: 60_000,
+  help: 'Deadline of an RPC call that does not give its own timeoutMs.',
+  tags: ['runtime'],
+  validate: (v) => (v > 0 ? undefined : 'positive'),
+});
+
+export const RPC_CONNECT_TIMEOUT_MS = defineFlag({
+  name: 'rpc_connect_timeout_ms',
+  type: 'int',
+  default: 5_000,
+  help: 'Longest a WebSocket connect may take before queued calls fail with NETWORK_ERROR.',
+  validate: (v) => (v > 0 ? undefined : 'positive'),
+});
+
+export const RPC_RECONNECT_BACKOFF_MAX_MS = defineFlag({
+  name: 'rpc_reconnect_backoff_max_ms',
+  type: 'int',
+  default: 2_000,
+  help: 'Cap of the exponential back-off between failed connects to one address (calls meanwhile fail fast).',
+  validate: (v) => (v >= 0 ? undefined : 'non-negative'),
+});

@@ -1,0 +1,298 @@
+/**
+ * RPC client over WebSocket: one connection per server address, opened on first use and reopened on
+ * demand after a loss. Failed connects back off exponentially (bounded); while backing off, calls to
+ * that address fail at once with a retryable NETWORK_ERROR instead of hanging.
+ */
+import { WebSocket, type RawData } from 'ws';
+import { DbError, ErrorCode, RPC_INFLIGHT_CALLS_MAX, RPC_OUTBOUND_QUEUE_BYTES_MAX, type Logger } from '../common';
+import { decodeFrame, encodeFrame, FrameKind } from './frame-codec';
+import type { CallOptions, Codec, MethodDef, OnewayDef, RpcClient } from './types';
+import { FRAME_OVERHEAD_BYTES_MAX, toBytes } from './ws-server';
+
+export interface WsClientDeps {
+  log: Logger;
+  messageBytesMax: number;
+  defaultTimeoutMs: () => number;
+  connectTimeoutMs: number;
+  backoffMaxMs: number;
+}
+
+const BACKOFF_BASE_MS = 25;
+/** Connections this client keeps; beyond it the least recently created idle one is dropped. */
+const CONNECTIONS_MAX = 4096;
+const CLOSE_WAIT_MS = 1000;
+const EMPTY = new Uint8Array(0);
+
+interface PendingCall {
+  readonly resolve: (v: unknown) => void;
+  readonly reject: (e: DbError) => void;
+  readonly codec: Codec<unknown>;
+  readonly service: string;
+  readonly method: string;
+  timer: NodeJS.Timeout | undefined;
+  /** Handed to the socket: after a connection loss the server may have run it (not safe to retry). */
+  sent: boolean;
+}
+
+interface QueuedFrame {
+  readonly callId: number;
+  readonly bytes: Uint8Array;
+}
+
+function networkError(message: string, details: Record<string, unknown>, retryable: boolean): DbError {
+  return new DbError(ErrorCode.NETWORK_ERROR, message, details, { retryable });
+}
+
+class WsConnection {
+  private ws: WebSocket | undefined;
+  private state: 'idle' | 'connecting' | 'open' = 'idle';
+  private readonly pending = new Map<number, PendingCall>();
+  /** Frames written while connecting; flushed on open. Bounded by queuedBytes. */
+  private queue: QueuedFrame[] = [];
+  private queuedBytes = 0;
+  private nextCallId = 1;
+  private failures = 0;
+  private retryAtMs = 0;
+
+  constructor(
+    readonly address: string,
+    private readonly deps: WsClientDeps,
+  ) {}
+
+  get idle(): boolean {
+    return this.pending.size === 0 && this.state !== 'open';
+  }
+
+  /** Make sure a socket is open or opening; false when backing off after failed connects. */
+  private ensure(): boolean {
+    if (this.state !== 'idle') return true;
+    if (performance.now() < this.retryAtMs) return false;
+    this.connect();
+    return true;
+  }
+
+  private connect(): void {
+    this.state = 'connecting';
+    const ws = new WebSocket(`ws://${this.address}/rpc`, {
+      perMessageDeflate: false,
+      maxPayload: this.deps.messageBytesMax + FRAME_OVERHEAD_BYTES_MAX,
+      handshakeTimeout: this.deps.connectTimeoutMs,
+    });
+    ws.binaryType = 'nodebuffer';
+    this.ws = ws;
+    ws.on('open', () => {
+      if (this.ws !== ws) return;
+      this.state = 'open';
+      this.failures = 0;
+      const q = this.queue;
+      this.queue = [];
+      this.queuedBytes = 0;
+      for (const f of q) {
+        if (f.callId !== 0) {
+          const p = this.pending.get(f.callId);
+          if (!p) continue; // timed out while we were connecting
+          p.sent = true;
+        }
+        ws.send(f.bytes, { binary: true });
+      }
+    });
+    ws.on('message', (data: RawData, isBinary: boolean) => {
+      if (this.ws === ws) this.onMessage(data, isBinary);
+    });
+    ws.on('error', (err) => this.deps.log.debug({ err, address: this.address }, 'RPC client connection error'));
+    ws.on('close', () => {
+      if (this.ws === ws) this.onClosed();
+    });
+  }
+
+  private onClosed(): void {
+    const wasOpen = this.state === 'open';
+    this.ws = undefined;
+    this.state = 'idle';
+    this.queue = [];
+    this.queuedBytes = 0;
+    if (!wasOpen) {
+      // The address is down (refused, unreachable, handshake timeout): back off before trying again.
+      this.failures++;
+      this.retryAtMs = performance.now() + Math.min(this.deps.backoffMaxMs, BACKOFF_BASE_MS * 2 ** Math.min(20, this.failures - 1));
+    }
+    const calls = [...this.pending.values()];
+    this.pending.clear();
+    for (const p of calls) {
+      if (p.timer) clearTimeout(p.timer);
+      p.reject(
+        networkError(
+          wasOpen ? `connection to ${this.address} lost during ${p.service}.${p.method}` : `cannot connect to ${this.address}`,
+          { address: this.address, sent: p.sent },
+          !p.sent,
+        ),
+      );
+    }
+  }
+
+  private onMessage(data: RawData, isBinary: boolean): void {
+    const r = isBinary ? decodeFrame(toBytes(data)) : ({ ok: false, callId: 0, reason: 'text frame' } as const);
+    if (!r.ok) {
+      // The server speaks garbage: nothing on this connection can be trusted any more.
+      this.deps.log.warn({ address: this.address, reason: r.reason }, 'malformed frame from server; closing connection');
+      this.ws?.terminate();
+      return;
+    }
+    const f = r.frame;
+    const p = this.pending.get(f.callId);
+    if (!p) return; // late answer to a call that timed out
+    this.pending.delete(f.callId);
+    if (p.timer) clearTimeout(p.timer);
+    if (f.kind === FrameKind.RESPONSE) {
+      let v: unknown;
+      try {
+        v = p.codec.decode(f.payload);
+      } catch (e) {
+        p.reject(new DbError(ErrorCode.MALFORMED_FRAME, `response of ${p.service}.${p.method} does not decode: ${(e as Error).message}`));
+        return;
+      }
+      p.resolve(v);
+    } else if (f.kind === FrameKind.ERROR) {
+      p.reject(DbError.fromWire(f.error ?? { code: ErrorCode.INTERNAL, message: 'error frame without error' }));
+    } else {
+      p.reject(new DbError(ErrorCode.MALFORMED_FRAME, `unexpected frame kind ${f.kind} in answer to ${p.service}.${p.method}`));
+    }
+  }
+
+  private write(callId: number, bytes: Uint8Array): void {
+    if (this.state === 'open' && this.ws) {
+      if (callId !== 0) this.pending.get(callId)!.sent = true;
+      this.ws.send(bytes, { binary: true });
+    } else {
+      this.queue.push({ callId, bytes });
+      this.queuedBytes += bytes.length;
+    }
+  }
+
+  private outboundBytes(): number {
+    return this.queuedBytes + (this.ws?.bufferedAmount ?? 0);
+  }
+
+  call(service: string, method: string, payload: Uint8Array, codec: Codec<unknown>, timeoutMs: number): Promise<unknown> {
+    if (!this.ensure()) {
+      return Promise.reject(networkError(`${this.address} is unreachable (retrying after back-off)`, { address: this.address, sent: false }, true));
+    }
+    if (this.pending.size >= RPC_INFLIGHT_CALLS_MAX) {
+      return Promise.reject(new DbError(ErrorCode.BACKPRESSURE, `${this.pending.size} calls in flight to ${this.address}`, { address: this.address }));
+    }
+    if (this.outboundBytes() + payload.length > RPC_OUTBOUND_QUEUE_BYTES_MAX) {
+      return Promise.reject(new DbError(ErrorCode.BACKPRESSURE, `outbound queue to ${this.address} is full`, { address: this.address }));
+    }
+    let callId = this.nextCallId;
+    // Ids wrap within uint32 and skip 0 (= no id); in-flight calls are far fewer than 2^32.
+    this.nextCallId = callId >= 0xffffffff ? 1 : callId + 1;
+    while (this.pending.has(callId)) callId = callId >= 0xffffffff ? 1 : callId + 1;
+    const bytes = encodeFrame({ callId, kind: FrameKind.REQUEST, service, method, payload, timeoutMs });
+    return new Promise<unknown>((resolve, reject) => {
+      const p: PendingCall = { resolve, reject, codec, service, method, timer: undefined, sent: false };
+      p.timer = setTimeout(() => {
+        if (this.pending.get(callId) !== p) return;
+        this.pending.delete(callId);
+        reject(new DbError(ErrorCode.TIMED_OUT, `${service}.${method} to ${this.address} timed out after ${timeoutMs} ms`, { address: this.address, timeoutMs, sent: p.sent }));
+      }, timeoutMs);
+      this.pending.set(callId, p);
+      this.write(callId, bytes);
+    });
+  }
+
+  /** Best effort, like a datagram: dropped while the address is down or the queue is full. */
+  send(service: string, method: string, payload: Uint8Array): boolean {
+    if (!this.ensure()) return false;
+    if (this.outboundBytes() + payload.length > RPC_OUTBOUND_QUEUE_BYTES_MAX) return false;
+    this.write(0, encodeFrame({ callId: 0, kind: FrameKind.ONEWAY, service, method, payload, timeoutMs: 0 }));
+    return true;
+  }
+
+  async close(): Promise<void> {
+    const ws = this.ws;
+    if (ws) {
+      const closed = new Promise<void>((resolve) => {
+        const t = setTimeout(() => {
+          ws.terminate();
+          resolve();
+        }, CLOSE_WAIT_MS);
+        ws.once('close', () => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+      // Fail the calls now rather than when the close handshake ends.
+      this.state = 'open';
+      this.onClosed();
+      ws.close();
+      await closed;
+    }
+  }
+}
+
+export class WsRpcClient implements RpcClient {
+  private readonly conns = new Map<string, WsConnection>();
+  private closed = false;
+
+  constructor(private readonly deps: WsClientDeps) {}
+
+  private conn(address: string): WsConnection {
+    let c = this.conns.get(address);
+    if (!c) {
+      if (this.conns.size >= CONNECTIONS_MAX) {
+        for (const [a, old] of this.conns) {
+          if (old.idle) {
+            this.conns.delete(a);
+            break;
+          }
+        }
+      }
+      c = new WsConnection(address, this.deps);
+      this.conns.set(address, c);
+    }
+    return c;
+  }
+
+  call<Req, Resp>(address: string, m: MethodDef<Req, Resp>, req: Req, opts?: CallOptions): Promise<Resp> {
+    if (this.closed) return Promise.reject(new DbError(ErrorCode.SHUTTING_DOWN, 'RPC client is closed'));
+    let payload: Uint8Array;
+    try {
+      payload = m.req.encode(req);
+    } catch (e) {
+      return Promise.reject(e instanceof DbError ? e : new DbError(ErrorCode.INVALID_ARGUMENT, `cannot encode ${m.service}.${m.method} request: ${(e as Error).message}`));
+    }
+    if (payload.length > this.deps.messageBytesMax) {
+      return Promise.reject(
+        new DbError(ErrorCode.MESSAGE_TOO_LARGE, `${m.service}.${m.method} request of ${payload.length} bytes exceeds rpc_max_message_size ${this.deps.messageBytesMax}`, {
+          bytes: payload.length,
+          limit: this.deps.messageBytesMax,
+        }),
+      );
+    }
+    const timeoutMs = opts?.timeoutMs ?? this.deps.defaultTimeoutMs();
+    return this.conn(address).call(m.service, m.method, payload, m.resp as Codec<unknown>, timeoutMs) as Promise<Resp>;
+  }
+
+  /**
+   * One-way message. Network trouble drops it silently (callers such as Raft retry by protocol); a
+   * message that cannot be encoded or is over the size limit is a caller bug and throws.
+   */
+  send<M>(address: string, m: OnewayDef<M>, msg: M): void {
+    if (this.closed) return;
+    const payload = m.msg.encode(msg);
+    if (payload.length > this.deps.messageBytesMax) {
+      throw new DbError(ErrorCode.MESSAGE_TOO_LARGE, `${m.service}.${m.method} message of ${payload.length} bytes exceeds rpc_max_message_size ${this.deps.messageBytesMax}`, {
+        bytes: payload.length,
+        limit: this.deps.messageBytesMax,
+      });
+    }
+    this.conn(address).send(m.service, m.method, payload.length === 0 ? EMPTY : payload);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const all = [...this.conns.values()];
+    this.conns.clear();
+    await Promise.all(all.map((c) => c.close()));
+  }
+}

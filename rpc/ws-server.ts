@@ -1,0 +1,214 @@
+/**
+ * RPC server over WebSocket. One connection per client process carries every service; each binary
+ * message is one Frame. Untrusted input is answered (when a call id is known) or the offending
+ * connection is closed; the server itself keeps serving everyone else.
+ */
+import * as http from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, WebSocket, type RawData } from 'ws';
+import { DbError, ErrorCode, RPC_INFLIGHT_CALLS_MAX, RPC_OUTBOUND_QUEUE_BYTES_MAX, type Logger, type WireError } from '../common';
+import { decodeFrame, encodeFrame, FrameKind } from './frame-codec';
+import { HandlerRegistry } from './handler-registry';
+import type { Handler, MethodDef, OnewayDef, OnewayHandler, RpcServer, ServerOptions } from './types';
+
+/** Room for the frame header around a payload of the largest allowed size. */
+export const FRAME_OVERHEAD_BYTES_MAX = 64 * 1024;
+
+/** WebSocket close codes (RFC 6455) used when a peer breaks the protocol. */
+const CLOSE_UNSUPPORTED_DATA = 1003;
+const CLOSE_INVALID_PAYLOAD = 1007;
+const CLOSE_POLICY_VIOLATION = 1008;
+
+export interface WsServerDeps {
+  log: Logger;
+  messageBytesMax: number;
+  defaultTimeoutMs: () => number;
+}
+
+interface ServerConn {
+  readonly ws: WebSocket;
+  readonly peer: string;
+  inflight: number;
+}
+
+export function toBytes(data: RawData): Uint8Array {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return new Uint8Array(data);
+}
+
+export class WsRpcServer implements RpcServer {
+  private readonly registry: HandlerRegistry;
+  private readonly conns = new Set<ServerConn>();
+  private httpServer: http.Server | undefined;
+  private wss: WebSocketServer | undefined;
+  private boundAddress: string;
+  private stopping = false;
+  private readonly messageBytesMax: number;
+
+  constructor(
+    private readonly opts: ServerOptions,
+    private readonly deps: WsServerDeps,
+  ) {
+    this.registry = new HandlerRegistry(deps.log);
+    this.messageBytesMax = opts.messageBytesMax ?? deps.messageBytesMax;
+    this.boundAddress = `${opts.host}:${opts.port}`;
+  }
+
+  get address(): string {
+    return this.boundAddress;
+  }
+
+  /** Connections currently open (console, tests). */
+  get connectionCount(): number {
+    return this.conns.size;
+  }
+
+  handle<Req, Resp>(m: MethodDef<Req, Resp>, h: Handler<Req, Resp>): void {
+    this.registry.handle(m, h);
+  }
+
+  onOneway<M>(m: OnewayDef<M>, h: OnewayHandler<M>): void {
+    this.registry.onOneway(m, h);
+  }
+
+  async start(): Promise<void> {
+    const server = http.createServer((_req, res) => {
+      // Plain HTTP on the RPC port: say what this port speaks instead of hanging.
+      res.writeHead(426, { 'content-type': 'text/plain', connection: 'close' });
+      res.end('this is a tessera RPC port: connect with WebSocket\n');
+    });
+    // Garbage that is not even HTTP (raw TCP noise): drop that socket, never the process.
+    server.on('clientError', (err: Error, socket: Duplex) => {
+      this.deps.log.debug({ err }, 'RPC port: bad HTTP from a client; socket closed');
+      socket.destroy();
+    });
+    const wss = new WebSocketServer({
+      server,
+      perMessageDeflate: false,
+      clientTracking: false,
+      maxPayload: this.messageBytesMax + FRAME_OVERHEAD_BYTES_MAX,
+    });
+    wss.on('connection', (ws, req) => this.onConnection(ws, req));
+    wss.on('error', (err) => this.deps.log.warn({ err }, 'RPC WebSocket server error'));
+    this.httpServer = server;
+    this.wss = wss;
+    await new Promise<void>((resolve, reject) => {
+      const onError = (err: Error): void => {
+        reject(new DbError(ErrorCode.IO_ERROR, `cannot listen on ${this.opts.host}:${this.opts.port}: ${err.message}`, { host: this.opts.host, port: this.opts.port }, { cause: err }));
+      };
+      server.once('error', onError);
+      server.listen(this.opts.port, this.opts.host, () => {
+        server.off('error', onError);
+        resolve();
+      });
+    });
+    server.on('error', (err) => this.deps.log.warn({ err }, 'RPC HTTP server error'));
+    const a = server.address();
+    if (a && typeof a === 'object') this.boundAddress = `${this.opts.host}:${a.port}`;
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    for (const c of this.conns) c.ws.terminate();
+    this.conns.clear();
+    const wss = this.wss;
+    const server = this.httpServer;
+    this.wss = undefined;
+    this.httpServer = undefined;
+    if (wss) await new Promise<void>((resolve) => wss.close(() => resolve()));
+    if (server) {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  }
+
+  private onConnection(ws: WebSocket, req: http.IncomingMessage): void {
+    if (this.stopping) {
+      ws.terminate();
+      return;
+    }
+    ws.binaryType = 'nodebuffer';
+    const conn: ServerConn = { ws, peer: `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? 0}`, inflight: 0 };
+    this.conns.add(conn);
+    ws.on('message', (data: RawData, isBinary: boolean) => this.onMessage(conn, data, isBinary));
+    // Oversized frames and protocol errors surface here; ws closes the socket itself.
+    ws.on('error', (err) => this.deps.log.debug({ err, peer: conn.peer }, 'RPC connection error'));
+    ws.on('close', () => this.conns.delete(conn));
+  }
+
+  private closeConn(conn: ServerConn, code: number, reason: string): void {
+    this.deps.log.warn({ peer: conn.peer, reason }, 'closing RPC connection');
+    this.conns.delete(conn);
+    conn.ws.close(code, reason.slice(0, 120));
+  }
+
+  private onMessage(conn: ServerConn, data: RawData, isBinary: boolean): void {
+    if (!isBinary) {
+      this.closeConn(conn, CLOSE_UNSUPPORTED_DATA, 'RPC frames are binary');
+      return;
+    }
+    const bytes = toBytes(data);
+    const r = decodeFrame(bytes);
+    if (!r.ok) {
+      if (r.callId !== 0) this.sendError(conn, r.callId, { code: ErrorCode.MALFORMED_FRAME, message: r.reason, details: {} });
+      else this.closeConn(conn, CLOSE_INVALID_PAYLOAD, r.reason);
+      return;
+    }
+    const f = r.frame;
+    if (f.kind === FrameKind.ONEWAY) {
+      if (f.payload.length > this.messageBytesMax) {
+        this.deps.log.warn({ peer: conn.peer, bytes: f.payload.length }, 'oversized one-way message dropped');
+        return;
+      }
+      const timeoutMs = f.timeoutMs || this.deps.defaultTimeoutMs();
+      this.registry.dispatchOneway(f.service, f.method, f.payload, { peer: conn.peer, deadlineMonoMs: performance.now() + timeoutMs });
+      return;
+    }
+    if (f.kind !== FrameKind.REQUEST || f.callId === 0) {
+      // A client only sends requests (with an id) and one-way messages; anything else cannot be answered.
+      this.closeConn(conn, CLOSE_POLICY_VIOLATION, `unexpected frame kind ${f.kind} (call id ${f.callId})`);
+      return;
+    }
+    if (this.stopping) {
+      this.sendError(conn, f.callId, { code: ErrorCode.SHUTTING_DOWN, message: 'server is shutting down', details: {} });
+      return;
+    }
+    if (f.payload.length > this.messageBytesMax) {
+      this.sendError(conn, f.callId, {
+        code: ErrorCode.MESSAGE_TOO_LARGE,
+        message: `request of ${f.payload.length} bytes exceeds rpc_max_message_size ${this.messageBytesMax}`,
+        details: { bytes: f.payload.length, limit: this.messageBytesMax },
+      });
+      return;
+    }
+    if (conn.inflight >= RPC_INFLIGHT_CALLS_MAX) {
+      this.sendError(conn, f.callId, { code: ErrorCode.BACKPRESSURE, message: `${conn.inflight} calls in flight on this connection`, details: {} });
+      return;
+    }
+    conn.inflight++;
+    const timeoutMs = f.timeoutMs || this.deps.defaultTimeoutMs();
+    const callId = f.callId;
+    void this.registry
+      .dispatch(f.service, f.method, f.payload, { peer: conn.peer, deadlineMonoMs: performance.now() + timeoutMs }, this.messageBytesMax)
+      .then((res) => {
+        conn.inflight--;
+        if (res.ok) this.send(conn, encodeFrame({ callId, kind: FrameKind.RESPONSE, service: '', method: '', payload: res.payload, timeoutMs: 0 }));
+        else this.sendError(conn, callId, res.error);
+      });
+  }
+
+  private sendError(conn: ServerConn, callId: number, error: WireError): void {
+    this.send(conn, encodeFrame({ callId, kind: FrameKind.ERROR, service: '', method: '', payload: new Uint8Array(0), error, timeoutMs: 0 }));
+  }
+
+  private send(conn: ServerConn, bytes: Uint8Array): void {
+    if (conn.ws.readyState !== WebSocket.OPEN) return; // the caller is gone; its client already failed the call
+    if (conn.ws.bufferedAmount + bytes.length > RPC_OUTBOUND_QUEUE_BYTES_MAX) {
+      // A client that does not read its answers would make us buffer without bound: cut it off.
+      this.closeConn(conn, CLOSE_POLICY_VIOLATION, 'client does not read its responses (outbound queue full)');
+      return;
+    }
+    conn.ws.send(bytes, { binary: true });
+  }
+}

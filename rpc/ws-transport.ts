@@ -1,0 +1,50 @@
+/**
+ * The real transport: protobuf frames over WebSocket (`ws`), one connection per (client, server
+ * address) pair. Limits come from the server's Flags (rpc_max_message_size, timeouts) when given.
+ */
+import { Flags, silentLogger, type Logger } from '../common';
+import { RPC_CONNECT_TIMEOUT_MS, RPC_DEFAULT_TIMEOUT_MS, RPC_MAX_MESSAGE_SIZE, RPC_RECONNECT_BACKOFF_MAX_MS } from './rpc-flags';
+import type { RpcClient, RpcServer, ServerOptions, Transport } from './types';
+import { WsRpcClient } from './ws-client';
+import { WsRpcServer } from './ws-server';
+
+export interface WsTransportOptions {
+  flags?: Flags;
+  log?: Logger;
+  /** Overrides the flag (tests). */
+  messageBytesMax?: number;
+}
+
+export class WsTransport implements Transport {
+  private readonly flags: Flags;
+  private readonly log: Logger;
+
+  constructor(private readonly opts: WsTransportOptions = {}) {
+    this.flags = opts.flags ?? new Flags();
+    this.log = opts.log ?? silentLogger();
+  }
+
+  private messageBytesMax(): number {
+    return this.opts.messageBytesMax ?? this.flags.get(RPC_MAX_MESSAGE_SIZE);
+  }
+
+  createServer(opts: ServerOptions): WsRpcServer & RpcServer {
+    const flags = this.flags;
+    return new WsRpcServer(opts, {
+      log: this.log,
+      messageBytesMax: this.messageBytesMax(),
+      defaultTimeoutMs: () => flags.get(RPC_DEFAULT_TIMEOUT_MS),
+    });
+  }
+
+  createClient(): WsRpcClient & RpcClient {
+    const flags = this.flags;
+    return new WsRpcClient({
+      log: this.log,
+      messageBytesMax: this.messageBytesMax(),
+      defaultTimeoutMs: () => flags.get(RPC_DEFAULT_TIMEOUT_MS),
+      connectTimeoutMs: flags.get(RPC_CONNECT_TIMEOUT_MS),
+      backoffMaxMs: flags.get(RPC_RECONNECT_BACKOFF_MAX_MS),
+    });
+  }
+}
