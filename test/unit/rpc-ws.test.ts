@@ -1,5 +1,14 @@
-import { runTransportCompliance, type TransportHarness } from './rpc-transport-compliance';
+import * as http from 'node:http';
+import * as net from 'node:net';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import { ErrorCode, SeededRng } from '../../common';
+import { decodeFrame, encodeFrame, FrameKind } from '../../rpc/frame-codec';
+import { protoCodec } from '../../rpc/proto';
+import type { RpcClient } from '../../rpc/types';
+import { FRAME_OVERHEAD_BYTES_MAX } from '../../rpc/ws-server';
 import { WsTransport } from '../../rpc/ws-transport';
+import { ECHO, runTransportCompliance, startEchoServer, type EchoServer, type TransportHarness } from './rpc-transport-compliance';
 
 const UNTIL_MS_MAX = 10_000;
 
@@ -22,3 +31,144 @@ export function wsHarness(): TransportHarness {
 }
 
 runTransportCompliance('ws', wsHarness);
+
+describe('ws: bad input never takes the server down', () => {
+  let es: EchoServer;
+  let client: RpcClient;
+  const sockets: WebSocket[] = [];
+  beforeEach(async () => {
+    es = await startEchoServer(new WsTransport({ messageBytesMax: 64 * 1024 }), '127.0.0.1');
+    client = new WsTransport().createClient();
+  });
+  afterEach(async () => {
+    for (const s of sockets.splice(0)) s.terminate();
+    await client.close();
+    await es.server.stop();
+  });
+
+  async function rawSocket(): Promise<{ ws: WebSocket; frames: Uint8Array[]; closed: Promise<number> }> {
+    const ws = new WebSocket(`ws://${es.server.address}/rpc`);
+    sockets.push(ws);
+    const frames: Uint8Array[] = [];
+    ws.on('message', (d: Buffer) => frames.push(new Uint8Array(d)));
+    ws.on('error', () => undefined);
+    const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    return { ws, frames, closed };
+  }
+
+  async function stillServes(): Promise<void> {
+    const r = await client.call(es.server.address, ECHO, { text: 'alive' }, { timeoutMs: 5000 });
+    expect(r.text).toBe('alive');
+  }
+
+  async function waitFor(cond: () => boolean): Promise<void> {
+    for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 5));
+    expect(cond()).toBe(true);
+  }
+
+  it('ws: garbage binary frame without a call id closes only that connection', async () => {
+    const s = await rawSocket();
+    s.ws.send(Buffer.from([0xff, 0xff, 0xff, 0xff, 0x0f]));
+    expect(await s.closed).toBe(1007);
+    await stillServes();
+  });
+
+  it('ws: truncated frame with a readable call id gets a MALFORMED_FRAME answer', async () => {
+    const s = await rawSocket();
+    const good = encodeFrame({ callId: 77, kind: FrameKind.REQUEST, service: 'EchoService', method: 'Echo', payload: new Uint8Array(50), timeoutMs: 1000 });
+    s.ws.send(good.subarray(0, good.length - 10));
+    await waitFor(() => s.frames.length === 1);
+    const r = decodeFrame(s.frames[0]!);
+    expect(r.ok && r.frame.kind === FrameKind.ERROR && r.frame.callId === 77 && r.frame.error?.code).toBe(ErrorCode.MALFORMED_FRAME);
+    await stillServes();
+  });
+
+  it('ws: request payload that is not the request type gets MALFORMED_FRAME; unknown service gets UNKNOWN_METHOD', async () => {
+    const s = await rawSocket();
+    s.ws.send(encodeFrame({ callId: 1, kind: FrameKind.REQUEST, service: 'EchoService', method: 'Echo', payload: Uint8Array.from([0x0a, 0x7f]), timeoutMs: 0 }));
+    s.ws.send(encodeFrame({ callId: 2, kind: FrameKind.REQUEST, service: 'Nope', method: 'Echo', payload: new Uint8Array(0), timeoutMs: 0 }));
+    await waitFor(() => s.frames.length === 2);
+    const codes = s.frames.map((f) => {
+      const r = decodeFrame(f);
+      return r.ok ? `${r.frame.callId}:${r.frame.error?.code ?? ''}` : 'bad';
+    });
+    expect(codes.sort()).toEqual([`1:${ErrorCode.MALFORMED_FRAME}`, `2:${ErrorCode.UNKNOWN_METHOD}`]);
+    await stillServes();
+  });
+
+  it('ws: a frame over the size limit closes that connection (1009) and others keep working', async () => {
+    const s = await rawSocket();
+    s.ws.send(Buffer.alloc(64 * 1024 + FRAME_OVERHEAD_BYTES_MAX + 1));
+    expect(await s.closed).toBe(1009);
+    await stillServes();
+  });
+
+  it('ws: a text frame closes that connection (1003)', async () => {
+    const s = await rawSocket();
+    s.ws.send('hello, I am text');
+    expect(await s.closed).toBe(1003);
+    await stillServes();
+  });
+
+  it('ws: response/error frames sent by a client close that connection', async () => {
+    const s = await rawSocket();
+    s.ws.send(encodeFrame({ callId: 5, kind: FrameKind.RESPONSE, service: '', method: '', payload: new Uint8Array(0), timeoutMs: 0 }));
+    expect(await s.closed).toBe(1008);
+    await stillServes();
+  });
+
+  it('ws: raw TCP garbage and plain HTTP on the RPC port do not crash the server', async () => {
+    await new Promise<void>((resolve) => {
+      const port = Number(es.server.address.split(':')[1]);
+      const sock = net.connect(port, '127.0.0.1', () => sock.end(Buffer.from('\x00\x01garbage\r\n\r\n\xff\xfe')));
+      sock.on('error', () => resolve());
+      sock.on('close', () => resolve());
+      sock.resume();
+    });
+    const status = await new Promise<number>((resolve, reject) => {
+      http.get(`http://${es.server.address}/`, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      }).on('error', reject);
+    });
+    expect(status).toBe(426);
+    await stillServes();
+  });
+});
+
+describe('ws: frame codec', () => {
+  it('ws: hand-written frame codec is wire-compatible with rpc.proto Frame both ways', () => {
+    const pb = protoCodec<Record<string, unknown>>('tessera.Frame');
+    const f = {
+      callId: 0xfffffffe,
+      kind: FrameKind.ERROR,
+      service: 'S',
+      method: 'M',
+      payload: Uint8Array.from([1, 2, 3]),
+      error: { code: 'NOT_THE_LEADER', message: 'm', details: { leaderHint: 'x' } },
+      timeoutMs: 1234,
+    };
+    const viaPb = pb.decode(encodeFrame(f));
+    expect(viaPb['callId']).toBe(0xfffffffe);
+    expect(viaPb['kind']).toBe('ERROR');
+    expect(viaPb['error']).toEqual({ code: 'NOT_THE_LEADER', message: 'm', detailsJson: '{"leaderHint":"x"}' });
+    expect(viaPb['timeoutMs']).toBe(1234);
+    const back = decodeFrame(pb.encode({ ...viaPb }));
+    expect(back.ok && back.frame).toEqual({ ...f, payload: expect.anything() });
+    expect(back.ok && [...back.frame.payload]).toEqual([1, 2, 3]);
+  });
+
+  it('ws: decodeFrame never throws on random bytes', () => {
+    const rng = new SeededRng(5);
+    for (let i = 0; i < 2000; i++) {
+      const b = new Uint8Array(rng.int(40));
+      for (let j = 0; j < b.length; j++) b[j] = rng.int(256);
+      const r = decodeFrame(b);
+      expect(typeof r.ok).toBe('boolean');
+    }
+  });
+});
