@@ -7,3 +7,7 @@ export * from './ws-server';
 export * from './ws-client';
 export * from './ws-transport';
 export * from './sim-transport';
+export * from './json';
+export * from './html';
+export * from './metrics';
+export * from './web-server';

@@ -1,0 +1,66 @@
+/**
+ * Metrics of one server: a prom-client Registry of its own, so two servers in one process (tests,
+ * simulation) never clash over metric names. Served as JSON on /metrics and as text on
+ * /prometheus-metrics by the console kit.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+export interface MetricsOptions {
+  /** Labels on every metric (e.g. { server: 'tserver-1' }). */
+  defaultLabels?: Record<string, string>;
+  /** Also collect Node process metrics (CPU, heap, event-loop lag). */
+  processMetrics?: boolean;
+}
+
+export class Metrics {
+  readonly registry = new Registry();
+
+  constructor(opts: MetricsOptions = {}) {
+    if (opts.defaultLabels) this.registry.setDefaultLabels(opts.defaultLabels);
+    if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+
+  private existing<T>(name: string): T | undefined {
+    return this.registry.getSingleMetric(name) as T | undefined;
+  }
+
+  /** Get or create (idempotent by name, so modules may ask for the same metric twice). */
+  counter(name: string, help: string, labelNames: readonly string[] = []): Counter<string> {
+    return this.existing<Counter<string>>(name) ?? new Counter({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  /** A gauge; `collect` runs at scrape time to refresh its value. */
+  gauge(name: string, help: string, labelNames: readonly string[] = [], collect?: (g: Gauge<string>) => void): Gauge<string> {
+    const found = this.existing<Gauge<string>>(name);
+    if (found) return found;
+    return new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
+      ...(collect
+        ? {
+            collect(this: Gauge<string>) {
+              collect(this);
+            },
+          }
+        : {}),
+    });
+  }
+
+  histogram(name: string, help: string, buckets?: number[], labelNames: readonly string[] = []): Histogram<string> {
+    return this.existing<Histogram<string>>(name) ?? new Histogram({ name, help, labelNames, registers: [this.registry], ...(buckets ? { buckets } : {}) });
+  }
+
+  async json(): Promise<unknown[]> {
+    return (await this.registry.getMetricsAsJSON()) as unknown[];
+  }
+
+  prometheus(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

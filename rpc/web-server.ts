@@ -1,0 +1,367 @@
+/**
+ * The console kit every server uses (DESIGN §8): an HTTP server with HTML pages, each with a JSON twin
+ * under /api/v1/<path> (YugabyteDB style), plus the built-in pages /varz, /healthz, /logs, /metrics,
+ * /prometheus-metrics and /mem-trackers, and POST /api/v1/flags to change a flag at run time.
+ * Errors are DbError JSON: 400 for bad input, 404 for unknown paths, 413 for big bodies, 500 otherwise.
+ */
+import * as http from 'node:http';
+import { DbError, ErrorCode, FlagTag, silentLogger, type Flags, type FlagView, type Logger, type LogRing } from '../common';
+import { escapeHtml, htmlTable, layout, link, raw, type NavItem } from './html';
+import { toJson } from './json';
+import type { Metrics } from './metrics';
+
+/** Largest request body read; larger ones get 413. */
+export const WEB_BODY_BYTES_MAX = 1024 * 1024;
+const API_PREFIX = '/api/v1';
+const LOG_LINES_DEFAULT = 200;
+const MEM_TRACKER_DEPTH_MAX = 32;
+
+export interface WebRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly query: URLSearchParams;
+  readonly headers: http.IncomingHttpHeaders;
+}
+
+/** A page served as is, outside the layout (e.g. /varz?raw, /prometheus-metrics). */
+export class TextPage {
+  constructor(
+    readonly body: string,
+    readonly contentType = 'text/plain; charset=utf-8',
+  ) {}
+}
+
+export interface RouteHandlers {
+  /** Page body (inside the shared layout), or a TextPage served as is. */
+  html?: (req: WebRequest) => string | TextPage | Promise<string | TextPage>;
+  /** The JSON twin, served at /api/v1/<path>. */
+  json?: (req: WebRequest) => unknown | Promise<unknown>;
+  /** Page title (defaults to the path). */
+  title?: string;
+  /** Show in the nav bar with this label. */
+  nav?: string;
+}
+
+export type PostHandler = (body: unknown, req: WebRequest) => unknown | Promise<unknown>;
+
+export interface MemTrackerNode {
+  id: string;
+  currentBytes: number;
+  peakBytes: number;
+  children?: MemTrackerNode[];
+}
+
+export interface WebServerOptions {
+  /** "master", "tserver", ...: shown in every page title. */
+  kind: string;
+  host?: string;
+  port: number;
+  flags: Flags;
+  logRing?: LogRing;
+  metrics?: Metrics;
+  memTrackers?: () => MemTrackerNode;
+  /** Extra facts for /healthz (e.g. { uuid }); returning ok: false makes it answer 503. */
+  health?: () => { ok: boolean; [k: string]: unknown };
+  log?: Logger;
+}
+
+interface Route extends RouteHandlers {
+  path: string;
+}
+
+function statusOf(e: DbError): number {
+  switch (e.code) {
+    case ErrorCode.INVALID_ARGUMENT:
+    case ErrorCode.NOT_SAFE:
+    case ErrorCode.MALFORMED_FRAME:
+      return 400;
+    case ErrorCode.NOT_FOUND:
+    case ErrorCode.TABLE_NOT_FOUND:
+    case ErrorCode.TABLET_NOT_FOUND:
+      return 404;
+    case ErrorCode.MESSAGE_TOO_LARGE:
+      return 413;
+    default:
+      return 500;
+  }
+}
+
+function normalizePath(p: string): string {
+  const s = p.startsWith('/') ? p : `/${p}`;
+  return s.length > 1 && s.endsWith('/') ? s.slice(0, -1) : s;
+}
+
+export class WebServer {
+  private readonly routes = new Map<string, Route>();
+  /** JSON twins by their /api/v1 path. */
+  private readonly apiRoutes = new Map<string, Route>();
+  private readonly posts = new Map<string, PostHandler>();
+  private server: http.Server | undefined;
+  private boundAddress: string;
+  private readonly log: Logger;
+  private readonly startedMs = Date.now();
+
+  constructor(private readonly opts: WebServerOptions) {
+    this.log = opts.log ?? silentLogger();
+    this.boundAddress = `${opts.host ?? '127.0.0.1'}:${opts.port}`;
+    this.addBuiltins();
+  }
+
+  get address(): string {
+    return this.boundAddress;
+  }
+
+  route(path: string, h: RouteHandlers): void {
+    const p = normalizePath(path);
+    const r: Route = { ...h, path: p };
+    if (h.html) this.routes.set(p, r);
+    if (h.json) this.apiRoutes.set(p === '/' ? API_PREFIX : API_PREFIX + p, r);
+  }
+
+  /** A POST route taking and returning JSON, at the exact path given (e.g. '/api/v1/flags'). */
+  post(path: string, h: PostHandler): void {
+    this.posts.set(normalizePath(path), h);
+  }
+
+  async start(): Promise<void> {
+    const server = http.createServer((req, res) => {
+      this.serve(req, res).catch((err: unknown) => {
+        // serve() answers its own errors; this is only a last guard so one request never kills the process.
+        this.log.error({ err }, 'console request failed');
+        if (!res.headersSent) this.sendJson(res, 500, DbError.from(err).toWire());
+        else res.destroy();
+      });
+    });
+    server.on('clientError', (_err, socket) => socket.destroy());
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', (err) => reject(new DbError(ErrorCode.IO_ERROR, `console cannot listen on ${this.boundAddress}: ${err.message}`, {}, { cause: err })));
+      server.listen(this.opts.port, this.opts.host ?? '127.0.0.1', () => resolve());
+    });
+    server.on('error', (err) => this.log.warn({ err }, 'console server error'));
+    const a = server.address();
+    if (a && typeof a === 'object') this.boundAddress = `${this.opts.host ?? '127.0.0.1'}:${a.port}`;
+    this.server = server;
+  }
+
+  async stop(): Promise<void> {
+    const s = this.server;
+    this.server = undefined;
+    if (!s) return;
+    s.closeAllConnections();
+    await new Promise<void>((resolve) => s.close(() => resolve()));
+  }
+
+  /** Wrap a body in the shared layout (for pages a server renders itself). */
+  page(title: string, body: string): string {
+    const nav: NavItem[] = [];
+    for (const r of this.routes.values()) if (r.nav) nav.push({ href: r.path, label: r.nav });
+    return layout({ kind: this.opts.kind, address: this.boundAddress, title, nav, body });
+  }
+
+  // ---- request handling ---------------------------------------------------------------------------
+
+  private sendJson(res: http.ServerResponse, status: number, v: unknown): void {
+    const body = toJson(v);
+    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+    res.end(body);
+  }
+
+  private sendHtml(res: http.ServerResponse, status: number, html: string): void {
+    res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
+    res.end(html);
+  }
+
+  private sendError(res: http.ServerResponse, asJson: boolean, e: DbError, status = statusOf(e)): void {
+    if (status >= 500) this.log.warn({ err: e }, 'console handler failed');
+    if (asJson) this.sendJson(res, status, e.toWire());
+    else this.sendHtml(res, status, this.page(`Error ${status}`, `<p><b>${escapeHtml(e.code)}</b>: ${escapeHtml(e.message)}</p>`));
+  }
+
+  private async serve(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://console.invalid');
+    const path = normalizePath(url.pathname);
+    const wreq: WebRequest = { method: req.method ?? 'GET', path, query: url.searchParams, headers: req.headers };
+    const isApi = path === API_PREFIX || path.startsWith(API_PREFIX + '/');
+    try {
+      if (wreq.method === 'POST') {
+        const h = this.posts.get(path);
+        if (!h) throw new DbError(ErrorCode.NOT_FOUND, `no POST route ${path}`, { path });
+        const body = await readJsonBody(req);
+        this.sendJson(res, 200, await h(body, wreq));
+        return;
+      }
+      if (wreq.method !== 'GET' && wreq.method !== 'HEAD') {
+        res.writeHead(405, { allow: 'GET, HEAD, POST' });
+        res.end();
+        return;
+      }
+      if (isApi) {
+        const r = this.apiRoutes.get(path);
+        if (!r?.json) throw new DbError(ErrorCode.NOT_FOUND, `no JSON route ${path}`, { path });
+        this.sendJson(res, 200, await r.json(wreq));
+        return;
+      }
+      const r = this.routes.get(path);
+      if (!r?.html) throw new DbError(ErrorCode.NOT_FOUND, `no page ${path}`, { path });
+      const body = await r.html(wreq);
+      if (body instanceof TextPage) {
+        res.writeHead(200, { 'content-type': body.contentType, 'cache-control': 'no-store' });
+        res.end(body.body);
+      } else {
+        this.sendHtml(res, 200, this.page(r.title ?? path, body));
+      }
+    } catch (e) {
+      if (e instanceof BodyError) {
+        this.sendJson(res, e.status, e.error.toWire());
+        return;
+      }
+      this.sendError(res, isApi || wreq.method === 'POST', DbError.from(e));
+    }
+  }
+
+  // ---- built-in pages -----------------------------------------------------------------------------
+
+  private addBuiltins(): void {
+    this.route('/', {
+      title: 'Home',
+      html: () => {
+        const pages = [...this.routes.values()].filter((r) => r.path !== '/');
+        return htmlTable(['page', 'JSON'], pages.map((r) => [link(r.path, r.title ?? r.path), r.json ? link(`${API_PREFIX}${r.path}`, `${API_PREFIX}${r.path}`) : '']));
+      },
+    });
+    this.route('/varz', { title: 'Flags', nav: 'Flags', html: (req) => this.varzHtml(req), json: () => ({ flags: this.flagJson() }) });
+    this.post(`${API_PREFIX}/flags`, (body) => this.setFlag(body));
+    this.route('/healthz', {
+      title: 'Health',
+      html: () => {
+        const h = this.healthJson();
+        return `<p>${h.ok ? 'OK' : 'NOT OK'}</p><pre>${escapeHtml(toJson(h, 2))}</pre>`;
+      },
+      json: () => this.healthJson(),
+    });
+    this.route('/logs', {
+      title: 'Logs',
+      nav: 'Logs',
+      html: (req) => `<pre>${escapeHtml(this.logLines(req).join('\n'))}</pre>`,
+      json: (req) => ({ lines: this.logLines(req) }),
+    });
+    this.route('/metrics', { title: 'Metrics', nav: 'Metrics', html: async () => new TextPage(toJson(await this.metricsJson(), 2), 'application/json; charset=utf-8'), json: () => this.metricsJson() });
+    this.route('/prometheus-metrics', { title: 'Prometheus metrics', html: async () => new TextPage(this.opts.metrics ? await this.opts.metrics.prometheus() : '', this.opts.metrics?.contentType) });
+    this.route('/mem-trackers', {
+      title: 'Memory trackers',
+      nav: 'Memory',
+      html: () => this.memTrackersHtml(),
+      json: () => this.opts.memTrackers?.() ?? { id: 'root', currentBytes: 0, peakBytes: 0, children: [] },
+    });
+  }
+
+  /** /metrics is the JSON form even without /api/v1 (YugabyteDB serves JSON there). */
+  private async metricsJson(): Promise<unknown> {
+    return this.opts.metrics ? await this.opts.metrics.json() : [];
+  }
+
+  private healthJson(): { ok: boolean; [k: string]: unknown } {
+    const extra = this.opts.health?.() ?? { ok: true };
+    return { kind: this.opts.kind, address: this.boundAddress, uptimeMs: Date.now() - this.startedMs, ...extra };
+  }
+
+  private logLines(req: WebRequest): string[] {
+    const n = Number(req.query.get('lines') ?? LOG_LINES_DEFAULT);
+    return this.opts.logRing?.tail(Number.isFinite(n) && n > 0 ? Math.floor(n) : LOG_LINES_DEFAULT) ?? [];
+  }
+
+  private flagJson(): Array<Pick<FlagView, 'name' | 'value' | 'default' | 'changed' | 'tags' | 'type' | 'help'>> {
+    return this.opts.flags.view().map((f) => ({ name: f.name, value: f.value, default: f.default, changed: f.changed, tags: f.tags, type: f.type, help: f.help }));
+  }
+
+  private varzHtml(req: WebRequest): string | TextPage {
+    const all = this.opts.flags.view();
+    if (req.query.has('raw')) return new TextPage(`${all.map((f) => `--${f.name}=${String(f.value)}`).join('\n')}\n`);
+    const hidden = (f: FlagView): boolean => f.tags.includes(FlagTag.hidden) || f.tags.includes(FlagTag.test);
+    const rows = (fs: FlagView[]): Array<Array<string | ReturnType<typeof raw>>> =>
+      fs.map((f) => [f.name, String(f.value), String(f.default), f.changed ? raw('<b>changed</b>') : '', f.tags.join(' '), f.help]);
+    const headers = ['flag', 'value', 'default', 'changed', 'tags', 'help'];
+    return (
+      `<p><a href="/varz?raw">raw</a> · <a href="${API_PREFIX}/varz">JSON</a></p>` +
+      htmlTable(headers, rows(all.filter((f) => !hidden(f))), { id: 'flags' }) +
+      `<h2>Test and hidden flags</h2>` +
+      htmlTable(headers, rows(all.filter(hidden)), { id: 'hidden-flags' })
+    );
+  }
+
+  private setFlag(body: unknown): { name: string; value: unknown } {
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      throw new DbError(ErrorCode.INVALID_ARGUMENT, 'expected a JSON object {name, value, force?}');
+    }
+    const b = body as Record<string, unknown>;
+    const name = b['name'];
+    const value = b['value'];
+    const force = b['force'];
+    if (typeof name !== 'string' || name === '') throw new DbError(ErrorCode.INVALID_ARGUMENT, "'name' must be a non-empty string");
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
+      throw new DbError(ErrorCode.INVALID_ARGUMENT, "'value' must be a string, number or boolean", { flag: name });
+    }
+    if (force !== undefined && typeof force !== 'boolean') throw new DbError(ErrorCode.INVALID_ARGUMENT, "'force' must be a boolean", { flag: name });
+    const v = this.opts.flags.setAtRuntime(name, value, force ?? false);
+    this.log.info({ flag: name, value: v, force: force ?? false }, 'flag changed at run time');
+    return { name, value: v };
+  }
+
+  private memTrackersHtml(): string {
+    const root = this.opts.memTrackers?.();
+    if (!root) return '<p>No memory trackers.</p>';
+    const rows: Array<[ReturnType<typeof raw>, number, number]> = [];
+    const walk = (n: MemTrackerNode, depth: number): void => {
+      if (depth > MEM_TRACKER_DEPTH_MAX) return;
+      rows.push([raw(`${'&nbsp;'.repeat(depth * 4)}${escapeHtml(n.id)}`), n.currentBytes, n.peakBytes]);
+      for (const c of n.children ?? []) walk(c, depth + 1);
+    };
+    walk(root, 0);
+    return htmlTable(['id', 'current bytes', 'peak bytes'], rows, { id: 'mem-trackers' });
+  }
+}
+
+class BodyError extends Error {
+  constructor(
+    readonly status: number,
+    readonly error: DbError,
+  ) {
+    super(error.message);
+  }
+}
+
+/** Read a JSON body of at most WEB_BODY_BYTES_MAX bytes (413 beyond, 400 when it is not JSON). */
+function readJsonBody(req: http.IncomingMessage): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    let done = false;
+    req.on('data', (c: Buffer) => {
+      if (done) return;
+      bytes += c.length;
+      if (bytes > WEB_BODY_BYTES_MAX) {
+        done = true;
+        req.resume(); // drain the rest so the answer can be read
+        reject(new BodyError(413, new DbError(ErrorCode.MESSAGE_TOO_LARGE, `request body over ${WEB_BODY_BYTES_MAX} bytes`)));
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => {
+      if (done) return;
+      done = true;
+      const text = Buffer.concat(chunks).toString('utf8');
+      try {
+        resolve(text.trim() === '' ? {} : (JSON.parse(text) as unknown));
+      } catch (e) {
+        reject(new BodyError(400, new DbError(ErrorCode.INVALID_ARGUMENT, `request body is not JSON: ${(e as Error).message}`)));
+      }
+    });
+    req.on('error', (e) => {
+      if (!done) {
+        done = true;
+        reject(new BodyError(400, new DbError(ErrorCode.INVALID_ARGUMENT, `cannot read request body: ${e.message}`)));
+      }
+    });
+  });
+}
