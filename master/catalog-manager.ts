@@ -1,0 +1,460 @@
+/**
+ * The leader master's work: DDL, locations, tserver heartbeats, and a background round that makes
+ * the cluster match the catalog — create missing replicas (CreateTablet, retried until done), carry
+ * out replica moves in Raft (REMOVE the replaced replica first, then ADD_VOTER the new one, so a
+ * tablet with one dead replica keeps a live quorum throughout), replace replicas of dead tservers
+ * and balance leaders (decisions from the pure placement.ts).
+ *
+ * Everything here is driven by the catalog (durable, replicated) plus heartbeat reports (soft): a new
+ * leader master resumes any half-done move simply by running the same round.
+ */
+import { DbError, ErrorCode } from '../common/errors';
+import type { Flags } from '../common/flags';
+import type { HybridClock } from '../common/hybrid-clock';
+import { newId } from '../common/ids';
+import type { Logger } from '../common/log';
+import type { RpcClient } from '../rpc/types';
+import {
+  tabletServerMethods,
+  type CreateTableRequestPB,
+  type DropTableRequestPB,
+  type GetTableLocationsRequestPB,
+  type GetTableLocationsResponsePB,
+  type TSHeartbeatRequestPB,
+  type TSHeartbeatResponsePB,
+  type TableInfoPB,
+  type TableSchemaPB,
+  type TabletServerInfoPB,
+} from '../rpc/service-methods';
+import { tableByName, tabletsOf } from './catalog-state';
+import type { CatalogState, ReplicaDef, TableInfo, TabletInfo } from './catalog-types';
+import { hashPartitions, validateCreateTable } from './ddl-validation';
+import {
+  CREATE_TABLE_WAIT_MS,
+  ENABLE_LOAD_BALANCING,
+  LEADER_BALANCE_MOVES_MAX,
+  REPLICATION_FACTOR,
+  TSERVER_UNRESPONSIVE_TIMEOUT_MS,
+} from './master-flags';
+import { placeNewTablets, planLeaderMoves, planReplacements, type TServerLoad, type TabletView } from './placement';
+import type { SysCatalog } from './sys-catalog';
+import type { TServerRegistry } from './tserver-registry';
+
+/** A CreateTablet to one tserver is not repeated sooner than this. */
+const CREATE_TABLET_RETRY_MS = 2_000;
+/** A tablet whose leader was just moved (or whose config just changed) is left alone this long. */
+const TABLET_COOLDOWN_MS = 3_000;
+/** Admin RPCs one background round issues at most (the rest wait for the next round). */
+const ROUND_RPCS_MAX = 64;
+/** Replica replacements one round starts at most. */
+const ROUND_REPLACEMENTS_MAX = 16;
+const ADMIN_RPC_TIMEOUT_MS = 5_000;
+
+export interface CatalogManagerDeps {
+  sys: SysCatalog;
+  registry: TServerRegistry;
+  flags: Flags;
+  clock: HybridClock;
+  log: Logger;
+  client: RpcClient;
+  nowMs?(): number;
+}
+
+export interface TabletServerJson {
+  uuid: string;
+  rpcAddress: string;
+  webAddress: string;
+  alive: boolean;
+  lastHeartbeatMsAgo: number;
+  tablets: number;
+  leaders: number;
+  placementZone: string;
+  rssBytes: number;
+}
+
+export interface TableLocationJson {
+  id: string;
+  name: string;
+  tablets: Array<{ tabletId: string; partition: { start: number; end: number }; replicas: Array<{ tserverUuid: string; rpcAddress: string; role: string }> }>;
+}
+
+export function schemaToPb(t: TableInfo): TableSchemaPB {
+  return {
+    columns: t.schema.columns.map((c) => ({ name: c.name, id: c.id, type: c.type, nullable: c.nullable })),
+    hashColumns: [...t.schema.hashColumns],
+    rangeColumns: [...t.schema.rangeColumns],
+  };
+}
+
+export function tableToPb(t: TableInfo): TableInfoPB {
+  return { id: t.id, name: t.name, schema: schemaToPb(t), numTablets: t.numTablets, replicationFactor: t.replicationFactor, state: t.state };
+}
+
+export class CatalogManager {
+  private leaderSinceMs: number | undefined;
+  private readonly createAttempts = new Map<string, number>();
+  private readonly cooldown = new Map<string, number>();
+  private readonly registering = new Set<string>();
+  private roundRunning = false;
+  private readonly now: () => number;
+
+  constructor(private readonly deps: CatalogManagerDeps) {
+    this.now = deps.nowMs ?? (() => performance.now());
+  }
+
+  onLeadership(isLeader: boolean): void {
+    if (isLeader && this.leaderSinceMs === undefined) this.leaderSinceMs = this.now();
+    if (!isLeader) this.leaderSinceMs = undefined;
+  }
+
+  private timeoutMs(): number {
+    return this.deps.flags.get(TSERVER_UNRESPONSIVE_TIMEOUT_MS);
+  }
+
+  private catalog(): CatalogState {
+    return this.deps.sys.state();
+  }
+
+  /** NOT_THE_LEADER (with the leader's address) or LEADER_NOT_READY unless this master may serve. */
+  requireLeader(): void {
+    const sys = this.deps.sys;
+    if (!sys.isLeader()) {
+      const hint = sys.leaderId();
+      throw new DbError(ErrorCode.NOT_THE_LEADER, `this master is not the leader${hint ? `; the leader is ${hint}` : ' (no leader known yet)'}`, { leaderHint: hint });
+    }
+    if (!sys.isLeaderReady()) throw new DbError(ErrorCode.LEADER_NOT_READY, 'this master was just elected and is catching up', { leaderHint: sys.leaderId() });
+  }
+
+  private leaderAgeMs(): number {
+    return this.leaderSinceMs === undefined ? 0 : this.now() - this.leaderSinceMs;
+  }
+
+  private liveCount(): number {
+    return this.deps.registry.liveCount(this.now(), this.timeoutMs());
+  }
+
+  // ---- DDL -------------------------------------------------------------------------------------
+
+  async createTable(req: CreateTableRequestPB): Promise<string> {
+    this.requireLeader();
+    const name = req.name ?? '';
+    const existing = tableByName(this.catalog(), name);
+    if (existing) {
+      if (req.ifNotExists) return existing.id;
+      throw new DbError(ErrorCode.ALREADY_EXISTS, `table ${name} already exists`, { tableId: existing.id });
+    }
+    // A freshly elected master has not heard every tserver yet: give them one timeout to report.
+    const wanted = req.replicationFactor || this.deps.flags.get(REPLICATION_FACTOR);
+    for (let i = 0; i < 1000 && this.liveCount() < wanted && this.leaderAgeMs() < this.timeoutMs(); i++) await sleep(50);
+    const live = this.liveCount();
+    const v = validateCreateTable(
+      {
+        name,
+        columns: (req.schema?.columns ?? []).map((c) => ({ name: c.name ?? '', type: c.type ?? '', nullable: c.nullable !== false })),
+        hashColumns: req.schema?.hashColumns ?? [],
+        rangeColumns: req.schema?.rangeColumns ?? [],
+        numTablets: req.numTablets ?? 0,
+        replicationFactor: req.replicationFactor ?? 0,
+      },
+      live,
+      this.deps.flags.get(REPLICATION_FACTOR),
+    );
+    const placement = placeNewTablets(this.loads(), v.replicationFactor, v.numTablets);
+    if (placement.length !== v.numTablets) {
+      throw new DbError(ErrorCode.INVALID_ARGUMENT, `replication factor ${v.replicationFactor} is larger than the number of live tablet servers (${live} live)`);
+    }
+    const tableId = newId();
+    const parts = hashPartitions(v.numTablets);
+    const tablets: TabletInfo[] = parts.map((partition, i) => ({
+      id: newId(),
+      tableId,
+      partition,
+      replicas: placement[i]!.map((u): ReplicaDef => ({ tserverUuid: u, memberType: 'VOTER' })),
+    }));
+    const table: TableInfo = {
+      id: tableId,
+      name: v.name,
+      schema: v.schema,
+      numTablets: v.numTablets,
+      replicationFactor: v.replicationFactor,
+      state: 'RUNNING',
+      tabletIds: tablets.map((t) => t.id),
+      createdAtMs: Date.now(),
+    };
+    await this.deps.sys.propose({ type: 'createTable', table, tablets });
+    this.deps.log.info({ table: name, tableId, tablets: tablets.length, rf: v.replicationFactor }, 'table created');
+    void this.runRound();
+    // Answer once every tablet elected a leader, so the first writes do not all bounce.
+    const deadline = this.now() + this.deps.flags.get(CREATE_TABLE_WAIT_MS);
+    while (this.now() < deadline) {
+      if (tablets.every((t) => this.deps.registry.leaderReport(t.id, this.now(), this.timeoutMs()))) break;
+      await sleep(50);
+    }
+    return tableId;
+  }
+
+  async dropTable(req: DropTableRequestPB): Promise<void> {
+    this.requireLeader();
+    const t = tableByName(this.catalog(), req.name ?? '');
+    if (!t) {
+      if (req.ifExists) return;
+      throw new DbError(ErrorCode.TABLE_NOT_FOUND, `table ${req.name ?? ''} not found`);
+    }
+    const tablets = tabletsOf(this.catalog(), t);
+    await this.deps.sys.propose({ type: 'dropTable', tableId: t.id });
+    this.deps.log.info({ table: t.name, tableId: t.id }, 'table dropped');
+    // Hosts also learn it from heartbeat answers; telling them now frees the space sooner.
+    for (const tablet of tablets) {
+      for (const r of tablet.replicas) {
+        const addr = this.addressOf(r.tserverUuid);
+        if (addr) void this.deps.client.call(addr, tabletServerMethods().deleteTablet, { tabletId: tablet.id }, { timeoutMs: ADMIN_RPC_TIMEOUT_MS }).catch(() => undefined);
+      }
+    }
+  }
+
+  listTables(): TableInfo[] {
+    this.requireLeader();
+    return [...this.catalog().tables.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  findTable(req: GetTableLocationsRequestPB): TableInfo {
+    const c = this.catalog();
+    const t = req.id ? c.tables.get(req.id) : tableByName(c, req.name ?? '');
+    if (!t) throw new DbError(ErrorCode.TABLE_NOT_FOUND, `table ${req.id ? `id ${req.id}` : (req.name ?? '')} not found`);
+    return t;
+  }
+
+  tableLocations(req: GetTableLocationsRequestPB): GetTableLocationsResponsePB {
+    this.requireLeader();
+    const loc = this.locationsJson(this.findTable(req));
+    return {
+      table: tableToPb(this.findTable(req)),
+      tablets: loc.tablets.map((t) => ({ tabletId: t.tabletId, tableId: loc.id, partition: t.partition, replicas: t.replicas })),
+    };
+  }
+
+  /** The /api/v1/table shape (DESIGN §12). */
+  locationsJson(t: TableInfo): TableLocationJson {
+    const now = this.now();
+    return {
+      id: t.id,
+      name: t.name,
+      tablets: tabletsOf(this.catalog(), t).map((tablet) => {
+        const leader = this.deps.registry.leaderReport(tablet.id, now, this.timeoutMs())?.uuid ?? '';
+        return {
+          tabletId: tablet.id,
+          partition: { start: tablet.partition.start, end: tablet.partition.end },
+          replicas: tablet.replicas.map((r) => ({
+            tserverUuid: r.tserverUuid,
+            rpcAddress: this.addressOf(r.tserverUuid) ?? '',
+            role: r.memberType === 'LEARNER' ? 'LEARNER' : r.tserverUuid === leader ? 'LEADER' : 'FOLLOWER',
+          })),
+        };
+      }),
+    };
+  }
+
+  private addressOf(uuid: string): string | undefined {
+    return this.deps.registry.get(uuid)?.rpcAddress || this.catalog().tservers.get(uuid)?.rpcAddress || undefined;
+  }
+
+  // ---- tservers --------------------------------------------------------------------------------
+
+  heartbeat(req: TSHeartbeatRequestPB): TSHeartbeatResponsePB {
+    const sys = this.deps.sys;
+    if (req.hybridTime) this.deps.clock.update(BigInt(req.hybridTime));
+    if (!sys.isLeader()) return { isLeader: false, leaderHint: sys.leaderId(), tabletsToDelete: [], hybridTime: this.deps.clock.now() };
+    const e = this.deps.registry.heartbeat(req, this.now());
+    const tabletsToDelete: string[] = [];
+    if (e && sys.isLeaderReady()) {
+      this.maybeRegister(e.uuid, e.rpcAddress, e.webAddress);
+      const c = this.catalog();
+      for (const id of e.reports.keys()) {
+        const t = c.tablets.get(id);
+        if (!t) {
+          tabletsToDelete.push(id);
+          continue;
+        }
+        if (t.replicas.some((r) => r.tserverUuid === e.uuid)) continue;
+        // Assigned elsewhere: delete once Raft no longer counts it as a voter.
+        const leader = this.deps.registry.leaderReport(id, this.now(), this.timeoutMs());
+        if (leader && leader.uuid !== e.uuid && !(leader.report.peers ?? []).some((p) => p.uuid === e.uuid)) tabletsToDelete.push(id);
+      }
+    }
+    return { isLeader: true, leaderHint: '', tabletsToDelete, hybridTime: this.deps.clock.now() };
+  }
+
+  private maybeRegister(uuid: string, rpcAddress: string, webAddress: string): void {
+    const known = this.catalog().tservers.get(uuid);
+    if ((known && known.rpcAddress === rpcAddress && known.webAddress === webAddress) || this.registering.has(uuid)) return;
+    this.registering.add(uuid);
+    this.deps.sys
+      .propose({ type: 'registerTServer', tserver: { uuid, rpcAddress, webAddress } })
+      .catch((err: unknown) => this.deps.log.debug({ err, uuid }, 'tserver registration not replicated; retried on the next heartbeat'))
+      .finally(() => this.registering.delete(uuid));
+  }
+
+  tabletServersJson(): TabletServerJson[] {
+    const now = this.now();
+    const timeout = this.timeoutMs();
+    const out: TabletServerJson[] = [];
+    const seen = new Set<string>();
+    for (const e of this.deps.registry.list()) {
+      seen.add(e.uuid);
+      let leaders = 0;
+      for (const r of e.reports.values()) if (r.role === 'LEADER') leaders++;
+      out.push({
+        uuid: e.uuid,
+        rpcAddress: e.rpcAddress,
+        webAddress: e.webAddress,
+        alive: now - e.lastHeartbeatMs <= timeout,
+        lastHeartbeatMsAgo: Math.round(now - e.lastHeartbeatMs),
+        tablets: e.reports.size,
+        leaders,
+        placementZone: e.placementZone,
+        rssBytes: e.rssBytes,
+      });
+    }
+    // Registered in the catalog but not heard from since this master leads.
+    for (const t of this.catalog().tservers.values()) {
+      if (seen.has(t.uuid)) continue;
+      out.push({ uuid: t.uuid, rpcAddress: t.rpcAddress, webAddress: t.webAddress, alive: false, lastHeartbeatMsAgo: -1, tablets: 0, leaders: 0, placementZone: '', rssBytes: 0 });
+    }
+    return out;
+  }
+
+  tabletServersPb(): TabletServerInfoPB[] {
+    return this.tabletServersJson().map((t) => ({
+      uuid: t.uuid,
+      rpcAddress: t.rpcAddress,
+      webAddress: t.webAddress,
+      alive: t.alive,
+      lastHeartbeatMsAgo: BigInt(Math.max(0, t.lastHeartbeatMsAgo)),
+      tablets: t.tablets,
+      leaders: t.leaders,
+      placementZone: t.placementZone,
+    }));
+  }
+
+  private loads(): TServerLoad[] {
+    const now = this.now();
+    const timeout = this.timeoutMs();
+    const counts = new Map<string, number>();
+    for (const t of this.catalog().tablets.values()) for (const r of t.replicas) counts.set(r.tserverUuid, (counts.get(r.tserverUuid) ?? 0) + 1);
+    const leaders = this.deps.registry.leaderCounts(now, timeout);
+    const uuids = new Set([...this.deps.registry.list().map((e) => e.uuid), ...this.catalog().tservers.keys()]);
+    return [...uuids].map((uuid) => ({ uuid, alive: this.deps.registry.isAlive(uuid, now, timeout), tablets: counts.get(uuid) ?? 0, leaders: leaders.get(uuid) ?? 0 }));
+  }
+
+  // ---- background round ------------------------------------------------------------------------
+
+  /** One reconciliation round (no-op unless leader; never two at once). */
+  async runRound(): Promise<void> {
+    if (this.roundRunning || !this.deps.sys.isLeaderReady()) return;
+    this.roundRunning = true;
+    try {
+      await this.round();
+    } catch (e) {
+      this.deps.log.warn({ err: e }, 'catalog background round failed');
+    } finally {
+      this.roundRunning = false;
+    }
+  }
+
+  private async round(): Promise<void> {
+    const now = this.now();
+    const timeout = this.timeoutMs();
+    const reg = this.deps.registry;
+    const m = tabletServerMethods();
+    const calls: Array<Promise<unknown>> = [];
+    const call = <Req, Resp>(addr: string, def: import('../rpc/types').MethodDef<Req, Resp>, req: Req, what: Record<string, unknown>): void => {
+      if (calls.length >= ROUND_RPCS_MAX) return;
+      calls.push(
+        this.deps.client.call(addr, def, req, { timeoutMs: ADMIN_RPC_TIMEOUT_MS }).catch((err: unknown) => {
+          this.deps.log.debug({ err, ...what }, 'admin call failed; retried next round');
+        }),
+      );
+    };
+    const c = this.catalog();
+    let changing = false;
+    for (const tablet of c.tablets.values()) {
+      const table = c.tables.get(tablet.tableId);
+      if (!table) continue;
+      const leader = reg.leaderReport(tablet.id, now, timeout);
+      const voters = leader ? (leader.report.peers ?? []).filter((p) => p.memberType !== 'LEARNER').map((p) => p.uuid ?? '') : [];
+      const wanted = tablet.replicas.map((r) => r.tserverUuid);
+      // 1. Every assigned live tserver hosts a replica.
+      for (const uuid of wanted) {
+        if (!reg.isAlive(uuid, now, timeout) || reg.hosts(uuid, tablet.id)) continue;
+        const key = `${tablet.id}/${uuid}`;
+        if (now - (this.createAttempts.get(key) ?? -Infinity) < CREATE_TABLET_RETRY_MS) continue;
+        this.createAttempts.set(key, now);
+        const addr = this.addressOf(uuid);
+        if (!addr) continue;
+        const peers = [...new Set([...voters, ...wanted])].map((u) => ({ uuid: u, rpcAddress: this.addressOf(u) ?? '', memberType: 'VOTER' }));
+        call(addr, m.createTablet, { tabletId: tablet.id, tableId: table.id, tableName: table.name, schema: schemaToPb(table), partition: tablet.partition, peers }, { tablet: tablet.id, tserver: uuid, op: 'CreateTablet' });
+      }
+      // 2. Raft's configuration follows the catalog: remove first, then add (one change at a time).
+      if (!leader || now < (this.cooldown.get(tablet.id) ?? 0)) continue;
+      const leaderAddr = this.addressOf(leader.uuid);
+      if (!leaderAddr) continue;
+      const extra = voters.filter((u) => !wanted.includes(u));
+      const missing = wanted.filter((u) => !voters.includes(u) && reg.hosts(u, tablet.id));
+      if (extra.length > 0 && extra[0] !== leader.uuid) {
+        changing = true;
+        this.cooldown.set(tablet.id, now + 1000);
+        call(leaderAddr, m.changeConfig, { tabletId: tablet.id, type: 'REMOVE', peer: { uuid: extra[0]!, rpcAddress: this.addressOf(extra[0]!) ?? '', memberType: 'VOTER' } }, { tablet: tablet.id, op: 'REMOVE' });
+      } else if (extra.length > 0) {
+        // The leader itself is being replaced: hand leadership to a replica that stays.
+        const to = wanted.find((u) => voters.includes(u) && reg.isAlive(u, now, timeout));
+        if (to) {
+          changing = true;
+          this.cooldown.set(tablet.id, now + TABLET_COOLDOWN_MS);
+          call(leaderAddr, m.leaderStepdown, { tabletId: tablet.id, newLeaderUuid: to }, { tablet: tablet.id, op: 'stepdown-before-remove' });
+        }
+      } else if (missing.length > 0) {
+        changing = true;
+        this.cooldown.set(tablet.id, now + 1000);
+        call(leaderAddr, m.changeConfig, { tabletId: tablet.id, type: 'ADD_VOTER', peer: { uuid: missing[0]!, rpcAddress: this.addressOf(missing[0]!) ?? '', memberType: 'VOTER' } }, { tablet: tablet.id, op: 'ADD_VOTER' });
+      }
+    }
+    if (this.deps.flags.get(ENABLE_LOAD_BALANCING)) {
+      const loads = this.loads();
+      const views: TabletView[] = [...c.tablets.values()].map((t) => ({
+        id: t.id,
+        replicas: t.replicas.map((r) => r.tserverUuid),
+        leader: reg.leaderReport(t.id, now, timeout)?.uuid ?? '',
+      }));
+      // A new leader master has not heard from every tserver yet: nobody is dead before one timeout.
+      if (this.leaderAgeMs() > timeout) {
+        for (const mv of planReplacements(loads, views, ROUND_REPLACEMENTS_MAX)) {
+          if (mv.type !== 'replace') continue;
+          const t = c.tablets.get(mv.tabletId)!;
+          const replicas = t.replicas.map((r) => (r.tserverUuid === mv.dead ? { tserverUuid: mv.target, memberType: 'VOTER' as const } : r));
+          changing = true;
+          this.deps.log.info({ tablet: mv.tabletId, dead: mv.dead, target: mv.target }, 're-replicating a replica of a dead tserver');
+          calls.push(this.deps.sys.propose({ type: 'setReplicas', tabletId: mv.tabletId, replicas }).catch((err: unknown) => this.deps.log.warn({ err }, 'replica move not replicated')));
+        }
+      }
+      const allHealthy = views.every((v) => v.leader && v.replicas.every((u) => reg.isAlive(u, now, timeout)));
+      if (!changing && allHealthy) {
+        const movable = views.filter((v) => now >= (this.cooldown.get(v.id) ?? 0));
+        for (const mv of planLeaderMoves(loads, movable, this.deps.flags.get(LEADER_BALANCE_MOVES_MAX))) {
+          if (mv.type !== 'stepdown') continue;
+          const addr = this.addressOf(mv.from);
+          if (!addr) continue;
+          this.cooldown.set(mv.tabletId, now + TABLET_COOLDOWN_MS);
+          call(addr, m.leaderStepdown, { tabletId: mv.tabletId, newLeaderUuid: mv.to }, { tablet: mv.tabletId, op: 'balance-leader' });
+        }
+      }
+    }
+    // Forget attempts of tablets that no longer exist (bounded maps).
+    if (this.createAttempts.size > 100_000) this.createAttempts.clear();
+    if (this.cooldown.size > 100_000) this.cooldown.clear();
+    await Promise.all(calls);
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

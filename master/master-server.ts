@@ -1,0 +1,274 @@
+/**
+ * The master process: RPC server (MasterService + the sys catalog's Raft traffic), the sys catalog,
+ * the catalog manager's background round, and the console. `masterMain(argv)` is `tessera master`.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { SystemClock } from '../common/clock';
+import { DbError, ErrorCode } from '../common/errors';
+import { Flags, parseFlagArgs } from '../common/flags';
+import { HybridClock } from '../common/hybrid-clock';
+import { newId } from '../common/ids';
+import { createLogger, LogRing, type Logger } from '../common/log';
+import { MathRng } from '../common/rng';
+import { decodeMessage, encodeMessage } from '../raft/message-codec';
+import type { Message } from '../raft/types';
+import { Metrics } from '../rpc/metrics';
+import { masterMethods, raftBatchMethod, type ListMastersResponsePB, type RaftEnvelopePB } from '../rpc/service-methods';
+import type { RpcClient, RpcServer, Transport } from '../rpc/types';
+import { WebServer } from '../rpc/web-server';
+import { WsTransport } from '../rpc/ws-transport';
+import { CatalogManager, tableToPb } from './catalog-manager';
+import {
+  CATALOG_RECONCILE_INTERVAL_MS,
+  FS_DATA_DIRS,
+  MASTER_ADDRESSES,
+  MASTER_RAFT_TICK_INTERVAL_MS,
+  MASTER_RPC_PORT_DEFAULT,
+  MASTER_WEB_PORT_DEFAULT,
+  RPC_BIND_ADDRESSES,
+  WEBSERVER_INTERFACE,
+  WEBSERVER_PORT,
+} from './master-flags';
+import type { MasterInfo } from './master-info';
+import { registerMasterPages } from './master-web';
+import { SYS_CATALOG_GROUP_ID, SysCatalog } from './sys-catalog';
+import { TServerRegistry } from './tserver-registry';
+
+export interface MasterOptions {
+  flags: Flags;
+  /** Default: the WebSocket transport. */
+  transport?: Transport;
+  log?: Logger;
+  logRing?: LogRing;
+}
+
+export interface Master {
+  readonly uuid: string;
+  readonly rpcAddress: string;
+  readonly webAddress: string;
+  readonly sys: SysCatalog;
+  readonly manager: CatalogManager;
+  masters(): Promise<MasterInfo[]>;
+  stop(): Promise<void>;
+}
+
+function splitHostPort(s: string, defPort: number): { host: string; port: number } {
+  const t = s.split(',')[0]!.trim();
+  if (!t) return { host: '127.0.0.1', port: defPort };
+  const i = t.lastIndexOf(':');
+  if (i < 0) return { host: t, port: defPort };
+  const port = Number(t.slice(i + 1));
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new DbError(ErrorCode.INVALID_ARGUMENT, `bad port in '${t}'`);
+  return { host: t.slice(0, i) || '127.0.0.1', port };
+}
+
+function loadOrCreateUuid(dataDir: string): string {
+  const file = path.join(dataDir, 'instance');
+  if (fs.existsSync(file)) {
+    const v: unknown = JSON.parse(fs.readFileSync(file, 'utf8'));
+    const uuid = (v as { uuid?: unknown }).uuid;
+    if (typeof uuid !== 'string' || !uuid) throw new DbError(ErrorCode.CORRUPTION, `${file} has no uuid`);
+    return uuid;
+  }
+  const uuid = newId();
+  fs.writeFileSync(file + '.tmp', JSON.stringify({ uuid, createdAt: new Date().toISOString() }));
+  fs.renameSync(file + '.tmp', file);
+  return uuid;
+}
+
+/** How long a master's self description fetched from a peer is reused. */
+const PEER_INFO_TTL_MS = 5_000;
+const PEER_INFO_TIMEOUT_MS = 1_000;
+
+export async function startMaster(opts: MasterOptions): Promise<Master> {
+  const flags = opts.flags;
+  const dataDir = flags.get(FS_DATA_DIRS).split(',')[0]!.trim();
+  if (!dataDir) throw new DbError(ErrorCode.INVALID_ARGUMENT, '--fs_data_dirs is required');
+  fs.mkdirSync(dataDir, { recursive: true });
+  const uuid = loadOrCreateUuid(dataDir);
+  const logRing = opts.logRing ?? new LogRing();
+  const log = (opts.log ?? createLogger({ name: 'master', ring: logRing })).child({ uuid });
+  const transport = opts.transport ?? new WsTransport({ flags, log });
+  const bind = splitHostPort(flags.get(RPC_BIND_ADDRESSES), MASTER_RPC_PORT_DEFAULT);
+  if (bind.port === 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'a master needs a fixed --rpc_bind_addresses port (it is its identity in --master_addresses)');
+  const selfId = `${bind.host}:${bind.port}`;
+  const peers = flags
+    .get(MASTER_ADDRESSES)
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (peers.length === 0) peers.push(selfId);
+  if (!peers.includes(selfId)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--rpc_bind_addresses ${selfId} is not one of --master_addresses ${peers.join(',')}`);
+  if (new Set(peers).size !== peers.length) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--master_addresses lists a master twice: ${peers.join(',')}`);
+
+  const clock = new HybridClock(new SystemClock());
+  const rpc: RpcServer = transport.createServer({ host: bind.host, port: bind.port });
+  const client: RpcClient = transport.createClient();
+  const registry = new TServerRegistry();
+  const raftBatch = raftBatchMethod();
+  let manager: CatalogManager | undefined;
+
+  const sys = await SysCatalog.open({
+    dataDir,
+    selfId,
+    peers,
+    flags,
+    log,
+    rng: new MathRng(),
+    send: (msgs: Message[]) => {
+      const byTo = new Map<string, RaftEnvelopePB[]>();
+      for (const m of msgs) {
+        let q = byTo.get(m.to);
+        if (!q) byTo.set(m.to, (q = []));
+        q.push({ groupId: SYS_CATALOG_GROUP_ID, message: encodeMessage(m) });
+      }
+      for (const [to, messages] of byTo) {
+        try {
+          client.send(to, raftBatch, { fromUuid: selfId, fromAddress: selfId, messages });
+        } catch (e) {
+          log.debug({ err: e, to }, 'sys catalog raft batch not sent');
+        }
+      }
+    },
+    onLeaderChange: (c) => {
+      manager?.onLeadership(c.isLeader);
+      log.info({ leader: c.leader, term: c.term, role: c.role }, 'sys catalog leader changed');
+    },
+  });
+  manager = new CatalogManager({ sys, registry, flags, clock, log, client });
+  if (sys.isLeader()) manager.onLeadership(true);
+
+  rpc.onOneway(raftBatch, (batch) => {
+    for (const env of batch.messages ?? []) {
+      if (env.groupId !== SYS_CATALOG_GROUP_ID || !env.message) continue;
+      try {
+        sys.step(decodeMessage(env.message));
+      } catch (e) {
+        log.warn({ err: e, from: batch.fromUuid }, 'undecodable sys catalog message dropped');
+      }
+    }
+  });
+  const m = masterMethods();
+  const mgr = manager;
+  rpc.handle(m.createTable, async (req) => ({ tableId: await mgr.createTable(req) }));
+  rpc.handle(m.dropTable, async (req) => {
+    await mgr.dropTable(req);
+    return {};
+  });
+  rpc.handle(m.listTables, () => Promise.resolve({ tables: mgr.listTables().map(tableToPb) }));
+  rpc.handle(m.getTableLocations, (req) => Promise.resolve(mgr.tableLocations(req)));
+  rpc.handle(m.tsHeartbeat, (req) => Promise.resolve(mgr.heartbeat(req)));
+  rpc.handle(m.listTabletServers, () => {
+    mgr.requireLeader();
+    return Promise.resolve({ servers: mgr.tabletServersPb() });
+  });
+
+  const webPortFlag = flags.get(WEBSERVER_PORT);
+  const webHost = flags.get(WEBSERVER_INTERFACE) || bind.host;
+  const metrics = new Metrics({ defaultLabels: { server: 'master' }, processMetrics: true });
+  metrics.gauge('master_tables', 'Tables in the catalog', [], (g) => g.set(sys.state().tables.size));
+  metrics.gauge('master_tablets', 'Tablets in the catalog', [], (g) => g.set(sys.state().tablets.size));
+  metrics.gauge('master_is_leader', '1 on the sys catalog leader', [], (g) => g.set(sys.isLeader() ? 1 : 0));
+  const web = new WebServer({
+    kind: 'master',
+    host: webHost,
+    port: webPortFlag === -1 ? MASTER_WEB_PORT_DEFAULT : webPortFlag,
+    flags,
+    logRing,
+    metrics,
+    log,
+    health: () => ({ ok: true, uuid, rpcAddress: selfId, role: sys.isLeader() ? 'LEADER' : 'FOLLOWER' }),
+  });
+
+  const self = (): MasterInfo => {
+    const st = sys.status();
+    return { uuid, rpcAddress: selfId, webAddress: web.address, role: sys.isLeader() ? 'LEADER' : 'FOLLOWER', term: st.term };
+  };
+  const peerCache = new Map<string, { at: number; info: MasterInfo }>();
+  const peerInfo = async (addr: string): Promise<MasterInfo> => {
+    const c = peerCache.get(addr);
+    if (c && performance.now() - c.at < PEER_INFO_TTL_MS) return c.info;
+    try {
+      const r = await client.call(addr, m.listMasters, { selfOnly: true }, { timeoutMs: PEER_INFO_TIMEOUT_MS });
+      const x = r.masters?.[0];
+      const info: MasterInfo = { uuid: x?.uuid ?? '', rpcAddress: addr, webAddress: x?.webAddress ?? '', role: x?.role ?? 'FOLLOWER', term: Number(x?.term ?? 0n) };
+      peerCache.set(addr, { at: performance.now(), info });
+      return info;
+    } catch {
+      return { uuid: c?.info.uuid ?? '', rpcAddress: addr, webAddress: c?.info.webAddress ?? '', role: 'UNREACHABLE', term: 0 };
+    }
+  };
+  const masters = async (): Promise<MasterInfo[]> => Promise.all(peers.map((p) => (p === selfId ? Promise.resolve(self()) : peerInfo(p))));
+  rpc.handle(m.listMasters, async (req): Promise<ListMastersResponsePB> => {
+    const list = req.selfOnly ? [self()] : await masters();
+    return { masters: list.map((x) => ({ uuid: x.uuid, rpcAddress: x.rpcAddress, webAddress: x.webAddress, role: x.role, term: BigInt(x.term) })) };
+  });
+  registerMasterPages({
+    web,
+    manager,
+    masters,
+    isLeader: () => sys.isLeader(),
+    leaderWebAddress: async () => {
+      const l = sys.leaderId();
+      if (!l) return '';
+      return l === selfId ? web.address : (await peerInfo(l)).webAddress;
+    },
+  });
+
+  await rpc.start();
+  await web.start();
+  const tick = setInterval(() => sys.tick(), flags.get(MASTER_RAFT_TICK_INTERVAL_MS));
+  let roundTimer: NodeJS.Timeout | undefined;
+  const scheduleRound = (): void => {
+    roundTimer = setTimeout(() => {
+      void mgr.runRound().finally(() => {
+        if (!stopped) scheduleRound();
+      });
+    }, flags.get(CATALOG_RECONCILE_INTERVAL_MS));
+  };
+  let stopped = false;
+  scheduleRound();
+  log.info({ rpcAddress: selfId, webAddress: web.address, masters: peers }, 'master started');
+
+  let stopping: Promise<void> | undefined;
+  return {
+    uuid,
+    rpcAddress: selfId,
+    webAddress: web.address,
+    sys,
+    manager,
+    masters,
+    stop(): Promise<void> {
+      stopping ??= (async () => {
+        stopped = true;
+        clearInterval(tick);
+        if (roundTimer) clearTimeout(roundTimer);
+        await web.stop().catch(() => undefined);
+        await rpc.stop().catch(() => undefined);
+        await client.close().catch(() => undefined);
+        await sys.stop();
+        log.info('master stopped');
+      })();
+      return stopping;
+    },
+  };
+}
+
+/** `tessera master --fs_data_dirs=... [flags]`: run until SIGINT/SIGTERM, then stop cleanly. */
+export async function masterMain(argv: readonly string[], opts: { transport?: Transport } = {}): Promise<void> {
+  const { flags, positional } = parseFlagArgs(argv, new Flags());
+  if (positional.length > 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `unexpected arguments: ${positional.join(' ')}`);
+  const master = await startMaster({ flags, ...(opts.transport ? { transport: opts.transport } : {}) });
+  process.stdout.write(`master ${master.uuid} listening on ${master.rpcAddress}, console http://${master.webAddress}\n`);
+  await new Promise<void>((resolve) => {
+    const done = (): void => {
+      process.off('SIGINT', done);
+      process.off('SIGTERM', done);
+      resolve();
+    };
+    process.on('SIGINT', done);
+    process.on('SIGTERM', done);
+  });
+  await master.stop();
+}

@@ -1,0 +1,122 @@
+/**
+ * The master console (port 7000): /tablet-servers, /tables, /table?name=|id=, /masters, each with its
+ * JSON twin of DESIGN §12, plus the kit's /varz /metrics /logs /healthz. A follower master's pages
+ * redirect to the leader's console (meta refresh); its JSON twins answer NOT_THE_LEADER with the
+ * leader's addresses, so scripts go to the leader too.
+ */
+import { DbError, ErrorCode } from '../common/errors';
+import { escapeHtml, htmlTable, link, raw } from '../rpc/html';
+import type { WebRequest, WebServer } from '../rpc/web-server';
+import type { CatalogManager } from './catalog-manager';
+import type { MasterInfo } from './master-info';
+
+export interface MasterWebDeps {
+  web: WebServer;
+  manager: CatalogManager;
+  /** Every master with role (the leader's web address resolved when reachable). */
+  masters(): Promise<MasterInfo[]>;
+  isLeader(): boolean;
+  leaderWebAddress(): Promise<string>;
+}
+
+export function registerMasterPages(d: MasterWebDeps): void {
+  const { web, manager } = d;
+
+  const leaderOnlyJson = async <T>(f: () => T): Promise<T> => {
+    if (!d.isLeader()) {
+      const w = await d.leaderWebAddress().catch(() => '');
+      throw new DbError(ErrorCode.NOT_THE_LEADER, `this master is not the leader${w ? `; ask http://${w}` : ''}`, { leaderWebAddress: w });
+    }
+    return f();
+  };
+  const leaderOnlyHtml = async (req: WebRequest, f: () => string): Promise<string> => {
+    if (d.isLeader()) return f();
+    const w = await d.leaderWebAddress().catch(() => '');
+    if (!w) return '<p>This master is not the leader and no leader is known yet. Reload in a moment.</p>';
+    const url = `http://${w}${req.path}${req.query.toString() ? `?${req.query.toString()}` : ''}`;
+    return `<meta http-equiv="refresh" content="0; url=${escapeHtml(url)}"><p>This master is a follower; the leader's console is ${link(url, url).toString()}.</p>`;
+  };
+
+  web.route('/tablet-servers', {
+    title: 'Tablet Servers',
+    nav: 'Tablet Servers',
+    json: () => leaderOnlyJson(() => ({ tabletServers: manager.tabletServersJson() })),
+    html: (req) =>
+      leaderOnlyHtml(req, () =>
+        htmlTable(
+          ['UUID', 'RPC address', 'Console', 'Alive', 'Last heartbeat', 'Tablets', 'Leaders', 'Zone', 'RSS (MiB)'],
+          manager
+            .tabletServersJson()
+            .map((t) => [
+              t.uuid,
+              t.rpcAddress,
+              t.webAddress ? link(`http://${t.webAddress}`, t.webAddress) : '',
+              t.alive ? 'ALIVE' : raw('<b style="color:#b00">DEAD</b>'),
+              t.lastHeartbeatMsAgo < 0 ? 'never (since this master leads)' : `${t.lastHeartbeatMsAgo} ms ago`,
+              t.tablets,
+              t.leaders,
+              t.placementZone,
+              (t.rssBytes / (1024 * 1024)).toFixed(1),
+            ]),
+          { id: 'tablet-servers' },
+        ),
+      ),
+  });
+
+  web.route('/tables', {
+    title: 'Tables',
+    nav: 'Tables',
+    json: () => leaderOnlyJson(() => ({ tables: manager.listTables().map((t) => ({ id: t.id, name: t.name, numTablets: t.numTablets, replicationFactor: t.replicationFactor })) })),
+    html: (req) =>
+      leaderOnlyHtml(req, () =>
+        htmlTable(
+          ['Name', 'Id', 'Tablets', 'Replication factor', 'Hash columns', 'Range columns'],
+          manager.listTables().map((t) => [link(`/table?id=${t.id}`, t.name), t.id, t.numTablets, t.replicationFactor, t.schema.hashColumns.join(', '), t.schema.rangeColumns.join(', ')]),
+          { id: 'tables' },
+        ),
+      ),
+  });
+
+  const tableOf = (req: WebRequest) => {
+    const id = req.query.get('id') ?? '';
+    const name = req.query.get('name') ?? '';
+    if (!id && !name) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'give ?name=TABLE or ?id=TABLE_ID');
+    return manager.findTable(id ? { id } : { name });
+  };
+  web.route('/table', {
+    title: 'Table',
+    json: (req) => leaderOnlyJson(() => manager.locationsJson(tableOf(req))),
+    html: (req) =>
+      leaderOnlyHtml(req, () => {
+        const t = tableOf(req);
+        const loc = manager.locationsJson(t);
+        const cols = htmlTable(
+          ['Column', 'Id', 'Type', 'Nullable', 'Key'],
+          t.schema.columns.map((c) => [c.name, c.id, c.type, c.nullable, t.schema.hashColumns.includes(c.name) ? 'HASH' : t.schema.rangeColumns.includes(c.name) ? 'RANGE' : '']),
+          { id: 'columns' },
+        );
+        const tablets = htmlTable(
+          ['Tablet', 'Partition', 'RaftConfig'],
+          loc.tablets.map((x) => [
+            x.tabletId,
+            `[0x${x.partition.start.toString(16).padStart(4, '0')}, 0x${x.partition.end.toString(16).padStart(4, '0')})`,
+            raw(x.replicas.map((r) => `${escapeHtml(r.role)}: ${escapeHtml(r.rpcAddress || r.tserverUuid)}`).join('<br>')),
+          ]),
+          { id: 'tablets' },
+        );
+        return `<h2>${escapeHtml(t.name)} <small>${escapeHtml(t.id)}</small></h2>${cols}<h2>Tablets</h2>${tablets}`;
+      }),
+  });
+
+  web.route('/masters', {
+    title: 'Masters',
+    nav: 'Masters',
+    json: async () => ({ masters: await d.masters() }),
+    html: async () =>
+      htmlTable(
+        ['UUID', 'RPC address', 'Console', 'Role', 'Term'],
+        (await d.masters()).map((m) => [m.uuid, m.rpcAddress, m.webAddress ? link(`http://${m.webAddress}`, m.webAddress) : '', m.role, m.term]),
+        { id: 'masters' },
+      ),
+  });
+}
