@@ -1,0 +1,83 @@
+/**
+ * `npm run bench:rpc`: RPC round trips per second on loopback over WsTransport (issue 2, "Tests and
+ * figures"). One server, one client, one connection; the Echo method carries `bytes data` of the given
+ * size through the protobuf codecs both ways. Each case keeps N calls in flight (a new call starts when
+ * one ends) for a fixed time and reports calls/s and latency percentiles.
+ *
+ * Options: --seconds=N per case (default 3).
+ */
+import { defineMethod } from '../rpc/proto';
+import { WsTransport } from '../rpc/ws-transport';
+
+interface EchoMsg {
+  data?: Uint8Array;
+}
+
+const ECHO = defineMethod<EchoMsg, EchoMsg>('BenchService', 'Echo', 'EchoPB', 'EchoPB');
+const INFLIGHT = [1, 64];
+const PAYLOAD_BYTES = [100, 4096];
+/** Latency samples kept per case (every call below this, then none): bounds memory. */
+const SAMPLES_MAX = 2_000_000;
+const WARMUP_CALLS = 2000;
+
+function argSeconds(): number {
+  const a = process.argv.find((x) => x.startsWith('--seconds='));
+  const v = a ? Number(a.slice('--seconds='.length)) : 3;
+  return Number.isFinite(v) && v > 0 ? Math.min(v, 600) : 3;
+}
+
+function pct(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function runCase(call: () => Promise<unknown>, inflight: number, durationMs: number): Promise<{ calls: number; perSec: number; p50: number; p99: number; max: number }> {
+  const samples = new Float64Array(SAMPLES_MAX);
+  let n = 0;
+  let calls = 0;
+  const end = performance.now() + durationMs;
+  const worker = async (): Promise<void> => {
+    while (performance.now() < end) {
+      const t0 = performance.now();
+      await call();
+      const dt = performance.now() - t0;
+      if (n < SAMPLES_MAX) samples[n++] = dt;
+      calls++;
+    }
+  };
+  const start = performance.now();
+  await Promise.all(Array.from({ length: inflight }, worker));
+  const elapsed = performance.now() - start;
+  const s = samples.subarray(0, n).sort();
+  return { calls, perSec: (calls / elapsed) * 1000, p50: pct(s, 50), p99: pct(s, 99), max: s.length ? s[s.length - 1]! : 0 };
+}
+
+async function main(): Promise<void> {
+  const seconds = argSeconds();
+  const transport = new WsTransport();
+  const server = transport.createServer({ host: '127.0.0.1', port: 0 });
+  server.handle(ECHO, async (req) => req);
+  await server.start();
+  const client = transport.createClient();
+  const addr = server.address;
+  process.stdout.write(`RPC loopback benchmark: WsTransport, ${seconds} s per case, server ${addr}, node ${process.version}\n\n`);
+  const rows: string[][] = [['in flight', 'payload B', 'calls', 'calls/s', 'p50 ms', 'p99 ms', 'max ms']];
+  for (const size of PAYLOAD_BYTES) {
+    const req = { data: new Uint8Array(size).fill(7) };
+    const call = (): Promise<unknown> => client.call(addr, ECHO, req, { timeoutMs: 10_000 });
+    for (let i = 0; i < WARMUP_CALLS; i++) await call();
+    for (const inflight of INFLIGHT) {
+      const r = await runCase(call, inflight, seconds * 1000);
+      rows.push([String(inflight), String(size), String(r.calls), r.perSec.toFixed(0), r.p50.toFixed(3), r.p99.toFixed(3), r.max.toFixed(2)]);
+    }
+  }
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  for (const r of rows) process.stdout.write(r.map((cell, c) => cell.padStart(widths[c]!)).join('  ') + '\n');
+  await client.close();
+  await server.stop();
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`bench:rpc failed: ${e instanceof Error ? e.stack ?? e.message : String(e)}\n`);
+  process.exit(1);
+});
