@@ -10,3 +10,4 @@ export * from './common-flags';
 export * from './log';
 export * from './limits';
 export * from './server-flags';
+export * from './partition-hash';

@@ -116,31 +116,10 @@ function skipGroup(r: ByteReader): number {
   }
 }
 
-const FNV32_OFFSET = 0x811c9dc5;
-const FNV32_PRIME = 0x01000193;
-
-/** 16-bit hash of raw bytes (see the file comment). */
-export function hash16(bytes: Uint8Array, from = 0, to = bytes.length): number {
-  let h = FNV32_OFFSET;
-  for (let i = from; i < to; i++) {
-    h ^= bytes[i];
-    h = Math.imul(h, FNV32_PRIME);
-  }
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return ((h >>> 16) ^ (h & 0xffff)) >>> 0;
-}
-
-/** The partition hash of a row's hashed components; 0 for a table without hash columns. */
-export function partitionHash(hashed: readonly Primitive[]): number {
-  if (hashed.length === 0) return 0;
-  const w = new ByteWriter(32);
-  for (const c of hashed) encodePrimitive(w, c);
-  return hash16(w.raw(), 0, w.length);
-}
+// The hash lives in common/ so the client computes the very same function (it may not import
+// docdb/); re-exported here for DocDB's callers.
+import { hash16, partitionHash } from '../../common/partition-hash';
+export { hash16, partitionHash };
 
 /** A DocKey with its hash computed (the usual way to build one). */
 export function makeDocKey(hashed: readonly Primitive[], range: readonly Primitive[] = []): DocKey {
