@@ -14,7 +14,7 @@ import { MathRng } from '../common/rng';
 import { decodeMessage, encodeMessage } from '../raft/message-codec';
 import type { Message } from '../raft/types';
 import { Metrics } from '../rpc/metrics';
-import { masterMethods, raftBatchMethod, type ListMastersResponsePB, type RaftEnvelopePB } from '../rpc/service-methods';
+import { masterMethods, raftBatchMethod, tabletServerMethods, type ListMastersResponsePB, type RaftEnvelopePB } from '../rpc/service-methods';
 import type { RpcClient, RpcServer, Transport } from '../rpc/types';
 import { WebServer } from '../rpc/web-server';
 import { WsTransport } from '../rpc/ws-transport';
@@ -159,6 +159,12 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
   rpc.handle(m.listTables, () => Promise.resolve({ tables: mgr.listTables().map(tableToPb) }));
   rpc.handle(m.getTableLocations, (req) => Promise.resolve(mgr.tableLocations(req)));
   rpc.handle(m.tsHeartbeat, (req) => Promise.resolve(mgr.heartbeat(req)));
+  // set_flag on a master by its RPC address (the same admin method tservers serve).
+  rpc.handle(tabletServerMethods().setFlag, (req) => {
+    if (!req.name) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'flag name missing');
+    const v = flags.setAtRuntime(req.name, req.value ?? '', req.force === true);
+    return Promise.resolve({ name: req.name, value: String(v) });
+  });
   rpc.handle(m.listTabletServers, () => {
     mgr.requireLeader();
     return Promise.resolve({ servers: mgr.tabletServersPb() });

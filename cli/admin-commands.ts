@@ -1,0 +1,120 @@
+/**
+ * `tessera admin --master_addresses A <command>`: YugabyteDB's yb-admin commands, by their names.
+ */
+import type { Command } from 'commander';
+import { DbError, ErrorCode } from '../common/errors';
+import { httpRequest } from '../lab/console-http';
+import { tabletServerMethods } from '../rpc/service-methods';
+import type { TesseraClient } from '../client/tessera-client';
+import { DEFAULT_MASTER_ADDRESSES, print, printJson, printTable, withClient } from './cli-io';
+
+interface AdminOpts {
+  master_addresses: string;
+  json?: boolean;
+  timeout_ms?: string;
+}
+
+const STEPDOWN_HOPS_MAX = 5;
+
+async function findTablet(c: TesseraClient, tabletId: string): Promise<{ table: string; replicas: Array<{ uuid: string; rpcAddress: string; role: string }> }> {
+  for (const t of await c.listTables()) {
+    const loc = await c.tableLocations(t.name);
+    const x = loc.tablets.find((tt) => tt.tabletId === tabletId);
+    if (x) return { table: t.name, replicas: x.replicas };
+  }
+  throw new DbError(ErrorCode.TABLET_NOT_FOUND, `tablet ${tabletId} not found in any table`);
+}
+
+export function registerAdminCommands(program: Command): void {
+  const admin = program
+    .command('admin')
+    .description('cluster administration (yb-admin style)')
+    .option('--master_addresses <addrs>', 'comma-separated master RPC addresses', DEFAULT_MASTER_ADDRESSES)
+    .option('--timeout_ms <ms>', 'deadline of the operation')
+    .option('--json', 'machine-readable output');
+  const opts = (cmd: Command): AdminOpts => cmd.optsWithGlobals<AdminOpts>();
+  const run = <T>(cmd: Command, f: (c: TesseraClient) => Promise<T>): Promise<T> => {
+    const o = opts(cmd);
+    return withClient(o.master_addresses, o.timeout_ms ? Number(o.timeout_ms) : undefined, f);
+  };
+
+  admin.command('list_all_masters').action(async (_o: unknown, cmd: Command) => {
+    const r = await run(cmd, (c) => c.listMasters());
+    const masters = (r.masters ?? []).map((m) => ({ uuid: m.uuid ?? '', rpcAddress: m.rpcAddress ?? '', webAddress: m.webAddress ?? '', role: m.role ?? '', term: Number(m.term ?? 0n) }));
+    if (opts(cmd).json) printJson({ masters });
+    else printTable(['Master UUID', 'RPC Host/Port', 'Console', 'Role', 'Term'], masters.map((m) => [m.uuid, m.rpcAddress, m.webAddress, m.role, m.term]));
+  });
+
+  admin.command('list_all_tablet_servers').action(async (_o: unknown, cmd: Command) => {
+    const r = await run(cmd, (c) => c.listTabletServers());
+    const servers = (r.servers ?? []).map((s) => ({
+      uuid: s.uuid ?? '',
+      rpcAddress: s.rpcAddress ?? '',
+      webAddress: s.webAddress ?? '',
+      alive: s.alive ?? false,
+      lastHeartbeatMsAgo: Number(s.lastHeartbeatMsAgo ?? 0n),
+      tablets: s.tablets ?? 0,
+      leaders: s.leaders ?? 0,
+    }));
+    if (opts(cmd).json) printJson({ tabletServers: servers });
+    else printTable(['Tablet Server UUID', 'RPC Host/Port', 'Console', 'Alive', 'Heartbeat ms ago', 'Tablets', 'Leaders'], servers.map((s) => [s.uuid, s.rpcAddress, s.webAddress, s.alive ? 'ALIVE' : 'DEAD', s.lastHeartbeatMsAgo, s.tablets, s.leaders]));
+  });
+
+  admin.command('list_tables').action(async (_o: unknown, cmd: Command) => {
+    const tables = await run(cmd, (c) => c.listTables());
+    if (opts(cmd).json) printJson({ tables });
+    else printTable(['Table', 'Id', 'Tablets', 'RF'], tables.map((t) => [t.name, t.id, t.numTablets, t.replicationFactor]));
+  });
+
+  admin.command('list_tablets <table>').action(async (table: string, _o: unknown, cmd: Command) => {
+    const loc = await run(cmd, (c) => c.tableLocations(table));
+    const tablets = loc.tablets.map((t) => ({ tabletId: t.tabletId, partition: { start: t.start, end: t.end }, leader: t.replicas.find((r) => r.role === 'LEADER')?.rpcAddress ?? '', replicas: t.replicas }));
+    if (opts(cmd).json) printJson({ table, tablets });
+    else printTable(['Tablet UUID', 'Partition', 'Leader', 'Replicas'], tablets.map((t) => [t.tabletId, `[${t.partition.start}, ${t.partition.end})`, t.leader || '(none)', t.replicas.map((r) => `${r.rpcAddress}(${r.role[0] ?? '?'})`).join(' ')]));
+  });
+
+  admin.command('leader_stepdown <tablet> [new_leader_uuid]').action(async (tablet: string, to: string | undefined, _o: unknown, cmd: Command) => {
+    await run(cmd, async (c) => {
+      const t = await findTablet(c, tablet);
+      let addr = t.replicas.find((r) => r.role === 'LEADER')?.rpcAddress ?? t.replicas[0]?.rpcAddress ?? '';
+      for (let hop = 0; hop < STEPDOWN_HOPS_MAX; hop++) {
+        try {
+          await c.rpcClient().call(addr, tabletServerMethods().leaderStepdown, { tabletId: tablet, newLeaderUuid: to ?? '' }, { timeoutMs: 5000 });
+          return;
+        } catch (e) {
+          const hint = e instanceof DbError && e.code === ErrorCode.NOT_THE_LEADER ? e.details['leaderHint'] : undefined;
+          if (typeof hint !== 'string' || !hint || hint === addr) throw e;
+          addr = hint;
+        }
+      }
+      throw new DbError(ErrorCode.TIMED_OUT, `could not reach the leader of tablet ${tablet}`);
+    });
+    print(`leader of tablet ${tablet} asked to step down${to ? ` to ${to}` : ''}`);
+  });
+
+  admin
+    .command('set_flag <server> <flag> <value>')
+    .description('SERVER is an RPC address (host:port) or a console URL (http://host:port)')
+    .option('--force', 'change a flag that is not tagged runtime')
+    .action(async (server: string, flag: string, value: string, o: { force?: boolean }, cmd: Command) => {
+      const force = o.force ?? false;
+      if (server.startsWith('http://') || server.startsWith('https://')) {
+        const r = await httpRequest(`${server.replace(/\/$/, '')}/api/v1/flags`, { method: 'POST', body: JSON.stringify({ name: flag, value, force }) });
+        if (r.status !== 200) {
+          let err: DbError = new DbError(ErrorCode.INTERNAL, `HTTP ${r.status}: ${r.body.slice(0, 200)}`);
+          try {
+            const w = JSON.parse(r.body) as { code?: string; message?: string };
+            if (w.code && w.message) err = DbError.fromWire({ code: w.code, message: w.message });
+          } catch {
+            // keep the HTTP text
+          }
+          throw err;
+        }
+        print(`${flag}=${value} on ${server}`);
+        return;
+      }
+      const r = await run(cmd, (c) => c.rpcClient().call(server, tabletServerMethods().setFlag, { name: flag, value, force }, { timeoutMs: 5000 }));
+      if (opts(cmd).json) printJson(r);
+      else print(`${r.name ?? flag}=${r.value ?? value} on ${server}`);
+    });
+}

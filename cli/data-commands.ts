@@ -1,0 +1,153 @@
+/**
+ * Data commands for people at a terminal: create-table, drop-table, list-tables, insert, upsert,
+ * update, delete, get, scan. Values are written col=value and converted by the column's type
+ * (int64 decimal, double, string as is, bool true/false, bytes as 0x-hex).
+ */
+import type { Command } from 'commander';
+import { DbError, ErrorCode } from '../common/errors';
+import type { ColumnSpec, ColumnType, Row } from '../client/client-types';
+import type { TableSchema } from '../client/table-schema';
+import type { TesseraClient } from '../client/tessera-client';
+import { DEFAULT_MASTER_ADDRESSES, print, printJson, printTable, withClient } from './cli-io';
+
+const TYPES: readonly string[] = ['int64', 'double', 'string', 'bytes', 'bool'];
+
+export function parseColumns(spec: string): ColumnSpec[] {
+  return spec
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((s) => {
+      const [name, type, extra] = s.split(':');
+      if (!name || !type || extra !== undefined) throw new DbError(ErrorCode.INVALID_ARGUMENT, `column '${s}' must look like name:type`);
+      if (!TYPES.includes(type)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `column ${name} has unknown type '${type}' (one of ${TYPES.join(', ')})`);
+      return { name, type: type as ColumnType };
+    });
+}
+
+export function parseValue(schema: TableSchema, name: string, text: string): Row[string] {
+  const c = schema.byName.get(name);
+  if (!c) throw new DbError(ErrorCode.INVALID_ARGUMENT, `table ${schema.name} has no column ${name}`);
+  if (text === 'null') return null;
+  const bad = (): DbError => new DbError(ErrorCode.INVALID_ARGUMENT, `'${text}' is not a valid ${c.type} for column ${name}`);
+  switch (c.type) {
+    case 'int64':
+      if (!/^-?\d+$/.test(text)) throw bad();
+      return BigInt(text);
+    case 'double': {
+      const v = Number(text);
+      if (text.trim() === '' || Number.isNaN(v)) throw bad();
+      return v;
+    }
+    case 'bool':
+      if (text !== 'true' && text !== 'false') throw bad();
+      return text === 'true';
+    case 'bytes':
+      if (!/^0x([0-9a-fA-F]{2})*$/.test(text)) throw bad();
+      return new Uint8Array(Buffer.from(text.slice(2), 'hex'));
+    case 'string':
+      return text;
+  }
+}
+
+async function parseRow(client: TesseraClient, table: string, pairs: string[]): Promise<Row> {
+  const loc = await client.tableLocations(table);
+  const row: Row = {};
+  for (const p of pairs) {
+    const i = p.indexOf('=');
+    if (i <= 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `'${p}' must look like column=value`);
+    row[p.slice(0, i)] = parseValue(loc.schema, p.slice(0, i), p.slice(i + 1));
+  }
+  return row;
+}
+
+function printRows(rows: Row[], json: boolean): void {
+  if (json) return printJson({ rows });
+  if (rows.length === 0) return print('(no rows)');
+  const headers = Object.keys(rows[0]!);
+  printTable(headers, rows.map((r) => headers.map((h) => r[h])));
+}
+
+interface CommonOpts {
+  master_addresses: string;
+  timeout_ms?: string;
+  json?: boolean;
+}
+
+function common(c: Command): Command {
+  return c.option('--master_addresses <addrs>', 'comma-separated master RPC addresses', DEFAULT_MASTER_ADDRESSES).option('--timeout_ms <ms>', 'deadline of the operation').option('--json', 'machine-readable output');
+}
+
+const timeout = (o: CommonOpts): number | undefined => (o.timeout_ms ? Number(o.timeout_ms) : undefined);
+
+export function registerDataCommands(program: Command): void {
+  common(program.command('create-table <name>').description('create a table: --columns "id:int64,value:string" --hash id [--range c] [--tablets N] [--rf N]'))
+    .requiredOption('--columns <list>', 'name:type,... (types: int64, double, string, bytes, bool)')
+    .option('--hash <cols>', 'hash primary key columns (comma list)')
+    .option('--range <cols>', 'range primary key columns (comma list)')
+    .option('--tablets <n>', 'number of tablets')
+    .option('--rf <n>', 'replication factor')
+    .action(async (name: string, o: CommonOpts & { columns: string; hash?: string; range?: string; tablets?: string; rf?: string }) => {
+      const split = (s: string | undefined): string[] => (s ? s.split(',').map((x) => x.trim()).filter(Boolean) : []);
+      const id = await withClient(o.master_addresses, timeout(o), (c) =>
+        c.createTable({
+          name,
+          columns: parseColumns(o.columns),
+          primaryKey: { hash: split(o.hash), range: split(o.range) },
+          ...(o.tablets ? { numTablets: Number(o.tablets) } : {}),
+          ...(o.rf ? { replicationFactor: Number(o.rf) } : {}),
+        }),
+      );
+      if (o.json) printJson({ name, id });
+      else print(`created table ${name} (${id})`);
+    });
+
+  common(program.command('drop-table <name>').description('drop a table'))
+    .option('--if_exists', 'no error when it does not exist')
+    .action(async (name: string, o: CommonOpts & { if_exists?: boolean }) => {
+      await withClient(o.master_addresses, timeout(o), (c) => c.dropTable(name, { ifExists: o.if_exists ?? false }));
+      if (!o.json) print(`dropped table ${name}`);
+      else printJson({ dropped: name });
+    });
+
+  common(program.command('list-tables').description('list tables')).action(async (o: CommonOpts) => {
+    const tables = await withClient(o.master_addresses, timeout(o), (c) => c.listTables());
+    if (o.json) printJson({ tables });
+    else printTable(['name', 'id', 'tablets', 'rf'], tables.map((t) => [t.name, t.id, t.numTablets, t.replicationFactor]));
+  });
+
+  for (const [cmd, what] of [
+    ['insert', 'insert a row (fails with ALREADY_EXISTS if it exists)'],
+    ['upsert', 'insert or overwrite a row'],
+    ['update', 'change columns of an existing row'],
+    ['delete', 'delete the row with this key'],
+  ] as const) {
+    common(program.command(`${cmd} <table> <values...>`).description(`${what}: col=value ...`)).action(async (table: string, values: string[], o: CommonOpts) => {
+      await withClient(o.master_addresses, timeout(o), async (c) => {
+        const row = await parseRow(c, table, values);
+        const t = c.table(table);
+        if (cmd === 'insert') await t.insert(row);
+        else if (cmd === 'upsert') await t.upsert(row);
+        else if (cmd === 'update') await t.update(row);
+        else await t.delete(row);
+      });
+      if (o.json) printJson({ ok: true });
+      else print('OK');
+    });
+  }
+
+  common(program.command('get <table> <key...>').description('read the row with this key: col=value ...')).action(async (table: string, key: string[], o: CommonOpts) => {
+    const row = await withClient(o.master_addresses, timeout(o), async (c) => c.table(table).get(await parseRow(c, table, key)));
+    if (!row) throw new DbError(ErrorCode.NOT_FOUND, `no row with key ${key.join(' ')} in table ${table}`);
+    printRows([row], o.json ?? false);
+  });
+
+  common(program.command('scan <table>').description('rows of a table in key order'))
+    .option('--limit <n>', 'rows at most', '100')
+    .action(async (table: string, o: CommonOpts & { limit: string }) => {
+      const limit = Number(o.limit);
+      if (!Number.isInteger(limit) || limit < 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--limit must be a non-negative integer`);
+      const rows = await withClient(o.master_addresses, timeout(o), (c) => c.table(table).scan({ limit }));
+      printRows(rows, o.json ?? false);
+    });
+}

@@ -1,0 +1,69 @@
+/** Public types of the client library. */
+export type ColumnType = 'int64' | 'double' | 'string' | 'bytes' | 'bool';
+
+/** A column value: int64 as bigint (a safe-integer number is accepted on input), double as number, bytes as Uint8Array. */
+export type ColumnValue = null | bigint | number | string | Uint8Array | boolean;
+
+/** A row as a plain object { column: value }. */
+export type Row = Record<string, ColumnValue>;
+
+export interface ColumnSpec {
+  name: string;
+  type: ColumnType;
+  /** Non-key columns are nullable unless false. */
+  nullable?: boolean;
+}
+
+export interface CreateTableOptions {
+  name: string;
+  columns: ColumnSpec[];
+  primaryKey: { hash?: string[]; range?: string[] };
+  /** Default: one per live tablet server. */
+  numTablets?: number;
+  /** Default: the master's replication_factor flag (3). */
+  replicationFactor?: number;
+  ifNotExists?: boolean;
+}
+
+export interface TableSummary {
+  id: string;
+  name: string;
+  numTablets: number;
+  replicationFactor: number;
+}
+
+export interface CallOptions {
+  /** Deadline of the whole operation including retries (default: the client's timeoutMs). */
+  timeoutMs?: number;
+}
+
+export interface ReadOptions extends CallOptions {
+  /** Only these columns (key columns are always returned). */
+  columns?: string[];
+}
+
+export interface ScanOptions extends ReadOptions {
+  /** Rows returned at most (default: all). */
+  limit?: number;
+  /** Values of every hash column: scan only rows with this hash key (one tablet). */
+  hashKey?: Row;
+  /** Inclusive lower bound on a prefix of the range columns (needs hashKey when the table has hash columns). */
+  rangeStart?: Row;
+  /** Exclusive upper bound on a prefix of the range columns. */
+  rangeEnd?: Row;
+  /** Rows per scan RPC (default 1000). */
+  pageSize?: number;
+}
+
+export interface BatchOptions extends CallOptions {
+  /** Tablet write RPCs in flight at once (default 8). */
+  concurrency?: number;
+  /** Rows per write RPC (default 1000). */
+  rowsPerRpc?: number;
+}
+
+export interface ConnectOptions {
+  masterAddresses: string[];
+  /** Default deadline of every operation (default 10 s): past it the operation fails with TIMED_OUT. */
+  timeoutMs?: number;
+}

@@ -1,0 +1,4 @@
+/** Public API of the client library. */
+export { TesseraClient, DEFAULT_TIMEOUT_MS } from './tessera-client';
+export { Table } from './table';
+export type * from './client-types';

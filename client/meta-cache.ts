@@ -1,0 +1,107 @@
+/**
+ * Table locations (schema, tablets, replicas, leaders) as the master last reported them, refreshed
+ * when a tablet call says the picture is stale (NOT_THE_LEADER without a usable hint,
+ * TABLET_NOT_FOUND, NETWORK_ERROR to a replica). Leaders learnt from NOT_THE_LEADER hints are kept
+ * per tablet so most failovers cost one extra round trip, not a master call.
+ */
+import { DbError, ErrorCode } from '../common/errors';
+import { masterMethods } from '../rpc/service-methods';
+import type { MasterProxy } from './master-proxy';
+import type { Deadline } from './retry-policy';
+import { TableSchema } from './table-schema';
+
+/** Tables cached at most (least recently loaded dropped first). */
+export const META_CACHE_TABLES_MAX = 1000;
+/** A location refresh of one table is not repeated sooner than this (a storm of errors costs one call). */
+const REFRESH_MIN_INTERVAL_MS = 50;
+
+export interface TabletLocation {
+  tabletId: string;
+  start: number;
+  end: number;
+  replicas: Array<{ uuid: string; rpcAddress: string; role: string }>;
+}
+
+export interface TableLocations {
+  schema: TableSchema;
+  /** In partition order. */
+  tablets: TabletLocation[];
+  loadedAtMs: number;
+}
+
+export class MetaCache {
+  private readonly tables = new Map<string, TableLocations>();
+  private readonly inflight = new Map<string, Promise<TableLocations>>();
+  /** tabletId -> RPC address believed to lead it. */
+  private readonly leaders = new Map<string, string>();
+
+  constructor(private readonly master: MasterProxy) {}
+
+  async get(name: string, deadline: Deadline): Promise<TableLocations> {
+    return this.tables.get(name) ?? this.load(name, deadline);
+  }
+
+  /** Reload unless another caller just did. */
+  async refresh(name: string, deadline: Deadline): Promise<TableLocations> {
+    const t = this.tables.get(name);
+    if (t && performance.now() - t.loadedAtMs < REFRESH_MIN_INTERVAL_MS) return t;
+    return this.load(name, deadline);
+  }
+
+  invalidate(name: string): void {
+    this.tables.delete(name);
+  }
+
+  private load(name: string, deadline: Deadline): Promise<TableLocations> {
+    let p = this.inflight.get(name);
+    if (p) return p;
+    p = (async () => {
+      const r = await this.master.call(masterMethods().getTableLocations, { name }, deadline);
+      if (!r.table?.id) throw new DbError(ErrorCode.TABLE_NOT_FOUND, `table ${name} not found`);
+      const schema = new TableSchema(r.table.id, r.table.name ?? name, r.table);
+      const tablets: TabletLocation[] = (r.tablets ?? []).map((t) => ({
+        tabletId: t.tabletId ?? '',
+        start: t.partition?.start ?? 0,
+        end: t.partition?.end || 65536,
+        replicas: (t.replicas ?? []).map((x) => ({ uuid: x.tserverUuid ?? '', rpcAddress: x.rpcAddress ?? '', role: x.role ?? '' })),
+      }));
+      tablets.sort((a, b) => a.start - b.start);
+      for (const t of tablets) {
+        const l = t.replicas.find((x) => x.role === 'LEADER');
+        if (l?.rpcAddress) this.leaders.set(t.tabletId, l.rpcAddress);
+      }
+      const loc: TableLocations = { schema, tablets, loadedAtMs: performance.now() };
+      this.tables.delete(name);
+      this.tables.set(name, loc);
+      if (this.tables.size > META_CACHE_TABLES_MAX) this.tables.delete(this.tables.keys().next().value as string);
+      if (this.leaders.size > META_CACHE_TABLES_MAX * 256) this.leaders.clear();
+      return loc;
+    })().finally(() => this.inflight.delete(name));
+    this.inflight.set(name, p);
+    return p;
+  }
+
+  leaderOf(tabletId: string): string | undefined {
+    return this.leaders.get(tabletId);
+  }
+
+  setLeader(tabletId: string, address: string | undefined): void {
+    if (address) this.leaders.set(tabletId, address);
+    else this.leaders.delete(tabletId);
+  }
+}
+
+/** The tablet whose partition [start, end) holds this hash. */
+export function tabletForHash(loc: TableLocations, hash: number): TabletLocation {
+  const ts = loc.tablets;
+  let lo = 0;
+  let hi = ts.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const t = ts[mid]!;
+    if (hash < t.start) hi = mid - 1;
+    else if (hash >= t.end) lo = mid + 1;
+    else return t;
+  }
+  throw new DbError(ErrorCode.TABLET_NOT_FOUND, `no tablet of table ${loc.schema.name} covers hash ${hash}`);
+}

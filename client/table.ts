@@ -1,0 +1,166 @@
+/**
+ * `client.table(name)`: row operations on one table. Writes of one row are one Raft entry on one
+ * tablet; upsertMany groups rows per tablet (one RPC per tablet per chunk, bounded concurrency), so
+ * a whole chunk is atomic on its tablet. Scans walk the tablets in partition order at one read time.
+ */
+import { DbError, ErrorCode } from '../common/errors';
+import { tabletServerMethods, type RowOpPB, type ScanResponsePB } from '../rpc/service-methods';
+import type { BatchOptions, ReadOptions, Row, ScanOptions, CallOptions } from './client-types';
+import type { MetaCache } from './meta-cache';
+import { Deadline } from './retry-policy';
+import type { TabletInvoker } from './tablet-invoker';
+
+/** Rows one scan call returns at most (the tserver's limit). */
+const SCAN_PAGE_MAX = 10_000;
+const SCAN_PAGE_DEFAULT = 1000;
+/** Scan pages of one scan at most (a bound on a runaway loop: 10^6 pages). */
+const SCAN_PAGES_MAX = 1_000_000;
+const WRITE_ROWS_PER_RPC_DEFAULT = 1000;
+const WRITE_ROWS_PER_RPC_MAX = 10_000;
+const BATCH_CONCURRENCY_DEFAULT = 8;
+const BATCH_CONCURRENCY_MAX = 256;
+
+export class Table {
+  constructor(
+    readonly name: string,
+    private readonly cache: MetaCache,
+    private readonly invoker: TabletInvoker,
+    private readonly defaultTimeoutMs: number,
+  ) {}
+
+  private deadline(o?: CallOptions): Deadline {
+    return new Deadline(o?.timeoutMs ?? this.defaultTimeoutMs);
+  }
+
+  private async write(type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', row: Row, o?: CallOptions): Promise<void> {
+    const d = this.deadline(o);
+    const loc = await this.cache.get(this.name, d);
+    const { hash, op } = loc.schema.rowOp(type, row);
+    const m = tabletServerMethods().write;
+    const r = await this.invoker.call(this.name, { hash }, m, (t) => ({ tabletId: t.tabletId, ops: [op], propagatedHt: this.invoker.propagatedHt }), d, type !== 'INSERT');
+    this.invoker.observeHt(r.propagatedHt);
+  }
+
+  /** Insert; fails with ALREADY_EXISTS when the row exists. */
+  insert(row: Row, o?: CallOptions): Promise<void> {
+    return this.write('INSERT', row, o);
+  }
+  /** Insert or overwrite the given columns. */
+  upsert(row: Row, o?: CallOptions): Promise<void> {
+    return this.write('UPSERT', row, o);
+  }
+  /** Change the given columns of an existing row; fails with NOT_FOUND when it does not exist. */
+  update(row: Row, o?: CallOptions): Promise<void> {
+    return this.write('UPDATE', row, o);
+  }
+  /** Delete the row with this key (only key columns are needed). */
+  delete(key: Row, o?: CallOptions): Promise<void> {
+    return this.write('DELETE', key, o);
+  }
+
+  /** The row with this key, or undefined. */
+  async get(key: Row, o?: ReadOptions): Promise<Row | undefined> {
+    const d = this.deadline(o);
+    const loc = await this.cache.get(this.name, d);
+    const k = loc.schema.key(key);
+    const columns = loc.schema.columnIds(o?.columns);
+    const r = await this.invoker.call(
+      this.name,
+      { hash: k.hash },
+      tabletServerMethods().read,
+      (t) => ({ tabletId: t.tabletId, keys: [loc.schema.keyPb(k)], columns, propagatedHt: this.invoker.propagatedHt }),
+      d,
+      true,
+    );
+    this.invoker.observeHt(r.propagatedHt);
+    if (!r.found?.[0] || !r.rows?.[0]) return undefined;
+    return loc.schema.rowFromPb(r.rows[0], o?.columns);
+  }
+
+  /** Rows in key order (partition order across tablets), all at one read time. */
+  async scan(o: ScanOptions = {}): Promise<Row[]> {
+    const out: Row[] = [];
+    for await (const row of this.scanRows(o)) out.push(row);
+    return out;
+  }
+
+  async *scanRows(o: ScanOptions = {}): AsyncGenerator<Row> {
+    const d = this.deadline(o);
+    const loc = await this.cache.get(this.name, d);
+    const schema = loc.schema;
+    const limit = o.limit ?? Infinity;
+    if (!(limit >= 0)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'scan limit must be >= 0');
+    const page = Math.min(SCAN_PAGE_MAX, Math.max(1, o.pageSize ?? SCAN_PAGE_DEFAULT));
+    const columns = schema.columnIds(o.columns);
+    const bounds = schema.scanBounds(o.hashKey, o.rangeStart, o.rangeEnd);
+    const tablets = bounds.hash !== undefined ? loc.tablets.filter((t) => bounds.hash! >= t.start && bounds.hash! < t.end) : loc.tablets;
+    let readHt = 0n;
+    let returned = 0;
+    let pages = 0;
+    for (const tablet of tablets) {
+      let start: Uint8Array = bounds.start;
+      for (;;) {
+        if (returned >= limit) return;
+        if (++pages > SCAN_PAGES_MAX) throw new DbError(ErrorCode.INTERNAL, `scan of ${this.name} exceeded ${SCAN_PAGES_MAX} pages`);
+        const want = Math.min(page, limit - returned);
+        const r: ScanResponsePB = await this.invoker.call(
+          this.name,
+          { tabletId: tablet.tabletId },
+          tabletServerMethods().scan,
+          (t) => ({ tabletId: t.tabletId, startKey: start, endKey: bounds.end, limit: want, columns, readHt, propagatedHt: this.invoker.propagatedHt }),
+          d,
+          true,
+        );
+        this.invoker.observeHt(r.propagatedHt);
+        // Every later page and tablet reads at the first page's time: one consistent snapshot.
+        if (readHt === 0n && r.readHt) readHt = BigInt(r.readHt);
+        for (const row of r.rows ?? []) {
+          if (returned >= limit) return;
+          returned++;
+          yield schema.rowFromPb(row, o.columns);
+        }
+        if (!r.resumeKey || r.resumeKey.length === 0) break;
+        start = new Uint8Array(r.resumeKey);
+      }
+    }
+  }
+
+  /** Upsert many rows: grouped per tablet, one RPC per tablet per chunk, bounded concurrency. */
+  async upsertMany(rows: readonly Row[], o: BatchOptions = {}): Promise<void> {
+    await this.writeMany('UPSERT', rows, o);
+  }
+
+  async deleteMany(keys: readonly Row[], o: BatchOptions = {}): Promise<void> {
+    await this.writeMany('DELETE', keys, o);
+  }
+
+  private async writeMany(type: 'UPSERT' | 'DELETE', rows: readonly Row[], o: BatchOptions): Promise<void> {
+    if (rows.length === 0) return;
+    const d = this.deadline(o);
+    const loc = await this.cache.get(this.name, d);
+    const perRpc = Math.min(WRITE_ROWS_PER_RPC_MAX, Math.max(1, o.rowsPerRpc ?? WRITE_ROWS_PER_RPC_DEFAULT));
+    const concurrency = Math.min(BATCH_CONCURRENCY_MAX, Math.max(1, o.concurrency ?? BATCH_CONCURRENCY_DEFAULT));
+    // Group by tablet (as located now); each chunk carries one hash so a split-free relocation routes it.
+    const byTablet = new Map<string, Array<{ hash: number; op: RowOpPB }>>();
+    for (const row of rows) {
+      const x = loc.schema.rowOp(type, row);
+      const t = loc.tablets.find((tt) => x.hash >= tt.start && x.hash < tt.end);
+      if (!t) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `no tablet of ${this.name} covers hash ${x.hash}`);
+      let g = byTablet.get(t.tabletId);
+      if (!g) byTablet.set(t.tabletId, (g = []));
+      g.push(x);
+    }
+    const chunks: Array<Array<{ hash: number; op: RowOpPB }>> = [];
+    for (const g of byTablet.values()) for (let i = 0; i < g.length; i += perRpc) chunks.push(g.slice(i, i + perRpc));
+    let next = 0;
+    const m = tabletServerMethods().write;
+    const worker = async (): Promise<void> => {
+      while (next < chunks.length) {
+        const chunk = chunks[next++]!;
+        const r = await this.invoker.call(this.name, { hash: chunk[0]!.hash }, m, (t) => ({ tabletId: t.tabletId, ops: chunk.map((c) => c.op), propagatedHt: this.invoker.propagatedHt }), d, true);
+        this.invoker.observeHt(r.propagatedHt);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, chunks.length) }, worker));
+  }
+}

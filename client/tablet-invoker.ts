@@ -1,0 +1,89 @@
+/**
+ * One operation on one tablet, sent to its leader with the retries the error codes allow:
+ * NOT_THE_LEADER -> go to the hinted leader (or the next replica); TABLET_NOT_FOUND and network
+ * errors -> refresh the table's locations and try again; LEADER_NOT_READY / BACKPRESSURE /
+ * SERVICE_UNAVAILABLE -> back off and retry. Everything within the operation's deadline (TIMED_OUT).
+ */
+import { DbError, ErrorCode } from '../common/errors';
+import type { MethodDef, RpcClient } from '../rpc/types';
+import { tabletForHash, type MetaCache, type TableLocations, type TabletLocation } from './meta-cache';
+import { ATTEMPTS_MAX, backoffMs, Deadline, isRetryable, sleep } from './retry-policy';
+
+export class TabletInvoker {
+  /** Highest hybrid time seen from any server: sent along so causally later ops get later times. */
+  propagatedHt = 0n;
+
+  constructor(
+    private readonly rpc: RpcClient,
+    private readonly cache: MetaCache,
+  ) {}
+
+  observeHt(ht: bigint | undefined): void {
+    if (ht !== undefined && ht > this.propagatedHt) this.propagatedHt = BigInt(ht);
+  }
+
+  /**
+   * Call `m` on the leader of the tablet holding `hash` (or the tablet `tabletId` when given).
+   * `makeReq` builds the request for the tablet actually chosen (it may change after a refresh).
+   */
+  async call<Req, Resp>(
+    table: string,
+    where: { hash: number } | { tabletId: string },
+    m: MethodDef<Req, Resp>,
+    makeReq: (t: TabletLocation) => Req,
+    deadline: Deadline,
+    idempotent: boolean,
+  ): Promise<Resp> {
+    let last: DbError | undefined;
+    let loc: TableLocations = await this.cache.get(table, deadline);
+    let rotate = 0;
+    for (let attempt = 0; attempt < ATTEMPTS_MAX; attempt++) {
+      if (deadline.expired()) throw deadline.timedOut(`${m.method} on table ${table}`, last);
+      const tablet = 'hash' in where ? tabletForHash(loc, where.hash) : loc.tablets.find((t) => t.tabletId === where.tabletId);
+      if (!tablet) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `tablet ${(where as { tabletId: string }).tabletId} is no longer part of table ${table}`);
+      const replicas = tablet.replicas.filter((r) => r.rpcAddress);
+      const target = this.cache.leaderOf(tablet.tabletId) ?? replicas[rotate++ % Math.max(1, replicas.length)]?.rpcAddress;
+      if (!target) {
+        last = new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${tablet.tabletId} has no replica with a known address`);
+        await sleep(backoffMs(attempt));
+        loc = await this.cache.refresh(table, deadline);
+        continue;
+      }
+      try {
+        return await this.rpc.call(target, m, makeReq(tablet), { timeoutMs: Math.max(1, deadline.remainingMs()) });
+      } catch (e) {
+        const err = DbError.from(e);
+        last = err;
+        switch (err.code) {
+          case ErrorCode.NOT_THE_LEADER: {
+            const hint = err.details['leaderHint'];
+            this.cache.setLeader(tablet.tabletId, typeof hint === 'string' && hint && hint !== target ? hint : undefined);
+            if (!(typeof hint === 'string' && hint && hint !== target)) {
+              await sleep(backoffMs(attempt));
+              if (attempt % 3 === 2) loc = await this.cache.refresh(table, deadline);
+            }
+            continue;
+          }
+          case ErrorCode.TABLET_NOT_FOUND:
+            this.cache.setLeader(tablet.tabletId, undefined);
+            await sleep(backoffMs(attempt));
+            loc = await this.cache.refresh(table, deadline);
+            continue;
+          case ErrorCode.NETWORK_ERROR:
+          case ErrorCode.TIMED_OUT:
+          case ErrorCode.SHUTTING_DOWN:
+            if (!isRetryable(err, idempotent)) throw err;
+            this.cache.setLeader(tablet.tabletId, undefined);
+            await sleep(backoffMs(Math.min(attempt, 4)));
+            if (attempt % 2 === 1) loc = await this.cache.refresh(table, deadline).catch(() => loc);
+            continue;
+          default:
+            if (!isRetryable(err, idempotent)) throw err;
+            await sleep(backoffMs(attempt));
+            continue;
+        }
+      }
+    }
+    throw deadline.timedOut(`${m.method} on table ${table}`, last);
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * The client library (the package's main export):
+ *
+ *   const client = await TesseraClient.connect({ masterAddresses: ['127.0.0.1:7100'] });
+ *   await client.createTable({ name: 'demo', columns: [{ name: 'id', type: 'int64' }, { name: 'value', type: 'string' }],
+ *                              primaryKey: { hash: ['id'] }, numTablets: 3 });
+ *   const demo = client.table('demo');
+ *   await demo.upsert({ id: 1n, value: 'hello' });
+ *   await demo.get({ id: 1n });            // { id: 1n, value: 'hello' }
+ *   await client.close();
+ *
+ * Distributed transactions (`client.beginTransaction({ isolation })`) come with the transactions
+ * issue: they will reuse this client's MasterProxy, MetaCache and TabletInvoker.
+ */
+import { DbError, ErrorCode } from '../common/errors';
+import { Flags } from '../common/flags';
+import { masterMethods, type ListMastersResponsePB, type ListTabletServersResponsePB } from '../rpc/service-methods';
+import type { RpcClient, Transport } from '../rpc/types';
+import { WsTransport } from '../rpc/ws-transport';
+import type { ConnectOptions, CreateTableOptions, TableSummary, CallOptions } from './client-types';
+import { MasterProxy } from './master-proxy';
+import { MetaCache } from './meta-cache';
+import { Deadline } from './retry-policy';
+import { Table } from './table';
+import { TabletInvoker } from './tablet-invoker';
+
+export const DEFAULT_TIMEOUT_MS = 10_000;
+/** Table handles kept (they are cheap; the bound stops a leak through ever-new names). */
+const TABLE_HANDLES_MAX = 10_000;
+
+export class TesseraClient {
+  private readonly master: MasterProxy;
+  private readonly cache: MetaCache;
+  private readonly invoker: TabletInvoker;
+  private readonly tables = new Map<string, Table>();
+  private closed = false;
+  readonly timeoutMs: number;
+
+  private constructor(
+    private readonly rpc: RpcClient,
+    opts: ConnectOptions,
+  ) {
+    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.master = new MasterProxy(rpc, opts.masterAddresses);
+    this.cache = new MetaCache(this.master);
+    this.invoker = new TabletInvoker(rpc, this.cache);
+  }
+
+  /** Connect and check that a master answers (TIMED_OUT when none does within timeoutMs). */
+  static async connect(opts: ConnectOptions & { transport?: Transport }): Promise<TesseraClient> {
+    const addrs = (opts.masterAddresses ?? []).flatMap((a) => a.split(',')).map((a) => a.trim()).filter(Boolean);
+    if (addrs.length === 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'connect needs masterAddresses, e.g. ["127.0.0.1:7100"]');
+    const transport = opts.transport ?? new WsTransport({ flags: new Flags() });
+    const c = new TesseraClient(transport.createClient(), { ...opts, masterAddresses: addrs });
+    try {
+      await c.master.call(masterMethods().listTables, {}, new Deadline(c.timeoutMs));
+    } catch (e) {
+      await c.close();
+      throw e;
+    }
+    return c;
+  }
+
+  private deadline(o?: CallOptions): Deadline {
+    if (this.closed) throw new DbError(ErrorCode.SHUTTING_DOWN, 'client is closed');
+    return new Deadline(o?.timeoutMs ?? this.timeoutMs);
+  }
+
+  async createTable(t: CreateTableOptions, o?: CallOptions): Promise<string> {
+    if (!t || typeof t.name !== 'string') throw new DbError(ErrorCode.INVALID_ARGUMENT, 'createTable needs { name, columns, primaryKey }');
+    const r = await this.master.call(
+      masterMethods().createTable,
+      {
+        name: t.name,
+        schema: {
+          columns: (t.columns ?? []).map((c) => ({ name: c.name, type: c.type, nullable: c.nullable !== false })),
+          hashColumns: t.primaryKey?.hash ?? [],
+          rangeColumns: t.primaryKey?.range ?? [],
+        },
+        numTablets: t.numTablets ?? 0,
+        replicationFactor: t.replicationFactor ?? 0,
+        ifNotExists: t.ifNotExists ?? false,
+      },
+      this.deadline(o),
+      // Safe to resend: a name can be created once, a resend answers ALREADY_EXISTS at worst.
+      true,
+    );
+    this.cache.invalidate(t.name);
+    return r.tableId ?? '';
+  }
+
+  async dropTable(name: string, o?: CallOptions & { ifExists?: boolean }): Promise<void> {
+    await this.master.call(masterMethods().dropTable, { name, ifExists: o?.ifExists ?? false }, this.deadline(o));
+    this.cache.invalidate(name);
+    this.tables.delete(name);
+  }
+
+  async listTables(o?: CallOptions): Promise<TableSummary[]> {
+    const r = await this.master.call(masterMethods().listTables, {}, this.deadline(o));
+    return (r.tables ?? []).map((t) => ({ id: t.id ?? '', name: t.name ?? '', numTablets: t.numTablets ?? 0, replicationFactor: t.replicationFactor ?? 0 }));
+  }
+
+  /** Tablet servers as the leader master sees them (admin tools). */
+  async listTabletServers(o?: CallOptions): Promise<ListTabletServersResponsePB> {
+    return this.master.call(masterMethods().listTabletServers, {}, this.deadline(o));
+  }
+
+  async listMasters(o?: CallOptions): Promise<ListMastersResponsePB> {
+    return this.master.call(masterMethods().listMasters, {}, this.deadline(o));
+  }
+
+  /** Table locations (tablets, partitions, replicas) fresh from the master. */
+  async tableLocations(name: string, o?: CallOptions): ReturnType<MetaCache['refresh']> {
+    this.cache.invalidate(name);
+    return this.cache.get(name, this.deadline(o));
+  }
+
+  table(name: string): Table {
+    let t = this.tables.get(name);
+    if (!t) {
+      if (this.tables.size >= TABLE_HANDLES_MAX) this.tables.clear();
+      t = new Table(name, this.cache, this.invoker, this.timeoutMs);
+      this.tables.set(name, t);
+    }
+    return t;
+  }
+
+  /** The raw RPC client (admin commands reuse the connection pool). */
+  rpcClient(): RpcClient {
+    return this.rpc;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.rpc.close();
+  }
+}
