@@ -1,0 +1,142 @@
+/**
+ * Real tessera processes on loopback for the cluster integration tests: spawns
+ * `node dist/cli/main.js master|tserver …` with temp data dirs, kills them for real (SIGKILL), and
+ * waits on conditions (never fixed sleeps). Each test file passes its own host base so files can run
+ * in parallel: node i listens on 127.0.0.(hostBase+i) (or, without loopback aliases, on 127.0.0.1 with
+ * ports shifted by hostBase*10+i).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { getJson } from '../../lab/console-http';
+import { loopbackAliasesWork } from '../../lab/process-addressing';
+
+const CLI = path.resolve(__dirname, '../../dist/cli/main.js');
+
+export interface Proc {
+  role: 'master' | 'tserver';
+  index: number;
+  rpcAddress: string;
+  webAddress: string;
+  dataDir: string;
+  logFile: string;
+  argv: string[];
+  child?: ChildProcess;
+}
+
+export async function waitFor<T>(what: string, timeoutMs: number, f: () => Promise<T | undefined | false> | T | undefined | false, intervalMs = 100): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  let lastErr: unknown;
+  for (;;) {
+    try {
+      const v = await f();
+      if (v) return v;
+    } catch (e) {
+      lastErr = e;
+    }
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastErr ? ` (last error: ${String(lastErr)})` : ''}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+export class ProcCluster {
+  readonly baseDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-it-'));
+  readonly masters: Proc[] = [];
+  readonly tservers: Proc[] = [];
+
+  private constructor() {}
+
+  static async create(opts: { hostBase: number; masters: number; tservers: number; masterFlags?: string[]; tserverFlags?: string[] }): Promise<ProcCluster> {
+    if (!fs.existsSync(CLI)) throw new Error(`${CLI} missing: build first (npx tsc -b)`);
+    const c = new ProcCluster();
+    const aliases = await loopbackAliasesWork();
+    const host = (i: number): string => (aliases ? `127.0.0.${opts.hostBase + i}` : '127.0.0.1');
+    const port = (base: number, i: number): number => base + (aliases ? 0 : opts.hostBase * 10 + i);
+    const masterAddrs = Array.from({ length: opts.masters }, (_, i) => `${host(i)}:${port(7100, i)}`).join(',');
+    for (let i = 0; i < opts.masters; i++) {
+      const dataDir = path.join(c.baseDir, `m${i}`);
+      c.masters.push({
+        role: 'master',
+        index: i,
+        rpcAddress: `${host(i)}:${port(7100, i)}`,
+        webAddress: `${host(i)}:${port(7000, i)}`,
+        dataDir,
+        logFile: path.join(c.baseDir, `m${i}.log`),
+        argv: ['master', `--master_addresses=${masterAddrs}`, `--rpc_bind_addresses=${host(i)}:${port(7100, i)}`, `--webserver_port=${port(7000, i)}`, `--fs_data_dirs=${dataDir}`, ...(opts.masterFlags ?? [])],
+      });
+    }
+    for (let i = 0; i < opts.tservers; i++) {
+      const dataDir = path.join(c.baseDir, `t${i}`);
+      c.tservers.push({
+        role: 'tserver',
+        index: i,
+        rpcAddress: `${host(i)}:${port(9100, i)}`,
+        webAddress: `${host(i)}:${port(9000, i)}`,
+        dataDir,
+        logFile: path.join(c.baseDir, `t${i}.log`),
+        argv: ['tserver', `--tserver_master_addrs=${masterAddrs}`, `--rpc_bind_addresses=${host(i)}:${port(9100, i)}`, `--webserver_port=${port(9000, i)}`, `--fs_data_dirs=${dataDir}`, ...(opts.tserverFlags ?? [])],
+      });
+    }
+    return c;
+  }
+
+  get masterAddresses(): string[] {
+    return this.masters.map((m) => m.rpcAddress);
+  }
+
+  start(p: Proc): void {
+    if (p.child && p.child.exitCode === null && p.child.signalCode === null) throw new Error(`${p.role} ${p.index} is already running`);
+    const fd = fs.openSync(p.logFile, 'a');
+    p.child = spawn(process.execPath, [CLI, ...p.argv], { stdio: ['ignore', fd, fd] });
+    fs.closeSync(fd);
+  }
+
+  async kill9(p: Proc): Promise<void> {
+    const c = p.child;
+    if (!c || c.exitCode !== null || c.signalCode !== null) return;
+    const gone = new Promise<void>((r) => c.once('exit', () => r()));
+    c.kill('SIGKILL');
+    await gone;
+  }
+
+  isRunning(p: Proc): boolean {
+    return p.child !== undefined && p.child.exitCode === null && p.child.signalCode === null;
+  }
+
+  async startAll(timeoutMs = 60_000): Promise<void> {
+    for (const p of [...this.masters, ...this.tservers]) if (!this.isRunning(p)) this.start(p);
+    await this.waitTServersAlive(this.tservers.length, timeoutMs);
+  }
+
+  /** The leader master's /api/v1/tablet-servers (tries every master). */
+  async tabletServers(): Promise<Array<{ uuid: string; rpcAddress: string; alive: boolean; tablets: number; leaders: number }>> {
+    for (const m of this.masters) {
+      if (!this.isRunning(m)) continue;
+      try {
+        const body = (await getJson(`http://${m.webAddress}/api/v1/tablet-servers`, 1000)) as { tabletServers: Array<{ uuid: string; rpcAddress: string; alive: boolean; tablets: number; leaders: number }> };
+        return body.tabletServers;
+      } catch {
+        // follower or down: next
+      }
+    }
+    throw new Error('no master answered /api/v1/tablet-servers');
+  }
+
+  async waitTServersAlive(n: number, timeoutMs: number): Promise<void> {
+    await waitFor(`${n} live tablet servers`, timeoutMs, async () => (await this.tabletServers()).filter((t) => t.alive).length >= n, 200);
+  }
+
+  logTail(p: Proc, lines = 30): string {
+    try {
+      return fs.readFileSync(p.logFile, 'utf8').split('\n').slice(-lines).join('\n');
+    } catch {
+      return '';
+    }
+  }
+
+  async destroy(): Promise<void> {
+    await Promise.all([...this.masters, ...this.tservers].map((p) => this.kill9(p)));
+    if (!process.env['TESSERA_KEEP_TEST_DATA']) fs.rmSync(this.baseDir, { recursive: true, force: true });
+  }
+}
