@@ -41,3 +41,81 @@ describe('client routing: partition hash and key bytes agree with docdb', () => 
     }), { numRuns: 300 });
   });
 });
+
+import { DbError, ErrorCode } from '../../common/errors';
+import { tabletForHash, type TableLocations } from '../../client/meta-cache';
+import { MasterProxy } from '../../client/master-proxy';
+import { Deadline } from '../../client/retry-policy';
+import { TableSchema } from '../../client/table-schema';
+import type { MethodDef, RpcClient } from '../../rpc/types';
+
+const schema = new TableSchema('tid', 'demo', {
+  schema: {
+    columns: [
+      { name: 'id', id: 1, type: 'int64', nullable: false },
+      { name: 'r', id: 2, type: 'string', nullable: false },
+      { name: 'v', id: 3, type: 'double', nullable: true },
+    ],
+    hashColumns: ['id'],
+    rangeColumns: ['r'],
+  },
+});
+
+describe('client routing: rows, tablets, leaders', () => {
+  it('routing: a row becomes a RowOp with the docdb hash; int64 accepts safe-integer numbers', () => {
+    const { hash, op } = schema.rowOp('UPSERT', { id: 7, r: 'a', v: 1.5 });
+    expect(hash).toBe(docdbPartitionHash([7n]));
+    expect(op.key).toEqual({ hash, hashed: [{ int64Value: 7n }], range: [{ stringValue: 'a' }] });
+    expect(op.columns).toEqual([{ columnId: 3, value: { doubleValue: 1.5 } }]);
+    expect(() => schema.rowOp('UPSERT', { id: 1.5, r: 'a' })).toThrow(DbError);
+    expect(() => schema.rowOp('UPSERT', { id: 1n })).toThrow(/key column r/);
+    expect(() => schema.rowOp('UPSERT', { id: 1n, r: 'a', zz: 1 })).toThrow(/no column zz/);
+  });
+
+  it('routing: every hash maps to the one tablet whose [start, end) holds it', () => {
+    const loc = { schema, loadedAtMs: 0, tablets: [0, 21845, 43690].map((start, i, a) => ({ tabletId: `t${i}`, start, end: a[i + 1] ?? 65536, replicas: [] })) } as TableLocations;
+    for (const h of [0, 1, 21844, 21845, 43689, 43690, 65535]) {
+      const t = tabletForHash(loc, h);
+      expect(h >= t.start && h < t.end).toBe(true);
+    }
+  });
+
+  it('routing: range bounds are encoded DocKey prefixes inside the hash key; without hashKey they are refused', () => {
+    const b = schema.scanBounds({ id: 1n }, { r: 'b' }, { r: 'd' });
+    const hash = docdbPartitionHash([1n]);
+    expect(Buffer.from(b.start).toString('hex')).toBe(encodeDocKey({ hash, hashed: [1n], range: ['b'] }).subarray(0, -1).toString('hex'));
+    expect(Buffer.compare(Buffer.from(b.start), Buffer.from(b.end))).toBe(-1);
+    expect(() => schema.scanBounds(undefined, { r: 'b' }, undefined)).toThrow(/hashKey/);
+  });
+
+  it('routing: the master proxy follows NOT_THE_LEADER hints and skips unreachable masters', async () => {
+    const calls: string[] = [];
+    const rpc: RpcClient = {
+      call<Req, Resp>(address: string, _m: MethodDef<Req, Resp>): Promise<Resp> {
+        calls.push(address);
+        if (address === 'm1') return Promise.reject(new DbError(ErrorCode.NETWORK_ERROR, 'down', {}, { retryable: true }));
+        if (address === 'm2') return Promise.reject(new DbError(ErrorCode.NOT_THE_LEADER, 'no', { leaderHint: 'm3' }));
+        return Promise.resolve({ ok: address } as Resp);
+      },
+      send: () => undefined,
+      close: () => Promise.resolve(),
+    };
+    const p = new MasterProxy(rpc, ['m1', 'm2', 'm3']);
+    const m = { service: 's', method: 'x' } as MethodDef<unknown, { ok: string }>;
+    expect(await p.call(m, {}, new Deadline(5000))).toEqual({ ok: 'm3' });
+    expect(calls.slice(0, 3)).toEqual(['m1', 'm2', 'm3']);
+    // the leader is remembered
+    await p.call(m, {}, new Deadline(5000));
+    expect(calls[calls.length - 1]).toBe('m3');
+  });
+
+  it('routing: a deadline that passes while masters are down is TIMED_OUT', async () => {
+    const rpc: RpcClient = {
+      call: () => Promise.reject(new DbError(ErrorCode.NETWORK_ERROR, 'down', {}, { retryable: true })),
+      send: () => undefined,
+      close: () => Promise.resolve(),
+    };
+    const p = new MasterProxy(rpc, ['a']);
+    await expect(p.call({ service: 's', method: 'x' } as MethodDef<unknown, unknown>, {}, new Deadline(100))).rejects.toMatchObject({ code: ErrorCode.TIMED_OUT });
+  });
+});
