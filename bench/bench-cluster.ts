@@ -1,0 +1,80 @@
+/**
+ * A throwaway local cluster for benchmarks: 1 master + N tservers as child processes of this script
+ * (dist/cli/main.js), on 127.0.0.(hostBase+i) when loopback aliases work, else on shifted ports.
+ * Always torn down (SIGKILL) and its temp data removed.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { getJson } from '../lab/console-http';
+import { loopbackAliasesWork } from '../lab/process-addressing';
+
+export interface BenchServer {
+  role: 'master' | 'tserver';
+  rpcAddress: string;
+  child: ChildProcess;
+}
+
+export class BenchCluster {
+  readonly servers: BenchServer[] = [];
+  masterAddress = '';
+  private masterWeb = '';
+  readonly baseDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-bench-'));
+
+  async start(tservers: number, hostBase: number, tserverFlags: string[] = []): Promise<void> {
+    const cli = path.resolve(__dirname, '../cli/main.js');
+    const aliases = await loopbackAliasesWork();
+    const host = (i: number): string => (aliases ? `127.0.0.${hostBase + i}` : '127.0.0.1');
+    const port = (b: number, i: number): number => b + (aliases ? 0 : 500 + i);
+    this.masterAddress = `${host(0)}:${port(7100, 0)}`;
+    this.masterWeb = `${host(0)}:${port(7000, 0)}`;
+    const run = (role: 'master' | 'tserver', rpcAddress: string, argv: string[]): void => {
+      const fd = fs.openSync(path.join(this.baseDir, `${role}-${rpcAddress}.log`), 'a');
+      const child = spawn(process.execPath, [cli, role, ...argv], { stdio: ['ignore', fd, fd] });
+      fs.closeSync(fd);
+      this.servers.push({ role, rpcAddress, child });
+    };
+    run('master', this.masterAddress, [`--rpc_bind_addresses=${this.masterAddress}`, `--webserver_port=${port(7000, 0)}`, `--fs_data_dirs=${path.join(this.baseDir, 'm0')}`, '--log_level=warn']);
+    for (let i = 0; i < tservers; i++) {
+      const addr = `${host(i)}:${port(9100, i)}`;
+      run('tserver', addr, [`--tserver_master_addrs=${this.masterAddress}`, `--rpc_bind_addresses=${addr}`, `--webserver_port=${port(9000, i)}`, `--fs_data_dirs=${path.join(this.baseDir, `t${i}`)}`, '--log_level=warn', ...tserverFlags]);
+    }
+    const end = Date.now() + 60_000;
+    for (;;) {
+      try {
+        const b = (await getJson(`http://${this.masterWeb}/api/v1/tablet-servers`, 1000)) as { tabletServers: Array<{ alive: boolean }> };
+        if (b.tabletServers.filter((t) => t.alive).length >= tservers) return;
+      } catch {
+        // not up yet
+      }
+      if (Date.now() > end) throw new Error(`bench cluster did not come up; logs in ${this.baseDir}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  /** Resident set size of a process from /proc (Linux); undefined elsewhere. */
+  static rssBytes(pid: number | undefined): number | undefined {
+    if (!pid) return undefined;
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+      return m ? Number(m[1]) * 1024 : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(
+      this.servers.map(
+        (s) =>
+          new Promise<void>((r) => {
+            if (s.child.exitCode !== null || s.child.signalCode !== null) return r();
+            s.child.once('exit', () => r());
+            s.child.kill('SIGKILL');
+          }),
+      ),
+    );
+    fs.rmSync(this.baseDir, { recursive: true, force: true });
+  }
+}

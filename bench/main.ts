@@ -1,0 +1,24 @@
+/**
+ * `npm run bench [section]`: benchmarks by section. "cluster" (default) runs a local RF 3 cluster;
+ * the component benchmarks have their own scripts (bench:rpc, bench:raft, bench:docdb).
+ */
+import { runClusterBench } from './cluster-bench';
+
+const SECTIONS: Record<string, () => Promise<void>> = {
+  cluster: runClusterBench,
+};
+
+async function main(): Promise<void> {
+  const name = process.argv[2] ?? 'cluster';
+  const run = SECTIONS[name];
+  if (!run) {
+    process.stderr.write(`unknown bench section '${name}' (one of: ${Object.keys(SECTIONS).join(', ')}; component benches: npm run bench:rpc | bench:raft | bench:docdb)\n`);
+    process.exit(2);
+  }
+  await run();
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`bench failed: ${e instanceof Error ? e.message : String(e)}\n`);
+  process.exit(1);
+});
