@@ -1,0 +1,72 @@
+/**
+ * `tessera start` as a person uses it: foreground cluster, data commands against it, status, Ctrl-C
+ * (SIGINT) stops it cleanly, a second start brings the same data back, destroy removes it.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { waitFor } from './cluster-harness';
+
+const CLI = path.resolve(__dirname, '../../dist/cli/main.js');
+const baseDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-start-'));
+let sup: ChildProcess | undefined;
+let out = '';
+
+function startCluster(): ChildProcess {
+  out = '';
+  const c = spawn(process.execPath, [CLI, 'start', '--base_dir', baseDir, '--nodes', '1', '--host_base', '101', '--tserver_flags', 'heartbeat_interval_ms=200'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  c.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+  c.stderr!.on('data', (b: Buffer) => (out += b.toString()));
+  return c;
+}
+
+function cli(...args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 60_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+afterAll(async () => {
+  if (sup && sup.exitCode === null) {
+    sup.kill('SIGINT');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  cli('destroy', '--base_dir', baseDir);
+  fs.rmSync(baseDir, { recursive: true, force: true });
+});
+
+describe('tessera start', () => {
+  it('start: foreground cluster serves data, stops on Ctrl-C, comes back with its data, and is destroyed', async () => {
+    sup = startCluster();
+    await waitFor('tessera start to report the cluster up', 90_000, () => out.includes('cluster is up') || (sup!.exitCode !== null ? Promise.reject(new Error(out)) : false), 100);
+    const masters = /--master_addresses (\S+)/.exec(out)![1]!;
+    expect(cli('create-table', 'demo', '--columns', 'id:int64,value:string', '--hash', 'id', '--tablets', '2', '--master_addresses', masters).status).toBe(0);
+    expect(cli('insert', 'demo', 'id=1', 'value=hello', '--master_addresses', masters).status).toBe(0);
+    const status = cli('status', '--base_dir', baseDir, '--json');
+    expect(status.status).toBe(0);
+    const st = JSON.parse(status.stdout) as { servers: Array<{ role: string; running: boolean }> };
+    expect(st.servers.map((s) => s.role).sort()).toEqual(['master', 'tserver']);
+    expect(st.servers.every((s) => s.running)).toBe(true);
+
+    const exited = new Promise<number | null>((r) => sup!.once('exit', (code) => r(code)));
+    sup.kill('SIGINT');
+    expect(await exited).toBe(0);
+    expect(JSON.parse(cli('status', '--base_dir', baseDir, '--json').stdout).servers.every((s: { running: boolean }) => !s.running)).toBe(true);
+
+    sup = startCluster();
+    await waitFor('the second start', 90_000, () => out.includes('cluster is up') || (sup!.exitCode !== null ? Promise.reject(new Error(out)) : false), 100);
+    const got = cli('get', 'demo', 'id=1', '--json', '--master_addresses', masters);
+    expect(got.status).toBe(0);
+    expect(JSON.parse(got.stdout)).toEqual({ rows: [{ id: '1', value: 'hello' }] });
+    // A second start on a running cluster is refused with a clear reason.
+    const again = cli('start', '--base_dir', baseDir);
+    expect(again.status).toBe(1);
+    expect(again.stderr).toMatch(/^error: ALREADY_EXISTS: /);
+
+    expect(cli('stop', '--base_dir', baseDir).status).toBe(0);
+    await waitFor('the supervisor to exit', 30_000, () => sup!.exitCode !== null);
+    expect(cli('destroy', '--base_dir', baseDir).status).toBe(0);
+    expect(fs.existsSync(path.join(baseDir, 'cluster.json'))).toBe(false);
+  }, 240_000);
+});
