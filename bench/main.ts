@@ -2,11 +2,7 @@
  * `npm run bench [section]`: benchmarks by section. "cluster" (default) runs a local RF 3 cluster;
  * the component benchmarks have their own scripts (bench:rpc, bench:raft, bench:docdb).
  */
-import { runClusterBench } from './cluster-bench';
-
-const SECTIONS: Record<string, () => Promise<void>> = {
-  cluster: runClusterBench,
-};
+import { BENCH_SECTIONS as SECTIONS } from './sections';
 
 async function main(): Promise<void> {
   const name = process.argv[2] ?? 'cluster';

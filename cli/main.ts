@@ -4,12 +4,13 @@
  * `error: CODE: message` (the DbError code callers and scripts can branch on).
  */
 import { Command, CommanderError } from 'commander';
-import { DbError } from '../common/errors';
+import { DbError, ErrorCode } from '../common/errors';
 import { runMaster, runTServer } from './server-commands';
 import { registerAdminCommands } from './admin-commands';
 import { registerDataCommands } from './data-commands';
 import { registerClusterCommands } from './cluster-commands';
 import { registerLabCommands } from '../lab/lab-cli';
+import { BENCH_SECTIONS } from '../bench/sections';
 
 export function buildProgram(): Command {
   const program = new Command();
@@ -34,6 +35,14 @@ export function buildProgram(): Command {
   registerAdminCommands(program);
   registerDataCommands(program);
   registerLabCommands(program);
+  program
+    .command('bench [section]')
+    .description(`run a benchmark section (${Object.keys(BENCH_SECTIONS).join(', ')}; default cluster) and print its figures`)
+    .action(async (section: string | undefined) => {
+      const run = BENCH_SECTIONS[section ?? 'cluster'];
+      if (!run) throw new DbError(ErrorCode.INVALID_ARGUMENT, `unknown bench section '${section ?? ''}' (one of ${Object.keys(BENCH_SECTIONS).join(', ')})`);
+      await run();
+    });
   return program;
 }
 
