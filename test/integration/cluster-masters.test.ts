@@ -4,7 +4,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { TesseraClient } from '../../client/tessera-client';
-import { getJson } from '../../lab/console-http';
+import { getJson, httpRequest } from '../../lab/console-http';
 import { ProcCluster, waitFor } from './cluster-harness';
 
 let cluster: ProcCluster | undefined;
@@ -36,6 +36,10 @@ describe('cluster: 3 masters', () => {
     // A follower's console sends scripts to the leader: NOT_THE_LEADER with the leader's address.
     const follower = cl.masters.find((m) => m.rpcAddress !== leader!.rpcAddress)!;
     await expect(getJson(`http://${follower.webAddress}/api/v1/tables`, 2000)).rejects.toThrow(/NOT_THE_LEADER|not the leader/);
+    // ... and its pages redirect a person to the leader's console.
+    const leaderWeb = cl.masters.find((m) => m.rpcAddress === leader!.rpcAddress)!.webAddress;
+    const page = await httpRequest(`http://${follower.webAddress}/tables`);
+    expect(page.body).toContain(`http-equiv="refresh" content="0; url=http://${leaderWeb}/tables"`);
 
     await cl.kill9(cl.masters.find((m) => m.rpcAddress === leader!.rpcAddress)!);
     // DDL through the surviving masters (the client follows the new leader).
