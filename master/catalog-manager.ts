@@ -226,9 +226,10 @@ export class CatalogManager {
 
   tableLocations(req: GetTableLocationsRequestPB): GetTableLocationsResponsePB {
     this.requireLeader();
-    const loc = this.locationsJson(this.findTable(req));
+    const table = this.findTable(req);
+    const loc = this.locationsJson(table);
     return {
-      table: tableToPb(this.findTable(req)),
+      table: tableToPb(table),
       tablets: loc.tablets.map((t) => ({ tabletId: t.tabletId, tableId: loc.id, partition: t.partition, replicas: t.replicas })),
     };
   }
