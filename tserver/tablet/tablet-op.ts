@@ -7,12 +7,16 @@
  * RowOp: [type u8: 0 upsert, 1 delete][DocKey][columns (upsert)][ttl (upsert)].
  * Primitive: [tag u8] (0 null, 1 false, 2 true, 3 int64 BE, 4 float64 BE, 5 string, 6 bytes) + payload.
  *
- * The transaction kinds are reserved here so the union is complete; the transactions issue fills them.
+ * WRITE_INTENTS: [txn meta: txnId str, statusTablet str, isolation u8 (0 snapshot, 1 serializable),
+ * priority f64, startHt u64][ht u64] RowOps. APPLY_TXN: [txnId str][commitHt u64]. REMOVE_TXN: [txnId str].
+ * TXN_STATUS: [txnId str][status str][ht u64][payload bytes] (the status tablet's record, see
+ * tserver/transaction/txn-record.ts).
  */
 import { DbError, ErrorCode } from '../../common/errors';
 import type { HybridTime } from '../../common/hybrid-time';
 import type { TxnId } from '../../common/ids';
-import type { DocKey, Primitive, RowOp, TxnMeta } from '../../docdb/doc-db-api';
+import { TxnId as toTxnId } from '../../common/ids';
+import { Isolation, type DocKey, type Primitive, type RowOp, type TxnMeta } from '../../docdb/doc-db-api';
 
 export const TabletOpKind = { WRITE: 1, WRITE_INTENTS: 2, APPLY_TXN: 3, REMOVE_TXN: 4, TXN_STATUS: 5 } as const;
 
@@ -27,10 +31,6 @@ export type TabletOp =
   | { type: 'REMOVE_TXN'; txnId: TxnId }
   /** Update of a transaction record on a status tablet (transactions issue). */
   | { type: 'TXN_STATUS'; txnId: TxnId; status: string; ht: HybridTime; payload: Uint8Array };
-
-function notImplemented(kind: string): DbError {
-  return new DbError(ErrorCode.INTERNAL, `tablet op ${kind} is not implemented yet (transactions issue)`);
-}
 
 class Out {
   buf: Buffer;
@@ -126,6 +126,12 @@ class In {
       mul *= 0x80;
     }
     throw bad('varint too long');
+  }
+  f64(): number {
+    this.need(8);
+    const v = this.buf.readDoubleBE(this.pos);
+    this.pos += 8;
+    return v;
   }
   u64(): bigint {
     this.need(8);
@@ -243,11 +249,42 @@ export function encodeTabletOp(op: TabletOp): Uint8Array {
       writeRowOps(o, op.ops);
       return o.buf.subarray(0, o.pos);
     }
-    case 'WRITE_INTENTS':
-    case 'APPLY_TXN':
-    case 'REMOVE_TXN':
-    case 'TXN_STATUS':
-      throw notImplemented(op.type);
+    case 'WRITE_INTENTS': {
+      const o = new Out(96 + op.ops.length * 48);
+      o.u8(TabletOpKind.WRITE_INTENTS);
+      o.str(op.txn.txnId);
+      o.str(op.txn.statusTablet);
+      o.u8(op.txn.isolation === Isolation.SERIALIZABLE ? 1 : 0);
+      o.ensure(8);
+      o.buf.writeDoubleBE(op.txn.priority, o.pos);
+      o.pos += 8;
+      o.u64(op.txn.startHt);
+      o.u64(op.ht);
+      writeRowOps(o, op.ops);
+      return o.buf.subarray(0, o.pos);
+    }
+    case 'APPLY_TXN': {
+      const o = new Out(64);
+      o.u8(TabletOpKind.APPLY_TXN);
+      o.str(op.txnId);
+      o.u64(op.commitHt);
+      return o.buf.subarray(0, o.pos);
+    }
+    case 'REMOVE_TXN': {
+      const o = new Out(48);
+      o.u8(TabletOpKind.REMOVE_TXN);
+      o.str(op.txnId);
+      return o.buf.subarray(0, o.pos);
+    }
+    case 'TXN_STATUS': {
+      const o = new Out(64 + op.payload.byteLength);
+      o.u8(TabletOpKind.TXN_STATUS);
+      o.str(op.txnId);
+      o.str(op.status);
+      o.u64(op.ht);
+      o.bytes(op.payload);
+      return o.buf.subarray(0, o.pos);
+    }
   }
 }
 
@@ -261,17 +298,45 @@ export function decodeTabletOp(b: Uint8Array): TabletOp {
       if (i.pos !== b.byteLength) throw bad('trailing bytes');
       return { type: 'WRITE', ht, ops };
     }
-    case TabletOpKind.WRITE_INTENTS:
-      throw notImplemented('WRITE_INTENTS');
-    case TabletOpKind.APPLY_TXN:
-      throw notImplemented('APPLY_TXN');
-    case TabletOpKind.REMOVE_TXN:
-      throw notImplemented('REMOVE_TXN');
-    case TabletOpKind.TXN_STATUS:
-      throw notImplemented('TXN_STATUS');
+    case TabletOpKind.WRITE_INTENTS: {
+      const txnId = toTxnId(i.str());
+      const statusTablet = i.str();
+      const iso = i.u8();
+      if (iso > 1) throw bad(`isolation ${iso}`);
+      i.need(8);
+      const priority = i.f64();
+      const startHt = i.u64();
+      const ht = i.u64();
+      const ops = readRowOps(i);
+      end(i, b);
+      return { type: 'WRITE_INTENTS', txn: { txnId, statusTablet, isolation: iso === 1 ? Isolation.SERIALIZABLE : Isolation.SNAPSHOT, priority, startHt }, ht, ops };
+    }
+    case TabletOpKind.APPLY_TXN: {
+      const txnId = toTxnId(i.str());
+      const commitHt = i.u64();
+      end(i, b);
+      return { type: 'APPLY_TXN', txnId, commitHt };
+    }
+    case TabletOpKind.REMOVE_TXN: {
+      const txnId = toTxnId(i.str());
+      end(i, b);
+      return { type: 'REMOVE_TXN', txnId };
+    }
+    case TabletOpKind.TXN_STATUS: {
+      const txnId = toTxnId(i.str());
+      const status = i.str();
+      const ht = i.u64();
+      const payload = i.bytes();
+      end(i, b);
+      return { type: 'TXN_STATUS', txnId, status, ht, payload };
+    }
     default:
       throw bad(`kind ${kind}`);
   }
+}
+
+function end(i: In, b: Uint8Array): void {
+  if (i.pos !== b.byteLength) throw bad('trailing bytes');
 }
 
 /** A stable string for a row key (lock table key): the op encoding of the DocKey. */

@@ -1,0 +1,175 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Flags } from '../../common/flags';
+import { HybridClock } from '../../common/hybrid-clock';
+import { SystemClock } from '../../common/clock';
+import { SeededRng } from '../../common/rng';
+import { silentLogger } from '../../common/log';
+import { DbError, ErrorCode } from '../../common/errors';
+import { TxnId } from '../../common/ids';
+import { RocksDbEngine } from '../../docdb/rocksdb-engine';
+import { DocDb } from '../../docdb/doc-db';
+import { RawNode } from '../../raft/raw-node';
+import { FileLogStorage } from '../../raft/wal/file-log-storage';
+import { TabletPeer, type TabletPeerDeps } from '../../tserver/tablet/tablet-peer';
+import { decodeTabletOp, encodeTabletOp, type TabletOp } from '../../tserver/tablet/tablet-op';
+import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
+import type { DocKey, TxnMeta } from '../../docdb/doc-db-api';
+import type { PeerTxnEnv, TxnStatusInfo } from '../../tserver/transaction/txn-env';
+import { TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS } from '../../tserver/transaction/txn-flags';
+
+const dirs: string[] = [];
+const peers: TabletPeer[] = [];
+afterEach(async () => {
+  for (const p of peers.splice(0)) await p.stop();
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
+const meta: TabletMeta = {
+  tabletId: 't1',
+  tableId: 'tbl',
+  tableName: 'demo',
+  schema: { columns: [{ name: 'id', id: 0, type: 'int64', nullable: false }, { name: 'v', id: 1, type: 'string', nullable: true }], hashColumns: ['id'], rangeColumns: [] },
+  partition: { start: 0, end: 65536 },
+  peers: [{ uuid: 'ts1', rpcAddress: '127.0.0.1:1', memberType: 'VOTER' }],
+};
+
+const key = (i: number): DocKey => ({ hash: (i * 7919) % 65536, hashed: [BigInt(i)], range: [] });
+
+function deps(dir: string, flags: Flags, env: PeerTxnEnv): TabletPeerDeps {
+  return {
+    dir,
+    meta,
+    selfUuid: 'ts1',
+    flags,
+    clock: new HybridClock(new SystemClock()),
+    log: silentLogger(),
+    rng: new SeededRng(7),
+    send: () => undefined,
+    openLogStorage: (d) => FileLogStorage.open(d, { flags }),
+    openEngine: (d) => RocksDbEngine.open(d),
+    openDocDb: (regular, intents) => DocDb.open({ regular, intents, flags }),
+    newRaftCore: (o) => new RawNode(o),
+    fetchSnapshot: () => Promise.reject(new Error('no snapshots in this test')),
+    peerAddress: () => '127.0.0.1:1',
+    txnEnv: env,
+    onFatal: (_t, e) => {
+      throw e;
+    },
+  };
+}
+
+async function open(flags: Flags, env: PeerTxnEnv, dir?: string): Promise<{ p: TabletPeer; dir: string }> {
+  const d = dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-txn-tablet-'));
+  if (!dir) dirs.push(d);
+  const p = await TabletPeer.open(deps(d, flags, env));
+  peers.push(p);
+  for (let i = 0; i < 400 && !p.raftGroup().isLeaderReady(); i++) {
+    p.tick();
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  expect(p.raftGroup().isLeaderReady()).toBe(true);
+  return { p, dir: d };
+}
+
+/** A fake status tablet: a map of statuses; abort flips PENDING to ABORTED. */
+function fakeEnv(): PeerTxnEnv & { statuses: Map<string, TxnStatusInfo>; aborts: string[] } {
+  const statuses = new Map<string, TxnStatusInfo>();
+  const aborts: string[] = [];
+  return {
+    statuses,
+    aborts,
+    getStatus: (id) => Promise.resolve(statuses.get(id) ?? { status: 'ABORTED', priority: 0 }),
+    abort: (id) => {
+      aborts.push(id);
+      const s = statuses.get(id);
+      if (s?.status === 'PENDING') statuses.set(id, { status: 'ABORTED', priority: s.priority });
+      return Promise.resolve(statuses.get(id) ?? { status: 'ABORTED', priority: 0 });
+    },
+  };
+}
+
+const txn = (id: string, priority: number, startHt: bigint): TxnMeta => ({ txnId: TxnId(id), statusTablet: 'st1', isolation: 'snapshot', priority, startHt });
+const upsert = (i: number, v: string) => ({ kind: 'UPSERT' as const, op: { type: 'upsert' as const, key: key(i), columns: [{ columnId: 1, value: v }] } });
+
+describe('txn tablet ops', () => {
+  it('txn-tablet: WRITE_INTENTS / APPLY_TXN / REMOVE_TXN / TXN_STATUS round-trip through the entry codec', () => {
+    const ops: TabletOp[] = [
+      { type: 'WRITE_INTENTS', txn: { txnId: TxnId('abc'), statusTablet: 'st', isolation: 'serializable', priority: 0.25, startHt: 77n }, ht: 99n, ops: [{ type: 'upsert', key: key(1), columns: [{ columnId: 1, value: 'x' }] }, { type: 'delete', key: key(2) }] },
+      { type: 'APPLY_TXN', txnId: TxnId('abc'), commitHt: 123n },
+      { type: 'REMOVE_TXN', txnId: TxnId('abc') },
+      { type: 'TXN_STATUS', txnId: TxnId('abc'), status: 'COMMITTED', ht: 5n, payload: new Uint8Array([1, 2, 3]) },
+    ];
+    for (const op of ops) {
+      const d = decodeTabletOp(encodeTabletOp(op));
+      expect(d.type === 'TXN_STATUS' ? { ...d, payload: new Uint8Array(d.payload) } : d).toEqual(op);
+    }
+    const bytes = encodeTabletOp(ops[1]!);
+    expect(() => decodeTabletOp(bytes.subarray(0, bytes.length - 1))).toThrow(DbError);
+  });
+
+  it('txn-tablet: intents are invisible to others until APPLY_TXN, visible to their own txn, and survive reopen', async () => {
+    const flags = new Flags();
+    const env = fakeEnv();
+    const { p, dir } = await open(flags, env);
+    const t = txn('t-a', 0.5, p.safeTime());
+    env.statuses.set('t-a', { status: 'PENDING', priority: 0.5 });
+    await p.writeIntents({ txn: t, readHt: p.safeTime(), ops: [upsert(1, 'a1'), upsert(2, 'a2')] });
+    expect((await p.read([key(1)], {})).rows[0]).toBeUndefined();
+    expect((await p.read([key(1)], { txnId: TxnId('t-a') })).rows[0]?.columns.get(1)).toBe('a1');
+    expect((await p.sizes()).intentsdb.intentCount).toBeGreaterThan(0);
+    await p.stop();
+    peers.splice(peers.indexOf(p), 1);
+    const { p: q } = await open(flags, env, dir);
+    expect((await q.transactions()).map((x) => x.meta.txnId)).toEqual(['t-a']);
+    const commitHt = q.nextHt();
+    env.statuses.set('t-a', { status: 'COMMITTED', commitHt, priority: 0.5 });
+    // Committed but not yet applied: readers resolve the intent through the status tablet.
+    expect((await q.read([key(2)], {})).rows[0]?.columns.get(1)).toBe('a2');
+    await q.proposeOp({ type: 'APPLY_TXN', txnId: TxnId('t-a'), commitHt });
+    expect((await q.sizes()).intentsdb.intentCount).toBe(0);
+    expect((await q.read([key(1)], {})).rows[0]?.columns.get(1)).toBe('a1');
+  });
+
+  it('txn-tablet: a conflicting writer of lower priority fails with TXN_CONFLICT; a higher one aborts the holder', async () => {
+    const env = fakeEnv();
+    const { p } = await open(new Flags(), env);
+    env.statuses.set('low', { status: 'PENDING', priority: 0.1 });
+    env.statuses.set('mid', { status: 'PENDING', priority: 0.5 });
+    env.statuses.set('high', { status: 'PENDING', priority: 0.9 });
+    await p.writeIntents({ txn: txn('mid', 0.5, 0n), readHt: p.safeTime(), ops: [upsert(7, 'mid')] });
+    const e = await p.writeIntents({ txn: txn('low', 0.1, 0n), readHt: p.safeTime(), ops: [upsert(7, 'low')] }).catch((x: unknown) => x);
+    expect((e as DbError).code).toBe(ErrorCode.TXN_CONFLICT);
+    await p.writeIntents({ txn: txn('high', 0.9, 0n), readHt: p.safeTime(), ops: [upsert(7, 'high')] });
+    expect(env.aborts).toEqual(['mid']);
+    expect(p.cleanupQueue.has(TxnId('mid'))).toBe(true);
+    await p.proposeOp({ type: 'REMOVE_TXN', txnId: TxnId('mid') });
+    expect((await p.transactions()).map((x) => x.meta.txnId)).toEqual(['high']);
+    // First committer wins: a version committed after our read time is a conflict.
+    const readHt = p.safeTime();
+    await p.write({ ops: [upsert(8, 'plain')] });
+    const late = await p.writeIntents({ txn: txn('late', 0.99, 0n), readHt, ops: [upsert(8, 'late')] }).catch((x: unknown) => x);
+    expect((late as DbError).code).toBe(ErrorCode.TXN_CONFLICT);
+  });
+
+  it('txn-tablet: TEST_inject_sleep_before_applying_intents_ms delays only the apply stage; reads keep being served', async () => {
+    const flags = new Flags();
+    flags.setAtRuntime(TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS.name, '400', false);
+    const env = fakeEnv();
+    const { p } = await open(flags, env);
+    await p.writeIntents({ txn: txn('s', 0.5, 0n), readHt: p.safeTime(), ops: [upsert(3, 's')] });
+    const commitHt = p.nextHt();
+    env.statuses.set('s', { status: 'COMMITTED', commitHt, priority: 0.5 });
+    let applied = false;
+    const apply = p.proposeOp({ type: 'APPLY_TXN', txnId: TxnId('s'), commitHt }).then(() => (applied = true));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(applied).toBe(false);
+    expect((await p.sizes()).intentsdb.intentCount).toBeGreaterThan(0);
+    // The leader lease serves the read without the apply stage: the intent resolves as committed.
+    expect((await p.read([key(3)], {})).rows[0]?.columns.get(1)).toBe('s');
+    await apply;
+    expect((await p.sizes()).intentsdb.intentCount).toBe(0);
+  });
+});

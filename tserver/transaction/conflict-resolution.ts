@@ -1,0 +1,56 @@
+/**
+ * Write-write conflict resolution for a transactional write (snapshot isolation, fail-on-conflict):
+ * - a version committed after our read time (RegularDB, or another txn committed at a later time):
+ *   TXN_CONFLICT — first committer wins;
+ * - an aborted transaction's intent: ignored (its intents are queued for cleanup);
+ * - a pending transaction's intent: the higher priority wins — we abort it through its status tablet,
+ *   or fail with TXN_CONFLICT ourselves.
+ */
+import { DbError, ErrorCode } from '../../common/errors';
+import type { HybridTime } from '../../common/hybrid-time';
+import type { TxnId } from '../../common/ids';
+import type { Conflict, TxnMeta } from '../../docdb/doc-db-api';
+import type { PeerTxnEnv, TxnStatusInfo } from './txn-env';
+
+export interface ConflictDeps {
+  env: PeerTxnEnv;
+  /** The status tablet of another txn whose intents this replica holds. */
+  statusTabletOf(txnId: TxnId): string | undefined;
+  /** Committed/aborted outcome this replica already applied, if any. */
+  localOutcome(txnId: TxnId): TxnStatusInfo | undefined;
+  queueCleanup(txnId: TxnId): void;
+}
+
+/** Other transactions one write resolves at most (bounds the RPC fan-out). */
+const CONFLICTING_TXNS_MAX = 64;
+
+function conflict(msg: string, details: Record<string, unknown> = {}): DbError {
+  return new DbError(ErrorCode.TXN_CONFLICT, msg, details);
+}
+
+export async function resolveConflicts(txn: TxnMeta, readHt: HybridTime, conflicts: readonly Conflict[], deps: ConflictDeps): Promise<void> {
+  const others = new Set<TxnId>();
+  for (const c of conflicts) {
+    if (c.type === 'committedAfterRead') throw conflict(`txn ${txn.txnId}: a version committed at ${c.commitHt} after the read time ${readHt}`, { commitHt: c.commitHt.toString() });
+    if (c.txnId !== txn.txnId) others.add(c.txnId);
+  }
+  if (others.size > CONFLICTING_TXNS_MAX) throw conflict(`txn ${txn.txnId}: conflicts with ${others.size} transactions`);
+  for (const other of others) {
+    let st = deps.localOutcome(other);
+    const statusTablet = deps.statusTabletOf(other);
+    if (!st) {
+      if (!statusTablet) throw conflict(`txn ${txn.txnId}: conflicting txn ${other} has no known status tablet`);
+      st = await deps.env.getStatus(other, statusTablet, readHt);
+    }
+    if (st.status === 'PENDING') {
+      if (txn.priority > st.priority && statusTablet) st = await deps.env.abort(other, statusTablet);
+      else throw conflict(`txn ${txn.txnId}: conflicts with pending txn ${other} of higher or equal priority`, { otherTxnId: other });
+    }
+    if (st.status === 'ABORTED') {
+      deps.queueCleanup(other);
+      continue;
+    }
+    if (st.status === 'PENDING') throw conflict(`txn ${txn.txnId}: conflicting txn ${other} is still pending`, { otherTxnId: other });
+    if (st.commitHt > readHt) throw conflict(`txn ${txn.txnId}: txn ${other} committed at ${st.commitHt} after our read time ${readHt}`, { otherTxnId: other });
+  }
+}

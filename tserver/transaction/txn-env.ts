@@ -1,0 +1,19 @@
+/**
+ * What a tablet replica needs from the tserver's transaction machinery (status lookups and aborts go
+ * over RPC to other tablets' leaders). Kept in its own file so tablet/ and transaction/ do not import
+ * each other in a cycle.
+ */
+import type { HybridTime } from '../../common/hybrid-time';
+import type { TxnId } from '../../common/ids';
+
+export type TxnStatusInfo =
+  | { status: 'COMMITTED'; commitHt: HybridTime; priority: number }
+  | { status: 'PENDING'; priority: number }
+  | { status: 'ABORTED'; priority: number };
+
+export interface PeerTxnEnv {
+  /** The fate of `txnId` as its status tablet sees it (final answers are cached). */
+  getStatus(txnId: TxnId, statusTablet: string, readHt: HybridTime): Promise<TxnStatusInfo>;
+  /** Ask the status tablet to abort `txnId` (a higher-priority writer wins); the resulting status. */
+  abort(txnId: TxnId, statusTablet: string): Promise<TxnStatusInfo>;
+}

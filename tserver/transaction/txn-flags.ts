@@ -1,0 +1,83 @@
+/** Flags of the transaction coordinator (status tablets) and participants (YugabyteDB spellings). */
+import { defineFlag, FlagTag } from '../../common/flags';
+
+const nonNegative = (v: number): string | undefined => (v >= 0 ? undefined : 'non-negative');
+
+export const TRANSACTION_HEARTBEAT_USEC = defineFlag({
+  name: 'transaction_heartbeat_usec',
+  type: 'int',
+  default: 500_000,
+  help: 'Interval at which a transaction client heartbeats its status tablet.',
+  tags: [FlagTag.runtime],
+  validate: (v) => (v > 0 ? undefined : 'positive'),
+});
+
+export const TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS = defineFlag({
+  name: 'transaction_max_missed_heartbeat_periods',
+  type: 'int',
+  default: 10,
+  help: 'A pending transaction whose last heartbeat is older than this many heartbeat periods is aborted.',
+  tags: [FlagTag.runtime],
+  validate: (v) => (v > 0 ? undefined : 'positive'),
+});
+
+export const TRANSACTION_CHECK_INTERVAL_MS = defineFlag({
+  name: 'transaction_check_interval_ms',
+  type: 'int',
+  default: 500,
+  help: 'How often a status tablet leader looks for expired transactions and a participant leader for aborted intents.',
+  validate: (v) => (v > 0 ? undefined : 'positive'),
+});
+
+export const TRANSACTION_RESEND_APPLYING_INTERVAL_MS = defineFlag({
+  name: 'transaction_resend_applying_interval_ms',
+  type: 'int',
+  default: 1000,
+  help: 'How often a status tablet leader resends APPLY/REMOVE to participants that did not acknowledge.',
+  tags: [FlagTag.runtime],
+  validate: (v) => (v > 0 ? undefined : 'positive'),
+});
+
+export const TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS = defineFlag({
+  name: 'TEST_inject_sleep_before_applying_intents_ms',
+  type: 'int',
+  default: 0,
+  help: "Sleep before applying a committed transaction's intents on this server's replicas (delays only that tablet's apply stage). (For testing only!)",
+  tags: [FlagTag.runtime],
+  validate: nonNegative,
+});
+
+export const TEST_TRANSACTION_IGNORE_APPLYING_PROBABILITY = defineFlag({
+  name: 'TEST_transaction_ignore_applying_probability',
+  type: 'double',
+  default: 0,
+  help: 'A participant leader acknowledges UpdateTransaction APPLY without applying, with this probability. (For testing only!)',
+  tags: [FlagTag.runtime],
+  validate: (v) => (v >= 0 && v <= 1 ? undefined : 'between 0 and 1'),
+});
+
+export const TEST_DISABLE_APPLY_COMMITTED_TRANSACTIONS = defineFlag({
+  name: 'TEST_disable_apply_committed_transactions',
+  type: 'bool',
+  default: false,
+  help: 'The coordinator never sends APPLY to participants. (For testing only!)',
+  tags: [FlagTag.runtime],
+});
+
+export const TEST_INJECT_TXN_GET_STATUS_DELAY_MS = defineFlag({
+  name: 'TEST_inject_txn_get_status_delay_ms',
+  type: 'int',
+  default: 0,
+  help: 'Delay every GetTransactionStatus answer of this server. (For testing only!)',
+  tags: [FlagTag.runtime],
+  validate: nonNegative,
+});
+
+export const TEST_FAIL_BEFORE_COMMIT_MS = defineFlag({
+  name: 'TEST_fail_before_commit_ms',
+  type: 'int',
+  default: 0,
+  help: 'The coordinator delays CommitTransaction handling by this many ms (the transaction stays pending with its intents). (For testing only!)',
+  tags: [FlagTag.runtime],
+  validate: nonNegative,
+});
