@@ -3,6 +3,6 @@
  *
  *   import { TesseraClient, DbError, ErrorCode } from 'tessera';
  */
-export { TesseraClient, Table, DEFAULT_TIMEOUT_MS } from './client';
+export { TesseraClient, Table, DEFAULT_TIMEOUT_MS, Transaction, type TransactionOptions, type CommitResult, type IsolationLevel, type TransactionState } from './client';
 export type * from './client/client-types';
 export { DbError, ErrorCode, isDbError } from './common/errors';

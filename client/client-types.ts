@@ -66,4 +66,6 @@ export interface ConnectOptions {
   masterAddresses: string[];
   /** Default deadline of every operation (default 10 s): past it the operation fails with TIMED_OUT. */
   timeoutMs?: number;
+  /** Transactions heartbeat their status tablet this often (default 500000 µs, YugabyteDB's transaction_heartbeat_usec). */
+  transactionHeartbeatUsec?: number;
 }

@@ -2,13 +2,18 @@
  * `client.table(name)`: row operations on one table. Writes of one row are one Raft entry on one
  * tablet; upsertMany groups rows per tablet (one RPC per tablet per chunk, bounded concurrency), so
  * a whole chunk is atomic on its tablet. Scans walk the tablets in partition order at one read time.
+ *
+ * Bound to a transaction (`txn.table(name)`), every call carries the TxnContextPB: writes become
+ * intents, reads happen at the transaction's read time and see its own intents. Writes then are never
+ * resent after an unknown outcome, and the transaction ends on TXN_* codes and READ_RESTART.
  */
 import { DbError, ErrorCode } from '../common/errors';
-import { tabletServerMethods, type RowOpPB, type ScanResponsePB } from '../rpc/service-methods';
+import { tabletServerMethods, type RowOpPB, type ScanResponsePB, type TxnContextPB } from '../rpc/service-methods';
 import type { BatchOptions, ReadOptions, Row, ScanOptions, CallOptions } from './client-types';
 import type { MetaCache } from './meta-cache';
 import { Deadline } from './retry-policy';
 import type { TabletInvoker } from './tablet-invoker';
+import { TXN_FATAL_CODES, type TxnBinding } from './txn-binding';
 
 /** Rows one scan call returns at most (the tserver's limit). */
 const SCAN_PAGE_MAX = 10_000;
@@ -26,7 +31,29 @@ export class Table {
     private readonly cache: MetaCache,
     private readonly invoker: TabletInvoker,
     private readonly defaultTimeoutMs: number,
+    private readonly txn?: TxnBinding,
   ) {}
+
+  /** Run one operation, letting the transaction (if any) see its failure. */
+  private async guard<T>(wasWrite: boolean, f: () => Promise<T>): Promise<T> {
+    if (!this.txn) return f();
+    try {
+      return await f();
+    } catch (e) {
+      throw this.txn.failed(e, wasWrite);
+    }
+  }
+
+  private get fatal(): ReadonlySet<string> | undefined {
+    return this.txn ? TXN_FATAL_CODES : undefined;
+  }
+
+  /** Request fields of a transactional read on tablet `tabletId` (readHt 0: the leader picks). */
+  private readFields(tabletId: string, readHt: bigint): { readHt: bigint; txn?: TxnContextPB } {
+    if (!this.txn) return { readHt };
+    if (this.txn.registersReads) this.txn.addParticipant(tabletId);
+    return { readHt: this.txn.readHt, txn: this.txn.context() };
+  }
 
   private deadline(o?: CallOptions): Deadline {
     return new Deadline(o?.timeoutMs ?? this.defaultTimeoutMs);
@@ -37,8 +64,26 @@ export class Table {
     const loc = await this.cache.get(this.name, d);
     const { hash, op } = loc.schema.rowOp(type, row);
     const m = tabletServerMethods().write;
-    const r = await this.invoker.call(this.name, { hash }, m, (t) => ({ tabletId: t.tabletId, ops: [op], propagatedHt: this.invoker.propagatedHt }), d, type !== 'INSERT');
-    this.invoker.observeHt(r.propagatedHt);
+    const txnCtx = this.txn?.context();
+    await this.guard(true, async () => {
+      const r = await this.invoker.call(
+        this.name,
+        { hash },
+        m,
+        (t) => ({ tabletId: t.tabletId, ops: [op], propagatedHt: this.invoker.propagatedHt, ...this.writeTxn(t.tabletId, txnCtx) }),
+        d,
+        !this.txn && type !== 'INSERT',
+        this.fatal,
+      );
+      this.invoker.observeHt(r.propagatedHt);
+    });
+  }
+
+  /** The txn field of a write to `tabletId`, registering the tablet as a participant first. */
+  private writeTxn(tabletId: string, ctx: TxnContextPB | undefined): { txn?: TxnContextPB } {
+    if (!this.txn || !ctx) return {};
+    this.txn.addParticipant(tabletId);
+    return { txn: ctx };
   }
 
   /** Insert; fails with ALREADY_EXISTS when the row exists. */
@@ -64,13 +109,16 @@ export class Table {
     const loc = await this.cache.get(this.name, d);
     const k = loc.schema.key(key);
     const columns = loc.schema.columnIds(o?.columns);
-    const r = await this.invoker.call(
-      this.name,
-      { hash: k.hash },
-      tabletServerMethods().read,
-      (t) => ({ tabletId: t.tabletId, keys: [loc.schema.keyPb(k)], columns, propagatedHt: this.invoker.propagatedHt }),
-      d,
-      true,
+    const r = await this.guard(false, () =>
+      this.invoker.call(
+        this.name,
+        { hash: k.hash },
+        tabletServerMethods().read,
+        (t) => ({ tabletId: t.tabletId, keys: [loc.schema.keyPb(k)], columns, propagatedHt: this.invoker.propagatedHt, ...this.readFields(t.tabletId, 0n) }),
+        d,
+        true,
+        this.fatal,
+      ),
     );
     this.invoker.observeHt(r.propagatedHt);
     if (!r.found?.[0] || !r.rows?.[0]) return undefined;
@@ -103,13 +151,17 @@ export class Table {
         if (returned >= limit) return;
         if (++pages > SCAN_PAGES_MAX) throw new DbError(ErrorCode.INTERNAL, `scan of ${this.name} exceeded ${SCAN_PAGES_MAX} pages`);
         const want = Math.min(page, limit - returned);
-        const r: ScanResponsePB = await this.invoker.call(
-          this.name,
-          { tabletId: tablet.tabletId },
-          tabletServerMethods().scan,
-          (t) => ({ tabletId: t.tabletId, startKey: start, endKey: bounds.end, limit: want, columns, readHt, propagatedHt: this.invoker.propagatedHt }),
-          d,
-          true,
+        const from = start;
+        const r: ScanResponsePB = await this.guard(false, () =>
+          this.invoker.call(
+            this.name,
+            { tabletId: tablet.tabletId },
+            tabletServerMethods().scan,
+            (t) => ({ tabletId: t.tabletId, startKey: from, endKey: bounds.end, limit: want, columns, propagatedHt: this.invoker.propagatedHt, ...this.readFields(t.tabletId, readHt) }),
+            d,
+            true,
+            this.fatal,
+          ),
         );
         this.invoker.observeHt(r.propagatedHt);
         // Every later page and tablet reads at the first page's time: one consistent snapshot.
@@ -154,13 +206,22 @@ export class Table {
     for (const g of byTablet.values()) for (let i = 0; i < g.length; i += perRpc) chunks.push(g.slice(i, i + perRpc));
     let next = 0;
     const m = tabletServerMethods().write;
+    const txnCtx = this.txn?.context();
     const worker = async (): Promise<void> => {
       while (next < chunks.length) {
         const chunk = chunks[next++]!;
-        const r = await this.invoker.call(this.name, { hash: chunk[0]!.hash }, m, (t) => ({ tabletId: t.tabletId, ops: chunk.map((c) => c.op), propagatedHt: this.invoker.propagatedHt }), d, true);
+        const r = await this.invoker.call(
+          this.name,
+          { hash: chunk[0]!.hash },
+          m,
+          (t) => ({ tabletId: t.tabletId, ops: chunk.map((c) => c.op), propagatedHt: this.invoker.propagatedHt, ...this.writeTxn(t.tabletId, txnCtx) }),
+          d,
+          !this.txn,
+          this.fatal,
+        );
         this.invoker.observeHt(r.propagatedHt);
       }
     };
-    await Promise.all(Array.from({ length: Math.min(concurrency, chunks.length) }, worker));
+    await this.guard(true, () => Promise.all(Array.from({ length: Math.min(concurrency, chunks.length) }, worker)));
   }
 }

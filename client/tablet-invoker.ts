@@ -25,6 +25,8 @@ export class TabletInvoker {
   /**
    * Call `m` on the leader of the tablet holding `hash` (or the tablet `tabletId` when given).
    * `makeReq` builds the request for the tablet actually chosen (it may change after a refresh).
+   * `fatal`: codes thrown at once even when retryable (a transaction's READ_RESTART: resending at
+   * the same read time would only restart again).
    */
   async call<Req, Resp>(
     table: string,
@@ -33,6 +35,7 @@ export class TabletInvoker {
     makeReq: (t: TabletLocation) => Req,
     deadline: Deadline,
     idempotent: boolean,
+    fatal?: ReadonlySet<string>,
   ): Promise<Resp> {
     let last: DbError | undefined;
     let loc: TableLocations = await this.cache.get(table, deadline);
@@ -54,6 +57,7 @@ export class TabletInvoker {
       } catch (e) {
         const err = DbError.from(e);
         last = err;
+        if (fatal?.has(err.code)) throw err;
         switch (err.code) {
           case ErrorCode.NOT_THE_LEADER: {
             const hint = err.details['leaderHint'];

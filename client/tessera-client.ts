@@ -9,8 +9,11 @@
  *   await demo.get({ id: 1n });            // { id: 1n, value: 'hello' }
  *   await client.close();
  *
- * Distributed transactions (`client.beginTransaction({ isolation })`) come with the transactions
- * issue: they will reuse this client's MasterProxy, MetaCache and TabletInvoker.
+ * Distributed transactions reuse this client's MetaCache and TabletInvoker (client/transaction.ts):
+ *
+ *   const txn = await client.beginTransaction({ isolation: 'snapshot' });
+ *   await txn.table('demo').upsert({ id: 2n, value: 'x' });
+ *   await txn.commit();                    // { commitHt }
  */
 import { DbError, ErrorCode } from '../common/errors';
 import { Flags } from '../common/flags';
@@ -21,10 +24,14 @@ import type { ConnectOptions, CreateTableOptions, TableSummary, CallOptions } fr
 import { MasterProxy } from './master-proxy';
 import { MetaCache } from './meta-cache';
 import { Deadline } from './retry-policy';
+import { StatusTabletProxy } from './status-tablet-proxy';
 import { Table } from './table';
 import { TabletInvoker } from './tablet-invoker';
+import { Transaction, type TransactionOptions } from './transaction';
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
+/** YugabyteDB's transaction_heartbeat_usec default. */
+export const DEFAULT_TRANSACTION_HEARTBEAT_USEC = 500_000;
 /** Table handles kept (they are cheap; the bound stops a leak through ever-new names). */
 const TABLE_HANDLES_MAX = 10_000;
 
@@ -32,6 +39,8 @@ export class TesseraClient {
   private readonly master: MasterProxy;
   private readonly cache: MetaCache;
   private readonly invoker: TabletInvoker;
+  private readonly statusTablets: StatusTabletProxy;
+  private readonly heartbeatMs: number;
   private readonly tables = new Map<string, Table>();
   private closed = false;
   readonly timeoutMs: number;
@@ -44,6 +53,10 @@ export class TesseraClient {
     this.master = new MasterProxy(rpc, opts.masterAddresses);
     this.cache = new MetaCache(this.master);
     this.invoker = new TabletInvoker(rpc, this.cache);
+    this.statusTablets = new StatusTabletProxy(rpc, this.master);
+    const hbUsec = opts.transactionHeartbeatUsec ?? DEFAULT_TRANSACTION_HEARTBEAT_USEC;
+    if (!(hbUsec > 0)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'transactionHeartbeatUsec must be > 0');
+    this.heartbeatMs = hbUsec / 1000;
   }
 
   /** Connect and check that a master answers (TIMED_OUT when none does within timeoutMs). */
@@ -123,6 +136,15 @@ export class TesseraClient {
       this.tables.set(name, t);
     }
     return t;
+  }
+
+  /**
+   * Begin a distributed transaction (snapshot isolation unless told otherwise). Its `table(name)`
+   * has the same row methods as `client.table(name)`; end it with `commit()` or `abort()`.
+   */
+  async beginTransaction(o: TransactionOptions = {}): Promise<Transaction> {
+    this.deadline(o);
+    return Transaction.begin({ cache: this.cache, invoker: this.invoker, statusTablets: this.statusTablets, timeoutMs: o.timeoutMs ?? this.timeoutMs, heartbeatMs: this.heartbeatMs }, o);
   }
 
   /** The raw RPC client (admin commands reuse the connection pool). */

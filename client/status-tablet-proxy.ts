@@ -1,0 +1,130 @@
+/**
+ * Calls to the leaders of the status tablets (the tablets of the system table `transactions`, whose
+ * leaders run the transaction coordinator). Keeps the tablets' locations and a leader per tablet;
+ * follows NOT_THE_LEADER hints, rotates replicas when the leader is unknown, reloads the locations
+ * when a tablet moved, all within the caller's deadline.
+ *
+ * Separate from MetaCache on purpose: the `transactions` table is not a user table the client
+ * reads rows of, so it needs no schema, only tablet ids and replica addresses.
+ */
+import { DbError, ErrorCode } from '../common/errors';
+import { masterMethods } from '../rpc/service-methods';
+import type { MethodDef, RpcClient } from '../rpc/types';
+import type { MasterProxy } from './master-proxy';
+import { ATTEMPTS_MAX, backoffMs, type Deadline, sleep } from './retry-policy';
+
+/** The system table of status tablets (DESIGN.md §5). */
+export const TRANSACTIONS_TABLE = 'transactions';
+/** Status tablet locations are reloaded after this long even without errors (leaders move). */
+const LOCATIONS_MAX_AGE_MS = 60_000;
+
+interface StatusTablet {
+  tabletId: string;
+  addresses: string[];
+}
+
+export class StatusTabletProxy {
+  private tablets: StatusTablet[] = [];
+  private loadedAtMs = -Infinity;
+  private loading: Promise<StatusTablet[]> | undefined;
+  private readonly leaders = new Map<string, string>();
+
+  constructor(
+    private readonly rpc: RpcClient,
+    private readonly master: MasterProxy,
+    private readonly rand: () => number = Math.random,
+  ) {}
+
+  /** A status tablet chosen at random (spreads coordinators' load, as YugabyteDB's client does). */
+  async pickTablet(deadline: Deadline): Promise<string> {
+    const ts = await this.locations(deadline, false);
+    if (ts.length === 0) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `the system table ${TRANSACTIONS_TABLE} has no tablets yet`);
+    return ts[Math.floor(this.rand() * ts.length) % ts.length]!.tabletId;
+  }
+
+  private async locations(deadline: Deadline, force: boolean): Promise<StatusTablet[]> {
+    if (!force && this.tablets.length > 0 && performance.now() - this.loadedAtMs < LOCATIONS_MAX_AGE_MS) return this.tablets;
+    this.loading ??= (async () => {
+      try {
+        const r = await this.master.call(masterMethods().getTableLocations, { name: TRANSACTIONS_TABLE }, deadline);
+        this.tablets = (r.tablets ?? [])
+          .filter((t) => t.tabletId)
+          .map((t) => {
+            const leader = (t.replicas ?? []).find((x) => x.role === 'LEADER' && x.rpcAddress);
+            if (leader?.rpcAddress) this.leaders.set(t.tabletId!, leader.rpcAddress);
+            return { tabletId: t.tabletId!, addresses: (t.replicas ?? []).map((x) => x.rpcAddress ?? '').filter(Boolean) };
+          });
+        this.loadedAtMs = performance.now();
+        return this.tablets;
+      } finally {
+        this.loading = undefined;
+      }
+    })();
+    return this.loading;
+  }
+
+  /**
+   * Call `m` on the leader of status tablet `tabletId`. Codes that say "not done" (DbError.retryable)
+   * are retried; an unknown outcome (NETWORK_ERROR, TIMED_OUT) only when `idempotent`.
+   */
+  async call<Req, Resp>(tabletId: string, m: MethodDef<Req, Resp>, req: Req, deadline: Deadline, idempotent: boolean): Promise<Resp> {
+    let last: DbError | undefined;
+    let rotate = 0;
+    for (let attempt = 0; attempt < ATTEMPTS_MAX; attempt++) {
+      if (deadline.expired()) throw deadline.timedOut(`${m.method} on status tablet ${tabletId}`, last);
+      const tablets = await this.locations(deadline, false);
+      const tablet = tablets.find((t) => t.tabletId === tabletId);
+      if (!tablet) {
+        last = new DbError(ErrorCode.TABLET_NOT_FOUND, `status tablet ${tabletId} is not (or no longer) a tablet of ${TRANSACTIONS_TABLE}`);
+        await sleep(backoffMs(attempt));
+        await this.locations(deadline, true);
+        continue;
+      }
+      const target = this.leaders.get(tabletId) ?? tablet.addresses[rotate++ % Math.max(1, tablet.addresses.length)];
+      if (!target) {
+        last = new DbError(ErrorCode.SERVICE_UNAVAILABLE, `status tablet ${tabletId} has no replica with a known address`);
+        await sleep(backoffMs(attempt));
+        await this.locations(deadline, true);
+        continue;
+      }
+      try {
+        const r = await this.rpc.call(target, m, req, { timeoutMs: Math.max(1, deadline.remainingMs()) });
+        this.leaders.set(tabletId, target);
+        return r;
+      } catch (e) {
+        const err = DbError.from(e);
+        last = err;
+        if (err.code === ErrorCode.NOT_THE_LEADER) {
+          const hint = err.details['leaderHint'];
+          if (typeof hint === 'string' && hint && hint !== target) {
+            this.leaders.set(tabletId, hint);
+            continue;
+          }
+          this.leaders.delete(tabletId);
+          await sleep(backoffMs(attempt));
+          if (attempt % 3 === 2) await this.locations(deadline, true).catch(() => undefined);
+          continue;
+        }
+        if (err.code === ErrorCode.TABLET_NOT_FOUND) {
+          this.leaders.delete(tabletId);
+          await sleep(backoffMs(attempt));
+          await this.locations(deadline, true).catch(() => undefined);
+          continue;
+        }
+        if (err.code === ErrorCode.NETWORK_ERROR || err.code === ErrorCode.TIMED_OUT || err.code === ErrorCode.SHUTTING_DOWN) {
+          if (!err.retryable && !idempotent) throw err;
+          this.leaders.delete(tabletId);
+          await sleep(backoffMs(Math.min(attempt, 4)));
+          if (attempt % 2 === 1) await this.locations(deadline, true).catch(() => undefined);
+          continue;
+        }
+        if (err.retryable) {
+          await sleep(backoffMs(attempt));
+          continue;
+        }
+        throw err;
+      }
+    }
+    throw deadline.timedOut(`${m.method} on status tablet ${tabletId}`, last);
+  }
+}

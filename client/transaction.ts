@@ -1,0 +1,308 @@
+/**
+ * A distributed transaction as the client runs it (DESIGN.md §5, YugabyteDB's client/transaction.cc):
+ *
+ *   const txn = await client.beginTransaction({ isolation: 'snapshot' });
+ *   await txn.table('accounts').update({ id: 1n, balance: 90n });
+ *   await txn.table('accounts').update({ id: 2n, balance: 110n });
+ *   const { commitHt } = await txn.commit();
+ *
+ * begin: pick a status tablet of the system table `transactions` at random, CreateTransaction on its
+ * leader (the answer's read_ht is the snapshot every read of the transaction uses), then heartbeat
+ * every `transactionHeartbeatUsec` so the coordinator does not expire it. Every tablet operation
+ * carries a TxnContextPB; written tablets become participants. commit: CommitTransaction with the
+ * participants; the coordinator replicates COMMITTED, answers with the commit hybrid time and then
+ * has each participant apply. Conflicts, aborts, expiry and read restarts end the transaction with a
+ * DbError (TXN_CONFLICT, TXN_ABORTED, TXN_EXPIRED, READ_RESTART); the caller retries the whole
+ * transaction, never a single operation that may have applied.
+ */
+import { randomBytes } from 'node:crypto';
+import { DbError, ErrorCode } from '../common/errors';
+import { txnCoordinatorMethods, type TxnContextPB } from '../rpc/service-methods';
+import type { CallOptions, ReadOptions, Row, ScanOptions } from './client-types';
+import type { MetaCache } from './meta-cache';
+import { Deadline } from './retry-policy';
+import type { StatusTabletProxy } from './status-tablet-proxy';
+import { Table } from './table';
+import type { TabletInvoker } from './tablet-invoker';
+import type { TxnBinding } from './txn-binding';
+
+export type IsolationLevel = 'snapshot' | 'serializable';
+
+export interface TransactionOptions extends CallOptions {
+  /** Default 'snapshot' (write-write conflicts, first committer wins). */
+  isolation?: IsolationLevel;
+  /** Conflict priority (higher wins under fail-on-conflict); default random in [0, 1). */
+  priority?: number;
+}
+
+export interface CommitResult {
+  /** The hybrid time at which every write of the transaction became visible. */
+  commitHt: bigint;
+}
+
+export type TransactionState = 'pending' | 'committing' | 'committed' | 'aborted' | 'failed';
+
+export interface TransactionDeps {
+  cache: MetaCache;
+  invoker: TabletInvoker;
+  statusTablets: StatusTabletProxy;
+  timeoutMs: number;
+  heartbeatMs: number;
+}
+
+/** Participant tablets one transaction may touch (a bound on what a commit request carries). */
+export const TXN_PARTICIPANTS_MAX = 100_000;
+/** Table handles per transaction. */
+const TXN_TABLES_MAX = 1000;
+/** Codes that end a transaction: it cannot commit any more. */
+const ENDING_CODES: ReadonlySet<string> = new Set<string>([ErrorCode.TXN_CONFLICT, ErrorCode.TXN_ABORTED, ErrorCode.TXN_EXPIRED, ErrorCode.TXN_NOT_FOUND, ErrorCode.READ_RESTART]);
+/** Codes after which a write's outcome is unknown (its intents may or may not be there). */
+const UNKNOWN_OUTCOME_CODES: ReadonlySet<string> = new Set<string>([ErrorCode.NETWORK_ERROR, ErrorCode.TIMED_OUT, ErrorCode.SHUTTING_DOWN, ErrorCode.INTERNAL]);
+
+/** 32 hex digits (a 128-bit id, like YugabyteDB's TransactionId UUID without dashes). */
+export function newTxnId(): string {
+  return randomBytes(16).toString('hex');
+}
+
+export class Transaction implements TxnBinding {
+  private stateValue: TransactionState = 'pending';
+  /** Why the transaction ended (thrown by every later operation). */
+  private endError: DbError | undefined;
+  private readonly participantSet = new Set<string>();
+  private readonly tables = new Map<string, Table>();
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private heartbeatInFlight = false;
+  readonly registersReads: boolean;
+
+  private constructor(
+    private readonly deps: TransactionDeps,
+    readonly txnId: string,
+    readonly statusTablet: string,
+    readonly isolation: IsolationLevel,
+    readonly priority: number,
+    readonly readHt: bigint,
+  ) {
+    this.registersReads = isolation === 'serializable';
+  }
+
+  /** Create the transaction on a status tablet and start heartbeating. */
+  static async begin(deps: TransactionDeps, o: TransactionOptions = {}): Promise<Transaction> {
+    const isolation = o.isolation ?? 'snapshot';
+    if (isolation !== 'snapshot' && isolation !== 'serializable') throw new DbError(ErrorCode.INVALID_ARGUMENT, `isolation must be 'snapshot' or 'serializable', got ${String(isolation)}`);
+    const priority = o.priority ?? Math.random();
+    if (!Number.isFinite(priority)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'priority must be a finite number');
+    const d = new Deadline(o.timeoutMs ?? deps.timeoutMs);
+    const statusTablet = await deps.statusTablets.pickTablet(d);
+    // A fresh id per begin: if CreateTransaction's outcome is unknown, the orphan record (without
+    // intents) simply expires on the coordinator.
+    const txnId = newTxnId();
+    const r = await deps.statusTablets.call(
+      statusTablet,
+      txnCoordinatorMethods().createTransaction,
+      { statusTablet, txnId, isolation, priority, propagatedHt: deps.invoker.propagatedHt },
+      d,
+      false,
+    );
+    deps.invoker.observeHt(r.propagatedHt);
+    if (!r.readHt) throw new DbError(ErrorCode.INTERNAL, `CreateTransaction of ${txnId} answered without a read time`);
+    const txn = new Transaction(deps, txnId, statusTablet, isolation, priority, BigInt(r.readHt));
+    txn.startHeartbeats();
+    return txn;
+  }
+
+  get state(): TransactionState {
+    return this.stateValue;
+  }
+
+  /** Tablets written so far (and, serializable, read): the commit reaches each of them. */
+  participants(): string[] {
+    return [...this.participantSet];
+  }
+
+  /** A table handle whose operations run inside this transaction (same API as client.table). */
+  table(name: string): Table {
+    let t = this.tables.get(name);
+    if (!t) {
+      if (this.tables.size >= TXN_TABLES_MAX) throw new DbError(ErrorCode.INVALID_ARGUMENT, `a transaction uses at most ${TXN_TABLES_MAX} tables`);
+      t = new Table(name, this.deps.cache, this.deps.invoker, this.deps.timeoutMs, this);
+      this.tables.set(name, t);
+    }
+    return t;
+  }
+
+  insert(table: string, row: Row, o?: CallOptions): Promise<void> {
+    return this.table(table).insert(row, o);
+  }
+  upsert(table: string, row: Row, o?: CallOptions): Promise<void> {
+    return this.table(table).upsert(row, o);
+  }
+  update(table: string, row: Row, o?: CallOptions): Promise<void> {
+    return this.table(table).update(row, o);
+  }
+  delete(table: string, key: Row, o?: CallOptions): Promise<void> {
+    return this.table(table).delete(key, o);
+  }
+  get(table: string, key: Row, o?: ReadOptions): Promise<Row | undefined> {
+    return this.table(table).get(key, o);
+  }
+  scan(table: string, o?: ScanOptions): Promise<Row[]> {
+    return this.table(table).scan(o);
+  }
+
+  // ---- TxnBinding (used by Table) -----------------------------------------------------------------
+
+  context(): TxnContextPB {
+    this.checkUsable();
+    return { txnId: this.txnId, statusTablet: this.statusTablet, isolation: this.isolation, priority: this.priority, startHt: this.readHt, readHt: this.readHt };
+  }
+
+  addParticipant(tabletId: string): void {
+    if (this.participantSet.has(tabletId)) return;
+    if (this.participantSet.size >= TXN_PARTICIPANTS_MAX) throw this.end(new DbError(ErrorCode.INVALID_ARGUMENT, `transaction ${this.txnId} touches more than ${TXN_PARTICIPANTS_MAX} tablets`));
+    this.participantSet.add(tabletId);
+  }
+
+  failed(e: unknown, wasWrite: boolean): Error {
+    const err = DbError.from(e);
+    if (this.endError) return this.endError;
+    if (ENDING_CODES.has(err.code)) return this.end(err);
+    // A write whose outcome is unknown may have left intents the transaction cannot account for.
+    if (wasWrite && UNKNOWN_OUTCOME_CODES.has(err.code)) return this.end(new DbError(ErrorCode.TXN_ABORTED, `transaction ${this.txnId} aborted: a write's outcome is unknown (${err.code}: ${err.message})`, { cause: err.code }, { cause: err }));
+    return err;
+  }
+
+  // ---- commit / abort -----------------------------------------------------------------------------
+
+  /**
+   * Commit: the coordinator replicates COMMITTED and answers with the commit hybrid time. A commit
+   * whose answer was lost is settled by asking the coordinator for the status, never by guessing.
+   */
+  async commit(o?: CallOptions): Promise<CommitResult> {
+    this.checkUsable();
+    this.stateValue = 'committing';
+    const d = new Deadline(o?.timeoutMs ?? this.deps.timeoutMs);
+    const m = txnCoordinatorMethods();
+    const req = { statusTablet: this.statusTablet, txnId: this.txnId, participantTablets: this.participants(), propagatedHt: this.deps.invoker.propagatedHt };
+    try {
+      let commitHt: bigint;
+      try {
+        const r = await this.deps.statusTablets.call(this.statusTablet, m.commitTransaction, req, d, false);
+        commitHt = BigInt(r.commitHt ?? 0n);
+      } catch (e) {
+        const err = DbError.from(e);
+        if (!UNKNOWN_OUTCOME_CODES.has(err.code)) throw err;
+        commitHt = await this.settleUnknownCommit(req, d, err);
+      }
+      if (commitHt === 0n) throw new DbError(ErrorCode.INTERNAL, `CommitTransaction of ${this.txnId} answered without a commit time`);
+      this.deps.invoker.observeHt(commitHt);
+      this.stateValue = 'committed';
+      this.stopHeartbeats();
+      return { commitHt };
+    } catch (e) {
+      const err = DbError.from(e);
+      this.end(ENDING_CODES.has(err.code) ? err : new DbError(err.code, `commit of transaction ${this.txnId} failed: ${err.message}`, { ...err.details, txnId: this.txnId }, { cause: err, retryable: false }));
+      throw this.endError!;
+    }
+  }
+
+  /** The commit's answer was lost: ask for the status; resend the commit only while it is PENDING. */
+  private async settleUnknownCommit(req: { statusTablet: string; txnId: string; participantTablets: string[]; propagatedHt: bigint }, d: Deadline, first: DbError): Promise<bigint> {
+    const m = txnCoordinatorMethods();
+    let last = first;
+    for (let attempt = 0; attempt < 50 && !d.expired(); attempt++) {
+      try {
+        const s = await this.deps.statusTablets.call(this.statusTablet, m.getTransactionStatus, { statusTablet: this.statusTablet, txnIds: [this.txnId], readHt: 0n }, d, true);
+        const st = s.statuses?.find((x) => x.txnId === this.txnId) ?? s.statuses?.[0];
+        if (st?.status === 'COMMITTED' && st.commitHt) return BigInt(st.commitHt);
+        if (st?.status === 'ABORTED') throw new DbError(ErrorCode.TXN_ABORTED, `transaction ${this.txnId} was aborted before its commit took effect`);
+        // PENDING: the COMMITTED entry is not (or not yet) applied; a resend is safe because the
+        // coordinator treats a commit of a committed transaction as answering its commit time.
+        const r = await this.deps.statusTablets.call(this.statusTablet, m.commitTransaction, req, d, false);
+        return BigInt(r.commitHt ?? 0n);
+      } catch (e) {
+        const err = DbError.from(e);
+        if (!UNKNOWN_OUTCOME_CODES.has(err.code)) throw err;
+        last = err;
+      }
+    }
+    throw d.timedOut(`commit of transaction ${this.txnId} (outcome unknown)`, last);
+  }
+
+  /** Abort: the coordinator records ABORTED and has the participants remove the intents. Idempotent. */
+  async abort(o?: CallOptions): Promise<void> {
+    if (this.stateValue === 'committed') throw new DbError(ErrorCode.INVALID_ARGUMENT, `transaction ${this.txnId} is already committed`);
+    if (this.stateValue === 'aborted') return;
+    this.end(new DbError(ErrorCode.TXN_ABORTED, `transaction ${this.txnId} was aborted by the client`));
+    this.stateValue = 'aborted';
+    await this.sendAbort(new Deadline(o?.timeoutMs ?? this.deps.timeoutMs));
+  }
+
+  private async sendAbort(d: Deadline): Promise<void> {
+    const r = await this.deps.statusTablets.call(
+      this.statusTablet,
+      txnCoordinatorMethods().abortTransaction,
+      { statusTablet: this.statusTablet, txnId: this.txnId, participantTablets: this.participants() },
+      d,
+      true,
+    );
+    if (r.status === 'COMMITTED') throw new DbError(ErrorCode.INVALID_ARGUMENT, `transaction ${this.txnId} had already committed`);
+  }
+
+  /** Stop heartbeats without telling the coordinator (tests; the record then expires). */
+  close(): void {
+    this.stopHeartbeats();
+    if (this.stateValue === 'pending') this.end(new DbError(ErrorCode.TXN_ABORTED, `transaction ${this.txnId} was closed`));
+  }
+
+  // ---- internals ----------------------------------------------------------------------------------
+
+  private checkUsable(): void {
+    if (this.endError) throw this.endError;
+    if (this.stateValue !== 'pending') throw new DbError(ErrorCode.INVALID_ARGUMENT, `transaction ${this.txnId} is ${this.stateValue}`);
+  }
+
+  /**
+   * End the transaction with `err` (the first reason wins): stop heartbeats and, while the outcome
+   * is not a commit, ask the coordinator to abort so participants drop the intents early.
+   */
+  private end(err: DbError): DbError {
+    if (this.endError) return this.endError;
+    this.endError = err;
+    const wasPending = this.stateValue === 'pending' || this.stateValue === 'committing';
+    if (this.stateValue !== 'committed') this.stateValue = err.code === ErrorCode.TXN_ABORTED || err.code === ErrorCode.TXN_EXPIRED ? 'aborted' : 'failed';
+    this.stopHeartbeats();
+    if (wasPending && err.code !== ErrorCode.TXN_ABORTED) {
+      // Best effort: the coordinator would abort it after missed heartbeats anyway.
+      this.sendAbort(new Deadline(this.deps.timeoutMs)).catch(() => undefined);
+    }
+    return err;
+  }
+
+  private startHeartbeats(): void {
+    this.heartbeatTimer = setInterval(() => this.heartbeat(), Math.max(1, this.deps.heartbeatMs));
+    this.heartbeatTimer.unref();
+  }
+
+  private stopHeartbeats(): void {
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+    this.heartbeatTimer = undefined;
+  }
+
+  /** One heartbeat at a time; a lost one is harmless (the coordinator allows several missed periods). */
+  private heartbeat(): void {
+    if (this.heartbeatInFlight || this.endError) return;
+    this.heartbeatInFlight = true;
+    this.deps.statusTablets
+      .call(this.statusTablet, txnCoordinatorMethods().heartbeatTransaction, { statusTablet: this.statusTablet, txnId: this.txnId }, new Deadline(Math.max(100, this.deps.heartbeatMs * 2)), true)
+      .then((r) => {
+        if (r.status === 'ABORTED' && this.stateValue === 'pending') this.end(new DbError(ErrorCode.TXN_ABORTED, `transaction ${this.txnId} was aborted by its coordinator (expired or lost a conflict)`));
+      })
+      .catch((e: unknown) => {
+        const err = DbError.from(e);
+        if (ENDING_CODES.has(err.code) && this.stateValue === 'pending') this.end(err);
+      })
+      .finally(() => {
+        this.heartbeatInFlight = false;
+      });
+  }
+}

@@ -1,0 +1,223 @@
+/**
+ * The client side of distributed transactions against a scripted fake cluster (no sockets): what
+ * the client sends (TxnContextPB, participants, heartbeats), how it settles a lost commit answer,
+ * and which failures end a transaction without resending an operation that may have applied.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { DbError, ErrorCode } from '../../common/errors';
+import type { MethodDef, RpcClient, Transport } from '../../rpc/types';
+import { TesseraClient } from '../../client/tessera-client';
+
+type Req = Record<string, unknown>;
+type Handler = (req: Req, address: string) => unknown;
+
+const DEMO = {
+  table: {
+    id: 'demo-id',
+    name: 'demo',
+    schema: { columns: [{ name: 'id', id: 1, type: 'int64', nullable: false }, { name: 'value', id: 2, type: 'string', nullable: true }], hashColumns: ['id'], rangeColumns: [] },
+  },
+  tablets: [
+    { tabletId: 'd0', partition: { start: 0, end: 32768 }, replicas: [{ tserverUuid: 'a', rpcAddress: 'ts-a', role: 'LEADER' }] },
+    { tabletId: 'd1', partition: { start: 32768, end: 65536 }, replicas: [{ tserverUuid: 'b', rpcAddress: 'ts-b', role: 'LEADER' }] },
+  ],
+};
+const STATUS = {
+  table: { id: 'txn-id', name: 'transactions' },
+  tablets: [{ tabletId: 's0', partition: { start: 0, end: 65536 }, replicas: [{ tserverUuid: 'a', rpcAddress: 'ts-a', role: 'FOLLOWER' }, { tserverUuid: 'b', rpcAddress: 'ts-b', role: 'FOLLOWER' }] }],
+};
+
+/** A fake cluster: handlers by "Service.Method", and a log of every call. */
+class FakeCluster {
+  readonly calls: Array<{ method: string; address: string; req: Req }> = [];
+  readonly handlers = new Map<string, Handler>();
+  statusLeader = 'ts-b';
+
+  constructor() {
+    this.on('MasterService.ListTables', () => ({ tables: [] }));
+    this.on('MasterService.GetTableLocations', (r) => (r['name'] === 'demo' ? DEMO : r['name'] === 'transactions' ? STATUS : { tablets: [] }));
+    this.on('TransactionCoordinatorService.CreateTransaction', () => ({ readHt: 1000n, propagatedHt: 1000n }));
+    this.on('TransactionCoordinatorService.HeartbeatTransaction', () => ({ status: 'PENDING' }));
+    this.on('TransactionCoordinatorService.CommitTransaction', () => ({ commitHt: 2000n }));
+    this.on('TransactionCoordinatorService.AbortTransaction', () => ({ status: 'ABORTED' }));
+    this.on('TabletServerService.Write', () => ({ writeHt: 1500n, propagatedHt: 1500n }));
+    this.on('TabletServerService.Read', () => ({ rows: [{ key: { hash: 1, hashed: [{ int64Value: 1n }] }, columns: [{ columnId: 2, value: { stringValue: 'own' } }] }], found: [true], readHt: 1000n }));
+    this.on('TabletServerService.Scan', (r) => ({ rows: [], readHt: r['readHt'] }));
+  }
+
+  on(method: string, h: Handler): void {
+    this.handlers.set(method, h);
+  }
+
+  count(method: string): number {
+    return this.calls.filter((c) => c.method === method).length;
+  }
+
+  transport(): Transport {
+    const rpc: RpcClient = {
+      call: async <Rq, Rs>(address: string, m: MethodDef<Rq, Rs>, req: Rq): Promise<Rs> => {
+        const method = `${m.service.replace(/^tessera\./, '')}.${m.method}`;
+        this.calls.push({ method, address, req: req as Req });
+        await Promise.resolve();
+        // Coordinator calls reach only the status tablet's leader; others answer with a hint.
+        if (method.startsWith('TransactionCoordinatorService.') && address !== this.statusLeader) {
+          throw new DbError(ErrorCode.NOT_THE_LEADER, 'not the leader', { leaderHint: this.statusLeader });
+        }
+        const h = this.handlers.get(method);
+        if (!h) throw new DbError(ErrorCode.UNKNOWN_METHOD, method);
+        return h(req as Req, address) as Rs;
+      },
+      send: () => undefined,
+      close: async () => undefined,
+    };
+    return { createClient: () => rpc, createServer: () => { throw new Error('no servers here'); } };
+  }
+}
+
+const clients: TesseraClient[] = [];
+async function connect(f: FakeCluster, heartbeatUsec = 1_000_000): Promise<TesseraClient> {
+  const c = await TesseraClient.connect({ masterAddresses: ['m'], transport: f.transport(), timeoutMs: 2000, transactionHeartbeatUsec: heartbeatUsec });
+  clients.push(c);
+  return c;
+}
+afterEach(async () => {
+  for (const c of clients.splice(0)) await c.close();
+});
+
+async function waitFor(cond: () => boolean, ms = 2000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+describe('client transactions (fake cluster)', () => {
+  it('txn: begin follows the status tablet leader, ops carry TxnContextPB, commit sends exactly the written tablets', async () => {
+    const f = new FakeCluster();
+    const c = await connect(f);
+    const txn = await c.beginTransaction({ isolation: 'snapshot', priority: 0.25 });
+    expect(txn.txnId).toMatch(/^[0-9a-f]{32}$/);
+    expect(txn.statusTablet).toBe('s0');
+    expect(txn.readHt).toBe(1000n);
+    // Rows 1 and 3 hash to different tablets? Write enough keys to touch both.
+    for (let i = 0n; i < 8n; i++) await txn.table('demo').upsert({ id: i, value: `v${i}` });
+    const writes = f.calls.filter((x) => x.method === 'TabletServerService.Write');
+    expect(writes).toHaveLength(8);
+    for (const w of writes) {
+      expect(w.req['txn']).toEqual({ txnId: txn.txnId, statusTablet: 's0', isolation: 'snapshot', priority: 0.25, startHt: 1000n, readHt: 1000n });
+    }
+    const written = new Set(writes.map((w) => w.req['tabletId'] as string));
+    expect(written.size).toBe(2);
+    const row = await txn.get('demo', { id: 1n });
+    expect(row).toEqual({ id: 1n, value: 'own' });
+    const read = f.calls.find((x) => x.method === 'TabletServerService.Read')!;
+    expect(read.req['readHt']).toBe(1000n);
+    expect((read.req['txn'] as Req)['txnId']).toBe(txn.txnId);
+    await txn.scan('demo');
+    for (const s of f.calls.filter((x) => x.method === 'TabletServerService.Scan')) expect(s.req['readHt']).toBe(1000n);
+    // Snapshot reads do not make a tablet a participant: only the two written ones.
+    const r = await txn.commit();
+    expect(r.commitHt).toBe(2000n);
+    expect(txn.state).toBe('committed');
+    const commit = f.calls.find((x) => x.method === 'TransactionCoordinatorService.CommitTransaction' && x.address === 'ts-b')!;
+    expect(new Set(commit.req['participantTablets'] as string[])).toEqual(written);
+    await expect(txn.table('demo').upsert({ id: 1n, value: 'late' })).rejects.toMatchObject({ code: ErrorCode.INVALID_ARGUMENT });
+  });
+
+  it('txn: heartbeats run while pending and stop at commit', async () => {
+    const f = new FakeCluster();
+    const c = await connect(f, 20_000);
+    const txn = await c.beginTransaction();
+    await waitFor(() => f.count('TransactionCoordinatorService.HeartbeatTransaction') >= 3);
+    await txn.commit();
+    const n = f.count('TransactionCoordinatorService.HeartbeatTransaction');
+    await new Promise((r) => setTimeout(r, 100));
+    // At most one heartbeat was already in flight when the commit answered.
+    expect(f.count('TransactionCoordinatorService.HeartbeatTransaction')).toBeLessThanOrEqual(n + 1);
+  });
+
+  it('txn: a heartbeat answered ABORTED makes the next operation fail with TXN_ABORTED', async () => {
+    const f = new FakeCluster();
+    const c = await connect(f, 20_000);
+    const txn = await c.beginTransaction();
+    f.on('TransactionCoordinatorService.HeartbeatTransaction', () => ({ status: 'ABORTED' }));
+    await waitFor(() => txn.state === 'aborted');
+    await expect(txn.table('demo').upsert({ id: 1n, value: 'x' })).rejects.toMatchObject({ code: ErrorCode.TXN_ABORTED });
+    await expect(txn.commit()).rejects.toMatchObject({ code: ErrorCode.TXN_ABORTED });
+    expect(f.count('TransactionCoordinatorService.CommitTransaction')).toBe(0);
+  });
+
+  it('txn: TXN_CONFLICT on a write is not retried, ends the transaction and asks the coordinator to abort', async () => {
+    const f = new FakeCluster();
+    const c = await connect(f);
+    const txn = await c.beginTransaction();
+    f.on('TabletServerService.Write', () => {
+      throw new DbError(ErrorCode.TXN_CONFLICT, 'conflicts with another transaction');
+    });
+    await expect(txn.upsert('demo', { id: 1n, value: 'x' })).rejects.toMatchObject({ code: ErrorCode.TXN_CONFLICT });
+    expect(f.count('TabletServerService.Write')).toBe(1);
+    await expect(txn.get('demo', { id: 1n })).rejects.toMatchObject({ code: ErrorCode.TXN_CONFLICT });
+    await waitFor(() => f.calls.some((x) => x.method === 'TransactionCoordinatorService.AbortTransaction' && x.address === 'ts-b'));
+  });
+
+  it('txn: a write with an unknown outcome (NETWORK_ERROR) is never resent and ends the transaction', async () => {
+    const f = new FakeCluster();
+    const c = await connect(f);
+    const txn = await c.beginTransaction();
+    f.on('TabletServerService.Write', () => {
+      throw new DbError(ErrorCode.NETWORK_ERROR, 'connection lost after send');
+    });
+    await expect(txn.upsert('demo', { id: 1n, value: 'x' })).rejects.toMatchObject({ code: ErrorCode.TXN_ABORTED });
+    expect(f.count('TabletServerService.Write')).toBe(1);
+    await expect(txn.commit()).rejects.toMatchObject({ code: ErrorCode.TXN_ABORTED });
+  });
+
+  it('txn: READ_RESTART inside a transaction surfaces at once (no resend at the same read time)', async () => {
+    const f = new FakeCluster();
+    const c = await connect(f);
+    const txn = await c.beginTransaction();
+    f.on('TabletServerService.Read', () => {
+      throw new DbError(ErrorCode.READ_RESTART, 'value in the uncertainty window');
+    });
+    await expect(txn.get('demo', { id: 1n })).rejects.toMatchObject({ code: ErrorCode.READ_RESTART });
+    expect(f.count('TabletServerService.Read')).toBe(1);
+    expect(txn.state).toBe('failed');
+  });
+
+  it('txn: a lost commit answer is settled by GetTransactionStatus (COMMITTED -> its commit time, not a blind resend)', async () => {
+    const f = new FakeCluster();
+    const c = await connect(f);
+    const txn = await c.beginTransaction();
+    await txn.upsert('demo', { id: 1n, value: 'x' });
+    f.on('TransactionCoordinatorService.CommitTransaction', () => {
+      throw new DbError(ErrorCode.TIMED_OUT, 'answer lost');
+    });
+    f.on('TransactionCoordinatorService.GetTransactionStatus', (r) => ({ statuses: [{ txnId: (r['txnIds'] as string[])[0], status: 'COMMITTED', commitHt: 3000n }] }));
+    await expect(txn.commit()).resolves.toEqual({ commitHt: 3000n });
+    expect(f.calls.filter((x) => x.method === 'TransactionCoordinatorService.CommitTransaction' && x.address === 'ts-b')).toHaveLength(1);
+  });
+
+  it('txn: abort tells the coordinator the participants; later operations fail with TXN_ABORTED', async () => {
+    const f = new FakeCluster();
+    const c = await connect(f);
+    const txn = await c.beginTransaction();
+    await txn.upsert('demo', { id: 1n, value: 'x' });
+    await txn.abort();
+    const a = f.calls.find((x) => x.method === 'TransactionCoordinatorService.AbortTransaction' && x.address === 'ts-b')!;
+    expect(a.req['participantTablets']).toEqual(txn.participants());
+    expect(txn.participants()).toHaveLength(1);
+    await expect(txn.upsert('demo', { id: 2n, value: 'y' })).rejects.toMatchObject({ code: ErrorCode.TXN_ABORTED });
+    await txn.abort();
+  });
+
+  it('txn: serializable reads register the read tablet as a participant', async () => {
+    const f = new FakeCluster();
+    const c = await connect(f);
+    const txn = await c.beginTransaction({ isolation: 'serializable' });
+    await txn.get('demo', { id: 1n });
+    expect(txn.participants()).toHaveLength(1);
+    await expect(c.beginTransaction({ isolation: 'read-committed' as 'snapshot' })).rejects.toMatchObject({ code: ErrorCode.INVALID_ARGUMENT });
+    await txn.abort();
+  });
+});
