@@ -14,7 +14,9 @@ import { HybridClock } from '../common/hybrid-clock';
 import { newId } from '../common/ids';
 import { createLogger, LogRing, type Logger } from '../common/log';
 import { MathRng, type Rng } from '../common/rng';
+import { Metrics } from '../rpc/metrics';
 import type { RpcClient, RpcServer, Transport } from '../rpc/types';
+import { WebServer } from '../rpc/web-server';
 import { ConsensusTransport } from './consensus-transport';
 import { Heartbeater, type HeartbeatRequest, type HeartbeatResponse } from './heartbeater';
 import { TabletManager, type TabletManagerDeps } from './tablet-manager';
@@ -35,6 +37,10 @@ import {
   WEBSERVER_PORT,
 } from './tserver-flags';
 import type { TabletReportPB } from './tserver-pb';
+import { countingServer, registerTServerPages, sizesOf, TabletMemTrackers } from './tserver-web';
+
+/** How often memtable sizes are sampled for the memory trackers' peaks. */
+export const MEM_TRACKER_SAMPLE_INTERVAL_MS = 1_000;
 
 export interface TServerOptions {
   flags: Flags;
@@ -48,6 +54,12 @@ export interface TServerOptions {
   logRing?: LogRing;
   /** Storage seams for tests (defaults: files and RocksDB). */
   storage?: Pick<TabletManagerDeps, 'openLogStorage' | 'openEngine' | 'openDocDb' | 'newRaftCore'>;
+  /**
+   * Serve the web console on --webserver_interface:--webserver_port. Default false here because
+   * in-process tests run several tservers on one host (they would all want port 9000); tserverMain
+   * turns it on.
+   */
+  webConsole?: boolean;
 }
 
 /** The JSON of GET /api/v1/tablets (DESIGN §12; add fields freely, never rename). */
@@ -79,6 +91,9 @@ export interface TServer {
   readonly clock: HybridClock;
   readonly log: Logger;
   readonly logRing: LogRing;
+  /** The console, when opts.webConsole. */
+  readonly web: WebServer | undefined;
+  readonly metrics: Metrics;
   tabletsJson(): Promise<TabletsJson>;
   reports(): Promise<TabletReportPB[]>;
   stop(): Promise<void>;
@@ -163,7 +178,8 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
     selfUuid: uuid,
     reports: () => reports(),
   });
-  service.register(rpc, methods);
+  const metrics = new Metrics({ defaultLabels: { server: 'tserver' }, processMetrics: opts.webConsole === true });
+  service.register(countingServer(rpc, metrics), methods);
   const pendingBatches: Array<() => void> = [];
   let boundAddress = '';
   consensus = new ConsensusTransport({
@@ -220,7 +236,59 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
 
   const webPortFlag = flags.get(WEBSERVER_PORT);
   const webHost = flags.get(WEBSERVER_INTERFACE) || bind.host;
-  const webAddress = webPortFlag === -1 ? `${webHost}:${TSERVER_WEB_PORT_DEFAULT}` : `${webHost}:${webPortFlag}`;
+  let webAddress = webPortFlag === -1 ? `${webHost}:${TSERVER_WEB_PORT_DEFAULT}` : `${webHost}:${webPortFlag}`;
+  const trackers = new TabletMemTrackers(() => manager);
+  let web: WebServer | undefined;
+  if (opts.webConsole === true) {
+    web = new WebServer({
+      kind: 'tserver',
+      host: webHost,
+      port: webPortFlag === -1 ? TSERVER_WEB_PORT_DEFAULT : webPortFlag,
+      flags,
+      logRing,
+      metrics,
+      log,
+      health: () => ({ ok: true, uuid, rpcAddress, tablets: manager.list().length }),
+    });
+    registerTServerPages({ web, metrics, uuid, rpcAddress, manager: () => manager, trackers, tabletsJson: () => tabletsJson() });
+    try {
+      await web.start();
+    } catch (e) {
+      clearInterval(tick);
+      clearInterval(gc);
+      consensus.stop();
+      await rpc.stop().catch(() => undefined);
+      await manager.stop();
+      throw e;
+    }
+    webAddress = web.address;
+  }
+  // Peaks of the memory trackers are sampled; this keeps sampling while nobody looks at the console.
+  const memSampler = setInterval(() => void trackers.sample().catch(() => undefined), MEM_TRACKER_SAMPLE_INTERVAL_MS);
+
+  async function tabletsJson(): Promise<TabletsJson> {
+    const tablets: TabletsJson['tablets'] = [];
+    for (const p of manager.list()) {
+      const st = p.status();
+      const sizes = await sizesOf(p);
+      trackers.note(p.tabletId, sizes);
+      tablets.push({
+        tabletId: p.tabletId,
+        table: p.meta.tableName,
+        tableId: p.meta.tableId,
+        partition: p.meta.partition,
+        state: p.state,
+        role: st.role,
+        term: st.term,
+        leaderUuid: st.leader,
+        commitIndex: st.commit,
+        appliedIndex: st.appliedIndex,
+        regulardb: sizes.regulardb,
+        intentsdb: sizes.intentsdb,
+      });
+    }
+    return { tablets };
+  }
 
   async function reports(): Promise<TabletReportPB[]> {
     const out: TabletReportPB[] = [];
@@ -271,31 +339,14 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
     log,
     logRing,
     reports,
-    async tabletsJson(): Promise<TabletsJson> {
-      const tablets: TabletsJson['tablets'] = [];
-      for (const p of manager.list()) {
-        const st = p.status();
-        const sizes = await p.sizes().catch(() => ({ regulardb: { memtableBytes: 0, sstBytes: 0 }, intentsdb: { memtableBytes: 0, sstBytes: 0, intentCount: 0 } }));
-        tablets.push({
-          tabletId: p.tabletId,
-          table: p.meta.tableName,
-          tableId: p.meta.tableId,
-          partition: p.meta.partition,
-          state: p.state,
-          role: st.role,
-          term: st.term,
-          leaderUuid: st.leader,
-          commitIndex: st.commit,
-          appliedIndex: st.appliedIndex,
-          regulardb: sizes.regulardb,
-          intentsdb: sizes.intentsdb,
-        });
-      }
-      return { tablets };
-    },
+    web,
+    metrics,
+    tabletsJson,
     stop(): Promise<void> {
       stopping ??= (async () => {
         heartbeater.stop();
+        clearInterval(memSampler);
+        await web?.stop().catch(() => undefined);
         clearInterval(tick);
         clearInterval(gc);
         consensus!.stop();
@@ -320,8 +371,8 @@ export interface TServerWiring {
 export async function tserverMain(argv: readonly string[], wiring: TServerWiring): Promise<void> {
   const { flags, positional } = parseFlagArgs(argv, new Flags());
   if (positional.length > 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `unexpected arguments: ${positional.join(' ')}`);
-  const ts = await startTServer({ flags, ...wiring });
-  process.stdout.write(`tserver ${ts.uuid} listening on ${ts.rpcAddress}\n`);
+  const ts = await startTServer({ flags, ...wiring, webConsole: true });
+  process.stdout.write(`tserver ${ts.uuid} listening on ${ts.rpcAddress}, console http://${ts.webAddress}\n`);
   await new Promise<void>((resolve) => {
     const done = (): void => {
       process.off('SIGINT', done);

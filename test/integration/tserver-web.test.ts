@@ -1,0 +1,114 @@
+/**
+ * The tserver console over real loopback processes (DESIGN §8/§12): 1 master + 3 tservers, a
+ * 3-tablet table with some rows, then every page and JSON twin a script relies on.
+ * Addresses 127.0.0.40-42 (or 127.0.0.1 with shifted ports).
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { TesseraClient } from '../../client/tessera-client';
+import { getJson, httpRequest, postFlag } from '../../lab/console-http';
+import { ProcCluster, waitFor } from './cluster-harness';
+
+let cluster: ProcCluster | undefined;
+let client: TesseraClient | undefined;
+
+afterAll(async () => {
+  await client?.close().catch(() => undefined);
+  await cluster?.destroy();
+});
+
+interface TabletRow {
+  tabletId: string;
+  table: string;
+  partition: { start: number; end: number };
+  state: string;
+  role: string;
+  term: number;
+  leaderUuid: string;
+  commitIndex: number;
+  appliedIndex: number;
+  regulardb: { memtableBytes: number; sstBytes: number };
+  intentsdb: { memtableBytes: number; sstBytes: number; intentCount: number };
+}
+interface MemNode {
+  id: string;
+  currentBytes: number;
+  peakBytes: number;
+  children?: MemNode[];
+}
+
+describe('tserver console', () => {
+  it('tserver console: tablets, tablet detail, mem-trackers, metrics, flags, health and logs show the same facts', async () => {
+    cluster = await ProcCluster.create({ hostBase: 40, masters: 1, tservers: 3, tserverFlags: ['--heartbeat_interval_ms=200'] });
+    const cl = cluster;
+    await cl.startAll();
+    client = await TesseraClient.connect({ masterAddresses: cl.masterAddresses, timeoutMs: 20_000 });
+    await client.createTable({ name: 'webdemo', columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: 3 });
+    const rows = Array.from({ length: 300 }, (_, i) => ({ id: BigInt(i), v: `value-${i}-${'x'.repeat(100)}` }));
+    await client.table('webdemo').upsertMany(rows, { timeoutMs: 30_000 });
+    expect(await client.table('webdemo').get({ id: 7n })).toEqual({ id: 7n, v: rows[7]!.v });
+
+    const web = `http://${cl.tservers[0]!.webAddress}`;
+    // /api/v1/tablets: DESIGN §12 shape; every replica applied what was written.
+    const tablets = await waitFor('3 tablets with applied rows on tserver 0', 20_000, async () => {
+      const b = (await getJson(`${web}/api/v1/tablets`)) as { tablets: TabletRow[] };
+      const mine = b.tablets.filter((t) => t.table === 'webdemo');
+      return mine.length === 3 && mine.every((t) => t.appliedIndex >= 2 && t.regulardb.memtableBytes > 0) ? mine : undefined;
+    });
+    for (const t of tablets) {
+      expect(Object.keys(t)).toEqual(expect.arrayContaining(['tabletId', 'table', 'partition', 'state', 'role', 'term', 'leaderUuid', 'commitIndex', 'appliedIndex', 'regulardb', 'intentsdb']));
+      expect(t.intentsdb).toEqual({ memtableBytes: expect.any(Number), sstBytes: expect.any(Number), intentCount: 0 });
+      expect(t.commitIndex).toBeGreaterThanOrEqual(t.appliedIndex);
+    }
+    const html = await httpRequest(`${web}/tablets`);
+    expect(html.status).toBe(200);
+    expect(html.body).toContain(tablets[0]!.tabletId);
+    expect(html.body).toContain('webdemo');
+
+    // /api/v1/tablet?id=: the Raft config names three voters, exactly one LEADER, each with an address.
+    const t0 = tablets[0]!;
+    const detail = await waitFor('a leader in the tablet detail', 10_000, async () => {
+      const d = (await getJson(`${web}/api/v1/tablet?id=${t0.tabletId}`)) as { raftConfig: Array<{ uuid: string; role: string; rpcAddress: string }>; frontier: { regular: { index: number } } };
+      return d.raftConfig.filter((r) => r.role === 'LEADER').length === 1 ? d : undefined;
+    });
+    expect(detail.raftConfig).toHaveLength(3);
+    expect(detail.raftConfig.map((r) => r.rpcAddress).sort()).toEqual(cl.tservers.map((t) => t.rpcAddress).sort());
+    expect(detail.frontier.regular.index).toBeGreaterThan(0);
+    const missing = await httpRequest(`${web}/api/v1/tablet?id=no-such-tablet`);
+    expect(missing.status).toBe(404);
+    expect(JSON.parse(missing.body)).toMatchObject({ code: 'TABLET_NOT_FOUND' });
+
+    // /api/v1/mem-trackers: server → Tablets → tablet-<id> → RegularDB / IntentsDB → MemTable.
+    const mem = (await getJson(`${web}/api/v1/mem-trackers`)) as MemNode;
+    const tabletsNode = mem.children!.find((c) => c.id === 'Tablets')!;
+    const node = tabletsNode.children!.find((c) => c.id === `tablet-${t0.tabletId}`)!;
+    const regular = node.children!.find((c) => c.id === 'RegularDB')!;
+    expect(regular.children![0]!.id).toBe('MemTable');
+    expect(regular.currentBytes).toBeGreaterThan(0);
+    expect(regular.peakBytes).toBeGreaterThanOrEqual(regular.currentBytes);
+    expect(node.children!.map((c) => c.id)).toEqual(['RegularDB', 'IntentsDB']);
+    expect((await httpRequest(`${web}/mem-trackers`)).body).toContain(`tablet-${t0.tabletId}`);
+
+    // /prometheus-metrics: per-tablet memtable gauges (YugabyteDB names) and op counters.
+    const prom = (await httpRequest(`${web}/prometheus-metrics`)).body;
+    expect(prom).toMatch(new RegExp(`mem_tracker_RegularDB_MemTable\\{[^}]*tablet_id="${t0.tabletId}"[^}]*\\} [1-9]`));
+    expect(prom).toMatch(/mem_tracker_IntentsDB_MemTable\{/);
+    expect(prom).toMatch(/tserver_rpc_ops_total\{[^}]*method="(Write|Read)"/);
+    expect(((await getJson(`${web}/metrics`)) as unknown[]).length).toBeGreaterThan(0);
+
+    // Flags at run time: a runtime flag changes and /varz says so; an unknown flag is refused.
+    expect(await postFlag(web, 'heartbeat_interval_ms', '300', false)).toEqual({ name: 'heartbeat_interval_ms', value: 300 });
+    const varz = (await getJson(`${web}/api/v1/varz`)) as { flags: Array<{ name: string; value: unknown; changed: boolean }> };
+    expect(varz.flags.find((f) => f.name === 'heartbeat_interval_ms')).toMatchObject({ value: 300, changed: true });
+    await expect(postFlag(web, 'no_such_flag', '1', false)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+
+    const health = (await getJson(`${web}/api/v1/healthz`)) as { ok: boolean; kind: string; tablets: number };
+    expect(health).toMatchObject({ ok: true, kind: 'tserver' });
+    expect(health.tablets).toBeGreaterThanOrEqual(3);
+    const logs = (await getJson(`${web}/api/v1/logs`)) as { lines: string[] };
+    expect(logs.lines.some((l) => l.includes('tserver started'))).toBe(true);
+
+    // The master links to this console: the tserver reports its bound web address in heartbeats.
+    const ts = await cl.tabletServers();
+    expect(ts.map((t) => (t as { webAddress?: string }).webAddress).sort()).toEqual(cl.tservers.map((t) => t.webAddress).sort());
+  }, 120_000);
+});

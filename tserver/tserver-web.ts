@@ -1,0 +1,284 @@
+/**
+ * The tserver console (port 9000, DESIGN §8/§12): /tablets, /tablet?id=, /mem-trackers, each with its
+ * JSON twin, plus per-tablet memtable gauges and read/write op counters on /metrics and
+ * /prometheus-metrics (named like YugabyteDB's: mem_tracker_RegularDB_MemTable{tablet_id=…}). The kit
+ * (rpc/web-server.ts) supplies /varz, POST /api/v1/flags, /healthz, /logs.
+ *
+ * Memory trackers keep the peak of every tablet's memtables in memory: the peak is the largest size
+ * seen by any sample (every console read, every metrics scrape and a periodic sampler), so a spike
+ * between two samples can be missed — the same best-effort a sampled gauge gives.
+ */
+import { DbError, ErrorCode } from '../common/errors';
+import { escapeHtml, htmlTable, link, raw } from '../rpc/html';
+import type { Metrics } from '../rpc/metrics';
+import type { Handler, MethodDef, RpcServer } from '../rpc/types';
+import type { MemTrackerNode, WebRequest, WebServer } from '../rpc/web-server';
+import type { TabletManager } from './tablet-manager';
+import type { TabletPeer } from './tablet/tablet-peer';
+import type { TabletsJson } from './tserver-server';
+
+const EMPTY_SIZES = { regulardb: { memtableBytes: 0, sstBytes: 0 }, intentsdb: { memtableBytes: 0, sstBytes: 0, intentCount: 0 } };
+
+type Sizes = typeof EMPTY_SIZES;
+
+interface TabletMem {
+  regularBytes: number;
+  regularPeakBytes: number;
+  intentsBytes: number;
+  intentsPeakBytes: number;
+}
+
+/** Current and peak memtable bytes per tablet, refreshed by sampling the tablets' databases. */
+export class TabletMemTrackers {
+  private readonly byTablet = new Map<string, TabletMem>();
+  private sampling: Promise<void> | undefined;
+
+  constructor(private readonly manager: () => TabletManager) {}
+
+  /** Samples every tablet once; concurrent callers share one sampling pass. */
+  sample(): Promise<void> {
+    this.sampling ??= this.doSample().finally(() => (this.sampling = undefined));
+    return this.sampling;
+  }
+
+  /** Record one tablet's sizes (used by callers that already read them, e.g. /tablets). */
+  note(tabletId: string, s: Sizes): void {
+    const m = this.byTablet.get(tabletId) ?? { regularBytes: 0, regularPeakBytes: 0, intentsBytes: 0, intentsPeakBytes: 0 };
+    m.regularBytes = s.regulardb.memtableBytes;
+    m.intentsBytes = s.intentsdb.memtableBytes;
+    m.regularPeakBytes = Math.max(m.regularPeakBytes, m.regularBytes);
+    m.intentsPeakBytes = Math.max(m.intentsPeakBytes, m.intentsBytes);
+    this.byTablet.set(tabletId, m);
+  }
+
+  private async doSample(): Promise<void> {
+    const live = new Set<string>();
+    for (const p of this.manager().list()) {
+      live.add(p.tabletId);
+      this.note(p.tabletId, await sizesOf(p));
+    }
+    for (const id of [...this.byTablet.keys()]) if (!live.has(id)) this.byTablet.delete(id);
+  }
+
+  current(tabletId: string): TabletMem | undefined {
+    return this.byTablet.get(tabletId);
+  }
+
+  /** server → Tablets → tablet-<id> → RegularDB / IntentsDB → MemTable (YugabyteDB's tree). */
+  tree(serverId: string): MemTrackerNode {
+    const tablets: MemTrackerNode[] = [];
+    let sum = 0;
+    let sumPeak = 0;
+    for (const [id, m] of [...this.byTablet.entries()].sort(([a], [b]) => a.localeCompare(b))) {
+      const db = (name: string, cur: number, peak: number): MemTrackerNode => ({ id: name, currentBytes: cur, peakBytes: peak, children: [{ id: 'MemTable', currentBytes: cur, peakBytes: peak }] });
+      const cur = m.regularBytes + m.intentsBytes;
+      // A tablet's peak is at least its current total and at least each child's peak.
+      const peak = Math.max(cur, m.regularPeakBytes, m.intentsPeakBytes);
+      tablets.push({ id: `tablet-${id}`, currentBytes: cur, peakBytes: peak, children: [db('RegularDB', m.regularBytes, m.regularPeakBytes), db('IntentsDB', m.intentsBytes, m.intentsPeakBytes)] });
+      sum += cur;
+      sumPeak += peak;
+    }
+    const tabletsNode: MemTrackerNode = { id: 'Tablets', currentBytes: sum, peakBytes: sumPeak, children: tablets };
+    return { id: serverId, currentBytes: sum, peakBytes: sumPeak, children: [tabletsNode] };
+  }
+}
+
+export async function sizesOf(p: TabletPeer): Promise<Sizes> {
+  return p.sizes().catch(() => EMPTY_SIZES);
+}
+
+export interface TServerWebDeps {
+  web: WebServer;
+  metrics: Metrics;
+  uuid: string;
+  rpcAddress: string;
+  manager: () => TabletManager;
+  trackers: TabletMemTrackers;
+  tabletsJson(): Promise<TabletsJson>;
+}
+
+function hex4(n: number): string {
+  return `0x${n.toString(16).padStart(4, '0')}`;
+}
+
+function partitionText(p: { start: number; end: number }): string {
+  return `[${hex4(p.start)}, ${hex4(p.end)})`;
+}
+
+export function registerTServerPages(d: TServerWebDeps): void {
+  const { web, trackers } = d;
+
+  web.route('/tablets', {
+    title: 'Tablets',
+    nav: 'Tablets',
+    json: () => d.tabletsJson(),
+    html: async () => {
+      const { tablets } = await d.tabletsJson();
+      return htmlTable(
+        ['Table', 'Tablet', 'Partition', 'State', 'Role', 'Term', 'Leader', 'Commit index', 'Applied index', 'RegularDB memtable', 'RegularDB SST', 'IntentsDB memtable', 'IntentsDB SST', 'Intents'],
+        tablets.map((t) => [
+          t.table,
+          link(`/tablet?id=${encodeURIComponent(t.tabletId)}`, t.tabletId),
+          partitionText(t.partition),
+          t.state,
+          t.role === 'leader' || t.role === 'LEADER' ? raw(`<b>${escapeHtml(t.role)}</b>`) : t.role,
+          t.term,
+          t.leaderUuid,
+          t.commitIndex,
+          t.appliedIndex,
+          t.regulardb.memtableBytes,
+          t.regulardb.sstBytes,
+          t.intentsdb.memtableBytes,
+          t.intentsdb.sstBytes,
+          t.intentsdb.intentCount,
+        ]),
+        { id: 'tablets' },
+      );
+    },
+  });
+
+  const tabletDetail = async (req: WebRequest): Promise<TabletDetail> => {
+    const id = req.query.get('id') ?? '';
+    if (!id) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'give ?id=TABLET_ID');
+    const p = d.manager().list().find((x) => x.tabletId === id);
+    if (!p) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `this tablet server hosts no tablet ${id}`, { tabletId: id });
+    return detailOf(p, d.manager(), trackers, d.uuid, d.rpcAddress);
+  };
+  web.route('/tablet', {
+    title: 'Tablet',
+    json: tabletDetail,
+    html: async (req) => {
+      const t = await tabletDetail(req);
+      const facts = htmlTable(
+        ['', ''],
+        [
+          ['Table', `${t.table} (${t.tableId})`],
+          ['Partition', partitionText(t.partition)],
+          ['State', t.state],
+          ['Role / term', `${t.role} / ${t.term}`],
+          ['Commit index / applied index / last index', `${t.commitIndex} / ${t.appliedIndex} / ${t.lastIndex}`],
+          ['Frontier RegularDB (term.index)', `${t.frontier.regular.term}.${t.frontier.regular.index}`],
+          ['Frontier IntentsDB (term.index)', `${t.frontier.intents.term}.${t.frontier.intents.index}`],
+          ['RegularDB memtable / SST bytes', `${t.regulardb.memtableBytes} / ${t.regulardb.sstBytes}`],
+          ['IntentsDB memtable / SST bytes / intents', `${t.intentsdb.memtableBytes} / ${t.intentsdb.sstBytes} / ${t.intentsdb.intentCount}`],
+        ],
+        { id: 'tablet' },
+      );
+      const cfg = htmlTable(
+        ['Peer', 'Member', 'Role', 'Address', 'Match index'],
+        t.raftConfig.map((r) => [r.uuid, r.memberType, r.role === 'LEADER' ? raw('<b>LEADER</b>') : r.role, r.rpcAddress, r.matchIndex ?? '']),
+        { id: 'raft-config' },
+      );
+      return `<h2>${escapeHtml(t.tabletId)}</h2>${facts}<h2>Raft config</h2>${cfg}`;
+    },
+  });
+
+  const memJson = async (): Promise<MemTrackerNode> => {
+    await trackers.sample();
+    return trackers.tree(`server-${d.uuid}`);
+  };
+  // Replaces the kit's /mem-trackers: sampling the databases is asynchronous.
+  web.route('/mem-trackers', {
+    title: 'Memory trackers',
+    nav: 'Memory',
+    json: memJson,
+    html: async () => {
+      const rows: Array<[ReturnType<typeof raw>, number, number]> = [];
+      const walk = (n: MemTrackerNode, depth: number): void => {
+        rows.push([raw(`${'&nbsp;'.repeat(depth * 4)}${escapeHtml(n.id)}`), n.currentBytes, n.peakBytes]);
+        for (const c of n.children ?? []) walk(c, depth + 1);
+      };
+      walk(await memJson(), 0);
+      return htmlTable(['id', 'current bytes', 'peak bytes'], rows, { id: 'mem-trackers' });
+    },
+  });
+
+  // Per-tablet gauges, refreshed from the last sample at scrape time (a scrape also samples first
+  // through the collect hook below, best effort: prom-client awaits async collect functions).
+  const gauge = (name: string, pick: (m: TabletMem) => number): void => {
+    d.metrics.gauge(name, `${name.replace(/_/g, ' ')} bytes per tablet`, ['tablet_id'], (g) => {
+      g.reset();
+      for (const p of d.manager().list()) {
+        const m = trackers.current(p.tabletId);
+        if (m) g.set({ tablet_id: p.tabletId }, pick(m));
+      }
+    });
+  };
+  gauge('mem_tracker_RegularDB_MemTable', (m) => m.regularBytes);
+  gauge('mem_tracker_IntentsDB_MemTable', (m) => m.intentsBytes);
+  d.metrics.gauge('tablets_hosted', 'Tablet replicas this server hosts', [], (g) => g.set(d.manager().list().length));
+}
+
+/** Counts handled RPCs by method (write/read/scan ops) without touching the service itself. */
+export function countingServer(server: RpcServer, metrics: Metrics): RpcServer {
+  const ops = metrics.counter('tserver_rpc_ops_total', 'Tablet server RPCs handled, by method (Write, Read, Scan, ...)', ['method']);
+  return {
+    handle: <Req, Resp>(m: MethodDef<Req, Resp>, h: Handler<Req, Resp>): void =>
+      server.handle(m, (req: Req, ctx) => {
+        ops.inc({ method: m.method });
+        return h(req, ctx);
+      }),
+    onOneway: (m, h) => server.onOneway(m, h),
+    start: () => server.start(),
+    stop: () => server.stop(),
+    get address(): string {
+      return server.address;
+    },
+  };
+}
+
+export interface TabletDetail {
+  tabletId: string;
+  table: string;
+  tableId: string;
+  partition: { start: number; end: number };
+  state: string;
+  role: string;
+  term: number;
+  leaderUuid: string;
+  commitIndex: number;
+  appliedIndex: number;
+  lastIndex: number;
+  frontier: { regular: { term: number; index: number }; intents: { term: number; index: number } };
+  regulardb: Sizes['regulardb'] & { memtablePeakBytes: number };
+  intentsdb: Sizes['intentsdb'] & { memtablePeakBytes: number };
+  raftConfig: Array<{ uuid: string; memberType: 'VOTER' | 'LEARNER'; role: 'LEADER' | 'FOLLOWER' | 'LEARNER'; rpcAddress: string; matchIndex?: number }>;
+}
+
+async function detailOf(p: TabletPeer, manager: TabletManager, trackers: TabletMemTrackers, selfUuid: string, selfAddress: string): Promise<TabletDetail> {
+  const st = p.status();
+  const sizes = await sizesOf(p);
+  trackers.note(p.tabletId, sizes);
+  const mem = trackers.current(p.tabletId);
+  const f = await p
+    .db()
+    .frontier()
+    .catch(() => ({ regular: { term: 0, index: 0 }, intents: { term: 0, index: 0 } }));
+  const member = (uuid: string, memberType: 'VOTER' | 'LEARNER'): TabletDetail['raftConfig'][number] => {
+    const match = st.progress?.[uuid]?.match;
+    return {
+      uuid,
+      memberType,
+      role: memberType === 'LEARNER' ? 'LEARNER' : uuid === st.leader ? 'LEADER' : 'FOLLOWER',
+      rpcAddress: uuid === selfUuid ? selfAddress : (manager.addressOf(uuid) ?? ''),
+      ...(match !== undefined ? { matchIndex: match } : {}),
+    };
+  };
+  return {
+    tabletId: p.tabletId,
+    table: p.meta.tableName,
+    tableId: p.meta.tableId,
+    partition: p.meta.partition,
+    state: p.state,
+    role: st.role,
+    term: st.term,
+    leaderUuid: st.leader,
+    commitIndex: st.commit,
+    appliedIndex: st.appliedIndex,
+    lastIndex: st.lastIndex,
+    frontier: { regular: { term: f.regular.term, index: f.regular.index }, intents: { term: f.intents.term, index: f.intents.index } },
+    regulardb: { ...sizes.regulardb, memtablePeakBytes: mem?.regularPeakBytes ?? sizes.regulardb.memtableBytes },
+    intentsdb: { ...sizes.intentsdb, memtablePeakBytes: mem?.intentsPeakBytes ?? sizes.intentsdb.memtableBytes },
+    raftConfig: [...st.conf.voters.map((u) => member(u, 'VOTER')), ...st.conf.learners.map((u) => member(u, 'LEARNER'))],
+  };
+}
