@@ -22,23 +22,27 @@ export class BenchCluster {
   private masterWeb = '';
   readonly baseDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-bench-'));
 
-  async start(tservers: number, hostBase: number, tserverFlags: string[] = []): Promise<void> {
+  /**
+   * noAliasPortShift: port offset used when loopback aliases do not work (keeps callers' ranges apart);
+   * tserverNodeArgs: extra node options for tserver i (e.g. --cpu-prof on one of them).
+   */
+  async start(tservers: number, hostBase: number, tserverFlags: string[] = [], opts: { noAliasPortShift?: number; tserverNodeArgs?: (i: number) => string[] } = {}): Promise<void> {
     const cli = path.resolve(__dirname, '../cli/main.js');
     const aliases = await loopbackAliasesWork();
     const host = (i: number): string => (aliases ? `127.0.0.${hostBase + i}` : '127.0.0.1');
-    const port = (b: number, i: number): number => b + (aliases ? 0 : 500 + i);
+    const port = (b: number, i: number): number => b + (aliases ? 0 : (opts.noAliasPortShift ?? 500) + i);
     this.masterAddress = `${host(0)}:${port(7100, 0)}`;
     this.masterWeb = `${host(0)}:${port(7000, 0)}`;
-    const run = (role: 'master' | 'tserver', rpcAddress: string, argv: string[]): void => {
+    const run = (role: 'master' | 'tserver', rpcAddress: string, argv: string[], nodeArgs: string[] = []): void => {
       const fd = fs.openSync(path.join(this.baseDir, `${role}-${rpcAddress}.log`), 'a');
-      const child = spawn(process.execPath, [cli, role, ...argv], { stdio: ['ignore', fd, fd] });
+      const child = spawn(process.execPath, [...nodeArgs, cli, role, ...argv], { stdio: ['ignore', fd, fd] });
       fs.closeSync(fd);
       this.servers.push({ role, rpcAddress, child });
     };
     run('master', this.masterAddress, [`--rpc_bind_addresses=${this.masterAddress}`, `--webserver_port=${port(7000, 0)}`, `--fs_data_dirs=${path.join(this.baseDir, 'm0')}`, '--log_level=warn']);
     for (let i = 0; i < tservers; i++) {
       const addr = `${host(i)}:${port(9100, i)}`;
-      run('tserver', addr, [`--tserver_master_addrs=${this.masterAddress}`, `--rpc_bind_addresses=${addr}`, `--webserver_port=${port(9000, i)}`, `--fs_data_dirs=${path.join(this.baseDir, `t${i}`)}`, '--log_level=warn', ...tserverFlags]);
+      run('tserver', addr, [`--tserver_master_addrs=${this.masterAddress}`, `--rpc_bind_addresses=${addr}`, `--webserver_port=${port(9000, i)}`, `--fs_data_dirs=${path.join(this.baseDir, `t${i}`)}`, '--log_level=warn', ...tserverFlags], opts.tserverNodeArgs?.(i));
     }
     const end = Date.now() + 60_000;
     for (;;) {

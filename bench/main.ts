@@ -3,8 +3,14 @@
  * the component benchmarks have their own scripts (bench:rpc, bench:raft, bench:docdb).
  */
 import { BENCH_SECTIONS as SECTIONS } from './sections';
+import { parseVsArgs, runVsEtcd } from './vs-etcd';
 
 async function main(): Promise<void> {
+  // `npm run bench -- --vs etcd [--seconds N --warmup N --rounds N --workloads a,b]`: side by side with etcd.
+  if (process.argv.slice(2).some((a) => a === '--vs' || a.startsWith('--vs='))) {
+    await runVsEtcd(parseVsArgs(process.argv.slice(2)));
+    return;
+  }
   const name = process.argv[2] ?? 'cluster';
   const run = SECTIONS[name];
   if (!run) {

@@ -10,7 +10,9 @@ import { registerAdminCommands } from './admin-commands';
 import { registerDataCommands } from './data-commands';
 import { registerClusterCommands } from './cluster-commands';
 import { registerLabCommands } from '../lab/lab-cli';
+import { registerVerifyCommand } from '../lab/verify/verify-cli';
 import { BENCH_SECTIONS } from '../bench/sections';
+import { parseVsArgs, runVsEtcd } from '../bench/vs-etcd';
 
 export function buildProgram(): Command {
   const program = new Command();
@@ -35,10 +37,16 @@ export function buildProgram(): Command {
   registerAdminCommands(program);
   registerDataCommands(program);
   registerLabCommands(program);
+  registerVerifyCommand(program);
   program
     .command('bench [section]')
-    .description(`run a benchmark section (${Object.keys(BENCH_SECTIONS).join(', ')}; default cluster) and print its figures`)
+    .description(`run a benchmark section (${Object.keys(BENCH_SECTIONS).join(', ')}; default cluster) and print its figures; --vs etcd [--seconds N --warmup N --rounds N --workloads a,b] runs tessera and etcd side by side`)
+    .allowUnknownOption(true)
+    .allowExcessArguments(true)
     .action(async (section: string | undefined) => {
+      // The side-by-side options go to bench/vs-etcd.ts untouched (it owns their parsing).
+      const rest = process.argv.slice(process.argv.indexOf('bench') + 1);
+      if (rest.some((a) => a === '--vs' || a.startsWith('--vs='))) return runVsEtcd(parseVsArgs(rest)).then(() => undefined);
       const run = BENCH_SECTIONS[section ?? 'cluster'];
       if (!run) throw new DbError(ErrorCode.INVALID_ARGUMENT, `unknown bench section '${section ?? ''}' (one of ${Object.keys(BENCH_SECTIONS).join(', ')})`);
       await run();

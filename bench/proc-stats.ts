@@ -1,0 +1,59 @@
+/**
+ * Process CPU and memory figures from /proc (Linux), for the side-by-side benchmark: CPU seconds are
+ * utime+stime of /proc/PID/stat (read before and after a measured window), peak RSS is VmHWM of
+ * /proc/PID/status. Elsewhere (no /proc) every figure is undefined and the report says n/a.
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+
+let clockTicksPerSec: number | undefined;
+
+function ticksPerSec(): number {
+  if (clockTicksPerSec === undefined) {
+    try {
+      clockTicksPerSec = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      clockTicksPerSec = 100; // the Linux default USER_HZ
+    }
+  }
+  return clockTicksPerSec;
+}
+
+/** utime+stime of a process in seconds, or undefined when it is gone or there is no /proc. */
+export function cpuSeconds(pid: number | undefined): number | undefined {
+  if (!pid) return undefined;
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // rest[0] is field 3 (state); utime is field 14, stime field 15.
+    const utime = Number(rest[11]);
+    const stime = Number(rest[12]);
+    if (!Number.isFinite(utime) || !Number.isFinite(stime)) return undefined;
+    return (utime + stime) / ticksPerSec();
+  } catch {
+    return undefined;
+  }
+}
+
+/** Sum of cpuSeconds over pids; undefined when any is unreadable. */
+export function cpuSecondsSum(pids: ReadonlyArray<number | undefined>): number | undefined {
+  let sum = 0;
+  for (const p of pids) {
+    const s = cpuSeconds(p);
+    if (s === undefined) return undefined;
+    sum += s;
+  }
+  return sum;
+}
+
+/** Peak resident set size (VmHWM) in bytes. */
+export function peakRssBytes(pid: number | undefined): number | undefined {
+  if (!pid) return undefined;
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,273 @@
+/**
+ * `npm run bench -- --vs etcd` / `tessera bench --vs etcd`: tessera and etcd side by side in one run
+ * on this machine. Starts a 3-member etcd cluster (127.0.0.60+) and a tessera cluster of 1 master +
+ * 3 tservers (RF 3, durable_wal_write=true; 127.0.0.70+), then runs each workload from a separate
+ * load-generator process (bench/vs-loadgen.ts) for --warmup + --seconds, alternating the systems
+ * (A B, then B A, …) over --rounds rounds. Prints one table and writes JSON + Markdown to --out
+ * (default bench/results/). Without an etcd binary the etcd columns are skipped, and it says so.
+ * Nothing here asserts on speed: a benchmark reports figures.
+ */
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as readline from 'node:readline';
+import * as hdr from 'hdr-histogram-js';
+import { TesseraClient } from '../client/tessera-client';
+import { BenchCluster } from './bench-cluster';
+import { EtcdCluster, findEtcd } from './etcd-cluster';
+import { cpuSeconds, cpuSecondsSum, peakRssBytes } from './proc-stats';
+import { probeTransaction, type LoadResult, type LoadSpec, type VsOp, type VsSystem } from './vs-loadgen';
+import { aggregate, renderMarkdown, type PeakRss, type VsRun } from './vs-report';
+
+const ETCD_HOST_BASE = 60;
+const TESSERA_HOST_BASE = 70;
+/** Port shift for tessera when loopback aliases do not work (inside this part's 26000-27999 range). */
+const TESSERA_NO_ALIAS_PORT_SHIFT = 26000 - 7000;
+const TABLE = 'vs_etcd';
+const VALUE_BYTES = 100;
+/** A load generator that outlives its duration by this much is killed and the run counts as failed. */
+const LOADGEN_GRACE_MS = 60_000;
+/** The probe transaction before the rounds: the status tablets may still be electing leaders. */
+const TXN_PROBE_TIMEOUT_MS = 15_000;
+
+export const VS_WORKLOADS: Record<string, { op: VsOp; concurrency: number; tesseraOnly?: boolean }> = {
+  'put-c1': { op: 'put', concurrency: 1 },
+  'put-c16': { op: 'put', concurrency: 16 },
+  'put-c64': { op: 'put', concurrency: 64 },
+  'read-c16': { op: 'read', concurrency: 16 },
+  'txn2-c64': { op: 'txn', concurrency: 64, tesseraOnly: true },
+};
+
+export interface VsOptions {
+  seconds: number;
+  warmupSeconds: number;
+  rounds: number;
+  workloads: string[];
+  outDir: string;
+  readKeys: number;
+  /** Write a V8 CPU profile of tserver 0 (node --cpu-prof) into outDir. */
+  profile: boolean;
+}
+
+export function parseVsArgs(argv: readonly string[]): VsOptions {
+  const o: VsOptions = { seconds: 10, warmupSeconds: 3, rounds: 3, workloads: Object.keys(VS_WORKLOADS), outDir: path.resolve(__dirname, '../../bench/results'), readKeys: 10_000, profile: false };
+  const num = (name: string, v: string | undefined, min: number): number => {
+    const n = Number(v);
+    if (!Number.isFinite(n) || n < min) throw new Error(`--${name} needs a number >= ${min}, got '${v ?? ''}'`);
+    return n;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] ?? '';
+    const [k, inline] = a.startsWith('--') && a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
+    const val = (): string | undefined => inline ?? argv[++i];
+    switch (k) {
+      case '--vs': {
+        const v = val();
+        if (v !== 'etcd') throw new Error(`--vs supports only etcd, got '${v ?? ''}'`);
+        break;
+      }
+      case '--seconds': o.seconds = num('seconds', val(), 0.5); break;
+      case '--warmup': o.warmupSeconds = num('warmup', val(), 0); break;
+      case '--rounds': o.rounds = Math.floor(num('rounds', val(), 1)); break;
+      case '--read-keys': o.readKeys = Math.floor(num('read-keys', val(), 1)); break;
+      case '--out': o.outDir = path.resolve(val() ?? '.'); break;
+      case '--profile': o.profile = true; break;
+      case '--workloads': {
+        const ws = (val() ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+        const bad = ws.filter((w) => !VS_WORKLOADS[w]);
+        if (bad.length || ws.length === 0) throw new Error(`--workloads: unknown '${bad.join(',')}' (known: ${Object.keys(VS_WORKLOADS).join(', ')})`);
+        o.workloads = ws;
+        break;
+      }
+      default:
+        throw new Error(`unknown option '${a}' (known: --vs etcd --seconds --warmup --rounds --workloads --read-keys --out --profile)`);
+    }
+  }
+  return o;
+}
+
+interface Target {
+  system: VsSystem;
+  serverPids: () => Array<number | undefined>;
+  spec: Partial<LoadSpec>;
+}
+
+function log(line: string): void {
+  process.stdout.write(line + '\n');
+}
+
+/** Run one load generator child; samples server and client CPU at its measure-start / measure-end marks. */
+async function runLoadgen(target: Target, spec: LoadSpec): Promise<{ result: LoadResult; serverCpu?: number; clientCpu?: number }> {
+  const child = spawn(process.execPath, [path.join(__dirname, 'vs-loadgen.js'), JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => {
+    if (stderr.length < 4000) stderr += c.toString('utf8');
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), (spec.warmupSeconds + spec.seconds) * 1000 + LOADGEN_GRACE_MS);
+  let s0: number | undefined;
+  let c0: number | undefined;
+  let s1: number | undefined;
+  let c1: number | undefined;
+  let result: LoadResult | undefined;
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  for await (const line of readline.createInterface({ input: child.stdout })) {
+    let ev: { event?: string };
+    try {
+      ev = JSON.parse(line) as { event?: string };
+    } catch {
+      continue;
+    }
+    if (ev.event === 'measure-start') {
+      s0 = cpuSecondsSum(target.serverPids());
+      c0 = cpuSeconds(child.pid);
+    } else if (ev.event === 'measure-end') {
+      s1 = cpuSecondsSum(target.serverPids());
+      c1 = cpuSeconds(child.pid);
+    } else if (ev.event === 'result') {
+      result = ev as LoadResult;
+    }
+  }
+  const code = await exited;
+  clearTimeout(timer);
+  if (!result) throw new Error(`load generator (${spec.system} ${spec.op}) exited with ${String(code)} without a result: ${stderr.trim()}`);
+  return {
+    result,
+    ...(s0 !== undefined && s1 !== undefined ? { serverCpu: s1 - s0 } : {}),
+    ...(c0 !== undefined && c1 !== undefined ? { clientCpu: c1 - c0 } : {}),
+  };
+}
+
+function toRun(round: number, workload: string, system: VsSystem, r: Awaited<ReturnType<typeof runLoadgen>>): VsRun {
+  const h = hdr.decodeFromCompressedBase64(r.result.histogram);
+  const run: VsRun = {
+    round,
+    workload,
+    system,
+    ops: r.result.ops,
+    errors: r.result.errors,
+    ...(r.result.firstError !== undefined ? { firstError: r.result.firstError } : {}),
+    seconds: r.result.seconds,
+    opsPerSec: r.result.seconds > 0 ? r.result.ops / r.result.seconds : 0,
+    p50Ms: h.getValueAtPercentile(50) / 1000,
+    p99Ms: h.getValueAtPercentile(99) / 1000,
+    ...(r.serverCpu !== undefined ? { serverCpuSeconds: r.serverCpu } : {}),
+    ...(r.clientCpu !== undefined ? { clientCpuSeconds: r.clientCpu } : {}),
+    clientPeakRssBytes: r.result.maxRssBytes,
+  };
+  h.destroy();
+  return run;
+}
+
+export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPath: string }> {
+  const etcdBin = findEtcd();
+  const notes = new Map<string, string>();
+  const tessera = new BenchCluster();
+  const etcd = etcdBin ? new EtcdCluster(etcdBin) : undefined;
+  if (!etcd) log('etcd: not installed (run .ci/etcd-setup.sh, or set ETCD_BIN) — the etcd comparison is SKIPPED; tessera figures only');
+  const profileDir = path.join(o.outDir, 'profiles');
+  try {
+    log(`vs etcd: ${o.rounds} round(s), ${o.warmupSeconds} s warm-up + ${o.seconds} s per run, workloads ${o.workloads.join(', ')}`);
+    fs.mkdirSync(o.outDir, { recursive: true });
+    if (o.profile) fs.mkdirSync(profileDir, { recursive: true });
+    await tessera.start(3, TESSERA_HOST_BASE, ['--durable_wal_write=true'], {
+      noAliasPortShift: TESSERA_NO_ALIAS_PORT_SHIFT,
+      ...(o.profile ? { tserverNodeArgs: (i: number) => (i === 0 ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []) } : {}),
+    });
+    log(`tessera: 1 master + 3 tservers up (master ${tessera.masterAddress})`);
+    const client = await TesseraClient.connect({ masterAddresses: [tessera.masterAddress], timeoutMs: 30_000 });
+    let txnOk = false;
+    try {
+      await client.createTable({ name: TABLE, columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: 3, replicationFactor: 3 });
+      if (o.workloads.includes('txn2-c64')) {
+        const why = await probeTransaction(client, TABLE, TXN_PROBE_TIMEOUT_MS);
+        txnOk = why === undefined;
+        if (why !== undefined) {
+          notes.set('txn2-c64', `skipped: a probe transaction failed (${why})`);
+          log(`tessera: transactions not usable in this build (${why}); txn2-c64 skipped`);
+        }
+      }
+    } finally {
+      await client.close();
+    }
+    notes.set('apply lag', 'not measured: needs transactions (and a per-replica intents-applied time) in this build');
+    if (etcd) {
+      await etcd.start(ETCD_HOST_BASE);
+      log(`etcd: 3 members up (leader ${etcd.leaderUrl}); load goes to the leader`);
+    }
+    const targets: Target[] = [
+      { system: 'tessera', serverPids: () => tessera.servers.map((s) => s.child.pid), spec: { masterAddresses: tessera.masterAddress, table: TABLE } },
+      ...(etcd ? [{ system: 'etcd' as const, serverPids: () => etcd.pids(), spec: { etcdUrl: etcd.leaderUrl } }] : []),
+    ];
+    const base = (t: Target, op: VsOp, concurrency: number, warmupSeconds: number, seconds: number): LoadSpec => ({ system: t.system, op, concurrency, warmupSeconds, seconds, readKeys: o.readKeys, valueBytes: VALUE_BYTES, ...t.spec });
+    if (o.workloads.some((w) => VS_WORKLOADS[w]?.op === 'read')) {
+      for (const t of targets) {
+        const r = await runLoadgen(t, base(t, 'preload', 64, 0, 0));
+        if (r.result.errors > 0) throw new Error(`${t.system} preload of ${o.readKeys} keys had ${r.result.errors} errors: ${r.result.firstError ?? ''}`);
+        log(`${t.system}: preloaded ${o.readKeys} keys in ${r.result.seconds.toFixed(1)} s`);
+      }
+    }
+    const runs: VsRun[] = [];
+    for (let round = 1; round <= o.rounds; round++) {
+      for (const w of o.workloads) {
+        const def = VS_WORKLOADS[w];
+        if (!def || (def.op === 'txn' && !txnOk)) continue;
+        const ts = targets.filter((t) => !def.tesseraOnly || t.system === 'tessera');
+        // A B in odd rounds, B A in even ones: neither system always runs on a "warmer" machine.
+        const order = round % 2 === 1 ? ts : [...ts].reverse();
+        for (const t of order) {
+          const r = toRun(round, w, t.system, await runLoadgen(t, base(t, def.op, def.concurrency, o.warmupSeconds, o.seconds)));
+          runs.push(r);
+          log(`round ${round} ${w.padEnd(9)} ${t.system.padEnd(7)} ${Math.round(r.opsPerSec).toString().padStart(7)} ops/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms  errors ${r.errors}`);
+        }
+      }
+    }
+    const rss: PeakRss[] = targets.map((t) => {
+      const peaks = t.serverPids().map(peakRssBytes);
+      const known = peaks.filter((p): p is number => p !== undefined);
+      const clients = runs.filter((r) => r.system === t.system).map((r) => r.clientPeakRssBytes ?? 0);
+      return {
+        system: t.system,
+        ...(known.length === peaks.length && known.length > 0 ? { serversMaxBytes: Math.max(...known), serversSumBytes: known.reduce((a, b) => a + b, 0) } : {}),
+        ...(clients.length ? { clientsMaxBytes: Math.max(...clients) } : {}),
+      };
+    });
+    const rows = aggregate(o.workloads, runs, notes);
+    const header = `## tessera vs etcd (${new Date().toISOString()})\n\n${o.rounds} round(s) × ${o.seconds} s after ${o.warmupSeconds} s warm-up; ${etcd ? 'etcd ' + (await etcdVersion(etcdBin)) : 'etcd SKIPPED (not installed)'}; values ${VALUE_BYTES} bytes; medians of rounds; CPU = utime+stime per 1,000 ops.`;
+    const md = renderMarkdown(rows, rss, header) + (notes.has('apply lag') ? `- apply lag: ${notes.get('apply lag') ?? ''}\n` : '');
+    const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+    const jsonPath = path.join(o.outDir, `vs-etcd-${stamp}.json`);
+    const mdPath = path.join(o.outDir, `vs-etcd-${stamp}.md`);
+    const json = { options: o, etcd: etcd ? 'ran' : 'skipped', rows, rss, runs, notes: Object.fromEntries(notes) };
+    fs.writeFileSync(jsonPath, JSON.stringify(json, null, 2));
+    fs.writeFileSync(mdPath, md);
+    fs.writeFileSync(path.join(o.outDir, 'vs-etcd-latest.json'), JSON.stringify(json, null, 2));
+    fs.writeFileSync(path.join(o.outDir, 'vs-etcd-latest.md'), md);
+    log('\n' + md);
+    log(`wrote ${jsonPath} and ${mdPath}`);
+    if (o.profile) await stopProfiled(tessera);
+    return { jsonPath, mdPath };
+  } finally {
+    await Promise.all([tessera.stop(), etcd?.stop()]);
+  }
+}
+
+/** SIGTERM tserver 0 so node writes its --cpu-prof file on exit (SIGKILL would lose it). */
+async function stopProfiled(c: BenchCluster): Promise<void> {
+  const t = c.servers.find((s) => s.role === 'tserver');
+  if (!t || t.child.exitCode !== null) return;
+  const gone = new Promise<void>((r) => t.child.once('exit', () => r()));
+  t.child.kill('SIGTERM');
+  await Promise.race([gone, new Promise((r) => setTimeout(r, 15_000))]);
+  log(`cpu profile of tserver ${t.rpcAddress} written under bench/results/profiles (open it in Chrome DevTools / speedscope)`);
+}
+
+async function etcdVersion(bin: string | undefined): Promise<string> {
+  if (!bin) return 'n/a';
+  return new Promise((resolve) => {
+    const c = spawn(bin, ['--version'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    let out = '';
+    c.stdout.on('data', (d: Buffer) => (out += d.toString('utf8')));
+    c.on('exit', () => resolve(/etcd Version: (\S+)/.exec(out)?.[1] ?? 'unknown version'));
+    c.on('error', () => resolve('unknown version'));
+  });
+}

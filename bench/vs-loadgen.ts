@@ -1,0 +1,218 @@
+/**
+ * Load generator child process of the side-by-side benchmark (`node dist/bench/vs-loadgen.js SPEC`):
+ * runs one workload against one system for warm-up + measured seconds and prints, one JSON object per
+ * line on stdout, `{"event":"measure-start"}`, `{"event":"measure-end"}` (the parent samples server
+ * CPU at those two marks) and `{"event":"result",...}` with the latency histogram (hdr-histogram-js,
+ * compressed base64, microseconds). Runs outside the orchestrator so its CPU is measured on its own.
+ */
+import * as hdr from 'hdr-histogram-js';
+import { partitionHash } from '../common/partition-hash';
+import type { Row } from '../client/client-types';
+import { TesseraClient } from '../client/tessera-client';
+import { EtcdHttp } from './etcd-http';
+
+export type VsSystem = 'tessera' | 'etcd';
+export type VsOp = 'put' | 'read' | 'txn' | 'preload';
+
+export interface LoadSpec {
+  system: VsSystem;
+  op: VsOp;
+  concurrency: number;
+  warmupSeconds: number;
+  seconds: number;
+  /** etcd: the client URL the load goes to. */
+  etcdUrl?: string;
+  /** tessera: master RPC addresses, comma separated. */
+  masterAddresses?: string;
+  table?: string;
+  /** Reads pick keys in [0, readKeys); preload writes exactly those keys. */
+  readKeys: number;
+  valueBytes: number;
+}
+
+export interface LoadResult {
+  event: 'result';
+  ops: number;
+  errors: number;
+  firstError?: string;
+  seconds: number;
+  histogram: string;
+  maxRssBytes: number;
+}
+
+/** Puts go to random keys in a space this large, so they rarely hit the same key twice. */
+const PUT_KEY_SPACE = 1_000_000_000;
+/** Tries to find a second key on another tablet (3 tablets: each try succeeds with p = 2/3). */
+const OTHER_TABLET_TRIES = 64;
+const TABLETS_ASSUMED = 3;
+/** Pause after a failed op, so a broken target is not hammered in a tight loop. */
+const ERROR_PAUSE_MS = 20;
+
+type Op = (value: string) => Promise<void>;
+
+interface TxnHandle {
+  table(name: string): { upsert(row: Row): Promise<void> };
+  commit(): Promise<void>;
+  abort?(): Promise<void>;
+}
+interface TxnCapable {
+  beginTransaction(o: { isolation: string }): Promise<TxnHandle>;
+}
+
+export function hasTransactions(c: TesseraClient): boolean {
+  return typeof (c as unknown as Partial<TxnCapable>).beginTransaction === 'function';
+}
+
+const randKey = (n: number): number => Math.floor(Math.random() * n);
+const etcdKey = (k: number): string => `bench/${String(k).padStart(10, '0')}`;
+
+function tabletOf(k: number): number {
+  return Math.floor((partitionHash([BigInt(k)]) * TABLETS_ASSUMED) / 0x10000);
+}
+
+async function setup(spec: LoadSpec): Promise<{ op: Op; close: () => Promise<void> }> {
+  if (spec.system === 'etcd') {
+    if (!spec.etcdUrl) throw new Error('etcd spec without etcdUrl');
+    const e = new EtcdHttp(spec.etcdUrl);
+    const close = async (): Promise<void> => e.close();
+    let next = 0;
+    switch (spec.op) {
+      case 'put':
+        return { op: (v) => e.put(etcdKey(randKey(PUT_KEY_SPACE)), v), close };
+      case 'preload':
+        return { op: (v) => e.put(etcdKey(next++ % spec.readKeys), v), close };
+      case 'read':
+        return {
+          op: async () => {
+            if ((await e.get(etcdKey(randKey(spec.readKeys)))) === undefined) throw new Error('etcd: preloaded key missing');
+          },
+          close,
+        };
+      case 'txn':
+        throw new Error('etcd has no txn workload in this benchmark');
+    }
+  }
+  if (!spec.masterAddresses || !spec.table) throw new Error('tessera spec without masterAddresses/table');
+  const client = await TesseraClient.connect({ masterAddresses: [spec.masterAddresses], timeoutMs: 30_000 });
+  const close = (): Promise<void> => client.close();
+  const t = client.table(spec.table);
+  let next = 0;
+  switch (spec.op) {
+    case 'put':
+      return { op: (v) => t.upsert({ id: BigInt(randKey(PUT_KEY_SPACE)), v }), close };
+    case 'preload':
+      return { op: (v) => t.upsert({ id: BigInt(next++ % spec.readKeys), v }), close };
+    case 'read':
+      return {
+        op: async () => {
+          if ((await t.get({ id: BigInt(randKey(spec.readKeys)) })) === undefined) throw new Error('tessera: preloaded row missing');
+        },
+        close,
+      };
+    case 'txn': {
+      if (!hasTransactions(client)) throw new Error('client.beginTransaction does not exist yet');
+      const tc = client as unknown as TxnCapable;
+      const table = spec.table;
+      return {
+        op: async (v) => {
+          const a = randKey(PUT_KEY_SPACE);
+          let b = randKey(PUT_KEY_SPACE);
+          for (let i = 0; i < OTHER_TABLET_TRIES && tabletOf(b) === tabletOf(a); i++) b = randKey(PUT_KEY_SPACE);
+          const txn = await tc.beginTransaction({ isolation: 'snapshot' });
+          try {
+            await txn.table(table).upsert({ id: BigInt(a), v });
+            await txn.table(table).upsert({ id: BigInt(b), v });
+            await txn.commit();
+          } catch (e) {
+            await txn.abort?.().catch(() => undefined);
+            throw e;
+          }
+        },
+        close,
+      };
+    }
+  }
+}
+
+/** One 2-row transaction (within timeoutMs): undefined when it committed, else why not. */
+export async function probeTransaction(client: TesseraClient, table: string, timeoutMs: number): Promise<string | undefined> {
+  if (!hasTransactions(client)) return 'client.beginTransaction does not exist in this build';
+  const tc = client as unknown as { beginTransaction(o: { isolation: string; timeoutMs: number }): Promise<TxnHandle> };
+  try {
+    const txn = await tc.beginTransaction({ isolation: 'snapshot', timeoutMs });
+    await txn.table(table).upsert({ id: -1n, v: 'probe' });
+    await txn.table(table).upsert({ id: -2n, v: 'probe' });
+    await txn.commit();
+    return undefined;
+  } catch (e) {
+    return e instanceof Error ? e.message.split('\n')[0] : String(e);
+  }
+}
+
+function emit(o: object): void {
+  process.stdout.write(JSON.stringify(o) + '\n');
+}
+
+export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
+  const { op, close } = await setup(spec);
+  const value = 'v'.repeat(spec.valueBytes);
+  const h = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: 3 });
+  let errors = 0;
+  let firstError: string | undefined;
+  let measuring = false;
+  const t0 = performance.now();
+  const measureStart = t0 + spec.warmupSeconds * 1000;
+  const end = measureStart + spec.seconds * 1000;
+  // preload: a fixed count of ops instead of a duration.
+  let remaining = spec.op === 'preload' ? spec.readKeys : Number.POSITIVE_INFINITY;
+  let startedAt = t0;
+  const worker = async (): Promise<void> => {
+    for (;;) {
+      const now = performance.now();
+      if (spec.op === 'preload' ? remaining-- <= 0 : now >= end) return;
+      if (!measuring && now >= measureStart) {
+        measuring = true;
+        startedAt = now;
+        emit({ event: 'measure-start' });
+      }
+      const s = performance.now();
+      try {
+        await op(value);
+        if (measuring || spec.op === 'preload') h.recordValue(Math.max(1, Math.round((performance.now() - s) * 1000)));
+      } catch (e) {
+        if (measuring || spec.op === 'preload') errors++;
+        firstError ??= e instanceof Error ? e.message : String(e);
+        await new Promise((r) => setTimeout(r, ERROR_PAUSE_MS));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: spec.concurrency }, worker));
+  if (!measuring) emit({ event: 'measure-start' });
+  emit({ event: 'measure-end' });
+  const seconds = (performance.now() - (spec.op === 'preload' ? t0 : startedAt)) / 1000;
+  await close().catch(() => undefined);
+  const result: LoadResult = {
+    event: 'result',
+    ops: h.totalCount,
+    errors,
+    ...(firstError !== undefined ? { firstError } : {}),
+    seconds,
+    histogram: hdr.encodeIntoCompressedBase64(h),
+    maxRssBytes: process.resourceUsage().maxRSS * 1024,
+  };
+  h.destroy();
+  return result;
+}
+
+if (require.main === module) {
+  const spec = JSON.parse(process.argv[2] ?? '{}') as LoadSpec;
+  runLoad(spec)
+    .then((r) => {
+      emit(r);
+      process.exit(0);
+    })
+    .catch((e: unknown) => {
+      process.stderr.write(`loadgen failed: ${e instanceof Error ? e.message : String(e)}\n`);
+      process.exit(1);
+    });
+}

@@ -1,0 +1,145 @@
+/**
+ * Pure aggregation and rendering of the side-by-side benchmark: runs (one per round × workload ×
+ * system) in, one row per workload out (median of rounds with min and max, ratio tessera/etcd per
+ * round), then a Markdown table. No I/O here, so it can be checked without any cluster.
+ */
+import type { VsSystem } from './vs-loadgen';
+
+export interface VsRun {
+  round: number;
+  workload: string;
+  system: VsSystem;
+  ops: number;
+  errors: number;
+  firstError?: string;
+  seconds: number;
+  opsPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  serverCpuSeconds?: number;
+  clientCpuSeconds?: number;
+  clientPeakRssBytes?: number;
+}
+
+export interface Spread {
+  median: number;
+  min: number;
+  max: number;
+}
+
+export interface SystemFigures {
+  rounds: number;
+  opsPerSec: Spread;
+  p50Ms: Spread;
+  p99Ms: Spread;
+  errors: number;
+  firstError?: string;
+  /** CPU seconds per 1,000 ops over all rounds (sum of CPU / sum of ops). */
+  serverCpuSecPer1kOps?: number;
+  clientCpuSecPer1kOps?: number;
+}
+
+export interface VsRow {
+  workload: string;
+  tessera?: SystemFigures;
+  /** Absent when etcd was skipped or the workload is tessera-only. */
+  etcd?: SystemFigures;
+  /** ops/s tessera/etcd, paired by round. */
+  ratio?: Spread;
+  note?: string;
+}
+
+export function spread(xs: readonly number[]): Spread {
+  if (xs.length === 0) return { median: Number.NaN, min: Number.NaN, max: Number.NaN };
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  const median = s.length % 2 ? (s[mid] ?? Number.NaN) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
+  return { median, min: s[0] ?? Number.NaN, max: s[s.length - 1] ?? Number.NaN };
+}
+
+function per1k(runs: readonly VsRun[], pick: (r: VsRun) => number | undefined): number | undefined {
+  let cpu = 0;
+  let ops = 0;
+  for (const r of runs) {
+    const c = pick(r);
+    if (c === undefined) return undefined;
+    cpu += c;
+    ops += r.ops;
+  }
+  return ops > 0 ? (cpu / ops) * 1000 : undefined;
+}
+
+function figures(runs: readonly VsRun[]): SystemFigures | undefined {
+  if (runs.length === 0) return undefined;
+  const firstError = runs.find((r) => r.firstError)?.firstError;
+  const serverCpu = per1k(runs, (r) => r.serverCpuSeconds);
+  const clientCpu = per1k(runs, (r) => r.clientCpuSeconds);
+  return {
+    rounds: runs.length,
+    opsPerSec: spread(runs.map((r) => r.opsPerSec)),
+    p50Ms: spread(runs.map((r) => r.p50Ms)),
+    p99Ms: spread(runs.map((r) => r.p99Ms)),
+    errors: runs.reduce((a, r) => a + r.errors, 0),
+    ...(firstError !== undefined ? { firstError } : {}),
+    ...(serverCpu !== undefined ? { serverCpuSecPer1kOps: serverCpu } : {}),
+    ...(clientCpu !== undefined ? { clientCpuSecPer1kOps: clientCpu } : {}),
+  };
+}
+
+export function aggregate(workloads: readonly string[], runs: readonly VsRun[], notes: ReadonlyMap<string, string> = new Map()): VsRow[] {
+  return workloads.map((w) => {
+    const of = (s: VsSystem): VsRun[] => runs.filter((r) => r.workload === w && r.system === s);
+    const t = of('tessera');
+    const e = of('etcd');
+    const ratios: number[] = [];
+    for (const tr of t) {
+      const er = e.find((x) => x.round === tr.round);
+      if (er && er.opsPerSec > 0) ratios.push(tr.opsPerSec / er.opsPerSec);
+    }
+    const tf = figures(t);
+    const ef = figures(e);
+    const note = notes.get(w);
+    return {
+      workload: w,
+      ...(tf ? { tessera: tf } : {}),
+      ...(ef ? { etcd: ef } : {}),
+      ...(ratios.length ? { ratio: spread(ratios) } : {}),
+      ...(note !== undefined ? { note } : {}),
+    };
+  });
+}
+
+const f0 = (x: number | undefined): string => (x === undefined || Number.isNaN(x) ? 'n/a' : Math.round(x).toLocaleString('en-US'));
+const f2 = (x: number | undefined): string => (x === undefined || Number.isNaN(x) ? 'n/a' : x.toFixed(2));
+const f3 = (x: number | undefined): string => (x === undefined || Number.isNaN(x) ? 'n/a' : x.toFixed(3));
+
+export interface PeakRss {
+  system: VsSystem;
+  serversMaxBytes?: number;
+  serversSumBytes?: number;
+  clientsMaxBytes?: number;
+}
+
+export function renderMarkdown(rows: readonly VsRow[], rss: readonly PeakRss[], header: string): string {
+  const lines = [
+    header,
+    '',
+    '| workload | tessera ops/s | p50 ms | p99 ms | etcd ops/s | p50 ms | p99 ms | ratio t/e median (min–max) | server CPU s/1k ops t / e | client CPU s/1k ops t / e | errors t / e |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const r of rows) {
+    const t = r.tessera;
+    const e = r.etcd;
+    const ratio = r.ratio ? `${f2(r.ratio.median)} (${f2(r.ratio.min)}–${f2(r.ratio.max)})` : 'n/a';
+    lines.push(
+      `| ${r.workload} | ${f0(t?.opsPerSec.median)} | ${f2(t?.p50Ms.median)} | ${f2(t?.p99Ms.median)} | ${f0(e?.opsPerSec.median)} | ${f2(e?.p50Ms.median)} | ${f2(e?.p99Ms.median)} | ${ratio} | ${f3(t?.serverCpuSecPer1kOps)} / ${f3(e?.serverCpuSecPer1kOps)} | ${f3(t?.clientCpuSecPer1kOps)} / ${f3(e?.clientCpuSecPer1kOps)} | ${t?.errors ?? 'n/a'} / ${e?.errors ?? 'n/a'} |`,
+    );
+  }
+  const mib = (b: number | undefined): string => (b === undefined ? 'n/a' : `${(b / (1024 * 1024)).toFixed(0)} MiB`);
+  lines.push('', '| system | peak RSS, largest server | peak RSS, all servers | peak RSS, largest load generator |', '|---|---:|---:|---:|');
+  for (const p of rss) lines.push(`| ${p.system} | ${mib(p.serversMaxBytes)} | ${mib(p.serversSumBytes)} | ${mib(p.clientsMaxBytes)} |`);
+  const notes = rows.filter((r) => r.note).map((r) => `- ${r.workload}: ${r.note ?? ''}`);
+  const errs = rows.flatMap((r) => [r.tessera?.firstError ? `- ${r.workload} tessera first error: ${r.tessera.firstError}` : '', r.etcd?.firstError ? `- ${r.workload} etcd first error: ${r.etcd.firstError}` : ''].filter(Boolean));
+  if (notes.length || errs.length) lines.push('', ...notes, ...errs);
+  return lines.join('\n') + '\n';
+}
