@@ -41,6 +41,11 @@ export class HistoryRecorder {
     return Number(process.hrtime.bigint() - this.t0);
   }
 
+  /** Nanoseconds since the recorder started: the time base of fault windows recorded beside the history. */
+  nowNs(): number {
+    return this.now();
+  }
+
   invoke(processId: number, f: string, value: unknown, key?: string): HistoryOp {
     const op: HistoryOp = { index: this.ops.length, process: processId, type: 'invoke', f, value, time: this.now(), ...(key !== undefined ? { key } : {}) };
     this.ops.push(op);

@@ -64,9 +64,16 @@ function apply(state: RegValue, c: Call): { ok: boolean; next: RegValue } {
 /** Check one key's calls. `searchStatesMax` bounds the work; past it the verdict is 'unknown'. */
 export function checkRegisterKey(key: string, calls: readonly Call[], searchStatesMax = 2_000_000): KeyResult {
   const entries: Entry[] = [];
+  // An indeterminate write of a value nobody read can always be taken as "never happened": in any
+  // linearization that includes it, no read falls between it and the next write (none saw its value),
+  // so dropping it leaves every read explained. Without cas (whose failure depends on the current
+  // value) this is exact, and it keeps the search small when a fault leaves many writes unknown.
+  const hasCas = calls.some((c) => c.f === 'cas');
+  const readValues = new Set(calls.filter((c) => c.f === 'read' && c.type === 'ok').map((c) => c.value));
   for (const c of calls) {
     if (c.type === 'fail') continue;
     if (c.type === 'info' && c.f === 'read') continue;
+    if (!hasCas && c.type === 'info' && c.f === 'write' && !readValues.has(c.invokeValue)) continue;
     entries.push({ id: entries.length, call: c, required: c.type === 'ok' });
   }
   // Event list ordered by time; at equal times calls come first so touching operations count as concurrent.

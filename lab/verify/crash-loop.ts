@@ -1,0 +1,105 @@
+/**
+ * Crash loop: unique inserts run while every process of the cluster (master and all tservers) is
+ * killed with SIGKILL and restarted, `cycles` times. Afterwards one final read must hold every
+ * acknowledged insert (no acknowledged write lost), and every restart must come back: the cluster
+ * healthy and a write acknowledged again within RECOVERY_TIMEOUT_MS.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { SeededRng } from '../../common/rng';
+import { TesseraClient } from '../../client/tessera-client';
+import { HistoryRecorder } from './history';
+import type { FaultWindow } from './nemesis';
+import { SetWorkload } from './set-workload';
+import { VerifyCluster } from './verify-cluster';
+import { judge, type WorkloadReport } from './verify-report';
+
+export const RECOVERY_TIMEOUT_MS = 60_000;
+const CRASH_CONCURRENCY = 8;
+const CRASH_OP_TIMEOUT_MS = 2_000;
+
+export interface CrashLoopOptions {
+  cycles: number;
+  seed: number;
+  dir: string;
+  hostBase: number;
+  portOffset: number;
+  /** Writes between crashes (ms range). */
+  uptimeMs?: [number, number];
+  log?: (line: string) => void;
+}
+
+export async function runCrashLoop(o: CrashLoopOptions): Promise<WorkloadReport> {
+  const log = o.log ?? (() => undefined);
+  const rng = new SeededRng(o.seed);
+  const [upLo, upHi] = o.uptimeMs ?? [800, 2_000];
+  const clusterDir = path.join(o.dir, 'cluster-crash');
+  fs.rmSync(clusterDir, { recursive: true, force: true });
+  const cluster = await VerifyCluster.plan({ baseDir: clusterDir, tservers: 3, hostBase: o.hostBase, portOffset: o.portOffset });
+  let client: TesseraClient | undefined;
+  const t0 = Date.now();
+  try {
+    await cluster.startAll(RECOVERY_TIMEOUT_MS);
+    client = await TesseraClient.connect({ masterAddresses: cluster.masterAddresses, timeoutMs: 10_000 });
+    const w = new SetWorkload('verify_crash');
+    await w.setup(client);
+    const recorder = new HistoryRecorder();
+    const windows: FaultWindow[] = [];
+    const recoveryFailures: string[] = [];
+    let stopped = false;
+    let lastOkNs = 0;
+    const c = client;
+    const worker = async (slot: number): Promise<void> => {
+      let proc = slot;
+      // Bounded by the cycle count: the loop below sets `stopped` after the last cycle.
+      while (!stopped) {
+        const type = await w.step({ client: c, recorder, process: proc, rng, opTimeoutMs: CRASH_OP_TIMEOUT_MS });
+        if (type === 'ok') lastOkNs = recorder.nowNs();
+        if (type === 'info') {
+          proc += CRASH_CONCURRENCY;
+          // Do not spin while everything is down.
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      }
+    };
+    const workers = Promise.all(Array.from({ length: CRASH_CONCURRENCY }, (_, i) => worker(i)));
+    try {
+      for (let cycle = 0; cycle < o.cycles; cycle++) {
+        await new Promise((r) => setTimeout(r, upLo + rng.int(upHi - upLo + 1)));
+        const win: FaultWindow = { kind: 'kill', target: 'every process', startNs: recorder.nowNs(), endNs: 0, note: `cycle ${cycle + 1}` };
+        windows.push(win);
+        await Promise.all(cluster.servers.map((s) => cluster.kill9(s)));
+        for (const s of cluster.servers) cluster.start(s);
+        try {
+          await cluster.waitHealthy(RECOVERY_TIMEOUT_MS);
+          const since = recorder.nowNs();
+          const deadline = Date.now() + RECOVERY_TIMEOUT_MS;
+          while (lastOkNs < since && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+          if (lastOkNs < since) throw new Error(`no write acknowledged within ${RECOVERY_TIMEOUT_MS} ms after the restart`);
+        } catch (e) {
+          recoveryFailures.push(`cycle ${cycle + 1}: ${(e as Error).message}`);
+          win.endNs = recorder.nowNs();
+          break;
+        }
+        win.endNs = recorder.nowNs();
+        log(`crash cycle ${cycle + 1}/${o.cycles}: recovered in ${Math.round((win.endNs - win.startNs) / 1e6)} ms`);
+      }
+    } finally {
+      stopped = true;
+      await workers;
+    }
+    await w.final(client, recorder, 1_000_000_000);
+    fs.mkdirSync(o.dir, { recursive: true });
+    fs.writeFileSync(path.join(o.dir, 'history-crash.json'), JSON.stringify({ workload: 'crash', seed: o.seed, faults: windows, history: recorder.ops }));
+    const v = w.check(recorder.ops);
+    if (recoveryFailures.length) {
+      v.valid = false;
+      v.anomalies['recovery-failed'] = recoveryFailures.length;
+      v.details.push(...recoveryFailures);
+    }
+    return judge('crash', recorder.ops, windows, v, o.seed, Date.now() - t0);
+  } finally {
+    await client?.close().catch(() => undefined);
+    await cluster.destroy(false);
+  }
+}

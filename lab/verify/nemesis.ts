@@ -1,0 +1,159 @@
+/**
+ * The nemesis driver: plays a ScheduledFault list against a VerifyCluster and records each fault's
+ * actual window (in the history's time base) so the report can tie unavailability and anomalies to
+ * faults. A fault that cannot be applied (e.g. no way to set TEST_drop_traffic_peers on a server) is
+ * recorded as skipped with the reason and printed, never silently dropped.
+ */
+import { SeededRng } from '../../common/rng';
+import { DbError, ErrorCode } from '../../common/errors';
+import type { TesseraClient } from '../../client/tessera-client';
+import { tabletServerMethods } from '../../rpc/service-methods';
+import { DROP_TRAFFIC_FLAG, partitionDropLists } from '../partition-plan';
+import type { VerifyCluster, VerifyServer } from './verify-cluster';
+import { describeTarget, type ScheduledFault } from './nemesis-schedule';
+
+export const CLOCK_SKEW_FLAG = 'TEST_clock_skew_ms';
+/** Bound on waiting for a restarted server to rejoin before the next fault. */
+export const RESTART_HEALTH_TIMEOUT_MS = 30_000;
+
+export interface FaultWindow {
+  kind: ScheduledFault['kind'];
+  target: string;
+  /** History time base (ns since the recorder started). */
+  startNs: number;
+  endNs: number;
+  skipped?: string;
+  note?: string;
+}
+
+export interface NemesisDeps {
+  cluster: VerifyCluster;
+  client: TesseraClient;
+  /** Table whose tablet leaders stepdown faults pick from. */
+  table: string;
+  nowNs: () => number;
+  log: (line: string) => void;
+  seed: number;
+}
+
+function sleep(ms: number, stop: () => boolean): Promise<void> {
+  // Sliced so a stopped run does not wait out a long window.
+  return new Promise((resolve) => {
+    const end = Date.now() + ms;
+    const tick = (): void => {
+      if (stop() || Date.now() >= end) resolve();
+      else setTimeout(tick, Math.min(100, end - Date.now()));
+    };
+    tick();
+  });
+}
+
+export class Nemesis {
+  readonly windows: FaultWindow[] = [];
+  private readonly rng: SeededRng;
+
+  constructor(private readonly d: NemesisDeps) {
+    this.rng = new SeededRng(d.seed ^ 0x5eed);
+  }
+
+  /** Play the schedule (offsets relative to t0Ms, a Date.now() value); resolves after the last heal. */
+  async run(schedule: readonly ScheduledFault[], t0Ms: number, stop: () => boolean): Promise<void> {
+    for (const f of schedule) {
+      await sleep(t0Ms + f.startMs - Date.now(), stop);
+      if (stop()) return;
+      await this.one(f, stop);
+    }
+  }
+
+  private serversOf(f: ScheduledFault): VerifyServer[] {
+    const c = this.d.cluster;
+    if (f.target.role === 'master') return c.masters;
+    if (f.target.role === 'tserver') {
+      const node = f.target.node;
+      return c.tservers.filter((s) => s.node === node);
+    }
+    return [];
+  }
+
+  private async one(f: ScheduledFault, stop: () => boolean): Promise<void> {
+    const w: FaultWindow = { kind: f.kind, target: describeTarget(f.target), startNs: this.d.nowNs(), endNs: 0 };
+    this.windows.push(w);
+    const c = this.d.cluster;
+    const targets = this.serversOf(f);
+    try {
+      switch (f.kind) {
+        case 'kill':
+          for (const s of targets) await c.kill9(s);
+          await sleep(f.durationMs, stop);
+          for (const s of targets) c.start(s);
+          await c.waitHealthy(RESTART_HEALTH_TIMEOUT_MS);
+          break;
+        case 'pause':
+          for (const s of targets) c.pause(s);
+          await sleep(f.durationMs, stop);
+          for (const s of targets) c.resume(s);
+          break;
+        case 'partition': {
+          const node = f.target.role === 'tserver' ? f.target.node : 0;
+          w.target = `node ${node} isolated`;
+          await this.partition([node]);
+          await sleep(f.durationMs, stop);
+          await this.partition([]);
+          break;
+        }
+        case 'skew': {
+          const node = f.target.role === 'tserver' ? f.target.node : 0;
+          const onNode = c.servers.filter((s) => s.node === node);
+          w.note = `${f.skewMs ?? 0} ms`;
+          for (const s of onNode) await c.setFlag(s, CLOCK_SKEW_FLAG, String(f.skewMs ?? 0), this.d.client.rpcClient());
+          await sleep(f.durationMs, stop);
+          for (const s of onNode) await c.setFlag(s, CLOCK_SKEW_FLAG, '0', this.d.client.rpcClient());
+          break;
+        }
+        case 'stepdown':
+          w.note = await this.stepdown();
+          await sleep(f.durationMs, stop);
+          break;
+      }
+    } catch (e) {
+      w.skipped = (e as Error).message.split('\n')[0];
+      this.d.log(`nemesis: ${f.kind} on ${w.target} could not be applied: ${w.skipped}`);
+      // Leave nothing half-applied behind.
+      for (const s of c.servers) c.resume(s);
+      for (const s of c.servers) if (!c.isRunning(s)) c.start(s);
+      if (f.kind === 'partition') await this.partition([]).catch(() => undefined);
+    }
+    w.endNs = this.d.nowNs();
+    this.d.log(`nemesis: ${f.kind} ${w.target}${w.note ? ` (${w.note})` : ''} ${w.skipped ? 'SKIPPED' : 'done'} in ${Math.round((w.endNs - w.startNs) / 1e6)} ms`);
+  }
+
+  /** Cut the given nodes off from the rest both ways (empty = heal) through TEST_drop_traffic_peers. */
+  async partition(nodes: number[]): Promise<void> {
+    const c = this.d.cluster;
+    const all = c.servers.map((s) => ({ node: `n${s.node}`, role: s.role, rpcAddress: s.rpcAddress, rec: s }));
+    const lists = partitionDropLists(all, nodes.map((n) => `n${n}`));
+    const errors: string[] = [];
+    await Promise.all(
+      all.map(async (a, i) => {
+        if (!c.isRunning(a.rec) || a.rec.paused) return;
+        try {
+          await c.setFlag(a.rec, DROP_TRAFFIC_FLAG, lists[i]!.peers, this.d.client.rpcClient());
+        } catch (e) {
+          errors.push(`${a.rec.name}: ${(e as Error).message}`);
+        }
+      }),
+    );
+    if (errors.length) throw new DbError(ErrorCode.INTERNAL, `partition skipped: could not set ${DROP_TRAFFIC_FLAG}: ${errors.join('; ')}`);
+  }
+
+  /** Ask the leader of a random tablet of the table to step down; returns which tablet. */
+  private async stepdown(): Promise<string> {
+    const loc = await this.d.client.tableLocations(this.d.table, { timeoutMs: 3_000 });
+    if (loc.tablets.length === 0) throw new DbError(ErrorCode.NOT_FOUND, `table ${this.d.table} has no tablets`);
+    const t = loc.tablets[this.rng.int(loc.tablets.length)]!;
+    const leader = t.replicas.find((r) => r.role === 'LEADER');
+    if (!leader) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${t.tabletId} has no known leader`);
+    await this.d.client.rpcClient().call(leader.rpcAddress, tabletServerMethods().leaderStepdown, { tabletId: t.tabletId, newLeaderUuid: '' }, { timeoutMs: 3_000 });
+    return `tablet ${t.tabletId.slice(0, 8)} leader ${leader.rpcAddress}`;
+  }
+}

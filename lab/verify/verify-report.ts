@@ -1,0 +1,103 @@
+/**
+ * Pure parts of the verdict and its report: counts, unavailability per fault window, the vacuity rule
+ * (a history counts only with >= 1,000 ok operations and >= 1 applied fault window), and the Markdown.
+ */
+import { countOps, type HistoryOp, type OpCounts } from './history';
+import type { FaultWindow } from './nemesis';
+import type { WorkloadVerdict } from './workload';
+
+export const MIN_OK_OPS = 1_000;
+export const MIN_FAULT_WINDOWS = 1;
+
+export type VerdictWord = 'valid' | 'INVALID' | 'vacuous' | 'unknown' | 'unavailable';
+
+export interface FaultUnavailability {
+  kind: string;
+  target: string;
+  note?: string;
+  skipped?: string;
+  windowMs: number;
+  /** Longest stretch without an ok completion that overlaps the window (from its start to 2 s after its end). */
+  longestGapMs: number;
+  okInWindow: number;
+}
+
+export interface WorkloadReport {
+  workload: string;
+  verdict: VerdictWord;
+  why: string;
+  counts: OpCounts;
+  anomalies: Record<string, number>;
+  lostWrites: number;
+  faults: FaultUnavailability[];
+  details: string[];
+  seed: number;
+  timeMs: number;
+}
+
+export function unavailability(history: readonly HistoryOp[], windows: readonly FaultWindow[]): FaultUnavailability[] {
+  const okTimes = history.filter((o) => o.type === 'ok').map((o) => o.time);
+  return windows.map((w) => {
+    const from = w.startNs;
+    const to = w.endNs + 2e9;
+    let last = from;
+    let gap = 0;
+    let okIn = 0;
+    for (const t of okTimes) {
+      if (t < from) continue;
+      if (t > to) break;
+      if (t <= w.endNs) okIn++;
+      gap = Math.max(gap, t - last);
+      last = t;
+    }
+    gap = Math.max(gap, Math.min(to, okTimes.length ? Math.max(last, okTimes[okTimes.length - 1]!) : to) - last);
+    return { kind: w.kind, target: w.target, ...(w.note ? { note: w.note } : {}), ...(w.skipped ? { skipped: w.skipped } : {}), windowMs: Math.round((w.endNs - w.startNs) / 1e6), longestGapMs: Math.round(gap / 1e6), okInWindow: okIn };
+  });
+}
+
+export function judge(workload: string, history: readonly HistoryOp[], windows: readonly FaultWindow[], v: WorkloadVerdict, seed: number, timeMs: number): WorkloadReport {
+  const counts = countOps(history);
+  const applied = windows.filter((w) => !w.skipped).length;
+  let verdict: VerdictWord;
+  let why: string;
+  if (!v.valid) {
+    verdict = 'INVALID';
+    why = `anomalies: ${Object.entries(v.anomalies).map(([k, n]) => `${k}=${n}`).join(', ') || 'see details'}`;
+  } else if (counts.ok < MIN_OK_OPS || applied < MIN_FAULT_WINDOWS) {
+    verdict = 'vacuous';
+    why = `needs >= ${MIN_OK_OPS} ok ops and >= ${MIN_FAULT_WINDOWS} applied fault window(s); had ${counts.ok} ok ops and ${applied} window(s)`;
+  } else if (v.inconclusive) {
+    verdict = 'unknown';
+    why = v.inconclusive;
+  } else {
+    verdict = 'valid';
+    why = `${counts.ok} ok ops under ${applied} fault window(s), no anomaly`;
+  }
+  return { workload, verdict, why, counts, anomalies: v.anomalies, lostWrites: v.lostWrites, faults: unavailability(history, windows), details: v.details, seed, timeMs };
+}
+
+export function unavailableReport(workload: string, why: string, seed: number, timeMs: number): WorkloadReport {
+  return { workload, verdict: 'unavailable', why, counts: { ok: 0, fail: 0, info: 0 }, anomalies: {}, lostWrites: 0, faults: [], details: [], seed, timeMs };
+}
+
+export function verdictLine(r: WorkloadReport): string {
+  const an = Object.entries(r.anomalies).map(([k, n]) => `${k}=${n}`).join(',') || 'none';
+  return `${r.workload}: ${r.verdict} — ok ${r.counts.ok} / fail ${r.counts.fail} / info ${r.counts.info}; anomalies ${an}; lost writes ${r.lostWrites}; faults ${r.faults.filter((f) => !f.skipped).length} (${r.faults.filter((f) => f.skipped).length} skipped) — ${r.why}`;
+}
+
+export function markdownReport(reports: readonly WorkloadReport[], meta: { nemesis: string; command: string }): string {
+  const out: string[] = ['# tessera verify', '', `Command: \`${meta.command}\``, `Nemesis: ${meta.nemesis}`, ''];
+  for (const r of reports) {
+    out.push(`## ${r.workload}: ${r.verdict}`, '', r.why, '', `seed ${r.seed}, ${r.timeMs} ms; ok ${r.counts.ok}, fail ${r.counts.fail}, info ${r.counts.info}; lost writes ${r.lostWrites}`, '');
+    const an = Object.entries(r.anomalies);
+    out.push(`Anomalies: ${an.length ? an.map(([k, n]) => `${k} ${n}`).join(', ') : 'none'}`, '');
+    if (r.faults.length) {
+      out.push('| fault | target | window ms | ok in window | longest gap without ok (ms) | note |', '|---|---|---|---|---|---|');
+      for (const f of r.faults) out.push(`| ${f.kind} | ${f.target} | ${f.windowMs} | ${f.okInWindow} | ${f.longestGapMs} | ${f.skipped ? `SKIPPED: ${f.skipped}` : f.note ?? ''} |`);
+      out.push('');
+    }
+    for (const d of r.details) out.push(`- ${d}`);
+    out.push('');
+  }
+  return out.join('\n');
+}

@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest';
+import { DbError, ErrorCode } from '../../common/errors';
+import { buildSchedule, parseNemesisKinds } from '../../lab/verify/nemesis-schedule';
+import { checkRegisterKey } from '../../lab/verify/linearizability';
+import { pairCalls, type HistoryOp } from '../../lab/verify/history';
+import { judge, MIN_OK_OPS, unavailability } from '../../lab/verify/verify-report';
+import { completionOfError } from '../../lab/verify/workload';
+import type { FaultWindow } from '../../lab/verify/nemesis';
+
+function op(index: number, process: number, type: HistoryOp['type'], f: string, value: unknown, timeMs: number, key = 'k'): HistoryOp {
+  return { index, process, type, f, value, time: timeMs * 1e6, key };
+}
+
+describe('verify: nemesis schedule', () => {
+  it('verify: the same seed gives the same fault schedule, another seed a different one', () => {
+    const o = { kinds: parseNemesisKinds('kill,pause,partition,skew,stepdown'), timeMs: 60_000, tservers: 3 };
+    const a = buildSchedule({ ...o, seed: 7 });
+    expect(buildSchedule({ ...o, seed: 7 })).toEqual(a);
+    expect(buildSchedule({ ...o, seed: 8 })).not.toEqual(a);
+    expect(a.length).toBeGreaterThan(3);
+  });
+
+  it('verify: fault windows never overlap and end before the recovery tail', () => {
+    const s = buildSchedule({ seed: 3, kinds: ['kill', 'partition'], timeMs: 30_000, tservers: 3, tailMs: 2_000 });
+    for (let i = 1; i < s.length; i++) expect(s[i]!.startMs).toBeGreaterThanOrEqual(s[i - 1]!.startMs + s[i - 1]!.durationMs);
+    for (const f of s) expect(f.startMs + f.durationMs).toBeLessThanOrEqual(28_000);
+  });
+
+  it('verify: skew stays within max_clock_skew_usec unless asked to go beyond', () => {
+    const within = buildSchedule({ seed: 5, kinds: ['skew'], timeMs: 120_000, tservers: 3 });
+    expect(within.every((f) => Math.abs(f.skewMs ?? 0) <= 250)).toBe(true);
+    const beyond = buildSchedule({ seed: 5, kinds: ['skew'], timeMs: 120_000, tservers: 3, skewBeyond: true });
+    expect(beyond.some((f) => Math.abs(f.skewMs ?? 0) > 500)).toBe(true);
+  });
+
+  it('verify: an unknown nemesis name is refused', () => {
+    expect(() => parseNemesisKinds('kill,flood')).toThrow(/unknown nemesis 'flood'/);
+  });
+});
+
+describe('verify: completions and verdicts', () => {
+  it('verify: an erring read is fail, an erring write is info unless the code proves it was refused', () => {
+    expect(completionOfError(new DbError(ErrorCode.TIMED_OUT, 't'), true)).toBe('fail');
+    expect(completionOfError(new DbError(ErrorCode.TIMED_OUT, 't'), false)).toBe('info');
+    expect(completionOfError(new DbError(ErrorCode.INVALID_ARGUMENT, 'x'), false)).toBe('fail');
+  });
+
+  it('verify: a history with too few ok ops or no fault window is vacuous, not valid', () => {
+    const h = [op(0, 0, 'invoke', 'write', 'a', 0), op(1, 0, 'ok', 'write', 'a', 1)];
+    const w: FaultWindow[] = [{ kind: 'kill', target: 'tserver 0', startNs: 0, endNs: 1e6 }];
+    expect(judge('register', h, w, { valid: true, anomalies: {}, lostWrites: 0, details: [] }, 1, 10).verdict).toBe('vacuous');
+    const many: HistoryOp[] = [];
+    for (let i = 0; i < MIN_OK_OPS; i++) many.push(op(2 * i, 0, 'invoke', 'write', `v${i}`, i), op(2 * i + 1, 0, 'ok', 'write', `v${i}`, i + 0.5));
+    expect(judge('register', many, [], { valid: true, anomalies: {}, lostWrites: 0, details: [] }, 1, 10).verdict).toBe('vacuous');
+    expect(judge('register', many, w, { valid: true, anomalies: {}, lostWrites: 0, details: [] }, 1, 10).verdict).toBe('valid');
+    expect(judge('register', many, w, { valid: false, anomalies: { nonlinearizable: 1 }, lostWrites: 0, details: [] }, 1, 10).verdict).toBe('INVALID');
+  });
+
+  it('verify: unavailability is the longest stretch without an ok completion around the fault', () => {
+    const h = [op(0, 0, 'invoke', 'read', null, 0), op(1, 0, 'ok', 'read', null, 100), op(2, 0, 'invoke', 'read', null, 100), op(3, 0, 'ok', 'read', null, 900)];
+    const [u] = unavailability(h, [{ kind: 'pause', target: 'tserver 1', startNs: 50e6, endNs: 600e6 }]);
+    expect(u!.longestGapMs).toBe(800);
+    expect(u!.okInWindow).toBe(1);
+  });
+});
+
+describe('verify: register checker with indeterminate writes', () => {
+  it('verify: many unread info writes do not blow up the search and stay linearizable', () => {
+    const h: HistoryOp[] = [];
+    let i = 0;
+    for (let p = 0; p < 30; p++) h.push(op(i++, p, 'invoke', 'write', `x${p}`, p), op(i++, p, 'info', 'write', `x${p}`, p + 1));
+    h.push(op(i++, 100, 'invoke', 'write', 'a', 50), op(i++, 100, 'ok', 'write', 'a', 51), op(i++, 100, 'invoke', 'read', null, 52), op(i++, 100, 'ok', 'read', 'a', 53));
+    expect(checkRegisterKey('k', pairCalls(h), 10_000).valid).toBe(true);
+  });
+
+  it('verify: a read of a value no write produced is still caught when info writes are dropped', () => {
+    const h = [op(0, 0, 'invoke', 'write', 'a', 0), op(1, 0, 'info', 'write', 'a', 1), op(2, 1, 'invoke', 'read', null, 5), op(3, 1, 'ok', 'read', 'zzz', 6)];
+    expect(checkRegisterKey('k', pairCalls(h)).valid).toBe(false);
+  });
+
+  it('verify: a read of an info write value is explained by that write', () => {
+    const h = [op(0, 0, 'invoke', 'write', 'a', 0), op(1, 0, 'info', 'write', 'a', 1), op(2, 1, 'invoke', 'read', null, 5), op(3, 1, 'ok', 'read', 'a', 6)];
+    expect(checkRegisterKey('k', pairCalls(h)).valid).toBe(true);
+  });
+});
