@@ -205,22 +205,31 @@ export class Transaction implements TxnBinding {
     }
   }
 
-  /** The commit's answer was lost: ask for the status; resend the commit only while it is PENDING. */
+  /**
+   * The commit's answer was lost: ask for the status; resend the commit only while it is PENDING.
+   * ABORTED here is ambiguous: a status tablet forgets a committed transaction once every participant
+   * applied it, and an id it does not know reads ABORTED. So that answer stays "outcome unknown"
+   * (TIMED_OUT with details.outcome = 'unknown'), never a definite TXN_ABORTED.
+   */
   private async settleUnknownCommit(req: { statusTablet: string; txnId: string; participantTablets: string[]; propagatedHt: bigint }, d: Deadline, first: DbError): Promise<bigint> {
     const m = txnCoordinatorMethods();
     let last = first;
+    const unknown = (why: string): DbError =>
+      new DbError(ErrorCode.TIMED_OUT, `commit of transaction ${this.txnId}: outcome unknown (${why})`, { outcome: 'unknown', txnId: this.txnId }, { retryable: false });
     for (let attempt = 0; attempt < 50 && !d.expired(); attempt++) {
       try {
         const s = await this.deps.statusTablets.call(this.statusTablet, m.getTransactionStatus, { statusTablet: this.statusTablet, txnIds: [this.txnId], readHt: 0n }, d, true);
         const st = s.statuses?.find((x) => x.txnId === this.txnId) ?? s.statuses?.[0];
         if (st?.status === 'COMMITTED' && st.commitHt) return BigInt(st.commitHt);
-        if (st?.status === 'ABORTED') throw new DbError(ErrorCode.TXN_ABORTED, `transaction ${this.txnId} was aborted before its commit took effect`);
+        if (st?.status === 'ABORTED') throw unknown('the status tablet reports it ABORTED or no longer knows it');
         // PENDING: the COMMITTED entry is not (or not yet) applied; a resend is safe because the
-        // coordinator treats a commit of a committed transaction as answering its commit time.
+        // coordinator answers a commit of a committed transaction with its commit time.
         const r = await this.deps.statusTablets.call(this.statusTablet, m.commitTransaction, req, d, false);
         return BigInt(r.commitHt ?? 0n);
       } catch (e) {
         const err = DbError.from(e);
+        if (err.details['outcome'] === 'unknown') throw err;
+        if (err.code === ErrorCode.TXN_ABORTED || err.code === ErrorCode.TXN_NOT_FOUND) throw unknown(`the resent commit answered ${err.code}`);
         if (!UNKNOWN_OUTCOME_CODES.has(err.code)) throw err;
         last = err;
       }

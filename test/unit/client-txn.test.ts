@@ -198,6 +198,19 @@ describe('client transactions (fake cluster)', () => {
     expect(f.calls.filter((x) => x.method === 'TransactionCoordinatorService.CommitTransaction' && x.address === 'ts-b')).toHaveLength(1);
   });
 
+  it('txn: after a lost commit answer, ABORTED from the status tablet stays "outcome unknown" (a forgotten commit reads ABORTED)', async () => {
+    const f = new FakeCluster();
+    const c = await connect(f);
+    const txn = await c.beginTransaction();
+    await txn.upsert('demo', { id: 1n, value: 'x' });
+    f.on('TransactionCoordinatorService.CommitTransaction', () => {
+      throw new DbError(ErrorCode.NETWORK_ERROR, 'connection reset');
+    });
+    f.on('TransactionCoordinatorService.GetTransactionStatus', () => ({ statuses: [{ txnId: txn.txnId, status: 'ABORTED' }] }));
+    const err = await txn.commit().catch((e: DbError) => e);
+    expect(err).toMatchObject({ code: ErrorCode.TIMED_OUT, details: { outcome: 'unknown' } });
+  });
+
   it('txn: abort tells the coordinator the participants; later operations fail with TXN_ABORTED', async () => {
     const f = new FakeCluster();
     const c = await connect(f);
