@@ -3,7 +3,7 @@
  * global and a name may have one definition); each server applies its own standard value when the
  * flag is left at its default (master: RPC 7100, web 7000; tserver: RPC 9100, web 9000).
  */
-import { defineFlag } from './flags';
+import { defineFlag, FlagTag, type Flags } from './flags';
 
 export const FS_DATA_DIRS = defineFlag({
   name: 'fs_data_dirs',
@@ -40,3 +40,21 @@ export const PLACEMENT_ZONE = defineFlag({
   default: 'zone1',
   help: 'Placement zone of this server (reported to the master).',
 });
+
+/**
+ * Lab partitions (lab/partition-plan.ts): both servers drop Raft traffic and heartbeats to and from
+ * these peers, so a cut is symmetric even though only one side's flag needs to list the other.
+ */
+export const TEST_DROP_TRAFFIC_PEERS = defineFlag({
+  name: 'TEST_drop_traffic_peers',
+  type: 'string',
+  default: '',
+  help: 'Comma list of peer RPC addresses: drop all Raft traffic and heartbeats to and from them (lab partitions). (For testing only!)',
+  tags: [FlagTag.runtime],
+});
+
+/** The current TEST_drop_traffic_peers as a set of host:port (read on every use: it changes at run time). */
+export function droppedPeers(flags: Flags): Set<string> {
+  const v = flags.get(TEST_DROP_TRAFFIC_PEERS);
+  return v ? new Set(v.split(',').map((s) => s.trim()).filter(Boolean)) : new Set();
+}

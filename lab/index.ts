@@ -21,3 +21,4 @@ export { SUPERVISOR_GROUP_SEPARATOR, splitGroups } from './node-supervisor';
 export * from './open-lab';
 export * from './text-table';
 export * from './lab-cli';
+export * from './tablet-view';

@@ -31,6 +31,7 @@ import {
   WEBSERVER_PORT,
 } from './master-flags';
 import type { MasterInfo } from './master-info';
+import { droppedPeers } from '../common/server-flags';
 import { registerMasterPages } from './master-web';
 import { SYS_CATALOG_GROUP_ID, SysCatalog } from './sys-catalog';
 import { TServerRegistry } from './tserver-registry';
@@ -118,7 +119,10 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
     rng: new MathRng(),
     send: (msgs: Message[]) => {
       const byTo = new Map<string, RaftEnvelopePB[]>();
+      // Lab partitions: a master's Raft peer id is its RPC address, so the drop list applies directly.
+      const drop = droppedPeers(flags);
       for (const m of msgs) {
+        if (drop.has(m.to)) continue;
         let q = byTo.get(m.to);
         if (!q) byTo.set(m.to, (q = []));
         q.push({ groupId: SYS_CATALOG_GROUP_ID, message: encodeMessage(m) });
@@ -140,6 +144,7 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
   if (sys.isLeader()) manager.onLeadership(true);
 
   rpc.onOneway(raftBatch, (batch) => {
+    if (droppedPeers(flags).has(batch.fromUuid ?? '')) return;
     for (const env of batch.messages ?? []) {
       if (env.groupId !== SYS_CATALOG_GROUP_ID || !env.message) continue;
       try {
@@ -156,9 +161,13 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
     await mgr.dropTable(req);
     return {};
   });
-  rpc.handle(m.listTables, () => Promise.resolve({ tables: mgr.listTables().map(tableToPb) }));
+  rpc.handle(m.listTables, (req) => Promise.resolve({ tables: mgr.listTables(req.includeSystem === true).map(tableToPb) }));
   rpc.handle(m.getTableLocations, (req) => Promise.resolve(mgr.tableLocations(req)));
-  rpc.handle(m.tsHeartbeat, (req) => Promise.resolve(mgr.heartbeat(req)));
+  rpc.handle(m.tsHeartbeat, (req) => {
+    // Lab partitions: a cut-off tserver's heartbeats must not reach us (it would look alive).
+    if (droppedPeers(flags).has(req.rpcAddress ?? '')) return Promise.reject(new DbError(ErrorCode.NETWORK_ERROR, 'heartbeat dropped (TEST_drop_traffic_peers)'));
+    return Promise.resolve(mgr.heartbeat(req));
+  });
   // set_flag on a master by its RPC address (the same admin method tservers serve).
   rpc.handle(tabletServerMethods().setFlag, (req) => {
     if (!req.name) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'flag name missing');

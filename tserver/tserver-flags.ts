@@ -1,7 +1,7 @@
 /** Flags owned by the tablet server (YugabyteDB spellings and defaults where they exist). */
 import { defineFlag, FlagTag } from '../common/flags';
 
-export { FS_DATA_DIRS, PLACEMENT_ZONE, RPC_BIND_ADDRESSES, WEBSERVER_INTERFACE, WEBSERVER_PORT } from '../common/server-flags';
+export { FS_DATA_DIRS, PLACEMENT_ZONE, RPC_BIND_ADDRESSES, TEST_DROP_TRAFFIC_PEERS, WEBSERVER_INTERFACE, WEBSERVER_PORT } from '../common/server-flags';
 
 /** Standard ports of a tserver (YugabyteDB). */
 export const TSERVER_RPC_PORT_DEFAULT = 9100;
@@ -81,14 +81,6 @@ export const REMOTE_BOOTSTRAP_CHUNK_BYTES = defineFlag({
   help: 'Bytes of key/values per FetchSnapshotChunk response during remote bootstrap.',
   tags: [FlagTag.runtime],
   validate: (v) => (v >= 1024 && v <= 32 << 20 ? undefined : 'between 1 KiB and 32 MiB'),
-});
-
-export const TEST_DROP_TRAFFIC_PEERS = defineFlag({
-  name: 'TEST_drop_traffic_peers',
-  type: 'string',
-  default: '',
-  help: 'Comma list of peer RPC addresses: drop all Raft traffic to and from them (lab partitions). (For testing only!)',
-  tags: [FlagTag.runtime],
 });
 
 export const TEST_DROP_RAFT_MESSAGES_PROBABILITY = defineFlag({

@@ -11,11 +11,14 @@ import { SystemClock, type Clock } from '../common/clock';
 import { DbError, ErrorCode } from '../common/errors';
 import { Flags, parseFlagArgs } from '../common/flags';
 import { HybridClock } from '../common/hybrid-clock';
+import { droppedPeers } from '../common/server-flags';
 import { newId } from '../common/ids';
 import { createLogger, LogRing, type Logger } from '../common/log';
 import { MathRng, type Rng } from '../common/rng';
 import { Metrics } from '../rpc/metrics';
+import { masterMethods, txnCoordinatorMethods, txnParticipantMethods, type MasterMethods, type TxnCoordinatorMethods, type TxnParticipantMethods } from '../rpc/service-methods';
 import type { RpcClient, RpcServer, Transport } from '../rpc/types';
+import { TxnService } from './transaction/txn-service';
 import { WebServer } from '../rpc/web-server';
 import { ConsensusTransport } from './consensus-transport';
 import { Heartbeater, type HeartbeatRequest, type HeartbeatResponse } from './heartbeater';
@@ -52,6 +55,8 @@ export interface TServerOptions {
   rng?: Rng;
   log?: Logger;
   logRing?: LogRing;
+  /** Transaction service method tables (default: rpc/service-methods over rpc/protos/txn.proto). */
+  txnMethods?: { coordinator: TxnCoordinatorMethods; participant: TxnParticipantMethods; master: Pick<MasterMethods, 'listTables' | 'getTableLocations'> };
   /** Storage seams for tests (defaults: files and RocksDB). */
   storage?: Pick<TabletManagerDeps, 'openLogStorage' | 'openEngine' | 'openDocDb' | 'newRaftCore'>;
   /**
@@ -87,6 +92,8 @@ export interface TServer {
   readonly flags: Flags;
   readonly manager: TabletManager;
   readonly service: TabletService;
+  /** Coordinators (status tablets) and participants: `txn.snapshot()` feeds the /transactions page. */
+  readonly txn: TxnService;
   readonly consensus: ConsensusTransport;
   readonly clock: HybridClock;
   readonly log: Logger;
@@ -180,6 +187,23 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
   });
   const metrics = new Metrics({ defaultLabels: { server: 'tserver' }, processMetrics: opts.webConsole === true });
   service.register(countingServer(rpc, metrics), methods);
+  const txnMethods = opts.txnMethods ?? { coordinator: txnCoordinatorMethods(), participant: txnParticipantMethods(), master: masterMethods() };
+  const txn = new TxnService({
+    manager: () => {
+      if (!managerRef) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, 'tablet server is starting');
+      return managerRef;
+    },
+    flags,
+    clock,
+    log,
+    rng,
+    client,
+    masters: () => flags.get(TSERVER_MASTER_ADDRS).split(',').map((x) => x.trim()).filter(Boolean),
+    coordinatorMethods: txnMethods.coordinator,
+    participantMethods: txnMethods.participant,
+    masterMethods: txnMethods.master,
+  });
+  txn.register(rpc);
   const pendingBatches: Array<() => void> = [];
   let boundAddress = '';
   consensus = new ConsensusTransport({
@@ -220,11 +244,15 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
       return { sessionId: r.sessionId, db: r.db as DbName, pairs: r.keys.map((k, i) => [k, r.values[i]!] as [Uint8Array, Uint8Array]), done: r.done };
     },
     chunkBytes: () => flags.get(REMOTE_BOOTSTRAP_CHUNK_BYTES),
+    txnEnv: txn.statusClient,
+    onPeerOpened: (p) => txn.onPeerOpened(p),
+    onPeerClosing: (p) => txn.onPeerClosing(p),
     ...(opts.storage ?? {}),
   });
   await manager.openAll();
   managerRef = manager;
   for (const f of pendingBatches.splice(0)) f();
+  txn.start();
 
   const tick = setInterval(() => manager.tickAll(), flags.get(RAFT_TICK_INTERVAL_MS));
   let gcRunning = false;
@@ -319,7 +347,9 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
       rssBytes: BigInt(process.memoryUsage().rss),
       hybridTime: clock.now(),
     }),
-    call: (addr, req, timeoutMs) => hbCall!(client, addr, req, timeoutMs),
+    call: (addr, req, timeoutMs) =>
+      // Lab partitions cut heartbeats too, so a cut-off tserver looks dead to the master.
+      droppedPeers(flags).has(addr) ? Promise.reject(new DbError(ErrorCode.NETWORK_ERROR, `heartbeat to ${addr} dropped (TEST_drop_traffic_peers)`)) : hbCall!(client, addr, req, timeoutMs),
     deleteTablet: (id) => manager.deleteTablet(id),
     onHybridTime: (ht) => clock.update(ht),
   });
@@ -334,6 +364,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
     flags,
     manager,
     service,
+    txn,
     consensus,
     clock,
     log,
@@ -349,6 +380,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
         await web?.stop().catch(() => undefined);
         clearInterval(tick);
         clearInterval(gc);
+        txn.stop();
         consensus!.stop();
         await rpc.stop().catch(() => undefined);
         await client.close().catch(() => undefined);
