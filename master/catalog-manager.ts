@@ -49,6 +49,12 @@ const ROUND_RPCS_MAX = 64;
 /** Replica replacements one round starts at most. */
 const ROUND_REPLACEMENTS_MAX = 16;
 const ADMIN_RPC_TIMEOUT_MS = 5_000;
+/** The system table of transaction status tablets (YugabyteDB: system.transactions). */
+export const TRANSACTIONS_TABLE = 'transactions';
+/** Status tablets of the `transactions` table (YugabyteDB's transaction_table_num_tablets). */
+const TRANSACTIONS_TABLE_NUM_TABLETS = 3;
+/** Tables ListTables hides unless include_system. */
+export const SYSTEM_TABLES: ReadonlySet<string> = new Set([TRANSACTIONS_TABLE]);
 
 export interface CatalogManagerDeps {
   sys: SysCatalog;
@@ -96,6 +102,7 @@ export class CatalogManager {
   private readonly cooldown = new Map<string, number>();
   private readonly registering = new Set<string>();
   private roundRunning = false;
+  private creatingTxnTable = false;
   private readonly now: () => number;
 
   constructor(private readonly deps: CatalogManagerDeps) {
@@ -212,9 +219,31 @@ export class CatalogManager {
     }
   }
 
-  listTables(): TableInfo[] {
+  listTables(includeSystem = false): TableInfo[] {
     this.requireLeader();
-    return [...this.catalog().tables.values()].sort((a, b) => a.name.localeCompare(b.name));
+    return [...this.catalog().tables.values()].filter((t) => includeSystem || !SYSTEM_TABLES.has(t.name)).sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /**
+   * The leader creates the `transactions` table once enough tservers are alive: RF min(3, live) —
+   * three live, or one heartbeat timeout after election with at least one (a smaller lab cluster).
+   */
+  private maybeCreateTransactionsTable(): void {
+    if (this.creatingTxnTable || tableByName(this.catalog(), TRANSACTIONS_TABLE)) return;
+    const live = this.liveCount();
+    if (live < 1 || (live < 3 && this.leaderAgeMs() < this.timeoutMs())) return;
+    this.creatingTxnTable = true;
+    const rf = Math.min(3, live);
+    void this.createTable({
+      name: TRANSACTIONS_TABLE,
+      schema: { columns: [{ name: 'txn_id', type: 'string', nullable: false }, { name: 'record', type: 'bytes', nullable: true }], hashColumns: ['txn_id'], rangeColumns: [] },
+      numTablets: TRANSACTIONS_TABLE_NUM_TABLETS,
+      replicationFactor: rf,
+      ifNotExists: true,
+    })
+      .then(() => this.deps.log.info({ rf }, 'system table transactions created'))
+      .catch((err: unknown) => this.deps.log.warn({ err }, 'creating the transactions table failed; retried next round'))
+      .finally(() => (this.creatingTxnTable = false));
   }
 
   findTable(req: GetTableLocationsRequestPB): TableInfo {
@@ -363,6 +392,7 @@ export class CatalogManager {
   }
 
   private async round(): Promise<void> {
+    this.maybeCreateTransactionsTable();
     const now = this.now();
     const timeout = this.timeoutMs();
     const reg = this.deps.registry;

@@ -24,6 +24,7 @@ import { LOG_MIN_ENTRIES_TO_RETAIN } from './tserver-flags';
 import { readTabletMeta, writeTabletMeta, type TabletMeta } from './tablet/tablet-meta';
 import { TabletPeer, type DbName, type SnapshotDescriptor } from './tablet/tablet-peer';
 import { SnapshotSessions } from './tablet/snapshot-sessions';
+import type { PeerTxnEnv } from './transaction/txn-env';
 
 /** Tablets one server hosts before CreateTablet answers SERVICE_UNAVAILABLE. */
 export const TABLETS_PER_SERVER_MAX = 10_000;
@@ -47,6 +48,11 @@ export interface TabletManagerDeps {
   openDocDb?(regular: KvEngine, intents: KvEngine): Promise<DocDbApi>;
   newRaftCore?(opts: RaftOptions): RaftCore;
   onLeaderChange?(tabletId: string, c: LeaderChange): void;
+  /** Transaction status lookups for every replica (tserver/transaction). */
+  txnEnv?: PeerTxnEnv;
+  /** A replica opened / is about to close (status tablets attach their coordinator here). */
+  onPeerOpened?(peer: TabletPeer): Promise<void>;
+  onPeerClosing?(peer: TabletPeer): void;
 }
 
 /** Chunks of one remote bootstrap before it gives up (bounds a runaway copy). */
@@ -111,12 +117,14 @@ export class TabletManager {
       fetchSnapshot: (desc, onChunk) => this.fetchSnapshot(desc, onChunk),
       peerAddress: (uuid) => this.addresses.get(uuid),
       onLeaderChange: d.onLeaderChange,
+      ...(d.txnEnv ? { txnEnv: d.txnEnv } : {}),
       onFatal: (tabletId, e) => {
         // A storage failure stops this replica; the master sees it FAILED and re-replicates.
         d.log.error({ err: e, tablet: tabletId }, 'tablet replica failed and stopped');
       },
     });
     this.peers.set(meta.tabletId, peer);
+    await d.onPeerOpened?.(peer);
     return peer;
   }
 
@@ -167,6 +175,7 @@ export class TabletManager {
     this.busy.add(tabletId);
     try {
       this.peers.delete(tabletId);
+      this.deps.onPeerClosing?.(peer);
       await peer.destroy();
       this.deps.log.info({ tablet: tabletId }, 'tablet replica deleted');
     } finally {
@@ -217,6 +226,7 @@ export class TabletManager {
   async stop(): Promise<void> {
     this.stopped = true;
     await this.snapshots.closeAll();
+    for (const p of this.peers.values()) this.deps.onPeerClosing?.(p);
     for (const p of this.peers.values()) await p.stop().catch((e: unknown) => this.deps.log.warn({ err: e, tablet: p.tabletId }, 'tablet stop failed'));
     this.peers.clear();
   }

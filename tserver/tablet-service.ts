@@ -7,8 +7,10 @@
 import { DbError, ErrorCode } from '../common/errors';
 import type { Flags } from '../common/flags';
 import type { HybridClock } from '../common/hybrid-clock';
-import { NodeId } from '../common/ids';
-import type { DocKey, Primitive, Row, RowOp } from '../docdb/doc-db-api';
+import { NodeId, TxnId } from '../common/ids';
+import { parseIsolation } from './transaction/coordinator';
+import { isValidTxnId } from './transaction/txn-record';
+import type { DocKey, Primitive, Row, RowOp, TxnMeta } from '../docdb/doc-db-api';
 import { partitionHash } from '../docdb/encoding/doc-key';
 import type { ConfChange } from '../raft/types';
 import type { MethodDef, RpcServer } from '../rpc/types';
@@ -145,6 +147,17 @@ function schemaFromPb(s: pb.TableSchemaPB | null | undefined): unknown {
   return { columns: (s?.columns ?? []).map((c) => ({ name: c.name, id: c.id, type: c.type, nullable: c.nullable === true })), hashColumns: s?.hashColumns ?? [], rangeColumns: s?.rangeColumns ?? [] };
 }
 
+/** The transaction a Write/Read/Scan runs in (untrusted: every field checked). */
+export function txnMetaFromPb(t: pb.TxnContextPB): TxnMeta {
+  if (!isValidTxnId(t.txnId)) throw invalid(`bad txn_id '${String(t.txnId)}'`);
+  if (!t.statusTablet) throw invalid('txn.status_tablet missing');
+  const priority = t.priority ?? 0;
+  if (!Number.isFinite(priority)) throw invalid('txn.priority must be finite');
+  const startHt = t.startHt ? BigInt(t.startHt) : 0n;
+  if (startHt <= 0n) throw invalid('txn.start_ht missing');
+  return { txnId: TxnId(t.txnId), statusTablet: t.statusTablet, isolation: parseIsolation(t.isolation), priority, startHt };
+}
+
 // ---- the service -------------------------------------------------------------------------------
 
 export interface TabletServiceDeps {
@@ -165,18 +178,23 @@ export class TabletService {
   }
 
   async write(req: pb.WriteRequestPB): Promise<pb.WriteResponsePB> {
-    if (req.txn?.txnId) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'transactional writes are not supported yet');
     const t = this.tablet(req.tabletId);
     const ops = req.ops ?? [];
     if (ops.length === 0) throw invalid('write has no ops');
     if (ops.length > WRITE_OPS_MAX) throw invalid(`write has ${ops.length} ops; at most ${WRITE_OPS_MAX}`);
     const parsed = ops.map((o) => rowOpFromPb(t.meta, o));
+    if (req.txn?.txnId) {
+      const txn = txnMetaFromPb(req.txn);
+      const readHt = req.txn.readHt ? BigInt(req.txn.readHt) : txn.startHt;
+      const ht = await t.writeIntents({ txn, readHt, ops: parsed, ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}) });
+      return { writeHt: ht, propagatedHt: this.deps.clock.now() };
+    }
     const ht = await t.write({ ops: parsed, ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}) });
     return { writeHt: ht, propagatedHt: this.deps.clock.now() };
   }
 
   async read(req: pb.ReadRequestPB): Promise<pb.ReadResponsePB> {
-    if (req.txn?.txnId) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'transactional reads are not supported yet');
+    const txn = req.txn?.txnId ? txnMetaFromPb(req.txn) : undefined;
     const t = this.tablet(req.tabletId);
     const keysPb = req.keys ?? [];
     if (keysPb.length > READ_KEYS_MAX) throw invalid(`read has ${keysPb.length} keys; at most ${READ_KEYS_MAX}`);
@@ -184,7 +202,7 @@ export class TabletService {
     const columns = columnsFilter(t.meta, req.columns);
     const r = await t.read(keys, {
       ...(columns ? { columns } : {}),
-      ...(req.readHt ? { readHt: BigInt(req.readHt) } : {}),
+      ...(txn ? { txnId: txn.txnId, readHt: req.txn?.readHt ? BigInt(req.txn.readHt) : txn.startHt } : req.readHt ? { readHt: BigInt(req.readHt) } : {}),
       ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}),
     });
     return {
@@ -196,7 +214,7 @@ export class TabletService {
   }
 
   async scan(req: pb.ScanRequestPB): Promise<pb.ScanResponsePB> {
-    if (req.txn?.txnId) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'transactional scans are not supported yet');
+    const txn = req.txn?.txnId ? txnMetaFromPb(req.txn) : undefined;
     const t = this.tablet(req.tabletId);
     const limit = req.limit ? Number(req.limit) : SCAN_LIMIT_DEFAULT;
     if (!Number.isInteger(limit) || limit < 1 || limit > SCAN_LIMIT_MAX) throw invalid(`scan limit must be 1..${SCAN_LIMIT_MAX}`);
@@ -206,7 +224,7 @@ export class TabletService {
       ...(req.startKey?.length ? { startKey: req.startKey } : {}),
       ...(req.endKey?.length ? { endKey: req.endKey } : {}),
       ...(columns ? { columns } : {}),
-      ...(req.readHt ? { readHt: BigInt(req.readHt) } : {}),
+      ...(txn ? { txnId: txn.txnId, readHt: req.txn?.readHt ? BigInt(req.txn.readHt) : txn.startHt } : req.readHt ? { readHt: BigInt(req.readHt) } : {}),
       ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}),
     });
     return { rows: r.rows.map(rowToPb), resumeKey: r.resumeKey ?? new Uint8Array(0), readHt: r.readHt, propagatedHt: this.deps.clock.now() };

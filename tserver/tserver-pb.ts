@@ -32,6 +32,11 @@ export interface RowOpPB {
 }
 export interface TxnContextPB {
   txnId?: string;
+  statusTablet?: string;
+  isolation?: string;
+  priority?: number;
+  startHt?: bigint;
+  readHt?: bigint;
 }
 export interface WriteRequestPB {
   tabletId?: string;

@@ -234,6 +234,11 @@ export class TabletPeer {
     return this.docdb.listTransactions();
   }
 
+  /** Transactions with intents here and their status tablets (participant cleanup sweep). */
+  txnsWithIntents(): Array<[TxnId, string]> {
+    return [...this.txnStatusTablets.entries()];
+  }
+
   localOutcome(txnId: TxnId): TxnStatusInfo | undefined {
     return this.localOutcomes.get(txnId);
   }
@@ -508,6 +513,11 @@ export class TabletPeer {
     const uuid = this.raft.leaderId();
     const hint = uuid ? this.deps.peerAddress(uuid) : undefined;
     return new DbError(ErrorCode.NOT_THE_LEADER, `tablet ${this.tabletId}: this replica is not the leader`, { leaderUuid: uuid, leaderHint: hint ?? '' });
+  }
+
+  /** NOT_THE_LEADER (with hint) / LEADER_NOT_READY / not serving, as every tablet operation checks. */
+  checkLeader(): void {
+    this.checkServing();
   }
 
   private checkServing(): void {

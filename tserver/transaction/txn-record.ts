@@ -24,8 +24,8 @@ export interface TxnRecord {
   participants: string[];
 }
 
-/** Column id of the record bytes in the `transactions` table's rows. */
-export const RECORD_COLUMN_ID = 1;
+/** Column id of the record bytes in the `transactions` table's rows (txn_id = 1, record = 2, as the master numbers them). */
+export const RECORD_COLUMN_ID = 2;
 
 interface RecordJson {
   isolation: Isolation;

@@ -1,0 +1,328 @@
+/**
+ * TransactionCoordinator: the transaction records of one status tablet (a tablet of the system table
+ * `transactions`). Records change only through TXN_STATUS Raft entries; every replica keeps the map
+ * (fed by the tablet's apply stage) and a RegularDB row per record, so a restart rebuilds the map
+ * from DocDB. Only the leader answers RPCs, tracks heartbeats (memory only), expires silent
+ * transactions, and drives APPLY/REMOVE to the participants of finished transactions until every
+ * participant leader acknowledged — then it replicates FORGOTTEN, and an unknown id reads ABORTED.
+ *
+ * A new leader resets every heartbeat to "now" (it never saw the old ones) and re-drives every
+ * COMMITTED/ABORTED record (recovery after kill -9 of the old leader).
+ */
+import { DbError, ErrorCode } from '../../common/errors';
+import type { Flags } from '../../common/flags';
+import type { HybridClock } from '../../common/hybrid-clock';
+import type { HybridTime } from '../../common/hybrid-time';
+import { TxnId } from '../../common/ids';
+import type { Logger } from '../../common/log';
+import { Isolation } from '../../docdb/doc-db-api';
+import type { TabletPeer } from '../tablet/tablet-peer';
+import type { TabletOp } from '../tablet/tablet-op';
+import {
+  TEST_DISABLE_APPLY_COMMITTED_TRANSACTIONS,
+  TEST_FAIL_BEFORE_COMMIT_MS,
+  TEST_INJECT_TXN_GET_STATUS_DELAY_MS,
+  TRANSACTION_CHECK_INTERVAL_MS,
+  TRANSACTION_HEARTBEAT_USEC,
+  TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS,
+  TRANSACTION_RESEND_APPLYING_INTERVAL_MS,
+} from './txn-flags';
+import { decodeRecordPayload, decodeRecordRow, encodeRecordPayload, RECORD_COLUMN_ID, RecordStatus, type TxnRecord } from './txn-record';
+
+/** Records one status tablet holds before CreateTransaction answers SERVICE_UNAVAILABLE. */
+export const TXN_RECORDS_MAX = 100_000;
+/** Participants one transaction may name. */
+export const TXN_PARTICIPANTS_MAX = 100_000;
+/** Resend rounds of one APPLY/REMOVE drive before it gives up until the next leader term. */
+const DRIVE_ROUNDS_MAX = 1_000_000;
+const UPDATE_RPC_TIMEOUT_MS = 10_000;
+
+export interface CoordinatorDeps {
+  peer: TabletPeer;
+  flags: Flags;
+  clock: HybridClock;
+  log: Logger;
+  /** UpdateTransaction to a participant tablet's leader; resolves once it acknowledged. */
+  updateParticipant(tabletId: string, txnId: TxnId, type: 'APPLY' | 'REMOVE', commitHt: HybridTime, timeoutMs: number): Promise<void>;
+  nowMs?(): number;
+}
+
+export interface TxnInfo {
+  txnId: string;
+  status: string;
+  isolation: string;
+  startHt: HybridTime;
+  commitHt: HybridTime;
+  ageMs: number;
+  participants: string[];
+  lastHeartbeatMsAgo: number;
+  /** Participants that did not acknowledge APPLY/REMOVE yet (leader only). */
+  unacked: string[];
+}
+
+function notFound(id: string): DbError {
+  return new DbError(ErrorCode.TXN_ABORTED, `transaction ${id} is not known to its status tablet (aborted or expired)`);
+}
+
+export class TransactionCoordinator {
+  private readonly records = new Map<TxnId, TxnRecord>();
+  private readonly heartbeats = new Map<TxnId, number>();
+  private readonly createdMs = new Map<TxnId, number>();
+  /** Finished transactions being driven: the participants not yet acknowledged. */
+  private readonly driving = new Map<TxnId, Set<string>>();
+  /** Serializes state changes per transaction (commit vs abort vs expiry). */
+  private readonly txnLocks = new Map<TxnId, Promise<unknown>>();
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private readonly now: () => number;
+  readonly metrics = { created: 0, committed: 0, aborted: 0, expired: 0, forgotten: 0, applyRpcs: 0 };
+
+  constructor(private readonly deps: CoordinatorDeps) {
+    this.now = deps.nowMs ?? (() => performance.now());
+  }
+
+  get tabletId(): string {
+    return this.deps.peer.tabletId;
+  }
+
+  async start(): Promise<void> {
+    const peer = this.deps.peer;
+    peer.setTxnStatusListener((op) => this.onApplied(op));
+    peer.setLeaderListener((c) => {
+      if (c.isLeader) this.onBecomeLeader();
+      else this.driving.clear();
+    });
+    await this.load();
+    if (peer.isLeaderReady()) this.onBecomeLeader();
+    this.timer = setInterval(() => this.tick(), this.deps.flags.get(TRANSACTION_CHECK_INTERVAL_MS));
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    this.deps.peer.setTxnStatusListener(undefined);
+    this.deps.peer.setLeaderListener(undefined);
+  }
+
+  /** Rebuild the map from the RegularDB rows (entries applied later update it through the listener). */
+  private async load(): Promise<void> {
+    let start: Uint8Array | undefined;
+    for (let page = 0; page < 1000; page++) {
+      const r = await this.deps.peer.db().scan({ readHt: (1n << 63n) - 1n, resolveStatus: () => Promise.resolve({ status: 'PENDING' }), limit: 1000, ...(start ? { startKey: start } : {}) });
+      for (const row of r.rows) {
+        const id = row.key.hashed[0];
+        const v = row.columns.get(RECORD_COLUMN_ID);
+        if (typeof id !== 'string' || !(v instanceof Uint8Array)) continue;
+        const txnId = TxnId(id);
+        if (!this.records.has(txnId)) this.records.set(txnId, decodeRecordRow(txnId, v));
+      }
+      if (!r.resumeKey) break;
+      start = r.resumeKey;
+    }
+    const t = this.now();
+    for (const id of this.records.keys()) this.createdMs.set(id, t);
+  }
+
+  private onApplied(op: Extract<TabletOp, { type: 'TXN_STATUS' }>): void {
+    if (op.status === RecordStatus.FORGOTTEN) {
+      this.records.delete(op.txnId);
+      this.heartbeats.delete(op.txnId);
+      this.createdMs.delete(op.txnId);
+      this.driving.delete(op.txnId);
+      return;
+    }
+    if (op.status !== 'PENDING' && op.status !== 'COMMITTED' && op.status !== 'ABORTED') return;
+    const rec = decodeRecordPayload(op.txnId, op.status, op.payload);
+    this.records.set(op.txnId, rec);
+    if (!this.createdMs.has(op.txnId)) this.createdMs.set(op.txnId, this.now());
+    if (rec.status === 'PENDING' && !this.heartbeats.has(op.txnId)) this.heartbeats.set(op.txnId, this.now());
+  }
+
+  private onBecomeLeader(): void {
+    const t = this.now();
+    for (const [id, r] of this.records) if (r.status === 'PENDING') this.heartbeats.set(id, t);
+  }
+
+  private requireLeader(): void {
+    if (this.stopped) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `status tablet ${this.tabletId} is stopping`);
+    // Throws NOT_THE_LEADER (with hint) / LEADER_NOT_READY like every tablet operation.
+    if (!this.deps.peer.isLeaderReady()) this.deps.peer.checkLeader();
+  }
+
+  private withTxnLock<T>(id: TxnId, f: () => Promise<T>): Promise<T> {
+    const prev = this.txnLocks.get(id) ?? Promise.resolve();
+    const run = prev.then(f, f);
+    const tail = run.catch(() => undefined);
+    this.txnLocks.set(id, tail);
+    void tail.then(() => {
+      if (this.txnLocks.get(id) === tail) this.txnLocks.delete(id);
+    });
+    return run;
+  }
+
+  private async replicate(rec: TxnRecord | { txnId: TxnId; status: 'FORGOTTEN' }, ht: HybridTime): Promise<void> {
+    const payload = rec.status === 'FORGOTTEN' ? new Uint8Array(0) : encodeRecordPayload(rec);
+    await this.deps.peer.proposeOp({ type: 'TXN_STATUS', txnId: rec.txnId, status: rec.status, ht, payload });
+  }
+
+  // ---- RPCs ------------------------------------------------------------------------------------
+
+  async create(txnId: TxnId, isolation: Isolation, priority: number, propagatedHt?: HybridTime): Promise<HybridTime> {
+    this.requireLeader();
+    if (propagatedHt) this.deps.clock.update(propagatedHt);
+    return this.withTxnLock(txnId, async () => {
+      const existing = this.records.get(txnId);
+      if (existing) {
+        if (existing.status !== 'PENDING') throw notFound(txnId);
+        return existing.startHt; // a retried CreateTransaction
+      }
+      if (this.records.size >= TXN_RECORDS_MAX) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `status tablet ${this.tabletId} holds ${TXN_RECORDS_MAX} transactions`);
+      const ht = this.deps.peer.nextHt();
+      const rec: TxnRecord = { txnId, status: 'PENDING', isolation, priority, startHt: ht, commitHt: 0n, participants: [] };
+      this.heartbeats.set(txnId, this.now());
+      await this.replicate(rec, ht);
+      this.metrics.created++;
+      return ht;
+    });
+  }
+
+  heartbeat(txnId: TxnId): string {
+    this.requireLeader();
+    const r = this.records.get(txnId);
+    if (!r) return 'ABORTED';
+    if (r.status === 'PENDING') this.heartbeats.set(txnId, this.now());
+    return r.status;
+  }
+
+  async commit(txnId: TxnId, participants: string[], propagatedHt?: HybridTime): Promise<HybridTime> {
+    const delay = this.deps.flags.get(TEST_FAIL_BEFORE_COMMIT_MS);
+    if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+    this.requireLeader();
+    if (propagatedHt) this.deps.clock.update(propagatedHt);
+    if (participants.length > TXN_PARTICIPANTS_MAX) throw new DbError(ErrorCode.INVALID_ARGUMENT, `at most ${TXN_PARTICIPANTS_MAX} participants`);
+    const commitHt = await this.withTxnLock(txnId, async () => {
+      const r = this.records.get(txnId);
+      if (!r || r.status === 'ABORTED') throw notFound(txnId);
+      if (r.status === 'COMMITTED') return r.commitHt; // a retried commit
+      this.requireLeader();
+      // The leader's clock already passed every read time a PENDING answer was given for.
+      const ht = this.deps.peer.nextHt();
+      await this.replicate({ ...r, status: 'COMMITTED', commitHt: ht, participants: [...new Set(participants)] }, ht);
+      this.metrics.committed++;
+      return ht;
+    });
+    this.drive(txnId);
+    return commitHt;
+  }
+
+  async abort(txnId: TxnId, participants: string[], why = 'client'): Promise<'ABORTED' | 'COMMITTED'> {
+    this.requireLeader();
+    const st = await this.withTxnLock(txnId, async () => {
+      const r = this.records.get(txnId);
+      if (!r) return 'ABORTED' as const;
+      if (r.status === 'COMMITTED') return 'COMMITTED' as const;
+      if (r.status === 'ABORTED') return 'ABORTED' as const;
+      const merged = [...new Set([...r.participants, ...participants])].slice(0, TXN_PARTICIPANTS_MAX);
+      await this.replicate({ ...r, status: 'ABORTED', participants: merged }, this.deps.peer.nextHt());
+      this.metrics.aborted++;
+      this.deps.log.debug({ txnId, why }, 'transaction aborted');
+      return 'ABORTED' as const;
+    });
+    if (st === 'ABORTED') this.drive(txnId);
+    return st;
+  }
+
+  async getStatus(txnIds: TxnId[], readHt?: HybridTime): Promise<Array<{ txnId: TxnId; status: string; commitHt: HybridTime; priority: number }>> {
+    const delay = this.deps.flags.get(TEST_INJECT_TXN_GET_STATUS_DELAY_MS);
+    if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+    this.requireLeader();
+    // A PENDING answer promises the commit time will exceed the reader's read time.
+    if (readHt) this.deps.clock.update(readHt);
+    return txnIds.map((txnId) => {
+      const r = this.records.get(txnId);
+      if (!r) return { txnId, status: 'ABORTED', commitHt: 0n, priority: 0 };
+      return { txnId, status: r.status, commitHt: r.commitHt, priority: r.priority };
+    });
+  }
+
+  // ---- background: expiry and APPLY/REMOVE driving ----------------------------------------------
+
+  private tick(): void {
+    if (this.stopped || !this.deps.peer.isLeaderReady()) return;
+    const limitMs = (this.deps.flags.get(TRANSACTION_HEARTBEAT_USEC) / 1000) * this.deps.flags.get(TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS);
+    const t = this.now();
+    for (const [id, r] of this.records) {
+      if (r.status === 'PENDING') {
+        const hb = this.heartbeats.get(id) ?? t;
+        if (!this.heartbeats.has(id)) this.heartbeats.set(id, t);
+        if (t - hb > limitMs) {
+          this.metrics.expired++;
+          void this.abort(id, [], 'expired').catch((err: unknown) => this.deps.log.debug({ err, txnId: id }, 'expiry abort failed; retried next check'));
+        }
+      } else {
+        this.drive(id);
+      }
+    }
+  }
+
+  /** Send APPLY (committed) or REMOVE (aborted) to every participant until all acknowledged, then forget. */
+  private drive(txnId: TxnId): void {
+    if (this.driving.has(txnId) || this.stopped) return;
+    const r = this.records.get(txnId);
+    if (!r || r.status === 'PENDING') return;
+    if (r.status === 'COMMITTED' && this.deps.flags.get(TEST_DISABLE_APPLY_COMMITTED_TRANSACTIONS)) return;
+    const pending = new Set(r.participants);
+    this.driving.set(txnId, pending);
+    void (async () => {
+      const type = r.status === 'COMMITTED' ? 'APPLY' : 'REMOVE';
+      for (let round = 0; round < DRIVE_ROUNDS_MAX && pending.size > 0; round++) {
+        if (this.stopped || this.driving.get(txnId) !== pending || !this.deps.peer.isLeaderReady()) return;
+        await Promise.all(
+          [...pending].map(async (tablet) => {
+            this.metrics.applyRpcs++;
+            try {
+              await this.deps.updateParticipant(tablet, txnId, type, r.commitHt, UPDATE_RPC_TIMEOUT_MS);
+              pending.delete(tablet);
+            } catch (err) {
+              // A deleted participant tablet has nothing left to apply.
+              if (err instanceof DbError && (err.code === ErrorCode.TABLET_NOT_FOUND || err.code === ErrorCode.TABLE_NOT_FOUND)) pending.delete(tablet);
+              else this.deps.log.debug({ err, txnId, tablet, type }, 'UpdateTransaction not acknowledged; resending');
+            }
+          }),
+        );
+        if (pending.size > 0) await new Promise((res) => setTimeout(res, this.deps.flags.get(TRANSACTION_RESEND_APPLYING_INTERVAL_MS)));
+      }
+      if (pending.size > 0 || this.stopped || this.driving.get(txnId) !== pending) return;
+      try {
+        await this.withTxnLock(txnId, () => this.replicate({ txnId, status: 'FORGOTTEN' }, this.deps.peer.nextHt()));
+        this.metrics.forgotten++;
+      } catch (err) {
+        this.deps.log.debug({ err, txnId }, 'forgetting a finished transaction failed; retried next check');
+      } finally {
+        if (this.driving.get(txnId) === pending) this.driving.delete(txnId);
+      }
+    })();
+  }
+
+  /** Records for the console (/transactions) and tests. */
+  snapshot(): TxnInfo[] {
+    const t = this.now();
+    return [...this.records.values()].map((r) => ({
+      txnId: r.txnId,
+      status: r.status,
+      isolation: r.isolation,
+      startHt: r.startHt,
+      commitHt: r.commitHt,
+      ageMs: Math.round(t - (this.createdMs.get(r.txnId) ?? t)),
+      participants: r.participants,
+      lastHeartbeatMsAgo: Math.round(t - (this.heartbeats.get(r.txnId) ?? t)),
+      unacked: [...(this.driving.get(r.txnId) ?? [])],
+    }));
+  }
+}
+
+export function parseIsolation(s: string | undefined): Isolation {
+  if (!s || s === 'snapshot') return Isolation.SNAPSHOT;
+  if (s === 'serializable') return Isolation.SERIALIZABLE;
+  throw new DbError(ErrorCode.INVALID_ARGUMENT, `unknown isolation '${s}' (snapshot | serializable)`);
+}

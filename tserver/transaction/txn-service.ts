@@ -1,0 +1,254 @@
+/**
+ * The tserver's transaction services: TransactionCoordinatorService (answered by the coordinator of
+ * the named status tablet, when this server hosts its leader) and TransactionParticipantService
+ * (UpdateTransaction APPLY/REMOVE → one APPLY_TXN / REMOVE_TXN entry in the participant tablet's
+ * Raft log; the leader acknowledges after its own apply). Also owns the coordinators of the status
+ * tablets hosted here, the status client every replica resolves intents with, and the participant
+ * sweep that removes intents of transactions found aborted (expired ones nobody told us about).
+ */
+import { DbError, ErrorCode } from '../../common/errors';
+import type { Flags } from '../../common/flags';
+import type { HybridClock } from '../../common/hybrid-clock';
+import type { HybridTime } from '../../common/hybrid-time';
+import { TxnId } from '../../common/ids';
+import type { Logger } from '../../common/log';
+import type { Rng } from '../../common/rng';
+import type * as pb from '../../rpc/service-methods';
+import type { RpcClient, RpcServer } from '../../rpc/types';
+import type { TabletManager } from '../tablet-manager';
+import type { TabletPeer } from '../tablet/tablet-peer';
+import { parseIsolation, TransactionCoordinator, type TxnInfo } from './coordinator';
+import { TabletLocator } from './tablet-locator';
+import { TEST_TRANSACTION_IGNORE_APPLYING_PROBABILITY, TRANSACTION_CHECK_INTERVAL_MS } from './txn-flags';
+import { isValidTxnId } from './txn-record';
+import { TxnStatusClient } from './txn-status-client';
+
+/** The system table whose tablets are status tablets. */
+export const TRANSACTIONS_TABLE = 'transactions';
+/** Transactions one participant tablet checks per sweep. */
+const SWEEP_TXNS_MAX = 100;
+/** The sweep runs every this many check intervals. */
+const SWEEP_EVERY_CHECKS = 4;
+const TXN_IDS_PER_STATUS_REQUEST_MAX = 1000;
+
+export interface TxnServiceDeps {
+  manager(): TabletManager;
+  flags: Flags;
+  clock: HybridClock;
+  log: Logger;
+  rng: Rng;
+  client: RpcClient;
+  masters(): string[];
+  coordinatorMethods: pb.TxnCoordinatorMethods;
+  participantMethods: pb.TxnParticipantMethods;
+  masterMethods: Pick<pb.MasterMethods, 'listTables' | 'getTableLocations'>;
+}
+
+export interface TransactionsJson {
+  coordinators: Array<{ tabletId: string; role: string; transactions: TxnInfo[] }>;
+  participants: Array<{ tabletId: string; table: string; role: string; transactions: Array<{ txnId: string; statusTablet: string; isolation: string; startHt: string; intentCount: number; applyingCommitHt: string }> }>;
+}
+
+function invalid(msg: string): DbError {
+  return new DbError(ErrorCode.INVALID_ARGUMENT, msg);
+}
+
+function txnIdOf(s: string | undefined): TxnId {
+  if (!isValidTxnId(s)) throw invalid(`bad txn_id '${String(s)}' (1..128 of [0-9A-Za-z_-])`);
+  return TxnId(s);
+}
+
+export class TxnService {
+  private readonly coordinators = new Map<string, TransactionCoordinator>();
+  readonly locator: TabletLocator;
+  readonly statusClient: TxnStatusClient;
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private sweeping = false;
+  private checks = 0;
+
+  constructor(private readonly deps: TxnServiceDeps) {
+    const { client, masterMethods, coordinatorMethods } = deps;
+    this.locator = new TabletLocator({
+      masters: deps.masters,
+      listTables: (a, r, t) => client.call(a, masterMethods.listTables, r, { timeoutMs: t }),
+      getTableLocations: (a, r, t) => client.call(a, masterMethods.getTableLocations, r, { timeoutMs: t }),
+      localReplicas: (id) => {
+        const m = deps.manager();
+        if (!m.has(id)) return [];
+        const p = m.get(id);
+        const leader = p.status().leader;
+        const l = leader ? m.addressOf(leader) : undefined;
+        return [...(l ? [l] : []), ...p.meta.peers.map((x) => m.addressOf(x.uuid) ?? x.rpcAddress)];
+      },
+      log: deps.log,
+    });
+    this.statusClient = new TxnStatusClient({
+      locator: this.locator,
+      getStatus: (a, r, t) => client.call(a, coordinatorMethods.getTransactionStatus, r, { timeoutMs: t }),
+      abort: (a, r, t) => client.call(a, coordinatorMethods.abortTransaction, r, { timeoutMs: t }),
+      onHybridTime: (ht) => deps.clock.update(ht),
+    });
+  }
+
+  start(): void {
+    this.sweepTimer = setInterval(() => {
+      if (++this.checks % SWEEP_EVERY_CHECKS !== 0 || this.sweeping) return;
+      this.sweeping = true;
+      void this.sweep().finally(() => (this.sweeping = false));
+    }, this.deps.flags.get(TRANSACTION_CHECK_INTERVAL_MS));
+  }
+
+  stop(): void {
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    for (const c of this.coordinators.values()) c.stop();
+    this.coordinators.clear();
+  }
+
+  // ---- coordinators of the status tablets hosted here -------------------------------------------
+
+  async onPeerOpened(peer: TabletPeer): Promise<void> {
+    if (peer.meta.tableName !== TRANSACTIONS_TABLE) return;
+    const c = new TransactionCoordinator({
+      peer,
+      flags: this.deps.flags,
+      clock: this.deps.clock,
+      log: this.deps.log.child({ statusTablet: peer.tabletId }),
+      updateParticipant: (tabletId, txnId, type, commitHt, timeoutMs) => this.sendUpdate(tabletId, txnId, type, commitHt, timeoutMs),
+    });
+    this.coordinators.set(peer.tabletId, c);
+    await c.start();
+  }
+
+  onPeerClosing(peer: TabletPeer): void {
+    const c = this.coordinators.get(peer.tabletId);
+    if (!c) return;
+    c.stop();
+    this.coordinators.delete(peer.tabletId);
+  }
+
+  private async sendUpdate(tabletId: string, txnId: TxnId, type: 'APPLY' | 'REMOVE', commitHt: HybridTime, timeoutMs: number): Promise<void> {
+    await this.locator.call(tabletId, (addr) => this.deps.client.call(addr, this.deps.participantMethods.updateTransaction, { tabletId, txnId, type, commitHt }, { timeoutMs }));
+  }
+
+  private coordinator(statusTablet: string | undefined): TransactionCoordinator {
+    if (!statusTablet) throw invalid('status_tablet missing');
+    const c = this.coordinators.get(statusTablet);
+    if (c) return c;
+    if (this.deps.manager().has(statusTablet)) throw invalid(`tablet ${statusTablet} is not a status tablet`);
+    throw new DbError(ErrorCode.TABLET_NOT_FOUND, `status tablet ${statusTablet} not found on this server`, { tabletId: statusTablet });
+  }
+
+  // ---- TransactionCoordinatorService ------------------------------------------------------------
+
+  async createTransaction(req: pb.CreateTransactionRequestPB): Promise<pb.CreateTransactionResponsePB> {
+    const c = this.coordinator(req.statusTablet);
+    const priority = req.priority ?? 0;
+    if (!Number.isFinite(priority)) throw invalid('priority must be a finite number');
+    const readHt = await c.create(txnIdOf(req.txnId), parseIsolation(req.isolation), priority, req.propagatedHt || undefined);
+    return { readHt, propagatedHt: this.deps.clock.now() };
+  }
+
+  heartbeatTransaction(req: pb.HeartbeatTransactionRequestPB): Promise<pb.HeartbeatTransactionResponsePB> {
+    return Promise.resolve({ status: this.coordinator(req.statusTablet).heartbeat(txnIdOf(req.txnId)) });
+  }
+
+  async commitTransaction(req: pb.CommitTransactionRequestPB): Promise<pb.CommitTransactionResponsePB> {
+    const c = this.coordinator(req.statusTablet);
+    const parts = (req.participantTablets ?? []).filter((s) => typeof s === 'string' && s.length > 0);
+    return { commitHt: await c.commit(txnIdOf(req.txnId), parts, req.propagatedHt || undefined) };
+  }
+
+  async abortTransaction(req: pb.AbortTransactionRequestPB): Promise<pb.AbortTransactionResponsePB> {
+    const c = this.coordinator(req.statusTablet);
+    const parts = (req.participantTablets ?? []).filter((s) => typeof s === 'string' && s.length > 0);
+    return { status: await c.abort(txnIdOf(req.txnId), parts) };
+  }
+
+  async getTransactionStatus(req: pb.GetTransactionStatusRequestPB): Promise<pb.GetTransactionStatusResponsePB> {
+    const c = this.coordinator(req.statusTablet);
+    const ids = req.txnIds ?? [];
+    if (ids.length > TXN_IDS_PER_STATUS_REQUEST_MAX) throw invalid(`at most ${TXN_IDS_PER_STATUS_REQUEST_MAX} txn ids per request`);
+    const st = await c.getStatus(ids.map(txnIdOf), req.readHt || undefined);
+    return { statuses: st.map((s) => ({ txnId: s.txnId, status: s.status, commitHt: s.commitHt, priority: s.priority })), propagatedHt: this.deps.clock.now() };
+  }
+
+  // ---- TransactionParticipantService -----------------------------------------------------------
+
+  async updateTransaction(req: pb.UpdateTransactionRequestPB): Promise<pb.UpdateTransactionResponsePB> {
+    if (!req.tabletId) throw invalid('tablet_id missing');
+    const peer = this.deps.manager().get(req.tabletId);
+    const txnId = txnIdOf(req.txnId);
+    peer.checkLeader();
+    if (req.type === 'APPLY') {
+      const commitHt = req.commitHt ?? 0n;
+      if (commitHt <= 0n) throw invalid('APPLY needs commit_ht');
+      if (this.deps.rng.next() < this.deps.flags.get(TEST_TRANSACTION_IGNORE_APPLYING_PROBABILITY)) return {};
+      if (peer.localOutcome(txnId)?.status === 'COMMITTED') return {};
+      await peer.proposeOp({ type: 'APPLY_TXN', txnId, commitHt });
+      return {};
+    }
+    if (req.type === 'REMOVE') {
+      if (peer.localOutcome(txnId)?.status === 'ABORTED') return {};
+      await peer.proposeOp({ type: 'REMOVE_TXN', txnId });
+      return {};
+    }
+    throw invalid(`unknown update type '${String(req.type)}' (APPLY | REMOVE)`);
+  }
+
+  // ---- participant sweep -----------------------------------------------------------------------
+
+  /** Remove intents of transactions whose status tablet says ABORTED (expired, lost a conflict). */
+  private async sweep(): Promise<void> {
+    for (const peer of this.deps.manager().list()) {
+      if (!peer.isLeaderReady() || peer.meta.tableName === TRANSACTIONS_TABLE) continue;
+      const ids = peer.txnsWithIntents().slice(0, SWEEP_TXNS_MAX);
+      for (const id of peer.cleanupQueue) if (ids.length < SWEEP_TXNS_MAX * 2) ids.push([id, '']);
+      for (const [txnId, statusTablet] of ids) {
+        try {
+          const aborted = statusTablet === '' || (await this.statusClient.getStatus(txnId, statusTablet, this.deps.clock.now())).status === 'ABORTED';
+          if (aborted && peer.localOutcome(txnId) === undefined) await peer.proposeOp({ type: 'REMOVE_TXN', txnId });
+        } catch (err) {
+          this.deps.log.debug({ err, txnId, tablet: peer.tabletId }, 'participant sweep: status check failed');
+        }
+      }
+    }
+  }
+
+  // ---- console data ----------------------------------------------------------------------------
+
+  coordinatorOf(tabletId: string): TransactionCoordinator | undefined {
+    return this.coordinators.get(tabletId);
+  }
+
+  /** Running transactions on the coordinators and participants of this server (for /transactions). */
+  async snapshot(): Promise<TransactionsJson> {
+    const coordinators: TransactionsJson['coordinators'] = [];
+    for (const [tabletId, c] of this.coordinators) {
+      const m = this.deps.manager();
+      coordinators.push({ tabletId, role: m.has(tabletId) ? m.get(tabletId).status().role : '', transactions: c.snapshot() });
+    }
+    const participants: TransactionsJson['participants'] = [];
+    for (const p of this.deps.manager().list()) {
+      if (p.meta.tableName === TRANSACTIONS_TABLE) continue;
+      const txns = await p.transactions().catch(() => []);
+      if (txns.length === 0) continue;
+      participants.push({
+        tabletId: p.tabletId,
+        table: p.meta.tableName,
+        role: p.status().role,
+        transactions: txns.map((t) => ({ txnId: t.meta.txnId, statusTablet: t.meta.statusTablet, isolation: t.meta.isolation, startHt: t.meta.startHt.toString(), intentCount: t.intentCount, applyingCommitHt: t.applying ? t.applying.commitHt.toString() : '' })),
+      });
+    }
+    return { coordinators, participants };
+  }
+
+  register(server: RpcServer): void {
+    const cm = this.deps.coordinatorMethods;
+    server.handle(cm.createTransaction, (r) => this.createTransaction(r));
+    server.handle(cm.heartbeatTransaction, (r) => this.heartbeatTransaction(r));
+    server.handle(cm.commitTransaction, (r) => this.commitTransaction(r));
+    server.handle(cm.abortTransaction, (r) => this.abortTransaction(r));
+    server.handle(cm.getTransactionStatus, (r) => this.getTransactionStatus(r));
+    server.handle(this.deps.participantMethods.updateTransaction, (r) => this.updateTransaction(r));
+  }
+}
