@@ -13,3 +13,5 @@ export * from './verify-cluster';
 export * from './verify-report';
 export * from './verify-runner';
 export * from './crash-loop';
+export * from './bank-workload';
+export * from './append-workload';

@@ -12,6 +12,8 @@ import { HistoryRecorder } from './history';
 import { Nemesis } from './nemesis';
 import { buildSchedule, type NemesisKind } from './nemesis-schedule';
 import { RegisterWorkload } from './register-workload';
+import { BankWorkload } from './bank-workload';
+import { AppendWorkload } from './append-workload';
 import { SetWorkload } from './set-workload';
 import { VerifyCluster } from './verify-cluster';
 import { judge, unavailableReport, type WorkloadReport } from './verify-report';
@@ -41,13 +43,15 @@ export const DEFAULT_CONCURRENCY = 10;
 export const DEFAULT_OPS_MAX = 200_000;
 export const DEFAULT_OP_TIMEOUT_MS = 2_000;
 const CLUSTER_UP_TIMEOUT_MS = 60_000;
+const FAIL_BACKOFF_MS = 20;
 
 /** A workload, or why it cannot run on this tree. */
 export function makeWorkload(name: WorkloadName, client?: TesseraClient): Workload | string {
   if (name === 'register') return new RegisterWorkload();
   if (name === 'set') return new SetWorkload();
   const hasTxn = client !== undefined && typeof (client as unknown as Record<string, unknown>)['beginTransaction'] === 'function';
-  return hasTxn ? `${name}: the workload over client.beginTransaction is not written yet` : `${name}: needs client.beginTransaction (distributed transactions are not in this tree yet)`;
+  if (!hasTxn) return `${name}: needs client.beginTransaction (distributed transactions are not in this tree yet)`;
+  return name === 'bank' ? new BankWorkload() : new AppendWorkload();
 }
 
 export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
@@ -63,7 +67,12 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
     client = await TesseraClient.connect({ masterAddresses: cluster.masterAddresses, timeoutMs: 10_000 });
     const w = makeWorkload(o.workload, client);
     if (typeof w === 'string') return unavailableReport(o.workload, w, o.seed, 0);
-    await w.setup(client);
+    try {
+      await w.setup(client);
+    } catch (e) {
+      if (o.workload === 'bank' || o.workload === 'append') return unavailableReport(o.workload, `${o.workload}: setup failed: ${(e as Error).message}`, o.seed, 0);
+      throw e;
+    }
     const recorder = new HistoryRecorder();
     const schedule = buildSchedule({ seed: o.seed, kinds: o.nemesis, timeMs: o.timeMs, tservers: 3, ...(o.skewBeyond ? { skewBeyond: true } : {}) });
     log(`${o.workload}: ${schedule.length} fault window(s) scheduled over ${o.timeMs} ms (seed ${o.seed})`);
@@ -83,6 +92,8 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
         const type = await w.step({ client: c, recorder, process: proc, rng, opTimeoutMs: o.opTimeoutMs ?? DEFAULT_OP_TIMEOUT_MS });
         // An indeterminate op retires its process (Jepsen): a new process id takes the slot.
         if (type === 'info') proc += concurrency;
+        // A failing cluster must not be hammered in a tight loop (and fill the history with fails).
+        if (type !== 'ok') await new Promise((r) => setTimeout(r, FAIL_BACKOFF_MS));
       }
     };
     await Promise.all(Array.from({ length: concurrency }, (_, i) => worker(i)));
@@ -91,8 +102,8 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
     // Heal whatever the last window left behind, then let the cluster settle before the final read.
     for (const s of cluster.servers) cluster.resume(s);
     for (const s of cluster.servers) if (!cluster.isRunning(s)) cluster.start(s);
-    await nemesis.partition([]).catch((e: Error) => log(`heal: ${e.message}`));
     await cluster.waitHealthy(CLUSTER_UP_TIMEOUT_MS);
+    await nemesis.partition([]).catch((e: Error) => log(`heal: ${e.message}`));
     await w.final(client, recorder, concurrency * 1_000_000);
     fs.mkdirSync(o.dir, { recursive: true });
     fs.writeFileSync(path.join(o.dir, `history-${o.workload}.json`), JSON.stringify({ workload: o.workload, seed: o.seed, faults: nemesis.windows, history: recorder.ops }));

@@ -69,3 +69,14 @@ export async function retryBounded<T>(f: () => Promise<T>, attemptsMax: number, 
   }
   throw last;
 }
+
+/** Bound on waiting for the master to create the system table `transactions`. */
+export const TXN_TABLE_WAIT_MS = 30_000;
+
+/** Transactional workloads need the status tablets: wait (bounded) until `transactions` has tablets. */
+export async function waitForTransactionsTable(client: TesseraClient): Promise<void> {
+  await retryBounded(async () => {
+    const loc = await client.tableLocations('transactions', { timeoutMs: 2_000 });
+    if (loc.tablets.length === 0 || loc.tablets.some((t) => !t.replicas.some((r) => r.role === 'LEADER'))) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, 'status tablets have no leaders yet');
+  }, Math.ceil(TXN_TABLE_WAIT_MS / 500), 500);
+}

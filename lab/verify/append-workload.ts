@@ -1,0 +1,86 @@
+/**
+ * List-append (Elle-style): transactions of 1-4 micro-ops over a rolling set of keys; an append reads
+ * the key's list (a comma-separated string column) and writes it back with a unique element added.
+ * Checked with checkListAppend under snapshot isolation (G2-item allowed).
+ */
+import type { TesseraClient } from '../../client/tessera-client';
+import type { Transaction } from '../../client/transaction';
+import type { HistoryOp } from './history';
+import { checkListAppend, type MicroOp } from './list-append-checker';
+import { completionOfError, errorText, type OpContext, type Workload, type WorkloadVerdict, waitForTransactionsTable } from './workload';
+
+export const APPEND_TABLE = 'verify_append';
+const ACTIVE_KEYS = 6;
+/** Transactions per key generation: keys roll over so lists stay short. */
+const TXNS_PER_GENERATION = 300;
+const MOPS_MAX = 4;
+
+function parseList(v: unknown): number[] {
+  return typeof v === 'string' && v.length ? v.split(',').map(Number) : [];
+}
+
+export class AppendWorkload implements Workload {
+  readonly name = 'append';
+  readonly table = APPEND_TABLE;
+  private started = 0;
+  private nextElement = 1;
+
+  async setup(client: TesseraClient): Promise<void> {
+    await waitForTransactionsTable(client);
+    await client.createTable({ name: APPEND_TABLE, columns: [{ name: 'k', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['k'] }, numTablets: 3, replicationFactor: 3, ifNotExists: true });
+  }
+
+  async step(ctx: OpContext): Promise<'ok' | 'fail' | 'info'> {
+    const gen = Math.floor(this.started++ / TXNS_PER_GENERATION);
+    const n = 1 + ctx.rng.int(MOPS_MAX);
+    const mops: MicroOp[] = [];
+    for (let i = 0; i < n; i++) {
+      const k = String(gen * ACTIVE_KEYS + ctx.rng.int(ACTIVE_KEYS));
+      mops.push(ctx.rng.chance(0.5) ? ['append', k, this.nextElement++] : ['r', k, null]);
+    }
+    const inv = ctx.recorder.invoke(ctx.process, 'txn', mops);
+    let txn: Transaction | undefined;
+    let committing = false;
+    try {
+      txn = await ctx.client.beginTransaction({ isolation: 'snapshot', timeoutMs: ctx.opTimeoutMs });
+      const t = txn.table(APPEND_TABLE);
+      const done: MicroOp[] = [];
+      for (const m of mops) {
+        const row = await t.get({ k: BigInt(m[1]) }, { timeoutMs: ctx.opTimeoutMs });
+        const list = parseList(row?.['v']);
+        if (m[0] === 'r') {
+          done.push(['r', m[1], list]);
+        } else {
+          await t.upsert({ k: BigInt(m[1]), v: [...list, m[2]].join(',') }, { timeoutMs: ctx.opTimeoutMs });
+          done.push(m);
+        }
+      }
+      committing = true;
+      await txn.commit({ timeoutMs: ctx.opTimeoutMs });
+      ctx.recorder.complete(inv, 'ok', done);
+      return 'ok';
+    } catch (e) {
+      const type = committing ? completionOfError(e, false) : 'fail';
+      if (!committing) await txn?.abort({ timeoutMs: 1_000 }).catch(() => undefined);
+      ctx.recorder.complete(inv, type, mops, errorText(e));
+      return type;
+    }
+  }
+
+  async final(): Promise<void> {
+    // Elle needs no final read: the reads inside the transactions carry the version orders.
+  }
+
+  check(history: readonly HistoryOp[]): WorkloadVerdict {
+    const r = checkListAppend(history, 'snapshot-isolation');
+    const anomalies: Record<string, number> = {};
+    const details = [`txns ok ${r.txns.ok}, fail ${r.txns.fail}, info ${r.txns.info}`];
+    for (const [name, list] of Object.entries(r.anomalies)) {
+      if (!list || list.length === 0) continue;
+      const allowed = (r.allowed as string[]).includes(name);
+      if (!allowed) anomalies[name] = list.length;
+      details.push(`${name}${allowed ? ' (allowed under snapshot isolation)' : ''}: ${list.length}; first: ${JSON.stringify(list[0]).slice(0, 400)}`);
+    }
+    return { valid: r.valid, anomalies, lostWrites: anomalies['lost-update'] ?? 0, details };
+  }
+}
