@@ -34,8 +34,9 @@ import { IntentsDb, isStrongIntent } from './intents-db';
 import type { KvEngine } from './kv-engine';
 import { ReaderRegistry } from './reader-registry';
 import { RegularDb } from './regular-db';
+import { contentChecksum, type ContentChecksum } from './content-checksum';
 import { TxnLocks } from './txn-locks';
-import { encodeRowDocKey, parseIntentKeyToSubKey } from './storage-keys';
+import { REGULAR_DATA_END, REGULAR_DATA_START, encodeRowDocKey, parseIntentKeyToSubKey } from './storage-keys';
 import { APPLY_STATE_PREFIX, decodeApplyState, decodeStoredMeta, decodeTxnKey, prefixEnd, TXN_PREFIX, type ApplyState } from './txn-records';
 
 export interface DocDbDeps {
@@ -192,6 +193,11 @@ export class DocDb implements DocDbApi {
       regulardb: { memtableBytes: r.memtableBytes, sstBytes: r.sstBytes },
       intentsdb: { memtableBytes: i.memtableBytes, sstBytes: i.sstBytes, intentCount: this.intentsDb.intentCount },
     };
+  }
+
+  /** Digest of RegularDB's data (keys with versions, values) for comparing replicas. */
+  regularChecksum(): Promise<ContentChecksum> {
+    return contentChecksum(this.regularDb.db.engine, REGULAR_DATA_START, REGULAR_DATA_END);
   }
 
   /** Keep reads at `readHt` possible until the returned function is called (caps GC's cutoff). */

@@ -9,3 +9,4 @@ export type { GcResult } from './gc';
 export type { ApplyState } from './txn-records';
 export { TXN_MAX_APPLY_BATCH_RECORDS, TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC } from './docdb-flags';
 export { compareOpId, OP_ID_ZERO } from './frontier';
+export * from './content-checksum';
