@@ -1,0 +1,193 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Flags } from '../../common/flags';
+import { HybridClock } from '../../common/hybrid-clock';
+import { SystemClock } from '../../common/clock';
+import { SeededRng } from '../../common/rng';
+import { silentLogger } from '../../common/log';
+import { DbError, ErrorCode } from '../../common/errors';
+import { TxnId } from '../../common/ids';
+import type { HybridTime } from '../../common/hybrid-time';
+import { RocksDbEngine } from '../../docdb/rocksdb-engine';
+import { DocDb } from '../../docdb/doc-db';
+import { RawNode } from '../../raft/raw-node';
+import { FileLogStorage } from '../../raft/wal/file-log-storage';
+import { TabletPeer } from '../../tserver/tablet/tablet-peer';
+import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
+import { TransactionCoordinator } from '../../tserver/transaction/coordinator';
+import {
+  TEST_DISABLE_APPLY_COMMITTED_TRANSACTIONS,
+  TRANSACTION_CHECK_INTERVAL_MS,
+  TRANSACTION_HEARTBEAT_USEC,
+  TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS,
+  TRANSACTION_RESEND_APPLYING_INTERVAL_MS,
+} from '../../tserver/transaction/txn-flags';
+
+const dirs: string[] = [];
+const stops: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const s of stops.splice(0).reverse()) await s();
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
+const meta: TabletMeta = {
+  tabletId: 'status-1',
+  tableId: 'txns',
+  tableName: 'transactions',
+  schema: { columns: [{ name: 'txn_id', id: 1, type: 'string', nullable: false }, { name: 'record', id: 2, type: 'bytes', nullable: true }], hashColumns: ['txn_id'], rangeColumns: [] },
+  partition: { start: 0, end: 65536 },
+  peers: [{ uuid: 'ts1', rpcAddress: '127.0.0.1:1', memberType: 'VOTER' }],
+};
+
+interface Update {
+  tablet: string;
+  txnId: string;
+  type: string;
+  commitHt: HybridTime;
+}
+
+async function openCoordinator(dir: string, flags: Flags, failUpdates: { n: number }): Promise<{ c: TransactionCoordinator; peer: TabletPeer; updates: Update[]; close: () => Promise<void> }> {
+  const clock = new HybridClock(new SystemClock());
+  const peer = await TabletPeer.open({
+    dir,
+    meta,
+    selfUuid: 'ts1',
+    flags,
+    clock,
+    log: silentLogger(),
+    rng: new SeededRng(3),
+    send: () => undefined,
+    openLogStorage: (d) => FileLogStorage.open(d, { flags }),
+    openEngine: (d) => RocksDbEngine.open(d),
+    openDocDb: (regular, intents) => DocDb.open({ regular, intents, flags }),
+    newRaftCore: (o) => new RawNode(o),
+    fetchSnapshot: () => Promise.reject(new Error('no snapshots')),
+    peerAddress: () => '127.0.0.1:1',
+    onFatal: (_t, e) => {
+      throw e;
+    },
+  });
+  for (let i = 0; i < 400 && !peer.raftGroup().isLeaderReady(); i++) {
+    peer.tick();
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  const updates: Update[] = [];
+  const c = new TransactionCoordinator({
+    peer,
+    flags,
+    clock,
+    log: silentLogger(),
+    updateParticipant: (tablet, txnId, type, commitHt) => {
+      if (failUpdates.n > 0) {
+        failUpdates.n--;
+        return Promise.reject(new DbError(ErrorCode.NOT_THE_LEADER, 'not yet'));
+      }
+      updates.push({ tablet, txnId, type, commitHt });
+      return Promise.resolve();
+    },
+  });
+  await c.start();
+  let closed = false;
+  const close = async (): Promise<void> => {
+    if (closed) return;
+    closed = true;
+    c.stop();
+    await peer.stop();
+  };
+  stops.push(close);
+  return { c, peer, updates, close };
+}
+
+function testFlags(): Flags {
+  const f = new Flags();
+  f.setAtRuntime(TRANSACTION_CHECK_INTERVAL_MS.name, '20', true);
+  f.setAtRuntime(TRANSACTION_RESEND_APPLYING_INTERVAL_MS.name, '20', true);
+  return f;
+}
+
+async function until(what: string, f: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await f())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+function tmp(): string {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-txn-coord-'));
+  dirs.push(d);
+  return d;
+}
+
+describe('TransactionCoordinator', () => {
+  it('txn-coordinator: commit time exceeds every read time a PENDING answer was given for; APPLY is resent until acked, then the record is forgotten (reads ABORTED)', async () => {
+    const fail = { n: 3 };
+    const { c, updates } = await openCoordinator(tmp(), testFlags(), fail);
+    const id = TxnId('t1');
+    const startHt = await c.create(id, 'snapshot', 0.5);
+    expect(c.heartbeat(id)).toBe('PENDING');
+    const readerHt = startHt + (1000n << 12n); // a reader far ahead of our clock
+    const [st] = await c.getStatus([id], readerHt);
+    expect(st!.status).toBe('PENDING');
+    const commitHt = await c.commit(id, ['p1', 'p2']);
+    expect(commitHt).toBeGreaterThan(readerHt);
+    expect(await c.commit(id, ['p1', 'p2'])).toBe(commitHt); // a retried commit answers the same
+    expect(await c.abort(id, [])).toBe('COMMITTED');
+    await until('both participants acked and the record forgotten', () => c.snapshot().length === 0);
+    expect(fail.n).toBe(0);
+    expect(updates.map((u) => `${u.tablet}:${u.type}:${u.commitHt === commitHt}`).sort()).toEqual(['p1:APPLY:true', 'p2:APPLY:true']);
+    expect((await c.getStatus([id]))[0]!.status).toBe('ABORTED');
+  });
+
+  it('txn-coordinator: abort sends REMOVE; committing an aborted txn fails with TXN_ABORTED', async () => {
+    const { c, updates } = await openCoordinator(tmp(), testFlags(), { n: 0 });
+    const id = TxnId('t2');
+    await c.create(id, 'snapshot', 0.1);
+    expect(await c.abort(id, ['p9'])).toBe('ABORTED');
+    const e = await c.commit(id, ['p9']).catch((x: unknown) => x);
+    expect((e as DbError).code).toBe(ErrorCode.TXN_ABORTED);
+    await until('REMOVE acked', () => updates.length === 1 && c.snapshot().length === 0);
+    expect(updates[0]!.type).toBe('REMOVE');
+  });
+
+  it('txn-coordinator: a transaction without heartbeats is aborted after max missed periods; a heartbeating one is not', async () => {
+    const flags = testFlags();
+    flags.setAtRuntime(TRANSACTION_HEARTBEAT_USEC.name, '20000', true);
+    flags.setAtRuntime(TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS.name, '3', true);
+    const { c } = await openCoordinator(tmp(), flags, { n: 0 });
+    await c.create(TxnId('silent'), 'snapshot', 0.5);
+    await c.create(TxnId('alive'), 'snapshot', 0.5);
+    const beat = setInterval(() => c.heartbeat(TxnId('alive')), 10);
+    try {
+      await until('the silent txn to expire', async () => (await c.getStatus([TxnId('silent')]))[0]!.status === 'ABORTED');
+      expect(c.heartbeat(TxnId('alive'))).toBe('PENDING');
+      expect(c.metrics.expired).toBeGreaterThan(0);
+    } finally {
+      clearInterval(beat);
+    }
+  });
+
+  it('txn-coordinator: records survive a restart (rebuilt from RegularDB) and the new leader re-drives APPLY of a committed txn', async () => {
+    const dir = tmp();
+    const flags = testFlags();
+    flags.setAtRuntime(TEST_DISABLE_APPLY_COMMITTED_TRANSACTIONS.name, 'true', false);
+    const first = await openCoordinator(dir, flags, { n: 0 });
+    await first.c.create(TxnId('pend'), 'serializable', 0.7);
+    await first.c.create(TxnId('done'), 'snapshot', 0.2);
+    const commitHt = await first.c.commit(TxnId('done'), ['p1']);
+    expect(first.updates).toHaveLength(0);
+    await first.peer.gcLog(0); // the log below the databases' frontier goes: the map must come from DocDB
+    await first.close();
+
+    flags.setAtRuntime(TEST_DISABLE_APPLY_COMMITTED_TRANSACTIONS.name, 'false', false);
+    const second = await openCoordinator(dir, flags, { n: 0 });
+    const byId = new Map(second.c.snapshot().map((t) => [t.txnId, t]));
+    expect(byId.get('pend')?.status).toBe('PENDING');
+    expect(byId.get('pend')?.isolation).toBe('serializable');
+    await until('APPLY re-driven after restart', () => second.updates.length === 1);
+    expect(second.updates[0]).toEqual({ tablet: 'p1', txnId: 'done', type: 'APPLY', commitHt });
+    await until('the applied record forgotten', () => !second.c.snapshot().some((t) => t.txnId === 'done'));
+  });
+});
