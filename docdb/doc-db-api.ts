@@ -120,6 +120,8 @@ export interface DocDbApi {
   /** The newest op id whose effects each database holds (replay the Raft log after the smaller one). */
   frontier(): Promise<{ regular: OpId; intents: OpId }>;
   sizes(): Promise<DbSizes>;
+  /** Digest of RegularDB's data keys (with versions) and values, to compare replicas. */
+  regularChecksum(): Promise<{ sha256: string; entries: number; bytes: number }>;
   /** Garbage-collect versions below the history cutoff (never what a registered reader may still see). */
   compact(historyCutoffHt: HybridTime): Promise<void>;
   close(): Promise<void>;

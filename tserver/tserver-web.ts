@@ -173,6 +173,17 @@ export function registerTServerPages(d: TServerWebDeps): void {
     },
   });
 
+  // Replica comparison: equal digests mean the same keys, versions and values in RegularDB.
+  web.route('/tablet-checksum', {
+    title: 'Tablet checksum',
+    json: async (req) => {
+      const id = req.query.get('id') ?? '';
+      const p = d.manager().list().find((x) => x.tabletId === id);
+      if (!p) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `this tablet server hosts no tablet ${id}`, { tabletId: id });
+      return { tabletId: id, regulardb: await p.regularChecksum() };
+    },
+  });
+
   const memJson = async (): Promise<MemTrackerNode> => {
     await trackers.sample();
     return trackers.tree(`server-${d.uuid}`);

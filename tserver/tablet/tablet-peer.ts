@@ -105,6 +105,11 @@ export class TabletPeer {
   private regular!: KvEngine;
   private intents!: KvEngine;
   private docdb!: DocDbApi;
+
+  /** Digest of this replica's RegularDB contents (equal on replicas that applied the same log). */
+  regularChecksum(): Promise<{ sha256: string; entries: number; bytes: number }> {
+    return this.docdb.regularChecksum();
+  }
   private readonly locks = new LockTable();
   /** Highest hybrid time assigned to or applied by a write of this tablet. */
   private lastWriteHt: HybridTime = 0n;
@@ -122,6 +127,8 @@ export class TabletPeer {
   private readonly localOutcomes = new Map<TxnId, TxnStatusInfo>();
   /** Aborted transactions whose intents the leader should remove (found by conflict checks). */
   readonly cleanupQueue = new Set<TxnId>();
+  /** Applies of committed transactions under way on this replica (a resent APPLY waits for them). */
+  private readonly applying = new Map<TxnId, Promise<void>>();
   private statusListener: TxnStatusListener | undefined;
   private leaderListener: ((c: LeaderChange) => void) | undefined;
   readonly metrics = { writeOps: 0, readOps: 0, scanOps: 0, rowsWritten: 0, entriesApplied: 0, snapshotsInstalled: 0 };
@@ -239,6 +246,11 @@ export class TabletPeer {
     return [...this.txnStatusTablets.entries()];
   }
 
+  /** The apply of `txnId` running in this replica's apply stage, if any. */
+  applyInProgress(txnId: TxnId): Promise<void> | undefined {
+    return this.applying.get(txnId);
+  }
+
   localOutcome(txnId: TxnId): TxnStatusInfo | undefined {
     return this.localOutcomes.get(txnId);
   }
@@ -337,11 +349,19 @@ export class TabletPeer {
         if (opId.index <= this.regularFloor.index && opId.index <= this.intentsFloor.index) return;
         // The lab's defining knob: only this tablet's ordered apply stage waits (an async timer), so
         // other tablets, Raft replication and reads keep going while this replica holds intents.
-        const sleepMs = this.deps.flags.get(TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS);
-        if (sleepMs > 0) await new Promise((r) => setTimeout(r, sleepMs));
-        if (this.state !== TabletState.RUNNING) return;
-        await this.docdb.applyIntents(op.txnId, op.commitHt, opId);
-        this.txnStatusTablets.delete(op.txnId);
+        const run = (async (): Promise<void> => {
+          const sleepMs = this.deps.flags.get(TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS);
+          if (sleepMs > 0) await new Promise((r) => setTimeout(r, sleepMs));
+          if (this.state !== TabletState.RUNNING) return;
+          await this.docdb.applyIntents(op.txnId, op.commitHt, opId);
+          this.txnStatusTablets.delete(op.txnId);
+        })();
+        this.applying.set(op.txnId, run);
+        try {
+          await run;
+        } finally {
+          if (this.applying.get(op.txnId) === run) this.applying.delete(op.txnId);
+        }
         return;
       }
       case 'REMOVE_TXN': {
