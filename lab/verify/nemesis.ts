@@ -151,9 +151,17 @@ export class Nemesis {
     const loc = await this.d.client.tableLocations(this.d.table, { timeoutMs: 3_000 });
     if (loc.tablets.length === 0) throw new DbError(ErrorCode.NOT_FOUND, `table ${this.d.table} has no tablets`);
     const t = loc.tablets[this.rng.int(loc.tablets.length)]!;
-    const leader = t.replicas.find((r) => r.role === 'LEADER');
-    if (!leader) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${t.tabletId} has no known leader`);
-    await this.d.client.rpcClient().call(leader.rpcAddress, tabletServerMethods().leaderStepdown, { tabletId: t.tabletId, newLeaderUuid: '' }, { timeoutMs: 3_000 });
-    return `tablet ${t.tabletId.slice(0, 8)} leader ${leader.rpcAddress}`;
+    // The master's view of the leader may be a heartbeat old: the reported leader first, then the others.
+    const order = [...t.replicas].sort((a, b) => (a.role === 'LEADER' ? -1 : 0) - (b.role === 'LEADER' ? -1 : 0));
+    let last: unknown;
+    for (const r of order) {
+      try {
+        await this.d.client.rpcClient().call(r.rpcAddress, tabletServerMethods().leaderStepdown, { tabletId: t.tabletId, newLeaderUuid: '' }, { timeoutMs: 3_000 });
+        return `tablet ${t.tabletId.slice(0, 8)} leader ${r.rpcAddress}`;
+      } catch (e) {
+        last = e;
+      }
+    }
+    throw last instanceof Error ? last : new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${t.tabletId} has no replica that could step down`);
   }
 }
