@@ -2,10 +2,11 @@
  * The defining experiment of DESIGN.md, small (20 rows of 64 KiB, a 6 s apply delay on node 0), on
  * real processes: before the commit every replica of every tablet holds the same provisional records;
  * after it nodes 1 and 2 apply at once while node 0 still holds only intents, yet reads already return
- * every committed row; after the delay every replica has applied and holds no intents.
+ * every committed row; after the delay every replica has applied, holds no intents, and the RegularDB
+ * digests (/api/v1/tablet-checksum) of the three replicas of each tablet are equal.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { postFlag } from '../../lab/console-http';
+import { getJson, postFlag } from '../../lab/console-http';
 import type { TesseraClient } from '../../client/tessera-client';
 import type { ProcCluster } from './cluster-harness';
 import { waitFor } from './cluster-harness';
@@ -30,6 +31,12 @@ function value(i: number): string {
 /** tabletId -> intent count, per node. */
 async function intentCounts(cl: ProcCluster): Promise<Array<Map<string, number>>> {
   return Promise.all(cl.tservers.map(async (p) => new Map((await tabletsOf(p, 'demo')).map((t: TabletJson) => [t.tabletId, t.intentsdb.intentCount]))));
+}
+
+/** Node i's digest of its replica's RegularDB (keys, versions, values). */
+async function digest(cl: ProcCluster, i: number, tabletId: string): Promise<{ sha256: string; entries: number }> {
+  const body = (await getJson(`http://${cl.tservers[i]!.webAddress}/api/v1/tablet-checksum?id=${tabletId}`, 10_000)) as { regulardb: { sha256: string; entries: number } };
+  return body.regulardb;
 }
 
 describe('the defining experiment (small)', () => {
@@ -76,19 +83,25 @@ describe('the defining experiment (small)', () => {
     const t0 = new Map((await tabletsOf(cl.tservers[0]!, 'demo')).map((t) => [t.tabletId, t.regulardb.memtableBytes + t.regulardb.sstBytes]));
     const t1 = new Map((await tabletsOf(cl.tservers[1]!, 'demo')).map((t) => [t.tabletId, t.regulardb.memtableBytes + t.regulardb.sstBytes]));
     for (const [tabletId, bytes1] of t1) expect(t0.get(tabletId)!, `tablet ${tabletId}`).toBeLessThan(bytes1);
+    // ...and so the digests differ now (the same check that must pass after the delay can fail).
+    for (const tabletId of before[0]!.keys()) {
+      const [d0, d1] = await Promise.all([0, 1].map((i) => digest(cl, i, tabletId)));
+      expect(d0!.sha256, `tablet ${tabletId}: node 0 not applied yet`).not.toBe(d1!.sha256);
+    }
     // Reads still complete while node 0 has not applied.
     expect(await c.table('demo').get({ id: 7n })).toEqual({ id: 7n, value: value(7) });
 
-    // After the delay node 0 applies too: every replica empty of intents, RegularDB sizes alike.
+    // After the delay node 0 applies too: every replica empty of intents.
     await waitFor('node 0 to apply after its delay', APPLY_DELAY_MS + 20_000, async () => {
       const counts = await intentCounts(cl);
       return counts.every((m) => [...m.values()].every((n) => n === 0));
     }, 200);
     expect(performance.now() - committedAt).toBeGreaterThanOrEqual(APPLY_DELAY_MS - 500);
-    const after = await Promise.all(cl.tservers.map(async (p) => new Map((await tabletsOf(p, 'demo')).map((t) => [t.tabletId, t.regulardb.memtableBytes + t.regulardb.sstBytes]))));
-    for (const [tabletId, bytes1] of after[1]!) {
-      // Same rows on each replica: sizes within 10% (memtable accounting is approximate; no checksum RPC yet).
-      for (const m of [after[0]!, after[2]!]) expect(Math.abs(m.get(tabletId)! - bytes1)).toBeLessThan(bytes1 * 0.1 + 4096);
+    // Same RegularDB contents on every replica: equal digests of keys, versions and values.
+    for (const tabletId of before[0]!.keys()) {
+      const sums = await Promise.all([0, 1, 2].map((i) => digest(cl, i, tabletId)));
+      expect(sums[0]!.entries, `tablet ${tabletId} RegularDB entries`).toBeGreaterThan(0);
+      expect(sums.map((x) => x.sha256), `tablet ${tabletId} RegularDB digests`).toEqual([sums[0]!.sha256, sums[0]!.sha256, sums[0]!.sha256]);
     }
     expect(await c.table('demo').scan({ timeoutMs: 20_000 })).toHaveLength(ROWS);
   }, 180_000);
