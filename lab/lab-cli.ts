@@ -3,6 +3,7 @@
  * registerLabCommands(program). Tables for people, --json for scripts; on failure a one-line reason
  * (plus a log tail when a node did not come up) on stderr and exit status 1.
  */
+import * as path from 'node:path';
 import type { Command } from 'commander';
 import { DbError, ErrorCode } from '../common';
 import type { ClusterDriver, LabStatus, NodeAddresses, RoleSelector } from './cluster-driver';
@@ -11,6 +12,7 @@ import { ensureLabImage } from './docker-image';
 import Docker from 'dockerode';
 import { defaultLabBaseDir, newDriver, openLab } from './open-lab';
 import { formatTable } from './text-table';
+import { EXPERIMENTS, findExperiment, passed, renderText, runExperiment } from './experiments';
 
 export interface LabCliIo {
   out: (text: string) => void;
@@ -186,6 +188,32 @@ export function registerLabCommands(program: Command, io: LabCliIo = defaultIo):
     .action(
       run(async (node: string, o: { base_dir: string; lines: string }) => {
         io.out(await open(o).logs(node, int('lines', o.lines, 100)));
+      }),
+    );
+
+  lab
+    .command('experiment <name>')
+    .description(`run a scripted experiment on a fresh 3-node lab of the real servers and write a Markdown report (${EXPERIMENTS.map((e) => e.name).join(', ')}); exit 0 only when every check held`)
+    .option('--base_dir <dir>', 'folder for the experiment labs and reports (BASE/experiments/*.md)', path.join(path.dirname(defaultLabBaseDir()), 'experiments'))
+    .option('--host_base <n>', "last octet of node 0's loopback address", '1')
+    .option('--port_offset <n>', 'added to the standard ports', '0')
+    .option('--server_entry <path>', 'server script relative to the package root', 'dist/cli/main.js')
+    .option('--keep', 'leave the lab running afterwards')
+    .option('--json', 'machine-readable output')
+    .action(
+      run(async (name: string, o: { base_dir: string; host_base: string; port_offset: string; server_entry: string; keep?: boolean; json?: boolean }) => {
+        const def = findExperiment(name);
+        if (!def) throw new DbError(ErrorCode.INVALID_ARGUMENT, `unknown experiment '${name}': one of ${EXPERIMENTS.map((e) => e.name).join(', ')}`);
+        const r = await runExperiment(def, {
+          baseDir: path.resolve(o.base_dir),
+          hostBase: int('host_base', o.host_base, 1),
+          portOffset: int('port_offset', o.port_offset, 0),
+          serverEntry: o.server_entry,
+          keep: o.keep === true,
+          progress: progress(o.json === true),
+        });
+        io.out(o.json ? JSON.stringify({ ...r, passed: passed(r) }, null, 2) : renderText(r));
+        if (!passed(r)) process.exitCode = 1;
       }),
     );
 

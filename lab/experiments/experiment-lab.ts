@@ -1,0 +1,100 @@
+/**
+ * The cluster an experiment runs on: a 3-node process lab of the real servers (1 master on n0), a
+ * client, and a table `exp (id int64, v string)` in 3 tablets; torn down afterwards unless kept.
+ * Also samples memtable bytes per node over time for the report's chart.
+ */
+import * as path from 'node:path';
+import { TesseraClient } from '../../client/tessera-client';
+import type { ClusterDriver } from '../cluster-driver';
+import { defaultSpec } from '../cluster-spec';
+import { ProcessDriver } from '../process-driver';
+import { replicasByNode } from '../tablet-view';
+import type { ExperimentOptions } from './experiment';
+import type { ChartSeries } from './report';
+
+export const EXPERIMENT_TABLE = 'exp';
+/** Samples kept per node (the sampler stops adding beyond; a run is minutes, not hours). */
+const SAMPLES_MAX = 10_000;
+
+export interface ExperimentLab {
+  driver: ClusterDriver;
+  client: TesseraClient;
+  t0: number;
+  /** ms since t0. */
+  now(): number;
+  log(line: string): void;
+  timeline: string[];
+  startMemSampler(intervalMs: number): void;
+  memSeries(): ChartSeries[];
+  close(): Promise<void>;
+}
+
+export async function openExperimentLab(o: ExperimentOptions, name: string, tserverFlags: Record<string, string> = {}): Promise<ExperimentLab> {
+  const spec = defaultSpec({
+    baseDir: path.join(o.baseDir, `lab-${name}`),
+    nodes: 3,
+    masters: 1,
+    serverEntry: o.serverEntry,
+    hostBase: o.hostBase,
+    portOffset: o.portOffset,
+    tserverFlags: { heartbeat_interval_ms: '200', ...tserverFlags },
+    healthTimeoutMs: 60_000,
+  });
+  const t0 = performance.now();
+  const timeline: string[] = [];
+  const log = (line: string): void => {
+    const l = `${(performance.now() - t0).toFixed(0).padStart(7)} ms  ${line}`;
+    timeline.push(l);
+    o.progress(l);
+  };
+  const driver = new ProcessDriver();
+  log(`starting a 3-node lab in ${spec.baseDir}`);
+  await driver.up(spec);
+  const series = new Map<string, Array<[number, number]>>();
+  let sampler: NodeJS.Timeout | undefined;
+  let sampling = false;
+  let client: TesseraClient | undefined;
+  try {
+    client = await TesseraClient.connect({ masterAddresses: driver.addresses().flatMap((a) => (a.master ? [a.master.hostRpcAddress] : [])), timeoutMs: 30_000 });
+    await client.createTable({ name: EXPERIMENT_TABLE, columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: 3 });
+    log(`table ${EXPERIMENT_TABLE} created (3 tablets, RF 3)`);
+  } catch (e) {
+    await client?.close().catch(() => undefined);
+    await driver.down().catch(() => undefined);
+    throw e;
+  }
+  const c = client;
+  return {
+    driver,
+    client: c,
+    t0,
+    now: () => performance.now() - t0,
+    log,
+    timeline,
+    startMemSampler(intervalMs: number): void {
+      sampler = setInterval(() => {
+        if (sampling) return;
+        sampling = true;
+        void replicasByNode(driver.addresses())
+          .then((all) => {
+            const at = performance.now() - t0;
+            for (const n of all) {
+              if (!n.tablets) continue;
+              const bytes = n.tablets.filter((t) => t.table === EXPERIMENT_TABLE).reduce((s, t) => s + t.regulardb.memtableBytes + t.intentsdb.memtableBytes, 0);
+              const pts = series.get(n.node) ?? [];
+              if (pts.length < SAMPLES_MAX) pts.push([at, bytes]);
+              series.set(n.node, pts);
+            }
+          })
+          .finally(() => (sampling = false));
+      }, intervalMs);
+    },
+    memSeries: () => [...series.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([n, points]) => ({ name: `${n} memtable bytes`, points })),
+    async close(): Promise<void> {
+      if (sampler) clearInterval(sampler);
+      await c.close().catch(() => undefined);
+      if (o.keep) log(`lab kept in ${spec.baseDir} (tessera lab down --base_dir ${spec.baseDir})`);
+      else await driver.down();
+    },
+  };
+}

@@ -1,0 +1,28 @@
+/**
+ * The experiment registry: `tessera lab experiment <name>` looks names up here. To add one (e.g.
+ * `intents-apply` once transactions land), write `lab/experiments/<name>.ts` exporting an
+ * ExperimentFn and add an entry below; runExperiment does the report and the verdict.
+ */
+import type { ExperimentDef, ExperimentOptions, ExperimentResult } from './experiment';
+import { leaderFailover } from './leader-failover';
+import { partitionMinority } from './partition-minority';
+import { writeReport } from './report';
+
+export * from './experiment';
+export * from './report';
+
+export const EXPERIMENTS: readonly ExperimentDef[] = [
+  { name: 'leader-failover', description: 'kill -9 a tablet leader during a write load: time to a new leader, no acknowledged write lost, catch-up after restart', run: leaderFailover },
+  { name: 'partition-minority', description: 'cut one node off during a write load: the majority keeps serving, the minority catches up after heal', run: partitionMinority },
+];
+
+export function findExperiment(name: string): ExperimentDef | undefined {
+  return EXPERIMENTS.find((e) => e.name === name);
+}
+
+/** Runs one experiment and writes its Markdown report under o.baseDir/experiments/. */
+export async function runExperiment(def: ExperimentDef, o: ExperimentOptions): Promise<ExperimentResult> {
+  const r = await def.run(o);
+  r.reportPath = writeReport(o.baseDir, r);
+  return r;
+}

@@ -1,0 +1,107 @@
+/**
+ * leader-failover: kill -9 the tserver leading a tablet while writers load the table. Measures the
+ * time until another replica leads the tablet and the longest writer stall, then restarts the killed
+ * tserver and checks that it catches up and that no acknowledged write was lost.
+ */
+import { leadersByTablet, replicasByNode, waitCaughtUp } from '../tablet-view';
+import { waitUntil } from '../wait-until';
+import type { Check, ExperimentOptions, ExperimentResult } from './experiment';
+import { EXPERIMENT_TABLE, openExperimentLab } from './experiment-lab';
+import { stallAround, WriteLoad } from './write-load';
+
+const WRITERS = 2;
+const WARMUP_ACKS = 200;
+const NEW_LEADER_TIMEOUT_MS = 30_000;
+const AFTER_KILL_ACKS = 200;
+const CATCH_UP_TIMEOUT_MS = 60_000;
+
+export async function leaderFailover(o: ExperimentOptions): Promise<ExperimentResult> {
+  const lab = await openExperimentLab(o, 'leader-failover');
+  const checks: Check[] = [];
+  const figures: Record<string, number | string> = {};
+  try {
+    lab.startMemSampler(500);
+    const load = new WriteLoad(lab.client, EXPERIMENT_TABLE, WRITERS, lab.t0);
+    load.start();
+    lab.log(`write load started (${WRITERS} sequential writers)`);
+    await waitUntil(async () => load.ackCount() >= WARMUP_ACKS, { timeoutMs: 60_000, intervalMs: 50, what: `${WARMUP_ACKS} acknowledged writes` });
+
+    const leaders = await waitUntil(
+      async () => {
+        const l = leadersByTablet(await replicasByNode(lab.driver.addresses()));
+        const mine = [...l.entries()];
+        return mine.length >= 3 ? l : undefined;
+      },
+      { timeoutMs: 20_000, what: 'a leader for every tablet' },
+    );
+    const [tabletId, victim] = [...leaders.entries()][0]!;
+    lab.log(`tablet ${tabletId} is led by ${victim.node} (term ${victim.row.term}); kill -9 of its tserver`);
+    const acksBefore = load.ackCount();
+    await lab.driver.kill(victim.node, 'tserver');
+    const killAt = lab.now();
+
+    let newLeader: { node: string; term: number } | undefined;
+    try {
+      newLeader = await waitUntil(
+        async () => {
+          const l = leadersByTablet(await replicasByNode(lab.driver.addresses())).get(tabletId);
+          return l && l.node !== victim.node ? { node: l.node, term: l.row.term } : undefined;
+        },
+        { timeoutMs: NEW_LEADER_TIMEOUT_MS, intervalMs: 50, what: `a new leader of ${tabletId}` },
+      );
+    } catch {
+      newLeader = undefined;
+    }
+    const newLeaderMs = lab.now() - killAt;
+    lab.log(newLeader ? `new leader ${newLeader.node} (term ${newLeader.term}) after ${newLeaderMs.toFixed(0)} ms` : 'no new leader');
+    checks.push({ name: 'another replica leads the tablet', ok: newLeader !== undefined, detail: newLeader ? `${newLeader.node} in term ${newLeader.term}, ${newLeaderMs.toFixed(0)} ms after the kill` : `none within ${NEW_LEADER_TIMEOUT_MS} ms` });
+    if (newLeader) figures['newLeaderMs'] = Math.round(newLeaderMs);
+
+    let resumed = true;
+    try {
+      await waitUntil(async () => load.ackCount() >= acksBefore + AFTER_KILL_ACKS, { timeoutMs: 60_000, intervalMs: 50, what: 'writes after the kill' });
+    } catch {
+      resumed = false;
+    }
+    const res = await load.stop();
+    const afterKill = res.acks.filter((a) => a.atMs > killAt).length;
+    const stallMs = stallAround(res.ackTimesByWriter, killAt);
+    lab.log(`load stopped: ${res.acks.length} acknowledged, ${res.failures} failed, ${afterKill} after the kill, longest writer stall ${stallMs.toFixed(0)} ms`);
+    checks.push({ name: 'writes resume after the kill', ok: resumed && afterKill > 0, detail: `${afterKill} writes acknowledged after the kill` });
+    figures['acknowledgedWrites'] = res.acks.length;
+    figures['failedWrites'] = res.failures;
+    figures['writerStallAroundKillMs'] = Math.round(stallMs);
+
+    lab.log(`restarting ${victim.node}'s tserver`);
+    const restartAt = lab.now();
+    await lab.driver.start(victim.node, 'tserver');
+    let caughtUp = true;
+    try {
+      await waitCaughtUp(lab.driver, victim.node, CATCH_UP_TIMEOUT_MS, EXPERIMENT_TABLE);
+    } catch {
+      caughtUp = false;
+    }
+    const catchUpMs = lab.now() - restartAt;
+    lab.log(caughtUp ? `${victim.node} caught up ${catchUpMs.toFixed(0)} ms after its restart` : `${victim.node} did not catch up`);
+    checks.push({ name: 'the restarted replica catches up', ok: caughtUp, detail: caughtUp ? `${catchUpMs.toFixed(0)} ms after the restart (restart + log replay + catch-up)` : `not within ${CATCH_UP_TIMEOUT_MS} ms` });
+    if (caughtUp) figures['restartAndCatchUpMs'] = Math.round(catchUpMs);
+
+    const rows = await lab.client.table(EXPERIMENT_TABLE).scan({ timeoutMs: 60_000 });
+    const stored = new Map(rows.map((r) => [r['id'] as bigint, r['v'] as string]));
+    const lost = res.acks.filter((a) => stored.get(a.id) !== a.value);
+    lab.log(`read back ${stored.size} rows; ${lost.length} acknowledged writes missing`);
+    checks.push({ name: 'no acknowledged write is lost', ok: lost.length === 0, detail: lost.length === 0 ? `all ${res.acks.length} acknowledged writes read back` : `${lost.length} missing, e.g. id ${String(lost[0]!.id)}` });
+    figures['rowsReadBack'] = stored.size;
+    return {
+      name: 'leader-failover',
+      title: 'Leader failover under a write load',
+      summary: `A 3-node lab (RF 3, 3 tablets) under ${WRITERS} sequential writers; the tserver leading tablet ${tabletId} (${victim.node}) was killed with SIGKILL, later restarted.`,
+      checks,
+      figures,
+      chart: { title: 'Memtable bytes per node (table exp)', series: lab.memSeries(), yLabel: 'bytes' },
+      timeline: lab.timeline,
+    };
+  } finally {
+    await lab.close();
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * partition-minority: cut one node (the master-less node leading the most tablets) off from the rest while writers load the
+ * table. The majority must keep serving writes on every tablet (leaders move off the minority by
+ * check-quorum), the minority must fall behind, and after heal it must catch up: each of its replicas
+ * applies as far as its leader. No acknowledged write may be lost.
+ */
+import { laggingTablets, leadersByTablet, replicasByNode, waitCaughtUp } from '../tablet-view';
+import { sleep, waitUntil } from '../wait-until';
+import type { Check, ExperimentOptions, ExperimentResult } from './experiment';
+import { EXPERIMENT_TABLE, openExperimentLab } from './experiment-lab';
+import { WriteLoad } from './write-load';
+
+const WRITERS = 4;
+/**
+ * A write already proposed at the cut-off old leader stays pending there (its outcome is unknown until
+ * the partition heals), so each write is bounded: its writer gives up (outcome unknown, not counted as
+ * acknowledged) and moves on to a fresh key, which the client routes to the new leader.
+ */
+const WRITE_TIMEOUT_MS = 2_000;
+const WARMUP_ACKS = 200;
+const PARTITION_HOLD_MS = 5_000;
+const LEADERS_MOVE_TIMEOUT_MS = 30_000;
+const CATCH_UP_TIMEOUT_MS = 60_000;
+
+export async function partitionMinority(o: ExperimentOptions): Promise<ExperimentResult> {
+  const lab = await openExperimentLab(o, 'partition-minority');
+  const checks: Check[] = [];
+  const figures: Record<string, number | string> = {};
+  try {
+    lab.startMemSampler(500);
+    const load = new WriteLoad(lab.client, EXPERIMENT_TABLE, WRITERS, lab.t0, WRITE_TIMEOUT_MS);
+    load.start();
+    lab.log(`write load started (${WRITERS} sequential writers)`);
+    await waitUntil(async () => load.ackCount() >= WARMUP_ACKS, { timeoutMs: 60_000, intervalMs: 50, what: `${WARMUP_ACKS} acknowledged writes` });
+
+    // The node to cut: not n0 (it runs the master), preferably one that leads tablets, so the
+    // experiment shows leadership moving to the majority.
+    const leadersNow = leadersByTablet(await replicasByNode(lab.driver.addresses()));
+    const leads = (n: string): number => [...leadersNow.values()].filter((l) => l.node === n && l.row.table === EXPERIMENT_TABLE).length;
+    const MINORITY = ['n1', 'n2'].sort((a, b) => leads(b) - leads(a))[0]!;
+    figures['minorityNode'] = MINORITY;
+    figures['tabletsLedByMinorityBeforeCut'] = leads(MINORITY);
+    lab.log(`partition: ${MINORITY} (leading ${leads(MINORITY)} tablet(s)) cut off from the majority`);
+    await lab.driver.partition([MINORITY]);
+    const partAt = lab.now();
+    let leadersMoved = true;
+    try {
+      await waitUntil(
+        async () => {
+          const l = leadersByTablet(await replicasByNode(lab.driver.addresses()));
+          const mine = [...l.values()].filter((x) => x.row.table === EXPERIMENT_TABLE);
+          return mine.length === 3 && mine.every((x) => x.node !== MINORITY);
+        },
+        { timeoutMs: LEADERS_MOVE_TIMEOUT_MS, intervalMs: 100, what: `every tablet led outside ${MINORITY}` },
+      );
+    } catch {
+      leadersMoved = false;
+    }
+    const leadersMs = lab.now() - partAt;
+    lab.log(leadersMoved ? `every tablet led by the majority ${leadersMs.toFixed(0)} ms after the cut` : 'some tablet has no majority leader');
+    checks.push({ name: 'every tablet is led by the majority', ok: leadersMoved, detail: leadersMoved ? `${leadersMs.toFixed(0)} ms after the cut` : `not within ${LEADERS_MOVE_TIMEOUT_MS} ms` });
+    if (leadersMoved) figures['majorityLeadersMs'] = Math.round(leadersMs);
+
+    const acksAtHoldStart = load.ackCount();
+    await sleep(PARTITION_HOLD_MS); // the load runs meanwhile; this is the observation window, not a wait on a condition
+    const acksDuringHold = load.ackCount() - acksAtHoldStart;
+    lab.log(`${acksDuringHold} writes acknowledged during ${PARTITION_HOLD_MS} ms of partition`);
+    checks.push({ name: 'the majority keeps serving writes', ok: acksDuringHold > 0, detail: `${acksDuringHold} writes acknowledged in ${PARTITION_HOLD_MS} ms of partition` });
+    figures['writesDuringPartition'] = acksDuringHold;
+    figures['writesPerSecondDuringPartition'] = Math.round((acksDuringHold * 1000) / PARTITION_HOLD_MS);
+
+    const lagging = laggingTablets(await replicasByNode(lab.driver.addresses()), MINORITY, EXPERIMENT_TABLE) ?? [];
+    checks.push({ name: 'the minority falls behind', ok: lagging.length > 0, detail: `${lagging.length} of its replicas behind their leaders` });
+
+    const res = await load.stop();
+    lab.log(`load stopped: ${res.acks.length} acknowledged, ${res.failures} failed`);
+    figures['acknowledgedWrites'] = res.acks.length;
+    figures['writesWithUnknownOutcome'] = res.failures;
+
+    lab.log('heal');
+    await lab.driver.heal();
+    const healAt = lab.now();
+    let caughtUp = true;
+    try {
+      await waitCaughtUp(lab.driver, MINORITY, CATCH_UP_TIMEOUT_MS, EXPERIMENT_TABLE);
+    } catch {
+      caughtUp = false;
+    }
+    const catchUpMs = lab.now() - healAt;
+    lab.log(caughtUp ? `${MINORITY} caught up ${catchUpMs.toFixed(0)} ms after heal` : `${MINORITY} did not catch up`);
+    checks.push({ name: 'the minority catches up after heal', ok: caughtUp, detail: caughtUp ? `${catchUpMs.toFixed(0)} ms after heal` : `not within ${CATCH_UP_TIMEOUT_MS} ms` });
+    if (caughtUp) figures['catchUpAfterHealMs'] = Math.round(catchUpMs);
+    await sleep(1_000); // one more chart sample after catch-up
+
+    const rows = await lab.client.table(EXPERIMENT_TABLE).scan({ timeoutMs: 60_000 });
+    const stored = new Map(rows.map((r) => [r['id'] as bigint, r['v'] as string]));
+    const lost = res.acks.filter((a) => stored.get(a.id) !== a.value);
+    checks.push({ name: 'no acknowledged write is lost', ok: lost.length === 0, detail: lost.length === 0 ? `all ${res.acks.length} acknowledged writes read back` : `${lost.length} missing, e.g. id ${String(lost[0]!.id)}` });
+    return {
+      name: 'partition-minority',
+      title: 'Minority partition and catch-up',
+      summary: `A 3-node lab (RF 3, 3 tablets) under ${WRITERS} sequential writers; ${String(figures['minorityNode'])} was cut off (TEST_drop_traffic_peers on every server) for ${PARTITION_HOLD_MS} ms of load, then healed.`,
+      checks,
+      figures,
+      chart: { title: 'Memtable bytes per node (table exp)', series: lab.memSeries(), yLabel: 'bytes' },
+      timeline: lab.timeline,
+    };
+  } finally {
+    await lab.close();
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * Lab experiments end to end on real servers (127.0.0.55-57): each runs on a fresh 3-node lab, every
+ * check must hold, and the Markdown report (with its SVG chart) is written under the base dir. Also
+ * the report helpers on their own: the SVG chart scales points into its plot area.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { EXPERIMENTS, findExperiment, passed, renderMarkdown, runExperiment, svgLineChart, type ExperimentOptions } from '../../lab/experiments';
+
+const baseDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-lab-exp-'));
+const opts: ExperimentOptions = { baseDir, hostBase: 55, portOffset: 0, serverEntry: 'dist/cli/main.js', keep: false, progress: () => undefined };
+
+afterAll(() => {
+  if (!process.env['TESSERA_KEEP_TEST_DATA']) fs.rmSync(baseDir, { recursive: true, force: true });
+});
+
+describe('lab experiments', () => {
+  it('report: svgLineChart draws one polyline per series inside the plot and a legend; markdown lists failed checks', () => {
+    const svg = svgLineChart(
+      [
+        { name: 'n0', points: [[0, 0], [1000, 2048], [2000, 4096]] },
+        { name: 'n1 <x>', points: [[0, 0], [2000, 1024]] },
+      ],
+      { title: 'bytes', width: 400, height: 200 },
+    );
+    expect(svg.startsWith('<svg')).toBe(true);
+    expect(svg.match(/<polyline/g)).toHaveLength(2);
+    expect(svg).toContain('n1 &lt;x&gt;');
+    const coords = [...svg.matchAll(/points="([^"]+)"/g)].flatMap((m) => m[1]!.split(' ').map((p) => p.split(',').map(Number)));
+    for (const [x, y] of coords) {
+      expect(x).toBeGreaterThanOrEqual(0);
+      expect(x).toBeLessThanOrEqual(400);
+      expect(y).toBeGreaterThanOrEqual(0);
+      expect(y).toBeLessThanOrEqual(200);
+    }
+    const md = renderMarkdown({ name: 'x', title: 'X', summary: 's', checks: [{ name: 'c1', ok: true, detail: 'd' }, { name: 'c2', ok: false, detail: 'a|b' }], figures: { fMs: 3 }, timeline: ['0 ms start'] });
+    expect(md).toContain('**FAILED**');
+    expect(md).toContain('| c2 | **FAILED** | a\\|b |');
+    expect(md).toContain('| fMs | 3 |');
+  });
+
+  it('lab experiments: the registry names leader-failover and partition-minority', () => {
+    expect(EXPERIMENTS.map((e) => e.name)).toEqual(['leader-failover', 'partition-minority']);
+    expect(findExperiment('nope')).toBeUndefined();
+  });
+
+  for (const name of ['leader-failover', 'partition-minority']) {
+    it(`lab experiment ${name}: every check holds on real servers and a report is written`, async () => {
+      const r = await runExperiment(findExperiment(name)!, opts);
+      expect(r.checks.filter((c) => !c.ok), JSON.stringify(r.checks)).toEqual([]);
+      expect(passed(r)).toBe(true);
+      const md = fs.readFileSync(r.reportPath!, 'utf8');
+      expect(md).toContain('**PASSED**');
+      expect(fs.existsSync(r.reportPath!.replace(/\.md$/, '.svg'))).toBe(true);
+      // The lab was taken down: no lab.json left behind.
+      expect(fs.existsSync(path.join(baseDir, `lab-${name}`, 'lab.json'))).toBe(false);
+    }, 150_000);
+  }
+});
