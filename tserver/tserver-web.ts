@@ -15,6 +15,7 @@ import type { Handler, MethodDef, RpcServer } from '../rpc/types';
 import type { MemTrackerNode, WebRequest, WebServer } from '../rpc/web-server';
 import type { TabletManager } from './tablet-manager';
 import type { TabletPeer } from './tablet/tablet-peer';
+import type { TransactionsJson } from './transaction/txn-service';
 import type { TabletsJson } from './tserver-server';
 
 const EMPTY_SIZES = { regulardb: { memtableBytes: 0, sstBytes: 0 }, intentsdb: { memtableBytes: 0, sstBytes: 0, intentCount: 0 } };
@@ -95,6 +96,8 @@ export interface TServerWebDeps {
   manager: () => TabletManager;
   trackers: TabletMemTrackers;
   tabletsJson(): Promise<TabletsJson>;
+  /** Running transactions on this server's coordinators (status tablets) and participants. */
+  transactions?: () => Promise<TransactionsJson>;
 }
 
 function hex4(n: number): string {
@@ -183,6 +186,31 @@ export function registerTServerPages(d: TServerWebDeps): void {
       return { tabletId: id, regulardb: await p.regularChecksum() };
     },
   });
+
+  const txns = d.transactions;
+  if (txns) {
+    web.route('/transactions', {
+      title: 'Transactions',
+      nav: 'Transactions',
+      json: () => txns(),
+      html: async () => {
+        const t = await txns();
+        const coord = htmlTable(
+          ['Status tablet', 'Role', 'Transaction', 'Status', 'Isolation', 'Start HT', 'Commit HT', 'Age (ms)', 'Last heartbeat (ms ago)', 'Participants', 'Not acknowledged'],
+          t.coordinators.flatMap((c) =>
+            c.transactions.map((x) => [c.tabletId, c.role, x.txnId, x.status, x.isolation, String(x.startHt), String(x.commitHt), x.ageMs, x.lastHeartbeatMsAgo, x.participants.join(', '), x.unacked.join(', ')]),
+          ),
+          { id: 'coordinator-transactions' },
+        );
+        const part = htmlTable(
+          ['Tablet', 'Table', 'Role', 'Transaction', 'Status tablet', 'Isolation', 'Start HT', 'Intents', 'Applying at commit HT'],
+          t.participants.flatMap((p) => p.transactions.map((x) => [p.tabletId, p.table, p.role, x.txnId, x.statusTablet, x.isolation, x.startHt, x.intentCount, x.applyingCommitHt])),
+          { id: 'participant-transactions' },
+        );
+        return `<h2>Coordinators (status tablets)</h2>${coord}<h2>Participants (provisional records per tablet)</h2>${part}`;
+      },
+    });
+  }
 
   const memJson = async (): Promise<MemTrackerNode> => {
     await trackers.sample();

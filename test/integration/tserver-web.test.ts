@@ -37,7 +37,7 @@ interface MemNode {
 }
 
 describe('tserver console', () => {
-  it('tserver console: tablets, tablet detail, mem-trackers, metrics, flags, health and logs show the same facts', async () => {
+  it('tserver console: tablets, tablet detail, mem-trackers, metrics, flags, health, logs and transactions show the same facts', async () => {
     cluster = await ProcCluster.create({ hostBase: 40, masters: 1, tservers: 3, tserverFlags: ['--heartbeat_interval_ms=200'] });
     const cl = cluster;
     await cl.startAll();
@@ -106,6 +106,20 @@ describe('tserver console', () => {
     expect(health.tablets).toBeGreaterThanOrEqual(3);
     const logs = (await getJson(`${web}/api/v1/logs`)) as { lines: string[] };
     expect(logs.lines.some((l) => l.includes('tserver started'))).toBe(true);
+
+    // /api/v1/transactions: an open transaction shows on a coordinator (PENDING) and as intents on participants.
+    const txn = await client.beginTransaction({ isolation: 'snapshot' });
+    await txn.table('webdemo').upsert({ id: 5000n, v: 'in-txn' });
+    type Txns = { coordinators: Array<{ transactions: Array<{ txnId: string; status: string }> }>; participants: Array<{ transactions: Array<{ txnId: string; intentCount: number }> }> };
+    const views = await waitFor('the open transaction on a coordinator and a participant', 20_000, async () => {
+      const all = (await Promise.all(cl.tservers.map((t) => getJson(`http://${t.webAddress}/api/v1/transactions`)))) as Txns[];
+      const coord = all.flatMap((v) => v.coordinators.flatMap((c) => c.transactions)).find((x) => x.status === 'PENDING');
+      const part = all.flatMap((v) => v.participants.flatMap((p) => p.transactions)).find((x) => x.intentCount > 0);
+      return coord && part ? { coord, part } : undefined;
+    });
+    expect(views.part.txnId).toBe(views.coord.txnId);
+    expect((await httpRequest(`${web}/transactions`)).body).toContain('Participants');
+    await txn.commit();
 
     // The master links to this console: the tserver reports its bound web address in heartbeats.
     const ts = await cl.tabletServers();
