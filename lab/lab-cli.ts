@@ -45,7 +45,7 @@ function addressesTable(nodes: readonly NodeAddresses[]): string {
 
 function statusTable(st: LabStatus): string {
   const rows = st.nodes.flatMap((n) =>
-    n.servers.map((s) => [n.name, s.role, s.state, s.healthy ? 'yes' : 'no', s.rpcAddress, s.webUrl, s.tablets, s.leaders, st.driver === 'docker' ? n.containerId : s.pid]),
+    n.servers.map((s) => [n.name, s.raftRole ? `${s.role} (${s.raftRole})` : s.role, s.state, s.healthy ? 'yes' : 'no', s.rpcAddress, s.webUrl, s.tablets, s.leaders, st.driver === 'docker' ? n.containerId : s.pid]),
   );
   const table = formatTable(['NODE', 'ROLE', 'STATE', 'HEALTHY', 'RPC', 'CONSOLE', 'TABLETS', 'LEADERS', st.driver === 'docker' ? 'CONTAINER' : 'PID'], rows);
   const cut = st.partitioned.length ? `partitioned: ${st.partitioned.join(', ')}` : 'partitioned: none';
@@ -199,9 +199,12 @@ export function registerLabCommands(program: Command, io: LabCliIo = defaultIo):
     .option('--port_offset <n>', 'added to the standard ports', '0')
     .option('--server_entry <path>', 'server script relative to the package root', 'dist/cli/main.js')
     .option('--keep', 'leave the lab running afterwards')
+    .option('--rows <n>', 'intents-apply: rows in the transaction', '100')
+    .option('--row-bytes <n>', 'intents-apply: bytes per row', '1048576')
+    .option('--delay-ms <n>', 'intents-apply: TEST_inject_sleep_before_applying_intents_ms on n0', '60000')
     .option('--json', 'machine-readable output')
     .action(
-      run(async (name: string, o: { base_dir: string; host_base: string; port_offset: string; server_entry: string; keep?: boolean; json?: boolean }) => {
+      run(async (name: string, o: { base_dir: string; host_base: string; port_offset: string; server_entry: string; keep?: boolean; json?: boolean; rows: string; rowBytes: string; delayMs: string }) => {
         const def = findExperiment(name);
         if (!def) throw new DbError(ErrorCode.INVALID_ARGUMENT, `unknown experiment '${name}': one of ${EXPERIMENTS.map((e) => e.name).join(', ')}`);
         const r = await runExperiment(def, {
@@ -210,6 +213,7 @@ export function registerLabCommands(program: Command, io: LabCliIo = defaultIo):
           portOffset: int('port_offset', o.port_offset, 0),
           serverEntry: o.server_entry,
           keep: o.keep === true,
+          params: { rows: int('rows', o.rows, 100), rowBytes: int('row-bytes', o.rowBytes, 1048576), delayMs: int('delay-ms', o.delayMs, 60000) },
           progress: progress(o.json === true),
         });
         io.out(o.json ? JSON.stringify({ ...r, passed: passed(r) }, null, 2) : renderText(r));

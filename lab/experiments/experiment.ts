@@ -15,6 +15,8 @@ export interface ExperimentOptions {
   serverEntry: string;
   /** Keep the lab running afterwards (for a look at the consoles). */
   keep: boolean;
+  /** Experiment-specific numeric parameters (e.g. rows, rowBytes, delayMs for intents-apply). */
+  params?: Record<string, number>;
   /** Progress lines for a person (stderr in the CLI). */
   progress: (line: string) => void;
 }

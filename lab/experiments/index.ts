@@ -4,6 +4,7 @@
  * ExperimentFn and add an entry below; runExperiment does the report and the verdict.
  */
 import type { ExperimentDef, ExperimentOptions, ExperimentResult } from './experiment';
+import { intentsApply } from './intents-apply';
 import { leaderFailover } from './leader-failover';
 import { partitionMinority } from './partition-minority';
 import { writeReport } from './report';
@@ -12,6 +13,7 @@ export * from './experiment';
 export * from './report';
 
 export const EXPERIMENTS: readonly ExperimentDef[] = [
+  { name: 'intents-apply', description: 'the defining experiment: a delayed apply on n0; intents on every replica while open, n1/n2 apply at commit, n0 after the delay, equal RegularDBs at the end (--rows, --row-bytes, --delay-ms)', run: (o) => intentsApply(o.params)(o) },
   { name: 'leader-failover', description: 'kill -9 a tablet leader during a write load: time to a new leader, no acknowledged write lost, catch-up after restart', run: leaderFailover },
   { name: 'partition-minority', description: 'cut one node off during a write load: the majority keeps serving, the minority catches up after heal', run: partitionMinority },
 ];
