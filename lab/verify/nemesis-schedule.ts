@@ -67,7 +67,8 @@ export function buildSchedule(o: ScheduleOptions): ScheduledFault[] {
     const kind = o.kinds[rng.int(o.kinds.length)]!;
     const tserverTarget: FaultTarget = { role: 'tserver', node: rng.int(o.tservers) };
     let target: FaultTarget = tserverTarget;
-    if (kind === 'stepdown') target = { role: 'leader' };
+    // Partitions cut off one node (with 3 nodes that is also "halves") or the node leading a tablet.
+    if (kind === 'stepdown' || (kind === 'partition' && rng.chance(0.3))) target = { role: 'leader' };
     else if ((kind === 'kill' || kind === 'pause') && rng.chance(0.2)) target = { role: 'master' };
     const f: ScheduledFault = { kind, target, startMs: t, durationMs: dur };
     if (kind === 'skew') {

@@ -94,8 +94,8 @@ export class Nemesis {
           for (const s of targets) c.resume(s);
           break;
         case 'partition': {
-          const node = f.target.role === 'tserver' ? f.target.node : 0;
-          w.target = `node ${node} isolated`;
+          const node = f.target.role === 'tserver' ? f.target.node : f.target.role === 'leader' ? await this.leaderNode() : 0;
+          w.target = `node ${node} isolated${f.target.role === 'leader' ? ' (a tablet leader)' : ''}`;
           await this.partition([node]);
           await sleep(f.durationMs, stop);
           await this.partition([]);
@@ -144,6 +144,16 @@ export class Nemesis {
       }),
     );
     if (errors.length) throw new DbError(ErrorCode.INTERNAL, `partition skipped: could not set ${DROP_TRAFFIC_FLAG}: ${errors.join('; ')}`);
+  }
+
+  /** The node whose tserver the master reports as leader of a random tablet of the table. */
+  private async leaderNode(): Promise<number> {
+    const loc = await this.d.client.tableLocations(this.d.table, { timeoutMs: 3_000 });
+    const t = loc.tablets[this.rng.int(Math.max(1, loc.tablets.length))];
+    const addr = t?.replicas.find((r) => r.role === 'LEADER')?.rpcAddress;
+    const s = this.d.cluster.tservers.find((x) => x.rpcAddress === addr);
+    if (!s) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `no known leader for a tablet of ${this.d.table}`);
+    return s.node;
   }
 
   /** Ask the leader of a random tablet of the table to step down; returns which tablet. */
