@@ -32,6 +32,8 @@ export interface ServerStatus extends ServerAddresses {
   /** From the master's /api/v1/tablet-servers when a master answers (tservers only). */
   tablets?: number;
   leaders?: number;
+  /** Masters: LEADER or FOLLOWER of the sys catalog, from the master's /api/v1/healthz. */
+  raftRole?: string;
 }
 
 export interface NodeStatus {

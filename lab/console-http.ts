@@ -56,6 +56,16 @@ export async function isHealthy(webUrl: string, timeoutMs = 1_000): Promise<bool
   }
 }
 
+/** A master's sys-catalog role from its /api/v1/healthz (undefined when it does not say). */
+export async function masterRaftRole(webUrl: string, timeoutMs = 1_000): Promise<string | undefined> {
+  try {
+    const h = (await getJson(`${webUrl}/api/v1/healthz`, timeoutMs)) as { role?: unknown };
+    return typeof h.role === 'string' ? h.role : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export async function getJson(url: string, timeoutMs?: number): Promise<unknown> {
   const r = await httpRequest(url, { timeoutMs });
   if (r.status !== 200) throw new DbError(ErrorCode.NETWORK_ERROR, `${url}: HTTP ${r.status}: ${r.body.slice(0, 200)}`);

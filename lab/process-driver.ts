@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { DbError, ErrorCode } from '../common';
 import { type ClusterSpec, flagArgs, type NodeName, nodeName, nodeIndex, validateSpec } from './cluster-spec';
 import type { ClusterDriver, DownOptions, FlagSetResult, LabStatus, NodeAddresses, RoleSelector, ServerStatus } from './cluster-driver';
-import { isHealthy } from './console-http';
+import { isHealthy, masterRaftRole } from './console-http';
 import { setFlagOnServers } from './flag-setter';
 import { type HealthTarget, waitAllHealthy } from './health-wait';
 import { assertNoOldData, type LabState, type NodeRecord, type ServerRecord, LAB_STATE_VERSION, readLabState, removeLabState, serversOf, writeLabState } from './lab-state';
@@ -127,6 +127,15 @@ export class ProcessDriver implements ClusterDriver {
           }),
         ),
       })),
+    );
+    await Promise.all(
+      nodes
+        .flatMap((n) => n.servers)
+        .filter((s) => s.role === 'master' && s.healthy)
+        .map(async (s) => {
+          const role = await masterRaftRole(s.webUrl);
+          if (role) s.raftRole = role;
+        }),
     );
     const masters = nodes.flatMap((n) => n.servers).filter((s) => s.role === 'master' && s.healthy).map((s) => s.webUrl);
     const counts = await tabletCountsFromMasters(masters);

@@ -28,13 +28,13 @@ export async function leaderFailover(o: ExperimentOptions): Promise<ExperimentRe
 
     const leaders = await waitUntil(
       async () => {
-        const l = leadersByTablet(await replicasByNode(lab.driver.addresses()));
-        const mine = [...l.entries()];
-        return mine.length >= 3 ? l : undefined;
+        // Only the experiment's table: the system status tablets (transactions) have leaders too.
+        const mine = [...leadersByTablet(await replicasByNode(lab.driver.addresses())).entries()].filter(([, x]) => x.row.table === EXPERIMENT_TABLE);
+        return mine.length >= 3 ? mine : undefined;
       },
       { timeoutMs: 20_000, what: 'a leader for every tablet' },
     );
-    const [tabletId, victim] = [...leaders.entries()][0]!;
+    const [tabletId, victim] = leaders[0]!;
     lab.log(`tablet ${tabletId} is led by ${victim.node} (term ${victim.row.term}); kill -9 of its tserver`);
     const acksBefore = load.ackCount();
     await lab.driver.kill(victim.node, 'tserver');

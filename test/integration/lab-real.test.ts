@@ -51,16 +51,19 @@ describe('lab with real servers', () => {
     await client.createTable({ name: 'labkv', columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: 3 });
     await client.table('labkv').upsertMany(Array.from({ length: 100 }, (_, i) => ({ id: BigInt(i), v: `before-${i}` })), { timeoutMs: 30_000 });
 
-    // status: every tserver hosts the 3 replicas; the leaders add up to 3.
-    const st = await waitFor('3 tablets on every tserver and 3 leaders', 20_000, async () => {
+    // status: every tserver hosts the 3 replicas (plus the system status tablets, once transactions
+    // created them); the leaders add up to at least 3.
+    const st = await waitFor('3+ tablets on every tserver and 3+ leaders', 20_000, async () => {
       const r = await lab('status', '--base_dir', baseDir, '--json');
       const s = JSON.parse(r.out) as LabStatus;
       const ts = s.nodes.flatMap((n) => n.servers.filter((x) => x.role === 'tserver'));
-      return ts.every((t) => t.healthy && t.tablets === 3) && ts.reduce((a, t) => a + (t.leaders ?? 0), 0) === 3 ? s : undefined;
+      return ts.every((t) => t.healthy && (t.tablets ?? 0) >= 3) && ts.reduce((a, t) => a + (t.leaders ?? 0), 0) >= 3 ? s : undefined;
     });
     expect(st.nodes.find((n) => n.name === 'n0')!.servers.map((s) => s.role).sort()).toEqual(['master', 'tserver']);
+    expect(st.nodes.find((n) => n.name === 'n0')!.servers.find((s) => s.role === 'master')!.raftRole).toBe('LEADER');
     const text = await lab('status', '--base_dir', baseDir);
     expect(text.out).toMatch(/n2\s+tserver\s+running\s+yes/);
+    expect(text.out).toMatch(/n0\s+master \(LEADER\)\s+running\s+yes/);
 
     const flag = await lab('flag', 'n1', 'log_min_entries_to_retain=5000', '--role', 'tserver', '--base_dir', baseDir, '--json');
     expect(flag.code, flag.err).toBe(0);
