@@ -51,6 +51,26 @@ describe('transactions on a real cluster', () => {
     }
   }, 180_000);
 
+  it('txn: snapshot isolation allows write skew (documented): disjoint writes after overlapping reads both commit', async () => {
+    const c = client!;
+    await c.table('counter').upsert({ id: 10n, v: 1n });
+    await c.table('counter').upsert({ id: 11n, v: 1n });
+    const t1 = await c.beginTransaction();
+    const t2 = await c.beginTransaction();
+    // Invariant the application wants: v(10) + v(11) >= 1. Each sees 2 and zeroes a different row.
+    for (const t of [t1, t2]) {
+      const a = (await t.get('counter', { id: 10n }))!['v'] as bigint;
+      const b = (await t.get('counter', { id: 11n }))!['v'] as bigint;
+      expect(a + b).toBe(2n);
+    }
+    await t1.update('counter', { id: 10n, v: 0n });
+    await t2.update('counter', { id: 11n, v: 0n });
+    await t1.commit();
+    await t2.commit();
+    const after = await c.table('counter').scan();
+    expect(after.filter((r) => r['id'] === 10n || r['id'] === 11n).map((r) => r['v'])).toEqual([0n, 0n]);
+  }, 60_000);
+
   it('txn: atomicity — each multi-tablet transaction is all visible or none across a leader kill -9 during commits', async () => {
     const cl = cluster!;
     const c = client!;
