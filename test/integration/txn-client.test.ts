@@ -71,6 +71,36 @@ describe('transactions on a real cluster', () => {
     expect(after.filter((r) => r['id'] === 10n || r['id'] === 11n).map((r) => r['v'])).toEqual([0n, 0n]);
   }, 60_000);
 
+  it('txn: a heartbeating transaction outlives the expiry period; one that stopped heartbeating expires and frees its row', async () => {
+    const c = client!;
+    // Expiry: transaction_max_missed_heartbeat_periods (10) x transaction_heartbeat_usec (500 ms) = 5 s.
+    const EXPIRY_MS = 5000;
+    const alive = await c.beginTransaction();
+    await alive.upsert('counter', { id: 20n, v: 1n });
+    const dead = await c.beginTransaction();
+    await dead.upsert('counter', { id: 21n, v: 1n });
+    dead.close(); // stops heartbeats without telling the coordinator: a client that vanished
+    await new Promise((r) => setTimeout(r, EXPIRY_MS + 2000));
+    expect(alive.state).toBe('pending');
+    await alive.commit();
+    expect((await c.table('counter').get({ id: 20n }))!['v']).toBe(1n);
+    // The vanished transaction's intent no longer blocks anyone, and it never became visible.
+    expect(await c.table('counter').get({ id: 21n })).toBeUndefined();
+    const next = await waitFor('a writer of the expired transaction\'s row to commit', 20_000, async () => {
+      const t = await c.beginTransaction();
+      try {
+        await t.upsert('counter', { id: 21n, v: 2n });
+        await t.commit();
+        return true;
+      } catch {
+        await t.abort().catch(() => undefined);
+        return false;
+      }
+    }, 300);
+    expect(next).toBe(true);
+    expect((await c.table('counter').get({ id: 21n }))!['v']).toBe(2n);
+  }, 90_000);
+
   it('txn: atomicity — each multi-tablet transaction is all visible or none across a leader kill -9 during commits', async () => {
     const cl = cluster!;
     const c = client!;
