@@ -244,7 +244,7 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
     fs.writeFileSync(path.join(o.outDir, 'vs-etcd-latest.md'), md);
     log('\n' + md);
     log(`wrote ${jsonPath} and ${mdPath}`);
-    if (o.profile) await stopProfiled(tessera);
+    if (o.profile) await stopProfiled(tessera, profileDir);
     return { jsonPath, mdPath };
   } finally {
     await Promise.all([tessera.stop(), etcd?.stop()]);
@@ -252,13 +252,13 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
 }
 
 /** SIGTERM tserver 0 so node writes its --cpu-prof file on exit (SIGKILL would lose it). */
-async function stopProfiled(c: BenchCluster): Promise<void> {
+async function stopProfiled(c: BenchCluster, dir: string): Promise<void> {
   const t = c.servers.find((s) => s.role === 'tserver');
   if (!t || t.child.exitCode !== null) return;
   const gone = new Promise<void>((r) => t.child.once('exit', () => r()));
   t.child.kill('SIGTERM');
   await Promise.race([gone, new Promise((r) => setTimeout(r, 15_000))]);
-  log(`cpu profile of tserver ${t.rpcAddress} written under bench/results/profiles (open it in Chrome DevTools / speedscope)`);
+  log(`cpu profile of tserver ${t.rpcAddress} written under ${dir} (open it in Chrome DevTools or speedscope)`);
 }
 
 async function etcdVersion(bin: string | undefined): Promise<string> {
