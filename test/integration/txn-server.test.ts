@@ -37,11 +37,12 @@ afterAll(async () => {
   await cluster?.destroy();
 });
 
-async function demoReports(): Promise<Map<string, TabletReportPB[]>> {
+async function demoReports(only?: string): Promise<Map<string, TabletReportPB[]>> {
   const demo = await client.rpcClient().call(cluster.masterAddresses[0]!, masterMethods().getTableLocations, { name: 'demo' }, { timeoutMs: 2000 });
   const ids = new Set((demo.tablets ?? []).map((t) => t.tabletId ?? ''));
   const out = new Map<string, TabletReportPB[]>();
   for (const ts of cluster.tservers) {
+    if (only && ts.rpcAddress !== only) continue;
     const r = await client.rpcClient().call(ts.rpcAddress, tabletServerMethods().listTablets, {}, { timeoutMs: 3000 });
     out.set(ts.rpcAddress, (r.tablets ?? []).filter((t) => ids.has(t.tabletId ?? '')));
   }
@@ -49,7 +50,7 @@ async function demoReports(): Promise<Map<string, TabletReportPB[]>> {
 }
 
 async function intentsOn(addr: string): Promise<bigint> {
-  const r = (await demoReports()).get(addr) ?? [];
+  const r = (await demoReports(addr)).get(addr) ?? [];
   return r.reduce((n, t) => n + (t.intentCount ?? 0n), 0n);
 }
 
@@ -120,23 +121,33 @@ describe('txn-server: distributed transactions on real processes', () => {
     const rpc = client.rpcClient();
     const loc = await rpc.call(cluster.masterAddresses[0]!, masterMethods().getTableLocations, { name: 'transactions' }, { timeoutMs: 2000 });
     const st = loc.tablets![0]!;
-    const stLeader = st.replicas!.find((r) => r.role === 'LEADER')!.rpcAddress!;
+    // Leaders move (the master balances them): ask every replica, the leader answers.
+    const atLeader = async <T>(f: (addr: string) => Promise<T>): Promise<T> => {
+      let last: unknown;
+      for (const r of st.replicas ?? []) {
+        try {
+          return await f(r.rpcAddress!);
+        } catch (e) {
+          last = e;
+        }
+      }
+      throw last;
+    };
     const txnId = 'expiring0000000000000000000000aa';
-    const created = await rpc.call(stLeader, txnCoordinatorMethods().createTransaction, { statusTablet: st.tabletId!, txnId, isolation: 'snapshot', priority: 0.5 }, { timeoutMs: 5000 });
+    const created = await atLeader((a) => rpc.call(a, txnCoordinatorMethods().createTransaction, { statusTablet: st.tabletId!, txnId, isolation: 'snapshot', priority: 0.5 }, { timeoutMs: 5000 }));
     const demo = await rpc.call(cluster.masterAddresses[0]!, masterMethods().getTableLocations, { name: 'demo' }, { timeoutMs: 2000 });
     const id = 900n;
     const hash = partitionHash([id]);
     const tablet = demo.tablets!.find((t) => hash >= (t.partition?.start ?? 0) && hash < (t.partition?.end || 65536))!;
-    const leader = tablet.replicas!.find((r) => r.role === 'LEADER')!.rpcAddress!;
-    await rpc.call(
-      leader,
-      tabletServerMethods().write,
-      { tabletId: tablet.tabletId!, ops: [{ type: 'UPSERT', key: { hash, hashed: [{ int64Value: id }], range: [] }, columns: [{ columnId: 2, value: { stringValue: 'ghost' } }] }], txn: { txnId, statusTablet: st.tabletId!, isolation: 'snapshot', priority: 0.5, startHt: created.readHt!, readHt: created.readHt! } },
-      { timeoutMs: 5000 },
-    );
-    expect(await intentsOn(leader)).toBeGreaterThan(0n);
+    const ops = [{ type: 'UPSERT', key: { hash, hashed: [{ int64Value: id }], range: [] }, columns: [{ columnId: 2, value: { stringValue: 'ghost' } }] }];
+    const ctx = { txnId, statusTablet: st.tabletId!, isolation: 'snapshot', priority: 0.5, startHt: created.readHt!, readHt: created.readHt! };
+    const write = (addr: string): Promise<unknown> => rpc.call(addr, tabletServerMethods().write, { tabletId: tablet.tabletId!, ops, txn: ctx }, { timeoutMs: 5000 });
+    let written = false;
+    for (const r of tablet.replicas ?? []) if (!written) written = await write(r.rpcAddress!).then(() => true, () => false);
+    expect(written).toBe(true);
+    expect([...(await demoReports()).values()].flat().some((t) => (t.intentCount ?? 0n) > 0n)).toBe(true);
     await waitFor('the coordinator to expire the transaction', 20_000, async () => {
-      const r = await rpc.call(stLeader, txnCoordinatorMethods().getTransactionStatus, { statusTablet: st.tabletId!, txnIds: [txnId] }, { timeoutMs: 2000 });
+      const r = await atLeader((a) => rpc.call(a, txnCoordinatorMethods().getTransactionStatus, { statusTablet: st.tabletId!, txnIds: [txnId] }, { timeoutMs: 2000 }));
       return r.statuses?.[0]?.status === 'ABORTED';
     }, 200);
     await waitFor('the participant sweep to remove the expired intents', 20_000, async () => [...(await demoReports()).values()].flat().every((t) => (t.intentCount ?? 0n) === 0n), 200);
@@ -168,4 +179,30 @@ describe('txn-server: distributed transactions on real processes', () => {
       await rpc.call(slow.rpcAddress, tabletServerMethods().setFlag, { name: 'TEST_inject_sleep_before_applying_intents_ms', value: '0' }, { timeoutMs: 2000 });
     }
   }, 90_000);
+  it('txn-server: after kill -9 of the status tablet leader the new leader re-drives APPLY of a committed txn; the restarted tserver applies too', async () => {
+    const rpc = client.rpcClient();
+    const setAll = (v: string): Promise<unknown> =>
+      Promise.all(cluster.tservers.map((ts) => rpc.call(ts.rpcAddress, tabletServerMethods().setFlag, { name: 'TEST_disable_apply_committed_transactions', value: v }, { timeoutMs: 2000 }).catch(() => undefined)));
+    await setAll('true');
+    const txn = await client.beginTransaction();
+    const statusTablet = txn.context().statusTablet!;
+    for (let i = 2000; i < 2020; i++) await txn.upsert('demo', { id: BigInt(i), v: `k${i}` });
+    await txn.commit();
+    // Nobody was told to apply: every replica still holds intents, yet the rows are committed.
+    for (const ts of cluster.tservers) expect(await intentsOn(ts.rpcAddress)).toBeGreaterThan(0n);
+    expect((await rowsIn(2000, 2020)).size).toBe(20);
+    const loc = await rpc.call(cluster.masterAddresses[0]!, masterMethods().getTableLocations, { name: 'transactions' }, { timeoutMs: 2000 });
+    const leaderAddr = loc.tablets!.find((t) => t.tabletId === statusTablet)!.replicas!.find((r) => r.role === 'LEADER')!.rpcAddress!;
+    const victim = cluster.tservers.find((t) => t.rpcAddress === leaderAddr)!;
+    await cluster.kill9(victim);
+    const survivors = cluster.tservers.filter((t) => t !== victim);
+    await Promise.all(survivors.map((ts) => rpc.call(ts.rpcAddress, tabletServerMethods().setFlag, { name: 'TEST_disable_apply_committed_transactions', value: 'false' }, { timeoutMs: 2000 })));
+    await waitFor('the survivors to apply after the new status leader re-drove APPLY', 40_000, async () => {
+      for (const ts of survivors) if ((await intentsOn(ts.rpcAddress).catch(() => 1n)) !== 0n) return false;
+      return true;
+    }, 300);
+    expect((await rowsIn(2000, 2020)).get(2019n)).toBe('k2019');
+    cluster.start(victim);
+    await waitFor('the restarted tserver to apply from its Raft log', 40_000, async () => (await intentsOn(victim.rpcAddress).catch(() => 1n)) === 0n, 300);
+  }, 120_000);
 });

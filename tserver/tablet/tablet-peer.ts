@@ -129,6 +129,8 @@ export class TabletPeer {
   readonly cleanupQueue = new Set<TxnId>();
   /** Applies of committed transactions under way on this replica (a resent APPLY waits for them). */
   private readonly applying = new Map<TxnId, Promise<void>>();
+  /** Committed transactions whose intents this replica has not moved yet (never evicted until done). */
+  private readonly pendingApplies = new Map<TxnId, HybridTime>();
   private statusListener: TxnStatusListener | undefined;
   private leaderListener: ((c: LeaderChange) => void) | undefined;
   readonly metrics = { writeOps: 0, readOps: 0, scanOps: 0, rowsWritten: 0, entriesApplied: 0, snapshotsInstalled: 0 };
@@ -265,6 +267,8 @@ export class TabletPeer {
   private statusResolver(): StatusResolver {
     const env = this.deps.txnEnv;
     return async (txnId, readHt) => {
+      const pendingCommitHt = this.pendingApplies.get(txnId);
+      if (pendingCommitHt !== undefined) return { status: 'COMMITTED', commitHt: pendingCommitHt };
       const local = this.localOutcomes.get(txnId);
       if (local) return local.status === 'COMMITTED' ? { status: 'COMMITTED', commitHt: local.commitHt } : { status: local.status };
       const st = this.txnStatusTablets.get(txnId);
@@ -347,21 +351,34 @@ export class TabletPeer {
         this.deps.clock.update(op.commitHt);
         this.rememberOutcome(op.txnId, { status: 'COMMITTED', commitHt: op.commitHt, priority: 0 });
         if (opId.index <= this.regularFloor.index && opId.index <= this.intentsFloor.index) return;
-        // The lab's defining knob: only this tablet's ordered apply stage waits (an async timer), so
-        // other tablets, Raft replication and reads keep going while this replica holds intents.
+        if (this.applying.has(op.txnId)) return; // a duplicate APPLY entry while the first still runs
+        // Durably note the pending apply first (a restart resumes it even if this entry is not
+        // replayed), then move the intents OFF the ordered apply path: later entries of this tablet,
+        // lease and ReadIndex reads on this replica do not wait for it, and readers meanwhile resolve
+        // the intents through pendingApplies as committed at commitHt (DESIGN: reads at any leader
+        // already return the committed rows while this replica still holds only intents).
+        if (!(await this.docdb.markApplyPending(op.txnId, op.commitHt, opId))) return;
+        this.pendingApplies.set(op.txnId, op.commitHt);
         const run = (async (): Promise<void> => {
+          // The lab's defining knob: only this replica's apply of this transaction waits.
           const sleepMs = this.deps.flags.get(TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS);
           if (sleepMs > 0) await new Promise((r) => setTimeout(r, sleepMs));
-          if (this.state !== TabletState.RUNNING) return;
+          if (this.state !== TabletState.RUNNING) return; // closed: the persisted apply state resumes at open
           await this.docdb.applyIntents(op.txnId, op.commitHt, opId);
           this.txnStatusTablets.delete(op.txnId);
         })();
         this.applying.set(op.txnId, run);
-        try {
-          await run;
-        } finally {
-          if (this.applying.get(op.txnId) === run) this.applying.delete(op.txnId);
-        }
+        run
+          .catch((e: unknown) => {
+            // A storage failure is fail-stop for this replica (CONVENTIONS): stop serving it.
+            this.state = TabletState.FAILED;
+            this.lastError = `apply of ${op.txnId} failed: ${e instanceof Error ? e.message : String(e)}`;
+            this.deps.log.error({ tabletId: this.tabletId, err: this.lastError }, 'intents apply failed; replica stopped');
+          })
+          .finally(() => {
+            this.pendingApplies.delete(op.txnId);
+            if (this.applying.get(op.txnId) === run) this.applying.delete(op.txnId);
+          });
         return;
       }
       case 'REMOVE_TXN': {

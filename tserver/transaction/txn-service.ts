@@ -183,6 +183,13 @@ export class TxnService {
       const commitHt = req.commitHt ?? 0n;
       if (commitHt <= 0n) throw invalid('APPLY needs commit_ht');
       if (this.deps.rng.next() < this.deps.flags.get(TEST_TRANSACTION_IGNORE_APPLYING_PROBABILITY)) return {};
+      // A resent APPLY while the first one is still applying (e.g. the sleep flag): acknowledge only
+      // after this leader's own apply, without a second entry (and a second sleep).
+      const running = peer.applyInProgress(txnId);
+      if (running) {
+        await running;
+        return {};
+      }
       if (peer.localOutcome(txnId)?.status === 'COMMITTED') return {};
       await peer.proposeOp({ type: 'APPLY_TXN', txnId, commitHt });
       return {};
