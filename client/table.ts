@@ -22,6 +22,25 @@ const SCAN_PAGE_DEFAULT = 1000;
 const SCAN_PAGES_MAX = 1_000_000;
 const WRITE_ROWS_PER_RPC_DEFAULT = 1000;
 const WRITE_ROWS_PER_RPC_MAX = 10_000;
+/**
+ * Value bytes per write RPC at most (a chunk closes before a row that would pass it; a single larger
+ * row goes alone). Keeps each Raft entry and frame far below the 64 MiB message limit when rows are
+ * large (the experiment's 1 MiB rows: 4 per RPC).
+ */
+export const WRITE_BYTES_PER_RPC_MAX = 4 * 1024 * 1024;
+
+/** Approximate wire bytes of one row op (values dominate; a small constant covers key and framing). */
+function approxOpBytes(op: RowOpPB): number {
+  let n = 32;
+  for (const c of op.columns ?? []) {
+    const v = c.value;
+    if (!v) continue;
+    if (typeof v.stringValue === 'string') n += v.stringValue.length * 3 > 1024 ? Buffer.byteLength(v.stringValue) : v.stringValue.length * 3;
+    else if (v.bytesValue) n += v.bytesValue.length;
+    else n += 9;
+  }
+  return n;
+}
 const BATCH_CONCURRENCY_DEFAULT = 8;
 const BATCH_CONCURRENCY_MAX = 256;
 
@@ -203,7 +222,21 @@ export class Table {
       g.push(x);
     }
     const chunks: Array<Array<{ hash: number; op: RowOpPB }>> = [];
-    for (const g of byTablet.values()) for (let i = 0; i < g.length; i += perRpc) chunks.push(g.slice(i, i + perRpc));
+    for (const g of byTablet.values()) {
+      let cur: Array<{ hash: number; op: RowOpPB }> = [];
+      let bytes = 0;
+      for (const x of g) {
+        const b = approxOpBytes(x.op);
+        if (cur.length > 0 && (cur.length >= perRpc || bytes + b > WRITE_BYTES_PER_RPC_MAX)) {
+          chunks.push(cur);
+          cur = [];
+          bytes = 0;
+        }
+        cur.push(x);
+        bytes += b;
+      }
+      if (cur.length > 0) chunks.push(cur);
+    }
     let next = 0;
     const m = tabletServerMethods().write;
     const txnCtx = this.txn?.context();

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DbError, ErrorCode } from '../../common/errors';
 import type { MethodDef, RpcClient, Transport } from '../../rpc/types';
 import { TesseraClient } from '../../client/tessera-client';
+import { WRITE_BYTES_PER_RPC_MAX } from '../../client/table';
 
 type Req = Record<string, unknown>;
 type Handler = (req: Req, address: string) => unknown;
@@ -221,6 +222,20 @@ describe('client transactions (fake cluster)', () => {
     expect(a.req['participantTablets']).toEqual(txn.participants());
     expect(txn.participants()).toHaveLength(1);
     await expect(txn.upsert('demo', { id: 2n, value: 'y' })).rejects.toMatchObject({ code: ErrorCode.TXN_ABORTED });
+    await txn.abort();
+  });
+
+  it('txn: upsertMany of large rows splits write RPCs by bytes (at most WRITE_BYTES_PER_RPC_MAX of values each, rows in order)', async () => {
+    const f = new FakeCluster();
+    const c = await connect(f);
+    const txn = await c.beginTransaction();
+    const big = 'x'.repeat(1 << 20);
+    await txn.table('demo').upsertMany(Array.from({ length: 20 }, (_, i) => ({ id: BigInt(i), value: big })));
+    const writes = f.calls.filter((x) => x.method === 'TabletServerService.Write');
+    const rows = writes.map((w) => (w.req['ops'] as unknown[]).length);
+    expect(rows.reduce((a, b) => a + b, 0)).toBe(20);
+    for (const n of rows) expect(n).toBeLessThanOrEqual(Math.floor(WRITE_BYTES_PER_RPC_MAX / (1 << 20)));
+    for (const w of writes) expect((w.req['txn'] as Req)['txnId']).toBe(txn.txnId);
     await txn.abort();
   });
 
