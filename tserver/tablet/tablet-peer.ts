@@ -583,7 +583,8 @@ export class TabletPeer {
         const readHt = this.deps.clock.now();
         for (const o of req.ops) {
           if (o.kind !== 'INSERT' && o.kind !== 'UPDATE') continue;
-          const row = await this.docdb.getRow(o.op.key, { readHt, resolveStatus: NO_TXN_STATUS });
+          // Committed-but-not-yet-applied transactions count: their rows exist.
+          const row = await this.docdb.getRow(o.op.key, { readHt, resolveStatus: this.deps.txnEnv ? this.statusResolver() : NO_TXN_STATUS });
           if (o.kind === 'INSERT' && row) throw new DbError(ErrorCode.ALREADY_EXISTS, `tablet ${this.tabletId}: row already exists`);
           if (o.kind === 'UPDATE' && !row) throw new DbError(ErrorCode.NOT_FOUND, `tablet ${this.tabletId}: row does not exist`);
         }
