@@ -74,17 +74,18 @@ export class WriteLoad {
   }
 }
 
-/** The longest gap between consecutive acknowledgements of any writer that spans `atMs`. */
-export function stallAround(ackTimesByWriter: readonly number[][], atMs: number): number {
+/**
+ * The longest gap between consecutive acknowledgements of any writer that overlaps [fromMs, toMs]: a
+ * writer is stalled while its write waits on a tablet without a leader, which may be a few writes after
+ * the fault (the writes before it went to other tablets).
+ */
+export function longestStall(ackTimesByWriter: readonly number[][], fromMs: number, toMs: number): number {
   let worst = 0;
   for (const times of ackTimesByWriter) {
-    let before = -Infinity;
-    for (const t of times) {
-      if (t <= atMs) before = t;
-      else {
-        if (before > -Infinity) worst = Math.max(worst, t - before);
-        break;
-      }
+    for (let i = 1; i < times.length; i++) {
+      const a = times[i - 1]!;
+      const b = times[i]!;
+      if (b >= fromMs && a <= toMs) worst = Math.max(worst, b - a);
     }
   }
   return worst;

@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { longestStall } from '../../lab/experiments/write-load';
 import { EXPERIMENTS, findExperiment, passed, renderMarkdown, runExperiment, svgLineChart, type ExperimentOptions } from '../../lab/experiments';
 
 const baseDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-lab-exp-'));
@@ -39,6 +40,13 @@ describe('lab experiments', () => {
     expect(md).toContain('**FAILED**');
     expect(md).toContain('| c2 | **FAILED** | a\\|b |');
     expect(md).toContain('| fMs | 3 |');
+  });
+
+  it('write load: longestStall finds a writer stall that starts a few writes after the fault', () => {
+    // Writer 0 acks at 0..300 ms, then stalls 1,200 ms on a leaderless tablet; writer 1 never stalls.
+    const times = [[0, 100, 200, 300, 1500, 1600], [0, 50, 100, 150, 200, 250, 300, 350]];
+    expect(longestStall(times, 150, 2000)).toBe(1200);
+    expect(longestStall(times, 1600, 2000)).toBe(100);
   });
 
   it('lab experiments: the registry names leader-failover and partition-minority', () => {
