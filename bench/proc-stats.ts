@@ -57,3 +57,19 @@ export function peakRssBytes(pid: number | undefined): number | undefined {
     return undefined;
   }
 }
+
+/** Filesystem type holding dir (longest mount point prefix in /proc/mounts), or undefined. */
+export function filesystemType(dir: string): string | undefined {
+  try {
+    let best: { mount: string; type: string } | undefined;
+    for (const line of fs.readFileSync('/proc/mounts', 'utf8').split('\n')) {
+      const [, mount, type] = line.split(' ');
+      if (!mount || !type) continue;
+      const inside = dir === mount || dir.startsWith(mount.endsWith('/') ? mount : mount + '/');
+      if (inside && (!best || mount.length > best.mount.length)) best = { mount, type };
+    }
+    return best?.type;
+  } catch {
+    return undefined;
+  }
+}

@@ -9,13 +9,14 @@
  */
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import * as readline from 'node:readline';
 import * as hdr from 'hdr-histogram-js';
 import { TesseraClient } from '../client/tessera-client';
 import { BenchCluster } from './bench-cluster';
 import { EtcdCluster, findEtcd } from './etcd-cluster';
-import { cpuSeconds, cpuSecondsSum, peakRssBytes } from './proc-stats';
+import { cpuSeconds, cpuSecondsSum, filesystemType, peakRssBytes } from './proc-stats';
 import { probeTransaction, type LoadResult, type LoadSpec, type VsOp, type VsSystem } from './vs-loadgen';
 import { aggregate, renderMarkdown, type PeakRss, type VsRun } from './vs-report';
 
@@ -29,6 +30,7 @@ const VALUE_BYTES = 100;
 const LOADGEN_GRACE_MS = 60_000;
 /** The probe transaction before the rounds: the status tablets may still be electing leaders. */
 const TXN_PROBE_TIMEOUT_MS = 15_000;
+const TXN_PROBE_RETRY_MS = 500;
 
 export const VS_WORKLOADS: Record<string, { op: VsOp; concurrency: number; tesseraOnly?: boolean }> = {
   'put-c1': { op: 'put', concurrency: 1 },
@@ -167,6 +169,13 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
   const profileDir = path.join(o.outDir, 'profiles');
   try {
     log(`vs etcd: ${o.rounds} round(s), ${o.warmupSeconds} s warm-up + ${o.seconds} s per run, workloads ${o.workloads.join(', ')}`);
+    // Both systems keep their data under the temp dir: on tmpfs an fsync costs nothing and the figures
+    // would not be "data on disk" (set TMPDIR to a disk-backed directory).
+    const fsType = filesystemType(os.tmpdir());
+    if (fsType === 'tmpfs' || fsType === 'ramfs') {
+      notes.set('data dir', `WARNING: ${os.tmpdir()} is ${fsType}: fsync is free, figures are not on-disk figures (set TMPDIR)`);
+      log(notes.get('data dir') ?? '');
+    }
     fs.mkdirSync(o.outDir, { recursive: true });
     if (o.profile) fs.mkdirSync(profileDir, { recursive: true });
     await tessera.start(3, TESSERA_HOST_BASE, ['--durable_wal_write=true'], {
@@ -179,7 +188,12 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
     try {
       await client.createTable({ name: TABLE, columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: 3, replicationFactor: 3 });
       if (o.workloads.includes('txn2-c64')) {
-        const why = await probeTransaction(client, TABLE, TXN_PROBE_TIMEOUT_MS);
+        // The master creates the `transactions` table shortly after the tservers register: retry.
+        let why = await probeTransaction(client, TABLE, TXN_PROBE_TIMEOUT_MS);
+        for (const until = Date.now() + TXN_PROBE_TIMEOUT_MS; why !== undefined && Date.now() < until; ) {
+          await new Promise((r) => setTimeout(r, TXN_PROBE_RETRY_MS));
+          why = await probeTransaction(client, TABLE, TXN_PROBE_TIMEOUT_MS);
+        }
         txnOk = why === undefined;
         if (why !== undefined) {
           notes.set('txn2-c64', `skipped: a probe transaction failed (${why})`);
@@ -189,7 +203,7 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
     } finally {
       await client.close();
     }
-    notes.set('apply lag', 'not measured: needs transactions (and a per-replica intents-applied time) in this build');
+    notes.set('apply lag', 'not measured: the tservers expose no per-replica intents-applied time to compare with the commit time yet');
     if (etcd) {
       await etcd.start(ETCD_HOST_BASE);
       log(`etcd: 3 members up (leader ${etcd.leaderUrl}); load goes to the leader`);
@@ -232,8 +246,9 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
       };
     });
     const rows = aggregate(o.workloads, runs, notes);
-    const header = `## tessera vs etcd (${new Date().toISOString()})\n\n${o.rounds} round(s) × ${o.seconds} s after ${o.warmupSeconds} s warm-up; ${etcd ? 'etcd ' + (await etcdVersion(etcdBin)) : 'etcd SKIPPED (not installed)'}; values ${VALUE_BYTES} bytes; medians of rounds; CPU = utime+stime per 1,000 ops.`;
-    const md = renderMarkdown(rows, rss, header) + (notes.has('apply lag') ? `- apply lag: ${notes.get('apply lag') ?? ''}\n` : '');
+    const header = `## tessera vs etcd (${new Date().toISOString()})\n\n${o.rounds} round(s) × ${o.seconds} s after ${o.warmupSeconds} s warm-up; ${etcd ? 'etcd ' + (await etcdVersion(etcdBin)) : 'etcd SKIPPED (not installed)'}; values ${VALUE_BYTES} bytes; data on ${fsType ?? 'unknown fs'} (${os.tmpdir()}); medians of rounds; CPU = utime+stime per 1,000 ops.`;
+    const extra = ['apply lag', 'data dir'].filter((k) => notes.has(k)).map((k) => `- ${k}: ${notes.get(k) ?? ''}\n`).join('');
+    const md = renderMarkdown(rows, rss, header) + extra;
     const stamp = new Date().toISOString().replace(/[:.]/g, '-');
     const jsonPath = path.join(o.outDir, `vs-etcd-${stamp}.json`);
     const mdPath = path.join(o.outDir, `vs-etcd-${stamp}.md`);
