@@ -97,6 +97,10 @@ export class TransactionCoordinator {
     this.timer = setInterval(() => this.tick(), this.deps.flags.get(TRANSACTION_CHECK_INTERVAL_MS));
   }
 
+  isStopped(): boolean {
+    return this.stopped;
+  }
+
   stop(): void {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);

@@ -60,11 +60,14 @@ function txnIdOf(s: string | undefined): TxnId {
 
 export class TxnService {
   private readonly coordinators = new Map<string, TransactionCoordinator>();
+  /** Coordinators still loading their records (not answering yet). */
+  private readonly loading = new Map<string, TransactionCoordinator>();
   readonly locator: TabletLocator;
   readonly statusClient: TxnStatusClient;
   private sweepTimer: NodeJS.Timeout | undefined;
   private sweeping = false;
   private checks = 0;
+  private stopped = false;
 
   constructor(private readonly deps: TxnServiceDeps) {
     const { client, masterMethods, coordinatorMethods } = deps;
@@ -99,6 +102,8 @@ export class TxnService {
   }
 
   stop(): void {
+    this.stopped = true;
+    for (const c of this.loading.values()) c.stop();
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     for (const c of this.coordinators.values()) c.stop();
     this.coordinators.clear();
@@ -115,11 +120,22 @@ export class TxnService {
       log: this.deps.log.child({ statusTablet: peer.tabletId }),
       updateParticipant: (tabletId, txnId, type, commitHt, timeoutMs) => this.sendUpdate(tabletId, txnId, type, commitHt, timeoutMs),
     });
+    // Registered only once its records are loaded: before that an unknown id would read ABORTED.
+    this.loading.set(peer.tabletId, c);
+    try {
+      await c.start();
+    } finally {
+      this.loading.delete(peer.tabletId);
+    }
+    if (this.stopped || c.isStopped()) {
+      c.stop();
+      return;
+    }
     this.coordinators.set(peer.tabletId, c);
-    await c.start();
   }
 
   onPeerClosing(peer: TabletPeer): void {
+    this.loading.get(peer.tabletId)?.stop();
     const c = this.coordinators.get(peer.tabletId);
     if (!c) return;
     c.stop();
@@ -134,7 +150,11 @@ export class TxnService {
     if (!statusTablet) throw invalid('status_tablet missing');
     const c = this.coordinators.get(statusTablet);
     if (c) return c;
-    if (this.deps.manager().has(statusTablet)) throw invalid(`tablet ${statusTablet} is not a status tablet`);
+    const m = this.deps.manager();
+    if (m.has(statusTablet)) {
+      if (m.get(statusTablet).meta.tableName === TRANSACTIONS_TABLE) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `status tablet ${statusTablet} is loading its records`);
+      throw invalid(`tablet ${statusTablet} is not a status tablet`);
+    }
     throw new DbError(ErrorCode.TABLET_NOT_FOUND, `status tablet ${statusTablet} not found on this server`, { tabletId: statusTablet });
   }
 
