@@ -95,6 +95,23 @@ export async function applyIntents(
   return { done: false, recordsApplied: applied };
 }
 
+/**
+ * Record, durably, that `txnId` committed at `commitHt` and must be applied, before any intent moves:
+ * a persisted apply state with nothing applied yet. A restart then finishes the apply (resumeApplies)
+ * even when the Raft entry that ordered it lies below the databases' frontier and is not replayed —
+ * which lets the host move the intents later, off its ordered apply path. No-op when already
+ * recorded, or when nothing is left to apply (idempotent).
+ */
+export async function markApplyPending(regular: RegularDb, intents: IntentsDb, txnId: TxnId, commitHt: HybridTime, opId: OpId): Promise<boolean> {
+  const stateKey = applyStateKey(txnId);
+  if ((await regular.db.engine.get(stateKey)) !== undefined) return true;
+  const metaRaw = await intents.db.engine.get(txnKey(txnId));
+  if (metaRaw === undefined) return false;
+  const state: ApplyState = { meta: decodeStoredMeta(metaRaw).meta, commitHt, opId, recordsApplied: 0 };
+  await regular.db.write([{ type: 'put', key: stateKey, value: encodeApplyState(state) }], opId, true);
+  return true;
+}
+
 /** Delete an aborted transaction's intents, reverse entries and metadata. Idempotent. */
 export async function removeIntents(intents: IntentsDb, txnId: TxnId, opId: OpId, chunkRecordsMax: number): Promise<void> {
   // Bounded: each round deletes up to chunkRecordsMax entries; the loop ends when none remain.

@@ -111,6 +111,12 @@ export interface DocDbApi {
   findConflicts(txn: TxnMeta, ops: readonly RowOp[], readHt: HybridTime): Promise<Conflict[]>;
   /** Move the committed transaction's intents into RegularDB at commitHt, in chunks, resumable, idempotent. */
   applyIntents(txnId: TxnId, commitHt: HybridTime, opId: OpId, chunkRecordsMax?: number): Promise<ApplyProgress>;
+  /**
+   * Durably record that the committed `txnId` must be applied at `commitHt` (an apply state with
+   * nothing applied yet), so a restart finishes it even if the ordering Raft entry is not replayed.
+   * Returns false when the transaction has nothing here to apply.
+   */
+  markApplyPending(txnId: TxnId, commitHt: HybridTime, opId: OpId): Promise<boolean>;
   /** Delete an aborted transaction's intents. Idempotent. */
   removeIntents(txnId: TxnId, opId: OpId): Promise<void>;
   /** Transactions that have intents or an unfinished apply (rebuilt at restart). */

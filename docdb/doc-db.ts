@@ -9,7 +9,7 @@
 import { Flags } from '../common/flags';
 import { htAddMicros, type HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
-import { applyIntents, removeIntents, type ApplyHooks } from './apply';
+import { applyIntents, markApplyPending, removeIntents, type ApplyHooks } from './apply';
 import { findConflicts } from './conflict';
 import type {
   ApplyProgress,
@@ -136,6 +136,11 @@ export class DocDb implements DocDbApi {
       byId.set(s.meta.txnId, t);
     }
     return [...byId.values()];
+  }
+
+  /** Durably note that `txnId` committed at `commitHt` and must be applied (see apply.ts). */
+  markApplyPending(txnId: TxnId, commitHt: HybridTime, opId: OpId): Promise<boolean> {
+    return markApplyPending(this.regularDb, this.intentsDb, txnId, commitHt, opId);
   }
 
   /** Unfinished applies (persisted apply states): resume each with applyIntents(txnId, commitHt, opId). */

@@ -129,6 +129,8 @@ describe('txn tablet ops', () => {
     // Committed but not yet applied: readers resolve the intent through the status tablet.
     expect((await q.read([key(2)], {})).rows[0]?.columns.get(1)).toBe('a2');
     await q.proposeOp({ type: 'APPLY_TXN', txnId: TxnId('t-a'), commitHt });
+    // The intents move off the ordered apply path; wait for that apply to finish.
+    await q.applyInProgress(TxnId('t-a'));
     expect((await q.sizes()).intentsdb.intentCount).toBe(0);
     expect((await q.read([key(1)], {})).rows[0]?.columns.get(1)).toBe('a1');
   });
@@ -162,14 +164,19 @@ describe('txn tablet ops', () => {
     await p.writeIntents({ txn: txn('s', 0.5, 0n), readHt: p.safeTime(), ops: [upsert(3, 's')] });
     const commitHt = p.nextHt();
     env.statuses.set('s', { status: 'COMMITTED', commitHt, priority: 0.5 });
-    let applied = false;
-    const apply = p.proposeOp({ type: 'APPLY_TXN', txnId: TxnId('s'), commitHt }).then(() => (applied = true));
-    await new Promise((r) => setTimeout(r, 100));
-    expect(applied).toBe(false);
+    // The APPLY_TXN entry is Raft-applied at once (the pending apply is recorded durably) ...
+    await p.proposeOp({ type: 'APPLY_TXN', txnId: TxnId('s'), commitHt });
+    const moving = p.applyInProgress(TxnId('s'));
+    expect(moving).toBeDefined();
+    // ... while the intents stay in IntentsDB for the injected sleep, and later entries still apply.
+    await p.write({ ops: [upsert(4, 'w')] });
     expect((await p.sizes()).intentsdb.intentCount).toBeGreaterThan(0);
-    // The leader lease serves the read without the apply stage: the intent resolves as committed.
+    // Reads are served meanwhile: the intent resolves as committed through the pending apply.
+    env.statuses.clear();
     expect((await p.read([key(3)], {})).rows[0]?.columns.get(1)).toBe('s');
-    await apply;
+    expect((await p.read([key(4)], {})).rows[0]?.columns.get(1)).toBe('w');
+    await moving;
     expect((await p.sizes()).intentsdb.intentCount).toBe(0);
+    expect((await p.read([key(3)], {})).rows[0]?.columns.get(1)).toBe('s');
   });
 });
