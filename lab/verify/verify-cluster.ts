@@ -138,8 +138,11 @@ export class VerifyCluster {
           const body = (await getJson(`${m.webUrl}/api/v1/tablet-servers`, 1000)) as { tabletServers?: Array<{ rpcAddress: string; alive: boolean }> };
           const alive = new Set((body.tabletServers ?? []).filter((t) => t.alive).map((t) => t.rpcAddress));
           const want = this.tservers.filter((t) => this.isRunning(t));
-          if (want.every((t) => alive.has(t.rpcAddress))) return;
-          why = `${alive.size} of ${want.length} tablet servers alive`;
+          // The master may still count a just-killed tserver alive (heartbeat not yet timed out):
+          // the restarted process itself must answer too.
+          const up = await Promise.all(want.map((t) => isHealthy(t.webUrl)));
+          if (want.every((t, i) => alive.has(t.rpcAddress) && up[i])) return;
+          why = `${alive.size} of ${want.length} tablet servers alive, ${up.filter(Boolean).length} answering /healthz`;
         }
       } catch (e) {
         why = (e as Error).message;
