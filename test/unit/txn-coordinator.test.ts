@@ -141,6 +141,18 @@ describe('TransactionCoordinator', () => {
     expect((await c.getStatus([id]))[0]!.status).toBe('ABORTED');
   });
 
+  it('txn-coordinator: a status query during an in-flight commit waits for it and answers COMMITTED, never PENDING (fractured-read regression)', async () => {
+    const { c } = await openCoordinator(tmp(), testFlags(), { n: 0 });
+    const id = TxnId('race');
+    const startHt = await c.create(id, 'snapshot', 0.5);
+    // The commit chooses its time, then replicates; a reader with a later read time asks meanwhile.
+    const committing = c.commit(id, ['p1']);
+    const asked = c.getStatus([id], startHt + (1n << 40n));
+    const [commitHt, [st]] = await Promise.all([committing, asked]);
+    expect(st!.status).toBe('COMMITTED');
+    expect(st!.commitHt).toBe(commitHt);
+  });
+
   it('txn-coordinator: abort sends REMOVE; committing an aborted txn fails with TXN_ABORTED', async () => {
     const { c, updates } = await openCoordinator(tmp(), testFlags(), { n: 0 });
     const id = TxnId('t2');

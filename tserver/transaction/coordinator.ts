@@ -242,6 +242,10 @@ export class TransactionCoordinator {
     this.requireLeader();
     // A PENDING answer promises the commit time will exceed the reader's read time.
     if (readHt) this.deps.clock.update(readHt);
+    // A commit (or abort) in flight already chose its time: answering PENDING now could hide a
+    // transaction that then commits below the reader's read time (a fractured read, found by the bank
+    // workload). Wait for the in-flight update of that transaction to finish, then answer.
+    for (const txnId of txnIds) if (this.txnLocks.has(txnId)) await this.withTxnLock(txnId, () => Promise.resolve());
     return txnIds.map((txnId) => {
       const r = this.records.get(txnId);
       if (!r) return { txnId, status: 'ABORTED', commitHt: 0n, priority: 0 };
