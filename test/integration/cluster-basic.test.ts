@@ -66,12 +66,14 @@ describe('cluster: 1 master + 3 tservers', () => {
     cl.start(victim);
     await cl.waitTServersAlive(3, 30_000);
     const rpc = client.rpcClient();
+    // Only this table's tablets: every tserver also hosts replicas of the system table `transactions`.
+    const kvTablets = new Set((await client.tableLocations('kv')).tablets.map((t) => t.tabletId));
     await waitFor('restarted replicas to match their leaders', 60_000, async () => {
       const mine = await rpc.call(victim.rpcAddress, tabletServerMethods().listTablets, {}, { timeoutMs: 3000 });
       const others = await Promise.all(cl.tservers.filter((t) => t !== victim).map((t) => rpc.call(t.rpcAddress, tabletServerMethods().listTablets, {}, { timeoutMs: 3000 })));
       const leaderApplied = new Map<string, bigint>();
       for (const o of others) for (const t of o.tablets ?? []) if (t.role === 'LEADER') leaderApplied.set(t.tabletId ?? '', t.appliedIndex ?? 0n);
-      const tablets = mine.tablets ?? [];
+      const tablets = (mine.tablets ?? []).filter((t) => kvTablets.has(t.tabletId ?? ''));
       return tablets.length === 3 && tablets.every((t) => t.role === 'LEADER' || leaderApplied.get(t.tabletId ?? '') === t.appliedIndex);
     }, 250);
 

@@ -51,7 +51,9 @@ describe('cluster: re-replication', () => {
       const l = await client!.tableLocations('r');
       if (l.tablets.some((t) => t.replicas.some((r) => r.rpcAddress === victim!.rpcAddress))) return false;
       const mine = await rpc.call(spare.rpcAddress, tabletServerMethods().listTablets, {}, { timeoutMs: 3000 });
-      const reps = mine.tablets ?? [];
+      // Only this table's tablets: the spare may also receive replicas of the system table `transactions`.
+      const ids = new Set(l.tablets.map((t) => t.tabletId));
+      const reps = (mine.tablets ?? []).filter((t) => ids.has(t.tabletId ?? ''));
       return reps.length === 2 && reps.every((t) => (t.peers ?? []).some((p) => p.uuid !== '' && p.memberType === 'VOTER') && !(t.peers ?? []).some((p) => p.rpcAddress === victim!.rpcAddress));
     }, 250);
     const got = await client.table('r').scan({ timeoutMs: 30_000 });
