@@ -3,12 +3,10 @@
  * the catalog manager's background round, and the console. `masterMain(argv)` is `tessera master`.
  */
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { SystemClock } from '../common/clock';
 import { DbError, ErrorCode } from '../common/errors';
 import { Flags, parseFlagArgs } from '../common/flags';
 import { HybridClock } from '../common/hybrid-clock';
-import { newId } from '../common/ids';
 import { createLogger, LogRing, type Logger } from '../common/log';
 import { MathRng } from '../common/rng';
 import { decodeMessage, encodeMessage } from '../raft/message-codec';
@@ -35,6 +33,7 @@ import { droppedPeers } from '../common/server-flags';
 import { registerMasterPages } from './master-web';
 import { SYS_CATALOG_GROUP_ID, SysCatalog } from './sys-catalog';
 import { TServerRegistry } from './tserver-registry';
+import { loadOrCreateUuid, splitHostPort } from '../common/server-identity';
 
 export interface MasterOptions {
   flags: Flags;
@@ -54,29 +53,6 @@ export interface Master {
   stop(): Promise<void>;
 }
 
-function splitHostPort(s: string, defPort: number): { host: string; port: number } {
-  const t = s.split(',')[0]!.trim();
-  if (!t) return { host: '127.0.0.1', port: defPort };
-  const i = t.lastIndexOf(':');
-  if (i < 0) return { host: t, port: defPort };
-  const port = Number(t.slice(i + 1));
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new DbError(ErrorCode.INVALID_ARGUMENT, `bad port in '${t}'`);
-  return { host: t.slice(0, i) || '127.0.0.1', port };
-}
-
-function loadOrCreateUuid(dataDir: string): string {
-  const file = path.join(dataDir, 'instance');
-  if (fs.existsSync(file)) {
-    const v: unknown = JSON.parse(fs.readFileSync(file, 'utf8'));
-    const uuid = (v as { uuid?: unknown }).uuid;
-    if (typeof uuid !== 'string' || !uuid) throw new DbError(ErrorCode.CORRUPTION, `${file} has no uuid`);
-    return uuid;
-  }
-  const uuid = newId();
-  fs.writeFileSync(file + '.tmp', JSON.stringify({ uuid, createdAt: new Date().toISOString() }));
-  fs.renameSync(file + '.tmp', file);
-  return uuid;
-}
 
 /** How long a master's self description fetched from a peer is reused. */
 const PEER_INFO_TTL_MS = 5_000;

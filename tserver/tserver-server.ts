@@ -6,13 +6,11 @@
  * and the codecs; tests may pass an in-memory transport).
  */
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { SystemClock, type Clock } from '../common/clock';
 import { DbError, ErrorCode } from '../common/errors';
 import { Flags, parseFlagArgs } from '../common/flags';
 import { HybridClock } from '../common/hybrid-clock';
 import { droppedPeers } from '../common/server-flags';
-import { newId } from '../common/ids';
 import { createLogger, LogRing, type Logger } from '../common/log';
 import { MathRng, type Rng } from '../common/rng';
 import { Metrics } from '../rpc/metrics';
@@ -41,6 +39,7 @@ import {
 } from './tserver-flags';
 import type { TabletReportPB } from './tserver-pb';
 import { countingServer, registerTServerPages, sizesOf, TabletMemTrackers } from './tserver-web';
+import { loadOrCreateUuid, splitHostPort } from '../common/server-identity';
 
 /** How often memtable sizes are sampled for the memory trackers' peaks. */
 export const MEM_TRACKER_SAMPLE_INTERVAL_MS = 1_000;
@@ -106,30 +105,6 @@ export interface TServer {
   stop(): Promise<void>;
 }
 
-function splitHostPort(s: string, defPort: number): { host: string; port: number } {
-  const t = s.split(',')[0]!.trim();
-  if (!t) return { host: '127.0.0.1', port: defPort };
-  const i = t.lastIndexOf(':');
-  if (i < 0) return { host: t, port: defPort };
-  const port = Number(t.slice(i + 1));
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new DbError(ErrorCode.INVALID_ARGUMENT, `bad port in '${t}'`);
-  return { host: t.slice(0, i) || '127.0.0.1', port };
-}
-
-/** This server's permanent uuid, created on first start (DATA/instance). */
-function loadOrCreateUuid(dataDir: string): string {
-  const file = path.join(dataDir, 'instance');
-  if (fs.existsSync(file)) {
-    const v: unknown = JSON.parse(fs.readFileSync(file, 'utf8'));
-    const uuid = (v as { uuid?: unknown }).uuid;
-    if (typeof uuid !== 'string' || !uuid) throw new DbError(ErrorCode.CORRUPTION, `${file} has no uuid`);
-    return uuid;
-  }
-  const uuid = newId();
-  fs.writeFileSync(file + '.tmp', JSON.stringify({ uuid, createdAt: new Date().toISOString() }));
-  fs.renameSync(file + '.tmp', file);
-  return uuid;
-}
 
 async function peerReport(p: TabletPeer): Promise<TabletReportPB> {
   const st = p.status();
