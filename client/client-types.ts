@@ -68,4 +68,12 @@ export interface ConnectOptions {
   timeoutMs?: number;
   /** Transactions heartbeat their status tablet this often (default 500000 µs, YugabyteDB's transaction_heartbeat_usec). */
   transactionHeartbeatUsec?: number;
+  /**
+   * Advertised host:port -> host:port this client dials instead, for servers whose advertised
+   * addresses do not resolve here (a Docker lab: `{ 'n0:9100': '127.0.0.1:19100', … }`, from
+   * `clientAddressMap` in lab/). Addresses not in the map are dialled as they are.
+   */
+  addressMap?: Record<string, string>;
+  /** The same as a function (applied to addresses addressMap does not name). */
+  translateAddress?: (address: string) => string;
 }

@@ -20,6 +20,7 @@ import { Flags } from '../common/flags';
 import { masterMethods, type ListMastersResponsePB, type ListTabletServersResponsePB } from '../rpc/service-methods';
 import type { RpcClient, Transport } from '../rpc/types';
 import { WsTransport } from '../rpc/ws-transport';
+import { addressTranslator, translatingRpcClient } from './address-translation';
 import type { ConnectOptions, CreateTableOptions, TableSummary, CallOptions } from './client-types';
 import { MasterProxy } from './master-proxy';
 import { MetaCache } from './meta-cache';
@@ -64,7 +65,10 @@ export class TesseraClient {
     const addrs = (opts.masterAddresses ?? []).flatMap((a) => a.split(',')).map((a) => a.trim()).filter(Boolean);
     if (addrs.length === 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'connect needs masterAddresses, e.g. ["127.0.0.1:7100"]');
     const transport = opts.transport ?? new WsTransport({ flags: new Flags() });
-    const c = new TesseraClient(transport.createClient(), { ...opts, masterAddresses: addrs });
+    // Translation happens where the client dials; everything above it keeps advertised addresses.
+    const translate = addressTranslator(opts);
+    const rpc = translate ? translatingRpcClient(transport.createClient(), translate) : transport.createClient();
+    const c = new TesseraClient(rpc, { ...opts, masterAddresses: addrs });
     try {
       await c.master.call(masterMethods().listTables, {}, new Deadline(c.timeoutMs));
     } catch (e) {
@@ -147,7 +151,7 @@ export class TesseraClient {
     return Transaction.begin({ cache: this.cache, invoker: this.invoker, statusTablets: this.statusTablets, timeoutMs: o.timeoutMs ?? this.timeoutMs, heartbeatMs: this.heartbeatMs }, o);
   }
 
-  /** The raw RPC client (admin commands reuse the connection pool). */
+  /** The raw RPC client (admin commands reuse the connection pool; it dials through addressMap / translateAddress). */
   rpcClient(): RpcClient {
     return this.rpc;
   }

@@ -119,3 +119,54 @@ describe('client routing: rows, tablets, leaders', () => {
     await expect(p.call({ service: 's', method: 'x' } as MethodDef<unknown, unknown>, {}, new Deadline(100))).rejects.toMatchObject({ code: ErrorCode.TIMED_OUT });
   });
 });
+
+import { TesseraClient } from '../../client/tessera-client';
+import { addressTranslator } from '../../client/address-translation';
+import type { Transport } from '../../rpc/types';
+
+/** A transport whose one client records every dialled address and plays a master and three tservers. */
+function fakeCluster(): { transport: Transport; dialled: string[] } {
+  const dialled: string[] = [];
+  const replicas = ['n0', 'n1', 'n2'].map((n, i) => ({ tserverUuid: `ts${i}`, rpcAddress: `${n}:9100`, role: i === 1 ? 'LEADER' : 'FOLLOWER' }));
+  const client: RpcClient = {
+    call<Req, Resp>(address: string, m: MethodDef<Req, Resp>): Promise<Resp> {
+      dialled.push(address);
+      const reply = (v: unknown): Promise<Resp> => Promise.resolve(v as Resp);
+      if (m.method === 'ListTables') return address === '127.0.0.1:17100' ? reply({ tables: [] }) : Promise.reject(new DbError(ErrorCode.NETWORK_ERROR, `no route to ${address}`, {}, { retryable: true }));
+      if (m.method === 'GetTableLocations') return reply({ table: { id: 'tid', name: 'demo', schema: { columns: [{ name: 'id', id: 1, type: 'int64', nullable: false }, { name: 'v', id: 2, type: 'string', nullable: true }], hashColumns: ['id'], rangeColumns: [] } }, tablets: [{ tabletId: 't0', partition: { start: 0, end: 65536 }, replicas }] });
+      // The replica the master calls leader has lost leadership: its hint names n2 by its advertised address.
+      if (m.method === 'Write' && address === '127.0.0.1:19101') return Promise.reject(new DbError(ErrorCode.NOT_THE_LEADER, 'not leader', { leaderHint: 'n2:9100' }));
+      if (m.method === 'Write' && address === '127.0.0.1:19102') return reply({});
+      return Promise.reject(new DbError(ErrorCode.NETWORK_ERROR, `no route to ${address}`, {}, { retryable: true }));
+    },
+    send: () => undefined,
+    close: () => Promise.resolve(),
+  };
+  return { transport: { createClient: () => client, createServer: () => { throw new Error('not used'); } }, dialled };
+}
+
+describe('client routing: address translation (a host client reaching a Docker lab)', () => {
+  const addressMap = { 'n0:7100': '127.0.0.1:17100', 'n0:9100': '127.0.0.1:19100', 'n1:9100': '127.0.0.1:19101', 'n2:9100': '127.0.0.1:19102' };
+
+  it('routing: with addressMap, masters, tablet leaders and NOT_THE_LEADER hints are dialled at their mapped addresses', async () => {
+    const { transport, dialled } = fakeCluster();
+    const c = await TesseraClient.connect({ masterAddresses: ['n0:7100'], addressMap, transport, timeoutMs: 5_000 });
+    await c.table('demo').upsert({ id: 1n, v: 'x' });
+    await c.close();
+    expect(dialled).toEqual(['127.0.0.1:17100', '127.0.0.1:17100', '127.0.0.1:19101', '127.0.0.1:19102']);
+    expect(dialled.some((a) => a.startsWith('n'))).toBe(false);
+  });
+
+  it('routing: without a translation the advertised addresses are dialled as they are (and fail here)', async () => {
+    const { transport, dialled } = fakeCluster();
+    await expect(TesseraClient.connect({ masterAddresses: ['n0:7100'], transport, timeoutMs: 300 })).rejects.toMatchObject({ code: ErrorCode.TIMED_OUT });
+    expect(new Set(dialled)).toEqual(new Set(['n0:7100']));
+  });
+
+  it('routing: addressMap names win, translateAddress sees the rest, unknown addresses pass through', () => {
+    const t = addressTranslator({ addressMap: { 'a:1': 'b:2' }, translateAddress: (x) => (x.startsWith('n') ? `127.0.0.1:${x.split(':')[1]}` : x) })!;
+    expect([t('a:1'), t('n5:9100'), t('10.0.0.1:7')]).toEqual(['b:2', '127.0.0.1:9100', '10.0.0.1:7']);
+    expect(addressTranslator({})).toBeUndefined();
+    expect(addressTranslator({ addressMap: {} })).toBeUndefined();
+  });
+});
