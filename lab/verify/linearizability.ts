@@ -3,14 +3,15 @@
  * (WGL with memoisation on (linearized set, register state)), one key at a time (P-compositionality).
  *
  * Operations (f): `read` (completion value = the value read, null when absent), `write` (invoke value
- * = the value), `cas` (invoke value = [expected, new]; completion value true when it swapped, false
- * when the current value differed). `fail` completions certainly did not happen and are dropped;
- * `info` completions may or may not have happened: they may be linearized anywhere after their
- * invocation, or not at all (an info read is dropped: it has no effect to explain).
+ * = the value), `cas` (invoke value = [expected, new]; ok completion value true when it swapped,
+ * false when the current value differed — or, Jepsen's convention and what the register workload
+ * records, a `fail` completion for a cas that did not swap). `fail` completions certainly did not
+ * happen and are dropped; `info` completions may or may not have happened: they may be linearized
+ * anywhere after their invocation, or not at all (an info read is dropped: it has no effect to explain).
  */
 import { pairCalls, type Call, type HistoryOp } from './history';
 
-type RegValue = string | number | null;
+export type RegValue = string | number | null;
 
 interface Entry {
   id: number;
@@ -32,8 +33,26 @@ export interface KeyResult {
   key: string;
   valid: boolean | 'unknown';
   ops: number;
-  /** On failure: the operations that could not be linearized, for the report. */
-  witness?: Array<{ f: string; invoke: unknown; result: unknown; type: string }>;
+  /**
+   * On failure, for the report: the longest linearizable prefix the search found (its last few ops and
+   * the register state after it), the operation that could not follow it, and the ops concurrent with
+   * that one (in history order) — the history excerpt that shows the anomaly.
+   */
+  witness?: WitnessOp[];
+  /** On failure: register state after the longest linearizable prefix, and that prefix's length. */
+  stuck?: { prefixOps: number; state: RegValue; blockedIndex: number };
+}
+
+export interface WitnessOp {
+  /** History index of the invocation. */
+  index: number;
+  process: number;
+  f: string;
+  invoke: unknown;
+  result: unknown;
+  type: string;
+  /** 'prefix': linearized before the stuck point; 'blocked': could not be linearized; 'concurrent': overlaps it. */
+  role: 'prefix' | 'blocked' | 'concurrent';
 }
 
 export interface LinearizabilityResult {
@@ -64,16 +83,27 @@ function apply(state: RegValue, c: Call): { ok: boolean; next: RegValue } {
 /** Check one key's calls. `searchStatesMax` bounds the work; past it the verdict is 'unknown'. */
 export function checkRegisterKey(key: string, calls: readonly Call[], searchStatesMax = 2_000_000): KeyResult {
   const entries: Entry[] = [];
-  // An indeterminate write of a value nobody read can always be taken as "never happened": in any
-  // linearization that includes it, no read falls between it and the next write (none saw its value),
-  // so dropping it leaves every read explained. Without cas (whose failure depends on the current
-  // value) this is exact, and it keeps the search small when a fault leaves many writes unknown.
-  const hasCas = calls.some((c) => c.f === 'cas');
-  const readValues = new Set(calls.filter((c) => c.f === 'read' && c.type === 'ok').map((c) => c.value));
+  // An indeterminate write (or cas) of a value nobody observed can always be taken as "never
+  // happened": in any linearization that includes it, nothing between it and the next state change
+  // depends on its value (no read returned it, no cas expected it), so dropping it leaves every other
+  // operation explained. The one exception is a cas that answered "not swapped" (ok, false): it needs
+  // state != expected, which the dropped value may have provided; with such a cas on the key nothing
+  // is dropped. This keeps the search small when a fault leaves many writes unknown.
+  const observed = new Set<unknown>();
+  let casNotSwapped = false;
+  for (const c of calls) {
+    if (c.type === 'fail') continue;
+    if (c.f === 'read' && c.type === 'ok') observed.add(c.value ?? null);
+    if (c.f === 'cas') {
+      observed.add((c.invokeValue as [RegValue, RegValue])[0]);
+      if (c.type === 'ok' && c.value !== true) casNotSwapped = true;
+    }
+  }
+  const written = (c: Call): unknown => (c.f === 'cas' ? (c.invokeValue as [RegValue, RegValue])[1] : c.invokeValue);
   for (const c of calls) {
     if (c.type === 'fail') continue;
     if (c.type === 'info' && c.f === 'read') continue;
-    if (!hasCas && c.type === 'info' && c.f === 'write' && !readValues.has(c.invokeValue)) continue;
+    if (!casNotSwapped && c.type === 'info' && (c.f === 'write' || c.f === 'cas') && !observed.has(written(c))) continue;
     entries.push({ id: entries.length, call: c, required: c.type === 'ok' });
   }
   // Event list ordered by time; at equal times calls come first so touching operations count as concurrent.
@@ -121,6 +151,11 @@ export function checkRegisterKey(key: string, calls: readonly Call[], searchStat
   let state: RegValue = null;
   let node = head.next;
   let steps = 0;
+  // The deepest point the search reached, for the failure witness.
+  let deepest: { order: number[]; state: RegValue; blocked: number } | undefined;
+  const noteStuck = (blocked: Entry): void => {
+    if (!deepest || stack.length > deepest.order.length) deepest = { order: stack.map((x) => x.node.entry.id), state, blocked: blocked.id };
+  };
   const cacheKey = (s: RegValue): string => `${Buffer.from(linearized).toString('latin1')}|${typeof s}:${String(s)}`;
 
   while (requiredLeft > 0) {
@@ -128,7 +163,7 @@ export function checkRegisterKey(key: string, calls: readonly Call[], searchStat
     if (node === null) {
       // Only info calls remain ahead but required ones are unlinearized: backtrack.
       const top = stack.pop();
-      if (!top) return failure(key, entries, linearized);
+      if (!top) return failure(key, entries, deepest);
       ({ state } = top);
       linearized[top.node.entry.id] = 0;
       if (top.node.entry.required) requiredLeft++;
@@ -155,8 +190,9 @@ export function checkRegisterKey(key: string, calls: readonly Call[], searchStat
       node = node.next;
     } else {
       // A return event reached before its call was linearized: undo the last choice.
+      noteStuck(node.entry);
       const top = stack.pop();
-      if (!top) return failure(key, entries, linearized);
+      if (!top) return failure(key, entries, deepest);
       state = top.state;
       linearized[top.node.entry.id] = 0;
       if (top.node.entry.required) requiredLeft++;
@@ -167,13 +203,23 @@ export function checkRegisterKey(key: string, calls: readonly Call[], searchStat
   return { key, valid: true, ops: entries.length };
 }
 
-function failure(key: string, entries: Entry[], _linearized: Uint8Array): KeyResult {
-  return {
-    key,
-    valid: false,
-    ops: entries.length,
-    witness: entries.slice(0, 50).map((e) => ({ f: e.call.f, invoke: e.call.invokeValue, result: e.call.value, type: e.call.type })),
-  };
+/** Prefix ops shown before the stuck point. */
+const WITNESS_PREFIX_OPS = 6;
+/** Concurrent ops shown beside the blocked one. */
+const WITNESS_CONCURRENT_OPS = 12;
+
+function failure(key: string, entries: Entry[], deepest: { order: number[]; state: RegValue; blocked: number } | undefined): KeyResult {
+  const w = (e: Entry, role: WitnessOp['role']): WitnessOp => ({ index: e.call.invokeIndex, process: e.call.process, f: e.call.f, invoke: e.call.invokeValue, result: e.call.value, type: e.call.type, role });
+  if (!deepest) return { key, valid: false, ops: entries.length, witness: entries.slice(0, WITNESS_CONCURRENT_OPS).map((e) => w(e, 'concurrent')) };
+  const blocked = entries[deepest.blocked]!;
+  const inPrefix = new Set(deepest.order);
+  const concurrent = entries.filter((e) => e !== blocked && !inPrefix.has(e.id) && e.call.invokeTime <= blocked.call.completeTime && e.call.completeTime >= blocked.call.invokeTime);
+  const witness = [
+    ...deepest.order.slice(-WITNESS_PREFIX_OPS).map((id) => w(entries[id]!, 'prefix')),
+    w(blocked, 'blocked'),
+    ...concurrent.slice(0, WITNESS_CONCURRENT_OPS).map((e) => w(e, 'concurrent')),
+  ];
+  return { key, valid: false, ops: entries.length, witness, stuck: { prefixOps: deepest.order.length, state: deepest.state, blockedIndex: blocked.call.invokeIndex } };
 }
 
 export function checkLinearizableRegisters(history: readonly HistoryOp[], searchStatesMax?: number): LinearizabilityResult {

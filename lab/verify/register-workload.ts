@@ -1,27 +1,56 @@
 /**
- * Register: single-row reads and writes of unique values over a rolling set of keys, checked for
- * linearizability per key. Keys roll over (a key gets at most OPS_PER_KEY operations) so each
- * per-key search stays small even with indeterminate writes. No compare-and-set: the client has no
- * conditional write, and without client.beginTransaction there is no way to build one.
+ * Register: single-row reads, blind writes and compare-and-set of unique values over a rolling set of
+ * keys, checked for linearizability per key. Keys roll over (a key gets at most OPS_PER_KEY
+ * operations) so each per-key search stays small even with indeterminate operations.
+ *
+ * tessera has no server-side conditional write, so cas(key, expected, new) is a snapshot-isolation
+ * transaction: read the key at the transaction's snapshot, write `new` only if the value equals
+ * `expected`, commit. First committer wins makes the read-compare-write atomic: a concurrent write of
+ * the key after our snapshot must abort one of the two. Completions (Jepsen's cas-register):
+ *  - ok true: committed, the swap happened;
+ *  - fail: the current value differed (nothing written), or the transaction ended before commit was
+ *    asked for (conflict, abort, a read or write error), or commit answered a definite refusal;
+ *  - info: commit was sent and its outcome is unknown (timeout, network error, lost answer).
  */
 import type { TesseraClient } from '../../client/tessera-client';
+import type { Transaction } from '../../client/transaction';
 import type { HistoryOp } from './history';
 import { checkLinearizableRegisters } from './linearizability';
-import { completionOfError, errorText, type OpContext, type Workload, type WorkloadVerdict } from './workload';
+import { completionOfError, errorText, waitForTransactionsTable, type OpContext, type Workload, type WorkloadVerdict } from './workload';
 
 export const REGISTER_TABLE = 'verify_register';
 /** Keys written and read at the same time. */
 const ACTIVE_KEYS = 4;
 /** Operations per key before the key is retired for a fresh one. */
 const OPS_PER_KEY = 120;
+/** Mix of operations: reads, blind writes, the rest compare-and-set. */
+const READ_SHARE = 0.45;
+const WRITE_SHARE = 0.3;
+/** Search bound of the per-key linearizability check (past it a key is 'unknown', never valid). */
+const SEARCH_STATES_MAX = 500_000;
+/** The error text of a cas whose expected value differed (a definite fail: nothing was written). */
+export const CAS_MISMATCH = 'cas: current value differs from expected';
+
+export interface RegisterOptions {
+  /** Include compare-and-set transactions (default true); false = reads and writes only. */
+  cas?: boolean;
+}
 
 export class RegisterWorkload implements Workload {
   readonly name = 'register';
   readonly table = REGISTER_TABLE;
   private opsStarted = 0;
   private seq = 0;
+  /** Last value each key was seen holding (read, written or swapped in): what a cas expects. */
+  private readonly lastKnown = new Map<string, string | null>();
+  private readonly cas: boolean;
+
+  constructor(o: RegisterOptions = {}) {
+    this.cas = o.cas ?? true;
+  }
 
   async setup(client: TesseraClient): Promise<void> {
+    if (this.cas) await waitForTransactionsTable(client);
     await client.createTable({ name: REGISTER_TABLE, columns: [{ name: 'k', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['k'] }, numTablets: 3, replicationFactor: 3, ifNotExists: true });
   }
 
@@ -29,29 +58,75 @@ export class RegisterWorkload implements Workload {
     const generation = Math.floor(this.opsStarted++ / (ACTIVE_KEYS * OPS_PER_KEY));
     const k = generation * ACTIVE_KEYS + ctx.rng.int(ACTIVE_KEYS);
     const key = String(k);
-    const t = ctx.client.table(REGISTER_TABLE);
-    if (ctx.rng.chance(0.5)) {
-      const inv = ctx.recorder.invoke(ctx.process, 'read', null, key);
-      try {
-        const row = await t.get({ k: BigInt(k) }, { timeoutMs: ctx.opTimeoutMs });
-        const v = row?.['v'];
-        ctx.recorder.complete(inv, 'ok', typeof v === 'string' ? v : null);
-        return 'ok';
-      } catch (e) {
-        const type = completionOfError(e, true);
-        ctx.recorder.complete(inv, type, null, errorText(e));
-        return type;
-      }
+    const dice = ctx.rng.next();
+    if (dice < READ_SHARE) return this.read(ctx, k, key);
+    if (dice < READ_SHARE + WRITE_SHARE || !this.cas) return this.write(ctx, k, key);
+    return this.compareAndSet(ctx, k, key);
+  }
+
+  private nextValue(ctx: OpContext): string {
+    return `${ctx.process}.${this.seq++}`;
+  }
+
+  private async read(ctx: OpContext, k: number, key: string): Promise<'ok' | 'fail' | 'info'> {
+    const inv = ctx.recorder.invoke(ctx.process, 'read', null, key);
+    try {
+      const row = await ctx.client.table(REGISTER_TABLE).get({ k: BigInt(k) }, { timeoutMs: ctx.opTimeoutMs });
+      const v = row?.['v'];
+      const value = typeof v === 'string' ? v : null;
+      ctx.recorder.complete(inv, 'ok', value);
+      this.lastKnown.set(key, value);
+      return 'ok';
+    } catch (e) {
+      const type = completionOfError(e, true);
+      ctx.recorder.complete(inv, type, null, errorText(e));
+      return type;
     }
-    const value = `${ctx.process}.${this.seq++}`;
+  }
+
+  private async write(ctx: OpContext, k: number, key: string): Promise<'ok' | 'fail' | 'info'> {
+    const value = this.nextValue(ctx);
     const inv = ctx.recorder.invoke(ctx.process, 'write', value, key);
     try {
-      await t.upsert({ k: BigInt(k), v: value }, { timeoutMs: ctx.opTimeoutMs });
+      await ctx.client.table(REGISTER_TABLE).upsert({ k: BigInt(k), v: value }, { timeoutMs: ctx.opTimeoutMs });
       ctx.recorder.complete(inv, 'ok', value);
+      this.lastKnown.set(key, value);
       return 'ok';
     } catch (e) {
       const type = completionOfError(e, false);
       ctx.recorder.complete(inv, type, value, errorText(e));
+      return type;
+    }
+  }
+
+  private async compareAndSet(ctx: OpContext, k: number, key: string): Promise<'ok' | 'fail' | 'info'> {
+    const expected = this.lastKnown.get(key) ?? null;
+    const next = this.nextValue(ctx);
+    const inv = ctx.recorder.invoke(ctx.process, 'cas', [expected, next], key);
+    let txn: Transaction | undefined;
+    let committing = false;
+    try {
+      txn = await ctx.client.beginTransaction({ isolation: 'snapshot', timeoutMs: ctx.opTimeoutMs });
+      const t = txn.table(REGISTER_TABLE);
+      const row = await t.get({ k: BigInt(k) }, { timeoutMs: ctx.opTimeoutMs });
+      const v = row?.['v'];
+      const current = typeof v === 'string' ? v : null;
+      if (current !== expected) {
+        abortInBackground(txn);
+        ctx.recorder.complete(inv, 'fail', [expected, next], `${CAS_MISMATCH} (read ${JSON.stringify(current)})`);
+        return 'fail';
+      }
+      await t.upsert({ k: BigInt(k), v: next }, { timeoutMs: ctx.opTimeoutMs });
+      committing = true;
+      await txn.commit({ timeoutMs: ctx.opTimeoutMs });
+      ctx.recorder.complete(inv, 'ok', true);
+      this.lastKnown.set(key, next);
+      return 'ok';
+    } catch (e) {
+      // Before commit was asked for, nothing of the transaction can become visible: a definite fail.
+      const type = committing ? completionOfError(e, false) : 'fail';
+      if (!committing) abortInBackground(txn);
+      ctx.recorder.complete(inv, type, [expected, next], errorText(e));
       return type;
     }
   }
@@ -61,9 +136,13 @@ export class RegisterWorkload implements Workload {
   }
 
   check(history: readonly HistoryOp[]): WorkloadVerdict {
-    const r = checkLinearizableRegisters(history, 500_000);
-    const details = [`keys checked: ${r.keys}`];
-    for (const f of r.failures.slice(0, 5)) details.push(`key ${f.key}: not linearizable (${f.ops} ops); first ops: ${JSON.stringify(f.witness?.slice(0, 8))}`);
+    const r = checkLinearizableRegisters(history, SEARCH_STATES_MAX);
+    const cas = casFigures(history);
+    const details = [`keys checked: ${r.keys}; cas ok ${cas.ok}, mismatched ${cas.mismatch}, other fail ${cas.fail}, info ${cas.info}`];
+    for (const f of r.failures.slice(0, 5)) {
+      const stuck = f.stuck ? `; longest linearizable prefix ${f.stuck.prefixOps} ops ending in state ${JSON.stringify(f.stuck.state)}, then history index ${f.stuck.blockedIndex} cannot follow` : '';
+      details.push(`key ${f.key}: not linearizable (${f.ops} ops)${stuck}; excerpt: ${JSON.stringify(f.witness)}`);
+    }
     if (r.unknown.length) details.push(`keys with search bound reached (unknown): ${r.unknown.map((u) => u.key).join(', ')}`);
     return {
       valid: r.failures.length === 0,
@@ -73,4 +152,19 @@ export class RegisterWorkload implements Workload {
       details,
     };
   }
+}
+
+/** The abort of a transaction we give up on: its outcome does not matter to the history. */
+function abortInBackground(txn: Transaction | undefined): void {
+  if (txn) void txn.abort({ timeoutMs: 1_000 }).catch(() => undefined);
+}
+
+export function casFigures(history: readonly HistoryOp[]): { ok: number; mismatch: number; fail: number; info: number } {
+  const c = { ok: 0, mismatch: 0, fail: 0, info: 0 };
+  for (const o of history) {
+    if (o.f !== 'cas' || o.type === 'invoke') continue;
+    if (o.type === 'fail' && o.error?.startsWith(CAS_MISMATCH)) c.mismatch++;
+    else c[o.type]++;
+  }
+  return c;
 }

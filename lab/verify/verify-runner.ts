@@ -47,9 +47,10 @@ const FAIL_BACKOFF_MS = 20;
 
 /** A workload, or why it cannot run on this tree. */
 export function makeWorkload(name: WorkloadName, client?: TesseraClient): Workload | string {
-  if (name === 'register') return new RegisterWorkload();
-  if (name === 'set') return new SetWorkload();
   const hasTxn = client !== undefined && typeof (client as unknown as Record<string, unknown>)['beginTransaction'] === 'function';
+  // Without transactions the register runs reads and writes only (its cas is a transaction).
+  if (name === 'register') return new RegisterWorkload({ cas: hasTxn });
+  if (name === 'set') return new SetWorkload();
   if (!hasTxn) return `${name}: needs client.beginTransaction (distributed transactions are not in this tree yet)`;
   return name === 'bank' ? new BankWorkload() : new AppendWorkload();
 }

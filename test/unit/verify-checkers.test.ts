@@ -68,6 +68,61 @@ describe('verify: register linearizability', () => {
     const bad = new H().inv(0, 'write', 1, 'k').ok(0, 'write', 1, 'k').inv(0, 'cas', [1, 2], 'k').ok(0, 'cas', true, 'k').inv(1, 'cas', [1, 3], 'k').ok(1, 'cas', true, 'k');
     expect(checkLinearizableRegisters(bad.ops).valid).toBe(false);
   });
+  it('register: cas-register anomaly — two concurrent cas swap from the same expected value', () => {
+    // Both cas overlap in time, both claim to have swapped 1 away: only one of them can have seen 1.
+    const h = new H().inv(0, 'write', 'a', 'k').ok(0, 'write', 'a', 'k').inv(1, 'cas', ['a', 'b'], 'k').inv(2, 'cas', ['a', 'c'], 'k').ok(1, 'cas', true, 'k').ok(2, 'cas', true, 'k');
+    const r = checkLinearizableRegisters(h.ops);
+    expect(r.valid).toBe(false);
+    expect(r.failures[0]!.witness!.some((w) => w.role === 'blocked' && w.f === 'cas')).toBe(true);
+  });
+  it('register: cas-register anomaly — a read after a successful cas returns the value it replaced', () => {
+    const h = new H().inv(0, 'write', 'a', 'k').ok(0, 'write', 'a', 'k').inv(0, 'cas', ['a', 'b'], 'k').ok(0, 'cas', true, 'k').inv(1, 'read', null, 'k').ok(1, 'read', 'a', 'k');
+    const r = checkLinearizableRegisters(h.ops);
+    expect(r.valid).toBe(false);
+    const f = r.failures[0]!;
+    // The excerpt names the read that cannot follow and the state the prefix left.
+    expect(f.stuck).toMatchObject({ state: 'b', blockedIndex: 4 });
+    expect(f.witness!.find((w) => w.role === 'blocked')).toMatchObject({ f: 'read', result: 'a' });
+  });
+  it('register: cas-register anomaly — a cas swaps from a value already overwritten', () => {
+    const h = new H().inv(0, 'write', 'a', 'k').ok(0, 'write', 'a', 'k').inv(0, 'write', 'b', 'k').ok(0, 'write', 'b', 'k').inv(1, 'cas', ['a', 'c'], 'k').ok(1, 'cas', true, 'k');
+    expect(checkLinearizableRegisters(h.ops).valid).toBe(false);
+  });
+  it('register: cas-register anomaly — a read returns the new value of a cas whose expected value never held', () => {
+    // The cas failed for real (fail = it did not happen): its value must never be read.
+    const h = new H().inv(0, 'write', 'a', 'k').ok(0, 'write', 'a', 'k').inv(1, 'cas', ['zz', 'b'], 'k').info(1, 'cas', ['zz', 'b'], 'k').inv(2, 'read', null, 'k').ok(2, 'read', 'b', 'k');
+    expect(checkLinearizableRegisters(h.ops).valid).toBe(false);
+  });
+  it('register: a read concurrent with a cas may see the old or the new value', () => {
+    const old = new H().inv(0, 'write', 'a', 'k').ok(0, 'write', 'a', 'k').inv(0, 'cas', ['a', 'b'], 'k').inv(1, 'read', null, 'k').ok(1, 'read', 'a', 'k').ok(0, 'cas', true, 'k');
+    const neu = new H().inv(0, 'write', 'a', 'k').ok(0, 'write', 'a', 'k').inv(0, 'cas', ['a', 'b'], 'k').inv(1, 'read', null, 'k').ok(1, 'read', 'b', 'k').ok(0, 'cas', true, 'k');
+    expect(checkLinearizableRegisters(old.ops).valid).toBe(true);
+    expect(checkLinearizableRegisters(neu.ops).valid).toBe(true);
+  });
+  it('register: a cas of unknown outcome (info) may or may not have swapped, but not both', () => {
+    const base = (): H => new H().inv(0, 'write', 'a', 'k').ok(0, 'write', 'a', 'k').inv(1, 'cas', ['a', 'b'], 'k').info(1, 'cas', ['a', 'b'], 'k');
+    expect(checkLinearizableRegisters(base().inv(2, 'read', null, 'k').ok(2, 'read', 'b', 'k').ops).valid).toBe(true);
+    expect(checkLinearizableRegisters(base().inv(2, 'read', null, 'k').ok(2, 'read', 'a', 'k').ops).valid).toBe(true);
+    expect(checkLinearizableRegisters(base().inv(2, 'read', null, 'k').ok(2, 'read', 'b', 'k').inv(2, 'read', null, 'k').ok(2, 'read', 'a', 'k').ops).valid).toBe(false);
+  });
+  it('register: a cas that did not swap (fail) has no effect; as (ok, false) it needs a different value', () => {
+    const failed = new H().inv(0, 'write', 'a', 'k').ok(0, 'write', 'a', 'k').inv(1, 'cas', ['x', 'b'], 'k').fail(1, 'cas', ['x', 'b'], 'k').inv(2, 'read', null, 'k').ok(2, 'read', 'a', 'k');
+    expect(checkLinearizableRegisters(failed.ops).valid).toBe(true);
+    const falseButEqual = new H().inv(0, 'write', 'a', 'k').ok(0, 'write', 'a', 'k').inv(1, 'cas', ['a', 'b'], 'k').ok(1, 'cas', false, 'k');
+    expect(checkLinearizableRegisters(falseButEqual.ops).valid).toBe(false);
+  });
+  it('register: an unobserved info write is kept when a not-swapped cas may need it', () => {
+    // cas(a→c) answered "not swapped" after write a: only the info write b can explain it.
+    const h = new H().inv(0, 'write', 'a', 'k').ok(0, 'write', 'a', 'k').inv(1, 'write', 'b', 'k').info(1, 'write', 'b', 'k').inv(2, 'cas', ['a', 'c'], 'k').ok(2, 'cas', false, 'k');
+    expect(checkLinearizableRegisters(h.ops).valid).toBe(true);
+  });
+  it('register: many info cas of unobserved values keep the search small', () => {
+    const h = new H().inv(0, 'write', 'a', 'k').ok(0, 'write', 'a', 'k');
+    for (let p = 1; p <= 40; p++) h.inv(p, 'cas', ['a', `n${p}`], 'k');
+    for (let p = 1; p <= 40; p++) h.info(p, 'cas', ['a', `n${p}`], 'k');
+    h.inv(100, 'read', null, 'k').ok(100, 'read', 'a', 'k').inv(100, 'cas', ['a', 'z'], 'k').ok(100, 'cas', true, 'k').inv(100, 'read', null, 'k').ok(100, 'read', 'z', 'k');
+    expect(checkLinearizableRegisters(h.ops, 20_000).valid).toBe(true);
+  });
   it('register: keys are checked independently', () => {
     const h = new H().inv(0, 'write', 1, 'a').ok(0, 'write', 1, 'a').inv(0, 'read', null, 'b').ok(0, 'read', 1, 'b');
     const r = checkLinearizableRegisters(h.ops);
