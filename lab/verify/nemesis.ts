@@ -6,6 +6,7 @@
  */
 import { SeededRng } from '../../common/rng';
 import { DbError, ErrorCode } from '../../common/errors';
+import { htPhysicalMicros } from '../../common/hybrid-time';
 import type { TesseraClient } from '../../client/tessera-client';
 import { tabletServerMethods } from '../../rpc/service-methods';
 import { DROP_TRAFFIC_FLAG, partitionDropLists } from '../partition-plan';
@@ -15,6 +16,8 @@ import { describeTarget, type ScheduledFault } from './nemesis-schedule';
 export const CLOCK_SKEW_FLAG = 'TEST_clock_skew_ms';
 /** Bound on waiting for a restarted server to rejoin before the next fault. */
 export const RESTART_HEALTH_TIMEOUT_MS = 30_000;
+/** Tablets tried when probing a node's clock. */
+const CLOCK_PROBE_TABLETS_MAX = 12;
 
 export interface FaultWindow {
   kind: ScheduledFault['kind'];
@@ -51,6 +54,8 @@ function sleep(ms: number, stop: () => boolean): Promise<void> {
 export class Nemesis {
   readonly windows: FaultWindow[] = [];
   private readonly rng: SeededRng;
+  /** Whether TEST_clock_skew_ms moved a server's clock when probed (undefined: not probed yet). */
+  private skewTakesEffect: boolean | undefined;
 
   constructor(private readonly d: NemesisDeps) {
     this.rng = new SeededRng(d.seed ^ 0x5eed);
@@ -101,13 +106,18 @@ export class Nemesis {
           await this.partition([]);
           break;
         }
-        case 'skew': {
+        case 'skew':
+        case 'skew-beyond': {
           const node = f.target.role === 'tserver' ? f.target.node : 0;
-          const onNode = c.servers.filter((s) => s.node === node);
-          w.note = `${f.skewMs ?? 0} ms`;
-          for (const s of onNode) await c.setFlag(s, CLOCK_SKEW_FLAG, String(f.skewMs ?? 0), this.d.client.rpcClient());
-          await sleep(f.durationMs, stop);
-          for (const s of onNode) await c.setFlag(s, CLOCK_SKEW_FLAG, '0', this.d.client.rpcClient());
+          const skewMs = f.skewMs ?? 0;
+          w.target = `node ${node}`;
+          w.note = `${skewMs > 0 ? '+' : ''}${skewMs} ms ${f.kind === 'skew' ? 'within' : 'BEYOND'} max_clock_skew_usec`;
+          try {
+            w.note += `; ${await this.applySkew(node, skewMs)}`;
+            await sleep(f.durationMs, stop);
+          } finally {
+            await this.setSkew(node, 0);
+          }
           break;
         }
         case 'stepdown':
@@ -125,6 +135,65 @@ export class Nemesis {
     }
     w.endNs = this.d.nowNs();
     this.d.log(`nemesis: ${f.kind} ${w.target}${w.note ? ` (${w.note})` : ''} ${w.skipped ? 'SKIPPED' : 'done'} in ${Math.round((w.endNs - w.startNs) / 1e6)} ms`);
+  }
+
+  private async setSkew(node: number, skewMs: number): Promise<void> {
+    const c = this.d.cluster;
+    for (const s of c.servers.filter((x) => x.node === node)) await c.setFlag(s, CLOCK_SKEW_FLAG, String(skewMs), this.d.client.rpcClient());
+  }
+
+  /**
+   * Set the skew on every server of the node and check that it moved the node's tserver clock: a flag
+   * that is accepted but not wired to the clock would make every skew window a silent no-op (and
+   * count toward a history that was never skewed). A hybrid clock never runs backwards, so a negative
+   * offset cannot be seen; it is checked once per run with a positive probe of the same size first.
+   * Throws (the window is then recorded as skipped) when the clock did not move.
+   */
+  private async applySkew(node: number, skewMs: number): Promise<string> {
+    let how = 'clock offset seen on the node';
+    if (skewMs > 0 || this.skewTakesEffect === undefined) {
+      await this.setSkew(node, Math.abs(skewMs));
+      const seen = await this.clockOffsetMs(node);
+      if (seen === undefined) {
+        how = 'clock offset not observed (no tablet led by the node answered the probe)';
+      } else {
+        this.skewTakesEffect = seen >= Math.abs(skewMs) / 2;
+        if (!this.skewTakesEffect) throw new DbError(ErrorCode.INTERNAL, `${CLOCK_SKEW_FLAG}=${Math.abs(skewMs)} was accepted but node ${node}'s hybrid clock stayed at ${seen >= 0 ? '+' : ''}${seen} ms from the verifier's clock (the flag does not move this server's clock)`);
+        if (skewMs < 0) how = `negative offset; a +${Math.abs(skewMs)} ms probe moved the clock ${seen} ms`;
+      }
+    } else if (!this.skewTakesEffect) {
+      throw new DbError(ErrorCode.INTERNAL, `${CLOCK_SKEW_FLAG} did not move a server's clock earlier in this run`);
+    } else {
+      how = 'negative offset (an earlier probe showed the flag moves the clock)';
+    }
+    if (skewMs <= 0) await this.setSkew(node, skewMs);
+    return how;
+  }
+
+  /**
+   * How far the node's tserver clock is ahead of ours (ms), read from the hybrid time a tablet leader
+   * on that node returns with an empty read; undefined when no tablet led by the node answered.
+   */
+  private async clockOffsetMs(node: number): Promise<number | undefined> {
+    const ts = this.d.cluster.tservers.find((s) => s.node === node);
+    if (!ts) return undefined;
+    const rpc = this.d.client.rpcClient();
+    const tablets: string[] = [];
+    for (const table of [this.d.table, 'transactions']) {
+      const loc = await this.d.client.tableLocations(table, { timeoutMs: 2_000 }).catch(() => undefined);
+      for (const t of loc?.tablets ?? []) if (t.replicas.some((r) => r.rpcAddress === ts.rpcAddress)) tablets.push(t.tabletId);
+    }
+    for (const tabletId of tablets.slice(0, CLOCK_PROBE_TABLETS_MAX)) {
+      try {
+        const r = await rpc.call(ts.rpcAddress, tabletServerMethods().read, { tabletId, keys: [] }, { timeoutMs: 1_000 });
+        const ht = BigInt(r.propagatedHt ?? 0n);
+        if (ht === 0n) continue;
+        return Math.round(Number(htPhysicalMicros(ht)) / 1000 - Date.now());
+      } catch {
+        // Not the leader of this tablet (or not serving yet): try the next.
+      }
+    }
+    return undefined;
   }
 
   /** Cut the given nodes off from the rest both ways (empty = heal) through TEST_drop_traffic_peers. */

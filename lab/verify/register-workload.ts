@@ -31,9 +31,19 @@ const SEARCH_STATES_MAX = 500_000;
 /** The error text of a cas whose expected value differed (a definite fail: nothing was written). */
 export const CAS_MISMATCH = 'cas: current value differs from expected';
 
+export const REGISTER_WRITE_MODES = ['direct', 'txn'] as const;
+export type RegisterWriteMode = (typeof REGISTER_WRITE_MODES)[number];
+
 export interface RegisterOptions {
   /** Include compare-and-set transactions (default true); false = reads and writes only. */
   cas?: boolean;
+  /**
+   * How a blind write is sent: 'direct' (default) = a non-transactional single-row upsert (the
+   * single-tablet fast path, no intents); 'txn' = a one-row snapshot-isolation transaction. With cas
+   * in the mix, 'direct' also checks that a fast-path write and a pending transaction's intent on the
+   * same row conflict.
+   */
+  writes?: RegisterWriteMode;
 }
 
 export class RegisterWorkload implements Workload {
@@ -44,13 +54,15 @@ export class RegisterWorkload implements Workload {
   /** Last value each key was seen holding (read, written or swapped in): what a cas expects. */
   private readonly lastKnown = new Map<string, string | null>();
   private readonly cas: boolean;
+  private readonly writes: RegisterWriteMode;
 
   constructor(o: RegisterOptions = {}) {
     this.cas = o.cas ?? true;
+    this.writes = o.writes ?? 'direct';
   }
 
   async setup(client: TesseraClient): Promise<void> {
-    if (this.cas) await waitForTransactionsTable(client);
+    if (this.cas || this.writes === 'txn') await waitForTransactionsTable(client);
     await client.createTable({ name: REGISTER_TABLE, columns: [{ name: 'k', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['k'] }, numTablets: 3, replicationFactor: 3, ifNotExists: true });
   }
 
@@ -87,13 +99,23 @@ export class RegisterWorkload implements Workload {
   private async write(ctx: OpContext, k: number, key: string): Promise<'ok' | 'fail' | 'info'> {
     const value = this.nextValue(ctx);
     const inv = ctx.recorder.invoke(ctx.process, 'write', value, key);
+    let txn: Transaction | undefined;
+    let committing = this.writes === 'direct';
     try {
-      await ctx.client.table(REGISTER_TABLE).upsert({ k: BigInt(k), v: value }, { timeoutMs: ctx.opTimeoutMs });
+      if (this.writes === 'direct') {
+        await ctx.client.table(REGISTER_TABLE).upsert({ k: BigInt(k), v: value }, { timeoutMs: ctx.opTimeoutMs });
+      } else {
+        txn = await ctx.client.beginTransaction({ isolation: 'snapshot', timeoutMs: ctx.opTimeoutMs });
+        await txn.table(REGISTER_TABLE).upsert({ k: BigInt(k), v: value }, { timeoutMs: ctx.opTimeoutMs });
+        committing = true;
+        await txn.commit({ timeoutMs: ctx.opTimeoutMs });
+      }
       ctx.recorder.complete(inv, 'ok', value);
       this.lastKnown.set(key, value);
       return 'ok';
     } catch (e) {
-      const type = completionOfError(e, false);
+      const type = committing ? completionOfError(e, false) : 'fail';
+      if (!committing) abortInBackground(txn);
       ctx.recorder.complete(inv, type, value, errorText(e));
       return type;
     }

@@ -11,12 +11,12 @@ import { TesseraClient } from '../../client/tessera-client';
 import { HistoryRecorder } from './history';
 import { Nemesis } from './nemesis';
 import { buildSchedule, type NemesisKind } from './nemesis-schedule';
-import { RegisterWorkload } from './register-workload';
+import { RegisterWorkload, type RegisterWriteMode } from './register-workload';
 import { BankWorkload } from './bank-workload';
 import { AppendWorkload } from './append-workload';
 import { SetWorkload } from './set-workload';
 import { VerifyCluster } from './verify-cluster';
-import { judge, unavailableReport, type WorkloadReport } from './verify-report';
+import { judge, MIN_FAULT_WINDOWS, MIN_OK_OPS, unavailableReport, type WorkloadReport } from './verify-report';
 import type { Workload } from './workload';
 
 export const WORKLOAD_NAMES = ['register', 'set', 'bank', 'append'] as const;
@@ -35,6 +35,13 @@ export interface RunOptions {
   opsMax?: number;
   opTimeoutMs?: number;
   skewBeyond?: boolean;
+  /** register: how blind writes are sent (default 'direct', the non-transactional fast path). */
+  registerWrites?: RegisterWriteMode;
+  /**
+   * End the run as soon as the history counts (>= MIN_OK_OPS ok operations and >= MIN_FAULT_WINDOWS
+   * applied fault windows ended at least RECOVERY_AFTER_FAULT_MS ago), instead of at timeMs.
+   */
+  endWhenCounted?: boolean;
   keepData?: boolean;
   log?: (line: string) => void;
 }
@@ -44,12 +51,14 @@ export const DEFAULT_OPS_MAX = 200_000;
 export const DEFAULT_OP_TIMEOUT_MS = 2_000;
 const CLUSTER_UP_TIMEOUT_MS = 60_000;
 const FAIL_BACKOFF_MS = 20;
+/** An early end waits this long after the last counted fault window, so recovery is in the history. */
+export const RECOVERY_AFTER_FAULT_MS = 1_000;
 
 /** A workload, or why it cannot run on this tree. */
-export function makeWorkload(name: WorkloadName, client?: TesseraClient): Workload | string {
+export function makeWorkload(name: WorkloadName, client?: TesseraClient, o: { registerWrites?: RegisterWriteMode } = {}): Workload | string {
   const hasTxn = client !== undefined && typeof (client as unknown as Record<string, unknown>)['beginTransaction'] === 'function';
   // Without transactions the register runs reads and writes only (its cas is a transaction).
-  if (name === 'register') return new RegisterWorkload({ cas: hasTxn });
+  if (name === 'register') return new RegisterWorkload({ cas: hasTxn, ...(o.registerWrites ? { writes: o.registerWrites } : {}) });
   if (name === 'set') return new SetWorkload();
   if (!hasTxn) return `${name}: needs client.beginTransaction (distributed transactions are not in this tree yet)`;
   return name === 'bank' ? new BankWorkload() : new AppendWorkload();
@@ -66,7 +75,7 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
   try {
     await cluster.startAll(CLUSTER_UP_TIMEOUT_MS);
     client = await TesseraClient.connect({ masterAddresses: cluster.masterAddresses, timeoutMs: 10_000 });
-    const w = makeWorkload(o.workload, client);
+    const w = makeWorkload(o.workload, client, o.registerWrites ? { registerWrites: o.registerWrites } : {});
     if (typeof w === 'string') return unavailableReport(o.workload, w, o.seed, 0);
     try {
       await w.setup(client);
@@ -81,8 +90,20 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
     const t0 = Date.now();
     const end = t0 + o.timeMs;
     let started = 0;
+    let okOps = 0;
     let stopped = false;
-    const stop = (): boolean => stopped || Date.now() >= end;
+    const counted = (): boolean => {
+      if (okOps < MIN_OK_OPS) return false;
+      const nowNs = recorder.nowNs();
+      return nemesis.windows.filter((x) => !x.skipped && x.endNs > 0 && nowNs - x.endNs >= RECOVERY_AFTER_FAULT_MS * 1e6).length >= MIN_FAULT_WINDOWS;
+    };
+    const stop = (): boolean => {
+      if (!stopped && o.endWhenCounted && counted()) {
+        stopped = true;
+        log(`${o.workload}: history counts (${okOps} ok ops, fault window(s) passed) after ${Date.now() - t0} ms: ending early`);
+      }
+      return stopped || Date.now() >= end;
+    };
     const nemesisDone = nemesis.run(schedule, t0, stop);
     const rng = new SeededRng(o.seed ^ 0x0b5);
     const c = client;
@@ -92,6 +113,7 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
         started++;
         const type = await w.step({ client: c, recorder, process: proc, rng, opTimeoutMs: o.opTimeoutMs ?? DEFAULT_OP_TIMEOUT_MS });
         // An indeterminate op retires its process (Jepsen): a new process id takes the slot.
+        if (type === 'ok') okOps++;
         if (type === 'info') proc += concurrency;
         // A failing cluster must not be hammered in a tight loop (and fill the history with fails).
         if (type !== 'ok') await new Promise((r) => setTimeout(r, FAIL_BACKOFF_MS));

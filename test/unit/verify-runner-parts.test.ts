@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DbError, ErrorCode } from '../../common/errors';
-import { buildSchedule, parseNemesisKinds } from '../../lab/verify/nemesis-schedule';
+import { buildSchedule, DEFAULT_MAX_CLOCK_SKEW_MS, parseNemesisKinds } from '../../lab/verify/nemesis-schedule';
 import { checkRegisterKey } from '../../lab/verify/linearizability';
 import { pairCalls, type HistoryOp } from '../../lab/verify/history';
 import { judge, MIN_OK_OPS, unavailability } from '../../lab/verify/verify-report';
@@ -26,11 +26,24 @@ describe('verify: nemesis schedule', () => {
     for (const f of s) expect(f.startMs + f.durationMs).toBeLessThanOrEqual(28_000);
   });
 
-  it('verify: skew stays within max_clock_skew_usec unless asked to go beyond', () => {
+  it('verify: skew stays within max_clock_skew_usec; skew-beyond is a separate, named nemesis past it', () => {
     const within = buildSchedule({ seed: 5, kinds: ['skew'], timeMs: 120_000, tservers: 3 });
-    expect(within.every((f) => Math.abs(f.skewMs ?? 0) <= 250)).toBe(true);
-    const beyond = buildSchedule({ seed: 5, kinds: ['skew'], timeMs: 120_000, tservers: 3, skewBeyond: true });
-    expect(beyond.some((f) => Math.abs(f.skewMs ?? 0) > 500)).toBe(true);
+    expect(within.length).toBeGreaterThan(5);
+    expect(within.every((f) => f.kind === 'skew' && Math.abs(f.skewMs ?? 0) <= DEFAULT_MAX_CLOCK_SKEW_MS / 2)).toBe(true);
+    const beyond = buildSchedule({ seed: 5, kinds: ['skew-beyond'], timeMs: 120_000, tservers: 3 });
+    expect(beyond.every((f) => f.kind === 'skew-beyond' && Math.abs(f.skewMs ?? 0) > DEFAULT_MAX_CLOCK_SKEW_MS)).toBe(true);
+    // The older spelling (--skew_beyond) adds skew-beyond windows beside the safe ones.
+    const both = buildSchedule({ seed: 5, kinds: ['skew'], timeMs: 120_000, tservers: 3, skewBeyond: true });
+    expect(new Set(both.map((f) => f.kind))).toEqual(new Set(['skew', 'skew-beyond']));
+    // The bound follows the cluster's max_clock_skew_usec.
+    const small = buildSchedule({ seed: 5, kinds: ['skew', 'skew-beyond'], timeMs: 120_000, tservers: 3, maxClockSkewMs: 100 });
+    for (const f of small) expect(f.kind === 'skew' ? Math.abs(f.skewMs!) <= 50 : Math.abs(f.skewMs!) > 100).toBe(true);
+  });
+
+  it('verify: all means the safe nemeses; skew-beyond must be named', () => {
+    expect(parseNemesisKinds('all')).not.toContain('skew-beyond');
+    expect(parseNemesisKinds('all')).toContain('skew');
+    expect(parseNemesisKinds('kill,skew-beyond')).toEqual(['kill', 'skew-beyond']);
   });
 
   it('verify: an unknown nemesis name is refused', () => {
