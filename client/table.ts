@@ -6,6 +6,13 @@
  * Bound to a transaction (`txn.table(name)`), every call carries the TxnContextPB: writes become
  * intents, reads happen at the transaction's read time and see its own intents. Writes then are never
  * resent after an unknown outcome, and the transaction ends on TXN_* codes and READ_RESTART.
+ *
+ * Read restarts (uncertainty window, tserver/transaction/uncertainty.ts): a read whose leader picked
+ * the read time gets back (readHt, globalLimitHt); a version in that window fails the read with
+ * READ_RESTART and its restart time. Outside a transaction the read is sent again at the restart time
+ * with the same limit (at most READ_RESTARTS_MAX times; a scan restarts only while none of its rows
+ * reached the caller, `scan()` collects and so always can). Inside one the transaction decides
+ * (client/transaction.ts: the read time moves only while no operation has used it).
  */
 import { DbError, ErrorCode } from '../common/errors';
 import { tabletServerMethods, type RowOpPB, type ScanResponsePB, type TxnContextPB } from '../rpc/service-methods';
@@ -13,7 +20,9 @@ import type { BatchOptions, ReadOptions, Row, ScanOptions, CallOptions } from '.
 import type { MetaCache } from './meta-cache';
 import { Deadline } from './retry-policy';
 import type { TabletInvoker } from './tablet-invoker';
-import { TXN_FATAL_CODES, type TxnBinding } from './txn-binding';
+import { READ_FATAL_CODES, TXN_FATAL_CODES, type TxnBinding } from './txn-binding';
+import type { TableLocations } from './meta-cache';
+import type { TableSchema } from './table-schema';
 
 /** Rows one scan call returns at most (the tserver's limit). */
 const SCAN_PAGE_MAX = 10_000;
@@ -41,6 +50,54 @@ function approxOpBytes(op: RowOpPB): number {
   }
   return n;
 }
+/** Read restarts of one read or scan at most (each raises the read time; the limit stays). */
+export const READ_RESTARTS_MAX = 32;
+
+/** The read time a read sends: readHt 0 = the leader picks; globalLimitHt 0 = no uncertainty window. */
+interface ReadTime {
+  readHt: bigint;
+  globalLimitHt: bigint;
+}
+const SERVER_PICKS: ReadTime = { readHt: 0n, globalLimitHt: 0n };
+
+function htDetail(e: DbError, name: string): bigint {
+  const v = e.details[name];
+  if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'bigint') return 0n;
+  try {
+    return BigInt(v);
+  } catch {
+    return 0n;
+  }
+}
+
+/** The restart a READ_RESTART error asks for (undefined: another error, or one without a restart time). */
+function restartOf(e: unknown): { readHt: bigint; restartHt: bigint; globalLimitHt: bigint } | undefined {
+  if (!(e instanceof DbError) || e.code !== ErrorCode.READ_RESTART) return undefined;
+  const restartHt = htDetail(e, 'restartHt');
+  if (restartHt <= 0n) return undefined;
+  return { readHt: htDetail(e, 'readHt'), restartHt, globalLimitHt: htDetail(e, 'globalLimitHt') };
+}
+
+/** A transactional scan saw its transaction's read time move under it: read again from the start. */
+function readTimeMoved(usedReadHt: bigint, nowReadHt: bigint): DbError {
+  return new DbError(ErrorCode.READ_RESTART, `the transaction's read time moved from ${usedReadHt} to ${nowReadHt} during the scan`, {
+    readHt: usedReadHt.toString(),
+    restartHt: nowReadHt.toString(),
+  });
+}
+
+interface ScanPlan {
+  loc: TableLocations;
+  schema: TableSchema;
+  limit: number;
+  page: number;
+  columns: number[] | undefined;
+  bounds: { start: Uint8Array; end: Uint8Array };
+  tablets: TableLocations['tablets'];
+  o: ScanOptions;
+  d: Deadline;
+}
+
 const BATCH_CONCURRENCY_DEFAULT = 8;
 const BATCH_CONCURRENCY_MAX = 256;
 
@@ -67,11 +124,30 @@ export class Table {
     return this.txn ? TXN_FATAL_CODES : undefined;
   }
 
-  /** Request fields of a transactional read on tablet `tabletId` (readHt 0: the leader picks). */
-  private readFields(tabletId: string, readHt: bigint): { readHt: bigint; txn?: TxnContextPB } {
-    if (!this.txn) return { readHt };
+  /** Read-time fields of a read on tablet `tabletId`: the transaction's, else `rt` (readHt 0: the leader picks). */
+  private readFields(tabletId: string, rt: ReadTime): { readHt: bigint; globalLimitHt?: bigint; txn?: TxnContextPB } {
+    if (!this.txn) return rt.readHt !== 0n && rt.globalLimitHt !== 0n ? { readHt: rt.readHt, globalLimitHt: rt.globalLimitHt } : { readHt: rt.readHt };
     if (this.txn.registersReads) this.txn.addParticipant(tabletId);
     return { readHt: this.txn.readHt, txn: this.txn.context() };
+  }
+
+  /**
+   * A read failed: the read time to try again with, or throw. READ_RESTART outside a transaction:
+   * the restart time with the same limit; inside one: whatever the transaction allows.
+   */
+  private onReadError(e: unknown, rt: ReadTime, restarts: number): ReadTime {
+    const x = restartOf(e);
+    if (x === undefined || restarts >= READ_RESTARTS_MAX) throw this.txn ? this.txn.failed(e, false) : e;
+    if (this.txn) {
+      if (!this.txn.restartRead(x.readHt, x.restartHt)) throw this.txn.failed(e, false);
+      return rt;
+    }
+    this.invoker.observeHt(x.restartHt);
+    return { readHt: x.restartHt, globalLimitHt: x.globalLimitHt > x.restartHt ? x.globalLimitHt : 0n };
+  }
+
+  private get readFatal(): ReadonlySet<string> {
+    return this.txn ? TXN_FATAL_CODES : READ_FATAL_CODES;
   }
 
   private deadline(o?: CallOptions): Deadline {
@@ -102,6 +178,8 @@ export class Table {
   private writeTxn(tabletId: string, ctx: TxnContextPB | undefined): { txn?: TxnContextPB } {
     if (!this.txn || !ctx) return {};
     this.txn.addParticipant(tabletId);
+    // The write's conflict and existence checks use the read time: from now on it cannot move.
+    this.txn.fixReadTime();
     return { txn: ctx };
   }
 
@@ -128,30 +206,76 @@ export class Table {
     const loc = await this.cache.get(this.name, d);
     const k = loc.schema.key(key);
     const columns = loc.schema.columnIds(o?.columns);
-    const r = await this.guard(false, () =>
-      this.invoker.call(
-        this.name,
-        { hash: k.hash },
-        tabletServerMethods().read,
-        (t) => ({ tabletId: t.tabletId, keys: [loc.schema.keyPb(k)], columns, propagatedHt: this.invoker.propagatedHt, ...this.readFields(t.tabletId, 0n) }),
-        d,
-        true,
-        this.fatal,
-      ),
-    );
-    this.invoker.observeHt(r.propagatedHt);
-    if (!r.found?.[0] || !r.rows?.[0]) return undefined;
-    return loc.schema.rowFromPb(r.rows[0], o?.columns);
+    let rt = SERVER_PICKS;
+    for (let restarts = 0; ; restarts++) {
+      const at = rt;
+      let r;
+      try {
+        r = await this.invoker.call(
+          this.name,
+          { hash: k.hash },
+          tabletServerMethods().read,
+          (t) => ({ tabletId: t.tabletId, keys: [loc.schema.keyPb(k)], columns, propagatedHt: this.invoker.propagatedHt, ...this.readFields(t.tabletId, at) }),
+          d,
+          true,
+          this.readFatal,
+        );
+      } catch (e) {
+        rt = this.onReadError(e, rt, restarts);
+        continue;
+      }
+      this.invoker.observeHt(r.propagatedHt);
+      // The transaction's read time moved while this read was in flight: read again at the new one.
+      if (this.txn && !this.txn.acceptRead(BigInt(r.readHt ?? 0n))) {
+        if (restarts >= READ_RESTARTS_MAX) throw this.txn.failed(readTimeMoved(BigInt(r.readHt ?? 0n), this.txn.readHt), false);
+        continue;
+      }
+      if (!r.found?.[0] || !r.rows?.[0]) return undefined;
+      return loc.schema.rowFromPb(r.rows[0], o?.columns);
+    }
   }
 
-  /** Rows in key order (partition order across tablets), all at one read time. */
+  /**
+   * Rows in key order (partition order across tablets), all at one read time. Collects every row
+   * before returning, so a read restart anywhere restarts the whole scan transparently.
+   */
   async scan(o: ScanOptions = {}): Promise<Row[]> {
-    const out: Row[] = [];
-    for await (const row of this.scanRows(o)) out.push(row);
-    return out;
+    const plan = await this.scanPlan(o);
+    let rt = SERVER_PICKS;
+    for (let restarts = 0; ; restarts++) {
+      const out: Row[] = [];
+      try {
+        for await (const row of this.scanPass(plan, rt, true)) out.push(row);
+        return out;
+      } catch (e) {
+        rt = this.onReadError(e, rt, restarts);
+      }
+    }
   }
 
+  /**
+   * Rows in key order, page by page. A read restart before the first row reached the caller
+   * restarts the scan; after that it fails with READ_RESTART (retryable: scan again).
+   */
   async *scanRows(o: ScanOptions = {}): AsyncGenerator<Row> {
+    const plan = await this.scanPlan(o);
+    let rt = SERVER_PICKS;
+    let yielded = 0;
+    for (let restarts = 0; ; restarts++) {
+      try {
+        for await (const row of this.scanPass(plan, rt, false)) {
+          yielded++;
+          yield row;
+        }
+        return;
+      } catch (e) {
+        if (yielded > 0) throw this.txn ? this.txn.failed(e, false) : e;
+        rt = this.onReadError(e, rt, restarts);
+      }
+    }
+  }
+
+  private async scanPlan(o: ScanOptions): Promise<ScanPlan> {
     const d = this.deadline(o);
     const loc = await this.cache.get(this.name, d);
     const schema = loc.schema;
@@ -161,39 +285,62 @@ export class Table {
     const columns = schema.columnIds(o.columns);
     const bounds = schema.scanBounds(o.hashKey, o.rangeStart, o.rangeEnd);
     const tablets = bounds.hash !== undefined ? loc.tablets.filter((t) => bounds.hash! >= t.start && bounds.hash! < t.end) : loc.tablets;
-    let readHt = 0n;
+    return { loc, schema, limit, page, columns, bounds, tablets, o, d };
+  }
+
+  /**
+   * One pass over the scanned tablets at one read time: `rt`, else the first page's (the leader's
+   * pick) for every later page and tablet. In a transaction every page must come back at the read
+   * time the pass started with; the transaction's read time is fixed when the first row is handed
+   * on (`collect`: when the pass ends, since nothing reached the caller before).
+   */
+  private async *scanPass(plan: ScanPlan, rt: ReadTime, collect: boolean): AsyncGenerator<Row> {
+    const { schema, limit, page, columns, bounds, o, d } = plan;
+    let at = rt;
+    const txnReadHt = this.txn?.readHt ?? 0n;
+    let accepted = false;
+    const accept = (): void => {
+      if (!this.txn || accepted) return;
+      if (!this.txn.acceptRead(txnReadHt)) throw readTimeMoved(txnReadHt, this.txn.readHt);
+      accepted = true;
+    };
     let returned = 0;
     let pages = 0;
-    for (const tablet of tablets) {
+    for (const tablet of plan.tablets) {
       let start: Uint8Array = bounds.start;
       for (;;) {
-        if (returned >= limit) return;
+        if (returned >= limit) break;
         if (++pages > SCAN_PAGES_MAX) throw new DbError(ErrorCode.INTERNAL, `scan of ${this.name} exceeded ${SCAN_PAGES_MAX} pages`);
         const want = Math.min(page, limit - returned);
         const from = start;
-        const r: ScanResponsePB = await this.guard(false, () =>
-          this.invoker.call(
-            this.name,
-            { tabletId: tablet.tabletId },
-            tabletServerMethods().scan,
-            (t) => ({ tabletId: t.tabletId, startKey: from, endKey: bounds.end, limit: want, columns, propagatedHt: this.invoker.propagatedHt, ...this.readFields(t.tabletId, readHt) }),
-            d,
-            true,
-            this.fatal,
-          ),
+        const pageAt = at;
+        const r: ScanResponsePB = await this.invoker.call(
+          this.name,
+          { tabletId: tablet.tabletId },
+          tabletServerMethods().scan,
+          (t) => ({ tabletId: t.tabletId, startKey: from, endKey: bounds.end, limit: want, columns, propagatedHt: this.invoker.propagatedHt, ...this.readFields(t.tabletId, pageAt) }),
+          d,
+          true,
+          this.readFatal,
         );
         this.invoker.observeHt(r.propagatedHt);
-        // Every later page and tablet reads at the first page's time: one consistent snapshot.
-        if (readHt === 0n && r.readHt) readHt = BigInt(r.readHt);
+        if (this.txn) {
+          if (BigInt(r.readHt ?? 0n) !== txnReadHt) throw readTimeMoved(txnReadHt, this.txn.readHt);
+        } else if (at.readHt === 0n && r.readHt) {
+          // Every later page and tablet reads at the first page's time and limit: one consistent snapshot.
+          at = { readHt: BigInt(r.readHt), globalLimitHt: BigInt(r.globalLimitHt ?? 0n) };
+        }
         for (const row of r.rows ?? []) {
-          if (returned >= limit) return;
+          if (returned >= limit) break;
           returned++;
+          if (!collect) accept();
           yield schema.rowFromPb(row, o.columns);
         }
         if (!r.resumeKey || r.resumeKey.length === 0) break;
         start = new Uint8Array(r.resumeKey);
       }
     }
+    accept();
   }
 
   /** Upsert many rows: grouped per tablet, one RPC per tablet per chunk, bounded concurrency. */

@@ -14,6 +14,15 @@
  * has each participant apply. Conflicts, aborts, expiry and read restarts end the transaction with a
  * DbError (TXN_CONFLICT, TXN_ABORTED, TXN_EXPIRED, READ_RESTART); the caller retries the whole
  * transaction, never a single operation that may have applied.
+ *
+ * Read time and read restarts: CreateTransaction answers the read time (picked by the status
+ * tablet's clock) and its uncertainty limit readHt + max_clock_skew_usec; every read of the
+ * transaction, on every tablet, sends the same pair. A read that meets a version inside the window
+ * gets READ_RESTART with the version's time. While no operation has used the read time yet (no read
+ * result handed to the caller, no write sent), the transaction moves its read time there (same
+ * limit) and the read is sent again, transparently; afterwards the transaction ends with
+ * READ_RESTART (retryable: run the transaction again). YugabyteDB restarts the statement/transaction
+ * the same way (its read time is per transaction for snapshot isolation).
  */
 import { randomBytes } from 'node:crypto';
 import { DbError, ErrorCode } from '../common/errors';
@@ -73,6 +82,12 @@ export class Transaction implements TxnBinding {
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private heartbeatInFlight = false;
   readonly registersReads: boolean;
+  /** The snapshot every read uses; moves forward only while readTimeFixed is false. */
+  private readHtValue: bigint;
+  /** Set once a read result reached the caller or a write was sent at readHtValue. */
+  private readTimeFixed = false;
+  /** Read restarts absorbed by moving the read time (console/tests). */
+  readRestarts = 0;
 
   private constructor(
     private readonly deps: TransactionDeps,
@@ -80,9 +95,18 @@ export class Transaction implements TxnBinding {
     readonly statusTablet: string,
     readonly isolation: IsolationLevel,
     readonly priority: number,
-    readonly readHt: bigint,
+    /** The read time CreateTransaction answered (the transaction's start time; never moves). */
+    readonly startHt: bigint,
+    /** Upper end of the uncertainty window (undefined: none, e.g. max_clock_skew_usec = 0). */
+    readonly globalLimitHt: bigint | undefined,
   ) {
     this.registersReads = isolation === 'serializable';
+    this.readHtValue = startHt;
+  }
+
+  /** The read time every read of the transaction uses (see the file comment on restarts). */
+  get readHt(): bigint {
+    return this.readHtValue;
   }
 
   /** Create the transaction on a status tablet and start heartbeating. */
@@ -105,7 +129,8 @@ export class Transaction implements TxnBinding {
     );
     deps.invoker.observeHt(r.propagatedHt);
     if (!r.readHt) throw new DbError(ErrorCode.INTERNAL, `CreateTransaction of ${txnId} answered without a read time`);
-    const txn = new Transaction(deps, txnId, statusTablet, isolation, priority, BigInt(r.readHt));
+    const limit = r.globalLimitHt ? BigInt(r.globalLimitHt) : 0n;
+    const txn = new Transaction(deps, txnId, statusTablet, isolation, priority, BigInt(r.readHt), limit > BigInt(r.readHt) ? limit : undefined);
     txn.startHeartbeats();
     return txn;
   }
@@ -153,7 +178,39 @@ export class Transaction implements TxnBinding {
 
   context(): TxnContextPB {
     this.checkUsable();
-    return { txnId: this.txnId, statusTablet: this.statusTablet, isolation: this.isolation, priority: this.priority, startHt: this.readHt, readHt: this.readHt };
+    return {
+      txnId: this.txnId,
+      statusTablet: this.statusTablet,
+      isolation: this.isolation,
+      priority: this.priority,
+      startHt: this.startHt,
+      readHt: this.readHtValue,
+      ...(this.globalLimitHt !== undefined ? { globalLimitHt: this.globalLimitHt } : {}),
+    };
+  }
+
+  fixReadTime(): void {
+    this.readTimeFixed = true;
+  }
+
+  restartRead(usedReadHt: bigint, restartHt: bigint): boolean {
+    if (this.endError) return false;
+    // Another read already moved the read time: this one simply reads again at the new time.
+    if (usedReadHt !== this.readHtValue) return true;
+    if (this.readTimeFixed) return false;
+    if (restartHt > this.readHtValue) {
+      this.readHtValue = restartHt;
+      // The commit (and every later operation) must come after the new read time.
+      this.deps.invoker.observeHt(restartHt);
+    }
+    this.readRestarts++;
+    return true;
+  }
+
+  acceptRead(usedReadHt: bigint): boolean {
+    if (usedReadHt !== this.readHtValue) return false;
+    this.readTimeFixed = true;
+    return true;
   }
 
   addParticipant(tabletId: string): void {
@@ -165,6 +222,16 @@ export class Transaction implements TxnBinding {
   failed(e: unknown, wasWrite: boolean): Error {
     const err = DbError.from(e);
     if (this.endError) return this.endError;
+    if (err.code === ErrorCode.READ_RESTART) {
+      return this.end(
+        new DbError(
+          ErrorCode.READ_RESTART,
+          `transaction ${this.txnId} must restart: ${err.message}; its read time ${this.readHtValue} was already used, so it cannot move (retry the transaction)`,
+          { ...err.details, txnId: this.txnId },
+          { cause: err },
+        ),
+      );
+    }
     if (ENDING_CODES.has(err.code)) return this.end(err);
     // A write whose outcome is unknown may have left intents the transaction cannot account for.
     if (wasWrite && UNKNOWN_OUTCOME_CODES.has(err.code)) return this.end(new DbError(ErrorCode.TXN_ABORTED, `transaction ${this.txnId} aborted: a write's outcome is unknown (${err.code}: ${err.message})`, { cause: err.code }, { cause: err }));

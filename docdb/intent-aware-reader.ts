@@ -103,14 +103,16 @@ export class IntentAwareReader {
       if (st.status === 'COMMITTED') versions.push({ sub: p.sub, ht: st.commitHt, writeId: iv.writeId, own: false, value: iv.value });
     }
     const res = assembleRow(decodeDocKeyBuf(docKeyBuf), versions, this.opts.readHt, this.opts.globalLimitHt, this.opts.columns);
-    if (res.type === 'restart') throw readRestart(this.opts.readHt, res.restartHt);
+    if (res.type === 'restart') throw readRestart(this.opts.readHt, res.restartHt, this.opts.globalLimitHt);
     return res.type === 'row' ? res.row : undefined;
   }
 }
 
-export function readRestart(readHt: HybridTime, restartHt: HybridTime): DbError {
+/** READ_RESTART; details carry readHt, restartHt and globalLimitHt (decimal strings) for the retry. */
+export function readRestart(readHt: HybridTime, restartHt: HybridTime, globalLimitHt?: HybridTime): DbError {
   return new DbError(ErrorCode.READ_RESTART, `read at ${readHt} met a version at ${restartHt} inside the uncertainty window; restart the read`, {
     readHt: readHt.toString(),
     restartHt: restartHt.toString(),
+    ...(globalLimitHt !== undefined ? { globalLimitHt: globalLimitHt.toString() } : {}),
   });
 }

@@ -187,12 +187,14 @@ export interface ReadRequestPB {
   readHt?: bigint;
   txn?: TxnContextPB;
   propagatedHt?: bigint;
+  globalLimitHt?: bigint;
 }
 export interface ReadResponsePB {
   rows?: RowPB[];
   found?: boolean[];
   readHt?: bigint;
   propagatedHt?: bigint;
+  globalLimitHt?: bigint;
 }
 export interface ScanRequestPB {
   tabletId?: string;
@@ -203,12 +205,14 @@ export interface ScanRequestPB {
   readHt?: bigint;
   txn?: TxnContextPB;
   propagatedHt?: bigint;
+  globalLimitHt?: bigint;
 }
 export interface ScanResponsePB {
   rows?: RowPB[];
   resumeKey?: Uint8Array;
   readHt?: bigint;
   propagatedHt?: bigint;
+  globalLimitHt?: bigint;
 }
 export interface CreateTabletRequestPB {
   tabletId?: string;
@@ -262,6 +266,7 @@ export interface TxnContextPB {
   priority?: number;
   startHt?: bigint;
   readHt?: bigint;
+  globalLimitHt?: bigint;
 }
 export interface CreateTransactionRequestPB {
   statusTablet?: string;
@@ -273,6 +278,7 @@ export interface CreateTransactionRequestPB {
 export interface CreateTransactionResponsePB {
   readHt?: bigint;
   propagatedHt?: bigint;
+  globalLimitHt?: bigint;
 }
 export interface HeartbeatTransactionRequestPB {
   statusTablet?: string;

@@ -158,6 +158,23 @@ export function txnMetaFromPb(t: pb.TxnContextPB): TxnMeta {
   return { txnId: TxnId(t.txnId), statusTablet: t.statusTablet, isolation: parseIsolation(t.isolation), priority, startHt };
 }
 
+/**
+ * Read time and uncertainty limit of a Read/Scan. In a transaction: its read time and the limit it
+ * carries (every tablet of the transaction reads with the same pair); an older client that sends no
+ * limit gets read time + this server's max_clock_skew_usec, since a transaction's read time was
+ * picked by a server (its status tablet). Outside one: read_ht 0 lets the leader pick both; read_ht
+ * with global_limit_ht is a restarted/continued read; read_ht alone is an explicit snapshot.
+ */
+function readTimeFields(t: TabletPeer, req: pb.ReadRequestPB | pb.ScanRequestPB, txn: TxnMeta | undefined): { txnId?: TxnId; readHt?: bigint; globalLimitHt?: bigint } {
+  if (txn) {
+    const readHt = req.txn?.readHt ? BigInt(req.txn.readHt) : txn.startHt;
+    const limit = req.txn?.globalLimitHt ? BigInt(req.txn.globalLimitHt) : t.globalLimitFor(readHt);
+    return { txnId: txn.txnId, readHt, ...(limit !== undefined ? { globalLimitHt: limit } : {}) };
+  }
+  if (!req.readHt) return {};
+  return { readHt: BigInt(req.readHt), ...(req.globalLimitHt ? { globalLimitHt: BigInt(req.globalLimitHt) } : {}) };
+}
+
 // ---- the service -------------------------------------------------------------------------------
 
 export interface TabletServiceDeps {
@@ -202,7 +219,7 @@ export class TabletService {
     const columns = columnsFilter(t.meta, req.columns);
     const r = await t.read(keys, {
       ...(columns ? { columns } : {}),
-      ...(txn ? { txnId: txn.txnId, readHt: req.txn?.readHt ? BigInt(req.txn.readHt) : txn.startHt } : req.readHt ? { readHt: BigInt(req.readHt) } : {}),
+      ...readTimeFields(t, req, txn),
       ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}),
     });
     return {
@@ -210,6 +227,7 @@ export class TabletService {
       found: r.rows.map((row) => row !== undefined),
       readHt: r.readHt,
       propagatedHt: this.deps.clock.now(),
+      globalLimitHt: r.globalLimitHt ?? 0n,
     };
   }
 
@@ -224,10 +242,10 @@ export class TabletService {
       ...(req.startKey?.length ? { startKey: req.startKey } : {}),
       ...(req.endKey?.length ? { endKey: req.endKey } : {}),
       ...(columns ? { columns } : {}),
-      ...(txn ? { txnId: txn.txnId, readHt: req.txn?.readHt ? BigInt(req.txn.readHt) : txn.startHt } : req.readHt ? { readHt: BigInt(req.readHt) } : {}),
+      ...readTimeFields(t, req, txn),
       ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}),
     });
-    return { rows: r.rows.map(rowToPb), resumeKey: r.resumeKey ?? new Uint8Array(0), readHt: r.readHt, propagatedHt: this.deps.clock.now() };
+    return { rows: r.rows.map(rowToPb), resumeKey: r.resumeKey ?? new Uint8Array(0), readHt: r.readHt, propagatedHt: this.deps.clock.now(), globalLimitHt: r.globalLimitHt ?? 0n };
   }
 
   async createTablet(req: pb.CreateTabletRequestPB): Promise<pb.EmptyPB> {

@@ -37,6 +37,7 @@ export interface TxnContextPB {
   priority?: number;
   startHt?: bigint;
   readHt?: bigint;
+  globalLimitHt?: bigint;
 }
 export interface WriteRequestPB {
   tabletId?: string;
@@ -55,12 +56,14 @@ export interface ReadRequestPB {
   readHt?: bigint;
   txn?: TxnContextPB | null;
   propagatedHt?: bigint;
+  globalLimitHt?: bigint;
 }
 export interface ReadResponsePB {
   rows: RowPB[];
   found: boolean[];
   readHt: bigint;
   propagatedHt: bigint;
+  globalLimitHt: bigint;
 }
 export interface ScanRequestPB {
   tabletId?: string;
@@ -71,12 +74,14 @@ export interface ScanRequestPB {
   readHt?: bigint;
   txn?: TxnContextPB | null;
   propagatedHt?: bigint;
+  globalLimitHt?: bigint;
 }
 export interface ScanResponsePB {
   rows: RowPB[];
   resumeKey: Uint8Array;
   readHt: bigint;
   propagatedHt: bigint;
+  globalLimitHt: bigint;
 }
 export interface ColumnSchemaPB {
   name?: string;

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DbError, ErrorCode } from '../../common/errors';
 import type { MethodDef, RpcClient, Transport } from '../../rpc/types';
 import { TesseraClient } from '../../client/tessera-client';
-import { WRITE_BYTES_PER_RPC_MAX } from '../../client/table';
+import { READ_RESTARTS_MAX, WRITE_BYTES_PER_RPC_MAX } from '../../client/table';
 
 type Req = Record<string, unknown>;
 type Handler = (req: Req, address: string) => unknown;
@@ -186,6 +186,81 @@ describe('client transactions (fake cluster)', () => {
     expect(txn.state).toBe('failed');
   });
 
+  it('txn: READ_RESTART on the first read moves the read time (same limit) and reads again; every later op and the commit use it', async () => {
+    const f = new FakeCluster();
+    f.on('TransactionCoordinatorService.CreateTransaction', () => ({ readHt: 1000n, propagatedHt: 1000n, globalLimitHt: 5000n }));
+    const c = await connect(f);
+    const txn = await c.beginTransaction();
+    let reads = 0;
+    f.on('TabletServerService.Read', (r) => {
+      if (reads++ === 0) throw new DbError(ErrorCode.READ_RESTART, 'uncertain', { readHt: String((r['txn'] as Req)['readHt']), restartHt: '1200', globalLimitHt: '5000' });
+      return { rows: [], found: [false], readHt: (r['txn'] as Req)['readHt'] };
+    });
+    expect(await txn.get('demo', { id: 1n })).toBeUndefined();
+    const sent = f.calls.filter((x) => x.method === 'TabletServerService.Read').map((x) => x.req['txn'] as Req);
+    expect(sent.map((t) => [t['readHt'], t['globalLimitHt'], t['startHt']])).toEqual([
+      [1000n, 5000n, 1000n],
+      [1200n, 5000n, 1000n],
+    ]);
+    expect(txn.readHt).toBe(1200n);
+    expect(txn.readRestarts).toBe(1);
+    await txn.upsert('demo', { id: 2n, value: 'x' });
+    const w = f.calls.find((x) => x.method === 'TabletServerService.Write')!;
+    expect((w.req['txn'] as Req)['readHt']).toBe(1200n);
+    await txn.commit();
+    const commit = f.calls.find((x) => x.method === 'TransactionCoordinatorService.CommitTransaction' && x.address === 'ts-b')!;
+    // The coordinator's clock passes the moved read time before it picks the commit time.
+    expect(commit.req['propagatedHt'] as bigint).toBeGreaterThanOrEqual(1200n);
+  });
+
+  it('txn: READ_RESTART after the read time was used (a read returned, or a write was sent) ends the transaction with a clear, retryable READ_RESTART', async () => {
+    for (const first of ['read', 'write'] as const) {
+      const f = new FakeCluster();
+      f.on('TransactionCoordinatorService.CreateTransaction', () => ({ readHt: 1000n, propagatedHt: 1000n, globalLimitHt: 5000n }));
+      const c = await connect(f);
+      const txn = await c.beginTransaction();
+      if (first === 'read') await txn.get('demo', { id: 1n });
+      else await txn.upsert('demo', { id: 1n, value: 'x' });
+      f.on('TabletServerService.Read', () => {
+        throw new DbError(ErrorCode.READ_RESTART, 'uncertain', { readHt: '1000', restartHt: '1200', globalLimitHt: '5000' });
+      });
+      const before = f.count('TabletServerService.Read');
+      const err = (await txn.get('demo', { id: 2n }).catch((e: unknown) => e)) as DbError;
+      expect(err).toMatchObject({ code: ErrorCode.READ_RESTART, retryable: true, details: { txnId: txn.txnId, restartHt: '1200' } });
+      expect(err.message).toContain('retry the transaction');
+      expect(f.count('TabletServerService.Read')).toBe(before + 1);
+      expect(txn.readHt).toBe(1000n);
+      expect(txn.state).toBe('failed');
+      await expect(txn.commit()).rejects.toMatchObject({ code: ErrorCode.READ_RESTART });
+    }
+  });
+
+  it('txn: a transactional scan that restarts before any row reached the caller moves the read time and rescans every tablet at it', async () => {
+    const f = new FakeCluster();
+    f.on('TransactionCoordinatorService.CreateTransaction', () => ({ readHt: 1000n, propagatedHt: 1000n, globalLimitHt: 5000n }));
+    const c = await connect(f);
+    const txn = await c.beginTransaction();
+    let restarted = false;
+    f.on('TabletServerService.Scan', (r) => {
+      const t = r['txn'] as Req;
+      if (r['tabletId'] === 'd1' && !restarted) {
+        restarted = true;
+        throw new DbError(ErrorCode.READ_RESTART, 'uncertain', { readHt: String(t['readHt']), restartHt: '1300', globalLimitHt: '5000' });
+      }
+      return { rows: [{ key: { hash: 1, hashed: [{ int64Value: r['tabletId'] === 'd0' ? 1n : 2n }] }, columns: [] }], readHt: t['readHt'] };
+    });
+    const rows = await txn.scan('demo');
+    expect(rows.map((x) => x['id'])).toEqual([1n, 2n]);
+    const scans = f.calls.filter((x) => x.method === 'TabletServerService.Scan').map((x) => [x.req['tabletId'], (x.req['txn'] as Req)['readHt']]);
+    expect(scans).toEqual([
+      ['d0', 1000n],
+      ['d1', 1000n],
+      ['d0', 1300n],
+      ['d1', 1300n],
+    ]);
+    await txn.abort();
+  });
+
   it('txn: a lost commit answer is settled by GetTransactionStatus (COMMITTED -> its commit time, not a blind resend)', async () => {
     const f = new FakeCluster();
     const c = await connect(f);
@@ -247,5 +322,66 @@ describe('client transactions (fake cluster)', () => {
     expect(txn.participants()).toHaveLength(1);
     await expect(c.beginTransaction({ isolation: 'read-committed' as 'snapshot' })).rejects.toMatchObject({ code: ErrorCode.INVALID_ARGUMENT });
     await txn.abort();
+  });
+});
+
+describe('client reads outside a transaction: read restarts', () => {
+  it('read: READ_RESTART is retried at the restart time with the same global limit (transparently)', async () => {
+    const f = new FakeCluster();
+    const c = await connect(f);
+    let n = 0;
+    f.on('TabletServerService.Read', (r) => {
+      if (n++ === 0) throw new DbError(ErrorCode.READ_RESTART, 'uncertain', { readHt: '100', restartHt: '150', globalLimitHt: '600' });
+      return { rows: [{ key: { hash: 1, hashed: [{ int64Value: 1n }] }, columns: [{ columnId: 2, value: { stringValue: 'new' } }] }], found: [true], readHt: r['readHt'], globalLimitHt: r['globalLimitHt'] };
+    });
+    expect(await c.table('demo').get({ id: 1n })).toEqual({ id: 1n, value: 'new' });
+    const sent = f.calls.filter((x) => x.method === 'TabletServerService.Read').map((x) => [x.req['readHt'], x.req['globalLimitHt']]);
+    expect(sent).toEqual([
+      [0n, undefined],
+      [150n, 600n],
+    ]);
+  });
+
+  it('read: restarts are bounded (READ_RESTARTS_MAX), then READ_RESTART reaches the caller', async () => {
+    const f = new FakeCluster();
+    const c = await connect(f);
+    let ht = 100;
+    f.on('TabletServerService.Read', () => {
+      ht += 1;
+      throw new DbError(ErrorCode.READ_RESTART, 'uncertain', { readHt: String(ht - 1), restartHt: String(ht), globalLimitHt: '100000' });
+    });
+    await expect(c.table('demo').get({ id: 1n })).rejects.toMatchObject({ code: ErrorCode.READ_RESTART });
+    expect(f.count('TabletServerService.Read')).toBe(READ_RESTARTS_MAX + 1);
+  });
+
+  it('scan: a restart on a later tablet rescans from the first tablet at the restart time, keeping the first page\'s limit', async () => {
+    const f = new FakeCluster();
+    const c = await connect(f);
+    let restarted = false;
+    f.on('TabletServerService.Scan', (r) => {
+      const readHt = (r['readHt'] as bigint) || 100n;
+      if (r['tabletId'] === 'd1' && !restarted) {
+        restarted = true;
+        throw new DbError(ErrorCode.READ_RESTART, 'uncertain', { readHt: String(readHt), restartHt: '170', globalLimitHt: String(r['globalLimitHt']) });
+      }
+      return { rows: [{ key: { hash: 1, hashed: [{ int64Value: r['tabletId'] === 'd0' ? 1n : 2n }] }, columns: [] }], readHt, globalLimitHt: (r['globalLimitHt'] as bigint) || 600n };
+    });
+    expect((await c.table('demo').scan()).map((x) => x['id'])).toEqual([1n, 2n]);
+    const sent = f.calls.filter((x) => x.method === 'TabletServerService.Scan').map((x) => [x.req['tabletId'], x.req['readHt'], x.req['globalLimitHt']]);
+    expect(sent).toEqual([
+      ['d0', 0n, undefined],
+      ['d1', 100n, 600n],
+      ['d0', 170n, 600n],
+      ['d1', 170n, 600n],
+    ]);
+    // scanRows: once a row reached the caller, a restart is the caller's to handle.
+    restarted = false;
+    const it = c.table('demo').scanRows();
+    const got: unknown[] = [];
+    const err = await (async () => {
+      for await (const row of it) got.push(row['id']);
+    })().catch((e: unknown) => e);
+    expect(got).toEqual([1n]);
+    expect(err).toMatchObject({ code: ErrorCode.READ_RESTART, retryable: true });
   });
 });

@@ -22,6 +22,7 @@ import { DbError, ErrorCode } from '../../common/errors';
 import type { Flags } from '../../common/flags';
 import type { HybridClock } from '../../common/hybrid-clock';
 import { htMax, type HybridTime } from '../../common/hybrid-time';
+import { MAX_CLOCK_SKEW_USEC } from '../../common/common-flags';
 import { NodeId, type TxnId } from '../../common/ids';
 import type { Logger } from '../../common/log';
 import type { Rng } from '../../common/rng';
@@ -33,6 +34,7 @@ import type { Entry, Message, Snapshot } from '../../raft/types';
 import type { LogStorage } from '../../raft/wal/log-storage';
 import { RAFT_ELECTION_TIMEOUT_TICKS, RAFT_HEARTBEAT_TICKS, TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, WRITE_TIMEOUT_MS } from '../tserver-flags';
 import { resolveConflicts } from '../transaction/conflict-resolution';
+import { uncertaintyLimit } from '../transaction/uncertainty';
 import { TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS } from '../transaction/txn-flags';
 import type { PeerTxnEnv, TxnStatusInfo } from '../transaction/txn-env';
 import { LockTable } from './lock-table';
@@ -625,8 +627,21 @@ export class TabletPeer {
     return oldest !== undefined && oldest <= now ? oldest - 1n : now;
   }
 
-  /** Leader-only consistency gate for reads: lease, else a ReadIndex round; then pick the read time. */
-  private async readTime(requested: HybridTime | undefined, propagated: HybridTime | undefined): Promise<HybridTime> {
+  /**
+   * Leader-only consistency gate for reads: lease, else a ReadIndex round; then pick the read time.
+   *
+   * Uncertainty window (YugabyteDB's ReadHybridTime::global_limit): when this leader picks the read
+   * time, the limit is readHt + max_clock_skew_usec, because a write acknowledged before this read
+   * began may carry a hybrid time up to the skew bound above our clock (another node's clock, e.g. a
+   * status tablet's commit time). A requested read time keeps the requested limit (a restarted or
+   * continued read, a transaction); a requested time without a limit is an explicit snapshot and
+   * has no window.
+   */
+  private async readTime(
+    requested: HybridTime | undefined,
+    propagated: HybridTime | undefined,
+    requestedLimit?: HybridTime,
+  ): Promise<{ readHt: HybridTime; globalLimitHt: HybridTime | undefined }> {
     this.checkServing();
     if (propagated) this.deps.clock.update(propagated);
     if (!this.raft.hasLease()) {
@@ -636,7 +651,11 @@ export class TabletPeer {
         throw this.withLeaderHint(e);
       }
     }
-    if (!requested) return this.safeTime();
+    if (!requested) {
+      const readHt = this.safeTime();
+      return { readHt, globalLimitHt: this.globalLimitFor(readHt) };
+    }
+    const globalLimitHt = requestedLimit !== undefined && requestedLimit > requested ? requestedLimit : undefined;
     this.deps.clock.update(requested);
     // Wait (bounded) until every write that could land at or below the requested time is applied.
     for (let i = 0; i < 1000 && this.safeTime() < requested; i++) {
@@ -646,22 +665,54 @@ export class TabletPeer {
       });
     }
     if (this.safeTime() < requested) throw new DbError(ErrorCode.TIMED_OUT, `tablet ${this.tabletId}: safe time did not reach the requested read time`);
-    return requested;
+    return { readHt: requested, globalLimitHt };
   }
 
-  async read(keys: DocKey[], opts: { columns?: number[]; readHt?: HybridTime; propagatedHt?: HybridTime; txnId?: TxnId }): Promise<{ rows: Array<Row | undefined>; readHt: HybridTime }> {
-    const readHt = await this.readTime(opts.readHt, opts.propagatedHt);
+  /** readHt + max_clock_skew_usec (physical part; at least readHt). */
+  globalLimitFor(readHt: HybridTime): HybridTime | undefined {
+    return uncertaintyLimit(readHt, this.deps.flags.get(MAX_CLOCK_SKEW_USEC));
+  }
+
+  /**
+   * Rows at one read time. Throws READ_RESTART (details.restartHt) when a version lies in the
+   * uncertainty window (readHt, globalLimitHt]: the caller reads again at restartHt, same limit.
+   */
+  async read(
+    keys: DocKey[],
+    opts: { columns?: number[]; readHt?: HybridTime; globalLimitHt?: HybridTime; propagatedHt?: HybridTime; txnId?: TxnId },
+  ): Promise<{ rows: Array<Row | undefined>; readHt: HybridTime; globalLimitHt: HybridTime | undefined }> {
+    const { readHt, globalLimitHt } = await this.readTime(opts.readHt, opts.propagatedHt, opts.globalLimitHt);
     const rows: Array<Row | undefined> = [];
     const resolveStatus = this.deps.txnEnv ? this.statusResolver() : NO_TXN_STATUS;
-    for (const k of keys) rows.push(await this.docdb.getRow(k, { readHt, resolveStatus, ...(opts.txnId ? { txnId: opts.txnId } : {}), ...(opts.columns?.length ? { columns: opts.columns } : {}) }));
+    for (const k of keys) {
+      rows.push(
+        await this.docdb.getRow(k, {
+          readHt,
+          resolveStatus,
+          ...(globalLimitHt !== undefined ? { globalLimitHt } : {}),
+          ...(opts.txnId ? { txnId: opts.txnId } : {}),
+          ...(opts.columns?.length ? { columns: opts.columns } : {}),
+        }),
+      );
+    }
     this.metrics.readOps++;
-    return { rows, readHt };
+    return { rows, readHt, globalLimitHt };
   }
 
-  async scan(opts: { startKey?: Uint8Array; endKey?: Uint8Array; limit?: number; columns?: number[]; readHt?: HybridTime; propagatedHt?: HybridTime; txnId?: TxnId }): Promise<ScanResult & { readHt: HybridTime }> {
-    const readHt = await this.readTime(opts.readHt, opts.propagatedHt);
+  async scan(opts: {
+    startKey?: Uint8Array;
+    endKey?: Uint8Array;
+    limit?: number;
+    columns?: number[];
+    readHt?: HybridTime;
+    globalLimitHt?: HybridTime;
+    propagatedHt?: HybridTime;
+    txnId?: TxnId;
+  }): Promise<ScanResult & { readHt: HybridTime; globalLimitHt: HybridTime | undefined }> {
+    const { readHt, globalLimitHt } = await this.readTime(opts.readHt, opts.propagatedHt, opts.globalLimitHt);
     const r = await this.docdb.scan({
       readHt,
+      ...(globalLimitHt !== undefined ? { globalLimitHt } : {}),
       resolveStatus: this.deps.txnEnv ? this.statusResolver() : NO_TXN_STATUS,
       ...(opts.txnId ? { txnId: opts.txnId } : {}),
       ...(opts.startKey?.length ? { startKey: opts.startKey } : {}),
@@ -670,7 +721,7 @@ export class TabletPeer {
       ...(opts.columns?.length ? { columns: opts.columns } : {}),
     });
     this.metrics.scanOps++;
-    return { ...r, readHt };
+    return { ...r, readHt, globalLimitHt };
   }
 
   async stop(): Promise<void> {

@@ -21,6 +21,8 @@ import { parseIsolation, TransactionCoordinator, type TxnInfo } from './coordina
 import { TabletLocator } from './tablet-locator';
 import { TEST_TRANSACTION_IGNORE_APPLYING_PROBABILITY, TRANSACTION_CHECK_INTERVAL_MS } from './txn-flags';
 import { isValidTxnId } from './txn-record';
+import { uncertaintyLimit } from './uncertainty';
+import { MAX_CLOCK_SKEW_USEC } from '../../common/common-flags';
 import { TxnStatusClient } from './txn-status-client';
 
 /** The system table whose tablets are status tablets. */
@@ -165,7 +167,8 @@ export class TxnService {
     const priority = req.priority ?? 0;
     if (!Number.isFinite(priority)) throw invalid('priority must be a finite number');
     const readHt = await c.create(txnIdOf(req.txnId), parseIsolation(req.isolation), priority, req.propagatedHt || undefined);
-    return { readHt, propagatedHt: this.deps.clock.now() };
+    const globalLimitHt = uncertaintyLimit(readHt, this.deps.flags.get(MAX_CLOCK_SKEW_USEC)) ?? 0n;
+    return { readHt, propagatedHt: this.deps.clock.now(), globalLimitHt };
   }
 
   heartbeatTransaction(req: pb.HeartbeatTransactionRequestPB): Promise<pb.HeartbeatTransactionResponsePB> {
