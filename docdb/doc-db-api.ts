@@ -105,6 +105,8 @@ export interface DbSizes {
 export interface DocDbApi {
   /** Single-tablet fast path: one batch straight into RegularDB at `ht`, write ids in op order. */
   writeRegular(ops: readonly RowOp[], ht: HybridTime, opId: OpId): Promise<void>;
+  /** Several entries' writes (each at its own ht, in log order) in one atomic engine batch; frontier = the last op id. */
+  writeRegularMany(batches: ReadonlyArray<{ ops: readonly RowOp[]; ht: HybridTime; opId: OpId }>): Promise<void>;
   /** Provisional records for `txn` (strong intents on written keys, weak on ancestors) + reverse index + metadata. */
   writeIntents(txn: TxnMeta, ops: readonly RowOp[], ht: HybridTime, opId: OpId): Promise<void>;
   /** Conflicts `ops` of `txn` would have with other transactions' intents, or committed versions newer than `readHt`. */

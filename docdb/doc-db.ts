@@ -75,6 +75,10 @@ export class DocDb implements DocDbApi {
     return this.regularDb.writeRows(ops, ht, opId);
   }
 
+  writeRegularMany(batches: ReadonlyArray<{ ops: readonly RowOp[]; ht: HybridTime; opId: OpId }>): Promise<void> {
+    return this.regularDb.writeRowsMany(batches);
+  }
+
   writeIntents(txn: TxnMeta, ops: readonly RowOp[], ht: HybridTime, opId: OpId): Promise<void> {
     return this.txnLocks.run(txn.txnId, () => this.intentsDb.writeIntents(txn, ops, ht, opId));
   }

@@ -37,4 +37,21 @@ export class RegularDb {
     const { kv } = RegularDb.rowOpsToKv(ops, ht, 0);
     await this.db.write(kv, opId);
   }
+
+  /**
+   * Several Raft entries' writes in ONE engine batch (one RocksDB write, one thread-pool hop): each
+   * batch keeps its own hybrid time; the frontier becomes the newest op id. Batches already below the
+   * frontier (replay) are skipped; the caller passes them in log order.
+   */
+  async writeRowsMany(batches: ReadonlyArray<{ ops: readonly RowOp[]; ht: HybridTime; opId: OpId }>): Promise<void> {
+    const kv: KvOp[] = [];
+    let last: OpId | undefined;
+    for (const b of batches) {
+      if (alreadyHolds(this.db.frontier, b.opId)) continue;
+      for (const op of RegularDb.rowOpsToKv(b.ops, b.ht, 0).kv) kv.push(op);
+      last = b.opId;
+    }
+    if (last === undefined) return;
+    await this.db.write(kv, last);
+  }
 }

@@ -98,6 +98,14 @@ export type TxnStatusListener = (op: Extract<TabletOp, { type: 'TXN_STATUS' }>) 
 /** Non-transactional reads see no other transaction's intents (they are not committed for them). */
 const NO_TXN_STATUS: StatusResolver = () => Promise.resolve({ status: 'PENDING' });
 
+/** One WRITE / TXN_STATUS entry waiting in applyEntries' RegularDB write group. */
+interface RegularGroupItem {
+  op: Extract<TabletOp, { type: 'WRITE' | 'TXN_STATUS' }>;
+  opId: OpId;
+  /** undefined when RegularDB already holds it (replay below the floor). */
+  write: { ops: readonly RowOp[]; ht: HybridTime; opId: OpId } | undefined;
+}
+
 export class TabletPeer {
   readonly meta: TabletMeta;
   state: TabletState = TabletState.BOOTSTRAPPING;
@@ -317,30 +325,69 @@ export class TabletPeer {
   // ---- apply stage -----------------------------------------------------------------------------
 
   private async applyEntries(ents: readonly Entry[]): Promise<void> {
+    // Consecutive RegularDB writes (WRITE, TXN_STATUS) of this batch of committed entries go to the
+    // engine as ONE write batch: one RocksDB call and thread-pool hop instead of one per entry. Any
+    // other op first flushes the group, so the order of effects is the log order.
+    const group: RegularGroupItem[] = [];
     for (const e of ents) {
       if (e.type !== 'normal' || e.data.byteLength === 0) continue;
       const op = decodeTabletOp(e.data);
-      await this.applyOp(op, { term: e.term, index: e.index });
+      const opId = { term: e.term, index: e.index };
+      if (op.type === 'WRITE' || op.type === 'TXN_STATUS') {
+        this.collectRegular(op, opId, group);
+      } else {
+        await this.flushRegular(group);
+        await this.applyOp(op, opId);
+      }
       this.metrics.entriesApplied++;
     }
+    await this.flushRegular(group);
     const ws = this.applyWaiters;
     this.applyWaiters = [];
     for (const w of ws) w();
   }
 
-  private async applyOp(op: TabletOp, opId: OpId): Promise<void> {
-    switch (op.type) {
-      case 'WRITE': {
-        // Every replica's clock moves past the write, so a future leader assigns larger times.
-        this.deps.clock.update(op.ht);
-        this.lastWriteHt = htMax(this.lastWriteHt, op.ht);
-        if (opId.index <= this.regularFloor.index) return; // already in RegularDB (replay)
+  private collectRegular(op: Extract<TabletOp, { type: 'WRITE' | 'TXN_STATUS' }>, opId: OpId, group: RegularGroupItem[]): void {
+    // Every replica's clock moves past the write, so a future leader assigns larger times.
+    this.deps.clock.update(op.ht);
+    this.lastWriteHt = htMax(this.lastWriteHt, op.ht);
+    const needsWrite = opId.index > this.regularFloor.index; // else already in RegularDB (replay)
+    if (op.type === 'WRITE') {
+      group.push({ op, opId, write: needsWrite ? { ops: op.ops, ht: op.ht, opId } : undefined });
+      return;
+    }
+    let write: RegularGroupItem['write'];
+    if (needsWrite) {
+      const key = recordKey(op.txnId);
+      const row: RowOp =
+        op.status === RecordStatus.FORGOTTEN
+          ? { type: 'delete', key }
+          : { type: 'upsert', key, columns: [{ columnId: RECORD_COLUMN_ID, value: Buffer.concat([Buffer.from([op.status.length]), Buffer.from(op.status, 'latin1'), Buffer.from(op.payload)]) }] };
+      write = { ops: [row], ht: op.ht, opId };
+    }
+    group.push({ op, opId, write });
+  }
+
+  private async flushRegular(group: RegularGroupItem[]): Promise<void> {
+    if (group.length === 0) return;
+    const items = group.splice(0, group.length);
+    const writes = items.flatMap((i) => (i.write ? [i.write] : []));
+    if (writes.length > 0) {
+      if (items.some((i) => i.op.type === 'WRITE' && i.write)) {
         const sleepMs = this.deps.flags.get(TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS);
         if (sleepMs > 0) await new Promise((r) => setTimeout(r, sleepMs));
-        await this.docdb.writeRegular(op.ops, op.ht, opId);
-        this.markApplied(op.ht);
-        return;
       }
+      await this.docdb.writeRegularMany(writes);
+    }
+    for (const i of items) {
+      if (i.op.type === 'WRITE') {
+        if (i.write) this.markApplied(i.op.ht);
+      } else this.statusListener?.(i.op);
+    }
+  }
+
+  private async applyOp(op: TabletOp, opId: OpId): Promise<void> {
+    switch (op.type) {
       case 'WRITE_INTENTS': {
         this.deps.clock.update(op.ht);
         this.lastWriteHt = htMax(this.lastWriteHt, op.ht);
@@ -391,20 +438,9 @@ export class TabletPeer {
         this.txnStatusTablets.delete(op.txnId);
         return;
       }
-      case 'TXN_STATUS': {
-        this.deps.clock.update(op.ht);
-        this.lastWriteHt = htMax(this.lastWriteHt, op.ht);
-        if (opId.index > this.regularFloor.index) {
-          const key = recordKey(op.txnId);
-          const row: RowOp =
-            op.status === RecordStatus.FORGOTTEN
-              ? { type: 'delete', key }
-              : { type: 'upsert', key, columns: [{ columnId: RECORD_COLUMN_ID, value: Buffer.concat([Buffer.from([op.status.length]), Buffer.from(op.status, 'latin1'), Buffer.from(op.payload)]) }] };
-          await this.docdb.writeRegular([row], op.ht, opId);
-        }
-        this.statusListener?.(op);
-        return;
-      }
+      case 'WRITE':
+      case 'TXN_STATUS':
+        throw new Error(`${op.type} goes through the RegularDB write group`);
     }
   }
 
