@@ -392,12 +392,27 @@ export class RaftGroup {
       this.storage.append(rd.entries);
     }
     if (rd.hardState) this.storage.setHardState(rd.hardState);
-    // Group commit: one sync covers every entry and hard state appended since the last one.
-    if (rd.mustSync) await this.storage.sync();
+    let late = rd.messages;
+    if (rd.mustSync) {
+      // A leader sends its appends and heartbeats BEFORE its own fsync, overlapping the two (Raft
+      // thesis §10.2.1, as etcd does). Safe: nothing it applies or announces as committed can count
+      // its own unsynced copy, because followers' acks for these entries can only move the commit
+      // index that the NEXT Ready applies and sends, and that Ready comes after this sync. Votes and
+      // responses (anything a follower or candidate says) still wait for the sync.
+      if (this.role === 'LEADER' && rd.messages.length > 0) {
+        const early = rd.messages.filter((m) => m.type === 'append' || m.type === 'heartbeat');
+        if (early.length > 0) {
+          late = rd.messages.filter((m) => m.type !== 'append' && m.type !== 'heartbeat');
+          this.deps.send(early);
+        }
+      }
+      // Group commit: one sync covers every entry and hard state appended since the last one.
+      await this.storage.sync();
+    }
     if (this.stopped) return;
-    if (rd.messages.length > 0) {
-      this.deps.send(rd.messages);
-      for (const m of rd.messages) if (m.type === 'snapshot') this.core.reportSnapshot?.(m.to, true);
+    if (late.length > 0) {
+      this.deps.send(late);
+      for (const m of late) if (m.type === 'snapshot') this.core.reportSnapshot?.(m.to, true);
     }
     for (const rs of rd.readStates) {
       const b = this.readBatches.get(ctxKey(rs.context));

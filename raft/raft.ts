@@ -80,6 +80,9 @@ export class Raft {
       assert(hardState.commit <= this.log.lastIndex(), `raft ${this.id}: stored commit ${hardState.commit} beyond last index ${this.log.lastIndex()}`);
       this.log.commitTo(hardState.commit);
     }
+    // The host applied only committed entries, all of them in this (synced) log; the stored commit can
+    // lag them because commit-only hard-state changes are not fsynced (RawNode.ready's mustSync).
+    if (this.log.applied > this.log.committed && this.log.applied <= this.log.lastIndex()) this.log.commitTo(this.log.applied);
     assert(this.log.applied <= this.log.committed, `raft ${this.id}: applied ${this.log.applied} beyond commit ${this.log.committed}`);
     this.setConf(conf);
     this.randomizedElectionTimeout = opts.electionTicks;

@@ -160,12 +160,15 @@ export class RawNode {
       this.prevSoft = soft;
     }
     const hard = this.hardState();
-    if (!hardEqual(hard, this.prevHard)) {
+    const prev = this.prevHard;
+    if (!hardEqual(hard, prev)) {
       rd.hardState = hard;
       this.prevHard = hard;
     }
-    // Commit is synced too: a restarted replica then never reports a lower commit than it applied.
-    rd.mustSync = rd.entries.length > 0 || rd.snapshot !== undefined || rd.hardState !== undefined;
+    // As etcd/raft's MustSync: entries, a snapshot, term and vote must be durable before messages go
+    // out; a commit-only change need not be (it is written and rides on the next sync). A restart
+    // whose stored commit lags what the host applied raises commit to applied (see Raft's constructor).
+    rd.mustSync = rd.entries.length > 0 || rd.snapshot !== undefined || hard.term !== prev.term || hard.vote !== prev.vote;
     this.outstanding = rd;
     return rd;
   }

@@ -194,8 +194,9 @@ export class SimCluster {
     if (!n?.raw?.hasReady()) return;
     const crash = mayCrash && this.rng.chance(0.0005);
     const out = n.handleReady(crash);
-    if (out === 'crashed') {
-      this.trace(`${n.id} loses power before fsync`);
+    if (!Array.isArray(out)) {
+      this.send(n, out.sentBeforeSync);
+      this.trace(`${n.id} loses power before fsync (${out.sentBeforeSync.length} message(s) already sent)`);
       n.crash();
       this.stats.crashes++;
       return;

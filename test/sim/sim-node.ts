@@ -83,16 +83,19 @@ export class SimNode {
 
   /**
    * Run one Ready through the host contract. With `crashBeforeSync`, the node loses power after
-   * writing but before the fsync (the caller then calls crash()). Returns the messages to send.
+   * writing but before the fsync (the caller sends what went out before the sync, then calls
+   * crash()). Returns the messages to send.
    */
-  handleReady(crashBeforeSync: boolean): Message[] | 'crashed' {
+  handleReady(crashBeforeSync: boolean): Message[] | { crashed: true; sentBeforeSync: Message[] } {
     const raw = this.raw!;
     const rd = raw.ready();
     const st = raw.basicStatus();
     if (rd.snapshot) this.storage.applySnapshot(rd.snapshot);
     if (rd.entries.length > 0) this.persistEntries(rd, st.role === 'LEADER' ? st.term : 0);
     if (rd.hardState) this.storage.setHardState(rd.hardState);
-    if (crashBeforeSync && rd.mustSync) return 'crashed';
+    // As the real host (raft/raft-group.ts): a leader sends appends and heartbeats before its fsync.
+    const early = rd.mustSync && st.role === 'LEADER' ? rd.messages.filter((m) => m.type === 'append' || m.type === 'heartbeat') : [];
+    if (crashBeforeSync && rd.mustSync) return { crashed: true, sentBeforeSync: early };
     if (rd.mustSync) {
       void this.storage.sync();
       this.checker.synced(this.id, this.storage.initialState().hardState);
