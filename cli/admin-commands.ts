@@ -6,10 +6,11 @@ import { DbError, ErrorCode } from '../common/errors';
 import { httpRequest } from '../lab/console-http';
 import { tabletServerMethods } from '../rpc/service-methods';
 import type { TesseraClient } from '../client/tessera-client';
-import { DEFAULT_MASTER_ADDRESSES, print, printJson, printTable, withClient } from './cli-io';
+import { DEFAULT_MASTER_ADDRESSES, LAB_DIR_HELP, print, printJson, printTable, withClient } from './cli-io';
 
 interface AdminOpts {
   master_addresses: string;
+  lab_dir?: string;
   json?: boolean;
   timeout_ms?: string;
 }
@@ -30,12 +31,13 @@ export function registerAdminCommands(program: Command): void {
     .command('admin')
     .description('cluster administration (yb-admin style)')
     .option('--master_addresses <addrs>', 'comma-separated master RPC addresses', DEFAULT_MASTER_ADDRESSES)
+    .option('--lab_dir <dir>', LAB_DIR_HELP)
     .option('--timeout_ms <ms>', 'deadline of the operation')
     .option('--json', 'machine-readable output');
   const opts = (cmd: Command): AdminOpts => cmd.optsWithGlobals<AdminOpts>();
   const run = <T>(cmd: Command, f: (c: TesseraClient) => Promise<T>): Promise<T> => {
     const o = opts(cmd);
-    return withClient(o.master_addresses, o.timeout_ms ? Number(o.timeout_ms) : undefined, f);
+    return withClient(o, o.timeout_ms ? Number(o.timeout_ms) : undefined, f);
   };
 
   admin.command('list_all_masters').action(async (_o: unknown, cmd: Command) => {

@@ -2,6 +2,9 @@
 import { formatTable } from '../lab/text-table';
 import { toJson } from '../rpc/json';
 import { TesseraClient } from '../client/tessera-client';
+import { labConnectOptions } from '../lab/cluster-driver';
+import { readLabState } from '../lab/lab-state';
+import { DbError, ErrorCode } from '../common/errors';
 
 export const DEFAULT_MASTER_ADDRESSES = process.env['TESSERA_MASTER_ADDRESSES'] ?? '127.0.0.1:7100';
 
@@ -23,8 +26,28 @@ export function printTable(headers: string[], rows: unknown[][]): void {
   print(formatTable(headers, rows.map((r) => r.map(cellText))));
 }
 
-export async function withClient<T>(masterAddresses: string, timeoutMs: number | undefined, f: (c: TesseraClient) => Promise<T>): Promise<T> {
-  const client = await TesseraClient.connect({ masterAddresses: masterAddresses.split(','), ...(timeoutMs ? { timeoutMs } : {}) });
+/** Where a command connects: --master_addresses, or --lab_dir (a `tessera lab` cluster, whichever its driver). */
+export interface ClientTarget {
+  master_addresses: string;
+  lab_dir?: string;
+}
+
+export const LAB_DIR_HELP = 'talk to the lab started with tessera lab up --base_dir DIR (its masters; a docker lab through its published ports); overrides --master_addresses';
+
+/**
+ * Connect options for a target. A lab's servers advertise the addresses they use among themselves
+ * (a docker lab: n1:9100); lab.json knows the published ports this machine reaches them at.
+ */
+export function connectTarget(t: string | ClientTarget): { masterAddresses: string[]; addressMap?: Record<string, string> } {
+  const target = typeof t === 'string' ? { master_addresses: t } : t;
+  if (!target.lab_dir) return { masterAddresses: target.master_addresses.split(',') };
+  const st = readLabState(target.lab_dir);
+  if (!st) throw new DbError(ErrorCode.NOT_FOUND, `no lab in ${target.lab_dir} (no lab.json); start one with tessera lab up --base_dir ${target.lab_dir}`);
+  return labConnectOptions(st.nodes);
+}
+
+export async function withClient<T>(target: string | ClientTarget, timeoutMs: number | undefined, f: (c: TesseraClient) => Promise<T>): Promise<T> {
+  const client = await TesseraClient.connect({ ...connectTarget(target), ...(timeoutMs ? { timeoutMs } : {}) });
   try {
     return await f(client);
   } finally {

@@ -8,7 +8,7 @@ import { DbError, ErrorCode } from '../common/errors';
 import type { ColumnSpec, ColumnType, Row } from '../client/client-types';
 import type { TableSchema } from '../client/table-schema';
 import type { TesseraClient } from '../client/tessera-client';
-import { DEFAULT_MASTER_ADDRESSES, print, printJson, printTable, withClient } from './cli-io';
+import { DEFAULT_MASTER_ADDRESSES, LAB_DIR_HELP, print, printJson, printTable, withClient } from './cli-io';
 
 const TYPES: readonly string[] = ['int64', 'double', 'string', 'bytes', 'bool'];
 
@@ -70,12 +70,13 @@ function printRows(rows: Row[], json: boolean): void {
 
 interface CommonOpts {
   master_addresses: string;
+  lab_dir?: string;
   timeout_ms?: string;
   json?: boolean;
 }
 
 function common(c: Command): Command {
-  return c.option('--master_addresses <addrs>', 'comma-separated master RPC addresses', DEFAULT_MASTER_ADDRESSES).option('--timeout_ms <ms>', 'deadline of the operation').option('--json', 'machine-readable output');
+  return c.option('--master_addresses <addrs>', 'comma-separated master RPC addresses', DEFAULT_MASTER_ADDRESSES).option('--lab_dir <dir>', LAB_DIR_HELP).option('--timeout_ms <ms>', 'deadline of the operation').option('--json', 'machine-readable output');
 }
 
 const timeout = (o: CommonOpts): number | undefined => (o.timeout_ms ? Number(o.timeout_ms) : undefined);
@@ -89,7 +90,7 @@ export function registerDataCommands(program: Command): void {
     .option('--rf <n>', 'replication factor')
     .action(async (name: string, o: CommonOpts & { columns: string; hash?: string; range?: string; tablets?: string; rf?: string }) => {
       const split = (s: string | undefined): string[] => (s ? s.split(',').map((x) => x.trim()).filter(Boolean) : []);
-      const id = await withClient(o.master_addresses, timeout(o), (c) =>
+      const id = await withClient(o, timeout(o), (c) =>
         c.createTable({
           name,
           columns: parseColumns(o.columns),
@@ -105,13 +106,13 @@ export function registerDataCommands(program: Command): void {
   common(program.command('drop-table <name>').description('drop a table'))
     .option('--if_exists', 'no error when it does not exist')
     .action(async (name: string, o: CommonOpts & { if_exists?: boolean }) => {
-      await withClient(o.master_addresses, timeout(o), (c) => c.dropTable(name, { ifExists: o.if_exists ?? false }));
+      await withClient(o, timeout(o), (c) => c.dropTable(name, { ifExists: o.if_exists ?? false }));
       if (!o.json) print(`dropped table ${name}`);
       else printJson({ dropped: name });
     });
 
   common(program.command('list-tables').description('list tables')).action(async (o: CommonOpts) => {
-    const tables = await withClient(o.master_addresses, timeout(o), (c) => c.listTables());
+    const tables = await withClient(o, timeout(o), (c) => c.listTables());
     if (o.json) printJson({ tables });
     else printTable(['name', 'id', 'tablets', 'rf'], tables.map((t) => [t.name, t.id, t.numTablets, t.replicationFactor]));
   });
@@ -123,7 +124,7 @@ export function registerDataCommands(program: Command): void {
     ['delete', 'delete the row with this key'],
   ] as const) {
     common(program.command(`${cmd} <table> <values...>`).description(`${what}: col=value ...`)).action(async (table: string, values: string[], o: CommonOpts) => {
-      await withClient(o.master_addresses, timeout(o), async (c) => {
+      await withClient(o, timeout(o), async (c) => {
         const row = await parseRow(c, table, values);
         const t = c.table(table);
         if (cmd === 'insert') await t.insert(row);
@@ -137,7 +138,7 @@ export function registerDataCommands(program: Command): void {
   }
 
   common(program.command('get <table> <key...>').description('read the row with this key: col=value ...')).action(async (table: string, key: string[], o: CommonOpts) => {
-    const row = await withClient(o.master_addresses, timeout(o), async (c) => c.table(table).get(await parseRow(c, table, key)));
+    const row = await withClient(o, timeout(o), async (c) => c.table(table).get(await parseRow(c, table, key)));
     if (!row) throw new DbError(ErrorCode.NOT_FOUND, `no row with key ${key.join(' ')} in table ${table}`);
     printRows([row], o.json ?? false);
   });
@@ -147,7 +148,7 @@ export function registerDataCommands(program: Command): void {
     .action(async (table: string, o: CommonOpts & { limit: string }) => {
       const limit = Number(o.limit);
       if (!Number.isInteger(limit) || limit < 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--limit must be a non-negative integer`);
-      const rows = await withClient(o.master_addresses, timeout(o), (c) => c.table(table).scan({ limit }));
+      const rows = await withClient(o, timeout(o), (c) => c.table(table).scan({ limit }));
       printRows(rows, o.json ?? false);
     });
 }

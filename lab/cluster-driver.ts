@@ -98,4 +98,28 @@ export interface ClusterDriver {
   heal(): Promise<void>;
   /** The last `lines` lines of the node's logs (both servers, each line prefixed with its role). */
   logs(node: NodeName, lines: number): Promise<string>;
+  /**
+   * GET a console JSON page (e.g. /api/v1/tablets) of one server of the node, as the node itself
+   * serves it: also while the node is partitioned (docker: read from inside its container, whose
+   * published ports go with its network).
+   */
+  consoleJson(node: NodeName, role: ServerRole, pathAndQuery: string, timeoutMs?: number): Promise<unknown>;
+}
+
+/**
+ * Advertised RPC address -> the address a client on this machine dials, for every server whose two
+ * differ (Docker: `n1:9100` -> `127.0.0.1:19101`; empty for local processes). Pass it to
+ * TesseraClient.connect as addressMap.
+ */
+export function clientAddressMap(nodes: readonly NodeAddresses[]): Record<string, string> {
+  const map: Record<string, string> = {};
+  for (const n of nodes) {
+    for (const s of [n.master, n.tserver]) if (s && s.hostRpcAddress !== s.rpcAddress) map[s.rpcAddress] = s.hostRpcAddress;
+  }
+  return map;
+}
+
+/** What TesseraClient.connect needs to reach the lab from this machine: its masters and the address map. */
+export function labConnectOptions(nodes: readonly NodeAddresses[]): { masterAddresses: string[]; addressMap: Record<string, string> } {
+  return { masterAddresses: nodes.flatMap((n) => (n.master ? [n.master.rpcAddress] : [])), addressMap: clientAddressMap(nodes) };
 }

@@ -5,9 +5,12 @@
  * BASE/nI bind-mounted at /data, flags on the command line. Ports published on 127.0.0.1:
  * master web 7000+offset+i, tserver web 9000+offset+i, master RPC 7100+offset+i, tserver RPC
  * 9100+offset+i (offset defaults to 10000: n0's tserver console is http://127.0.0.1:19000).
- * Faults: kill/stop/start/restart/pause act on the whole container; partition disconnects each named
- * container from the lab network (it then reaches nobody and nobody reaches it, nor its published
- * ports); heal reconnects it with its old address.
+ * Faults: kill/stop/start/restart/pause act on the whole container; kill/stop/start/restart with a
+ * role act on that server alone (signalled inside the container; the supervisor starts it again on
+ * SIGUSR2). Partition disconnects each named container from the lab network (it then reaches nobody
+ * and nobody reaches it, nor its published ports); heal reconnects it with its old address. Consoles
+ * listen on every interface of their container, so consoleJson can read a cut-off node from inside.
+ * A host client reaches the servers through clientAddressMap (advertised nI:port -> published port).
  */
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
@@ -16,7 +19,8 @@ import Docker from 'dockerode';
 import { DbError, ErrorCode } from '../common';
 import { type ClusterSpec, flagArgs, type NodeName, nodeIndex, nodeName, type ServerRole, validateSpec } from './cluster-spec';
 import type { ClusterDriver, DownOptions, FlagSetResult, LabStatus, NodeAddresses, RoleSelector, ServerState, ServerStatus } from './cluster-driver';
-import { isHealthy } from './console-http';
+import { getJson, isHealthy } from './console-http';
+import { CONSOLE_GET_SCRIPT, parseRoleSignalReply, SIGNAL_ROLE_SCRIPT } from './docker-in-container';
 import { demuxDockerFrames } from './docker-frames';
 import { ensureLabImage } from './docker-image';
 import { setFlagOnServers } from './flag-setter';
@@ -24,7 +28,7 @@ import { type HealthTarget, waitAllHealthy } from './health-wait';
 import { IMAGE_APP_DIR } from './image-inputs';
 import { assertNoOldData, type DockerRecord, type LabState, LAB_STATE_VERSION, type NodeRecord, readLabState, removeLabState, type ServerRecord, serversOf, writeLabState } from './lab-state';
 import { tailLines } from './log-tail';
-import { SUPERVISOR_GROUP_SEPARATOR } from './node-supervisor';
+import { SUPERVISOR_GROUP_SEPARATOR, SUPERVISOR_RESPAWN_SIGNAL } from './node-supervisor';
 import { serverEntryPath } from './package-root';
 import { assertAddressesFree, STANDARD_PORTS } from './process-addressing';
 import { tabletCountsFromMasters } from './tablet-counts';
@@ -36,6 +40,8 @@ export const DOCKER_STOP_TIMEOUT_S = 10;
 const SUBNET_TRIES_MAX = 16;
 const EXEC_TIMEOUT_MS = 30_000;
 const EXEC_OUTPUT_BYTES_MAX = 4 * 1024 * 1024;
+/** A server stopped alone gets this long after SIGTERM before SIGKILL (inside the container). */
+const ROLE_STOP_GRACE_MS = 8_000;
 
 export interface DockerDriverOptions {
   docker?: Docker;
@@ -182,6 +188,8 @@ export class DockerDriver implements ClusterDriver {
   }
 
   async kill(node: NodeName, role?: RoleSelector): Promise<void> {
+    const one = this.oneServer(node, role);
+    if (one) return this.signalServer(one.n, one.s, 'SIGKILL');
     const n = this.wholeNode(node, role, 'kill');
     const c = this.docker.getContainer(n.containerId!);
     if ((await this.containerState(n)) !== 'stopped') await c.kill();
@@ -189,6 +197,8 @@ export class DockerDriver implements ClusterDriver {
   }
 
   async stop(node: NodeName, role?: RoleSelector): Promise<void> {
+    const one = this.oneServer(node, role);
+    if (one) return this.signalServer(one.n, one.s, 'SIGTERM');
     const n = this.wholeNode(node, role, 'stop');
     const state = await this.containerState(n);
     if (state === 'paused') await this.docker.getContainer(n.containerId!).unpause();
@@ -196,12 +206,25 @@ export class DockerDriver implements ClusterDriver {
   }
 
   async start(node: NodeName, role?: RoleSelector): Promise<void> {
-    const n = this.wholeNode(node, role, 'start');
-    if ((await this.containerState(n)) === 'stopped') await this.docker.getContainer(n.containerId!).start();
-    await this.waitNodeHealthy(n);
+    const one = this.oneServer(node, role);
+    const n = one?.n ?? this.wholeNode(node, role, 'start');
+    if ((await this.containerState(n)) === 'stopped') {
+      // A stopped container starts with all its servers.
+      await this.docker.getContainer(n.containerId!).start();
+      return this.waitNodeHealthy(n);
+    }
+    if (!one) return this.waitNodeHealthy(n);
+    // The supervisor starts again whichever of its servers is not running (a running one is left alone).
+    if (!(await isHealthy(one.s.webUrl))) await this.docker.getContainer(n.containerId!).kill({ signal: SUPERVISOR_RESPAWN_SIGNAL });
+    await waitAllHealthy([this.healthTarget(n, one.s)], this.need().spec.healthTimeoutMs);
   }
 
   async restart(node: NodeName, role?: RoleSelector): Promise<void> {
+    const one = this.oneServer(node, role);
+    if (one) {
+      await this.stop(node, role);
+      return this.start(node, role);
+    }
     const n = this.wholeNode(node, role, 'restart');
     if ((await this.containerState(n)) === 'paused') await this.docker.getContainer(n.containerId!).unpause();
     await this.docker.getContainer(n.containerId!).restart({ t: DOCKER_STOP_TIMEOUT_S });
@@ -247,6 +270,26 @@ export class DockerDriver implements ClusterDriver {
     const n = this.node(node);
     const raw = (await this.docker.getContainer(n.containerId!).logs({ stdout: true, stderr: true, tail: lines, follow: false })) as unknown as Buffer;
     return `==> ${n.name} container ${n.containerName} <==\n${demuxDockerFrames(raw)}`;
+  }
+
+  /**
+   * GET a console JSON page of one server of the node (path like /api/v1/tablets). Through the
+   * published port; while the node is partitioned (its published ports are gone with its network),
+   * from inside its container on the container's loopback.
+   */
+  async consoleJson(node: NodeName, role: ServerRole, pathAndQuery: string, timeoutMs = 3_000): Promise<unknown> {
+    const n = this.node(node);
+    const s = serversOf(n).find((x) => x.role === role);
+    if (!s) throw new DbError(ErrorCode.INVALID_ARGUMENT, `node ${n.name} runs no ${role}`);
+    if (!this.need().partitioned.includes(n.name)) return getJson(`${s.webUrl}${pathAndQuery}`, timeoutMs);
+    const port = role === 'master' ? STANDARD_PORTS.masterWeb : STANDARD_PORTS.tserverWeb;
+    const r = await this.exec(n.name, [this.nodePath(), '-e', CONSOLE_GET_SCRIPT, String(port), pathAndQuery, String(timeoutMs)], timeoutMs + EXEC_TIMEOUT_MS);
+    if (r.exitCode !== 0) throw new DbError(ErrorCode.NETWORK_ERROR, `${n.name} ${role} console ${pathAndQuery} (read inside the container): ${r.output.trim().slice(-200)}`);
+    try {
+      return JSON.parse(r.output);
+    } catch {
+      throw new DbError(ErrorCode.NETWORK_ERROR, `${n.name} ${role} console ${pathAndQuery}: reply is not JSON`);
+    }
   }
 
   /** Runs a command inside the node's container (e.g. [nodePath, '-e', '…']); bounded in time and output. */
@@ -301,6 +344,30 @@ export class DockerDriver implements ClusterDriver {
   private wholeNode(name: NodeName, role: RoleSelector, op: string): NodeRecord {
     if (role !== undefined) throw new DbError(ErrorCode.INVALID_ARGUMENT, `the docker driver can only ${op} a whole node (container), not its ${role} alone`);
     return this.node(name);
+  }
+
+  /**
+   * The server a role-targeted kill/stop/start acts on alone; undefined for the whole container
+   * (no role given, or the role is the node's only server, whose end ends the container anyway).
+   */
+  private oneServer(name: NodeName, role: RoleSelector): { n: NodeRecord; s: ServerRecord } | undefined {
+    if (role === undefined) return undefined;
+    const n = this.node(name);
+    const servers = serversOf(n);
+    const s = servers.find((x) => x.role === role);
+    if (!s) throw new DbError(ErrorCode.INVALID_ARGUMENT, `node ${n.name} runs no ${role}`);
+    return servers.length === 1 ? undefined : { n, s };
+  }
+
+  /** SIGKILL / SIGTERM one server inside its container and wait until it is gone. */
+  private async signalServer(n: NodeRecord, s: ServerRecord, sig: 'SIGKILL' | 'SIGTERM'): Promise<void> {
+    const state = await this.containerState(n);
+    if (state === 'stopped') return;
+    if (state === 'paused') throw new DbError(ErrorCode.INVALID_ARGUMENT, `node ${n.name} is paused; resume it before stopping its ${s.role} alone`);
+    const r = await this.exec(n.name, [this.nodePath(), '-e', SIGNAL_ROLE_SCRIPT, s.role, sig, String(ROLE_STOP_GRACE_MS)]);
+    if (r.exitCode !== 0) throw new DbError(ErrorCode.INTERNAL, `signalling the ${s.role} of ${n.name} failed (exit ${r.exitCode}): ${r.output.slice(-300)}`);
+    const { pids } = parseRoleSignalReply(r.output, s.role);
+    this.say(`lab: ${sig} to the ${s.role} of ${n.name} (pid ${pids.join(', ') || 'none: not running'} in its container)`);
   }
 
   private async containerState(n: NodeRecord): Promise<ServerState> {
@@ -427,7 +494,9 @@ function containerServer(role: ServerRole, node: NodeName, nodeDir: string, bump
     rpcAddress: `${node}:${rpcStd}`,
     hostRpcAddress: `127.0.0.1:${rpcStd + bump}`,
     webUrl: `http://127.0.0.1:${webStd + bump}`,
-    argv: [role, `--rpc_bind_addresses=${node}:${rpcStd}`, `--webserver_port=${webStd}`, `--fs_data_dirs=/data/${role}`, ...flags],
+    // The console listens on every interface of the container: published as before, and readable on
+    // the container's loopback while a partition has taken its network away (consoleJson).
+    argv: [role, `--rpc_bind_addresses=${node}:${rpcStd}`, `--webserver_port=${webStd}`, '--webserver_interface=0.0.0.0', `--fs_data_dirs=/data/${role}`, ...flags],
     // The host side of the bind mount, for inspection.
     dataDir: path.join(nodeDir, role),
   };

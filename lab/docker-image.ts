@@ -103,12 +103,12 @@ async function imageExists(docker: Docker, tag: string): Promise<boolean> {
 
 /**
  * Puts every file into the build folder and returns the staged list (sources and sizes re-read from
- * the staged copies). dist/ and package.json are copied: a compiler rewriting them in place while we
+ * the staged copies). dist/, package.json and rpc/protos/ are copied: a compiler rewriting them in place while we
  * build must not change what we hash or send. The large, stable rest is hard-linked when possible.
  */
 function stage(buildDir: string, files: readonly ImageFile[], root: string): ImageFile[] {
   const real = fs.realpathSync(root);
-  const mutable = [path.join(real, 'dist') + path.sep, path.join(real, 'package.json')];
+  const mutable = [path.join(real, 'dist') + path.sep, path.join(real, 'package.json'), path.join(real, 'rpc', 'protos') + path.sep];
   return files.map((f) => {
     const dst = path.join(buildDir, 'rootfs', f.imagePath);
     fs.mkdirSync(path.dirname(dst), { recursive: true });

@@ -1,5 +1,6 @@
 /**
- * What goes into the offline lab image: the built project (dist/ without tests, package.json), the
+ * What goes into the offline lab image: the built project (dist/ without tests, package.json, the
+ * .proto schemas the servers load at run time), the
  * production node_modules (resolved from package.json's dependencies the way Node resolves them) and,
  * for a FROM-scratch image, the Node runtime itself: the node binary, every shared library `ldd` lists
  * for it and for the native addons among those modules, and the dynamic loader.
@@ -103,6 +104,10 @@ export function collectAppFiles(root: string): ImageFile[] {
   const dist = path.join(root, 'dist');
   if (!fs.existsSync(path.join(dist, 'lab'))) throw new DbError(ErrorCode.NOT_FOUND, `${dist} has no build; run npx tsc -b first`);
   walkFiles(dist, `${IMAGE_APP_DIR}/dist`, { skip: (r) => r === 'test' || r.endsWith('.tsbuildinfo') }, out);
+  // The servers load their protobuf schemas at run time from PACKAGE_ROOT/rpc/protos (rpc/proto.ts).
+  const protos = path.join(root, 'rpc', 'protos');
+  if (!fs.existsSync(protos)) throw new DbError(ErrorCode.NOT_FOUND, `${protos} is missing (the servers load their schemas from there)`);
+  walkFiles(protos, `${IMAGE_APP_DIR}/rpc/protos`, { skip: (r, isDir) => !isDir && !r.endsWith('.proto') }, out);
   const platform = `${process.platform}-${process.arch}`;
   // Prebuilds ship glibc and musl variants side by side; keep the one this runtime loads.
   const otherLibc = isGlibcRuntime() ? /\.musl\.node$/ : /\.glibc\.node$/;

@@ -6,7 +6,7 @@
 import * as path from 'node:path';
 import type { Command } from 'commander';
 import { DbError, ErrorCode } from '../common';
-import type { ClusterDriver, LabStatus, NodeAddresses, RoleSelector } from './cluster-driver';
+import { type ClusterDriver, labConnectOptions, type LabStatus, type NodeAddresses, type RoleSelector, type ServerAddresses } from './cluster-driver';
 import { DEFAULT_DOCKER_PORT_OFFSET, defaultSpec, type DriverKind, flagMapFromList, parseNodeFlags } from './cluster-spec';
 import { ensureLabImage } from './docker-image';
 import Docker from 'dockerode';
@@ -30,16 +30,27 @@ function int(name: string, v: string | undefined, dflt: number): number {
   return Number(v);
 }
 
+function driverKind(v: string): DriverKind {
+  if (v !== 'process' && v !== 'docker') throw new DbError(ErrorCode.INVALID_ARGUMENT, `--driver must be process or docker, got '${v}'`);
+  return v;
+}
+
 function role(v: string | undefined): RoleSelector {
   if (v === undefined) return undefined;
   if (v !== 'master' && v !== 'tserver') throw new DbError(ErrorCode.INVALID_ARGUMENT, `--role must be master or tserver, got '${v}'`);
   return v;
 }
 
+/** An RPC address as servers advertise it, with the published one this machine dials when they differ (docker). */
+function rpcCell(s: ServerAddresses | undefined): string | undefined {
+  if (!s) return undefined;
+  return s.hostRpcAddress === s.rpcAddress ? s.rpcAddress : `${s.rpcAddress} (here: ${s.hostRpcAddress})`;
+}
+
 function addressesTable(nodes: readonly NodeAddresses[]): string {
   return formatTable(
     ['NODE', 'MASTER CONSOLE', 'TSERVER CONSOLE', 'MASTER RPC', 'TSERVER RPC'],
-    nodes.map((n) => [n.name, n.master?.webUrl, n.tserver.webUrl, n.master?.rpcAddress, n.tserver.rpcAddress]),
+    nodes.map((n) => [n.name, n.master?.webUrl, n.tserver.webUrl, rpcCell(n.master), rpcCell(n.tserver)]),
   );
 }
 
@@ -85,7 +96,7 @@ export function registerLabCommands(program: Command, io: LabCliIo = defaultIo):
     .option('--json', 'machine-readable output')
     .action(
       run(async (o: Record<string, string | boolean | undefined>) => {
-        const driver = String(o['driver']) as DriverKind;
+        const driver = driverKind(String(o['driver']));
         const masters = int('masters', o['masters'] as string, 1);
         const nf = parseNodeFlags(o['nodeFlags'] as string | undefined);
         const spec = defaultSpec({
@@ -105,8 +116,8 @@ export function registerLabCommands(program: Command, io: LabCliIo = defaultIo):
         });
         const json = o['json'] === true;
         const addrs = await newDriver(driver, { onProgress: progress(json) }).up(spec);
-        if (json) io.out(JSON.stringify({ baseDir: spec.baseDir, driver, nodes: addrs }, null, 2));
-        else io.out(`lab up in ${spec.baseDir} (${driver} driver): ${addrs.length} node(s) healthy\n${addressesTable(addrs)}`);
+        if (json) io.out(JSON.stringify({ baseDir: spec.baseDir, driver, nodes: addrs, connect: labConnectOptions(addrs) }, null, 2));
+        else io.out(`lab up in ${spec.baseDir} (${driver} driver): ${addrs.length} node(s) healthy\n${addressesTable(addrs)}\ntry: tessera list-tables --lab_dir ${spec.baseDir}   (data and admin commands find the lab's masters and published ports there)`);
       }),
     );
 
@@ -195,8 +206,9 @@ export function registerLabCommands(program: Command, io: LabCliIo = defaultIo):
     .command('experiment <name>')
     .description(`run a scripted experiment on a fresh 3-node lab of the real servers and write a Markdown report (${EXPERIMENTS.map((e) => e.name).join(', ')}); exit 0 only when every check held`)
     .option('--base_dir <dir>', 'folder for the experiment labs and reports (BASE/experiments/*.md)', path.join(path.dirname(defaultLabBaseDir()), 'experiments'))
-    .option('--host_base <n>', "last octet of node 0's loopback address", '1')
-    .option('--port_offset <n>', 'added to the standard ports', '0')
+    .option('--driver <kind>', 'process (local processes) or docker (one container per node; the image is built offline on first use)', 'process')
+    .option('--host_base <n>', "process: last octet of node 0's loopback address", '1')
+    .option('--port_offset <n>', `added to the standard ports (process default 0; docker default ${DEFAULT_DOCKER_PORT_OFFSET}: published on 127.0.0.1:17100+i, 19100+i, …)`)
     .option('--server_entry <path>', 'server script relative to the package root', 'dist/cli/main.js')
     .option('--keep', 'leave the lab running afterwards')
     .option('--rows <n>', 'intents-apply: rows in the transaction', '100')
@@ -204,19 +216,21 @@ export function registerLabCommands(program: Command, io: LabCliIo = defaultIo):
     .option('--delay-ms <n>', 'intents-apply: TEST_inject_sleep_before_applying_intents_ms on n0', '60000')
     .option('--json', 'machine-readable output')
     .action(
-      run(async (name: string, o: { base_dir: string; host_base: string; port_offset: string; server_entry: string; keep?: boolean; json?: boolean; rows: string; rowBytes: string; delayMs: string }) => {
+      run(async (name: string, o: { base_dir: string; driver: string; host_base: string; port_offset?: string; server_entry: string; keep?: boolean; json?: boolean; rows: string; rowBytes: string; delayMs: string }) => {
         const def = findExperiment(name);
         if (!def) throw new DbError(ErrorCode.INVALID_ARGUMENT, `unknown experiment '${name}': one of ${EXPERIMENTS.map((e) => e.name).join(', ')}`);
+        const driver = driverKind(o.driver);
         const r = await runExperiment(def, {
           baseDir: path.resolve(o.base_dir),
+          driver,
           hostBase: int('host_base', o.host_base, 1),
-          portOffset: int('port_offset', o.port_offset, 0),
+          portOffset: int('port_offset', o.port_offset, driver === 'docker' ? DEFAULT_DOCKER_PORT_OFFSET : 0),
           serverEntry: o.server_entry,
           keep: o.keep === true,
           params: { rows: int('rows', o.rows, 100), rowBytes: int('row-bytes', o.rowBytes, 1048576), delayMs: int('delay-ms', o.delayMs, 60000) },
           progress: progress(o.json === true),
         });
-        io.out(o.json ? JSON.stringify({ ...r, passed: passed(r) }, null, 2) : renderText(r));
+        io.out(o.json ? JSON.stringify({ ...r, driver, passed: passed(r) }, null, 2) : renderText(r));
         if (!passed(r)) process.exitCode = 1;
       }),
     );

@@ -1,7 +1,8 @@
 /**
  * PID 1 of a lab container: runs the node's servers (master and/or tserver) as children, prefixes
  * their output lines with the role so `docker logs` tells them apart, forwards SIGTERM/SIGINT, and
- * exits once every child has exited. A container is one node, as in `docker run … yugabyted`.
+ * exits once every child has exited. SIGUSR2 starts again the servers that exited (the lab killed
+ * one server of the node alone and now starts it). A container is one node, as in `docker run … yugabyted`.
  *
  *   node node-supervisor.js ENTRY ROLE ARG… [::: ROLE ARG…]
  */
@@ -39,6 +40,9 @@ function pipePrefixed(src: NodeJS.ReadableStream, dst: NodeJS.WritableStream, pr
   });
 }
 
+/** Signal that asks the supervisor to start again every server of the node that is not running. */
+export const SUPERVISOR_RESPAWN_SIGNAL = 'SIGUSR2';
+
 function main(argv: string[]): void {
   const [entry, ...rest] = argv;
   const groups = splitGroups(rest);
@@ -46,10 +50,14 @@ function main(argv: string[]): void {
     process.stderr.write('usage: node-supervisor.js ENTRY ROLE ARG… [::: ROLE ARG…]\n');
     process.exit(2);
   }
+  // One slot per server; a slot is refilled when the lab starts a server it killed alone (driver
+  // kill/start with a role), so the container lives as long as one of its servers does.
   const children: ChildProcess[] = [];
   let failed = false;
   let stopping = false;
-  for (const g of groups) {
+  const exited = (c: ChildProcess): boolean => c.exitCode !== null || c.signalCode !== null;
+  const spawnGroup = (i: number): void => {
+    const g = groups[i]!;
     const role = g[0]!;
     const child = spawn(process.execPath, [entry, ...g], { stdio: ['ignore', 'pipe', 'pipe'] });
     pipePrefixed(child.stdout!, process.stdout, `[${role}] `);
@@ -57,10 +65,11 @@ function main(argv: string[]): void {
     child.on('exit', (code, sig) => {
       process.stdout.write(`[supervisor] ${role} ${sig ? `killed by ${sig}` : `exited with status ${String(code)}`}\n`);
       if (!stopping && code !== 0) failed = true;
-      if (children.every((c) => c.exitCode !== null || c.signalCode !== null)) process.exit(failed ? 1 : 0);
+      if (children.every(exited)) process.exit(failed ? 1 : 0);
     });
-    children.push(child);
-  }
+    children[i] = child;
+  };
+  groups.forEach((_, i) => spawnGroup(i));
   const stop = (sig: NodeJS.Signals): void => {
     if (stopping) return;
     stopping = true;
@@ -73,6 +82,14 @@ function main(argv: string[]): void {
   // PID 1 ignores signals it has no handler for, so these handlers are what makes `docker stop` work.
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  process.on(SUPERVISOR_RESPAWN_SIGNAL, () => {
+    if (stopping) return;
+    groups.forEach((g, i) => {
+      if (!exited(children[i]!)) return;
+      process.stdout.write(`[supervisor] ${SUPERVISOR_RESPAWN_SIGNAL}: starting ${g[0]!} again\n`);
+      spawnGroup(i);
+    });
+  });
 }
 
 if (require.main === module) main(process.argv.slice(2));

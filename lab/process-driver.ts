@@ -9,9 +9,9 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DbError, ErrorCode } from '../common';
-import { type ClusterSpec, flagArgs, type NodeName, nodeName, nodeIndex, validateSpec } from './cluster-spec';
+import { type ClusterSpec, flagArgs, type NodeName, nodeName, nodeIndex, type ServerRole, validateSpec } from './cluster-spec';
 import type { ClusterDriver, DownOptions, FlagSetResult, LabStatus, NodeAddresses, RoleSelector, ServerStatus } from './cluster-driver';
-import { isHealthy, masterRaftRole } from './console-http';
+import { getJson, isHealthy, masterRaftRole } from './console-http';
 import { setFlagOnServers } from './flag-setter';
 import { type HealthTarget, waitAllHealthy } from './health-wait';
 import { assertNoOldData, type LabState, type NodeRecord, type ServerRecord, LAB_STATE_VERSION, readLabState, removeLabState, serversOf, writeLabState } from './lab-state';
@@ -218,6 +218,13 @@ export class ProcessDriver implements ClusterDriver {
   private need(): LabState {
     if (!this.state) throw new DbError(ErrorCode.NOT_FOUND, 'no lab is up (run tessera lab up)');
     return this.state;
+  }
+
+  /** Consoles of local processes are reachable in every state but paused/stopped (a partition drops Raft traffic only). */
+  async consoleJson(node: NodeName, role: ServerRole, pathAndQuery: string, timeoutMs = 3_000): Promise<unknown> {
+    const s = this.select(this.node(node), role)[0];
+    if (!s) throw new DbError(ErrorCode.INVALID_ARGUMENT, `node ${node} runs no ${role}`);
+    return getJson(`${s.webUrl}${pathAndQuery}`, timeoutMs);
   }
 
   private node(name: NodeName): NodeRecord {

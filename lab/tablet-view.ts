@@ -46,6 +46,23 @@ export async function replicasByNode(nodes: readonly NodeAddresses[]): Promise<N
 }
 
 /**
+ * The same through the driver (ClusterDriver.consoleJson): a partitioned node is read too, which the
+ * Docker driver can only do from inside the node's container.
+ */
+export async function replicasViaDriver(driver: ClusterDriver): Promise<NodeReplicas[]> {
+  return Promise.all(
+    driver.addresses().map(async (n) => {
+      try {
+        const body = (await driver.consoleJson(n.name, 'tserver', '/api/v1/tablets', TABLETS_TIMEOUT_MS)) as { tablets?: unknown };
+        return { node: n.name, tablets: Array.isArray(body.tablets) ? (body.tablets as ReplicaRow[]) : undefined };
+      } catch {
+        return { node: n.name, tablets: undefined };
+      }
+    }),
+  );
+}
+
+/**
  * The leader replica of every tablet: the one reporting role LEADER with the highest term (a
  * partitioned old leader may still believe it leads in an older term).
  */
@@ -80,7 +97,7 @@ export function laggingTablets(all: readonly NodeReplicas[], node: NodeName, tab
 export async function waitCaughtUp(driver: ClusterDriver, node: NodeName, timeoutMs: number, table?: string): Promise<void> {
   await waitUntil(
     async () => {
-      const lag = laggingTablets(await replicasByNode(driver.addresses()), node, table);
+      const lag = laggingTablets(await replicasViaDriver(driver), node, table);
       return lag !== undefined && lag.length === 0;
     },
     { timeoutMs, intervalMs: 200, what: `${node}'s replicas to apply as far as their leaders` },

@@ -1,14 +1,17 @@
 /**
- * The cluster an experiment runs on: a 3-node process lab of the real servers (1 master on n0), a
- * client, and a table `exp (id int64, v string)` in 3 tablets; torn down afterwards unless kept.
+ * The cluster an experiment runs on: a 3-node lab of the real servers (1 master on n0) under the
+ * process driver (default) or the Docker driver, a client on this machine, and a table
+ * `exp (id int64, v string)` in 3 tablets; torn down afterwards unless kept. Experiments speak only
+ * the ClusterDriver interface. Under Docker the servers advertise lab-network names (n1:9100), so the
+ * client dials them through the published ports (labConnectOptions: addressMap).
  * Also samples memtable bytes per node over time for the report's chart.
  */
 import * as path from 'node:path';
 import { TesseraClient } from '../../client/tessera-client';
-import type { ClusterDriver } from '../cluster-driver';
+import { type ClusterDriver, labConnectOptions } from '../cluster-driver';
 import { defaultSpec } from '../cluster-spec';
-import { ProcessDriver } from '../process-driver';
-import { replicasByNode } from '../tablet-view';
+import { newDriver } from '../open-lab';
+import { replicasViaDriver } from '../tablet-view';
 import type { ExperimentOptions } from './experiment';
 import type { ChartSeries } from './report';
 
@@ -30,8 +33,10 @@ export interface ExperimentLab {
 }
 
 export async function openExperimentLab(o: ExperimentOptions, name: string, tserverFlags: Record<string, string> = {}): Promise<ExperimentLab> {
+  const kind = o.driver ?? 'process';
   const spec = defaultSpec({
     baseDir: path.join(o.baseDir, `lab-${name}`),
+    driver: kind,
     nodes: 3,
     masters: 1,
     serverEntry: o.serverEntry,
@@ -47,15 +52,17 @@ export async function openExperimentLab(o: ExperimentOptions, name: string, tser
     timeline.push(l);
     o.progress(l);
   };
-  const driver = new ProcessDriver();
-  log(`starting a 3-node lab in ${spec.baseDir}`);
+  // Docker: image build and container steps go to the progress lines (the first build takes a while).
+  const driver = newDriver(kind, { onProgress: (l) => o.progress(l) });
+  log(`starting a 3-node ${kind} lab in ${spec.baseDir}`);
   await driver.up(spec);
+  log(`lab up (${kind} driver)`);
   const series = new Map<string, Array<[number, number]>>();
   let sampler: NodeJS.Timeout | undefined;
   let sampling = false;
   let client: TesseraClient | undefined;
   try {
-    client = await TesseraClient.connect({ masterAddresses: driver.addresses().flatMap((a) => (a.master ? [a.master.hostRpcAddress] : [])), timeoutMs: 30_000 });
+    client = await TesseraClient.connect({ ...labConnectOptions(driver.addresses()), timeoutMs: 30_000 });
     await client.createTable({ name: EXPERIMENT_TABLE, columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: 3 });
     log(`table ${EXPERIMENT_TABLE} created (3 tablets, RF 3)`);
   } catch (e) {
@@ -75,7 +82,7 @@ export async function openExperimentLab(o: ExperimentOptions, name: string, tser
       sampler = setInterval(() => {
         if (sampling) return;
         sampling = true;
-        void replicasByNode(driver.addresses())
+        void replicasViaDriver(driver)
           .then((all) => {
             const at = performance.now() - t0;
             for (const n of all) {

@@ -2,14 +2,20 @@
  * The shape every lab experiment shares: options in, a result with named checks and figures out.
  * An experiment passes only when every check held; the CLI exits 0 only then.
  */
+import type { DriverKind } from '../cluster-spec';
 import type { ChartSeries } from './report';
 
 export interface ExperimentOptions {
   /** Folder for the lab (lab.json, node data, logs) and the Markdown report. */
   baseDir: string;
-  /** Last octet of node 0's loopback address (node i: 127.0.0.(hostBase+i)). */
+  /** Cluster driver (default process). Docker: one container per node, consoles and RPC on published 127.0.0.1 ports. */
+  driver?: DriverKind;
+  /** Process driver: last octet of node 0's loopback address (node i: 127.0.0.(hostBase+i)). */
   hostBase: number;
-  /** Added to the standard ports (only used where loopback aliases are unavailable). */
+  /**
+   * Added to the standard ports. Process driver: only used where loopback aliases are unavailable.
+   * Docker driver: the published ports are 127.0.0.1:(standard + portOffset + i).
+   */
   portOffset: number;
   /** Server script relative to the package root. */
   serverEntry: string;

@@ -192,7 +192,7 @@ export function intentsApply(params: Partial<IntentsApplyParams> = {}) {
       return {
         name: 'intents-apply',
         title: 'Intents applied independently by each replica',
-        summary: `3 nodes, ${DELAY_FLAG}=${p.delayMs} on n0; one transaction wrote ${p.rows} rows of ${p.rowBytes} bytes into table ${TABLE} (3 tablets, RF 3), was left open, then committed.`,
+        summary: `3 nodes (${lab.driver.kind} driver), ${DELAY_FLAG}=${p.delayMs} on n0; one transaction wrote ${p.rows} rows of ${p.rowBytes} bytes into table ${TABLE} (3 tablets, RF 3), was left open, then committed.`,
         checks,
         figures,
         chart: { title: 'Memtable bytes per node and database (table demo)', series: chartSeries(series), yLabel: 'bytes' },
