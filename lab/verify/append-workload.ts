@@ -44,17 +44,30 @@ export class AppendWorkload implements Workload {
     try {
       txn = await ctx.client.beginTransaction({ isolation: 'snapshot', timeoutMs: ctx.opTimeoutMs });
       const t = txn.table(APPEND_TABLE);
-      const done: MicroOp[] = [];
-      for (const m of mops) {
-        const row = await t.get({ k: BigInt(m[1]) }, { timeoutMs: ctx.opTimeoutMs });
-        const list = parseList(row?.['v']);
-        if (m[0] === 'r') {
-          done.push(['r', m[1], list]);
-        } else {
-          await t.upsert({ k: BigInt(m[1]), v: [...list, m[2]].join(',') }, { timeoutMs: ctx.opTimeoutMs });
-          done.push(m);
-        }
-      }
+      // Micro-ops on different keys are independent: each key's micro-ops run in order (an append
+      // then a read of the same key must see it), different keys at the same time.
+      const done: MicroOp[] = new Array<MicroOp>(mops.length);
+      const byKey = new Map<string, number[]>();
+      mops.forEach((m, i) => {
+        const list = byKey.get(m[1]) ?? [];
+        list.push(i);
+        byKey.set(m[1], list);
+      });
+      await Promise.all(
+        [...byKey.values()].map(async (idxs) => {
+          for (const i of idxs) {
+            const m = mops[i]!;
+            const row = await t.get({ k: BigInt(m[1]) }, { timeoutMs: ctx.opTimeoutMs });
+            const list = parseList(row?.['v']);
+            if (m[0] === 'r') {
+              done[i] = ['r', m[1], list];
+            } else {
+              await t.upsert({ k: BigInt(m[1]), v: [...list, m[2]].join(',') }, { timeoutMs: ctx.opTimeoutMs });
+              done[i] = m;
+            }
+          }
+        }),
+      );
       committing = true;
       await txn.commit({ timeoutMs: ctx.opTimeoutMs });
       ctx.recorder.complete(inv, 'ok', done);

@@ -1,16 +1,18 @@
 /**
  * `tessera verify`: run Jepsen-style workloads against a fresh local process cluster under a seeded
  * nemesis, print one verdict line per workload and write BASE/report.md plus history JSON.
- * Exit status 1 when any workload is INVALID (a vacuous or unavailable workload is reported, not failed).
+ * Exit status 1 when any workload is INVALID (a vacuous or unavailable workload is reported, not failed;
+ * vacuous = the history had < 1,000 ok operations or no applied fault window, so it proves nothing).
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Command } from 'commander';
 import { DbError, ErrorCode } from '../../common/errors';
-import { parseNemesisKinds } from './nemesis-schedule';
+import { NEMESIS_KINDS, parseNemesisKinds, SAFE_NEMESIS_KINDS } from './nemesis-schedule';
+import { REGISTER_WRITE_MODES, type RegisterWriteMode } from './register-workload';
 import { runCrashLoop } from './crash-loop';
-import { runWorkload, WORKLOAD_NAMES, type WorkloadName } from './verify-runner';
+import { DEFAULT_OP_TIMEOUT_MS, runWorkload, WORKLOAD_NAMES, type WorkloadName } from './verify-runner';
 import { markdownReport, verdictLine, type WorkloadReport } from './verify-report';
 
 interface VerifyCliOptions {
@@ -26,6 +28,11 @@ interface VerifyCliOptions {
   skewBeyond?: boolean;
   keepData?: boolean;
   driver: string;
+}
+
+function registerWrites(v: string): RegisterWriteMode {
+  if (!(REGISTER_WRITE_MODES as readonly string[]).includes(v)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--register_writes must be one of ${REGISTER_WRITE_MODES.join(', ')}, got '${v}'`);
+  return v as RegisterWriteMode;
 }
 
 function int(name: string, v: string): number {
@@ -48,32 +55,48 @@ export function registerVerifyCommand(program: Command): void {
     .command('verify')
     .description('Jepsen-style verification on a fresh local cluster: workloads register|set|bank|append|crash|all under a seeded nemesis')
     .option('--workload <list>', 'register, set, bank, append, crash (kill -9 loop), all', 'all')
-    .option('--nemesis <list>', 'kill, pause, partition, skew, stepdown, all, none', 'kill,pause,partition,skew,stepdown')
-    .option('--time <seconds>', 'run time per workload', '60')
+    .option('--nemesis <list>', `${NEMESIS_KINDS.join(', ')}, all (= ${SAFE_NEMESIS_KINDS.join(',')}), none`, SAFE_NEMESIS_KINDS.join(','))
+    .option('--time <seconds>', 'run time per workload (the most, with --until_counted)', '60')
+    .option('--until_counted', 'end a workload early once its history counts (>= 1,000 ok ops and >= 1 applied fault window, then 1 s of recovery)')
+    .option('--op_timeout_ms <n>', 'per-operation client deadline', String(DEFAULT_OP_TIMEOUT_MS))
+    .option('--register_writes <mode>', 'register blind writes: direct (non-transactional fast path) or txn (one-row transactions)', 'direct')
     .option('--seed <n>', 'seed of the fault schedule and the workload choices', '1')
     .option('--report_dir <dir>', 'where report.md and history-*.json go (default: a new temp dir)')
     .option('--host_base <n>', 'node i listens on 127.0.0.(host_base+i)', '80')
     .option('--port_offset <n>', 'added to the standard ports', '0')
     .option('--concurrency <n>', 'logical client processes', '10')
     .option('--cycles <n>', 'crash workload: kill -9 cycles', '50')
-    .option('--skew_beyond', 'let skew faults exceed max_clock_skew_usec')
+    .option('--skew_beyond', 'add the skew-beyond nemesis (clock skew past max_clock_skew_usec: an unsafe configuration)')
     .option('--keep_data', 'keep the clusters\' data dirs')
     .option('--driver <kind>', 'process (docker: not supported by verify yet)', 'process')
     .action(async (raw: Record<string, string | boolean | undefined>) => {
-      const o = raw as unknown as VerifyCliOptions & { report_dir?: string; host_base: string; port_offset: string; skew_beyond?: boolean; keep_data?: boolean };
+      const o = raw as unknown as VerifyCliOptions & { report_dir?: string; host_base: string; port_offset: string; skew_beyond?: boolean; keep_data?: boolean; until_counted?: boolean; op_timeout_ms?: string; register_writes?: string };
       if (o.driver !== 'process') throw new DbError(ErrorCode.INVALID_ARGUMENT, `--driver ${o.driver}: verify runs on the process driver only for now`);
       const dir = path.resolve(o.report_dir ?? o.reportDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-verify-')));
       fs.mkdirSync(dir, { recursive: true });
       const nemesis = parseNemesisKinds(o.nemesis);
       const common = { seed: int('seed', o.seed), dir, hostBase: int('host_base', String(o.host_base ?? o.hostBase)), portOffset: int('port_offset', String(o.port_offset ?? o.portOffset)), log: (l: string) => process.stdout.write(`  ${l}\n`) };
       const timeMs = int('time', o.time) * 1000;
+      const opTimeoutMs = int('op_timeout_ms', String(o.op_timeout_ms ?? DEFAULT_OP_TIMEOUT_MS));
+      const regWrites = registerWrites(String(o.register_writes ?? 'direct'));
       const reports: WorkloadReport[] = [];
       for (const w of workloads(o.workload)) {
         process.stdout.write(`== ${w}\n`);
         const r =
           w === 'crash'
             ? await runCrashLoop({ ...common, cycles: int('cycles', o.cycles) })
-            : await runWorkload({ ...common, workload: w, nemesis, timeMs, concurrency: int('concurrency', o.concurrency), ...((o.skew_beyond ?? o.skewBeyond) ? { skewBeyond: true } : {}), ...((o.keep_data ?? o.keepData) ? { keepData: true } : {}) });
+            : await runWorkload({
+                ...common,
+                workload: w,
+                nemesis,
+                timeMs,
+                concurrency: int('concurrency', o.concurrency),
+                opTimeoutMs,
+                registerWrites: regWrites,
+                ...((o.until_counted ?? raw['untilCounted']) ? { endWhenCounted: true } : {}),
+                ...((o.skew_beyond ?? o.skewBeyond) ? { skewBeyond: true } : {}),
+                ...((o.keep_data ?? o.keepData) ? { keepData: true } : {}),
+              });
         reports.push(r);
         process.stdout.write(verdictLine(r) + '\n');
       }

@@ -20,6 +20,9 @@ export interface FaultUnavailability {
   /** Longest stretch without an ok completion that overlaps the window (from its start to 2 s after its end). */
   longestGapMs: number;
   okInWindow: number;
+  /** Completions inside the window that failed definitely / ended unknown. */
+  failInWindow: number;
+  infoInWindow: number;
 }
 
 export interface WorkloadReport {
@@ -33,6 +36,18 @@ export interface WorkloadReport {
   details: string[];
   seed: number;
   timeMs: number;
+  /** Set when the run applied a fault outside what the database promises to survive (skew-beyond). */
+  unsafe?: string;
+}
+
+/**
+ * Whether a run in progress may end early: its history already counts (>= MIN_OK_OPS ok operations
+ * and >= MIN_FAULT_WINDOWS applied windows), and the last of those windows ended at least
+ * recoveryMs ago, so the recovery after it is in the history too.
+ */
+export function historyCounts(okOps: number, windows: readonly FaultWindow[], nowNs: number, recoveryMs: number): boolean {
+  if (okOps < MIN_OK_OPS) return false;
+  return windows.filter((w) => !w.skipped && w.endNs > 0 && nowNs - w.endNs >= recoveryMs * 1e6).length >= MIN_FAULT_WINDOWS;
 }
 
 export function unavailability(history: readonly HistoryOp[], windows: readonly FaultWindow[]): FaultUnavailability[] {
@@ -43,6 +58,13 @@ export function unavailability(history: readonly HistoryOp[], windows: readonly 
     let last = from;
     let gap = 0;
     let okIn = 0;
+    let failIn = 0;
+    let infoIn = 0;
+    for (const o of history) {
+      if (o.time < from || o.time > w.endNs) continue;
+      if (o.type === 'fail') failIn++;
+      else if (o.type === 'info') infoIn++;
+    }
     for (const t of okTimes) {
       if (t < from) continue;
       if (t > to) break;
@@ -51,18 +73,20 @@ export function unavailability(history: readonly HistoryOp[], windows: readonly 
       last = t;
     }
     gap = Math.max(gap, Math.min(to, okTimes.length ? Math.max(last, okTimes[okTimes.length - 1]!) : to) - last);
-    return { kind: w.kind, target: w.target, ...(w.note ? { note: w.note } : {}), ...(w.skipped ? { skipped: w.skipped } : {}), windowMs: Math.round((w.endNs - w.startNs) / 1e6), longestGapMs: Math.round(gap / 1e6), okInWindow: okIn };
+    return { kind: w.kind, target: w.target, ...(w.note ? { note: w.note } : {}), ...(w.skipped ? { skipped: w.skipped } : {}), windowMs: Math.round((w.endNs - w.startNs) / 1e6), longestGapMs: Math.round(gap / 1e6), okInWindow: okIn, failInWindow: failIn, infoInWindow: infoIn };
   });
 }
 
 export function judge(workload: string, history: readonly HistoryOp[], windows: readonly FaultWindow[], v: WorkloadVerdict, seed: number, timeMs: number): WorkloadReport {
   const counts = countOps(history);
   const applied = windows.filter((w) => !w.skipped).length;
+  const beyond = windows.filter((w) => !w.skipped && w.kind === 'skew-beyond').length;
+  const unsafe = beyond ? `${beyond} clock-skew window(s) beyond max_clock_skew_usec: an unsafe configuration, where stale reads are documented behaviour` : undefined;
   let verdict: VerdictWord;
   let why: string;
   if (!v.valid) {
     verdict = 'INVALID';
-    why = `anomalies: ${Object.entries(v.anomalies).map(([k, n]) => `${k}=${n}`).join(', ') || 'see details'}`;
+    why = `anomalies: ${Object.entries(v.anomalies).map(([k, n]) => `${k}=${n}`).join(', ') || 'see details'}${unsafe ? ` (under ${unsafe})` : ''}`;
   } else if (counts.ok < MIN_OK_OPS || applied < MIN_FAULT_WINDOWS) {
     verdict = 'vacuous';
     why = `needs >= ${MIN_OK_OPS} ok ops and >= ${MIN_FAULT_WINDOWS} applied fault window(s); had ${counts.ok} ok ops and ${applied} window(s)`;
@@ -73,7 +97,7 @@ export function judge(workload: string, history: readonly HistoryOp[], windows: 
     verdict = 'valid';
     why = `${counts.ok} ok ops under ${applied} fault window(s), no anomaly`;
   }
-  return { workload, verdict, why, counts, anomalies: v.anomalies, lostWrites: v.lostWrites, faults: unavailability(history, windows), details: v.details, seed, timeMs };
+  return { workload, verdict, why, counts, anomalies: v.anomalies, lostWrites: v.lostWrites, faults: unavailability(history, windows), details: v.details, seed, timeMs, ...(unsafe ? { unsafe } : {}) };
 }
 
 export function unavailableReport(workload: string, why: string, seed: number, timeMs: number): WorkloadReport {
@@ -82,7 +106,7 @@ export function unavailableReport(workload: string, why: string, seed: number, t
 
 export function verdictLine(r: WorkloadReport): string {
   const an = Object.entries(r.anomalies).map(([k, n]) => `${k}=${n}`).join(',') || 'none';
-  return `${r.workload}: ${r.verdict} — ok ${r.counts.ok} / fail ${r.counts.fail} / info ${r.counts.info}; anomalies ${an}; lost writes ${r.lostWrites}; faults ${r.faults.filter((f) => !f.skipped).length} (${r.faults.filter((f) => f.skipped).length} skipped) — ${r.why}`;
+  return `${r.workload}: ${r.verdict}${r.unsafe ? ' (UNSAFE CONFIGURATION)' : ''} — ok ${r.counts.ok} / fail ${r.counts.fail} / info ${r.counts.info}; anomalies ${an}; lost writes ${r.lostWrites}; faults ${r.faults.filter((f) => !f.skipped).length} (${r.faults.filter((f) => f.skipped).length} skipped) — ${r.why}`;
 }
 
 export function markdownReport(reports: readonly WorkloadReport[], meta: { nemesis: string; command: string }): string {
@@ -91,9 +115,11 @@ export function markdownReport(reports: readonly WorkloadReport[], meta: { nemes
     out.push(`## ${r.workload}: ${r.verdict}`, '', r.why, '', `seed ${r.seed}, ${r.timeMs} ms; ok ${r.counts.ok}, fail ${r.counts.fail}, info ${r.counts.info}; lost writes ${r.lostWrites}`, '');
     const an = Object.entries(r.anomalies);
     out.push(`Anomalies: ${an.length ? an.map(([k, n]) => `${k} ${n}`).join(', ') : 'none'}`, '');
+    if (r.unsafe) out.push(`**Unsafe configuration:** ${r.unsafe}.`, '');
     if (r.faults.length) {
-      out.push('| fault | target | window ms | ok in window | longest gap without ok (ms) | note |', '|---|---|---|---|---|---|');
-      for (const f of r.faults) out.push(`| ${f.kind} | ${f.target} | ${f.windowMs} | ${f.okInWindow} | ${f.longestGapMs} | ${f.skipped ? `SKIPPED: ${f.skipped}` : f.note ?? ''} |`);
+      out.push('Unavailability per fault window (the gap runs from the window\'s start to 2 s after its end):', '');
+      out.push('| fault | target | window ms | ok / fail / info in window | longest gap without ok (ms) | note |', '|---|---|---|---|---|---|');
+      for (const f of r.faults) out.push(`| ${f.kind} | ${f.target} | ${f.windowMs} | ${f.okInWindow} / ${f.failInWindow} / ${f.infoInWindow} | ${f.longestGapMs} | ${f.skipped ? `SKIPPED: ${f.skipped}` : f.note ?? ''} |`);
       out.push('');
     }
     for (const d of r.details) out.push(`- ${d}`);

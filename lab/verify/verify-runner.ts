@@ -16,7 +16,7 @@ import { BankWorkload } from './bank-workload';
 import { AppendWorkload } from './append-workload';
 import { SetWorkload } from './set-workload';
 import { VerifyCluster } from './verify-cluster';
-import { judge, MIN_FAULT_WINDOWS, MIN_OK_OPS, unavailableReport, type WorkloadReport } from './verify-report';
+import { historyCounts, judge, unavailableReport, type WorkloadReport } from './verify-report';
 import type { Workload } from './workload';
 
 export const WORKLOAD_NAMES = ['register', 'set', 'bank', 'append'] as const;
@@ -92,11 +92,7 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
     let started = 0;
     let okOps = 0;
     let stopped = false;
-    const counted = (): boolean => {
-      if (okOps < MIN_OK_OPS) return false;
-      const nowNs = recorder.nowNs();
-      return nemesis.windows.filter((x) => !x.skipped && x.endNs > 0 && nowNs - x.endNs >= RECOVERY_AFTER_FAULT_MS * 1e6).length >= MIN_FAULT_WINDOWS;
-    };
+    const counted = (): boolean => historyCounts(okOps, nemesis.windows, recorder.nowNs(), RECOVERY_AFTER_FAULT_MS);
     const stop = (): boolean => {
       if (!stopped && o.endWhenCounted && counted()) {
         stopped = true;

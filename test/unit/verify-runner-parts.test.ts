@@ -3,7 +3,7 @@ import { DbError, ErrorCode } from '../../common/errors';
 import { buildSchedule, DEFAULT_MAX_CLOCK_SKEW_MS, parseNemesisKinds } from '../../lab/verify/nemesis-schedule';
 import { checkRegisterKey } from '../../lab/verify/linearizability';
 import { pairCalls, type HistoryOp } from '../../lab/verify/history';
-import { judge, MIN_OK_OPS, unavailability } from '../../lab/verify/verify-report';
+import { historyCounts, judge, markdownReport, MIN_OK_OPS, unavailability, verdictLine } from '../../lab/verify/verify-report';
 import { completionOfError } from '../../lab/verify/workload';
 import type { FaultWindow } from '../../lab/verify/nemesis';
 
@@ -69,11 +69,36 @@ describe('verify: completions and verdicts', () => {
     expect(judge('register', many, w, { valid: false, anomalies: { nonlinearizable: 1 }, lostWrites: 0, details: [] }, 1, 10).verdict).toBe('INVALID');
   });
 
+  it('verify: a run may end early only once ok ops suffice and an applied window ended a recovery time ago', () => {
+    const done: FaultWindow = { kind: 'kill', target: 'tserver 0', startNs: 0, endNs: 5e9 };
+    expect(historyCounts(MIN_OK_OPS, [done], 6.5e9, 1_000)).toBe(true);
+    expect(historyCounts(MIN_OK_OPS - 1, [done], 6.5e9, 1_000)).toBe(false);
+    expect(historyCounts(MIN_OK_OPS, [done], 5.5e9, 1_000)).toBe(false);
+    expect(historyCounts(MIN_OK_OPS, [{ ...done, skipped: 'flag has no effect' }], 60e9, 1_000)).toBe(false);
+    expect(historyCounts(MIN_OK_OPS, [{ ...done, endNs: 0 }], 60e9, 1_000)).toBe(false);
+  });
+
+  it('verify: skipped windows do not count; skew beyond the bound marks the run unsafe in verdict and report', () => {
+    const many: HistoryOp[] = [];
+    for (let i = 0; i < MIN_OK_OPS; i++) many.push(op(2 * i, 0, 'invoke', 'write', `v${i}`, i), op(2 * i + 1, 0, 'ok', 'write', `v${i}`, i + 0.5));
+    const ok = { valid: true, anomalies: {}, lostWrites: 0, details: [] };
+    const skew: FaultWindow = { kind: 'skew', target: 'node 1', startNs: 0, endNs: 1e9, skipped: 'TEST_clock_skew_ms does not move the clock' };
+    expect(judge('register', many, [skew], ok, 1, 10).verdict).toBe('vacuous');
+    const beyond: FaultWindow = { kind: 'skew-beyond', target: 'node 1', startNs: 0, endNs: 1e9, note: '+900 ms BEYOND max_clock_skew_usec' };
+    const r = judge('register', many, [beyond], { valid: false, anomalies: { nonlinearizable: 1 }, lostWrites: 0, details: [] }, 1, 10);
+    expect(r.verdict).toBe('INVALID');
+    expect(r.unsafe).toMatch(/beyond max_clock_skew_usec/);
+    expect(verdictLine(r)).toMatch(/UNSAFE CONFIGURATION/);
+    expect(markdownReport([r], { nemesis: 'skew-beyond', command: 'tessera verify' })).toMatch(/Unsafe configuration/);
+  });
+
   it('verify: unavailability is the longest stretch without an ok completion around the fault', () => {
     const h = [op(0, 0, 'invoke', 'read', null, 0), op(1, 0, 'ok', 'read', null, 100), op(2, 0, 'invoke', 'read', null, 100), op(3, 0, 'ok', 'read', null, 900)];
     const [u] = unavailability(h, [{ kind: 'pause', target: 'tserver 1', startNs: 50e6, endNs: 600e6 }]);
     expect(u!.longestGapMs).toBe(800);
     expect(u!.okInWindow).toBe(1);
+    expect(u!.failInWindow).toBe(0);
+    expect(u!.infoInWindow).toBe(0);
   });
 });
 
