@@ -53,19 +53,21 @@ function main(argv: string[]): void {
   // One slot per server; a slot is refilled when the lab starts a server it killed alone (driver
   // kill/start with a role), so the container lives as long as one of its servers does.
   const children: ChildProcess[] = [];
-  let failed = false;
+  /** Per server: its last run ended badly (cleared when the server is started again). */
+  const failed: boolean[] = groups.map(() => false);
   let stopping = false;
   const exited = (c: ChildProcess): boolean => c.exitCode !== null || c.signalCode !== null;
   const spawnGroup = (i: number): void => {
     const g = groups[i]!;
     const role = g[0]!;
+    failed[i] = false;
     const child = spawn(process.execPath, [entry, ...g], { stdio: ['ignore', 'pipe', 'pipe'] });
     pipePrefixed(child.stdout!, process.stdout, `[${role}] `);
     pipePrefixed(child.stderr!, process.stderr, `[${role}] `);
     child.on('exit', (code, sig) => {
       process.stdout.write(`[supervisor] ${role} ${sig ? `killed by ${sig}` : `exited with status ${String(code)}`}\n`);
-      if (!stopping && code !== 0) failed = true;
-      if (children.every(exited)) process.exit(failed ? 1 : 0);
+      if (!stopping && code !== 0) failed[i] = true;
+      if (children.every(exited)) process.exit(failed.some(Boolean) ? 1 : 0);
     });
     children[i] = child;
   };
