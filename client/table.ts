@@ -98,6 +98,10 @@ interface ScanPlan {
   d: Deadline;
 }
 
+/** A plain write that met a transaction's intent and could not settle it wrote nothing: retry. */
+const PLAIN_WRITE_RETRY_CODES: ReadonlySet<string> = new Set([ErrorCode.TXN_CONFLICT]);
+/** The system table of transaction status records (the tserver rejects writes to it too). */
+export const SYSTEM_TRANSACTIONS_TABLE = 'transactions';
 const BATCH_CONCURRENCY_DEFAULT = 8;
 const BATCH_CONCURRENCY_MAX = 256;
 
@@ -154,7 +158,15 @@ export class Table {
     return new Deadline(o?.timeoutMs ?? this.defaultTimeoutMs);
   }
 
+  /** The `transactions` system table holds the coordinators' records: never written by clients. */
+  private checkWritable(): void {
+    if (this.name === SYSTEM_TRANSACTIONS_TABLE) {
+      throw new DbError(ErrorCode.NOT_SUPPORTED, `table ${SYSTEM_TRANSACTIONS_TABLE} is a system table: clients cannot write it`, { table: this.name });
+    }
+  }
+
   private async write(type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', row: Row, o?: CallOptions): Promise<void> {
+    this.checkWritable();
     const d = this.deadline(o);
     const loc = await this.cache.get(this.name, d);
     const { hash, op } = loc.schema.rowOp(type, row);
@@ -169,6 +181,7 @@ export class Table {
         d,
         !this.txn && type !== 'INSERT',
         this.fatal,
+        this.txn ? undefined : PLAIN_WRITE_RETRY_CODES,
       );
       this.invoker.observeHt(r.propagatedHt);
     });
@@ -353,6 +366,7 @@ export class Table {
   }
 
   private async writeMany(type: 'UPSERT' | 'DELETE', rows: readonly Row[], o: BatchOptions): Promise<void> {
+    this.checkWritable();
     if (rows.length === 0) return;
     const d = this.deadline(o);
     const loc = await this.cache.get(this.name, d);
@@ -398,6 +412,7 @@ export class Table {
           d,
           !this.txn,
           this.fatal,
+          this.txn ? undefined : PLAIN_WRITE_RETRY_CODES,
         );
         this.invoker.observeHt(r.propagatedHt);
       }

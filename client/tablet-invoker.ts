@@ -27,6 +27,8 @@ export class TabletInvoker {
    * `makeReq` builds the request for the tablet actually chosen (it may change after a refresh).
    * `fatal`: codes thrown at once even when retryable (a transaction's READ_RESTART: resending at
    * the same read time would only restart again).
+   * `alsoRetry`: codes retried with backoff although the wire does not mark them retryable (a plain
+   * write's TXN_CONFLICT: the tserver wrote nothing, the conflicting transaction is being aborted).
    */
   async call<Req, Resp>(
     table: string,
@@ -36,6 +38,7 @@ export class TabletInvoker {
     deadline: Deadline,
     idempotent: boolean,
     fatal?: ReadonlySet<string>,
+    alsoRetry?: ReadonlySet<string>,
   ): Promise<Resp> {
     let last: DbError | undefined;
     let loc: TableLocations = await this.cache.get(table, deadline);
@@ -82,7 +85,7 @@ export class TabletInvoker {
             if (attempt % 2 === 1) loc = await this.cache.refresh(table, deadline).catch(() => loc);
             continue;
           default:
-            if (!isRetryable(err, idempotent)) throw err;
+            if (!isRetryable(err, idempotent) && !alsoRetry?.has(err.code)) throw err;
             await sleep(backoffMs(attempt));
             continue;
         }

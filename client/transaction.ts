@@ -38,7 +38,7 @@ import type { TxnBinding } from './txn-binding';
 export type IsolationLevel = 'snapshot' | 'serializable';
 
 export interface TransactionOptions extends CallOptions {
-  /** Default 'snapshot' (write-write conflicts, first committer wins). */
+  /** Default 'snapshot' (write-write conflicts, first committer wins). 'serializable': NOT_SUPPORTED for now. */
   isolation?: IsolationLevel;
   /** Conflict priority (higher wins under fail-on-conflict); default random in [0, 1). */
   priority?: number;
@@ -113,6 +113,9 @@ export class Transaction implements TxnBinding {
   static async begin(deps: TransactionDeps, o: TransactionOptions = {}): Promise<Transaction> {
     const isolation = o.isolation ?? 'snapshot';
     if (isolation !== 'snapshot' && isolation !== 'serializable') throw new DbError(ErrorCode.INVALID_ARGUMENT, `isolation must be 'snapshot' or 'serializable', got ${String(isolation)}`);
+    // Serializable needs read intents, which the tablets do not take yet: refuse rather than
+    // silently run at snapshot isolation (the tservers refuse it too).
+    if (isolation === 'serializable') throw new DbError(ErrorCode.NOT_SUPPORTED, "isolation 'serializable' is not supported yet (no read intents): use 'snapshot'", { isolation });
     const priority = o.priority ?? Math.random();
     if (!Number.isFinite(priority)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'priority must be a finite number');
     const d = new Deadline(o.timeoutMs ?? deps.timeoutMs);

@@ -28,6 +28,8 @@ export const ErrorCode = {
   NOT_FOUND: 'NOT_FOUND',
   SHUTTING_DOWN: 'SHUTTING_DOWN',
   INTERNAL: 'INTERNAL',
+  /** A well-formed request for something tessera does not do (e.g. writing the `transactions` system table). */
+  NOT_SUPPORTED: 'NOT_SUPPORTED',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

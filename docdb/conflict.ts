@@ -25,8 +25,13 @@ export async function findConflicts(
   ops: readonly RowOp[],
   readHt: HybridTime,
   resolveStatus?: StatusResolver,
+  /** Only other transactions' intents (a non-transactional write: no read time to compare with). */
+  intentsOnly = false,
 ): Promise<Conflict[]> {
   const out: Conflict[] = [];
+  // Fast path for plain writes: no strong intent stored means no intent at all (weak intents exist
+  // only beside a strong one of the same batch).
+  if (intentsOnly && intents.intentCount === 0) return out;
   const seen = new Set<string>();
   const statuses = new Map<TxnId, Promise<TxnStatusAnswer>>();
   const status = (id: TxnId): Promise<TxnStatusAnswer> | undefined => {
@@ -87,6 +92,7 @@ export async function findConflicts(
     }
   }
 
+  if (intentsOnly) return out;
   // Committed versions newer than readHt on what we write: the row tombstone and the sub-keys we
   // write; for a row delete, every sub-key of the row.
   for (const [rk, r] of rows) {

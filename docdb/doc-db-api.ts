@@ -111,6 +111,11 @@ export interface DocDbApi {
   writeIntents(txn: TxnMeta, ops: readonly RowOp[], ht: HybridTime, opId: OpId): Promise<void>;
   /** Conflicts `ops` of `txn` would have with other transactions' intents, or committed versions newer than `readHt`. */
   findConflicts(txn: TxnMeta, ops: readonly RowOp[], readHt: HybridTime): Promise<Conflict[]>;
+  /**
+   * Intents of any transaction that a non-transactional write of `ops` conflicts with (it takes the
+   * intent types of a snapshot-isolation write). Status is not resolved: the caller does that.
+   */
+  findIntentConflicts(ops: readonly RowOp[]): Promise<Conflict[]>;
   /** Move the committed transaction's intents into RegularDB at commitHt, in chunks, resumable, idempotent. */
   applyIntents(txnId: TxnId, commitHt: HybridTime, opId: OpId, chunkRecordsMax?: number): Promise<ApplyProgress>;
   /**

@@ -50,6 +50,9 @@ export interface DocDbOptions {
   hooks?: ApplyHooks;
 }
 
+/** A plain write checks intents as a snapshot-isolation writer that owns none of them. */
+const NON_TXN_WRITER: TxnMeta = { txnId: '' as TxnId, statusTablet: '', isolation: 'snapshot', priority: Number.POSITIVE_INFINITY, startHt: 0n };
+
 /** Transactions listed at most by listTransactions() (the console shows the first ones). */
 const LIST_TRANSACTIONS_MAX = 100_000;
 
@@ -90,6 +93,10 @@ export class DocDb implements DocDbApi {
    */
   findConflicts(txn: TxnMeta, ops: readonly RowOp[], readHt: HybridTime, resolveStatus?: StatusResolver): Promise<Conflict[]> {
     return findConflicts(this.regularDb, this.intentsDb, txn, ops, readHt, resolveStatus);
+  }
+
+  findIntentConflicts(ops: readonly RowOp[]): Promise<Conflict[]> {
+    return findConflicts(this.regularDb, this.intentsDb, NON_TXN_WRITER, ops, 0n, undefined, true);
   }
 
   /**

@@ -8,8 +8,9 @@ import { DbError, ErrorCode } from '../common/errors';
 import type { Flags } from '../common/flags';
 import type { HybridClock } from '../common/hybrid-clock';
 import { NodeId, TxnId } from '../common/ids';
-import { parseIsolation } from './transaction/coordinator';
+import { requireSupportedIsolation } from './transaction/coordinator';
 import { isValidTxnId } from './transaction/txn-record';
+import { TRANSACTIONS_TABLE } from './transaction/txn-service';
 import type { DocKey, Primitive, Row, RowOp, TxnMeta } from '../docdb/doc-db-api';
 import { partitionHash } from '../docdb/encoding/doc-key';
 import type { ConfChange } from '../raft/types';
@@ -155,7 +156,7 @@ export function txnMetaFromPb(t: pb.TxnContextPB): TxnMeta {
   if (!Number.isFinite(priority)) throw invalid('txn.priority must be finite');
   const startHt = t.startHt ? BigInt(t.startHt) : 0n;
   if (startHt <= 0n) throw invalid('txn.start_ht missing');
-  return { txnId: TxnId(t.txnId), statusTablet: t.statusTablet, isolation: parseIsolation(t.isolation), priority, startHt };
+  return { txnId: TxnId(t.txnId), statusTablet: t.statusTablet, isolation: requireSupportedIsolation(t.isolation), priority, startHt };
 }
 
 /**
@@ -196,6 +197,11 @@ export class TabletService {
 
   async write(req: pb.WriteRequestPB): Promise<pb.WriteResponsePB> {
     const t = this.tablet(req.tabletId);
+    // Status records are the coordinator's alone (TXN_STATUS entries); a client row there would be
+    // read back as a transaction record (or shadow one).
+    if (t.meta.tableName === TRANSACTIONS_TABLE) {
+      throw new DbError(ErrorCode.NOT_SUPPORTED, `table ${TRANSACTIONS_TABLE} is a system table: clients cannot write it`, { table: TRANSACTIONS_TABLE, tabletId: t.tabletId });
+    }
     const ops = req.ops ?? [];
     if (ops.length === 0) throw invalid('write has no ops');
     if (ops.length > WRITE_OPS_MAX) throw invalid(`write has ${ops.length} ops; at most ${WRITE_OPS_MAX}`);

@@ -314,14 +314,12 @@ describe('client transactions (fake cluster)', () => {
     await txn.abort();
   });
 
-  it('txn: serializable reads register the read tablet as a participant', async () => {
+  it('txn: isolation serializable is refused with NOT_SUPPORTED (not silently run as snapshot); unknown levels are INVALID_ARGUMENT', async () => {
     const f = new FakeCluster();
     const c = await connect(f);
-    const txn = await c.beginTransaction({ isolation: 'serializable' });
-    await txn.get('demo', { id: 1n });
-    expect(txn.participants()).toHaveLength(1);
+    await expect(c.beginTransaction({ isolation: 'serializable' })).rejects.toMatchObject({ code: ErrorCode.NOT_SUPPORTED, details: { isolation: 'serializable' } });
+    expect(f.count('TransactionCoordinatorService.CreateTransaction')).toBe(0);
     await expect(c.beginTransaction({ isolation: 'read-committed' as 'snapshot' })).rejects.toMatchObject({ code: ErrorCode.INVALID_ARGUMENT });
-    await txn.abort();
   });
 });
 
@@ -383,5 +381,32 @@ describe('client reads outside a transaction: read restarts', () => {
     })().catch((e: unknown) => e);
     expect(got).toEqual([1n]);
     expect(err).toMatchObject({ code: ErrorCode.READ_RESTART, retryable: true });
+  });
+});
+
+describe('client writes outside a transaction', () => {
+  it('write: the transactions system table is not writable (NOT_SUPPORTED before any RPC), in or outside a transaction', async () => {
+    const f = new FakeCluster();
+    const c = await connect(f);
+    await expect(c.table('transactions').upsert({ id: 1n })).rejects.toMatchObject({ code: ErrorCode.NOT_SUPPORTED });
+    await expect(c.table('transactions').upsertMany([{ id: 1n }])).rejects.toMatchObject({ code: ErrorCode.NOT_SUPPORTED });
+    await expect(c.table('transactions').delete({ id: 1n })).rejects.toMatchObject({ code: ErrorCode.NOT_SUPPORTED });
+    const txn = await c.beginTransaction();
+    await expect(txn.upsert('transactions', { id: 1n })).rejects.toMatchObject({ code: ErrorCode.NOT_SUPPORTED });
+    expect(f.count('TabletServerService.Write')).toBe(0);
+    await txn.abort();
+  });
+
+  it('write: a plain write answered TXN_CONFLICT (it met an unsettled transaction; nothing written) is retried with backoff', async () => {
+    const f = new FakeCluster();
+    const c = await connect(f);
+    let n = 0;
+    f.on('TabletServerService.Write', () => {
+      if (n++ < 2) throw new DbError(ErrorCode.TXN_CONFLICT, 'write conflicts with pending txn');
+      return { writeHt: 1500n, propagatedHt: 1500n };
+    });
+    await c.table('demo').upsert({ id: 1n, value: 'x' });
+    expect(f.count('TabletServerService.Write')).toBe(3);
+    // Inside a transaction the same code ends the transaction instead (covered above): no retry.
   });
 });

@@ -18,6 +18,8 @@ import { decodeTabletOp, encodeTabletOp, type TabletOp } from '../../tserver/tab
 import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
 import type { DocKey, TxnMeta } from '../../docdb/doc-db-api';
 import type { PeerTxnEnv, TxnStatusInfo } from '../../tserver/transaction/txn-env';
+import { TabletService, txnMetaFromPb } from '../../tserver/tablet-service';
+import type { TabletManager } from '../../tserver/tablet-manager';
 import { TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS } from '../../tserver/transaction/txn-flags';
 
 const dirs: string[] = [];
@@ -178,5 +180,74 @@ describe('txn tablet ops', () => {
     await moving;
     expect((await p.sizes()).intentsdb.intentCount).toBe(0);
     expect((await p.read([key(3)], {})).rows[0]?.columns.get(1)).toBe('s');
+  });
+
+  it('txn-tablet: a plain write never slips under a pending transaction\'s intent — it aborts that transaction (no lost update)', async () => {
+    const env = fakeEnv();
+    const { p } = await open(new Flags(), env);
+    env.statuses.set('rmw', { status: 'PENDING', priority: 0.99 });
+    // The transaction read x and wrote x+1 (its intent); a plain write of x comes in concurrently.
+    await p.writeIntents({ txn: txn('rmw', 0.99, 0n), readHt: p.safeTime(), ops: [upsert(9, 'txn')] });
+    await p.write({ ops: [upsert(9, 'plain')] });
+    // The transaction lost (even at a high priority): it can no longer commit over the plain write.
+    expect(env.aborts).toEqual(['rmw']);
+    expect(env.statuses.get('rmw')?.status).toBe('ABORTED');
+    expect(p.cleanupQueue.has(TxnId('rmw'))).toBe(true);
+    expect((await p.read([key(9)], {})).rows[0]?.columns.get(1)).toBe('plain');
+    // Column-level meets row-level: a plain delete meets a transaction's column write too.
+    env.statuses.set('col', { status: 'PENDING', priority: 0.5 });
+    await p.writeIntents({ txn: txn('col', 0.5, 0n), readHt: p.safeTime(), ops: [upsert(10, 'c')] });
+    await p.write({ ops: [{ kind: 'DELETE', op: { type: 'delete', key: key(10) } }] });
+    expect(env.aborts).toEqual(['rmw', 'col']);
+  });
+
+  it('txn-tablet: a plain write after a committed-but-unapplied transaction is stamped above its commit time, so it stays the newest version after the apply', async () => {
+    const env = fakeEnv();
+    const { p } = await open(new Flags(), env);
+    env.statuses.set('c1', { status: 'PENDING', priority: 0.5 });
+    await p.writeIntents({ txn: txn('c1', 0.5, 0n), readHt: p.safeTime(), ops: [upsert(11, 'committed')] });
+    // Committed by a status tablet whose clock is far ahead of this tablet's.
+    const commitHt = p.safeTime() + (5_000_000n << 12n);
+    env.statuses.set('c1', { status: 'COMMITTED', commitHt, priority: 0.5 });
+    const ht = await p.write({ ops: [upsert(11, 'later')] });
+    expect(ht).toBeGreaterThan(commitHt);
+    expect(env.aborts).toEqual([]);
+    await p.proposeOp({ type: 'APPLY_TXN', txnId: TxnId('c1'), commitHt });
+    await p.applyInProgress(TxnId('c1'));
+    expect((await p.read([key(11)], {})).rows[0]?.columns.get(1)).toBe('later');
+  });
+
+  it('txn-tablet: a plain write whose conflicting transaction cannot be settled fails with a TXN_CONFLICT that says "retry", and writes nothing', async () => {
+    const env = fakeEnv();
+    env.abort = (id) => {
+      env.aborts.push(id);
+      return Promise.resolve({ status: 'PENDING', priority: 0.5 });
+    };
+    const { p } = await open(new Flags(), env);
+    env.statuses.set('stuck', { status: 'PENDING', priority: 0.5 });
+    await p.writeIntents({ txn: txn('stuck', 0.5, 0n), readHt: p.safeTime(), ops: [upsert(12, 'stuck')] });
+    const e = (await p.write({ ops: [upsert(12, 'plain')] }).catch((x: unknown) => x)) as DbError;
+    expect(e).toMatchObject({ code: ErrorCode.TXN_CONFLICT, retryable: true });
+    expect((await p.read([key(12)], {})).rows[0]).toBeUndefined();
+    // Keys without intents are not affected.
+    await p.write({ ops: [upsert(13, 'free')] });
+  });
+
+  it('txn-tablet: the TabletService rejects writes to the transactions system table with NOT_SUPPORTED (plain and transactional), on any replica', async () => {
+    const peer = { meta: { ...meta, tabletId: 'st1', tableName: 'transactions' }, tabletId: 'st1' } as unknown as TabletPeer;
+    const manager = { get: () => peer } as unknown as TabletManager;
+    const svc = new TabletService({ manager, flags: new Flags(), clock: new HybridClock(new SystemClock()), selfUuid: 'ts1', reports: () => Promise.resolve([]) });
+    const op = { type: 'UPSERT', key: { hash: 0, hashed: [], range: [] }, columns: [] };
+    for (const req of [{ tabletId: 'st1', ops: [op] }, { tabletId: 'st1', ops: [op], txn: { txnId: 'a1', statusTablet: 'st1', isolation: 'snapshot', priority: 1, startHt: 5n } }]) {
+      const e = await svc.write(req).catch((x: unknown) => x);
+      expect(e).toMatchObject({ code: ErrorCode.NOT_SUPPORTED, details: { table: 'transactions' } });
+    }
+  });
+
+  it('txn-tablet: a request inside a serializable transaction is refused with NOT_SUPPORTED (no read intents yet), a snapshot one is accepted', () => {
+    const ctx = { txnId: 'a1', statusTablet: 'st1', priority: 1, startHt: 5n };
+    expect(() => txnMetaFromPb({ ...ctx, isolation: 'serializable' })).toThrow(expect.objectContaining({ code: ErrorCode.NOT_SUPPORTED }));
+    expect(txnMetaFromPb({ ...ctx, isolation: 'snapshot' }).isolation).toBe('snapshot');
+    expect(() => txnMetaFromPb({ ...ctx, isolation: 'chaos' })).toThrow(expect.objectContaining({ code: ErrorCode.INVALID_ARGUMENT }));
   });
 });

@@ -33,7 +33,7 @@ import type { RaftOptions } from '../../raft/raft-options';
 import type { Entry, Message, Snapshot } from '../../raft/types';
 import type { LogStorage } from '../../raft/wal/log-storage';
 import { RAFT_ELECTION_TIMEOUT_TICKS, RAFT_HEARTBEAT_TICKS, TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, WRITE_TIMEOUT_MS } from '../tserver-flags';
-import { resolveConflicts } from '../transaction/conflict-resolution';
+import { resolveConflicts, resolvePlainWriteConflicts, type ConflictDeps } from '../transaction/conflict-resolution';
 import { uncertaintyLimit } from '../transaction/uncertainty';
 import { TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS } from '../transaction/txn-flags';
 import type { PeerTxnEnv, TxnStatusInfo } from '../transaction/txn-env';
@@ -492,14 +492,7 @@ export class TabletPeer {
       const env = this.deps.txnEnv;
       if (conflicts.length > 0) {
         if (!env) throw new DbError(ErrorCode.TXN_CONFLICT, `tablet ${this.tabletId}: conflicting transaction`);
-        await resolveConflicts(req.txn, req.readHt, conflicts, {
-          env,
-          statusTabletOf: (id) => this.txnStatusTablets.get(id),
-          localOutcome: (id) => this.localOutcomes.get(id),
-          queueCleanup: (id) => {
-            if (this.cleanupQueue.size < LOCAL_OUTCOMES_MAX) this.cleanupQueue.add(id);
-          },
-        });
+        await resolveConflicts(req.txn, req.readHt, conflicts, this.conflictDeps(env));
       }
       for (const o of req.ops) {
         if (o.kind !== 'INSERT' && o.kind !== 'UPDATE') continue;
@@ -617,6 +610,7 @@ export class TabletPeer {
     const needCheck = req.ops.some((o) => o.kind === 'INSERT' || o.kind === 'UPDATE');
     const release = await this.locks.acquire(req.ops.map((o) => docKeyString(o.op.key)));
     try {
+      await this.orderAfterIntents(req.ops.map((o) => o.op));
       if (needCheck) {
         const readHt = this.deps.clock.now();
         for (const o of req.ops) {
@@ -654,6 +648,33 @@ export class TabletPeer {
     } finally {
       release();
     }
+  }
+
+  /**
+   * A plain write meets other transactions' intents on its keys (under the row locks, which every
+   * transactional write of this leader also takes): committed ones order before it (the clock
+   * passes their commit time, so the write's time is above it), pending ones are aborted, and an
+   * unsettled one fails the write with a retryable TXN_CONFLICT (resolvePlainWriteConflicts).
+   */
+  private async orderAfterIntents(ops: RowOp[]): Promise<void> {
+    const conflicts = await this.docdb.findIntentConflicts(ops);
+    if (conflicts.length === 0) return;
+    const env = this.deps.txnEnv;
+    if (!env) throw new DbError(ErrorCode.TXN_CONFLICT, `tablet ${this.tabletId}: the write meets a transaction's intents`, {}, { retryable: true });
+    const after = await resolvePlainWriteConflicts(conflicts, this.deps.clock.now(), this.conflictDeps(env));
+    if (after > 0n) this.deps.clock.update(after);
+  }
+
+  /** What conflict resolution needs from this replica (writeIntents and plain writes). */
+  private conflictDeps(env: PeerTxnEnv): ConflictDeps {
+    return {
+      env,
+      statusTabletOf: (id) => this.txnStatusTablets.get(id),
+      localOutcome: (id) => this.localOutcomes.get(id),
+      queueCleanup: (id) => {
+        if (this.cleanupQueue.size < LOCAL_OUTCOMES_MAX) this.cleanupQueue.add(id);
+      },
+    };
   }
 
   /** A read time no write can later land at or below. */

@@ -54,3 +54,40 @@ export async function resolveConflicts(txn: TxnMeta, readHt: HybridTime, conflic
     if (st.commitHt > readHt) throw conflict(`txn ${txn.txnId}: txn ${other} committed at ${st.commitHt} after our read time ${readHt}`, { otherTxnId: other });
   }
 }
+
+/**
+ * A plain (non-transactional, single-tablet) write meets other transactions' intents on its keys
+ * (tessera's rule, after YugabyteDB's single-shard operations, which resolve conflicts like a
+ * transaction of the highest priority):
+ * - committed (applied or not): the write orders after it — the returned hybrid time is the
+ *   largest such commit time, and the caller stamps the write above it;
+ * - aborted: ignored (queued for cleanup);
+ * - pending: the write wins — it aborts the transaction through its status tablet (a committed
+ *   answer means the commit won the race: order after it). If the outcome cannot be settled, the
+ *   write fails with TXN_CONFLICT, marked retryable: nothing was written.
+ * A plain write therefore never slips under a pending transaction's intent (which would let that
+ * transaction commit over a write it never saw: a lost update).
+ */
+export async function resolvePlainWriteConflicts(conflicts: readonly Conflict[], nowHt: HybridTime, deps: ConflictDeps): Promise<HybridTime> {
+  const others = new Set<TxnId>();
+  for (const c of conflicts) if (c.type === 'intent') others.add(c.txnId);
+  const retryable = (msg: string, details: Record<string, unknown> = {}): DbError => new DbError(ErrorCode.TXN_CONFLICT, msg, details, { retryable: true });
+  if (others.size > CONFLICTING_TXNS_MAX) throw retryable(`write conflicts with ${others.size} transactions`);
+  let after: HybridTime = 0n;
+  for (const other of others) {
+    let st = deps.localOutcome(other);
+    const statusTablet = deps.statusTabletOf(other);
+    if (!st) {
+      if (!statusTablet) throw retryable(`write conflicts with txn ${other} whose status tablet is unknown`, { otherTxnId: other });
+      st = await deps.env.getStatus(other, statusTablet, nowHt);
+    }
+    if (st.status === 'PENDING' && statusTablet) st = await deps.env.abort(other, statusTablet);
+    if (st.status === 'ABORTED') {
+      deps.queueCleanup(other);
+      continue;
+    }
+    if (st.status === 'PENDING') throw retryable(`write conflicts with pending txn ${other}`, { otherTxnId: other });
+    if (st.commitHt > after) after = st.commitHt;
+  }
+  return after;
+}
