@@ -187,6 +187,22 @@ export function registerTServerPages(d: TServerWebDeps): void {
     },
   });
 
+  // Apply lag per replica (tablet/apply-lag-log.ts): ?since=MICROS gives the applies finished since.
+  web.route('/txn-applies', {
+    title: 'Transaction applies',
+    json: (req) => {
+      const since = Number(req.query.get('since') ?? '0');
+      if (!Number.isFinite(since) || since < 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `since must be microseconds since the epoch, got '${req.query.get('since') ?? ''}'`);
+      return Promise.resolve({
+        uuid: d.uuid,
+        applies: d
+          .manager()
+          .list()
+          .flatMap((p) => p.applyLag.since(since).map((r) => ({ tabletId: p.tabletId, ...r }))),
+      });
+    },
+  });
+
   const txns = d.transactions;
   if (txns) {
     web.route('/transactions', {

@@ -119,7 +119,26 @@ describe('tserver console', () => {
     });
     expect(views.part.txnId).toBe(views.coord.txnId);
     expect((await httpRequest(`${web}/transactions`)).body).toContain('Participants');
+    const beforeCommitMicros = Date.now() * 1000;
     await txn.commit();
+
+    // /api/v1/txn-applies: every replica of the participant tablet reports its own apply of it, with
+    // a lag from the commit time; a bad ?since is a clear error.
+    type Applies = { uuid: string; applies: Array<{ tabletId: string; txnId: string; commitMicros: number; appliedMicros: number; lagMs: number }> };
+    const applies = await waitFor('the apply of the committed transaction on 3 replicas', 20_000, async () => {
+      const all = (await Promise.all(cl.tservers.map((t) => getJson(`http://${t.webAddress}/api/v1/txn-applies?since=${beforeCommitMicros}`)))) as Applies[];
+      const mine = all.flatMap((v) => v.applies.filter((a) => a.txnId === views.coord.txnId).map((a) => ({ ...a, uuid: v.uuid })));
+      return new Set(mine.map((a) => a.uuid)).size === 3 ? mine : undefined;
+    });
+    for (const a of applies) {
+      expect(a.commitMicros).toBeGreaterThanOrEqual(beforeCommitMicros - 1_000_000);
+      expect(a.appliedMicros).toBeGreaterThanOrEqual(a.commitMicros);
+      expect(a.lagMs).toBeCloseTo((a.appliedMicros - a.commitMicros) / 1000, 3);
+    }
+    expect(new Set(applies.map((a) => a.tabletId)).size).toBe(1);
+    const badSince = await httpRequest(`${web}/api/v1/txn-applies?since=yesterday`);
+    expect(badSince.status).toBe(400);
+    expect(JSON.parse(badSince.body)).toMatchObject({ code: 'INVALID_ARGUMENT' });
 
     // The master links to this console: the tserver reports its bound web address in heartbeats.
     const ts = await cl.tabletServers();

@@ -21,6 +21,7 @@ import * as path from 'node:path';
 import { DbError, ErrorCode } from '../../common/errors';
 import type { Flags } from '../../common/flags';
 import type { HybridClock } from '../../common/hybrid-clock';
+import { ApplyLagLog } from './apply-lag-log';
 import { htMax, type HybridTime } from '../../common/hybrid-time';
 import { MAX_CLOCK_SKEW_USEC } from '../../common/common-flags';
 import { NodeId, type TxnId } from '../../common/ids';
@@ -143,6 +144,8 @@ export class TabletPeer {
   private readonly pendingApplies = new Map<TxnId, HybridTime>();
   private statusListener: TxnStatusListener | undefined;
   private leaderListener: ((c: LeaderChange) => void) | undefined;
+  /** Per transaction applied here: commit time → end of this replica's apply (console, benchmark). */
+  readonly applyLag = new ApplyLagLog();
   readonly metrics = { writeOps: 0, readOps: 0, scanOps: 0, rowsWritten: 0, entriesApplied: 0, snapshotsInstalled: 0 };
 
   private constructor(private readonly deps: TabletPeerDeps) {
@@ -414,6 +417,7 @@ export class TabletPeer {
           if (sleepMs > 0) await new Promise((r) => setTimeout(r, sleepMs));
           if (this.state !== TabletState.RUNNING) return; // closed: the persisted apply state resumes at open
           await this.docdb.applyIntents(op.txnId, op.commitHt, opId);
+          this.applyLag.record(op.txnId, op.commitHt, this.deps.clock.wallMicros());
           this.txnStatusTablets.delete(op.txnId);
         })();
         this.applying.set(op.txnId, run);

@@ -1,0 +1,40 @@
+/**
+ * Apply lag of this replica: for each transaction it moved from IntentsDB into RegularDB, the time
+ * from the commit hybrid time to the end of that apply (this server's clock). Kept in a bounded ring
+ * (the newest APPLY_LAG_RECORDS_MAX) for the /api/v1/txn-applies console and the benchmark, which
+ * joins the records of every replica to get "commit → applied on every replica".
+ */
+import { htPhysicalMicros, type HybridTime } from '../../common/hybrid-time';
+import type { TxnId } from '../../common/ids';
+
+/** Records kept per tablet replica. */
+export const APPLY_LAG_RECORDS_MAX = 20_000;
+
+export interface ApplyLagRecord {
+  txnId: TxnId;
+  /** Commit hybrid time, physical part in microseconds since the epoch. */
+  commitMicros: number;
+  /** When this replica finished the apply, microseconds since the epoch. */
+  appliedMicros: number;
+  lagMs: number;
+}
+
+export class ApplyLagLog {
+  private readonly ring: ApplyLagRecord[] = [];
+  private next = 0;
+
+  record(txnId: TxnId, commitHt: HybridTime, appliedMicros: number): ApplyLagRecord {
+    const commitMicros = Number(htPhysicalMicros(commitHt));
+    const r: ApplyLagRecord = { txnId, commitMicros, appliedMicros, lagMs: Math.max(0, (appliedMicros - commitMicros) / 1000) };
+    if (this.ring.length < APPLY_LAG_RECORDS_MAX) this.ring.push(r);
+    else this.ring[this.next] = r;
+    this.next = (this.next + 1) % APPLY_LAG_RECORDS_MAX;
+    return r;
+  }
+
+  /** Records whose apply finished at or after `sinceMicros`, oldest first. */
+  since(sinceMicros: number): ApplyLagRecord[] {
+    const ordered = this.ring.length < APPLY_LAG_RECORDS_MAX ? this.ring : [...this.ring.slice(this.next), ...this.ring.slice(0, this.next)];
+    return ordered.filter((r) => r.appliedMicros >= sinceMicros);
+  }
+}
