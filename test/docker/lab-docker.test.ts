@@ -89,7 +89,7 @@ describe('lab docker driver', () => {
     expect((await lookupFrom('n1', 'n0')).text).toBe(`IP ${readLabState(baseDir)!.nodes[0]!.ip!}`);
   }, 300_000);
 
-  it('lab docker: partition n0 makes its name unresolvable from n1 and its console unreachable; heal restores both', async (ctx) => {
+  it('lab docker: partition n0 makes its name unresolvable from n1 and its console unreachable from here (readable inside); heal restores both', async (ctx) => {
     if (!engine.ok) return ctx.skip();
     const a = driver.addresses();
     await driver.partition(['n0']);
@@ -98,6 +98,9 @@ describe('lab docker driver', () => {
     expect((await lookupFrom('n2', 'n1')).ok).toBe(true);
     expect(await isHealthy(a[0]!.tserver.webUrl, 1_000)).toBe(false);
     expect(await isHealthy(a[1]!.tserver.webUrl)).toBe(true);
+    // The cut-off node is still readable from inside its container (its console listens there too).
+    expect(await driver.consoleJson('n0', 'tserver', '/api/v1/healthz')).toMatchObject({ status: 'ok', role: 'tserver' });
+    expect(await driver.consoleJson('n1', 'tserver', '/api/v1/healthz')).toMatchObject({ status: 'ok' });
     expect((await driver.status()).partitioned).toEqual(['n0']);
     await driver.heal();
     expect((await lookupFrom('n1', 'n0')).ok).toBe(true);
@@ -106,11 +109,19 @@ describe('lab docker driver', () => {
     expect(await isHealthy(a[0]!.tserver.webUrl)).toBe(true);
   }, 120_000);
 
-  it('lab docker: flags at run time, kill/start, pause/resume and logs act on one container', async (ctx) => {
+  it('lab docker: flags at run time, kill/start (of a container or one server in it), pause/resume and logs act on one container', async (ctx) => {
     if (!engine.ok) return ctx.skip();
     const a = driver.addresses();
     expect((await driver.setFlag('n1', 'TEST_lab_runtime', '9', true)).every((r) => r.ok)).toBe(true);
     expect(String(await flagValue(a[1]!.tserver.webUrl, 'TEST_lab_runtime'))).toBe('9');
+    // One server alone: n0's tserver dies inside its container, its master keeps running; start brings it back.
+    await driver.kill('n0', 'tserver');
+    expect(await isHealthy(a[0]!.tserver.webUrl, 500)).toBe(false);
+    expect(await isHealthy(a[0]!.master!.webUrl)).toBe(true);
+    expect((await driver.status()).nodes[0]!.servers.every((s) => s.state === 'running')).toBe(true);
+    await driver.start('n0', 'tserver');
+    expect(await isHealthy(a[0]!.tserver.webUrl)).toBe(true);
+    expect(await driver.logs('n0', 50)).toContain('SIGUSR2: starting tserver again');
     await driver.kill('n2');
     expect((await driver.status()).nodes[2]!.servers[0]!.state).toBe('stopped');
     await driver.start('n2');
