@@ -2,6 +2,7 @@
  * Physical time as an injectable dependency. Real code uses SystemClock; simulation and unit tests
  * use ManualClock so that time only moves when the test says so.
  */
+import { TEST_CLOCK_SKEW_MS } from './common-flags';
 export interface Clock {
   /** Wall-clock time in microseconds since the Unix epoch (may step backwards). */
   nowMicros(): number;
@@ -39,4 +40,17 @@ export class ManualClock implements Clock {
   setWallMicros(micros: number): void {
     this.micros = micros;
   }
+}
+
+/**
+ * A SystemClock whose offset follows TEST_clock_skew_ms (set at start or at run time), so a lab can
+ * skew one process's physical clock. The hybrid clock never goes backwards on its own account.
+ */
+export function skewableSystemClock(flags: { get(d: typeof TEST_CLOCK_SKEW_MS): number; onChange(d: typeof TEST_CLOCK_SKEW_MS, l: (v: number) => void): () => void }): SystemClock {
+  const c = new SystemClock();
+  c.offsetMs = flags.get(TEST_CLOCK_SKEW_MS);
+  flags.onChange(TEST_CLOCK_SKEW_MS, (v) => {
+    c.offsetMs = v;
+  });
+  return c;
 }

@@ -3,7 +3,7 @@
  * the catalog manager's background round, and the console. `masterMain(argv)` is `tessera master`.
  */
 import * as fs from 'node:fs';
-import { SystemClock } from '../common/clock';
+import { skewableSystemClock } from '../common/clock';
 import { DbError, ErrorCode } from '../common/errors';
 import { Flags, parseFlagArgs } from '../common/flags';
 import { HybridClock } from '../common/hybrid-clock';
@@ -79,7 +79,7 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
   if (!peers.includes(selfId)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--rpc_bind_addresses ${selfId} is not one of --master_addresses ${peers.join(',')}`);
   if (new Set(peers).size !== peers.length) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--master_addresses lists a master twice: ${peers.join(',')}`);
 
-  const clock = new HybridClock(new SystemClock());
+  const clock = new HybridClock(skewableSystemClock(flags));
   const rpc: RpcServer = transport.createServer({ host: bind.host, port: bind.port });
   const client: RpcClient = transport.createClient();
   const registry = new TServerRegistry();

@@ -6,7 +6,7 @@
  * and the codecs; tests may pass an in-memory transport).
  */
 import * as fs from 'node:fs';
-import { SystemClock, type Clock } from '../common/clock';
+import { skewableSystemClock, type Clock } from '../common/clock';
 import { DbError, ErrorCode } from '../common/errors';
 import { Flags, parseFlagArgs } from '../common/flags';
 import { HybridClock } from '../common/hybrid-clock';
@@ -138,7 +138,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
   const uuid = loadOrCreateUuid(dataDir);
   const logRing = opts.logRing ?? new LogRing();
   const log = (opts.log ?? createLogger({ name: 'tserver', ring: logRing })).child({ uuid });
-  const clock = new HybridClock(opts.clock ?? new SystemClock());
+  const clock = new HybridClock(opts.clock ?? skewableSystemClock(flags));
   const rng = opts.rng ?? new MathRng();
   const bind = splitHostPort(flags.get(RPC_BIND_ADDRESSES), TSERVER_RPC_PORT_DEFAULT);
 

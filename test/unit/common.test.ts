@@ -107,3 +107,19 @@ describe('common: rng', () => {
     expect(new SeededRng(1).next()).not.toBe(new SeededRng(2).next());
   });
 });
+
+describe('common: TEST_clock_skew_ms', () => {
+  it('clock skew: the process clock follows TEST_clock_skew_ms at start and at run time; the hybrid clock never goes back', async () => {
+    const { skewableSystemClock } = await import('../../common/clock');
+    const f = new Flags();
+    f.setAtRuntime('TEST_clock_skew_ms', '5000');
+    const c = skewableSystemClock(f);
+    const hc = new HybridClock(c);
+    const real = Date.now() * 1000;
+    expect(c.nowMicros() - real).toBeGreaterThan(4_000_000);
+    const ahead = hc.now();
+    f.setAtRuntime('TEST_clock_skew_ms', '-2000');
+    expect(c.nowMicros() - Date.now() * 1000).toBeLessThan(-1_000_000);
+    expect(hc.now()).toBeGreaterThan(ahead);
+  });
+});
