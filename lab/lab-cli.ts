@@ -56,7 +56,7 @@ function addressesTable(nodes: readonly NodeAddresses[]): string {
 
 function statusTable(st: LabStatus): string {
   const rows = st.nodes.flatMap((n) =>
-    n.servers.map((s) => [n.name, s.raftRole ? `${s.role} (${s.raftRole})` : s.role, s.state, s.healthy ? 'yes' : 'no', s.rpcAddress, s.webUrl, s.tablets, s.leaders, st.driver === 'docker' ? n.containerId : s.pid]),
+    n.servers.map((s) => [n.name, s.raftRole ? `${s.role} (${s.raftRole})` : s.role, s.state, s.healthy ? 'yes' : 'no', rpcCell(s), s.webUrl, s.tablets, s.leaders, st.driver === 'docker' ? n.containerId : s.pid]),
   );
   const table = formatTable(['NODE', 'ROLE', 'STATE', 'HEALTHY', 'RPC', 'CONSOLE', 'TABLETS', 'LEADERS', st.driver === 'docker' ? 'CONTAINER' : 'PID'], rows);
   const cut = st.partitioned.length ? `partitioned: ${st.partitioned.join(', ')}` : 'partitioned: none';
