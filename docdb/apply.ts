@@ -15,11 +15,11 @@ import type { HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
 import type { ApplyProgress, OpId } from './doc-db-api';
 import type { IntentsDb } from './intents-db';
-import { isStrongIntent, isStrongWrite } from './intents-db';
+import { isStrongIntent, isStrongWrite, type CachedRecord } from './intents-db';
 import type { KvEngine, KvOp } from './kv-engine';
 import type { RegularDb } from './regular-db';
 import { decodeIntentValue, encodeStored, parseIntentKeyToSubKey, versionKey } from './storage-keys';
-import { applyStateKey, decodeApplyState, decodeStoredMeta, encodeApplyState, txnKey, type ApplyState } from './txn-records';
+import { applyStateKey, encodeApplyState, txnKey, type ApplyState } from './txn-records';
 
 export interface ApplyHooks {
   /** Called after each chunk is durable in both databases (tests, fault injection). */
@@ -45,19 +45,30 @@ export async function applyIntents(
 ): Promise<ApplyProgress> {
   assert(chunkRecordsMax >= 1 && chunksMax >= 1, 'apply chunk limits must be positive');
   const stateKey = applyStateKey(txnId);
-  const stateRaw = await regular.db.engine.get(stateKey);
-  const metaRaw = await intents.db.engine.get(txnKey(txnId));
-  let state: ApplyState | undefined = stateRaw === undefined ? undefined : decodeApplyState(stateRaw);
-  if (state === undefined && metaRaw === undefined) return { done: true, recordsApplied: 0 };
+  let state = regular.applyState(txnId);
+  const stored = intents.storedMeta(txnId);
+  if (state === undefined && stored === undefined) return { done: true, recordsApplied: 0 };
   if (state !== undefined) assert(state.commitHt === commitHt, `apply of ${txnId} resumed with a different commit time`);
-  const meta = state?.meta ?? decodeStoredMeta(metaRaw!).meta;
+  const meta = state?.meta ?? stored!.meta;
   let applied = state?.recordsApplied ?? 0;
 
   for (let chunk = 0; chunk < chunksMax; chunk++) {
-    const entries = await intents.reverseEntries(txnId, chunkRecordsMax + 1);
-    const last = entries.length <= chunkRecordsMax;
-    const mine = last ? entries : entries.slice(0, chunkRecordsMax);
-    const values = await getMany(intents.db.engine, mine.map((e) => e.intentKey));
+    // The records written by this process are in memory; else walk the reverse index on disk.
+    const cached = intents.cachedRecords(txnId);
+    let mine: Array<{ intentKey: Buffer; reverseKey: Buffer }>;
+    let values: Array<Uint8Array | undefined>;
+    let last: boolean;
+    if (cached) {
+      last = cached.length <= chunkRecordsMax;
+      const part = cached.slice(0, chunkRecordsMax);
+      mine = part;
+      values = part.map((r) => r.value);
+    } else {
+      const entries = await intents.reverseEntries(txnId, chunkRecordsMax + 1);
+      last = entries.length <= chunkRecordsMax;
+      mine = last ? entries : entries.slice(0, chunkRecordsMax);
+      values = await getMany(intents.db.engine, mine.map((e) => e.intentKey));
+    }
     const rops: KvOp[] = [];
     const iops: KvOp[] = [];
     let strong = 0;
@@ -78,13 +89,18 @@ export async function applyIntents(
     applied += mine.length;
     state = { meta, commitHt, opId, recordsApplied: applied };
     rops.push({ type: 'put', key: stateKey, value: encodeApplyState(state) });
-    // Synced: the intents are deleted next, and must never be gone while their versions are not durable.
+    // Synced: the intents are deleted next (another database), and must never be gone while their
+    // versions are not durable.
     await regular.db.write(rops, opId, true);
+    regular.setApplyState(state);
     if (last) iops.push({ type: 'del', key: txnKey(txnId) });
     await intents.db.write(iops, opId);
     intents.intentCount -= strong;
+    intents.noteDeleted(txnId, mine.map((e) => e.intentKey), last);
+    if (cached && !last) (cached as CachedRecord[]).splice(0, mine.length);
     if (last) {
       await regular.db.write([{ type: 'del', key: stateKey }], opId);
+      regular.deleteApplyState(txnId);
       await hooks.afterApplyChunk?.(txnId, applied);
       return { done: true, recordsApplied: applied };
     }
@@ -96,19 +112,23 @@ export async function applyIntents(
 }
 
 /**
- * Record, durably, that `txnId` committed at `commitHt` and must be applied, before any intent moves:
- * a persisted apply state with nothing applied yet. A restart then finishes the apply (resumeApplies)
+ * Record that `txnId` committed at `commitHt` and must be applied, before any intent moves: a
+ * persisted apply state with nothing applied yet. A restart then finishes the apply (resumeApplies)
  * even when the Raft entry that ordered it lies below the databases' frontier and is not replayed —
  * which lets the host move the intents later, off its ordered apply path. No-op when already
  * recorded, or when nothing is left to apply (idempotent).
+ *
+ * Not synced: the entry is skipped at replay only when RegularDB's frontier passed it, and every
+ * RegularDB batch carrying such a frontier is written after this one, so (the RocksDB WAL recovering
+ * a prefix) no surviving frontier can be past this entry while this record is lost.
  */
 export async function markApplyPending(regular: RegularDb, intents: IntentsDb, txnId: TxnId, commitHt: HybridTime, opId: OpId): Promise<boolean> {
-  const stateKey = applyStateKey(txnId);
-  if ((await regular.db.engine.get(stateKey)) !== undefined) return true;
-  const metaRaw = await intents.db.engine.get(txnKey(txnId));
-  if (metaRaw === undefined) return false;
-  const state: ApplyState = { meta: decodeStoredMeta(metaRaw).meta, commitHt, opId, recordsApplied: 0 };
-  await regular.db.write([{ type: 'put', key: stateKey, value: encodeApplyState(state) }], opId, true);
+  if (regular.applyState(txnId) !== undefined) return true;
+  const stored = intents.storedMeta(txnId);
+  if (stored === undefined) return false;
+  const state: ApplyState = { meta: stored.meta, commitHt, opId, recordsApplied: 0 };
+  await regular.db.write([{ type: 'put', key: applyStateKey(txnId), value: encodeApplyState(state) }], opId);
+  regular.setApplyState(state);
   return true;
 }
 
@@ -116,7 +136,8 @@ export async function markApplyPending(regular: RegularDb, intents: IntentsDb, t
 export async function removeIntents(intents: IntentsDb, txnId: TxnId, opId: OpId, chunkRecordsMax: number): Promise<void> {
   // Bounded: each round deletes up to chunkRecordsMax entries; the loop ends when none remain.
   for (;;) {
-    const entries = await intents.reverseEntries(txnId, chunkRecordsMax);
+    const cached = intents.cachedRecords(txnId);
+    const entries = cached ? cached.slice(0, chunkRecordsMax) : await intents.reverseEntries(txnId, chunkRecordsMax);
     const ops: KvOp[] = [];
     let strong = 0;
     for (const e of entries) {
@@ -124,10 +145,12 @@ export async function removeIntents(intents: IntentsDb, txnId: TxnId, opId: OpId
       if (isStrongIntent(typeset)) strong++;
       ops.push({ type: 'del', key: e.intentKey }, { type: 'del', key: e.reverseKey });
     }
-    const last = entries.length < chunkRecordsMax;
+    const last = cached ? cached.length <= chunkRecordsMax : entries.length < chunkRecordsMax;
     if (last) ops.push({ type: 'del', key: txnKey(txnId) });
     await intents.db.write(ops, opId);
     intents.intentCount -= strong;
+    intents.noteDeleted(txnId, entries.map((e) => e.intentKey), last);
+    if (cached && !last) (cached as CachedRecord[]).splice(0, entries.length);
     if (last) return;
     await yieldToLoop();
   }

@@ -69,7 +69,7 @@ export class DocDb implements DocDbApi {
   ) {}
 
   static async open(deps: DocDbDeps, options: DocDbOptions = {}): Promise<DocDb> {
-    const regular = new RegularDb(await FrontierDb.open(deps.regular));
+    const regular = await RegularDb.open(await FrontierDb.open(deps.regular));
     const intents = await IntentsDb.open(await FrontierDb.open(deps.intents));
     return new DocDb(regular, intents, deps.flags ?? new Flags(), options);
   }
@@ -155,20 +155,8 @@ export class DocDb implements DocDbApi {
   }
 
   /** Unfinished applies (persisted apply states): resume each with applyIntents(txnId, commitHt, opId). */
-  async applyStates(): Promise<ApplyState[]> {
-    const p = Buffer.from([APPLY_STATE_PREFIX]);
-    const it = this.regularDb.db.engine.iterator({ gte: p, lt: prefixEnd(p) });
-    const out: ApplyState[] = [];
-    try {
-      while (out.length < LIST_TRANSACTIONS_MAX) {
-        const e = await it.next();
-        if (e === undefined) break;
-        out.push(decodeApplyState(e[1]));
-      }
-    } finally {
-      await it.close();
-    }
-    return out;
+  applyStates(): Promise<ApplyState[]> {
+    return Promise.resolve(this.regularDb.allApplyStates().slice(0, LIST_TRANSACTIONS_MAX));
   }
 
   /** Finish every apply a crash interrupted. Returns how many were resumed. */

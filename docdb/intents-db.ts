@@ -18,7 +18,7 @@ import type { KvOp } from './kv-engine';
 import { cellsOf } from './row-cells';
 import { intentTypesForWrite } from './encoding';
 import { subDocKey, encodeIntentValue, intentKey, parseIntentKey, reverseIndexKey, docKeyLength, INTENTS_DATA_START, INTENT_BITS } from './storage-keys';
-import { decodeStoredMeta, encodeStoredMeta, prefixEnd, txnKey } from './txn-records';
+import { decodeStoredMeta, decodeTxnKey, encodeStoredMeta, prefixEnd, txnKey, TXN_PREFIX, type StoredTxnMeta } from './txn-records';
 
 /** Intent type sets a write takes: strong on the written key, weak on its ancestors. */
 export function intentTypeSets(isolation: Isolation): { strong: number; weak: number } {
@@ -33,7 +33,33 @@ export function isStrongIntent(typeset: number): boolean {
   return (typeset & (INTENT_BITS.STRONG_READ | INTENT_BITS.STRONG_WRITE)) !== 0;
 }
 
+/** A transaction's records as written by this process (apply/abort then need no index walk). */
+export interface CachedRecord {
+  intentKey: Buffer;
+  reverseKey: Buffer;
+  value: Buffer;
+}
+
+/** Bytes of intent records kept in memory per IntentsDb for apply (beyond it: the on-disk walk). */
+export const RECORD_CACHE_BYTES_MAX = 32 << 20;
+
+interface TxnEntry {
+  stored: StoredTxnMeta;
+  /** Every record of the txn, in write order; undefined when not all are in memory (written before open, or over budget). */
+  records: CachedRecord[] | undefined;
+  bytes: number;
+}
+
 export class IntentsDb {
+  /**
+   * In memory, authoritative from open on (every change goes through this class or apply.ts):
+   * the metadata of every transaction with records here, and how many intents sit on each
+   * sub-key prefix (conflict checks skip the index walk of keys nobody holds an intent on).
+   */
+  private readonly txns = new Map<TxnId, TxnEntry>();
+  private readonly intentsAt = new Map<string, number>();
+  private cachedBytes = 0;
+
   private constructor(
     readonly db: FrontierDb,
     /** Strong intents stored (exact: maintained on every write and recounted on open). */
@@ -41,38 +67,86 @@ export class IntentsDb {
   ) {}
 
   static async open(db: FrontierDb): Promise<IntentsDb> {
-    return new IntentsDb(db, await IntentsDb.countStrongIntents(db));
+    const idb = new IntentsDb(db, 0);
+    await idb.load();
+    return idb;
   }
 
-  private static async countStrongIntents(db: FrontierDb): Promise<number> {
-    const it = db.engine.iterator({ gte: INTENTS_DATA_START, lt: Buffer.from([0x78]) });
-    let n = 0;
+  /** One pass over the stored records: strong intent count, intents per sub-key, txn metadata. */
+  private async load(): Promise<void> {
+    const it = this.db.engine.iterator({ gte: INTENTS_DATA_START });
     try {
       for (;;) {
         const e = await it.next();
         if (e === undefined) break;
         const k = Buffer.from(e[0]);
-        if (isStrongIntent(parseIntentKey(k, docKeyLength(k)).typeset)) n++;
+        if (k[0]! < TXN_PREFIX) {
+          const p = parseIntentKey(k, docKeyLength(k));
+          if (isStrongIntent(p.typeset)) this.intentCount++;
+          this.countAt(p.subKey, 1);
+        } else if (k[0] === TXN_PREFIX) {
+          const { txnId, end } = decodeTxnKey(k);
+          if (end === k.length) this.txns.set(txnId, { stored: decodeStoredMeta(e[1]), records: undefined, bytes: 0 });
+        }
       }
     } finally {
       await it.close();
     }
-    return n;
+  }
+
+  private countAt(subKey: Buffer, delta: number): void {
+    const h = subKey.toString('latin1');
+    const n = (this.intentsAt.get(h) ?? 0) + delta;
+    if (n > 0) this.intentsAt.set(h, n);
+    else this.intentsAt.delete(h);
+  }
+
+  /** Whether any transaction holds an intent on exactly this sub-key (SubDocKey without time). */
+  hasIntentsAt(subKey: Buffer): boolean {
+    return this.intentsAt.has(subKey.toString('latin1'));
+  }
+
+  /** Stored metadata of `txnId`, or undefined when it has no records here. */
+  storedMeta(txnId: TxnId): StoredTxnMeta | undefined {
+    return this.txns.get(txnId)?.stored;
+  }
+
+  /** Every record of `txnId` when all are in memory (else walk reverseEntries). */
+  cachedRecords(txnId: TxnId): readonly CachedRecord[] | undefined {
+    return this.txns.get(txnId)?.records;
+  }
+
+  /** apply.ts deleted these intent keys (and their reverse entries) in a durable batch. */
+  noteDeleted(txnId: TxnId, intentKeys: readonly Buffer[], metaDeleted: boolean): void {
+    for (const k of intentKeys) this.countAt(parseIntentKey(k, docKeyLength(k)).subKey, -1);
+    if (metaDeleted) {
+      const t = this.txns.get(txnId);
+      if (t) this.cachedBytes -= t.bytes;
+      this.txns.delete(txnId);
+    }
   }
 
   async writeIntents(txn: TxnMeta, ops: readonly RowOp[], ht: HybridTime, opId: OpId): Promise<void> {
     if (alreadyHolds(this.db.frontier, opId)) return;
     const mkey = txnKey(txn.txnId);
-    const prev = await this.db.engine.get(mkey);
-    let wid = prev === undefined ? 0 : decodeStoredMeta(prev).nextWriteId;
+    const prevEntry = this.txns.get(txn.txnId);
+    const prev = prevEntry?.stored;
+    let wid = prev === undefined ? 0 : prev.nextWriteId;
     const sets = intentTypeSets(txn.isolation);
     const kv: KvOp[] = [];
+    const recs: CachedRecord[] = [];
+    const subKeys: Buffer[] = [];
     let strong = 0;
+    let bytes = 0;
     const weakDone = new Set<string>();
     const put = (subKey: Buffer, typeset: number, value: Buffer): void => {
       const ikey = intentKey(subKey, typeset, ht, wid);
+      const rkey = reverseIndexKey(mkey, ht, wid);
       kv.push({ type: 'put', key: ikey, value });
-      kv.push({ type: 'put', key: reverseIndexKey(mkey, ht, wid), value: ikey });
+      kv.push({ type: 'put', key: rkey, value: ikey });
+      recs.push({ intentKey: ikey, reverseKey: rkey, value });
+      subKeys.push(subKey);
+      bytes += ikey.length + rkey.length + value.length;
       wid++;
     };
     for (const op of ops) {
@@ -88,9 +162,24 @@ export class IntentsDb {
         }
       }
     }
-    kv.push({ type: 'put', key: mkey, value: encodeStoredMeta({ meta: prev === undefined ? txn : decodeStoredMeta(prev).meta, nextWriteId: wid }) });
+    const stored: StoredTxnMeta = { meta: prev === undefined ? txn : prev.meta, nextWriteId: wid };
+    kv.push({ type: 'put', key: mkey, value: encodeStoredMeta(stored) });
     await this.db.write(kv, opId);
     this.intentCount += strong;
+    for (const k of subKeys) this.countAt(k, 1);
+    // Cache the records for apply while within budget; a txn that ever misses keeps walking the index.
+    const entry: TxnEntry = prevEntry ?? { stored, records: [], bytes: 0 };
+    entry.stored = stored;
+    if (entry.records && this.cachedBytes + bytes <= RECORD_CACHE_BYTES_MAX) {
+      for (const r of recs) entry.records.push(r);
+      entry.bytes += bytes;
+      this.cachedBytes += bytes;
+    } else if (entry.records) {
+      this.cachedBytes -= entry.bytes;
+      entry.records = undefined;
+      entry.bytes = 0;
+    }
+    this.txns.set(txn.txnId, entry);
   }
 
   /** Reverse-index entries of `txnId` in write order-independent key order, at most `max`. */

@@ -5,6 +5,8 @@
  */
 import { assert } from '../common/assert';
 import type { HybridTime } from '../common/hybrid-time';
+import type { TxnId } from '../common/ids';
+import { APPLY_STATE_PREFIX, decodeApplyState, prefixEnd, type ApplyState } from './txn-records';
 import type { KvOp } from './kv-engine';
 import type { OpId, RowOp } from './doc-db-api';
 import { alreadyHolds } from './frontier';
@@ -16,7 +18,47 @@ import { encodeStored, versionKey } from './storage-keys';
 export const WRITE_ID_MAX = 0xffff_ffff;
 
 export class RegularDb {
+  /**
+   * Persisted apply states (unfinished applies), in memory and authoritative from open on: every
+   * change goes through setApplyState / deleteApplyState after its durable write (apply.ts).
+   */
+  private readonly applyStates = new Map<TxnId, ApplyState>();
+
   constructor(readonly db: FrontierDb) {}
+
+  static async open(db: FrontierDb): Promise<RegularDb> {
+    const r = new RegularDb(db);
+    const p = Buffer.from([APPLY_STATE_PREFIX]);
+    const it = db.engine.iterator({ gte: p, lt: prefixEnd(p) });
+    try {
+      for (;;) {
+        const e = await it.next();
+        if (e === undefined) break;
+        const st = decodeApplyState(e[1]);
+        r.applyStates.set(st.meta.txnId, st);
+      }
+    } finally {
+      await it.close();
+    }
+    return r;
+  }
+
+  applyState(txnId: TxnId): ApplyState | undefined {
+    return this.applyStates.get(txnId);
+  }
+
+  /** Every unfinished apply, oldest commit first. */
+  allApplyStates(): ApplyState[] {
+    return [...this.applyStates.values()].sort((a, b) => (a.commitHt < b.commitHt ? -1 : a.commitHt > b.commitHt ? 1 : 0));
+  }
+
+  setApplyState(st: ApplyState): void {
+    this.applyStates.set(st.meta.txnId, st);
+  }
+
+  deleteApplyState(txnId: TxnId): void {
+    this.applyStates.delete(txnId);
+  }
 
   /** KvOps writing `ops` at `ht` with write ids from `firstWriteId` (in op order); returns them and the next id. */
   static rowOpsToKv(ops: readonly RowOp[], ht: HybridTime, firstWriteId: number): { kv: KvOp[]; nextWriteId: number } {

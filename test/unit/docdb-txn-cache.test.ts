@@ -1,0 +1,105 @@
+/**
+ * DocDB's in-memory transaction bookkeeping (IntentsDb: metadata, per-sub-key intent counts, the
+ * records a txn wrote in this process; RegularDb: apply states). Apply and conflict checks use them
+ * instead of disk walks, so they must stay exact across apply, abort, chunked applies and reopen.
+ */
+import { describe, expect, it } from 'vitest';
+import { TxnId } from '../../common/ids';
+import { DocDb } from '../../docdb/doc-db';
+import type { KvEngine } from '../../docdb/kv-engine';
+import { MemoryEngine } from '../../docdb/memory-engine';
+import { ht, key, op, Statuses, txnMeta } from './docdb-helpers';
+
+const none = new Statuses();
+const cols = (r: { columns: Map<number, unknown> } | undefined) => (r ? Object.fromEntries(r.columns) : undefined);
+const rows = (from: number, n: number, tag: string) => Array.from({ length: n }, (_, i) => ({ type: 'upsert' as const, key: key(from + i), columns: [{ columnId: 1, value: `${tag}${from + i}` }] }));
+
+/** Counts reads (get/getMany/iterator) of an engine. */
+function readCounting(e: MemoryEngine): { engine: MemoryEngine; reads: () => number } {
+  let n = 0;
+  const wrap = <K extends 'get' | 'iterator'>(k: K): void => {
+    const f = (e[k] as (...a: unknown[]) => unknown).bind(e);
+    (e as unknown as Record<string, unknown>)[k] = (...a: unknown[]) => {
+      n++;
+      return f(...a);
+    };
+  };
+  wrap('get');
+  wrap('iterator');
+  if (e.getMany) {
+    const gm = e.getMany.bind(e);
+    e.getMany = (keys) => {
+      n++;
+      return gm(keys);
+    };
+  }
+  return { engine: e, reads: () => n };
+}
+
+async function conflictsOf(db: DocDb, id: string, k: number): Promise<string[]> {
+  const c = await db.findConflicts(txnMeta(id), [{ type: 'upsert', key: key(k), columns: [{ columnId: 1, value: 'x' }] }], ht(1));
+  return c.map((x) => (x.type === 'intent' ? x.txnId : x.type));
+}
+
+describe('docdb transaction bookkeeping in memory', () => {
+  it('docdb cache: a txn written in this process applies without reading its records back, with the same result', async () => {
+    const intents = readCounting(new MemoryEngine());
+    const db = await DocDb.open({ regular: new MemoryEngine(), intents: intents.engine });
+    await db.writeIntents(txnMeta('t1'), rows(0, 5, 'a'), ht(10), op(1));
+    await db.writeIntents(txnMeta('t1'), rows(5, 5, 'a'), ht(11), op(2));
+    const before = intents.reads();
+    expect(await db.markApplyPending(TxnId('t1'), ht(12), op(3))).toBe(true);
+    const p = await db.applyIntents(TxnId('t1'), ht(12), op(3), 3); // chunks of 3 records
+    expect(p).toEqual({ done: true, recordsApplied: 30 }); // 3 records per row: liveness + column (strong), row (weak)
+    expect(intents.reads() - before).toBe(0);
+    for (let i = 0; i < 10; i++) expect(cols(await db.getRow(key(i), { readHt: ht(13), resolveStatus: none.resolve }))).toEqual({ 1: `a${i}` });
+    expect((await db.sizes()).intentsdb.intentCount).toBe(0);
+    expect(await db.listTransactions()).toEqual([]);
+    expect(await db.applyStates()).toEqual([]);
+    // No intent left on the key, only the committed version (newer than the checker's read time).
+    expect(await conflictsOf(db, 'other', 3)).toEqual(['committedAfterRead']);
+  });
+
+  it('docdb cache: an apply interrupted after one chunk resumes where it stopped, in this process and after reopen', async () => {
+    const r = new MemoryEngine();
+    const i = new MemoryEngine();
+    const db = await DocDb.open({ regular: r, intents: i });
+    await db.writeIntents(txnMeta('t1'), rows(0, 6, 'b'), ht(10), op(1));
+    expect(await db.markApplyPending(TxnId('t1'), ht(12), op(2))).toBe(true);
+    expect(await db.applyIntents(TxnId('t1'), ht(12), op(2), 4, 1)).toEqual({ done: false, recordsApplied: 4 });
+    expect(await db.applyIntents(TxnId('t1'), ht(12), op(2), 4, 1)).toEqual({ done: false, recordsApplied: 8 });
+    expect((await db.applyStates()).map((s) => s.recordsApplied)).toEqual([8]);
+    await db.close();
+    // After a restart nothing is cached: the resumed apply walks the disk and finishes.
+    const db2 = await DocDb.open({ regular: r.reopen(), intents: i.reopen() });
+    expect((await db2.applyStates()).map((s) => [s.meta.txnId, s.recordsApplied])).toEqual([['t1', 8]]);
+    expect(await db2.markApplyPending(TxnId('t1'), ht(12), op(2))).toBe(true);
+    expect(await db2.applyIntents(TxnId('t1'), ht(12), op(2), 4)).toEqual({ done: true, recordsApplied: 18 });
+    for (let k = 0; k < 6; k++) expect(cols(await db2.getRow(key(k), { readHt: ht(13), resolveStatus: none.resolve }))).toEqual({ 1: `b${k}` });
+    expect(await db2.applyStates()).toEqual([]);
+    expect((await db2.sizes()).intentsdb.intentCount).toBe(0);
+  });
+
+  it('docdb cache: intent counts per key drive conflict checks exactly, across abort, reopen and a txn written before and after reopen', async () => {
+    const r = new MemoryEngine();
+    const i = new MemoryEngine();
+    const db = await DocDb.open({ regular: r as KvEngine, intents: i as KvEngine });
+    await db.writeIntents(txnMeta('t1'), rows(1, 1, 'c'), ht(10), op(1));
+    await db.writeIntents(txnMeta('t2'), rows(2, 1, 'c'), ht(10), op(2));
+    expect(await conflictsOf(db, 'me', 1)).toEqual(['t1']);
+    expect(await conflictsOf(db, 'me', 3)).toEqual([]);
+    await db.removeIntents(TxnId('t2'), op(3));
+    expect(await conflictsOf(db, 'me', 2)).toEqual([]);
+    await db.close();
+    const db2 = await DocDb.open({ regular: r.reopen(), intents: i.reopen() });
+    expect(await conflictsOf(db2, 'me', 1)).toEqual(['t1']);
+    expect(await db2.markApplyPending(TxnId('t2'), ht(12), op(4))).toBe(false); // aborted: nothing to apply
+    // t1 writes more after the restart: its metadata (next write id) came from disk, not a fresh start.
+    await db2.writeIntents(txnMeta('t1'), [{ type: 'upsert', key: key(1), columns: [{ columnId: 1, value: 'c1-again' }] }], ht(11), op(5));
+    expect(await db2.markApplyPending(TxnId('t1'), ht(12), op(6))).toBe(true);
+    expect(await db2.applyIntents(TxnId('t1'), ht(12), op(6))).toEqual({ done: true, recordsApplied: 6 });
+    expect(cols(await db2.getRow(key(1), { readHt: ht(13), resolveStatus: none.resolve }))).toEqual({ 1: 'c1-again' });
+    expect(await conflictsOf(db2, 'me', 1)).toEqual(['committedAfterRead']);
+    expect((await db2.sizes()).intentsdb.intentCount).toBe(0);
+  });
+});
