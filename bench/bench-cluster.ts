@@ -13,6 +13,8 @@ import { loopbackAliasesWork } from '../lab/process-addressing';
 export interface BenchServer {
   role: 'master' | 'tserver';
   rpcAddress: string;
+  /** host:port of its web console (same host as rpcAddress; 7000/9000 shifted like the RPC port). */
+  webAddress: string;
   child: ChildProcess;
 }
 
@@ -33,16 +35,16 @@ export class BenchCluster {
     const port = (b: number, i: number): number => b + (aliases ? 0 : (opts.noAliasPortShift ?? 500) + i);
     this.masterAddress = `${host(0)}:${port(7100, 0)}`;
     this.masterWeb = `${host(0)}:${port(7000, 0)}`;
-    const run = (role: 'master' | 'tserver', rpcAddress: string, argv: string[], nodeArgs: string[] = []): void => {
+    const run = (role: 'master' | 'tserver', rpcAddress: string, webAddress: string, argv: string[], nodeArgs: string[] = []): void => {
       const fd = fs.openSync(path.join(this.baseDir, `${role}-${rpcAddress}.log`), 'a');
       const child = spawn(process.execPath, [...nodeArgs, cli, role, ...argv], { stdio: ['ignore', fd, fd] });
       fs.closeSync(fd);
-      this.servers.push({ role, rpcAddress, child });
+      this.servers.push({ role, rpcAddress, webAddress, child });
     };
-    run('master', this.masterAddress, [`--rpc_bind_addresses=${this.masterAddress}`, `--webserver_port=${port(7000, 0)}`, `--fs_data_dirs=${path.join(this.baseDir, 'm0')}`, '--log_level=warn']);
+    run('master', this.masterAddress, this.masterWeb, [`--rpc_bind_addresses=${this.masterAddress}`, `--webserver_port=${port(7000, 0)}`, `--fs_data_dirs=${path.join(this.baseDir, 'm0')}`, '--log_level=warn']);
     for (let i = 0; i < tservers; i++) {
       const addr = `${host(i)}:${port(9100, i)}`;
-      run('tserver', addr, [`--tserver_master_addrs=${this.masterAddress}`, `--rpc_bind_addresses=${addr}`, `--webserver_port=${port(9000, i)}`, `--fs_data_dirs=${path.join(this.baseDir, `t${i}`)}`, '--log_level=warn', ...tserverFlags], opts.tserverNodeArgs?.(i));
+      run('tserver', addr, `${host(i)}:${port(9000, i)}`, [`--tserver_master_addrs=${this.masterAddress}`, `--rpc_bind_addresses=${addr}`, `--webserver_port=${port(9000, i)}`, `--fs_data_dirs=${path.join(this.baseDir, `t${i}`)}`, '--log_level=warn', ...tserverFlags], opts.tserverNodeArgs?.(i));
     }
     const end = Date.now() + 60_000;
     for (;;) {
@@ -55,6 +57,10 @@ export class BenchCluster {
       if (Date.now() > end) throw new Error(`bench cluster did not come up; logs in ${this.baseDir}`);
       await new Promise((r) => setTimeout(r, 200));
     }
+  }
+
+  tservers(): BenchServer[] {
+    return this.servers.filter((s) => s.role === 'tserver');
   }
 
   /** Resident set size of a process from /proc (Linux); undefined elsewhere. */

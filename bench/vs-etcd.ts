@@ -5,6 +5,9 @@
  * load-generator process (bench/vs-loadgen.ts) for --warmup + --seconds, alternating the systems
  * (A B, then B A, …) over --rounds rounds. Prints one table and writes JSON + Markdown to --out
  * (default bench/results/). Without an etcd binary the etcd columns are skipped, and it says so.
+ * After each transaction run it joins the tservers' /api/v1/txn-applies records into the apply lag
+ * (commit → intents applied on every replica; bench/apply-lag.ts), and at the end it runs the big
+ * transaction (bench/big-txn.ts) on the tessera cluster unless --workloads leaves `big-txn` out.
  * Nothing here asserts on speed: a benchmark reports figures.
  */
 import { spawn } from 'node:child_process';
@@ -16,8 +19,10 @@ import * as hdr from 'hdr-histogram-js';
 import { TesseraClient } from '../client/tessera-client';
 import { BenchCluster } from './bench-cluster';
 import { EtcdCluster, findEtcd } from './etcd-cluster';
+import { measureApplyLag, type ApplyLagFigures } from './apply-lag';
+import { BIG_TXN_DEFAULTS, renderBigTxn, runBigTxn, type BigTxnResult } from './big-txn';
 import { cpuSeconds, cpuSecondsSum, filesystemType, peakRssBytes } from './proc-stats';
-import { probeTransaction, type LoadResult, type LoadSpec, type VsOp, type VsSystem } from './vs-loadgen';
+import { waitForTransactions, type LoadResult, type LoadSpec, type VsOp, type VsSystem } from './vs-loadgen';
 import { aggregate, renderMarkdown, type PeakRss, type VsRun } from './vs-report';
 
 const ETCD_HOST_BASE = 60;
@@ -31,17 +36,25 @@ const LOADGEN_GRACE_MS = 60_000;
 /** The probe transaction before the rounds: the status tablets may still be electing leaders. */
 const TXN_PROBE_TIMEOUT_MS = 15_000;
 const TXN_PROBE_RETRY_MS = 500;
+const REPLICATION_FACTOR = 3;
+/** The 2-row transaction workload spans 2 tablets (vs-loadgen twoTabletKeys). */
+const TXN_TABLETS = 2;
+const BIG_TXN = 'big-txn';
+const BIG_TXN_TABLE = 'vs_big_txn';
 
 export const VS_WORKLOADS: Record<string, { op: VsOp; concurrency: number; tesseraOnly?: boolean; optional?: boolean }> = {
   'put-c1': { op: 'put', concurrency: 1 },
   'put-c16': { op: 'put', concurrency: 16 },
   'put-c64': { op: 'put', concurrency: 64 },
   'read-c16': { op: 'read', concurrency: 16 },
+  'txn2-c16': { op: 'txn', concurrency: 16, tesseraOnly: true },
   'txn2-c64': { op: 'txn', concurrency: 64, tesseraOnly: true },
-  // Not in the default set: the transaction latency at low concurrency, to tell queueing from cost.
+  // Not in the default set: the transaction latency without queueing, to tell queueing from cost.
   'txn2-c1': { op: 'txn', concurrency: 1, tesseraOnly: true, optional: true },
-  'txn2-c16': { op: 'txn', concurrency: 16, tesseraOnly: true, optional: true },
 };
+
+/** Every name --workloads accepts: the load workloads and, last, the big transaction. */
+const ALL_WORKLOADS = [...Object.keys(VS_WORKLOADS), BIG_TXN];
 
 export interface VsOptions {
   seconds: number;
@@ -52,10 +65,12 @@ export interface VsOptions {
   readKeys: number;
   /** Write a V8 CPU profile of tserver 0 (node --cpu-prof) into outDir. */
   profile: boolean;
+  bigTxnRows: number;
+  bigTxnRowBytes: number;
 }
 
 export function parseVsArgs(argv: readonly string[]): VsOptions {
-  const o: VsOptions = { seconds: 10, warmupSeconds: 3, rounds: 3, workloads: Object.keys(VS_WORKLOADS).filter((w) => !VS_WORKLOADS[w]?.optional), outDir: path.resolve(__dirname, '../../bench/results'), readKeys: 10_000, profile: false };
+  const o: VsOptions = { seconds: 10, warmupSeconds: 3, rounds: 3, workloads: ALL_WORKLOADS.filter((w) => !VS_WORKLOADS[w]?.optional), outDir: path.resolve(__dirname, '../../bench/results'), readKeys: 10_000, profile: false, bigTxnRows: BIG_TXN_DEFAULTS.rows, bigTxnRowBytes: BIG_TXN_DEFAULTS.rowBytes };
   const num = (name: string, v: string | undefined, min: number): number => {
     const n = Number(v);
     if (!Number.isFinite(n) || n < min) throw new Error(`--${name} needs a number >= ${min}, got '${v ?? ''}'`);
@@ -77,15 +92,17 @@ export function parseVsArgs(argv: readonly string[]): VsOptions {
       case '--read-keys': o.readKeys = Math.floor(num('read-keys', val(), 1)); break;
       case '--out': o.outDir = path.resolve(val() ?? '.'); break;
       case '--profile': o.profile = true; break;
+      case '--big-txn-rows': o.bigTxnRows = Math.floor(num('big-txn-rows', val(), 1)); break;
+      case '--big-txn-row-bytes': o.bigTxnRowBytes = Math.floor(num('big-txn-row-bytes', val(), 1)); break;
       case '--workloads': {
         const ws = (val() ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-        const bad = ws.filter((w) => !VS_WORKLOADS[w]);
-        if (bad.length || ws.length === 0) throw new Error(`--workloads: unknown '${bad.join(',')}' (known: ${Object.keys(VS_WORKLOADS).join(', ')})`);
+        const bad = ws.filter((w) => !ALL_WORKLOADS.includes(w));
+        if (bad.length || ws.length === 0) throw new Error(`--workloads: unknown '${bad.join(',')}' (known: ${ALL_WORKLOADS.join(', ')})`);
         o.workloads = ws;
         break;
       }
       default:
-        throw new Error(`unknown option '${a}' (known: --vs etcd --seconds --warmup --rounds --workloads --read-keys --out --profile)`);
+        throw new Error(`unknown option '${a}' (known: --vs etcd --seconds --warmup --rounds --workloads --read-keys --out --profile --big-txn-rows --big-txn-row-bytes)`);
     }
   }
   return o;
@@ -102,7 +119,16 @@ function log(line: string): void {
 }
 
 /** Run one load generator child; samples server and client CPU at its measure-start / measure-end marks. */
-async function runLoadgen(target: Target, spec: LoadSpec): Promise<{ result: LoadResult; serverCpu?: number; clientCpu?: number }> {
+interface LoadgenRun {
+  result: LoadResult;
+  serverCpu?: number;
+  clientCpu?: number;
+  /** Wall clock (µs since the epoch) when the load generator said measure-start / measure-end. */
+  measureStartMicros?: number;
+  measureEndMicros?: number;
+}
+
+async function runLoadgen(target: Target, spec: LoadSpec): Promise<LoadgenRun> {
   const child = spawn(process.execPath, [path.join(__dirname, 'vs-loadgen.js'), JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => {
@@ -114,6 +140,8 @@ async function runLoadgen(target: Target, spec: LoadSpec): Promise<{ result: Loa
   let s1: number | undefined;
   let c1: number | undefined;
   let result: LoadResult | undefined;
+  let startMicros: number | undefined;
+  let endMicros: number | undefined;
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   for await (const line of readline.createInterface({ input: child.stdout })) {
     let ev: { event?: string };
@@ -123,9 +151,11 @@ async function runLoadgen(target: Target, spec: LoadSpec): Promise<{ result: Loa
       continue;
     }
     if (ev.event === 'measure-start') {
+      startMicros = Date.now() * 1000;
       s0 = cpuSecondsSum(target.serverPids());
       c0 = cpuSeconds(child.pid);
     } else if (ev.event === 'measure-end') {
+      endMicros = Date.now() * 1000;
       s1 = cpuSecondsSum(target.serverPids());
       c1 = cpuSeconds(child.pid);
     } else if (ev.event === 'result') {
@@ -139,11 +169,14 @@ async function runLoadgen(target: Target, spec: LoadSpec): Promise<{ result: Loa
     result,
     ...(s0 !== undefined && s1 !== undefined ? { serverCpu: s1 - s0 } : {}),
     ...(c0 !== undefined && c1 !== undefined ? { clientCpu: c1 - c0 } : {}),
+    ...(startMicros !== undefined ? { measureStartMicros: startMicros } : {}),
+    ...(endMicros !== undefined ? { measureEndMicros: endMicros } : {}),
   };
 }
 
-function toRun(round: number, workload: string, system: VsSystem, r: Awaited<ReturnType<typeof runLoadgen>>): VsRun {
+function toRun(round: number, workload: string, system: VsSystem, r: LoadgenRun, applyLag?: ApplyLagFigures): VsRun {
   const h = hdr.decodeFromCompressedBase64(r.result.histogram);
+  const ch = r.result.commitHistogram !== undefined ? hdr.decodeFromCompressedBase64(r.result.commitHistogram) : undefined;
   const run: VsRun = {
     round,
     workload,
@@ -155,11 +188,14 @@ function toRun(round: number, workload: string, system: VsSystem, r: Awaited<Ret
     opsPerSec: r.result.seconds > 0 ? r.result.ops / r.result.seconds : 0,
     p50Ms: h.getValueAtPercentile(50) / 1000,
     p99Ms: h.getValueAtPercentile(99) / 1000,
+    ...(ch && ch.totalCount > 0 ? { commitP50Ms: ch.getValueAtPercentile(50) / 1000, commitP99Ms: ch.getValueAtPercentile(99) / 1000 } : {}),
+    ...(applyLag ? { applyLag } : {}),
     ...(r.serverCpu !== undefined ? { serverCpuSeconds: r.serverCpu } : {}),
     ...(r.clientCpu !== undefined ? { clientCpuSeconds: r.clientCpu } : {}),
     clientPeakRssBytes: r.result.maxRssBytes,
   };
   h.destroy();
+  ch?.destroy();
   return run;
 }
 
@@ -193,11 +229,7 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
       const txnWorkloads = o.workloads.filter((w) => VS_WORKLOADS[w]?.op === 'txn');
       if (txnWorkloads.length > 0) {
         // The master creates the `transactions` table shortly after the tservers register: retry.
-        let why = await probeTransaction(client, TABLE, TXN_PROBE_TIMEOUT_MS);
-        for (const until = Date.now() + TXN_PROBE_TIMEOUT_MS; why !== undefined && Date.now() < until; ) {
-          await new Promise((r) => setTimeout(r, TXN_PROBE_RETRY_MS));
-          why = await probeTransaction(client, TABLE, TXN_PROBE_TIMEOUT_MS);
-        }
+        const why = await waitForTransactions(client, TABLE, TXN_PROBE_TIMEOUT_MS, TXN_PROBE_RETRY_MS);
         txnOk = why === undefined;
         if (why !== undefined) {
           for (const w of txnWorkloads) notes.set(w, `skipped: a probe transaction failed (${why})`);
@@ -207,7 +239,6 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
     } finally {
       await client.close();
     }
-    notes.set('apply lag', 'not measured: the tservers expose no per-replica intents-applied time to compare with the commit time yet');
     if (etcd) {
       await etcd.start(ETCD_HOST_BASE);
       log(`etcd: 3 members up (leader ${etcd.leaderUrl}); load goes to the leader`);
@@ -224,18 +255,22 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
         log(`${t.system}: preloaded ${o.readKeys} keys in ${r.result.seconds.toFixed(1)} s`);
       }
     }
+    const tableWorkloads = o.workloads.filter((w) => VS_WORKLOADS[w]);
     const runs: VsRun[] = [];
     for (let round = 1; round <= o.rounds; round++) {
-      for (const w of o.workloads) {
+      for (const w of tableWorkloads) {
         const def = VS_WORKLOADS[w];
         if (!def || (def.op === 'txn' && !txnOk)) continue;
         const ts = targets.filter((t) => !def.tesseraOnly || t.system === 'tessera');
         // A B in odd rounds, B A in even ones: neither system always runs on a "warmer" machine.
         const order = round % 2 === 1 ? ts : [...ts].reverse();
         for (const t of order) {
-          const r = toRun(round, w, t.system, await runLoadgen(t, base(t, def.op, def.concurrency, o.warmupSeconds, o.seconds)));
+          const lg = await runLoadgen(t, base(t, def.op, def.concurrency, o.warmupSeconds, o.seconds));
+          const lag = def.op === 'txn' && t.system === 'tessera' ? await txnApplyLag(tessera, lg, notes) : undefined;
+          const r = toRun(round, w, t.system, lg, lag);
           runs.push(r);
-          log(`round ${round} ${w.padEnd(9)} ${t.system.padEnd(7)} ${Math.round(r.opsPerSec).toString().padStart(7)} ops/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms  errors ${r.errors}`);
+          const txnPart = def.op === 'txn' ? `  commit() p50 ${r.commitP50Ms?.toFixed(2) ?? 'n/a'} ms p99 ${r.commitP99Ms?.toFixed(2) ?? 'n/a'} ms  apply lag p50 ${lag?.p50Ms?.toFixed(2) ?? 'n/a'} ms p99 ${lag?.p99Ms?.toFixed(2) ?? 'n/a'} ms (${lag?.complete ?? 0} complete, ${lag?.incomplete ?? 0} incomplete)` : '';
+          log(`round ${round} ${w.padEnd(9)} ${t.system.padEnd(7)} ${Math.round(r.opsPerSec).toString().padStart(7)} ops/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms  errors ${r.errors}${txnPart}`);
         }
       }
     }
@@ -249,14 +284,27 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
         ...(clients.length ? { clientsMaxBytes: Math.max(...clients) } : {}),
       };
     });
-    const rows = aggregate(o.workloads, runs, notes);
+    let bigTxn: BigTxnResult | undefined;
+    if (o.workloads.includes(BIG_TXN)) {
+      // Last, after the peak RSS above was read: its RSS figures are sampled while it runs.
+      const c = await TesseraClient.connect({ masterAddresses: [tessera.masterAddress], timeoutMs: 30_000 });
+      try {
+        bigTxn = await runBigTxn(tessera, c, BIG_TXN_TABLE, { rows: o.bigTxnRows, rowBytes: o.bigTxnRowBytes }, log);
+      } catch (e) {
+        notes.set(BIG_TXN, `failed: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`);
+        log(`big-txn ${notes.get(BIG_TXN) ?? ''}`);
+      } finally {
+        await c.close().catch(() => undefined);
+      }
+    }
+    const rows = aggregate(tableWorkloads, runs, notes);
     const header = `## tessera vs etcd (${new Date().toISOString()})\n\n${o.rounds} round(s) × ${o.seconds} s after ${o.warmupSeconds} s warm-up; ${etcd ? 'etcd ' + (await etcdVersion(etcdBin)) : 'etcd SKIPPED (not installed)'}; values ${VALUE_BYTES} bytes; data on ${fsType ?? 'unknown fs'} (${os.tmpdir()}); medians of rounds; CPU = utime+stime per 1,000 ops.`;
-    const extra = ['apply lag', 'data dir'].filter((k) => notes.has(k)).map((k) => `- ${k}: ${notes.get(k) ?? ''}\n`).join('');
-    const md = renderMarkdown(rows, rss, header) + extra;
+    const extra = ['apply lag', BIG_TXN, 'data dir'].filter((k) => notes.has(k)).map((k) => `- ${k}: ${notes.get(k) ?? ''}\n`).join('');
+    const md = renderMarkdown(rows, rss, header) + extra + (bigTxn ? '\n' + renderBigTxn(bigTxn) : '');
     const stamp = new Date().toISOString().replace(/[:.]/g, '-');
     const jsonPath = path.join(o.outDir, `vs-etcd-${stamp}.json`);
     const mdPath = path.join(o.outDir, `vs-etcd-${stamp}.md`);
-    const json = { options: o, etcd: etcd ? 'ran' : 'skipped', rows, rss, runs, notes: Object.fromEntries(notes) };
+    const json = { options: o, etcd: etcd ? 'ran' : 'skipped', rows, rss, runs, ...(bigTxn ? { bigTxn } : {}), notes: Object.fromEntries(notes) };
     fs.writeFileSync(jsonPath, JSON.stringify(json, null, 2));
     fs.writeFileSync(mdPath, md);
     fs.writeFileSync(path.join(o.outDir, 'vs-etcd-latest.json'), JSON.stringify(json, null, 2));
@@ -267,6 +315,24 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
     return { jsonPath, mdPath };
   } finally {
     await Promise.all([tessera.stop(), etcd?.stop()]);
+  }
+}
+
+/**
+ * Apply lag of the transactions a tessera txn run committed in its measured window; undefined (and a
+ * note) when the tservers do not serve /api/v1/txn-applies or the window is unknown.
+ */
+async function txnApplyLag(c: BenchCluster, r: LoadgenRun, notes: Map<string, string>): Promise<ApplyLagFigures | undefined> {
+  if (r.measureStartMicros === undefined || r.measureEndMicros === undefined) return undefined;
+  try {
+    return await measureApplyLag(
+      c.tservers().map((s) => s.webAddress),
+      r.measureStartMicros,
+      { replicationFactor: REPLICATION_FACTOR, minTablets: TXN_TABLETS, commitFromMicros: r.measureStartMicros, commitToMicros: r.measureEndMicros },
+    );
+  } catch (e) {
+    notes.set('apply lag', `not measured: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`);
+    return undefined;
   }
 }
 

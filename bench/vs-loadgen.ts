@@ -3,7 +3,8 @@
  * runs one workload against one system for warm-up + measured seconds and prints, one JSON object per
  * line on stdout, `{"event":"measure-start"}`, `{"event":"measure-end"}` (the parent samples server
  * CPU at those two marks) and `{"event":"result",...}` with the latency histogram (hdr-histogram-js,
- * compressed base64, microseconds). Runs outside the orchestrator so its CPU is measured on its own.
+ * compressed base64, microseconds; for transactions also one of the commit() call alone). Runs outside
+ * the orchestrator so its CPU is measured on its own.
  */
 import * as hdr from 'hdr-histogram-js';
 import { partitionHash } from '../common/partition-hash';
@@ -37,6 +38,8 @@ export interface LoadResult {
   firstError?: string;
   seconds: number;
   histogram: string;
+  /** txn: latency of the commit() call alone (same encoding as histogram). */
+  commitHistogram?: string;
   maxRssBytes: number;
 }
 
@@ -48,11 +51,12 @@ const TABLETS_ASSUMED = 3;
 /** Pause after a failed op, so a broken target is not hammered in a tight loop. */
 const ERROR_PAUSE_MS = 20;
 
-type Op = (value: string) => Promise<void>;
+/** One operation; a transaction resolves to its commit() call's duration in microseconds. */
+type Op = (value: string) => Promise<number | void>;
 
 interface TxnHandle {
   table(name: string): { upsert(row: Row): Promise<void> };
-  commit(): Promise<void>;
+  commit(): Promise<unknown>;
   abort?(): Promise<void>;
 }
 interface TxnCapable {
@@ -68,6 +72,14 @@ const etcdKey = (k: number): string => `bench/${String(k).padStart(10, '0')}`;
 
 function tabletOf(k: number): number {
   return Math.floor((partitionHash([BigInt(k)]) * TABLETS_ASSUMED) / 0x10000);
+}
+
+/** Two random keys of the 2-row transaction workload, on different tablets of a 3-tablet table. */
+export function twoTabletKeys(): [number, number] {
+  const a = randKey(PUT_KEY_SPACE);
+  let b = randKey(PUT_KEY_SPACE);
+  for (let i = 0; i < OTHER_TABLET_TRIES && tabletOf(b) === tabletOf(a); i++) b = randKey(PUT_KEY_SPACE);
+  return [a, b];
 }
 
 async function setup(spec: LoadSpec): Promise<{ op: Op; close: () => Promise<void> }> {
@@ -115,14 +127,14 @@ async function setup(spec: LoadSpec): Promise<{ op: Op; close: () => Promise<voi
       const table = spec.table;
       return {
         op: async (v) => {
-          const a = randKey(PUT_KEY_SPACE);
-          let b = randKey(PUT_KEY_SPACE);
-          for (let i = 0; i < OTHER_TABLET_TRIES && tabletOf(b) === tabletOf(a); i++) b = randKey(PUT_KEY_SPACE);
+          const [a, b] = twoTabletKeys();
           const txn = await tc.beginTransaction({ isolation: 'snapshot' });
           try {
             await txn.table(table).upsert({ id: BigInt(a), v });
             await txn.table(table).upsert({ id: BigInt(b), v });
+            const c0 = performance.now();
             await txn.commit();
+            return (performance.now() - c0) * 1000;
           } catch (e) {
             await txn.abort?.().catch(() => undefined);
             throw e;
@@ -149,6 +161,16 @@ export async function probeTransaction(client: TesseraClient, table: string, tim
   }
 }
 
+/** Probe until a transaction commits (the master creates the status table shortly after start-up). */
+export async function waitForTransactions(client: TesseraClient, table: string, timeoutMs: number, retryMs: number): Promise<string | undefined> {
+  let why = await probeTransaction(client, table, timeoutMs);
+  for (const until = Date.now() + timeoutMs; why !== undefined && Date.now() < until; ) {
+    await new Promise((r) => setTimeout(r, retryMs));
+    why = await probeTransaction(client, table, timeoutMs);
+  }
+  return why;
+}
+
 function emit(o: object): void {
   process.stdout.write(JSON.stringify(o) + '\n');
 }
@@ -157,6 +179,7 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   const { op, close } = await setup(spec);
   const value = 'v'.repeat(spec.valueBytes);
   const h = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: 3 });
+  const ch = spec.op === 'txn' ? hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: 3 }) : undefined;
   let errors = 0;
   let firstError: string | undefined;
   let measuring = false;
@@ -177,8 +200,9 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
       }
       const s = performance.now();
       try {
-        await op(value);
-        if (measuring || spec.op === 'preload') h.recordValue(Math.max(1, Math.round((performance.now() - s) * 1000)));
+        const commitUs = await op(value);
+        if (measuring || spec.op === 'preload') h.recordValue(Math.min(120_000_000, Math.max(1, Math.round((performance.now() - s) * 1000))));
+        if (measuring && ch && typeof commitUs === 'number') ch.recordValue(Math.min(120_000_000, Math.max(1, Math.round(commitUs))));
       } catch (e) {
         if (measuring || spec.op === 'preload') errors++;
         firstError ??= e instanceof Error ? e.message : String(e);
@@ -198,9 +222,11 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
     ...(firstError !== undefined ? { firstError } : {}),
     seconds,
     histogram: hdr.encodeIntoCompressedBase64(h),
+    ...(ch ? { commitHistogram: hdr.encodeIntoCompressedBase64(ch) } : {}),
     maxRssBytes: process.resourceUsage().maxRSS * 1024,
   };
   h.destroy();
+  ch?.destroy();
   return result;
 }
 

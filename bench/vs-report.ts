@@ -3,6 +3,7 @@
  * system) in, one row per workload out (median of rounds with min and max, ratio tessera/etcd per
  * round), then a Markdown table. No I/O here, so it can be checked without any cluster.
  */
+import type { ApplyLagFigures } from './apply-lag';
 import type { VsSystem } from './vs-loadgen';
 
 export interface VsRun {
@@ -16,6 +17,11 @@ export interface VsRun {
   opsPerSec: number;
   p50Ms: number;
   p99Ms: number;
+  /** Transactions: the commit() call alone. */
+  commitP50Ms?: number;
+  commitP99Ms?: number;
+  /** Transactions: commit → intents applied on every replica (bench/apply-lag.ts). */
+  applyLag?: ApplyLagFigures;
   serverCpuSeconds?: number;
   clientCpuSeconds?: number;
   clientPeakRssBytes?: number;
@@ -32,11 +38,23 @@ export interface SystemFigures {
   opsPerSec: Spread;
   p50Ms: Spread;
   p99Ms: Spread;
+  commitP50Ms?: Spread;
+  commitP99Ms?: Spread;
+  applyLag?: ApplyLagSpread;
   errors: number;
   firstError?: string;
   /** CPU seconds per 1,000 ops over all rounds (sum of CPU / sum of ops). */
   serverCpuSecPer1kOps?: number;
   clientCpuSecPer1kOps?: number;
+}
+
+/** Apply lag over rounds: medians of the rounds' percentiles, the largest lag, summed counts. */
+export interface ApplyLagSpread {
+  p50Ms?: Spread;
+  p99Ms?: Spread;
+  maxMs?: number;
+  complete: number;
+  incomplete: number;
 }
 
 export interface VsRow {
@@ -69,8 +87,28 @@ function per1k(runs: readonly VsRun[], pick: (r: VsRun) => number | undefined): 
   return ops > 0 ? (cpu / ops) * 1000 : undefined;
 }
 
+const defined = (xs: ReadonlyArray<number | undefined>): number[] => xs.filter((x): x is number => x !== undefined && !Number.isNaN(x));
+
+function applyLagSpread(runs: readonly VsRun[]): ApplyLagSpread | undefined {
+  const lags = runs.map((r) => r.applyLag).filter((l): l is ApplyLagFigures => l !== undefined);
+  if (lags.length === 0) return undefined;
+  const p50 = defined(lags.map((l) => l.p50Ms));
+  const p99 = defined(lags.map((l) => l.p99Ms));
+  const max = defined(lags.map((l) => l.maxMs));
+  return {
+    ...(p50.length ? { p50Ms: spread(p50) } : {}),
+    ...(p99.length ? { p99Ms: spread(p99) } : {}),
+    ...(max.length ? { maxMs: Math.max(...max) } : {}),
+    complete: lags.reduce((a, l) => a + l.complete, 0),
+    incomplete: lags.reduce((a, l) => a + l.incomplete, 0),
+  };
+}
+
 function figures(runs: readonly VsRun[]): SystemFigures | undefined {
   if (runs.length === 0) return undefined;
+  const commitP50 = defined(runs.map((r) => r.commitP50Ms));
+  const commitP99 = defined(runs.map((r) => r.commitP99Ms));
+  const applyLag = applyLagSpread(runs);
   const firstError = runs.find((r) => r.firstError)?.firstError;
   const serverCpu = per1k(runs, (r) => r.serverCpuSeconds);
   const clientCpu = per1k(runs, (r) => r.clientCpuSeconds);
@@ -79,6 +117,9 @@ function figures(runs: readonly VsRun[]): SystemFigures | undefined {
     opsPerSec: spread(runs.map((r) => r.opsPerSec)),
     p50Ms: spread(runs.map((r) => r.p50Ms)),
     p99Ms: spread(runs.map((r) => r.p99Ms)),
+    ...(commitP50.length ? { commitP50Ms: spread(commitP50) } : {}),
+    ...(commitP99.length ? { commitP99Ms: spread(commitP99) } : {}),
+    ...(applyLag ? { applyLag } : {}),
     errors: runs.reduce((a, r) => a + r.errors, 0),
     ...(firstError !== undefined ? { firstError } : {}),
     ...(serverCpu !== undefined ? { serverCpuSecPer1kOps: serverCpu } : {}),
@@ -138,6 +179,22 @@ export function renderMarkdown(rows: readonly VsRow[], rss: readonly PeakRss[], 
   const mib = (b: number | undefined): string => (b === undefined ? 'n/a' : `${(b / (1024 * 1024)).toFixed(0)} MiB`);
   lines.push('', '| system | peak RSS, largest server | peak RSS, all servers | peak RSS, largest load generator |', '|---|---:|---:|---:|');
   for (const p of rss) lines.push(`| ${p.system} | ${mib(p.serversMaxBytes)} | ${mib(p.serversSumBytes)} | ${mib(p.clientsMaxBytes)} |`);
+  const txnRows = rows.filter((r) => r.tessera?.commitP50Ms || r.tessera?.applyLag);
+  if (txnRows.length) {
+    lines.push(
+      '',
+      '| transactions (tessera) | txn/s | txn p50 ms | txn p99 ms | commit() p50 ms | commit() p99 ms | apply lag p50 ms | apply lag p99 ms | apply lag max ms | txns complete / incomplete |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    );
+    for (const r of txnRows) {
+      const t = r.tessera;
+      const l = t?.applyLag;
+      lines.push(
+        `| ${r.workload} | ${f0(t?.opsPerSec.median)} | ${f2(t?.p50Ms.median)} | ${f2(t?.p99Ms.median)} | ${f2(t?.commitP50Ms?.median)} | ${f2(t?.commitP99Ms?.median)} | ${f2(l?.p50Ms?.median)} | ${f2(l?.p99Ms?.median)} | ${f2(l?.maxMs)} | ${l ? `${l.complete} / ${l.incomplete}` : 'n/a'} |`,
+      );
+    }
+    lines.push('', 'Apply lag: transaction commit (commit hybrid time) → intents applied on every replica of every participant tablet, from each tserver\'s /api/v1/txn-applies; only transactions committed in the measured window and reported by all 3 replicas of each of their (≥ 2) tablets count as complete.');
+  }
   const notes = rows.filter((r) => r.note).map((r) => `- ${r.workload}: ${r.note ?? ''}`);
   const errs = rows.flatMap((r) => [r.tessera?.firstError ? `- ${r.workload} tessera first error: ${r.tessera.firstError}` : '', r.etcd?.firstError ? `- ${r.workload} etcd first error: ${r.etcd.firstError}` : ''].filter(Boolean));
   if (notes.length || errs.length) lines.push('', ...notes, ...errs);

@@ -1,8 +1,10 @@
 /**
- * Smoke run of the side-by-side benchmark (`tessera bench --vs etcd`): ~2 s per workload, 1 round,
- * against tessera (and etcd when its binary is installed; a visible skip line otherwise). Checks that
- * the harness runs end to end and that its JSON and Markdown outputs hold every workload row. Never
- * asserts on speed: the figures of a smoke run on a shared machine mean nothing.
+ * Smoke runs of the benchmarks, tiny sizes: the side-by-side run (`tessera bench --vs etcd`, ~1 s per
+ * workload, 1 round, against tessera and etcd when its binary is installed; a visible skip line
+ * otherwise) including the transaction apply lag and a 5 × 64 KiB big transaction, and the batch load
+ * section with 20,000 rows. Checks that the harness runs end to end and that its JSON and Markdown
+ * outputs are well formed (every workload row, figures present and not NaN). Never asserts on speed:
+ * the figures of a smoke run on a shared machine mean nothing.
  */
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -13,32 +15,51 @@ import { findEtcd } from '../../bench/etcd-cluster';
 
 const CLI = path.resolve(__dirname, '../../dist/cli/main.js');
 const outDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-bench-smoke-'));
-const WORKLOADS = ['put-c1', 'put-c16', 'put-c64', 'read-c16', 'txn2-c64'];
+const WORKLOADS = ['put-c1', 'put-c16', 'put-c64', 'read-c16', 'txn2-c16', 'txn2-c64'];
+const TXN_WORKLOADS = new Set(['txn2-c16', 'txn2-c64']);
 const RUN_TIMEOUT_MS = 240_000;
+const LOAD_TIMEOUT_MS = 120_000;
+const LOAD_ROWS = 20_000;
+const HAS_PROC = fs.existsSync('/proc/self/status');
 
+interface Spread {
+  median: number;
+}
 interface Figures {
   rounds: number;
-  opsPerSec: { median: number };
+  opsPerSec: Spread;
+  commitP50Ms?: Spread;
+  commitP99Ms?: Spread;
+  applyLag?: { p50Ms?: Spread; p99Ms?: Spread; maxMs?: number; complete: number; incomplete: number };
 }
 interface Row {
   workload: string;
   tessera?: Figures;
   etcd?: Figures;
-  ratio?: { median: number };
+  ratio?: Spread;
   note?: string;
+}
+interface BigTxn {
+  rows: number;
+  writeIntentsMs: number;
+  commitMs: number;
+  commitToAllAppliedMs?: number;
+  applyLagMs?: number;
+  appliedEverywhere: boolean;
+  tservers: Array<{ peakSampledBytes?: number; hwmBytes?: number }>;
 }
 
 afterAll(() => {
   fs.rmSync(outDir, { recursive: true, force: true });
 });
 
-function runBench(): Promise<{ code: number | null; out: string }> {
+function runCli(args: string[], timeoutMs: number): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
-    const c = spawn(process.execPath, [CLI, 'bench', '--vs', 'etcd', '--seconds', '2', '--warmup', '1', '--rounds', '1', '--read-keys', '500', '--out', outDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const c = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     c.stdout.on('data', (b: Buffer) => (out += b.toString()));
     c.stderr.on('data', (b: Buffer) => (out += b.toString()));
-    const timer = setTimeout(() => c.kill('SIGKILL'), RUN_TIMEOUT_MS);
+    const timer = setTimeout(() => c.kill('SIGKILL'), timeoutMs);
     c.on('exit', (code) => {
       clearTimeout(timer);
       resolve({ code, out });
@@ -46,22 +67,32 @@ function runBench(): Promise<{ code: number | null; out: string }> {
   });
 }
 
-describe('bench --vs etcd (smoke)', () => {
-  it('bench: a short side-by-side run writes JSON and Markdown with a row for every workload', async () => {
+const isNum = (x: unknown): boolean => typeof x === 'number' && Number.isFinite(x);
+
+describe('bench (smoke)', () => {
+  it('bench: a short side-by-side run writes JSON and Markdown with every workload, txn commit and apply-lag figures and the big transaction', async () => {
     const etcd = findEtcd();
     if (!etcd) process.stdout.write('SKIP etcd side of the smoke run: etcd is not installed (.ci/etcd-setup.sh installs it)\n');
-    const { code, out } = await runBench();
+    const { code, out } = await runCli(['bench', '--vs', 'etcd', '--seconds', '1', '--warmup', '1', '--rounds', '1', '--read-keys', '500', '--big-txn-rows', '5', '--big-txn-row-bytes', '65536', '--out', outDir], RUN_TIMEOUT_MS);
     expect(code, out).toBe(0);
-    const json = JSON.parse(fs.readFileSync(path.join(outDir, 'vs-etcd-latest.json'), 'utf8')) as { etcd: string; rows: Row[] };
+    const json = JSON.parse(fs.readFileSync(path.join(outDir, 'vs-etcd-latest.json'), 'utf8')) as { etcd: string; rows: Row[]; bigTxn?: BigTxn; notes: Record<string, string> };
     const md = fs.readFileSync(path.join(outDir, 'vs-etcd-latest.md'), 'utf8');
     expect(json.rows.map((r) => r.workload)).toEqual(WORKLOADS);
     expect(json.etcd).toBe(etcd ? 'ran' : 'skipped');
+    let txnsRan = false;
     for (const r of json.rows) {
       expect(md, `markdown row for ${r.workload}`).toContain(`| ${r.workload} |`);
-      if (r.workload === 'txn2-c64') {
+      if (TXN_WORKLOADS.has(r.workload)) {
         // Either it ran, or it says why it was skipped (transactions not usable in this build).
-        expect(r.tessera !== undefined || (r.note ?? '').startsWith('skipped')).toBe(true);
+        expect(r.tessera !== undefined || (r.note ?? '').startsWith('skipped'), `${r.workload}: ${r.note ?? ''}`).toBe(true);
         expect(r.etcd).toBeUndefined();
+        if (!r.tessera) continue;
+        txnsRan = true;
+        expect(isNum(r.tessera.commitP50Ms?.median) && isNum(r.tessera.commitP99Ms?.median), `${r.workload} commit() latency`).toBe(true);
+        const lag = r.tessera.applyLag;
+        expect(lag, `${r.workload} apply lag (${json.notes['apply lag'] ?? ''})`).toBeDefined();
+        expect(lag?.complete, `${r.workload}: some transactions applied on every replica`).toBeGreaterThan(0);
+        expect(isNum(lag?.p50Ms?.median) && isNum(lag?.p99Ms?.median) && isNum(lag?.maxMs), `${r.workload} apply lag figures`).toBe(true);
         continue;
       }
       expect(r.tessera?.rounds, `${r.workload} tessera`).toBe(1);
@@ -74,5 +105,28 @@ describe('bench --vs etcd (smoke)', () => {
       }
     }
     expect(md).toContain('peak RSS');
+    if (txnsRan) {
+      expect(md).toContain('| transactions (tessera) |');
+      expect(md).not.toMatch(/\| NaN|NaN \|/);
+      const b = json.bigTxn;
+      expect(b, `big transaction (${json.notes['big-txn'] ?? ''})`).toBeDefined();
+      expect(b?.rows).toBe(5);
+      expect(isNum(b?.writeIntentsMs) && isNum(b?.commitMs) && isNum(b?.applyLagMs) && isNum(b?.commitToAllAppliedMs), 'big-txn times').toBe(true);
+      expect(b?.appliedEverywhere).toBe(true);
+      expect(b?.tservers).toHaveLength(3);
+      if (HAS_PROC) for (const t of b?.tservers ?? []) expect(t.peakSampledBytes ?? 0, 'big-txn tserver RSS').toBeGreaterThan(0);
+      expect(md).toContain('Big transaction');
+    }
   }, RUN_TIMEOUT_MS + 30_000);
+
+  it('bench: the load section loads every row with upsertMany and reports rows/s', async () => {
+    const { code, out } = await runCli(['bench', 'load', '--rows', String(LOAD_ROWS), '--out', outDir], LOAD_TIMEOUT_MS);
+    expect(code, out).toBe(0);
+    expect(out).toContain('rows/s');
+    const r = JSON.parse(fs.readFileSync(path.join(outDir, 'load-latest.json'), 'utf8')) as { rowsLoaded: number; verifiedRows?: number; seconds: number; rowsPerSec: number; error?: string };
+    expect(r.error).toBeUndefined();
+    expect(r.rowsLoaded).toBe(LOAD_ROWS);
+    expect(r.verifiedRows).toBe(LOAD_ROWS);
+    expect(isNum(r.seconds) && isNum(r.rowsPerSec) && r.rowsPerSec > 0).toBe(true);
+  }, LOAD_TIMEOUT_MS + 30_000);
 });

@@ -1,5 +1,13 @@
-/** The side-by-side benchmark's pure aggregation: medians over rounds, ratios paired by round, CPU per 1,000 ops. */
+/**
+ * The benchmarks' pure parts: the side-by-side aggregation (medians over rounds, ratios paired by
+ * round, CPU per 1,000 ops), the apply-lag join of the tservers' txn-applies records, the big-txn and
+ * load renderings, and section option parsing.
+ */
 import { describe, expect, it } from 'vitest';
+import { applyLagOf, parseApplies, type ApplyRecord } from '../../bench/apply-lag';
+import { BIG_TXN_TARGETS, renderBigTxn } from '../../bench/big-txn';
+import { LOAD_DEFAULTS, renderLoad } from '../../bench/load-bench';
+import { checkSectionArgs, sectionArgs, sectionNumber } from '../../bench/section-args';
 import { aggregate, renderMarkdown, spread, type VsRun } from '../../bench/vs-report';
 
 const run = (round: number, system: 'tessera' | 'etcd', opsPerSec: number, cpu?: number): VsRun => ({
@@ -41,5 +49,96 @@ describe('bench vs-report', () => {
     const md = renderMarkdown(rows, [], '# t');
     expect(md).toContain('| txn2-c64 |');
     expect(md).toContain('skipped: no transactions');
+  });
+
+  it('bench report: transaction rows get a table with commit() and apply lag, medians over rounds', () => {
+    const txn = (round: number, commitP50Ms: number, lagP50: number | undefined, complete: number, incomplete: number): VsRun => ({
+      ...run(round, 'tessera', 100),
+      workload: 'txn2-c16',
+      commitP50Ms,
+      commitP99Ms: commitP50Ms * 2,
+      applyLag: { complete, incomplete, ...(lagP50 !== undefined ? { p50Ms: lagP50, p99Ms: lagP50 * 3, maxMs: lagP50 * 4 } : {}) },
+    });
+    const [row] = aggregate(['txn2-c16'], [txn(1, 10, 5, 100, 1), txn(2, 30, undefined, 0, 7), txn(3, 20, 7, 50, 0)]);
+    expect(row?.tessera?.commitP50Ms?.median).toBe(20);
+    expect(row?.tessera?.applyLag).toEqual({ p50Ms: { median: 6, min: 5, max: 7 }, p99Ms: { median: 18, min: 15, max: 21 }, maxMs: 28, complete: 150, incomplete: 8 });
+    const md = renderMarkdown([row!], [], '# t');
+    expect(md).toContain('| transactions (tessera) |');
+    expect(md).toContain('| txn2-c16 | 100 | 1.00 | 2.00 | 20.00 | 40.00 | 6.00 | 18.00 | 28.00 | 150 / 8 |');
+    // Non-transaction rows do not get the table.
+    expect(renderMarkdown(aggregate(['put-c64'], [run(1, 'tessera', 10)]), [], '# t')).not.toContain('transactions (tessera)');
+  });
+});
+
+describe('bench apply lag', () => {
+  const rec = (uuid: string, tabletId: string, txnId: string, commitMicros: number, appliedMicros: number): ApplyRecord => ({ uuid, tabletId, txnId, commitMicros, appliedMicros });
+  const full = (txnId: string, commit: number, applied: (replica: number, tablet: number) => number): ApplyRecord[] =>
+    ['a', 'b'].flatMap((tab, ti) => ['t0', 't1', 't2'].map((u, ri) => rec(u, tab, txnId, commit, applied(ri, ti))));
+  const f = { replicationFactor: 3, minTablets: 2 };
+
+  it('bench apply lag: lag is the last replica of any participant tablet, minus the commit time', () => {
+    const r = applyLagOf(full('x', 1_000_000, (ri, ti) => 1_000_000 + 1000 * (ri + 1) + 10_000 * ti), f);
+    expect(r.complete).toBe(1);
+    expect(r.incomplete).toBe(0);
+    expect(r.maxMs).toBe(13);
+    expect(r.p50Ms).toBeCloseTo(13, 1);
+  });
+
+  it('bench apply lag: a transaction missing a replica or a tablet is incomplete, and has no lag', () => {
+    const missingReplica = full('x', 0, () => 5000).slice(1);
+    const oneTablet = full('y', 0, () => 5000).filter((r) => r.tabletId === 'a');
+    const r = applyLagOf([...missingReplica, ...oneTablet], f);
+    expect(r).toEqual({ complete: 0, incomplete: 2 });
+    // A repeated record of one replica does not stand in for another replica.
+    const dup = [...full('z', 0, () => 1000).filter((x) => x.uuid !== 't2'), rec('t0', 'a', 'z', 0, 1000), rec('t0', 'b', 'z', 0, 1000)];
+    expect(applyLagOf(dup, f).incomplete).toBe(1);
+  });
+
+  it('bench apply lag: only transactions committed in the window (or named) count', () => {
+    const records = [...full('early', 100, () => 2000), ...full('in', 1_000, () => 3000), ...full('late', 9_000, () => 9500)];
+    expect(applyLagOf(records, { ...f, commitFromMicros: 500, commitToMicros: 5000 })).toMatchObject({ complete: 1, incomplete: 0, maxMs: 2 });
+    expect(applyLagOf(records, { ...f, txnIds: new Set(['late']) })).toMatchObject({ complete: 1, maxMs: 0.5 });
+  });
+
+  it('bench apply lag: the console answer is parsed, and a malformed one rejected', () => {
+    expect(parseApplies({ uuid: 'u1', applies: [{ tabletId: 't', txnId: 'x', commitMicros: 1, appliedMicros: 2, lagMs: 0.001 }] })).toEqual([{ uuid: 'u1', tabletId: 't', txnId: 'x', commitMicros: 1, appliedMicros: 2 }]);
+    expect(() => parseApplies({ applies: [] })).toThrow(/uuid/);
+    expect(() => parseApplies({ uuid: 'u', applies: [{ tabletId: 't' }] })).toThrow(/malformed/);
+  });
+});
+
+describe('bench big-txn, load and section options', () => {
+  it('bench big-txn: figures are printed next to the targets', () => {
+    const md = renderBigTxn({
+      rows: 100,
+      rowBytes: 1024 * 1024,
+      rowsPerRpc: 4,
+      participants: 3,
+      writeIntentsMs: 3000,
+      commitMs: 6000,
+      commitToAllAppliedMs: 7000,
+      applyLagMs: 900,
+      appliedEverywhere: true,
+      tservers: [{ rpcAddress: 'h:1', beforeBytes: 100 * 1024 * 1024, peakSampledBytes: 2 * 1024 * 1024 * 1024, hwmBytes: 2 * 1024 * 1024 * 1024 }],
+      targets: BIG_TXN_TARGETS,
+    });
+    expect(md).toContain('| commit() | 6000 ms | ≤ 5000 ms (OVER target) |');
+    expect(md).toContain('| h:1 | 100 MiB | 2048 MiB | 2048 MiB | ≤ 1024 MiB (OVER target) |');
+  });
+
+  it('bench load: rows/s and total time, and an early end says why', () => {
+    const md = renderLoad({ params: { ...LOAD_DEFAULTS }, rowsLoaded: 500_000, seconds: 900, rowsPerSec: 555.5, batches: 100, retriedBatches: 2, error: 'stopped at --max-seconds 900', targetSeconds: 60 });
+    expect(md).toContain('| rows/s | 556 |');
+    expect(md).toContain('ended early: stopped at --max-seconds 900');
+  });
+
+  it('bench sections: options after the section name, env fallback, unknown options rejected', () => {
+    const args = sectionArgs('load', ['node', 'cli', 'bench', 'load', '--rows', '20000', '--in-flight=2']);
+    expect(args).toEqual(['--rows', '20000', '--in-flight=2']);
+    expect(sectionNumber(args, 'rows', 'BENCH_TEST_UNSET_ROWS', 1, 1)).toBe(20000);
+    expect(sectionNumber(args, 'in-flight', 'BENCH_TEST_UNSET_INFLIGHT', 1, 1)).toBe(2);
+    expect(sectionNumber(args, 'tablets', 'BENCH_TEST_UNSET_TABLETS', 3, 1)).toBe(3);
+    expect(() => sectionNumber(['--rows', 'x'], 'rows', 'BENCH_TEST_UNSET_ROWS', 1, 1)).toThrow(/--rows/);
+    expect(() => checkSectionArgs(['--rowz', '1'], ['rows'])).toThrow(/unknown option '--rowz'/);
   });
 });
