@@ -1,6 +1,7 @@
 /**
- * `npm run bench [section]`: benchmarks by section. "cluster" (default) runs a local RF 3 cluster;
- * the component benchmarks have their own scripts (bench:rpc, bench:raft, bench:docdb).
+ * `npm run bench [section] [-- options]`: benchmarks by section (bench/sections.ts). "cluster"
+ * (default) runs a local RF 3 cluster; "big-txn" one 100 × 1 MiB transaction; "load" 1,000,000 rows
+ * with upsertMany. The component benchmarks have their own scripts (bench:rpc, bench:raft, bench:docdb).
  */
 import { BENCH_SECTIONS as SECTIONS } from './sections';
 import { parseVsArgs, runVsEtcd } from './vs-etcd';
