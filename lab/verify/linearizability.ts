@@ -162,6 +162,8 @@ export function checkRegisterKey(key: string, calls: readonly Call[], searchStat
     if (++steps > searchStatesMax) return { key, valid: 'unknown', ops: entries.length };
     if (node === null) {
       // Only info calls remain ahead but required ones are unlinearized: backtrack.
+      const pending = entries.find((e) => e.required && linearized[e.id] === 0);
+      if (pending) noteStuck(pending);
       const top = stack.pop();
       if (!top) return failure(key, entries, deepest);
       ({ state } = top);

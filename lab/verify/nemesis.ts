@@ -150,7 +150,7 @@ export class Nemesis {
    * Throws (the window is then recorded as skipped) when the clock did not move.
    */
   private async applySkew(node: number, skewMs: number): Promise<string> {
-    let how = 'clock offset seen on the node';
+    let how = '';
     if (skewMs > 0 || this.skewTakesEffect === undefined) {
       await this.setSkew(node, Math.abs(skewMs));
       const seen = await this.clockOffsetMs(node);
@@ -159,7 +159,7 @@ export class Nemesis {
       } else {
         this.skewTakesEffect = seen >= Math.abs(skewMs) / 2;
         if (!this.skewTakesEffect) throw new DbError(ErrorCode.INTERNAL, `${CLOCK_SKEW_FLAG}=${Math.abs(skewMs)} was accepted but node ${node}'s hybrid clock stayed at ${seen >= 0 ? '+' : ''}${seen} ms from the verifier's clock (the flag does not move this server's clock)`);
-        if (skewMs < 0) how = `negative offset; a +${Math.abs(skewMs)} ms probe moved the clock ${seen} ms`;
+        how = skewMs < 0 ? `negative offset; a +${Math.abs(skewMs)} ms probe moved the clock ${seen} ms` : `clock offset seen on the node: ${seen >= 0 ? '+' : ''}${seen} ms`;
       }
     } else if (!this.skewTakesEffect) {
       throw new DbError(ErrorCode.INTERNAL, `${CLOCK_SKEW_FLAG} did not move a server's clock earlier in this run`);

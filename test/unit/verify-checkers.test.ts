@@ -123,6 +123,59 @@ describe('verify: register linearizability', () => {
     h.inv(100, 'read', null, 'k').ok(100, 'read', 'a', 'k').inv(100, 'cas', ['a', 'z'], 'k').ok(100, 'cas', true, 'k').inv(100, 'read', null, 'k').ok(100, 'read', 'z', 'k');
     expect(checkLinearizableRegisters(h.ops, 20_000).valid).toBe(true);
   });
+  it('register: random concurrent histories produced by a real register pass; a corrupted read fails', () => {
+    // A seeded simulation: operations take effect at a random instant inside their [invoke, ok]
+    // interval on a real register, so every such history is linearizable by construction.
+    let seed = 12345;
+    const rnd = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed % n;
+    };
+    for (let round = 0; round < 30; round++) {
+      type Ev = { t: number; kind: 'inv' | 'eff' | 'ok'; p: number; f: string; v: unknown };
+      const evs: Ev[] = [];
+      let n = 0;
+      for (let p = 0; p < 4; p++) {
+        let t = rnd(5);
+        for (let i = 0; i < 6; i++) {
+          const f = ['read', 'write', 'cas'][rnd(3)]!;
+          const t0 = t;
+          const eff = t0 + 1 + rnd(10);
+          const t1 = eff + 1 + rnd(10);
+          const v = f === 'write' ? `w${n++}` : f === 'cas' ? [rnd(2) ? 'w0' : null, `c${n++}`] : null;
+          evs.push({ t: t0, kind: 'inv', p, f, v }, { t: eff, kind: 'eff', p, f, v }, { t: t1, kind: 'ok', p, f, v });
+          t = t1 + 1;
+        }
+      }
+      const order = { inv: 0, eff: 1, ok: 2 };
+      evs.sort((a, b) => a.t - b.t || order[a.kind] - order[b.kind]);
+      let state: unknown = null;
+      const result = new Map<number, unknown>();
+      const h = new H();
+      for (const e of evs) {
+        if (e.kind === 'inv') h.inv(e.p, e.f, e.v, 'k', e.t);
+        else if (e.kind === 'eff') {
+          if (e.f === 'write') state = e.v;
+          else if (e.f === 'read') result.set(e.p, state);
+          else {
+            const [exp, nv] = e.v as [unknown, unknown];
+            result.set(e.p, state === exp);
+            if (state === exp) state = nv;
+          }
+        } else if (e.f === 'write') h.ok(e.p, 'write', e.v, 'k', e.t);
+        else if (e.f === 'read') h.ok(e.p, 'read', result.get(e.p), 'k', e.t);
+        else if (result.get(e.p)) h.ok(e.p, 'cas', true, 'k', e.t);
+        else h.fail(e.p, 'cas', e.v, 'k');
+      }
+      expect(checkLinearizableRegisters(h.ops).valid).toBe(true);
+      // A read of a value never written cannot be explained.
+      const reads = h.ops.filter((o) => o.type === 'ok' && o.f === 'read');
+      if (reads.length === 0) continue;
+      const target = reads[rnd(reads.length)];
+      const bad = h.ops.map((o) => (o === target ? { ...o, value: 'never-written' } : o));
+      expect(checkLinearizableRegisters(bad).valid).toBe(false);
+    }
+  });
   it('register: keys are checked independently', () => {
     const h = new H().inv(0, 'write', 1, 'a').ok(0, 'write', 1, 'a').inv(0, 'read', null, 'b').ok(0, 'read', 1, 'b');
     const r = checkLinearizableRegisters(h.ops);
