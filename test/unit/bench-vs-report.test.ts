@@ -8,6 +8,7 @@ import { applyLagOf, parseApplies, type ApplyRecord } from '../../bench/apply-la
 import { BIG_TXN_TARGETS, renderBigTxn } from '../../bench/big-txn';
 import { LOAD_DEFAULTS, renderLoad } from '../../bench/load-bench';
 import { checkSectionArgs, sectionArgs, sectionNumber } from '../../bench/section-args';
+import { parseVsArgs } from '../../bench/vs-etcd';
 import { aggregate, renderMarkdown, spread, type VsRun } from '../../bench/vs-report';
 
 const run = (round: number, system: 'tessera' | 'etcd', opsPerSec: number, cpu?: number): VsRun => ({
@@ -140,5 +141,15 @@ describe('bench big-txn, load and section options', () => {
     expect(sectionNumber(args, 'tablets', 'BENCH_TEST_UNSET_TABLETS', 3, 1)).toBe(3);
     expect(() => sectionNumber(['--rows', 'x'], 'rows', 'BENCH_TEST_UNSET_ROWS', 1, 1)).toThrow(/--rows/);
     expect(() => checkSectionArgs(['--rowz', '1'], ['rows'])).toThrow(/unknown option '--rowz'/);
+  });
+
+  it('bench --vs etcd: txn2-c16 and big-txn are in the default set, --workloads can leave big-txn out', () => {
+    const d = parseVsArgs(['--vs', 'etcd']);
+    expect(d.workloads).toEqual(['put-c1', 'put-c16', 'put-c64', 'read-c16', 'txn2-c16', 'txn2-c64', 'big-txn']);
+    expect([d.bigTxnRows, d.bigTxnRowBytes]).toEqual([100, 1024 * 1024]);
+    const o = parseVsArgs(['--vs', 'etcd', '--workloads', 'txn2-c16', '--big-txn-rows', '5', '--big-txn-row-bytes=65536']);
+    expect(o.workloads).toEqual(['txn2-c16']);
+    expect([o.bigTxnRows, o.bigTxnRowBytes]).toEqual([5, 65536]);
+    expect(() => parseVsArgs(['--vs', 'etcd', '--workloads', 'big-txns'])).toThrow(/unknown 'big-txns'/);
   });
 });
