@@ -39,12 +39,15 @@ const CONCURRENCY: Record<WorkloadName, number> = { register: 20, set: 16, bank:
  * verification notes; the run still prints them (and keeps its history), but they do not fail
  * npm test. Remove an entry when its bug is fixed.
  *
- * register / nonlinearizable: a non-transactional read that starts after a transaction's commit was
- * acknowledged can return the value from before that commit (stale read, read-your-writes broken).
- * Seen under a partition, a kill and clock skew within max_clock_skew_usec (e.g. seed 11 with 20
- * clients: a cas(5.663 -> 10.678) ok, then the same process reads 5.663). Suspected: a leader picks
- * the read time of a read without one as safeTime(), which is below the oldest in-flight write and
- * so can be below the commit time the client just propagated.
+ * register / nonlinearizable (reported, not yet fixed; both seen with `tessera verify --workload
+ * register --register_writes txn --seed 11 --concurrency 20 --op_timeout_ms 1000`):
+ *  - stale read: a non-transactional read that starts after a commit was acknowledged returns the
+ *    value from before that commit (a cas(5.663 -> 10.678) ok, then the same process reads 5.663);
+ *    seen during a partition of one node and during clock skew within max_clock_skew_usec;
+ *  - lost update between two snapshot transactions during a partition: a one-row write of 13.261
+ *    committed inside a cas(5.236 -> 17.258) transaction's lifetime, and both committed.
+ *  Suspected (server side): a leader picks a read time below the propagated hybrid time (safeTime()
+ *  below an in-flight write), and conflict detection misses a write that went through another leader.
  *
  * Fixed and covered here: the bank workload's fractured read (a GetTransactionStatus answered PENDING
  * while the commit, its time already chosen, was being replicated), and the register's lost update
