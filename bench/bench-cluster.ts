@@ -1,7 +1,8 @@
 /**
  * A throwaway local cluster for benchmarks: 1 master + N tservers as child processes of this script
  * (dist/cli/main.js), on 127.0.0.(hostBase+i) when loopback aliases work, else on shifted ports.
- * Always torn down (SIGKILL) and its temp data removed.
+ * Always torn down (SIGKILL) and its temp data removed, also when this process is stopped by SIGINT,
+ * SIGTERM or SIGHUP (a `timeout` or Ctrl-C would otherwise leave the servers running on their ports).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -9,6 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { getJson } from '../lab/console-http';
 import { loopbackAliasesWork } from '../lab/process-addressing';
+import { guardChildren } from './exit-guard';
 
 export interface BenchServer {
   role: 'master' | 'tserver';
@@ -23,6 +25,7 @@ export class BenchCluster {
   masterAddress = '';
   private masterWeb = '';
   readonly baseDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-bench-'));
+  private unguard: (() => void) | undefined;
 
   /**
    * noAliasPortShift: port offset used when loopback aliases do not work (keeps callers' ranges apart);
@@ -30,6 +33,7 @@ export class BenchCluster {
    */
   async start(tservers: number, hostBase: number, tserverFlags: string[] = [], opts: { noAliasPortShift?: number; tserverNodeArgs?: (i: number) => string[] } = {}): Promise<void> {
     const cli = path.resolve(__dirname, '../cli/main.js');
+    this.unguard ??= guardChildren(() => this.killAllNow());
     const aliases = await loopbackAliasesWork();
     const host = (i: number): string => (aliases ? `127.0.0.${hostBase + i}` : '127.0.0.1');
     const port = (b: number, i: number): number => b + (aliases ? 0 : (opts.noAliasPortShift ?? 500) + i);
@@ -74,7 +78,15 @@ export class BenchCluster {
     }
   }
 
+  /** Synchronous SIGKILL of every server and removal of the data (signal and exit paths). */
+  private killAllNow(): void {
+    for (const s of this.servers) if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL');
+    fs.rmSync(this.baseDir, { recursive: true, force: true });
+  }
+
   async stop(): Promise<void> {
+    this.unguard?.();
+    this.unguard = undefined;
     await Promise.all(
       this.servers.map(
         (s) =>

@@ -9,6 +9,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { loopbackAliasesWork } from '../lab/process-addressing';
+import { guardChildren } from './exit-guard';
 import { EtcdHttp } from './etcd-http';
 
 const CLIENT_PORT = 26379;
@@ -41,9 +42,15 @@ export class EtcdCluster {
   /** Client URL of the leader once start() returns (the load goes there: etcd's best case). */
   leaderUrl = '';
 
+  private unguard: (() => void) | undefined;
+
   constructor(private readonly bin: string) {}
 
   async start(hostBase: number, size = 3): Promise<void> {
+    this.unguard ??= guardChildren(() => {
+      for (const m of this.members) if (m.child.exitCode === null && m.child.signalCode === null) m.child.kill('SIGKILL');
+      fs.rmSync(this.baseDir, { recursive: true, force: true });
+    });
     const aliases = await loopbackAliasesWork();
     const host = (i: number): string => (aliases ? `127.0.0.${hostBase + i}` : '127.0.0.1');
     const port = (b: number, i: number): number => b + (aliases ? 0 : 10 * i);
@@ -109,6 +116,8 @@ export class EtcdCluster {
   }
 
   async stop(): Promise<void> {
+    this.unguard?.();
+    this.unguard = undefined;
     await Promise.all(
       this.members.map(
         (m) =>

@@ -54,6 +54,20 @@ const RPCS_PER_BATCH = 4;
 const PROGRESS_INTERVAL_MS = 5_000;
 const VERIFY_ROWS_MAX = 100_000;
 const TABLE = 'load';
+/** A fresh table elects its tablet leaders first; the load clock starts once every tablet has one. */
+const LEADERS_WAIT_MS = 60_000;
+const LEADERS_POLL_MS = 200;
+
+/** Wait (bounded) until the master reports a leader for every tablet of the table; ms waited. */
+async function waitForLeaders(client: TesseraClient, table: string): Promise<number> {
+  const t0 = performance.now();
+  for (const until = Date.now() + LEADERS_WAIT_MS; Date.now() < until; ) {
+    const loc = await client.tableLocations(table).catch(() => undefined);
+    if (loc && loc.tablets.length > 0 && loc.tablets.every((t) => t.replicas.some((r) => r.role === 'LEADER'))) break;
+    await new Promise((r) => setTimeout(r, LEADERS_POLL_MS));
+  }
+  return performance.now() - t0;
+}
 
 export async function runLoad(client: TesseraClient, table: string, p: LoadParams, log: (line: string) => void): Promise<LoadBenchResult> {
   const t = client.table(table);
@@ -154,6 +168,8 @@ export async function runLoadSection(): Promise<void> {
     await cluster.start(3, HOST_BASE, ['--durable_wal_write=true'], { noAliasPortShift: NO_ALIAS_PORT_SHIFT });
     client = await TesseraClient.connect({ masterAddresses: [cluster.masterAddress], timeoutMs: 30_000 });
     await client.createTable({ name: TABLE, columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: p.tablets, replicationFactor: 3 });
+    const leadersMs = await waitForLeaders(client, TABLE);
+    process.stdout.write(`load: table of ${p.tablets} tablets has its leaders after ${leadersMs.toFixed(0)} ms; loading\n`);
     const r = await runLoad(client, TABLE, p, (l) => process.stdout.write(l + '\n'));
     const md = renderLoad(r);
     process.stdout.write('\n' + md);
