@@ -76,4 +76,11 @@ export interface ConnectOptions {
   addressMap?: Record<string, string>;
   /** The same as a function (applied to addresses addressMap does not name). */
   translateAddress?: (address: string) => string;
+  /**
+   * Coalesce single-row upserts and deletes outside transactions that are issued in the same
+   * event-loop turn and go to the same tablet into one Write RPC (one Raft entry), as YugabyteDB's
+   * client session batches (default true). Each operation still resolves or fails on its own
+   * promise, with the batch's outcome; inserts and updates (which check existence) are never merged.
+   */
+  batchWrites?: boolean;
 }

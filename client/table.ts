@@ -105,13 +105,29 @@ export const SYSTEM_TRANSACTIONS_TABLE = 'transactions';
 const BATCH_CONCURRENCY_DEFAULT = 8;
 const BATCH_CONCURRENCY_MAX = 256;
 
+/** Single-row blind writes to one tablet waiting for the end of this event-loop turn (see batchWrites). */
+interface WriteBatch {
+  hash: number;
+  ops: RowOpPB[];
+  bytes: number;
+  deadline: Deadline;
+  waiters: Array<{ resolve: () => void; reject: (e: unknown) => void }>;
+}
+/** A coalesced batch is sent as soon as it holds this many rows (the rest go in the next one). */
+export const COALESCED_ROWS_MAX = 256;
+
 export class Table {
+  private readonly batches = new Map<string, WriteBatch>();
+  private flushScheduled = false;
+
   constructor(
     readonly name: string,
     private readonly cache: MetaCache,
     private readonly invoker: TabletInvoker,
     private readonly defaultTimeoutMs: number,
     private readonly txn?: TxnBinding,
+    /** Coalesce blind single-row writes per tablet per event-loop turn (never inside a transaction). */
+    private readonly batchWrites = false,
   ) {}
 
   /** Run one operation, letting the transaction (if any) see its failure. */
@@ -170,6 +186,10 @@ export class Table {
     const d = this.deadline(o);
     const loc = await this.cache.get(this.name, d);
     const { hash, op } = loc.schema.rowOp(type, row);
+    if (this.batchWrites && !this.txn && (type === 'UPSERT' || type === 'DELETE')) {
+      const t = loc.tablets.find((tt) => hash >= tt.start && hash < tt.end);
+      if (t) return this.enqueue(t.tabletId, hash, op, d);
+    }
     const m = tabletServerMethods().write;
     const txnCtx = this.txn?.context();
     await this.guard(true, async () => {
@@ -185,6 +205,49 @@ export class Table {
       );
       this.invoker.observeHt(r.propagatedHt);
     });
+  }
+
+  /** Queue a blind write for its tablet's batch of this turn; resolves with the batch. */
+  private enqueue(tabletId: string, hash: number, op: RowOpPB, d: Deadline): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const bytes = approxOpBytes(op);
+      let b = this.batches.get(tabletId);
+      if (b && (b.ops.length >= COALESCED_ROWS_MAX || b.bytes + bytes > WRITE_BYTES_PER_RPC_MAX)) {
+        this.batches.delete(tabletId);
+        this.sendBatch(b);
+        b = undefined;
+      }
+      if (!b) this.batches.set(tabletId, (b = { hash, ops: [], bytes: 0, deadline: d, waiters: [] }));
+      b.ops.push(op);
+      b.bytes += bytes;
+      // The batch must finish by the earliest deadline among its operations.
+      if (d.atMs < b.deadline.atMs) b.deadline = d;
+      b.waiters.push({ resolve, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => {
+          this.flushScheduled = false;
+          const all = [...this.batches.values()];
+          this.batches.clear();
+          for (const x of all) this.sendBatch(x);
+        });
+      }
+    });
+  }
+
+  private sendBatch(b: WriteBatch): void {
+    const m = tabletServerMethods().write;
+    this.invoker
+      .call(this.name, { hash: b.hash }, m, (t) => ({ tabletId: t.tabletId, ops: b.ops, propagatedHt: this.invoker.propagatedHt }), b.deadline, true, undefined, PLAIN_WRITE_RETRY_CODES)
+      .then(
+        (r) => {
+          this.invoker.observeHt(r.propagatedHt);
+          for (const w of b.waiters) w.resolve();
+        },
+        (e: unknown) => {
+          for (const w of b.waiters) w.reject(e);
+        },
+      );
   }
 
   /** The txn field of a write to `tabletId`, registering the tablet as a participant first. */

@@ -42,6 +42,7 @@ export class TesseraClient {
   private readonly invoker: TabletInvoker;
   private readonly statusTablets: StatusTabletProxy;
   private readonly heartbeatMs: number;
+  private readonly batchWrites: boolean;
   private readonly tables = new Map<string, Table>();
   private closed = false;
   readonly timeoutMs: number;
@@ -51,6 +52,7 @@ export class TesseraClient {
     opts: ConnectOptions,
   ) {
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.batchWrites = opts.batchWrites ?? true;
     this.master = new MasterProxy(rpc, opts.masterAddresses);
     this.cache = new MetaCache(this.master);
     this.invoker = new TabletInvoker(rpc, this.cache);
@@ -136,7 +138,7 @@ export class TesseraClient {
     let t = this.tables.get(name);
     if (!t) {
       if (this.tables.size >= TABLE_HANDLES_MAX) this.tables.clear();
-      t = new Table(name, this.cache, this.invoker, this.timeoutMs);
+      t = new Table(name, this.cache, this.invoker, this.timeoutMs, undefined, this.batchWrites);
       this.tables.set(name, t);
     }
     return t;
