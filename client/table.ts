@@ -15,7 +15,7 @@
  * (client/transaction.ts: the read time moves only while no operation has used it).
  */
 import { DbError, ErrorCode } from '../common/errors';
-import { tabletServerMethods, type RowOpPB, type ScanResponsePB, type TxnContextPB } from '../rpc/service-methods';
+import { tabletServerMethods, type DocKeyPB, type RowOpPB, type RowPB, type ScanResponsePB, type TxnContextPB } from '../rpc/service-methods';
 import type { BatchOptions, ReadOptions, Row, ScanOptions, CallOptions } from './client-types';
 import type { MetaCache } from './meta-cache';
 import { Deadline } from './retry-policy';
@@ -116,8 +116,18 @@ interface WriteBatch {
 /** A coalesced batch is sent as soon as it holds this many rows (the rest go in the next one). */
 export const COALESCED_ROWS_MAX = 256;
 
+/** Point reads (leader-picked time, same columns) to one tablet waiting for the end of this turn. */
+interface ReadBatch {
+  hash: number;
+  keys: DocKeyPB[];
+  columns: number[] | undefined;
+  deadline: Deadline;
+  waiters: Array<{ resolve: (r: { row: RowPB | undefined }) => void; reject: (e: unknown) => void }>;
+}
+
 export class Table {
   private readonly batches = new Map<string, WriteBatch>();
+  private readonly readBatches = new Map<string, ReadBatch>();
   private flushScheduled = false;
 
   constructor(
@@ -223,16 +233,53 @@ export class Table {
       // The batch must finish by the earliest deadline among its operations.
       if (d.atMs < b.deadline.atMs) b.deadline = d;
       b.waiters.push({ resolve, reject });
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        setImmediate(() => {
-          this.flushScheduled = false;
-          const all = [...this.batches.values()];
-          this.batches.clear();
-          for (const x of all) this.sendBatch(x);
-        });
-      }
+      this.scheduleFlush();
     });
+  }
+
+  private enqueueRead(tabletId: string, hash: number, key: DocKeyPB, columns: number[] | undefined, d: Deadline): Promise<{ row: RowPB | undefined }> {
+    return new Promise((resolve, reject) => {
+      const slot = `${tabletId}/${columns ? columns.join(',') : '*'}`;
+      let b = this.readBatches.get(slot);
+      if (b && b.keys.length >= COALESCED_ROWS_MAX) {
+        this.readBatches.delete(slot);
+        this.sendReadBatch(b);
+        b = undefined;
+      }
+      if (!b) this.readBatches.set(slot, (b = { hash, keys: [], columns, deadline: d, waiters: [] }));
+      b.keys.push(key);
+      if (d.atMs < b.deadline.atMs) b.deadline = d;
+      b.waiters.push({ resolve, reject });
+      this.scheduleFlush();
+    });
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      const writes = [...this.batches.values()];
+      const reads = [...this.readBatches.values()];
+      this.batches.clear();
+      this.readBatches.clear();
+      for (const x of writes) this.sendBatch(x);
+      for (const x of reads) this.sendReadBatch(x);
+    });
+  }
+
+  private sendReadBatch(b: ReadBatch): void {
+    this.invoker
+      .call(this.name, { hash: b.hash }, tabletServerMethods().read, (t) => ({ tabletId: t.tabletId, keys: b.keys, columns: b.columns, propagatedHt: this.invoker.propagatedHt, readHt: 0n }), b.deadline, true, READ_FATAL_CODES)
+      .then(
+        (r) => {
+          this.invoker.observeHt(r.propagatedHt);
+          b.waiters.forEach((w, i) => w.resolve({ row: r.found?.[i] ? r.rows?.[i] : undefined }));
+        },
+        (e: unknown) => {
+          for (const w of b.waiters) w.reject(e);
+        },
+      );
   }
 
   private sendBatch(b: WriteBatch): void {
@@ -283,6 +330,19 @@ export class Table {
     const k = loc.schema.key(key);
     const columns = loc.schema.columnIds(o?.columns);
     let rt = SERVER_PICKS;
+    if (this.batchWrites && !this.txn) {
+      // First try in this turn's batch for the tablet (one Read RPC, one read time for all of them);
+      // a READ_RESTART or other failure is handled below, unbatched.
+      const t = loc.tablets.find((tt) => k.hash >= tt.start && k.hash < tt.end);
+      if (t) {
+        try {
+          const { row } = await this.enqueueRead(t.tabletId, k.hash, loc.schema.keyPb(k), columns, d);
+          return row ? loc.schema.rowFromPb(row, o?.columns) : undefined;
+        } catch (e) {
+          rt = this.onReadError(e, rt, 0);
+        }
+      }
+    }
     for (let restarts = 0; ; restarts++) {
       const at = rt;
       let r;

@@ -10,13 +10,19 @@ import { TesseraClient } from '../../client/tessera-client';
 import { COALESCED_ROWS_MAX } from '../../client/table';
 import type { MethodDef, RpcClient, Transport } from '../../rpc/types';
 
+interface ReadReq {
+  tabletId: string;
+  keys: Array<{ hash: number; hashed: Array<{ int64Value?: bigint }> }>;
+}
+
 interface WriteReq {
   tabletId: string;
   ops: Array<{ type: string }>;
 }
 
-function fakeCluster(failTablet?: string): { transport: Transport; writes: WriteReq[] } {
+function fakeCluster(failTablet?: string): { transport: Transport; writes: WriteReq[]; reads: ReadReq[] } {
   const writes: WriteReq[] = [];
+  const reads: ReadReq[] = [];
   const replicas = [{ tserverUuid: 'ts0', rpcAddress: '127.0.0.1:9100', role: 'LEADER' }];
   const client: RpcClient = {
     call<Req, Resp>(_address: string, m: MethodDef<Req, Resp>, req: Req): Promise<Resp> {
@@ -31,6 +37,18 @@ function fakeCluster(failTablet?: string): { transport: Transport; writes: Write
           ],
         });
       }
+      if (m.method === 'Read') {
+        const r = req as unknown as ReadReq;
+        reads.push(r);
+        // Even ids exist with v = 'r<id>'; rows line up with the keys.
+        const ids = r.keys.map((k) => BigInt(k.hashed[0]?.int64Value ?? -1n));
+        return reply({
+          found: ids.map((id) => id % 2n === 0n),
+          rows: ids.map((id, i) => ({ key: r.keys[i], columns: id % 2n === 0n ? [{ columnId: 2, value: { stringValue: `r${id}` } }] : [], writeHt: 1n })),
+          readHt: 5n,
+          propagatedHt: 5n,
+        });
+      }
       if (m.method === 'Write') {
         const w = req as unknown as WriteReq;
         writes.push({ tabletId: w.tabletId, ops: w.ops.map((o) => ({ type: o.type })) });
@@ -42,7 +60,7 @@ function fakeCluster(failTablet?: string): { transport: Transport; writes: Write
     send: () => undefined,
     close: () => Promise.resolve(),
   };
-  return { transport: { createClient: () => client, createServer: () => { throw new Error('not used'); } }, writes };
+  return { transport: { createClient: () => client, createServer: () => { throw new Error('not used'); } }, writes, reads };
 }
 
 const rows = (n: number) => Array.from({ length: n }, (_, i) => ({ id: BigInt(i), v: `v${i}` }));
@@ -102,6 +120,18 @@ describe('client write coalescing', () => {
     writes.length = 0;
     await Promise.all(rows(20).map((r) => t.upsert(r)));
     expect(writes.length).toBe(20);
+    await c.close();
+  });
+
+  it('batch reads: concurrent point reads become one Read RPC per tablet, each caller gets its own row', async () => {
+    const { transport, reads } = fakeCluster();
+    const c = await TesseraClient.connect({ masterAddresses: ['127.0.0.1:7100'], transport, timeoutMs: 5_000 });
+    const t = c.table('demo');
+    await t.upsert({ id: 1n, v: 'warm' });
+    const got = await Promise.all(Array.from({ length: 30 }, (_, i) => t.get({ id: BigInt(i) })));
+    expect(reads.length).toBe(2);
+    expect(reads.reduce((n, r) => n + r.keys.length, 0)).toBe(30);
+    got.forEach((row, i) => expect(row).toEqual(i % 2 === 0 ? { id: BigInt(i), v: `r${i}` } : undefined));
     await c.close();
   });
 });
