@@ -330,6 +330,7 @@ export class Table {
     const k = loc.schema.key(key);
     const columns = loc.schema.columnIds(o?.columns);
     let rt = SERVER_PICKS;
+    let tried = 0;
     if (this.batchWrites && !this.txn) {
       // First try in this turn's batch for the tablet (one Read RPC, one read time for all of them);
       // a READ_RESTART or other failure is handled below, unbatched.
@@ -340,10 +341,11 @@ export class Table {
           return row ? loc.schema.rowFromPb(row, o?.columns) : undefined;
         } catch (e) {
           rt = this.onReadError(e, rt, 0);
+          tried = 1;
         }
       }
     }
-    for (let restarts = 0; ; restarts++) {
+    for (let restarts = tried; ; restarts++) {
       const at = rt;
       let r;
       try {
