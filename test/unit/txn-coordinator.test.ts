@@ -153,6 +153,28 @@ describe('TransactionCoordinator', () => {
     expect(st!.commitHt).toBe(commitHt);
   });
 
+  it('txn-coordinator: status answers need proven leadership — without a lease a ReadIndex round, and a leader that cannot prove it answers nothing (never a stale "no record, ABORTED")', async () => {
+    const { c, peer } = await openCoordinator(tmp(), testFlags(), { n: 0 });
+    const id = TxnId('lease');
+    await c.create(id, 'snapshot', 0.5);
+    const group = peer.raftGroup();
+    // No lease: the answer waits for a ReadIndex round (one voter: it succeeds).
+    let readIndexRounds = 0;
+    const readIndex = group.readIndex.bind(group);
+    group.hasLease = () => false;
+    group.readIndex = () => {
+      readIndexRounds++;
+      return readIndex();
+    };
+    expect((await c.getStatus([id]))[0]!.status).toBe('PENDING');
+    expect(readIndexRounds).toBe(1);
+    // A deposed leader (its ReadIndex round cannot complete: it lost its majority) must not answer,
+    // least of all ABORTED for a transaction its successor may have created and committed.
+    group.readIndex = () => Promise.reject(new DbError(ErrorCode.NOT_THE_LEADER, 'deposed'));
+    await expect(c.getStatus([TxnId('created-at-the-new-leader')])).rejects.toMatchObject({ code: ErrorCode.NOT_THE_LEADER });
+    await expect(c.getStatus([id])).rejects.toMatchObject({ code: ErrorCode.NOT_THE_LEADER });
+  });
+
   it('txn-coordinator: abort sends REMOVE; committing an aborted txn fails with TXN_ABORTED', async () => {
     const { c, updates } = await openCoordinator(tmp(), testFlags(), { n: 0 });
     const id = TxnId('t2');

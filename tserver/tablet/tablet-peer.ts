@@ -592,6 +592,23 @@ export class TabletPeer {
     this.checkServing();
   }
 
+  /**
+   * Leader-only answers from this replica's applied state (a coordinator's transaction records):
+   * a lease, else a ReadIndex round, proves no other leader can have changed that state. Without it a
+   * deposed leader cut off by a partition would answer from stale records (e.g. "no record, so
+   * ABORTED" for a transaction its successor committed).
+   */
+  async confirmLeadership(): Promise<void> {
+    this.checkServing();
+    if (this.raft.hasLease()) return;
+    try {
+      await this.raft.readIndex();
+    } catch (e) {
+      throw this.withLeaderHint(e);
+    }
+    this.checkServing();
+  }
+
   private checkServing(): void {
     if (this.state === TabletState.DELETED) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `tablet ${this.tabletId} was deleted`);
     if (this.state !== TabletState.RUNNING) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${this.tabletId} is ${this.state}`);

@@ -240,6 +240,8 @@ export class TransactionCoordinator {
     const delay = this.deps.flags.get(TEST_INJECT_TXN_GET_STATUS_DELAY_MS);
     if (delay > 0) await new Promise((r) => setTimeout(r, delay));
     this.requireLeader();
+    // Answer only as the proven leader (lease or ReadIndex): a deposed leader's records are stale.
+    await this.deps.peer.confirmLeadership();
     // A PENDING answer promises the commit time will exceed the reader's read time.
     if (readHt) this.deps.clock.update(readHt);
     // A commit (or abort) in flight already chose its time: answering PENDING now could hide a
