@@ -51,6 +51,8 @@ export interface RaftCore {
   status(): RaftStatus;
   /** True while this leader holds a lease: no other leader can exist, lease reads are safe. */
   hasLease?(): boolean;
+  /** The lease in ticks (start tick, length), to bound it in wall time too. */
+  leaseWindow?(): { fromTick: number; ticks: number } | undefined;
   reportSnapshot?(to: NodeId, ok: boolean): void;
   reportUnreachable?(to: NodeId): void;
 }
@@ -84,7 +86,17 @@ export interface RaftGroupDeps {
   log?: Logger;
   /** How to run a processing pass later in this turn (default setImmediate). */
   schedule?(fn: () => void): void;
+  /**
+   * Bound the lease in wall time too: the host calls tick() every tickIntervalMs; a lease lasts at
+   * most leaseTicks x tickIntervalMs of monotonic time from when its quorum tick happened. Without it
+   * a leader paused (SIGSTOP) or starved of ticks would resume believing in a lease its followers
+   * long stopped honouring (they elected another leader meanwhile) and serve stale reads.
+   */
+  leaseClock?: { tickIntervalMs: number; nowMs?: () => number };
 }
+
+/** Ticks whose monotonic times are remembered for the wall-time lease bound. */
+const TICK_TIMES_KEPT = 1024;
 
 /** Proposals waiting for commit+apply before propose() answers BACKPRESSURE. */
 export const PENDING_PROPOSALS_MAX = 20_000;
@@ -144,6 +156,9 @@ export class RaftGroup {
   private readonly readBatches = new Map<string, ReadBatch>();
   private readSeq = 0;
   private ticks = 0;
+  /** Monotonic ms of recent ticks (index: tick count mod TICK_TIMES_KEPT), for leaseClock. */
+  private readonly tickTimes: number[] = [];
+  private readonly createdMs: number;
 
   private role: Role;
   private leader: NodeId | '' = '';
@@ -155,6 +170,7 @@ export class RaftGroup {
     this.core = deps.core;
     this.storage = deps.storage;
     this.schedule = deps.schedule ?? ((fn) => void setImmediate(fn));
+    this.createdMs = deps.leaseClock?.nowMs?.() ?? performance.now();
     this.appliedIndex = deps.appliedIndex;
     const st = this.core.status();
     this.role = st.role;
@@ -179,6 +195,7 @@ export class RaftGroup {
   tick(): void {
     if (this.stopped) return;
     this.ticks++;
+    if (this.deps.leaseClock) this.tickTimes[this.ticks % TICK_TIMES_KEPT] = this.nowMs();
     this.core.tick();
     this.expireReads();
     this.kick();
@@ -222,7 +239,17 @@ export class RaftGroup {
 
   /** True while this replica leads, has applied its own no-op, and holds the leader lease. */
   hasLease(): boolean {
-    return this.isLeaderReady() && (this.core.hasLease?.() ?? false);
+    if (!this.isLeaderReady() || !(this.core.hasLease?.() ?? false)) return false;
+    const lc = this.deps.leaseClock;
+    if (!lc) return true;
+    const w = this.core.leaseWindow?.();
+    if (!w || this.ticks - w.fromTick >= TICK_TIMES_KEPT) return false;
+    const startedMs = this.tickTimes[w.fromTick % TICK_TIMES_KEPT] ?? this.createdMs;
+    return this.nowMs() - startedMs < w.ticks * lc.tickIntervalMs;
+  }
+
+  private nowMs(): number {
+    return this.deps.leaseClock?.nowMs?.() ?? performance.now();
   }
 
   isLeader(): boolean {

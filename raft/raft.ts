@@ -691,9 +691,18 @@ export class Raft {
 
   /** True while this leader may serve reads locally (see RaftOptions.leaseTicks). */
   hasLeaderLease(): boolean {
+    return this.leaseWindow() !== undefined;
+  }
+
+  /**
+   * The lease as ticks: it began at the tick `fromTick` (the newest tick whose heartbeats a quorum
+   * acknowledged) and lasts `ticks` ticks; undefined when there is none. The host can also bound it
+   * in wall time (RaftGroup: a process paused or starved of ticks must not keep its lease).
+   */
+  leaseWindow(): { fromTick: number; ticks: number } | undefined {
     const leaseTicks = this.opts.leaseTicks;
-    if (this.role !== Role.leader || leaseTicks <= 0 || this.leadTransferee !== '') return false;
-    if (this.log.term(this.log.committed) !== this.term) return false;
+    if (this.role !== Role.leader || leaseTicks <= 0 || this.leadTransferee !== '') return undefined;
+    if (this.log.term(this.log.committed) !== this.term) return undefined;
     const acks: number[] = [];
     for (const v of this.voters) {
       if (v === this.id) acks.push(this.tickCount);
@@ -704,7 +713,7 @@ export class Raft {
     }
     acks.sort((a, b) => b - a);
     const q = acks[majority(acks.length) - 1] ?? -1;
-    return q >= 0 && this.tickCount < q + leaseTicks;
+    return q >= 0 && this.tickCount < q + leaseTicks ? { fromTick: q, ticks: leaseTicks } : undefined;
   }
 
   hasPendingBroadcast(): boolean {

@@ -100,6 +100,11 @@ export class RawNode {
     return this.raft.hasLeaderLease();
   }
 
+  /** The lease in ticks (see Raft.leaseWindow), for a host that also bounds it in wall time. */
+  leaseWindow(): { fromTick: number; ticks: number } | undefined {
+    return this.raft.leaseWindow();
+  }
+
   /** Alias of hasLeaderLease() (RaftGroup's RaftCore.hasLease). */
   hasLease(): boolean {
     return this.raft.hasLeaderLease();

@@ -15,7 +15,7 @@ interface Node {
 }
 
 /** Three groups wired through an in-memory hand-off; `cut` holds ids whose traffic is dropped. */
-function cluster(seed = 1) {
+function cluster(seed = 1, clock?: { now: number; tickMs: number }) {
   const ids = ['a', 'b', 'c'].map(NodeId);
   const cut = new Set<string>();
   const nodes = new Map<string, Node>();
@@ -41,10 +41,12 @@ function cluster(seed = 1) {
       },
       createSnapshot: async () => new Uint8Array(),
       installSnapshot: async () => undefined,
+      ...(clock ? { leaseClock: { tickIntervalMs: clock.tickMs, nowMs: () => clock.now } } : {}),
     });
     nodes.set(id, { id, group, storage, applied });
   }
   const tickAll = () => {
+    if (clock) clock.now += clock.tickMs;
     for (const n of nodes.values()) n.group.tick();
   };
   const until = async (cond: () => boolean, maxTicks = 500): Promise<void> => {
@@ -134,5 +136,20 @@ describe('RaftGroup', () => {
     await c.until(() => c.leader() !== undefined && c.leader() !== l);
     for (const n of c.nodes.values()) await n.group.stop();
     await expect(l.group.propose(bytes('x'))).rejects.toMatchObject({ code: ErrorCode.SHUTTING_DOWN });
+  });
+
+  it('raft-group: with leaseClock a lease also ends in wall time — a leader whose ticks stalled (SIGSTOP, starved loop) does not resume with a lease', async () => {
+    const clock = { now: 1_000, tickMs: 50 };
+    const c = cluster(3, clock);
+    await c.until(() => c.leader() !== undefined);
+    const l = c.leader()!;
+    await c.until(() => l.group.hasLease());
+    // The process freezes for 2 s: no tick runs, its tick-counted lease has not moved at all ...
+    clock.now += 2_000;
+    // ... yet the wall-time bound voids it (the followers may have elected someone else meanwhile).
+    expect(l.group.hasLease()).toBe(false);
+    // Fresh heartbeats acknowledged by a quorum give a fresh lease.
+    await c.until(() => l.group.hasLease());
+    expect(l.group.hasLease()).toBe(true);
   });
 });

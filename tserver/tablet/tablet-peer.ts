@@ -33,7 +33,7 @@ import { RaftGroup, type LeaderChange, type RaftCore, type RaftGroupStatus } fro
 import type { RaftOptions } from '../../raft/raft-options';
 import type { Entry, Message, Snapshot } from '../../raft/types';
 import type { LogStorage } from '../../raft/wal/log-storage';
-import { RAFT_ELECTION_TIMEOUT_TICKS, RAFT_HEARTBEAT_TICKS, TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, WRITE_TIMEOUT_MS } from '../tserver-flags';
+import { RAFT_ELECTION_TIMEOUT_TICKS, RAFT_HEARTBEAT_TICKS, RAFT_TICK_INTERVAL_MS, TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, WRITE_TIMEOUT_MS } from '../tserver-flags';
 import { resolveConflicts, resolvePlainWriteConflicts, type ConflictDeps } from '../transaction/conflict-resolution';
 import { uncertaintyLimit } from '../transaction/uncertainty';
 import { TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS } from '../transaction/txn-flags';
@@ -214,6 +214,7 @@ export class TabletPeer {
         this.lastError = e instanceof Error ? e.message : String(e);
         this.deps.onFatal(meta.tabletId, e);
       },
+      leaseClock: { tickIntervalMs: this.deps.flags.get(RAFT_TICK_INTERVAL_MS) },
       log: this.deps.log,
     });
     this.state = TabletState.RUNNING;
