@@ -89,9 +89,10 @@ export async function applyIntents(
     applied += mine.length;
     state = { meta, commitHt, opId, recordsApplied: applied };
     rops.push({ type: 'put', key: stateKey, value: encodeApplyState(state) });
-    // Synced: the intents are deleted next (another database), and must never be gone while their
-    // versions are not durable.
-    await regular.db.write(rops, opId, true);
+    // Durable before the intents go (another database): they must never be gone while their versions
+    // are not. The sync is group-committed with every other apply of this tablet (syncBarrier).
+    await regular.db.write(rops, opId);
+    await regular.db.syncBarrier();
     regular.setApplyState(state);
     if (last) iops.push({ type: 'del', key: txnKey(txnId) });
     await intents.db.write(iops, opId);

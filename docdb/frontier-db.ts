@@ -4,7 +4,7 @@
  */
 import type { KvEngine, KvOp } from './kv-engine';
 import type { OpId } from './doc-db-api';
-import { decodeOpId, encodeOpId, FRONTIER_KEY, OP_ID_ZERO, opIdMax } from './frontier';
+import { decodeOpId, encodeOpId, FRONTIER_KEY, OP_ID_ZERO, opIdMax, SYNC_MARK_KEY } from './frontier';
 
 export class FrontierDb {
   private constructor(
@@ -19,6 +19,42 @@ export class FrontierDb {
 
   get frontier(): OpId {
     return this.current;
+  }
+
+  private syncWaiters: Array<{ resolve: () => void; reject: (e: unknown) => void }> = [];
+  private syncing = false;
+
+  /**
+   * Make every batch written so far durable, with group commit: callers arriving while a sync runs
+   * share the next one (one fsync for all of them). A synced write forces the engine's write-ahead
+   * log to disk up to and including it, and batches reach that log in the order they were written.
+   */
+  syncBarrier(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.syncWaiters.push({ resolve, reject });
+      this.kickSync();
+    });
+  }
+
+  private kickSync(): void {
+    if (this.syncing || this.syncWaiters.length === 0) return;
+    const waiters = this.syncWaiters;
+    this.syncWaiters = [];
+    this.syncing = true;
+    this.engine
+      .write([{ type: 'put', key: SYNC_MARK_KEY, value: Buffer.alloc(0) }], { sync: true })
+      .then(
+        () => {
+          for (const w of waiters) w.resolve();
+        },
+        (e: unknown) => {
+          for (const w of waiters) w.reject(e);
+        },
+      )
+      .finally(() => {
+        this.syncing = false;
+        this.kickSync();
+      });
   }
 
   /** Write `ops` and the frontier max(current, opId) in one atomic batch. */

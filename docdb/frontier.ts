@@ -8,6 +8,8 @@ import type { OpId } from './doc-db-api';
 
 /** Meta keys use bytes below every DocKey ('G') and intent-side prefix ('x'); 0x01 sorts first. */
 export const FRONTIER_KEY = Buffer.from([0x01, 0x46]); // "\x01F"
+/** Written with sync=true to make every earlier batch of the engine durable (FrontierDb.syncBarrier). */
+export const SYNC_MARK_KEY = Buffer.from([0x01, 0x53]); // "\x01S"
 
 export const OP_ID_ZERO: OpId = Object.freeze({ term: 0, index: 0 });
 

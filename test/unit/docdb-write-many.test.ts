@@ -64,3 +64,31 @@ for (const kind of ['memory', 'rocksdb'] as const) {
     });
   });
 }
+
+describe('FrontierDb syncBarrier', () => {
+  it('docdb: concurrent sync barriers share synced writes (group commit), and each resolves after a sync that began after it was called', async () => {
+    const { FrontierDb } = await import('../../docdb/frontier-db');
+    const e = new MemoryEngine();
+    const synced: number[] = [];
+    const w = e.write.bind(e);
+    let writes = 0;
+    e.write = (ops, opts) => {
+      const n = ++writes;
+      if (opts?.sync) synced.push(n);
+      return w(ops, opts);
+    };
+    const db = await FrontierDb.open(e);
+    await db.write([{ type: 'put', key: Buffer.from([0x30]), value: Buffer.from('a') }], { term: 1, index: 1 });
+    const order: string[] = [];
+    const barriers = Array.from({ length: 20 }, (_, i) => db.syncBarrier().then(() => order.push(`b${i}`)));
+    await Promise.all(barriers);
+    expect(order).toHaveLength(20);
+    expect(synced.length).toBeGreaterThanOrEqual(1);
+    expect(synced.length).toBeLessThanOrEqual(2);
+    // A barrier called after a write always gets a sync that started after that write.
+    await db.write([{ type: 'put', key: Buffer.from([0x31]), value: Buffer.from('b') }], { term: 1, index: 2 });
+    const before = writes;
+    await db.syncBarrier();
+    expect(synced[synced.length - 1]!).toBeGreaterThan(before);
+  });
+});
