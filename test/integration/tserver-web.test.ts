@@ -124,7 +124,7 @@ describe('tserver console', () => {
 
     // /api/v1/txn-applies: every replica of the participant tablet reports its own apply of it, with
     // a lag from the commit time; a bad ?since is a clear error.
-    type Applies = { uuid: string; applies: Array<{ tabletId: string; txnId: string; commitMicros: number; appliedMicros: number; lagMs: number }> };
+    type Applies = { uuid: string; applies: Array<{ tabletId: string; txnId: string; commitMicros: number; appliedMicros: number; lagMs: number; markedMicros: number }> };
     const applies = await waitFor('the apply of the committed transaction on 3 replicas', 20_000, async () => {
       const all = (await Promise.all(cl.tservers.map((t) => getJson(`http://${t.webAddress}/api/v1/txn-applies?since=${beforeCommitMicros}`)))) as Applies[];
       const mine = all.flatMap((v) => v.applies.filter((a) => a.txnId === views.coord.txnId).map((a) => ({ ...a, uuid: v.uuid })));
@@ -134,6 +134,9 @@ describe('tserver console', () => {
       expect(a.commitMicros).toBeGreaterThanOrEqual(beforeCommitMicros - 1_000_000);
       expect(a.appliedMicros).toBeGreaterThanOrEqual(a.commitMicros);
       expect(a.lagMs).toBeCloseTo((a.appliedMicros - a.commitMicros) / 1000, 3);
+      // The replica applied the APPLY entry (intents start moving) between the two.
+      expect(a.markedMicros).toBeGreaterThanOrEqual(a.commitMicros);
+      expect(a.markedMicros).toBeLessThanOrEqual(a.appliedMicros);
     }
     expect(new Set(applies.map((a) => a.tabletId)).size).toBe(1);
     const badSince = await httpRequest(`${web}/api/v1/txn-applies?since=yesterday`);

@@ -17,15 +17,17 @@ export interface ApplyLagRecord {
   /** When this replica finished the apply, microseconds since the epoch. */
   appliedMicros: number;
   lagMs: number;
+  /** When this replica applied the APPLY entry (its intents then start moving), microseconds since the epoch. */
+  markedMicros?: number;
 }
 
 export class ApplyLagLog {
   private readonly ring: ApplyLagRecord[] = [];
   private next = 0;
 
-  record(txnId: TxnId, commitHt: HybridTime, appliedMicros: number): ApplyLagRecord {
+  record(txnId: TxnId, commitHt: HybridTime, appliedMicros: number, markedMicros?: number): ApplyLagRecord {
     const commitMicros = Number(htPhysicalMicros(commitHt));
-    const r: ApplyLagRecord = { txnId, commitMicros, appliedMicros, lagMs: Math.max(0, (appliedMicros - commitMicros) / 1000) };
+    const r: ApplyLagRecord = { txnId, commitMicros, appliedMicros, lagMs: Math.max(0, (appliedMicros - commitMicros) / 1000), ...(markedMicros !== undefined ? { markedMicros } : {}) };
     if (this.ring.length < APPLY_LAG_RECORDS_MAX) this.ring.push(r);
     else this.ring[this.next] = r;
     this.next = (this.next + 1) % APPLY_LAG_RECORDS_MAX;

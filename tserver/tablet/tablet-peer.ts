@@ -412,13 +412,14 @@ export class TabletPeer {
         // already return the committed rows while this replica still holds only intents).
         if (!(await this.docdb.markApplyPending(op.txnId, op.commitHt, opId))) return;
         this.pendingApplies.set(op.txnId, op.commitHt);
+        const markedMicros = this.deps.clock.wallMicros();
         const run = (async (): Promise<void> => {
           // The lab's defining knob: only this replica's apply of this transaction waits.
           const sleepMs = this.deps.flags.get(TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS);
           if (sleepMs > 0) await new Promise((r) => setTimeout(r, sleepMs));
           if (this.state !== TabletState.RUNNING) return; // closed: the persisted apply state resumes at open
           await this.docdb.applyIntents(op.txnId, op.commitHt, opId);
-          this.applyLag.record(op.txnId, op.commitHt, this.deps.clock.wallMicros());
+          this.applyLag.record(op.txnId, op.commitHt, this.deps.clock.wallMicros(), markedMicros);
           this.txnStatusTablets.delete(op.txnId);
         })();
         this.applying.set(op.txnId, run);
