@@ -179,7 +179,8 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
   const peerCache = new Map<string, { at: number; info: MasterInfo }>();
   const peerInfo = async (addr: string): Promise<MasterInfo> => {
     const c = peerCache.get(addr);
-    if (c && performance.now() - c.at < PEER_INFO_TTL_MS) return c.info;
+    // A cached LEADER may be stale (killed or deposed since): ask again rather than show two leaders.
+    if (c && performance.now() - c.at < PEER_INFO_TTL_MS && c.info.role !== 'LEADER') return c.info;
     try {
       const r = await client.call(addr, m.listMasters, { selfOnly: true }, { timeoutMs: PEER_INFO_TIMEOUT_MS });
       const x = r.masters?.[0];
@@ -190,7 +191,12 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
       return { uuid: c?.info.uuid ?? '', rpcAddress: addr, webAddress: c?.info.webAddress ?? '', role: 'UNREACHABLE', term: 0 };
     }
   };
-  const masters = async (): Promise<MasterInfo[]> => Promise.all(peers.map((p) => (p === selfId ? Promise.resolve(self()) : peerInfo(p))));
+  const masters = async (): Promise<MasterInfo[]> => {
+    const all = await Promise.all(peers.map((p) => (p === selfId ? Promise.resolve(self()) : peerInfo(p))));
+    // Only the newest term's claim counts: a peer that says LEADER for an older term was deposed.
+    const top = Math.max(...all.filter((x) => x.role === 'LEADER').map((x) => x.term), -1);
+    return all.map((x) => (x.role === 'LEADER' && x.term < top ? { ...x, role: 'FOLLOWER' } : x));
+  };
   rpc.handle(m.listMasters, async (req): Promise<ListMastersResponsePB> => {
     const list = req.selfOnly ? [self()] : await masters();
     return { masters: list.map((x) => ({ uuid: x.uuid, rpcAddress: x.rpcAddress, webAddress: x.webAddress, role: x.role, term: BigInt(x.term) })) };
