@@ -69,8 +69,6 @@ export async function findConflicts(
   }
 
   for (const { subKey, typeset, cell } of locks.values()) {
-    // Nobody holds an intent on this sub-key: no index walk (the count is exact, see IntentsDb).
-    if (!intents.hasIntentsAt(subKey)) continue;
     const p = Buffer.concat([subKey, Buffer.from([INTENT_TYPE_SET_TAG])]);
     const it = intents.db.engine.iterator({ gte: p, lt: prefixEnd(p) });
     try {

@@ -53,11 +53,9 @@ interface TxnEntry {
 export class IntentsDb {
   /**
    * In memory, authoritative from open on (every change goes through this class or apply.ts):
-   * the metadata of every transaction with records here, and how many intents sit on each
-   * sub-key prefix (conflict checks skip the index walk of keys nobody holds an intent on).
+   * the metadata of every transaction with records here.
    */
   private readonly txns = new Map<TxnId, TxnEntry>();
-  private readonly intentsAt = new Map<string, number>();
   private cachedBytes = 0;
 
   private constructor(
@@ -72,7 +70,7 @@ export class IntentsDb {
     return idb;
   }
 
-  /** One pass over the stored records: strong intent count, intents per sub-key, txn metadata. */
+  /** One pass over the stored records: strong intent count, txn metadata. */
   private async load(): Promise<void> {
     const it = this.db.engine.iterator({ gte: INTENTS_DATA_START });
     try {
@@ -83,7 +81,6 @@ export class IntentsDb {
         if (k[0]! < TXN_PREFIX) {
           const p = parseIntentKey(k, docKeyLength(k));
           if (isStrongIntent(p.typeset)) this.intentCount++;
-          this.countAt(p.subKey, 1);
         } else if (k[0] === TXN_PREFIX) {
           const { txnId, end } = decodeTxnKey(k);
           if (end === k.length) this.txns.set(txnId, { stored: decodeStoredMeta(e[1]), records: undefined, bytes: 0 });
@@ -92,18 +89,6 @@ export class IntentsDb {
     } finally {
       await it.close();
     }
-  }
-
-  private countAt(subKey: Buffer, delta: number): void {
-    const h = subKey.toString('latin1');
-    const n = (this.intentsAt.get(h) ?? 0) + delta;
-    if (n > 0) this.intentsAt.set(h, n);
-    else this.intentsAt.delete(h);
-  }
-
-  /** Whether any transaction holds an intent on exactly this sub-key (SubDocKey without time). */
-  hasIntentsAt(subKey: Buffer): boolean {
-    return this.intentsAt.has(subKey.toString('latin1'));
   }
 
   /** Stored metadata of `txnId`, or undefined when it has no records here. */
@@ -116,9 +101,8 @@ export class IntentsDb {
     return this.txns.get(txnId)?.records;
   }
 
-  /** apply.ts deleted these intent keys (and their reverse entries) in a durable batch. */
-  noteDeleted(txnId: TxnId, intentKeys: readonly Buffer[], metaDeleted: boolean): void {
-    for (const k of intentKeys) this.countAt(parseIntentKey(k, docKeyLength(k)).subKey, -1);
+  /** apply.ts deleted some of the txn's records (and, when `metaDeleted`, its metadata) durably. */
+  noteDeleted(txnId: TxnId, metaDeleted: boolean): void {
     if (metaDeleted) {
       const t = this.txns.get(txnId);
       if (t) this.cachedBytes -= t.bytes;
@@ -135,7 +119,6 @@ export class IntentsDb {
     const sets = intentTypeSets(txn.isolation);
     const kv: KvOp[] = [];
     const recs: CachedRecord[] = [];
-    const subKeys: Buffer[] = [];
     let strong = 0;
     let bytes = 0;
     const weakDone = new Set<string>();
@@ -145,7 +128,6 @@ export class IntentsDb {
       kv.push({ type: 'put', key: ikey, value });
       kv.push({ type: 'put', key: rkey, value: ikey });
       recs.push({ intentKey: ikey, reverseKey: rkey, value });
-      subKeys.push(subKey);
       bytes += ikey.length + rkey.length + value.length;
       wid++;
     };
@@ -166,7 +148,6 @@ export class IntentsDb {
     kv.push({ type: 'put', key: mkey, value: encodeStoredMeta(stored) });
     await this.db.write(kv, opId);
     this.intentCount += strong;
-    for (const k of subKeys) this.countAt(k, 1);
     // Cache the records for apply while within budget; a txn that ever misses keeps walking the index.
     const entry: TxnEntry = prevEntry ?? { stored, records: [], bytes: 0 };
     entry.stored = stored;

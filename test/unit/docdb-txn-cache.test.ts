@@ -1,5 +1,5 @@
 /**
- * DocDB's in-memory transaction bookkeeping (IntentsDb: metadata, per-sub-key intent counts, the
+ * DocDB's in-memory transaction bookkeeping (IntentsDb: metadata, the
  * records a txn wrote in this process; RegularDb: apply states). Apply and conflict checks use them
  * instead of disk walks, so they must stay exact across apply, abort, chunked applies and reopen.
  */
@@ -80,7 +80,7 @@ describe('docdb transaction bookkeeping in memory', () => {
     expect((await db2.sizes()).intentsdb.intentCount).toBe(0);
   });
 
-  it('docdb cache: intent counts per key drive conflict checks exactly, across abort, reopen and a txn written before and after reopen', async () => {
+  it('docdb cache: conflict checks and applies stay exact across abort, reopen and a txn written before and after reopen', async () => {
     const r = new MemoryEngine();
     const i = new MemoryEngine();
     const db = await DocDb.open({ regular: r as KvEngine, intents: i as KvEngine });
