@@ -175,6 +175,25 @@ describe('TransactionCoordinator', () => {
     await expect(c.getStatus([id])).rejects.toMatchObject({ code: ErrorCode.NOT_THE_LEADER });
   });
 
+  it('txn-coordinator: after a remote bootstrap the records are rebuilt from the new RegularDB (a map missing a record answered ABORTED for a live txn)', async () => {
+    // Participants never acknowledge APPLY here, so the committed record stays (is not forgotten).
+    const { c } = await openCoordinator(tmp(), testFlags(), { n: 1_000_000 });
+    const id = TxnId('snap');
+    await c.create(id, 'snapshot', 0.5);
+    const commitHt = await c.commit(id, ['p1']);
+    const other = TxnId('snap-pending');
+    await c.create(other, 'snapshot', 0.5);
+    // A replica that caught up by snapshot never applied these records' entries: its map lacks them.
+    const records = (c as unknown as { records: Map<string, unknown> }).records;
+    records.clear();
+    expect((await c.getStatus([other]))[0]!.status).toBe('ABORTED');
+    // The tablet calls this after installing a snapshot, before serving again.
+    await c.reloadAfterSnapshot();
+    const [a, b] = await c.getStatus([id, other]);
+    expect(a).toMatchObject({ status: 'COMMITTED', commitHt });
+    expect(b!.status).toBe('PENDING');
+  });
+
   it('txn-coordinator: abort sends REMOVE; committing an aborted txn fails with TXN_ABORTED', async () => {
     const { c, updates } = await openCoordinator(tmp(), testFlags(), { n: 0 });
     const id = TxnId('t2');

@@ -143,6 +143,7 @@ export class TabletPeer {
   /** Committed transactions whose intents this replica has not moved yet (never evicted until done). */
   private readonly pendingApplies = new Map<TxnId, HybridTime>();
   private statusListener: TxnStatusListener | undefined;
+  private snapshotListener: (() => Promise<void>) | undefined;
   private leaderListener: ((c: LeaderChange) => void) | undefined;
   /** Per transaction applied here: commit time → end of this replica's apply (console, benchmark). */
   readonly applyLag = new ApplyLagLog();
@@ -240,6 +241,15 @@ export class TabletPeer {
   /** Called by the coordinator of a status tablet: TXN_STATUS entries as this replica applies them. */
   setTxnStatusListener(l: TxnStatusListener | undefined): void {
     this.statusListener = l;
+  }
+
+  /**
+   * Called (and awaited) after a remote bootstrap replaced this replica's databases, before it
+   * serves again: state kept in memory from applied entries (a coordinator's transaction records)
+   * must be rebuilt from the new databases, since the snapshot's entries were never applied here.
+   */
+  setSnapshotListener(l: (() => Promise<void>) | undefined): void {
+    this.snapshotListener = l;
   }
 
   setLeaderListener(l: ((c: LeaderChange) => void) | undefined): void {
@@ -558,6 +568,7 @@ export class TabletPeer {
     this.regularFloor = f.regular;
     this.intentsFloor = f.intents;
     await this.loadTxnState();
+    await this.snapshotListener?.();
     fs.rmSync(marker, { force: true });
     this.metrics.snapshotsInstalled++;
     this.state = TabletState.RUNNING;

@@ -88,6 +88,8 @@ export class TransactionCoordinator {
   async start(): Promise<void> {
     const peer = this.deps.peer;
     peer.setTxnStatusListener((op) => this.onApplied(op));
+    // A remote bootstrap replaced the records' source: rebuild them (the replica serves nothing meanwhile).
+    peer.setSnapshotListener(() => this.reloadAfterSnapshot());
     peer.setLeaderListener((c) => {
       if (c.isLeader) this.onBecomeLeader();
       else this.driving.clear();
@@ -105,7 +107,22 @@ export class TransactionCoordinator {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.deps.peer.setTxnStatusListener(undefined);
+    this.deps.peer.setSnapshotListener(undefined);
     this.deps.peer.setLeaderListener(undefined);
+  }
+
+  /**
+   * After a remote bootstrap: the snapshot's records were never applied through the listener, so
+   * the map (and everything derived from it) is rebuilt from the new RegularDB. Without this a replica
+   * that caught up by snapshot and then became leader answered "no record: ABORTED" for transactions
+   * that committed (found by tessera verify right after partitions healed).
+   */
+  async reloadAfterSnapshot(): Promise<void> {
+    this.records.clear();
+    this.heartbeats.clear();
+    this.createdMs.clear();
+    this.driving.clear();
+    await this.load();
   }
 
   /** Rebuild the map from the RegularDB rows (entries applied later update it through the listener). */
