@@ -342,8 +342,13 @@ export class DockerDriver implements ClusterDriver {
   }
 
   private wholeNode(name: NodeName, role: RoleSelector, op: string): NodeRecord {
-    if (role !== undefined) throw new DbError(ErrorCode.INVALID_ARGUMENT, `the docker driver can only ${op} a whole node (container), not its ${role} alone`);
-    return this.node(name);
+    const n = this.node(name);
+    // A role that is the node's only server means the whole container (see oneServer).
+    const only = serversOf(n);
+    if (role !== undefined && !(only.length === 1 && only[0]!.role === role)) {
+      throw new DbError(ErrorCode.INVALID_ARGUMENT, `the docker driver can only ${op} a whole node (container), not its ${role} alone`);
+    }
+    return n;
   }
 
   /**
