@@ -42,6 +42,32 @@ export function createLogger(opts: LoggerOptions): Logger {
   return pino({ name: opts.name, level: opts.level ?? 'info', base: { name: opts.name } }, dest);
 }
 
+/**
+ * Make `log` and every logger derived from it follow the `log_level` flag, at start and when it is
+ * changed at run time (pino children copy their parent's level only when created, so each child made
+ * from now on is tracked weakly and updated too). Returns the unsubscribe function.
+ */
+export function followLogLevel(log: Logger, get: () => string, onChange: (l: (v: string) => void) => () => void): () => void {
+  const children = new Set<WeakRef<Logger>>();
+  const track = (l: Logger): Logger => {
+    if (children.size >= 1024) for (const r of children) if (!r.deref()) children.delete(r);
+    children.add(new WeakRef(l));
+    const child = l.child.bind(l);
+    l.child = ((bindings: pino.Bindings, options?: pino.ChildLoggerOptions) => track(child(bindings, options))) as unknown as typeof l.child;
+    return l;
+  };
+  track(log);
+  const apply = (level: string): void => {
+    for (const r of children) {
+      const l = r.deref();
+      if (l) l.level = level;
+      else children.delete(r);
+    }
+  };
+  apply(get());
+  return onChange(apply);
+}
+
 /** A logger that drops everything (unit tests, simulation). */
 export function silentLogger(): Logger {
   return pino({ level: 'silent' });

@@ -7,7 +7,8 @@ import { skewableSystemClock } from '../common/clock';
 import { DbError, ErrorCode } from '../common/errors';
 import { Flags, parseFlagArgs } from '../common/flags';
 import { HybridClock } from '../common/hybrid-clock';
-import { createLogger, LogRing, type Logger } from '../common/log';
+import { LOG_LEVEL } from '../common/common-flags';
+import { createLogger, followLogLevel, LogRing, type Logger } from '../common/log';
 import { MathRng } from '../common/rng';
 import { decodeMessage, encodeMessage } from '../raft/message-codec';
 import type { Message } from '../raft/types';
@@ -66,6 +67,8 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
   const uuid = loadOrCreateUuid(dataDir);
   const logRing = opts.logRing ?? new LogRing();
   const log = (opts.log ?? createLogger({ name: 'master', ring: logRing })).child({ uuid });
+  // A logger handed in (tests) keeps its own level; ours follows --log_level, also at run time.
+  if (!opts.log) followLogLevel(log, () => flags.get(LOG_LEVEL), (l) => flags.onChange(LOG_LEVEL, l));
   const transport = opts.transport ?? new WsTransport({ flags, log });
   const bind = splitHostPort(flags.get(RPC_BIND_ADDRESSES), MASTER_RPC_PORT_DEFAULT);
   if (bind.port === 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'a master needs a fixed --rpc_bind_addresses port (it is its identity in --master_addresses)');

@@ -11,7 +11,8 @@ import { DbError, ErrorCode } from '../common/errors';
 import { Flags, parseFlagArgs } from '../common/flags';
 import { HybridClock } from '../common/hybrid-clock';
 import { droppedPeers } from '../common/server-flags';
-import { createLogger, LogRing, type Logger } from '../common/log';
+import { LOG_LEVEL } from '../common/common-flags';
+import { createLogger, followLogLevel, LogRing, type Logger } from '../common/log';
 import { MathRng, type Rng } from '../common/rng';
 import { Metrics } from '../rpc/metrics';
 import { masterMethods, txnCoordinatorMethods, txnParticipantMethods, type MasterMethods, type TxnCoordinatorMethods, type TxnParticipantMethods } from '../rpc/service-methods';
@@ -138,6 +139,8 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
   const uuid = loadOrCreateUuid(dataDir);
   const logRing = opts.logRing ?? new LogRing();
   const log = (opts.log ?? createLogger({ name: 'tserver', ring: logRing })).child({ uuid });
+  // A logger handed in (tests) keeps its own level; ours follows --log_level, also at run time.
+  if (!opts.log) followLogLevel(log, () => flags.get(LOG_LEVEL), (l) => flags.onChange(LOG_LEVEL, l));
   const clock = new HybridClock(opts.clock ?? skewableSystemClock(flags));
   const rng = opts.rng ?? new MathRng();
   const bind = splitHostPort(flags.get(RPC_BIND_ADDRESSES), TSERVER_RPC_PORT_DEFAULT);

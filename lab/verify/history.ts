@@ -17,6 +17,8 @@ export interface HistoryOp {
   /** Optional key for per-key workloads. */
   key?: string;
   error?: string;
+  /** Facts for whoever reads an anomaly (transaction id, read and commit hybrid times); never checked. */
+  meta?: Record<string, string>;
 }
 
 /** An invocation paired with its completion (completion undefined when the run ended first). */
@@ -52,8 +54,8 @@ export class HistoryRecorder {
     return op;
   }
 
-  complete(inv: HistoryOp, type: 'ok' | 'fail' | 'info', value: unknown, error?: string): void {
-    this.ops.push({ index: this.ops.length, process: inv.process, type, f: inv.f, value, time: this.now(), ...(inv.key !== undefined ? { key: inv.key } : {}), ...(error ? { error } : {}) });
+  complete(inv: HistoryOp, type: 'ok' | 'fail' | 'info', value: unknown, error?: string, meta?: Record<string, string>): void {
+    this.ops.push({ index: this.ops.length, process: inv.process, type, f: inv.f, value, time: this.now(), ...(inv.key !== undefined ? { key: inv.key } : {}), ...(error ? { error } : {}), ...(meta ? { meta } : {}) });
   }
 }
 

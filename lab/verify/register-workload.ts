@@ -101,6 +101,7 @@ export class RegisterWorkload implements Workload {
     const inv = ctx.recorder.invoke(ctx.process, 'write', value, key);
     let txn: Transaction | undefined;
     let committing = this.writes === 'direct';
+    let commitHt: bigint | undefined;
     try {
       if (this.writes === 'direct') {
         await ctx.client.table(REGISTER_TABLE).upsert({ k: BigInt(k), v: value }, { timeoutMs: ctx.opTimeoutMs });
@@ -108,15 +109,15 @@ export class RegisterWorkload implements Workload {
         txn = await ctx.client.beginTransaction({ isolation: 'snapshot', timeoutMs: ctx.opTimeoutMs });
         await txn.table(REGISTER_TABLE).upsert({ k: BigInt(k), v: value }, { timeoutMs: ctx.opTimeoutMs });
         committing = true;
-        await txn.commit({ timeoutMs: ctx.opTimeoutMs });
+        ({ commitHt } = await txn.commit({ timeoutMs: ctx.opTimeoutMs }));
       }
-      ctx.recorder.complete(inv, 'ok', value);
+      ctx.recorder.complete(inv, 'ok', value, undefined, txnMeta(txn, commitHt));
       this.lastKnown.set(key, value);
       return 'ok';
     } catch (e) {
       const type = committing ? completionOfError(e, false) : 'fail';
       if (!committing) abortInBackground(txn);
-      ctx.recorder.complete(inv, type, value, errorText(e));
+      ctx.recorder.complete(inv, type, value, errorText(e), txnMeta(txn));
       return type;
     }
   }
@@ -135,20 +136,20 @@ export class RegisterWorkload implements Workload {
       const current = typeof v === 'string' ? v : null;
       if (current !== expected) {
         abortInBackground(txn);
-        ctx.recorder.complete(inv, 'fail', [expected, next], `${CAS_MISMATCH} (read ${JSON.stringify(current)})`);
+        ctx.recorder.complete(inv, 'fail', [expected, next], `${CAS_MISMATCH} (read ${JSON.stringify(current)})`, txnMeta(txn));
         return 'fail';
       }
       await t.upsert({ k: BigInt(k), v: next }, { timeoutMs: ctx.opTimeoutMs });
       committing = true;
-      await txn.commit({ timeoutMs: ctx.opTimeoutMs });
-      ctx.recorder.complete(inv, 'ok', true);
+      const { commitHt } = await txn.commit({ timeoutMs: ctx.opTimeoutMs });
+      ctx.recorder.complete(inv, 'ok', true, undefined, txnMeta(txn, commitHt));
       this.lastKnown.set(key, next);
       return 'ok';
     } catch (e) {
       // Before commit was asked for, nothing of the transaction can become visible: a definite fail.
       const type = committing ? completionOfError(e, false) : 'fail';
       if (!committing) abortInBackground(txn);
-      ctx.recorder.complete(inv, type, [expected, next], errorText(e));
+      ctx.recorder.complete(inv, type, [expected, next], errorText(e), txnMeta(txn));
       return type;
     }
   }
@@ -174,6 +175,12 @@ export class RegisterWorkload implements Workload {
       details,
     };
   }
+}
+
+/** What the history keeps of a transaction for whoever reads an anomaly. */
+function txnMeta(txn: Transaction | undefined, commitHt?: bigint): Record<string, string> | undefined {
+  if (!txn) return undefined;
+  return { txn: txn.txnId, statusTablet: txn.statusTablet, readHt: String(txn.readHt), ...(commitHt !== undefined ? { commitHt: String(commitHt) } : {}) };
 }
 
 /** The abort of a transaction we give up on: its outcome does not matter to the history. */

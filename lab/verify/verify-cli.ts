@@ -35,6 +35,15 @@ function registerWrites(v: string): RegisterWriteMode {
   return v as RegisterWriteMode;
 }
 
+/** `name=value` (a leading `--` is accepted) → `--name=value`, as the servers parse it. */
+export function serverFlagArgs(list: readonly string[]): string[] {
+  return list.map((f) => {
+    const m = /^(?:--)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(f);
+    if (!m) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--server_flag must look like name=value, got '${f}'`);
+    return `--${m[1]}=${m[2]}`;
+  });
+}
+
 function int(name: string, v: string): number {
   if (!/^\d+$/.test(v)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--${name} must be a non-negative integer, got '${v}'`);
   return Number(v);
@@ -69,6 +78,7 @@ export function registerVerifyCommand(program: Command): void {
     .option('--skew_beyond', 'add the skew-beyond nemesis (clock skew past max_clock_skew_usec: an unsafe configuration)')
     .option('--keep_data', 'keep the clusters\' data dirs')
     .option('--driver <kind>', 'process (docker: not supported by verify yet)', 'process')
+    .option('--server_flag <flag=value>', 'extra flag for every master and tserver, repeatable (e.g. --server_flag log_level=debug)', (v: string, acc: string[]) => [...acc, v], [] as string[])
     .action(async (raw: Record<string, string | boolean | undefined>) => {
       const o = raw as unknown as VerifyCliOptions & { report_dir?: string; host_base: string; port_offset: string; skew_beyond?: boolean; keep_data?: boolean; until_counted?: boolean; op_timeout_ms?: string; register_writes?: string };
       if (o.driver !== 'process') throw new DbError(ErrorCode.INVALID_ARGUMENT, `--driver ${o.driver}: verify runs on the process driver only for now`);
@@ -79,6 +89,7 @@ export function registerVerifyCommand(program: Command): void {
       const timeMs = int('time', o.time) * 1000;
       const opTimeoutMs = int('op_timeout_ms', String(o.op_timeout_ms ?? DEFAULT_OP_TIMEOUT_MS));
       const regWrites = registerWrites(String(o.register_writes ?? 'direct'));
+      const serverFlags = serverFlagArgs((raw['server_flag'] ?? raw['serverFlag'] ?? []) as unknown as string[]);
       const reports: WorkloadReport[] = [];
       for (const w of workloads(o.workload)) {
         process.stdout.write(`== ${w}\n`);
@@ -93,6 +104,7 @@ export function registerVerifyCommand(program: Command): void {
                 concurrency: int('concurrency', o.concurrency),
                 opTimeoutMs,
                 registerWrites: regWrites,
+                ...(serverFlags.length ? { serverFlags } : {}),
                 ...((o.until_counted ?? raw['untilCounted']) ? { endWhenCounted: true } : {}),
                 ...((o.skew_beyond ?? o.skewBeyond) ? { skewBeyond: true } : {}),
                 ...((o.keep_data ?? o.keepData) ? { keepData: true } : {}),

@@ -43,6 +43,8 @@ export interface RunOptions {
    */
   endWhenCounted?: boolean;
   keepData?: boolean;
+  /** Extra `--name=value` flags for every server (e.g. --log_level=debug while chasing an anomaly). */
+  serverFlags?: string[];
   log?: (line: string) => void;
 }
 
@@ -70,7 +72,7 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
   const opsMax = o.opsMax ?? DEFAULT_OPS_MAX;
   const clusterDir = path.join(o.dir, `cluster-${o.workload}`);
   fs.rmSync(clusterDir, { recursive: true, force: true });
-  const cluster = await VerifyCluster.plan({ baseDir: clusterDir, tservers: 3, hostBase: o.hostBase, portOffset: o.portOffset });
+  const cluster = await VerifyCluster.plan({ baseDir: clusterDir, tservers: 3, hostBase: o.hostBase, portOffset: o.portOffset, ...(o.serverFlags ? { masterFlags: o.serverFlags, tserverFlags: o.serverFlags } : {}) });
   let client: TesseraClient | undefined;
   try {
     await cluster.startAll(CLUSTER_UP_TIMEOUT_MS);

@@ -123,3 +123,23 @@ describe('common: TEST_clock_skew_ms', () => {
     expect(hc.now()).toBeGreaterThan(ahead);
   });
 });
+
+describe('common: log_level', () => {
+  it('log_level: the server logger and every child (made before or after) follow the flag at run time', async () => {
+    const { createLogger, followLogLevel } = await import('../../common/log');
+    const { LOG_LEVEL } = await import('../../common/common-flags');
+    const lines: string[] = [];
+    const flags = new Flags();
+    const log = createLogger({ name: 't', stream: { write: (s: string) => lines.push(s) } as unknown as NodeJS.WritableStream }).child({ uuid: 'u' });
+    followLogLevel(log, () => flags.get(LOG_LEVEL), (l) => flags.onChange(LOG_LEVEL, l));
+    const early = log.child({ tablet: 'a' });
+    early.debug('hidden at info');
+    flags.setAtRuntime('log_level', 'debug');
+    early.debug('early child at debug');
+    log.child({ tablet: 'b' }).debug('late child at debug');
+    flags.setAtRuntime('log_level', 'warn');
+    early.info('hidden at warn');
+    log.warn('root at warn');
+    expect(lines.map((l) => (JSON.parse(l) as { msg: string }).msg)).toEqual(['early child at debug', 'late child at debug', 'root at warn']);
+  });
+});

@@ -158,6 +158,39 @@ describe('txn tablet ops', () => {
     expect((late as DbError).code).toBe(ErrorCode.TXN_CONFLICT);
   });
 
+  it('txn-tablet: a status tablet that forgot a committed transaction (answers ABORTED) while the read or write was asking does not hide it: the replica settles the answer with its own apply', async () => {
+    // The race tessera verify found: a reader/writer meets T's intents, asks T's status tablet; meanwhile
+    // T's APPLY entry is applied here and the coordinator forgets T; the late answer is ABORTED.
+    const env = fakeEnv();
+    const { p } = await open(new Flags(), env);
+    await p.writeIntents({ txn: txn('old', 0.5, 0n), readHt: p.safeTime(), ops: [upsert(11, 'old')] });
+    const commitHt = p.nextHt();
+    env.statuses.set('old', { status: 'PENDING', priority: 0.5 });
+    await p.proposeOp({ type: 'APPLY_TXN', txnId: TxnId('old'), commitHt });
+    await p.applyInProgress(TxnId('old'));
+    // Row 12: intents of T written, status asked before T's apply here, answered after it.
+    await p.writeIntents({ txn: txn('t', 0.5, 0n), readHt: p.safeTime(), ops: [upsert(12, 'new')] });
+    const tCommit = p.nextHt();
+    let asked = 0;
+    const gate = { open: (): void => undefined };
+    const released = new Promise<void>((r) => (gate.open = r));
+    env.getStatus = async () => {
+      asked++;
+      await released;
+      return { status: 'ABORTED', priority: 0 }; // forgotten: every participant applied it
+    };
+    const reading = p.read([key(12)], { readHt: tCommit + 10n, globalLimitHt: tCommit + 10n });
+    const late = p.writeIntents({ txn: txn('w', 0.99, 0n), readHt: tCommit - 1n, ops: [upsert(12, 'w')] }).catch((x: unknown) => x);
+    for (let i = 0; i < 200 && asked < 1; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(asked).toBeGreaterThan(0);
+    await p.proposeOp({ type: 'APPLY_TXN', txnId: TxnId('t'), commitHt: tCommit });
+    await p.applyInProgress(TxnId('t'));
+    gate.open();
+    // The reader sees T's row (not the absent old version), the writer that read before T's commit conflicts.
+    expect((await reading).rows[0]?.columns.get(1)).toBe('new');
+    expect((await late as DbError).code).toBe(ErrorCode.TXN_CONFLICT);
+  });
+
   it('txn-tablet: TEST_inject_sleep_before_applying_intents_ms delays only the apply stage; reads keep being served', async () => {
     const flags = new Flags();
     flags.setAtRuntime(TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS.name, '400', false);

@@ -87,8 +87,15 @@ export interface WriteRequest {
 }
 
 const BOOTSTRAP_MARKER = 'remote-bootstrap-in-progress';
-/** Outcomes (APPLY_TXN / REMOVE_TXN) one replica remembers for status resolution; oldest evicted. */
+/**
+ * Outcomes (APPLY_TXN / REMOVE_TXN) one replica remembers for status resolution. Beyond
+ * LOCAL_OUTCOMES_MAX the oldest is evicted only once it is LOCAL_OUTCOME_KEEP_MS old (a reader that
+ * met the intents before the apply may still need the answer; see settleRemote), and always beyond
+ * LOCAL_OUTCOMES_HARD_MAX.
+ */
 const LOCAL_OUTCOMES_MAX = 10_000;
+const LOCAL_OUTCOMES_HARD_MAX = 200_000;
+const LOCAL_OUTCOME_KEEP_MS = 60_000;
 /** Transactional write request as the participant leader receives it. */
 export interface TxnWriteRequest extends WriteRequest {
   txn: TxnMeta;
@@ -135,7 +142,7 @@ export class TabletPeer {
   /** txn id → status tablet, for every transaction with intents on this replica. */
   private readonly txnStatusTablets = new Map<TxnId, string>();
   /** Outcomes this replica applied (APPLY_TXN → committed, REMOVE_TXN → aborted): local knowledge. */
-  private readonly localOutcomes = new Map<TxnId, TxnStatusInfo>();
+  private readonly localOutcomes = new Map<TxnId, TxnStatusInfo & { atMs: number }>();
   /** Aborted transactions whose intents the leader should remove (found by conflict checks). */
   readonly cleanupQueue = new Set<TxnId>();
   /** Applies of committed transactions under way on this replica (a resent APPLY waits for them). */
@@ -278,26 +285,54 @@ export class TabletPeer {
   }
 
   localOutcome(txnId: TxnId): TxnStatusInfo | undefined {
+    const pendingCommitHt = this.pendingApplies.get(txnId);
+    if (pendingCommitHt !== undefined) return { status: 'COMMITTED', commitHt: pendingCommitHt, priority: 0 };
     return this.localOutcomes.get(txnId);
   }
 
   private rememberOutcome(txnId: TxnId, o: TxnStatusInfo): void {
+    const now = performance.now();
     this.localOutcomes.delete(txnId);
-    this.localOutcomes.set(txnId, o);
-    if (this.localOutcomes.size > LOCAL_OUTCOMES_MAX) this.localOutcomes.delete(this.localOutcomes.keys().next().value!);
+    this.localOutcomes.set(txnId, { ...o, atMs: now });
+    while (this.localOutcomes.size > LOCAL_OUTCOMES_MAX) {
+      const [oldest, v] = this.localOutcomes.entries().next().value!;
+      if (this.localOutcomes.size <= LOCAL_OUTCOMES_HARD_MAX && now - v.atMs < LOCAL_OUTCOME_KEEP_MS) break;
+      this.localOutcomes.delete(oldest);
+    }
+  }
+
+  /**
+   * A status tablet answers ABORTED for an id it has no record of — and it drops the record of a
+   * COMMITTED transaction once every participant leader applied it. So a remote ABORTED is checked
+   * against this replica's own knowledge AFTER the answer arrived: when the transaction was forgotten
+   * as committed, this replica (a participant whose leader applied the APPLY entry, or a ready leader,
+   * which applied every committed entry) already knows it committed. Without this re-check, a reader
+   * that met the intents just before they were applied skipped them as aborted and returned the old
+   * value (a stale read), and a writer ignored them (a lost update) — found by tessera verify.
+   */
+  private settleRemote(txnId: TxnId, st: TxnStatusInfo): TxnStatusInfo {
+    if (st.status !== 'ABORTED') return st;
+    const local = this.localOutcome(txnId);
+    return local?.status === 'COMMITTED' ? { status: 'COMMITTED', commitHt: local.commitHt, priority: st.priority } : st;
+  }
+
+  /** The transaction environment with remote answers settled against local knowledge (settleRemote). */
+  private settledEnv(env: PeerTxnEnv): PeerTxnEnv {
+    return {
+      getStatus: async (txnId, statusTablet, readHt) => this.settleRemote(txnId, await env.getStatus(txnId, statusTablet, readHt)),
+      abort: async (txnId, statusTablet) => this.settleRemote(txnId, await env.abort(txnId, statusTablet)),
+    };
   }
 
   /** How readers resolve other transactions' intents: local knowledge, then the status tablet. */
   private statusResolver(): StatusResolver {
     const env = this.deps.txnEnv;
     return async (txnId, readHt) => {
-      const pendingCommitHt = this.pendingApplies.get(txnId);
-      if (pendingCommitHt !== undefined) return { status: 'COMMITTED', commitHt: pendingCommitHt };
-      const local = this.localOutcomes.get(txnId);
+      const local = this.localOutcome(txnId);
       if (local) return local.status === 'COMMITTED' ? { status: 'COMMITTED', commitHt: local.commitHt } : { status: local.status };
       const st = this.txnStatusTablets.get(txnId);
       if (!env || !st) return { status: 'PENDING' };
-      const a = await env.getStatus(txnId, st, readHt);
+      const a = this.settleRemote(txnId, await env.getStatus(txnId, st, readHt));
       return a.status === 'COMMITTED' ? { status: 'COMMITTED', commitHt: a.commitHt } : { status: a.status };
     };
   }
@@ -412,6 +447,7 @@ export class TabletPeer {
       }
       case 'APPLY_TXN': {
         this.deps.clock.update(op.commitHt);
+        if (this.deps.log.isLevelEnabled('debug')) this.deps.log.debug({ trace: 'txn', tablet: this.tabletId, txn: op.txnId, commitHt: String(op.commitHt), index: opId.index, floor: [this.regularFloor.index, this.intentsFloor.index] }, 'apply txn entry');
         this.rememberOutcome(op.txnId, { status: 'COMMITTED', commitHt: op.commitHt, priority: 0 });
         if (opId.index <= this.regularFloor.index && opId.index <= this.intentsFloor.index) return;
         if (this.applying.has(op.txnId)) return; // a duplicate APPLY entry while the first still runs
@@ -447,6 +483,7 @@ export class TabletPeer {
         return;
       }
       case 'REMOVE_TXN': {
+        if (this.deps.log.isLevelEnabled('debug')) this.deps.log.debug({ trace: 'txn', tablet: this.tabletId, txn: op.txnId, index: opId.index }, 'remove txn entry');
         this.rememberOutcome(op.txnId, { status: 'ABORTED', priority: 0 });
         this.cleanupQueue.delete(op.txnId);
         if (opId.index <= this.intentsFloor.index) return;
@@ -517,6 +554,7 @@ export class TabletPeer {
         if (o.kind === 'UPDATE' && !row) throw new DbError(ErrorCode.NOT_FOUND, `tablet ${this.tabletId}: row does not exist`);
       }
       const ht = this.nextHt();
+      if (this.deps.log.isLevelEnabled('debug')) this.deps.log.debug({ trace: 'txn', tablet: this.tabletId, txn: req.txn.txnId, readHt: String(req.readHt), ht: String(ht), keys: ops.map((o) => docKeyString(o.key)), conflicts: conflicts.map((c) => (c.type === 'intent' ? `intent:${c.txnId}` : `committed:${c.commitHt}`)) }, 'write intents');
       await this.proposeOp({ type: 'WRITE_INTENTS', txn: req.txn, ht, ops }, req.deadlineMs);
       this.metrics.writeOps++;
       this.metrics.rowsWritten += req.ops.length;
@@ -702,9 +740,9 @@ export class TabletPeer {
   /** What conflict resolution needs from this replica (writeIntents and plain writes). */
   private conflictDeps(env: PeerTxnEnv): ConflictDeps {
     return {
-      env,
+      env: this.settledEnv(env),
       statusTabletOf: (id) => this.txnStatusTablets.get(id),
-      localOutcome: (id) => this.localOutcomes.get(id),
+      localOutcome: (id) => this.localOutcome(id),
       queueCleanup: (id) => {
         if (this.cleanupQueue.size < LOCAL_OUTCOMES_MAX) this.cleanupQueue.add(id);
       },

@@ -229,6 +229,7 @@ export class TransactionCoordinator {
       // The leader's clock already passed every read time a PENDING answer was given for.
       const ht = this.deps.peer.nextHt();
       await this.replicate({ ...r, status: 'COMMITTED', commitHt: ht, participants: [...new Set(participants)] }, ht);
+      this.deps.log.debug({ trace: 'txn', txn: txnId, commitHt: String(ht), participants }, 'committed');
       this.metrics.committed++;
       return ht;
     });
@@ -267,6 +268,7 @@ export class TransactionCoordinator {
     for (const txnId of txnIds) if (this.txnLocks.has(txnId)) await this.withTxnLock(txnId, () => Promise.resolve());
     return txnIds.map((txnId) => {
       const r = this.records.get(txnId);
+      this.deps.log.debug({ trace: 'txn', txn: txnId, readHt: String(readHt ?? 0n), status: r?.status ?? 'none' }, 'get status');
       if (!r) return { txnId, status: 'ABORTED', commitHt: 0n, priority: 0 };
       return { txnId, status: r.status, commitHt: r.commitHt, priority: r.priority };
     });
