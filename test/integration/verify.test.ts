@@ -37,38 +37,33 @@ const CONCURRENCY: Record<WorkloadName, number> = { register: 20, set: 16, bank:
 /**
  * Anomalies a workload is known to show on this tree, each a server-side bug reported with issue 9's
  * verification notes; the run still prints them (and keeps its history), but they do not fail
- * npm test. Remove an entry when its bug is fixed.
+ * npm test. Remove an entry when its bug is fixed. Empty: every anomaly fails the suite.
  *
- * register / nonlinearizable (reported, not yet fixed; both seen with `tessera verify --workload
- * register --register_writes txn --seed 11 --concurrency 20 --op_timeout_ms 1000`):
- *  - stale read: a non-transactional read that starts after a commit was acknowledged returns the
- *    value from before that commit (a cas(5.663 -> 10.678) ok, then the same process reads 5.663);
- *    seen during a partition of one node and during clock skew within max_clock_skew_usec;
- *  - lost update between two snapshot transactions during a partition: a one-row write of 13.261
- *    committed inside a cas(5.236 -> 17.258) transaction's lifetime, and both committed.
- *  Suspected (server side): a leader picks a read time below the propagated hybrid time (safeTime()
- *  below an in-flight write), and conflict detection misses a write that went through another leader.
- *
- * Fixed and covered here: the bank workload's fractured read (a GetTransactionStatus answered PENDING
- * while the commit, its time already chosen, was being replicated), and the register's lost update
- * of a plain write over a pending transaction's intent (found by this suite's cas; fixed by plain
- * writes resolving intents).
+ * Fixed and covered here (each with a unit regression test):
+ *  - bank fractured read: a GetTransactionStatus answered PENDING while the commit, its time already
+ *    chosen, was being replicated (coordinator waits for the in-flight change);
+ *  - register lost update of a plain write over a pending transaction's intent (plain writes resolve
+ *    intents: txn-tablet.test.ts);
+ *  - register stale reads and lost updates between cas transactions, bank wrong totals: a status
+ *    tablet forgets a committed transaction once every participant applied it and then answers
+ *    ABORTED; a reader or writer that met the intents just before they were applied and asked
+ *    meanwhile skipped them (txn-tablet.test.ts "forgot a committed transaction"; reproduced with
+ *    `tessera verify --workload register --register_writes txn --seed 12 --concurrency 20
+ *    --op_timeout_ms 1000 --nemesis kill,pause,partition,stepdown`).
  */
-// bank/wrong-total: seen once in CI (seed 13, mixed nemesis) after the stale-coordinator and
-// lease fixes; same family as the register anomaly (a committed transfer lost under faults). Printed as
-// KNOWN ANOMALY when it happens; reproduce with `tessera verify --workload bank --seed 13 --until_counted`.
-const KNOWN: Partial<Record<WorkloadName, ReadonlySet<string>>> = { register: new Set(['nonlinearizable']), bank: new Set(['wrong-total']) };
+const KNOWN: Partial<Record<WorkloadName, ReadonlySet<string>>> = {};
 
-async function run(workload: WorkloadName, seed: number): Promise<WorkloadReport> {
+async function run(workload: WorkloadName, seed: number, extra: { registerWrites?: 'direct' | 'txn'; dirName?: string } = {}): Promise<WorkloadReport> {
   const r = await runWorkload({
     workload,
+    ...(extra.registerWrites ? { registerWrites: extra.registerWrites } : {}),
     nemesis: MIXED,
     timeMs: RUN_CAP_MS,
     endWhenCounted: true,
     opTimeoutMs: OP_TIMEOUT_MS,
     concurrency: CONCURRENCY[workload],
     seed,
-    dir: path.join(DIR, workload),
+    dir: path.join(DIR, extra.dirName ?? workload),
     hostBase: HOST_BASE,
     portOffset: 0,
     log: () => undefined,
@@ -95,6 +90,13 @@ describe('verify: Jepsen-style workloads on a real cluster', () => {
     expect(r.verdict).toBe(Object.keys(r.anomalies).length ? 'INVALID' : 'valid');
     expect(r.counts.ok).toBeGreaterThanOrEqual(MIN_OK_OPS);
     expect(r.faults.filter((f) => !f.skipped).length).toBeGreaterThanOrEqual(1);
+  }, 120_000);
+
+  it('verify: register with every write a one-row transaction (reads meet intents being applied and forgotten) stays linearizable under the mixed nemesis', async () => {
+    const r = await run('register', 12, { registerWrites: 'txn', dirName: 'register-txn' });
+    expect(unexpected('register', r)).toEqual([]);
+    expect(r.verdict).toBe(Object.keys(r.anomalies).length ? 'INVALID' : 'valid');
+    expect(r.counts.ok).toBeGreaterThanOrEqual(MIN_OK_OPS);
   }, 120_000);
 
   it('verify: set loses no acknowledged insert under the mixed nemesis', async () => {
