@@ -1,6 +1,7 @@
 /**
- * The Docker driver (through dockerode): one bridge network per lab (tessera-lab-<id>, a /24 subnet so
- * nodes keep fixed addresses across partition and heal), one container per node (hostname and network
+ * The Docker driver (through dockerode): one bridge network per lab (tessera-lab-<id> by default, a /24
+ * subnet so nodes keep fixed addresses across partition and heal; the name prefix and the 10.213 range
+ * are options, so tessera verify keeps its labs apart), one container per node (hostname and network
  * alias nI, PID 1 = node-supervisor running the node's master and tserver), the node's folder
  * BASE/nI bind-mounted at /data, flags on the command line. Ports published on 127.0.0.1:
  * master web 7000+offset+i, tserver web 9000+offset+i, master RPC 7100+offset+i, tserver RPC
@@ -43,9 +44,21 @@ const EXEC_OUTPUT_BYTES_MAX = 4 * 1024 * 1024;
 /** A server stopped alone gets this long after SIGTERM before SIGKILL (inside the container). */
 const ROLE_STOP_GRACE_MS = 8_000;
 
+/** Network and container names start with this (tessera-lab-<labId>, tessera-lab-<labId>-n0, …). */
+export const DEFAULT_DOCKER_NAME_PREFIX = 'tessera-lab';
+/** The lab network is a /24 under this /16 (10.213.X.0/24, X from the lab id). */
+export const DEFAULT_DOCKER_SUBNET_PREFIX = '10.213';
+
 export interface DockerDriverOptions {
   docker?: Docker;
   onProgress?: (line: string) => void;
+  /**
+   * up(): prefix of the network and container names (default tessera-lab). Another user of the driver
+   * (tessera verify) picks its own so its labs never meet a person's lab or the lab tests.
+   */
+  namePrefix?: string;
+  /** up(): the first two octets of the lab network's /24 subnets (default 10.213). */
+  subnetPrefix?: string;
 }
 
 export interface ExecResult {
@@ -62,11 +75,17 @@ export class DockerDriver implements ClusterDriver {
   private state: LabState | undefined;
   private readonly docker: Docker;
   private readonly say: (line: string) => void;
+  private readonly namePrefix: string;
+  private readonly subnetPrefix: string;
 
   constructor(state?: LabState, opts: DockerDriverOptions = {}) {
     this.state = state;
     this.docker = opts.docker ?? new Docker();
     this.say = opts.onProgress ?? ((l) => process.stderr.write(`${l}\n`));
+    this.namePrefix = opts.namePrefix ?? DEFAULT_DOCKER_NAME_PREFIX;
+    this.subnetPrefix = opts.subnetPrefix ?? DEFAULT_DOCKER_SUBNET_PREFIX;
+    if (!/^[a-z0-9][a-z0-9_.-]{0,40}$/.test(this.namePrefix)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `docker name prefix '${this.namePrefix}' is not a valid container name start`);
+    if (!/^\d{1,3}\.\d{1,3}$/.test(this.subnetPrefix)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `docker subnet prefix '${this.subnetPrefix}' must look like 10.213`);
   }
 
   static open(baseDir: string, opts: DockerDriverOptions = {}): DockerDriver {
@@ -97,7 +116,7 @@ export class DockerDriver implements ClusterDriver {
     const labId = labIdFor(spec.baseDir);
     await this.removeLeftovers(labId);
     const image = await ensureLabImage({ docker: this.docker, baseImage: spec.baseImage, onProgress: this.say });
-    const networkName = `tessera-lab-${labId}`;
+    const networkName = `${this.namePrefix}-${labId}`;
     const nodes: NodeRecord[] = [];
     const masterAddrs = Array.from({ length: spec.masters }, (_, i) => `${nodeName(i)}:${STANDARD_PORTS.masterRpc}`).join(',');
     for (let i = 0; i < spec.nodes; i++) {
@@ -321,6 +340,17 @@ export class DockerDriver implements ClusterDriver {
     return { exitCode: info.ExitCode ?? -1, output: demuxDockerFrames(Buffer.concat(chunks)) };
   }
 
+  /** The state of the node's container (running, paused, stopped), straight from the engine. */
+  async nodeState(node: NodeName): Promise<ServerState> {
+    return this.containerState(this.node(node));
+  }
+
+  /** The node's container name and its address on the lab network (for reports). */
+  nodeContainer(node: NodeName): { containerName: string; ip: string; networkName: string } {
+    const n = this.node(node);
+    return { containerName: n.containerName ?? '', ip: n.ip ?? '', networkName: this.need().docker!.networkName };
+  }
+
   /** The node binary inside the image, for exec. */
   nodePath(): string {
     return this.need().docker!.nodePath;
@@ -370,6 +400,12 @@ export class DockerDriver implements ClusterDriver {
     if (state === 'stopped') return;
     if (state === 'paused') throw new DbError(ErrorCode.INVALID_ARGUMENT, `node ${n.name} is paused; resume it before stopping its ${s.role} alone`);
     const r = await this.exec(n.name, [this.nodePath(), '-e', SIGNAL_ROLE_SCRIPT, s.role, sig, String(ROLE_STOP_GRACE_MS)]);
+    // The node's last server gone, its supervisor (PID 1) exits and the container stops, taking the
+    // exec with it (exit 137): the server is gone as asked.
+    if (r.exitCode !== 0 && (await this.containerState(n)) === 'stopped') {
+      this.say(`lab: ${sig} to the ${s.role} of ${n.name}: it was the last server running, container ${n.containerName} stopped`);
+      return;
+    }
     if (r.exitCode !== 0) throw new DbError(ErrorCode.INTERNAL, `signalling the ${s.role} of ${n.name} failed (exit ${r.exitCode}): ${r.output.slice(-300)}`);
     const { pids } = parseRoleSignalReply(r.output, s.role);
     this.say(`lab: ${sig} to the ${s.role} of ${n.name} (pid ${pids.join(', ') || 'none: not running'} in its container)`);
@@ -410,7 +446,7 @@ export class DockerDriver implements ClusterDriver {
     const first = parseInt(labId.slice(0, 2), 16);
     let lastErr: unknown;
     for (let k = 0; k < SUBNET_TRIES_MAX; k++) {
-      const subnet = `10.213.${(first + k) % 256}.0/24`;
+      const subnet = `${this.subnetPrefix}.${(first + k) % 256}.0/24`;
       try {
         const net = await this.docker.createNetwork({
           Name: name,

@@ -10,8 +10,9 @@ import { SeededRng } from '../../common/rng';
 import { TesseraClient } from '../../client/tessera-client';
 import { HistoryRecorder } from './history';
 import type { FaultWindow } from './nemesis';
+import type { DriverKind } from '../cluster-spec';
+import { planVerifyCluster } from './plan-verify-cluster';
 import { SetWorkload } from './set-workload';
-import { VerifyCluster } from './verify-cluster';
 import { judge, type WorkloadReport } from './verify-report';
 
 export const RECOVERY_TIMEOUT_MS = 60_000;
@@ -24,6 +25,8 @@ export interface CrashLoopOptions {
   dir: string;
   hostBase: number;
   portOffset: number;
+  /** process (default) or docker (every server killed inside / with its container). */
+  driver?: DriverKind;
   /** Writes between crashes (ms range). */
   uptimeMs?: [number, number];
   log?: (line: string) => void;
@@ -35,12 +38,13 @@ export async function runCrashLoop(o: CrashLoopOptions): Promise<WorkloadReport>
   const [upLo, upHi] = o.uptimeMs ?? [800, 2_000];
   const clusterDir = path.join(o.dir, 'cluster-crash');
   fs.rmSync(clusterDir, { recursive: true, force: true });
-  const cluster = await VerifyCluster.plan({ baseDir: clusterDir, tservers: 3, hostBase: o.hostBase, portOffset: o.portOffset });
+  const driver = o.driver ?? 'process';
+  const cluster = await planVerifyCluster({ driver, baseDir: clusterDir, tservers: 3, hostBase: o.hostBase, portOffset: o.portOffset, log });
   let client: TesseraClient | undefined;
   const t0 = Date.now();
   try {
     await cluster.startAll(RECOVERY_TIMEOUT_MS);
-    client = await TesseraClient.connect({ masterAddresses: cluster.masterAddresses, timeoutMs: 10_000 });
+    client = await TesseraClient.connect({ ...cluster.connectOptions(), timeoutMs: 10_000 });
     const w = new SetWorkload('verify_crash');
     await w.setup(client);
     const recorder = new HistoryRecorder();
@@ -69,8 +73,8 @@ export async function runCrashLoop(o: CrashLoopOptions): Promise<WorkloadReport>
         const win: FaultWindow = { kind: 'kill', target: 'every process', startNs: recorder.nowNs(), endNs: 0, note: `cycle ${cycle + 1}` };
         windows.push(win);
         await Promise.all(cluster.servers.map((s) => cluster.kill9(s)));
-        for (const s of cluster.servers) cluster.start(s);
         try {
+          for (const s of cluster.servers) await cluster.start(s);
           await cluster.waitHealthy(RECOVERY_TIMEOUT_MS);
           const since = recorder.nowNs();
           const deadline = Date.now() + RECOVERY_TIMEOUT_MS;
@@ -97,7 +101,7 @@ export async function runCrashLoop(o: CrashLoopOptions): Promise<WorkloadReport>
       v.anomalies['recovery-failed'] = recoveryFailures.length;
       v.details.push(...recoveryFailures);
     }
-    return judge('crash', recorder.ops, windows, v, o.seed, Date.now() - t0);
+    return { ...judge('crash', recorder.ops, windows, v, o.seed, Date.now() - t0), driver };
   } finally {
     await client?.close().catch(() => undefined);
     await cluster.destroy(false);

@@ -15,3 +15,6 @@ export * from './verify-runner';
 export * from './crash-loop';
 export * from './bank-workload';
 export * from './append-workload';
+export * from './verify-target';
+export * from './docker-verify-cluster';
+export * from './plan-verify-cluster';

@@ -1,5 +1,6 @@
 /**
- * The nemesis driver: plays a ScheduledFault list against a VerifyCluster and records each fault's
+ * The nemesis driver: plays a ScheduledFault list against a VerifyTarget (processes or a Docker lab:
+ * the target decides what kill, pause and partition mean for its servers) and records each fault's
  * actual window (in the history's time base) so the report can tie unavailability and anomalies to
  * faults. A fault that cannot be applied (e.g. no way to set TEST_drop_traffic_peers on a server) is
  * recorded as skipped with the reason and printed, never silently dropped.
@@ -9,8 +10,7 @@ import { DbError, ErrorCode } from '../../common/errors';
 import { htPhysicalMicros } from '../../common/hybrid-time';
 import type { TesseraClient } from '../../client/tessera-client';
 import { tabletServerMethods } from '../../rpc/service-methods';
-import { DROP_TRAFFIC_FLAG, partitionDropLists } from '../partition-plan';
-import type { VerifyCluster, VerifyServer } from './verify-cluster';
+import type { VerifyServerRef, VerifyTarget } from './verify-target';
 import { describeTarget, type ScheduledFault } from './nemesis-schedule';
 
 export const CLOCK_SKEW_FLAG = 'TEST_clock_skew_ms';
@@ -30,7 +30,7 @@ export interface FaultWindow {
 }
 
 export interface NemesisDeps {
-  cluster: VerifyCluster;
+  cluster: VerifyTarget;
   client: TesseraClient;
   /** Table whose tablet leaders stepdown faults pick from. */
   table: string;
@@ -70,7 +70,7 @@ export class Nemesis {
     }
   }
 
-  private serversOf(f: ScheduledFault): VerifyServer[] {
+  private serversOf(f: ScheduledFault): VerifyServerRef[] {
     const c = this.d.cluster;
     if (f.target.role === 'master') return c.masters;
     if (f.target.role === 'tserver') {
@@ -88,19 +88,22 @@ export class Nemesis {
     try {
       switch (f.kind) {
         case 'kill':
+          this.noteHow(w, f.kind, targets);
           for (const s of targets) await c.kill9(s);
           await sleep(f.durationMs, stop);
-          for (const s of targets) c.start(s);
+          for (const s of targets) await c.start(s);
           await c.waitHealthy(RESTART_HEALTH_TIMEOUT_MS);
           break;
         case 'pause':
-          for (const s of targets) c.pause(s);
+          this.noteHow(w, f.kind, targets);
+          for (const s of targets) await c.pause(s);
           await sleep(f.durationMs, stop);
-          for (const s of targets) c.resume(s);
+          for (const s of targets) await c.resume(s);
           break;
         case 'partition': {
           const node = f.target.role === 'tserver' ? f.target.node : f.target.role === 'leader' ? await this.leaderNode() : 0;
           w.target = `node ${node} isolated${f.target.role === 'leader' ? ' (a tablet leader)' : ''}`;
+          this.noteHow(w, f.kind, c.servers.filter((s) => s.node === node));
           await this.partition([node]);
           await sleep(f.durationMs, stop);
           await this.partition([]);
@@ -128,13 +131,19 @@ export class Nemesis {
     } catch (e) {
       w.skipped = (e as Error).message.split('\n')[0];
       this.d.log(`nemesis: ${f.kind} on ${w.target} could not be applied: ${w.skipped}`);
-      // Leave nothing half-applied behind.
-      for (const s of c.servers) c.resume(s);
-      for (const s of c.servers) if (!c.isRunning(s)) c.start(s);
+      // Leave nothing half-applied behind (best effort: the final settle waits for health anyway).
+      for (const s of c.servers) await Promise.resolve(c.resume(s)).catch(() => undefined);
+      for (const s of c.servers) if (!c.isRunning(s)) await Promise.resolve(c.start(s)).catch(() => undefined);
       if (f.kind === 'partition') await this.partition([]).catch(() => undefined);
     }
     w.endNs = this.d.nowNs();
     this.d.log(`nemesis: ${f.kind} ${w.target}${w.note ? ` (${w.note})` : ''} ${w.skipped ? 'SKIPPED' : 'done'} in ${Math.round((w.endNs - w.startNs) / 1e6)} ms`);
+  }
+
+  /** The driver's own account of how it applies the fault, when it has one. */
+  private noteHow(w: FaultWindow, kind: ScheduledFault['kind'], servers: readonly VerifyServerRef[]): void {
+    const how = this.d.cluster.faultNote(kind, servers);
+    if (how) w.note = w.note ? `${w.note}; ${how}` : how;
   }
 
   private async setSkew(node: number, skewMs: number): Promise<void> {
@@ -196,23 +205,9 @@ export class Nemesis {
     return undefined;
   }
 
-  /** Cut the given nodes off from the rest both ways (empty = heal) through TEST_drop_traffic_peers. */
+  /** Cut the given nodes off from the rest both ways (empty = heal), the driver's way. */
   async partition(nodes: number[]): Promise<void> {
-    const c = this.d.cluster;
-    const all = c.servers.map((s) => ({ node: `n${s.node}`, role: s.role, rpcAddress: s.rpcAddress, rec: s }));
-    const lists = partitionDropLists(all, nodes.map((n) => `n${n}`));
-    const errors: string[] = [];
-    await Promise.all(
-      all.map(async (a, i) => {
-        if (!c.isRunning(a.rec) || a.rec.paused) return;
-        try {
-          await c.setFlag(a.rec, DROP_TRAFFIC_FLAG, lists[i]!.peers, this.d.client.rpcClient());
-        } catch (e) {
-          errors.push(`${a.rec.name}: ${(e as Error).message}`);
-        }
-      }),
-    );
-    if (errors.length) throw new DbError(ErrorCode.INTERNAL, `partition skipped: could not set ${DROP_TRAFFIC_FLAG}: ${errors.join('; ')}`);
+    await this.d.cluster.isolate(nodes, this.d.client.rpcClient());
   }
 
   /** The node whose tserver the master reports as leader of a random tablet of the table. */

@@ -1,6 +1,7 @@
 /**
- * `tessera verify`: run Jepsen-style workloads against a fresh local process cluster under a seeded
- * nemesis, print one verdict line per workload and write BASE/report.md plus history JSON.
+ * `tessera verify`: run Jepsen-style workloads against a fresh cluster (local processes, or with
+ * `--driver docker` a Docker lab the run creates and removes) under a seeded nemesis, print one
+ * verdict line per workload and write BASE/report.md plus history JSON.
  * Exit status 1 when any workload is INVALID (a vacuous or unavailable workload is reported, not failed;
  * vacuous = the history had < 1,000 ok operations or no applied fault window, so it proves nothing).
  */
@@ -9,6 +10,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Command } from 'commander';
 import { DbError, ErrorCode } from '../../common/errors';
+import type { DriverKind } from '../cluster-spec';
+import { VERIFY_DOCKER_PORT_OFFSET } from './docker-verify-cluster';
 import { NEMESIS_KINDS, parseNemesisKinds, SAFE_NEMESIS_KINDS } from './nemesis-schedule';
 import { REGISTER_WRITE_MODES, type RegisterWriteMode } from './register-workload';
 import { runCrashLoop } from './crash-loop';
@@ -22,7 +25,7 @@ interface VerifyCliOptions {
   seed: string;
   reportDir?: string;
   hostBase: string;
-  portOffset: string;
+  portOffset?: string;
   concurrency: string;
   cycles: string;
   skewBeyond?: boolean;
@@ -49,6 +52,11 @@ function int(name: string, v: string): number {
   return Number(v);
 }
 
+function driverKind(v: string): DriverKind {
+  if (v !== 'process' && v !== 'docker') throw new DbError(ErrorCode.INVALID_ARGUMENT, `--driver must be process or docker, got '${v}'`);
+  return v;
+}
+
 function workloads(list: string): Array<WorkloadName | 'crash'> {
   const out: Array<WorkloadName | 'crash'> = [];
   for (const w of list.split(',').map((s) => s.trim()).filter(Boolean)) {
@@ -62,7 +70,7 @@ function workloads(list: string): Array<WorkloadName | 'crash'> {
 export function registerVerifyCommand(program: Command): void {
   program
     .command('verify')
-    .description('Jepsen-style verification on a fresh local cluster: workloads register|set|bank|append|crash|all under a seeded nemesis')
+    .description('Jepsen-style verification on a fresh cluster (local processes or a Docker lab): workloads register|set|bank|append|crash|all under a seeded nemesis')
     .option('--workload <list>', 'register, set, bank, append, crash (kill -9 loop), all', 'all')
     .option('--nemesis <list>', `${NEMESIS_KINDS.join(', ')}, all (= ${SAFE_NEMESIS_KINDS.join(',')}), none`, SAFE_NEMESIS_KINDS.join(','))
     .option('--time <seconds>', 'run time per workload (the most, with --until_counted)', '60')
@@ -71,21 +79,23 @@ export function registerVerifyCommand(program: Command): void {
     .option('--register_writes <mode>', 'register blind writes: direct (non-transactional fast path) or txn (one-row transactions)', 'direct')
     .option('--seed <n>', 'seed of the fault schedule and the workload choices', '1')
     .option('--report_dir <dir>', 'where report.md and history-*.json go (default: a new temp dir)')
-    .option('--host_base <n>', 'node i listens on 127.0.0.(host_base+i)', '80')
-    .option('--port_offset <n>', 'added to the standard ports', '0')
+    .option('--host_base <n>', 'process driver: node i listens on 127.0.0.(host_base+i)', '80')
+    .option('--port_offset <n>', `added to the standard ports (default 0; docker: published on 127.0.0.1 with offset ${VERIFY_DOCKER_PORT_OFFSET})`)
     .option('--concurrency <n>', 'logical client processes', '10')
     .option('--cycles <n>', 'crash workload: kill -9 cycles', '50')
     .option('--skew_beyond', 'add the skew-beyond nemesis (clock skew past max_clock_skew_usec: an unsafe configuration)')
     .option('--keep_data', 'keep the clusters\' data dirs')
-    .option('--driver <kind>', 'process (docker: not supported by verify yet)', 'process')
+    .option('--driver <kind>', 'process (child processes on loopback) or docker (a Docker lab of its own: containers killed/paused, network disconnected)', 'process')
     .option('--server_flag <flag=value>', 'extra flag for every master and tserver, repeatable (e.g. --server_flag log_level=debug)', (v: string, acc: string[]) => [...acc, v], [] as string[])
     .action(async (raw: Record<string, string | boolean | undefined>) => {
-      const o = raw as unknown as VerifyCliOptions & { report_dir?: string; host_base: string; port_offset: string; skew_beyond?: boolean; keep_data?: boolean; until_counted?: boolean; op_timeout_ms?: string; register_writes?: string };
-      if (o.driver !== 'process') throw new DbError(ErrorCode.INVALID_ARGUMENT, `--driver ${o.driver}: verify runs on the process driver only for now`);
+      const o = raw as unknown as VerifyCliOptions & { report_dir?: string; host_base: string; port_offset?: string; skew_beyond?: boolean; keep_data?: boolean; until_counted?: boolean; op_timeout_ms?: string; register_writes?: string };
+      const driver = driverKind(o.driver);
+      const portOffsetRaw = o.port_offset ?? o.portOffset;
+      const portOffset = portOffsetRaw === undefined ? (driver === 'docker' ? VERIFY_DOCKER_PORT_OFFSET : 0) : int('port_offset', String(portOffsetRaw));
       const dir = path.resolve(o.report_dir ?? o.reportDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-verify-')));
       fs.mkdirSync(dir, { recursive: true });
       const nemesis = parseNemesisKinds(o.nemesis);
-      const common = { seed: int('seed', o.seed), dir, hostBase: int('host_base', String(o.host_base ?? o.hostBase)), portOffset: int('port_offset', String(o.port_offset ?? o.portOffset)), log: (l: string) => process.stdout.write(`  ${l}\n`) };
+      const common = { seed: int('seed', o.seed), dir, hostBase: int('host_base', String(o.host_base ?? o.hostBase)), portOffset, driver, log: (l: string) => process.stdout.write(`  ${l}\n`) };
       const timeMs = int('time', o.time) * 1000;
       const opTimeoutMs = int('op_timeout_ms', String(o.op_timeout_ms ?? DEFAULT_OP_TIMEOUT_MS));
       const regWrites = registerWrites(String(o.register_writes ?? 'direct'));
@@ -112,7 +122,7 @@ export function registerVerifyCommand(program: Command): void {
         reports.push(r);
         process.stdout.write(verdictLine(r) + '\n');
       }
-      fs.writeFileSync(path.join(dir, 'report.md'), markdownReport(reports, { nemesis: nemesis.join(',') || 'none', command: `tessera verify ${process.argv.slice(3).join(' ')}` }));
+      fs.writeFileSync(path.join(dir, 'report.md'), markdownReport(reports, { nemesis: nemesis.join(',') || 'none', command: `tessera verify ${process.argv.slice(3).join(' ')}`, driver }));
       fs.writeFileSync(path.join(dir, 'report.json'), JSON.stringify(reports, null, 2));
       process.stdout.write(`report: ${path.join(dir, 'report.md')}\n`);
       if (reports.some((r) => r.verdict === 'INVALID')) throw new DbError(ErrorCode.INTERNAL, `verification found anomalies; see ${path.join(dir, 'report.md')}`);

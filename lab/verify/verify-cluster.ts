@@ -11,28 +11,20 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DbError, ErrorCode } from '../../common/errors';
-import { tabletServerMethods } from '../../rpc/service-methods';
 import type { RpcClient } from '../../rpc/types';
-import { getJson, isHealthy, postFlag } from '../console-http';
+import { DROP_TRAFFIC_FLAG, partitionDropLists } from '../partition-plan';
 import { loopbackAliasesWork, STANDARD_PORTS } from '../process-addressing';
 import { serverEntryPath } from '../package-root';
+import type { NemesisKind } from './nemesis-schedule';
+import { setServerFlag, type VerifyConnectOptions, type VerifyServerRef, type VerifyTarget, waitVerifyHealthy } from './verify-target';
 
 export const SERVER_KILL_WAIT_MS = 5_000;
-const HEALTH_POLL_MS = 200;
-const SET_FLAG_ATTEMPTS_MAX = 5;
 
-export interface VerifyServer {
-  role: 'master' | 'tserver';
-  /** Node index: a node is a tserver plus (on node 0) the master. */
-  node: number;
-  name: string;
-  rpcAddress: string;
-  webUrl: string;
+export interface VerifyServer extends VerifyServerRef {
   dataDir: string;
   logFile: string;
   argv: string[];
   child?: ChildProcess;
-  paused: boolean;
 }
 
 export interface VerifyClusterOptions {
@@ -46,7 +38,8 @@ export interface VerifyClusterOptions {
   masterFlags?: string[];
 }
 
-export class VerifyCluster {
+export class VerifyCluster implements VerifyTarget<VerifyServer> {
+  readonly driver = 'process' as const;
   readonly servers: VerifyServer[] = [];
 
   private constructor(readonly baseDir: string) {}
@@ -72,6 +65,9 @@ export class VerifyCluster {
 
   get masterAddresses(): string[] {
     return this.servers.filter((s) => s.role === 'master').map((s) => s.rpcAddress);
+  }
+  connectOptions(): VerifyConnectOptions {
+    return { masterAddresses: this.masterAddresses };
   }
   get tservers(): VerifyServer[] {
     return this.servers.filter((s) => s.role === 'tserver');
@@ -128,48 +124,54 @@ export class VerifyCluster {
 
   /** Masters answer /healthz and the master sees every running tserver alive. */
   async waitHealthy(timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    let why = 'master not answering';
-    while (Date.now() < deadline) {
-      for (const s of this.servers) if (s.child && !this.isRunning(s)) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `${s.name} exited (${String(s.child.exitCode ?? s.child.signalCode)}); see ${s.logFile}`);
-      try {
-        const m = this.masters[0]!;
-        if (await isHealthy(m.webUrl)) {
-          const body = (await getJson(`${m.webUrl}/api/v1/tablet-servers`, 1000)) as { tabletServers?: Array<{ rpcAddress: string; alive: boolean }> };
-          const alive = new Set((body.tabletServers ?? []).filter((t) => t.alive).map((t) => t.rpcAddress));
-          const want = this.tservers.filter((t) => this.isRunning(t));
-          // The master may still count a just-killed tserver alive (heartbeat not yet timed out):
-          // the restarted process itself must answer too.
-          const up = await Promise.all(want.map((t) => isHealthy(t.webUrl)));
-          if (want.every((t, i) => alive.has(t.rpcAddress) && up[i])) return;
-          why = `${alive.size} of ${want.length} tablet servers alive, ${up.filter(Boolean).length} answering /healthz`;
-        }
-      } catch (e) {
-        why = (e as Error).message;
-      }
-      await new Promise((r) => setTimeout(r, HEALTH_POLL_MS));
-    }
-    throw new DbError(ErrorCode.TIMED_OUT, `cluster not healthy within ${timeoutMs} ms (${why}); logs in ${this.baseDir}`);
+    await waitVerifyHealthy({
+      masterWebUrl: this.masters[0]!.webUrl,
+      tservers: () => this.tservers.filter((t) => this.isRunning(t)),
+      gone: async () => {
+        const s = this.servers.find((x) => x.child && !this.isRunning(x));
+        return s ? `${s.name} exited (${String(s.child!.exitCode ?? s.child!.signalCode)}); see ${s.logFile}` : undefined;
+      },
+      timeoutMs,
+      where: this.baseDir,
+    });
   }
 
   /** Set a run-time flag on one server: console first, admin RPC for a tserver without one. */
   async setFlag(s: VerifyServer, name: string, value: string, rpc: RpcClient): Promise<void> {
-    try {
-      await postFlag(s.webUrl, name, value, true);
-      return;
-    } catch (e) {
-      if (s.role !== 'tserver' || !(e instanceof DbError) || e.code !== ErrorCode.NETWORK_ERROR) throw e;
-    }
-    // A just-restarted tserver may not accept connections yet: a few bounded attempts.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await rpc.call(s.rpcAddress, tabletServerMethods().setFlag, { name, value, force: true }, { timeoutMs: 3_000 });
-        return;
-      } catch (e) {
-        if (attempt >= SET_FLAG_ATTEMPTS_MAX) throw e;
-        await new Promise((r) => setTimeout(r, 300));
-      }
-    }
+    await setServerFlag(s, name, value, rpc);
+  }
+
+  /** Cut the given nodes off from the rest both ways (empty = heal) through TEST_drop_traffic_peers. */
+  async isolate(nodes: number[], rpc: RpcClient): Promise<void> {
+    const all = this.servers.map((s) => ({ node: `n${s.node}`, role: s.role, rpcAddress: s.rpcAddress, rec: s }));
+    const lists = partitionDropLists(all, nodes.map((n) => `n${n}`));
+    const errors: string[] = [];
+    await Promise.all(
+      all.map(async (a, i) => {
+        if (!this.isRunning(a.rec) || a.rec.paused) return;
+        try {
+          await this.setFlag(a.rec, DROP_TRAFFIC_FLAG, lists[i]!.peers, rpc);
+        } catch (e) {
+          errors.push(`${a.rec.name}: ${(e as Error).message}`);
+        }
+      }),
+    );
+    if (errors.length) throw new DbError(ErrorCode.INTERNAL, `partition skipped: could not set ${DROP_TRAFFIC_FLAG}: ${errors.join('; ')}`);
+  }
+
+  faultNote(_kind: NemesisKind, _servers: readonly VerifyServer[]): string | undefined {
+    return undefined;
+  }
+
+  async settle(rpc: RpcClient, timeoutMs: number): Promise<string | undefined> {
+    for (const s of this.servers) this.resume(s);
+    for (const s of this.servers) if (!this.isRunning(s)) this.start(s);
+    await this.waitHealthy(timeoutMs);
+    // The drop lists are flags on the servers: they must be up to take the empty list.
+    return this.isolate([], rpc).then(
+      () => undefined,
+      (e: Error) => `heal: ${e.message}`,
+    );
   }
 
   async destroy(keepData: boolean): Promise<void> {

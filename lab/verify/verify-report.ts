@@ -2,6 +2,7 @@
  * Pure parts of the verdict and its report: counts, unavailability per fault window, the vacuity rule
  * (a history counts only with >= 1,000 ok operations and >= 1 applied fault window), and the Markdown.
  */
+import type { DriverKind } from '../cluster-spec';
 import { countOps, type HistoryOp, type OpCounts } from './history';
 import type { FaultWindow } from './nemesis';
 import type { WorkloadVerdict } from './workload';
@@ -38,6 +39,8 @@ export interface WorkloadReport {
   timeMs: number;
   /** Set when the run applied a fault outside what the database promises to survive (skew-beyond). */
   unsafe?: string;
+  /** Who ran the cluster (process: child processes on loopback; docker: a Docker lab). */
+  driver?: DriverKind;
 }
 
 /**
@@ -106,13 +109,15 @@ export function unavailableReport(workload: string, why: string, seed: number, t
 
 export function verdictLine(r: WorkloadReport): string {
   const an = Object.entries(r.anomalies).map(([k, n]) => `${k}=${n}`).join(',') || 'none';
-  return `${r.workload}: ${r.verdict}${r.unsafe ? ' (UNSAFE CONFIGURATION)' : ''} — ok ${r.counts.ok} / fail ${r.counts.fail} / info ${r.counts.info}; anomalies ${an}; lost writes ${r.lostWrites}; faults ${r.faults.filter((f) => !f.skipped).length} (${r.faults.filter((f) => f.skipped).length} skipped) — ${r.why}`;
+  return `${r.workload}${r.driver === 'docker' ? ' [docker]' : ''}: ${r.verdict}${r.unsafe ? ' (UNSAFE CONFIGURATION)' : ''} — ok ${r.counts.ok} / fail ${r.counts.fail} / info ${r.counts.info}; anomalies ${an}; lost writes ${r.lostWrites}; faults ${r.faults.filter((f) => !f.skipped).length} (${r.faults.filter((f) => f.skipped).length} skipped) — ${r.why}`;
 }
 
-export function markdownReport(reports: readonly WorkloadReport[], meta: { nemesis: string; command: string }): string {
-  const out: string[] = ['# tessera verify', '', `Command: \`${meta.command}\``, `Nemesis: ${meta.nemesis}`, ''];
+export function markdownReport(reports: readonly WorkloadReport[], meta: { nemesis: string; command: string; driver?: DriverKind }): string {
+  const driver = meta.driver ?? reports.find((r) => r.driver)?.driver ?? 'process';
+  const how = driver === 'docker' ? 'a Docker lab of the run, one container per node; kill, pause and partition through docker kill, pause and network disconnect' : 'child processes on loopback';
+  const out: string[] = ['# tessera verify', '', `Command: \`${meta.command}\``, `Nemesis: ${meta.nemesis}`, `Driver: ${driver} — ${how}`, ''];
   for (const r of reports) {
-    out.push(`## ${r.workload}: ${r.verdict}`, '', r.why, '', `seed ${r.seed}, ${r.timeMs} ms; ok ${r.counts.ok}, fail ${r.counts.fail}, info ${r.counts.info}; lost writes ${r.lostWrites}`, '');
+    out.push(`## ${r.workload}: ${r.verdict}`, '', r.why, '', `seed ${r.seed}, ${r.timeMs} ms, ${r.driver ?? driver} driver; ok ${r.counts.ok}, fail ${r.counts.fail}, info ${r.counts.info}; lost writes ${r.lostWrites}`, '');
     const an = Object.entries(r.anomalies);
     out.push(`Anomalies: ${an.length ? an.map(([k, n]) => `${k} ${n}`).join(', ') : 'none'}`, '');
     if (r.unsafe) out.push(`**Unsafe configuration:** ${r.unsafe}.`, '');

@@ -15,7 +15,8 @@ import { RegisterWorkload, type RegisterWriteMode } from './register-workload';
 import { BankWorkload } from './bank-workload';
 import { AppendWorkload } from './append-workload';
 import { SetWorkload } from './set-workload';
-import { VerifyCluster } from './verify-cluster';
+import type { DriverKind } from '../cluster-spec';
+import { planVerifyCluster } from './plan-verify-cluster';
 import { historyCounts, judge, unavailableReport, type WorkloadReport } from './verify-report';
 import type { Workload } from './workload';
 
@@ -30,7 +31,10 @@ export interface RunOptions {
   /** Run directory: cluster data/logs go under it, plus history-<workload>.json. */
   dir: string;
   hostBase: number;
+  /** Process driver: added to the standard ports; docker: the published-port offset (VERIFY_DOCKER_PORT_OFFSET is the CLI's default). */
   portOffset: number;
+  /** Who runs the cluster: child processes (default) or a Docker lab created (and removed) by the run. */
+  driver?: DriverKind;
   concurrency?: number;
   opsMax?: number;
   opTimeoutMs?: number;
@@ -72,22 +76,23 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
   const opsMax = o.opsMax ?? DEFAULT_OPS_MAX;
   const clusterDir = path.join(o.dir, `cluster-${o.workload}`);
   fs.rmSync(clusterDir, { recursive: true, force: true });
-  const cluster = await VerifyCluster.plan({ baseDir: clusterDir, tservers: 3, hostBase: o.hostBase, portOffset: o.portOffset, ...(o.serverFlags ? { masterFlags: o.serverFlags, tserverFlags: o.serverFlags } : {}) });
+  const driver = o.driver ?? 'process';
+  const cluster = await planVerifyCluster({ driver, baseDir: clusterDir, tservers: 3, hostBase: o.hostBase, portOffset: o.portOffset, ...(o.serverFlags ? { serverFlags: o.serverFlags } : {}), log });
   let client: TesseraClient | undefined;
   try {
     await cluster.startAll(CLUSTER_UP_TIMEOUT_MS);
-    client = await TesseraClient.connect({ masterAddresses: cluster.masterAddresses, timeoutMs: 10_000 });
+    client = await TesseraClient.connect({ ...cluster.connectOptions(), timeoutMs: 10_000 });
     const w = makeWorkload(o.workload, client, o.registerWrites ? { registerWrites: o.registerWrites } : {});
-    if (typeof w === 'string') return unavailableReport(o.workload, w, o.seed, 0);
+    if (typeof w === 'string') return { ...unavailableReport(o.workload, w, o.seed, 0), driver };
     try {
       await w.setup(client);
     } catch (e) {
-      if (o.workload === 'bank' || o.workload === 'append') return unavailableReport(o.workload, `${o.workload}: setup failed: ${(e as Error).message}`, o.seed, 0);
+      if (o.workload === 'bank' || o.workload === 'append') return { ...unavailableReport(o.workload, `${o.workload}: setup failed: ${(e as Error).message}`, o.seed, 0), driver };
       throw e;
     }
     const recorder = new HistoryRecorder();
     const schedule = buildSchedule({ seed: o.seed, kinds: o.nemesis, timeMs: o.timeMs, tservers: 3, ...(o.skewBeyond ? { skewBeyond: true } : {}) });
-    log(`${o.workload}: ${schedule.length} fault window(s) scheduled over ${o.timeMs} ms (seed ${o.seed})`);
+    log(`${o.workload}: ${schedule.length} fault window(s) scheduled over ${o.timeMs} ms (seed ${o.seed}, ${driver} driver)`);
     const nemesis = new Nemesis({ cluster, client, table: w.table, nowNs: () => recorder.nowNs(), log, seed: o.seed });
     const t0 = Date.now();
     const end = t0 + o.timeMs;
@@ -121,16 +126,15 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
     stopped = true;
     await nemesisDone;
     // Heal whatever the last window left behind, then let the cluster settle before the final read.
-    for (const s of cluster.servers) cluster.resume(s);
-    for (const s of cluster.servers) if (!cluster.isRunning(s)) cluster.start(s);
-    await cluster.waitHealthy(CLUSTER_UP_TIMEOUT_MS);
-    await nemesis.partition([]).catch((e: Error) => log(`heal: ${e.message}`));
+    const problem = await cluster.settle(client.rpcClient(), CLUSTER_UP_TIMEOUT_MS);
+    if (problem) log(problem);
     await w.final(client, recorder, concurrency * 1_000_000);
     fs.mkdirSync(o.dir, { recursive: true });
-    fs.writeFileSync(path.join(o.dir, `history-${o.workload}.json`), JSON.stringify({ workload: o.workload, seed: o.seed, faults: nemesis.windows, history: recorder.ops }));
-    return judge(o.workload, recorder.ops, nemesis.windows, w.check(recorder.ops), o.seed, Date.now() - t0);
+    fs.writeFileSync(path.join(o.dir, `history-${o.workload}.json`), JSON.stringify({ workload: o.workload, seed: o.seed, driver, faults: nemesis.windows, history: recorder.ops }));
+    return { ...judge(o.workload, recorder.ops, nemesis.windows, w.check(recorder.ops), o.seed, Date.now() - t0), driver };
   } finally {
     await client?.close().catch(() => undefined);
     await cluster.destroy(o.keepData ?? false);
   }
 }
+
