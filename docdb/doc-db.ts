@@ -26,10 +26,12 @@ import type {
   StatusResolver,
   TxnMeta,
 } from './doc-db-api';
-import { TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC, TXN_MAX_APPLY_BATCH_RECORDS } from './docdb-flags';
+import { DOCDB_ROW_CACHE_BYTES, TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC, TXN_MAX_APPLY_BATCH_RECORDS } from './docdb-flags';
 import { FrontierDb } from './frontier-db';
 import { gcRegular, type GcResult } from './gc';
-import { IntentAwareReader } from './intent-aware-reader';
+import { IntentAwareReader, readRestart } from './intent-aware-reader';
+import { RowCache } from './row-cache';
+import { assembleRow, type CellVersion } from './row-assembler';
 import { IntentsDb, isStrongIntent } from './intents-db';
 import type { KvEngine } from './kv-engine';
 import { ReaderRegistry } from './reader-registry';
@@ -61,12 +63,18 @@ export class DocDb implements DocDbApi {
   private readonly txnLocks = new TxnLocks();
   private closed = false;
 
+  /** Parsed committed rows for point reads while no intents are held (see row-cache.ts). */
+  readonly rowCache: RowCache;
+
   private constructor(
     readonly regularDb: RegularDb,
     readonly intentsDb: IntentsDb,
     private readonly flags: Flags,
     private readonly options: DocDbOptions,
-  ) {}
+  ) {
+    this.rowCache = new RowCache(() => this.flags.get(DOCDB_ROW_CACHE_BYTES));
+    regularDb.db.writeObserver = this.rowCache;
+  }
 
   static async open(deps: DocDbDeps, options: DocDbOptions = {}): Promise<DocDb> {
     const regular = await RegularDb.open(await FrontierDb.open(deps.regular));
@@ -168,9 +176,28 @@ export class DocDb implements DocDbApi {
 
   async getRow(key: DocKey, opts: ReadOptions): Promise<Row | undefined> {
     const k = encodeRowDocKey(key);
+    const readIntents = this.intentsDb.intentCount > 0;
+    const cache = !readIntents && this.rowCache.enabled ? this.rowCache : undefined;
+    const hex = cache ? k.toString('hex') : '';
+    const hit = cache?.get(hex);
+    if (hit) {
+      const res = assembleRow(hit.key, hit.versions, opts.readHt, opts.globalLimitHt, opts.columns);
+      if (res.type === 'restart') throw readRestart(opts.readHt, res.restartHt, opts.globalLimitHt);
+      return res.type === 'row' ? res.row : undefined;
+    }
     const release = this.readers.register(opts.readHt);
     try {
-      const r = await new IntentAwareReader(this.regularDb.db.engine, this.intentsDb.db.engine, opts, this.intentsDb.intentCount > 0).read({ start: k, end: prefixEnd(k), limit: 1 });
+      const token = cache ? cache.token() : -1;
+      let seen = false;
+      const onRow = cache
+        ? (_b: Buffer, rowKey: DocKey, versions: CellVersion[]): void => {
+            seen = true;
+            cache.fill(token, hex, rowKey, versions);
+          }
+        : undefined;
+      const r = await new IntentAwareReader(this.regularDb.db.engine, this.intentsDb.db.engine, opts, readIntents, onRow).read({ start: k, end: prefixEnd(k), limit: 1 });
+      // No version at all: the row is absent at every read time until a write (which invalidates).
+      if (cache && !seen) cache.fill(token, hex, key, []);
       return r.rows[0];
     } finally {
       release();

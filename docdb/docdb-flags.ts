@@ -18,3 +18,12 @@ export const TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC = defineFlag({
   tags: [FlagTag.runtime],
   validate: (v) => (v >= 0 ? undefined : 'a non-negative number of seconds'),
 });
+
+export const DOCDB_ROW_CACHE_BYTES = defineFlag({
+  name: 'docdb_row_cache_bytes',
+  type: 'int',
+  default: 8 << 20,
+  help: "Bytes of committed rows each tablet replica keeps parsed in memory for point reads (a read that finds its row there needs no RocksDB iterator); used only while the tablet holds no intents. 0 disables it.",
+  tags: [FlagTag.runtime],
+  validate: (v) => (v >= 0 ? undefined : 'a non-negative number of bytes'),
+});

@@ -57,11 +57,20 @@ export class FrontierDb {
       });
   }
 
+  /** Told before and after every write() (a row cache above this database keeps itself exact). */
+  writeObserver: { beginWrite(ops: readonly KvOp[]): void; endWrite(ops: readonly KvOp[]): void } | undefined;
+
   /** Write `ops` and the frontier max(current, opId) in one atomic batch. */
   async write(ops: KvOp[], opId: OpId, sync = false): Promise<void> {
     const f = opIdMax(this.current, opId);
     ops.push({ type: 'put', key: FRONTIER_KEY, value: encodeOpId(f) });
-    await this.engine.write(ops, { sync });
+    const obs = this.writeObserver;
+    obs?.beginWrite(ops);
+    try {
+      await this.engine.write(ops, { sync });
+    } finally {
+      obs?.endWrite(ops);
+    }
     this.current = opIdMax(this.current, f);
   }
 }

@@ -11,7 +11,7 @@
 import { DbError, ErrorCode } from '../common/errors';
 import type { HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
-import type { ReadOptions, Row, ScanResult, TxnStatusAnswer } from './doc-db-api';
+import type { DocKey, ReadOptions, Row, ScanResult, TxnStatusAnswer } from './doc-db-api';
 import { GroupIterator, type DocKeyGroup } from './group-iterator';
 import { isStrongWrite } from './intents-db';
 import type { KvEngine, KvIterator } from './kv-engine';
@@ -47,6 +47,8 @@ export class IntentAwareReader {
     private readonly opts: ReadOptions,
     /** False when IntentsDB holds no strong intent: the read then skips it entirely (fast path). */
     private readonly readIntents = true,
+    /** Told each row's committed versions as read from RegularDB (the row cache fills from it). */
+    private readonly onRegularRow?: (docKeyBuf: Buffer, key: DocKey, versions: CellVersion[]) => void,
   ) {}
 
   private status(txnId: TxnId): Promise<TxnStatusAnswer> {
@@ -89,6 +91,8 @@ export class IntentAwareReader {
       const p = parseRegularKey(k, docKeyBuf.length);
       versions.push({ sub: p.sub, ht: p.ht, writeId: p.writeId, own: false, value: decodeStored(v) });
     }
+    const key = decodeDocKeyBuf(docKeyBuf);
+    if (this.onRegularRow && int === undefined) this.onRegularRow(docKeyBuf, key, versions.slice());
     for (const [k, v] of int?.entries ?? []) {
       const p = parseIntentKey(k, docKeyBuf.length);
       if (!isStrongWrite(p.typeset)) continue;
@@ -102,7 +106,7 @@ export class IntentAwareReader {
       // Committed after the read time: still a version, for the read-restart check.
       if (st.status === 'COMMITTED') versions.push({ sub: p.sub, ht: st.commitHt, writeId: iv.writeId, own: false, value: iv.value });
     }
-    const res = assembleRow(decodeDocKeyBuf(docKeyBuf), versions, this.opts.readHt, this.opts.globalLimitHt, this.opts.columns);
+    const res = assembleRow(key, versions, this.opts.readHt, this.opts.globalLimitHt, this.opts.columns);
     if (res.type === 'restart') throw readRestart(this.opts.readHt, res.restartHt, this.opts.globalLimitHt);
     return res.type === 'row' ? res.row : undefined;
   }
