@@ -98,7 +98,7 @@ export interface ApplyProgress {
 }
 
 export interface DbSizes {
-  regulardb: { memtableBytes: number; sstBytes: number };
+  regulardb: { memtableBytes: number; sstBytes: number; rowCache?: { rows: number; bytes: number; hits: number; misses: number } };
   intentsdb: { memtableBytes: number; sstBytes: number; intentCount: number };
 }
 

@@ -221,7 +221,7 @@ export class DocDb implements DocDbApi {
     const r = await this.regularDb.db.engine.stats();
     const i = await this.intentsDb.db.engine.stats();
     return {
-      regulardb: { memtableBytes: r.memtableBytes, sstBytes: r.sstBytes },
+      regulardb: { memtableBytes: r.memtableBytes, sstBytes: r.sstBytes, rowCache: { rows: this.rowCache.size, bytes: this.rowCache.usedBytes, hits: this.rowCache.metrics.hits, misses: this.rowCache.metrics.misses } },
       intentsdb: { memtableBytes: i.memtableBytes, sstBytes: i.sstBytes, intentCount: this.intentsDb.intentCount },
     };
   }

@@ -20,7 +20,7 @@ import type { TabletsJson } from './tserver-server';
 
 const EMPTY_SIZES = { regulardb: { memtableBytes: 0, sstBytes: 0 }, intentsdb: { memtableBytes: 0, sstBytes: 0, intentCount: 0 } };
 
-type Sizes = typeof EMPTY_SIZES;
+type Sizes = typeof EMPTY_SIZES & { regulardb: { rowCache?: { rows: number; bytes: number; hits: number; misses: number } } };
 
 interface TabletMem {
   regularBytes: number;
@@ -164,6 +164,7 @@ export function registerTServerPages(d: TServerWebDeps): void {
           ['Frontier IntentsDB (term.index)', `${t.frontier.intents.term}.${t.frontier.intents.index}`],
           ['RegularDB memtable / SST bytes', `${t.regulardb.memtableBytes} / ${t.regulardb.sstBytes}`],
           ['IntentsDB memtable / SST bytes / intents', `${t.intentsdb.memtableBytes} / ${t.intentsdb.sstBytes} / ${t.intentsdb.intentCount}`],
+          ['Row cache rows / bytes / hits / misses', t.regulardb.rowCache ? `${t.regulardb.rowCache.rows} / ${t.regulardb.rowCache.bytes} / ${t.regulardb.rowCache.hits} / ${t.regulardb.rowCache.misses}` : ''],
         ],
         { id: 'tablet' },
       );
