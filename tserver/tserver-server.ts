@@ -300,7 +300,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
     const out: TabletReportPB[] = [];
     for (const p of manager.list()) {
       const r = await peerReport(p);
-      for (const peer of r.peers) peer.rpcAddress = manager.addressOf(peer.uuid ?? '') ?? '';
+      for (const peer of r.peers ?? []) peer.rpcAddress = manager.addressOf(peer.uuid ?? '') ?? '';
       out.push(r);
     }
     return out;

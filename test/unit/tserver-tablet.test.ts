@@ -2,18 +2,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Flags } from '../../common/flags';
-import { HybridClock } from '../../common/hybrid-clock';
-import { SystemClock } from '../../common/clock';
-import { SeededRng } from '../../common/rng';
-import { silentLogger } from '../../common/log';
 import { DbError, ErrorCode } from '../../common/errors';
-import { RocksDbEngine } from '../../docdb/rocksdb-engine';
-import { DocDb } from '../../docdb/doc-db';
-import { RawNode } from '../../raft/raw-node';
-import { FileLogStorage } from '../../raft/wal/file-log-storage';
-import { TabletPeer, type TabletPeerDeps } from '../../tserver/tablet/tablet-peer';
-import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
+import { openTestPeer } from './tablet-peer-harness';
 import type { DocKey } from '../../docdb/doc-db-api';
 
 const dirs: string[] = [];
@@ -21,54 +11,13 @@ afterEach(() => {
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 });
 
-const meta: TabletMeta = {
-  tabletId: 't1',
-  tableId: 'tbl',
-  tableName: 'demo',
-  schema: { columns: [{ name: 'id', id: 0, type: 'int64', nullable: false }, { name: 'v', id: 1, type: 'string', nullable: true }], hashColumns: ['id'], rangeColumns: [] },
-  partition: { start: 0, end: 65536 },
-  peers: [{ uuid: 'ts1', rpcAddress: '127.0.0.1:1', memberType: 'VOTER' }],
-};
-
-function deps(dir: string): TabletPeerDeps {
-  const flags = new Flags();
-  return {
-    dir,
-    meta,
-    selfUuid: 'ts1',
-    flags,
-    clock: new HybridClock(new SystemClock()),
-    log: silentLogger(),
-    rng: new SeededRng(7),
-    send: () => undefined,
-    openLogStorage: (d) => FileLogStorage.open(d, { flags }),
-    openEngine: (d) => RocksDbEngine.open(d),
-    openDocDb: (regular, intents) => DocDb.open({ regular, intents, flags }),
-    newRaftCore: (o) => new RawNode(o),
-    fetchSnapshot: () => Promise.reject(new Error('no snapshots in this test')),
-    peerAddress: () => '127.0.0.1:1',
-    onFatal: (_t, e) => {
-      throw e;
-    },
-  };
-}
-
 const key = (i: number): DocKey => ({ hash: (i * 7919) % 65536, hashed: [BigInt(i)], range: [] });
-
-async function untilLeader(p: TabletPeer): Promise<void> {
-  for (let i = 0; i < 400 && !p.raftGroup().isLeaderReady(); i++) {
-    p.tick();
-    await new Promise((r) => setTimeout(r, 2));
-  }
-  expect(p.raftGroup().isLeaderReady()).toBe(true);
-}
 
 describe('TabletPeer', () => {
   it('tablet: writes are readable, INSERT/UPDATE check existence, and rows survive reopen (log replay)', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-tablet-'));
     dirs.push(dir);
-    let p = await TabletPeer.open(deps(dir));
-    await untilLeader(p);
+    let p = await openTestPeer(dir);
     const hts = await Promise.all(
       Array.from({ length: 100 }, (_, i) => p.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(i), columns: [{ columnId: 1, value: `v${i}` }] } }] })),
     );
@@ -85,8 +34,7 @@ describe('TabletPeer', () => {
     const before = p.status().appliedIndex;
     await p.stop();
 
-    p = await TabletPeer.open(deps(dir));
-    await untilLeader(p);
+    p = await openTestPeer(dir);
     expect(p.status().appliedIndex).toBeGreaterThanOrEqual(before);
     const r2 = await p.read([key(0), key(3), key(50)], {});
     expect(r2.rows[0]?.columns.get(1)).toBe('v0');

@@ -5,16 +5,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Flags } from '../../common/flags';
 import { HybridClock } from '../../common/hybrid-clock';
 import { SystemClock } from '../../common/clock';
-import { SeededRng } from '../../common/rng';
 import { silentLogger } from '../../common/log';
 import { DbError, ErrorCode } from '../../common/errors';
 import { TxnId } from '../../common/ids';
 import type { HybridTime } from '../../common/hybrid-time';
-import { RocksDbEngine } from '../../docdb/rocksdb-engine';
-import { DocDb } from '../../docdb/doc-db';
-import { RawNode } from '../../raft/raw-node';
-import { FileLogStorage } from '../../raft/wal/file-log-storage';
 import { TabletPeer } from '../../tserver/tablet/tablet-peer';
+import { testPeerDeps, untilLeaderReady } from './tablet-peer-harness';
 import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
 import { TransactionCoordinator } from '../../tserver/transaction/coordinator';
 import {
@@ -50,29 +46,8 @@ interface Update {
 
 async function openCoordinator(dir: string, flags: Flags, failUpdates: { n: number }): Promise<{ c: TransactionCoordinator; peer: TabletPeer; updates: Update[]; close: () => Promise<void> }> {
   const clock = new HybridClock(new SystemClock());
-  const peer = await TabletPeer.open({
-    dir,
-    meta,
-    selfUuid: 'ts1',
-    flags,
-    clock,
-    log: silentLogger(),
-    rng: new SeededRng(3),
-    send: () => undefined,
-    openLogStorage: (d) => FileLogStorage.open(d, { flags }),
-    openEngine: (d) => RocksDbEngine.open(d),
-    openDocDb: (regular, intents) => DocDb.open({ regular, intents, flags }),
-    newRaftCore: (o) => new RawNode(o),
-    fetchSnapshot: () => Promise.reject(new Error('no snapshots')),
-    peerAddress: () => '127.0.0.1:1',
-    onFatal: (_t, e) => {
-      throw e;
-    },
-  });
-  for (let i = 0; i < 400 && !peer.raftGroup().isLeaderReady(); i++) {
-    peer.tick();
-    await new Promise((r) => setTimeout(r, 2));
-  }
+  const peer = await TabletPeer.open(testPeerDeps(dir, { meta, flags, clock, seed: 3 }));
+  await untilLeaderReady(peer);
   const updates: Update[] = [];
   const c = new TransactionCoordinator({
     peer,

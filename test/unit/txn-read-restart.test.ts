@@ -16,18 +16,12 @@ import { Flags } from '../../common/flags';
 import { HybridClock } from '../../common/hybrid-clock';
 import { htAddMicros } from '../../common/hybrid-time';
 import { TxnId } from '../../common/ids';
-import { silentLogger } from '../../common/log';
-import { SeededRng } from '../../common/rng';
-import { DocDb } from '../../docdb/doc-db';
 import type { DocKey, TxnMeta } from '../../docdb/doc-db-api';
 import { partitionHash } from '../../docdb/encoding/doc-key';
-import { RocksDbEngine } from '../../docdb/rocksdb-engine';
-import { RawNode } from '../../raft/raw-node';
-import { FileLogStorage } from '../../raft/wal/file-log-storage';
 import { keyToPb, TabletService } from '../../tserver/tablet-service';
 import type { TabletManager } from '../../tserver/tablet-manager';
-import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
 import { TabletPeer } from '../../tserver/tablet/tablet-peer';
+import { demoTabletMeta, testPeerDeps, untilLeaderReady } from './tablet-peer-harness';
 import type { PeerTxnEnv, TxnStatusInfo } from '../../tserver/transaction/txn-env';
 
 const SKEW_MS = 300;
@@ -38,15 +32,6 @@ const peers: TabletPeer[] = [];
 afterEach(async () => {
   for (const p of peers.splice(0)) await p.stop();
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
-
-const meta = (tabletId: string): TabletMeta => ({
-  tabletId,
-  tableId: 'tbl',
-  tableName: 'demo',
-  schema: { columns: [{ name: 'id', id: 0, type: 'int64', nullable: false }, { name: 'v', id: 1, type: 'string', nullable: true }], hashColumns: ['id'], rangeColumns: [] },
-  partition: { start: 0, end: 65536 },
-  peers: [{ uuid: 'ts1', rpcAddress: '127.0.0.1:1', memberType: 'VOTER' }],
 });
 
 const key = (i: number): DocKey => ({ hash: partitionHash([BigInt(i)]), hashed: [BigInt(i)], range: [] });
@@ -65,32 +50,9 @@ function statusEnv(): PeerTxnEnv & { statuses: Map<string, TxnStatusInfo> } {
 async function openTablet(tabletId: string, wall: ManualClock, flags: Flags, env?: PeerTxnEnv): Promise<TabletPeer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-read-restart-'));
   dirs.push(dir);
-  const p = await TabletPeer.open({
-    dir,
-    meta: meta(tabletId),
-    selfUuid: 'ts1',
-    flags,
-    clock: new HybridClock(wall),
-    log: silentLogger(),
-    rng: new SeededRng(3),
-    send: () => undefined,
-    openLogStorage: (d) => FileLogStorage.open(d, { flags }),
-    openEngine: (d) => RocksDbEngine.open(d),
-    openDocDb: (regular, intents) => DocDb.open({ regular, intents, flags }),
-    newRaftCore: (o) => new RawNode(o),
-    fetchSnapshot: () => Promise.reject(new Error('no snapshots in this test')),
-    peerAddress: () => '127.0.0.1:1',
-    ...(env ? { txnEnv: env } : {}),
-    onFatal: (_t, e) => {
-      throw e;
-    },
-  });
+  const p = await TabletPeer.open(testPeerDeps(dir, { meta: demoTabletMeta(tabletId), flags, wall, seed: 3, ...(env ? { txnEnv: env } : {}) }));
   peers.push(p);
-  for (let i = 0; i < 400 && !p.raftGroup().isLeaderReady(); i++) {
-    p.tick();
-    await new Promise((r) => setTimeout(r, 2));
-  }
-  expect(p.raftGroup().isLeaderReady()).toBe(true);
+  await untilLeaderReady(p);
   return p;
 }
 
@@ -181,7 +143,7 @@ describe('read restart (uncertainty window)', () => {
     const svc = new TabletService({ manager, flags, clock: new HybridClock(slow), selfUuid: 'ts1', reports: () => Promise.resolve([]) });
     const writeHt = await a.write({ ops: [upsert(2, 'x')] });
     const first = await svc.read({ tabletId: 'b', keys: [keyToPb(key(2))] });
-    expect(first.globalLimitHt).toBe(htAddMicros(first.readHt, MAX_SKEW_USEC));
+    expect(first.globalLimitHt).toBe(htAddMicros(first.readHt!, MAX_SKEW_USEC));
     const err = await svc.read({ tabletId: 'a', keys: [keyToPb(key(2))], readHt: first.readHt, globalLimitHt: first.globalLimitHt }).catch((e: unknown) => e);
     expect(isDbError(err, ErrorCode.READ_RESTART)).toBe(true);
     // An explicit past snapshot (read_ht without a limit) does not restart.

@@ -3,19 +3,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Flags } from '../../common/flags';
-import { HybridClock } from '../../common/hybrid-clock';
-import { SystemClock } from '../../common/clock';
-import { SeededRng } from '../../common/rng';
-import { silentLogger } from '../../common/log';
 import { DbError, ErrorCode } from '../../common/errors';
 import { TxnId } from '../../common/ids';
-import { RocksDbEngine } from '../../docdb/rocksdb-engine';
-import { DocDb } from '../../docdb/doc-db';
-import { RawNode } from '../../raft/raw-node';
-import { FileLogStorage } from '../../raft/wal/file-log-storage';
-import { TabletPeer, type TabletPeerDeps } from '../../tserver/tablet/tablet-peer';
+import { TabletPeer } from '../../tserver/tablet/tablet-peer';
+import { demoTabletMeta, testPeerDeps, untilLeaderReady } from './tablet-peer-harness';
 import { decodeTabletOp, encodeTabletOp, type TabletOp } from '../../tserver/tablet/tablet-op';
-import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
+import { HybridClock } from '../../common/hybrid-clock';
+import { SystemClock } from '../../common/clock';
 import type { DocKey, TxnMeta } from '../../docdb/doc-db-api';
 import type { PeerTxnEnv, TxnStatusInfo } from '../../tserver/transaction/txn-env';
 import { TabletService, txnMetaFromPb } from '../../tserver/tablet-service';
@@ -29,50 +23,14 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 });
 
-const meta: TabletMeta = {
-  tabletId: 't1',
-  tableId: 'tbl',
-  tableName: 'demo',
-  schema: { columns: [{ name: 'id', id: 0, type: 'int64', nullable: false }, { name: 'v', id: 1, type: 'string', nullable: true }], hashColumns: ['id'], rangeColumns: [] },
-  partition: { start: 0, end: 65536 },
-  peers: [{ uuid: 'ts1', rpcAddress: '127.0.0.1:1', memberType: 'VOTER' }],
-};
-
 const key = (i: number): DocKey => ({ hash: (i * 7919) % 65536, hashed: [BigInt(i)], range: [] });
-
-function deps(dir: string, flags: Flags, env: PeerTxnEnv): TabletPeerDeps {
-  return {
-    dir,
-    meta,
-    selfUuid: 'ts1',
-    flags,
-    clock: new HybridClock(new SystemClock()),
-    log: silentLogger(),
-    rng: new SeededRng(7),
-    send: () => undefined,
-    openLogStorage: (d) => FileLogStorage.open(d, { flags }),
-    openEngine: (d) => RocksDbEngine.open(d),
-    openDocDb: (regular, intents) => DocDb.open({ regular, intents, flags }),
-    newRaftCore: (o) => new RawNode(o),
-    fetchSnapshot: () => Promise.reject(new Error('no snapshots in this test')),
-    peerAddress: () => '127.0.0.1:1',
-    txnEnv: env,
-    onFatal: (_t, e) => {
-      throw e;
-    },
-  };
-}
 
 async function open(flags: Flags, env: PeerTxnEnv, dir?: string): Promise<{ p: TabletPeer; dir: string }> {
   const d = dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-txn-tablet-'));
   if (!dir) dirs.push(d);
-  const p = await TabletPeer.open(deps(d, flags, env));
+  const p = await TabletPeer.open(testPeerDeps(d, { flags, txnEnv: env }));
   peers.push(p);
-  for (let i = 0; i < 400 && !p.raftGroup().isLeaderReady(); i++) {
-    p.tick();
-    await new Promise((r) => setTimeout(r, 2));
-  }
-  expect(p.raftGroup().isLeaderReady()).toBe(true);
+  await untilLeaderReady(p);
   return { p, dir: d };
 }
 
@@ -267,7 +225,7 @@ describe('txn tablet ops', () => {
   });
 
   it('txn-tablet: the TabletService rejects writes to the transactions system table with NOT_SUPPORTED (plain and transactional), on any replica', async () => {
-    const peer = { meta: { ...meta, tabletId: 'st1', tableName: 'transactions' }, tabletId: 'st1' } as unknown as TabletPeer;
+    const peer = { meta: { ...demoTabletMeta(), tabletId: 'st1', tableName: 'transactions' }, tabletId: 'st1' } as unknown as TabletPeer;
     const manager = { get: () => peer } as unknown as TabletManager;
     const svc = new TabletService({ manager, flags: new Flags(), clock: new HybridClock(new SystemClock()), selfUuid: 'ts1', reports: () => Promise.resolve([]) });
     const op = { type: 'UPSERT', key: { hash: 0, hashed: [], range: [] }, columns: [] };
