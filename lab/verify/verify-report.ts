@@ -93,6 +93,9 @@ export function judge(workload: string, history: readonly HistoryOp[], windows: 
   } else if (counts.ok < MIN_OK_OPS || applied < MIN_FAULT_WINDOWS) {
     verdict = 'vacuous';
     why = `needs >= ${MIN_OK_OPS} ok ops and >= ${MIN_FAULT_WINDOWS} applied fault window(s); had ${counts.ok} ok ops and ${applied} window(s)`;
+  } else if (v.vacuous) {
+    verdict = 'vacuous';
+    why = v.vacuous;
   } else if (v.inconclusive) {
     verdict = 'unknown';
     why = v.inconclusive;

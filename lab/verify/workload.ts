@@ -18,6 +18,11 @@ export interface WorkloadVerdict {
   details: string[];
   /** Set when the checker could not decide (search bound reached): the verdict is 'unknown', not valid. */
   inconclusive?: string;
+  /**
+   * Set when the history, though anomaly-free, could not have shown the anomalies this checker looks
+   * for (e.g. no read ran concurrently with a write of its key): the verdict is 'vacuous', never valid.
+   */
+  vacuous?: string;
 }
 
 export interface OpContext {

@@ -3,6 +3,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { checkLinearizableRegisters, checkBank, checkSet, checkListAppend, type HistoryOp, type MicroOp } from '../../lab/verify';
+import { contendedReads, RegisterWorkload } from '../../lab/verify/register-workload';
+import { judge } from '../../lab/verify/verify-report';
 
 class H {
   ops: HistoryOp[] = [];
@@ -181,6 +183,25 @@ describe('verify: register linearizability', () => {
     const r = checkLinearizableRegisters(h.ops);
     expect(r.keys).toBe(2);
     expect(r.failures.map((f) => f.key)).toEqual(['b']);
+  });
+});
+
+describe('verify: register non-vacuity', () => {
+  it('register: a history whose reads never overlap a write of their key counts as vacuous, not valid; overlapping reads make it count', () => {
+    const w = new RegisterWorkload();
+    const serial = new H();
+    for (let i = 0; i < 600; i++) serial.inv(0, 'write', `v${i}`, 'k').ok(0, 'write', `v${i}`, 'k').inv(1, 'read', null, 'k').ok(1, 'read', `v${i}`, 'k');
+    expect(contendedReads(serial.ops)).toBe(0);
+    const v1 = w.check(serial.ops);
+    expect(v1.valid).toBe(true);
+    const r1 = judge('register', serial.ops, [{ kind: 'kill', target: 'tserver 0', startNs: 0, endNs: 1 }], v1, 1, 1000);
+    expect(r1.verdict).toBe('vacuous');
+    expect(r1.why).toMatch(/concurrently with a write/);
+    const busy = new H();
+    for (let i = 0; i < 600; i++) busy.inv(0, 'write', `v${i}`, 'k').inv(1, 'read', null, 'k').ok(1, 'read', i === 0 ? null : `v${i - 1}`, 'k').ok(0, 'write', `v${i}`, 'k');
+    expect(contendedReads(busy.ops)).toBe(600);
+    const r2 = judge('register', busy.ops, [{ kind: 'kill', target: 'tserver 0', startNs: 0, endNs: 1 }], w.check(busy.ops), 1, 1000);
+    expect(r2.verdict).toBe('valid');
   });
 });
 
