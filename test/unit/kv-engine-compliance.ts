@@ -130,6 +130,20 @@ export function kvEngineCompliance(name: string, factory: EngineFactory): void {
       expect(await drain(e.iterator())).toEqual(['a=v', 'd=v', 'x=y']);
     });
 
+    it(`${name}: writes issued without waiting take effect in call order (same key: the last wins; a range delete sees the puts before it)`, async () => {
+      const e = await make();
+      const pending: Array<Promise<void>> = [];
+      for (let i = 0; i < 50; i++) pending.push(e.write([{ type: 'put', key: b('k'), value: b(`v${i}`) }, { type: 'put', key: b(`n${String(i).padStart(2, '0')}`), value: b('x') }], { sync: i % 10 === 0 }));
+      pending.push(e.write([{ type: 'delRange', start: b('n10'), end: b('n20') }]));
+      pending.push(e.write([{ type: 'put', key: b('n15'), value: b('back') }]));
+      await Promise.all(pending);
+      expect(s(await e.get(b('k')))).toBe('v49');
+      const keys = (await drain(e.iterator({ gte: b('n'), lt: b('o') }))).map((x) => x.split('=')[0]);
+      expect(keys.length).toBe(50 - 10 + 1);
+      expect(keys).toContain('n15');
+      expect(keys).not.toContain('n14');
+    });
+
     it(`${name}: synced writes survive close and reopen`, async () => {
       const e = await factory.create();
       await e.write([{ type: 'put', key: b('k'), value: b('v') }], { sync: true });
