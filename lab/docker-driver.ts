@@ -6,10 +6,12 @@
  * BASE/nI bind-mounted at /data, flags on the command line. Ports published on 127.0.0.1:
  * master web 7000+offset+i, tserver web 9000+offset+i, master RPC 7100+offset+i, tserver RPC
  * 9100+offset+i (offset defaults to 10000: n0's tserver console is http://127.0.0.1:19000).
- * Faults: kill/stop/start/restart/pause act on the whole container; kill/stop/start/restart with a
- * role act on that server alone (signalled inside the container; the supervisor starts it again on
- * SIGUSR2). Partition disconnects each named container from the lab network (it then reaches nobody
- * and nobody reaches it, nor its published ports); heal reconnects it with its old address. Consoles
+ * Faults: kill/stop/start/restart/pause/resume act on the whole container (pause = docker pause);
+ * with a role they act on that server alone (signalled inside the container: SIGKILL/SIGTERM, and
+ * SIGSTOP/SIGCONT for pause/resume; the supervisor starts it again on SIGUSR2), unless it is the
+ * container's only server. Status reads each server's own process state inside a running container
+ * (container-freeze-plan.ts). Partition disconnects each named container from the lab network (it
+ * then reaches nobody and nobody reaches it, nor its published ports); heal reconnects it with its old address. Consoles
  * listen on every interface of their container, so consoleJson can read a cut-off node from inside.
  * A host client reaches the servers through clientAddressMap (advertised nI:port -> published port).
  */
@@ -21,7 +23,8 @@ import { DbError, ErrorCode } from '../common';
 import { type ClusterSpec, flagArgs, type NodeName, nodeIndex, nodeName, type ServerRole, validateSpec } from './cluster-spec';
 import type { ClusterDriver, DownOptions, FlagSetResult, LabStatus, NodeAddresses, RoleSelector, ServerState, ServerStatus } from './cluster-driver';
 import { getJson, isHealthy } from './console-http';
-import { CONSOLE_GET_SCRIPT, parseRoleSignalReply, SIGNAL_ROLE_SCRIPT } from './docker-in-container';
+import { freezePlan, needsProcessStates, serverStatesIn } from './container-freeze-plan';
+import { CONSOLE_GET_SCRIPT, parseRoleSignalReply, parseRoleStates, ROLE_STATES_SCRIPT, SIGNAL_ROLE_SCRIPT } from './docker-in-container';
 import { demuxDockerFrames } from './docker-frames';
 import { ensureLabImage } from './docker-image';
 import { setFlagOnServers } from './flag-setter';
@@ -183,9 +186,15 @@ export class DockerDriver implements ClusterDriver {
     const st = this.need();
     const nodes = await Promise.all(
       st.nodes.map(async (n) => {
-        const state = await this.containerState(n);
+        const container = await this.containerState(n);
+        const roles = serversOf(n).map((s) => s.role);
+        // A server killed or paused alone inside a running container is not running, whatever the container says.
+        const states = serverStatesIn(container, roles, needsProcessStates(container, roles) ? await this.processStates(n, roles) : undefined);
         const servers = await Promise.all(
-          serversOf(n).map(async (s): Promise<ServerStatus> => ({ ...addressesOf(s), state, healthy: state === 'running' && (await isHealthy(s.webUrl)) })),
+          serversOf(n).map(async (s): Promise<ServerStatus> => {
+            const state = states[s.role];
+            return { ...addressesOf(s), state, healthy: state === 'running' && (await isHealthy(s.webUrl)) };
+          }),
         );
         return { name: n.name, index: n.index, servers, partitioned: st.partitioned.includes(n.name), ...(n.containerId ? { containerId: n.containerId.slice(0, 12) } : {}), ...(n.ip ? { ip: n.ip } : {}) };
       }),
@@ -233,8 +242,14 @@ export class DockerDriver implements ClusterDriver {
       return this.waitNodeHealthy(n);
     }
     if (!one) return this.waitNodeHealthy(n);
+    const state = (await this.processStates(n, [one.s.role]))?.[one.s.role];
+    if (state === 'paused') {
+      // As with local processes: start brings back a stopped server; a paused one is resumed, not started.
+      this.say(`lab: the ${one.s.role} of ${n.name} is paused, not stopped: nothing to start (resume it)`);
+      return;
+    }
     // The supervisor starts again whichever of its servers is not running (a running one is left alone).
-    if (!(await isHealthy(one.s.webUrl))) await this.docker.getContainer(n.containerId!).kill({ signal: SUPERVISOR_RESPAWN_SIGNAL });
+    if (state === 'stopped' || (state === undefined && !(await isHealthy(one.s.webUrl)))) await this.docker.getContainer(n.containerId!).kill({ signal: SUPERVISOR_RESPAWN_SIGNAL });
     await waitAllHealthy([this.healthTarget(n, one.s)], this.need().spec.healthTimeoutMs);
   }
 
@@ -250,14 +265,14 @@ export class DockerDriver implements ClusterDriver {
     await this.waitNodeHealthy(n);
   }
 
+  /** docker pause of the node's container; with a role of a multi-server container, SIGSTOP to that server alone. */
   async pause(node: NodeName, role?: RoleSelector): Promise<void> {
-    const n = this.wholeNode(node, role, 'pause');
-    if ((await this.containerState(n)) === 'running') await this.docker.getContainer(n.containerId!).pause();
+    await this.freeze('pause', node, role);
   }
 
+  /** docker unpause (and SIGCONT to each server of the container); with a role of several, SIGCONT to it alone. */
   async resume(node: NodeName, role?: RoleSelector): Promise<void> {
-    const n = this.wholeNode(node, role, 'resume');
-    if ((await this.containerState(n)) === 'paused') await this.docker.getContainer(n.containerId!).unpause();
+    await this.freeze('resume', node, role);
   }
 
   async partition(nodes: NodeName[]): Promise<void> {
@@ -392,6 +407,41 @@ export class DockerDriver implements ClusterDriver {
     const s = servers.find((x) => x.role === role);
     if (!s) throw new DbError(ErrorCode.INVALID_ARGUMENT, `node ${n.name} runs no ${role}`);
     return servers.length === 1 ? undefined : { n, s };
+  }
+
+  private async freeze(op: 'pause' | 'resume', node: NodeName, role: RoleSelector): Promise<void> {
+    const n = this.node(node);
+    const roles = serversOf(n).map((s) => s.role);
+    if (role !== undefined && !roles.includes(role)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `node ${n.name} runs no ${role}`);
+    const c = this.docker.getContainer(n.containerId!);
+    for (const step of freezePlan({ op, node: n.name, roles, role, container: await this.containerState(n) })) {
+      if (step.type === 'docker-pause') await c.pause();
+      else if (step.type === 'docker-unpause') await c.unpause();
+      else {
+        const pids = await this.signalRoles(n, step.roles, step.signal, 0);
+        this.say(`lab: ${step.signal} to the ${step.roles.join(' and ')} of ${n.name} (pid ${pids.join(', ') || 'none: not running'} in its container)`);
+      }
+    }
+  }
+
+  /** Sends sig to the given servers' processes inside the running container; their pids. */
+  private async signalRoles(n: NodeRecord, roles: readonly ServerRole[], sig: NodeJS.Signals, graceMs: number): Promise<number[]> {
+    const r = await this.exec(n.name, [this.nodePath(), '-e', SIGNAL_ROLE_SCRIPT, roles.join(','), sig, String(graceMs)]);
+    if (r.exitCode !== 0) throw new DbError(ErrorCode.INTERNAL, `${sig} to the ${roles.join(' and ')} of ${n.name} failed (exit ${r.exitCode}): ${r.output.slice(-300)}`);
+    return parseRoleSignalReply(r.output, roles.join(',')).pids;
+  }
+
+  /**
+   * Each given server's process state inside the node's running container (running, paused alone,
+   * stopped alone); undefined when the container cannot be asked (it stopped or froze meanwhile).
+   */
+  private async processStates(n: NodeRecord, roles: readonly ServerRole[]): Promise<Partial<Record<ServerRole, ServerState>> | undefined> {
+    try {
+      const r = await this.exec(n.name, [this.nodePath(), '-e', ROLE_STATES_SCRIPT, '1', ...roles]);
+      return r.exitCode === 0 ? parseRoleStates(r.output, roles) : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /** SIGKILL / SIGTERM one server inside its container and wait until it is gone. */

@@ -22,3 +22,4 @@ export * from './open-lab';
 export * from './text-table';
 export * from './lab-cli';
 export * from './tablet-view';
+export * from './container-freeze-plan';

@@ -160,13 +160,13 @@ export function registerLabCommands(program: Command, io: LabCliIo = defaultIo):
     ['stop', 'stop the node gracefully (SIGTERM, then SIGKILL)', (d, n, r) => d.stop(n, r)],
     ['start', 'start the node again with the same flags and wait until healthy', (d, n, r) => d.start(n, r)],
     ['restart', 'stop and start the node', (d, n, r) => d.restart(n, r)],
-    ['pause', 'freeze the node (SIGSTOP / docker pause)', (d, n, r) => d.pause(n, r)],
-    ['resume', 'unfreeze the node (SIGCONT / docker unpause)', (d, n, r) => d.resume(n, r)],
+    ['pause', 'freeze the node (SIGSTOP; docker: docker pause, or SIGSTOP inside the container with --role)', (d, n, r) => d.pause(n, r)],
+    ['resume', 'unfreeze the node (SIGCONT; docker: docker unpause, or SIGCONT inside the container with --role)', (d, n, r) => d.resume(n, r)],
   ];
   for (const [name, help, op] of nodeOps) {
     baseDirOpt(lab.command(`${name} <node>`))
       .description(help)
-      .option('--role <role>', 'process driver: only the master or only the tserver of the node')
+      .option('--role <role>', 'only the master or only the tserver of the node (docker: the server inside its container; the whole container when it is its only server)')
       .action(
         run(async (node: string, o: { base_dir: string; role?: string }) => {
           await op(open(o), node, role(o.role));

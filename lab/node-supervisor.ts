@@ -76,7 +76,11 @@ function main(argv: string[]): void {
     if (stopping) return;
     stopping = true;
     process.stdout.write(`[supervisor] ${sig}: stopping ${groups.map((g) => g[0]).join(', ')}\n`);
-    for (const c of children) c.kill('SIGTERM');
+    for (const c of children) {
+      c.kill('SIGTERM');
+      // A server paused alone (lab pause --role: SIGSTOP) acts on SIGTERM only once continued.
+      c.kill('SIGCONT');
+    }
     setTimeout(() => {
       for (const c of children) c.kill('SIGKILL');
     }, CHILD_GRACE_MS).unref();

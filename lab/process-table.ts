@@ -19,11 +19,7 @@ export function processState(pid: number | undefined, dataDirMarker: string): Se
       return 'stopped';
     }
     if (!cmdline.split('\0').includes(dataDirMarker)) return 'stopped';
-    // Field 3 of /proc/PID/stat, after the parenthesised command name (which may hold spaces).
-    const st = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    if (st === 'Z' || st === 'X' || st === 'x') return 'stopped';
-    if (st === 'T' || st === 't') return 'paused';
-    return 'running';
+    return procStatState(stat);
   }
   // No /proc (macOS): existence only; a paused process reads as running.
   try {
@@ -32,6 +28,19 @@ export function processState(pid: number | undefined, dataDirMarker: string): Se
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'EPERM' ? 'running' : 'stopped';
   }
+}
+
+/**
+ * The state a /proc/PID/stat line shows: field 3, after the parenthesised command name (which may hold
+ * spaces and parentheses). Self-contained (no imports, no helpers): the Docker driver also runs its
+ * source inside a container (docker-in-container.ts).
+ */
+export function procStatState(stat: string): ServerState {
+  const close = stat.lastIndexOf(')');
+  const st = close < 0 ? '' : stat.slice(close + 2, close + 3);
+  if (st === '' || st === 'Z' || st === 'X' || st === 'x') return 'stopped';
+  if (st === 'T' || st === 't') return 'paused';
+  return 'running';
 }
 
 export function signal(pid: number, sig: NodeJS.Signals): void {

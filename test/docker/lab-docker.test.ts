@@ -35,6 +35,12 @@ async function flagValue(webUrl: string, name: string): Promise<unknown> {
   return body.flags.find((f) => f.name === name)?.value;
 }
 
+/** A node's servers as `lab status` shows them: state, and /healthy when the console answered. */
+async function serverStates(node: string): Promise<Record<string, string>> {
+  const n = (await driver.status()).nodes.find((x) => x.name === node)!;
+  return Object.fromEntries(n.servers.map((s) => [s.role, `${s.state}${s.healthy ? '/healthy' : ''}`]));
+}
+
 describe('lab docker driver', () => {
   beforeAll(async () => {
     engine = await DockerDriver.engineReachable(docker);
@@ -109,7 +115,7 @@ describe('lab docker driver', () => {
     expect(await isHealthy(a[0]!.tserver.webUrl)).toBe(true);
   }, 120_000);
 
-  it('lab docker: flags at run time, kill/start (of a container or one server in it), pause/resume and logs act on one container', async (ctx) => {
+  it('lab docker: flags at run time, kill/start and pause/resume (of a container or one server in it, status showing each server\'s state) and logs act on one container', async (ctx) => {
     if (!engine.ok) return ctx.skip();
     const a = driver.addresses();
     expect((await driver.setFlag('n1', 'TEST_lab_runtime', '9', true)).every((r) => r.ok)).toBe(true);
@@ -118,10 +124,20 @@ describe('lab docker driver', () => {
     await driver.kill('n0', 'tserver');
     expect(await isHealthy(a[0]!.tserver.webUrl, 500)).toBe(false);
     expect(await isHealthy(a[0]!.master!.webUrl)).toBe(true);
-    expect((await driver.status()).nodes[0]!.servers.every((s) => s.state === 'running')).toBe(true);
+    // Status asks the container about each server: the tserver is stopped, its container and master run.
+    expect(await serverStates('n0')).toEqual({ master: 'running/healthy', tserver: 'stopped' });
     await driver.start('n0', 'tserver');
     expect(await isHealthy(a[0]!.tserver.webUrl)).toBe(true);
+    expect(await serverStates('n0')).toEqual({ master: 'running/healthy', tserver: 'running/healthy' });
     expect(await driver.logs('n0', 50)).toContain('SIGUSR2: starting tserver again');
+    // Pausing one server of n0 (SIGSTOP inside the container) leaves the other one answering.
+    await driver.pause('n0', 'tserver');
+    expect(await isHealthy(a[0]!.tserver.webUrl, 500)).toBe(false);
+    expect(await isHealthy(a[0]!.master!.webUrl)).toBe(true);
+    expect(await serverStates('n0')).toEqual({ master: 'running/healthy', tserver: 'paused' });
+    await driver.resume('n0', 'tserver');
+    expect(await isHealthy(a[0]!.tserver.webUrl)).toBe(true);
+    expect(await serverStates('n0')).toEqual({ master: 'running/healthy', tserver: 'running/healthy' });
     await driver.kill('n2');
     expect((await driver.status()).nodes[2]!.servers[0]!.state).toBe('stopped');
     await driver.start('n2');
