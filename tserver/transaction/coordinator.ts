@@ -229,7 +229,7 @@ export class TransactionCoordinator {
       // The leader's clock already passed every read time a PENDING answer was given for.
       const ht = this.deps.peer.nextHt();
       await this.replicate({ ...r, status: 'COMMITTED', commitHt: ht, participants: [...new Set(participants)] }, ht);
-      this.deps.log.debug({ trace: 'txn', txn: txnId, commitHt: String(ht), participants }, 'committed');
+      if (this.deps.log.isLevelEnabled('debug')) this.deps.log.debug({ trace: 'txn', txn: txnId, commitHt: String(ht), participants }, 'committed');
       this.metrics.committed++;
       return ht;
     });
@@ -266,9 +266,10 @@ export class TransactionCoordinator {
     // transaction that then commits below the reader's read time (a fractured read, found by the bank
     // workload). Wait for the in-flight update of that transaction to finish, then answer.
     for (const txnId of txnIds) if (this.txnLocks.has(txnId)) await this.withTxnLock(txnId, () => Promise.resolve());
+    const trace = this.deps.log.isLevelEnabled('debug');
     return txnIds.map((txnId) => {
       const r = this.records.get(txnId);
-      this.deps.log.debug({ trace: 'txn', txn: txnId, readHt: String(readHt ?? 0n), status: r?.status ?? 'none' }, 'get status');
+      if (trace) this.deps.log.debug({ trace: 'txn', txn: txnId, readHt: String(readHt ?? 0n), status: r?.status ?? 'none' }, 'get status');
       if (!r) return { txnId, status: 'ABORTED', commitHt: 0n, priority: 0 };
       return { txnId, status: r.status, commitHt: r.commitHt, priority: r.priority };
     });
