@@ -181,7 +181,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
     participantMethods: txnMethods.participant,
     masterMethods: txnMethods.master,
   });
-  txn.register(rpc);
+  txn.register(countingServer(rpc, metrics));
   const pendingBatches: Array<() => void> = [];
   let boundAddress = '';
   consensus = new ConsensusTransport({

@@ -267,7 +267,7 @@ export function registerTServerPages(d: TServerWebDeps): void {
 
 /** Counts handled RPCs by method (write/read/scan ops) without touching the service itself. */
 export function countingServer(server: RpcServer, metrics: Metrics): RpcServer {
-  const ops = metrics.counter('tserver_rpc_ops_total', 'Tablet server RPCs handled, by method (Write, Read, Scan, ...)', ['method']);
+  const ops = metrics.counter('tserver_rpc_ops_total', 'Tablet server RPCs handled, by method (Write, Read, Scan, the transaction coordinator and participant methods, ...)', ['method']);
   return {
     handle: <Req, Resp>(m: MethodDef<Req, Resp>, h: Handler<Req, Resp>): void =>
       server.handle(m, (req: Req, ctx) => {

@@ -132,6 +132,9 @@ describe('tserver console', () => {
       const mine = all.flatMap((v) => v.applies.filter((a) => a.txnId === views.coord.txnId).map((a) => ({ ...a, uuid: v.uuid })));
       return new Set(mine.map((a) => a.uuid)).size === 3 ? mine : undefined;
     });
+    // The transaction services' RPCs are counted like the tablet service's.
+    const txnProm = (await Promise.all(cl.tservers.map(async (t) => (await httpRequest(`http://${t.webAddress}/prometheus-metrics`)).body))).join('\n');
+    for (const m of ['CreateTransaction', 'CommitTransaction', 'UpdateTransaction']) expect(txnProm).toMatch(new RegExp(`tserver_rpc_ops_total\\{[^}]*method="${m}"[^}]*\\} [1-9]`));
     for (const a of applies) {
       expect(a.commitMicros).toBeGreaterThanOrEqual(beforeCommitMicros - 1_000_000);
       expect(a.appliedMicros).toBeGreaterThanOrEqual(a.commitMicros);
