@@ -6,8 +6,8 @@
  *
  * Invariant: a cached entry equals what an iterator over the row's range would return now.
  *  - Every write to the RegularDB goes through FrontierDb.write, which calls beginWrite() before the
- *    engine write and endWrite() after it (also on failure): both drop the written rows' entries
- *    (a batch larger than INVALIDATE_KEYS_MAX drops the whole cache).
+ *    engine write (no fills from then on) and endWrite() after it (also on failure), which drops the
+ *    written rows' entries (a batch larger than INVALIDATE_KEYS_MAX drops the whole cache).
  *  - A reader fills the cache only when no write began or was in flight since it took its
  *    generation (before opening its iterator): a version it could have missed would otherwise stay
  *    cached.
@@ -85,11 +85,15 @@ export class RowCache {
     }
   }
 
-  /** Before a RegularDB write: readers that started earlier must not fill, written rows drop out. */
-  beginWrite(ops: readonly KvOp[]): void {
+  /**
+   * Before a RegularDB write: readers that started earlier must not fill. The written rows stay
+   * until endWrite drops them: until the write is done nobody may need its versions (a read at or
+   * above its hybrid time waits for the apply to finish; a transaction's apply happens while the
+   * tablet holds intents, when the cache is not used), so dropping them once is enough.
+   */
+  beginWrite(_ops: readonly KvOp[]): void {
     this.generation++;
     this.inflight++;
-    this.invalidate(ops);
   }
 
   /** After the write finished (or failed): drop the written rows again, then allow fills. */
