@@ -97,7 +97,7 @@ export async function applyIntents(
     if (last) iops.push({ type: 'del', key: txnKey(txnId) });
     await intents.db.write(iops, opId);
     intents.intentCount -= strong;
-    intents.noteDeleted(txnId, last);
+    intents.noteDeleted(txnId, last, mine.map((e) => e.intentKey));
     if (cached && !last) (cached as CachedRecord[]).splice(0, mine.length);
     if (last) {
       await regular.db.write([{ type: 'del', key: stateKey }], opId);
@@ -150,7 +150,7 @@ export async function removeIntents(intents: IntentsDb, txnId: TxnId, opId: OpId
     if (last) ops.push({ type: 'del', key: txnKey(txnId) });
     await intents.db.write(ops, opId);
     intents.intentCount -= strong;
-    intents.noteDeleted(txnId, last);
+    intents.noteDeleted(txnId, last, entries.map((e) => e.intentKey));
     if (cached && !last) (cached as CachedRecord[]).splice(0, entries.length);
     if (last) return;
     await yieldToLoop();

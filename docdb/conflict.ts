@@ -68,7 +68,25 @@ export async function findConflicts(
     }
   }
 
+  const meet = async (cell: Cell, theirTxn: TxnId): Promise<void> => {
+    const st = await status(theirTxn);
+    if (st?.status === 'ABORTED') return;
+    if (st?.status === 'COMMITTED') {
+      if (st.commitHt > readHt) add({ type: 'committedAfterRead', key: cell.docKey, commitHt: st.commitHt }, `c${cell.docKeyBuf.toString('hex')}`);
+      return;
+    }
+    add({ type: 'intent', txnId: theirTxn, key: cell.docKey }, `i${theirTxn}/${cell.docKeyBuf.toString('hex')}`);
+  };
   for (const { subKey, typeset, cell } of locks.values()) {
+    // The in-memory intent index answers without an engine iterator (three thread-pool hops).
+    const indexed = intents.intentsOn(subKey);
+    if (indexed !== undefined) {
+      for (const x of indexed) {
+        if (!intentTypesConflict(typeset, x.typeset) || x.txnId === txn.txnId) continue;
+        await meet(cell, x.txnId);
+      }
+      continue;
+    }
     const p = Buffer.concat([subKey, Buffer.from([INTENT_TYPE_SET_TAG])]);
     const it = intents.db.engine.iterator({ gte: p, lt: prefixEnd(p) });
     try {
@@ -79,13 +97,7 @@ export async function findConflicts(
         if (!intentTypesConflict(typeset, theirs)) continue;
         const v = decodeIntentValue(e[1]);
         if (v.txnId === txn.txnId) continue;
-        const st = await status(v.txnId);
-        if (st?.status === 'ABORTED') continue;
-        if (st?.status === 'COMMITTED') {
-          if (st.commitHt > readHt) add({ type: 'committedAfterRead', key: cell.docKey, commitHt: st.commitHt }, `c${cell.docKeyBuf.toString('hex')}`);
-          continue;
-        }
-        add({ type: 'intent', txnId: v.txnId, key: cell.docKey }, `i${v.txnId}/${cell.docKeyBuf.toString('hex')}`);
+        await meet(cell, v.txnId);
       }
     } finally {
       await it.close();

@@ -50,6 +50,8 @@ export interface DocDbDeps {
 
 export interface DocDbOptions {
   hooks?: ApplyHooks;
+  /** Budget of IntentsDB's in-memory intent index (tests: 0 = conflict checks always iterate). */
+  intentIndexBytesMax?: number;
 }
 
 /** A plain write checks intents as a snapshot-isolation writer that owns none of them. */
@@ -78,7 +80,7 @@ export class DocDb implements DocDbApi {
 
   static async open(deps: DocDbDeps, options: DocDbOptions = {}): Promise<DocDb> {
     const regular = await RegularDb.open(await FrontierDb.open(deps.regular));
-    const intents = await IntentsDb.open(await FrontierDb.open(deps.intents));
+    const intents = await IntentsDb.open(await FrontierDb.open(deps.intents), { indexBytesMax: options.intentIndexBytesMax });
     return new DocDb(regular, intents, deps.flags ?? new Flags(), options);
   }
 

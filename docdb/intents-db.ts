@@ -17,7 +17,7 @@ import type { FrontierDb } from './frontier-db';
 import type { KvOp } from './kv-engine';
 import { cellsOf } from './row-cells';
 import { intentTypesForWrite } from './encoding';
-import { subDocKey, encodeIntentValue, intentKey, parseIntentKey, reverseIndexKey, docKeyLength, INTENTS_DATA_START, INTENT_BITS } from './storage-keys';
+import { subDocKey, decodeIntentValue, encodeIntentValue, intentKey, parseIntentKey, parseIntentKeyToSubKey, reverseIndexKey, docKeyLength, INTENTS_DATA_START, INTENT_BITS } from './storage-keys';
 import { decodeStoredMeta, decodeTxnKey, encodeStoredMeta, prefixEnd, txnKey, TXN_PREFIX, type StoredTxnMeta } from './txn-records';
 
 /** Intent type sets a write takes: strong on the written key, weak on its ancestors. */
@@ -42,6 +42,17 @@ export interface CachedRecord {
 
 /** Bytes of intent records kept in memory per IntentsDb for apply (beyond it: the on-disk walk). */
 export const RECORD_CACHE_BYTES_MAX = 32 << 20;
+/** Bytes of the intent index per IntentsDb (beyond it: conflict checks iterate the engine). */
+export const INTENT_INDEX_BYTES_MAX = 64 << 20;
+/** Bytes charged per indexed intent beyond its key (object, array slot, map share). */
+const INDEX_ENTRY_OVERHEAD_BYTES = 96;
+
+/** One intent as the index knows it. */
+export interface IndexedIntent {
+  key: Buffer;
+  typeset: number;
+  txnId: TxnId;
+}
 
 interface TxnEntry {
   stored: StoredTxnMeta;
@@ -57,15 +68,22 @@ export class IntentsDb {
    */
   private readonly txns = new Map<TxnId, TxnEntry>();
   private cachedBytes = 0;
+  /** Intent index (see intentsOn): sub-key bytes (latin1) → the intents stored on it. */
+  private readonly bySubKey = new Map<string, IndexedIntent[]>();
+  private indexBytes = 0;
+  private indexComplete = true;
 
   private constructor(
     readonly db: FrontierDb,
     /** Strong intents stored (exact: maintained on every write and recounted on open). */
     public intentCount: number,
+    private readonly indexBytesMax: number,
   ) {}
 
-  static async open(db: FrontierDb): Promise<IntentsDb> {
-    const idb = new IntentsDb(db, 0);
+  /** `indexBytesMax`: budget of the intent index (0: never indexed; conflict checks iterate). */
+  static async open(db: FrontierDb, opts: { indexBytesMax?: number } = {}): Promise<IntentsDb> {
+    const idb = new IntentsDb(db, 0, opts.indexBytesMax ?? INTENT_INDEX_BYTES_MAX);
+    idb.indexComplete = idb.indexBytesMax > 0;
     await idb.load();
     return idb;
   }
@@ -81,6 +99,7 @@ export class IntentsDb {
         if (k[0]! < TXN_PREFIX) {
           const p = parseIntentKey(k, docKeyLength(k));
           if (isStrongIntent(p.typeset)) this.intentCount++;
+          this.indexAdd(p.subKey, p.typeset, k, decodeIntentValue(e[1]).txnId);
         } else if (k[0] === TXN_PREFIX) {
           const { txnId, end } = decodeTxnKey(k);
           if (end === k.length) this.txns.set(txnId, { stored: decodeStoredMeta(e[1]), records: undefined, bytes: 0 });
@@ -102,65 +121,145 @@ export class IntentsDb {
   }
 
   /** apply.ts deleted some of the txn's records (and, when `metaDeleted`, its metadata) durably. */
-  noteDeleted(txnId: TxnId, metaDeleted: boolean): void {
+  noteDeleted(txnId: TxnId, metaDeleted: boolean, intentKeys: readonly Buffer[]): void {
+    this.indexRemove(intentKeys);
     if (metaDeleted) {
       const t = this.txns.get(txnId);
       if (t) this.cachedBytes -= t.bytes;
       this.txns.delete(txnId);
+      this.maybeReenableIndex();
     }
   }
 
   async writeIntents(txn: TxnMeta, ops: readonly RowOp[], ht: HybridTime, opId: OpId): Promise<void> {
-    if (alreadyHolds(this.db.frontier, opId)) return;
-    const mkey = txnKey(txn.txnId);
-    const prevEntry = this.txns.get(txn.txnId);
-    const prev = prevEntry?.stored;
-    let wid = prev === undefined ? 0 : prev.nextWriteId;
-    const sets = intentTypeSets(txn.isolation);
+    await this.writeIntentsMany([{ txn, ops, ht, opId }]);
+  }
+
+  /**
+   * Several Raft entries' intents (of one or more transactions, in log order) in ONE engine batch:
+   * one RocksDB call instead of one per entry. Entries already below the frontier (replay) are
+   * skipped. Write ids continue across the entries of one transaction.
+   */
+  async writeIntentsMany(items: ReadonlyArray<{ txn: TxnMeta; ops: readonly RowOp[]; ht: HybridTime; opId: OpId }>): Promise<void> {
     const kv: KvOp[] = [];
-    const recs: CachedRecord[] = [];
-    let strong = 0;
-    let bytes = 0;
-    const weakDone = new Set<string>();
-    const put = (subKey: Buffer, typeset: number, value: Buffer): void => {
-      const ikey = intentKey(subKey, typeset, ht, wid);
-      const rkey = reverseIndexKey(mkey, ht, wid);
-      kv.push({ type: 'put', key: ikey, value });
-      kv.push({ type: 'put', key: rkey, value: ikey });
-      recs.push({ intentKey: ikey, reverseKey: rkey, value });
-      bytes += ikey.length + rkey.length + value.length;
-      wid++;
-    };
-    for (const op of ops) {
-      for (const c of cellsOf(op)) {
-        put(c.subKey, sets.strong, encodeIntentValue(txn.txnId, wid, c.value));
-        strong++;
-        // Weak intent on the ancestor DocKey, once per row per batch (a row tombstone is itself at
-        // the DocKey level and has no ancestor inside the row).
-        const hex = c.docKeyBuf.toString('hex');
-        if (c.sub.kind !== 'row' && !weakDone.has(hex)) {
-          weakDone.add(hex);
-          put(subDocKey(c.docKeyBuf, { kind: 'row' }), sets.weak, encodeIntentValue(txn.txnId, wid, undefined));
+    const staged = new Map<TxnId, { stored: StoredTxnMeta; recs: Array<CachedRecord & { subKey: Buffer; typeset: number }>; bytes: number; strong: number }>();
+    let last: OpId | undefined;
+    for (const { txn, ops, ht, opId } of items) {
+      if (alreadyHolds(this.db.frontier, opId)) continue;
+      last = opId;
+      const mkey = txnKey(txn.txnId);
+      const st = staged.get(txn.txnId);
+      const prev = st?.stored ?? this.txns.get(txn.txnId)?.stored;
+      let wid = prev === undefined ? 0 : prev.nextWriteId;
+      const sets = intentTypeSets(txn.isolation);
+      const t = st ?? { stored: prev ?? { meta: txn, nextWriteId: 0 }, recs: [], bytes: 0, strong: 0 };
+      const weakDone = new Set<string>();
+      const put = (subKey: Buffer, typeset: number, value: Buffer): void => {
+        const ikey = intentKey(subKey, typeset, ht, wid);
+        const rkey = reverseIndexKey(mkey, ht, wid);
+        kv.push({ type: 'put', key: ikey, value });
+        kv.push({ type: 'put', key: rkey, value: ikey });
+        t.recs.push({ intentKey: ikey, reverseKey: rkey, value, subKey, typeset });
+        t.bytes += ikey.length + rkey.length + value.length;
+        wid++;
+      };
+      for (const op of ops) {
+        for (const c of cellsOf(op)) {
+          put(c.subKey, sets.strong, encodeIntentValue(txn.txnId, wid, c.value));
+          t.strong++;
+          // Weak intent on the ancestor DocKey, once per row per batch (a row tombstone is itself at
+          // the DocKey level and has no ancestor inside the row).
+          const hex = c.docKeyBuf.toString('hex');
+          if (c.sub.kind !== 'row' && !weakDone.has(hex)) {
+            weakDone.add(hex);
+            put(subDocKey(c.docKeyBuf, { kind: 'row' }), sets.weak, encodeIntentValue(txn.txnId, wid, undefined));
+          }
         }
       }
+      t.stored = { meta: prev === undefined ? txn : prev.meta, nextWriteId: wid };
+      kv.push({ type: 'put', key: mkey, value: encodeStoredMeta(t.stored) });
+      staged.set(txn.txnId, t);
     }
-    const stored: StoredTxnMeta = { meta: prev === undefined ? txn : prev.meta, nextWriteId: wid };
-    kv.push({ type: 'put', key: mkey, value: encodeStoredMeta(stored) });
-    await this.db.write(kv, opId);
-    this.intentCount += strong;
-    // Cache the records for apply while within budget; a txn that ever misses keeps walking the index.
-    const entry: TxnEntry = prevEntry ?? { stored, records: [], bytes: 0 };
-    entry.stored = stored;
-    if (entry.records && this.cachedBytes + bytes <= RECORD_CACHE_BYTES_MAX) {
-      for (const r of recs) entry.records.push(r);
-      entry.bytes += bytes;
-      this.cachedBytes += bytes;
-    } else if (entry.records) {
-      this.cachedBytes -= entry.bytes;
-      entry.records = undefined;
-      entry.bytes = 0;
+    if (last === undefined) return;
+    await this.db.write(kv, last);
+    for (const [txnId, t] of staged) {
+      this.intentCount += t.strong;
+      for (const r of t.recs) this.indexAdd(r.subKey, r.typeset, r.intentKey, txnId);
+      // Cache the records for apply while within budget; a txn that ever misses keeps walking the index.
+      const entry: TxnEntry = this.txns.get(txnId) ?? { stored: t.stored, records: [], bytes: 0 };
+      entry.stored = t.stored;
+      if (entry.records && this.cachedBytes + t.bytes <= RECORD_CACHE_BYTES_MAX) {
+        for (const r of t.recs) entry.records.push({ intentKey: r.intentKey, reverseKey: r.reverseKey, value: r.value });
+        entry.bytes += t.bytes;
+        this.cachedBytes += t.bytes;
+      } else if (entry.records) {
+        this.cachedBytes -= entry.bytes;
+        entry.records = undefined;
+        entry.bytes = 0;
+      }
+      this.txns.set(txnId, entry);
     }
-    this.txns.set(txn.txnId, entry);
+  }
+
+  // ---- the intent index: sub-key → intents stored on it (conflict checks without iterators) -----
+
+  /**
+   * The intents stored on exactly `subKey` (any type set, any transaction), from memory; undefined
+   * when the index is not complete (over its budget since the last time IntentsDB held no
+   * transaction): then the caller iterates the engine. The array is a copy.
+   */
+  intentsOn(subKey: Buffer): IndexedIntent[] | undefined {
+    if (!this.indexComplete) return undefined;
+    const l = this.bySubKey.get(subKey.toString('latin1'));
+    return l === undefined ? [] : l.slice();
+  }
+
+  /** Sub-keys in the intent index, and whether it is complete (tests, console). */
+  indexStats(): { subKeys: number; bytes: number; complete: boolean } {
+    return { subKeys: this.bySubKey.size, bytes: this.indexBytes, complete: this.indexComplete };
+  }
+
+  private indexAdd(subKey: Buffer, typeset: number, key: Buffer, txnId: TxnId): void {
+    if (!this.indexComplete) return;
+    const k = subKey.toString('latin1');
+    const l = this.bySubKey.get(k);
+    const e: IndexedIntent = { key, typeset, txnId };
+    if (l === undefined) this.bySubKey.set(k, [e]);
+    else l.push(e);
+    this.indexBytes += INDEX_ENTRY_OVERHEAD_BYTES + key.length + (l === undefined ? k.length : 0);
+    if (this.indexBytes > this.indexBytesMax) {
+      // Too many intents to index: conflict checks walk the engine until IntentsDB empties again.
+      this.indexComplete = false;
+      this.bySubKey.clear();
+      this.indexBytes = 0;
+    }
+  }
+
+  private indexRemove(intentKeys: readonly Buffer[]): void {
+    if (!this.indexComplete) return;
+    for (const key of intentKeys) {
+      const { subKey } = parseIntentKeyToSubKey(key);
+      const k = subKey.toString('latin1');
+      const l = this.bySubKey.get(k);
+      if (l === undefined) continue;
+      const i = l.findIndex((e) => e.key.equals(key));
+      if (i < 0) continue;
+      l.splice(i, 1);
+      this.indexBytes -= INDEX_ENTRY_OVERHEAD_BYTES + key.length;
+      if (l.length === 0) {
+        this.bySubKey.delete(k);
+        this.indexBytes -= k.length;
+      }
+    }
+  }
+
+  /** IntentsDB holds no transaction: the (empty) index is complete again. */
+  private maybeReenableIndex(): void {
+    if (!this.indexComplete && this.txns.size === 0 && this.indexBytesMax > 0) {
+      this.indexComplete = true;
+      this.bySubKey.clear();
+      this.indexBytes = 0;
+    }
   }
 
   /** Reverse-index entries of `txnId` in write order-independent key order, at most `max`. */
