@@ -17,6 +17,7 @@ import type { ApplyProgress, OpId } from './doc-db-api';
 import type { IntentsDb } from './intents-db';
 import { isStrongIntent, isStrongWrite, type CachedRecord } from './intents-db';
 import type { KvEngine, KvOp } from './kv-engine';
+import { opIdMax } from './frontier';
 import type { RegularDb } from './regular-db';
 import { decodeIntentValue, encodeStored, parseIntentKeyToSubKey, versionKey } from './storage-keys';
 import { applyStateKey, encodeApplyState, txnKey, type ApplyState } from './txn-records';
@@ -113,6 +114,87 @@ export async function applyIntents(
 }
 
 /**
+ * Apply several committed transactions. Those whose records are all in memory and fit one chunk go
+ * together: ONE RegularDB batch with every version (synced: the versions must be durable before the
+ * intents go), then ONE IntentsDB batch deleting every intent, reverse entry and metadata. Their
+ * apply states are deleted as riders of a later RegularDB write (FrontierDb.addRiders): a crash
+ * before that leaves a state whose intents are gone, and resuming it at open is a no-op apply. The
+ * others go one by one through applyIntents. Each transaction must have been marked pending first.
+ */
+export async function applyIntentsMany(
+  regular: RegularDb,
+  intents: IntentsDb,
+  items: ReadonlyArray<{ txnId: TxnId; commitHt: HybridTime; opId: OpId }>,
+  chunkRecordsMax: number,
+  hooks: ApplyHooks,
+  one: (txnId: TxnId, commitHt: HybridTime, opId: OpId) => Promise<unknown>,
+): Promise<void> {
+  const group: Array<{ txnId: TxnId; commitHt: HybridTime; records: readonly CachedRecord[] }> = [];
+  const rest: Array<{ txnId: TxnId; commitHt: HybridTime; opId: OpId }> = [];
+  const seen = new Set<TxnId>();
+  let opId: OpId | undefined;
+  for (const it of items) {
+    if (seen.has(it.txnId)) continue;
+    seen.add(it.txnId);
+    const state = regular.applyState(it.txnId);
+    const stored = intents.storedMeta(it.txnId);
+    if (state === undefined && stored === undefined) continue; // applied already
+    if (state !== undefined) assert(state.commitHt === it.commitHt, `apply of ${it.txnId} resumed with a different commit time`);
+    const records = intents.cachedRecords(it.txnId);
+    if (records === undefined || records.length > chunkRecordsMax || state === undefined) {
+      rest.push(it);
+      continue;
+    }
+    group.push({ txnId: it.txnId, commitHt: it.commitHt, records });
+    opId = opId === undefined ? it.opId : opIdMax(opId, it.opId);
+  }
+  if (group.length > 0 && opId !== undefined) {
+    const rops: KvOp[] = [];
+    const iops: KvOp[] = [];
+    const strong: number[] = [];
+    for (const g of group) {
+      let n = 0;
+      for (const r of g.records) {
+        const { subKey, typeset } = parseIntentKeyToSubKey(r.intentKey);
+        if (isStrongWrite(typeset)) {
+          const v = decodeIntentValue(r.value);
+          assert(v.value !== undefined && v.txnId === g.txnId, 'strong intent without a value or of another txn');
+          rops.push({ type: 'put', key: versionKey(subKey, g.commitHt, v.writeId), value: encodeStored(v.value) });
+        }
+        if (isStrongIntent(typeset)) n++;
+        iops.push({ type: 'del', key: r.intentKey }, { type: 'del', key: r.reverseKey });
+      }
+      iops.push({ type: 'del', key: txnKey(g.txnId) });
+      strong.push(n);
+    }
+    await regular.db.write(rops, opId, true);
+    await intents.db.write(iops, opId);
+    for (let i = 0; i < group.length; i++) {
+      const g = group[i]!;
+      intents.intentCount -= strong[i]!;
+      intents.noteDeleted(g.txnId, true, g.records.map((r) => r.intentKey));
+      regular.deleteApplyState(g.txnId);
+    }
+    regular.db.addRiders(group.map((g) => ({ type: 'del' as const, key: applyStateKey(g.txnId) })));
+    for (const g of group) await hooks.afterApplyChunk?.(g.txnId, g.records.length);
+  }
+  for (const it of rest) await one(it.txnId, it.commitHt, it.opId);
+}
+
+/**
+ * The apply-state write that marks `txnId` pending (markApplyPending, to join another batch):
+ * undefined when there is nothing to apply, [] when it is already marked. Call `done` after the
+ * batch is written.
+ */
+export function applyPendingOps(regular: RegularDb, intents: IntentsDb, txnId: TxnId, commitHt: HybridTime, opId: OpId): { ops: KvOp[]; done: () => void } | undefined {
+  if (regular.applyState(txnId) !== undefined) return { ops: [], done: () => undefined };
+  const stored = intents.storedMeta(txnId);
+  if (stored === undefined) return undefined;
+  const state: ApplyState = { meta: stored.meta, commitHt, opId, recordsApplied: 0 };
+  return { ops: [{ type: 'put', key: applyStateKey(txnId), value: encodeApplyState(state) }], done: () => regular.setApplyState(state) };
+}
+
+/**
  * Record that `txnId` committed at `commitHt` and must be applied, before any intent moves: a
  * persisted apply state with nothing applied yet. A restart then finishes the apply (resumeApplies)
  * even when the Raft entry that ordered it lies below the databases' frontier and is not replayed —
@@ -124,12 +206,10 @@ export async function applyIntents(
  * a prefix) no surviving frontier can be past this entry while this record is lost.
  */
 export async function markApplyPending(regular: RegularDb, intents: IntentsDb, txnId: TxnId, commitHt: HybridTime, opId: OpId): Promise<boolean> {
-  if (regular.applyState(txnId) !== undefined) return true;
-  const stored = intents.storedMeta(txnId);
-  if (stored === undefined) return false;
-  const state: ApplyState = { meta: stored.meta, commitHt, opId, recordsApplied: 0 };
-  await regular.db.write([{ type: 'put', key: applyStateKey(txnId), value: encodeApplyState(state) }], opId);
-  regular.setApplyState(state);
+  const m = applyPendingOps(regular, intents, txnId, commitHt, opId);
+  if (m === undefined) return false;
+  if (m.ops.length > 0) await regular.db.write(m.ops, opId);
+  m.done();
   return true;
 }
 

@@ -102,13 +102,34 @@ export interface DbSizes {
   intentsdb: { memtableBytes: number; sstBytes: number; intentCount: number };
 }
 
+/** A committed transaction to apply on this replica, and the Raft entry that ordered it. */
+export interface ApplyItem {
+  txnId: TxnId;
+  commitHt: HybridTime;
+  opId: OpId;
+}
+
 export interface DocDbApi {
   /** Single-tablet fast path: one batch straight into RegularDB at `ht`, write ids in op order. */
   writeRegular(ops: readonly RowOp[], ht: HybridTime, opId: OpId): Promise<void>;
-  /** Several entries' writes (each at its own ht, in log order) in one atomic engine batch; frontier = the last op id. */
-  writeRegularMany(batches: ReadonlyArray<{ ops: readonly RowOp[]; ht: HybridTime; opId: OpId }>): Promise<void>;
+  /**
+   * Several entries' writes (each at its own ht, in log order) in one atomic engine batch; frontier =
+   * the newest op id. `marks`: committed transactions whose apply is noted pending in the same batch
+   * (as markApplyPending does); the result says per mark whether an apply is pending.
+   */
+  writeRegularMany(batches: ReadonlyArray<{ ops: readonly RowOp[]; ht: HybridTime; opId: OpId }>, marks?: readonly ApplyItem[]): Promise<boolean[]>;
   /** Provisional records for `txn` (strong intents on written keys, weak on ancestors) + reverse index + metadata. */
   writeIntents(txn: TxnMeta, ops: readonly RowOp[], ht: HybridTime, opId: OpId): Promise<void>;
+  /** Several entries' intents (in log order) in one engine batch. */
+  writeIntentsMany(items: ReadonlyArray<{ txn: TxnMeta; ops: readonly RowOp[]; ht: HybridTime; opId: OpId }>): Promise<void>;
+  /**
+   * Apply several committed transactions (each marked pending before): the small ones whose records
+   * are in memory together — one synced RegularDB batch of all their versions, one IntentsDB batch
+   * of all their deletes — the others one by one as applyIntents does.
+   */
+  applyIntentsMany(items: readonly ApplyItem[]): Promise<void>;
+  /** Write deferred clean-ups (apply-state deletes of applyIntentsMany) no later write carried yet. */
+  flushDeferred(): Promise<void>;
   /** Conflicts `ops` of `txn` would have with other transactions' intents, or committed versions newer than `readHt`. */
   findConflicts(txn: TxnMeta, ops: readonly RowOp[], readHt: HybridTime): Promise<Conflict[]>;
   /**

@@ -9,9 +9,11 @@
 import { Flags } from '../common/flags';
 import { htAddMicros, type HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
-import { applyIntents, markApplyPending, removeIntents, type ApplyHooks } from './apply';
+import { applyIntents, applyIntentsMany, applyPendingOps, markApplyPending, removeIntents, type ApplyHooks } from './apply';
+import { OP_ID_ZERO, opIdMax } from './frontier';
 import { findConflicts } from './conflict';
 import type {
+  ApplyItem,
   ApplyProgress,
   Conflict,
   DbSizes,
@@ -33,7 +35,7 @@ import { IntentAwareReader, readRestart } from './intent-aware-reader';
 import { RowCache } from './row-cache';
 import { assembleRow, type CellVersion } from './row-assembler';
 import { IntentsDb, isStrongIntent } from './intents-db';
-import type { KvEngine } from './kv-engine';
+import type { KvEngine, KvOp } from './kv-engine';
 import { ReaderRegistry } from './reader-registry';
 import { RegularDb } from './regular-db';
 import { contentChecksum, type ContentChecksum } from './content-checksum';
@@ -88,12 +90,50 @@ export class DocDb implements DocDbApi {
     return this.regularDb.writeRows(ops, ht, opId);
   }
 
-  writeRegularMany(batches: ReadonlyArray<{ ops: readonly RowOp[]; ht: HybridTime; opId: OpId }>): Promise<void> {
-    return this.regularDb.writeRowsMany(batches);
+  async writeRegularMany(batches: ReadonlyArray<{ ops: readonly RowOp[]; ht: HybridTime; opId: OpId }>, marks: readonly ApplyItem[] = []): Promise<boolean[]> {
+    if (marks.length === 0) {
+      await this.regularDb.writeRowsMany(batches);
+      return [];
+    }
+    return this.txnLocks.runMany(marks.map((m) => m.txnId), async () => {
+      const extra: KvOp[] = [];
+      const done: Array<() => void> = [];
+      let opId: OpId = OP_ID_ZERO;
+      const out = marks.map((m) => {
+        const w = applyPendingOps(this.regularDb, this.intentsDb, m.txnId, m.commitHt, m.opId);
+        if (w === undefined) return false;
+        for (const o of w.ops) extra.push(o);
+        done.push(w.done);
+        opId = opIdMax(opId, m.opId);
+        return true;
+      });
+      await this.regularDb.writeRowsMany(batches, { ops: extra, opId });
+      for (const d of done) d();
+      return out;
+    });
   }
 
   writeIntents(txn: TxnMeta, ops: readonly RowOp[], ht: HybridTime, opId: OpId): Promise<void> {
     return this.txnLocks.run(txn.txnId, () => this.intentsDb.writeIntents(txn, ops, ht, opId));
+  }
+
+  writeIntentsMany(items: ReadonlyArray<{ txn: TxnMeta; ops: readonly RowOp[]; ht: HybridTime; opId: OpId }>): Promise<void> {
+    return this.txnLocks.runMany(items.map((i) => i.txn.txnId), () => this.intentsDb.writeIntentsMany(items));
+  }
+
+  /** See applyIntentsMany in apply.ts; then the deferred apply-state deletes are written when nothing else carried them. */
+  async applyIntentsMany(items: readonly ApplyItem[]): Promise<void> {
+    const chunk = this.flags.get(TXN_MAX_APPLY_BATCH_RECORDS);
+    await this.txnLocks.runMany(items.map((i) => i.txnId), () =>
+      applyIntentsMany(this.regularDb, this.intentsDb, items, chunk, this.options.hooks ?? {}, (txnId, commitHt, opId) =>
+        applyIntents(this.regularDb, this.intentsDb, txnId, commitHt, opId, chunk, Number.MAX_SAFE_INTEGER, this.options.hooks ?? {}),
+      ),
+    );
+  }
+
+  /** Write deferred clean-ups (apply-state deletes) that no later write carried yet. */
+  flushDeferred(): Promise<void> {
+    return this.regularDb.db.flushRiders();
   }
 
   /**
@@ -267,6 +307,8 @@ export class DocDb implements DocDbApi {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // Deferred apply-state deletes (a crash would leave them for a no-op resume at open).
+    await this.regularDb.db.flushRiders().catch(() => undefined);
     await this.regularDb.db.engine.close();
     await this.intentsDb.db.engine.close();
   }

@@ -60,9 +60,32 @@ export class FrontierDb {
   /** Told before and after every write() (a row cache above this database keeps itself exact). */
   writeObserver: { beginWrite(ops: readonly KvOp[]): void; endWrite(ops: readonly KvOp[]): void } | undefined;
 
-  /** Write `ops` and the frontier max(current, opId) in one atomic batch. */
+  /**
+   * Deferred clean-ups (ops whose exact timing does not matter, only that they land after what was
+   * written before they were added): they ride along with the next write instead of costing a
+   * RocksDB call of their own; flushRiders() writes them when nothing else comes.
+   */
+  private riders: KvOp[] = [];
+
+  addRiders(ops: readonly KvOp[]): void {
+    for (const o of ops) this.riders.push(o);
+  }
+
+  get riderCount(): number {
+    return this.riders.length;
+  }
+
+  async flushRiders(): Promise<void> {
+    if (this.riders.length > 0) await this.write([], OP_ID_ZERO);
+  }
+
+  /** Write `ops` (and any riders) and the frontier max(current, opId) in one atomic batch. */
   async write(ops: KvOp[], opId: OpId, sync = false): Promise<void> {
     const f = opIdMax(this.current, opId);
+    if (this.riders.length > 0) {
+      for (const o of this.riders) ops.push(o);
+      this.riders = [];
+    }
     ops.push({ type: 'put', key: FRONTIER_KEY, value: encodeOpId(f) });
     const obs = this.writeObserver;
     obs?.beginWrite(ops);

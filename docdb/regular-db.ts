@@ -9,7 +9,7 @@ import type { TxnId } from '../common/ids';
 import { APPLY_STATE_PREFIX, decodeApplyState, prefixEnd, type ApplyState } from './txn-records';
 import type { KvOp } from './kv-engine';
 import type { OpId, RowOp } from './doc-db-api';
-import { alreadyHolds } from './frontier';
+import { alreadyHolds, opIdMax } from './frontier';
 import type { FrontierDb } from './frontier-db';
 import { cellsOf } from './row-cells';
 import { encodeStored, versionKey } from './storage-keys';
@@ -85,13 +85,17 @@ export class RegularDb {
    * batch keeps its own hybrid time; the frontier becomes the newest op id. Batches already below the
    * frontier (replay) are skipped; the caller passes them in log order.
    */
-  async writeRowsMany(batches: ReadonlyArray<{ ops: readonly RowOp[]; ht: HybridTime; opId: OpId }>): Promise<void> {
+  async writeRowsMany(batches: ReadonlyArray<{ ops: readonly RowOp[]; ht: HybridTime; opId: OpId }>, extra?: { ops: readonly KvOp[]; opId: OpId }): Promise<void> {
     const kv: KvOp[] = [];
     let last: OpId | undefined;
     for (const b of batches) {
       if (alreadyHolds(this.db.frontier, b.opId)) continue;
       for (const op of RegularDb.rowOpsToKv(b.ops, b.ht, 0).kv) kv.push(op);
       last = b.opId;
+    }
+    if (extra !== undefined && extra.ops.length > 0) {
+      for (const op of extra.ops) kv.push(op);
+      last = last === undefined ? extra.opId : opIdMax(last, extra.opId);
     }
     if (last === undefined) return;
     await this.db.write(kv, last);

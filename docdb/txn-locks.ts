@@ -23,4 +23,11 @@ export class TxnLocks {
       if (this.tails.get(txnId) === tail) this.tails.delete(txnId);
     }
   }
+
+  /** run() holding the locks of every id (taken one by one in sorted order: no deadlock with run()). */
+  async runMany<T>(txnIds: readonly TxnId[], f: () => Promise<T>): Promise<T> {
+    const ids = [...new Set(txnIds)].sort();
+    const step = (i: number): Promise<T> => (i === ids.length ? f() : this.run(ids[i]!, () => step(i + 1)));
+    return step(0);
+  }
 }

@@ -27,7 +27,7 @@ import { MAX_CLOCK_SKEW_USEC } from '../../common/common-flags';
 import { NodeId, type TxnId } from '../../common/ids';
 import type { Logger } from '../../common/log';
 import type { Rng } from '../../common/rng';
-import type { DocDbApi, DocKey, OpId, Row, RowOp, ScanResult, StatusResolver, TxnMeta } from '../../docdb/doc-db-api';
+import type { ApplyItem, DocDbApi, DocKey, OpId, Row, RowOp, ScanResult, StatusResolver, TxnMeta } from '../../docdb/doc-db-api';
 import type { KvEngine } from '../../docdb/kv-engine';
 import { RaftGroup, type LeaderChange, type RaftCore, type RaftGroupStatus } from '../../raft/raft-group';
 import type { RaftOptions } from '../../raft/raft-options';
@@ -103,12 +103,21 @@ export interface TxnWriteRequest extends WriteRequest {
 }
 /** A TXN_STATUS entry as applied on this replica (status tablets' coordinator listens). */
 export type TxnStatusListener = (op: Extract<TabletOp, { type: 'TXN_STATUS' }>) => void;
+/** One WRITE_INTENTS entry waiting in applyEntries' IntentsDB write group. */
+interface IntentsGroupItem {
+  txn: TxnMeta;
+  ops: readonly RowOp[];
+  ht: HybridTime;
+  opId: OpId;
+}
+/** Committed transactions one replica applies together at most (DocDb.applyIntentsMany). */
+const APPLY_GROUP_MAX = 256;
 /** Non-transactional reads see no other transaction's intents (they are not committed for them). */
 const NO_TXN_STATUS: StatusResolver = () => Promise.resolve({ status: 'PENDING' });
 
-/** One WRITE / TXN_STATUS entry waiting in applyEntries' RegularDB write group. */
+/** One WRITE / TXN_STATUS / APPLY_TXN entry waiting in applyEntries' RegularDB write group. */
 interface RegularGroupItem {
-  op: Extract<TabletOp, { type: 'WRITE' | 'TXN_STATUS' }>;
+  op: Extract<TabletOp, { type: 'WRITE' | 'TXN_STATUS' | 'APPLY_TXN' }>;
   opId: OpId;
   /** undefined when RegularDB already holds it (replay below the floor). */
   write: { ops: readonly RowOp[]; ht: HybridTime; opId: OpId } | undefined;
@@ -374,22 +383,38 @@ export class TabletPeer {
   // ---- apply stage -----------------------------------------------------------------------------
 
   private async applyEntries(ents: readonly Entry[]): Promise<void> {
-    // Consecutive RegularDB writes (WRITE, TXN_STATUS) of this batch of committed entries go to the
-    // engine as ONE write batch: one RocksDB call and thread-pool hop instead of one per entry. Any
-    // other op first flushes the group, so the order of effects is the log order.
+    // The committed entries of one Raft ready go to the engines in as few write batches as the log
+    // order allows: consecutive RegularDB writes (WRITE, TXN_STATUS rows, and the apply-pending
+    // marks of APPLY_TXN) as ONE batch, the WRITE_INTENTS as ONE IntentsDB batch — one RocksDB call
+    // and thread-pool hop each instead of one per entry. An APPLY_TXN waits for its own transaction's
+    // intents of this batch to be written; REMOVE_TXN flushes both groups (it is rare).
     const group: RegularGroupItem[] = [];
+    const intents: IntentsGroupItem[] = [];
     for (const e of ents) {
       if (e.type !== 'normal' || e.data.byteLength === 0) continue;
       const op = decodeTabletOp(e.data);
       const opId = { term: e.term, index: e.index };
-      if (op.type === 'WRITE' || op.type === 'TXN_STATUS') {
-        this.collectRegular(op, opId, group);
-      } else {
-        await this.flushRegular(group);
-        await this.applyOp(op, opId);
+      switch (op.type) {
+        case 'WRITE':
+        case 'TXN_STATUS':
+          this.collectRegular(op, opId, group);
+          break;
+        case 'WRITE_INTENTS':
+          this.collectIntents(op, opId, intents);
+          break;
+        case 'APPLY_TXN':
+          if (intents.some((i) => i.txn.txnId === op.txnId)) await this.flushIntents(intents);
+          this.collectApply(op, opId, group);
+          break;
+        case 'REMOVE_TXN':
+          await this.flushIntents(intents);
+          await this.flushRegular(group);
+          await this.removeTxn(op, opId);
+          break;
       }
       this.metrics.entriesApplied++;
     }
+    await this.flushIntents(intents);
     await this.flushRegular(group);
     const ws = this.applyWaiters;
     this.applyWaiters = [];
@@ -417,84 +442,123 @@ export class TabletPeer {
     group.push({ op, opId, write });
   }
 
+  private collectIntents(op: Extract<TabletOp, { type: 'WRITE_INTENTS' }>, opId: OpId, intents: IntentsGroupItem[]): void {
+    this.deps.clock.update(op.ht);
+    this.lastWriteHt = htMax(this.lastWriteHt, op.ht);
+    if (opId.index <= this.intentsFloor.index) return; // already in IntentsDB (replay)
+    this.txnStatusTablets.set(op.txn.txnId, op.txn.statusTablet);
+    intents.push({ txn: op.txn, ops: op.ops, ht: op.ht, opId });
+  }
+
+  private async flushIntents(intents: IntentsGroupItem[]): Promise<void> {
+    if (intents.length === 0) return;
+    await this.docdb.writeIntentsMany(intents.splice(0, intents.length));
+  }
+
+  /** APPLY_TXN: remember the outcome; the apply-pending mark joins the RegularDB group (flushRegular starts the apply). */
+  private collectApply(op: Extract<TabletOp, { type: 'APPLY_TXN' }>, opId: OpId, group: RegularGroupItem[]): void {
+    this.deps.clock.update(op.commitHt);
+    if (this.deps.log.isLevelEnabled('debug')) this.deps.log.debug({ trace: 'txn', tablet: this.tabletId, txn: op.txnId, commitHt: String(op.commitHt), index: opId.index, floor: [this.regularFloor.index, this.intentsFloor.index] }, 'apply txn entry');
+    this.rememberOutcome(op.txnId, { status: 'COMMITTED', commitHt: op.commitHt, priority: 0 });
+    if (opId.index <= this.regularFloor.index && opId.index <= this.intentsFloor.index) return;
+    if (this.applying.has(op.txnId)) return; // a duplicate APPLY entry while the first still runs
+    if (group.some((g) => g.op.type === 'APPLY_TXN' && g.op.txnId === op.txnId)) return; // a duplicate in this batch
+    group.push({ op, opId, write: undefined });
+  }
+
   private async flushRegular(group: RegularGroupItem[]): Promise<void> {
     if (group.length === 0) return;
     const items = group.splice(0, group.length);
     const writes = items.flatMap((i) => (i.write ? [i.write] : []));
-    if (writes.length > 0) {
+    const applies = items.flatMap((i) => (i.op.type === 'APPLY_TXN' ? [{ txnId: i.op.txnId, commitHt: i.op.commitHt, opId: i.opId }] : []));
+    let pending: boolean[] = [];
+    if (writes.length > 0 || applies.length > 0) {
       if (items.some((i) => i.op.type === 'WRITE' && i.write)) {
         const sleepMs = this.deps.flags.get(TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS);
         if (sleepMs > 0) await new Promise((r) => setTimeout(r, sleepMs));
       }
-      await this.docdb.writeRegularMany(writes);
+      // The apply-pending marks are durable (in this batch) before any intent moves: a restart
+      // resumes the apply even if its entry is not replayed.
+      pending = await this.docdb.writeRegularMany(writes, applies);
     }
     for (const i of items) {
       if (i.op.type === 'WRITE') {
         if (i.write) this.markApplied(i.op.ht);
-      } else this.statusListener?.(i.op);
+      } else if (i.op.type === 'TXN_STATUS') this.statusListener?.(i.op);
+    }
+    applies.forEach((a, k) => {
+      if (pending[k]) this.startApply(a);
+    });
+  }
+
+  /**
+   * Move a committed transaction's intents OFF the ordered apply path: later entries of this tablet,
+   * lease and ReadIndex reads on this replica do not wait for it, and readers meanwhile resolve the
+   * intents through pendingApplies as committed at commitHt (DESIGN: reads at any leader already
+   * return the committed rows while this replica still holds only intents). Applies queued together
+   * run together (DocDb.applyIntentsMany: two RocksDB batches for the whole group).
+   */
+  private startApply(a: ApplyItem): void {
+    this.pendingApplies.set(a.txnId, a.commitHt);
+    const markedMicros = this.deps.clock.wallMicros();
+    // The lab's defining knob: only this replica's apply of this transaction waits.
+    const sleepMs = this.deps.flags.get(TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS);
+    const run = (async (): Promise<void> => {
+      if (sleepMs > 0) await new Promise((r) => setTimeout(r, sleepMs));
+      if (this.state !== TabletState.RUNNING) return; // closed: the persisted apply state resumes at open
+      await this.queueApply(a);
+      this.applyLag.record(a.txnId, a.commitHt, this.deps.clock.wallMicros(), markedMicros);
+      this.txnStatusTablets.delete(a.txnId);
+    })();
+    this.applying.set(a.txnId, run);
+    run
+      .catch((e: unknown) => {
+        // A storage failure is fail-stop for this replica (CONVENTIONS): stop serving it.
+        this.state = TabletState.FAILED;
+        this.lastError = `apply of ${a.txnId} failed: ${e instanceof Error ? e.message : String(e)}`;
+        this.deps.log.error({ tabletId: this.tabletId, err: this.lastError }, 'intents apply failed; replica stopped');
+      })
+      .finally(() => {
+        this.pendingApplies.delete(a.txnId);
+        if (this.applying.get(a.txnId) === run) this.applying.delete(a.txnId);
+      });
+  }
+
+  /** Applies waiting for the apply worker, and the worker (one per replica) while it runs. */
+  private applyQueue: Array<ApplyItem & { resolve: () => void; reject: (e: unknown) => void }> = [];
+  private applyWorker: Promise<void> | undefined;
+
+  private queueApply(a: ApplyItem): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.applyQueue.push({ ...a, resolve, reject });
+      this.applyWorker ??= this.runApplyWorker().finally(() => (this.applyWorker = undefined));
+    });
+  }
+
+  private async runApplyWorker(): Promise<void> {
+    for (;;) {
+      if (this.applyQueue.length === 0) {
+        // Nothing follows: write the deferred apply-state deletes now (under load they ride along).
+        if (this.state === TabletState.RUNNING) await this.docdb.flushDeferred().catch((e: unknown) => this.deps.log.warn({ tabletId: this.tabletId, err: String(e) }, 'deferred apply-state deletes not written'));
+        if (this.applyQueue.length === 0) return;
+      }
+      const items = this.applyQueue.splice(0, APPLY_GROUP_MAX);
+      try {
+        if (this.state === TabletState.RUNNING) await this.docdb.applyIntentsMany(items);
+        for (const i of items) i.resolve();
+      } catch (e) {
+        for (const i of items) i.reject(e);
+      }
     }
   }
 
-  private async applyOp(op: TabletOp, opId: OpId): Promise<void> {
-    switch (op.type) {
-      case 'WRITE_INTENTS': {
-        this.deps.clock.update(op.ht);
-        this.lastWriteHt = htMax(this.lastWriteHt, op.ht);
-        if (opId.index <= this.intentsFloor.index) return; // already in IntentsDB (replay)
-        this.txnStatusTablets.set(op.txn.txnId, op.txn.statusTablet);
-        await this.docdb.writeIntents(op.txn, op.ops, op.ht, opId);
-        return;
-      }
-      case 'APPLY_TXN': {
-        this.deps.clock.update(op.commitHt);
-        if (this.deps.log.isLevelEnabled('debug')) this.deps.log.debug({ trace: 'txn', tablet: this.tabletId, txn: op.txnId, commitHt: String(op.commitHt), index: opId.index, floor: [this.regularFloor.index, this.intentsFloor.index] }, 'apply txn entry');
-        this.rememberOutcome(op.txnId, { status: 'COMMITTED', commitHt: op.commitHt, priority: 0 });
-        if (opId.index <= this.regularFloor.index && opId.index <= this.intentsFloor.index) return;
-        if (this.applying.has(op.txnId)) return; // a duplicate APPLY entry while the first still runs
-        // Durably note the pending apply first (a restart resumes it even if this entry is not
-        // replayed), then move the intents OFF the ordered apply path: later entries of this tablet,
-        // lease and ReadIndex reads on this replica do not wait for it, and readers meanwhile resolve
-        // the intents through pendingApplies as committed at commitHt (DESIGN: reads at any leader
-        // already return the committed rows while this replica still holds only intents).
-        if (!(await this.docdb.markApplyPending(op.txnId, op.commitHt, opId))) return;
-        this.pendingApplies.set(op.txnId, op.commitHt);
-        const markedMicros = this.deps.clock.wallMicros();
-        const run = (async (): Promise<void> => {
-          // The lab's defining knob: only this replica's apply of this transaction waits.
-          const sleepMs = this.deps.flags.get(TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS);
-          if (sleepMs > 0) await new Promise((r) => setTimeout(r, sleepMs));
-          if (this.state !== TabletState.RUNNING) return; // closed: the persisted apply state resumes at open
-          await this.docdb.applyIntents(op.txnId, op.commitHt, opId);
-          this.applyLag.record(op.txnId, op.commitHt, this.deps.clock.wallMicros(), markedMicros);
-          this.txnStatusTablets.delete(op.txnId);
-        })();
-        this.applying.set(op.txnId, run);
-        run
-          .catch((e: unknown) => {
-            // A storage failure is fail-stop for this replica (CONVENTIONS): stop serving it.
-            this.state = TabletState.FAILED;
-            this.lastError = `apply of ${op.txnId} failed: ${e instanceof Error ? e.message : String(e)}`;
-            this.deps.log.error({ tabletId: this.tabletId, err: this.lastError }, 'intents apply failed; replica stopped');
-          })
-          .finally(() => {
-            this.pendingApplies.delete(op.txnId);
-            if (this.applying.get(op.txnId) === run) this.applying.delete(op.txnId);
-          });
-        return;
-      }
-      case 'REMOVE_TXN': {
-        if (this.deps.log.isLevelEnabled('debug')) this.deps.log.debug({ trace: 'txn', tablet: this.tabletId, txn: op.txnId, index: opId.index }, 'remove txn entry');
-        this.rememberOutcome(op.txnId, { status: 'ABORTED', priority: 0 });
-        this.cleanupQueue.delete(op.txnId);
-        if (opId.index <= this.intentsFloor.index) return;
-        await this.docdb.removeIntents(op.txnId, opId);
-        this.txnStatusTablets.delete(op.txnId);
-        return;
-      }
-      case 'WRITE':
-      case 'TXN_STATUS':
-        throw new Error(`${op.type} goes through the RegularDB write group`);
-    }
+  private async removeTxn(op: Extract<TabletOp, { type: 'REMOVE_TXN' }>, opId: OpId): Promise<void> {
+    if (this.deps.log.isLevelEnabled('debug')) this.deps.log.debug({ trace: 'txn', tablet: this.tabletId, txn: op.txnId, index: opId.index }, 'remove txn entry');
+    this.rememberOutcome(op.txnId, { status: 'ABORTED', priority: 0 });
+    this.cleanupQueue.delete(op.txnId);
+    if (opId.index <= this.intentsFloor.index) return;
+    await this.docdb.removeIntents(op.txnId, opId);
+    this.txnStatusTablets.delete(op.txnId);
   }
 
   /**
