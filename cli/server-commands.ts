@@ -3,6 +3,7 @@
  * masterMain / tserverMain; this file only wires the tserver's transport, codecs and heartbeat RPC
  * (the tserver takes them injected so its tests can run on an in-memory transport).
  */
+import { UV_THREADPOOL_SIZE } from '../common/common-flags';
 import { Flags, parseFlagArgs } from '../common/flags';
 import { masterMain } from '../master/master-server';
 import { defineMethod } from '../rpc/proto';
@@ -36,10 +37,27 @@ export function tserverWiring(argv: readonly string[]): TServerWiring {
   };
 }
 
+/**
+ * Size libuv's thread pool from --uv_threadpool_size before anything uses it (the pool starts at its
+ * first task and reads UV_THREADPOOL_SIZE then). Bad flags are left for the server's own parse,
+ * which reports them.
+ */
+export function applyThreadpoolSize(argv: readonly string[]): void {
+  let n: number;
+  try {
+    n = parseFlagArgs(argv, new Flags()).flags.get(UV_THREADPOOL_SIZE);
+  } catch {
+    return;
+  }
+  process.env['UV_THREADPOOL_SIZE'] = String(n);
+}
+
 export async function runMaster(argv: readonly string[]): Promise<void> {
+  applyThreadpoolSize(argv);
   await masterMain(argv);
 }
 
 export async function runTServer(argv: readonly string[]): Promise<void> {
+  applyThreadpoolSize(argv);
   await tserverMain(argv, tserverWiring(argv));
 }
