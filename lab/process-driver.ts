@@ -23,6 +23,9 @@ import { processState, signal } from './process-table';
 import { tabletCountsFromMasters } from './tablet-counts';
 import { waitUntil } from './wait-until';
 
+/** How long a SIGSTOP / SIGCONT may take to show in /proc before pause / resume fail. */
+const SIGNAL_TAKE_HOLD_MS = 5_000;
+
 /** A SIGTERM'd server gets this long to exit before SIGKILL. */
 export const STOP_GRACE_MS = 10_000;
 /** Bound on waiting for a SIGKILL'd process to disappear. */
@@ -177,16 +180,43 @@ export class ProcessDriver implements ClusterDriver {
   }
 
   async pause(node: NodeName, role?: RoleSelector): Promise<void> {
-    for (const s of this.select(this.node(node), role)) {
-      if (s.pid && processState(s.pid, dataDirArg(s)) === 'running') signal(s.pid, 'SIGSTOP');
+    const servers = this.select(this.node(node), role);
+    const stopped: ServerRecord[] = [];
+    for (const s of servers) {
+      if (s.pid && processState(s.pid, dataDirArg(s)) === 'running') {
+        signal(s.pid, 'SIGSTOP');
+        stopped.push(s);
+      }
     }
+    // The kernel delivers SIGSTOP asynchronously (later on a busy machine): return once it took hold.
+    await this.waitForState(stopped, 'paused');
   }
 
   async resume(node: NodeName, role?: RoleSelector): Promise<void> {
     const servers = this.select(this.node(node), role);
-    for (const s of servers) if (s.pid && processState(s.pid, dataDirArg(s)) === 'paused') signal(s.pid, 'SIGCONT');
+    const continued: ServerRecord[] = [];
+    for (const s of servers) {
+      if (s.pid && processState(s.pid, dataDirArg(s)) === 'paused') {
+        signal(s.pid, 'SIGCONT');
+        continued.push(s);
+      }
+    }
+    await this.waitForState(continued, 'running');
     // A server paused while a partition was set may have missed the flag.
     await this.applyPartition(servers);
+  }
+
+  /** Wait (bounded) until every server shows `want` (or has exited); else a clear error. */
+  private async waitForState(servers: ServerRecord[], want: 'paused' | 'running'): Promise<void> {
+    const deadline = Date.now() + SIGNAL_TAKE_HOLD_MS;
+    for (;;) {
+      const late = servers.filter((s) => s.pid && !['stopped', want].includes(processState(s.pid, dataDirArg(s))));
+      if (late.length === 0) return;
+      if (Date.now() > deadline) {
+        throw new DbError(ErrorCode.TIMED_OUT, `${late.map((s) => s.role).join(', ')} not ${want} ${SIGNAL_TAKE_HOLD_MS} ms after the signal`, { pids: late.map((s) => s.pid) });
+      }
+      await new Promise((r) => setTimeout(r, 10));
+    }
   }
 
   async partition(nodes: NodeName[]): Promise<void> {

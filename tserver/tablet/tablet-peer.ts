@@ -150,6 +150,8 @@ export class TabletPeer {
   private intentsFloor: OpId = { term: 0, index: 0 };
   /** txn id → status tablet, for every transaction with intents on this replica. */
   private readonly txnStatusTablets = new Map<TxnId, string>();
+  /** When this replica first applied intents of each transaction in txnStatusTablets (performance.now; absent: before start). */
+  private readonly txnFirstSeen = new Map<TxnId, number>();
   /** Outcomes this replica applied (APPLY_TXN → committed, REMOVE_TXN → aborted): local knowledge. */
   private readonly localOutcomes = new Map<TxnId, TxnStatusInfo & { atMs: number }>();
   /** Aborted transactions whose intents the leader should remove (found by conflict checks). */
@@ -283,9 +285,20 @@ export class TabletPeer {
     return this.docdb.listTransactions();
   }
 
-  /** Transactions with intents here and their status tablets (participant cleanup sweep). */
-  txnsWithIntents(): Array<[TxnId, string]> {
-    return [...this.txnStatusTablets.entries()];
+  /**
+   * Transactions with intents here and their status tablets (participant cleanup sweep): those
+   * whose first intents this replica applied at least `minAgeMs` ago (or before its start), without
+   * an outcome known here (a committed one waiting for its apply is not a cleanup candidate).
+   */
+  txnsWithIntents(minAgeMs = 0): Array<[TxnId, string]> {
+    const bornBefore = performance.now() - minAgeMs;
+    const out: Array<[TxnId, string]> = [];
+    for (const [id, st] of this.txnStatusTablets) {
+      if (minAgeMs > 0 && (this.txnFirstSeen.get(id) ?? 0) > bornBefore) continue;
+      if (this.localOutcome(id) !== undefined) continue;
+      out.push([id, st]);
+    }
+    return out;
   }
 
   /** The apply of `txnId` running in this replica's apply stage, if any. */
@@ -446,6 +459,7 @@ export class TabletPeer {
     this.deps.clock.update(op.ht);
     this.lastWriteHt = htMax(this.lastWriteHt, op.ht);
     if (opId.index <= this.intentsFloor.index) return; // already in IntentsDB (replay)
+    if (!this.txnStatusTablets.has(op.txn.txnId)) this.txnFirstSeen.set(op.txn.txnId, performance.now());
     this.txnStatusTablets.set(op.txn.txnId, op.txn.statusTablet);
     intents.push({ txn: op.txn, ops: op.ops, ht: op.ht, opId });
   }
@@ -509,6 +523,7 @@ export class TabletPeer {
       await this.queueApply(a);
       this.applyLag.record(a.txnId, a.commitHt, this.deps.clock.wallMicros(), markedMicros);
       this.txnStatusTablets.delete(a.txnId);
+      this.txnFirstSeen.delete(a.txnId);
     })();
     this.applying.set(a.txnId, run);
     run
@@ -559,6 +574,7 @@ export class TabletPeer {
     if (opId.index <= this.intentsFloor.index) return;
     await this.docdb.removeIntents(op.txnId, opId);
     this.txnStatusTablets.delete(op.txnId);
+    this.txnFirstSeen.delete(op.txnId);
   }
 
   /**

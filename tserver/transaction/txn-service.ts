@@ -19,7 +19,7 @@ import type { TabletManager } from '../tablet-manager';
 import type { TabletPeer } from '../tablet/tablet-peer';
 import { requireSupportedIsolation, TransactionCoordinator, type TxnInfo } from './coordinator';
 import { TabletLocator } from './tablet-locator';
-import { TEST_TRANSACTION_IGNORE_APPLYING_PROBABILITY, TRANSACTION_CHECK_INTERVAL_MS } from './txn-flags';
+import { TEST_TRANSACTION_IGNORE_APPLYING_PROBABILITY, TRANSACTION_CHECK_INTERVAL_MS, TRANSACTION_HEARTBEAT_USEC, TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS } from './txn-flags';
 import { isValidTxnId } from './txn-record';
 import { uncertaintyLimit } from './uncertainty';
 import { MAX_CLOCK_SKEW_USEC } from '../../common/common-flags';
@@ -231,7 +231,11 @@ export class TxnService {
   private async sweep(): Promise<void> {
     for (const peer of this.deps.manager().list()) {
       if (!peer.isLeaderReady() || peer.meta.tableName === TRANSACTIONS_TABLE) continue;
-      const ids = peer.txnsWithIntents().slice(0, SWEEP_TXNS_MAX);
+      // A transaction younger than the expiry window cannot have expired; one aborted by a conflict
+      // is in cleanupQueue (or its client removes it): skipping the young saves a status RPC per
+      // running transaction and sweep under load.
+      const expiryMs = (this.deps.flags.get(TRANSACTION_HEARTBEAT_USEC) * this.deps.flags.get(TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS)) / 1000;
+      const ids = peer.txnsWithIntents(expiryMs).slice(0, SWEEP_TXNS_MAX);
       for (const id of peer.cleanupQueue) if (ids.length < SWEEP_TXNS_MAX * 2) ids.push([id, '']);
       for (const [txnId, statusTablet] of ids) {
         try {
