@@ -218,4 +218,27 @@ describe('TransactionCoordinator', () => {
     expect(second.updates[0]).toEqual({ tablet: 'p1', txnId: 'done', type: 'APPLY', commitHt });
     await until('the applied record forgotten', () => !second.c.snapshot().some((t) => t.txnId === 'done'));
   });
+
+  it('txn-coordinator: transactions finished together are forgotten by one FORGOTTEN entry, and the records stay gone after a restart', async () => {
+    const dir = tmp();
+    const flags = testFlags();
+    flags.setAtRuntime(TEST_DISABLE_APPLY_COMMITTED_TRANSACTIONS.name, 'true', false);
+    const first = await openCoordinator(dir, flags, { n: 0 });
+    const ids = Array.from({ length: 20 }, (_, i) => TxnId(`f${i}`));
+    for (const id of ids) await first.c.create(id, 'snapshot', 0.5);
+    for (const id of ids) await first.c.commit(id, ['p1']);
+    const entriesBefore = first.peer.metrics.entriesApplied;
+    // Every commit is applied (drives start) at once: the forgets queue up behind the first.
+    flags.setAtRuntime(TEST_DISABLE_APPLY_COMMITTED_TRANSACTIONS.name, 'false', false);
+    await until('all 20 forgotten', () => first.c.snapshot().length === 0);
+    const entries = first.peer.metrics.entriesApplied - entriesBefore;
+    expect(first.updates).toHaveLength(20);
+    expect(entries).toBeGreaterThanOrEqual(1);
+    expect(entries).toBeLessThan(20); // batched: fewer entries than transactions
+    for (const st of await first.c.getStatus(ids)) expect(st.status).toBe('ABORTED'); // no record
+    await first.peer.gcLog(0);
+    await first.close();
+    const second = await openCoordinator(dir, flags, { n: 0 });
+    expect(second.c.snapshot()).toEqual([]); // the tombstones are in RegularDB too
+  });
 });

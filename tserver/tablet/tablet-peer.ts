@@ -41,7 +41,7 @@ import type { PeerTxnEnv, TxnStatusInfo } from '../transaction/txn-env';
 import { LockTable } from './lock-table';
 import { decodeTabletOp, docKeyString, encodeTabletOp, type TabletOp } from './tablet-op';
 import type { TabletMeta } from './tablet-meta';
-import { RECORD_COLUMN_ID, RecordStatus, recordKey } from '../transaction/txn-record';
+import { forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey } from '../transaction/txn-record';
 
 export const TabletState = { BOOTSTRAPPING: 'BOOTSTRAPPING', RUNNING: 'RUNNING', FAILED: 'FAILED', DELETED: 'DELETED' } as const;
 export type TabletState = (typeof TabletState)[keyof typeof TabletState];
@@ -445,12 +445,11 @@ export class TabletPeer {
     }
     let write: RegularGroupItem['write'];
     if (needsWrite) {
-      const key = recordKey(op.txnId);
-      const row: RowOp =
+      const rows: RowOp[] =
         op.status === RecordStatus.FORGOTTEN
-          ? { type: 'delete', key }
-          : { type: 'upsert', key, columns: [{ columnId: RECORD_COLUMN_ID, value: Buffer.concat([Buffer.from([op.status.length]), Buffer.from(op.status, 'latin1'), Buffer.from(op.payload)]) }] };
-      write = { ops: [row], ht: op.ht, opId };
+          ? forgottenIds(op.txnId, op.payload).map((id) => ({ type: 'delete', key: recordKey(id) }))
+          : [{ type: 'upsert', key: recordKey(op.txnId), columns: [{ columnId: RECORD_COLUMN_ID, value: Buffer.concat([Buffer.from([op.status.length]), Buffer.from(op.status, 'latin1'), Buffer.from(op.payload)]) }] }];
+      write = { ops: rows, ht: op.ht, opId };
     }
     group.push({ op, opId, write });
   }

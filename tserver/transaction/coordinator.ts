@@ -27,7 +27,7 @@ import {
   TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS,
   TRANSACTION_RESEND_APPLYING_INTERVAL_MS,
 } from './txn-flags';
-import { decodeRecordPayload, decodeRecordRow, encodeRecordPayload, RECORD_COLUMN_ID, RecordStatus, type TxnRecord } from './txn-record';
+import { decodeRecordPayload, decodeRecordRow, encodeForgetPayload, encodeRecordPayload, forgottenIds, RECORD_COLUMN_ID, RecordStatus, type TxnRecord } from './txn-record';
 
 /** Records one status tablet holds before CreateTransaction answers SERVICE_UNAVAILABLE. */
 export const TXN_RECORDS_MAX = 100_000;
@@ -36,6 +36,8 @@ export const TXN_PARTICIPANTS_MAX = 100_000;
 /** Resend rounds of one APPLY/REMOVE drive before it gives up until the next leader term. */
 const DRIVE_ROUNDS_MAX = 1_000_000;
 const UPDATE_RPC_TIMEOUT_MS = 10_000;
+/** Finished transactions forgotten by one FORGOTTEN entry at most (ids ≤ 129 bytes each in its payload). */
+const FORGET_BATCH_MAX = 1_000;
 
 export interface CoordinatorDeps {
   peer: TabletPeer;
@@ -146,10 +148,12 @@ export class TransactionCoordinator {
 
   private onApplied(op: Extract<TabletOp, { type: 'TXN_STATUS' }>): void {
     if (op.status === RecordStatus.FORGOTTEN) {
-      this.records.delete(op.txnId);
-      this.heartbeats.delete(op.txnId);
-      this.createdMs.delete(op.txnId);
-      this.driving.delete(op.txnId);
+      for (const id of forgottenIds(op.txnId, op.payload)) {
+        this.records.delete(id);
+        this.heartbeats.delete(id);
+        this.createdMs.delete(id);
+        this.driving.delete(id);
+      }
       return;
     }
     if (op.status !== 'PENDING' && op.status !== 'COMMITTED' && op.status !== 'ABORTED') return;
@@ -181,9 +185,46 @@ export class TransactionCoordinator {
     return run;
   }
 
-  private async replicate(rec: TxnRecord | { txnId: TxnId; status: 'FORGOTTEN' }, ht: HybridTime): Promise<void> {
-    const payload = rec.status === 'FORGOTTEN' ? new Uint8Array(0) : encodeRecordPayload(rec);
-    await this.deps.peer.proposeOp({ type: 'TXN_STATUS', txnId: rec.txnId, status: rec.status, ht, payload });
+  private async replicate(rec: TxnRecord, ht: HybridTime): Promise<void> {
+    await this.deps.peer.proposeOp({ type: 'TXN_STATUS', txnId: rec.txnId, status: rec.status, ht, payload: encodeRecordPayload(rec) });
+  }
+
+  /** Finished transactions waiting to be forgotten, and the batch being replicated (at most one). */
+  private forgetQueue: Array<{ txnId: TxnId; resolve: () => void; reject: (e: unknown) => void }> = [];
+  private forgetting = false;
+
+  /**
+   * Replicate FORGOTTEN for `txnId`, together with every other transaction finished meanwhile: one
+   * Raft entry (one RegularDB batch of tombstones per replica) for all of them instead of one each.
+   * A batch holds each transaction's lock, like every other status change.
+   */
+  private forget(txnId: TxnId): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.forgetQueue.push({ txnId, resolve, reject });
+      if (!this.forgetting) void this.forgetLoop();
+    });
+  }
+
+  private async forgetLoop(): Promise<void> {
+    this.forgetting = true;
+    try {
+      while (this.forgetQueue.length > 0) {
+        const batch = this.forgetQueue.splice(0, FORGET_BATCH_MAX);
+        const ids = [...new Set(batch.map((b) => b.txnId))];
+        const run = (i: number): Promise<void> =>
+          i < ids.length
+            ? this.withTxnLock(ids[i]!, () => run(i + 1))
+            : this.deps.peer.proposeOp({ type: 'TXN_STATUS', txnId: ids[0]!, status: RecordStatus.FORGOTTEN, ht: this.deps.peer.nextHt(), payload: encodeForgetPayload(ids.slice(1)) });
+        try {
+          await run(0);
+          for (const b of batch) b.resolve();
+        } catch (e) {
+          for (const b of batch) b.reject(e);
+        }
+      }
+    } finally {
+      this.forgetting = false;
+    }
   }
 
   // ---- RPCs ------------------------------------------------------------------------------------
@@ -324,7 +365,7 @@ export class TransactionCoordinator {
       }
       if (pending.size > 0 || this.stopped || this.driving.get(txnId) !== pending) return;
       try {
-        await this.withTxnLock(txnId, () => this.replicate({ txnId, status: 'FORGOTTEN' }, this.deps.peer.nextHt()));
+        await this.forget(txnId);
         this.metrics.forgotten++;
       } catch (err) {
         this.deps.log.debug({ err, txnId }, 'forgetting a finished transaction failed; retried next check');

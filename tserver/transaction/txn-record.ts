@@ -58,6 +58,29 @@ export function decodeRecordRow(txnId: TxnId, b: Uint8Array): TxnRecord {
   return decodeRecordPayload(txnId, status, buf.subarray(1 + n));
 }
 
+/**
+ * A FORGOTTEN entry forgets its own txn id and the ids in its payload (one entry for every
+ * transaction finished meanwhile): [u8 length][latin1 id]… (ids are ≤ 128 ASCII characters).
+ * An empty payload (one transaction) is what entries of earlier versions carry.
+ */
+export function encodeForgetPayload(more: readonly TxnId[]): Uint8Array {
+  const parts: Buffer[] = [];
+  for (const id of more) parts.push(Buffer.from([id.length]), Buffer.from(id, 'latin1'));
+  return Buffer.concat(parts);
+}
+
+export function forgottenIds(txnId: TxnId, payload: Uint8Array): TxnId[] {
+  const out = [txnId];
+  const b = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
+  for (let i = 0; i < b.length; ) {
+    const n = b[i]!;
+    if (n === 0 || i + 1 + n > b.length) throw new Error('bad FORGOTTEN payload');
+    out.push(b.toString('latin1', i + 1, i + 1 + n) as TxnId);
+    i += 1 + n;
+  }
+  return out;
+}
+
 export function recordKey(txnId: TxnId): DocKey {
   return { hash: partitionHash([txnId]), hashed: [txnId], range: [] };
 }
