@@ -109,6 +109,8 @@ export async function findConflicts(
   // write; for a row delete, every sub-key of the row.
   for (const [rk, r] of rows) {
     const docKeyBuf = r.cells[0]!.docKeyBuf;
+    // Nothing of this row is newer than the read time (a bound RegularDb keeps in memory): no walk.
+    if (regular.newestVersionBound(docKeyBuf) <= readHt) continue;
     const written = new Set(r.cells.map((c) => (c.sub.kind === 'column' ? `c${c.sub.id}` : c.sub.kind)));
     const it = regular.db.engine.iterator({ gte: docKeyBuf, lt: prefixEnd(docKeyBuf) });
     try {

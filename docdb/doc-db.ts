@@ -54,6 +54,8 @@ export interface DocDbOptions {
   hooks?: ApplyHooks;
   /** Budget of IntentsDB's in-memory intent index (tests: 0 = conflict checks always iterate). */
   intentIndexBytesMax?: number;
+  /** Bounds on rows' newest version times for write-write checks (tests: false = always iterate). */
+  versionBounds?: boolean;
 }
 
 /** A plain write checks intents as a snapshot-isolation writer that owns none of them. */
@@ -81,7 +83,7 @@ export class DocDb implements DocDbApi {
   }
 
   static async open(deps: DocDbDeps, options: DocDbOptions = {}): Promise<DocDb> {
-    const regular = await RegularDb.open(await FrontierDb.open(deps.regular));
+    const regular = await RegularDb.open(await FrontierDb.open(deps.regular), { versionBounds: options.versionBounds });
     const intents = await IntentsDb.open(await FrontierDb.open(deps.intents), { indexBytesMax: options.intentIndexBytesMax });
     return new DocDb(regular, intents, deps.flags ?? new Flags(), options);
   }

@@ -79,6 +79,9 @@ export class FrontierDb {
     if (this.riders.length > 0) await this.write([], OP_ID_ZERO);
   }
 
+  /** Sees (and may extend) every batch before it is written (RegularDB's version bounds). */
+  prepareWrite: ((ops: KvOp[]) => void) | undefined;
+
   /** Write `ops` (and any riders) and the frontier max(current, opId) in one atomic batch. */
   async write(ops: KvOp[], opId: OpId, sync = false): Promise<void> {
     const f = opIdMax(this.current, opId);
@@ -86,6 +89,7 @@ export class FrontierDb {
       for (const o of this.riders) ops.push(o);
       this.riders = [];
     }
+    this.prepareWrite?.(ops);
     ops.push({ type: 'put', key: FRONTIER_KEY, value: encodeOpId(f) });
     const obs = this.writeObserver;
     obs?.beginWrite(ops);

@@ -12,7 +12,8 @@ import type { OpId, RowOp } from './doc-db-api';
 import { alreadyHolds, opIdMax } from './frontier';
 import type { FrontierDb } from './frontier-db';
 import { cellsOf } from './row-cells';
-import { encodeStored, versionKey } from './storage-keys';
+import { encodeStored, REGULAR_DATA_END, REGULAR_DATA_START, versionKey } from './storage-keys';
+import { decodeHt, HT_UNKNOWN, MAX_VERSION_HT_KEY, VersionBounds } from './version-bounds';
 
 /** Largest intra-batch write id (the DocHybridTime field is 32-bit). */
 export const WRITE_ID_MAX = 0xffff_ffff;
@@ -24,10 +25,42 @@ export class RegularDb {
    */
   private readonly applyStates = new Map<TxnId, ApplyState>();
 
+  /** Bounds on each row's newest version time (conflict checks; see version-bounds.ts); undefined: off. */
+  private bounds: VersionBounds | undefined;
+
   constructor(readonly db: FrontierDb) {}
 
-  static async open(db: FrontierDb): Promise<RegularDb> {
+  /**
+   * Upper bound of the hybrid time of every version stored under the row `docKey` (encoded DocKey):
+   * a write-write check at a read time at or above it finds nothing newer and needs no engine walk.
+   */
+  newestVersionBound(docKey: Buffer): HybridTime {
+    return this.bounds?.bound(docKey) ?? HT_UNKNOWN;
+  }
+
+  versionBoundStats(): ReturnType<VersionBounds['stats']> | undefined {
+    return this.bounds?.stats();
+  }
+
+  static async open(db: FrontierDb, opts: { versionBounds?: boolean } = {}): Promise<RegularDb> {
     const r = new RegularDb(db);
+    if (opts.versionBounds !== false) {
+      const stored = await db.engine.get(MAX_VERSION_HT_KEY);
+      let floor: HybridTime;
+      if (stored !== undefined) floor = decodeHt(stored);
+      else {
+        // No persisted maximum: an empty database starts at 0; one written before the key existed is unknown.
+        const it = db.engine.iterator({ gte: REGULAR_DATA_START, lt: REGULAR_DATA_END });
+        try {
+          floor = (await it.next()) === undefined ? 0n : HT_UNKNOWN;
+        } finally {
+          await it.close();
+        }
+      }
+      const bounds = new VersionBounds(floor);
+      r.bounds = bounds;
+      db.prepareWrite = (ops) => bounds.prepare(ops);
+    }
     const p = Buffer.from([APPLY_STATE_PREFIX]);
     const it = db.engine.iterator({ gte: p, lt: prefixEnd(p) });
     try {

@@ -1,8 +1,10 @@
 /**
- * IntentsDB's in-memory intent index (sub-key → intents): conflict checks answer from it instead of
- * engine iterators. It must give exactly the conflicts the engine walk gives, through intent writes,
- * applies (whole and chunked), aborts, reopen, and a budget overflow (then it walks the engine until
- * IntentsDB holds no transaction, and indexes again).
+ * Conflict checks from memory instead of engine iterators must give exactly the conflicts the engine
+ * walk gives: IntentsDB's intent index (sub-key → intents), through intent writes, applies (whole and
+ * chunked), aborts, reopen, and a budget overflow (then it walks the engine until IntentsDB holds no
+ * transaction, and indexes again); and RegularDB's bounds on each row's newest version time (the
+ * write-write check skips rows with nothing newer than the read time), through plain writes, applies,
+ * reopen and an eviction-sized map.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -11,6 +13,9 @@ import { DocDb } from '../../docdb/doc-db';
 import type { RowOp } from '../../docdb/doc-db-api';
 import { MemoryEngine } from '../../docdb/memory-engine';
 import { ht, key, op, txnMeta } from './docdb-helpers';
+import type { KvOp } from '../../docdb/kv-engine';
+import { encodeRowDocKey, subDocKey, versionKey } from '../../docdb/storage-keys';
+import { encodeHt, HT_UNKNOWN, MAX_VERSION_HT_KEY, VersionBounds } from '../../docdb/version-bounds';
 
 interface Pair {
   /** Indexed (budget as given), and never indexed (the engine walk): fed the same operations. */
@@ -22,14 +27,19 @@ interface Pair {
 async function openPair(budget: number): Promise<Pair> {
   const engines = [0, 1].map(() => ({ regular: new MemoryEngine(), intents: new MemoryEngine() }));
   const budgets: [number, number] = [budget, 0];
-  const dbs = (await Promise.all(engines.map((e, i) => DocDb.open(e, { intentIndexBytesMax: budgets[i] })))) as [DocDb, DocDb];
+  const dbs = (await Promise.all(engines.map((e, i) => DocDb.open(e, optionsOf(budgets[i]!))))) as [DocDb, DocDb];
   return { dbs, engines, budgets };
 }
 
 async function reopen(p: Pair): Promise<void> {
   for (const db of p.dbs) await db.close();
   p.engines = p.engines.map((e) => ({ regular: e.regular.reopen(), intents: e.intents.reopen() }));
-  p.dbs = (await Promise.all(p.engines.map((e, i) => DocDb.open(e, { intentIndexBytesMax: p.budgets[i] })))) as [DocDb, DocDb];
+  p.dbs = (await Promise.all(p.engines.map((e, i) => DocDb.open(e, optionsOf(p.budgets[i]!))))) as [DocDb, DocDb];
+}
+
+/** Budget 0: the reference DB, which walks the engines for everything. */
+function optionsOf(budget: number): { intentIndexBytesMax: number; versionBounds: boolean } {
+  return { intentIndexBytesMax: budget, versionBounds: budget > 0 };
 }
 
 const rowOp = (kind: 'col' | 'col2' | 'del', k: number): RowOp =>
@@ -45,7 +55,8 @@ type Cmd =
   | { t: 'apply'; txn: number; chunk: number }
   | { t: 'remove'; txn: number }
   | { t: 'reopen' }
-  | { t: 'probe'; txn: number; ops: Array<{ kind: 'col' | 'col2' | 'del'; k: number }> };
+  | { t: 'plain'; ops: Array<{ kind: 'col' | 'col2' | 'del'; k: number }> }
+  | { t: 'probe'; txn: number; ops: Array<{ kind: 'col' | 'col2' | 'del'; k: number }>; back: number };
 
 const opsArb = fc.array(fc.record({ kind: fc.constantFrom('col' as const, 'col2' as const, 'del' as const), k: fc.integer({ min: 0, max: KEYS - 1 }) }), { minLength: 1, maxLength: 3 });
 const cmdArb: fc.Arbitrary<Cmd> = fc.oneof(
@@ -53,10 +64,11 @@ const cmdArb: fc.Arbitrary<Cmd> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ t: fc.constant('apply' as const), txn: fc.integer({ min: 0, max: 4 }), chunk: fc.integer({ min: 1, max: 4 }) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('remove' as const), txn: fc.integer({ min: 0, max: 4 }) }) },
   { weight: 1, arbitrary: fc.constant({ t: 'reopen' as const }) },
-  { weight: 4, arbitrary: fc.record({ t: fc.constant('probe' as const), txn: fc.integer({ min: 0, max: 5 }), ops: opsArb }) },
+  { weight: 2, arbitrary: fc.record({ t: fc.constant('plain' as const), ops: opsArb }) },
+  { weight: 4, arbitrary: fc.record({ t: fc.constant('probe' as const), txn: fc.integer({ min: 0, max: 5 }), ops: opsArb, back: fc.integer({ min: 0, max: 6 }) }) },
 );
 
-async function run(budget: number, cmds: Cmd[]): Promise<{ indexedProbes: number; walkedProbes: number }> {
+async function run(budget: number, cmds: Cmd[]): Promise<{ indexedProbes: number; walkedProbes: number; newerFound: number }> {
   const p = await openPair(budget);
   let index = 1;
   let time = 10;
@@ -65,6 +77,7 @@ async function run(budget: number, cmds: Cmd[]): Promise<{ indexedProbes: number
   const id = (n: number): string => `t${n}.${gen[n]}`;
   let indexedProbes = 0;
   let walkedProbes = 0;
+  let newerFound = 0;
   for (const c of cmds) {
     switch (c.t) {
       case 'write': {
@@ -92,10 +105,19 @@ async function run(budget: number, cmds: Cmd[]): Promise<{ indexedProbes: number
       case 'reopen':
         await reopen(p);
         break;
+      case 'plain': {
+        const ops = c.ops.map((o) => rowOp(o.kind, o.k));
+        const at = ht(time++);
+        const opId = op(index++);
+        for (const db of p.dbs) await db.writeRegular(ops, at, opId);
+        break;
+      }
       case 'probe': {
         const ops = c.ops.map((o) => rowOp(o.kind, o.k));
-        const [a, b] = await Promise.all(p.dbs.map((db) => db.findConflicts(txnMeta(id(c.txn)), ops, ht(time))));
+        const readAt = ht(Math.max(1, time - c.back)); // also read times older than some versions
+        const [a, b] = await Promise.all(p.dbs.map((db) => db.findConflicts(txnMeta(id(c.txn)), ops, readAt)));
         expect(norm(a!)).toEqual(norm(b!));
+        if (a!.some((x) => x.type === 'committedAfterRead')) newerFound++;
         const [pa, pb] = await Promise.all(p.dbs.map((db) => db.findIntentConflicts(ops)));
         expect(norm(pa!)).toEqual(norm(pb!));
         if (p.dbs[0].intentsDb.indexStats().complete) indexedProbes++;
@@ -104,19 +126,23 @@ async function run(budget: number, cmds: Cmd[]): Promise<{ indexedProbes: number
       }
     }
   }
-  return { indexedProbes, walkedProbes };
+  return { indexedProbes, walkedProbes, newerFound };
 }
 
 describe('docdb intent index', () => {
   it('conflicts from the index equal the engine walk through writes, applies, aborts and reopen', async () => {
     let indexed = 0;
+    let newer = 0;
     await fc.assert(
       fc.asyncProperty(fc.array(cmdArb, { minLength: 5, maxLength: 40 }), async (cmds) => {
-        indexed += (await run(1 << 20, cmds)).indexedProbes;
+        const r = await run(1 << 20, cmds);
+        indexed += r.indexedProbes;
+        newer += r.newerFound;
       }),
       { numRuns: 80, seed: 8101 },
     );
     expect(indexed).toBeGreaterThan(100);
+    expect(newer).toBeGreaterThan(20); // the write-write rule was exercised, not only skipped
   });
 
   it('over its budget the index is dropped (the walk answers) and comes back once IntentsDB holds no transaction', async () => {
@@ -152,5 +178,36 @@ describe('docdb intent index', () => {
     const c = await db.findConflicts(txnMeta('b'), [rowOp('col', 1), rowOp('del', 2)], ht(11));
     expect(c.map((x) => (x.type === 'intent' ? x.txnId : x.type))).toEqual(['a']);
     expect(iterators).toBe(0);
+  });
+
+  it('version bounds: eviction folds into the floor, the maximum persists across reopen, a database without it walks', async () => {
+    const b = new VersionBounds(0n, 2);
+    const put = (k: number, t: number): KvOp => ({ type: 'put', key: versionKey(subDocKey(encodeRowDocKey(key(k)), { kind: 'row' }), ht(t), 0), value: Buffer.from([1]) });
+    const ops = [put(1, 10), put(2, 20)];
+    b.prepare(ops);
+    expect(ops.at(-1)).toEqual({ type: 'put', key: MAX_VERSION_HT_KEY, value: encodeHt(ht(20)) });
+    expect(b.bound(encodeRowDocKey(key(1)))).toBe(ht(10));
+    expect(b.bound(encodeRowDocKey(key(3)))).toBe(0n);
+    b.prepare([put(3, 30)]); // evicts row 1 (oldest raise): the floor takes its bound
+    expect(b.stats()).toEqual({ rows: 2, floor: ht(10), max: ht(30) });
+    expect(b.bound(encodeRowDocKey(key(1)))).toBe(ht(10));
+    expect(b.bound(encodeRowDocKey(key(9)))).toBe(ht(10));
+
+    const regular = new MemoryEngine();
+    const db = await DocDb.open({ regular, intents: new MemoryEngine() });
+    await db.writeRegular([rowOp('col', 1)], ht(50), op(1));
+    expect(db.regularDb.newestVersionBound(encodeRowDocKey(key(1)))).toBe(ht(50));
+    expect(db.regularDb.newestVersionBound(encodeRowDocKey(key(2)))).toBe(0n);
+    await db.close();
+    const again = await DocDb.open({ regular: regular.reopen(), intents: new MemoryEngine() });
+    expect(again.regularDb.newestVersionBound(encodeRowDocKey(key(2)))).toBe(ht(50)); // floor = persisted maximum
+    expect(await again.findConflicts(txnMeta('t'), [rowOp('col', 1)], ht(40))).toHaveLength(1);
+    expect(await again.findConflicts(txnMeta('t'), [rowOp('col', 1)], ht(50))).toEqual([]);
+    // Data written without the key (an older version's database): unknown, every check walks.
+    const legacy = new MemoryEngine();
+    await legacy.write([put(1, 10)]);
+    const old = await DocDb.open({ regular: legacy, intents: new MemoryEngine() });
+    expect(old.regularDb.newestVersionBound(encodeRowDocKey(key(5)))).toBe(HT_UNKNOWN);
+    expect(await old.findConflicts(txnMeta('t'), [rowOp('col', 1)], ht(5))).toHaveLength(1);
   });
 });
