@@ -319,13 +319,20 @@ export interface GetTransactionStatusResponsePB {
   statuses?: TransactionStatusPB[];
   propagatedHt?: bigint;
 }
-export interface UpdateTransactionRequestPB {
-  tabletId?: string;
+export interface UpdateTransactionItemPB {
   txnId?: string;
   type?: string;
   commitHt?: bigint;
 }
-export type UpdateTransactionResponsePB = Record<string, never>;
+export interface UpdateTransactionRequestPB extends UpdateTransactionItemPB {
+  tabletId?: string;
+  /** Further transactions of the same tablet in one request. */
+  more?: UpdateTransactionItemPB[];
+}
+export interface UpdateTransactionResponsePB {
+  /** One per transaction (first, then `more`); empty code = acknowledged. */
+  results?: Array<{ code?: string; message?: string }>;
+}
 
 export const TXN_COORDINATOR_SERVICE = 'tessera.TransactionCoordinatorService';
 export const TXN_PARTICIPANT_SERVICE = 'tessera.TransactionParticipantService';

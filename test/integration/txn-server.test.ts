@@ -92,6 +92,34 @@ describe('txn-server: distributed transactions on real processes', () => {
     console.log(`txn-server: ${N} sequential transactions (begin + 3 upserts + commit) took ${((performance.now() - t0) / N).toFixed(1)} ms each on average`);
   }, 60_000);
 
+  it('txn-server: APPLYs of transactions committed together reach each participant in batched UpdateTransaction RPCs; every replica applies every row', async () => {
+    const updateRpcs = async (): Promise<number> => {
+      let n = 0;
+      for (const ts of cluster.tservers) {
+        const text = await (await fetch(`http://${ts.webAddress}/prometheus-metrics`)).text();
+        const m = /^tserver_rpc_ops_total\{method="UpdateTransaction"[^}]*\} (\d+)/m.exec(text);
+        n += m ? Number(m[1]) : 0;
+      }
+      return n;
+    };
+    const before = await updateRpcs();
+    const N = 60;
+    // Each transaction writes 2 rows (2 or 1 tablets); all commit at about the same time.
+    const txns = await Promise.all(Array.from({ length: N }, () => client.beginTransaction()));
+    await Promise.all(txns.map(async (t, i) => {
+      await t.upsert('demo', { id: BigInt(500 + 2 * i), v: `b${i}` });
+      await t.upsert('demo', { id: BigInt(501 + 2 * i), v: `b${i}` });
+    }));
+    await Promise.all(txns.map((t) => t.commit()));
+    await waitFor('every replica to apply every intent', 20_000, async () => [...(await demoReports()).values()].flat().every((t) => (t.intentCount ?? 0n) === 0n), 100);
+    const rows = await rowsIn(500, 500 + 2 * N);
+    expect(rows.size).toBe(2 * N);
+    const rpcs = (await updateRpcs()) - before;
+    // At least one per participant tablet touched, fewer than one per (transaction, tablet): batched.
+    expect(rpcs).toBeGreaterThanOrEqual(1);
+    expect(rpcs).toBeLessThan(N);
+  }, 60_000);
+
   it('txn-server: abort leaves nothing, and the aborted intents are removed from every replica', async () => {
     const txn = await client.beginTransaction();
     for (let i = 100; i < 120; i++) await txn.upsert('demo', { id: BigInt(i), v: `a${i}` });

@@ -6,7 +6,7 @@
  * tablets hosted here, the status client every replica resolves intents with, and the participant
  * sweep that removes intents of transactions found aborted (expired ones nobody told us about).
  */
-import { DbError, ErrorCode } from '../../common/errors';
+import { DbError, ErrorCode, isErrorCode } from '../../common/errors';
 import type { Flags } from '../../common/flags';
 import type { HybridClock } from '../../common/hybrid-clock';
 import type { HybridTime } from '../../common/hybrid-time';
@@ -32,6 +32,17 @@ const SWEEP_TXNS_MAX = 100;
 /** The sweep runs every this many check intervals. */
 const SWEEP_EVERY_CHECKS = 4;
 const TXN_IDS_PER_STATUS_REQUEST_MAX = 1000;
+/** Transactions one UpdateTransaction request carries at most. */
+const UPDATES_PER_REQUEST_MAX = 256;
+
+interface UpdateItem {
+  txnId: TxnId;
+  type: 'APPLY' | 'REMOVE';
+  commitHt: HybridTime;
+  timeoutMs: number;
+  resolve: () => void;
+  reject: (e: unknown) => void;
+}
 
 export interface TxnServiceDeps {
   manager(): TabletManager;
@@ -144,8 +155,51 @@ export class TxnService {
     this.coordinators.delete(peer.tabletId);
   }
 
-  private async sendUpdate(tabletId: string, txnId: TxnId, type: 'APPLY' | 'REMOVE', commitHt: HybridTime, timeoutMs: number): Promise<void> {
-    await this.locator.call(tabletId, (addr) => this.deps.client.call(addr, this.deps.participantMethods.updateTransaction, { tabletId, txnId, type, commitHt }, { timeoutMs }));
+  /** Per participant tablet: updates waiting while one UpdateTransaction to it is in flight. */
+  private readonly updateQueues = new Map<string, UpdateItem[]>();
+
+  /**
+   * UpdateTransaction for one transaction, batched: while a request to the tablet is in flight, the
+   * updates queued meanwhile wait and then go together in the next request (one RPC and one round of
+   * Raft proposals for many transactions under load; no added delay when idle).
+   */
+  private sendUpdate(tabletId: string, txnId: TxnId, type: 'APPLY' | 'REMOVE', commitHt: HybridTime, timeoutMs: number): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      let q = this.updateQueues.get(tabletId);
+      const start = q === undefined;
+      if (q === undefined) this.updateQueues.set(tabletId, (q = []));
+      q.push({ txnId, type, commitHt, timeoutMs, resolve, reject });
+      if (start) void this.drainUpdates(tabletId, q);
+    });
+  }
+
+  private async drainUpdates(tabletId: string, q: UpdateItem[]): Promise<void> {
+    try {
+      while (q.length > 0) {
+        const batch = q.splice(0, UPDATES_PER_REQUEST_MAX);
+        const [first, ...rest] = batch;
+        const req: pb.UpdateTransactionRequestPB = {
+          tabletId,
+          txnId: first!.txnId,
+          type: first!.type,
+          commitHt: first!.commitHt,
+          ...(rest.length > 0 ? { more: rest.map((u) => ({ txnId: u.txnId, type: u.type, commitHt: u.commitHt })) } : {}),
+        };
+        const timeoutMs = Math.min(...batch.map((u) => u.timeoutMs));
+        try {
+          const resp = await this.locator.call(tabletId, (addr) => this.deps.client.call(addr, this.deps.participantMethods.updateTransaction, req, { timeoutMs }));
+          batch.forEach((u, i) => {
+            const r = resp.results?.[i];
+            if (!r?.code) u.resolve();
+            else u.reject(new DbError(isErrorCode(r.code) ? r.code : ErrorCode.INTERNAL, r.message ?? r.code));
+          });
+        } catch (e) {
+          for (const u of batch) u.reject(e);
+        }
+      }
+    } finally {
+      this.updateQueues.delete(tabletId);
+    }
   }
 
   private coordinator(statusTablet: string | undefined): TransactionCoordinator {
@@ -200,27 +254,45 @@ export class TxnService {
   async updateTransaction(req: pb.UpdateTransactionRequestPB): Promise<pb.UpdateTransactionResponsePB> {
     if (!req.tabletId) throw invalid('tablet_id missing');
     const peer = this.deps.manager().get(req.tabletId);
-    const txnId = txnIdOf(req.txnId);
     peer.checkLeader();
+    const more = req.more ?? [];
+    if (more.length === 0) {
+      await this.updateOne(peer, req);
+      return {};
+    }
+    if (more.length >= UPDATES_PER_REQUEST_MAX) throw invalid(`at most ${UPDATES_PER_REQUEST_MAX} transactions per UpdateTransaction`);
+    // Proposed together: Raft carries the entries in the same appends.
+    const settled = await Promise.allSettled([req, ...more].map((u) => this.updateOne(peer, u)));
+    return {
+      results: settled.map((r) => {
+        if (r.status === 'fulfilled') return {};
+        const e = DbError.from(r.reason);
+        return { code: e.code, message: e.message };
+      }),
+    };
+  }
+
+  private async updateOne(peer: TabletPeer, req: pb.UpdateTransactionItemPB): Promise<void> {
+    const txnId = txnIdOf(req.txnId);
     if (req.type === 'APPLY') {
       const commitHt = req.commitHt ?? 0n;
       if (commitHt <= 0n) throw invalid('APPLY needs commit_ht');
-      if (this.deps.rng.next() < this.deps.flags.get(TEST_TRANSACTION_IGNORE_APPLYING_PROBABILITY)) return {};
+      if (this.deps.rng.next() < this.deps.flags.get(TEST_TRANSACTION_IGNORE_APPLYING_PROBABILITY)) return;
       // A resent APPLY while the first one is still applying (e.g. the sleep flag): acknowledge only
       // after this leader's own apply, without a second entry (and a second sleep).
       const running = peer.applyInProgress(txnId);
       if (running) {
         await running;
-        return {};
+        return;
       }
-      if (peer.localOutcome(txnId)?.status === 'COMMITTED') return {};
+      if (peer.localOutcome(txnId)?.status === 'COMMITTED') return;
       await peer.proposeOp({ type: 'APPLY_TXN', txnId, commitHt });
-      return {};
+      return;
     }
     if (req.type === 'REMOVE') {
-      if (peer.localOutcome(txnId)?.status === 'ABORTED') return {};
+      if (peer.localOutcome(txnId)?.status === 'ABORTED') return;
       await peer.proposeOp({ type: 'REMOVE_TXN', txnId });
-      return {};
+      return;
     }
     throw invalid(`unknown update type '${String(req.type)}' (APPLY | REMOVE)`);
   }
