@@ -20,8 +20,8 @@ import { docKeyLength, REGULAR_DATA_START } from './storage-keys';
 
 /** Meta key of RegularDB: the newest hybrid time of any version ever written (16 bytes, see encodeHt). */
 export const MAX_VERSION_HT_KEY = Buffer.from([0x01, 0x48]); // "\x01H"
-/** Rows whose own bound is kept; beyond, the oldest-updated rows fold into the floor. */
-export const VERSION_BOUND_ROWS_MAX = 100_000;
+/** Rows whose own bound is kept (~100 bytes each, per RegularDB); beyond, the oldest-raised rows fold into the floor. */
+export const VERSION_BOUND_ROWS_MAX = 10_000;
 /** A bound above every hybrid time: "unknown, walk the engine". */
 export const HT_UNKNOWN: HybridTime = (1n << 64n) - 1n;
 

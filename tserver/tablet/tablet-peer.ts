@@ -934,6 +934,9 @@ export class TabletPeer {
 
   async stop(): Promise<void> {
     if (this.raft) await this.raft.stop();
+    // The applies queued so far finish first (no new ones come once Raft stopped): closing the
+    // databases under them would read as a storage failure.
+    if (this.applyWorker) await this.applyWorker.catch(() => undefined);
     if (this.docdb) await this.docdb.close().catch(() => undefined);
     if (this.storage) await this.storage.close().catch(() => undefined);
   }
