@@ -180,30 +180,24 @@ export class ProcessDriver implements ClusterDriver {
   }
 
   async pause(node: NodeName, role?: RoleSelector): Promise<void> {
-    const servers = this.select(this.node(node), role);
-    const stopped: ServerRecord[] = [];
-    for (const s of servers) {
-      if (s.pid && processState(s.pid, dataDirArg(s)) === 'running') {
-        signal(s.pid, 'SIGSTOP');
-        stopped.push(s);
-      }
-    }
-    // The kernel delivers SIGSTOP asynchronously (later on a busy machine): return once it took hold.
-    await this.waitForState(stopped, 'paused');
+    await this.signalAndWait(this.select(this.node(node), role), 'running', 'SIGSTOP', 'paused');
   }
 
   async resume(node: NodeName, role?: RoleSelector): Promise<void> {
     const servers = this.select(this.node(node), role);
-    const continued: ServerRecord[] = [];
-    for (const s of servers) {
-      if (s.pid && processState(s.pid, dataDirArg(s)) === 'paused') {
-        signal(s.pid, 'SIGCONT');
-        continued.push(s);
-      }
-    }
-    await this.waitForState(continued, 'running');
+    await this.signalAndWait(servers, 'paused', 'SIGCONT', 'running');
     // A server paused while a partition was set may have missed the flag.
     await this.applyPartition(servers);
+  }
+
+  /**
+   * Send `sig` to every server in state `from`, then wait until they show `to`: the kernel delivers
+   * SIGSTOP/SIGCONT asynchronously (later on a busy machine), and callers read the state right after.
+   */
+  private async signalAndWait(servers: ServerRecord[], from: 'running' | 'paused', sig: NodeJS.Signals, to: 'running' | 'paused'): Promise<void> {
+    const sent = servers.filter((s) => s.pid && processState(s.pid, dataDirArg(s)) === from);
+    for (const s of sent) signal(s.pid!, sig);
+    await this.waitForState(sent, to);
   }
 
   /** Wait (bounded) until every server shows `want` (or has exited); else a clear error. */
