@@ -684,6 +684,9 @@ export class TabletPeer {
     const f = await this.docdb.frontier();
     this.regularFloor = f.regular;
     this.intentsFloor = f.intents;
+    // The transactions with intents are the new databases' (loadTxnState), not the replaced ones'.
+    this.txnStatusTablets.clear();
+    this.txnFirstSeen.clear();
     await this.loadTxnState();
     await this.snapshotListener?.();
     fs.rmSync(marker, { force: true });
