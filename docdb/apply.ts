@@ -34,6 +34,36 @@ async function getMany(engine: KvEngine, keys: Buffer[]): Promise<Array<Uint8Arr
 
 const yieldToLoop = (): Promise<void> => new Promise((r) => setImmediate(r));
 
+/**
+ * The writes that move `records` (with their intent values) of a committed transaction: a version at
+ * (commitHt, writeId) per strong write into `rops`, the intent and reverse-entry deletes into `iops`
+ * (in one batch, so one never outlives the other). Returns the strong intents among them.
+ */
+function moveRecords(
+  txnId: TxnId,
+  commitHt: HybridTime,
+  records: ReadonlyArray<{ intentKey: Buffer; reverseKey: Buffer }>,
+  values: ReadonlyArray<Uint8Array | undefined>,
+  rops: KvOp[],
+  iops: KvOp[],
+): number {
+  let strong = 0;
+  for (let i = 0; i < records.length; i++) {
+    const e = records[i]!;
+    const raw = values[i];
+    assert(raw !== undefined, `reverse index of ${txnId} points at a missing intent`);
+    const { subKey, typeset } = parseIntentKeyToSubKey(e.intentKey);
+    if (isStrongWrite(typeset)) {
+      const v = decodeIntentValue(raw);
+      assert(v.value !== undefined && v.txnId === txnId, 'strong intent without a value or of another txn');
+      rops.push({ type: 'put', key: versionKey(subKey, commitHt, v.writeId), value: encodeStored(v.value) });
+    }
+    if (isStrongIntent(typeset)) strong++;
+    iops.push({ type: 'del', key: e.intentKey }, { type: 'del', key: e.reverseKey });
+  }
+  return strong;
+}
+
 export async function applyIntents(
   regular: RegularDb,
   intents: IntentsDb,
@@ -72,21 +102,7 @@ export async function applyIntents(
     }
     const rops: KvOp[] = [];
     const iops: KvOp[] = [];
-    let strong = 0;
-    for (let i = 0; i < mine.length; i++) {
-      const e = mine[i]!;
-      const raw = values[i];
-      // Intent and reverse entry are deleted in one batch, so one never outlives the other.
-      assert(raw !== undefined, `reverse index of ${txnId} points at a missing intent`);
-      const { subKey, typeset } = parseIntentKeyToSubKey(e.intentKey);
-      if (isStrongWrite(typeset)) {
-        const v = decodeIntentValue(raw);
-        assert(v.value !== undefined && v.txnId === txnId, 'strong intent without a value or of another txn');
-        rops.push({ type: 'put', key: versionKey(subKey, commitHt, v.writeId), value: encodeStored(v.value) });
-      }
-      if (isStrongIntent(typeset)) strong++;
-      iops.push({ type: 'del', key: e.intentKey }, { type: 'del', key: e.reverseKey });
-    }
+    const strong = moveRecords(txnId, commitHt, mine, values, rops, iops);
     applied += mine.length;
     state = { meta, commitHt, opId, recordsApplied: applied };
     rops.push({ type: 'put', key: stateKey, value: encodeApplyState(state) });
@@ -153,19 +169,8 @@ export async function applyIntentsMany(
     const iops: KvOp[] = [];
     const strong: number[] = [];
     for (const g of group) {
-      let n = 0;
-      for (const r of g.records) {
-        const { subKey, typeset } = parseIntentKeyToSubKey(r.intentKey);
-        if (isStrongWrite(typeset)) {
-          const v = decodeIntentValue(r.value);
-          assert(v.value !== undefined && v.txnId === g.txnId, 'strong intent without a value or of another txn');
-          rops.push({ type: 'put', key: versionKey(subKey, g.commitHt, v.writeId), value: encodeStored(v.value) });
-        }
-        if (isStrongIntent(typeset)) n++;
-        iops.push({ type: 'del', key: r.intentKey }, { type: 'del', key: r.reverseKey });
-      }
+      strong.push(moveRecords(g.txnId, g.commitHt, g.records, g.records.map((r) => r.value), rops, iops));
       iops.push({ type: 'del', key: txnKey(g.txnId) });
-      strong.push(n);
     }
     await regular.db.write(rops, opId, true);
     await intents.db.write(iops, opId);
