@@ -123,7 +123,7 @@ export class DocDb implements DocDbApi {
     return this.txnLocks.runMany(items.map((i) => i.txn.txnId), () => this.intentsDb.writeIntentsMany(items));
   }
 
-  /** See applyIntentsMany in apply.ts; then the deferred apply-state deletes are written when nothing else carried them. */
+  /** See applyIntentsMany in apply.ts (its apply-state deletes ride along later; flushDeferred writes them when nothing else does). */
   async applyIntentsMany(items: readonly ApplyItem[]): Promise<void> {
     const chunk = this.flags.get(TXN_MAX_APPLY_BATCH_RECORDS);
     await this.txnLocks.runMany(items.map((i) => i.txnId), () =>
