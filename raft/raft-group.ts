@@ -290,6 +290,11 @@ export class RaftGroup {
     this.core.reportUnreachable?.(to);
   }
 
+  /** The newest term this replica has seen (every election, won or not, moves it). */
+  currentTerm(): number {
+    return this.term;
+  }
+
   status(): RaftGroupStatus {
     const st = this.core.status();
     return {

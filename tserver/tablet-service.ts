@@ -273,15 +273,15 @@ export class TabletService {
     return {};
   }
 
-  leaderStepdown(req: pb.LeaderStepdownRequestPB): Promise<pb.EmptyPB> {
+  async leaderStepdown(req: pb.LeaderStepdownRequestPB): Promise<pb.EmptyPB> {
     const t = this.tablet(req.tabletId);
     const g = t.raftGroup();
     if (!g.isLeader()) {
       const uuid = g.leaderId();
       throw new DbError(ErrorCode.NOT_THE_LEADER, `tablet ${t.tabletId}: this replica is not the leader`, { leaderUuid: uuid, leaderHint: (uuid && this.deps.manager.addressOf(uuid)) || '' });
     }
-    g.transferLeadership(req.newLeaderUuid ? NodeId(req.newLeaderUuid) : undefined);
-    return Promise.resolve({});
+    await t.transferLeadership(req.newLeaderUuid ? NodeId(req.newLeaderUuid) : undefined);
+    return {};
   }
 
   async changeConfig(req: pb.ChangeConfigRequestPB): Promise<pb.EmptyPB> {

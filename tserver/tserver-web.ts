@@ -215,7 +215,7 @@ export function registerTServerPages(d: TServerWebDeps): void {
         const coord = htmlTable(
           ['Status tablet', 'Role', 'Transaction', 'Status', 'Isolation', 'Start HT', 'Commit HT', 'Age (ms)', 'Last heartbeat (ms ago)', 'Participants', 'Not acknowledged'],
           t.coordinators.flatMap((c) =>
-            c.transactions.map((x) => [c.tabletId, c.role, x.txnId, x.status, x.isolation, String(x.startHt), String(x.commitHt), x.ageMs, x.lastHeartbeatMsAgo, x.participants.join(', '), x.unacked.join(', ')]),
+            c.transactions.map((x) => [c.tabletId, c.role, x.txnId, x.replicated ? x.status : `${x.status} (leader only, not yet replicated)`, x.isolation, String(x.startHt), String(x.commitHt), x.ageMs, x.lastHeartbeatMsAgo, x.participants.join(', '), x.unacked.join(', ')]),
           ),
           { id: 'coordinator-transactions' },
         );

@@ -102,7 +102,7 @@ describe('TransactionCoordinator', () => {
     const { c, updates } = await openCoordinator(tmp(), testFlags(), fail);
     const id = TxnId('t1');
     const startHt = await c.create(id, 'snapshot', 0.5);
-    expect(c.heartbeat(id)).toBe('PENDING');
+    expect(await c.heartbeat(id)).toBe('PENDING');
     const readerHt = startHt + (1000n << 12n); // a reader far ahead of our clock
     const [st] = await c.getStatus([id], readerHt);
     expect(st!.status).toBe('PENDING');
@@ -158,6 +158,7 @@ describe('TransactionCoordinator', () => {
     const commitHt = await c.commit(id, ['p1']);
     const other = TxnId('snap-pending');
     await c.create(other, 'snapshot', 0.5);
+    await c.heartbeat(other); // replicates its PENDING record
     // A replica that caught up by snapshot never applied these records' entries: its map lacks them.
     const records = (c as unknown as { records: Map<string, unknown> }).records;
     records.clear();
@@ -187,10 +188,14 @@ describe('TransactionCoordinator', () => {
     const { c } = await openCoordinator(tmp(), flags, { n: 0 });
     await c.create(TxnId('silent'), 'snapshot', 0.5);
     await c.create(TxnId('alive'), 'snapshot', 0.5);
-    const beat = setInterval(() => c.heartbeat(TxnId('alive')), 10);
+    // 'silent' stays unreplicated (expiry drops it); 'old-silent' was replicated, then went silent
+    // (expiry replicates ABORTED).
+    await c.create(TxnId('old-silent'), 'snapshot', 0.5);
+    expect(await c.heartbeat(TxnId('old-silent'))).toBe('PENDING');
+    const beat = setInterval(() => void c.heartbeat(TxnId('alive')), 10);
     try {
-      await until('the silent txn to expire', async () => (await c.getStatus([TxnId('silent')]))[0]!.status === 'ABORTED');
-      expect(c.heartbeat(TxnId('alive'))).toBe('PENDING');
+      await until('the silent txns to expire', async () => (await c.getStatus([TxnId('silent'), TxnId('old-silent')])).every((s) => s.status === 'ABORTED'));
+      expect(await c.heartbeat(TxnId('alive'))).toBe('PENDING');
       expect(c.metrics.expired).toBeGreaterThan(0);
     } finally {
       clearInterval(beat);
@@ -203,6 +208,7 @@ describe('TransactionCoordinator', () => {
     flags.setAtRuntime(TEST_DISABLE_APPLY_COMMITTED_TRANSACTIONS.name, 'true', false);
     const first = await openCoordinator(dir, flags, { n: 0 });
     await first.c.create(TxnId('pend'), 'serializable', 0.7);
+    await first.c.heartbeat(TxnId('pend')); // replicated PENDING (an unreplicated record dies with its leader)
     await first.c.create(TxnId('done'), 'snapshot', 0.2);
     const commitHt = await first.c.commit(TxnId('done'), ['p1']);
     expect(first.updates).toHaveLength(0);
@@ -217,6 +223,76 @@ describe('TransactionCoordinator', () => {
     await until('APPLY re-driven after restart', () => second.updates.length === 1);
     expect(second.updates[0]).toEqual({ tablet: 'p1', txnId: 'done', type: 'APPLY', commitHt });
     await until('the applied record forgotten', () => !second.c.snapshot().some((t) => t.txnId === 'done'));
+  });
+
+  it('txn-coordinator: a new record lives on the leader only (no Raft entry) until commit, abort or its first heartbeat replicates it', async () => {
+    const { c, peer } = await openCoordinator(tmp(), testFlags(), { n: 1_000_000 });
+    const entries = (): number => peer.metrics.entriesApplied;
+    const info = (id: string): { status: string; replicated: boolean } | undefined => c.snapshot().find((t) => t.txnId === id);
+    const before = entries();
+    for (const id of ['a', 'b', 'c']) await c.create(TxnId(id), 'snapshot', 0.5);
+    expect(entries()).toBe(before);
+    expect(info('a')).toMatchObject({ status: 'PENDING', replicated: false });
+    expect((await c.getStatus([TxnId('a')]))[0]!.status).toBe('PENDING');
+    // commit: one entry (COMMITTED) creates the record
+    await c.commit(TxnId('a'), ['p1']);
+    expect(entries()).toBe(before + 1);
+    expect(info('a')).toMatchObject({ status: 'COMMITTED', replicated: true });
+    // first heartbeat: PENDING replicated once; later heartbeats replicate nothing
+    expect(await c.heartbeat(TxnId('b'))).toBe('PENDING');
+    expect(await c.heartbeat(TxnId('b'))).toBe('PENDING');
+    expect(entries()).toBe(before + 2);
+    expect(info('b')).toMatchObject({ status: 'PENDING', replicated: true });
+    // abort: ABORTED replicated
+    expect(await c.abort(TxnId('c'), ['p2'])).toBe('ABORTED');
+    expect(entries()).toBe(before + 3);
+    expect(info('c')).toMatchObject({ status: 'ABORTED', replicated: true });
+    expect(c.metrics.madeDurable).toBe(1);
+  });
+
+  it('txn-coordinator: an unreplicated record dies with its leader\'s term — after a new term (same leader again) it reads ABORTED and its commit fails; replicated ones survive', async () => {
+    const { c, peer } = await openCoordinator(tmp(), testFlags(), { n: 1_000_000 });
+    await c.create(TxnId('local'), 'snapshot', 0.5);
+    await c.create(TxnId('durable'), 'snapshot', 0.5);
+    await c.heartbeat(TxnId('durable'));
+    const term = peer.currentTerm();
+    // A message of a higher term from an unknown leader: this replica steps down, and being the only
+    // voter it elects itself again in a later term.
+    peer.raftGroup().step({ type: 'heartbeat', from: 'ts9' as never, to: 'ts1' as never, term: term + 1, commit: 0 });
+    await until('stepped down', () => !peer.isLeaderReady());
+    await untilLeaderReady(peer); // the harness ticks the lone replica by hand
+    expect(peer.currentTerm()).toBeGreaterThan(term + 1);
+    const [local, durable] = await c.getStatus([TxnId('local'), TxnId('durable')]);
+    expect(local!.status).toBe('ABORTED');
+    expect(durable!.status).toBe('PENDING');
+    await expect(c.commit(TxnId('local'), ['p1'])).rejects.toMatchObject({ code: ErrorCode.TXN_ABORTED });
+    expect(await c.commit(TxnId('durable'), ['p1'])).toBeGreaterThan(0n);
+  });
+
+  it('txn-coordinator: a requested leadership transfer first replicates the leader-only records, and new ones at once during the hand-over', async () => {
+    const { c, peer } = await openCoordinator(tmp(), testFlags(), { n: 1_000_000 });
+    await c.create(TxnId('x'), 'snapshot', 0.5);
+    await c.create(TxnId('y'), 'snapshot', 0.5);
+    const before = peer.metrics.entriesApplied;
+    // A lone voter has nobody to hand over to: the transfer itself fails after the preparation.
+    await expect(peer.transferLeadership()).rejects.toMatchObject({ code: ErrorCode.INVALID_ARGUMENT });
+    expect(peer.metrics.entriesApplied).toBe(before + 2);
+    await c.create(TxnId('z'), 'snapshot', 0.5);
+    expect(peer.metrics.entriesApplied).toBe(before + 3);
+    expect(c.snapshot().map((t) => [t.txnId, t.replicated]).sort()).toEqual([
+      ['x', true],
+      ['y', true],
+      ['z', true],
+    ]);
+  });
+
+  it('txn-coordinator: an unreplicated record of an earlier term is never committed, even if the leader listener missed the change', async () => {
+    const { c, peer } = await openCoordinator(tmp(), testFlags(), { n: 1_000_000 });
+    await c.create(TxnId('stale'), 'snapshot', 0.5);
+    const term = peer.currentTerm();
+    peer.currentTerm = () => term + 2; // as if two elections passed unnoticed
+    await expect(c.commit(TxnId('stale'), ['p1'])).rejects.toMatchObject({ code: ErrorCode.TXN_ABORTED });
+    expect(c.snapshot().some((t) => t.txnId === 'stale')).toBe(false);
   });
 
   it('txn-coordinator: transactions finished together are forgotten by one FORGOTTEN entry, and the records stay gone after a restart', async () => {

@@ -163,6 +163,7 @@ export class TabletPeer {
   private statusListener: TxnStatusListener | undefined;
   private snapshotListener: (() => Promise<void>) | undefined;
   private leaderListener: ((c: LeaderChange) => void) | undefined;
+  private transferListener: (() => Promise<void>) | undefined;
   /** Per transaction applied here: commit time → end of this replica's apply (console, benchmark). */
   readonly applyLag = new ApplyLagLog();
   readonly metrics = { writeOps: 0, readOps: 0, scanOps: 0, rowsWritten: 0, entriesApplied: 0, snapshotsInstalled: 0 };
@@ -272,6 +273,23 @@ export class TabletPeer {
 
   setLeaderListener(l: ((c: LeaderChange) => void) | undefined): void {
     this.leaderListener = l;
+  }
+
+  /** Called before this leader hands leadership away on request (a status tablet makes its leader-only records durable). */
+  setTransferListener(l: (() => Promise<void>) | undefined): void {
+    this.transferListener = l;
+  }
+
+  /** Hand leadership to `to` (or the most caught-up voter) after the transfer listener finished. */
+  async transferLeadership(to?: NodeId): Promise<void> {
+    if (this.transferListener) {
+      try {
+        await this.transferListener();
+      } catch (err) {
+        this.deps.log.debug({ err, tablet: this.tabletId }, 'preparing the leadership transfer failed; transferring anyway');
+      }
+    }
+    this.raft.transferLeadership(to);
   }
 
   /** The database (status tablets read their records back at start). */
@@ -603,6 +621,11 @@ export class TabletPeer {
     if (ht <= this.lastWriteHt) ht = this.lastWriteHt + 1n;
     this.lastWriteHt = ht;
     return ht;
+  }
+
+  /** The replica's current Raft term. */
+  currentTerm(): number {
+    return this.raft.currentTerm();
   }
 
   isLeaderReady(): boolean {

@@ -6,6 +6,21 @@
  * transactions, and drives APPLY/REMOVE to the participants of finished transactions until every
  * participant leader acknowledged — then it replicates FORGOTTEN, and an unknown id reads ABORTED.
  *
+ * A new transaction's record starts on the leader only ("unreplicated"): CreateTransaction answers
+ * without a Raft round, and the record first goes through Raft with the commit (COMMITTED), an
+ * abort (ABORTED) or the transaction's first heartbeat (PENDING: a transaction that lives longer than
+ * one heartbeat period becomes durable and survives a leader change). Most transactions thus cost
+ * one Raft entry on the status tablet instead of two. Why it is safe: a transaction commits only
+ * through a COMMITTED entry proposed by a leader holding its record. An unreplicated record lives on
+ * one leader in one term and is dropped when that leadership ends; a COMMITTED entry the old leader
+ * managed to replicate to a majority is in the new leader's log and applied before that leader is
+ * ready. So a ready leader without any record of a transaction knows it can never commit (it answers
+ * ABORTED, as for a forgotten or never-created id), and a later commit of it fails with TXN_ABORTED,
+ * which the client retries as a new transaction. Expiry of an unreplicated record simply drops it.
+ * A requested leadership transfer (leader balancing, `tessera stepdown`) first replicates every
+ * leader-only record and, for an election timeout, replicates new ones at once, so only unplanned
+ * leader changes abort short transactions.
+ *
  * A new leader resets every heartbeat to "now" (it never saw the old ones) and re-drives every
  * COMMITTED/ABORTED record (recovery after kill -9 of the old leader).
  */
@@ -38,6 +53,8 @@ const DRIVE_ROUNDS_MAX = 1_000_000;
 const UPDATE_RPC_TIMEOUT_MS = 10_000;
 /** Finished transactions forgotten by one FORGOTTEN entry at most (ids ≤ 129 bytes each in its payload). */
 const FORGET_BATCH_MAX = 1_000;
+/** How long after a requested leadership transfer began new records are replicated at once. */
+const TRANSFER_HOLD_MS = 5_000;
 
 export interface CoordinatorDeps {
   peer: TabletPeer;
@@ -58,6 +75,8 @@ export interface TxnInfo {
   ageMs: number;
   participants: string[];
   lastHeartbeatMsAgo: number;
+  /** False while the record exists on this leader only (created, not yet committed/aborted/heartbeated). */
+  replicated: boolean;
   /** Participants that did not acknowledge APPLY/REMOVE yet (leader only). */
   unacked: string[];
 }
@@ -70,6 +89,10 @@ export class TransactionCoordinator {
   private readonly records = new Map<TxnId, TxnRecord>();
   private readonly heartbeats = new Map<TxnId, number>();
   private readonly createdMs = new Map<TxnId, number>();
+  /** Until this time (now()), new records are replicated at once: a requested leadership transfer is under way. */
+  private transferringUntilMs = 0;
+  /** PENDING records created by this leader and not (yet) replicated → the term they were created in (see the file comment). */
+  private readonly unreplicated = new Map<TxnId, number>();
   /** Finished transactions being driven: the participants not yet acknowledged. */
   private readonly driving = new Map<TxnId, Set<string>>();
   /** Serializes state changes per transaction (commit vs abort vs expiry). */
@@ -77,7 +100,8 @@ export class TransactionCoordinator {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private readonly now: () => number;
-  readonly metrics = { created: 0, committed: 0, aborted: 0, expired: 0, forgotten: 0, applyRpcs: 0 };
+  /** madeDurable: unreplicated records a heartbeat replicated as PENDING. */
+  readonly metrics = { created: 0, madeDurable: 0, committed: 0, aborted: 0, expired: 0, forgotten: 0, applyRpcs: 0 };
 
   constructor(private readonly deps: CoordinatorDeps) {
     this.now = deps.nowMs ?? (() => performance.now());
@@ -92,7 +116,11 @@ export class TransactionCoordinator {
     peer.setTxnStatusListener((op) => this.onApplied(op));
     // A remote bootstrap replaced the records' source: rebuild them (the replica serves nothing meanwhile).
     peer.setSnapshotListener(() => this.reloadAfterSnapshot());
+    peer.setTransferListener(() => this.beforeTransfer());
     peer.setLeaderListener((c) => {
+      // Any change of term ends the leadership the unreplicated records belong to, even when this
+      // replica is leader again in the new term.
+      this.dropUnreplicated(c.isLeader ? c.term : -1);
       if (c.isLeader) this.onBecomeLeader();
       else this.driving.clear();
     });
@@ -111,6 +139,7 @@ export class TransactionCoordinator {
     this.deps.peer.setTxnStatusListener(undefined);
     this.deps.peer.setSnapshotListener(undefined);
     this.deps.peer.setLeaderListener(undefined);
+    this.deps.peer.setTransferListener(undefined);
   }
 
   /**
@@ -124,6 +153,7 @@ export class TransactionCoordinator {
     this.heartbeats.clear();
     this.createdMs.clear();
     this.driving.clear();
+    this.unreplicated.clear();
     await this.load();
   }
 
@@ -150,6 +180,7 @@ export class TransactionCoordinator {
     if (op.status === RecordStatus.FORGOTTEN) {
       for (const id of forgottenIds(op.txnId, op.payload)) {
         this.records.delete(id);
+        this.unreplicated.delete(id);
         this.heartbeats.delete(id);
         this.createdMs.delete(id);
         this.driving.delete(id);
@@ -159,8 +190,49 @@ export class TransactionCoordinator {
     if (op.status !== 'PENDING' && op.status !== 'COMMITTED' && op.status !== 'ABORTED') return;
     const rec = decodeRecordPayload(op.txnId, op.status, op.payload);
     this.records.set(op.txnId, rec);
+    this.unreplicated.delete(op.txnId);
     if (!this.createdMs.has(op.txnId)) this.createdMs.set(op.txnId, this.now());
     if (rec.status === 'PENDING' && !this.heartbeats.has(op.txnId)) this.heartbeats.set(op.txnId, this.now());
+  }
+
+  /**
+   * Drop the unreplicated records of every term but `keepTerm`: that leadership ended, and only this
+   * replica knew them, so their transactions can no longer commit.
+   */
+  private dropUnreplicated(keepTerm: number): void {
+    for (const [id, term] of this.unreplicated) {
+      if (term === keepTerm) continue;
+      this.unreplicated.delete(id);
+      this.records.delete(id);
+      this.heartbeats.delete(id);
+      this.createdMs.delete(id);
+    }
+  }
+
+  /** The record of `id`, unless it is an unreplicated one of an earlier term (then it is dropped). */
+  private record(id: TxnId): TxnRecord | undefined {
+    const term = this.unreplicated.get(id);
+    if (term !== undefined && term !== this.deps.peer.currentTerm()) this.dropUnreplicated(this.deps.peer.currentTerm());
+    return this.records.get(id);
+  }
+
+  /**
+   * Before a requested leadership transfer: replicate every leader-only record (the next leader then
+   * knows them), and new ones at once until an election timeout has passed.
+   */
+  private async beforeTransfer(): Promise<void> {
+    this.transferringUntilMs = this.now() + TRANSFER_HOLD_MS;
+    await Promise.all(
+      [...this.unreplicated.keys()].map((id) =>
+        this.withTxnLock(id, async () => {
+          const r = this.record(id);
+          if (r?.status !== 'PENDING' || !this.unreplicated.has(id)) return;
+          this.requireLeader();
+          await this.replicate(r, this.deps.peer.nextHt());
+          this.metrics.madeDurable++;
+        }),
+      ),
+    );
   }
 
   private onBecomeLeader(): void {
@@ -233,26 +305,50 @@ export class TransactionCoordinator {
     this.requireLeader();
     if (propagatedHt) this.deps.clock.update(propagatedHt);
     return this.withTxnLock(txnId, async () => {
-      const existing = this.records.get(txnId);
+      const existing = this.record(txnId);
       if (existing) {
         if (existing.status !== 'PENDING') throw notFound(txnId);
         return existing.startHt; // a retried CreateTransaction
       }
       if (this.records.size >= TXN_RECORDS_MAX) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `status tablet ${this.tabletId} holds ${TXN_RECORDS_MAX} transactions`);
+      // Checked again under the lock: a record created after leadership ended would outlive the
+      // drop of unreplicated records and could be committed by a deposed leader's later term.
+      this.requireLeader();
       const ht = this.deps.peer.nextHt();
       const rec: TxnRecord = { txnId, status: 'PENDING', isolation, priority, startHt: ht, commitHt: 0n, participants: [] };
-      this.heartbeats.set(txnId, this.now());
-      await this.replicate(rec, ht);
+      const t = this.now();
+      this.heartbeats.set(txnId, t);
+      this.createdMs.set(txnId, t);
+      if (t < this.transferringUntilMs) {
+        await this.replicate(rec, ht);
+      } else {
+        this.records.set(txnId, rec);
+        this.unreplicated.set(txnId, this.deps.peer.currentTerm());
+      }
       this.metrics.created++;
       return ht;
     });
   }
 
-  heartbeat(txnId: TxnId): string {
+  /**
+   * A heartbeat keeps a PENDING transaction alive; the first one of a transaction whose record is
+   * still unreplicated replicates it (PENDING), so a longer transaction survives a leader change.
+   */
+  async heartbeat(txnId: TxnId): Promise<string> {
     this.requireLeader();
-    const r = this.records.get(txnId);
+    const r = this.record(txnId);
     if (!r) return 'ABORTED';
     if (r.status === 'PENDING') this.heartbeats.set(txnId, this.now());
+    if (r.status === 'PENDING' && this.unreplicated.has(txnId)) {
+      await this.withTxnLock(txnId, async () => {
+        const cur = this.record(txnId);
+        if (cur?.status !== 'PENDING' || !this.unreplicated.has(txnId)) return;
+        this.requireLeader();
+        await this.replicate(cur, this.deps.peer.nextHt());
+        this.metrics.madeDurable++;
+      });
+      return this.record(txnId)?.status ?? 'ABORTED';
+    }
     return r.status;
   }
 
@@ -263,7 +359,7 @@ export class TransactionCoordinator {
     if (propagatedHt) this.deps.clock.update(propagatedHt);
     if (participants.length > TXN_PARTICIPANTS_MAX) throw new DbError(ErrorCode.INVALID_ARGUMENT, `at most ${TXN_PARTICIPANTS_MAX} participants`);
     const commitHt = await this.withTxnLock(txnId, async () => {
-      const r = this.records.get(txnId);
+      const r = this.record(txnId);
       if (!r || r.status === 'ABORTED') throw notFound(txnId);
       if (r.status === 'COMMITTED') return r.commitHt; // a retried commit
       this.requireLeader();
@@ -281,7 +377,7 @@ export class TransactionCoordinator {
   async abort(txnId: TxnId, participants: string[], why = 'client'): Promise<'ABORTED' | 'COMMITTED'> {
     this.requireLeader();
     const st = await this.withTxnLock(txnId, async () => {
-      const r = this.records.get(txnId);
+      const r = this.record(txnId);
       if (!r) return 'ABORTED' as const;
       if (r.status === 'COMMITTED') return 'COMMITTED' as const;
       if (r.status === 'ABORTED') return 'ABORTED' as const;
@@ -309,7 +405,7 @@ export class TransactionCoordinator {
     for (const txnId of txnIds) if (this.txnLocks.has(txnId)) await this.withTxnLock(txnId, () => Promise.resolve());
     const trace = this.deps.log.isLevelEnabled('debug');
     return txnIds.map((txnId) => {
-      const r = this.records.get(txnId);
+      const r = this.record(txnId);
       if (trace) this.deps.log.debug({ trace: 'txn', txn: txnId, readHt: String(readHt ?? 0n), status: r?.status ?? 'none' }, 'get status');
       if (!r) return { txnId, status: 'ABORTED', commitHt: 0n, priority: 0 };
       return { txnId, status: r.status, commitHt: r.commitHt, priority: r.priority };
@@ -326,7 +422,19 @@ export class TransactionCoordinator {
       if (r.status === 'PENDING') {
         const hb = this.heartbeats.get(id) ?? t;
         if (!this.heartbeats.has(id)) this.heartbeats.set(id, t);
-        if (t - hb > limitMs) {
+        if (t - hb > limitMs && this.unreplicated.has(id)) {
+          this.metrics.expired++;
+          void this.withTxnLock(id, () => {
+            // Nothing outside this leader knows the record: dropping it is the abort.
+            if (this.unreplicated.has(id) && this.records.get(id)?.status === 'PENDING') {
+              this.unreplicated.delete(id);
+              this.records.delete(id);
+              this.heartbeats.delete(id);
+              this.createdMs.delete(id);
+            }
+            return Promise.resolve();
+          });
+        } else if (t - hb > limitMs) {
           this.metrics.expired++;
           void this.abort(id, [], 'expired').catch((err: unknown) => this.deps.log.debug({ err, txnId: id }, 'expiry abort failed; retried next check'));
         }
@@ -387,6 +495,7 @@ export class TransactionCoordinator {
       ageMs: Math.round(t - (this.createdMs.get(r.txnId) ?? t)),
       participants: r.participants,
       lastHeartbeatMsAgo: Math.round(t - (this.heartbeats.get(r.txnId) ?? t)),
+      replicated: !this.unreplicated.has(r.txnId),
       unacked: [...(this.driving.get(r.txnId) ?? [])],
     }));
   }

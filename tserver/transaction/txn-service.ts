@@ -226,7 +226,7 @@ export class TxnService {
   }
 
   heartbeatTransaction(req: pb.HeartbeatTransactionRequestPB): Promise<pb.HeartbeatTransactionResponsePB> {
-    return Promise.resolve({ status: this.coordinator(req.statusTablet).heartbeat(txnIdOf(req.txnId)) });
+    return this.coordinator(req.statusTablet).heartbeat(txnIdOf(req.txnId)).then((status) => ({ status }));
   }
 
   async commitTransaction(req: pb.CommitTransactionRequestPB): Promise<pb.CommitTransactionResponsePB> {
