@@ -34,6 +34,8 @@ const SWEEP_EVERY_CHECKS = 4;
 const TXN_IDS_PER_STATUS_REQUEST_MAX = 1000;
 /** Transactions one UpdateTransaction request carries at most. */
 const UPDATES_PER_REQUEST_MAX = 256;
+/** UpdateTransaction requests in flight to one participant tablet at most (further updates queue and batch). */
+const UPDATE_RPCS_IN_FLIGHT_MAX = 4;
 
 interface UpdateItem {
   txnId: TxnId;
@@ -155,25 +157,28 @@ export class TxnService {
     this.coordinators.delete(peer.tabletId);
   }
 
-  /** Per participant tablet: updates waiting while one UpdateTransaction to it is in flight. */
-  private readonly updateQueues = new Map<string, UpdateItem[]>();
+  /** Per participant tablet: updates waiting while UPDATE_RPCS_IN_FLIGHT_MAX requests to it are in flight, and the senders running. */
+  private readonly updateQueues = new Map<string, { items: UpdateItem[]; senders: number }>();
 
   /**
-   * UpdateTransaction for one transaction, batched: while a request to the tablet is in flight, the
-   * updates queued meanwhile wait and then go together in the next request (one RPC and one round of
-   * Raft proposals for many transactions under load; no added delay when idle).
+   * UpdateTransaction for one transaction, batched: while UPDATE_RPCS_IN_FLIGHT_MAX requests to the
+   * tablet are in flight, the updates queued meanwhile wait and then go together in the next request
+   * (one RPC and one round of Raft proposals for many transactions under load; no added delay when
+   * idle). More than one in flight keeps an APPLY from waiting out a whole Raft round of the previous
+   * request (apply lag).
    */
   private sendUpdate(tabletId: string, txnId: TxnId, type: 'APPLY' | 'REMOVE', commitHt: HybridTime, timeoutMs: number): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       let q = this.updateQueues.get(tabletId);
-      const start = q === undefined;
-      if (q === undefined) this.updateQueues.set(tabletId, (q = []));
-      q.push({ txnId, type, commitHt, timeoutMs, resolve, reject });
-      if (start) void this.drainUpdates(tabletId, q);
+      if (q === undefined) this.updateQueues.set(tabletId, (q = { items: [], senders: 0 }));
+      q.items.push({ txnId, type, commitHt, timeoutMs, resolve, reject });
+      if (q.senders < UPDATE_RPCS_IN_FLIGHT_MAX) void this.drainUpdates(tabletId, q);
     });
   }
 
-  private async drainUpdates(tabletId: string, q: UpdateItem[]): Promise<void> {
+  private async drainUpdates(tabletId: string, queue: { items: UpdateItem[]; senders: number }): Promise<void> {
+    queue.senders++;
+    const q = queue.items;
     try {
       while (q.length > 0) {
         const batch = q.splice(0, UPDATES_PER_REQUEST_MAX);
@@ -198,7 +203,7 @@ export class TxnService {
         }
       }
     } finally {
-      this.updateQueues.delete(tabletId);
+      if (--queue.senders === 0 && this.updateQueues.get(tabletId) === queue) this.updateQueues.delete(tabletId);
     }
   }
 
