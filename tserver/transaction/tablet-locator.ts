@@ -43,7 +43,8 @@ export class TabletLocator {
 
   /** Run `fn` against the tablet's leader. */
   async call<T>(tabletId: string, fn: (address: string) => Promise<T>): Promise<T> {
-    let lastErr: unknown = new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${tabletId}: no replica known`);
+    // Made only when needed: a DbError captures a stack trace, and this runs for every UpdateTransaction.
+    let lastErr: unknown;
     const tried = new Set<string>();
     let reloaded = false;
     for (let attempt = 0; attempt < LOCATE_ATTEMPTS_MAX; attempt++) {
@@ -69,7 +70,7 @@ export class TabletLocator {
         else if (e instanceof DbError && e.code === ErrorCode.LEADER_NOT_READY) await new Promise((r) => setTimeout(r, 50));
       }
     }
-    throw lastErr;
+    throw lastErr ?? new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${tabletId}: no replica known`);
   }
 
   private pick(tabletId: string, tried: Set<string>): string | undefined {
