@@ -63,6 +63,8 @@ export interface FileLogStorageOptions {
 export interface FileLogStorageStats {
   /** fdatasync/fsync calls on log segments (not counting metadata files). */
   logFsyncs: number;
+  /** Writes of records held back while an fdatasync ran (each covers every record appended meanwhile). */
+  deferredWrites: number;
   /** Metadata file replacements (each is two fsyncs). */
   metaWrites: number;
   /** Group-commit rounds (sync() calls sharing one fdatasync count once). */
@@ -118,6 +120,16 @@ export class FileLogStorage implements LogStorage {
   private syncedGen = 0;
   private waiters: SyncWaiter[] = [];
   private roundInFlight: Promise<void> | undefined;
+  /**
+   * True while an fdatasync of the active segment runs on the thread pool. A write(2) into a page
+   * under writeback waits for that I/O (stable pages), stalling the event loop for the whole flush:
+   * with durable writes, records appended meanwhile wait in pendingBufs and go to the file in one
+   * write right after the fdatasync (the next round makes them durable). Nothing acknowledges them
+   * before that round, so holding them in memory changes no guarantee.
+   */
+  private syncing = false;
+  private pendingBufs: Buffer[] = [];
+  private pendingBytes = 0;
   /** Write fds of rolled segments, closed when no fdatasync can be using them. */
   private deferredClose: number[] = [];
   private timer: NodeJS.Timeout | undefined;
@@ -166,6 +178,7 @@ export class FileLogStorage implements LogStorage {
     this.snap = init.snapshot;
     this.st = {
       logFsyncs: 0,
+      deferredWrites: 0,
       metaWrites: 0,
       syncRounds: 0,
       appendCalls: 0,
@@ -305,6 +318,7 @@ export class FileLogStorage implements LogStorage {
     if (i < cacheStart) {
       const diskEnd = Math.min(end, cacheStart);
       try {
+        this.flushPending(); // (the newest records are normally cached; this only guards a tiny cache)
         this.reader.read(this.index, i, diskEnd, { seq: this.segments[this.segments.length - 1]!.seq, fd: this.activeFd }, out);
       } catch (e) {
         this.fatal(e);
@@ -469,6 +483,13 @@ export class FileLogStorage implements LogStorage {
       }
     }
     if (this.roundInFlight) await this.roundInFlight;
+    if (!this.failed) {
+      try {
+        this.flushPending();
+      } catch {
+        // Reported through onFatal.
+      }
+    }
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
@@ -503,15 +524,23 @@ export class FileLogStorage implements LogStorage {
     this.metaDirty = false;
     this.st.syncRounds++;
     try {
+      this.flushPending();
       // The commit record goes before the fdatasync so the same flush covers it.
       if (!needMeta) this.writeCommitRecord(hs);
       const fd = this.activeFd;
       const bytes = this.activeBytes;
       if (bytes > this.activeSyncedBytes) {
         this.st.logFsyncs++;
-        await this.fs.fdatasync(fd);
+        this.syncing = true;
+        try {
+          await this.fs.fdatasync(fd);
+        } finally {
+          this.syncing = false;
+        }
         // A roll during the await synced the old segment itself and reset these counters.
         if (fd === this.activeFd && bytes > this.activeSyncedBytes) this.activeSyncedBytes = bytes;
+        // What was appended during the fdatasync goes to the file now (made durable by the next round).
+        this.flushPending();
       }
       if (this.failed) throw this.failed;
       // Term/vote go to the metadata file only after the entries they may vouch for are durable.
@@ -570,14 +599,36 @@ export class FileLogStorage implements LogStorage {
   // ---- segments ----
 
   private writeActive(buf: Buffer): void {
+    if (this.syncing && this.durableWrite) {
+      this.pendingBufs.push(buf);
+      this.pendingBytes += buf.length;
+    } else {
+      try {
+        this.flushPending();
+        this.fs.write(this.activeFd, buf, 0, buf.length, this.activeBytes);
+      } catch (e) {
+        this.fatal(e);
+        throw this.failed;
+      }
+    }
+    this.activeBytes += buf.length;
+    this.st.bytesWritten += buf.length;
+  }
+
+  /** Write the records held back during an fdatasync (they end at activeBytes), as one write. */
+  private flushPending(): void {
+    if (this.pendingBytes === 0) return;
+    const buf = this.pendingBufs.length === 1 ? this.pendingBufs[0]! : Buffer.concat(this.pendingBufs, this.pendingBytes);
+    const at = this.activeBytes - this.pendingBytes;
+    this.pendingBufs = [];
+    this.pendingBytes = 0;
     try {
-      this.fs.write(this.activeFd, buf, 0, buf.length, this.activeBytes);
+      this.fs.write(this.activeFd, buf, 0, buf.length, at);
     } catch (e) {
       this.fatal(e);
       throw this.failed;
     }
-    this.activeBytes += buf.length;
-    this.st.bytesWritten += buf.length;
+    this.st.deferredWrites++;
   }
 
   /**
@@ -588,6 +639,8 @@ export class FileLogStorage implements LogStorage {
     const old = this.activeFd;
     const oldSeq = this.segments[this.segments.length - 1]!.seq;
     try {
+      // Held-back records belong to the old segment.
+      this.flushPending();
       if (syncOld && this.activeBytes > this.activeSyncedBytes) {
         this.st.logFsyncs++;
         this.fs.fdatasyncSync(old);

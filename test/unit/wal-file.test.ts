@@ -378,6 +378,79 @@ describe('FileLogStorage segments, group commit and failures', () => {
     await storage.close();
   });
 
+  it('wal: records appended during an fdatasync wait in memory (no write into pages under writeback) and go to the file in one write after it; a crash before the next round loses only unacknowledged ones', async () => {
+    // An fdatasync held open by the test, and a count of write(2) calls.
+    class GatedFs extends LazyWalFs {
+      gate: Promise<void> | undefined;
+      writes = 0;
+      override write(fd: number, buf: Uint8Array, off: number, len: number, pos: number): void {
+        this.writes++;
+        super.write(fd, buf, off, len, pos);
+      }
+      override async fdatasync(fd: number): Promise<void> {
+        if (this.gate) await this.gate;
+        return super.fdatasync(fd);
+      }
+    }
+    const dir = freshDir();
+    const gfs = new GatedFs();
+    const { storage } = await openLog(dir, gfs, { cacheBytesMax: 0 });
+    let open!: () => void;
+    gfs.gate = new Promise<void>((r) => (open = r));
+    storage.append([payload(1)]);
+    const first = storage.sync(); // round 1: its fdatasync now waits on the gate
+    await new Promise((r) => setTimeout(r, 10));
+    const writesBefore = gfs.writes;
+    storage.append([payload(2)]);
+    storage.append([payload(3)]);
+    const second = storage.sync();
+    expect(gfs.writes).toBe(writesBefore); // held back
+    expect(storage.stats().deferredWrites).toBe(0);
+    // Readable meanwhile, even without an entry cache (the read writes them out first).
+    expect(storage.entries(2, 4).map((e) => new TextDecoder().decode(e.data))).toEqual([new TextDecoder().decode(payload(2).data), new TextDecoder().decode(payload(3).data)]);
+    gfs.gate = undefined;
+    open();
+    await first;
+    await second;
+    expect(storage.stats().deferredWrites).toBe(1);
+    expect(storage.lastIndex()).toBe(3);
+    // Every acknowledged record survives a crash (unsynced bytes are dropped by the crash model).
+    gfs.crash();
+    const again = (await openLog(dir, new LazyWalFs())).storage;
+    expect(again.lastIndex()).toBe(3);
+    expect(again.entries(1, 4).map((e) => e.index)).toEqual([1, 2, 3]);
+    await again.close();
+  });
+
+  it('wal: held-back records are written before a segment roll (they belong to the old segment)', async () => {
+    class GatedFs extends LazyWalFs {
+      gate: Promise<void> | undefined;
+      override async fdatasync(fd: number): Promise<void> {
+        if (this.gate) await this.gate;
+        return super.fdatasync(fd);
+      }
+    }
+    const dir = freshDir();
+    const gfs = new GatedFs();
+    const { storage } = await openLog(dir, gfs, { segmentBytes: 160, cacheBytesMax: 0 });
+    let open!: () => void;
+    gfs.gate = new Promise<void>((r) => (open = r));
+    storage.append([payload(1)]);
+    const waits = [storage.sync()];
+    await new Promise((r) => setTimeout(r, 10));
+    for (let i = 2; i <= 12; i++) {
+      storage.append([payload(i)]); // several rolls while round 1's fdatasync is held
+      waits.push(storage.sync());
+    }
+    gfs.gate = undefined;
+    open();
+    await Promise.all(waits);
+    await storage.close();
+    const again = (await openLog(dir, new LazyWalFs(), { segmentBytes: 160 })).storage;
+    expect(again.entries(1, 13).map((e) => new TextDecoder().decode(e.data))).toEqual(Array.from({ length: 12 }, (_, i) => new TextDecoder().decode(payload(i + 1).data)));
+    await again.close();
+  });
+
   it('wal: durable_wal_write=false acknowledges without fsync and fsyncs in the background', async () => {
     const dir = freshDir();
     const flags = new Flags();
