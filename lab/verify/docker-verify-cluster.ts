@@ -28,10 +28,12 @@ import { setServerFlag, type VerifyConnectOptions, type VerifyServerRef, type Ve
 export const VERIFY_DOCKER_NAME_PREFIX = 'tessera-verify';
 export const VERIFY_DOCKER_SUBNET_PREFIX = '10.214';
 /**
- * Default published-port offset: master web 41000+i, master RPC 41100+i, tserver web 43000+i, tserver
- * RPC 43100+i on 127.0.0.1; away from a person's docker lab (10000) and the docker tests (30000, 31000).
+ * Default published-port offset: master web 17500+i, master RPC 17600+i, tserver web 19500+i, tserver
+ * RPC 19600+i on 127.0.0.1; away from a person's docker lab (10000) and the docker tests (11000,
+ * 11300, 11600), and below Linux's ephemeral range (32768–60999), where any outgoing connection may
+ * hold the port when the cluster starts ("address already in use").
  */
-export const VERIFY_DOCKER_PORT_OFFSET = 34_000;
+export const VERIFY_DOCKER_PORT_OFFSET = 10_500;
 /** Lines of each container's log kept under the run's directory when the lab goes. */
 export const CONTAINER_LOG_LINES_KEPT = 5_000;
 

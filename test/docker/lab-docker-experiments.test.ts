@@ -18,8 +18,10 @@ import { DockerDriver, labIdFor, readLabState } from '../../lab';
 import { findExperiment, passed, runExperiment, type ExperimentOptions, type ExperimentResult } from '../../lab/experiments';
 
 const ROOT = path.resolve(__dirname, '../..');
-// Published ports 38000+i, 40000+i, 38100+i, 40100+i: away from lab-docker.test.ts (30000) and a person's lab (10000).
-const PORT_OFFSET = 31_000;
+// Published ports 18300+i, 18400+i, 20300+i, 20400+i: away from lab-docker.test.ts (11000) and a
+// person's lab (10000), and below the ephemeral range (32768+): a concurrent test's outgoing connection
+// once held 127.0.0.1:40100 when this lab started ("address already in use").
+const PORT_OFFSET = 11_300;
 const CLI_TIMEOUT_MS = 240_000;
 
 const docker = new Docker();

@@ -14,8 +14,9 @@ import { defaultSpec, DockerDriver, ensureLabImage, getJson, isHealthy, labIdFor
 
 const REAL = process.env['TESSERA_LAB_SERVERS'] === 'real';
 const ENTRY = REAL ? 'dist/cli/main.js' : 'dist/lab/fixtures/fake-node.js';
-// Published ports 37000+i, 39000+i, … : away from a person's lab (17000+) and the process tests.
-const PORT_OFFSET = 30_000;
+// Published ports 18000+i, 18100+i, 20000+i, 20100+i: away from a person's lab (17000+) and the
+// process tests, and below the ephemeral range (32768+) where a test's outgoing connection could hold one.
+const PORT_OFFSET = 11_000;
 
 const docker = new Docker();
 let engine: { ok: true; version: string } | { ok: false; reason: string } = { ok: false, reason: 'not checked' };
@@ -86,7 +87,7 @@ describe('lab docker driver', () => {
     const addrs = await driver.up(
       defaultSpec({ baseDir, driver: 'docker', nodes: 3, masters: 1, serverEntry: ENTRY, portOffset: PORT_OFFSET, healthTimeoutMs: 60_000, nodeFlags: { n0: { TEST_lab_marker: '1' } } }),
     );
-    expect(addrs.map((a) => a.tserver.webUrl)).toEqual(['http://127.0.0.1:39000', 'http://127.0.0.1:39001', 'http://127.0.0.1:39002']);
+    expect(addrs.map((a) => a.tserver.webUrl)).toEqual(['http://127.0.0.1:20000', 'http://127.0.0.1:20001', 'http://127.0.0.1:20002']);
     expect(addrs[0]!.master?.rpcAddress).toBe('n0:7100');
     for (const a of addrs) expect(await isHealthy(a.tserver.webUrl)).toBe(true);
     expect(String(await flagValue(addrs[0]!.tserver.webUrl, 'TEST_lab_marker'))).toBe('1');

@@ -18,9 +18,10 @@ import { parseNemesisKinds } from '../../lab/verify/nemesis-schedule';
 import { runWorkload, type WorkloadName } from '../../lab/verify/verify-runner';
 import { markdownReport, MIN_OK_OPS, verdictLine, type WorkloadReport } from '../../lab/verify/verify-report';
 
-// Published ports 42000+i, 42100+i, 44000+i, 44100+i: away from lab-docker (30000), the docker
-// experiments (31000), a person's verify --driver docker (34000) and a person's lab (10000).
-const PORT_OFFSET = 35_000;
+// Published ports 18600+i, 18700+i, 20600+i, 20700+i: away from lab-docker (11000), the docker
+// experiments (11300), a person's verify --driver docker (10500) and a person's lab (10000), and below
+// the ephemeral range (32768+) where a test's outgoing connection could hold one.
+const PORT_OFFSET = 11_600;
 const MIXED = parseNemesisKinds('kill,pause,partition,skew,stepdown');
 /** Longest a workload's op loop runs; it ends earlier once the history counts. */
 const RUN_CAP_MS = 40_000;
