@@ -200,13 +200,26 @@ export class TransactionCoordinator {
    * replica knew them, so their transactions can no longer commit.
    */
   private dropUnreplicated(keepTerm: number): void {
-    for (const [id, term] of this.unreplicated) {
-      if (term === keepTerm) continue;
-      this.unreplicated.delete(id);
-      this.records.delete(id);
-      this.heartbeats.delete(id);
-      this.createdMs.delete(id);
-    }
+    for (const [id, term] of this.unreplicated) if (term !== keepTerm) this.dropLocal(id);
+  }
+
+  /** Forget a record only this leader holds (nothing outside it knows the transaction). */
+  private dropLocal(id: TxnId): void {
+    this.unreplicated.delete(id);
+    this.records.delete(id);
+    this.heartbeats.delete(id);
+    this.createdMs.delete(id);
+  }
+
+  /** Replicate a leader-only PENDING record (under its lock); a no-op once it is replicated or gone. */
+  private makeDurable(id: TxnId): Promise<void> {
+    return this.withTxnLock(id, async () => {
+      const r = this.record(id);
+      if (r?.status !== 'PENDING' || !this.unreplicated.has(id)) return;
+      this.requireLeader();
+      await this.replicate(r, this.deps.peer.nextHt());
+      this.metrics.madeDurable++;
+    });
   }
 
   /** The record of `id`, unless it is an unreplicated one of an earlier term (then it is dropped). */
@@ -222,17 +235,7 @@ export class TransactionCoordinator {
    */
   private async beforeTransfer(): Promise<void> {
     this.transferringUntilMs = this.now() + TRANSFER_HOLD_MS;
-    await Promise.all(
-      [...this.unreplicated.keys()].map((id) =>
-        this.withTxnLock(id, async () => {
-          const r = this.record(id);
-          if (r?.status !== 'PENDING' || !this.unreplicated.has(id)) return;
-          this.requireLeader();
-          await this.replicate(r, this.deps.peer.nextHt());
-          this.metrics.madeDurable++;
-        }),
-      ),
-    );
+    await Promise.all([...this.unreplicated.keys()].map((id) => this.makeDurable(id)));
   }
 
   private onBecomeLeader(): void {
@@ -340,13 +343,7 @@ export class TransactionCoordinator {
     if (!r) return 'ABORTED';
     if (r.status === 'PENDING') this.heartbeats.set(txnId, this.now());
     if (r.status === 'PENDING' && this.unreplicated.has(txnId)) {
-      await this.withTxnLock(txnId, async () => {
-        const cur = this.record(txnId);
-        if (cur?.status !== 'PENDING' || !this.unreplicated.has(txnId)) return;
-        this.requireLeader();
-        await this.replicate(cur, this.deps.peer.nextHt());
-        this.metrics.madeDurable++;
-      });
+      await this.makeDurable(txnId);
       return this.record(txnId)?.status ?? 'ABORTED';
     }
     return r.status;
@@ -426,12 +423,7 @@ export class TransactionCoordinator {
           this.metrics.expired++;
           void this.withTxnLock(id, () => {
             // Nothing outside this leader knows the record: dropping it is the abort.
-            if (this.unreplicated.has(id) && this.records.get(id)?.status === 'PENDING') {
-              this.unreplicated.delete(id);
-              this.records.delete(id);
-              this.heartbeats.delete(id);
-              this.createdMs.delete(id);
-            }
+            if (this.unreplicated.has(id) && this.records.get(id)?.status === 'PENDING') this.dropLocal(id);
             return Promise.resolve();
           });
         } else if (t - hb > limitMs) {
