@@ -73,7 +73,7 @@ describe('bench (smoke)', () => {
   it('bench: a short side-by-side run writes JSON and Markdown with every workload, txn commit and apply-lag figures and the big transaction', async () => {
     const etcd = findEtcd();
     if (!etcd) process.stdout.write('SKIP etcd side of the smoke run: etcd is not installed (.ci/etcd-setup.sh installs it)\n');
-    const { code, out } = await runCli(['bench', '--vs', 'etcd', '--seconds', '1', '--warmup', '1', '--rounds', '1', '--read-keys', '500', '--big-txn-rows', '5', '--big-txn-row-bytes', '65536', '--out', outDir], RUN_TIMEOUT_MS);
+    const { code, out } = await runCli(['bench', '--vs', 'etcd', '--seconds', '1', '--warmup', '1', '--first-warmup', '1', '--rounds', '1', '--read-keys', '500', '--big-txn-rows', '5', '--big-txn-row-bytes', '65536', '--out', outDir], RUN_TIMEOUT_MS);
     expect(code, out).toBe(0);
     const json = JSON.parse(fs.readFileSync(path.join(outDir, 'vs-etcd-latest.json'), 'utf8')) as { etcd: string; rows: Row[]; bigTxn?: BigTxn; notes: Record<string, string> };
     const md = fs.readFileSync(path.join(outDir, 'vs-etcd-latest.md'), 'utf8');

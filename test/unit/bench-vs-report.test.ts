@@ -152,4 +152,12 @@ describe('bench big-txn, load and section options', () => {
     expect([o.bigTxnRows, o.bigTxnRowBytes]).toEqual([5, 65536]);
     expect(() => parseVsArgs(['--vs', 'etcd', '--workloads', 'big-txns'])).toThrow(/unknown 'big-txns'/);
   });
+
+  it('bench --vs etcd: round 1 warms each workload up longer (--first-warmup, default 10 s) than later rounds (--warmup)', () => {
+    const d = parseVsArgs(['--vs', 'etcd']);
+    expect([d.warmupSeconds, d.firstWarmupSeconds]).toEqual([3, 10]);
+    const o = parseVsArgs(['--vs', 'etcd', '--warmup', '1', '--first-warmup=2']);
+    expect([o.warmupSeconds, o.firstWarmupSeconds]).toEqual([1, 2]);
+    expect(() => parseVsArgs(['--vs', 'etcd', '--first-warmup', '-1'])).toThrow(/first-warmup/);
+  });
 });
