@@ -218,7 +218,8 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
   if (!etcd) log('etcd: not installed (run .ci/etcd-setup.sh, or set ETCD_BIN) — the etcd comparison is SKIPPED; tessera figures only');
   const profileDir = path.join(o.outDir, 'profiles');
   try {
-    log(`vs etcd: ${o.rounds} round(s), ${o.warmupSeconds} s warm-up (${Math.max(o.warmupSeconds, o.firstWarmupSeconds)} s in round 1) + ${o.seconds} s per run, workloads ${o.workloads.join(', ')}`);
+    const firstWarmup = Math.max(o.warmupSeconds, o.firstWarmupSeconds);
+    log(`vs etcd: ${o.rounds} round(s), ${o.warmupSeconds} s warm-up (${firstWarmup} s in round 1) + ${o.seconds} s per run, workloads ${o.workloads.join(', ')}`);
     // Both systems keep their data under the temp dir: on tmpfs an fsync costs nothing and the figures
     // would not be "data on disk" (set TMPDIR to a disk-backed directory).
     const fsType = filesystemType(os.tmpdir());
@@ -276,7 +277,7 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
         // A B in odd rounds, B A in even ones: neither system always runs on a "warmer" machine.
         const order = round % 2 === 1 ? ts : [...ts].reverse();
         for (const t of order) {
-          const warmup = round === 1 ? Math.max(o.warmupSeconds, o.firstWarmupSeconds) : o.warmupSeconds;
+          const warmup = round === 1 ? firstWarmup : o.warmupSeconds;
           const lg = await runLoadgen(t, base(t, def.op, def.concurrency, warmup, o.seconds));
           const lag = def.op === 'txn' && t.system === 'tessera' ? await txnApplyLag(tessera, lg, notes) : undefined;
           const r = toRun(round, w, t.system, lg, lag);
@@ -310,7 +311,7 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
       }
     }
     const rows = aggregate(tableWorkloads, runs, notes);
-    const header = `## tessera vs etcd (${new Date().toISOString()})\n\n${o.rounds} round(s) × ${o.seconds} s after ${o.warmupSeconds} s warm-up (${Math.max(o.warmupSeconds, o.firstWarmupSeconds)} s in round 1); ${etcd ? 'etcd ' + (await etcdVersion(etcdBin)) : 'etcd SKIPPED (not installed)'}; values ${VALUE_BYTES} bytes; data on ${fsType ?? 'unknown fs'} (${os.tmpdir()}); medians of rounds; CPU = utime+stime per 1,000 ops.`;
+    const header = `## tessera vs etcd (${new Date().toISOString()})\n\n${o.rounds} round(s) × ${o.seconds} s after ${o.warmupSeconds} s warm-up (${firstWarmup} s in round 1); ${etcd ? 'etcd ' + (await etcdVersion(etcdBin)) : 'etcd SKIPPED (not installed)'}; values ${VALUE_BYTES} bytes; data on ${fsType ?? 'unknown fs'} (${os.tmpdir()}); medians of rounds; CPU = utime+stime per 1,000 ops.`;
     const extra = ['apply lag', BIG_TXN, 'data dir'].filter((k) => notes.has(k)).map((k) => `- ${k}: ${notes.get(k) ?? ''}\n`).join('');
     const md = renderMarkdown(rows, rss, header) + extra + (bigTxn ? '\n' + renderBigTxn(bigTxn) : '');
     const stamp = new Date().toISOString().replace(/[:.]/g, '-');

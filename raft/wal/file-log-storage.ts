@@ -121,7 +121,8 @@ export class FileLogStorage implements LogStorage {
   private waiters: SyncWaiter[] = [];
   private roundInFlight: Promise<void> | undefined;
   /**
-   * True while an fdatasync of the active segment runs on the thread pool. A write(2) into a page
+   * True while a group-commit round's fdatasync runs on the thread pool (only durable_wal_write runs
+   * rounds; the interval sync of the other mode never sets it, so there every write goes straight through). A write(2) into a page
    * under writeback waits for that I/O (stable pages), stalling the event loop for the whole flush:
    * with durable writes, records appended meanwhile wait in pendingBufs and go to the file in one
    * write right after the fdatasync (the next round makes them durable). Nothing acknowledges them
@@ -599,7 +600,7 @@ export class FileLogStorage implements LogStorage {
   // ---- segments ----
 
   private writeActive(buf: Buffer): void {
-    if (this.syncing && this.durableWrite) {
+    if (this.syncing) {
       this.pendingBufs.push(buf);
       this.pendingBytes += buf.length;
     } else {
