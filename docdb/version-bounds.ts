@@ -3,14 +3,19 @@
  * transaction's write-write check ("is there a committed version of this row newer than my read
  * time?") can skip the RocksDB iterator (three thread-pool hops) when the bound says no.
  *
+ * The bounds live in a fixed table of hash buckets (a max-sketch): a row's bound is the bucket its
+ * encoded DocKey hashes to, and a write raises that bucket to the version's hybrid time. Rows sharing
+ * a bucket share the largest of their bounds, which is only conservative (a needless walk, never a
+ * missed conflict). No strings, no map, no eviction: a write costs one hash of the DocKey bytes.
+ *
  * Exactness: the bound of a row is never below the hybrid time of any version stored under it.
  *  - Every RegularDB write goes through FrontierDb.write, which calls prepare() with the batch BEFORE
  *    the engine write: bounds rise before the versions can be read.
- *  - Rows not in the map are bounded by `floor`: the largest bound ever evicted (the map keeps at most
- *    ROWS_MAX rows), or, after open, the newest version time of the whole database, which every batch
+ *  - At open every bucket starts at the newest version time of the whole database, which every batch
  *    that raises it persists under MAX_VERSION_HT_KEY in the same atomic batch (so restarts and remote
  *    bootstrap copies carry it). A database without that key but with data (written before it
- *    existed) gets floor = "unknown": every check walks the engine, as before.
+ *    existed) starts every bucket at "unknown" (above every time, so never raised): every check
+ *    walks the engine, as before.
  * Deletes (GC, tombstones are puts) only make a bound conservative.
  */
 import type { HybridTime } from '../common/hybrid-time';
@@ -18,10 +23,10 @@ import * as enc from './encoding';
 import type { KvOp } from './kv-engine';
 import { docKeyLength, REGULAR_DATA_START } from './storage-keys';
 
-/** Meta key of RegularDB: the newest hybrid time of any version ever written (16 bytes, see encodeHt). */
+/** Meta key of RegularDB: the newest hybrid time of any version ever written (8 bytes, see encodeHt). */
 export const MAX_VERSION_HT_KEY = Buffer.from([0x01, 0x48]); // "\x01H"
-/** Rows whose own bound is kept (~100 bytes each, per RegularDB); beyond, the oldest-raised rows fold into the floor. */
-export const VERSION_BOUND_ROWS_MAX = 10_000;
+/** Hash buckets per RegularDB (8 bytes each: 128 KiB). A power of two. */
+export const VERSION_BOUND_BUCKETS = 1 << 14;
 /** A bound above every hybrid time: "unknown, walk the engine". */
 export const HT_UNKNOWN: HybridTime = (1n << 64n) - 1n;
 
@@ -36,28 +41,38 @@ export function decodeHt(b: Uint8Array): HybridTime {
   return Buffer.from(b.buffer, b.byteOffset, 8).readBigUInt64BE(0);
 }
 
+/** FNV-1a over buf[0, end). */
+function hashBytes(buf: Buffer, end: number): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < end; i++) h = Math.imul(h ^ buf[i]!, 0x01000193);
+  return h >>> 0;
+}
+
 export class VersionBounds {
-  private readonly rows = new Map<string, HybridTime>();
-  /** Bound of every row not in `rows`. */
-  private floor: HybridTime;
+  private readonly buckets: BigUint64Array;
+  private readonly mask: number;
+  /** Bound every bucket started from (the persisted maximum at open). */
+  private readonly floor: HybridTime;
   /** Bound of every row (persisted when it rises). */
   private max: HybridTime;
 
-  constructor(
-    floor: HybridTime,
-    private readonly rowsMax = VERSION_BOUND_ROWS_MAX,
-  ) {
+  constructor(floor: HybridTime, buckets = VERSION_BOUND_BUCKETS) {
+    if (buckets < 1 || (buckets & (buckets - 1)) !== 0) throw new RangeError(`version bound buckets must be a power of two, got ${buckets}`);
+    this.buckets = new BigUint64Array(buckets).fill(floor);
+    this.mask = buckets - 1;
     this.floor = floor;
     this.max = floor;
   }
 
   /** Bound of the row whose encoded DocKey is `docKey`. */
   bound(docKey: Buffer): HybridTime {
-    return this.rows.get(docKey.toString('latin1')) ?? this.floor;
+    return this.buckets[hashBytes(docKey, docKey.length) & this.mask]!;
   }
 
-  stats(): { rows: number; floor: HybridTime; max: HybridTime } {
-    return { rows: this.rows.size, floor: this.floor, max: this.max };
+  stats(): { buckets: number; raised: number; floor: HybridTime; max: HybridTime } {
+    let raised = 0;
+    for (const b of this.buckets) if (b !== this.floor) raised++;
+    return { buckets: this.buckets.length, raised, floor: this.floor, max: this.max };
   }
 
   /**
@@ -67,25 +82,16 @@ export class VersionBounds {
   prepare(ops: KvOp[]): void {
     let newMax = this.max;
     const n = ops.length;
+    const buckets = this.buckets;
     for (let i = 0; i < n; i++) {
       const op = ops[i]!;
       if (op.type !== 'put') continue;
       const k = Buffer.isBuffer(op.key) ? op.key : Buffer.from(op.key.buffer, op.key.byteOffset, op.key.byteLength);
       if (k.length === 0 || k[0]! < REGULAR_DATA_START[0]!) continue; // meta keys (frontier, apply states)
       const ht = enc.decodeDocHybridTimeFromEnd(k).ht;
-      const row = k.toString('latin1', 0, docKeyLength(k));
-      const cur = this.rows.get(row) ?? this.floor;
-      if (ht > cur) {
-        // Re-insert: the map's order is the order of last raise (eviction takes the oldest).
-        this.rows.delete(row);
-        this.rows.set(row, ht);
-      }
+      const b = hashBytes(k, docKeyLength(k)) & this.mask;
+      if (ht > buckets[b]!) buckets[b] = ht;
       if (ht > newMax) newMax = ht;
-    }
-    while (this.rows.size > this.rowsMax) {
-      const [row, ht] = this.rows.entries().next().value!;
-      this.rows.delete(row);
-      if (ht > this.floor) this.floor = ht;
     }
     if (newMax > this.max && this.max !== HT_UNKNOWN) {
       this.max = newMax;

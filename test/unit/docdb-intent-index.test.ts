@@ -15,7 +15,7 @@ import { MemoryEngine } from '../../docdb/memory-engine';
 import { ht, key, op, txnMeta } from './docdb-helpers';
 import type { KvOp } from '../../docdb/kv-engine';
 import { encodeRowDocKey, subDocKey, versionKey } from '../../docdb/storage-keys';
-import { encodeHt, HT_UNKNOWN, MAX_VERSION_HT_KEY, VersionBounds } from '../../docdb/version-bounds';
+import { encodeHt, HT_UNKNOWN, MAX_VERSION_HT_KEY, VERSION_BOUND_BUCKETS, VersionBounds } from '../../docdb/version-bounds';
 
 interface Pair {
   /** Indexed (budget as given), and never indexed (the engine walk): fed the same operations. */
@@ -180,18 +180,24 @@ describe('docdb intent index', () => {
     expect(iterators).toBe(0);
   });
 
-  it('version bounds: eviction folds into the floor, the maximum persists across reopen, a database without it walks', async () => {
-    const b = new VersionBounds(0n, 2);
+  it('version bounds: rows sharing a bucket share the larger bound, the maximum persists across reopen, a database without it walks', async () => {
     const put = (k: number, t: number): KvOp => ({ type: 'put', key: versionKey(subDocKey(encodeRowDocKey(key(k)), { kind: 'row' }), ht(t), 0), value: Buffer.from([1]) });
+    const b = new VersionBounds(0n);
     const ops = [put(1, 10), put(2, 20)];
     b.prepare(ops);
     expect(ops.at(-1)).toEqual({ type: 'put', key: MAX_VERSION_HT_KEY, value: encodeHt(ht(20)) });
     expect(b.bound(encodeRowDocKey(key(1)))).toBe(ht(10));
+    expect(b.bound(encodeRowDocKey(key(2)))).toBe(ht(20));
     expect(b.bound(encodeRowDocKey(key(3)))).toBe(0n);
-    b.prepare([put(3, 30)]); // evicts row 1 (oldest raise): the floor takes its bound
-    expect(b.stats()).toEqual({ rows: 2, floor: ht(10), max: ht(30) });
+    b.prepare([put(1, 5)]); // an older version never lowers a bound, and adds no maximum record
     expect(b.bound(encodeRowDocKey(key(1)))).toBe(ht(10));
-    expect(b.bound(encodeRowDocKey(key(9)))).toBe(ht(10));
+    expect(b.stats()).toEqual({ buckets: VERSION_BOUND_BUCKETS, raised: 2, floor: 0n, max: ht(20) });
+    // One bucket: every row shares it, so each bound is the largest written (conservative, never lower).
+    const one = new VersionBounds(0n, 1);
+    one.prepare([put(1, 10), put(2, 20)]);
+    expect(one.bound(encodeRowDocKey(key(1)))).toBe(ht(20));
+    expect(one.bound(encodeRowDocKey(key(9)))).toBe(ht(20));
+    expect(() => new VersionBounds(0n, 3)).toThrow(/power of two/);
 
     const regular = new MemoryEngine();
     const db = await DocDb.open({ regular, intents: new MemoryEngine() });
