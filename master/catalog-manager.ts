@@ -455,6 +455,7 @@ export class CatalogManager {
         id: t.id,
         replicas: t.replicas.map((r) => r.tserverUuid),
         leader: reg.leaderReport(t.id, now, timeout)?.uuid ?? '',
+        table: t.tableId,
       }));
       // A new leader master has not heard from every tserver yet: nobody is dead before one timeout.
       if (this.leaderAgeMs() > timeout) {

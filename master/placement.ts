@@ -20,6 +20,8 @@ export interface TabletView {
   replicas: string[];
   /** Reported leader uuid ('' when none is known). */
   leader: string;
+  /** Table the tablet belongs to (leaders are balanced per table first); absent: one group. */
+  table?: string;
 }
 
 export type Move =
@@ -75,36 +77,68 @@ export function planReplacements(tservers: readonly TServerLoad[], tablets: read
 }
 
 /**
- * Leader balancing: move leadership from the live tserver with the most leaders to a replica holder
- * with fewer (by at least 2, so moves converge and never ping-pong), at most movesMax per round.
+ * Leader balancing, per table first (like YugabyteDB's load balancer): a table whose tablets are led
+ * mostly from one tserver loads that server whatever the cluster-wide counts say. A move either
+ * evens out its table (the table's leader counts on `from` and `to` differ by at least 2), or evens
+ * out the cluster (the cluster-wide counts differ by at least 2) while keeping its table within one
+ * (they differ by at least 1 there). Table moves go first, the largest gap first; at most movesMax.
+ *
+ * Never ping-pongs: every table move lowers the sum over tables of the squared per-table counts, and
+ * a cluster move leaves that sum as it is (table gap exactly 1) and lowers the cluster-wide sum of
+ * squares, so the pair (table sum, cluster sum) falls with every move until no move qualifies.
  */
 export function planLeaderMoves(tservers: readonly TServerLoad[], tablets: readonly TabletView[], movesMax: number): Move[] {
   const alive = new Set(tservers.filter((t) => t.alive).map((t) => t.uuid));
-  const leaders = new Map<string, number>();
-  for (const u of alive) leaders.set(u, 0);
-  for (const t of tablets) if (t.leader && alive.has(t.leader)) leaders.set(t.leader, (leaders.get(t.leader) ?? 0) + 1);
+  const global = new Map<string, number>();
+  const perTable = new Map<string, Map<string, number>>();
+  const tableOf = (t: TabletView): Map<string, number> => {
+    const k = t.table ?? '';
+    let m = perTable.get(k);
+    if (!m) perTable.set(k, (m = new Map()));
+    return m;
+  };
+  const count = (m: Map<string, number>, u: string): number => m.get(u) ?? 0;
+  const bump = (m: Map<string, number>, u: string, d: number): void => {
+    m.set(u, count(m, u) + d);
+  };
+  for (const t of tablets) {
+    if (!t.leader || !alive.has(t.leader)) continue;
+    bump(global, t.leader, 1);
+    bump(tableOf(t), t.leader, 1);
+  }
   const moves: Move[] = [];
   const moved = new Set<string>();
   for (let i = 0; i < movesMax; i++) {
-    let best: { tablet: TabletView; from: string; to: string; gap: number } | undefined;
+    // Score: [table move?, main gap, other gap]; compared lexicographically, ties on tablet id then target.
+    let best: { tablet: TabletView; from: string; to: string; score: [number, number, number] } | undefined;
     for (const t of tablets) {
       if (moved.has(t.id) || !t.leader || !alive.has(t.leader)) continue;
       const from = t.leader;
-      const fromCount = leaders.get(from) ?? 0;
+      const tm = tableOf(t);
       for (const to of t.replicas) {
         if (to === from || !alive.has(to)) continue;
-        const gap = fromCount - (leaders.get(to) ?? 0);
-        if (gap < 2) continue;
-        if (!best || gap > best.gap || (gap === best.gap && (t.id < best.tablet.id || (t.id === best.tablet.id && to < best.to)))) {
-          best = { tablet: t, from, to, gap };
-        }
+        const tableGap = count(tm, from) - count(tm, to);
+        const globalGap = count(global, from) - count(global, to);
+        let score: [number, number, number];
+        if (tableGap >= 2) score = [1, tableGap, globalGap];
+        else if (globalGap >= 2 && tableGap >= 1) score = [0, globalGap, tableGap];
+        else continue;
+        if (!best || better(score, t.id, to, best.score, best.tablet.id, best.to)) best = { tablet: t, from, to, score };
       }
     }
     if (!best) break;
     moves.push({ type: 'stepdown', tabletId: best.tablet.id, from: best.from, to: best.to });
     moved.add(best.tablet.id);
-    leaders.set(best.from, (leaders.get(best.from) ?? 0) - 1);
-    leaders.set(best.to, (leaders.get(best.to) ?? 0) + 1);
+    bump(global, best.from, -1);
+    bump(global, best.to, 1);
+    const tm = tableOf(best.tablet);
+    bump(tm, best.from, -1);
+    bump(tm, best.to, 1);
   }
   return moves;
+}
+
+function better(a: readonly number[], aId: string, aTo: string, b: readonly number[], bId: string, bTo: string): boolean {
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i]! > b[i]!;
+  return aId < bId || (aId === bId && aTo < bTo);
 }

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { placeNewTablets, planLeaderMoves, planReplacements, type TServerLoad, type TabletView } from '../../master/placement';
 
@@ -51,4 +52,71 @@ describe('master placement', () => {
     ];
     expect(planLeaderMoves([ts('a'), ts('b'), ts('c')], balanced, 10)).toEqual([]);
   });
+
+  it('placement: leaders are balanced per table first, then across the cluster', () => {
+    // Cluster-wide 2/2/2 already, but table X is led 2/1/0 and table Y 0/1/2: both tables are lopsided.
+    const initial: TabletView[] = [
+      { id: 'x1', table: 'X', replicas: ['a', 'b', 'c'], leader: 'a' },
+      { id: 'x2', table: 'X', replicas: ['a', 'b', 'c'], leader: 'a' },
+      { id: 'x3', table: 'X', replicas: ['a', 'b', 'c'], leader: 'b' },
+      { id: 'y1', table: 'Y', replicas: ['a', 'b', 'c'], leader: 'c' },
+      { id: 'y2', table: 'Y', replicas: ['a', 'b', 'c'], leader: 'c' },
+      { id: 'y3', table: 'Y', replicas: ['a', 'b', 'c'], leader: 'b' },
+    ];
+    const first = planLeaderMoves([ts('a'), ts('b'), ts('c')], initial, 1);
+    expect(first).toEqual([{ type: 'stepdown', tabletId: 'x1', from: 'a', to: 'c' }]);
+    const tablets = settle(initial, ['a', 'b', 'c']).tablets;
+    for (const table of ['X', 'Y']) expect(leadersOf(tablets.filter((t) => t.table === table), ['a', 'b', 'c'])).toEqual([1, 1, 1]);
+    expect(leadersOf(tablets, ['a', 'b', 'c'])).toEqual([2, 2, 2]);
+    // Without table names the old cluster-wide rule holds: 2/2/2 needs no move.
+    const untagged = initial.map(({ table: _table, ...rest }) => rest);
+    expect(planLeaderMoves([ts('a'), ts('b'), ts('c')], untagged, 10)).toEqual([]);
+  });
+
+  it('placement: leader balancing always settles (no ping-pong), with every table and the cluster within one where replicas allow', () => {
+    const servers = ['a', 'b', 'c', 'd', 'e'];
+    const arb = fc.array(
+      fc.record({ table: fc.constantFrom('X', 'Y', 'Z'), replicas: fc.shuffledSubarray(servers, { minLength: 3, maxLength: 3 }), leaderIdx: fc.nat(2) }),
+      { minLength: 1, maxLength: 30 },
+    );
+    fc.assert(
+      fc.property(arb, fc.integer({ min: 1, max: 4 }), (specs, movesMax) => {
+        const tablets: TabletView[] = specs.map((s, i) => ({ id: `t${String(i).padStart(2, '0')}`, table: s.table, replicas: s.replicas, leader: s.replicas[s.leaderIdx]! }));
+        const { tablets: end, rounds } = settle(tablets, servers, movesMax);
+        expect(rounds).toBeLessThan(500);
+        // Settled: no tablet could still even out its table by moving to one of its replicas.
+        for (const t of end) {
+          const same = end.filter((x) => x.table === t.table);
+          for (const to of t.replicas) {
+            const n = (u: string): number => same.filter((x) => x.leader === u).length;
+            expect(n(t.leader) - n(to)).toBeLessThan(2);
+          }
+        }
+        // With every tablet on all of a, b, c: each table and the cluster within one.
+        if (end.every((t) => ['a', 'b', 'c'].every((u) => t.replicas.includes(u)))) {
+          const spread = (c: number[]): number => Math.max(...c) - Math.min(...c);
+          expect(spread(leadersOf(end, ['a', 'b', 'c']))).toBeLessThanOrEqual(1);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
 });
+
+/** Apply planLeaderMoves rounds until it plans nothing; the rounds it took. */
+function settle(tablets: TabletView[], servers: string[], movesMax = 2): { tablets: TabletView[]; rounds: number } {
+  let cur = tablets.map((t) => ({ ...t }));
+  for (let rounds = 0; rounds < 1000; rounds++) {
+    const moves = planLeaderMoves(servers.map((u) => ts(u)), cur, movesMax);
+    if (moves.length === 0) return { tablets: cur, rounds };
+    cur = cur.map((t) => {
+      const m = moves.find((x) => x.type === 'stepdown' && x.tabletId === t.id);
+      return m && m.type === 'stepdown' ? { ...t, leader: m.to } : t;
+    });
+  }
+  return { tablets: cur, rounds: 1000 };
+}
+
+function leadersOf(tablets: readonly TabletView[], servers: string[]): number[] {
+  return servers.map((u) => tablets.filter((t) => t.leader === u).length);
+}
