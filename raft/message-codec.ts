@@ -256,7 +256,9 @@ export function encodeMessage(m: Message): Uint8Array {
       w.uv(m.prevTerm);
       w.uv(m.commit);
       writeEntries(w, m.entries);
-      writeOptNumber(w, m.leaseMs);
+      // Flags byte: bit 0 leaseMs follows, bit 1 noAck (a plain presence byte before noAck existed).
+      w.u8((m.leaseMs !== undefined ? 1 : 0) | (m.noAck ? 2 : 0));
+      if (m.leaseMs !== undefined) w.f64(m.leaseMs);
       break;
     case 'appendResp':
       w.uv(m.index);
@@ -310,9 +312,11 @@ export function decodeMessage(b: Uint8Array): Message {
       const prevTerm = r.uv();
       const commit = r.uv();
       const entries = readEntries(r);
-      const leaseMs = readOptNumber(r);
+      const f = r.u8();
+      if (f > 3) throw malformed('bad append flags');
       m = { type, from, to, term, prevIndex, prevTerm, entries, commit };
-      if (leaseMs !== undefined) m.leaseMs = leaseMs;
+      if ((f & 1) !== 0) m.leaseMs = r.f64();
+      if ((f & 2) !== 0) m.noAck = true;
       break;
     }
     case 'appendResp': {

@@ -429,7 +429,7 @@ export class Raft {
     }
     const lastNew = this.log.maybeAppend(m.prevIndex, m.prevTerm, m.commit, m.entries);
     if (lastNew !== undefined) {
-      this.send({ type: 'appendResp', to: m.from, index: lastNew, reject: false, rejectHint: 0 });
+      if (!(m.noAck && m.entries.length === 0)) this.send({ type: 'appendResp', to: m.from, index: lastNew, reject: false, rejectHint: 0 });
       return;
     }
     // Fast back-off: tell the leader the last index whose term could still match, and its term,
@@ -560,7 +560,14 @@ export class Raft {
     this.uncommittedBytes = Math.max(0, this.uncommittedBytes - b);
   }
 
-  private sendAppend(to: NodeId, sendIfEmpty = true): boolean {
+  /**
+   * `askAck` false (broadcasts of a new commit index or of new proposals): an append that carries no
+   * entries to a follower in replicate state asks no answer (noAck). Its answer would only repeat
+   * what the answers to the appends that carried those entries tell; if one of those is lost, the
+   * heartbeat answer path sends an append that does ask (askAck true), and a follower that does not
+   * hold prevIndex rejects, which is always answered.
+   */
+  private sendAppend(to: NodeId, sendIfEmpty = true, askAck = true): boolean {
     const pr = this.prs.get(to);
     if (!pr || to === this.id || pr.isPaused()) return false;
     const prevIndex = pr.next - 1;
@@ -571,7 +578,10 @@ export class Raft {
     if (ents.length === 0 && !sendIfEmpty) return false;
     let bytes = 0;
     for (const e of ents) bytes += entryBytes(e);
-    this.send({ type: 'append', to, prevIndex, prevTerm, entries: ents, commit: this.log.committed });
+    const m: Outgoing = { type: 'append', to, prevIndex, prevTerm, entries: ents, commit: this.log.committed };
+    // Liveness (recentActive) still comes from heartbeat answers.
+    if (ents.length === 0 && pr.state === 'replicate' && (!askAck || pr.match === prevIndex)) m.noAck = true;
+    this.send(m);
     pr.sentEntries(ents.length, bytes);
     return true;
   }
@@ -588,7 +598,7 @@ export class Raft {
 
   bcastAppend(): void {
     this.bcastPending = false;
-    for (const id of this.prs.keys()) if (id !== this.id) this.sendAppend(id);
+    for (const id of this.prs.keys()) if (id !== this.id) this.sendAppend(id, true, false);
   }
 
   /** Send the appends deferred by propose(); called when the host collects a Ready. */

@@ -55,7 +55,13 @@ export interface Snapshot {
 
 /** Raft messages, a union on `type`; `from`, `to`, `term` on all. */
 export type Message =
-  | { type: 'append'; from: NodeId; to: NodeId; term: number; prevIndex: number; prevTerm: number; entries: Entry[]; commit: number; leaseMs?: number }
+  /**
+   * `noAck`: the leader needs no answer — the append carries no entries, only a new commit index for
+   * a follower in replicate state, whose answers to the appends that carried the entries tell the
+   * leader everything this answer would (see Raft.sendAppend). A follower still answers when it must
+   * reject.
+   */
+  | { type: 'append'; from: NodeId; to: NodeId; term: number; prevIndex: number; prevTerm: number; entries: Entry[]; commit: number; leaseMs?: number; noAck?: boolean }
   | { type: 'appendResp'; from: NodeId; to: NodeId; term: number; index: number; reject: boolean; rejectHint: number; rejectTermHint?: number }
   | { type: 'heartbeat'; from: NodeId; to: NodeId; term: number; commit: number; context?: Uint8Array; leaseTick?: number }
   | { type: 'heartbeatResp'; from: NodeId; to: NodeId; term: number; context?: Uint8Array; leaseTick?: number }

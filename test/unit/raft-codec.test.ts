@@ -14,7 +14,7 @@ const hdr = { from: nodeId, to: nodeId, term: u };
 const hint = fc.integer({ min: -(2 ** 51), max: 2 ** 51 });
 
 const message: fc.Arbitrary<Message> = fc.oneof(
-  fc.record({ type: fc.constant('append' as const), ...hdr, prevIndex: u, prevTerm: u, entries: fc.array(entry, { maxLength: 8 }), commit: u, leaseMs: fc.double({ noNaN: true }) }, { requiredKeys: ['type', 'from', 'to', 'term', 'prevIndex', 'prevTerm', 'entries', 'commit'] }),
+  fc.record({ type: fc.constant('append' as const), ...hdr, prevIndex: u, prevTerm: u, entries: fc.array(entry, { maxLength: 8 }), commit: u, leaseMs: fc.double({ noNaN: true }), noAck: fc.constant(true) }, { requiredKeys: ['type', 'from', 'to', 'term', 'prevIndex', 'prevTerm', 'entries', 'commit'] }),
   fc.record({ type: fc.constant('appendResp' as const), ...hdr, index: u, reject: fc.boolean(), rejectHint: hint, rejectTermHint: hint }, { requiredKeys: ['type', 'from', 'to', 'term', 'index', 'reject', 'rejectHint'] }),
   fc.record({ type: fc.constant('heartbeat' as const), ...hdr, commit: u, context: bytes, leaseTick: fc.double({ noNaN: true }) }, { requiredKeys: ['type', 'from', 'to', 'term', 'commit'] }),
   fc.record({ type: fc.constant('heartbeatResp' as const), ...hdr, context: bytes, leaseTick: fc.double({ noNaN: true }) }, { requiredKeys: ['type', 'from', 'to', 'term'] }),

@@ -131,6 +131,30 @@ describe('raft rules', () => {
     expect(toLive.length).toBeGreaterThanOrEqual(6);
   });
 
+  it('raft: a commit-only append to a caught-up follower asks no answer; a follower that must reject still answers', () => {
+    const g = new Group(['1', '2', '3']);
+    g.elect('1');
+    for (let i = 0; i < 5; i++) {
+      g.node('1').propose(new Uint8Array([i]));
+      const sent = g.stabilize();
+      const appends = sent.filter((m): m is Extract<Message, { type: 'append' }> => m.type === 'append');
+      // Entries always want an answer; a commit-only append to a follower whose ack the leader has
+      // seen does not, and gets none (one whose ack is still on its way is asked, to be safe).
+      for (const m of appends) if (m.noAck) expect(m.entries).toHaveLength(0);
+      expect(appends.some((m) => m.noAck)).toBe(true);
+      const answers = sent.filter((m) => m.type === 'appendResp');
+      expect(answers).toHaveLength(appends.filter((m) => !m.noAck).length);
+      for (const id of ['2', '3']) expect(g.node(id).status().commit).toBe(g.node('1').status().commit);
+    }
+    // A follower whose log does not match answers with a rejection even when told not to answer.
+    const f = g.node('2');
+    const last = f.status().commit;
+    f.step({ type: 'append', from: n('1'), to: n('2'), term: f.status().term, prevIndex: last, prevTerm: 99, entries: [], commit: last, noAck: true });
+    const rd = f.ready();
+    expect(rd.messages).toMatchObject([{ type: 'appendResp', reject: true }]);
+    f.advance(rd);
+  });
+
   it('raft: an append message respects maxSizePerMsgBytes but carries at least one entry', () => {
     const g = new Group(['1', '2'], { maxSizePerMsgBytes: 100 });
     g.elect('1');

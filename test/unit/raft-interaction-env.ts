@@ -280,7 +280,7 @@ export function formatMessage(m: Message): string {
   const h = `${m.from}->${m.to} ${m.type} t${m.term}`;
   switch (m.type) {
     case 'append':
-      return `${h} prev=${m.prevIndex}/${m.prevTerm} commit=${m.commit}${m.entries.length ? ` entries=[${m.entries.map(formatEntry).join(', ')}]` : ''}`;
+      return `${h} prev=${m.prevIndex}/${m.prevTerm} commit=${m.commit}${m.entries.length ? ` entries=[${m.entries.map(formatEntry).join(', ')}]` : ''}${m.noAck ? ' noack' : ''}`;
     case 'appendResp':
       return m.reject ? `${h} REJECT index=${m.index} hint=${m.rejectHint}/${m.rejectTermHint ?? 0}` : `${h} index=${m.index}`;
     case 'heartbeat':
