@@ -29,9 +29,11 @@ export class BenchCluster {
 
   /**
    * noAliasPortShift: port offset used when loopback aliases do not work (keeps callers' ranges apart);
-   * tserverNodeArgs: extra node options for tserver i (e.g. --cpu-prof on one of them).
+   * tserverNodeArgs: extra node options for tserver i (e.g. --cpu-prof on one of them);
+   * logLevel: of every server (default warn; info adds one line per leadership change and the like).
    */
-  async start(tservers: number, hostBase: number, tserverFlags: string[] = [], opts: { noAliasPortShift?: number; tserverNodeArgs?: (i: number) => string[] } = {}): Promise<void> {
+  async start(tservers: number, hostBase: number, tserverFlags: string[] = [], opts: { noAliasPortShift?: number; tserverNodeArgs?: (i: number) => string[]; logLevel?: string } = {}): Promise<void> {
+    const logLevel = `--log_level=${opts.logLevel ?? 'warn'}`;
     const cli = path.resolve(__dirname, '../cli/main.js');
     this.unguard ??= guardChildren(() => this.killAllNow());
     const aliases = await loopbackAliasesWork();
@@ -45,10 +47,10 @@ export class BenchCluster {
       fs.closeSync(fd);
       this.servers.push({ role, rpcAddress, webAddress, child });
     };
-    run('master', this.masterAddress, this.masterWeb, [`--rpc_bind_addresses=${this.masterAddress}`, `--webserver_port=${port(7000, 0)}`, `--fs_data_dirs=${path.join(this.baseDir, 'm0')}`, '--log_level=warn']);
+    run('master', this.masterAddress, this.masterWeb, [`--rpc_bind_addresses=${this.masterAddress}`, `--webserver_port=${port(7000, 0)}`, `--fs_data_dirs=${path.join(this.baseDir, 'm0')}`, logLevel]);
     for (let i = 0; i < tservers; i++) {
       const addr = `${host(i)}:${port(9100, i)}`;
-      run('tserver', addr, `${host(i)}:${port(9000, i)}`, [`--tserver_master_addrs=${this.masterAddress}`, `--rpc_bind_addresses=${addr}`, `--webserver_port=${port(9000, i)}`, `--fs_data_dirs=${path.join(this.baseDir, `t${i}`)}`, '--log_level=warn', ...tserverFlags], opts.tserverNodeArgs?.(i));
+      run('tserver', addr, `${host(i)}:${port(9000, i)}`, [`--tserver_master_addrs=${this.masterAddress}`, `--rpc_bind_addresses=${addr}`, `--webserver_port=${port(9000, i)}`, `--fs_data_dirs=${path.join(this.baseDir, `t${i}`)}`, logLevel, ...tserverFlags], opts.tserverNodeArgs?.(i));
     }
     const end = Date.now() + 60_000;
     for (;;) {
@@ -61,6 +63,35 @@ export class BenchCluster {
       if (Date.now() > end) throw new Error(`bench cluster did not come up; logs in ${this.baseDir}`);
       await new Promise((r) => setTimeout(r, 200));
     }
+  }
+
+  /**
+   * Tablet leadership changes the tservers logged at or after `sinceMs` (Unix ms): lines "became
+   * leader" (servers must run at log level info; see start()).
+   */
+  leaderChangesSince(sinceMs: number): number {
+    let n = 0;
+    for (const f of fs.readdirSync(this.baseDir)) {
+      if (!f.startsWith('tserver-') || !f.endsWith('.log')) continue;
+      for (const line of fs.readFileSync(path.join(this.baseDir, f), 'utf8').split('\n')) {
+        if (!line.includes('"became leader"')) continue;
+        try {
+          const rec = JSON.parse(line) as { time?: unknown };
+          if (typeof rec.time === 'number' && rec.time >= sinceMs) n++;
+        } catch {
+          // a torn last line
+        }
+      }
+    }
+    return n;
+  }
+
+  /** Copy every server's log into `dir` (before stop() removes them); the files copied. */
+  saveLogs(dir: string): string[] {
+    fs.mkdirSync(dir, { recursive: true });
+    const logs = fs.readdirSync(this.baseDir).filter((f) => f.endsWith('.log'));
+    for (const f of logs) fs.copyFileSync(path.join(this.baseDir, f), path.join(dir, f));
+    return logs;
   }
 
   tservers(): BenchServer[] {

@@ -232,6 +232,8 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
     await tessera.start(3, TESSERA_HOST_BASE, ['--durable_wal_write=true'], {
       noAliasPortShift: TESSERA_NO_ALIAS_PORT_SHIFT,
       ...(o.profile ? { tserverNodeArgs: (i: number) => (i === 0 ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []) } : {}),
+      // info: one line per leadership change, counted below (an election under load explains a stall).
+      logLevel: 'info',
     });
     log(`tessera: 1 master + 3 tservers up (master ${tessera.masterAddress})`);
     const client = await TesseraClient.connect({ masterAddresses: [tessera.masterAddress], timeoutMs: 30_000 });
@@ -269,6 +271,7 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
     }
     const tableWorkloads = o.workloads.filter((w) => VS_WORKLOADS[w]);
     const runs: VsRun[] = [];
+    const loadStartMs = Date.now();
     for (let round = 1; round <= o.rounds; round++) {
       for (const w of tableWorkloads) {
         const def = VS_WORKLOADS[w];
@@ -310,11 +313,22 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
         await c.close().catch(() => undefined);
       }
     }
+    const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+    // Leadership changes while the load ran: none are planned then, so each is an election (or a
+    // balancing move) that aborts in-flight transactions and stalls its tablet. Keep the logs then.
+    const leaderChanges = tessera.leaderChangesSince(loadStartMs);
+    const tesseraErrors = runs.filter((r) => r.system === 'tessera').reduce((a, r) => a + r.errors, 0);
+    notes.set('leader changes', `${leaderChanges} tablet leadership change(s) in tessera while the workloads ran`);
+    if (leaderChanges > 0 || tesseraErrors > 0) {
+      const logsDir = path.join(o.outDir, `vs-etcd-${stamp}-logs`);
+      tessera.saveLogs(logsDir);
+      notes.set('logs', `tessera server logs kept in ${logsDir} (${tesseraErrors} error(s), ${leaderChanges} leadership change(s))`);
+      log(notes.get('logs') ?? '');
+    }
     const rows = aggregate(tableWorkloads, runs, notes);
     const header = `## tessera vs etcd (${new Date().toISOString()})\n\n${o.rounds} round(s) × ${o.seconds} s after ${o.warmupSeconds} s warm-up (${firstWarmup} s in round 1); ${etcd ? 'etcd ' + (await etcdVersion(etcdBin)) : 'etcd SKIPPED (not installed)'}; values ${VALUE_BYTES} bytes; data on ${fsType ?? 'unknown fs'} (${os.tmpdir()}); medians of rounds; CPU = utime+stime per 1,000 ops.`;
-    const extra = ['apply lag', BIG_TXN, 'data dir'].filter((k) => notes.has(k)).map((k) => `- ${k}: ${notes.get(k) ?? ''}\n`).join('');
+    const extra = ['apply lag', BIG_TXN, 'data dir', 'leader changes', 'logs'].filter((k) => notes.has(k)).map((k) => `- ${k}: ${notes.get(k) ?? ''}\n`).join('');
     const md = renderMarkdown(rows, rss, header) + extra + (bigTxn ? '\n' + renderBigTxn(bigTxn) : '');
-    const stamp = new Date().toISOString().replace(/[:.]/g, '-');
     const jsonPath = path.join(o.outDir, `vs-etcd-${stamp}.json`);
     const mdPath = path.join(o.outDir, `vs-etcd-${stamp}.md`);
     const json = { options: o, etcd: etcd ? 'ran' : 'skipped', rows, rss, runs, ...(bigTxn ? { bigTxn } : {}), notes: Object.fromEntries(notes) };

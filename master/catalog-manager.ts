@@ -476,6 +476,7 @@ export class CatalogManager {
           const addr = this.addressOf(mv.from);
           if (!addr) continue;
           this.cooldown.set(mv.tabletId, now + TABLET_COOLDOWN_MS);
+          this.deps.log.info({ tablet: mv.tabletId, from: mv.from, to: mv.to }, 'balancing leaders: moving a tablet leader');
           call(addr, m.leaderStepdown, { tabletId: mv.tabletId, newLeaderUuid: mv.to }, { tablet: mv.tabletId, op: 'balance-leader' });
         }
       }

@@ -3,7 +3,11 @@
  * round, CPU per 1,000 ops), the apply-lag join of the tservers' txn-applies records, the big-txn and
  * load renderings, and section option parsing.
  */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { BenchCluster } from '../../bench/bench-cluster';
 import { applyLagOf, parseApplies, type ApplyRecord } from '../../bench/apply-lag';
 import { BIG_TXN_TARGETS, renderBigTxn } from '../../bench/big-txn';
 import { LOAD_DEFAULTS, renderLoad } from '../../bench/load-bench';
@@ -159,5 +163,25 @@ describe('bench big-txn, load and section options', () => {
     const o = parseVsArgs(['--vs', 'etcd', '--warmup', '1', '--first-warmup=2']);
     expect([o.warmupSeconds, o.firstWarmupSeconds]).toEqual([1, 2]);
     expect(() => parseVsArgs(['--vs', 'etcd', '--first-warmup', '-1'])).toThrow(/first-warmup/);
+  });
+
+  it('bench cluster: counts the "became leader" lines of tserver logs since a time, and keeps copies of the logs', async () => {
+    const c = new BenchCluster();
+    const line = (time: number, msg: string): string => JSON.stringify({ level: 30, time, name: 'tserver', tablet: 't1', msg });
+    fs.writeFileSync(path.join(c.baseDir, 'tserver-127.0.0.1:9100.log'), [line(1000, 'became leader'), line(2000, 'became leader'), line(2500, 'following a new leader'), ''].join('\n'));
+    fs.writeFileSync(path.join(c.baseDir, 'tserver-127.0.0.2:9100.log'), [line(3000, 'became leader'), '{"time":4000,"msg":"became le'].join('\n'));
+    fs.writeFileSync(path.join(c.baseDir, 'master-127.0.0.1:7100.log'), line(5000, 'became leader'));
+    expect(c.leaderChangesSince(0)).toBe(3); // tserver logs only; a torn last line is skipped
+    expect(c.leaderChangesSince(2000)).toBe(2);
+    expect(c.leaderChangesSince(3001)).toBe(0);
+    const keep = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-logs-'));
+    try {
+      expect(c.saveLogs(keep).sort()).toEqual(['master-127.0.0.1:7100.log', 'tserver-127.0.0.1:9100.log', 'tserver-127.0.0.2:9100.log']);
+      expect(fs.readFileSync(path.join(keep, 'master-127.0.0.1:7100.log'), 'utf8')).toContain('became leader');
+    } finally {
+      fs.rmSync(keep, { recursive: true, force: true });
+      await c.stop();
+    }
+    expect(fs.existsSync(c.baseDir)).toBe(false);
   });
 });

@@ -226,6 +226,8 @@ export class TabletPeer {
       createSnapshot: (index) => Promise.resolve(this.createSnapshot(index)),
       installSnapshot: (snap) => this.installSnapshot(snap),
       onLeaderChange: (c) => {
+        // Leadership is what a lab user follows (elections, transfers, balancing): one line each.
+        this.deps.log.info({ tablet: meta.tabletId, term: c.term, role: c.role, leader: c.leader || undefined }, c.isLeader ? 'became leader' : c.leader ? 'following a new leader' : 'no leader');
         this.deps.onLeaderChange?.(meta.tabletId, c);
         this.leaderListener?.(c);
       },
