@@ -66,10 +66,10 @@ export class BenchCluster {
   }
 
   /**
-   * Tablet leadership changes the tservers logged at or after `sinceMs` (Unix ms): lines "became
-   * leader" (servers must run at log level info; see start()).
+   * Tablet leadership changes the tservers logged in [fromMs, toMs] (Unix ms): lines "became leader"
+   * (servers must run at log level info; see start()).
    */
-  leaderChangesSince(sinceMs: number): number {
+  leaderChangesBetween(fromMs: number, toMs = Number.POSITIVE_INFINITY): number {
     let n = 0;
     for (const f of fs.readdirSync(this.baseDir)) {
       if (!f.startsWith('tserver-') || !f.endsWith('.log')) continue;
@@ -77,7 +77,7 @@ export class BenchCluster {
         if (!line.includes('"became leader"')) continue;
         try {
           const rec = JSON.parse(line) as { time?: unknown };
-          if (typeof rec.time === 'number' && rec.time >= sinceMs) n++;
+          if (typeof rec.time === 'number' && rec.time >= fromMs && rec.time <= toMs) n++;
         } catch {
           // a torn last line
         }

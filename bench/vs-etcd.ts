@@ -290,6 +290,7 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
         }
       }
     }
+    const loadEndMs = Date.now();
     const rss: PeakRss[] = targets.map((t) => {
       const peaks = t.serverPids().map(peakRssBytes);
       const known = peaks.filter((p): p is number => p !== undefined);
@@ -316,9 +317,9 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
     const stamp = new Date().toISOString().replace(/[:.]/g, '-');
     // Leadership changes while the load ran: none are planned then, so each is an election (or a
     // balancing move) that aborts in-flight transactions and stalls its tablet. Keep the logs then.
-    const leaderChanges = tessera.leaderChangesSince(loadStartMs);
+    const leaderChanges = tessera.leaderChangesBetween(loadStartMs, loadEndMs);
     const tesseraErrors = runs.filter((r) => r.system === 'tessera').reduce((a, r) => a + r.errors, 0);
-    notes.set('leader changes', `${leaderChanges} tablet leadership change(s) in tessera while the workloads ran`);
+    notes.set('leader changes', `${leaderChanges} tablet leadership change(s) in tessera while the workloads ran (big-txn, which creates its table, excluded)`);
     if (leaderChanges > 0 || tesseraErrors > 0) {
       const logsDir = path.join(o.outDir, `vs-etcd-${stamp}-logs`);
       tessera.saveLogs(logsDir);

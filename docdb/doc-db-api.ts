@@ -130,6 +130,11 @@ export interface DocDbApi {
   applyIntentsMany(items: readonly ApplyItem[]): Promise<void>;
   /** Write deferred clean-ups (apply-state deletes of applyIntentsMany) no later write carried yet. */
   flushDeferred(): Promise<void>;
+  /**
+   * Make everything both databases hold (frontiers included) durable: one synced write to each, which
+   * forces its RocksDB write-ahead log to disk up to there (group-committed with other syncs).
+   */
+  syncDurable(): Promise<void>;
   /** Conflicts `ops` of `txn` would have with other transactions' intents, or committed versions newer than `readHt`. */
   findConflicts(txn: TxnMeta, ops: readonly RowOp[], readHt: HybridTime): Promise<Conflict[]>;
   /**

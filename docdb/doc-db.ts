@@ -138,6 +138,10 @@ export class DocDb implements DocDbApi {
     return this.regularDb.db.flushRiders();
   }
 
+  async syncDurable(): Promise<void> {
+    await Promise.all([this.regularDb.db.syncBarrier(), this.intentsDb.db.syncBarrier()]);
+  }
+
   /**
    * Conflicts for `txn` writing `ops`. Without `resolveStatus` every conflicting intent of another
    * transaction is reported (the caller resolves their status); with it, committed ones become

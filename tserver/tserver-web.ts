@@ -160,6 +160,7 @@ export function registerTServerPages(d: TServerWebDeps): void {
           ['State', t.state],
           ['Role / term', `${t.role} / ${t.term}`],
           ['Commit index / applied index / last index', `${t.commitIndex} / ${t.appliedIndex} / ${t.lastIndex}`],
+          ['Raft log from index (older entries garbage-collected)', t.firstIndex],
           ['Frontier RegularDB (term.index)', `${t.frontier.regular.term}.${t.frontier.regular.index}`],
           ['Frontier IntentsDB (term.index)', `${t.frontier.intents.term}.${t.frontier.intents.index}`],
           ['RegularDB memtable / SST bytes', `${t.regulardb.memtableBytes} / ${t.regulardb.sstBytes}`],
@@ -295,6 +296,8 @@ export interface TabletDetail {
   commitIndex: number;
   appliedIndex: number;
   lastIndex: number;
+  /** First entry still in the Raft log (log GC discards what both databases hold durably below it). */
+  firstIndex: number;
   frontier: { regular: { term: number; index: number }; intents: { term: number; index: number } };
   regulardb: Sizes['regulardb'] & { memtablePeakBytes: number };
   intentsdb: Sizes['intentsdb'] & { memtablePeakBytes: number };
@@ -332,6 +335,7 @@ async function detailOf(p: TabletPeer, manager: TabletManager, trackers: TabletM
     commitIndex: st.commit,
     appliedIndex: st.appliedIndex,
     lastIndex: st.lastIndex,
+    firstIndex: p.logFirstIndex(),
     frontier: { regular: { term: f.regular.term, index: f.regular.index }, intents: { term: f.intents.term, index: f.intents.index } },
     regulardb: { ...sizes.regulardb, memtablePeakBytes: mem?.regularPeakBytes ?? sizes.regulardb.memtableBytes },
     intentsdb: { ...sizes.intentsdb, memtablePeakBytes: mem?.intentsPeakBytes ?? sizes.intentsdb.memtableBytes },

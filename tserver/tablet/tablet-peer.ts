@@ -719,21 +719,31 @@ export class TabletPeer {
     this.state = TabletState.RUNNING;
   }
 
+  /** First index still in the Raft log (entries below it were garbage-collected). */
+  logFirstIndex(): number {
+    return this.storage.firstIndex();
+  }
+
   /** Source side of remote bootstrap: consistent iterators over both databases (see SnapshotSessions). */
   engines(): { regular: KvEngine; intents: KvEngine } {
     return { regular: this.regular, intents: this.intents };
   }
 
   /**
-   * Log GC: flush both databases (their frontier read first, so the flush covers it) and discard the
-   * Raft log below it, keeping `retain` entries for followers that lag a little.
+   * Log GC: make both databases durable up to their frontier (read first, so the sync covers it) and
+   * discard the Raft log below it, keeping `retain` entries for followers that lag a little.
+   *
+   * Durable, not flushed: RocksDB keeps its own write-ahead log here, so one synced write to each
+   * database (an fsync) makes every batch before it survive a crash, as a memtable flush would. The
+   * flush this used to do went through CompactRange over the whole key space (the binding has no
+   * flush), which rewrote every SST file and held the tserver's only libuv thread — every other
+   * RocksDB call and WAL fsync of the process — for hundreds of milliseconds every log_gc_interval_ms.
    */
   async gcLog(retain: number): Promise<number> {
     if (this.state !== TabletState.RUNNING) return 0;
     const upTo = (await this.replayStart()) - retain;
     if (upTo < this.storage.firstIndex()) return 0;
-    await this.regular.flush();
-    await this.intents.flush();
+    await this.docdb.syncDurable();
     return this.raft.compactLog(upTo);
   }
 
