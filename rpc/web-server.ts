@@ -81,6 +81,12 @@ function statusOf(e: DbError): number {
       return 404;
     case ErrorCode.MESSAGE_TOO_LARGE:
       return 413;
+    // Expected while a leader is elected or a server stops: the caller retries (or follows the hint).
+    case ErrorCode.NOT_THE_LEADER:
+    case ErrorCode.LEADER_NOT_READY:
+    case ErrorCode.SERVICE_UNAVAILABLE:
+    case ErrorCode.SHUTTING_DOWN:
+      return 503;
     default:
       return 500;
   }

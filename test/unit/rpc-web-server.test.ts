@@ -55,6 +55,7 @@ describe('console kit (rpc/web-server)', () => {
       html: () => htmlTable(['id', 'note'], [['t-1', '<script>'], ['t-2', raw('<i>ok</i>')]]),
       json: () => ({ tablets: [{ tabletId: 't-1', term: 2n ** 60n }] }),
     });
+    web.route('/not-leader', { json: () => { throw new DbError(ErrorCode.NOT_THE_LEADER, 'this master is not the leader'); } });
     web.route('/boom', { html: () => Promise.reject(new Error('kaput')), json: () => { throw new DbError(ErrorCode.INTERNAL, 'kaput', { where: 'json' }); } });
     web.post('/api/v1/echo', (body) => ({ got: body }));
     await web.start();
@@ -140,6 +141,10 @@ describe('console kit (rpc/web-server)', () => {
     const boomPage = await request(web.address, '/boom');
     expect(boomPage.status).toBe(500);
     expect(boomPage.body).toContain('kaput');
+    // A follower's answer is not a failure: 503 with the code (the caller retries or follows the hint).
+    const follower = await request(web.address, '/api/v1/not-leader');
+    expect(follower.status).toBe(503);
+    expect(json(follower)).toMatchObject({ code: 'NOT_THE_LEADER' });
   });
 
   it('web: healthz, logs, metrics (JSON), prometheus-metrics and mem-trackers', async () => {
