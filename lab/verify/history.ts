@@ -86,6 +86,34 @@ export interface OpCounts {
   info: number;
 }
 
+/** What failed or ended unknown, grouped by reason (most frequent first). */
+export interface FailReason {
+  reason: string;
+  fail: number;
+  info: number;
+}
+
+/** The reason of a completion's error text: its error code when it starts with one, else its first words. */
+export function reasonOf(error: string | undefined): string {
+  if (!error) return 'no error text';
+  const code = /^([A-Z][A-Z0-9_]+):/.exec(error);
+  if (code) return code[1]!;
+  const head = error.split(' (')[0]!.trim();
+  return head.length > 60 ? `${head.slice(0, 57)}...` : head;
+}
+
+export function failReasons(history: readonly HistoryOp[]): FailReason[] {
+  const by = new Map<string, FailReason>();
+  for (const op of history) {
+    if (op.type !== 'fail' && op.type !== 'info') continue;
+    const reason = reasonOf(op.error);
+    let r = by.get(reason);
+    if (!r) by.set(reason, (r = { reason, fail: 0, info: 0 }));
+    r[op.type]++;
+  }
+  return [...by.values()].sort((a, b) => b.fail + b.info - (a.fail + a.info) || (a.reason < b.reason ? -1 : 1));
+}
+
 export function countOps(history: readonly HistoryOp[]): OpCounts {
   const c = { ok: 0, fail: 0, info: 0 };
   for (const op of history) if (op.type !== 'invoke') c[op.type]++;

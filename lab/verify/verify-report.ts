@@ -3,7 +3,7 @@
  * (a history counts only with >= 1,000 ok operations and >= 1 applied fault window), and the Markdown.
  */
 import type { DriverKind } from '../cluster-spec';
-import { countOps, type HistoryOp, type OpCounts } from './history';
+import { countOps, failReasons, type FailReason, type HistoryOp, type OpCounts } from './history';
 import type { FaultWindow } from './nemesis';
 import type { WorkloadVerdict } from './workload';
 
@@ -31,6 +31,8 @@ export interface WorkloadReport {
   verdict: VerdictWord;
   why: string;
   counts: OpCounts;
+  /** Failed and unknown completions by reason (error code), most frequent first. */
+  failReasons?: FailReason[];
   anomalies: Record<string, number>;
   lostWrites: number;
   faults: FaultUnavailability[];
@@ -103,7 +105,7 @@ export function judge(workload: string, history: readonly HistoryOp[], windows: 
     verdict = 'valid';
     why = `${counts.ok} ok ops under ${applied} fault window(s), no anomaly`;
   }
-  return { workload, verdict, why, counts, anomalies: v.anomalies, lostWrites: v.lostWrites, faults: unavailability(history, windows), details: v.details, seed, timeMs, ...(unsafe ? { unsafe } : {}) };
+  return { workload, verdict, why, counts, failReasons: failReasons(history), anomalies: v.anomalies, lostWrites: v.lostWrites, faults: unavailability(history, windows), details: v.details, seed, timeMs, ...(unsafe ? { unsafe } : {}) };
 }
 
 export function unavailableReport(workload: string, why: string, seed: number, timeMs: number): WorkloadReport {
@@ -121,6 +123,9 @@ export function markdownReport(reports: readonly WorkloadReport[], meta: { nemes
   const out: string[] = ['# tessera verify', '', `Command: \`${meta.command}\``, `Nemesis: ${meta.nemesis}`, `Driver: ${driver} — ${how}`, ''];
   for (const r of reports) {
     out.push(`## ${r.workload}: ${r.verdict}`, '', r.why, '', `seed ${r.seed}, ${r.timeMs} ms, ${r.driver ?? driver} driver; ok ${r.counts.ok}, fail ${r.counts.fail}, info ${r.counts.info}; lost writes ${r.lostWrites}`, '');
+    if (r.failReasons?.length) {
+      out.push(`Failed / unknown operations by reason: ${r.failReasons.map((f) => `${f.reason} ${f.fail} / ${f.info}`).join(', ')}`, '');
+    }
     const an = Object.entries(r.anomalies);
     out.push(`Anomalies: ${an.length ? an.map(([k, n]) => `${k} ${n}`).join(', ') : 'none'}`, '');
     if (r.unsafe) out.push(`**Unsafe configuration:** ${r.unsafe}.`, '');

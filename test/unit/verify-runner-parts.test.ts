@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DbError, ErrorCode } from '../../common/errors';
 import { buildSchedule, DEFAULT_MAX_CLOCK_SKEW_MS, parseNemesisKinds } from '../../lab/verify/nemesis-schedule';
 import { checkRegisterKey } from '../../lab/verify/linearizability';
-import { pairCalls, type HistoryOp } from '../../lab/verify/history';
+import { failReasons, pairCalls, reasonOf, type HistoryOp } from '../../lab/verify/history';
 import { historyCounts, judge, markdownReport, MIN_OK_OPS, unavailability, verdictLine } from '../../lab/verify/verify-report';
 import { completionOfError } from '../../lab/verify/workload';
 import type { FaultWindow } from '../../lab/verify/nemesis';
@@ -56,6 +56,29 @@ describe('verify: completions and verdicts', () => {
     expect(completionOfError(new DbError(ErrorCode.TIMED_OUT, 't'), true)).toBe('fail');
     expect(completionOfError(new DbError(ErrorCode.TIMED_OUT, 't'), false)).toBe('info');
     expect(completionOfError(new DbError(ErrorCode.INVALID_ARGUMENT, 'x'), false)).toBe('fail');
+  });
+
+  it('verify: failed and unknown completions are grouped by error code, most frequent first, and reported', () => {
+    const done = (i: number, type: HistoryOp['type'], error?: string): HistoryOp => ({ ...op(i, i, type, 'write', 'a', i), ...(error ? { error } : {}) });
+    const h = [
+      done(0, 'fail', 'TXN_CONFLICT: conflicts with txn 1'),
+      done(1, 'fail', 'TXN_CONFLICT: conflicts with txn 2'),
+      done(2, 'info', 'TIMED_OUT: write after 1000 ms'),
+      done(3, 'fail', 'TIMED_OUT: read after 1000 ms'),
+      done(4, 'fail', 'cas mismatch (read 3)'),
+      done(5, 'info'),
+      done(6, 'ok'),
+    ];
+    expect(reasonOf('NOT_THE_LEADER: tablet t: not the leader')).toBe('NOT_THE_LEADER');
+    expect(reasonOf('insufficient funds')).toBe('insufficient funds');
+    expect(failReasons(h)).toEqual([
+      { reason: 'TIMED_OUT', fail: 1, info: 1 },
+      { reason: 'TXN_CONFLICT', fail: 2, info: 0 },
+      { reason: 'cas mismatch', fail: 1, info: 0 },
+      { reason: 'no error text', fail: 0, info: 1 },
+    ]);
+    const r = judge('register', h, [], { valid: true, anomalies: {}, lostWrites: 0, details: [] }, 1, 10);
+    expect(markdownReport([r], { nemesis: 'kill', command: 'tessera verify' })).toContain('Failed / unknown operations by reason: TIMED_OUT 1 / 1, TXN_CONFLICT 2 / 0, cas mismatch 1 / 0, no error text 0 / 1');
   });
 
   it('verify: a history with too few ok ops or no fault window is vacuous, not valid', () => {
