@@ -46,6 +46,11 @@ export interface SystemFigures {
   /** CPU seconds per 1,000 ops over all rounds (sum of CPU / sum of ops). */
   serverCpuSecPer1kOps?: number;
   clientCpuSecPer1kOps?: number;
+  /**
+   * CPU cores kept busy while the workload ran, servers and load generators together (CPU seconds /
+   * wall seconds, per round): near the machine's core count, the run was CPU-bound.
+   */
+  coresBusy?: Spread;
 }
 
 /** Apply lag over rounds: medians of the rounds' percentiles, the largest lag, summed counts. */
@@ -112,6 +117,7 @@ function figures(runs: readonly VsRun[]): SystemFigures | undefined {
   const firstError = runs.find((r) => r.firstError)?.firstError;
   const serverCpu = per1k(runs, (r) => r.serverCpuSeconds);
   const clientCpu = per1k(runs, (r) => r.clientCpuSeconds);
+  const cores = defined(runs.map((r) => (r.serverCpuSeconds !== undefined && r.clientCpuSeconds !== undefined && r.seconds > 0 ? (r.serverCpuSeconds + r.clientCpuSeconds) / r.seconds : undefined)));
   return {
     rounds: runs.length,
     opsPerSec: spread(runs.map((r) => r.opsPerSec)),
@@ -124,6 +130,7 @@ function figures(runs: readonly VsRun[]): SystemFigures | undefined {
     ...(firstError !== undefined ? { firstError } : {}),
     ...(serverCpu !== undefined ? { serverCpuSecPer1kOps: serverCpu } : {}),
     ...(clientCpu !== undefined ? { clientCpuSecPer1kOps: clientCpu } : {}),
+    ...(cores.length === runs.length ? { coresBusy: spread(cores) } : {}),
   };
 }
 
@@ -165,15 +172,15 @@ export function renderMarkdown(rows: readonly VsRow[], rss: readonly PeakRss[], 
   const lines = [
     header,
     '',
-    '| workload | tessera ops/s | p50 ms | p99 ms | etcd ops/s | p50 ms | p99 ms | ratio t/e median (min–max) | server CPU s/1k ops t / e | client CPU s/1k ops t / e | errors t / e |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| workload | tessera ops/s | p50 ms | p99 ms | etcd ops/s | p50 ms | p99 ms | ratio t/e median (min–max) | server CPU s/1k ops t / e | client CPU s/1k ops t / e | cores busy t / e | errors t / e |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const r of rows) {
     const t = r.tessera;
     const e = r.etcd;
     const ratio = r.ratio ? `${f2(r.ratio.median)} (${f2(r.ratio.min)}–${f2(r.ratio.max)})` : 'n/a';
     lines.push(
-      `| ${r.workload} | ${f0(t?.opsPerSec.median)} | ${f2(t?.p50Ms.median)} | ${f2(t?.p99Ms.median)} | ${f0(e?.opsPerSec.median)} | ${f2(e?.p50Ms.median)} | ${f2(e?.p99Ms.median)} | ${ratio} | ${f3(t?.serverCpuSecPer1kOps)} / ${f3(e?.serverCpuSecPer1kOps)} | ${f3(t?.clientCpuSecPer1kOps)} / ${f3(e?.clientCpuSecPer1kOps)} | ${t?.errors ?? 'n/a'} / ${e?.errors ?? 'n/a'} |`,
+      `| ${r.workload} | ${f0(t?.opsPerSec.median)} | ${f2(t?.p50Ms.median)} | ${f2(t?.p99Ms.median)} | ${f0(e?.opsPerSec.median)} | ${f2(e?.p50Ms.median)} | ${f2(e?.p99Ms.median)} | ${ratio} | ${f3(t?.serverCpuSecPer1kOps)} / ${f3(e?.serverCpuSecPer1kOps)} | ${f3(t?.clientCpuSecPer1kOps)} / ${f3(e?.clientCpuSecPer1kOps)} | ${f2(t?.coresBusy?.median)} / ${f2(e?.coresBusy?.median)} | ${t?.errors ?? 'n/a'} / ${e?.errors ?? 'n/a'} |`,
     );
   }
   const mib = (b: number | undefined): string => (b === undefined ? 'n/a' : `${(b / (1024 * 1024)).toFixed(0)} MiB`);

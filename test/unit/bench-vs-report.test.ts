@@ -48,6 +48,17 @@ describe('bench vs-report', () => {
     expect(renderMarkdown([partial!], [], '# t')).toContain('n/a');
   });
 
+  it('bench report: cores busy is server + load-generator CPU per wall second, median over rounds', () => {
+    const withClient = (r: VsRun, client: number): VsRun => ({ ...r, clientCpuSeconds: client });
+    // 10 s rounds: (12 + 3) / 10 = 1.5, (16 + 4) / 10 = 2.0, (8 + 2) / 10 = 1.0 cores.
+    const [row] = aggregate(['put-c64'], [withClient(run(1, 'tessera', 100, 12), 3), withClient(run(2, 'tessera', 100, 16), 4), withClient(run(3, 'tessera', 100, 8), 2)]);
+    expect(row?.tessera?.coresBusy).toEqual({ median: 1.5, min: 1, max: 2 });
+    expect(renderMarkdown([row!], [], '# t')).toContain('| 1.50 / n/a |');
+    // A round without a client CPU sample: no figure rather than a low one.
+    const [partial] = aggregate(['put-c64'], [withClient(run(1, 'tessera', 100, 12), 3), run(2, 'tessera', 100, 16)]);
+    expect(partial?.tessera?.coresBusy).toBeUndefined();
+  });
+
   it('bench report: a skipped workload keeps its row with its note', () => {
     const rows = aggregate(['put-c64', 'txn2-c64'], [run(1, 'tessera', 10)], new Map([['txn2-c64', 'skipped: no transactions']]));
     expect(rows.map((r) => r.workload)).toEqual(['put-c64', 'txn2-c64']);
