@@ -21,6 +21,7 @@ import { BenchCluster } from './bench-cluster';
 import { EtcdCluster, findEtcd } from './etcd-cluster';
 import { measureApplyLag, type ApplyLagFigures } from './apply-lag';
 import { BIG_TXN_DEFAULTS, renderBigTxn, runBigTxn, type BigTxnResult } from './big-txn';
+import { counterDelta, scrapeCounters, type IoCounters } from './io-costs';
 import { cpuSeconds, cpuSecondsSum, filesystemType, peakRssBytes } from './proc-stats';
 import { waitForTransactions, type LoadResult, type LoadSpec, type VsOp, type VsSystem } from './vs-loadgen';
 import { aggregate, renderMarkdown, type PeakRss, type VsRun } from './vs-report';
@@ -123,6 +124,8 @@ interface Target {
   system: VsSystem;
   serverPids: () => Array<number | undefined>;
   spec: Partial<LoadSpec>;
+  /** The servers' work counters (tessera: bench/io-costs.ts), read at measure-start and measure-end. */
+  counters?: () => Promise<IoCounters>;
 }
 
 function log(line: string): void {
@@ -137,6 +140,8 @@ interface LoadgenRun {
   /** Wall clock (µs since the epoch) when the load generator said measure-start / measure-end. */
   measureStartMicros?: number;
   measureEndMicros?: number;
+  /** Change of the target's work counters over the measured window. */
+  counters?: Record<string, number>;
 }
 
 async function runLoadgen(target: Target, spec: LoadSpec): Promise<LoadgenRun> {
@@ -153,6 +158,14 @@ async function runLoadgen(target: Target, spec: LoadSpec): Promise<LoadgenRun> {
   let result: LoadResult | undefined;
   let startMicros: number | undefined;
   let endMicros: number | undefined;
+  // Started at the marks, awaited after the run (a failed read only loses the cost table's column).
+  let k0: Promise<IoCounters | undefined> | undefined;
+  let k1: Promise<IoCounters | undefined> | undefined;
+  const readCounters = (): Promise<IoCounters | undefined> | undefined =>
+    target.counters?.().catch((e: unknown) => {
+      log(`${target.system}: reading the servers' counters failed (${e instanceof Error ? e.message : String(e)}); no cost per operation for this run`);
+      return undefined;
+    });
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   for await (const line of readline.createInterface({ input: child.stdout })) {
     let ev: { event?: string };
@@ -165,10 +178,12 @@ async function runLoadgen(target: Target, spec: LoadSpec): Promise<LoadgenRun> {
       startMicros = Date.now() * 1000;
       s0 = cpuSecondsSum(target.serverPids());
       c0 = cpuSeconds(child.pid);
+      k0 = readCounters();
     } else if (ev.event === 'measure-end') {
       endMicros = Date.now() * 1000;
       s1 = cpuSecondsSum(target.serverPids());
       c1 = cpuSeconds(child.pid);
+      k1 = readCounters();
     } else if (ev.event === 'result') {
       result = ev as LoadResult;
     }
@@ -176,7 +191,9 @@ async function runLoadgen(target: Target, spec: LoadSpec): Promise<LoadgenRun> {
   const code = await exited;
   clearTimeout(timer);
   if (!result) throw new Error(`load generator (${spec.system} ${spec.op}) exited with ${String(code)} without a result: ${stderr.trim()}`);
+  const [before, after] = await Promise.all([k0, k1]);
   return {
+    ...(before && after ? { counters: counterDelta(before, after) } : {}),
     result,
     ...(s0 !== undefined && s1 !== undefined ? { serverCpu: s1 - s0 } : {}),
     ...(c0 !== undefined && c1 !== undefined ? { clientCpu: c1 - c0 } : {}),
@@ -204,6 +221,7 @@ function toRun(round: number, workload: string, system: VsSystem, r: LoadgenRun,
     ...(r.serverCpu !== undefined ? { serverCpuSeconds: r.serverCpu } : {}),
     ...(r.clientCpu !== undefined ? { clientCpuSeconds: r.clientCpu } : {}),
     clientPeakRssBytes: r.result.maxRssBytes,
+    ...(r.counters ? { counters: r.counters } : {}),
   };
   h.destroy();
   ch?.destroy();
@@ -258,7 +276,12 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
       log(`etcd: 3 members up (leader ${etcd.leaderUrl}); load goes to the leader`);
     }
     const targets: Target[] = [
-      { system: 'tessera', serverPids: () => tessera.servers.map((s) => s.child.pid), spec: { masterAddresses: tessera.masterAddress, table: TABLE } },
+      {
+        system: 'tessera',
+        serverPids: () => tessera.servers.map((s) => s.child.pid),
+        spec: { masterAddresses: tessera.masterAddress, table: TABLE },
+        counters: () => scrapeCounters(tessera.servers.filter((s) => s.role === 'tserver').map((s) => s.webAddress)),
+      },
       ...(etcd ? [{ system: 'etcd' as const, serverPids: () => etcd.pids(), spec: { etcdUrl: etcd.leaderUrl } }] : []),
     ];
     const base = (t: Target, op: VsOp, concurrency: number, warmupSeconds: number, seconds: number): LoadSpec => ({ system: t.system, op, concurrency, warmupSeconds, seconds, readKeys: o.readKeys, valueBytes: VALUE_BYTES, ...t.spec });

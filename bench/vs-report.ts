@@ -4,6 +4,7 @@
  * round), then a Markdown table. No I/O here, so it can be checked without any cluster.
  */
 import type { ApplyLagFigures } from './apply-lag';
+import { costPerOp, sortCostKeys } from './io-costs';
 import type { VsSystem } from './vs-loadgen';
 
 export interface VsRun {
@@ -25,6 +26,8 @@ export interface VsRun {
   serverCpuSeconds?: number;
   clientCpuSeconds?: number;
   clientPeakRssBytes?: number;
+  /** Change of the servers' work counters over the measured window (bench/io-costs.ts; tessera only). */
+  counters?: Record<string, number>;
 }
 
 export interface Spread {
@@ -51,6 +54,8 @@ export interface SystemFigures {
    * wall seconds, per round): near the machine's core count, the run was CPU-bound.
    */
   coresBusy?: Spread;
+  /** Work counters per completed operation, over all rounds (sum of changes / sum of ops). */
+  costPerOp?: Record<string, number>;
 }
 
 /** Apply lag over rounds: medians of the rounds' percentiles, the largest lag, summed counts. */
@@ -117,6 +122,7 @@ function figures(runs: readonly VsRun[]): SystemFigures | undefined {
   const firstError = runs.find((r) => r.firstError)?.firstError;
   const serverCpu = per1k(runs, (r) => r.serverCpuSeconds);
   const clientCpu = per1k(runs, (r) => r.clientCpuSeconds);
+  const cost = costPerOp(runs);
   const cores = defined(runs.map((r) => (r.serverCpuSeconds !== undefined && r.clientCpuSeconds !== undefined && r.seconds > 0 ? (r.serverCpuSeconds + r.clientCpuSeconds) / r.seconds : undefined)));
   return {
     rounds: runs.length,
@@ -131,6 +137,7 @@ function figures(runs: readonly VsRun[]): SystemFigures | undefined {
     ...(serverCpu !== undefined ? { serverCpuSecPer1kOps: serverCpu } : {}),
     ...(clientCpu !== undefined ? { clientCpuSecPer1kOps: clientCpu } : {}),
     ...(cores.length === runs.length ? { coresBusy: spread(cores) } : {}),
+    ...(cost ? { costPerOp: cost } : {}),
   };
 }
 
@@ -202,8 +209,25 @@ export function renderMarkdown(rows: readonly VsRow[], rss: readonly PeakRss[], 
     }
     lines.push('', 'Apply lag: transaction commit (commit hybrid time) → intents applied on every replica of every participant tablet, from each tserver\'s /api/v1/txn-applies; only transactions committed in the measured window and reported by all 3 replicas of each of their (≥ 2) tablets count as complete.');
   }
+  lines.push(...renderCosts(rows));
   const notes = rows.filter((r) => r.note).map((r) => `- ${r.workload}: ${r.note ?? ''}`);
   const errs = rows.flatMap((r) => [r.tessera?.firstError ? `- ${r.workload} tessera first error: ${r.tessera.firstError}` : '', r.etcd?.firstError ? `- ${r.workload} etcd first error: ${r.etcd.firstError}` : ''].filter(Boolean));
   if (notes.length || errs.length) lines.push('', ...notes, ...errs);
   return lines.join('\n') + '\n';
+}
+
+/** Table: each counter per completed operation (rows) for each tessera workload (columns). */
+export function renderCosts(rows: readonly VsRow[]): string[] {
+  const cols = rows.filter((r) => r.tessera?.costPerOp);
+  if (cols.length === 0) return [];
+  const keys = sortCostKeys([...new Set(cols.flatMap((r) => Object.keys(r.tessera!.costPerOp!)))]);
+  const fmt = (x: number | undefined): string => (x === undefined ? '–' : x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
+  return [
+    '',
+    `| tessera, whole cluster, per completed operation | ${cols.map((r) => r.workload).join(' | ')} |`,
+    `|---|${cols.map(() => '---:').join('|')}|`,
+    ...keys.map((k) => `| ${k} | ${cols.map((r) => fmt(r.tessera!.costPerOp![k])).join(' | ')} |`),
+    '',
+    'Counted on every tserver (/prometheus-metrics: tserver_rpc_ops_total, tserver_raft_messages, tserver_raft_batches, tserver_log_fsyncs, tserver_docdb_write_batches, tserver_docdb_write_ops) at the start and end of each measured window; the change over all rounds divided by the operations completed. A put is one row; a transaction is the whole 2-row transaction. Counts move far less with the machine\'s speed than ops/s (batching still follows the load).',
+  ];
 }

@@ -5,6 +5,7 @@
  */
 import type { HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
+import type { WriteCounts } from './frontier-db';
 
 /** A column or key value. bigint = int64, number = double, Uint8Array = bytes. */
 export type Primitive = null | boolean | bigint | number | string | Uint8Array;
@@ -159,6 +160,8 @@ export interface DocDbApi {
   /** The newest op id whose effects each database holds (replay the Raft log after the smaller one). */
   frontier(): Promise<{ regular: OpId; intents: OpId }>;
   sizes(): Promise<DbSizes>;
+  /** Write batches and ops each database was asked for since this replica opened them. */
+  writeCounts(): { regulardb: WriteCounts; intentsdb: WriteCounts };
   /** Digest of RegularDB's data keys (with versions) and values, to compare replicas. */
   regularChecksum(): Promise<{ sha256: string; entries: number; bytes: number }>;
   /** Garbage-collect versions below the history cutoff (never what a registered reader may still see). */

@@ -29,7 +29,7 @@ import type {
   TxnMeta,
 } from './doc-db-api';
 import { DOCDB_ROW_CACHE_BYTES, TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC, TXN_MAX_APPLY_BATCH_RECORDS } from './docdb-flags';
-import { FrontierDb } from './frontier-db';
+import { FrontierDb, type WriteCounts } from './frontier-db';
 import { gcRegular, type GcResult } from './gc';
 import { IntentAwareReader, readRestart } from './intent-aware-reader';
 import { RowCache } from './row-cache';
@@ -272,6 +272,10 @@ export class DocDb implements DocDbApi {
       regulardb: { memtableBytes: r.memtableBytes, sstBytes: r.sstBytes, rowCache: { rows: this.rowCache.size, bytes: this.rowCache.usedBytes, hits: this.rowCache.metrics.hits, misses: this.rowCache.metrics.misses } },
       intentsdb: { memtableBytes: i.memtableBytes, sstBytes: i.sstBytes, intentCount: this.intentsDb.intentCount },
     };
+  }
+
+  writeCounts(): { regulardb: WriteCounts; intentsdb: WriteCounts } {
+    return { regulardb: { ...this.regularDb.db.writeCounts }, intentsdb: { ...this.intentsDb.db.writeCounts } };
   }
 
   /** Digest of RegularDB's data (keys with versions, values) for comparing replicas. */

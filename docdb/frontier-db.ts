@@ -6,6 +6,17 @@ import type { KvEngine, KvOp } from './kv-engine';
 import type { OpId } from './doc-db-api';
 import { decodeOpId, encodeOpId, FRONTIER_KEY, OP_ID_ZERO, opIdMax, SYNC_MARK_KEY } from './frontier';
 
+/** What this database was asked to write since it opened (each batch is one engine call: one RocksDB write). */
+export interface WriteCounts {
+  batches: number;
+  /** Of `batches`, the synced ones (a RocksDB WAL fsync each). */
+  syncedBatches: number;
+  /** Ops in those batches by kind; a delRange counts once, before it is expanded into point deletes. */
+  puts: number;
+  dels: number;
+  delRanges: number;
+}
+
 export class FrontierDb {
   private constructor(
     readonly engine: KvEngine,
@@ -19,6 +30,19 @@ export class FrontierDb {
 
   get frontier(): OpId {
     return this.current;
+  }
+
+  readonly writeCounts: WriteCounts = { batches: 0, syncedBatches: 0, puts: 0, dels: 0, delRanges: 0 };
+
+  private count(ops: readonly KvOp[], sync: boolean): void {
+    const c = this.writeCounts;
+    c.batches++;
+    if (sync) c.syncedBatches++;
+    for (const o of ops) {
+      if (o.type === 'put') c.puts++;
+      else if (o.type === 'del') c.dels++;
+      else c.delRanges++;
+    }
   }
 
   private syncWaiters: Array<{ resolve: () => void; reject: (e: unknown) => void }> = [];
@@ -41,8 +65,10 @@ export class FrontierDb {
     const waiters = this.syncWaiters;
     this.syncWaiters = [];
     this.syncing = true;
+    const mark: KvOp[] = [{ type: 'put', key: SYNC_MARK_KEY, value: Buffer.alloc(0) }];
+    this.count(mark, true);
     this.engine
-      .write([{ type: 'put', key: SYNC_MARK_KEY, value: Buffer.alloc(0) }], { sync: true })
+      .write(mark, { sync: true })
       .then(
         () => {
           for (const w of waiters) w.resolve();
@@ -92,6 +118,7 @@ export class FrontierDb {
     this.prepareWrite?.(ops);
     ops.push({ type: 'put', key: FRONTIER_KEY, value: encodeOpId(f) });
     const obs = this.writeObserver;
+    this.count(ops, sync);
     obs?.beginWrite(ops);
     try {
       await this.engine.write(ops, { sync });

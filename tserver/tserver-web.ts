@@ -8,6 +8,7 @@
  * seen by any sample (every console read, every metrics scrape and a periodic sampler), so a spike
  * between two samples can be missed — the same best-effort a sampled gauge gives.
  */
+import type { Gauge } from 'prom-client';
 import { DbError, ErrorCode } from '../common/errors';
 import { escapeHtml, htmlTable, link, raw } from '../rpc/html';
 import type { Metrics } from '../rpc/metrics';
@@ -98,6 +99,8 @@ export interface TServerWebDeps {
   tabletsJson(): Promise<TabletsJson>;
   /** Running transactions on this server's coordinators (status tablets) and participants. */
   transactions?: () => Promise<TransactionsJson>;
+  /** Raft traffic counters of the server's consensus transport. */
+  raftTransport?: () => { messagesSent: number; messagesReceived: number; batchesSent: number; batchesReceived: number };
 }
 
 function hex4(n: number): string {
@@ -264,6 +267,55 @@ export function registerTServerPages(d: TServerWebDeps): void {
   gauge('mem_tracker_RegularDB_MemTable', (m) => m.regularBytes);
   gauge('mem_tracker_IntentsDB_MemTable', (m) => m.intentsBytes);
   d.metrics.gauge('tablets_hosted', 'Tablet replicas this server hosts', [], (g) => g.set(d.manager().list().length));
+  registerIoGauges(d);
+}
+
+/**
+ * What the work cost in disk calls, per tablet replica since it opened (gauges: a replica that is
+ * deleted or reopened starts again) and in Raft traffic since the server started. Dividing the change
+ * over a run by the operations it did gives the cost of one operation (the benchmark does).
+ */
+function registerIoGauges(d: TServerWebDeps): void {
+  const perTablet = (name: string, help: string, labels: readonly string[], set: (g: Gauge<string>, tabletId: string, io: NonNullable<ReturnType<TabletPeer['ioCounts']>>) => void): void => {
+    d.metrics.gauge(name, help, ['tablet_id', ...labels], (g) => {
+      g.reset();
+      for (const p of d.manager().list()) {
+        const io = p.ioCounts();
+        if (io) set(g, p.tabletId, io);
+      }
+    });
+  };
+  perTablet('tserver_docdb_write_batches', 'Write batches (one RocksDB write call each) per tablet replica and database since it opened; synced="true": with a WAL fsync', ['db', 'synced'], (g, tablet_id, io) => {
+    for (const db of ['regulardb', 'intentsdb'] as const) {
+      const c = io.docdb[db];
+      g.set({ tablet_id, db, synced: 'true' }, c.syncedBatches);
+      g.set({ tablet_id, db, synced: 'false' }, c.batches - c.syncedBatches);
+    }
+  });
+  perTablet('tserver_docdb_write_ops', 'Ops in those write batches by kind (put, del, del_range) per tablet replica and database', ['db', 'op'], (g, tablet_id, io) => {
+    for (const db of ['regulardb', 'intentsdb'] as const) {
+      const c = io.docdb[db];
+      g.set({ tablet_id, db, op: 'put' }, c.puts);
+      g.set({ tablet_id, db, op: 'del' }, c.dels);
+      g.set({ tablet_id, db, op: 'del_range' }, c.delRanges);
+    }
+  });
+  perTablet('tserver_log_fsyncs', 'fdatasync calls on the Raft log segments of a tablet replica since it opened', [], (g, tablet_id, io) => {
+    if (io.logFsyncs !== undefined) g.set({ tablet_id }, io.logFsyncs);
+  });
+  const raft = d.raftTransport;
+  if (raft) {
+    d.metrics.gauge('tserver_raft_messages', 'Raft messages this server sent or received since it started (all tablets; direction="sent"|"received")', ['direction'], (g) => {
+      const m = raft();
+      g.set({ direction: 'sent' }, m.messagesSent);
+      g.set({ direction: 'received' }, m.messagesReceived);
+    });
+    d.metrics.gauge('tserver_raft_batches', 'Raft batches (one frame per destination and event-loop turn) sent or received since the server started', ['direction'], (g) => {
+      const m = raft();
+      g.set({ direction: 'sent' }, m.batchesSent);
+      g.set({ direction: 'received' }, m.batchesReceived);
+    });
+  }
 }
 
 /** Counts handled RPCs by method (write/read/scan ops) without touching the service itself. */

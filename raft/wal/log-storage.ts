@@ -37,4 +37,6 @@ export interface LogStorage {
   /** Resolve once everything appended or set so far is durable (group commit: one fsync covers all). */
   sync(): Promise<void>;
   close(): Promise<void>;
+  /** Counters of a storage that writes files (absent for the in-memory one: no fsync to count). */
+  stats?(): { logFsyncs: number; syncRounds: number; appendCalls: number };
 }

@@ -31,6 +31,7 @@ interface Figures {
   commitP50Ms?: Spread;
   commitP99Ms?: Spread;
   applyLag?: { p50Ms?: Spread; p99Ms?: Spread; maxMs?: number; complete: number; incomplete: number };
+  costPerOp?: Record<string, number>;
 }
 interface Row {
   workload: string;
@@ -93,6 +94,13 @@ describe('bench (smoke)', () => {
         expect(lag, `${r.workload} apply lag (${json.notes['apply lag'] ?? ''})`).toBeDefined();
         expect(lag?.complete, `${r.workload}: some transactions applied on every replica`).toBeGreaterThan(0);
         expect(isNum(lag?.p50Ms?.median) && isNum(lag?.p99Ms?.median) && isNum(lag?.maxMs), `${r.workload} apply lag figures`).toBe(true);
+        // Counted work per transaction: about one commit each (transactions in flight at the window's
+        // edges make it inexact in a 1 s window), intents written.
+        const cost = r.tessera.costPerOp ?? {};
+        expect(cost['RPCs: CommitTransaction'], `${r.workload} cost per transaction: ${JSON.stringify(cost)}`).toBeGreaterThan(0.5);
+        expect(cost['RPCs: CommitTransaction'], `${r.workload} cost per transaction: ${JSON.stringify(cost)}`).toBeLessThan(2);
+        expect(cost['IntentsDB puts'], `${r.workload} intents per transaction`).toBeGreaterThan(0);
+        expect(md).toContain('per completed operation');
         continue;
       }
       expect(r.tessera?.rounds, `${r.workload} tessera`).toBe(1);

@@ -135,6 +135,12 @@ describe('tserver console', () => {
     // The transaction services' RPCs are counted like the tablet service's.
     const txnProm = (await Promise.all(cl.tservers.map(async (t) => (await httpRequest(`http://${t.webAddress}/prometheus-metrics`)).body))).join('\n');
     for (const m of ['CreateTransaction', 'CommitTransaction', 'UpdateTransaction']) expect(txnProm).toMatch(new RegExp(`tserver_rpc_ops_total\\{[^}]*method="${m}"[^}]*\\} [1-9]`));
+    // The work counters the benchmark divides per operation: intents written, a synced RegularDB batch
+    // (the apply), Raft log fsyncs and Raft messages.
+    expect(txnProm).toMatch(/tserver_docdb_write_ops\{[^}]*db="intentsdb"[^}]*op="put"[^}]*\} [1-9]/);
+    expect(txnProm).toMatch(/tserver_docdb_write_batches\{[^}]*db="regulardb"[^}]*synced="true"[^}]*\} [1-9]/);
+    expect(txnProm).toMatch(/tserver_log_fsyncs\{[^}]*tablet_id="[0-9a-f]+"[^}]*\} [1-9]/);
+    expect(txnProm).toMatch(/tserver_raft_messages\{[^}]*direction="sent"[^}]*\} [1-9]/);
     for (const a of applies) {
       expect(a.commitMicros).toBeGreaterThanOrEqual(beforeCommitMicros - 1_000_000);
       expect(a.appliedMicros).toBeGreaterThanOrEqual(a.commitMicros);

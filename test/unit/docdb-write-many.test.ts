@@ -34,12 +34,19 @@ for (const kind of ['memory', 'rocksdb'] as const) {
       const db = await DocDb.open({ regular: regular.engine, intents: await open('i') });
       try {
         const before = regular.writes();
+        const c0 = db.writeCounts().regulardb;
         await db.writeRegularMany([
           { ops: upsert(1, 'a1'), ht: ht(10), opId: { term: 1, index: 5 } },
           { ops: upsert(1, 'a2'), ht: ht(11), opId: { term: 1, index: 6 } },
           { ops: upsert(2, 'b'), ht: ht(12), opId: { term: 1, index: 7 } },
         ]);
         expect(regular.writes() - before).toBe(1);
+        // The counters the tserver exports (tserver_docdb_write_*) saw the same one batch: 3 versions + the frontier.
+        const c1 = db.writeCounts().regulardb;
+        expect(c1.batches - c0.batches).toBe(1);
+        expect(c1.syncedBatches - c0.syncedBatches).toBe(0);
+        expect(c1.puts - c0.puts).toBeGreaterThanOrEqual(4);
+        expect(c1.dels - c0.dels).toBe(0);
         expect(val(await db.getRow(key(1), at(ht(10))))).toBe('a1');
         expect(val(await db.getRow(key(1), at(ht(11))))).toBe('a2');
         expect(val(await db.getRow(key(2), at(ht(12))))).toBe('b');
@@ -54,8 +61,15 @@ for (const kind of ['memory', 'rocksdb'] as const) {
         expect((await db.frontier()).regular).toEqual({ term: 1, index: 8 });
         // All below the frontier: no write at all.
         const n = regular.writes();
+        const c2 = db.writeCounts();
         await db.writeRegularMany([{ ops: upsert(4, 'x'), ht: ht(14), opId: { term: 1, index: 8 } }]);
         expect(regular.writes()).toBe(n);
+        expect(db.writeCounts().regulardb.batches).toBe(c2.regulardb.batches);
+        // A durability barrier is one synced batch on each database.
+        await db.syncDurable();
+        expect(db.writeCounts().regulardb.syncedBatches).toBe(c2.regulardb.syncedBatches + 1);
+        expect(db.writeCounts().intentsdb.syncedBatches).toBe(c2.intentsdb.syncedBatches + 1);
+        expect(regular.writes()).toBe(n + 1);
         expect(await db.getRow(key(4), at(ht(20)))).toBeUndefined();
       } finally {
         await db.close();

@@ -724,6 +724,13 @@ export class TabletPeer {
     return this.storage.firstIndex();
   }
 
+  /** What this replica asked of its disks since it opened: WAL fsyncs, and write batches/ops per database (undefined until running). */
+  ioCounts(): { logFsyncs?: number; docdb: ReturnType<DocDbApi['writeCounts']> } | undefined {
+    if (this.state !== TabletState.RUNNING) return undefined;
+    const log = this.storage.stats?.();
+    return { ...(log ? { logFsyncs: log.logFsyncs } : {}), docdb: this.docdb.writeCounts() };
+  }
+
   /** Source side of remote bootstrap: consistent iterators over both databases (see SnapshotSessions). */
   engines(): { regular: KvEngine; intents: KvEngine } {
     return { regular: this.regular, intents: this.intents };

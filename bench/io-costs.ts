@@ -1,0 +1,96 @@
+/**
+ * What one operation costs the whole cluster, counted rather than timed: RPCs the tservers handled (by
+ * method), Raft messages and batches sent, Raft log fsyncs, and RocksDB write batches and ops per
+ * database. Each tserver exposes these counters on /prometheus-metrics (tserver/tserver-web.ts,
+ * registerIoGauges); the benchmark reads every tserver's at the start and at the end of a measured
+ * window and divides the change by the operations completed in it. Counts move far less with the
+ * machine's speed than ops/s do (only batching follows the load), so they show what a change to the
+ * code did even on a noisy machine. Pure parsing and arithmetic here, plus one fetch helper.
+ */
+import { DbError, ErrorCode } from '../common/errors';
+import { httpRequest } from '../lab/console-http';
+
+/** Counter name → value, summed over the tservers (and over tablets for per-tablet gauges). */
+export type IoCounters = Map<string, number>;
+
+const DB_NAMES: Record<string, string> = { regulardb: 'RegularDB', intentsdb: 'IntentsDB' };
+
+/** The counter a Prometheus series adds to (undefined: not one of ours). */
+function counterKey(metric: string, labels: Record<string, string>): string | undefined {
+  const db = DB_NAMES[labels['db'] ?? ''] ?? labels['db'];
+  switch (metric) {
+    case 'tserver_rpc_ops_total':
+      return `RPCs: ${labels['method'] ?? '?'}`;
+    case 'tserver_raft_messages':
+      return labels['direction'] === 'sent' ? 'Raft messages sent' : undefined;
+    case 'tserver_raft_batches':
+      return labels['direction'] === 'sent' ? 'Raft batches sent (frames)' : undefined;
+    case 'tserver_log_fsyncs':
+      return 'Raft log fsyncs';
+    case 'tserver_docdb_write_batches':
+      return `${db} write batches${labels['synced'] === 'true' ? ', synced' : ''}`;
+    case 'tserver_docdb_write_ops':
+      return `${db} ${labels['op'] === 'del_range' ? 'range deletes' : labels['op'] === 'del' ? 'deletes' : 'puts'}`;
+    default:
+      return undefined;
+  }
+}
+
+const SERIES = /^([a-zA-Z_:][a-zA-Z0-9_:]*)\{([^}]*)\}\s+(\S+)$/;
+const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
+
+/** Add the counters of one /prometheus-metrics text into `into`. */
+export function parseCounters(text: string, into: IoCounters = new Map()): IoCounters {
+  for (const line of text.split('\n')) {
+    const m = SERIES.exec(line);
+    if (!m) continue;
+    const labels: Record<string, string> = {};
+    for (const l of m[2]!.matchAll(LABEL)) labels[l[1]!] = l[2]!;
+    const key = counterKey(m[1]!, labels);
+    const v = Number(m[3]);
+    if (key === undefined || !Number.isFinite(v)) continue;
+    into.set(key, (into.get(key) ?? 0) + v);
+  }
+  return into;
+}
+
+/** Read and sum the counters of every tserver (web addresses "host:port"). */
+export async function scrapeCounters(webAddresses: readonly string[], timeoutMs = 5000): Promise<IoCounters> {
+  const texts = await Promise.all(
+    webAddresses.map(async (a) => {
+      const url = `http://${a}/prometheus-metrics`;
+      const r = await httpRequest(url, { timeoutMs });
+      if (r.status !== 200) throw new DbError(ErrorCode.NETWORK_ERROR, `${url}: HTTP ${r.status}`);
+      return r.body;
+    }),
+  );
+  const all: IoCounters = new Map();
+  for (const t of texts) parseCounters(t, all);
+  return all;
+}
+
+/** after − before per counter (a counter only in one of them counts from 0). */
+export function counterDelta(before: IoCounters, after: IoCounters): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const k of new Set([...before.keys(), ...after.keys()])) out[k] = (after.get(k) ?? 0) - (before.get(k) ?? 0);
+  return out;
+}
+
+/** Sum of several runs' deltas divided by their operations; counters that did not move are left out. */
+export function costPerOp(runs: ReadonlyArray<{ ops: number; counters?: Record<string, number> }>): Record<string, number> | undefined {
+  const withCounts = runs.filter((r) => r.counters !== undefined);
+  if (withCounts.length === 0 || withCounts.length !== runs.length) return undefined;
+  const ops = withCounts.reduce((a, r) => a + r.ops, 0);
+  if (ops <= 0) return undefined;
+  const sums: Record<string, number> = {};
+  for (const r of withCounts) for (const [k, v] of Object.entries(r.counters!)) sums[k] = (sums[k] ?? 0) + v;
+  const out: Record<string, number> = {};
+  for (const k of sortCostKeys(Object.keys(sums))) if (sums[k] !== 0) out[k] = sums[k]! / ops;
+  return out;
+}
+
+/** RPCs first, then Raft, then the databases; alphabetical within a group. */
+export function sortCostKeys(keys: readonly string[]): string[] {
+  const rank = (k: string): number => (k.startsWith('RPCs') ? 0 : k.startsWith('Raft') ? 1 : 2);
+  return [...keys].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+}

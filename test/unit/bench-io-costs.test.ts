@@ -1,0 +1,79 @@
+/**
+ * The benchmark's cost-per-operation counting (bench/io-costs.ts): Prometheus text from the tservers
+ * is summed into named counters, the change over a window is divided by the operations completed, and
+ * the report shows one column per tessera workload.
+ */
+import { describe, expect, it } from 'vitest';
+import { costPerOp, counterDelta, parseCounters, sortCostKeys } from '../../bench/io-costs';
+import { aggregate, renderCosts, type VsRun } from '../../bench/vs-report';
+
+const scrape = (writes: number, intentPuts: number, syncedRegular: number): string =>
+  [
+    '# HELP tserver_rpc_ops_total Tablet server RPCs handled',
+    '# TYPE tserver_rpc_ops_total counter',
+    `tserver_rpc_ops_total{method="Write",server="tserver"} ${writes}`,
+    'tserver_rpc_ops_total{method="CommitTransaction",server="tserver"} 5',
+    'tserver_raft_messages{direction="sent",server="tserver"} 40',
+    'tserver_raft_messages{direction="received",server="tserver"} 39',
+    `tserver_docdb_write_ops{tablet_id="a",db="intentsdb",op="put",server="tserver"} ${intentPuts}`,
+    `tserver_docdb_write_ops{tablet_id="b",db="intentsdb",op="put",server="tserver"} ${intentPuts}`,
+    'tserver_docdb_write_ops{tablet_id="a",db="regulardb",op="del_range",server="tserver"} 1',
+    `tserver_docdb_write_batches{tablet_id="a",db="regulardb",synced="true",server="tserver"} ${syncedRegular}`,
+    'tserver_docdb_write_batches{tablet_id="a",db="regulardb",synced="false",server="tserver"} 7',
+    'tserver_log_fsyncs{tablet_id="a",server="tserver"} 12',
+    'nodejs_heap_size_total_bytes{server="tserver"} 123456',
+    'garbage line {',
+  ].join('\n');
+
+describe('bench io-costs', () => {
+  it('sums the series of our metrics over tablets and servers, by the labels that name them', () => {
+    const c = parseCounters(scrape(10, 3, 2));
+    parseCounters(scrape(20, 4, 1), c);
+    expect(c.get('RPCs: Write')).toBe(30);
+    expect(c.get('RPCs: CommitTransaction')).toBe(10);
+    expect(c.get('Raft messages sent')).toBe(80); // "received" is left out: it would count each message twice
+    expect(c.get('IntentsDB puts')).toBe(2 * 3 + 2 * 4);
+    expect(c.get('RegularDB range deletes')).toBe(2);
+    expect(c.get('RegularDB write batches, synced')).toBe(3);
+    expect(c.get('RegularDB write batches')).toBe(14);
+    expect(c.get('Raft log fsyncs')).toBe(24);
+    expect([...c.keys()].some((k) => k.includes('heap'))).toBe(false);
+  });
+
+  it('divides the change over the windows by the operations completed, and drops counters that did not move', () => {
+    const before = parseCounters(scrape(10, 3, 2));
+    const after = parseCounters(scrape(50, 13, 2));
+    const d = counterDelta(before, after);
+    expect(d['RPCs: Write']).toBe(40);
+    expect(d['IntentsDB puts']).toBe(20);
+    const cost = costPerOp([
+      { ops: 10, counters: d },
+      { ops: 30, counters: { 'RPCs: Write': 40, 'IntentsDB puts': 0 } },
+    ]);
+    expect(cost).toEqual({ 'RPCs: Write': 2, 'IntentsDB puts': 0.5 });
+    expect(Object.keys(cost!)).not.toContain('Raft log fsyncs');
+    // A run without counters: no figure rather than one over part of the operations.
+    expect(costPerOp([{ ops: 10, counters: d }, { ops: 10 }])).toBeUndefined();
+    expect(costPerOp([{ ops: 0, counters: d }])).toBeUndefined();
+  });
+
+  it('orders RPCs, then Raft, then the databases', () => {
+    expect(sortCostKeys(['RegularDB puts', 'Raft log fsyncs', 'RPCs: Write', 'IntentsDB puts', 'RPCs: CreateTransaction'])).toEqual([
+      'RPCs: CreateTransaction',
+      'RPCs: Write',
+      'Raft log fsyncs',
+      'IntentsDB puts',
+      'RegularDB puts',
+    ]);
+  });
+
+  it('the report has one column per tessera workload with counters, a dash where one has none', () => {
+    const run = (workload: string, ops: number, counters: Record<string, number>): VsRun => ({ round: 1, workload, system: 'tessera', ops, errors: 0, seconds: 5, opsPerSec: ops / 5, p50Ms: 1, p99Ms: 2, counters });
+    const rows = aggregate(['put-c64', 'txn2-c64'], [run('put-c64', 100, { 'RPCs: Write': 25 }), run('txn2-c64', 10, { 'RPCs: Write': 20, 'IntentsDB puts': 430 })]);
+    const md = renderCosts(rows).join('\n');
+    expect(md).toContain('| tessera, whole cluster, per completed operation | put-c64 | txn2-c64 |');
+    expect(md).toContain('| RPCs: Write | 0.25 | 2.00 |');
+    expect(md).toContain('| IntentsDB puts | – | 43.0 |');
+    expect(renderCosts(aggregate(['put-c64'], [{ ...run('put-c64', 1, {}), counters: undefined }]))).toEqual([]);
+  });
+});
