@@ -19,6 +19,7 @@ import type { TabletManager } from '../tablet-manager';
 import type { TabletPeer } from '../tablet/tablet-peer';
 import { requireSupportedIsolation, TransactionCoordinator, type TxnInfo } from './coordinator';
 import { TabletLocator } from './tablet-locator';
+import { UpdateBatcher } from './update-batcher';
 import { TEST_TRANSACTION_IGNORE_APPLYING_PROBABILITY, TRANSACTION_CHECK_INTERVAL_MS, TRANSACTION_HEARTBEAT_USEC, TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS } from './txn-flags';
 import { isValidTxnId } from './txn-record';
 import { uncertaintyLimit } from './uncertainty';
@@ -36,15 +37,6 @@ const TXN_IDS_PER_STATUS_REQUEST_MAX = 1000;
 const UPDATES_PER_REQUEST_MAX = 256;
 /** UpdateTransaction requests in flight to one participant tablet at most (further updates queue and batch). */
 const UPDATE_RPCS_IN_FLIGHT_MAX = 4;
-
-interface UpdateItem {
-  txnId: TxnId;
-  type: 'APPLY' | 'REMOVE';
-  commitHt: HybridTime;
-  timeoutMs: number;
-  resolve: () => void;
-  reject: (e: unknown) => void;
-}
 
 export interface TxnServiceDeps {
   manager(): TabletManager;
@@ -157,54 +149,29 @@ export class TxnService {
     this.coordinators.delete(peer.tabletId);
   }
 
-  /** Per participant tablet: updates waiting while UPDATE_RPCS_IN_FLIGHT_MAX requests to it are in flight, and the senders running. */
-  private readonly updateQueues = new Map<string, { items: UpdateItem[]; senders: number }>();
+  /** UpdateTransaction to participant tablets, batched per tablet (update-batcher.ts). */
+  private readonly updates = new UpdateBatcher(
+    async (tabletId, batch, timeoutMs) => {
+      const [first, ...rest] = batch;
+      const req: pb.UpdateTransactionRequestPB = {
+        tabletId,
+        txnId: first!.txnId,
+        type: first!.type,
+        commitHt: first!.commitHt,
+        ...(rest.length > 0 ? { more: rest.map((u) => ({ txnId: u.txnId, type: u.type, commitHt: u.commitHt })) } : {}),
+      };
+      const resp = await this.locator.call(tabletId, (addr) => this.deps.client.call(addr, this.deps.participantMethods.updateTransaction, req, { timeoutMs }));
+      return batch.map((_, i) => {
+        const r = resp.results?.[i];
+        return r?.code ? new DbError(isErrorCode(r.code) ? r.code : ErrorCode.INTERNAL, r.message ?? r.code) : undefined;
+      });
+    },
+    UPDATE_RPCS_IN_FLIGHT_MAX,
+    UPDATES_PER_REQUEST_MAX,
+  );
 
-  /**
-   * UpdateTransaction for one transaction, batched: while UPDATE_RPCS_IN_FLIGHT_MAX requests to the
-   * tablet are in flight, the updates queued meanwhile wait and then go together in the next request
-   * (one RPC and one round of Raft proposals for many transactions under load; no added delay when
-   * idle). More than one in flight keeps an APPLY from waiting out a whole Raft round of the previous
-   * request (apply lag).
-   */
   private sendUpdate(tabletId: string, txnId: TxnId, type: 'APPLY' | 'REMOVE', commitHt: HybridTime, timeoutMs: number): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      let q = this.updateQueues.get(tabletId);
-      if (q === undefined) this.updateQueues.set(tabletId, (q = { items: [], senders: 0 }));
-      q.items.push({ txnId, type, commitHt, timeoutMs, resolve, reject });
-      if (q.senders < UPDATE_RPCS_IN_FLIGHT_MAX) void this.drainUpdates(tabletId, q);
-    });
-  }
-
-  private async drainUpdates(tabletId: string, queue: { items: UpdateItem[]; senders: number }): Promise<void> {
-    queue.senders++;
-    const q = queue.items;
-    try {
-      while (q.length > 0) {
-        const batch = q.splice(0, UPDATES_PER_REQUEST_MAX);
-        const [first, ...rest] = batch;
-        const req: pb.UpdateTransactionRequestPB = {
-          tabletId,
-          txnId: first!.txnId,
-          type: first!.type,
-          commitHt: first!.commitHt,
-          ...(rest.length > 0 ? { more: rest.map((u) => ({ txnId: u.txnId, type: u.type, commitHt: u.commitHt })) } : {}),
-        };
-        const timeoutMs = Math.min(...batch.map((u) => u.timeoutMs));
-        try {
-          const resp = await this.locator.call(tabletId, (addr) => this.deps.client.call(addr, this.deps.participantMethods.updateTransaction, req, { timeoutMs }));
-          batch.forEach((u, i) => {
-            const r = resp.results?.[i];
-            if (!r?.code) u.resolve();
-            else u.reject(new DbError(isErrorCode(r.code) ? r.code : ErrorCode.INTERNAL, r.message ?? r.code));
-          });
-        } catch (e) {
-          for (const u of batch) u.reject(e);
-        }
-      }
-    } finally {
-      if (--queue.senders === 0 && this.updateQueues.get(tabletId) === queue) this.updateQueues.delete(tabletId);
-    }
+    return this.updates.update(tabletId, { txnId, type, commitHt }, timeoutMs);
   }
 
   private coordinator(statusTablet: string | undefined): TransactionCoordinator {
