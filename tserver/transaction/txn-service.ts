@@ -125,7 +125,7 @@ export class TxnService {
       flags: this.deps.flags,
       clock: this.deps.clock,
       log: this.deps.log.child({ statusTablet: peer.tabletId }),
-      updateParticipant: (tabletId, txnId, type, commitHt, timeoutMs) => this.sendUpdate(tabletId, txnId, type, commitHt, timeoutMs),
+      updateParticipant: (tabletId, txnId, type, commitHt, timeoutMs) => this.updates.update(tabletId, { txnId, type, commitHt }, timeoutMs),
     });
     // Registered only once its records are loaded: before that an unknown id would read ABORTED.
     this.loading.set(peer.tabletId, c);
@@ -169,10 +169,6 @@ export class TxnService {
     UPDATE_RPCS_IN_FLIGHT_MAX,
     UPDATES_PER_REQUEST_MAX,
   );
-
-  private sendUpdate(tabletId: string, txnId: TxnId, type: 'APPLY' | 'REMOVE', commitHt: HybridTime, timeoutMs: number): Promise<void> {
-    return this.updates.update(tabletId, { txnId, type, commitHt }, timeoutMs);
-  }
 
   private coordinator(statusTablet: string | undefined): TransactionCoordinator {
     if (!statusTablet) throw invalid('status_tablet missing');

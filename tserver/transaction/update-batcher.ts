@@ -60,7 +60,7 @@ export class UpdateBatcher {
     });
   }
 
-  /** Tablets with updates queued or in flight (tests, console). */
+  /** Tablets with updates queued or in flight (tests check nothing is left behind). */
   get tabletsBusy(): number {
     return this.queues.size;
   }
