@@ -8,8 +8,9 @@
  *     (setImmediate by default), so every proposal arriving in one event-loop turn lands in ONE Ready:
  *     one append and one storage.sync() (group commit) cover them all.
  *  2. A pass takes ready() and, in order: installs a received snapshot (after draining the apply
- *     queue), appends entries and sets the hard state, awaits storage.sync() when mustSync, THEN hands
- *     messages to send(), queues committed entries for the apply stage, and calls advance().
+ *     queue), appends entries and sets the hard state, queues the committed entries for the apply
+ *     stage (they were persisted by earlier passes), awaits storage.sync() when mustSync, THEN hands
+ *     messages to send(), and calls advance().
  *     Passes never overlap; inputs that arrive while a pass awaits the sync are batched into the next.
  *  3. The apply stage is a separate, strictly ordered worker: it calls applyEntries(batch) one batch
  *     at a time and never reorders entries. Raft replication (persist/send) of later entries goes on
@@ -424,6 +425,14 @@ export class RaftGroup {
       this.storage.append(rd.entries);
     }
     if (rd.hardState) this.storage.setHardState(rd.hardState);
+    // Committed entries go to the apply stage now, not after this Ready's sync: the core hands out
+    // only entries an EARLIER Ready persisted (applyUpTo), so none of them waits for this fsync —
+    // under load a leader's acknowledgements and a follower's apply each come one fsync sooner
+    // (etcd's server applies in parallel with persisting, too).
+    if (rd.committedEntries.length > 0) {
+      for (const e of rd.committedEntries) this.applyQueue.push(e);
+      this.startApply();
+    }
     let late = rd.messages;
     if (rd.mustSync) {
       // A leader sends its appends and heartbeats BEFORE its own fsync, overlapping the two (Raft
@@ -449,10 +458,6 @@ export class RaftGroup {
     for (const rs of rd.readStates) {
       const b = this.readBatches.get(ctxKey(rs.context));
       if (b) b.index = rs.index;
-    }
-    if (rd.committedEntries.length > 0) {
-      for (const e of rd.committedEntries) this.applyQueue.push(e);
-      this.startApply();
     }
     this.serveReads();
     this.core.advance(rd);

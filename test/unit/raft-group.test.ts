@@ -138,6 +138,33 @@ describe('RaftGroup', () => {
     await expect(l.group.propose(bytes('x'))).rejects.toMatchObject({ code: ErrorCode.SHUTTING_DOWN });
   });
 
+  it('raft-group: committed entries reach the apply stage while the sync of newer entries is still running', async () => {
+    const c = cluster(5);
+    await c.until(() => c.leader() !== undefined);
+    const l = c.leader()!;
+    await l.group.propose(bytes('warm'));
+    // Hold the leader's fsyncs: each sync() waits until the test releases it.
+    const held: Array<() => void> = [];
+    const realSync = l.storage.sync.bind(l.storage);
+    l.storage.sync = () => new Promise<void>((resolve) => held.push(() => void realSync().then(resolve)));
+    const normal = () => l.applied.filter((e) => e.type === 'normal').map((e) => text(e.data));
+    const x = l.group.propose(bytes('x'));
+    // x's Ready sends the appends before its own sync: the followers persist and acknowledge x.
+    await c.until(() => held.length === 1 && [...c.nodes.values()].filter((n) => n !== l).every((n) => n.storage.lastIndex() >= l.storage.lastIndex()));
+    const y = l.group.propose(bytes('y'));
+    held.shift()!();
+    // The next Ready carries y (to persist) and x (committed, persisted by the previous Ready): x is
+    // applied while y's sync is still held.
+    await c.until(() => held.length === 1 && normal().includes('x'));
+    expect(normal()).not.toContain('y');
+    expect((await x).index).toBeLessThan(l.storage.lastIndex());
+    l.storage.sync = realSync;
+    held.shift()!();
+    await y;
+    await c.until(() => normal().includes('y'));
+    expect(normal().slice(-3)).toEqual(['warm', 'x', 'y']);
+  });
+
   it('raft-group: with leaseClock a lease also ends in wall time — a leader whose ticks stalled (SIGSTOP, starved loop) does not resume with a lease', async () => {
     const clock = { now: 1_000, tickMs: 50 };
     const c = cluster(3, clock);
