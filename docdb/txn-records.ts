@@ -12,16 +12,20 @@ import { Isolation, type OpId, type TxnMeta } from './doc-db-api';
 export const TXN_PREFIX = 0x78; // 'x'
 export const APPLY_STATE_PREFIX = 0x07;
 
-/** Length-prefixed so no txn id key is a prefix of another's (the reverse index extends it). */
-function txnIdBytes(txnId: TxnId): Buffer {
-  const s = Buffer.from(txnId, 'utf8');
-  assert(s.length > 0 && s.length < 256, 'txn id must be 1..255 bytes');
-  return Buffer.concat([Buffer.from([s.length]), s]);
+/** `prefix` + the txn id, length-prefixed so no txn id key is a prefix of another's (the reverse index extends it). */
+function prefixedTxnId(prefix: number, txnId: TxnId): Buffer {
+  const n = Buffer.byteLength(txnId, 'utf8');
+  assert(n > 0 && n < 256, 'txn id must be 1..255 bytes');
+  const b = Buffer.allocUnsafe(2 + n);
+  b[0] = prefix;
+  b[1] = n;
+  b.write(txnId, 2, 'utf8');
+  return b;
 }
 
 /** `'x' + txn id`: the metadata key, and the prefix of the txn's reverse-index entries. */
 export function txnKey(txnId: TxnId): Buffer {
-  return Buffer.concat([Buffer.from([TXN_PREFIX]), txnIdBytes(txnId)]);
+  return prefixedTxnId(TXN_PREFIX, txnId);
 }
 
 /** The txn id of a metadata or reverse-index key, and where the rest starts. */
@@ -33,7 +37,7 @@ export function decodeTxnKey(key: Uint8Array): { txnId: TxnId; end: number } {
 }
 
 export function applyStateKey(txnId: TxnId): Buffer {
-  return Buffer.concat([Buffer.from([APPLY_STATE_PREFIX]), txnIdBytes(txnId)]);
+  return prefixedTxnId(APPLY_STATE_PREFIX, txnId);
 }
 
 /** Persisted metadata: TxnMeta plus the next intra-transaction write id (unique across batches). */
@@ -71,6 +75,20 @@ function metaToJson(m: TxnMeta): Record<string, unknown> {
   return { txnId: m.txnId, statusTablet: m.statusTablet, isolation: m.isolation, priority: m.priority, startHt: m.startHt.toString() };
 }
 
+/**
+ * JSON text of a TxnMeta, kept per meta object: every intent batch and apply of a transaction
+ * re-encodes the same metadata (TxnMeta objects are never mutated).
+ */
+const metaJsonCache = new WeakMap<TxnMeta, string>();
+function metaJson(m: TxnMeta): string {
+  let j = metaJsonCache.get(m);
+  if (j === undefined) {
+    j = JSON.stringify(metaToJson(m));
+    metaJsonCache.set(m, j);
+  }
+  return j;
+}
+
 function metaFromJson(v: unknown): TxnMeta {
   assert(typeof v === 'object' && v !== null, 'txn meta must be an object');
   const o = v as Record<string, unknown>;
@@ -79,8 +97,10 @@ function metaFromJson(v: unknown): TxnMeta {
   return { txnId: TxnId(str(o, 'txnId')), statusTablet: str(o, 'statusTablet'), isolation: iso, priority: num(o, 'priority'), startHt: BigInt(str(o, 'startHt')) };
 }
 
+// The same text JSON.stringify gives for { meta, ... } (the fields are finite numbers and strings).
 export function encodeStoredMeta(s: StoredTxnMeta): Buffer {
-  return Buffer.from(JSON.stringify({ meta: metaToJson(s.meta), nextWriteId: s.nextWriteId }), 'utf8');
+  assert(Number.isSafeInteger(s.nextWriteId), 'nextWriteId must be an integer');
+  return Buffer.from(`{"meta":${metaJson(s.meta)},"nextWriteId":${s.nextWriteId}}`, 'utf8');
 }
 
 export function decodeStoredMeta(b: Uint8Array): StoredTxnMeta {
@@ -89,8 +109,9 @@ export function decodeStoredMeta(b: Uint8Array): StoredTxnMeta {
 }
 
 export function encodeApplyState(s: ApplyState): Buffer {
+  assert(Number.isSafeInteger(s.opId.term) && Number.isSafeInteger(s.opId.index) && Number.isSafeInteger(s.recordsApplied), 'apply state numbers must be integers');
   return Buffer.from(
-    JSON.stringify({ meta: metaToJson(s.meta), commitHt: s.commitHt.toString(), opId: s.opId, recordsApplied: s.recordsApplied }),
+    `{"meta":${metaJson(s.meta)},"commitHt":"${s.commitHt.toString()}","opId":{"term":${s.opId.term},"index":${s.opId.index}},"recordsApplied":${s.recordsApplied}}`,
     'utf8',
   );
 }

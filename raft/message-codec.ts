@@ -21,11 +21,15 @@ const ENTRY_TYPES: readonly EntryType[] = ['normal', 'noop', 'confChange'];
 
 /** Largest count of entries, voters or bytes a decoder accepts in one field (bounds allocation on garbage). */
 const COUNT_MAX = 1 << 30;
+/** Node ids whose encoding the writer keeps (a cluster has a handful; the cap bounds garbage). */
+const ID_CACHE_MAX = 1024;
 
 class Writer {
   buf: Uint8Array;
   pos = 0;
   private static readonly enc = new TextEncoder();
+  /** Encoded node ids (see str). */
+  private static readonly ids = new Map<string, Uint8Array>();
   constructor(initial: number) {
     this.buf = new Uint8Array(initial);
   }
@@ -68,16 +72,22 @@ class Writer {
     this.pos += b.byteLength;
   }
   str(s: string): void {
-    // Node ids are short ASCII in practice; encodeInto avoids an intermediate array.
-    this.ensure(s.length * 3 + 5);
-    const lenPos = this.pos;
-    // Reserve a 2-byte varint for the length (ids are < 16384 bytes).
-    this.pos += 2;
-    const r = Writer.enc.encodeInto(s, this.buf.subarray(this.pos));
-    if (r.written >= 1 << 14) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'raft codec: node id too long');
-    this.buf[lenPos] = (r.written % 0x80) | 0x80;
-    this.buf[lenPos + 1] = Math.floor(r.written / 0x80);
-    this.pos += r.written;
+    // Node ids: the same few strings in every message, so their encoding (a 2-byte varint length,
+    // then UTF-8) is cached; ids are < 16384 bytes.
+    let enc = Writer.ids.get(s);
+    if (enc === undefined) {
+      const utf8 = Writer.enc.encode(s);
+      if (utf8.byteLength >= 1 << 14) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'raft codec: node id too long');
+      enc = new Uint8Array(2 + utf8.byteLength);
+      enc[0] = (utf8.byteLength % 0x80) | 0x80;
+      enc[1] = Math.floor(utf8.byteLength / 0x80);
+      enc.set(utf8, 2);
+      if (Writer.ids.size >= ID_CACHE_MAX) Writer.ids.clear();
+      Writer.ids.set(s, enc);
+    }
+    this.ensure(enc.byteLength);
+    this.buf.set(enc, this.pos);
+    this.pos += enc.byteLength;
   }
   result(): Uint8Array {
     return this.buf.subarray(0, this.pos);
@@ -244,7 +254,8 @@ function readOptNumber(r: Reader): number | undefined {
 
 export function encodeMessage(m: Message): Uint8Array {
   const extra = m.type === 'append' ? entriesSize(m.entries) : m.type === 'snapshot' ? m.snapshot.data.byteLength + 64 : 0;
-  const w = new Writer(64 + extra);
+  // Room for both ids up front: growing the buffer would allocate and copy it once per message.
+  const w = new Writer(64 + extra + 3 * (m.from.length + m.to.length));
   w.u8(VERSION);
   w.u8(TYPE_TAGS.indexOf(m.type));
   w.str(m.from);

@@ -9,6 +9,8 @@
 import { DbError, ErrorCode } from '../../common/errors';
 
 const INITIAL_CAPACITY_BYTES = 64;
+/** finish() hands out the writer's own buffer when at most this many bytes of it are unused. */
+const FINISH_SPARE_BYTES_MAX = 32;
 /** Keys and values are small; a writer that wants more than this is a bug (runaway loop). */
 export const BYTE_WRITER_MAX_BYTES = 256 * 1024 * 1024;
 
@@ -95,6 +97,16 @@ export class ByteWriter {
     const out = Buffer.allocUnsafe(this.len);
     this.buf.copy(out, 0, 0, this.len);
     return out;
+  }
+
+  /**
+   * The written bytes of a writer that is done with: the buffer itself when little of it is spare
+   * (no second allocation and copy on every encoded key), else an exact copy, so that a long-lived
+   * key or value never pins a mostly empty buffer.
+   */
+  finish(): Buffer {
+    const spare = this.buf.length - this.len;
+    return spare <= FINISH_SPARE_BYTES_MAX ? this.buf.subarray(0, this.len) : this.toBuffer();
   }
 
   /** A view of the written bytes without copying; valid until the writer is written to again. */

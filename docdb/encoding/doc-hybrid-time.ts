@@ -49,7 +49,7 @@ export function writeDocHybridTime(out: ByteWriter, ht: HybridTime, writeId: num
 export function encodeDocHybridTime(ht: HybridTime, writeId: number): Buffer {
   const w = new ByteWriter(DOC_HT_MAX_BYTES);
   writeDocHybridTime(w, ht, writeId);
-  return w.toBuffer();
+  return w.finish();
 }
 
 /** `keyWithoutTime` + '#' + DocHybridTime. */
@@ -58,7 +58,7 @@ export function appendDocHybridTime(keyWithoutTime: Uint8Array, ht: HybridTime, 
   w.bytes(keyWithoutTime);
   w.u8(Tag.HYBRID_TIME);
   writeDocHybridTime(w, ht, writeId);
-  return w.toBuffer();
+  return w.finish();
 }
 
 /**

@@ -46,7 +46,7 @@ export function writeDocKey(out: ByteWriter, k: DocKey, opts?: DocKeyEncodeOptio
 export function encodeDocKey(k: DocKey, opts?: DocKeyEncodeOptions): Buffer {
   const w = new ByteWriter(32);
   writeDocKey(w, k, opts);
-  return w.toBuffer();
+  return w.finish();
 }
 
 /**

@@ -355,7 +355,7 @@ function compareDoubles(a: number, b: number): number {
 export function encodePrimitiveToBuffer(v: Primitive, descending = false): Buffer {
   const w = new ByteWriter(16);
   encodePrimitive(w, v, descending);
-  return w.toBuffer();
+  return w.finish();
 }
 
 /** Decode a buffer holding exactly one primitive. */

@@ -45,7 +45,7 @@ export function encodeSubDocKey(docKey: Uint8Array, column: SubKey): Buffer {
   const w = new ByteWriter(docKey.length + 8 + 1 + DOC_HT_MAX_BYTES);
   w.bytes(docKey);
   writeSubKey(w, column);
-  return w.toBuffer();
+  return w.finish();
 }
 
 export interface SubDocKeyParts {
@@ -73,7 +73,7 @@ export function encodeSubDocKeyFull(p: SubDocKeyParts): Buffer {
     w.u8(Tag.HYBRID_TIME);
     writeDocHybridTime(w, p.ht, p.writeId ?? 0);
   }
-  return w.toBuffer();
+  return w.finish();
 }
 
 /**

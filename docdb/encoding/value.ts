@@ -76,7 +76,7 @@ function writeRawPrimitive(w: ByteWriter, p: Primitive): void {
 export function encodeValue(v: DocValue): Buffer {
   const w = new ByteWriter(v.type === 'primitive' && typeof v.value === 'string' ? v.value.length * 3 + 16 : 24);
   writeValue(w, v);
-  return w.toBuffer();
+  return w.finish();
 }
 
 export function decodeValue(b: Uint8Array): DocValue {

@@ -60,4 +60,16 @@ describe('raft message codec', () => {
     enc.fill(0);
     expect(dec.type === 'append' && Array.from(dec.entries[0]!.data)).toEqual([1, 2, 3]);
   });
+
+  it('raft codec: node ids (cached per id) round-trip in any UTF-8, and an id of 16 KiB or more is refused', () => {
+    const m = (from: string, to: string): Message => ({ type: 'heartbeatResp', from: NodeId(from), to: NodeId(to), term: 3 });
+    for (const [a, b] of [['ünï-ç', 'a'], ['a', 'ünï-ç'], ['x'.repeat(5000), '日本']]) {
+      const first = encodeMessage(m(a!, b!));
+      expect(encodeMessage(m(a!, b!))).toEqual(first);
+      expect(decodeMessage(first)).toEqual(m(a!, b!));
+    }
+    const long = 'é'.repeat(8192); // 16,384 bytes of UTF-8
+    expect(() => encodeMessage(m(long, 'a'))).toThrow(DbError);
+    expect(() => encodeMessage(m('a', long))).toThrow(/node id too long/);
+  });
 });
