@@ -31,13 +31,14 @@ class Writer {
   /** Encoded node ids (see str). */
   private static readonly ids = new Map<string, Uint8Array>();
   constructor(initial: number) {
-    this.buf = new Uint8Array(initial);
+    // Unzeroed and, when small, from Node's pool: every byte up to pos is written before use.
+    this.buf = Buffer.allocUnsafe(initial);
   }
   private ensure(n: number): void {
     if (this.pos + n <= this.buf.length) return;
     let cap = this.buf.length * 2;
     while (cap < this.pos + n) cap *= 2;
-    const nb = new Uint8Array(cap);
+    const nb = Buffer.allocUnsafe(cap);
     nb.set(this.buf.subarray(0, this.pos));
     this.buf = nb;
   }
@@ -138,8 +139,11 @@ class Reader {
   bytes(): Uint8Array {
     const n = this.count();
     if (this.pos + n > this.buf.length) throw malformed('truncated bytes');
-    // Copy: the frame buffer may be reused by the transport, and entries outlive the frame.
-    const out = this.buf.slice(this.pos, this.pos + n);
+    // Copy: the frame buffer may be reused by the transport, and entries outlive the frame (a
+    // view would also pin the whole received chunk for as long as the entry stays cached). Not
+    // `slice`: on a Buffer — what the transport delivers — that is a view.
+    const out = new Uint8Array(n);
+    out.set(this.buf.subarray(this.pos, this.pos + n));
     this.pos += n;
     return out;
   }

@@ -624,8 +624,11 @@ export class Raft {
     this.send({ type: 'timeoutNow', to });
   }
 
+  /** Every caller builds a fresh message: it is completed in place (no copy per message). */
   private send(m: Outgoing): void {
-    const full = { ...m, from: this.id, term: m.term ?? this.term } as Message;
+    const full = m as Message;
+    full.from = this.id;
+    if (m.term === undefined) full.term = this.term;
     this.msgs.push(full);
   }
 
