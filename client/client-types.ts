@@ -81,6 +81,8 @@ export interface ConnectOptions {
    * event-loop turn and go to the same tablet into one Write RPC (one Raft entry), as YugabyteDB's
    * client session batches (default true). Each operation still resolves or fails on its own
    * promise, with the batch's outcome; inserts and updates (which check existence) are never merged.
+   * Inside transactions, the writes of concurrent transactions (any row operation) that go to the same
+   * tablet in the same turn travel in one Write request, each still written and answered on its own.
    */
   batchWrites?: boolean;
 }

@@ -23,6 +23,7 @@ import type { TabletInvoker } from './tablet-invoker';
 import { READ_FATAL_CODES, TXN_FATAL_CODES, type TxnBinding } from './txn-binding';
 import type { TableLocations } from './meta-cache';
 import type { TableSchema } from './table-schema';
+import type { TxnWriteCoalescer } from './txn-write-coalescer';
 
 /** Rows one scan call returns at most (the tserver's limit). */
 const SCAN_PAGE_MAX = 10_000;
@@ -138,6 +139,8 @@ export class Table {
     private readonly txn?: TxnBinding,
     /** Coalesce blind single-row writes per tablet per event-loop turn (never inside a transaction). */
     private readonly batchWrites = false,
+    /** Inside a transaction: coalesce its writes with other transactions' writes to the same tablet. */
+    private readonly txnWrites?: TxnWriteCoalescer,
   ) {}
 
   /** Run one operation, letting the transaction (if any) see its failure. */
@@ -200,21 +203,34 @@ export class Table {
       const t = loc.tablets.find((tt) => hash >= tt.start && hash < tt.end);
       if (t) return this.enqueue(t.tabletId, hash, op, d);
     }
-    const m = tabletServerMethods().write;
     const txnCtx = this.txn?.context();
-    await this.guard(true, async () => {
-      const r = await this.invoker.call(
-        this.name,
-        { hash },
-        m,
-        (t) => ({ tabletId: t.tabletId, ops: [op], propagatedHt: this.invoker.propagatedHt, ...this.writeTxn(t.tabletId, txnCtx) }),
-        d,
-        !this.txn && type !== 'INSERT',
-        this.fatal,
-        this.txn ? undefined : PLAIN_WRITE_RETRY_CODES,
-      );
-      this.invoker.observeHt(r.propagatedHt);
-    });
+    if (this.txn && txnCtx && this.txnWrites) {
+      const t = loc.tablets.find((tt) => hash >= tt.start && hash < tt.end);
+      if (t) {
+        const coalescer = this.txnWrites;
+        await this.guard(true, () => {
+          const ctx = this.writeTxn(t.tabletId, txnCtx).txn ?? txnCtx;
+          return coalescer.write(this.name, t.tabletId, [op], ctx, d, () => this.writeAlone(type, hash, op, txnCtx, d));
+        });
+        return;
+      }
+    }
+    await this.guard(true, () => this.writeAlone(type, hash, op, txnCtx, d));
+  }
+
+  /** One write in its own Write RPC, with the invoker's retries. */
+  private async writeAlone(type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', hash: number, op: RowOpPB, txnCtx: TxnContextPB | undefined, d: Deadline): Promise<void> {
+    const r = await this.invoker.call(
+      this.name,
+      { hash },
+      tabletServerMethods().write,
+      (t) => ({ tabletId: t.tabletId, ops: [op], propagatedHt: this.invoker.propagatedHt, ...this.writeTxn(t.tabletId, txnCtx) }),
+      d,
+      !this.txn && type !== 'INSERT',
+      this.fatal,
+      this.txn ? undefined : PLAIN_WRITE_RETRY_CODES,
+    );
+    this.invoker.observeHt(r.propagatedHt);
   }
 
   /** Queue a blind write for its tablet's batch of this turn; resolves with the batch. */

@@ -15,6 +15,7 @@
  *   await txn.table('demo').upsert({ id: 2n, value: 'x' });
  *   await txn.commit();                    // { commitHt }
  */
+import { TxnWriteCoalescer } from './txn-write-coalescer';
 import { DbError, ErrorCode } from '../common/errors';
 import { Flags } from '../common/flags';
 import { masterMethods, type ListMastersResponsePB, type ListTabletServersResponsePB } from '../rpc/service-methods';
@@ -43,6 +44,8 @@ export class TesseraClient {
   private readonly statusTablets: StatusTabletProxy;
   private readonly heartbeatMs: number;
   private readonly batchWrites: boolean;
+  /** Transactional writes of concurrent transactions, coalesced per tablet (with batchWrites). */
+  readonly txnWrites: TxnWriteCoalescer | undefined;
   private readonly tables = new Map<string, Table>();
   private closed = false;
   readonly timeoutMs: number;
@@ -56,6 +59,7 @@ export class TesseraClient {
     this.master = new MasterProxy(rpc, opts.masterAddresses);
     this.cache = new MetaCache(this.master);
     this.invoker = new TabletInvoker(rpc, this.cache);
+    this.txnWrites = this.batchWrites ? new TxnWriteCoalescer(this.invoker) : undefined;
     this.statusTablets = new StatusTabletProxy(rpc, this.master);
     const hbUsec = opts.transactionHeartbeatUsec ?? DEFAULT_TRANSACTION_HEARTBEAT_USEC;
     if (!(hbUsec > 0)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'transactionHeartbeatUsec must be > 0');
@@ -150,7 +154,7 @@ export class TesseraClient {
    */
   async beginTransaction(o: TransactionOptions = {}): Promise<Transaction> {
     this.deadline(o);
-    return Transaction.begin({ cache: this.cache, invoker: this.invoker, statusTablets: this.statusTablets, timeoutMs: o.timeoutMs ?? this.timeoutMs, heartbeatMs: this.heartbeatMs }, o);
+    return Transaction.begin({ cache: this.cache, invoker: this.invoker, statusTablets: this.statusTablets, timeoutMs: o.timeoutMs ?? this.timeoutMs, heartbeatMs: this.heartbeatMs, ...(this.txnWrites ? { txnWrites: this.txnWrites } : {}) }, o);
   }
 
   /** The raw RPC client (admin commands reuse the connection pool; it dials through addressMap / translateAddress). */

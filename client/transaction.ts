@@ -24,6 +24,7 @@
  * READ_RESTART (retryable: run the transaction again). YugabyteDB restarts the statement/transaction
  * the same way (its read time is per transaction for snapshot isolation).
  */
+import type { TxnWriteCoalescer } from './txn-write-coalescer';
 import { randomBytes } from 'node:crypto';
 import { DbError, ErrorCode } from '../common/errors';
 import { txnCoordinatorMethods, type TxnContextPB } from '../rpc/service-methods';
@@ -57,6 +58,8 @@ export interface TransactionDeps {
   statusTablets: StatusTabletProxy;
   timeoutMs: number;
   heartbeatMs: number;
+  /** Coalesces this transaction's writes with other transactions' (client option batchWrites). */
+  txnWrites?: TxnWriteCoalescer;
 }
 
 /** Participant tablets one transaction may touch (a bound on what a commit request carries). */
@@ -152,7 +155,7 @@ export class Transaction implements TxnBinding {
     let t = this.tables.get(name);
     if (!t) {
       if (this.tables.size >= TXN_TABLES_MAX) throw new DbError(ErrorCode.INVALID_ARGUMENT, `a transaction uses at most ${TXN_TABLES_MAX} tables`);
-      t = new Table(name, this.deps.cache, this.deps.invoker, this.deps.timeoutMs, this);
+      t = new Table(name, this.deps.cache, this.deps.invoker, this.deps.timeoutMs, this, false, this.deps.txnWrites);
       this.tables.set(name, t);
     }
     return t;

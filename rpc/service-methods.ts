@@ -175,10 +175,23 @@ export interface WriteRequestPB {
   ops?: RowOpPB[];
   txn?: TxnContextPB;
   propagatedHt?: bigint;
+  /** Further transactional writes to the same tablet, each as if in its own request (needs `txn`). */
+  more?: WriteItemPB[];
+}
+export interface WriteItemPB {
+  ops?: RowOpPB[];
+  txn?: TxnContextPB;
 }
 export interface WriteResponsePB {
   writeHt?: bigint;
   propagatedHt?: bigint;
+  /** With `more`: one per write (the first, then `more`); empty code = written at writeHt. */
+  results?: WriteResultPB[];
+}
+export interface WriteResultPB {
+  writeHt?: bigint;
+  code?: string;
+  message?: string;
 }
 export interface ReadRequestPB {
   tabletId?: string;

@@ -7,6 +7,7 @@
 import { DbError, ErrorCode } from '../common/errors';
 import type { Flags } from '../common/flags';
 import type { HybridClock } from '../common/hybrid-clock';
+import type { HybridTime } from '../common/hybrid-time';
 import { NodeId, TxnId } from '../common/ids';
 import { requireSupportedIsolation } from './transaction/coordinator';
 import { isValidTxnId } from './transaction/txn-record';
@@ -36,6 +37,16 @@ export interface TServerMethods {
 
 /** Rows per Write request and keys per Read request (bigger requests: INVALID_ARGUMENT). */
 export const WRITE_OPS_MAX = 10_000;
+/** Transactional writes one coalesced Write request carries at most (the first plus `more`). */
+export const WRITE_ITEMS_MAX = 256;
+
+/** A write's row ops, checked against the tablet's schema. */
+function parsedOps(t: TabletPeer, ops: pb.RowOpPB[] | undefined): WriteRequest['ops'] {
+  const list = ops ?? [];
+  if (list.length === 0) throw invalid('write has no ops');
+  if (list.length > WRITE_OPS_MAX) throw invalid(`write has ${list.length} ops; at most ${WRITE_OPS_MAX}`);
+  return list.map((o) => rowOpFromPb(t.meta, o));
+}
 export const READ_KEYS_MAX = 10_000;
 export const SCAN_LIMIT_MAX = 10_000;
 export const SCAN_LIMIT_DEFAULT = 1000;
@@ -202,18 +213,46 @@ export class TabletService {
     if (t.meta.tableName === TRANSACTIONS_TABLE) {
       throw new DbError(ErrorCode.NOT_SUPPORTED, `table ${TRANSACTIONS_TABLE} is a system table: clients cannot write it`, { table: TRANSACTIONS_TABLE, tabletId: t.tabletId });
     }
-    const ops = req.ops ?? [];
-    if (ops.length === 0) throw invalid('write has no ops');
-    if (ops.length > WRITE_OPS_MAX) throw invalid(`write has ${ops.length} ops; at most ${WRITE_OPS_MAX}`);
-    const parsed = ops.map((o) => rowOpFromPb(t.meta, o));
+    const propagated = req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {};
+    const more = req.more ?? [];
+    if (more.length > 0) {
+      // Several transactional writes coalesced by a client: each is handled (and fails) on its own,
+      // all at once, so their Raft entries share the tablet's next append.
+      if (!req.txn?.txnId) throw invalid('write.more needs txn: only transactional writes are coalesced');
+      if (more.length >= WRITE_ITEMS_MAX) throw invalid(`write has ${more.length + 1} transactional writes; at most ${WRITE_ITEMS_MAX}`);
+      const items = [{ ops: req.ops, txn: req.txn }, ...more];
+      const total = items.reduce((n, i) => n + (i.ops?.length ?? 0), 0);
+      if (total > WRITE_OPS_MAX) throw invalid(`write has ${total} ops; at most ${WRITE_OPS_MAX}`);
+      const settled = await Promise.allSettled(
+        items.map((i) => {
+          if (!i.txn?.txnId) return Promise.reject(invalid('write.more item without txn'));
+          return this.writeTxn(t, i.ops, i.txn, propagated);
+        }),
+      );
+      let writeHt = 0n;
+      const results: pb.WriteResultPB[] = settled.map((r) => {
+        if (r.status === 'fulfilled') {
+          if (r.value > writeHt) writeHt = r.value;
+          return { writeHt: r.value };
+        }
+        const e = DbError.from(r.reason);
+        return { code: e.code, message: e.message };
+      });
+      return { writeHt, propagatedHt: this.deps.clock.now(), results };
+    }
     if (req.txn?.txnId) {
-      const txn = txnMetaFromPb(req.txn);
-      const readHt = req.txn.readHt ? BigInt(req.txn.readHt) : txn.startHt;
-      const ht = await t.writeIntents({ txn, readHt, ops: parsed, ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}) });
+      const ht = await this.writeTxn(t, req.ops, req.txn, propagated);
       return { writeHt: ht, propagatedHt: this.deps.clock.now() };
     }
-    const ht = await t.write({ ops: parsed, ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}) });
+    const ht = await t.write({ ops: parsedOps(t, req.ops), ...propagated });
     return { writeHt: ht, propagatedHt: this.deps.clock.now() };
+  }
+
+  private writeTxn(t: TabletPeer, ops: pb.RowOpPB[] | undefined, txnPb: pb.TxnContextPB, propagated: { propagatedHt?: bigint }): Promise<HybridTime> {
+    const parsed = parsedOps(t, ops);
+    const txn = txnMetaFromPb(txnPb);
+    const readHt = txnPb.readHt ? BigInt(txnPb.readHt) : txn.startHt;
+    return t.writeIntents({ txn, readHt, ops: parsed, ...propagated });
   }
 
   async read(req: pb.ReadRequestPB): Promise<pb.ReadResponsePB> {

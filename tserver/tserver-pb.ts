@@ -29,6 +29,8 @@ export type {
   TxnContextPB,
   ValuePB,
   WriteRequestPB,
+  WriteItemPB,
+  WriteResultPB,
   WriteResponsePB,
 } from '../rpc/service-methods';
 

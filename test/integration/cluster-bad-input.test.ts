@@ -104,6 +104,11 @@ describe('cluster: bad input', () => {
     expect(await codeOf(rpc.call(ts.rpcAddress, tabletServerMethods().write, { tabletId, ops: [{ type: 'UPSERT', key: { hash: 7, hashed: [{ int64Value: 1n }], range: [] }, columns: [] }] }))).toBe('INVALID_ARGUMENT');
     expect(await codeOf(rpc.call(ts.rpcAddress, tabletServerMethods().write, { tabletId, ops: [{ type: 'BOGUS' }] }))).toBe('INVALID_ARGUMENT');
     expect(await codeOf(rpc.call(ts.rpcAddress, tabletServerMethods().write, { tabletId: 'no-such-tablet', ops: [] }))).toBe('TABLET_NOT_FOUND');
+    // Coalesced writes (`more`) are transactional only, and bounded in count.
+    const okOp = { type: 'UPSERT', key: { hash: 7, hashed: [{ int64Value: 1n }], range: [] }, columns: [] };
+    await expect(rpc.call(ts.rpcAddress, tabletServerMethods().write, { tabletId, ops: [okOp], more: [{ ops: [okOp] }] })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('only transactional writes') });
+    const many = Array.from({ length: 256 }, () => ({ ops: [okOp], txn: { txnId: 'a'.repeat(32) } }));
+    await expect(rpc.call(ts.rpcAddress, tabletServerMethods().write, { tabletId, ops: [okOp], txn: { txnId: 'a'.repeat(32) }, more: many })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('at most 256') });
     expect(await codeOf(rpc.call(master.rpcAddress, masterMethods().getTableLocations, { name: 'nope' }))).toBe('TABLE_NOT_FOUND');
 
     // The CLI fails with one line naming the code and a non-zero status.

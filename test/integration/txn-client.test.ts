@@ -51,6 +51,51 @@ describe('transactions on a real cluster', () => {
     }
   }, 180_000);
 
+  it('txn: concurrent transactions\' writes to one tablet share Write requests, and each is written (or fails) on its own', async () => {
+    const c = client!;
+    await c.createTable({ name: 'coalesce', columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'int64' }], primaryKey: { hash: ['id'] }, numTablets: 1 });
+    await waitTableReady(cluster!, 'coalesce', 1);
+    const stats = c.txnWrites!.stats;
+    const before = { ...stats };
+    const txns = await Promise.all(Array.from({ length: 24 }, () => c.beginTransaction()));
+    // Issued in one turn: rows 0..23, plus rows 100 and 101 written by two transactions each.
+    const writes = txns.map((t, i) => t.upsert('coalesce', { id: BigInt(i), v: BigInt(i) }));
+    const contested = [0, 1, 2, 3].map((i) => txns[i]!.upsert('coalesce', { id: BigInt(100 + (i % 2)), v: BigInt(i) }));
+    const settled = await Promise.allSettled([...writes, ...contested]);
+    const requests = stats.requests - before.requests;
+    const carried = stats.writes - before.writes;
+    expect(carried).toBeGreaterThanOrEqual(28);
+    expect(requests, `${carried} writes in ${requests} requests`).toBeLessThan(carried / 2);
+    // Of each contested row's two writers at most one wrote it (snapshot isolation, per write).
+    const failedCodes = settled.filter((r) => r.status === 'rejected').map((r) => ((r as PromiseRejectedResult).reason as { code: string }).code);
+    for (const code of failedCodes) expect([ErrorCode.TXN_CONFLICT, ErrorCode.TXN_ABORTED]).toContain(code);
+    expect(failedCodes.length).toBeLessThanOrEqual(4);
+    const outcomes = await Promise.all(
+      txns.map(async (t) => {
+        try {
+          await t.commit();
+          return 'ok';
+        } catch (e) {
+          await t.abort().catch(() => undefined);
+          return (e as { code: string }).code;
+        }
+      }),
+    );
+    // Every committed transaction's own row is there with its value; every failed one's is absent.
+    for (let i = 0; i < txns.length; i++) {
+      const row = await c.table('coalesce').get({ id: BigInt(i) });
+      if (outcomes[i] === 'ok') expect(row?.['v']).toBe(BigInt(i));
+      else expect(row, `txn ${i}: ${outcomes[i]}`).toBeUndefined();
+    }
+    for (const id of [100n, 101n]) {
+      const writers = [0, 1, 2, 3].filter((i) => 100 + (i % 2) === Number(id) && outcomes[i] === 'ok');
+      const row = await c.table('coalesce').get({ id });
+      expect(writers.length, `row ${id}: committed writers ${writers.join(',')}`).toBeLessThanOrEqual(1);
+      if (writers.length === 1) expect(row?.['v']).toBe(BigInt(writers[0]!));
+    }
+    expect(outcomes.filter((o) => o === 'ok').length).toBeGreaterThanOrEqual(20);
+  }, 120_000);
+
   it('txn: snapshot isolation allows write skew (documented): disjoint writes after overlapping reads both commit', async () => {
     const c = client!;
     await c.table('counter').upsert({ id: 10n, v: 1n });

@@ -1,0 +1,99 @@
+/**
+ * The client's coalescing of transactional writes (client/txn-write-coalescer.ts) against a scripted
+ * tablet invoker: one request per tablet per turn, results matched to writes in order, retryable
+ * per-write codes resent alone, a server that ignores `more` handled, request failures shared.
+ */
+import { describe, expect, it } from 'vitest';
+import { DbError, ErrorCode } from '../../common/errors';
+import type { WriteRequestPB, WriteResponsePB } from '../../rpc/service-methods';
+import { Deadline } from '../../client/retry-policy';
+import type { TabletInvoker } from '../../client/tablet-invoker';
+import { COALESCED_TXN_WRITES_MAX, TxnWriteCoalescer } from '../../client/txn-write-coalescer';
+
+type Answer = (req: WriteRequestPB) => WriteResponsePB | Promise<WriteResponsePB>;
+
+function scripted(answer: Answer): { invoker: TabletInvoker; sent: WriteRequestPB[] } {
+  const sent: WriteRequestPB[] = [];
+  const invoker = {
+    propagatedHt: 7n,
+    observeHt: () => undefined,
+    call: async (_table: string, _where: unknown, _m: unknown, makeReq: () => WriteRequestPB) => {
+      const req = makeReq();
+      sent.push(req);
+      return answer(req);
+    },
+  } as unknown as TabletInvoker;
+  return { invoker, sent };
+}
+
+const txn = (id: string) => ({ txnId: id, statusTablet: 's', isolation: 'snapshot', priority: 1, startHt: 1n });
+const op = (k: number) => [{ type: 'UPSERT', key: { hashComponents: [{ int64: BigInt(k) }] } }] as never;
+const ok = (n: number): WriteResponsePB => ({ writeHt: 5n, propagatedHt: 9n, results: Array.from({ length: n }, () => ({ writeHt: 5n })) });
+
+describe('TxnWriteCoalescer', () => {
+  it('coalescer: writes of one turn to one tablet go in one request, in order; other tablets get their own', async () => {
+    const { invoker, sent } = scripted((req) => ok(1 + (req.more?.length ?? 0)));
+    const c = new TxnWriteCoalescer(invoker);
+    const d = new Deadline(1000);
+    const alone = () => Promise.reject(new Error('not expected'));
+    await Promise.all([
+      c.write('t', 'A', op(1), txn('a'), d, alone),
+      c.write('t', 'A', op(2), txn('b'), d, alone),
+      c.write('t', 'B', op(3), txn('c'), d, alone),
+      c.write('t', 'A', op(4), txn('d'), d, alone),
+    ]);
+    expect(sent.map((r) => [r.tabletId, r.txn!.txnId, ...(r.more ?? []).map((m) => m.txn!.txnId)])).toEqual([
+      ['A', 'a', 'b', 'd'],
+      ['B', 'c'],
+    ]);
+    expect(sent[1]!.more).toBeUndefined(); // a lone write is a plain single write
+    expect(sent[0]!.propagatedHt).toBe(7n);
+    expect(c.stats).toEqual({ requests: 2, writes: 4 });
+  });
+
+  it('coalescer: each write gets its own result; a retryable one is resent alone, a conflict is not', async () => {
+    const { invoker } = scripted(() => ({
+      propagatedHt: 9n,
+      results: [{ writeHt: 5n }, { code: ErrorCode.NOT_THE_LEADER, message: 'moved' }, { code: ErrorCode.TXN_CONFLICT, message: 'lost' }, { code: ErrorCode.LEADER_NOT_READY, message: 'not yet' }],
+    }));
+    const c = new TxnWriteCoalescer(invoker);
+    const d = new Deadline(1000);
+    const resent: string[] = [];
+    const alone = (id: string, fails = false) => () => {
+      resent.push(id);
+      return fails ? Promise.reject(new DbError(ErrorCode.TIMED_OUT, 'gave up')) : Promise.resolve();
+    };
+    const r = await Promise.allSettled([
+      c.write('t', 'A', op(1), txn('a'), d, alone('a')),
+      c.write('t', 'A', op(2), txn('b'), d, alone('b')),
+      c.write('t', 'A', op(3), txn('c'), d, alone('c')),
+      c.write('t', 'A', op(4), txn('d'), d, alone('d', true)),
+    ]);
+    expect(resent).toEqual(['b', 'd']);
+    expect(r.map((x) => (x.status === 'fulfilled' ? 'ok' : (x.reason as DbError).code))).toEqual(['ok', 'ok', ErrorCode.TXN_CONFLICT, ErrorCode.TIMED_OUT]);
+  });
+
+  it('coalescer: a server that ignores `more` wrote the first write only; the others are resent alone', async () => {
+    const { invoker } = scripted(() => ({ writeHt: 5n, propagatedHt: 9n }));
+    const c = new TxnWriteCoalescer(invoker);
+    const d = new Deadline(1000);
+    const resent: string[] = [];
+    const alone = (id: string) => () => {
+      resent.push(id);
+      return Promise.resolve();
+    };
+    await Promise.all(['a', 'b', 'c'].map((id, i) => c.write('t', 'A', op(i), txn(id), d, alone(id))));
+    expect(resent).toEqual(['b', 'c']);
+  });
+
+  it('coalescer: a failed request fails every write in it; a full request is sent at once', async () => {
+    const { invoker, sent } = scripted(() => Promise.reject(new DbError(ErrorCode.NETWORK_ERROR, 'gone')));
+    const c = new TxnWriteCoalescer(invoker);
+    const d = new Deadline(1000);
+    const alone = () => Promise.reject(new Error('not expected'));
+    const n = COALESCED_TXN_WRITES_MAX + 3;
+    const r = await Promise.allSettled(Array.from({ length: n }, (_, i) => c.write('t', 'A', op(i), txn(`x${i}`), d, alone)));
+    expect(r.every((x) => x.status === 'rejected' && (x.reason as DbError).code === ErrorCode.NETWORK_ERROR)).toBe(true);
+    expect(sent.map((s) => 1 + (s.more?.length ?? 0))).toEqual([COALESCED_TXN_WRITES_MAX, 3]);
+  });
+});
