@@ -248,7 +248,8 @@ export class TabletService {
     return { writeHt: ht, propagatedHt: this.deps.clock.now() };
   }
 
-  private writeTxn(t: TabletPeer, ops: pb.RowOpPB[] | undefined, txnPb: pb.TxnContextPB, propagated: { propagatedHt?: bigint }): Promise<HybridTime> {
+  /** Async so that a malformed write rejects (and fails only itself in a coalesced request) rather than throws. */
+  private async writeTxn(t: TabletPeer, ops: pb.RowOpPB[] | undefined, txnPb: pb.TxnContextPB, propagated: { propagatedHt?: bigint }): Promise<HybridTime> {
     const parsed = parsedOps(t, ops);
     const txn = txnMetaFromPb(txnPb);
     const readHt = txnPb.readHt ? BigInt(txnPb.readHt) : txn.startHt;

@@ -109,6 +109,12 @@ describe('cluster: bad input', () => {
     await expect(rpc.call(ts.rpcAddress, tabletServerMethods().write, { tabletId, ops: [okOp], more: [{ ops: [okOp] }] })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('only transactional writes') });
     const many = Array.from({ length: 256 }, () => ({ ops: [okOp], txn: { txnId: 'a'.repeat(32) } }));
     await expect(rpc.call(ts.rpcAddress, tabletServerMethods().write, { tabletId, ops: [okOp], txn: { txnId: 'a'.repeat(32) }, more: many })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('at most 256') });
+    // Each coalesced write fails on its own: one result per write, the request itself succeeds.
+    const mixed = await rpc.call(ts.rpcAddress, tabletServerMethods().write, { tabletId, ops: [{ type: 'BOGUS' }], txn: { txnId: 'b'.repeat(32) }, more: [{ ops: [okOp], txn: { txnId: 'c'.repeat(32) } }] });
+    expect(mixed.results?.map((r) => [r.code, r.message])).toEqual([
+      ['INVALID_ARGUMENT', expect.stringContaining('unknown row op type')],
+      ['INVALID_ARGUMENT', expect.stringContaining('does not match its hash components')],
+    ]);
     expect(await codeOf(rpc.call(master.rpcAddress, masterMethods().getTableLocations, { name: 'nope' }))).toBe('TABLE_NOT_FOUND');
 
     // The CLI fails with one line naming the code and a non-zero status.
