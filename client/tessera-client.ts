@@ -16,7 +16,6 @@
  *   await txn.commit();                    // { commitHt }
  */
 import { TxnWriteCoalescer } from './txn-write-coalescer';
-import { StatusCallCoalescer } from './status-call-coalescer';
 import { DbError, ErrorCode } from '../common/errors';
 import { Flags } from '../common/flags';
 import { masterMethods, type ListMastersResponsePB, type ListTabletServersResponsePB } from '../rpc/service-methods';
@@ -47,8 +46,6 @@ export class TesseraClient {
   private readonly batchWrites: boolean;
   /** Transactional writes of concurrent transactions, coalesced per tablet (with batchWrites). */
   readonly txnWrites: TxnWriteCoalescer | undefined;
-  /** CreateTransaction / CommitTransaction of concurrent transactions, coalesced per status tablet (with batchWrites). */
-  readonly statusCalls: StatusCallCoalescer | undefined;
   private readonly tables = new Map<string, Table>();
   private closed = false;
   readonly timeoutMs: number;
@@ -64,7 +61,6 @@ export class TesseraClient {
     this.invoker = new TabletInvoker(rpc, this.cache);
     this.txnWrites = this.batchWrites ? new TxnWriteCoalescer(this.invoker) : undefined;
     this.statusTablets = new StatusTabletProxy(rpc, this.master);
-    this.statusCalls = this.batchWrites ? new StatusCallCoalescer(this.statusTablets, () => this.invoker.propagatedHt) : undefined;
     const hbUsec = opts.transactionHeartbeatUsec ?? DEFAULT_TRANSACTION_HEARTBEAT_USEC;
     if (!(hbUsec > 0)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'transactionHeartbeatUsec must be > 0');
     this.heartbeatMs = hbUsec / 1000;
@@ -158,7 +154,7 @@ export class TesseraClient {
    */
   async beginTransaction(o: TransactionOptions = {}): Promise<Transaction> {
     this.deadline(o);
-    return Transaction.begin({ cache: this.cache, invoker: this.invoker, statusTablets: this.statusTablets, timeoutMs: o.timeoutMs ?? this.timeoutMs, heartbeatMs: this.heartbeatMs, ...(this.txnWrites ? { txnWrites: this.txnWrites } : {}), ...(this.statusCalls ? { statusCalls: this.statusCalls } : {}) }, o);
+    return Transaction.begin({ cache: this.cache, invoker: this.invoker, statusTablets: this.statusTablets, timeoutMs: o.timeoutMs ?? this.timeoutMs, heartbeatMs: this.heartbeatMs, ...(this.txnWrites ? { txnWrites: this.txnWrites } : {}) }, o);
   }
 
   /** The raw RPC client (admin commands reuse the connection pool; it dials through addressMap / translateAddress). */

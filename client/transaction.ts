@@ -25,7 +25,6 @@
  * the same way (its read time is per transaction for snapshot isolation).
  */
 import type { TxnWriteCoalescer } from './txn-write-coalescer';
-import type { CreateOutcome, StatusCallCoalescer } from './status-call-coalescer';
 import { randomBytes } from 'node:crypto';
 import { DbError, ErrorCode } from '../common/errors';
 import { txnCoordinatorMethods, type TxnContextPB } from '../rpc/service-methods';
@@ -61,8 +60,6 @@ export interface TransactionDeps {
   heartbeatMs: number;
   /** Coalesces this transaction's writes with other transactions' (client option batchWrites). */
   txnWrites?: TxnWriteCoalescer;
-  /** Coalesces its CreateTransaction / CommitTransaction with other transactions' (batchWrites). */
-  statusCalls?: StatusCallCoalescer;
 }
 
 /** Participant tablets one transaction may touch (a bound on what a commit request carries). */
@@ -129,14 +126,17 @@ export class Transaction implements TxnBinding {
     // A fresh id per begin: if CreateTransaction's outcome is unknown, the orphan record (without
     // intents) simply expires on the coordinator.
     const txnId = newTxnId();
-    const alone = async (): Promise<CreateOutcome> => {
-      const a = await deps.statusTablets.call(statusTablet, txnCoordinatorMethods().createTransaction, { statusTablet, txnId, isolation, priority, propagatedHt: deps.invoker.propagatedHt }, d, false);
-      return { readHt: BigInt(a.readHt ?? 0n), globalLimitHt: BigInt(a.globalLimitHt ?? 0n), propagatedHt: BigInt(a.propagatedHt ?? 0n) };
-    };
-    const r = deps.statusCalls ? await deps.statusCalls.create(statusTablet, { txnId, isolation, priority }, d, alone) : await alone();
+    const r = await deps.statusTablets.call(
+      statusTablet,
+      txnCoordinatorMethods().createTransaction,
+      { statusTablet, txnId, isolation, priority, propagatedHt: deps.invoker.propagatedHt },
+      d,
+      false,
+    );
     deps.invoker.observeHt(r.propagatedHt);
     if (!r.readHt) throw new DbError(ErrorCode.INTERNAL, `CreateTransaction of ${txnId} answered without a read time`);
-    const txn = new Transaction(deps, txnId, statusTablet, isolation, priority, r.readHt, r.globalLimitHt > r.readHt ? r.globalLimitHt : undefined);
+    const limit = r.globalLimitHt ? BigInt(r.globalLimitHt) : 0n;
+    const txn = new Transaction(deps, txnId, statusTablet, isolation, priority, BigInt(r.readHt), limit > BigInt(r.readHt) ? limit : undefined);
     txn.startHeartbeats();
     return txn;
   }
@@ -259,8 +259,8 @@ export class Transaction implements TxnBinding {
     try {
       let commitHt: bigint;
       try {
-        const alone = async (): Promise<bigint> => BigInt((await this.deps.statusTablets.call(this.statusTablet, m.commitTransaction, req, d, false)).commitHt ?? 0n);
-        commitHt = this.deps.statusCalls ? await this.deps.statusCalls.commit(this.statusTablet, { txnId: req.txnId, participantTablets: req.participantTablets }, d, alone) : await alone();
+        const r = await this.deps.statusTablets.call(this.statusTablet, m.commitTransaction, req, d, false);
+        commitHt = BigInt(r.commitHt ?? 0n);
       } catch (e) {
         const err = DbError.from(e);
         if (!UNKNOWN_OUTCOME_CODES.has(err.code)) throw err;

@@ -287,26 +287,11 @@ export interface CreateTransactionRequestPB {
   isolation?: string;
   priority?: number;
   propagatedHt?: bigint;
-  /** Further transactions created on the same status tablet in one request. */
-  more?: CreateTransactionItemPB[];
-}
-export interface CreateTransactionItemPB {
-  txnId?: string;
-  isolation?: string;
-  priority?: number;
 }
 export interface CreateTransactionResponsePB {
   readHt?: bigint;
   propagatedHt?: bigint;
   globalLimitHt?: bigint;
-  /** With `more`: one per transaction (the first, then `more`); empty code = created. */
-  results?: CreateTransactionResultPB[];
-}
-export interface CreateTransactionResultPB {
-  readHt?: bigint;
-  globalLimitHt?: bigint;
-  code?: string;
-  message?: string;
 }
 export interface HeartbeatTransactionRequestPB {
   statusTablet?: string;
@@ -320,22 +305,9 @@ export interface CommitTransactionRequestPB {
   txnId?: string;
   participantTablets?: string[];
   propagatedHt?: bigint;
-  /** Further transactions committed on the same status tablet in one request. */
-  more?: CommitTransactionItemPB[];
-}
-export interface CommitTransactionItemPB {
-  txnId?: string;
-  participantTablets?: string[];
 }
 export interface CommitTransactionResponsePB {
   commitHt?: bigint;
-  /** With `more`: one per transaction (the first, then `more`); empty code = committed. */
-  results?: CommitTransactionResultPB[];
-}
-export interface CommitTransactionResultPB {
-  commitHt?: bigint;
-  code?: string;
-  message?: string;
 }
 export interface AbortTransactionRequestPB {
   statusTablet?: string;

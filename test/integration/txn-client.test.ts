@@ -51,18 +51,13 @@ describe('transactions on a real cluster', () => {
     }
   }, 180_000);
 
-  it('txn: concurrent transactions\' writes to one tablet share Write requests (and their creates and commits share requests per status tablet), each written (or failed) on its own', async () => {
+  it('txn: concurrent transactions\' writes to one tablet share Write requests, and each is written (or fails) on its own', async () => {
     const c = client!;
     await c.createTable({ name: 'coalesce', columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'int64' }], primaryKey: { hash: ['id'] }, numTablets: 1 });
     await waitTableReady(cluster!, 'coalesce', 1);
     const stats = c.txnWrites!.stats;
     const before = { ...stats };
-    const statusBefore = c.statusCalls!.stats;
     const txns = await Promise.all(Array.from({ length: 24 }, () => c.beginTransaction()));
-    // Begun in one turn: their CreateTransaction calls share a request per status tablet.
-    const creates = c.statusCalls!.stats.creates;
-    expect(creates.calls - statusBefore.creates.calls).toBe(24);
-    expect(creates.requests - statusBefore.creates.requests).toBeLessThan(12);
     // Issued in one turn: rows 0..23, plus rows 100 and 101 written by two transactions each.
     const writes = txns.map((t, i) => t.upsert('coalesce', { id: BigInt(i), v: BigInt(i) }));
     const contested = [0, 1, 2, 3].map((i) => txns[i]!.upsert('coalesce', { id: BigInt(100 + (i % 2)), v: BigInt(i) }));
@@ -86,8 +81,6 @@ describe('transactions on a real cluster', () => {
         }
       }),
     );
-    const commits = c.statusCalls!.stats.commits;
-    expect(commits.requests - statusBefore.commits.requests, 'commits of one turn share requests').toBeLessThan(commits.calls - statusBefore.commits.calls);
     // Every committed transaction's own row is there with its value; every failed one's is absent.
     for (let i = 0; i < txns.length; i++) {
       const row = await c.table('coalesce').get({ id: BigInt(i) });

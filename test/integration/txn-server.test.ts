@@ -37,19 +37,6 @@ afterAll(async () => {
   await cluster?.destroy();
 });
 
-/** Leaders move (the master balances them): ask every replica in turn, the leader answers. */
-async function atReplicaThatAnswers<T>(replicas: Array<{ rpcAddress?: string }>, f: (addr: string) => Promise<T>): Promise<T> {
-  let last: unknown;
-  for (const r of replicas) {
-    try {
-      return await f(r.rpcAddress!);
-    } catch (e) {
-      last = e;
-    }
-  }
-  throw last;
-}
-
 async function demoReports(only?: string): Promise<Map<string, TabletReportPB[]>> {
   const demo = await client.rpcClient().call(cluster.masterAddresses[0]!, masterMethods().getTableLocations, { name: 'demo' }, { timeoutMs: 2000 });
   const ids = new Set((demo.tablets ?? []).map((t) => t.tabletId ?? ''));
@@ -171,7 +158,18 @@ describe('txn-server: distributed transactions on real processes', () => {
     const rpc = client.rpcClient();
     const loc = await rpc.call(cluster.masterAddresses[0]!, masterMethods().getTableLocations, { name: 'transactions' }, { timeoutMs: 2000 });
     const st = loc.tablets![0]!;
-    const atLeader = <T>(f: (addr: string) => Promise<T>): Promise<T> => atReplicaThatAnswers(st.replicas ?? [], f);
+    // Leaders move (the master balances them): ask every replica, the leader answers.
+    const atLeader = async <T>(f: (addr: string) => Promise<T>): Promise<T> => {
+      let last: unknown;
+      for (const r of st.replicas ?? []) {
+        try {
+          return await f(r.rpcAddress!);
+        } catch (e) {
+          last = e;
+        }
+      }
+      throw last;
+    };
     const txnId = 'expiring0000000000000000000000aa';
     const created = await atLeader((a) => rpc.call(a, txnCoordinatorMethods().createTransaction, { statusTablet: st.tabletId!, txnId, isolation: 'snapshot', priority: 0.5 }, { timeoutMs: 5000 }));
     const demo = await rpc.call(cluster.masterAddresses[0]!, masterMethods().getTableLocations, { name: 'demo' }, { timeoutMs: 2000 });
@@ -191,35 +189,6 @@ describe('txn-server: distributed transactions on real processes', () => {
     }, 200);
     await waitFor('the participant sweep to remove the expired intents', 20_000, async () => [...(await demoReports()).values()].flat().every((t) => (t.intentCount ?? 0n) === 0n), 200);
     expect(await client.table('demo').get({ id })).toBeUndefined();
-  }, 60_000);
-
-  it('txn-server: coalesced CreateTransaction / CommitTransaction requests answer each transaction on its own', async () => {
-    const rpc = client.rpcClient();
-    const loc = await rpc.call(cluster.masterAddresses[0]!, masterMethods().getTableLocations, { name: 'transactions' }, { timeoutMs: 2000 });
-    const st = loc.tablets![1]!;
-    const m = txnCoordinatorMethods();
-    // A coalesced request "succeeds" at a follower too (every result NOT_THE_LEADER): find the leader first.
-    const leader = await atReplicaThatAnswers(st.replicas ?? [], async (a) => {
-      await rpc.call(a, m.getTransactionStatus, { statusTablet: st.tabletId!, txnIds: [] }, { timeoutMs: 2000 });
-      return a;
-    });
-    const atLeader = <T>(f: (addr: string) => Promise<T>): Promise<T> => f(leader);
-    const ids = ['c0a', 'c0b'].map((p) => p.padEnd(32, '0'));
-    const created = await atLeader((a) =>
-      rpc.call(a, m.createTransaction, { statusTablet: st.tabletId!, txnId: ids[0]!, isolation: 'snapshot', priority: 0.5, more: [{ txnId: ids[1]!, isolation: 'snapshot', priority: 0.6 }, { txnId: 'c0c'.padEnd(32, '0'), isolation: 'bogus', priority: 0.7 }] }, { timeoutMs: 5000 }),
-    );
-    const cr = created.results ?? [];
-    expect(cr).toHaveLength(3);
-    expect(cr[0]!.readHt! > 0n && cr[1]!.readHt! > 0n && !cr[0]!.code && !cr[1]!.code).toBe(true);
-    expect(cr[2]!.code).toBe('INVALID_ARGUMENT');
-    const committed = await atLeader((a) =>
-      rpc.call(a, m.commitTransaction, { statusTablet: st.tabletId!, txnId: ids[0]!, participantTablets: [], more: [{ txnId: ids[1]!, participantTablets: [] }, { txnId: 'never-created'.padEnd(32, '0'), participantTablets: [] }] }, { timeoutMs: 5000 }),
-    );
-    const co = committed.results ?? [];
-    expect(co.map((r) => r.code ?? '')).toEqual(['', '', expect.stringMatching(/^TXN_/)]);
-    expect(co[0]!.commitHt! > cr[0]!.readHt! && co[1]!.commitHt! > cr[1]!.readHt!).toBe(true);
-    const tooMany = Array.from({ length: 256 }, (_, i) => ({ txnId: `m${i}`.padEnd(32, '0'), participantTablets: [] }));
-    await expect(atLeader((a) => rpc.call(a, m.commitTransaction, { statusTablet: st.tabletId!, txnId: ids[0]!, more: tooMany }, { timeoutMs: 5000 }))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   }, 60_000);
 
   it('txn-server: with TEST_inject_sleep_before_applying_intents_ms on one tserver its replicas keep intents after commit while the others applied, and reads return the rows', async () => {

@@ -35,14 +35,6 @@ const SWEEP_EVERY_CHECKS = 4;
 const TXN_IDS_PER_STATUS_REQUEST_MAX = 1000;
 /** Transactions one UpdateTransaction request carries at most. */
 const UPDATES_PER_REQUEST_MAX = 256;
-/** Transactions one coalesced CreateTransaction / CommitTransaction request carries at most. */
-const COALESCED_PER_REQUEST_MAX = 256;
-
-/** The per-transaction result of a coalesced request that failed for this transaction. */
-function errorResult(reason: unknown): { code: string; message: string } {
-  const e = DbError.from(reason);
-  return { code: e.code, message: e.message };
-}
 /** UpdateTransaction requests in flight to one participant tablet at most (further updates queue and batch). */
 const UPDATE_RPCS_IN_FLIGHT_MAX = 4;
 
@@ -194,26 +186,11 @@ export class TxnService {
 
   async createTransaction(req: pb.CreateTransactionRequestPB): Promise<pb.CreateTransactionResponsePB> {
     const c = this.coordinator(req.statusTablet);
-    if (req.propagatedHt) this.deps.clock.update(req.propagatedHt);
-    const more = req.more ?? [];
-    if (more.length > 0) {
-      // Several transactions coalesced by a client: each is created (or fails) on its own.
-      if (more.length >= COALESCED_PER_REQUEST_MAX) throw invalid(`at most ${COALESCED_PER_REQUEST_MAX} transactions per CreateTransaction`);
-      const settled = await Promise.allSettled([req, ...more].map((i) => this.createOne(c, i)));
-      return {
-        propagatedHt: this.deps.clock.now(),
-        results: settled.map((r) => (r.status === 'fulfilled' ? r.value : errorResult(r.reason))),
-      };
-    }
-    const r = await this.createOne(c, req);
-    return { readHt: r.readHt, globalLimitHt: r.globalLimitHt, propagatedHt: this.deps.clock.now() };
-  }
-
-  private async createOne(c: TransactionCoordinator, i: pb.CreateTransactionItemPB): Promise<{ readHt: bigint; globalLimitHt: bigint }> {
-    const priority = i.priority ?? 0;
+    const priority = req.priority ?? 0;
     if (!Number.isFinite(priority)) throw invalid('priority must be a finite number');
-    const readHt = await c.create(txnIdOf(i.txnId), requireSupportedIsolation(i.isolation), priority);
-    return { readHt, globalLimitHt: uncertaintyLimit(readHt, this.deps.flags.get(MAX_CLOCK_SKEW_USEC)) ?? 0n };
+    const readHt = await c.create(txnIdOf(req.txnId), requireSupportedIsolation(req.isolation), priority, req.propagatedHt || undefined);
+    const globalLimitHt = uncertaintyLimit(readHt, this.deps.flags.get(MAX_CLOCK_SKEW_USEC)) ?? 0n;
+    return { readHt, propagatedHt: this.deps.clock.now(), globalLimitHt };
   }
 
   heartbeatTransaction(req: pb.HeartbeatTransactionRequestPB): Promise<pb.HeartbeatTransactionResponsePB> {
@@ -222,21 +199,8 @@ export class TxnService {
 
   async commitTransaction(req: pb.CommitTransactionRequestPB): Promise<pb.CommitTransactionResponsePB> {
     const c = this.coordinator(req.statusTablet);
-    if (req.propagatedHt) this.deps.clock.update(req.propagatedHt);
-    const more = req.more ?? [];
-    if (more.length > 0) {
-      // Several transactions coalesced by a client: each commits (or fails) on its own; their
-      // COMMITTED entries share the status tablet's next Raft append.
-      if (more.length >= COALESCED_PER_REQUEST_MAX) throw invalid(`at most ${COALESCED_PER_REQUEST_MAX} transactions per CommitTransaction`);
-      const settled = await Promise.allSettled([req, ...more].map((i) => this.commitOne(c, i)));
-      return { results: settled.map((r) => (r.status === 'fulfilled' ? { commitHt: r.value } : errorResult(r.reason))) };
-    }
-    return { commitHt: await this.commitOne(c, req) };
-  }
-
-  private async commitOne(c: TransactionCoordinator, i: pb.CommitTransactionItemPB): Promise<bigint> {
-    const parts = (i.participantTablets ?? []).filter((s) => typeof s === 'string' && s.length > 0);
-    return c.commit(txnIdOf(i.txnId), parts);
+    const parts = (req.participantTablets ?? []).filter((s) => typeof s === 'string' && s.length > 0);
+    return { commitHt: await c.commit(txnIdOf(req.txnId), parts, req.propagatedHt || undefined) };
   }
 
   async abortTransaction(req: pb.AbortTransactionRequestPB): Promise<pb.AbortTransactionResponsePB> {
