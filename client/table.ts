@@ -209,8 +209,8 @@ export class Table {
       if (t) {
         const coalescer = this.txnWrites;
         await this.guard(true, () => {
-          const ctx = this.writeTxn(t.tabletId, txnCtx).txn ?? txnCtx;
-          return coalescer.write(this.name, t.tabletId, [op], ctx, d, () => this.writeAlone(type, hash, op, txnCtx, d));
+          this.writeTxn(t.tabletId, txnCtx); // registers the participant, fixes the read time
+          return coalescer.write(this.name, t.tabletId, [op], txnCtx, d, () => this.writeAlone(type, hash, op, txnCtx, d));
         });
         return;
       }

@@ -10,7 +10,7 @@
  * is sent again on its own through the caller's single-write path, with that path's retry policy; a
  * request-level failure is every write's failure, as if each had been sent alone.
  */
-import { DbError, isErrorCode, ErrorCode } from '../common/errors';
+import { DbError } from '../common/errors';
 import { tabletServerMethods, type RowOpPB, type TxnContextPB, type WriteItemPB, type WriteRequestPB } from '../rpc/service-methods';
 import type { Deadline } from './retry-policy';
 import type { TabletInvoker } from './tablet-invoker';
@@ -86,7 +86,7 @@ export class TxnWriteCoalescer {
         items.forEach((i, k) => {
           const res = results[k];
           if (!res?.code) return i.resolve();
-          const err = new DbError(isErrorCode(res.code) ? res.code : ErrorCode.INTERNAL, res.message ?? res.code);
+          const err = DbError.fromResult({ code: res.code, message: res.message });
           if (err.retryable && !TXN_FATAL_CODES.has(err.code)) i.resendAlone().then(i.resolve, i.reject);
           else i.reject(err);
         });

@@ -69,6 +69,16 @@ export class DbError extends Error {
     return { code: this.code, message: this.message, details: this.details };
   }
 
+  /** The error as one entry of a batched response's per-item results (UpdateTransaction, coalesced Write). */
+  toResult(): { code: string; message: string } {
+    return { code: this.code, message: this.message };
+  }
+
+  /** A per-item result's error (an unknown code becomes INTERNAL). */
+  static fromResult(r: { code: string; message?: string }): DbError {
+    return new DbError(isErrorCode(r.code) ? r.code : ErrorCode.INTERNAL, r.message ?? r.code);
+  }
+
   static fromWire(w: WireError): DbError {
     const code = isErrorCode(w.code) ? w.code : ErrorCode.INTERNAL;
     return new DbError(code, w.message, w.details ?? {});

@@ -37,6 +37,9 @@ export interface TServerMethods {
 
 /** Rows per Write request and keys per Read request (bigger requests: INVALID_ARGUMENT). */
 export const WRITE_OPS_MAX = 10_000;
+export const READ_KEYS_MAX = 10_000;
+export const SCAN_LIMIT_MAX = 10_000;
+export const SCAN_LIMIT_DEFAULT = 1000;
 /** Transactional writes one coalesced Write request carries at most (the first plus `more`). */
 export const WRITE_ITEMS_MAX = 256;
 
@@ -47,9 +50,6 @@ function parsedOps(t: TabletPeer, ops: pb.RowOpPB[] | undefined): WriteRequest['
   if (list.length > WRITE_OPS_MAX) throw invalid(`write has ${list.length} ops; at most ${WRITE_OPS_MAX}`);
   return list.map((o) => rowOpFromPb(t.meta, o));
 }
-export const READ_KEYS_MAX = 10_000;
-export const SCAN_LIMIT_MAX = 10_000;
-export const SCAN_LIMIT_DEFAULT = 1000;
 
 function invalid(msg: string): DbError {
   return new DbError(ErrorCode.INVALID_ARGUMENT, msg);
@@ -235,8 +235,7 @@ export class TabletService {
           if (r.value > writeHt) writeHt = r.value;
           return { writeHt: r.value };
         }
-        const e = DbError.from(r.reason);
-        return { code: e.code, message: e.message };
+        return DbError.from(r.reason).toResult();
       });
       return { writeHt, propagatedHt: this.deps.clock.now(), results };
     }

@@ -6,7 +6,7 @@
  * tablets hosted here, the status client every replica resolves intents with, and the participant
  * sweep that removes intents of transactions found aborted (expired ones nobody told us about).
  */
-import { DbError, ErrorCode, isErrorCode } from '../../common/errors';
+import { DbError, ErrorCode } from '../../common/errors';
 import type { Flags } from '../../common/flags';
 import type { HybridClock } from '../../common/hybrid-clock';
 import type { HybridTime } from '../../common/hybrid-time';
@@ -163,7 +163,7 @@ export class TxnService {
       const resp = await this.locator.call(tabletId, (addr) => this.deps.client.call(addr, this.deps.participantMethods.updateTransaction, req, { timeoutMs }));
       return batch.map((_, i) => {
         const r = resp.results?.[i];
-        return r?.code ? new DbError(isErrorCode(r.code) ? r.code : ErrorCode.INTERNAL, r.message ?? r.code) : undefined;
+        return r?.code ? DbError.fromResult({ code: r.code, message: r.message }) : undefined;
       });
     },
     UPDATE_RPCS_IN_FLIGHT_MAX,
@@ -232,11 +232,7 @@ export class TxnService {
     // Proposed together: Raft carries the entries in the same appends.
     const settled = await Promise.allSettled([req, ...more].map((u) => this.updateOne(peer, u)));
     return {
-      results: settled.map((r) => {
-        if (r.status === 'fulfilled') return {};
-        const e = DbError.from(r.reason);
-        return { code: e.code, message: e.message };
-      }),
+      results: settled.map((r) => (r.status === 'fulfilled' ? {} : DbError.from(r.reason).toResult())),
     };
   }
 
