@@ -34,6 +34,7 @@ import {
   ENABLE_LOAD_BALANCING,
   LEADER_BALANCE_MOVES_MAX,
   REPLICATION_FACTOR,
+  TRANSACTION_TABLE_NUM_TABLETS,
   TSERVER_UNRESPONSIVE_TIMEOUT_MS,
 } from './master-flags';
 import { placeNewTablets, planLeaderMoves, planReplacements, type TServerLoad, type TabletView } from './placement';
@@ -51,8 +52,6 @@ const ROUND_REPLACEMENTS_MAX = 16;
 const ADMIN_RPC_TIMEOUT_MS = 5_000;
 /** The system table of transaction status tablets (YugabyteDB: system.transactions). */
 export const TRANSACTIONS_TABLE = 'transactions';
-/** Status tablets of the `transactions` table (YugabyteDB's transaction_table_num_tablets). */
-const TRANSACTIONS_TABLE_NUM_TABLETS = 3;
 /** Tables ListTables hides unless include_system. */
 export const SYSTEM_TABLES: ReadonlySet<string> = new Set([TRANSACTIONS_TABLE]);
 
@@ -237,7 +236,7 @@ export class CatalogManager {
     void this.createTable({
       name: TRANSACTIONS_TABLE,
       schema: { columns: [{ name: 'txn_id', type: 'string', nullable: false }, { name: 'record', type: 'bytes', nullable: true }], hashColumns: ['txn_id'], rangeColumns: [] },
-      numTablets: TRANSACTIONS_TABLE_NUM_TABLETS,
+      numTablets: this.deps.flags.get(TRANSACTION_TABLE_NUM_TABLETS),
       replicationFactor: rf,
       ifNotExists: true,
     })

@@ -21,6 +21,8 @@ beforeAll(async () => {
     hostBase: 20,
     masters: 1,
     tservers: 3,
+    // Three status tablets (the default is one): the flag is honoured, and transactions span status tablets.
+    masterFlags: ['--transaction_table_num_tablets=3'],
     tserverFlags: ['--heartbeat_interval_ms=200', '--transaction_max_missed_heartbeat_periods=4', '--transaction_resend_applying_interval_ms=300'],
   });
   await cluster.startAll();
