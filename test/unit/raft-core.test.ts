@@ -217,6 +217,17 @@ describe('raft rules', () => {
     expect(g.node('1').status().lastIndex).toBe(g.node(leader!).status().lastIndex);
   });
 
+  it('raft: a candidate that applies its own removal stops campaigning; the votes in flight do not make it leader', () => {
+    const g = new Group(['1', '2', '3']);
+    g.node('1').campaign();
+    expect(g.node('1').status().role).not.toBe('FOLLOWER');
+    // The apply stage reaches the entry that removed node 1 while its vote requests are out.
+    g.node('1').applyConfChange({ type: 'removeNode', node: n('1') });
+    expect(g.node('1').status().role).toBe('FOLLOWER');
+    g.stabilize();
+    expect(g.node('1').status().role).not.toBe('LEADER');
+  });
+
   it('raft: ReadIndex is refused until the new leader commits an entry of its term', () => {
     const g = new Group(['1', '2', '3']);
     g.node('1').campaign();
