@@ -191,17 +191,21 @@ export class SimCluster {
 
   private processReady(mayCrash: boolean): void {
     const n = this.pick(this.live());
-    if (!n?.raw?.hasReady()) return;
-    const crash = mayCrash && this.rng.chance(0.0005);
-    const out = n.handleReady(crash);
-    if (!Array.isArray(out)) {
-      this.send(n, out.sentBeforeSync);
-      this.trace(`${n.id} loses power before fsync (${out.sentBeforeSync.length} message(s) already sent)`);
-      n.crash();
-      this.stats.crashes++;
+    if (!n?.raw) return;
+    if (n.syncing) {
+      // The fsync is in flight (messages delivered meanwhile stepped the core, as on a real host):
+      // power may fail before it completes — what went out early is out — or it completes.
+      if (mayCrash && this.rng.chance(0.001)) {
+        this.trace(`${n.id} loses power before fsync`);
+        n.crash();
+        this.stats.crashes++;
+      } else if (this.rng.chance(0.5)) {
+        this.send(n, n.finishSync());
+      }
       return;
     }
-    this.send(n, out);
+    if (!n.raw.hasReady()) return;
+    this.send(n, n.beginReady());
   }
 
   private send(from: SimNode, msgs: Message[]): void {
@@ -432,7 +436,7 @@ export class SimCluster {
       this.stepNo++;
       // A healthy cluster: messages and Readies are handled well within a tick, so time advances
       // when the cluster is quiet (or now and then, so a busy one cannot stall the clock).
-      const quiet = this.net.size() === 0 && !this.nodes.some((n) => n.raw?.hasReady());
+      const quiet = this.net.size() === 0 && !this.nodes.some((n) => n.syncing || n.raw?.hasReady());
       const r = this.rng.int(100);
       if (quiet || r < 2) this.tick();
       else if (r < 55) this.deliver(true);

@@ -1,10 +1,12 @@
 /**
  * One simulated replica: a RawNode over a MemoryLogStorage that tracks durability, and a toy state
  * machine whose state is the prefix hash of the applied log (so state equality = log equality).
- * handleReady() is the host loop of the Ready contract, with hooks for the checker.
+ * beginReady() / finishSync() are the host loop of the Ready contract with the fsync in flight between
+ * them (as raft/raft-group.ts: inputs keep arriving and stepping the core meanwhile), with hooks for
+ * the checker.
  */
 import type { NodeId, Rng } from '../../common';
-import type { ConfState, Message, Ready, Snapshot } from '../../raft';
+import type { ConfState, Entry, Message, Ready, Snapshot } from '../../raft';
 import { bootstrapEntries, bootstrapStorage, decodeConfChange, RawNode } from '../../raft';
 import { MemoryLogStorage } from '../../raft/wal/memory-log-storage';
 import type { SimChecker } from './sim-checker';
@@ -79,29 +81,60 @@ export class SimNode {
   crash(): void {
     this.storage.crash();
     this.raw = undefined;
+    this.syncingReady = undefined;
+  }
+
+  /** The Ready whose fsync is in flight (begun, not finished), and the messages that wait for it. */
+  private syncingReady: { rd: Ready; late: Message[] } | undefined;
+
+  get syncing(): boolean {
+    return this.syncingReady !== undefined;
   }
 
   /**
-   * Run one Ready through the host contract. With `crashBeforeSync`, the node loses power after
-   * writing but before the fsync (the caller sends what went out before the sync, then calls
-   * crash()). Returns the messages to send.
+   * Start one Ready through the host contract (raft/raft-group.ts): write the snapshot, entries and
+   * hard state, then either finish at once (nothing to sync) or leave the fsync in flight — a leader's
+   * appends and heartbeats go out now, the rest with finishSync(). Returns the messages to send now.
    */
-  handleReady(crashBeforeSync: boolean): Message[] | { crashed: true; sentBeforeSync: Message[] } {
+  beginReady(): Message[] {
     const raw = this.raw!;
     const rd = raw.ready();
     const st = raw.basicStatus();
     if (rd.snapshot) this.storage.applySnapshot(rd.snapshot);
     if (rd.entries.length > 0) this.persistEntries(rd, st.role === 'LEADER' ? st.term : 0);
     if (rd.hardState) this.storage.setHardState(rd.hardState);
-    // As the real host (raft/raft-group.ts): a leader sends appends and heartbeats before its fsync.
-    const early = rd.mustSync && st.role === 'LEADER' ? rd.messages.filter((m) => m.type === 'append' || m.type === 'heartbeat') : [];
-    if (crashBeforeSync && rd.mustSync) return { crashed: true, sentBeforeSync: early };
-    if (rd.mustSync) {
-      void this.storage.sync();
-      this.checker.synced(this.id, this.storage.initialState().hardState);
-    }
+    // As the real host: committed entries (persisted by earlier Readys) are applied before the sync.
     if (rd.snapshot) this.applySnapshot(rd.snapshot);
-    for (const e of rd.committedEntries) {
+    this.applyCommitted(rd.committedEntries);
+    if (!rd.mustSync) return this.completeReady(rd, rd.messages);
+    const isEarly = (m: Message) => st.role === 'LEADER' && (m.type === 'append' || m.type === 'heartbeat');
+    this.syncingReady = { rd, late: rd.messages.filter((m) => !isEarly(m)) };
+    return rd.messages.filter(isEarly);
+  }
+
+  /** The in-flight sync completes: the Ready's remaining messages go out, and it is advanced. */
+  finishSync(): Message[] {
+    const { rd, late } = this.syncingReady!;
+    this.syncingReady = undefined;
+    void this.storage.sync();
+    this.checker.synced(this.id, this.storage.initialState().hardState);
+    return this.completeReady(rd, late);
+  }
+
+  private completeReady(rd: Ready, msgs: Message[]): Message[] {
+    for (const rs of rd.readStates) {
+      const key = Buffer.from(rs.context).toString('hex');
+      const bound = this.readBounds.get(key);
+      if (bound !== undefined && rs.index < bound) throw new Error(`read index: ${this.id} answered ${rs.index} but ${bound} was committed before the read`);
+      this.readBounds.delete(key);
+    }
+    this.raw!.advance(rd);
+    return msgs;
+  }
+
+  private applyCommitted(ents: readonly Entry[]): void {
+    const raw = this.raw!;
+    for (const e of ents) {
       const h = chainHash(this.smHash, e);
       this.checker.applied(this.id, e.index, e.term, h);
       if (e.index !== this.appliedIndex + 1) throw new Error(`${this.id}: applied ${e.index} after ${this.appliedIndex}`);
@@ -116,14 +149,6 @@ export class SimNode {
         this.onApplyProposal(decodeU32(e.data), e.index);
       }
     }
-    for (const rs of rd.readStates) {
-      const key = Buffer.from(rs.context).toString('hex');
-      const bound = this.readBounds.get(key);
-      if (bound !== undefined && rs.index < bound) throw new Error(`read index: ${this.id} answered ${rs.index} but ${bound} was committed before the read`);
-      this.readBounds.delete(key);
-    }
-    raw.advance(rd);
-    return rd.messages;
   }
 
   private persistEntries(rd: Ready, leaderTerm: number): void {
