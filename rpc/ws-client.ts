@@ -77,6 +77,7 @@ class WsConnection {
       perMessageDeflate: false,
       maxPayload: this.deps.messageBytesMax + FRAME_OVERHEAD_BYTES_MAX,
       handshakeTimeout: this.deps.connectTimeoutMs,
+      generateMask: zeroMask,
     });
     ws.binaryType = 'nodebuffer';
     this.ws = ws;
@@ -228,6 +229,17 @@ class WsConnection {
       await closed;
     }
   }
+}
+
+/**
+ * The masking key of every frame this client sends: zero. RFC 6455 masks client frames so a browser
+ * script cannot steer what a caching proxy between it and the server sees; tessera's RPC clients are
+ * its own servers and CLI, never a browser page. With a zero key ws neither copies nor XORs the
+ * payload (on Node 20 without the optional native addon that is a JavaScript loop over every byte,
+ * on both the sending and the receiving side, for every Raft batch and request).
+ */
+function zeroMask(mask: Uint8Array): void {
+  mask.fill(0);
 }
 
 export class WsRpcClient implements RpcClient {

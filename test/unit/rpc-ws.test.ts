@@ -1,14 +1,14 @@
 import * as http from 'node:http';
 import * as net from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { WebSocket } from 'ws';
+import { WebSocket, WebSocketServer } from 'ws';
 import { ErrorCode, SeededRng } from '../../common';
 import { decodeFrame, encodeFrame, FrameKind } from '../../rpc/frame-codec';
 import { protoCodec } from '../../rpc/proto';
 import type { RpcClient } from '../../rpc/types';
 import { FRAME_OVERHEAD_BYTES_MAX } from '../../rpc/ws-server';
 import { WsTransport } from '../../rpc/ws-transport';
-import { ECHO, runTransportCompliance, startEchoServer, type EchoServer, type TransportHarness } from './rpc-transport-compliance';
+import { ECHO, NOTE, runTransportCompliance, startEchoServer, type EchoServer, type TransportHarness } from './rpc-transport-compliance';
 
 const UNTIL_MS_MAX = 10_000;
 
@@ -169,6 +169,42 @@ describe('ws: frame codec', () => {
       for (let j = 0; j < b.length; j++) b[j] = rng.int(256);
       const r = decodeFrame(b);
       expect(typeof r.ok).toBe('boolean');
+    }
+  });
+});
+
+describe('ws: client frames', () => {
+  it('ws: a client frame is masked with a zero key, so its payload crosses the wire as encoded (no per-byte XOR on either side)', async () => {
+    const server = http.createServer();
+    const wss = new WebSocketServer({ server, perMessageDeflate: false });
+    const raw: Buffer[] = [];
+    const delivered: Buffer[] = [];
+    wss.on('connection', (ws, req) => {
+      req.socket.on('data', (d: Buffer) => raw.push(d));
+      ws.on('message', (d: Buffer) => delivered.push(d));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const client = new WsTransport({}).createClient();
+    try {
+      const addr = server.address() as net.AddressInfo;
+      client.send(`127.0.0.1:${addr.port}`, NOTE, { text: 'x'.repeat(300) });
+      const end = performance.now() + UNTIL_MS_MAX;
+      while (delivered.length === 0 && performance.now() < end) await new Promise((r) => setTimeout(r, 5));
+      expect(delivered.length).toBe(1);
+      const b = Buffer.concat(raw);
+      expect(b[1]! & 0x80).toBe(0x80); // the MASK bit RFC 6455 requires of a client is set
+      const len7 = b[1]! & 0x7f;
+      const keyAt = len7 === 126 ? 4 : len7 === 127 ? 10 : 2;
+      expect([...b.subarray(keyAt, keyAt + 4)]).toEqual([0, 0, 0, 0]);
+      // With a zero key the bytes on the wire are the frame itself.
+      const payload = b.subarray(keyAt + 4, keyAt + 4 + delivered[0]!.length);
+      expect(payload.equals(delivered[0]!)).toBe(true);
+      const f = decodeFrame(payload);
+      expect(f.ok && f.frame.kind).toBe(FrameKind.ONEWAY);
+    } finally {
+      await client.close();
+      wss.close();
+      await new Promise((r) => server.close(r));
     }
   });
 });
