@@ -137,9 +137,10 @@ export class Raft {
         this.bcastAppend();
       }
     } else if ((this.role === Role.candidate || this.role === Role.preCandidate) && !this.promotable()) {
-      // Removed while campaigning: votes still in flight could make it a leader outside the voters,
-      // which refuses proposals yet keeps everyone else from campaigning (found by the simulator
-      // once committed entries could be applied while a Ready's fsync was in flight).
+      // Removed while campaigning (a host's apply stage reaches conf changes at any time): votes
+      // still in flight could make it a leader outside the voters, which refuses proposals yet keeps
+      // everyone else from campaigning (found by the simulator in an experiment that applied entries
+      // while a Ready's fsync was in flight).
       this.becomeFollower(this.term, '');
     }
     return this.confState();
