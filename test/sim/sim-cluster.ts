@@ -192,6 +192,11 @@ export class SimCluster {
   private processReady(mayCrash: boolean): void {
     const n = this.pick(this.live());
     if (!n?.raw) return;
+    if (n.applyPending && this.rng.chance(0.4)) {
+      // The apply stage runs on its own schedule: a few queued entries at a time.
+      n.applySome(1 + this.rng.int(4));
+      return;
+    }
     if (n.syncing) {
       // The fsync is in flight (messages delivered meanwhile stepped the core, as on a real host):
       // power may fail before it completes — what went out early is out — or it completes.
@@ -436,7 +441,7 @@ export class SimCluster {
       this.stepNo++;
       // A healthy cluster: messages and Readies are handled well within a tick, so time advances
       // when the cluster is quiet (or now and then, so a busy one cannot stall the clock).
-      const quiet = this.net.size() === 0 && !this.nodes.some((n) => n.syncing || n.raw?.hasReady());
+      const quiet = this.net.size() === 0 && !this.nodes.some((n) => n.syncing || n.applyPending || n.raw?.hasReady());
       const r = this.rng.int(100);
       if (quiet || r < 2) this.tick();
       else if (r < 55) this.deliver(true);

@@ -2,7 +2,8 @@
  * One simulated replica: a RawNode over a MemoryLogStorage that tracks durability, and a toy state
  * machine whose state is the prefix hash of the applied log (so state equality = log equality).
  * beginReady() / finishSync() are the host loop of the Ready contract with the fsync in flight between
- * them (as raft/raft-group.ts: inputs keep arriving and stepping the core meanwhile), with hooks for
+ * them, and applySome() its separate apply stage (as raft/raft-group.ts: inputs keep arriving and
+ * stepping the core meanwhile, and committed entries reach the state machine later), with hooks for
  * the checker.
  */
 import type { NodeId, Rng } from '../../common';
@@ -82,6 +83,19 @@ export class SimNode {
     this.storage.crash();
     this.raw = undefined;
     this.syncingReady = undefined;
+    this.applyQueue.length = 0;
+  }
+
+  /** Committed entries handed to the apply stage and not applied yet (volatile, like the state machine). */
+  private readonly applyQueue: Entry[] = [];
+
+  get applyPending(): boolean {
+    return this.applyQueue.length > 0;
+  }
+
+  /** The apply stage runs: up to `max` queued entries reach the state machine (conf changes reach the core). */
+  applySome(max: number): void {
+    this.applyCommitted(this.applyQueue.splice(0, max));
   }
 
   /** The Ready whose fsync is in flight (begun, not finished), and the messages that wait for it. */
@@ -100,12 +114,17 @@ export class SimNode {
     const raw = this.raw!;
     const rd = raw.ready();
     const st = raw.basicStatus();
-    if (rd.snapshot) this.storage.applySnapshot(rd.snapshot);
+    if (rd.snapshot) {
+      // As the real host: the apply stage drains before a snapshot replaces the state machine.
+      this.applySome(this.applyQueue.length);
+      this.storage.applySnapshot(rd.snapshot);
+      this.applySnapshot(rd.snapshot);
+    }
     if (rd.entries.length > 0) this.persistEntries(rd, st.role === 'LEADER' ? st.term : 0);
     if (rd.hardState) this.storage.setHardState(rd.hardState);
-    // As the real host: committed entries (persisted by earlier Readys) are applied before the sync.
-    if (rd.snapshot) this.applySnapshot(rd.snapshot);
-    this.applyCommitted(rd.committedEntries);
+    // As the real host: committed entries (persisted by earlier Readys) go to the apply stage before
+    // the sync, which applies them later, in order (applySome), while the core goes on.
+    for (const e of rd.committedEntries) this.applyQueue.push(e);
     if (!rd.mustSync) return this.completeReady(rd, rd.messages);
     const isEarly = (m: Message) => st.role === 'LEADER' && (m.type === 'append' || m.type === 'heartbeat');
     this.syncingReady = { rd, late: rd.messages.filter((m) => !isEarly(m)) };
