@@ -17,6 +17,8 @@ import * as path from 'node:path';
 import * as readline from 'node:readline';
 import * as hdr from 'hdr-histogram-js';
 import { TesseraClient } from '../client/tessera-client';
+import { TRANSACTIONS_TABLE } from '../client/status-tablet-proxy';
+import { masterMethods } from '../rpc/service-methods';
 import { BenchCluster } from './bench-cluster';
 import { EtcdCluster, findEtcd } from './etcd-cluster';
 import { measureApplyLag, type ApplyLagFigures } from './apply-lag';
@@ -48,6 +50,8 @@ const TXN_PROBE_RETRY_MS = 500;
 const REPLICATION_FACTOR = 3;
 /** The 2-row transaction workload spans 2 tablets (vs-loadgen twoTabletKeys). */
 const TXN_TABLETS = 2;
+/** Tablets of the benchmark table. */
+const TABLE_TABLETS = 3;
 const BIG_TXN = 'big-txn';
 const BIG_TXN_TABLE = 'vs_big_txn';
 
@@ -256,8 +260,9 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
     log(`tessera: 1 master + 3 tservers up (master ${tessera.masterAddress})`);
     const client = await TesseraClient.connect({ masterAddresses: [tessera.masterAddress], timeoutMs: 30_000 });
     let txnOk = false;
+    let clusterShape = 'tessera: 3 tservers, RF 3';
     try {
-      await client.createTable({ name: TABLE, columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: 3, replicationFactor: 3 });
+      await client.createTable({ name: TABLE, columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: TABLE_TABLETS, replicationFactor: 3 });
       const txnWorkloads = o.workloads.filter((w) => VS_WORKLOADS[w]?.op === 'txn');
       if (txnWorkloads.length > 0) {
         // The master creates the `transactions` table shortly after the tservers register: retry.
@@ -268,6 +273,13 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
           log(`tessera: transactions not usable in this build (${why}); ${txnWorkloads.join(', ')} skipped`);
         }
       }
+      // The cluster's shape goes into the report: the status tablets' count sets how well commits batch.
+      const st = await client
+        .rpcClient()
+        .call(tessera.masterAddress, masterMethods().getTableLocations, { name: TRANSACTIONS_TABLE }, { timeoutMs: 5_000 })
+        .then((l) => l.tablets?.length ?? 0)
+        .catch(() => 0);
+      clusterShape = `tessera: 3 tservers, RF 3, table of ${TABLE_TABLETS} tablets, ${st > 0 ? `${st} status tablet(s)` : 'status tablets not created'}`;
     } finally {
       await client.close();
     }
@@ -350,7 +362,7 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
       log(notes.get('logs') ?? '');
     }
     const rows = aggregate(tableWorkloads, runs, notes);
-    const header = `## tessera vs etcd (${new Date().toISOString()})\n\n${o.rounds} round(s) × ${o.seconds} s after ${o.warmupSeconds} s warm-up (${firstWarmup} s in round 1); ${etcd ? 'etcd ' + (await etcdVersion(etcdBin)) : 'etcd SKIPPED (not installed)'}; values ${VALUE_BYTES} bytes; data on ${fsType ?? 'unknown fs'} (${os.tmpdir()}); medians of rounds; CPU = utime+stime per 1,000 ops; cores busy = CPU seconds of servers and load generators per second of the run, on a machine with ${os.availableParallelism()} CPU core(s).`;
+    const header = `## tessera vs etcd (${new Date().toISOString()})\n\n${o.rounds} round(s) × ${o.seconds} s after ${o.warmupSeconds} s warm-up (${firstWarmup} s in round 1); ${etcd ? 'etcd ' + (await etcdVersion(etcdBin)) : 'etcd SKIPPED (not installed)'}; ${clusterShape}; values ${VALUE_BYTES} bytes; data on ${fsType ?? 'unknown fs'} (${os.tmpdir()}); medians of rounds; CPU = utime+stime per 1,000 ops; cores busy = CPU seconds of servers and load generators per second of the run, on a machine with ${os.availableParallelism()} CPU core(s).`;
     const extra = ['apply lag', BIG_TXN, 'data dir', 'leader changes', 'logs'].filter((k) => notes.has(k)).map((k) => `- ${k}: ${notes.get(k) ?? ''}\n`).join('');
     const md = renderMarkdown(rows, rss, header) + extra + (bigTxn ? '\n' + renderBigTxn(bigTxn) : '');
     const jsonPath = path.join(o.outDir, `vs-etcd-${stamp}.json`);

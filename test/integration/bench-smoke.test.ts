@@ -80,6 +80,8 @@ describe('bench (smoke)', () => {
     const md = fs.readFileSync(path.join(outDir, 'vs-etcd-latest.md'), 'utf8');
     expect(json.rows.map((r) => r.workload)).toEqual(WORKLOADS);
     expect(json.etcd).toBe(etcd ? 'ran' : 'skipped');
+    // The header names the cluster's shape (the master's default: one status tablet).
+    expect(md).toContain('tessera: 3 tservers, RF 3, table of 3 tablets, 1 status tablet(s)');
     let txnsRan = false;
     for (const r of json.rows) {
       expect(md, `markdown row for ${r.workload}`).toContain(`| ${r.workload} |`);
