@@ -301,11 +301,15 @@ export class DocDb implements DocDbApi {
   /** compact() with figures: the cutoff actually used (capped by active readers) and what was dropped. */
   async gc(historyCutoffHt: HybridTime): Promise<GcResult & { cutoffHt: HybridTime }> {
     let cutoffHt = this.readers.cap(historyCutoffHt);
-    // Unapplied transactions: their versions will enter RegularDB at a commit time >= their start
-    // time, possibly below the cutoff; GC must not drop a tombstone that would hide them, so the cutoff
-    // stays at or below the oldest such start time.
+    // Unapplied transactions: their versions will enter RegularDB at their commit time, possibly
+    // below the cutoff; GC must not drop a tombstone that would hide them. A transaction not yet
+    // applying commits after its start time, so the cutoff may reach that start time; one being
+    // applied (in chunks) writes its remaining versions AT its commit time, so the cutoff stays one
+    // tick below it — else GC could drop a row tombstone the first chunk applied, and a version of
+    // the same row with a lower write id, applied by a later chunk, came back (found by the DocDB
+    // model test: upsert then delete of one row in one transaction, applied one record per chunk).
     for (const t of await this.listTransactions()) {
-      const floor = t.applying?.commitHt ?? t.meta.startHt;
+      const floor = t.applying ? t.applying.commitHt - 1n : t.meta.startHt;
       if (floor < cutoffHt) cutoffHt = floor;
     }
     const db = this.regularDb.db;

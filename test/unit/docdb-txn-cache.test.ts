@@ -60,6 +60,26 @@ describe('docdb transaction bookkeeping in memory', () => {
     expect(await conflictsOf(db, 'other', 3)).toEqual(['committedAfterRead']);
   });
 
+  it('docdb gc: during a chunked apply GC keeps the cutoff below the commit time, so a row tombstone applied first still hides the row\'s older write of the same transaction', async () => {
+    const r = new MemoryEngine();
+    const i = new MemoryEngine();
+    const db = await DocDb.open({ regular: r, intents: i });
+    // One transaction upserts row 0 (no columns: liveness only), then deletes it.
+    await db.writeIntents(txnMeta('t1'), [{ type: 'upsert', key: key(0), columns: [] }], ht(10), op(1));
+    await db.writeIntents(txnMeta('t1'), [{ type: 'delete', key: key(0) }], ht(11), op(2));
+    await db.close();
+    // After a restart the records come from the reverse index, newest write first: the tombstone.
+    const db2 = await DocDb.open({ regular: r.reopen(), intents: i.reopen() });
+    expect(await db2.markApplyPending(TxnId('t1'), ht(12), op(3))).toBe(true);
+    expect((await db2.applyIntents(TxnId('t1'), ht(12), op(3), 1, 1)).done).toBe(false);
+    // GC asked for a cutoff at the commit time: the versions still to come are written AT it.
+    const g = await db2.gc(ht(12));
+    expect(g.cutoffHt < ht(12)).toBe(true);
+    expect((await db2.applyIntents(TxnId('t1'), ht(12), op(3), 10)).done).toBe(true);
+    expect(await db2.getRow(key(0), { readHt: ht(13), resolveStatus: none.resolve })).toBeUndefined();
+    await db2.close();
+  });
+
   it('docdb cache: an apply interrupted after one chunk resumes where it stopped, in this process and after reopen', async () => {
     const r = new MemoryEngine();
     const i = new MemoryEngine();
