@@ -48,6 +48,8 @@ const FIRST_WARMUP_SECONDS_DEFAULT = 10;
 const TXN_PROBE_TIMEOUT_MS = 15_000;
 const TXN_PROBE_RETRY_MS = 500;
 const REPLICATION_FACTOR = 3;
+/** tservers of the tessera cluster. */
+const TSERVERS = 3;
 /** The 2-row transaction workload spans 2 tablets (vs-loadgen twoTabletKeys). */
 const TXN_TABLETS = 2;
 /** Tablets of the benchmark table. */
@@ -251,7 +253,7 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
     }
     fs.mkdirSync(o.outDir, { recursive: true });
     if (o.profile) fs.mkdirSync(profileDir, { recursive: true });
-    await tessera.start(3, TESSERA_HOST_BASE, ['--durable_wal_write=true'], {
+    await tessera.start(TSERVERS, TESSERA_HOST_BASE, ['--durable_wal_write=true'], {
       noAliasPortShift: TESSERA_NO_ALIAS_PORT_SHIFT,
       ...(o.profile ? { tserverNodeArgs: (i: number) => (i === 0 ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []) } : {}),
       // info: one line per leadership change, counted below (an election under load explains a stall).
@@ -260,9 +262,10 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
     log(`tessera: 1 master + 3 tservers up (master ${tessera.masterAddress})`);
     const client = await TesseraClient.connect({ masterAddresses: [tessera.masterAddress], timeoutMs: 30_000 });
     let txnOk = false;
-    let clusterShape = 'tessera: 3 tservers, RF 3';
+    const shape = `tessera: ${TSERVERS} tservers, RF ${REPLICATION_FACTOR}, table of ${TABLE_TABLETS} tablets`;
+    let clusterShape = shape;
     try {
-      await client.createTable({ name: TABLE, columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: TABLE_TABLETS, replicationFactor: 3 });
+      await client.createTable({ name: TABLE, columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: TABLE_TABLETS, replicationFactor: REPLICATION_FACTOR });
       const txnWorkloads = o.workloads.filter((w) => VS_WORKLOADS[w]?.op === 'txn');
       if (txnWorkloads.length > 0) {
         // The master creates the `transactions` table shortly after the tservers register: retry.
@@ -277,9 +280,11 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
       const st = await client
         .rpcClient()
         .call(tessera.masterAddress, masterMethods().getTableLocations, { name: TRANSACTIONS_TABLE }, { timeoutMs: 5_000 })
-        .then((l) => l.tablets?.length ?? 0)
-        .catch(() => 0);
-      clusterShape = `tessera: 3 tservers, RF 3, table of ${TABLE_TABLETS} tablets, ${st > 0 ? `${st} status tablet(s)` : 'status tablets not created'}`;
+        .then(
+          (l) => `${l.tablets?.length ?? 0} status tablet(s)`,
+          (e: unknown) => `status tablets unknown (${e instanceof Error ? e.message : String(e)})`,
+        );
+      clusterShape = `${shape}, ${st}`;
     } finally {
       await client.close();
     }
