@@ -19,8 +19,14 @@ function ticksPerSec(): number {
   return clockTicksPerSec;
 }
 
-/** utime+stime of a process in seconds, or undefined when it is gone or there is no /proc. */
-export function cpuSeconds(pid: number | undefined): number | undefined {
+/** CPU time of a process (all its threads) in seconds: in user space and in the kernel. */
+export interface CpuSplit {
+  userSeconds: number;
+  systemSeconds: number;
+}
+
+/** utime and stime of a process, or undefined when it is gone or there is no /proc. */
+export function cpuSplit(pid: number | undefined): CpuSplit | undefined {
   if (!pid) return undefined;
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -30,10 +36,64 @@ export function cpuSeconds(pid: number | undefined): number | undefined {
     const utime = Number(rest[11]);
     const stime = Number(rest[12]);
     if (!Number.isFinite(utime) || !Number.isFinite(stime)) return undefined;
-    return (utime + stime) / ticksPerSec();
+    return { userSeconds: utime / ticksPerSec(), systemSeconds: stime / ticksPerSec() };
   } catch {
     return undefined;
   }
+}
+
+/** utime+stime of a process in seconds, or undefined when it is gone or there is no /proc. */
+export function cpuSeconds(pid: number | undefined): number | undefined {
+  const s = cpuSplit(pid);
+  return s === undefined ? undefined : s.userSeconds + s.systemSeconds;
+}
+
+/** Sum of cpuSplit over pids; undefined when any is unreadable. */
+export function cpuSplitSum(pids: ReadonlyArray<number | undefined>): CpuSplit | undefined {
+  const sum: CpuSplit = { userSeconds: 0, systemSeconds: 0 };
+  for (const p of pids) {
+    const s = cpuSplit(p);
+    if (s === undefined) return undefined;
+    sum.userSeconds += s.userSeconds;
+    sum.systemSeconds += s.systemSeconds;
+  }
+  return sum;
+}
+
+/**
+ * Thread wake-ups of a process so far: the voluntary context switches of its live threads (each is
+ * a thread that went to sleep waiting — for a socket, a lock, the thread pool, a disk flush — and
+ * was woken again). Threads that exited no longer count, so compare windows of long-lived servers.
+ */
+export function threadWakeups(pid: number | undefined): number | undefined {
+  if (!pid) return undefined;
+  try {
+    let n = 0;
+    for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
+      let status: string;
+      try {
+        status = fs.readFileSync(`/proc/${pid}/task/${t}/status`, 'utf8');
+      } catch {
+        continue; // the thread exited between the listing and the read
+      }
+      const m = /^voluntary_ctxt_switches:\s+(\d+)$/m.exec(status);
+      if (m) n += Number(m[1]);
+    }
+    return n;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Sum of threadWakeups over pids; undefined when any is unreadable. */
+export function threadWakeupsSum(pids: ReadonlyArray<number | undefined>): number | undefined {
+  let sum = 0;
+  for (const p of pids) {
+    const w = threadWakeups(p);
+    if (w === undefined) return undefined;
+    sum += w;
+  }
+  return sum;
 }
 
 /** Sum of cpuSeconds over pids; undefined when any is unreadable. */

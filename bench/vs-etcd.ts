@@ -24,7 +24,7 @@ import { EtcdCluster, findEtcd } from './etcd-cluster';
 import { measureApplyLag, type ApplyLagFigures } from './apply-lag';
 import { BIG_TXN_DEFAULTS, renderBigTxn, runBigTxn, type BigTxnResult } from './big-txn';
 import { counterDelta, scrapeCounters, type IoCounters } from './io-costs';
-import { cpuSeconds, cpuSecondsSum, filesystemType, peakRssBytes } from './proc-stats';
+import { cpuSeconds, cpuSplitSum, filesystemType, peakRssBytes, threadWakeupsSum, type CpuSplit } from './proc-stats';
 import { waitForTransactions, type LoadResult, type LoadSpec, type VsOp, type VsSystem } from './vs-loadgen';
 import { aggregate, renderMarkdown, type PeakRss, type VsRun } from './vs-report';
 
@@ -142,6 +142,10 @@ function log(line: string): void {
 interface LoadgenRun {
   result: LoadResult;
   serverCpu?: number;
+  /** Of serverCpu, the seconds spent in the kernel (system calls, page faults, interrupts). */
+  serverSystemCpu?: number;
+  /** Thread wake-ups of the servers (voluntary context switches, proc-stats.threadWakeups). */
+  serverWakeups?: number;
   clientCpu?: number;
   /** Wall clock (µs since the epoch) when the load generator said measure-start / measure-end. */
   measureStartMicros?: number;
@@ -157,10 +161,12 @@ async function runLoadgen(target: Target, spec: LoadSpec): Promise<LoadgenRun> {
     if (stderr.length < 4000) stderr += c.toString('utf8');
   });
   const timer = setTimeout(() => child.kill('SIGKILL'), (spec.warmupSeconds + spec.seconds) * 1000 + LOADGEN_GRACE_MS);
-  let s0: number | undefined;
+  let s0: CpuSplit | undefined;
   let c0: number | undefined;
-  let s1: number | undefined;
+  let s1: CpuSplit | undefined;
   let c1: number | undefined;
+  let w0: number | undefined;
+  let w1: number | undefined;
   let result: LoadResult | undefined;
   let startMicros: number | undefined;
   let endMicros: number | undefined;
@@ -182,12 +188,14 @@ async function runLoadgen(target: Target, spec: LoadSpec): Promise<LoadgenRun> {
     }
     if (ev.event === 'measure-start') {
       startMicros = Date.now() * 1000;
-      s0 = cpuSecondsSum(target.serverPids());
+      s0 = cpuSplitSum(target.serverPids());
+      w0 = threadWakeupsSum(target.serverPids());
       c0 = cpuSeconds(child.pid);
       k0 = readCounters();
     } else if (ev.event === 'measure-end') {
       endMicros = Date.now() * 1000;
-      s1 = cpuSecondsSum(target.serverPids());
+      s1 = cpuSplitSum(target.serverPids());
+      w1 = threadWakeupsSum(target.serverPids());
       c1 = cpuSeconds(child.pid);
       k1 = readCounters();
     } else if (ev.event === 'result') {
@@ -201,7 +209,10 @@ async function runLoadgen(target: Target, spec: LoadSpec): Promise<LoadgenRun> {
   return {
     ...(before && after ? { counters: counterDelta(before, after) } : {}),
     result,
-    ...(s0 !== undefined && s1 !== undefined ? { serverCpu: s1 - s0 } : {}),
+    ...(s0 !== undefined && s1 !== undefined
+      ? { serverCpu: s1.userSeconds + s1.systemSeconds - (s0.userSeconds + s0.systemSeconds), serverSystemCpu: s1.systemSeconds - s0.systemSeconds }
+      : {}),
+    ...(w0 !== undefined && w1 !== undefined ? { serverWakeups: w1 - w0 } : {}),
     ...(c0 !== undefined && c1 !== undefined ? { clientCpu: c1 - c0 } : {}),
     ...(startMicros !== undefined ? { measureStartMicros: startMicros } : {}),
     ...(endMicros !== undefined ? { measureEndMicros: endMicros } : {}),
@@ -225,6 +236,8 @@ function toRun(round: number, workload: string, system: VsSystem, r: LoadgenRun,
     ...(ch && ch.totalCount > 0 ? { commitP50Ms: ch.getValueAtPercentile(50) / 1000, commitP99Ms: ch.getValueAtPercentile(99) / 1000 } : {}),
     ...(applyLag ? { applyLag } : {}),
     ...(r.serverCpu !== undefined ? { serverCpuSeconds: r.serverCpu } : {}),
+    ...(r.serverSystemCpu !== undefined ? { serverSystemCpuSeconds: r.serverSystemCpu } : {}),
+    ...(r.serverWakeups !== undefined ? { serverWakeups: r.serverWakeups } : {}),
     ...(r.clientCpu !== undefined ? { clientCpuSeconds: r.clientCpu } : {}),
     clientPeakRssBytes: r.result.maxRssBytes,
     ...(r.counters ? { counters: r.counters } : {}),

@@ -24,6 +24,10 @@ export interface VsRun {
   /** Transactions: commit → intents applied on every replica (bench/apply-lag.ts). */
   applyLag?: ApplyLagFigures;
   serverCpuSeconds?: number;
+  /** Of serverCpuSeconds, the kernel's part (system calls, page faults, interrupts). */
+  serverSystemCpuSeconds?: number;
+  /** The servers' thread wake-ups over the measured window (voluntary context switches). */
+  serverWakeups?: number;
   clientCpuSeconds?: number;
   clientPeakRssBytes?: number;
   /** Change of the servers' work counters over the measured window (bench/io-costs.ts; tessera only). */
@@ -49,6 +53,10 @@ export interface SystemFigures {
   /** CPU seconds per 1,000 ops over all rounds (sum of CPU / sum of ops). */
   serverCpuSecPer1kOps?: number;
   clientCpuSecPer1kOps?: number;
+  /** Share of the servers' CPU spent in the kernel, over all rounds (sum of system / sum of CPU). */
+  serverKernelShare?: number;
+  /** The servers' thread wake-ups per operation, over all rounds (sum / sum of ops). */
+  serverWakeupsPerOp?: number;
   /**
    * CPU cores kept busy while the workload ran, servers and load generators together (CPU seconds /
    * wall seconds, per round): near the machine's core count, the run was CPU-bound.
@@ -123,6 +131,8 @@ function figures(runs: readonly VsRun[]): SystemFigures | undefined {
   const serverCpu = per1k(runs, (r) => r.serverCpuSeconds);
   const clientCpu = per1k(runs, (r) => r.clientCpuSeconds);
   const cost = costPerOp(runs);
+  const kernel = per1k(runs, (r) => r.serverSystemCpuSeconds);
+  const wakeups = per1k(runs, (r) => r.serverWakeups);
   const cores = defined(runs.map((r) => (r.serverCpuSeconds !== undefined && r.clientCpuSeconds !== undefined && r.seconds > 0 ? (r.serverCpuSeconds + r.clientCpuSeconds) / r.seconds : undefined)));
   return {
     rounds: runs.length,
@@ -136,6 +146,8 @@ function figures(runs: readonly VsRun[]): SystemFigures | undefined {
     ...(firstError !== undefined ? { firstError } : {}),
     ...(serverCpu !== undefined ? { serverCpuSecPer1kOps: serverCpu } : {}),
     ...(clientCpu !== undefined ? { clientCpuSecPer1kOps: clientCpu } : {}),
+    ...(kernel !== undefined && serverCpu !== undefined && serverCpu > 0 ? { serverKernelShare: kernel / serverCpu } : {}),
+    ...(wakeups !== undefined ? { serverWakeupsPerOp: wakeups / 1000 } : {}),
     ...(cores.length === runs.length ? { coresBusy: spread(cores) } : {}),
     ...(cost ? { costPerOp: cost } : {}),
   };
@@ -209,11 +221,36 @@ export function renderMarkdown(rows: readonly VsRow[], rss: readonly PeakRss[], 
     }
     lines.push('', 'Apply lag: transaction commit (commit hybrid time) → intents applied on every replica of every participant tablet, from each tserver\'s /api/v1/txn-applies; only transactions committed in the measured window and reported by all 3 replicas of each of their (≥ 2) tablets count as complete.');
   }
+  lines.push(...renderServerTime(rows));
   lines.push(...renderCosts(rows));
   const notes = rows.filter((r) => r.note).map((r) => `- ${r.workload}: ${r.note ?? ''}`);
   const errs = rows.flatMap((r) => [r.tessera?.firstError ? `- ${r.workload} tessera first error: ${r.tessera.firstError}` : '', r.etcd?.firstError ? `- ${r.workload} etcd first error: ${r.etcd.firstError}` : ''].filter(Boolean));
   if (notes.length || errs.length) lines.push('', ...notes, ...errs);
   return lines.join('\n') + '\n';
+}
+
+const pct = (x: number | undefined): string => (x === undefined || Number.isNaN(x) ? 'n/a' : `${(x * 100).toFixed(0)} %`);
+
+/**
+ * Table: where the servers' CPU goes, per workload and system — CPU per operation, the kernel's share
+ * of it, and thread wake-ups per operation. On a machine whose cores the servers share, each wake-up
+ * (a message to a sleeping peer, a hand-off to a thread pool, a disk flush) costs kernel time beyond
+ * the work itself, so these two columns say how much of the cost is coordination rather than work.
+ */
+export function renderServerTime(rows: readonly VsRow[]): string[] {
+  const has = (f: SystemFigures | undefined): boolean => f?.serverKernelShare !== undefined || f?.serverWakeupsPerOp !== undefined;
+  const shown = rows.filter((r) => has(r.tessera) || has(r.etcd));
+  if (shown.length === 0) return [];
+  const ms = (f: SystemFigures | undefined): string => f3(f?.serverCpuSecPer1kOps);
+  const wk = (f: SystemFigures | undefined): string => (f?.serverWakeupsPerOp === undefined ? 'n/a' : f.serverWakeupsPerOp.toFixed(1));
+  return [
+    '',
+    '| servers, per operation | tessera CPU ms | kernel share | thread wake-ups | etcd CPU ms | kernel share | thread wake-ups |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    ...shown.map((r) => `| ${r.workload} | ${ms(r.tessera)} | ${pct(r.tessera?.serverKernelShare)} | ${wk(r.tessera)} | ${ms(r.etcd)} | ${pct(r.etcd?.serverKernelShare)} | ${wk(r.etcd)} |`),
+    '',
+    "CPU: utime and stime of every server process (/proc/PID/stat) over the measured windows, all rounds, per completed operation (CPU s per 1,000 ops = CPU ms per op); kernel share: stime's part. Thread wake-ups: voluntary context switches of the servers' threads (/proc/PID/task/*/status), a thread that slept — on a socket, a lock, a thread pool's queue, a disk flush — and was woken; each costs scheduler and, across cores, interrupt time beyond the work.",
+  ];
 }
 
 /** Table: each counter per completed operation (rows) for each tessera workload (columns). */

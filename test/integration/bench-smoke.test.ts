@@ -32,6 +32,8 @@ interface Figures {
   commitP99Ms?: Spread;
   applyLag?: { p50Ms?: Spread; p99Ms?: Spread; maxMs?: number; complete: number; incomplete: number };
   costPerOp?: Record<string, number>;
+  serverKernelShare?: number;
+  serverWakeupsPerOp?: number;
 }
 interface Row {
   workload: string;
@@ -107,7 +109,12 @@ describe('bench (smoke)', () => {
       }
       expect(r.tessera?.rounds, `${r.workload} tessera`).toBe(1);
       expect(r.tessera?.opsPerSec.median, `${r.workload} tessera did some ops`).toBeGreaterThan(0);
+      // Where the servers' CPU went (/proc): a kernel share in [0, 1] and wake-ups per op, for each system.
+      const k = r.tessera?.serverKernelShare;
+      expect(k !== undefined && k >= 0 && k <= 1, `${r.workload} tessera kernel share ${String(k)}`).toBe(true);
+      expect(r.tessera?.serverWakeupsPerOp, `${r.workload} tessera wake-ups per op`).toBeGreaterThan(0);
       if (etcd) {
+        expect(r.etcd?.serverWakeupsPerOp, `${r.workload} etcd wake-ups per op`).toBeGreaterThan(0);
         expect(r.etcd?.rounds, `${r.workload} etcd`).toBe(1);
         expect(r.ratio?.median, `${r.workload} ratio`).toBeGreaterThan(0);
       } else {
@@ -115,6 +122,7 @@ describe('bench (smoke)', () => {
       }
     }
     expect(md).toContain('peak RSS');
+    expect(md).toContain('| servers, per operation | tessera CPU ms | kernel share | thread wake-ups |');
     // Leadership changes while the load ran are counted from the tservers' info logs (any number).
     expect(json.notes['leader changes']).toMatch(/^\d+ tablet leadership change\(s\) in tessera while the workloads ran \(big-txn/);
     expect(md).toContain('- leader changes: ');

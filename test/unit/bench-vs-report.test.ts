@@ -59,6 +59,24 @@ describe('bench vs-report', () => {
     expect(partial?.tessera?.coresBusy).toBeUndefined();
   });
 
+  it('bench report: kernel share and thread wake-ups per op are sums over rounds, in their own table, n/a when a round lacks them', () => {
+    const timed = (r: VsRun, sys: number, wakeups: number): VsRun => ({ ...r, serverSystemCpuSeconds: sys, serverWakeups: wakeups });
+    // 1,000 + 3,000 ops; CPU 2 + 2 s of which 0.5 + 1.5 s in the kernel; 10,000 + 2,000 wake-ups.
+    const [row] = aggregate(['put-c64'], [timed(run(1, 'tessera', 100, 2), 0.5, 10_000), timed(run(2, 'tessera', 300, 2), 1.5, 2_000), timed(run(1, 'etcd', 100, 1), 0.1, 400)]);
+    expect(row?.tessera?.serverKernelShare).toBeCloseTo(0.5);
+    expect(row?.tessera?.serverWakeupsPerOp).toBeCloseTo(3);
+    expect(row?.etcd?.serverKernelShare).toBeCloseTo(0.1);
+    expect(row?.etcd?.serverWakeupsPerOp).toBeCloseTo(0.4);
+    const md = renderMarkdown([row!], [], '# t');
+    expect(md).toContain('| servers, per operation | tessera CPU ms | kernel share | thread wake-ups | etcd CPU ms | kernel share | thread wake-ups |');
+    expect(md).toContain('| put-c64 | 1.000 | 50 % | 3.0 | 1.000 | 10 % | 0.4 |');
+    // A round without the figures: none rather than a partial sum.
+    const [partial] = aggregate(['put-c64'], [timed(run(1, 'tessera', 100, 2), 0.5, 10_000), run(2, 'tessera', 300, 2)]);
+    expect(partial?.tessera?.serverKernelShare).toBeUndefined();
+    expect(partial?.tessera?.serverWakeupsPerOp).toBeUndefined();
+    expect(renderMarkdown([partial!], [], '# t')).not.toContain('| servers, per operation |');
+  });
+
   it('bench report: a skipped workload keeps its row with its note', () => {
     const rows = aggregate(['put-c64', 'txn2-c64'], [run(1, 'tessera', 10)], new Map([['txn2-c64', 'skipped: no transactions']]));
     expect(rows.map((r) => r.workload)).toEqual(['put-c64', 'txn2-c64']);

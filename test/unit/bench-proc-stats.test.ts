@@ -1,0 +1,43 @@
+/**
+ * The benchmark's /proc readers on this very process (Linux only: elsewhere they return undefined and
+ * the report says n/a, which the skip below says out loud).
+ */
+import * as fs from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { cpuSeconds, cpuSplit, cpuSplitSum, threadWakeups, threadWakeupsSum } from '../../bench/proc-stats';
+
+const hasProc = fs.existsSync(`/proc/${process.pid}/task`);
+
+describe.skipIf(!hasProc)('bench proc-stats (needs /proc: Linux)', () => {
+  it('cpuSplit: user and kernel seconds grow with work and add up to cpuSeconds', () => {
+    const a = cpuSplit(process.pid)!;
+    // Burn ~0.2 s of user CPU and make some system calls.
+    for (const until = Date.now() + 200; Date.now() < until; ) fs.statSync('.');
+    const b = cpuSplit(process.pid)!;
+    expect(b.userSeconds + b.systemSeconds).toBeGreaterThan(a.userSeconds + a.systemSeconds);
+    expect(b.userSeconds).toBeGreaterThanOrEqual(a.userSeconds);
+    expect(b.systemSeconds).toBeGreaterThanOrEqual(a.systemSeconds);
+    const total = cpuSeconds(process.pid)!;
+    expect(total).toBeGreaterThanOrEqual(b.userSeconds + b.systemSeconds - 1e-9);
+    expect(cpuSplitSum([process.pid, process.pid])!.userSeconds).toBeGreaterThanOrEqual(2 * b.userSeconds - 1e-9);
+  });
+
+  it('threadWakeups: a thread that sleeps on a timer and is woken counts', async () => {
+    const a = threadWakeups(process.pid)!;
+    for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 5));
+    const b = threadWakeups(process.pid)!;
+    // Five waits in epoll on an idle event loop: at least five voluntary switches of the main thread.
+    expect(b - a).toBeGreaterThanOrEqual(5);
+  });
+
+  it('gone or unreadable processes give undefined, and so does any sum that includes one', () => {
+    expect(cpuSplit(undefined)).toBeUndefined();
+    expect(threadWakeups(undefined)).toBeUndefined();
+    // Pid 2^22 + 1 is above Linux's pid_max limit: it cannot exist.
+    const gone = 4_194_305;
+    expect(cpuSplit(gone)).toBeUndefined();
+    expect(threadWakeups(gone)).toBeUndefined();
+    expect(threadWakeupsSum([process.pid, gone])).toBeUndefined();
+    expect(cpuSplitSum([process.pid, gone])).toBeUndefined();
+  });
+});
