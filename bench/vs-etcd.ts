@@ -17,7 +17,7 @@ import * as path from 'node:path';
 import * as readline from 'node:readline';
 import * as hdr from 'hdr-histogram-js';
 import { TesseraClient } from '../client/tessera-client';
-import { TRANSACTIONS_TABLE } from '../client/status-tablet-proxy';
+import { TRANSACTIONS_TABLE } from '../common/system-tables';
 import { masterMethods } from '../rpc/service-methods';
 import { BenchCluster } from './bench-cluster';
 import { EtcdCluster, findEtcd } from './etcd-cluster';

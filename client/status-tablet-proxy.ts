@@ -7,14 +7,13 @@
  * Separate from MetaCache on purpose: the `transactions` table is not a user table the client
  * reads rows of, so it needs no schema, only tablet ids and replica addresses.
  */
+import { TRANSACTIONS_TABLE } from '../common/system-tables';
 import { DbError, ErrorCode } from '../common/errors';
 import { masterMethods } from '../rpc/service-methods';
 import type { MethodDef, RpcClient } from '../rpc/types';
 import type { MasterProxy } from './master-proxy';
 import { ATTEMPTS_MAX, backoffMs, type Deadline, sleep } from './retry-policy';
 
-/** The system table of status tablets (DESIGN.md §5). */
-export const TRANSACTIONS_TABLE = 'transactions';
 /** Status tablet locations are reloaded after this long even without errors (leaders move). */
 const LOCATIONS_MAX_AGE_MS = 60_000;
 

@@ -14,6 +14,7 @@
  * reached the caller, `scan()` collects and so always can). Inside one the transaction decides
  * (client/transaction.ts: the read time moves only while no operation has used it).
  */
+import { TRANSACTIONS_TABLE } from '../common/system-tables';
 import { DbError, ErrorCode } from '../common/errors';
 import { tabletServerMethods, type DocKeyPB, type RowOpPB, type RowPB, type ScanResponsePB, type TxnContextPB } from '../rpc/service-methods';
 import type { BatchOptions, ReadOptions, Row, ScanOptions, CallOptions } from './client-types';
@@ -101,8 +102,6 @@ interface ScanPlan {
 
 /** A plain write that met a transaction's intent and could not settle it wrote nothing: retry. */
 const PLAIN_WRITE_RETRY_CODES: ReadonlySet<string> = new Set([ErrorCode.TXN_CONFLICT]);
-/** The system table of transaction status records (the tserver rejects writes to it too). */
-export const SYSTEM_TRANSACTIONS_TABLE = 'transactions';
 const BATCH_CONCURRENCY_DEFAULT = 8;
 const BATCH_CONCURRENCY_MAX = 256;
 
@@ -189,8 +188,8 @@ export class Table {
 
   /** The `transactions` system table holds the coordinators' records: never written by clients. */
   private checkWritable(): void {
-    if (this.name === SYSTEM_TRANSACTIONS_TABLE) {
-      throw new DbError(ErrorCode.NOT_SUPPORTED, `table ${SYSTEM_TRANSACTIONS_TABLE} is a system table: clients cannot write it`, { table: this.name });
+    if (this.name === TRANSACTIONS_TABLE) {
+      throw new DbError(ErrorCode.NOT_SUPPORTED, `table ${TRANSACTIONS_TABLE} is a system table: clients cannot write it`, { table: this.name });
     }
   }
 

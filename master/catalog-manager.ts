@@ -8,6 +8,7 @@
  * Everything here is driven by the catalog (durable, replicated) plus heartbeat reports (soft): a new
  * leader master resumes any half-done move simply by running the same round.
  */
+import { TRANSACTIONS_TABLE } from '../common/system-tables';
 import { DbError, ErrorCode } from '../common/errors';
 import type { Flags } from '../common/flags';
 import type { HybridClock } from '../common/hybrid-clock';
@@ -50,8 +51,6 @@ const ROUND_RPCS_MAX = 64;
 /** Replica replacements one round starts at most. */
 const ROUND_REPLACEMENTS_MAX = 16;
 const ADMIN_RPC_TIMEOUT_MS = 5_000;
-/** The system table of transaction status tablets (YugabyteDB: system.transactions). */
-export const TRANSACTIONS_TABLE = 'transactions';
 /** Tables ListTables hides unless include_system. */
 export const SYSTEM_TABLES: ReadonlySet<string> = new Set([TRANSACTIONS_TABLE]);
 

@@ -11,7 +11,7 @@ import type { HybridTime } from '../common/hybrid-time';
 import { NodeId, TxnId } from '../common/ids';
 import { requireSupportedIsolation } from './transaction/coordinator';
 import { isValidTxnId } from './transaction/txn-record';
-import { TRANSACTIONS_TABLE } from './transaction/txn-service';
+import { TRANSACTIONS_TABLE } from '../common/system-tables';
 import type { DocKey, Primitive, Row, RowOp, TxnMeta } from '../docdb/doc-db-api';
 import { partitionHash } from '../docdb/encoding/doc-key';
 import type { ConfChange } from '../raft/types';

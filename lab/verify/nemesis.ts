@@ -5,6 +5,7 @@
  * faults. A fault that cannot be applied (e.g. no way to set TEST_drop_traffic_peers on a server) is
  * recorded as skipped with the reason and printed, never silently dropped.
  */
+import { TRANSACTIONS_TABLE } from '../../common/system-tables';
 import { SeededRng } from '../../common/rng';
 import { DbError, ErrorCode } from '../../common/errors';
 import { htPhysicalMicros } from '../../common/hybrid-time';
@@ -188,7 +189,7 @@ export class Nemesis {
     if (!ts) return undefined;
     const rpc = this.d.client.rpcClient();
     const tablets: string[] = [];
-    for (const table of [this.d.table, 'transactions']) {
+    for (const table of [this.d.table, TRANSACTIONS_TABLE]) {
       const loc = await this.d.client.tableLocations(table, { timeoutMs: 2_000 }).catch(() => undefined);
       for (const t of loc?.tablets ?? []) if (t.replicas.some((r) => r.rpcAddress === ts.rpcAddress)) tablets.push(t.tabletId);
     }

@@ -3,6 +3,7 @@
  * logical process (recording invoke and completion in the history), does a final read once the
  * faults are healed, and judges the history with its checker.
  */
+import { TRANSACTIONS_TABLE } from '../../common/system-tables';
 import { DbError, ErrorCode } from '../../common/errors';
 import type { Rng } from '../../common/rng';
 import type { TesseraClient } from '../../client/tessera-client';
@@ -81,7 +82,7 @@ export const TXN_TABLE_WAIT_MS = 30_000;
 /** Transactional workloads need the status tablets: wait (bounded) until `transactions` has tablets. */
 export async function waitForTransactionsTable(client: TesseraClient): Promise<void> {
   await retryBounded(async () => {
-    const loc = await client.tableLocations('transactions', { timeoutMs: 2_000 });
+    const loc = await client.tableLocations(TRANSACTIONS_TABLE, { timeoutMs: 2_000 });
     if (loc.tablets.length === 0 || loc.tablets.some((t) => !t.replicas.some((r) => r.role === 'LEADER'))) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, 'status tablets have no leaders yet');
   }, Math.ceil(TXN_TABLE_WAIT_MS / 500), 500);
 }

@@ -7,6 +7,7 @@
  * last known leader first and follow NOT_THE_LEADER hints; a miss reloads from the master. Every
  * loop is bounded by LOCATE_ATTEMPTS_MAX.
  */
+import { TRANSACTIONS_TABLE } from '../../common/system-tables';
 import { DbError, ErrorCode } from '../../common/errors';
 import type { Logger } from '../../common/log';
 import type { GetTableLocationsRequestPB, GetTableLocationsResponsePB, ListTablesRequestPB, ListTablesResponsePB } from '../../rpc/service-methods';
@@ -18,7 +19,6 @@ const CACHED_TABLETS_MAX = 100_000;
 /** Tables one master lookup walks at most. */
 const TABLES_SCANNED_MAX = 10_000;
 const MASTER_TIMEOUT_MS = 5_000;
-const SYSTEM_TRANSACTIONS_TABLE = 'transactions';
 
 export interface TabletLocatorDeps {
   masters(): string[];
@@ -89,7 +89,7 @@ export class TabletLocator {
       try {
         const tables = await this.deps.listTables(addr, { includeSystem: true }, MASTER_TIMEOUT_MS);
         // The status tablets' table is looked up by name too (a master may hide system tables).
-        const lookups: GetTableLocationsRequestPB[] = [{ name: SYSTEM_TRANSACTIONS_TABLE }, ...(tables.tables ?? []).filter((t) => t.name !== SYSTEM_TRANSACTIONS_TABLE).map((t) => ({ id: t.id ?? '' }))];
+        const lookups: GetTableLocationsRequestPB[] = [{ name: TRANSACTIONS_TABLE }, ...(tables.tables ?? []).filter((t) => t.name !== TRANSACTIONS_TABLE).map((t) => ({ id: t.id ?? '' }))];
         for (const req of lookups.slice(0, TABLES_SCANNED_MAX)) {
           const loc = await this.deps.getTableLocations(addr, req, MASTER_TIMEOUT_MS).catch((e: unknown) => {
             if (e instanceof DbError && e.code === ErrorCode.TABLE_NOT_FOUND) return { tablets: [] };

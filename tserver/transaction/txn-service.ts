@@ -6,6 +6,7 @@
  * tablets hosted here, the status client every replica resolves intents with, and the participant
  * sweep that removes intents of transactions found aborted (expired ones nobody told us about).
  */
+import { TRANSACTIONS_TABLE } from '../../common/system-tables';
 import { DbError, ErrorCode } from '../../common/errors';
 import type { Flags } from '../../common/flags';
 import type { HybridClock } from '../../common/hybrid-clock';
@@ -26,8 +27,6 @@ import { uncertaintyLimit } from './uncertainty';
 import { MAX_CLOCK_SKEW_USEC } from '../../common/common-flags';
 import { TxnStatusClient } from './txn-status-client';
 
-/** The system table whose tablets are status tablets. */
-export const TRANSACTIONS_TABLE = 'transactions';
 /** Transactions one participant tablet checks per sweep. */
 const SWEEP_TXNS_MAX = 100;
 /** The sweep runs every this many check intervals. */
