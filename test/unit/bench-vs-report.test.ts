@@ -180,6 +180,7 @@ describe('bench big-txn, load and section options', () => {
     const d = parseVsArgs(['--vs', 'etcd']);
     expect(d.workloads).toEqual(['put-c1', 'put-c16', 'put-c64', 'read-c16', 'txn2-c16', 'txn2-c64', 'big-txn']);
     expect([d.bigTxnRows, d.bigTxnRowBytes]).toEqual([100, 1024 * 1024]);
+    expect(parseVsArgs(['--vs', 'etcd', '--workloads', 'txn2-c1,txn2-c256']).workloads).toEqual(['txn2-c1', 'txn2-c256']);
     const o = parseVsArgs(['--vs', 'etcd', '--workloads', 'txn2-c16', '--big-txn-rows', '5', '--big-txn-row-bytes=65536']);
     expect(o.workloads).toEqual(['txn2-c16']);
     expect([o.bigTxnRows, o.bigTxnRowBytes]).toEqual([5, 65536]);
