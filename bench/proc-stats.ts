@@ -96,17 +96,6 @@ export function threadWakeupsSum(pids: ReadonlyArray<number | undefined>): numbe
   return sum;
 }
 
-/** Sum of cpuSeconds over pids; undefined when any is unreadable. */
-export function cpuSecondsSum(pids: ReadonlyArray<number | undefined>): number | undefined {
-  let sum = 0;
-  for (const p of pids) {
-    const s = cpuSeconds(p);
-    if (s === undefined) return undefined;
-    sum += s;
-  }
-  return sum;
-}
-
 /** Peak resident set size (VmHWM) in bytes. */
 export function peakRssBytes(pid: number | undefined): number | undefined {
   if (!pid) return undefined;

@@ -131,8 +131,8 @@ function figures(runs: readonly VsRun[]): SystemFigures | undefined {
   const serverCpu = per1k(runs, (r) => r.serverCpuSeconds);
   const clientCpu = per1k(runs, (r) => r.clientCpuSeconds);
   const cost = costPerOp(runs);
-  const kernel = per1k(runs, (r) => r.serverSystemCpuSeconds);
-  const wakeups = per1k(runs, (r) => r.serverWakeups);
+  const kernelPer1k = per1k(runs, (r) => r.serverSystemCpuSeconds);
+  const wakeupsPer1k = per1k(runs, (r) => r.serverWakeups);
   const cores = defined(runs.map((r) => (r.serverCpuSeconds !== undefined && r.clientCpuSeconds !== undefined && r.seconds > 0 ? (r.serverCpuSeconds + r.clientCpuSeconds) / r.seconds : undefined)));
   return {
     rounds: runs.length,
@@ -146,8 +146,8 @@ function figures(runs: readonly VsRun[]): SystemFigures | undefined {
     ...(firstError !== undefined ? { firstError } : {}),
     ...(serverCpu !== undefined ? { serverCpuSecPer1kOps: serverCpu } : {}),
     ...(clientCpu !== undefined ? { clientCpuSecPer1kOps: clientCpu } : {}),
-    ...(kernel !== undefined && serverCpu !== undefined && serverCpu > 0 ? { serverKernelShare: kernel / serverCpu } : {}),
-    ...(wakeups !== undefined ? { serverWakeupsPerOp: wakeups / 1000 } : {}),
+    ...(kernelPer1k !== undefined && serverCpu !== undefined && serverCpu > 0 ? { serverKernelShare: kernelPer1k / serverCpu } : {}),
+    ...(wakeupsPer1k !== undefined ? { serverWakeupsPerOp: wakeupsPer1k / 1000 } : {}),
     ...(cores.length === runs.length ? { coresBusy: spread(cores) } : {}),
     ...(cost ? { costPerOp: cost } : {}),
   };
