@@ -19,7 +19,9 @@ import type { RaftOptions } from '../raft/raft-options';
 import { RawNode } from '../raft/raw-node';
 import type { Message } from '../raft/types';
 import { FileLogStorage } from '../raft/wal/file-log-storage';
+import { LogCacheBudget } from '../raft/wal/log-cache-budget';
 import type { LogStorage } from '../raft/wal/log-storage';
+import { GLOBAL_LOG_CACHE_SIZE_LIMIT_MB } from '../raft/wal/wal-flags';
 import { LOG_MIN_ENTRIES_TO_RETAIN } from './tserver-flags';
 import { readTabletMeta, writeTabletMeta, type TabletMeta } from './tablet/tablet-meta';
 import { TabletPeer, type DbName, type SnapshotDescriptor } from './tablet/tablet-peer';
@@ -57,6 +59,7 @@ export interface TabletManagerDeps {
 
 /** Chunks of one remote bootstrap before it gives up (bounds a runaway copy). */
 const SNAPSHOT_CHUNKS_MAX = 10_000_000;
+const MB = 1024 * 1024;
 
 export class TabletManager {
   private readonly peers = new Map<string, TabletPeer>();
@@ -64,10 +67,13 @@ export class TabletManager {
   private readonly busy = new Set<string>();
   private readonly addresses = new Map<string, string>();
   readonly snapshots = new SnapshotSessions();
+  /** Every tablet's Raft log cache together stays within global_log_cache_size_limit_mb. */
+  readonly logCacheBudget: LogCacheBudget;
   private stopped = false;
 
   constructor(private readonly deps: TabletManagerDeps) {
     this.addresses.set(deps.selfUuid, deps.selfAddress);
+    this.logCacheBudget = new LogCacheBudget(() => deps.flags.get(GLOBAL_LOG_CACHE_SIZE_LIMIT_MB) * MB);
   }
 
   private tabletsDir(): string {
@@ -110,7 +116,7 @@ export class TabletManager {
       log: d.log.child({ tablet: meta.tabletId }),
       rng: d.rng,
       send: (msgs) => d.send(meta.tabletId, msgs),
-      openLogStorage: d.openLogStorage ?? ((dir) => FileLogStorage.open(dir, { flags: d.flags, logger: d.log })),
+      openLogStorage: d.openLogStorage ?? ((dir) => FileLogStorage.open(dir, { flags: d.flags, logger: d.log, cacheBudget: this.logCacheBudget })),
       openEngine: d.openEngine ?? ((dir) => RocksDbEngine.open(dir)),
       openDocDb: d.openDocDb ?? ((regular, intents) => DocDb.open({ regular, intents, flags: d.flags })),
       newRaftCore: d.newRaftCore ?? ((o) => new RawNode(o)),

@@ -277,7 +277,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
     for (const p of manager.list()) {
       const st = p.status();
       const sizes = await sizesOf(p);
-      trackers.note(p.tabletId, sizes);
+      trackers.note(p.tabletId, sizes, p.logCacheBytes());
       tablets.push({
         tabletId: p.tabletId,
         table: p.meta.tableName,

@@ -28,6 +28,9 @@ interface TabletMem {
   regularPeakBytes: number;
   intentsBytes: number;
   intentsPeakBytes: number;
+  /** Raft log entries held in memory (the tablet's share of global_log_cache_size_limit_mb). */
+  logCacheBytes: number;
+  logCachePeakBytes: number;
 }
 
 /** Current and peak memtable bytes per tablet, refreshed by sampling the tablets' databases. */
@@ -44,12 +47,16 @@ export class TabletMemTrackers {
   }
 
   /** Record one tablet's sizes (used by callers that already read them, e.g. /tablets). */
-  note(tabletId: string, s: Sizes): void {
-    const m = this.byTablet.get(tabletId) ?? { regularBytes: 0, regularPeakBytes: 0, intentsBytes: 0, intentsPeakBytes: 0 };
+  note(tabletId: string, s: Sizes, logCacheBytes?: number): void {
+    const m = this.byTablet.get(tabletId) ?? { regularBytes: 0, regularPeakBytes: 0, intentsBytes: 0, intentsPeakBytes: 0, logCacheBytes: 0, logCachePeakBytes: 0 };
     m.regularBytes = s.regulardb.memtableBytes;
     m.intentsBytes = s.intentsdb.memtableBytes;
     m.regularPeakBytes = Math.max(m.regularPeakBytes, m.regularBytes);
     m.intentsPeakBytes = Math.max(m.intentsPeakBytes, m.intentsBytes);
+    if (logCacheBytes !== undefined) {
+      m.logCacheBytes = logCacheBytes;
+      m.logCachePeakBytes = Math.max(m.logCachePeakBytes, logCacheBytes);
+    }
     this.byTablet.set(tabletId, m);
   }
 
@@ -57,7 +64,7 @@ export class TabletMemTrackers {
     const live = new Set<string>();
     for (const p of this.manager().list()) {
       live.add(p.tabletId);
-      this.note(p.tabletId, await sizesOf(p));
+      this.note(p.tabletId, await sizesOf(p), p.logCacheBytes());
     }
     for (const id of [...this.byTablet.keys()]) if (!live.has(id)) this.byTablet.delete(id);
   }
@@ -66,11 +73,17 @@ export class TabletMemTrackers {
     return this.byTablet.get(tabletId);
   }
 
-  /** server → Tablets → tablet-<id> → RegularDB / IntentsDB → MemTable (YugabyteDB's tree). */
+  /**
+   * YugabyteDB's tree: server → Tablets → tablet-<id> → RegularDB / IntentsDB → MemTable, and
+   * server → log_cache → log_cache-<id> (the Raft log entries each tablet keeps in memory).
+   */
   tree(serverId: string): MemTrackerNode {
     const tablets: MemTrackerNode[] = [];
+    const logCaches: MemTrackerNode[] = [];
     let sum = 0;
     let sumPeak = 0;
+    let logSum = 0;
+    let logSumPeak = 0;
     for (const [id, m] of [...this.byTablet.entries()].sort(([a], [b]) => a.localeCompare(b))) {
       const db = (name: string, cur: number, peak: number): MemTrackerNode => ({ id: name, currentBytes: cur, peakBytes: peak, children: [{ id: 'MemTable', currentBytes: cur, peakBytes: peak }] });
       const cur = m.regularBytes + m.intentsBytes;
@@ -79,9 +92,13 @@ export class TabletMemTrackers {
       tablets.push({ id: `tablet-${id}`, currentBytes: cur, peakBytes: peak, children: [db('RegularDB', m.regularBytes, m.regularPeakBytes), db('IntentsDB', m.intentsBytes, m.intentsPeakBytes)] });
       sum += cur;
       sumPeak += peak;
+      logCaches.push({ id: `log_cache-${id}`, currentBytes: m.logCacheBytes, peakBytes: m.logCachePeakBytes });
+      logSum += m.logCacheBytes;
+      logSumPeak += m.logCachePeakBytes;
     }
     const tabletsNode: MemTrackerNode = { id: 'Tablets', currentBytes: sum, peakBytes: sumPeak, children: tablets };
-    return { id: serverId, currentBytes: sum, peakBytes: sumPeak, children: [tabletsNode] };
+    const logNode: MemTrackerNode = { id: 'log_cache', currentBytes: logSum, peakBytes: logSumPeak, children: logCaches };
+    return { id: serverId, currentBytes: sum + logSum, peakBytes: sumPeak + logSumPeak, children: [tabletsNode, logNode] };
   }
 }
 
@@ -266,6 +283,8 @@ export function registerTServerPages(d: TServerWebDeps): void {
   };
   gauge('mem_tracker_RegularDB_MemTable', (m) => m.regularBytes);
   gauge('mem_tracker_IntentsDB_MemTable', (m) => m.intentsBytes);
+  gauge('mem_tracker_log_cache', (m) => m.logCacheBytes);
+  d.metrics.gauge('log_cache_evicted_for_global_limit_bytes', 'Raft log cache bytes evicted to keep every tablet together within global_log_cache_size_limit_mb, since the server started', [], (g) => g.set(d.manager().logCacheBudget.evicted()));
   d.metrics.gauge('tablets_hosted', 'Tablet replicas this server hosts', [], (g) => g.set(d.manager().list().length));
   registerIoGauges(d);
 }

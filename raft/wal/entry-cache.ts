@@ -5,9 +5,11 @@
  */
 import type { Entry } from '../types';
 import { entryBytes } from './log-bounds';
+import type { BudgetedCache, LogCacheBudget } from './log-cache-budget';
 
-export class EntryCache {
-  private ents: Entry[] = [];
+export class EntryCache implements BudgetedCache {
+  /** Slots below `head` are evicted (undefined, so their buffers can be collected). */
+  private ents: Array<Entry | undefined> = [];
   private head = 0;
   private bytes = 0;
 
@@ -15,7 +17,22 @@ export class EntryCache {
     private readonly bytesMax: number,
     /** Index of the first cached entry (when empty: the next index to be appended). */
     private start: number,
-  ) {}
+    /** The server's budget over every tablet's cache (global_log_cache_size_limit_mb), if any. */
+    private readonly budget?: LogCacheBudget,
+  ) {
+    budget?.register(this);
+  }
+
+  /** The cache is closed: its bytes leave the server's budget. */
+  release(): void {
+    this.reset(this.start);
+    this.budget?.unregister(this);
+  }
+
+  shrinkTo(bytes: number): void {
+    while (this.bytes > bytes && this.size() > 0) this.dropFirst();
+    this.compactArray();
+  }
 
   startIndex(): number {
     return this.start;
@@ -42,14 +59,19 @@ export class EntryCache {
     if (first < this.start || first > this.start + this.size()) this.reset(first);
     else {
       const keep = this.head + first - this.start;
-      for (let k = keep; k < this.ents.length; k++) this.bytes -= entryBytes(this.ents[k]!);
+      let dropped = 0;
+      for (let k = keep; k < this.ents.length; k++) dropped += entryBytes(this.ents[k]!);
+      this.addBytes(-dropped);
       this.ents.length = keep;
     }
+    let added = 0;
     for (const e of entries) {
       this.ents.push(e);
-      this.bytes += entryBytes(e);
+      added += entryBytes(e);
     }
+    this.addBytes(added);
     this.evict();
+    this.budget?.enforce();
   }
 
   /** Drop cached entries <= index. */
@@ -61,12 +83,16 @@ export class EntryCache {
   reset(start: number): void {
     this.ents = [];
     this.head = 0;
-    this.bytes = 0;
+    this.addBytes(-this.bytes);
     this.start = start;
   }
 
   private evict(): void {
     while (this.bytes > this.bytesMax && this.size() > 0) this.dropFirst();
+    this.compactArray();
+  }
+
+  private compactArray(): void {
     if (this.head > 1024 && this.head > this.ents.length / 2) {
       this.ents = this.ents.slice(this.head);
       this.head = 0;
@@ -74,8 +100,14 @@ export class EntryCache {
   }
 
   private dropFirst(): void {
-    this.bytes -= entryBytes(this.ents[this.head]!);
+    this.addBytes(-entryBytes(this.ents[this.head]!));
+    this.ents[this.head] = undefined;
     this.head++;
     this.start++;
+  }
+
+  private addBytes(delta: number): void {
+    this.bytes += delta;
+    this.budget?.add(delta);
   }
 }

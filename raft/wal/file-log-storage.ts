@@ -40,6 +40,7 @@ import { DURABLE_WAL_WRITE, INTERVAL_DURABLE_WAL_WRITE_MS, LOG_CACHE_SIZE_LIMIT_
 import type { WalFs } from './wal-fs';
 import { joinPath, NodeWalFs } from './wal-fs';
 import { WalIndex } from './wal-index';
+import type { LogCacheBudget } from './log-cache-budget';
 import { recoverSegments } from './wal-recovery';
 import { SegmentReader } from './segment-reader';
 import { encodeRecord, encodeSegmentHeader, RECORD_HEADER_BYTES, recordBytes, recordTypeOf, RecordType, SEGMENT_HEADER_BYTES } from './wal-record';
@@ -58,6 +59,8 @@ export interface FileLogStorageOptions {
   segmentBytes?: number;
   /** Overrides log_cache_size_limit_mb. */
   cacheBytesMax?: number;
+  /** The server's budget over all its tablets' caches (global_log_cache_size_limit_mb). */
+  cacheBudget?: LogCacheBudget;
 }
 
 export interface FileLogStorageStats {
@@ -147,6 +150,7 @@ export class FileLogStorage implements LogStorage {
       durableWrite: boolean;
       segmentBytes: number;
       cacheBytesMax: number;
+      cacheBudget: LogCacheBudget | undefined;
       meta: ConsensusMeta;
       hardState: HardState;
       loggedCommit: number;
@@ -175,7 +179,7 @@ export class FileLogStorage implements LogStorage {
     this.activeSyncedBytes = init.activeBytes;
     this.index = init.index;
     this.reader = new SegmentReader(init.fs, dir);
-    this.cache = new EntryCache(init.cacheBytesMax, init.index.lastIndex() + 1);
+    this.cache = new EntryCache(init.cacheBytesMax, init.index.lastIndex() + 1, init.cacheBudget);
     this.snap = init.snapshot;
     this.st = {
       logFsyncs: 0,
@@ -267,6 +271,7 @@ export class FileLogStorage implements LogStorage {
       durableWrite: flags.get(DURABLE_WAL_WRITE),
       segmentBytes: opts.segmentBytes ?? flags.get(LOG_SEGMENT_SIZE_MB) * MB,
       cacheBytesMax: opts.cacheBytesMax ?? flags.get(LOG_CACHE_SIZE_LIMIT_MB) * MB,
+      cacheBudget: opts.cacheBudget,
       meta,
       hardState: hs,
       loggedCommit: recCommit,
@@ -492,6 +497,7 @@ export class FileLogStorage implements LogStorage {
       }
     }
     this.closed = true;
+    this.cache.release();
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     const fds = [this.activeFd, ...this.deferredClose, ...this.reader.takeAll()];

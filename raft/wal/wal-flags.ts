@@ -1,5 +1,5 @@
 /** Flags owned by the WAL (YugabyteDB spelling and defaults where they exist). */
-import { defineFlag } from '../../common/flags';
+import { defineFlag, FlagTag } from '../../common/flags';
 
 export const DURABLE_WAL_WRITE = defineFlag({
   name: 'durable_wal_write',
@@ -29,5 +29,14 @@ export const LOG_CACHE_SIZE_LIMIT_MB = defineFlag({
   type: 'int',
   default: 128,
   help: 'Per tablet: bytes of the newest Raft log entries kept in memory; older entries are read back from the segment files.',
+  validate: (v) => (v >= 0 ? undefined : 'a non-negative number of MB'),
+});
+
+export const GLOBAL_LOG_CACHE_SIZE_LIMIT_MB = defineFlag({
+  name: 'global_log_cache_size_limit_mb',
+  type: 'int',
+  default: 256,
+  tags: [FlagTag.runtime],
+  help: 'Per server: bytes of Raft log entries all its tablets together keep in memory (each tablet also stays within log_cache_size_limit_mb). Over it, the oldest entries of the largest caches are evicted first.',
   validate: (v) => (v >= 0 ? undefined : 'a non-negative number of MB'),
 });

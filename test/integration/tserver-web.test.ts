@@ -87,11 +87,19 @@ describe('tserver console', () => {
     expect(regular.peakBytes).toBeGreaterThanOrEqual(regular.currentBytes);
     expect(node.children!.map((c) => c.id)).toEqual(['RegularDB', 'IntentsDB']);
     expect((await httpRequest(`${web}/mem-trackers`)).body).toContain(`tablet-${t0.tabletId}`);
+    // server → log_cache → log_cache-<id>: the tablet's Raft entries in memory (it took writes).
+    const logNode = mem.children!.find((c) => c.id === 'log_cache')!;
+    const tabletLog = logNode.children!.find((c) => c.id === `log_cache-${t0.tabletId}`)!;
+    expect(tabletLog.currentBytes).toBeGreaterThan(0);
+    expect(logNode.currentBytes).toBe(logNode.children!.reduce((a, c) => a + c.currentBytes, 0));
+    expect(mem.currentBytes).toBe(tabletsNode.currentBytes + logNode.currentBytes);
 
     // /prometheus-metrics: per-tablet memtable gauges (YugabyteDB names) and op counters.
     const prom = (await httpRequest(`${web}/prometheus-metrics`)).body;
     expect(prom).toMatch(new RegExp(`mem_tracker_RegularDB_MemTable\\{[^}]*tablet_id="${t0.tabletId}"[^}]*\\} [1-9]`));
     expect(prom).toMatch(/mem_tracker_IntentsDB_MemTable\{/);
+    expect(prom).toMatch(new RegExp(`mem_tracker_log_cache\\{[^}]*tablet_id="${t0.tabletId}"[^}]*\\} [1-9]`));
+    expect(prom).toMatch(/^log_cache_evicted_for_global_limit_bytes(\{[^}]*\})? 0$/m);
     // Op counters: every tserver exports them; the leaders of the table's tablets counted its writes.
     const allProm = await Promise.all(cl.tservers.map(async (t) => (await httpRequest(`http://${t.webAddress}/prometheus-metrics`)).body));
     expect(allProm.some((p) => /tserver_rpc_ops_total\{[^}]*method="Write"[^}]*\} [1-9]/.test(p))).toBe(true);
@@ -158,4 +166,25 @@ describe('tserver console', () => {
     const ts = await cl.tabletServers();
     expect(ts.map((t) => (t as { webAddress?: string }).webAddress).sort()).toEqual(cl.tservers.map((t) => t.webAddress).sort());
   }, 120_000);
+
+  it('global_log_cache_size_limit_mb at run time: 0 keeps no Raft entries in memory, writes and reads go on from the files', async () => {
+    const cl = cluster!;
+    const c = client!;
+    const webs = cl.tservers.map((t) => `http://${t.webAddress}`);
+    const logCache = async (w: string): Promise<number> => ((await getJson(`${w}/api/v1/mem-trackers`)) as MemNode).children!.find((n) => n.id === 'log_cache')!.currentBytes;
+    const evicted = async (w: string): Promise<number> => Number(/^log_cache_evicted_for_global_limit_bytes(?:\{[^}]*\})? (\d+)$/m.exec((await httpRequest(`${w}/prometheus-metrics`)).body)![1]);
+    expect((await Promise.all(webs.map(logCache))).every((b) => b > 0)).toBe(true);
+    for (const w of webs) expect(await postFlag(w, 'global_log_cache_size_limit_mb', '0', false)).toEqual({ name: 'global_log_cache_size_limit_mb', value: 0 });
+    const rows = Array.from({ length: 100 }, (_, i) => ({ id: BigInt(1000 + i), v: `after-${i}` }));
+    await c.table('webdemo').upsertMany(rows, { timeoutMs: 30_000 });
+    // Every replica appended entries since (each append evicts the cache whole), so each holds none.
+    await waitFor('every log cache empty', 20_000, async () => ((await Promise.all(webs.map(logCache))).every((b) => b === 0) ? true : undefined));
+    for (const w of webs) expect(await evicted(w)).toBeGreaterThan(0);
+    for (const r of rows.filter((_, i) => i % 10 === 0)) expect(await c.table('webdemo').get({ id: r.id })).toEqual(r);
+    // Back to the default: entries stay in memory again.
+    for (const w of webs) await postFlag(w, 'global_log_cache_size_limit_mb', '256', false);
+    await c.table('webdemo').upsertMany(rows.map((r) => ({ ...r, v: `${r.v}-again` })), { timeoutMs: 30_000 });
+    await waitFor('log caches filling again', 20_000, async () => ((await Promise.all(webs.map(logCache))).every((b) => b > 0) ? true : undefined));
+    expect(await c.table('webdemo').get({ id: 1000n })).toEqual({ id: 1000n, v: 'after-0-again' });
+  }, 60_000);
 });
