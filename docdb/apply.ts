@@ -19,7 +19,7 @@ import { isStrongIntent, isStrongWrite, type CachedRecord } from './intents-db';
 import type { KvEngine, KvOp } from './kv-engine';
 import { opIdMax } from './frontier';
 import type { RegularDb } from './regular-db';
-import { decodeIntentValue, encodeStored, parseIntentKeyToSubKey, versionKey } from './storage-keys';
+import { parseIntentKeyToSubKey, splitIntentValue, versionKey } from './storage-keys';
 import { applyStateKey, encodeApplyState, txnKey, type ApplyState } from './txn-records';
 
 export interface ApplyHooks {
@@ -54,9 +54,10 @@ function moveRecords(
     assert(raw !== undefined, `reverse index of ${txnId} points at a missing intent`);
     const { subKey, typeset } = parseIntentKeyToSubKey(e.intentKey);
     if (isStrongWrite(typeset)) {
-      const v = decodeIntentValue(raw);
-      assert(v.value !== undefined && v.txnId === txnId, 'strong intent without a value or of another txn');
-      rops.push({ type: 'put', key: versionKey(subKey, commitHt, v.writeId), value: encodeStored(v.value) });
+      // The value moves as encoded: an intent holds it in RegularDB's own format.
+      const v = splitIntentValue(raw);
+      assert(v.encoded !== undefined && v.txnId === txnId, 'strong intent without a value or of another txn');
+      rops.push({ type: 'put', key: versionKey(subKey, commitHt, v.writeId), value: v.encoded });
     }
     if (isStrongIntent(typeset)) strong++;
     iops.push({ type: 'del', key: e.intentKey }, { type: 'del', key: e.reverseKey });

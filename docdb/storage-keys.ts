@@ -97,10 +97,15 @@ export function encodeIntentValue(txnId: TxnId, writeId: number, value: StoredVa
   id.copy(head, 2);
   head[2 + id.length] = 0x77;
   head.writeUInt32BE(writeId, 3 + id.length);
-  return value === undefined ? head : Buffer.concat([head, enc.encodeValue(value)]);
+  return value === undefined ? head : enc.encodeValue(value, head);
 }
 
-export function decodeIntentValue(u: Uint8Array): { txnId: TxnId; writeId: number; value?: StoredValue } {
+/**
+ * An intent value's header, and its value still encoded (a view into `u`): exactly the bytes a
+ * RegularDB version of that value holds (both are encodeStored's format), so an apply moves them
+ * without decoding and re-encoding them.
+ */
+export function splitIntentValue(u: Uint8Array): { txnId: TxnId; writeId: number; encoded?: Buffer } {
   const b = Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
   assert(b[0] === 0x78, 'intent value must start with a txn id');
   const len = b[1]!;
@@ -108,5 +113,10 @@ export function decodeIntentValue(u: Uint8Array): { txnId: TxnId; writeId: numbe
   const txnId = TxnId(b.toString('utf8', 2, 2 + len));
   const writeId = b.readUInt32BE(3 + len);
   const rest = b.subarray(7 + len);
-  return rest.length === 0 ? { txnId, writeId } : { txnId, writeId, value: enc.decodeValue(rest) };
+  return rest.length === 0 ? { txnId, writeId } : { txnId, writeId, encoded: rest };
+}
+
+export function decodeIntentValue(u: Uint8Array): { txnId: TxnId; writeId: number; value?: StoredValue } {
+  const { txnId, writeId, encoded } = splitIntentValue(u);
+  return encoded === undefined ? { txnId, writeId } : { txnId, writeId, value: enc.decodeValue(encoded) };
 }

@@ -6,6 +6,8 @@
  */
 import * as protobuf from 'protobufjs';
 import { type WireError } from '../common';
+import { assert } from '../common/assert';
+import { putVarint, varintLen } from './varint';
 
 export const FrameKind = {
   REQUEST: 1,
@@ -42,23 +44,69 @@ const TAG_ERR_CODE = (1 << 3) | 2;
 const TAG_ERR_MESSAGE = (2 << 3) | 2;
 const TAG_ERR_DETAILS = (3 << 3) | 2;
 
+/**
+ * One allocation of exactly the frame's size and one copy of the payload (protobufjs's writer copied
+ * a payload twice: into its growing buffer, then into the finished one — 2 × 4 MiB per Raft batch of
+ * large rows).
+ */
 export function encodeFrame(f: Frame): Uint8Array {
-  const w = protobuf.Writer.create();
-  if (f.callId !== 0) w.uint32(TAG_CALL_ID).uint32(f.callId);
-  w.uint32(TAG_KIND).uint32(f.kind);
-  if (f.service) w.uint32(TAG_SERVICE).string(f.service);
-  if (f.method) w.uint32(TAG_METHOD).string(f.method);
-  if (f.payload.length > 0) w.uint32(TAG_PAYLOAD).bytes(f.payload);
+  const serviceLen = f.service ? Buffer.byteLength(f.service) : 0;
+  const methodLen = f.method ? Buffer.byteLength(f.method) : 0;
+  const payloadLen = f.payload.length;
+  let err: { code: string; codeLen: number; message: string; messageLen: number; details: string; detailsLen: number; len: number } | undefined;
   if (f.error) {
-    w.uint32(TAG_ERROR).fork();
-    if (f.error.code) w.uint32(TAG_ERR_CODE).string(f.error.code);
-    if (f.error.message) w.uint32(TAG_ERR_MESSAGE).string(f.error.message);
+    const code = f.error.code ?? '';
+    const message = f.error.message ?? '';
     const details = f.error.details && Object.keys(f.error.details).length > 0 ? safeJson(f.error.details) : '';
-    if (details) w.uint32(TAG_ERR_DETAILS).string(details);
-    w.ldelim();
+    const codeLen = Buffer.byteLength(code);
+    const messageLen = Buffer.byteLength(message);
+    const detailsLen = Buffer.byteLength(details);
+    const field = (n: number): number => (n > 0 ? 1 + varintLen(n) + n : 0);
+    err = { code, codeLen, message, messageLen, details, detailsLen, len: field(codeLen) + field(messageLen) + field(detailsLen) };
   }
-  if (f.timeoutMs > 0) w.uint32(TAG_TIMEOUT).uint32(Math.min(0xffffffff, Math.ceil(f.timeoutMs)));
-  return w.finish();
+  const timeout = f.timeoutMs > 0 ? Math.min(0xffffffff, Math.ceil(f.timeoutMs)) : 0;
+  let size = 1 + varintLen(f.kind);
+  if (f.callId !== 0) size += 1 + varintLen(f.callId);
+  if (serviceLen > 0) size += 1 + varintLen(serviceLen) + serviceLen;
+  if (methodLen > 0) size += 1 + varintLen(methodLen) + methodLen;
+  if (payloadLen > 0) size += 1 + varintLen(payloadLen) + payloadLen;
+  if (err) size += 1 + varintLen(err.len) + err.len;
+  if (timeout > 0) size += 1 + varintLen(timeout);
+  const b = Buffer.allocUnsafe(size);
+  let p = 0;
+  const str = (tag: number, s: string, n: number): void => {
+    if (n === 0) return;
+    b[p++] = tag;
+    p = putVarint(b, p, n);
+    p += b.write(s, p, n, 'utf8');
+  };
+  if (f.callId !== 0) {
+    b[p++] = TAG_CALL_ID;
+    p = putVarint(b, p, f.callId);
+  }
+  b[p++] = TAG_KIND;
+  p = putVarint(b, p, f.kind);
+  str(TAG_SERVICE, f.service, serviceLen);
+  str(TAG_METHOD, f.method, methodLen);
+  if (payloadLen > 0) {
+    b[p++] = TAG_PAYLOAD;
+    p = putVarint(b, p, payloadLen);
+    b.set(f.payload, p);
+    p += payloadLen;
+  }
+  if (err) {
+    b[p++] = TAG_ERROR;
+    p = putVarint(b, p, err.len);
+    str(TAG_ERR_CODE, err.code, err.codeLen);
+    str(TAG_ERR_MESSAGE, err.message, err.messageLen);
+    str(TAG_ERR_DETAILS, err.details, err.detailsLen);
+  }
+  if (timeout > 0) {
+    b[p++] = TAG_TIMEOUT;
+    p = putVarint(b, p, timeout);
+  }
+  assert(p === size, `frame encoded to ${p} bytes, sized ${size}`);
+  return b;
 }
 
 /** Details are JSON on the wire; bigint becomes a string so a details object can never fail to encode. */

@@ -6,6 +6,7 @@
  */
 import { DbError, ErrorCode } from '../common/errors';
 import type { Codec } from '../rpc/types';
+import { putVarint, varintLen } from '../rpc/varint';
 
 export interface RaftEnvelope {
   groupId: string;
@@ -18,24 +19,6 @@ export interface RaftBatch {
   messages: RaftEnvelope[];
   /** Sender's RPC address (field 3), so receivers learn how to reach replicas added by a config change. */
   fromAddress?: string;
-}
-
-function varintLen(n: number): number {
-  let l = 1;
-  while (n >= 0x80) {
-    n = Math.floor(n / 0x80);
-    l++;
-  }
-  return l;
-}
-
-function putVarint(b: Buffer, pos: number, n: number): number {
-  while (n >= 0x80) {
-    b[pos++] = (n % 0x80) | 0x80;
-    n = Math.floor(n / 0x80);
-  }
-  b[pos++] = n;
-  return pos;
 }
 
 function malformed(why: string): DbError {

@@ -1,6 +1,7 @@
 import * as http from 'node:http';
 import * as net from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { WebSocket, WebSocketServer } from 'ws';
 import { ErrorCode, SeededRng } from '../../common';
 import { decodeFrame, encodeFrame, FrameKind } from '../../rpc/frame-codec';
@@ -160,6 +161,40 @@ describe('ws: frame codec', () => {
     const back = decodeFrame(pb.encode({ ...viaPb }));
     expect(back.ok && back.frame).toEqual({ ...f, payload: expect.anything() });
     expect(back.ok && [...back.frame.payload]).toEqual([1, 2, 3]);
+  });
+
+  it('ws: encodeFrame writes the same bytes as protobufjs from the schema, and decodeFrame reads them back (random frames)', () => {
+    const pb = protoCodec<Record<string, unknown>>('tessera.Frame');
+    const kinds = [FrameKind.REQUEST, FrameKind.RESPONSE, FrameKind.ONEWAY, FrameKind.ERROR];
+    fc.assert(
+      fc.property(
+        fc.record({
+          callId: fc.oneof(fc.constant(0), fc.nat({ max: 0xffffffff })),
+          kind: fc.constantFrom(...kinds),
+          service: fc.string({ unit: 'grapheme', maxLength: 20 }),
+          method: fc.string({ maxLength: 300 }),
+          payload: fc.oneof(fc.uint8Array({ maxLength: 300 }), fc.nat({ max: 70_000 }).map((n) => new Uint8Array(n).fill(n & 0xff))),
+          error: fc.option(fc.record({ code: fc.string({ maxLength: 20 }), message: fc.string({ unit: 'grapheme', maxLength: 200 }), details: fc.dictionary(fc.string({ maxLength: 5 }), fc.integer()) }), { nil: undefined }),
+          timeoutMs: fc.oneof(fc.constant(0), fc.nat({ max: 0xffffffff })),
+        }),
+        (f) => {
+          const frame = f.error === undefined ? { ...f, error: undefined } : f;
+          const mine = encodeFrame(frame as Parameters<typeof encodeFrame>[0]);
+          const errorPb = f.error && { ...(f.error.code ? { code: f.error.code } : {}), ...(f.error.message ? { message: f.error.message } : {}), ...(Object.keys(f.error.details).length > 0 ? { detailsJson: JSON.stringify(f.error.details) } : {}) };
+          const theirs = pb.encode({ callId: f.callId, kind: f.kind, service: f.service, method: f.method, payload: f.payload, ...(errorPb ? { error: errorPb } : {}), timeoutMs: f.timeoutMs });
+          expect(Buffer.from(mine).equals(Buffer.from(theirs))).toBe(true);
+          const back = decodeFrame(mine);
+          expect(back.ok).toBe(true);
+          if (!back.ok) return;
+          expect(back.frame.callId).toBe(f.callId);
+          expect(back.frame.service).toBe(f.service);
+          expect(back.frame.method).toBe(f.method);
+          expect(Buffer.from(back.frame.payload).equals(Buffer.from(f.payload))).toBe(true);
+          expect(back.frame.timeoutMs).toBe(f.timeoutMs);
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 
   it('ws: decodeFrame never throws on random bytes', () => {

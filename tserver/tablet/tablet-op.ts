@@ -204,6 +204,32 @@ function readKey(i: In): DocKey {
   return { hash, hashed, range };
 }
 
+/** At least the bytes Out.prim writes for `v` (1 tag, a count of up to 9, the payload). */
+function primBytes(v: Primitive): number {
+  if (typeof v === 'string') return 10 + Buffer.byteLength(v);
+  if (v instanceof Uint8Array) return 10 + v.byteLength;
+  return 9;
+}
+
+/**
+ * At least the bytes writeRowOps writes for `ops`: the writer is sized once, so a large value is
+ * copied into it once (growing by doubling copied a 4 MiB batch of rows three times over and left
+ * the encoded op in a buffer up to twice its size).
+ */
+function rowOpsBytes(ops: readonly RowOp[]): number {
+  let n = 9;
+  for (const op of ops) {
+    n += 1 + 2 + 18;
+    for (const p of op.key.hashed) n += primBytes(p);
+    for (const p of op.key.range) n += primBytes(p);
+    if (op.type === 'upsert') {
+      n += 18;
+      for (const c of op.columns) n += 9 + primBytes(c.value);
+    }
+  }
+  return n;
+}
+
 function writeRowOps(o: Out, ops: readonly RowOp[]): void {
   o.uv(ops.length);
   for (const op of ops) {
@@ -243,14 +269,14 @@ function readRowOps(i: In): RowOp[] {
 export function encodeTabletOp(op: TabletOp): Uint8Array {
   switch (op.type) {
     case 'WRITE': {
-      const o = new Out(64 + op.ops.length * 48);
+      const o = new Out(16 + rowOpsBytes(op.ops));
       o.u8(TabletOpKind.WRITE);
       o.u64(op.ht);
       writeRowOps(o, op.ops);
       return o.buf.subarray(0, o.pos);
     }
     case 'WRITE_INTENTS': {
-      const o = new Out(96 + op.ops.length * 48);
+      const o = new Out(64 + Buffer.byteLength(op.txn.txnId) + Buffer.byteLength(op.txn.statusTablet) + rowOpsBytes(op.ops));
       o.u8(TabletOpKind.WRITE_INTENTS);
       o.str(op.txn.txnId);
       o.str(op.txn.statusTablet);
