@@ -40,6 +40,7 @@ import { TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS } from '../transaction/txn
 import type { PeerTxnEnv, TxnStatusInfo } from '../transaction/txn-env';
 import { LockTable } from './lock-table';
 import { decodeTabletOp, docKeyString, encodeTabletOp, type TabletOp } from './tablet-op';
+import { OUTCOME_LIMITS, OutcomeMemory } from './outcome-memory';
 import type { TabletMeta } from './tablet-meta';
 import { forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey } from '../transaction/txn-record';
 
@@ -87,15 +88,6 @@ export interface WriteRequest {
 }
 
 const BOOTSTRAP_MARKER = 'remote-bootstrap-in-progress';
-/**
- * Outcomes (APPLY_TXN / REMOVE_TXN) one replica remembers for status resolution. Beyond
- * LOCAL_OUTCOMES_MAX the oldest is evicted only once it is LOCAL_OUTCOME_KEEP_MS old (a reader that
- * met the intents before the apply may still need the answer; see settleRemote), and always beyond
- * LOCAL_OUTCOMES_HARD_MAX.
- */
-const LOCAL_OUTCOMES_MAX = 10_000;
-const LOCAL_OUTCOMES_HARD_MAX = 200_000;
-const LOCAL_OUTCOME_KEEP_MS = 60_000;
 /** Transactional write request as the participant leader receives it. */
 export interface TxnWriteRequest extends WriteRequest {
   txn: TxnMeta;
@@ -153,7 +145,7 @@ export class TabletPeer {
   /** When this replica first applied intents of each transaction in txnStatusTablets (performance.now; absent: before start). */
   private readonly txnFirstSeen = new Map<TxnId, number>();
   /** Outcomes this replica applied (APPLY_TXN → committed, REMOVE_TXN → aborted): local knowledge. */
-  private readonly localOutcomes = new Map<TxnId, TxnStatusInfo & { atMs: number }>();
+  private readonly localOutcomes = new OutcomeMemory();
   /** Aborted transactions whose intents the leader should remove (found by conflict checks). */
   readonly cleanupQueue = new Set<TxnId>();
   /** Applies of committed transactions under way on this replica (a resent APPLY waits for them). */
@@ -333,14 +325,7 @@ export class TabletPeer {
   }
 
   private rememberOutcome(txnId: TxnId, o: TxnStatusInfo): void {
-    const now = performance.now();
-    this.localOutcomes.delete(txnId);
-    this.localOutcomes.set(txnId, { ...o, atMs: now });
-    while (this.localOutcomes.size > LOCAL_OUTCOMES_MAX) {
-      const [oldest, v] = this.localOutcomes.entries().next().value!;
-      if (this.localOutcomes.size <= LOCAL_OUTCOMES_HARD_MAX && now - v.atMs < LOCAL_OUTCOME_KEEP_MS) break;
-      this.localOutcomes.delete(oldest);
-    }
+    this.localOutcomes.remember(txnId, o);
   }
 
   /**
@@ -874,7 +859,7 @@ export class TabletPeer {
       statusTabletOf: (id) => this.txnStatusTablets.get(id),
       localOutcome: (id) => this.localOutcome(id),
       queueCleanup: (id) => {
-        if (this.cleanupQueue.size < LOCAL_OUTCOMES_MAX) this.cleanupQueue.add(id);
+        if (this.cleanupQueue.size < OUTCOME_LIMITS.max) this.cleanupQueue.add(id);
       },
     };
   }
