@@ -42,10 +42,6 @@ export class LogCacheBudget {
     return this.total;
   }
 
-  limit(): number {
-    return this.limitBytes();
-  }
-
   /** Bytes evicted to keep within the budget since the server started. */
   evicted(): number {
     return this.evictedBytes;
