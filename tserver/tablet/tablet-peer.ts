@@ -324,10 +324,6 @@ export class TabletPeer {
     return this.localOutcomes.get(txnId);
   }
 
-  private rememberOutcome(txnId: TxnId, o: TxnStatusInfo): void {
-    this.localOutcomes.remember(txnId, o);
-  }
-
   /**
    * A status tablet answers ABORTED for an id it has no record of — and it drops the record of a
    * COMMITTED transaction once every participant leader applied it. So a remote ABORTED is checked
@@ -477,7 +473,7 @@ export class TabletPeer {
   private collectApply(op: Extract<TabletOp, { type: 'APPLY_TXN' }>, opId: OpId, group: RegularGroupItem[]): void {
     this.deps.clock.update(op.commitHt);
     if (this.deps.log.isLevelEnabled('debug')) this.deps.log.debug({ trace: 'txn', tablet: this.tabletId, txn: op.txnId, commitHt: String(op.commitHt), index: opId.index, floor: [this.regularFloor.index, this.intentsFloor.index] }, 'apply txn entry');
-    this.rememberOutcome(op.txnId, { status: 'COMMITTED', commitHt: op.commitHt, priority: 0 });
+    this.localOutcomes.remember(op.txnId, { status: 'COMMITTED', commitHt: op.commitHt, priority: 0 });
     if (opId.index <= this.regularFloor.index && opId.index <= this.intentsFloor.index) return;
     if (this.applying.has(op.txnId)) return; // a duplicate APPLY entry while the first still runs
     if (group.some((g) => g.op.type === 'APPLY_TXN' && g.op.txnId === op.txnId)) return; // a duplicate in this batch
@@ -573,7 +569,7 @@ export class TabletPeer {
 
   private async removeTxn(op: Extract<TabletOp, { type: 'REMOVE_TXN' }>, opId: OpId): Promise<void> {
     if (this.deps.log.isLevelEnabled('debug')) this.deps.log.debug({ trace: 'txn', tablet: this.tabletId, txn: op.txnId, index: opId.index }, 'remove txn entry');
-    this.rememberOutcome(op.txnId, { status: 'ABORTED', priority: 0 });
+    this.localOutcomes.remember(op.txnId, { status: 'ABORTED', priority: 0 });
     this.cleanupQueue.delete(op.txnId);
     if (opId.index <= this.intentsFloor.index) return;
     await this.docdb.removeIntents(op.txnId, opId);
