@@ -29,7 +29,8 @@ function writeTtl(w: ByteWriter, ttlMs: number | undefined): void {
   w.u64BE(BigInt(ttlMs));
 }
 
-export function writeValue(w: ByteWriter, v: DocValue): void {
+/** `utf8Bytes`: the UTF-8 length of a string value when the caller already measured it. */
+export function writeValue(w: ByteWriter, v: DocValue, utf8Bytes?: number): void {
   switch (v.type) {
     case 'tombstone':
       w.u8(ValueTag.TOMBSTONE);
@@ -40,12 +41,12 @@ export function writeValue(w: ByteWriter, v: DocValue): void {
       return;
     case 'primitive':
       writeTtl(w, v.ttlMs);
-      writeRawPrimitive(w, v.value);
+      writeRawPrimitive(w, v.value, utf8Bytes);
       return;
   }
 }
 
-function writeRawPrimitive(w: ByteWriter, p: Primitive): void {
+function writeRawPrimitive(w: ByteWriter, p: Primitive, utf8Bytes?: number): void {
   if (p === null) return w.u8(Tag.NULL_LOW);
   switch (typeof p) {
     case 'boolean':
@@ -62,7 +63,7 @@ function writeRawPrimitive(w: ByteWriter, p: Primitive): void {
     }
     case 'string': {
       w.u8(Tag.STRING);
-      const n = Buffer.byteLength(p, 'utf8');
+      const n = utf8Bytes ?? Buffer.byteLength(p, 'utf8');
       w.ensure(n);
       w.raw().write(p, w.length, 'utf8');
       return w.advance(n);
@@ -73,8 +74,8 @@ function writeRawPrimitive(w: ByteWriter, p: Primitive): void {
   }
 }
 
-/** The bytes writeValue writes for `v`. */
-export function encodedValueBytes(v: DocValue): number {
+/** The bytes writeValue writes for `v` (`utf8Bytes` as for writeValue). */
+export function encodedValueBytes(v: DocValue, utf8Bytes?: number): number {
   const ttl = v.type !== 'tombstone' && v.ttlMs !== undefined ? 9 : 0;
   if (v.type !== 'primitive') return ttl + 1;
   const p = v.value;
@@ -86,7 +87,7 @@ export function encodedValueBytes(v: DocValue): number {
     case 'number':
       return ttl + 9;
     case 'string':
-      return ttl + 1 + Buffer.byteLength(p, 'utf8');
+      return ttl + 1 + (utf8Bytes ?? Buffer.byteLength(p, 'utf8'));
     default:
       return ttl + 1 + p.length;
   }
@@ -98,9 +99,11 @@ export function encodedValueBytes(v: DocValue): number {
  * 3 MiB writer, a 1 MiB copy out of it and, behind a prefix, a third copy).
  */
 export function encodeValue(v: DocValue, prefix?: Uint8Array): Buffer {
-  const w = new ByteWriter((prefix?.length ?? 0) + encodedValueBytes(v));
+  // A string is measured once, for the size and for the write.
+  const utf8Bytes = v.type === 'primitive' && typeof v.value === 'string' ? Buffer.byteLength(v.value, 'utf8') : undefined;
+  const w = new ByteWriter((prefix?.length ?? 0) + encodedValueBytes(v, utf8Bytes));
   if (prefix !== undefined) w.bytes(prefix);
-  writeValue(w, v);
+  writeValue(w, v, utf8Bytes);
   return w.finish();
 }
 
