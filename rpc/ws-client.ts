@@ -7,6 +7,7 @@ import { WebSocket, type RawData } from 'ws';
 import { DbError, ErrorCode, RPC_INFLIGHT_CALLS_MAX, RPC_OUTBOUND_QUEUE_BYTES_MAX, type Logger } from '../common';
 import { decodeFrame, encodeFrame, FrameKind } from './frame-codec';
 import type { CallOptions, Codec, MethodDef, OnewayDef, RpcClient } from './types';
+import { sendCoalesced } from './send-coalescer';
 import { FRAME_OVERHEAD_BYTES_MAX, toBytes } from './ws-server';
 
 export interface WsClientDeps {
@@ -94,7 +95,7 @@ class WsConnection {
           if (!p) continue; // timed out while we were connecting
           p.sent = true;
         }
-        ws.send(f.bytes, { binary: true });
+        sendCoalesced(ws, f.bytes);
       }
     });
     ws.on('message', (data: RawData, isBinary: boolean) => {
@@ -163,7 +164,7 @@ class WsConnection {
   private write(callId: number, bytes: Uint8Array): void {
     if (this.state === 'open' && this.ws) {
       if (callId !== 0) this.pending.get(callId)!.sent = true;
-      this.ws.send(bytes, { binary: true });
+      sendCoalesced(this.ws, bytes);
     } else {
       this.queue.push({ callId, bytes });
       this.queuedBytes += bytes.length;

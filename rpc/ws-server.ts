@@ -9,6 +9,7 @@ import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import { DbError, ErrorCode, RPC_INFLIGHT_CALLS_MAX, RPC_OUTBOUND_QUEUE_BYTES_MAX, type Logger, type WireError } from '../common';
 import { decodeFrame, encodeFrame, FrameKind } from './frame-codec';
 import { HandlerRegistry } from './handler-registry';
+import { sendCoalesced } from './send-coalescer';
 import type { Handler, MethodDef, OnewayDef, OnewayHandler, RpcServer, ServerOptions } from './types';
 
 /** Room for the frame header around a payload of the largest allowed size. */
@@ -209,6 +210,6 @@ export class WsRpcServer implements RpcServer {
       this.closeConn(conn, CLOSE_POLICY_VIOLATION, 'client does not read its responses (outbound queue full)');
       return;
     }
-    conn.ws.send(bytes, { binary: true });
+    sendCoalesced(conn.ws, bytes);
   }
 }

@@ -7,6 +7,7 @@ import { ErrorCode, SeededRng } from '../../common';
 import { decodeFrame, encodeFrame, FrameKind } from '../../rpc/frame-codec';
 import { protoCodec } from '../../rpc/proto';
 import type { RpcClient } from '../../rpc/types';
+import { sendCoalesced } from '../../rpc/send-coalescer';
 import { FRAME_OVERHEAD_BYTES_MAX } from '../../rpc/ws-server';
 import { WsTransport } from '../../rpc/ws-transport';
 import { ECHO, NOTE, runTransportCompliance, startEchoServer, type EchoServer, type TransportHarness } from './rpc-transport-compliance';
@@ -238,6 +239,55 @@ describe('ws: client frames', () => {
       expect(f.ok && f.frame.kind).toBe(FrameKind.ONEWAY);
     } finally {
       await client.close();
+      wss.close();
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
+
+describe('ws: sends of one callback share socket writes', () => {
+  it('ws: a lone frame is written at once; a burst in one callback is written in one more writev, in order', async () => {
+    const server = http.createServer();
+    const wss = new WebSocketServer({ server, perMessageDeflate: false });
+    const delivered: string[] = [];
+    wss.on('connection', (ws) => ws.on('message', (d: Buffer) => delivered.push(d.toString())));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const addr = server.address() as net.AddressInfo;
+    const ws = new WebSocket(`ws://127.0.0.1:${addr.port}`);
+    try {
+      await new Promise<void>((r, j) => {
+        ws.once('open', () => r());
+        ws.once('error', j);
+      });
+      const socket = (ws as unknown as { _socket: net.Socket })._socket;
+      let writes = 0;
+      const w1 = socket._write.bind(socket);
+      const wv = socket._writev!.bind(socket);
+      socket._write = (...a: Parameters<typeof w1>) => {
+        writes++;
+        w1(...a);
+      };
+      socket._writev = (...a: Parameters<typeof wv>) => {
+        writes++;
+        wv(...a);
+      };
+      sendCoalesced(ws, Buffer.from('m0'));
+      expect(writes).toBe(1); // nothing held back for a single frame
+      for (let i = 1; i < 20; i++) sendCoalesced(ws, Buffer.from(`m${i}`));
+      expect(socket.writableCorked).toBe(1); // the burst is held until the queued microtasks ran
+      expect(writes).toBe(1);
+      await Promise.resolve();
+      expect(socket.writableCorked).toBe(0);
+      expect(writes).toBe(2);
+      await new Promise((r) => setImmediate(r));
+      sendCoalesced(ws, Buffer.from('m20'));
+      expect(writes).toBe(3);
+      expect(socket.writableCorked).toBe(0);
+      const end = performance.now() + UNTIL_MS_MAX;
+      while (delivered.length < 21 && performance.now() < end) await new Promise((r) => setTimeout(r, 5));
+      expect(delivered).toEqual(Array.from({ length: 21 }, (_, i) => `m${i}`));
+    } finally {
+      ws.terminate();
       wss.close();
       await new Promise((r) => server.close(r));
     }
