@@ -16,6 +16,7 @@ import { TransactionCoordinator } from '../../tserver/transaction/coordinator';
 import {
   TEST_DISABLE_APPLY_COMMITTED_TRANSACTIONS,
   TRANSACTION_CHECK_INTERVAL_MS,
+  TRANSACTION_FORGET_DELAY_MS,
   TRANSACTION_HEARTBEAT_USEC,
   TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS,
   TRANSACTION_RESEND_APPLYING_INTERVAL_MS,
@@ -316,5 +317,29 @@ describe('TransactionCoordinator', () => {
     await first.close();
     const second = await openCoordinator(dir, flags, { n: 0 });
     expect(second.c.snapshot()).toEqual([]); // the tombstones are in RegularDB too
+  });
+
+  it('txn-coordinator: transactions finishing one after another within transaction_forget_delay_ms are forgotten by one entry; they answer COMMITTED until then', async () => {
+    const run = async (delayMs: number): Promise<number> => {
+      const flags = testFlags();
+      flags.setAtRuntime(TRANSACTION_FORGET_DELAY_MS.name, String(delayMs), true);
+      const { c, peer, updates, close } = await openCoordinator(tmp(), flags, { n: 0 });
+      const ids = [TxnId('s0'), TxnId('s1'), TxnId('s2')];
+      const before = peer.metrics.entriesApplied;
+      for (const id of ids) {
+        await c.create(id, 'snapshot', 0.5);
+        await c.commit(id, ['p1']);
+        await until(`APPLY of ${id} acknowledged`, () => updates.some((u) => u.txnId === id));
+        await new Promise((r) => setTimeout(r, 100)); // a one-at-a-time client
+      }
+      if (delayMs > 0) for (const st of await c.getStatus(ids)) expect(st.status).toBe('COMMITTED'); // not forgotten yet
+      await until('all forgotten', () => c.snapshot().length === 0, 5000 + delayMs);
+      for (const st of await c.getStatus(ids)) expect(st.status).toBe('ABORTED'); // no record
+      const entries = peer.metrics.entriesApplied - before;
+      await close();
+      return entries - ids.length; // minus the COMMITTED entries
+    };
+    expect(await run(0)).toBeGreaterThanOrEqual(2); // one FORGOTTEN entry each (unless one ran long)
+    expect(await run(2000)).toBe(1); // one for all three
   });
 });

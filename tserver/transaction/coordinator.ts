@@ -38,6 +38,7 @@ import {
   TEST_FAIL_BEFORE_COMMIT_MS,
   TEST_INJECT_TXN_GET_STATUS_DELAY_MS,
   TRANSACTION_CHECK_INTERVAL_MS,
+  TRANSACTION_FORGET_DELAY_MS,
   TRANSACTION_HEARTBEAT_USEC,
   TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS,
   TRANSACTION_RESEND_APPLYING_INTERVAL_MS,
@@ -284,6 +285,10 @@ export class TransactionCoordinator {
     this.forgetting = true;
     try {
       while (this.forgetQueue.length > 0) {
+        // Collect for a while first: at low load each transaction would otherwise cost a Raft round
+        // of its own (frames, an fsync and a RegularDB batch on every replica) just to be forgotten.
+        const delayMs = this.deps.flags.get(TRANSACTION_FORGET_DELAY_MS);
+        if (delayMs > 0 && this.forgetQueue.length < FORGET_BATCH_MAX && !this.stopped) await new Promise((r) => setTimeout(r, delayMs).unref());
         const batch = this.forgetQueue.splice(0, FORGET_BATCH_MAX);
         const ids = [...new Set(batch.map((b) => b.txnId))];
         const run = (i: number): Promise<void> =>

@@ -38,6 +38,15 @@ export const TRANSACTION_RESEND_APPLYING_INTERVAL_MS = defineFlag({
   validate: (v) => (v > 0 ? undefined : 'positive'),
 });
 
+export const TRANSACTION_FORGET_DELAY_MS = defineFlag({
+  name: 'transaction_forget_delay_ms',
+  type: 'int',
+  default: 100,
+  help: 'How long a status tablet leader collects transactions whose participants all applied (or removed) them before one FORGOTTEN entry drops all their records (0: at once). Until then a record still answers COMMITTED or ABORTED.',
+  tags: [FlagTag.runtime],
+  validate: nonNegative,
+});
+
 export const TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS = defineFlag({
   name: 'TEST_inject_sleep_before_applying_intents_ms',
   type: 'int',
