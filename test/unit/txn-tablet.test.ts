@@ -112,6 +112,40 @@ describe('txn tablet ops', () => {
     expect((await q.read([key(1)], {})).rows[0]?.columns.get(1)).toBe('a1');
   });
 
+  it('txn-tablet: after a lone apply its apply-state delete waits to ride along with a later RegularDB write (a batch of its own only after a while); a stop writes it', async () => {
+    const flags = new Flags();
+    const env = fakeEnv();
+    const { p } = await open(flags, env);
+    const applyOne = async (id: string, k: number): Promise<void> => {
+      env.statuses.set(id, { status: 'PENDING', priority: 0.5 });
+      await p.writeIntents({ txn: txn(id, 0.5, p.safeTime()), readHt: p.safeTime(), ops: [upsert(k, id)] });
+      const commitHt = p.nextHt();
+      env.statuses.set(id, { status: 'COMMITTED', commitHt, priority: 0.5 });
+      await p.proposeOp({ type: 'APPLY_TXN', txnId: TxnId(id), commitHt });
+      await p.applyInProgress(TxnId(id));
+    };
+    const regular = (): { batches: number; dels: number } => p.ioCounts()!.docdb.regulardb;
+    await applyOne('d-1', 1);
+    const a = regular();
+    await new Promise((r) => setTimeout(r, 60));
+    expect([regular().batches, regular().dels]).toEqual([a.batches, a.dels]); // no batch just for the delete
+    await applyOne('d-2', 2);
+    const b = regular();
+    // d-2's mark and versions: two batches, and d-1's delete went with the first of them.
+    expect(b.batches).toBe(a.batches + 2);
+    expect(b.dels).toBe(a.dels + 1);
+    const end = performance.now() + 5000;
+    while (regular().dels < b.dels + 1 && performance.now() < end) await new Promise((r) => setTimeout(r, 20));
+    expect([regular().batches, regular().dels]).toEqual([b.batches + 1, b.dels + 1]); // nothing came: a batch of its own
+    await applyOne('d-3', 3);
+    const c = regular();
+    await p.stop();
+    const counts = regular();
+    expect(counts.dels).toBe(c.dels + 1); // the stop wrote d-3's delete
+    expect(counts.batches).toBe(c.batches + 1);
+    peers.splice(peers.indexOf(p), 1);
+  });
+
   it('txn-tablet: a conflicting writer of lower priority fails with TXN_CONFLICT; a higher one aborts the holder', async () => {
     const env = fakeEnv();
     const { p } = await open(new Flags(), env);

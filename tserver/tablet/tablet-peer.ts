@@ -104,6 +104,8 @@ interface IntentsGroupItem {
 }
 /** Committed transactions one replica applies together at most (DocDb.applyIntentsMany). */
 const APPLY_GROUP_MAX = 256;
+/** How long apply-state deletes wait to ride along with a later RegularDB write (see scheduleDeferredFlush). */
+const DEFERRED_DELETES_WAIT_MS = 200;
 /** Non-transactional reads see no other transaction's intents (they are not committed for them). */
 const NO_TXN_STATUS: StatusResolver = () => Promise.resolve({ status: 'PENDING' });
 
@@ -553,9 +555,10 @@ export class TabletPeer {
   private async runApplyWorker(): Promise<void> {
     for (;;) {
       if (this.applyQueue.length === 0) {
-        // Nothing follows: write the deferred apply-state deletes now (under load they ride along).
-        if (this.state === TabletState.RUNNING) await this.docdb.flushDeferred().catch((e: unknown) => this.deps.log.warn({ tabletId: this.tabletId, err: String(e) }, 'deferred apply-state deletes not written'));
-        if (this.applyQueue.length === 0) return;
+        // Nothing follows: the deferred apply-state deletes ride along with this replica's next
+        // RegularDB write, or get a batch of their own after a while.
+        this.scheduleDeferredFlush();
+        return;
       }
       const items = this.applyQueue.splice(0, APPLY_GROUP_MAX);
       try {
@@ -565,6 +568,27 @@ export class TabletPeer {
         for (const i of items) i.reject(e);
       }
     }
+  }
+
+  private deferredTimer: NodeJS.Timeout | undefined;
+  private deferredFlush: Promise<void> | undefined;
+
+  /**
+   * Write the apply-state deletes no later write carried within DEFERRED_DELETES_WAIT_MS. Nothing
+   * depends on their timing (a state left by a crash is a no-op apply at open); written at once, they
+   * cost a RocksDB batch per apply when transactions come one at a time.
+   */
+  private scheduleDeferredFlush(): void {
+    if (this.deferredTimer) return;
+    this.deferredTimer = setTimeout(() => {
+      this.deferredTimer = undefined;
+      if (this.state !== TabletState.RUNNING || this.deferredFlush) return;
+      this.deferredFlush = this.docdb
+        .flushDeferred()
+        .catch((e: unknown) => this.deps.log.warn({ tabletId: this.tabletId, err: String(e) }, 'deferred apply-state deletes not written'))
+        .finally(() => (this.deferredFlush = undefined));
+    }, DEFERRED_DELETES_WAIT_MS);
+    this.deferredTimer.unref();
   }
 
   private async removeTxn(op: Extract<TabletOp, { type: 'REMOVE_TXN' }>, opId: OpId): Promise<void> {
@@ -969,6 +993,11 @@ export class TabletPeer {
     // The applies queued so far finish first (no new ones come once Raft stopped): closing the
     // databases under them would read as a storage failure.
     if (this.applyWorker) await this.applyWorker.catch(() => undefined);
+    if (this.deferredTimer) clearTimeout(this.deferredTimer);
+    this.deferredTimer = undefined;
+    if (this.deferredFlush) await this.deferredFlush;
+    // A clean stop leaves no apply state behind (each would be resumed, as a no-op, at the next open).
+    if (this.docdb && this.state === TabletState.RUNNING) await this.docdb.flushDeferred().catch(() => undefined);
     if (this.docdb) await this.docdb.close().catch(() => undefined);
     if (this.storage) await this.storage.close().catch(() => undefined);
   }
