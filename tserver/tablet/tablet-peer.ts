@@ -591,6 +591,13 @@ export class TabletPeer {
     this.deferredTimer.unref();
   }
 
+  /** Before the databases close: no timer left, no deferred flush running. */
+  private async cancelDeferredFlush(): Promise<void> {
+    if (this.deferredTimer) clearTimeout(this.deferredTimer);
+    this.deferredTimer = undefined;
+    if (this.deferredFlush) await this.deferredFlush;
+  }
+
   private async removeTxn(op: Extract<TabletOp, { type: 'REMOVE_TXN' }>, opId: OpId): Promise<void> {
     if (this.deps.log.isLevelEnabled('debug')) this.deps.log.debug({ trace: 'txn', tablet: this.tabletId, txn: op.txnId, index: opId.index }, 'remove txn entry');
     this.localOutcomes.remember(op.txnId, { status: 'ABORTED', priority: 0 });
@@ -697,6 +704,7 @@ export class TabletPeer {
     this.state = TabletState.BOOTSTRAPPING;
     const marker = path.join(this.deps.dir, BOOTSTRAP_MARKER);
     fs.writeFileSync(marker, JSON.stringify(desc));
+    await this.cancelDeferredFlush();
     await this.docdb.close();
     this.wipeDbDirs();
     this.regular = await this.deps.openEngine(path.join(this.deps.dir, 'regular'));
@@ -993,9 +1001,7 @@ export class TabletPeer {
     // The applies queued so far finish first (no new ones come once Raft stopped): closing the
     // databases under them would read as a storage failure.
     if (this.applyWorker) await this.applyWorker.catch(() => undefined);
-    if (this.deferredTimer) clearTimeout(this.deferredTimer);
-    this.deferredTimer = undefined;
-    if (this.deferredFlush) await this.deferredFlush;
+    await this.cancelDeferredFlush();
     // A clean stop leaves no apply state behind (each would be resumed, as a no-op, at the next open).
     if (this.docdb && this.state === TabletState.RUNNING) await this.docdb.flushDeferred().catch(() => undefined);
     if (this.docdb) await this.docdb.close().catch(() => undefined);
