@@ -113,9 +113,13 @@ describe('txn tablet ops', () => {
   });
 
   it('txn-tablet: after a lone apply its apply-state delete waits to ride along with a later RegularDB write (a batch of its own only after a while); a stop writes it', async () => {
-    const flags = new Flags();
     const env = fakeEnv();
-    const { p } = await open(flags, env);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-txn-tablet-'));
+    dirs.push(dir);
+    // A wait far longer than this test's steps take, even on a slow machine.
+    const p = await TabletPeer.open({ ...testPeerDeps(dir, { flags: new Flags(), txnEnv: env }), deferredDeletesWaitMs: 2000 });
+    peers.push(p);
+    await untilLeaderReady(p);
     const applyOne = async (id: string, k: number): Promise<void> => {
       env.statuses.set(id, { status: 'PENDING', priority: 0.5 });
       await p.writeIntents({ txn: txn(id, 0.5, p.safeTime()), readHt: p.safeTime(), ops: [upsert(k, id)] });
@@ -127,14 +131,14 @@ describe('txn tablet ops', () => {
     const regular = (): { batches: number; dels: number } => p.ioCounts()!.docdb.regulardb;
     await applyOne('d-1', 1);
     const a = regular();
-    await new Promise((r) => setTimeout(r, 60));
+    await new Promise((r) => setTimeout(r, 100));
     expect([regular().batches, regular().dels]).toEqual([a.batches, a.dels]); // no batch just for the delete
     await applyOne('d-2', 2);
     const b = regular();
     // d-2's mark and versions: two batches, and d-1's delete went with the first of them.
     expect(b.batches).toBe(a.batches + 2);
     expect(b.dels).toBe(a.dels + 1);
-    const end = performance.now() + 5000;
+    const end = performance.now() + 10_000;
     while (regular().dels < b.dels + 1 && performance.now() < end) await new Promise((r) => setTimeout(r, 20));
     expect([regular().batches, regular().dels]).toEqual([b.batches + 1, b.dels + 1]); // nothing came: a batch of its own
     await applyOne('d-3', 3);

@@ -79,6 +79,8 @@ export interface TabletPeerDeps {
   txnEnv?: PeerTxnEnv;
   /** A storage failure: the replica stops (the server decides whether the process exits). */
   onFatal(tabletId: string, e: unknown): void;
+  /** How long apply-state deletes wait to ride along with a later write (default DEFERRED_DELETES_WAIT_MS). */
+  deferredDeletesWaitMs?: number;
 }
 
 export interface WriteRequest {
@@ -587,7 +589,7 @@ export class TabletPeer {
         .flushDeferred()
         .catch((e: unknown) => this.deps.log.warn({ tabletId: this.tabletId, err: String(e) }, 'deferred apply-state deletes not written'))
         .finally(() => (this.deferredFlush = undefined));
-    }, DEFERRED_DELETES_WAIT_MS);
+    }, this.deps.deferredDeletesWaitMs ?? DEFERRED_DELETES_WAIT_MS);
     this.deferredTimer.unref();
   }
 
