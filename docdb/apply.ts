@@ -9,6 +9,11 @@
  * A crash between any two steps leaves an apply state and/or reverse entries; re-running apply
  * rewrites the same versions (same keys, same values: idempotent) and continues. A transaction with
  * neither is already applied, so re-applying it is a no-op.
+ *
+ * Small transactions applied together (applyIntentsMany) may defer steps 2 and 3 (DeferredCleanup):
+ * their versions are written without a sync, and their intent deletes wait until one RegularDB sync
+ * covers many applies; the apply-state deletes follow the intent deletes. Nothing reads the
+ * lingering intents as pending meanwhile: in memory they are gone at once (see applyIntentsMany).
  */
 import { assert } from '../common/assert';
 import type { HybridTime } from '../common/hybrid-time';
@@ -17,7 +22,7 @@ import type { ApplyProgress, OpId } from './doc-db-api';
 import type { IntentsDb } from './intents-db';
 import { isStrongIntent, isStrongWrite, type CachedRecord } from './intents-db';
 import type { KvEngine, KvOp } from './kv-engine';
-import { opIdMax } from './frontier';
+import { OP_ID_ZERO, opIdMax } from './frontier';
 import type { RegularDb } from './regular-db';
 import { parseIntentKeyToSubKey, splitIntentValue, versionKey } from './storage-keys';
 import { applyStateKey, encodeApplyState, txnKey, type ApplyState } from './txn-records';
@@ -131,12 +136,69 @@ export async function applyIntents(
 }
 
 /**
+ * The clean-ups of applies that wait for one RegularDB sync to cover many of them: the intent
+ * deletes (IntentsDB may only lose an intent once the version it moved to is durable in RegularDB,
+ * another database) and, after those are written, the apply-state deletes (a restart must still
+ * find the state of a transaction whose intents are still on disk, and resume — rewrite the same
+ * versions, delete the intents — rather than take them for a pending transaction's).
+ */
+export class DeferredCleanup {
+  private ops: KvOp[] = [];
+  private opId: OpId = OP_ID_ZERO;
+  private stateKeys: Buffer[] = [];
+  private firstAtMs = 0;
+  /** Transactions whose clean-up waits. */
+  txns = 0;
+
+  add(iops: readonly KvOp[], opId: OpId, stateKeys: readonly Buffer[], nowMs: number): void {
+    if (this.txns === 0) this.firstAtMs = nowMs;
+    for (const o of iops) this.ops.push(o);
+    for (const k of stateKeys) this.stateKeys.push(k);
+    this.opId = opIdMax(this.opId, opId);
+    this.txns += stateKeys.length;
+  }
+
+  /** How long the oldest waiting clean-up has waited (0 when none waits). */
+  ageMs(nowMs: number): number {
+    return this.txns === 0 ? 0 : nowMs - this.firstAtMs;
+  }
+
+  /** Everything waiting, handed to the caller (which must write it: flushDeferredCleanup). */
+  take(): { ops: KvOp[]; opId: OpId; stateKeys: Buffer[] } | undefined {
+    if (this.txns === 0) return undefined;
+    const t = { ops: this.ops, opId: this.opId, stateKeys: this.stateKeys };
+    this.ops = [];
+    this.opId = OP_ID_ZERO;
+    this.stateKeys = [];
+    this.txns = 0;
+    return t;
+  }
+}
+
+/**
+ * Write the waiting clean-ups: one RegularDB sync (shared with any other running), the intent
+ * deletes as one IntentsDB batch, then the apply-state deletes as riders of the next RegularDB write.
+ */
+export async function flushDeferredCleanup(regular: RegularDb, intents: IntentsDb, d: DeferredCleanup): Promise<void> {
+  const t = d.take();
+  if (t === undefined) return;
+  await regular.db.syncBarrier();
+  await intents.db.write(t.ops, t.opId);
+  regular.db.addRiders(t.stateKeys.map((key) => ({ type: 'del' as const, key })));
+}
+
+/**
  * Apply several committed transactions. Those whose records are all in memory and fit one chunk go
- * together: ONE RegularDB batch with every version (synced: the versions must be durable before the
- * intents go), then ONE IntentsDB batch deleting every intent, reverse entry and metadata. Their
- * apply states are deleted as riders of a later RegularDB write (FrontierDb.addRiders): a crash
- * before that leaves a state whose intents are gone, and resuming it at open is a no-op apply. The
- * others go one by one through applyIntents. Each transaction must have been marked pending first.
+ * together: ONE RegularDB batch with every version, then ONE IntentsDB batch deleting every intent,
+ * reverse entry and metadata. Without `deferred`, the versions are synced first (they must be
+ * durable before the intents go) and the apply states are deleted as riders of a later RegularDB
+ * write (FrontierDb.addRiders): a crash before that leaves a state whose intents are gone, and
+ * resuming it at open is a no-op apply. With `deferred`, the versions are not synced and both
+ * deletes wait in `deferred` (see DeferredCleanup) — while IntentsDB's in-memory view (metadata,
+ * intent index, strong intent count) and the apply states in memory drop the transactions at once,
+ * so no conflict check or apply takes the lingering intents for live ones (a reader iterating
+ * IntentsDB meets them as committed, the same versions as RegularDB's). The others go one by one
+ * through applyIntents. Each transaction must have been marked pending first.
  */
 export async function applyIntentsMany(
   regular: RegularDb,
@@ -145,6 +207,7 @@ export async function applyIntentsMany(
   chunkRecordsMax: number,
   hooks: ApplyHooks,
   one: (txnId: TxnId, commitHt: HybridTime, opId: OpId) => Promise<unknown>,
+  deferred?: DeferredCleanup,
 ): Promise<void> {
   const group: Array<{ txnId: TxnId; commitHt: HybridTime; records: readonly CachedRecord[] }> = [];
   const rest: Array<{ txnId: TxnId; commitHt: HybridTime; opId: OpId }> = [];
@@ -173,15 +236,17 @@ export async function applyIntentsMany(
       strong.push(moveRecords(g.txnId, g.commitHt, g.records, g.records.map((r) => r.value), rops, iops));
       iops.push({ type: 'del', key: txnKey(g.txnId) });
     }
-    await regular.db.write(rops, opId, true);
-    await intents.db.write(iops, opId);
+    await regular.db.write(rops, opId, deferred === undefined);
+    if (deferred === undefined) await intents.db.write(iops, opId);
     for (let i = 0; i < group.length; i++) {
       const g = group[i]!;
       intents.intentCount -= strong[i]!;
       intents.noteDeleted(g.txnId, true, g.records.map((r) => r.intentKey));
       regular.deleteApplyState(g.txnId);
     }
-    regular.db.addRiders(group.map((g) => ({ type: 'del' as const, key: applyStateKey(g.txnId) })));
+    const stateKeys = group.map((g) => applyStateKey(g.txnId));
+    if (deferred === undefined) regular.db.addRiders(stateKeys.map((key) => ({ type: 'del' as const, key })));
+    else deferred.add(iops, opId, stateKeys, performance.now());
     for (const g of group) await hooks.afterApplyChunk?.(g.txnId, g.records.length);
   }
   for (const it of rest) await one(it.txnId, it.commitHt, it.opId);

@@ -129,8 +129,10 @@ export interface DocDbApi {
    * of all their deletes — the others one by one as applyIntents does.
    */
   applyIntentsMany(items: readonly ApplyItem[]): Promise<void>;
-  /** Write deferred clean-ups (apply-state deletes of applyIntentsMany) no later write carried yet. */
+  /** Write deferred clean-ups of applyIntentsMany (intent deletes after a sync, apply-state deletes). */
   flushDeferred(): Promise<void>;
+  /** How long the oldest deferred intent delete has waited, in ms (0: none waits). */
+  deferredAgeMs(): number;
   /**
    * Make everything both databases hold (frontiers included) durable: one synced write to each, which
    * forces its RocksDB write-ahead log to disk up to there (group-committed with other syncs).

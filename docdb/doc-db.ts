@@ -9,7 +9,7 @@
 import { Flags } from '../common/flags';
 import { htAddMicros, type HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
-import { applyIntents, applyIntentsMany, applyPendingOps, markApplyPending, removeIntents, type ApplyHooks } from './apply';
+import { applyIntents, applyIntentsMany, applyPendingOps, DeferredCleanup, flushDeferredCleanup, markApplyPending, removeIntents, type ApplyHooks } from './apply';
 import { OP_ID_ZERO, opIdMax } from './frontier';
 import { findConflicts } from './conflict';
 import type {
@@ -28,7 +28,7 @@ import type {
   StatusResolver,
   TxnMeta,
 } from './doc-db-api';
-import { DOCDB_ROW_CACHE_BYTES, TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC, TXN_MAX_APPLY_BATCH_RECORDS } from './docdb-flags';
+import { APPLY_CLEANUP_DELAY_MS, DOCDB_ROW_CACHE_BYTES, TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC, TXN_MAX_APPLY_BATCH_RECORDS } from './docdb-flags';
 import { FrontierDb, type WriteCounts } from './frontier-db';
 import { gcRegular, type GcResult } from './gc';
 import { IntentAwareReader, readRestart } from './intent-aware-reader';
@@ -123,19 +123,37 @@ export class DocDb implements DocDbApi {
     return this.txnLocks.runMany(items.map((i) => i.txn.txnId), () => this.intentsDb.writeIntentsMany(items));
   }
 
-  /** See applyIntentsMany in apply.ts (its apply-state deletes ride along later; flushDeferred writes them when nothing else does). */
+  /** Clean-ups of applies waiting for a RegularDB sync (apply_cleanup_delay_ms). */
+  private readonly deferredCleanup = new DeferredCleanup();
+
+  /**
+   * See applyIntentsMany in apply.ts: with apply_cleanup_delay_ms > 0 the intent deletes wait
+   * (deferredAgeMs, flushDeferred); the apply-state deletes always ride along with later writes.
+   */
   async applyIntentsMany(items: readonly ApplyItem[]): Promise<void> {
     const chunk = this.flags.get(TXN_MAX_APPLY_BATCH_RECORDS);
+    const deferred = this.flags.get(APPLY_CLEANUP_DELAY_MS) > 0 ? this.deferredCleanup : undefined;
     await this.txnLocks.runMany(items.map((i) => i.txnId), () =>
-      applyIntentsMany(this.regularDb, this.intentsDb, items, chunk, this.options.hooks ?? {}, (txnId, commitHt, opId) =>
-        applyIntents(this.regularDb, this.intentsDb, txnId, commitHt, opId, chunk, Number.MAX_SAFE_INTEGER, this.options.hooks ?? {}),
+      applyIntentsMany(
+        this.regularDb,
+        this.intentsDb,
+        items,
+        chunk,
+        this.options.hooks ?? {},
+        (txnId, commitHt, opId) => applyIntents(this.regularDb, this.intentsDb, txnId, commitHt, opId, chunk, Number.MAX_SAFE_INTEGER, this.options.hooks ?? {}),
+        deferred,
       ),
     );
   }
 
-  /** Write deferred clean-ups (apply-state deletes) that no later write carried yet. */
-  flushDeferred(): Promise<void> {
-    return this.regularDb.db.flushRiders();
+  deferredAgeMs(): number {
+    return this.deferredCleanup.ageMs(performance.now());
+  }
+
+  /** Write every deferred clean-up: the waiting intent deletes (after a sync), then the apply-state deletes. */
+  async flushDeferred(): Promise<void> {
+    await flushDeferredCleanup(this.regularDb, this.intentsDb, this.deferredCleanup);
+    await this.regularDb.db.flushRiders();
   }
 
   async syncDurable(): Promise<void> {
@@ -321,8 +339,8 @@ export class DocDb implements DocDbApi {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    // Deferred apply-state deletes (a crash would leave them for a no-op resume at open).
-    await this.regularDb.db.flushRiders().catch(() => undefined);
+    // Deferred clean-ups (a crash would leave them for a resume at open: the same versions again).
+    await this.flushDeferred().catch(() => undefined);
     await this.regularDb.db.engine.close();
     await this.intentsDb.db.engine.close();
   }

@@ -27,3 +27,12 @@ export const DOCDB_ROW_CACHE_BYTES = defineFlag({
   tags: [FlagTag.runtime],
   validate: (v) => (v >= 0 ? undefined : 'a non-negative number of bytes'),
 });
+
+export const APPLY_CLEANUP_DELAY_MS = defineFlag({
+  name: 'apply_cleanup_delay_ms',
+  type: 'int',
+  default: 200,
+  help: "How long the clean-ups after a small transaction's apply may wait to share writes with other applies: its intents leave IntentsDB once one RegularDB sync covers the versions of every apply so far (instead of a sync per apply), and its apply state is deleted with a later write. The versions are in RegularDB (and read from there) at once either way. 0: the versions are synced and the intents deleted right after each apply.",
+  tags: [FlagTag.runtime],
+  validate: (v) => (v >= 0 && v <= 60_000 ? undefined : 'between 0 and 60000 ms'),
+});

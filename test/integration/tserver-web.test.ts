@@ -144,9 +144,13 @@ describe('tserver console', () => {
     const txnProm = (await Promise.all(cl.tservers.map(async (t) => (await httpRequest(`http://${t.webAddress}/prometheus-metrics`)).body))).join('\n');
     for (const m of ['CreateTransaction', 'CommitTransaction', 'UpdateTransaction']) expect(txnProm).toMatch(new RegExp(`tserver_rpc_ops_total\\{[^}]*method="${m}"[^}]*\\} [1-9]`));
     // The work counters the benchmark divides per operation: intents written, a synced RegularDB batch
-    // (the apply), Raft log fsyncs and Raft messages.
+    // (the sync before the applied intents are deleted: apply_cleanup_delay_ms after the apply), Raft
+    // log fsyncs and Raft messages.
     expect(txnProm).toMatch(/tserver_docdb_write_ops\{[^}]*db="intentsdb"[^}]*op="put"[^}]*\} [1-9]/);
-    expect(txnProm).toMatch(/tserver_docdb_write_batches\{[^}]*db="regulardb"[^}]*synced="true"[^}]*\} [1-9]/);
+    await waitFor('a synced RegularDB batch (the apply clean-up)', 10_000, async () => {
+      const body = (await Promise.all(cl.tservers.map(async (t) => (await httpRequest(`http://${t.webAddress}/prometheus-metrics`)).body))).join('\n');
+      return /tserver_docdb_write_batches\{[^}]*db="regulardb"[^}]*synced="true"[^}]*\} [1-9]/.test(body) ? true : undefined;
+    });
     expect(txnProm).toMatch(/tserver_log_fsyncs\{[^}]*tablet_id="[0-9a-f]+"[^}]*\} [1-9]/);
     expect(txnProm).toMatch(/tserver_raft_messages\{[^}]*direction="sent"[^}]*\} [1-9]/);
     for (const a of applies) {

@@ -8,10 +8,11 @@ it('docdb model: random writes, txns, chunked applies, GC, restarts and reads ma
     const db = await DocDb.open({ regular: new MemoryEngine(), intents: new MemoryEngine() });
     return {
       db,
-      reopen: async (d: DocDb) => {
+      reopen: async (d: DocDb, crash: boolean) => {
         const r = d.regularDb.db.engine as MemoryEngine;
         const i = d.intentsDb.db.engine as MemoryEngine;
-        await d.close();
+        if (crash) await Promise.all([r.close(), i.close()]);
+        else await d.close();
         return DocDb.open({ regular: r.reopen(), intents: i.reopen() });
       },
     };

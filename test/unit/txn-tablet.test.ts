@@ -15,6 +15,7 @@ import type { PeerTxnEnv, TxnStatusInfo } from '../../tserver/transaction/txn-en
 import { TabletService, txnMetaFromPb } from '../../tserver/tablet-service';
 import type { TabletManager } from '../../tserver/tablet-manager';
 import { TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS } from '../../tserver/transaction/txn-flags';
+import { APPLY_CLEANUP_DELAY_MS } from '../../docdb/docdb-flags';
 
 const dirs: string[] = [];
 const peers: TabletPeer[] = [];
@@ -112,42 +113,73 @@ describe('txn tablet ops', () => {
     expect((await q.read([key(1)], {})).rows[0]?.columns.get(1)).toBe('a1');
   });
 
-  it('txn-tablet: after a lone apply its apply-state delete waits to ride along with a later RegularDB write (a batch of its own only after a while); a stop writes it', async () => {
+  it('txn-tablet: after an apply its intent deletes wait for one RegularDB sync shared with later applies, then its apply-state delete follows; a stop writes them; apply_cleanup_delay_ms=0 syncs and deletes at once', async () => {
     const env = fakeEnv();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-txn-tablet-'));
     dirs.push(dir);
+    const flags = new Flags();
     // A wait far longer than this test's steps take, even on a slow machine.
-    const p = await TabletPeer.open({ ...testPeerDeps(dir, { flags: new Flags(), txnEnv: env }), deferredDeletesWaitMs: 2000 });
+    flags.set(APPLY_CLEANUP_DELAY_MS, 2000);
+    const p = await TabletPeer.open(testPeerDeps(dir, { flags, txnEnv: env }));
     peers.push(p);
     await untilLeaderReady(p);
-    const applyOne = async (id: string, k: number): Promise<void> => {
+    const applyOne = async (id: string, n: number): Promise<void> => {
       env.statuses.set(id, { status: 'PENDING', priority: 0.5 });
-      await p.writeIntents({ txn: txn(id, 0.5, p.safeTime()), readHt: p.safeTime(), ops: [upsert(k, id)] });
+      await p.writeIntents({ txn: txn(id, 0.5, p.safeTime()), readHt: p.safeTime(), ops: [upsert(n, id)] });
       const commitHt = p.nextHt();
       env.statuses.set(id, { status: 'COMMITTED', commitHt, priority: 0.5 });
       await p.proposeOp({ type: 'APPLY_TXN', txnId: TxnId(id), commitHt });
       await p.applyInProgress(TxnId(id));
     };
-    const regular = (): { batches: number; dels: number } => p.ioCounts()!.docdb.regulardb;
+    const counts = (): { rb: number; rsync: number; rdels: number; ib: number; idels: number } => {
+      const d = p.ioCounts()!.docdb;
+      return { rb: d.regulardb.batches, rsync: d.regulardb.syncedBatches, rdels: d.regulardb.dels, ib: d.intentsdb.batches, idels: d.intentsdb.dels };
+    };
+    const onDisk = async (): Promise<string[]> => (await p.db().listTransactions()).map((t) => t.meta.txnId);
     await applyOne('d-1', 1);
-    const a = regular();
+    const a = counts();
+    // Applied: readable from RegularDB, gone from IntentsDB's view — while its records wait on disk.
+    expect((await p.sizes()).intentsdb.intentCount).toBe(0);
+    expect((await p.read([key(1)], {})).rows[0]?.columns.get(1)).toBe('d-1');
+    expect(await onDisk()).toEqual(['d-1']);
     await new Promise((r) => setTimeout(r, 100));
-    expect([regular().batches, regular().dels]).toEqual([a.batches, a.dels]); // no batch just for the delete
+    expect(counts()).toEqual(a); // nothing written just for the clean-up
     await applyOne('d-2', 2);
-    const b = regular();
-    // d-2's mark and versions: two batches, and d-1's delete went with the first of them.
-    expect(b.batches).toBe(a.batches + 2);
-    expect(b.dels).toBe(a.dels + 1);
+    const b = counts();
+    // d-2's mark and versions: two RegularDB batches, neither synced; no IntentsDB delete yet.
+    expect([b.rb - a.rb, b.rsync - a.rsync, b.ib - a.ib - 1, b.idels]).toEqual([2, 0, 0, a.idels]);
     const end = performance.now() + 10_000;
-    while (regular().dels < b.dels + 1 && performance.now() < end) await new Promise((r) => setTimeout(r, 20));
-    expect([regular().batches, regular().dels]).toEqual([b.batches + 1, b.dels + 1]); // nothing came: a batch of its own
+    while (counts().rdels < b.rdels + 2 && performance.now() < end) await new Promise((r) => setTimeout(r, 20));
+    const c = counts();
+    // One sync, ONE IntentsDB batch deleting both transactions' records (3 intents + 3 reverse
+    // entries + metadata each), then one batch with both apply-state deletes.
+    expect([c.rsync - b.rsync, c.ib - b.ib, c.idels - b.idels, c.rb - b.rb, c.rdels - b.rdels]).toEqual([1, 1, 14, 2, 2]);
+    expect(await onDisk()).toEqual([]);
     await applyOne('d-3', 3);
-    const c = regular();
+    const d = counts();
     await p.stop();
-    const counts = regular();
-    expect(counts.dels).toBe(c.dels + 1); // the stop wrote d-3's delete
-    expect(counts.batches).toBe(c.batches + 1);
+    const e = counts();
+    expect([e.idels - d.idels, e.rdels - d.rdels]).toEqual([7, 1]); // the stop wrote d-3's clean-ups
     peers.splice(peers.indexOf(p), 1);
+
+    // 0: the versions are synced and the intents deleted within the apply itself.
+    const dir2 = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-txn-tablet-'));
+    dirs.push(dir2);
+    const flags2 = new Flags();
+    flags2.set(APPLY_CLEANUP_DELAY_MS, 0);
+    const q = await TabletPeer.open(testPeerDeps(dir2, { flags: flags2, txnEnv: env }));
+    peers.push(q);
+    await untilLeaderReady(q);
+    env.statuses.set('z-1', { status: 'PENDING', priority: 0.5 });
+    await q.writeIntents({ txn: txn('z-1', 0.5, q.safeTime()), readHt: q.safeTime(), ops: [upsert(9, 'z-1')] });
+    const z0 = q.ioCounts()!.docdb;
+    const commitHt = q.nextHt();
+    env.statuses.set('z-1', { status: 'COMMITTED', commitHt, priority: 0.5 });
+    await q.proposeOp({ type: 'APPLY_TXN', txnId: TxnId('z-1'), commitHt });
+    await q.applyInProgress(TxnId('z-1'));
+    const z1 = q.ioCounts()!.docdb;
+    expect([z1.regulardb.syncedBatches - z0.regulardb.syncedBatches, z1.intentsdb.dels - z0.intentsdb.dels]).toEqual([1, 7]);
+    expect((await q.db().listTransactions()).map((t) => t.meta.txnId)).toEqual([]);
   });
 
   it('txn-tablet: a conflicting writer of lower priority fails with TXN_CONFLICT; a higher one aborts the holder', async () => {

@@ -37,6 +37,7 @@ import { RAFT_ELECTION_TIMEOUT_TICKS, RAFT_HEARTBEAT_TICKS, RAFT_TICK_INTERVAL_M
 import { resolveConflicts, resolvePlainWriteConflicts, type ConflictDeps } from '../transaction/conflict-resolution';
 import { uncertaintyLimit } from '../transaction/uncertainty';
 import { TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS } from '../transaction/txn-flags';
+import { APPLY_CLEANUP_DELAY_MS } from '../../docdb/docdb-flags';
 import type { PeerTxnEnv, TxnStatusInfo } from '../transaction/txn-env';
 import { LockTable } from './lock-table';
 import { decodeTabletOp, docKeyString, encodeTabletOp, type TabletOp } from './tablet-op';
@@ -79,8 +80,6 @@ export interface TabletPeerDeps {
   txnEnv?: PeerTxnEnv;
   /** A storage failure: the replica stops (the server decides whether the process exits). */
   onFatal(tabletId: string, e: unknown): void;
-  /** How long apply-state deletes wait to ride along with a later write (default DEFERRED_DELETES_WAIT_MS). */
-  deferredDeletesWaitMs?: number;
 }
 
 export interface WriteRequest {
@@ -106,8 +105,6 @@ interface IntentsGroupItem {
 }
 /** Committed transactions one replica applies together at most (DocDb.applyIntentsMany). */
 const APPLY_GROUP_MAX = 256;
-/** How long apply-state deletes wait to ride along with a later RegularDB write (see scheduleDeferredFlush). */
-const DEFERRED_DELETES_WAIT_MS = 200;
 /** Non-transactional reads see no other transaction's intents (they are not committed for them). */
 const NO_TXN_STATUS: StatusResolver = () => Promise.resolve({ status: 'PENDING' });
 
@@ -557,8 +554,8 @@ export class TabletPeer {
   private async runApplyWorker(): Promise<void> {
     for (;;) {
       if (this.applyQueue.length === 0) {
-        // Nothing follows: the deferred apply-state deletes ride along with this replica's next
-        // RegularDB write, or get a batch of their own after a while.
+        // Nothing follows: the deferred clean-ups (intent deletes, apply-state deletes) ride along
+        // with this replica's next writes, or get written after apply_cleanup_delay_ms.
         this.scheduleDeferredFlush();
         return;
       }
@@ -569,6 +566,9 @@ export class TabletPeer {
       } catch (e) {
         for (const i of items) i.reject(e);
       }
+      // Under steady load the worker never runs out of work: clean-ups that waited long enough are
+      // written beside the next applies.
+      if (this.docdb.deferredAgeMs() >= this.deps.flags.get(APPLY_CLEANUP_DELAY_MS)) this.startDeferredFlush();
     }
   }
 
@@ -576,28 +576,55 @@ export class TabletPeer {
   private deferredFlush: Promise<void> | undefined;
 
   /**
-   * Write the apply-state deletes no later write carried within DEFERRED_DELETES_WAIT_MS. Nothing
-   * depends on their timing (a state left by a crash is a no-op apply at open); written at once, they
-   * cost a RocksDB batch per apply when transactions come one at a time.
+   * Write the deferred clean-ups of the applies (DocDb.flushDeferred: the intent deletes after one
+   * RegularDB sync, then the apply-state deletes) apply_cleanup_delay_ms after the oldest of them,
+   * unless later writes carried them. Nothing depends on their timing (a restart resumes an apply
+   * whose intents are still there: the same versions again); written at once, they cost a sync and
+   * RocksDB batches per apply when transactions come one at a time.
    */
   private scheduleDeferredFlush(): void {
     if (this.deferredTimer) return;
+    const waitMs = Math.max(0, this.deps.flags.get(APPLY_CLEANUP_DELAY_MS) - this.docdb.deferredAgeMs());
     this.deferredTimer = setTimeout(() => {
       this.deferredTimer = undefined;
-      if (this.state !== TabletState.RUNNING || this.deferredFlush) return;
-      this.deferredFlush = this.docdb
-        .flushDeferred()
-        .catch((e: unknown) => this.deps.log.warn({ tabletId: this.tabletId, err: String(e) }, 'deferred apply-state deletes not written'))
-        .finally(() => (this.deferredFlush = undefined));
-    }, this.deps.deferredDeletesWaitMs ?? DEFERRED_DELETES_WAIT_MS);
+      this.startDeferredFlush();
+    }, waitMs);
     this.deferredTimer.unref();
+  }
+
+  /** A flush was asked for while one ran (what was deferred meanwhile needs another). */
+  private deferredFlushAgain = false;
+
+  private startDeferredFlush(): void {
+    if (this.state !== TabletState.RUNNING) return;
+    if (this.deferredFlush) {
+      this.deferredFlushAgain = true;
+      return;
+    }
+    this.deferredFlush = this.docdb
+      .flushDeferred()
+      .catch((e: unknown) => {
+        // A storage failure is fail-stop for this replica (CONVENTIONS), as in the apply itself.
+        if (this.state !== TabletState.RUNNING) return;
+        this.state = TabletState.FAILED;
+        this.lastError = `writing the clean-ups of applied transactions failed: ${e instanceof Error ? e.message : String(e)}`;
+        this.deps.log.error({ tabletId: this.tabletId, err: this.lastError }, 'apply clean-up failed; replica stopped');
+      })
+      .finally(() => {
+        this.deferredFlush = undefined;
+        if (this.deferredFlushAgain) {
+          this.deferredFlushAgain = false;
+          this.startDeferredFlush();
+        }
+      });
   }
 
   /** Before the databases close: no timer left, no deferred flush running. */
   private async cancelDeferredFlush(): Promise<void> {
     if (this.deferredTimer) clearTimeout(this.deferredTimer);
     this.deferredTimer = undefined;
-    if (this.deferredFlush) await this.deferredFlush;
+    this.deferredFlushAgain = false;
+    while (this.deferredFlush) await this.deferredFlush;
   }
 
   private async removeTxn(op: Extract<TabletOp, { type: 'REMOVE_TXN' }>, opId: OpId): Promise<void> {
