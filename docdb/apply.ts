@@ -253,6 +253,44 @@ export async function applyIntentsMany(
 }
 
 /**
+ * The writes that apply a small committed transaction inside another RegularDB batch (the one of the
+ * Raft round that carries its APPLY entry), instead of marking it pending for a later apply: its
+ * versions and its apply state, which stays on disk until the deferred intent deletes are written
+ * (see DeferredCleanup: a restart in between resumes the apply). Undefined when the transaction is
+ * already marked, has nothing to apply, or its records are not all in memory or exceed one chunk —
+ * then mark it (applyPendingOps). Call `done` after the batch is written.
+ */
+export function applyNowOps(
+  regular: RegularDb,
+  intents: IntentsDb,
+  txnId: TxnId,
+  commitHt: HybridTime,
+  opId: OpId,
+  chunkRecordsMax: number,
+  deferred: DeferredCleanup,
+): { ops: KvOp[]; done: () => void } | undefined {
+  if (regular.applyState(txnId) !== undefined) return undefined;
+  const stored = intents.storedMeta(txnId);
+  const records = intents.cachedRecords(txnId);
+  if (stored === undefined || records === undefined || records.length > chunkRecordsMax) return undefined;
+  const ops: KvOp[] = [];
+  const iops: KvOp[] = [];
+  const strong = moveRecords(txnId, commitHt, records, records.map((r) => r.value), ops, iops);
+  iops.push({ type: 'del', key: txnKey(txnId) });
+  const stateKey = applyStateKey(txnId);
+  ops.push({ type: 'put', key: stateKey, value: encodeApplyState({ meta: stored.meta, commitHt, opId, recordsApplied: records.length }) });
+  const intentKeys = records.map((r) => r.intentKey);
+  return {
+    ops,
+    done: () => {
+      intents.intentCount -= strong;
+      intents.noteDeleted(txnId, true, intentKeys);
+      deferred.add(iops, opId, [stateKey], performance.now());
+    },
+  };
+}
+
+/**
  * The apply-state write that marks `txnId` pending (markApplyPending, to join another batch):
  * undefined when there is nothing to apply, [] when it is already marked. Call `done` after the
  * batch is written.

@@ -104,6 +104,9 @@ export interface DbSizes {
 }
 
 /** A committed transaction to apply on this replica, and the Raft entry that ordered it. */
+/** What writeRegularMany did with a committed transaction's apply. */
+export type ApplyMark = 'none' | 'pending' | 'applied';
+
 export interface ApplyItem {
   txnId: TxnId;
   commitHt: HybridTime;
@@ -116,9 +119,12 @@ export interface DocDbApi {
   /**
    * Several entries' writes (each at its own ht, in log order) in one atomic engine batch; frontier =
    * the newest op id. `marks`: committed transactions whose apply is noted pending in the same batch
-   * (as markApplyPending does); the result says per mark whether an apply is pending.
+   * (as markApplyPending does) — or, with `applyNow` and a small transaction whose records are in
+   * memory, applied in that batch (its versions and apply state; the intent deletes are deferred as
+   * in applyIntentsMany). The result says per mark: 'pending' (call applyIntents/applyIntentsMany),
+   * 'applied', or 'none' (nothing to apply).
    */
-  writeRegularMany(batches: ReadonlyArray<{ ops: readonly RowOp[]; ht: HybridTime; opId: OpId }>, marks?: readonly ApplyItem[]): Promise<boolean[]>;
+  writeRegularMany(batches: ReadonlyArray<{ ops: readonly RowOp[]; ht: HybridTime; opId: OpId }>, marks?: readonly ApplyItem[], applyNow?: boolean): Promise<ApplyMark[]>;
   /** Provisional records for `txn` (strong intents on written keys, weak on ancestors) + reverse index + metadata. */
   writeIntents(txn: TxnMeta, ops: readonly RowOp[], ht: HybridTime, opId: OpId): Promise<void>;
   /** Several entries' intents (in log order) in one engine batch. */

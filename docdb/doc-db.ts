@@ -9,11 +9,12 @@
 import { Flags } from '../common/flags';
 import { htAddMicros, type HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
-import { applyIntents, applyIntentsMany, applyPendingOps, DeferredCleanup, flushDeferredCleanup, markApplyPending, removeIntents, type ApplyHooks } from './apply';
+import { applyIntents, applyIntentsMany, applyNowOps, applyPendingOps, DeferredCleanup, flushDeferredCleanup, markApplyPending, removeIntents, type ApplyHooks } from './apply';
 import { OP_ID_ZERO, opIdMax } from './frontier';
 import { findConflicts } from './conflict';
 import type {
   ApplyItem,
+  ApplyMark,
   ApplyProgress,
   Conflict,
   DbSizes,
@@ -92,22 +93,25 @@ export class DocDb implements DocDbApi {
     return this.regularDb.writeRows(ops, ht, opId);
   }
 
-  async writeRegularMany(batches: ReadonlyArray<{ ops: readonly RowOp[]; ht: HybridTime; opId: OpId }>, marks: readonly ApplyItem[] = []): Promise<boolean[]> {
+  async writeRegularMany(batches: ReadonlyArray<{ ops: readonly RowOp[]; ht: HybridTime; opId: OpId }>, marks: readonly ApplyItem[] = [], applyNow = false): Promise<ApplyMark[]> {
     if (marks.length === 0) {
       await this.regularDb.writeRowsMany(batches);
       return [];
     }
+    const deferred = applyNow && this.flags.get(APPLY_CLEANUP_DELAY_MS) > 0 ? this.deferredCleanup : undefined;
+    const chunk = this.flags.get(TXN_MAX_APPLY_BATCH_RECORDS);
     return this.txnLocks.runMany(marks.map((m) => m.txnId), async () => {
       const extra: KvOp[] = [];
       const done: Array<() => void> = [];
       let opId: OpId = OP_ID_ZERO;
-      const out = marks.map((m) => {
-        const w = applyPendingOps(this.regularDb, this.intentsDb, m.txnId, m.commitHt, m.opId);
-        if (w === undefined) return false;
+      const out = marks.map((m): ApplyMark => {
+        const now = deferred ? applyNowOps(this.regularDb, this.intentsDb, m.txnId, m.commitHt, m.opId, chunk, deferred) : undefined;
+        const w = now ?? applyPendingOps(this.regularDb, this.intentsDb, m.txnId, m.commitHt, m.opId);
+        if (w === undefined) return 'none';
         for (const o of w.ops) extra.push(o);
         done.push(w.done);
         opId = opIdMax(opId, m.opId);
-        return true;
+        return now ? 'applied' : 'pending';
       });
       await this.regularDb.writeRowsMany(batches, { ops: extra, opId });
       for (const d of done) d();

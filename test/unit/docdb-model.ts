@@ -175,23 +175,27 @@ class TxnApply implements Cmd {
 /**
  * Every committed, unapplied transaction applied together as the participant's apply worker does:
  * marked pending in one RegularDB batch (with `rows`, a plain write of the same batch), then
- * DocDb.applyIntentsMany (one synced versions batch + one intents batch for the small ones, the rest
- * one by one); the deferred apply-state deletes are flushed only sometimes (a restart must cope).
+ * DocDb.applyIntentsMany (one versions batch for the small ones, their intent deletes deferred; the
+ * rest one by one) — or, `now`, the small ones applied inside that first batch (as a replica does
+ * without TEST_inject_sleep_before_applying_intents_ms). The deferred clean-ups are flushed only
+ * sometimes (a restart must cope, a crash too).
  */
 class TxnApplyMany implements Cmd {
-  constructor(readonly flush: boolean) {}
+  constructor(readonly flush: boolean, readonly now: boolean) {}
   check = (m: Readonly<Model>): boolean => m.txns.some((t) => t.state === 'committed' && !t.applied);
   async run(m: Model, r: Real): Promise<void> {
     const txns = m.txns.filter((t) => t.state === 'committed' && !t.applied);
     const items = txns.map((tx) => ({ txnId: TxnId(tx.id), commitHt: (r.st.map.get(tx.id) as { commitHt: bigint }).commitHt, opId: nextOp(m) }));
-    const pending = await r.db.writeRegularMany([], items);
-    expect(pending).toEqual(txns.map((tx) => tx.ops.length > 0)); // a txn that wrote nothing has nothing to apply
-    await r.db.applyIntentsMany(items);
+    const marks = await r.db.writeRegularMany([], items, this.now);
+    // A txn that wrote nothing has nothing to apply.
+    if (!this.now) expect(marks).toEqual(txns.map((tx) => (tx.ops.length > 0 ? 'pending' : 'none')));
+    else expect(marks.map((k) => k === 'none')).toEqual(txns.map((tx) => tx.ops.length === 0));
+    await r.db.applyIntentsMany(items.filter((_, i) => marks[i] === 'pending'));
     for (const tx of txns) tx.applied = true;
     expect((await r.db.applyStates()).filter((s) => items.some((i) => i.txnId === s.meta.txnId))).toEqual([]);
     if (this.flush) await r.db.flushDeferred();
   }
-  toString = (): string => `TxnApplyMany(flush=${this.flush})`;
+  toString = (): string => `TxnApplyMany(flush=${this.flush}, now=${this.now})`;
 }
 
 const readT = (m: Readonly<Model>, d: number): number => m.minReadT + (d % (m.clock - m.minReadT + 2));
@@ -292,7 +296,7 @@ export function docDbCommands(): fc.Arbitrary<Iterable<Cmd>> {
       i.map((x) => new TxnCommit(x)),
       i.map((x) => new TxnAbort(x)),
       fc.tuple(i, fc.integer({ min: 1, max: 3 }), fc.option(fc.integer({ min: 1, max: 2 }), { nil: undefined })).map(([x, c, n]) => new TxnApply(x, c, n)),
-      fc.boolean().map((f) => new TxnApplyMany(f)),
+      fc.tuple(fc.boolean(), fc.boolean()).map(([f, n]) => new TxnApplyMany(f, n)),
       fc.tuple(fc.integer({ min: 0, max: KEYS - 1 }), fc.nat(100), fc.option(i, { nil: undefined }), fc.boolean()).map(([k, d, tx, w]) => new Read(k, d, tx, w)),
       fc.tuple(fc.nat(100), fc.integer({ min: 1, max: 3 })).map(([d, l]) => new Scan(d, l)),
       fc.nat(100).map((d) => new Gc(d)),

@@ -113,7 +113,7 @@ describe('txn tablet ops', () => {
     expect((await q.read([key(1)], {})).rows[0]?.columns.get(1)).toBe('a1');
   });
 
-  it('txn-tablet: after an apply its intent deletes wait for one RegularDB sync shared with later applies, then its apply-state delete follows; a stop writes them; apply_cleanup_delay_ms=0 syncs and deletes at once', async () => {
+  it('txn-tablet: a small transaction is applied in the batch of its APPLY entry; its intent deletes wait for one RegularDB sync shared with later applies, then its apply-state delete follows; a stop writes them; apply_cleanup_delay_ms=0 syncs and deletes at once', async () => {
     const env = fakeEnv();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-txn-tablet-'));
     dirs.push(dir);
@@ -146,8 +146,9 @@ describe('txn tablet ops', () => {
     expect(counts()).toEqual(a); // nothing written just for the clean-up
     await applyOne('d-2', 2);
     const b = counts();
-    // d-2's mark and versions: two RegularDB batches, neither synced; no IntentsDB delete yet.
-    expect([b.rb - a.rb, b.rsync - a.rsync, b.ib - a.ib - 1, b.idels]).toEqual([2, 0, 0, a.idels]);
+    // d-2 is applied inside the RegularDB batch of its APPLY entry (versions + apply state): one
+    // batch, not synced; no IntentsDB delete yet.
+    expect([b.rb - a.rb, b.rsync - a.rsync, b.ib - a.ib - 1, b.idels]).toEqual([1, 0, 0, a.idels]);
     const end = performance.now() + 10_000;
     while (counts().rdels < b.rdels + 2 && performance.now() < end) await new Promise((r) => setTimeout(r, 20));
     const c = counts();

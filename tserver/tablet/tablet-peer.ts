@@ -38,6 +38,7 @@ import { resolveConflicts, resolvePlainWriteConflicts, type ConflictDeps } from 
 import { uncertaintyLimit } from '../transaction/uncertainty';
 import { TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS } from '../transaction/txn-flags';
 import { APPLY_CLEANUP_DELAY_MS } from '../../docdb/docdb-flags';
+import type { ApplyMark } from '../../docdb/doc-db-api';
 import type { PeerTxnEnv, TxnStatusInfo } from '../transaction/txn-env';
 import { LockTable } from './lock-table';
 import { decodeTabletOp, docKeyString, encodeTabletOp, type TabletOp } from './tablet-op';
@@ -486,24 +487,40 @@ export class TabletPeer {
     const items = group.splice(0, group.length);
     const writes = items.flatMap((i) => (i.write ? [i.write] : []));
     const applies = items.flatMap((i) => (i.op.type === 'APPLY_TXN' ? [{ txnId: i.op.txnId, commitHt: i.op.commitHt, opId: i.opId }] : []));
-    let pending: boolean[] = [];
+    let marks: ApplyMark[] = [];
     if (writes.length > 0 || applies.length > 0) {
       if (items.some((i) => i.op.type === 'WRITE' && i.write)) {
         const sleepMs = this.deps.flags.get(TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS);
         if (sleepMs > 0) await new Promise((r) => setTimeout(r, sleepMs));
       }
-      // The apply-pending marks are durable (in this batch) before any intent moves: a restart
-      // resumes the apply even if its entry is not replayed.
-      pending = await this.docdb.writeRegularMany(writes, applies);
+      // A small transaction is applied in this very batch (its versions and apply state), unless
+      // its apply is to be delayed on this replica; any other gets an apply-pending mark here,
+      // durable before any of its intents moves: a restart resumes the apply even if its entry is
+      // not replayed.
+      const applyNow = this.deps.flags.get(TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS) === 0;
+      marks = await this.docdb.writeRegularMany(writes, applies, applyNow);
     }
     for (const i of items) {
       if (i.op.type === 'WRITE') {
         if (i.write) this.markApplied(i.op.ht);
       } else if (i.op.type === 'TXN_STATUS') this.statusListener?.(i.op);
     }
+    let appliedNow = false;
     applies.forEach((a, k) => {
-      if (pending[k]) this.startApply(a);
+      if (marks[k] === 'pending') this.startApply(a);
+      else if (marks[k] === 'applied') {
+        appliedNow = true;
+        const micros = this.deps.clock.wallMicros();
+        this.applyLag.record(a.txnId, a.commitHt, micros, micros);
+        this.txnStatusTablets.delete(a.txnId);
+        this.txnFirstSeen.delete(a.txnId);
+      }
     });
+    // Their clean-ups (intent deletes, apply-state deletes) follow later, shared (as the worker's).
+    if (appliedNow) {
+      if (this.docdb.deferredAgeMs() >= this.deps.flags.get(APPLY_CLEANUP_DELAY_MS)) this.startDeferredFlush();
+      else if (this.applyWorker === undefined) this.scheduleDeferredFlush();
+    }
   }
 
   /**
