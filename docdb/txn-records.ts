@@ -76,17 +76,19 @@ function metaToJson(m: TxnMeta): Record<string, unknown> {
 }
 
 /**
- * JSON text of a TxnMeta, kept per meta object: every intent batch and apply of a transaction
- * re-encodes the same metadata (TxnMeta objects are never mutated).
+ * JSON text of a TxnMeta, kept per transaction id: every intent batch and apply of a transaction
+ * re-encodes the same metadata, each time from a TxnMeta object of its own (decoded from the Raft
+ * entry), so the cache checks the fields rather than the object. Cleared when full.
  */
-const metaJsonCache = new WeakMap<TxnMeta, string>();
+const metaJsonCache = new Map<string, { m: TxnMeta; json: string }>();
+const META_JSON_CACHE_MAX = 4096;
 function metaJson(m: TxnMeta): string {
-  let j = metaJsonCache.get(m);
-  if (j === undefined) {
-    j = JSON.stringify(metaToJson(m));
-    metaJsonCache.set(m, j);
-  }
-  return j;
+  const c = metaJsonCache.get(m.txnId);
+  if (c !== undefined && (c.m === m || (c.m.startHt === m.startHt && c.m.priority === m.priority && c.m.statusTablet === m.statusTablet && c.m.isolation === m.isolation))) return c.json;
+  const json = JSON.stringify(metaToJson(m));
+  if (metaJsonCache.size >= META_JSON_CACHE_MAX) metaJsonCache.clear();
+  metaJsonCache.set(m.txnId, { m, json });
+  return json;
 }
 
 function metaFromJson(v: unknown): TxnMeta {

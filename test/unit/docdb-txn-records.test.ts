@@ -25,7 +25,12 @@ describe('docdb transaction records', () => {
       fc.property(meta, fc.nat(), fc.bigInt({ min: 1n, max: (1n << 64n) - 1n }), fc.nat(), fc.nat(), fc.nat(), (m, nextWriteId, commitHt, term, index, recordsApplied) => {
         const stored = encodeStoredMeta({ meta: m, nextWriteId });
         expect(stored.toString('utf8')).toBe(JSON.stringify({ meta: metaObj(m), nextWriteId }));
-        // Twice: the second encoding comes from the per-meta cache.
+        // Twice: the second encoding comes from the cache (a copy of the meta hits it too) …
+        expect(encodeStoredMeta({ meta: m, nextWriteId })).toEqual(stored);
+        expect(encodeStoredMeta({ meta: { ...m }, nextWriteId })).toEqual(stored);
+        // … which a meta of the same id with another field misses.
+        const other = { ...m, startHt: m.startHt + 1n };
+        expect(encodeStoredMeta({ meta: other, nextWriteId }).toString('utf8')).toBe(JSON.stringify({ meta: metaObj(other), nextWriteId }));
         expect(encodeStoredMeta({ meta: m, nextWriteId })).toEqual(stored);
         expect(decodeStoredMeta(stored)).toEqual({ meta: m, nextWriteId });
         const st = { meta: m, commitHt, opId: { term, index }, recordsApplied };
