@@ -10,10 +10,11 @@
  * rewrites the same versions (same keys, same values: idempotent) and continues. A transaction with
  * neither is already applied, so re-applying it is a no-op.
  *
- * Small transactions applied together (applyIntentsMany) may defer steps 2 and 3 (DeferredCleanup):
- * their versions are written without a sync, and their intent deletes wait until one RegularDB sync
- * covers many applies; the apply-state deletes follow the intent deletes. Nothing reads the
- * lingering intents as pending meanwhile: in memory they are gone at once (see applyIntentsMany).
+ * Small transactions — applied together by applyIntentsMany, or inside the RegularDB batch of their
+ * APPLY entry's Raft round (applyNowOps) — may defer steps 2 and 3 (DeferredCleanup): their versions
+ * are written without a sync, and their intent deletes wait until one RegularDB sync covers many
+ * applies; the apply-state deletes follow the intent deletes. Nothing reads the lingering intents as
+ * pending meanwhile: in memory they are gone at once (see applyIntentsMany).
  */
 import { assert } from '../common/assert';
 import type { HybridTime } from '../common/hybrid-time';
