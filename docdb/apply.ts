@@ -146,17 +146,22 @@ export async function applyIntents(
 export class DeferredCleanup {
   private ops: KvOp[] = [];
   private opId: OpId = OP_ID_ZERO;
-  private stateKeys: Buffer[] = [];
+  private txnIds: TxnId[] = [];
   private firstAtMs = 0;
+  /** Applied transactions whose intents are still on disk (waiting, or being deleted) → commit time. */
+  private readonly applied = new Map<TxnId, HybridTime>();
   /** Transactions whose clean-up waits. */
   txns = 0;
 
-  add(iops: readonly KvOp[], opId: OpId, stateKeys: readonly Buffer[], nowMs: number): void {
+  add(txns: ReadonlyArray<{ txnId: TxnId; commitHt: HybridTime }>, iops: readonly KvOp[], opId: OpId, nowMs: number): void {
     if (this.txns === 0) this.firstAtMs = nowMs;
     for (const o of iops) this.ops.push(o);
-    for (const k of stateKeys) this.stateKeys.push(k);
+    for (const t of txns) {
+      this.txnIds.push(t.txnId);
+      this.applied.set(t.txnId, t.commitHt);
+    }
     this.opId = opIdMax(this.opId, opId);
-    this.txns += stateKeys.length;
+    this.txns += txns.length;
   }
 
   /** How long the oldest waiting clean-up has waited (0 when none waits). */
@@ -164,15 +169,25 @@ export class DeferredCleanup {
     return this.txns === 0 ? 0 : nowMs - this.firstAtMs;
   }
 
+  /** The commit time of an applied transaction whose intents are still on disk (listings show it applying). */
+  commitHtOf(txnId: TxnId): HybridTime | undefined {
+    return this.applied.get(txnId);
+  }
+
   /** Everything waiting, handed to the caller (which must write it: flushDeferredCleanup). */
-  take(): { ops: KvOp[]; opId: OpId; stateKeys: Buffer[] } | undefined {
+  take(): { ops: KvOp[]; opId: OpId; txnIds: TxnId[] } | undefined {
     if (this.txns === 0) return undefined;
-    const t = { ops: this.ops, opId: this.opId, stateKeys: this.stateKeys };
+    const t = { ops: this.ops, opId: this.opId, txnIds: this.txnIds };
     this.ops = [];
     this.opId = OP_ID_ZERO;
-    this.stateKeys = [];
+    this.txnIds = [];
     this.txns = 0;
     return t;
+  }
+
+  /** The intents of these transactions are deleted. */
+  deleted(txnIds: readonly TxnId[]): void {
+    for (const id of txnIds) this.applied.delete(id);
   }
 }
 
@@ -185,7 +200,8 @@ export async function flushDeferredCleanup(regular: RegularDb, intents: IntentsD
   if (t === undefined) return;
   await regular.db.syncBarrier();
   await intents.db.write(t.ops, t.opId);
-  regular.db.addRiders(t.stateKeys.map((key) => ({ type: 'del' as const, key })));
+  d.deleted(t.txnIds);
+  regular.db.addRiders(t.txnIds.map((id) => ({ type: 'del' as const, key: applyStateKey(id) })));
 }
 
 /**
@@ -245,9 +261,8 @@ export async function applyIntentsMany(
       intents.noteDeleted(g.txnId, true, g.records.map((r) => r.intentKey));
       regular.deleteApplyState(g.txnId);
     }
-    const stateKeys = group.map((g) => applyStateKey(g.txnId));
-    if (deferred === undefined) regular.db.addRiders(stateKeys.map((key) => ({ type: 'del' as const, key })));
-    else deferred.add(iops, opId, stateKeys, performance.now());
+    if (deferred === undefined) regular.db.addRiders(group.map((g) => ({ type: 'del' as const, key: applyStateKey(g.txnId) })));
+    else deferred.add(group, iops, opId, performance.now());
     for (const g of group) await hooks.afterApplyChunk?.(g.txnId, g.records.length);
   }
   for (const it of rest) await one(it.txnId, it.commitHt, it.opId);
@@ -286,7 +301,7 @@ export function applyNowOps(
     done: () => {
       intents.intentCount -= strong;
       intents.noteDeleted(txnId, true, intentKeys);
-      deferred.add(iops, opId, [stateKey], performance.now());
+      deferred.add([{ txnId, commitHt }], iops, opId, performance.now());
     },
   };
 }

@@ -224,6 +224,11 @@ export class DocDb implements DocDbApi {
       t.applying = { commitHt: s.commitHt };
       byId.set(s.meta.txnId, t);
     }
+    // Applied, their intents still on disk until the deferred clean-up: shown (and kept from GC) as applying.
+    for (const [id, t] of byId) {
+      const commitHt = t.applying === undefined ? this.deferredCleanup.commitHtOf(id) : undefined;
+      if (commitHt !== undefined) t.applying = { commitHt };
+    }
     return [...byId.values()];
   }
 

@@ -142,6 +142,8 @@ describe('txn tablet ops', () => {
     expect((await p.sizes()).intentsdb.intentCount).toBe(0);
     expect((await p.read([key(1)], {})).rows[0]?.columns.get(1)).toBe('d-1');
     expect(await onDisk()).toEqual(['d-1']);
+    // … listed as applying (consoles; GC keeps below its commit time), not as a pending transaction.
+    expect((await p.db().listTransactions())[0]?.applying?.commitHt).toBeGreaterThan(0n);
     await new Promise((r) => setTimeout(r, 100));
     expect(counts()).toEqual(a); // nothing written just for the clean-up
     await applyOne('d-2', 2);
