@@ -62,6 +62,13 @@ export interface DocDbOptions {
 /** A plain write checks intents as a snapshot-isolation writer that owns none of them. */
 const NON_TXN_WRITER: TxnMeta = { txnId: '' as TxnId, statusTablet: '', isolation: 'snapshot', priority: Number.POSITIVE_INFINITY, startHt: 0n };
 
+/**
+ * Records a committed transaction may have for writeRegularMany to apply it inside the batch of its
+ * APPLY entry (more: it is marked pending, and the apply worker moves it off the ordered apply path,
+ * so later entries and reads of the tablet do not wait for it).
+ */
+export const APPLY_IN_BATCH_RECORDS_MAX = 1024;
+
 /** Transactions listed at most by listTransactions() (the console shows the first ones). */
 const LIST_TRANSACTIONS_MAX = 100_000;
 
@@ -105,7 +112,7 @@ export class DocDb implements DocDbApi {
       const done: Array<() => void> = [];
       let opId: OpId = OP_ID_ZERO;
       const out = marks.map((m): ApplyMark => {
-        const now = deferred ? applyNowOps(this.regularDb, this.intentsDb, m.txnId, m.commitHt, m.opId, chunk, deferred) : undefined;
+        const now = deferred ? applyNowOps(this.regularDb, this.intentsDb, m.txnId, m.commitHt, m.opId, Math.min(chunk, APPLY_IN_BATCH_RECORDS_MAX), deferred) : undefined;
         const w = now ?? applyPendingOps(this.regularDb, this.intentsDb, m.txnId, m.commitHt, m.opId);
         if (w === undefined) return 'none';
         for (const o of w.ops) extra.push(o);

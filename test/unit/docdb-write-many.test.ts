@@ -3,11 +3,12 @@ import { describe, expect, it } from 'vitest';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { DocDb } from '../../docdb/doc-db';
+import { APPLY_IN_BATCH_RECORDS_MAX, DocDb } from '../../docdb/doc-db';
+import { TxnId } from '../../common/ids';
 import type { KvEngine } from '../../docdb/kv-engine';
 import { MemoryEngine } from '../../docdb/memory-engine';
 import { RocksDbEngine } from '../../docdb/rocksdb-engine';
-import { ht, key, Statuses } from './docdb-helpers';
+import { ht, key, op, Statuses, txnMeta } from './docdb-helpers';
 
 const none = new Statuses();
 const at = (t: bigint) => ({ readHt: t, resolveStatus: none.resolve });
@@ -71,6 +72,37 @@ for (const kind of ['memory', 'rocksdb'] as const) {
         expect(db.writeCounts().intentsdb.syncedBatches).toBe(c2.intentsdb.syncedBatches + 1);
         expect(regular.writes()).toBe(n + 1);
         expect(await db.getRow(key(4), at(ht(20)))).toBeUndefined();
+      } finally {
+        await db.close();
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it(`docdb (${kind}): with applyNow a small committed transaction is applied inside the batch; one above APPLY_IN_BATCH_RECORDS_MAX records is marked pending for the apply worker`, async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-wm-'));
+      const open = async (sub: string): Promise<KvEngine> => (kind === 'memory' ? new MemoryEngine() : RocksDbEngine.open(path.join(dir, sub)));
+      const db = await DocDb.open({ regular: await open('r'), intents: await open('i') });
+      try {
+        const bigRows = Math.ceil(APPLY_IN_BATCH_RECORDS_MAX / 3) + 1; // 3 records per row: liveness, column, weak row intent
+        const rows = (from: number, n: number, v: string) => Array.from({ length: n }, (_, i) => upsert(from + i, v)[0]!);
+        await db.writeIntents(txnMeta('small'), rows(0, 2, 's'), ht(10), op(1));
+        await db.writeIntents(txnMeta('big'), rows(100, bigRows, 'b'), ht(11), op(2));
+        const b0 = db.writeCounts().regulardb.batches;
+        const marks = await db.writeRegularMany([{ ops: upsert(5000, 'plain'), ht: ht(12), opId: op(3) }], [
+          { txnId: TxnId('small'), commitHt: ht(13), opId: op(4) },
+          { txnId: TxnId('big'), commitHt: ht(14), opId: op(5) },
+        ], true);
+        expect(marks).toEqual(['applied', 'pending']);
+        expect(db.writeCounts().regulardb.batches).toBe(b0 + 1);
+        // The small one reads from RegularDB: its intents (still on disk until the clean-up) count as
+        // pending for this reader, so the value cannot come from them.
+        expect(val(await db.getRow(key(1), at(ht(20))))).toBe('s');
+        expect(val(await db.getRow(key(100), at(ht(20))))).toBeUndefined(); // the big one: not yet applied
+        expect((await db.applyStates()).map((s) => s.meta.txnId)).toEqual(['big']);
+        await db.applyIntentsMany([{ txnId: TxnId('big'), commitHt: ht(14), opId: op(5) }]);
+        await db.flushDeferred();
+        expect(await db.listTransactions()).toEqual([]);
+        expect(val(await db.getRow(key(100 + bigRows - 1), at(ht(20))))).toBe('b');
       } finally {
         await db.close();
         fs.rmSync(dir, { recursive: true, force: true });
