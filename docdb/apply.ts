@@ -71,6 +71,21 @@ function moveRecords(
   return strong;
 }
 
+/**
+ * moveRecords for every record of a transaction whose records are all in memory, plus the delete of
+ * its metadata. Returns what drops it from IntentsDB's in-memory view (call once its versions are
+ * written; the deletes may still wait, see DeferredCleanup).
+ */
+function moveWholeTxn(intents: IntentsDb, txnId: TxnId, commitHt: HybridTime, records: readonly CachedRecord[], rops: KvOp[], iops: KvOp[]): () => void {
+  const strong = moveRecords(txnId, commitHt, records, records.map((r) => r.value), rops, iops);
+  iops.push({ type: 'del', key: txnKey(txnId) });
+  const intentKeys = records.map((r) => r.intentKey);
+  return () => {
+    intents.intentCount -= strong;
+    intents.noteDeleted(txnId, true, intentKeys);
+  };
+}
+
 export async function applyIntents(
   regular: RegularDb,
   intents: IntentsDb,
@@ -248,19 +263,13 @@ export async function applyIntentsMany(
   if (group.length > 0 && opId !== undefined) {
     const rops: KvOp[] = [];
     const iops: KvOp[] = [];
-    const strong: number[] = [];
-    for (const g of group) {
-      strong.push(moveRecords(g.txnId, g.commitHt, g.records, g.records.map((r) => r.value), rops, iops));
-      iops.push({ type: 'del', key: txnKey(g.txnId) });
-    }
+    const forget = group.map((g) => moveWholeTxn(intents, g.txnId, g.commitHt, g.records, rops, iops));
     await regular.db.write(rops, opId, deferred === undefined);
     if (deferred === undefined) await intents.db.write(iops, opId);
-    for (let i = 0; i < group.length; i++) {
-      const g = group[i]!;
-      intents.intentCount -= strong[i]!;
-      intents.noteDeleted(g.txnId, true, g.records.map((r) => r.intentKey));
+    group.forEach((g, i) => {
+      forget[i]!();
       regular.deleteApplyState(g.txnId);
-    }
+    });
     if (deferred === undefined) regular.db.addRiders(group.map((g) => ({ type: 'del' as const, key: applyStateKey(g.txnId) })));
     else deferred.add(group, iops, opId, performance.now());
     for (const g of group) await hooks.afterApplyChunk?.(g.txnId, g.records.length);
@@ -291,16 +300,12 @@ export function applyNowOps(
   if (stored === undefined || records === undefined || records.length > chunkRecordsMax) return undefined;
   const ops: KvOp[] = [];
   const iops: KvOp[] = [];
-  const strong = moveRecords(txnId, commitHt, records, records.map((r) => r.value), ops, iops);
-  iops.push({ type: 'del', key: txnKey(txnId) });
-  const stateKey = applyStateKey(txnId);
-  ops.push({ type: 'put', key: stateKey, value: encodeApplyState({ meta: stored.meta, commitHt, opId, recordsApplied: records.length }) });
-  const intentKeys = records.map((r) => r.intentKey);
+  const forget = moveWholeTxn(intents, txnId, commitHt, records, ops, iops);
+  ops.push({ type: 'put', key: applyStateKey(txnId), value: encodeApplyState({ meta: stored.meta, commitHt, opId, recordsApplied: records.length }) });
   return {
     ops,
     done: () => {
-      intents.intentCount -= strong;
-      intents.noteDeleted(txnId, true, intentKeys);
+      forget();
       deferred.add([{ txnId, commitHt }], iops, opId, performance.now());
     },
   };

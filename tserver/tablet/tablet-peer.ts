@@ -510,17 +510,18 @@ export class TabletPeer {
       if (marks[k] === 'pending') this.startApply(a);
       else if (marks[k] === 'applied') {
         appliedNow = true;
-        const micros = this.deps.clock.wallMicros();
-        this.applyLag.record(a.txnId, a.commitHt, micros, micros);
-        this.txnStatusTablets.delete(a.txnId);
-        this.txnFirstSeen.delete(a.txnId);
+        this.noteApplied(a, this.deps.clock.wallMicros());
       }
     });
     // Their clean-ups (intent deletes, apply-state deletes) follow later, shared (as the worker's).
-    if (appliedNow) {
-      if (this.docdb.deferredAgeMs() >= this.deps.flags.get(APPLY_CLEANUP_DELAY_MS)) this.startDeferredFlush();
-      else if (this.applyWorker === undefined) this.scheduleDeferredFlush();
-    }
+    if (appliedNow && !this.flushDeferredIfDue() && this.applyWorker === undefined) this.scheduleDeferredFlush();
+  }
+
+  /** A transaction's intents are applied on this replica: the lag log, and it no longer has intents here. */
+  private noteApplied(a: ApplyItem, markedMicros: number): void {
+    this.applyLag.record(a.txnId, a.commitHt, this.deps.clock.wallMicros(), markedMicros);
+    this.txnStatusTablets.delete(a.txnId);
+    this.txnFirstSeen.delete(a.txnId);
   }
 
   /**
@@ -539,9 +540,7 @@ export class TabletPeer {
       if (sleepMs > 0) await new Promise((r) => setTimeout(r, sleepMs));
       if (this.state !== TabletState.RUNNING) return; // closed: the persisted apply state resumes at open
       await this.queueApply(a);
-      this.applyLag.record(a.txnId, a.commitHt, this.deps.clock.wallMicros(), markedMicros);
-      this.txnStatusTablets.delete(a.txnId);
-      this.txnFirstSeen.delete(a.txnId);
+      this.noteApplied(a, markedMicros);
     })();
     this.applying.set(a.txnId, run);
     run
@@ -585,7 +584,7 @@ export class TabletPeer {
       }
       // Under steady load the worker never runs out of work: clean-ups that waited long enough are
       // written beside the next applies.
-      if (this.docdb.deferredAgeMs() >= this.deps.flags.get(APPLY_CLEANUP_DELAY_MS)) this.startDeferredFlush();
+      this.flushDeferredIfDue();
     }
   }
 
@@ -611,6 +610,13 @@ export class TabletPeer {
 
   /** A flush was asked for while one ran (what was deferred meanwhile needs another). */
   private deferredFlushAgain = false;
+
+  /** Start writing the deferred clean-ups when the oldest waited apply_cleanup_delay_ms; true if due. */
+  private flushDeferredIfDue(): boolean {
+    if (this.docdb.deferredAgeMs() < this.deps.flags.get(APPLY_CLEANUP_DELAY_MS)) return false;
+    this.startDeferredFlush();
+    return true;
+  }
 
   private startDeferredFlush(): void {
     if (this.state !== TabletState.RUNNING) return;
