@@ -70,20 +70,43 @@ export class BenchCluster {
    * (servers must run at log level info; see start()).
    */
   leaderChangesBetween(fromMs: number, toMs = Number.POSITIVE_INFINITY): number {
-    let n = 0;
+    return this.logTimes('tserver-', '"became leader"').filter((t) => t >= fromMs && t <= toMs).length;
+  }
+
+  /**
+   * Wait until tablet leadership has been quiet for `quietMs`: no tserver logged "became leader" and
+   * the master logged no leader-balancing move (servers at log level info). A new table's leaders
+   * land where the elections put them and the master's balancer moves some of them a second or two
+   * later; a benchmark that starts meanwhile would count those planned moves as elections under load.
+   * Gives up after `maxMs`; answers how long it waited and whether leadership settled.
+   */
+  async waitLeadersSettled(quietMs: number, maxMs: number): Promise<{ waitedMs: number; settled: boolean }> {
+    const start = Date.now();
+    for (;;) {
+      const last = Math.max(0, ...this.logTimes('tserver-', '"became leader"'), ...this.logTimes('master-', '"balancing leaders: moving a tablet leader"'));
+      const now = Date.now();
+      if (now - last >= quietMs) return { waitedMs: now - start, settled: true };
+      if (now - start >= maxMs) return { waitedMs: now - start, settled: false };
+      await new Promise((r) => setTimeout(r, Math.min(250, quietMs)));
+    }
+  }
+
+  /** Times (Unix ms) of the log lines containing `text` in the logs whose names start with `prefix`. */
+  private logTimes(prefix: string, text: string): number[] {
+    const times: number[] = [];
     for (const f of fs.readdirSync(this.baseDir)) {
-      if (!f.startsWith('tserver-') || !f.endsWith('.log')) continue;
+      if (!f.startsWith(prefix) || !f.endsWith('.log')) continue;
       for (const line of fs.readFileSync(path.join(this.baseDir, f), 'utf8').split('\n')) {
-        if (!line.includes('"became leader"')) continue;
+        if (!line.includes(text)) continue;
         try {
           const rec = JSON.parse(line) as { time?: unknown };
-          if (typeof rec.time === 'number' && rec.time >= fromMs && rec.time <= toMs) n++;
+          if (typeof rec.time === 'number') times.push(rec.time);
         } catch {
           // a torn last line
         }
       }
     }
-    return n;
+    return times;
   }
 
   /** Copy every server's log into `dir` (before stop() removes them); the files copied. */

@@ -47,6 +47,13 @@ const FIRST_WARMUP_SECONDS_DEFAULT = 10;
 /** The probe transaction before the rounds: the status tablets may still be electing leaders. */
 const TXN_PROBE_TIMEOUT_MS = 15_000;
 const TXN_PROBE_RETRY_MS = 500;
+/**
+ * Before the first workload, tablet leadership must have been quiet this long (the master's leader
+ * balancer moves a new table's leaders with a 3 s cool-down per tablet), so that a leadership change
+ * counted while the workloads run is an election under load, not a planned move.
+ */
+const LEADERS_QUIET_MS = 4_000;
+const LEADERS_SETTLE_MAX_MS = 30_000;
 const REPLICATION_FACTOR = 3;
 /** tservers of the tessera cluster. */
 const TSERVERS = 3;
@@ -327,6 +334,9 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
     }
     const tableWorkloads = o.workloads.filter((w) => VS_WORKLOADS[w]);
     const runs: VsRun[] = [];
+    const settle = await tessera.waitLeadersSettled(LEADERS_QUIET_MS, LEADERS_SETTLE_MAX_MS);
+    if (settle.settled) log(`tessera: tablet leadership quiet for ${LEADERS_QUIET_MS / 1000} s (waited ${(settle.waitedMs / 1000).toFixed(1)} s for the leader balancer)`);
+    else notes.set('leader balancing', `tablet leadership still moving after ${LEADERS_SETTLE_MAX_MS / 1000} s; the workloads started anyway`);
     const loadStartMs = Date.now();
     for (let round = 1; round <= o.rounds; round++) {
       for (const w of tableWorkloads) {
