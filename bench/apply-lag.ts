@@ -31,6 +31,14 @@ export interface ApplyLagFigures {
   p50Ms?: number;
   p99Ms?: number;
   maxMs?: number;
+  /**
+   * Commit → applied on the FIRST replica (the quickest of all participant replicas), over the same
+   * complete transactions: the status tablet → participant leader → APPLY entry's Raft round path.
+   * The rest of the lag is the spread to the last replica (followers learning the commit index and
+   * applying).
+   */
+  firstP50Ms?: number;
+  firstP99Ms?: number;
 }
 
 export interface ApplyLagFilter {
@@ -49,6 +57,7 @@ const LAG_US_MAX = 600_000_000;
 
 interface TxnApplies {
   commitMicros: number;
+  firstAppliedMicros: number;
   lastAppliedMicros: number;
   replicasByTablet: Map<string, Set<string>>;
 }
@@ -58,9 +67,10 @@ function group(records: readonly ApplyRecord[], f: ApplyLagFilter): Map<string, 
   for (const r of records) {
     if (f.txnIds && !f.txnIds.has(r.txnId)) continue;
     let t = byTxn.get(r.txnId);
-    if (!t) byTxn.set(r.txnId, (t = { commitMicros: r.commitMicros, lastAppliedMicros: r.appliedMicros, replicasByTablet: new Map() }));
+    if (!t) byTxn.set(r.txnId, (t = { commitMicros: r.commitMicros, firstAppliedMicros: r.appliedMicros, lastAppliedMicros: r.appliedMicros, replicasByTablet: new Map() }));
     // Every replica records the same commit hybrid time; min() only guards against a stray record.
     t.commitMicros = Math.min(t.commitMicros, r.commitMicros);
+    t.firstAppliedMicros = Math.min(t.firstAppliedMicros, r.appliedMicros);
     t.lastAppliedMicros = Math.max(t.lastAppliedMicros, r.appliedMicros);
     let reps = t.replicasByTablet.get(r.tabletId);
     if (!reps) t.replicasByTablet.set(r.tabletId, (reps = new Set()));
@@ -72,32 +82,41 @@ function group(records: readonly ApplyRecord[], f: ApplyLagFilter): Map<string, 
   return byTxn;
 }
 
-/** Lag per complete transaction in milliseconds (pure). */
-export function completeTxnLagsMs(records: readonly ApplyRecord[], f: ApplyLagFilter): { lagsMs: Map<string, number>; incomplete: number } {
+/** Lag per complete transaction in milliseconds (pure): to the last replica, and to the first. */
+export function completeTxnLagsMs(records: readonly ApplyRecord[], f: ApplyLagFilter): { lagsMs: Map<string, number>; firstLagsMs: Map<string, number>; incomplete: number } {
   const lagsMs = new Map<string, number>();
+  const firstLagsMs = new Map<string, number>();
   let incomplete = 0;
   for (const [id, t] of group(records, f)) {
     const tablets = [...t.replicasByTablet.values()];
     const complete = tablets.length >= f.minTablets && tablets.every((reps) => reps.size >= f.replicationFactor);
-    if (complete) lagsMs.set(id, Math.max(0, t.lastAppliedMicros - t.commitMicros) / 1000);
-    else incomplete++;
+    if (complete) {
+      lagsMs.set(id, Math.max(0, t.lastAppliedMicros - t.commitMicros) / 1000);
+      firstLagsMs.set(id, Math.max(0, t.firstAppliedMicros - t.commitMicros) / 1000);
+    } else incomplete++;
   }
-  return { lagsMs, incomplete };
+  return { lagsMs, firstLagsMs, incomplete };
 }
 
-/** p50/p99/max of the complete transactions' lags, and the complete/incomplete counts (pure). */
-export function applyLagOf(records: readonly ApplyRecord[], f: ApplyLagFilter): ApplyLagFigures {
-  const { lagsMs, incomplete } = completeTxnLagsMs(records, f);
-  if (lagsMs.size === 0) return { complete: 0, incomplete };
+function percentilesMs(valuesMs: Iterable<number>): { p50Ms: number; p99Ms: number; maxMs: number } {
   const h = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: LAG_US_MAX, numberOfSignificantValueDigits: 3 });
   let maxMs = 0;
-  for (const ms of lagsMs.values()) {
+  for (const ms of valuesMs) {
     h.recordValue(Math.min(LAG_US_MAX, Math.max(1, Math.round(ms * 1000))));
     maxMs = Math.max(maxMs, ms);
   }
-  const r = { complete: lagsMs.size, incomplete, p50Ms: h.getValueAtPercentile(50) / 1000, p99Ms: h.getValueAtPercentile(99) / 1000, maxMs };
+  const r = { p50Ms: h.getValueAtPercentile(50) / 1000, p99Ms: h.getValueAtPercentile(99) / 1000, maxMs };
   h.destroy();
   return r;
+}
+
+/** p50/p99/max of the complete transactions' lags, the first-replica p50/p99, and the complete/incomplete counts (pure). */
+export function applyLagOf(records: readonly ApplyRecord[], f: ApplyLagFilter): ApplyLagFigures {
+  const { lagsMs, firstLagsMs, incomplete } = completeTxnLagsMs(records, f);
+  if (lagsMs.size === 0) return { complete: 0, incomplete };
+  const last = percentilesMs(lagsMs.values());
+  const first = percentilesMs(firstLagsMs.values());
+  return { complete: lagsMs.size, incomplete, ...last, firstP50Ms: first.p50Ms, firstP99Ms: first.p99Ms };
 }
 
 /** Parse one /api/v1/txn-applies answer (unknown at the boundary). */

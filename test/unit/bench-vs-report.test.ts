@@ -91,14 +91,22 @@ describe('bench vs-report', () => {
       workload: 'txn2-c16',
       commitP50Ms,
       commitP99Ms: commitP50Ms * 2,
-      applyLag: { complete, incomplete, ...(lagP50 !== undefined ? { p50Ms: lagP50, p99Ms: lagP50 * 3, maxMs: lagP50 * 4 } : {}) },
+      applyLag: { complete, incomplete, ...(lagP50 !== undefined ? { p50Ms: lagP50, p99Ms: lagP50 * 3, maxMs: lagP50 * 4, firstP50Ms: lagP50 / 5, firstP99Ms: lagP50 / 2 } : {}) },
     });
     const [row] = aggregate(['txn2-c16'], [txn(1, 10, 5, 100, 1), txn(2, 30, undefined, 0, 7), txn(3, 20, 7, 50, 0)]);
     expect(row?.tessera?.commitP50Ms?.median).toBe(20);
-    expect(row?.tessera?.applyLag).toEqual({ p50Ms: { median: 6, min: 5, max: 7 }, p99Ms: { median: 18, min: 15, max: 21 }, maxMs: 28, complete: 150, incomplete: 8 });
+    expect(row?.tessera?.applyLag).toEqual({
+      p50Ms: { median: 6, min: 5, max: 7 },
+      p99Ms: { median: 18, min: 15, max: 21 },
+      maxMs: 28,
+      firstP50Ms: { median: 1.2, min: 1, max: 1.4 },
+      firstP99Ms: { median: 3, min: 2.5, max: 3.5 },
+      complete: 150,
+      incomplete: 8,
+    });
     const md = renderMarkdown([row!], [], '# t');
     expect(md).toContain('| transactions (tessera) |');
-    expect(md).toContain('| txn2-c16 | 100 | 1.00 | 2.00 | 20.00 | 40.00 | 6.00 | 18.00 | 28.00 | 150 / 8 |');
+    expect(md).toContain('| txn2-c16 | 100 | 1.00 | 2.00 | 20.00 | 40.00 | 6.00 | 18.00 | 28.00 | 1.20 / 3.00 | 150 / 8 |');
     // Non-transaction rows do not get the table.
     expect(renderMarkdown(aggregate(['put-c64'], [run(1, 'tessera', 10)]), [], '# t')).not.toContain('transactions (tessera)');
   });
@@ -116,6 +124,20 @@ describe('bench apply lag', () => {
     expect(r.incomplete).toBe(0);
     expect(r.maxMs).toBe(13);
     expect(r.p50Ms).toBeCloseTo(13, 1);
+    // The quickest replica (replica 0 of tablet a) applied 1 ms after the commit.
+    expect(r.firstP50Ms).toBeCloseTo(1, 2);
+    expect(r.firstP99Ms).toBeCloseTo(1, 2);
+  });
+
+  it('bench apply lag: first-replica and last-replica lags are percentiles over transactions', () => {
+    // 100 transactions; transaction i: quickest replica at i ms, slowest at 10·i ms after its commit.
+    const records = Array.from({ length: 100 }, (_, i) => full(`t${i}`, 0, (ri, ti) => (ri === 0 && ti === 0 ? (i + 1) * 1000 : (i + 1) * 10_000))).flat();
+    const r = applyLagOf(records, f);
+    expect(r.complete).toBe(100);
+    expect(r.firstP50Ms).toBeCloseTo(50, 0);
+    expect(r.firstP99Ms).toBeCloseTo(99, 0);
+    expect(r.p50Ms).toBeCloseTo(500, -1);
+    expect(r.maxMs).toBe(1000);
   });
 
   it('bench apply lag: a transaction missing a replica or a tablet is incomplete, and has no lag', () => {
