@@ -36,7 +36,7 @@ import { compactedError, ENTRY_OVERHEAD_BYTES, snapshotOutOfDateError, unavailab
 import type { InitialState, LogStorage } from './log-storage';
 import { assertContiguous } from './memory-log';
 import { readSnapshotFile, writeSnapshotFile } from './snapshot-file';
-import { DURABLE_WAL_WRITE, INTERVAL_DURABLE_WAL_WRITE_MS, LOG_CACHE_SIZE_LIMIT_MB, LOG_SEGMENT_SIZE_MB } from './wal-flags';
+import { DURABLE_WAL_WRITE, INTERVAL_DURABLE_WAL_WRITE_MS, LOG_CACHE_SIZE_LIMIT_MB, LOG_PREALLOCATE_SEGMENTS, LOG_SEGMENT_SIZE_MB } from './wal-flags';
 import type { WalFs } from './wal-fs';
 import { joinPath, NodeWalFs } from './wal-fs';
 import { WalIndex } from './wal-index';
@@ -78,6 +78,11 @@ export interface FileLogStorageStats {
   segments: number;
   cacheBytes: number;
   tornBytesTruncated: number;
+  /** All-zero tails (preallocated, never written) recovery truncated at open. */
+  zeroTailBytesTruncated: number;
+  /** Zero-fill writes ahead of the log's end (log_preallocate_segments), and their bytes. */
+  preallocations: number;
+  preallocatedBytes: number;
 }
 
 /** Beyond this many callers waiting in sync(), new callers get BACKPRESSURE. */
@@ -90,6 +95,9 @@ interface SyncWaiter {
 }
 
 const MB = 1024 * 1024;
+/** log_preallocate_segments: zeros written ahead of the active segment's end, this much at a time. */
+export const WAL_PREALLOCATE_CHUNK_BYTES = MB;
+let zeroChunk: Buffer | undefined;
 
 export class FileLogStorage implements LogStorage {
   private readonly fs: WalFs;
@@ -113,6 +121,13 @@ export class FileLogStorage implements LogStorage {
   private activeFd: number;
   private activeBytes: number;
   private activeSyncedBytes: number;
+  /**
+   * Bytes of the active segment file that exist (records, then zeros written ahead of them when
+   * preallocating): a record written below it overwrites zeros and leaves the file size alone, so
+   * its fdatasync has no metadata to commit.
+   */
+  private activeAllocated: number;
+  private readonly preallocate: boolean;
   private readonly reader: SegmentReader;
   private readonly index: WalIndex;
   private readonly cache: EntryCache;
@@ -148,6 +163,7 @@ export class FileLogStorage implements LogStorage {
       log: Logger;
       onFatal: (err: Error) => void;
       durableWrite: boolean;
+      preallocate: boolean;
       segmentBytes: number;
       cacheBytesMax: number;
       cacheBudget: LogCacheBudget | undefined;
@@ -160,12 +176,14 @@ export class FileLogStorage implements LogStorage {
       index: WalIndex;
       snapshot: Snapshot | undefined;
       tornBytesTruncated: number;
+      zeroTailBytesTruncated: number;
     },
   ) {
     this.fs = init.fs;
     this.log = init.log;
     this.onFatal = init.onFatal;
     this.durableWrite = init.durableWrite;
+    this.preallocate = init.preallocate;
     this.segmentBytes = init.segmentBytes;
     this.meta = init.meta;
     this.hardState = { ...init.hardState };
@@ -177,6 +195,8 @@ export class FileLogStorage implements LogStorage {
     this.activeFd = init.activeFd;
     this.activeBytes = init.activeBytes;
     this.activeSyncedBytes = init.activeBytes;
+    // Recovery truncated the last segment to its last valid record.
+    this.activeAllocated = init.activeBytes;
     this.index = init.index;
     this.reader = new SegmentReader(init.fs, dir);
     this.cache = new EntryCache(init.cacheBytesMax, init.index.lastIndex() + 1, init.cacheBudget);
@@ -192,6 +212,9 @@ export class FileLogStorage implements LogStorage {
       segments: init.segments.length,
       cacheBytes: 0,
       tornBytesTruncated: init.tornBytesTruncated,
+      zeroTailBytesTruncated: init.zeroTailBytesTruncated,
+      preallocations: 0,
+      preallocatedBytes: 0,
     };
   }
 
@@ -269,6 +292,7 @@ export class FileLogStorage implements LogStorage {
       log,
       onFatal,
       durableWrite: flags.get(DURABLE_WAL_WRITE),
+      preallocate: flags.get(LOG_PREALLOCATE_SEGMENTS),
       segmentBytes: opts.segmentBytes ?? flags.get(LOG_SEGMENT_SIZE_MB) * MB,
       cacheBytesMax: opts.cacheBytesMax ?? flags.get(LOG_CACHE_SIZE_LIMIT_MB) * MB,
       cacheBudget: opts.cacheBudget,
@@ -281,6 +305,7 @@ export class FileLogStorage implements LogStorage {
       index: rec.index,
       snapshot,
       tornBytesTruncated: rec.tornBytesTruncated,
+      zeroTailBytesTruncated: rec.zeroBytesTruncated,
     });
     if (!storage.durableWrite) storage.startIntervalSync(flags.get(INTERVAL_DURABLE_WAL_WRITE_MS));
     return storage;
@@ -613,6 +638,7 @@ export class FileLogStorage implements LogStorage {
       try {
         this.flushPending();
         this.fs.write(this.activeFd, buf, 0, buf.length, this.activeBytes);
+        this.allocateAhead(this.activeBytes + buf.length);
       } catch (e) {
         this.fatal(e);
         throw this.failed;
@@ -631,11 +657,31 @@ export class FileLogStorage implements LogStorage {
     this.pendingBytes = 0;
     try {
       this.fs.write(this.activeFd, buf, 0, buf.length, at);
+      this.allocateAhead(at + buf.length);
     } catch (e) {
       this.fatal(e);
       throw this.failed;
     }
     this.st.deferredWrites++;
+  }
+
+  /**
+   * Records now end at `end` of the active segment: when that reached the zeros written ahead (or the
+   * file's end), write the next chunk of zeros after it (never past the segment size, unless one
+   * record is larger). Called where records are written — never while an fdatasync runs (a write into
+   * pages under writeback would wait for it) — so the next fdatasync flushes these zeros together
+   * with the records, once per chunk.
+   */
+  private allocateAhead(end: number): void {
+    if (end > this.activeAllocated) this.activeAllocated = end;
+    if (!this.preallocate || end < this.activeAllocated) return;
+    const target = Math.min(end + WAL_PREALLOCATE_CHUNK_BYTES, Math.max(end, this.segmentBytes));
+    if (target <= end) return;
+    const zeros = (zeroChunk ??= Buffer.alloc(WAL_PREALLOCATE_CHUNK_BYTES));
+    this.fs.write(this.activeFd, zeros, 0, target - end, end);
+    this.activeAllocated = target;
+    this.st.preallocations++;
+    this.st.preallocatedBytes += target - end;
   }
 
   /**
@@ -653,12 +699,16 @@ export class FileLogStorage implements LogStorage {
         this.fs.fdatasyncSync(old);
         this.durableLoggedCommit = Math.max(this.durableLoggedCommit, this.loggedCommit);
       }
+      // The zeros written ahead in the old segment are not needed any more. Not fsynced: recovery
+      // accepts an all-zero tail in any segment.
+      if (this.activeAllocated > this.activeBytes) this.fs.ftruncate(old, this.activeBytes);
       const seq = oldSeq + 1;
       const fd = createSegmentFile(this.fs, this.dir, seq, false);
       this.segments.push({ seq, path: segmentPath(this.dir, seq), firstEntryIndex: undefined });
       this.activeFd = fd;
       this.activeBytes = SEGMENT_HEADER_BYTES;
       this.activeSyncedBytes = SEGMENT_HEADER_BYTES;
+      this.activeAllocated = SEGMENT_HEADER_BYTES;
     } catch (e) {
       this.fatal(e);
       throw this.failed;

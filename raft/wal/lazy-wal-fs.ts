@@ -1,9 +1,12 @@
 /**
  * A fault layer over WalFs in the spirit of LazyFS ("When Amnesia Strikes", VLDB 2024): it remembers,
  * per file, how many bytes an fsync made durable, and crash() truncates every file back to that length
- * — a power loss that drops whatever was written but not fsynced. Files created since their directory
- * was last fsynced vanish. It can also tear (keep a random part of the unsynced bytes, as a half
- * finished write does) and fail fsyncs or writes on demand (fsyncgate-style EIO).
+ * — a power loss that drops whatever was written but not fsynced. Writes that overwrite durable bytes
+ * (a WAL writing records over the zeros it preallocated) keep the bytes they replaced until the next
+ * fsync, and crash() puts those back. Files created since their directory was last fsynced vanish.
+ * It can also tear (keep a random part of the unsynced bytes, or of the unsynced overwrites in the
+ * order they were written, as a half finished write does) and fail fsyncs or writes on demand
+ * (fsyncgate-style EIO).
  *
  * crash() closes every fd opened through this layer. The layer hands out its own fd numbers, never
  * reused, so a storage instance from before the crash is dead for good: its later calls fail with
@@ -19,6 +22,8 @@ interface Tracked {
   syncedBytes: number;
   /** False until the directory is fsynced after the file's creation or rename. */
   nameDurable: boolean;
+  /** Unsynced overwrites of durable bytes, oldest first: where, and the bytes they replaced. */
+  undo: Array<{ seq: number; pos: number; old: Buffer }>;
 }
 
 export interface CrashOptions {
@@ -47,6 +52,8 @@ export class LazyWalFs implements WalFs {
   failSyncs = false;
   failWrites = false;
   fsyncCount = 0;
+  /** Numbers the overwrites, so an fsync forgets exactly those issued before it began. */
+  private writeSeq = 0;
 
   constructor(private readonly inner: WalFs = new NodeWalFs()) {}
 
@@ -64,18 +71,25 @@ export class LazyWalFs implements WalFs {
   }
   createNew(p: string): number {
     const real = this.inner.createNew(p);
-    this.files.set(p, { syncedBytes: 0, nameDurable: false });
+    this.files.set(p, { syncedBytes: 0, nameDurable: false, undo: [] });
     return this.register(real, p);
   }
   openExisting(p: string, writable: boolean): number {
     const real = this.inner.openExisting(p, writable);
     // A file that exists when first seen here survived earlier crashes: all of it counts as durable.
-    if (!this.files.has(p)) this.files.set(p, { syncedBytes: this.inner.fileSize(real), nameDurable: true });
+    if (!this.files.has(p)) this.files.set(p, { syncedBytes: this.inner.fileSize(real), nameDurable: true, undo: [] });
     return this.register(real, p);
   }
   write(fd: number, buf: Uint8Array, off: number, len: number, pos: number): void {
     if (this.failWrites) throw ioError('write');
-    this.inner.write(this.real(fd), buf, off, len, pos);
+    const real = this.real(fd);
+    const t = this.trackedByFd(fd);
+    if (t && pos < t.syncedBytes && len > 0) {
+      const old = Buffer.alloc(Math.min(pos + len, t.syncedBytes) - pos);
+      const n = this.inner.read(real, old, 0, old.length, pos);
+      t.undo.push({ seq: ++this.writeSeq, pos, old: old.subarray(0, n) });
+    }
+    this.inner.write(real, buf, off, len, pos);
   }
   read(fd: number, buf: Uint8Array, off: number, len: number, pos: number): number {
     return this.inner.read(this.real(fd), buf, off, len, pos);
@@ -84,20 +98,22 @@ export class LazyWalFs implements WalFs {
     this.fsyncCount++;
     if (this.failSyncs) throw ioError('fdatasync');
     const size = this.inner.fileSize(this.real(fd));
+    const upTo = this.writeSeq;
     await this.inner.fdatasync(this.real(fd));
-    this.markSynced(fd, size);
+    this.markSynced(fd, size, upTo);
   }
   fdatasyncSync(fd: number): void {
     this.fsyncCount++;
     if (this.failSyncs) throw ioError('fdatasync');
     const size = this.inner.fileSize(this.real(fd));
     this.inner.fdatasyncSync(this.real(fd));
-    this.markSynced(fd, size);
+    this.markSynced(fd, size, this.writeSeq);
   }
   ftruncate(fd: number, len: number): void {
     this.inner.ftruncate(this.real(fd), len);
     const t = this.trackedByFd(fd);
     if (t && t.syncedBytes > len) t.syncedBytes = len;
+    if (t) t.undo = t.undo.filter((u) => u.pos < len);
   }
   fileSize(fd: number): number {
     return this.inner.fileSize(this.real(fd));
@@ -114,13 +130,13 @@ export class LazyWalFs implements WalFs {
     if (this.failSyncs) throw ioError('fsync');
     this.inner.writeFileSynced(p, data);
     const prev = this.files.get(p);
-    this.files.set(p, { syncedBytes: data.length, nameDurable: prev?.nameDurable ?? false });
+    this.files.set(p, { syncedBytes: data.length, nameDurable: prev?.nameDurable ?? false, undo: [] });
   }
   rename(from: string, to: string): void {
     this.inner.rename(from, to);
     const t = this.files.get(from);
     this.files.delete(from);
-    this.files.set(to, { syncedBytes: t?.syncedBytes ?? 0, nameDurable: false });
+    this.files.set(to, { syncedBytes: t?.syncedBytes ?? 0, nameDurable: false, undo: t?.undo ?? [] });
   }
   unlink(p: string): void {
     this.inner.unlink(p);
@@ -154,6 +170,13 @@ export class LazyWalFs implements WalFs {
       }
       const fd = this.inner.openExisting(p, true);
       try {
+        // Unsynced overwrites are undone newest first; a tear keeps the oldest few.
+        const keepWrites = opts.tearRng ? opts.tearRng.int(t.undo.length + 1) : 0;
+        for (let i = t.undo.length - 1; i >= keepWrites; i--) {
+          const u = t.undo[i]!;
+          this.inner.write(fd, u.old, 0, u.old.length, u.pos);
+        }
+        t.undo = [];
         const size = this.inner.fileSize(fd);
         let keep = Math.min(t.syncedBytes, size);
         if (opts.tearRng && size > keep) keep += opts.tearRng.int(size - keep + 1);
@@ -165,9 +188,12 @@ export class LazyWalFs implements WalFs {
     }
   }
 
-  private markSynced(fd: number, size: number): void {
+  /** An fsync that began when the file had `size` bytes and overwrites up to number `upTo` were issued completed. */
+  private markSynced(fd: number, size: number, upTo: number): void {
     const t = this.trackedByFd(fd);
-    if (t && size > t.syncedBytes) t.syncedBytes = size;
+    if (!t) return;
+    if (size > t.syncedBytes) t.syncedBytes = size;
+    if (t.undo.length > 0) t.undo = t.undo.filter((u) => u.seq > upTo);
   }
 
   private trackedByFd(fd: number): Tracked | undefined {

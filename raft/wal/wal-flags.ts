@@ -24,6 +24,13 @@ export const LOG_SEGMENT_SIZE_MB = defineFlag({
   validate: (v) => (v >= 1 && v <= 4096 ? undefined : 'between 1 and 4096 MB'),
 });
 
+export const LOG_PREALLOCATE_SEGMENTS = defineFlag({
+  name: 'log_preallocate_segments',
+  type: 'bool',
+  default: true,
+  help: 'Write zeros ahead of the Raft log\'s end (1 MiB at a time, up to the segment size), so an fdatasync after an append flushes only the record\'s pages and not also the file size through the file system journal (on ext4 about a third less CPU and latency per log fsync). Recovery treats an all-zero tail as the end of the log.',
+});
+
 export const LOG_CACHE_SIZE_LIMIT_MB = defineFlag({
   name: 'log_cache_size_limit_mb',
   type: 'int',

@@ -7,6 +7,10 @@
  *   recovery fails with CORRUPTION naming the segment and offset. Entries are never silently dropped,
  *   so a replica with a damaged log refuses to vote or serve instead of forgetting what it promised.
  * - A record at an index <= the last one replaces that suffix (the on-disk form of Raft truncation).
+ * - Zeros from a record boundary to the end of a segment are the writer's preallocation
+ *   (log_preallocate_segments), not damage: the log ends there. They are truncated (the last
+ *   segment's appends continue at that point; an older segment's truncation at roll time may simply
+ *   not have been durable).
  */
 import { DbError, ErrorCode } from '../../common/errors';
 import type { HardState } from '../types';
@@ -26,6 +30,8 @@ export interface RecoveredLog {
   /** The newest hard-state record found in the log, if any. */
   hardStateRecord: HardState | undefined;
   tornBytesTruncated: number;
+  /** All-zero tails (preallocated, never written) truncated. */
+  zeroBytesTruncated: number;
 }
 
 function corruption(path: string, offset: number, why: string): DbError {
@@ -42,6 +48,7 @@ export function recoverSegments(fs: WalFs, segments: SegmentInfo[], meta: Consen
   const index = new WalIndex(logStart.index + 1);
   let hardStateRecord: HardState | undefined;
   let tornBytesTruncated = 0;
+  let zeroBytesTruncated = 0;
   let lastSegmentBytes = SEGMENT_HEADER_BYTES;
 
   for (let s = 0; s < segments.length; s++) {
@@ -63,6 +70,11 @@ export function recoverSegments(fs: WalFs, segments: SegmentInfo[], meta: Consen
     while (pos < buf.length) {
       const r = decodeRecord(buf, pos, buf.length);
       if (!r.ok) {
+        if (allZero(buf, pos)) {
+          truncateTail(fs, seg.path, pos);
+          zeroBytesTruncated += buf.length - pos;
+          break;
+        }
         if (!isLast) throw corruption(seg.path, pos, `bad record (${r.reason}) in a segment that is not the last`);
         const next = findValidRecord(buf, pos + 1, index.lastIndex());
         if (next !== undefined) throw corruption(seg.path, pos, `bad record (${r.reason}) followed by a valid record at offset ${next}`);
@@ -82,7 +94,7 @@ export function recoverSegments(fs: WalFs, segments: SegmentInfo[], meta: Consen
     }
     if (isLast) lastSegmentBytes = Math.min(pos, buf.length);
   }
-  return { index, segments, lastSegmentBytes, hardStateRecord, tornBytesTruncated };
+  return { index, segments, lastSegmentBytes, hardStateRecord, tornBytesTruncated, zeroBytesTruncated };
 }
 
 /** Apply one entry record to the index; returns why it is impossible, if it is. */
@@ -121,6 +133,14 @@ function findValidRecord(buf: Buffer, from: number, lastIndex: number): number |
     if (crc32c(buf, 0, p + RECORD_PREFIX_BYTES, p + RECORD_PREFIX_BYTES + body) === buf.readUInt32LE(p + 4)) return p;
   }
   return undefined;
+}
+
+/** Every byte of buf from `from` on is zero. */
+function allZero(buf: Buffer, from: number): boolean {
+  let p = from;
+  for (; p + 8 <= buf.length; p += 8) if (buf.readUInt32LE(p) !== 0 || buf.readUInt32LE(p + 4) !== 0) return false;
+  for (; p < buf.length; p++) if (buf[p] !== 0) return false;
+  return true;
 }
 
 function truncateTail(fs: WalFs, path: string, length: number): void {

@@ -9,9 +9,9 @@ import { silentLogger } from '../../common/log';
 import { SeededRng } from '../../common/rng';
 import type { Entry } from '../../raft/types';
 import type { FileLogStorageOptions } from '../../raft/wal/file-log-storage';
-import { FileLogStorage } from '../../raft/wal/file-log-storage';
+import { FileLogStorage, WAL_PREALLOCATE_CHUNK_BYTES } from '../../raft/wal/file-log-storage';
 import { LazyWalFs } from '../../raft/wal/lazy-wal-fs';
-import { DURABLE_WAL_WRITE, INTERVAL_DURABLE_WAL_WRITE_MS } from '../../raft/wal/wal-flags';
+import { DURABLE_WAL_WRITE, INTERVAL_DURABLE_WAL_WRITE_MS, LOG_PREALLOCATE_SEGMENTS } from '../../raft/wal/wal-flags';
 import { RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES } from '../../raft/wal/wal-record';
 import { ent, logStorageCompliance } from './log-storage-compliance';
 
@@ -125,14 +125,36 @@ describe('FileLogStorage recovery', () => {
     }
   });
 
-  it('wal: garbage zeros after the last record are a torn tail', async () => {
+  it('wal: zeros after the last record (preallocated, never written) end the log; they are truncated, not a torn tail', async () => {
     const dir = freshDir();
     const ends = await writeLog(dir, 5);
-    fs.appendFileSync(segmentFiles(dir)[0]!, Buffer.alloc(4096));
+    const seg = segmentFiles(dir)[0]!;
+    // The writer preallocated zeros after its records; 4 KiB more as if the file grew without data.
+    const sizeBefore = fs.statSync(seg).size;
+    expect(sizeBefore).toBeGreaterThan(ends[4]!);
+    fs.appendFileSync(seg, Buffer.alloc(4096));
     const { storage } = await openLog(dir, new LazyWalFs());
     expect(storage.lastIndex()).toBe(5);
-    expect(storage.stats().tornBytesTruncated).toBe(4096);
-    expect(fs.statSync(segmentFiles(dir)[0]!).size).toBe(ends[4]!);
+    expect(storage.stats().tornBytesTruncated).toBe(0);
+    expect(storage.stats().zeroTailBytesTruncated).toBe(sizeBefore + 4096 - ends[4]!);
+    expect(fs.statSync(seg).size).toBe(ends[4]!);
+    await storage.close();
+  });
+
+  it('wal: a torn record followed by zeros is a torn tail', async () => {
+    const dir = freshDir();
+    const ends = await writeLog(dir, 5);
+    const seg = segmentFiles(dir)[0]!;
+    const buf = fs.readFileSync(seg);
+    // Half of record 5 survived; its other half and the preallocated rest read as zeros.
+    const rec5 = ends[3]!;
+    const half = rec5 + Math.floor((ends[4]! - rec5) / 2);
+    buf.fill(0, half);
+    fs.writeFileSync(seg, buf);
+    const { storage } = await openLog(dir, new LazyWalFs());
+    expect(storage.lastIndex()).toBe(4);
+    expect(storage.stats().tornBytesTruncated).toBe(buf.length - rec5);
+    expect(fs.statSync(seg).size).toBe(rec5);
     await storage.close();
   });
 
@@ -463,5 +485,136 @@ describe('FileLogStorage segments, group commit and failures', () => {
     for (let i = 0; i < 400 && storage.stats().logFsyncs === 0; i++) await new Promise((r) => setTimeout(r, 5));
     expect(storage.stats().logFsyncs).toBeGreaterThan(0);
     await storage.close();
+  });
+});
+
+describe('FileLogStorage preallocation (log_preallocate_segments)', () => {
+  const logicalEnd = (n: number): number => {
+    let off = SEGMENT_HEADER_BYTES;
+    for (let i = 1; i <= n; i++) off += RECORD_HEADER_BYTES + payload(i).data.length;
+    return off;
+  };
+
+  it('wal: appends overwrite zeros written ahead, one chunk at a time; the file size stays put between chunks', async () => {
+    const dir = freshDir();
+    const { storage } = await openLog(dir, new LazyWalFs());
+    storage.append([payload(1)]);
+    await storage.sync();
+    const seg = segmentFiles(dir)[0]!;
+    expect(fs.statSync(seg).size).toBe(logicalEnd(1) + WAL_PREALLOCATE_CHUNK_BYTES);
+    for (let i = 2; i <= 50; i++) {
+      storage.append([payload(i)]);
+      await storage.sync();
+    }
+    expect(storage.stats().preallocations).toBe(1);
+    expect(fs.statSync(seg).size).toBe(logicalEnd(1) + WAL_PREALLOCATE_CHUNK_BYTES);
+    const buf = fs.readFileSync(seg);
+    expect(buf.subarray(logicalEnd(50)).every((b) => b === 0)).toBe(true);
+    await storage.close();
+    // Reopened: every entry is there, the zeros are cut off (not a torn tail), and appends go on.
+    const { storage: again } = await openLog(dir, new LazyWalFs());
+    expect(again.lastIndex()).toBe(50);
+    expect(again.stats().tornBytesTruncated).toBe(0);
+    expect(again.stats().zeroTailBytesTruncated).toBe(logicalEnd(1) + WAL_PREALLOCATE_CHUNK_BYTES - logicalEnd(50));
+    again.append([payload(51)]);
+    await again.sync();
+    expect(again.entries(49, 52).map((e) => e.index)).toEqual([49, 50, 51]);
+    await again.close();
+  });
+
+  it('wal: records written over synced zeros but not fsynced are lost in a crash (the model undoes the overwrite)', async () => {
+    const dir = freshDir();
+    const lazy = new LazyWalFs();
+    const { storage } = await openLog(dir, lazy);
+    storage.append([payload(1), payload(2)]);
+    await storage.sync();
+    // Entries 3 and 4 land in the preallocated zeros, which the last fsync made durable: without a
+    // sync of their own they must not survive.
+    storage.append([payload(3), payload(4)]);
+    lazy.crash();
+    const r = await openLog(dir, lazy);
+    expect(r.storage.lastIndex()).toBe(2);
+    r.storage.append([payload(3)]);
+    await r.storage.sync();
+    lazy.crash();
+    const r2 = await openLog(dir, lazy);
+    expect(r2.storage.lastIndex()).toBe(3);
+    await r2.storage.close();
+  });
+
+  it('wal: a roll cuts the old segment back to its last record; the new one preallocates up to the segment size', async () => {
+    const dir = freshDir();
+    const segmentBytes = 4096;
+    const { storage } = await openLog(dir, new LazyWalFs(), { segmentBytes });
+    let n = 0;
+    while (segmentFiles(dir).length < 2) {
+      storage.append([payload(++n)]);
+      await storage.sync();
+    }
+    const [first, second] = segmentFiles(dir);
+    expect(fs.statSync(first!).size).toBe(logicalEnd(n - 1));
+    expect(fs.statSync(second!).size).toBe(segmentBytes);
+    await storage.close();
+    const { storage: again } = await openLog(dir, new LazyWalFs(), { segmentBytes });
+    expect(again.lastIndex()).toBe(n);
+    await again.close();
+  });
+
+  it('wal: with log_preallocate_segments=false the file ends at the last record', async () => {
+    const dir = freshDir();
+    const flags = new Flags();
+    flags.set(LOG_PREALLOCATE_SEGMENTS, false);
+    const { storage } = await openLog(dir, new LazyWalFs(), { flags });
+    for (let i = 1; i <= 5; i++) storage.append([payload(i)]);
+    await storage.sync();
+    expect(fs.statSync(segmentFiles(dir)[0]!).size).toBe(logicalEnd(5));
+    expect(storage.stats().preallocations).toBe(0);
+    await storage.close();
+  });
+});
+
+describe('LazyWalFs overwrites', () => {
+  it('lazy fs: an overwrite of durable bytes is undone by a crash until an fsync covers it; a tear keeps the oldest overwrites', async () => {
+    const dir = freshDir();
+    fs.mkdirSync(dir, { recursive: true });
+    const p = path.join(dir, 'f');
+    const lazy = new LazyWalFs();
+    const fd = lazy.createNew(p);
+    lazy.write(fd, Buffer.alloc(64, 0), 0, 64, 0);
+    await lazy.fdatasync(fd);
+    lazy.fsyncDir(dir);
+    lazy.write(fd, Buffer.from('AAAA'), 0, 4, 0);
+    lazy.write(fd, Buffer.from('BBBB'), 0, 4, 8);
+    lazy.write(fd, Buffer.from('CC'), 0, 2, 62); // straddles the durable end: 2 bytes overwrite, 0 appended
+    lazy.crash();
+    expect(fs.readFileSync(p)).toEqual(Buffer.alloc(64, 0));
+    const fd2 = lazy.openExisting(p, true);
+    lazy.write(fd2, Buffer.from('AAAA'), 0, 4, 0);
+    lazy.fdatasyncSync(fd2);
+    lazy.write(fd2, Buffer.from('BBBB'), 0, 4, 8);
+    lazy.write(fd2, Buffer.from('DDDD'), 0, 4, 0);
+    lazy.crash();
+    const after = fs.readFileSync(p);
+    expect(after.subarray(0, 4).toString()).toBe('AAAA');
+    expect(after.subarray(8, 12)).toEqual(Buffer.alloc(4, 0));
+    // Tears: some prefix of the unsynced overwrites (in write order) survives, never a later one alone.
+    const seen = new Set<string>();
+    for (let seed = 1; seed <= 40; seed++) {
+      const fd3 = lazy.openExisting(p, true);
+      lazy.write(fd3, Buffer.from('XXXX'), 0, 4, 16);
+      lazy.write(fd3, Buffer.from('YYYY'), 0, 4, 24);
+      lazy.crash({ tearRng: new SeededRng(seed) });
+      const b = fs.readFileSync(p);
+      const x = b.subarray(16, 20).toString() === 'XXXX';
+      const y = b.subarray(24, 28).toString() === 'YYYY';
+      expect(!y || x, `seed ${seed}: a later overwrite survived without an earlier one`).toBe(true);
+      seen.add(`${x}${y}`);
+      // Restore the durable zeros for the next round.
+      const fd4 = lazy.openExisting(p, true);
+      lazy.write(fd4, Buffer.alloc(16, 0), 0, 16, 16);
+      lazy.fdatasyncSync(fd4);
+      lazy.close(fd4);
+    }
+    expect(seen.size).toBe(3);
   });
 });
