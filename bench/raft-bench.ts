@@ -8,7 +8,9 @@
  * second, mean latency, and fsyncs per committed entry (all three nodes' log fdatasyncs, and the
  * metadata-file fsyncs, divided by committed proposals).
  *
- * Then the WAL alone: C concurrent writers each append one 100-byte entry and await sync().
+ * Then the WAL alone: C concurrent writers each append one 100-byte entry and await sync(), with
+ * log_preallocate_segments on and off (alternating): records/s, fsyncs and this process's CPU per
+ * record, and p50/p99 of append → sync() resolved.
  *
  * Options: --seconds=N per run (default 3), --wal-only, --raft-only.
  */
@@ -20,7 +22,9 @@ import { silentLogger } from '../common/log';
 import { SeededRng } from '../common/rng';
 import { RawNode } from '../raft/raw-node';
 import type { Entry, Message } from '../raft/types';
+import { Flags } from '../common/flags';
 import { FileLogStorage } from '../raft/wal/file-log-storage';
+import { LOG_PREALLOCATE_SEGMENTS } from '../raft/wal/wal-flags';
 
 const PAYLOAD_BYTES = 100;
 const CONCURRENCY = [1, 16, 128];
@@ -195,30 +199,52 @@ async function benchRaft(concurrency: number, seconds: number, root: string): Pr
 
 interface WalFigures {
   concurrency: number;
+  preallocate: boolean;
   records: number;
   perSecond: number;
   fsyncsPerRecord: number;
+  cpuMicrosPerRecord: number;
+  syncP50Ms: number;
+  syncP99Ms: number;
 }
 
-async function benchWal(concurrency: number, seconds: number, root: string): Promise<WalFigures> {
-  const storage = await FileLogStorage.open(path.join(root, `wal-c${concurrency}`), { logger: silentLogger() });
+async function benchWal(concurrency: number, preallocate: boolean, seconds: number, root: string): Promise<WalFigures> {
+  const flags = new Flags();
+  flags.set(LOG_PREALLOCATE_SEGMENTS, preallocate);
+  const storage = await FileLogStorage.open(path.join(root, `wal-c${concurrency}-${preallocate ? 'prealloc' : 'grow'}`), { logger: silentLogger(), flags });
   const payload = new Uint8Array(PAYLOAD_BYTES).fill(9);
   let next = 1;
   let records = 0;
+  const latencies: number[] = [];
   const deadline = Date.now() + seconds * 1000;
+  const cpu0 = process.cpuUsage();
   const started = process.hrtime.bigint();
   const writer = async (): Promise<void> => {
     while (Date.now() < deadline) {
+      const t0 = process.hrtime.bigint();
       storage.append([{ index: next++, term: 1, type: 'normal', data: payload }]);
       await storage.sync();
+      latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
       records++;
     }
   };
   await Promise.all(Array.from({ length: concurrency }, () => writer()));
   const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
+  const cpu = process.cpuUsage(cpu0);
   const st = storage.stats();
   await storage.close();
-  return { concurrency, records, perSecond: records / elapsed, fsyncsPerRecord: st.logFsyncs / Math.max(1, records) };
+  latencies.sort((a, b) => a - b);
+  const at = (q: number): number => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * q))] ?? Number.NaN;
+  return {
+    concurrency,
+    preallocate,
+    records,
+    perSecond: records / elapsed,
+    fsyncsPerRecord: st.logFsyncs / Math.max(1, records),
+    cpuMicrosPerRecord: (cpu.user + cpu.system) / Math.max(1, records),
+    syncP50Ms: at(0.5),
+    syncP99Ms: at(0.99),
+  };
 }
 
 async function main(): Promise<void> {
@@ -240,11 +266,15 @@ async function main(): Promise<void> {
       }
     }
     if (!args.includes('--raft-only')) {
-      console.log('\nWAL alone (append one entry + await sync(), C concurrent writers, group commit):');
-      console.log('writers  records/s  fsyncs/record');
+      console.log('\nWAL alone (append one entry + await sync(), C concurrent writers, group commit; log_preallocate_segments on/off alternating):');
+      console.log('writers  preallocate  records/s  fsyncs/record  CPU us/record  sync p50 ms  sync p99 ms');
       for (const c of CONCURRENCY) {
-        const f = await benchWal(c, seconds, root);
-        console.log(`${String(c).padStart(7)}  ${f.perSecond.toFixed(0).padStart(9)}  ${f.fsyncsPerRecord.toFixed(3).padStart(13)}`);
+        for (const preallocate of [true, false, true, false]) {
+          const f = await benchWal(c, preallocate, seconds, root);
+          console.log(
+            `${String(c).padStart(7)}  ${String(preallocate).padStart(11)}  ${f.perSecond.toFixed(0).padStart(9)}  ${f.fsyncsPerRecord.toFixed(3).padStart(13)}  ${f.cpuMicrosPerRecord.toFixed(0).padStart(13)}  ${f.syncP50Ms.toFixed(3).padStart(11)}  ${f.syncP99Ms.toFixed(3).padStart(11)}`,
+          );
+        }
       }
     }
   } finally {
