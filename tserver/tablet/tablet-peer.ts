@@ -789,13 +789,13 @@ export class TabletPeer {
     return this.storage.firstIndex();
   }
 
-  /** What this replica asked of its disks since it opened: WAL fsyncs, and write batches/ops per database (undefined until running). */
   /** Bytes of Raft log entries this replica keeps in memory (undefined: not running, or no cache). */
   logCacheBytes(): number | undefined {
     if (this.state !== TabletState.RUNNING) return undefined;
     return this.storage.stats?.().cacheBytes;
   }
 
+  /** What this replica asked of its disks since it opened: WAL fsyncs, and write batches/ops per database (undefined until running). */
   ioCounts(): { logFsyncs?: number; docdb: ReturnType<DocDbApi['writeCounts']> } | undefined {
     if (this.state !== TabletState.RUNNING) return undefined;
     const log = this.storage.stats?.();
