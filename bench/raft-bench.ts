@@ -12,6 +12,10 @@
  * log_preallocate_segments on and off (alternating): records/s, fsyncs and this process's CPU per
  * record, and p50/p99 of append → sync() resolved.
  *
+ * Last, what a hand-off to libuv's thread pool costs: one small write + fdatasync at a time, the
+ * fdatasync on the thread pool (as the WAL does it) or blocking the event loop (alternating): calls/s
+ * and this process's CPU per call. The difference is the two thread wake-ups of the round trip.
+ *
  * Options: --seconds=N per run (default 3), --wal-only, --raft-only.
  */
 import * as fs from 'node:fs';
@@ -247,6 +251,38 @@ async function benchWal(concurrency: number, preallocate: boolean, seconds: numb
   };
 }
 
+interface HandOffFigures {
+  onPool: boolean;
+  calls: number;
+  perSecond: number;
+  cpuMicrosPerCall: number;
+}
+
+/** One 200-byte write + fdatasync at a time for `seconds`: the fdatasync on the thread pool, or on this thread. */
+async function benchHandOff(onPool: boolean, seconds: number, root: string): Promise<HandOffFigures> {
+  const file = path.join(root, `handoff-${onPool ? 'pool' : 'loop'}.dat`);
+  const fd = fs.openSync(file, 'w');
+  const buf = Buffer.alloc(200, 7);
+  let calls = 0;
+  const deadline = Date.now() + seconds * 1000;
+  const cpu0 = process.cpuUsage();
+  const started = process.hrtime.bigint();
+  try {
+    while (Date.now() < deadline) {
+      fs.writeSync(fd, buf, 0, buf.length, calls * buf.length);
+      if (onPool) await new Promise<void>((resolve, reject) => fs.fdatasync(fd, (err) => (err ? reject(err) : resolve())));
+      else fs.fdatasyncSync(fd);
+      calls++;
+    }
+  } finally {
+    fs.closeSync(fd);
+    fs.rmSync(file, { force: true });
+  }
+  const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
+  const cpu = process.cpuUsage(cpu0);
+  return { onPool, calls, perSecond: calls / elapsed, cpuMicrosPerCall: (cpu.user + cpu.system) / Math.max(1, calls) };
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const secondsArg = args.find((a) => a.startsWith('--seconds='));
@@ -275,6 +311,12 @@ async function main(): Promise<void> {
             `${String(c).padStart(7)}  ${String(preallocate).padStart(11)}  ${f.perSecond.toFixed(0).padStart(9)}  ${f.fsyncsPerRecord.toFixed(3).padStart(13)}  ${f.cpuMicrosPerRecord.toFixed(0).padStart(13)}  ${f.syncP50Ms.toFixed(3).padStart(11)}  ${f.syncP99Ms.toFixed(3).padStart(11)}`,
           );
         }
+      }
+      console.log('\nfdatasync hand-off (one 200-byte write + fdatasync at a time; on the thread pool as the WAL does, or blocking the event loop; alternating):');
+      console.log('fdatasync on   calls/s  CPU us/call');
+      for (const onPool of [true, false, true, false]) {
+        const f = await benchHandOff(onPool, seconds, root);
+        console.log(`${(f.onPool ? 'thread pool' : 'event loop').padEnd(12)}  ${f.perSecond.toFixed(0).padStart(8)}  ${f.cpuMicrosPerCall.toFixed(0).padStart(11)}`);
       }
     }
   } finally {
