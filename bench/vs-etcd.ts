@@ -5,6 +5,7 @@
  * load-generator process (bench/vs-loadgen.ts) for --warmup + --seconds, alternating the systems
  * (A B, then B A, …) over --rounds rounds. Prints one table and writes JSON + Markdown to --out
  * (default bench/results/). Without an etcd binary the etcd columns are skipped, and it says so.
+ * --tserver-flag name=value (repeatable) adds a flag to every tserver, to compare a setting.
  * After each transaction run it joins the tservers' /api/v1/txn-applies records into the apply lag
  * (commit → intents applied on every replica; bench/apply-lag.ts), and at the end it runs the big
  * transaction (bench/big-txn.ts) on the tessera cluster unless --workloads leaves `big-txn` out.
@@ -19,6 +20,9 @@ import * as hdr from 'hdr-histogram-js';
 import { TesseraClient } from '../client/tessera-client';
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
 import { masterMethods } from '../rpc/service-methods';
+import { Flags, parseFlagArgs } from '../common/flags';
+// Registers every flag a tserver parses, so --tserver-flag is checked before any server starts.
+import '../tserver/tserver-server';
 import { BenchCluster } from './bench-cluster';
 import { EtcdCluster, findEtcd } from './etcd-cluster';
 import { measureApplyLag, type ApplyLagFigures } from './apply-lag';
@@ -94,10 +98,33 @@ export interface VsOptions {
   profile: boolean;
   bigTxnRows: number;
   bigTxnRowBytes: number;
+  /** Extra flags for every tessera tserver (`--name=value`), after the harness's own: A/B a setting. */
+  tserverFlags: string[];
+}
+
+/** Flags the harness sets itself to place its cluster: --tserver-flag may not change them. */
+const HARNESS_TSERVER_FLAGS = ['tserver_master_addrs', 'rpc_bind_addresses', 'webserver_port', 'fs_data_dirs', 'log_level'];
+
+/**
+ * One --tserver-flag argument (`name=value`, a leading `--` accepted) as the tserver parses it,
+ * checked against the tserver's flag registry (unknown name, bad value) before any server starts.
+ */
+export function tserverFlagArg(text: string): string {
+  const m = /^(?:--)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(text);
+  if (!m) throw new Error(`--tserver-flag needs name=value, got '${text}'`);
+  const [, name, value] = m as unknown as [string, string, string];
+  if (HARNESS_TSERVER_FLAGS.includes(name)) throw new Error(`--tserver-flag ${name}: set by the benchmark itself (${HARNESS_TSERVER_FLAGS.join(', ')} are)`);
+  const arg = `--${name}=${value}`;
+  try {
+    parseFlagArgs([arg], new Flags());
+  } catch (e) {
+    throw new Error(`--tserver-flag: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  return arg;
 }
 
 export function parseVsArgs(argv: readonly string[]): VsOptions {
-  const o: VsOptions = { seconds: 10, warmupSeconds: 3, firstWarmupSeconds: FIRST_WARMUP_SECONDS_DEFAULT, rounds: 3, workloads: ALL_WORKLOADS.filter((w) => !VS_WORKLOADS[w]?.optional), outDir: path.resolve(__dirname, '../../bench/results'), readKeys: 10_000, profile: false, bigTxnRows: BIG_TXN_DEFAULTS.rows, bigTxnRowBytes: BIG_TXN_DEFAULTS.rowBytes };
+  const o: VsOptions = { seconds: 10, warmupSeconds: 3, firstWarmupSeconds: FIRST_WARMUP_SECONDS_DEFAULT, rounds: 3, workloads: ALL_WORKLOADS.filter((w) => !VS_WORKLOADS[w]?.optional), outDir: path.resolve(__dirname, '../../bench/results'), readKeys: 10_000, profile: false, bigTxnRows: BIG_TXN_DEFAULTS.rows, bigTxnRowBytes: BIG_TXN_DEFAULTS.rowBytes, tserverFlags: [] };
   const num = (name: string, v: string | undefined, min: number): number => {
     const n = Number(v);
     if (!Number.isFinite(n) || n < min) throw new Error(`--${name} needs a number >= ${min}, got '${v ?? ''}'`);
@@ -122,6 +149,7 @@ export function parseVsArgs(argv: readonly string[]): VsOptions {
       case '--profile': o.profile = true; break;
       case '--big-txn-rows': o.bigTxnRows = Math.floor(num('big-txn-rows', val(), 1)); break;
       case '--big-txn-row-bytes': o.bigTxnRowBytes = Math.floor(num('big-txn-row-bytes', val(), 1)); break;
+      case '--tserver-flag': o.tserverFlags.push(tserverFlagArg(val() ?? '')); break;
       case '--workloads': {
         const ws = (val() ?? '').split(',').map((s) => s.trim()).filter(Boolean);
         const bad = ws.filter((w) => !ALL_WORKLOADS.includes(w));
@@ -130,7 +158,7 @@ export function parseVsArgs(argv: readonly string[]): VsOptions {
         break;
       }
       default:
-        throw new Error(`unknown option '${a}' (known: --vs etcd --seconds --warmup --first-warmup --rounds --workloads --read-keys --out --profile --big-txn-rows --big-txn-row-bytes)`);
+        throw new Error(`unknown option '${a}' (known: --vs etcd --seconds --warmup --first-warmup --rounds --workloads --read-keys --out --profile --big-txn-rows --big-txn-row-bytes --tserver-flag)`);
     }
   }
   return o;
@@ -276,7 +304,7 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
     }
     fs.mkdirSync(o.outDir, { recursive: true });
     if (o.profile) fs.mkdirSync(profileDir, { recursive: true });
-    await tessera.start(TSERVERS, TESSERA_HOST_BASE, ['--durable_wal_write=true'], {
+    await tessera.start(TSERVERS, TESSERA_HOST_BASE, ['--durable_wal_write=true', ...o.tserverFlags], {
       noAliasPortShift: TESSERA_NO_ALIAS_PORT_SHIFT,
       ...(o.profile ? { tserverNodeArgs: (i: number) => (i === 0 ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []) } : {}),
       // info: one line per leadership change, counted below (an election under load explains a stall).
@@ -285,7 +313,7 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
     log(`tessera: 1 master + 3 tservers up (master ${tessera.masterAddress})`);
     const client = await TesseraClient.connect({ masterAddresses: [tessera.masterAddress], timeoutMs: 30_000 });
     let txnOk = false;
-    const shape = `tessera: ${TSERVERS} tservers, RF ${REPLICATION_FACTOR}, table of ${TABLE_TABLETS} tablets`;
+    const shape = `tessera: ${TSERVERS} tservers, RF ${REPLICATION_FACTOR}, table of ${TABLE_TABLETS} tablets${o.tserverFlags.length > 0 ? `, tserver flags ${o.tserverFlags.join(' ')}` : ''}`;
     let clusterShape = shape;
     try {
       await client.createTable({ name: TABLE, columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: TABLE_TABLETS, replicationFactor: REPLICATION_FACTOR });

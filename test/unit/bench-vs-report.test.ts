@@ -209,6 +209,16 @@ describe('bench big-txn, load and section options', () => {
     expect(() => parseVsArgs(['--vs', 'etcd', '--workloads', 'big-txns'])).toThrow(/unknown 'big-txns'/);
   });
 
+  it('bench --vs etcd: --tserver-flag adds checked flags for every tserver; unknown names, bad values and the harness\'s own flags are refused', () => {
+    expect(parseVsArgs(['--vs', 'etcd']).tserverFlags).toEqual([]);
+    const o = parseVsArgs(['--vs', 'etcd', '--tserver-flag', 'log_preallocate_segments=false', '--tserver-flag=--uv_threadpool_size=2']);
+    expect(o.tserverFlags).toEqual(['--log_preallocate_segments=false', '--uv_threadpool_size=2']);
+    expect(() => parseVsArgs(['--vs', 'etcd', '--tserver-flag', 'log_prealocate_segments=false'])).toThrow(/unknown flag --log_prealocate_segments/);
+    expect(() => parseVsArgs(['--vs', 'etcd', '--tserver-flag', 'uv_threadpool_size=many'])).toThrow(/invalid value 'many' for flag --uv_threadpool_size/);
+    expect(() => parseVsArgs(['--vs', 'etcd', '--tserver-flag', 'durable_wal_write'])).toThrow(/needs name=value/);
+    expect(() => parseVsArgs(['--vs', 'etcd', '--tserver-flag', 'fs_data_dirs=/x'])).toThrow(/set by the benchmark itself/);
+  });
+
   it('bench --vs etcd: round 1 warms each workload up longer (--first-warmup, default 10 s) than later rounds (--warmup)', () => {
     const d = parseVsArgs(['--vs', 'etcd']);
     expect([d.warmupSeconds, d.firstWarmupSeconds]).toEqual([3, 10]);
