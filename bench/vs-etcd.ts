@@ -20,7 +20,7 @@ import * as hdr from 'hdr-histogram-js';
 import { TesseraClient } from '../client/tessera-client';
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
 import { masterMethods } from '../rpc/service-methods';
-import { Flags, parseFlagArgs } from '../common/flags';
+import { flagAssignment, Flags, parseFlagArgs } from '../common/flags';
 // Registers every flag a tserver parses, so --tserver-flag is checked before any server starts.
 import '../tserver/tserver-server';
 import { BenchCluster } from './bench-cluster';
@@ -110,9 +110,7 @@ const HARNESS_TSERVER_FLAGS = ['tserver_master_addrs', 'rpc_bind_addresses', 'we
  * checked against the tserver's flag registry (unknown name, bad value) before any server starts.
  */
 export function tserverFlagArg(text: string): string {
-  const m = /^(?:--)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(text);
-  if (!m) throw new Error(`--tserver-flag needs name=value, got '${text}'`);
-  const [, name, value] = m as unknown as [string, string, string];
+  const { name, value } = flagAssignment(text, '--tserver-flag');
   if (HARNESS_TSERVER_FLAGS.includes(name)) throw new Error(`--tserver-flag ${name}: set by the benchmark itself (${HARNESS_TSERVER_FLAGS.join(', ')} are)`);
   const arg = `--${name}=${value}`;
   try {

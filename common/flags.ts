@@ -211,6 +211,16 @@ export function parseFlagList(list: string): Array<[string, string]> {
   return out;
 }
 
+/**
+ * One `name=value` (a leading `--` accepted), as an option that passes a flag on to servers takes it
+ * (`tessera verify --server_flag`, `bench --vs etcd --tserver-flag`); `option` names it in the error.
+ */
+export function flagAssignment(text: string, option: string): { name: string; value: string } {
+  const m = /^(?:--)?([A-Za-z_][A-Za-z0-9_]*)=([\s\S]*)$/.exec(text);
+  if (!m) throw new DbError(ErrorCode.INVALID_ARGUMENT, `${option} must look like name=value, got '${text}'`);
+  return { name: m[1]!, value: m[2]! };
+}
+
 /** Read a gflags-style flag file: one `--name=value` per line, `#` comments. */
 export function readFlagFile(path: string): Array<[string, string]> {
   let text: string;

@@ -10,6 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Command } from 'commander';
 import { DbError, ErrorCode } from '../../common/errors';
+import { flagAssignment } from '../../common/flags';
 import type { DriverKind } from '../cluster-spec';
 import { VERIFY_DOCKER_PORT_OFFSET } from './docker-verify-cluster';
 import { NEMESIS_KINDS, parseNemesisKinds, SAFE_NEMESIS_KINDS } from './nemesis-schedule';
@@ -41,9 +42,8 @@ function registerWrites(v: string): RegisterWriteMode {
 /** `name=value` (a leading `--` is accepted) → `--name=value`, as the servers parse it. */
 export function serverFlagArgs(list: readonly string[]): string[] {
   return list.map((f) => {
-    const m = /^(?:--)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(f);
-    if (!m) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--server_flag must look like name=value, got '${f}'`);
-    return `--${m[1]}=${m[2]}`;
+    const { name, value } = flagAssignment(f, '--server_flag');
+    return `--${name}=${value}`;
   });
 }
 

@@ -215,7 +215,7 @@ describe('bench big-txn, load and section options', () => {
     expect(o.tserverFlags).toEqual(['--log_preallocate_segments=false', '--uv_threadpool_size=2']);
     expect(() => parseVsArgs(['--vs', 'etcd', '--tserver-flag', 'log_prealocate_segments=false'])).toThrow(/unknown flag --log_prealocate_segments/);
     expect(() => parseVsArgs(['--vs', 'etcd', '--tserver-flag', 'uv_threadpool_size=many'])).toThrow(/invalid value 'many' for flag --uv_threadpool_size/);
-    expect(() => parseVsArgs(['--vs', 'etcd', '--tserver-flag', 'durable_wal_write'])).toThrow(/needs name=value/);
+    expect(() => parseVsArgs(['--vs', 'etcd', '--tserver-flag', 'durable_wal_write'])).toThrow(/--tserver-flag must look like name=value/);
     expect(() => parseVsArgs(['--vs', 'etcd', '--tserver-flag', 'fs_data_dirs=/x'])).toThrow(/set by the benchmark itself/);
   });
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
   DbError, ErrorCode, Flags, HybridClock, ManualClock, defineFlag, htFrom, htEncode, htDecode, htLogical,
-  htPhysicalMicros, htToString, parseFlagArgs, parseFlagList, FlagTag, SeededRng,
+  htPhysicalMicros, htToString, parseFlagArgs, parseFlagList, flagAssignment, FlagTag, SeededRng,
 } from '../../common';
 
 describe('common: errors', () => {
@@ -96,6 +96,13 @@ describe('common: flags', () => {
   it('flags: list form with braces for values holding commas', () => {
     expect(parseFlagList('a=1,b={x,y},c=3')).toEqual([['a', '1'], ['b', 'x,y'], ['c', '3']]);
     expect(() => parseFlagList('a=1,b')).toThrow(/has no '=value'/);
+  });
+  it('flags: one name=value of a pass-on option (a leading -- accepted, the value may hold = and newlines), else an error naming the option', () => {
+    expect(flagAssignment('log_level=debug', '--server_flag')).toEqual({ name: 'log_level', value: 'debug' });
+    expect(flagAssignment('--placement=a=b\nc', '--x')).toEqual({ name: 'placement', value: 'a=b\nc' });
+    expect(flagAssignment('empty=', '--x')).toEqual({ name: 'empty', value: '' });
+    expect(() => flagAssignment('durable_wal_write', '--tserver-flag')).toThrow(/--tserver-flag must look like name=value, got 'durable_wal_write'/);
+    expect(() => flagAssignment('9lives=1', '--x')).toThrow(/must look like name=value/);
   });
 });
 
