@@ -39,7 +39,7 @@ export function buildProgram(): Command {
   registerVerifyCommand(program);
   program
     .command('bench [section]')
-    .description(`run a benchmark section (${Object.keys(BENCH_SECTIONS).join(', ')}; default cluster) and print its figures; --vs etcd [--seconds N --warmup N --first-warmup N --rounds N --workloads a,b] runs tessera and etcd side by side`)
+    .description(`run a benchmark section (${Object.keys(BENCH_SECTIONS).join(', ')}; default cluster) and print its figures; --vs etcd [--seconds N --warmup N --first-warmup N --rounds N --workloads a,b --tserver-flag name=value] runs tessera and etcd side by side`)
     .allowUnknownOption(true)
     .allowExcessArguments(true)
     .action(async (section: string | undefined) => {
