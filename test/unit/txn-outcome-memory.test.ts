@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TxnId } from '../../common/ids';
 import { OUTCOME_LIMITS, OutcomeMemory } from '../../tserver/tablet/outcome-memory';
@@ -64,5 +65,30 @@ describe('OutcomeMemory: what a replica remembers of applied and removed transac
 
   it('the defaults: 10,000 kept, up to 200,000 within a minute', () => {
     expect(OUTCOME_LIMITS).toEqual({ max: 10_000, hardMax: 200_000, keepMs: 60_000 });
+  });
+
+  it('matches a plain model over long runs of remembers, re-remembers and clock steps (its eviction queue compacts)', () => {
+    // The model: a list in remember order, oldest first; remembering again moves an id to the end;
+    // beyond max the oldest goes once older than keepMs, beyond hardMax however young.
+    const limits = { max: 20, hardMax: 60, keepMs: 50 };
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.oneof(fc.nat(50), fc.nat(100_000)), fc.nat(5)), { minLength: 1500, maxLength: 3000 }), (steps) => {
+        const { m, clock } = memory(limits);
+        let model: Array<{ id: number; at: number }> = [];
+        for (const [n, dt] of steps) {
+          clock.now += dt;
+          m.remember(id(n), committed(BigInt(n)));
+          model = model.filter((e) => e.id !== n);
+          model.push({ id: n, at: clock.now });
+          while (model.length > limits.max) {
+            if (model.length <= limits.hardMax && clock.now - model[0]!.at < limits.keepMs) break;
+            model.shift();
+          }
+          expect(m.size).toBe(model.length);
+        }
+        for (const e of model) expect(m.get(id(e.id))).toMatchObject({ commitHt: BigInt(e.id) });
+      }),
+      { numRuns: 15, seed: 4242 },
+    );
   });
 });
