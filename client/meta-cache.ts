@@ -5,6 +5,7 @@
  * per tablet so most failovers cost one extra round trip, not a master call.
  */
 import { DbError, ErrorCode } from '../common/errors';
+import { OldestKeys } from '../common/oldest-keys';
 import { masterMethods } from '../rpc/service-methods';
 import type { MasterProxy } from './master-proxy';
 import type { Deadline } from './retry-policy';
@@ -31,6 +32,7 @@ export interface TableLocations {
 
 export class MetaCache {
   private readonly tables = new Map<string, TableLocations>();
+  private readonly oldestTable = new OldestKeys(this.tables);
   private readonly inflight = new Map<string, Promise<TableLocations>>();
   /** tabletId -> RPC address believed to lead it. */
   private readonly leaders = new Map<string, string>();
@@ -73,7 +75,7 @@ export class MetaCache {
       const loc: TableLocations = { schema, tablets, loadedAtMs: performance.now() };
       this.tables.delete(name);
       this.tables.set(name, loc);
-      if (this.tables.size > META_CACHE_TABLES_MAX) this.tables.delete(this.tables.keys().next().value as string);
+      if (this.tables.size > META_CACHE_TABLES_MAX) this.tables.delete(this.oldestTable.take()!);
       if (this.leaders.size > META_CACHE_TABLES_MAX * 256) this.leaders.clear();
       return loc;
     })().finally(() => this.inflight.delete(name));

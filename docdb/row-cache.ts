@@ -15,6 +15,7 @@
  * read restarts and TTL behave as without it. The owner bypasses the cache whenever IntentsDB holds
  * intents (they are merged by the iterator path).
  */
+import { OldestKeys } from '../common/oldest-keys';
 import type { DocKey } from './doc-db-api';
 import type { KvOp } from './kv-engine';
 import type { CellVersion } from './row-assembler';
@@ -33,6 +34,7 @@ export interface CachedRow {
 
 export class RowCache {
   private readonly rows = new Map<string, CachedRow>();
+  private readonly oldest = new OldestKeys(this.rows);
   private bytes = 0;
   private generation = 0;
   private inflight = 0;
@@ -78,9 +80,9 @@ export class RowCache {
     this.bytes += bytes;
     this.metrics.fills++;
     while (this.bytes > max) {
-      const oldest = this.rows.keys().next();
-      if (oldest.done) break;
-      this.drop(oldest.value);
+      const oldest = this.oldest.take();
+      if (oldest === undefined) break;
+      this.drop(oldest);
       this.metrics.evictions++;
     }
   }

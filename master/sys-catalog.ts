@@ -12,6 +12,7 @@ import { DbError, ErrorCode } from '../common/errors';
 import type { Flags } from '../common/flags';
 import { NodeId } from '../common/ids';
 import type { Logger } from '../common/log';
+import { OldestKeys } from '../common/oldest-keys';
 import type { Rng } from '../common/rng';
 import { bootstrapStorage } from '../raft/bootstrap';
 import { RaftGroup, type LeaderChange, type RaftGroupStatus } from '../raft/raft-group';
@@ -49,6 +50,7 @@ export class SysCatalog {
   private catalog: CatalogState = emptyCatalog();
   private appliedIndex = 0;
   private readonly outcomes = new Map<number, DbError | undefined>();
+  private readonly oldestOutcome = new OldestKeys(this.outcomes);
   private compacting = false;
   private listeners: Array<(s: CatalogState) => void> = [];
 
@@ -167,7 +169,7 @@ export class SysCatalog {
         const r = applyCatalogOp(this.catalog, decodeCatalogOp(e.data));
         this.catalog = r.state;
         this.outcomes.set(e.index, r.error ? new DbError(r.error.code, r.error.message) : undefined);
-        if (this.outcomes.size > OUTCOMES_MAX) this.outcomes.delete(this.outcomes.keys().next().value as number);
+        if (this.outcomes.size > OUTCOMES_MAX) this.outcomes.delete(this.oldestOutcome.take()!);
       }
       this.appliedIndex = e.index;
     }

@@ -5,6 +5,7 @@
  */
 import type { HybridTime } from '../../common/hybrid-time';
 import type { TxnId } from '../../common/ids';
+import { OldestKeys } from '../../common/oldest-keys';
 import type { AbortTransactionRequestPB, AbortTransactionResponsePB, GetTransactionStatusRequestPB, GetTransactionStatusResponsePB } from '../../rpc/service-methods';
 import type { TabletLocator } from './tablet-locator';
 import type { PeerTxnEnv, TxnStatusInfo } from './txn-env';
@@ -22,6 +23,7 @@ export interface TxnStatusClientDeps {
 
 export class TxnStatusClient implements PeerTxnEnv {
   private readonly cache = new Map<TxnId, TxnStatusInfo>();
+  private readonly oldest = new OldestKeys(this.cache);
   readonly metrics = { cacheHits: 0, rpcs: 0 };
 
   constructor(private readonly deps: TxnStatusClientDeps) {}
@@ -29,7 +31,7 @@ export class TxnStatusClient implements PeerTxnEnv {
   private remember(id: TxnId, s: TxnStatusInfo): void {
     if (s.status === 'PENDING') return;
     this.cache.set(id, s);
-    if (this.cache.size > STATUS_CACHE_MAX) this.cache.delete(this.cache.keys().next().value!);
+    if (this.cache.size > STATUS_CACHE_MAX) this.cache.delete(this.oldest.take()!);
   }
 
   async getStatus(txnId: TxnId, statusTablet: string, readHt: HybridTime): Promise<TxnStatusInfo> {
