@@ -204,7 +204,7 @@ export class SimNetwork {
         atMs = Math.max(atMs, this.lastAtMs.get(link) ?? 0);
         this.lastAtMs.set(link, atMs);
       }
-      this.queue.push({ ...p, seq, atMs, order });
+      this.queue.push({ seq, atMs, order, ...p });
     }
   }
 

