@@ -1,7 +1,8 @@
 /**
  * What one operation costs the whole cluster, counted rather than timed: RPCs the tservers handled (by
- * method), Raft messages and batches sent, Raft log fsyncs, and RocksDB write batches and ops per
- * database. Each tserver exposes these counters on /prometheus-metrics (tserver/tserver-web.ts,
+ * method), Raft messages and batches sent, Raft log fsyncs, RocksDB write batches and ops per
+ * database, and the garbage-collection pauses of the tservers' main threads (prom-client's
+ * nodejs_gc_duration_seconds, by kind: time, and count). Each tserver exposes these counters on /prometheus-metrics (tserver/tserver-web.ts,
  * registerIoGauges); the benchmark reads every tserver's at the start and at the end of a measured
  * window and divides the change by the operations completed in it. Counts move far less with the
  * machine's speed than ops/s do (only batching follows the load), so they show what a change to the
@@ -15,7 +16,17 @@ export type IoCounters = Map<string, number>;
 
 const DB_NAMES: Record<string, string> = { regulardb: 'RegularDB', intentsdb: 'IntentsDB' };
 
-/** The counter a Prometheus series adds to (undefined: not one of ours). */
+/** Prometheus seconds → the milliseconds the cost table shows. */
+const GC_PAUSE_MS_PER_SECOND = 1000;
+
+/** The counter a Prometheus series adds to, and the factor its value is taken with (undefined: not one of ours). */
+function counterOf(metric: string, labels: Record<string, string>): { key: string; scale: number } | undefined {
+  if (metric === 'nodejs_gc_duration_seconds_sum') return { key: `GC pause ms, main thread: ${labels['kind'] ?? '?'}`, scale: GC_PAUSE_MS_PER_SECOND };
+  if (metric === 'nodejs_gc_duration_seconds_count') return { key: `GC pauses: ${labels['kind'] ?? '?'}`, scale: 1 };
+  const key = counterKey(metric, labels);
+  return key === undefined ? undefined : { key, scale: 1 };
+}
+
 function counterKey(metric: string, labels: Record<string, string>): string | undefined {
   const db = DB_NAMES[labels['db'] ?? ''] ?? labels['db'];
   switch (metric) {
@@ -46,10 +57,10 @@ export function parseCounters(text: string, into: IoCounters = new Map()): IoCou
     if (!m) continue;
     const labels: Record<string, string> = {};
     for (const l of m[2]!.matchAll(LABEL)) labels[l[1]!] = l[2]!;
-    const key = counterKey(m[1]!, labels);
+    const c = counterOf(m[1]!, labels);
     const v = Number(m[3]);
-    if (key === undefined || !Number.isFinite(v)) continue;
-    into.set(key, (into.get(key) ?? 0) + v);
+    if (c === undefined || !Number.isFinite(v)) continue;
+    into.set(c.key, (into.get(c.key) ?? 0) + v * c.scale);
   }
   return into;
 }
@@ -89,8 +100,8 @@ export function costPerOp(runs: ReadonlyArray<{ ops: number; counters?: Record<s
   return out;
 }
 
-/** RPCs first, then Raft, then the databases; alphabetical within a group. */
+/** RPCs first, then Raft, then the databases, then garbage collection; alphabetical within a group. */
 export function sortCostKeys(keys: readonly string[]): string[] {
-  const rank = (k: string): number => (k.startsWith('RPCs') ? 0 : k.startsWith('Raft') ? 1 : 2);
+  const rank = (k: string): number => (k.startsWith('RPCs') ? 0 : k.startsWith('Raft') ? 1 : k.startsWith('GC ') ? 3 : 2);
   return [...keys].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
 }

@@ -272,6 +272,6 @@ export function renderCosts(rows: readonly VsRow[]): string[] {
     `|---|${cols.map(() => '---:').join('|')}|`,
     ...keys.map((k) => `| ${k} | ${cols.map((r) => fmt(r.tessera!.costPerOp![k])).join(' | ')} |`),
     '',
-    'Counted on every tserver (/prometheus-metrics: tserver_rpc_ops_total, tserver_raft_messages, tserver_raft_batches, tserver_log_fsyncs, tserver_docdb_write_batches, tserver_docdb_write_ops) at the start and end of each measured window; the change over all rounds divided by the operations completed. A put is one row; a transaction is the whole 2-row transaction. Counts move far less with the machine\'s speed than ops/s (batching still follows the load).',
+    'Counted on every tserver (/prometheus-metrics: tserver_rpc_ops_total, tserver_raft_messages, tserver_raft_batches, tserver_log_fsyncs, tserver_docdb_write_batches, tserver_docdb_write_ops, nodejs_gc_duration_seconds) at the start and end of each measured window; the change over all rounds divided by the operations completed. A put is one row; a transaction is the whole 2-row transaction. Counts move far less with the machine\'s speed than ops/s (batching still follows the load). GC pauses are the main threads\' stops for garbage collection (minor: the young generation, following what the code allocates per operation; major and incremental: the old generation); V8\'s concurrent marking on other threads is not in them.',
   ];
 }

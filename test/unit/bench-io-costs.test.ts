@@ -22,6 +22,10 @@ const scrape = (writes: number, intentPuts: number, syncedRegular: number): stri
     'tserver_docdb_write_batches{tablet_id="a",db="regulardb",synced="false",server="tserver"} 7',
     'tserver_log_fsyncs{tablet_id="a",server="tserver"} 12',
     'nodejs_heap_size_total_bytes{server="tserver"} 123456',
+    'nodejs_gc_duration_seconds_bucket{le="0.001",kind="minor",server="tserver"} 3',
+    'nodejs_gc_duration_seconds_sum{kind="minor",server="tserver"} 0.25',
+    'nodejs_gc_duration_seconds_count{kind="minor",server="tserver"} 40',
+    'nodejs_gc_duration_seconds_sum{kind="major",server="tserver"} 0.125',
     'garbage line {',
   ].join('\n');
 
@@ -38,6 +42,11 @@ describe('bench io-costs', () => {
     expect(c.get('RegularDB write batches')).toBe(14);
     expect(c.get('Raft log fsyncs')).toBe(24);
     expect([...c.keys()].some((k) => k.includes('heap'))).toBe(false);
+    // GC pauses: seconds become milliseconds, counts stay counts; histogram buckets are left out.
+    expect(c.get('GC pause ms, main thread: minor')).toBe(500);
+    expect(c.get('GC pause ms, main thread: major')).toBe(250);
+    expect(c.get('GC pauses: minor')).toBe(80);
+    expect([...c.keys()].filter((k) => k.startsWith('GC'))).toHaveLength(3);
   });
 
   it('divides the change over the windows by the operations completed, and drops counters that did not move', () => {
@@ -57,13 +66,14 @@ describe('bench io-costs', () => {
     expect(costPerOp([{ ops: 0, counters: d }])).toBeUndefined();
   });
 
-  it('orders RPCs, then Raft, then the databases', () => {
-    expect(sortCostKeys(['RegularDB puts', 'Raft log fsyncs', 'RPCs: Write', 'IntentsDB puts', 'RPCs: CreateTransaction'])).toEqual([
+  it('orders RPCs, then Raft, then the databases, then garbage collection', () => {
+    expect(sortCostKeys(['GC pauses: minor', 'RegularDB puts', 'Raft log fsyncs', 'RPCs: Write', 'IntentsDB puts', 'RPCs: CreateTransaction'])).toEqual([
       'RPCs: CreateTransaction',
       'RPCs: Write',
       'Raft log fsyncs',
       'IntentsDB puts',
       'RegularDB puts',
+      'GC pauses: minor',
     ]);
   });
 
