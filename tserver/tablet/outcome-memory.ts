@@ -7,6 +7,11 @@
  * Bounded: beyond `max` entries the oldest is evicted only once it is `keepMs` old (a reader that met
  * the intents before the apply may still be asking), and always beyond `hardMax`. Remembering a
  * transaction again makes it the newest.
+ *
+ * Kept in a ring of typed arrays (status, commit time, priority, time) indexed from a Map of ids: an
+ * outcome lives for a minute under load, so every object it holds outlives the young generation and
+ * is copied by the scavenger and then promoted — with one object per field that was most of what a
+ * tserver promoted per transaction. Here an outcome is its id string and a Map slot.
  */
 import type { TxnId } from '../../common/ids';
 import type { TxnStatusInfo } from '../transaction/txn-env';
@@ -19,19 +24,25 @@ export interface OutcomeLimits {
 
 export const OUTCOME_LIMITS: OutcomeLimits = { max: 10_000, hardMax: 200_000, keepMs: 60_000 };
 
+const STATUS_CODES = { COMMITTED: 1, ABORTED: 2, PENDING: 3 } as const;
+const INITIAL_SLOTS = 1024;
+
 export class OutcomeMemory {
-  private readonly byTxn = new Map<TxnId, { info: TxnStatusInfo; atMs: number; seq: number }>();
+  /** Id → its slot in the ring (an id's older slots are dead: the Map no longer points at them). */
+  private readonly slotOf = new Map<TxnId, number>();
   /**
-   * Every remember() in order (oldest first, from `head`), with its sequence number: the entry is the
-   * live one only while byTxn still holds that number for the id (remembering again supersedes it).
-   * The oldest live outcome is found here, not by iterating byTxn from its start: V8's Map keeps the
-   * slots of deleted entries until it rehashes, so after many evictions from the front such an
-   * iteration walks every dead slot first — tens of microseconds per call at 10,000 outcomes.
+   * The ring, oldest first from `head`, `used` slots long (live and dead ones). The oldest live
+   * outcome is found here, not by iterating the Map from its start: V8's Map keeps the slots of
+   * deleted entries until it rehashes, so after many evictions such an iteration walks every dead
+   * slot first — tens of microseconds per call at 10,000 outcomes.
    */
-  private queueIds: TxnId[] = [];
-  private queueSeqs: number[] = [];
+  private ids: Array<TxnId | undefined> = new Array<TxnId | undefined>(INITIAL_SLOTS);
+  private status = new Uint8Array(INITIAL_SLOTS);
+  private commitHt = new BigInt64Array(INITIAL_SLOTS);
+  private priority = new Float64Array(INITIAL_SLOTS);
+  private atMs = new Float64Array(INITIAL_SLOTS);
   private head = 0;
-  private seq = 0;
+  private used = 0;
 
   constructor(
     private readonly limits: OutcomeLimits = OUTCOME_LIMITS,
@@ -39,49 +50,79 @@ export class OutcomeMemory {
   ) {}
 
   get size(): number {
-    return this.byTxn.size;
+    return this.slotOf.size;
   }
 
   get(txnId: TxnId): TxnStatusInfo | undefined {
-    return this.byTxn.get(txnId)?.info;
+    const i = this.slotOf.get(txnId);
+    if (i === undefined) return undefined;
+    const priority = this.priority[i]!;
+    switch (this.status[i]) {
+      case STATUS_CODES.COMMITTED:
+        return { status: 'COMMITTED', commitHt: BigInt.asUintN(64, this.commitHt[i]!), priority };
+      case STATUS_CODES.ABORTED:
+        return { status: 'ABORTED', priority };
+      default:
+        return { status: 'PENDING', priority };
+    }
   }
 
   remember(txnId: TxnId, o: TxnStatusInfo): void {
     const now = this.nowMs();
-    const seq = ++this.seq;
-    // A wrapper, not `{ ...o, atMs, seq }`: in Node 20's V8 a spread followed by new properties costs
-    // over a microsecond (measured), a plain literal a few nanoseconds.
-    this.byTxn.set(txnId, { info: o, atMs: now, seq });
-    this.queueIds.push(txnId);
-    this.queueSeqs.push(seq);
+    if (this.used === this.ids.length) this.makeRoom();
+    const i = (this.head + this.used) % this.ids.length;
+    this.used++;
+    this.ids[i] = txnId;
+    this.status[i] = STATUS_CODES[o.status];
+    this.commitHt[i] = o.status === 'COMMITTED' ? BigInt.asIntN(64, o.commitHt) : 0n;
+    this.priority[i] = o.priority;
+    this.atMs[i] = now;
+    this.slotOf.set(txnId, i); // an older slot of the same id is dead from now on
     const { max, hardMax, keepMs } = this.limits;
-    while (this.byTxn.size > max && this.head < this.queueIds.length) {
-      const id = this.queueIds[this.head]!;
-      const v = this.byTxn.get(id);
-      if (v !== undefined && v.seq === this.queueSeqs[this.head]) {
-        if (this.byTxn.size <= hardMax && now - v.atMs < keepMs) break;
-        this.byTxn.delete(id);
+    while (this.used > 0) {
+      const h = this.head;
+      const id = this.ids[h]!;
+      const live = this.slotOf.get(id) === h;
+      if (live) {
+        if (this.slotOf.size <= max) break;
+        if (this.slotOf.size <= hardMax && now - this.atMs[h]! < keepMs) break;
+        this.slotOf.delete(id);
       }
-      this.head++;
+      this.ids[h] = undefined;
+      this.head = (h + 1) % this.ids.length;
+      this.used--;
     }
-    this.compactQueue();
   }
 
-  /** Drop the queue's consumed and superseded slots once they outnumber the live ones. */
-  private compactQueue(): void {
-    const len = this.queueIds.length;
-    if (len - this.byTxn.size < Math.max(1024, this.byTxn.size)) return;
-    const ids: TxnId[] = [];
-    const seqs: number[] = [];
-    for (let i = this.head; i < len; i++) {
-      const id = this.queueIds[i]!;
-      if (this.byTxn.get(id)?.seq === this.queueSeqs[i]) {
-        ids.push(id);
-        seqs.push(this.queueSeqs[i]!);
-      }
+  /** The ring is full: copy its live slots, oldest first, into arrays with room to spare. */
+  private makeRoom(): void {
+    const cap = this.ids.length;
+    const live = this.slotOf.size;
+    const nextCap = live * 2 > cap ? cap * 2 : cap;
+    const ids = new Array<TxnId | undefined>(nextCap);
+    const status = new Uint8Array(nextCap);
+    const commitHt = new BigInt64Array(nextCap);
+    const priority = new Float64Array(nextCap);
+    const atMs = new Float64Array(nextCap);
+    let n = 0;
+    for (let k = 0; k < this.used; k++) {
+      const i = (this.head + k) % cap;
+      const id = this.ids[i]!;
+      if (this.slotOf.get(id) !== i) continue;
+      ids[n] = id;
+      status[n] = this.status[i]!;
+      commitHt[n] = this.commitHt[i]!;
+      priority[n] = this.priority[i]!;
+      atMs[n] = this.atMs[i]!;
+      this.slotOf.set(id, n);
+      n++;
     }
-    this.queueIds = ids;
-    this.queueSeqs = seqs;
+    this.ids = ids;
+    this.status = status;
+    this.commitHt = commitHt;
+    this.priority = priority;
+    this.atMs = atMs;
     this.head = 0;
+    this.used = n;
   }
 }
