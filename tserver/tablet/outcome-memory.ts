@@ -9,9 +9,11 @@
  * transaction again makes it the newest.
  *
  * Kept in a ring of typed arrays (status, commit time, priority, time) indexed from a Map of ids: an
- * outcome lives for a minute under load, so every object it holds outlives the young generation and
- * is copied by the scavenger and then promoted — with one object per field that was most of what a
- * tserver promoted per transaction. Here an outcome is its id string and a Map slot.
+ * outcome lives for a minute under load, so whatever objects it holds outlive the young generation
+ * and are copied and promoted; here an outcome is its id string and a Map slot, not three objects.
+ * (Measured: 0.7 µs per remember() at 21,600 outcomes, against 2–4 µs for a Map of objects; what a
+ * tserver promotes per scavenge under load did not change measurably — that is mostly intents and
+ * Raft log entries waiting to be applied or evicted.)
  */
 import type { TxnId } from '../../common/ids';
 import type { TxnStatusInfo } from '../transaction/txn-env';
