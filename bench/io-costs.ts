@@ -38,6 +38,8 @@ function counterKey(metric: string, labels: Record<string, string>): string | un
       return labels['direction'] === 'sent' ? 'Raft batches sent (frames)' : undefined;
     case 'tserver_log_fsyncs':
       return 'Raft log fsyncs';
+    case 'tserver_raft_early':
+      return EARLY_KINDS[labels['kind'] ?? ''];
     case 'tserver_docdb_write_batches':
       return `${db} write batches${labels['synced'] === 'true' ? ', synced' : ''}`;
     case 'tserver_docdb_write_ops':
@@ -46,6 +48,13 @@ function counterKey(metric: string, labels: Record<string, string>): string | un
       return undefined;
   }
 }
+
+/** tserver_raft_early's kinds (RaftGroup.kick: work done while a log sync ran instead of after it). */
+const EARLY_KINDS: Record<string, string> = {
+  applied_entries: 'Raft entries applied while a log sync ran',
+  applied_saved_ms: 'Raft: ms those applies came sooner (summed)',
+  sends: 'Raft sends while a log sync ran',
+};
 
 const SERIES = /^([a-zA-Z_:][a-zA-Z0-9_:]*)\{([^}]*)\}\s+(\S+)$/;
 const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;

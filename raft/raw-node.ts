@@ -13,13 +13,17 @@
  *     node.advance(rd);
  *
  * See `Ready` in types.ts for the full contract. ready() may not be called again before advance().
+ * While a Ready is outstanding (the host awaits its sync), takeEarly() hands out what need not wait
+ * for that sync: committed entries an earlier Ready persisted, and a leader's appends and heartbeats.
+ * The core counts committed entries as applied when it hands them out (ready() or takeEarly()): the
+ * host's apply stage runs behind, in order, and tracks its own applied index.
  */
 import { assert } from '../common/assert';
 import type { NodeId } from '../common/ids';
 import { Raft } from './raft';
 import type { RaftOptions } from './raft-options';
 import { resolveRaftOptions } from './raft-options';
-import type { ConfChange, ConfState, HardState, Message, ProposeResult, RaftStatus, ReadIndexResult, Ready, Role, SoftState } from './types';
+import { Role, type ConfChange, type ConfState, type Entry, type HardState, type Message, type ProposeResult, type RaftStatus, type ReadIndexResult, type Ready, type SoftState } from './types';
 
 export interface BasicStatus {
   id: NodeId;
@@ -150,7 +154,7 @@ export class RawNode {
     r.flush();
     const rd: Ready = {
       entries: r.log.unstable.entries.slice(),
-      committedEntries: r.log.nextCommittedEnts(),
+      committedEntries: this.handOutCommitted(),
       messages: r.msgs,
       readStates: r.readStates,
       mustSync: false,
@@ -178,7 +182,43 @@ export class RawNode {
     return rd;
   }
 
-  /** The host finished everything `rd` asked (persisted, sent, applied). */
+  /**
+   * Only while a Ready is outstanding, its sync still running: the committed entries that became
+   * ready since (the commit index moved on an acknowledgement, or a follower learnt it) among those
+   * EARLIER Readys persisted — never the outstanding Ready's own entries, which are not yet stable
+   * here — unless `withEntries` is false (the host's apply stage is full); and, on a leader, the
+   * appends and heartbeats queued since (a leader may send before its own fsync: its own progress
+   * counts only entries it persisted, so no commit index it announces rests on its unsynced copy).
+   * Everything else (responses, votes, snapshots, hard and soft state) waits for the next Ready.
+   * Returns undefined when there is nothing to hand out.
+   */
+  takeEarly(withEntries: boolean): { committedEntries: Entry[]; messages: Message[] } | undefined {
+    assert(this.outstanding !== undefined, 'raft: takeEarly() without an outstanding Ready');
+    const r = this.raft;
+    const committedEntries = withEntries ? this.handOutCommitted() : [];
+    let messages: Message[] = [];
+    if (r.role === Role.leader && r.msgs.length > 0) {
+      const rest: Message[] = [];
+      for (const m of r.msgs) (m.type === 'append' || m.type === 'heartbeat' ? messages : rest).push(m);
+      r.msgs = rest;
+    }
+    if (committedEntries.length === 0 && messages.length === 0) return undefined;
+    return { committedEntries, messages };
+  }
+
+  /** Committed entries ready to apply (persisted, not yet handed out), now counted as applied. */
+  private handOutCommitted(): Entry[] {
+    const log = this.raft.log;
+    const ents = log.nextCommittedEnts();
+    const last = ents[ents.length - 1];
+    if (last) {
+      log.appliedTo(last.index);
+      this.raft.onApplied(ents);
+    }
+    return ents;
+  }
+
+  /** The host finished everything `rd` asked (persisted, sent; committed entries handed to its apply stage). */
   advance(rd: Ready): void {
     assert(this.outstanding === rd, 'raft: advance() with a Ready that is not the outstanding one');
     this.outstanding = undefined;
@@ -189,11 +229,6 @@ export class RawNode {
     }
     const last = rd.entries[rd.entries.length - 1];
     if (last) log.unstable.stableTo(last.index, last.term);
-    const lastApplied = rd.committedEntries[rd.committedEntries.length - 1];
-    if (lastApplied) {
-      log.appliedTo(lastApplied.index);
-      this.raft.onApplied(rd.committedEntries);
-    }
     this.raft.onPersisted();
   }
 

@@ -322,6 +322,11 @@ function registerIoGauges(d: TServerWebDeps): void {
   perTablet('tserver_log_fsyncs', 'fdatasync calls on the Raft log segments of a tablet replica since it opened', [], (g, tablet_id, io) => {
     if (io.logFsyncs !== undefined) g.set({ tablet_id }, io.logFsyncs);
   });
+  perTablet('tserver_raft_early', 'What a tablet replica did while a Raft log sync of newer entries ran, instead of after it: committed entries handed to the apply stage (kind="applied_entries"), how much sooner in all (kind="applied_saved_ms": each one to the end of that sync), and leader message batches sent (kind="sends")', ['kind'], (g, tablet_id, io) => {
+    g.set({ tablet_id, kind: 'applied_entries' }, io.raftEarly.entries);
+    g.set({ tablet_id, kind: 'applied_saved_ms' }, Math.round(io.raftEarly.savedMs));
+    g.set({ tablet_id, kind: 'sends' }, io.raftEarly.sends);
+  });
   const raft = d.raftTransport;
   if (raft) {
     d.metrics.gauge('tserver_raft_messages', 'Raft messages this server sent or received since it started (all tablets; direction="sent"|"received")', ['direction'], (g) => {

@@ -21,6 +21,10 @@ const scrape = (writes: number, intentPuts: number, syncedRegular: number): stri
     `tserver_docdb_write_batches{tablet_id="a",db="regulardb",synced="true",server="tserver"} ${syncedRegular}`,
     'tserver_docdb_write_batches{tablet_id="a",db="regulardb",synced="false",server="tserver"} 7',
     'tserver_log_fsyncs{tablet_id="a",server="tserver"} 12',
+    'tserver_raft_early{tablet_id="a",kind="applied_entries",server="tserver"} 6',
+    'tserver_raft_early{tablet_id="b",kind="applied_saved_ms",server="tserver"} 21',
+    'tserver_raft_early{tablet_id="a",kind="sends",server="tserver"} 2',
+    'tserver_raft_early{tablet_id="a",kind="unknown",server="tserver"} 99',
     'nodejs_heap_size_total_bytes{server="tserver"} 123456',
     'nodejs_gc_duration_seconds_bucket{le="0.001",kind="minor",server="tserver"} 3',
     'nodejs_gc_duration_seconds_sum{kind="minor",server="tserver"} 0.25',
@@ -41,6 +45,10 @@ describe('bench io-costs', () => {
     expect(c.get('RegularDB write batches, synced')).toBe(3);
     expect(c.get('RegularDB write batches')).toBe(14);
     expect(c.get('Raft log fsyncs')).toBe(24);
+    expect(c.get('Raft entries applied while a log sync ran')).toBe(12);
+    expect(c.get('Raft: ms those applies came sooner (summed)')).toBe(42);
+    expect(c.get('Raft sends while a log sync ran')).toBe(4);
+    expect([...c.keys()].filter((k) => k.includes('while a log sync') || k.includes('came sooner'))).toHaveLength(3);
     expect([...c.keys()].some((k) => k.includes('heap'))).toBe(false);
     // GC pauses: seconds become milliseconds, counts stay counts; histogram buckets are left out.
     expect(c.get('GC pause ms, main thread: minor')).toBe(500);

@@ -18,6 +18,9 @@ interface Node {
 function cluster(seed = 1, clock?: { now: number; tickMs: number }) {
   const ids = ['a', 'b', 'c'].map(NodeId);
   const cut = new Set<string>();
+  /** Messages to these ids wait in `gate` until the test releases them. */
+  const holdTo = new Set<string>();
+  const gate: Array<() => void> = [];
   const nodes = new Map<string, Node>();
   for (const id of ids) {
     const storage = new MemoryLogStorage();
@@ -33,7 +36,9 @@ function cluster(seed = 1, clock?: { now: number; tickMs: number }) {
       send: (msgs: Message[]) => {
         for (const m of msgs) {
           if (cut.has(m.from) || cut.has(m.to)) continue;
-          setImmediate(() => nodes.get(m.to)?.group.step(m));
+          const deliver = () => nodes.get(m.to)?.group.step(m);
+          if (holdTo.has(m.to)) gate.push(deliver);
+          else setImmediate(deliver);
         }
       },
       applyEntries: async (ents) => {
@@ -59,7 +64,7 @@ function cluster(seed = 1, clock?: { now: number; tickMs: number }) {
     throw new Error('condition not reached');
   };
   const leader = (): Node | undefined => [...nodes.values()].find((n) => n.group.isLeaderReady() && !cut.has(n.id));
-  return { nodes, cut, until, leader, tickAll };
+  return { nodes, cut, holdTo, gate, until, leader, tickAll };
 }
 
 const bytes = (s: string) => new TextEncoder().encode(s);
@@ -163,6 +168,49 @@ describe('RaftGroup', () => {
     await y;
     await c.until(() => normal().includes('y'));
     expect(normal().slice(-3)).toEqual(['warm', 'x', 'y']);
+  });
+
+  it('raft-group: entries committed while the sync of newer entries runs are applied during that sync, not after it', async () => {
+    const c = cluster(5);
+    await c.until(() => c.leader() !== undefined);
+    const l = c.leader()!;
+    await l.group.propose(bytes('warm'));
+    const held: Array<() => void> = [];
+    const realSync = l.storage.sync.bind(l.storage);
+    l.storage.sync = () => new Promise<void>((resolve) => held.push(() => void realSync().then(resolve)));
+    const normal = () => l.applied.filter((e) => e.type === 'normal').map((e) => text(e.data));
+    const followers = [...c.nodes.values()].filter((n) => n !== l);
+    // The followers' acknowledgements of x wait at the gate.
+    c.holdTo.add(l.id);
+    const x = l.group.propose(bytes('x'));
+    await c.until(() => held.length === 1 && followers.every((n) => n.storage.lastIndex() >= l.storage.lastIndex()) && c.gate.length >= 2);
+    // x is durable on the leader now, but only the leader has said so: not committed.
+    held.shift()!();
+    await c.until(() => held.length === 0 && l.storage.lastIndex() > 0);
+    const y = l.group.propose(bytes('y'));
+    await c.until(() => held.length === 1);
+    expect(normal()).not.toContain('x');
+    const before = l.group.status().earlyAppliedEntries;
+    // The acknowledgements of x arrive while y's sync is held: x commits and is applied right away.
+    c.holdTo.clear();
+    for (const deliver of c.gate.splice(0)) deliver();
+    await c.until(() => normal().includes('x'), 50);
+    expect(held.length).toBe(1);
+    expect(normal()).not.toContain('y');
+    expect(l.group.status().earlyAppliedEntries).toBeGreaterThan(before);
+    await x;
+    l.storage.sync = realSync;
+    held.shift()!();
+    await y;
+    await c.until(() => normal().includes('y'));
+    // Every entry was handed out once, in log order, on every replica.
+    for (const n of c.nodes.values()) {
+      await c.until(() => n.applied.some((e) => e.type === 'normal' && text(e.data) === 'y'));
+      const idx = n.applied.map((e) => e.index);
+      expect(idx).toEqual([...idx].sort((a, b) => a - b));
+      expect(new Set(idx).size).toBe(idx.length);
+      expect(n.applied.filter((e) => e.type === 'normal').map((e) => text(e.data)).slice(-3)).toEqual(['warm', 'x', 'y']);
+    }
   });
 
   it('raft-group: with leaseClock a lease also ends in wall time — a leader whose ticks stalled (SIGSTOP, starved loop) does not resume with a lease', async () => {
