@@ -70,6 +70,22 @@ function cluster(seed = 1, clock?: { now: number; tickMs: number }) {
 const bytes = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
 
+/**
+ * A cluster whose leader applied 'warm', then had its fsyncs held: each sync() waits in `held` until
+ * the test releases it. `normal()`: the leader's applied normal entries, as text.
+ */
+async function leaderWithHeldSyncs() {
+  const c = cluster(5);
+  await c.until(() => c.leader() !== undefined);
+  const l = c.leader()!;
+  await l.group.propose(bytes('warm'));
+  const held: Array<() => void> = [];
+  const realSync = l.storage.sync.bind(l.storage);
+  l.storage.sync = () => new Promise<void>((resolve) => held.push(() => void realSync().then(resolve)));
+  const normal = () => l.applied.filter((e) => e.type === 'normal').map((e) => text(e.data));
+  return { c, l, held, realSync, normal };
+}
+
 describe('RaftGroup', () => {
   it('raft-group: a proposal resolves after commit and every replica applies it in order', async () => {
     const c = cluster();
@@ -144,15 +160,7 @@ describe('RaftGroup', () => {
   });
 
   it('raft-group: committed entries reach the apply stage while the sync of newer entries is still running', async () => {
-    const c = cluster(5);
-    await c.until(() => c.leader() !== undefined);
-    const l = c.leader()!;
-    await l.group.propose(bytes('warm'));
-    // Hold the leader's fsyncs: each sync() waits until the test releases it.
-    const held: Array<() => void> = [];
-    const realSync = l.storage.sync.bind(l.storage);
-    l.storage.sync = () => new Promise<void>((resolve) => held.push(() => void realSync().then(resolve)));
-    const normal = () => l.applied.filter((e) => e.type === 'normal').map((e) => text(e.data));
+    const { c, l, held, realSync, normal } = await leaderWithHeldSyncs();
     const x = l.group.propose(bytes('x'));
     // x's Ready sends the appends before its own sync: the followers persist and acknowledge x.
     await c.until(() => held.length === 1 && [...c.nodes.values()].filter((n) => n !== l).every((n) => n.storage.lastIndex() >= l.storage.lastIndex()));
@@ -171,14 +179,7 @@ describe('RaftGroup', () => {
   });
 
   it('raft-group: entries committed while the sync of newer entries runs are applied during that sync, not after it', async () => {
-    const c = cluster(5);
-    await c.until(() => c.leader() !== undefined);
-    const l = c.leader()!;
-    await l.group.propose(bytes('warm'));
-    const held: Array<() => void> = [];
-    const realSync = l.storage.sync.bind(l.storage);
-    l.storage.sync = () => new Promise<void>((resolve) => held.push(() => void realSync().then(resolve)));
-    const normal = () => l.applied.filter((e) => e.type === 'normal').map((e) => text(e.data));
+    const { c, l, held, realSync, normal } = await leaderWithHeldSyncs();
     const followers = [...c.nodes.values()].filter((n) => n !== l);
     // The followers' acknowledgements of x wait at the gate.
     c.holdTo.add(l.id);
