@@ -15,6 +15,7 @@ describe('raft simulator', () => {
     let elections = 0;
     let snapshots = 0;
     let confChanges = 0;
+    let early = 0;
     for (let seed = 1; seed <= SEEDS; seed++) {
       // runSeed throws SimFailure naming the seed and the replay command.
       const r = runSeed({ seed, steps: STEPS_PER_SEED });
@@ -23,6 +24,7 @@ describe('raft simulator', () => {
       elections += r.elections;
       snapshots += r.snapshotsSent;
       confChanges += r.confChanges;
+      early += r.earlyEntries;
     }
     // The budget itself is part of the contract (issue 3): at least 1,000,000 simulated steps.
     expect(steps).toBeGreaterThanOrEqual(1_000_000);
@@ -31,6 +33,7 @@ describe('raft simulator', () => {
     expect(elections).toBeGreaterThan(SEEDS);
     expect(snapshots).toBeGreaterThan(SEEDS / 2);
     expect(confChanges).toBeGreaterThan(SEEDS / 2);
+    expect(early).toBeGreaterThan(SEEDS);
   });
 
   it('raft sim: a seed replays exactly (same result twice)', () => {

@@ -34,6 +34,8 @@ export interface SimResult {
   crashes: number;
   confChanges: number;
   snapshotsSent: number;
+  /** Committed entries handed to an apply stage while that node's fsync was in flight (RawNode.takeEarly). */
+  earlyEntries: number;
   messages: { sent: number; dropped: number };
 }
 
@@ -65,7 +67,7 @@ export class SimCluster {
   private nextProposal = 1;
   private nextRead = 1;
   private readonly pending = new Map<number, PendingProposal>();
-  private readonly stats = { accepted: 0, committed: 0, failed: 0, elections: 0, crashes: 0, confChanges: 0, snapshotsSent: 0 };
+  private readonly stats = { accepted: 0, committed: 0, failed: 0, elections: 0, crashes: 0, confChanges: 0, snapshotsSent: 0, earlyEntries: 0 };
   private readonly votersAtStart: number;
 
   constructor(private readonly opts: SimOptions) {
@@ -123,6 +125,7 @@ export class SimCluster {
       crashes: this.stats.crashes,
       confChanges: this.stats.confChanges,
       snapshotsSent: this.stats.snapshotsSent,
+      earlyEntries: this.stats.earlyEntries,
       messages: { sent: this.net.sent, dropped: this.net.dropped },
     };
   }
@@ -206,6 +209,10 @@ export class SimCluster {
         this.stats.crashes++;
       } else if (this.rng.chance(0.5)) {
         this.send(n, n.finishSync());
+      } else if (this.rng.chance(0.5)) {
+        const e = n.takeEarly();
+        this.stats.earlyEntries += e.entries;
+        this.send(n, e.messages);
       }
       return;
     }

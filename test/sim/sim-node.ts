@@ -131,6 +131,18 @@ export class SimNode {
     return rd.messages.filter(isEarly);
   }
 
+  /**
+   * While the fsync is in flight, as raft/raft-group.ts does for inputs that arrive meanwhile: the
+   * committed entries earlier syncs persisted go to the apply stage, a leader's appends and heartbeats
+   * go out (RawNode.takeEarly). Returns the messages and how many entries went to the apply stage.
+   */
+  takeEarly(): { messages: Message[]; entries: number } {
+    const e = this.raw!.takeEarly(true);
+    if (!e) return { messages: [], entries: 0 };
+    for (const x of e.committedEntries) this.applyQueue.push(x);
+    return { messages: e.messages, entries: e.committedEntries.length };
+  }
+
   /** The in-flight sync completes: the Ready's remaining messages go out, and it is advanced. */
   finishSync(): Message[] {
     const { rd, late } = this.syncingReady!;
