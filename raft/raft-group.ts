@@ -139,12 +139,6 @@ export interface RaftGroupStatus extends RaftStatus {
   hasLease: boolean;
   pendingProposals: number;
   applyQueueEntries: number;
-  /** Committed entries handed to the apply stage while a sync of newer entries ran (see kick()). */
-  earlyAppliedEntries: number;
-  /** How much sooner those entries reached the apply stage, in all (ms; at least: to the end of the sync they did not wait for). */
-  earlyAppliedSavedMs: number;
-  /** Leader message batches sent while a sync ran (commit index broadcasts, pipeline refills). */
-  earlySends: number;
 }
 
 export class RaftGroup {
@@ -159,13 +153,13 @@ export class RaftGroup {
   /** The processing pass is awaiting storage.sync() (inputs meanwhile may use takeEarly). */
   private syncing = false;
   /**
-   * What went out while a sync ran (status, metrics): committed entries handed to the apply stage, how
+   * What went out while a sync ran (earlyCounts(): metrics, tests): committed entries handed to the apply stage, how
    * much sooner in all (ms from each hand-off to the end of that sync, when the next pass would have
    * handed it out at the earliest), and leader message batches sent.
    */
   private readonly early = { entries: 0, savedMs: 0, sends: 0 };
   /** Entries handed out early during the sync now running, and the sum of their hand-off times. */
-  private earlyDuringSync = { entries: 0, atMsSum: 0 };
+  private readonly earlyDuringSync = { entries: 0, atMsSum: 0 };
 
   private appliedIndex: number;
   private appliedTerm = 0;
@@ -326,13 +320,14 @@ export class RaftGroup {
       hasLease: this.hasLease(),
       pendingProposals: this.pending.size,
       applyQueueEntries: this.applyQueue.length,
-      earlyAppliedEntries: this.early.entries,
-      earlyAppliedSavedMs: Math.round(this.early.savedMs),
-      earlySends: this.early.sends,
     };
   }
 
-  /** Counters of what went out while a sync ran (see kick()); the live object, read-only. */
+  /**
+   * What went out while a sync ran (see kick()), since the group started: committed entries handed to
+   * the apply stage, how many ms sooner in all (at least: to the end of the sync they did not wait
+   * for), and leader message batches sent. The live object, read-only.
+   */
   earlyCounts(): Readonly<{ entries: number; savedMs: number; sends: number }> {
     return this.early;
   }

@@ -796,11 +796,10 @@ export class TabletPeer {
   }
 
   /** What this replica asked of its disks since it opened: WAL fsyncs, and write batches/ops per database (undefined until running). */
-  ioCounts(): { logFsyncs?: number; docdb: ReturnType<DocDbApi['writeCounts']>; raftEarly: { entries: number; savedMs: number; sends: number } } | undefined {
+  ioCounts(): { logFsyncs?: number; docdb: ReturnType<DocDbApi['writeCounts']>; raftEarly: ReturnType<RaftGroup['earlyCounts']> } | undefined {
     if (this.state !== TabletState.RUNNING) return undefined;
     const log = this.storage.stats?.();
-    const e = this.raft.earlyCounts();
-    return { ...(log ? { logFsyncs: log.logFsyncs } : {}), docdb: this.docdb.writeCounts(), raftEarly: { entries: e.entries, savedMs: e.savedMs, sends: e.sends } };
+    return { ...(log ? { logFsyncs: log.logFsyncs } : {}), docdb: this.docdb.writeCounts(), raftEarly: this.raft.earlyCounts() };
   }
 
   /** Source side of remote bootstrap: consistent iterators over both databases (see SnapshotSessions). */
