@@ -2,10 +2,12 @@
  * The durable Raft log: segment files of checksummed records (wal-record.ts), consensus metadata in
  * its own atomically replaced file (consensus-meta.ts), group commit, fail-stop on I/O errors.
  *
- * Hot path: append() encodes a whole batch into one buffer and writes it with one positioned write
- * into the open segment (page cache, no fsync). sync() resolves after one fdatasync that covers every
- * record written before it began; callers arriving while an fdatasync runs share the next one (group
- * commit), so the fsync rate is bounded by the disk, not by the number of proposals.
+ * Hot path: append() encodes a whole batch into one buffer; with durable writes it waits in memory
+ * for the next round, which writes everything appended since the last one and the commit-index
+ * record with one positioned write into the open segment, then fdatasyncs (without durable writes
+ * append() writes at once and a timer fsyncs). sync() resolves after one fdatasync that covers every
+ * record appended before it began; callers arriving while an fdatasync runs share the next one
+ * (group commit), so the fsync rate is bounded by the disk, not by the number of proposals.
  *
  * Hard state: term and vote (and the configuration) go to the metadata file (write temp, fsync,
  * rename, fsync dir) when they change — rarely. The commit index changes with nearly every batch, so
@@ -66,7 +68,7 @@ export interface FileLogStorageOptions {
 export interface FileLogStorageStats {
   /** fdatasync/fsync calls on log segments (not counting metadata files). */
   logFsyncs: number;
-  /** Writes of records held back while an fdatasync ran (each covers every record appended meanwhile). */
+  /** Writes of held-back records (with durable writes: one per round, covering every record appended since the last). */
   deferredWrites: number;
   /** Metadata file replacements (each is two fsyncs). */
   metaWrites: number;
@@ -140,11 +142,15 @@ export class FileLogStorage implements LogStorage {
   private roundInFlight: Promise<void> | undefined;
   /**
    * True while a group-commit round's fdatasync runs on the thread pool (only durable_wal_write runs
-   * rounds; the interval sync of the other mode never sets it, so there every write goes straight through). A write(2) into a page
-   * under writeback waits for that I/O (stable pages), stalling the event loop for the whole flush:
-   * with durable writes, records appended meanwhile wait in pendingBufs and go to the file in one
-   * write right after the fdatasync (the next round makes them durable). Nothing acknowledges them
-   * before that round, so holding them in memory changes no guarantee.
+   * rounds; the interval sync of the other mode never sets it, so there every write goes straight
+   * through). A write(2) into a page under writeback waits for that I/O (stable pages), stalling the
+   * event loop for the whole flush, so nothing is written while it is set.
+   *
+   * With durable writes every record waits in pendingBufs for its round, not only while an
+   * fdatasync runs: the round writes the entries appended since the last one together with its
+   * commit record in one write(2) right before its fdatasync (instead of one write per append() and
+   * one more for the commit record). Nothing acknowledges a record before its round's fdatasync, so
+   * holding it in memory changes no guarantee; a write error surfaces at sync() (and onFatal).
    */
   private syncing = false;
   private pendingBufs: Buffer[] = [];
@@ -556,9 +562,10 @@ export class FileLogStorage implements LogStorage {
     this.metaDirty = false;
     this.st.syncRounds++;
     try {
-      this.flushPending();
-      // The commit record goes before the fdatasync so the same flush covers it.
+      // The commit record goes before the fdatasync so the same flush covers it, and into the same
+      // write as the entries appended since the last round.
       if (!needMeta) this.writeCommitRecord(hs);
+      this.flushPending();
       const fd = this.activeFd;
       const bytes = this.activeBytes;
       if (bytes > this.activeSyncedBytes) {
@@ -571,8 +578,7 @@ export class FileLogStorage implements LogStorage {
         }
         // A roll during the await synced the old segment itself and reset these counters.
         if (fd === this.activeFd && bytes > this.activeSyncedBytes) this.activeSyncedBytes = bytes;
-        // What was appended during the fdatasync goes to the file now (made durable by the next round).
-        this.flushPending();
+        // What was appended during the fdatasync waits for the next round's write (see `syncing`).
       }
       if (this.failed) throw this.failed;
       // Term/vote go to the metadata file only after the entries they may vouch for are durable.
@@ -631,7 +637,7 @@ export class FileLogStorage implements LogStorage {
   // ---- segments ----
 
   private writeActive(buf: Buffer): void {
-    if (this.syncing) {
+    if (this.syncing || this.durableWrite) {
       this.pendingBufs.push(buf);
       this.pendingBytes += buf.length;
     } else {
