@@ -1,6 +1,7 @@
 /** Benchmark sections runnable by `npm run bench [section]` and `tessera bench [section]`. */
 import { runBigTxnSection } from './big-txn';
 import { runClusterBench } from './cluster-bench';
+import { runProfileSection } from './cpu-profile-summary';
 import { runLoadSection } from './load-bench';
 
 export const BENCH_SECTIONS: Record<string, () => Promise<void>> = {
@@ -9,4 +10,6 @@ export const BENCH_SECTIONS: Record<string, () => Promise<void>> = {
   'big-txn': runBigTxnSection,
   // 1,000,000 rows of 100 bytes with upsertMany (--rows N for smaller runs).
   load: runLoadSection,
+  // Tables from a V8 CPU profile (.cpuprofile): busy time by area, top functions by self and inclusive time.
+  profile: runProfileSection,
 };

@@ -27,6 +27,7 @@ import { BenchCluster } from './bench-cluster';
 import { EtcdCluster, findEtcd } from './etcd-cluster';
 import { measureApplyLag, type ApplyLagFigures } from './apply-lag';
 import { BIG_TXN_DEFAULTS, renderBigTxn, runBigTxn, type BigTxnResult } from './big-txn';
+import { summarizeProfileFile } from './cpu-profile-summary';
 import { counterDelta, scrapeCounters, type IoCounters } from './io-costs';
 import { cpuSeconds, cpuSplitSum, filesystemType, peakRssBytes, threadWakeupsSum, type CpuSplit } from './proc-stats';
 import { waitForTransactions, type LoadResult, type LoadSpec, type VsOp, type VsSystem } from './vs-loadgen';
@@ -302,6 +303,7 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
     }
     fs.mkdirSync(o.outDir, { recursive: true });
     if (o.profile) fs.mkdirSync(profileDir, { recursive: true });
+    const profilesBefore = new Set(o.profile ? fs.readdirSync(profileDir) : []);
     await tessera.start(TSERVERS, TESSERA_HOST_BASE, ['--durable_wal_write=true', ...o.tserverFlags], {
       noAliasPortShift: TESSERA_NO_ALIAS_PORT_SHIFT,
       ...(o.profile ? { tserverNodeArgs: (i: number) => (i === 0 ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []) } : {}),
@@ -431,7 +433,21 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
     fs.writeFileSync(path.join(o.outDir, 'vs-etcd-latest.md'), md);
     log('\n' + md);
     log(`wrote ${jsonPath} and ${mdPath}`);
-    if (o.profile) await stopProfiled(tessera, profileDir);
+    if (o.profile) {
+      await stopProfiled(tessera, profileDir);
+      // The profile's tables go into the report the run just wrote (and its "latest" copies).
+      const fresh = fs.readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile') && !profilesBefore.has(f));
+      const file = fresh.sort().pop();
+      if (!file) log(`cpu profile: tserver 0 wrote no profile under ${profileDir}; the report has no profile tables`);
+      else {
+        const { summary, markdown } = summarizeProfileFile(path.join(profileDir, file));
+        const section = '\n' + markdown.replace('### Where the profiled thread spent its time (V8 CPU profile)', '### Where tserver 0 spent its time (V8 CPU profile of its main thread, whole run)');
+        const withProfile = { ...json, profile: { file: path.join('profiles', file), ...summary } };
+        for (const f of [jsonPath, path.join(o.outDir, 'vs-etcd-latest.json')]) fs.writeFileSync(f, JSON.stringify(withProfile, null, 2));
+        for (const f of [mdPath, path.join(o.outDir, 'vs-etcd-latest.md')]) fs.appendFileSync(f, section);
+        log(section);
+      }
+    }
     return { jsonPath, mdPath };
   } finally {
     await Promise.all([tessera.stop(), etcd?.stop()]);

@@ -76,9 +76,9 @@ describe('bench (smoke)', () => {
   it('bench: a short side-by-side run writes JSON and Markdown with every workload, txn commit and apply-lag figures and the big transaction', async () => {
     const etcd = findEtcd();
     if (!etcd) process.stdout.write('SKIP etcd side of the smoke run: etcd is not installed (.ci/etcd-setup.sh installs it)\n');
-    const { code, out } = await runCli(['bench', '--vs', 'etcd', '--seconds', '1', '--warmup', '1', '--first-warmup', '1', '--rounds', '1', '--read-keys', '500', '--big-txn-rows', '5', '--big-txn-row-bytes', '65536', '--out', outDir], RUN_TIMEOUT_MS);
+    const { code, out } = await runCli(['bench', '--vs', 'etcd', '--seconds', '1', '--warmup', '1', '--first-warmup', '1', '--rounds', '1', '--read-keys', '500', '--big-txn-rows', '5', '--big-txn-row-bytes', '65536', '--profile', '--out', outDir], RUN_TIMEOUT_MS);
     expect(code, out).toBe(0);
-    const json = JSON.parse(fs.readFileSync(path.join(outDir, 'vs-etcd-latest.json'), 'utf8')) as { etcd: string; rows: Row[]; bigTxn?: BigTxn; notes: Record<string, string> };
+    const json = JSON.parse(fs.readFileSync(path.join(outDir, 'vs-etcd-latest.json'), 'utf8')) as { etcd: string; rows: Row[]; bigTxn?: BigTxn; notes: Record<string, string>; profile?: { file: string; busyMs: number; areas: { name: string; ms: number }[] } };
     const md = fs.readFileSync(path.join(outDir, 'vs-etcd-latest.md'), 'utf8');
     expect(json.rows.map((r) => r.workload)).toEqual(WORKLOADS);
     expect(json.etcd).toBe(etcd ? 'ran' : 'skipped');
@@ -138,6 +138,12 @@ describe('bench (smoke)', () => {
       if (HAS_PROC) for (const t of b?.tservers ?? []) expect(t.peakSampledBytes ?? 0, 'big-txn tserver RSS').toBeGreaterThan(0);
       expect(md).toContain('Big transaction');
     }
+    // --profile: tserver 0's CPU profile, its tables appended to the report.
+    expect(json.profile?.busyMs, 'profile busy time').toBeGreaterThan(0);
+    expect(fs.existsSync(path.join(outDir, json.profile?.file ?? 'none')), 'the profile file').toBe(true);
+    expect(json.profile?.areas.some((a) => a.name === 'tessera raft/' && a.ms > 0), 'raft code in the profile').toBe(true);
+    expect(md).toContain("### Where tserver 0 spent its time (V8 CPU profile of its main thread, whole run)");
+    expect(md).toContain('| tessera function (inclusive: itself and what it calls) | where | ms | share |');
   }, RUN_TIMEOUT_MS + 30_000);
 
   it('bench: the load section loads every row with upsertMany and reports rows/s', async () => {
