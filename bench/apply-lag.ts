@@ -9,6 +9,11 @@
  * reports `replicationFactor` distinct replicas; its lag is max(appliedMicros) − commitMicros. The
  * commit time is the physical part of the commit hybrid time and appliedMicros each replica's wall
  * clock: on one machine they share a clock, across machines skew would add to the figure.
+ *
+ * The same answer carries the status tablets' commit records (when each status replica applied a
+ * transaction's COMMITTED record); with them the lag splits into stages (LagStages): the status
+ * tablet's Raft round, the APPLY RPC and the participants' APPLY round, and the spread to the last
+ * replica.
  */
 import * as hdr from 'hdr-histogram-js';
 import { getJson } from '../lab/console-http';
@@ -20,6 +25,36 @@ export interface ApplyRecord {
   txnId: string;
   commitMicros: number;
   appliedMicros: number;
+}
+
+/**
+ * A status tablet replica applied a transaction's COMMITTED record (its commit point: commit()
+ * answers once the status leader has). From /api/v1/txn-applies' `commits`.
+ */
+export interface CommitRecord {
+  uuid: string;
+  tabletId: string;
+  txnId: string;
+  commitMicros: number;
+  committedMicros: number;
+}
+
+/**
+ * Where a complete transaction's apply lag goes, p50/p99 over the complete transactions whose status
+ * tablet reported the commit point (each stage's percentiles separately: they do not add up).
+ */
+export interface LagStages {
+  /** Complete transactions with a commit record. */
+  txns: number;
+  /** Commit hybrid time → the COMMITTED record applied on the first status replica: the status tablet's Raft round. */
+  commitRoundP50Ms: number;
+  commitRoundP99Ms: number;
+  /** That commit point → the first participant replica applied: the APPLY RPC to the participant leaders and the APPLY entry's Raft round. */
+  toFirstP50Ms: number;
+  toFirstP99Ms: number;
+  /** First → last participant replica applied: the other replicas learning the commit index and applying. */
+  spreadP50Ms: number;
+  spreadP99Ms: number;
 }
 
 export interface ApplyLagFigures {
@@ -39,6 +74,8 @@ export interface ApplyLagFigures {
    */
   firstP50Ms?: number;
   firstP99Ms?: number;
+  /** Absent when no complete transaction had a commit record (e.g. servers that do not report them). */
+  stages?: LagStages;
 }
 
 export interface ApplyLagFilter {
@@ -82,10 +119,18 @@ function group(records: readonly ApplyRecord[], f: ApplyLagFilter): Map<string, 
   return byTxn;
 }
 
+/** When a complete transaction was committed, and applied on its first and its last participant replica. */
+export interface TxnAppliedTimes {
+  commitMicros: number;
+  firstAppliedMicros: number;
+  lastAppliedMicros: number;
+}
+
 /** Lag per complete transaction in milliseconds (pure): to the last replica, and to the first. */
-export function completeTxnLagsMs(records: readonly ApplyRecord[], f: ApplyLagFilter): { lagsMs: Map<string, number>; firstLagsMs: Map<string, number>; incomplete: number } {
+export function completeTxnLagsMs(records: readonly ApplyRecord[], f: ApplyLagFilter): { lagsMs: Map<string, number>; firstLagsMs: Map<string, number>; incomplete: number; applied: Map<string, TxnAppliedTimes> } {
   const lagsMs = new Map<string, number>();
   const firstLagsMs = new Map<string, number>();
+  const applied = new Map<string, TxnAppliedTimes>();
   let incomplete = 0;
   for (const [id, t] of group(records, f)) {
     const tablets = [...t.replicasByTablet.values()];
@@ -93,9 +138,32 @@ export function completeTxnLagsMs(records: readonly ApplyRecord[], f: ApplyLagFi
     if (complete) {
       lagsMs.set(id, Math.max(0, t.lastAppliedMicros - t.commitMicros) / 1000);
       firstLagsMs.set(id, Math.max(0, t.firstAppliedMicros - t.commitMicros) / 1000);
+      applied.set(id, { commitMicros: t.commitMicros, firstAppliedMicros: t.firstAppliedMicros, lastAppliedMicros: t.lastAppliedMicros });
     } else incomplete++;
   }
-  return { lagsMs, firstLagsMs, incomplete };
+  return { lagsMs, firstLagsMs, incomplete, applied };
+}
+
+/** The stages of the complete transactions' lag that have a commit record (pure; undefined when none has). */
+export function lagStagesOf(applied: ReadonlyMap<string, TxnAppliedTimes>, commits: readonly CommitRecord[]): LagStages | undefined {
+  // The commit point: the first status replica to apply the record (normally the leader).
+  const committed = new Map<string, number>();
+  for (const c of commits) committed.set(c.txnId, Math.min(committed.get(c.txnId) ?? Number.POSITIVE_INFINITY, c.committedMicros));
+  const round: number[] = [];
+  const toFirst: number[] = [];
+  const spreadMs: number[] = [];
+  for (const [id, a] of applied) {
+    const at = committed.get(id);
+    if (at === undefined) continue;
+    round.push(Math.max(0, at - a.commitMicros) / 1000);
+    toFirst.push(Math.max(0, a.firstAppliedMicros - at) / 1000);
+    spreadMs.push(Math.max(0, a.lastAppliedMicros - a.firstAppliedMicros) / 1000);
+  }
+  if (round.length === 0) return undefined;
+  const r = percentilesMs(round);
+  const t = percentilesMs(toFirst);
+  const sp = percentilesMs(spreadMs);
+  return { txns: round.length, commitRoundP50Ms: r.p50Ms, commitRoundP99Ms: r.p99Ms, toFirstP50Ms: t.p50Ms, toFirstP99Ms: t.p99Ms, spreadP50Ms: sp.p50Ms, spreadP99Ms: sp.p99Ms };
 }
 
 function percentilesMs(valuesMs: Iterable<number>): { p50Ms: number; p99Ms: number; maxMs: number } {
@@ -110,13 +178,17 @@ function percentilesMs(valuesMs: Iterable<number>): { p50Ms: number; p99Ms: numb
   return r;
 }
 
-/** p50/p99/max of the complete transactions' lags, the first-replica p50/p99, and the complete/incomplete counts (pure). */
-export function applyLagOf(records: readonly ApplyRecord[], f: ApplyLagFilter): ApplyLagFigures {
-  const { lagsMs, firstLagsMs, incomplete } = completeTxnLagsMs(records, f);
+/**
+ * p50/p99/max of the complete transactions' lags, the first-replica p50/p99, the complete/incomplete
+ * counts, and (given the status tablets' commit records) the lag's stages (pure).
+ */
+export function applyLagOf(records: readonly ApplyRecord[], f: ApplyLagFilter, commits: readonly CommitRecord[] = []): ApplyLagFigures {
+  const { lagsMs, firstLagsMs, incomplete, applied } = completeTxnLagsMs(records, f);
   if (lagsMs.size === 0) return { complete: 0, incomplete };
   const last = percentilesMs(lagsMs.values());
   const first = percentilesMs(firstLagsMs.values());
-  return { complete: lagsMs.size, incomplete, ...last, firstP50Ms: first.p50Ms, firstP99Ms: first.p99Ms };
+  const stages = lagStagesOf(applied, commits);
+  return { complete: lagsMs.size, incomplete, ...last, firstP50Ms: first.p50Ms, firstP99Ms: first.p99Ms, ...(stages ? { stages } : {}) };
 }
 
 /** Parse one /api/v1/txn-applies answer (unknown at the boundary). */
@@ -131,15 +203,34 @@ export function parseApplies(body: unknown): ApplyRecord[] {
   });
 }
 
+/** The status tablets' commit records of one /api/v1/txn-applies answer ([] when it has none: an older server). */
+export function parseCommits(body: unknown): CommitRecord[] {
+  const b = body as { uuid?: unknown; commits?: unknown };
+  if (typeof b !== 'object' || b === null || typeof b.uuid !== 'string') throw new Error('txn-applies: answer without uuid');
+  if (b.commits === undefined) return [];
+  if (!Array.isArray(b.commits)) throw new Error('txn-applies: commits is not a list');
+  const uuid = b.uuid;
+  return b.commits.map((x: unknown) => {
+    const c = x as Partial<Record<'tabletId' | 'txnId' | 'commitMicros' | 'committedMicros', unknown>>;
+    if (typeof c.tabletId !== 'string' || typeof c.txnId !== 'string' || typeof c.commitMicros !== 'number' || typeof c.committedMicros !== 'number') throw new Error('txn-applies: malformed commit record');
+    return { uuid, tabletId: c.tabletId, txnId: c.txnId, commitMicros: c.commitMicros, committedMicros: c.committedMicros };
+  });
+}
+
 const FETCH_TIMEOUT_MS = 10_000;
 const POLL_INTERVAL_MS = 250;
 /** How long measureApplyLag waits at most for the last transactions of a window to be applied everywhere. */
 export const APPLY_SETTLE_MS_DEFAULT = 15_000;
 
+/** Every tserver's applies (and status tablets' commit records) finished at or after sinceMicros. */
+export async function fetchAppliesAndCommits(webAddresses: readonly string[], sinceMicros: number): Promise<{ applies: ApplyRecord[]; commits: CommitRecord[] }> {
+  const bodies = await Promise.all(webAddresses.map((w) => getJson(`http://${w}/api/v1/txn-applies?since=${Math.floor(sinceMicros)}`, FETCH_TIMEOUT_MS)));
+  return { applies: bodies.flatMap((b) => parseApplies(b)), commits: bodies.flatMap((b) => parseCommits(b)) };
+}
+
 /** Every tserver's applies finished at or after sinceMicros. */
 export async function fetchApplies(webAddresses: readonly string[], sinceMicros: number): Promise<ApplyRecord[]> {
-  const all = await Promise.all(webAddresses.map(async (w) => parseApplies(await getJson(`http://${w}/api/v1/txn-applies?since=${Math.floor(sinceMicros)}`, FETCH_TIMEOUT_MS))));
-  return all.flat();
+  return (await fetchAppliesAndCommits(webAddresses, sinceMicros)).applies;
 }
 
 /**
@@ -150,8 +241,8 @@ export async function measureApplyLag(webAddresses: readonly string[], sinceMicr
   const until = Date.now() + settleMs;
   let lastCount = -1;
   for (;;) {
-    const records = await fetchApplies(webAddresses, sinceMicros);
-    const figures = applyLagOf(records, f);
+    const { applies: records, commits } = await fetchAppliesAndCommits(webAddresses, sinceMicros);
+    const figures = applyLagOf(records, f, commits);
     if ((figures.incomplete === 0 && records.length === lastCount) || Date.now() >= until) return figures;
     lastCount = records.length;
     await new Promise((r) => setTimeout(r, POLL_INTERVAL_MS));

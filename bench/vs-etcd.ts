@@ -379,7 +379,7 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
           const lag = def.op === 'txn' && t.system === 'tessera' ? await txnApplyLag(tessera, lg, notes) : undefined;
           const r = toRun(round, w, t.system, lg, lag);
           runs.push(r);
-          const txnPart = def.op === 'txn' ? `  commit() p50 ${r.commitP50Ms?.toFixed(2) ?? 'n/a'} ms p99 ${r.commitP99Ms?.toFixed(2) ?? 'n/a'} ms  apply lag p50 ${lag?.p50Ms?.toFixed(2) ?? 'n/a'} ms p99 ${lag?.p99Ms?.toFixed(2) ?? 'n/a'} ms (first replica p50 ${lag?.firstP50Ms?.toFixed(2) ?? 'n/a'} ms; ${lag?.complete ?? 0} complete, ${lag?.incomplete ?? 0} incomplete)` : '';
+          const txnPart = def.op === 'txn' ? `  commit() p50 ${r.commitP50Ms?.toFixed(2) ?? 'n/a'} ms p99 ${r.commitP99Ms?.toFixed(2) ?? 'n/a'} ms  apply lag p50 ${lag?.p50Ms?.toFixed(2) ?? 'n/a'} ms p99 ${lag?.p99Ms?.toFixed(2) ?? 'n/a'} ms (first replica p50 ${lag?.firstP50Ms?.toFixed(2) ?? 'n/a'} ms; ${lag?.complete ?? 0} complete, ${lag?.incomplete ?? 0} incomplete)${lag?.stages ? `; stages p50: commit round ${lag.stages.commitRoundP50Ms.toFixed(2)} ms, → first replica ${lag.stages.toFirstP50Ms.toFixed(2)} ms, first → last ${lag.stages.spreadP50Ms.toFixed(2)} ms` : ''}` : '';
           log(`round ${round} ${w.padEnd(9)} ${t.system.padEnd(7)} ${Math.round(r.opsPerSec).toString().padStart(7)} ops/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms  errors ${r.errors}${txnPart}`);
         }
       }

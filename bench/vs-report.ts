@@ -74,9 +74,14 @@ export interface ApplyLagSpread {
   /** Commit → applied on the first replica (see ApplyLagFigures.firstP50Ms). */
   firstP50Ms?: Spread;
   firstP99Ms?: Spread;
+  /** The lag's stages (see LagStages), medians of the rounds that had them. */
+  stages?: Record<StageKey, Spread> & { txns: number };
   complete: number;
   incomplete: number;
 }
+
+const STAGE_KEYS = ['commitRoundP50Ms', 'commitRoundP99Ms', 'toFirstP50Ms', 'toFirstP99Ms', 'spreadP50Ms', 'spreadP99Ms'] as const;
+type StageKey = (typeof STAGE_KEYS)[number];
 
 export interface VsRow {
   workload: string;
@@ -110,6 +115,14 @@ function per1k(runs: readonly VsRun[], pick: (r: VsRun) => number | undefined): 
 
 const defined = (xs: ReadonlyArray<number | undefined>): number[] => xs.filter((x): x is number => x !== undefined && !Number.isNaN(x));
 
+function stageSpread(lags: readonly ApplyLagFigures[]): Pick<ApplyLagSpread, 'stages'> {
+  const withStages = lags.map((l) => l.stages).filter((x): x is NonNullable<ApplyLagFigures['stages']> => x !== undefined);
+  if (withStages.length === 0) return {};
+  const stages = { txns: withStages.reduce((a, x) => a + x.txns, 0) } as Record<StageKey, Spread> & { txns: number };
+  for (const k of STAGE_KEYS) stages[k] = spread(withStages.map((x) => x[k]));
+  return { stages };
+}
+
 function applyLagSpread(runs: readonly VsRun[]): ApplyLagSpread | undefined {
   const lags = runs.map((r) => r.applyLag).filter((l): l is ApplyLagFigures => l !== undefined);
   if (lags.length === 0) return undefined;
@@ -124,6 +137,7 @@ function applyLagSpread(runs: readonly VsRun[]): ApplyLagSpread | undefined {
     ...(max.length ? { maxMs: Math.max(...max) } : {}),
     ...(firstP50.length ? { firstP50Ms: spread(firstP50) } : {}),
     ...(firstP99.length ? { firstP99Ms: spread(firstP99) } : {}),
+    ...stageSpread(lags),
     complete: lags.reduce((a, l) => a + l.complete, 0),
     incomplete: lags.reduce((a, l) => a + l.incomplete, 0),
   };
@@ -227,6 +241,23 @@ export function renderMarkdown(rows: readonly VsRow[], rss: readonly PeakRss[], 
       );
     }
     lines.push('', 'Apply lag: transaction commit (commit hybrid time) → intents applied on every replica of every participant tablet, from each tserver\'s /api/v1/txn-applies; only transactions committed in the measured window and reported by all 3 replicas of each of their (≥ 2) tablets count as complete. First replica applied: commit → the quickest participant replica applied (the status tablet → participant leader → APPLY Raft round path); the rest of the lag is the spread to the last replica.');
+    const staged = txnRows.filter((r) => r.tessera?.applyLag?.stages);
+    if (staged.length) {
+      lines.push(
+        '',
+        '| apply lag by stage (tessera) | commit round p50 / p99 ms | commit point → first replica applied p50 / p99 ms | first → last replica applied p50 / p99 ms | txns |',
+        '|---|---:|---:|---:|---:|',
+      );
+      for (const r of staged) {
+        const g = r.tessera?.applyLag?.stages;
+        if (!g) continue;
+        lines.push(`| ${r.workload} | ${f2(g.commitRoundP50Ms.median)} / ${f2(g.commitRoundP99Ms.median)} | ${f2(g.toFirstP50Ms.median)} / ${f2(g.toFirstP99Ms.median)} | ${f2(g.spreadP50Ms.median)} / ${f2(g.spreadP99Ms.median)} | ${g.txns} |`);
+      }
+      lines.push(
+        '',
+        'Stages of each complete transaction\'s apply lag (percentiles per stage, so they do not add up): commit round = commit hybrid time → its COMMITTED record applied on the first status-tablet replica (the commit point, when commit() can answer: the status tablet\'s Raft round); commit point → first replica applied = the status leader telling the participant leaders to apply and their APPLY entry\'s Raft round; first → last = the other replicas learning the commit index and applying (every participant tablet, all 3 replicas).',
+      );
+    }
   }
   lines.push(...renderServerTime(rows));
   lines.push(...renderCosts(rows));

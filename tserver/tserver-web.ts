@@ -221,6 +221,11 @@ export function registerTServerPages(d: TServerWebDeps): void {
           .manager()
           .list()
           .flatMap((p) => p.applyLag.since(since).map((r) => ({ tabletId: p.tabletId, ...r }))),
+        // Status tablets' replicas: when each applied a transaction's COMMITTED record (its commit point).
+        commits: d
+          .manager()
+          .list()
+          .flatMap((p) => p.commitPoints.since(since).map((r) => ({ tabletId: p.tabletId, txnId: r.txnId, commitMicros: r.commitMicros, committedMicros: r.appliedMicros }))),
       });
     },
   });

@@ -164,6 +164,21 @@ describe('tserver console', () => {
       expect(a.markedMicros).toBeLessThanOrEqual(a.appliedMicros);
     }
     expect(new Set(applies.map((a) => a.tabletId)).size).toBe(1);
+    // Its status tablet's replicas report when each applied the COMMITTED record (the commit point):
+    // after the commit time, before the first participant replica applied.
+    type Commits = { uuid: string; commits: Array<{ tabletId: string; txnId: string; commitMicros: number; committedMicros: number }> };
+    const commits = await waitFor('the commit point on 3 status replicas', 20_000, async () => {
+      const all = (await Promise.all(cl.tservers.map((t) => getJson(`http://${t.webAddress}/api/v1/txn-applies?since=${beforeCommitMicros}`)))) as Commits[];
+      const mine = all.flatMap((v) => v.commits.filter((c) => c.txnId === views.coord.txnId).map((c) => ({ ...c, uuid: v.uuid })));
+      return new Set(mine.map((c) => c.uuid)).size === 3 ? mine : undefined;
+    });
+    expect(new Set(commits.map((c) => c.tabletId)).size).toBe(1);
+    expect(commits[0]!.tabletId).not.toBe(applies[0]!.tabletId);
+    for (const c of commits) {
+      expect(c.commitMicros).toBe(applies[0]!.commitMicros);
+      expect(c.committedMicros).toBeGreaterThanOrEqual(c.commitMicros);
+    }
+    expect(Math.min(...commits.map((c) => c.committedMicros))).toBeLessThanOrEqual(Math.min(...applies.map((a) => a.markedMicros)));
     const badSince = await httpRequest(`${web}/api/v1/txn-applies?since=yesterday`);
     expect(badSince.status).toBe(400);
     expect(JSON.parse(badSince.body)).toMatchObject({ code: 'INVALID_ARGUMENT' });

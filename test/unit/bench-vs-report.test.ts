@@ -8,7 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BenchCluster } from '../../bench/bench-cluster';
-import { applyLagOf, parseApplies, type ApplyRecord } from '../../bench/apply-lag';
+import { applyLagOf, parseApplies, parseCommits, type ApplyRecord, type CommitRecord } from '../../bench/apply-lag';
 import { BIG_TXN_TARGETS, renderBigTxn } from '../../bench/big-txn';
 import { LOAD_DEFAULTS, renderLoad } from '../../bench/load-bench';
 import { checkSectionArgs, sectionArgs, sectionNumber } from '../../bench/section-args';
@@ -109,6 +109,22 @@ describe('bench vs-report', () => {
     expect(md).toContain('| txn2-c16 | 100 | 1.00 | 2.00 | 20.00 | 40.00 | 6.00 | 18.00 | 28.00 | 1.20 / 3.00 | 150 / 8 |');
     // Non-transaction rows do not get the table.
     expect(renderMarkdown(aggregate(['put-c64'], [run(1, 'tessera', 10)]), [], '# t')).not.toContain('transactions (tessera)');
+    // No round had stages: no stage table.
+    expect(md).not.toContain('apply lag by stage');
+  });
+
+  it('bench report: the apply lag\'s stages are medians of the rounds that had them, in their own table', () => {
+    const stages = (x: number) => ({ txns: 10, commitRoundP50Ms: x, commitRoundP99Ms: 2 * x, toFirstP50Ms: 3 * x, toFirstP99Ms: 4 * x, spreadP50Ms: 5 * x, spreadP99Ms: 6 * x });
+    const txn = (round: number, x: number | undefined): VsRun => ({
+      ...run(round, 'tessera', 100),
+      workload: 'txn2-c64',
+      applyLag: { complete: 10, incomplete: 0, p50Ms: 1, p99Ms: 2, maxMs: 3, ...(x !== undefined ? { stages: stages(x) } : {}) },
+    });
+    const [row] = aggregate(['txn2-c64'], [txn(1, 1), txn(2, undefined), txn(3, 3), txn(4, 2)]);
+    expect(row?.tessera?.applyLag?.stages).toMatchObject({ txns: 30, commitRoundP50Ms: { median: 2, min: 1, max: 3 }, spreadP99Ms: { median: 12, min: 6, max: 18 } });
+    const md = renderMarkdown([row!], [], '# t');
+    expect(md).toContain('| apply lag by stage (tessera) |');
+    expect(md).toContain('| txn2-c64 | 2.00 / 4.00 | 6.00 / 8.00 | 10.00 / 12.00 | 30 |');
   });
 });
 
@@ -154,6 +170,42 @@ describe('bench apply lag', () => {
     const records = [...full('early', 100, () => 2000), ...full('in', 1_000, () => 3000), ...full('late', 9_000, () => 9500)];
     expect(applyLagOf(records, { ...f, commitFromMicros: 500, commitToMicros: 5000 })).toMatchObject({ complete: 1, incomplete: 0, maxMs: 2 });
     expect(applyLagOf(records, { ...f, txnIds: new Set(['late']) })).toMatchObject({ complete: 1, maxMs: 0.5 });
+  });
+
+  it('bench apply lag: with the status tablets\' commit records the lag splits into the commit round, commit point → first replica, and first → last', () => {
+    // 100 transactions committed at 0; transaction i: its first status replica applied COMMITTED at
+    // (i+1) ms (another one later), the quickest participant replica 2·(i+1) ms after that, the
+    // slowest 3·(i+1) ms after the quickest.
+    const commit = (u: string, txnId: string, committedMicros: number): CommitRecord => ({ uuid: u, tabletId: 's', txnId, commitMicros: 0, committedMicros });
+    const records: ApplyRecord[] = [];
+    const commits: CommitRecord[] = [];
+    for (let i = 0; i < 100; i++) {
+      const k = (i + 1) * 1000;
+      commits.push(commit('t1', `t${i}`, k + 5000), commit('t0', `t${i}`, k));
+      records.push(...full(`t${i}`, 0, (ri, ti) => (ri === 0 && ti === 0 ? 3 * k : 6 * k)));
+    }
+    // A commit record of a transaction that is not complete, and one of no known transaction: ignored.
+    commits.push(commit('t0', 'gone', 1));
+    records.push(...full('partial', 0, () => 1000).slice(1));
+    const r = applyLagOf(records, f, commits);
+    expect(r.complete).toBe(100);
+    expect(r.stages?.txns).toBe(100);
+    expect(r.stages?.commitRoundP50Ms).toBeCloseTo(50, 0);
+    expect(r.stages?.commitRoundP99Ms).toBeCloseTo(99, 0);
+    expect(r.stages?.toFirstP50Ms).toBeCloseTo(100, 0);
+    expect(r.stages?.spreadP50Ms).toBeCloseTo(150, 0);
+    expect(r.stages?.spreadP99Ms).toBeCloseTo(297, 0);
+    // Without commit records (an older server): no stages, the rest unchanged.
+    const plain = applyLagOf(records, f);
+    expect(plain.stages).toBeUndefined();
+    expect(plain.p50Ms).toBe(r.p50Ms);
+  });
+
+  it('bench apply lag: the commit records of a console answer are parsed, absent ones are none, malformed ones rejected', () => {
+    expect(parseCommits({ uuid: 'u1', applies: [], commits: [{ tabletId: 's', txnId: 'x', commitMicros: 1, committedMicros: 2 }] })).toEqual([{ uuid: 'u1', tabletId: 's', txnId: 'x', commitMicros: 1, committedMicros: 2 }]);
+    expect(parseCommits({ uuid: 'u1', applies: [] })).toEqual([]);
+    expect(() => parseCommits({ uuid: 'u', commits: {} })).toThrow(/not a list/);
+    expect(() => parseCommits({ uuid: 'u', commits: [{ tabletId: 's', txnId: 'x' }] })).toThrow(/malformed commit record/);
   });
 
   it('bench apply lag: the console answer is parsed, and a malformed one rejected', () => {

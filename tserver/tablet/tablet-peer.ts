@@ -160,6 +160,11 @@ export class TabletPeer {
   private transferListener: (() => Promise<void>) | undefined;
   /** Per transaction applied here: commit time → end of this replica's apply (console, benchmark). */
   readonly applyLag = new ApplyLagLog();
+  /**
+   * On a status tablet's replica: when it applied each transaction's COMMITTED record (the commit
+   * point), for /api/v1/txn-applies' `commits` (the benchmark splits the apply lag into stages).
+   */
+  readonly commitPoints = new ApplyLagLog();
   readonly metrics = { writeOps: 0, readOps: 0, scanOps: 0, rowsWritten: 0, entriesApplied: 0, snapshotsInstalled: 0 };
 
   private constructor(private readonly deps: TabletPeerDeps) {
@@ -503,7 +508,11 @@ export class TabletPeer {
     for (const i of items) {
       if (i.op.type === 'WRITE') {
         if (i.write) this.markApplied(i.op.ht);
-      } else if (i.op.type === 'TXN_STATUS') this.statusListener?.(i.op);
+      } else if (i.op.type === 'TXN_STATUS') {
+        // A COMMITTED record's entry time is its commit hybrid time.
+        if (i.op.status === 'COMMITTED') this.commitPoints.record(i.op.txnId, i.op.ht, this.deps.clock.wallMicros());
+        this.statusListener?.(i.op);
+      }
     }
     let appliedNow = false;
     applies.forEach((a, k) => {
