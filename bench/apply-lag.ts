@@ -52,7 +52,7 @@ export interface LagStages {
   /** That commit point → the first participant replica applied: the APPLY RPC to the participant leaders and the APPLY entry's Raft round. */
   toFirstP50Ms: number;
   toFirstP99Ms: number;
-  /** First → last participant replica applied: the other replicas learning the commit index and applying. */
+  /** First → last participant replica applied: the other participant tablet's APPLY round ending later, and the followers learning the commit index and applying. */
   spreadP50Ms: number;
   spreadP99Ms: number;
 }

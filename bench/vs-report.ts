@@ -255,7 +255,7 @@ export function renderMarkdown(rows: readonly VsRow[], rss: readonly PeakRss[], 
       }
       lines.push(
         '',
-        'Stages of each complete transaction\'s apply lag (percentiles per stage, so they do not add up): commit round = commit hybrid time → its COMMITTED record applied on the first status-tablet replica (the commit point, when commit() can answer: the status tablet\'s Raft round); commit point → first replica applied = the status leader telling the participant leaders to apply and their APPLY entry\'s Raft round; first → last = the other replicas learning the commit index and applying (every participant tablet, all 3 replicas).',
+        'Stages of each complete transaction\'s apply lag (percentiles per stage, so they do not add up): commit round = commit hybrid time → its COMMITTED record applied on the first status-tablet replica (the commit point, when commit() can answer: the status tablet\'s Raft round); commit point → first replica applied = the status leader telling the participant leaders to apply and their APPLY entry\'s Raft round; first → last = the other participant tablet\'s APPLY round ending later, and the followers learning the commit index and applying (every participant tablet, all 3 replicas).',
       );
     }
   }
