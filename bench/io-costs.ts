@@ -40,6 +40,8 @@ function counterKey(metric: string, labels: Record<string, string>): string | un
       return 'Raft log fsyncs';
     case 'tserver_raft_early':
       return EARLY_KINDS[labels['kind'] ?? ''];
+    case 'tserver_raft_apply':
+      return APPLY_KINDS[labels['kind'] ?? ''];
     case 'tserver_docdb_write_batches':
       return `${db} write batches${labels['synced'] === 'true' ? ', synced' : ''}`;
     case 'tserver_docdb_write_ops':
@@ -54,6 +56,14 @@ const EARLY_KINDS: Record<string, string> = {
   applied_entries: 'Raft entries applied while a log sync ran',
   applied_saved_ms: 'Raft: ms those applies came sooner (summed)',
   sends: 'Raft sends while a log sync ran',
+};
+
+/** tserver_raft_apply's kinds (RaftGroup.applyCounts: the apply stage). */
+const APPLY_KINDS: Record<string, string> = {
+  entries: 'Raft apply stage: entries applied',
+  batches: 'Raft apply stage: calls (batches)',
+  wait_ms: 'Raft apply stage: ms entries waited (summed)',
+  run_ms: 'Raft apply stage: ms calls ran (summed)',
 };
 
 const SERIES = /^([a-zA-Z_:][a-zA-Z0-9_:]*)\{([^}]*)\}\s+(\S+)$/;

@@ -164,6 +164,10 @@ export class RaftGroup {
   private appliedIndex: number;
   private appliedTerm = 0;
   private readonly applyQueue: Entry[] = [];
+  /** When each applyQueue entry was handed to the apply stage (performance.now(), ms), in step with it. */
+  private readonly applyQueueAt: number[] = [];
+  /** The apply stage since the group started: see applyCounts(). */
+  private readonly applyStats = { batches: 0, entries: 0, waitMs: 0, runMs: 0 };
   private applying: Promise<void> | undefined;
   private applyDrainWaiters: Array<() => void> = [];
 
@@ -332,6 +336,16 @@ export class RaftGroup {
     return this.early;
   }
 
+  /**
+   * The apply stage since the group started: applyEntries calls (batches) and the entries they
+   * applied, the ms those entries waited in the queue in all (hand-out → their batch began), and
+   * the ms the batches ran in all (applyEntries: the state machine's writes, and the event-loop turns
+   * their awaits take). The live object, read-only.
+   */
+  applyCounts(): Readonly<{ batches: number; entries: number; waitMs: number; runMs: number }> {
+    return this.applyStats;
+  }
+
   appliedOpId(): { index: number; term: number } {
     return { index: this.appliedIndex, term: this.appliedTerm };
   }
@@ -464,7 +478,11 @@ export class RaftGroup {
     // under load a leader's acknowledgements and a follower's apply each come one fsync sooner
     // (etcd's server applies in parallel with persisting, too).
     if (rd.committedEntries.length > 0) {
-      for (const e of rd.committedEntries) this.applyQueue.push(e);
+      const at = performance.now();
+      for (const e of rd.committedEntries) {
+        this.applyQueue.push(e);
+        this.applyQueueAt.push(at);
+      }
       this.startApply();
     }
     let late = rd.messages;
@@ -513,11 +531,15 @@ export class RaftGroup {
     const e = this.core.takeEarly?.(this.applyQueue.length <= APPLY_QUEUE_ENTRIES_MAX);
     if (!e) return;
     if (e.committedEntries.length > 0) {
-      for (const x of e.committedEntries) this.applyQueue.push(x);
+      const at = performance.now();
+      for (const x of e.committedEntries) {
+        this.applyQueue.push(x);
+        this.applyQueueAt.push(at);
+      }
       const n = e.committedEntries.length;
       this.early.entries += n;
       this.earlyDuringSync.entries += n;
-      this.earlyDuringSync.atMsSum += n * performance.now();
+      this.earlyDuringSync.atMsSum += n * at;
       this.startApply();
     }
     if (e.messages.length > 0) {
@@ -598,6 +620,7 @@ export class RaftGroup {
         if (e.type === 'confChange') break;
       }
       const batch = this.applyQueue.splice(0, n);
+      const handedOutAt = this.applyQueueAt.splice(0, n);
       const skipBelow = this.appliedIndex;
       const fresh = batch[0]!.index <= skipBelow ? batch.filter((e) => e.index > skipBelow) : batch;
       if (fresh.length === 0) continue;
@@ -611,7 +634,13 @@ export class RaftGroup {
         if (this.confHistory.length > 64) this.confHistory.splice(1, this.confHistory.length - 64);
         this.kick();
       }
+      const start = performance.now();
       await this.deps.applyEntries(fresh);
+      const st = this.applyStats;
+      st.batches++;
+      st.entries += fresh.length;
+      st.runMs += performance.now() - start;
+      for (let i = 0; i < batch.length; i++) if (batch[i]!.index > skipBelow) st.waitMs += start - handedOutAt[i]!;
       if (this.stopped) return;
       this.appliedIndex = last.index;
       this.appliedTerm = last.term;

@@ -332,6 +332,12 @@ function registerIoGauges(d: TServerWebDeps): void {
     g.set({ tablet_id, kind: 'applied_saved_ms' }, Math.round(io.raftEarly.savedMs));
     g.set({ tablet_id, kind: 'sends' }, io.raftEarly.sends);
   });
+  perTablet('tserver_raft_apply', 'The apply stage of a tablet replica since it opened: committed entries applied (kind="entries") in how many state-machine calls (kind="batches"), the ms those entries waited for their call in all (kind="wait_ms": hand-out to start) and the ms the calls ran in all (kind="run_ms": the RocksDB writes and the event-loop turns they await)', ['kind'], (g, tablet_id, io) => {
+    g.set({ tablet_id, kind: 'entries' }, io.raftApply.entries);
+    g.set({ tablet_id, kind: 'batches' }, io.raftApply.batches);
+    g.set({ tablet_id, kind: 'wait_ms' }, Math.round(io.raftApply.waitMs));
+    g.set({ tablet_id, kind: 'run_ms' }, Math.round(io.raftApply.runMs));
+  });
   const raft = d.raftTransport;
   if (raft) {
     d.metrics.gauge('tserver_raft_messages', 'Raft messages this server sent or received since it started (all tablets; direction="sent"|"received")', ['direction'], (g) => {

@@ -155,6 +155,9 @@ describe('tserver console', () => {
     expect(txnProm).toMatch(/tserver_raft_messages\{[^}]*direction="sent"[^}]*\} [1-9]/);
     // Per tablet replica, what Raft did while a log sync ran (may be 0 on a lightly loaded cluster).
     for (const kind of ['applied_entries', 'applied_saved_ms', 'sends']) expect(txnProm).toMatch(new RegExp(`tserver_raft_early\\{[^}]*tablet_id="[0-9a-f]+"[^}]*kind="${kind}"[^}]*\\} \\d+`));
+    // The apply stage per tablet replica: entries and calls (every replica applied something), waits and run time.
+    for (const kind of ['entries', 'batches']) expect(txnProm).toMatch(new RegExp(`tserver_raft_apply\\{[^}]*tablet_id="[0-9a-f]+"[^}]*kind="${kind}"[^}]*\\} [1-9]`));
+    for (const kind of ['wait_ms', 'run_ms']) expect(txnProm).toMatch(new RegExp(`tserver_raft_apply\\{[^}]*tablet_id="[0-9a-f]+"[^}]*kind="${kind}"[^}]*\\} \\d+`));
     for (const a of applies) {
       expect(a.commitMicros).toBeGreaterThanOrEqual(beforeCommitMicros - 1_000_000);
       expect(a.appliedMicros).toBeGreaterThanOrEqual(a.commitMicros);

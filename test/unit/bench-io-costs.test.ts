@@ -25,6 +25,9 @@ const scrape = (writes: number, intentPuts: number, syncedRegular: number): stri
     'tserver_raft_early{tablet_id="b",kind="applied_saved_ms",server="tserver"} 21',
     'tserver_raft_early{tablet_id="a",kind="sends",server="tserver"} 2',
     'tserver_raft_early{tablet_id="a",kind="unknown",server="tserver"} 99',
+    'tserver_raft_apply{tablet_id="a",kind="entries",server="tserver"} 30',
+    'tserver_raft_apply{tablet_id="b",kind="run_ms",server="tserver"} 45',
+    'tserver_raft_apply{tablet_id="a",kind="unknown",server="tserver"} 7',
     'nodejs_heap_size_total_bytes{server="tserver"} 123456',
     'nodejs_gc_duration_seconds_bucket{le="0.001",kind="minor",server="tserver"} 3',
     'nodejs_gc_duration_seconds_sum{kind="minor",server="tserver"} 0.25',
@@ -49,6 +52,9 @@ describe('bench io-costs', () => {
     expect(c.get('Raft: ms those applies came sooner (summed)')).toBe(42);
     expect(c.get('Raft sends while a log sync ran')).toBe(4);
     expect([...c.keys()].filter((k) => k.includes('while a log sync') || k.includes('came sooner'))).toHaveLength(3);
+    expect(c.get('Raft apply stage: entries applied')).toBe(60);
+    expect(c.get('Raft apply stage: ms calls ran (summed)')).toBe(90);
+    expect([...c.keys()].filter((k) => k.startsWith('Raft apply stage'))).toHaveLength(2);
     expect([...c.keys()].some((k) => k.includes('heap'))).toBe(false);
     // GC pauses: seconds become milliseconds, counts stay counts; histogram buckets are left out.
     expect(c.get('GC pause ms, main thread: minor')).toBe(500);

@@ -15,7 +15,7 @@ interface Node {
 }
 
 /** Three groups wired through an in-memory hand-off; `cut` holds ids whose traffic is dropped. */
-function cluster(seed = 1, clock?: { now: number; tickMs: number }) {
+function cluster(seed = 1, clock?: { now: number; tickMs: number }, applyGate?: (id: string) => Promise<void>) {
   const ids = ['a', 'b', 'c'].map(NodeId);
   const cut = new Set<string>();
   /** Messages to these ids wait in `gate` until the test releases them. */
@@ -42,6 +42,7 @@ function cluster(seed = 1, clock?: { now: number; tickMs: number }) {
         }
       },
       applyEntries: async (ents) => {
+        if (applyGate) await applyGate(id);
         for (const e of ents) applied.push(e);
       },
       createSnapshot: async () => new Uint8Array(),
@@ -212,6 +213,47 @@ describe('RaftGroup', () => {
       expect(new Set(idx).size).toBe(idx.length);
       expect(n.applied.filter((e) => e.type === 'normal').map((e) => text(e.data)).slice(-3)).toEqual(['warm', 'x', 'y']);
     }
+  });
+
+  it('raft-group: the apply stage counts its calls, the entries they applied, how long entries waited for their call and how long the calls ran', async () => {
+    // The leader's apply calls wait for `hold` while it is set.
+    let hold: Promise<void> | undefined;
+    let leaderId = '';
+    let heldCalls = 0;
+    const c = cluster(7, undefined, (id) => {
+      if (!hold || id !== leaderId) return Promise.resolve();
+      heldCalls++;
+      return hold;
+    });
+    await c.until(() => c.leader() !== undefined);
+    const l = c.leader()!;
+    leaderId = l.id;
+    await l.group.propose(bytes('warm'));
+    const base = { ...l.group.applyCounts() };
+    expect(base.entries).toBe(l.applied.length);
+    expect(base.batches).toBeGreaterThan(0);
+    // x's apply call is held 60 ms; y commits meanwhile and waits in the queue for the next call.
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    hold = held;
+    const px = l.group.propose(bytes('x'));
+    await c.until(() => heldCalls === 1);
+    hold = undefined;
+    const py = l.group.propose(bytes('y'));
+    await c.until(() => l.group.status().applyQueueEntries > 0);
+    const t0 = performance.now();
+    await new Promise((r) => setTimeout(r, 60));
+    release();
+    await Promise.all([px, py]);
+    const heldMs = performance.now() - t0;
+    const st = l.group.applyCounts();
+    expect(st.entries - base.entries).toBe(2);
+    expect(st.entries).toBe(l.applied.length);
+    expect(st.batches - base.batches).toBe(2);
+    // x's call ran at least the 60 ms it was held; y waited for it about as long.
+    expect(st.runMs - base.runMs).toBeGreaterThanOrEqual(59);
+    expect(st.waitMs - base.waitMs).toBeGreaterThanOrEqual(59);
+    expect(st.waitMs - base.waitMs).toBeLessThan(heldMs + 1000);
   });
 
   it('raft-group: with leaseClock a lease also ends in wall time — a leader whose ticks stalled (SIGSTOP, starved loop) does not resume with a lease', async () => {

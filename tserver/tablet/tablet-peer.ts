@@ -805,10 +805,10 @@ export class TabletPeer {
   }
 
   /** What this replica asked of its disks since it opened: WAL fsyncs, and write batches/ops per database (undefined until running). */
-  ioCounts(): { logFsyncs?: number; docdb: ReturnType<DocDbApi['writeCounts']>; raftEarly: ReturnType<RaftGroup['earlyCounts']> } | undefined {
+  ioCounts(): { logFsyncs?: number; docdb: ReturnType<DocDbApi['writeCounts']>; raftEarly: ReturnType<RaftGroup['earlyCounts']>; raftApply: ReturnType<RaftGroup['applyCounts']> } | undefined {
     if (this.state !== TabletState.RUNNING) return undefined;
     const log = this.storage.stats?.();
-    return { ...(log ? { logFsyncs: log.logFsyncs } : {}), docdb: this.docdb.writeCounts(), raftEarly: this.raft.earlyCounts() };
+    return { ...(log ? { logFsyncs: log.logFsyncs } : {}), docdb: this.docdb.writeCounts(), raftEarly: this.raft.earlyCounts(), raftApply: this.raft.applyCounts() };
   }
 
   /** Source side of remote bootstrap: consistent iterators over both databases (see SnapshotSessions). */
