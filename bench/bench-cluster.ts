@@ -34,7 +34,9 @@ export class BenchCluster {
    */
   async start(tservers: number, hostBase: number, tserverFlags: string[] = [], opts: { noAliasPortShift?: number; tserverNodeArgs?: (i: number) => string[]; logLevel?: string } = {}): Promise<void> {
     const logLevel = `--log_level=${opts.logLevel ?? 'warn'}`;
-    const cli = path.resolve(__dirname, '../cli/main.js');
+    // Next to this file once built (dist/bench → dist/cli); from the TypeScript source (tests), the build's.
+    const built = path.resolve(__dirname, '../cli/main.js');
+    const cli = fs.existsSync(built) ? built : path.resolve(__dirname, '../dist/cli/main.js');
     this.unguard ??= guardChildren(() => this.killAllNow());
     const aliases = await loopbackAliasesWork();
     const host = (i: number): string => (aliases ? `127.0.0.${hostBase + i}` : '127.0.0.1');
@@ -60,9 +62,41 @@ export class BenchCluster {
       } catch {
         // not up yet
       }
-      if (Date.now() > end) throw new Error(`bench cluster did not come up; logs in ${this.baseDir}`);
+      // A server that exited will not come up: say so now, not after the whole wait.
+      const gone = this.servers.find((x) => x.child.exitCode !== null || x.child.signalCode !== null);
+      if (gone || Date.now() > end) throw new Error(this.startFailure(gone));
       await new Promise((r) => setTimeout(r, 200));
     }
+  }
+
+  /**
+   * Why start() gave up: the server that exited (or the wait that ran out), the first error its logs
+   * name, and where the logs are kept (copied out of baseDir, which stop() removes).
+   */
+  startFailure(gone?: BenchServer): string {
+    const kept = `${this.baseDir}-logs`;
+    this.saveLogs(kept);
+    const what = gone ? `${gone.role} ${gone.rpcAddress} exited (${gone.child.exitCode !== null ? `code ${gone.child.exitCode}` : String(gone.child.signalCode)})` : 'not every server registered within 60 s';
+    const why = this.firstLoggedError();
+    return `bench cluster did not come up: ${what}${why ? `; first error logged: ${why}` : ''}; logs kept in ${kept}`;
+  }
+
+  /** The first error- or fatal-level line of the servers' logs (JSON lines), as "file: message (err)". */
+  firstLoggedError(): string | undefined {
+    for (const f of fs.readdirSync(this.baseDir).filter((x) => x.endsWith('.log')).sort()) {
+      for (const line of fs.readFileSync(path.join(this.baseDir, f), 'utf8').split('\n')) {
+        let rec: { level?: unknown; msg?: unknown; err?: { message?: unknown } };
+        try {
+          rec = JSON.parse(line) as typeof rec;
+        } catch {
+          // A plain line (a banner, a torn write, a usage error on stderr): an error line only if it says so.
+          if (/error/i.test(line)) return `${f}: ${line.trim().slice(0, 300)}`;
+          continue;
+        }
+        if (typeof rec.level === 'number' && rec.level >= 50) return `${f}: ${String(rec.msg)}${typeof rec.err?.message === 'string' ? ` (${rec.err.message})` : ''}`;
+      }
+    }
+    return undefined;
   }
 
   /**
