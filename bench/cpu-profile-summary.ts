@@ -173,16 +173,16 @@ export function summarizeCpuProfile(p: CpuProfile, top = 15): ProfileSummary {
   for (const root of p.nodes.filter((n) => !children.has(n.id))) {
     const stack: { id: number; entered: boolean }[] = [{ id: root.id, entered: false }];
     while (stack.length > 0) {
-      const top1 = stack[stack.length - 1]!;
-      const node = byId.get(top1.id);
+      const at = stack[stack.length - 1]!;
+      const node = byId.get(at.id);
       if (!node) {
         stack.pop();
         continue;
       }
       const own = node.callFrame.url.includes('/dist/');
       const key = own ? frameKey(node.callFrame) : '';
-      if (!top1.entered) {
-        top1.entered = true;
+      if (!at.entered) {
+        at.entered = true;
         if (own) onPath.set(key, (onPath.get(key) ?? 0) + 1);
         for (const c of node.children ?? []) stack.push({ id: c, entered: false });
         continue;
@@ -237,12 +237,12 @@ export function summarizeProfileFile(file: string, top = 15): { summary: Profile
 }
 
 /** `npm run bench profile FILE [--top N]`: print the summary of a .cpuprofile. */
-export async function runProfileSection(): Promise<void> {
+export function runProfileSection(): Promise<void> {
   const args = sectionArgs('profile');
   checkSectionArgs(args, ['top']);
   const file = args.find((a, i) => !a.startsWith('--') && (i === 0 || !/^--top$/.test(args[i - 1] ?? '')));
   if (!file) throw new Error('usage: npm run bench profile FILE.cpuprofile [--top N]');
   const top = sectionNumber(args, 'top', 'BENCH_PROFILE_TOP', 15, 1);
   process.stdout.write(summarizeProfileFile(file, top).markdown);
-  await Promise.resolve();
+  return Promise.resolve();
 }
