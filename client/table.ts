@@ -289,7 +289,11 @@ export class Table {
       .then(
         (r) => {
           this.invoker.observeHt(r.propagatedHt);
-          b.waiters.forEach((w, i) => w.resolve({ row: r.found?.[i] ? r.rows?.[i] : undefined }));
+          // A tablet answers a prefix of the keys when their rows reached its answer's size budget:
+          // the rest are asked for again (each get is a read of its own, at a time the leader picks).
+          const answered = r.keysAnswered ? Math.min(r.keysAnswered, b.keys.length) : b.keys.length;
+          b.waiters.slice(0, answered).forEach((w, i) => w.resolve({ row: r.found?.[i] ? r.rows?.[i] : undefined }));
+          if (answered < b.keys.length) this.sendReadBatch({ ...b, keys: b.keys.slice(answered), waiters: b.waiters.slice(answered) });
         },
         (e: unknown) => {
           for (const w of b.waiters) w.reject(e);

@@ -80,11 +80,13 @@ export interface ScanOptions extends ReadOptions {
   /** Exclusive upper DocKey bound (encoded). */
   endKey?: Uint8Array;
   limit?: number;
+  /** Stored bytes of the returned rows at which the scan stops early, with a resume key (ReadRange.maxBytes). */
+  maxBytes?: number;
 }
 
 export interface ScanResult {
   rows: Row[];
-  /** Encoded DocKey to resume from, when the limit cut the scan short. */
+  /** Encoded DocKey to resume from, when the row limit or the byte budget cut the scan short. */
   resumeKey?: Uint8Array;
 }
 

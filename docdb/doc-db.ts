@@ -289,7 +289,7 @@ export class DocDb implements DocDbApi {
   async scan(opts: ScanOptions): Promise<ScanResult> {
     const release = this.readers.register(opts.readHt);
     try {
-      return await new IntentAwareReader(this.regularDb.db.engine, this.intentsDb.db.engine, opts, this.intentsDb.intentCount > 0).read({ start: opts.startKey, end: opts.endKey, limit: opts.limit });
+      return await new IntentAwareReader(this.regularDb.db.engine, this.intentsDb.db.engine, opts, this.intentsDb.intentCount > 0).read({ start: opts.startKey, end: opts.endKey, limit: opts.limit, maxBytes: opts.maxBytes });
     } finally {
       release();
     }

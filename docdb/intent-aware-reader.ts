@@ -24,6 +24,12 @@ export interface ReadRange {
   /** Exclusive upper bound. */
   end?: Uint8Array;
   limit?: number;
+  /**
+   * Stop once the rows returned so far took this many stored bytes (keys and values read for them;
+   * at least one row is returned) and answer a resume key for the rest: bounds a response's size
+   * when rows are large, whatever the row limit.
+   */
+  maxBytes?: number;
 }
 
 /** Rows returned by one scan call at most (a larger limit is cut here, with a resume key). */
@@ -34,6 +40,12 @@ function maxBuf(a: Uint8Array | undefined, b: Buffer): Buffer {
 }
 function minBuf(a: Uint8Array | undefined, b: Buffer): Buffer {
   return a !== undefined && Buffer.compare(a, b) < 0 ? Buffer.from(a) : b;
+}
+
+function groupBytes(g: DocKeyGroup | undefined): number {
+  let n = 0;
+  for (const [k, v] of g?.entries ?? []) n += k.length + v.length;
+  return n;
 }
 
 const EMPTY_ITERATOR: KvIterator = { seek: () => undefined, next: () => Promise.resolve(undefined), close: () => Promise.resolve() };
@@ -62,6 +74,8 @@ export class IntentAwareReader {
 
   async read(range: ReadRange): Promise<ScanResult> {
     const limit = Math.min(range.limit ?? SCAN_ROWS_MAX, SCAN_ROWS_MAX);
+    const maxBytes = range.maxBytes ?? Infinity;
+    let bytes = 0;
     // Intents first (see header).
     const ig = new GroupIterator(this.readIntents ? this.intents.iterator({ gte: maxBuf(range.start, INTENTS_DATA_START), lt: minBuf(range.end, INTENTS_DATA_END) }) : EMPTY_ITERATOR);
     const rg = new GroupIterator(this.regular.iterator({ gte: maxBuf(range.start, REGULAR_DATA_START), lt: minBuf(range.end, REGULAR_DATA_END) }));
@@ -72,11 +86,14 @@ export class IntentAwareReader {
         const b = await ig.peek();
         if (a === undefined && b === undefined) return { rows };
         const cmp = a === undefined ? 1 : b === undefined ? -1 : Buffer.compare(a.docKeyBuf, b.docKeyBuf);
-        if (rows.length >= limit) return { rows, resumeKey: cmp <= 0 ? a!.docKeyBuf : b!.docKeyBuf };
+        if (rows.length >= limit || (rows.length > 0 && bytes >= maxBytes)) return { rows, resumeKey: cmp <= 0 ? a!.docKeyBuf : b!.docKeyBuf };
         const reg = cmp <= 0 ? await rg.next() : undefined;
         const int = cmp >= 0 ? await ig.next() : undefined;
         const row = await this.row(reg, int);
-        if (row) rows.push(row);
+        if (row) {
+          rows.push(row);
+          bytes += groupBytes(reg) + groupBytes(int);
+        }
       }
     } finally {
       await rg.close();

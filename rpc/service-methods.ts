@@ -208,6 +208,8 @@ export interface ReadResponsePB {
   readHt?: bigint;
   propagatedHt?: bigint;
   globalLimitHt?: bigint;
+  /** Keys answered, from the first (0 or absent: all). */
+  keysAnswered?: number;
 }
 export interface ScanRequestPB {
   tabletId?: string;

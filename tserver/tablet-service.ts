@@ -15,6 +15,7 @@ import { TRANSACTIONS_TABLE } from '../common/system-tables';
 import type { DocKey, Primitive, Row, RowOp, TxnMeta } from '../docdb/doc-db-api';
 import { partitionHash } from '../docdb/encoding/doc-key';
 import type { ConfChange } from '../raft/types';
+import { RPC_MAX_MESSAGE_SIZE } from '../rpc/rpc-flags';
 import type { MethodDef, RpcServer } from '../rpc/types';
 import type { TabletManager } from './tablet-manager';
 import type { ColumnSchema, TableSchema, TabletMeta } from './tablet/tablet-meta';
@@ -40,6 +41,12 @@ export const WRITE_OPS_MAX = 10_000;
 export const READ_KEYS_MAX = 10_000;
 export const SCAN_LIMIT_MAX = 10_000;
 export const SCAN_LIMIT_DEFAULT = 1000;
+/**
+ * Bytes of rows one Read or Scan answer carries at most (at least one row; a quarter of
+ * rpc_max_message_size when that is smaller): large rows end a page early — a scan answers a resume
+ * key, a read the number of keys it answered — instead of an answer too large to send.
+ */
+export const READ_RESPONSE_BYTES_MAX = 8 * 1024 * 1024;
 /** Transactional writes one coalesced Write request carries at most (the first plus `more`). */
 export const WRITE_ITEMS_MAX = 256;
 
@@ -201,6 +208,10 @@ export interface TabletServiceDeps {
 export class TabletService {
   constructor(private readonly deps: TabletServiceDeps) {}
 
+  private responseBytesMax(): number {
+    return Math.max(64 * 1024, Math.min(READ_RESPONSE_BYTES_MAX, Math.floor(this.deps.flags.get(RPC_MAX_MESSAGE_SIZE) / 4)));
+  }
+
   private tablet(id: string | undefined): TabletPeer {
     if (!id) throw invalid('tablet_id missing');
     return this.deps.manager.get(id);
@@ -263,6 +274,7 @@ export class TabletService {
     const keys = keysPb.map((k) => keyFromPb(t.meta, k));
     const columns = columnsFilter(t.meta, req.columns);
     const r = await t.read(keys, {
+      maxBytes: this.responseBytesMax(),
       ...(columns ? { columns } : {}),
       ...readTimeFields(t, req, txn),
       ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}),
@@ -270,6 +282,7 @@ export class TabletService {
     return {
       rows: r.rows.map((row, i) => (row ? rowToPb(row) : { key: keyToPb(keys[i]!), columns: [], writeHt: 0n })),
       found: r.rows.map((row) => row !== undefined),
+      keysAnswered: r.rows.length,
       readHt: r.readHt,
       propagatedHt: this.deps.clock.now(),
       globalLimitHt: r.globalLimitHt ?? 0n,
@@ -284,6 +297,7 @@ export class TabletService {
     const columns = columnsFilter(t.meta, req.columns);
     const r = await t.scan({
       limit,
+      maxBytes: this.responseBytesMax(),
       ...(req.startKey?.length ? { startKey: req.startKey } : {}),
       ...(req.endKey?.length ? { endKey: req.endKey } : {}),
       ...(columns ? { columns } : {}),

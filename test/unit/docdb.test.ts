@@ -72,6 +72,36 @@ describe('docdb regular reads and writes', () => {
     expect(mid.rows.map((x) => x.columns.get(1))).toEqual(sortedByKey.slice(2, 5).map(BigInt));
   });
 
+  it('docdb: scan with maxBytes ends a page once its rows took that many stored bytes (at least one row), committed intents included', async () => {
+    const db = await memoryDocDb();
+    const st = new Statuses();
+    const big = (i: number): string => String.fromCharCode(97 + i).repeat(10_000);
+    // 6 rows in RegularDB, 4 more only as intents of a committed (not yet applied) transaction.
+    await db.writeRegular(Array.from({ length: 6 }, (_, i) => ({ type: 'upsert' as const, key: key(i), columns: [{ columnId: 1, value: big(i) }] })), ht(10), op(1));
+    await db.writeIntents(txnMeta('t1'), Array.from({ length: 4 }, (_, i) => ({ type: 'upsert' as const, key: key(6 + i), columns: [{ columnId: 1, value: big(6 + i) }] })), ht(11), op(2));
+    st.commit('t1', ht(12));
+    const read = { readHt: ht(13), resolveStatus: st.resolve };
+    const pages: string[][] = [];
+    let resume: Uint8Array | undefined;
+    for (let page = 0; page < 20; page++) {
+      const r = await db.scan({ ...read, maxBytes: 25_000, ...(resume ? { startKey: resume } : {}) });
+      pages.push(r.rows.map((x) => (x.columns.get(1) as string)[0]!));
+      resume = r.resumeKey;
+      if (!resume) break;
+    }
+    // ~10 KB per row: the budget is reached by the third row, so pages of 3, 3, 3 and the last 1.
+    expect(pages.map((p) => p.length)).toEqual([3, 3, 3, 1]);
+    const order = [...Array(10).keys()].sort((a, b) => Buffer.compare(encodeRowDocKey(key(a)), encodeRowDocKey(key(b))));
+    expect(pages.flat()).toEqual(order.map((i) => String.fromCharCode(97 + i)));
+    // A budget below one row still makes progress, one row per page; no budget: one page.
+    const one = await db.scan({ ...read, maxBytes: 1 });
+    expect(one.rows.length).toBe(1);
+    expect(one.resumeKey).toBeDefined();
+    const all = await db.scan(read);
+    expect(all.rows.length).toBe(10);
+    expect(all.resumeKey).toBeUndefined();
+  });
+
   it('docdb: a version inside (readHt, globalLimitHt] raises READ_RESTART with the restart time', async () => {
     const db = await memoryDocDb();
     await db.writeRegular([{ type: 'upsert', key: key(1), columns: [{ columnId: 1, value: 'a' }] }], ht(10), op(1));

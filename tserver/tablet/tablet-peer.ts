@@ -1022,12 +1022,17 @@ export class TabletPeer {
    */
   async read(
     keys: DocKey[],
-    opts: { columns?: number[]; readHt?: HybridTime; globalLimitHt?: HybridTime; propagatedHt?: HybridTime; txnId?: TxnId },
+    opts: { columns?: number[]; readHt?: HybridTime; globalLimitHt?: HybridTime; propagatedHt?: HybridTime; txnId?: TxnId; maxBytes?: number },
   ): Promise<{ rows: Array<Row | undefined>; readHt: HybridTime; globalLimitHt: HybridTime | undefined }> {
     const { readHt, globalLimitHt } = await this.readTime(opts.readHt, opts.propagatedHt, opts.globalLimitHt);
     const rows: Array<Row | undefined> = [];
     const resolveStatus = this.deps.txnEnv ? this.statusResolver() : NO_TXN_STATUS;
+    const maxBytes = opts.maxBytes ?? Infinity;
+    let bytes = 0;
     for (const k of keys) {
+      // The answer is a prefix of the keys: once the rows read reach maxBytes, the rest is left for
+      // the caller to ask again (at least one key is always answered).
+      if (rows.length > 0 && bytes >= maxBytes) break;
       rows.push(
         await this.docdb.getRow(k, {
           readHt,
@@ -1037,6 +1042,7 @@ export class TabletPeer {
           ...(opts.columns?.length ? { columns: opts.columns } : {}),
         }),
       );
+      bytes += rowBytesApprox(rows[rows.length - 1]);
     }
     this.metrics.readOps++;
     return { rows, readHt, globalLimitHt };
@@ -1051,6 +1057,8 @@ export class TabletPeer {
     globalLimitHt?: HybridTime;
     propagatedHt?: HybridTime;
     txnId?: TxnId;
+    /** Response size budget (DocDB ScanOptions.maxBytes). */
+    maxBytes?: number;
   }): Promise<ScanResult & { readHt: HybridTime; globalLimitHt: HybridTime | undefined }> {
     const { readHt, globalLimitHt } = await this.readTime(opts.readHt, opts.propagatedHt, opts.globalLimitHt);
     const r = await this.docdb.scan({
@@ -1061,6 +1069,7 @@ export class TabletPeer {
       ...(opts.startKey?.length ? { startKey: opts.startKey } : {}),
       ...(opts.endKey?.length ? { endKey: opts.endKey } : {}),
       ...(opts.limit ? { limit: opts.limit } : {}),
+      ...(opts.maxBytes ? { maxBytes: opts.maxBytes } : {}),
       ...(opts.columns?.length ? { columns: opts.columns } : {}),
     });
     this.metrics.scanOps++;
@@ -1085,4 +1094,20 @@ export class TabletPeer {
     this.state = TabletState.DELETED;
     fs.rmSync(this.deps.dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * About the bytes `row` takes in a response (its values; a string counted at its UTF-8 length when
+ * long, else at its worst case of 3 bytes per UTF-16 unit, which is cheap to know): what a read's
+ * size budget adds up.
+ */
+function rowBytesApprox(row: Row | undefined): number {
+  if (row === undefined) return 16;
+  let n = 32;
+  for (const v of row.columns.values()) {
+    if (typeof v === 'string') n += v.length > 1024 ? Buffer.byteLength(v, 'utf8') : v.length * 3;
+    else if (v instanceof Uint8Array) n += v.byteLength;
+    else n += 9;
+  }
+  return n;
 }
