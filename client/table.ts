@@ -25,6 +25,9 @@ import { READ_FATAL_CODES, TXN_FATAL_CODES, type TxnBinding } from './txn-bindin
 import type { TableLocations } from './meta-cache';
 import type { TableSchema } from './table-schema';
 import type { TxnWriteCoalescer } from './txn-write-coalescer';
+import { approxOpBytes, WRITE_BYTES_PER_RPC_MAX } from './write-size';
+
+export { WRITE_BYTES_PER_RPC_MAX } from './write-size';
 
 /** Rows one scan call returns at most (the tserver's limit). */
 const SCAN_PAGE_MAX = 10_000;
@@ -33,25 +36,6 @@ const SCAN_PAGE_DEFAULT = 1000;
 const SCAN_PAGES_MAX = 1_000_000;
 const WRITE_ROWS_PER_RPC_DEFAULT = 1000;
 const WRITE_ROWS_PER_RPC_MAX = 10_000;
-/**
- * Value bytes per write RPC at most (a chunk closes before a row that would pass it; a single larger
- * row goes alone). Keeps each Raft entry and frame far below the 64 MiB message limit when rows are
- * large (the experiment's 1 MiB rows: 4 per RPC).
- */
-export const WRITE_BYTES_PER_RPC_MAX = 4 * 1024 * 1024;
-
-/** Approximate wire bytes of one row op (values dominate; a small constant covers key and framing). */
-function approxOpBytes(op: RowOpPB): number {
-  let n = 32;
-  for (const c of op.columns ?? []) {
-    const v = c.value;
-    if (!v) continue;
-    if (typeof v.stringValue === 'string') n += v.stringValue.length * 3 > 1024 ? Buffer.byteLength(v.stringValue) : v.stringValue.length * 3;
-    else if (v.bytesValue) n += v.bytesValue.length;
-    else n += 9;
-  }
-  return n;
-}
 /** Read restarts of one read or scan at most (each raises the read time; the limit stays). */
 export const READ_RESTARTS_MAX = 32;
 

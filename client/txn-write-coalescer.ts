@@ -15,13 +15,19 @@ import { tabletServerMethods, type RowOpPB, type TxnContextPB, type WriteItemPB,
 import type { Deadline } from './retry-policy';
 import type { TabletInvoker } from './tablet-invoker';
 import { TXN_FATAL_CODES } from './txn-binding';
+import { approxOpBytes, WRITE_BYTES_PER_RPC_MAX } from './write-size';
 
-/** Writes one coalesced request carries at most (the tserver accepts 256). */
+/**
+ * Writes one coalesced request carries at most (the tserver accepts 256); and at most
+ * WRITE_BYTES_PER_RPC_MAX of values, so writes of large rows that fit one request each never add up
+ * to one too large to send (a single larger write still goes, alone).
+ */
 export const COALESCED_TXN_WRITES_MAX = 128;
 
 interface Pending {
   table: string;
   tabletId: string;
+  bytes: number;
   items: Array<{ ops: RowOpPB[]; txn: TxnContextPB; deadline: Deadline; resendAlone: () => Promise<void>; resolve: () => void; reject: (e: unknown) => void }>;
 }
 
@@ -40,14 +46,17 @@ export class TxnWriteCoalescer {
   write(table: string, tabletId: string, ops: RowOpPB[], txn: TxnContextPB, deadline: Deadline, resendAlone: () => Promise<void>): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const key = `${table}\u0000${tabletId}`;
+      let bytes = 0;
+      for (const o of ops) bytes += approxOpBytes(o);
       let p = this.pending.get(key);
-      if (p && p.items.length >= COALESCED_TXN_WRITES_MAX) {
+      if (p && (p.items.length >= COALESCED_TXN_WRITES_MAX || p.bytes + bytes > WRITE_BYTES_PER_RPC_MAX)) {
         this.pending.delete(key);
         this.send(p);
         p = undefined;
       }
-      if (!p) this.pending.set(key, (p = { table, tabletId, items: [] }));
+      if (!p) this.pending.set(key, (p = { table, tabletId, bytes: 0, items: [] }));
       p.items.push({ ops, txn, deadline, resendAlone, resolve, reject });
+      p.bytes += bytes;
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => {

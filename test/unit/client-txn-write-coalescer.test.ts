@@ -9,6 +9,7 @@ import type { WriteRequestPB, WriteResponsePB } from '../../rpc/service-methods'
 import { Deadline } from '../../client/retry-policy';
 import type { TabletInvoker } from '../../client/tablet-invoker';
 import { COALESCED_TXN_WRITES_MAX, TxnWriteCoalescer } from '../../client/txn-write-coalescer';
+import { approxOpBytes, WRITE_BYTES_PER_RPC_MAX } from '../../client/write-size';
 
 type Answer = (req: WriteRequestPB) => WriteResponsePB | Promise<WriteResponsePB>;
 
@@ -49,6 +50,28 @@ describe('TxnWriteCoalescer', () => {
     expect(sent[1]!.more).toBeUndefined(); // a lone write is a plain single write
     expect(sent[0]!.propagatedHt).toBe(7n);
     expect(c.stats).toEqual({ requests: 2, writes: 4 });
+  });
+
+  it('coalescer: writes of large rows are split so no request carries more than WRITE_BYTES_PER_RPC_MAX of values', async () => {
+    const { invoker, sent } = scripted((req) => ok(1 + (req.more?.length ?? 0)));
+    const c = new TxnWriteCoalescer(invoker);
+    const d = new Deadline(1000);
+    const alone = () => Promise.reject(new Error('not expected'));
+    const mib = 'v'.repeat(1 << 20);
+    const bigOp = (k: number) => [{ type: 'UPSERT', key: { hashComponents: [{ int64: BigInt(k) }] }, columns: [{ columnId: 1, value: { stringValue: mib } }] }] as never;
+    await Promise.all(Array.from({ length: 10 }, (_, i) => c.write('t', 'A', bigOp(i), txn(`t${i}`), d, alone)));
+    const perRequest = sent.map((r) => [r, ...(r.more ?? [])].map((w) => w.txn!.txnId));
+    // 1 MiB and a little per write: 3 fit in 4 MiB, so 3 + 3 + 3 + 1, in order.
+    expect(perRequest).toEqual([['t0', 't1', 't2'], ['t3', 't4', 't5'], ['t6', 't7', 't8'], ['t9']]);
+    for (const r of sent) {
+      const bytes = [r, ...(r.more ?? [])].flatMap((w) => w.ops ?? []).reduce((n, o) => n + approxOpBytes(o), 0);
+      expect(bytes).toBeLessThanOrEqual(WRITE_BYTES_PER_RPC_MAX);
+    }
+    // One write larger than the cap still goes (alone).
+    sent.length = 0;
+    const huge = [{ type: 'UPSERT', key: { hashComponents: [{ int64: 99n }] }, columns: [{ columnId: 1, value: { stringValue: 'h'.repeat(5 << 20) } }] }] as never;
+    await Promise.all([c.write('t', 'A', op(1), txn('small'), d, alone), c.write('t', 'A', huge, txn('huge'), d, alone)]);
+    expect(sent.map((r) => [r, ...(r.more ?? [])].map((w) => w.txn!.txnId))).toEqual([['small'], ['huge']]);
   });
 
   it('coalescer: each write gets its own result; a retryable one is resent alone, a conflict is not', async () => {
