@@ -21,6 +21,13 @@ export const RAFT_BATCH: OnewayDef<RaftBatch> = { service: 'tessera.ConsensusSer
 
 /** Messages queued for one destination before the batch is flushed without waiting for the turn to end. */
 export const RAFT_BATCH_MESSAGES_MAX = 4096;
+/**
+ * Encoded bytes one batch carries at most: a message that would pass it goes in the next batch (a
+ * single larger message goes alone). Raft caps a message at about 1 MiB but one large entry (a 4 MiB
+ * write) travels whole, and a leader may send many in one turn; together they must not make a frame
+ * over rpc_max_message_size, which would be refused and dropped each time Raft resends it.
+ */
+export const RAFT_BATCH_BYTES_MAX = 8 * 1024 * 1024;
 /** At most one "unknown group" / "unknown peer" log line per this many drops. */
 const DROP_LOG_EVERY = 1000;
 
@@ -41,7 +48,7 @@ export interface ConsensusTransportDeps {
 }
 
 export class ConsensusTransport {
-  private readonly queues = new Map<string, RaftEnvelope[]>();
+  private readonly queues = new Map<string, { envelopes: RaftEnvelope[]; bytes: number }>();
   private flushScheduled = false;
   private stopped = false;
   readonly metrics = { batchesSent: 0, messagesSent: 0, batchesReceived: 0, messagesReceived: 0, dropped: 0, unknownGroup: 0, unknownPeer: 0 };
@@ -76,10 +83,16 @@ export class ConsensusTransport {
         this.metrics.dropped++;
         continue;
       }
+      const message = encodeMessage(m);
       let q = this.queues.get(addr);
-      if (!q) this.queues.set(addr, (q = []));
-      q.push({ groupId, message: encodeMessage(m) });
-      if (q.length >= RAFT_BATCH_MESSAGES_MAX) this.flushOne(addr);
+      if (q && q.bytes + message.length > RAFT_BATCH_BYTES_MAX) {
+        this.flushOne(addr);
+        q = undefined;
+      }
+      if (!q) this.queues.set(addr, (q = { envelopes: [], bytes: 0 }));
+      q.envelopes.push({ groupId, message });
+      q.bytes += message.length;
+      if (q.envelopes.length >= RAFT_BATCH_MESSAGES_MAX) this.flushOne(addr);
     }
     if (!this.flushScheduled && this.queues.size > 0) {
       this.flushScheduled = true;
@@ -93,7 +106,7 @@ export class ConsensusTransport {
   }
 
   private flushOne(addr: string): void {
-    const q = this.queues.get(addr);
+    const q = this.queues.get(addr)?.envelopes;
     this.queues.delete(addr);
     if (!q || q.length === 0 || this.stopped) return;
     try {
