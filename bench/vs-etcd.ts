@@ -166,6 +166,8 @@ export function parseVsArgs(argv: readonly string[]): VsOptions {
 interface Target {
   system: VsSystem;
   serverPids: () => Array<number | undefined>;
+  /** A short name per server process, in serverPids' order (the per-process CPU column). */
+  serverNames: () => string[];
   spec: Partial<LoadSpec>;
   /** The servers' work counters (tessera: bench/io-costs.ts), read at measure-start and measure-end. */
   counters?: () => Promise<IoCounters>;
@@ -183,6 +185,8 @@ interface LoadgenRun {
   serverSystemCpu?: number;
   /** Thread wake-ups of the servers (voluntary context switches, proc-stats.threadWakeups). */
   serverWakeups?: number;
+  /** CPU seconds of each server process over the measured window. */
+  serverCpuByProcess?: Array<{ name: string; seconds: number }>;
   clientCpu?: number;
   /** Wall clock (µs since the epoch) when the load generator said measure-start / measure-end. */
   measureStartMicros?: number;
@@ -204,6 +208,8 @@ async function runLoadgen(target: Target, spec: LoadSpec): Promise<LoadgenRun> {
   let c1: number | undefined;
   let w0: number | undefined;
   let w1: number | undefined;
+  let p0: Array<number | undefined> = [];
+  let p1: Array<number | undefined> = [];
   let result: LoadResult | undefined;
   let startMicros: number | undefined;
   let endMicros: number | undefined;
@@ -227,12 +233,14 @@ async function runLoadgen(target: Target, spec: LoadSpec): Promise<LoadgenRun> {
       startMicros = Date.now() * 1000;
       s0 = cpuSplitSum(target.serverPids());
       w0 = threadWakeupsSum(target.serverPids());
+      p0 = target.serverPids().map(cpuSeconds);
       c0 = cpuSeconds(child.pid);
       k0 = readCounters();
     } else if (ev.event === 'measure-end') {
       endMicros = Date.now() * 1000;
       s1 = cpuSplitSum(target.serverPids());
       w1 = threadWakeupsSum(target.serverPids());
+      p1 = target.serverPids().map(cpuSeconds);
       c1 = cpuSeconds(child.pid);
       k1 = readCounters();
     } else if (ev.event === 'result') {
@@ -243,6 +251,8 @@ async function runLoadgen(target: Target, spec: LoadSpec): Promise<LoadgenRun> {
   clearTimeout(timer);
   if (!result) throw new Error(`load generator (${spec.system} ${spec.op}) exited with ${String(code)} without a result: ${stderr.trim()}`);
   const [before, after] = await Promise.all([k0, k1]);
+  const names = target.serverNames();
+  const byProcess = p0.length === names.length && p1.length === names.length && p0.every((x, i) => x !== undefined && p1[i] !== undefined) ? names.map((name, i) => ({ name, seconds: p1[i]! - p0[i]! })) : undefined;
   return {
     ...(before && after ? { counters: counterDelta(before, after) } : {}),
     result,
@@ -250,6 +260,7 @@ async function runLoadgen(target: Target, spec: LoadSpec): Promise<LoadgenRun> {
       ? { serverCpu: s1.userSeconds + s1.systemSeconds - (s0.userSeconds + s0.systemSeconds), serverSystemCpu: s1.systemSeconds - s0.systemSeconds }
       : {}),
     ...(w0 !== undefined && w1 !== undefined ? { serverWakeups: w1 - w0 } : {}),
+    ...(byProcess ? { serverCpuByProcess: byProcess } : {}),
     ...(c0 !== undefined && c1 !== undefined ? { clientCpu: c1 - c0 } : {}),
     ...(startMicros !== undefined ? { measureStartMicros: startMicros } : {}),
     ...(endMicros !== undefined ? { measureEndMicros: endMicros } : {}),
@@ -275,6 +286,7 @@ function toRun(round: number, workload: string, system: VsSystem, r: LoadgenRun,
     ...(r.serverCpu !== undefined ? { serverCpuSeconds: r.serverCpu } : {}),
     ...(r.serverSystemCpu !== undefined ? { serverSystemCpuSeconds: r.serverSystemCpu } : {}),
     ...(r.serverWakeups !== undefined ? { serverWakeups: r.serverWakeups } : {}),
+    ...(r.serverCpuByProcess ? { serverCpuByProcess: r.serverCpuByProcess } : {}),
     ...(r.clientCpu !== undefined ? { clientCpuSeconds: r.clientCpu } : {}),
     clientPeakRssBytes: r.result.maxRssBytes,
     ...(r.counters ? { counters: r.counters } : {}),
@@ -347,10 +359,15 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
       {
         system: 'tessera',
         serverPids: () => tessera.servers.map((s) => s.child.pid),
+        // master, ts0, ts1, … (BenchCluster starts the master first, then the tservers in order)
+        serverNames: () => {
+          let t = 0;
+          return tessera.servers.map((s) => (s.role === 'master' ? 'master' : `ts${t++}`));
+        },
         spec: { masterAddresses: tessera.masterAddress, table: TABLE },
         counters: () => scrapeCounters(tessera.servers.filter((s) => s.role === 'tserver').map((s) => s.webAddress)),
       },
-      ...(etcd ? [{ system: 'etcd' as const, serverPids: () => etcd.pids(), spec: { etcdUrl: etcd.leaderUrl } }] : []),
+      ...(etcd ? [{ system: 'etcd' as const, serverPids: () => etcd.pids(), serverNames: () => etcd.pids().map((_, i) => `etcd${i}`), spec: { etcdUrl: etcd.leaderUrl } }] : []),
     ];
     const base = (t: Target, op: VsOp, concurrency: number, warmupSeconds: number, seconds: number): LoadSpec => ({ system: t.system, op, concurrency, warmupSeconds, seconds, readKeys: o.readKeys, valueBytes: VALUE_BYTES, ...t.spec });
     if (o.workloads.some((w) => VS_WORKLOADS[w]?.op === 'read')) {

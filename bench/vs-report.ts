@@ -28,6 +28,8 @@ export interface VsRun {
   serverSystemCpuSeconds?: number;
   /** The servers' thread wake-ups over the measured window (voluntary context switches). */
   serverWakeups?: number;
+  /** CPU seconds of each server process over the measured window (names: master, ts0, … / etcd0, …). */
+  serverCpuByProcess?: Array<{ name: string; seconds: number }>;
   clientCpuSeconds?: number;
   clientPeakRssBytes?: number;
   /** Change of the servers' work counters over the measured window (bench/io-costs.ts; tessera only). */
@@ -57,6 +59,8 @@ export interface SystemFigures {
   serverKernelShare?: number;
   /** The servers' thread wake-ups per operation, over all rounds (sum / sum of ops). */
   serverWakeupsPerOp?: number;
+  /** Each server process's CPU seconds per second measured, over all rounds (cores it kept busy). */
+  serverCoresByProcess?: Array<{ name: string; cores: number }>;
   /**
    * CPU cores kept busy while the workload ran, servers and load generators together (CPU seconds /
    * wall seconds, per round): near the machine's core count, the run was CPU-bound.
@@ -143,6 +147,17 @@ function applyLagSpread(runs: readonly VsRun[]): ApplyLagSpread | undefined {
   };
 }
 
+/** Cores each server process kept busy over all rounds; undefined unless every run has the same processes. */
+function coresByProcess(runs: readonly VsRun[]): Array<{ name: string; cores: number }> | undefined {
+  const first = runs[0]?.serverCpuByProcess;
+  if (!first || first.length === 0) return undefined;
+  const names = first.map((p) => p.name);
+  if (!runs.every((r) => r.serverCpuByProcess?.length === names.length && r.serverCpuByProcess.every((p, i) => p.name === names[i]))) return undefined;
+  const seconds = runs.reduce((a, r) => a + r.seconds, 0);
+  if (!(seconds > 0)) return undefined;
+  return names.map((name, i) => ({ name, cores: runs.reduce((a, r) => a + r.serverCpuByProcess![i]!.seconds, 0) / seconds }));
+}
+
 function figures(runs: readonly VsRun[]): SystemFigures | undefined {
   if (runs.length === 0) return undefined;
   const commitP50 = defined(runs.map((r) => r.commitP50Ms));
@@ -154,6 +169,7 @@ function figures(runs: readonly VsRun[]): SystemFigures | undefined {
   const cost = costPerOp(runs);
   const kernelPer1k = per1k(runs, (r) => r.serverSystemCpuSeconds);
   const wakeupsPer1k = per1k(runs, (r) => r.serverWakeups);
+  const byProcess = coresByProcess(runs);
   const cores = defined(runs.map((r) => (r.serverCpuSeconds !== undefined && r.clientCpuSeconds !== undefined && r.seconds > 0 ? (r.serverCpuSeconds + r.clientCpuSeconds) / r.seconds : undefined)));
   return {
     rounds: runs.length,
@@ -169,6 +185,7 @@ function figures(runs: readonly VsRun[]): SystemFigures | undefined {
     ...(clientCpu !== undefined ? { clientCpuSecPer1kOps: clientCpu } : {}),
     ...(kernelPer1k !== undefined && serverCpu !== undefined && serverCpu > 0 ? { serverKernelShare: kernelPer1k / serverCpu } : {}),
     ...(wakeupsPer1k !== undefined ? { serverWakeupsPerOp: wakeupsPer1k / 1000 } : {}),
+    ...(byProcess ? { serverCoresByProcess: byProcess } : {}),
     ...(cores.length === runs.length ? { coresBusy: spread(cores) } : {}),
     ...(cost ? { costPerOp: cost } : {}),
   };
@@ -281,13 +298,14 @@ export function renderServerTime(rows: readonly VsRow[]): string[] {
   if (shown.length === 0) return [];
   const ms = (f: SystemFigures | undefined): string => f3(f?.serverCpuSecPer1kOps);
   const wk = (f: SystemFigures | undefined): string => (f?.serverWakeupsPerOp === undefined ? 'n/a' : f.serverWakeupsPerOp.toFixed(1));
+  const byProc = (f: SystemFigures | undefined): string => (f?.serverCoresByProcess ? f.serverCoresByProcess.map((p) => `${p.name} ${p.cores.toFixed(2)}`).join(' · ') : 'n/a');
   return [
     '',
-    '| servers, per operation | tessera CPU ms | kernel share | thread wake-ups | etcd CPU ms | kernel share | thread wake-ups |',
-    '|---|---:|---:|---:|---:|---:|---:|',
-    ...shown.map((r) => `| ${r.workload} | ${ms(r.tessera)} | ${pct(r.tessera?.serverKernelShare)} | ${wk(r.tessera)} | ${ms(r.etcd)} | ${pct(r.etcd?.serverKernelShare)} | ${wk(r.etcd)} |`),
+    '| servers, per operation | tessera CPU ms | kernel share | thread wake-ups | cores busy by process | etcd CPU ms | kernel share | thread wake-ups | cores busy by process |',
+    '|---|---:|---:|---:|---|---:|---:|---:|---|',
+    ...shown.map((r) => `| ${r.workload} | ${ms(r.tessera)} | ${pct(r.tessera?.serverKernelShare)} | ${wk(r.tessera)} | ${byProc(r.tessera)} | ${ms(r.etcd)} | ${pct(r.etcd?.serverKernelShare)} | ${wk(r.etcd)} | ${byProc(r.etcd)} |`),
     '',
-    "CPU: utime and stime of every server process (/proc/PID/stat) over the measured windows, all rounds, per completed operation (CPU s per 1,000 ops = CPU ms per op); kernel share: stime's part. Thread wake-ups: voluntary context switches of the servers' threads (/proc/PID/task/*/status), a thread that slept — on a socket, a lock, a thread pool's queue, a disk flush — and was woken; each costs scheduler and, across cores, interrupt time beyond the work.",
+    "CPU: utime and stime of every server process (/proc/PID/stat) over the measured windows, all rounds, per completed operation (CPU s per 1,000 ops = CPU ms per op); kernel share: stime's part. Cores busy by process: each server's CPU seconds per second measured (master, ts0… / etcd0…), to see whether one server is the bottleneck. Thread wake-ups: voluntary context switches of the servers' threads (/proc/PID/task/*/status), a thread that slept — on a socket, a lock, a thread pool's queue, a disk flush — and was woken; each costs scheduler and, across cores, interrupt time beyond the work.",
   ];
 }
 

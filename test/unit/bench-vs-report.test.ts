@@ -68,13 +68,27 @@ describe('bench vs-report', () => {
     expect(row?.etcd?.serverKernelShare).toBeCloseTo(0.1);
     expect(row?.etcd?.serverWakeupsPerOp).toBeCloseTo(0.4);
     const md = renderMarkdown([row!], [], '# t');
-    expect(md).toContain('| servers, per operation | tessera CPU ms | kernel share | thread wake-ups | etcd CPU ms | kernel share | thread wake-ups |');
-    expect(md).toContain('| put-c64 | 1.000 | 50 % | 3.0 | 1.000 | 10 % | 0.4 |');
+    expect(md).toContain('| servers, per operation | tessera CPU ms | kernel share | thread wake-ups | cores busy by process | etcd CPU ms | kernel share | thread wake-ups | cores busy by process |');
+    expect(md).toContain('| put-c64 | 1.000 | 50 % | 3.0 | n/a | 1.000 | 10 % | 0.4 | n/a |');
     // A round without the figures: none rather than a partial sum.
     const [partial] = aggregate(['put-c64'], [timed(run(1, 'tessera', 100, 2), 0.5, 10_000), run(2, 'tessera', 300, 2)]);
     expect(partial?.tessera?.serverKernelShare).toBeUndefined();
     expect(partial?.tessera?.serverWakeupsPerOp).toBeUndefined();
     expect(renderMarkdown([partial!], [], '# t')).not.toContain('| servers, per operation |');
+  });
+
+  it('bench report: cores busy by process is the CPU of each server over all rounds per second measured, none when a round lacks it', () => {
+    const procs = (r: VsRun, master: number, ts: number[]): VsRun => ({ ...r, serverSystemCpuSeconds: 0, serverWakeups: 0, serverCpuByProcess: [{ name: 'master', seconds: master }, ...ts.map((seconds, i) => ({ name: `ts${i}`, seconds }))] });
+    // Two 10 s rounds: master 0.2 + 0.4 s, ts0 6 + 8 s, ts1 2 + 2 s → 0.03, 0.70 and 0.20 cores.
+    const [row] = aggregate(['put-c64'], [procs(run(1, 'tessera', 100, 8.2), 0.2, [6, 2]), procs(run(2, 'tessera', 100, 10.4), 0.4, [8, 2])]);
+    expect(row?.tessera?.serverCoresByProcess?.map((p) => [p.name, Number(p.cores.toFixed(2))])).toEqual([
+      ['master', 0.03],
+      ['ts0', 0.7],
+      ['ts1', 0.2],
+    ]);
+    expect(renderMarkdown([row!], [], '# t')).toContain('| master 0.03 · ts0 0.70 · ts1 0.20 |');
+    const [partial] = aggregate(['put-c64'], [procs(run(1, 'tessera', 100, 8.2), 0.2, [6, 2]), run(2, 'tessera', 100, 10.4)]);
+    expect(partial?.tessera?.serverCoresByProcess).toBeUndefined();
   });
 
   it('bench report: a skipped workload keeps its row with its note', () => {
