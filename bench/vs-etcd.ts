@@ -367,7 +367,7 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
         spec: { masterAddresses: tessera.masterAddress, table: TABLE },
         counters: () => scrapeCounters(tessera.servers.filter((s) => s.role === 'tserver').map((s) => s.webAddress)),
       },
-      ...(etcd ? [{ system: 'etcd' as const, serverPids: () => etcd.pids(), serverNames: () => etcd.pids().map((_, i) => `etcd${i}`), spec: { etcdUrl: etcd.leaderUrl } }] : []),
+      ...(etcd ? [{ system: 'etcd' as const, serverPids: () => etcd.pids(), serverNames: () => etcd.members.map((m, i) => `etcd${i}${m.clientUrl === etcd.leaderUrl ? ' (leader)' : ''}`), spec: { etcdUrl: etcd.leaderUrl } }] : []),
     ];
     const base = (t: Target, op: VsOp, concurrency: number, warmupSeconds: number, seconds: number): LoadSpec => ({ system: t.system, op, concurrency, warmupSeconds, seconds, readKeys: o.readKeys, valueBytes: VALUE_BYTES, ...t.spec });
     if (o.workloads.some((w) => VS_WORKLOADS[w]?.op === 'read')) {
