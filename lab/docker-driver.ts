@@ -28,7 +28,7 @@ import { CONSOLE_GET_SCRIPT, parseRoleSignalReply, parseRoleStates, ROLE_STATES_
 import { demuxDockerFrames } from './docker-frames';
 import { ensureLabImage } from './docker-image';
 import { setFlagOnServers } from './flag-setter';
-import { type HealthTarget, waitAllHealthy } from './health-wait';
+import { type HealthTarget, waitAllHealthy, waitClusterReady } from './health-wait';
 import { IMAGE_APP_DIR } from './image-inputs';
 import { assertNoOldData, type DockerRecord, type LabState, LAB_STATE_VERSION, type NodeRecord, readLabState, removeLabState, type ServerRecord, serversOf, writeLabState } from './lab-state';
 import { tailLines } from './log-tail';
@@ -156,6 +156,8 @@ export class DockerDriver implements ClusterDriver {
       for (const n of nodes) await this.docker.getContainer(n.containerId!).start();
       this.say(`lab: ${nodes.length} container(s) started; waiting until every server answers /api/v1/healthz`);
       await waitAllHealthy(nodes.flatMap((n) => serversOf(n).map((s) => this.healthTarget(n, s))), spec.healthTimeoutMs);
+      this.say('lab: waiting until the master leader sees every tablet server');
+      await waitClusterReady(nodes.filter((n) => n.master).map((n) => n.master!.webUrl), nodes.length, spec.healthTimeoutMs);
     } catch (e) {
       await this.removeAll(this.state);
       removeLabState(spec.baseDir);

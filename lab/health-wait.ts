@@ -4,7 +4,7 @@
  */
 import { DbError, ErrorCode } from '../common';
 import type { NodeName, ServerRole } from './cluster-spec';
-import { isHealthy } from './console-http';
+import { getJson, isHealthy } from './console-http';
 import { sleep } from './wait-until';
 
 export const HEALTH_POLL_INTERVAL_MS = 200;
@@ -51,4 +51,47 @@ async function notUp(t: HealthTarget, why: string, pendingCount = 1): Promise<Db
   const others = pendingCount > 1 ? ` (and ${pendingCount - 1} more server(s) not healthy)` : '';
   const msg = `node ${t.node} ${t.role} ${why}${others}\n--- last ${tail.length} log lines of ${t.node} ${t.role} ---\n${tail.join('\n')}`;
   return new DbError(ErrorCode.TIMED_OUT, msg, { node: t.node, role: t.role });
+}
+
+/** What the masters said while the cluster was not yet ready (the timeout error names it). */
+export interface ReadinessProbe {
+  /** A master answered as the leader with this many tablet servers alive (of `tservers`). */
+  aliveTservers?: number;
+  /** No master answered as the leader (all followers, or no answer). */
+  noLeader?: boolean;
+}
+
+/**
+ * Healthy servers are not yet a usable cluster: the masters elect a leader and every tablet server
+ * registers with it by heartbeat, a second or two later. Waits until one of `masterWebUrls` answers
+ * /api/v1/tablet-servers (only the leader does) with at least `tservers` alive, so a command run right
+ * after `lab up` does not start by retrying; TIMED_OUT with what was missing otherwise.
+ */
+export async function waitClusterReady(masterWebUrls: readonly string[], tservers: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: ReadinessProbe = { noLeader: true };
+  for (;;) {
+    last = await probeReadiness(masterWebUrls);
+    if (last.aliveTservers !== undefined && last.aliveTservers >= tservers) return;
+    if (Date.now() >= deadline) {
+      const why = last.aliveTservers === undefined ? 'no master answered as the leader' : `the master leader sees ${last.aliveTservers} of ${tservers} tablet server(s) alive`;
+      throw new DbError(ErrorCode.TIMED_OUT, `the cluster was not ready within ${timeoutMs} ms: ${why}`, { tservers, aliveTservers: last.aliveTservers ?? null });
+    }
+    await sleep(HEALTH_POLL_INTERVAL_MS);
+  }
+}
+
+async function probeReadiness(masterWebUrls: readonly string[]): Promise<ReadinessProbe> {
+  const answers = await Promise.all(
+    masterWebUrls.map(async (u) => {
+      try {
+        const b = (await getJson(`${u}/api/v1/tablet-servers`, 1_000)) as { tabletServers?: Array<{ alive?: boolean }> };
+        return Array.isArray(b.tabletServers) ? b.tabletServers.filter((t) => t.alive === true).length : undefined;
+      } catch {
+        return undefined; // a follower (NOT_THE_LEADER) or not answering yet
+      }
+    }),
+  );
+  const counts = answers.filter((a): a is number => a !== undefined);
+  return counts.length ? { aliveTservers: Math.max(...counts) } : { noLeader: true };
 }

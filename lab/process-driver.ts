@@ -13,7 +13,7 @@ import { type ClusterSpec, flagArgs, type NodeName, nodeName, nodeIndex, type Se
 import type { ClusterDriver, DownOptions, FlagSetResult, LabStatus, NodeAddresses, RoleSelector, ServerStatus } from './cluster-driver';
 import { getJson, isHealthy, masterRaftRole } from './console-http';
 import { setFlagOnServers } from './flag-setter';
-import { type HealthTarget, waitAllHealthy } from './health-wait';
+import { type HealthTarget, waitAllHealthy, waitClusterReady } from './health-wait';
 import { assertNoOldData, type LabState, type NodeRecord, type ServerRecord, LAB_STATE_VERSION, readLabState, removeLabState, serversOf, writeLabState } from './lab-state';
 import { tailFile } from './log-tail';
 import { packageRoot, serverEntryPath } from './package-root';
@@ -89,6 +89,7 @@ export class ProcessDriver implements ClusterDriver {
       for (const n of nodes) for (const s of serversOf(n)) this.spawnServer(s);
       writeLabState(this.state);
       await waitAllHealthy(nodes.flatMap((n) => serversOf(n).map((s) => this.healthTarget(n, s))), spec.healthTimeoutMs);
+      await waitClusterReady(nodes.filter((n) => n.master).map((n) => n.master!.webUrl), nodes.length, spec.healthTimeoutMs);
     } catch (e) {
       await this.terminate(nodes.flatMap((n) => serversOf(n)));
       removeLabState(spec.baseDir);
