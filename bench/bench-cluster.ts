@@ -11,6 +11,7 @@ import * as path from 'node:path';
 import { getJson } from '../lab/console-http';
 import { loopbackAliasesWork } from '../lab/process-addressing';
 import { guardChildren } from './exit-guard';
+import { makeDirs } from '../common/fs-dirs';
 
 export interface BenchServer {
   role: 'master' | 'tserver';
@@ -145,7 +146,7 @@ export class BenchCluster {
 
   /** Copy every server's log into `dir` (before stop() removes them); the files copied. */
   saveLogs(dir: string): string[] {
-    fs.mkdirSync(dir, { recursive: true });
+    makeDirs(dir);
     const logs = fs.readdirSync(this.baseDir).filter((f) => f.endsWith('.log'));
     for (const f of logs) fs.copyFileSync(path.join(this.baseDir, f), path.join(dir, f));
     return logs;

@@ -17,6 +17,7 @@ import { BenchCluster } from './bench-cluster';
 import { peakRssBytes } from './proc-stats';
 import { checkSectionArgs, sectionArgs, sectionNumber, sectionString } from './section-args';
 import { waitForTransactions } from './vs-loadgen';
+import { makeDirs } from '../common/fs-dirs';
 
 export interface BigTxnParams {
   rows: number;
@@ -193,7 +194,7 @@ export async function runBigTxnSection(): Promise<void> {
     const r = await runBigTxn(cluster, client, 'big_txn', p, (l) => process.stdout.write(l + '\n'));
     const md = renderBigTxn(r);
     process.stdout.write('\n' + md);
-    fs.mkdirSync(outDir, { recursive: true });
+    makeDirs(outDir, 'output directory');
     fs.writeFileSync(path.join(outDir, 'big-txn-latest.json'), JSON.stringify(r, null, 2));
     fs.writeFileSync(path.join(outDir, 'big-txn-latest.md'), md);
     process.stdout.write(`wrote ${path.join(outDir, 'big-txn-latest.json')}\n`);

@@ -15,6 +15,7 @@ import type { Row } from '../client/client-types';
 import { TesseraClient } from '../client/tessera-client';
 import { BenchCluster } from './bench-cluster';
 import { checkSectionArgs, sectionArgs, sectionNumber, sectionString } from './section-args';
+import { makeDirs } from '../common/fs-dirs';
 
 export interface LoadParams {
   rows: number;
@@ -177,7 +178,7 @@ export async function runLoadSection(): Promise<void> {
       const rss = BenchCluster.rssBytes(s.child.pid);
       process.stdout.write(`tserver ${s.rpcAddress} RSS ${rss === undefined ? 'n/a' : `${(rss / (1024 * 1024)).toFixed(0)} MiB`}\n`);
     }
-    fs.mkdirSync(outDir, { recursive: true });
+    makeDirs(outDir, 'output directory');
     fs.writeFileSync(path.join(outDir, 'load-latest.json'), JSON.stringify(r, null, 2));
     fs.writeFileSync(path.join(outDir, 'load-latest.md'), md);
     process.stdout.write(`wrote ${path.join(outDir, 'load-latest.json')}\n`);

@@ -32,6 +32,7 @@ import { counterDelta, scrapeCounters, type IoCounters } from './io-costs';
 import { cpuSeconds, cpuSplitSum, filesystemType, peakRssBytes, threadWakeupsSum, type CpuSplit } from './proc-stats';
 import { waitForTransactions, type LoadResult, type LoadSpec, type VsOp, type VsSystem } from './vs-loadgen';
 import { aggregate, renderMarkdown, type PeakRss, type VsRun } from './vs-report';
+import { makeDirs } from '../common/fs-dirs';
 
 const ETCD_HOST_BASE = 60;
 const TESSERA_HOST_BASE = 70;
@@ -313,8 +314,8 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
       notes.set('data dir', `WARNING: ${os.tmpdir()} is ${fsType}: fsync is free, figures are not on-disk figures (set TMPDIR)`);
       log(notes.get('data dir') ?? '');
     }
-    fs.mkdirSync(o.outDir, { recursive: true });
-    if (o.profile) fs.mkdirSync(profileDir, { recursive: true });
+    makeDirs(o.outDir, 'output directory');
+    if (o.profile) makeDirs(profileDir, 'output directory');
     const profilesBefore = new Set(o.profile ? fs.readdirSync(profileDir) : []);
     await tessera.start(TSERVERS, TESSERA_HOST_BASE, ['--durable_wal_write=true', ...o.tserverFlags], {
       noAliasPortShift: TESSERA_NO_ALIAS_PORT_SHIFT,

@@ -8,6 +8,7 @@ import { parseFlagList } from '../common/flags';
 import { isHealthy } from '../lab/console-http';
 import { print, printJson, printTable } from './cli-io';
 import { defaultBaseDir, pidAlive, planCluster, readState, spawnServer, stopPids, waitHealthy, writeState, type ClusterState } from './local-cluster';
+import { makeDirs } from '../common/fs-dirs';
 
 function nodeFlags(list: string | undefined): Map<number, Array<[string, string]>> {
   const out = new Map<number, Array<[string, string]>>();
@@ -50,7 +51,7 @@ export function registerClusterCommands(program: Command): void {
     .option('--timeout_ms <ms>', 'how long to wait for the cluster to become healthy', '60000')
     .action(async (o: { base_dir: string; nodes: string; masters: string; master_flags?: string; tserver_flags?: string; node_flags?: string; host_base: string; port_offset: string; timeout_ms: string }) => {
       const baseDir = path.resolve(o.base_dir);
-      fs.mkdirSync(baseDir, { recursive: true });
+      makeDirs(baseDir, 'base directory');
       const prev = readState(baseDir);
       if (prev && running(prev)) throw new DbError(ErrorCode.ALREADY_EXISTS, `a cluster is already running in ${baseDir} (tessera stop --base_dir ${o.base_dir})`);
       // Restart of an existing cluster: same plan, so the same data comes back on the same addresses.

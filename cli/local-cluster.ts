@@ -13,6 +13,7 @@ import * as path from 'node:path';
 import { DbError, ErrorCode } from '../common/errors';
 import { getJson, isHealthy } from '../lab/console-http';
 import { loopbackAliasesWork } from '../lab/process-addressing';
+import { makeDirs } from '../common/fs-dirs';
 
 export const STATE_FILE = 'cluster.json';
 const STATE_VERSION = 1;
@@ -127,8 +128,8 @@ export async function planCluster(o: StartOptions): Promise<ClusterState> {
 }
 
 export function spawnServer(s: ServerPlan, cliEntry: string): ChildProcess {
-  fs.mkdirSync(path.dirname(s.logFile), { recursive: true });
-  fs.mkdirSync(s.dataDir, { recursive: true });
+  makeDirs(path.dirname(s.logFile));
+  makeDirs(s.dataDir);
   const fd = fs.openSync(s.logFile, 'a');
   try {
     fs.writeSync(fd, `==== ${new Date().toISOString()} starting ${s.role}: ${s.argv.join(' ')}\n`);

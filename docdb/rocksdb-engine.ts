@@ -21,6 +21,7 @@ import * as fs from 'node:fs';
 import { assert } from '../common/assert';
 import { DbError, ErrorCode } from '../common/errors';
 import type { IteratorOptions, KvEngine, KvIterator, KvOp, KvStats } from './kv-engine';
+import { makeDirs } from '../common/fs-dirs';
 
 type Cb<T = void> = (err: Error | null | undefined, v?: T) => void;
 
@@ -104,7 +105,7 @@ export class RocksDbEngine implements KvEngine {
   ) {}
 
   static async open(location: string, opts: RocksDbEngineOptions = {}): Promise<RocksDbEngine> {
-    fs.mkdirSync(location, { recursive: true });
+    makeDirs(location);
     const up = loadFactory()(location, {
       keyEncoding: 'binary',
       valueEncoding: 'binary',

@@ -37,6 +37,7 @@ import { serverEntryPath } from './package-root';
 import { assertAddressesFree, STANDARD_PORTS } from './process-addressing';
 import { tabletCountsFromMasters } from './tablet-counts';
 import { waitUntil } from './wait-until';
+import { makeDirs } from '../common/fs-dirs';
 
 /** docker stop / restart: seconds before the engine SIGKILLs PID 1. */
 export const DOCKER_STOP_TIMEOUT_S = 10;
@@ -535,7 +536,7 @@ export class DockerDriver implements ClusterDriver {
       });
     }
     const nodeDir = path.join(spec.baseDir, n.name);
-    fs.mkdirSync(nodeDir, { recursive: true });
+    makeDirs(nodeDir, 'node directory');
     return this.docker.createContainer({
       name: n.containerName,
       Hostname: n.name,

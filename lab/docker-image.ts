@@ -14,6 +14,7 @@ import { DbError, ErrorCode } from '../common';
 import { collectAppFiles, collectRuntimeFiles, IMAGE_APP_DIR, IMAGE_NODE_PATH, type ImageFile, libraryDirs } from './image-inputs';
 import { packageRoot } from './package-root';
 import { type TarEntry, tarSize, tarStream } from './tar-writer';
+import { makeDirs } from '../common/fs-dirs';
 
 export const LAB_IMAGE_REPO = 'tessera-lab';
 /** Log a transfer line at most this often (bytes). */
@@ -64,7 +65,7 @@ function dockerfile(baseImage: string | undefined, runtime: readonly ImageFile[]
 
 /** Small files a scratch image needs so that name lookups and temp files work. */
 function etcFiles(dir: string): ImageFile[] {
-  fs.mkdirSync(dir, { recursive: true });
+  makeDirs(dir);
   const files: Array<[string, string]> = [
     ['/etc/nsswitch.conf', 'hosts: files dns\n'],
     ['/etc/passwd', 'root:x:0:0:root:/root:/usr/bin/node\n'],
@@ -111,7 +112,7 @@ function stage(buildDir: string, files: readonly ImageFile[], root: string): Ima
   const mutable = [path.join(real, 'dist') + path.sep, path.join(real, 'package.json'), path.join(real, 'rpc', 'protos') + path.sep];
   return files.map((f) => {
     const dst = path.join(buildDir, 'rootfs', f.imagePath);
-    fs.mkdirSync(path.dirname(dst), { recursive: true });
+    makeDirs(path.dirname(dst));
     const copy = mutable.some((m) => f.source === m || f.source.startsWith(m));
     if (copy) fs.copyFileSync(f.source, dst);
     else {
@@ -181,7 +182,7 @@ export async function ensureLabImage(opts: LabImageOptions): Promise<LabImage> {
     const runtime = base ? [] : [...collectRuntimeFiles(app), ...etcFiles(path.join(work, 'etc'))];
     const text = dockerfile(base, runtime);
     const buildDir = path.join(work, 'build');
-    fs.mkdirSync(buildDir, { recursive: true });
+    makeDirs(buildDir);
     const files = stage(buildDir, [...app, ...runtime], root);
     const bytes = files.reduce((s, f) => s + f.size, 0);
     say(`image 2/4: ${files.length} files, ${mib(bytes)} (${runtime.length} runtime files) staged in ${buildDir}; hashing`);

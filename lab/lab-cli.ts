@@ -71,7 +71,8 @@ export function registerLabCommands(program: Command, io: LabCliIo = defaultIo):
       try {
         await (fn as (...a: unknown[]) => Promise<void>)(...args);
       } catch (e) {
-        io.err(`error: ${(e as Error).message}`);
+        // The same one line as every other `tessera` command: `error: CODE: message`.
+        io.err(e instanceof DbError ? `error: ${e.code}: ${e.message}` : `error: ${(e as Error).message}`);
         process.exitCode = 1;
       }
     };

@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { DbError, ErrorCode } from '../common';
 import type { ClusterSpec, NodeName, ServerRole } from './cluster-spec';
 import type { ServerAddresses } from './cluster-driver';
+import { makeDirs } from '../common/fs-dirs';
 
 export const LAB_STATE_FILE = 'lab.json';
 export const LAB_STATE_VERSION = 1;
@@ -59,7 +60,7 @@ export function labStatePath(baseDir: string): string {
 
 export function writeLabState(state: LabState): void {
   const file = labStatePath(state.spec.baseDir);
-  fs.mkdirSync(path.dirname(file), { recursive: true });
+  makeDirs(path.dirname(file), 'lab directory');
   const tmp = `${file}.tmp-${process.pid}`;
   fs.writeFileSync(tmp, JSON.stringify(state, null, 2) + '\n');
   fs.renameSync(tmp, file);

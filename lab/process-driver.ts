@@ -22,6 +22,7 @@ import { assertAddressesFree, loopbackAliasesWork, planProcessNodes } from './pr
 import { processState, signal } from './process-table';
 import { tabletCountsFromMasters } from './tablet-counts';
 import { waitUntil } from './wait-until';
+import { makeDirs } from '../common/fs-dirs';
 
 /** How long a SIGSTOP / SIGCONT may take to show in /proc before pause / resume fail. */
 const SIGNAL_TAKE_HOLD_MS = 5_000;
@@ -264,7 +265,7 @@ export class ProcessDriver implements ClusterDriver {
 
   private spawnServer(s: ServerRecord): void {
     const entry = serverEntryPath(this.need().spec.serverEntry);
-    fs.mkdirSync(s.dataDir, { recursive: true });
+    makeDirs(s.dataDir, 'data directory');
     const log = s.logFile!;
     const fd = fs.openSync(log, 'a');
     try {

@@ -35,6 +35,7 @@ import { registerMasterPages } from './master-web';
 import { SYS_CATALOG_GROUP_ID, SysCatalog } from './sys-catalog';
 import { TServerRegistry } from './tserver-registry';
 import { loadOrCreateUuid, splitHostPort } from '../common/server-identity';
+import { makeDirs } from '../common/fs-dirs';
 
 export interface MasterOptions {
   flags: Flags;
@@ -63,7 +64,7 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
   const flags = opts.flags;
   const dataDir = flags.get(FS_DATA_DIRS).split(',')[0]!.trim();
   if (!dataDir) throw new DbError(ErrorCode.INVALID_ARGUMENT, '--fs_data_dirs is required');
-  fs.mkdirSync(dataDir, { recursive: true });
+  makeDirs(dataDir, 'data directory');
   const uuid = loadOrCreateUuid(dataDir);
   const logRing = opts.logRing ?? new LogRing();
   const log = (opts.log ?? createLogger({ name: 'master', ring: logRing })).child({ uuid });

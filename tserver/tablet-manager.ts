@@ -27,6 +27,7 @@ import { readTabletMeta, writeTabletMeta, type TabletMeta } from './tablet/table
 import { TabletPeer, type DbName, type SnapshotDescriptor } from './tablet/tablet-peer';
 import { SnapshotSessions } from './tablet/snapshot-sessions';
 import type { PeerTxnEnv } from './transaction/txn-env';
+import { makeDirs } from '../common/fs-dirs';
 
 /** Tablets one server hosts before CreateTablet answers SERVICE_UNAVAILABLE. */
 export const TABLETS_PER_SERVER_MAX = 10_000;
@@ -91,7 +92,7 @@ export class TabletManager {
   /** Open every tablet found on disk. A tablet that fails to open is logged and skipped (FAILED). */
   async openAll(): Promise<void> {
     const dir = this.tabletsDir();
-    fs.mkdirSync(dir, { recursive: true });
+    makeDirs(dir);
     for (const id of fs.readdirSync(dir)) {
       const tdir = path.join(dir, id);
       if (!fs.existsSync(path.join(tdir, 'meta.json'))) continue;

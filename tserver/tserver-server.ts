@@ -41,6 +41,7 @@ import {
 import type { TabletReportPB } from './tserver-pb';
 import { countingServer, registerTServerPages, sizesOf, TabletMemTrackers } from './tserver-web';
 import { loadOrCreateUuid, splitHostPort } from '../common/server-identity';
+import { makeDirs } from '../common/fs-dirs';
 
 /** How often memtable sizes are sampled for the memory trackers' peaks. */
 export const MEM_TRACKER_SAMPLE_INTERVAL_MS = 1_000;
@@ -135,7 +136,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
   const flags = opts.flags;
   const dataDir = flags.get(FS_DATA_DIRS).split(',')[0]!.trim();
   if (!dataDir) throw new DbError(ErrorCode.INVALID_ARGUMENT, '--fs_data_dirs is required');
-  fs.mkdirSync(dataDir, { recursive: true });
+  makeDirs(dataDir, 'data directory');
   const uuid = loadOrCreateUuid(dataDir);
   const logRing = opts.logRing ?? new LogRing();
   const log = (opts.log ?? createLogger({ name: 'tserver', ring: logRing })).child({ uuid });

@@ -5,6 +5,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { type ExperimentResult, passed } from './experiment';
+import { makeDirs } from '../../common/fs-dirs';
 
 export interface ChartSeries {
   name: string;
@@ -101,7 +102,7 @@ export function renderMarkdown(r: ExperimentResult, chartFile?: string): string 
 /** Writes BASE/experiments/<name>-<stamp>.md (and .svg with the chart); returns the Markdown path. */
 export function writeReport(baseDir: string, r: ExperimentResult): string {
   const dir = path.join(baseDir, 'experiments');
-  fs.mkdirSync(dir, { recursive: true });
+  makeDirs(dir, 'report directory');
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   const stem = `${r.name}-${stamp}`;
   let chartFile: string | undefined;

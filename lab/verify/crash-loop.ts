@@ -14,6 +14,7 @@ import type { DriverKind } from '../cluster-spec';
 import { planVerifyCluster } from './plan-verify-cluster';
 import { SetWorkload } from './set-workload';
 import { judge, type WorkloadReport } from './verify-report';
+import { makeDirs } from '../../common/fs-dirs';
 
 export const RECOVERY_TIMEOUT_MS = 60_000;
 const CRASH_CONCURRENCY = 8;
@@ -93,7 +94,7 @@ export async function runCrashLoop(o: CrashLoopOptions): Promise<WorkloadReport>
       await workers;
     }
     await w.final(client, recorder, 1_000_000_000);
-    fs.mkdirSync(o.dir, { recursive: true });
+    makeDirs(o.dir, 'report directory');
     fs.writeFileSync(path.join(o.dir, 'history-crash.json'), JSON.stringify({ workload: 'crash', seed: o.seed, faults: windows, history: recorder.ops }));
     const v = w.check(recorder.ops);
     if (recoveryFailures.length) {

@@ -18,6 +18,7 @@ import { REGISTER_WRITE_MODES, type RegisterWriteMode } from './register-workloa
 import { runCrashLoop } from './crash-loop';
 import { DEFAULT_OP_TIMEOUT_MS, runWorkload, WORKLOAD_NAMES, type WorkloadName } from './verify-runner';
 import { markdownReport, verdictLine, type WorkloadReport } from './verify-report';
+import { makeDirs } from '../../common/fs-dirs';
 
 interface VerifyCliOptions {
   workload: string;
@@ -93,7 +94,7 @@ export function registerVerifyCommand(program: Command): void {
       const portOffsetRaw = o.port_offset ?? o.portOffset;
       const portOffset = portOffsetRaw === undefined ? (driver === 'docker' ? VERIFY_DOCKER_PORT_OFFSET : 0) : int('port_offset', String(portOffsetRaw));
       const dir = path.resolve(o.report_dir ?? o.reportDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-verify-')));
-      fs.mkdirSync(dir, { recursive: true });
+      makeDirs(dir, 'report directory');
       const nemesis = parseNemesisKinds(o.nemesis);
       const common = { seed: int('seed', o.seed), dir, hostBase: int('host_base', String(o.host_base ?? o.hostBase)), portOffset, driver, log: (l: string) => process.stdout.write(`  ${l}\n`) };
       const timeMs = int('time', o.time) * 1000;

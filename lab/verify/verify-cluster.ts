@@ -17,6 +17,7 @@ import { loopbackAliasesWork, STANDARD_PORTS } from '../process-addressing';
 import { serverEntryPath } from '../package-root';
 import type { NemesisKind } from './nemesis-schedule';
 import { setServerFlag, type VerifyConnectOptions, type VerifyServerRef, type VerifyTarget, waitVerifyHealthy } from './verify-target';
+import { makeDirs } from '../../common/fs-dirs';
 
 export const SERVER_KILL_WAIT_MS = 5_000;
 
@@ -82,7 +83,7 @@ export class VerifyCluster implements VerifyTarget<VerifyServer> {
 
   start(s: VerifyServer): void {
     if (this.isRunning(s)) return;
-    fs.mkdirSync(this.baseDir, { recursive: true });
+    makeDirs(this.baseDir);
     const fd = fs.openSync(s.logFile, 'a');
     try {
       fs.writeSync(fd, `==== verify ${new Date().toISOString()}: starting ${s.name}\n`);

@@ -19,6 +19,7 @@ import type { DriverKind } from '../cluster-spec';
 import { planVerifyCluster } from './plan-verify-cluster';
 import { historyCounts, judge, unavailableReport, type WorkloadReport } from './verify-report';
 import type { Workload } from './workload';
+import { makeDirs } from '../../common/fs-dirs';
 
 export const WORKLOAD_NAMES = ['register', 'set', 'bank', 'append'] as const;
 export type WorkloadName = (typeof WORKLOAD_NAMES)[number];
@@ -129,7 +130,7 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
     const problem = await cluster.settle(client.rpcClient(), CLUSTER_UP_TIMEOUT_MS);
     if (problem) log(problem);
     await w.final(client, recorder, concurrency * 1_000_000);
-    fs.mkdirSync(o.dir, { recursive: true });
+    makeDirs(o.dir, 'report directory');
     fs.writeFileSync(path.join(o.dir, `history-${o.workload}.json`), JSON.stringify({ workload: o.workload, seed: o.seed, driver, faults: nemesis.windows, history: recorder.ops }));
     return { ...judge(o.workload, recorder.ops, nemesis.windows, w.check(recorder.ops), o.seed, Date.now() - t0), driver };
   } finally {

@@ -6,6 +6,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { makeDirs } from '../../common/fs-dirs';
 
 export interface WalFs {
   mkdirp(dir: string): void;
@@ -34,7 +35,7 @@ export interface WalFs {
 
 export class NodeWalFs implements WalFs {
   mkdirp(dir: string): void {
-    fs.mkdirSync(dir, { recursive: true });
+    makeDirs(dir);
   }
   readdir(dir: string): string[] {
     return fs.readdirSync(dir);

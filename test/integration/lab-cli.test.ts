@@ -69,7 +69,7 @@ describe('tessera lab CLI', () => {
   it('lab cli: a bad node name fails with one line and exit status 1', async () => {
     const r = await lab('kill', 'n9', '--base_dir', baseDir);
     expect(r.code).toBe(1);
-    expect(r.err).toMatch(/^error: unknown node 'n9'/);
+    expect(r.err).toMatch(/^error: INVALID_ARGUMENT: unknown node 'n9'/);
   });
 
   it('lab cli: down removes the lab; status afterwards says there is none', async () => {

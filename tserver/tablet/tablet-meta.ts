@@ -5,6 +5,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DbError, ErrorCode } from '../../common/errors';
+import { makeDirs } from '../../common/fs-dirs';
 
 export const COLUMN_TYPES = ['int64', 'double', 'string', 'bytes', 'bool'] as const;
 export type ColumnType = (typeof COLUMN_TYPES)[number];
@@ -42,7 +43,7 @@ export interface TabletMeta {
 export const META_FILE = 'meta.json';
 
 export function writeTabletMeta(dir: string, meta: TabletMeta): void {
-  fs.mkdirSync(dir, { recursive: true });
+  makeDirs(dir);
   const tmp = path.join(dir, META_FILE + '.tmp');
   const fd = fs.openSync(tmp, 'w');
   try {

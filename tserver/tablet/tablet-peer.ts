@@ -45,6 +45,7 @@ import { decodeTabletOp, docKeyString, encodeTabletOp, type TabletOp } from './t
 import { OUTCOME_LIMITS, OutcomeMemory } from './outcome-memory';
 import type { TabletMeta } from './tablet-meta';
 import { forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey } from '../transaction/txn-record';
+import { makeDirs } from '../../common/fs-dirs';
 
 export const TabletState = { BOOTSTRAPPING: 'BOOTSTRAPPING', RUNNING: 'RUNNING', FAILED: 'FAILED', DELETED: 'DELETED' } as const;
 export type TabletState = (typeof TabletState)[keyof typeof TabletState];
@@ -183,7 +184,7 @@ export class TabletPeer {
 
   private async start(): Promise<void> {
     const { dir, meta } = this.deps;
-    fs.mkdirSync(dir, { recursive: true });
+    makeDirs(dir);
     if (fs.existsSync(path.join(dir, BOOTSTRAP_MARKER))) {
       // A remote bootstrap was interrupted: the databases are partial. Start empty so that the
       // leader's snapshot (which the log's base still requires) replaces them again.

@@ -1,0 +1,70 @@
+/**
+ * Directories that cannot be made fail at once with one IO_ERROR naming them; servers started with
+ * such a data directory exit with status 1 and that one line instead of hanging.
+ */
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DbError } from '../../common/errors';
+import { makeDirs } from '../../common/fs-dirs';
+
+const CLI = path.resolve(__dirname, '../../dist/cli/main.js');
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-fs-dirs-'));
+afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+function ioError(f: () => void): DbError {
+  try {
+    f();
+  } catch (e) {
+    if (e instanceof DbError) return e;
+    throw e;
+  }
+  throw new Error('expected an IO_ERROR, nothing was thrown');
+}
+
+// Node's own recursive mkdir loops forever on these; only Linux has /proc.
+const hasProc = fs.existsSync('/proc/self');
+
+describe('makeDirs', () => {
+  it('makes a directory and its missing parents, and accepts one that exists', () => {
+    const d = path.join(tmp, 'a', 'b', 'c');
+    makeDirs(d);
+    expect(fs.statSync(d).isDirectory()).toBe(true);
+    makeDirs(d);
+    makeDirs(path.join(tmp, 'a'));
+    expect(fs.readdirSync(path.join(tmp, 'a'))).toEqual(['b']);
+  });
+
+  it('names the component that is a file', () => {
+    const file = path.join(tmp, 'plain-file');
+    fs.writeFileSync(file, 'x');
+    const e = ioError(() => makeDirs(path.join(file, 'data'), 'data directory'));
+    expect(e.code).toBe('IO_ERROR');
+    expect(e.message).toBe(`cannot create data directory '${path.join(file, 'data')}': '${file}' exists and is not a directory`);
+    expect(ioError(() => makeDirs(file)).message).toContain('exists and is not a directory');
+  });
+
+  it.skipIf(!hasProc)('fails at once under /proc, where a parent exists but refuses new entries (skipped: no /proc here)', () => {
+    const e = ioError(() => makeDirs('/proc/tessera-nope/data', 'data directory'));
+    expect(e.code).toBe('IO_ERROR');
+    expect(e.message).toBe("cannot create data directory '/proc/tessera-nope/data': ENOENT making '/proc/tessera-nope'");
+  });
+});
+
+describe('servers with a data directory that cannot be made', () => {
+  const bad = () => path.join(tmp, 'plain-file', 'data');
+  for (const [kind, extra] of [
+    ['master', ['--rpc_bind_addresses=127.0.0.1:0', '--webserver_port=0']],
+    ['tserver', ['--rpc_bind_addresses=127.0.0.1:0', '--webserver_port=0', '--tserver_master_addrs=127.0.0.1:1']],
+  ] as const) {
+    it(`${kind} exits with status 1 and one IO_ERROR line`, () => {
+      fs.writeFileSync(path.join(tmp, 'plain-file'), 'x');
+      const r = spawnSync(process.execPath, [CLI, kind, `--fs_data_dirs=${bad()}`, ...extra], { encoding: 'utf8', timeout: 30_000 });
+      expect(r.signal).toBeNull();
+      expect(r.status).toBe(1);
+      expect(r.stderr.trim()).toBe(`error: IO_ERROR: cannot create data directory '${bad()}': '${path.join(tmp, 'plain-file')}' exists and is not a directory`);
+    });
+  }
+});
