@@ -11,7 +11,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { DbError, ErrorCode } from '../common/errors';
-import { getJson, isHealthy } from '../lab/console-http';
+import { isHealthy } from '../lab/console-http';
+import { probeReadiness } from '../lab/health-wait';
 import { loopbackAliasesWork } from '../lab/process-addressing';
 import { makeDirs } from '../common/fs-dirs';
 
@@ -153,15 +154,13 @@ export async function waitHealthy(st: ClusterState, timeoutMs: number, gone: () 
     if (g) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, g);
     const healthy = await Promise.all(masters.map((m) => isHealthy(`http://${m.webAddress}`)));
     if (healthy.every(Boolean)) {
-      for (const m of masters) {
-        try {
-          const body = (await getJson(`http://${m.webAddress}/api/v1/tablet-servers`, 1000)) as { tabletServers?: Array<{ rpcAddress: string; alive: boolean }> };
-          const alive = new Set((body.tabletServers ?? []).filter((t) => t.alive).map((t) => t.rpcAddress));
-          if (tservers.every((t) => alive.has(t.rpcAddress))) return;
-          why = `${alive.size} of ${tservers.length} tablet servers registered`;
-        } catch {
-          // a follower master answers NOT_THE_LEADER; try the next
-        }
+      const probe = await probeReadiness(masters.map((m) => `http://${m.webAddress}`));
+      if (probe.aliveAddresses) {
+        const alive = new Set(probe.aliveAddresses);
+        if (tservers.every((t) => alive.has(t.rpcAddress))) return;
+        why = `${tservers.filter((t) => alive.has(t.rpcAddress)).length} of ${tservers.length} tablet servers registered`;
+      } else {
+        why = 'no master answered as the leader';
       }
     }
     await new Promise((r) => setTimeout(r, HEALTH_POLL_MS));

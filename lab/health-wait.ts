@@ -57,6 +57,8 @@ async function notUp(t: HealthTarget, why: string, pendingCount = 1): Promise<Db
 export interface ReadinessProbe {
   /** A master answered as the leader with this many tablet servers alive (of `tservers`). */
   aliveTservers?: number;
+  /** The RPC addresses of those tablet servers, as the leader names them. */
+  aliveAddresses?: string[];
   /** No master answered as the leader (all followers, or no answer). */
   noLeader?: boolean;
 }
@@ -81,17 +83,19 @@ export async function waitClusterReady(masterWebUrls: readonly string[], tserver
   }
 }
 
-async function probeReadiness(masterWebUrls: readonly string[]): Promise<ReadinessProbe> {
+/** Asks every master for /api/v1/tablet-servers; the leader's answer (followers say NOT_THE_LEADER) tells who is alive. */
+export async function probeReadiness(masterWebUrls: readonly string[]): Promise<ReadinessProbe> {
   const answers = await Promise.all(
     masterWebUrls.map(async (u) => {
       try {
-        const b = (await getJson(`${u}/api/v1/tablet-servers`, 1_000)) as { tabletServers?: Array<{ alive?: boolean }> };
-        return Array.isArray(b.tabletServers) ? b.tabletServers.filter((t) => t.alive === true).length : undefined;
+        const b = (await getJson(`${u}/api/v1/tablet-servers`, 1_000)) as { tabletServers?: Array<{ alive?: boolean; rpcAddress?: string }> };
+        return Array.isArray(b.tabletServers) ? b.tabletServers.filter((t) => t.alive === true).map((t) => String(t.rpcAddress ?? '')) : undefined;
       } catch {
         return undefined; // a follower (NOT_THE_LEADER) or not answering yet
       }
     }),
   );
-  const counts = answers.filter((a): a is number => a !== undefined);
-  return counts.length ? { aliveTservers: Math.max(...counts) } : { noLeader: true };
+  let best: string[] | undefined;
+  for (const a of answers) if (a && (!best || a.length > best.length)) best = a;
+  return best ? { aliveTservers: best.length, aliveAddresses: best } : { noLeader: true };
 }
