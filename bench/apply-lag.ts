@@ -55,6 +55,18 @@ export interface LagStages {
   /** First → last participant replica applied: the other participant tablet's APPLY round ending later, and the followers learning the commit index and applying. */
   spreadP50Ms: number;
   spreadP99Ms: number;
+  /**
+   * The spread taken apart. The later participant tablet: its quickest replica applied this long
+   * after the other tablet's quickest (two APPLY rounds on two Raft groups end at different times).
+   */
+  otherTabletP50Ms: number;
+  otherTabletP99Ms: number;
+  /**
+   * Followers behind their own tablet's quickest replica (the most of any participant tablet): the
+   * leader's commit index reaching them, and their apply stage.
+   */
+  followersP50Ms: number;
+  followersP99Ms: number;
 }
 
 export interface ApplyLagFigures {
@@ -96,7 +108,13 @@ interface TxnApplies {
   commitMicros: number;
   firstAppliedMicros: number;
   lastAppliedMicros: number;
-  replicasByTablet: Map<string, Set<string>>;
+  tablets: Map<string, TabletApplies>;
+}
+
+interface TabletApplies {
+  replicas: Set<string>;
+  firstMicros: number;
+  lastMicros: number;
 }
 
 function group(records: readonly ApplyRecord[], f: ApplyLagFilter): Map<string, TxnApplies> {
@@ -104,14 +122,16 @@ function group(records: readonly ApplyRecord[], f: ApplyLagFilter): Map<string, 
   for (const r of records) {
     if (f.txnIds && !f.txnIds.has(r.txnId)) continue;
     let t = byTxn.get(r.txnId);
-    if (!t) byTxn.set(r.txnId, (t = { commitMicros: r.commitMicros, firstAppliedMicros: r.appliedMicros, lastAppliedMicros: r.appliedMicros, replicasByTablet: new Map() }));
+    if (!t) byTxn.set(r.txnId, (t = { commitMicros: r.commitMicros, firstAppliedMicros: r.appliedMicros, lastAppliedMicros: r.appliedMicros, tablets: new Map() }));
     // Every replica records the same commit hybrid time; min() only guards against a stray record.
     t.commitMicros = Math.min(t.commitMicros, r.commitMicros);
     t.firstAppliedMicros = Math.min(t.firstAppliedMicros, r.appliedMicros);
     t.lastAppliedMicros = Math.max(t.lastAppliedMicros, r.appliedMicros);
-    let reps = t.replicasByTablet.get(r.tabletId);
-    if (!reps) t.replicasByTablet.set(r.tabletId, (reps = new Set()));
-    reps.add(r.uuid);
+    let tab = t.tablets.get(r.tabletId);
+    if (!tab) t.tablets.set(r.tabletId, (tab = { replicas: new Set(), firstMicros: r.appliedMicros, lastMicros: r.appliedMicros }));
+    tab.replicas.add(r.uuid);
+    tab.firstMicros = Math.min(tab.firstMicros, r.appliedMicros);
+    tab.lastMicros = Math.max(tab.lastMicros, r.appliedMicros);
   }
   for (const [id, t] of byTxn) {
     if ((f.commitFromMicros !== undefined && t.commitMicros < f.commitFromMicros) || (f.commitToMicros !== undefined && t.commitMicros > f.commitToMicros)) byTxn.delete(id);
@@ -124,6 +144,10 @@ export interface TxnAppliedTimes {
   commitMicros: number;
   firstAppliedMicros: number;
   lastAppliedMicros: number;
+  /** The latest participant tablet's quickest replica, minus the earliest tablet's quickest. */
+  otherTabletMicros: number;
+  /** The most any participant tablet's last replica applied after that tablet's quickest. */
+  followersMicros: number;
 }
 
 /** Lag per complete transaction in milliseconds (pure): to the last replica, and to the first. */
@@ -133,12 +157,19 @@ export function completeTxnLagsMs(records: readonly ApplyRecord[], f: ApplyLagFi
   const applied = new Map<string, TxnAppliedTimes>();
   let incomplete = 0;
   for (const [id, t] of group(records, f)) {
-    const tablets = [...t.replicasByTablet.values()];
-    const complete = tablets.length >= f.minTablets && tablets.every((reps) => reps.size >= f.replicationFactor);
+    const tablets = [...t.tablets.values()];
+    const complete = tablets.length >= f.minTablets && tablets.every((tab) => tab.replicas.size >= f.replicationFactor);
     if (complete) {
       lagsMs.set(id, Math.max(0, t.lastAppliedMicros - t.commitMicros) / 1000);
       firstLagsMs.set(id, Math.max(0, t.firstAppliedMicros - t.commitMicros) / 1000);
-      applied.set(id, { commitMicros: t.commitMicros, firstAppliedMicros: t.firstAppliedMicros, lastAppliedMicros: t.lastAppliedMicros });
+      const firsts = tablets.map((tab) => tab.firstMicros);
+      applied.set(id, {
+        commitMicros: t.commitMicros,
+        firstAppliedMicros: t.firstAppliedMicros,
+        lastAppliedMicros: t.lastAppliedMicros,
+        otherTabletMicros: Math.max(...firsts) - Math.min(...firsts),
+        followersMicros: Math.max(...tablets.map((tab) => tab.lastMicros - tab.firstMicros)),
+      });
     } else incomplete++;
   }
   return { lagsMs, firstLagsMs, incomplete, applied };
@@ -152,18 +183,36 @@ export function lagStagesOf(applied: ReadonlyMap<string, TxnAppliedTimes>, commi
   const round: number[] = [];
   const toFirst: number[] = [];
   const spreadMs: number[] = [];
+  const otherTabletMs: number[] = [];
+  const followersMs: number[] = [];
   for (const [id, a] of applied) {
     const at = committed.get(id);
     if (at === undefined) continue;
     round.push(Math.max(0, at - a.commitMicros) / 1000);
     toFirst.push(Math.max(0, a.firstAppliedMicros - at) / 1000);
     spreadMs.push(Math.max(0, a.lastAppliedMicros - a.firstAppliedMicros) / 1000);
+    otherTabletMs.push(a.otherTabletMicros / 1000);
+    followersMs.push(a.followersMicros / 1000);
   }
   if (round.length === 0) return undefined;
   const r = percentilesMs(round);
   const t = percentilesMs(toFirst);
   const sp = percentilesMs(spreadMs);
-  return { txns: round.length, commitRoundP50Ms: r.p50Ms, commitRoundP99Ms: r.p99Ms, toFirstP50Ms: t.p50Ms, toFirstP99Ms: t.p99Ms, spreadP50Ms: sp.p50Ms, spreadP99Ms: sp.p99Ms };
+  const ot = percentilesMs(otherTabletMs);
+  const fo = percentilesMs(followersMs);
+  return {
+    txns: round.length,
+    commitRoundP50Ms: r.p50Ms,
+    commitRoundP99Ms: r.p99Ms,
+    toFirstP50Ms: t.p50Ms,
+    toFirstP99Ms: t.p99Ms,
+    spreadP50Ms: sp.p50Ms,
+    spreadP99Ms: sp.p99Ms,
+    otherTabletP50Ms: ot.p50Ms,
+    otherTabletP99Ms: ot.p99Ms,
+    followersP50Ms: fo.p50Ms,
+    followersP99Ms: fo.p99Ms,
+  };
 }
 
 function percentilesMs(valuesMs: Iterable<number>): { p50Ms: number; p99Ms: number; maxMs: number } {

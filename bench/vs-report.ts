@@ -84,7 +84,7 @@ export interface ApplyLagSpread {
   incomplete: number;
 }
 
-const STAGE_KEYS = ['commitRoundP50Ms', 'commitRoundP99Ms', 'toFirstP50Ms', 'toFirstP99Ms', 'spreadP50Ms', 'spreadP99Ms'] as const;
+const STAGE_KEYS = ['commitRoundP50Ms', 'commitRoundP99Ms', 'toFirstP50Ms', 'toFirstP99Ms', 'spreadP50Ms', 'spreadP99Ms', 'otherTabletP50Ms', 'otherTabletP99Ms', 'followersP50Ms', 'followersP99Ms'] as const;
 type StageKey = (typeof STAGE_KEYS)[number];
 
 export interface VsRow {
@@ -262,17 +262,17 @@ export function renderMarkdown(rows: readonly VsRow[], rss: readonly PeakRss[], 
     if (staged.length) {
       lines.push(
         '',
-        '| apply lag by stage (tessera) | commit round p50 / p99 ms | commit point → first replica applied p50 / p99 ms | first → last replica applied p50 / p99 ms | txns |',
-        '|---|---:|---:|---:|---:|',
+        '| apply lag by stage (tessera) | commit round p50 / p99 ms | commit point → first replica applied p50 / p99 ms | first → last replica applied p50 / p99 ms | of which: other tablet later p50 / p99 ms | of which: followers behind p50 / p99 ms | txns |',
+        '|---|---:|---:|---:|---:|---:|---:|',
       );
       for (const r of staged) {
         const g = r.tessera?.applyLag?.stages;
         if (!g) continue;
-        lines.push(`| ${r.workload} | ${f2(g.commitRoundP50Ms.median)} / ${f2(g.commitRoundP99Ms.median)} | ${f2(g.toFirstP50Ms.median)} / ${f2(g.toFirstP99Ms.median)} | ${f2(g.spreadP50Ms.median)} / ${f2(g.spreadP99Ms.median)} | ${g.txns} |`);
+        lines.push(`| ${r.workload} | ${f2(g.commitRoundP50Ms.median)} / ${f2(g.commitRoundP99Ms.median)} | ${f2(g.toFirstP50Ms.median)} / ${f2(g.toFirstP99Ms.median)} | ${f2(g.spreadP50Ms.median)} / ${f2(g.spreadP99Ms.median)} | ${f2(g.otherTabletP50Ms.median)} / ${f2(g.otherTabletP99Ms.median)} | ${f2(g.followersP50Ms.median)} / ${f2(g.followersP99Ms.median)} | ${g.txns} |`);
       }
       lines.push(
         '',
-        'Stages of each complete transaction\'s apply lag (percentiles per stage, so they do not add up): commit round = commit hybrid time → its COMMITTED record applied on the first status-tablet replica (the commit point, when commit() can answer: the status tablet\'s Raft round); commit point → first replica applied = the status leader telling the participant leaders to apply and their APPLY entry\'s Raft round; first → last = the other participant tablet\'s APPLY round ending later, and the followers learning the commit index and applying (every participant tablet, all 3 replicas).',
+        'Stages of each complete transaction\'s apply lag (percentiles per stage, so they do not add up): commit round = commit hybrid time → its COMMITTED record applied on the first status-tablet replica (the commit point, when commit() can answer: the status tablet\'s Raft round); commit point → first replica applied = the status leader telling the participant leaders to apply and their APPLY entry\'s Raft round; first → last = the other participant tablet\'s APPLY round ending later, and the followers learning the commit index and applying (every participant tablet, all 3 replicas); taken apart: other tablet later = the later tablet\'s quickest replica after the earlier tablet\'s quickest, followers behind = the most any tablet\'s last replica applied after its own quickest (the commit index reaching the followers, and their apply stage).',
       );
     }
   }

@@ -128,7 +128,7 @@ describe('bench vs-report', () => {
   });
 
   it('bench report: the apply lag\'s stages are medians of the rounds that had them, in their own table', () => {
-    const stages = (x: number) => ({ txns: 10, commitRoundP50Ms: x, commitRoundP99Ms: 2 * x, toFirstP50Ms: 3 * x, toFirstP99Ms: 4 * x, spreadP50Ms: 5 * x, spreadP99Ms: 6 * x });
+    const stages = (x: number) => ({ txns: 10, commitRoundP50Ms: x, commitRoundP99Ms: 2 * x, toFirstP50Ms: 3 * x, toFirstP99Ms: 4 * x, spreadP50Ms: 5 * x, spreadP99Ms: 6 * x, otherTabletP50Ms: 7 * x, otherTabletP99Ms: 8 * x, followersP50Ms: 9 * x, followersP99Ms: 10 * x });
     const txn = (round: number, x: number | undefined): VsRun => ({
       ...run(round, 'tessera', 100),
       workload: 'txn2-c64',
@@ -138,7 +138,7 @@ describe('bench vs-report', () => {
     expect(row?.tessera?.applyLag?.stages).toMatchObject({ txns: 30, commitRoundP50Ms: { median: 2, min: 1, max: 3 }, spreadP99Ms: { median: 12, min: 6, max: 18 } });
     const md = renderMarkdown([row!], [], '# t');
     expect(md).toContain('| apply lag by stage (tessera) |');
-    expect(md).toContain('| txn2-c64 | 2.00 / 4.00 | 6.00 / 8.00 | 10.00 / 12.00 | 30 |');
+    expect(md).toContain('| txn2-c64 | 2.00 / 4.00 | 6.00 / 8.00 | 10.00 / 12.00 | 14.00 / 16.00 | 18.00 / 20.00 | 30 |');
   });
 });
 
@@ -186,6 +186,26 @@ describe('bench apply lag', () => {
     expect(applyLagOf(records, { ...f, txnIds: new Set(['late']) })).toMatchObject({ complete: 1, maxMs: 0.5 });
   });
 
+  it('bench apply lag: the spread splits into the later tablet and the followers behind their own tablet', () => {
+    // Transaction i (k = i+1 ms): tablet 'a' applied at k (leader) and 2k, 2k (followers); tablet 'b'
+    // at 3k, 3k, 7k. The later tablet's quickest is 2k after the earlier's; the most any follower
+    // trails its own tablet's quickest is 4k (in 'b'); the whole spread is 6k.
+    const records: ApplyRecord[] = [];
+    const commits: CommitRecord[] = [];
+    for (let i = 0; i < 100; i++) {
+      const k = (i + 1) * 1000;
+      commits.push({ uuid: 't0', tabletId: 's', txnId: `t${i}`, commitMicros: 0, committedMicros: 0 });
+      records.push(...full(`t${i}`, 0, (ri, ti) => (ti === 0 ? (ri === 0 ? k : 2 * k) : ri === 2 ? 7 * k : 3 * k)));
+    }
+    const g = applyLagOf(records, f, commits).stages;
+    expect(g?.txns).toBe(100);
+    expect(g?.spreadP50Ms).toBeCloseTo(300, 0);
+    expect(g?.otherTabletP50Ms).toBeCloseTo(100, 0);
+    expect(g?.otherTabletP99Ms).toBeCloseTo(198, 0);
+    expect(g?.followersP50Ms).toBeCloseTo(200, 0);
+    expect(g?.followersP99Ms).toBeCloseTo(396, 0);
+  });
+
   it('bench apply lag: with the status tablets\' commit records the lag splits into the commit round, commit point → first replica, and first → last', () => {
     // 100 transactions committed at 0; transaction i: its first status replica applied COMMITTED at
     // (i+1) ms (another one later), the quickest participant replica 2·(i+1) ms after that, the
@@ -209,6 +229,9 @@ describe('bench apply lag', () => {
     expect(r.stages?.toFirstP50Ms).toBeCloseTo(100, 0);
     expect(r.stages?.spreadP50Ms).toBeCloseTo(150, 0);
     expect(r.stages?.spreadP99Ms).toBeCloseTo(297, 0);
+    // Taken apart: tablet 'a' has its quickest replica at 3k and the others at 6k, tablet 'b' all at 6k.
+    expect(r.stages?.otherTabletP50Ms).toBeCloseTo(150, 0);
+    expect(r.stages?.followersP50Ms).toBeCloseTo(150, 0);
     // Without commit records (an older server): no stages, the rest unchanged.
     const plain = applyLagOf(records, f);
     expect(plain.stages).toBeUndefined();
