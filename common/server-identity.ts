@@ -22,8 +22,13 @@ export function splitHostPort(s: string, defPort: number): { host: string; port:
 export function loadOrCreateUuid(dataDir: string): string {
   const file = path.join(dataDir, 'instance');
   if (fs.existsSync(file)) {
-    const v: unknown = JSON.parse(fs.readFileSync(file, 'utf8'));
-    const uuid = (v as { uuid?: unknown }).uuid;
+    let v: unknown;
+    try {
+      v = JSON.parse(fs.readFileSync(file, 'utf8'));
+    } catch (e) {
+      throw new DbError(ErrorCode.CORRUPTION, `${file} is not this server's identity (JSON with its uuid): ${(e as Error).message}`);
+    }
+    const uuid = (v as { uuid?: unknown } | null)?.uuid;
     if (typeof uuid !== 'string' || !uuid) throw new DbError(ErrorCode.CORRUPTION, `${file} has no uuid`);
     return uuid;
   }

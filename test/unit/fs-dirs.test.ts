@@ -1,6 +1,7 @@
 /**
- * Directories that cannot be made fail at once with one IO_ERROR naming them; servers started with
- * such a data directory exit with status 1 and that one line instead of hanging.
+ * A server's data directory at start: directories that cannot be made fail at once with one IO_ERROR
+ * naming them, and servers started with such a data directory exit with status 1 and that one line
+ * instead of hanging; a damaged identity file is CORRUPTION naming the file.
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -9,19 +10,20 @@ import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DbError } from '../../common/errors';
 import { makeDirs } from '../../common/fs-dirs';
+import { loadOrCreateUuid } from '../../common/server-identity';
 
 const CLI = path.resolve(__dirname, '../../dist/cli/main.js');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-fs-dirs-'));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-function ioError(f: () => void): DbError {
+function dbError(f: () => void): DbError {
   try {
     f();
   } catch (e) {
     if (e instanceof DbError) return e;
     throw e;
   }
-  throw new Error('expected an IO_ERROR, nothing was thrown');
+  throw new Error('expected a DbError, nothing was thrown');
 }
 
 // Node's own recursive mkdir loops forever on these; only Linux has /proc.
@@ -40,14 +42,14 @@ describe('makeDirs', () => {
   it('names the component that is a file', () => {
     const file = path.join(tmp, 'plain-file');
     fs.writeFileSync(file, 'x');
-    const e = ioError(() => makeDirs(path.join(file, 'data'), 'data directory'));
+    const e = dbError(() => makeDirs(path.join(file, 'data'), 'data directory'));
     expect(e.code).toBe('IO_ERROR');
     expect(e.message).toBe(`cannot create data directory '${path.join(file, 'data')}': '${file}' exists and is not a directory`);
-    expect(ioError(() => makeDirs(file)).message).toContain('exists and is not a directory');
+    expect(dbError(() => makeDirs(file)).message).toContain('exists and is not a directory');
   });
 
   it.skipIf(!hasProc)('fails at once under /proc, where a parent exists but refuses new entries (skipped: no /proc here)', () => {
-    const e = ioError(() => makeDirs('/proc/tessera-nope/data', 'data directory'));
+    const e = dbError(() => makeDirs('/proc/tessera-nope/data', 'data directory'));
     expect(e.code).toBe('IO_ERROR');
     expect(e.message).toBe("cannot create data directory '/proc/tessera-nope/data': ENOENT making '/proc/tessera-nope'");
   });
@@ -67,4 +69,25 @@ describe('servers with a data directory that cannot be made', () => {
       expect(r.stderr.trim()).toBe(`error: IO_ERROR: cannot create data directory '${bad()}': '${path.join(tmp, 'plain-file')}' exists and is not a directory`);
     });
   }
+});
+
+describe('server identity (DATA/instance)', () => {
+  it('is created once and read back; a damaged file is CORRUPTION naming it', () => {
+    const d = path.join(tmp, 'identity');
+    makeDirs(d);
+    const uuid = loadOrCreateUuid(d);
+    expect(uuid).toMatch(/^[0-9a-f]{32}$/);
+    expect(loadOrCreateUuid(d)).toBe(uuid);
+    const file = path.join(d, 'instance');
+    for (const [text, why] of [
+      ['{bad', 'is not this server\'s identity'],
+      ['null', 'has no uuid'],
+      ['{"uuid":""}', 'has no uuid'],
+    ] as const) {
+      fs.writeFileSync(file, text);
+      const e = dbError(() => loadOrCreateUuid(d));
+      expect(e.code).toBe('CORRUPTION');
+      expect(e.message).toContain(`${file} ${why}`);
+    }
+  });
 });
