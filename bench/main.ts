@@ -5,6 +5,7 @@
  */
 import { BENCH_SECTIONS as SECTIONS } from './sections';
 import { parseVsArgs, runVsEtcd } from './vs-etcd';
+import { DbError } from '../common/errors';
 
 async function main(): Promise<void> {
   // `npm run bench -- --vs etcd [--seconds N --warmup N --rounds N --workloads a,b]`: side by side with etcd.
@@ -22,6 +23,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
-  process.stderr.write(`bench failed: ${e instanceof Error ? e.message : String(e)}\n`);
+  process.stderr.write(`bench failed: ${e instanceof DbError ? `${e.code}: ` : ''}${e instanceof Error ? e.message : String(e)}\n`);
   process.exit(1);
 });

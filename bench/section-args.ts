@@ -4,6 +4,7 @@
  * arguments after its own name: `npm run bench load -- --rows 20000` or `tessera bench load --rows 20000`.
  * Every option also has an environment variable, for scripts.
  */
+import { DbError, ErrorCode } from '../common/errors';
 
 /** The arguments after the first occurrence of `section` on the command line (none when absent). */
 export function sectionArgs(section: string, argv: readonly string[] = process.argv): string[] {
@@ -26,7 +27,7 @@ export function checkSectionArgs(args: readonly string[], known: readonly string
   for (const a of args) {
     if (!a.startsWith('--')) continue;
     const name = a.slice(2).split('=')[0] ?? '';
-    if (!known.includes(name)) throw new Error(`unknown option '${a}' (known: ${known.map((k) => `--${k}`).join(' ')})`);
+    if (!known.includes(name)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `unknown option '${a}' (known: ${known.map((k) => `--${k}`).join(' ')})`);
   }
 }
 
@@ -38,6 +39,6 @@ export function sectionNumber(args: readonly string[], name: string, env: string
   const v = sectionString(args, name, env);
   if (v === undefined) return dflt;
   const n = Number(v);
-  if (!Number.isFinite(n) || n < min) throw new Error(`--${name} (${env}) needs a number >= ${min}, got '${v}'`);
+  if (!Number.isFinite(n) || n < min) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--${name} (${env}) needs a number >= ${min}, got '${v}'`);
   return n;
 }

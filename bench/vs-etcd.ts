@@ -33,6 +33,7 @@ import { cpuSeconds, cpuSplitSum, filesystemType, peakRssBytes, threadWakeupsSum
 import { waitForTransactions, type LoadResult, type LoadSpec, type VsOp, type VsSystem } from './vs-loadgen';
 import { aggregate, renderMarkdown, type PeakRss, type VsRun } from './vs-report';
 import { makeDirs } from '../common/fs-dirs';
+import { DbError, ErrorCode } from '../common/errors';
 
 const ETCD_HOST_BASE = 60;
 const TESSERA_HOST_BASE = 70;
@@ -113,12 +114,12 @@ const HARNESS_TSERVER_FLAGS = ['tserver_master_addrs', 'rpc_bind_addresses', 'we
  */
 export function tserverFlagArg(text: string): string {
   const { name, value } = flagAssignment(text, '--tserver-flag');
-  if (HARNESS_TSERVER_FLAGS.includes(name)) throw new Error(`--tserver-flag ${name}: set by the benchmark itself (${HARNESS_TSERVER_FLAGS.join(', ')} are)`);
+  if (HARNESS_TSERVER_FLAGS.includes(name)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--tserver-flag ${name}: set by the benchmark itself (${HARNESS_TSERVER_FLAGS.join(', ')} are)`);
   const arg = `--${name}=${value}`;
   try {
     parseFlagArgs([arg], new Flags());
   } catch (e) {
-    throw new Error(`--tserver-flag: ${e instanceof Error ? e.message : String(e)}`);
+    throw new DbError(ErrorCode.INVALID_ARGUMENT, `--tserver-flag: ${e instanceof Error ? e.message : String(e)}`);
   }
   return arg;
 }
@@ -127,7 +128,7 @@ export function parseVsArgs(argv: readonly string[]): VsOptions {
   const o: VsOptions = { seconds: 10, warmupSeconds: 3, firstWarmupSeconds: FIRST_WARMUP_SECONDS_DEFAULT, rounds: 3, workloads: ALL_WORKLOADS.filter((w) => !VS_WORKLOADS[w]?.optional), outDir: path.resolve(__dirname, '../../bench/results'), readKeys: 10_000, profile: false, bigTxnRows: BIG_TXN_DEFAULTS.rows, bigTxnRowBytes: BIG_TXN_DEFAULTS.rowBytes, tserverFlags: [] };
   const num = (name: string, v: string | undefined, min: number): number => {
     const n = Number(v);
-    if (!Number.isFinite(n) || n < min) throw new Error(`--${name} needs a number >= ${min}, got '${v ?? ''}'`);
+    if (!Number.isFinite(n) || n < min) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--${name} needs a number >= ${min}, got '${v ?? ''}'`);
     return n;
   };
   for (let i = 0; i < argv.length; i++) {
@@ -137,7 +138,7 @@ export function parseVsArgs(argv: readonly string[]): VsOptions {
     switch (k) {
       case '--vs': {
         const v = val();
-        if (v !== 'etcd') throw new Error(`--vs supports only etcd, got '${v ?? ''}'`);
+        if (v !== 'etcd') throw new DbError(ErrorCode.INVALID_ARGUMENT, `--vs supports only etcd, got '${v ?? ''}'`);
         break;
       }
       case '--seconds': o.seconds = num('seconds', val(), 0.5); break;
@@ -153,12 +154,12 @@ export function parseVsArgs(argv: readonly string[]): VsOptions {
       case '--workloads': {
         const ws = (val() ?? '').split(',').map((s) => s.trim()).filter(Boolean);
         const bad = ws.filter((w) => !ALL_WORKLOADS.includes(w));
-        if (bad.length || ws.length === 0) throw new Error(`--workloads: unknown '${bad.join(',')}' (known: ${ALL_WORKLOADS.join(', ')})`);
+        if (bad.length || ws.length === 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--workloads: unknown '${bad.join(',')}' (known: ${ALL_WORKLOADS.join(', ')})`);
         o.workloads = ws;
         break;
       }
       default:
-        throw new Error(`unknown option '${a}' (known: --vs etcd --seconds --warmup --first-warmup --rounds --workloads --read-keys --out --profile --big-txn-rows --big-txn-row-bytes --tserver-flag)`);
+        throw new DbError(ErrorCode.INVALID_ARGUMENT, `unknown option '${a}' (known: --vs etcd --seconds --warmup --first-warmup --rounds --workloads --read-keys --out --profile --big-txn-rows --big-txn-row-bytes --tserver-flag)`);
     }
   }
   return o;
