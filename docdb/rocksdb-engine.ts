@@ -17,7 +17,6 @@
  *   clamps targets to the bounds in JS (and for reverse iterators uses an inclusive upper bound plus a
  *   JS filter so "last key < lt" stays reachable by seek).
  */
-import * as fs from 'node:fs';
 import { assert } from '../common/assert';
 import { DbError, ErrorCode } from '../common/errors';
 import type { IteratorOptions, KvEngine, KvIterator, KvOp, KvStats } from './kv-engine';

@@ -2,7 +2,6 @@
  * The master process: RPC server (MasterService + the sys catalog's Raft traffic), the sys catalog,
  * the catalog manager's background round, and the console. `masterMain(argv)` is `tessera master`.
  */
-import * as fs from 'node:fs';
 import { skewableSystemClock } from '../common/clock';
 import { DbError, ErrorCode } from '../common/errors';
 import { Flags, parseFlagArgs } from '../common/flags';

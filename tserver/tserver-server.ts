@@ -5,7 +5,6 @@
  * The RPC transport and the protobuf method table are injected (rpc/ provides the WebSocket transport
  * and the codecs; tests may pass an in-memory transport).
  */
-import * as fs from 'node:fs';
 import { skewableSystemClock, type Clock } from '../common/clock';
 import { DbError, ErrorCode } from '../common/errors';
 import { Flags, parseFlagArgs } from '../common/flags';
