@@ -43,6 +43,7 @@ export function makeDirs(dir: string, what = 'directory'): void {
       const err = e as NodeJS.ErrnoException;
       // Another process may have made it between our stat and mkdir.
       if (err.code === 'EEXIST' && statOrUndefined(p)?.isDirectory()) continue;
+      if (err.code === 'EEXIST' && isSymlink(p)) fail(`'${p}' is a symbolic link to a missing target`);
       fail(`${err.code ?? 'error'} making '${p}'`);
     }
   }
@@ -53,5 +54,13 @@ function statOrUndefined(p: string): fs.Stats | undefined {
     return fs.statSync(p);
   } catch {
     return undefined;
+  }
+}
+
+function isSymlink(p: string): boolean {
+  try {
+    return fs.lstatSync(p).isSymbolicLink();
+  } catch {
+    return false;
   }
 }

@@ -48,6 +48,14 @@ describe('makeDirs', () => {
     expect(dbError(() => makeDirs(file)).message).toContain('exists and is not a directory');
   });
 
+  it('names a dangling symbolic link on the way', () => {
+    const link = path.join(tmp, 'dangling');
+    fs.symlinkSync(path.join(tmp, 'no-such-target'), link);
+    const e = dbError(() => makeDirs(path.join(link, 'data'), 'data directory'));
+    expect(e.code).toBe('IO_ERROR');
+    expect(e.message).toBe(`cannot create data directory '${path.join(link, 'data')}': '${link}' is a symbolic link to a missing target`);
+  });
+
   it.skipIf(!hasProc)('fails at once under /proc, where a parent exists but refuses new entries (skipped: no /proc here)', () => {
     const e = dbError(() => makeDirs('/proc/tessera-nope/data', 'data directory'));
     expect(e.code).toBe('IO_ERROR');
