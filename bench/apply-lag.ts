@@ -106,8 +106,6 @@ const LAG_US_MAX = 600_000_000;
 
 interface TxnApplies {
   commitMicros: number;
-  firstAppliedMicros: number;
-  lastAppliedMicros: number;
   tablets: Map<string, TabletApplies>;
 }
 
@@ -122,11 +120,9 @@ function group(records: readonly ApplyRecord[], f: ApplyLagFilter): Map<string, 
   for (const r of records) {
     if (f.txnIds && !f.txnIds.has(r.txnId)) continue;
     let t = byTxn.get(r.txnId);
-    if (!t) byTxn.set(r.txnId, (t = { commitMicros: r.commitMicros, firstAppliedMicros: r.appliedMicros, lastAppliedMicros: r.appliedMicros, tablets: new Map() }));
+    if (!t) byTxn.set(r.txnId, (t = { commitMicros: r.commitMicros, tablets: new Map() }));
     // Every replica records the same commit hybrid time; min() only guards against a stray record.
     t.commitMicros = Math.min(t.commitMicros, r.commitMicros);
-    t.firstAppliedMicros = Math.min(t.firstAppliedMicros, r.appliedMicros);
-    t.lastAppliedMicros = Math.max(t.lastAppliedMicros, r.appliedMicros);
     let tab = t.tablets.get(r.tabletId);
     if (!tab) t.tablets.set(r.tabletId, (tab = { replicas: new Set(), firstMicros: r.appliedMicros, lastMicros: r.appliedMicros }));
     tab.replicas.add(r.uuid);
@@ -160,14 +156,16 @@ export function completeTxnLagsMs(records: readonly ApplyRecord[], f: ApplyLagFi
     const tablets = [...t.tablets.values()];
     const complete = tablets.length >= f.minTablets && tablets.every((tab) => tab.replicas.size >= f.replicationFactor);
     if (complete) {
-      lagsMs.set(id, Math.max(0, t.lastAppliedMicros - t.commitMicros) / 1000);
-      firstLagsMs.set(id, Math.max(0, t.firstAppliedMicros - t.commitMicros) / 1000);
       const firsts = tablets.map((tab) => tab.firstMicros);
+      const firstAppliedMicros = Math.min(...firsts);
+      const lastAppliedMicros = Math.max(...tablets.map((tab) => tab.lastMicros));
+      lagsMs.set(id, Math.max(0, lastAppliedMicros - t.commitMicros) / 1000);
+      firstLagsMs.set(id, Math.max(0, firstAppliedMicros - t.commitMicros) / 1000);
       applied.set(id, {
         commitMicros: t.commitMicros,
-        firstAppliedMicros: t.firstAppliedMicros,
-        lastAppliedMicros: t.lastAppliedMicros,
-        otherTabletMicros: Math.max(...firsts) - Math.min(...firsts),
+        firstAppliedMicros,
+        lastAppliedMicros,
+        otherTabletMicros: Math.max(...firsts) - firstAppliedMicros,
         followersMicros: Math.max(...tablets.map((tab) => tab.lastMicros - tab.firstMicros)),
       });
     } else incomplete++;
