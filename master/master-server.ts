@@ -89,36 +89,47 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
   const raftBatch = raftBatchMethod();
   let manager: CatalogManager | undefined;
 
-  const sys = await SysCatalog.open({
-    dataDir,
-    selfId,
-    peers,
-    flags,
-    log,
-    rng: new MathRng(),
-    send: (msgs: Message[]) => {
-      const byTo = new Map<string, RaftEnvelopePB[]>();
-      // Lab partitions: a master's Raft peer id is its RPC address, so the drop list applies directly.
-      const drop = droppedPeers(flags);
-      for (const m of msgs) {
-        if (drop.has(m.to)) continue;
-        let q = byTo.get(m.to);
-        if (!q) byTo.set(m.to, (q = []));
-        q.push({ groupId: SYS_CATALOG_GROUP_ID, message: encodeMessage(m) });
-      }
-      for (const [to, messages] of byTo) {
-        try {
-          client.send(to, raftBatch, { fromUuid: selfId, fromAddress: selfId, messages });
-        } catch (e) {
-          log.debug({ err: e, to }, 'sys catalog raft batch not sent');
+  // Listen first: a port already taken fails the start before the sys catalog is bootstrapped in the
+  // data directory. Until the handlers are registered below, requests get a retryable SERVICE_UNAVAILABLE.
+  rpc.setStarting('master is starting: opening its sys catalog');
+  await rpc.start();
+  let sys: SysCatalog;
+  try {
+    sys = await SysCatalog.open({
+      dataDir,
+      selfId,
+      peers,
+      flags,
+      log,
+      rng: new MathRng(),
+      send: (msgs: Message[]) => {
+        const byTo = new Map<string, RaftEnvelopePB[]>();
+        // Lab partitions: a master's Raft peer id is its RPC address, so the drop list applies directly.
+        const drop = droppedPeers(flags);
+        for (const m of msgs) {
+          if (drop.has(m.to)) continue;
+          let q = byTo.get(m.to);
+          if (!q) byTo.set(m.to, (q = []));
+          q.push({ groupId: SYS_CATALOG_GROUP_ID, message: encodeMessage(m) });
         }
-      }
-    },
-    onLeaderChange: (c) => {
-      manager?.onLeadership(c.isLeader);
-      log.info({ leader: c.leader, term: c.term, role: c.role }, 'sys catalog leader changed');
-    },
-  });
+        for (const [to, messages] of byTo) {
+          try {
+            client.send(to, raftBatch, { fromUuid: selfId, fromAddress: selfId, messages });
+          } catch (e) {
+            log.debug({ err: e, to }, 'sys catalog raft batch not sent');
+          }
+        }
+      },
+      onLeaderChange: (c) => {
+        manager?.onLeadership(c.isLeader);
+        log.info({ leader: c.leader, term: c.term, role: c.role }, 'sys catalog leader changed');
+      },
+    });
+  } catch (e) {
+    await rpc.stop().catch(() => undefined);
+    await client.close().catch(() => undefined);
+    throw e;
+  }
   manager = new CatalogManager({ sys, registry, flags, clock, log, client });
   if (sys.isLeader()) manager.onLeadership(true);
 
@@ -216,8 +227,15 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
     },
   });
 
-  await rpc.start();
-  await web.start();
+  rpc.setStarting(undefined);
+  try {
+    await web.start();
+  } catch (e) {
+    await rpc.stop().catch(() => undefined);
+    await client.close().catch(() => undefined);
+    await sys.stop();
+    throw e;
+  }
   const tick = setInterval(() => sys.tick(), flags.get(MASTER_RAFT_TICK_INTERVAL_MS));
   let roundTimer: NodeJS.Timeout | undefined;
   const scheduleRound = (): void => {

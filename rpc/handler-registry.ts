@@ -28,6 +28,17 @@ function fail(code: ErrorCode, message: string, details: Record<string, unknown>
 export class HandlerRegistry {
   /** service -> method -> entry; two levels so dispatch needs no string concatenation. */
   private readonly services = new Map<string, Map<string, Entry>>();
+  /**
+   * Set while the server listens but has not registered all its methods yet (a master opening its sys
+   * catalog): a request for a method not registered yet gets SERVICE_UNAVAILABLE with this reason —
+   * retryable, the caller tries again — instead of UNKNOWN_METHOD, which would be final.
+   */
+  private startingReason: string | undefined;
+
+  /** `reason` while starting (see startingReason); undefined once every method is registered. */
+  setStarting(reason: string | undefined): void {
+    this.startingReason = reason;
+  }
 
   constructor(private readonly log: Logger) {}
 
@@ -57,6 +68,7 @@ export class HandlerRegistry {
   async dispatch(service: string, method: string, payload: Uint8Array, ctx: RpcContext, messageBytesMax: number): Promise<DispatchResult> {
     const e = this.lookup(service, method);
     if (!e || e.kind !== 'call') {
+      if (this.startingReason !== undefined) return fail(ErrorCode.SERVICE_UNAVAILABLE, this.startingReason, { service, method });
       return fail(ErrorCode.UNKNOWN_METHOD, `no RPC method ${service}.${method} on this server`, { service, method });
     }
     let req: unknown;
@@ -95,6 +107,10 @@ export class HandlerRegistry {
   dispatchOneway(service: string, method: string, payload: Uint8Array, ctx: RpcContext): void {
     const e = this.lookup(service, method);
     if (!e || e.kind !== 'oneway') {
+      if (!e && this.startingReason !== undefined) {
+        this.log.debug({ service, method, peer: ctx.peer }, 'one-way message dropped: server still starting');
+        return;
+      }
       this.log.warn({ service, method, peer: ctx.peer }, 'one-way message for an unknown method dropped');
       return;
     }

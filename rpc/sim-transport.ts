@@ -446,6 +446,10 @@ export class SimRpcServer implements RpcServer {
     this.registry.onOneway(m, h);
   }
 
+  setStarting(reason: string | undefined): void {
+    this.registry.setStarting(reason);
+  }
+
   start(): Promise<void> {
     try {
       this.boundAddress = this.network.bind(this, this.opts.host, this.opts.port);

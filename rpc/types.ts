@@ -40,6 +40,12 @@ export type OnewayHandler<M> = (msg: M, ctx: RpcContext) => void;
 export interface RpcServer {
   handle<Req, Resp>(m: MethodDef<Req, Resp>, h: Handler<Req, Resp>): void;
   onOneway<M>(m: OnewayDef<M>, h: OnewayHandler<M>): void;
+  /**
+   * While `reason` is set, a request for a method not registered yet is answered SERVICE_UNAVAILABLE
+   * with it (retryable) rather than UNKNOWN_METHOD: a server can listen before it has opened what its
+   * handlers need, so a port already taken fails the start before anything is written to disk.
+   */
+  setStarting(reason: string | undefined): void;
   start(): Promise<void>;
   stop(): Promise<void>;
   /** `host:port` actually bound (port 0 resolves to the chosen port). */

@@ -73,6 +73,10 @@ export class WsRpcServer implements RpcServer {
     this.registry.onOneway(m, h);
   }
 
+  setStarting(reason: string | undefined): void {
+    this.registry.setStarting(reason);
+  }
+
   async start(): Promise<void> {
     const server = http.createServer((_req, res) => {
       // Plain HTTP on the RPC port: say what this port speaks instead of hanging.

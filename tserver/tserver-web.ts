@@ -363,6 +363,7 @@ export function countingServer(server: RpcServer, metrics: Metrics): RpcServer {
         return h(req, ctx);
       }),
     onOneway: (m, h) => server.onOneway(m, h),
+    setStarting: (reason) => server.setStarting(reason),
     start: () => server.start(),
     stop: () => server.stop(),
     get address(): string {

@@ -200,6 +200,17 @@ export function runTransportCompliance(name: string, makeHarness: () => Transpor
       expect(r.text).toBe('ok');
     });
 
+    it(`${name}: while starting, a method not registered yet is a retryable SERVICE_UNAVAILABLE; registered ones serve`, async () => {
+      const { es, client, addr } = await setup();
+      es.server.setStarting('opening the catalog');
+      const e = await expectCode(h.drive(client.call(addr, MISSING, { text: 'x' }, { timeoutMs: 5000 })), ErrorCode.SERVICE_UNAVAILABLE);
+      expect(e.message).toBe('opening the catalog');
+      expect(e.retryable).toBe(true);
+      expect((await h.drive(client.call(addr, ECHO, { text: 'early' }, { timeoutMs: 5000 }))).text).toBe('early');
+      es.server.setStarting(undefined);
+      await expectCode(h.drive(client.call(addr, MISSING, { text: 'x' }, { timeoutMs: 5000 })), ErrorCode.UNKNOWN_METHOD);
+    });
+
     it(`${name}: 1000 calls in flight are each answered with their own response`, async () => {
       const { client, addr } = await setup();
       const calls = Array.from({ length: 1000 }, (_, i) => client.call(addr, ECHO, { text: `c${i}`, n: BigInt(i) }, { timeoutMs: 30_000 }));

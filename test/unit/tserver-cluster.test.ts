@@ -68,6 +68,9 @@ class MemServer implements RpcServer {
   onOneway<M>(m: OnewayDef<M>, h: OnewayHandler<M>): void {
     this.oneways.set(`${m.service}.${m.method}`, h);
   }
+  setStarting(): void {
+    // Only masters listen before registering their methods; these tests run tservers.
+  }
   start(): Promise<void> {
     this.t.servers.set(this.address, this);
     return Promise.resolve();
