@@ -147,59 +147,103 @@ export function checkRegisterKey(key: string, calls: readonly Call[], searchStat
   let requiredLeft = entries.filter((e) => e.required).length;
   const linearized = new Uint8Array(entries.length);
   const cache = new Set<string>();
-  const stack: Array<{ node: Node; state: RegValue }> = [];
   let state: RegValue = null;
-  let node = head.next;
   let steps = 0;
+  /** Ids linearized so far, in order (the current branch of the search). */
+  const path: number[] = [];
   // The deepest point the search reached, for the failure witness.
   let deepest: { order: number[]; state: RegValue; blocked: number } | undefined;
   const noteStuck = (blocked: Entry): void => {
-    if (!deepest || stack.length > deepest.order.length) deepest = { order: stack.map((x) => x.node.entry.id), state, blocked: blocked.id };
+    if (!deepest || path.length > deepest.order.length) deepest = { order: path.slice(), state, blocked: blocked.id };
   };
-  const cacheKey = (s: RegValue): string => `${Buffer.from(linearized).toString('latin1')}|${typeof s}:${String(s)}`;
+  // Values no operation can tell apart — written but never read nor expected by a cas — are one state
+  // for the memo: from (set, u1) and (set, u2) the same continuations are possible.
+  const cacheKey = (s: RegValue): string => `${Buffer.from(linearized).toString('latin1')}|${observed.has(s) ? `${typeof s}:${String(s)}` : 'unobserved'}`;
+  /**
+   * An operation that leaves the state as it is (a read, a cas that answered "not swapped", a write of
+   * one unobserved value over another) and can be linearized now is linearized now, as the only choice
+   * (Lowe's "just-in-time" idea, for a register): given any linearization that places it later, taking
+   * it out there changes no other operation's state, and putting it first breaks no real-time order —
+   * it is a candidate, so nothing not yet linearized returned before it was invoked. Without this, a
+   * fault that leaves many reads and writes concurrent makes the search try every subset of the reads
+   * (2^n orders that all end the same).
+   */
+  const forcedNow = (c: Call, s: RegValue): boolean => {
+    if (c.f === 'read') return true;
+    if (c.f === 'cas') return c.type === 'ok' && c.value !== true;
+    // A write of an unobserved value while the state is one already (no op tells them apart): in a
+    // linearization that places it later, what follows it up to the next write cannot depend on the
+    // state (no read or swapping cas accepts an unobserved value, and with no "not swapped" cas on the
+    // key nothing needs it different) — an info cas there did not swap and is left out — so it can
+    // equally go first. Many writes left concurrent by a fault then cost one order, not all of them.
+    return c.f === 'write' && c.type === 'ok' && !casNotSwapped && !observed.has(s) && !observed.has(written(c));
+  };
+  const deadline = (n: Node): number => (n.entry.required ? n.entry.call.completeTime : Infinity);
+
+  /** One configuration of the search: the calls that may go next, tried in turn, and the one tried now. */
+  interface Frame {
+    cands: Node[];
+    i: number;
+    picked: Node | null;
+    stateBefore: RegValue;
+    /** The operation that cannot wait past this point (the first return event, or a required op left). */
+    blocker: Entry | undefined;
+  }
+  const open = (): Frame => {
+    // Candidates: the calls before the first return event of an op not linearized yet. Tried earliest
+    // deadline first (the op that must complete soonest): on a valid history the first path is
+    // nearly always right; info calls, which may wait forever, come last.
+    const cands: Node[] = [];
+    let n = head.next;
+    while (n !== null && n.kind === 'call') {
+      cands.push(n);
+      n = n.next;
+    }
+    const blocker = n !== null ? n.entry : entries.find((e) => e.required && linearized[e.id] === 0);
+    const forced = cands.find((c) => forcedNow(c.entry.call, state) && apply(state, c.entry.call).ok);
+    if (forced) return { cands: [forced], i: 0, picked: null, stateBefore: state, blocker };
+    cands.sort((x, y) => deadline(x) - deadline(y));
+    return { cands, i: 0, picked: null, stateBefore: state, blocker };
+  };
+  const frames: Frame[] = [open()];
 
   while (requiredLeft > 0) {
-    if (++steps > searchStatesMax) return { key, valid: 'unknown', ops: entries.length };
-    if (node === null) {
-      // Only info calls remain ahead but required ones are unlinearized: backtrack.
-      const pending = entries.find((e) => e.required && linearized[e.id] === 0);
-      if (pending) noteStuck(pending);
-      const top = stack.pop();
-      if (!top) return failure(key, entries, deepest);
-      ({ state } = top);
-      linearized[top.node.entry.id] = 0;
-      if (top.node.entry.required) requiredLeft++;
-      unlift(top.node);
-      node = top.node.next;
-      continue;
+    const f = frames[frames.length - 1];
+    if (f === undefined) return failure(key, entries, deepest);
+    if (f.picked !== null) {
+      const n = f.picked;
+      f.picked = null;
+      state = f.stateBefore;
+      linearized[n.entry.id] = 0;
+      if (n.entry.required) requiredLeft++;
+      unlift(n);
+      path.pop();
     }
-    if (node.kind === 'call') {
-      const r = apply(state, node.entry.call);
-      if (r.ok) {
-        linearized[node.entry.id] = 1;
-        const k = cacheKey(r.next);
-        if (!cache.has(k)) {
-          cache.add(k);
-          stack.push({ node, state });
-          state = r.next;
-          if (node.entry.required) requiredLeft--;
-          lift(node);
-          node = head.next;
-          continue;
-        }
-        linearized[node.entry.id] = 0;
+    let advanced = false;
+    while (f.i < f.cands.length) {
+      if (++steps > searchStatesMax) return { key, valid: 'unknown', ops: entries.length };
+      const n = f.cands[f.i++]!;
+      const r = apply(state, n.entry.call);
+      if (!r.ok) continue;
+      linearized[n.entry.id] = 1;
+      const k = cacheKey(r.next);
+      if (cache.has(k)) {
+        linearized[n.entry.id] = 0;
+        continue;
       }
-      node = node.next;
-    } else {
-      // A return event reached before its call was linearized: undo the last choice.
-      noteStuck(node.entry);
-      const top = stack.pop();
-      if (!top) return failure(key, entries, deepest);
-      state = top.state;
-      linearized[top.node.entry.id] = 0;
-      if (top.node.entry.required) requiredLeft++;
-      unlift(top.node);
-      node = top.node.next;
+      cache.add(k);
+      f.picked = n;
+      state = r.next;
+      if (n.entry.required) requiredLeft--;
+      lift(n);
+      path.push(n.entry.id);
+      frames.push(open());
+      advanced = true;
+      break;
+    }
+    if (!advanced) {
+      if (f.blocker) noteStuck(f.blocker);
+      frames.pop();
     }
   }
   return { key, valid: true, ops: entries.length };
