@@ -178,7 +178,17 @@ export function checkRegisterKey(key: string, calls: readonly Call[], searchStat
     // equally go first. Many writes left concurrent by a fault then cost one order, not all of them.
     return c.f === 'write' && c.type === 'ok' && !casNotSwapped && !observed.has(s) && !observed.has(written(c));
   };
-  const deadline = (n: Node): number => (n.entry.required ? n.entry.call.completeTime : Infinity);
+  // When an op must have happened by: its completion; for an info write or cas, which may happen any
+  // time after its invocation, the earliest completion of an op that observed its value (a read of
+  // it, a cas expecting it) — it must precede that one — else never.
+  const observedBy = new Map<unknown, number>();
+  for (const e of entries) {
+    const c = e.call;
+    if (c.type !== 'ok') continue;
+    const v = c.f === 'read' ? (c.value ?? null) : c.f === 'cas' ? (c.invokeValue as [RegValue, RegValue])[0] : undefined;
+    if (v !== undefined) observedBy.set(v, Math.min(observedBy.get(v) ?? Infinity, c.completeTime));
+  }
+  const deadline = (n: Node): number => (n.entry.required ? n.entry.call.completeTime : (observedBy.get(written(n.entry.call)) ?? Infinity));
 
   /** One configuration of the search: the calls that may go next, tried in turn, and the one tried now. */
   interface Frame {
