@@ -28,6 +28,8 @@ export interface CrashLoopOptions {
   portOffset: number;
   /** process (default) or docker (every server killed inside / with its container). */
   driver?: DriverKind;
+  /** Masters on nodes 0 .. masters-1 (default 1): every one is killed in each cycle. */
+  masters?: 1 | 3;
   /** Writes between crashes (ms range). */
   uptimeMs?: [number, number];
   log?: (line: string) => void;
@@ -40,7 +42,7 @@ export async function runCrashLoop(o: CrashLoopOptions): Promise<WorkloadReport>
   const clusterDir = path.join(o.dir, 'cluster-crash');
   fs.rmSync(clusterDir, { recursive: true, force: true });
   const driver = o.driver ?? 'process';
-  const cluster = await planVerifyCluster({ driver, baseDir: clusterDir, tservers: 3, hostBase: o.hostBase, portOffset: o.portOffset, log });
+  const cluster = await planVerifyCluster({ driver, baseDir: clusterDir, tservers: 3, ...(o.masters ? { masters: o.masters } : {}), hostBase: o.hostBase, portOffset: o.portOffset, log });
   let client: TesseraClient | undefined;
   const t0 = Date.now();
   try {
@@ -102,7 +104,7 @@ export async function runCrashLoop(o: CrashLoopOptions): Promise<WorkloadReport>
       v.anomalies['recovery-failed'] = recoveryFailures.length;
       v.details.push(...recoveryFailures);
     }
-    return { ...judge('crash', recorder.ops, windows, v, o.seed, Date.now() - t0), driver };
+    return { ...judge('crash', recorder.ops, windows, v, o.seed, Date.now() - t0), driver, ...(o.masters && o.masters > 1 ? { masters: o.masters } : {}) };
   } finally {
     await client?.close().catch(() => undefined);
     await cluster.destroy(false);

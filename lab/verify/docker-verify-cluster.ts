@@ -47,6 +47,8 @@ export interface DockerVerifyClusterOptions {
   portOffset: number;
   tserverFlags?: string[];
   masterFlags?: string[];
+  /** Masters on nodes 0 .. masters-1 (default 1). */
+  masters?: 1 | 3;
   docker?: Docker;
   log?: (line: string) => void;
 }
@@ -111,7 +113,7 @@ export class DockerVerifyCluster implements VerifyTarget<DockerVerifyServer> {
       baseDir: this.o.baseDir,
       driver: 'docker',
       nodes: this.o.tservers,
-      masters: 1,
+      masters: this.o.masters ?? 1,
       portOffset: this.o.portOffset,
       healthTimeoutMs: timeoutMs,
       tserverFlags: flagMapOfArgs(this.o.tserverFlags ?? []),
@@ -173,10 +175,9 @@ export class DockerVerifyCluster implements VerifyTarget<DockerVerifyServer> {
   }
 
   async waitHealthy(timeoutMs: number): Promise<void> {
-    const master = this.masters[0];
-    if (!master) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, 'the docker verify lab is not up');
+    if (this.masters.length === 0) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, 'the docker verify lab is not up');
     await waitVerifyHealthy({
-      masterWebUrl: master.webUrl,
+      masterWebUrls: () => this.masters.filter((m) => this.isRunning(m)).map((m) => m.webUrl),
       tservers: () => this.tservers.filter((t) => this.isRunning(t)),
       gone: async () => {
         // A container that should run but stopped (its servers crashed, or the engine killed it).

@@ -12,6 +12,7 @@ import { htPhysicalMicros } from '../../common/hybrid-time';
 import type { TesseraClient } from '../../client/tessera-client';
 import { tabletServerMethods } from '../../rpc/service-methods';
 import type { VerifyServerRef, VerifyTarget } from './verify-target';
+import { masterRaftRole } from '../console-http';
 import { describeTarget, type ScheduledFault } from './nemesis-schedule';
 
 export const CLOCK_SKEW_FLAG = 'TEST_clock_skew_ms';
@@ -71,9 +72,21 @@ export class Nemesis {
     }
   }
 
-  private serversOf(f: ScheduledFault): VerifyServerRef[] {
+  /**
+   * The servers a kill or pause hits. 'master' with several masters is their current leader (the
+   * interesting one: the catalog fails over), or one picked by the seeded generator when none says so.
+   */
+  private async serversOf(f: ScheduledFault, w: FaultWindow): Promise<VerifyServerRef[]> {
     const c = this.d.cluster;
-    if (f.target.role === 'master') return c.masters;
+    if (f.target.role === 'master') {
+      if (c.masters.length <= 1) return c.masters;
+      const up = c.masters.filter((m) => c.isRunning(m) && !m.paused);
+      const roles = await Promise.all(up.map((m) => masterRaftRole(m.webUrl)));
+      const leader = up.find((_, i) => roles[i] === 'LEADER');
+      const pick = leader ?? c.masters[this.rng.int(c.masters.length)]!;
+      w.target = leader ? `master leader (${pick.name})` : `master ${pick.name} (no leader seen)`;
+      return [pick];
+    }
     if (f.target.role === 'tserver') {
       const node = f.target.node;
       return c.tservers.filter((s) => s.node === node);
@@ -85,8 +98,8 @@ export class Nemesis {
     const w: FaultWindow = { kind: f.kind, target: describeTarget(f.target), startNs: this.d.nowNs(), endNs: 0 };
     this.windows.push(w);
     const c = this.d.cluster;
-    const targets = this.serversOf(f);
     try {
+      const targets = await this.serversOf(f, w);
       switch (f.kind) {
         case 'kill':
           this.noteHow(w, f.kind, targets);

@@ -53,6 +53,11 @@ function int(name: string, v: string): number {
   return Number(v);
 }
 
+function masterCount(v: string): 1 | 3 {
+  if (v !== '1' && v !== '3') throw new DbError(ErrorCode.INVALID_ARGUMENT, `--masters must be 1 or 3, got '${v}'`);
+  return v === '1' ? 1 : 3;
+}
+
 function driverKind(v: string): DriverKind {
   if (v !== 'process' && v !== 'docker') throw new DbError(ErrorCode.INVALID_ARGUMENT, `--driver must be process or docker, got '${v}'`);
   return v;
@@ -86,6 +91,7 @@ export function registerVerifyCommand(program: Command): void {
     .option('--cycles <n>', 'crash workload: kill -9 cycles', '50')
     .option('--skew_beyond', 'add the skew-beyond nemesis (clock skew past max_clock_skew_usec: an unsafe configuration)')
     .option('--keep_data', 'keep the clusters\' data dirs')
+    .option('--masters <n>', 'masters: 1, or 3 (on nodes 0-2; a master kill or pause then hits the sys catalog leader, and a partition of node 0-2 cuts its master off too)', '1')
     .option('--driver <kind>', 'process (child processes on loopback) or docker (a Docker lab of its own: containers killed/paused, network disconnected)', 'process')
     .option('--server_flag <flag=value>', 'extra flag for every master and tserver, repeatable (e.g. --server_flag log_level=debug)', (v: string, acc: string[]) => [...acc, v], [] as string[])
     .action(async (raw: Record<string, string | boolean | undefined>) => {
@@ -96,7 +102,8 @@ export function registerVerifyCommand(program: Command): void {
       const dir = path.resolve(o.report_dir ?? o.reportDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-verify-')));
       makeDirs(dir, 'report directory');
       const nemesis = parseNemesisKinds(o.nemesis);
-      const common = { seed: int('seed', o.seed), dir, hostBase: int('host_base', String(o.host_base ?? o.hostBase)), portOffset, driver, log: (l: string) => process.stdout.write(`  ${l}\n`) };
+      const masters = masterCount(String(raw['masters'] ?? '1'));
+      const common = { seed: int('seed', o.seed), dir, masters, hostBase: int('host_base', String(o.host_base ?? o.hostBase)), portOffset, driver, log: (l: string) => process.stdout.write(`  ${l}\n`) };
       const timeMs = int('time', o.time) * 1000;
       const opTimeoutMs = int('op_timeout_ms', String(o.op_timeout_ms ?? DEFAULT_OP_TIMEOUT_MS));
       const regWrites = registerWrites(String(o.register_writes ?? 'direct'));

@@ -1,5 +1,5 @@
 /**
- * The cluster a verification run attacks: 1 master + N tservers as child processes of the verifier
+ * The cluster a verification run attacks: 1 or 3 masters + N tservers as child processes of the verifier
  * (not detached: they die with it), each with its own data dir and log under the run's directory.
  * The verifier owns the processes directly because its nemeses need exact control: kill -9 and
  * restart of one server, SIGSTOP/SIGCONT, and run-time TEST_ flags set on one server at a time.
@@ -31,6 +31,8 @@ export interface VerifyServer extends VerifyServerRef {
 export interface VerifyClusterOptions {
   baseDir: string;
   tservers: number;
+  /** Masters on nodes 0 .. masters-1 (default 1). */
+  masters?: 1 | 3;
   /** Node i listens on 127.0.0.(hostBase+i) when loopback aliases work. */
   hostBase: number;
   /** Added to the standard ports (always without aliases, where node i also adds i). */
@@ -50,7 +52,8 @@ export class VerifyCluster implements VerifyTarget<VerifyServer> {
     const aliases = await loopbackAliasesWork();
     const host = (i: number): string => (aliases ? `127.0.0.${o.hostBase + i}` : '127.0.0.1');
     const port = (base: number, i: number): number => base + o.portOffset + (aliases ? 0 : i);
-    const masterRpc = `${host(0)}:${port(STANDARD_PORTS.masterRpc, 0)}`;
+    const masterCount = o.masters ?? 1;
+    const masterRpc = Array.from({ length: masterCount }, (_, i) => `${host(i)}:${port(STANDARD_PORTS.masterRpc, i)}`).join(',');
     const mk = (role: 'master' | 'tserver', i: number, rpc: number, web: number, flags: string[]): VerifyServer => {
       const name = role === 'master' ? `m${i}` : `t${i}`;
       const dataDir = path.join(c.baseDir, name);
@@ -59,7 +62,7 @@ export class VerifyCluster implements VerifyTarget<VerifyServer> {
       const argv = role === 'master' ? ['master', `--master_addresses=${masterRpc}`, ...common, ...flags] : ['tserver', `--tserver_master_addrs=${masterRpc}`, ...common, ...flags];
       return { role, node: i, name, rpcAddress, webUrl: `http://${host(i)}:${port(web, i)}`, dataDir, logFile: path.join(c.baseDir, `${name}.log`), argv, paused: false };
     };
-    c.servers.push(mk('master', 0, STANDARD_PORTS.masterRpc, STANDARD_PORTS.masterWeb, o.masterFlags ?? []));
+    for (let i = 0; i < masterCount; i++) c.servers.push(mk('master', i, STANDARD_PORTS.masterRpc, STANDARD_PORTS.masterWeb, o.masterFlags ?? []));
     for (let i = 0; i < o.tservers; i++) c.servers.push(mk('tserver', i, STANDARD_PORTS.tserverRpc, STANDARD_PORTS.tserverWeb, o.tserverFlags ?? []));
     return c;
   }
@@ -123,10 +126,10 @@ export class VerifyCluster implements VerifyTarget<VerifyServer> {
     }
   }
 
-  /** Masters answer /healthz and the master sees every running tserver alive. */
+  /** Running masters answer /healthz and their leader sees every running tserver alive. */
   async waitHealthy(timeoutMs: number): Promise<void> {
     await waitVerifyHealthy({
-      masterWebUrl: this.masters[0]!.webUrl,
+      masterWebUrls: () => this.masters.filter((m) => this.isRunning(m)).map((m) => m.webUrl),
       tservers: () => this.tservers.filter((t) => this.isRunning(t)),
       gone: async () => {
         const s = this.servers.find((x) => x.child && !this.isRunning(x));

@@ -43,6 +43,8 @@ export interface WorkloadReport {
   unsafe?: string;
   /** Who ran the cluster (process: child processes on loopback; docker: a Docker lab). */
   driver?: DriverKind;
+  /** Masters of the cluster when more than one (the sys catalog then fails over under the nemesis). */
+  masters?: number;
 }
 
 /**
@@ -114,7 +116,8 @@ export function unavailableReport(workload: string, why: string, seed: number, t
 
 export function verdictLine(r: WorkloadReport): string {
   const an = Object.entries(r.anomalies).map(([k, n]) => `${k}=${n}`).join(',') || 'none';
-  return `${r.workload}${r.driver === 'docker' ? ' [docker]' : ''}: ${r.verdict}${r.unsafe ? ' (UNSAFE CONFIGURATION)' : ''} — ok ${r.counts.ok} / fail ${r.counts.fail} / info ${r.counts.info}; anomalies ${an}; lost writes ${r.lostWrites}; faults ${r.faults.filter((f) => !f.skipped).length} (${r.faults.filter((f) => f.skipped).length} skipped) — ${r.why}`;
+  const tags = [...(r.driver === 'docker' ? ['docker'] : []), ...((r.masters ?? 1) > 1 ? [`${r.masters} masters`] : [])];
+  return `${r.workload}${tags.length ? ` [${tags.join(', ')}]` : ''}: ${r.verdict}${r.unsafe ? ' (UNSAFE CONFIGURATION)' : ''} — ok ${r.counts.ok} / fail ${r.counts.fail} / info ${r.counts.info}; anomalies ${an}; lost writes ${r.lostWrites}; faults ${r.faults.filter((f) => !f.skipped).length} (${r.faults.filter((f) => f.skipped).length} skipped) — ${r.why}`;
 }
 
 export function markdownReport(reports: readonly WorkloadReport[], meta: { nemesis: string; command: string; driver?: DriverKind }): string {
@@ -122,7 +125,7 @@ export function markdownReport(reports: readonly WorkloadReport[], meta: { nemes
   const how = driver === 'docker' ? 'a Docker lab of the run, one container per node; kill, pause and partition through docker kill, pause and network disconnect' : 'child processes on loopback';
   const out: string[] = ['# tessera verify', '', `Command: \`${meta.command}\``, `Nemesis: ${meta.nemesis}`, `Driver: ${driver} — ${how}`, ''];
   for (const r of reports) {
-    out.push(`## ${r.workload}: ${r.verdict}`, '', r.why, '', `seed ${r.seed}, ${r.timeMs} ms, ${r.driver ?? driver} driver; ok ${r.counts.ok}, fail ${r.counts.fail}, info ${r.counts.info}; lost writes ${r.lostWrites}`, '');
+    out.push(`## ${r.workload}: ${r.verdict}`, '', r.why, '', `seed ${r.seed}, ${r.timeMs} ms, ${r.driver ?? driver} driver, ${r.masters ?? 1} master(s); ok ${r.counts.ok}, fail ${r.counts.fail}, info ${r.counts.info}; lost writes ${r.lostWrites}`, '');
     if (r.failReasons?.length) {
       out.push(`Failed / unknown operations by reason: ${r.failReasons.map((f) => `${f.reason} ${f.fail} / ${f.info}`).join(', ')}`, '');
     }

@@ -36,6 +36,8 @@ export interface RunOptions {
   portOffset: number;
   /** Who runs the cluster: child processes (default) or a Docker lab created (and removed) by the run. */
   driver?: DriverKind;
+  /** Masters on nodes 0 .. masters-1 (default 1); with 3 a 'master' fault hits the catalog's leader. */
+  masters?: 1 | 3;
   concurrency?: number;
   opsMax?: number;
   opTimeoutMs?: number;
@@ -78,17 +80,19 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
   const clusterDir = path.join(o.dir, `cluster-${o.workload}`);
   fs.rmSync(clusterDir, { recursive: true, force: true });
   const driver = o.driver ?? 'process';
-  const cluster = await planVerifyCluster({ driver, baseDir: clusterDir, tservers: 3, hostBase: o.hostBase, portOffset: o.portOffset, ...(o.serverFlags ? { serverFlags: o.serverFlags } : {}), log });
+  // What the report says of the cluster.
+  const shape = { driver, ...(o.masters && o.masters > 1 ? { masters: o.masters } : {}) };
+  const cluster = await planVerifyCluster({ driver, baseDir: clusterDir, tservers: 3, ...(o.masters ? { masters: o.masters } : {}), hostBase: o.hostBase, portOffset: o.portOffset, ...(o.serverFlags ? { serverFlags: o.serverFlags } : {}), log });
   let client: TesseraClient | undefined;
   try {
     await cluster.startAll(CLUSTER_UP_TIMEOUT_MS);
     client = await TesseraClient.connect({ ...cluster.connectOptions(), timeoutMs: 10_000 });
     const w = makeWorkload(o.workload, client, o.registerWrites ? { registerWrites: o.registerWrites } : {});
-    if (typeof w === 'string') return { ...unavailableReport(o.workload, w, o.seed, 0), driver };
+    if (typeof w === 'string') return { ...unavailableReport(o.workload, w, o.seed, 0), ...shape };
     try {
       await w.setup(client);
     } catch (e) {
-      if (o.workload === 'bank' || o.workload === 'append') return { ...unavailableReport(o.workload, `${o.workload}: setup failed: ${(e as Error).message}`, o.seed, 0), driver };
+      if (o.workload === 'bank' || o.workload === 'append') return { ...unavailableReport(o.workload, `${o.workload}: setup failed: ${(e as Error).message}`, o.seed, 0), ...shape };
       throw e;
     }
     const recorder = new HistoryRecorder();
@@ -132,7 +136,7 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
     await w.final(client, recorder, concurrency * 1_000_000);
     makeDirs(o.dir, 'report directory');
     fs.writeFileSync(path.join(o.dir, `history-${o.workload}.json`), JSON.stringify({ workload: o.workload, seed: o.seed, driver, faults: nemesis.windows, history: recorder.ops }));
-    return { ...judge(o.workload, recorder.ops, nemesis.windows, w.check(recorder.ops), o.seed, Date.now() - t0), driver };
+    return { ...judge(o.workload, recorder.ops, nemesis.windows, w.check(recorder.ops), o.seed, Date.now() - t0), ...shape };
   } finally {
     await client?.close().catch(() => undefined);
     await cluster.destroy(o.keepData ?? false);

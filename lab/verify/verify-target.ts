@@ -1,6 +1,6 @@
 /**
  * What a verification run needs from the cluster it attacks, whichever driver runs it: the servers
- * (1 master + N tservers; node i holds tserver i, node 0 also the master), how a client on this
+ * (1 or 3 masters + N tservers; node i holds tserver i, and master i when i < masters), how a client on this
  * machine reaches them, and the faults the nemesis applies. VerifyCluster runs the servers as child
  * processes; DockerVerifyCluster runs them in a Docker lab of its own. Health and run-time flags go
  * through the same consoles on both (waitVerifyHealthy, setServerFlag).
@@ -67,7 +67,8 @@ export interface VerifyTarget<S extends VerifyServerRef = VerifyServerRef> {
 }
 
 export interface HealthWaitOptions {
-  masterWebUrl: string;
+  /** Consoles of the masters that should be up; the leader's answers the tablet servers' state. */
+  masterWebUrls: () => readonly string[];
   /** The tservers that should be up (not the ones the nemesis keeps down). */
   tservers: () => ReadonlyArray<{ rpcAddress: string; webUrl: string }>;
   /** A reason once something is known to be gone for good (a process exited, a container died). */
@@ -77,7 +78,10 @@ export interface HealthWaitOptions {
   where: string;
 }
 
-/** Bounded wait: the master answers /healthz and counts every wanted tserver alive, and each answers /healthz. */
+/**
+ * Bounded wait: every wanted master answers /healthz, the masters' leader counts every wanted tserver
+ * alive, and each wanted tserver answers /healthz.
+ */
 export async function waitVerifyHealthy(o: HealthWaitOptions): Promise<void> {
   const deadline = Date.now() + o.timeoutMs;
   let why = 'master not answering';
@@ -85,8 +89,17 @@ export async function waitVerifyHealthy(o: HealthWaitOptions): Promise<void> {
     const gone = o.gone ? await o.gone() : undefined;
     if (gone !== undefined) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, gone);
     try {
-      if (await isHealthy(o.masterWebUrl)) {
-        const body = (await getJson(`${o.masterWebUrl}/api/v1/tablet-servers`, 1000)) as { tabletServers?: Array<{ rpcAddress: string; alive: boolean }> };
+      const masters = o.masterWebUrls();
+      const mastersUp = await Promise.all(masters.map((u) => isHealthy(u)));
+      // Only the leader answers the tablet servers' state (a follower answers 503 NOT_THE_LEADER).
+      let body: { tabletServers?: Array<{ rpcAddress: string; alive: boolean }> } | undefined;
+      for (const u of masters) {
+        body = (await getJson(`${u}/api/v1/tablet-servers`, 1000).catch(() => undefined)) as typeof body;
+        if (body !== undefined) break;
+      }
+      if (!mastersUp.every(Boolean)) why = `${mastersUp.filter(Boolean).length} of ${masters.length} master(s) answering /healthz`;
+      else if (body === undefined) why = 'no master answered as the leader';
+      else {
         const alive = new Set((body.tabletServers ?? []).filter((t) => t.alive).map((t) => t.rpcAddress));
         const want = o.tservers();
         // The master may still count a just-killed tserver alive (heartbeat not yet timed out):

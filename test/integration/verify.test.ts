@@ -51,11 +51,12 @@ const CONCURRENCY: Record<WorkloadName, number> = { register: 20, set: 16, bank:
  */
 const KNOWN: Partial<Record<WorkloadName, ReadonlySet<string>>> = {};
 
-async function run(workload: WorkloadName, seed: number, extra: { registerWrites?: 'direct' | 'txn'; dirName?: string } = {}): Promise<WorkloadReport> {
+async function run(workload: WorkloadName, seed: number, extra: { registerWrites?: 'direct' | 'txn'; dirName?: string; masters?: 3; nemesis?: string } = {}): Promise<WorkloadReport> {
   const r = await runWorkload({
     workload,
     ...(extra.registerWrites ? { registerWrites: extra.registerWrites } : {}),
-    nemesis: MIXED,
+    ...(extra.masters ? { masters: extra.masters } : {}),
+    nemesis: extra.nemesis ? parseNemesisKinds(extra.nemesis) : MIXED,
     timeMs: RUN_CAP_MS,
     endWhenCounted: true,
     opTimeoutMs: OP_TIMEOUT_MS,
@@ -101,6 +102,16 @@ describe('verify: Jepsen-style workloads on a real cluster', () => {
     const r = await run('set', 12);
     expect(r.lostWrites).toBe(0);
     expect(unexpected('set', r)).toEqual([]);
+    expect(r.verdict).toBe('valid');
+  }, 120_000);
+
+  it('verify: with 3 masters, set loses nothing while the sys catalog leader is killed and restarted', async () => {
+    // Seed 40's schedule for kill,pause opens with a kill of the master (the leader, with 3 masters).
+    const r = await run('set', 40, { masters: 3, nemesis: 'kill,pause', dirName: 'set-3-masters' });
+    expect(r.masters).toBe(3);
+    expect(verdictLine(r)).toContain('set [3 masters]: valid');
+    expect(r.faults.some((f) => f.kind === 'kill' && f.target.startsWith('master leader') && !f.skipped)).toBe(true);
+    expect(r.lostWrites).toBe(0);
     expect(r.verdict).toBe('valid');
   }, 120_000);
 
