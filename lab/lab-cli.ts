@@ -55,12 +55,21 @@ function addressesTable(nodes: readonly NodeAddresses[]): string {
 }
 
 function statusTable(st: LabStatus): string {
+  // The counts come from the masters' last heartbeat of each tserver: for one that does not answer
+  // (paused, stopped, cut off) they are what it last reported, not what it serves now.
+  let stale = false;
+  const count = (healthy: boolean, n: number | undefined): string | number | undefined => {
+    if (n === undefined || healthy) return n;
+    stale = true;
+    return `${n}*`;
+  };
   const rows = st.nodes.flatMap((n) =>
-    n.servers.map((s) => [n.name, s.raftRole ? `${s.role} (${s.raftRole})` : s.role, s.state, s.healthy ? 'yes' : 'no', rpcCell(s), s.webUrl, s.tablets, s.leaders, st.driver === 'docker' ? n.containerId : s.pid]),
+    n.servers.map((s) => [n.name, s.raftRole ? `${s.role} (${s.raftRole})` : s.role, s.state, s.healthy ? 'yes' : 'no', rpcCell(s), s.webUrl, count(s.healthy, s.tablets), count(s.healthy, s.leaders), st.driver === 'docker' ? n.containerId : s.pid]),
   );
   const table = formatTable(['NODE', 'ROLE', 'STATE', 'HEALTHY', 'RPC', 'CONSOLE', 'TABLETS', 'LEADERS', st.driver === 'docker' ? 'CONTAINER' : 'PID'], rows);
   const cut = st.partitioned.length ? `partitioned: ${st.partitioned.join(', ')}` : 'partitioned: none';
-  return `lab in ${st.baseDir} (${st.driver} driver)\n${table}\n${cut}`;
+  const note = stale ? '\n* as the master last heard from that tserver (it does not answer now)' : '';
+  return `lab in ${st.baseDir} (${st.driver} driver)\n${table}\n${cut}${note}`;
 }
 
 export function registerLabCommands(program: Command, io: LabCliIo = defaultIo): Command {

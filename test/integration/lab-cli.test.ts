@@ -66,6 +66,19 @@ describe('tessera lab CLI', () => {
     expect(logs.out).toContain('n0 tserver');
   });
 
+  it("lab cli: status marks a tserver's counts that come from the master's last heartbeat (it does not answer)", async () => {
+    expect((await lab('status', '--base_dir', baseDir)).out).not.toContain('as the master last heard');
+    expect((await lab('pause', 'n1', '--base_dir', baseDir)).code).toBe(0);
+    try {
+      const st = await lab('status', '--base_dir', baseDir);
+      const row = st.out.split('\n').find((l) => /^n1\s+tserver/.test(l));
+      expect(row).toMatch(/\spaused\s+no\s.*\s0\*\s+0\*\s/);
+      expect(st.out).toContain('* as the master last heard from that tserver (it does not answer now)');
+    } finally {
+      expect((await lab('resume', 'n1', '--base_dir', baseDir)).code).toBe(0);
+    }
+  });
+
   it('lab cli: a bad node name fails with one line and exit status 1', async () => {
     const r = await lab('kill', 'n9', '--base_dir', baseDir);
     expect(r.code).toBe(1);
