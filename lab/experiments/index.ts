@@ -1,12 +1,13 @@
 /**
  * The experiment registry: `tessera lab experiment <name>` looks names up here. To add one (e.g.
- * `intents-apply` once transactions land), write `lab/experiments/<name>.ts` exporting an
+* `intents-apply`), write `lab/experiments/<name>.ts` exporting an
  * ExperimentFn and add an entry below; runExperiment does the report and the verdict.
  */
 import type { ExperimentDef, ExperimentOptions, ExperimentResult } from './experiment';
 import { intentsApply } from './intents-apply';
 import { leaderFailover } from './leader-failover';
 import { partitionMinority } from './partition-minority';
+import { snapshotIsolation } from './snapshot-isolation';
 import { writeReport } from './report';
 
 export * from './experiment';
@@ -16,6 +17,7 @@ export const EXPERIMENTS: readonly ExperimentDef[] = [
   { name: 'intents-apply', description: 'the defining experiment: a delayed apply on n0; intents on every replica while open, n1/n2 apply at commit, n0 after the delay, equal RegularDBs at the end (--rows, --row-bytes, --delay-ms)', run: (o) => intentsApply(o.params)(o) },
   { name: 'leader-failover', description: 'kill -9 a tablet leader during a write load: time to a new leader, no acknowledged write lost, catch-up after restart', run: leaderFailover },
   { name: 'partition-minority', description: 'cut one node off during a write load: the majority keeps serving, the minority catches up after heal', run: partitionMinority },
+  { name: 'snapshot-isolation', description: 'two clients interleaved by hand: a lost update refused, first committer wins, a stable snapshot, and the write skew snapshot isolation allows', run: snapshotIsolation },
 ];
 
 export function findExperiment(name: string): ExperimentDef | undefined {

@@ -66,4 +66,15 @@ describe('lab experiments', () => {
       expect(fs.existsSync(path.join(baseDir, `lab-${name}`, 'lab.json'))).toBe(false);
     }, 150_000);
   }
+
+  it('lab experiment snapshot-isolation: lost update refused, first committer wins, stable snapshot, write skew allowed; report written', async () => {
+    const r = await runExperiment(findExperiment('snapshot-isolation')!, opts);
+    expect(r.checks.filter((c) => !c.ok), JSON.stringify(r.checks)).toEqual([]);
+    expect(r.checks).toHaveLength(4);
+    expect(r.figures['serializable']).toBe('NOT_SUPPORTED');
+    const md = fs.readFileSync(r.reportPath!, 'utf8');
+    expect(md).toContain('**PASSED**');
+    expect(md).toContain('write skew');
+    expect(fs.existsSync(path.join(baseDir, 'lab-snapshot-isolation', 'lab.json'))).toBe(false);
+  }, 150_000);
 });
