@@ -1,7 +1,7 @@
 /**
- * The experiment registry: `tessera lab experiment <name>` looks names up here. To add one (e.g.
-* `intents-apply`), write `lab/experiments/<name>.ts` exporting an
- * ExperimentFn and add an entry below; runExperiment does the report and the verdict.
+ * The experiment registry: `tessera lab experiment <name>` looks names up here. To add one, write
+ * `lab/experiments/<name>.ts` exporting an ExperimentFn and add an entry below; runExperiment does
+ * the report and the verdict.
  */
 import type { ExperimentDef, ExperimentOptions, ExperimentResult } from './experiment';
 import { intentsApply } from './intents-apply';
