@@ -466,7 +466,8 @@ export class Table {
         );
         this.invoker.observeHt(r.propagatedHt);
         if (this.txn) {
-          if (BigInt(r.readHt ?? 0n) !== txnReadHt) throw readTimeMoved(txnReadHt, this.txn.readHt);
+          // (Serializable: each page reads at its own time under the tablet's read lock.)
+          if (!this.txn.registersReads && BigInt(r.readHt ?? 0n) !== txnReadHt) throw readTimeMoved(txnReadHt, this.txn.readHt);
         } else if (at.readHt === 0n && r.readHt) {
           // Every later page and tablet reads at the first page's time and limit: one consistent snapshot.
           at = { readHt: BigInt(r.readHt), globalLimitHt: BigInt(r.globalLimitHt ?? 0n) };

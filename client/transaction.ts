@@ -39,7 +39,12 @@ import type { TxnBinding } from './txn-binding';
 export type IsolationLevel = 'snapshot' | 'serializable';
 
 export interface TransactionOptions extends CallOptions {
-  /** Default 'snapshot' (write-write conflicts, first committer wins). 'serializable': NOT_SUPPORTED for now. */
+  /**
+   * Default 'snapshot' (one read time for the whole transaction; write-write conflicts, first
+   * committer wins; write skew possible). 'serializable': every read takes read locks on what it
+   * reads (a scan: the whole tablet) until the transaction ends, and reads the newest data; read-write
+   * conflicts abort one side like write-write ones — no write skew, no read restarts.
+   */
   isolation?: IsolationLevel;
   /** Conflict priority (higher wins under fail-on-conflict); default random in [0, 1). */
   priority?: number;
@@ -116,9 +121,6 @@ export class Transaction implements TxnBinding {
   static async begin(deps: TransactionDeps, o: TransactionOptions = {}): Promise<Transaction> {
     const isolation = o.isolation ?? 'snapshot';
     if (isolation !== 'snapshot' && isolation !== 'serializable') throw new DbError(ErrorCode.INVALID_ARGUMENT, `isolation must be 'snapshot' or 'serializable', got ${String(isolation)}`);
-    // Serializable needs read intents, which the tablets do not take yet: refuse rather than
-    // silently run at snapshot isolation (the tservers refuse it too).
-    if (isolation === 'serializable') throw new DbError(ErrorCode.NOT_SUPPORTED, "isolation 'serializable' is not supported yet (no read intents): use 'snapshot'", { isolation });
     const priority = o.priority ?? Math.random();
     if (!Number.isFinite(priority)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'priority must be a finite number');
     const d = new Deadline(o.timeoutMs ?? deps.timeoutMs);
@@ -214,6 +216,8 @@ export class Transaction implements TxnBinding {
   }
 
   acceptRead(usedReadHt: bigint): boolean {
+    // Serializable reads run at the time each tablet picks under its read locks, not at readHt.
+    if (this.registersReads) return true;
     if (usedReadHt !== this.readHtValue) return false;
     this.readTimeFixed = true;
     return true;

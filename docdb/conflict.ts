@@ -7,15 +7,35 @@
  *    write-write rule: first committer wins).
  * With a status resolver, intents of committed transactions count as committed versions at their
  * commit time, and aborted transactions' intents are ignored.
+ *
+ * Read locks (a serializable transaction's `reads`): a strong read intent on each row read meets the
+ * weak write intent every write of a row's column leaves on its DocKey, and a row delete's strong
+ * one. The tablet lock of a serializable scan (a strong read intent on TABLET_LOCK_SUBKEY) meets
+ * every write: a writer checks that key as if it held a weak write intent there (never stored: one
+ * record per write batch saved), and the scan checks every write intent of the tablet.
  */
 import type { HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
-import type { Conflict, RowOp, StatusResolver, TxnMeta, TxnStatusAnswer } from './doc-db-api';
+import type { Conflict, DocKey, ReadLocks, RowOp, StatusResolver, TxnMeta, TxnStatusAnswer } from './doc-db-api';
+import { intentTypesForRead } from './encoding';
 import type { IntentsDb } from './intents-db';
 import { intentTypeSets } from './intents-db';
 import type { RegularDb } from './regular-db';
-import { cellsOf, type Cell } from './row-cells';
-import { decodeIntentValue, intentTypesConflict, parseRegularKey, subDocKey, INTENT_TYPE_SET_TAG } from './storage-keys';
+import { cellsOf } from './row-cells';
+import {
+  decodeDocKeyBuf,
+  decodeIntentValue,
+  docKeyLength,
+  encodeRowDocKey,
+  intentTypesConflict,
+  parseIntentKeyToSubKey,
+  parseRegularKey,
+  subDocKey,
+  INTENTS_DATA_END,
+  INTENTS_DATA_START,
+  INTENT_TYPE_SET_TAG,
+  TABLET_LOCK_SUBKEY,
+} from './storage-keys';
 import { prefixEnd } from './txn-records';
 
 export async function findConflicts(
@@ -27,11 +47,13 @@ export async function findConflicts(
   resolveStatus?: StatusResolver,
   /** Only other transactions' intents (a non-transactional write: no read time to compare with). */
   intentsOnly = false,
+  /** Read locks `txn` is about to take (serializable). */
+  reads?: ReadLocks,
 ): Promise<Conflict[]> {
   const out: Conflict[] = [];
-  // Fast path for plain writes: no strong intent stored means no intent at all (weak intents exist
-  // only beside a strong one of the same batch).
-  if (intentsOnly && intents.intentCount === 0) return out;
+  // Fast path: no strong intent stored means no intent at all (weak intents exist only beside a
+  // strong one of the same batch).
+  if ((intentsOnly || ops.length === 0) && intents.intentCount === 0) return out;
   const seen = new Set<string>();
   const statuses = new Map<TxnId, Promise<TxnStatusAnswer>>();
   const status = (id: TxnId): Promise<TxnStatusAnswer> | undefined => {
@@ -48,9 +70,10 @@ export async function findConflicts(
   };
   const sets = intentTypeSets(txn.isolation);
 
-  // Sub-keys we would lock, with our type set on each.
-  const locks = new Map<string, { subKey: Buffer; typeset: number; cell: Cell }>();
-  const rows = new Map<string, { cells: Cell[]; deletes: boolean }>();
+  // Sub-keys we would lock, with our type set on each (and the row a conflict there is reported on).
+  type At = { docKey: DocKey; docKeyBuf: Buffer };
+  const locks = new Map<string, { subKey: Buffer; typeset: number; cell: At }>();
+  const rows = new Map<string, { cells: ReturnType<typeof cellsOf>; deletes: boolean }>();
   for (const op of ops) {
     for (const c of cellsOf(op)) {
       locks.set(c.subKey.toString('hex'), { subKey: c.subKey, typeset: sets.strong, cell: c });
@@ -68,7 +91,21 @@ export async function findConflicts(
     }
   }
 
-  const meet = async (cell: Cell, theirTxn: TxnId): Promise<void> => {
+  const readSet = intentTypesForRead(txn.isolation, true);
+  if (reads && readSet !== 0) {
+    for (const k of reads.rows) {
+      const docKeyBuf = encodeRowDocKey(k);
+      const sk = subDocKey(docKeyBuf, { kind: 'row' });
+      const h = sk.toString('hex');
+      const prev = locks.get(h);
+      locks.set(h, { subKey: sk, typeset: (prev?.typeset ?? 0) | readSet, cell: prev?.cell ?? { docKey: k, docKeyBuf } });
+    }
+  }
+  // Every write implies a weak write intent on the tablet lock key: a serializable scan's read lock.
+  const firstCell = locks.values().next().value?.cell;
+  if (ops.length > 0 && firstCell !== undefined) locks.set(TABLET_LOCK_SUBKEY.toString('hex'), { subKey: TABLET_LOCK_SUBKEY, typeset: sets.weak, cell: firstCell });
+
+  const meet = async (cell: At, theirTxn: TxnId): Promise<void> => {
     const st = await status(theirTxn);
     if (st?.status === 'ABORTED') return;
     if (st?.status === 'COMMITTED') {
@@ -101,6 +138,31 @@ export async function findConflicts(
       }
     } finally {
       await it.close();
+    }
+  }
+
+  // The tablet lock (a serializable scan) meets every other transaction's write intent here.
+  if (reads?.tablet && readSet !== 0) {
+    const check = async (key: Buffer, typeset: number, theirTxn: TxnId): Promise<void> => {
+      if (theirTxn === txn.txnId || !intentTypesConflict(readSet, typeset)) return;
+      const docKeyBuf = key.subarray(0, docKeyLength(key));
+      await meet({ docKey: decodeDocKeyBuf(docKeyBuf), docKeyBuf }, theirTxn);
+    };
+    const all = intents.allIndexed();
+    if (all !== undefined) {
+      for (const x of all) await check(x.key, x.typeset, x.txnId);
+    } else {
+      const it = intents.db.engine.iterator({ gte: INTENTS_DATA_START, lt: INTENTS_DATA_END });
+      try {
+        for (;;) {
+          const e = await it.next();
+          if (e === undefined) break;
+          const key = Buffer.from(e[0]);
+          await check(key, parseIntentKeyToSubKey(key).typeset, decodeIntentValue(e[1]).txnId);
+        }
+      } finally {
+        await it.close();
+      }
     }
   }
 

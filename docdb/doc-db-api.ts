@@ -64,6 +64,16 @@ export interface TxnMeta {
   startHt: HybridTime;
 }
 
+/**
+ * Read locks of a serializable transaction on one tablet (YugabyteDB's read intents): a strong read
+ * intent on each row read (and on each row an INSERT/UPDATE checks for existence), and for a scan
+ * one on the whole tablet (its lock key, which every write meets through an implied weak intent).
+ */
+export interface ReadLocks {
+  rows: readonly DocKey[];
+  tablet: boolean;
+}
+
 export interface ReadOptions {
   readHt: HybridTime;
   /** The reading transaction (its own intents are visible). */
@@ -128,9 +138,9 @@ export interface DocDbApi {
    */
   writeRegularMany(batches: ReadonlyArray<{ ops: readonly RowOp[]; ht: HybridTime; opId: OpId }>, marks?: readonly ApplyItem[], applyNow?: boolean): Promise<ApplyMark[]>;
   /** Provisional records for `txn` (strong intents on written keys, weak on ancestors) + reverse index + metadata. */
-  writeIntents(txn: TxnMeta, ops: readonly RowOp[], ht: HybridTime, opId: OpId): Promise<void>;
-  /** Several entries' intents (in log order) in one engine batch. */
-  writeIntentsMany(items: ReadonlyArray<{ txn: TxnMeta; ops: readonly RowOp[]; ht: HybridTime; opId: OpId }>): Promise<void>;
+  writeIntents(txn: TxnMeta, ops: readonly RowOp[], ht: HybridTime, opId: OpId, reads?: ReadLocks): Promise<void>;
+  /** Several entries' intents (in log order) in one engine batch; `reads`: a serializable transaction's read locks. */
+  writeIntentsMany(items: ReadonlyArray<{ txn: TxnMeta; ops: readonly RowOp[]; ht: HybridTime; opId: OpId; reads?: ReadLocks }>): Promise<void>;
   /**
    * Apply several committed transactions (each marked pending before): the small ones whose records
    * are in memory together — one synced RegularDB batch of all their versions, one IntentsDB batch
@@ -146,8 +156,13 @@ export interface DocDbApi {
    * forces its RocksDB write-ahead log to disk up to there (group-committed with other syncs).
    */
   syncDurable(): Promise<void>;
-  /** Conflicts `ops` of `txn` would have with other transactions' intents, or committed versions newer than `readHt`. */
-  findConflicts(txn: TxnMeta, ops: readonly RowOp[], readHt: HybridTime): Promise<Conflict[]>;
+  /**
+   * Conflicts `ops` (and the read locks `reads`) of `txn` would have with other transactions'
+   * intents, or committed versions newer than `readHt` on the rows `ops` write.
+   */
+  findConflicts(txn: TxnMeta, ops: readonly RowOp[], readHt: HybridTime, reads?: ReadLocks): Promise<Conflict[]>;
+  /** Does `txnId` already hold every read lock of `reads` here (known from memory; false when unsure)? */
+  holdsReadLocks(txnId: TxnId, reads: ReadLocks): boolean;
   /**
    * Intents of any transaction that a non-transactional write of `ops` conflicts with (it takes the
    * intent types of a snapshot-isolation write). Status is not resolved: the caller does that.

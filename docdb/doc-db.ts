@@ -21,6 +21,7 @@ import type {
   DocDbApi,
   DocKey,
   OpId,
+  ReadLocks,
   ReadOptions,
   Row,
   RowOp,
@@ -126,11 +127,11 @@ export class DocDb implements DocDbApi {
     });
   }
 
-  writeIntents(txn: TxnMeta, ops: readonly RowOp[], ht: HybridTime, opId: OpId): Promise<void> {
-    return this.txnLocks.run(txn.txnId, () => this.intentsDb.writeIntents(txn, ops, ht, opId));
+  writeIntents(txn: TxnMeta, ops: readonly RowOp[], ht: HybridTime, opId: OpId, reads?: ReadLocks): Promise<void> {
+    return this.txnLocks.run(txn.txnId, () => this.intentsDb.writeIntents(txn, ops, ht, opId, reads));
   }
 
-  writeIntentsMany(items: ReadonlyArray<{ txn: TxnMeta; ops: readonly RowOp[]; ht: HybridTime; opId: OpId }>): Promise<void> {
+  writeIntentsMany(items: ReadonlyArray<{ txn: TxnMeta; ops: readonly RowOp[]; ht: HybridTime; opId: OpId; reads?: ReadLocks }>): Promise<void> {
     return this.txnLocks.runMany(items.map((i) => i.txn.txnId), () => this.intentsDb.writeIntentsMany(items));
   }
 
@@ -176,8 +177,12 @@ export class DocDb implements DocDbApi {
    * transaction is reported (the caller resolves their status); with it, committed ones become
    * `committedAfterRead` when they committed after `readHt` and aborted ones are ignored.
    */
-  findConflicts(txn: TxnMeta, ops: readonly RowOp[], readHt: HybridTime, resolveStatus?: StatusResolver): Promise<Conflict[]> {
-    return findConflicts(this.regularDb, this.intentsDb, txn, ops, readHt, resolveStatus);
+  findConflicts(txn: TxnMeta, ops: readonly RowOp[], readHt: HybridTime, reads?: ReadLocks, resolveStatus?: StatusResolver): Promise<Conflict[]> {
+    return findConflicts(this.regularDb, this.intentsDb, txn, ops, readHt, resolveStatus, false, reads);
+  }
+
+  holdsReadLocks(txnId: TxnId, reads: ReadLocks): boolean {
+    return this.intentsDb.holdsReadLocks(txnId, reads);
   }
 
   findIntentConflicts(ops: readonly RowOp[]): Promise<Conflict[]> {

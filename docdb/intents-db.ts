@@ -11,13 +11,26 @@
  */
 import type { HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
-import { type Isolation, type OpId, type RowOp, type TxnMeta } from './doc-db-api';
+import { type Isolation, type OpId, type ReadLocks, type RowOp, type TxnMeta } from './doc-db-api';
 import { alreadyHolds } from './frontier';
 import type { FrontierDb } from './frontier-db';
 import type { KvOp } from './kv-engine';
 import { cellsOf } from './row-cells';
-import { intentTypesForWrite } from './encoding';
-import { subDocKey, decodeIntentValue, encodeIntentValue, intentKey, parseIntentKey, parseIntentKeyToSubKey, reverseIndexKey, docKeyLength, INTENTS_DATA_START, INTENT_BITS } from './storage-keys';
+import { intentTypesForRead, intentTypesForWrite } from './encoding';
+import {
+  subDocKey,
+  decodeIntentValue,
+  encodeIntentValue,
+  encodeRowDocKey,
+  intentKey,
+  parseIntentKey,
+  parseIntentKeyToSubKey,
+  reverseIndexKey,
+  docKeyLength,
+  INTENTS_DATA_START,
+  INTENT_BITS,
+  TABLET_LOCK_SUBKEY,
+} from './storage-keys';
 import { decodeStoredMeta, decodeTxnKey, encodeStoredMeta, prefixEnd, txnKey, TXN_PREFIX, type StoredTxnMeta } from './txn-records';
 
 /** Intent type sets a write takes: strong on the written key, weak on its ancestors. */
@@ -131,8 +144,8 @@ export class IntentsDb {
     }
   }
 
-  async writeIntents(txn: TxnMeta, ops: readonly RowOp[], ht: HybridTime, opId: OpId): Promise<void> {
-    await this.writeIntentsMany([{ txn, ops, ht, opId }]);
+  async writeIntents(txn: TxnMeta, ops: readonly RowOp[], ht: HybridTime, opId: OpId, reads?: ReadLocks): Promise<void> {
+    await this.writeIntentsMany([{ txn, ops, ht, opId, ...(reads ? { reads } : {}) }]);
   }
 
   /**
@@ -140,11 +153,11 @@ export class IntentsDb {
    * one RocksDB call instead of one per entry. Entries already below the frontier (replay) are
    * skipped. Write ids continue across the entries of one transaction.
    */
-  async writeIntentsMany(items: ReadonlyArray<{ txn: TxnMeta; ops: readonly RowOp[]; ht: HybridTime; opId: OpId }>): Promise<void> {
+  async writeIntentsMany(items: ReadonlyArray<{ txn: TxnMeta; ops: readonly RowOp[]; ht: HybridTime; opId: OpId; reads?: ReadLocks }>): Promise<void> {
     const kv: KvOp[] = [];
     const staged = new Map<TxnId, { stored: StoredTxnMeta; recs: Array<CachedRecord & { subKey: Buffer; typeset: number }>; bytes: number; strong: number }>();
     let last: OpId | undefined;
-    for (const { txn, ops, ht, opId } of items) {
+    for (const { txn, ops, ht, opId, reads } of items) {
       if (alreadyHolds(this.db.frontier, opId)) continue;
       last = opId;
       const mkey = txnKey(txn.txnId);
@@ -174,6 +187,24 @@ export class IntentsDb {
             weakDone.add(hex);
             put(subDocKey(c.docKeyBuf, { kind: 'row' }), sets.weak, encodeIntentValue(txn.txnId, wid, undefined));
           }
+        }
+      }
+      // Read locks (serializable): a strong read intent on each row read, once per batch, and on the
+      // tablet lock key for a scan. Apply moves no value for them; apply and abort delete them.
+      const readSet = reads ? intentTypesForRead(txn.isolation, true) : 0;
+      if (reads && readSet !== 0) {
+        const done = new Set<string>();
+        for (const k of reads.rows) {
+          const sk = subDocKey(encodeRowDocKey(k), { kind: 'row' });
+          const h = sk.toString('latin1');
+          if (done.has(h)) continue;
+          done.add(h);
+          put(sk, readSet, encodeIntentValue(txn.txnId, wid, undefined));
+          t.strong++;
+        }
+        if (reads.tablet) {
+          put(TABLET_LOCK_SUBKEY, readSet, encodeIntentValue(txn.txnId, wid, undefined));
+          t.strong++;
         }
       }
       t.stored = { meta: prev === undefined ? txn : prev.meta, nextWriteId: wid };
@@ -212,6 +243,26 @@ export class IntentsDb {
     if (!this.indexComplete) return undefined;
     const l = this.bySubKey.get(subKey.toString('latin1'));
     return l === undefined ? [] : l.slice();
+  }
+
+  /** Every indexed intent (any key, type set, transaction); undefined when the index is not complete. */
+  allIndexed(): IndexedIntent[] | undefined {
+    if (!this.indexComplete) return undefined;
+    const out: IndexedIntent[] = [];
+    for (const l of this.bySubKey.values()) out.push(...l);
+    return out;
+  }
+
+  /**
+   * Does `txnId` hold a strong read intent on every row of `reads` (and on the tablet lock key when
+   * `reads.tablet`), by the index? False when the index is not complete (the caller then locks again).
+   */
+  holdsReadLocks(txnId: TxnId, reads: ReadLocks): boolean {
+    if (!this.indexComplete) return false;
+    const holds = (sk: Buffer): boolean => (this.bySubKey.get(sk.toString('latin1')) ?? []).some((x) => x.txnId === txnId && (x.typeset & INTENT_BITS.STRONG_READ) !== 0);
+    if (reads.tablet && !holds(TABLET_LOCK_SUBKEY)) return false;
+    for (const k of reads.rows) if (!holds(subDocKey(encodeRowDocKey(k), { kind: 'row' }))) return false;
+    return true;
   }
 
   /** Sub-keys in the intent index, and whether it is complete (tests, console). */

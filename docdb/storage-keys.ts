@@ -31,6 +31,13 @@ export function encodeRowDocKey(k: DocKey): Buffer {
   return b;
 }
 
+/**
+ * The tablet lock key: the DocKey without components ('!'), which no row has (every table has a
+ * primary key). A serializable scan puts its strong read intent here; every write meets it through
+ * the weak intent each write implies on it (conflict.ts), without storing that weak intent.
+ */
+export const TABLET_LOCK_SUBKEY: Buffer = encodeRowDocKey({ hash: 0, hashed: [], range: [] });
+
 export function docKeyLength(key: Buffer): number {
   return enc.docKeyLength(key, 0);
 }

@@ -9,10 +9,10 @@ import type { Flags } from '../common/flags';
 import type { HybridClock } from '../common/hybrid-clock';
 import type { HybridTime } from '../common/hybrid-time';
 import { NodeId, TxnId } from '../common/ids';
-import { requireSupportedIsolation } from './transaction/coordinator';
+import { parseIsolation } from './transaction/coordinator';
 import { isValidTxnId } from './transaction/txn-record';
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
-import type { DocKey, Primitive, Row, RowOp, TxnMeta } from '../docdb/doc-db-api';
+import { Isolation, type DocKey, type Primitive, type Row, type RowOp, type TxnMeta } from '../docdb/doc-db-api';
 import { partitionHash } from '../docdb/encoding/doc-key';
 import type { ConfChange } from '../raft/types';
 import { RPC_MAX_MESSAGE_SIZE } from '../rpc/rpc-flags';
@@ -174,7 +174,7 @@ export function txnMetaFromPb(t: pb.TxnContextPB): TxnMeta {
   if (!Number.isFinite(priority)) throw invalid('txn.priority must be finite');
   const startHt = t.startHt ? BigInt(t.startHt) : 0n;
   if (startHt <= 0n) throw invalid('txn.start_ht missing');
-  return { txnId: TxnId(t.txnId), statusTablet: t.statusTablet, isolation: requireSupportedIsolation(t.isolation), priority, startHt };
+  return { txnId: TxnId(t.txnId), statusTablet: t.statusTablet, isolation: parseIsolation(t.isolation), priority, startHt };
 }
 
 /**
@@ -273,12 +273,9 @@ export class TabletService {
     if (keysPb.length > READ_KEYS_MAX) throw invalid(`read has ${keysPb.length} keys; at most ${READ_KEYS_MAX}`);
     const keys = keysPb.map((k) => keyFromPb(t.meta, k));
     const columns = columnsFilter(t.meta, req.columns);
-    const r = await t.read(keys, {
-      maxBytes: this.responseBytesMax(),
-      ...(columns ? { columns } : {}),
-      ...readTimeFields(t, req, txn),
-      ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}),
-    });
+    const common = { maxBytes: this.responseBytesMax(), ...(columns ? { columns } : {}), ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}) };
+    // A serializable transaction reads under read locks at a time the tablet picks (no snapshot).
+    const r = txn?.isolation === Isolation.SERIALIZABLE ? await t.readSerializable(keys, txn, common) : await t.read(keys, { ...common, ...readTimeFields(t, req, txn) });
     return {
       rows: r.rows.map((row, i) => (row ? rowToPb(row) : { key: keyToPb(keys[i]!), columns: [], writeHt: 0n })),
       found: r.rows.map((row) => row !== undefined),
@@ -295,15 +292,15 @@ export class TabletService {
     const limit = req.limit ? Number(req.limit) : SCAN_LIMIT_DEFAULT;
     if (!Number.isInteger(limit) || limit < 1 || limit > SCAN_LIMIT_MAX) throw invalid(`scan limit must be 1..${SCAN_LIMIT_MAX}`);
     const columns = columnsFilter(t.meta, req.columns);
-    const r = await t.scan({
+    const common = {
       limit,
       maxBytes: this.responseBytesMax(),
       ...(req.startKey?.length ? { startKey: req.startKey } : {}),
       ...(req.endKey?.length ? { endKey: req.endKey } : {}),
       ...(columns ? { columns } : {}),
-      ...readTimeFields(t, req, txn),
       ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}),
-    });
+    };
+    const r = txn?.isolation === Isolation.SERIALIZABLE ? await t.scanSerializable(txn, common) : await t.scan({ ...common, ...readTimeFields(t, req, txn) });
     return { rows: r.rows.map(rowToPb), resumeKey: r.resumeKey ?? new Uint8Array(0), readHt: r.readHt, propagatedHt: this.deps.clock.now(), globalLimitHt: r.globalLimitHt ?? 0n };
   }
 

@@ -9,10 +9,14 @@
  *    outside write committed in between;
  *  - write skew allowed: two "doctors on call" each read both rows and take themselves off call; the
  *    writes do not overlap, so both commit and nobody is on call — the anomaly snapshot isolation
- *    permits (serializable isolation, with read intents, would refuse one; tessera answers
- *    NOT_SUPPORTED for it).
+ *    permits;
+ *  - the same write skew with two serializable transactions: their reads took read locks (strong
+ *    read intents on both rows), each write meets the other's read lock, and exactly one commits —
+ *    somebody stays on call;
+ *  - a phantom refused: a serializable scan of the table (read locks on every tablet) and another
+ *    transaction's insert of a new row conflict; exactly one of them commits.
  * Every check is about the outcome the isolation level defines, so the experiment passes when tessera
- * behaves as snapshot isolation must, write skew included.
+ * behaves as each isolation level must, snapshot isolation's write skew included.
  */
 import { DbError, ErrorCode } from '../../common/errors';
 import type { Transaction } from '../../client/transaction';
@@ -59,6 +63,7 @@ export async function snapshotIsolation(o: ExperimentOptions): Promise<Experimen
   const figures: Record<string, number | string> = {};
   const table = lab.client.table(EXPERIMENT_TABLE);
   const begin = (priority: number): Promise<Transaction> => lab.client.beginTransaction({ isolation: 'snapshot', priority });
+  const beginSerializable = (priority: number): Promise<Transaction> => lab.client.beginTransaction({ isolation: 'serializable', priority });
   try {
     // 1. Two read-modify-writes of one counter, interleaved.
     await table.upsert({ id: 1n, v: '0' });
@@ -105,14 +110,44 @@ export async function snapshotIsolation(o: ExperimentOptions): Promise<Experimen
     const after = [await value(lab, 10n), await value(lab, 11n)];
     lab.log(`write skew: Alice ${show(oAlice)}, Bob ${show(oBob)}; now ${after.join(' / ')}`);
     checks.push({ name: 'write skew: two transactions writing different rows after reading both both commit (snapshot isolation allows it)', ok: oAlice.ok && oBob.ok && after.every((v) => v === 'off'), detail: `Alice ${show(oAlice)}, Bob ${show(oBob)}; rows now ${after.join(' / ')} — nobody on call, although each saw the other on call` });
-    const ser = await outcome(lab.client.beginTransaction({ isolation: 'serializable' }));
-    figures['serializable'] = ser.ok ? 'accepted' : ser.code;
-    lab.log(`serializable isolation (read intents, would refuse one of the two): ${ser.ok ? 'accepted' : ser.code}`);
+
+    // 5. The same write skew, serializable: the reads' locks make the writes conflict.
+    await table.upsert({ id: 20n, v: 'on call' });
+    await table.upsert({ id: 21n, v: 'on call' });
+    const [carol, dave] = [await beginSerializable(0.6), await beginSerializable(0.4)];
+    const seenC = [await readIn(carol, 20n), await readIn(carol, 21n)];
+    const seenD = [await readIn(dave, 20n), await readIn(dave, 21n)];
+    lab.log(`serializable write skew: Carol sees ${seenC.join(' / ')}, Dave sees ${seenD.join(' / ')} (each read took read locks on both rows); each goes off call`);
+    const [oCarol, oDave] = await Promise.all([writeAndCommit(carol, 20n, 'off'), writeAndCommit(dave, 21n, 'off')]);
+    const afterSer = [await value(lab, 20n), await value(lab, 21n)];
+    lab.log(`serializable write skew: Carol ${show(oCarol)}, Dave ${show(oDave)}; now ${afterSer.join(' / ')}`);
+    const serOne = [oCarol, oDave].filter((x) => x.ok).length === 1 && [oCarol, oDave].every((x) => x.ok || x.code === ErrorCode.TXN_CONFLICT || x.code === ErrorCode.TXN_ABORTED);
+    checks.push({
+      name: 'serializable: the same write skew is refused — exactly one of the two commits, somebody stays on call',
+      ok: serOne && afterSer.filter((v) => v === 'on call').length === 1,
+      detail: `Carol (priority 0.6) ${show(oCarol)}, Dave (priority 0.4) ${show(oDave)}; rows now ${afterSer.join(' / ')}`,
+    });
+    figures['serializableWriteSkewLoser'] = !oCarol.ok ? `Carol: ${oCarol.code}` : !oDave.ok ? `Dave: ${oDave.code}` : 'none';
+
+    // 6. A phantom: a serializable scan counts the rows while another transaction inserts one.
+    const counting = await beginSerializable(0.7);
+    const counted = (await counting.table(EXPERIMENT_TABLE).scan()).length;
+    const inserter = await beginSerializable(0.3);
+    const oInsert = await writeAndCommit(inserter, 30n, 'new');
+    const oCount = await writeAndCommit(counting, 31n, `count ${counted}`);
+    const present = [await value(lab, 30n), await value(lab, 31n)];
+    lab.log(`phantom: a serializable scan counted ${counted} rows (read locks on every tablet); an insert of row 30 meanwhile ${show(oInsert)}; the scanner's write of its count ${show(oCount)}`);
+    checks.push({
+      name: 'serializable: a scan and a concurrent insert into the scanned range conflict (no phantom) — exactly one commits',
+      ok: [oInsert, oCount].filter((x) => x.ok).length === 1 && (oInsert.ok ? present[0] === 'new' && present[1] === undefined : present[0] === undefined && present[1] === `count ${counted}`),
+      detail: `scan (priority 0.7) counted ${counted}; insert (priority 0.3) ${show(oInsert)}; scanner's commit ${show(oCount)}; rows 30 / 31 now ${present.map(String).join(' / ')}`,
+    });
+    figures['phantomLoser'] = !oInsert.ok ? `insert: ${oInsert.code}` : !oCount.ok ? `scan: ${oCount.code}` : 'none';
 
     return {
       name: 'snapshot-isolation',
-      title: 'Snapshot isolation: lost updates refused, snapshots stable, write skew allowed',
-      summary: `A 3-node ${lab.driver.kind} lab (RF 3, 3 tablets); two clients' transactions interleaved by hand on rows of table ${EXPERIMENT_TABLE}: two concurrent read-modify-writes of a counter, a write over a version committed after the writer's snapshot, a snapshot read around an outside write, and the two-doctors write skew.`,
+      title: 'Snapshot isolation: lost updates refused, snapshots stable, write skew allowed; serializable refuses write skew and phantoms',
+      summary: `A 3-node ${lab.driver.kind} lab (RF 3, 3 tablets); two clients' transactions interleaved by hand on rows of table ${EXPERIMENT_TABLE}: two concurrent read-modify-writes of a counter, a write over a version committed after the writer's snapshot, a snapshot read around an outside write, the two-doctors write skew under snapshot isolation and under serializable isolation, and a serializable scan against a concurrent insert.`,
       checks,
       figures,
       timeline: lab.timeline,

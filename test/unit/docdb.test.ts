@@ -212,7 +212,7 @@ describe('docdb transactions', () => {
     expect(late).toEqual([{ type: 'committedAfterRead', key: key(3), commitHt: ht(20) }]);
     const st = new Statuses();
     st.abort('t1');
-    expect(await db.findConflicts(t2, [{ type: 'upsert', key: key(1), columns: [{ columnId: 1, value: 'y' }] }], ht(9), st.resolve)).toEqual([]);
+    expect(await db.findConflicts(t2, [{ type: 'upsert', key: key(1), columns: [{ columnId: 1, value: 'y' }] }], ht(9), undefined, st.resolve)).toEqual([]);
   });
 
   it('docdb: GC keeps history newer than the cutoff and never what a registered reader sees', async () => {

@@ -5,6 +5,10 @@
  * with an empty table: every earlier write is applied before it serves, see RaftGroup readiness.)
  *
  * Keys are acquired in sorted order, so two multi-row writes can never deadlock.
+ *
+ * Before its keys, every request enters the tablet gate: shared (writes, row read locks) or
+ * exclusive (a serializable scan's tablet lock, which must not race any write's conflict check).
+ * Waiters enter in arrival order; with no exclusive request around, entering is a counter.
  */
 import { DbError, ErrorCode } from '../../common/errors';
 
@@ -12,21 +16,32 @@ import { DbError, ErrorCode } from '../../common/errors';
 export const LOCK_WAITERS_MAX = 10_000;
 
 export type Release = () => void;
+export type GateMode = 'shared' | 'exclusive';
 
 export class LockTable {
   /** key → queue of waiters; the head holds the lock. */
   private readonly queues = new Map<string, Array<() => void>>();
   private waiters = 0;
+  private sharedHolders = 0;
+  private exclusiveHeld = false;
+  private readonly gateQueue: Array<{ mode: GateMode; enter: () => void }> = [];
 
-  async acquire(keys: readonly string[]): Promise<Release> {
+  async acquire(keys: readonly string[], mode: GateMode = 'shared'): Promise<Release> {
     const sorted = [...new Set(keys)].sort();
     if (this.waiters >= LOCK_WAITERS_MAX) throw new DbError(ErrorCode.BACKPRESSURE, `${this.waiters} writes waiting for row locks`);
     this.waiters++;
     const held: string[] = [];
     try {
-      for (const k of sorted) {
-        await this.lockOne(k);
-        held.push(k);
+      await this.enterGate(mode);
+      try {
+        for (const k of sorted) {
+          await this.lockOne(k);
+          held.push(k);
+        }
+      } catch (e) {
+        for (const k of held) this.unlockOne(k);
+        this.leaveGate(mode);
+        throw e;
       }
     } finally {
       this.waiters--;
@@ -36,7 +51,36 @@ export class LockTable {
       if (released) return;
       released = true;
       for (const k of held) this.unlockOne(k);
+      this.leaveGate(mode);
     };
+  }
+
+  /** Holders of the tablet gate (tests, console). */
+  gateState(): { shared: number; exclusive: boolean; waiting: number } {
+    return { shared: this.sharedHolders, exclusive: this.exclusiveHeld, waiting: this.gateQueue.length };
+  }
+
+  private enterGate(mode: GateMode): Promise<void> {
+    if (this.gateQueue.length === 0 && !this.exclusiveHeld && (mode === 'shared' || this.sharedHolders === 0)) {
+      if (mode === 'shared') this.sharedHolders++;
+      else this.exclusiveHeld = true;
+      return Promise.resolve();
+    }
+    return new Promise((enter) => this.gateQueue.push({ mode, enter }));
+  }
+
+  private leaveGate(mode: GateMode): void {
+    if (mode === 'shared') this.sharedHolders--;
+    else this.exclusiveHeld = false;
+    // Admit waiters in arrival order: shared ones together, an exclusive one alone.
+    while (this.gateQueue.length > 0 && !this.exclusiveHeld) {
+      const next = this.gateQueue[0]!;
+      if (next.mode === 'exclusive' && this.sharedHolders > 0) break;
+      this.gateQueue.shift();
+      if (next.mode === 'shared') this.sharedHolders++;
+      else this.exclusiveHeld = true;
+      next.enter();
+    }
   }
 
   size(): number {

@@ -8,7 +8,8 @@
  * Primitive: [tag u8] (0 null, 1 false, 2 true, 3 int64 BE, 4 float64 BE, 5 string, 6 bytes) + payload.
  *
  * WRITE_INTENTS: [txn meta: txnId str, statusTablet str, isolation u8 (0 snapshot, 1 serializable),
- * priority f64, startHt u64][ht u64] RowOps. APPLY_TXN: [txnId str][commitHt u64]. REMOVE_TXN: [txnId str].
+ * priority f64, startHt u64][ht u64] RowOps, then optionally the read locks of a serializable
+ * transaction: [1 u8][n varint] n × DocKey [tablet u8 (0|1)] (absent: none). APPLY_TXN: [txnId str][commitHt u64]. REMOVE_TXN: [txnId str].
  * TXN_STATUS: [txnId str][status str][ht u64][payload bytes] (the status tablet's record, see
  * tserver/transaction/txn-record.ts).
  */
@@ -16,15 +17,15 @@ import { DbError, ErrorCode } from '../../common/errors';
 import type { HybridTime } from '../../common/hybrid-time';
 import type { TxnId } from '../../common/ids';
 import { TxnId as toTxnId } from '../../common/ids';
-import { Isolation, type DocKey, type Primitive, type RowOp, type TxnMeta } from '../../docdb/doc-db-api';
+import { Isolation, type DocKey, type Primitive, type ReadLocks, type RowOp, type TxnMeta } from '../../docdb/doc-db-api';
 
 export const TabletOpKind = { WRITE: 1, WRITE_INTENTS: 2, APPLY_TXN: 3, REMOVE_TXN: 4, TXN_STATUS: 5 } as const;
 
 export type TabletOp =
   /** Single-tablet write: rows straight into RegularDB at `ht` (atomic, one batch). */
   | { type: 'WRITE'; ht: HybridTime; ops: RowOp[] }
-  /** Provisional records of a distributed transaction (transactions issue). */
-  | { type: 'WRITE_INTENTS'; txn: TxnMeta; ht: HybridTime; ops: RowOp[] }
+  /** Provisional records of a distributed transaction; `reads`: a serializable transaction's read locks. */
+  | { type: 'WRITE_INTENTS'; txn: TxnMeta; ht: HybridTime; ops: RowOp[]; reads?: ReadLocks }
   /** Move a committed transaction's intents into RegularDB at its commit time (transactions issue). */
   | { type: 'APPLY_TXN'; txnId: TxnId; commitHt: HybridTime }
   /** Remove an aborted transaction's intents (transactions issue). */
@@ -276,7 +277,8 @@ export function encodeTabletOp(op: TabletOp): Uint8Array {
       return o.buf.subarray(0, o.pos);
     }
     case 'WRITE_INTENTS': {
-      const o = new Out(64 + Buffer.byteLength(op.txn.txnId) + Buffer.byteLength(op.txn.statusTablet) + rowOpsBytes(op.ops));
+      const readBytes = op.reads ? rowOpsBytes(op.reads.rows.map((key) => ({ type: 'delete' as const, key }))) + 2 : 0;
+      const o = new Out(64 + Buffer.byteLength(op.txn.txnId) + Buffer.byteLength(op.txn.statusTablet) + rowOpsBytes(op.ops) + readBytes);
       o.u8(TabletOpKind.WRITE_INTENTS);
       o.str(op.txn.txnId);
       o.str(op.txn.statusTablet);
@@ -287,6 +289,12 @@ export function encodeTabletOp(op: TabletOp): Uint8Array {
       o.u64(op.txn.startHt);
       o.u64(op.ht);
       writeRowOps(o, op.ops);
+      if (op.reads) {
+        o.u8(1);
+        o.uv(op.reads.rows.length);
+        for (const k of op.reads.rows) writeKey(o, k);
+        o.u8(op.reads.tablet ? 1 : 0);
+      }
       return o.buf.subarray(0, o.pos);
     }
     case 'APPLY_TXN': {
@@ -334,8 +342,19 @@ export function decodeTabletOp(b: Uint8Array): TabletOp {
       const startHt = i.u64();
       const ht = i.u64();
       const ops = readRowOps(i);
+      let reads: ReadLocks | undefined;
+      if (i.pos < b.byteLength) {
+        const marker = i.u8();
+        if (marker !== 1) throw bad(`read locks marker ${marker}`);
+        const rows: DocKey[] = [];
+        for (let n = i.uv(); n > 0; n--) rows.push(readKey(i));
+        const tablet = i.u8();
+        if (tablet > 1) throw bad(`read locks tablet flag ${tablet}`);
+        reads = { rows, tablet: tablet === 1 };
+      }
       end(i, b);
-      return { type: 'WRITE_INTENTS', txn: { txnId, statusTablet, isolation: iso === 1 ? Isolation.SERIALIZABLE : Isolation.SNAPSHOT, priority, startHt }, ht, ops };
+      const txn: TxnMeta = { txnId, statusTablet, isolation: iso === 1 ? Isolation.SERIALIZABLE : Isolation.SNAPSHOT, priority, startHt };
+      return reads ? { type: 'WRITE_INTENTS', txn, ht, ops, reads } : { type: 'WRITE_INTENTS', txn, ht, ops };
     }
     case TabletOpKind.APPLY_TXN: {
       const txnId = toTxnId(i.str());

@@ -27,14 +27,14 @@ import { MAX_CLOCK_SKEW_USEC } from '../../common/common-flags';
 import { NodeId, type TxnId } from '../../common/ids';
 import type { Logger } from '../../common/log';
 import type { Rng } from '../../common/rng';
-import type { ApplyItem, DocDbApi, DocKey, OpId, Row, RowOp, ScanResult, StatusResolver, TxnMeta } from '../../docdb/doc-db-api';
+import { Isolation, type ApplyItem, type DocDbApi, type DocKey, type OpId, type ReadLocks, type Row, type RowOp, type ScanResult, type StatusResolver, type TxnMeta } from '../../docdb/doc-db-api';
 import type { KvEngine } from '../../docdb/kv-engine';
 import { RaftGroup, type LeaderChange, type RaftCore, type RaftGroupStatus } from '../../raft/raft-group';
 import type { RaftOptions } from '../../raft/raft-options';
 import type { Entry, Message, Snapshot } from '../../raft/types';
 import type { LogStorage } from '../../raft/wal/log-storage';
 import { RAFT_ELECTION_TIMEOUT_TICKS, RAFT_HEARTBEAT_TICKS, RAFT_TICK_INTERVAL_MS, TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, WRITE_TIMEOUT_MS } from '../tserver-flags';
-import { resolveConflicts, resolvePlainWriteConflicts, type ConflictDeps } from '../transaction/conflict-resolution';
+import { resolveConflicts, resolvePlainWriteConflicts, resolveSerializableConflicts, type ConflictDeps } from '../transaction/conflict-resolution';
 import { uncertaintyLimit } from '../transaction/uncertainty';
 import { TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS } from '../transaction/txn-flags';
 import { APPLY_CLEANUP_DELAY_MS } from '../../docdb/docdb-flags';
@@ -104,6 +104,7 @@ interface IntentsGroupItem {
   ops: readonly RowOp[];
   ht: HybridTime;
   opId: OpId;
+  reads?: ReadLocks;
 }
 /** Committed transactions one replica applies together at most (DocDb.applyIntentsMany). */
 const APPLY_GROUP_MAX = 256;
@@ -166,7 +167,7 @@ export class TabletPeer {
    * point), for /api/v1/txn-applies' `commits` (the benchmark splits the apply lag into stages).
    */
   readonly commitPoints = new ApplyLagLog();
-  readonly metrics = { writeOps: 0, readOps: 0, scanOps: 0, rowsWritten: 0, entriesApplied: 0, snapshotsInstalled: 0 };
+  readonly metrics = { writeOps: 0, readOps: 0, scanOps: 0, readLocks: 0, rowsWritten: 0, entriesApplied: 0, snapshotsInstalled: 0 };
 
   private constructor(private readonly deps: TabletPeerDeps) {
     this.meta = deps.meta;
@@ -477,7 +478,7 @@ export class TabletPeer {
     if (opId.index <= this.intentsFloor.index) return; // already in IntentsDB (replay)
     if (!this.txnStatusTablets.has(op.txn.txnId)) this.txnFirstSeen.set(op.txn.txnId, performance.now());
     this.txnStatusTablets.set(op.txn.txnId, op.txn.statusTablet);
-    intents.push({ txn: op.txn, ops: op.ops, ht: op.ht, opId });
+    intents.push(op.reads ? { txn: op.txn, ops: op.ops, ht: op.ht, opId, reads: op.reads } : { txn: op.txn, ops: op.ops, ht: op.ht, opId });
   }
 
   private async flushIntents(intents: IntentsGroupItem[]): Promise<void> {
@@ -722,6 +723,10 @@ export class TabletPeer {
    * Transactional write (participant leader): row locks → conflict resolution against other
    * transactions' intents and newer committed versions → one WRITE_INTENTS entry; acknowledged after
    * Raft commit and local apply (every replica then holds the intents in its IntentsDB).
+   *
+   * Serializable: no snapshot to compare with — the write takes {SW} intents (and a read lock on each
+   * row an INSERT/UPDATE checks), orders after committed conflicting transactions, and checks
+   * existence at the current time (see serializableReadTime).
    */
   async writeIntents(req: TxnWriteRequest): Promise<HybridTime> {
     this.checkServing();
@@ -729,27 +734,87 @@ export class TabletPeer {
     const release = await this.locks.acquire(req.ops.map((o) => docKeyString(o.op.key)));
     try {
       const ops = req.ops.map((o) => o.op);
-      const conflicts = await this.docdb.findConflicts(req.txn, ops, req.readHt);
+      const serializable = req.txn.isolation === Isolation.SERIALIZABLE;
+      const checked = req.ops.filter((o) => o.kind === 'INSERT' || o.kind === 'UPDATE').map((o) => o.op.key);
+      const reads: ReadLocks | undefined = serializable && checked.length > 0 ? { rows: checked, tablet: false } : undefined;
+      const conflicts = await this.docdb.findConflicts(req.txn, ops, serializable ? this.deps.clock.now() : req.readHt, reads);
       const env = this.deps.txnEnv;
       if (conflicts.length > 0) {
         if (!env) throw new DbError(ErrorCode.TXN_CONFLICT, `tablet ${this.tabletId}: conflicting transaction`);
-        await resolveConflicts(req.txn, req.readHt, conflicts, this.conflictDeps(env));
+        if (serializable) {
+          const after = await resolveSerializableConflicts(req.txn, this.deps.clock.now(), conflicts, this.conflictDeps(env));
+          if (after > 0n) this.deps.clock.update(after);
+        } else await resolveConflicts(req.txn, req.readHt, conflicts, this.conflictDeps(env));
       }
+      const existsAt = serializable ? this.deps.clock.now() : req.readHt;
       for (const o of req.ops) {
         if (o.kind !== 'INSERT' && o.kind !== 'UPDATE') continue;
-        const row = await this.docdb.getRow(o.op.key, { readHt: req.readHt, txnId: req.txn.txnId, resolveStatus: this.statusResolver() });
+        const row = await this.docdb.getRow(o.op.key, { readHt: existsAt, txnId: req.txn.txnId, resolveStatus: this.statusResolver() });
         if (o.kind === 'INSERT' && row) throw new DbError(ErrorCode.ALREADY_EXISTS, `tablet ${this.tabletId}: row already exists`);
         if (o.kind === 'UPDATE' && !row) throw new DbError(ErrorCode.NOT_FOUND, `tablet ${this.tabletId}: row does not exist`);
       }
       const ht = this.nextHt();
       if (this.deps.log.isLevelEnabled('debug')) this.deps.log.debug({ trace: 'txn', tablet: this.tabletId, txn: req.txn.txnId, readHt: String(req.readHt), ht: String(ht), keys: ops.map((o) => docKeyString(o.key)), conflicts: conflicts.map((c) => (c.type === 'intent' ? `intent:${c.txnId}` : `committed:${c.commitHt}`)) }, 'write intents');
-      await this.proposeOp({ type: 'WRITE_INTENTS', txn: req.txn, ht, ops }, req.deadlineMs);
+      await this.proposeOp(reads ? { type: 'WRITE_INTENTS', txn: req.txn, ht, ops, reads } : { type: 'WRITE_INTENTS', txn: req.txn, ht, ops }, req.deadlineMs);
       this.metrics.writeOps++;
       this.metrics.rowsWritten += req.ops.length;
       return ht;
     } finally {
       release();
     }
+  }
+
+  /**
+   * The read time of a serializable transaction's read (YugabyteDB's serializable isolation): take
+   * read locks — a strong read intent on each row read, or for a scan on the whole tablet (the
+   * tablet gate held exclusively meanwhile, so no write's conflict check races it) — resolving
+   * conflicts with other transactions' write intents (higher priority wins; committed ones are
+   * ordered before), replicate them in a WRITE_INTENTS entry, and read at that entry's hybrid time.
+   * From then until the transaction ends no other transaction can write what was read, so every
+   * read of the transaction sees what its commit time would: two-phase locking, with no snapshot
+   * and no read restarts. Locks the transaction already holds here are not taken again: the read
+   * runs at the current time.
+   */
+  private async serializableReadTime(txn: TxnMeta, rows: readonly DocKey[], tablet: boolean, propagated: HybridTime | undefined): Promise<HybridTime> {
+    this.checkServing();
+    if (propagated) this.deps.clock.update(propagated);
+    const reads: ReadLocks = { rows: tablet ? [] : rows, tablet };
+    const release = await this.locks.acquire(tablet ? [] : rows.map((k) => docKeyString(k)), tablet ? 'exclusive' : 'shared');
+    try {
+      if (this.docdb.holdsReadLocks(txn.txnId, reads)) return this.deps.clock.now();
+      const conflicts = await this.docdb.findConflicts(txn, [], this.deps.clock.now(), reads);
+      if (conflicts.length > 0) {
+        const env = this.deps.txnEnv;
+        if (!env) throw new DbError(ErrorCode.TXN_CONFLICT, `tablet ${this.tabletId}: conflicting transaction`);
+        const after = await resolveSerializableConflicts(txn, this.deps.clock.now(), conflicts, this.conflictDeps(env));
+        if (after > 0n) this.deps.clock.update(after);
+      }
+      const ht = this.nextHt();
+      await this.proposeOp({ type: 'WRITE_INTENTS', txn, ht, ops: [], reads });
+      this.metrics.readLocks++;
+      return ht;
+    } finally {
+      release();
+    }
+  }
+
+  /** A serializable transaction's point read: read locks on `keys`, then the rows at their time. */
+  async readSerializable(
+    keys: DocKey[],
+    txn: TxnMeta,
+    opts: { columns?: number[]; propagatedHt?: HybridTime; maxBytes?: number },
+  ): Promise<{ rows: Array<Row | undefined>; readHt: HybridTime; globalLimitHt: HybridTime | undefined }> {
+    const readHt = await this.serializableReadTime(txn, keys, false, opts.propagatedHt);
+    return this.read(keys, { ...opts, readHt, txnId: txn.txnId });
+  }
+
+  /** A serializable transaction's scan: the tablet's read lock, then the page at its time. */
+  async scanSerializable(
+    txn: TxnMeta,
+    opts: { startKey?: Uint8Array; endKey?: Uint8Array; limit?: number; columns?: number[]; propagatedHt?: HybridTime; maxBytes?: number },
+  ): Promise<ScanResult & { readHt: HybridTime; globalLimitHt: HybridTime | undefined }> {
+    const readHt = await this.serializableReadTime(txn, [], true, opts.propagatedHt);
+    return this.scan({ ...opts, readHt, txnId: txn.txnId });
   }
 
   private markApplied(ht: HybridTime): void {

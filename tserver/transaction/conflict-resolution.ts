@@ -56,6 +56,44 @@ export async function resolveConflicts(txn: TxnMeta, readHt: HybridTime, conflic
 }
 
 /**
+ * Conflict resolution for a serializable transaction's write or read lock (YugabyteDB's
+ * serializable isolation: reads take read intents, so the transaction never needs a snapshot to
+ * compare committed versions with). Pending transactions: the higher priority wins, as above;
+ * aborted: ignored; committed (applied or not): this operation orders after it — the returned
+ * hybrid time is the largest such commit time, and the caller moves its clock past it before it
+ * picks the operation's time, so a read at that time sees the committed versions.
+ */
+export async function resolveSerializableConflicts(txn: TxnMeta, nowHt: HybridTime, conflicts: readonly Conflict[], deps: ConflictDeps): Promise<HybridTime> {
+  const others = new Set<TxnId>();
+  let after: HybridTime = 0n;
+  for (const c of conflicts) {
+    if (c.type === 'committedAfterRead') {
+      if (c.commitHt > after) after = c.commitHt;
+    } else if (c.txnId !== txn.txnId) others.add(c.txnId);
+  }
+  if (others.size > CONFLICTING_TXNS_MAX) throw conflict(`txn ${txn.txnId}: conflicts with ${others.size} transactions`);
+  for (const other of others) {
+    let st = deps.localOutcome(other);
+    const statusTablet = deps.statusTabletOf(other);
+    if (!st) {
+      if (!statusTablet) throw conflict(`txn ${txn.txnId}: conflicting txn ${other} has no known status tablet`);
+      st = await deps.env.getStatus(other, statusTablet, nowHt);
+    }
+    if (st.status === 'PENDING') {
+      if (txn.priority > st.priority && statusTablet) st = await deps.env.abort(other, statusTablet);
+      else throw conflict(`txn ${txn.txnId}: conflicts with pending txn ${other} of higher or equal priority`, { otherTxnId: other });
+    }
+    if (st.status === 'ABORTED') {
+      deps.queueCleanup(other);
+      continue;
+    }
+    if (st.status === 'PENDING') throw conflict(`txn ${txn.txnId}: conflicting txn ${other} is still pending`, { otherTxnId: other });
+    if (st.commitHt > after) after = st.commitHt;
+  }
+  return after;
+}
+
+/**
  * A plain (non-transactional, single-tablet) write meets other transactions' intents on its keys
  * (tessera's rule, after YugabyteDB's single-shard operations, which resolve conflicts like a
  * transaction of the highest priority):

@@ -498,21 +498,7 @@ export class TransactionCoordinator {
   }
 }
 
-/**
- * The isolation of a new transaction or of a request inside one. 'serializable' is NOT_SUPPORTED:
- * it needs read intents replicated with the tablet (a read-key section in WRITE_INTENTS) and
- * conflict checks of writes against them; until then accepting it would silently give snapshot
- * isolation (write skew possible). Stored records and intents may still say 'serializable'
- * (parseIsolation reads them).
- */
-export function requireSupportedIsolation(s: string | undefined): Isolation {
-  const iso = parseIsolation(s);
-  if (iso === Isolation.SERIALIZABLE) {
-    throw new DbError(ErrorCode.NOT_SUPPORTED, "isolation 'serializable' is not supported yet (no read intents): use 'snapshot'", { isolation: iso });
-  }
-  return iso;
-}
-
+/** The isolation of a new transaction or of a request inside one (absent: snapshot). */
 export function parseIsolation(s: string | undefined): Isolation {
   if (!s || s === 'snapshot') return Isolation.SNAPSHOT;
   if (s === 'serializable') return Isolation.SERIALIZABLE;

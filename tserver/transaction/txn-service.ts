@@ -18,7 +18,7 @@ import type * as pb from '../../rpc/service-methods';
 import type { RpcClient, RpcServer } from '../../rpc/types';
 import type { TabletManager } from '../tablet-manager';
 import type { TabletPeer } from '../tablet/tablet-peer';
-import { requireSupportedIsolation, TransactionCoordinator, type TxnInfo } from './coordinator';
+import { parseIsolation, TransactionCoordinator, type TxnInfo } from './coordinator';
 import { TabletLocator } from './tablet-locator';
 import { UpdateBatcher } from './update-batcher';
 import { TEST_TRANSACTION_IGNORE_APPLYING_PROBABILITY, TRANSACTION_CHECK_INTERVAL_MS, TRANSACTION_HEARTBEAT_USEC, TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS } from './txn-flags';
@@ -187,7 +187,7 @@ export class TxnService {
     const c = this.coordinator(req.statusTablet);
     const priority = req.priority ?? 0;
     if (!Number.isFinite(priority)) throw invalid('priority must be a finite number');
-    const readHt = await c.create(txnIdOf(req.txnId), requireSupportedIsolation(req.isolation), priority, req.propagatedHt || undefined);
+    const readHt = await c.create(txnIdOf(req.txnId), parseIsolation(req.isolation), priority, req.propagatedHt || undefined);
     const globalLimitHt = uncertaintyLimit(readHt, this.deps.flags.get(MAX_CLOCK_SKEW_USEC)) ?? 0n;
     return { readHt, propagatedHt: this.deps.clock.now(), globalLimitHt };
   }
