@@ -1,10 +1,11 @@
 /**
  * List-append (Elle-style): transactions of 1-4 micro-ops over a rolling set of keys; an append reads
  * the key's list (a comma-separated string column) and writes it back with a unique element added.
- * Checked with checkListAppend under snapshot isolation (G2-item allowed).
+ * Checked with checkListAppend under the transactions' isolation: snapshot isolation (G2-item
+ * allowed) or serializable (G2-item is an anomaly).
  */
 import type { TesseraClient } from '../../client/tessera-client';
-import type { Transaction } from '../../client/transaction';
+import type { IsolationLevel, Transaction } from '../../client/transaction';
 import type { HistoryOp } from './history';
 import { checkListAppend, type MicroOp } from './list-append-checker';
 import { completionOfError, errorText, type OpContext, type Workload, type WorkloadVerdict, waitForTransactionsTable } from './workload';
@@ -25,6 +26,8 @@ export class AppendWorkload implements Workload {
   private started = 0;
   private nextElement = 1;
 
+  constructor(private readonly isolation: IsolationLevel = 'snapshot') {}
+
   async setup(client: TesseraClient): Promise<void> {
     await waitForTransactionsTable(client);
     await client.createTable({ name: APPEND_TABLE, columns: [{ name: 'k', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['k'] }, numTablets: 3, replicationFactor: 3, ifNotExists: true });
@@ -42,7 +45,7 @@ export class AppendWorkload implements Workload {
     let txn: Transaction | undefined;
     let committing = false;
     try {
-      txn = await ctx.client.beginTransaction({ isolation: 'snapshot', timeoutMs: ctx.opTimeoutMs });
+      txn = await ctx.client.beginTransaction({ isolation: this.isolation, timeoutMs: ctx.opTimeoutMs });
       const t = txn.table(APPEND_TABLE);
       // Micro-ops on different keys are independent: each key's micro-ops run in order (an append
       // then a read of the same key must see it), different keys at the same time.
@@ -85,7 +88,7 @@ export class AppendWorkload implements Workload {
   }
 
   check(history: readonly HistoryOp[]): WorkloadVerdict {
-    const r = checkListAppend(history, 'snapshot-isolation');
+    const r = checkListAppend(history, this.isolation === 'serializable' ? 'serializable' : 'snapshot-isolation');
     const anomalies: Record<string, number> = {};
     const details = [`txns ok ${r.txns.ok}, fail ${r.txns.fail}, info ${r.txns.info}`];
     for (const [name, list] of Object.entries(r.anomalies)) {
@@ -94,6 +97,7 @@ export class AppendWorkload implements Workload {
       if (!allowed) anomalies[name] = list.length;
       details.push(`${name}${allowed ? ' (allowed under snapshot isolation)' : ''}: ${list.length}; first: ${JSON.stringify(list[0]).slice(0, 400)}`);
     }
+    details.push(`checked as ${this.isolation === 'serializable' ? 'serializable (G2-item is an anomaly)' : 'snapshot isolation'}`);
     return { valid: r.valid, anomalies, lostWrites: anomalies['lost-update'] ?? 0, details };
   }
 }

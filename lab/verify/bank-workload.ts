@@ -1,13 +1,15 @@
 /**
- * Bank: 8 accounts; transfers read two balances and move money inside a snapshot-isolation
- * transaction. Reads take the whole table at one snapshot, two ways: inside a transaction ('txn'), or
- * as the client's non-transactional scan, which reads every tablet at the first tablet's read time
- * ('snapshot': cheaper — no status-tablet record — and a contract of its own). Every ok read must sum
- * to the initial total with no negative balance (checkBank); the invoke value names the read's mode.
+ * Bank: 8 accounts; transfers read two balances and move money inside a snapshot-isolation (or,
+ * with --isolation serializable, serializable) transaction. Reads take the whole table at one
+ * snapshot, two ways: inside a transaction ('txn'; serializable: under read locks, and it commits,
+ * since only a commit proves the locks held), or as the client's non-transactional scan, which
+ * reads every tablet at the first tablet's read time ('snapshot': cheaper — no status-tablet record —
+ * and a contract of its own). Every ok read must sum to the initial total with no negative balance
+ * (checkBank); the invoke value names the read's mode.
  */
 import { DbError } from '../../common/errors';
 import type { TesseraClient } from '../../client/tessera-client';
-import type { Transaction } from '../../client/transaction';
+import type { IsolationLevel, Transaction } from '../../client/transaction';
 import { checkBank } from './bank-checker';
 import type { HistoryOp } from './history';
 import { completionOfError, errorText, retryBounded, type OpContext, type Workload, type WorkloadVerdict, waitForTransactionsTable } from './workload';
@@ -32,6 +34,8 @@ export class BankWorkload implements Workload {
   readonly table = BANK_TABLE;
   private readonly accounts = Array.from({ length: BANK_ACCOUNTS }, (_, i) => String(i));
 
+  constructor(private readonly isolation: IsolationLevel = 'snapshot') {}
+
   async setup(client: TesseraClient): Promise<void> {
     await waitForTransactionsTable(client);
     await client.createTable({ name: BANK_TABLE, columns: [{ name: 'id', type: 'int64' }, { name: 'balance', type: 'int64' }], primaryKey: { hash: ['id'] }, numTablets: 3, replicationFactor: 3, ifNotExists: true });
@@ -47,12 +51,18 @@ export class BankWorkload implements Workload {
     const inv = ctx.recorder.invoke(ctx.process, 'read', { mode });
     let txn: Transaction | undefined;
     try {
-      if (mode === 'txn') txn = await ctx.client.beginTransaction({ isolation: 'snapshot', timeoutMs: ctx.opTimeoutMs });
+      if (mode === 'txn') txn = await ctx.client.beginTransaction({ isolation: this.isolation, timeoutMs: ctx.opTimeoutMs });
       const rows = await (txn ? txn.table(BANK_TABLE) : ctx.client.table(BANK_TABLE)).scan({ timeoutMs: ctx.opTimeoutMs });
       const balances: Record<string, number> = {};
       for (const r of rows) balances[String(r['id'])] = Number(r['balance'] as bigint);
-      // Read-only: no intents to clean, so the answer need not wait for the abort.
-      void abortQuietly(txn);
+      if (txn && this.isolation === 'serializable') {
+        // Serializable reads are locks, and a lock can be broken (a transfer of higher priority aborts
+        // the reader) while the scan goes on to the next tablet: only a commit proves they held.
+        await txn.commit({ timeoutMs: ctx.opTimeoutMs });
+      } else {
+        // Read-only at one snapshot: no intents to clean, so the answer need not wait for the abort.
+        void abortQuietly(txn);
+      }
       ctx.recorder.complete(inv, 'ok', balances);
       return 'ok';
     } catch (e) {
@@ -70,7 +80,7 @@ export class BankWorkload implements Workload {
     let txn: Transaction | undefined;
     let committing = false;
     try {
-      txn = await ctx.client.beginTransaction({ isolation: 'snapshot', timeoutMs: ctx.opTimeoutMs });
+      txn = await ctx.client.beginTransaction({ isolation: this.isolation, timeoutMs: ctx.opTimeoutMs });
       const t = txn.table(BANK_TABLE);
       // Both balances at once, both updates at once: one transaction, fewer round trips.
       const [a, b] = await Promise.all([t.get({ id: BigInt(from) }, { timeoutMs: ctx.opTimeoutMs }), t.get({ id: BigInt(to) }, { timeoutMs: ctx.opTimeoutMs })]);

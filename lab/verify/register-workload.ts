@@ -13,7 +13,7 @@
  *  - info: commit was sent and its outcome is unknown (timeout, network error, lost answer).
  */
 import type { TesseraClient } from '../../client/tessera-client';
-import type { Transaction } from '../../client/transaction';
+import type { IsolationLevel, Transaction } from '../../client/transaction';
 import { pairCalls, type HistoryOp } from './history';
 import { checkLinearizableRegisters } from './linearizability';
 import { completionOfError, errorText, waitForTransactionsTable, type OpContext, type Workload, type WorkloadVerdict } from './workload';
@@ -46,6 +46,8 @@ export interface RegisterOptions {
    * same row conflict.
    */
   writes?: RegisterWriteMode;
+  /** Isolation of the cas and txn-write transactions (default snapshot). */
+  isolation?: IsolationLevel;
 }
 
 export class RegisterWorkload implements Workload {
@@ -57,8 +59,10 @@ export class RegisterWorkload implements Workload {
   private readonly lastKnown = new Map<string, string | null>();
   private readonly cas: boolean;
   private readonly writes: RegisterWriteMode;
+  private readonly isolation: IsolationLevel;
 
   constructor(o: RegisterOptions = {}) {
+    this.isolation = o.isolation ?? 'snapshot';
     this.cas = o.cas ?? true;
     this.writes = o.writes ?? 'direct';
   }
@@ -108,7 +112,7 @@ export class RegisterWorkload implements Workload {
       if (this.writes === 'direct') {
         await ctx.client.table(REGISTER_TABLE).upsert({ k: BigInt(k), v: value }, { timeoutMs: ctx.opTimeoutMs });
       } else {
-        txn = await ctx.client.beginTransaction({ isolation: 'snapshot', timeoutMs: ctx.opTimeoutMs });
+        txn = await ctx.client.beginTransaction({ isolation: this.isolation, timeoutMs: ctx.opTimeoutMs });
         await txn.table(REGISTER_TABLE).upsert({ k: BigInt(k), v: value }, { timeoutMs: ctx.opTimeoutMs });
         committing = true;
         ({ commitHt } = await txn.commit({ timeoutMs: ctx.opTimeoutMs }));
@@ -131,7 +135,7 @@ export class RegisterWorkload implements Workload {
     let txn: Transaction | undefined;
     let committing = false;
     try {
-      txn = await ctx.client.beginTransaction({ isolation: 'snapshot', timeoutMs: ctx.opTimeoutMs });
+      txn = await ctx.client.beginTransaction({ isolation: this.isolation, timeoutMs: ctx.opTimeoutMs });
       const t = txn.table(REGISTER_TABLE);
       const row = await t.get({ k: BigInt(k) }, { timeoutMs: ctx.opTimeoutMs });
       const v = row?.['v'];

@@ -5,6 +5,7 @@
  * Exit status 1 when any workload is INVALID (a vacuous or unavailable workload is reported, not failed;
  * vacuous = the history had < 1,000 ok operations or no applied fault window, so it proves nothing).
  */
+import type { IsolationLevel } from '../../client/transaction';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -33,6 +34,11 @@ interface VerifyCliOptions {
   skewBeyond?: boolean;
   keepData?: boolean;
   driver: string;
+}
+
+function isolationLevel(v: string): IsolationLevel {
+  if (v !== 'snapshot' && v !== 'serializable') throw new DbError(ErrorCode.INVALID_ARGUMENT, `--isolation must be snapshot or serializable, got '${v}'`);
+  return v;
 }
 
 function registerWrites(v: string): RegisterWriteMode {
@@ -82,6 +88,7 @@ export function registerVerifyCommand(program: Command): void {
     .option('--time <seconds>', 'run time per workload (the most, with --until_counted)', '60')
     .option('--until_counted', 'end a workload early once its history counts (>= 1,000 ok ops and >= 1 applied fault window, then 1 s of recovery)')
     .option('--op_timeout_ms <n>', 'per-operation client deadline', String(DEFAULT_OP_TIMEOUT_MS))
+    .option('--isolation <level>', 'isolation of the transactions of bank, append and register (cas, txn writes): snapshot or serializable (append is then checked for serializability: G2-item is an anomaly)', 'snapshot')
     .option('--register_writes <mode>', 'register blind writes: direct (non-transactional fast path) or txn (one-row transactions)', 'direct')
     .option('--seed <n>', 'seed of the fault schedule and the workload choices', '1')
     .option('--report_dir <dir>', 'where report.md and history-*.json go (default: a new temp dir)')
@@ -107,6 +114,7 @@ export function registerVerifyCommand(program: Command): void {
       const timeMs = int('time', o.time) * 1000;
       const opTimeoutMs = int('op_timeout_ms', String(o.op_timeout_ms ?? DEFAULT_OP_TIMEOUT_MS));
       const regWrites = registerWrites(String(o.register_writes ?? 'direct'));
+      const isolation = isolationLevel(String(raw['isolation'] ?? 'snapshot'));
       const serverFlags = serverFlagArgs((raw['server_flag'] ?? raw['serverFlag'] ?? []) as unknown as string[]);
       const reports: WorkloadReport[] = [];
       for (const w of workloads(o.workload)) {
@@ -122,6 +130,7 @@ export function registerVerifyCommand(program: Command): void {
                 concurrency: int('concurrency', o.concurrency),
                 opTimeoutMs,
                 registerWrites: regWrites,
+                isolation,
                 ...(serverFlags.length ? { serverFlags } : {}),
                 ...((o.until_counted ?? raw['untilCounted']) ? { endWhenCounted: true } : {}),
                 ...((o.skew_beyond ?? o.skewBeyond) ? { skewBeyond: true } : {}),

@@ -45,6 +45,8 @@ export interface WorkloadReport {
   driver?: DriverKind;
   /** Masters of the cluster when more than one (the sys catalog then fails over under the nemesis). */
   masters?: number;
+  /** Isolation of the workload's transactions when not snapshot (serializable). */
+  isolation?: 'serializable';
 }
 
 /**
@@ -116,7 +118,7 @@ export function unavailableReport(workload: string, why: string, seed: number, t
 
 export function verdictLine(r: WorkloadReport): string {
   const an = Object.entries(r.anomalies).map(([k, n]) => `${k}=${n}`).join(',') || 'none';
-  const tags = [...(r.driver === 'docker' ? ['docker'] : []), ...((r.masters ?? 1) > 1 ? [`${r.masters} masters`] : [])];
+  const tags = [...(r.driver === 'docker' ? ['docker'] : []), ...((r.masters ?? 1) > 1 ? [`${r.masters} masters`] : []), ...(r.isolation ? [r.isolation] : [])];
   return `${r.workload}${tags.length ? ` [${tags.join(', ')}]` : ''}: ${r.verdict}${r.unsafe ? ' (UNSAFE CONFIGURATION)' : ''} — ok ${r.counts.ok} / fail ${r.counts.fail} / info ${r.counts.info}; anomalies ${an}; lost writes ${r.lostWrites}; faults ${r.faults.filter((f) => !f.skipped).length} (${r.faults.filter((f) => f.skipped).length} skipped) — ${r.why}`;
 }
 
@@ -125,7 +127,7 @@ export function markdownReport(reports: readonly WorkloadReport[], meta: { nemes
   const how = driver === 'docker' ? 'a Docker lab of the run, one container per node; kill, pause and partition through docker kill, pause and network disconnect' : 'child processes on loopback';
   const out: string[] = ['# tessera verify', '', `Command: \`${meta.command}\``, `Nemesis: ${meta.nemesis}`, `Driver: ${driver} — ${how}`, ''];
   for (const r of reports) {
-    out.push(`## ${r.workload}: ${r.verdict}`, '', r.why, '', `seed ${r.seed}, ${r.timeMs} ms, ${r.driver ?? driver} driver, ${r.masters ?? 1} master(s); ok ${r.counts.ok}, fail ${r.counts.fail}, info ${r.counts.info}; lost writes ${r.lostWrites}`, '');
+    out.push(`## ${r.workload}: ${r.verdict}`, '', r.why, '', `seed ${r.seed}, ${r.timeMs} ms, ${r.driver ?? driver} driver, ${r.masters ?? 1} master(s)${r.isolation ? `, ${r.isolation} transactions` : ''}; ok ${r.counts.ok}, fail ${r.counts.fail}, info ${r.counts.info}; lost writes ${r.lostWrites}`, '');
     if (r.failReasons?.length) {
       out.push(`Failed / unknown operations by reason: ${r.failReasons.map((f) => `${f.reason} ${f.fail} / ${f.info}`).join(', ')}`, '');
     }

@@ -4,6 +4,7 @@
  * Bounded: the op loop stops at timeMs or opsMax, every client call has a deadline, the final read
  * retries a bounded number of times.
  */
+import type { IsolationLevel } from '../../client/transaction';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { SeededRng } from '../../common/rng';
@@ -38,6 +39,8 @@ export interface RunOptions {
   driver?: DriverKind;
   /** Masters on nodes 0 .. masters-1 (default 1); with 3 a 'master' fault hits the catalog's leader. */
   masters?: 1 | 3;
+  /** Isolation of the transactions of bank, append and register's cas/txn writes (default snapshot). */
+  isolation?: IsolationLevel;
   concurrency?: number;
   opsMax?: number;
   opTimeoutMs?: number;
@@ -64,13 +67,14 @@ const FAIL_BACKOFF_MS = 20;
 export const RECOVERY_AFTER_FAULT_MS = 1_000;
 
 /** A workload, or why it cannot run on this tree. */
-export function makeWorkload(name: WorkloadName, client?: TesseraClient, o: { registerWrites?: RegisterWriteMode } = {}): Workload | string {
+export function makeWorkload(name: WorkloadName, client?: TesseraClient, o: { registerWrites?: RegisterWriteMode; isolation?: IsolationLevel } = {}): Workload | string {
+  const isolation = o.isolation ?? 'snapshot';
   const hasTxn = client !== undefined && typeof (client as unknown as Record<string, unknown>)['beginTransaction'] === 'function';
   // Without transactions the register runs reads and writes only (its cas is a transaction).
-  if (name === 'register') return new RegisterWorkload({ cas: hasTxn, ...(o.registerWrites ? { writes: o.registerWrites } : {}) });
+  if (name === 'register') return new RegisterWorkload({ cas: hasTxn, isolation, ...(o.registerWrites ? { writes: o.registerWrites } : {}) });
   if (name === 'set') return new SetWorkload();
   if (!hasTxn) return `${name}: needs client.beginTransaction (distributed transactions are not in this tree yet)`;
-  return name === 'bank' ? new BankWorkload() : new AppendWorkload();
+  return name === 'bank' ? new BankWorkload(isolation) : new AppendWorkload(isolation);
 }
 
 export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
@@ -81,13 +85,13 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
   fs.rmSync(clusterDir, { recursive: true, force: true });
   const driver = o.driver ?? 'process';
   // What the report says of the cluster.
-  const shape = { driver, ...(o.masters && o.masters > 1 ? { masters: o.masters } : {}) };
+  const shape = { driver, ...(o.masters && o.masters > 1 ? { masters: o.masters } : {}), ...(o.isolation === 'serializable' && o.workload !== 'set' ? { isolation: o.isolation } : {}) };
   const cluster = await planVerifyCluster({ driver, baseDir: clusterDir, tservers: 3, ...(o.masters ? { masters: o.masters } : {}), hostBase: o.hostBase, portOffset: o.portOffset, ...(o.serverFlags ? { serverFlags: o.serverFlags } : {}), log });
   let client: TesseraClient | undefined;
   try {
     await cluster.startAll(CLUSTER_UP_TIMEOUT_MS);
     client = await TesseraClient.connect({ ...cluster.connectOptions(), timeoutMs: 10_000 });
-    const w = makeWorkload(o.workload, client, o.registerWrites ? { registerWrites: o.registerWrites } : {});
+    const w = makeWorkload(o.workload, client, { ...(o.registerWrites ? { registerWrites: o.registerWrites } : {}), ...(o.isolation ? { isolation: o.isolation } : {}) });
     if (typeof w === 'string') return { ...unavailableReport(o.workload, w, o.seed, 0), ...shape };
     try {
       await w.setup(client);

@@ -67,11 +67,13 @@ describe('lab experiments', () => {
     }, 150_000);
   }
 
-  it('lab experiment snapshot-isolation: lost update refused, first committer wins, stable snapshot, write skew allowed; report written', async () => {
+  it('lab experiment snapshot-isolation: lost update refused, first committer wins, stable snapshot, write skew allowed; serializable refuses the write skew and a phantom; report written', async () => {
     const r = await runExperiment(findExperiment('snapshot-isolation')!, opts);
     expect(r.checks.filter((c) => !c.ok), JSON.stringify(r.checks)).toEqual([]);
-    expect(r.checks).toHaveLength(4);
-    expect(r.figures['serializable']).toBe('NOT_SUPPORTED');
+    expect(r.checks).toHaveLength(6);
+    // Priorities decide who loses: the lower-priority transaction in each pair.
+    expect(r.figures['serializableWriteSkewLoser']).toBe('Dave: TXN_CONFLICT');
+    expect(r.figures['phantomLoser']).toBe('insert: TXN_CONFLICT');
     const md = fs.readFileSync(r.reportPath!, 'utf8');
     expect(md).toContain('**PASSED**');
     expect(md).toContain('write skew');

@@ -4,7 +4,7 @@
  * a transaction that read before a plain write committed cannot write over it (first committer
  * wins) — so no lost update either way. Also: the `transactions` system table rejects client
  * writes with NOT_SUPPORTED, through the client API and through the raw Write RPC on every replica;
- * isolation 'serializable' is refused with NOT_SUPPORTED.
+ * an unknown isolation is refused with INVALID_ARGUMENT.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { DbError, ErrorCode } from '../../common/errors';
@@ -66,15 +66,14 @@ describe('plain writes and transactions on a real cluster', () => {
       const e = await rpc.call(r.rpcAddress!, tabletServerMethods().write, req, { timeoutMs: 5000 }).catch((x: unknown) => x);
       expect(e).toMatchObject({ code: ErrorCode.NOT_SUPPORTED });
     }
-    // Serializable is refused (client and raw CreateTransaction), never silently run as snapshot.
-    await expect(c.beginTransaction({ isolation: 'serializable' })).rejects.toMatchObject({ code: ErrorCode.NOT_SUPPORTED });
+    // An unknown isolation is refused by the status tablet's leader (raw CreateTransaction).
     const leader = tablet.replicas!.map((r) => r.rpcAddress!);
     const raw = await Promise.all(
-      leader.map((a) => rpc.call(a, txnCoordinatorMethods().createTransaction, { statusTablet: tablet.tabletId!, txnId: 'serializable0001', isolation: 'serializable', priority: 0.5 }, { timeoutMs: 5000 }).catch((x: unknown) => x)),
+      leader.map((a) => rpc.call(a, txnCoordinatorMethods().createTransaction, { statusTablet: tablet.tabletId!, txnId: 'chaos00000000001', isolation: 'chaos', priority: 0.5 }, { timeoutMs: 5000 }).catch((x: unknown) => x)),
     );
-    // The replica that leads the status tablet answers NOT_SUPPORTED; the others point at it.
-    expect(raw.map(codeOf)).toContain(ErrorCode.NOT_SUPPORTED);
-    for (const r of raw) expect([ErrorCode.NOT_SUPPORTED, ErrorCode.NOT_THE_LEADER, ErrorCode.TABLET_NOT_FOUND, ErrorCode.LEADER_NOT_READY]).toContain(codeOf(r));
+    // The replica that leads the status tablet answers INVALID_ARGUMENT; the others point at it.
+    expect(raw.map(codeOf)).toContain(ErrorCode.INVALID_ARGUMENT);
+    for (const r of raw) expect([ErrorCode.INVALID_ARGUMENT, ErrorCode.NOT_THE_LEADER, ErrorCode.TABLET_NOT_FOUND, ErrorCode.LEADER_NOT_READY]).toContain(codeOf(r));
     // The status tablets still work: a transaction commits.
     const t = await c.beginTransaction();
     await t.upsert('acct', { id: 2n, v: 1n });

@@ -314,12 +314,18 @@ describe('client transactions (fake cluster)', () => {
     await txn.abort();
   });
 
-  it('txn: isolation serializable is refused with NOT_SUPPORTED (not silently run as snapshot); unknown levels are INVALID_ARGUMENT', async () => {
+  it('txn: isolation serializable is asked of the coordinator and carried by every request; unknown levels are INVALID_ARGUMENT', async () => {
     const f = new FakeCluster();
     const c = await connect(f);
-    await expect(c.beginTransaction({ isolation: 'serializable' })).rejects.toMatchObject({ code: ErrorCode.NOT_SUPPORTED, details: { isolation: 'serializable' } });
-    expect(f.count('TransactionCoordinatorService.CreateTransaction')).toBe(0);
+    const t = await c.beginTransaction({ isolation: 'serializable' });
+    expect(t.isolation).toBe('serializable');
+    expect(f.calls.find((x) => x.method === 'TransactionCoordinatorService.CreateTransaction')?.req['isolation']).toBe('serializable');
+    expect(t.context().isolation).toBe('serializable');
+    expect(t.registersReads).toBe(true);
+    await t.abort();
+    const creates = f.count('TransactionCoordinatorService.CreateTransaction');
     await expect(c.beginTransaction({ isolation: 'read-committed' as 'snapshot' })).rejects.toMatchObject({ code: ErrorCode.INVALID_ARGUMENT });
+    expect(f.count('TransactionCoordinatorService.CreateTransaction')).toBe(creates);
   });
 });
 

@@ -63,6 +63,9 @@ describe('txn tablet ops', () => {
       { type: 'REMOVE_TXN', txnId: TxnId('abc') },
       { type: 'TXN_STATUS', txnId: TxnId('abc'), status: 'COMMITTED', ht: 5n, payload: new Uint8Array([1, 2, 3]) },
     ];
+    // A serializable transaction's read locks ride in WRITE_INTENTS (with or without rows written).
+    ops.push({ type: 'WRITE_INTENTS', txn: { txnId: TxnId('r'), statusTablet: 'st', isolation: 'serializable', priority: 0.5, startHt: 1n }, ht: 100n, ops: [], reads: { rows: [key(3), key(4)], tablet: false } });
+    ops.push({ type: 'WRITE_INTENTS', txn: { txnId: TxnId('r'), statusTablet: 'st', isolation: 'serializable', priority: 0.5, startHt: 1n }, ht: 101n, ops: [{ type: 'delete', key: key(5) }], reads: { rows: [], tablet: true } });
     for (const op of ops) {
       const d = decodeTabletOp(encodeTabletOp(op));
       expect(d.type === 'TXN_STATUS' ? { ...d, payload: new Uint8Array(d.payload) } : d).toEqual(op);
@@ -325,10 +328,84 @@ describe('txn tablet ops', () => {
     }
   });
 
-  it('txn-tablet: a request inside a serializable transaction is refused with NOT_SUPPORTED (no read intents yet), a snapshot one is accepted', () => {
+  it('txn-tablet: requests inside snapshot and serializable transactions are accepted; an unknown isolation is INVALID_ARGUMENT', () => {
     const ctx = { txnId: 'a1', statusTablet: 'st1', priority: 1, startHt: 5n };
-    expect(() => txnMetaFromPb({ ...ctx, isolation: 'serializable' })).toThrow(expect.objectContaining({ code: ErrorCode.NOT_SUPPORTED }));
+    expect(txnMetaFromPb({ ...ctx, isolation: 'serializable' }).isolation).toBe('serializable');
     expect(txnMetaFromPb({ ...ctx, isolation: 'snapshot' }).isolation).toBe('snapshot');
+    expect(txnMetaFromPb(ctx).isolation).toBe('snapshot');
     expect(() => txnMetaFromPb({ ...ctx, isolation: 'chaos' })).toThrow(expect.objectContaining({ code: ErrorCode.INVALID_ARGUMENT }));
+  });
+});
+
+describe('txn tablet: serializable read locks', () => {
+  const sTxn = (id: string, priority: number): TxnMeta => ({ txnId: TxnId(id), statusTablet: 'st1', isolation: 'serializable', priority, startHt: 1n });
+
+  it('txn-tablet: a serializable read replicates read locks and reads at their time; a writer of the row then conflicts by priority; locks held are not taken again', async () => {
+    const env = fakeEnv();
+    const { p } = await open(new Flags(), env);
+    await p.write({ ops: [upsert(1, 'v0')] });
+    env.statuses.set('r', { status: 'PENDING', priority: 0.5 });
+    const r = await p.readSerializable([key(1), key(2)], sTxn('r', 0.5), {});
+    expect(r.rows[0]?.columns.get(1)).toBe('v0');
+    expect(r.rows[1]).toBeUndefined();
+    expect(r.globalLimitHt).toBeUndefined();
+    expect(p.metrics.readLocks).toBe(1);
+    // Two row locks (strong read intents), on every replica through the Raft entry.
+    expect((await p.sizes()).intentsdb.intentCount).toBe(2);
+    // Held already: the next read of those rows takes no new lock (no Raft round).
+    await p.readSerializable([key(2)], sTxn('r', 0.5), {});
+    expect(p.metrics.readLocks).toBe(1);
+    // A snapshot writer and a serializable one of lower priority: TXN_CONFLICT.
+    env.statuses.set('low', { status: 'PENDING', priority: 0.1 });
+    for (const t of [txn('low', 0.1, 1n), sTxn('low', 0.1)]) {
+      const e = await p.writeIntents({ txn: t, readHt: p.safeTime(), ops: [upsert(2, 'low')] }).catch((x: unknown) => x);
+      expect((e as DbError).code).toBe(ErrorCode.TXN_CONFLICT);
+    }
+    // Another row is free; a plain write of a locked row aborts the reader (a plain write wins).
+    await p.writeIntents({ txn: sTxn('low', 0.1), readHt: p.safeTime(), ops: [upsert(3, 'low')] });
+    await p.write({ ops: [upsert(1, 'plain')] });
+    expect(env.aborts).toEqual(['r']);
+  });
+
+  it('txn-tablet: a serializable scan locks the whole tablet: it waits for no write, meets pending writers by priority, and every later write of any row meets it', async () => {
+    const env = fakeEnv();
+    const { p } = await open(new Flags(), env);
+    await p.write({ ops: [upsert(1, 'a'), upsert(2, 'b')] });
+    env.statuses.set('w-high', { status: 'PENDING', priority: 0.9 });
+    await p.writeIntents({ txn: txn('w-high', 0.9, 1n), readHt: p.safeTime(), ops: [upsert(5, 'pending')] });
+    env.statuses.set('s', { status: 'PENDING', priority: 0.5 });
+    const e = await p.scanSerializable(sTxn('s', 0.5), {}).catch((x: unknown) => x);
+    expect((e as DbError).code).toBe(ErrorCode.TXN_CONFLICT);
+    env.statuses.set('s2', { status: 'PENDING', priority: 0.95 });
+    const r = await p.scanSerializable(sTxn('s2', 0.95), {});
+    expect(env.aborts).toEqual(['w-high']);
+    // The aborted writer's pending row is not there; the committed ones are.
+    expect(r.rows.map((x) => String(x.columns.get(1))).sort()).toEqual(['a', 'b']);
+    // Now every transactional write of lower priority, of any row, fails.
+    env.statuses.set('w', { status: 'PENDING', priority: 0.3 });
+    for (const k of [1, 7, 42]) {
+      const e2 = await p.writeIntents({ txn: sTxn('w', 0.3), readHt: p.safeTime(), ops: [upsert(k, 'w')] }).catch((x: unknown) => x);
+      expect((e2 as DbError).code).toBe(ErrorCode.TXN_CONFLICT);
+    }
+    // The scanner's next page takes no new lock; it sees its own writes.
+    const locks = p.metrics.readLocks;
+    await p.writeIntents({ txn: sTxn('s2', 0.95), readHt: p.safeTime(), ops: [upsert(9, 'mine')] });
+    const again = await p.scanSerializable(sTxn('s2', 0.95), {});
+    expect(p.metrics.readLocks).toBe(locks);
+    expect(again.rows.map((x) => x.columns.get(1))).toContain('mine');
+  });
+
+  it('txn-tablet: a serializable read orders after a conflicting transaction committed at a later hybrid time (not yet applied) and sees its write', async () => {
+    const env = fakeEnv();
+    const { p } = await open(new Flags(), env);
+    env.statuses.set('w', { status: 'PENDING', priority: 0.5 });
+    await p.writeIntents({ txn: txn('w', 0.5, 1n), readHt: p.safeTime(), ops: [upsert(4, 'committed')] });
+    // The status tablet's clock is ahead: the commit time lies 2 s past this tablet's clock.
+    const commitHt = p.nextHt() + (2_000_000n << 12n);
+    env.statuses.set('w', { status: 'COMMITTED', commitHt, priority: 0.5 });
+    env.statuses.set('r', { status: 'PENDING', priority: 0.1 });
+    const r = await p.readSerializable([key(4)], sTxn('r', 0.1), {});
+    expect(r.readHt).toBeGreaterThan(commitHt);
+    expect(r.rows[0]?.columns.get(1)).toBe('committed');
   });
 });
