@@ -51,9 +51,10 @@ const CONCURRENCY: Record<WorkloadName, number> = { register: 20, set: 16, bank:
  */
 const KNOWN: Partial<Record<WorkloadName, ReadonlySet<string>>> = {};
 
-async function run(workload: WorkloadName, seed: number, extra: { registerWrites?: 'direct' | 'txn'; dirName?: string; masters?: 3; nemesis?: string } = {}): Promise<WorkloadReport> {
+async function run(workload: WorkloadName, seed: number, extra: { registerWrites?: 'direct' | 'txn'; dirName?: string; masters?: 3; nemesis?: string; isolation?: 'serializable' } = {}): Promise<WorkloadReport> {
   const r = await runWorkload({
     workload,
+    ...(extra.isolation ? { isolation: extra.isolation } : {}),
     ...(extra.registerWrites ? { registerWrites: extra.registerWrites } : {}),
     ...(extra.masters ? { masters: extra.masters } : {}),
     nemesis: extra.nemesis ? parseNemesisKinds(extra.nemesis) : MIXED,
@@ -125,6 +126,16 @@ describe('verify: Jepsen-style workloads on a real cluster', () => {
 
   it('verify: list-append transactions show no snapshot-isolation anomaly under the mixed nemesis', async () => {
     const r = await run('append', 14);
+    expect(unexpected('append', r)).toEqual([]);
+    expect(['valid', 'vacuous']).toContain(r.verdict);
+    expect(r.counts.ok).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('verify: list-append serializable transactions show no anomaly — G2-item (write skew) included — under the mixed nemesis', async () => {
+    const r = await run('append', 15, { isolation: 'serializable', dirName: 'append-serializable' });
+    expect(r.isolation).toBe('serializable');
+    expect(verdictLine(r)).toContain('append [serializable]');
+    expect(r.details.join('\n')).toContain('checked as serializable');
     expect(unexpected('append', r)).toEqual([]);
     expect(['valid', 'vacuous']).toContain(r.verdict);
     expect(r.counts.ok).toBeGreaterThan(0);
