@@ -104,7 +104,9 @@ export class StatusTabletProxy {
           if (attempt % 3 === 2) await this.locations(deadline, true).catch(() => undefined);
           continue;
         }
-        if (err.code === ErrorCode.TABLET_NOT_FOUND) {
+        if (err.code === ErrorCode.TABLET_NOT_FOUND || err.code === ErrorCode.SERVICE_UNAVAILABLE) {
+          // Gone from that server, or not running there (FAILED, bootstrapping, loading its records):
+          // ask the replicas again.
           this.leaders.delete(tabletId);
           await sleep(backoffMs(attempt));
           await this.locations(deadline, true).catch(() => undefined);

@@ -1,8 +1,9 @@
 /**
  * One operation on one tablet, sent to its leader with the retries the error codes allow:
  * NOT_THE_LEADER -> go to the hinted leader (or the next replica); TABLET_NOT_FOUND and network
- * errors -> refresh the table's locations and try again; LEADER_NOT_READY / BACKPRESSURE /
- * SERVICE_UNAVAILABLE -> back off and retry. Everything within the operation's deadline (TIMED_OUT).
+ * errors -> refresh the table's locations and try again; LEADER_NOT_READY / BACKPRESSURE -> back off
+ * and retry; SERVICE_UNAVAILABLE (a replica that is not running: FAILED, bootstrapping) -> back off
+ * and try the next replica. Everything within the operation's deadline (TIMED_OUT).
  */
 import { DbError, ErrorCode } from '../common/errors';
 import type { MethodDef, RpcClient } from '../rpc/types';
@@ -75,6 +76,14 @@ export class TabletInvoker {
             this.cache.setLeader(tablet.tabletId, undefined);
             await sleep(backoffMs(attempt));
             loc = await this.cache.refresh(table, deadline);
+            continue;
+          case ErrorCode.SERVICE_UNAVAILABLE:
+            // This replica is not running (FAILED after a storage failure, or being bootstrapped):
+            // whatever it led, another replica leads now or soon. Ask the others.
+            if (!isRetryable(err, idempotent) && !alsoRetry?.has(err.code)) throw err;
+            this.cache.setLeader(tablet.tabletId, undefined);
+            await sleep(backoffMs(Math.min(attempt, 4)));
+            if (attempt % 3 === 2) loc = await this.cache.refresh(table, deadline).catch(() => loc);
             continue;
           case ErrorCode.NETWORK_ERROR:
           case ErrorCode.TIMED_OUT:

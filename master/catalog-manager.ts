@@ -3,7 +3,11 @@
  * the cluster match the catalog — create missing replicas (CreateTablet, retried until done), carry
  * out replica moves in Raft (REMOVE the replaced replica first, then ADD_VOTER the new one, so a
  * tablet with one dead replica keeps a live quorum throughout), replace replicas of dead tservers
- * and balance leaders (decisions from the pure placement.ts).
+ * and FAILED replicas (a storage failure stopped them) and balance leaders (decisions from the pure
+ * placement.ts). A FAILED replica moves to a spare tserver when there is one; otherwise it is
+ * re-created in place: removed from Raft first (a voter must never come back without its log: it
+ * may have counted towards a commit), then deleted on its host, then created afresh and added back,
+ * catching up by remote bootstrap.
  *
  * Everything here is driven by the catalog (durable, replicated) plus heartbeat reports (soft): a new
  * leader master resumes any half-done move simply by running the same round.
@@ -412,9 +416,23 @@ export class CatalogManager {
       const leader = reg.leaderReport(tablet.id, now, timeout);
       const voters = leader ? (leader.report.peers ?? []).filter((p) => p.memberType !== 'LEARNER').map((p) => p.uuid ?? '') : [];
       const wanted = tablet.replicas.map((r) => r.tserverUuid);
-      // 1. Every assigned live tserver hosts a replica.
+      const failed = wanted.filter((u) => reg.isAlive(u, now, timeout) && reg.replicaState(u, tablet.id) === 'FAILED');
+      // 1. Every assigned live tserver hosts a replica. A FAILED one goes once Raft no longer counts
+      // it (step 2 removes it): its host deletes it, and a later round creates a fresh one there.
       for (const uuid of wanted) {
-        if (!reg.isAlive(uuid, now, timeout) || reg.hosts(uuid, tablet.id)) continue;
+        if (!reg.isAlive(uuid, now, timeout)) continue;
+        if (failed.includes(uuid)) {
+          if (!leader || voters.includes(uuid)) continue;
+          const key = `${tablet.id}/${uuid}/delete`;
+          if (now - (this.createAttempts.get(key) ?? -Infinity) < CREATE_TABLET_RETRY_MS) continue;
+          this.createAttempts.set(key, now);
+          const addr = this.addressOf(uuid);
+          if (!addr) continue;
+          this.deps.log.info({ tablet: tablet.id, tserver: uuid }, 'deleting a FAILED replica (out of Raft) to create it afresh');
+          call(addr, m.deleteTablet, { tabletId: tablet.id }, { tablet: tablet.id, tserver: uuid, op: 'DeleteTablet (FAILED)' });
+          continue;
+        }
+        if (reg.hosts(uuid, tablet.id)) continue;
         const key = `${tablet.id}/${uuid}`;
         if (now - (this.createAttempts.get(key) ?? -Infinity) < CREATE_TABLET_RETRY_MS) continue;
         this.createAttempts.set(key, now);
@@ -428,7 +446,10 @@ export class CatalogManager {
       const leaderAddr = this.addressOf(leader.uuid);
       if (!leaderAddr) continue;
       const extra = voters.filter((u) => !wanted.includes(u));
-      const missing = wanted.filter((u) => !voters.includes(u) && reg.hosts(u, tablet.id));
+      const missing = wanted.filter((u) => !voters.includes(u) && reg.hosts(u, tablet.id) && !failed.includes(u));
+      // Without a spare tserver to move it to (placement's replacement), a FAILED voter leaves Raft here.
+      const spare = this.deps.flags.get(ENABLE_LOAD_BALANCING) && [...reg.list()].some((e) => reg.isAlive(e.uuid, now, timeout) && !wanted.includes(e.uuid) && c.tservers.has(e.uuid));
+      const failedVoter = spare ? undefined : failed.find((u) => voters.includes(u) && u !== leader.uuid);
       if (extra.length > 0 && extra[0] !== leader.uuid) {
         changing = true;
         this.cooldown.set(tablet.id, now + 1000);
@@ -441,6 +462,11 @@ export class CatalogManager {
           this.cooldown.set(tablet.id, now + TABLET_COOLDOWN_MS);
           call(leaderAddr, m.leaderStepdown, { tabletId: tablet.id, newLeaderUuid: to }, { tablet: tablet.id, op: 'stepdown-before-remove' });
         }
+      } else if (failedVoter !== undefined) {
+        changing = true;
+        this.cooldown.set(tablet.id, now + 1000);
+        this.deps.log.info({ tablet: tablet.id, tserver: failedVoter }, 'removing a FAILED replica from Raft to re-create it in place (no spare tserver)');
+        call(leaderAddr, m.changeConfig, { tabletId: tablet.id, type: 'REMOVE', peer: { uuid: failedVoter, rpcAddress: this.addressOf(failedVoter) ?? '', memberType: 'VOTER' } }, { tablet: tablet.id, op: 'REMOVE (FAILED)' });
       } else if (missing.length > 0) {
         changing = true;
         this.cooldown.set(tablet.id, now + 1000);
@@ -454,6 +480,7 @@ export class CatalogManager {
         replicas: t.replicas.map((r) => r.tserverUuid),
         leader: reg.leaderReport(t.id, now, timeout)?.uuid ?? '',
         table: t.tableId,
+        failed: t.replicas.map((r) => r.tserverUuid).filter((u) => reg.replicaState(u, t.id) === 'FAILED'),
       }));
       // A new leader master has not heard from every tserver yet: nobody is dead before one timeout.
       if (this.leaderAgeMs() > timeout) {
@@ -462,11 +489,12 @@ export class CatalogManager {
           const t = c.tablets.get(mv.tabletId)!;
           const replicas = t.replicas.map((r) => (r.tserverUuid === mv.dead ? { tserverUuid: mv.target, memberType: 'VOTER' as const } : r));
           changing = true;
-          this.deps.log.info({ tablet: mv.tabletId, dead: mv.dead, target: mv.target }, 're-replicating a replica of a dead tserver');
+          const why = reg.isAlive(mv.dead, now, timeout) ? 're-replicating a FAILED replica onto a spare tserver' : 're-replicating a replica of a dead tserver';
+          this.deps.log.info({ tablet: mv.tabletId, dead: mv.dead, target: mv.target }, why);
           calls.push(this.deps.sys.propose({ type: 'setReplicas', tabletId: mv.tabletId, replicas }).catch((err: unknown) => this.deps.log.warn({ err }, 'replica move not replicated')));
         }
       }
-      const allHealthy = views.every((v) => v.leader && v.replicas.every((u) => reg.isAlive(u, now, timeout)));
+      const allHealthy = views.every((v) => v.leader && v.replicas.every((u) => reg.isAlive(u, now, timeout)) && (v.failed?.length ?? 0) === 0);
       if (!changing && allHealthy) {
         const movable = views.filter((v) => now >= (this.cooldown.get(v.id) ?? 0));
         for (const mv of planLeaderMoves(loads, movable, this.deps.flags.get(LEADER_BALANCE_MOVES_MAX))) {

@@ -22,6 +22,8 @@ export interface TabletView {
   leader: string;
   /** Table the tablet belongs to (leaders are balanced per table first); absent: one group. */
   table?: string;
+  /** Replicas whose (live) tserver reports them FAILED (a storage failure stopped them). */
+  failed?: readonly string[];
 }
 
 export type Move =
@@ -56,17 +58,19 @@ export function placeNewTablets(tservers: readonly TServerLoad[], rf: number, co
 }
 
 /**
- * Dead replicas to replace: one per tablet per round, only where a live leader can carry out the
- * change and a live tserver not already hosting the tablet exists (least loaded first).
+ * Dead replicas to replace — on a dead tserver, or FAILED on a live one — one per tablet per round,
+ * only where a live leader can carry out the change and a live tserver not already hosting the tablet
+ * exists (least loaded first). (Without a spare tserver, the round re-creates a FAILED replica in
+ * place instead: catalog-manager.ts.)
  */
 export function planReplacements(tservers: readonly TServerLoad[], tablets: readonly TabletView[], movesMax: number): Move[] {
   const state = new Map(tservers.map((t) => [t.uuid, { uuid: t.uuid, alive: t.alive, tablets: t.tablets }]));
   const moves: Move[] = [];
   for (const t of [...tablets].sort((a, b) => (a.id < b.id ? -1 : 1))) {
     if (moves.length >= movesMax) break;
-    const dead = t.replicas.filter((u) => state.get(u)?.alive !== true).sort();
+    const dead = t.replicas.filter((u) => state.get(u)?.alive !== true || t.failed?.includes(u) === true).sort();
     if (dead.length === 0) continue;
-    if (!t.leader || state.get(t.leader)?.alive !== true || !t.replicas.includes(t.leader)) continue;
+    if (!t.leader || state.get(t.leader)?.alive !== true || !t.replicas.includes(t.leader) || t.failed?.includes(t.leader) === true) continue;
     const candidates = [...state.values()].filter((s) => s.alive && !t.replicas.includes(s.uuid)).sort(byLoad);
     const target = candidates[0];
     if (!target) continue;

@@ -64,13 +64,18 @@ export class TServerRegistry {
     return r !== undefined && r.state !== 'DELETED';
   }
 
-  /** The replica reporting itself LEADER with the highest term (among live reporters). */
+  /** The state `uuid` reports for its replica of `tabletId` (RUNNING, FAILED, ...), if it reports one. */
+  replicaState(uuid: string, tabletId: string): string | undefined {
+    return this.servers.get(uuid)?.reports.get(tabletId)?.state;
+  }
+
+  /** The replica reporting itself LEADER with the highest term (among live reporters; a FAILED replica leads nothing). */
   leaderReport(tabletId: string, nowMs: number, timeoutMs: number): { uuid: string; report: TabletReportPB } | undefined {
     let best: { uuid: string; report: TabletReportPB } | undefined;
     for (const e of this.servers.values()) {
       if (nowMs - e.lastHeartbeatMs > timeoutMs) continue;
       const r = e.reports.get(tabletId);
-      if (!r || r.role !== 'LEADER') continue;
+      if (!r || r.role !== 'LEADER' || r.state === 'FAILED') continue;
       if (!best || (r.term ?? 0n) > (best.report.term ?? 0n)) best = { uuid: e.uuid, report: r };
     }
     return best;
@@ -81,7 +86,7 @@ export class TServerRegistry {
     for (const e of this.servers.values()) {
       if (nowMs - e.lastHeartbeatMs > timeoutMs) continue;
       let n = 0;
-      for (const r of e.reports.values()) if (r.role === 'LEADER') n++;
+      for (const r of e.reports.values()) if (r.role === 'LEADER' && r.state !== 'FAILED') n++;
       m.set(e.uuid, n);
     }
     return m;

@@ -108,3 +108,11 @@ export const TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS = defineFlag({
   tags: [FlagTag.runtime],
   validate: (v) => (v >= 0 ? undefined : 'non-negative'),
 });
+
+export const TEST_FAIL_TABLET_REPLICA = defineFlag({
+  name: 'TEST_fail_tablet_replica',
+  type: 'string',
+  default: '',
+  help: "Tablet id (or '*': every tablet) whose replica on this server fails at its next applied Raft entry, as a storage failure would: it stops serving and leaves Raft, and the master replaces it (elsewhere, or a fresh copy in place). (For testing only!)",
+  tags: [FlagTag.runtime],
+});

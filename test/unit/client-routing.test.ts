@@ -125,7 +125,7 @@ import { addressTranslator } from '../../client/address-translation';
 import type { Transport } from '../../rpc/types';
 
 /** A transport whose one client records every dialled address and plays a master and three tservers. */
-function fakeCluster(): { transport: Transport; dialled: string[] } {
+function fakeCluster(o: { failedLeader?: boolean } = {}): { transport: Transport; dialled: string[] } {
   const dialled: string[] = [];
   const replicas = ['n0', 'n1', 'n2'].map((n, i) => ({ tserverUuid: `ts${i}`, rpcAddress: `${n}:9100`, role: i === 1 ? 'LEADER' : 'FOLLOWER' }));
   const client: RpcClient = {
@@ -134,6 +134,10 @@ function fakeCluster(): { transport: Transport; dialled: string[] } {
       const reply = (v: unknown): Promise<Resp> => Promise.resolve(v as Resp);
       if (m.method === 'ListTables') return address === '127.0.0.1:17100' ? reply({ tables: [] }) : Promise.reject(new DbError(ErrorCode.NETWORK_ERROR, `no route to ${address}`, {}, { retryable: true }));
       if (m.method === 'GetTableLocations') return reply({ table: { id: 'tid', name: 'demo', schema: { columns: [{ name: 'id', id: 1, type: 'int64', nullable: false }, { name: 'v', id: 2, type: 'string', nullable: true }], hashColumns: ['id'], rangeColumns: [] } }, tablets: [{ tabletId: 't0', partition: { start: 0, end: 65536 }, replicas }] });
+      // failedLeader: the replica the master calls leader stopped after a storage failure (FAILED):
+      // it names no leader; n0 does not lead either but knows n2 does.
+      if (o.failedLeader && m.method === 'Write' && address === '127.0.0.1:19101') return Promise.reject(new DbError(ErrorCode.SERVICE_UNAVAILABLE, 'tablet t0 is FAILED'));
+      if (o.failedLeader && m.method === 'Write' && address === '127.0.0.1:19100') return Promise.reject(new DbError(ErrorCode.NOT_THE_LEADER, 'not leader', { leaderHint: 'n2:9100' }));
       // The replica the master calls leader has lost leadership: its hint names n2 by its advertised address.
       if (m.method === 'Write' && address === '127.0.0.1:19101') return Promise.reject(new DbError(ErrorCode.NOT_THE_LEADER, 'not leader', { leaderHint: 'n2:9100' }));
       if (m.method === 'Write' && address === '127.0.0.1:19102') return reply({});
@@ -155,6 +159,17 @@ describe('client routing: address translation (a host client reaching a Docker l
     await c.close();
     expect(dialled).toEqual(['127.0.0.1:17100', '127.0.0.1:17100', '127.0.0.1:19101', '127.0.0.1:19102']);
     expect(dialled.some((a) => a.startsWith('n'))).toBe(false);
+  });
+
+  it('routing: a replica answering SERVICE_UNAVAILABLE (FAILED) is left for the other replicas, whose hint finds the leader', async () => {
+    const { transport, dialled } = fakeCluster({ failedLeader: true });
+    const c = await TesseraClient.connect({ masterAddresses: ['n0:7100'], addressMap, transport, timeoutMs: 5_000 });
+    await c.table('demo').upsert({ id: 1n, v: 'x' });
+    await c.close();
+    const writes = dialled.slice(2);
+    expect(writes[0]).toBe('127.0.0.1:19101');
+    expect(writes[writes.length - 1]).toBe('127.0.0.1:19102');
+    expect(writes.filter((a) => a === '127.0.0.1:19101').length).toBeLessThanOrEqual(2);
   });
 
   it('routing: without a translation the advertised addresses are dialled as they are (and fail here)', async () => {

@@ -33,6 +33,17 @@ describe('master placement', () => {
     expect(moves).toEqual([{ type: 'replace', tabletId: 't1', dead: 'c', target: 'e' }]);
   });
 
+  it('placement: a FAILED replica on a live tserver is replaced like a dead one — when a spare tserver exists and the leader is not the failed one', () => {
+    const tablets: TabletView[] = [
+      { id: 't1', replicas: ['a', 'b', 'c'], leader: 'a', failed: ['b'] },
+      { id: 't2', replicas: ['a', 'b', 'c'], leader: 'b', failed: ['b'] },
+      { id: 't3', replicas: ['a', 'b', 'c'], leader: 'c', failed: [] },
+    ];
+    expect(planReplacements([ts('a', true, 3), ts('b', true, 3), ts('c', true, 3), ts('d', true, 0)], tablets, 10)).toEqual([{ type: 'replace', tabletId: 't1', dead: 'b', target: 'd' }]);
+    // No spare: nothing to plan (the round re-creates it in place).
+    expect(planReplacements([ts('a'), ts('b'), ts('c')], tablets, 10)).toEqual([]);
+  });
+
   it('placement: no replacement without a live leader or a spare tserver, and at most movesMax', () => {
     expect(planReplacements([ts('a'), ts('b'), ts('c', false)], [{ id: 't', replicas: ['a', 'b', 'c'], leader: 'a' }], 5)).toEqual([]);
     expect(planReplacements([ts('a', false), ts('b'), ts('c'), ts('d')], [{ id: 't', replicas: ['a', 'b', 'c'], leader: 'a' }], 5)).toEqual([]);

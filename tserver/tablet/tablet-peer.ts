@@ -33,7 +33,7 @@ import { RaftGroup, type LeaderChange, type RaftCore, type RaftGroupStatus } fro
 import type { RaftOptions } from '../../raft/raft-options';
 import type { Entry, Message, Snapshot } from '../../raft/types';
 import type { LogStorage } from '../../raft/wal/log-storage';
-import { RAFT_ELECTION_TIMEOUT_TICKS, RAFT_HEARTBEAT_TICKS, RAFT_TICK_INTERVAL_MS, TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, WRITE_TIMEOUT_MS } from '../tserver-flags';
+import { RAFT_ELECTION_TIMEOUT_TICKS, RAFT_HEARTBEAT_TICKS, RAFT_TICK_INTERVAL_MS, TEST_FAIL_TABLET_REPLICA, TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, WRITE_TIMEOUT_MS } from '../tserver-flags';
 import { resolveConflicts, resolvePlainWriteConflicts, resolveSerializableConflicts, type ConflictDeps } from '../transaction/conflict-resolution';
 import { uncertaintyLimit } from '../transaction/uncertainty';
 import { TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS } from '../transaction/txn-flags';
@@ -405,7 +405,25 @@ export class TabletPeer {
 
   // ---- apply stage -----------------------------------------------------------------------------
 
+  /**
+   * Fail-stop (CONVENTIONS): after a storage failure outside the Raft apply path, this replica serves
+   * nothing and its Raft group stops — no votes, no leadership it could hold without serving — so the
+   * other replicas elect a leader, and the master sees FAILED in the tablet report and replaces it.
+   * (A failure inside the apply path stops the group itself: RaftGroup's onFatal.)
+   */
+  private failReplica(why: string): void {
+    if (this.state === TabletState.FAILED || this.state === TabletState.DELETED) return;
+    this.state = TabletState.FAILED;
+    this.lastError = why;
+    this.deps.log.error({ tabletId: this.tabletId, err: why }, 'tablet replica failed; stopped (the master replaces it)');
+    void this.raft?.stop().catch(() => undefined);
+  }
+
   private async applyEntries(ents: readonly Entry[]): Promise<void> {
+    const inject = this.deps.flags.get(TEST_FAIL_TABLET_REPLICA);
+    if (inject !== '' && (inject === '*' || inject === this.tabletId) && ents.some((e) => e.type === 'normal' && e.data.byteLength > 0)) {
+      throw new DbError(ErrorCode.IO_ERROR, `TEST_fail_tablet_replica: simulated storage failure of tablet ${this.tabletId}`);
+    }
     // The committed entries of one Raft ready go to the engines in as few write batches as the log
     // order allows: consecutive RegularDB writes (WRITE, TXN_STATUS rows, and the apply-pending
     // marks of APPLY_TXN) as ONE batch, the WRITE_INTENTS as ONE IntentsDB batch — one RocksDB call
@@ -567,9 +585,7 @@ export class TabletPeer {
     run
       .catch((e: unknown) => {
         // A storage failure is fail-stop for this replica (CONVENTIONS): stop serving it.
-        this.state = TabletState.FAILED;
-        this.lastError = `apply of ${a.txnId} failed: ${e instanceof Error ? e.message : String(e)}`;
-        this.deps.log.error({ tabletId: this.tabletId, err: this.lastError }, 'intents apply failed; replica stopped');
+        this.failReplica(`apply of ${a.txnId} failed: ${e instanceof Error ? e.message : String(e)}`);
       })
       .finally(() => {
         this.pendingApplies.delete(a.txnId);
@@ -650,9 +666,7 @@ export class TabletPeer {
       .catch((e: unknown) => {
         // A storage failure is fail-stop for this replica (CONVENTIONS), as in the apply itself.
         if (this.state !== TabletState.RUNNING) return;
-        this.state = TabletState.FAILED;
-        this.lastError = `writing the clean-ups of applied transactions failed: ${e instanceof Error ? e.message : String(e)}`;
-        this.deps.log.error({ tabletId: this.tabletId, err: this.lastError }, 'apply clean-up failed; replica stopped');
+        this.failReplica(`writing the clean-ups of applied transactions failed: ${e instanceof Error ? e.message : String(e)}`);
       })
       .finally(() => {
         this.deferredFlush = undefined;
