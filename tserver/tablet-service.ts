@@ -217,14 +217,14 @@ export class TabletService {
     return this.deps.manager.get(id);
   }
 
-  async write(req: pb.WriteRequestPB): Promise<pb.WriteResponsePB> {
+  async write(req: pb.WriteRequestPB, ctx?: { deadlineMonoMs: number }): Promise<pb.WriteResponsePB> {
     const t = this.tablet(req.tabletId);
     // Status records are the coordinator's alone (TXN_STATUS entries); a client row there would be
     // read back as a transaction record (or shadow one).
     if (t.meta.tableName === TRANSACTIONS_TABLE) {
       throw new DbError(ErrorCode.NOT_SUPPORTED, `table ${TRANSACTIONS_TABLE} is a system table: clients cannot write it`, { table: TRANSACTIONS_TABLE, tabletId: t.tabletId });
     }
-    const propagated = req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {};
+    const propagated = { ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}), ...(ctx ? { deadlineMonoMs: ctx.deadlineMonoMs } : {}) };
     const more = req.more ?? [];
     if (more.length > 0) {
       // Several transactional writes coalesced by a client: each is handled (and fails) on its own,
@@ -254,19 +254,19 @@ export class TabletService {
       const ht = await this.writeTxn(t, req.ops, req.txn, propagated);
       return { writeHt: ht, propagatedHt: this.deps.clock.now() };
     }
-    const ht = await t.write({ ops: parsedOps(t, req.ops), ...propagated });
+    const ht = await t.write({ ops: parsedOps(t, req.ops), ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}) });
     return { writeHt: ht, propagatedHt: this.deps.clock.now() };
   }
 
   /** Async so that a malformed write rejects (and fails only itself in a coalesced request) rather than throws. */
-  private async writeTxn(t: TabletPeer, ops: pb.RowOpPB[] | undefined, txnPb: pb.TxnContextPB, propagated: { propagatedHt?: bigint }): Promise<HybridTime> {
+  private async writeTxn(t: TabletPeer, ops: pb.RowOpPB[] | undefined, txnPb: pb.TxnContextPB, propagated: { propagatedHt?: bigint; deadlineMonoMs?: number }): Promise<HybridTime> {
     const parsed = parsedOps(t, ops);
     const txn = txnMetaFromPb(txnPb);
     const readHt = txnPb.readHt ? BigInt(txnPb.readHt) : txn.startHt;
     return t.writeIntents({ txn, readHt, ops: parsed, ...propagated });
   }
 
-  async read(req: pb.ReadRequestPB): Promise<pb.ReadResponsePB> {
+  async read(req: pb.ReadRequestPB, ctx?: { deadlineMonoMs: number }): Promise<pb.ReadResponsePB> {
     const txn = req.txn?.txnId ? txnMetaFromPb(req.txn) : undefined;
     const t = this.tablet(req.tabletId);
     const keysPb = req.keys ?? [];
@@ -275,7 +275,7 @@ export class TabletService {
     const columns = columnsFilter(t.meta, req.columns);
     const common = { maxBytes: this.responseBytesMax(), ...(columns ? { columns } : {}), ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}) };
     // A serializable transaction reads under read locks at a time the tablet picks (no snapshot).
-    const r = txn?.isolation === Isolation.SERIALIZABLE ? await t.readSerializable(keys, txn, common) : await t.read(keys, { ...common, ...readTimeFields(t, req, txn) });
+    const r = txn?.isolation === Isolation.SERIALIZABLE ? await t.readSerializable(keys, txn, { ...common, ...(ctx ? { deadlineMonoMs: ctx.deadlineMonoMs } : {}) }) : await t.read(keys, { ...common, ...readTimeFields(t, req, txn) });
     return {
       rows: r.rows.map((row, i) => (row ? rowToPb(row) : { key: keyToPb(keys[i]!), columns: [], writeHt: 0n })),
       found: r.rows.map((row) => row !== undefined),
@@ -286,7 +286,7 @@ export class TabletService {
     };
   }
 
-  async scan(req: pb.ScanRequestPB): Promise<pb.ScanResponsePB> {
+  async scan(req: pb.ScanRequestPB, ctx?: { deadlineMonoMs: number }): Promise<pb.ScanResponsePB> {
     const txn = req.txn?.txnId ? txnMetaFromPb(req.txn) : undefined;
     const t = this.tablet(req.tabletId);
     const limit = req.limit ? Number(req.limit) : SCAN_LIMIT_DEFAULT;
@@ -300,7 +300,7 @@ export class TabletService {
       ...(columns ? { columns } : {}),
       ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}),
     };
-    const r = txn?.isolation === Isolation.SERIALIZABLE ? await t.scanSerializable(txn, common) : await t.scan({ ...common, ...readTimeFields(t, req, txn) });
+    const r = txn?.isolation === Isolation.SERIALIZABLE ? await t.scanSerializable(txn, { ...common, ...(ctx ? { deadlineMonoMs: ctx.deadlineMonoMs } : {}) }) : await t.scan({ ...common, ...readTimeFields(t, req, txn) });
     return { rows: r.rows.map(rowToPb), resumeKey: r.resumeKey ?? new Uint8Array(0), readHt: r.readHt, propagatedHt: this.deps.clock.now(), globalLimitHt: r.globalLimitHt ?? 0n };
   }
 
@@ -378,9 +378,9 @@ export class TabletService {
   }
 
   register(server: RpcServer, m: TServerMethods): void {
-    server.handle(m.write, (r) => this.write(r));
-    server.handle(m.read, (r) => this.read(r));
-    server.handle(m.scan, (r) => this.scan(r));
+    server.handle(m.write, (r, ctx) => this.write(r, ctx));
+    server.handle(m.read, (r, ctx) => this.read(r, ctx));
+    server.handle(m.scan, (r, ctx) => this.scan(r, ctx));
     server.handle(m.createTablet, (r) => this.createTablet(r));
     server.handle(m.deleteTablet, (r) => this.deleteTablet(r));
     server.handle(m.leaderStepdown, (r) => this.leaderStepdown(r));

@@ -14,7 +14,7 @@ import type { DocKey, TxnMeta } from '../../docdb/doc-db-api';
 import type { PeerTxnEnv, TxnStatusInfo } from '../../tserver/transaction/txn-env';
 import { TabletService, txnMetaFromPb } from '../../tserver/tablet-service';
 import type { TabletManager } from '../../tserver/tablet-manager';
-import { TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS } from '../../tserver/transaction/txn-flags';
+import { ENABLE_WAIT_QUEUES, TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS, WAIT_QUEUE_POLL_INTERVAL_MS } from '../../tserver/transaction/txn-flags';
 import { APPLY_CLEANUP_DELAY_MS } from '../../docdb/docdb-flags';
 
 const dirs: string[] = [];
@@ -407,5 +407,71 @@ describe('txn tablet: serializable read locks', () => {
     const r = await p.readSerializable([key(4)], sTxn('r', 0.1), {});
     expect(r.readHt).toBeGreaterThan(commitHt);
     expect(r.rows[0]?.columns.get(1)).toBe('committed');
+  });
+});
+
+describe('txn tablet: wait-on-conflict (enable_wait_queues)', () => {
+  it('txn-tablet: a lower-ranked writer waits for the pending holder instead of failing, and goes on when the holder is removed or applied; a higher-ranked one still aborts it', async () => {
+    const env = fakeEnv();
+    const flags = new Flags();
+    flags.set(ENABLE_WAIT_QUEUES, true);
+    flags.set(WAIT_QUEUE_POLL_INTERVAL_MS, 5_000); // woken by the REMOVE/APPLY entry, not by polling
+    const { p } = await open(flags, env);
+    env.statuses.set('holder', { status: 'PENDING', priority: 0.9 });
+    env.statuses.set('low', { status: 'PENDING', priority: 0.1 });
+    await p.writeIntents({ txn: txn('holder', 0.9, 1n), readHt: p.safeTime(), ops: [upsert(1, 'holder')] });
+    let done = false;
+    const waiting = p.writeIntents({ txn: { ...txn('low', 0.1, 1n), isolation: 'serializable' }, readHt: p.safeTime(), ops: [upsert(1, 'low')] }).then((ht) => {
+      done = true;
+      return ht;
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(done).toBe(false);
+    expect(p.waitQueue.size()).toBe(1);
+    expect(env.aborts).toEqual([]);
+    // The holder aborts: its REMOVE entry wakes the waiter, whose write then goes through.
+    env.statuses.set('holder', { status: 'ABORTED', priority: 0.9 });
+    await p.proposeOp({ type: 'REMOVE_TXN', txnId: TxnId('holder') });
+    await waiting;
+    expect(p.waitQueue.waits).toBe(1);
+    expect(p.waitQueue.size()).toBe(0);
+
+    // A committed holder: the serializable waiter orders after it once its APPLY entry is applied.
+    env.statuses.set('h2', { status: 'PENDING', priority: 0.8 });
+    env.statuses.set('low2', { status: 'PENDING', priority: 0.2 });
+    await p.writeIntents({ txn: txn('h2', 0.8, 1n), readHt: p.safeTime(), ops: [upsert(2, 'h2')] });
+    const w2 = p.writeIntents({ txn: { ...txn('low2', 0.2, 1n), isolation: 'serializable' }, readHt: p.safeTime(), ops: [upsert(2, 'low2')] });
+    await new Promise((r) => setTimeout(r, 100));
+    const commitHt = p.nextHt();
+    env.statuses.set('h2', { status: 'COMMITTED', commitHt, priority: 0.8 });
+    await p.proposeOp({ type: 'APPLY_TXN', txnId: TxnId('h2'), commitHt });
+    expect(await w2).toBeGreaterThan(commitHt);
+
+    // A higher-ranked writer still wounds (aborts) the pending holder; equal priority ranks by id.
+    env.statuses.set('a-mid', { status: 'PENDING', priority: 0.5 });
+    await p.writeIntents({ txn: txn('a-mid', 0.5, 1n), readHt: p.safeTime(), ops: [upsert(3, 'mid')] });
+    env.statuses.set('z-mid', { status: 'PENDING', priority: 0.5 });
+    await p.writeIntents({ txn: txn('z-mid', 0.5, 1n), readHt: p.safeTime(), ops: [upsert(3, 'z')] });
+    expect(env.aborts).toEqual(['a-mid']);
+  });
+
+  it('txn-tablet: a wait ends before the caller\'s deadline with TXN_CONFLICT (nothing written); with the flag off a lower priority fails at once', async () => {
+    const env = fakeEnv();
+    const flags = new Flags();
+    flags.set(ENABLE_WAIT_QUEUES, true);
+    flags.set(WAIT_QUEUE_POLL_INTERVAL_MS, 50);
+    const { p } = await open(flags, env);
+    env.statuses.set('holder', { status: 'PENDING', priority: 0.9 });
+    env.statuses.set('low', { status: 'PENDING', priority: 0.1 });
+    await p.writeIntents({ txn: txn('holder', 0.9, 1n), readHt: p.safeTime(), ops: [upsert(1, 'holder')] });
+    const t0 = performance.now();
+    const e = await p.writeIntents({ txn: txn('low', 0.1, 1n), readHt: p.safeTime(), ops: [upsert(1, 'low')], deadlineMonoMs: performance.now() + 600 }).catch((x: unknown) => x);
+    expect((e as DbError).code).toBe(ErrorCode.TXN_CONFLICT);
+    expect((e as DbError).message).toContain('waited for pending transaction');
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(400);
+    expect(p.waitQueue.waits).toBeGreaterThanOrEqual(2); // polled: several short waits
+    flags.set(ENABLE_WAIT_QUEUES, false);
+    const e2 = await p.writeIntents({ txn: txn('low', 0.1, 1n), readHt: p.safeTime(), ops: [upsert(1, 'low')] }).catch((x: unknown) => x);
+    expect((e2 as DbError).message).toContain('higher or equal priority');
   });
 });

@@ -34,9 +34,10 @@ import type { RaftOptions } from '../../raft/raft-options';
 import type { Entry, Message, Snapshot } from '../../raft/types';
 import type { LogStorage } from '../../raft/wal/log-storage';
 import { RAFT_ELECTION_TIMEOUT_TICKS, RAFT_HEARTBEAT_TICKS, RAFT_TICK_INTERVAL_MS, TEST_FAIL_TABLET_REPLICA, TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, WRITE_TIMEOUT_MS } from '../tserver-flags';
-import { resolveConflicts, resolvePlainWriteConflicts, resolveSerializableConflicts, type ConflictDeps } from '../transaction/conflict-resolution';
+import { BlockedBy, resolveConflicts, resolvePlainWriteConflicts, resolveSerializableConflicts, type ConflictDeps } from '../transaction/conflict-resolution';
+import { WaitQueue } from './wait-queue';
 import { uncertaintyLimit } from '../transaction/uncertainty';
-import { TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS } from '../transaction/txn-flags';
+import { ENABLE_WAIT_QUEUES, TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS, WAIT_QUEUE_POLL_INTERVAL_MS } from '../transaction/txn-flags';
 import { APPLY_CLEANUP_DELAY_MS } from '../../docdb/docdb-flags';
 import type { ApplyMark } from '../../docdb/doc-db-api';
 import type { PeerTxnEnv, TxnStatusInfo } from '../transaction/txn-env';
@@ -95,7 +96,11 @@ const BOOTSTRAP_MARKER = 'remote-bootstrap-in-progress';
 export interface TxnWriteRequest extends WriteRequest {
   txn: TxnMeta;
   readHt: HybridTime;
+  /** performance.now() at which the caller gives up (bounds a wait-on-conflict; default: tablet_write_timeout_ms from now). */
+  deadlineMonoMs?: number;
 }
+/** A wait-on-conflict stops this long before the caller's deadline (the Raft round still has to run). */
+const WAIT_MARGIN_MS = 100;
 /** A TXN_STATUS entry as applied on this replica (status tablets' coordinator listens). */
 export type TxnStatusListener = (op: Extract<TabletOp, { type: 'TXN_STATUS' }>) => void;
 /** One WRITE_INTENTS entry waiting in applyEntries' IntentsDB write group. */
@@ -134,6 +139,8 @@ export class TabletPeer {
     return this.docdb.regularChecksum();
   }
   private readonly locks = new LockTable();
+  /** Operations waiting for pending transactions to finish (enable_wait_queues). */
+  readonly waitQueue = new WaitQueue();
   /** Highest hybrid time assigned to or applied by a write of this tablet. */
   private lastWriteHt: HybridTime = 0n;
   /** Hybrid times proposed but not yet applied, in increasing order (for the safe time). */
@@ -509,6 +516,7 @@ export class TabletPeer {
     this.deps.clock.update(op.commitHt);
     if (this.deps.log.isLevelEnabled('debug')) this.deps.log.debug({ trace: 'txn', tablet: this.tabletId, txn: op.txnId, commitHt: String(op.commitHt), index: opId.index, floor: [this.regularFloor.index, this.intentsFloor.index] }, 'apply txn entry');
     this.localOutcomes.remember(op.txnId, { status: 'COMMITTED', commitHt: op.commitHt, priority: 0 });
+    this.waitQueue.wake(op.txnId);
     if (opId.index <= this.regularFloor.index && opId.index <= this.intentsFloor.index) return;
     if (this.applying.has(op.txnId)) return; // a duplicate APPLY entry while the first still runs
     if (group.some((g) => g.op.type === 'APPLY_TXN' && g.op.txnId === op.txnId)) return; // a duplicate in this batch
@@ -688,6 +696,7 @@ export class TabletPeer {
   private async removeTxn(op: Extract<TabletOp, { type: 'REMOVE_TXN' }>, opId: OpId): Promise<void> {
     if (this.deps.log.isLevelEnabled('debug')) this.deps.log.debug({ trace: 'txn', tablet: this.tabletId, txn: op.txnId, index: opId.index }, 'remove txn entry');
     this.localOutcomes.remember(op.txnId, { status: 'ABORTED', priority: 0 });
+    this.waitQueue.wake(op.txnId);
     this.cleanupQueue.delete(op.txnId);
     if (opId.index <= this.intentsFloor.index) return;
     await this.docdb.removeIntents(op.txnId, opId);
@@ -743,6 +752,32 @@ export class TabletPeer {
    * existence at the current time (see serializableReadTime).
    */
   async writeIntents(req: TxnWriteRequest): Promise<HybridTime> {
+    return this.waitingOnConflict(req.deadlineMonoMs, (wait) => this.writeIntentsOnce(req, wait));
+  }
+
+  /**
+   * Run `attempt` (row locks → conflict resolution → Raft entry). Under enable_wait_queues a pending
+   * transaction that outranks this one blocks it (BlockedBy): it waits in the wait queue with no lock
+   * held — woken when this tablet applies or removes a blocker, or after wait_queue_poll_interval_ms —
+   * and tries again from the start; near the caller's deadline it stops waiting and fails with
+   * TXN_CONFLICT (nothing written), as fail-on-conflict would have at once.
+   */
+  private async waitingOnConflict<T>(deadlineMonoMs: number | undefined, attempt: (wait: boolean) => Promise<T>): Promise<T> {
+    const end = deadlineMonoMs ?? performance.now() + this.deps.flags.get(WRITE_TIMEOUT_MS);
+    for (;;) {
+      const wait = this.deps.flags.get(ENABLE_WAIT_QUEUES);
+      try {
+        return await attempt(wait);
+      } catch (e) {
+        if (!(e instanceof BlockedBy)) throw e;
+        const left = end - performance.now() - WAIT_MARGIN_MS;
+        const waited = left > 0 && (await this.waitQueue.wait(e.blockers, Math.min(left, this.deps.flags.get(WAIT_QUEUE_POLL_INTERVAL_MS))));
+        if (!waited) throw new DbError(ErrorCode.TXN_CONFLICT, `tablet ${this.tabletId}: waited for pending transaction(s) ${e.blockers.join(', ')} until the request's deadline`, { otherTxnId: e.blockers[0] });
+      }
+    }
+  }
+
+  private async writeIntentsOnce(req: TxnWriteRequest, wait: boolean): Promise<HybridTime> {
     this.checkServing();
     if (req.propagatedHt) this.deps.clock.update(req.propagatedHt);
     const release = await this.locks.acquire(req.ops.map((o) => docKeyString(o.op.key)));
@@ -756,9 +791,9 @@ export class TabletPeer {
       if (conflicts.length > 0) {
         if (!env) throw new DbError(ErrorCode.TXN_CONFLICT, `tablet ${this.tabletId}: conflicting transaction`);
         if (serializable) {
-          const after = await resolveSerializableConflicts(req.txn, this.deps.clock.now(), conflicts, this.conflictDeps(env));
+          const after = await resolveSerializableConflicts(req.txn, this.deps.clock.now(), conflicts, this.conflictDeps(env), wait);
           if (after > 0n) this.deps.clock.update(after);
-        } else await resolveConflicts(req.txn, req.readHt, conflicts, this.conflictDeps(env));
+        } else await resolveConflicts(req.txn, req.readHt, conflicts, this.conflictDeps(env), wait);
       }
       const existsAt = serializable ? this.deps.clock.now() : req.readHt;
       for (const o of req.ops) {
@@ -789,7 +824,11 @@ export class TabletPeer {
    * and no read restarts. Locks the transaction already holds here are not taken again: the read
    * runs at the current time.
    */
-  private async serializableReadTime(txn: TxnMeta, rows: readonly DocKey[], tablet: boolean, propagated: HybridTime | undefined): Promise<HybridTime> {
+  private serializableReadTime(txn: TxnMeta, rows: readonly DocKey[], tablet: boolean, propagated: HybridTime | undefined, deadlineMonoMs: number | undefined): Promise<HybridTime> {
+    return this.waitingOnConflict(deadlineMonoMs, (wait) => this.serializableReadTimeOnce(txn, rows, tablet, propagated, wait));
+  }
+
+  private async serializableReadTimeOnce(txn: TxnMeta, rows: readonly DocKey[], tablet: boolean, propagated: HybridTime | undefined, wait: boolean): Promise<HybridTime> {
     this.checkServing();
     if (propagated) this.deps.clock.update(propagated);
     const reads: ReadLocks = { rows: tablet ? [] : rows, tablet };
@@ -800,7 +839,7 @@ export class TabletPeer {
       if (conflicts.length > 0) {
         const env = this.deps.txnEnv;
         if (!env) throw new DbError(ErrorCode.TXN_CONFLICT, `tablet ${this.tabletId}: conflicting transaction`);
-        const after = await resolveSerializableConflicts(txn, this.deps.clock.now(), conflicts, this.conflictDeps(env));
+        const after = await resolveSerializableConflicts(txn, this.deps.clock.now(), conflicts, this.conflictDeps(env), wait);
         if (after > 0n) this.deps.clock.update(after);
       }
       const ht = this.nextHt();
@@ -816,19 +855,21 @@ export class TabletPeer {
   async readSerializable(
     keys: DocKey[],
     txn: TxnMeta,
-    opts: { columns?: number[]; propagatedHt?: HybridTime; maxBytes?: number },
+    opts: { columns?: number[]; propagatedHt?: HybridTime; maxBytes?: number; deadlineMonoMs?: number },
   ): Promise<{ rows: Array<Row | undefined>; readHt: HybridTime; globalLimitHt: HybridTime | undefined }> {
-    const readHt = await this.serializableReadTime(txn, keys, false, opts.propagatedHt);
-    return this.read(keys, { ...opts, readHt, txnId: txn.txnId });
+    const { deadlineMonoMs, ...o } = opts;
+    const readHt = await this.serializableReadTime(txn, keys, false, opts.propagatedHt, deadlineMonoMs);
+    return this.read(keys, { ...o, readHt, txnId: txn.txnId });
   }
 
   /** A serializable transaction's scan: the tablet's read lock, then the page at its time. */
   async scanSerializable(
     txn: TxnMeta,
-    opts: { startKey?: Uint8Array; endKey?: Uint8Array; limit?: number; columns?: number[]; propagatedHt?: HybridTime; maxBytes?: number },
+    opts: { startKey?: Uint8Array; endKey?: Uint8Array; limit?: number; columns?: number[]; propagatedHt?: HybridTime; maxBytes?: number; deadlineMonoMs?: number },
   ): Promise<ScanResult & { readHt: HybridTime; globalLimitHt: HybridTime | undefined }> {
-    const readHt = await this.serializableReadTime(txn, [], true, opts.propagatedHt);
-    return this.scan({ ...opts, readHt, txnId: txn.txnId });
+    const { deadlineMonoMs, ...o } = opts;
+    const readHt = await this.serializableReadTime(txn, [], true, opts.propagatedHt, deadlineMonoMs);
+    return this.scan({ ...o, readHt, txnId: txn.txnId });
   }
 
   private markApplied(ht: HybridTime): void {

@@ -1,5 +1,6 @@
 /**
- * Write-write conflict resolution for a transactional write (snapshot isolation, fail-on-conflict):
+ * Write-write conflict resolution for a transactional write (snapshot isolation; fail-on-conflict,
+ * or with `wait` — enable_wait_queues — wait-on-conflict by wound-wait):
  * - a version committed after our read time (RegularDB, or another txn committed at a later time):
  *   TXN_CONFLICT — first committer wins;
  * - an aborted transaction's intent: ignored (its intents are queued for cleanup);
@@ -21,6 +22,24 @@ export interface ConflictDeps {
   queueCleanup(txnId: TxnId): void;
 }
 
+/**
+ * Thrown by conflict resolution in wait-on-conflict mode: the operation must wait for these pending
+ * transactions (which outrank it) to finish, then try again. Not a DbError: it never leaves the tablet.
+ */
+export class BlockedBy extends Error {
+  constructor(readonly blockers: readonly TxnId[]) {
+    super(`blocked by ${blockers.join(', ')}`);
+  }
+}
+
+/**
+ * The rank that decides conflicts: priority, then transaction id (a total order, so under
+ * wait-on-conflict every wait goes to a higher rank and no cycle of waits — no deadlock — can form).
+ */
+export function outranks(a: { priority: number; txnId: TxnId }, b: { priority: number; txnId: TxnId }): boolean {
+  return a.priority > b.priority || (a.priority === b.priority && a.txnId > b.txnId);
+}
+
 /** Other transactions one write resolves at most (bounds the RPC fan-out). */
 const CONFLICTING_TXNS_MAX = 64;
 
@@ -28,8 +47,9 @@ function conflict(msg: string, details: Record<string, unknown> = {}): DbError {
   return new DbError(ErrorCode.TXN_CONFLICT, msg, details);
 }
 
-export async function resolveConflicts(txn: TxnMeta, readHt: HybridTime, conflicts: readonly Conflict[], deps: ConflictDeps): Promise<void> {
+export async function resolveConflicts(txn: TxnMeta, readHt: HybridTime, conflicts: readonly Conflict[], deps: ConflictDeps, wait = false): Promise<void> {
   const others = new Set<TxnId>();
+  const blockers: TxnId[] = [];
   for (const c of conflicts) {
     if (c.type === 'committedAfterRead') throw conflict(`txn ${txn.txnId}: a version committed at ${c.commitHt} after the read time ${readHt}`, { commitHt: c.commitHt.toString() });
     if (c.txnId !== txn.txnId) others.add(c.txnId);
@@ -43,7 +63,12 @@ export async function resolveConflicts(txn: TxnMeta, readHt: HybridTime, conflic
       st = await deps.env.getStatus(other, statusTablet, readHt);
     }
     if (st.status === 'PENDING') {
-      if (txn.priority > st.priority && statusTablet) st = await deps.env.abort(other, statusTablet);
+      const pending = pendingOutcome(txn, other, st.priority, wait);
+      if (pending === 'wait') {
+        blockers.push(other);
+        continue;
+      }
+      if (pending === 'wound' && statusTablet) st = await deps.env.abort(other, statusTablet);
       else throw conflict(`txn ${txn.txnId}: conflicts with pending txn ${other} of higher or equal priority`, { otherTxnId: other });
     }
     if (st.status === 'ABORTED') {
@@ -53,6 +78,17 @@ export async function resolveConflicts(txn: TxnMeta, readHt: HybridTime, conflic
     if (st.status === 'PENDING') throw conflict(`txn ${txn.txnId}: conflicting txn ${other} is still pending`, { otherTxnId: other });
     if (st.commitHt > readHt) throw conflict(`txn ${txn.txnId}: txn ${other} committed at ${st.commitHt} after our read time ${readHt}`, { otherTxnId: other });
   }
+  if (blockers.length > 0) throw new BlockedBy(blockers);
+}
+
+/**
+ * What to do about a pending conflicting transaction: abort it (wound) when we have the higher
+ * priority; otherwise fail (fail-on-conflict, ties fail too) or, waiting, wait unless we outrank it
+ * by (priority, id).
+ */
+function pendingOutcome(txn: TxnMeta, other: TxnId, otherPriority: number, wait: boolean): 'wound' | 'wait' | 'fail' {
+  if (!wait) return txn.priority > otherPriority ? 'wound' : 'fail';
+  return outranks(txn, { priority: otherPriority, txnId: other }) ? 'wound' : 'wait';
 }
 
 /**
@@ -63,8 +99,9 @@ export async function resolveConflicts(txn: TxnMeta, readHt: HybridTime, conflic
  * hybrid time is the largest such commit time, and the caller moves its clock past it before it
  * picks the operation's time, so a read at that time sees the committed versions.
  */
-export async function resolveSerializableConflicts(txn: TxnMeta, nowHt: HybridTime, conflicts: readonly Conflict[], deps: ConflictDeps): Promise<HybridTime> {
+export async function resolveSerializableConflicts(txn: TxnMeta, nowHt: HybridTime, conflicts: readonly Conflict[], deps: ConflictDeps, wait = false): Promise<HybridTime> {
   const others = new Set<TxnId>();
+  const blockers: TxnId[] = [];
   let after: HybridTime = 0n;
   for (const c of conflicts) {
     if (c.type === 'committedAfterRead') {
@@ -80,7 +117,12 @@ export async function resolveSerializableConflicts(txn: TxnMeta, nowHt: HybridTi
       st = await deps.env.getStatus(other, statusTablet, nowHt);
     }
     if (st.status === 'PENDING') {
-      if (txn.priority > st.priority && statusTablet) st = await deps.env.abort(other, statusTablet);
+      const pending = pendingOutcome(txn, other, st.priority, wait);
+      if (pending === 'wait') {
+        blockers.push(other);
+        continue;
+      }
+      if (pending === 'wound' && statusTablet) st = await deps.env.abort(other, statusTablet);
       else throw conflict(`txn ${txn.txnId}: conflicts with pending txn ${other} of higher or equal priority`, { otherTxnId: other });
     }
     if (st.status === 'ABORTED') {
@@ -90,6 +132,7 @@ export async function resolveSerializableConflicts(txn: TxnMeta, nowHt: HybridTi
     if (st.status === 'PENDING') throw conflict(`txn ${txn.txnId}: conflicting txn ${other} is still pending`, { otherTxnId: other });
     if (st.commitHt > after) after = st.commitHt;
   }
+  if (blockers.length > 0) throw new BlockedBy(blockers);
   return after;
 }
 
