@@ -11,6 +11,7 @@ import type { TesseraClient } from '../../client/tessera-client';
 import type { Transaction } from '../../client/transaction';
 import type { ProcCluster } from './cluster-harness';
 import { startTxnCluster, tabletsOf, waitTableReady } from './txn-client-harness';
+import { tabletServerMethods } from '../../rpc/service-methods';
 
 let cluster: ProcCluster | undefined;
 let client: TesseraClient | undefined;
@@ -119,5 +120,35 @@ describe('serializable transactions on a real cluster', () => {
     expect(FAILED).toContain(o);
     expect(await value(3n)).toBe('plain');
     expect(await value(70n)).toBeUndefined();
+  }, 120_000);
+
+  it('txn serializable: with enable_wait_queues a lower-priority read-modify-write waits for the pending writer and commits after it, instead of failing', async () => {
+    const c = client!;
+    const setAll = async (v: string): Promise<void> => {
+      for (const p of cluster!.tservers) await c.rpcClient().call(p.rpcAddress, tabletServerMethods().setFlag, { name: 'enable_wait_queues', value: v }, { timeoutMs: 3000 });
+    };
+    await setAll('true');
+    try {
+      const high = await begin(0.9);
+      await high.upsert(T, { id: 80n, v: 'high' });
+      // A read-modify-write of lower priority: its read lock meets the pending write and waits.
+      const low = await begin(0.1);
+      let lowEnded = false;
+      const lowDone = settle(
+        (async () => {
+          const cur = (await low.get(T, { id: 80n }))?.['v'] as string | undefined;
+          await low.upsert(T, { id: 80n, v: `${String(cur)}+low` });
+          await low.commit();
+        })(),
+      ).finally(() => (lowEnded = true));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(lowEnded).toBe(false);
+      await high.commit();
+      expect(await lowDone).toBe('ok');
+      // It read the holder's committed value and wrote after it.
+      expect(await value(80n)).toBe('high+low');
+    } finally {
+      await setAll('false');
+    }
   }, 120_000);
 });
