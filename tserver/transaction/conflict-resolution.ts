@@ -49,46 +49,14 @@ function conflict(msg: string, details: Record<string, unknown> = {}): DbError {
 
 export async function resolveConflicts(txn: TxnMeta, readHt: HybridTime, conflicts: readonly Conflict[], deps: ConflictDeps, wait = false): Promise<void> {
   const others = new Set<TxnId>();
-  const blockers: TxnId[] = [];
   for (const c of conflicts) {
     if (c.type === 'committedAfterRead') throw conflict(`txn ${txn.txnId}: a version committed at ${c.commitHt} after the read time ${readHt}`, { commitHt: c.commitHt.toString() });
     if (c.txnId !== txn.txnId) others.add(c.txnId);
   }
-  if (others.size > CONFLICTING_TXNS_MAX) throw conflict(`txn ${txn.txnId}: conflicts with ${others.size} transactions`);
-  for (const other of others) {
-    let st = deps.localOutcome(other);
-    const statusTablet = deps.statusTabletOf(other);
-    if (!st) {
-      if (!statusTablet) throw conflict(`txn ${txn.txnId}: conflicting txn ${other} has no known status tablet`);
-      st = await deps.env.getStatus(other, statusTablet, readHt);
-    }
-    if (st.status === 'PENDING') {
-      const pending = pendingOutcome(txn, other, st.priority, wait);
-      if (pending === 'wait') {
-        blockers.push(other);
-        continue;
-      }
-      if (pending === 'wound' && statusTablet) st = await deps.env.abort(other, statusTablet);
-      else throw conflict(`txn ${txn.txnId}: conflicts with pending txn ${other} of higher or equal priority`, { otherTxnId: other });
-    }
-    if (st.status === 'ABORTED') {
-      deps.queueCleanup(other);
-      continue;
-    }
-    if (st.status === 'PENDING') throw conflict(`txn ${txn.txnId}: conflicting txn ${other} is still pending`, { otherTxnId: other });
-    if (st.commitHt > readHt) throw conflict(`txn ${txn.txnId}: txn ${other} committed at ${st.commitHt} after our read time ${readHt}`, { otherTxnId: other });
-  }
-  if (blockers.length > 0) throw new BlockedBy(blockers);
-}
-
-/**
- * What to do about a pending conflicting transaction: abort it (wound) when we have the higher
- * priority; otherwise fail (fail-on-conflict, ties fail too) or, waiting, wait unless we outrank it
- * by (priority, id).
- */
-function pendingOutcome(txn: TxnMeta, other: TxnId, otherPriority: number, wait: boolean): 'wound' | 'wait' | 'fail' {
-  if (!wait) return txn.priority > otherPriority ? 'wound' : 'fail';
-  return outranks(txn, { priority: otherPriority, txnId: other }) ? 'wound' : 'wait';
+  // First committer wins: a transaction committed after our read time fails us at once.
+  await settleOthers(txn, others, readHt, deps, wait, (other, commitHt) => {
+    if (commitHt > readHt) throw conflict(`txn ${txn.txnId}: txn ${other} committed at ${commitHt} after our read time ${readHt}`, { otherTxnId: other });
+  });
 }
 
 /**
@@ -101,20 +69,32 @@ function pendingOutcome(txn: TxnMeta, other: TxnId, otherPriority: number, wait:
  */
 export async function resolveSerializableConflicts(txn: TxnMeta, nowHt: HybridTime, conflicts: readonly Conflict[], deps: ConflictDeps, wait = false): Promise<HybridTime> {
   const others = new Set<TxnId>();
-  const blockers: TxnId[] = [];
   let after: HybridTime = 0n;
   for (const c of conflicts) {
     if (c.type === 'committedAfterRead') {
       if (c.commitHt > after) after = c.commitHt;
     } else if (c.txnId !== txn.txnId) others.add(c.txnId);
   }
+  await settleOthers(txn, others, nowHt, deps, wait, (_, commitHt) => {
+    if (commitHt > after) after = commitHt;
+  });
+  return after;
+}
+
+/**
+ * Settle the conflicting transactions `others`: a pending one is aborted when we outrank it (wound),
+ * else we fail with TXN_CONFLICT — or, waiting, it is a blocker (BlockedBy is thrown once all are
+ * seen); an aborted one is queued for cleanup; a committed one goes to `onCommitted` (which may throw).
+ */
+async function settleOthers(txn: TxnMeta, others: ReadonlySet<TxnId>, statusAt: HybridTime, deps: ConflictDeps, wait: boolean, onCommitted: (txnId: TxnId, commitHt: HybridTime) => void): Promise<void> {
   if (others.size > CONFLICTING_TXNS_MAX) throw conflict(`txn ${txn.txnId}: conflicts with ${others.size} transactions`);
+  const blockers: TxnId[] = [];
   for (const other of others) {
     let st = deps.localOutcome(other);
     const statusTablet = deps.statusTabletOf(other);
     if (!st) {
       if (!statusTablet) throw conflict(`txn ${txn.txnId}: conflicting txn ${other} has no known status tablet`);
-      st = await deps.env.getStatus(other, statusTablet, nowHt);
+      st = await deps.env.getStatus(other, statusTablet, statusAt);
     }
     if (st.status === 'PENDING') {
       const pending = pendingOutcome(txn, other, st.priority, wait);
@@ -130,10 +110,19 @@ export async function resolveSerializableConflicts(txn: TxnMeta, nowHt: HybridTi
       continue;
     }
     if (st.status === 'PENDING') throw conflict(`txn ${txn.txnId}: conflicting txn ${other} is still pending`, { otherTxnId: other });
-    if (st.commitHt > after) after = st.commitHt;
+    onCommitted(other, st.commitHt);
   }
   if (blockers.length > 0) throw new BlockedBy(blockers);
-  return after;
+}
+
+/**
+ * What to do about a pending conflicting transaction: abort it (wound) when we have the higher
+ * priority; otherwise fail (fail-on-conflict, ties fail too) or, waiting, wait unless we outrank it
+ * by (priority, id).
+ */
+function pendingOutcome(txn: TxnMeta, other: TxnId, otherPriority: number, wait: boolean): 'wound' | 'wait' | 'fail' {
+  if (!wait) return txn.priority > otherPriority ? 'wound' : 'fail';
+  return outranks(txn, { priority: otherPriority, txnId: other }) ? 'wound' : 'wait';
 }
 
 /**
