@@ -177,7 +177,7 @@ export function registerTServerPages(d: TServerWebDeps): void {
         [
           ['Table', `${t.table} (${t.tableId})`],
           ['Partition', partitionText(t.partition)],
-          ['State', t.state],
+          ['State', t.lastError ? `${t.state}: ${t.lastError}` : t.state],
           ['Role / term', `${t.role} / ${t.term}`],
           ['Commit index / applied index / last index', `${t.commitIndex} / ${t.appliedIndex} / ${t.lastIndex}`],
           ['Raft log from index (older entries garbage-collected)', t.firstIndex],
@@ -185,6 +185,8 @@ export function registerTServerPages(d: TServerWebDeps): void {
           ['Frontier IntentsDB (term.index)', `${t.frontier.intents.term}.${t.frontier.intents.index}`],
           ['RegularDB memtable / SST bytes', `${t.regulardb.memtableBytes} / ${t.regulardb.sstBytes}`],
           ['IntentsDB memtable / SST bytes / intents', `${t.intentsdb.memtableBytes} / ${t.intentsdb.sstBytes} / ${t.intentsdb.intentCount}`],
+          ['Wait queue: waiting now / waits (enable_wait_queues)', `${t.waitQueue.waiting} / ${t.waitQueue.waits}`],
+          ['Read locks taken (serializable reads, as leader)', t.readLocks],
           ['Row cache rows / bytes / hits / misses', t.regulardb.rowCache ? `${t.regulardb.rowCache.rows} / ${t.regulardb.rowCache.bytes} / ${t.regulardb.rowCache.hits} / ${t.regulardb.rowCache.misses}` : ''],
         ],
         { id: 'tablet' },
@@ -390,6 +392,12 @@ export interface TabletDetail {
   regulardb: Sizes['regulardb'] & { memtablePeakBytes: number };
   intentsdb: Sizes['intentsdb'] & { memtablePeakBytes: number };
   raftConfig: Array<{ uuid: string; memberType: 'VOTER' | 'LEARNER'; role: 'LEADER' | 'FOLLOWER' | 'LEARNER'; rpcAddress: string; matchIndex?: number }>;
+  /** Why the replica FAILED ('' while it runs). */
+  lastError: string;
+  /** Operations waiting for pending transactions now, and waits since the replica opened (enable_wait_queues). */
+  waitQueue: { waiting: number; waits: number };
+  /** Read locks (serializable transactions' WRITE_INTENTS of reads) this replica proposed as leader. */
+  readLocks: number;
 }
 
 async function detailOf(p: TabletPeer, manager: TabletManager, trackers: TabletMemTrackers, selfUuid: string, selfAddress: string): Promise<TabletDetail> {
@@ -428,5 +436,8 @@ async function detailOf(p: TabletPeer, manager: TabletManager, trackers: TabletM
     regulardb: { ...sizes.regulardb, memtablePeakBytes: mem?.regularPeakBytes ?? sizes.regulardb.memtableBytes },
     intentsdb: { ...sizes.intentsdb, memtablePeakBytes: mem?.intentsPeakBytes ?? sizes.intentsdb.memtableBytes },
     raftConfig: [...st.conf.voters.map((u) => member(u, 'VOTER')), ...st.conf.learners.map((u) => member(u, 'LEARNER'))],
+    lastError: p.lastError,
+    waitQueue: { waiting: p.waitQueue.size(), waits: p.waitQueue.waits },
+    readLocks: p.metrics.readLocks,
   };
 }

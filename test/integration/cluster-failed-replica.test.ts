@@ -68,6 +68,10 @@ describe('cluster: FAILED replicas', () => {
     await rpc.call(victim.rpcAddress, tabletServerMethods().setFlag, { name: 'TEST_fail_tablet_replica', value: tabletId }, { timeoutMs: 3000 });
     await c.table('f').upsert({ id: 1000n, v: 'while failing' }).catch(() => undefined);
     await waitFor('the victim replica FAILED', 30_000, async () => (await replicaOf(victim, tabletId))?.state === 'FAILED', 100);
+    // The tablet page says why.
+    const detail = (await getJson(`http://${victim.webAddress}/api/v1/tablet?id=${tabletId}`, 3000)) as { state: string; lastError: string };
+    expect(detail.state).toBe('FAILED');
+    expect(detail.lastError).toContain('TEST_fail_tablet_replica: simulated storage failure');
     await rpc.call(victim.rpcAddress, tabletServerMethods().setFlag, { name: 'TEST_fail_tablet_replica', value: '' }, { timeoutMs: 3000 });
     // Another replica leads; writes go on (acknowledged ones must survive everything below).
     await waitFor('a new leader elsewhere', 30_000, async () => ((await leaderProc()) ?? victim) !== victim, 100);

@@ -12,6 +12,7 @@ import type { Transaction } from '../../client/transaction';
 import type { ProcCluster } from './cluster-harness';
 import { startTxnCluster, tabletsOf, waitTableReady } from './txn-client-harness';
 import { tabletServerMethods } from '../../rpc/service-methods';
+import { getJson } from '../../lab/console-http';
 
 let cluster: ProcCluster | undefined;
 let client: TesseraClient | undefined;
@@ -147,6 +148,15 @@ describe('serializable transactions on a real cluster', () => {
       expect(await lowDone).toBe('ok');
       // It read the holder's committed value and wrote after it.
       expect(await value(80n)).toBe('high+low');
+      // The tablet pages count the wait.
+      const waits = await Promise.all(
+        cluster!.tservers.map(async (p) => {
+          const ts = await tabletsOf(p, T);
+          const ds = await Promise.all(ts.map((t) => getJson(`http://${p.webAddress}/api/v1/tablet?id=${t.tabletId}`, 3000) as Promise<{ waitQueue: { waits: number } }>));
+          return ds.reduce((n, d) => n + d.waitQueue.waits, 0);
+        }),
+      );
+      expect(waits.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(1);
     } finally {
       await setAll('false');
     }
