@@ -28,6 +28,11 @@ export const ErrorCode = {
   NOT_FOUND: 'NOT_FOUND',
   SHUTTING_DOWN: 'SHUTTING_DOWN',
   INTERNAL: 'INTERNAL',
+  /**
+   * Nothing was done; send the request again, on its own: a transactional write coalesced with
+   * others that would wait on a conflict (wait-on-conflict), which must not hold the others' answer.
+   */
+  TRY_AGAIN: 'TRY_AGAIN',
   /** A well-formed request for something tessera does not do (e.g. writing the `transactions` system table). */
   NOT_SUPPORTED: 'NOT_SUPPORTED',
 } as const;
@@ -42,6 +47,7 @@ const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   ErrorCode.BACKPRESSURE,
   ErrorCode.READ_RESTART,
   ErrorCode.PROPOSAL_DROPPED,
+  ErrorCode.TRY_AGAIN,
 ]);
 
 export type ErrorDetails = Record<string, unknown>;

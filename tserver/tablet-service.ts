@@ -237,7 +237,7 @@ export class TabletService {
       const settled = await Promise.allSettled(
         items.map((i) => {
           if (!i.txn?.txnId) return Promise.reject(invalid('write.more item without txn'));
-          return this.writeTxn(t, i.ops, i.txn, propagated);
+          return this.writeTxn(t, i.ops, i.txn, { ...propagated, coalesced: true });
         }),
       );
       let writeHt = 0n;
@@ -259,7 +259,7 @@ export class TabletService {
   }
 
   /** Async so that a malformed write rejects (and fails only itself in a coalesced request) rather than throws. */
-  private async writeTxn(t: TabletPeer, ops: pb.RowOpPB[] | undefined, txnPb: pb.TxnContextPB, propagated: { propagatedHt?: bigint; deadlineMonoMs?: number }): Promise<HybridTime> {
+  private async writeTxn(t: TabletPeer, ops: pb.RowOpPB[] | undefined, txnPb: pb.TxnContextPB, propagated: { propagatedHt?: bigint; deadlineMonoMs?: number; coalesced?: boolean }): Promise<HybridTime> {
     const parsed = parsedOps(t, ops);
     const txn = txnMetaFromPb(txnPb);
     const readHt = txnPb.readHt ? BigInt(txnPb.readHt) : txn.startHt;

@@ -8,6 +8,7 @@ import { intentsApply } from './intents-apply';
 import { leaderFailover } from './leader-failover';
 import { partitionMinority } from './partition-minority';
 import { snapshotIsolation } from './snapshot-isolation';
+import { waitOnConflict } from './wait-on-conflict';
 import { writeReport } from './report';
 
 export * from './experiment';
@@ -17,6 +18,7 @@ export const EXPERIMENTS: readonly ExperimentDef[] = [
   { name: 'intents-apply', description: 'the defining experiment: a delayed apply on n0; intents on every replica while open, n1/n2 apply at commit, n0 after the delay, equal RegularDBs at the end (--rows, --row-bytes, --delay-ms)', run: (o) => intentsApply(o.params)(o) },
   { name: 'leader-failover', description: 'kill -9 a tablet leader during a write load: time to a new leader, no acknowledged write lost, catch-up after restart', run: leaderFailover },
   { name: 'partition-minority', description: 'cut one node off during a write load: the majority keeps serving, the minority catches up after heal', run: partitionMinority },
+  { name: 'wait-on-conflict', description: 'a hot counter incremented by 8 clients with serializable read-modify-writes, under fail-on-conflict and then enable_wait_queues: no increment lost either way; commits, failures by code and latency compared', run: waitOnConflict },
   { name: 'snapshot-isolation', description: 'two clients interleaved by hand: a lost update refused, first committer wins, a stable snapshot, the write skew snapshot isolation allows, and serializable isolation refusing that write skew and a phantom', run: snapshotIsolation },
 ];
 

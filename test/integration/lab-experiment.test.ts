@@ -79,4 +79,13 @@ describe('lab experiments', () => {
     expect(md).toContain('write skew');
     expect(fs.existsSync(path.join(baseDir, 'lab-snapshot-isolation', 'lab.json'))).toBe(false);
   }, 150_000);
+
+  it('lab experiment wait-on-conflict: a hot counter loses no increment under fail-on-conflict or wait-on-conflict; waiting replaces TXN_CONFLICT', async () => {
+    const r = await runExperiment(findExperiment('wait-on-conflict')!, opts);
+    expect(r.checks.filter((c) => !c.ok), JSON.stringify(r.checks)).toEqual([]);
+    expect(r.checks).toHaveLength(3);
+    expect(Number(r.figures['failOnConflictCommits'])).toBeGreaterThan(0);
+    expect(Number(r.figures['waitOnConflictCommits'])).toBeGreaterThan(0);
+    expect(fs.existsSync(path.join(baseDir, 'lab-wait-on-conflict', 'lab.json'))).toBe(false);
+  }, 150_000);
 });

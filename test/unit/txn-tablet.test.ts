@@ -43,6 +43,10 @@ function fakeEnv(): PeerTxnEnv & { statuses: Map<string, TxnStatusInfo>; aborts:
     statuses,
     aborts,
     getStatus: (id) => Promise.resolve(statuses.get(id) ?? { status: 'ABORTED', priority: 0 }),
+    known: (id) => {
+      const st = statuses.get(id);
+      return st && st.status !== 'PENDING' ? st : undefined;
+    },
     abort: (id) => {
       aborts.push(id);
       const s = statuses.get(id);
@@ -473,5 +477,35 @@ describe('txn tablet: wait-on-conflict (enable_wait_queues)', () => {
     flags.set(ENABLE_WAIT_QUEUES, false);
     const e2 = await p.writeIntents({ txn: txn('low', 0.1, 1n), readHt: p.safeTime(), ops: [upsert(1, 'low')] }).catch((x: unknown) => x);
     expect((e2 as DbError).message).toContain('higher or equal priority');
+  });
+
+  it('txn-tablet: a write coalesced with others is not held by a wait: it answers TRY_AGAIN at once (the client sends it alone)', async () => {
+    const env = fakeEnv();
+    const flags = new Flags();
+    flags.set(ENABLE_WAIT_QUEUES, true);
+    const { p } = await open(flags, env);
+    env.statuses.set('holder', { status: 'PENDING', priority: 0.9 });
+    env.statuses.set('low', { status: 'PENDING', priority: 0.1 });
+    await p.writeIntents({ txn: txn('holder', 0.9, 1n), readHt: p.safeTime(), ops: [upsert(1, 'holder')] });
+    const t0 = performance.now();
+    const e = await p.writeIntents({ txn: txn('low', 0.1, 1n), readHt: p.safeTime(), ops: [upsert(1, 'low')], coalesced: true }).catch((x: unknown) => x);
+    expect((e as DbError).code).toBe(ErrorCode.TRY_AGAIN);
+    expect((e as DbError).retryable).toBe(true);
+    expect(performance.now() - t0).toBeLessThan(5_000);
+    expect(p.waitQueue.waits).toBe(0);
+  });
+
+  it('txn-tablet: intents of many transactions already known aborted do not count against the bound on conflicting transactions', async () => {
+    const env = fakeEnv();
+    const { p } = await open(new Flags(), env);
+    // 70 serializable blind writers of one row ({SW} each: they do not conflict with each other).
+    for (let i = 0; i < 70; i++) {
+      env.statuses.set(`blind-${i}`, { status: 'PENDING', priority: 0.5 });
+      await p.writeIntents({ txn: { ...txn(`blind-${i}`, 0.5, 1n), isolation: 'serializable' }, readHt: p.safeTime(), ops: [upsert(9, `b${i}`)] });
+    }
+    for (let i = 0; i < 70; i++) env.statuses.set(`blind-${i}`, { status: 'ABORTED', priority: 0.5 });
+    env.statuses.set('w', { status: 'PENDING', priority: 0.5 });
+    // A snapshot writer ({SR,SW}) meets all 70, all known aborted: it writes.
+    await p.writeIntents({ txn: txn('w', 0.5, 1n), readHt: p.safeTime(), ops: [upsert(9, 'w')] });
   });
 });

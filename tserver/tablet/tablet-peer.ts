@@ -98,9 +98,16 @@ export interface TxnWriteRequest extends WriteRequest {
   readHt: HybridTime;
   /** performance.now() at which the caller gives up (bounds a wait-on-conflict; default: tablet_write_timeout_ms from now). */
   deadlineMonoMs?: number;
+  /**
+   * Coalesced with other transactions' writes in one request: instead of waiting on a conflict it
+   * fails at once with TRY_AGAIN (the client sends it again alone), so it holds nobody's answer.
+   */
+  coalesced?: boolean;
 }
 /** A wait-on-conflict stops this long before the caller's deadline (the Raft round still has to run). */
 const WAIT_MARGIN_MS = 100;
+/** A wait-on-conflict longer than this is logged once (with its blockers). */
+const LONG_WAIT_MS = 1000;
 /** A TXN_STATUS entry as applied on this replica (status tablets' coordinator listens). */
 export type TxnStatusListener = (op: Extract<TabletOp, { type: 'TXN_STATUS' }>) => void;
 /** One WRITE_INTENTS entry waiting in applyEntries' IntentsDB write group. */
@@ -360,6 +367,7 @@ export class TabletPeer {
     return {
       getStatus: async (txnId, statusTablet, readHt) => this.settleRemote(txnId, await env.getStatus(txnId, statusTablet, readHt)),
       abort: async (txnId, statusTablet) => this.settleRemote(txnId, await env.abort(txnId, statusTablet)),
+      known: (txnId) => env.known?.(txnId),
     };
   }
 
@@ -752,7 +760,7 @@ export class TabletPeer {
    * existence at the current time (see serializableReadTime).
    */
   async writeIntents(req: TxnWriteRequest): Promise<HybridTime> {
-    return this.waitingOnConflict(req.deadlineMonoMs, (wait) => this.writeIntentsOnce(req, wait));
+    return this.waitingOnConflict(req.deadlineMonoMs, (wait) => this.writeIntentsOnce(req, wait), req.coalesced === true);
   }
 
   /**
@@ -762,14 +770,21 @@ export class TabletPeer {
    * and tries again from the start; near the caller's deadline it stops waiting and fails with
    * TXN_CONFLICT (nothing written), as fail-on-conflict would have at once.
    */
-  private async waitingOnConflict<T>(deadlineMonoMs: number | undefined, attempt: (wait: boolean) => Promise<T>): Promise<T> {
-    const end = deadlineMonoMs ?? performance.now() + this.deps.flags.get(WRITE_TIMEOUT_MS);
+  private async waitingOnConflict<T>(deadlineMonoMs: number | undefined, attempt: (wait: boolean) => Promise<T>, coalesced = false): Promise<T> {
+    const start = performance.now();
+    const end = deadlineMonoMs ?? start + this.deps.flags.get(WRITE_TIMEOUT_MS);
+    let warned = false;
     for (;;) {
       const wait = this.deps.flags.get(ENABLE_WAIT_QUEUES);
       try {
         return await attempt(wait);
       } catch (e) {
         if (!(e instanceof BlockedBy)) throw e;
+        if (coalesced) throw new DbError(ErrorCode.TRY_AGAIN, `tablet ${this.tabletId}: blocked by pending transaction(s) ${e.blockers.join(', ')}; send this write alone to wait for them`, { otherTxnId: e.blockers[0] });
+        if (!warned && performance.now() - start > LONG_WAIT_MS) {
+          warned = true;
+          this.deps.log.info({ tablet: this.tabletId, blockers: e.blockers, waitedMs: Math.round(performance.now() - start) }, 'waiting long for pending transactions');
+        }
         const left = end - performance.now() - WAIT_MARGIN_MS;
         const waited = left > 0 && (await this.waitQueue.wait(e.blockers, Math.min(left, this.deps.flags.get(WAIT_QUEUE_POLL_INTERVAL_MS))));
         if (!waited) throw new DbError(ErrorCode.TXN_CONFLICT, `tablet ${this.tabletId}: waited for pending transaction(s) ${e.blockers.join(', ')} until the request's deadline`, { otherTxnId: e.blockers[0] });

@@ -40,7 +40,11 @@ export function outranks(a: { priority: number; txnId: TxnId }, b: { priority: n
   return a.priority > b.priority || (a.priority === b.priority && a.txnId > b.txnId);
 }
 
-/** Other transactions one write resolves at most (bounds the RPC fan-out). */
+/**
+ * Other transactions one write resolves at most by RPC (bounds the fan-out); those whose fate is
+ * already known here (applied or removed on this tablet, or a cached final answer) do not count: a
+ * hot row collects the intents of many aborted transactions until the sweep removes them.
+ */
 const CONFLICTING_TXNS_MAX = 64;
 
 function conflict(msg: string, details: Record<string, unknown> = {}): DbError {
@@ -87,7 +91,9 @@ export async function resolveSerializableConflicts(txn: TxnMeta, nowHt: HybridTi
  * seen); an aborted one is queued for cleanup; a committed one goes to `onCommitted` (which may throw).
  */
 async function settleOthers(txn: TxnMeta, others: ReadonlySet<TxnId>, statusAt: HybridTime, deps: ConflictDeps, wait: boolean, onCommitted: (txnId: TxnId, commitHt: HybridTime) => void): Promise<void> {
-  if (others.size > CONFLICTING_TXNS_MAX) throw conflict(`txn ${txn.txnId}: conflicts with ${others.size} transactions`);
+  let unknown = 0;
+  for (const o of others) if (!deps.localOutcome(o) && !deps.env.known?.(o)) unknown++;
+  if (unknown > CONFLICTING_TXNS_MAX) throw conflict(`txn ${txn.txnId}: conflicts with ${unknown} transactions of unknown outcome`);
   const blockers: TxnId[] = [];
   for (const other of others) {
     let st = deps.localOutcome(other);
@@ -142,7 +148,9 @@ export async function resolvePlainWriteConflicts(conflicts: readonly Conflict[],
   const others = new Set<TxnId>();
   for (const c of conflicts) if (c.type === 'intent') others.add(c.txnId);
   const retryable = (msg: string, details: Record<string, unknown> = {}): DbError => new DbError(ErrorCode.TXN_CONFLICT, msg, details, { retryable: true });
-  if (others.size > CONFLICTING_TXNS_MAX) throw retryable(`write conflicts with ${others.size} transactions`);
+  let unknown = 0;
+  for (const o of others) if (!deps.localOutcome(o) && !deps.env.known?.(o)) unknown++;
+  if (unknown > CONFLICTING_TXNS_MAX) throw retryable(`write conflicts with ${unknown} transactions of unknown outcome`);
   let after: HybridTime = 0n;
   for (const other of others) {
     let st = deps.localOutcome(other);

@@ -16,4 +16,6 @@ export interface PeerTxnEnv {
   getStatus(txnId: TxnId, statusTablet: string, readHt: HybridTime): Promise<TxnStatusInfo>;
   /** Ask the status tablet to abort `txnId` (a higher-priority writer wins); the resulting status. */
   abort(txnId: TxnId, statusTablet: string): Promise<TxnStatusInfo>;
+  /** A final answer (COMMITTED / ABORTED) already known without an RPC, if any. */
+  known?(txnId: TxnId): TxnStatusInfo | undefined;
 }

@@ -34,6 +34,10 @@ export class TxnStatusClient implements PeerTxnEnv {
     if (this.cache.size > STATUS_CACHE_MAX) this.cache.delete(this.oldest.take()!);
   }
 
+  known(txnId: TxnId): TxnStatusInfo | undefined {
+    return this.cache.get(txnId);
+  }
+
   async getStatus(txnId: TxnId, statusTablet: string, readHt: HybridTime): Promise<TxnStatusInfo> {
     const c = this.cache.get(txnId);
     if (c) {
