@@ -36,19 +36,22 @@ async function open(flags: Flags, env: PeerTxnEnv, dir?: string): Promise<{ p: T
 }
 
 /** A fake status tablet: a map of statuses; abort flips PENDING to ABORTED. */
-function fakeEnv(): PeerTxnEnv & { statuses: Map<string, TxnStatusInfo>; aborts: string[] } {
+function fakeEnv(): PeerTxnEnv & { statuses: Map<string, TxnStatusInfo>; aborts: string[]; abortParticipants: Array<string | undefined> } {
   const statuses = new Map<string, TxnStatusInfo>();
   const aborts: string[] = [];
+  const abortParticipants: Array<string | undefined> = [];
   return {
     statuses,
     aborts,
+    abortParticipants,
     getStatus: (id) => Promise.resolve(statuses.get(id) ?? { status: 'ABORTED', priority: 0 }),
     known: (id) => {
       const st = statuses.get(id);
       return st && st.status !== 'PENDING' ? st : undefined;
     },
-    abort: (id) => {
+    abort: (id, _statusTablet, participant) => {
       aborts.push(id);
+      abortParticipants.push(participant);
       const s = statuses.get(id);
       if (s?.status === 'PENDING') statuses.set(id, { status: 'ABORTED', priority: s.priority });
       return Promise.resolve(statuses.get(id) ?? { status: 'ABORTED', priority: 0 });
@@ -203,6 +206,8 @@ describe('txn tablet ops', () => {
     expect((e as DbError).code).toBe(ErrorCode.TXN_CONFLICT);
     await p.writeIntents({ txn: txn('high', 0.9, 0n), readHt: p.safeTime(), ops: [upsert(7, 'high')] });
     expect(env.aborts).toEqual(['mid']);
+    // The abort names this tablet, where the loser's intents are, for the coordinator to clean up.
+    expect(env.abortParticipants).toEqual([p.tabletId]);
     expect(p.cleanupQueue.has(TxnId('mid'))).toBe(true);
     await p.proposeOp({ type: 'REMOVE_TXN', txnId: TxnId('mid') });
     expect((await p.transactions()).map((x) => x.meta.txnId)).toEqual(['high']);

@@ -366,7 +366,9 @@ export class TabletPeer {
   private settledEnv(env: PeerTxnEnv): PeerTxnEnv {
     return {
       getStatus: async (txnId, statusTablet, readHt) => this.settleRemote(txnId, await env.getStatus(txnId, statusTablet, readHt)),
-      abort: async (txnId, statusTablet) => this.settleRemote(txnId, await env.abort(txnId, statusTablet)),
+      // This tablet holds the victim's intents: the coordinator then removes them here at once
+      // (REMOVE), instead of the participant sweep a few seconds later.
+      abort: async (txnId, statusTablet) => this.settleRemote(txnId, await env.abort(txnId, statusTablet, this.tabletId)),
       known: (txnId) => env.known?.(txnId),
     };
   }

@@ -14,8 +14,11 @@ export type TxnStatusInfo =
 export interface PeerTxnEnv {
   /** The fate of `txnId` as its status tablet sees it (final answers are cached). */
   getStatus(txnId: TxnId, statusTablet: string, readHt: HybridTime): Promise<TxnStatusInfo>;
-  /** Ask the status tablet to abort `txnId` (a higher-priority writer wins); the resulting status. */
-  abort(txnId: TxnId, statusTablet: string): Promise<TxnStatusInfo>;
+  /**
+   * Ask the status tablet to abort `txnId` (a higher-priority writer wins); the resulting status.
+   * `participant`: the tablet that met its intents, so the coordinator has them removed there at once.
+   */
+  abort(txnId: TxnId, statusTablet: string, participant?: string): Promise<TxnStatusInfo>;
   /** A final answer (COMMITTED / ABORTED) already known without an RPC, if any. */
   known?(txnId: TxnId): TxnStatusInfo | undefined;
 }

@@ -55,9 +55,9 @@ export class TxnStatusClient implements PeerTxnEnv {
     return out;
   }
 
-  async abort(txnId: TxnId, statusTablet: string): Promise<TxnStatusInfo> {
+  async abort(txnId: TxnId, statusTablet: string, participant?: string): Promise<TxnStatusInfo> {
     this.metrics.rpcs++;
-    const r = await this.deps.locator.call(statusTablet, (addr) => this.deps.abort(addr, { statusTablet, txnId, participantTablets: [] }, STATUS_RPC_TIMEOUT_MS));
+    const r = await this.deps.locator.call(statusTablet, (addr) => this.deps.abort(addr, { statusTablet, txnId, participantTablets: participant ? [participant] : [] }, STATUS_RPC_TIMEOUT_MS));
     if (r.status === 'COMMITTED') {
       // Committed first: learn its commit time.
       this.cache.delete(txnId);
