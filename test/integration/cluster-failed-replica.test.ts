@@ -93,17 +93,22 @@ describe('cluster: FAILED replicas', () => {
     // 3. With a spare tserver up, a FAILED replica moves there instead.
     cl.start(spare);
     await cl.waitTServersAlive(4, 60_000);
-    const follower = (await hosts()).find((p) => p !== victim && p !== spare)!;
-    await rpc.call(follower.rpcAddress, tabletServerMethods().setFlag, { name: 'TEST_fail_tablet_replica', value: tabletId }, { timeoutMs: 3000 });
+    // A follower (not the leader: a write in flight on a failing leader has an unknown outcome, IO_ERROR).
+    let follower: Proc | undefined;
+    await waitFor('a follower replica to fail', 30_000, async () => {
+      for (const p of await hosts()) if (p !== spare && (await replicaOf(p, tabletId))?.role === 'FOLLOWER') follower = p;
+      return follower !== undefined;
+    }, 100);
+    await rpc.call(follower!.rpcAddress, tabletServerMethods().setFlag, { name: 'TEST_fail_tablet_replica', value: tabletId }, { timeoutMs: 3000 });
     await c.table('f').upsert({ id: 1003n, v: 'fails the follower' });
-    await waitFor('the follower replica FAILED', 30_000, async () => (await replicaOf(follower, tabletId))?.state === 'FAILED', 100);
+    await waitFor('the follower replica FAILED', 30_000, async () => (await replicaOf(follower!, tabletId))?.state === 'FAILED', 100);
     await waitFor('the spare hosting the tablet instead of the failed follower, which deleted its replica', 90_000, async () => {
       const reps = (await hosts()).map((p) => p.rpcAddress);
-      const gone = (await replicaOf(follower, tabletId).catch(() => undefined)) === undefined;
+      const gone = (await replicaOf(follower!, tabletId).catch(() => undefined)) === undefined;
       const onSpare = await replicaOf(spare, tabletId).catch(() => undefined);
-      return gone && reps.includes(spare.rpcAddress) && !reps.includes(follower.rpcAddress) && onSpare?.state === 'RUNNING';
+      return gone && reps.includes(spare.rpcAddress) && !reps.includes(follower!.rpcAddress) && onSpare?.state === 'RUNNING';
     }, 250);
-    await rpc.call(follower.rpcAddress, tabletServerMethods().setFlag, { name: 'TEST_fail_tablet_replica', value: '' }, { timeoutMs: 3000 });
+    await rpc.call(follower!.rpcAddress, tabletServerMethods().setFlag, { name: 'TEST_fail_tablet_replica', value: '' }, { timeoutMs: 3000 });
     await waitFor('equal digests on the 3 replicas after the move', 60_000, async () => new Set(await Promise.all((await hosts()).map((p) => digest(p, tabletId)))).size === 1, 250);
 
     const got = await c.table('f').scan({ timeoutMs: 30_000 });
