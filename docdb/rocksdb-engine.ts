@@ -49,7 +49,7 @@ interface LevelUp {
   close(cb: Cb): void;
   db: { db?: unknown };
 }
-type LevelFactory = (location: string, opts: object) => LevelUp;
+type LevelFactory = (location: string, opts: object, onOpen: (err: Error | null | undefined) => void) => LevelUp;
 
 function loadFactory(): LevelFactory {
   // level-rocksdb ships no type declarations; check the shape instead of trusting it.
@@ -105,14 +105,27 @@ export class RocksDbEngine implements KvEngine {
 
   static async open(location: string, opts: RocksDbEngineOptions = {}): Promise<RocksDbEngine> {
     makeDirs(location);
-    const up = loadFactory()(location, {
-      keyEncoding: 'binary',
-      valueEncoding: 'binary',
-      createIfMissing: true,
-      writeBufferSize: opts.writeBufferBytes ?? 4 << 20,
-      cacheSize: opts.cacheBytes ?? 8 << 20,
+    // The open's own callback: without one, levelup reports a failed open (a corrupt CURRENT or
+    // MANIFEST, a held LOCK) as an 'error' event nobody listens to, which ends the process.
+    let up: LevelUp | undefined;
+    await new Promise<void>((resolve, reject) => {
+      up = loadFactory()(
+        location,
+        {
+          keyEncoding: 'binary',
+          valueEncoding: 'binary',
+          createIfMissing: true,
+          writeBufferSize: opts.writeBufferBytes ?? 4 << 20,
+          cacheSize: opts.cacheBytes ?? 8 << 20,
+        },
+        (err) => {
+          if (!err) return resolve();
+          const why = (err as { cause?: unknown }).cause instanceof Error ? ((err as { cause: Error }).cause.message) : err.message;
+          reject(new DbError(/corrupt/i.test(why) ? ErrorCode.CORRUPTION : ErrorCode.IO_ERROR, `cannot open RocksDB at ${location}: ${why}`, { path: location }, { cause: err }));
+        },
+      );
     });
-    await promisify<void>((cb) => up.open(cb));
+    if (up === undefined) throw new DbError(ErrorCode.INTERNAL, `level-rocksdb returned no database for ${location}`);
     const ld = up.db.db;
     assert(isLevelDown(ld), 'level-rocksdb: db.db.db is not the LevelDOWN binding');
     return new RocksDbEngine(location, up, ld);

@@ -736,7 +736,9 @@ export class RaftGroup {
     this.failed = e;
     this.deps.log?.error({ err: e, group: this.deps.groupId }, 'raft group failed; stopping the replica');
     this.stopped = true;
-    this.failAll(new DbError(ErrorCode.IO_ERROR, `${this.deps.groupId}: replica stopped after a failure: ${e instanceof Error ? e.message : String(e)}`));
+    // What was proposed here may still commit through the other replicas: the outcome of every
+    // pending call is unknown (SHUTTING_DOWN, like a stop: clients retry only idempotent work).
+    this.failAll(new DbError(ErrorCode.SHUTTING_DOWN, `${this.deps.groupId}: replica stopped after a failure (outcome unknown): ${e instanceof Error ? e.message : String(e)}`, { outcome: 'unknown' }));
     if (this.deps.onFatal) this.deps.onFatal(e);
     else
       setImmediate(() => {

@@ -62,8 +62,19 @@ export interface TabletManagerDeps {
 const SNAPSHOT_CHUNKS_MAX = 10_000_000;
 const MB = 1024 * 1024;
 
+/** A replica found on disk that did not open at start. */
+export interface FailedOpen {
+  tabletId: string;
+  /** From its metadata ('' when the metadata itself is unreadable). */
+  tableId: string;
+  tableName: string;
+  partition: { start: number; end: number };
+  error: string;
+}
+
 export class TabletManager {
   private readonly peers = new Map<string, TabletPeer>();
+  private readonly failedOpens = new Map<string, FailedOpen>();
   /** Tablets being created or deleted (serializes admin calls per tablet). */
   private readonly busy = new Set<string>();
   private readonly addresses = new Map<string, string>();
@@ -89,20 +100,36 @@ export class TabletManager {
     return this.addresses.get(uuid);
   }
 
-  /** Open every tablet found on disk. A tablet that fails to open is logged and skipped (FAILED). */
+  /**
+   * Open every tablet found on disk. A tablet that fails to open (corrupt metadata, databases or
+   * log) is kept as a FAILED replica: reported so, answering SERVICE_UNAVAILABLE, until the master
+   * replaces it (DeleteTablet removes its files; a CreateTablet then starts it afresh).
+   */
   async openAll(): Promise<void> {
     const dir = this.tabletsDir();
     makeDirs(dir);
     for (const id of fs.readdirSync(dir)) {
       const tdir = path.join(dir, id);
       if (!fs.existsSync(path.join(tdir, 'meta.json'))) continue;
+      let meta: TabletMeta | undefined;
       try {
-        const meta = readTabletMeta(tdir);
+        meta = readTabletMeta(tdir);
         await this.openPeer(meta);
       } catch (e) {
-        this.deps.log.error({ err: e, tablet: id }, 'cannot open tablet; skipping it');
+        const error = e instanceof Error ? e.message : String(e);
+        this.failedOpens.set(id, { tabletId: id, tableId: meta?.tableId ?? '', tableName: meta?.tableName ?? '', partition: meta?.partition ?? { start: 0, end: 0 }, error: `failed to open: ${error}` });
+        this.deps.log.error({ err: e, tablet: id }, 'cannot open tablet replica; it is FAILED (the master replaces it)');
       }
     }
+  }
+
+  /** Replicas found on disk that failed to open at start (FAILED until deleted). */
+  failedOpenReplicas(): FailedOpen[] {
+    return [...this.failedOpens.values()].sort((a, b) => a.tabletId.localeCompare(b.tabletId));
+  }
+
+  private failedOpenError(f: FailedOpen): DbError {
+    return new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${f.tabletId} is FAILED on this server (${f.error})`, { tabletId: f.tabletId, state: 'FAILED' });
   }
 
   private async openPeer(meta: TabletMeta): Promise<TabletPeer> {
@@ -160,6 +187,8 @@ export class TabletManager {
     if (this.stopped) throw new DbError(ErrorCode.SHUTTING_DOWN, 'tablet server is stopping');
     const existing = this.peers.get(meta.tabletId);
     if (existing) return existing;
+    const failed = this.failedOpens.get(meta.tabletId);
+    if (failed) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${meta.tabletId}: a FAILED replica is here (${failed.error}); delete it before creating it again`, { tabletId: meta.tabletId, state: 'FAILED' });
     if (this.busy.has(meta.tabletId)) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${meta.tabletId} is being created or deleted`);
     if (this.peers.size >= TABLETS_PER_SERVER_MAX) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `this server already hosts ${this.peers.size} tablets`);
     if (!meta.peers.some((p) => p.uuid === this.deps.selfUuid)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `tablet ${meta.tabletId}: this server (${this.deps.selfUuid}) is not among its peers`);
@@ -176,6 +205,13 @@ export class TabletManager {
   }
 
   async deleteTablet(tabletId: string): Promise<void> {
+    const failed = this.failedOpens.get(tabletId);
+    if (failed) {
+      fs.rmSync(path.join(this.tabletsDir(), tabletId), { recursive: true, force: true });
+      this.failedOpens.delete(tabletId);
+      this.deps.log.info({ tablet: tabletId }, 'FAILED tablet replica (it did not open) deleted');
+      return;
+    }
     const peer = this.peers.get(tabletId);
     if (!peer) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `tablet ${tabletId} not found`);
     if (this.busy.has(tabletId)) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${tabletId} is being created or deleted`);
@@ -192,6 +228,8 @@ export class TabletManager {
 
   get(tabletId: string): TabletPeer {
     const p = this.peers.get(tabletId);
+    const failed = p ? undefined : this.failedOpens.get(tabletId);
+    if (failed) throw this.failedOpenError(failed);
     if (!p) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `tablet ${tabletId} not found on this server`, { tabletId });
     return p;
   }

@@ -22,7 +22,7 @@ import { ConsensusTransport } from './consensus-transport';
 import { Heartbeater, type HeartbeatRequest, type HeartbeatResponse } from './heartbeater';
 import { TabletManager, type TabletManagerDeps } from './tablet-manager';
 import { TabletService, type TServerMethods } from './tablet-service';
-import type { TabletPeer } from './tablet/tablet-peer';
+import { TabletState, type TabletPeer } from './tablet/tablet-peer';
 import type { DbName } from './tablet/tablet-peer';
 import {
   FS_DATA_DIRS,
@@ -82,6 +82,8 @@ export interface TabletsJson {
     appliedIndex: number;
     regulardb: { memtableBytes: number; sstBytes: number };
     intentsdb: { memtableBytes: number; sstBytes: number; intentCount: number };
+    /** Why the replica FAILED (a replica that did not open at start says only this). */
+    lastError?: string;
   }>;
 }
 
@@ -291,6 +293,24 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
         appliedIndex: st.appliedIndex,
         regulardb: sizes.regulardb,
         intentsdb: sizes.intentsdb,
+        ...(p.lastError ? { lastError: p.lastError } : {}),
+      });
+    }
+    for (const f of manager.failedOpenReplicas()) {
+      tablets.push({
+        tabletId: f.tabletId,
+        table: f.tableName,
+        tableId: f.tableId,
+        partition: f.partition,
+        state: TabletState.FAILED,
+        role: '',
+        term: 0,
+        leaderUuid: '',
+        commitIndex: 0,
+        appliedIndex: 0,
+        regulardb: { memtableBytes: 0, sstBytes: 0 },
+        intentsdb: { memtableBytes: 0, sstBytes: 0, intentCount: 0 },
+        lastError: f.error,
       });
     }
     return { tablets };
@@ -303,6 +323,8 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
       for (const peer of r.peers ?? []) peer.rpcAddress = manager.addressOf(peer.uuid ?? '') ?? '';
       out.push(r);
     }
+    // A replica that did not open: FAILED, leading nothing, in no configuration (the master replaces it).
+    for (const f of manager.failedOpenReplicas()) out.push({ tabletId: f.tabletId, tableId: f.tableId, state: TabletState.FAILED, role: '', peers: [] });
     return out;
   }
 

@@ -164,6 +164,7 @@ export function registerTServerPages(d: TServerWebDeps): void {
     const id = req.query.get('id') ?? '';
     if (!id) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'give ?id=TABLET_ID');
     const p = d.manager().list().find((x) => x.tabletId === id);
+    if (!p && d.manager().failedOpenReplicas().some((f) => f.tabletId === id)) d.manager().get(id); // throws why it FAILED
     if (!p) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `this tablet server hosts no tablet ${id}`, { tabletId: id });
     return detailOf(p, d.manager(), trackers, d.uuid, d.rpcAddress);
   };

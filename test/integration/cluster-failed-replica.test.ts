@@ -3,9 +3,12 @@
  * tserver is replaced by the master: with no spare tserver, re-created in place — removed from Raft,
  * deleted on its host, created afresh and added back, catching up by remote bootstrap; with a spare,
  * moved there. The failed replica was the tablet's leader: it leaves Raft at once, so the others elect
- * a leader and writes go on. Every replica ends with the same RegularDB digest; nothing acknowledged
+ * a leader and writes go on. A replica that cannot open at start (corrupt files) is reported FAILED
+ * and re-created in place too. Every replica ends with the same RegularDB digest; nothing acknowledged
  * is lost.
  */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TesseraClient } from '../../client/tessera-client';
 import type { Row } from '../../client/client-types';
@@ -39,7 +42,7 @@ async function digest(p: Proc, tabletId: string): Promise<string> {
 }
 
 describe('cluster: FAILED replicas', () => {
-  it('failed replica: a FAILED leader leaves Raft, is re-created in place without a spare tserver, then moved to a spare; data complete and equal on every replica', async () => {
+  it('failed replica: a FAILED leader leaves Raft, is re-created in place without a spare tserver, then moved to a spare; a replica that cannot open is FAILED and re-created; data complete and equal on every replica', async () => {
     cluster = await ProcCluster.create({ hostBase: 185, masters: 1, tservers: 4, tserverFlags: ['--heartbeat_interval_ms=200'] });
     const cl = cluster;
     const spare = cl.tservers[3]!;
@@ -93,7 +96,7 @@ describe('cluster: FAILED replicas', () => {
     // 3. With a spare tserver up, a FAILED replica moves there instead.
     cl.start(spare);
     await cl.waitTServersAlive(4, 60_000);
-    // A follower (not the leader: a write in flight on a failing leader has an unknown outcome, IO_ERROR).
+    // A follower (not the leader: a write in flight on a failing leader has an unknown outcome, SHUTTING_DOWN).
     let follower: Proc | undefined;
     await waitFor('a follower replica to fail', 30_000, async () => {
       for (const p of await hosts()) if (p !== spare && (await replicaOf(p, tabletId))?.role === 'FOLLOWER') follower = p;
@@ -111,9 +114,38 @@ describe('cluster: FAILED replicas', () => {
     await rpc.call(follower!.rpcAddress, tabletServerMethods().setFlag, { name: 'TEST_fail_tablet_replica', value: '' }, { timeoutMs: 3000 });
     await waitFor('equal digests on the 3 replicas after the move', 60_000, async () => new Set(await Promise.all((await hosts()).map((p) => digest(p, tabletId)))).size === 1, 250);
 
+    // 4. A replica that cannot open at start (its IntentsDB corrupt; RegularDB opens first and is
+    // closed again) is reported FAILED and re-created in place. The tserver left without a replica in
+    // phase 3 stops first, so there is no spare.
+    const idle = follower!;
+    await cl.kill9(idle);
+    await waitFor('the idle tserver dead in the master', 30_000, async () => (await cl.tabletServers()).find((t) => t.rpcAddress === idle.rpcAddress)?.alive === false, 200);
+    let corruptHost: Proc | undefined;
+    await waitFor('a follower to corrupt', 30_000, async () => {
+      for (const p of await hosts()) if ((await replicaOf(p, tabletId))?.role === 'FOLLOWER') corruptHost = p;
+      return corruptHost !== undefined;
+    }, 100);
+    const broken = corruptHost!;
+    await cl.kill9(broken);
+    fs.writeFileSync(path.join(broken.dataDir, 'tablets', tabletId, 'intents', 'CURRENT'), 'not-a-manifest\n');
+    await c.table('f').upsert({ id: 1004n, v: 'while a replica is down' });
+    cl.start(broken);
+    await waitFor('the corrupt replica reported FAILED with the reason', 60_000, async () => {
+      const r = (await replicaOf(broken, tabletId).catch(() => undefined)) as (TabletJson & { lastError?: string }) | undefined;
+      return r?.state === 'FAILED' && (r.lastError ?? '').includes('CURRENT file corrupted');
+    }, 100);
+    await waitFor('the corrupt replica re-created in place, RUNNING and caught up', 90_000, async () => {
+      const r = await replicaOf(broken, tabletId).catch(() => undefined);
+      const l = await leaderProc();
+      const lr = l ? await replicaOf(l, tabletId) : undefined;
+      return r?.state === 'RUNNING' && lr !== undefined && r.appliedIndex >= lr.appliedIndex && (await hosts()).includes(broken);
+    }, 250);
+    await waitFor('equal digests on the 3 replicas after the re-creation', 60_000, async () => new Set(await Promise.all((await hosts()).map((p) => digest(p, tabletId)))).size === 1, 250);
+    expect(fs.readFileSync(broken.logFile, 'utf8')).toContain('cannot open tablet replica; it is FAILED');
+
     const got = await c.table('f').scan({ timeoutMs: 30_000 });
     const ids = new Set(got.map((r) => r['id'] as bigint));
     for (const r of rows) expect(ids.has(r['id'] as bigint)).toBe(true);
-    for (const id of [1001n, 1002n, 1003n]) expect(ids.has(id)).toBe(true);
+    for (const id of [1001n, 1002n, 1003n, 1004n]) expect(ids.has(id)).toBe(true);
   }, 300_000);
 });

@@ -15,7 +15,7 @@ interface Node {
 }
 
 /** Three groups wired through an in-memory hand-off; `cut` holds ids whose traffic is dropped. */
-function cluster(seed = 1, clock?: { now: number; tickMs: number }, applyGate?: (id: string) => Promise<void>) {
+function cluster(seed = 1, clock?: { now: number; tickMs: number }, applyGate?: (id: string) => Promise<void>, fatals?: Array<{ id: string; e: unknown }>) {
   const ids = ['a', 'b', 'c'].map(NodeId);
   const cut = new Set<string>();
   /** Messages to these ids wait in `gate` until the test releases them. */
@@ -48,6 +48,7 @@ function cluster(seed = 1, clock?: { now: number; tickMs: number }, applyGate?: 
       createSnapshot: async () => new Uint8Array(),
       installSnapshot: async () => undefined,
       ...(clock ? { leaseClock: { tickIntervalMs: clock.tickMs, nowMs: () => clock.now } } : {}),
+      ...(fatals ? { onFatal: (e: unknown) => fatals.push({ id, e }) } : {}),
     });
     nodes.set(id, { id, group, storage, applied });
   }
@@ -158,6 +159,31 @@ describe('RaftGroup', () => {
     await c.until(() => c.leader() !== undefined && c.leader() !== l);
     for (const n of c.nodes.values()) await n.group.stop();
     await expect(l.group.propose(bytes('x'))).rejects.toMatchObject({ code: ErrorCode.SHUTTING_DOWN });
+  });
+
+  it('raft-group: an apply failure stops the replica; its pending proposals fail SHUTTING_DOWN with an unknown outcome, and they do commit through the others', async () => {
+    let failOn: string | undefined;
+    const fatals: Array<{ id: string; e: unknown }> = [];
+    const c = cluster(7, undefined, async (id) => {
+      if (id === failOn) throw new Error('simulated disk failure');
+    }, fatals);
+    await c.until(() => c.leader() !== undefined);
+    const l = c.leader()!;
+    await c.until(() => [...c.nodes.values()].every((n) => n.group.status().appliedIndex === l.group.status().appliedIndex));
+    failOn = l.id;
+    const results = await Promise.allSettled(['x0', 'x1', 'x2'].map((v) => l.group.propose(bytes(v))));
+    for (const r of results) {
+      expect(r.status).toBe('rejected');
+      const err = (r as PromiseRejectedResult).reason as DbError;
+      expect(err.code).toBe(ErrorCode.SHUTTING_DOWN);
+      expect(err.details['outcome']).toBe('unknown');
+      expect(err.message).toContain('simulated disk failure');
+    }
+    expect(fatals.map((f) => f.id)).toEqual([l.id]);
+    // The entries were replicated before the leader's apply failed: the others elect a leader and apply them.
+    const others = [...c.nodes.values()].filter((n) => n !== l);
+    await c.until(() => others.every((n) => n.applied.filter((e) => e.type === 'normal').map((e) => text(e.data)).join() === 'x0,x1,x2'));
+    await expect(l.group.propose(bytes('after'))).rejects.toMatchObject({ code: ErrorCode.SHUTTING_DOWN });
   });
 
   it('raft-group: committed entries reach the apply stage while the sync of newer entries is still running', async () => {

@@ -3,7 +3,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DbError, ErrorCode } from '../../common/errors';
-import { openTestPeer } from './tablet-peer-harness';
+import { openTestPeer, testPeerDeps } from './tablet-peer-harness';
+import { TabletPeer } from '../../tserver/tablet/tablet-peer';
 import type { DocKey } from '../../docdb/doc-db-api';
 
 const dirs: string[] = [];
@@ -43,5 +44,21 @@ describe('TabletPeer', () => {
     const s = await p.scan({ limit: 1000 });
     expect(s.rows.length).toBe(99);
     await p.stop();
+  }, 30_000);
+
+  it('tablet: a replica whose IntentsDB is corrupt fails to open with CORRUPTION and closes what it opened, so its files can be removed and the tablet opened afresh at once in this process', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-tablet-'));
+    dirs.push(dir);
+    const p = await openTestPeer(dir);
+    await p.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(1), columns: [{ columnId: 1, value: 'v1' }] } }] });
+    await p.stop();
+    fs.writeFileSync(path.join(dir, 'intents', 'CURRENT'), 'not-a-manifest\n');
+    const err = await TabletPeer.open(testPeerDeps(dir)).then(() => undefined, (e: unknown) => e);
+    expect((err as DbError).code).toBe(ErrorCode.CORRUPTION);
+    // RegularDB opened before IntentsDB failed: still held, RocksDB would refuse this open (its LOCK).
+    fs.rmSync(dir, { recursive: true, force: true });
+    const fresh = await openTestPeer(dir);
+    expect((await fresh.read([key(1)], {})).rows[0]).toBeUndefined();
+    await fresh.stop();
   }, 30_000);
 });

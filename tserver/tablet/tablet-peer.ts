@@ -193,8 +193,26 @@ export class TabletPeer {
 
   static async open(deps: TabletPeerDeps): Promise<TabletPeer> {
     const p = new TabletPeer(deps);
-    await p.start();
+    try {
+      await p.start();
+    } catch (e) {
+      // Whatever opened is closed again, so the files can be deleted and the tablet created afresh
+      // in this process (RocksDB refuses a second open of a directory this process still holds).
+      await p.closeOpened();
+      throw e;
+    }
     return p;
+  }
+
+  private async closeOpened(): Promise<void> {
+    // The fields are set in order as start() gets on; those it did not reach are still undefined.
+    const raft = this.raft as RaftGroup | undefined;
+    const docdb = this.docdb as DocDbApi | undefined;
+    const storage = this.storage as LogStorage | undefined;
+    if (raft) await raft.stop().catch(() => undefined);
+    if (docdb) await docdb.close().catch(() => undefined);
+    else for (const e of [this.regular as KvEngine | undefined, this.intents as KvEngine | undefined]) if (e) await e.close().catch(() => undefined);
+    if (storage) await storage.close().catch(() => undefined);
   }
 
   private async start(): Promise<void> {
