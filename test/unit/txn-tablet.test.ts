@@ -218,6 +218,31 @@ describe('txn tablet ops', () => {
     expect((late as DbError).code).toBe(ErrorCode.TXN_CONFLICT);
   });
 
+  it('txn-tablet: a removed (aborted) transaction writes and locks nothing more here (TXN_ABORTED at once); intents of a write that raced its removal are queued for removal again', async () => {
+    const env = fakeEnv();
+    const { p } = await open(new Flags(), env);
+    env.statuses.set('gone', { status: 'PENDING', priority: 0.5 });
+    await p.writeIntents({ txn: txn('gone', 0.5, 0n), readHt: p.safeTime(), ops: [upsert(1, 'a')] });
+    await p.proposeOp({ type: 'REMOVE_TXN', txnId: TxnId('gone') });
+    expect(await p.transactions()).toEqual([]);
+    const again = await p.writeIntents({ txn: txn('gone', 0.5, 0n), readHt: p.safeTime(), ops: [upsert(2, 'b')] }).catch((x: unknown) => x);
+    expect((again as DbError).code).toBe(ErrorCode.TXN_ABORTED);
+    const read = await p.readSerializable([key(1)], { ...txn('gone', 0.5, 0n), isolation: 'serializable' }, {}).catch((x: unknown) => x);
+    expect((read as DbError).code).toBe(ErrorCode.TXN_ABORTED);
+    expect(await p.transactions()).toEqual([]);
+    // A WRITE_INTENTS proposed before the REMOVE was applied lands after it: queued for the sweep,
+    // whose REMOVE (proposed without asking the status tablet) takes the intents away again.
+    expect(p.cleanupQueue.has(TxnId('gone'))).toBe(false);
+    await p.proposeOp({ type: 'WRITE_INTENTS', txn: txn('gone', 0.5, 0n), ht: p.nextHt(), ops: [upsert(3, 'late').op] });
+    expect((await p.transactions()).map((t) => t.meta.txnId)).toEqual(['gone']);
+    expect(p.cleanupQueue.has(TxnId('gone'))).toBe(true);
+    await p.proposeOp({ type: 'REMOVE_TXN', txnId: TxnId('gone') });
+    expect(await p.transactions()).toEqual([]);
+    expect(p.cleanupQueue.has(TxnId('gone'))).toBe(false);
+    // Another transaction writes those rows freely.
+    await p.writeIntents({ txn: txn('next', 0.1, 0n), readHt: p.safeTime(), ops: [upsert(1, 'n'), upsert(3, 'n')] });
+  });
+
   it('txn-tablet: a status tablet that forgot a committed transaction (answers ABORTED) while the read or write was asking does not hide it: the replica settles the answer with its own apply', async () => {
     // The race tessera verify found: a reader/writer meets T's intents, asks T's status tablet; meanwhile
     // T's APPLY entry is applied here and the coordinator forgets T; the late answer is ABORTED.

@@ -531,6 +531,9 @@ export class TabletPeer {
     if (opId.index <= this.intentsFloor.index) return; // already in IntentsDB (replay)
     if (!this.txnStatusTablets.has(op.txn.txnId)) this.txnFirstSeen.set(op.txn.txnId, performance.now());
     this.txnStatusTablets.set(op.txn.txnId, op.txn.statusTablet);
+    // Proposed before this replica applied the transaction's REMOVE (a write racing the abort):
+    // these intents come after the removal, so the sweep removes them again (no status RPC needed).
+    if (this.localOutcomes.get(op.txn.txnId)?.status === 'ABORTED' && this.cleanupQueue.size < OUTCOME_LIMITS.max) this.cleanupQueue.add(op.txn.txnId);
     intents.push(op.reads ? { txn: op.txn, ops: op.ops, ht: op.ht, opId, reads: op.reads } : { txn: op.txn, ops: op.ops, ht: op.ht, opId });
   }
 
@@ -812,8 +815,18 @@ export class TabletPeer {
     }
   }
 
+  /**
+   * A transaction this replica removed (REMOVE_TXN applied: it is aborted for certain) writes or
+   * locks nothing more here: its client learns the abort now instead of at its next heartbeat or
+   * commit, and no intents are left behind after the removal.
+   */
+  private checkNotRemoved(txnId: TxnId): void {
+    if (this.localOutcomes.get(txnId)?.status === 'ABORTED') throw new DbError(ErrorCode.TXN_ABORTED, `transaction ${txnId} was aborted (tablet ${this.tabletId} removed its intents)`, { txnId });
+  }
+
   private async writeIntentsOnce(req: TxnWriteRequest, wait: boolean): Promise<HybridTime> {
     this.checkServing();
+    this.checkNotRemoved(req.txn.txnId);
     if (req.propagatedHt) this.deps.clock.update(req.propagatedHt);
     const release = await this.locks.acquire(req.ops.map((o) => docKeyString(o.op.key)));
     try {
@@ -865,6 +878,7 @@ export class TabletPeer {
 
   private async serializableReadTimeOnce(txn: TxnMeta, rows: readonly DocKey[], tablet: boolean, propagated: HybridTime | undefined, wait: boolean): Promise<HybridTime> {
     this.checkServing();
+    this.checkNotRemoved(txn.txnId);
     if (propagated) this.deps.clock.update(propagated);
     const reads: ReadLocks = { rows: tablet ? [] : rows, tablet };
     const release = await this.locks.acquire(tablet ? [] : rows.map((k) => docKeyString(k)), tablet ? 'exclusive' : 'shared');

@@ -275,7 +275,8 @@ export class TxnService {
       for (const [txnId, statusTablet] of ids) {
         try {
           const aborted = statusTablet === '' || (await this.statusClient.getStatus(txnId, statusTablet, this.deps.clock.now())).status === 'ABORTED';
-          if (aborted && peer.localOutcome(txnId) === undefined) await peer.proposeOp({ type: 'REMOVE_TXN', txnId });
+          // A removed transaction can be queued again: intents of a write that raced its removal.
+          if (aborted && peer.localOutcome(txnId)?.status !== 'COMMITTED') await peer.proposeOp({ type: 'REMOVE_TXN', txnId });
         } catch (err) {
           this.deps.log.debug({ err, txnId, tablet: peer.tabletId }, 'participant sweep: status check failed');
         }
