@@ -114,8 +114,40 @@ export function registerDataCommands(program: Command): void {
   common(program.command('list-tables').description('list tables')).action(async (o: CommonOpts) => {
     const tables = await withClient(o, timeout(o), (c) => c.listTables());
     if (o.json) printJson({ tables });
-    else printTable(['name', 'id', 'tablets', 'rf'], tables.map((t) => [t.name, t.id, t.numTablets, t.replicationFactor]));
+    else printTable(['name', 'id', 'tablets', 'rf', 'schema version'], tables.map((t) => [t.name, t.id, t.numTablets, t.replicationFactor, t.schemaVersion]));
   });
+
+  common(program.command('alter-table <name>').description('change a table: --add_columns "c:string,d:int64" --drop_columns b --rename_columns old:new --rename_to NAME (any mix, one schema version)'))
+    .option('--add_columns <list>', 'name:type,... (nullable: existing rows have no value)')
+    .option('--drop_columns <cols>', 'columns to drop (comma list; not primary key columns)')
+    .option('--rename_columns <list>', 'old:new,... (names before this change)')
+    .option('--rename_to <name>', 'a new name for the table')
+    .action(async (name: string, o: CommonOpts & { add_columns?: string; drop_columns?: string; rename_columns?: string; rename_to?: string }) => {
+      const split = (s: string | undefined): string[] => (s ? s.split(',').map((x) => x.trim()).filter(Boolean) : []);
+      const renames = split(o.rename_columns).map((r) => {
+        const [from, to, extra] = r.split(':');
+        if (!from || !to || extra !== undefined) throw new DbError(ErrorCode.INVALID_ARGUMENT, `rename '${r}' must look like old:new`);
+        return { from, to };
+      });
+      let shown = -1;
+      const r = await withClient(o, timeout(o), (c) =>
+        c.alterTable(name, {
+          addColumns: o.add_columns ? parseColumns(o.add_columns) : [],
+          dropColumns: split(o.drop_columns),
+          renameColumns: renames,
+          ...(o.rename_to ? { renameTo: o.rename_to } : {}),
+        }, {
+          ...(timeout(o) ? { timeoutMs: timeout(o)! } : {}),
+          onProgress: (p) => {
+            if (o.json || p.tabletsDone === shown) return;
+            shown = p.tabletsDone;
+            process.stderr.write(`schema version ${p.schemaVersion}: on ${p.tabletsDone} of ${p.tablets} tablets\n`);
+          },
+        }),
+      );
+      if (o.json) printJson({ name: o.rename_to || name, schemaVersion: r.schemaVersion });
+      else print(`altered table ${o.rename_to || name}: schema version ${r.schemaVersion}, on every tablet`);
+    });
 
   for (const [cmd, what] of [
     ['insert', 'insert a row (fails with ALREADY_EXISTS if it exists)'],

@@ -19,6 +19,7 @@ function tserverMethods(): TServerMethods {
     scan: defineMethod(TSERVER_SERVICE, 'Scan', 'ScanRequestPB', 'ScanResponsePB'),
     createTablet: defineMethod(TSERVER_ADMIN_SERVICE, 'CreateTablet', 'CreateTabletRequestPB', 'CreateTabletResponsePB'),
     deleteTablet: defineMethod(TSERVER_ADMIN_SERVICE, 'DeleteTablet', 'DeleteTabletRequestPB', 'DeleteTabletResponsePB'),
+    alterSchema: defineMethod(TSERVER_ADMIN_SERVICE, 'AlterSchema', 'AlterSchemaRequestPB', 'AlterSchemaResponsePB'),
     leaderStepdown: defineMethod(TSERVER_ADMIN_SERVICE, 'LeaderStepdown', 'LeaderStepdownRequestPB', 'LeaderStepdownResponsePB'),
     changeConfig: defineMethod(TSERVER_ADMIN_SERVICE, 'ChangeConfig', 'ChangeConfigRequestPB', 'ChangeConfigResponsePB'),
     setFlag: defineMethod(TSERVER_ADMIN_SERVICE, 'SetFlag', 'SetFlagRequestPB', 'SetFlagResponsePB'),

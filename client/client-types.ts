@@ -30,6 +30,27 @@ export interface TableSummary {
   name: string;
   numTablets: number;
   replicationFactor: number;
+  /** 0 at creation; every ALTER TABLE adds 1. */
+  schemaVersion: number;
+}
+
+/** One ALTER TABLE: any mix of these, applied together as the table's next schema version. */
+export interface AlterTableOptions {
+  /** New columns (nullable: existing rows have no value for them). */
+  addColumns?: Array<{ name: string; type: ColumnType }>;
+  /** Columns to drop (not primary key columns); their values are no longer read. */
+  dropColumns?: string[];
+  /** Column renames (primary key columns too); names before this change. */
+  renameColumns?: Array<{ from: string; to: string }>;
+  /** A new name for the table. */
+  renameTo?: string;
+}
+
+export interface AlterTableProgress {
+  schemaVersion: number;
+  /** Tablets whose leader serves the new schema version, of all the table's tablets. */
+  tabletsDone: number;
+  tablets: number;
 }
 
 export interface CallOptions {

@@ -54,6 +54,11 @@ export class MetaCache {
     this.tables.delete(name);
   }
 
+  /** The schema version of the cached locations of `name` (undefined: not cached). */
+  cachedSchemaVersion(name: string): number | undefined {
+    return this.tables.get(name)?.schema.version;
+  }
+
   private load(name: string, deadline: Deadline): Promise<TableLocations> {
     let p = this.inflight.get(name);
     if (p) return p;

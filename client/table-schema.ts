@@ -20,6 +20,11 @@ function invalid(msg: string): DbError {
 
 const TYPES: readonly string[] = ['int64', 'double', 'string', 'bytes', 'bool'];
 
+/** A column this schema does not have (details.unknownColumn: the table calls its schema again once, in case it was altered). */
+function unknownColumn(table: string, column: string): DbError {
+  return new DbError(ErrorCode.INVALID_ARGUMENT, `table ${table} has no column ${column}`, { column, unknownColumn: true });
+}
+
 export class TableSchema {
   readonly columns: ClientColumn[];
   readonly byName = new Map<string, ClientColumn>();
@@ -27,8 +32,11 @@ export class TableSchema {
   readonly hash: ClientColumn[];
   readonly range: ClientColumn[];
   private readonly keyNames: Set<string>;
+  /** The table's schema version (ALTER TABLE bumps it); every request carries it. */
+  readonly version: number;
 
   constructor(readonly id: string, readonly name: string, info: TableInfoPB) {
+    this.version = info.schemaVersion ?? 0;
     this.columns = (info.schema?.columns ?? []).map((c) => {
       if (!TYPES.includes(c.type ?? '')) throw new DbError(ErrorCode.INTERNAL, `table ${name}: column ${c.name ?? ''} has unknown type ${c.type ?? ''}`);
       return { name: c.name ?? '', id: c.id ?? 0, type: c.type as ColumnType, nullable: c.nullable === true };
@@ -87,7 +95,7 @@ export class TableSchema {
 
   checkRowNames(row: Row): void {
     if (typeof row !== 'object' || row === null || Array.isArray(row)) throw invalid(`a row of table ${this.name} must be a plain object { column: value }`);
-    for (const k of Object.keys(row)) if (!this.byName.has(k)) throw invalid(`table ${this.name} has no column ${k}`);
+    for (const k of Object.keys(row)) if (!this.byName.has(k)) throw unknownColumn(this.name, k);
   }
 
   /** The row's key: hash, hashed and range values (all key columns required). */
@@ -121,7 +129,7 @@ export class TableSchema {
     if (!names || names.length === 0) return [];
     return names.map((n) => {
       const c = this.byName.get(n);
-      if (!c) throw invalid(`table ${this.name} has no column ${n}`);
+      if (!c) throw unknownColumn(this.name, n);
       return c.id;
     });
   }

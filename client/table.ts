@@ -19,7 +19,7 @@ import { DbError, ErrorCode } from '../common/errors';
 import { tabletServerMethods, type DocKeyPB, type RowOpPB, type RowPB, type ScanResponsePB, type TxnContextPB } from '../rpc/service-methods';
 import type { BatchOptions, ReadOptions, Row, ScanOptions, CallOptions } from './client-types';
 import type { MetaCache } from './meta-cache';
-import { Deadline } from './retry-policy';
+import { backoffMs, Deadline } from './retry-policy';
 import type { TabletInvoker } from './tablet-invoker';
 import { READ_FATAL_CODES, TXN_FATAL_CODES, type TxnBinding } from './txn-binding';
 import type { TableLocations } from './meta-cache';
@@ -92,6 +92,7 @@ const BATCH_CONCURRENCY_MAX = 256;
 /** Single-row blind writes to one tablet waiting for the end of this event-loop turn (see batchWrites). */
 interface WriteBatch {
   hash: number;
+  schemaVersion: number;
   ops: RowOpPB[];
   bytes: number;
   deadline: Deadline;
@@ -103,6 +104,7 @@ export const COALESCED_ROWS_MAX = 256;
 /** Point reads (leader-picked time, same columns) to one tablet waiting for the end of this turn. */
 interface ReadBatch {
   hash: number;
+  schemaVersion: number;
   keys: DocKeyPB[];
   columns: number[] | undefined;
   deadline: Deadline;
@@ -170,6 +172,45 @@ export class Table {
     return new Deadline(o?.timeoutMs ?? this.defaultTimeoutMs);
   }
 
+  /**
+   * Run `f` with the table's schema as this client knows it. ALTER TABLE changes it under running
+   * clients: a tablet refuses a request built with another version (SCHEMA_VERSION_MISMATCH, nothing
+   * done), and a row may name a column added since this client loaded the table. Then the schema is
+   * loaded again (or, for a tablet still behind the client's version, waited for) and `f` runs again
+   * from the start, until the deadline.
+   */
+  private async withSchema<T>(d: Deadline, f: (loc: TableLocations) => Promise<T>): Promise<T> {
+    const state = { reloadedForColumn: false, attempt: 0 };
+    for (;;) {
+      const loc = await this.cache.get(this.name, d);
+      try {
+        return await f(loc);
+      } catch (e) {
+        await this.afterSchemaError(e, loc, d, state);
+      }
+    }
+  }
+
+  /** Throws `e` unless it is a schema change the operation can retry after (see withSchema). */
+  private async afterSchemaError(e: unknown, loc: TableLocations, d: Deadline, state: { reloadedForColumn: boolean; attempt: number }): Promise<void> {
+    if (!(e instanceof DbError)) throw e;
+    const mine = loc.schema.version;
+    if (e.code === ErrorCode.SCHEMA_VERSION_MISMATCH) {
+      const theirs = Number(e.details['tabletVersion'] ?? -1);
+      if (theirs > mine) {
+        // Newer schema on the tablet: load it (unless a concurrent call already did).
+        if ((this.cache.cachedSchemaVersion(this.name) ?? -1) <= mine) this.cache.invalidate(this.name);
+      } else {
+        // The tablet has not applied this version yet (its leader replicates it): wait a little.
+        await new Promise((r) => setTimeout(r, backoffMs(Math.min(state.attempt++, 5))));
+      }
+    } else if (e.code === ErrorCode.INVALID_ARGUMENT && e.details['unknownColumn'] === true && !state.reloadedForColumn) {
+      state.reloadedForColumn = true;
+      if ((this.cache.cachedSchemaVersion(this.name) ?? -1) <= mine) this.cache.invalidate(this.name);
+    } else throw e;
+    if (d.expired()) throw d.timedOut(`operation on table ${this.name} (its schema changed)`, e);
+  }
+
   /** The `transactions` system table holds the coordinators' records: never written by clients. */
   private checkWritable(): void {
     if (this.name === TRANSACTIONS_TABLE) {
@@ -180,11 +221,15 @@ export class Table {
   private async write(type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', row: Row, o?: CallOptions): Promise<void> {
     this.checkWritable();
     const d = this.deadline(o);
-    const loc = await this.cache.get(this.name, d);
+    await this.withSchema(d, (loc) => this.writeWith(loc, type, row, d));
+  }
+
+  private async writeWith(loc: TableLocations, type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', row: Row, d: Deadline): Promise<void> {
     const { hash, op } = loc.schema.rowOp(type, row);
+    const sv = loc.schema.version;
     if (this.batchWrites && !this.txn && (type === 'UPSERT' || type === 'DELETE')) {
       const t = loc.tablets.find((tt) => hash >= tt.start && hash < tt.end);
-      if (t) return this.enqueue(t.tabletId, hash, op, d);
+      if (t) return this.enqueue(t.tabletId, hash, sv, op, d);
     }
     const txnCtx = this.txn?.context();
     if (this.txn && txnCtx && this.txnWrites) {
@@ -193,21 +238,21 @@ export class Table {
         const coalescer = this.txnWrites;
         await this.guard(true, () => {
           this.writeTxn(t.tabletId, txnCtx); // registers the participant, fixes the read time
-          return coalescer.write(this.name, t.tabletId, [op], txnCtx, d, () => this.writeAlone(type, hash, op, txnCtx, d));
+          return coalescer.write(this.name, t.tabletId, sv, [op], txnCtx, d, () => this.writeAlone(type, hash, sv, op, txnCtx, d));
         });
         return;
       }
     }
-    await this.guard(true, () => this.writeAlone(type, hash, op, txnCtx, d));
+    await this.guard(true, () => this.writeAlone(type, hash, sv, op, txnCtx, d));
   }
 
   /** One write in its own Write RPC, with the invoker's retries. */
-  private async writeAlone(type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', hash: number, op: RowOpPB, txnCtx: TxnContextPB | undefined, d: Deadline): Promise<void> {
+  private async writeAlone(type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', hash: number, schemaVersion: number, op: RowOpPB, txnCtx: TxnContextPB | undefined, d: Deadline): Promise<void> {
     const r = await this.invoker.call(
       this.name,
       { hash },
       tabletServerMethods().write,
-      (t) => ({ tabletId: t.tabletId, ops: [op], propagatedHt: this.invoker.propagatedHt, ...this.writeTxn(t.tabletId, txnCtx) }),
+      (t) => ({ tabletId: t.tabletId, ops: [op], propagatedHt: this.invoker.propagatedHt, schemaVersion, ...this.writeTxn(t.tabletId, txnCtx) }),
       d,
       !this.txn && type !== 'INSERT',
       this.fatal,
@@ -217,16 +262,17 @@ export class Table {
   }
 
   /** Queue a blind write for its tablet's batch of this turn; resolves with the batch. */
-  private enqueue(tabletId: string, hash: number, op: RowOpPB, d: Deadline): Promise<void> {
+  private enqueue(tabletId: string, hash: number, schemaVersion: number, op: RowOpPB, d: Deadline): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const bytes = approxOpBytes(op);
-      let b = this.batches.get(tabletId);
+      const slot = `${tabletId}/${schemaVersion}`;
+      let b = this.batches.get(slot);
       if (b && (b.ops.length >= COALESCED_ROWS_MAX || b.bytes + bytes > WRITE_BYTES_PER_RPC_MAX)) {
-        this.batches.delete(tabletId);
+        this.batches.delete(slot);
         this.sendBatch(b);
         b = undefined;
       }
-      if (!b) this.batches.set(tabletId, (b = { hash, ops: [], bytes: 0, deadline: d, waiters: [] }));
+      if (!b) this.batches.set(slot, (b = { hash, schemaVersion, ops: [], bytes: 0, deadline: d, waiters: [] }));
       b.ops.push(op);
       b.bytes += bytes;
       // The batch must finish by the earliest deadline among its operations.
@@ -236,16 +282,16 @@ export class Table {
     });
   }
 
-  private enqueueRead(tabletId: string, hash: number, key: DocKeyPB, columns: number[] | undefined, d: Deadline): Promise<{ row: RowPB | undefined }> {
+  private enqueueRead(tabletId: string, hash: number, schemaVersion: number, key: DocKeyPB, columns: number[] | undefined, d: Deadline): Promise<{ row: RowPB | undefined }> {
     return new Promise((resolve, reject) => {
-      const slot = `${tabletId}/${columns ? columns.join(',') : '*'}`;
+      const slot = `${tabletId}/${schemaVersion}/${columns ? columns.join(',') : '*'}`;
       let b = this.readBatches.get(slot);
       if (b && b.keys.length >= COALESCED_ROWS_MAX) {
         this.readBatches.delete(slot);
         this.sendReadBatch(b);
         b = undefined;
       }
-      if (!b) this.readBatches.set(slot, (b = { hash, keys: [], columns, deadline: d, waiters: [] }));
+      if (!b) this.readBatches.set(slot, (b = { hash, schemaVersion, keys: [], columns, deadline: d, waiters: [] }));
       b.keys.push(key);
       if (d.atMs < b.deadline.atMs) b.deadline = d;
       b.waiters.push({ resolve, reject });
@@ -269,7 +315,7 @@ export class Table {
 
   private sendReadBatch(b: ReadBatch): void {
     this.invoker
-      .call(this.name, { hash: b.hash }, tabletServerMethods().read, (t) => ({ tabletId: t.tabletId, keys: b.keys, columns: b.columns, propagatedHt: this.invoker.propagatedHt, readHt: 0n }), b.deadline, true, READ_FATAL_CODES)
+      .call(this.name, { hash: b.hash }, tabletServerMethods().read, (t) => ({ tabletId: t.tabletId, keys: b.keys, columns: b.columns, propagatedHt: this.invoker.propagatedHt, readHt: 0n, schemaVersion: b.schemaVersion }), b.deadline, true, READ_FATAL_CODES)
       .then(
         (r) => {
           this.invoker.observeHt(r.propagatedHt);
@@ -288,7 +334,7 @@ export class Table {
   private sendBatch(b: WriteBatch): void {
     const m = tabletServerMethods().write;
     this.invoker
-      .call(this.name, { hash: b.hash }, m, (t) => ({ tabletId: t.tabletId, ops: b.ops, propagatedHt: this.invoker.propagatedHt }), b.deadline, true, undefined, PLAIN_WRITE_RETRY_CODES)
+      .call(this.name, { hash: b.hash }, m, (t) => ({ tabletId: t.tabletId, ops: b.ops, propagatedHt: this.invoker.propagatedHt, schemaVersion: b.schemaVersion }), b.deadline, true, undefined, PLAIN_WRITE_RETRY_CODES)
       .then(
         (r) => {
           this.invoker.observeHt(r.propagatedHt);
@@ -329,7 +375,11 @@ export class Table {
   /** The row with this key, or undefined. */
   async get(key: Row, o?: ReadOptions): Promise<Row | undefined> {
     const d = this.deadline(o);
-    const loc = await this.cache.get(this.name, d);
+    return this.withSchema(d, (loc) => this.getWith(loc, key, o, d));
+  }
+
+  private async getWith(loc: TableLocations, key: Row, o: ReadOptions | undefined, d: Deadline): Promise<Row | undefined> {
+    const sv = loc.schema.version;
     const k = loc.schema.key(key);
     const columns = loc.schema.columnIds(o?.columns);
     let rt = SERVER_PICKS;
@@ -340,9 +390,10 @@ export class Table {
       const t = loc.tablets.find((tt) => k.hash >= tt.start && k.hash < tt.end);
       if (t) {
         try {
-          const { row } = await this.enqueueRead(t.tabletId, k.hash, loc.schema.keyPb(k), columns, d);
+          const { row } = await this.enqueueRead(t.tabletId, k.hash, sv, loc.schema.keyPb(k), columns, d);
           return row ? loc.schema.rowFromPb(row, o?.columns) : undefined;
         } catch (e) {
+          if (e instanceof DbError && e.code === ErrorCode.SCHEMA_VERSION_MISMATCH) throw e;
           rt = this.onReadError(e, rt, 0);
           tried = 1;
         }
@@ -356,12 +407,13 @@ export class Table {
           this.name,
           { hash: k.hash },
           tabletServerMethods().read,
-          (t) => ({ tabletId: t.tabletId, keys: [loc.schema.keyPb(k)], columns, propagatedHt: this.invoker.propagatedHt, ...this.readFields(t.tabletId, at) }),
+          (t) => ({ tabletId: t.tabletId, keys: [loc.schema.keyPb(k)], columns, propagatedHt: this.invoker.propagatedHt, schemaVersion: sv, ...this.readFields(t.tabletId, at) }),
           d,
           true,
           this.readFatal,
         );
       } catch (e) {
+        if (e instanceof DbError && e.code === ErrorCode.SCHEMA_VERSION_MISMATCH) throw e;
         rt = this.onReadError(e, rt, restarts);
         continue;
       }
@@ -381,17 +433,21 @@ export class Table {
    * before returning, so a read restart anywhere restarts the whole scan transparently.
    */
   async scan(o: ScanOptions = {}): Promise<Row[]> {
-    const plan = await this.scanPlan(o);
-    let rt = SERVER_PICKS;
-    for (let restarts = 0; ; restarts++) {
-      const out: Row[] = [];
-      try {
-        for await (const row of this.scanPass(plan, rt, true)) out.push(row);
-        return out;
-      } catch (e) {
-        rt = this.onReadError(e, rt, restarts);
+    const d = this.deadline(o);
+    return this.withSchema(d, async (loc) => {
+      const plan = this.scanPlan(loc, o, d);
+      let rt = SERVER_PICKS;
+      for (let restarts = 0; ; restarts++) {
+        const out: Row[] = [];
+        try {
+          for await (const row of this.scanPass(plan, rt, true)) out.push(row);
+          return out;
+        } catch (e) {
+          if (e instanceof DbError && e.code === ErrorCode.SCHEMA_VERSION_MISMATCH) throw e;
+          rt = this.onReadError(e, rt, restarts);
+        }
       }
-    }
+    });
   }
 
   /**
@@ -399,11 +455,15 @@ export class Table {
    * restarts the scan; after that it fails with READ_RESTART (retryable: scan again).
    */
   async *scanRows(o: ScanOptions = {}): AsyncGenerator<Row> {
-    const plan = await this.scanPlan(o);
+    const d = this.deadline(o);
+    const schemaState = { reloadedForColumn: false, attempt: 0 };
+    let loc = await this.cache.get(this.name, d);
+    let plan: ScanPlan | undefined;
     let rt = SERVER_PICKS;
     let yielded = 0;
     for (let restarts = 0; ; restarts++) {
       try {
+        plan ??= this.scanPlan(loc, o, d);
         for await (const row of this.scanPass(plan, rt, false)) {
           yielded++;
           yield row;
@@ -411,14 +471,20 @@ export class Table {
         return;
       } catch (e) {
         if (yielded > 0) throw this.txn ? this.txn.failed(e, false) : e;
+        if (e instanceof DbError && (e.code === ErrorCode.SCHEMA_VERSION_MISMATCH || e.details['unknownColumn'] === true)) {
+          // Nothing reached the caller yet: plan again with the table's schema as it is now.
+          await this.afterSchemaError(e, loc, d, schemaState);
+          loc = await this.cache.get(this.name, d);
+          plan = undefined;
+          rt = SERVER_PICKS;
+          continue;
+        }
         rt = this.onReadError(e, rt, restarts);
       }
     }
   }
 
-  private async scanPlan(o: ScanOptions): Promise<ScanPlan> {
-    const d = this.deadline(o);
-    const loc = await this.cache.get(this.name, d);
+  private scanPlan(loc: TableLocations, o: ScanOptions, d: Deadline): ScanPlan {
     const schema = loc.schema;
     const limit = o.limit ?? Infinity;
     if (!(limit >= 0)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'scan limit must be >= 0');
@@ -437,6 +503,7 @@ export class Table {
    */
   private async *scanPass(plan: ScanPlan, rt: ReadTime, collect: boolean): AsyncGenerator<Row> {
     const { schema, limit, page, columns, bounds, o, d } = plan;
+    const sv = schema.version;
     let at = rt;
     const txnReadHt = this.txn?.readHt ?? 0n;
     let accepted = false;
@@ -459,7 +526,7 @@ export class Table {
           this.name,
           { tabletId: tablet.tabletId },
           tabletServerMethods().scan,
-          (t) => ({ tabletId: t.tabletId, startKey: from, endKey: bounds.end, limit: want, columns, propagatedHt: this.invoker.propagatedHt, ...this.readFields(t.tabletId, pageAt) }),
+          (t) => ({ tabletId: t.tabletId, startKey: from, endKey: bounds.end, limit: want, columns, propagatedHt: this.invoker.propagatedHt, schemaVersion: sv, ...this.readFields(t.tabletId, pageAt) }),
           d,
           true,
           this.readFatal,
@@ -498,7 +565,12 @@ export class Table {
     this.checkWritable();
     if (rows.length === 0) return;
     const d = this.deadline(o);
-    const loc = await this.cache.get(this.name, d);
+    // After a schema change every chunk is sent again (upserts and deletes are idempotent).
+    await this.withSchema(d, (loc) => this.writeManyWith(loc, type, rows, o, d));
+  }
+
+  private async writeManyWith(loc: TableLocations, type: 'UPSERT' | 'DELETE', rows: readonly Row[], o: BatchOptions, d: Deadline): Promise<void> {
+    const sv = loc.schema.version;
     const perRpc = Math.min(WRITE_ROWS_PER_RPC_MAX, Math.max(1, o.rowsPerRpc ?? WRITE_ROWS_PER_RPC_DEFAULT));
     const concurrency = Math.min(BATCH_CONCURRENCY_MAX, Math.max(1, o.concurrency ?? BATCH_CONCURRENCY_DEFAULT));
     // Group by tablet (as located now); each chunk carries one hash so a split-free relocation routes it.
@@ -537,7 +609,7 @@ export class Table {
           this.name,
           { hash: chunk[0]!.hash },
           m,
-          (t) => ({ tabletId: t.tabletId, ops: chunk.map((c) => c.op), propagatedHt: this.invoker.propagatedHt, ...this.writeTxn(t.tabletId, txnCtx) }),
+          (t) => ({ tabletId: t.tabletId, ops: chunk.map((c) => c.op), propagatedHt: this.invoker.propagatedHt, schemaVersion: sv, ...this.writeTxn(t.tabletId, txnCtx) }),
           d,
           !this.txn,
           this.fatal,

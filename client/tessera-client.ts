@@ -22,7 +22,7 @@ import { masterMethods, type ListMastersResponsePB, type ListTabletServersRespon
 import type { RpcClient, Transport } from '../rpc/types';
 import { WsTransport } from '../rpc/ws-transport';
 import { addressTranslator, translatingRpcClient } from './address-translation';
-import type { ConnectOptions, CreateTableOptions, TableSummary, CallOptions } from './client-types';
+import type { AlterTableOptions, AlterTableProgress, ConnectOptions, CreateTableOptions, TableSummary, CallOptions } from './client-types';
 import { MasterProxy } from './master-proxy';
 import { MetaCache } from './meta-cache';
 import { Deadline } from './retry-policy';
@@ -120,7 +120,47 @@ export class TesseraClient {
 
   async listTables(o?: CallOptions): Promise<TableSummary[]> {
     const r = await this.master.call(masterMethods().listTables, {}, this.deadline(o));
-    return (r.tables ?? []).map((t) => ({ id: t.id ?? '', name: t.name ?? '', numTablets: t.numTablets ?? 0, replicationFactor: t.replicationFactor ?? 0 }));
+    return (r.tables ?? []).map((t) => ({ id: t.id ?? '', name: t.name ?? '', numTablets: t.numTablets ?? 0, replicationFactor: t.replicationFactor ?? 0, schemaVersion: t.schemaVersion ?? 0 }));
+  }
+
+  /**
+   * ALTER TABLE: add (nullable), drop and rename columns, rename the table — one new schema version.
+   * Resolves once every tablet's leader serves it (`onProgress` hears each poll), so this client's
+   * next operations use it; other clients take it up when a tablet refuses their older version
+   * (SCHEMA_VERSION_MISMATCH, retried by the client with the new schema) or a row names a column
+   * they do not know yet. TIMED_OUT when the tablets do not all have it by the deadline (the change
+   * itself is durable in the catalog and still reaches them).
+   */
+  async alterTable(name: string, change: AlterTableOptions, o?: CallOptions & { onProgress?: (p: AlterTableProgress) => void }): Promise<{ schemaVersion: number }> {
+    if (typeof name !== 'string' || !change || typeof change !== 'object') throw new DbError(ErrorCode.INVALID_ARGUMENT, 'alterTable needs (name, { addColumns?, dropColumns?, renameColumns?, renameTo? })');
+    const d = this.deadline(o);
+    const r = await this.master.call(
+      masterMethods().alterTable,
+      {
+        name,
+        addColumns: (change.addColumns ?? []).map((c) => ({ name: c.name, type: c.type, nullable: true })),
+        dropColumns: change.dropColumns ?? [],
+        renameColumns: (change.renameColumns ?? []).map((x) => ({ from: x.from, to: x.to })),
+        newName: change.renameTo ?? '',
+      },
+      d,
+      // Not resent after an unknown outcome: the change may have been made (a resend could fail on it).
+      false,
+    );
+    const finalName = change.renameTo || name;
+    const version = r.schemaVersion ?? 0;
+    for (const n of [name, finalName]) {
+      this.cache.invalidate(n);
+      this.tables.delete(n);
+    }
+    for (let i = 0; ; i++) {
+      const s = await this.master.call(masterMethods().isAlterTableDone, { id: r.tableId ?? '' }, d, true);
+      o?.onProgress?.({ schemaVersion: s.schemaVersion ?? version, tabletsDone: s.tabletsDone ?? 0, tablets: s.tablets ?? 0 });
+      if (s.done || (s.schemaVersion ?? 0) > version) break;
+      if (d.expired()) throw new DbError(ErrorCode.TIMED_OUT, `ALTER TABLE ${name}: schema version ${version} is in the catalog but ${s.tabletsDone ?? 0} of ${s.tablets ?? 0} tablets serve it so far (it still reaches the others)`, { schemaVersion: version, tabletsDone: s.tabletsDone ?? 0, tablets: s.tablets ?? 0 });
+      await new Promise((res) => setTimeout(res, Math.min(200, 20 * (i + 1))));
+    }
+    return { schemaVersion: version };
   }
 
   /** Tablet servers as the leader master sees them (admin tools). */

@@ -27,6 +27,7 @@ export const COALESCED_TXN_WRITES_MAX = 128;
 interface Pending {
   table: string;
   tabletId: string;
+  schemaVersion: number;
   bytes: number;
   items: Array<{ ops: RowOpPB[]; txn: TxnContextPB; deadline: Deadline; resendAlone: () => Promise<void>; resolve: () => void; reject: (e: unknown) => void }>;
 }
@@ -43,9 +44,10 @@ export class TxnWriteCoalescer {
    * Queue one transactional write for `tabletId` of `table`; resolves once written. `resendAlone`
    * sends this write by itself (used when its result in a coalesced request is a retryable code).
    */
-  write(table: string, tabletId: string, ops: RowOpPB[], txn: TxnContextPB, deadline: Deadline, resendAlone: () => Promise<void>): Promise<void> {
+  write(table: string, tabletId: string, schemaVersion: number, ops: RowOpPB[], txn: TxnContextPB, deadline: Deadline, resendAlone: () => Promise<void>): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const key = `${table}\u0000${tabletId}`;
+      // Writes built with one schema version travel together (the request carries it).
+      const key = `${table}\u0000${tabletId}\u0000${schemaVersion}`;
       let bytes = 0;
       for (const o of ops) bytes += approxOpBytes(o);
       let p = this.pending.get(key);
@@ -54,7 +56,7 @@ export class TxnWriteCoalescer {
         this.send(p);
         p = undefined;
       }
-      if (!p) this.pending.set(key, (p = { table, tabletId, bytes: 0, items: [] }));
+      if (!p) this.pending.set(key, (p = { table, tabletId, schemaVersion, bytes: 0, items: [] }));
       p.items.push({ ops, txn, deadline, resendAlone, resolve, reject });
       p.bytes += bytes;
       if (!this.scheduled) {
@@ -78,7 +80,7 @@ export class TxnWriteCoalescer {
     // The request must finish by the earliest deadline among its writes.
     const deadline = items.reduce((d, i) => (i.deadline.atMs < d.atMs ? i.deadline : d), first.deadline);
     const makeReq = (): WriteRequestPB => {
-      const req: WriteRequestPB = { tabletId: p.tabletId, ops: first.ops, txn: first.txn, propagatedHt: this.invoker.propagatedHt };
+      const req: WriteRequestPB = { tabletId: p.tabletId, ops: first.ops, txn: first.txn, propagatedHt: this.invoker.propagatedHt, schemaVersion: p.schemaVersion };
       if (rest.length > 0) req.more = rest.map((i): WriteItemPB => ({ ops: i.ops, txn: i.txn }));
       return req;
     };

@@ -33,6 +33,12 @@ export const ErrorCode = {
    * others that would wait on a conflict (wait-on-conflict), which must not hold the others' answer.
    */
   TRY_AGAIN: 'TRY_AGAIN',
+  /**
+   * Nothing was done: the request was built with another version of the table's schema than the
+   * tablet has (an ALTER TABLE ran or is running); details.tabletVersion. The client rebuilds it
+   * with the table's current schema (or waits for a tablet still behind) and sends it again.
+   */
+  SCHEMA_VERSION_MISMATCH: 'SCHEMA_VERSION_MISMATCH',
   /** A well-formed request for something tessera does not do (e.g. writing the `transactions` system table). */
   NOT_SUPPORTED: 'NOT_SUPPORTED',
 } as const;

@@ -21,7 +21,9 @@ import type { Logger } from '../common/log';
 import type { RpcClient } from '../rpc/types';
 import {
   tabletServerMethods,
+  type AlterTableRequestPB,
   type CreateTableRequestPB,
+  type IsAlterTableDoneResponsePB,
   type DropTableRequestPB,
   type GetTableLocationsRequestPB,
   type GetTableLocationsResponsePB,
@@ -32,8 +34,8 @@ import {
   type TabletServerInfoPB,
 } from '../rpc/service-methods';
 import { tableByName, tabletsOf } from './catalog-state';
-import type { CatalogState, ReplicaDef, TableInfo, TabletInfo } from './catalog-types';
-import { hashPartitions, validateCreateTable } from './ddl-validation';
+import { schemaVersionOf, type CatalogState, type ReplicaDef, type TableInfo, type TabletInfo } from './catalog-types';
+import { hashPartitions, validateAlterTable, validateCreateTable } from './ddl-validation';
 import {
   CREATE_TABLE_WAIT_MS,
   ENABLE_LOAD_BALANCING,
@@ -48,6 +50,8 @@ import type { TServerRegistry } from './tserver-registry';
 
 /** A CreateTablet to one tserver is not repeated sooner than this. */
 const CREATE_TABLET_RETRY_MS = 2_000;
+/** An AlterSchema to a tablet's leader is not repeated sooner than this. */
+const ALTER_SCHEMA_RETRY_MS = 1_000;
 /** A tablet whose leader was just moved (or whose config just changed) is left alone this long. */
 const TABLET_COOLDOWN_MS = 3_000;
 /** Admin RPCs one background round issues at most (the rest wait for the next round). */
@@ -83,6 +87,10 @@ export interface TabletServerJson {
 export interface TableLocationJson {
   id: string;
   name: string;
+  /** ALTER TABLE: the catalog's schema version and how many tablets' leaders serve it. */
+  schemaVersion: number;
+  columns: Array<{ name: string; id: number; type: string; nullable: boolean }>;
+  tabletsOnSchemaVersion: number;
   tablets: Array<{ tabletId: string; partition: { start: number; end: number }; replicas: Array<{ tserverUuid: string; rpcAddress: string; role: string }> }>;
 }
 
@@ -95,7 +103,7 @@ export function schemaToPb(t: TableInfo): TableSchemaPB {
 }
 
 export function tableToPb(t: TableInfo): TableInfoPB {
-  return { id: t.id, name: t.name, schema: schemaToPb(t), numTablets: t.numTablets, replicationFactor: t.replicationFactor, state: t.state };
+  return { id: t.id, name: t.name, schema: schemaToPb(t), numTablets: t.numTablets, replicationFactor: t.replicationFactor, state: t.state, schemaVersion: schemaVersionOf(t) };
 }
 
 export class CatalogManager {
@@ -221,6 +229,48 @@ export class CatalogManager {
     }
   }
 
+  /**
+   * ALTER TABLE: validated here, replicated as the table's next schema version in the sys catalog,
+   * then carried to every tablet by the background round (AlterSchema to each tablet's leader, which
+   * replicates it through the tablet's Raft log). Answers once the catalog has it; isAlterTableDone
+   * says when every tablet serves it.
+   */
+  async alterTable(req: AlterTableRequestPB): Promise<{ table: TableInfo; schemaVersion: number }> {
+    this.requireLeader();
+    const name = req.name ?? '';
+    const t = tableByName(this.catalog(), name);
+    if (!t) throw new DbError(ErrorCode.TABLE_NOT_FOUND, `table ${name} not found`);
+    if (SYSTEM_TABLES.has(t.name)) throw new DbError(ErrorCode.NOT_SUPPORTED, `table ${t.name} is a system table and cannot be altered`);
+    const newName = req.newName ?? '';
+    if (newName && newName !== t.name) {
+      if (SYSTEM_TABLES.has(newName)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `${newName} is the name of a system table`);
+      if (tableByName(this.catalog(), newName)) throw new DbError(ErrorCode.ALREADY_EXISTS, `table ${newName} already exists`);
+    }
+    const next = validateAlterTable(t, {
+      addColumns: (req.addColumns ?? []).map((c) => ({ name: c.name ?? '', type: c.type ?? '', nullable: c.nullable !== false })),
+      dropColumns: req.dropColumns ?? [],
+      renameColumns: (req.renameColumns ?? []).map((r) => ({ from: r.from ?? '', to: r.to ?? '' })),
+      newName,
+    });
+    const fromVersion = schemaVersionOf(t);
+    await this.deps.sys.propose({ type: 'alterTable', tableId: t.id, fromVersion, name: next.name, schema: next.schema, nextColumnId: next.nextColumnId });
+    this.deps.log.info({ table: next.name, tableId: t.id, schemaVersion: fromVersion + 1, columns: next.schema.columns.map((c) => `${c.name}:${c.type}#${c.id}`) }, 'table altered');
+    void this.runRound();
+    const altered = this.catalog().tables.get(t.id);
+    if (!altered) throw new DbError(ErrorCode.TABLE_NOT_FOUND, `table ${next.name} was dropped meanwhile`);
+    return { table: altered, schemaVersion: schemaVersionOf(altered) };
+  }
+
+  /** Whether every tablet's leader serves the table's current schema version. */
+  isAlterTableDone(req: GetTableLocationsRequestPB): IsAlterTableDoneResponsePB {
+    this.requireLeader();
+    const t = this.findTable(req);
+    const version = schemaVersionOf(t);
+    const tablets = tabletsOf(this.catalog(), t);
+    const done = tablets.filter((tb) => (this.deps.registry.leaderReport(tb.id, this.now(), this.timeoutMs())?.report.schemaVersion ?? 0) >= version).length;
+    return { done: done === tablets.length, schemaVersion: version, tabletsDone: done, tablets: tablets.length };
+  }
+
   listTables(includeSystem = false): TableInfo[] {
     this.requireLeader();
     return [...this.catalog().tables.values()].filter((t) => includeSystem || !SYSTEM_TABLES.has(t.name)).sort((a, b) => a.name.localeCompare(b.name));
@@ -268,10 +318,15 @@ export class CatalogManager {
   /** The /api/v1/table shape (DESIGN §12). */
   locationsJson(t: TableInfo): TableLocationJson {
     const now = this.now();
+    const version = schemaVersionOf(t);
+    const tablets = tabletsOf(this.catalog(), t);
     return {
       id: t.id,
       name: t.name,
-      tablets: tabletsOf(this.catalog(), t).map((tablet) => {
+      schemaVersion: version,
+      columns: t.schema.columns.map((c) => ({ ...c })),
+      tabletsOnSchemaVersion: tablets.filter((tb) => (this.deps.registry.leaderReport(tb.id, now, this.timeoutMs())?.report.schemaVersion ?? 0) >= version).length,
+      tablets: tablets.map((tablet) => {
         const leader = this.deps.registry.leaderReport(tablet.id, now, this.timeoutMs())?.uuid ?? '';
         return {
           tabletId: tablet.id,
@@ -439,7 +494,17 @@ export class CatalogManager {
         const addr = this.addressOf(uuid);
         if (!addr) continue;
         const peers = [...new Set([...voters, ...wanted])].map((u) => ({ uuid: u, rpcAddress: this.addressOf(u) ?? '', memberType: 'VOTER' }));
-        call(addr, m.createTablet, { tabletId: tablet.id, tableId: table.id, tableName: table.name, schema: schemaToPb(table), partition: tablet.partition, peers }, { tablet: tablet.id, tserver: uuid, op: 'CreateTablet' });
+        call(addr, m.createTablet, { tabletId: tablet.id, tableId: table.id, tableName: table.name, schema: schemaToPb(table), partition: tablet.partition, peers, schemaVersion: schemaVersionOf(table) }, { tablet: tablet.id, tserver: uuid, op: 'CreateTablet' });
+      }
+      // 1b. The tablet's leader serves an older schema: it replicates the catalog's (ALTER TABLE).
+      const version = schemaVersionOf(table);
+      if (leader && (leader.report.schemaVersion ?? 0) < version) {
+        const key = `${tablet.id}/alter/${version}`;
+        const addr = this.addressOf(leader.uuid);
+        if (addr && now - (this.createAttempts.get(key) ?? -Infinity) >= ALTER_SCHEMA_RETRY_MS) {
+          this.createAttempts.set(key, now);
+          call(addr, m.alterSchema, { tabletId: tablet.id, schema: schemaToPb(table), schemaVersion: version, tableName: table.name }, { tablet: tablet.id, op: 'AlterSchema', schemaVersion: version });
+        }
       }
       // 2. Raft's configuration follows the catalog: remove first, then add (one change at a time).
       if (!leader || now < (this.cooldown.get(tablet.id) ?? 0)) continue;

@@ -5,7 +5,7 @@
  * exactly one table, on every master.
  */
 import { ErrorCode } from '../common/errors';
-import type { CatalogOp, CatalogState, TableInfo, TabletInfo } from './catalog-types';
+import { schemaVersionOf, type CatalogOp, type CatalogState, type TableInfo, type TabletInfo } from './catalog-types';
 
 export interface ApplyOutcome {
   state: CatalogState;
@@ -49,6 +49,16 @@ export function applyCatalogOp(state: CatalogState, op: CatalogOp): ApplyOutcome
       const tablets = new Map(state.tablets);
       for (const id of table.tabletIds) tablets.delete(id);
       return { state: { ...state, tables, tablets } };
+    }
+    case 'alterTable': {
+      const table = state.tables.get(op.tableId);
+      if (!table) return refuse(state, ErrorCode.TABLE_NOT_FOUND, `table id ${op.tableId} not found`);
+      if (schemaVersionOf(table) !== op.fromVersion) return refuse(state, ErrorCode.TRY_AGAIN, `table ${table.name} was altered meanwhile (schema version ${schemaVersionOf(table)}, not ${op.fromVersion}); alter it again`);
+      const other = tableByName(state, op.name);
+      if (other && other.id !== table.id) return refuse(state, ErrorCode.ALREADY_EXISTS, `table ${op.name} already exists`);
+      const tables = new Map(state.tables);
+      tables.set(table.id, { ...table, name: op.name, schema: op.schema, schemaVersion: op.fromVersion + 1, nextColumnId: op.nextColumnId });
+      return { state: { ...state, tables } };
     }
     case 'setReplicas': {
       const t = state.tablets.get(op.tabletId);

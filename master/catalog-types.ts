@@ -56,6 +56,18 @@ export interface TableInfo {
   /** In partition order. */
   tabletIds: string[];
   createdAtMs: number;
+  /** Bumped by every ALTER TABLE (absent: 0, a table never altered). */
+  schemaVersion?: number;
+  /** The id the next added column gets (absent: one above the highest id in the schema); ids of dropped columns are never reused. */
+  nextColumnId?: number;
+}
+
+export function schemaVersionOf(t: TableInfo): number {
+  return t.schemaVersion ?? 0;
+}
+
+export function nextColumnIdOf(t: TableInfo): number {
+  return t.nextColumnId ?? Math.max(0, ...t.schema.columns.map((c) => c.id)) + 1;
 }
 
 export interface TServerAddress {
@@ -75,6 +87,8 @@ export interface CatalogState {
 export type CatalogOp =
   | { type: 'createTable'; table: TableInfo; tablets: TabletInfo[] }
   | { type: 'dropTable'; tableId: string }
+  /** The table's next schema: refused unless the table is still at `fromVersion` (a concurrent ALTER won). */
+  | { type: 'alterTable'; tableId: string; fromVersion: number; name: string; schema: TableSchema; nextColumnId: number }
   | { type: 'setReplicas'; tabletId: string; replicas: ReplicaDef[] }
   | { type: 'registerTServer'; tserver: TServerAddress };
 

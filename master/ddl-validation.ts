@@ -3,7 +3,7 @@
  * anything is replicated. Column ids are assigned here, 1-based in declaration order.
  */
 import { DbError, ErrorCode } from '../common/errors';
-import { COLUMN_TYPES, HASH_SPACE, isColumnType, type ColumnDef, type Partition, type TableSchema } from './catalog-types';
+import { COLUMN_TYPES, HASH_SPACE, isColumnType, nextColumnIdOf, type ColumnDef, type Partition, type TableInfo, type TableSchema } from './catalog-types';
 
 /** Tablets per table (each is a Raft group on RF servers: bounded by what one lab cluster can host). */
 export const TABLETS_PER_TABLE_MAX = 256;
@@ -78,6 +78,66 @@ export function validateCreateTable(input: CreateTableInput, liveTServers: numbe
   // A table without hash columns keeps every row at hash 0: one tablet is all it can use.
   if (input.hashColumns.length === 0 && numTablets > 1) throw invalid(`table ${input.name} has no hash columns, so it cannot be split into ${numTablets} tablets (use 1)`);
   return { name: input.name, schema: { columns, hashColumns: [...input.hashColumns], rangeColumns: [...input.rangeColumns] }, numTablets, replicationFactor: rf };
+}
+
+export interface AlterTableInput {
+  addColumns: Array<{ name: string; type: string; nullable?: boolean }>;
+  dropColumns: string[];
+  renameColumns: Array<{ from: string; to: string }>;
+  /** '' = keep the name. */
+  newName: string;
+}
+
+/**
+ * ALTER TABLE checks (pure): the table's next name, schema and column id counter. Drops and renames
+ * name columns of the current schema (renames see the names before the change; a column cannot be
+ * dropped and renamed at once); added columns take fresh ids (a dropped column's id is never given
+ * again, so its old values, still on disk until compaction, never reappear) and must be nullable —
+ * existing rows have no value for them. Key columns can be renamed, not dropped.
+ */
+export function validateAlterTable(table: TableInfo, input: AlterTableInput): { name: string; schema: TableSchema; nextColumnId: number } {
+  const { addColumns, dropColumns, renameColumns, newName } = input;
+  if (addColumns.length + dropColumns.length + renameColumns.length === 0 && (!newName || newName === table.name)) {
+    throw invalid(`ALTER TABLE ${table.name} changes nothing: give columns to add, drop or rename, or a new name`);
+  }
+  if (newName) checkName('table', newName);
+  const keyNames = new Set([...table.schema.hashColumns, ...table.schema.rangeColumns]);
+  const byName = new Map(table.schema.columns.map((c) => [c.name, c]));
+  const dropped = new Set<string>();
+  for (const n of dropColumns) {
+    if (!byName.has(n)) throw invalid(`column ${n} is not a column of table ${table.name}`, { column: n });
+    if (keyNames.has(n)) throw invalid(`column ${n} is part of the primary key of table ${table.name} and cannot be dropped`, { column: n });
+    if (dropped.has(n)) throw invalid(`column ${n} is dropped twice`, { column: n });
+    dropped.add(n);
+  }
+  const renames = new Map<string, string>();
+  for (const { from, to } of renameColumns) {
+    if (!byName.has(from)) throw invalid(`column ${from} is not a column of table ${table.name}`, { column: from });
+    if (dropped.has(from)) throw invalid(`column ${from} cannot be both dropped and renamed`, { column: from });
+    if (renames.has(from)) throw invalid(`column ${from} is renamed twice`, { column: from });
+    checkName('column', to);
+    renames.set(from, to);
+  }
+  let nextId = nextColumnIdOf(table);
+  const columns: ColumnDef[] = table.schema.columns.filter((c) => !dropped.has(c.name)).map((c) => ({ ...c, name: renames.get(c.name) ?? c.name }));
+  for (const c of addColumns) {
+    checkName('column', c.name);
+    if (!isColumnType(c.type)) throw invalid(`column ${c.name} has unknown type '${c.type}' (one of ${COLUMN_TYPES.join(', ')})`, { column: c.name });
+    if (c.nullable === false) throw invalid(`added column ${c.name} must be nullable: the table's existing rows have no value for it`, { column: c.name });
+    columns.push({ name: c.name, id: nextId++, type: c.type, nullable: true });
+  }
+  const seen = new Set<string>();
+  for (const c of columns) {
+    if (seen.has(c.name)) throw invalid(`table ${table.name} would have two columns named ${c.name}`, { column: c.name });
+    seen.add(c.name);
+  }
+  if (columns.length > COLUMNS_PER_TABLE_MAX) throw invalid(`table ${table.name} would have ${columns.length} columns; at most ${COLUMNS_PER_TABLE_MAX}`);
+  const key = (n: string): string => renames.get(n) ?? n;
+  return {
+    name: newName || table.name,
+    schema: { columns, hashColumns: table.schema.hashColumns.map(key), rangeColumns: table.schema.rangeColumns.map(key) },
+    nextColumnId: nextId,
+  };
 }
 
 /** K contiguous hash ranges [start, end) covering 0x0000–0xFFFF; the last ends at 65536. */

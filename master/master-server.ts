@@ -151,6 +151,11 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
     await mgr.dropTable(req);
     return {};
   });
+  rpc.handle(m.alterTable, async (req) => {
+    const r = await mgr.alterTable(req);
+    return { tableId: r.table.id, schemaVersion: r.schemaVersion };
+  });
+  rpc.handle(m.isAlterTableDone, (req) => Promise.resolve(mgr.isAlterTableDone(req)));
   rpc.handle(m.listTables, (req) => Promise.resolve({ tables: mgr.listTables(req.includeSystem === true).map(tableToPb) }));
   rpc.handle(m.getTableLocations, (req) => Promise.resolve(mgr.tableLocations(req)));
   rpc.handle(m.tsHeartbeat, (req) => {

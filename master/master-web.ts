@@ -66,7 +66,7 @@ export function registerMasterPages(d: MasterWebDeps): void {
   web.route('/tables', {
     title: 'Tables',
     nav: 'Tables',
-    json: () => leaderOnlyJson(() => ({ tables: manager.listTables().map((t) => ({ id: t.id, name: t.name, numTablets: t.numTablets, replicationFactor: t.replicationFactor })) })),
+    json: () => leaderOnlyJson(() => ({ tables: manager.listTables().map((t) => ({ id: t.id, name: t.name, numTablets: t.numTablets, replicationFactor: t.replicationFactor, schemaVersion: t.schemaVersion ?? 0 })) })),
     html: (req) =>
       leaderOnlyHtml(req, () =>
         htmlTable(
@@ -104,7 +104,8 @@ export function registerMasterPages(d: MasterWebDeps): void {
           ]),
           { id: 'tablets' },
         );
-        return `<h2>${escapeHtml(t.name)} <small>${escapeHtml(t.id)}</small></h2>${cols}<h2>Tablets</h2>${tablets}`;
+        const version = `<p>Schema version ${loc.schemaVersion}: served by the leaders of ${loc.tabletsOnSchemaVersion} of ${loc.tablets.length} tablets</p>`;
+        return `<h2>${escapeHtml(t.name)} <small>${escapeHtml(t.id)}</small></h2>${version}${cols}<h2>Tablets</h2>${tablets}`;
       }),
   });
 

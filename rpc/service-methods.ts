@@ -57,6 +57,7 @@ export interface TableInfoPB {
   numTablets?: number;
   replicationFactor?: number;
   state?: string;
+  schemaVersion?: number;
 }
 export interface DocKeyPB {
   hash?: number;
@@ -89,6 +90,40 @@ export interface DropTableRequestPB {
   name?: string;
   ifExists?: boolean;
 }
+export interface RenameColumnPB {
+  from?: string;
+  to?: string;
+}
+export interface AlterTableRequestPB {
+  name?: string;
+  addColumns?: ColumnSchemaPB[];
+  dropColumns?: string[];
+  renameColumns?: RenameColumnPB[];
+  newName?: string;
+}
+export interface AlterTableResponsePB {
+  tableId?: string;
+  schemaVersion?: number;
+}
+export interface IsAlterTableDoneRequestPB {
+  name?: string;
+  id?: string;
+}
+export interface IsAlterTableDoneResponsePB {
+  done?: boolean;
+  schemaVersion?: number;
+  tabletsDone?: number;
+  tablets?: number;
+}
+export interface AlterSchemaRequestPB {
+  tabletId?: string;
+  schema?: TableSchemaPB;
+  schemaVersion?: number;
+  tableName?: string;
+}
+export interface AlterSchemaResponsePB {
+  schemaVersion?: number;
+}
 export type EmptyPB = Record<string, never>;
 export interface ListTablesRequestPB {
   includeSystem?: boolean;
@@ -119,6 +154,7 @@ export interface TabletReportPB {
   intentsMemtableBytes?: bigint;
   intentsSstBytes?: bigint;
   intentCount?: bigint;
+  schemaVersion?: number;
 }
 export interface TSHeartbeatRequestPB {
   uuid?: string;
@@ -177,6 +213,7 @@ export interface WriteRequestPB {
   propagatedHt?: bigint;
   /** Further transactional writes to the same tablet, each as if in its own request (needs `txn`). */
   more?: WriteItemPB[];
+  schemaVersion?: number;
 }
 export interface WriteItemPB {
   ops?: RowOpPB[];
@@ -201,6 +238,7 @@ export interface ReadRequestPB {
   txn?: TxnContextPB;
   propagatedHt?: bigint;
   globalLimitHt?: bigint;
+  schemaVersion?: number;
 }
 export interface ReadResponsePB {
   rows?: RowPB[];
@@ -221,6 +259,7 @@ export interface ScanRequestPB {
   txn?: TxnContextPB;
   propagatedHt?: bigint;
   globalLimitHt?: bigint;
+  schemaVersion?: number;
 }
 export interface ScanResponsePB {
   rows?: RowPB[];
@@ -236,6 +275,7 @@ export interface CreateTabletRequestPB {
   schema?: TableSchemaPB;
   partition?: PartitionPB;
   peers?: RaftPeerPB[];
+  schemaVersion?: number;
 }
 export interface DeleteTabletRequestPB {
   tabletId?: string;
@@ -396,6 +436,8 @@ export const CONSENSUS_SERVICE = 'tessera.ConsensusService';
 export interface MasterMethods {
   createTable: MethodDef<CreateTableRequestPB, CreateTableResponsePB>;
   dropTable: MethodDef<DropTableRequestPB, EmptyPB>;
+  alterTable: MethodDef<AlterTableRequestPB, AlterTableResponsePB>;
+  isAlterTableDone: MethodDef<IsAlterTableDoneRequestPB, IsAlterTableDoneResponsePB>;
   listTables: MethodDef<ListTablesRequestPB, ListTablesResponsePB>;
   getTableLocations: MethodDef<GetTableLocationsRequestPB, GetTableLocationsResponsePB>;
   tsHeartbeat: MethodDef<TSHeartbeatRequestPB, TSHeartbeatResponsePB>;
@@ -409,6 +451,7 @@ export interface TabletServerMethods {
   scan: MethodDef<ScanRequestPB, ScanResponsePB>;
   createTablet: MethodDef<CreateTabletRequestPB, EmptyPB>;
   deleteTablet: MethodDef<DeleteTabletRequestPB, EmptyPB>;
+  alterSchema: MethodDef<AlterSchemaRequestPB, AlterSchemaResponsePB>;
   leaderStepdown: MethodDef<LeaderStepdownRequestPB, EmptyPB>;
   changeConfig: MethodDef<ChangeConfigRequestPB, EmptyPB>;
   setFlag: MethodDef<SetFlagRequestPB, SetFlagResponsePB>;
@@ -423,6 +466,8 @@ export function masterMethods(): MasterMethods {
   master ??= {
     createTable: defineMethod(MASTER_SERVICE, 'CreateTable', 'CreateTableRequestPB', 'CreateTableResponsePB'),
     dropTable: defineMethod(MASTER_SERVICE, 'DropTable', 'DropTableRequestPB', 'DropTableResponsePB'),
+    alterTable: defineMethod(MASTER_SERVICE, 'AlterTable', 'AlterTableRequestPB', 'AlterTableResponsePB'),
+    isAlterTableDone: defineMethod(MASTER_SERVICE, 'IsAlterTableDone', 'IsAlterTableDoneRequestPB', 'IsAlterTableDoneResponsePB'),
     listTables: defineMethod(MASTER_SERVICE, 'ListTables', 'ListTablesRequestPB', 'ListTablesResponsePB'),
     getTableLocations: defineMethod(MASTER_SERVICE, 'GetTableLocations', 'GetTableLocationsRequestPB', 'GetTableLocationsResponsePB'),
     tsHeartbeat: defineMethod(MASTER_SERVICE, 'TSHeartbeat', 'TSHeartbeatRequestPB', 'TSHeartbeatResponsePB'),
@@ -439,6 +484,7 @@ export function tabletServerMethods(): TabletServerMethods {
     scan: defineMethod(TSERVER_SERVICE, 'Scan', 'ScanRequestPB', 'ScanResponsePB'),
     createTablet: defineMethod(TSERVER_ADMIN_SERVICE, 'CreateTablet', 'CreateTabletRequestPB', 'CreateTabletResponsePB'),
     deleteTablet: defineMethod(TSERVER_ADMIN_SERVICE, 'DeleteTablet', 'DeleteTabletRequestPB', 'DeleteTabletResponsePB'),
+    alterSchema: defineMethod(TSERVER_ADMIN_SERVICE, 'AlterSchema', 'AlterSchemaRequestPB', 'AlterSchemaResponsePB'),
     leaderStepdown: defineMethod(TSERVER_ADMIN_SERVICE, 'LeaderStepdown', 'LeaderStepdownRequestPB', 'LeaderStepdownResponsePB'),
     changeConfig: defineMethod(TSERVER_ADMIN_SERVICE, 'ChangeConfig', 'ChangeConfigRequestPB', 'ChangeConfigResponsePB'),
     setFlag: defineMethod(TSERVER_ADMIN_SERVICE, 'SetFlag', 'SetFlagRequestPB', 'SetFlagResponsePB'),

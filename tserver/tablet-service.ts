@@ -29,6 +29,7 @@ export interface TServerMethods {
   scan: MethodDef<pb.ScanRequestPB, pb.ScanResponsePB>;
   createTablet: MethodDef<pb.CreateTabletRequestPB, pb.EmptyPB>;
   deleteTablet: MethodDef<pb.DeleteTabletRequestPB, pb.EmptyPB>;
+  alterSchema: MethodDef<pb.AlterSchemaRequestPB, pb.AlterSchemaResponsePB>;
   leaderStepdown: MethodDef<pb.LeaderStepdownRequestPB, pb.EmptyPB>;
   changeConfig: MethodDef<pb.ChangeConfigRequestPB, pb.EmptyPB>;
   setFlag: MethodDef<pb.SetFlagRequestPB, pb.SetFlagResponsePB>;
@@ -156,7 +157,25 @@ export function rowToPb(r: Row): pb.RowPB {
   return { key: keyToPb(r.key), columns: [...r.columns.entries()].map(([columnId, v]) => ({ columnId, value: valueToPb(v) })), writeHt: r.writeHt };
 }
 
+/**
+ * A request built with another schema version than the tablet's is refused before anything is done
+ * (an ALTER TABLE ran or runs): column ids are only compared under the same schema. The client
+ * rebuilds the request with the table's current schema, or waits for a tablet still behind.
+ */
+function checkSchemaVersion(t: TabletPeer, requested: number | undefined): void {
+  const mine = t.meta.schemaVersion;
+  const theirs = requested ?? 0;
+  if (theirs !== mine) {
+    throw new DbError(ErrorCode.SCHEMA_VERSION_MISMATCH, `tablet ${t.tabletId} of table ${t.meta.tableName} has schema version ${mine}; the request was built with version ${theirs}`, { tabletId: t.tabletId, tabletVersion: mine, requestVersion: theirs });
+  }
+}
+
 function columnsFilter(meta: TabletMeta, cols: number[] | undefined): number[] | undefined {
+  // A table that was altered may hold values of dropped columns: read only the schema's columns.
+  if ((!cols || cols.length === 0) && meta.schemaVersion > 0) {
+    const key = new Set([...meta.schema.hashColumns, ...meta.schema.rangeColumns]);
+    return meta.schema.columns.filter((c) => !key.has(c.name)).map((c) => c.id);
+  }
   if (!cols || cols.length === 0) return undefined;
   for (const c of cols) if (!meta.schema.columns.some((x) => x.id === c)) throw invalid(`unknown column id ${c}`);
   return cols;
@@ -219,6 +238,7 @@ export class TabletService {
 
   async write(req: pb.WriteRequestPB, ctx?: { deadlineMonoMs: number }): Promise<pb.WriteResponsePB> {
     const t = this.tablet(req.tabletId);
+    checkSchemaVersion(t, req.schemaVersion);
     // Status records are the coordinator's alone (TXN_STATUS entries); a client row there would be
     // read back as a transaction record (or shadow one).
     if (t.meta.tableName === TRANSACTIONS_TABLE) {
@@ -269,6 +289,7 @@ export class TabletService {
   async read(req: pb.ReadRequestPB, ctx?: { deadlineMonoMs: number }): Promise<pb.ReadResponsePB> {
     const txn = req.txn?.txnId ? txnMetaFromPb(req.txn) : undefined;
     const t = this.tablet(req.tabletId);
+    checkSchemaVersion(t, req.schemaVersion);
     const keysPb = req.keys ?? [];
     if (keysPb.length > READ_KEYS_MAX) throw invalid(`read has ${keysPb.length} keys; at most ${READ_KEYS_MAX}`);
     const keys = keysPb.map((k) => keyFromPb(t.meta, k));
@@ -289,6 +310,7 @@ export class TabletService {
   async scan(req: pb.ScanRequestPB, ctx?: { deadlineMonoMs: number }): Promise<pb.ScanResponsePB> {
     const txn = req.txn?.txnId ? txnMetaFromPb(req.txn) : undefined;
     const t = this.tablet(req.tabletId);
+    checkSchemaVersion(t, req.schemaVersion);
     const limit = req.limit ? Number(req.limit) : SCAN_LIMIT_DEFAULT;
     if (!Number.isInteger(limit) || limit < 1 || limit > SCAN_LIMIT_MAX) throw invalid(`scan limit must be 1..${SCAN_LIMIT_MAX}`);
     const columns = columnsFilter(t.meta, req.columns);
@@ -312,9 +334,19 @@ export class TabletService {
       schema: schemaFromPb(req.schema),
       partition: { start: req.partition?.start ?? 0, end: req.partition?.end || 65536 },
       peers: (req.peers ?? []).map((p) => ({ uuid: p.uuid, rpcAddress: p.rpcAddress, memberType: p.memberType || 'VOTER' })),
+      schemaVersion: req.schemaVersion ?? 0,
     });
     await this.deps.manager.createTablet(meta);
     return {};
+  }
+
+  /** The master's AlterSchema (tablet leader): replicate the table's new schema through Raft. */
+  async alterSchema(req: pb.AlterSchemaRequestPB): Promise<pb.AlterSchemaResponsePB> {
+    const t = this.tablet(req.tabletId);
+    const version = req.schemaVersion ?? 0;
+    if (!Number.isSafeInteger(version) || version < 1) throw invalid('schema_version must be at least 1');
+    const meta = parseTabletMeta({ ...t.meta, schema: schemaFromPb(req.schema), tableName: req.tableName || t.meta.tableName, schemaVersion: version });
+    return { schemaVersion: await t.alterSchema(meta.schema, version, meta.tableName) };
   }
 
   async deleteTablet(req: pb.DeleteTabletRequestPB): Promise<pb.EmptyPB> {
@@ -383,6 +415,7 @@ export class TabletService {
     server.handle(m.scan, (r, ctx) => this.scan(r, ctx));
     server.handle(m.createTablet, (r) => this.createTablet(r));
     server.handle(m.deleteTablet, (r) => this.deleteTablet(r));
+    server.handle(m.alterSchema, (r) => this.alterSchema(r));
     server.handle(m.leaderStepdown, (r) => this.leaderStepdown(r));
     server.handle(m.changeConfig, (r) => this.changeConfig(r));
     server.handle(m.setFlag, (r) => this.setFlag(r));

@@ -6,6 +6,8 @@
  * tserver uses, plus the remote-bootstrap chunk messages that only the tserver speaks.
  */
 export type {
+  AlterSchemaRequestPB,
+  AlterSchemaResponsePB,
   ChangeConfigRequestPB,
   ColumnSchemaPB,
   ColumnValuePB,

@@ -84,6 +84,8 @@ export interface TabletsJson {
     intentsdb: { memtableBytes: number; sstBytes: number; intentCount: number };
     /** Why the replica FAILED (a replica that did not open at start says only this). */
     lastError?: string;
+    /** The table's schema version this replica has (ALTER TABLE). */
+    schemaVersion: number;
   }>;
 }
 
@@ -130,6 +132,7 @@ async function peerReport(p: TabletPeer): Promise<TabletReportPB> {
     intentsMemtableBytes: BigInt(sizes.intentsdb.memtableBytes),
     intentsSstBytes: BigInt(sizes.intentsdb.sstBytes),
     intentCount: BigInt(sizes.intentsdb.intentCount),
+    schemaVersion: p.meta.schemaVersion,
   };
 }
 
@@ -294,6 +297,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
         regulardb: sizes.regulardb,
         intentsdb: sizes.intentsdb,
         ...(p.lastError ? { lastError: p.lastError } : {}),
+        schemaVersion: p.meta.schemaVersion,
       });
     }
     for (const f of manager.failedOpenReplicas()) {
@@ -311,6 +315,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
         regulardb: { memtableBytes: 0, sstBytes: 0 },
         intentsdb: { memtableBytes: 0, sstBytes: 0, intentCount: 0 },
         lastError: f.error,
+        schemaVersion: 0,
       });
     }
     return { tablets };

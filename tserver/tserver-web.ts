@@ -188,6 +188,7 @@ export function registerTServerPages(d: TServerWebDeps): void {
           ['IntentsDB memtable / SST bytes / intents', `${t.intentsdb.memtableBytes} / ${t.intentsdb.sstBytes} / ${t.intentsdb.intentCount}`],
           ['Wait queue: waiting now / waits (enable_wait_queues)', `${t.waitQueue.waiting} / ${t.waitQueue.waits}`],
           ['Read locks taken (serializable reads, as leader)', t.readLocks],
+          ['Schema version / columns (name:type#id)', `${t.schemaVersion} / ${t.columns.map((c) => `${c.name}:${c.type}#${c.id}`).join(', ')}`],
           ['Row cache rows / bytes / hits / misses', t.regulardb.rowCache ? `${t.regulardb.rowCache.rows} / ${t.regulardb.rowCache.bytes} / ${t.regulardb.rowCache.hits} / ${t.regulardb.rowCache.misses}` : ''],
         ],
         { id: 'tablet' },
@@ -399,6 +400,9 @@ export interface TabletDetail {
   waitQueue: { waiting: number; waits: number };
   /** Read locks (serializable transactions' WRITE_INTENTS of reads) this replica proposed as leader. */
   readLocks: number;
+  /** The table's schema as this replica has it (ALTER TABLE moves it through the tablet's Raft log). */
+  schemaVersion: number;
+  columns: Array<{ name: string; id: number; type: string; nullable: boolean }>;
 }
 
 async function detailOf(p: TabletPeer, manager: TabletManager, trackers: TabletMemTrackers, selfUuid: string, selfAddress: string): Promise<TabletDetail> {
@@ -440,5 +444,7 @@ async function detailOf(p: TabletPeer, manager: TabletManager, trackers: TabletM
     lastError: p.lastError,
     waitQueue: { waiting: p.waitQueue.size(), waits: p.waitQueue.waits },
     readLocks: p.metrics.readLocks,
+    schemaVersion: p.meta.schemaVersion,
+    columns: p.meta.schema.columns.map((c) => ({ ...c })),
   };
 }

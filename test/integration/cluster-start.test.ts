@@ -59,6 +59,15 @@ describe('tessera start', () => {
     const got = cli('get', 'demo', 'id=1', '--json', '--master_addresses', masters);
     expect(got.status).toBe(0);
     expect(JSON.parse(got.stdout)).toEqual({ rows: [{ id: '1', value: 'hello' }] });
+    // ALTER TABLE from the command line: a new column, then a refused change with its reason.
+    const altered = cli('alter-table', 'demo', '--add_columns', 'note:string', '--json', '--master_addresses', masters);
+    expect(altered.status).toBe(0);
+    expect(JSON.parse(altered.stdout)).toEqual({ name: 'demo', schemaVersion: 1 });
+    expect(cli('upsert', 'demo', 'id=1', 'note=altered', '--master_addresses', masters).status).toBe(0);
+    expect(JSON.parse(cli('get', 'demo', 'id=1', '--json', '--master_addresses', masters).stdout)).toEqual({ rows: [{ id: '1', value: 'hello', note: 'altered' }] });
+    const refused = cli('alter-table', 'demo', '--drop_columns', 'id', '--master_addresses', masters);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toMatch(/^error: INVALID_ARGUMENT: column id is part of the primary key/);
     // A second start on a running cluster is refused with a clear reason.
     const again = cli('start', '--base_dir', baseDir);
     expect(again.status).toBe(1);

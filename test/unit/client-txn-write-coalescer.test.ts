@@ -38,10 +38,10 @@ describe('TxnWriteCoalescer', () => {
     const d = new Deadline(1000);
     const alone = () => Promise.reject(new Error('not expected'));
     await Promise.all([
-      c.write('t', 'A', op(1), txn('a'), d, alone),
-      c.write('t', 'A', op(2), txn('b'), d, alone),
-      c.write('t', 'B', op(3), txn('c'), d, alone),
-      c.write('t', 'A', op(4), txn('d'), d, alone),
+      c.write('t', 'A', 0, op(1), txn('a'), d, alone),
+      c.write('t', 'A', 0, op(2), txn('b'), d, alone),
+      c.write('t', 'B', 0, op(3), txn('c'), d, alone),
+      c.write('t', 'A', 0, op(4), txn('d'), d, alone),
     ]);
     expect(sent.map((r) => [r.tabletId, r.txn!.txnId, ...(r.more ?? []).map((m) => m.txn!.txnId)])).toEqual([
       ['A', 'a', 'b', 'd'],
@@ -59,7 +59,7 @@ describe('TxnWriteCoalescer', () => {
     const alone = () => Promise.reject(new Error('not expected'));
     const mib = 'v'.repeat(1 << 20);
     const bigOp = (k: number) => [{ type: 'UPSERT', key: { hashComponents: [{ int64: BigInt(k) }] }, columns: [{ columnId: 1, value: { stringValue: mib } }] }] as never;
-    await Promise.all(Array.from({ length: 10 }, (_, i) => c.write('t', 'A', bigOp(i), txn(`t${i}`), d, alone)));
+    await Promise.all(Array.from({ length: 10 }, (_, i) => c.write('t', 'A', 0, bigOp(i), txn(`t${i}`), d, alone)));
     const perRequest = sent.map((r) => [r, ...(r.more ?? [])].map((w) => w.txn!.txnId));
     // 1 MiB and a little per write: 3 fit in 4 MiB, so 3 + 3 + 3 + 1, in order.
     expect(perRequest).toEqual([['t0', 't1', 't2'], ['t3', 't4', 't5'], ['t6', 't7', 't8'], ['t9']]);
@@ -70,7 +70,7 @@ describe('TxnWriteCoalescer', () => {
     // One write larger than the cap still goes (alone).
     sent.length = 0;
     const huge = [{ type: 'UPSERT', key: { hashComponents: [{ int64: 99n }] }, columns: [{ columnId: 1, value: { stringValue: 'h'.repeat(5 << 20) } }] }] as never;
-    await Promise.all([c.write('t', 'A', op(1), txn('small'), d, alone), c.write('t', 'A', huge, txn('huge'), d, alone)]);
+    await Promise.all([c.write('t', 'A', 0, op(1), txn('small'), d, alone), c.write('t', 'A', 0, huge, txn('huge'), d, alone)]);
     expect(sent.map((r) => [r, ...(r.more ?? [])].map((w) => w.txn!.txnId))).toEqual([['small'], ['huge']]);
   });
 
@@ -87,10 +87,10 @@ describe('TxnWriteCoalescer', () => {
       return fails ? Promise.reject(new DbError(ErrorCode.TIMED_OUT, 'gave up')) : Promise.resolve();
     };
     const r = await Promise.allSettled([
-      c.write('t', 'A', op(1), txn('a'), d, alone('a')),
-      c.write('t', 'A', op(2), txn('b'), d, alone('b')),
-      c.write('t', 'A', op(3), txn('c'), d, alone('c')),
-      c.write('t', 'A', op(4), txn('d'), d, alone('d', true)),
+      c.write('t', 'A', 0, op(1), txn('a'), d, alone('a')),
+      c.write('t', 'A', 0, op(2), txn('b'), d, alone('b')),
+      c.write('t', 'A', 0, op(3), txn('c'), d, alone('c')),
+      c.write('t', 'A', 0, op(4), txn('d'), d, alone('d', true)),
     ]);
     expect(resent).toEqual(['b', 'd']);
     expect(r.map((x) => (x.status === 'fulfilled' ? 'ok' : (x.reason as DbError).code))).toEqual(['ok', 'ok', ErrorCode.TXN_CONFLICT, ErrorCode.TIMED_OUT]);
@@ -105,7 +105,7 @@ describe('TxnWriteCoalescer', () => {
       resent.push(id);
       return Promise.resolve();
     };
-    await Promise.all(['a', 'b', 'c'].map((id, i) => c.write('t', 'A', op(i), txn(id), d, alone(id))));
+    await Promise.all(['a', 'b', 'c'].map((id, i) => c.write('t', 'A', 0, op(i), txn(id), d, alone(id))));
     expect(resent).toEqual(['b', 'c']);
   });
 
@@ -115,7 +115,7 @@ describe('TxnWriteCoalescer', () => {
     const d = new Deadline(1000);
     const alone = () => Promise.reject(new Error('not expected'));
     const n = COALESCED_TXN_WRITES_MAX + 3;
-    const r = await Promise.allSettled(Array.from({ length: n }, (_, i) => c.write('t', 'A', op(i), txn(`x${i}`), d, alone)));
+    const r = await Promise.allSettled(Array.from({ length: n }, (_, i) => c.write('t', 'A', 0, op(i), txn(`x${i}`), d, alone)));
     expect(r.every((x) => x.status === 'rejected' && (x.reason as DbError).code === ErrorCode.NETWORK_ERROR)).toBe(true);
     expect(sent.map((s) => 1 + (s.more?.length ?? 0))).toEqual([COALESCED_TXN_WRITES_MAX, 3]);
   });

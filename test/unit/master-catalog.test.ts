@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { applyCatalogOp, emptyCatalog, tableByName } from '../../master/catalog-state';
 import { decodeCatalog, decodeCatalogOp, encodeCatalog, encodeCatalogOp } from '../../master/catalog-codec';
 import type { CatalogOp, CatalogState, TableInfo, TabletInfo } from '../../master/catalog-types';
-import { hashPartitions, validateCreateTable } from '../../master/ddl-validation';
+import { hashPartitions, validateAlterTable, validateCreateTable } from '../../master/ddl-validation';
 import { DbError } from '../../common/errors';
 
 function table(id: string, name: string, tabletIds: string[]): TableInfo {
@@ -75,6 +75,21 @@ describe('master catalog state', () => {
     expect(loaded.tables.get('T1')!.tabletIds).toHaveLength(3);
   });
 
+  it('catalog: alterTable moves the table to the next schema version; a stale fromVersion (a concurrent ALTER won) is TRY_AGAIN; a rename onto another table is ALREADY_EXISTS; it survives encoding', () => {
+    const base = run([createOp('T1', 'demo'), createOp('T2', 'other')]).state;
+    const schema = { columns: [{ name: 'id', id: 1, type: 'int64' as const, nullable: false }, { name: 'x', id: 2, type: 'string' as const, nullable: true }], hashColumns: ['id'], rangeColumns: [] };
+    const op: CatalogOp = { type: 'alterTable', tableId: 'T1', fromVersion: 0, name: 'demo2', schema, nextColumnId: 3 };
+    const r = applyCatalogOp(base, decodeCatalogOp(encodeCatalogOp(op)));
+    expect(r.error).toBeUndefined();
+    const t = r.state.tables.get('T1')!;
+    expect([t.name, t.schemaVersion, t.nextColumnId, t.schema.columns.length]).toEqual(['demo2', 1, 3, 2]);
+    expect(tableByName(r.state, 'demo')).toBeUndefined();
+    expect(applyCatalogOp(r.state, op).error?.code).toBe('TRY_AGAIN');
+    expect(applyCatalogOp(r.state, { ...op, fromVersion: 1, name: 'other' }).error?.code).toBe('ALREADY_EXISTS');
+    expect(applyCatalogOp(r.state, { ...op, tableId: 'nope' }).error?.code).toBe('TABLE_NOT_FOUND');
+    expect(decodeCatalog(encodeCatalog(r.state)).tables.get('T1')).toEqual(t);
+  });
+
   it('catalog: garbage entry bytes are CORRUPTION, not a crash', () => {
     expect(() => decodeCatalogOp(new Uint8Array([1, 2, 3]))).toThrow(DbError);
     expect(() => decodeCatalogOp(new TextEncoder().encode('{"v":1,"op":{"type":"bogus"}}'))).toThrow(/unknown op type/);
@@ -108,6 +123,32 @@ describe('master DDL validation', () => {
     expect(code(() => validateCreateTable({ ...ok, columns: [...ok.columns, { name: 'id', type: 'int64' }] }, 3, 3))).toBe('INVALID_ARGUMENT');
     expect(code(() => validateCreateTable({ ...ok, hashColumns: ['nope'] }, 3, 3))).toBe('INVALID_ARGUMENT');
     expect(() => validateCreateTable(ok, 2, 3)).toThrow(/\(2 live\)/);
+  });
+
+  it('ddl: ALTER TABLE adds nullable columns with fresh ids (never a dropped one\'s), drops non-key columns, renames columns (keys too) and the table', () => {
+    const t: TableInfo = {
+      ...table('T1', 'demo', ['a']),
+      schema: { columns: [{ name: 'id', id: 1, type: 'int64', nullable: false }, { name: 'v', id: 2, type: 'string', nullable: true }, { name: 'w', id: 3, type: 'int64', nullable: true }], hashColumns: ['id'], rangeColumns: [] },
+    };
+    const a = validateAlterTable(t, { addColumns: [{ name: 'n', type: 'bool' }], dropColumns: ['w'], renameColumns: [{ from: 'id', to: 'key' }, { from: 'v', to: 'value' }], newName: 'demo2' });
+    expect(a.name).toBe('demo2');
+    expect(a.schema).toEqual({ columns: [{ name: 'key', id: 1, type: 'int64', nullable: false }, { name: 'value', id: 2, type: 'string', nullable: true }, { name: 'n', id: 4, type: 'bool', nullable: true }], hashColumns: ['key'], rangeColumns: [] });
+    expect(a.nextColumnId).toBe(5);
+    // After w (id 3) is gone, a new w gets id 5: the next id is kept, not derived from the columns left.
+    const t2: TableInfo = { ...t, schema: a.schema, nextColumnId: a.nextColumnId };
+    expect(validateAlterTable(t2, { addColumns: [{ name: 'w', type: 'string' }], dropColumns: [], renameColumns: [], newName: '' }).schema.columns.at(-1)).toEqual({ name: 'w', id: 5, type: 'string', nullable: true });
+    const none = { addColumns: [], dropColumns: [], renameColumns: [], newName: '' };
+    expect(code(() => validateAlterTable(t, none))).toBe('INVALID_ARGUMENT');
+    expect(code(() => validateAlterTable(t, { ...none, dropColumns: ['id'] }))).toBe('INVALID_ARGUMENT');
+    expect(code(() => validateAlterTable(t, { ...none, dropColumns: ['nope'] }))).toBe('INVALID_ARGUMENT');
+    expect(code(() => validateAlterTable(t, { ...none, addColumns: [{ name: 'v', type: 'string' }] }))).toBe('INVALID_ARGUMENT');
+    expect(code(() => validateAlterTable(t, { ...none, addColumns: [{ name: 'z', type: 'int32' }] }))).toBe('INVALID_ARGUMENT');
+    expect(code(() => validateAlterTable(t, { ...none, addColumns: [{ name: 'z', type: 'string', nullable: false }] }))).toBe('INVALID_ARGUMENT');
+    expect(code(() => validateAlterTable(t, { ...none, dropColumns: ['v'], renameColumns: [{ from: 'v', to: 'x' }] }))).toBe('INVALID_ARGUMENT');
+    expect(code(() => validateAlterTable(t, { ...none, renameColumns: [{ from: 'v', to: 'w' }] }))).toBe('INVALID_ARGUMENT');
+    expect(code(() => validateAlterTable(t, { ...none, newName: '9x' }))).toBe('INVALID_ARGUMENT');
+    // Swapping two names in one change is fine (renames see the names before it).
+    expect(validateAlterTable(t, { ...none, renameColumns: [{ from: 'v', to: 'w' }, { from: 'w', to: 'v' }] }).schema.columns.map((c) => `${c.name}#${c.id}`)).toEqual(['id#1', 'w#2', 'v#3']);
   });
 
   it('ddl: K tablets split the hash space into contiguous ranges ending at 65536', () => {

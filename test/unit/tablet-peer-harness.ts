@@ -26,6 +26,7 @@ export function demoTabletMeta(tabletId = 't1'): TabletMeta {
     schema: { columns: [{ name: 'id', id: 0, type: 'int64', nullable: false }, { name: 'v', id: 1, type: 'string', nullable: true }], hashColumns: ['id'], rangeColumns: [] },
     partition: { start: 0, end: 65536 },
     peers: [{ uuid: 'ts1', rpcAddress: '127.0.0.1:1', memberType: 'VOTER' }],
+    schemaVersion: 0,
   };
 }
 

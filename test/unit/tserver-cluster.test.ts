@@ -91,6 +91,7 @@ const methods: TServerMethods = {
   scan: def('tessera.TabletServerService', 'Scan'),
   createTablet: def('tessera.TabletServerAdminService', 'CreateTablet'),
   deleteTablet: def('tessera.TabletServerAdminService', 'DeleteTablet'),
+  alterSchema: def('tessera.TabletServerAdminService', 'AlterSchema'),
   leaderStepdown: def('tessera.TabletServerAdminService', 'LeaderStepdown'),
   changeConfig: def('tessera.TabletServerAdminService', 'ChangeConfig'),
   setFlag: def('tessera.TabletServerAdminService', 'SetFlag'),

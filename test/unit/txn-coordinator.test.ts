@@ -36,6 +36,7 @@ const meta: TabletMeta = {
   schema: { columns: [{ name: 'txn_id', id: 1, type: 'string', nullable: false }, { name: 'record', id: 2, type: 'bytes', nullable: true }], hashColumns: ['txn_id'], rangeColumns: [] },
   partition: { start: 0, end: 65536 },
   peers: [{ uuid: 'ts1', rpcAddress: '127.0.0.1:1', memberType: 'VOTER' }],
+  schemaVersion: 0,
 };
 
 interface Update {

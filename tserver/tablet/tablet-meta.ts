@@ -38,6 +38,8 @@ export interface TabletMeta {
   partition: { start: number; end: number };
   /** Peers at creation; the live configuration is Raft's (log + conf state). */
   peers: RaftPeer[];
+  /** The table's schema version this replica has (ALTER TABLE; 0 at creation). */
+  schemaVersion: number;
 }
 
 export const META_FILE = 'meta.json';
@@ -96,7 +98,14 @@ export function parseTabletMeta(v: unknown): TabletMeta {
     const mt = r['memberType'] === 'LEARNER' ? 'LEARNER' : 'VOTER';
     return { uuid: r['uuid'], rpcAddress: r['rpcAddress'], memberType: mt };
   });
-  return { tabletId, tableId: str('tableId'), tableName: str('tableName'), schema, partition: { start, end }, peers };
+  const sv = o['schemaVersion'] ?? 0;
+  if (typeof sv !== 'number' || !Number.isSafeInteger(sv) || sv < 0) throw bad('schemaVersion must be a non-negative integer');
+  return { tabletId, tableId: str('tableId'), tableName: str('tableName'), schema, partition: { start, end }, peers, schemaVersion: sv };
+}
+
+/** A table schema from JSON (a CHANGE_SCHEMA entry), checked like meta.json's. */
+export function parseTableSchema(v: unknown): TableSchema {
+  return parseSchema(v, (why) => new DbError(ErrorCode.CORRUPTION, `bad table schema: ${why}`));
 }
 
 function parseSchema(v: unknown, bad: (w: string) => DbError): TableSchema {

@@ -11,15 +11,17 @@
  * priority f64, startHt u64][ht u64] RowOps, then optionally the read locks of a serializable
  * transaction: [1 u8][n varint] n × DocKey [tablet u8 (0|1)] (absent: none). APPLY_TXN: [txnId str][commitHt u64]. REMOVE_TXN: [txnId str].
  * TXN_STATUS: [txnId str][status str][ht u64][payload bytes] (the status tablet's record, see
- * tserver/transaction/txn-record.ts).
+ * tserver/transaction/txn-record.ts). CHANGE_SCHEMA: [schemaVersion varint][tableName str][schema as
+ * JSON str] (rare: ALTER TABLE).
  */
 import { DbError, ErrorCode } from '../../common/errors';
 import type { HybridTime } from '../../common/hybrid-time';
 import type { TxnId } from '../../common/ids';
 import { TxnId as toTxnId } from '../../common/ids';
 import { Isolation, type DocKey, type Primitive, type ReadLocks, type RowOp, type TxnMeta } from '../../docdb/doc-db-api';
+import { parseTableSchema, type TableSchema } from './tablet-meta';
 
-export const TabletOpKind = { WRITE: 1, WRITE_INTENTS: 2, APPLY_TXN: 3, REMOVE_TXN: 4, TXN_STATUS: 5 } as const;
+export const TabletOpKind = { WRITE: 1, WRITE_INTENTS: 2, APPLY_TXN: 3, REMOVE_TXN: 4, TXN_STATUS: 5, CHANGE_SCHEMA: 6 } as const;
 
 export type TabletOp =
   /** Single-tablet write: rows straight into RegularDB at `ht` (atomic, one batch). */
@@ -31,7 +33,9 @@ export type TabletOp =
   /** Remove an aborted transaction's intents (transactions issue). */
   | { type: 'REMOVE_TXN'; txnId: TxnId }
   /** Update of a transaction record on a status tablet (transactions issue). */
-  | { type: 'TXN_STATUS'; txnId: TxnId; status: string; ht: HybridTime; payload: Uint8Array };
+  | { type: 'TXN_STATUS'; txnId: TxnId; status: string; ht: HybridTime; payload: Uint8Array }
+  /** The table's schema from this entry on (ALTER TABLE); every replica takes it when it applies the entry. */
+  | { type: 'CHANGE_SCHEMA'; schemaVersion: number; tableName: string; schema: TableSchema };
 
 class Out {
   buf: Buffer;
@@ -319,6 +323,15 @@ export function encodeTabletOp(op: TabletOp): Uint8Array {
       o.bytes(op.payload);
       return o.buf.subarray(0, o.pos);
     }
+    case 'CHANGE_SCHEMA': {
+      const json = JSON.stringify(op.schema);
+      const o = new Out(32 + Buffer.byteLength(op.tableName) + Buffer.byteLength(json));
+      o.u8(TabletOpKind.CHANGE_SCHEMA);
+      o.uv(op.schemaVersion);
+      o.str(op.tableName);
+      o.str(json);
+      return o.buf.subarray(0, o.pos);
+    }
   }
 }
 
@@ -374,6 +387,18 @@ export function decodeTabletOp(b: Uint8Array): TabletOp {
       const payload = i.bytes();
       end(i, b);
       return { type: 'TXN_STATUS', txnId, status, ht, payload };
+    }
+    case TabletOpKind.CHANGE_SCHEMA: {
+      const schemaVersion = i.uv();
+      const tableName = i.str();
+      let v: unknown;
+      try {
+        v = JSON.parse(i.str());
+      } catch (e) {
+        throw bad(`schema is not JSON: ${(e as Error).message}`);
+      }
+      end(i, b);
+      return { type: 'CHANGE_SCHEMA', schemaVersion, tableName, schema: parseTableSchema(v) };
     }
     default:
       throw bad(`kind ${kind}`);

@@ -44,7 +44,7 @@ import type { PeerTxnEnv, TxnStatusInfo } from '../transaction/txn-env';
 import { LockTable } from './lock-table';
 import { decodeTabletOp, docKeyString, encodeTabletOp, type TabletOp } from './tablet-op';
 import { OUTCOME_LIMITS, OutcomeMemory } from './outcome-memory';
-import type { TabletMeta } from './tablet-meta';
+import { writeTabletMeta, type TableSchema, type TabletMeta } from './tablet-meta';
 import { forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey } from '../transaction/txn-record';
 import { makeDirs } from '../../common/fs-dirs';
 
@@ -132,7 +132,8 @@ interface RegularGroupItem {
 }
 
 export class TabletPeer {
-  readonly meta: TabletMeta;
+  /** Identity, schema (changed by CHANGE_SCHEMA entries) and initial peers; also in meta.json. */
+  private metaValue: TabletMeta;
   state: TabletState = TabletState.BOOTSTRAPPING;
   lastError = '';
   private raft!: RaftGroup;
@@ -184,7 +185,11 @@ export class TabletPeer {
   readonly metrics = { writeOps: 0, readOps: 0, scanOps: 0, readLocks: 0, rowsWritten: 0, entriesApplied: 0, snapshotsInstalled: 0 };
 
   private constructor(private readonly deps: TabletPeerDeps) {
-    this.meta = deps.meta;
+    this.metaValue = deps.meta;
+  }
+
+  get meta(): TabletMeta {
+    return this.metaValue;
   }
 
   get tabletId(): string {
@@ -487,6 +492,9 @@ export class TabletPeer {
           await this.flushRegular(group);
           await this.removeTxn(op, opId);
           break;
+        case 'CHANGE_SCHEMA':
+          this.changeSchema(op, opId);
+          break;
       }
       this.metrics.entriesApplied++;
     }
@@ -540,6 +548,26 @@ export class TabletPeer {
   private async flushIntents(intents: IntentsGroupItem[]): Promise<void> {
     if (intents.length === 0) return;
     await this.docdb.writeIntentsMany(intents.splice(0, intents.length));
+  }
+
+  /**
+   * CHANGE_SCHEMA (ALTER TABLE): the replica's schema from this entry on, durable in meta.json before
+   * the entry counts as applied (the databases' frontiers may pass it; it is never replayed then). An
+   * entry of an older or equal version is a no-op (replay, a repeated AlterSchema).
+   */
+  private changeSchema(op: Extract<TabletOp, { type: 'CHANGE_SCHEMA' }>, opId: OpId): void {
+    if (op.schemaVersion <= this.metaValue.schemaVersion) return;
+    const next: TabletMeta = { ...this.metaValue, schema: op.schema, tableName: op.tableName, schemaVersion: op.schemaVersion };
+    writeTabletMeta(this.deps.dir, next);
+    this.metaValue = next;
+    this.deps.log.info({ tablet: this.tabletId, table: op.tableName, schemaVersion: op.schemaVersion, index: opId.index }, 'schema changed');
+  }
+
+  /** Leader: replicate the table's schema `version` (AlterSchema from the master); answers the version now applied here. */
+  async alterSchema(schema: TableSchema, version: number, tableName: string): Promise<number> {
+    this.checkServing();
+    if (version > this.metaValue.schemaVersion) await this.proposeOp({ type: 'CHANGE_SCHEMA', schemaVersion: version, tableName, schema });
+    return this.metaValue.schemaVersion;
   }
 
   /** APPLY_TXN: remember the outcome; the apply-pending mark joins the RegularDB group (flushRegular starts the apply). */
