@@ -166,6 +166,8 @@ function checkSchemaVersion(t: TabletPeer, requested: number | undefined): void 
   const mine = t.meta.schemaVersion;
   const theirs = requested ?? 0;
   if (theirs !== mine) {
+    // Only the leader's version counts: a follower (which may lag) answers NOT_THE_LEADER as usual.
+    t.checkLeader();
     throw new DbError(ErrorCode.SCHEMA_VERSION_MISMATCH, `tablet ${t.tabletId} of table ${t.meta.tableName} has schema version ${mine}; the request was built with version ${theirs}`, { tabletId: t.tabletId, tabletVersion: mine, requestVersion: theirs });
   }
 }

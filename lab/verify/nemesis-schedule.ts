@@ -10,11 +10,14 @@ import { SeededRng } from '../../common/rng';
  * `skew` offsets one node's clock by at most half of max_clock_skew_usec (a configuration the
  * database promises to handle); `skew-beyond` goes past it (1.5x to 4x), an unsafe configuration in
  * which stale reads are documented behaviour, so it is never part of `all` and must be named.
+ * `alter` is not a fault but a disturbance: ALTER TABLE on the workload's table (a column added at the
+ * window's start, dropped at its end), so every client meets SCHEMA_VERSION_MISMATCH and rebuilds
+ * its operations while the history is recorded.
  */
-export const NEMESIS_KINDS = ['kill', 'pause', 'partition', 'skew', 'stepdown', 'skew-beyond'] as const;
+export const NEMESIS_KINDS = ['kill', 'pause', 'partition', 'skew', 'stepdown', 'alter', 'skew-beyond'] as const;
 export type NemesisKind = (typeof NEMESIS_KINDS)[number];
 /** What `all` means: every fault the database must survive without an anomaly. */
-export const SAFE_NEMESIS_KINDS: readonly NemesisKind[] = ['kill', 'pause', 'partition', 'skew', 'stepdown'];
+export const SAFE_NEMESIS_KINDS: readonly NemesisKind[] = ['kill', 'pause', 'partition', 'skew', 'stepdown', 'alter'];
 /** The cluster's max_clock_skew_usec (verify clusters run with the default), in ms. */
 export const DEFAULT_MAX_CLOCK_SKEW_MS = MAX_CLOCK_SKEW_USEC.default / 1000;
 /** skew stays within [low, high] x max skew; skew-beyond within its own range. */

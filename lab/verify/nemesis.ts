@@ -18,6 +18,8 @@ import { describeTarget, type ScheduledFault } from './nemesis-schedule';
 export const CLOCK_SKEW_FLAG = 'TEST_clock_skew_ms';
 /** Bound on waiting for a restarted server to rejoin before the next fault. */
 export const RESTART_HEALTH_TIMEOUT_MS = 30_000;
+/** Bound on one ALTER TABLE of the alter nemesis (until every tablet's leader serves it). */
+const ALTER_TIMEOUT_MS = 20_000;
 /** Tablets tried when probing a node's clock. */
 const CLOCK_PROBE_TABLETS_MAX = 12;
 
@@ -58,6 +60,8 @@ export class Nemesis {
   private readonly rng: SeededRng;
   /** Whether TEST_clock_skew_ms moved a server's clock when probed (undefined: not probed yet). */
   private skewTakesEffect: boolean | undefined;
+  /** Columns the alter nemesis added so far (each gets a fresh name). */
+  private alters = 0;
 
   constructor(private readonly d: NemesisDeps) {
     this.rng = new SeededRng(d.seed ^ 0x5eed);
@@ -141,6 +145,17 @@ export class Nemesis {
           w.note = await this.stepdown();
           await sleep(f.durationMs, stop);
           break;
+        case 'alter': {
+          // A column nobody writes, added and dropped again: two schema versions under the load.
+          const col = `nemesis_${this.alters++}`;
+          w.target = `table ${this.d.table}`;
+          const added = await this.d.client.alterTable(this.d.table, { addColumns: [{ name: col, type: 'string' }] }, { timeoutMs: ALTER_TIMEOUT_MS });
+          w.note = `added column ${col} (schema version ${added.schemaVersion})`;
+          await sleep(f.durationMs, stop);
+          const dropped = await this.d.client.alterTable(this.d.table, { dropColumns: [col] }, { timeoutMs: ALTER_TIMEOUT_MS });
+          w.note += `, dropped it (version ${dropped.schemaVersion})`;
+          break;
+        }
       }
     } catch (e) {
       w.skipped = (e as Error).message.split('\n')[0];

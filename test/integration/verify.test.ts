@@ -116,6 +116,15 @@ describe('verify: Jepsen-style workloads on a real cluster', () => {
     expect(r.verdict).toBe('valid');
   }, 120_000);
 
+  it('verify: register with transactional writes stays linearizable while ALTER TABLE changes the table\'s schema under it (alter nemesis, with stepdowns)', async () => {
+    const r = await run('register', 15, { registerWrites: 'txn', dirName: 'register-alter', nemesis: 'alter,stepdown' });
+    expect(unexpected('register', r)).toEqual([]);
+    expect(r.verdict).toBe(Object.keys(r.anomalies).length ? 'INVALID' : 'valid');
+    expect(r.counts.ok).toBeGreaterThanOrEqual(MIN_OK_OPS);
+    const alters = r.faults.filter((f) => f.kind === 'alter' && !f.skipped);
+    expect(alters.length).toBeGreaterThanOrEqual(1);
+  }, 120_000);
+
   it('verify: bank transfers keep the total in every read (no new anomaly) under the mixed nemesis', async () => {
     const r = await run('bank', 13);
     expect(unexpected('bank', r)).toEqual([]);
