@@ -255,9 +255,20 @@ export class CatalogManager {
     const fromVersion = schemaVersionOf(t);
     await this.deps.sys.propose({ type: 'alterTable', tableId: t.id, fromVersion, name: next.name, schema: next.schema, nextColumnId: next.nextColumnId });
     this.deps.log.info({ table: next.name, tableId: t.id, schemaVersion: fromVersion + 1, columns: next.schema.columns.map((c) => `${c.name}:${c.type}#${c.id}`) }, 'table altered');
-    void this.runRound();
     const altered = this.catalog().tables.get(t.id);
     if (!altered) throw new DbError(ErrorCode.TABLE_NOT_FOUND, `table ${next.name} was dropped meanwhile`);
+    // Every tablet's leader now, all at once (clients that loaded the new version wait for tablets
+    // still behind); the background round retries whatever did not arrive.
+    const version = schemaVersionOf(altered);
+    for (const tablet of tabletsOf(this.catalog(), altered)) {
+      const leader = this.deps.registry.leaderReport(tablet.id, this.now(), this.timeoutMs());
+      const addr = leader ? this.addressOf(leader.uuid) : undefined;
+      if (!addr) continue;
+      this.createAttempts.set(`${tablet.id}/alter/${version}`, this.now());
+      void this.deps.client
+        .call(addr, tabletServerMethods().alterSchema, { tabletId: tablet.id, schema: schemaToPb(altered), schemaVersion: version, tableName: altered.name }, { timeoutMs: ADMIN_RPC_TIMEOUT_MS })
+        .catch((err: unknown) => this.deps.log.debug({ err, tablet: tablet.id }, 'AlterSchema failed; retried by the background round'));
+    }
     return { table: altered, schemaVersion: schemaVersionOf(altered) };
   }
 
