@@ -12,11 +12,15 @@
  * weak write intent every write of a row's column leaves on its DocKey, and a row delete's strong
  * one. The tablet lock of a serializable scan (a strong read intent on TABLET_LOCK_SUBKEY) meets
  * every write: a writer checks that key as if it held a weak write intent there (never stored: one
- * record per write batch saved), and the scan checks every write intent of the tablet.
+ * record per write batch saved), and the scan checks every write intent of the tablet. A scan
+ * confined to one hash key of a table with range columns takes a hash-key lock instead (a strong read
+ * intent on that hash key's DocKey without range components, storage-keys hashKeyLock): every write
+ * of a row under it implies a weak write intent there, and the lock checks the write intents of every
+ * row under it.
  */
 import type { HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
-import type { Conflict, DocKey, ReadLocks, RowOp, StatusResolver, TxnMeta, TxnStatusAnswer } from './doc-db-api';
+import { readLockKeys, type Conflict, type DocKey, type ReadLocks, type RowOp, type StatusResolver, type TxnMeta, type TxnStatusAnswer } from './doc-db-api';
 import { intentTypesForRead } from './encoding';
 import type { IntentsDb } from './intents-db';
 import { intentTypeSets } from './intents-db';
@@ -27,6 +31,8 @@ import {
   decodeIntentValue,
   docKeyLength,
   encodeRowDocKey,
+  hashKeyLock,
+  hashKeyRowsPrefix,
   intentTypesConflict,
   parseIntentKeyToSubKey,
   parseRegularKey,
@@ -91,9 +97,21 @@ export async function findConflicts(
     }
   }
 
+  // A row with range components implies a weak write intent on its hash key's lock (never stored):
+  // a serializable scan of that hash key.
+  for (const r of rows.values()) {
+    const k = r.cells[0]!.docKey;
+    const lock = k.range.length > 0 ? hashKeyLock(k) : undefined;
+    if (!lock) continue;
+    const sk = subDocKey(encodeRowDocKey(lock), { kind: 'row' });
+    const h = sk.toString('hex');
+    const prev = locks.get(h);
+    locks.set(h, { subKey: sk, typeset: (prev?.typeset ?? 0) | sets.weak, cell: prev?.cell ?? r.cells[0]! });
+  }
+
   const readSet = intentTypesForRead(txn.isolation, true);
   if (reads && readSet !== 0) {
-    for (const k of reads.rows) {
+    for (const k of readLockKeys(reads)) {
       const docKeyBuf = encodeRowDocKey(k);
       const sk = subDocKey(docKeyBuf, { kind: 'row' });
       const h = sk.toString('hex');
@@ -162,6 +180,35 @@ export async function findConflicts(
         }
       } finally {
         await it.close();
+      }
+    }
+  }
+
+  // A hash-key lock meets every other transaction's write intent on a row under that hash key.
+  if (reads?.hashKeys && reads.hashKeys.length > 0 && readSet !== 0) {
+    const prefixes = reads.hashKeys.map(hashKeyRowsPrefix);
+    const under = (key: Buffer): boolean => prefixes.some((p) => key.length > p.length && key.subarray(0, p.length).equals(p));
+    const check = async (key: Buffer, typeset: number, theirTxn: TxnId): Promise<void> => {
+      if (theirTxn === txn.txnId || !intentTypesConflict(readSet, typeset) || !under(key)) return;
+      const docKeyBuf = key.subarray(0, docKeyLength(key));
+      await meet({ docKey: decodeDocKeyBuf(docKeyBuf), docKeyBuf }, theirTxn);
+    };
+    const all = intents.allIndexed();
+    if (all !== undefined) {
+      for (const x of all) await check(x.key, x.typeset, x.txnId);
+    } else {
+      for (const p of prefixes) {
+        const it = intents.db.engine.iterator({ gte: p, lt: prefixEnd(p) });
+        try {
+          for (;;) {
+            const e = await it.next();
+            if (e === undefined) break;
+            const key = Buffer.from(e[0]);
+            await check(key, parseIntentKeyToSubKey(key).typeset, decodeIntentValue(e[1]).txnId);
+          }
+        } finally {
+          await it.close();
+        }
       }
     }
   }

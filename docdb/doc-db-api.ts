@@ -72,6 +72,16 @@ export interface TxnMeta {
 export interface ReadLocks {
   rows: readonly DocKey[];
   tablet: boolean;
+  /**
+   * Hash-key locks of a table with range columns (storage-keys hashKeyLock): a scan confined to one
+   * hash key locks every row under it, present and future, instead of the whole tablet.
+   */
+  hashKeys?: readonly DocKey[];
+}
+
+/** Every DocKey a read-lock set puts a strong read intent on (rows, then hash keys). */
+export function readLockKeys(reads: ReadLocks): readonly DocKey[] {
+  return reads.hashKeys && reads.hashKeys.length > 0 ? [...reads.rows, ...reads.hashKeys] : reads.rows;
 }
 
 export interface ReadOptions {

@@ -11,7 +11,7 @@
  */
 import type { HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
-import { type Isolation, type OpId, type ReadLocks, type RowOp, type TxnMeta } from './doc-db-api';
+import { readLockKeys, type Isolation, type OpId, type ReadLocks, type RowOp, type TxnMeta } from './doc-db-api';
 import { alreadyHolds } from './frontier';
 import type { FrontierDb } from './frontier-db';
 import type { KvOp } from './kv-engine';
@@ -194,7 +194,7 @@ export class IntentsDb {
       const readSet = reads ? intentTypesForRead(txn.isolation, true) : 0;
       if (reads && readSet !== 0) {
         const done = new Set<string>();
-        for (const k of reads.rows) {
+        for (const k of readLockKeys(reads)) {
           const sk = subDocKey(encodeRowDocKey(k), { kind: 'row' });
           const h = sk.toString('latin1');
           if (done.has(h)) continue;
@@ -261,7 +261,7 @@ export class IntentsDb {
     if (!this.indexComplete) return false;
     const holds = (sk: Buffer): boolean => (this.bySubKey.get(sk.toString('latin1')) ?? []).some((x) => x.txnId === txnId && (x.typeset & INTENT_BITS.STRONG_READ) !== 0);
     if (reads.tablet && !holds(TABLET_LOCK_SUBKEY)) return false;
-    for (const k of reads.rows) if (!holds(subDocKey(encodeRowDocKey(k), { kind: 'row' }))) return false;
+    for (const k of readLockKeys(reads)) if (!holds(subDocKey(encodeRowDocKey(k), { kind: 'row' }))) return false;
     return true;
   }
 

@@ -38,6 +38,47 @@ export function encodeRowDocKey(k: DocKey): Buffer {
  */
 export const TABLET_LOCK_SUBKEY: Buffer = encodeRowDocKey({ hash: 0, hashed: [], range: [] });
 
+/**
+ * The hash-key lock of a serializable scan that stays within one hash key (YugabyteDB locks the
+ * scanned prefix, not the tablet): the DocKey of that hash key without range components. For a
+ * table with range columns no row has it, and every write of a row under it implies a weak write
+ * intent on it (conflict.ts); for a table without range columns it is the one row itself.
+ */
+export function hashKeyLock(k: DocKey): DocKey | undefined {
+  return k.hashed.length > 0 ? { hash: k.hash, hashed: k.hashed, range: [] } : undefined;
+}
+
+/** The bytes every DocKey under a hash-key lock starts with (its own encoding without the closing '!'). */
+export function hashKeyRowsPrefix(lock: DocKey): Buffer {
+  const b = encodeRowDocKey(lock);
+  return b.subarray(0, b.length - 1);
+}
+
+/**
+ * The hash-key lock covering every key of [start, end) (encoded DocKey bounds of a scan), when the
+ * range stays within one hash key: `start` is that hash key's prefix (plus range components) and
+ * `end` is within it or just past it. undefined otherwise (the scan then locks the tablet).
+ */
+export function hashKeyLockOfRange(start: Uint8Array | undefined, end: Uint8Array | undefined): DocKey | undefined {
+  if (!start || !end || start.length === 0 || end.length === 0) return undefined;
+  let k: DocKey;
+  try {
+    k = enc.decodeDocKey(Buffer.concat([start, GROUP_END_BYTE]), 0).key;
+  } catch {
+    return undefined;
+  }
+  const lock = hashKeyLock(k);
+  if (!lock) return undefined;
+  const prefix = hashKeyRowsPrefix(lock);
+  const e = Buffer.from(end.buffer, end.byteOffset, end.byteLength);
+  const s = Buffer.from(start.buffer, start.byteOffset, start.byteLength);
+  if (!s.subarray(0, prefix.length).equals(prefix)) return undefined;
+  const past = Buffer.from(prefix);
+  past[past.length - 1]!++;
+  return (e.length >= prefix.length && e.subarray(0, prefix.length).equals(prefix)) || e.equals(past) ? lock : undefined;
+}
+const GROUP_END_BYTE = Buffer.from([0x21]);
+
 export function docKeyLength(key: Buffer): number {
   return enc.docKeyLength(key, 0);
 }

@@ -111,6 +111,28 @@ describe('serializable transactions on a real cluster', () => {
     expect(await value(62n)).toBe('w');
   }, 120_000);
 
+  it('txn serializable: a scan of one hash key (table with range columns) locks that hash key only — an insert under it conflicts, inserts under other hash keys of the same tablet commit', async () => {
+    const c = client!;
+    await c.createTable({ name: 'ser_range', columns: [{ name: 'h', type: 'int64' }, { name: 'r', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['h'], range: ['r'] }, numTablets: 1 });
+    await waitTableReady(cluster!, 'ser_range', 1);
+    await c.table('ser_range').upsertMany([{ h: 1n, r: 1n, v: 'a' }, { h: 1n, r: 2n, v: 'b' }, { h: 2n, r: 1n, v: 'c' }]);
+    const scanner = await begin(0.9);
+    expect((await scanner.scan('ser_range', { hashKey: { h: 1n } })).map((x) => x['r'])).toEqual([1n, 2n]);
+    // Another hash key of the same (only) tablet: not locked.
+    const other = await begin(0.1);
+    await other.insert('ser_range', { h: 2n, r: 5n, v: 'other hash key' });
+    await other.commit();
+    // A row under the scanned hash key (a phantom): refused while the scanner runs.
+    const phantom = await begin(0.1);
+    expect(await settle(phantom.insert('ser_range', { h: 1n, r: 3n, v: 'phantom' }))).toBe(ErrorCode.TXN_CONFLICT);
+    await phantom.abort().catch(() => undefined);
+    await scanner.upsert('ser_range', { h: 1n, r: 9n, v: 'count 2' });
+    await scanner.commit();
+    const rows = await c.table('ser_range').scan({ hashKey: { h: 1n } });
+    expect(rows.map((x) => x['v'])).toEqual(['a', 'b', 'count 2']);
+    expect((await c.table('ser_range').get({ h: 2n, r: 5n }))?.['v']).toBe('other hash key');
+  }, 120_000);
+
   it('txn serializable: a plain write of a row a transaction read aborts that transaction (the plain write wins)', async () => {
     const c = client!;
     const t = await begin(0.99);

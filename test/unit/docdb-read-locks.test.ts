@@ -8,7 +8,8 @@
 import { describe, expect, it } from 'vitest';
 import { TxnId } from '../../common/ids';
 import { DocDb } from '../../docdb/doc-db';
-import type { Conflict, ReadLocks, RowOp, TxnMeta } from '../../docdb/doc-db-api';
+import type { Conflict, DocKey, ReadLocks, RowOp, TxnMeta } from '../../docdb/doc-db-api';
+import { hashKeyLock } from '../../docdb/storage-keys';
 import { MemoryEngine } from '../../docdb/memory-engine';
 import { ht, key, op, Statuses, txnMeta } from './docdb-helpers';
 
@@ -70,6 +71,29 @@ for (const [label, budget] of [
       await db2.writeIntents(txnMeta('w2'), [{ type: 'delete', key: key(4) }], ht(10), op(2));
       await db2.writeIntents(ser('r'), [], ht(10), op(3), rows(5));
       expect(who(await db2.findConflicts(ser('s'), [], ht(11), TABLET))).toEqual(['w1', 'w2']);
+    });
+
+    it('docdb read locks: a hash-key lock (range-column table) meets writes of every row under that hash key, present or new, transactional or plain, and the write intents already there — not other hash keys', async () => {
+      const db = await open(budget);
+      const rk = (h: number, r: number): DocKey => ({ ...key(h), range: [BigInt(r)] });
+      const put = (h: number, r: number): RowOp => ({ type: 'upsert', key: rk(h, r), columns: [{ columnId: 1, value: 'x' }] });
+      const lockOf = (h: number): ReadLocks => ({ rows: [], tablet: false, hashKeys: [hashKeyLock(rk(h, 0))!] });
+      // The lock meets a write intent already under its hash key, not one under another.
+      await db.writeIntents(ser('w1'), [put(1, 5)], ht(10), op(1));
+      await db.writeIntents(ser('w2'), [put(2, 5)], ht(10), op(2));
+      expect(who(await db.findConflicts(ser('s'), [], ht(11), lockOf(1)))).toEqual(['w1']);
+      expect(who(await db.findConflicts(ser('s'), [], ht(11), lockOf(3)))).toEqual([]);
+      // Held, it is met by every later write of a row under it (a phantom too), never by other hash keys.
+      await db.writeIntents(ser('s'), [], ht(12), op(3), lockOf(3));
+      expect(db.holdsReadLocks(TxnId('s'), lockOf(3))).toBe(budget === undefined);
+      expect(who(await db.findConflicts(ser('w'), [put(3, 1)], ht(13)))).toEqual(['s']);
+      expect(who(await db.findConflicts(txnMeta('w'), [{ type: 'delete', key: rk(3, 7) }], ht(13)))).toEqual(['s']);
+      expect(who(await db.findIntentConflicts([put(3, 99)]))).toEqual(['s']);
+      expect(await db.findConflicts(ser('w'), [put(4, 1)], ht(13))).toEqual([]);
+      expect(await db.findIntentConflicts([put(2, 1)])).toEqual([]);
+      // Readers do not meet it; its holder writes under it freely.
+      expect(await db.findConflicts(ser('r'), [], ht(13), lockOf(3))).toEqual([]);
+      expect(await db.findConflicts(ser('s'), [put(3, 2)], ht(13))).toEqual([]);
     });
 
     it('docdb read locks: a committed conflicting writer is reported as committed after the read time when later, and not at all when earlier', async () => {

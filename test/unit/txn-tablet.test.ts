@@ -73,6 +73,7 @@ describe('txn tablet ops', () => {
     // A serializable transaction's read locks ride in WRITE_INTENTS (with or without rows written).
     ops.push({ type: 'WRITE_INTENTS', txn: { txnId: TxnId('r'), statusTablet: 'st', isolation: 'serializable', priority: 0.5, startHt: 1n }, ht: 100n, ops: [], reads: { rows: [key(3), key(4)], tablet: false } });
     ops.push({ type: 'WRITE_INTENTS', txn: { txnId: TxnId('r'), statusTablet: 'st', isolation: 'serializable', priority: 0.5, startHt: 1n }, ht: 101n, ops: [{ type: 'delete', key: key(5) }], reads: { rows: [], tablet: true } });
+    ops.push({ type: 'WRITE_INTENTS', txn: { txnId: TxnId('r'), statusTablet: 'st', isolation: 'serializable', priority: 0.5, startHt: 1n }, ht: 102n, ops: [], reads: { rows: [key(6)], tablet: false, hashKeys: [key(7), key(8)] } });
     for (const op of ops) {
       const d = decodeTabletOp(encodeTabletOp(op));
       expect(d.type === 'TXN_STATUS' ? { ...d, payload: new Uint8Array(d.payload) } : d).toEqual(op);

@@ -9,7 +9,8 @@
  *
  * WRITE_INTENTS: [txn meta: txnId str, statusTablet str, isolation u8 (0 snapshot, 1 serializable),
  * priority f64, startHt u64][ht u64] RowOps, then optionally the read locks of a serializable
- * transaction: [1 u8][n varint] n × DocKey [tablet u8 (0|1)] (absent: none). APPLY_TXN: [txnId str][commitHt u64]. REMOVE_TXN: [txnId str].
+ * transaction: [1 u8][n varint] n × DocKey [tablet u8 (0|1)], optionally followed by hash-key locks
+ * [m varint] m × DocKey (absent: none). APPLY_TXN: [txnId str][commitHt u64]. REMOVE_TXN: [txnId str].
  * TXN_STATUS: [txnId str][status str][ht u64][payload bytes] (the status tablet's record, see
  * tserver/transaction/txn-record.ts). CHANGE_SCHEMA: [schemaVersion varint][tableName str][schema as
  * JSON str] (rare: ALTER TABLE).
@@ -281,7 +282,7 @@ export function encodeTabletOp(op: TabletOp): Uint8Array {
       return o.buf.subarray(0, o.pos);
     }
     case 'WRITE_INTENTS': {
-      const readBytes = op.reads ? rowOpsBytes(op.reads.rows.map((key) => ({ type: 'delete' as const, key }))) + 2 : 0;
+      const readBytes = op.reads ? rowOpsBytes([...op.reads.rows, ...(op.reads.hashKeys ?? [])].map((key) => ({ type: 'delete' as const, key }))) + 12 : 0;
       const o = new Out(64 + Buffer.byteLength(op.txn.txnId) + Buffer.byteLength(op.txn.statusTablet) + rowOpsBytes(op.ops) + readBytes);
       o.u8(TabletOpKind.WRITE_INTENTS);
       o.str(op.txn.txnId);
@@ -298,6 +299,10 @@ export function encodeTabletOp(op: TabletOp): Uint8Array {
         o.uv(op.reads.rows.length);
         for (const k of op.reads.rows) writeKey(o, k);
         o.u8(op.reads.tablet ? 1 : 0);
+        if (op.reads.hashKeys && op.reads.hashKeys.length > 0) {
+          o.uv(op.reads.hashKeys.length);
+          for (const k of op.reads.hashKeys) writeKey(o, k);
+        }
       }
       return o.buf.subarray(0, o.pos);
     }
@@ -364,6 +369,11 @@ export function decodeTabletOp(b: Uint8Array): TabletOp {
         const tablet = i.u8();
         if (tablet > 1) throw bad(`read locks tablet flag ${tablet}`);
         reads = { rows, tablet: tablet === 1 };
+        if (i.pos < b.byteLength) {
+          const hashKeys: DocKey[] = [];
+          for (let n = i.uv(); n > 0; n--) hashKeys.push(readKey(i));
+          reads.hashKeys = hashKeys;
+        }
       }
       end(i, b);
       const txn: TxnMeta = { txnId, statusTablet, isolation: iso === 1 ? Isolation.SERIALIZABLE : Isolation.SNAPSHOT, priority, startHt };

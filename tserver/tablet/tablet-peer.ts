@@ -39,6 +39,7 @@ import { WaitQueue } from './wait-queue';
 import { uncertaintyLimit } from '../transaction/uncertainty';
 import { ENABLE_WAIT_QUEUES, TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS, WAIT_QUEUE_POLL_INTERVAL_MS } from '../transaction/txn-flags';
 import { APPLY_CLEANUP_DELAY_MS } from '../../docdb/docdb-flags';
+import { hashKeyLockOfRange } from '../../docdb/storage-keys';
 import type { ApplyMark } from '../../docdb/doc-db-api';
 import type { PeerTxnEnv, TxnStatusInfo } from '../transaction/txn-env';
 import { LockTable } from './lock-table';
@@ -900,16 +901,18 @@ export class TabletPeer {
    * and no read restarts. Locks the transaction already holds here are not taken again: the read
    * runs at the current time.
    */
-  private serializableReadTime(txn: TxnMeta, rows: readonly DocKey[], tablet: boolean, propagated: HybridTime | undefined, deadlineMonoMs: number | undefined): Promise<HybridTime> {
-    return this.waitingOnConflict(deadlineMonoMs, (wait) => this.serializableReadTimeOnce(txn, rows, tablet, propagated, wait));
+  private serializableReadTime(txn: TxnMeta, reads: ReadLocks, propagated: HybridTime | undefined, deadlineMonoMs: number | undefined): Promise<HybridTime> {
+    return this.waitingOnConflict(deadlineMonoMs, (wait) => this.serializableReadTimeOnce(txn, reads, propagated, wait));
   }
 
-  private async serializableReadTimeOnce(txn: TxnMeta, rows: readonly DocKey[], tablet: boolean, propagated: HybridTime | undefined, wait: boolean): Promise<HybridTime> {
+  private async serializableReadTimeOnce(txn: TxnMeta, reads: ReadLocks, propagated: HybridTime | undefined, wait: boolean): Promise<HybridTime> {
     this.checkServing();
     this.checkNotRemoved(txn.txnId);
     if (propagated) this.deps.clock.update(propagated);
-    const reads: ReadLocks = { rows: tablet ? [] : rows, tablet };
-    const release = await this.locks.acquire(tablet ? [] : rows.map((k) => docKeyString(k)), tablet ? 'exclusive' : 'shared');
+    // A scan's lock (tablet or hash key) covers rows no write has locked yet: it takes the tablet
+    // gate exclusively while it checks and replicates, so no write's conflict check races it.
+    const scan = reads.tablet || (reads.hashKeys?.length ?? 0) > 0;
+    const release = await this.locks.acquire(reads.rows.map((k) => docKeyString(k)), scan ? 'exclusive' : 'shared');
     try {
       if (this.docdb.holdsReadLocks(txn.txnId, reads)) return this.deps.clock.now();
       const conflicts = await this.docdb.findConflicts(txn, [], this.deps.clock.now(), reads);
@@ -935,7 +938,7 @@ export class TabletPeer {
     opts: { columns?: number[]; propagatedHt?: HybridTime; maxBytes?: number; deadlineMonoMs?: number },
   ): Promise<{ rows: Array<Row | undefined>; readHt: HybridTime; globalLimitHt: HybridTime | undefined }> {
     const { deadlineMonoMs, ...o } = opts;
-    const readHt = await this.serializableReadTime(txn, keys, false, opts.propagatedHt, deadlineMonoMs);
+    const readHt = await this.serializableReadTime(txn, { rows: keys, tablet: false }, opts.propagatedHt, deadlineMonoMs);
     return this.read(keys, { ...o, readHt, txnId: txn.txnId });
   }
 
@@ -945,7 +948,11 @@ export class TabletPeer {
     opts: { startKey?: Uint8Array; endKey?: Uint8Array; limit?: number; columns?: number[]; propagatedHt?: HybridTime; maxBytes?: number; deadlineMonoMs?: number },
   ): Promise<ScanResult & { readHt: HybridTime; globalLimitHt: HybridTime | undefined }> {
     const { deadlineMonoMs, ...o } = opts;
-    const readHt = await this.serializableReadTime(txn, [], true, opts.propagatedHt, deadlineMonoMs);
+    // Confined to one hash key: lock that hash key (its one row, for a table without range columns),
+    // not the tablet, so writes of other hash keys go on.
+    const hashKey = hashKeyLockOfRange(opts.startKey, opts.endKey);
+    const reads: ReadLocks = !hashKey ? { rows: [], tablet: true } : this.meta.schema.rangeColumns.length > 0 ? { rows: [], tablet: false, hashKeys: [hashKey] } : { rows: [hashKey], tablet: false };
+    const readHt = await this.serializableReadTime(txn, reads, opts.propagatedHt, deadlineMonoMs);
     return this.scan({ ...o, readHt, txnId: txn.txnId });
   }
 
