@@ -106,4 +106,12 @@ export interface ConnectOptions {
    * tablet in the same turn travel in one Write request, each still written and answered on its own.
    */
   batchWrites?: boolean;
+  /**
+   * One RPC attempt of an operation that is safe to resend (reads, upserts, deletes) waits at most
+   * this long (default 2500 ms, YugabyteDB's retryable_rpc_single_call_timeout_ms) before the client
+   * tries the tablet's other replicas: a leader that stopped answering without closing its
+   * connections (SIGSTOP, a hung disk) costs one such wait, not the whole deadline. Operations that
+   * must not be resent (inserts, transactional writes, commits) keep the whole deadline. 0: no cap.
+   */
+  rpcSingleCallTimeoutMs?: number;
 }

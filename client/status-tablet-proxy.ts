@@ -32,6 +32,8 @@ export class StatusTabletProxy {
     private readonly rpc: RpcClient,
     private readonly master: MasterProxy,
     private readonly rand: () => number = Math.random,
+    /** Cap on one attempt of an idempotent call (heartbeats, status): TabletInvoker's singleCallTimeoutMs. */
+    private readonly singleCallTimeoutMs = 0,
   ) {}
 
   /** A status tablet chosen at random (spreads coordinators' load, as YugabyteDB's client does). */
@@ -87,7 +89,8 @@ export class StatusTabletProxy {
         continue;
       }
       try {
-        const r = await this.rpc.call(target, m, req, { timeoutMs: Math.max(1, deadline.remainingMs()) });
+        const left = deadline.remainingMs();
+        const r = await this.rpc.call(target, m, req, { timeoutMs: Math.max(1, idempotent && this.singleCallTimeoutMs > 0 ? Math.min(left, this.singleCallTimeoutMs) : left) });
         this.leaders.set(tabletId, target);
         return r;
       } catch (e) {

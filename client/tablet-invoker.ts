@@ -3,7 +3,9 @@
  * NOT_THE_LEADER -> go to the hinted leader (or the next replica); TABLET_NOT_FOUND and network
  * errors -> refresh the table's locations and try again; LEADER_NOT_READY / BACKPRESSURE -> back off
  * and retry; SERVICE_UNAVAILABLE (a replica that is not running: FAILED, bootstrapping) -> back off
- * and try the next replica. Everything within the operation's deadline (TIMED_OUT).
+ * and try the next replica. Everything within the operation's deadline (TIMED_OUT). An attempt of an
+ * idempotent operation waits at most `singleCallTimeoutMs` for its answer, then tries another replica
+ * (a leader that hangs without closing its connections must not hold the operation to its deadline).
  */
 import { DbError, ErrorCode } from '../common/errors';
 import type { MethodDef, RpcClient } from '../rpc/types';
@@ -17,6 +19,8 @@ export class TabletInvoker {
   constructor(
     private readonly rpc: RpcClient,
     private readonly cache: MetaCache,
+    /** Cap on one attempt of an idempotent call (0: the whole remaining deadline). */
+    private readonly singleCallTimeoutMs = 0,
   ) {}
 
   observeHt(ht: bigint | undefined): void {
@@ -57,7 +61,9 @@ export class TabletInvoker {
         continue;
       }
       try {
-        return await this.rpc.call(target, m, makeReq(tablet), { timeoutMs: Math.max(1, deadline.remainingMs()) });
+        const left = deadline.remainingMs();
+        const attemptMs = idempotent && this.singleCallTimeoutMs > 0 ? Math.min(left, this.singleCallTimeoutMs) : left;
+        return await this.rpc.call(target, m, makeReq(tablet), { timeoutMs: Math.max(1, attemptMs) });
       } catch (e) {
         const err = DbError.from(e);
         last = err;

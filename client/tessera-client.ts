@@ -32,6 +32,8 @@ import { TabletInvoker } from './tablet-invoker';
 import { Transaction, type TransactionOptions } from './transaction';
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
+/** YugabyteDB's retryable_rpc_single_call_timeout_ms default. */
+export const DEFAULT_RPC_SINGLE_CALL_TIMEOUT_MS = 2_500;
 /** YugabyteDB's transaction_heartbeat_usec default. */
 export const DEFAULT_TRANSACTION_HEARTBEAT_USEC = 500_000;
 /** Table handles kept (they are cheap; the bound stops a leak through ever-new names). */
@@ -58,9 +60,11 @@ export class TesseraClient {
     this.batchWrites = opts.batchWrites ?? true;
     this.master = new MasterProxy(rpc, opts.masterAddresses);
     this.cache = new MetaCache(this.master);
-    this.invoker = new TabletInvoker(rpc, this.cache);
+    const singleCallMs = opts.rpcSingleCallTimeoutMs ?? DEFAULT_RPC_SINGLE_CALL_TIMEOUT_MS;
+    if (!(singleCallMs >= 0)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'rpcSingleCallTimeoutMs must be >= 0');
+    this.invoker = new TabletInvoker(rpc, this.cache, singleCallMs);
     this.txnWrites = this.batchWrites ? new TxnWriteCoalescer(this.invoker) : undefined;
-    this.statusTablets = new StatusTabletProxy(rpc, this.master);
+    this.statusTablets = new StatusTabletProxy(rpc, this.master, Math.random, singleCallMs);
     const hbUsec = opts.transactionHeartbeatUsec ?? DEFAULT_TRANSACTION_HEARTBEAT_USEC;
     if (!(hbUsec > 0)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'transactionHeartbeatUsec must be > 0');
     this.heartbeatMs = hbUsec / 1000;

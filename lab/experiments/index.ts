@@ -6,6 +6,7 @@
 import type { ExperimentDef, ExperimentOptions, ExperimentResult } from './experiment';
 import { intentsApply } from './intents-apply';
 import { leaderFailover } from './leader-failover';
+import { onlineSchemaChange } from './online-schema-change';
 import { partitionMinority } from './partition-minority';
 import { snapshotIsolation } from './snapshot-isolation';
 import { waitOnConflict } from './wait-on-conflict';
@@ -19,6 +20,7 @@ export const EXPERIMENTS: readonly ExperimentDef[] = [
   { name: 'leader-failover', description: 'kill -9 a tablet leader during a write load: time to a new leader, no acknowledged write lost, catch-up after restart', run: leaderFailover },
   { name: 'partition-minority', description: 'cut one node off during a write load: the majority keeps serving, the minority catches up after heal', run: partitionMinority },
   { name: 'wait-on-conflict', description: 'a hot counter incremented by 8 clients with serializable read-modify-writes, under fail-on-conflict and then enable_wait_queues: no increment lost either way; commits, failures by code and latency compared', run: waitOnConflict },
+  { name: 'online-schema-change', description: 'ALTER TABLE ADD COLUMN under a write load from two clients (one never told), with n2 paused: no write fails, the uninformed client writes the new column, n2 takes the change when Raft catches it up', run: onlineSchemaChange },
   { name: 'snapshot-isolation', description: 'two clients interleaved by hand: a lost update refused, first committer wins, a stable snapshot, the write skew snapshot isolation allows, and serializable isolation refusing that write skew and a phantom', run: snapshotIsolation },
 ];
 

@@ -80,6 +80,15 @@ describe('lab experiments', () => {
     expect(fs.existsSync(path.join(baseDir, 'lab-snapshot-isolation', 'lab.json'))).toBe(false);
   }, 150_000);
 
+  it('lab experiment online-schema-change: ALTER TABLE under a write load with n2 paused — no write fails, the uninformed client writes the new column, n2 catches up', async () => {
+    const r = await runExperiment(findExperiment('online-schema-change')!, opts);
+    expect(r.checks.filter((c) => !c.ok), JSON.stringify(r.checks)).toEqual([]);
+    expect(r.checks).toHaveLength(5);
+    expect(r.figures['writesFailed']).toBe(0);
+    expect(Number(r.figures['writesWithNewColumn'])).toBeGreaterThan(0);
+    expect(fs.existsSync(path.join(baseDir, 'lab-online-schema-change', 'lab.json'))).toBe(false);
+  }, 150_000);
+
   it('lab experiment wait-on-conflict: a hot counter loses no increment under fail-on-conflict or wait-on-conflict; waiting replaces TXN_CONFLICT', async () => {
     const r = await runExperiment(findExperiment('wait-on-conflict')!, opts);
     expect(r.checks.filter((c) => !c.ok), JSON.stringify(r.checks)).toEqual([]);

@@ -125,12 +125,18 @@ import { addressTranslator } from '../../client/address-translation';
 import type { Transport } from '../../rpc/types';
 
 /** A transport whose one client records every dialled address and plays a master and three tservers. */
-function fakeCluster(o: { failedLeader?: boolean } = {}): { transport: Transport; dialled: string[] } {
+function fakeCluster(o: { failedLeader?: boolean; hungLeader?: boolean } = {}): { transport: Transport; dialled: string[] } {
   const dialled: string[] = [];
   const replicas = ['n0', 'n1', 'n2'].map((n, i) => ({ tserverUuid: `ts${i}`, rpcAddress: `${n}:9100`, role: i === 1 ? 'LEADER' : 'FOLLOWER' }));
   const client: RpcClient = {
-    call<Req, Resp>(address: string, m: MethodDef<Req, Resp>): Promise<Resp> {
+    call<Req, Resp>(address: string, m: MethodDef<Req, Resp>, _req?: Req, opts?: { timeoutMs?: number }): Promise<Resp> {
       dialled.push(address);
+      // hungLeader: the replica the master calls leader was SIGSTOPped: it never answers (the call
+      // times out after its own timeout, as the WebSocket client's does).
+      if (o.hungLeader && (m.method === 'Write' || m.method === 'Read') && address === '127.0.0.1:19101') {
+        return new Promise((_, reject) => setTimeout(() => reject(new DbError(ErrorCode.TIMED_OUT, `no answer from ${address}`)), opts?.timeoutMs ?? 0));
+      }
+      if (o.hungLeader && m.method === 'Read' && address === '127.0.0.1:19102') return Promise.resolve({ rows: [], found: [false], readHt: 1n } as Resp);
       const reply = (v: unknown): Promise<Resp> => Promise.resolve(v as Resp);
       if (m.method === 'ListTables') return address === '127.0.0.1:17100' ? reply({ tables: [] }) : Promise.reject(new DbError(ErrorCode.NETWORK_ERROR, `no route to ${address}`, {}, { retryable: true }));
       if (m.method === 'GetTableLocations') return reply({ table: { id: 'tid', name: 'demo', schema: { columns: [{ name: 'id', id: 1, type: 'int64', nullable: false }, { name: 'v', id: 2, type: 'string', nullable: true }], hashColumns: ['id'], rangeColumns: [] } }, tablets: [{ tabletId: 't0', partition: { start: 0, end: 65536 }, replicas }] });
@@ -170,6 +176,21 @@ describe('client routing: address translation (a host client reaching a Docker l
     expect(writes[0]).toBe('127.0.0.1:19101');
     expect(writes[writes.length - 1]).toBe('127.0.0.1:19102');
     expect(writes.filter((a) => a === '127.0.0.1:19101').length).toBeLessThanOrEqual(2);
+  });
+
+  it('routing: an idempotent call to a leader that hangs (SIGSTOP) gives up after rpcSingleCallTimeoutMs and finds the leader elsewhere; an insert keeps the whole deadline', async () => {
+    const { transport, dialled } = fakeCluster({ hungLeader: true });
+    const c = await TesseraClient.connect({ masterAddresses: ['n0:7100'], addressMap, transport, timeoutMs: 2_000, rpcSingleCallTimeoutMs: 100 });
+    // Without the cap each would wait on the hung leader until the 2 s deadline and fail TIMED_OUT.
+    await c.table('demo').upsert({ id: 1n, v: 'x' });
+    expect(await c.table('demo').get({ id: 1n })).toBeUndefined();
+    expect(dialled.slice(2)[0]).toBe('127.0.0.1:19101');
+    expect(dialled).toContain('127.0.0.1:19102');
+    // Not safe to resend: the insert waits on the hung leader until its deadline (outcome unknown).
+    const hung = await c.table('demo').insert({ id: 2n, v: 'y' }, { timeoutMs: 300 }).then(() => undefined, (e: unknown) => e);
+    expect((hung as DbError).code).toBe(ErrorCode.TIMED_OUT);
+    await c.close();
+    await expect(TesseraClient.connect({ masterAddresses: ['n0:7100'], addressMap, transport, rpcSingleCallTimeoutMs: -1 })).rejects.toMatchObject({ code: ErrorCode.INVALID_ARGUMENT });
   });
 
   it('routing: without a translation the advertised addresses are dialled as they are (and fail here)', async () => {
