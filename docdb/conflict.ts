@@ -159,10 +159,18 @@ export async function findConflicts(
     }
   }
 
-  // The tablet lock (a serializable scan) meets every other transaction's write intent here.
-  if (reads?.tablet && readSet !== 0) {
+  // A scan's lock meets every other transaction's write intent under it: the tablet lock every
+  // intent of the tablet, a hash-key lock those of the rows under that hash key.
+  const scanned: Array<{ lo: Buffer; hi: Buffer }> = [];
+  if (reads?.tablet) scanned.push({ lo: INTENTS_DATA_START, hi: INTENTS_DATA_END });
+  for (const k of reads?.hashKeys ?? []) {
+    const p = hashKeyRowsPrefix(k);
+    scanned.push({ lo: p, hi: prefixEnd(p) });
+  }
+  if (scanned.length > 0 && readSet !== 0) {
     const check = async (key: Buffer, typeset: number, theirTxn: TxnId): Promise<void> => {
       if (theirTxn === txn.txnId || !intentTypesConflict(readSet, typeset)) return;
+      if (!scanned.some((r) => key.compare(r.lo) >= 0 && key.compare(r.hi) < 0)) return;
       const docKeyBuf = key.subarray(0, docKeyLength(key));
       await meet({ docKey: decodeDocKeyBuf(docKeyBuf), docKeyBuf }, theirTxn);
     };
@@ -170,35 +178,8 @@ export async function findConflicts(
     if (all !== undefined) {
       for (const x of all) await check(x.key, x.typeset, x.txnId);
     } else {
-      const it = intents.db.engine.iterator({ gte: INTENTS_DATA_START, lt: INTENTS_DATA_END });
-      try {
-        for (;;) {
-          const e = await it.next();
-          if (e === undefined) break;
-          const key = Buffer.from(e[0]);
-          await check(key, parseIntentKeyToSubKey(key).typeset, decodeIntentValue(e[1]).txnId);
-        }
-      } finally {
-        await it.close();
-      }
-    }
-  }
-
-  // A hash-key lock meets every other transaction's write intent on a row under that hash key.
-  if (reads?.hashKeys && reads.hashKeys.length > 0 && readSet !== 0) {
-    const prefixes = reads.hashKeys.map(hashKeyRowsPrefix);
-    const under = (key: Buffer): boolean => prefixes.some((p) => key.length > p.length && key.subarray(0, p.length).equals(p));
-    const check = async (key: Buffer, typeset: number, theirTxn: TxnId): Promise<void> => {
-      if (theirTxn === txn.txnId || !intentTypesConflict(readSet, typeset) || !under(key)) return;
-      const docKeyBuf = key.subarray(0, docKeyLength(key));
-      await meet({ docKey: decodeDocKeyBuf(docKeyBuf), docKeyBuf }, theirTxn);
-    };
-    const all = intents.allIndexed();
-    if (all !== undefined) {
-      for (const x of all) await check(x.key, x.typeset, x.txnId);
-    } else {
-      for (const p of prefixes) {
-        const it = intents.db.engine.iterator({ gte: p, lt: prefixEnd(p) });
+      for (const r of reads?.tablet ? scanned.slice(0, 1) : scanned) {
+        const it = intents.db.engine.iterator({ gte: r.lo, lt: r.hi });
         try {
           for (;;) {
             const e = await it.next();
