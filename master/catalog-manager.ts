@@ -509,11 +509,12 @@ export class CatalogManager {
       }
       // 1b. The tablet's leader serves an older schema: it replicates the catalog's (ALTER TABLE).
       const version = schemaVersionOf(table);
-      if (leader && (leader.report.schemaVersion ?? 0) < version) {
-        const key = `${tablet.id}/alter/${version}`;
+      const alterKey = `${tablet.id}/alter/${version}`;
+      if (leader && (leader.report.schemaVersion ?? 0) >= version) this.createAttempts.delete(alterKey);
+      else if (leader) {
         const addr = this.addressOf(leader.uuid);
-        if (addr && now - (this.createAttempts.get(key) ?? -Infinity) >= ALTER_SCHEMA_RETRY_MS) {
-          this.createAttempts.set(key, now);
+        if (addr && now - (this.createAttempts.get(alterKey) ?? -Infinity) >= ALTER_SCHEMA_RETRY_MS) {
+          this.createAttempts.set(alterKey, now);
           call(addr, m.alterSchema, { tabletId: tablet.id, schema: schemaToPb(table), schemaVersion: version, tableName: table.name }, { tablet: tablet.id, op: 'AlterSchema', schemaVersion: version });
         }
       }
