@@ -212,9 +212,14 @@ describe('tserver cluster (in-memory transport)', () => {
     for (let i = 0; i < 300; i++) {
       await client.call(leader.rpcAddress, methods.write, { tabletId: 'tab2', ops: [{ type: 'UPSERT', key: keyPb(i), columns: [{ columnId: 1, value: { stringValue: `v${i}` } }] }] });
     }
+    // An ALTER TABLE reaches the replicas as a CHANGE_SCHEMA entry, which the compaction below drops.
+    const altered: pb.TableSchemaPB = { ...schema, columns: [...schema.columns!, { name: 'w', id: 2, type: 'int64', nullable: true }] };
+    await client.call(leader.rpcAddress, methods.alterSchema, { tabletId: 'tab2', schema: altered, schemaVersion: 1, tableName: 'demo2' });
+    // A write after it, so the databases' frontier (and the compaction) passes the CHANGE_SCHEMA entry.
+    await client.call(leader.rpcAddress, methods.write, { tabletId: 'tab2', ops: [{ type: 'UPSERT', key: keyPb(300), columns: [{ columnId: 2, value: { int64Value: 7n } }] }], schemaVersion: 1 });
     // Compact the leader's log past everything written: a new replica cannot catch up from the log.
     const compacted = await leader.manager.get('tab2').gcLog(0);
-    expect(compacted).toBeGreaterThan(300);
+    expect(compacted).toBeGreaterThan(302);
     const fresh = await start(3);
     await client.call(fresh.rpcAddress, methods.createTablet, {
       tabletId: 'tab2', tableId: 'x', tableName: 'demo', schema,
@@ -224,6 +229,8 @@ describe('tserver cluster (in-memory transport)', () => {
     const target = leader.manager.get('tab2').status().commit;
     await until(() => fresh.manager.get('tab2').status().appliedIndex >= target, 15_000, 'the new replica to catch up');
     expect(fresh.manager.get('tab2').metrics.snapshotsInstalled).toBe(1);
+    // Created with the schema before the ALTER, it took the source's from the snapshot.
+    expect([fresh.manager.get('tab2').meta.schemaVersion, fresh.manager.get('tab2').meta.tableName, fresh.manager.get('tab2').meta.schema.columns.length]).toEqual([1, 'demo2', 3]);
     // Its databases now hold the rows: make it leader and read them back there.
     await client.call(leader.rpcAddress, methods.changeConfig, { tabletId: 'tab2', type: 'PROMOTE', peer: { uuid: fresh.uuid } });
     await until(() => fresh.manager.get('tab2').status().conf.voters.includes(fresh.uuid as never), 10_000, 'the new replica to see itself as a voter');
@@ -233,7 +240,7 @@ describe('tserver cluster (in-memory transport)', () => {
       await until(() => fresh.manager.get('tab2').raftGroup().isLeaderReady(), 2_000, 'the new replica to lead').catch(() => undefined);
     }
     expect(fresh.manager.get('tab2').raftGroup().isLeaderReady()).toBe(true);
-    const r = await client.call(fresh.rpcAddress, methods.read, { tabletId: 'tab2', keys: Array.from({ length: 300 }, (_, i) => keyPb(i)) });
+    const r = await client.call(fresh.rpcAddress, methods.read, { tabletId: 'tab2', keys: Array.from({ length: 300 }, (_, i) => keyPb(i)), schemaVersion: 1 });
     expect(r.found?.filter(Boolean).length).toBe(300);
   }, 60_000);
 });

@@ -45,7 +45,7 @@ import type { PeerTxnEnv, TxnStatusInfo } from '../transaction/txn-env';
 import { LockTable } from './lock-table';
 import { decodeTabletOp, docKeyString, encodeTabletOp, type TabletOp } from './tablet-op';
 import { OUTCOME_LIMITS, OutcomeMemory } from './outcome-memory';
-import { writeTabletMeta, type TableSchema, type TabletMeta } from './tablet-meta';
+import { parseTableSchema, writeTabletMeta, type TableSchema, type TabletMeta } from './tablet-meta';
 import { forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey } from '../transaction/txn-record';
 import { makeDirs } from '../../common/fs-dirs';
 
@@ -58,6 +58,11 @@ export interface SnapshotDescriptor {
   /** Replica whose databases are copied (the leader that made the snapshot). */
   sourceUuid: string;
   index: number;
+  /**
+   * The source's table schema when it made the snapshot (ALTER TABLE): the CHANGE_SCHEMA entries a
+   * replica skips with the compacted log reach it this way. Absent in older descriptors.
+   */
+  schema?: { schemaVersion: number; tableName: string; schema: TableSchema };
 }
 
 export type DbName = 'regular' | 'intents';
@@ -965,7 +970,8 @@ export class TabletPeer {
   // ---- snapshots (remote bootstrap) -------------------------------------------------------------
 
   private createSnapshot(index: number): Uint8Array {
-    const d: SnapshotDescriptor = { tabletId: this.meta.tabletId, sourceUuid: this.deps.selfUuid, index };
+    const m = this.metaValue;
+    const d: SnapshotDescriptor = { tabletId: m.tabletId, sourceUuid: this.deps.selfUuid, index, schema: { schemaVersion: m.schemaVersion, tableName: m.tableName, schema: m.schema } };
     return new TextEncoder().encode(JSON.stringify(d));
   }
 
@@ -1002,6 +1008,9 @@ export class TabletPeer {
     this.txnStatusTablets.clear();
     this.txnFirstSeen.clear();
     await this.loadTxnState();
+    // The schema the source had (never older than the entries the snapshot stands for): an ALTER whose
+    // CHANGE_SCHEMA entry was compacted away reaches this replica here.
+    if (desc.schema) this.changeSchema({ type: 'CHANGE_SCHEMA', schemaVersion: desc.schema.schemaVersion, tableName: desc.schema.tableName, schema: parseTableSchema(desc.schema.schema) }, { term: 0, index: snap.meta.index });
     await this.snapshotListener?.();
     fs.rmSync(marker, { force: true });
     this.metrics.snapshotsInstalled++;
