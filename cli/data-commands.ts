@@ -117,6 +117,16 @@ export function registerDataCommands(program: Command): void {
     else printTable(['name', 'id', 'tablets', 'rf', 'schema version'], tables.map((t) => [t.name, t.id, t.numTablets, t.replicationFactor, t.schemaVersion]));
   });
 
+  common(program.command('describe-table <name>').description('a table\'s columns (name, id, type, nullable, key), schema version and tablets')).action(async (name: string, o: CommonOpts) => {
+    const loc = await withClient(o, timeout(o), (c) => c.tableLocations(name));
+    const sc = loc.schema;
+    const keyOf = (n: string): string => (sc.hash.some((c) => c.name === n) ? 'HASH' : sc.range.some((c) => c.name === n) ? 'RANGE' : '');
+    const columns = sc.columns.map((c) => ({ name: c.name, id: c.id, type: c.type, nullable: c.nullable, key: keyOf(c.name) }));
+    if (o.json) return printJson({ name: sc.name, id: sc.id, schemaVersion: sc.version, columns, tablets: loc.tablets.length });
+    print(`table ${sc.name} (${sc.id}): schema version ${sc.version}, ${loc.tablets.length} tablet(s)`);
+    printTable(['column', 'id', 'type', 'nullable', 'key'], columns.map((c) => [c.name, c.id, c.type, c.nullable, c.key]));
+  });
+
   common(program.command('alter-table <name>').description('change a table: --add_columns "c:string,d:int64" --drop_columns b --rename_columns old:new --rename_to NAME (any mix, one schema version)'))
     .option('--add_columns <list>', 'name:type,... (nullable: existing rows have no value)')
     .option('--drop_columns <cols>', 'columns to drop (comma list; not primary key columns)')

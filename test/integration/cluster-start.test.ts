@@ -65,6 +65,18 @@ describe('tessera start', () => {
     expect(JSON.parse(altered.stdout)).toEqual({ name: 'demo', schemaVersion: 1 });
     expect(cli('upsert', 'demo', 'id=1', 'note=altered', '--master_addresses', masters).status).toBe(0);
     expect(JSON.parse(cli('get', 'demo', 'id=1', '--json', '--master_addresses', masters).stdout)).toEqual({ rows: [{ id: '1', value: 'hello', note: 'altered' }] });
+    const described = cli('describe-table', 'demo', '--json', '--master_addresses', masters);
+    expect(described.status).toBe(0);
+    expect(JSON.parse(described.stdout)).toMatchObject({
+      name: 'demo',
+      schemaVersion: 1,
+      tablets: 2,
+      columns: [
+        { name: 'id', id: 1, type: 'int64', nullable: false, key: 'HASH' },
+        { name: 'value', id: 2, type: 'string', nullable: true, key: '' },
+        { name: 'note', id: 3, type: 'string', nullable: true, key: '' },
+      ],
+    });
     const refused = cli('alter-table', 'demo', '--drop_columns', 'id', '--master_addresses', masters);
     expect(refused.status).toBe(1);
     expect(refused.stderr).toMatch(/^error: INVALID_ARGUMENT: column id is part of the primary key/);
