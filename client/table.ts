@@ -64,6 +64,11 @@ function restartOf(e: unknown): { readHt: bigint; restartHt: bigint; globalLimit
   return { readHt: htDetail(e, 'readHt'), restartHt, globalLimitHt: htDetail(e, 'globalLimitHt') };
 }
 
+/** A tablet refused a request built with another schema version (withSchema retries the whole operation). */
+function isSchemaMismatch(e: unknown): boolean {
+  return e instanceof DbError && e.code === ErrorCode.SCHEMA_VERSION_MISMATCH;
+}
+
 /** A transactional scan saw its transaction's read time move under it: read again from the start. */
 function readTimeMoved(usedReadHt: bigint, nowReadHt: bigint): DbError {
   return new DbError(ErrorCode.READ_RESTART, `the transaction's read time moved from ${usedReadHt} to ${nowReadHt} during the scan`, {
@@ -393,7 +398,7 @@ export class Table {
           const { row } = await this.enqueueRead(t.tabletId, k.hash, sv, loc.schema.keyPb(k), columns, d);
           return row ? loc.schema.rowFromPb(row, o?.columns) : undefined;
         } catch (e) {
-          if (e instanceof DbError && e.code === ErrorCode.SCHEMA_VERSION_MISMATCH) throw e;
+          if (isSchemaMismatch(e)) throw e;
           rt = this.onReadError(e, rt, 0);
           tried = 1;
         }
@@ -413,7 +418,7 @@ export class Table {
           this.readFatal,
         );
       } catch (e) {
-        if (e instanceof DbError && e.code === ErrorCode.SCHEMA_VERSION_MISMATCH) throw e;
+        if (isSchemaMismatch(e)) throw e;
         rt = this.onReadError(e, rt, restarts);
         continue;
       }
@@ -443,7 +448,7 @@ export class Table {
           for await (const row of this.scanPass(plan, rt, true)) out.push(row);
           return out;
         } catch (e) {
-          if (e instanceof DbError && e.code === ErrorCode.SCHEMA_VERSION_MISMATCH) throw e;
+          if (isSchemaMismatch(e)) throw e;
           rt = this.onReadError(e, rt, restarts);
         }
       }
@@ -471,7 +476,7 @@ export class Table {
         return;
       } catch (e) {
         if (yielded > 0) throw this.txn ? this.txn.failed(e, false) : e;
-        if (e instanceof DbError && (e.code === ErrorCode.SCHEMA_VERSION_MISMATCH || e.details['unknownColumn'] === true)) {
+        if (isSchemaMismatch(e) || (e instanceof DbError && e.details['unknownColumn'] === true)) {
           // Nothing reached the caller yet: plan again with the table's schema as it is now.
           await this.afterSchemaError(e, loc, d, schemaState);
           loc = await this.cache.get(this.name, d);

@@ -54,6 +54,9 @@ export function hashKeyRowsPrefix(lock: DocKey): Buffer {
   return b.subarray(0, b.length - 1);
 }
 
+/** The byte that closes a DocKey's hashed and range groups. */
+const GROUP_END_BYTE = Buffer.from([0x21]);
+
 /**
  * The hash-key lock covering every key of [start, end) (encoded DocKey bounds of a scan), when the
  * range stays within one hash key: `start` is that hash key's prefix (plus range components) and
@@ -77,8 +80,6 @@ export function hashKeyLockOfRange(start: Uint8Array | undefined, end: Uint8Arra
   past[past.length - 1]!++;
   return (e.length >= prefix.length && e.subarray(0, prefix.length).equals(prefix)) || e.equals(past) ? lock : undefined;
 }
-const GROUP_END_BYTE = Buffer.from([0x21]);
-
 export function docKeyLength(key: Buffer): number {
   return enc.docKeyLength(key, 0);
 }

@@ -21,6 +21,7 @@ import type { Logger } from '../common/log';
 import type { RpcClient } from '../rpc/types';
 import {
   tabletServerMethods,
+  type AlterSchemaRequestPB,
   type AlterTableRequestPB,
   type CreateTableRequestPB,
   type IsAlterTableDoneResponsePB,
@@ -100,6 +101,11 @@ export function schemaToPb(t: TableInfo): TableSchemaPB {
     hashColumns: [...t.schema.hashColumns],
     rangeColumns: [...t.schema.rangeColumns],
   };
+}
+
+/** AlterSchema for one tablet of `t`: the catalog's schema, version and name (ALTER TABLE). */
+function alterSchemaRequest(tabletId: string, t: TableInfo): AlterSchemaRequestPB {
+  return { tabletId, schema: schemaToPb(t), schemaVersion: schemaVersionOf(t), tableName: t.name };
 }
 
 export function tableToPb(t: TableInfo): TableInfoPB {
@@ -266,7 +272,7 @@ export class CatalogManager {
       if (!addr) continue;
       this.createAttempts.set(`${tablet.id}/alter/${version}`, this.now());
       void this.deps.client
-        .call(addr, tabletServerMethods().alterSchema, { tabletId: tablet.id, schema: schemaToPb(altered), schemaVersion: version, tableName: altered.name }, { timeoutMs: ADMIN_RPC_TIMEOUT_MS })
+        .call(addr, tabletServerMethods().alterSchema, alterSchemaRequest(tablet.id, altered), { timeoutMs: ADMIN_RPC_TIMEOUT_MS })
         .catch((err: unknown) => this.deps.log.debug({ err, tablet: tablet.id }, 'AlterSchema failed; retried by the background round'));
     }
     return { table: altered, schemaVersion: schemaVersionOf(altered) };
@@ -515,7 +521,7 @@ export class CatalogManager {
         const addr = this.addressOf(leader.uuid);
         if (addr && now - (this.createAttempts.get(alterKey) ?? -Infinity) >= ALTER_SCHEMA_RETRY_MS) {
           this.createAttempts.set(alterKey, now);
-          call(addr, m.alterSchema, { tabletId: tablet.id, schema: schemaToPb(table), schemaVersion: version, tableName: table.name }, { tablet: tablet.id, op: 'AlterSchema', schemaVersion: version });
+          call(addr, m.alterSchema, alterSchemaRequest(tablet.id, table), { tablet: tablet.id, op: 'AlterSchema', schemaVersion: version });
         }
       }
       // 2. Raft's configuration follows the catalog: remove first, then add (one change at a time).
