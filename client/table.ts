@@ -253,16 +253,13 @@ export class Table {
 
   /** One write in its own Write RPC, with the invoker's retries. */
   private async writeAlone(type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', hash: number, schemaVersion: number, op: RowOpPB, txnCtx: TxnContextPB | undefined, d: Deadline): Promise<void> {
-    const r = await this.invoker.call(
-      this.name,
-      { hash },
-      tabletServerMethods().write,
-      (t) => ({ tabletId: t.tabletId, ops: [op], propagatedHt: this.invoker.propagatedHt, schemaVersion, ...this.writeTxn(t.tabletId, txnCtx) }),
-      d,
-      !this.txn && type !== 'INSERT',
-      this.fatal,
-      this.txn ? undefined : PLAIN_WRITE_RETRY_CODES,
-    );
+    // A retryable request: an INSERT or a transactional write whose answer was lost is resent, and
+    // the tablet answers the copy of a write it already did (no ALREADY_EXISTS for our own row).
+    const r = await this.invoker.callWrite(this.name, { hash }, (t) => ({ tabletId: t.tabletId, ops: [op], propagatedHt: this.invoker.propagatedHt, schemaVersion, ...this.writeTxn(t.tabletId, txnCtx) }), d, {
+      capAttempts: !this.txn,
+      fatal: this.fatal,
+      alsoRetry: this.txn ? undefined : PLAIN_WRITE_RETRY_CODES,
+    });
     this.invoker.observeHt(r.propagatedHt);
   }
 
@@ -337,9 +334,8 @@ export class Table {
   }
 
   private sendBatch(b: WriteBatch): void {
-    const m = tabletServerMethods().write;
     this.invoker
-      .call(this.name, { hash: b.hash }, m, (t) => ({ tabletId: t.tabletId, ops: b.ops, propagatedHt: this.invoker.propagatedHt, schemaVersion: b.schemaVersion }), b.deadline, true, undefined, PLAIN_WRITE_RETRY_CODES)
+      .callWrite(this.name, { hash: b.hash }, (t) => ({ tabletId: t.tabletId, ops: b.ops, propagatedHt: this.invoker.propagatedHt, schemaVersion: b.schemaVersion }), b.deadline, { capAttempts: true, alsoRetry: PLAIN_WRITE_RETRY_CODES })
       .then(
         (r) => {
           this.invoker.observeHt(r.propagatedHt);
@@ -605,21 +601,15 @@ export class Table {
       if (cur.length > 0) chunks.push(cur);
     }
     let next = 0;
-    const m = tabletServerMethods().write;
     const txnCtx = this.txn?.context();
     const worker = async (): Promise<void> => {
       while (next < chunks.length) {
         const chunk = chunks[next++]!;
-        const r = await this.invoker.call(
-          this.name,
-          { hash: chunk[0]!.hash },
-          m,
-          (t) => ({ tabletId: t.tabletId, ops: chunk.map((c) => c.op), propagatedHt: this.invoker.propagatedHt, schemaVersion: sv, ...this.writeTxn(t.tabletId, txnCtx) }),
-          d,
-          !this.txn,
-          this.fatal,
-          this.txn ? undefined : PLAIN_WRITE_RETRY_CODES,
-        );
+        const r = await this.invoker.callWrite(this.name, { hash: chunk[0]!.hash }, (t) => ({ tabletId: t.tabletId, ops: chunk.map((c) => c.op), propagatedHt: this.invoker.propagatedHt, schemaVersion: sv, ...this.writeTxn(t.tabletId, txnCtx) }), d, {
+          capAttempts: !this.txn,
+          fatal: this.fatal,
+          alsoRetry: this.txn ? undefined : PLAIN_WRITE_RETRY_CODES,
+        });
         this.invoker.observeHt(r.propagatedHt);
       }
     };

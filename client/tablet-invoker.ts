@@ -6,15 +6,33 @@
  * and try the next replica. Everything within the operation's deadline (TIMED_OUT). An attempt of an
  * idempotent operation waits at most `singleCallTimeoutMs` for its answer, then tries another replica
  * (a leader that hangs without closing its connections must not hold the operation to its deadline).
+ *
+ * Writes go as retryable requests (callWrite): every attempt of one Write carries the client's id and
+ * the write's request id, so the tablet answers a resent copy of a write it already did instead of
+ * doing it again — which makes every write, INSERTs and transactional writes included, safe to resend
+ * after an unknown outcome (a lost connection, a timed-out attempt, a replica shutting down).
  */
 import { DbError, ErrorCode } from '../common/errors';
 import type { MethodDef, RpcClient } from '../rpc/types';
 import { tabletForHash, type MetaCache, type TableLocations, type TabletLocation } from './meta-cache';
 import { ATTEMPTS_MAX, backoffMs, Deadline, isRetryable, sleep } from './retry-policy';
+import { tabletServerMethods, type WriteRequestPB, type WriteResponsePB } from '../rpc/service-methods';
+import { RequestIds } from './request-ids';
+
+interface InvokeOptions {
+  /** Safe to resend after an unknown outcome (NETWORK_ERROR, TIMED_OUT, SHUTTING_DOWN). */
+  idempotent: boolean;
+  /** One attempt waits at most singleCallTimeoutMs (else the whole remaining deadline). */
+  capAttempts: boolean;
+  fatal?: ReadonlySet<string> | undefined;
+  alsoRetry?: ReadonlySet<string> | undefined;
+}
 
 export class TabletInvoker {
   /** Highest hybrid time seen from any server: sent along so causally later ops get later times. */
   propagatedHt = 0n;
+  /** This client's id and write request ids (retryable requests). */
+  readonly requests = new RequestIds();
 
   constructor(
     private readonly rpc: RpcClient,
@@ -45,6 +63,38 @@ export class TabletInvoker {
     fatal?: ReadonlySet<string>,
     alsoRetry?: ReadonlySet<string>,
   ): Promise<Resp> {
+    return this.invoke(table, where, m, makeReq, deadline, { idempotent, capAttempts: idempotent, fatal, alsoRetry });
+  }
+
+  /**
+   * A Write as a retryable request: request ids are taken for the write and each of its `more`
+   * items on the first attempt and carried by every attempt; they count as running (the tablets keep
+   * them) until this call ends. Resent after an unknown outcome. `capAttempts`: one attempt waits at
+   * most singleCallTimeoutMs — not for a transactional write, which may wait on a conflict on the
+   * tablet for as long as its deadline.
+   */
+  async callWrite(table: string, where: { hash: number } | { tabletId: string }, makeReq: (t: TabletLocation) => WriteRequestPB, deadline: Deadline, o: { capAttempts: boolean; fatal?: ReadonlySet<string> | undefined; alsoRetry?: ReadonlySet<string> | undefined }): Promise<WriteResponsePB> {
+    let ids: number[] | undefined;
+    const tagged = (t: TabletLocation): WriteRequestPB => {
+      const req = makeReq(t);
+      const n = 1 + (req.more?.length ?? 0);
+      ids ??= Array.from({ length: n }, () => this.requests.begin());
+      if (ids.length !== n) throw new DbError(ErrorCode.INTERNAL, `a resent write has ${n} items; its first attempt had ${ids.length}`);
+      req.clientId = this.requests.clientId;
+      req.requestId = BigInt(ids[0]!);
+      req.minRunningRequestId = BigInt(this.requests.minRunning());
+      req.more?.forEach((item, i) => (item.requestId = BigInt(ids![i + 1]!)));
+      return req;
+    };
+    try {
+      return await this.invoke(table, where, tabletServerMethods().write, tagged, deadline, { idempotent: true, ...o });
+    } finally {
+      for (const id of ids ?? []) this.requests.end(id);
+    }
+  }
+
+  private async invoke<Req, Resp>(table: string, where: { hash: number } | { tabletId: string }, m: MethodDef<Req, Resp>, makeReq: (t: TabletLocation) => Req, deadline: Deadline, o: InvokeOptions): Promise<Resp> {
+    const { idempotent, fatal, alsoRetry } = o;
     let last: DbError | undefined;
     let loc: TableLocations = await this.cache.get(table, deadline);
     let rotate = 0;
@@ -62,7 +112,7 @@ export class TabletInvoker {
       }
       try {
         const left = deadline.remainingMs();
-        const attemptMs = idempotent && this.singleCallTimeoutMs > 0 ? Math.min(left, this.singleCallTimeoutMs) : left;
+        const attemptMs = o.capAttempts && this.singleCallTimeoutMs > 0 ? Math.min(left, this.singleCallTimeoutMs) : left;
         return await this.rpc.call(target, m, makeReq(tablet), { timeoutMs: Math.max(1, attemptMs) });
       } catch (e) {
         const err = DbError.from(e);

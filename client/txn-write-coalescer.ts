@@ -11,7 +11,7 @@
  * request-level failure is every write's failure, as if each had been sent alone.
  */
 import { DbError } from '../common/errors';
-import { tabletServerMethods, type RowOpPB, type TxnContextPB, type WriteItemPB, type WriteRequestPB } from '../rpc/service-methods';
+import { type RowOpPB, type TxnContextPB, type WriteItemPB, type WriteRequestPB } from '../rpc/service-methods';
 import type { Deadline } from './retry-policy';
 import type { TabletInvoker } from './tablet-invoker';
 import { TXN_FATAL_CODES } from './txn-binding';
@@ -84,7 +84,9 @@ export class TxnWriteCoalescer {
       if (rest.length > 0) req.more = rest.map((i): WriteItemPB => ({ ops: i.ops, txn: i.txn }));
       return req;
     };
-    this.invoker.call(p.table, { tabletId: p.tabletId }, tabletServerMethods().write, makeReq, deadline, false, TXN_FATAL_CODES).then(
+    // Retryable requests: each write has its own request id, so a resent copy of the request does
+    // none of them twice. No per-attempt cap: a write may wait on a conflict for its deadline.
+    this.invoker.callWrite(p.table, { tabletId: p.tabletId }, makeReq, deadline, { capAttempts: false, fatal: TXN_FATAL_CODES }).then(
       (r) => {
         this.invoker.observeHt(r.propagatedHt);
         const results = r.results ?? [];

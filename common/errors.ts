@@ -41,6 +41,12 @@ export const ErrorCode = {
   SCHEMA_VERSION_MISMATCH: 'SCHEMA_VERSION_MISMATCH',
   /** A well-formed request for something tessera does not do (e.g. writing the `transactions` system table). */
   NOT_SUPPORTED: 'NOT_SUPPORTED',
+  /**
+   * Nothing was done: a write's request id is below the lowest one its client still waits for (the
+   * client gave up on it, so the tablet no longer remembers whether it ran): a late copy of an old
+   * attempt, which must not run again.
+   */
+  STALE_REQUEST: 'STALE_REQUEST',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

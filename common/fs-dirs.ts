@@ -64,3 +64,26 @@ function isSymlink(p: string): boolean {
     return false;
   }
 }
+
+/**
+ * Replace `dir/name` with `text` so that a crash leaves the old file or the new one, never a part:
+ * written to a temporary file and synced, renamed over the old one, the directory synced.
+ */
+export function writeFileDurably(dir: string, name: string, text: string): void {
+  makeDirs(dir);
+  const tmp = path.join(dir, name + '.tmp');
+  const fd = fs.openSync(tmp, 'w');
+  try {
+    fs.writeSync(fd, text);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(tmp, path.join(dir, name));
+  const dfd = fs.openSync(dir, 'r');
+  try {
+    fs.fsyncSync(dfd);
+  } finally {
+    fs.closeSync(dfd);
+  }
+}

@@ -214,10 +214,15 @@ export interface WriteRequestPB {
   /** Further transactional writes to the same tablet, each as if in its own request (needs `txn`). */
   more?: WriteItemPB[];
   schemaVersion?: number;
+  /** Retryable requests: the client's id, this write's id, the client's lowest unanswered id. */
+  clientId?: string;
+  requestId?: bigint;
+  minRunningRequestId?: bigint;
 }
 export interface WriteItemPB {
   ops?: RowOpPB[];
   txn?: TxnContextPB;
+  requestId?: bigint;
 }
 export interface WriteResponsePB {
   writeHt?: bigint;

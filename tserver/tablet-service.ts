@@ -21,6 +21,8 @@ import type { TabletManager } from './tablet-manager';
 import type { ColumnSchema, TableSchema, TabletMeta } from './tablet/tablet-meta';
 import { parseTabletMeta } from './tablet/tablet-meta';
 import type { TabletPeer, WriteRequest } from './tablet/tablet-peer';
+import type { RequestTag } from './tablet/tablet-op';
+import { CLIENT_ID_MAX_BYTES } from './tablet/retryable-requests';
 import type * as pb from './tserver-pb';
 
 export interface TServerMethods {
@@ -187,6 +189,24 @@ function schemaFromPb(s: pb.TableSchemaPB | null | undefined): unknown {
   return { columns: (s?.columns ?? []).map((c) => ({ name: c.name, id: c.id, type: c.type, nullable: c.nullable === true })), hashColumns: s?.hashColumns ?? [], rangeColumns: s?.rangeColumns ?? [] };
 }
 
+/**
+ * The retryable-request tag of a write (or of one item of a coalesced write), untrusted: undefined
+ * when the client sent no ids, INVALID_ARGUMENT when they are malformed.
+ */
+function requestTag(req: pb.WriteRequestPB, requestId: bigint | undefined): RequestTag | undefined {
+  const clientId = req.clientId ?? '';
+  if (clientId === '') {
+    if (requestId) throw invalid('request_id without client_id');
+    return undefined;
+  }
+  if (Buffer.byteLength(clientId) > CLIENT_ID_MAX_BYTES) throw invalid(`client_id is longer than ${CLIENT_ID_MAX_BYTES} bytes`);
+  const id = BigInt(requestId ?? 0n);
+  const min = BigInt(req.minRunningRequestId ?? 0n);
+  if (id === 0n) throw invalid('client_id without request_id (request ids start at 1)');
+  if (id > BigInt(Number.MAX_SAFE_INTEGER) || min > id) throw invalid(`request_id ${id} / min_running_request_id ${min}: ids are at most 2^53-1, and min_running at most the request's own`);
+  return { clientId, requestId: Number(id), minRunning: Number(min) };
+}
+
 /** The transaction a Write/Read/Scan runs in (untrusted: every field checked). */
 export function txnMetaFromPb(t: pb.TxnContextPB): TxnMeta {
   if (!isValidTxnId(t.txnId)) throw invalid(`bad txn_id '${String(t.txnId)}'`);
@@ -240,6 +260,11 @@ export class TabletService {
 
   async write(req: pb.WriteRequestPB, ctx?: { deadlineMonoMs: number }): Promise<pb.WriteResponsePB> {
     const t = this.tablet(req.tabletId);
+    const request = requestTag(req, req.requestId);
+    // A copy of a write this tablet already replicated is answered even when an ALTER TABLE came
+    // after it (the copy's schema version is then old): it was done, and must not be done again.
+    const replicatedHt = !req.more?.length && request ? t.replicatedRequest(request) : undefined;
+    if (replicatedHt !== undefined) return { writeHt: replicatedHt, propagatedHt: this.deps.clock.now() };
     checkSchemaVersion(t, req.schemaVersion);
     // Status records are the coordinator's alone (TXN_STATUS entries); a client row there would be
     // read back as a transaction record (or shadow one).
@@ -253,13 +278,14 @@ export class TabletService {
       // all at once, so their Raft entries share the tablet's next append.
       if (!req.txn?.txnId) throw invalid('write.more needs txn: only transactional writes are coalesced');
       if (more.length >= WRITE_ITEMS_MAX) throw invalid(`write has ${more.length + 1} transactional writes; at most ${WRITE_ITEMS_MAX}`);
-      const items = [{ ops: req.ops, txn: req.txn }, ...more];
+      const items = [{ ops: req.ops, txn: req.txn, requestId: req.requestId }, ...more];
       const total = items.reduce((n, i) => n + (i.ops?.length ?? 0), 0);
       if (total > WRITE_OPS_MAX) throw invalid(`write has ${total} ops; at most ${WRITE_OPS_MAX}`);
       const settled = await Promise.allSettled(
         items.map((i) => {
           if (!i.txn?.txnId) return Promise.reject(invalid('write.more item without txn'));
-          return this.writeTxn(t, i.ops, i.txn, { ...propagated, coalesced: true });
+          const tag = requestTag(req, i.requestId);
+          return this.writeTxn(t, i.ops, i.txn, { ...propagated, coalesced: true, ...(tag ? { request: tag } : {}) });
         }),
       );
       let writeHt = 0n;
@@ -273,15 +299,15 @@ export class TabletService {
       return { writeHt, propagatedHt: this.deps.clock.now(), results };
     }
     if (req.txn?.txnId) {
-      const ht = await this.writeTxn(t, req.ops, req.txn, propagated);
+      const ht = await this.writeTxn(t, req.ops, req.txn, request ? { ...propagated, request } : propagated);
       return { writeHt: ht, propagatedHt: this.deps.clock.now() };
     }
-    const ht = await t.write({ ops: parsedOps(t, req.ops), ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}) });
+    const ht = await t.write({ ops: parsedOps(t, req.ops), ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}), ...(request ? { request } : {}) });
     return { writeHt: ht, propagatedHt: this.deps.clock.now() };
   }
 
   /** Async so that a malformed write rejects (and fails only itself in a coalesced request) rather than throws. */
-  private async writeTxn(t: TabletPeer, ops: pb.RowOpPB[] | undefined, txnPb: pb.TxnContextPB, propagated: { propagatedHt?: bigint; deadlineMonoMs?: number; coalesced?: boolean }): Promise<HybridTime> {
+  private async writeTxn(t: TabletPeer, ops: pb.RowOpPB[] | undefined, txnPb: pb.TxnContextPB, propagated: { propagatedHt?: bigint; deadlineMonoMs?: number; coalesced?: boolean; request?: RequestTag }): Promise<HybridTime> {
     const parsed = parsedOps(t, ops);
     const txn = txnMetaFromPb(txnPb);
     const readHt = txnPb.readHt ? BigInt(txnPb.readHt) : txn.startHt;

@@ -65,6 +65,15 @@ export const LOG_MIN_ENTRIES_TO_RETAIN = defineFlag({
   validate: (v) => (v >= 0 ? undefined : 'non-negative'),
 });
 
+export const RETRYABLE_REQUEST_TIMEOUT_SECS = defineFlag({
+  name: 'retryable_request_timeout_secs',
+  type: 'int',
+  default: 660,
+  help: 'How long a tablet remembers the writes of a client that sends no more (retryable requests); a client resends a write for at most its deadline, which must stay below this.',
+  tags: [FlagTag.runtime],
+  validate: (v) => (v >= 1 ? undefined : 'at least 1 s'),
+});
+
 export const LOG_GC_INTERVAL_MS = defineFlag({
   name: 'log_gc_interval_ms',
   type: 'int',

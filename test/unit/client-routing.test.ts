@@ -123,14 +123,17 @@ describe('client routing: rows, tablets, leaders', () => {
 import { TesseraClient } from '../../client/tessera-client';
 import { addressTranslator } from '../../client/address-translation';
 import type { Transport } from '../../rpc/types';
+import type { WriteRequestPB } from '../../rpc/service-methods';
 
 /** A transport whose one client records every dialled address and plays a master and three tservers. */
-function fakeCluster(o: { failedLeader?: boolean; hungLeader?: boolean } = {}): { transport: Transport; dialled: string[] } {
+function fakeCluster(o: { failedLeader?: boolean; hungLeader?: boolean } = {}): { transport: Transport; dialled: string[]; writes: Array<{ address: string; req: WriteRequestPB }> } {
   const dialled: string[] = [];
+  const writes: Array<{ address: string; req: WriteRequestPB }> = [];
   const replicas = ['n0', 'n1', 'n2'].map((n, i) => ({ tserverUuid: `ts${i}`, rpcAddress: `${n}:9100`, role: i === 1 ? 'LEADER' : 'FOLLOWER' }));
   const client: RpcClient = {
     call<Req, Resp>(address: string, m: MethodDef<Req, Resp>, _req?: Req, opts?: { timeoutMs?: number }): Promise<Resp> {
       dialled.push(address);
+      if (m.method === 'Write') writes.push({ address, req: _req as WriteRequestPB });
       // hungLeader: the replica the master calls leader was SIGSTOPped: it never answers (the call
       // times out after its own timeout, as the WebSocket client's does).
       if (o.hungLeader && (m.method === 'Write' || m.method === 'Read') && address === '127.0.0.1:19101') {
@@ -152,7 +155,7 @@ function fakeCluster(o: { failedLeader?: boolean; hungLeader?: boolean } = {}): 
     send: () => undefined,
     close: () => Promise.resolve(),
   };
-  return { transport: { createClient: () => client, createServer: () => { throw new Error('not used'); } }, dialled };
+  return { transport: { createClient: () => client, createServer: () => { throw new Error('not used'); } }, dialled, writes };
 }
 
 describe('client routing: address translation (a host client reaching a Docker lab)', () => {
@@ -178,18 +181,29 @@ describe('client routing: address translation (a host client reaching a Docker l
     expect(writes.filter((a) => a === '127.0.0.1:19101').length).toBeLessThanOrEqual(2);
   });
 
-  it('routing: an idempotent call to a leader that hangs (SIGSTOP) gives up after rpcSingleCallTimeoutMs and finds the leader elsewhere; an insert keeps the whole deadline', async () => {
-    const { transport, dialled } = fakeCluster({ hungLeader: true });
+  it('routing: a call to a leader that hangs (SIGSTOP) gives up after rpcSingleCallTimeoutMs and finds the leader elsewhere; an insert is resent as the same retryable request', async () => {
+    const { transport, dialled, writes } = fakeCluster({ hungLeader: true });
     const c = await TesseraClient.connect({ masterAddresses: ['n0:7100'], addressMap, transport, timeoutMs: 2_000, rpcSingleCallTimeoutMs: 100 });
     // Without the cap each would wait on the hung leader until the 2 s deadline and fail TIMED_OUT.
     await c.table('demo').upsert({ id: 1n, v: 'x' });
     expect(await c.table('demo').get({ id: 1n })).toBeUndefined();
     expect(dialled.slice(2)[0]).toBe('127.0.0.1:19101');
     expect(dialled).toContain('127.0.0.1:19102');
-    // Not safe to resend: the insert waits on the hung leader until its deadline (outcome unknown).
-    const hung = await c.table('demo').insert({ id: 2n, v: 'y' }, { timeoutMs: 300 }).then(() => undefined, (e: unknown) => e);
-    expect((hung as DbError).code).toBe(ErrorCode.TIMED_OUT);
+    // An insert is resent too: every attempt carries the client's id and the same request id, so a
+    // leader that did the first attempt answers the copy instead of inserting again.
     await c.close();
+    // (A new client: the first attempt goes to the replica the master calls leader — the hung one.)
+    const c2 = await TesseraClient.connect({ masterAddresses: ['n0:7100'], addressMap, transport, timeoutMs: 2_000, rpcSingleCallTimeoutMs: 100 });
+    writes.length = 0;
+    await c2.table('demo').insert({ id: 2n, v: 'y' }, { timeoutMs: 1_000 });
+    expect(writes[0]!.address).toBe('127.0.0.1:19101');
+    expect(writes[writes.length - 1]!.address).toBe('127.0.0.1:19102');
+    const ids = new Set(writes.map((w) => `${w.req.clientId}/${w.req.requestId}`));
+    expect(ids.size).toBe(1);
+    expect(writes[0]!.req.clientId).toMatch(/^[0-9a-f]{24}$/);
+    expect(writes[0]!.req.requestId).toBeGreaterThan(0n);
+    expect(writes[0]!.req.minRunningRequestId).toBe(writes[0]!.req.requestId);
+    await c2.close();
     await expect(TesseraClient.connect({ masterAddresses: ['n0:7100'], addressMap, transport, rpcSingleCallTimeoutMs: -1 })).rejects.toMatchObject({ code: ErrorCode.INVALID_ARGUMENT });
   });
 

@@ -18,7 +18,7 @@ function scripted(answer: Answer): { invoker: TabletInvoker; sent: WriteRequestP
   const invoker = {
     propagatedHt: 7n,
     observeHt: () => undefined,
-    call: async (_table: string, _where: unknown, _m: unknown, makeReq: () => WriteRequestPB) => {
+    callWrite: async (_table: string, _where: unknown, makeReq: () => WriteRequestPB) => {
       const req = makeReq();
       sent.push(req);
       return answer(req);

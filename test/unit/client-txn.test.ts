@@ -162,15 +162,28 @@ describe('client transactions (fake cluster)', () => {
     await waitFor(() => f.calls.some((x) => x.method === 'TransactionCoordinatorService.AbortTransaction' && x.address === 'ts-b'));
   });
 
-  it('txn: a write with an unknown outcome (NETWORK_ERROR) is never resent and ends the transaction', async () => {
+  it('txn: a write with an unknown outcome (NETWORK_ERROR) is resent as the same retryable request; one whose outcome stays unknown ends the transaction', async () => {
     const f = new FakeCluster();
     const c = await connect(f);
     const txn = await c.beginTransaction();
+    let lost = 2;
+    f.on('TabletServerService.Write', () => {
+      if (lost-- > 0) throw new DbError(ErrorCode.NETWORK_ERROR, 'connection lost after send');
+      return { writeHt: 10n, propagatedHt: 10n };
+    });
+    await txn.upsert('demo', { id: 1n, value: 'x' });
+    const sent = f.calls.filter((x) => x.method === 'TabletServerService.Write').map((x) => `${String(x.req['clientId'])}/${String(x.req['requestId'])}`);
+    expect(sent.length).toBe(3);
+    expect(new Set(sent).size).toBe(1);
+    // Never answered within the deadline: the outcome is unknown, the transaction ends.
     f.on('TabletServerService.Write', () => {
       throw new DbError(ErrorCode.NETWORK_ERROR, 'connection lost after send');
     });
-    await expect(txn.upsert('demo', { id: 1n, value: 'x' })).rejects.toMatchObject({ code: ErrorCode.TXN_ABORTED });
-    expect(f.count('TabletServerService.Write')).toBe(1);
+    await expect(txn.upsert('demo', { id: 2n, value: 'y' }, { timeoutMs: 300 })).rejects.toMatchObject({ code: ErrorCode.TXN_ABORTED });
+    const ids = f.calls.filter((x) => x.method === 'TabletServerService.Write').map((x) => String(x.req['requestId']));
+    expect(ids.length).toBeGreaterThan(4);
+    expect(new Set(ids.slice(3)).size).toBe(1);
+    expect(ids[3]).not.toBe(ids[0]);
     await expect(txn.commit()).rejects.toMatchObject({ code: ErrorCode.TXN_ABORTED });
   });
 

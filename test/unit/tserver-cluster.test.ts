@@ -177,14 +177,21 @@ describe('tserver cluster (in-memory transport)', () => {
       return found;
     };
     expect(await readAll(leader.rpcAddress)).toBe(N);
+    // An INSERT as a retryable request (client id, request id), which the replicas remember.
+    const tagged: pb.WriteRequestPB = { tabletId: 'tab1', ops: [{ type: 'INSERT', key: keyPb(N), columns: [{ columnId: 1, value: { stringValue: 'once' } }] }], clientId: 'client-1', requestId: 1n, minRunningRequestId: 1n };
+    const firstAnswer = await client.call(leader.rpcAddress, methods.write, tagged);
 
     // Stop the leader server: a new leader serves within a few election timeouts.
     await leader.stop();
     const live = servers.filter((s) => s !== leader);
     leader = await until(() => leaderOf(live), 10_000, 'a new leader');
     expect(await readAll(leader.rpcAddress)).toBe(N);
+    // The INSERT resent to the new leader (its answer was lost, say) is answered, not done again.
+    expect((await client.call(leader.rpcAddress, methods.write, tagged)).writeHt).toBe(firstAnswer.writeHt);
+    const other = await client.call(leader.rpcAddress, methods.write, { ...tagged, requestId: 2n }).catch((e: unknown) => e);
+    expect((other as DbError).code).toBe(ErrorCode.ALREADY_EXISTS);
     const scan = await client.call(leader.rpcAddress, methods.scan, { tabletId: 'tab1', limit: 10_000 });
-    expect(scan.rows?.length).toBe(N);
+    expect(scan.rows?.length).toBe(N + 1);
     const json = await leader.tabletsJson();
     expect(json.tablets[0]).toMatchObject({ tabletId: 'tab1', table: 'demo', role: 'LEADER', state: 'RUNNING' });
   }, 60_000);
@@ -212,6 +219,9 @@ describe('tserver cluster (in-memory transport)', () => {
     for (let i = 0; i < 300; i++) {
       await client.call(leader.rpcAddress, methods.write, { tabletId: 'tab2', ops: [{ type: 'UPSERT', key: keyPb(i), columns: [{ columnId: 1, value: { stringValue: `v${i}` } }] }] });
     }
+    // A retryable INSERT whose entry the compaction below drops: the snapshot carries the request.
+    const tagged: pb.WriteRequestPB = { tabletId: 'tab2', ops: [{ type: 'INSERT', key: keyPb(1000), columns: [{ columnId: 1, value: { stringValue: 'once' } }] }], clientId: 'client-2', requestId: 7n, minRunningRequestId: 7n };
+    const firstAnswer = await client.call(leader.rpcAddress, methods.write, tagged);
     // An ALTER TABLE reaches the replicas as a CHANGE_SCHEMA entry, which the compaction below drops.
     const altered: pb.TableSchemaPB = { ...schema, columns: [...schema.columns!, { name: 'w', id: 2, type: 'int64', nullable: true }] };
     await client.call(leader.rpcAddress, methods.alterSchema, { tabletId: 'tab2', schema: altered, schemaVersion: 1, tableName: 'demo2' });
@@ -242,5 +252,6 @@ describe('tserver cluster (in-memory transport)', () => {
     expect(fresh.manager.get('tab2').raftGroup().isLeaderReady()).toBe(true);
     const r = await client.call(fresh.rpcAddress, methods.read, { tabletId: 'tab2', keys: Array.from({ length: 300 }, (_, i) => keyPb(i)), schemaVersion: 1 });
     expect(r.found?.filter(Boolean).length).toBe(300);
+    expect((await client.call(fresh.rpcAddress, methods.write, { ...tagged, schemaVersion: 1 })).writeHt).toBe(firstAnswer.writeHt);
   }, 60_000);
 });

@@ -5,7 +5,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DbError, ErrorCode } from '../../common/errors';
-import { makeDirs } from '../../common/fs-dirs';
+import { writeFileDurably } from '../../common/fs-dirs';
 
 export const COLUMN_TYPES = ['int64', 'double', 'string', 'bytes', 'bool'] as const;
 export type ColumnType = (typeof COLUMN_TYPES)[number];
@@ -45,22 +45,7 @@ export interface TabletMeta {
 export const META_FILE = 'meta.json';
 
 export function writeTabletMeta(dir: string, meta: TabletMeta): void {
-  makeDirs(dir);
-  const tmp = path.join(dir, META_FILE + '.tmp');
-  const fd = fs.openSync(tmp, 'w');
-  try {
-    fs.writeSync(fd, JSON.stringify(meta, null, 2));
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  fs.renameSync(tmp, path.join(dir, META_FILE));
-  const dfd = fs.openSync(dir, 'r');
-  try {
-    fs.fsyncSync(dfd);
-  } finally {
-    fs.closeSync(dfd);
-  }
+  writeFileDurably(dir, META_FILE, JSON.stringify(meta, null, 2));
 }
 
 export function readTabletMeta(dir: string): TabletMeta {

@@ -14,6 +14,10 @@
  * TXN_STATUS: [txnId str][status str][ht u64][payload bytes] (the status tablet's record, see
  * tserver/transaction/txn-record.ts). CHANGE_SCHEMA: [schemaVersion varint][tableName str][schema as
  * JSON str] (rare: ALTER TABLE).
+ *
+ * A WRITE or WRITE_INTENTS of a retryable request (a client's write with a request id) is prefixed by
+ * [7 u8][clientId str][requestId varint][minRunning varint], then the op as above (entries without the
+ * prefix decode as before).
  */
 import { DbError, ErrorCode } from '../../common/errors';
 import type { HybridTime } from '../../common/hybrid-time';
@@ -22,13 +26,24 @@ import { TxnId as toTxnId } from '../../common/ids';
 import { Isolation, type DocKey, type Primitive, type ReadLocks, type RowOp, type TxnMeta } from '../../docdb/doc-db-api';
 import { parseTableSchema, type TableSchema } from './tablet-meta';
 
-export const TabletOpKind = { WRITE: 1, WRITE_INTENTS: 2, APPLY_TXN: 3, REMOVE_TXN: 4, TXN_STATUS: 5, CHANGE_SCHEMA: 6 } as const;
+export const TabletOpKind = { WRITE: 1, WRITE_INTENTS: 2, APPLY_TXN: 3, REMOVE_TXN: 4, TXN_STATUS: 5, CHANGE_SCHEMA: 6, REQUEST: 7 } as const;
+
+/**
+ * Which client request an entry carries out (retryable requests): every replica that applies the
+ * entry remembers it, so a leader answers a resent copy instead of doing it again.
+ */
+export interface RequestTag {
+  clientId: string;
+  requestId: number;
+  /** The client's lowest request still unanswered when it sent this one (lower ids are forgotten). */
+  minRunning: number;
+}
 
 export type TabletOp =
   /** Single-tablet write: rows straight into RegularDB at `ht` (atomic, one batch). */
-  | { type: 'WRITE'; ht: HybridTime; ops: RowOp[] }
+  | { type: 'WRITE'; ht: HybridTime; ops: RowOp[]; request?: RequestTag }
   /** Provisional records of a distributed transaction; `reads`: a serializable transaction's read locks. */
-  | { type: 'WRITE_INTENTS'; txn: TxnMeta; ht: HybridTime; ops: RowOp[]; reads?: ReadLocks }
+  | { type: 'WRITE_INTENTS'; txn: TxnMeta; ht: HybridTime; ops: RowOp[]; reads?: ReadLocks; request?: RequestTag }
   /** Move a committed transaction's intents into RegularDB at its commit time (transactions issue). */
   | { type: 'APPLY_TXN'; txnId: TxnId; commitHt: HybridTime }
   /** Remove an aborted transaction's intents (transactions issue). */
@@ -272,10 +287,23 @@ function readRowOps(i: In): RowOp[] {
   return ops;
 }
 
+function requestBytes(r: RequestTag | undefined): number {
+  return r ? 24 + Buffer.byteLength(r.clientId) : 0;
+}
+
+function writeRequest(o: Out, r: RequestTag | undefined): void {
+  if (!r) return;
+  o.u8(TabletOpKind.REQUEST);
+  o.str(r.clientId);
+  o.uv(r.requestId);
+  o.uv(r.minRunning);
+}
+
 export function encodeTabletOp(op: TabletOp): Uint8Array {
   switch (op.type) {
     case 'WRITE': {
-      const o = new Out(16 + rowOpsBytes(op.ops));
+      const o = new Out(16 + requestBytes(op.request) + rowOpsBytes(op.ops));
+      writeRequest(o, op.request);
       o.u8(TabletOpKind.WRITE);
       o.u64(op.ht);
       writeRowOps(o, op.ops);
@@ -283,7 +311,8 @@ export function encodeTabletOp(op: TabletOp): Uint8Array {
     }
     case 'WRITE_INTENTS': {
       const readBytes = op.reads ? rowOpsBytes([...op.reads.rows, ...(op.reads.hashKeys ?? [])].map((key) => ({ type: 'delete' as const, key }))) + 12 : 0;
-      const o = new Out(64 + Buffer.byteLength(op.txn.txnId) + Buffer.byteLength(op.txn.statusTablet) + rowOpsBytes(op.ops) + readBytes);
+      const o = new Out(64 + requestBytes(op.request) + Buffer.byteLength(op.txn.txnId) + Buffer.byteLength(op.txn.statusTablet) + rowOpsBytes(op.ops) + readBytes);
+      writeRequest(o, op.request);
       o.u8(TabletOpKind.WRITE_INTENTS);
       o.str(op.txn.txnId);
       o.str(op.txn.statusTablet);
@@ -342,13 +371,19 @@ export function encodeTabletOp(op: TabletOp): Uint8Array {
 
 export function decodeTabletOp(b: Uint8Array): TabletOp {
   const i = new In(b);
-  const kind = i.u8();
+  let kind = i.u8();
+  let request: RequestTag | undefined;
+  if (kind === TabletOpKind.REQUEST) {
+    request = { clientId: i.str(), requestId: i.uv(), minRunning: i.uv() };
+    kind = i.u8();
+    if (kind !== TabletOpKind.WRITE && kind !== TabletOpKind.WRITE_INTENTS) throw bad(`request tag before kind ${kind}`);
+  }
   switch (kind) {
     case TabletOpKind.WRITE: {
       const ht = i.u64();
       const ops = readRowOps(i);
       if (i.pos !== b.byteLength) throw bad('trailing bytes');
-      return { type: 'WRITE', ht, ops };
+      return request ? { type: 'WRITE', ht, ops, request } : { type: 'WRITE', ht, ops };
     }
     case TabletOpKind.WRITE_INTENTS: {
       const txnId = toTxnId(i.str());
@@ -377,7 +412,9 @@ export function decodeTabletOp(b: Uint8Array): TabletOp {
       }
       end(i, b);
       const txn: TxnMeta = { txnId, statusTablet, isolation: iso === 1 ? Isolation.SERIALIZABLE : Isolation.SNAPSHOT, priority, startHt };
-      return reads ? { type: 'WRITE_INTENTS', txn, ht, ops, reads } : { type: 'WRITE_INTENTS', txn, ht, ops };
+      const op: TabletOp = reads ? { type: 'WRITE_INTENTS', txn, ht, ops, reads } : { type: 'WRITE_INTENTS', txn, ht, ops };
+      if (request) op.request = request;
+      return op;
     }
     case TabletOpKind.APPLY_TXN: {
       const txnId = toTxnId(i.str());

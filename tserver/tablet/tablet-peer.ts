@@ -33,7 +33,7 @@ import { RaftGroup, type LeaderChange, type RaftCore, type RaftGroupStatus } fro
 import type { RaftOptions } from '../../raft/raft-options';
 import type { Entry, Message, Snapshot } from '../../raft/types';
 import type { LogStorage } from '../../raft/wal/log-storage';
-import { RAFT_ELECTION_TIMEOUT_TICKS, RAFT_HEARTBEAT_TICKS, RAFT_TICK_INTERVAL_MS, TEST_FAIL_TABLET_REPLICA, TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, WRITE_TIMEOUT_MS } from '../tserver-flags';
+import { RAFT_ELECTION_TIMEOUT_TICKS, RAFT_HEARTBEAT_TICKS, RETRYABLE_REQUEST_TIMEOUT_SECS, RAFT_TICK_INTERVAL_MS, TEST_FAIL_TABLET_REPLICA, TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, WRITE_TIMEOUT_MS } from '../tserver-flags';
 import { BlockedBy, resolveConflicts, resolvePlainWriteConflicts, resolveSerializableConflicts, type ConflictDeps } from '../transaction/conflict-resolution';
 import { WaitQueue } from './wait-queue';
 import { uncertaintyLimit } from '../transaction/uncertainty';
@@ -43,11 +43,12 @@ import { hashKeyLockOfRange } from '../../docdb/storage-keys';
 import type { ApplyMark } from '../../docdb/doc-db-api';
 import type { PeerTxnEnv, TxnStatusInfo } from '../transaction/txn-env';
 import { LockTable } from './lock-table';
-import { decodeTabletOp, docKeyString, encodeTabletOp, type TabletOp } from './tablet-op';
+import { decodeTabletOp, docKeyString, encodeTabletOp, type RequestTag, type TabletOp } from './tablet-op';
+import { parseRetryableImage, RetryableRequests, type RetryableImage } from './retryable-requests';
 import { OUTCOME_LIMITS, OutcomeMemory } from './outcome-memory';
 import { parseTableSchema, writeTabletMeta, type TableSchema, type TabletMeta } from './tablet-meta';
 import { forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey } from '../transaction/txn-record';
-import { makeDirs } from '../../common/fs-dirs';
+import { makeDirs, writeFileDurably } from '../../common/fs-dirs';
 
 export const TabletState = { BOOTSTRAPPING: 'BOOTSTRAPPING', RUNNING: 'RUNNING', FAILED: 'FAILED', DELETED: 'DELETED' } as const;
 export type TabletState = (typeof TabletState)[keyof typeof TabletState];
@@ -63,6 +64,8 @@ export interface SnapshotDescriptor {
    * replica skips with the compacted log reach it this way. Absent in older descriptors.
    */
   schema?: { schemaVersion: number; tableName: string; schema: TableSchema };
+  /** The source's retryable requests (writes it replicated, per client). Absent in older descriptors. */
+  retryable?: RetryableImage;
 }
 
 export type DbName = 'regular' | 'intents';
@@ -95,9 +98,15 @@ export interface WriteRequest {
   ops: Array<{ kind: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE'; op: RowOp }>;
   propagatedHt?: HybridTime;
   deadlineMs?: number;
+  /** A retryable request: a copy of one replicated or running here is answered, not run again. */
+  request?: RequestTag;
 }
 
 const BOOTSTRAP_MARKER = 'remote-bootstrap-in-progress';
+/** The retryable requests as of the last log GC (with the log after it, what a restart rebuilds them from). */
+const RETRYABLE_FILE = 'retryable.json';
+/** Log entries read at a time when a restart rebuilds the retryable requests from the log. */
+const RETRYABLE_SCAN_ENTRIES = 1024;
 /** Transactional write request as the participant leader receives it. */
 export interface TxnWriteRequest extends WriteRequest {
   txn: TxnMeta;
@@ -114,6 +123,8 @@ export interface TxnWriteRequest extends WriteRequest {
 const WAIT_MARGIN_MS = 100;
 /** A wait-on-conflict longer than this is logged once (with its blockers). */
 const LONG_WAIT_MS = 1000;
+/** Told the Raft proposal of a retryable request and its entry's hybrid time (TabletPeer.deduped). */
+type ProposalTracker = (proposal: Promise<unknown>, ht: HybridTime) => void;
 /** A TXN_STATUS entry as applied on this replica (status tablets' coordinator listens). */
 export type TxnStatusListener = (op: Extract<TabletOp, { type: 'TXN_STATUS' }>) => void;
 /** One WRITE_INTENTS entry waiting in applyEntries' IntentsDB write group. */
@@ -189,6 +200,8 @@ export class TabletPeer {
    */
   readonly commitPoints = new ApplyLagLog();
   readonly metrics = { writeOps: 0, readOps: 0, scanOps: 0, readLocks: 0, rowsWritten: 0, entriesApplied: 0, snapshotsInstalled: 0 };
+  /** Client writes this replica replicated (retryable requests), and those it is running as leader. */
+  readonly retryable = new RetryableRequests();
 
   private constructor(private readonly deps: TabletPeerDeps) {
     this.metaValue = deps.meta;
@@ -250,6 +263,7 @@ export class TabletPeer {
       this.deps.log.warn({ tablet: meta.tabletId, applied, firstIndex }, 'databases are behind the compacted log; waiting for a snapshot');
     }
     const appliedIndex = Math.min(Math.max(applied, firstIndex - 1), this.storage.lastIndex());
+    this.loadRetryable(appliedIndex);
     const core = this.deps.newRaftCore({
       id: NodeId(this.deps.selfUuid),
       storage: this.storage,
@@ -294,6 +308,30 @@ export class TabletPeer {
     this.regularFloor = f.regular;
     this.intentsFloor = f.intents;
     await this.loadTxnState();
+  }
+
+  /**
+   * The retryable requests at start: the image saved at the last log GC, then the requests of the
+   * log's entries up to `appliedIndex` (those after it are applied again, which records them).
+   */
+  private loadRetryable(appliedIndex: number): void {
+    const file = path.join(this.deps.dir, RETRYABLE_FILE);
+    if (fs.existsSync(file)) {
+      let v: unknown;
+      try {
+        v = JSON.parse(fs.readFileSync(file, 'utf8'));
+      } catch (e) {
+        throw new DbError(ErrorCode.CORRUPTION, `cannot read ${file}: ${(e as Error).message}`);
+      }
+      this.retryable.restore(parseRetryableImage(v));
+    }
+    for (let lo = this.storage.firstIndex(); lo <= appliedIndex; lo += RETRYABLE_SCAN_ENTRIES) {
+      for (const e of this.storage.entries(lo, Math.min(appliedIndex + 1, lo + RETRYABLE_SCAN_ENTRIES))) {
+        if (e.type !== 'normal' || e.data.byteLength === 0) continue;
+        const op = decodeTabletOp(e.data);
+        if ((op.type === 'WRITE' || op.type === 'WRITE_INTENTS') && op.request) this.retryable.replicated(op.request, op.ht);
+      }
+    }
   }
 
   /** Status tablets of transactions with intents here; finish applies a crash interrupted. */
@@ -477,10 +515,12 @@ export class TabletPeer {
     // intents of this batch to be written; REMOVE_TXN flushes both groups (it is rare).
     const group: RegularGroupItem[] = [];
     const intents: IntentsGroupItem[] = [];
+    const requests: Array<{ request: RequestTag; ht: HybridTime }> = [];
     for (const e of ents) {
       if (e.type !== 'normal' || e.data.byteLength === 0) continue;
       const op = decodeTabletOp(e.data);
       const opId = { term: e.term, index: e.index };
+      if ((op.type === 'WRITE' || op.type === 'WRITE_INTENTS') && op.request) requests.push({ request: op.request, ht: op.ht });
       switch (op.type) {
         case 'WRITE':
         case 'TXN_STATUS':
@@ -514,6 +554,8 @@ export class TabletPeer {
     } finally {
       await intentsDone;
     }
+    // Remembered once written: a copy answered from here finds its rows in the databases.
+    for (const r of requests) this.retryable.replicated(r.request, r.ht);
     const ws = this.applyWaiters;
     this.applyWaiters = [];
     for (const w of ws) w();
@@ -773,9 +815,10 @@ export class TabletPeer {
    * Propose one tablet op as leader and wait (bounded) until it is Raft-committed and applied here.
    * Used by the coordinator (TXN_STATUS) and the participant (APPLY_TXN / REMOVE_TXN).
    */
-  async proposeOp(op: TabletOp, timeoutMs?: number): Promise<void> {
+  async proposeOp(op: TabletOp, timeoutMs?: number, onProposed?: (proposal: Promise<unknown>) => void): Promise<void> {
     this.checkServing();
     const proposal = this.raft.propose(encodeTabletOp(op));
+    onProposed?.(proposal);
     const ms = timeoutMs ?? this.deps.flags.get(WRITE_TIMEOUT_MS);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
@@ -817,7 +860,37 @@ export class TabletPeer {
    * existence at the current time (see serializableReadTime).
    */
   async writeIntents(req: TxnWriteRequest): Promise<HybridTime> {
-    return this.waitingOnConflict(req.deadlineMonoMs, (wait) => this.writeIntentsOnce(req, wait), req.coalesced === true);
+    return this.deduped(req.request, (track) => this.waitingOnConflict(req.deadlineMonoMs, (wait) => this.writeIntentsOnce(req, wait, track), req.coalesced === true));
+  }
+
+  /**
+   * Run a client write once, whatever copies of it arrive (retryable requests): a copy of a request
+   * this replica replicated answers its hybrid time, a copy of one running here waits for it. The
+   * running request's outcome is its Raft proposal's (exact: applied, or never), or its failure
+   * before it proposed — not the caller's timeout, after which the entry may still commit.
+   */
+  private deduped(request: RequestTag | undefined, run: (track: ProposalTracker) => Promise<HybridTime>): Promise<HybridTime> {
+    if (!request) return run(() => undefined);
+    this.checkServing();
+    const seen = this.retryable.check(request, this.tabletId);
+    if (seen.kind === 'replicated') return Promise.resolve(seen.ht);
+    if (seen.kind === 'running') return seen.result;
+    let proposed = false;
+    let settle!: { resolve: (ht: HybridTime) => void; reject: (e: unknown) => void };
+    const outcome = new Promise<HybridTime>((resolve, reject) => (settle = { resolve, reject }));
+    outcome.catch(() => undefined);
+    this.retryable.start(request, outcome);
+    const result = run((proposal, ht) => {
+      proposed = true;
+      proposal.then(
+        () => settle.resolve(ht),
+        (e: unknown) => settle.reject(this.withLeaderHint(e)),
+      );
+    });
+    result.catch((e: unknown) => {
+      if (!proposed) settle.reject(e);
+    });
+    return result;
   }
 
   /**
@@ -858,7 +931,7 @@ export class TabletPeer {
     if (this.localOutcomes.get(txnId)?.status === 'ABORTED') throw new DbError(ErrorCode.TXN_ABORTED, `transaction ${txnId} was aborted (tablet ${this.tabletId} removed its intents)`, { txnId });
   }
 
-  private async writeIntentsOnce(req: TxnWriteRequest, wait: boolean): Promise<HybridTime> {
+  private async writeIntentsOnce(req: TxnWriteRequest, wait: boolean, track?: ProposalTracker): Promise<HybridTime> {
     this.checkServing();
     this.checkNotRemoved(req.txn.txnId);
     if (req.propagatedHt) this.deps.clock.update(req.propagatedHt);
@@ -886,7 +959,9 @@ export class TabletPeer {
       }
       const ht = this.nextHt();
       if (this.deps.log.isLevelEnabled('debug')) this.deps.log.debug({ trace: 'txn', tablet: this.tabletId, txn: req.txn.txnId, readHt: String(req.readHt), ht: String(ht), keys: ops.map((o) => docKeyString(o.key)), conflicts: conflicts.map((c) => (c.type === 'intent' ? `intent:${c.txnId}` : `committed:${c.commitHt}`)) }, 'write intents');
-      await this.proposeOp(reads ? { type: 'WRITE_INTENTS', txn: req.txn, ht, ops, reads } : { type: 'WRITE_INTENTS', txn: req.txn, ht, ops }, req.deadlineMs);
+      const op: TabletOp = reads ? { type: 'WRITE_INTENTS', txn: req.txn, ht, ops, reads } : { type: 'WRITE_INTENTS', txn: req.txn, ht, ops };
+      if (req.request) op.request = req.request;
+      await this.proposeOp(op, req.deadlineMs, track && ((p) => track(p, ht)));
       this.metrics.writeOps++;
       this.metrics.rowsWritten += req.ops.length;
       return ht;
@@ -971,7 +1046,7 @@ export class TabletPeer {
 
   private createSnapshot(index: number): Uint8Array {
     const m = this.metaValue;
-    const d: SnapshotDescriptor = { tabletId: m.tabletId, sourceUuid: this.deps.selfUuid, index, schema: { schemaVersion: m.schemaVersion, tableName: m.tableName, schema: m.schema } };
+    const d: SnapshotDescriptor = { tabletId: m.tabletId, sourceUuid: this.deps.selfUuid, index, schema: { schemaVersion: m.schemaVersion, tableName: m.tableName, schema: m.schema }, retryable: this.retryable.image() };
     return new TextEncoder().encode(JSON.stringify(d));
   }
 
@@ -1010,6 +1085,8 @@ export class TabletPeer {
     await this.loadTxnState();
     // The schema the source had (never older than the entries the snapshot stands for): an ALTER whose
     // CHANGE_SCHEMA entry was compacted away reaches this replica here.
+    // The writes the source replicated up to the snapshot (those after it are applied here next).
+    if (desc.retryable) this.retryable.restore(parseRetryableImage(desc.retryable));
     if (desc.schema) this.changeSchema({ type: 'CHANGE_SCHEMA', schemaVersion: desc.schema.schemaVersion, tableName: desc.schema.tableName, schema: parseTableSchema(desc.schema.schema) }, { term: 0, index: snap.meta.index });
     await this.snapshotListener?.();
     fs.rmSync(marker, { force: true });
@@ -1052,9 +1129,12 @@ export class TabletPeer {
    */
   async gcLog(retain: number): Promise<number> {
     if (this.state !== TabletState.RUNNING) return 0;
+    this.retryable.expire(this.deps.flags.get(RETRYABLE_REQUEST_TIMEOUT_SECS) * 1000);
     const upTo = (await this.replayStart()) - retain;
     if (upTo < this.storage.firstIndex()) return 0;
     await this.docdb.syncDurable();
+    // What the compacted entries tell of retryable requests survives in the image (taken after them).
+    writeFileDurably(this.deps.dir, RETRYABLE_FILE, JSON.stringify(this.retryable.image()));
     return this.raft.compactLog(upTo);
   }
 
@@ -1103,8 +1183,21 @@ export class TabletPeer {
     return e;
   }
 
+  /**
+   * Leader: the hybrid time of `request` when this replica replicated it (a copy: answer it as
+   * done), else undefined. Throws what checkServing throws, and STALE_REQUEST for a late copy.
+   */
+  replicatedRequest(request: RequestTag): HybridTime | undefined {
+    this.checkServing();
+    return this.retryable.replicatedAt(request, this.tabletId);
+  }
+
   /** Write rows atomically (one Raft entry); resolves with the write's hybrid time. */
   async write(req: WriteRequest): Promise<HybridTime> {
+    return this.deduped(req.request, (track) => this.writeOnce(req, track));
+  }
+
+  private async writeOnce(req: WriteRequest, track: ProposalTracker): Promise<HybridTime> {
     this.checkServing();
     if (req.propagatedHt) this.deps.clock.update(req.propagatedHt);
     const needCheck = req.ops.some((o) => o.kind === 'INSERT' || o.kind === 'UPDATE');
@@ -1127,9 +1220,10 @@ export class TabletPeer {
       if (ht <= this.lastWriteHt) ht = this.lastWriteHt + 1n;
       this.lastWriteHt = ht;
       this.inflightHts.push(ht);
-      const data = encodeTabletOp({ type: 'WRITE', ht, ops: req.ops.map((o) => o.op) });
+      const data = encodeTabletOp(req.request ? { type: 'WRITE', ht, ops: req.ops.map((o) => o.op), request: req.request } : { type: 'WRITE', ht, ops: req.ops.map((o) => o.op) });
       const proposal = this.raft.propose(data);
       proposal.catch(() => this.markApplied(ht));
+      track(proposal, ht);
       const timeoutMs = req.deadlineMs ?? this.deps.flags.get(WRITE_TIMEOUT_MS);
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<never>((_, reject) => {
