@@ -67,8 +67,10 @@ export class StatusTabletProxy {
   /**
    * Call `m` on the leader of status tablet `tabletId`. Codes that say "not done" (DbError.retryable)
    * are retried; an unknown outcome (NETWORK_ERROR, TIMED_OUT) only when `idempotent`.
+   * `capAttempts`: one attempt waits at most singleCallTimeoutMs (a commit, which is not resent here,
+   * then fails TIMED_OUT sooner and the transaction settles it by asking for the status).
    */
-  async call<Req, Resp>(tabletId: string, m: MethodDef<Req, Resp>, req: Req, deadline: Deadline, idempotent: boolean): Promise<Resp> {
+  async call<Req, Resp>(tabletId: string, m: MethodDef<Req, Resp>, req: Req, deadline: Deadline, idempotent: boolean, capAttempts = idempotent): Promise<Resp> {
     let last: DbError | undefined;
     let rotate = 0;
     for (let attempt = 0; attempt < ATTEMPTS_MAX; attempt++) {
@@ -90,7 +92,7 @@ export class StatusTabletProxy {
       }
       try {
         const left = deadline.remainingMs();
-        const r = await this.rpc.call(target, m, req, { timeoutMs: Math.max(1, idempotent && this.singleCallTimeoutMs > 0 ? Math.min(left, this.singleCallTimeoutMs) : left) });
+        const r = await this.rpc.call(target, m, req, { timeoutMs: Math.max(1, capAttempts && this.singleCallTimeoutMs > 0 ? Math.min(left, this.singleCallTimeoutMs) : left) });
         this.leaders.set(tabletId, target);
         return r;
       } catch (e) {
@@ -116,8 +118,10 @@ export class StatusTabletProxy {
           continue;
         }
         if (err.code === ErrorCode.NETWORK_ERROR || err.code === ErrorCode.TIMED_OUT || err.code === ErrorCode.SHUTTING_DOWN) {
-          if (!err.retryable && !idempotent) throw err;
+          // (Whatever comes next — a resend, or a status query that settles the outcome — asks the
+          // other replicas too: this one may be hung.)
           this.leaders.delete(tabletId);
+          if (!err.retryable && !idempotent) throw err;
           await sleep(backoffMs(Math.min(attempt, 4)));
           if (attempt % 2 === 1) await this.locations(deadline, true).catch(() => undefined);
           continue;

@@ -256,7 +256,6 @@ export class Table {
     // A retryable request: an INSERT or a transactional write whose answer was lost is resent, and
     // the tablet answers the copy of a write it already did (no ALREADY_EXISTS for our own row).
     const r = await this.invoker.callWrite(this.name, { hash }, (t) => ({ tabletId: t.tabletId, ops: [op], propagatedHt: this.invoker.propagatedHt, schemaVersion, ...this.writeTxn(t.tabletId, txnCtx) }), d, {
-      capAttempts: !this.txn,
       fatal: this.fatal,
       alsoRetry: this.txn ? undefined : PLAIN_WRITE_RETRY_CODES,
     });
@@ -335,7 +334,7 @@ export class Table {
 
   private sendBatch(b: WriteBatch): void {
     this.invoker
-      .callWrite(this.name, { hash: b.hash }, (t) => ({ tabletId: t.tabletId, ops: b.ops, propagatedHt: this.invoker.propagatedHt, schemaVersion: b.schemaVersion }), b.deadline, { capAttempts: true, alsoRetry: PLAIN_WRITE_RETRY_CODES })
+      .callWrite(this.name, { hash: b.hash }, (t) => ({ tabletId: t.tabletId, ops: b.ops, propagatedHt: this.invoker.propagatedHt, schemaVersion: b.schemaVersion }), b.deadline, { alsoRetry: PLAIN_WRITE_RETRY_CODES })
       .then(
         (r) => {
           this.invoker.observeHt(r.propagatedHt);
@@ -606,7 +605,6 @@ export class Table {
       while (next < chunks.length) {
         const chunk = chunks[next++]!;
         const r = await this.invoker.callWrite(this.name, { hash: chunk[0]!.hash }, (t) => ({ tabletId: t.tabletId, ops: chunk.map((c) => c.op), propagatedHt: this.invoker.propagatedHt, schemaVersion: sv, ...this.writeTxn(t.tabletId, txnCtx) }), d, {
-          capAttempts: !this.txn,
           fatal: this.fatal,
           alsoRetry: this.txn ? undefined : PLAIN_WRITE_RETRY_CODES,
         });

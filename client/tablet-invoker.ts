@@ -69,11 +69,11 @@ export class TabletInvoker {
   /**
    * A Write as a retryable request: request ids are taken for the write and each of its `more`
    * items on the first attempt and carried by every attempt; they count as running (the tablets keep
-   * them) until this call ends. Resent after an unknown outcome. `capAttempts`: one attempt waits at
-   * most singleCallTimeoutMs — not for a transactional write, which may wait on a conflict on the
-   * tablet for as long as its deadline.
+   * them) until this call ends. Resent after an unknown outcome; one attempt waits at most
+   * singleCallTimeoutMs for its answer, while the tablet still works to the whole deadline (a
+   * transactional write waiting on a conflict goes on waiting, and the resent copy joins it).
    */
-  async callWrite(table: string, where: { hash: number } | { tabletId: string }, makeReq: (t: TabletLocation) => WriteRequestPB, deadline: Deadline, o: { capAttempts: boolean; fatal?: ReadonlySet<string> | undefined; alsoRetry?: ReadonlySet<string> | undefined }): Promise<WriteResponsePB> {
+  async callWrite(table: string, where: { hash: number } | { tabletId: string }, makeReq: (t: TabletLocation) => WriteRequestPB, deadline: Deadline, o: { fatal?: ReadonlySet<string> | undefined; alsoRetry?: ReadonlySet<string> | undefined } = {}): Promise<WriteResponsePB> {
     let ids: number[] | undefined;
     const tagged = (t: TabletLocation): WriteRequestPB => {
       const req = makeReq(t);
@@ -87,7 +87,7 @@ export class TabletInvoker {
       return req;
     };
     try {
-      return await this.invoke(table, where, tabletServerMethods().write, tagged, deadline, { idempotent: true, ...o });
+      return await this.invoke(table, where, tabletServerMethods().write, tagged, deadline, { idempotent: true, capAttempts: true, ...o });
     } finally {
       for (const id of ids ?? []) this.requests.end(id);
     }
@@ -113,7 +113,9 @@ export class TabletInvoker {
       try {
         const left = deadline.remainingMs();
         const attemptMs = o.capAttempts && this.singleCallTimeoutMs > 0 ? Math.min(left, this.singleCallTimeoutMs) : left;
-        return await this.rpc.call(target, m, makeReq(tablet), { timeoutMs: Math.max(1, attemptMs) });
+        // The server keeps the whole remaining time (a transactional write or serializable read may
+        // wait on a conflict that long); only this attempt's wait for the answer is capped.
+        return await this.rpc.call(target, m, makeReq(tablet), { timeoutMs: Math.max(1, attemptMs), serverTimeoutMs: Math.max(1, left) });
       } catch (e) {
         const err = DbError.from(e);
         last = err;

@@ -263,7 +263,9 @@ export class Transaction implements TxnBinding {
     try {
       let commitHt: bigint;
       try {
-        const r = await this.deps.statusTablets.call(this.statusTablet, m.commitTransaction, req, d, false);
+        // One attempt waits at most rpcSingleCallTimeoutMs: a hung status tablet leader (paused, a
+        // stuck disk) then costs one such wait, and the outcome is settled with the new leader.
+        const r = await this.deps.statusTablets.call(this.statusTablet, m.commitTransaction, req, d, false, true);
         commitHt = BigInt(r.commitHt ?? 0n);
       } catch (e) {
         const err = DbError.from(e);
@@ -301,7 +303,7 @@ export class Transaction implements TxnBinding {
         if (st?.status === 'ABORTED') throw unknown('the status tablet reports it ABORTED or no longer knows it');
         // PENDING: the COMMITTED entry is not (or not yet) applied; a resend is safe because the
         // coordinator answers a commit of a committed transaction with its commit time.
-        const r = await this.deps.statusTablets.call(this.statusTablet, m.commitTransaction, req, d, false);
+        const r = await this.deps.statusTablets.call(this.statusTablet, m.commitTransaction, req, d, false, true);
         return BigInt(r.commitHt ?? 0n);
       } catch (e) {
         const err = DbError.from(e);

@@ -85,8 +85,8 @@ export class TxnWriteCoalescer {
       return req;
     };
     // Retryable requests: each write has its own request id, so a resent copy of the request does
-    // none of them twice. No per-attempt cap: a write may wait on a conflict for its deadline.
-    this.invoker.callWrite(p.table, { tabletId: p.tabletId }, makeReq, deadline, { capAttempts: false, fatal: TXN_FATAL_CODES }).then(
+    // none of them twice.
+    this.invoker.callWrite(p.table, { tabletId: p.tabletId }, makeReq, deadline, { fatal: TXN_FATAL_CODES }).then(
       (r) => {
         this.invoker.observeHt(r.propagatedHt);
         const results = r.results ?? [];

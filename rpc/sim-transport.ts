@@ -350,7 +350,7 @@ export class SimNetwork {
   }
 
   /** @internal */
-  startCall(c: SimRpcClient, address: string, service: string, method: string, payload: Uint8Array, codec: Codec<unknown>, timeoutMs: number): Promise<unknown> {
+  startCall(c: SimRpcClient, address: string, service: string, method: string, payload: Uint8Array, codec: Codec<unknown>, timeoutMs: number, serverTimeoutMs = timeoutMs): Promise<unknown> {
     const target = hostOf(address);
     if (!this.servers.has(address) && !this.isCut(c.host, target)) {
       // Like a refused TCP connect: certainly not sent, safe to retry.
@@ -369,7 +369,7 @@ export class SimNetwork {
         service,
         method,
         payload,
-        timeoutMs,
+        timeoutMs: serverTimeoutMs,
         clientId: c.id,
       });
     });
@@ -518,7 +518,7 @@ export class SimRpcClient implements RpcClient {
       );
     }
     const timeoutMs = opts?.timeoutMs ?? this.network.defaultTimeoutMs;
-    return this.network.startCall(this, address, m.service, m.method, payload, m.resp as Codec<unknown>, timeoutMs) as Promise<Resp>;
+    return this.network.startCall(this, address, m.service, m.method, payload, m.resp as Codec<unknown>, timeoutMs, Math.max(timeoutMs, opts?.serverTimeoutMs ?? 0)) as Promise<Resp>;
   }
 
   send<M>(address: string, m: OnewayDef<M>, msg: M): void {

@@ -25,6 +25,12 @@ export interface OnewayDef<M> {
 export interface CallOptions {
   /** Time allowed for the whole call; past it the call fails with TIMED_OUT. */
   timeoutMs?: number;
+  /**
+   * The deadline the server is told (what it may spend, e.g. waiting on a conflict); default
+   * timeoutMs. Longer when the caller gives up on this attempt sooner but resends the same request
+   * (a retryable request's copy joins the running original, which keeps its whole time).
+   */
+  serverTimeoutMs?: number;
 }
 
 export interface RpcContext {

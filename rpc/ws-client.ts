@@ -175,7 +175,7 @@ class WsConnection {
     return this.queuedBytes + (this.ws?.bufferedAmount ?? 0);
   }
 
-  call(service: string, method: string, payload: Uint8Array, codec: Codec<unknown>, timeoutMs: number): Promise<unknown> {
+  call(service: string, method: string, payload: Uint8Array, codec: Codec<unknown>, timeoutMs: number, serverTimeoutMs = timeoutMs): Promise<unknown> {
     if (!this.ensure()) {
       return Promise.reject(networkError(`${this.address} is unreachable (retrying after back-off)`, { address: this.address, sent: false }, true));
     }
@@ -189,7 +189,7 @@ class WsConnection {
     // Ids wrap within uint32 and skip 0 (= no id); in-flight calls are far fewer than 2^32.
     this.nextCallId = callId >= 0xffffffff ? 1 : callId + 1;
     while (this.pending.has(callId)) callId = callId >= 0xffffffff ? 1 : callId + 1;
-    const bytes = encodeFrame({ callId, kind: FrameKind.REQUEST, service, method, payload, timeoutMs });
+    const bytes = encodeFrame({ callId, kind: FrameKind.REQUEST, service, method, payload, timeoutMs: serverTimeoutMs });
     return new Promise<unknown>((resolve, reject) => {
       const p: PendingCall = { resolve, reject, codec, service, method, timer: undefined, sent: false };
       p.timer = setTimeout(() => {
@@ -283,7 +283,7 @@ export class WsRpcClient implements RpcClient {
       );
     }
     const timeoutMs = opts?.timeoutMs ?? this.deps.defaultTimeoutMs();
-    return this.conn(address).call(m.service, m.method, payload, m.resp as Codec<unknown>, timeoutMs) as Promise<Resp>;
+    return this.conn(address).call(m.service, m.method, payload, m.resp as Codec<unknown>, timeoutMs, Math.max(timeoutMs, opts?.serverTimeoutMs ?? 0)) as Promise<Resp>;
   }
 
   /**

@@ -10,7 +10,7 @@ import { TesseraClient } from '../../client/tessera-client';
 import { READ_RESTARTS_MAX, WRITE_BYTES_PER_RPC_MAX } from '../../client/table';
 
 type Req = Record<string, unknown>;
-type Handler = (req: Req, address: string) => unknown;
+type Handler = (req: Req, address: string, timeoutMs?: number) => unknown;
 
 const DEMO = {
   table: {
@@ -56,7 +56,7 @@ class FakeCluster {
 
   transport(): Transport {
     const rpc: RpcClient = {
-      call: async <Rq, Rs>(address: string, m: MethodDef<Rq, Rs>, req: Rq): Promise<Rs> => {
+      call: async <Rq, Rs>(address: string, m: MethodDef<Rq, Rs>, req: Rq, opts?: { timeoutMs?: number }): Promise<Rs> => {
         const method = `${m.service.replace(/^tessera\./, '')}.${m.method}`;
         this.calls.push({ method, address, req: req as Req });
         await Promise.resolve();
@@ -66,7 +66,7 @@ class FakeCluster {
         }
         const h = this.handlers.get(method);
         if (!h) throw new DbError(ErrorCode.UNKNOWN_METHOD, method);
-        return h(req as Req, address) as Rs;
+        return h(req as Req, address, opts?.timeoutMs) as Rs;
       },
       send: () => undefined,
       close: async () => undefined,
@@ -285,6 +285,30 @@ describe('client transactions (fake cluster)', () => {
     f.on('TransactionCoordinatorService.GetTransactionStatus', (r) => ({ statuses: [{ txnId: (r['txnIds'] as string[])[0], status: 'COMMITTED', commitHt: 3000n }] }));
     await expect(txn.commit()).resolves.toEqual({ commitHt: 3000n });
     expect(f.calls.filter((x) => x.method === 'TransactionCoordinatorService.CommitTransaction' && x.address === 'ts-b')).toHaveLength(1);
+  });
+
+  it('txn: a commit to a status tablet leader that hangs gives up after rpcSingleCallTimeoutMs and is settled with the new leader (PENDING -> resent there)', async () => {
+    const f = new FakeCluster();
+    const c = await TesseraClient.connect({ masterAddresses: ['m'], transport: f.transport(), timeoutMs: 5_000, rpcSingleCallTimeoutMs: 100 });
+    clients.push(c);
+    const txn = await c.beginTransaction();
+    await txn.upsert('demo', { id: 1n, value: 'x' });
+    const attempts: Array<{ address: string; timeoutMs: number | undefined }> = [];
+    f.on('TransactionCoordinatorService.CommitTransaction', (_r, address, timeoutMs) => {
+      attempts.push({ address, timeoutMs });
+      if (address === 'ts-b') {
+        // ts-b is paused: no answer; meanwhile ts-a is elected.
+        f.statusLeader = 'ts-a';
+        return new Promise((_, reject) => setTimeout(() => reject(new DbError(ErrorCode.TIMED_OUT, 'no answer')), timeoutMs));
+      }
+      return { commitHt: 4000n };
+    });
+    f.on('TransactionCoordinatorService.GetTransactionStatus', () => ({ statuses: [{ txnId: txn.txnId, status: 'PENDING' }] }));
+    await expect(txn.commit()).resolves.toEqual({ commitHt: 4000n });
+    expect(attempts).toEqual([
+      { address: 'ts-b', timeoutMs: 100 },
+      { address: 'ts-a', timeoutMs: 100 },
+    ]);
   });
 
   it('txn: after a lost commit answer, ABORTED from the status tablet stays "outcome unknown" (a forgotten commit reads ABORTED)', async () => {

@@ -175,6 +175,11 @@ export function runTransportCompliance(name: string, makeHarness: () => Transpor
       expect(seen).toBeDefined();
       expect(Number(seen!.n)).toBeGreaterThanOrEqual(Math.floor(before) + 99);
       expect(Number(seen!.n)).toBeLessThanOrEqual(Math.ceil(h.nowMs()) + 200);
+      // serverTimeoutMs: the caller stops waiting after timeoutMs, the server works to the longer deadline.
+      const before2 = h.nowMs();
+      await expectCode(h.drive(client.call(addr, HANG, { text: 'long' }, { timeoutMs: 100, serverTimeoutMs: 60_000 })), ErrorCode.TIMED_OUT);
+      const long = es.notes.find((n) => n.text === 'long');
+      expect(Number(long!.n)).toBeGreaterThanOrEqual(Math.floor(before2) + 59_000);
       // The connection still works after a timeout (the late answer is ignored).
       es.release();
       const r = await h.drive(client.call(addr, ECHO, { text: 'after' }, { timeoutMs: 5000 }));
