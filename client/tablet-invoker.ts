@@ -68,13 +68,15 @@ export class TabletInvoker {
 
   /**
    * A Write as a retryable request: request ids are taken for the write and each of its `more`
-   * items on the first attempt and carried by every attempt; they count as running (the tablets keep
-   * them) until this call ends. Resent after an unknown outcome; one attempt waits at most
+   * items on the first attempt (or given: `requestIds`, which the caller took with requests.begin()
+   * and ends itself) and carried by every attempt; they count as running (the tablets keep them)
+   * until this call ends. Resent after an unknown outcome; one attempt waits at most
    * singleCallTimeoutMs for its answer, while the tablet still works to the whole deadline (a
    * transactional write waiting on a conflict goes on waiting, and the resent copy joins it).
    */
-  async callWrite(table: string, where: { hash: number } | { tabletId: string }, makeReq: (t: TabletLocation) => WriteRequestPB, deadline: Deadline, o: { fatal?: ReadonlySet<string> | undefined; alsoRetry?: ReadonlySet<string> | undefined } = {}): Promise<WriteResponsePB> {
-    let ids: number[] | undefined;
+  async callWrite(table: string, where: { hash: number } | { tabletId: string }, makeReq: (t: TabletLocation) => WriteRequestPB, deadline: Deadline, o: { fatal?: ReadonlySet<string> | undefined; alsoRetry?: ReadonlySet<string> | undefined; requestIds?: readonly number[] | undefined } = {}): Promise<WriteResponsePB> {
+    const given = o.requestIds;
+    let ids: readonly number[] | undefined = given;
     const tagged = (t: TabletLocation): WriteRequestPB => {
       const req = makeReq(t);
       const n = 1 + (req.more?.length ?? 0);
@@ -87,9 +89,9 @@ export class TabletInvoker {
       return req;
     };
     try {
-      return await this.invoke(table, where, tabletServerMethods().write, tagged, deadline, { idempotent: true, capAttempts: true, ...o });
+      return await this.invoke(table, where, tabletServerMethods().write, tagged, deadline, { idempotent: true, capAttempts: true, fatal: o.fatal, alsoRetry: o.alsoRetry });
     } finally {
-      for (const id of ids ?? []) this.requests.end(id);
+      if (!given) for (const id of ids ?? []) this.requests.end(id);
     }
   }
 

@@ -124,17 +124,24 @@ export class Transaction implements TxnBinding {
     const priority = o.priority ?? Math.random();
     if (!Number.isFinite(priority)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'priority must be a finite number');
     const d = new Deadline(o.timeoutMs ?? deps.timeoutMs);
-    const statusTablet = await deps.statusTablets.pickTablet(d);
-    // A fresh id per begin: if CreateTransaction's outcome is unknown, the orphan record (without
-    // intents) simply expires on the coordinator.
-    const txnId = newTxnId();
-    const r = await deps.statusTablets.call(
-      statusTablet,
-      txnCoordinatorMethods().createTransaction,
-      { statusTablet, txnId, isolation, priority, propagatedHt: deps.invoker.propagatedHt },
-      d,
-      false,
-    );
+    let statusTablet: string;
+    let txnId: string;
+    let r: { readHt?: bigint; propagatedHt?: bigint; globalLimitHt?: bigint };
+    for (;;) {
+      statusTablet = await deps.statusTablets.pickTablet(d);
+      // A fresh id per attempt: if CreateTransaction's outcome is unknown (one attempt waits at most
+      // rpcSingleCallTimeoutMs: the status tablet's leader may hang), the orphan record (without
+      // intents) simply expires on the coordinator, and the transaction begins again, likely on
+      // another status tablet.
+      txnId = newTxnId();
+      try {
+        r = await deps.statusTablets.call(statusTablet, txnCoordinatorMethods().createTransaction, { statusTablet, txnId, isolation, priority, propagatedHt: deps.invoker.propagatedHt }, d, false, true);
+        break;
+      } catch (e) {
+        const err = DbError.from(e);
+        if (!UNKNOWN_OUTCOME_CODES.has(err.code) || err.code === ErrorCode.INTERNAL || d.expired()) throw err;
+      }
+    }
     deps.invoker.observeHt(r.propagatedHt);
     if (!r.readHt) throw new DbError(ErrorCode.INTERNAL, `CreateTransaction of ${txnId} answered without a read time`);
     const limit = r.globalLimitHt ? BigInt(r.globalLimitHt) : 0n;

@@ -29,7 +29,7 @@ interface Pending {
   tabletId: string;
   schemaVersion: number;
   bytes: number;
-  items: Array<{ ops: RowOpPB[]; txn: TxnContextPB; deadline: Deadline; resendAlone: () => Promise<void>; resolve: () => void; reject: (e: unknown) => void }>;
+  items: Array<{ ops: RowOpPB[]; txn: TxnContextPB; deadline: Deadline; requestId: number; resendAlone: (requestId: number) => Promise<void>; resolve: () => void; reject: (e: unknown) => void }>;
 }
 
 export class TxnWriteCoalescer {
@@ -42,10 +42,14 @@ export class TxnWriteCoalescer {
 
   /**
    * Queue one transactional write for `tabletId` of `table`; resolves once written. `resendAlone`
-   * sends this write by itself (used when its result in a coalesced request is a retryable code).
+   * sends this write by itself (used when its result in a coalesced request is a retryable code),
+   * as the same retryable request: with the request id it had in the coalesced request, since a
+   * copy of that request may have done it already (a follower answers every item NOT_THE_LEADER
+   * while the old leader's entry for it still commits).
    */
-  write(table: string, tabletId: string, schemaVersion: number, ops: RowOpPB[], txn: TxnContextPB, deadline: Deadline, resendAlone: () => Promise<void>): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+  write(table: string, tabletId: string, schemaVersion: number, ops: RowOpPB[], txn: TxnContextPB, deadline: Deadline, resendAlone: (requestId: number) => Promise<void>): Promise<void> {
+    const requestId = this.invoker.requests.begin();
+    const settled = new Promise<void>((resolve, reject) => {
       // Writes built with one schema version travel together (the request carries it).
       const key = `${table}\u0000${tabletId}\u0000${schemaVersion}`;
       let bytes = 0;
@@ -57,7 +61,7 @@ export class TxnWriteCoalescer {
         p = undefined;
       }
       if (!p) this.pending.set(key, (p = { table, tabletId, schemaVersion, bytes: 0, items: [] }));
-      p.items.push({ ops, txn, deadline, resendAlone, resolve, reject });
+      p.items.push({ ops, txn, deadline, requestId, resendAlone, resolve, reject });
       p.bytes += bytes;
       if (!this.scheduled) {
         this.scheduled = true;
@@ -69,6 +73,9 @@ export class TxnWriteCoalescer {
         });
       }
     });
+    const end = (): void => this.invoker.requests.end(requestId);
+    settled.then(end, end);
+    return settled;
   }
 
   private send(p: Pending): void {
@@ -86,21 +93,21 @@ export class TxnWriteCoalescer {
     };
     // Retryable requests: each write has its own request id, so a resent copy of the request does
     // none of them twice.
-    this.invoker.callWrite(p.table, { tabletId: p.tabletId }, makeReq, deadline, { fatal: TXN_FATAL_CODES }).then(
+    this.invoker.callWrite(p.table, { tabletId: p.tabletId }, makeReq, deadline, { fatal: TXN_FATAL_CODES, requestIds: items.map((i) => i.requestId) }).then(
       (r) => {
         this.invoker.observeHt(r.propagatedHt);
         const results = r.results ?? [];
         // A server that does not know `more` wrote the first write only: send the others alone.
         if (rest.length > 0 && results.length !== items.length) {
           first.resolve();
-          for (const i of rest) i.resendAlone().then(i.resolve, i.reject);
+          for (const i of rest) i.resendAlone(i.requestId).then(i.resolve, i.reject);
           return;
         }
         items.forEach((i, k) => {
           const res = results[k];
           if (!res?.code) return i.resolve();
           const err = DbError.fromResult({ code: res.code, message: res.message });
-          if (err.retryable && !TXN_FATAL_CODES.has(err.code)) i.resendAlone().then(i.resolve, i.reject);
+          if (err.retryable && !TXN_FATAL_CODES.has(err.code)) i.resendAlone(i.requestId).then(i.resolve, i.reject);
           else i.reject(err);
         });
       },

@@ -281,6 +281,8 @@ export class TabletService {
       const items = [{ ops: req.ops, txn: req.txn, requestId: req.requestId }, ...more];
       const total = items.reduce((n, i) => n + (i.ops?.length ?? 0), 0);
       if (total > WRITE_OPS_MAX) throw invalid(`write has ${total} ops; at most ${WRITE_OPS_MAX}`);
+      // Not the (ready) leader: the whole request goes elsewhere, as one (not one answer per write).
+      t.checkLeader();
       const settled = await Promise.allSettled(
         items.map((i) => {
           if (!i.txn?.txnId) return Promise.reject(invalid('write.more item without txn'));

@@ -188,6 +188,7 @@ export function registerTServerPages(d: TServerWebDeps): void {
           ['IntentsDB memtable / SST bytes / intents', `${t.intentsdb.memtableBytes} / ${t.intentsdb.sstBytes} / ${t.intentsdb.intentCount}`],
           ['Wait queue: waiting now / waits (enable_wait_queues)', `${t.waitQueue.waiting} / ${t.waitQueue.waits}`],
           ['Read locks taken (serializable reads, as leader)', t.readLocks],
+          ['Retryable requests: clients / writes remembered / running / copies answered / late copies refused', `${t.retryable.clients} / ${t.retryable.replicated} / ${t.retryable.running} / ${t.retryable.duplicates} / ${t.retryable.stale}`],
           ['Schema version / columns (name:type#id)', `${t.schemaVersion} / ${t.columns.map((c) => `${c.name}:${c.type}#${c.id}`).join(', ')}`],
           ['Row cache rows / bytes / hits / misses', t.regulardb.rowCache ? `${t.regulardb.rowCache.rows} / ${t.regulardb.rowCache.bytes} / ${t.regulardb.rowCache.hits} / ${t.regulardb.rowCache.misses}` : ''],
         ],
@@ -328,6 +329,13 @@ function registerIoGauges(d: TServerWebDeps): void {
       g.set({ tablet_id, db, op: 'del_range' }, c.delRanges);
     }
   });
+  d.metrics.gauge('tserver_retryable_requests', 'Retryable requests per tablet replica: clients with writes remembered (kind="clients"), writes remembered ("replicated"), running as leader ("running"), resent copies answered without running them again ("duplicates"), late copies refused with STALE_REQUEST ("stale")', ['tablet_id', 'kind'], (g) => {
+    g.reset();
+    for (const p of d.manager().list()) {
+      const r = p.retryable.stats();
+      for (const kind of ['clients', 'replicated', 'running', 'duplicates', 'stale'] as const) g.set({ tablet_id: p.tabletId, kind }, r[kind]);
+    }
+  });
   perTablet('tserver_log_fsyncs', 'fdatasync calls on the Raft log segments of a tablet replica since it opened', [], (g, tablet_id, io) => {
     if (io.logFsyncs !== undefined) g.set({ tablet_id }, io.logFsyncs);
   });
@@ -403,6 +411,11 @@ export interface TabletDetail {
   /** The table's schema as this replica has it (ALTER TABLE moves it through the tablet's Raft log). */
   schemaVersion: number;
   columns: Array<{ name: string; id: number; type: string; nullable: boolean }>;
+  /**
+   * Retryable requests: clients with writes remembered here, writes remembered, writes running (as
+   * leader), resent copies answered without running them again, late copies refused (STALE_REQUEST).
+   */
+  retryable: { clients: number; replicated: number; running: number; duplicates: number; stale: number };
 }
 
 async function detailOf(p: TabletPeer, manager: TabletManager, trackers: TabletMemTrackers, selfUuid: string, selfAddress: string): Promise<TabletDetail> {
@@ -446,5 +459,6 @@ async function detailOf(p: TabletPeer, manager: TabletManager, trackers: TabletM
     readLocks: p.metrics.readLocks,
     schemaVersion: p.meta.schemaVersion,
     columns: p.meta.schema.columns.map((c) => ({ ...c })),
+    retryable: p.retryable.stats(),
   };
 }

@@ -8,23 +8,27 @@ import { DbError, ErrorCode } from '../../common/errors';
 import type { WriteRequestPB, WriteResponsePB } from '../../rpc/service-methods';
 import { Deadline } from '../../client/retry-policy';
 import type { TabletInvoker } from '../../client/tablet-invoker';
+import { RequestIds } from '../../client/request-ids';
 import { COALESCED_TXN_WRITES_MAX, TxnWriteCoalescer } from '../../client/txn-write-coalescer';
 import { approxOpBytes, WRITE_BYTES_PER_RPC_MAX } from '../../client/write-size';
 
 type Answer = (req: WriteRequestPB) => WriteResponsePB | Promise<WriteResponsePB>;
 
-function scripted(answer: Answer): { invoker: TabletInvoker; sent: WriteRequestPB[] } {
+function scripted(answer: Answer): { invoker: TabletInvoker; sent: WriteRequestPB[]; ids: Array<readonly number[] | undefined> } {
   const sent: WriteRequestPB[] = [];
+  const ids: Array<readonly number[] | undefined> = [];
   const invoker = {
     propagatedHt: 7n,
     observeHt: () => undefined,
-    callWrite: async (_table: string, _where: unknown, makeReq: () => WriteRequestPB) => {
+    requests: new RequestIds(),
+    callWrite: async (_table: string, _where: unknown, makeReq: () => WriteRequestPB, _d: unknown, o?: { requestIds?: readonly number[] }) => {
+      ids.push(o?.requestIds);
       const req = makeReq();
       sent.push(req);
       return answer(req);
     },
   } as unknown as TabletInvoker;
-  return { invoker, sent };
+  return { invoker, sent, ids };
 }
 
 const txn = (id: string) => ({ txnId: id, statusTablet: 's', isolation: 'snapshot', priority: 1, startHt: 1n });
@@ -74,16 +78,18 @@ describe('TxnWriteCoalescer', () => {
     expect(sent.map((r) => [r, ...(r.more ?? [])].map((w) => w.txn!.txnId))).toEqual([['small'], ['huge']]);
   });
 
-  it('coalescer: each write gets its own result; a retryable one is resent alone, a conflict is not', async () => {
-    const { invoker } = scripted(() => ({
+  it('coalescer: each write gets its own result; a retryable one is resent alone (as the same retryable request), a conflict is not', async () => {
+    const { invoker, ids } = scripted(() => ({
       propagatedHt: 9n,
       results: [{ writeHt: 5n }, { code: ErrorCode.NOT_THE_LEADER, message: 'moved' }, { code: ErrorCode.TXN_CONFLICT, message: 'lost' }, { code: ErrorCode.LEADER_NOT_READY, message: 'not yet' }],
     }));
     const c = new TxnWriteCoalescer(invoker);
     const d = new Deadline(1000);
     const resent: string[] = [];
-    const alone = (id: string, fails = false) => () => {
+    const resentIds: number[] = [];
+    const alone = (id: string, fails = false) => (requestId: number) => {
       resent.push(id);
+      resentIds.push(requestId);
       return fails ? Promise.reject(new DbError(ErrorCode.TIMED_OUT, 'gave up')) : Promise.resolve();
     };
     const r = await Promise.allSettled([
@@ -94,6 +100,12 @@ describe('TxnWriteCoalescer', () => {
     ]);
     expect(resent).toEqual(['b', 'd']);
     expect(r.map((x) => (x.status === 'fulfilled' ? 'ok' : (x.reason as DbError).code))).toEqual(['ok', 'ok', ErrorCode.TXN_CONFLICT, ErrorCode.TIMED_OUT]);
+    // Each write has its own request id in the coalesced request, and keeps it when resent alone: a
+    // copy of the coalesced request (the old leader's entry) may have done it already.
+    expect(ids[0]).toHaveLength(4);
+    expect(new Set(ids[0]).size).toBe(4);
+    expect(resentIds).toEqual([ids[0]![1], ids[0]![3]]);
+    expect(invoker.requests.runningCount).toBe(0);
   });
 
   it('coalescer: a server that ignores `more` wrote the first write only; the others are resent alone', async () => {

@@ -311,6 +311,29 @@ describe('client transactions (fake cluster)', () => {
     ]);
   });
 
+  it('txn: begin on a status tablet leader that hangs gives up after rpcSingleCallTimeoutMs and begins again with a fresh id (the orphan record expires)', async () => {
+    const f = new FakeCluster();
+    const c = await TesseraClient.connect({ masterAddresses: ['m'], transport: f.transport(), timeoutMs: 5_000, rpcSingleCallTimeoutMs: 100 });
+    clients.push(c);
+    const creates: Array<{ address: string; txnId: string; timeoutMs: number | undefined }> = [];
+    f.on('TransactionCoordinatorService.CreateTransaction', (r, address, timeoutMs) => {
+      creates.push({ address, txnId: r['txnId'] as string, timeoutMs });
+      if (address === 'ts-b') {
+        f.statusLeader = 'ts-a';
+        return new Promise((_, reject) => setTimeout(() => reject(new DbError(ErrorCode.TIMED_OUT, 'no answer')), timeoutMs));
+      }
+      return { readHt: 1000n, propagatedHt: 1000n };
+    });
+    const txn = await c.beginTransaction();
+    expect(creates.map((x) => [x.address, x.timeoutMs])).toEqual([
+      ['ts-b', 100],
+      ['ts-a', 100],
+    ]);
+    expect(creates[0]!.txnId).not.toBe(creates[1]!.txnId);
+    expect(txn.txnId).toBe(creates[1]!.txnId);
+    await txn.abort();
+  });
+
   it('txn: after a lost commit answer, ABORTED from the status tablet stays "outcome unknown" (a forgotten commit reads ABORTED)', async () => {
     const f = new FakeCluster();
     const c = await connect(f);
