@@ -60,9 +60,15 @@ describe('retryable requests', () => {
     expect(() => parseRetryableImage({ clients: [{ clientId: 'x', minRunning: 1, done: [[1, 'not a number']] }] })).toThrow(expect.objectContaining({ code: ErrorCode.CORRUPTION }) as Error);
     expect(() => parseRetryableImage([])).toThrow(expect.objectContaining({ code: ErrorCode.CORRUPTION }) as Error);
 
+    // A busy client: what lingers below min_running between trims stays bounded.
+    for (let id = 100; id < 5_100; id++) t.replicated(tag(id, id - 3, 'client-c'), BigInt(id));
+    const internal = t as unknown as { clients: Map<string, { done: Map<number, bigint> }> };
+    expect(internal.clients.get('client-c')!.done.size).toBeLessThanOrEqual(128);
+    expect(t.image().clients.find((x) => x.clientId === 'client-c')!.done.map(([id]) => id)).toEqual([5_096, 5_097, 5_098, 5_099]);
+
     now += 10_000;
     t.replicated(tag(1, 1, 'client-b'), 5n);
-    expect(t.expire(5_000)).toBe(1); // client-a was silent for 10 s
+    expect(t.expire(5_000)).toBe(2); // client-a and client-c were silent for 10 s
     expect(t.stats().clients).toBe(1);
     expect(t.check(tag(4, 3), 't')).toEqual({ kind: 'new' });
   });

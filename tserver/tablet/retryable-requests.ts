@@ -28,8 +28,10 @@ import type { RequestTag } from './tablet-op';
 interface ClientRequests {
   /** Ids below this are forgotten: the client waits for none of them. */
   minRunning: number;
-  /** Replicated request id → the entry's hybrid time. */
+  /** Replicated request id → the entry's hybrid time (ids below minRunning may linger until the next trim). */
   done: Map<number, HybridTime>;
+  /** Trim `done` when it grows past this (amortized: not on every apply). */
+  trimAt: number;
   /** Date.now() of the last entry of this client applied here. */
   lastMs: number;
 }
@@ -40,6 +42,9 @@ export type RequestCheck = { kind: 'new' } | { kind: 'replicated'; ht: HybridTim
 export interface RetryableImage {
   clients: Array<{ clientId: string; minRunning: number; done: Array<[number, string]> }>;
 }
+
+/** A client's remembered ids are trimmed below min_running once there are more than this (and then at twice what is left). */
+const TRIM_AT_MIN = 64;
 
 /** Client ids longer than this are refused (INVALID_ARGUMENT): they are kept in memory and in entries. */
 export const CLIENT_ID_MAX_BYTES = 64;
@@ -87,15 +92,18 @@ export class RetryableRequests {
 
   /** Every replica, after applying the entry of `r` at `ht`. */
   replicated(r: RequestTag, ht: HybridTime): void {
-    let c = this.clients.get(r.clientId);
-    if (!c) this.clients.set(r.clientId, (c = { minRunning: 0, done: new Map(), lastMs: 0 }));
+    const c = this.client(r.clientId);
     c.lastMs = this.now();
-    if (r.minRunning > c.minRunning) {
-      c.minRunning = r.minRunning;
-      for (const id of c.done.keys()) if (id < c.minRunning) c.done.delete(id);
-    }
+    if (r.minRunning > c.minRunning) c.minRunning = r.minRunning;
     // An entry of a request the client already gave up on: nobody will resend it.
     if (r.requestId >= c.minRunning) c.done.set(r.requestId, ht);
+    if (c.done.size > c.trimAt) trim(c);
+  }
+
+  private client(clientId: string): ClientRequests {
+    let c = this.clients.get(clientId);
+    if (!c) this.clients.set(clientId, (c = { minRunning: 0, done: new Map(), lastMs: this.now(), trimAt: TRIM_AT_MIN }));
+    return c;
   }
 
   /** Forget clients with no entry applied here for `retentionMs` (they stopped, or crashed). */
@@ -114,26 +122,35 @@ export class RetryableRequests {
   /** Sizes for the console. */
   stats(): { clients: number; replicated: number; running: number; duplicates: number; stale: number } {
     let replicated = 0;
-    for (const c of this.clients.values()) replicated += c.done.size;
+    for (const c of this.clients.values()) for (const id of c.done.keys()) if (id >= c.minRunning) replicated++;
     return { clients: this.clients.size, replicated, running: this.running.size, ...this.metrics };
   }
 
   image(): RetryableImage {
-    return { clients: [...this.clients].map(([clientId, c]) => ({ clientId, minRunning: c.minRunning, done: [...c.done].map(([id, ht]): [number, string] => [id, ht.toString()]) })) };
+    return {
+      clients: [...this.clients].map(([clientId, c]) => {
+        trim(c);
+        return { clientId, minRunning: c.minRunning, done: [...c.done].map(([id, ht]): [number, string] => [id, ht.toString()]) };
+      }),
+    };
   }
 
   /** Add what an image holds (start, remote bootstrap); what this table already knows stays. */
   restore(img: RetryableImage): void {
     const now = this.now();
     for (const x of img.clients) {
-      let c = this.clients.get(x.clientId);
-      if (!c) this.clients.set(x.clientId, (c = { minRunning: 0, done: new Map(), lastMs: now }));
+      const c = this.client(x.clientId);
       c.lastMs = Math.max(c.lastMs, now);
       if (x.minRunning > c.minRunning) c.minRunning = x.minRunning;
       for (const [id, ht] of x.done) if (id >= c.minRunning) c.done.set(id, BigInt(ht));
-      for (const id of c.done.keys()) if (id < c.minRunning) c.done.delete(id);
+      trim(c);
     }
   }
+}
+
+function trim(c: ClientRequests): void {
+  for (const id of c.done.keys()) if (id < c.minRunning) c.done.delete(id);
+  c.trimAt = Math.max(TRIM_AT_MIN, 2 * c.done.size);
 }
 
 function key(r: RequestTag): string {
