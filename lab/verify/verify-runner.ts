@@ -61,6 +61,13 @@ export interface RunOptions {
 export const DEFAULT_CONCURRENCY = 10;
 export const DEFAULT_OPS_MAX = 200_000;
 export const DEFAULT_OP_TIMEOUT_MS = 2_000;
+/**
+ * One attempt of a workload's operation waits at most this long for its answer (a quarter of the
+ * default operation timeout): under a pause or partition the client resends within the operation's
+ * deadline, so writes are resent as retryable requests and the checkers see whether a copy was ever
+ * done twice or answered without being done.
+ */
+export const VERIFY_SINGLE_CALL_TIMEOUT_MS = 500;
 const CLUSTER_UP_TIMEOUT_MS = 60_000;
 const FAIL_BACKOFF_MS = 20;
 /** An early end waits this long after the last counted fault window, so recovery is in the history. */
@@ -90,7 +97,7 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
   let client: TesseraClient | undefined;
   try {
     await cluster.startAll(CLUSTER_UP_TIMEOUT_MS);
-    client = await TesseraClient.connect({ ...cluster.connectOptions(), timeoutMs: 10_000 });
+    client = await TesseraClient.connect({ ...cluster.connectOptions(), timeoutMs: 10_000, rpcSingleCallTimeoutMs: VERIFY_SINGLE_CALL_TIMEOUT_MS });
     const w = makeWorkload(o.workload, client, { ...(o.registerWrites ? { registerWrites: o.registerWrites } : {}), ...(o.isolation ? { isolation: o.isolation } : {}) });
     if (typeof w === 'string') return { ...unavailableReport(o.workload, w, o.seed, 0), ...shape };
     try {
