@@ -87,3 +87,26 @@ export function writeFileDurably(dir: string, name: string, text: string): void 
     fs.closeSync(dfd);
   }
 }
+
+let asyncSaves = 0;
+
+/** writeFileDurably off the event loop (the fsyncs run on the thread pool): for periodic saves. */
+export async function writeFileDurablyAsync(dir: string, name: string, text: string): Promise<void> {
+  makeDirs(dir);
+  // Its own temporary file: two saves of one file that overlap never write into each other's.
+  const tmp = path.join(dir, `${name}.${++asyncSaves}.tmp`);
+  const f = await fs.promises.open(tmp, 'w');
+  try {
+    await f.writeFile(text);
+    await f.sync();
+  } finally {
+    await f.close();
+  }
+  await fs.promises.rename(tmp, path.join(dir, name));
+  const d = await fs.promises.open(dir, 'r');
+  try {
+    await d.sync();
+  } finally {
+    await d.close();
+  }
+}

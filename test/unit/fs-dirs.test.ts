@@ -9,7 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DbError } from '../../common/errors';
-import { makeDirs } from '../../common/fs-dirs';
+import { makeDirs, writeFileDurably, writeFileDurablyAsync } from '../../common/fs-dirs';
 import { loadOrCreateUuid } from '../../common/server-identity';
 
 const CLI = path.resolve(__dirname, '../../dist/cli/main.js');
@@ -28,6 +28,21 @@ function dbError(f: () => void): DbError {
 
 // Node's own recursive mkdir loops forever on these; only Linux has /proc.
 const hasProc = fs.existsSync('/proc/self');
+
+describe('writeFileDurably', () => {
+  it('replaces a file whole (sync and async, overlapping saves too) and leaves no temporary file', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-durable-'));
+    try {
+      writeFileDurably(dir, 'f.json', 'one');
+      expect(fs.readFileSync(path.join(dir, 'f.json'), 'utf8')).toBe('one');
+      await Promise.all(['two', 'three', 'four'].map((t) => writeFileDurablyAsync(dir, 'f.json', t.repeat(10_000))));
+      expect(['two', 'three', 'four'].map((t) => t.repeat(10_000))).toContain(fs.readFileSync(path.join(dir, 'f.json'), 'utf8'));
+      expect(fs.readdirSync(dir)).toEqual(['f.json']);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
 
 describe('makeDirs', () => {
   it('makes a directory and its missing parents, and accepts one that exists', () => {

@@ -43,12 +43,12 @@ import { hashKeyLockOfRange } from '../../docdb/storage-keys';
 import type { ApplyMark } from '../../docdb/doc-db-api';
 import type { PeerTxnEnv, TxnStatusInfo } from '../transaction/txn-env';
 import { LockTable } from './lock-table';
-import { decodeTabletOp, docKeyString, encodeTabletOp, type RequestTag, type TabletOp } from './tablet-op';
+import { decodeTabletOp, docKeyString, encodeTabletOp, TabletOpKind, type RequestTag, type TabletOp } from './tablet-op';
 import { parseRetryableImage, RetryableRequests, type RetryableImage } from './retryable-requests';
 import { OUTCOME_LIMITS, OutcomeMemory } from './outcome-memory';
 import { parseTableSchema, writeTabletMeta, type TableSchema, type TabletMeta } from './tablet-meta';
 import { forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey } from '../transaction/txn-record';
-import { makeDirs, writeFileDurably } from '../../common/fs-dirs';
+import { makeDirs, writeFileDurablyAsync } from '../../common/fs-dirs';
 
 export const TabletState = { BOOTSTRAPPING: 'BOOTSTRAPPING', RUNNING: 'RUNNING', FAILED: 'FAILED', DELETED: 'DELETED' } as const;
 export type TabletState = (typeof TabletState)[keyof typeof TabletState];
@@ -327,7 +327,8 @@ export class TabletPeer {
     }
     for (let lo = this.storage.firstIndex(); lo <= appliedIndex; lo += RETRYABLE_SCAN_ENTRIES) {
       for (const e of this.storage.entries(lo, Math.min(appliedIndex + 1, lo + RETRYABLE_SCAN_ENTRIES))) {
-        if (e.type !== 'normal' || e.data.byteLength === 0) continue;
+        // Only entries of retryable requests begin with the request tag: the others are not decoded.
+        if (e.type !== 'normal' || e.data[0] !== TabletOpKind.REQUEST) continue;
         const op = decodeTabletOp(e.data);
         if ((op.type === 'WRITE' || op.type === 'WRITE_INTENTS') && op.request) this.retryable.replicated(op.request, op.ht);
       }
@@ -1083,10 +1084,10 @@ export class TabletPeer {
     this.txnStatusTablets.clear();
     this.txnFirstSeen.clear();
     await this.loadTxnState();
-    // The schema the source had (never older than the entries the snapshot stands for): an ALTER whose
-    // CHANGE_SCHEMA entry was compacted away reaches this replica here.
     // The writes the source replicated up to the snapshot (those after it are applied here next).
     if (desc.retryable) this.retryable.restore(parseRetryableImage(desc.retryable));
+    // The schema the source had (never older than the entries the snapshot stands for): an ALTER whose
+    // CHANGE_SCHEMA entry was compacted away reaches this replica here.
     if (desc.schema) this.changeSchema({ type: 'CHANGE_SCHEMA', schemaVersion: desc.schema.schemaVersion, tableName: desc.schema.tableName, schema: parseTableSchema(desc.schema.schema) }, { term: 0, index: snap.meta.index });
     await this.snapshotListener?.();
     fs.rmSync(marker, { force: true });
@@ -1134,7 +1135,7 @@ export class TabletPeer {
     if (upTo < this.storage.firstIndex()) return 0;
     await this.docdb.syncDurable();
     // What the compacted entries tell of retryable requests survives in the image (taken after them).
-    writeFileDurably(this.deps.dir, RETRYABLE_FILE, JSON.stringify(this.retryable.image()));
+    await writeFileDurablyAsync(this.deps.dir, RETRYABLE_FILE, JSON.stringify(this.retryable.image()));
     return this.raft.compactLog(upTo);
   }
 
