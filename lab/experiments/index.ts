@@ -8,6 +8,7 @@ import { intentsApply } from './intents-apply';
 import { leaderFailover } from './leader-failover';
 import { onlineSchemaChange } from './online-schema-change';
 import { partitionMinority } from './partition-minority';
+import { pausedLeader } from './paused-leader';
 import { snapshotIsolation } from './snapshot-isolation';
 import { waitOnConflict } from './wait-on-conflict';
 import { writeReport } from './report';
@@ -21,6 +22,7 @@ export const EXPERIMENTS: readonly ExperimentDef[] = [
   { name: 'partition-minority', description: 'cut one node off during a write load: the majority keeps serving, the minority catches up after heal', run: partitionMinority },
   { name: 'wait-on-conflict', description: 'a hot counter incremented by 8 clients with serializable read-modify-writes, under fail-on-conflict and then enable_wait_queues: no increment lost either way; commits, failures by code and latency compared', run: waitOnConflict },
   { name: 'online-schema-change', description: 'ALTER TABLE ADD COLUMN under a write load from two clients (one never told), with n2 paused: no write fails, the uninformed client writes the new column, n2 takes the change when Raft catches it up', run: onlineSchemaChange },
+  { name: 'paused-leader', description: 'INSERTs with a 5 s deadline while the tserver leading the most tablets is paused for 8 s: each is resent as the same retryable request, none fails or inserts twice, writes go on without the paused leader', run: pausedLeader },
   { name: 'snapshot-isolation', description: 'two clients interleaved by hand: a lost update refused, first committer wins, a stable snapshot, the write skew snapshot isolation allows, and serializable isolation refusing that write skew and a phantom', run: snapshotIsolation },
 ];
 

@@ -89,6 +89,15 @@ describe('lab experiments', () => {
     expect(fs.existsSync(path.join(baseDir, 'lab-online-schema-change', 'lab.json'))).toBe(false);
   }, 150_000);
 
+  it('lab experiment paused-leader: INSERTs resent as retryable requests while the leader is paused longer than their deadline — none fails, exactly the acknowledged rows', async () => {
+    const r = await runExperiment(findExperiment('paused-leader')!, opts);
+    expect(r.checks.filter((c) => !c.ok), JSON.stringify(r.checks)).toEqual([]);
+    expect(r.checks).toHaveLength(3);
+    expect(r.figures['insertsFailed']).toBe(0);
+    expect(Number(r.figures['insertsDuringPause'])).toBeGreaterThan(0);
+    expect(fs.existsSync(path.join(baseDir, 'lab-paused-leader', 'lab.json'))).toBe(false);
+  }, 150_000);
+
   it('lab experiment wait-on-conflict: a hot counter loses no increment under fail-on-conflict or wait-on-conflict; waiting replaces TXN_CONFLICT', async () => {
     const r = await runExperiment(findExperiment('wait-on-conflict')!, opts);
     expect(r.checks.filter((c) => !c.ok), JSON.stringify(r.checks)).toEqual([]);
