@@ -9,9 +9,10 @@
 import * as path from 'node:path';
 import { TesseraClient } from '../../client/tessera-client';
 import { type ClusterDriver, labConnectOptions } from '../cluster-driver';
-import { defaultSpec } from '../cluster-spec';
+import { defaultSpec, type NodeName } from '../cluster-spec';
 import { newDriver } from '../open-lab';
-import { replicasViaDriver } from '../tablet-view';
+import { leadersByTablet, replicasViaDriver, type ReplicaRow } from '../tablet-view';
+import { waitUntil } from '../wait-until';
 import type { ExperimentOptions } from './experiment';
 import type { ChartSeries } from './report';
 
@@ -28,6 +29,8 @@ export interface ExperimentLab {
   log(line: string): void;
   timeline: string[];
   startMemSampler(intervalMs: number): void;
+  /** The leader of each of the experiment table's tablets, once every one has one (bounded wait). */
+  leaders(): Promise<Array<[string, { node: NodeName; row: ReplicaRow }]>>;
   memSeries(): ChartSeries[];
   close(): Promise<void>;
 }
@@ -72,6 +75,15 @@ export async function openExperimentLab(o: ExperimentOptions, name: string, tser
   }
   const c = client;
   return {
+    leaders: () =>
+      waitUntil(
+        async () => {
+          // Only the experiment's table: the system status tablets (transactions) have leaders too.
+          const mine = [...leadersByTablet(await replicasViaDriver(driver)).entries()].filter(([, x]) => x.row.table === EXPERIMENT_TABLE);
+          return mine.length >= 3 ? mine : undefined;
+        },
+        { timeoutMs: 20_000, what: 'a leader for every tablet' },
+      ),
     driver,
     client: c,
     t0,

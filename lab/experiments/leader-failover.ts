@@ -28,14 +28,7 @@ export async function leaderFailover(o: ExperimentOptions): Promise<ExperimentRe
     lab.log(`write load started (${WRITERS} sequential writers)`);
     await waitUntil(async () => load.ackCount() >= WARMUP_ACKS, { timeoutMs: 60_000, intervalMs: 50, what: `${WARMUP_ACKS} acknowledged writes` });
 
-    const leaders = await waitUntil(
-      async () => {
-        // Only the experiment's table: the system status tablets (transactions) have leaders too.
-        const mine = [...leadersByTablet(await replicasViaDriver(lab.driver)).entries()].filter(([, x]) => x.row.table === EXPERIMENT_TABLE);
-        return mine.length >= 3 ? mine : undefined;
-      },
-      { timeoutMs: 20_000, what: 'a leader for every tablet' },
-    );
+    const leaders = await lab.leaders();
     const [tabletId, victim] = leaders[0]!;
     lab.log(`tablet ${tabletId} is led by ${victim.node} (term ${victim.row.term}); kill -9 of its tserver`);
     const acksBefore = load.ackCount();

@@ -12,8 +12,6 @@
 import { TesseraClient } from '../../client/tessera-client';
 import { DbError } from '../../common/errors';
 import { labConnectOptions } from '../cluster-driver';
-import { leadersByTablet, replicasViaDriver } from '../tablet-view';
-import { waitUntil } from '../wait-until';
 import type { Check, ExperimentOptions, ExperimentResult } from './experiment';
 import { EXPERIMENT_TABLE, openExperimentLab } from './experiment-lab';
 
@@ -36,13 +34,7 @@ export async function pausedLeader(o: ExperimentOptions): Promise<ExperimentResu
   const client = await TesseraClient.connect({ ...labConnectOptions(lab.driver.addresses()), timeoutMs: INSERT_DEADLINE_MS, rpcSingleCallTimeoutMs: ATTEMPT_MS });
   let victim: string | undefined;
   try {
-    const leaders = await waitUntil(
-      async () => {
-        const mine = [...leadersByTablet(await replicasViaDriver(lab.driver)).entries()].filter(([, x]) => x.row.table === EXPERIMENT_TABLE);
-        return mine.length >= 3 ? mine : undefined;
-      },
-      { timeoutMs: 20_000, what: 'a leader for every tablet' },
-    );
+    const leaders = await lab.leaders();
     const led = new Map<string, number>();
     for (const [, l] of leaders) led.set(l.node, (led.get(l.node) ?? 0) + 1);
     const [node, count] = [...led.entries()].sort((a, b) => b[1] - a[1])[0]!;
