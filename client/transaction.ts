@@ -293,28 +293,42 @@ export class Transaction implements TxnBinding {
 
   /**
    * The commit's answer was lost: ask for the status; resend the commit only while it is PENDING.
-   * ABORTED here is ambiguous: a status tablet forgets a committed transaction once every participant
-   * applied it, and an id it does not know reads ABORTED. So that answer stays "outcome unknown"
-   * (TIMED_OUT with details.outcome = 'unknown'), never a definite TXN_ABORTED.
+   * ABORTED alone is ambiguous: a status tablet forgets a committed transaction once every participant
+   * applied it, and an id it does not know reads ABORTED. The request carries the transaction's start
+   * time, and the status tablet says when ABORTED is definite (`neverCommitted`: its record says so, or
+   * it has no record and would remember the transaction had it committed and been forgotten since it
+   * started — a commit that reached only a paused leader holding the record alone). Then the commit
+   * fails with TXN_ABORTED; otherwise ABORTED stays "outcome unknown" (TIMED_OUT with
+   * details.outcome = 'unknown').
    */
   private async settleUnknownCommit(req: { statusTablet: string; txnId: string; participantTablets: string[]; propagatedHt: bigint }, d: Deadline, first: DbError): Promise<bigint> {
     const m = txnCoordinatorMethods();
     let last = first;
     const unknown = (why: string): DbError =>
       new DbError(ErrorCode.TIMED_OUT, `commit of transaction ${this.txnId}: outcome unknown (${why})`, { outcome: 'unknown', txnId: this.txnId }, { retryable: false });
+    let resendRefused: DbError | undefined;
     for (let attempt = 0; attempt < 50 && !d.expired(); attempt++) {
       try {
-        const s = await this.deps.statusTablets.call(this.statusTablet, m.getTransactionStatus, { statusTablet: this.statusTablet, txnIds: [this.txnId], readHt: 0n }, d, true);
+        const s = await this.deps.statusTablets.call(this.statusTablet, m.getTransactionStatus, { statusTablet: this.statusTablet, txnIds: [this.txnId], readHt: 0n, startHts: [this.startHt] }, d, true);
         const st = s.statuses?.find((x) => x.txnId === this.txnId) ?? s.statuses?.[0];
         if (st?.status === 'COMMITTED' && st.commitHt) return BigInt(st.commitHt);
-        if (st?.status === 'ABORTED') throw unknown('the status tablet reports it ABORTED or no longer knows it');
+        if (st?.status === 'ABORTED' && st.neverCommitted) {
+          throw new DbError(ErrorCode.TXN_ABORTED, `transaction ${this.txnId} did not commit: its commit's answer was lost (${first.code}) and the status tablet proves it never committed`, { txnId: this.txnId, outcome: 'aborted' });
+        }
+        if (st?.status === 'ABORTED') throw unknown(resendRefused ? `the resent commit answered ${resendRefused.code}` : 'the status tablet reports it ABORTED or no longer knows it');
+        if (resendRefused) throw unknown(`the resent commit answered ${resendRefused.code}, then the status tablet reported ${st?.status ?? 'nothing'}`);
         // PENDING: the COMMITTED entry is not (or not yet) applied; a resend is safe because the
         // coordinator answers a commit of a committed transaction with its commit time.
         const r = await this.deps.statusTablets.call(this.statusTablet, m.commitTransaction, req, d, false, true);
         return BigInt(r.commitHt ?? 0n);
       } catch (e) {
         const err = DbError.from(e);
-        if (err.details['outcome'] === 'unknown') throw err;
+        if (err.details['outcome'] === 'unknown' || err.details['outcome'] === 'aborted') throw err;
+        // The resend found no (or an aborted) record: ask once more whether that is definite.
+        if ((err.code === ErrorCode.TXN_ABORTED || err.code === ErrorCode.TXN_NOT_FOUND) && !resendRefused) {
+          resendRefused = err;
+          continue;
+        }
         if (err.code === ErrorCode.TXN_ABORTED || err.code === ErrorCode.TXN_NOT_FOUND) throw unknown(`the resent commit answered ${err.code}`);
         if (!UNKNOWN_OUTCOME_CODES.has(err.code)) throw err;
         last = err;

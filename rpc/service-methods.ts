@@ -368,12 +368,14 @@ export interface GetTransactionStatusRequestPB {
   statusTablet?: string;
   txnIds?: string[];
   readHt?: bigint;
+  startHts?: bigint[];
 }
 export interface TransactionStatusPB {
   txnId?: string;
   status?: string;
   commitHt?: bigint;
   priority?: number;
+  neverCommitted?: boolean;
 }
 export interface GetTransactionStatusResponsePB {
   statuses?: TransactionStatusPB[];

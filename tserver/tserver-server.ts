@@ -261,7 +261,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
       log,
       health: () => ({ ok: true, uuid, rpcAddress, tablets: manager.list().length }),
     });
-    registerTServerPages({ web, metrics, uuid, rpcAddress, manager: () => manager, trackers, tabletsJson: () => tabletsJson(), transactions: () => txn.snapshot(), raftTransport: () => consensus.metrics });
+    registerTServerPages({ web, metrics, uuid, rpcAddress, manager: () => manager, trackers, tabletsJson: () => tabletsJson(), transactions: () => txn.snapshot(), coordinatorMemories: () => txn.coordinatorMemories(), raftTransport: () => consensus.metrics });
     try {
       await web.start();
     } catch (e) {

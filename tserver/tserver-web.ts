@@ -116,6 +116,8 @@ export interface TServerWebDeps {
   tabletsJson(): Promise<TabletsJson>;
   /** Running transactions on this server's coordinators (status tablets) and participants. */
   transactions?: () => Promise<TransactionsJson>;
+  /** Each status tablet replica's memory of forgotten commits. */
+  coordinatorMemories?: () => Array<{ tabletId: string; remembered: number; neverCommitted: number; uncovered: number }>;
   /** Raft traffic counters of the server's consensus transport. */
   raftTransport?: () => { messagesSent: number; messagesReceived: number; batchesSent: number; batchesReceived: number };
 }
@@ -255,7 +257,12 @@ export function registerTServerPages(d: TServerWebDeps): void {
           t.participants.flatMap((p) => p.transactions.map((x) => [p.tabletId, p.table, p.role, x.txnId, x.statusTablet, x.isolation, x.startHt, x.intentCount, x.applyingCommitHt])),
           { id: 'participant-transactions' },
         );
-        return `<h2>Coordinators (status tablets)</h2>${coord}<h2>Participants (provisional records per tablet)</h2>${part}`;
+        const memory = htmlTable(
+          ['Status tablet', 'Role', 'Forgotten commits remembered', 'Covers transactions started from HT', 'Answers: never committed', 'Answers left indefinite (started earlier)'],
+          t.coordinators.map((c) => [c.tabletId, c.role, c.forgottenCommits.remembered, c.forgottenCommits.boundaryHt || '(none yet: no TXN_STATUS entry since start)', c.forgottenCommits.neverCommitted, c.forgottenCommits.uncovered]),
+          { id: 'coordinator-memory' },
+        );
+        return `<h2>Coordinators (status tablets)</h2>${coord}<h3>Lost commit answers: what each status tablet replica can prove</h3>${memory}<h2>Participants (provisional records per tablet)</h2>${part}`;
       },
     });
   }
@@ -336,6 +343,17 @@ function registerIoGauges(d: TServerWebDeps): void {
       for (const kind of ['clients', 'replicated', 'running', 'duplicates', 'stale'] as const) g.set({ tablet_id: p.tabletId, kind }, r[kind]);
     }
   });
+  const memories = d.coordinatorMemories;
+  if (memories) {
+    d.metrics.gauge('tserver_txn_forgotten_commits', 'A status tablet replica\'s memory of forgotten transactions that may have committed, which lets a status answer prove that a transaction with a lost commit answer never committed: ids remembered (kind="remembered"), answers that proved it (kind="never_committed"), answers left indefinite because the transaction started before the memory\'s boundary (kind="uncovered")', ['tablet_id', 'kind'], (g) => {
+      g.reset();
+      for (const m of memories()) {
+        g.set({ tablet_id: m.tabletId, kind: 'remembered' }, m.remembered);
+        g.set({ tablet_id: m.tabletId, kind: 'never_committed' }, m.neverCommitted);
+        g.set({ tablet_id: m.tabletId, kind: 'uncovered' }, m.uncovered);
+      }
+    });
+  }
   perTablet('tserver_log_fsyncs', 'fdatasync calls on the Raft log segments of a tablet replica since it opened', [], (g, tablet_id, io) => {
     if (io.logFsyncs !== undefined) g.set({ tablet_id }, io.logFsyncs);
   });

@@ -345,6 +345,45 @@ describe('client transactions (fake cluster)', () => {
     f.on('TransactionCoordinatorService.GetTransactionStatus', () => ({ statuses: [{ txnId: txn.txnId, status: 'ABORTED' }] }));
     const err = await txn.commit().catch((e: DbError) => e);
     expect(err).toMatchObject({ code: ErrorCode.TIMED_OUT, details: { outcome: 'unknown' } });
+    // The status request carried the transaction's start time (CreateTransaction's read time).
+    expect(f.calls.find((x) => x.method === 'TransactionCoordinatorService.GetTransactionStatus')?.req['startHts']).toEqual([1000n]);
+  });
+
+  it('txn: after a lost commit answer, ABORTED proven never committed (neverCommitted) is a definite TXN_ABORTED, not "outcome unknown"', async () => {
+    const f = new FakeCluster();
+    const c = await connect(f);
+    const txn = await c.beginTransaction();
+    await txn.upsert('demo', { id: 1n, value: 'x' });
+    f.on('TransactionCoordinatorService.CommitTransaction', () => {
+      throw new DbError(ErrorCode.NETWORK_ERROR, 'connection reset');
+    });
+    f.on('TransactionCoordinatorService.GetTransactionStatus', (r) => {
+      expect(r['startHts']).toEqual([1000n]);
+      return { statuses: [{ txnId: txn.txnId, status: 'ABORTED', neverCommitted: true }] };
+    });
+    const err = await txn.commit().catch((e: DbError) => e);
+    expect(err).toMatchObject({ code: ErrorCode.TXN_ABORTED, details: { outcome: 'aborted' } });
+    expect(txn.state).toBe('aborted');
+  });
+
+  it('txn: a resent commit that finds no record asks the status again — definite when proven never committed, else "outcome unknown"', async () => {
+    for (const never of [true, false]) {
+      const f = new FakeCluster();
+      const c = await connect(f);
+      const txn = await c.beginTransaction();
+      await txn.upsert('demo', { id: 1n, value: 'x' });
+      let commits = 0;
+      f.on('TransactionCoordinatorService.CommitTransaction', () => {
+        if (commits++ === 0) throw new DbError(ErrorCode.TIMED_OUT, 'answer lost');
+        throw new DbError(ErrorCode.TXN_ABORTED, 'transaction is not known to its status tablet');
+      });
+      let asked = 0;
+      f.on('TransactionCoordinatorService.GetTransactionStatus', () => (asked++ === 0 ? { statuses: [{ txnId: txn.txnId, status: 'PENDING' }] } : { statuses: [{ txnId: txn.txnId, status: 'ABORTED', neverCommitted: never }] }));
+      const err = await txn.commit().catch((e: DbError) => e);
+      expect(commits).toBe(2);
+      expect(asked).toBe(2);
+      expect(err).toMatchObject(never ? { code: ErrorCode.TXN_ABORTED, details: { outcome: 'aborted' } } : { code: ErrorCode.TIMED_OUT, details: { outcome: 'unknown' } });
+    }
   });
 
   it('txn: abort tells the coordinator the participants; later operations fail with TXN_ABORTED', async () => {

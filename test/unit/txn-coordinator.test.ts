@@ -46,7 +46,7 @@ interface Update {
   commitHt: HybridTime;
 }
 
-async function openCoordinator(dir: string, flags: Flags, failUpdates: { n: number }): Promise<{ c: TransactionCoordinator; peer: TabletPeer; updates: Update[]; close: () => Promise<void> }> {
+async function openCoordinator(dir: string, flags: Flags, failUpdates: { n: number }, forgottenCommitsMax?: number): Promise<{ c: TransactionCoordinator; peer: TabletPeer; updates: Update[]; close: () => Promise<void> }> {
   const clock = new HybridClock(new SystemClock());
   const peer = await TabletPeer.open(testPeerDeps(dir, { meta, flags, clock, seed: 3 }));
   await untilLeaderReady(peer);
@@ -56,6 +56,7 @@ async function openCoordinator(dir: string, flags: Flags, failUpdates: { n: numb
     flags,
     clock,
     log: silentLogger(),
+    ...(forgottenCommitsMax !== undefined ? { forgottenCommitsMax } : {}),
     updateParticipant: (tablet, txnId, type, commitHt) => {
       if (failUpdates.n > 0) {
         failUpdates.n--;
@@ -342,5 +343,75 @@ describe('TransactionCoordinator', () => {
     };
     expect(await run(0)).toBeGreaterThanOrEqual(2); // one FORGOTTEN entry each (unless one ran long)
     expect(await run(2000)).toBe(1); // one for all three
+  });
+  it('txn-coordinator: with the start time, ABORTED says whether it is definite — a record lost with its leader\'s term or an ABORTED record: never committed; a forgotten commit: not definite', async () => {
+    const { c, peer } = await openCoordinator(tmp(), testFlags(), { n: 0 });
+    const status = async (id: string, startHt?: HybridTime): Promise<{ status: string; neverCommitted: boolean }> => {
+      const [st] = await c.getStatus([TxnId(id)], undefined, startHt === undefined ? undefined : [startHt]);
+      return { status: st!.status, neverCommitted: st!.neverCommitted };
+    };
+    // Committed, applied everywhere and forgotten: "no record" is also what a never-committed one shows.
+    const goneStart = await c.create(TxnId('gone'), 'snapshot', 0.5);
+    await c.commit(TxnId('gone'), ['p1']);
+    await until('gone forgotten', () => c.snapshot().length === 0);
+    expect(await status('gone', goneStart)).toEqual({ status: 'ABORTED', neverCommitted: false });
+    expect(c.forgottenCommitStats().remembered).toBe(1);
+    // A record only this leader held (its commit never reached Raft), then a new term.
+    const lostStart = await c.create(TxnId('lost'), 'snapshot', 0.5);
+    const term = peer.currentTerm();
+    peer.raftGroup().step({ type: 'heartbeat', from: 'ts9' as never, to: 'ts1' as never, term: term + 1, commit: 0 });
+    await until('stepped down', () => !peer.isLeaderReady());
+    await untilLeaderReady(peer);
+    expect(await status('lost', lostStart)).toEqual({ status: 'ABORTED', neverCommitted: true });
+    expect(await status('lost')).toEqual({ status: 'ABORTED', neverCommitted: false }); // no start time: ambiguous
+    // An ABORTED record is definite.
+    const abortedStart = await c.create(TxnId('ab'), 'snapshot', 0.5);
+    await c.abort(TxnId('ab'), ['p1']);
+    expect(await status('ab', abortedStart)).toEqual({ status: 'ABORTED', neverCommitted: true });
+    // Forgotten after its REMOVE: aborted ones are not remembered, and stay definite.
+    await until('ab forgotten', () => c.snapshot().length === 0);
+    expect(await status('ab', abortedStart)).toEqual({ status: 'ABORTED', neverCommitted: true });
+    expect(c.forgottenCommitStats().remembered).toBe(1);
+    expect(c.metrics.neverCommitted).toBe(2);
+  });
+
+  it('txn-coordinator: after a restart the memory covers only transactions started after its first TXN_STATUS entry; ones started before stay indefinite', async () => {
+    const dir = tmp();
+    const flags = testFlags();
+    const first = await openCoordinator(dir, flags, { n: 0 });
+    const goneStart = await first.c.create(TxnId('gone'), 'snapshot', 0.5);
+    await first.c.commit(TxnId('gone'), ['p1']);
+    await until('gone forgotten', () => first.c.snapshot().length === 0);
+    const lostStart = await first.c.create(TxnId('lost'), 'snapshot', 0.5); // leader-only: dies with the restart
+    await first.peer.gcLog(0);
+    await first.close();
+    const { c } = await openCoordinator(dir, flags, { n: 0 });
+    // The forget of 'gone' was applied before this replica's memory started: nothing is definite yet.
+    const [g0, l0] = await c.getStatus([TxnId('gone'), TxnId('lost')], undefined, [goneStart, lostStart]);
+    expect([g0!.neverCommitted, l0!.neverCommitted]).toEqual([false, false]);
+    expect(c.forgottenCommitStats().boundaryHt).toBeUndefined();
+    const freshStart = await c.create(TxnId('fresh'), 'snapshot', 0.5);
+    await c.commit(TxnId('fresh'), ['p1']); // the first TXN_STATUS entry since the restart
+    const [g1, l1] = await c.getStatus([TxnId('gone'), TxnId('lost')], undefined, [goneStart, lostStart]);
+    expect([g1!.neverCommitted, l1!.neverCommitted]).toEqual([false, false]); // started before the boundary
+    const laterStart = await c.create(TxnId('later'), 'snapshot', 0.5);
+    expect(freshStart).toBeLessThan(laterStart);
+    expect((await c.getStatus([TxnId('never-seen')], undefined, [laterStart + 1n]))[0]!.neverCommitted).toBe(true);
+  });
+
+  it('txn-coordinator: the memory is bounded — dropping the oldest forgets moves the boundary past them, so their transactions read indefinite, never "never committed"', async () => {
+    const { c } = await openCoordinator(tmp(), testFlags(), { n: 0 }, 4);
+    const starts: HybridTime[] = [];
+    for (let i = 0; i < 12; i++) {
+      starts.push(await c.create(TxnId(`b${i}`), 'snapshot', 0.5));
+      await c.commit(TxnId(`b${i}`), ['p1']);
+      await until(`b${i} forgotten`, () => c.snapshot().length === 0);
+    }
+    expect(c.forgottenCommitStats().remembered).toBe(4);
+    const st = await c.getStatus(starts.map((_, i) => TxnId(`b${i}`)), undefined, starts);
+    // Every one of them committed: none may read as definitely never committed.
+    expect(st.filter((s) => s.neverCommitted).map((s) => s.txnId)).toEqual([]);
+    const now = await c.create(TxnId('probe'), 'snapshot', 0.5);
+    expect((await c.getStatus([TxnId('unknown')], undefined, [now]))[0]!.neverCommitted).toBe(true);
   });
 });

@@ -43,6 +43,7 @@ import {
   TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS,
   TRANSACTION_RESEND_APPLYING_INTERVAL_MS,
 } from './txn-flags';
+import { ForgottenCommits } from './forgotten-commits';
 import { decodeRecordPayload, decodeRecordRow, encodeForgetPayload, encodeRecordPayload, forgottenIds, RECORD_COLUMN_ID, RecordStatus, type TxnRecord } from './txn-record';
 
 /** Records one status tablet holds before CreateTransaction answers SERVICE_UNAVAILABLE. */
@@ -65,6 +66,8 @@ export interface CoordinatorDeps {
   /** UpdateTransaction to a participant tablet's leader; resolves once it acknowledged. */
   updateParticipant(tabletId: string, txnId: TxnId, type: 'APPLY' | 'REMOVE', commitHt: HybridTime, timeoutMs: number): Promise<void>;
   nowMs?(): number;
+  /** Forgotten ids remembered (tests; default FORGOTTEN_COMMITS_MAX). */
+  forgottenCommitsMax?: number;
 }
 
 export interface TxnInfo {
@@ -96,16 +99,20 @@ export class TransactionCoordinator {
   private readonly unreplicated = new Map<TxnId, number>();
   /** Finished transactions being driven: the participants not yet acknowledged. */
   private readonly driving = new Map<TxnId, Set<string>>();
+  /** Forgotten transactions that may have committed: makes "no record" definite for a lost commit answer. */
+  private readonly forgottenCommits: ForgottenCommits;
   /** Serializes state changes per transaction (commit vs abort vs expiry). */
   private readonly txnLocks = new Map<TxnId, Promise<unknown>>();
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private readonly now: () => number;
   /** madeDurable: unreplicated records a heartbeat replicated as PENDING. */
-  readonly metrics = { created: 0, madeDurable: 0, committed: 0, aborted: 0, expired: 0, forgotten: 0, applyRpcs: 0 };
+  /** neverCommitted: status answers that proved an unknown transaction never committed. */
+  readonly metrics = { created: 0, madeDurable: 0, committed: 0, aborted: 0, expired: 0, forgotten: 0, applyRpcs: 0, neverCommitted: 0 };
 
   constructor(private readonly deps: CoordinatorDeps) {
     this.now = deps.nowMs ?? (() => performance.now());
+    this.forgottenCommits = new ForgottenCommits(deps.forgottenCommitsMax);
   }
 
   get tabletId(): string {
@@ -150,6 +157,8 @@ export class TransactionCoordinator {
    * that committed (found by tessera verify right after partitions healed).
    */
   async reloadAfterSnapshot(): Promise<void> {
+    // The snapshot's FORGOTTEN entries were never seen here: the memory starts over.
+    this.forgottenCommits.reset();
     this.records.clear();
     this.heartbeats.clear();
     this.createdMs.clear();
@@ -179,7 +188,13 @@ export class TransactionCoordinator {
 
   private onApplied(op: Extract<TabletOp, { type: 'TXN_STATUS' }>): void {
     if (op.status === RecordStatus.FORGOTTEN) {
-      for (const id of forgottenIds(op.txnId, op.payload)) {
+      const ids = forgottenIds(op.txnId, op.payload);
+      // Every replica remembers them (any may lead next); an aborted one needs no memory ("no record" is right).
+      this.forgottenCommits.remember(
+        op.ht,
+        ids.filter((id) => this.records.get(id)?.status !== 'ABORTED'),
+      );
+      for (const id of ids) {
         this.records.delete(id);
         this.unreplicated.delete(id);
         this.heartbeats.delete(id);
@@ -188,6 +203,7 @@ export class TransactionCoordinator {
       }
       return;
     }
+    this.forgottenCommits.observe(op.ht);
     if (op.status !== 'PENDING' && op.status !== 'COMMITTED' && op.status !== 'ABORTED') return;
     const rec = decodeRecordPayload(op.txnId, op.status, op.payload);
     this.records.set(op.txnId, rec);
@@ -393,7 +409,14 @@ export class TransactionCoordinator {
     return st;
   }
 
-  async getStatus(txnIds: TxnId[], readHt?: HybridTime): Promise<Array<{ txnId: TxnId; status: string; commitHt: HybridTime; priority: number }>> {
+  /**
+   * The status of each transaction (ABORTED for an unknown id). `startHts` (optional, by position):
+   * the caller's knowledge of a transaction's start time; then `neverCommitted` says whether ABORTED
+   * is definite — the record says so, or this leader has none and would remember the transaction had
+   * it committed and been forgotten since it started (see ForgottenCommits). Without it, "no record"
+   * may also be a commit already applied everywhere and forgotten.
+   */
+  async getStatus(txnIds: TxnId[], readHt?: HybridTime, startHts?: readonly HybridTime[]): Promise<Array<{ txnId: TxnId; status: string; commitHt: HybridTime; priority: number; neverCommitted: boolean }>> {
     const delay = this.deps.flags.get(TEST_INJECT_TXN_GET_STATUS_DELAY_MS);
     if (delay > 0) await new Promise((r) => setTimeout(r, delay));
     this.requireLeader();
@@ -406,11 +429,16 @@ export class TransactionCoordinator {
     // workload). Wait for the in-flight update of that transaction to finish, then answer.
     for (const txnId of txnIds) if (this.txnLocks.has(txnId)) await this.withTxnLock(txnId, () => Promise.resolve());
     const trace = this.deps.log.isLevelEnabled('debug');
-    return txnIds.map((txnId) => {
+    return txnIds.map((txnId, i) => {
       const r = this.record(txnId);
       if (trace) this.deps.log.debug({ trace: 'txn', txn: txnId, readHt: String(readHt ?? 0n), status: r?.status ?? 'none' }, 'get status');
-      if (!r) return { txnId, status: 'ABORTED', commitHt: 0n, priority: 0 };
-      return { txnId, status: r.status, commitHt: r.commitHt, priority: r.priority };
+      if (!r) {
+        const startHt = startHts?.[i];
+        const never = startHt !== undefined && startHt > 0n && this.forgottenCommits.neverCommitted(txnId, startHt);
+        if (never) this.metrics.neverCommitted++;
+        return { txnId, status: 'ABORTED', commitHt: 0n, priority: 0, neverCommitted: never };
+      }
+      return { txnId, status: r.status, commitHt: r.commitHt, priority: r.priority, neverCommitted: r.status === 'ABORTED' };
     });
   }
 
@@ -478,6 +506,11 @@ export class TransactionCoordinator {
         if (this.driving.get(txnId) === pending) this.driving.delete(txnId);
       }
     })();
+  }
+
+  /** The memory of forgotten commits (console, metrics, tests). */
+  forgottenCommitStats(): ReturnType<ForgottenCommits['stats']> {
+    return this.forgottenCommits.stats();
   }
 
   /** Records for the console (/transactions) and tests. */

@@ -51,8 +51,25 @@ export interface TxnServiceDeps {
 }
 
 export interface TransactionsJson {
-  coordinators: Array<{ tabletId: string; role: string; transactions: TxnInfo[] }>;
+  coordinators: Array<{ tabletId: string; role: string; transactions: TxnInfo[]; forgottenCommits: CoordinatorMemoryJson }>;
   participants: Array<{ tabletId: string; table: string; role: string; transactions: Array<{ txnId: string; statusTablet: string; isolation: string; startHt: string; intentCount: number; applyingCommitHt: string }> }>;
+}
+
+/** A coordinator's memory of forgotten commits (see ForgottenCommits). */
+export interface CoordinatorMemoryJson {
+  /** Forgotten transactions remembered as possibly committed. */
+  remembered: number;
+  /** Transactions started at or after this hybrid time are covered ('' until the first TXN_STATUS entry since the replica (re)started). */
+  boundaryHt: string;
+  /** Status answers that proved a transaction never committed. */
+  neverCommitted: number;
+  /** Status answers left indefinite because the transaction started before the boundary. */
+  uncovered: number;
+}
+
+export function coordinatorMemory(c: TransactionCoordinator): CoordinatorMemoryJson {
+  const s = c.forgottenCommitStats();
+  return { remembered: s.remembered, boundaryHt: s.boundaryHt === undefined ? '' : s.boundaryHt.toString(), neverCommitted: c.metrics.neverCommitted, uncovered: s.uncovered };
 }
 
 function invalid(msg: string): DbError {
@@ -212,8 +229,10 @@ export class TxnService {
     const c = this.coordinator(req.statusTablet);
     const ids = req.txnIds ?? [];
     if (ids.length > TXN_IDS_PER_STATUS_REQUEST_MAX) throw invalid(`at most ${TXN_IDS_PER_STATUS_REQUEST_MAX} txn ids per request`);
-    const st = await c.getStatus(ids.map(txnIdOf), req.readHt || undefined);
-    return { statuses: st.map((s) => ({ txnId: s.txnId, status: s.status, commitHt: s.commitHt, priority: s.priority })), propagatedHt: this.deps.clock.now() };
+    const starts = req.startHts ?? [];
+    if (starts.length > ids.length) throw invalid(`start_hts has ${starts.length} times for ${ids.length} txn ids`);
+    const st = await c.getStatus(ids.map(txnIdOf), req.readHt || undefined, starts.map((h) => BigInt(h)));
+    return { statuses: st.map((s) => ({ txnId: s.txnId, status: s.status, commitHt: s.commitHt, priority: s.priority, ...(s.neverCommitted ? { neverCommitted: true } : {}) })), propagatedHt: this.deps.clock.now() };
   }
 
   // ---- TransactionParticipantService -----------------------------------------------------------
@@ -290,12 +309,17 @@ export class TxnService {
     return this.coordinators.get(tabletId);
   }
 
+  /** Each status tablet replica's memory of forgotten commits (metrics). */
+  coordinatorMemories(): Array<{ tabletId: string } & CoordinatorMemoryJson> {
+    return [...this.coordinators].map(([tabletId, c]) => ({ tabletId, ...coordinatorMemory(c) }));
+  }
+
   /** Running transactions on the coordinators and participants of this server (for /transactions). */
   async snapshot(): Promise<TransactionsJson> {
     const coordinators: TransactionsJson['coordinators'] = [];
     for (const [tabletId, c] of this.coordinators) {
       const m = this.deps.manager();
-      coordinators.push({ tabletId, role: m.has(tabletId) ? m.get(tabletId).status().role : '', transactions: c.snapshot() });
+      coordinators.push({ tabletId, role: m.has(tabletId) ? m.get(tabletId).status().role : '', transactions: c.snapshot(), forgottenCommits: coordinatorMemory(c) });
     }
     const participants: TransactionsJson['participants'] = [];
     for (const p of this.deps.manager().list()) {

@@ -1,0 +1,110 @@
+/**
+ * A commit whose answer is lost is settled definitely, with real processes: transactions write their
+ * rows, then the tserver leading the status tablet is paused (SIGSTOP) and they commit. Each commit
+ * attempt waits at most rpcSingleCallTimeoutMs for the paused leader; the replicas elect a new one,
+ * which has no record of these short transactions (a new record lives on its leader until the commit,
+ * an abort or the first heartbeat replicates it) and would remember them had they committed and been
+ * forgotten since they started. So every commit ends definitely — TXN_ABORTED, never "outcome
+ * unknown" — and after the old leader resumes (with the commits still in its socket) none of their
+ * rows ever appears.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { TesseraClient } from '../../client/tessera-client';
+import { DbError, ErrorCode } from '../../common/errors';
+import { tabletServerMethods } from '../../rpc/service-methods';
+import { ProcCluster, waitFor } from './cluster-harness';
+
+const TXNS = 8;
+
+let cluster: ProcCluster | undefined;
+let client: TesseraClient | undefined;
+
+afterAll(async () => {
+  await client?.close().catch(() => undefined);
+  for (const t of cluster?.tservers ?? []) t.child?.kill('SIGCONT');
+  await cluster?.destroy();
+});
+
+describe('lost commit answers (real processes)', () => {
+  it('lost-commit: commits sent to a paused status tablet leader end TXN_ABORTED, proven by its successor — never "outcome unknown" — and their rows never appear', async () => {
+    cluster = await ProcCluster.create({ hostBase: 245, masters: 1, tservers: 3, masterFlags: ['--transaction_table_num_tablets=1'], tserverFlags: ['--heartbeat_interval_ms=200'] });
+    const cl = cluster;
+    await cl.startAll();
+    // Heartbeats every 30 s: the records stay on the leader until the commit (as for any transaction
+    // shorter than one heartbeat period).
+    client = await TesseraClient.connect({ masterAddresses: cl.masterAddresses, timeoutMs: 15_000, rpcSingleCallTimeoutMs: 400, transactionHeartbeatUsec: 30_000_000 });
+    const c = client;
+    await c.createTable({ name: 'kv', columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: 1 });
+    // Warm-up: the status tablet's replicas have applied TXN_STATUS entries (their memory's boundary).
+    for (let i = 0; i < 3; i++) {
+      const warm = await c.beginTransaction({ timeoutMs: 20_000 });
+      await warm.upsert('kv', { id: -1n - BigInt(i), v: 'warm-up' }, { timeoutMs: 20_000 });
+      await warm.commit({ timeoutMs: 20_000 });
+    }
+    const kvTablet = (await c.tableLocations('kv')).tablets[0]!.tabletId;
+    const statusTablet = (await c.tableLocations('transactions')).tablets[0]!.tabletId;
+    const rpc = c.rpcClient();
+    const servers = await cl.tabletServers();
+    const leaderOf = async (tabletId: string): Promise<string | undefined> => {
+      for (const t of cl.tservers) {
+        const r = await rpc.call(t.rpcAddress, tabletServerMethods().listTablets, {}, { timeoutMs: 2_000 }).catch(() => undefined);
+        if (r?.tablets?.some((x) => x.tabletId === tabletId && x.role === 'LEADER')) return t.rpcAddress;
+      }
+      return undefined;
+    };
+    // The kv tablet's leader stays up: only the status tablet's leader is paused.
+    const statusLeader = await waitFor('a status tablet leader', 20_000, () => leaderOf(statusTablet));
+    const kvLeader = await waitFor('a kv leader', 20_000, () => leaderOf(kvTablet));
+    if (kvLeader === statusLeader) {
+      const to = servers.find((s) => s.rpcAddress !== statusLeader)!;
+      await rpc.call(kvLeader, tabletServerMethods().leaderStepdown, { tabletId: kvTablet, newLeaderUuid: to.uuid }, { timeoutMs: 5_000 });
+      await waitFor('the kv leader to move off the status tablet leader', 20_000, async () => {
+        const l = await leaderOf(kvTablet);
+        return l && l !== statusLeader ? l : undefined;
+      });
+    }
+    const victim = cl.tservers.find((t) => t.rpcAddress === statusLeader)!;
+
+    const txns = [];
+    for (let i = 0; i < TXNS; i++) {
+      const txn = await c.beginTransaction();
+      await txn.insert('kv', { id: BigInt(i), v: `t${i}` });
+      txns.push(txn);
+    }
+    victim.child!.kill('SIGSTOP');
+    let outcomes: Array<{ ok: true } | { ok: false; err: DbError }>;
+    try {
+      outcomes = await Promise.all(txns.map((t) => t.commit().then(() => ({ ok: true as const }), (e: unknown) => ({ ok: false as const, err: DbError.from(e) }))));
+    } finally {
+      victim.child!.kill('SIGCONT');
+    }
+    const described = outcomes.map((o) => (o.ok ? 'committed' : `${o.err.code} ${JSON.stringify(o.err.details)}: ${o.err.message}`));
+    console.log(`commits sent to a paused status tablet leader: ${described.join(' | ')}`);
+    for (const o of outcomes) {
+      if (o.ok) continue;
+      expect(o.err.details['outcome'], o.err.message).not.toBe('unknown');
+      expect(o.err.code, o.err.message).toBe(ErrorCode.TXN_ABORTED);
+    }
+    const aborted = outcomes.filter((o) => !o.ok).length;
+    expect(aborted).toBeGreaterThan(0);
+    // The proofs are counted where they were given (console JSON and /prometheus-metrics).
+    const proofs = await Promise.all(
+      cl.tservers.map(async (t) => {
+        const j = (await (await fetch(`http://${t.webAddress}/api/v1/transactions`)).json()) as { coordinators: Array<{ forgottenCommits: { neverCommitted: number } }> };
+        const prom = await (await fetch(`http://${t.webAddress}/prometheus-metrics`)).text();
+        const m = /tserver_txn_forgotten_commits\{[^}]*kind="never_committed"[^}]*\} (\d+)/.exec(prom);
+        return { json: j.coordinators.reduce((a, c) => a + c.forgottenCommits.neverCommitted, 0), prom: m ? Number(m[1]) : 0 };
+      }),
+    );
+    expect(proofs.reduce((a, p) => a + p.json, 0)).toBeGreaterThanOrEqual(aborted);
+    expect(proofs.map((p) => p.prom)).toEqual(proofs.map((p) => p.json));
+    // The old leader now runs the commits it still held: deposed, it can commit none of them.
+    await waitFor('the old leader to learn it was deposed', 20_000, async () => {
+      const r = await rpc.call(victim.rpcAddress, tabletServerMethods().listTablets, {}, { timeoutMs: 2_000 }).catch(() => undefined);
+      return r?.tablets?.some((x) => x.tabletId === statusTablet && x.role === 'FOLLOWER') ? true : undefined;
+    });
+    const rows = await c.table('kv').scan({ timeoutMs: 30_000 });
+    const ids = new Set(rows.map((r) => r['id'] as bigint));
+    outcomes.forEach((o, i) => expect(ids.has(BigInt(i)), `row of transaction ${i} (${described[i]})`).toBe(o.ok));
+  }, 120_000);
+});
