@@ -261,10 +261,11 @@ export class TabletService {
   async write(req: pb.WriteRequestPB, ctx?: { deadlineMonoMs: number }): Promise<pb.WriteResponsePB> {
     const t = this.tablet(req.tabletId);
     const request = requestTag(req, req.requestId);
-    // A copy of a write this tablet already replicated is answered even when an ALTER TABLE came
-    // after it (the copy's schema version is then old): it was done, and must not be done again.
-    const replicatedHt = !req.more?.length && request ? t.replicatedRequest(request) : undefined;
-    if (replicatedHt !== undefined) return { writeHt: replicatedHt, propagatedHt: this.deps.clock.now() };
+    // A copy of a write this tablet already replicated, or is running, is answered with that write's
+    // outcome even when an ALTER TABLE came after it (the copy's schema version is then old): it was
+    // (or is being) done, and must not be done again as a new write.
+    const seen = !req.more?.length && request ? t.seenRequest(request) : undefined;
+    if (seen !== undefined) return { writeHt: await seen, propagatedHt: this.deps.clock.now() };
     checkSchemaVersion(t, req.schemaVersion);
     // Status records are the coordinator's alone (TXN_STATUS entries); a client row there would be
     // read back as a transaction record (or shadow one).

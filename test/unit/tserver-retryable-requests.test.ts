@@ -13,7 +13,14 @@ import { TxnId } from '../../common/ids';
 import { Isolation, type DocKey, type TxnMeta } from '../../docdb/doc-db-api';
 import { parseRetryableImage, RetryableRequests } from '../../tserver/tablet/retryable-requests';
 import { decodeTabletOp, encodeTabletOp, type TabletOp } from '../../tserver/tablet/tablet-op';
-import { openTestPeer } from './tablet-peer-harness';
+import { Flags } from '../../common/flags';
+import { HybridClock } from '../../common/hybrid-clock';
+import { SystemClock } from '../../common/clock';
+import { partitionHash } from '../../common/partition-hash';
+import { TabletService } from '../../tserver/tablet-service';
+import type { TabletManager } from '../../tserver/tablet-manager';
+import type { TxnStatusInfo } from '../../tserver/transaction/txn-env';
+import { demoTabletMeta, openTestPeer } from './tablet-peer-harness';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -129,4 +136,36 @@ describe('retryable requests', () => {
     expect(p.retryable.stats()).toMatchObject({ clients: 1, stale: 1 });
     await p.stop();
   }, 30_000);
+  it('retryable: a copy of a write still running when an ALTER TABLE bumps the schema version joins it (no SCHEMA_VERSION_MISMATCH, so the client never rebuilds it as a new write)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-retry-'));
+    dirs.push(dir);
+    // The INSERT meets a pending transaction's intent and waits for its status: it is running.
+    let release!: (s: TxnStatusInfo) => void;
+    const blockerStatus = new Promise<TxnStatusInfo>((r) => (release = r));
+    const p = await openTestPeer(dir, { txnEnv: { getStatus: () => blockerStatus, abort: () => blockerStatus } });
+    try {
+      const k = { hash: partitionHash([5n]), hashed: [5n], range: [] };
+      const blocker: TxnMeta = { txnId: TxnId('00000000-0000-4000-8000-0000000000bb'), statusTablet: 'st', isolation: Isolation.SNAPSHOT, priority: 0.9, startHt: p.nextHt() };
+      await p.writeIntents({ txn: blocker, readHt: blocker.startHt, ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: k, columns: [{ columnId: 1, value: 'intent' }] } }] });
+      const svc = new TabletService({ manager: { get: () => p } as unknown as TabletManager, flags: new Flags(), clock: new HybridClock(new SystemClock()), selfUuid: 'ts1', reports: () => Promise.resolve([]) });
+      const req = { tabletId: p.tabletId, ops: [{ type: 'INSERT', key: { hash: k.hash, hashed: [{ int64Value: 5n }], range: [] }, columns: [{ columnId: 1, value: { stringValue: 'once' } }] }], clientId: 'client-s', requestId: 3n, minRunningRequestId: 3n, schemaVersion: 0 };
+      const original = svc.write(req);
+      for (let i = 0; i < 200 && p.retryable.stats().running === 0; i++) await new Promise((r) => setTimeout(r, 5));
+      expect(p.retryable.stats().running).toBe(1);
+      // ALTER TABLE: a column added (schema version 1), applied while the INSERT still waits.
+      const meta = demoTabletMeta();
+      expect(await p.alterSchema({ ...meta.schema, columns: [...meta.schema.columns, { name: 'w', id: 2, type: 'int64', nullable: true }] }, 1, 'demo')).toBe(1);
+      const copy = svc.write(req); // built with version 0, like the original
+      // A new write with version 0 is refused as before (nothing done).
+      await expect(svc.write({ ...req, requestId: 4n })).rejects.toMatchObject({ code: ErrorCode.SCHEMA_VERSION_MISMATCH });
+      release({ status: 'ABORTED', priority: 0.9 });
+      const [a, b] = await Promise.all([original, copy]);
+      expect(b.writeHt).toBe(a.writeHt);
+      expect(p.retryable.stats()).toMatchObject({ duplicates: 1 });
+      expect((await p.read([k], {})).rows[0]?.columns.get(1)).toBe('once');
+    } finally {
+      release({ status: 'ABORTED', priority: 0.9 });
+      await p.stop();
+    }
+  });
 });

@@ -1185,12 +1185,14 @@ export class TabletPeer {
   }
 
   /**
-   * Leader: the hybrid time of `request` when this replica replicated it (a copy: answer it as
-   * done), else undefined. Throws what checkServing throws, and STALE_REQUEST for a late copy.
+   * Leader: a copy of `request` — its hybrid time when this replica replicated it, or the outcome of
+   * the original still running here (a promise) — else undefined (a new request). Throws what
+   * checkServing throws, and STALE_REQUEST for a late copy.
    */
-  replicatedRequest(request: RequestTag): HybridTime | undefined {
+  seenRequest(request: RequestTag): HybridTime | Promise<HybridTime> | undefined {
     this.checkServing();
-    return this.retryable.replicatedAt(request, this.tabletId);
+    const seen = this.retryable.check(request, this.tabletId);
+    return seen.kind === 'replicated' ? seen.ht : seen.kind === 'running' ? seen.result : undefined;
   }
 
   /** Write rows atomically (one Raft entry); resolves with the write's hybrid time. */
