@@ -10,6 +10,7 @@ import { masterMethods } from '../rpc/service-methods';
 import type { MasterProxy } from './master-proxy';
 import type { Deadline } from './retry-policy';
 import { TableSchema } from './table-schema';
+import { ReplicaHealth } from './replica-health';
 
 /** Tables cached at most (least recently loaded dropped first). */
 export const META_CACHE_TABLES_MAX = 1000;
@@ -37,7 +38,10 @@ export class MetaCache {
   /** tabletId -> RPC address believed to lead it. */
   private readonly leaders = new Map<string, string>();
 
-  constructor(private readonly master: MasterProxy) {}
+  constructor(
+    private readonly master: MasterProxy,
+    private readonly health = new ReplicaHealth(0),
+  ) {}
 
   async get(name: string, deadline: Deadline): Promise<TableLocations> {
     return this.tables.get(name) ?? this.load(name, deadline);
@@ -75,7 +79,9 @@ export class MetaCache {
       tablets.sort((a, b) => a.start - b.start);
       for (const t of tablets) {
         const l = t.replicas.find((x) => x.role === 'LEADER');
-        if (l?.rpcAddress) this.leaders.set(t.tabletId, l.rpcAddress);
+        // The master learns of a new leader from heartbeats: a leader that stopped answering may
+        // still be the one it reports. Then keep what calls learnt (or nothing: ask the others).
+        if (l?.rpcAddress && !this.health.isSuspect(l.rpcAddress)) this.leaders.set(t.tabletId, l.rpcAddress);
       }
       const loc: TableLocations = { schema, tablets, loadedAtMs: performance.now() };
       this.tables.delete(name);
@@ -95,6 +101,11 @@ export class MetaCache {
   setLeader(tabletId: string, address: string | undefined): void {
     if (address) this.leaders.set(tabletId, address);
     else this.leaders.delete(tabletId);
+  }
+
+  /** Forget the leader of `tabletId` if it is still `address` (a concurrent call may have learnt a newer one). */
+  dropLeader(tabletId: string, address: string): void {
+    if (this.leaders.get(tabletId) === address) this.leaders.delete(tabletId);
   }
 }
 

@@ -13,6 +13,7 @@ import { masterMethods } from '../rpc/service-methods';
 import type { MethodDef, RpcClient } from '../rpc/types';
 import type { MasterProxy } from './master-proxy';
 import { ATTEMPTS_MAX, backoffMs, type Deadline, sleep } from './retry-policy';
+import { ReplicaHealth } from './replica-health';
 
 /** Status tablet locations are reloaded after this long even without errors (leaders move). */
 const LOCATIONS_MAX_AGE_MS = 60_000;
@@ -34,6 +35,8 @@ export class StatusTabletProxy {
     private readonly rand: () => number = Math.random,
     /** Cap on one attempt of an idempotent call (heartbeats, status): TabletInvoker's singleCallTimeoutMs. */
     private readonly singleCallTimeoutMs = 0,
+    /** Servers that did not answer an attempt lately (shared with the client's tablet calls). */
+    private readonly health = new ReplicaHealth(0),
   ) {}
 
   /** A status tablet chosen at random (spreads coordinators' load, as YugabyteDB's client does). */
@@ -52,7 +55,8 @@ export class StatusTabletProxy {
           .filter((t) => t.tabletId)
           .map((t) => {
             const leader = (t.replicas ?? []).find((x) => x.role === 'LEADER' && x.rpcAddress);
-            if (leader?.rpcAddress) this.leaders.set(t.tabletId!, leader.rpcAddress);
+            // Not a leader that stopped answering (the master may not know of its successor yet).
+            if (leader?.rpcAddress && !this.health.isSuspect(leader.rpcAddress)) this.leaders.set(t.tabletId!, leader.rpcAddress);
             return { tabletId: t.tabletId!, addresses: (t.replicas ?? []).map((x) => x.rpcAddress ?? '').filter(Boolean) };
           });
         this.loadedAtMs = performance.now();
@@ -83,7 +87,7 @@ export class StatusTabletProxy {
         await this.locations(deadline, true);
         continue;
       }
-      const target = this.leaders.get(tabletId) ?? tablet.addresses[rotate++ % Math.max(1, tablet.addresses.length)];
+      const target = this.leaders.get(tabletId) ?? this.health.pick(tablet.addresses, rotate++);
       if (!target) {
         last = new DbError(ErrorCode.SERVICE_UNAVAILABLE, `status tablet ${tabletId} has no replica with a known address`);
         await sleep(backoffMs(attempt));
@@ -94,17 +98,19 @@ export class StatusTabletProxy {
         const left = deadline.remainingMs();
         const r = await this.rpc.call(target, m, req, { timeoutMs: Math.max(1, capAttempts && this.singleCallTimeoutMs > 0 ? Math.min(left, this.singleCallTimeoutMs) : left) });
         this.leaders.set(tabletId, target);
+        this.health.noteAnswer(target);
         return r;
       } catch (e) {
         const err = DbError.from(e);
         last = err;
+        this.health.noteFailure(target, err);
         if (err.code === ErrorCode.NOT_THE_LEADER) {
           const hint = err.details['leaderHint'];
           if (typeof hint === 'string' && hint && hint !== target) {
             this.leaders.set(tabletId, hint);
             continue;
           }
-          this.leaders.delete(tabletId);
+          this.dropLeader(tabletId, target);
           await sleep(backoffMs(attempt));
           if (attempt % 3 === 2) await this.locations(deadline, true).catch(() => undefined);
           continue;
@@ -112,7 +118,7 @@ export class StatusTabletProxy {
         if (err.code === ErrorCode.TABLET_NOT_FOUND || err.code === ErrorCode.SERVICE_UNAVAILABLE) {
           // Gone from that server, or not running there (FAILED, bootstrapping, loading its records):
           // ask the replicas again.
-          this.leaders.delete(tabletId);
+          this.dropLeader(tabletId, target);
           await sleep(backoffMs(attempt));
           await this.locations(deadline, true).catch(() => undefined);
           continue;
@@ -120,7 +126,7 @@ export class StatusTabletProxy {
         if (err.code === ErrorCode.NETWORK_ERROR || err.code === ErrorCode.TIMED_OUT || err.code === ErrorCode.SHUTTING_DOWN) {
           // (Whatever comes next — a resend, or a status query that settles the outcome — asks the
           // other replicas too: this one may be hung.)
-          this.leaders.delete(tabletId);
+          this.dropLeader(tabletId, target);
           if (!err.retryable && !idempotent) throw err;
           await sleep(backoffMs(Math.min(attempt, 4)));
           if (attempt % 2 === 1) await this.locations(deadline, true).catch(() => undefined);
@@ -134,5 +140,10 @@ export class StatusTabletProxy {
       }
     }
     throw deadline.timedOut(`${m.method} on status tablet ${tabletId}`, last);
+  }
+
+  /** Forget the leader of `tabletId` if it is still `address` (a concurrent call may have learnt a newer one). */
+  private dropLeader(tabletId: string, address: string): void {
+    if (this.leaders.get(tabletId) === address) this.leaders.delete(tabletId);
   }
 }

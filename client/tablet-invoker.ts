@@ -18,6 +18,7 @@ import { tabletForHash, type MetaCache, type TableLocations, type TabletLocation
 import { ATTEMPTS_MAX, backoffMs, Deadline, isRetryable, sleep } from './retry-policy';
 import { tabletServerMethods, type WriteRequestPB, type WriteResponsePB } from '../rpc/service-methods';
 import { RequestIds } from './request-ids';
+import { ReplicaHealth } from './replica-health';
 
 interface InvokeOptions {
   /** Safe to resend after an unknown outcome (NETWORK_ERROR, TIMED_OUT, SHUTTING_DOWN). */
@@ -39,6 +40,7 @@ export class TabletInvoker {
     private readonly cache: MetaCache,
     /** Cap on one attempt of an idempotent call (0: the whole remaining deadline). */
     private readonly singleCallTimeoutMs = 0,
+    private readonly health = new ReplicaHealth(0),
   ) {}
 
   observeHt(ht: bigint | undefined): void {
@@ -105,7 +107,7 @@ export class TabletInvoker {
       const tablet = 'hash' in where ? tabletForHash(loc, where.hash) : loc.tablets.find((t) => t.tabletId === where.tabletId);
       if (!tablet) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `tablet ${(where as { tabletId: string }).tabletId} is no longer part of table ${table}`);
       const replicas = tablet.replicas.filter((r) => r.rpcAddress);
-      const target = this.cache.leaderOf(tablet.tabletId) ?? replicas[rotate++ % Math.max(1, replicas.length)]?.rpcAddress;
+      const target = this.cache.leaderOf(tablet.tabletId) ?? this.health.pick(replicas.map((r) => r.rpcAddress), rotate++);
       if (!target) {
         last = new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${tablet.tabletId} has no replica with a known address`);
         await sleep(backoffMs(attempt));
@@ -117,15 +119,19 @@ export class TabletInvoker {
         const attemptMs = o.capAttempts && this.singleCallTimeoutMs > 0 ? Math.min(left, this.singleCallTimeoutMs) : left;
         // The server keeps the whole remaining time (a transactional write or serializable read may
         // wait on a conflict that long); only this attempt's wait for the answer is capped.
-        return await this.rpc.call(target, m, makeReq(tablet), { timeoutMs: Math.max(1, attemptMs), serverTimeoutMs: Math.max(1, left) });
+        const r = await this.rpc.call(target, m, makeReq(tablet), { timeoutMs: Math.max(1, attemptMs), serverTimeoutMs: Math.max(1, left) });
+        this.health.noteAnswer(target);
+        return r;
       } catch (e) {
         const err = DbError.from(e);
         last = err;
+        this.health.noteFailure(target, err);
         if (fatal?.has(err.code)) throw err;
         switch (err.code) {
           case ErrorCode.NOT_THE_LEADER: {
             const hint = err.details['leaderHint'];
-            this.cache.setLeader(tablet.tabletId, typeof hint === 'string' && hint && hint !== target ? hint : undefined);
+            if (typeof hint === 'string' && hint && hint !== target) this.cache.setLeader(tablet.tabletId, hint);
+            else this.cache.dropLeader(tablet.tabletId, target);
             if (!(typeof hint === 'string' && hint && hint !== target)) {
               await sleep(backoffMs(attempt));
               if (attempt % 3 === 2) loc = await this.cache.refresh(table, deadline);
@@ -133,7 +139,7 @@ export class TabletInvoker {
             continue;
           }
           case ErrorCode.TABLET_NOT_FOUND:
-            this.cache.setLeader(tablet.tabletId, undefined);
+            this.cache.dropLeader(tablet.tabletId, target);
             await sleep(backoffMs(attempt));
             loc = await this.cache.refresh(table, deadline);
             continue;
@@ -141,7 +147,7 @@ export class TabletInvoker {
             // This replica is not running (FAILED after a storage failure, or being bootstrapped):
             // whatever it led, another replica leads now or soon. Ask the others.
             if (!isRetryable(err, idempotent) && !alsoRetry?.has(err.code)) throw err;
-            this.cache.setLeader(tablet.tabletId, undefined);
+            this.cache.dropLeader(tablet.tabletId, target);
             await sleep(backoffMs(Math.min(attempt, 4)));
             if (attempt % 3 === 2) loc = await this.cache.refresh(table, deadline).catch(() => loc);
             continue;
@@ -149,7 +155,7 @@ export class TabletInvoker {
           case ErrorCode.TIMED_OUT:
           case ErrorCode.SHUTTING_DOWN:
             if (!isRetryable(err, idempotent)) throw err;
-            this.cache.setLeader(tablet.tabletId, undefined);
+            this.cache.dropLeader(tablet.tabletId, target);
             await sleep(backoffMs(Math.min(attempt, 4)));
             if (attempt % 2 === 1) loc = await this.cache.refresh(table, deadline).catch(() => loc);
             continue;

@@ -25,6 +25,7 @@ import { addressTranslator, translatingRpcClient } from './address-translation';
 import type { AlterTableOptions, AlterTableProgress, ConnectOptions, CreateTableOptions, TableSummary, CallOptions } from './client-types';
 import { MasterProxy } from './master-proxy';
 import { MetaCache } from './meta-cache';
+import { ReplicaHealth } from './replica-health';
 import { Deadline } from './retry-policy';
 import { StatusTabletProxy } from './status-tablet-proxy';
 import { Table } from './table';
@@ -38,6 +39,9 @@ export const DEFAULT_RPC_SINGLE_CALL_TIMEOUT_MS = 2_500;
 export const DEFAULT_TRANSACTION_HEARTBEAT_USEC = 500_000;
 /** Table handles kept (they are cheap; the bound stops a leak through ever-new names). */
 const TABLE_HANDLES_MAX = 10_000;
+
+/** How long a server that did not answer an attempt stays suspect at least (ReplicaHealth; else twice rpcSingleCallTimeoutMs). */
+const SUSPECT_MS_MIN = 2_000;
 
 export class TesseraClient {
   private readonly master: MasterProxy;
@@ -59,12 +63,14 @@ export class TesseraClient {
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.batchWrites = opts.batchWrites ?? true;
     this.master = new MasterProxy(rpc, opts.masterAddresses);
-    this.cache = new MetaCache(this.master);
     const singleCallMs = opts.rpcSingleCallTimeoutMs ?? DEFAULT_RPC_SINGLE_CALL_TIMEOUT_MS;
     if (!(singleCallMs >= 0)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'rpcSingleCallTimeoutMs must be >= 0');
-    this.invoker = new TabletInvoker(rpc, this.cache, singleCallMs);
+    // One memory of servers that did not answer, for data and status tablets alike.
+    const health = new ReplicaHealth(Math.max(SUSPECT_MS_MIN, 2 * singleCallMs));
+    this.cache = new MetaCache(this.master, health);
+    this.invoker = new TabletInvoker(rpc, this.cache, singleCallMs, health);
     this.txnWrites = this.batchWrites ? new TxnWriteCoalescer(this.invoker) : undefined;
-    this.statusTablets = new StatusTabletProxy(rpc, this.master, Math.random, singleCallMs);
+    this.statusTablets = new StatusTabletProxy(rpc, this.master, Math.random, singleCallMs, health);
     const hbUsec = opts.transactionHeartbeatUsec ?? DEFAULT_TRANSACTION_HEARTBEAT_USEC;
     if (!(hbUsec > 0)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'transactionHeartbeatUsec must be > 0');
     this.heartbeatMs = hbUsec / 1000;

@@ -75,12 +75,15 @@ export class DbError extends Error {
   readonly code: ErrorCode;
   readonly retryable: boolean;
   readonly details: ErrorDetails;
+  /** The server answered with this error (an RPC error frame): it was alive, whatever the code says. */
+  readonly fromServer: boolean;
 
-  constructor(code: ErrorCode, message: string, details: ErrorDetails = {}, options?: { cause?: unknown; retryable?: boolean }) {
+  constructor(code: ErrorCode, message: string, details: ErrorDetails = {}, options?: { cause?: unknown; retryable?: boolean; fromServer?: boolean }) {
     super(message, options?.cause !== undefined ? { cause: options.cause } : undefined);
     this.code = code;
     this.details = details;
     this.retryable = options?.retryable ?? RETRYABLE.has(code);
+    this.fromServer = options?.fromServer ?? false;
   }
 
   toWire(): WireError {
@@ -99,7 +102,7 @@ export class DbError extends Error {
 
   static fromWire(w: WireError): DbError {
     const code = isErrorCode(w.code) ? w.code : ErrorCode.INTERNAL;
-    return new DbError(code, w.message, w.details ?? {});
+    return new DbError(code, w.message, w.details ?? {}, { fromServer: true });
   }
 
   /** Any thrown value as a DbError (unknown exceptions become INTERNAL, keeping the cause). */

@@ -9,6 +9,7 @@ import { leaderFailover } from './leader-failover';
 import { onlineSchemaChange } from './online-schema-change';
 import { partitionMinority } from './partition-minority';
 import { pausedLeader } from './paused-leader';
+import { pausedStatusLeader } from './paused-status-leader';
 import { snapshotIsolation } from './snapshot-isolation';
 import { waitOnConflict } from './wait-on-conflict';
 import { writeReport } from './report';
@@ -23,6 +24,7 @@ export const EXPERIMENTS: readonly ExperimentDef[] = [
   { name: 'wait-on-conflict', description: 'a hot counter incremented by 8 clients with serializable read-modify-writes, under fail-on-conflict and then enable_wait_queues: no increment lost either way; commits, failures by code and latency compared', run: waitOnConflict },
   { name: 'online-schema-change', description: 'ALTER TABLE ADD COLUMN under a write load from two clients (one never told), with n2 paused: no write fails, the uninformed client writes the new column, n2 takes the change when Raft catches it up', run: onlineSchemaChange },
   { name: 'paused-leader', description: 'INSERTs with a 5 s deadline while the tserver leading the most tablets is paused for 8 s: each is resent as the same retryable request, none fails or inserts twice, writes go on without the paused leader', run: pausedLeader },
+  { name: 'paused-status-leader', description: 'short transactions while the tserver leading the status tablet is paused for 10 s: each commit sent to it is settled by its successor, which proves it never committed (TXN_ABORTED, never "outcome unknown"); transactions go on; the table holds exactly the committed rows', run: pausedStatusLeader },
   { name: 'snapshot-isolation', description: 'two clients interleaved by hand: a lost update refused, first committer wins, a stable snapshot, the write skew snapshot isolation allows, and serializable isolation refusing that write skew and a phantom', run: snapshotIsolation },
 ];
 

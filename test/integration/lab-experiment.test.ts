@@ -98,6 +98,15 @@ describe('lab experiments', () => {
     expect(fs.existsSync(path.join(baseDir, 'lab-paused-leader', 'lab.json'))).toBe(false);
   }, 150_000);
 
+  it('lab experiment paused-status-leader: commits sent to a paused status tablet leader end definitely — the transactions whose records it held alone are proven never committed; none is "outcome unknown"; exactly the committed rows', async () => {
+    const r = await runExperiment(findExperiment('paused-status-leader')!, opts);
+    expect(r.checks.filter((c) => !c.ok), JSON.stringify(r.checks)).toEqual([]);
+    expect(r.checks).toHaveLength(4);
+    expect(r.figures['outcomeUnknown']).toBe(0);
+    expect(Number(r.figures['provenNeverCommitted'])).toBeGreaterThanOrEqual(4);
+    expect(fs.existsSync(path.join(baseDir, 'lab-paused-status-leader', 'lab.json'))).toBe(false);
+  }, 150_000);
+
   it('lab experiment wait-on-conflict: a hot counter loses no increment under fail-on-conflict or wait-on-conflict; waiting replaces TXN_CONFLICT', async () => {
     const r = await runExperiment(findExperiment('wait-on-conflict')!, opts);
     expect(r.checks.filter((c) => !c.ok), JSON.stringify(r.checks)).toEqual([]);

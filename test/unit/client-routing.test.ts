@@ -122,6 +122,8 @@ describe('client routing: rows, tablets, leaders', () => {
 
 import { TesseraClient } from '../../client/tessera-client';
 import { addressTranslator } from '../../client/address-translation';
+import { ReplicaHealth } from '../../client/replica-health';
+import { MetaCache } from '../../client/meta-cache';
 import type { Transport } from '../../rpc/types';
 import type { WriteRequestPB } from '../../rpc/service-methods';
 
@@ -205,6 +207,57 @@ describe('client routing: address translation (a host client reaching a Docker l
     expect(writes[0]!.req.minRunningRequestId).toBe(writes[0]!.req.requestId);
     await c2.close();
     await expect(TesseraClient.connect({ masterAddresses: ['n0:7100'], addressMap, transport, rpcSingleCallTimeoutMs: -1 })).rejects.toMatchObject({ code: ErrorCode.INVALID_ARGUMENT });
+  });
+
+  it('routing: a leader that hung is suspect for a while — later operations go to the other replicas even though the master still reports it as leader', async () => {
+    const { transport, dialled } = fakeCluster({ hungLeader: true });
+    const c = await TesseraClient.connect({ masterAddresses: ['n0:7100'], addressMap, transport, timeoutMs: 2_000, rpcSingleCallTimeoutMs: 100 });
+    await c.table('demo').upsert({ id: 1n, v: 'x' }); // the first attempt waits on the hung leader
+    expect(dialled).toContain('127.0.0.1:19101');
+    const from = dialled.length;
+    for (let i = 2; i <= 6; i++) await c.table('demo').upsert({ id: BigInt(i), v: 'x' });
+    expect(dialled.slice(from).filter((a) => a === '127.0.0.1:19101')).toEqual([]);
+    await c.close();
+  });
+
+  it('routing: ReplicaHealth suspects a server only when it did not answer (the attempt timed out, the connection failed), never for an error the server sent, and forgets it after a while', () => {
+    let now = 0;
+    const h = new ReplicaHealth(1_000, () => now);
+    h.noteFailure('a', new DbError(ErrorCode.TIMED_OUT, 'Write to a timed out after 100 ms', { address: 'a', timeoutMs: 100 }));
+    h.noteFailure('b', DbError.fromWire({ code: ErrorCode.TIMED_OUT, message: 'write not committed within 100 ms' }));
+    h.noteFailure('c', new DbError(ErrorCode.NETWORK_ERROR, 'connection refused'));
+    h.noteFailure('d', DbError.fromWire({ code: ErrorCode.NETWORK_ERROR, message: 'the server could not reach its status tablet' }));
+    h.noteFailure('e', new DbError(ErrorCode.BACKPRESSURE, 'too many calls in flight'));
+    expect(['a', 'b', 'c', 'd', 'e'].filter((x) => h.isSuspect(x))).toEqual(['a', 'c']);
+    expect([0, 1, 2].map((i) => h.pick(['a', 'b', 'c'], i))).toEqual(['b', 'b', 'b']);
+    expect(h.pick(['a', 'c'], 1)).toBe('c'); // all suspect: any of them
+    h.noteAnswer('a');
+    expect(h.isSuspect('a')).toBe(false);
+    now = 1_001;
+    expect(h.isSuspect('c')).toBe(false);
+    expect(new ReplicaHealth(0).pick([], 0)).toBeUndefined();
+  });
+
+  it('routing: reloaded locations do not name a suspect server leader (the master learns of a new leader only from heartbeats)', async () => {
+    const locations = { table: { id: 'tid', name: 'demo', schema: { columns: [{ name: 'id', id: 1, type: 'int64', nullable: false }], hashColumns: ['id'], rangeColumns: [] } }, tablets: [{ tabletId: 't0', partition: { start: 0, end: 65536 }, replicas: [{ tserverUuid: 'ts1', rpcAddress: 'n1:9100', role: 'LEADER' }, { tserverUuid: 'ts2', rpcAddress: 'n2:9100', role: 'FOLLOWER' }] }] };
+    const master = { call: () => Promise.resolve(locations) } as unknown as MasterProxy;
+    const health = new ReplicaHealth(60_000);
+    const cache = new MetaCache(master, health);
+    const d = new Deadline(1_000);
+    await cache.get('demo', d);
+    expect(cache.leaderOf('t0')).toBe('n1:9100');
+    health.noteFailure('n1:9100', new DbError(ErrorCode.TIMED_OUT, 'no answer'));
+    cache.setLeader('t0', 'n2:9100'); // learnt from a hint meanwhile
+    cache.dropLeader('t0', 'n1:9100'); // a late failure of a call to n1 leaves it
+    expect(cache.leaderOf('t0')).toBe('n2:9100');
+    cache.dropLeader('t0', 'n2:9100');
+    cache.invalidate('demo');
+    await cache.get('demo', d);
+    expect(cache.leaderOf('t0')).toBeUndefined();
+    health.noteAnswer('n1:9100');
+    cache.invalidate('demo');
+    await cache.get('demo', d);
+    expect(cache.leaderOf('t0')).toBe('n1:9100');
   });
 
   it('routing: without a translation the advertised addresses are dialled as they are (and fail here)', async () => {

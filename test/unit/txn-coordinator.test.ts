@@ -346,15 +346,18 @@ describe('TransactionCoordinator', () => {
   });
   it('txn-coordinator: with the start time, ABORTED says whether it is definite — a record lost with its leader\'s term or an ABORTED record: never committed; a forgotten commit: not definite', async () => {
     const { c, peer } = await openCoordinator(tmp(), testFlags(), { n: 0 });
-    const status = async (id: string, startHt?: HybridTime): Promise<{ status: string; neverCommitted: boolean }> => {
+    const status = async (id: string, startHt?: HybridTime): Promise<{ status: string; neverCommitted: boolean; commitHt?: HybridTime }> => {
       const [st] = await c.getStatus([TxnId(id)], undefined, startHt === undefined ? undefined : [startHt]);
-      return { status: st!.status, neverCommitted: st!.neverCommitted };
+      return st!.status === 'COMMITTED' ? { status: st!.status, neverCommitted: st!.neverCommitted, commitHt: st!.commitHt } : { status: st!.status, neverCommitted: st!.neverCommitted };
     };
-    // Committed, applied everywhere and forgotten: "no record" is also what a never-committed one shows.
+    // Committed, applied everywhere and forgotten: without the start time "no record" (ABORTED), as a
+    // reader may be told; with it (a client settling its lost commit answer), COMMITTED at its time.
     const goneStart = await c.create(TxnId('gone'), 'snapshot', 0.5);
-    await c.commit(TxnId('gone'), ['p1']);
+    const goneCommit = await c.commit(TxnId('gone'), ['p1']);
     await until('gone forgotten', () => c.snapshot().length === 0);
-    expect(await status('gone', goneStart)).toEqual({ status: 'ABORTED', neverCommitted: false });
+    expect(await status('gone')).toEqual({ status: 'ABORTED', neverCommitted: false });
+    expect(await status('gone', goneStart)).toEqual({ status: 'COMMITTED', neverCommitted: false, commitHt: goneCommit });
+    expect(c.metrics.forgottenCommitAnswers).toBe(1);
     expect(c.forgottenCommitStats().remembered).toBe(1);
     // A record only this leader held (its commit never reached Raft), then a new term.
     const lostStart = await c.create(TxnId('lost'), 'snapshot', 0.5);
@@ -409,8 +412,10 @@ describe('TransactionCoordinator', () => {
     }
     expect(c.forgottenCommitStats().remembered).toBe(4);
     const st = await c.getStatus(starts.map((_, i) => TxnId(`b${i}`)), undefined, starts);
-    // Every one of them committed: none may read as definitely never committed.
+    // Every one of them committed: none may read as definitely never committed; the 4 remembered
+    // ones read COMMITTED, the dropped ones ABORTED without proof (outcome unknown to a client).
     expect(st.filter((s) => s.neverCommitted).map((s) => s.txnId)).toEqual([]);
+    expect(st.map((s) => s.status)).toEqual([...Array<string>(8).fill('ABORTED'), ...Array<string>(4).fill('COMMITTED')]);
     const now = await c.create(TxnId('probe'), 'snapshot', 0.5);
     expect((await c.getStatus([TxnId('unknown')], undefined, [now]))[0]!.neverCommitted).toBe(true);
   });

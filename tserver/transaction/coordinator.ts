@@ -107,8 +107,12 @@ export class TransactionCoordinator {
   private stopped = false;
   private readonly now: () => number;
   /** madeDurable: unreplicated records a heartbeat replicated as PENDING. */
-  /** neverCommitted: status answers that proved an unknown transaction never committed. */
-  readonly metrics = { created: 0, madeDurable: 0, committed: 0, aborted: 0, expired: 0, forgotten: 0, applyRpcs: 0, neverCommitted: 0 };
+  /**
+   * neverCommitted: status answers that proved an unknown transaction never committed;
+   * forgottenCommitAnswers: status answers (with the caller's start time) that told a forgotten
+   * transaction COMMITTED from the memory.
+   */
+  readonly metrics = { created: 0, madeDurable: 0, committed: 0, aborted: 0, expired: 0, forgotten: 0, applyRpcs: 0, neverCommitted: 0, forgottenCommitAnswers: 0 };
 
   constructor(private readonly deps: CoordinatorDeps) {
     this.now = deps.nowMs ?? (() => performance.now());
@@ -192,7 +196,10 @@ export class TransactionCoordinator {
       // Every replica remembers them (any may lead next); an aborted one needs no memory ("no record" is right).
       this.forgottenCommits.remember(
         op.ht,
-        ids.filter((id) => this.records.get(id)?.status !== 'ABORTED'),
+        ids.flatMap((id) => {
+          const r = this.records.get(id);
+          return r?.status === 'ABORTED' ? [] : [{ txnId: id, commitHt: r?.status === 'COMMITTED' ? r.commitHt : 0n }];
+        }),
       );
       for (const id of ids) {
         this.records.delete(id);
@@ -411,10 +418,12 @@ export class TransactionCoordinator {
 
   /**
    * The status of each transaction (ABORTED for an unknown id). `startHts` (optional, by position):
-   * the caller's knowledge of a transaction's start time; then `neverCommitted` says whether ABORTED
-   * is definite — the record says so, or this leader has none and would remember the transaction had
-   * it committed and been forgotten since it started (see ForgottenCommits). Without it, "no record"
-   * may also be a commit already applied everywhere and forgotten.
+   * the caller's knowledge of a transaction's start time (a client settling a lost commit answer);
+   * then a transaction this replica forgot after its commit is answered COMMITTED with its commit time,
+   * and `neverCommitted` says whether ABORTED is definite — the record says so, or this leader has none
+   * and would remember the transaction had it committed and been forgotten since it started (see
+   * ForgottenCommits). Without it, "no record" reads ABORTED, which may also be a commit already
+   * applied everywhere and forgotten (right for a reader: its intents are gone).
    */
   async getStatus(txnIds: TxnId[], readHt?: HybridTime, startHts?: readonly HybridTime[]): Promise<Array<{ txnId: TxnId; status: string; commitHt: HybridTime; priority: number; neverCommitted: boolean }>> {
     const delay = this.deps.flags.get(TEST_INJECT_TXN_GET_STATUS_DELAY_MS);
@@ -434,7 +443,14 @@ export class TransactionCoordinator {
       if (trace) this.deps.log.debug({ trace: 'txn', txn: txnId, readHt: String(readHt ?? 0n), status: r?.status ?? 'none' }, 'get status');
       if (!r) {
         const startHt = startHts?.[i];
-        const never = startHt !== undefined && startHt > 0n && this.forgottenCommits.neverCommitted(txnId, startHt);
+        if (startHt === undefined || startHt <= 0n) return { txnId, status: 'ABORTED', commitHt: 0n, priority: 0, neverCommitted: false };
+        // The caller settles a lost commit answer: a forgotten commit is told as what it was.
+        const committedAt = this.forgottenCommits.committedAt(txnId);
+        if (committedAt !== undefined) {
+          this.metrics.forgottenCommitAnswers++;
+          return { txnId, status: 'COMMITTED', commitHt: committedAt, priority: 0, neverCommitted: false };
+        }
+        const never = this.forgottenCommits.neverCommitted(txnId, startHt);
         if (never) this.metrics.neverCommitted++;
         return { txnId, status: 'ABORTED', commitHt: 0n, priority: 0, neverCommitted: never };
       }

@@ -11,7 +11,9 @@
  *
  * - every FORGOTTEN entry this replica applies after the memory (re)started is remembered, with the
  *   ids of its transactions that were not known ABORTED (conservative: an id without a record counts
- *   as possibly committed);
+ *   as possibly committed) and the commit times of those whose record said COMMITTED — so the other
+ *   ambiguous case, a commit applied everywhere and forgotten before its client asked, is answered
+ *   COMMITTED with its commit time;
  * - a transaction's forget comes after its commit, whose hybrid time exceeds its start; and the
  *   TXN_STATUS entries of a status tablet's log have increasing hybrid times (each leader takes
  *   `nextHt()` and proposes in one synchronous step, and serves only after applying every earlier
@@ -33,7 +35,8 @@ import type { TxnId } from '../../common/ids';
 export const FORGOTTEN_COMMITS_MAX = 100_000;
 
 export class ForgottenCommits {
-  private readonly ids = new Set<TxnId>();
+  /** Remembered ids → their commit time when the record said COMMITTED (0n: no record was there). */
+  private readonly ids = new Map<TxnId, HybridTime>();
   /** Remembered forgets in log order: their hybrid time and ids. */
   private readonly batches: Array<{ ht: HybridTime; ids: TxnId[] }> = [];
   private head = 0;
@@ -57,12 +60,15 @@ export class ForgottenCommits {
     if (this.boundary === undefined) this.boundary = ht;
   }
 
-  /** A FORGOTTEN entry at `ht` dropped the records of `ids` (those possibly committed). */
-  remember(ht: HybridTime, ids: readonly TxnId[]): void {
+  /**
+   * A FORGOTTEN entry at `ht` dropped the records of `txns` (those possibly committed), each with its
+   * commit time when its record said COMMITTED (else 0n).
+   */
+  remember(ht: HybridTime, txns: ReadonlyArray<{ txnId: TxnId; commitHt: HybridTime }>): void {
     this.observe(ht);
-    if (ids.length === 0) return;
-    this.batches.push({ ht, ids: [...ids] });
-    for (const id of ids) this.ids.add(id);
+    if (txns.length === 0) return;
+    this.batches.push({ ht, ids: txns.map((t) => t.txnId) });
+    for (const t of txns) this.ids.set(t.txnId, t.commitHt);
     while (this.ids.size > this.max && this.head < this.batches.length) {
       const b = this.batches[this.head]!;
       this.batches[this.head++] = undefined as unknown as { ht: HybridTime; ids: TxnId[] };
@@ -85,6 +91,12 @@ export class ForgottenCommits {
       return false;
     }
     return !this.ids.has(txnId);
+  }
+
+  /** The commit time of a forgotten transaction whose record said COMMITTED, if this replica remembers it. */
+  committedAt(txnId: TxnId): HybridTime | undefined {
+    const ht = this.ids.get(txnId);
+    return ht !== undefined && ht > 0n ? ht : undefined;
   }
 
   /** For the console and tests. */
