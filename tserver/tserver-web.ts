@@ -117,7 +117,7 @@ export interface TServerWebDeps {
   /** Running transactions on this server's coordinators (status tablets) and participants. */
   transactions?: () => Promise<TransactionsJson>;
   /** Each status tablet replica's memory of forgotten commits. */
-  coordinatorMemories?: () => Array<{ tabletId: string; remembered: number; neverCommitted: number; uncovered: number }>;
+  coordinatorMemories?: () => Array<{ tabletId: string; remembered: number; neverCommitted: number; committedAnswers: number; uncovered: number }>;
   /** Raft traffic counters of the server's consensus transport. */
   raftTransport?: () => { messagesSent: number; messagesReceived: number; batchesSent: number; batchesReceived: number };
 }
@@ -258,8 +258,8 @@ export function registerTServerPages(d: TServerWebDeps): void {
           { id: 'participant-transactions' },
         );
         const memory = htmlTable(
-          ['Status tablet', 'Role', 'Forgotten commits remembered', 'Covers transactions started from HT', 'Answers: never committed', 'Answers left indefinite (started earlier)'],
-          t.coordinators.map((c) => [c.tabletId, c.role, c.forgottenCommits.remembered, c.forgottenCommits.boundaryHt || '(none yet: no TXN_STATUS entry since start)', c.forgottenCommits.neverCommitted, c.forgottenCommits.uncovered]),
+          ['Status tablet', 'Role', 'Forgotten commits remembered', 'Covers transactions started from HT', 'Answers: never committed', 'Answers: committed and forgotten', 'Answers left indefinite (started earlier)'],
+          t.coordinators.map((c) => [c.tabletId, c.role, c.forgottenCommits.remembered, c.forgottenCommits.boundaryHt || '(none yet: no TXN_STATUS entry since start)', c.forgottenCommits.neverCommitted, c.forgottenCommits.committedAnswers, c.forgottenCommits.uncovered]),
           { id: 'coordinator-memory' },
         );
         return `<h2>Coordinators (status tablets)</h2>${coord}<h3>Lost commit answers: what each status tablet replica can prove</h3>${memory}<h2>Participants (provisional records per tablet)</h2>${part}`;
@@ -345,11 +345,12 @@ function registerIoGauges(d: TServerWebDeps): void {
   });
   const memories = d.coordinatorMemories;
   if (memories) {
-    d.metrics.gauge('tserver_txn_forgotten_commits', 'A status tablet replica\'s memory of forgotten transactions that may have committed, which lets a status answer prove that a transaction with a lost commit answer never committed: ids remembered (kind="remembered"), answers that proved it (kind="never_committed"), answers left indefinite because the transaction started before the memory\'s boundary (kind="uncovered")', ['tablet_id', 'kind'], (g) => {
+    d.metrics.gauge('tserver_txn_forgotten_commits', 'A status tablet replica\'s memory of forgotten transactions that may have committed, which lets a status answer prove that a transaction with a lost commit answer never committed: ids remembered (kind="remembered"), answers that proved it (kind="never_committed"), answers that told a forgotten one COMMITTED (kind="committed_answers"), answers left indefinite because the transaction started before the memory\'s boundary (kind="uncovered")', ['tablet_id', 'kind'], (g) => {
       g.reset();
       for (const m of memories()) {
         g.set({ tablet_id: m.tabletId, kind: 'remembered' }, m.remembered);
         g.set({ tablet_id: m.tabletId, kind: 'never_committed' }, m.neverCommitted);
+        g.set({ tablet_id: m.tabletId, kind: 'committed_answers' }, m.committedAnswers);
         g.set({ tablet_id: m.tabletId, kind: 'uncovered' }, m.uncovered);
       }
     });

@@ -23,6 +23,12 @@
  *
  * A new leader resets every heartbeat to "now" (it never saw the old ones) and re-drives every
  * COMMITTED/ABORTED record (recovery after kill -9 of the old leader).
+ *
+ * "No record" thus means "never committed" or "committed, applied everywhere and forgotten". A client
+ * whose commit answer was lost asks with its transaction's start time, and every replica keeps a
+ * bounded memory of the forgotten transactions that may have committed (ForgottenCommits, fed by the
+ * FORGOTTEN entries it applies): the leader answers a remembered one COMMITTED at its commit time, and
+ * proves an unremembered one that started after the memory's boundary never committed.
  */
 import { DbError, ErrorCode } from '../../common/errors';
 import type { Flags } from '../../common/flags';

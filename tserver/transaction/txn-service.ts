@@ -63,13 +63,15 @@ export interface CoordinatorMemoryJson {
   boundaryHt: string;
   /** Status answers that proved a transaction never committed. */
   neverCommitted: number;
+  /** Status answers that told a forgotten transaction COMMITTED from the memory. */
+  committedAnswers: number;
   /** Status answers left indefinite because the transaction started before the boundary. */
   uncovered: number;
 }
 
 export function coordinatorMemory(c: TransactionCoordinator): CoordinatorMemoryJson {
   const s = c.forgottenCommitStats();
-  return { remembered: s.remembered, boundaryHt: s.boundaryHt === undefined ? '' : s.boundaryHt.toString(), neverCommitted: c.metrics.neverCommitted, uncovered: s.uncovered };
+  return { remembered: s.remembered, boundaryHt: s.boundaryHt === undefined ? '' : s.boundaryHt.toString(), neverCommitted: c.metrics.neverCommitted, committedAnswers: c.metrics.forgottenCommitAnswers, uncovered: s.uncovered };
 }
 
 function invalid(msg: string): DbError {
