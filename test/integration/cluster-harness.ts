@@ -11,6 +11,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { getJson } from '../../lab/console-http';
 import { loopbackAliasesWork } from '../../lab/process-addressing';
+import { tabletServerMethods } from '../../rpc/service-methods';
+import type { RpcClient } from '../../rpc/types';
 
 const CLI = path.resolve(__dirname, '../../dist/cli/main.js');
 
@@ -121,6 +123,27 @@ export class ProcCluster {
       }
     }
     throw new Error('no master answered /api/v1/tablet-servers');
+  }
+
+  /** The RPC address of the tserver whose replica of `tabletId` says LEADER, if one does (asked in turn). */
+  async leaderOf(rpc: RpcClient, tabletId: string): Promise<string | undefined> {
+    for (const t of this.tservers) {
+      const r = await rpc.call(t.rpcAddress, tabletServerMethods().listTablets, {}, { timeoutMs: 2_000 }).catch(() => undefined);
+      if (r?.tablets?.some((x) => x.tabletId === tabletId && x.role === 'LEADER')) return t.rpcAddress;
+    }
+    return undefined;
+  }
+
+  /** Wait for a leader of `tabletId` on another tserver than `avoid` (asking for a stepdown to one if needed); its address. */
+  async leaderAwayFrom(rpc: RpcClient, tabletId: string, avoid: string, timeoutMs = 20_000): Promise<string> {
+    const leader = await waitFor(`a leader of ${tabletId}`, timeoutMs, () => this.leaderOf(rpc, tabletId));
+    if (leader !== avoid) return leader;
+    const to = (await this.tabletServers()).find((s) => s.rpcAddress !== avoid)!;
+    await rpc.call(leader, tabletServerMethods().leaderStepdown, { tabletId, newLeaderUuid: to.uuid }, { timeoutMs: 5_000 });
+    return waitFor(`the leader of ${tabletId} to move off ${avoid}`, timeoutMs, async () => {
+      const l = await this.leaderOf(rpc, tabletId);
+      return l && l !== avoid ? l : undefined;
+    });
   }
 
   async waitTServersAlive(n: number, timeoutMs: number): Promise<void> {

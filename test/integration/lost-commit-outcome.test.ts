@@ -44,25 +44,9 @@ describe('lost commit answers (real processes)', () => {
     const kvTablet = (await c.tableLocations('kv')).tablets[0]!.tabletId;
     const statusTablet = (await c.tableLocations('transactions')).tablets[0]!.tabletId;
     const rpc = c.rpcClient();
-    const servers = await cl.tabletServers();
-    const leaderOf = async (tabletId: string): Promise<string | undefined> => {
-      for (const t of cl.tservers) {
-        const r = await rpc.call(t.rpcAddress, tabletServerMethods().listTablets, {}, { timeoutMs: 2_000 }).catch(() => undefined);
-        if (r?.tablets?.some((x) => x.tabletId === tabletId && x.role === 'LEADER')) return t.rpcAddress;
-      }
-      return undefined;
-    };
     // The kv tablet's leader stays up: only the status tablet's leader is paused.
-    const statusLeader = await waitFor('a status tablet leader', 20_000, () => leaderOf(statusTablet));
-    const kvLeader = await waitFor('a kv leader', 20_000, () => leaderOf(kvTablet));
-    if (kvLeader === statusLeader) {
-      const to = servers.find((s) => s.rpcAddress !== statusLeader)!;
-      await rpc.call(kvLeader, tabletServerMethods().leaderStepdown, { tabletId: kvTablet, newLeaderUuid: to.uuid }, { timeoutMs: 5_000 });
-      await waitFor('the kv leader to move off the status tablet leader', 20_000, async () => {
-        const l = await leaderOf(kvTablet);
-        return l && l !== statusLeader ? l : undefined;
-      });
-    }
+    const statusLeader = await waitFor('a status tablet leader', 20_000, () => cl.leaderOf(rpc, statusTablet));
+    await cl.leaderAwayFrom(rpc, kvTablet, statusLeader);
     const victim = cl.tservers.find((t) => t.rpcAddress === statusLeader)!;
 
     const txns = [];

@@ -10,7 +10,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { TesseraClient } from '../../client/tessera-client';
 import { DbError } from '../../common/errors';
-import { tabletServerMethods } from '../../rpc/service-methods';
 import { ProcCluster, waitFor } from './cluster-harness';
 
 /** Deadline of every operation: shorter than the pause, so waiting for the paused leader fails. */
@@ -45,24 +44,8 @@ describe('retryable requests (real processes)', () => {
     const kvTablet = (await c.tableLocations('kv')).tablets[0]!.tabletId;
     const statusTablet = (await c.tableLocations('transactions')).tablets[0]!.tabletId;
     const rpc = c.rpcClient();
-    const servers = await cl.tabletServers();
-    const leaderOf = async (tabletId: string): Promise<string | undefined> => {
-      for (const t of cl.tservers) {
-        const r = await rpc.call(t.rpcAddress, tabletServerMethods().listTablets, {}, { timeoutMs: 2_000 }).catch(() => undefined);
-        if (r?.tablets?.some((x) => x.tabletId === tabletId && x.role === 'LEADER')) return t.rpcAddress;
-      }
-      return undefined;
-    };
-    let kvLeader = await waitFor('a kv leader', 20_000, () => leaderOf(kvTablet));
-    const statusLeader = await waitFor('a status tablet leader', 20_000, () => leaderOf(statusTablet));
-    if (kvLeader === statusLeader) {
-      const to = servers.find((s) => s.rpcAddress !== statusLeader)!;
-      await rpc.call(kvLeader, tabletServerMethods().leaderStepdown, { tabletId: kvTablet, newLeaderUuid: to.uuid }, { timeoutMs: 5_000 });
-      kvLeader = await waitFor('the kv leader to move off the status tablet leader', 20_000, async () => {
-        const l = await leaderOf(kvTablet);
-        return l && l !== statusLeader ? l : undefined;
-      });
-    }
+    const statusLeader = await waitFor('a status tablet leader', 20_000, () => cl.leaderOf(rpc, statusTablet));
+    const kvLeader = await cl.leaderAwayFrom(rpc, kvTablet, statusLeader);
     const victim = cl.tservers.find((t) => t.rpcAddress === kvLeader)!;
 
     const acked = new Map<bigint, string>();
