@@ -23,8 +23,10 @@ export class ReplicaHealth {
 
   /**
    * After a failed attempt to `address`: suspect it when the server itself did not answer (the
-   * connection failed, or the attempt's own timeout passed) — not for an error the server sent,
-   * which may be a TIMED_OUT of its own (a proposal, a call it made further on).
+   * connection failed, or the attempt's own timeout passed without a frame from it on the connection
+   * meanwhile) — not for an error the server sent, which may be a TIMED_OUT of its own (a proposal, a
+   * call it made further on), nor for a call that simply takes long on a server that answers others
+   * (a write waiting on a conflict).
    */
   noteFailure(address: string, err: DbError): void {
     if (this.suspectMs <= 0) return;
@@ -33,6 +35,7 @@ export class ReplicaHealth {
       return;
     }
     if (err.code !== ErrorCode.NETWORK_ERROR && err.code !== ErrorCode.TIMED_OUT) return;
+    if (err.code === ErrorCode.TIMED_OUT && err.details['heard'] === true) return;
     if (this.suspects.size >= SUSPECTS_MAX) this.suspects.clear();
     this.suspects.set(address, this.now() + this.suspectMs);
   }

@@ -80,6 +80,8 @@ interface PendingCall {
   readonly codec: Codec<unknown>;
   readonly deadlineMs: number;
   readonly timeoutMs: number;
+  /** Answers this client had heard from toAddress when the call was made. */
+  readonly answersAtStart: number;
   readonly service: string;
   readonly method: string;
   readonly resolve: (v: unknown) => void;
@@ -110,6 +112,8 @@ export class SimNetwork {
   private readonly epochs = new Map<string, number>();
   private readonly clients = new Map<number, SimRpcClient>();
   private readonly pending = new Map<number, PendingCall>();
+  /** client id|server address → answers from that server that reached that client (a timed-out call says whether it was heard from meanwhile). */
+  private readonly answersHeard = new Map<string, number>();
   private readonly cuts = new Set<string>();
   private readonly lastAtMs = new Map<string, number>();
   private readonly nextPort = new Map<string, number>();
@@ -279,7 +283,9 @@ export class SimNetwork {
     for (const [id, c] of this.pending) {
       if (c.deadlineMs <= now) {
         this.pending.delete(id);
-        c.reject(new DbError(ErrorCode.TIMED_OUT, `${c.service}.${c.method} to ${c.toAddress} timed out after ${c.timeoutMs} ms`, { address: c.toAddress, timeoutMs: c.timeoutMs }));
+        // heard: another answer from that server reached this client meanwhile (as the WebSocket client tells).
+        const heard = (this.answersHeard.get(`${c.client.id}|${c.toAddress}`) ?? 0) > c.answersAtStart;
+        c.reject(new DbError(ErrorCode.TIMED_OUT, `${c.service}.${c.method} to ${c.toAddress} timed out after ${c.timeoutMs} ms`, { address: c.toAddress, timeoutMs: c.timeoutMs, heard }));
       }
     }
   }
@@ -288,6 +294,8 @@ export class SimNetwork {
     const c = this.pending.get(p.callId);
     if (!c || c.client.id !== p.clientId) return; // timed out, or a duplicate
     this.pending.delete(p.callId);
+    const heardKey = `${c.client.id}|${c.toAddress}`;
+    this.answersHeard.set(heardKey, (this.answersHeard.get(heardKey) ?? 0) + 1);
     if (p.kind === 'error') {
       c.reject(DbError.fromWire(p.error ?? { code: ErrorCode.INTERNAL, message: 'error without error' }));
       return;
@@ -358,7 +366,7 @@ export class SimNetwork {
     }
     const callId = this.nextCallId++;
     return new Promise<unknown>((resolve, reject) => {
-      this.pending.set(callId, { client: c, toAddress: address, codec, deadlineMs: this.clock.monoMs() + timeoutMs, timeoutMs, service, method, resolve, reject });
+      this.pending.set(callId, { client: c, toAddress: address, codec, deadlineMs: this.clock.monoMs() + timeoutMs, timeoutMs, answersAtStart: this.answersHeard.get(`${c.id}|${address}`) ?? 0, service, method, resolve, reject });
       this.schedule({
         kind: 'request',
         fromHost: c.host,

@@ -54,6 +54,8 @@ class WsConnection {
   private nextCallId = 1;
   private failures = 0;
   private retryAtMs = 0;
+  /** Frames received from the server (a timed-out call tells whether it was heard from meanwhile). */
+  private framesReceived = 0;
 
   constructor(
     readonly address: string,
@@ -133,6 +135,7 @@ class WsConnection {
   }
 
   private onMessage(data: RawData, isBinary: boolean): void {
+    this.framesReceived++;
     const r = isBinary ? decodeFrame(toBytes(data)) : ({ ok: false, callId: 0, reason: 'text frame' } as const);
     if (!r.ok) {
       // The server speaks garbage: nothing on this connection can be trusted any more.
@@ -192,10 +195,12 @@ class WsConnection {
     const bytes = encodeFrame({ callId, kind: FrameKind.REQUEST, service, method, payload, timeoutMs: serverTimeoutMs });
     return new Promise<unknown>((resolve, reject) => {
       const p: PendingCall = { resolve, reject, codec, service, method, timer: undefined, sent: false };
+      const framesAtStart = this.framesReceived;
       p.timer = setTimeout(() => {
         if (this.pending.get(callId) !== p) return;
         this.pending.delete(callId);
-        reject(new DbError(ErrorCode.TIMED_OUT, `${service}.${method} to ${this.address} timed out after ${timeoutMs} ms`, { address: this.address, timeoutMs, sent: p.sent }));
+        // heard: the server sent something on this connection meanwhile (alive, this call just takes long).
+        reject(new DbError(ErrorCode.TIMED_OUT, `${service}.${method} to ${this.address} timed out after ${timeoutMs} ms`, { address: this.address, timeoutMs, sent: p.sent, heard: this.framesReceived > framesAtStart }));
       }, timeoutMs);
       this.pending.set(callId, p);
       this.write(callId, bytes);

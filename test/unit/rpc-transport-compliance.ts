@@ -186,6 +186,19 @@ export function runTransportCompliance(name: string, makeHarness: () => Transpor
       expect(r.text).toBe('after');
     });
 
+    it(`${name}: a timed-out call says whether the server was heard from meanwhile (alive and slow vs silent)`, async () => {
+      const { es, client, addr } = await setup();
+      await h.drive(client.call(addr, ECHO, { text: 'warm' }, { timeoutMs: 5000 }));
+      // Silent: nothing comes back on the connection during the call.
+      const silent = await h.drive(client.call(addr, HANG, { text: 'slow' }, { timeoutMs: 100 })).catch((e: unknown) => e as DbError);
+      expect(silent).toMatchObject({ code: ErrorCode.TIMED_OUT, details: { heard: false } });
+      // Slow but alive: another call's answer arrives while this one waits.
+      const waiting = client.call(addr, HANG, { text: 'slow' }, { timeoutMs: 300 }).catch((e: unknown) => e as DbError);
+      await h.drive(client.call(addr, ECHO, { text: 'meanwhile' }, { timeoutMs: 5000 }));
+      expect(await h.drive(waiting)).toMatchObject({ code: ErrorCode.TIMED_OUT, details: { heard: true } });
+      es.release();
+    });
+
     it(`${name}: a handler's DbError reaches the caller with code, details and retryability`, async () => {
       const { client, addr } = await setup();
       const e = await expectCode(h.drive(client.call(addr, FAIL, { text: 'x' }, { timeoutMs: 5000 })), ErrorCode.NOT_THE_LEADER);
