@@ -67,7 +67,7 @@ export class MetaCache {
     let p = this.inflight.get(name);
     if (p) return p;
     p = (async () => {
-      const r = await this.master.call(masterMethods().getTableLocations, { name }, deadline);
+      const r = await this.master.call(masterMethods().getTableLocations, { name }, deadline, true, true);
       if (!r.table?.id) throw new DbError(ErrorCode.TABLE_NOT_FOUND, `table ${name} not found`);
       const schema = new TableSchema(r.table.id, r.table.name ?? name, r.table);
       const tablets: TabletLocation[] = (r.tablets ?? []).map((t) => ({

@@ -50,7 +50,7 @@ export class StatusTabletProxy {
     if (!force && this.tablets.length > 0 && performance.now() - this.loadedAtMs < LOCATIONS_MAX_AGE_MS) return this.tablets;
     this.loading ??= (async () => {
       try {
-        const r = await this.master.call(masterMethods().getTableLocations, { name: TRANSACTIONS_TABLE }, deadline);
+        const r = await this.master.call(masterMethods().getTableLocations, { name: TRANSACTIONS_TABLE }, deadline, true, true);
         this.tablets = (r.tablets ?? [])
           .filter((t) => t.tabletId)
           .map((t) => {

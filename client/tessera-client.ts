@@ -62,7 +62,7 @@ export class TesseraClient {
   ) {
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.batchWrites = opts.batchWrites ?? true;
-    this.master = new MasterProxy(rpc, opts.masterAddresses);
+    this.master = new MasterProxy(rpc, opts.masterAddresses, opts.rpcSingleCallTimeoutMs ?? DEFAULT_RPC_SINGLE_CALL_TIMEOUT_MS);
     const singleCallMs = opts.rpcSingleCallTimeoutMs ?? DEFAULT_RPC_SINGLE_CALL_TIMEOUT_MS;
     if (!(singleCallMs >= 0)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'rpcSingleCallTimeoutMs must be >= 0');
     // One memory of servers that did not answer, for data and status tablets alike.
@@ -86,7 +86,7 @@ export class TesseraClient {
     const rpc = translate ? translatingRpcClient(transport.createClient(), translate) : transport.createClient();
     const c = new TesseraClient(rpc, { ...opts, masterAddresses: addrs });
     try {
-      await c.master.call(masterMethods().listTables, {}, new Deadline(c.timeoutMs));
+      await c.master.call(masterMethods().listTables, {}, new Deadline(c.timeoutMs), true, true);
     } catch (e) {
       await c.close();
       throw e;
@@ -129,7 +129,7 @@ export class TesseraClient {
   }
 
   async listTables(o?: CallOptions): Promise<TableSummary[]> {
-    const r = await this.master.call(masterMethods().listTables, {}, this.deadline(o));
+    const r = await this.master.call(masterMethods().listTables, {}, this.deadline(o), true, true);
     return (r.tables ?? []).map((t) => ({ id: t.id ?? '', name: t.name ?? '', numTablets: t.numTablets ?? 0, replicationFactor: t.replicationFactor ?? 0, schemaVersion: t.schemaVersion ?? 0 }));
   }
 
@@ -164,7 +164,7 @@ export class TesseraClient {
       this.tables.delete(n);
     }
     for (let i = 0; ; i++) {
-      const s = await this.master.call(masterMethods().isAlterTableDone, { id: r.tableId ?? '' }, d, true);
+      const s = await this.master.call(masterMethods().isAlterTableDone, { id: r.tableId ?? '' }, d, true, true);
       o?.onProgress?.({ schemaVersion: s.schemaVersion ?? version, tabletsDone: s.tabletsDone ?? 0, tablets: s.tablets ?? 0 });
       if (s.done || (s.schemaVersion ?? 0) > version) break;
       if (d.expired()) throw new DbError(ErrorCode.TIMED_OUT, `ALTER TABLE ${name}: schema version ${version} is in the catalog but ${s.tabletsDone ?? 0} of ${s.tablets ?? 0} tablets serve it so far (it still reaches the others)`, { schemaVersion: version, tabletsDone: s.tabletsDone ?? 0, tablets: s.tablets ?? 0 });
@@ -175,11 +175,11 @@ export class TesseraClient {
 
   /** Tablet servers as the leader master sees them (admin tools). */
   async listTabletServers(o?: CallOptions): Promise<ListTabletServersResponsePB> {
-    return this.master.call(masterMethods().listTabletServers, {}, this.deadline(o));
+    return this.master.call(masterMethods().listTabletServers, {}, this.deadline(o), true, true);
   }
 
   async listMasters(o?: CallOptions): Promise<ListMastersResponsePB> {
-    return this.master.call(masterMethods().listMasters, {}, this.deadline(o));
+    return this.master.call(masterMethods().listMasters, {}, this.deadline(o), true, true);
   }
 
   /** Table locations (tablets, partitions, replicas) fresh from the master. */

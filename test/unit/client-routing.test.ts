@@ -109,6 +109,29 @@ describe('client routing: rows, tablets, leaders', () => {
     expect(calls[calls.length - 1]).toBe('m3');
   });
 
+  it('routing: the master proxy gives up on a leader master that hangs after singleCallTimeoutMs for reads (not for DDL, which may take long) and finds the leader elsewhere', async () => {
+    const calls: Array<[string, number | undefined]> = [];
+    const rpc: RpcClient = {
+      call<Req, Resp>(address: string, _m: MethodDef<Req, Resp>, _r?: Req, o?: { timeoutMs?: number }): Promise<Resp> {
+        calls.push([address, o?.timeoutMs]);
+        // m1 is paused: no answer; m2 was elected meanwhile.
+        if (address === 'm1') return new Promise((_, reject) => setTimeout(() => reject(new DbError(ErrorCode.TIMED_OUT, 'no answer')), o?.timeoutMs ?? 0));
+        return Promise.resolve({ ok: address } as Resp);
+      },
+      send: () => undefined,
+      close: () => Promise.resolve(),
+    };
+    const p = new MasterProxy(rpc, ['m1', 'm2', 'm3'], 100);
+    const m = { service: 's', method: 'x' } as MethodDef<unknown, { ok: string }>;
+    expect(await p.call(m, {}, new Deadline(5000), true, true)).toEqual({ ok: 'm2' });
+    expect(calls[0]).toEqual(['m1', 100]);
+    // DDL keeps the whole deadline per attempt (a CREATE resent after a slow first attempt would
+    // answer ALREADY_EXISTS to its own creator).
+    const ddl = new MasterProxy(rpc, ['m1', 'm2'], 100);
+    await expect(ddl.call(m, {}, new Deadline(300))).rejects.toMatchObject({ code: ErrorCode.TIMED_OUT });
+    expect(calls[calls.length - 1]![1]).toBeGreaterThan(100);
+  });
+
   it('routing: a deadline that passes while masters are down is TIMED_OUT', async () => {
     const rpc: RpcClient = {
       call: () => Promise.reject(new DbError(ErrorCode.NETWORK_ERROR, 'down', {}, { retryable: true })),
