@@ -263,9 +263,12 @@ export class TabletService {
     const request = requestTag(req, req.requestId);
     // A copy of a write this tablet already replicated, or is running, is answered with that write's
     // outcome even when an ALTER TABLE came after it (the copy's schema version is then old): it was
-    // (or is being) done, and must not be done again as a new write.
-    const seen = !req.more?.length && request ? t.seenRequest(request) : undefined;
-    if (seen !== undefined) return { writeHt: await seen, propagatedHt: this.deps.clock.now() };
+    // (or is being) done, and must not be done again as a new write. (With the version current, the
+    // tablet's own deduplication answers copies: no lookup here.)
+    if ((req.schemaVersion ?? 0) !== t.meta.schemaVersion && !req.more?.length && request) {
+      const seen = t.seenRequest(request);
+      if (seen !== undefined) return { writeHt: await seen, propagatedHt: this.deps.clock.now() };
+    }
     checkSchemaVersion(t, req.schemaVersion);
     // Status records are the coordinator's alone (TXN_STATUS entries); a client row there would be
     // read back as a transaction record (or shadow one).
