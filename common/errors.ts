@@ -47,6 +47,11 @@ export const ErrorCode = {
    * attempt, which must not run again.
    */
   STALE_REQUEST: 'STALE_REQUEST',
+  /**
+   * A read time below the tablet's history floor (the highest cutoff its history GC used): versions
+   * that read would need may be gone. Not retryable as is; read at a newer time.
+   */
+  SNAPSHOT_TOO_OLD: 'SNAPSHOT_TOO_OLD',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

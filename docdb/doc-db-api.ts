@@ -6,6 +6,7 @@
 import type { HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
 import type { WriteCounts } from './frontier-db';
+import type { StoredValue, SubKind } from './row-assembler';
 
 /** A column or key value. bigint = int64, number = double, Uint8Array = bytes. */
 export type Primitive = null | boolean | bigint | number | string | Uint8Array;
@@ -201,5 +202,15 @@ export interface DocDbApi {
   regularChecksum(): Promise<{ sha256: string; entries: number; bytes: number }>;
   /** Garbage-collect versions below the history cutoff (never what a registered reader may still see). */
   compact(historyCutoffHt: HybridTime): Promise<void>;
+  /** compact() with figures: the cutoff used (capped by readers and unapplied transactions) and what was dropped. */
+  gc(historyCutoffHt: HybridTime, opts?: { compactRange?: boolean }): Promise<{ versionsScanned: number; versionsDropped: number; cutoffHt: HybridTime }>;
+  /** Upper bound of the newest version's hybrid time in RegularDB (undefined: not tracked). */
+  newestVersionHt(): HybridTime | undefined;
+  /** The history cutoff for "now" (now minus timestamp_history_retention_interval_sec). */
+  historyCutoff(nowHt: HybridTime): HybridTime;
+  /** The highest cutoff GC ever used here (0: never): reads below it are refused (SNAPSHOT_TOO_OLD). */
+  historyFloor(): HybridTime;
+  /** Every stored version of one row (RegularDB only), complete from historyFloor() on. */
+  rowVersions(key: DocKey): Promise<Array<{ sub: SubKind; ht: HybridTime; writeId: number; value: StoredValue }>>;
   close(): Promise<void>;
 }

@@ -6,6 +6,7 @@
  * a committed transaction's intents into RegularDB — not Raft's "applied"; *frontier* = newest Raft op
  * id a database holds; *history cutoff* = oldest time reads may still use after GC.
  */
+import { DbError, ErrorCode } from '../common/errors';
 import { Flags } from '../common/flags';
 import { htAddMicros, type HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
@@ -39,6 +40,7 @@ import { assembleRow, type CellVersion } from './row-assembler';
 import { IntentsDb, isStrongIntent } from './intents-db';
 import type { KvEngine, KvOp } from './kv-engine';
 import { ReaderRegistry } from './reader-registry';
+import { HT_UNKNOWN } from './version-bounds';
 import { RegularDb } from './regular-db';
 import { contentChecksum, type ContentChecksum } from './content-checksum';
 import { TxnLocks } from './txn-locks';
@@ -262,6 +264,7 @@ export class DocDb implements DocDbApi {
   }
 
   async getRow(key: DocKey, opts: ReadOptions): Promise<Row | undefined> {
+    this.checkReadTime(opts.readHt);
     const k = encodeRowDocKey(key);
     const readIntents = this.intentsDb.intentCount > 0;
     const cache = !readIntents && this.rowCache.enabled ? this.rowCache : undefined;
@@ -292,6 +295,7 @@ export class DocDb implements DocDbApi {
   }
 
   async scan(opts: ScanOptions): Promise<ScanResult> {
+    this.checkReadTime(opts.readHt);
     const release = this.readers.register(opts.readHt);
     try {
       return await new IntentAwareReader(this.regularDb.db.engine, this.intentsDb.db.engine, opts, this.intentsDb.intentCount > 0).read({ start: opts.startKey, end: opts.endKey, limit: opts.limit, maxBytes: opts.maxBytes });
@@ -337,8 +341,32 @@ export class DocDb implements DocDbApi {
     await this.gc(historyCutoffHt);
   }
 
+  historyFloor(): HybridTime {
+    return this.regularDb.historyFloor;
+  }
+
+  rowVersions(key: DocKey): ReturnType<RegularDb['rowVersions']> {
+    return this.regularDb.rowVersions(encodeRowDocKey(key));
+  }
+
+  /** A read below the history floor could miss versions GC dropped: refused. */
+  private checkReadTime(readHt: HybridTime): void {
+    const floor = this.regularDb.historyFloor;
+    if (readHt < floor) throw new DbError(ErrorCode.SNAPSHOT_TOO_OLD, `read time ${readHt} is below the history cutoff ${floor} (versions older than timestamp_history_retention_interval_sec may have been collected)`, { readHt: String(readHt), historyFloorHt: String(floor) });
+  }
+
   /** compact() with figures: the cutoff actually used (capped by active readers) and what was dropped. */
-  async gc(historyCutoffHt: HybridTime): Promise<GcResult & { cutoffHt: HybridTime }> {
+  newestVersionHt(): HybridTime | undefined {
+    const s = this.regularDb.versionBoundStats();
+    return s === undefined || s.max === HT_UNKNOWN ? undefined : s.max;
+  }
+
+  /**
+   * `opts.compactRange` (default true): ask RocksDB to compact both databases afterwards, so the
+   * space is reclaimed at once; a periodic pass leaves that to RocksDB's own compactions (a
+   * CompactRange rewrites every file and holds the thread pool meanwhile).
+   */
+  async gc(historyCutoffHt: HybridTime, opts: { compactRange?: boolean } = {}): Promise<GcResult & { cutoffHt: HybridTime }> {
     let cutoffHt = this.readers.cap(historyCutoffHt);
     // Unapplied transactions: their versions will enter RegularDB at their commit time, possibly
     // below the cutoff; GC must not drop a tombstone that would hide them. A transaction not yet
@@ -352,8 +380,11 @@ export class DocDb implements DocDbApi {
       if (floor < cutoffHt) cutoffHt = floor;
     }
     const db = this.regularDb.db;
-    const r = await gcRegular(db.engine, cutoffHt, (ops) => db.write(ops, db.frontier));
-    await this.intentsDb.db.engine.compactRange();
+    // Durable before the first delete: reads below it are refused from now on.
+    await this.regularDb.raiseHistoryFloor(cutoffHt);
+    const compact = opts.compactRange !== false;
+    const r = await gcRegular(db.engine, cutoffHt, (ops) => db.write(ops, db.frontier), compact);
+    if (compact) await this.intentsDb.db.engine.compactRange();
     return { ...r, cutoffHt };
   }
 

@@ -12,8 +12,20 @@ import type { OpId, RowOp } from './doc-db-api';
 import { alreadyHolds, opIdMax } from './frontier';
 import type { FrontierDb } from './frontier-db';
 import { cellsOf } from './row-cells';
-import { encodeStored, REGULAR_DATA_END, REGULAR_DATA_START, versionKey } from './storage-keys';
-import { decodeHt, HT_UNKNOWN, MAX_VERSION_HT_KEY, VersionBounds } from './version-bounds';
+import { decodeStored, docKeyLength, encodeStored, parseRegularKey, REGULAR_DATA_END, REGULAR_DATA_START, versionKey } from './storage-keys';
+import type { StoredValue, SubKind } from './row-assembler';
+import { DbError, ErrorCode } from '../common/errors';
+import { decodeHt, encodeHt, HT_UNKNOWN, MAX_VERSION_HT_KEY, VersionBounds } from './version-bounds';
+
+/**
+ * The history floor: the highest cutoff history GC ever used on this database (meta key, so a remote
+ * bootstrap's raw copy carries it). Below it versions may be gone: reads there are refused, and the
+ * history of a key is complete only from it on.
+ */
+export const HISTORY_FLOOR_KEY = Buffer.from([0x01, 0x43]); // "\x01C"
+
+/** Versions rowVersions() reads of one row at most (bounds memory). */
+const ROW_VERSIONS_MAX = 1_000_000;
 
 /** Largest intra-batch write id (the DocHybridTime field is 32-bit). */
 export const WRITE_ID_MAX = 0xffff_ffff;
@@ -28,7 +40,53 @@ export class RegularDb {
   /** Bounds on each row's newest version time (conflict checks; see version-bounds.ts); undefined: off. */
   private bounds: VersionBounds | undefined;
 
+  /** See HISTORY_FLOOR_KEY: 0 while GC never ran here. */
+  private floor: HybridTime = 0n;
+
   constructor(readonly db: FrontierDb) {}
+
+  get historyFloor(): HybridTime {
+    return this.floor;
+  }
+
+  /**
+   * Raise the history floor to `ht` durably before GC deletes anything below it (RocksDB recovers a
+   * prefix of its write-ahead log, so no delete written later survives a crash without this).
+   */
+  async raiseHistoryFloor(ht: HybridTime): Promise<void> {
+    if (ht <= this.floor) return;
+    await this.db.write([{ type: 'put', key: HISTORY_FLOOR_KEY, value: encodeHt(ht) }], this.db.frontier);
+    this.floor = ht;
+  }
+
+  /** Re-read the floor (a remote bootstrap replaced the database's contents). */
+  async reloadHistoryFloor(): Promise<void> {
+    const v = await this.db.engine.get(HISTORY_FLOOR_KEY);
+    this.floor = v === undefined ? 0n : decodeHt(v);
+  }
+
+  /**
+   * Every stored version of the row `docKey` (encoded DocKey), newest first per sub-key: the row's
+   * history from the history floor on (the status tablet reads a forgotten record's past with it).
+   */
+  async rowVersions(docKey: Buffer): Promise<Array<{ sub: SubKind; ht: HybridTime; writeId: number; value: StoredValue }>> {
+    const out: Array<{ sub: SubKind; ht: HybridTime; writeId: number; value: StoredValue }> = [];
+    const it = this.db.engine.iterator({ gte: docKey, lt: prefixEnd(docKey) });
+    try {
+      for (;;) {
+        const e = await it.next();
+        if (e === undefined) break;
+        const k = Buffer.from(e[0].buffer, e[0].byteOffset, e[0].byteLength);
+        if (docKeyLength(k) !== docKey.length) continue; // a longer DocKey sharing the prefix
+        const p = parseRegularKey(k, docKey.length);
+        out.push({ sub: p.sub, ht: p.ht, writeId: p.writeId, value: decodeStored(e[1]) });
+        if (out.length > ROW_VERSIONS_MAX) throw new DbError(ErrorCode.INTERNAL, `row has more than ${ROW_VERSIONS_MAX} versions`);
+      }
+    } finally {
+      await it.close();
+    }
+    return out;
+  }
 
   /**
    * Upper bound of the hybrid time of every version stored under the row `docKey` (encoded DocKey):
@@ -44,6 +102,7 @@ export class RegularDb {
 
   static async open(db: FrontierDb, opts: { versionBounds?: boolean } = {}): Promise<RegularDb> {
     const r = new RegularDb(db);
+    await r.reloadHistoryFloor();
     if (opts.versionBounds !== false) {
       const stored = await db.engine.get(MAX_VERSION_HT_KEY);
       let floor: HybridTime;

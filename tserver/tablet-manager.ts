@@ -268,6 +268,19 @@ export class TabletManager {
     this.snapshots.expire();
   }
 
+  /** History GC on every tablet replica, one at a time (see TabletPeer.historyGc). */
+  async historyGcAll(): Promise<void> {
+    for (const p of this.list()) {
+      if (this.stopped) return;
+      try {
+        const r = await p.historyGc();
+        if (r && r.versionsDropped > 0) this.deps.log.info({ tablet: p.tabletId, cutoffHt: String(r.cutoffHt), scanned: r.versionsScanned, dropped: r.versionsDropped }, 'history GC');
+      } catch (e) {
+        this.deps.log.warn({ err: e, tablet: p.tabletId }, 'history GC failed');
+      }
+    }
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     await this.snapshots.closeAll();

@@ -27,6 +27,7 @@ import type { DbName } from './tablet/tablet-peer';
 import {
   FS_DATA_DIRS,
   LOG_GC_INTERVAL_MS,
+  HISTORY_GC_INTERVAL_SEC,
   PLACEMENT_ZONE,
   RAFT_TICK_INTERVAL_MS,
   REMOTE_BOOTSTRAP_CHUNK_BYTES,
@@ -244,6 +245,18 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
     gcRunning = true;
     void manager.gcAll().finally(() => (gcRunning = false));
   }, flags.get(LOG_GC_INTERVAL_MS));
+  // History GC: checked every second so history_gc_interval_sec can change at runtime.
+  let historyGcRunning = false;
+  let historyGcLastMs = performance.now();
+  const historyGc = setInterval(() => {
+    const every = flags.get(HISTORY_GC_INTERVAL_SEC) * 1000;
+    if (historyGcRunning || every === 0 || performance.now() - historyGcLastMs < every) return;
+    historyGcRunning = true;
+    void manager.historyGcAll().finally(() => {
+      historyGcRunning = false;
+      historyGcLastMs = performance.now();
+    });
+  }, 1000);
 
   const webPortFlag = flags.get(WEBSERVER_PORT);
   const webHost = flags.get(WEBSERVER_INTERFACE) || bind.host;
@@ -267,6 +280,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
     } catch (e) {
       clearInterval(tick);
       clearInterval(gc);
+      clearInterval(historyGc);
       consensus.stop();
       await rpc.stop().catch(() => undefined);
       await manager.stop();
@@ -385,6 +399,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
         await web?.stop().catch(() => undefined);
         clearInterval(tick);
         clearInterval(gc);
+        clearInterval(historyGc);
         txn.stop();
         consensus!.stop();
         await rpc.stop().catch(() => undefined);

@@ -117,7 +117,7 @@ export interface TServerWebDeps {
   /** Running transactions on this server's coordinators (status tablets) and participants. */
   transactions?: () => Promise<TransactionsJson>;
   /** Each status tablet replica's memory of forgotten commits. */
-  coordinatorMemories?: () => Array<{ tabletId: string; remembered: number; neverCommitted: number; committedAnswers: number; uncovered: number }>;
+  coordinatorMemories?: () => Array<{ tabletId: string; neverCommitted: number; committedAnswers: number; uncovered: number }>;
   /** Raft traffic counters of the server's consensus transport. */
   raftTransport?: () => { messagesSent: number; messagesReceived: number; batchesSent: number; batchesReceived: number };
 }
@@ -191,6 +191,8 @@ export function registerTServerPages(d: TServerWebDeps): void {
           ['Wait queue: waiting now / waits (enable_wait_queues)', `${t.waitQueue.waiting} / ${t.waitQueue.waits}`],
           ['Read locks taken (serializable reads, as leader)', t.readLocks],
           ['Retryable requests: clients / writes remembered / running / copies answered / late copies refused', `${t.retryable.clients} / ${t.retryable.replicated} / ${t.retryable.running} / ${t.retryable.duplicates} / ${t.retryable.stale}`],
+          ['History GC: passes run / skipped, versions scanned / dropped', `${t.historyGc.runs} / ${t.historyGc.skipped}, ${t.historyGc.versionsScanned} / ${t.historyGc.versionsDropped}`],
+          ['History GC: last cutoff HT / dropped / ms; history floor HT (reads below fail SNAPSHOT_TOO_OLD)', `${t.historyGc.lastCutoffHt} / ${t.historyGc.lastDropped} / ${t.historyGc.lastMs}; ${t.historyGc.historyFloorHt === '0' ? '0 (never collected)' : t.historyGc.historyFloorHt}`],
           ['Schema version / columns (name:type#id)', `${t.schemaVersion} / ${t.columns.map((c) => `${c.name}:${c.type}#${c.id}`).join(', ')}`],
           ['Row cache rows / bytes / hits / misses', t.regulardb.rowCache ? `${t.regulardb.rowCache.rows} / ${t.regulardb.rowCache.bytes} / ${t.regulardb.rowCache.hits} / ${t.regulardb.rowCache.misses}` : ''],
         ],
@@ -205,14 +207,16 @@ export function registerTServerPages(d: TServerWebDeps): void {
     },
   });
 
-  // Replica comparison: equal digests mean the same keys, versions and values in RegularDB.
+  // Replica comparison: equal digests mean the same keys, versions and values in RegularDB. Each
+  // replica collects old versions on its own (history GC): digests of replicas compare only while
+  // their history floors are equal (the answer carries it).
   web.route('/tablet-checksum', {
     title: 'Tablet checksum',
     json: async (req) => {
       const id = req.query.get('id') ?? '';
       const p = d.manager().list().find((x) => x.tabletId === id);
       if (!p) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `this tablet server hosts no tablet ${id}`, { tabletId: id });
-      return { tabletId: id, regulardb: await p.regularChecksum() };
+      return { tabletId: id, regulardb: await p.regularChecksum(), historyFloorHt: String(p.historyFloorHt() ?? 0n) };
     },
   });
 
@@ -258,8 +262,8 @@ export function registerTServerPages(d: TServerWebDeps): void {
           { id: 'participant-transactions' },
         );
         const memory = htmlTable(
-          ['Status tablet', 'Role', 'Forgotten commits remembered', 'Covers transactions started from HT', 'Answers: never committed', 'Answers: committed and forgotten', 'Answers left indefinite (started earlier)'],
-          t.coordinators.map((c) => [c.tabletId, c.role, c.forgottenCommits.remembered, c.forgottenCommits.boundaryHt || '(none yet: no TXN_STATUS entry since start)', c.forgottenCommits.neverCommitted, c.forgottenCommits.committedAnswers, c.forgottenCommits.uncovered]),
+          ['Status tablet', 'Role', 'Covers transactions started from HT (history floor)', 'Answers: never committed', 'Answers: committed and forgotten', 'Answers left indefinite (started earlier)'],
+          t.coordinators.map((c) => [c.tabletId, c.role, c.forgottenCommits.historyFloorHt === '0' ? '0 (history never collected: all)' : c.forgottenCommits.historyFloorHt, c.forgottenCommits.neverCommitted, c.forgottenCommits.committedAnswers, c.forgottenCommits.uncovered]),
           { id: 'coordinator-memory' },
         );
         return `<h2>Coordinators (status tablets)</h2>${coord}<h3>Lost commit answers: what each status tablet replica can prove</h3>${memory}<h2>Participants (provisional records per tablet)</h2>${part}`;
@@ -343,12 +347,21 @@ function registerIoGauges(d: TServerWebDeps): void {
       for (const kind of ['clients', 'replicated', 'running', 'duplicates', 'stale'] as const) g.set({ tablet_id: p.tabletId, kind }, r[kind]);
     }
   });
+  d.metrics.gauge('tserver_history_gc', 'History GC of RegularDB per tablet replica (history_gc_interval_sec): passes run (kind="runs"), skipped with nothing written above the last cutoff ("skipped"), versions scanned ("versions_scanned") and dropped ("versions_dropped")', ['tablet_id', 'kind'], (g) => {
+    g.reset();
+    for (const p of d.manager().list()) {
+      const h = p.historyGcStats;
+      g.set({ tablet_id: p.tabletId, kind: 'runs' }, h.runs);
+      g.set({ tablet_id: p.tabletId, kind: 'skipped' }, h.skipped);
+      g.set({ tablet_id: p.tabletId, kind: 'versions_scanned' }, h.versionsScanned);
+      g.set({ tablet_id: p.tabletId, kind: 'versions_dropped' }, h.versionsDropped);
+    }
+  });
   const memories = d.coordinatorMemories;
   if (memories) {
-    d.metrics.gauge('tserver_txn_forgotten_commits', 'A status tablet replica\'s memory of forgotten transactions that may have committed, which lets a status answer prove that a transaction with a lost commit answer never committed: ids remembered (kind="remembered"), answers that proved it (kind="never_committed"), answers that told a forgotten one COMMITTED (kind="committed_answers"), answers left indefinite because the transaction started before the memory\'s boundary (kind="uncovered")', ['tablet_id', 'kind'], (g) => {
+    d.metrics.gauge('tserver_txn_forgotten_commits', 'Status answers of a status tablet replica to clients settling a lost commit answer, from the record\'s history in RegularDB: answers that proved the transaction never committed (kind="never_committed"), that told a forgotten one COMMITTED (kind="committed_answers"), left indefinite because the transaction started below the history floor (kind="uncovered")', ['tablet_id', 'kind'], (g) => {
       g.reset();
       for (const m of memories()) {
-        g.set({ tablet_id: m.tabletId, kind: 'remembered' }, m.remembered);
         g.set({ tablet_id: m.tabletId, kind: 'never_committed' }, m.neverCommitted);
         g.set({ tablet_id: m.tabletId, kind: 'committed_answers' }, m.committedAnswers);
         g.set({ tablet_id: m.tabletId, kind: 'uncovered' }, m.uncovered);
@@ -435,6 +448,12 @@ export interface TabletDetail {
    * leader), resent copies answered without running them again, late copies refused (STALE_REQUEST).
    */
   retryable: { clients: number; replicated: number; running: number; duplicates: number; stale: number };
+  /**
+   * History GC (history_gc_interval_sec): passes run and skipped (nothing written above the last
+   * cutoff), versions scanned and dropped in all, the last pass's cutoff, drops and duration, and the
+   * history floor (reads below it fail SNAPSHOT_TOO_OLD; '0': never collected). Hybrid times as decimal strings.
+   */
+  historyGc: { runs: number; skipped: number; versionsScanned: number; versionsDropped: number; lastCutoffHt: string; lastDropped: number; lastMs: number; historyFloorHt: string };
 }
 
 async function detailOf(p: TabletPeer, manager: TabletManager, trackers: TabletMemTrackers, selfUuid: string, selfAddress: string): Promise<TabletDetail> {
@@ -479,5 +498,6 @@ async function detailOf(p: TabletPeer, manager: TabletManager, trackers: TabletM
     schemaVersion: p.meta.schemaVersion,
     columns: p.meta.schema.columns.map((c) => ({ ...c })),
     retryable: p.retryable.stats(),
+    historyGc: { ...p.historyGcStats, lastCutoffHt: String(p.historyGcStats.lastCutoffHt), historyFloorHt: String(p.historyFloorHt() ?? 0n) },
   };
 }

@@ -229,7 +229,31 @@ describe('docdb transactions', () => {
     expect(cols(await db.getRow(key(1), at(ht(45))))).toEqual({ 1: 4n });
     expect(cols(await db.getRow(key(1), at(ht(55))))).toEqual({ 1: 5n });
     // Left: liveness + column at 40 and 50 (4 versions); the lone tombstone of key 2 is gone.
-    expect((await db.regularDb.db.engine.stats()).keysApprox).toBe(4 + 1 /* frontier */ + 1 /* newest version time */);
+    expect((await db.regularDb.db.engine.stats()).keysApprox).toBe(4 + 1 /* frontier */ + 1 /* newest version time */ + 1 /* history floor */);
+    expect((await db.rowVersions(key(1))).map((v) => [v.sub.kind, v.ht])).toEqual([
+      ['liveness', ht(50)],
+      ['liveness', ht(40)],
+      ['column', ht(50)],
+      ['column', ht(40)],
+    ]);
+  });
+
+  it('docdb: GC raises the history floor durably; reads below it fail SNAPSHOT_TOO_OLD, at it they work', async () => {
+    const db = await memoryDocDb();
+    expect(db.historyFloor()).toBe(0n);
+    for (let t = 1; t <= 3; t++) await db.writeRegular([{ type: 'upsert', key: key(1), columns: [{ columnId: 1, value: BigInt(t) }] }], ht(t * 10), op(t));
+    expect(cols(await db.getRow(key(1), at(ht(15))))).toEqual({ 1: 1n }); // any time while nothing was collected
+    await db.gc(ht(25));
+    expect(db.historyFloor()).toBe(ht(25));
+    const tooOld = (await db.getRow(key(1), at(ht(24))).catch((e: unknown) => e)) as { code?: string };
+    expect(tooOld.code).toBe('SNAPSHOT_TOO_OLD');
+    expect(((await db.scan(at(ht(1))).catch((e: unknown) => e)) as { code?: string }).code).toBe('SNAPSHOT_TOO_OLD');
+    expect(cols(await db.getRow(key(1), at(ht(25))))).toEqual({ 1: 2n });
+    await db.gc(ht(20)); // a lower cutoff never lowers the floor
+    expect(db.historyFloor()).toBe(ht(25));
+    const again = await DocDb.open({ regular: db.regularDb.db.engine, intents: db.intentsDb.db.engine });
+    expect(again.historyFloor()).toBe(ht(25));
+    expect(again.newestVersionHt()).toBe(ht(30));
   });
 });
 

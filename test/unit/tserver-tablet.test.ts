@@ -3,6 +3,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DbError, ErrorCode } from '../../common/errors';
+import { Flags } from '../../common/flags';
+import { TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC } from '../../docdb/docdb-flags';
 import { demoTabletMeta, openTestPeer, testPeerDeps } from './tablet-peer-harness';
 import { readTabletMeta, type TableSchema } from '../../tserver/tablet/tablet-meta';
 import { decodeTabletOp, encodeTabletOp, type TabletOp } from '../../tserver/tablet/tablet-op';
@@ -17,6 +19,33 @@ afterEach(() => {
 const key = (i: number): DocKey => ({ hash: (i * 7919) % 65536, hashed: [BigInt(i)], range: [] });
 
 describe('TabletPeer', () => {
+  it('tablet: history GC drops versions older than the retention interval that no read needs, then skips while nothing is written above its cutoff; reads below the floor fail SNAPSHOT_TOO_OLD', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-tablet-'));
+    dirs.push(dir);
+    const flags = new Flags();
+    flags.setAtRuntime(TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC.name, '0', true); // the cutoff is "now"
+    const p = await openTestPeer(dir, { flags });
+    const upsert = (i: number, v: string) => p.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(i), columns: [{ columnId: 1, value: v }] } }] });
+    const first = await upsert(1, 'a');
+    for (const v of ['b', 'c', 'd']) await upsert(1, v);
+    await upsert(2, 'x');
+    const g = await p.historyGc();
+    // Three overwritten versions of row 1 (liveness and column each); row 2's single version stays.
+    expect(g?.versionsDropped).toBe(6);
+    expect(p.historyGcStats).toMatchObject({ runs: 1, skipped: 0, versionsDropped: 6 });
+    expect(p.historyFloorHt()).toBe(g!.cutoffHt);
+    expect(await p.historyGc()).toBeUndefined(); // nothing written above the cutoff: nothing new to drop
+    expect(p.historyGcStats.skipped).toBe(1);
+    const r = await p.read([key(1), key(2)], {});
+    expect(r.rows.map((x) => x?.columns.get(1))).toEqual(['d', 'x']);
+    const old = (await p.read([key(1)], { readHt: first }).catch((e: unknown) => e)) as DbError;
+    expect(old.code).toBe(ErrorCode.SNAPSHOT_TOO_OLD);
+    await upsert(2, 'y');
+    expect((await p.historyGc())?.versionsDropped).toBe(2);
+    expect(p.historyGcStats.runs).toBe(2);
+    await p.stop();
+  }, 30_000);
+
   it('tablet: writes are readable, INSERT/UPDATE check existence, and rows survive reopen (log replay)', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-tablet-'));
     dirs.push(dir);

@@ -46,7 +46,7 @@ interface Update {
   commitHt: HybridTime;
 }
 
-async function openCoordinator(dir: string, flags: Flags, failUpdates: { n: number }, forgottenCommitsMax?: number): Promise<{ c: TransactionCoordinator; peer: TabletPeer; updates: Update[]; close: () => Promise<void> }> {
+async function openCoordinator(dir: string, flags: Flags, failUpdates: { n: number }): Promise<{ c: TransactionCoordinator; peer: TabletPeer; updates: Update[]; close: () => Promise<void> }> {
   const clock = new HybridClock(new SystemClock());
   const peer = await TabletPeer.open(testPeerDeps(dir, { meta, flags, clock, seed: 3 }));
   await untilLeaderReady(peer);
@@ -56,7 +56,6 @@ async function openCoordinator(dir: string, flags: Flags, failUpdates: { n: numb
     flags,
     clock,
     log: silentLogger(),
-    ...(forgottenCommitsMax !== undefined ? { forgottenCommitsMax } : {}),
     updateParticipant: (tablet, txnId, type, commitHt) => {
       if (failUpdates.n > 0) {
         failUpdates.n--;
@@ -358,7 +357,6 @@ describe('TransactionCoordinator', () => {
     expect(await status('gone')).toEqual({ status: 'ABORTED', neverCommitted: false });
     expect(await status('gone', goneStart)).toEqual({ status: 'COMMITTED', neverCommitted: false, commitHt: goneCommit });
     expect(c.metrics.forgottenCommitAnswers).toBe(1);
-    expect(c.forgottenCommitStats().remembered).toBe(1);
     // A record only this leader held (its commit never reached Raft), then a new term.
     const lostStart = await c.create(TxnId('lost'), 'snapshot', 0.5);
     const term = peer.currentTerm();
@@ -371,52 +369,61 @@ describe('TransactionCoordinator', () => {
     const abortedStart = await c.create(TxnId('ab'), 'snapshot', 0.5);
     await c.abort(TxnId('ab'), ['p1']);
     expect(await status('ab', abortedStart)).toEqual({ status: 'ABORTED', neverCommitted: true });
-    // Forgotten after its REMOVE: aborted ones are not remembered, and stay definite.
+    // Forgotten after its REMOVE: its history holds no COMMITTED version, so it stays definite.
     await until('ab forgotten', () => c.snapshot().length === 0);
     expect(await status('ab', abortedStart)).toEqual({ status: 'ABORTED', neverCommitted: true });
-    expect(c.forgottenCommitStats().remembered).toBe(1);
     expect(c.metrics.neverCommitted).toBe(2);
+    expect(c.metrics.uncovered).toBe(0);
   });
 
-  it('txn-coordinator: after a restart the memory covers only transactions started after its first TXN_STATUS entry; ones started before stay indefinite', async () => {
+  it('txn-coordinator: a restart keeps what the record rows\' history proves — a commit forgotten before it reads COMMITTED, a leader-only record lost with it never committed', async () => {
     const dir = tmp();
     const flags = testFlags();
     const first = await openCoordinator(dir, flags, { n: 0 });
     const goneStart = await first.c.create(TxnId('gone'), 'snapshot', 0.5);
-    await first.c.commit(TxnId('gone'), ['p1']);
+    const goneCommit = await first.c.commit(TxnId('gone'), ['p1']);
     await until('gone forgotten', () => first.c.snapshot().length === 0);
     const lostStart = await first.c.create(TxnId('lost'), 'snapshot', 0.5); // leader-only: dies with the restart
-    await first.peer.gcLog(0);
+    await first.peer.gcLog(0); // the log no longer holds the entries: only RegularDB tells
     await first.close();
     const { c } = await openCoordinator(dir, flags, { n: 0 });
-    // The forget of 'gone' was applied before this replica's memory started: nothing is definite yet.
-    const [g0, l0] = await c.getStatus([TxnId('gone'), TxnId('lost')], undefined, [goneStart, lostStart]);
-    expect([g0!.neverCommitted, l0!.neverCommitted]).toEqual([false, false]);
-    expect(c.forgottenCommitStats().boundaryHt).toBeUndefined();
-    const freshStart = await c.create(TxnId('fresh'), 'snapshot', 0.5);
-    await c.commit(TxnId('fresh'), ['p1']); // the first TXN_STATUS entry since the restart
-    const [g1, l1] = await c.getStatus([TxnId('gone'), TxnId('lost')], undefined, [goneStart, lostStart]);
-    expect([g1!.neverCommitted, l1!.neverCommitted]).toEqual([false, false]); // started before the boundary
-    const laterStart = await c.create(TxnId('later'), 'snapshot', 0.5);
-    expect(freshStart).toBeLessThan(laterStart);
-    expect((await c.getStatus([TxnId('never-seen')], undefined, [laterStart + 1n]))[0]!.neverCommitted).toBe(true);
+    const [g, l] = await c.getStatus([TxnId('gone'), TxnId('lost')], undefined, [goneStart, lostStart]);
+    expect([g!.status, g!.commitHt, g!.neverCommitted]).toEqual(['COMMITTED', goneCommit, false]);
+    expect([l!.status, l!.neverCommitted]).toEqual(['ABORTED', true]);
+    expect(c.historyFloorHt()).toBe(0n);
   });
 
-  it('txn-coordinator: the memory is bounded — dropping the oldest forgets moves the boundary past them, so their transactions read indefinite, never "never committed"', async () => {
-    const { c } = await openCoordinator(tmp(), testFlags(), { n: 0 }, 4);
+  it('txn-coordinator: history GC moves the floor past the forgets it collects — their transactions read indefinite, never "never committed"; later ones stay definite; reads below the floor fail SNAPSHOT_TOO_OLD', async () => {
+    const { c, peer } = await openCoordinator(tmp(), testFlags(), { n: 0 });
     const starts: HybridTime[] = [];
-    for (let i = 0; i < 12; i++) {
+    for (let i = 0; i < 6; i++) {
       starts.push(await c.create(TxnId(`b${i}`), 'snapshot', 0.5));
       await c.commit(TxnId(`b${i}`), ['p1']);
       await until(`b${i} forgotten`, () => c.snapshot().length === 0);
     }
-    expect(c.forgottenCommitStats().remembered).toBe(4);
-    const st = await c.getStatus(starts.map((_, i) => TxnId(`b${i}`)), undefined, starts);
-    // Every one of them committed: none may read as definitely never committed; the 4 remembered
-    // ones read COMMITTED, the dropped ones ABORTED without proof (outcome unknown to a client).
+    const ids = starts.map((_, i) => TxnId(`b${i}`));
+    expect((await c.getStatus(ids, undefined, starts)).map((s) => s.status)).toEqual(Array<string>(6).fill('COMMITTED'));
+    // Collect everything up to now: every version of the 6 forgotten records goes.
+    const cutoff = await c.create(TxnId('cut'), 'snapshot', 0.5);
+    const g = await peer.db().gc(cutoff);
+    expect(g.cutoffHt).toBe(cutoff);
+    expect(g.versionsDropped).toBeGreaterThanOrEqual(12); // a COMMITTED version and a tombstone each
+    expect(c.historyFloorHt()).toBe(cutoff);
+    const st = await c.getStatus(ids, undefined, starts);
+    // Every one of them committed: none may read as definitely never committed.
     expect(st.filter((s) => s.neverCommitted).map((s) => s.txnId)).toEqual([]);
-    expect(st.map((s) => s.status)).toEqual([...Array<string>(8).fill('ABORTED'), ...Array<string>(4).fill('COMMITTED')]);
-    const now = await c.create(TxnId('probe'), 'snapshot', 0.5);
-    expect((await c.getStatus([TxnId('unknown')], undefined, [now]))[0]!.neverCommitted).toBe(true);
+    expect(st.map((s) => s.status)).toEqual(Array<string>(6).fill('ABORTED'));
+    expect(c.metrics.uncovered).toBe(6);
+    const probe = await c.create(TxnId('probe'), 'snapshot', 0.5);
+    expect((await c.getStatus([TxnId('unknown')], undefined, [probe]))[0]!.neverCommitted).toBe(true);
+    // A commit after the cutoff, forgotten: still told COMMITTED.
+    const lateCommit = await c.commit(TxnId('probe'), ['p1']);
+    await until('probe forgotten', () => !c.snapshot().some((t) => t.txnId === 'probe'));
+    expect((await c.getStatus([TxnId('probe')], undefined, [probe]))[0]).toMatchObject({ status: 'COMMITTED', commitHt: lateCommit });
+    const err = await peer
+      .db()
+      .getRow({ hash: 0, hashed: ['b0'], range: [] }, { readHt: cutoff - 1n, resolveStatus: () => Promise.resolve({ status: 'PENDING' }) })
+      .catch((e: unknown) => e);
+    expect((err as DbError).code).toBe(ErrorCode.SNAPSHOT_TOO_OLD);
   });
 });

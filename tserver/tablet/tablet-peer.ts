@@ -200,6 +200,10 @@ export class TabletPeer {
    */
   readonly commitPoints = new ApplyLagLog();
   readonly metrics = { writeOps: 0, readOps: 0, scanOps: 0, readLocks: 0, rowsWritten: 0, entriesApplied: 0, snapshotsInstalled: 0 };
+  /** History GC passes of this replica (historyGc): runs, skips, versions scanned and dropped, the last pass. */
+  readonly historyGcStats = { runs: 0, skipped: 0, versionsScanned: 0, versionsDropped: 0, lastCutoffHt: 0n, lastMs: 0, lastDropped: 0 };
+  /** The history GC pass running, if any (a remote bootstrap waits for it before replacing the databases). */
+  private historyGcRunning: Promise<unknown> | undefined;
   /** Client writes this replica replicated (retryable requests), and those it is running as leader. */
   readonly retryable = new RetryableRequests();
 
@@ -1063,6 +1067,8 @@ export class TabletPeer {
     const marker = path.join(this.deps.dir, BOOTSTRAP_MARKER);
     fs.writeFileSync(marker, JSON.stringify(desc));
     await this.cancelDeferredFlush();
+    // A history GC pass still deleting from the old databases ends first.
+    await this.historyGcRunning?.catch(() => undefined);
     await this.docdb.close();
     this.wipeDbDirs();
     this.regular = await this.deps.openEngine(path.join(this.deps.dir, 'regular'));
@@ -1137,6 +1143,45 @@ export class TabletPeer {
     // What the compacted entries tell of retryable requests survives in the image (taken after them).
     await writeFileDurablyAsync(this.deps.dir, RETRYABLE_FILE, JSON.stringify(this.retryable.image()));
     return this.raft.compactLog(upTo);
+  }
+
+  /**
+   * History GC: drop RegularDB's versions older than the history cutoff (now minus
+   * timestamp_history_retention_interval_sec) that no read at or after it can see, never what an
+   * active reader or an unapplied transaction still needs (DocDb.gc caps the cutoff). Each replica
+   * does it on its own, as YugabyteDB's compactions do; the cutoff becomes the history floor, below
+   * which reads fail SNAPSHOT_TOO_OLD. Skipped (undefined) when nothing was written above the last
+   * cutoff — such a pass drops nothing new.
+   */
+  async historyGc(): Promise<{ versionsScanned: number; versionsDropped: number; cutoffHt: HybridTime } | undefined> {
+    if (this.state !== TabletState.RUNNING || this.historyGcRunning) return undefined;
+    const db = this.docdb;
+    const newest = db.newestVersionHt();
+    if (newest !== undefined && newest <= db.historyFloor()) {
+      this.historyGcStats.skipped++;
+      return undefined;
+    }
+    const t0 = performance.now();
+    const run = db.gc(db.historyCutoff(this.deps.clock.now()), { compactRange: false });
+    this.historyGcRunning = run;
+    try {
+      const r = await run;
+      const g = this.historyGcStats;
+      g.runs++;
+      g.versionsScanned += r.versionsScanned;
+      g.versionsDropped += r.versionsDropped;
+      g.lastCutoffHt = r.cutoffHt;
+      g.lastDropped = r.versionsDropped;
+      g.lastMs = Math.round(performance.now() - t0);
+      return r;
+    } finally {
+      this.historyGcRunning = undefined;
+    }
+  }
+
+  /** The history floor of this replica's RegularDB (0: GC never ran); undefined until running. */
+  historyFloorHt(): HybridTime | undefined {
+    return this.state === TabletState.RUNNING ? this.docdb.historyFloor() : undefined;
   }
 
   // ---- client operations -----------------------------------------------------------------------
@@ -1393,6 +1438,7 @@ export class TabletPeer {
     // databases under them would read as a storage failure.
     if (this.applyWorker) await this.applyWorker.catch(() => undefined);
     await this.cancelDeferredFlush();
+    await this.historyGcRunning?.catch(() => undefined);
     // A clean stop leaves no apply state behind (each would be resumed, as a no-op, at the next open).
     if (this.docdb && this.state === TabletState.RUNNING) await this.docdb.flushDeferred().catch(() => undefined);
     if (this.docdb) await this.docdb.close().catch(() => undefined);

@@ -25,10 +25,10 @@
  * COMMITTED/ABORTED record (recovery after kill -9 of the old leader).
  *
  * "No record" thus means "never committed" or "committed, applied everywhere and forgotten". A client
- * whose commit answer was lost asks with its transaction's start time, and every replica keeps a
- * bounded memory of the forgotten transactions that may have committed (ForgottenCommits, fed by the
- * FORGOTTEN entries it applies): the leader answers a remembered one COMMITTED at its commit time, and
- * proves an unremembered one that started after the memory's boundary never committed.
+ * whose commit answer was lost asks with its transaction's start time, and the leader reads the
+ * record row's history in RegularDB (see settleFromHistory): a forget is a row tombstone, so the
+ * COMMITTED version stays below it until history GC collects it — on every replica, across restarts
+ * and remote bootstraps (whose raw copy carries the versions).
  */
 import { DbError, ErrorCode } from '../../common/errors';
 import type { Flags } from '../../common/flags';
@@ -49,8 +49,7 @@ import {
   TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS,
   TRANSACTION_RESEND_APPLYING_INTERVAL_MS,
 } from './txn-flags';
-import { ForgottenCommits } from './forgotten-commits';
-import { decodeRecordPayload, decodeRecordRow, encodeForgetPayload, encodeRecordPayload, forgottenIds, RECORD_COLUMN_ID, RecordStatus, type TxnRecord } from './txn-record';
+import { decodeRecordPayload, decodeRecordRow, encodeForgetPayload, encodeRecordPayload, forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey, type TxnRecord } from './txn-record';
 
 /** Records one status tablet holds before CreateTransaction answers SERVICE_UNAVAILABLE. */
 export const TXN_RECORDS_MAX = 100_000;
@@ -72,8 +71,6 @@ export interface CoordinatorDeps {
   /** UpdateTransaction to a participant tablet's leader; resolves once it acknowledged. */
   updateParticipant(tabletId: string, txnId: TxnId, type: 'APPLY' | 'REMOVE', commitHt: HybridTime, timeoutMs: number): Promise<void>;
   nowMs?(): number;
-  /** Forgotten ids remembered (tests; default FORGOTTEN_COMMITS_MAX). */
-  forgottenCommitsMax?: number;
 }
 
 export interface TxnInfo {
@@ -105,8 +102,6 @@ export class TransactionCoordinator {
   private readonly unreplicated = new Map<TxnId, number>();
   /** Finished transactions being driven: the participants not yet acknowledged. */
   private readonly driving = new Map<TxnId, Set<string>>();
-  /** Forgotten transactions that may have committed: makes "no record" definite for a lost commit answer. */
-  private readonly forgottenCommits: ForgottenCommits;
   /** Serializes state changes per transaction (commit vs abort vs expiry). */
   private readonly txnLocks = new Map<TxnId, Promise<unknown>>();
   private timer: NodeJS.Timeout | undefined;
@@ -116,13 +111,13 @@ export class TransactionCoordinator {
   /**
    * neverCommitted: status answers that proved an unknown transaction never committed;
    * forgottenCommitAnswers: status answers (with the caller's start time) that told a forgotten
-   * transaction COMMITTED from the memory.
+   * transaction COMMITTED from its record's history; uncovered: such answers left indefinite (the
+   * transaction started below the history floor).
    */
-  readonly metrics = { created: 0, madeDurable: 0, committed: 0, aborted: 0, expired: 0, forgotten: 0, applyRpcs: 0, neverCommitted: 0, forgottenCommitAnswers: 0 };
+  readonly metrics = { created: 0, madeDurable: 0, committed: 0, aborted: 0, expired: 0, forgotten: 0, applyRpcs: 0, neverCommitted: 0, forgottenCommitAnswers: 0, uncovered: 0 };
 
   constructor(private readonly deps: CoordinatorDeps) {
     this.now = deps.nowMs ?? (() => performance.now());
-    this.forgottenCommits = new ForgottenCommits(deps.forgottenCommitsMax);
   }
 
   get tabletId(): string {
@@ -167,8 +162,6 @@ export class TransactionCoordinator {
    * that committed (found by tessera verify right after partitions healed).
    */
   async reloadAfterSnapshot(): Promise<void> {
-    // The snapshot's FORGOTTEN entries were never seen here: the memory starts over.
-    this.forgottenCommits.reset();
     this.records.clear();
     this.heartbeats.clear();
     this.createdMs.clear();
@@ -199,14 +192,6 @@ export class TransactionCoordinator {
   private onApplied(op: Extract<TabletOp, { type: 'TXN_STATUS' }>): void {
     if (op.status === RecordStatus.FORGOTTEN) {
       const ids = forgottenIds(op.txnId, op.payload);
-      // Every replica remembers them (any may lead next); an aborted one needs no memory ("no record" is right).
-      this.forgottenCommits.remember(
-        op.ht,
-        ids.flatMap((id) => {
-          const r = this.records.get(id);
-          return r?.status === 'ABORTED' ? [] : [{ txnId: id, commitHt: r?.status === 'COMMITTED' ? r.commitHt : 0n }];
-        }),
-      );
       for (const id of ids) {
         this.records.delete(id);
         this.unreplicated.delete(id);
@@ -216,7 +201,6 @@ export class TransactionCoordinator {
       }
       return;
     }
-    this.forgottenCommits.observe(op.ht);
     if (op.status !== 'PENDING' && op.status !== 'COMMITTED' && op.status !== 'ABORTED') return;
     const rec = decodeRecordPayload(op.txnId, op.status, op.payload);
     this.records.set(op.txnId, rec);
@@ -425,10 +409,9 @@ export class TransactionCoordinator {
   /**
    * The status of each transaction (ABORTED for an unknown id). `startHts` (optional, by position):
    * the caller's knowledge of a transaction's start time (a client settling a lost commit answer);
-   * then a transaction this replica forgot after its commit is answered COMMITTED with its commit time,
-   * and `neverCommitted` says whether ABORTED is definite — the record says so, or this leader has none
-   * and would remember the transaction had it committed and been forgotten since it started (see
-   * ForgottenCommits). Without it, "no record" reads ABORTED, which may also be a commit already
+   * then a transaction forgotten after its commit is answered COMMITTED with its commit time, and
+   * `neverCommitted` says whether ABORTED is definite — the record says so, or its history proves it
+   * (settleFromHistory). Without it, "no record" reads ABORTED, which may also be a commit already
    * applied everywhere and forgotten (right for a reader: its intents are gone).
    */
   async getStatus(txnIds: TxnId[], readHt?: HybridTime, startHts?: readonly HybridTime[]): Promise<Array<{ txnId: TxnId; status: string; commitHt: HybridTime; priority: number; neverCommitted: boolean }>> {
@@ -444,24 +427,60 @@ export class TransactionCoordinator {
     // workload). Wait for the in-flight update of that transaction to finish, then answer.
     for (const txnId of txnIds) if (this.txnLocks.has(txnId)) await this.withTxnLock(txnId, () => Promise.resolve());
     const trace = this.deps.log.isLevelEnabled('debug');
-    return txnIds.map((txnId, i) => {
+    const out: Array<{ txnId: TxnId; status: string; commitHt: HybridTime; priority: number; neverCommitted: boolean }> = [];
+    for (let i = 0; i < txnIds.length; i++) {
+      const txnId = txnIds[i]!;
       const r = this.record(txnId);
       if (trace) this.deps.log.debug({ trace: 'txn', txn: txnId, readHt: String(readHt ?? 0n), status: r?.status ?? 'none' }, 'get status');
-      if (!r) {
-        const startHt = startHts?.[i];
-        if (startHt === undefined || startHt <= 0n) return { txnId, status: 'ABORTED', commitHt: 0n, priority: 0, neverCommitted: false };
-        // The caller settles a lost commit answer: a forgotten commit is told as what it was.
-        const committedAt = this.forgottenCommits.committedAt(txnId);
-        if (committedAt !== undefined) {
-          this.metrics.forgottenCommitAnswers++;
-          return { txnId, status: 'COMMITTED', commitHt: committedAt, priority: 0, neverCommitted: false };
-        }
-        const never = this.forgottenCommits.neverCommitted(txnId, startHt);
-        if (never) this.metrics.neverCommitted++;
-        return { txnId, status: 'ABORTED', commitHt: 0n, priority: 0, neverCommitted: never };
+      if (r) {
+        out.push({ txnId, status: r.status, commitHt: r.commitHt, priority: r.priority, neverCommitted: r.status === 'ABORTED' });
+        continue;
       }
-      return { txnId, status: r.status, commitHt: r.commitHt, priority: r.priority, neverCommitted: r.status === 'ABORTED' };
-    });
+      const startHt = startHts?.[i];
+      if (startHt === undefined || startHt <= 0n) {
+        out.push({ txnId, status: 'ABORTED', commitHt: 0n, priority: 0, neverCommitted: false });
+        continue;
+      }
+      // The caller settles a lost commit answer: a forgotten commit is told as what it was.
+      const h = await this.settleFromHistory(txnId, startHt);
+      if (h.committedAt !== undefined) {
+        this.metrics.forgottenCommitAnswers++;
+        out.push({ txnId, status: 'COMMITTED', commitHt: h.committedAt, priority: 0, neverCommitted: false });
+        continue;
+      }
+      if (h.neverCommitted) this.metrics.neverCommitted++;
+      else this.metrics.uncovered++;
+      out.push({ txnId, status: 'ABORTED', commitHt: 0n, priority: 0, neverCommitted: h.neverCommitted });
+    }
+    return out;
+  }
+
+  /**
+   * What the history of `txnId`'s record row tells a ready leader that holds no record of it. Every
+   * committed transaction's COMMITTED entry wrote the row at its commit time, and its forget is a
+   * row tombstone at a later time: the COMMITTED version stays below the tombstone until history GC
+   * drops both, which needs a cutoff at or above the forget (so above the commit and the start); the
+   * floor (the highest cutoff GC used, carried by remote bootstrap's raw copy) is at or above it then.
+   * So: a COMMITTED version → committed at its time; none, and a start time at or above the floor →
+   * it never committed — and never will: a ready leader has applied every committed entry, and a
+   * record the old leader held alone died with its term. A start time below the floor: unknown.
+   */
+  private async settleFromHistory(txnId: TxnId, startHt: HybridTime): Promise<{ committedAt?: HybridTime; neverCommitted: boolean }> {
+    const db = this.deps.peer.db();
+    const floor = db.historyFloor();
+    let aborted = false;
+    for (const v of await db.rowVersions(recordKey(txnId))) {
+      if (v.sub.kind !== 'column' || v.sub.id !== RECORD_COLUMN_ID || v.value.type !== 'primitive' || !(v.value.value instanceof Uint8Array)) continue;
+      let rec: TxnRecord;
+      try {
+        rec = decodeRecordRow(txnId, v.value.value);
+      } catch {
+        continue; // not a record this version understands: proves nothing
+      }
+      if (rec.status === 'COMMITTED') return { committedAt: rec.commitHt, neverCommitted: false };
+      if (rec.status === 'ABORTED') aborted = true;
+    }
+    return { neverCommitted: aborted || startHt >= floor };
   }
 
   // ---- background: expiry and APPLY/REMOVE driving ----------------------------------------------
@@ -530,9 +549,9 @@ export class TransactionCoordinator {
     })();
   }
 
-  /** The memory of forgotten commits (console, metrics, tests). */
-  forgottenCommitStats(): ReturnType<ForgottenCommits['stats']> {
-    return this.forgottenCommits.stats();
+  /** How far back a lost commit answer can be settled: the history floor of this replica's RegularDB (console, tests). */
+  historyFloorHt(): HybridTime {
+    return this.deps.peer.db().historyFloor();
   }
 
   /** Records for the console (/transactions) and tests. */

@@ -55,23 +55,20 @@ export interface TransactionsJson {
   participants: Array<{ tabletId: string; table: string; role: string; transactions: Array<{ txnId: string; statusTablet: string; isolation: string; startHt: string; intentCount: number; applyingCommitHt: string }> }>;
 }
 
-/** A coordinator's memory of forgotten commits (see ForgottenCommits). */
+/** What a status tablet replica can tell of lost commit answers (see TransactionCoordinator.settleFromHistory). */
 export interface CoordinatorMemoryJson {
-  /** Forgotten transactions remembered as possibly committed. */
-  remembered: number;
-  /** Transactions started at or after this hybrid time are covered ('' until the first TXN_STATUS entry since the replica (re)started). */
-  boundaryHt: string;
+  /** Transactions started at or after this hybrid time are covered: the history floor of the replica's RegularDB ('0': GC never ran). */
+  historyFloorHt: string;
   /** Status answers that proved a transaction never committed. */
   neverCommitted: number;
-  /** Status answers that told a forgotten transaction COMMITTED from the memory. */
+  /** Status answers that told a forgotten transaction COMMITTED from its record's history. */
   committedAnswers: number;
-  /** Status answers left indefinite because the transaction started before the boundary. */
+  /** Status answers left indefinite because the transaction started below the history floor. */
   uncovered: number;
 }
 
 export function coordinatorMemory(c: TransactionCoordinator): CoordinatorMemoryJson {
-  const s = c.forgottenCommitStats();
-  return { remembered: s.remembered, boundaryHt: s.boundaryHt === undefined ? '' : s.boundaryHt.toString(), neverCommitted: c.metrics.neverCommitted, committedAnswers: c.metrics.forgottenCommitAnswers, uncovered: s.uncovered };
+  return { historyFloorHt: c.historyFloorHt().toString(), neverCommitted: c.metrics.neverCommitted, committedAnswers: c.metrics.forgottenCommitAnswers, uncovered: c.metrics.uncovered };
 }
 
 function invalid(msg: string): DbError {
