@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Flags } from '../../common/flags';
 import { HybridClock } from '../../common/hybrid-clock';
@@ -426,4 +427,54 @@ describe('TransactionCoordinator', () => {
       .catch((e: unknown) => e);
     expect((err as DbError).code).toBe(ErrorCode.SNAPSHOT_TOO_OLD);
   });
+
+  it('txn-coordinator: a committed transaction is never proven "never committed", and one that started at or above the history floor is told COMMITTED at its time (random histories of commits, aborts, lost leader-only records, history GC and restarts)', async () => {
+    type Step = 'commit' | 'abort' | 'lost' | 'gc' | 'restart';
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.constantFrom<Step>('commit', 'commit', 'abort', 'lost', 'gc', 'restart'), { minLength: 3, maxLength: 10 }), async (steps) => {
+        const dir = tmp();
+        const flags = testFlags();
+        let cur = await openCoordinator(dir, flags, { n: 0 });
+        const txns: Array<{ id: TxnId; start: HybridTime; commitHt?: HybridTime }> = [];
+        let n = 0;
+        for (const step of steps) {
+          const { c, peer } = cur;
+          if (step === 'gc') await peer.db().gc(await c.create(TxnId(`gc${n++}`), 'snapshot', 0.5)); // cutoff: now
+          else if (step === 'restart') {
+            await cur.close();
+            cur = await openCoordinator(dir, flags, { n: 0 });
+          } else {
+            const id = TxnId(`t${n++}`);
+            const start = await c.create(id, 'snapshot', 0.5);
+            if (step === 'commit') txns.push({ id, start, commitHt: await c.commit(id, ['p1']) });
+            else if (step === 'abort') {
+              await c.abort(id, ['p1']);
+              txns.push({ id, start });
+            } else {
+              // Leader-only record, then a new term: it can never commit.
+              peer.raftGroup().step({ type: 'heartbeat', from: 'ts9' as never, to: 'ts1' as never, term: peer.currentTerm() + 1, commit: 0 });
+              await until('stepped down', () => !peer.isLeaderReady());
+              await untilLeaderReady(peer);
+              txns.push({ id, start });
+            }
+            await until('finished transactions forgotten', () => !cur.c.snapshot().some((t) => t.status !== 'PENDING'));
+          }
+          const floor = cur.c.historyFloorHt();
+          const st = await cur.c.getStatus(txns.map((t) => t.id), undefined, txns.map((t) => t.start));
+          txns.forEach((t, i) => {
+            const a = st[i]!;
+            if (t.commitHt !== undefined) {
+              expect(a.neverCommitted, `${t.id} committed`).toBe(false);
+              if (t.start >= floor) expect([a.status, a.commitHt]).toEqual(['COMMITTED', t.commitHt]);
+            } else {
+              expect(a.status).toBe('ABORTED');
+              if (t.start >= floor) expect(a.neverCommitted, `${t.id} never committed`).toBe(true);
+            }
+          });
+        }
+        await cur.close();
+      }),
+      { numRuns: 12 },
+    );
+  }, 120_000);
 });
