@@ -180,6 +180,15 @@ export class DocDb implements DocDbApi {
    * `committedAfterRead` when they committed after `readHt` and aborted ones are ignored.
    */
   findConflicts(txn: TxnMeta, ops: readonly RowOp[], readHt: HybridTime, reads?: ReadLocks, resolveStatus?: StatusResolver): Promise<Conflict[]> {
+    // A write-write check below the history floor could miss a version GC collected (e.g. a row
+    // deleted after the read time, whose tombstone and versions are gone).
+    if (ops.length > 0) {
+      try {
+        this.checkReadTime(readHt);
+      } catch (e) {
+        return Promise.reject(e);
+      }
+    }
     return findConflicts(this.regularDb, this.intentsDb, txn, ops, readHt, resolveStatus, false, reads);
   }
 

@@ -249,6 +249,10 @@ describe('docdb transactions', () => {
     expect(tooOld.code).toBe('SNAPSHOT_TOO_OLD');
     expect(((await db.scan(at(ht(1))).catch((e: unknown) => e)) as { code?: string }).code).toBe('SNAPSHOT_TOO_OLD');
     expect(cols(await db.getRow(key(1), at(ht(25))))).toEqual({ 1: 2n });
+    // A transaction's write-write check below the floor could miss collected versions: refused too.
+    const upd = [{ type: 'upsert' as const, key: key(1), columns: [{ columnId: 1, value: 9n }] }];
+    expect(((await db.findConflicts(txnMeta('old'), upd, ht(24)).catch((e: unknown) => e)) as { code?: string }).code).toBe('SNAPSHOT_TOO_OLD');
+    expect(await db.findConflicts(txnMeta('new'), upd, ht(25))).toEqual([{ type: 'committedAfterRead', key: key(1), commitHt: ht(30) }]);
     await db.gc(ht(20)); // a lower cutoff never lowers the floor
     expect(db.historyFloor()).toBe(ht(25));
     const again = await DocDb.open({ regular: db.regularDb.db.engine, intents: db.intentsDb.db.engine });
