@@ -77,6 +77,8 @@ export class DocDb implements DocDbApi {
   private readonly readers = new ReaderRegistry();
   private readonly txnLocks = new TxnLocks();
   private closed = false;
+  /** See setSchemaColumns (undefined: no column of the table was ever dropped). */
+  private schemaColumns: ReadonlySet<number> | undefined;
 
   /** Parsed committed rows for point reads while no intents are held (see row-cache.ts). */
   readonly rowCache: RowCache;
@@ -95,6 +97,19 @@ export class DocDb implements DocDbApi {
     const regular = await RegularDb.open(await FrontierDb.open(deps.regular), { versionBounds: options.versionBounds });
     const intents = await IntentsDb.open(await FrontierDb.open(deps.intents), { indexBytesMax: options.intentIndexBytesMax });
     return new DocDb(regular, intents, deps.flags ?? new Flags(), options);
+  }
+
+  /**
+   * The column ids of the table's current schema (ALTER TABLE), or undefined for a table never altered.
+   * Versions of any other column id are a dropped column's: reads ignore them and gc() deletes them.
+   * The owner sets this at open and at every schema change, before any write of an added column.
+   */
+  setSchemaColumns(columnIds: readonly number[] | undefined): void {
+    this.schemaColumns = columnIds === undefined ? undefined : new Set(columnIds);
+  }
+
+  private readerOptions<O extends ReadOptions>(opts: O): O & { schemaColumns?: ReadonlySet<number> } {
+    return this.schemaColumns === undefined ? opts : { ...opts, schemaColumns: this.schemaColumns };
   }
 
   writeRegular(ops: readonly RowOp[], ht: HybridTime, opId: OpId): Promise<void> {
@@ -268,7 +283,7 @@ export class DocDb implements DocDbApi {
     const hex = cache ? k.toString('hex') : '';
     const hit = cache?.get(hex);
     if (hit) {
-      const res = assembleRow(hit.key, hit.versions, opts.readHt, opts.globalLimitHt, opts.columns);
+      const res = assembleRow(hit.key, hit.versions, opts.readHt, opts.globalLimitHt, opts.columns, this.schemaColumns);
       if (res.type === 'restart') throw readRestart(opts.readHt, res.restartHt, opts.globalLimitHt);
       return res.type === 'row' ? res.row : undefined;
     }
@@ -282,7 +297,7 @@ export class DocDb implements DocDbApi {
             cache.fill(token, hex, rowKey, versions);
           }
         : undefined;
-      const r = await new IntentAwareReader(this.regularDb.db.engine, this.intentsDb.db.engine, opts, readIntents, onRow).read({ start: k, end: prefixEnd(k), limit: 1 });
+      const r = await new IntentAwareReader(this.regularDb.db.engine, this.intentsDb.db.engine, this.readerOptions(opts), readIntents, onRow).read({ start: k, end: prefixEnd(k), limit: 1 });
       // No version at all: the row is absent at every read time until a write (which invalidates).
       if (cache && !seen) cache.fill(token, hex, key, []);
       return r.rows[0];
@@ -294,7 +309,7 @@ export class DocDb implements DocDbApi {
   async scan(opts: ScanOptions): Promise<ScanResult> {
     const release = this.readers.register(opts.readHt);
     try {
-      return await new IntentAwareReader(this.regularDb.db.engine, this.intentsDb.db.engine, opts, this.intentsDb.intentCount > 0).read({ start: opts.startKey, end: opts.endKey, limit: opts.limit, maxBytes: opts.maxBytes });
+      return await new IntentAwareReader(this.regularDb.db.engine, this.intentsDb.db.engine, this.readerOptions(opts), this.intentsDb.intentCount > 0).read({ start: opts.startKey, end: opts.endKey, limit: opts.limit, maxBytes: opts.maxBytes });
     } finally {
       release();
     }
@@ -337,7 +352,10 @@ export class DocDb implements DocDbApi {
     await this.gc(historyCutoffHt);
   }
 
-  /** compact() with figures: the cutoff actually used (capped by active readers) and what was dropped. */
+  /**
+   * compact() with figures: the cutoff actually used (capped by active readers) and what was dropped,
+   * every version of a dropped column included (setSchemaColumns).
+   */
   async gc(historyCutoffHt: HybridTime): Promise<GcResult & { cutoffHt: HybridTime }> {
     let cutoffHt = this.readers.cap(historyCutoffHt);
     // Unapplied transactions: their versions will enter RegularDB at their commit time, possibly
@@ -352,7 +370,7 @@ export class DocDb implements DocDbApi {
       if (floor < cutoffHt) cutoffHt = floor;
     }
     const db = this.regularDb.db;
-    const r = await gcRegular(db.engine, cutoffHt, (ops) => db.write(ops, db.frontier));
+    const r = await gcRegular(db.engine, cutoffHt, (ops) => db.write(ops, db.frontier), this.schemaColumns);
     await this.intentsDb.db.engine.compactRange();
     return { ...r, cutoffHt };
   }

@@ -46,7 +46,7 @@ import { LockTable } from './lock-table';
 import { decodeTabletOp, docKeyString, encodeTabletOp, TabletOpKind, type RequestTag, type TabletOp } from './tablet-op';
 import { parseRetryableImage, RetryableRequests, type RetryableImage } from './retryable-requests';
 import { OUTCOME_LIMITS, OutcomeMemory } from './outcome-memory';
-import { parseTableSchema, writeTabletMeta, type TableSchema, type TabletMeta } from './tablet-meta';
+import { parseTableSchema, schemaColumnIds, writeTabletMeta, type TableSchema, type TabletMeta } from './tablet-meta';
 import { forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey } from '../transaction/txn-record';
 import { makeDirs, writeFileDurablyAsync } from '../../common/fs-dirs';
 
@@ -304,6 +304,8 @@ export class TabletPeer {
     this.regular = await this.deps.openEngine(path.join(this.deps.dir, 'regular'));
     this.intents = await this.deps.openEngine(path.join(this.deps.dir, 'intents'));
     this.docdb = await this.deps.openDocDb(this.regular, this.intents);
+    // meta.json is never behind the databases: a CHANGE_SCHEMA entry is durable there before it counts as applied.
+    this.docdb.setSchemaColumns(schemaColumnIds(this.metaValue));
     const f = await this.docdb.frontier();
     this.regularFloor = f.regular;
     this.intentsFloor = f.intents;
@@ -609,6 +611,8 @@ export class TabletPeer {
     const next: TabletMeta = { ...this.metaValue, schema: op.schema, tableName: op.tableName, schemaVersion: op.schemaVersion };
     writeTabletMeta(this.deps.dir, next);
     this.metaValue = next;
+    // Before any later entry writes an added column; a dropped column's values are read no more.
+    this.docdb.setSchemaColumns(schemaColumnIds(next));
     this.deps.log.info({ tablet: this.tabletId, table: op.tableName, schemaVersion: op.schemaVersion, index: opId.index }, 'schema changed');
   }
 
@@ -1088,7 +1092,12 @@ export class TabletPeer {
     if (desc.retryable) this.retryable.restore(parseRetryableImage(desc.retryable));
     // The schema the source had (never older than the entries the snapshot stands for): an ALTER whose
     // CHANGE_SCHEMA entry was compacted away reaches this replica here.
-    if (desc.schema) this.changeSchema({ type: 'CHANGE_SCHEMA', schemaVersion: desc.schema.schemaVersion, tableName: desc.schema.tableName, schema: parseTableSchema(desc.schema.schema) }, { term: 0, index: snap.meta.index });
+    // DocDB learns the schema's columns only with it (the new databases may hold columns added after this
+    // replica's old schema); without it (an older source), DocDB ignores and deletes no column until the next change.
+    if (desc.schema) {
+      this.changeSchema({ type: 'CHANGE_SCHEMA', schemaVersion: desc.schema.schemaVersion, tableName: desc.schema.tableName, schema: parseTableSchema(desc.schema.schema) }, { term: 0, index: snap.meta.index });
+      this.docdb.setSchemaColumns(schemaColumnIds(this.metaValue));
+    }
     await this.snapshotListener?.();
     fs.rmSync(marker, { force: true });
     this.metrics.snapshotsInstalled++;
