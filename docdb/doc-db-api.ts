@@ -200,10 +200,19 @@ export interface DocDbApi {
   writeCounts(): { regulardb: WriteCounts; intentsdb: WriteCounts };
   /** Digest of RegularDB's data keys (with versions) and values, to compare replicas. */
   regularChecksum(): Promise<{ sha256: string; entries: number; bytes: number }>;
-  /** Garbage-collect versions below the history cutoff (never what a registered reader may still see). */
+  /**
+   * The column ids of the table's current schema (undefined: the table was never altered). Versions of
+   * other column ids belong to dropped columns: reads ignore them and compact() deletes them. Set at
+   * open and at every schema change; a column id must never be given again to a later column.
+   */
+  setSchemaColumns(columnIds: readonly number[] | undefined): void;
+  /**
+   * Garbage-collect versions below the history cutoff (never what a registered reader may still see)
+   * and every version of a dropped column.
+   */
   compact(historyCutoffHt: HybridTime): Promise<void>;
   /** compact() with figures: the cutoff used (capped by readers and unapplied transactions) and what was dropped. */
-  gc(historyCutoffHt: HybridTime, opts?: { compactRange?: boolean }): Promise<{ versionsScanned: number; versionsDropped: number; cutoffHt: HybridTime }>;
+  gc(historyCutoffHt: HybridTime, opts?: { compactRange?: boolean }): Promise<{ versionsScanned: number; versionsDropped: number; droppedColumnVersions: number; cutoffHt: HybridTime }>;
   /** Upper bound of the newest version's hybrid time in RegularDB (undefined: not tracked). */
   newestVersionHt(): HybridTime | undefined;
   /** The history cutoff for "now" (now minus timestamp_history_retention_interval_sec). */

@@ -79,6 +79,8 @@ export class DocDb implements DocDbApi {
   private readonly readers = new ReaderRegistry();
   private readonly txnLocks = new TxnLocks();
   private closed = false;
+  /** See setSchemaColumns (undefined: no column of the table was ever dropped). */
+  private schemaColumns: ReadonlySet<number> | undefined;
 
   /** Parsed committed rows for point reads while no intents are held (see row-cache.ts). */
   readonly rowCache: RowCache;
@@ -97,6 +99,19 @@ export class DocDb implements DocDbApi {
     const regular = await RegularDb.open(await FrontierDb.open(deps.regular), { versionBounds: options.versionBounds });
     const intents = await IntentsDb.open(await FrontierDb.open(deps.intents), { indexBytesMax: options.intentIndexBytesMax });
     return new DocDb(regular, intents, deps.flags ?? new Flags(), options);
+  }
+
+  /**
+   * The column ids of the table's current schema (ALTER TABLE), or undefined for a table never altered.
+   * Versions of any other column id are a dropped column's: reads ignore them and gc() deletes them.
+   * The owner sets this at open and at every schema change, before any write of an added column.
+   */
+  setSchemaColumns(columnIds: readonly number[] | undefined): void {
+    this.schemaColumns = columnIds === undefined ? undefined : new Set(columnIds);
+  }
+
+  private readerOptions<O extends ReadOptions>(opts: O): O & { schemaColumns?: ReadonlySet<number> } {
+    return this.schemaColumns === undefined ? opts : { ...opts, schemaColumns: this.schemaColumns };
   }
 
   writeRegular(ops: readonly RowOp[], ht: HybridTime, opId: OpId): Promise<void> {
@@ -280,7 +295,7 @@ export class DocDb implements DocDbApi {
     const hex = cache ? k.toString('hex') : '';
     const hit = cache?.get(hex);
     if (hit) {
-      const res = assembleRow(hit.key, hit.versions, opts.readHt, opts.globalLimitHt, opts.columns);
+      const res = assembleRow(hit.key, hit.versions, opts.readHt, opts.globalLimitHt, opts.columns, this.schemaColumns);
       if (res.type === 'restart') throw readRestart(opts.readHt, res.restartHt, opts.globalLimitHt);
       return res.type === 'row' ? res.row : undefined;
     }
@@ -294,7 +309,7 @@ export class DocDb implements DocDbApi {
             cache.fill(token, hex, rowKey, versions);
           }
         : undefined;
-      const r = await new IntentAwareReader(this.regularDb.db.engine, this.intentsDb.db.engine, opts, readIntents, onRow).read({ start: k, end: prefixEnd(k), limit: 1 });
+      const r = await new IntentAwareReader(this.regularDb.db.engine, this.intentsDb.db.engine, this.readerOptions(opts), readIntents, onRow).read({ start: k, end: prefixEnd(k), limit: 1 });
       // No version at all: the row is absent at every read time until a write (which invalidates).
       if (cache && !seen) cache.fill(token, hex, key, []);
       return r.rows[0];
@@ -307,7 +322,7 @@ export class DocDb implements DocDbApi {
     this.checkReadTime(opts.readHt);
     const release = this.readers.register(opts.readHt);
     try {
-      return await new IntentAwareReader(this.regularDb.db.engine, this.intentsDb.db.engine, opts, this.intentsDb.intentCount > 0).read({ start: opts.startKey, end: opts.endKey, limit: opts.limit, maxBytes: opts.maxBytes });
+      return await new IntentAwareReader(this.regularDb.db.engine, this.intentsDb.db.engine, this.readerOptions(opts), this.intentsDb.intentCount > 0).read({ start: opts.startKey, end: opts.endKey, limit: opts.limit, maxBytes: opts.maxBytes });
     } finally {
       release();
     }
@@ -364,16 +379,17 @@ export class DocDb implements DocDbApi {
     if (readHt < floor) throw new DbError(ErrorCode.SNAPSHOT_TOO_OLD, `read time ${readHt} is below the history cutoff ${floor} (versions older than timestamp_history_retention_interval_sec may have been collected)`, { readHt: String(readHt), historyFloorHt: String(floor) });
   }
 
-  /** compact() with figures: the cutoff actually used (capped by active readers) and what was dropped. */
   newestVersionHt(): HybridTime | undefined {
     const s = this.regularDb.versionBoundStats();
     return s === undefined || s.max === HT_UNKNOWN ? undefined : s.max;
   }
 
   /**
-   * `opts.compactRange` (default true): ask RocksDB to compact both databases afterwards, so the
-   * space is reclaimed at once; a periodic pass leaves that to RocksDB's own compactions (a
-   * CompactRange rewrites every file and holds the thread pool meanwhile).
+   * compact() with figures: the cutoff actually used (capped by active readers) and what was dropped,
+   * every version of a dropped column included (setSchemaColumns). `opts.compactRange` (default
+   * true): ask RocksDB to compact both databases afterwards, so the space is reclaimed at once; a
+   * periodic pass leaves that to RocksDB's own compactions (a CompactRange rewrites every file and
+   * holds the thread pool meanwhile).
    */
   async gc(historyCutoffHt: HybridTime, opts: { compactRange?: boolean } = {}): Promise<GcResult & { cutoffHt: HybridTime }> {
     let cutoffHt = this.readers.cap(historyCutoffHt);
@@ -392,7 +408,7 @@ export class DocDb implements DocDbApi {
     // Durable before the first delete: reads below it are refused from now on.
     await this.regularDb.raiseHistoryFloor(cutoffHt);
     const compact = opts.compactRange !== false;
-    const r = await gcRegular(db.engine, cutoffHt, (ops) => db.write(ops, db.frontier), compact);
+    const r = await gcRegular(db.engine, cutoffHt, (ops) => db.write(ops, db.frontier), this.schemaColumns, compact);
     if (compact) await this.intentsDb.db.engine.compactRange();
     return { ...r, cutoffHt };
   }

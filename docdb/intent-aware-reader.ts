@@ -50,13 +50,16 @@ function groupBytes(g: DocKeyGroup | undefined): number {
 
 const EMPTY_ITERATOR: KvIterator = { seek: () => undefined, next: () => Promise.resolve(undefined), close: () => Promise.resolve() };
 
+/** ReadOptions plus what DocDB knows of the table: its schema's column ids (see assembleRow). */
+export type ReaderOptions = ReadOptions & { schemaColumns?: ReadonlySet<number> };
+
 export class IntentAwareReader {
   private readonly statuses = new Map<TxnId, Promise<TxnStatusAnswer>>();
 
   constructor(
     private readonly regular: KvEngine,
     private readonly intents: KvEngine,
-    private readonly opts: ReadOptions,
+    private readonly opts: ReaderOptions,
     /** False when IntentsDB holds no strong intent: the read then skips it entirely (fast path). */
     private readonly readIntents = true,
     /** Told each row's committed versions as read from RegularDB (the row cache fills from it). */
@@ -123,7 +126,7 @@ export class IntentAwareReader {
       // Committed after the read time: still a version, for the read-restart check.
       if (st.status === 'COMMITTED') versions.push({ sub: p.sub, ht: st.commitHt, writeId: iv.writeId, own: false, value: iv.value });
     }
-    const res = assembleRow(key, versions, this.opts.readHt, this.opts.globalLimitHt, this.opts.columns);
+    const res = assembleRow(key, versions, this.opts.readHt, this.opts.globalLimitHt, this.opts.columns, this.opts.schemaColumns);
     if (res.type === 'restart') throw readRestart(this.opts.readHt, res.restartHt, this.opts.globalLimitHt);
     return res.type === 'row' ? res.row : undefined;
   }

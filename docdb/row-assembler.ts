@@ -9,6 +9,8 @@
  * - a row-level tombstone shadows every sub-key version older than itself;
  * - a column tombstone or an expired TTL reads as null / absent;
  * - the row exists iff its liveness column is live or some column holds a non-null value;
+ * - versions of a dropped column (an id not in `schemaColumns`, when given) count for nothing — not for
+ *   the row's existence, its write time or a restart — so GC deleting them (gc.ts) changes no read;
  * - another writer's version in (readHt, globalLimitHt] is uncertain: the caller must restart the read
  *   at that time (READ_RESTART), because our clock may lag the writer's by up to the skew bound.
  */
@@ -56,10 +58,13 @@ export function assembleRow(
   readHt: HybridTime,
   globalLimitHt: HybridTime | undefined,
   columns?: readonly number[],
+  /** The column ids of the table's current schema (undefined: no column was ever dropped). */
+  schemaColumns?: ReadonlySet<number>,
 ): AssembleResult {
   let restartHt: HybridTime | undefined;
   const best = new Map<string, CellVersion>();
   for (const v of versions) {
+    if (schemaColumns !== undefined && v.sub.kind === 'column' && !schemaColumns.has(v.sub.id)) continue;
     if (!v.own && v.ht > readHt) {
       if (globalLimitHt !== undefined && v.ht <= globalLimitHt && (restartHt === undefined || v.ht > restartHt)) restartHt = v.ht;
       continue;

@@ -3,7 +3,7 @@ import { DocDb } from '../../docdb/doc-db';
 import { MemoryEngine } from '../../docdb/memory-engine';
 import { runModel } from './docdb-model';
 
-it('docdb model: random writes, txns, chunked applies, GC, restarts and reads match the MVCC model (memory engine)', async () => {
+it('docdb model: random writes, txns, chunked applies, dropped columns, GC, restarts and reads match the MVCC model (memory engine)', async () => {
   await runModel(async () => {
     const db = await DocDb.open({ regular: new MemoryEngine(), intents: new MemoryEngine() });
     return {

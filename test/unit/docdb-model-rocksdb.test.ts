@@ -10,7 +10,7 @@ const root = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-docdb-model-'));
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
 let n = 0;
 
-it('docdb model: random writes, txns, chunked applies, GC, restarts and reads match the MVCC model (RocksDB engine)', async () => {
+it('docdb model: random writes, txns, chunked applies, dropped columns, GC, restarts and reads match the MVCC model (RocksDB engine)', async () => {
   await runModel(async () => {
     const dir = path.join(root, `run${n++}`);
     const open = async (): Promise<DocDb> =>

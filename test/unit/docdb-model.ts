@@ -2,7 +2,9 @@
  * Model-based test of DocDB (fast-check commands): random non-transactional upserts/deletes with TTLs,
  * transactions that write, commit, abort and apply (in small chunks, sometimes stopped midway),
  * GC, restarts, point reads and paged scans at random times — each read checked against a plain MVCC
- * model: a list of committed row operations per key, replayed up to the read time.
+ * model: a list of committed row operations per key, replayed up to the read time. Columns get dropped
+ * (ALTER TABLE): later writes leave them out, but transactions that wrote them before still commit and
+ * apply; the model then ignores them at every read time, and GC must leave none of their versions.
  * Run against both engines by docdb-model-*.test.ts.
  */
 import fc from 'fast-check';
@@ -13,10 +15,12 @@ import { TxnId } from '../../common/ids';
 import { DocDb } from '../../docdb/doc-db';
 import type { Primitive, RowOp } from '../../docdb/doc-db-api';
 import type { KvEngine } from '../../docdb/kv-engine';
-import { encodeRowDocKey } from '../../docdb/storage-keys';
+import { docKeyLength, encodeRowDocKey, parseRegularKey, REGULAR_DATA_END, REGULAR_DATA_START } from '../../docdb/storage-keys';
 import { ht, key, Statuses } from './docdb-helpers';
 
 const KEYS = 5;
+/** Column ids of the model's table (rowOpArb writes 1..COLUMNS). */
+const COLUMNS = 3;
 
 interface Ev {
   t: number;
@@ -37,6 +41,8 @@ export interface Model {
   events: Ev[][];
   txns: MTxn[];
   minReadT: number;
+  /** Column ids dropped so far (never given again). */
+  dropped: Set<number>;
 }
 export interface Real {
   db: DocDb;
@@ -62,7 +68,7 @@ function modelRow(m: Model, k: number, readT: number, own?: MTxn): Map<number, P
     } else {
       const exp = op.ttlMs === undefined ? Infinity : t + op.ttlMs / 1000;
       live = exp;
-      for (const c of op.columns) cols.set(c.columnId, { v: c.value, exp });
+      for (const c of op.columns) if (!m.dropped.has(c.columnId)) cols.set(c.columnId, { v: c.value, exp });
     }
   }
   const out = new Map<number, Primitive>();
@@ -85,7 +91,7 @@ const nextOp = (m: Model) => ({ term: 1, index: ++m.opIndex });
 const rowOpArb: fc.Arbitrary<RowOp> = fc.oneof(
   { weight: 4, arbitrary: fc.record({
     k: fc.integer({ min: 0, max: KEYS - 1 }),
-    cols: fc.uniqueArray(fc.record({ columnId: fc.integer({ min: 1, max: 3 }), value: fc.oneof(fc.constant(null), fc.integer({ min: 0, max: 9 }).map(BigInt)) }), { selector: (c) => c.columnId, maxLength: 3 }),
+    cols: fc.uniqueArray(fc.record({ columnId: fc.integer({ min: 1, max: COLUMNS }), value: fc.oneof(fc.constant(null), fc.integer({ min: 0, max: 9 }).map(BigInt)) }), { selector: (c) => c.columnId, maxLength: 3 }),
     ttl: fc.option(fc.constantFrom(1000, 3000), { nil: undefined }),
   }).map(({ k, cols, ttl }): RowOp => (ttl === undefined ? { type: 'upsert', key: key(k), columns: cols } : { type: 'upsert', key: key(k), columns: cols, ttlMs: ttl })) },
   { weight: 1, arbitrary: fc.integer({ min: 0, max: KEYS - 1 }).map((k): RowOp => ({ type: 'delete', key: key(k) })) },
@@ -93,13 +99,26 @@ const rowOpArb: fc.Arbitrary<RowOp> = fc.oneof(
 
 type Cmd = fc.AsyncCommand<Model, Real>;
 
+/** `ops` as a client on the current schema writes them: without the dropped columns. */
+function withoutDropped(m: Readonly<Model>, ops: readonly RowOp[]): RowOp[] {
+  if (m.dropped.size === 0) return [...ops];
+  return ops.map((o) => (o.type === 'delete' ? o : { ...o, columns: o.columns.filter((c) => !m.dropped.has(c.columnId)) }));
+}
+
+/** The schema's column ids as the tablet tells DocDB (undefined while none was dropped). */
+function schemaColumns(m: Readonly<Model>): number[] | undefined {
+  if (m.dropped.size === 0) return undefined;
+  return Array.from({ length: COLUMNS }, (_, i) => i + 1).filter((c) => !m.dropped.has(c));
+}
+
 class RegularWrite implements Cmd {
   constructor(readonly ops: RowOp[]) {}
   check = (): boolean => true;
   async run(m: Model, r: Real): Promise<void> {
     const t = ++m.clock;
-    await r.db.writeRegular(this.ops, ht(t), nextOp(m));
-    for (const op of this.ops) m.events[idOf(op)]!.push({ t, seq: m.seq++, op });
+    const ops = withoutDropped(m, this.ops);
+    await r.db.writeRegular(ops, ht(t), nextOp(m));
+    for (const op of ops) m.events[idOf(op)]!.push({ t, seq: m.seq++, op });
   }
   toString = (): string => `RegularWrite(${JSON.stringify(this.ops, (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))})`;
 }
@@ -124,8 +143,9 @@ class TxnWrite implements Cmd {
   async run(m: Model, r: Real): Promise<void> {
     const tx = openTxn(m, this.i)!;
     const t = ++m.clock;
-    await r.db.writeIntents({ txnId: TxnId(tx.id), statusTablet: 's', isolation: 'snapshot', priority: 1, startHt: ht(tx.startT) }, this.ops, ht(t), nextOp(m));
-    for (const op of this.ops) tx.ops.push({ t, op });
+    const ops = withoutDropped(m, this.ops);
+    await r.db.writeIntents({ txnId: TxnId(tx.id), statusTablet: 's', isolation: 'snapshot', priority: 1, startHt: ht(tx.startT) }, ops, ht(t), nextOp(m));
+    for (const op of ops) tx.ops.push({ t, op });
   }
   toString = (): string => `TxnWrite(${this.i}, ${this.ops.length} ops)`;
 }
@@ -260,8 +280,40 @@ class Gc implements Cmd {
     const floorT = Number(htPhysicalMicros(res.cutoffHt) / 1_000_000n);
     const usedT = res.cutoffHt === ht(floorT) ? floorT : floorT + 1;
     m.minReadT = Math.max(m.minReadT, usedT);
+    // No version of a dropped column is left, whenever it was written or applied.
+    expect([...(await storedColumnIds(r.db))].filter((c) => m.dropped.has(c))).toEqual([]);
   }
   toString = (): string => `Gc(d=${this.d})`;
+}
+
+/** The column ids of every version RegularDB holds (its raw keys). */
+async function storedColumnIds(db: DocDb): Promise<Set<number>> {
+  const out = new Set<number>();
+  const it = db.regularDb.db.engine.iterator({ gte: REGULAR_DATA_START, lt: REGULAR_DATA_END });
+  try {
+    for (;;) {
+      const e = await it.next();
+      if (e === undefined) break;
+      const k = Buffer.from(e[0]);
+      const { sub } = parseRegularKey(k, docKeyLength(k));
+      if (sub.kind === 'column') out.add(sub.id);
+    }
+  } finally {
+    await it.close();
+  }
+  return out;
+}
+
+/** ALTER TABLE ... DROP COLUMN: the tablet gives DocDB the schema's remaining column ids. */
+class DropColumn implements Cmd {
+  constructor(readonly columnId: number) {}
+  check = (m: Readonly<Model>): boolean => !m.dropped.has(this.columnId);
+  run(m: Model, r: Real): Promise<void> {
+    m.dropped.add(this.columnId);
+    r.db.setSchemaColumns(schemaColumns(m));
+    return Promise.resolve();
+  }
+  toString = (): string => `DropColumn(${this.columnId})`;
 }
 
 class Restart implements Cmd {
@@ -271,6 +323,8 @@ class Restart implements Cmd {
     const before = (await r.db.sizes()).intentsdb.intentCount;
     const applying = new Set<string>((await r.db.applyStates()).map((st) => st.meta.txnId));
     r.db = await r.reopen(r.db, this.crash);
+    // As a tablet does at open, from its meta.json.
+    r.db.setSchemaColumns(schemaColumns(m));
     if (!this.crash) {
       expect((await r.db.sizes()).intentsdb.intentCount).toBe(before);
       return;
@@ -300,6 +354,7 @@ export function docDbCommands(): fc.Arbitrary<Iterable<Cmd>> {
       fc.tuple(fc.integer({ min: 0, max: KEYS - 1 }), fc.nat(100), fc.option(i, { nil: undefined }), fc.boolean()).map(([k, d, tx, w]) => new Read(k, d, tx, w)),
       fc.tuple(fc.nat(100), fc.integer({ min: 1, max: 3 })).map(([d, l]) => new Scan(d, l)),
       fc.nat(100).map((d) => new Gc(d)),
+      fc.integer({ min: 1, max: COLUMNS }).map((c) => new DropColumn(c)),
       fc.boolean().map((c) => new Restart(c)),
     ],
     { maxCommands: 40, size: 'max' },
@@ -307,7 +362,7 @@ export function docDbCommands(): fc.Arbitrary<Iterable<Cmd>> {
 }
 
 export function newModel(): Model {
-  return { clock: 1, seq: 0, opIndex: 0, events: Array.from({ length: KEYS }, () => []), txns: [], minReadT: 0 };
+  return { clock: 1, seq: 0, opIndex: 0, events: Array.from({ length: KEYS }, () => []), txns: [], minReadT: 0, dropped: new Set() };
 }
 
 /** After a run: commit/abort is up to the run, but applying or removing everything must empty IntentsDB. */

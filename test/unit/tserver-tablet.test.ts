@@ -10,6 +10,9 @@ import { readTabletMeta, type TableSchema } from '../../tserver/tablet/tablet-me
 import { decodeTabletOp, encodeTabletOp, type TabletOp } from '../../tserver/tablet/tablet-op';
 import { TabletPeer } from '../../tserver/tablet/tablet-peer';
 import type { DocKey } from '../../docdb/doc-db-api';
+import type { DocDb } from '../../docdb/doc-db';
+import { docKeyLength, parseRegularKey, REGULAR_DATA_END, REGULAR_DATA_START } from '../../docdb/storage-keys';
+import { htFrom } from '../../common/hybrid-time';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -43,6 +46,13 @@ describe('TabletPeer', () => {
     await upsert(2, 'y');
     expect((await p.historyGc())?.versionsDropped).toBe(2);
     expect(p.historyGcStats.runs).toBe(2);
+    // DROP COLUMN with nothing written since: the next pass runs anyway and deletes the column's values.
+    expect(await p.historyGc()).toBeUndefined();
+    await p.alterSchema({ ...p.meta.schema, columns: p.meta.schema.columns.filter((c) => c.id !== 1) }, 1, p.meta.tableName);
+    const d = await p.historyGc();
+    expect(d?.droppedColumnVersions).toBe(2); // row 1's 'd' and row 2's 'y'
+    expect(p.historyGcStats).toMatchObject({ runs: 3, skipped: 2, droppedColumnVersions: 2 });
+    expect(await p.historyGc()).toBeUndefined();
     await p.stop();
   }, 30_000);
 
@@ -96,6 +106,50 @@ describe('TabletPeer', () => {
     p = await openTestPeer(dir, { meta: onDisk });
     expect(p.meta.schemaVersion).toBe(1);
     expect((await p.read([key(1)], {})).rows[0]?.columns.get(2)).toBe(7n);
+    await p.stop();
+  }, 30_000);
+
+  it('tablet: after DROP COLUMN (CHANGE_SCHEMA) reads ignore the column and compaction deletes its values, also after a reopen; a column added later under the same name has a new id and is kept', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-tablet-'));
+    dirs.push(dir);
+    let p = await openTestPeer(dir);
+    const [id, v] = demoTabletMeta().schema.columns;
+    const withW: TableSchema = { ...p.meta.schema, columns: [id!, v!, { name: 'w', id: 2, type: 'int64', nullable: true }] };
+    expect(await p.alterSchema(withW, 1, 'demo')).toBe(1);
+    for (let i = 0; i < 3; i++) await p.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(i), columns: [{ columnId: 1, value: `v${i}` }, { columnId: 2, value: BigInt(i) }] } }] });
+    await p.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(1), columns: [{ columnId: 2, value: 10n }] } }] });
+    const stored = async (): Promise<number[]> => {
+      const ids: number[] = [];
+      const it = (p.db() as DocDb).regularDb.db.engine.iterator({ gte: REGULAR_DATA_START, lt: REGULAR_DATA_END });
+      for (let e = await it.next(); e !== undefined; e = await it.next()) {
+        const k = Buffer.from(e[0]);
+        const { sub } = parseRegularKey(k, docKeyLength(k));
+        if (sub.kind === 'column') ids.push(sub.id);
+      }
+      await it.close();
+      return ids.sort();
+    };
+    expect(await stored()).toEqual([1, 1, 1, 2, 2, 2, 2]);
+    const rows = async () => (await p.read([key(0), key(1), key(2)], {})).rows.map((r) => (r ? Object.fromEntries(r.columns) : undefined));
+    expect(await rows()).toEqual([{ 1: 'v0', 2: 0n }, { 1: 'v1', 2: 10n }, { 1: 'v2', 2: 2n }]);
+
+    // ALTER TABLE demo DROP COLUMN w: not read from the CHANGE_SCHEMA entry on, nor after a reopen.
+    expect(await p.alterSchema({ ...withW, columns: [id!, v!] }, 2, 'demo')).toBe(2);
+    expect(await rows()).toEqual([{ 1: 'v0' }, { 1: 'v1' }, { 1: 'v2' }]);
+    await p.stop();
+    p = await openTestPeer(dir, { meta: readTabletMeta(dir) });
+    expect(await rows()).toEqual([{ 1: 'v0' }, { 1: 'v1' }, { 1: 'v2' }]);
+    const nowHt = htFrom(BigInt(Date.now()) * 1000n, 0);
+    const g = await (p.db() as DocDb).gc(nowHt);
+    expect([g.droppedColumnVersions, g.versionsDropped]).toEqual([4, 5 /* and row 1's older liveness */]);
+    expect(await stored()).toEqual([1, 1, 1]);
+    expect(await rows()).toEqual([{ 1: 'v0' }, { 1: 'v1' }, { 1: 'v2' }]);
+
+    // ALTER TABLE demo ADD COLUMN w: the master gives it a new id (3); compaction keeps it.
+    expect(await p.alterSchema({ ...withW, columns: [id!, v!, { name: 'w', id: 3, type: 'int64', nullable: true }] }, 3, 'demo')).toBe(3);
+    await p.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(1), columns: [{ columnId: 3, value: 7n }] } }] });
+    expect((await (p.db() as DocDb).gc(htFrom(BigInt(Date.now()) * 1000n, 0))).droppedColumnVersions).toBe(0);
+    expect(await rows()).toEqual([{ 1: 'v0' }, { 1: 'v1', 3: 7n }, { 1: 'v2' }]);
     await p.stop();
   }, 30_000);
 

@@ -124,3 +124,15 @@ function parseSchema(v: unknown, bad: (w: string) => DbError): TableSchema {
   if (hashColumns.length + rangeColumns.length === 0) throw bad('schema has no primary key');
   return { columns, hashColumns, rangeColumns };
 }
+
+/**
+ * The column ids DocDB keeps for a replica with this metadata (DocDbApi.setSchemaColumns): the
+ * schema's, once the table was altered; undefined before (no column was ever dropped, and DocDB then
+ * ignores and deletes nothing — a status tablet's `transactions` table is never altered). A column id
+ * absent from the schema is one of a dropped column, never of one added later: the master never gives
+ * an id twice (master/ddl-validation.ts), and a replica takes a schema before any write of its added
+ * columns (the CHANGE_SCHEMA entry precedes them in the log; a snapshot brings its source's schema).
+ */
+export function schemaColumnIds(meta: TabletMeta): number[] | undefined {
+  return meta.schemaVersion > 0 ? meta.schema.columns.map((c) => c.id) : undefined;
+}

@@ -46,7 +46,7 @@ import { LockTable } from './lock-table';
 import { decodeTabletOp, docKeyString, encodeTabletOp, TabletOpKind, type RequestTag, type TabletOp } from './tablet-op';
 import { parseRetryableImage, RetryableRequests, type RetryableImage } from './retryable-requests';
 import { OUTCOME_LIMITS, OutcomeMemory } from './outcome-memory';
-import { parseTableSchema, writeTabletMeta, type TableSchema, type TabletMeta } from './tablet-meta';
+import { parseTableSchema, schemaColumnIds, writeTabletMeta, type TableSchema, type TabletMeta } from './tablet-meta';
 import { forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey } from '../transaction/txn-record';
 import { makeDirs, writeFileDurablyAsync } from '../../common/fs-dirs';
 
@@ -201,9 +201,11 @@ export class TabletPeer {
   readonly commitPoints = new ApplyLagLog();
   readonly metrics = { writeOps: 0, readOps: 0, scanOps: 0, readLocks: 0, rowsWritten: 0, entriesApplied: 0, snapshotsInstalled: 0 };
   /** History GC passes of this replica (historyGc): runs, skips, versions scanned and dropped, the last pass. */
-  readonly historyGcStats = { runs: 0, skipped: 0, versionsScanned: 0, versionsDropped: 0, lastCutoffHt: 0n, lastMs: 0, lastDropped: 0 };
+  readonly historyGcStats = { runs: 0, skipped: 0, versionsScanned: 0, versionsDropped: 0, droppedColumnVersions: 0, lastCutoffHt: 0n, lastMs: 0, lastDropped: 0 };
   /** The history GC pass running, if any (a remote bootstrap waits for it before replacing the databases). */
   private historyGcRunning: Promise<unknown> | undefined;
+  /** The schema version the last history GC pass ran under (-1: none yet). */
+  private historyGcSchemaVersion = -1;
   /** Client writes this replica replicated (retryable requests), and those it is running as leader. */
   readonly retryable = new RetryableRequests();
 
@@ -308,6 +310,8 @@ export class TabletPeer {
     this.regular = await this.deps.openEngine(path.join(this.deps.dir, 'regular'));
     this.intents = await this.deps.openEngine(path.join(this.deps.dir, 'intents'));
     this.docdb = await this.deps.openDocDb(this.regular, this.intents);
+    // meta.json is never behind the databases: a CHANGE_SCHEMA entry is durable there before it counts as applied.
+    this.docdb.setSchemaColumns(schemaColumnIds(this.metaValue));
     const f = await this.docdb.frontier();
     this.regularFloor = f.regular;
     this.intentsFloor = f.intents;
@@ -613,6 +617,8 @@ export class TabletPeer {
     const next: TabletMeta = { ...this.metaValue, schema: op.schema, tableName: op.tableName, schemaVersion: op.schemaVersion };
     writeTabletMeta(this.deps.dir, next);
     this.metaValue = next;
+    // Before any later entry writes an added column; a dropped column's values are read no more.
+    this.docdb.setSchemaColumns(schemaColumnIds(next));
     this.deps.log.info({ tablet: this.tabletId, table: op.tableName, schemaVersion: op.schemaVersion, index: opId.index }, 'schema changed');
   }
 
@@ -1094,7 +1100,12 @@ export class TabletPeer {
     if (desc.retryable) this.retryable.restore(parseRetryableImage(desc.retryable));
     // The schema the source had (never older than the entries the snapshot stands for): an ALTER whose
     // CHANGE_SCHEMA entry was compacted away reaches this replica here.
-    if (desc.schema) this.changeSchema({ type: 'CHANGE_SCHEMA', schemaVersion: desc.schema.schemaVersion, tableName: desc.schema.tableName, schema: parseTableSchema(desc.schema.schema) }, { term: 0, index: snap.meta.index });
+    // DocDB learns the schema's columns only with it (the new databases may hold columns added after this
+    // replica's old schema); without it (an older source), DocDB ignores and deletes no column until the next change.
+    if (desc.schema) {
+      this.changeSchema({ type: 'CHANGE_SCHEMA', schemaVersion: desc.schema.schemaVersion, tableName: desc.schema.tableName, schema: parseTableSchema(desc.schema.schema) }, { term: 0, index: snap.meta.index });
+      this.docdb.setSchemaColumns(schemaColumnIds(this.metaValue));
+    }
     await this.snapshotListener?.();
     fs.rmSync(marker, { force: true });
     this.metrics.snapshotsInstalled++;
@@ -1151,13 +1162,15 @@ export class TabletPeer {
    * active reader or an unapplied transaction still needs (DocDb.gc caps the cutoff). Each replica
    * does it on its own, as YugabyteDB's compactions do; the cutoff becomes the history floor, below
    * which reads fail SNAPSHOT_TOO_OLD. Skipped (undefined) when nothing was written above the last
-   * cutoff — such a pass drops nothing new.
+   * cutoff and the schema did not change — such a pass drops nothing new.
    */
-  async historyGc(): Promise<{ versionsScanned: number; versionsDropped: number; cutoffHt: HybridTime } | undefined> {
+  async historyGc(): Promise<{ versionsScanned: number; versionsDropped: number; droppedColumnVersions: number; cutoffHt: HybridTime } | undefined> {
     if (this.state !== TabletState.RUNNING || this.historyGcRunning) return undefined;
     const db = this.docdb;
     const newest = db.newestVersionHt();
-    if (newest !== undefined && newest <= db.historyFloor()) {
+    // A DROP COLUMN since the last pass leaves values to delete whatever their time.
+    const schemaVersion = this.meta.schemaVersion;
+    if (newest !== undefined && newest <= db.historyFloor() && schemaVersion === this.historyGcSchemaVersion) {
       this.historyGcStats.skipped++;
       return undefined;
     }
@@ -1166,10 +1179,12 @@ export class TabletPeer {
     this.historyGcRunning = run;
     try {
       const r = await run;
+      this.historyGcSchemaVersion = schemaVersion;
       const g = this.historyGcStats;
       g.runs++;
       g.versionsScanned += r.versionsScanned;
       g.versionsDropped += r.versionsDropped;
+      g.droppedColumnVersions += r.droppedColumnVersions;
       g.lastCutoffHt = r.cutoffHt;
       g.lastDropped = r.versionsDropped;
       g.lastMs = Math.round(performance.now() - t0);
