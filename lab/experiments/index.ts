@@ -6,6 +6,7 @@
 import type { ExperimentDef, ExperimentOptions, ExperimentResult } from './experiment';
 import { intentsApply } from './intents-apply';
 import { leaderFailover } from './leader-failover';
+import { mvccHistory } from './mvcc-history';
 import { onlineSchemaChange } from './online-schema-change';
 import { partitionMinority } from './partition-minority';
 import { pausedLeader } from './paused-leader';
@@ -25,6 +26,7 @@ export const EXPERIMENTS: readonly ExperimentDef[] = [
   { name: 'online-schema-change', description: 'ALTER TABLE ADD COLUMN under a write load from two clients (one never told), with n2 paused: no write fails, the uninformed client writes the new column, n2 takes the change when Raft catches it up', run: onlineSchemaChange },
   { name: 'paused-leader', description: 'INSERTs with a 5 s deadline while the tserver leading the most tablets is paused for 8 s: each is resent as the same retryable request, none fails or inserts twice, writes go on without the paused leader', run: pausedLeader },
   { name: 'paused-status-leader', description: 'short transactions while the tserver leading the status tablet is paused for 10 s: each commit sent to it is settled by its successor, which proves it never committed (TXN_ABORTED, never "outcome unknown"); transactions go on; the table holds exactly the committed rows', run: pausedStatusLeader },
+  { name: 'mvcc-history', description: 'old versions kept for timestamp_history_retention_interval_sec (5 s here), then collected by every replica on its own: a snapshot reads them, then fails SNAPSHOT_TOO_OLD once the history floor passed it; an open transaction holds the floor of its tablet; a dropped column\'s values go too; the latest data is unchanged', run: mvccHistory },
   { name: 'snapshot-isolation', description: 'two clients interleaved by hand: a lost update refused, first committer wins, a stable snapshot, the write skew snapshot isolation allows, and serializable isolation refusing that write skew and a phantom', run: snapshotIsolation },
 ];
 

@@ -107,6 +107,14 @@ describe('lab experiments', () => {
     expect(fs.existsSync(path.join(baseDir, 'lab-paused-status-leader', 'lab.json'))).toBe(false);
   }, 150_000);
 
+  it('lab experiment mvcc-history: a snapshot reads old versions until every replica\'s history GC passes it, then fails SNAPSHOT_TOO_OLD; an open transaction holds its tablet\'s floor and commits; a dropped column\'s values are collected; the latest data is unchanged', async () => {
+    const r = await runExperiment(findExperiment('mvcc-history')!, opts);
+    expect(r.checks.filter((c) => !c.ok), JSON.stringify(r.checks)).toEqual([]);
+    expect(r.checks).toHaveLength(6);
+    expect(Number(r.figures['snapshotTooOld'])).toBeGreaterThan(0);
+    expect(fs.existsSync(path.join(baseDir, 'lab-mvcc-history', 'lab.json'))).toBe(false);
+  }, 150_000);
+
   it('lab experiment wait-on-conflict: a hot counter loses no increment under fail-on-conflict or wait-on-conflict; waiting replaces TXN_CONFLICT', async () => {
     const r = await runExperiment(findExperiment('wait-on-conflict')!, opts);
     expect(r.checks.filter((c) => !c.ok), JSON.stringify(r.checks)).toEqual([]);
