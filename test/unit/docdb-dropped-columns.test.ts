@@ -13,8 +13,7 @@ import { DocDb } from '../../docdb/doc-db';
 import type { KvEngine } from '../../docdb/kv-engine';
 import { MemoryEngine } from '../../docdb/memory-engine';
 import { RocksDbEngine } from '../../docdb/rocksdb-engine';
-import { docKeyLength, parseRegularKey, REGULAR_DATA_END, REGULAR_DATA_START } from '../../docdb/storage-keys';
-import { ht, key, op, Statuses, txnMeta } from './docdb-helpers';
+import { ht, key, op, Statuses, storedVersions, txnMeta } from './docdb-helpers';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-docdb-dropcols-'));
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
@@ -30,25 +29,6 @@ const engines: Array<[string, () => Promise<{ regular: KvEngine; intents: KvEngi
     },
   ],
 ];
-
-/** Stored RegularDB versions per sub-key ('c<id>', 'liveness', 'row'), read from the engine's raw keys. */
-async function storedVersions(db: DocDb): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
-  const it = db.regularDb.db.engine.iterator({ gte: REGULAR_DATA_START, lt: REGULAR_DATA_END });
-  try {
-    for (;;) {
-      const e = await it.next();
-      if (e === undefined) break;
-      const k = Buffer.from(e[0]);
-      const { sub } = parseRegularKey(k, docKeyLength(k));
-      const id = sub.kind === 'column' ? `c${sub.id}` : sub.kind;
-      out.set(id, (out.get(id) ?? 0) + 1);
-    }
-  } finally {
-    await it.close();
-  }
-  return out;
-}
 
 describe.each(engines)('docdb: dropped columns (%s engine)', (_name, engines) => {
   let st = new Statuses();

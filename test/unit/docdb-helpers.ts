@@ -4,6 +4,7 @@ import { TxnId } from '../../common/ids';
 import { DocDb } from '../../docdb/doc-db';
 import type { DocKey, TxnMeta, TxnStatusAnswer, StatusResolver } from '../../docdb/doc-db-api';
 import { MemoryEngine } from '../../docdb/memory-engine';
+import { docKeyLength, parseRegularKey, REGULAR_DATA_END, REGULAR_DATA_START } from '../../docdb/storage-keys';
 
 export const ht = (s: number, logical = 0): HybridTime => htFrom(BigInt(s) * 1_000_000n, logical);
 export const key = (id: number): DocKey => ({ hash: (id * 7919) & 0xffff, hashed: [BigInt(id)], range: [] });
@@ -27,4 +28,23 @@ export class Statuses {
 
 export async function memoryDocDb(): Promise<DocDb> {
   return DocDb.open({ regular: new MemoryEngine(), intents: new MemoryEngine() });
+}
+
+/** Stored RegularDB versions per sub-key ('c<id>', 'liveness', 'row'), read from the engine's raw keys. */
+export async function storedVersions(db: DocDb): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  const it = db.regularDb.db.engine.iterator({ gte: REGULAR_DATA_START, lt: REGULAR_DATA_END });
+  try {
+    for (;;) {
+      const e = await it.next();
+      if (e === undefined) break;
+      const k = Buffer.from(e[0]);
+      const { sub } = parseRegularKey(k, docKeyLength(k));
+      const id = sub.kind === 'column' ? `c${sub.id}` : sub.kind;
+      out.set(id, (out.get(id) ?? 0) + 1);
+    }
+  } finally {
+    await it.close();
+  }
+  return out;
 }
