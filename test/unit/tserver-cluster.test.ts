@@ -219,9 +219,14 @@ describe('tserver cluster (in-memory transport)', () => {
     for (let i = 0; i < 300; i++) {
       await client.call(leader.rpcAddress, methods.write, { tabletId: 'tab2', ops: [{ type: 'UPSERT', key: keyPb(i), columns: [{ columnId: 1, value: { stringValue: `v${i}` } }] }] });
     }
+    // Rows 0..9 written again, then the leader's history GC collects their first versions: its history
+    // floor travels with the snapshot (a meta key of RegularDB), so the new replica refuses the same reads.
+    for (let i = 0; i < 10; i++) await client.call(leader.rpcAddress, methods.write, { tabletId: 'tab2', ops: [{ type: 'UPSERT', key: keyPb(i), columns: [{ columnId: 1, value: { stringValue: `again ${i}` } }] }] });
     // A retryable INSERT whose entry the compaction below drops: the snapshot carries the request.
     const tagged: pb.WriteRequestPB = { tabletId: 'tab2', ops: [{ type: 'INSERT', key: keyPb(1000), columns: [{ columnId: 1, value: { stringValue: 'once' } }] }], clientId: 'client-2', requestId: 7n, minRunningRequestId: 7n };
     const firstAnswer = await client.call(leader.rpcAddress, methods.write, tagged);
+    const collected = await leader.manager.get('tab2').db().gc(BigInt(firstAnswer.writeHt!));
+    expect(collected.versionsDropped).toBe(20); // liveness and column of each first version
     // An ALTER TABLE reaches the replicas as a CHANGE_SCHEMA entry, which the compaction below drops.
     const altered: pb.TableSchemaPB = { ...schema, columns: [...schema.columns!, { name: 'w', id: 2, type: 'int64', nullable: true }] };
     await client.call(leader.rpcAddress, methods.alterSchema, { tabletId: 'tab2', schema: altered, schemaVersion: 1, tableName: 'demo2' });
@@ -239,6 +244,7 @@ describe('tserver cluster (in-memory transport)', () => {
     const target = leader.manager.get('tab2').status().commit;
     await until(() => fresh.manager.get('tab2').status().appliedIndex >= target, 15_000, 'the new replica to catch up');
     expect(fresh.manager.get('tab2').metrics.snapshotsInstalled).toBe(1);
+    expect(fresh.manager.get('tab2').historyFloorHt()).toBe(collected.cutoffHt);
     // Created with the schema before the ALTER, it took the source's from the snapshot.
     expect([fresh.manager.get('tab2').meta.schemaVersion, fresh.manager.get('tab2').meta.tableName, fresh.manager.get('tab2').meta.schema.columns.length]).toEqual([1, 'demo2', 3]);
     // Its databases now hold the rows: make it leader and read them back there.
