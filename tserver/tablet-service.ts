@@ -174,13 +174,8 @@ function checkSchemaVersion(t: TabletPeer, requested: number | undefined): void 
   }
 }
 
+/** The columns a read asks for (undefined: all of the schema's; DocDB ignores dropped columns' values itself: setSchemaColumns). */
 function columnsFilter(meta: TabletMeta, cols: number[] | undefined): number[] | undefined {
-  // A table that was altered may hold values of dropped columns until compaction deletes them (DocDB
-  // ignores them already: setSchemaColumns): ask for the schema's columns all the same.
-  if ((!cols || cols.length === 0) && meta.schemaVersion > 0) {
-    const key = new Set([...meta.schema.hashColumns, ...meta.schema.rangeColumns]);
-    return meta.schema.columns.filter((c) => !key.has(c.name)).map((c) => c.id);
-  }
   if (!cols || cols.length === 0) return undefined;
   for (const c of cols) if (!meta.schema.columns.some((x) => x.id === c)) throw invalid(`unknown column id ${c}`);
   return cols;
