@@ -207,16 +207,29 @@ export function registerTServerPages(d: TServerWebDeps): void {
     },
   });
 
-  // Replica comparison: equal digests mean the same keys, versions and values in RegularDB. Each
-  // replica collects old versions on its own (history GC): digests of replicas compare only while
-  // their history floors are equal (the answer carries it).
+  // Replica comparison. `regulardb`: equal digests mean the same keys, versions and values in
+  // RegularDB; each replica collects old versions (history GC) and applies committed intents on its
+  // own, so these compare only between replicas with equal history floors and nothing left to apply.
+  // With ?read_ht=HT (or now: this server's hybrid time), `visible` digests the rows the replica shows at that hybrid time (resolving
+  // intents through the status tablets): equal on replicas that applied the same Raft index, once
+  // no transaction they met is pending, whatever their floors (at or below HT) and apply progress.
   web.route('/tablet-checksum', {
     title: 'Tablet checksum',
     json: async (req) => {
       const id = req.query.get('id') ?? '';
       const p = d.manager().list().find((x) => x.tabletId === id);
       if (!p) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `this tablet server hosts no tablet ${id}`, { tabletId: id });
-      return { tabletId: id, regulardb: await p.regularChecksum(), historyFloorHt: String(p.historyFloorHt() ?? 0n) };
+      const at = req.query.get('read_ht');
+      if (at !== null && at !== 'now' && (!/^[0-9]{1,20}$/.test(at) || BigInt(at) >= 1n << 64n)) {
+        throw new DbError(ErrorCode.INVALID_ARGUMENT, `read_ht must be 'now' or a hybrid time as a decimal integer (physical microseconds << 12 | logical), got '${at}'`);
+      }
+      const visible = at === null ? undefined : await p.visibleChecksum(at === 'now' ? undefined : BigInt(at));
+      return {
+        tabletId: id,
+        regulardb: await p.regularChecksum(),
+        historyFloorHt: String(p.historyFloorHt() ?? 0n),
+        ...(visible ? { visible: { ...visible, readHt: String(visible.readHt) } } : {}),
+      };
     },
   });
 

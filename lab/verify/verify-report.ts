@@ -6,6 +6,7 @@ import type { DriverKind } from '../cluster-spec';
 import { countOps, failReasons, type FailReason, type HistoryOp, type OpCounts } from './history';
 import type { FaultWindow } from './nemesis';
 import type { WorkloadVerdict } from './workload';
+import type { ConvergenceReport } from './replica-convergence';
 
 export const MIN_OK_OPS = 1_000;
 export const MIN_FAULT_WINDOWS = 1;
@@ -47,6 +48,8 @@ export interface WorkloadReport {
   masters?: number;
   /** Isolation of the workload's transactions when not snapshot (serializable). */
   isolation?: 'serializable';
+  /** After the final read: whether every replica of every tablet showed the same rows (replica-convergence.ts). */
+  convergence?: ConvergenceReport;
 }
 
 /**

@@ -21,6 +21,7 @@ import { planVerifyCluster } from './plan-verify-cluster';
 import { historyCounts, judge, unavailableReport, type WorkloadReport } from './verify-report';
 import type { Workload } from './workload';
 import { makeDirs } from '../../common/fs-dirs';
+import { checkReplicaConvergence, convergenceLine, withConvergence } from './replica-convergence';
 
 export const WORKLOAD_NAMES = ['register', 'set', 'bank', 'append'] as const;
 export type WorkloadName = (typeof WORKLOAD_NAMES)[number];
@@ -69,6 +70,8 @@ export const DEFAULT_OP_TIMEOUT_MS = 2_000;
  */
 export const VERIFY_SINGLE_CALL_TIMEOUT_MS = 500;
 const CLUSTER_UP_TIMEOUT_MS = 60_000;
+/** The replica convergence check asks again until this deadline (tablets still moving are reported unsettled). */
+const CONVERGENCE_TIMEOUT_MS = 60_000;
 const FAIL_BACKOFF_MS = 20;
 /** An early end waits this long after the last counted fault window, so recovery is in the history. */
 export const RECOVERY_AFTER_FAULT_MS = 1_000;
@@ -145,9 +148,12 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
     const problem = await cluster.settle(client.rpcClient(), CLUSTER_UP_TIMEOUT_MS);
     if (problem) log(problem);
     await w.final(client, recorder, concurrency * 1_000_000);
+    // Every replica of every tablet must show the same rows (what client histories cannot see).
+    const convergence = await checkReplicaConvergence({ tservers: cluster.tservers, replicationFactor: 3, timeoutMs: CONVERGENCE_TIMEOUT_MS });
+    log(`${o.workload}: ${convergenceLine(convergence)}`);
     makeDirs(o.dir, 'report directory');
     fs.writeFileSync(path.join(o.dir, `history-${o.workload}.json`), JSON.stringify({ workload: o.workload, seed: o.seed, driver, faults: nemesis.windows, history: recorder.ops }));
-    return { ...judge(o.workload, recorder.ops, nemesis.windows, w.check(recorder.ops), o.seed, Date.now() - t0), ...shape };
+    return { ...judge(o.workload, recorder.ops, nemesis.windows, withConvergence(w.check(recorder.ops), convergence), o.seed, Date.now() - t0), convergence, ...shape };
   } finally {
     await client?.close().catch(() => undefined);
     await cluster.destroy(o.keepData ?? false);

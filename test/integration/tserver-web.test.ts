@@ -76,6 +76,17 @@ describe('tserver console', () => {
     const missing = await httpRequest(`${web}/api/v1/tablet?id=no-such-tablet`);
     expect(missing.status).toBe(404);
     expect(JSON.parse(missing.body)).toMatchObject({ code: 'TABLET_NOT_FOUND' });
+    // The visible-rows digest: a bad read time is a clear error; below the history floor (0 here) none is.
+    for (const bad of ['yesterday', '-1', '18446744073709551616', '1e9']) {
+      const r = await httpRequest(`${web}/api/v1/tablet-checksum?id=${t0.tabletId}&read_ht=${bad}`);
+      expect(r.status, bad).toBe(400);
+      expect(JSON.parse(r.body), bad).toMatchObject({ code: 'INVALID_ARGUMENT' });
+    }
+    const sum = (await getJson(`${web}/api/v1/tablet-checksum?id=${t0.tabletId}&read_ht=now`)) as { visible: { readHt: string; rows: number; stable: boolean } };
+    expect(BigInt(sum.visible.readHt)).toBeGreaterThan(0n);
+    expect(sum.visible.rows).toBeGreaterThan(0);
+    const old = (await getJson(`${web}/api/v1/tablet-checksum?id=${t0.tabletId}&read_ht=1`)) as { visible: { rows: number } };
+    expect(old.visible.rows).toBe(0); // nothing was written at hybrid time 1
 
     // /api/v1/mem-trackers: server → Tablets → tablet-<id> → RegularDB / IntentsDB → MemTable.
     const mem = (await getJson(`${web}/api/v1/mem-trackers`)) as MemNode;

@@ -13,6 +13,7 @@ export interface TabletJson {
   tabletId: string;
   table: string;
   role: string;
+  state: string;
   regulardb: { memtableBytes: number; sstBytes: number };
   intentsdb: { memtableBytes: number; sstBytes: number; intentCount: number };
 }

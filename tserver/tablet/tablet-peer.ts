@@ -22,6 +22,7 @@ import { DbError, ErrorCode } from '../../common/errors';
 import type { Flags } from '../../common/flags';
 import type { HybridClock } from '../../common/hybrid-clock';
 import { ApplyLagLog } from './apply-lag-log';
+import { visibleChecksum, type VisibleChecksum } from './visible-checksum';
 import { htMax, type HybridTime } from '../../common/hybrid-time';
 import { MAX_CLOCK_SKEW_USEC } from '../../common/common-flags';
 import { NodeId, type TxnId } from '../../common/ids';
@@ -162,6 +163,22 @@ export class TabletPeer {
   /** Digest of this replica's RegularDB contents (equal on replicas that applied the same log). */
   regularChecksum(): Promise<{ sha256: string; entries: number; bytes: number }> {
     return this.docdb.regularChecksum();
+  }
+
+  /**
+   * Digest of the rows this replica shows at `readHt` (default: now; visible-checksum.ts), with the
+   * Raft index it had applied; `stable` is false when entries were applied while the scan ran (ask
+   * again). A transaction pending at readHt commits above it (the status tablet's clock moves past
+   * every read time it answers), so the digest at a time no later than now is final for everything
+   * the replica applied.
+   */
+  async visibleChecksum(at?: HybridTime): Promise<VisibleChecksum & { appliedIndex: number; stable: boolean }> {
+    const readHt = at ?? this.deps.clock.now();
+    if (this.state !== TabletState.RUNNING) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${this.tabletId} is ${this.state}, not RUNNING`, { tabletId: this.tabletId });
+    const before = this.raft.appliedOpId().index;
+    const c = await visibleChecksum((o) => this.docdb.scan(o), this.deps.txnEnv ? this.statusResolver() : NO_TXN_STATUS, readHt);
+    const after = this.raft.appliedOpId().index;
+    return { ...c, appliedIndex: after, stable: before === after };
   }
   private readonly locks = new LockTable();
   /** Operations waiting for pending transactions to finish (enable_wait_queues). */

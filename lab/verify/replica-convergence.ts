@@ -1,0 +1,167 @@
+/**
+ * After a verification run: do all replicas of every tablet show the same data? Client histories
+ * cannot see a follower that applied something differently (it serves no reads until it leads), so
+ * this asks each replica directly. Every tserver's /api/v1/tablet-checksum?read_ht=HT digests the
+ * rows the replica shows at hybrid time HT (intents resolved through the status tablets), whatever it
+ * has moved to RegularDB so far or collected by history GC. One replica picks HT (its now), the
+ * others read at the same HT.
+ *
+ * Judging one attempt (pure, judgeAttempt): equal digests → converged. Different digests from
+ * replicas that applied the same Raft index, with no entry applied during their scans → a divergence
+ * (reported only when it shows on DIVERGED_ATTEMPTS consecutive attempts). Anything else (a replica
+ * missing, behind, erroring, or applying while it scanned) → ask again, until the deadline; what is
+ * left then is reported unsettled, which is not an anomaly.
+ */
+import { getJson } from '../console-http';
+import type { WorkloadVerdict } from './workload';
+
+export interface ReplicaDigest {
+  server: string;
+  sha256: string;
+  rows: number;
+  appliedIndex: number;
+  stable: boolean;
+  pendingTxns: number;
+}
+
+export type AttemptResult = { kind: 'converged'; rows: number } | { kind: 'diverged'; why: string } | { kind: 'unsettled'; why: string };
+
+export interface TabletConvergence {
+  tabletId: string;
+  table: string;
+  result: 'converged' | 'diverged' | 'unsettled';
+  /** converged: rows each replica shows; otherwise why. */
+  rows?: number;
+  why?: string;
+  attempts: number;
+}
+
+export interface ConvergenceReport {
+  tablets: number;
+  converged: number;
+  diverged: TabletConvergence[];
+  unsettled: TabletConvergence[];
+  /** Rows shown by the converged tablets (summed). */
+  rows: number;
+  ms: number;
+}
+
+/** A mismatch at equal applied indexes counts after this many consecutive attempts show it. */
+export const DIVERGED_ATTEMPTS = 3;
+const ATTEMPT_PAUSE_MS = 250;
+const REQUEST_TIMEOUT_MS = 30_000;
+
+/** One attempt's verdict from the replicas' answers (pure). */
+export function judgeAttempt(digests: readonly ReplicaDigest[], replicationFactor: number): AttemptResult {
+  if (digests.length < replicationFactor) return { kind: 'unsettled', why: `${digests.length} of ${replicationFactor} replicas answered` };
+  const first = digests[0]!;
+  if (digests.every((d) => d.sha256 === first.sha256 && d.rows === first.rows)) return { kind: 'converged', rows: first.rows };
+  const list = digests.map((d) => `${d.server}: ${d.rows} rows, sha256 ${d.sha256.slice(0, 12)}, applied index ${d.appliedIndex}${d.stable ? '' : ' (applied while scanning)'}`).join('; ');
+  if (digests.some((d) => !d.stable)) return { kind: 'unsettled', why: `a replica applied entries while it scanned — ${list}` };
+  if (digests.some((d) => d.appliedIndex !== first.appliedIndex)) return { kind: 'unsettled', why: `replicas at different applied indexes — ${list}` };
+  return { kind: 'diverged', why: `replicas at the same applied index show different rows — ${list}` };
+}
+
+export interface ConvergenceOptions {
+  /** Console base URLs of the tservers (all of them should be up). */
+  tservers: ReadonlyArray<{ name: string; webUrl: string }>;
+  replicationFactor: number;
+  timeoutMs: number;
+  log?: (line: string) => void;
+}
+
+interface TabletsAnswer {
+  tablets: Array<{ tabletId: string; table: string; state: string }>;
+}
+
+interface ChecksumAnswer {
+  visible: { readHt: string; sha256: string; rows: number; pendingTxns: number; appliedIndex: number; stable: boolean };
+}
+
+/** Bounded: every tablet is asked until it converges, diverges, or the deadline passes. */
+export async function checkReplicaConvergence(o: ConvergenceOptions): Promise<ConvergenceReport> {
+  const t0 = Date.now();
+  const deadline = t0 + o.timeoutMs;
+  const done = new Map<string, TabletConvergence>();
+  const lastWhy = new Map<string, { table: string; why: string; attempts: number; divergedRun: number }>();
+  while (Date.now() < deadline) {
+    // Who hosts what, asked again each round (a replica may be moving or bootstrapping).
+    const hosts = new Map<string, { table: string; servers: Array<{ name: string; webUrl: string }> }>();
+    await Promise.all(
+      o.tservers.map(async (ts) => {
+        const a = (await getJson(`${ts.webUrl}/api/v1/tablets`, REQUEST_TIMEOUT_MS).catch(() => undefined)) as TabletsAnswer | undefined;
+        for (const t of a?.tablets ?? []) {
+          if (t.state !== 'RUNNING') continue;
+          let h = hosts.get(t.tabletId);
+          if (!h) hosts.set(t.tabletId, (h = { table: t.table, servers: [] }));
+          h.servers.push(ts);
+        }
+      }),
+    );
+    for (const id of lastWhy.keys()) if (!hosts.has(id) && !done.has(id)) hosts.set(id, { table: lastWhy.get(id)!.table, servers: [] });
+    const open = [...hosts].filter(([id]) => !done.has(id));
+    if (open.length === 0 && hosts.size > 0) break;
+    for (const [tabletId, h] of open) {
+      const state = lastWhy.get(tabletId) ?? { table: h.table, why: '', attempts: 0, divergedRun: 0 };
+      lastWhy.set(tabletId, state);
+      state.attempts++;
+      const r = await attempt(tabletId, h.servers, o.replicationFactor);
+      if (r.kind === 'converged') {
+        done.set(tabletId, { tabletId, table: h.table, result: 'converged', rows: r.rows, attempts: state.attempts });
+        continue;
+      }
+      state.why = r.why;
+      state.divergedRun = r.kind === 'diverged' ? state.divergedRun + 1 : 0;
+      if (state.divergedRun >= DIVERGED_ATTEMPTS) {
+        done.set(tabletId, { tabletId, table: h.table, result: 'diverged', why: r.why, attempts: state.attempts });
+        o.log?.(`replica convergence: tablet ${tabletId} (${h.table}) DIVERGED: ${r.why}`);
+      }
+    }
+    if ([...hosts.keys()].every((id) => done.has(id)) && hosts.size > 0) break;
+    await new Promise((r) => setTimeout(r, ATTEMPT_PAUSE_MS));
+  }
+  for (const [tabletId, s] of lastWhy) {
+    if (!done.has(tabletId)) done.set(tabletId, { tabletId, table: s.table, result: 'unsettled', why: s.why || 'not asked before the deadline', attempts: s.attempts });
+  }
+  const all = [...done.values()];
+  return {
+    tablets: all.length,
+    converged: all.filter((t) => t.result === 'converged').length,
+    diverged: all.filter((t) => t.result === 'diverged'),
+    unsettled: all.filter((t) => t.result === 'unsettled'),
+    rows: all.reduce((n, t) => n + (t.rows ?? 0), 0),
+    ms: Date.now() - t0,
+  };
+}
+
+/** Ask the first replica at its now, then the others at the same hybrid time. */
+async function attempt(tabletId: string, servers: ReadonlyArray<{ name: string; webUrl: string }>, rf: number): Promise<AttemptResult> {
+  if (servers.length === 0) return { kind: 'unsettled', why: 'no tserver lists the tablet as RUNNING' };
+  const ask = async (s: { name: string; webUrl: string }, readHt: string): Promise<ReplicaDigest & { readHt: string }> => {
+    const a = (await getJson(`${s.webUrl}/api/v1/tablet-checksum?id=${encodeURIComponent(tabletId)}&read_ht=${readHt}`, REQUEST_TIMEOUT_MS)) as ChecksumAnswer;
+    const v = a.visible;
+    return { server: s.name, sha256: v.sha256, rows: v.rows, appliedIndex: v.appliedIndex, stable: v.stable, pendingTxns: v.pendingTxns, readHt: v.readHt };
+  };
+  try {
+    const first = await ask(servers[0]!, 'now');
+    const rest = await Promise.all(servers.slice(1).map((s) => ask(s, first.readHt)));
+    return judgeAttempt([first, ...rest], rf);
+  } catch (e) {
+    return { kind: 'unsettled', why: (e as Error).message };
+  }
+}
+
+/** One line for the report. */
+export function convergenceLine(r: ConvergenceReport): string {
+  const parts = [`${r.converged} of ${r.tablets} tablet(s) converged (${r.rows} rows, every replica showing the same at one hybrid time)`];
+  if (r.diverged.length) parts.push(`DIVERGED: ${r.diverged.map((t) => `${t.tabletId} (${t.table}): ${t.why}`).join(' | ')}`);
+  if (r.unsettled.length) parts.push(`not settled within the check's deadline: ${r.unsettled.map((t) => `${t.tabletId} (${t.table}): ${t.why}`).join(' | ')}`);
+  return `replica convergence: ${parts.join('; ')} — ${r.ms} ms`;
+}
+
+/** The workload's verdict with the convergence check folded in: a divergence is an anomaly (pure). */
+export function withConvergence(v: WorkloadVerdict, r: ConvergenceReport): WorkloadVerdict {
+  const details = [...v.details, convergenceLine(r)];
+  if (r.diverged.length === 0) return { ...v, details };
+  return { ...v, valid: false, anomalies: { ...v.anomalies, 'replica-divergence': r.diverged.length }, details };
+}

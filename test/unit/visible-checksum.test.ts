@@ -1,0 +1,114 @@
+/**
+ * The visible-state digest (tserver/tablet/visible-checksum.ts) and the verify run's replica
+ * convergence judgement (lab/verify/replica-convergence.ts): replicas that differ only in their own
+ * schedules (intents applied or not, history collected or not) digest equal; any difference in what
+ * they show does not.
+ */
+import { describe, expect, it } from 'vitest';
+import { TxnId } from '../../common/ids';
+import type { DocDb } from '../../docdb/doc-db';
+import type { RowOp } from '../../docdb/doc-db-api';
+import { visibleChecksum } from '../../tserver/tablet/visible-checksum';
+import { judgeAttempt, withConvergence, type ConvergenceReport, type ReplicaDigest } from '../../lab/verify/replica-convergence';
+import { ht, key, memoryDocDb, op, Statuses, txnMeta } from './docdb-helpers';
+
+const upsert = (id: number, v: string | null | bigint): RowOp => ({ type: 'upsert', key: key(id), columns: [{ columnId: 1, value: v }, { columnId: 2, value: BigInt(id) }] });
+
+/** The same history on a fresh DocDB: 20 rows, two overwrites, a delete, and transaction t1 (rows 30, 31) committed at 40. */
+async function replica(statuses: Statuses, o: { applyT1: boolean; gcAt?: number }): Promise<DocDb> {
+  const db = await memoryDocDb();
+  await db.writeRegular(Array.from({ length: 20 }, (_, i) => upsert(i + 1, `v${i + 1}`)), ht(10), op(1));
+  await db.writeRegular([upsert(3, 'three'), upsert(4, null)], ht(20), op(2));
+  await db.writeRegular([{ type: 'delete', key: key(5) }], ht(30), op(3));
+  await db.writeIntents(txnMeta('t1', ht(31)), [upsert(30, 'x'), upsert(3, 'from-t1')], ht(32), op(4));
+  statuses.commit('t1', ht(40));
+  if (o.applyT1 && (await db.markApplyPending(TxnId('t1'), ht(40), op(5)))) await db.applyIntents(TxnId('t1'), ht(40), op(5));
+  if (o.gcAt !== undefined) await db.gc(ht(o.gcAt));
+  return db;
+}
+
+const digest = (db: DocDb, s: Statuses, at: number) => visibleChecksum((o) => db.scan(o), s.resolve, ht(at));
+
+describe('visible checksum: what a replica shows at one hybrid time', () => {
+  it('replicas on their own schedules (one applied the committed intents and collected history, one did neither) digest equal; their RegularDB digests differ', async () => {
+    const s = new Statuses();
+    const quick = await replica(s, { applyT1: true, gcAt: 45 });
+    const slow = await replica(s, { applyT1: false });
+    expect(quick.historyFloor()).toBe(ht(45));
+    expect((await quick.regularChecksum()).sha256).not.toBe((await slow.regularChecksum()).sha256);
+    const a = await digest(quick, s, 50);
+    const b = await digest(slow, s, 50);
+    expect(a).toEqual(b);
+    expect(a.rows).toBe(20); // 20 rows − the deleted one + row 30 of t1
+    expect(a.pendingTxns).toBe(0);
+    // Before t1's commit time it is invisible on both (the slow replica reads its intents as committed later).
+    const before = await digest(slow, s, 35);
+    expect(before.rows).toBe(19);
+    expect(before.sha256).not.toBe(a.sha256);
+  });
+
+  it('any difference in a shown value, a row, or a write time changes the digest; a null column equals an absent one', async () => {
+    const s = new Statuses();
+    const base = await digest(await replica(s, { applyT1: true }), s, 50);
+    const changed = await replica(s, { applyT1: true });
+    await changed.writeRegular([upsert(7, 'other')], ht(41), op(6));
+    expect((await digest(changed, s, 50)).sha256).not.toBe(base.sha256);
+    const sameValueLater = await replica(s, { applyT1: true });
+    await sameValueLater.writeRegular([upsert(7, 'v7')], ht(41), op(6));
+    expect((await digest(sameValueLater, s, 50)).sha256).not.toBe(base.sha256); // the write time is part of the row
+    const extra = await replica(s, { applyT1: true });
+    await extra.writeRegular([upsert(99, 'new')], ht(41), op(6));
+    expect((await digest(extra, s, 50)).rows).toBe(21);
+    const nulls = await memoryDocDb();
+    const absent = await memoryDocDb();
+    await nulls.writeRegular([{ type: 'upsert', key: key(1), columns: [{ columnId: 1, value: null }, { columnId: 2, value: 1n }] }], ht(10), op(1));
+    await absent.writeRegular([{ type: 'upsert', key: key(1), columns: [{ columnId: 2, value: 1n }] }], ht(10), op(1));
+    expect(await digest(nulls, s, 20)).toEqual(await digest(absent, s, 20));
+  });
+
+  it('a transaction still pending is not shown and is counted; pages of the scan add up to the whole', async () => {
+    const s = new Statuses();
+    const db = await replica(s, { applyT1: true });
+    await db.writeIntents(txnMeta('t2', ht(41)), [upsert(50, 'p')], ht(42), op(6));
+    const d = await digest(db, s, 50);
+    expect(d.pendingTxns).toBe(1);
+    expect(d.rows).toBe(20);
+    // More rows than one scan call returns (1,000): the digest covers all of them.
+    const big = await memoryDocDb();
+    await big.writeRegular(Array.from({ length: 2500 }, (_, i) => upsert(i + 1, 'r')), ht(10), op(1));
+    expect((await digest(big, s, 20)).rows).toBe(2500);
+  });
+
+  it('below a replica\'s history floor the digest is refused (SNAPSHOT_TOO_OLD), never computed from collected history', async () => {
+    const s = new Statuses();
+    const db = await replica(s, { applyT1: true, gcAt: 45 });
+    const e = (await digest(db, s, 44).catch((x: unknown) => x)) as { code?: string };
+    expect(e.code).toBe('SNAPSHOT_TOO_OLD');
+  });
+});
+
+describe('replica convergence: judging one attempt', () => {
+  const d = (server: string, sha256: string, appliedIndex = 10, stable = true): ReplicaDigest => ({ server, sha256, rows: 5, appliedIndex, stable, pendingTxns: 0 });
+
+  it('equal digests converge; a missing replica, a replica behind or applying while it scanned is asked again; a mismatch at one index is a divergence', () => {
+    expect(judgeAttempt([d('a', 'x'), d('b', 'x'), d('c', 'x', 12)], 3)).toEqual({ kind: 'converged', rows: 5 });
+    expect(judgeAttempt([d('a', 'x'), d('b', 'x')], 3).kind).toBe('unsettled');
+    expect(judgeAttempt([d('a', 'x'), d('b', 'x'), d('c', 'y', 9)], 3).kind).toBe('unsettled');
+    expect(judgeAttempt([d('a', 'x'), d('b', 'x'), d('c', 'y', 10, false)], 3).kind).toBe('unsettled');
+    const div = judgeAttempt([d('a', 'x'), d('b', 'x'), d('c', 'y')], 3);
+    expect(div.kind).toBe('diverged');
+    expect(div.kind === 'diverged' && div.why).toContain('c: 5 rows, sha256 y');
+  });
+
+  it('a divergence makes the workload\'s verdict invalid with the anomaly replica-divergence; convergence only adds its line', () => {
+    const valid = { valid: true, anomalies: {}, lostWrites: 0, details: ['checked'] };
+    const ok: ConvergenceReport = { tablets: 2, converged: 2, diverged: [], unsettled: [], rows: 7, ms: 3 };
+    const fine = withConvergence(valid, ok);
+    expect(fine.valid).toBe(true);
+    expect(fine.details[1]).toContain('2 of 2 tablet(s) converged (7 rows');
+    const bad = withConvergence(valid, { ...ok, converged: 1, diverged: [{ tabletId: 't9', table: 'tbl', result: 'diverged', why: 'w', attempts: 3 }] });
+    expect(bad.valid).toBe(false);
+    expect(bad.anomalies).toEqual({ 'replica-divergence': 1 });
+    expect(bad.details[1]).toContain('DIVERGED: t9 (tbl): w');
+  });
+});
