@@ -6,6 +6,8 @@ import { DbError, ErrorCode } from '../common/errors';
 import { httpRequest } from '../lab/console-http';
 import { tabletServerMethods } from '../rpc/service-methods';
 import type { TesseraClient } from '../client/tessera-client';
+import { checkReplicaConvergence, convergenceLine } from '../lab/verify/replica-convergence';
+import { TRANSACTIONS_TABLE } from '../common/system-tables';
 import { DEFAULT_MASTER_ADDRESSES, LAB_DIR_HELP, print, printJson, printTable, withClient } from './cli-io';
 
 interface AdminOpts {
@@ -93,6 +95,43 @@ export function registerAdminCommands(program: Command): void {
     });
     print(`leader of tablet ${tablet} asked to step down${to ? ` to ${to}` : ''}`);
   });
+
+  admin
+    .command('check_replicas [table]')
+    .description('do all replicas of each tablet (of TABLE, else of every table and the transaction status tablets) show the same rows at one hybrid time?')
+    .option('--behind_ms <ms>', "read this many ms before the first replica's now, so replicas a little behind compare too (0 on a quiet cluster)", '1000')
+    .option('--wait_ms <ms>', 'ask a tablet again until this deadline while its replicas are behind, missing or busy', '30000')
+    .action(async (table: string | undefined, o: { behind_ms: string; wait_ms: string }, cmd: Command) => {
+      const behindMs = Number(o.behind_ms);
+      const waitMs = Number(o.wait_ms);
+      if (!Number.isInteger(behindMs) || behindMs < 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--behind_ms must be a whole number of ms >= 0, got '${o.behind_ms}'`);
+      if (!Number.isInteger(waitMs) || waitMs <= 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--wait_ms must be a whole number of ms > 0, got '${o.wait_ms}'`);
+      const { tservers, replicas } = await run(cmd, async (c) => {
+        const names = table ? [table] : [...(await c.listTables()).map((t) => t.name), TRANSACTIONS_TABLE];
+        const replicas = new Map<string, { table: string; count: number }>();
+        for (const name of names) {
+          const loc = await c.tableLocations(name).catch((e: unknown) => {
+            // No transaction ever ran: the status table does not exist yet.
+            if (!table && name === TRANSACTIONS_TABLE && e instanceof DbError && e.code === ErrorCode.TABLE_NOT_FOUND) return undefined;
+            throw e;
+          });
+          for (const t of loc?.tablets ?? []) replicas.set(t.tabletId, { table: name, count: t.replicas.length });
+        }
+        const servers = (await c.listTabletServers()).servers ?? [];
+        return { tservers: servers.filter((x) => x.alive && x.webAddress).map((x) => ({ name: x.rpcAddress ?? x.uuid ?? '', webUrl: `http://${x.webAddress}` })), replicas };
+      });
+      const r = await checkReplicaConvergence({ tservers, replicationFactor: (id) => replicas.get(id)?.count ?? 1, timeoutMs: waitMs, tablets: new Set(replicas.keys()), behindMs });
+      const all = [...r.diverged, ...r.unsettled];
+      // Tablets no live tserver lists as RUNNING are in no list of the report.
+      const notHosted = replicas.size - r.tablets;
+      if (opts(cmd).json) printJson(r);
+      else {
+        print(convergenceLine(r));
+        if (all.length) printTable(['Tablet', 'Table', 'Result', 'Why'], all.map((t) => [t.tabletId, t.table, t.result.toUpperCase(), t.why ?? '']));
+      }
+      if (r.diverged.length) throw new DbError(ErrorCode.CORRUPTION, `${r.diverged.length} tablet(s) have replicas showing different rows`);
+      if (r.unsettled.length || notHosted > 0) throw new DbError(ErrorCode.TIMED_OUT, `${r.unsettled.length + notHosted} tablet(s) could not be compared within ${waitMs} ms${notHosted ? ` (${notHosted} hosted by no live tserver)` : ''}`);
+    });
 
   admin
     .command('set_flag <server> <flag> <value>')

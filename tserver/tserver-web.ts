@@ -10,6 +10,7 @@
  */
 import type { Gauge } from 'prom-client';
 import { DbError, ErrorCode } from '../common/errors';
+import { LOGICAL_BITS, type HybridTime } from '../common/hybrid-time';
 import { escapeHtml, htmlTable, link, raw } from '../rpc/html';
 import type { Metrics } from '../rpc/metrics';
 import type { Handler, MethodDef, RpcServer } from '../rpc/types';
@@ -130,6 +131,24 @@ function partitionText(p: { start: number; end: number }): string {
   return `[${hex4(p.start)}, ${hex4(p.end)})`;
 }
 
+/**
+ * The `read_ht` of /tablet-checksum: a hybrid time as a decimal integer, `now` (this server's hybrid
+ * time) or `now-MS` (that many milliseconds before it: replicas a little behind have applied everything
+ * up to there, so a live cluster's replicas compare too).
+ */
+export function parseReadHt(at: string, now: () => HybridTime): HybridTime {
+  const rel = /^now(?:-([0-9]{1,9}))?$/.exec(at);
+  if (rel) {
+    const t = now() - (BigInt(rel[1] ?? '0') * 1000n << LOGICAL_BITS);
+    if (t <= 0n) throw new DbError(ErrorCode.INVALID_ARGUMENT, `read_ht ${at} is before the epoch`);
+    return t;
+  }
+  if (!/^[0-9]{1,20}$/.test(at) || BigInt(at) >= 1n << 64n) {
+    throw new DbError(ErrorCode.INVALID_ARGUMENT, `read_ht must be a hybrid time as a decimal integer (physical microseconds << 12 | logical), 'now' or 'now-MS', got '${at}'`);
+  }
+  return BigInt(at);
+}
+
 export function registerTServerPages(d: TServerWebDeps): void {
   const { web, trackers } = d;
 
@@ -210,7 +229,7 @@ export function registerTServerPages(d: TServerWebDeps): void {
   // Replica comparison. `regulardb`: equal digests mean the same keys, versions and values in
   // RegularDB; each replica collects old versions (history GC) and applies committed intents on its
   // own, so these compare only between replicas with equal history floors and nothing left to apply.
-  // With ?read_ht=HT (or now: this server's hybrid time), `visible` digests the rows the replica shows at that hybrid time (resolving
+  // With ?read_ht=HT (or now / now-MS: this server's hybrid time), `visible` digests the rows the replica shows at that hybrid time (resolving
   // intents through the status tablets): equal on replicas that applied the same Raft index, once
   // no transaction they met is pending, whatever their floors (at or below HT) and apply progress.
   web.route('/tablet-checksum', {
@@ -220,10 +239,7 @@ export function registerTServerPages(d: TServerWebDeps): void {
       const p = d.manager().list().find((x) => x.tabletId === id);
       if (!p) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `this tablet server hosts no tablet ${id}`, { tabletId: id });
       const at = req.query.get('read_ht');
-      if (at !== null && at !== 'now' && (!/^[0-9]{1,20}$/.test(at) || BigInt(at) >= 1n << 64n)) {
-        throw new DbError(ErrorCode.INVALID_ARGUMENT, `read_ht must be 'now' or a hybrid time as a decimal integer (physical microseconds << 12 | logical), got '${at}'`);
-      }
-      const visible = at === null ? undefined : await p.visibleChecksum(at === 'now' ? undefined : BigInt(at));
+      const visible = at === null ? undefined : await p.visibleChecksum(parseReadHt(at, () => p.hybridNow()));
       return {
         tabletId: id,
         regulardb: await p.regularChecksum(),

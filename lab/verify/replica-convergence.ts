@@ -65,8 +65,16 @@ export function judgeAttempt(digests: readonly ReplicaDigest[], replicationFacto
 export interface ConvergenceOptions {
   /** Console base URLs of the tservers (all of them should be up). */
   tservers: ReadonlyArray<{ name: string; webUrl: string }>;
-  replicationFactor: number;
+  /** Replicas each tablet must have (per tablet: from its Raft config). */
+  replicationFactor: number | ((tabletId: string) => number);
   timeoutMs: number;
+  /** Only these tablets (default: every tablet the tservers host). */
+  tablets?: ReadonlySet<string>;
+  /**
+   * Read this many ms before the first replica's now (default 0): on a cluster taking writes the
+   * replicas a little behind have applied everything up to there, so they compare too.
+   */
+  behindMs?: number;
   log?: (line: string) => void;
 }
 
@@ -91,7 +99,7 @@ export async function checkReplicaConvergence(o: ConvergenceOptions): Promise<Co
       o.tservers.map(async (ts) => {
         const a = (await getJson(`${ts.webUrl}/api/v1/tablets`, REQUEST_TIMEOUT_MS).catch(() => undefined)) as TabletsAnswer | undefined;
         for (const t of a?.tablets ?? []) {
-          if (t.state !== 'RUNNING') continue;
+          if (t.state !== 'RUNNING' || (o.tablets && !o.tablets.has(t.tabletId))) continue;
           let h = hosts.get(t.tabletId);
           if (!h) hosts.set(t.tabletId, (h = { table: t.table, servers: [] }));
           h.servers.push(ts);
@@ -105,7 +113,8 @@ export async function checkReplicaConvergence(o: ConvergenceOptions): Promise<Co
       const state = lastWhy.get(tabletId) ?? { table: h.table, why: '', attempts: 0, divergedRun: 0 };
       lastWhy.set(tabletId, state);
       state.attempts++;
-      const r = await attempt(tabletId, h.servers, o.replicationFactor);
+      const rf = typeof o.replicationFactor === 'number' ? o.replicationFactor : o.replicationFactor(tabletId);
+      const r = await attempt(tabletId, h.servers, rf, o.behindMs ?? 0);
       if (r.kind === 'converged') {
         done.set(tabletId, { tabletId, table: h.table, result: 'converged', rows: r.rows, attempts: state.attempts });
         continue;
@@ -134,8 +143,8 @@ export async function checkReplicaConvergence(o: ConvergenceOptions): Promise<Co
   };
 }
 
-/** Ask the first replica at its now, then the others at the same hybrid time. */
-async function attempt(tabletId: string, servers: ReadonlyArray<{ name: string; webUrl: string }>, rf: number): Promise<AttemptResult> {
+/** Ask the first replica at its now (less behindMs), then the others at the same hybrid time. */
+async function attempt(tabletId: string, servers: ReadonlyArray<{ name: string; webUrl: string }>, rf: number, behindMs: number): Promise<AttemptResult> {
   if (servers.length === 0) return { kind: 'unsettled', why: 'no tserver lists the tablet as RUNNING' };
   const ask = async (s: { name: string; webUrl: string }, readHt: string): Promise<ReplicaDigest & { readHt: string }> => {
     const a = (await getJson(`${s.webUrl}/api/v1/tablet-checksum?id=${encodeURIComponent(tabletId)}&read_ht=${readHt}`, REQUEST_TIMEOUT_MS)) as ChecksumAnswer;
@@ -143,7 +152,7 @@ async function attempt(tabletId: string, servers: ReadonlyArray<{ name: string; 
     return { server: s.name, sha256: v.sha256, rows: v.rows, appliedIndex: v.appliedIndex, stable: v.stable, pendingTxns: v.pendingTxns, readHt: v.readHt };
   };
   try {
-    const first = await ask(servers[0]!, 'now');
+    const first = await ask(servers[0]!, behindMs > 0 ? `now-${Math.round(behindMs)}` : 'now');
     const rest = await Promise.all(servers.slice(1).map((s) => ask(s, first.readHt)));
     return judgeAttempt([first, ...rest], rf);
   } catch (e) {

@@ -71,6 +71,8 @@ function expectCounted(r: WorkloadReport): void {
   expect(r.anomalies).toEqual({});
   expect(r.lostWrites).toBe(0);
   expect(r.counts.ok).toBeGreaterThanOrEqual(MIN_OK_OPS);
+  // The replica convergence check reached every container's console through its published port.
+  expect(r.convergence?.converged, r.convergence ? JSON.stringify(r.convergence) : 'no convergence check').toBeGreaterThan(0);
   const applied = r.faults.filter((f) => !f.skipped);
   expect(applied.length).toBeGreaterThanOrEqual(1);
   // Each applied kill/pause/partition says how the docker driver did it.

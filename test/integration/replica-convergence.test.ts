@@ -3,8 +3,10 @@
  * processes: after writes and transactions every replica of every tablet (the table's and the
  * transaction status tablets) shows the same rows at one hybrid time; then one replica's RegularDB is
  * changed behind Raft's back (the tserver killed, one row rewritten offline with another value, the
- * tserver started again), and the check names exactly that tablet as diverged.
+ * tserver started again), and the check names exactly that tablet as diverged — in the library and
+ * as `tessera admin check_replicas`.
  */
+import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { TesseraClient } from '../../client/tessera-client';
@@ -15,6 +17,13 @@ import { checkReplicaConvergence } from '../../lab/verify/replica-convergence';
 import type { ProcCluster } from './cluster-harness';
 import { waitFor } from './cluster-harness';
 import { startTxnCluster, tabletsOf, waitTableReady } from './txn-client-harness';
+
+const CLI = path.resolve(__dirname, '../../dist/cli/main.js');
+
+function cli(...args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 120_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
 
 let cluster: ProcCluster | undefined;
 let client: TesseraClient | undefined;
@@ -46,6 +55,10 @@ describe('verify: replica convergence', () => {
     expect(ok.tablets).toBeGreaterThan(2); // the status tablets are checked too
     expect(ok.converged).toBe(ok.tablets);
     expect(ok.rows).toBeGreaterThanOrEqual(200);
+    // The same check from the command line on a live cluster: exit 0.
+    const fine = cli('admin', 'check_replicas', `--master_addresses=${cl.masterAddresses.join(',')}`);
+    expect(fine.status, fine.stderr).toBe(0);
+    expect(fine.stdout).toMatch(/replica convergence: (\d+) of \1 tablet\(s\) converged/);
 
     // Rewrite one row of one replica behind Raft's back.
     const victim = cl.tservers[2]!;
@@ -72,5 +85,10 @@ describe('verify: replica convergence', () => {
     expect(bad.diverged[0]!.why).toContain('ts2');
     expect(bad.unsettled).toEqual([]);
     expect(bad.converged).toBe(bad.tablets - 1);
+    const cmd = cli('admin', 'check_replicas', 'conv', '--behind_ms=0', `--master_addresses=${cl.masterAddresses.join(',')}`);
+    expect(cmd.status).toBe(1);
+    expect(cmd.stdout).toContain(`${tabletId}  conv`);
+    expect(cmd.stdout).toContain('DIVERGED');
+    expect(cmd.stderr).toContain('error: CORRUPTION: 1 tablet(s) have replicas showing different rows');
   }, 240_000);
 });

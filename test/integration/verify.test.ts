@@ -75,6 +75,9 @@ async function run(workload: WorkloadName, seed: number, extra: { registerWrites
   if (r.verdict === 'INVALID') keepForAnomalies = true;
   for (const a of Object.keys(r.anomalies)) if (KNOWN[workload]?.has(a)) process.stdout.write(`  KNOWN ANOMALY ${workload}/${a} (a reported server bug; see KNOWN in this file)\n`);
   if (r.verdict === 'vacuous') process.stdout.write(`  VACUOUS ${workload}: ${r.counts.ok} ok ops in ${r.timeMs} ms (cap ${RUN_CAP_MS} ms) — this history does not count as a pass\n`);
+  // Every run ends with the replica convergence check (a divergence is the anomaly replica-divergence).
+  expect(r.convergence, 'replica convergence checked').toBeDefined();
+  expect(r.convergence!.converged).toBeGreaterThan(0);
   return r;
 }
 

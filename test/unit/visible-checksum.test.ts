@@ -9,6 +9,8 @@ import { TxnId } from '../../common/ids';
 import type { DocDb } from '../../docdb/doc-db';
 import type { RowOp } from '../../docdb/doc-db-api';
 import { visibleChecksum } from '../../tserver/tablet/visible-checksum';
+import { parseReadHt } from '../../tserver/tserver-web';
+import { htFrom } from '../../common/hybrid-time';
 import { judgeAttempt, withConvergence, type ConvergenceReport, type ReplicaDigest } from '../../lab/verify/replica-convergence';
 import { ht, key, memoryDocDb, op, Statuses, txnMeta } from './docdb-helpers';
 
@@ -84,6 +86,19 @@ describe('visible checksum: what a replica shows at one hybrid time', () => {
     const db = await replica(s, { applyT1: true, gcAt: 45 });
     const e = (await digest(db, s, 44).catch((x: unknown) => x)) as { code?: string };
     expect(e.code).toBe('SNAPSHOT_TOO_OLD');
+  });
+});
+
+describe('tablet-checksum read_ht', () => {
+  it('a decimal hybrid time, now, or now-MS; anything else is INVALID_ARGUMENT', () => {
+    const now = () => ht(100);
+    expect(parseReadHt('12345', now)).toBe(12345n);
+    expect(parseReadHt('now', now)).toBe(ht(100));
+    expect(parseReadHt('now-1500', now)).toBe(ht(100) - htFrom(1_500_000));
+    for (const bad of ['', 'yesterday', 'now+5', 'now-', 'now-1.5', '-1', '1e9', '18446744073709551616']) {
+      expect(() => parseReadHt(bad, now), bad).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    }
+    expect(() => parseReadHt('now-200000', now)).toThrow(/before the epoch/);
   });
 });
 

@@ -165,6 +165,11 @@ export class TabletPeer {
     return this.docdb.regularChecksum();
   }
 
+  /** This server's hybrid time now. */
+  hybridNow(): HybridTime {
+    return this.deps.clock.now();
+  }
+
   /**
    * Digest of the rows this replica shows at `readHt` (default: now; visible-checksum.ts), with the
    * Raft index it had applied; `stable` is false when entries were applied while the scan ran (ask
