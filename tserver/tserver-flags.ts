@@ -92,6 +92,15 @@ export const HISTORY_GC_INTERVAL_SEC = defineFlag({
   validate: (v) => (v >= 0 ? undefined : 'a non-negative number of seconds'),
 });
 
+export const HISTORY_GC_MIN_NEW_VERSIONS_PCT = defineFlag({
+  name: 'history_gc_min_new_versions_pct',
+  type: 'int',
+  default: 10,
+  help: "A tablet's history GC pass reads every version of the tablet, so a pass is skipped while the versions written since the last one are fewer than this percentage of the versions that pass kept (only versions written since can have made older ones collectable); every 12th pass runs anyway (TTL expiry collects without new writes). 0: run whenever anything was written since the last cutoff.",
+  tags: [FlagTag.runtime],
+  validate: (v) => (v >= 0 && v <= 1000 ? undefined : 'a percentage from 0 to 1000'),
+});
+
 export const REMOTE_BOOTSTRAP_CHUNK_BYTES = defineFlag({
   name: 'remote_bootstrap_chunk_bytes',
   type: 'int',

@@ -210,7 +210,7 @@ export function registerTServerPages(d: TServerWebDeps): void {
           ['Wait queue: waiting now / waits (enable_wait_queues)', `${t.waitQueue.waiting} / ${t.waitQueue.waits}`],
           ['Read locks taken (serializable reads, as leader)', t.readLocks],
           ['Retryable requests: clients / writes remembered / running / copies answered / late copies refused', `${t.retryable.clients} / ${t.retryable.replicated} / ${t.retryable.running} / ${t.retryable.duplicates} / ${t.retryable.stale}`],
-          ['History GC: passes run / skipped, versions scanned / dropped (of which dropped columns\' values)', `${t.historyGc.runs} / ${t.historyGc.skipped}, ${t.historyGc.versionsScanned} / ${t.historyGc.versionsDropped} (${t.historyGc.droppedColumnVersions})`],
+          ['History GC: passes run / skipped (for too few new versions), versions scanned / dropped (of which dropped columns\' values)', `${t.historyGc.runs} / ${t.historyGc.skipped} (${t.historyGc.skippedFewNew}), ${t.historyGc.versionsScanned} / ${t.historyGc.versionsDropped} (${t.historyGc.droppedColumnVersions})`],
           ['History GC: last cutoff HT / dropped / ms; history floor HT (reads below fail SNAPSHOT_TOO_OLD)', `${t.historyGc.lastCutoffHt} / ${t.historyGc.lastDropped} / ${t.historyGc.lastMs}; ${t.historyGc.historyFloorHt === '0' ? '0 (never collected)' : t.historyGc.historyFloorHt}`],
           ['Schema version / columns (name:type#id)', `${t.schemaVersion} / ${t.columns.map((c) => `${c.name}:${c.type}#${c.id}`).join(', ')}`],
           ['Row cache rows / bytes / hits / misses', t.regulardb.rowCache ? `${t.regulardb.rowCache.rows} / ${t.regulardb.rowCache.bytes} / ${t.regulardb.rowCache.hits} / ${t.regulardb.rowCache.misses}` : ''],
@@ -376,12 +376,13 @@ function registerIoGauges(d: TServerWebDeps): void {
       for (const kind of ['clients', 'replicated', 'running', 'duplicates', 'stale'] as const) g.set({ tablet_id: p.tabletId, kind }, r[kind]);
     }
   });
-  d.metrics.gauge('tserver_history_gc', 'History GC of RegularDB per tablet replica (history_gc_interval_sec): passes run (kind="runs"), skipped with nothing written above the last cutoff ("skipped"), versions scanned ("versions_scanned") and dropped ("versions_dropped"; of those, values of dropped columns: "dropped_column_versions")', ['tablet_id', 'kind'], (g) => {
+  d.metrics.gauge('tserver_history_gc', 'History GC of RegularDB per tablet replica (history_gc_interval_sec): passes run (kind="runs"), skipped ("skipped": nothing written above the last cutoff, or too few versions written since the last pass — history_gc_min_new_versions_pct; of those, the latter: "skipped_few_new"), versions scanned ("versions_scanned") and dropped ("versions_dropped"; of those, values of dropped columns: "dropped_column_versions")', ['tablet_id', 'kind'], (g) => {
     g.reset();
     for (const p of d.manager().list()) {
       const h = p.historyGcStats;
       g.set({ tablet_id: p.tabletId, kind: 'runs' }, h.runs);
       g.set({ tablet_id: p.tabletId, kind: 'skipped' }, h.skipped);
+      g.set({ tablet_id: p.tabletId, kind: 'skipped_few_new' }, h.skippedFewNew);
       g.set({ tablet_id: p.tabletId, kind: 'versions_scanned' }, h.versionsScanned);
       g.set({ tablet_id: p.tabletId, kind: 'versions_dropped' }, h.versionsDropped);
       g.set({ tablet_id: p.tabletId, kind: 'dropped_column_versions' }, h.droppedColumnVersions);
@@ -480,11 +481,11 @@ export interface TabletDetail {
   retryable: { clients: number; replicated: number; running: number; duplicates: number; stale: number };
   /**
    * History GC (history_gc_interval_sec): passes run and skipped (nothing written above the last
-   * cutoff), versions scanned and dropped in all (droppedColumnVersions: of those, values of dropped
+   * cutoff, or — skippedFewNew — too few versions written since the last pass), versions scanned and dropped in all (droppedColumnVersions: of those, values of dropped
    * columns, collected whatever their time), the last pass's cutoff, drops and duration, and the
    * history floor (reads below it fail SNAPSHOT_TOO_OLD; '0': never collected). Hybrid times as decimal strings.
    */
-  historyGc: { runs: number; skipped: number; versionsScanned: number; versionsDropped: number; droppedColumnVersions: number; lastCutoffHt: string; lastDropped: number; lastMs: number; historyFloorHt: string };
+  historyGc: { runs: number; skipped: number; skippedFewNew: number; versionsScanned: number; versionsDropped: number; droppedColumnVersions: number; lastCutoffHt: string; lastDropped: number; lastMs: number; historyFloorHt: string };
 }
 
 async function detailOf(p: TabletPeer, manager: TabletManager, trackers: TabletMemTrackers, selfUuid: string, selfAddress: string): Promise<TabletDetail> {

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DbError, ErrorCode } from '../../common/errors';
 import { Flags } from '../../common/flags';
 import { TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC } from '../../docdb/docdb-flags';
+import { HISTORY_GC_MIN_NEW_VERSIONS_PCT } from '../../tserver/tserver-flags';
 import { demoTabletMeta, openTestPeer, testPeerDeps } from './tablet-peer-harness';
 import { readTabletMeta, type TableSchema } from '../../tserver/tablet/tablet-meta';
 import { decodeTabletOp, encodeTabletOp, type TabletOp } from '../../tserver/tablet/tablet-op';
@@ -53,6 +54,57 @@ describe('TabletPeer', () => {
     expect(d?.droppedColumnVersions).toBe(2); // row 1's 'd' and row 2's 'y'
     expect(p.historyGcStats).toMatchObject({ runs: 3, skipped: 2, droppedColumnVersions: 2 });
     expect(await p.historyGc()).toBeUndefined();
+    await p.stop();
+  }, 30_000);
+
+  it('tablet: a history GC pass is put off while the versions written since the last pass are fewer than history_gc_min_new_versions_pct of those it kept, and runs anyway after 11 such skips', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-tablet-'));
+    dirs.push(dir);
+    const flags = new Flags();
+    flags.setAtRuntime(TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC.name, '0', true);
+    flags.setAtRuntime(HISTORY_GC_MIN_NEW_VERSIONS_PCT.name, '50', true);
+    const p = await openTestPeer(dir, { flags });
+    const upsert = (i: number, v: string) => p.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(i), columns: [{ columnId: 1, value: v }] } }] });
+    for (let i = 0; i < 100; i++) await upsert(i, 'a');
+    expect((await p.historyGc())?.versionsScanned).toBe(200); // kept: 200 (liveness and column of each row)
+    for (let i = 0; i < 10; i++) await upsert(i, 'b'); // about 30 puts (versions and frontiers) < 50 % of 200
+    expect(await p.historyGc()).toBeUndefined();
+    expect(p.historyGcStats).toMatchObject({ runs: 1, skipped: 1, skippedFewNew: 1 });
+    for (let i = 10; i < 50; i++) await upsert(i, 'b'); // now 50 rows overwritten: at least 100 puts
+    const g = await p.historyGc();
+    expect(g?.versionsDropped).toBe(100); // the 50 rows' older liveness and column versions
+    expect(p.historyGcStats).toMatchObject({ runs: 2, skippedFewNew: 1 });
+    // Too few new versions for ever (1000 %): the 12th chance runs all the same.
+    flags.setAtRuntime(HISTORY_GC_MIN_NEW_VERSIONS_PCT.name, '1000', true);
+    await upsert(1, 'c');
+    for (let k = 0; k < 11; k++) expect(await p.historyGc()).toBeUndefined();
+    expect(p.historyGcStats.skippedFewNew).toBe(12);
+    expect((await p.historyGc())?.versionsDropped).toBe(2);
+    // 0 %: every pass with anything written above the last cutoff runs.
+    flags.setAtRuntime(HISTORY_GC_MIN_NEW_VERSIONS_PCT.name, '0', true);
+    await upsert(2, 'c');
+    expect((await p.historyGc())?.versionsDropped).toBe(2);
+    expect(p.historyGcStats).toMatchObject({ runs: 4, skippedFewNew: 12 });
+    await p.stop();
+  }, 30_000);
+
+  it('tablet: versions written above the last cutoff but before the last pass count as new (they become collectable as the cutoff passes them)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-tablet-'));
+    dirs.push(dir);
+    const flags = new Flags();
+    flags.setAtRuntime(TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC.name, '1', true);
+    const p = await openTestPeer(dir, { flags });
+    const upsert = (i: number, v: string) => p.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(i), columns: [{ columnId: 1, value: v }] } }] });
+    for (let i = 0; i < 100; i++) await upsert(i, 'a');
+    await new Promise((r) => setTimeout(r, 1100));
+    expect((await p.historyGc())?.versionsDropped).toBe(0);
+    for (let i = 0; i < 50; i++) await upsert(i, 'b');
+    expect((await p.historyGc())?.versionsDropped).toBe(0); // the overwrites are younger than the retention
+    await new Promise((r) => setTimeout(r, 1100));
+    // Nothing written since that pass, but the overwrites now lie below the cutoff: the pass runs.
+    expect((await p.historyGc())?.versionsDropped).toBe(100);
+    expect(p.historyGcStats).toMatchObject({ runs: 3, skippedFewNew: 0 });
+    expect(await p.historyGc()).toBeUndefined(); // then nothing above the cutoff: skipped
     await p.stop();
   }, 30_000);
 

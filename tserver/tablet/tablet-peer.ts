@@ -34,7 +34,7 @@ import { RaftGroup, type LeaderChange, type RaftCore, type RaftGroupStatus } fro
 import type { RaftOptions } from '../../raft/raft-options';
 import type { Entry, Message, Snapshot } from '../../raft/types';
 import type { LogStorage } from '../../raft/wal/log-storage';
-import { RAFT_ELECTION_TIMEOUT_TICKS, RAFT_HEARTBEAT_TICKS, RETRYABLE_REQUEST_TIMEOUT_SECS, RAFT_TICK_INTERVAL_MS, TEST_FAIL_TABLET_REPLICA, TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, WRITE_TIMEOUT_MS } from '../tserver-flags';
+import { HISTORY_GC_MIN_NEW_VERSIONS_PCT, RAFT_ELECTION_TIMEOUT_TICKS, RAFT_HEARTBEAT_TICKS, RETRYABLE_REQUEST_TIMEOUT_SECS, RAFT_TICK_INTERVAL_MS, TEST_FAIL_TABLET_REPLICA, TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, WRITE_TIMEOUT_MS } from '../tserver-flags';
 import { BlockedBy, resolveConflicts, resolvePlainWriteConflicts, resolveSerializableConflicts, type ConflictDeps } from '../transaction/conflict-resolution';
 import { WaitQueue } from './wait-queue';
 import { uncertaintyLimit } from '../transaction/uncertainty';
@@ -136,6 +136,10 @@ interface IntentsGroupItem {
   opId: OpId;
   reads?: ReadLocks;
 }
+/** A history GC pass put off for too few new versions runs at the next chance after this many (history_gc_min_new_versions_pct). */
+const HISTORY_GC_FEW_NEW_SKIPS_MAX = 11;
+/** Put-count samples a replica keeps for that decision (the oldest, at or before the last cutoff, always stays). */
+const HISTORY_GC_PUT_SAMPLES_MAX = 4096;
 /** Committed transactions one replica applies together at most (DocDb.applyIntentsMany). */
 const APPLY_GROUP_MAX = 256;
 /** Non-transactional reads see no other transaction's intents (they are not committed for them). */
@@ -223,7 +227,11 @@ export class TabletPeer {
   readonly commitPoints = new ApplyLagLog();
   readonly metrics = { writeOps: 0, readOps: 0, scanOps: 0, readLocks: 0, rowsWritten: 0, entriesApplied: 0, snapshotsInstalled: 0 };
   /** History GC passes of this replica (historyGc): runs, skips, versions scanned and dropped, the last pass. */
-  readonly historyGcStats = { runs: 0, skipped: 0, versionsScanned: 0, versionsDropped: 0, droppedColumnVersions: 0, lastCutoffHt: 0n, lastMs: 0, lastDropped: 0 };
+  readonly historyGcStats = { runs: 0, skipped: 0, skippedFewNew: 0, versionsScanned: 0, versionsDropped: 0, droppedColumnVersions: 0, lastCutoffHt: 0n, lastMs: 0, lastDropped: 0 };
+  /** After the last pass: its cutoff, the versions it kept, passes skipped since for too few new versions. */
+  private historyGcLast: { cutoffHt: HybridTime; versionsKept: number; fewNewSkips: number } | undefined;
+  /** RegularDB's put count at each history GC chance, oldest first (from the newest one at or before the last cutoff). */
+  private readonly historyGcPutSamples: Array<{ atHt: HybridTime; puts: number }> = [];
   /** The history GC pass running, if any (a remote bootstrap waits for it before replacing the databases). */
   private historyGcRunning: Promise<unknown> | undefined;
   /** The schema version the last history GC pass ran under (-1: none yet). */
@@ -1196,12 +1204,38 @@ export class TabletPeer {
       this.historyGcStats.skipped++;
       return undefined;
     }
+    // Only a version written above the last pass's cutoff can have made an older one collectable
+    // since: too few of them for the pass to be worth reading the whole tablet, unless the pass was
+    // put off for long enough (TTL expiry needs no writes). They are counted as RegularDB puts (a
+    // little more than the versions written) since the newest sample taken at or before that cutoff;
+    // without such a sample (the first passes after a start) the pass runs.
+    const putsNow = db.writeCounts().regulardb.puts;
+    const nowHt = this.deps.clock.now();
+    const samples = this.historyGcPutSamples;
+    samples.push({ atHt: nowHt, puts: putsNow });
+    const last = this.historyGcLast;
+    if (last) {
+      // Keep the newest sample at or before the last cutoff and every later one.
+      let base = -1;
+      for (let i = 0; i < samples.length && samples[i]!.atHt <= last.cutoffHt; i++) base = i;
+      if (base > 0) samples.splice(0, base);
+      if (samples.length > HISTORY_GC_PUT_SAMPLES_MAX) samples.splice(1, samples.length - HISTORY_GC_PUT_SAMPLES_MAX);
+      const pct = this.deps.flags.get(HISTORY_GC_MIN_NEW_VERSIONS_PCT);
+      const newPuts = base >= 0 ? putsNow - samples[0]!.puts : undefined;
+      if (newPuts !== undefined && schemaVersion === this.historyGcSchemaVersion && newPuts * 100 < pct * last.versionsKept && last.fewNewSkips < HISTORY_GC_FEW_NEW_SKIPS_MAX) {
+        last.fewNewSkips++;
+        this.historyGcStats.skipped++;
+        this.historyGcStats.skippedFewNew++;
+        return undefined;
+      }
+    }
     const t0 = performance.now();
-    const run = db.gc(db.historyCutoff(this.deps.clock.now()), { compactRange: false });
+    const run = db.gc(db.historyCutoff(nowHt), { compactRange: false });
     this.historyGcRunning = run;
     try {
       const r = await run;
       this.historyGcSchemaVersion = schemaVersion;
+      this.historyGcLast = { cutoffHt: r.cutoffHt, versionsKept: r.versionsScanned - r.versionsDropped, fewNewSkips: 0 };
       const g = this.historyGcStats;
       g.runs++;
       g.versionsScanned += r.versionsScanned;
