@@ -92,6 +92,14 @@ export const HISTORY_GC_INTERVAL_SEC = defineFlag({
   validate: (v) => (v >= 0 ? undefined : 'a non-negative number of seconds'),
 });
 
+export const TEST_CORRUPT_TABLET_REPLICA = defineFlag({
+  name: 'TEST_corrupt_tablet_replica',
+  type: 'string',
+  default: '',
+  help: "Tablet id (or '*': every tablet) whose replica on this server silently writes one wrong value: the next applied non-transactional write that sets a column stores it changed (a string gets '#corrupt' appended, a number 1 added, a boolean flipped, bytes one byte more) in this replica's RegularDB only, as a bad disk or a state-machine bug would; the Raft log stays right. The flag clears itself once done. `tessera admin check_replicas` finds it. (For testing only!)",
+  tags: [FlagTag.runtime],
+});
+
 export const HISTORY_GC_MIN_NEW_VERSIONS_PCT = defineFlag({
   name: 'history_gc_min_new_versions_pct',
   type: 'int',

@@ -24,7 +24,7 @@ export interface ReplicaDigest {
   pendingTxns: number;
 }
 
-export type AttemptResult = { kind: 'converged'; rows: number } | { kind: 'diverged'; why: string } | { kind: 'unsettled'; why: string };
+export type AttemptResult = { kind: 'converged'; rows: number } | { kind: 'diverged'; why: string; differing: string[] } | { kind: 'unsettled'; why: string };
 
 export interface TabletConvergence {
   tabletId: string;
@@ -33,6 +33,8 @@ export interface TabletConvergence {
   /** converged: rows each replica shows; otherwise why. */
   rows?: number;
   why?: string;
+  /** diverged: the replicas (tserver names) outside the largest group of equal digests. */
+  differing?: string[];
   attempts: number;
 }
 
@@ -59,7 +61,14 @@ export function judgeAttempt(digests: readonly ReplicaDigest[], replicationFacto
   const list = digests.map((d) => `${d.server}: ${d.rows} rows, sha256 ${d.sha256.slice(0, 12)}, applied index ${d.appliedIndex}${d.stable ? '' : ' (applied while scanning)'}`).join('; ');
   if (digests.some((d) => !d.stable)) return { kind: 'unsettled', why: `a replica applied entries while it scanned — ${list}` };
   if (digests.some((d) => d.appliedIndex !== first.appliedIndex)) return { kind: 'unsettled', why: `replicas at different applied indexes — ${list}` };
-  return { kind: 'diverged', why: `replicas at the same applied index show different rows — ${list}` };
+  // The replicas outside the largest group of equal digests (all of them when no group is larger).
+  const groups = new Map<string, string[]>();
+  for (const d of digests) groups.set(`${d.sha256}/${d.rows}`, [...(groups.get(`${d.sha256}/${d.rows}`) ?? []), d.server]);
+  const sizes = [...groups.values()].map((g) => g.length).sort((a, b) => b - a);
+  const major = sizes[0]! > (sizes[1] ?? 0) ? [...groups.values()].find((g) => g.length === sizes[0])! : [];
+  const differing = digests.map((d) => d.server).filter((n) => !major.includes(n));
+  const who = major.length ? `${differing.join(', ')} differ${differing.length === 1 ? 's' : ''} from ${major.join(', ')}` : 'no majority';
+  return { kind: 'diverged', why: `replicas at the same applied index show different rows (${who}) — ${list}`, differing };
 }
 
 export interface ConvergenceOptions {
@@ -122,7 +131,7 @@ export async function checkReplicaConvergence(o: ConvergenceOptions): Promise<Co
       state.why = r.why;
       state.divergedRun = r.kind === 'diverged' ? state.divergedRun + 1 : 0;
       if (state.divergedRun >= DIVERGED_ATTEMPTS) {
-        done.set(tabletId, { tabletId, table: h.table, result: 'diverged', why: r.why, attempts: state.attempts });
+        done.set(tabletId, { tabletId, table: h.table, result: 'diverged', why: r.why, ...(r.kind === 'diverged' ? { differing: r.differing } : {}), attempts: state.attempts });
         o.log?.(`replica convergence: tablet ${tabletId} (${h.table}) DIVERGED: ${r.why}`);
       }
     }

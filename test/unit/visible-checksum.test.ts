@@ -113,6 +113,11 @@ describe('replica convergence: judging one attempt', () => {
     const div = judgeAttempt([d('a', 'x'), d('b', 'x'), d('c', 'y')], 3);
     expect(div.kind).toBe('diverged');
     expect(div.kind === 'diverged' && div.why).toContain('c: 5 rows, sha256 y');
+    expect(div.kind === 'diverged' && div.why).toContain('(c differs from a, b)');
+    expect(div.kind === 'diverged' && div.differing).toEqual(['c']);
+    // Three different digests: no majority, every replica differs.
+    const none = judgeAttempt([d('a', 'x'), d('b', 'y'), d('c', 'z')], 3);
+    expect(none.kind === 'diverged' && none.differing).toEqual(['a', 'b', 'c']);
   });
 
   it('a divergence makes the workload\'s verdict invalid with the anomaly replica-divergence; convergence only adds its line', () => {

@@ -34,7 +34,7 @@ import { RaftGroup, type LeaderChange, type RaftCore, type RaftGroupStatus } fro
 import type { RaftOptions } from '../../raft/raft-options';
 import type { Entry, Message, Snapshot } from '../../raft/types';
 import type { LogStorage } from '../../raft/wal/log-storage';
-import { HISTORY_GC_MIN_NEW_VERSIONS_PCT, RAFT_ELECTION_TIMEOUT_TICKS, RAFT_HEARTBEAT_TICKS, RETRYABLE_REQUEST_TIMEOUT_SECS, RAFT_TICK_INTERVAL_MS, TEST_FAIL_TABLET_REPLICA, TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, WRITE_TIMEOUT_MS } from '../tserver-flags';
+import { HISTORY_GC_MIN_NEW_VERSIONS_PCT, RAFT_ELECTION_TIMEOUT_TICKS, TEST_CORRUPT_TABLET_REPLICA, RAFT_HEARTBEAT_TICKS, RETRYABLE_REQUEST_TIMEOUT_SECS, RAFT_TICK_INTERVAL_MS, TEST_FAIL_TABLET_REPLICA, TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, WRITE_TIMEOUT_MS } from '../tserver-flags';
 import { BlockedBy, resolveConflicts, resolvePlainWriteConflicts, resolveSerializableConflicts, type ConflictDeps } from '../transaction/conflict-resolution';
 import { WaitQueue } from './wait-queue';
 import { uncertaintyLimit } from '../transaction/uncertainty';
@@ -671,6 +671,29 @@ export class TabletPeer {
     group.push({ op, opId, write: undefined });
   }
 
+  /**
+   * TEST_corrupt_tablet_replica: change the first column value of these (non-transactional) writes
+   * that can be changed, in this replica's copy only, and clear the flag once done.
+   */
+  private corruptOneWrite(writes: Array<{ ops: readonly RowOp[]; ht: HybridTime; opId: OpId }>): void {
+    for (const w of writes) {
+      for (let k = 0; k < w.ops.length; k++) {
+        const op = w.ops[k]!;
+        if (op.type !== 'upsert') continue;
+        const c = op.columns.findIndex((x) => x.value !== null);
+        if (c < 0) continue;
+        const v = op.columns[c]!.value;
+        const wrong = typeof v === 'string' ? `${v}#corrupt` : typeof v === 'bigint' ? v + 1n : typeof v === 'number' ? v + 1 : typeof v === 'boolean' ? !v : v instanceof Uint8Array ? Buffer.concat([v, Buffer.from([0])]) : v;
+        const ops = [...w.ops];
+        ops[k] = { ...op, columns: op.columns.map((x, i) => (i === c ? { ...x, value: wrong } : x)) };
+        w.ops = ops;
+        this.deps.flags.setAtRuntime(TEST_CORRUPT_TABLET_REPLICA.name, '', true);
+        this.deps.log.warn({ tablet: this.tabletId, index: w.opId.index, columnId: op.columns[c]!.columnId }, 'TEST_corrupt_tablet_replica: wrote one wrong value in this replica only');
+        return;
+      }
+    }
+  }
+
   /** `before`: writes that must be done before anything of the group counts as applied (the batch's intents). */
   private async flushRegular(group: RegularGroupItem[], before?: Promise<void>): Promise<void> {
     if (group.length === 0) return;
@@ -688,6 +711,8 @@ export class TabletPeer {
       // durable before any of its intents moves: a restart resumes the apply even if its entry is
       // not replayed.
       const applyNow = this.deps.flags.get(TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS) === 0;
+      const corrupt = this.deps.flags.get(TEST_CORRUPT_TABLET_REPLICA);
+      if (corrupt !== '' && (corrupt === '*' || corrupt === this.tabletId)) this.corruptOneWrite(items.flatMap((i) => (i.op.type === 'WRITE' && i.write ? [i.write] : [])));
       marks = await this.docdb.writeRegularMany(writes, applies, applyNow);
     }
     if (before) await before;
