@@ -2,7 +2,8 @@
  * Crash loop: unique inserts run while every process of the cluster (master and all tservers) is
  * killed with SIGKILL and restarted, `cycles` times. Afterwards one final read must hold every
  * acknowledged insert (no acknowledged write lost), and every restart must come back: the cluster
- * healthy and a write acknowledged again within RECOVERY_TIMEOUT_MS.
+ * healthy and a write acknowledged again within RECOVERY_TIMEOUT_MS. At the end every replica of
+ * every tablet must show the same rows (replica-convergence.ts).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -15,6 +16,7 @@ import { planVerifyCluster } from './plan-verify-cluster';
 import { SetWorkload } from './set-workload';
 import { judge, type WorkloadReport } from './verify-report';
 import { makeDirs } from '../../common/fs-dirs';
+import { checkReplicaConvergence, convergenceLine, withConvergence } from './replica-convergence';
 
 export const RECOVERY_TIMEOUT_MS = 60_000;
 const CRASH_CONCURRENCY = 8;
@@ -96,15 +98,18 @@ export async function runCrashLoop(o: CrashLoopOptions): Promise<WorkloadReport>
       await workers;
     }
     await w.final(client, recorder, 1_000_000_000);
+    // Replay and remote bootstrap after every crash must leave the replicas equal.
+    const convergence = await checkReplicaConvergence({ tservers: cluster.tservers, replicationFactor: 3, timeoutMs: RECOVERY_TIMEOUT_MS });
+    log(`crash: ${convergenceLine(convergence)}`);
     makeDirs(o.dir, 'report directory');
     fs.writeFileSync(path.join(o.dir, 'history-crash.json'), JSON.stringify({ workload: 'crash', seed: o.seed, faults: windows, history: recorder.ops }));
-    const v = w.check(recorder.ops);
+    const v = withConvergence(w.check(recorder.ops), convergence);
     if (recoveryFailures.length) {
       v.valid = false;
       v.anomalies['recovery-failed'] = recoveryFailures.length;
       v.details.push(...recoveryFailures);
     }
-    return { ...judge('crash', recorder.ops, windows, v, o.seed, Date.now() - t0), driver, ...(o.masters && o.masters > 1 ? { masters: o.masters } : {}) };
+    return { ...judge('crash', recorder.ops, windows, v, o.seed, Date.now() - t0), convergence, driver, ...(o.masters && o.masters > 1 ? { masters: o.masters } : {}) };
   } finally {
     await client?.close().catch(() => undefined);
     await cluster.destroy(false);

@@ -101,7 +101,7 @@ export async function checkReplicaConvergence(o: ConvergenceOptions): Promise<Co
   const deadline = t0 + o.timeoutMs;
   const done = new Map<string, TabletConvergence>();
   const lastWhy = new Map<string, { table: string; why: string; attempts: number; divergedRun: number }>();
-  while (Date.now() < deadline) {
+  while (Date.now() < deadline && o.tablets?.size !== 0) {
     // Who hosts what, asked again each round (a replica may be moving or bootstrapping).
     const hosts = new Map<string, { table: string; servers: Array<{ name: string; webUrl: string }> }>();
     await Promise.all(

@@ -31,5 +31,8 @@ describe('verify: crash loop on a real cluster', () => {
     expect(r.faults.length).toBe(CYCLES);
     expect(r.faults.every((f) => !f.skipped)).toBe(true);
     expect(r.counts.ok).toBeGreaterThan(0);
+    // After the last restart every replica of every tablet shows the same rows.
+    expect(r.convergence?.diverged).toEqual([]);
+    expect(r.convergence!.converged).toBeGreaterThan(0);
   }, 600_000);
 });
