@@ -8,6 +8,7 @@ import { tabletServerMethods } from '../rpc/service-methods';
 import type { TesseraClient } from '../client/tessera-client';
 import { checkReplicaConvergence, convergenceLine } from '../lab/verify/replica-convergence';
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
+import { readLabState } from '../lab/lab-state';
 import { DEFAULT_MASTER_ADDRESSES, LAB_DIR_HELP, print, printJson, printTable, withClient } from './cli-io';
 
 interface AdminOpts {
@@ -118,7 +119,11 @@ export function registerAdminCommands(program: Command): void {
           for (const t of loc?.tablets ?? []) replicas.set(t.tabletId, { table: name, count: t.replicas.length });
         }
         const servers = (await c.listTabletServers()).servers ?? [];
-        return { tservers: servers.filter((x) => x.alive && x.webAddress).map((x) => ({ name: x.rpcAddress ?? x.uuid ?? '', webUrl: `http://${x.webAddress}` })), replicas };
+        // A lab's consoles are reached through the URLs its state records (docker: published ports).
+        const labDir = opts(cmd).lab_dir;
+        const labUrls = new Map((labDir ? (readLabState(labDir)?.nodes ?? []) : []).map((n) => [n.tserver.rpcAddress, n.tserver.webUrl]));
+        const webUrl = (x: (typeof servers)[number]): string => labUrls.get(x.rpcAddress ?? '') ?? `http://${x.webAddress}`;
+        return { tservers: servers.filter((x) => x.alive && x.webAddress).map((x) => ({ name: x.rpcAddress ?? x.uuid ?? '', webUrl: webUrl(x) })), replicas };
       });
       const r = await checkReplicaConvergence({ tservers, replicationFactor: (id) => replicas.get(id)?.count ?? 1, timeoutMs: waitMs, tablets: new Set(replicas.keys()), behindMs });
       const all = [...r.diverged, ...r.unsettled];

@@ -115,6 +115,10 @@ describe('lab experiments under the docker driver (real servers)', () => {
     const ts = await runCli(['admin', '--lab_dir', dir, '--json', 'list_all_tablet_servers'], 60_000);
     expect(ts.status, ts.stderr).toBe(0);
     expect(ts.stdout).toContain('n2:9100');
+    // The replica check reaches each container's console through the lab's published ports.
+    const replicas = await runCli(['admin', '--lab_dir', dir, '--json', 'check_replicas', 'demo', '--behind_ms', '0'], 120_000);
+    expect(replicas.status, replicas.stderr).toBe(0);
+    expect(JSON.parse(replicas.stdout)).toMatchObject({ tablets: 3, converged: 3, diverged: [], unsettled: [] });
     // Without the translation the advertised names do not resolve here: the lab is only reachable through --lab_dir.
     const plain = await runCli(['get', 'demo', 'id=1000', '--master_addresses', `127.0.0.1:${7100 + PORT_OFFSET}`, '--timeout_ms', '3000'], 60_000);
     expect(plain.status).not.toBe(0);
