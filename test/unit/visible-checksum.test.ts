@@ -4,6 +4,7 @@
  * schedules (intents applied or not, history collected or not) digest equal; any difference in what
  * they show does not.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TxnId } from '../../common/ids';
 import type { DocDb } from '../../docdb/doc-db';
@@ -87,6 +88,78 @@ describe('visible checksum: what a replica shows at one hybrid time', () => {
     const e = (await digest(db, s, 44).catch((x: unknown) => x)) as { code?: string };
     expect(e.code).toBe('SNAPSHOT_TOO_OLD');
   });
+});
+
+/** One step of a tablet's Raft log, as every replica applies it. */
+type Step =
+  | { kind: 'write'; row: number; v: number }
+  | { kind: 'delete'; row: number }
+  | { kind: 'intents'; txn: number; rows: number[]; v: number }
+  | { kind: 'end'; txn: number; commit: boolean };
+
+/** Per replica and step: apply a finished transaction's intents at once (else leave them), and a GC pass after the step (cutoff lag in steps) or none. */
+interface Schedule {
+  applyNow: boolean[];
+  gcLag: Array<number | undefined>;
+}
+
+describe('visible checksum: property', () => {
+  it('replicas applying the same log on random schedules (committed intents moved or left, aborted ones removed or left, history GC at random times) digest equal at every time at or above both floors', async () => {
+    const stepArb: fc.Arbitrary<Step> = fc.oneof(
+      fc.record({ kind: fc.constant('write' as const), row: fc.integer({ min: 0, max: 5 }), v: fc.integer({ min: 0, max: 9 }) }),
+      fc.record({ kind: fc.constant('delete' as const), row: fc.integer({ min: 0, max: 5 }) }),
+      fc.record({ kind: fc.constant('intents' as const), txn: fc.integer({ min: 0, max: 3 }), rows: fc.uniqueArray(fc.integer({ min: 0, max: 5 }), { minLength: 1, maxLength: 3 }), v: fc.integer({ min: 0, max: 9 }) }),
+      fc.record({ kind: fc.constant('end' as const), txn: fc.integer({ min: 0, max: 3 }), commit: fc.boolean() }),
+    );
+    const schedArb = (n: number): fc.Arbitrary<Schedule> => fc.record({ applyNow: fc.array(fc.boolean(), { minLength: n, maxLength: n }), gcLag: fc.array(fc.option(fc.integer({ min: 0, max: 4 }), { nil: undefined }), { minLength: n, maxLength: n }) });
+    const arb = fc.array(stepArb, { minLength: 1, maxLength: 25 }).chain((steps) => fc.tuple(fc.constant(steps), schedArb(steps.length), schedArb(steps.length)));
+    await fc.assert(
+      fc.asyncProperty(arb, async ([steps, ...schedules]) => {
+        const statuses = new Statuses();
+        const replicas = await Promise.all(schedules.map(() => memoryDocDb()));
+        // A transaction's id changes each time it starts again after it ended (t<n>-<generation>).
+        const gen = [0, 0, 0, 0];
+        const open = new Map<number, string>();
+        for (let i = 0; i < steps.length; i++) {
+          const s = steps[i]!;
+          const at = ht(10 + i);
+          const opId = op(i + 1);
+          for (const [r, db] of replicas.entries()) {
+            if (s.kind === 'write') await db.writeRegular([upsert(s.row, `v${s.v}`)], at, opId);
+            else if (s.kind === 'delete') await db.writeRegular([{ type: 'delete', key: key(s.row) }], at, opId);
+            else if (s.kind === 'intents') {
+              const id = open.get(s.txn) ?? `t${s.txn}-${gen[s.txn]}`;
+              await db.writeIntents(txnMeta(id, at), s.rows.map((row) => upsert(row, `${id}:${s.v}`)), at, opId);
+            } else {
+              const id = open.get(s.txn);
+              if (id !== undefined && schedules[r]!.applyNow[i]) {
+                if (s.commit && (await db.markApplyPending(TxnId(id), at, opId))) await db.applyIntents(TxnId(id), at, opId);
+                if (!s.commit) await db.removeIntents(TxnId(id), opId);
+              }
+            }
+            const lag = schedules[r]!.gcLag[i];
+            if (lag !== undefined) await db.gc(ht(10 + Math.max(0, i - lag)), { compactRange: false });
+          }
+          // The status tablet's side, after every replica applied the step.
+          if (s.kind === 'intents' && !open.has(s.txn)) open.set(s.txn, `t${s.txn}-${gen[s.txn]}`);
+          if (s.kind === 'end' && open.has(s.txn)) {
+            const id = open.get(s.txn)!;
+            if (s.commit) statuses.commit(id, at);
+            else statuses.abort(id);
+            open.delete(s.txn);
+            gen[s.txn]!++;
+          }
+        }
+        const floor = replicas.map((db) => db.historyFloor()).reduce((a, b) => (a > b ? a : b), 0n);
+        for (let t = 10; t <= 10 + steps.length; t++) {
+          if (ht(t) < floor) continue;
+          const [a, b] = await Promise.all(replicas.map((db) => digest(db, statuses, t)));
+          expect(a, `read at step ${t - 10}`).toEqual(b);
+        }
+      }),
+      { numRuns: 150 },
+    );
+  }, 60_000);
 });
 
 describe('tablet-checksum read_ht', () => {
