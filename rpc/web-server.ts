@@ -2,7 +2,8 @@
  * The console kit every server uses (DESIGN §8): an HTTP server with HTML pages, each with a JSON twin
  * under /api/v1/<path> (YugabyteDB style), plus the built-in pages /varz, /healthz, /logs, /metrics,
  * /prometheus-metrics and /mem-trackers, and POST /api/v1/flags to change a flag at run time.
- * Errors are DbError JSON: 400 for bad input, 404 for unknown paths, 413 for big bodies, 500 otherwise.
+ * Errors are DbError JSON: 400 for bad input, 404 for unknown paths, 410 for reads below a history
+ * floor (SNAPSHOT_TOO_OLD), 413 for big bodies, 503 while a leader is elected or a server stops, 500 otherwise.
  */
 import * as http from 'node:http';
 import { DbError, ErrorCode, FlagTag, silentLogger, type Flags, type FlagView, type Logger, type LogRing } from '../common';
@@ -81,6 +82,9 @@ function statusOf(e: DbError): number {
       return 404;
     case ErrorCode.MESSAGE_TOO_LARGE:
       return 413;
+    // A read below a history floor: the versions asked for are gone for good.
+    case ErrorCode.SNAPSHOT_TOO_OLD:
+      return 410;
     // Expected while a leader is elected or a server stops: the caller retries (or follows the hint).
     case ErrorCode.NOT_THE_LEADER:
     case ErrorCode.LEADER_NOT_READY:

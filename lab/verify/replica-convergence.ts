@@ -84,6 +84,8 @@ export interface ConvergenceOptions {
    * replicas a little behind have applied everything up to there, so they compare too.
    */
   behindMs?: number;
+  /** Read every replica at this hybrid time instead (e.g. one in the middle of a run: the history must agree too). */
+  readHt?: bigint;
   log?: (line: string) => void;
 }
 
@@ -123,12 +125,17 @@ export async function checkReplicaConvergence(o: ConvergenceOptions): Promise<Co
       lastWhy.set(tabletId, state);
       state.attempts++;
       const rf = typeof o.replicationFactor === 'number' ? o.replicationFactor : o.replicationFactor(tabletId);
-      const r = await attempt(tabletId, h.servers, rf, o.behindMs ?? 0);
+      const r = await attempt(tabletId, h.servers, rf, o.readHt !== undefined ? String(o.readHt) : o.behindMs ? `now-${Math.round(o.behindMs)}` : 'now');
       if (r.kind === 'converged') {
         done.set(tabletId, { tabletId, table: h.table, result: 'converged', rows: r.rows, attempts: state.attempts });
         continue;
       }
       state.why = r.why;
+      // A replica's history GC collected that time: asking again cannot help.
+      if (r.kind === 'unsettled' && r.why.includes('SNAPSHOT_TOO_OLD')) {
+        done.set(tabletId, { tabletId, table: h.table, result: 'unsettled', why: r.why, attempts: state.attempts });
+        continue;
+      }
       state.divergedRun = r.kind === 'diverged' ? state.divergedRun + 1 : 0;
       if (state.divergedRun >= DIVERGED_ATTEMPTS) {
         done.set(tabletId, { tabletId, table: h.table, result: 'diverged', why: r.why, ...(r.kind === 'diverged' ? { differing: r.differing } : {}), attempts: state.attempts });
@@ -152,8 +159,8 @@ export async function checkReplicaConvergence(o: ConvergenceOptions): Promise<Co
   };
 }
 
-/** Ask the first replica at its now (less behindMs), then the others at the same hybrid time. */
-async function attempt(tabletId: string, servers: ReadonlyArray<{ name: string; webUrl: string }>, rf: number, behindMs: number): Promise<AttemptResult> {
+/** Ask the first replica at `at` (a hybrid time, now or now-MS), then the others at the hybrid time it read at. */
+async function attempt(tabletId: string, servers: ReadonlyArray<{ name: string; webUrl: string }>, rf: number, at: string): Promise<AttemptResult> {
   if (servers.length === 0) return { kind: 'unsettled', why: 'no tserver lists the tablet as RUNNING' };
   const ask = async (s: { name: string; webUrl: string }, readHt: string): Promise<ReplicaDigest & { readHt: string }> => {
     const a = (await getJson(`${s.webUrl}/api/v1/tablet-checksum?id=${encodeURIComponent(tabletId)}&read_ht=${readHt}`, REQUEST_TIMEOUT_MS)) as ChecksumAnswer;
@@ -161,7 +168,7 @@ async function attempt(tabletId: string, servers: ReadonlyArray<{ name: string; 
     return { server: s.name, sha256: v.sha256, rows: v.rows, appliedIndex: v.appliedIndex, stable: v.stable, pendingTxns: v.pendingTxns, readHt: v.readHt };
   };
   try {
-    const first = await ask(servers[0]!, behindMs > 0 ? `now-${Math.round(behindMs)}` : 'now');
+    const first = await ask(servers[0]!, at);
     const rest = await Promise.all(servers.slice(1).map((s) => ask(s, first.readHt)));
     return judgeAttempt([first, ...rest], rf);
   } catch (e) {
@@ -169,17 +176,17 @@ async function attempt(tabletId: string, servers: ReadonlyArray<{ name: string; 
   }
 }
 
-/** One line for the report. */
-export function convergenceLine(r: ConvergenceReport): string {
+/** One line for the report (`at`: what time the replicas were read at, when not their now). */
+export function convergenceLine(r: ConvergenceReport, at?: string): string {
   const parts = [`${r.converged} of ${r.tablets} tablet(s) converged (${r.rows} rows, every replica showing the same at one hybrid time)`];
   if (r.diverged.length) parts.push(`DIVERGED: ${r.diverged.map((t) => `${t.tabletId} (${t.table}): ${t.why}`).join(' | ')}`);
-  if (r.unsettled.length) parts.push(`not settled within the check's deadline: ${r.unsettled.map((t) => `${t.tabletId} (${t.table}): ${t.why}`).join(' | ')}`);
-  return `replica convergence: ${parts.join('; ')} — ${r.ms} ms`;
+  if (r.unsettled.length) parts.push(`not compared (replicas behind, missing or busy until the deadline, or the time below a history floor): ${r.unsettled.map((t) => `${t.tabletId} (${t.table}): ${t.why}`).join(' | ')}`);
+  return `replica convergence${at ? ` ${at}` : ''}: ${parts.join('; ')} — ${r.ms} ms`;
 }
 
 /** The workload's verdict with the convergence check folded in: a divergence is an anomaly (pure). */
-export function withConvergence(v: WorkloadVerdict, r: ConvergenceReport): WorkloadVerdict {
-  const details = [...v.details, convergenceLine(r)];
+export function withConvergence(v: WorkloadVerdict, r: ConvergenceReport, at?: string): WorkloadVerdict {
+  const details = [...v.details, convergenceLine(r, at)];
   if (r.diverged.length === 0) return { ...v, details };
-  return { ...v, valid: false, anomalies: { ...v.anomalies, 'replica-divergence': r.diverged.length }, details };
+  return { ...v, valid: false, anomalies: { ...v.anomalies, 'replica-divergence': (v.anomalies['replica-divergence'] ?? 0) + r.diverged.length }, details };
 }

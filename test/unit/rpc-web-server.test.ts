@@ -56,6 +56,7 @@ describe('console kit (rpc/web-server)', () => {
       json: () => ({ tablets: [{ tabletId: 't-1', term: 2n ** 60n }] }),
     });
     web.route('/not-leader', { json: () => { throw new DbError(ErrorCode.NOT_THE_LEADER, 'this master is not the leader'); } });
+    web.route('/too-old', { json: () => { throw new DbError(ErrorCode.SNAPSHOT_TOO_OLD, 'read below the history floor'); } });
     web.route('/boom', { html: () => Promise.reject(new Error('kaput')), json: () => { throw new DbError(ErrorCode.INTERNAL, 'kaput', { where: 'json' }); } });
     web.post('/api/v1/echo', (body) => ({ got: body }));
     await web.start();
@@ -145,6 +146,10 @@ describe('console kit (rpc/web-server)', () => {
     const follower = await request(web.address, '/api/v1/not-leader');
     expect(follower.status).toBe(503);
     expect(json(follower)).toMatchObject({ code: 'NOT_THE_LEADER' });
+    // Versions collected by history GC are gone for good: 410.
+    const tooOld = await request(web.address, '/api/v1/too-old');
+    expect(tooOld.status).toBe(410);
+    expect(json(tooOld)).toMatchObject({ code: 'SNAPSHOT_TOO_OLD' });
   });
 
   it('web: healthz, logs, metrics (JSON), prometheus-metrics and mem-trackers', async () => {
