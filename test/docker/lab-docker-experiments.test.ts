@@ -147,4 +147,14 @@ describe('lab experiments under the docker driver (real servers)', () => {
     expect(r.summary).toContain('disconnected from the lab network');
     expect(await labContainers('partition-minority')).toEqual([]);
   }, 240_000);
+
+  it('docker experiment replica-divergence: a follower container\'s silent wrong value is found by the convergence check through the published console ports, and re-creating the replica repairs it', async (ctx) => {
+    if (!engine.ok) return ctx.skip();
+    const r = await runExperiment(findExperiment('replica-divergence')!, opts());
+    expect(r.checks.filter((c) => !c.ok), JSON.stringify(r.checks)).toEqual([]);
+    expect(passed(r)).toBe(true);
+    expect(fs.readFileSync(r.reportPath!, 'utf8')).toContain('**PASSED**'); // no chart: it draws no memtables
+    expect(r.summary).toContain('docker lab');
+    expect(await labContainers('replica-divergence')).toEqual([]);
+  }, 240_000);
 });
