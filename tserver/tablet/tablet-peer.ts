@@ -1222,6 +1222,27 @@ export class TabletPeer {
   async historyGc(): Promise<{ versionsScanned: number; versionsDropped: number; droppedColumnVersions: number; cutoffHt: HybridTime } | undefined> {
     if (this.state !== TabletState.RUNNING || this.historyGcRunning) return undefined;
     const db = this.docdb;
+    // Only a version written above the last pass's cutoff can have made an older one collectable
+    // since: too few of them for the pass to be worth reading the whole tablet, unless the pass was
+    // put off for long enough (TTL expiry needs no writes). They are counted as RegularDB puts (a
+    // little more than the versions written) since the newest sample taken at or before that cutoff;
+    // without such a sample (the first passes after a start) the pass runs. A sample is taken at
+    // every chance, skipped or not.
+    const putsNow = db.writeCounts().regulardb.puts;
+    const nowHt = this.deps.clock.now();
+    const samples = this.historyGcPutSamples;
+    // The count starts again with databases opened anew (remote bootstrap): older samples mean nothing.
+    if (samples.length > 0 && samples[samples.length - 1]!.puts > putsNow) samples.length = 0;
+    samples.push({ atHt: nowHt, puts: putsNow });
+    const last = this.historyGcLast;
+    let base = -1;
+    if (last) {
+      // Keep the newest sample at or before the last cutoff and every later one.
+      for (let i = 0; i < samples.length && samples[i]!.atHt <= last.cutoffHt; i++) base = i;
+      if (base > 0) samples.splice(0, base);
+      if (base > 0) base = 0;
+    }
+    if (samples.length > HISTORY_GC_PUT_SAMPLES_MAX) samples.splice(1, samples.length - HISTORY_GC_PUT_SAMPLES_MAX);
     const newest = db.newestVersionHt();
     // A DROP COLUMN since the last pass leaves values to delete whatever their time.
     const schemaVersion = this.meta.schemaVersion;
@@ -1229,25 +1250,9 @@ export class TabletPeer {
       this.historyGcStats.skipped++;
       return undefined;
     }
-    // Only a version written above the last pass's cutoff can have made an older one collectable
-    // since: too few of them for the pass to be worth reading the whole tablet, unless the pass was
-    // put off for long enough (TTL expiry needs no writes). They are counted as RegularDB puts (a
-    // little more than the versions written) since the newest sample taken at or before that cutoff;
-    // without such a sample (the first passes after a start) the pass runs.
-    const putsNow = db.writeCounts().regulardb.puts;
-    const nowHt = this.deps.clock.now();
-    const samples = this.historyGcPutSamples;
-    samples.push({ atHt: nowHt, puts: putsNow });
-    const last = this.historyGcLast;
-    if (last) {
-      // Keep the newest sample at or before the last cutoff and every later one.
-      let base = -1;
-      for (let i = 0; i < samples.length && samples[i]!.atHt <= last.cutoffHt; i++) base = i;
-      if (base > 0) samples.splice(0, base);
-      if (samples.length > HISTORY_GC_PUT_SAMPLES_MAX) samples.splice(1, samples.length - HISTORY_GC_PUT_SAMPLES_MAX);
-      const pct = this.deps.flags.get(HISTORY_GC_MIN_NEW_VERSIONS_PCT);
-      const newPuts = base >= 0 ? putsNow - samples[0]!.puts : undefined;
-      if (newPuts !== undefined && schemaVersion === this.historyGcSchemaVersion && newPuts * 100 < pct * last.versionsKept && last.fewNewSkips < HISTORY_GC_FEW_NEW_SKIPS_MAX) {
+    if (last && base === 0 && schemaVersion === this.historyGcSchemaVersion && last.fewNewSkips < HISTORY_GC_FEW_NEW_SKIPS_MAX) {
+      const newPuts = putsNow - samples[0]!.puts;
+      if (newPuts * 100 < this.deps.flags.get(HISTORY_GC_MIN_NEW_VERSIONS_PCT) * last.versionsKept) {
         last.fewNewSkips++;
         this.historyGcStats.skipped++;
         this.historyGcStats.skippedFewNew++;
