@@ -99,7 +99,7 @@ export function registerAdminCommands(program: Command): void {
 
   admin
     .command('check_replicas [table]')
-    .description('do all replicas of each tablet (of TABLE, else of every table and the transaction status tablets) show the same rows at one hybrid time?')
+    .description('do all replicas of each tablet (of TABLE, else of every table and the transaction status tablets) show the same rows at one hybrid time, and hold the same provisional records of the transactions still open?')
     .option('--behind_ms <ms>', "read this many ms before the first replica's now, so replicas a little behind compare too (0 on a quiet cluster)", '1000')
     .option('--wait_ms <ms>', 'ask a tablet again until this deadline while its replicas are behind, missing or busy', '30000')
     .action(async (table: string | undefined, o: { behind_ms: string; wait_ms: string }, cmd: Command) => {
@@ -134,7 +134,7 @@ export function registerAdminCommands(program: Command): void {
         print(convergenceLine(r));
         if (all.length) printTable(['Tablet', 'Table', 'Result', 'Why'], all.map((t) => [t.tabletId, t.table, t.result.toUpperCase(), t.why ?? '']));
       }
-      if (r.diverged.length) throw new DbError(ErrorCode.CORRUPTION, `${r.diverged.length} tablet(s) have replicas showing different rows`);
+      if (r.diverged.length) throw new DbError(ErrorCode.CORRUPTION, `${r.diverged.length} tablet(s) have replicas showing different rows or holding different provisional records`);
       if (r.unsettled.length || notHosted > 0) throw new DbError(ErrorCode.TIMED_OUT, `${r.unsettled.length + notHosted} tablet(s) could not be compared within ${waitMs} ms${notHosted ? ` (${notHosted} hosted by no live tserver)` : ''}`);
     });
 

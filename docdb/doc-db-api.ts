@@ -200,6 +200,8 @@ export interface DocDbApi {
   writeCounts(): { regulardb: WriteCounts; intentsdb: WriteCounts };
   /** Digest of RegularDB's data keys (with versions) and values, to compare replicas. */
   regularChecksum(): Promise<{ sha256: string; entries: number; bytes: number }>;
+  /** Digest of the provisional records of transactions no APPLY or REMOVE reached yet (equal on replicas at one applied index). */
+  pendingIntentsDigest(): Promise<{ sha256: string; txns: number; records: number }>;
   /**
    * The column ids of the table's current schema (undefined: the table was never altered). Versions of
    * other column ids belong to dropped columns: reads ignore them and compact() deletes them. Set at

@@ -270,6 +270,15 @@ export class DocDb implements DocDbApi {
     return [...byId.values()];
   }
 
+  /**
+   * A digest of the provisional records of the transactions this replica holds that no APPLY or
+   * REMOVE reached yet (IntentsDb.pendingDigest): equal on replicas at the same Raft applied index.
+   * Committed transactions still being applied are left out (each replica moves them on its own schedule).
+   */
+  pendingIntentsDigest(): Promise<{ sha256: string; txns: number; records: number }> {
+    return this.intentsDb.pendingDigest((id) => this.regularDb.applyState(id) !== undefined || this.deferredCleanup.commitHtOf(id) !== undefined);
+  }
+
   /** Durably note that `txnId` committed at `commitHt` and must be applied (see apply.ts). */
   markApplyPending(txnId: TxnId, commitHt: HybridTime, opId: OpId): Promise<boolean> {
     return markApplyPending(this.regularDb, this.intentsDb, txnId, commitHt, opId);

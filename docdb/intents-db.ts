@@ -9,6 +9,7 @@
  * Write ids are unique within a transaction (the metadata carries the next one across batches), so
  * the versions apply writes at (commitHt, writeId) never collide and later writes win.
  */
+import { createHash } from 'node:crypto';
 import type { HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
 import { readLockKeys, type Isolation, type OpId, type ReadLocks, type RowOp, type TxnMeta } from './doc-db-api';
@@ -32,6 +33,10 @@ import {
   TABLET_LOCK_SUBKEY,
 } from './storage-keys';
 import { decodeStoredMeta, decodeTxnKey, encodeStoredMeta, prefixEnd, txnKey, TXN_PREFIX, type StoredTxnMeta } from './txn-records';
+
+/** Stands for a reverse entry whose intent is missing (a damaged replica), and ends a transaction's part of a digest. */
+const MISSING_VALUE = Buffer.from('missing');
+const TXN_END = Buffer.from([0xff, 0xff, 0xff, 0xff]);
 
 /** Intent type sets a write takes: strong on the written key, weak on its ancestors. */
 export function intentTypeSets(isolation: Isolation): { strong: number; weak: number } {
@@ -311,6 +316,49 @@ export class IntentsDb {
       this.bySubKey.clear();
       this.indexBytes = 0;
     }
+  }
+
+  /**
+   * A digest of the provisional records of every transaction in IntentsDB's view except those
+   * `skip` names (the caller's: committed ones being applied, whose records each replica moves on its
+   * own schedule): per transaction in id order, its id, then each record's intent key and value in
+   * key order. Replicas that applied the same Raft log hold the same records of the transactions
+   * nobody committed or removed yet, so their digests are equal; the records come from memory when
+   * cached, else from the engine (reverse index, then the values).
+   */
+  async pendingDigest(skip: (txnId: TxnId) => boolean): Promise<{ sha256: string; txns: number; records: number }> {
+    const h = createHash('sha256');
+    const u32 = Buffer.alloc(4);
+    const part = (b: Uint8Array): void => {
+      u32.writeUInt32BE(b.length);
+      h.update(u32).update(b);
+    };
+    let txns = 0;
+    let records = 0;
+    const ids = [...this.txns.keys()].filter((id) => !skip(id)).sort();
+    for (const id of ids) {
+      const t = this.txns.get(id);
+      if (t === undefined) continue; // applied or removed meanwhile (the caller sees its applied index move)
+      let recs: Array<{ key: Buffer; value: Uint8Array | undefined }>;
+      if (t.records) {
+        recs = t.records.map((r) => ({ key: r.intentKey, value: r.value }));
+      } else {
+        const entries = await this.reverseEntries(id, Number.MAX_SAFE_INTEGER);
+        const keys = entries.map((e) => e.intentKey);
+        const values = keys.length === 0 ? [] : this.db.engine.getMany ? await this.db.engine.getMany(keys) : await Promise.all(keys.map((k) => this.db.engine.get(k)));
+        recs = keys.map((key, i) => ({ key, value: values[i] }));
+      }
+      recs.sort((a, b) => Buffer.compare(a.key, b.key));
+      part(Buffer.from(id, 'latin1'));
+      for (const r of recs) {
+        part(r.key);
+        part(r.value ?? MISSING_VALUE);
+      }
+      h.update(TXN_END);
+      txns++;
+      records += recs.length;
+    }
+    return { sha256: h.digest('hex'), txns, records };
   }
 
   /** Reverse-index entries of `txnId` in write order-independent key order, at most `max`. */

@@ -96,7 +96,7 @@ export const TEST_CORRUPT_TABLET_REPLICA = defineFlag({
   name: 'TEST_corrupt_tablet_replica',
   type: 'string',
   default: '',
-  help: "Tablet id (or '*': every tablet) whose replica on this server silently writes one wrong value: the next applied non-transactional write that sets a column stores it changed (a string gets '#corrupt' appended, a number 1 added, a boolean flipped, bytes one byte more) in this replica's RegularDB only, as a bad disk or a state-machine bug would; the Raft log stays right. The flag clears itself once done. `tessera admin check_replicas` finds it. (For testing only!)",
+  help: "Tablet id (or '*': every tablet) whose replica on this server silently writes one wrong value: the next applied write that sets a column stores it changed (a string gets '#corrupt' appended, a number 1 added, a boolean flipped, bytes one byte more) in this replica only — a plain write in its RegularDB, a transactional one in its provisional record in IntentsDB (and so in RegularDB once applied) — as a bad disk or a state-machine bug would; the Raft log stays right. The flag clears itself once done. `tessera admin check_replicas` finds it. (For testing only!)",
   tags: [FlagTag.runtime],
 });
 

@@ -4,7 +4,9 @@
  * this asks each replica directly. Every tserver's /api/v1/tablet-checksum?read_ht=HT digests the
  * rows the replica shows at hybrid time HT (intents resolved through the status tablets), whatever it
  * has moved to RegularDB so far or collected by history GC. One replica picks HT (its now), the
- * others read at the same HT.
+ * others read at the same HT. Each replica also digests the provisional records (intents) of the
+ * transactions that no APPLY or REMOVE entry reached yet on it: replicas at one Raft applied index
+ * must hold exactly the same ones, whatever each has applied of the committed ones.
  *
  * Judging one attempt (pure, judgeAttempt): equal digests → converged. Different digests from
  * replicas that applied the same Raft index, with no entry applied during their scans → a divergence
@@ -22,6 +24,11 @@ export interface ReplicaDigest {
   appliedIndex: number;
   stable: boolean;
   pendingTxns: number;
+  /**
+   * Digest of the provisional records of the transactions no APPLY or REMOVE reached yet on this
+   * replica (absent from a server that does not report it: then only rows are compared).
+   */
+  intents?: { sha256: string; txns: number; records: number };
 }
 
 export type AttemptResult = { kind: 'converged'; rows: number } | { kind: 'diverged'; why: string; differing: string[] } | { kind: 'unsettled'; why: string };
@@ -57,18 +64,33 @@ const REQUEST_TIMEOUT_MS = 30_000;
 export function judgeAttempt(digests: readonly ReplicaDigest[], replicationFactor: number): AttemptResult {
   if (digests.length < replicationFactor) return { kind: 'unsettled', why: `${digests.length} of ${replicationFactor} replicas answered` };
   const first = digests[0]!;
-  if (digests.every((d) => d.sha256 === first.sha256 && d.rows === first.rows)) return { kind: 'converged', rows: first.rows };
-  const list = digests.map((d) => `${d.server}: ${d.rows} rows, sha256 ${d.sha256.slice(0, 12)}, applied index ${d.appliedIndex}${d.stable ? '' : ' (applied while scanning)'}`).join('; ');
+  const rowsEqual = digests.every((d) => d.sha256 === first.sha256 && d.rows === first.rows);
+  // Provisional records count only when every replica reported them (a server of an older build does not).
+  const withIntents = digests.every((d) => d.intents !== undefined);
+  const intentsEqual = !withIntents || digests.every((d) => intentsKey(d) === intentsKey(first));
+  if (rowsEqual && intentsEqual) return { kind: 'converged', rows: first.rows };
+  const list = digests
+    .map((d) => `${d.server}: ${d.rows} rows, sha256 ${d.sha256.slice(0, 12)}${d.intents ? `, provisional records of ${d.intents.txns} txn(s) ${d.intents.records} / ${d.intents.sha256.slice(0, 12)}` : ''}, applied index ${d.appliedIndex}${d.stable ? '' : ' (applied while scanning)'}`)
+    .join('; ');
   if (digests.some((d) => !d.stable)) return { kind: 'unsettled', why: `a replica applied entries while it scanned — ${list}` };
   if (digests.some((d) => d.appliedIndex !== first.appliedIndex)) return { kind: 'unsettled', why: `replicas at different applied indexes — ${list}` };
   // The replicas outside the largest group of equal digests (all of them when no group is larger).
   const groups = new Map<string, string[]>();
-  for (const d of digests) groups.set(`${d.sha256}/${d.rows}`, [...(groups.get(`${d.sha256}/${d.rows}`) ?? []), d.server]);
+  for (const d of digests) {
+    const k = `${d.sha256}/${d.rows}/${withIntents ? intentsKey(d) : ''}`;
+    groups.set(k, [...(groups.get(k) ?? []), d.server]);
+  }
   const sizes = [...groups.values()].map((g) => g.length).sort((a, b) => b - a);
   const major = sizes[0]! > (sizes[1] ?? 0) ? [...groups.values()].find((g) => g.length === sizes[0])! : [];
   const differing = digests.map((d) => d.server).filter((n) => !major.includes(n));
   const who = major.length ? `${differing.join(', ')} differ${differing.length === 1 ? 's' : ''} from ${major.join(', ')}` : 'no majority';
-  return { kind: 'diverged', why: `replicas at the same applied index show different rows (${who}) — ${list}`, differing };
+  const what = rowsEqual ? 'hold different provisional records (intents of transactions not yet committed or aborted there)' : 'show different rows';
+  return { kind: 'diverged', why: `replicas at the same applied index ${what} (${who}) — ${list}`, differing };
+}
+
+/** The part of a digest naming a replica's pending provisional records ('' when it did not report them). */
+function intentsKey(d: ReplicaDigest): string {
+  return d.intents ? `${d.intents.sha256}/${d.intents.txns}/${d.intents.records}` : '';
 }
 
 export interface ConvergenceOptions {
@@ -94,7 +116,7 @@ interface TabletsAnswer {
 }
 
 interface ChecksumAnswer {
-  visible: { readHt: string; sha256: string; rows: number; pendingTxns: number; appliedIndex: number; stable: boolean };
+  visible: { readHt: string; sha256: string; rows: number; pendingTxns: number; appliedIndex: number; stable: boolean; intents?: { sha256: string; txns: number; records: number } };
 }
 
 /** Bounded: every tablet is asked until it converges, diverges, or the deadline passes. */
@@ -165,7 +187,7 @@ async function attempt(tabletId: string, servers: ReadonlyArray<{ name: string; 
   const ask = async (s: { name: string; webUrl: string }, readHt: string): Promise<ReplicaDigest & { readHt: string }> => {
     const a = (await getJson(`${s.webUrl}/api/v1/tablet-checksum?id=${encodeURIComponent(tabletId)}&read_ht=${readHt}`, REQUEST_TIMEOUT_MS)) as ChecksumAnswer;
     const v = a.visible;
-    return { server: s.name, sha256: v.sha256, rows: v.rows, appliedIndex: v.appliedIndex, stable: v.stable, pendingTxns: v.pendingTxns, readHt: v.readHt };
+    return { server: s.name, sha256: v.sha256, rows: v.rows, appliedIndex: v.appliedIndex, stable: v.stable, pendingTxns: v.pendingTxns, readHt: v.readHt, ...(v.intents ? { intents: v.intents } : {}) };
   };
   try {
     const first = await ask(servers[0]!, at);

@@ -4,7 +4,8 @@
  * transaction status tablets) shows the same rows at one hybrid time; then one replica's RegularDB is
  * changed behind Raft's back (the tserver killed, one row rewritten offline with another value, the
  * tserver started again), and the check names exactly that tablet as diverged — in the library and
- * as `tessera admin check_replicas`.
+ * as `tessera admin check_replicas`. And a follower that stores a wrong provisional record of an open
+ * transaction (TEST_corrupt_tablet_replica) is named before anything commits, by its intents digest.
  */
 import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
@@ -14,6 +15,7 @@ import { htFrom } from '../../common/hybrid-time';
 import { DocDb, RocksDbEngine } from '../../docdb';
 import { RegularDb } from '../../docdb/regular-db';
 import { checkReplicaConvergence } from '../../lab/verify/replica-convergence';
+import { getJson, postFlag } from '../../lab/console-http';
 import type { ProcCluster } from './cluster-harness';
 import { waitFor } from './cluster-harness';
 import { startTxnCluster, tabletsOf, waitTableReady } from './txn-client-harness';
@@ -91,4 +93,32 @@ describe('verify: replica convergence', () => {
     expect(cmd.stdout).toContain('DIVERGED');
     expect(cmd.stderr).toContain('error: CORRUPTION: 1 tablet(s) have replicas showing different rows');
   }, 240_000);
+
+  it('provisional records: a follower that stored a wrong intent of an open transaction is named before anything commits; the abort removes it and the replicas agree again', async () => {
+    const cl = cluster!;
+    const c = client!;
+    await c.createTable({ name: 'conv_intents', columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: 1, replicationFactor: 3 });
+    await waitTableReady(cl, 'conv_intents', 1);
+    const tservers = cl.tservers.map((p) => ({ name: `ts${p.index}`, webUrl: `http://${p.webAddress}` }));
+    const roles = await Promise.all(cl.tservers.map(async (p) => ({ p, t: (await tabletsOf(p, 'conv_intents'))[0]! })));
+    const tabletId = roles[0]!.t.tabletId;
+    const follower = roles.find((r) => r.t.role === 'FOLLOWER')!.p;
+    await postFlag(`http://${follower.webAddress}`, 'TEST_corrupt_tablet_replica', tabletId, false);
+    const txn = await c.beginTransaction({ timeoutMs: 20_000 });
+    await txn.table('conv_intents').upsert({ id: 1n, v: 'open' });
+    await waitFor('the follower to store its wrong provisional record (the flag clears itself)', 20_000, async () => {
+      const varz = (await getJson(`http://${follower.webAddress}/api/v1/varz`, 2000)) as { flags: Array<{ name: string; value: string }> };
+      return varz.flags.find((f) => f.name === 'TEST_corrupt_tablet_replica')?.value === '';
+    });
+    // Nothing committed: every replica shows the same (no) rows, but the followers' intents differ.
+    const bad = await checkReplicaConvergence({ tservers, replicationFactor: 3, timeoutMs: 30_000, tablets: new Set([tabletId]) });
+    expect(bad.diverged.map((t) => t.tabletId)).toEqual([tabletId]);
+    expect(bad.diverged[0]!.why).toContain('hold different provisional records');
+    expect(bad.diverged[0]!.why).toContain('0 rows');
+    expect(bad.diverged[0]!.differing).toEqual([`ts${follower.index}`]);
+    await txn.abort();
+    const ok = await checkReplicaConvergence({ tservers, replicationFactor: 3, timeoutMs: 30_000, tablets: new Set([tabletId]) });
+    expect(ok.diverged).toEqual([]);
+    expect(ok.converged).toBe(1);
+  }, 120_000);
 });

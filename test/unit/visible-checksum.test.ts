@@ -7,7 +7,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TxnId } from '../../common/ids';
-import type { DocDb } from '../../docdb/doc-db';
+import { DocDb } from '../../docdb/doc-db';
 import type { RowOp } from '../../docdb/doc-db-api';
 import { visibleChecksum } from '../../tserver/tablet/visible-checksum';
 import { parseReadHt } from '../../tserver/tserver-web';
@@ -162,6 +162,99 @@ describe('visible checksum: property', () => {
   }, 60_000);
 });
 
+/** The same DocDB opened again over its engines: IntentsDB's records are then read from the engine, not from memory. */
+const reopen = (db: DocDb): Promise<DocDb> => DocDb.open({ regular: db.regularDb.db.engine, intents: db.intentsDb.db.engine });
+
+describe('pending provisional records digest', () => {
+  it('replicas holding the same provisional records digest equal, read from memory or from the engine; one changed value, a missing record or one more transaction differ', async () => {
+    const build = async (v: string, extra = false): Promise<DocDb> => {
+      const db = await memoryDocDb();
+      await db.writeRegular([upsert(1, 'a')], ht(10), op(1));
+      await db.writeIntents(txnMeta('t1', ht(11)), [upsert(2, v), upsert(3, 'b')], ht(12), op(2));
+      await db.writeIntents(txnMeta('t2', ht(11)), [{ type: 'delete', key: key(1) }], ht(13), op(3));
+      await db.writeIntents(txnMeta('t1', ht(11)), [upsert(4, 'c')], ht(14), op(4));
+      if (extra) await db.writeIntents(txnMeta('t3', ht(15)), [upsert(5, 'd')], ht(16), op(5));
+      return db;
+    };
+    const a = await build('x');
+    const base = await a.pendingIntentsDigest();
+    expect(base.txns).toBe(2);
+    // t1: 3 rows × (liveness + 2 columns strong, 1 weak on the row) = 12; t2: a row tombstone = 1.
+    expect(base.records).toBe(13);
+    expect(await (await build('x')).pendingIntentsDigest()).toEqual(base);
+    expect(await (await reopen(a)).pendingIntentsDigest()).toEqual(base);
+    expect((await (await build('y')).pendingIntentsDigest()).sha256).not.toBe(base.sha256);
+    expect((await (await build('x', true)).pendingIntentsDigest()).txns).toBe(3);
+    const lost = await build('x');
+    const victim = (await lost.intentsDb.reverseEntries(TxnId('t1'), 100))[0]!.intentKey;
+    await lost.intentsDb.db.engine.write([{ type: 'del', key: victim }]);
+    const lostDigest = await (await reopen(lost)).pendingIntentsDigest();
+    expect(lostDigest.records).toBe(13); // the reverse entry still names it: the digest marks it missing
+    expect(lostDigest.sha256).not.toBe(base.sha256);
+  });
+
+  it('a committed transaction leaves the digest once its apply is marked or done, an aborted one once removed', async () => {
+    const db = await memoryDocDb();
+    await db.writeIntents(txnMeta('t1', ht(11)), [upsert(2, 'v')], ht(12), op(1));
+    await db.writeIntents(txnMeta('t2', ht(11)), [upsert(3, 'v')], ht(12), op(2));
+    await db.writeIntents(txnMeta('t3', ht(11)), [upsert(4, 'v')], ht(12), op(3));
+    expect((await db.pendingIntentsDigest()).txns).toBe(3);
+    expect(await db.markApplyPending(TxnId('t1'), ht(20), op(4))).toBe(true);
+    expect((await db.pendingIntentsDigest()).txns).toBe(2); // marked: being applied on this replica's own schedule
+    expect((await (await reopen(db)).pendingIntentsDigest()).txns).toBe(2); // the mark is durable
+    await db.applyIntents(TxnId('t1'), ht(20), op(4));
+    await db.removeIntents(TxnId('t2'), op(5));
+    const left = await db.pendingIntentsDigest();
+    expect(left.txns).toBe(1);
+    const only3 = await memoryDocDb();
+    await only3.writeIntents(txnMeta('t3', ht(11)), [upsert(4, 'v')], ht(12), op(3));
+    expect(left).toEqual(await only3.pendingIntentsDigest());
+  });
+
+  it('property: replicas applying the same log, each committed transaction applied at once or only marked, any of them reopened at any step, hold equal pending digests after every step', async () => {
+    type PStep = { kind: 'intents'; txn: number; rows: number[]; v: number } | { kind: 'end'; txn: number; commit: boolean };
+    const stepArb: fc.Arbitrary<PStep> = fc.oneof(
+      fc.record({ kind: fc.constant('intents' as const), txn: fc.integer({ min: 0, max: 3 }), rows: fc.uniqueArray(fc.integer({ min: 0, max: 5 }), { minLength: 1, maxLength: 3 }), v: fc.integer({ min: 0, max: 9 }) }),
+      fc.record({ kind: fc.constant('end' as const), txn: fc.integer({ min: 0, max: 3 }), commit: fc.boolean() }),
+    );
+    const schedArb = (n: number) => fc.record({ applyNow: fc.array(fc.boolean(), { minLength: n, maxLength: n }), reopen: fc.array(fc.boolean(), { minLength: n, maxLength: n }) });
+    const arb = fc.array(stepArb, { minLength: 1, maxLength: 20 }).chain((steps) => fc.tuple(fc.constant(steps), schedArb(steps.length), schedArb(steps.length)));
+    await fc.assert(
+      fc.asyncProperty(arb, async ([steps, ...schedules]) => {
+        let replicas = await Promise.all(schedules.map(() => memoryDocDb()));
+        const gen = [0, 0, 0, 0];
+        const open = new Map<number, string>();
+        for (let i = 0; i < steps.length; i++) {
+          const s = steps[i]!;
+          const at = ht(10 + i);
+          const opId = op(i + 1);
+          for (const [r, db] of replicas.entries()) {
+            if (s.kind === 'intents') {
+              const id = open.get(s.txn) ?? `t${s.txn}-${gen[s.txn]}`;
+              await db.writeIntents(txnMeta(id, at), s.rows.map((row) => upsert(row, `${id}:${s.v}`)), at, opId);
+            } else {
+              const id = open.get(s.txn);
+              if (id === undefined) continue;
+              if (!s.commit) await db.removeIntents(TxnId(id), opId);
+              else if ((await db.markApplyPending(TxnId(id), at, opId)) && schedules[r]!.applyNow[i]) await db.applyIntents(TxnId(id), at, opId);
+            }
+          }
+          if (s.kind === 'intents' && !open.has(s.txn)) open.set(s.txn, `t${s.txn}-${gen[s.txn]}`);
+          if (s.kind === 'end' && open.has(s.txn)) {
+            open.delete(s.txn);
+            gen[s.txn]!++;
+          }
+          replicas = await Promise.all(replicas.map((db, r) => (schedules[r]!.reopen[i] ? reopen(db) : db)));
+          const [a, b] = await Promise.all(replicas.map((db) => db.pendingIntentsDigest()));
+          expect(a, `after step ${i}`).toEqual(b);
+          expect(a!.txns).toBe(open.size);
+        }
+      }),
+      { numRuns: 150 },
+    );
+  }, 60_000);
+});
+
 describe('tablet-checksum read_ht', () => {
   it('a decimal hybrid time, now, or now-MS; anything else is INVALID_ARGUMENT', () => {
     const now = () => ht(100);
@@ -191,6 +284,22 @@ describe('replica convergence: judging one attempt', () => {
     // Three different digests: no majority, every replica differs.
     const none = judgeAttempt([d('a', 'x'), d('b', 'y'), d('c', 'z')], 3);
     expect(none.kind === 'diverged' && none.differing).toEqual(['a', 'b', 'c']);
+  });
+
+  it('equal rows with different provisional records at one index are a divergence too; a replica not reporting them is compared by rows', () => {
+    const i = (server: string, sha: string, intents: string, appliedIndex = 10): ReplicaDigest => ({ ...d(server, sha, appliedIndex), intents: { sha256: intents, txns: 1, records: 4 } });
+    expect(judgeAttempt([i('a', 'x', 'p'), i('b', 'x', 'p'), i('c', 'x', 'p')], 3).kind).toBe('converged');
+    const div = judgeAttempt([i('a', 'x', 'p'), i('b', 'x', 'q'), i('c', 'x', 'p')], 3);
+    expect(div.kind).toBe('diverged');
+    expect(div.kind === 'diverged' && div.why).toContain('hold different provisional records');
+    expect(div.kind === 'diverged' && div.why).toContain('b: 5 rows, sha256 x, provisional records of 1 txn(s) 4 / q');
+    expect(div.kind === 'diverged' && div.differing).toEqual(['b']);
+    // Behind: asked again, never judged.
+    expect(judgeAttempt([i('a', 'x', 'p'), i('b', 'x', 'q', 9), i('c', 'x', 'p')], 3).kind).toBe('unsettled');
+    // Rows differ too: named as different rows.
+    const both = judgeAttempt([i('a', 'x', 'p'), i('b', 'y', 'q'), i('c', 'x', 'p')], 3);
+    expect(both.kind === 'diverged' && both.why).toContain('show different rows');
+    expect(judgeAttempt([i('a', 'x', 'p'), d('b', 'x'), i('c', 'x', 'q')], 3).kind).toBe('converged');
   });
 
   it('a divergence makes the workload\'s verdict invalid with the anomaly replica-divergence; convergence only adds its line', () => {

@@ -181,13 +181,14 @@ export class TabletPeer {
    * every read time it answers), so the digest at a time no later than now is final for everything
    * the replica applied.
    */
-  async visibleChecksum(at?: HybridTime): Promise<VisibleChecksum & { appliedIndex: number; stable: boolean }> {
+  async visibleChecksum(at?: HybridTime): Promise<VisibleChecksum & { intents: { sha256: string; txns: number; records: number }; appliedIndex: number; stable: boolean }> {
     const readHt = at ?? this.deps.clock.now();
     if (this.state !== TabletState.RUNNING) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${this.tabletId} is ${this.state}, not RUNNING`, { tabletId: this.tabletId });
     const before = this.raft.appliedOpId().index;
     const c = await visibleChecksum((o) => this.docdb.scan(o), this.deps.txnEnv ? this.statusResolver() : NO_TXN_STATUS, readHt);
+    const intents = await this.docdb.pendingIntentsDigest();
     const after = this.raft.appliedOpId().index;
-    return { ...c, appliedIndex: after, stable: before === after };
+    return { ...c, intents, appliedIndex: after, stable: before === after };
   }
   private readonly locks = new LockTable();
   /** Operations waiting for pending transactions to finish (enable_wait_queues). */
@@ -634,6 +635,7 @@ export class TabletPeer {
 
   private async flushIntents(intents: IntentsGroupItem[]): Promise<void> {
     if (intents.length === 0) return;
+    if (this.corruptionTargeted()) this.corruptOneWrite(intents, 'provisional record (IntentsDB)');
     await this.docdb.writeIntentsMany(intents.splice(0, intents.length));
   }
 
@@ -671,11 +673,18 @@ export class TabletPeer {
     group.push({ op, opId, write: undefined });
   }
 
+  /** TEST_corrupt_tablet_replica names this tablet (or every tablet). */
+  private corruptionTargeted(): boolean {
+    const corrupt = this.deps.flags.get(TEST_CORRUPT_TABLET_REPLICA);
+    return corrupt !== '' && (corrupt === '*' || corrupt === this.tabletId);
+  }
+
   /**
-   * TEST_corrupt_tablet_replica: change the first column value of these (non-transactional) writes
-   * that can be changed, in this replica's copy only, and clear the flag once done.
+   * TEST_corrupt_tablet_replica: change the first column value of these writes (plain ones about to
+   * go to RegularDB, or a transaction's about to become provisional records) that can be changed, in
+   * this replica's copy only, and clear the flag once done.
    */
-  private corruptOneWrite(writes: Array<{ ops: readonly RowOp[]; ht: HybridTime; opId: OpId }>): void {
+  private corruptOneWrite(writes: Array<{ ops: readonly RowOp[]; opId: OpId }>, what: string): void {
     for (const w of writes) {
       for (let k = 0; k < w.ops.length; k++) {
         const op = w.ops[k]!;
@@ -688,7 +697,7 @@ export class TabletPeer {
         ops[k] = { ...op, columns: op.columns.map((x, i) => (i === c ? { ...x, value: wrong } : x)) };
         w.ops = ops;
         this.deps.flags.setAtRuntime(TEST_CORRUPT_TABLET_REPLICA.name, '', true);
-        this.deps.log.warn({ tablet: this.tabletId, index: w.opId.index, columnId: op.columns[c]!.columnId }, 'TEST_corrupt_tablet_replica: wrote one wrong value in this replica only');
+        this.deps.log.warn({ tablet: this.tabletId, index: w.opId.index, columnId: op.columns[c]!.columnId, what }, 'TEST_corrupt_tablet_replica: wrote one wrong value in this replica only');
         return;
       }
     }
@@ -711,8 +720,7 @@ export class TabletPeer {
       // durable before any of its intents moves: a restart resumes the apply even if its entry is
       // not replayed.
       const applyNow = this.deps.flags.get(TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS) === 0;
-      const corrupt = this.deps.flags.get(TEST_CORRUPT_TABLET_REPLICA);
-      if (corrupt !== '' && (corrupt === '*' || corrupt === this.tabletId)) this.corruptOneWrite(items.flatMap((i) => (i.op.type === 'WRITE' && i.write ? [i.write] : [])));
+      if (this.corruptionTargeted()) this.corruptOneWrite(items.flatMap((i) => (i.op.type === 'WRITE' && i.write ? [i.write] : [])), 'version (RegularDB)');
       marks = await this.docdb.writeRegularMany(writes, applies, applyNow);
     }
     if (before) await before;
