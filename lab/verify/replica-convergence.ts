@@ -31,7 +31,7 @@ export interface ReplicaDigest {
   intents?: { sha256: string; txns: number; records: number };
 }
 
-export type AttemptResult = { kind: 'converged'; rows: number } | { kind: 'diverged'; why: string; differing: string[] } | { kind: 'unsettled'; why: string };
+export type AttemptResult = { kind: 'converged'; rows: number; openTxns: number } | { kind: 'diverged'; why: string; differing: string[] } | { kind: 'unsettled'; why: string };
 
 export interface TabletConvergence {
   tabletId: string;
@@ -39,6 +39,8 @@ export interface TabletConvergence {
   result: 'converged' | 'diverged' | 'unsettled';
   /** converged: rows each replica shows; otherwise why. */
   rows?: number;
+  /** converged: transactions whose provisional records every replica holds alike (none applied or removed there yet). */
+  openTxns?: number;
   why?: string;
   /** diverged: the replicas (tserver names) outside the largest group of equal digests. */
   differing?: string[];
@@ -52,6 +54,8 @@ export interface ConvergenceReport {
   unsettled: TabletConvergence[];
   /** Rows shown by the converged tablets (summed). */
   rows: number;
+  /** Open transactions whose provisional records the converged tablets' replicas hold alike (summed over tablets). */
+  openTxns?: number;
   ms: number;
 }
 
@@ -68,9 +72,11 @@ export function judgeAttempt(digests: readonly ReplicaDigest[], replicationFacto
   // Provisional records count only when every replica reported them (a server of an older build does not).
   const withIntents = digests.every((d) => d.intents !== undefined);
   const intentsEqual = !withIntents || digests.every((d) => intentsKey(d) === intentsKey(first));
-  if (rowsEqual && intentsEqual) return { kind: 'converged', rows: first.rows };
+  if (rowsEqual && intentsEqual) return { kind: 'converged', rows: first.rows, openTxns: withIntents ? first.intents!.txns : 0 };
+  // Provisional records are named when they differ or there are any (not "0 txn(s)" on every line).
+  const showIntents = withIntents && (!intentsEqual || digests.some((d) => d.intents!.txns > 0));
   const list = digests
-    .map((d) => `${d.server}: ${d.rows} rows, sha256 ${d.sha256.slice(0, 12)}${d.intents ? `, provisional records of ${d.intents.txns} txn(s) ${d.intents.records} / ${d.intents.sha256.slice(0, 12)}` : ''}, applied index ${d.appliedIndex}${d.stable ? '' : ' (applied while scanning)'}`)
+    .map((d) => `${d.server}: ${d.rows} rows, sha256 ${d.sha256.slice(0, 12)}${showIntents && d.intents ? `, provisional records of ${d.intents.txns} txn(s): ${d.intents.records}, sha256 ${d.intents.sha256.slice(0, 12)}` : ''}, applied index ${d.appliedIndex}${d.stable ? '' : ' (applied while scanning)'}`)
     .join('; ');
   if (digests.some((d) => !d.stable)) return { kind: 'unsettled', why: `a replica applied entries while it scanned — ${list}` };
   if (digests.some((d) => d.appliedIndex !== first.appliedIndex)) return { kind: 'unsettled', why: `replicas at different applied indexes — ${list}` };
@@ -149,7 +155,7 @@ export async function checkReplicaConvergence(o: ConvergenceOptions): Promise<Co
       const rf = typeof o.replicationFactor === 'number' ? o.replicationFactor : o.replicationFactor(tabletId);
       const r = await attempt(tabletId, h.servers, rf, o.readHt !== undefined ? String(o.readHt) : o.behindMs ? `now-${Math.round(o.behindMs)}` : 'now');
       if (r.kind === 'converged') {
-        done.set(tabletId, { tabletId, table: h.table, result: 'converged', rows: r.rows, attempts: state.attempts });
+        done.set(tabletId, { tabletId, table: h.table, result: 'converged', rows: r.rows, openTxns: r.openTxns, attempts: state.attempts });
         continue;
       }
       state.why = r.why;
@@ -177,6 +183,7 @@ export async function checkReplicaConvergence(o: ConvergenceOptions): Promise<Co
     diverged: all.filter((t) => t.result === 'diverged'),
     unsettled: all.filter((t) => t.result === 'unsettled'),
     rows: all.reduce((n, t) => n + (t.rows ?? 0), 0),
+    openTxns: all.reduce((n, t) => n + (t.openTxns ?? 0), 0),
     ms: Date.now() - t0,
   };
 }
@@ -200,7 +207,8 @@ async function attempt(tabletId: string, servers: ReadonlyArray<{ name: string; 
 
 /** One line for the report (`at`: what time the replicas were read at, when not their now). */
 export function convergenceLine(r: ConvergenceReport, at?: string): string {
-  const parts = [`${r.converged} of ${r.tablets} tablet(s) converged (${r.rows} rows, every replica showing the same at one hybrid time)`];
+  const open = r.openTxns ? `, provisional records of ${r.openTxns} open transaction(s) alike` : '';
+  const parts = [`${r.converged} of ${r.tablets} tablet(s) converged (${r.rows} rows, every replica showing the same at one hybrid time${open})`];
   if (r.diverged.length) parts.push(`DIVERGED: ${r.diverged.map((t) => `${t.tabletId} (${t.table}): ${t.why}`).join(' | ')}`);
   if (r.unsettled.length) parts.push(`not compared (replicas behind, missing or busy until the deadline, or the time below a history floor): ${r.unsettled.map((t) => `${t.tabletId} (${t.table}): ${t.why}`).join(' | ')}`);
   return `replica convergence${at ? ` ${at}` : ''}: ${parts.join('; ')} — ${r.ms} ms`;

@@ -115,11 +115,12 @@ describe('lab experiments', () => {
     expect(fs.existsSync(path.join(baseDir, 'lab-mvcc-history', 'lab.json'))).toBe(false);
   }, 150_000);
 
-  it('lab experiment replica-divergence: a follower\'s silent wrong value goes unseen by clients, the convergence check names exactly its tablet and the follower, and re-creating the replica makes all agree again', async () => {
+  it('lab experiment replica-divergence: a follower\'s silent wrong value goes unseen by clients, the convergence check names exactly its tablet and the follower, and re-creating the replica makes all agree again; a wrong provisional record of an open transaction is named before commit and leaves with the abort', async () => {
     const r = await runExperiment(findExperiment('replica-divergence')!, opts);
     expect(r.checks.filter((c) => !c.ok), JSON.stringify(r.checks)).toEqual([]);
-    expect(r.checks).toHaveLength(5);
+    expect(r.checks).toHaveLength(7);
     expect(Number(r.figures['repairMs'])).toBeGreaterThan(0);
+    expect(Number(r.figures['checkMsIntents'])).toBeGreaterThan(0);
     expect(fs.existsSync(path.join(baseDir, 'lab-replica-divergence', 'lab.json'))).toBe(false);
   }, 150_000);
 

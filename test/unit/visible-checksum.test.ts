@@ -272,7 +272,7 @@ describe('replica convergence: judging one attempt', () => {
   const d = (server: string, sha256: string, appliedIndex = 10, stable = true): ReplicaDigest => ({ server, sha256, rows: 5, appliedIndex, stable, pendingTxns: 0 });
 
   it('equal digests converge; a missing replica, a replica behind or applying while it scanned is asked again; a mismatch at one index is a divergence', () => {
-    expect(judgeAttempt([d('a', 'x'), d('b', 'x'), d('c', 'x', 12)], 3)).toEqual({ kind: 'converged', rows: 5 });
+    expect(judgeAttempt([d('a', 'x'), d('b', 'x'), d('c', 'x', 12)], 3)).toEqual({ kind: 'converged', rows: 5, openTxns: 0 });
     expect(judgeAttempt([d('a', 'x'), d('b', 'x')], 3).kind).toBe('unsettled');
     expect(judgeAttempt([d('a', 'x'), d('b', 'x'), d('c', 'y', 9)], 3).kind).toBe('unsettled');
     expect(judgeAttempt([d('a', 'x'), d('b', 'x'), d('c', 'y', 10, false)], 3).kind).toBe('unsettled');
@@ -288,11 +288,11 @@ describe('replica convergence: judging one attempt', () => {
 
   it('equal rows with different provisional records at one index are a divergence too; a replica not reporting them is compared by rows', () => {
     const i = (server: string, sha: string, intents: string, appliedIndex = 10): ReplicaDigest => ({ ...d(server, sha, appliedIndex), intents: { sha256: intents, txns: 1, records: 4 } });
-    expect(judgeAttempt([i('a', 'x', 'p'), i('b', 'x', 'p'), i('c', 'x', 'p')], 3).kind).toBe('converged');
+    expect(judgeAttempt([i('a', 'x', 'p'), i('b', 'x', 'p'), i('c', 'x', 'p')], 3)).toEqual({ kind: 'converged', rows: 5, openTxns: 1 });
     const div = judgeAttempt([i('a', 'x', 'p'), i('b', 'x', 'q'), i('c', 'x', 'p')], 3);
     expect(div.kind).toBe('diverged');
     expect(div.kind === 'diverged' && div.why).toContain('hold different provisional records');
-    expect(div.kind === 'diverged' && div.why).toContain('b: 5 rows, sha256 x, provisional records of 1 txn(s) 4 / q');
+    expect(div.kind === 'diverged' && div.why).toContain('b: 5 rows, sha256 x, provisional records of 1 txn(s): 4, sha256 q');
     expect(div.kind === 'diverged' && div.differing).toEqual(['b']);
     // Behind: asked again, never judged.
     expect(judgeAttempt([i('a', 'x', 'p'), i('b', 'x', 'q', 9), i('c', 'x', 'p')], 3).kind).toBe('unsettled');
@@ -308,6 +308,7 @@ describe('replica convergence: judging one attempt', () => {
     const fine = withConvergence(valid, ok);
     expect(fine.valid).toBe(true);
     expect(fine.details[1]).toContain('2 of 2 tablet(s) converged (7 rows');
+    expect(withConvergence(valid, { ...ok, openTxns: 3 }).details[1]).toContain('provisional records of 3 open transaction(s) alike');
     const bad = withConvergence(valid, { ...ok, converged: 1, diverged: [{ tabletId: 't9', table: 'tbl', result: 'diverged', why: 'w', attempts: 3 }] });
     expect(bad.valid).toBe(false);
     expect(bad.anomalies).toEqual({ 'replica-divergence': 1 });
