@@ -17,6 +17,7 @@ import { SetWorkload } from './set-workload';
 import { judge, type WorkloadReport } from './verify-report';
 import { makeDirs } from '../../common/fs-dirs';
 import { checkReplicaConvergence, convergenceLine, withConvergence } from './replica-convergence';
+import { checkIntentsDrained, drainLine, INTENTS_DRAIN_TIMEOUT_MS, withDrain } from './intents-drain';
 
 export const RECOVERY_TIMEOUT_MS = 60_000;
 const CRASH_CONCURRENCY = 8;
@@ -101,15 +102,17 @@ export async function runCrashLoop(o: CrashLoopOptions): Promise<WorkloadReport>
     // Replay and remote bootstrap after every crash must leave the replicas equal.
     const convergence = await checkReplicaConvergence({ tservers: cluster.tservers, replicationFactor: 3, timeoutMs: RECOVERY_TIMEOUT_MS });
     log(`crash: ${convergenceLine(convergence)}`);
+    const drain = await checkIntentsDrained({ tservers: cluster.tservers, timeoutMs: INTENTS_DRAIN_TIMEOUT_MS });
+    log(`crash: ${drainLine(drain)}`);
     makeDirs(o.dir, 'report directory');
     fs.writeFileSync(path.join(o.dir, 'history-crash.json'), JSON.stringify({ workload: 'crash', seed: o.seed, faults: windows, history: recorder.ops }));
-    const v = withConvergence(w.check(recorder.ops), convergence);
+    const v = withDrain(withConvergence(w.check(recorder.ops), convergence), drain);
     if (recoveryFailures.length) {
       v.valid = false;
       v.anomalies['recovery-failed'] = recoveryFailures.length;
       v.details.push(...recoveryFailures);
     }
-    return { ...judge('crash', recorder.ops, windows, v, o.seed, Date.now() - t0), convergence, driver, ...(o.masters && o.masters > 1 ? { masters: o.masters } : {}) };
+    return { ...judge('crash', recorder.ops, windows, v, o.seed, Date.now() - t0), convergence, drain, driver, ...(o.masters && o.masters > 1 ? { masters: o.masters } : {}) };
   } finally {
     await client?.close().catch(() => undefined);
     await cluster.destroy(false);

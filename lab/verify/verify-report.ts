@@ -7,6 +7,7 @@ import { countOps, failReasons, type FailReason, type HistoryOp, type OpCounts }
 import type { FaultWindow } from './nemesis';
 import type { WorkloadVerdict } from './workload';
 import type { ConvergenceReport } from './replica-convergence';
+import type { DrainReport } from './intents-drain';
 
 export const MIN_OK_OPS = 1_000;
 export const MIN_FAULT_WINDOWS = 1;
@@ -50,6 +51,8 @@ export interface WorkloadReport {
   isolation?: 'serializable';
   /** After the final read: whether every replica of every tablet showed the same rows (replica-convergence.ts). */
   convergence?: ConvergenceReport;
+  /** After the convergence checks: whether every replica let go of every transaction's provisional records (intents-drain.ts). */
+  drain?: DrainReport;
 }
 
 /**

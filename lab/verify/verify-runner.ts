@@ -23,6 +23,7 @@ import type { Workload } from './workload';
 import { makeDirs } from '../../common/fs-dirs';
 import { htFrom } from '../../common/hybrid-time';
 import { checkReplicaConvergence, convergenceLine, withConvergence } from './replica-convergence';
+import { checkIntentsDrained, drainLine, INTENTS_DRAIN_TIMEOUT_MS, withDrain } from './intents-drain';
 
 export const WORKLOAD_NAMES = ['register', 'set', 'bank', 'append'] as const;
 export type WorkloadName = (typeof WORKLOAD_NAMES)[number];
@@ -75,6 +76,7 @@ const CLUSTER_UP_TIMEOUT_MS = 60_000;
 const CONVERGENCE_TIMEOUT_MS = 60_000;
 /** The same at the middle of the run: the cluster has settled by then, so a short deadline. */
 const CONVERGENCE_PAST_TIMEOUT_MS = 10_000;
+
 const FAIL_BACKOFF_MS = 20;
 /** An early end waits this long after the last counted fault window, so recovery is in the history. */
 export const RECOVERY_AFTER_FAULT_MS = 1_000;
@@ -160,9 +162,12 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
     const past = await checkReplicaConvergence({ tservers: cluster.tservers, replicationFactor: 3, timeoutMs: CONVERGENCE_PAST_TIMEOUT_MS, readHt: midHt });
     const pastAt = 'at the middle of the run';
     log(`${o.workload}: ${convergenceLine(past, pastAt)}`);
+    // Every transaction ended: no replica may keep any of their provisional records.
+    const drain = await checkIntentsDrained({ tservers: cluster.tservers, timeoutMs: INTENTS_DRAIN_TIMEOUT_MS });
+    log(`${o.workload}: ${drainLine(drain)}`);
     makeDirs(o.dir, 'report directory');
     fs.writeFileSync(path.join(o.dir, `history-${o.workload}.json`), JSON.stringify({ workload: o.workload, seed: o.seed, driver, faults: nemesis.windows, history: recorder.ops }));
-    return { ...judge(o.workload, recorder.ops, nemesis.windows, withConvergence(withConvergence(w.check(recorder.ops), convergence), past, pastAt), o.seed, Date.now() - t0), convergence, ...shape };
+    return { ...judge(o.workload, recorder.ops, nemesis.windows, withDrain(withConvergence(withConvergence(w.check(recorder.ops), convergence), past, pastAt), drain), o.seed, Date.now() - t0), convergence, drain, ...shape };
   } finally {
     await client?.close().catch(() => undefined);
     await cluster.destroy(o.keepData ?? false);

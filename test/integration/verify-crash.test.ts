@@ -34,5 +34,6 @@ describe('verify: crash loop on a real cluster', () => {
     // After the last restart every replica of every tablet shows the same rows.
     expect(r.convergence?.diverged).toEqual([]);
     expect(r.convergence!.converged).toBeGreaterThan(0);
+    expect(r.drain?.drained, JSON.stringify(r.drain)).toBe(true);
   }, 600_000);
 });

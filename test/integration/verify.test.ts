@@ -78,6 +78,9 @@ async function run(workload: WorkloadName, seed: number, extra: { registerWrites
   // Every run ends with the replica convergence check (a divergence is the anomaly replica-divergence).
   expect(r.convergence, 'replica convergence checked').toBeDefined();
   expect(r.convergence!.converged).toBeGreaterThan(0);
+  // And with the drain check: no replica keeps a provisional record of a finished transaction (intents-left-over).
+  expect(r.drain, 'provisional records drain checked').toBeDefined();
+  expect(r.drain!.drained, JSON.stringify(r.drain)).toBe(true);
   return r;
 }
 
