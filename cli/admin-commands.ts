@@ -102,7 +102,8 @@ export function registerAdminCommands(program: Command): void {
     .description('do all replicas of each tablet (of TABLE, else of every table and the transaction status tablets) show the same rows at one hybrid time, and hold the same provisional records of the transactions still open?')
     .option('--behind_ms <ms>', "read this many ms before the first replica's now, so replicas a little behind compare too (0 on a quiet cluster)", '1000')
     .option('--wait_ms <ms>', 'ask a tablet again until this deadline while its replicas are behind, missing or busy', '30000')
-    .action(async (table: string | undefined, o: { behind_ms: string; wait_ms: string }, cmd: Command) => {
+    .option('--replicas', "also list every replica's answer: applied index, rows shown and their digest, open transactions' provisional records and their digest")
+    .action(async (table: string | undefined, o: { behind_ms: string; wait_ms: string; replicas?: boolean }, cmd: Command) => {
       const behindMs = Number(o.behind_ms);
       const waitMs = Number(o.wait_ms);
       if (!Number.isInteger(behindMs) || behindMs < 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--behind_ms must be a whole number of ms >= 0, got '${o.behind_ms}'`);
@@ -132,6 +133,17 @@ export function registerAdminCommands(program: Command): void {
       if (opts(cmd).json) printJson(r);
       else {
         print(convergenceLine(r));
+        if (o.replicas) {
+          const decided = [...r.diverged, ...(r.convergedTablets ?? [])];
+          printTable(
+            ['Tablet', 'Table', 'Replica', 'Applied index', 'Rows', 'Rows sha256', 'Open txns', 'Intent records', 'Intents sha256', 'Result'],
+            decided
+              .sort((a, b) => a.table.localeCompare(b.table) || a.tabletId.localeCompare(b.tabletId))
+              .flatMap((t) =>
+                (t.replicas ?? []).map((d) => [t.tabletId, t.table, d.server, String(d.appliedIndex), String(d.rows), d.sha256.slice(0, 16), String(d.intents?.txns ?? ''), String(d.intents?.records ?? ''), d.intents?.sha256.slice(0, 16) ?? '', t.result === 'diverged' && t.differing?.includes(d.server) ? 'DIFFERS' : t.result.toUpperCase()]),
+              ),
+          );
+        }
         if (all.length) printTable(['Tablet', 'Table', 'Result', 'Why'], all.map((t) => [t.tabletId, t.table, t.result.toUpperCase(), t.why ?? '']));
       }
       if (r.diverged.length) throw new DbError(ErrorCode.CORRUPTION, `${r.diverged.length} tablet(s) have replicas showing different rows or holding different provisional records`);

@@ -3,7 +3,8 @@
  *  1. 3 nodes; n0 gets TEST_inject_sleep_before_applying_intents_ms = delay.
  *  2. table `demo (id int64 hash, value string)` in 3 tablets.
  *  3. one transaction inserts `rows` rows of `rowBytes` bytes and stays open: every replica of every
- *     tablet holds the provisional records in its IntentsDB (same intent count, memtables alike).
+ *     tablet holds the provisional records in its IntentsDB (same intent count, equal digests of the
+ *     records' keys and values, memtables alike).
  *  4. commit: n1 and n2 apply at once (IntentsDB empties, RegularDB grows); n0 still holds only
  *     intents — yet reads from the leaders already return every committed row.
  *  5. after the delay n0 applies too: every replica holds the same RegularDB contents (equal
@@ -64,6 +65,34 @@ function phaseTable(phase: string, s: Snapshot): string[] {
     }
   }
   return out;
+}
+
+interface IntentsDigestAnswer {
+  visible: { appliedIndex: number; intents?: { sha256: string; txns: number; records: number } };
+}
+
+/**
+ * Per tablet, every replica's digest of the provisional records it holds (/tablet-checksum
+ * visible.intents), asked until the replicas stand at one applied index with equal digests (30 s).
+ */
+async function sameIntentDigests(nodes: readonly NodeAddresses[], tablets: readonly string[]): Promise<{ same: boolean; detail: string }> {
+  const parts: string[] = [];
+  let same = true;
+  for (const id of tablets) {
+    let last = '';
+    const ok = await waitUntil(
+      async () => {
+        const answers = await Promise.all(nodes.map(async (n) => ({ node: n.name, a: (await getJson(`${n.tserver.webUrl}/api/v1/tablet-checksum?id=${id}&read_ht=now`, 30_000).catch(() => undefined)) as IntentsDigestAnswer | undefined })));
+        last = answers.map((x) => `${x.node} ${x.a?.visible.intents ? `${x.a.visible.intents.records} records ${x.a.visible.intents.sha256.slice(0, 12)}` : 'no answer'} @${x.a?.visible.appliedIndex ?? '?'}`).join(', ');
+        const first = answers[0]?.a?.visible;
+        return first?.intents && first.intents.txns > 0 && answers.every((x) => x.a?.visible.appliedIndex === first.appliedIndex && x.a.visible.intents?.sha256 === first.intents!.sha256) ? true : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 250, what: `equal provisional-record digests on the replicas of ${id}` },
+    ).catch(() => false);
+    if (!ok) same = false;
+    parts.push(`${id.slice(0, 8)}: ${last}`);
+  }
+  return { same, detail: `provisional-record digests (keys and values) ${same ? 'equal' : 'DIFFER'}: ${parts.join('; ')}` };
 }
 
 function rowValue(i: number, bytes: number): string {
@@ -135,7 +164,13 @@ export function intentsApply(params: Partial<IntentsApplyParams> = {}) {
       }, { timeoutMs: 30_000, intervalMs: 200, what: 'equal intent counts on every replica' }).catch(() => undefined);
       const openSnap = open ?? (await snapshot(nodes));
       lab.timeline.push(...phaseTable('open transaction', openSnap));
-      check('while open, every replica of every tablet holds the same provisional records', open !== undefined, open ? `${tabletIds(openSnap).length} tablets, equal intent counts on all 3 replicas` : 'intent counts differ or are zero');
+      // The same records, not only as many: each replica's digest of its provisional records (keys and values).
+      const openDigests = open ? await sameIntentDigests(nodes, tabletIds(openSnap)) : undefined;
+      check(
+        'while open, every replica of every tablet holds the same provisional records',
+        open !== undefined && openDigests?.same === true,
+        !open ? 'intent counts differ or are zero' : `${tabletIds(openSnap).length} tablets, equal intent counts on all 3 replicas; ${openDigests!.detail}`,
+      );
       const spread = tabletIds(openSnap).map((id) => {
         const b = [...openSnap.values()].map((m) => m.get(id)?.intentsdb.memtableBytes ?? 0);
         return (Math.max(...b) - Math.min(...b)) / Math.max(1, Math.max(...b));

@@ -45,6 +45,8 @@ export interface TabletConvergence {
   /** diverged: the replicas (tserver names) outside the largest group of equal digests. */
   differing?: string[];
   attempts: number;
+  /** Each replica's answer in the attempt that decided (converged or diverged), for a per-replica listing. */
+  replicas?: ReplicaDigest[];
 }
 
 export interface ConvergenceReport {
@@ -52,6 +54,8 @@ export interface ConvergenceReport {
   converged: number;
   diverged: TabletConvergence[];
   unsettled: TabletConvergence[];
+  /** The converged tablets, with each replica's answer. */
+  convergedTablets?: TabletConvergence[];
   /** Rows shown by the converged tablets (summed). */
   rows: number;
   /** Open transactions whose provisional records the converged tablets' replicas hold alike (summed over tablets). */
@@ -153,9 +157,9 @@ export async function checkReplicaConvergence(o: ConvergenceOptions): Promise<Co
       lastWhy.set(tabletId, state);
       state.attempts++;
       const rf = typeof o.replicationFactor === 'number' ? o.replicationFactor : o.replicationFactor(tabletId);
-      const r = await attempt(tabletId, h.servers, rf, o.readHt !== undefined ? String(o.readHt) : o.behindMs ? `now-${Math.round(o.behindMs)}` : 'now');
+      const { result: r, digests } = await attempt(tabletId, h.servers, rf, o.readHt !== undefined ? String(o.readHt) : o.behindMs ? `now-${Math.round(o.behindMs)}` : 'now');
       if (r.kind === 'converged') {
-        done.set(tabletId, { tabletId, table: h.table, result: 'converged', rows: r.rows, openTxns: r.openTxns, attempts: state.attempts });
+        done.set(tabletId, { tabletId, table: h.table, result: 'converged', rows: r.rows, openTxns: r.openTxns, attempts: state.attempts, replicas: digests });
         continue;
       }
       state.why = r.why;
@@ -166,7 +170,7 @@ export async function checkReplicaConvergence(o: ConvergenceOptions): Promise<Co
       }
       state.divergedRun = r.kind === 'diverged' ? state.divergedRun + 1 : 0;
       if (state.divergedRun >= DIVERGED_ATTEMPTS) {
-        done.set(tabletId, { tabletId, table: h.table, result: 'diverged', why: r.why, ...(r.kind === 'diverged' ? { differing: r.differing } : {}), attempts: state.attempts });
+        done.set(tabletId, { tabletId, table: h.table, result: 'diverged', why: r.why, ...(r.kind === 'diverged' ? { differing: r.differing } : {}), attempts: state.attempts, replicas: digests });
         o.log?.(`replica convergence: tablet ${tabletId} (${h.table}) DIVERGED: ${r.why}`);
       }
     }
@@ -182,6 +186,7 @@ export async function checkReplicaConvergence(o: ConvergenceOptions): Promise<Co
     converged: all.filter((t) => t.result === 'converged').length,
     diverged: all.filter((t) => t.result === 'diverged'),
     unsettled: all.filter((t) => t.result === 'unsettled'),
+    convergedTablets: all.filter((t) => t.result === 'converged'),
     rows: all.reduce((n, t) => n + (t.rows ?? 0), 0),
     openTxns: all.reduce((n, t) => n + (t.openTxns ?? 0), 0),
     ms: Date.now() - t0,
@@ -189,8 +194,8 @@ export async function checkReplicaConvergence(o: ConvergenceOptions): Promise<Co
 }
 
 /** Ask the first replica at `at` (a hybrid time, now or now-MS), then the others at the hybrid time it read at. */
-async function attempt(tabletId: string, servers: ReadonlyArray<{ name: string; webUrl: string }>, rf: number, at: string): Promise<AttemptResult> {
-  if (servers.length === 0) return { kind: 'unsettled', why: 'no tserver lists the tablet as RUNNING' };
+async function attempt(tabletId: string, servers: ReadonlyArray<{ name: string; webUrl: string }>, rf: number, at: string): Promise<{ result: AttemptResult; digests: ReplicaDigest[] }> {
+  if (servers.length === 0) return { result: { kind: 'unsettled', why: 'no tserver lists the tablet as RUNNING' }, digests: [] };
   const ask = async (s: { name: string; webUrl: string }, readHt: string): Promise<ReplicaDigest & { readHt: string }> => {
     const a = (await getJson(`${s.webUrl}/api/v1/tablet-checksum?id=${encodeURIComponent(tabletId)}&read_ht=${readHt}`, REQUEST_TIMEOUT_MS)) as ChecksumAnswer;
     const v = a.visible;
@@ -199,9 +204,10 @@ async function attempt(tabletId: string, servers: ReadonlyArray<{ name: string; 
   try {
     const first = await ask(servers[0]!, at);
     const rest = await Promise.all(servers.slice(1).map((s) => ask(s, first.readHt)));
-    return judgeAttempt([first, ...rest], rf);
+    const digests = [first, ...rest];
+    return { result: judgeAttempt(digests, rf), digests };
   } catch (e) {
-    return { kind: 'unsettled', why: (e as Error).message };
+    return { result: { kind: 'unsettled', why: (e as Error).message }, digests: [] };
   }
 }
 

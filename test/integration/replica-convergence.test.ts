@@ -58,9 +58,12 @@ describe('verify: replica convergence', () => {
     expect(ok.converged).toBe(ok.tablets);
     expect(ok.rows).toBeGreaterThanOrEqual(200);
     // The same check from the command line on a live cluster: exit 0.
-    const fine = cli('admin', 'check_replicas', `--master_addresses=${cl.masterAddresses.join(',')}`);
+    const fine = cli('admin', 'check_replicas', '--replicas', `--master_addresses=${cl.masterAddresses.join(',')}`);
     expect(fine.status, fine.stderr).toBe(0);
     expect(fine.stdout).toMatch(/replica convergence: (\d+) of \1 tablet\(s\) converged/);
+    // --replicas: one line per replica of every tablet, with its applied index and both digests.
+    expect(fine.stdout).toContain('Intents sha256');
+    for (const id of tables) expect(fine.stdout.split('\n').filter((l) => l.startsWith(id) && l.includes('CONVERGED'))).toHaveLength(3);
 
     // Rewrite one row of one replica behind Raft's back.
     const victim = cl.tservers[2]!;
