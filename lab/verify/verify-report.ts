@@ -51,6 +51,8 @@ export interface WorkloadReport {
   isolation?: 'serializable';
   /** After the final read: whether every replica of every tablet showed the same rows (replica-convergence.ts). */
   convergence?: ConvergenceReport;
+  /** The same check at the hybrid time of the middle of the run (the replicas' MVCC history must agree too). */
+  convergenceMidRun?: ConvergenceReport & { readHt: string };
   /** After the convergence checks: whether every replica let go of every transaction's provisional records (intents-drain.ts). */
   drain?: DrainReport;
 }

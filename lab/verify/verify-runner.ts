@@ -167,7 +167,7 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
     log(`${o.workload}: ${drainLine(drain)}`);
     makeDirs(o.dir, 'report directory');
     fs.writeFileSync(path.join(o.dir, `history-${o.workload}.json`), JSON.stringify({ workload: o.workload, seed: o.seed, driver, faults: nemesis.windows, history: recorder.ops }));
-    return { ...judge(o.workload, recorder.ops, nemesis.windows, withDrain(withConvergence(withConvergence(w.check(recorder.ops), convergence), past, pastAt), drain), o.seed, Date.now() - t0), convergence, drain, ...shape };
+    return { ...judge(o.workload, recorder.ops, nemesis.windows, withDrain(withConvergence(withConvergence(w.check(recorder.ops), convergence), past, pastAt), drain), o.seed, Date.now() - t0), convergence, convergenceMidRun: { ...past, readHt: String(midHt) }, drain, ...shape };
   } finally {
     await client?.close().catch(() => undefined);
     await cluster.destroy(o.keepData ?? false);

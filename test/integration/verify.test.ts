@@ -78,6 +78,10 @@ async function run(workload: WorkloadName, seed: number, extra: { registerWrites
   // Every run ends with the replica convergence check (a divergence is the anomaly replica-divergence).
   expect(r.convergence, 'replica convergence checked').toBeDefined();
   expect(r.convergence!.converged).toBeGreaterThan(0);
+  // The mid-run pass is reported too: every tablet either compared (none diverged) or named as unsettled.
+  expect(r.convergenceMidRun, 'mid-run convergence reported').toBeDefined();
+  expect(r.convergenceMidRun!.converged + r.convergenceMidRun!.unsettled.length).toBe(r.convergenceMidRun!.tablets);
+  expect(r.convergenceMidRun!.diverged).toEqual([]);
   // And with the drain check: no replica keeps a provisional record of a finished transaction (intents-left-over).
   expect(r.drain, 'provisional records drain checked').toBeDefined();
   expect(r.drain!.drained, JSON.stringify(r.drain)).toBe(true);
