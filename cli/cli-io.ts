@@ -5,8 +5,28 @@ import { TesseraClient } from '../client/tessera-client';
 import { labConnectOptions } from '../lab/cluster-driver';
 import { readLabState } from '../lab/lab-state';
 import { DbError, ErrorCode } from '../common/errors';
+import { defaultBaseDir, pidAlive, readState } from './local-cluster';
 
-export const DEFAULT_MASTER_ADDRESSES = process.env['TESSERA_MASTER_ADDRESSES'] ?? '127.0.0.1:7100';
+/**
+ * Where commands connect without --master_addresses: $TESSERA_MASTER_ADDRESSES; else the masters of
+ * the local cluster `tessera start` runs from the default base directory (its cluster.json), while
+ * one of its processes is alive — whatever --host_base or port offset it was started with; else
+ * 127.0.0.1:7100.
+ */
+export function defaultMasterAddresses(env: NodeJS.ProcessEnv = process.env, baseDir: string = defaultBaseDir()): string {
+  const fromEnv = env['TESSERA_MASTER_ADDRESSES'];
+  if (fromEnv) return fromEnv;
+  let st;
+  try {
+    st = readState(baseDir);
+  } catch {
+    st = undefined; // unreadable state: not ours to judge here (tessera status says why)
+  }
+  if (st && (pidAlive(st.supervisorPid) || st.servers.some((s) => s.role === 'master' && pidAlive(s.pid)))) return st.masterAddresses;
+  return '127.0.0.1:7100';
+}
+
+export const DEFAULT_MASTER_ADDRESSES = defaultMasterAddresses();
 
 export function print(line: string): void {
   process.stdout.write(line + '\n');

@@ -99,8 +99,10 @@ export function registerClusterCommands(program: Command): void {
       const masters = st.servers.filter((s) => s.role === 'master');
       print(`tessera cluster is up (${st.nodes} nodes, ${st.masters} master${st.masters > 1 ? 's' : ''}), data in ${baseDir}`);
       for (const s of st.servers) print(`  node ${s.node} ${s.role.padEnd(7)} rpc ${s.rpcAddress.padEnd(16)} console http://${s.webAddress}`);
-      print(`try: tessera create-table demo --columns "id:int64,value:string" --hash id --tablets 3 --master_addresses ${st.masterAddresses}`);
-      print(`     tessera insert demo id=1 value=hello --master_addresses ${st.masterAddresses}   (master console: http://${masters[0]!.webAddress})`);
+      // Commands find the cluster of the default base directory by themselves (cli-io defaultMasterAddresses).
+      const to = path.resolve(baseDir) === path.resolve(defaultBaseDir()) ? '' : ` --master_addresses ${st.masterAddresses}`;
+      print(`try: tessera create-table demo --columns "id:int64,value:string" --hash id --tablets 3${to}`);
+      print(`     tessera insert demo id=1 value=hello${to}   (master console: http://${masters[0]!.webAddress})`);
       print('Ctrl-C stops the cluster (data is kept; tessera start resumes it).');
       await new Promise<void>((resolve) => {
         const done = (): void => {

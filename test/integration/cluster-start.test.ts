@@ -23,9 +23,20 @@ function startCluster(): ChildProcess {
 }
 
 function cli(...args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 60_000 });
+  return cliEnv(process.env, ...args);
+}
+
+function cliEnv(env: NodeJS.ProcessEnv, ...args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 60_000, env });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
+
+/** A home directory whose default base dir (~/var/tessera) is this test's cluster: commands without --master_addresses. */
+const home = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-home-'));
+fs.mkdirSync(path.join(home, 'var'));
+fs.symlinkSync(baseDir, path.join(home, 'var', 'tessera'));
+const homeEnv: NodeJS.ProcessEnv = { ...process.env, HOME: home };
+delete homeEnv['TESSERA_MASTER_ADDRESSES'];
 
 afterAll(async () => {
   if (sup && sup.exitCode === null) {
@@ -34,6 +45,7 @@ afterAll(async () => {
   }
   cli('destroy', '--base_dir', baseDir);
   fs.rmSync(baseDir, { recursive: true, force: true });
+  fs.rmSync(home, { recursive: true, force: true });
 });
 
 describe('tessera start', () => {
@@ -59,6 +71,13 @@ describe('tessera start', () => {
     const got = cli('get', 'demo', 'id=1', '--json', '--master_addresses', masters);
     expect(got.status).toBe(0);
     expect(JSON.parse(got.stdout)).toEqual({ rows: [{ id: '1', value: 'hello' }] });
+    // Without --master_addresses, commands find the running cluster of the default base directory
+    // (here a host base of 101, not 127.0.0.1).
+    expect(masters).not.toBe('127.0.0.1:7100');
+    const found = cliEnv(homeEnv, 'get', 'demo', 'id=1', '--json', '--timeout_ms', '20000');
+    expect(found.status, found.stderr).toBe(0);
+    expect(JSON.parse(found.stdout)).toEqual({ rows: [{ id: '1', value: 'hello' }] });
+    expect(cliEnv(homeEnv, 'scan', '--help').stdout).toContain(masters);
     // ALTER TABLE from the command line: a new column, then a refused change with its reason.
     const altered = cli('alter-table', 'demo', '--add_columns', 'note:string', '--json', '--master_addresses', masters);
     expect(altered.status).toBe(0);
@@ -87,6 +106,8 @@ describe('tessera start', () => {
 
     expect(cli('stop', '--base_dir', baseDir).status).toBe(0);
     await waitFor('the supervisor to exit', 30_000, () => sup!.exitCode !== null);
+    // A stopped cluster is not a default any more.
+    expect(cliEnv(homeEnv, 'scan', '--help').stdout).toContain('127.0.0.1:7100');
     expect(cli('destroy', '--base_dir', baseDir).status).toBe(0);
     expect(fs.existsSync(path.join(baseDir, 'cluster.json'))).toBe(false);
   }, 240_000);
