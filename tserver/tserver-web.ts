@@ -120,7 +120,7 @@ export interface TServerWebDeps {
   /** Each status tablet replica's memory of forgotten commits. */
   coordinatorMemories?: () => Array<{ tabletId: string; neverCommitted: number; committedAnswers: number; uncovered: number }>;
   /** Raft traffic counters of the server's consensus transport. */
-  raftTransport?: () => { messagesSent: number; messagesReceived: number; batchesSent: number; batchesReceived: number };
+  raftTransport?: () => { messagesSent: number; messagesReceived: number; batchesSent: number; batchesReceived: number; dropped: number; unknownGroup: number; unknownPeer: number };
 }
 
 function hex4(n: number): string {
@@ -415,10 +415,11 @@ function registerIoGauges(d: TServerWebDeps): void {
   });
   const raft = d.raftTransport;
   if (raft) {
-    d.metrics.gauge('tserver_raft_messages', 'Raft messages this server sent or received since it started (all tablets; direction="sent"|"received")', ['direction'], (g) => {
+    d.metrics.gauge('tserver_raft_messages', 'Raft messages this server sent or received since it started (all tablets; direction="sent"|"received"), or dropped on the way out or in (direction="dropped": lab faults TEST_drop_traffic_peers and TEST_drop_raft_messages_probability, undecodable ones, unknown tablets or peers)', ['direction'], (g) => {
       const m = raft();
       g.set({ direction: 'sent' }, m.messagesSent);
       g.set({ direction: 'received' }, m.messagesReceived);
+      g.set({ direction: 'dropped' }, m.dropped + m.unknownGroup + m.unknownPeer);
     });
     d.metrics.gauge('tserver_raft_batches', 'Raft batches (one frame per destination and event-loop turn) sent or received since the server started', ['direction'], (g) => {
       const m = raft();

@@ -13,8 +13,12 @@ import { SeededRng } from '../../common/rng';
  * `alter` is not a fault but a disturbance: ALTER TABLE on the workload's table (a column added at the
  * window's start, dropped at its end), so every client meets SCHEMA_VERSION_MISMATCH and rebuilds
  * its operations while the history is recorded.
+ * `bridge` is a partial partition (Jepsen's bridge): two nodes stop exchanging Raft traffic and
+ * heartbeats with each other while the third still reaches both — a follower that no longer hears its
+ * leader, with a majority that does. It is not part of `all` (the seeds of recorded runs keep their
+ * schedules) and must be named.
  */
-export const NEMESIS_KINDS = ['kill', 'pause', 'partition', 'skew', 'stepdown', 'alter', 'skew-beyond'] as const;
+export const NEMESIS_KINDS = ['kill', 'pause', 'partition', 'skew', 'stepdown', 'alter', 'skew-beyond', 'bridge'] as const;
 export type NemesisKind = (typeof NEMESIS_KINDS)[number];
 /** What `all` means: every fault the database must survive without an anomaly. */
 export const SAFE_NEMESIS_KINDS: readonly NemesisKind[] = ['kill', 'pause', 'partition', 'skew', 'stepdown', 'alter'];
@@ -35,6 +39,8 @@ export interface ScheduledFault {
   durationMs: number;
   /** skew, skew-beyond: the offset applied to the target node's clock (ms, either sign). */
   skewMs?: number;
+  /** bridge: the other node of the cut is (target node + peerOffset) mod tservers. */
+  peerOffset?: number;
 }
 
 export interface ScheduleOptions {
@@ -88,7 +94,7 @@ export function buildSchedule(o: ScheduleOptions): ScheduledFault[] {
     const tserverTarget: FaultTarget = { role: 'tserver', node: rng.int(o.tservers) };
     let target: FaultTarget = tserverTarget;
     // Partitions cut off one node (with 3 nodes that is also "halves") or the node leading a tablet.
-    if (kind === 'stepdown' || (kind === 'partition' && rng.chance(0.3))) target = { role: 'leader' };
+    if (kind === 'stepdown' || (kind === 'partition' && rng.chance(0.3)) || (kind === 'bridge' && rng.chance(0.5))) target = { role: 'leader' };
     else if ((kind === 'kill' || kind === 'pause') && rng.chance(0.2)) target = { role: 'master' };
     const f: ScheduledFault = { kind, target, startMs: t, durationMs: dur };
     if (kind === 'skew' || kind === 'skew-beyond') {
@@ -96,6 +102,7 @@ export function buildSchedule(o: ScheduleOptions): ScheduledFault[] {
       const mag = between(Math.max(1, Math.round(lo * maxSkewMs)), Math.max(1, Math.round(hi * maxSkewMs)));
       f.skewMs = rng.chance(0.5) ? mag : -mag;
     }
+    if (kind === 'bridge') f.peerOffset = 1 + rng.int(Math.max(1, o.tservers - 1));
     out.push(f);
     t += dur + between(gapLo, gapHi);
   }

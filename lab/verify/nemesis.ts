@@ -12,10 +12,12 @@ import { htPhysicalMicros } from '../../common/hybrid-time';
 import type { TesseraClient } from '../../client/tessera-client';
 import { tabletServerMethods } from '../../rpc/service-methods';
 import type { VerifyServerRef, VerifyTarget } from './verify-target';
-import { masterRaftRole } from '../console-http';
+import { httpRequest, masterRaftRole } from '../console-http';
 import { describeTarget, type ScheduledFault } from './nemesis-schedule';
 
 export const CLOCK_SKEW_FLAG = 'TEST_clock_skew_ms';
+/** The servers' run-time flag a bridge sets (both drivers: lab partitions of processes use it too). */
+const DROP_TRAFFIC_FLAG = 'TEST_drop_traffic_peers';
 /** Bound on waiting for a restarted server to rejoin before the next fault. */
 export const RESTART_HEALTH_TIMEOUT_MS = 30_000;
 /** Bound on one ALTER TABLE of the alter nemesis (until every tablet's leader serves it). */
@@ -127,6 +129,28 @@ export class Nemesis {
           await this.partition([]);
           break;
         }
+        case 'bridge': {
+          const n = c.tservers.length;
+          const a = f.target.role === 'tserver' ? f.target.node : await this.leaderNode();
+          const b = (a + (f.peerOffset ?? 1)) % n;
+          if (n < 3 || a === b) throw new DbError(ErrorCode.INVALID_ARGUMENT, `a bridge needs 3 nodes or more (${n})`);
+          const third = [...Array(n).keys()].filter((x) => x !== a && x !== b);
+          w.target = `nodes ${a} and ${b} cut apart${f.target.role === 'leader' ? ` (node ${a} leads a tablet)` : ''}, node${third.length > 1 ? 's' : ''} ${third.join(', ')} reaching both`;
+          const before = await this.raftDropped([a, b]);
+          try {
+            await this.bridge(a, b);
+            await sleep(f.durationMs, stop);
+          } finally {
+            await this.bridge(undefined, undefined);
+          }
+          // Evidence the cut took effect: the two nodes' tservers dropped Raft messages meanwhile
+          // (each tablet's leader sends to both followers at least every heartbeat).
+          const after = await this.raftDropped([a, b]);
+          if (before === undefined || after === undefined) w.note = 'Raft traffic and heartbeats dropped between the two (TEST_drop_traffic_peers; count unknown: a console did not answer)';
+          else if (after > before) w.note = `${after - before} Raft messages dropped between the two (TEST_drop_traffic_peers)`;
+          else w.skipped = 'TEST_drop_traffic_peers was accepted but no Raft message was dropped (tserver_raft_messages{direction="dropped"} did not move)';
+          break;
+        }
         case 'skew':
         case 'skew-beyond': {
           const node = f.target.role === 'tserver' ? f.target.node : 0;
@@ -164,6 +188,7 @@ export class Nemesis {
       for (const s of c.servers) await Promise.resolve(c.resume(s)).catch(() => undefined);
       for (const s of c.servers) if (!c.isRunning(s)) await Promise.resolve(c.start(s)).catch(() => undefined);
       if (f.kind === 'partition') await this.partition([]).catch(() => undefined);
+      if (f.kind === 'bridge') await this.bridge(undefined, undefined).catch(() => undefined);
     }
     w.endNs = this.d.nowNs();
     this.d.log(`nemesis: ${f.kind} ${w.target}${w.note ? ` (${w.note})` : ''} ${w.skipped ? 'SKIPPED' : 'done'} in ${Math.round((w.endNs - w.startNs) / 1e6)} ms`);
@@ -232,6 +257,45 @@ export class Nemesis {
       }
     }
     return undefined;
+  }
+
+  /**
+   * Cut node a's servers from node b's (both ways: each side lists the other's advertised RPC
+   * addresses); undefined = clear the lists on every running server.
+   */
+  private async bridge(a: number | undefined, b: number | undefined): Promise<void> {
+    const c = this.d.cluster;
+    const addrs = (node: number | undefined): string =>
+      c.servers
+        .filter((s) => s.node === node)
+        .map((s) => s.rpcAddress)
+        .join(',');
+    const errors: string[] = [];
+    await Promise.all(
+      c.servers.map(async (s) => {
+        if (!c.isRunning(s) || s.paused) return;
+        const value = a === undefined ? '' : s.node === a ? addrs(b) : s.node === b ? addrs(a) : undefined;
+        if (value === undefined) return;
+        await c.setFlag(s, DROP_TRAFFIC_FLAG, value, this.d.client.rpcClient()).catch((e: Error) => errors.push(`${s.name}: ${e.message}`));
+      }),
+    );
+    if (errors.length) throw new DbError(ErrorCode.INTERNAL, `bridge: could not set ${DROP_TRAFFIC_FLAG}: ${errors.join('; ')}`);
+  }
+
+  /** Raft messages the tservers of these nodes dropped since they started (summed), or undefined when one does not say. */
+  private async raftDropped(nodes: readonly number[]): Promise<number | undefined> {
+    let sum = 0;
+    for (const s of this.d.cluster.tservers.filter((x) => nodes.includes(x.node))) {
+      try {
+        const r = await httpRequest(`${s.webUrl}/prometheus-metrics`, { timeoutMs: 3_000 });
+        const m = /^tserver_raft_messages\{[^}]*direction="dropped"[^}]*\} (\d+)/m.exec(r.body);
+        if (r.status !== 200 || !m) return undefined;
+        sum += Number(m[1]);
+      } catch {
+        return undefined;
+      }
+    }
+    return sum;
   }
 
   /** Cut the given nodes off from the rest both ways (empty = heal), the driver's way. */

@@ -143,6 +143,19 @@ describe('verify: Jepsen-style workloads on a real cluster', () => {
     expect(r.counts.ok).toBeGreaterThan(0);
   }, 120_000);
 
+  it('verify: bank transfers keep the total while two nodes cannot reach each other but the third reaches both (bridge nemesis)', async () => {
+    const r = await run('bank', 16, { nemesis: 'bridge', dirName: 'bank-bridge' });
+    expect(unexpected('bank', r)).toEqual([]);
+    expect(r.verdict).toBe('valid');
+    const bridges = r.faults.filter((f) => f.kind === 'bridge' && !f.skipped);
+    expect(bridges.length, JSON.stringify(r.faults)).toBeGreaterThanOrEqual(1);
+    expect(bridges[0]!.target).toMatch(/^nodes \d and \d cut apart.*node \d reaching both$/);
+    // The cut took effect: the two nodes' tservers counted the Raft messages they dropped.
+    for (const f of bridges) expect(f.note ?? '').toMatch(/^[1-9]\d* Raft messages dropped between the two/);
+    // A partial partition leaves a majority that hears every leader: transfers go on during it.
+    expect(bridges.every((f) => f.okInWindow > 0), JSON.stringify(bridges)).toBe(true);
+  }, 120_000);
+
   it('verify: list-append transactions show no snapshot-isolation anomaly under the mixed nemesis', async () => {
     const r = await run('append', 14);
     expect(unexpected('append', r)).toEqual([]);

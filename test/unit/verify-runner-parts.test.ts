@@ -20,6 +20,21 @@ describe('verify: nemesis schedule', () => {
     expect(a.length).toBeGreaterThan(3);
   });
 
+  it('verify: a bridge cuts its target from another node (never itself), and only when named (not part of all)', () => {
+    for (const tservers of [3, 5]) {
+      const s = buildSchedule({ seed: 9, kinds: ['bridge'], timeMs: 120_000, tservers });
+      expect(s.length).toBeGreaterThan(5);
+      for (const f of s) {
+        expect(f.kind).toBe('bridge');
+        expect(f.peerOffset).toBeGreaterThanOrEqual(1);
+        expect(f.peerOffset).toBeLessThanOrEqual(tservers - 1);
+      }
+      expect(new Set(s.map((f) => f.peerOffset)).size).toBe(tservers - 1);
+    }
+    expect(parseNemesisKinds('all')).not.toContain('bridge');
+    expect(parseNemesisKinds('all,bridge')).toContain('bridge');
+  });
+
   it('verify: fault windows never overlap and end before the recovery tail', () => {
     const s = buildSchedule({ seed: 3, kinds: ['kill', 'partition'], timeMs: 30_000, tservers: 3, tailMs: 2_000 });
     for (let i = 1; i < s.length; i++) expect(s[i]!.startMs).toBeGreaterThanOrEqual(s[i - 1]!.startMs + s[i - 1]!.durationMs);
