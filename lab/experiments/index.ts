@@ -8,6 +8,7 @@ import { intentsApply } from './intents-apply';
 import { leaderFailover } from './leader-failover';
 import { mvccHistory } from './mvcc-history';
 import { onlineSchemaChange } from './online-schema-change';
+import { partialPartition } from './partial-partition';
 import { partitionMinority } from './partition-minority';
 import { pausedLeader } from './paused-leader';
 import { pausedStatusLeader } from './paused-status-leader';
@@ -23,6 +24,7 @@ export const EXPERIMENTS: readonly ExperimentDef[] = [
   { name: 'intents-apply', description: 'the defining experiment: a delayed apply on n0; intents on every replica while open, n1/n2 apply at commit, n0 after the delay, equal RegularDBs at the end (--rows, --row-bytes, --delay-ms)', run: (o) => intentsApply(o.params)(o) },
   { name: 'leader-failover', description: 'kill -9 a tablet leader during a write load: time to a new leader, no acknowledged write lost, catch-up after restart', run: leaderFailover },
   { name: 'partition-minority', description: 'cut one node off during a write load: the majority keeps serving, the minority catches up after heal', run: partitionMinority },
+  { name: 'partial-partition', description: 'a tablet leader and one follower stop hearing each other while the third node reaches both (a bridge) under a write load: the follower\'s pre-votes are refused by the node that still hears the leader, so no tablet changes leader or term; writes go on; the follower catches up after heal', run: partialPartition },
   { name: 'wait-on-conflict', description: 'a hot counter incremented by 8 clients with serializable read-modify-writes, under fail-on-conflict and then enable_wait_queues: no increment lost either way; commits, failures by code and latency compared', run: waitOnConflict },
   { name: 'online-schema-change', description: 'ALTER TABLE ADD COLUMN under a write load from two clients (one never told), with n2 paused: no write fails, the uninformed client writes the new column, n2 takes the change when Raft catches it up', run: onlineSchemaChange },
   { name: 'paused-leader', description: 'INSERTs with a 5 s deadline while the tserver leading the most tablets is paused for 8 s: each is resent as the same retryable request, none fails or inserts twice, writes go on without the paused leader', run: pausedLeader },
