@@ -43,13 +43,14 @@ export const PLACEMENT_ZONE = defineFlag({
 
 /**
  * Lab partitions (lab/partition-plan.ts): both servers drop Raft traffic and heartbeats to and from
- * these peers, so a cut is symmetric even though only one side's flag needs to list the other.
+ * these peers, so a cut is symmetric even though only one side's flag needs to list the other; their
+ * server-to-server calls to these peers fail as unreachable (rpc/peer-client.ts).
  */
 export const TEST_DROP_TRAFFIC_PEERS = defineFlag({
   name: 'TEST_drop_traffic_peers',
   type: 'string',
   default: '',
-  help: 'Comma list of peer RPC addresses: drop all Raft traffic and heartbeats to and from them (lab partitions). (For testing only!)',
+  help: 'Comma list of peer RPC addresses: drop all Raft traffic and heartbeats to and from them, and fail calls to them as unreachable (lab partitions). (For testing only!)',
   tags: [FlagTag.runtime],
 });
 

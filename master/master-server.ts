@@ -30,6 +30,7 @@ import {
 } from './master-flags';
 import type { MasterInfo } from './master-info';
 import { droppedPeers } from '../common/server-flags';
+import { peerClient } from '../rpc/peer-client';
 import { registerMasterPages } from './master-web';
 import { SYS_CATALOG_GROUP_ID, SysCatalog } from './sys-catalog';
 import { TServerRegistry } from './tserver-registry';
@@ -84,7 +85,7 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
 
   const clock = new HybridClock(skewableSystemClock(flags));
   const rpc: RpcServer = transport.createServer({ host: bind.host, port: bind.port });
-  const client: RpcClient = transport.createClient();
+  const client: RpcClient = peerClient(transport.createClient(), flags);
   const registry = new TServerRegistry();
   const raftBatch = raftBatchMethod();
   let manager: CatalogManager | undefined;

@@ -10,6 +10,7 @@ import { DbError, ErrorCode } from '../common/errors';
 import { Flags, parseFlagArgs } from '../common/flags';
 import { HybridClock } from '../common/hybrid-clock';
 import { droppedPeers } from '../common/server-flags';
+import { peerClient } from '../rpc/peer-client';
 import { LOG_LEVEL } from '../common/common-flags';
 import { createLogger, followLogLevel, LogRing, type Logger } from '../common/log';
 import { MathRng, type Rng } from '../common/rng';
@@ -152,7 +153,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
   const bind = splitHostPort(flags.get(RPC_BIND_ADDRESSES), TSERVER_RPC_PORT_DEFAULT);
 
   const rpc: RpcServer = opts.transport.createServer({ host: bind.host, port: bind.port });
-  const client = opts.transport.createClient();
+  const client = peerClient(opts.transport.createClient(), flags);
   // The RPC address must be known before tablets open (it is our entry in the address book); with
   // port 0 it is known only after start(), so tablets open after the server starts listening.
   let consensus: ConsensusTransport | undefined;
