@@ -15,10 +15,14 @@ import { SeededRng } from '../../common/rng';
  * its operations while the history is recorded.
  * `bridge` is a partial partition (Jepsen's bridge): two nodes stop exchanging Raft traffic and
  * heartbeats with each other while the third still reaches both — a follower that no longer hears its
- * leader, with a majority that does. It is not part of `all` (the seeds of recorded runs keep their
- * schedules) and must be named.
+ * leader, with a majority that does. `rebuild` is a membership change under load (Jepsen's member
+ * nemesis, the way tessera does it): one replica of a tablet — of the workload's table, or a status
+ * tablet of `transactions` — fails as a storage failure would (TEST_fail_tablet_replica), and the
+ * master removes it from Raft, deletes it, creates it afresh and adds it back, the copy coming from a
+ * healthy replica (remote bootstrap: RegularDB, IntentsDB, the retryable requests). `bridge` and
+ * `rebuild` are not part of `all` (the seeds of recorded runs keep their schedules) and must be named.
  */
-export const NEMESIS_KINDS = ['kill', 'pause', 'partition', 'skew', 'stepdown', 'alter', 'skew-beyond', 'bridge'] as const;
+export const NEMESIS_KINDS = ['kill', 'pause', 'partition', 'skew', 'stepdown', 'alter', 'skew-beyond', 'bridge', 'rebuild'] as const;
 export type NemesisKind = (typeof NEMESIS_KINDS)[number];
 /** What `all` means: every fault the database must survive without an anomaly. */
 export const SAFE_NEMESIS_KINDS: readonly NemesisKind[] = ['kill', 'pause', 'partition', 'skew', 'stepdown', 'alter'];
@@ -41,6 +45,8 @@ export interface ScheduledFault {
   skewMs?: number;
   /** bridge: the other node of the cut is (target node + peerOffset) mod tservers. */
   peerOffset?: number;
+  /** rebuild: a replica of a status tablet (true) or of the workload's table. */
+  statusTablet?: boolean;
 }
 
 export interface ScheduleOptions {
@@ -103,6 +109,10 @@ export function buildSchedule(o: ScheduleOptions): ScheduledFault[] {
       f.skewMs = rng.chance(0.5) ? mag : -mag;
     }
     if (kind === 'bridge') f.peerOffset = 1 + rng.int(Math.max(1, o.tservers - 1));
+    if (kind === 'rebuild') {
+      f.statusTablet = rng.chance(0.3);
+      if (rng.chance(0.4)) f.target = { role: 'leader' };
+    }
     out.push(f);
     t += dur + between(gapLo, gapHi);
   }

@@ -12,12 +12,16 @@ import { htPhysicalMicros } from '../../common/hybrid-time';
 import type { TesseraClient } from '../../client/tessera-client';
 import { tabletServerMethods } from '../../rpc/service-methods';
 import type { VerifyServerRef, VerifyTarget } from './verify-target';
-import { httpRequest, masterRaftRole } from '../console-http';
+import { getJson, httpRequest, masterRaftRole } from '../console-http';
 import { describeTarget, type ScheduledFault } from './nemesis-schedule';
 
 export const CLOCK_SKEW_FLAG = 'TEST_clock_skew_ms';
 /** The servers' run-time flag a bridge sets (both drivers: lab partitions of processes use it too). */
 const DROP_TRAFFIC_FLAG = 'TEST_drop_traffic_peers';
+const FAIL_REPLICA_FLAG = 'TEST_fail_tablet_replica';
+/** Bound on a rebuild: the replica failing (its next applied entry), then the master re-creating it and it running again. */
+const REBUILD_FAIL_TIMEOUT_MS = 15_000;
+const REBUILD_REPAIR_TIMEOUT_MS = 60_000;
 /** Bound on waiting for a restarted server to rejoin before the next fault. */
 export const RESTART_HEALTH_TIMEOUT_MS = 30_000;
 /** Bound on one ALTER TABLE of the alter nemesis (until every tablet's leader serves it). */
@@ -151,6 +155,10 @@ export class Nemesis {
           else w.skipped = 'TEST_drop_traffic_peers was accepted but no Raft message was dropped (tserver_raft_messages{direction="dropped"} did not move)';
           break;
         }
+        case 'rebuild': {
+          await this.rebuild(f, w, stop);
+          break;
+        }
         case 'skew':
         case 'skew-beyond': {
           const node = f.target.role === 'tserver' ? f.target.node : 0;
@@ -189,6 +197,7 @@ export class Nemesis {
       for (const s of c.servers) if (!c.isRunning(s)) await Promise.resolve(c.start(s)).catch(() => undefined);
       if (f.kind === 'partition') await this.partition([]).catch(() => undefined);
       if (f.kind === 'bridge') await this.bridge(undefined, undefined).catch(() => undefined);
+      if (f.kind === 'rebuild') for (const t of c.tservers) if (c.isRunning(t) && !t.paused) await c.setFlag(t, FAIL_REPLICA_FLAG, '', this.d.client.rpcClient()).catch(() => undefined);
     }
     w.endNs = this.d.nowNs();
     this.d.log(`nemesis: ${f.kind} ${w.target}${w.note ? ` (${w.note})` : ''} ${w.skipped ? 'SKIPPED' : 'done'} in ${Math.round((w.endNs - w.startNs) / 1e6)} ms`);
@@ -280,6 +289,66 @@ export class Nemesis {
       }),
     );
     if (errors.length) throw new DbError(ErrorCode.INTERNAL, `bridge: could not set ${DROP_TRAFFIC_FLAG}: ${errors.join('; ')}`);
+  }
+
+  /** A tablet replica's state on one tserver (RUNNING, FAILED, ...), undefined when it has none or does not answer. */
+  private async replicaState(s: VerifyServerRef, tabletId: string): Promise<string | undefined> {
+    try {
+      const body = (await getJson(`${s.webUrl}/api/v1/tablets`, 3_000)) as { tablets?: Array<{ tabletId: string; state: string }> };
+      return body.tablets?.find((t) => t.tabletId === tabletId)?.state;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Fail one replica (TEST_fail_tablet_replica, cleared once it failed) and wait until the master
+   * re-created it on the same tserver and it runs again (with 3 tservers there is no spare). The
+   * window lasts the whole membership change.
+   */
+  private async rebuild(f: ScheduledFault, w: FaultWindow, stop: () => boolean): Promise<void> {
+    const c = this.d.cluster;
+    const table = f.statusTablet ? TRANSACTIONS_TABLE : this.d.table;
+    const loc = await this.d.client.tableLocations(table, { timeoutMs: 3_000 });
+    if (loc.tablets.length === 0) throw new DbError(ErrorCode.NOT_FOUND, `table ${table} has no tablets`);
+    const tablet = loc.tablets[this.rng.int(loc.tablets.length)]!;
+    const addr =
+      f.target.role === 'leader'
+        ? tablet.replicas.find((r) => r.role === 'LEADER')?.rpcAddress
+        : f.target.role === 'tserver'
+          ? c.tservers.find((t) => t.node === (f.target as { node: number }).node)?.rpcAddress
+          : undefined;
+    const victim = c.tservers.find((t) => t.rpcAddress === addr);
+    if (!victim || !c.isRunning(victim) || victim.paused) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `no running tserver holds the chosen replica of tablet ${tablet.tabletId}`);
+    w.target = `${f.statusTablet ? 'status tablet' : 'tablet'} ${tablet.tabletId.slice(0, 8)} replica on tserver ${victim.node}${f.target.role === 'leader' ? ' (its leader)' : ''}`;
+    const t0 = Date.now();
+    await c.setFlag(victim, FAIL_REPLICA_FLAG, tablet.tabletId, this.d.client.rpcClient());
+    let failed = false;
+    try {
+      while (!stop() && Date.now() - t0 < REBUILD_FAIL_TIMEOUT_MS) {
+        if ((await this.replicaState(victim, tablet.tabletId)) === 'FAILED') {
+          failed = true;
+          break;
+        }
+        await sleep(100, stop);
+      }
+    } finally {
+      // Cleared at once: the re-created replica must not fail again.
+      await c.setFlag(victim, FAIL_REPLICA_FLAG, '', this.d.client.rpcClient());
+    }
+    if (!failed) throw new DbError(ErrorCode.TIMED_OUT, `the replica did not fail within ${REBUILD_FAIL_TIMEOUT_MS} ms (no entry applied on it)`);
+    const failedMs = Date.now() - t0;
+    let running = false;
+    while (!stop() && Date.now() - t0 < REBUILD_REPAIR_TIMEOUT_MS) {
+      await sleep(200, stop);
+      if ((await this.replicaState(victim, tablet.tabletId)) === 'RUNNING') {
+        running = true;
+        break;
+      }
+    }
+    w.note = running
+      ? `failed after ${failedMs} ms; re-created by the master and running again ${Date.now() - t0} ms after the fault began (remote bootstrap)`
+      : `failed after ${failedMs} ms; NOT running again within ${REBUILD_REPAIR_TIMEOUT_MS} ms${stop() ? ' (the run ended first)' : ''}`;
   }
 
   /** Raft messages the tservers of these nodes dropped since they started (summed), or undefined when one does not say. */

@@ -35,6 +35,15 @@ describe('verify: nemesis schedule', () => {
     expect(parseNemesisKinds('all,bridge')).toContain('bridge');
   });
 
+  it('verify: a rebuild hits a replica of the workload table or of a status tablet, on a tserver or a leader; only when named', () => {
+    const s = buildSchedule({ seed: 11, kinds: ['rebuild'], timeMs: 300_000, tservers: 3 });
+    expect(s.length).toBeGreaterThan(20);
+    expect(s.every((f) => f.kind === 'rebuild' && typeof f.statusTablet === 'boolean')).toBe(true);
+    expect(new Set(s.map((f) => f.statusTablet))).toEqual(new Set([true, false]));
+    expect(new Set(s.map((f) => f.target.role))).toEqual(new Set(['tserver', 'leader']));
+    expect(parseNemesisKinds('all')).not.toContain('rebuild');
+  });
+
   it('verify: fault windows never overlap and end before the recovery tail', () => {
     const s = buildSchedule({ seed: 3, kinds: ['kill', 'partition'], timeMs: 30_000, tservers: 3, tailMs: 2_000 });
     for (let i = 1; i < s.length; i++) expect(s[i]!.startMs).toBeGreaterThanOrEqual(s[i - 1]!.startMs + s[i - 1]!.durationMs);
