@@ -291,14 +291,18 @@ export class Nemesis {
     if (errors.length) throw new DbError(ErrorCode.INTERNAL, `bridge: could not set ${DROP_TRAFFIC_FLAG}: ${errors.join('; ')}`);
   }
 
-  /** A tablet replica's state on one tserver (RUNNING, FAILED, ...), undefined when it has none or does not answer. */
-  private async replicaState(s: VerifyServerRef, tabletId: string): Promise<string | undefined> {
+  /** A tablet replica's row on one tserver's /api/v1/tablets, undefined when it has none or does not answer. */
+  private async replicaRow(s: VerifyServerRef, tabletId: string): Promise<{ state: string; leaderUuid: string; commitIndex: number; appliedIndex: number } | undefined> {
     try {
-      const body = (await getJson(`${s.webUrl}/api/v1/tablets`, 3_000)) as { tablets?: Array<{ tabletId: string; state: string }> };
-      return body.tablets?.find((t) => t.tabletId === tabletId)?.state;
+      const body = (await getJson(`${s.webUrl}/api/v1/tablets`, 3_000)) as { tablets?: Array<{ tabletId: string; state: string; leaderUuid: string; commitIndex: number; appliedIndex: number }> };
+      return body.tablets?.find((t) => t.tabletId === tabletId);
     } catch {
       return undefined;
     }
+  }
+
+  private async replicaState(s: VerifyServerRef, tabletId: string): Promise<string | undefined> {
+    return (await this.replicaRow(s, tabletId))?.state;
   }
 
   /**
@@ -338,17 +342,22 @@ export class Nemesis {
     }
     if (!failed) throw new DbError(ErrorCode.TIMED_OUT, `the replica did not fail within ${REBUILD_FAIL_TIMEOUT_MS} ms (no entry applied on it)`);
     const failedMs = Date.now() - t0;
+    // Repaired: the new replica runs, follows a leader, and has applied what the replicas had
+    // committed (so the next fault never meets a repair still under way).
     let running = false;
     while (!stop() && Date.now() - t0 < REBUILD_REPAIR_TIMEOUT_MS) {
       await sleep(200, stop);
-      if ((await this.replicaState(victim, tablet.tabletId)) === 'RUNNING') {
+      const rows = await Promise.all(c.tservers.map(async (t) => ({ t, row: await this.replicaRow(t, tablet.tabletId) })));
+      const mine = rows.find((r) => r.t === victim)?.row;
+      const maxCommit = Math.max(...rows.map((r) => r.row?.commitIndex ?? 0));
+      if (mine?.state === 'RUNNING' && mine.leaderUuid && rows.every((r) => r.row !== undefined) && mine.appliedIndex >= maxCommit) {
         running = true;
         break;
       }
     }
     w.note = running
-      ? `failed after ${failedMs} ms; re-created by the master and running again ${Date.now() - t0} ms after the fault began (remote bootstrap)`
-      : `failed after ${failedMs} ms; NOT running again within ${REBUILD_REPAIR_TIMEOUT_MS} ms${stop() ? ' (the run ended first)' : ''}`;
+      ? `failed after ${failedMs} ms; re-created by the master and caught up (a voter following a leader, applied to the others' commit index) ${Date.now() - t0} ms after the fault began`
+      : `failed after ${failedMs} ms; NOT re-created and caught up within ${REBUILD_REPAIR_TIMEOUT_MS} ms${stop() ? ' (the run ended first)' : ''}`;
   }
 
   /** Raft messages the tservers of these nodes dropped since they started (summed), or undefined when one does not say. */
