@@ -103,3 +103,18 @@ function wireError(body: unknown): DbError | undefined {
   if (typeof e['code'] !== 'string' || typeof e['message'] !== 'string') return undefined;
   return new DbError(isErrorCode(e['code']) ? e['code'] : ErrorCode.INTERNAL, e['message']);
 }
+
+/**
+ * Raft messages a tserver dropped since it started (tserver_raft_messages{direction="dropped"} on its
+ * /prometheus-metrics: lab faults such as TEST_drop_traffic_peers, undecodable ones, unknown tablets
+ * or peers); undefined when the console does not answer or does not say.
+ */
+export async function raftMessagesDropped(webUrl: string, timeoutMs = 3_000): Promise<number | undefined> {
+  try {
+    const r = await httpRequest(`${webUrl}/prometheus-metrics`, { timeoutMs });
+    const m = /^tserver_raft_messages\{[^}]*direction="dropped"[^}]*\} (\d+)/m.exec(r.body);
+    return r.status === 200 && m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}

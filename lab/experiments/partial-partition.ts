@@ -15,7 +15,7 @@
  */
 import { DbError, ErrorCode } from '../../common/errors';
 import type { NodeName } from '../cluster-spec';
-import { httpRequest } from '../console-http';
+import { raftMessagesDropped } from '../console-http';
 import { leadersByTablet, replicasViaDriver, waitCaughtUp } from '../tablet-view';
 import { sleep, waitUntil } from '../wait-until';
 import type { Check, ExperimentOptions, ExperimentResult } from './experiment';
@@ -44,10 +44,9 @@ export async function partialPartition(o: ExperimentOptions): Promise<Experiment
   const dropped = async (names: readonly NodeName[]): Promise<number> => {
     let sum = 0;
     for (const n of nodes.filter((x) => names.includes(x.name))) {
-      const r = await httpRequest(`${n.tserver.webUrl}/prometheus-metrics`, { timeoutMs: 5_000 });
-      const m = /^tserver_raft_messages\{[^}]*direction="dropped"[^}]*\} (\d+)/m.exec(r.body);
-      if (!m) throw new DbError(ErrorCode.NOT_FOUND, `${n.name}: no tserver_raft_messages{direction="dropped"} on /prometheus-metrics`);
-      sum += Number(m[1]);
+      const d = await raftMessagesDropped(n.tserver.webUrl, 5_000);
+      if (d === undefined) throw new DbError(ErrorCode.NOT_FOUND, `${n.name}: no tserver_raft_messages{direction="dropped"} on /prometheus-metrics`);
+      sum += d;
     }
     return sum;
   };

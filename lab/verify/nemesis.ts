@@ -12,7 +12,7 @@ import { htPhysicalMicros } from '../../common/hybrid-time';
 import type { TesseraClient } from '../../client/tessera-client';
 import { tabletServerMethods } from '../../rpc/service-methods';
 import type { VerifyServerRef, VerifyTarget } from './verify-target';
-import { getJson, httpRequest, masterRaftRole } from '../console-http';
+import { getJson, masterRaftRole, raftMessagesDropped } from '../console-http';
 import { describeTarget, type ScheduledFault } from './nemesis-schedule';
 
 export const CLOCK_SKEW_FLAG = 'TEST_clock_skew_ms';
@@ -364,14 +364,9 @@ export class Nemesis {
   private async raftDropped(nodes: readonly number[]): Promise<number | undefined> {
     let sum = 0;
     for (const s of this.d.cluster.tservers.filter((x) => nodes.includes(x.node))) {
-      try {
-        const r = await httpRequest(`${s.webUrl}/prometheus-metrics`, { timeoutMs: 3_000 });
-        const m = /^tserver_raft_messages\{[^}]*direction="dropped"[^}]*\} (\d+)/m.exec(r.body);
-        if (r.status !== 200 || !m) return undefined;
-        sum += Number(m[1]);
-      } catch {
-        return undefined;
-      }
+      const n = await raftMessagesDropped(s.webUrl);
+      if (n === undefined) return undefined;
+      sum += n;
     }
     return sum;
   }
