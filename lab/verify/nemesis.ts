@@ -19,7 +19,7 @@ export const CLOCK_SKEW_FLAG = 'TEST_clock_skew_ms';
 /** The servers' run-time flag a bridge sets (both drivers: lab partitions of processes use it too). */
 const DROP_TRAFFIC_FLAG = 'TEST_drop_traffic_peers';
 const FAIL_REPLICA_FLAG = 'TEST_fail_tablet_replica';
-/** Bound on a rebuild: the replica failing (its next applied entry), then the master re-creating it and it running again. */
+/** Bounds on a rebuild: the replica failing (at its next applied entry); the master re-creating it and the new replica catching up. */
 const REBUILD_FAIL_TIMEOUT_MS = 15_000;
 const REBUILD_REPAIR_TIMEOUT_MS = 60_000;
 /** Bound on waiting for a restarted server to rejoin before the next fault. */
@@ -307,8 +307,8 @@ export class Nemesis {
 
   /**
    * Fail one replica (TEST_fail_tablet_replica, cleared once it failed) and wait until the master
-   * re-created it on the same tserver and it runs again (with 3 tservers there is no spare). The
-   * window lasts the whole membership change.
+   * re-created it on the same tserver (with 3 tservers there is no spare) and it caught up as a
+   * voter. The window lasts the whole membership change.
    */
   private async rebuild(f: ScheduledFault, w: FaultWindow, stop: () => boolean): Promise<void> {
     const c = this.d.cluster;
