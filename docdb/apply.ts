@@ -345,6 +345,13 @@ export async function markApplyPending(regular: RegularDb, intents: IntentsDb, t
 
 /** Delete an aborted transaction's intents, reverse entries and metadata. Idempotent. */
 export async function removeIntents(intents: IntentsDb, txnId: TxnId, opId: OpId, chunkRecordsMax: number): Promise<void> {
+  // A transaction IntentsDB's in-memory view no longer holds (applied, its deferred deletes still
+  // waiting: DeferredCleanup) has only leftovers on disk: they go, but its strong intents were
+  // already taken off the count when it was applied — counting them again drove intentCount below
+  // the intents really stored, down to 0, and reads then skipped IntentsDB (stale reads of committed,
+  // not yet applied writes; lost updates). Found by tessera verify --nemesis rebuild,kill: a replica
+  // caught up by replaying a log of APPLY and REMOVE entries, then led.
+  const live = intents.storedMeta(txnId) !== undefined;
   // Bounded: each round deletes up to chunkRecordsMax entries; the loop ends when none remain.
   for (;;) {
     const cached = intents.cachedRecords(txnId);
@@ -359,7 +366,7 @@ export async function removeIntents(intents: IntentsDb, txnId: TxnId, opId: OpId
     const last = cached ? cached.length <= chunkRecordsMax : entries.length < chunkRecordsMax;
     if (last) ops.push({ type: 'del', key: txnKey(txnId) });
     await intents.db.write(ops, opId);
-    intents.intentCount -= strong;
+    if (live) intents.intentCount -= strong;
     intents.noteDeleted(txnId, last, entries.map((e) => e.intentKey));
     if (cached && !last) (cached as CachedRecord[]).splice(0, entries.length);
     if (last) return;
