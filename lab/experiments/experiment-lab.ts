@@ -11,9 +11,9 @@ import { TesseraClient } from '../../client/tessera-client';
 import { type ClusterDriver, labConnectOptions } from '../cluster-driver';
 import { defaultSpec, type NodeName } from '../cluster-spec';
 import { newDriver } from '../open-lab';
-import { leadersByTablet, replicasViaDriver, type ReplicaRow } from '../tablet-view';
+import { leadersByTablet, replicasViaDriver, waitCaughtUp, type ReplicaRow } from '../tablet-view';
 import { waitUntil } from '../wait-until';
-import type { ExperimentOptions } from './experiment';
+import type { Check, ExperimentOptions } from './experiment';
 import type { ChartSeries } from './report';
 
 export const EXPERIMENT_TABLE = 'exp';
@@ -116,4 +116,22 @@ export async function openExperimentLab(o: ExperimentOptions, name: string, tser
       else await driver.down();
     },
   };
+}
+
+/**
+ * After a heal: wait until every replica of the experiment table on `node` applied as far as its
+ * leader, log it, push the check `name` and the figure catchUpAfterHealMs (timed from the call).
+ */
+export async function checkCaughtUpAfterHeal(lab: ExperimentLab, node: NodeName, name: string, timeoutMs: number, checks: Check[], figures: Record<string, number | string>): Promise<void> {
+  const healAt = lab.now();
+  let caughtUp = true;
+  try {
+    await waitCaughtUp(lab.driver, node, timeoutMs, EXPERIMENT_TABLE);
+  } catch {
+    caughtUp = false;
+  }
+  const catchUpMs = lab.now() - healAt;
+  lab.log(caughtUp ? `${node} caught up ${catchUpMs.toFixed(0)} ms after heal` : `${node} did not catch up`);
+  checks.push({ name, ok: caughtUp, detail: caughtUp ? `${catchUpMs.toFixed(0)} ms after heal` : `not within ${timeoutMs} ms` });
+  if (caughtUp) figures['catchUpAfterHealMs'] = Math.round(catchUpMs);
 }

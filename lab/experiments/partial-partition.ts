@@ -16,10 +16,10 @@
 import { DbError, ErrorCode } from '../../common/errors';
 import type { NodeName } from '../cluster-spec';
 import { raftMessagesDropped } from '../console-http';
-import { leadersByTablet, replicasViaDriver, waitCaughtUp } from '../tablet-view';
+import { leadersByTablet, replicasViaDriver } from '../tablet-view';
 import { sleep, waitUntil } from '../wait-until';
 import type { Check, ExperimentOptions, ExperimentResult } from './experiment';
-import { EXPERIMENT_TABLE, openExperimentLab } from './experiment-lab';
+import { checkCaughtUpAfterHeal, EXPERIMENT_TABLE, openExperimentLab } from './experiment-lab';
 import { WriteLoad } from './write-load';
 
 const WRITERS = 4;
@@ -150,17 +150,7 @@ export async function partialPartition(o: ExperimentOptions): Promise<Experiment
     await lab.driver.setFlag(leaderNode, DROP_FLAG, '');
     await lab.driver.setFlag(follower, DROP_FLAG, '');
     cut = undefined;
-    const healAt = lab.now();
-    let caughtUp = true;
-    try {
-      await waitCaughtUp(lab.driver, follower, CATCH_UP_TIMEOUT_MS, EXPERIMENT_TABLE);
-    } catch {
-      caughtUp = false;
-    }
-    const catchUpMs = lab.now() - healAt;
-    lab.log(caughtUp ? `${follower} caught up ${catchUpMs.toFixed(0)} ms after heal` : `${follower} did not catch up`);
-    checks.push({ name: `${follower} catches up after heal`, ok: caughtUp, detail: caughtUp ? `${catchUpMs.toFixed(0)} ms after heal` : `not within ${CATCH_UP_TIMEOUT_MS} ms` });
-    if (caughtUp) figures['catchUpAfterHealMs'] = Math.round(catchUpMs);
+    await checkCaughtUpAfterHeal(lab, follower, `${follower} catches up after heal`, CATCH_UP_TIMEOUT_MS, checks, figures);
     await lab.driver.setFlag('n0', 'enable_load_balancing', 'true', false, 'master');
 
     const rows = await lab.client.table(EXPERIMENT_TABLE).scan({ timeoutMs: 60_000 });

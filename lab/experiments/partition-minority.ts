@@ -4,10 +4,10 @@
  * check-quorum), the minority must fall behind, and after heal it must catch up: each of its replicas
  * applies as far as its leader. No acknowledged write may be lost.
  */
-import { laggingTablets, leadersByTablet, replicasViaDriver, waitCaughtUp } from '../tablet-view';
+import { laggingTablets, leadersByTablet, replicasViaDriver } from '../tablet-view';
 import { sleep, waitUntil } from '../wait-until';
 import type { Check, ExperimentOptions, ExperimentResult } from './experiment';
-import { EXPERIMENT_TABLE, openExperimentLab } from './experiment-lab';
+import { checkCaughtUpAfterHeal, EXPERIMENT_TABLE, openExperimentLab } from './experiment-lab';
 import { WriteLoad } from './write-load';
 
 const WRITERS = 4;
@@ -82,17 +82,7 @@ export async function partitionMinority(o: ExperimentOptions): Promise<Experimen
 
     lab.log('heal');
     await lab.driver.heal();
-    const healAt = lab.now();
-    let caughtUp = true;
-    try {
-      await waitCaughtUp(lab.driver, MINORITY, CATCH_UP_TIMEOUT_MS, EXPERIMENT_TABLE);
-    } catch {
-      caughtUp = false;
-    }
-    const catchUpMs = lab.now() - healAt;
-    lab.log(caughtUp ? `${MINORITY} caught up ${catchUpMs.toFixed(0)} ms after heal` : `${MINORITY} did not catch up`);
-    checks.push({ name: 'the minority catches up after heal', ok: caughtUp, detail: caughtUp ? `${catchUpMs.toFixed(0)} ms after heal` : `not within ${CATCH_UP_TIMEOUT_MS} ms` });
-    if (caughtUp) figures['catchUpAfterHealMs'] = Math.round(catchUpMs);
+    await checkCaughtUpAfterHeal(lab, MINORITY, 'the minority catches up after heal', CATCH_UP_TIMEOUT_MS, checks, figures);
     await sleep(1_000); // one more chart sample after catch-up
 
     const rows = await lab.client.table(EXPERIMENT_TABLE).scan({ timeoutMs: 60_000 });
