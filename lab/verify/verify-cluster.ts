@@ -1,6 +1,8 @@
 /**
  * The cluster a verification run attacks: 1 or 3 masters + N tservers as child processes of the verifier
- * (not detached: they die with it), each with its own data dir and log under the run's directory.
+ * (not detached), each with its own data dir and log under the run's directory. A SIGINT or SIGTERM
+ * to the verifier kills them (SIGKILL) before it exits, so a stopped run leaves no server behind to
+ * hold its addresses (their data dirs and logs stay, for a look).
  * The verifier owns the processes directly because its nemeses need exact control: kill -9 and
  * restart of one server, SIGSTOP/SIGCONT, and run-time TEST_ flags set on one server at a time.
  *
@@ -45,6 +47,14 @@ export class VerifyCluster implements VerifyTarget<VerifyServer> {
   readonly driver = 'process' as const;
   readonly servers: VerifyServer[] = [];
 
+  private signalsHooked = false;
+  private readonly onSignal = (sig: NodeJS.Signals): void => {
+    const running = this.servers.filter((s) => this.isRunning(s));
+    process.stderr.write(`verify: ${sig}: killing the run's ${running.length} server process(es); their data and logs stay in ${this.baseDir}\n`);
+    for (const s of running) s.child!.kill('SIGKILL');
+    process.exit(sig === 'SIGINT' ? 130 : 143);
+  };
+
   private constructor(readonly baseDir: string) {}
 
   static async plan(o: VerifyClusterOptions): Promise<VerifyCluster> {
@@ -86,6 +96,11 @@ export class VerifyCluster implements VerifyTarget<VerifyServer> {
 
   start(s: VerifyServer): void {
     if (this.isRunning(s)) return;
+    if (!this.signalsHooked) {
+      this.signalsHooked = true;
+      process.once('SIGINT', this.onSignal);
+      process.once('SIGTERM', this.onSignal);
+    }
     makeDirs(this.baseDir);
     const fd = fs.openSync(s.logFile, 'a');
     try {
@@ -180,6 +195,9 @@ export class VerifyCluster implements VerifyTarget<VerifyServer> {
 
   async destroy(keepData: boolean): Promise<void> {
     await Promise.all(this.servers.map((s) => this.kill9(s)));
+    process.off('SIGINT', this.onSignal);
+    process.off('SIGTERM', this.onSignal);
+    this.signalsHooked = false;
     if (!keepData) for (const s of this.servers) fs.rmSync(s.dataDir, { recursive: true, force: true });
   }
 }
