@@ -63,10 +63,11 @@ const txn = (id: string, priority: number, startHt: bigint): TxnMeta => ({ txnId
 const upsert = (i: number, v: string) => ({ kind: 'UPSERT' as const, op: { type: 'upsert' as const, key: key(i), columns: [{ columnId: 1, value: v }] } });
 
 describe('txn tablet ops', () => {
-  it('txn-tablet: WRITE_INTENTS / APPLY_TXN / REMOVE_TXN / TXN_STATUS round-trip through the entry codec', () => {
+  it('txn-tablet: WRITE_INTENTS / APPLY_TXN / APPLY_TXNS / REMOVE_TXN / TXN_STATUS round-trip through the entry codec', () => {
     const ops: TabletOp[] = [
       { type: 'WRITE_INTENTS', txn: { txnId: TxnId('abc'), statusTablet: 'st', isolation: 'serializable', priority: 0.25, startHt: 77n }, ht: 99n, ops: [{ type: 'upsert', key: key(1), columns: [{ columnId: 1, value: 'x' }] }, { type: 'delete', key: key(2) }] },
       { type: 'APPLY_TXN', txnId: TxnId('abc'), commitHt: 123n },
+      { type: 'APPLY_TXNS', txns: [{ txnId: TxnId('abc'), commitHt: 123n }, { txnId: TxnId('d-2'), commitHt: 1n << 62n }] },
       { type: 'REMOVE_TXN', txnId: TxnId('abc') },
       { type: 'TXN_STATUS', txnId: TxnId('abc'), status: 'COMMITTED', ht: 5n, payload: new Uint8Array([1, 2, 3]) },
     ];
@@ -78,8 +79,13 @@ describe('txn tablet ops', () => {
       const d = decodeTabletOp(encodeTabletOp(op));
       expect(d.type === 'TXN_STATUS' ? { ...d, payload: new Uint8Array(d.payload) } : d).toEqual(op);
     }
-    const bytes = encodeTabletOp(ops[1]!);
-    expect(() => decodeTabletOp(bytes.subarray(0, bytes.length - 1))).toThrow(DbError);
+    for (const op of [ops[1]!, ops[2]!]) {
+      const bytes = encodeTabletOp(op);
+      expect(() => decodeTabletOp(bytes.subarray(0, bytes.length - 1))).toThrow(DbError);
+    }
+    // An APPLY_TXNS of no transactions is neither written nor read.
+    expect(() => encodeTabletOp({ type: 'APPLY_TXNS', txns: [] })).toThrow(DbError);
+    expect(() => decodeTabletOp(new Uint8Array([8, 0]))).toThrow(/APPLY_TXNS of 0/);
   });
 
   it('txn-tablet: large rows are encoded into one buffer of about their size (no doubling left-overs)', () => {

@@ -10,7 +10,9 @@
  * WRITE_INTENTS: [txn meta: txnId str, statusTablet str, isolation u8 (0 snapshot, 1 serializable),
  * priority f64, startHt u64][ht u64] RowOps, then optionally the read locks of a serializable
  * transaction: [1 u8][n varint] n × DocKey [tablet u8 (0|1)], optionally followed by hash-key locks
- * [m varint] m × DocKey (absent: none). APPLY_TXN: [txnId str][commitHt u64]. REMOVE_TXN: [txnId str].
+ * [m varint] m × DocKey (absent: none). APPLY_TXN: [txnId str][commitHt u64]. APPLY_TXNS: [n varint]
+ * n × ([txnId str][commitHt u64]) (n ≥ 1: several committed transactions in one entry, each applied as
+ * if by its own APPLY_TXN, all at the entry's op id). REMOVE_TXN: [txnId str].
  * TXN_STATUS: [txnId str][status str][ht u64][payload bytes] (the status tablet's record, see
  * tserver/transaction/txn-record.ts). CHANGE_SCHEMA: [schemaVersion varint][tableName str][schema as
  * JSON str] (rare: ALTER TABLE).
@@ -26,7 +28,10 @@ import { TxnId as toTxnId } from '../../common/ids';
 import { Isolation, type DocKey, type Primitive, type ReadLocks, type RowOp, type TxnMeta } from '../../docdb/doc-db-api';
 import { parseTableSchema, type TableSchema } from './tablet-meta';
 
-export const TabletOpKind = { WRITE: 1, WRITE_INTENTS: 2, APPLY_TXN: 3, REMOVE_TXN: 4, TXN_STATUS: 5, CHANGE_SCHEMA: 6, REQUEST: 7 } as const;
+export const TabletOpKind = { WRITE: 1, WRITE_INTENTS: 2, APPLY_TXN: 3, REMOVE_TXN: 4, TXN_STATUS: 5, CHANGE_SCHEMA: 6, REQUEST: 7, APPLY_TXNS: 8 } as const;
+
+/** Transactions one APPLY_TXNS entry carries at most. */
+export const APPLY_TXNS_MAX = 4096;
 
 /**
  * Which client request an entry carries out (retryable requests): every replica that applies the
@@ -46,6 +51,12 @@ export type TabletOp =
   | { type: 'WRITE_INTENTS'; txn: TxnMeta; ht: HybridTime; ops: RowOp[]; reads?: ReadLocks; request?: RequestTag }
   /** Move a committed transaction's intents into RegularDB at its commit time (transactions issue). */
   | { type: 'APPLY_TXN'; txnId: TxnId; commitHt: HybridTime }
+  /**
+   * Several APPLY_TXN in one entry (a batch of UpdateTransaction APPLYs): one Raft entry, log record and
+   * apply-stage step instead of one each; every replica applies each transaction exactly as an
+   * APPLY_TXN of its own, in order.
+   */
+  | { type: 'APPLY_TXNS'; txns: Array<{ txnId: TxnId; commitHt: HybridTime }> }
   /** Remove an aborted transaction's intents (transactions issue). */
   | { type: 'REMOVE_TXN'; txnId: TxnId }
   /** Update of a transaction record on a status tablet (transactions issue). */
@@ -342,6 +353,17 @@ export function encodeTabletOp(op: TabletOp): Uint8Array {
       o.u64(op.commitHt);
       return o.buf.subarray(0, o.pos);
     }
+    case 'APPLY_TXNS': {
+      if (op.txns.length === 0 || op.txns.length > APPLY_TXNS_MAX) throw new DbError(ErrorCode.INVALID_ARGUMENT, `APPLY_TXNS carries 1 to ${APPLY_TXNS_MAX} transactions, not ${op.txns.length}`);
+      const o = new Out(8 + op.txns.length * 48);
+      o.u8(TabletOpKind.APPLY_TXNS);
+      o.uv(op.txns.length);
+      for (const t of op.txns) {
+        o.str(t.txnId);
+        o.u64(t.commitHt);
+      }
+      return o.buf.subarray(0, o.pos);
+    }
     case 'REMOVE_TXN': {
       const o = new Out(48);
       o.u8(TabletOpKind.REMOVE_TXN);
@@ -421,6 +443,14 @@ export function decodeTabletOp(b: Uint8Array): TabletOp {
       const commitHt = i.u64();
       end(i, b);
       return { type: 'APPLY_TXN', txnId, commitHt };
+    }
+    case TabletOpKind.APPLY_TXNS: {
+      const n = i.uv();
+      if (n === 0 || n > APPLY_TXNS_MAX) throw bad(`APPLY_TXNS of ${n} transactions`);
+      const txns: Array<{ txnId: TxnId; commitHt: HybridTime }> = [];
+      for (let k = 0; k < n; k++) txns.push({ txnId: toTxnId(i.str()), commitHt: i.u64() });
+      end(i, b);
+      return { type: 'APPLY_TXNS', txns };
     }
     case TabletOpKind.REMOVE_TXN: {
       const txnId = toTxnId(i.str());

@@ -573,6 +573,13 @@ export class TabletPeer {
           if (intents.some((i) => i.txn.txnId === op.txnId)) await this.flushIntents(intents);
           this.collectApply(op, opId, group);
           break;
+        case 'APPLY_TXNS':
+          // Each as its own APPLY_TXN would be, in order, all at this entry's op id.
+          for (const t of op.txns) {
+            if (intents.some((i) => i.txn.txnId === t.txnId)) await this.flushIntents(intents);
+            this.collectApply({ type: 'APPLY_TXN', txnId: t.txnId, commitHt: t.commitHt }, opId, group);
+          }
+          break;
         case 'REMOVE_TXN':
           await this.flushIntents(intents);
           await this.flushRegular(group);

@@ -241,39 +241,65 @@ export class TxnService {
     const peer = this.deps.manager().get(req.tabletId);
     peer.checkLeader();
     const more = req.more ?? [];
+    if (more.length >= UPDATES_PER_REQUEST_MAX) throw invalid(`at most ${UPDATES_PER_REQUEST_MAX} transactions per UpdateTransaction`);
+    const items = more.length === 0 ? [req] : [req, ...more];
+    // Each update decided first (done already, wait for a running apply, or needs an entry); the
+    // APPLYs that need one share ONE entry (APPLY_TXNS): one Raft entry, log record and apply step on
+    // every replica for the whole request instead of one per transaction. REMOVEs (rare) keep theirs.
+    const steps = items.map((u) => {
+      try {
+        return this.updateStep(peer, u);
+      } catch (e) {
+        return { error: e };
+      }
+    });
+    const applies: Array<{ txnId: TxnId; commitHt: HybridTime }> = [];
+    const seen = new Set<string>();
+    for (const st of steps) {
+      if ('apply' in st && !seen.has(st.apply.txnId)) {
+        seen.add(st.apply.txnId);
+        applies.push(st.apply);
+      }
+    }
+    const entry: Promise<void> | undefined =
+      applies.length === 0 ? undefined : peer.proposeOp(applies.length === 1 ? { type: 'APPLY_TXN', txnId: applies[0]!.txnId, commitHt: applies[0]!.commitHt } : { type: 'APPLY_TXNS', txns: applies });
+    const settled = await Promise.allSettled(
+      steps.map(async (st) => {
+        if ('error' in st) throw st.error;
+        if ('apply' in st) return entry;
+        if ('wait' in st) return st.wait;
+        return undefined;
+      }),
+    );
     if (more.length === 0) {
-      await this.updateOne(peer, req);
+      if (settled[0]!.status === 'rejected') throw settled[0]!.reason;
       return {};
     }
-    if (more.length >= UPDATES_PER_REQUEST_MAX) throw invalid(`at most ${UPDATES_PER_REQUEST_MAX} transactions per UpdateTransaction`);
-    // Proposed together: Raft carries the entries in the same appends.
-    const settled = await Promise.allSettled([req, ...more].map((u) => this.updateOne(peer, u)));
     return {
       results: settled.map((r) => (r.status === 'fulfilled' ? {} : DbError.from(r.reason).toResult())),
     };
   }
 
-  private async updateOne(peer: TabletPeer, req: pb.UpdateTransactionItemPB): Promise<void> {
+  /**
+   * What one update needs, decided without waiting: nothing (done already, or dropped by the test
+   * flag), to wait for something running (an apply in progress, a REMOVE entry), or an APPLY entry.
+   */
+  private updateStep(peer: TabletPeer, req: pb.UpdateTransactionItemPB): { done: true } | { wait: Promise<unknown> } | { apply: { txnId: TxnId; commitHt: HybridTime } } {
     const txnId = txnIdOf(req.txnId);
     if (req.type === 'APPLY') {
       const commitHt = req.commitHt ?? 0n;
       if (commitHt <= 0n) throw invalid('APPLY needs commit_ht');
-      if (this.deps.rng.next() < this.deps.flags.get(TEST_TRANSACTION_IGNORE_APPLYING_PROBABILITY)) return;
+      if (this.deps.rng.next() < this.deps.flags.get(TEST_TRANSACTION_IGNORE_APPLYING_PROBABILITY)) return { done: true };
       // A resent APPLY while the first one is still applying (e.g. the sleep flag): acknowledge only
       // after this leader's own apply, without a second entry (and a second sleep).
       const running = peer.applyInProgress(txnId);
-      if (running) {
-        await running;
-        return;
-      }
-      if (peer.localOutcome(txnId)?.status === 'COMMITTED') return;
-      await peer.proposeOp({ type: 'APPLY_TXN', txnId, commitHt });
-      return;
+      if (running) return { wait: running };
+      if (peer.localOutcome(txnId)?.status === 'COMMITTED') return { done: true };
+      return { apply: { txnId, commitHt } };
     }
     if (req.type === 'REMOVE') {
-      if (peer.localOutcome(txnId)?.status === 'ABORTED') return;
-      await peer.proposeOp({ type: 'REMOVE_TXN', txnId });
-      return;
+      if (peer.localOutcome(txnId)?.status === 'ABORTED') return { done: true };
+      return { wait: peer.proposeOp({ type: 'REMOVE_TXN', txnId }) };
     }
     throw invalid(`unknown update type '${String(req.type)}' (APPLY | REMOVE)`);
   }

@@ -1,0 +1,140 @@
+/**
+ * One UpdateTransaction carrying several APPLYs becomes ONE Raft entry (APPLY_TXNS) on the participant
+ * tablet, and every transaction in it is applied as if by an entry of its own — also after a restart.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ErrorCode } from '../../common/errors';
+import { Flags } from '../../common/flags';
+import { TxnId } from '../../common/ids';
+import { silentLogger } from '../../common/log';
+import { SeededRng } from '../../common/rng';
+import { HybridClock } from '../../common/hybrid-clock';
+import { SystemClock } from '../../common/clock';
+import type { DocKey, TxnMeta } from '../../docdb/doc-db-api';
+import { masterMethods, txnCoordinatorMethods, txnParticipantMethods } from '../../rpc/service-methods';
+import type { RpcClient } from '../../rpc/types';
+import { TabletPeer } from '../../tserver/tablet/tablet-peer';
+import type { TabletManager } from '../../tserver/tablet-manager';
+import type { PeerTxnEnv, TxnStatusInfo } from '../../tserver/transaction/txn-env';
+import { TxnService } from '../../tserver/transaction/txn-service';
+import { testPeerDeps, untilLeaderReady } from './tablet-peer-harness';
+
+const dirs: string[] = [];
+const peers: TabletPeer[] = [];
+afterEach(async () => {
+  for (const p of peers.splice(0)) await p.stop();
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
+const key = (i: number): DocKey => ({ hash: (i * 7919) % 65536, hashed: [BigInt(i)], range: [] });
+const txn = (id: string, startHt: bigint): TxnMeta => ({ txnId: TxnId(id), statusTablet: 'st1', isolation: 'snapshot', priority: 0.5, startHt });
+
+function statusEnv(statuses: Map<string, TxnStatusInfo>): PeerTxnEnv {
+  return {
+    getStatus: (id) => Promise.resolve(statuses.get(id) ?? { status: 'ABORTED', priority: 0 }),
+    known: (id) => {
+      const st = statuses.get(id);
+      return st && st.status !== 'PENDING' ? st : undefined;
+    },
+    abort: (id) => Promise.resolve(statuses.get(id) ?? { status: 'ABORTED', priority: 0 }),
+  };
+}
+
+async function openPeer(dir: string, env: PeerTxnEnv): Promise<TabletPeer> {
+  const p = await TabletPeer.open(testPeerDeps(dir, { flags: new Flags(), txnEnv: env }));
+  peers.push(p);
+  await untilLeaderReady(p);
+  return p;
+}
+
+function serviceOver(p: TabletPeer): TxnService {
+  const manager = { get: () => p, has: () => true, list: () => [p], addressOf: () => undefined } as unknown as TabletManager;
+  const noRpc = { call: () => Promise.reject(new Error('no RPCs in this test')) } as unknown as RpcClient;
+  return new TxnService({
+    manager: () => manager,
+    flags: new Flags(),
+    clock: new HybridClock(new SystemClock()),
+    log: silentLogger(),
+    rng: new SeededRng(1),
+    client: noRpc,
+    masters: () => [],
+    coordinatorMethods: txnCoordinatorMethods(),
+    participantMethods: txnParticipantMethods(),
+    masterMethods: masterMethods(),
+  });
+}
+
+describe('APPLY batches', () => {
+  it('txn-apply-batch: one UpdateTransaction of 3 APPLYs (one repeated) and a bad id is one entry; all 3 are applied, the bad id alone fails; a resend adds no entry; all survive a restart', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-apply-batch-'));
+    dirs.push(dir);
+    const statuses = new Map<string, TxnStatusInfo>();
+    const env = statusEnv(statuses);
+    const p = await openPeer(dir, env);
+    const ids = ['b-1', 'b-2', 'b-3'];
+    for (const [n, id] of ids.entries()) {
+      statuses.set(id, { status: 'PENDING', priority: 0.5 });
+      await p.writeIntents({ txn: txn(id, p.safeTime()), readHt: p.safeTime(), ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(n), columns: [{ columnId: 1, value: `v-${id}` }] } }] });
+    }
+    expect((await p.sizes()).intentsdb.intentCount).toBeGreaterThanOrEqual(3); // (a strong intent per cell written)
+    const commits = ids.map(() => p.nextHt());
+    ids.forEach((id, n) => statuses.set(id, { status: 'COMMITTED', commitHt: commits[n]!, priority: 0.5 }));
+
+    const svc = serviceOver(p);
+    const before = p.status().lastIndex;
+    const r = await svc.updateTransaction({
+      tabletId: p.tabletId,
+      txnId: ids[0],
+      type: 'APPLY',
+      commitHt: commits[0],
+      more: [
+        { txnId: ids[1], type: 'APPLY', commitHt: commits[1] },
+        { txnId: 'bad id!', type: 'APPLY', commitHt: commits[1] },
+        { txnId: ids[2], type: 'APPLY', commitHt: commits[2] },
+        { txnId: ids[0], type: 'APPLY', commitHt: commits[0] },
+      ],
+    });
+    expect(r.results?.map((x) => x.code ?? '')).toEqual(['', '', ErrorCode.INVALID_ARGUMENT, '', '']);
+    expect(p.status().lastIndex - before).toBe(1);
+    for (const id of ids) await p.applyInProgress(TxnId(id));
+    for (const [n, id] of ids.entries()) {
+      expect(p.localOutcome(TxnId(id))).toMatchObject({ status: 'COMMITTED', commitHt: commits[n] });
+      expect((await p.read([key(n)], {})).rows[0]?.columns.get(1)).toBe(`v-${id}`);
+    }
+    expect((await p.sizes()).intentsdb.intentCount).toBe(0);
+
+    // The coordinator resends (its acknowledgement was lost): answered without a new entry.
+    const again = await svc.updateTransaction({ tabletId: p.tabletId, txnId: ids[1], type: 'APPLY', commitHt: commits[1], more: [{ txnId: ids[2], type: 'APPLY', commitHt: commits[2] }] });
+    expect(again.results?.map((x) => x.code ?? '')).toEqual(['', '']);
+    expect(p.status().lastIndex - before).toBe(1);
+    svc.stop();
+
+    await p.stop();
+    peers.splice(peers.indexOf(p), 1);
+    const q = await openPeer(dir, env);
+    for (const [n, id] of ids.entries()) expect((await q.read([key(n)], {})).rows[0]?.columns.get(1)).toBe(`v-${id}`);
+    expect((await q.sizes()).intentsdb.intentCount).toBe(0);
+  });
+
+  it('txn-apply-batch: a lone APPLY keeps its own APPLY_TXN entry and its error', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-apply-batch-'));
+    dirs.push(dir);
+    const statuses = new Map<string, TxnStatusInfo>();
+    const p = await openPeer(dir, statusEnv(statuses));
+    const svc = serviceOver(p);
+    await expect(svc.updateTransaction({ tabletId: p.tabletId, txnId: 'x-1', type: 'APPLY', commitHt: 0n })).rejects.toMatchObject({ code: ErrorCode.INVALID_ARGUMENT });
+    statuses.set('x-1', { status: 'PENDING', priority: 0.5 });
+    await p.writeIntents({ txn: txn('x-1', p.safeTime()), readHt: p.safeTime(), ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(9), columns: [{ columnId: 1, value: 'lone' }] } }] });
+    const commitHt = p.nextHt();
+    statuses.set('x-1', { status: 'COMMITTED', commitHt, priority: 0.5 });
+    const before = p.status().lastIndex;
+    expect(await svc.updateTransaction({ tabletId: p.tabletId, txnId: 'x-1', type: 'APPLY', commitHt })).toEqual({});
+    expect(p.status().lastIndex - before).toBe(1);
+    await p.applyInProgress(TxnId('x-1'));
+    expect((await p.read([key(9)], {})).rows[0]?.columns.get(1)).toBe('lone');
+    svc.stop();
+  });
+});
