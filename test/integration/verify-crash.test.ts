@@ -35,5 +35,6 @@ describe('verify: crash loop on a real cluster', () => {
     expect(r.convergence?.diverged).toEqual([]);
     expect(r.convergence!.converged).toBeGreaterThan(0);
     expect(r.drain?.drained, JSON.stringify(r.drain)).toBe(true);
+    expect(r.drain?.countDrift, JSON.stringify(r.drain)).toEqual([]);
   }, 600_000);
 });

@@ -85,6 +85,9 @@ async function run(workload: WorkloadName, seed: number, extra: { registerWrites
   // And with the drain check: no replica keeps a provisional record of a finished transaction (intents-left-over).
   expect(r.drain, 'provisional records drain checked').toBeDefined();
   expect(r.drain!.drained, JSON.stringify(r.drain)).toBe(true);
+  // … and every replica's strong-intent counter read 0 then (intent-count-drift otherwise).
+  expect(r.drain!.countDrift, JSON.stringify(r.drain)).toEqual([]);
+  expect(r.drain!.countsUnread, JSON.stringify(r.drain)).toEqual([]);
   return r;
 }
 

@@ -13,10 +13,19 @@ type Txns = Array<{ txnId: string; intentCount: number; applyingCommitHt: string
 
 const servers: http.Server[] = [];
 
-/** A console whose /api/v1/transactions lists `txns(poll)` on tablet t1 (poll counts from 0). */
-async function fakeConsole(txns: (poll: number) => Txns): Promise<string> {
+/**
+ * A console whose /api/v1/transactions lists `txns(poll)` on tablet t1 (poll counts from 0), and whose
+ * /api/v1/tablets shows tablet t1 with the strong-intent counter `counter(poll)` (404 without it).
+ */
+async function fakeConsole(txns: (poll: number) => Txns, counter?: (poll: number) => number): Promise<string> {
   let poll = 0;
+  let tabletPolls = 0;
   const s = http.createServer((req, res) => {
+    if (req.url === '/api/v1/tablets' && counter) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ tablets: [{ tabletId: 't1', table: 'tbl', state: 'RUNNING', intentsdb: { intentCount: counter(tabletPolls++) } }] }));
+      return;
+    }
     if (req.url !== '/api/v1/transactions') {
       res.writeHead(404).end();
       return;
@@ -61,6 +70,36 @@ describe('provisional records drain', () => {
     expect(v.anomalies).toEqual({ 'intents-left-over': 1 });
     expect(drainLine(r)).toContain('LEFT OVER');
     expect(drainLine(r)).toContain('ts1 t1 (tbl) txn stuck: 3 intent(s), committed at 7000000000, apply not finished');
+  });
+
+  it('drained replicas whose strong-intent counters read 0 pass; one holding no intent but counting -2 is the anomaly intent-count-drift, named with server, tablet and count', async () => {
+    const a = await fakeConsole(() => [], () => 0);
+    const b = await fakeConsole(() => [], () => -2);
+    const r = await checkIntentsDrained({ tservers: [{ name: 'ts0', webUrl: a }, { name: 'ts1', webUrl: b }], timeoutMs: 10_000 });
+    expect(r.drained).toBe(true);
+    expect(r.countDrift).toEqual([{ server: 'ts1', tabletId: 't1', table: 'tbl', intentCount: -2 }]);
+    expect(r.countsUnread).toEqual([]);
+    const v = withDrain({ valid: true, anomalies: {}, lostWrites: 0, details: [] }, r);
+    expect(v.valid).toBe(false);
+    expect(v.anomalies).toEqual({ 'intent-count-drift': 1 });
+    expect(drainLine(r)).toContain('strong-intent counter DRIFTED on 1 replica(s) holding no intent — ts1 t1 (tbl) counts -2');
+
+    const ok = await checkIntentsDrained({ tservers: [{ name: 'ts0', webUrl: a }], timeoutMs: 10_000 });
+    expect(ok.countDrift).toEqual([]);
+    expect(withDrain({ valid: true, anomalies: {}, lostWrites: 0, details: [] }, ok).valid).toBe(true);
+    expect(drainLine(ok)).toContain('every strong-intent counter is 0');
+  });
+
+  it('a counter that is non-zero for a moment (a late write listed, then gone) is no drift; a server whose counters cannot be read is listed, not judged', async () => {
+    // First counter poll: 4, with the transaction listed right after (it holds intents then); later 0.
+    const a = await fakeConsole((p) => (p === 1 ? [txn('late')] : []), (p) => (p === 0 ? 4 : 0));
+    const b = await fakeConsole(() => []);
+    const r = await checkIntentsDrained({ tservers: [{ name: 'ts0', webUrl: a }, { name: 'ts1', webUrl: b }], timeoutMs: 10_000 });
+    expect(r.drained).toBe(true);
+    expect(r.countDrift).toEqual([]);
+    expect(r.countsUnread).toEqual(['ts1']);
+    expect(withDrain({ valid: true, anomalies: {}, lostWrites: 0, details: [] }, r).valid).toBe(true);
+    expect(drainLine(r)).toContain('counters not read: ts1');
   });
 
   it('an unreachable console is listed, not judged', async () => {
