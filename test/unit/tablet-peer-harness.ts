@@ -2,6 +2,7 @@
  * One single-replica TabletPeer on real parts (RocksDB, the file WAL, RawNode) for unit tests: the
  * wiring every tablet-level test needs, and the wait until it leads (a lone voter elects itself).
  */
+import * as fs from 'node:fs';
 import { expect } from 'vitest';
 import type { Clock } from '../../common/clock';
 import { SystemClock } from '../../common/clock';
@@ -78,4 +79,14 @@ export async function openTestPeer(dir: string, o: TestPeerOptions = {}): Promis
   const p = await TabletPeer.open(testPeerDeps(dir, o));
   await untilLeaderReady(p);
   return p;
+}
+
+/** The peers and temporary dirs a test file opens: `cleanup()` (its afterEach) stops and removes them. */
+export class PeerJanitor {
+  readonly dirs: string[] = [];
+  readonly peers: TabletPeer[] = [];
+  async cleanup(): Promise<void> {
+    for (const p of this.peers.splice(0)) await p.stop();
+    for (const d of this.dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+  }
 }

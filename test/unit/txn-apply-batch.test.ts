@@ -20,14 +20,11 @@ import { TabletPeer } from '../../tserver/tablet/tablet-peer';
 import type { TabletManager } from '../../tserver/tablet-manager';
 import type { PeerTxnEnv, TxnStatusInfo } from '../../tserver/transaction/txn-env';
 import { TxnService } from '../../tserver/transaction/txn-service';
-import { testPeerDeps, untilLeaderReady } from './tablet-peer-harness';
+import { PeerJanitor, testPeerDeps, untilLeaderReady } from './tablet-peer-harness';
 
-const dirs: string[] = [];
-const peers: TabletPeer[] = [];
-afterEach(async () => {
-  for (const p of peers.splice(0)) await p.stop();
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
+const janitor = new PeerJanitor();
+const { dirs, peers } = janitor;
+afterEach(() => janitor.cleanup());
 
 const key = (i: number): DocKey => ({ hash: (i * 7919) % 65536, hashed: [BigInt(i)], range: [] });
 const txn = (id: string, startHt: bigint): TxnMeta => ({ txnId: TxnId(id), statusTablet: 'st1', isolation: 'snapshot', priority: 0.5, startHt });

@@ -6,7 +6,7 @@ import { Flags } from '../../common/flags';
 import { DbError, ErrorCode } from '../../common/errors';
 import { TxnId } from '../../common/ids';
 import { TabletPeer } from '../../tserver/tablet/tablet-peer';
-import { demoTabletMeta, testPeerDeps, untilLeaderReady } from './tablet-peer-harness';
+import { demoTabletMeta, PeerJanitor, testPeerDeps, untilLeaderReady } from './tablet-peer-harness';
 import { decodeTabletOp, encodeTabletOp, type TabletOp } from '../../tserver/tablet/tablet-op';
 import { HybridClock } from '../../common/hybrid-clock';
 import { SystemClock } from '../../common/clock';
@@ -17,12 +17,9 @@ import type { TabletManager } from '../../tserver/tablet-manager';
 import { ENABLE_WAIT_QUEUES, TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS, WAIT_QUEUE_POLL_INTERVAL_MS } from '../../tserver/transaction/txn-flags';
 import { APPLY_CLEANUP_DELAY_MS } from '../../docdb/docdb-flags';
 
-const dirs: string[] = [];
-const peers: TabletPeer[] = [];
-afterEach(async () => {
-  for (const p of peers.splice(0)) await p.stop();
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
+const janitor = new PeerJanitor();
+const { dirs, peers } = janitor;
+afterEach(() => janitor.cleanup());
 
 const key = (i: number): DocKey => ({ hash: (i * 7919) % 65536, hashed: [BigInt(i)], range: [] });
 
