@@ -31,13 +31,14 @@ export class BenchCluster {
   /**
    * noAliasPortShift: port offset used when loopback aliases do not work (keeps callers' ranges apart);
    * tserverNodeArgs: extra node options for tserver i (e.g. --cpu-prof on one of them);
-   * logLevel: of every server (default warn; info adds one line per leadership change and the like).
+   * logLevel: of every server (default warn; info adds one line per leadership change and the like);
+   * cli: the servers' entry point (default this build's dist/cli/main.js; another build's to compare).
    */
-  async start(tservers: number, hostBase: number, tserverFlags: string[] = [], opts: { noAliasPortShift?: number; tserverNodeArgs?: (i: number) => string[]; logLevel?: string } = {}): Promise<void> {
+  async start(tservers: number, hostBase: number, tserverFlags: string[] = [], opts: { noAliasPortShift?: number; tserverNodeArgs?: (i: number) => string[]; logLevel?: string; cli?: string } = {}): Promise<void> {
     const logLevel = `--log_level=${opts.logLevel ?? 'warn'}`;
     // Next to this file once built (dist/bench → dist/cli); from the TypeScript source (tests), the build's.
     const built = path.resolve(__dirname, '../cli/main.js');
-    const cli = fs.existsSync(built) ? built : path.resolve(__dirname, '../dist/cli/main.js');
+    const cli = opts.cli ?? (fs.existsSync(built) ? built : path.resolve(__dirname, '../dist/cli/main.js'));
     this.unguard ??= guardChildren(() => this.killAllNow());
     const aliases = await loopbackAliasesWork();
     const host = (i: number): string => (aliases ? `127.0.0.${hostBase + i}` : '127.0.0.1');

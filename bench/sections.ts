@@ -1,8 +1,10 @@
 /** Benchmark sections runnable by `npm run bench [section]` and `tessera bench [section]`. */
+import { parseAbArgs, runAb } from './ab-bench';
 import { runBigTxnSection } from './big-txn';
 import { runClusterBench } from './cluster-bench';
 import { runProfileSection } from './cpu-profile-summary';
 import { runLoadSection } from './load-bench';
+import { sectionArgs } from './section-args';
 
 export const BENCH_SECTIONS: Record<string, () => Promise<void>> = {
   cluster: runClusterBench,
@@ -12,4 +14,8 @@ export const BENCH_SECTIONS: Record<string, () => Promise<void>> = {
   load: runLoadSection,
   // Tables from a V8 CPU profile (.cpuprofile): busy time by area, top functions by self and inclusive time.
   profile: runProfileSection,
+  // Two tessera clusters (builds, tserver flags or Node.js options) side by side, paired rounds.
+  ab: async () => {
+    await runAb(parseAbArgs(sectionArgs('ab')));
+  },
 };

@@ -40,7 +40,7 @@ const TESSERA_HOST_BASE = 70;
 /** Port shift for tessera when loopback aliases do not work (inside this part's 26000-27999 range). */
 const TESSERA_NO_ALIAS_PORT_SHIFT = 26000 - 7000;
 const TABLE = 'vs_etcd';
-const VALUE_BYTES = 100;
+export const VALUE_BYTES = 100;
 /** A load generator that outlives its duration by this much is killed and the run counts as failed. */
 const LOADGEN_GRACE_MS = 60_000;
 /**
@@ -50,7 +50,7 @@ const LOADGEN_GRACE_MS = 60_000;
  * optimizing compiler's thread competes with the saturated servers), so a 3 s warm-up left round 1
  * measuring the JIT, not the database.
  */
-const FIRST_WARMUP_SECONDS_DEFAULT = 10;
+export const FIRST_WARMUP_SECONDS_DEFAULT = 10;
 /** The probe transaction before the rounds: the status tablets may still be electing leaders. */
 const TXN_PROBE_TIMEOUT_MS = 15_000;
 const TXN_PROBE_RETRY_MS = 500;
@@ -59,11 +59,11 @@ const TXN_PROBE_RETRY_MS = 500;
  * balancer moves a new table's leaders with a 3 s cool-down per tablet), so that a leadership change
  * counted while the workloads run is an election under load, not a planned move.
  */
-const LEADERS_QUIET_MS = 4_000;
-const LEADERS_SETTLE_MAX_MS = 30_000;
-const REPLICATION_FACTOR = 3;
+export const LEADERS_QUIET_MS = 4_000;
+export const LEADERS_SETTLE_MAX_MS = 30_000;
+export const REPLICATION_FACTOR = 3;
 /** tservers of the tessera cluster. */
-const TSERVERS = 3;
+export const TSERVERS = 3;
 /** The 2-row transaction workload spans 2 tablets (vs-loadgen twoTabletKeys). */
 const TXN_TABLETS = 2;
 /** Tablets of the benchmark table. */
@@ -165,7 +165,7 @@ export function parseVsArgs(argv: readonly string[]): VsOptions {
   return o;
 }
 
-interface Target {
+export interface Target {
   system: VsSystem;
   serverPids: () => Array<number | undefined>;
   /** A short name per server process, in serverPids' order (the per-process CPU column). */
@@ -175,12 +175,12 @@ interface Target {
   counters?: () => Promise<IoCounters>;
 }
 
-function log(line: string): void {
+export function log(line: string): void {
   process.stdout.write(line + '\n');
 }
 
 /** Run one load generator child; samples server and client CPU at its measure-start / measure-end marks. */
-interface LoadgenRun {
+export interface LoadgenRun {
   result: LoadResult;
   serverCpu?: number;
   /** Of serverCpu, the seconds spent in the kernel (system calls, page faults, interrupts). */
@@ -197,7 +197,7 @@ interface LoadgenRun {
   counters?: Record<string, number>;
 }
 
-async function runLoadgen(target: Target, spec: LoadSpec): Promise<LoadgenRun> {
+export async function runLoadgen(target: Target, spec: LoadSpec): Promise<LoadgenRun> {
   const child = spawn(process.execPath, [path.join(__dirname, 'vs-loadgen.js'), JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => {
@@ -269,7 +269,7 @@ async function runLoadgen(target: Target, spec: LoadSpec): Promise<LoadgenRun> {
   };
 }
 
-function toRun(round: number, workload: string, system: VsSystem, r: LoadgenRun, applyLag?: ApplyLagFigures): VsRun {
+export function toRun(round: number, workload: string, system: VsSystem, r: LoadgenRun, applyLag?: ApplyLagFigures): VsRun {
   const h = hdr.decodeFromCompressedBase64(r.result.histogram);
   const ch = r.result.commitHistogram !== undefined ? hdr.decodeFromCompressedBase64(r.result.commitHistogram) : undefined;
   const run: VsRun = {
@@ -325,50 +325,15 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
       logLevel: 'info',
     });
     log(`tessera: 1 master + 3 tservers up (master ${tessera.masterAddress})`);
-    const client = await TesseraClient.connect({ masterAddresses: [tessera.masterAddress], timeoutMs: 30_000 });
-    let txnOk = false;
-    const shape = `tessera: ${TSERVERS} tservers, RF ${REPLICATION_FACTOR}, table of ${TABLE_TABLETS} tablets${o.tserverFlags.length > 0 ? `, tserver flags ${o.tserverFlags.join(' ')}` : ''}`;
-    let clusterShape = shape;
-    try {
-      await client.createTable({ name: TABLE, columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: TABLE_TABLETS, replicationFactor: REPLICATION_FACTOR });
-      const txnWorkloads = o.workloads.filter((w) => VS_WORKLOADS[w]?.op === 'txn');
-      if (txnWorkloads.length > 0) {
-        // The master creates the `transactions` table shortly after the tservers register: retry.
-        const why = await waitForTransactions(client, TABLE, TXN_PROBE_TIMEOUT_MS, TXN_PROBE_RETRY_MS);
-        txnOk = why === undefined;
-        if (why !== undefined) {
-          for (const w of txnWorkloads) notes.set(w, `skipped: a probe transaction failed (${why})`);
-          log(`tessera: transactions not usable in this build (${why}); ${txnWorkloads.join(', ')} skipped`);
-        }
-      }
-      // The cluster's shape goes into the report: the status tablets' count sets how well commits batch.
-      const st = await client
-        .rpcClient()
-        .call(tessera.masterAddress, masterMethods().getTableLocations, { name: TRANSACTIONS_TABLE }, { timeoutMs: 5_000 })
-        .then(
-          (l) => `${l.tablets?.length ?? 0} status tablet(s)`,
-          (e: unknown) => `status tablets unknown (${e instanceof Error ? e.message : String(e)})`,
-        );
-      clusterShape = `${shape}, ${st}`;
-    } finally {
-      await client.close();
-    }
+    const prep = await prepareTessera(tessera, o.workloads.filter((w) => VS_WORKLOADS[w]?.op === 'txn'), notes);
+    const txnOk = prep.txnOk;
+    const clusterShape = `tessera: ${TSERVERS} tservers, RF ${REPLICATION_FACTOR}, table of ${TABLE_TABLETS} tablets${o.tserverFlags.length > 0 ? `, tserver flags ${o.tserverFlags.join(' ')}` : ''}, ${prep.statusTablets}`;
     if (etcd) {
       await etcd.start(ETCD_HOST_BASE);
       log(`etcd: 3 members up (leader ${etcd.leaderUrl}); load goes to the leader`);
     }
     const targets: Target[] = [
-      {
-        system: 'tessera',
-        serverPids: () => tessera.servers.map((s) => s.child.pid),
-        // master, ts0, ts1, … (BenchCluster starts the master first, then the tservers in order)
-        serverNames: () => {
-          let t = 0;
-          return tessera.servers.map((s) => (s.role === 'master' ? 'master' : `ts${t++}`));
-        },
-        spec: { masterAddresses: tessera.masterAddress, table: TABLE },
-        counters: () => scrapeCounters(tessera.servers.filter((s) => s.role === 'tserver').map((s) => s.webAddress)),
-      },
+      tesseraTarget(tessera),
       ...(etcd ? [{ system: 'etcd' as const, serverPids: () => etcd.pids(), serverNames: () => etcd.members.map((m, i) => `etcd${i}${m.clientUrl === etcd.leaderUrl ? ' (leader)' : ''}`), spec: { etcdUrl: etcd.leaderUrl } }] : []),
     ];
     const base = (t: Target, op: VsOp, concurrency: number, warmupSeconds: number, seconds: number): LoadSpec => ({ system: t.system, op, concurrency, warmupSeconds, seconds, readKeys: o.readKeys, valueBytes: VALUE_BYTES, ...t.spec });
@@ -474,10 +439,57 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
 }
 
 /**
+ * Create the benchmark table on a fresh tessera cluster and, when transaction workloads are wanted,
+ * wait until a probe transaction commits (the master creates the `transactions` table shortly after
+ * the tservers register). A failed probe skips those workloads with a note. Answers whether
+ * transactions work and how many status tablets the cluster has (they set how well commits batch).
+ */
+export async function prepareTessera(tessera: BenchCluster, txnWorkloads: readonly string[], notes: Map<string, string>, label = 'tessera'): Promise<{ txnOk: boolean; statusTablets: string }> {
+  const client = await TesseraClient.connect({ masterAddresses: [tessera.masterAddress], timeoutMs: 30_000 });
+  try {
+    let txnOk = false;
+    await client.createTable({ name: TABLE, columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: TABLE_TABLETS, replicationFactor: REPLICATION_FACTOR });
+    if (txnWorkloads.length > 0) {
+      const why = await waitForTransactions(client, TABLE, TXN_PROBE_TIMEOUT_MS, TXN_PROBE_RETRY_MS);
+      txnOk = why === undefined;
+      if (why !== undefined) {
+        for (const w of txnWorkloads) notes.set(w, `skipped: a probe transaction failed on ${label} (${why})`);
+        log(`${label}: transactions not usable in this build (${why}); ${txnWorkloads.join(', ')} skipped`);
+      }
+    }
+    const statusTablets = await client
+      .rpcClient()
+      .call(tessera.masterAddress, masterMethods().getTableLocations, { name: TRANSACTIONS_TABLE }, { timeoutMs: 5_000 })
+      .then(
+        (l) => `${l.tablets?.length ?? 0} status tablet(s)`,
+        (e: unknown) => `status tablets unknown (${e instanceof Error ? e.message : String(e)})`,
+      );
+    return { txnOk, statusTablets };
+  } finally {
+    await client.close();
+  }
+}
+
+/** The load generators' view of a tessera bench cluster, with its server processes and work counters. */
+export function tesseraTarget(tessera: BenchCluster): Target {
+  return {
+    system: 'tessera',
+    serverPids: () => tessera.servers.map((s) => s.child.pid),
+    // master, ts0, ts1, … (BenchCluster starts the master first, then the tservers in order)
+    serverNames: () => {
+      let t = 0;
+      return tessera.servers.map((s) => (s.role === 'master' ? 'master' : `ts${t++}`));
+    },
+    spec: { masterAddresses: tessera.masterAddress, table: TABLE },
+    counters: () => scrapeCounters(tessera.servers.filter((s) => s.role === 'tserver').map((s) => s.webAddress)),
+  };
+}
+
+/**
  * Apply lag of the transactions a tessera txn run committed in its measured window; undefined (and a
  * note) when the tservers do not serve /api/v1/txn-applies or the window is unknown.
  */
-async function txnApplyLag(c: BenchCluster, r: LoadgenRun, notes: Map<string, string>): Promise<ApplyLagFigures | undefined> {
+export async function txnApplyLag(c: BenchCluster, r: LoadgenRun, notes: Map<string, string>): Promise<ApplyLagFigures | undefined> {
   if (r.measureStartMicros === undefined || r.measureEndMicros === undefined) return undefined;
   try {
     return await measureApplyLag(

@@ -1,9 +1,9 @@
 /**
  * Smoke runs of the benchmarks, tiny sizes: the side-by-side run (`tessera bench --vs etcd`, ~1 s per
  * workload, 1 round, against tessera and etcd when its binary is installed; a visible skip line
- * otherwise) including the transaction apply lag and a 5 × 64 KiB big transaction, and the batch load
- * section with 20,000 rows. Checks that the harness runs end to end and that its JSON and Markdown
- * outputs are well formed (every workload row, figures present and not NaN). Never asserts on speed:
+ * otherwise) including the transaction apply lag and a 5 × 64 KiB big transaction, the batch load
+ * section with 20,000 rows, and an A/B run of two tessera clusters (`tessera bench ab`, 2 rounds).
+ * Checks that the harness runs end to end and that its JSON and Markdown outputs are well formed (every workload row, figures present and not NaN). Never asserts on speed:
  * the figures of a smoke run on a shared machine mean nothing.
  */
 import { spawn } from 'node:child_process';
@@ -19,6 +19,7 @@ const WORKLOADS = ['put-c1', 'put-c16', 'put-c64', 'read-c16', 'txn2-c16', 'txn2
 const TXN_WORKLOADS = new Set(['txn2-c16', 'txn2-c64']);
 const RUN_TIMEOUT_MS = 240_000;
 const LOAD_TIMEOUT_MS = 120_000;
+const AB_TIMEOUT_MS = 180_000;
 const LOAD_ROWS = 20_000;
 const HAS_PROC = fs.existsSync('/proc/self/status');
 
@@ -160,4 +161,30 @@ describe('bench (smoke)', () => {
     expect(r.verifiedRows).toBe(LOAD_ROWS);
     expect(isNum(r.seconds) && isNum(r.rowsPerSec) && r.rowsPerSec > 0).toBe(true);
   }, LOAD_TIMEOUT_MS + 30_000);
+
+  it('bench: an A/B run of two tessera clusters pairs their runs by round, alternating the order', async () => {
+    const abDir = path.join(outDir, 'ab');
+    const { code, out } = await runCli(['bench', 'ab', '--rounds', '2', '--seconds', '1', '--warmup', '0', '--first-warmup', '1', '--workloads', 'put-c16,txn2-c16', '--b-node-option=--max-semi-space-size=32', '--host-base-a', '212', '--host-base-b', '216', '--out', abDir], AB_TIMEOUT_MS);
+    expect(code, out).toBe(0);
+    const json = JSON.parse(fs.readFileSync(path.join(abDir, 'ab-latest.json'), 'utf8')) as {
+      rows: Array<{ workload: string; rounds: number; a: { opsPerSec?: number; cpuMsPerOp?: number; applyLagP99Ms?: number }; b: { opsPerSec?: number; cpuMsPerOp?: number }; opsRatio?: { median: number; rounds: number; signP: number }; cpuRatio?: { rounds: number } }>;
+      runs: Array<{ round: number; workload: string; side: string; ops: number }>;
+    };
+    expect(json.rows.map((r) => r.workload)).toEqual(['put-c16', 'txn2-c16']);
+    for (const r of json.rows) {
+      expect(r.rounds, r.workload).toBe(2);
+      expect(r.opsRatio?.rounds, `${r.workload} ratio`).toBe(2);
+      expect(isNum(r.opsRatio?.median) && r.opsRatio!.median > 0, `${r.workload} ratio ${String(r.opsRatio?.median)}`).toBe(true);
+      expect(isNum(r.a.opsPerSec) && isNum(r.b.opsPerSec), r.workload).toBe(true);
+      if (HAS_PROC) expect(r.cpuRatio?.rounds, `${r.workload} CPU ratio`).toBe(2);
+    }
+    expect(isNum(json.rows[1]?.a.applyLagP99Ms), 'txn apply lag of A').toBe(true);
+    // A B in round 1, B A in round 2, for each workload; every run did some operations.
+    const order = (round: number, w: string): string => json.runs.filter((r) => r.round === round && r.workload === w).map((r) => r.side).join('');
+    expect([order(1, 'put-c16'), order(2, 'put-c16'), order(1, 'txn2-c16'), order(2, 'txn2-c16')]).toEqual(['AB', 'BA', 'AB', 'BA']);
+    expect(json.runs.every((r) => r.ops > 0)).toBe(true);
+    const md = fs.readFileSync(path.join(abDir, 'ab-latest.md'), 'utf8');
+    expect(md).toContain('- B: this build, node options --max-semi-space-size=32');
+    expect(md).toContain('| txn2-c16 | 2 |');
+  }, AB_TIMEOUT_MS + 30_000);
 });
