@@ -4,6 +4,7 @@
  * "partition" means for its kind of node.
  */
 import type { ClusterSpec, DriverKind, NodeName, ServerRole } from './cluster-spec';
+import type { CutLink } from './partition-plan';
 
 /** Addresses of one server, as peers see it and as a person on this machine reaches it. */
 export interface ServerAddresses {
@@ -52,6 +53,8 @@ export interface LabStatus {
   nodes: NodeStatus[];
   /** Nodes currently cut off by `partition` (empty when healed). */
   partitioned: NodeName[];
+  /** Links cut by a partial partition (`partition NODES --from OTHERS`), each pair once; empty when healed. */
+  cutLinks: CutLink[];
 }
 
 export interface FlagSetResult {
@@ -93,8 +96,12 @@ export interface ClusterDriver {
   /** SIGSTOP / docker pause: the node keeps its sockets but does nothing. */
   pause(node: NodeName, role?: RoleSelector): Promise<void>;
   resume(node: NodeName, role?: RoleSelector): Promise<void>;
-  /** Cut the listed nodes off from the rest (replaces any earlier partition). */
-  partition(nodes: NodeName[]): Promise<void>;
+  /**
+   * Cut the listed nodes off from the rest; with `from`, only the links between the listed nodes and
+   * those (a partial partition: every other path stays open; TEST_drop_traffic_peers on both ends,
+   * with either driver). Replaces any earlier partition of either kind.
+   */
+  partition(nodes: NodeName[], from?: NodeName[]): Promise<void>;
   heal(): Promise<void>;
   /** The last `lines` lines of the node's logs (both servers, each line prefixed with its role). */
   logs(node: NodeName, lines: number): Promise<string>;

@@ -34,6 +34,7 @@ import { assertNoOldData, type DockerRecord, type LabState, LAB_STATE_VERSION, t
 import { tailLines } from './log-tail';
 import { SUPERVISOR_GROUP_SEPARATOR, SUPERVISOR_RESPAWN_SIGNAL } from './node-supervisor';
 import { serverEntryPath } from './package-root';
+import { DROP_TRAFFIC_FLAG, partitionDropLists, planPartition } from './partition-plan';
 import { assertAddressesFree, STANDARD_PORTS } from './process-addressing';
 import { tabletCountsFromMasters } from './tablet-counts';
 import { waitUntil } from './wait-until';
@@ -208,7 +209,7 @@ export class DockerDriver implements ClusterDriver {
       const c = s.role === 'tserver' ? counts.get(s.rpcAddress) : undefined;
       if (c) Object.assign(s, c);
     }
-    return { driver: 'docker', baseDir: st.spec.baseDir, nodes, partitioned: [...st.partitioned] };
+    return { driver: 'docker', baseDir: st.spec.baseDir, nodes, partitioned: [...st.partitioned], cutLinks: [...(st.cutLinks ?? [])] };
   }
 
   async setFlag(node: NodeName, name: string, value: string, force = false, role?: RoleSelector): Promise<FlagSetResult[]> {
@@ -242,7 +243,8 @@ export class DockerDriver implements ClusterDriver {
     if ((await this.containerState(n)) === 'stopped') {
       // A stopped container starts with all its servers.
       await this.docker.getContainer(n.containerId!).start();
-      return this.waitNodeHealthy(n);
+      await this.waitNodeHealthy(n);
+      return this.reapplyLinks(n);
     }
     if (!one) return this.waitNodeHealthy(n);
     const state = (await this.processStates(n, [one.s.role]))?.[one.s.role];
@@ -254,6 +256,7 @@ export class DockerDriver implements ClusterDriver {
     // The supervisor starts again whichever of its servers is not running (a running one is left alone).
     if (state === 'stopped' || (state === undefined && !(await isHealthy(one.s.webUrl)))) await this.docker.getContainer(n.containerId!).kill({ signal: SUPERVISOR_RESPAWN_SIGNAL });
     await waitAllHealthy([this.healthTarget(n, one.s)], this.need().spec.healthTimeoutMs);
+    await this.reapplyLinks(n);
   }
 
   async restart(node: NodeName, role?: RoleSelector): Promise<void> {
@@ -266,6 +269,7 @@ export class DockerDriver implements ClusterDriver {
     if ((await this.containerState(n)) === 'paused') await this.docker.getContainer(n.containerId!).unpause();
     await this.docker.getContainer(n.containerId!).restart({ t: DOCKER_STOP_TIMEOUT_S });
     await this.waitNodeHealthy(n);
+    await this.reapplyLinks(n);
   }
 
   /** docker pause of the node's container; with a role of a multi-server container, SIGSTOP to that server alone. */
@@ -278,14 +282,23 @@ export class DockerDriver implements ClusterDriver {
     await this.freeze('resume', node, role);
   }
 
-  async partition(nodes: NodeName[]): Promise<void> {
+  /**
+   * Whole nodes: disconnected from the lab's network. With `from` (a partial partition), the links
+   * between the two groups only: TEST_drop_traffic_peers on the servers at both ends (set through
+   * their consoles, again after a start or restart), since a container is on the network or not.
+   */
+  async partition(nodes: NodeName[], from?: NodeName[]): Promise<void> {
     const st = this.need();
-    if (nodes.length === 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'partition needs at least one node (use heal to undo)');
-    for (const name of nodes) nodeIndex(name, st.spec.nodes);
-    if (nodes.length >= st.spec.nodes) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'partition must leave at least one node on the other side');
+    const plan = planPartition(nodes, from, st.spec.nodes);
     await this.heal();
+    if (plan.cutLinks.length > 0) {
+      st.cutLinks = plan.cutLinks;
+      writeLabState(st);
+      await this.applyLinkDrops(st.nodes);
+      return;
+    }
     const net = this.docker.getNetwork(st.docker!.networkName);
-    for (const name of [...new Set(nodes)].sort()) {
+    for (const name of plan.partitioned) {
       await net.disconnect({ Container: this.node(name).containerId!, Force: true });
       st.partitioned.push(name);
       writeLabState(st);
@@ -301,6 +314,36 @@ export class DockerDriver implements ClusterDriver {
       st.partitioned = st.partitioned.filter((x) => x !== name);
       writeLabState(st);
     }
+    if ((st.cutLinks ?? []).length > 0) {
+      st.cutLinks = [];
+      writeLabState(st);
+      await this.applyLinkDrops(st.nodes);
+    }
+  }
+
+  /** Sets the drop list of the current cut links ('' when none) on the running servers of `targets`. */
+  private async applyLinkDrops(targets: readonly NodeRecord[]): Promise<void> {
+    const st = this.need();
+    const all = st.nodes.flatMap((n) => serversOf(n).map((s) => ({ node: n.name, role: s.role, rpcAddress: s.rpcAddress, webUrl: s.webUrl })));
+    const lists = partitionDropLists(all, [], st.cutLinks ?? []);
+    const names = new Set(targets.map((n) => n.name));
+    const failures: string[] = [];
+    await Promise.all(
+      all.map(async (a, i) => {
+        if (!names.has(a.node) || !(await isHealthy(a.webUrl))) return;
+        try {
+          await setFlagOnServers([{ node: a.node, role: a.role, webUrl: a.webUrl }], DROP_TRAFFIC_FLAG, lists[i]!.peers, true);
+        } catch (e) {
+          failures.push(`${a.node} ${a.role}: ${(e as Error).message}`);
+        }
+      }),
+    );
+    if (failures.length) throw new DbError(ErrorCode.INTERNAL, `could not set ${DROP_TRAFFIC_FLAG} on every server: ${failures.join('; ')}`);
+  }
+
+  /** After a start or restart of node `n`: its servers came up without the cut links' drop lists. */
+  private async reapplyLinks(n: NodeRecord): Promise<void> {
+    if ((this.need().cutLinks ?? []).length > 0) await this.applyLinkDrops([n]);
   }
 
   async logs(node: NodeName, lines: number): Promise<string> {

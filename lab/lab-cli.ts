@@ -12,6 +12,7 @@ import { ensureLabImage } from './docker-image';
 import Docker from 'dockerode';
 import { defaultLabBaseDir, newDriver, openLab } from './open-lab';
 import { formatTable } from './text-table';
+import { linksText } from './partition-plan';
 import { EXPERIMENTS, findExperiment, passed, renderText, runExperiment } from './experiments';
 
 export interface LabCliIo {
@@ -67,7 +68,7 @@ function statusTable(st: LabStatus): string {
     n.servers.map((s) => [n.name, s.raftRole ? `${s.role} (${s.raftRole})` : s.role, s.state, s.healthy ? 'yes' : 'no', rpcCell(s), s.webUrl, count(s.healthy, s.tablets), count(s.healthy, s.leaders), st.driver === 'docker' ? n.containerId : s.pid]),
   );
   const table = formatTable(['NODE', 'ROLE', 'STATE', 'HEALTHY', 'RPC', 'CONSOLE', 'TABLETS', 'LEADERS', st.driver === 'docker' ? 'CONTAINER' : 'PID'], rows);
-  const cut = st.partitioned.length ? `partitioned: ${st.partitioned.join(', ')}` : 'partitioned: none';
+  const cut = `${st.partitioned.length ? `partitioned: ${st.partitioned.join(', ')}` : 'partitioned: none'}${st.cutLinks.length ? `; links cut: ${linksText(st.cutLinks)}` : ''}`;
   const note = stale ? '\n* as the master last heard from that tserver (it does not answer now)' : '';
   return `lab in ${st.baseDir} (${st.driver} driver)\n${table}\n${cut}${note}`;
 }
@@ -186,11 +187,14 @@ export function registerLabCommands(program: Command, io: LabCliIo = defaultIo):
   }
 
   baseDirOpt(lab.command('partition <nodes...>'))
-    .description('cut the nodes off from the rest (process: TEST_drop_traffic_peers; docker: network disconnect)')
+    .description('cut the nodes off from the rest (process: TEST_drop_traffic_peers; docker: network disconnect); with --from, only their links to those nodes (a partial partition, TEST_drop_traffic_peers with either driver). Replaces any earlier partition')
+    .option('--from <nodes...>', 'cut only the links between <nodes> and these nodes; every other path stays open')
     .action(
-      run(async (nodes: string[], o: { base_dir: string }) => {
-        await open(o).partition(nodes);
-        io.out(`partitioned: ${nodes.join(', ')}`);
+      run(async (nodes: string[], o: { base_dir: string; from?: string[] }) => {
+        const d = open(o);
+        await d.partition(nodes, o.from);
+        const st = await d.status();
+        io.out(o.from ? `links cut: ${linksText(st.cutLinks)} (every other path stays open)` : `partitioned: ${st.partitioned.join(', ')}`);
       }),
     );
 

@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { DbError, ErrorCode } from '../common';
 import type { ClusterSpec, NodeName, ServerRole } from './cluster-spec';
 import type { ServerAddresses } from './cluster-driver';
+import type { CutLink } from './partition-plan';
 import { makeDirs } from '../common/fs-dirs';
 
 export const LAB_STATE_FILE = 'lab.json';
@@ -51,6 +52,8 @@ export interface LabState {
   spec: ClusterSpec;
   nodes: NodeRecord[];
   partitioned: NodeName[];
+  /** Links cut by a partial partition (`lab partition NODES --from OTHERS`); absent in older files = none. */
+  cutLinks?: CutLink[];
   docker?: DockerRecord;
 }
 
@@ -100,6 +103,8 @@ function checkLabState(v: unknown, file: string): LabState {
     if (typeof nr['name'] !== 'string' || typeof nr['tserver'] !== 'object') return bad('a node lacks name or tserver');
   }
   if (!Array.isArray(o['partitioned'])) return bad('no partitioned list');
+  const links = o['cutLinks'];
+  if (links !== undefined && !(Array.isArray(links) && links.every((l) => Array.isArray(l) && l.length === 2 && l.every((x) => typeof x === 'string')))) return bad('cutLinks is not a list of node pairs');
   return v as LabState;
 }
 

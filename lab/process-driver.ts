@@ -17,7 +17,7 @@ import { type HealthTarget, waitAllHealthy, waitClusterReady } from './health-wa
 import { assertNoOldData, type LabState, type NodeRecord, type ServerRecord, LAB_STATE_VERSION, readLabState, removeLabState, serversOf, writeLabState } from './lab-state';
 import { tailFile } from './log-tail';
 import { packageRoot, serverEntryPath } from './package-root';
-import { DROP_TRAFFIC_FLAG, partitionDropLists } from './partition-plan';
+import { DROP_TRAFFIC_FLAG, partitionDropLists, planPartition } from './partition-plan';
 import { assertAddressesFree, loopbackAliasesWork, planProcessNodes } from './process-addressing';
 import { processState, signal } from './process-table';
 import { tabletCountsFromMasters } from './tablet-counts';
@@ -148,7 +148,7 @@ export class ProcessDriver implements ClusterDriver {
       const c = s.role === 'tserver' ? counts.get(s.rpcAddress) : undefined;
       if (c) Object.assign(s, c);
     }
-    return { driver: 'process', baseDir: st.spec.baseDir, nodes, partitioned: [...st.partitioned] };
+    return { driver: 'process', baseDir: st.spec.baseDir, nodes, partitioned: [...st.partitioned], cutLinks: [...(st.cutLinks ?? [])] };
   }
 
   async setFlag(node: NodeName, name: string, value: string, force = false, role?: RoleSelector): Promise<FlagSetResult[]> {
@@ -215,12 +215,11 @@ export class ProcessDriver implements ClusterDriver {
     }
   }
 
-  async partition(nodes: NodeName[]): Promise<void> {
+  async partition(nodes: NodeName[], from?: NodeName[]): Promise<void> {
     const st = this.need();
-    if (nodes.length === 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'partition needs at least one node (use heal to undo)');
-    for (const n of nodes) nodeIndex(n, st.spec.nodes);
-    if (nodes.length >= st.spec.nodes) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'partition must leave at least one node on the other side');
-    st.partitioned = [...new Set(nodes)].sort();
+    const plan = planPartition(nodes, from, st.spec.nodes);
+    st.partitioned = plan.partitioned;
+    st.cutLinks = plan.cutLinks;
     await this.applyPartition(st.nodes.flatMap((n) => serversOf(n)));
     writeLabState(st);
   }
@@ -228,6 +227,7 @@ export class ProcessDriver implements ClusterDriver {
   async heal(): Promise<void> {
     const st = this.need();
     st.partitioned = [];
+    st.cutLinks = [];
     await this.applyPartition(st.nodes.flatMap((n) => serversOf(n)));
     writeLabState(st);
   }
@@ -324,7 +324,7 @@ export class ProcessDriver implements ClusterDriver {
   private async applyPartition(targets: ServerRecord[]): Promise<void> {
     const st = this.need();
     const all = st.nodes.flatMap((n) => serversOf(n).map((s) => ({ node: n.name, role: s.role, rpcAddress: s.rpcAddress, rec: s })));
-    const lists = partitionDropLists(all, st.partitioned);
+    const lists = partitionDropLists(all, st.partitioned, st.cutLinks ?? []);
     const wanted = new Set(targets);
     const failures: string[] = [];
     await Promise.all(

@@ -116,6 +116,30 @@ describe('lab docker driver', () => {
     expect(await isHealthy(a[0]!.tserver.webUrl)).toBe(true);
   }, 120_000);
 
+  it('lab docker: a partial partition (n0 --from n1) sets drop lists on both ends only, keeps the network, is set again after a restart, and heal clears it', async (ctx) => {
+    if (!engine.ok) return ctx.skip();
+    const a = driver.addresses();
+    const drops = async (url: string): Promise<string[]> => String(await flagValue(url, 'TEST_drop_traffic_peers')).split(',').filter(Boolean).sort();
+    const n0 = [a[0]!.master!.rpcAddress, a[0]!.tserver.rpcAddress].sort();
+    await driver.partition(['n0'], ['n1']);
+    expect(await drops(a[0]!.tserver.webUrl)).toEqual([a[1]!.tserver.rpcAddress]);
+    expect(await drops(a[0]!.master!.webUrl)).toEqual([a[1]!.tserver.rpcAddress]);
+    expect(await drops(a[1]!.tserver.webUrl)).toEqual(n0);
+    expect(await drops(a[2]!.tserver.webUrl)).toEqual([]);
+    // No network disconnect: names resolve and the published ports answer.
+    expect((await lookupFrom('n1', 'n0')).ok).toBe(true);
+    expect(await isHealthy(a[0]!.tserver.webUrl)).toBe(true);
+    const st = await driver.status();
+    expect(st.cutLinks).toEqual([['n0', 'n1']]);
+    expect(st.partitioned).toEqual([]);
+    // A restarted container starts its servers with fresh flags: the driver sets the list again.
+    await driver.restart('n1');
+    expect(await drops(a[1]!.tserver.webUrl)).toEqual(n0);
+    await driver.heal();
+    for (const n of a) expect(await drops(n.tserver.webUrl)).toEqual([]);
+    expect((await driver.status()).cutLinks).toEqual([]);
+  }, 180_000);
+
   it('lab docker: flags at run time, kill/start and pause/resume (of a container or one server in it, status showing each server\'s state) and logs act on one container', async (ctx) => {
     if (!engine.ok) return ctx.skip();
     const a = driver.addresses();

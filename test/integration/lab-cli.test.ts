@@ -62,6 +62,13 @@ describe('tessera lab CLI', () => {
     expect((await lab('start', 'n2', '--base_dir', baseDir)).code).toBe(0);
     expect((await lab('partition', 'n0', '--base_dir', baseDir)).out).toContain('partitioned: n0');
     expect((await lab('heal', '--base_dir', baseDir)).code).toBe(0);
+    expect((await lab('partition', 'n0', '--from', 'n1', 'n2', '--base_dir', baseDir)).out).toContain('links cut: n0–n1, n0–n2 (every other path stays open)');
+    expect((await lab('status', '--base_dir', baseDir)).out).toContain('partitioned: none; links cut: n0–n1, n0–n2');
+    const both = await lab('partition', 'n0', '--from', 'n0', '--base_dir', baseDir);
+    expect(both.code).not.toBe(0);
+    expect(both.err).toContain('n0 cannot be on both sides of the cut');
+    expect((await lab('heal', '--base_dir', baseDir)).code).toBe(0);
+    expect((await lab('status', '--base_dir', baseDir)).out).toMatch(/partitioned: none\n|partitioned: none$/);
     const logs = await lab('logs', 'n0', '--lines', '5', '--base_dir', baseDir);
     expect(logs.out).toContain('n0 tserver');
   });

@@ -104,6 +104,33 @@ describe('lab process driver', () => {
     for (const n of a) expect(await flagValue(n.tserver.webUrl, 'TEST_drop_traffic_peers')).toBe('');
   });
 
+  it('lab process: a partial partition (n0 --from n1) cuts only that link, survives a restart, and a whole-node partition replaces it', async () => {
+    const a = driver.addresses();
+    const drops = async (url: string): Promise<string[]> => String(await flagValue(url, 'TEST_drop_traffic_peers')).split(',').filter(Boolean).sort();
+    await driver.partition(['n0'], ['n1']);
+    expect(await drops(a[0]!.tserver.webUrl)).toEqual([a[1]!.tserver.rpcAddress]);
+    expect(await drops(a[0]!.master!.webUrl)).toEqual([a[1]!.tserver.rpcAddress]);
+    expect(await drops(a[1]!.tserver.webUrl)).toEqual([a[0]!.master!.rpcAddress, a[0]!.tserver.rpcAddress].sort());
+    expect(await drops(a[2]!.tserver.webUrl)).toEqual([]);
+    let st = await driver.status();
+    expect(st.cutLinks).toEqual([['n0', 'n1']]);
+    expect(st.partitioned).toEqual([]);
+    // lab.json keeps the cut links for later invocations; a restarted node gets its list again.
+    expect(readLabState(baseDir)?.cutLinks).toEqual([['n0', 'n1']]);
+    await driver.restart('n1');
+    expect(await drops(a[1]!.tserver.webUrl)).toEqual([a[0]!.master!.rpcAddress, a[0]!.tserver.rpcAddress].sort());
+    // A whole-node partition replaces the partial one.
+    await driver.partition(['n2']);
+    st = await driver.status();
+    expect(st.cutLinks).toEqual([]);
+    expect(await drops(a[0]!.tserver.webUrl)).toEqual([a[2]!.tserver.rpcAddress]);
+    expect(await drops(a[2]!.tserver.webUrl)).toEqual([a[0]!.master!.rpcAddress, a[0]!.tserver.rpcAddress, a[1]!.tserver.rpcAddress].sort());
+    await driver.partition(['n0'], ['n1', 'n2']);
+    await driver.heal();
+    for (const n of a) expect(await drops(n.tserver.webUrl)).toEqual([]);
+    expect((await driver.status()).cutLinks).toEqual([]);
+  });
+
   it('lab process: logs returns the tail of each server log of the node', async () => {
     const text = await driver.logs('n0', 20);
     expect(text).toContain('n0 master');

@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { defaultSpec, demuxDockerFrames, parseNodeFlags, partitionDropLists, planProcessNodes, splitGroups, tarSize, tarStream, type TarEntry } from '../../../lab';
+import { defaultSpec, demuxDockerFrames, linksBetween, linksText, parseNodeFlags, partitionDropLists, planPartition, planProcessNodes, splitGroups, tarSize, tarStream, type TarEntry } from '../../../lab';
 
 describe('lab pure parts', () => {
   const servers = [
@@ -23,6 +23,29 @@ describe('lab pure parts', () => {
 
   it('lab: an empty partition (heal) clears every drop list', () => {
     expect(partitionDropLists(servers, []).every((l) => l.peers === '')).toBe(true);
+  });
+
+  it('lab: a partial partition (--from) cuts only the listed links, both ways', () => {
+    // n0 and n1 stop hearing each other; n2 still reaches both (Jepsen's bridge).
+    const lists = partitionDropLists(servers, [], linksBetween(['n0'], ['n1']));
+    expect(lists.map((l) => l.peers)).toEqual(['b:9100', 'b:9100', 'a:7100,a:9100', '']);
+    // n0 against n1 and n2: the same drop lists as a whole-node cut of n0.
+    const star = partitionDropLists(servers, [], linksBetween(['n0'], ['n2', 'n1']));
+    expect(star.map((l) => l.peers)).toEqual(partitionDropLists(servers, ['n0']).map((l) => l.peers));
+    // A node's own servers never drop each other.
+    expect(partitionDropLists(servers, [], [['n0', 'n0']])[0]!.peers).toBe('');
+  });
+
+  it('lab: partition plans check node names, sides and sizes', () => {
+    expect(linksBetween(['n2', 'n0'], ['n1'])).toEqual([['n0', 'n1'], ['n1', 'n2']]);
+    expect(linksText(linksBetween(['n0'], ['n1', 'n2']))).toBe('n0–n1, n0–n2');
+    expect(planPartition(['n1', 'n0', 'n1'], undefined, 3)).toEqual({ partitioned: ['n0', 'n1'], cutLinks: [] });
+    expect(planPartition(['n0'], ['n1'], 3)).toEqual({ partitioned: [], cutLinks: [['n0', 'n1']] });
+    expect(() => planPartition(['n0', 'n1', 'n2'], undefined, 3)).toThrow(/at least one node on the other side/);
+    expect(() => planPartition([], undefined, 3)).toThrow(/at least one node/);
+    expect(() => planPartition(['n0'], ['n0', 'n1'], 3)).toThrow(/n0 cannot be on both sides/);
+    expect(() => planPartition(['n0'], ['n7'], 3)).toThrow(/unknown node 'n7'/);
+    expect(() => planPartition(['n0'], [], 3)).toThrow(/--from needs at least one node/);
   });
 
   it('lab: --node-flags targets tservers by default and masters with /master', () => {
