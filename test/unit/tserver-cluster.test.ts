@@ -123,6 +123,30 @@ const keyPb = (i: number): pb.DocKeyPB => {
 };
 
 describe('tserver cluster (in-memory transport)', () => {
+  it('tserver: --memstore_size_mb sets the memtable size of each replica\'s RegularDB and IntentsDB (RocksDB write_buffer_size in its OPTIONS file)', async () => {
+    const transport = new MemTransport();
+    const client = transport.createClient();
+    const optionsOf = (dir: string): number[] =>
+      ['regular', 'intents'].map((db) => {
+        const d = path.join(dir, 'tablets', 'tab1', db);
+        const file = fs.readdirSync(d).filter((f) => f.startsWith('OPTIONS-')).sort().pop();
+        const m = /^\s*write_buffer_size=(\d+)$/m.exec(fs.readFileSync(path.join(d, file ?? 'none'), 'utf8'));
+        return Number(m?.[1]);
+      });
+    for (const [i, mb] of [[0, '2'], [1, undefined]] as const) {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-ts-mem-'));
+      dirs.push(dir);
+      const flags = new Flags();
+      flags.setFromString('fs_data_dirs', dir);
+      flags.setFromString('rpc_bind_addresses', `127.0.0.1:${9250 + i}`);
+      if (mb !== undefined) flags.setFromString('memstore_size_mb', mb);
+      const s = await startTServer({ flags, transport, methods, log: silentLogger() });
+      servers.push(s);
+      await client.call(s.rpcAddress, methods.createTablet, { tabletId: 'tab1', tableId: 'demo-id', tableName: 'demo', schema, partition: { start: 0, end: 65536 }, peers: [{ uuid: s.uuid, rpcAddress: s.rpcAddress, memberType: 'VOTER' }] });
+      expect(optionsOf(dir), `memstore_size_mb=${mb ?? 'default'}`).toEqual(mb === undefined ? [4 << 20, 4 << 20] : [2 << 20, 2 << 20]);
+    }
+  });
+
   it('tserver: 3 replicas replicate writes, fail over when the leader server stops, and lose no acknowledged write', async () => {
     const transport = new MemTransport();
     for (let i = 0; i < 3; i++) {
