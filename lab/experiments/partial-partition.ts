@@ -1,7 +1,8 @@
 /**
  * partial-partition (Jepsen's "bridge"): a tablet's leader and one of its followers stop hearing each
  * other — Raft traffic and heartbeats dropped between the two nodes through TEST_drop_traffic_peers on
- * both, with either driver — while the third node still reaches both. Under a write load:
+ * both, with either driver (`lab.driver.partition([leader], [follower])`, as `tessera lab partition
+ * LEADER --from FOLLOWER` does) — while the third node still reaches both. Under a write load:
  *  - the cut-off follower hears no leader and its election timer fires, but its pre-votes reach only the
  *    third node, which refuses them: no tablet changes leader or term, and writes go on through
  *    leader + third node. On the loaded table the follower's log is also behind (refused for that
@@ -29,7 +30,6 @@ const WARMUP_ACKS = 200;
 const CUT_HOLD_MS = 6_000;
 const SAMPLE_MS = 200;
 const CATCH_UP_TIMEOUT_MS = 60_000;
-const DROP_FLAG = 'TEST_drop_traffic_peers';
 /** A table nobody writes during the cut (its replicas' logs stay equal). */
 const IDLE_TABLE = 'idle';
 
@@ -38,8 +38,6 @@ export async function partialPartition(o: ExperimentOptions): Promise<Experiment
   const checks: Check[] = [];
   const figures: Record<string, number | string> = {};
   const nodes = lab.driver.addresses();
-  const rpcAddressesOf = (n: NodeName): string =>
-    [nodes.find((x) => x.name === n)?.master?.rpcAddress, nodes.find((x) => x.name === n)?.tserver.rpcAddress].filter((a): a is string => a !== undefined).join(',');
   /** Raft messages the tservers of these nodes dropped since they started (tserver_raft_messages{direction="dropped"}). */
   const dropped = async (names: readonly NodeName[]): Promise<number> => {
     let sum = 0;
@@ -96,8 +94,7 @@ export async function partialPartition(o: ExperimentOptions): Promise<Experiment
     figures['bridgeNode'] = third;
     const droppedBefore = await dropped(cut);
     lab.log(`cut: ${leaderNode} (leads ${[...before.values()].filter((l) => l.startsWith(`${leaderNode} `)).length} tablet(s)) and ${follower} stop hearing each other; ${third} reaches both`);
-    await lab.driver.setFlag(leaderNode, DROP_FLAG, rpcAddressesOf(follower));
-    await lab.driver.setFlag(follower, DROP_FLAG, rpcAddressesOf(leaderNode));
+    await lab.driver.partition([leaderNode], [follower]);
     const cutAt = lab.now();
     const acksAtCut = load.ackCount();
 
@@ -147,8 +144,7 @@ export async function partialPartition(o: ExperimentOptions): Promise<Experiment
     figures['writesWithUnknownOutcome'] = res.failures;
 
     lab.log('heal');
-    await lab.driver.setFlag(leaderNode, DROP_FLAG, '');
-    await lab.driver.setFlag(follower, DROP_FLAG, '');
+    await lab.driver.heal();
     cut = undefined;
     await checkCaughtUpAfterHeal(lab, follower, `${follower} catches up after heal`, CATCH_UP_TIMEOUT_MS, checks, figures);
     await lab.driver.setFlag('n0', 'enable_load_balancing', 'true', false, 'master');
@@ -167,7 +163,7 @@ export async function partialPartition(o: ExperimentOptions): Promise<Experiment
       timeline: lab.timeline,
     };
   } finally {
-    if (cut) for (const n of cut) await lab.driver.setFlag(n, DROP_FLAG, '').catch(() => undefined);
+    if (cut) await lab.driver.heal().catch(() => undefined);
     await lab.close();
   }
 }
