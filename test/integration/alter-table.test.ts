@@ -123,7 +123,12 @@ describe('ALTER TABLE', () => {
     expect((await errorOf(a.table('t').get({ id: 1n }))).code).toBe(ErrorCode.TABLE_NOT_FOUND);
     cl.start(down);
     await waitFor('the restarted tserver on schema version 5', 60_000, async () => (await schemaVersions(down, tableId).catch(() => [])).join() === '5,5', 200);
-    const table = (await getJson(`http://${cl.masters[0]!.webAddress}/api/v1/table?name=t2`, 3000)) as { schemaVersion: number; tabletsOnSchemaVersion: number; columns: Array<{ name: string; id: number }> };
+    type TablePage = { schemaVersion: number; tabletsOnSchemaVersion: number; columns: Array<{ name: string; id: number }> };
+    const tablePage = async (): Promise<TablePage> => (await getJson(`http://${cl.masters[0]!.webAddress}/api/v1/table?name=t2`, 3000)) as TablePage;
+    // The master learns each leader's schema version from its next heartbeat (a leader may have moved
+    // to the restarted tserver, whose first reports follow its restart).
+    await waitFor('the master to see both tablets\' leaders on schema version 5', 30_000, async () => (await tablePage().catch(() => undefined))?.tabletsOnSchemaVersion === 2, 200);
+    const table = await tablePage();
     expect(table.schemaVersion).toBe(5);
     expect(table.tabletsOnSchemaVersion).toBe(2);
     // Ids are never reused: b (dropped, id 3) came back as a new column with a new id.
