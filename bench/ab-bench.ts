@@ -34,6 +34,7 @@ import {
   txnApplyLag,
   VALUE_BYTES,
   VS_WORKLOADS,
+  writeReports,
   type Target,
 } from './vs-etcd';
 import type { LoadSpec } from './vs-loadgen';
@@ -223,13 +224,7 @@ export async function runAb(o: AbOptions): Promise<{ jsonPath: string; mdPath: s
     const header = `## tessera A/B (${new Date().toISOString()})\n\n- A: ${describeSide(o.a)}\n- B: ${describeSide(o.b)}\n- ${o.rounds} round(s) × ${o.seconds} s after ${o.warmupSeconds} s warm-up (${firstWarmup} s in round 1); each side ${notes.get('A shape') ?? ''}; values ${VALUE_BYTES} bytes; data on ${fsType ?? 'unknown fs'}; ${os.availableParallelism()} CPU core(s); load generators of this build for both sides${sameSetup(o.a, o.b) ? '\n- A/A run: A and B are set up the same, so the ratios show the noise' : ''}`;
     const extra = [...notes].filter(([k]) => !k.endsWith('shape')).map(([k, v]) => `- ${k}: ${v}\n`).join('');
     const md = renderAbMarkdown(rows, runs, header) + (extra ? '\n' + extra : '');
-    const jsonPath = path.join(o.outDir, `ab-${stamp}.json`);
-    const mdPath = path.join(o.outDir, `ab-${stamp}.md`);
-    const json = { options: o, rows, runs, notes: Object.fromEntries(notes) };
-    fs.writeFileSync(jsonPath, JSON.stringify(json, null, 2));
-    fs.writeFileSync(mdPath, md);
-    fs.writeFileSync(path.join(o.outDir, 'ab-latest.json'), JSON.stringify(json, null, 2));
-    fs.writeFileSync(path.join(o.outDir, 'ab-latest.md'), md);
+    const { jsonPath, mdPath } = writeReports(o.outDir, 'ab', stamp, { options: o, rows, runs, notes: Object.fromEntries(notes) }, md);
     log('\n' + md);
     log(`wrote ${jsonPath} and ${mdPath}`);
     return { jsonPath, mdPath, runs };

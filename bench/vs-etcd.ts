@@ -408,13 +408,8 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
     const header = `## tessera vs etcd (${new Date().toISOString()})\n\n${o.rounds} round(s) × ${o.seconds} s after ${o.warmupSeconds} s warm-up (${firstWarmup} s in round 1); ${etcd ? 'etcd ' + (await etcdVersion(etcdBin)) : 'etcd SKIPPED (not installed)'}; ${clusterShape}; values ${VALUE_BYTES} bytes; data on ${fsType ?? 'unknown fs'} (${os.tmpdir()}); medians of rounds; CPU = utime+stime per 1,000 ops; cores busy = CPU seconds of servers and load generators per second of the run, on a machine with ${os.availableParallelism()} CPU core(s).`;
     const extra = ['apply lag', BIG_TXN, 'data dir', 'leader changes', 'logs'].filter((k) => notes.has(k)).map((k) => `- ${k}: ${notes.get(k) ?? ''}\n`).join('');
     const md = renderMarkdown(rows, rss, header) + extra + (bigTxn ? '\n' + renderBigTxn(bigTxn) : '');
-    const jsonPath = path.join(o.outDir, `vs-etcd-${stamp}.json`);
-    const mdPath = path.join(o.outDir, `vs-etcd-${stamp}.md`);
     const json = { options: o, etcd: etcd ? 'ran' : 'skipped', rows, rss, runs, ...(bigTxn ? { bigTxn } : {}), notes: Object.fromEntries(notes) };
-    fs.writeFileSync(jsonPath, JSON.stringify(json, null, 2));
-    fs.writeFileSync(mdPath, md);
-    fs.writeFileSync(path.join(o.outDir, 'vs-etcd-latest.json'), JSON.stringify(json, null, 2));
-    fs.writeFileSync(path.join(o.outDir, 'vs-etcd-latest.md'), md);
+    const { jsonPath, mdPath } = writeReports(o.outDir, 'vs-etcd', stamp, json, md);
     log('\n' + md);
     log(`wrote ${jsonPath} and ${mdPath}`);
     if (o.profile) {
@@ -436,6 +431,15 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
   } finally {
     await Promise.all([tessera.stop(), etcd?.stop()]);
   }
+}
+
+/** Write a run's report as `<prefix>-<stamp>.{json,md}` and as `<prefix>-latest.{json,md}` in outDir. */
+export function writeReports(outDir: string, prefix: string, stamp: string, json: unknown, md: string): { jsonPath: string; mdPath: string } {
+  const jsonPath = path.join(outDir, `${prefix}-${stamp}.json`);
+  const mdPath = path.join(outDir, `${prefix}-${stamp}.md`);
+  const text = JSON.stringify(json, null, 2);
+  for (const [f, body] of [[jsonPath, text], [mdPath, md], [path.join(outDir, `${prefix}-latest.json`), text], [path.join(outDir, `${prefix}-latest.md`), md]] as const) fs.writeFileSync(f, body);
+  return { jsonPath, mdPath };
 }
 
 /**
