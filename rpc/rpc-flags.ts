@@ -33,19 +33,3 @@ export const RPC_RECONNECT_BACKOFF_MAX_MS = defineFlag({
   help: 'Cap of the exponential back-off between failed connects to one address (calls meanwhile fail fast).',
   validate: (v) => (v >= 0 ? undefined : 'non-negative'),
 });
-
-export const RPC_KEEPALIVE_INTERVAL_MS = defineFlag({
-  name: 'rpc_keepalive_interval_ms',
-  type: 'int',
-  default: 2_000,
-  help: 'A client connection that heard nothing from its server for this long sends a WebSocket ping (answered by the server\'s WebSocket layer); 0 turns keepalive off, and with it rpc_connection_timeout_ms.',
-  validate: (v) => (v >= 0 ? undefined : 'non-negative'),
-});
-
-export const RPC_CONNECTION_TIMEOUT_MS = defineFlag({
-  name: 'rpc_connection_timeout_ms',
-  type: 'int',
-  default: 10_000,
-  help: 'A client connection that heard nothing (no answer, no pong) for this long is closed: its calls fail with NETWORK_ERROR and the next call connects afresh. A peer cut off by a network partition otherwise keeps the connection open while TCP backs off its retransmissions, and traffic resumes only at the next retransmission after the heal (tens of seconds after a long cut).',
-  validate: (v) => (v >= 1_000 ? undefined : 'at least 1000 ms'),
-});

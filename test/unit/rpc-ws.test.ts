@@ -3,7 +3,7 @@ import * as net from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { WebSocket, WebSocketServer } from 'ws';
-import { ErrorCode, Flags, SeededRng } from '../../common';
+import { ErrorCode, SeededRng } from '../../common';
 import { decodeFrame, encodeFrame, FrameKind } from '../../rpc/frame-codec';
 import { protoCodec } from '../../rpc/proto';
 import type { RpcClient } from '../../rpc/types';
@@ -290,89 +290,6 @@ describe('ws: sends of one callback share socket writes', () => {
       ws.terminate();
       wss.close();
       await new Promise((r) => server.close(r));
-    }
-  });
-});
-
-describe('ws: client keepalive', () => {
-  async function rawServer(autoPong: boolean): Promise<{ address: string; connections: () => number; pings: () => number; notes: () => number; stop: () => Promise<void> }> {
-    const server = http.createServer();
-    const wss = new WebSocketServer({ server, perMessageDeflate: false, autoPong });
-    let connections = 0;
-    let pings = 0;
-    let notes = 0;
-    wss.on('connection', (ws) => {
-      connections++;
-      ws.on('ping', () => pings++);
-      ws.on('message', () => notes++);
-      ws.on('error', () => undefined);
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const addr = server.address() as net.AddressInfo;
-    return {
-      address: `127.0.0.1:${addr.port}`,
-      connections: () => connections,
-      pings: () => pings,
-      notes: () => notes,
-      stop: async () => {
-        for (const c of wss.clients) c.terminate();
-        wss.close();
-        await new Promise((r) => server.close(r));
-      },
-    };
-  }
-  const flags = (interval: number, timeout: number): Flags => {
-    const f = new Flags();
-    f.setFromString('rpc_keepalive_interval_ms', String(interval));
-    f.setFromString('rpc_connection_timeout_ms', String(timeout));
-    return f;
-  };
-
-  it('ws: a connection whose server answers nothing (no frame, no pong) is closed after rpc_connection_timeout_ms, failing its calls with NETWORK_ERROR long before their deadline; without keepalive the call hangs on', async () => {
-    const s = await rawServer(false);
-    const client = new WsTransport({ flags: flags(100, 1_000) }).createClient();
-    const quiet = new WsTransport({ flags: flags(0, 1_000) }).createClient();
-    try {
-      const t0 = performance.now();
-      const err = (await client.call(s.address, ECHO, { text: 'x' }, { timeoutMs: 30_000 }).catch((e: unknown) => e)) as { code?: string; message?: string };
-      const took = performance.now() - t0;
-      expect(err.code).toBe(ErrorCode.NETWORK_ERROR);
-      expect(err.message).toContain('nothing heard from');
-      expect(took).toBeLessThan(10_000);
-      expect(s.pings()).toBeGreaterThan(0);
-      // Keepalive off: after the same time the call is still waiting.
-      let settled = false;
-      const p = quiet.call(s.address, ECHO, { text: 'x' }, { timeoutMs: 30_000 }).then(
-        () => (settled = true),
-        () => (settled = true),
-      );
-      await new Promise((r) => setTimeout(r, Math.max(1_500, took + 500)));
-      expect(settled).toBe(false);
-      await quiet.close();
-      await p;
-    } finally {
-      await client.close();
-      await quiet.close();
-      await s.stop();
-    }
-  });
-
-  it('ws: a quiet connection to a live server stays open: pings are answered and nothing reconnects', async () => {
-    const s = await rawServer(true);
-    const client = new WsTransport({ flags: flags(100, 1_000) }).createClient();
-    try {
-      client.send(s.address, NOTE, { text: 'a' });
-      const end = performance.now() + UNTIL_MS_MAX;
-      while (s.notes() < 1 && performance.now() < end) await new Promise((r) => setTimeout(r, 5));
-      await new Promise((r) => setTimeout(r, 2_500));
-      client.send(s.address, NOTE, { text: 'b' });
-      while (s.notes() < 2 && performance.now() < end) await new Promise((r) => setTimeout(r, 5));
-      expect(s.notes()).toBe(2);
-      expect(s.connections()).toBe(1);
-      expect(s.pings()).toBeGreaterThanOrEqual(5);
-    } finally {
-      await client.close();
-      await s.stop();
     }
   });
 });
