@@ -33,3 +33,19 @@ export const RPC_RECONNECT_BACKOFF_MAX_MS = defineFlag({
   help: 'Cap of the exponential back-off between failed connects to one address (calls meanwhile fail fast).',
   validate: (v) => (v >= 0 ? undefined : 'non-negative'),
 });
+
+export const RPC_KEEPALIVE_INTERVAL_MS = defineFlag({
+  name: 'rpc_keepalive_interval_ms',
+  type: 'int',
+  default: 2_000,
+  help: 'An RPC connection that heard nothing from the other end for this long sends a WebSocket ping (answered by the other end\'s WebSocket layer); clients and servers both do. 0 turns keepalive off, and with it rpc_connection_timeout_ms.',
+  validate: (v) => (v >= 0 ? undefined : 'non-negative'),
+});
+
+export const RPC_CONNECTION_TIMEOUT_MS = defineFlag({
+  name: 'rpc_connection_timeout_ms',
+  type: 'int',
+  default: 15_000,
+  help: 'An RPC connection whose keepalive ping stayed unanswered (no pong, no frame) for this long is closed: on a client its calls fail with NETWORK_ERROR and the next call connects afresh; a server drops the dead client. An end held up for less (paused, a long GC) keeps its connections. A peer cut off by a network partition otherwise keeps the connection open while TCP backs off its retransmissions, and traffic resumes only at the next retransmission after the heal (tens of seconds after a long cut).',
+  validate: (v) => (v >= 1_000 ? undefined : 'at least 1000 ms'),
+});

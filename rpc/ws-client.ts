@@ -16,6 +16,10 @@ export interface WsClientDeps {
   defaultTimeoutMs: () => number;
   connectTimeoutMs: number;
   backoffMaxMs: number;
+  /** Ping a connection quiet this long (0: no keepalive). Default off (tests' own clients). */
+  keepaliveIntervalMs?: number;
+  /** Close a connection whose ping stayed unanswered this long (needs keepalive on). */
+  connectionTimeoutMs?: number;
 }
 
 const BACKOFF_BASE_MS = 25;
@@ -56,6 +60,12 @@ class WsConnection {
   private retryAtMs = 0;
   /** Frames received from the server (a timed-out call tells whether it was heard from meanwhile). */
   private framesReceived = 0;
+  /** When anything (a frame, a pong) last came from the server, and the keepalive's last tick. */
+  private lastHeardMs = 0;
+  private lastTickMs = 0;
+  private keepalive: NodeJS.Timeout | undefined;
+  /** Why this side closed the open connection (the error its calls fail with names it). */
+  private closeReason: string | undefined;
 
   constructor(
     readonly address: string,
@@ -88,6 +98,7 @@ class WsConnection {
       if (this.ws !== ws) return;
       this.state = 'open';
       this.failures = 0;
+      this.startKeepalive(ws);
       const q = this.queue;
       this.queue = [];
       this.queuedBytes = 0;
@@ -103,14 +114,69 @@ class WsConnection {
     ws.on('message', (data: RawData, isBinary: boolean) => {
       if (this.ws === ws) this.onMessage(data, isBinary);
     });
+    const heard = (): void => {
+      if (this.ws === ws) this.lastHeardMs = performance.now();
+    };
+    ws.on('pong', heard);
+    ws.on('ping', heard);
     ws.on('error', (err) => this.deps.log.debug({ err, address: this.address }, 'RPC client connection error'));
     ws.on('close', () => {
       if (this.ws === ws) this.onClosed();
     });
   }
 
+  /**
+   * Keepalive of an open connection: a ping when the server has been quiet for keepaliveIntervalMs,
+   * and the connection closed when that ping stayed unanswered (no pong, no frame) for
+   * connectionTimeoutMs. A partitioned peer otherwise keeps the connection open for TCP's many
+   * minutes of retransmissions, and after the heal traffic waits for the next one (TCP doubles the
+   * wait each time: tens of seconds after a long cut); a fresh connection goes through as soon as the
+   * network does. The clock starts at the unanswered ping, not at the last frame heard, so a server
+   * held up (paused, or a long GC) for less than connectionTimeoutMs keeps its connection whatever the
+   * quiet before it; its sent calls are then answered on it, not failed.
+   */
+  private startKeepalive(ws: WebSocket): void {
+    const every = this.deps.keepaliveIntervalMs ?? 0;
+    if (every <= 0) return;
+    const timeout = Math.max(this.deps.connectionTimeoutMs ?? 10 * every, every);
+    this.lastHeardMs = this.lastTickMs = performance.now();
+    /** When the oldest ping not answered since was sent (0: none outstanding). */
+    let pingSentMs = 0;
+    this.keepalive = setInterval(() => {
+      if (this.ws !== ws || this.state !== 'open') return;
+      const now = performance.now();
+      if (pingSentMs > 0 && this.lastHeardMs >= pingSentMs) pingSentMs = 0;
+      // This process's own event loop was held up: frames that arrived meanwhile are not read yet, so
+      // the quiet is not the server's. Start judging afresh at the next tick.
+      const stalled = now - this.lastTickMs > 2 * every;
+      this.lastTickMs = now;
+      if (stalled) {
+        pingSentMs = 0;
+        return;
+      }
+      if (pingSentMs > 0 && now - pingSentMs >= timeout) {
+        const quiet = now - this.lastHeardMs;
+        this.closeReason = `a ping to ${this.address} stayed unanswered for ${Math.round(now - pingSentMs)} ms (rpc_connection_timeout_ms ${timeout}; nothing heard for ${Math.round(quiet)} ms)`;
+        this.deps.log.info({ address: this.address, quietMs: Math.round(quiet) }, 'RPC connection: ping unanswered past rpc_connection_timeout_ms; closing it (the next call connects afresh)');
+        ws.terminate();
+      } else if (now - this.lastHeardMs >= every) {
+        if (pingSentMs === 0) pingSentMs = now;
+        try {
+          ws.ping();
+        } catch {
+          // closing already
+        }
+      }
+    }, every);
+    this.keepalive.unref();
+  }
+
   private onClosed(): void {
     const wasOpen = this.state === 'open';
+    if (this.keepalive) clearInterval(this.keepalive);
+    this.keepalive = undefined;
+    const reason = this.closeReason;
+    this.closeReason = undefined;
     this.ws = undefined;
     this.state = 'idle';
     this.queue = [];
@@ -126,7 +192,7 @@ class WsConnection {
       if (p.timer) clearTimeout(p.timer);
       p.reject(
         networkError(
-          wasOpen ? `connection to ${this.address} lost during ${p.service}.${p.method}` : `cannot connect to ${this.address}`,
+          wasOpen ? `connection to ${this.address} lost during ${p.service}.${p.method}${reason ? `: ${reason}` : ''}` : `cannot connect to ${this.address}`,
           { address: this.address, sent: p.sent },
           !p.sent,
         ),
@@ -136,6 +202,7 @@ class WsConnection {
 
   private onMessage(data: RawData, isBinary: boolean): void {
     this.framesReceived++;
+    this.lastHeardMs = performance.now();
     const r = isBinary ? decodeFrame(toBytes(data)) : ({ ok: false, callId: 0, reason: 'text frame' } as const);
     if (!r.ok) {
       // The server speaks garbage: nothing on this connection can be trusted any more.

@@ -24,12 +24,20 @@ export interface WsServerDeps {
   log: Logger;
   messageBytesMax: number;
   defaultTimeoutMs: () => number;
+  /** Ping a client connection quiet this long (0 or absent: no keepalive). */
+  keepaliveIntervalMs?: number;
+  /** Close a client connection whose ping stayed unanswered this long (needs keepalive on). */
+  connectionTimeoutMs?: number;
 }
 
 interface ServerConn {
   readonly ws: WebSocket;
   readonly peer: string;
   inflight: number;
+  /** When anything (a frame, a ping, a pong) last came from the client. */
+  lastHeardMs: number;
+  /** When the oldest ping not answered since was sent (0: none outstanding). */
+  pingSentMs: number;
 }
 
 export function toBytes(data: RawData): Uint8Array {
@@ -46,6 +54,10 @@ export class WsRpcServer implements RpcServer {
   private boundAddress: string;
   private stopping = false;
   private readonly messageBytesMax: number;
+  private keepalive: NodeJS.Timeout | undefined;
+  private lastTickMs = 0;
+  /** Client connections closed because a ping stayed unanswered (console, tests). */
+  silentClosed = 0;
 
   constructor(
     private readonly opts: ServerOptions,
@@ -111,10 +123,53 @@ export class WsRpcServer implements RpcServer {
     server.on('error', (err) => this.deps.log.warn({ err }, 'RPC HTTP server error'));
     const a = server.address();
     if (a && typeof a === 'object') this.boundAddress = `${this.opts.host}:${a.port}`;
+    this.startKeepalive();
+  }
+
+  /**
+   * Keepalive of client connections, the same rule as the client's: a connection from which nothing
+   * came for keepaliveIntervalMs gets a ping, and one whose ping stayed unanswered for
+   * connectionTimeoutMs is closed. A client process that died without a FIN (power loss, a
+   * partition that never heals, a SIGSTOPped process) otherwise holds its connection, with its
+   * buffers and the answers queued for it, until TCP gives up many minutes later. WebSocket clients
+   * answer pings in their WebSocket layer, so a live client waiting on a long call keeps its
+   * connection even when it sends nothing.
+   */
+  private startKeepalive(): void {
+    const every = this.deps.keepaliveIntervalMs ?? 0;
+    if (every <= 0) return;
+    const timeout = Math.max(this.deps.connectionTimeoutMs ?? 10 * every, every);
+    this.lastTickMs = performance.now();
+    this.keepalive = setInterval(() => {
+      const now = performance.now();
+      // This process's own event loop was held up: what came meanwhile is not read yet. Judge afresh.
+      const stalled = now - this.lastTickMs > 2 * every;
+      this.lastTickMs = now;
+      for (const c of this.conns) {
+        if (c.pingSentMs > 0 && (stalled || c.lastHeardMs >= c.pingSentMs)) c.pingSentMs = 0;
+        if (stalled) continue;
+        if (c.pingSentMs > 0 && now - c.pingSentMs >= timeout) {
+          this.silentClosed++;
+          this.deps.log.info({ peer: c.peer, quietMs: Math.round(now - c.lastHeardMs) }, 'RPC client connection: ping unanswered past rpc_connection_timeout_ms; closing it');
+          this.conns.delete(c);
+          c.ws.terminate();
+        } else if (now - c.lastHeardMs >= every) {
+          if (c.pingSentMs === 0) c.pingSentMs = now;
+          try {
+            c.ws.ping();
+          } catch {
+            // closing already
+          }
+        }
+      }
+    }, every);
+    this.keepalive.unref();
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
+    if (this.keepalive) clearInterval(this.keepalive);
+    this.keepalive = undefined;
     for (const c of this.conns) c.ws.terminate();
     this.conns.clear();
     const wss = this.wss;
@@ -134,9 +189,17 @@ export class WsRpcServer implements RpcServer {
       return;
     }
     ws.binaryType = 'nodebuffer';
-    const conn: ServerConn = { ws, peer: `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? 0}`, inflight: 0 };
+    const conn: ServerConn = { ws, peer: `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? 0}`, inflight: 0, lastHeardMs: performance.now(), pingSentMs: 0 };
     this.conns.add(conn);
-    ws.on('message', (data: RawData, isBinary: boolean) => this.onMessage(conn, data, isBinary));
+    ws.on('message', (data: RawData, isBinary: boolean) => {
+      conn.lastHeardMs = performance.now();
+      this.onMessage(conn, data, isBinary);
+    });
+    const heard = (): void => {
+      conn.lastHeardMs = performance.now();
+    };
+    ws.on('ping', heard);
+    ws.on('pong', heard);
     // Oversized frames and protocol errors surface here; ws closes the socket itself.
     ws.on('error', (err) => this.deps.log.debug({ err, peer: conn.peer }, 'RPC connection error'));
     ws.on('close', () => this.conns.delete(conn));

@@ -3,7 +3,7 @@ import * as net from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { WebSocket, WebSocketServer } from 'ws';
-import { ErrorCode, SeededRng } from '../../common';
+import { ErrorCode, Flags, SeededRng } from '../../common';
 import { decodeFrame, encodeFrame, FrameKind } from '../../rpc/frame-codec';
 import { protoCodec } from '../../rpc/proto';
 import type { RpcClient } from '../../rpc/types';
@@ -290,6 +290,161 @@ describe('ws: sends of one callback share socket writes', () => {
       ws.terminate();
       wss.close();
       await new Promise((r) => server.close(r));
+    }
+  });
+});
+
+describe('ws: client keepalive', () => {
+  /** pong: 'auto' (the ws layer answers at once), 'none', or a delay in ms before each answer. */
+  async function rawServer(pong: 'auto' | 'none' | number): Promise<{ address: string; connections: () => number; pings: () => number; notes: () => number; stop: () => Promise<void> }> {
+    const server = http.createServer();
+    const wss = new WebSocketServer({ server, perMessageDeflate: false, autoPong: pong === 'auto' });
+    let connections = 0;
+    let pings = 0;
+    let notes = 0;
+    wss.on('connection', (ws) => {
+      connections++;
+      ws.on('ping', () => {
+        pings++;
+        if (typeof pong === 'number') setTimeout(() => ws.readyState === WebSocket.OPEN && ws.pong(), pong).unref();
+      });
+      ws.on('message', () => notes++);
+      ws.on('error', () => undefined);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const addr = server.address() as net.AddressInfo;
+    return {
+      address: `127.0.0.1:${addr.port}`,
+      connections: () => connections,
+      pings: () => pings,
+      notes: () => notes,
+      stop: async () => {
+        for (const c of wss.clients) c.terminate();
+        wss.close();
+        await new Promise((r) => server.close(r));
+      },
+    };
+  }
+  const flags = (interval: number, timeout: number): Flags => {
+    const f = new Flags();
+    f.setFromString('rpc_keepalive_interval_ms', String(interval));
+    f.setFromString('rpc_connection_timeout_ms', String(timeout));
+    return f;
+  };
+
+  it('ws: a connection whose server answers nothing (no frame, no pong) is closed after rpc_connection_timeout_ms, failing its calls with NETWORK_ERROR long before their deadline; without keepalive the call hangs on', async () => {
+    const s = await rawServer('none');
+    const client = new WsTransport({ flags: flags(100, 1_000) }).createClient();
+    const quiet = new WsTransport({ flags: flags(0, 1_000) }).createClient();
+    try {
+      const t0 = performance.now();
+      const err = (await client.call(s.address, ECHO, { text: 'x' }, { timeoutMs: 30_000 }).catch((e: unknown) => e)) as { code?: string; message?: string };
+      const took = performance.now() - t0;
+      expect(err.code).toBe(ErrorCode.NETWORK_ERROR);
+      expect(err.message).toContain('stayed unanswered');
+      expect(took).toBeLessThan(10_000);
+      expect(s.pings()).toBeGreaterThan(0);
+      // Keepalive off: after the same time the call is still waiting.
+      let settled = false;
+      const p = quiet.call(s.address, ECHO, { text: 'x' }, { timeoutMs: 30_000 }).then(
+        () => (settled = true),
+        () => (settled = true),
+      );
+      await new Promise((r) => setTimeout(r, Math.max(1_500, took + 500)));
+      expect(settled).toBe(false);
+      await quiet.close();
+      await p;
+    } finally {
+      await client.close();
+      await quiet.close();
+      await s.stop();
+    }
+  });
+
+  it('ws: a server that answers each ping only after 60 % of rpc_connection_timeout_ms (held up, not gone) keeps its one connection', async () => {
+    const s = await rawServer(1_200);
+    const client = new WsTransport({ flags: flags(200, 2_000) }).createClient();
+    try {
+      client.send(s.address, NOTE, { text: 'a' });
+      const end = performance.now() + UNTIL_MS_MAX;
+      while (s.notes() < 1 && performance.now() < end) await new Promise((r) => setTimeout(r, 5));
+      await new Promise((r) => setTimeout(r, 4_500));
+      client.send(s.address, NOTE, { text: 'b' });
+      while (s.notes() < 2 && performance.now() < end) await new Promise((r) => setTimeout(r, 5));
+      expect(s.notes()).toBe(2);
+      expect(s.connections()).toBe(1);
+      expect(s.pings()).toBeGreaterThanOrEqual(3);
+    } finally {
+      await client.close();
+      await s.stop();
+    }
+  });
+
+  it('ws: a quiet connection to a live server stays open: pings are answered and nothing reconnects', async () => {
+    const s = await rawServer('auto');
+    const client = new WsTransport({ flags: flags(100, 1_000) }).createClient();
+    try {
+      client.send(s.address, NOTE, { text: 'a' });
+      const end = performance.now() + UNTIL_MS_MAX;
+      while (s.notes() < 1 && performance.now() < end) await new Promise((r) => setTimeout(r, 5));
+      await new Promise((r) => setTimeout(r, 2_500));
+      client.send(s.address, NOTE, { text: 'b' });
+      while (s.notes() < 2 && performance.now() < end) await new Promise((r) => setTimeout(r, 5));
+      expect(s.notes()).toBe(2);
+      expect(s.connections()).toBe(1);
+      expect(s.pings()).toBeGreaterThanOrEqual(5);
+    } finally {
+      await client.close();
+      await s.stop();
+    }
+  });
+});
+
+describe('ws: server keepalive', () => {
+  const flags = (interval: number, timeout: number): Flags => {
+    const f = new Flags();
+    f.setFromString('rpc_keepalive_interval_ms', String(interval));
+    f.setFromString('rpc_connection_timeout_ms', String(timeout));
+    return f;
+  };
+  async function rawClient(address: string, autoPong: boolean): Promise<{ ws: WebSocket; closed: Promise<void> }> {
+    const ws = new WebSocket(`ws://${address}/rpc`, { autoPong });
+    ws.on('error', () => undefined);
+    const closed = new Promise<void>((resolve) => ws.on('close', () => resolve()));
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    return { ws, closed };
+  }
+
+  it('ws: the server closes a client connection whose ping stays unanswered past rpc_connection_timeout_ms, keeps one that answers, and goes on serving', async () => {
+    const es = await startEchoServer(new WsTransport({ flags: flags(100, 1_000) }), '127.0.0.1');
+    const server = es.server as unknown as { connectionCount: number; silentClosed: number };
+    const dead = await rawClient(es.server.address, false);
+    const live = await rawClient(es.server.address, true);
+    try {
+      let pingsSeen = 0;
+      dead.ws.on('ping', () => pingsSeen++);
+      const t0 = performance.now();
+      const closedIn = await Promise.race([dead.closed.then(() => performance.now() - t0), new Promise<number>((r) => setTimeout(() => r(-1), UNTIL_MS_MAX))]);
+      expect(closedIn, 'the silent client was never closed').toBeGreaterThan(0);
+      expect(pingsSeen).toBeGreaterThan(0);
+      expect(server.silentClosed).toBe(1);
+      expect(live.ws.readyState).toBe(WebSocket.OPEN);
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(live.ws.readyState).toBe(WebSocket.OPEN);
+      expect(server.connectionCount).toBe(1);
+      const client = new WsTransport().createClient();
+      try {
+        expect((await client.call(es.server.address, ECHO, { text: 'still here' }, { timeoutMs: 5_000 })).text).toBe('still here');
+      } finally {
+        await client.close();
+      }
+    } finally {
+      dead.ws.terminate();
+      live.ws.terminate();
+      await es.server.stop();
     }
   });
 });
