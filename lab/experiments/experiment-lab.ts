@@ -15,6 +15,7 @@ import { leadersByTablet, replicasViaDriver, waitCaughtUp, type ReplicaRow } fro
 import { waitUntil } from '../wait-until';
 import type { Check, ExperimentOptions } from './experiment';
 import type { ChartSeries } from './report';
+import type { Ack } from './write-load';
 
 export const EXPERIMENT_TABLE = 'exp';
 /** Samples kept per node (the sampler stops adding beyond; a run is minutes, not hours). */
@@ -134,4 +135,17 @@ export async function checkCaughtUpAfterHeal(lab: ExperimentLab, node: NodeName,
   lab.log(caughtUp ? `${node} caught up ${catchUpMs.toFixed(0)} ms after heal` : `${node} did not catch up`);
   checks.push({ name, ok: caughtUp, detail: caughtUp ? `${catchUpMs.toFixed(0)} ms after heal` : `not within ${timeoutMs} ms` });
   if (caughtUp) figures['catchUpAfterHealMs'] = Math.round(catchUpMs);
+}
+
+/**
+ * Read the experiment table back and push the check "no acknowledged write is lost": every write the
+ * load saw acknowledged must be there with its value. Returns how many rows were read.
+ */
+export async function checkNoAckedWriteLost(lab: ExperimentLab, acks: readonly Ack[], checks: Check[]): Promise<number> {
+  const rows = await lab.client.table(EXPERIMENT_TABLE).scan({ timeoutMs: 60_000 });
+  const stored = new Map(rows.map((r) => [r['id'] as bigint, r['v'] as string]));
+  const lost = acks.filter((a) => stored.get(a.id) !== a.value);
+  lab.log(`read back ${stored.size} rows; ${lost.length} acknowledged writes missing`);
+  checks.push({ name: 'no acknowledged write is lost', ok: lost.length === 0, detail: lost.length === 0 ? `all ${acks.length} acknowledged writes read back` : `${lost.length} missing, e.g. id ${String(lost[0]!.id)}` });
+  return stored.size;
 }

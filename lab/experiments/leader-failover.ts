@@ -6,7 +6,7 @@
 import { leadersByTablet, replicasViaDriver, waitCaughtUp } from '../tablet-view';
 import { waitUntil } from '../wait-until';
 import type { Check, ExperimentOptions, ExperimentResult } from './experiment';
-import { EXPERIMENT_TABLE, openExperimentLab } from './experiment-lab';
+import { checkNoAckedWriteLost, EXPERIMENT_TABLE, openExperimentLab } from './experiment-lab';
 import { longestStall, WriteLoad } from './write-load';
 
 const WRITERS = 2;
@@ -84,12 +84,7 @@ export async function leaderFailover(o: ExperimentOptions): Promise<ExperimentRe
     checks.push({ name: 'the restarted replica catches up', ok: caughtUp, detail: caughtUp ? `${catchUpMs.toFixed(0)} ms after the restart (restart + log replay + catch-up)` : `not within ${CATCH_UP_TIMEOUT_MS} ms` });
     if (caughtUp) figures['restartAndCatchUpMs'] = Math.round(catchUpMs);
 
-    const rows = await lab.client.table(EXPERIMENT_TABLE).scan({ timeoutMs: 60_000 });
-    const stored = new Map(rows.map((r) => [r['id'] as bigint, r['v'] as string]));
-    const lost = res.acks.filter((a) => stored.get(a.id) !== a.value);
-    lab.log(`read back ${stored.size} rows; ${lost.length} acknowledged writes missing`);
-    checks.push({ name: 'no acknowledged write is lost', ok: lost.length === 0, detail: lost.length === 0 ? `all ${res.acks.length} acknowledged writes read back` : `${lost.length} missing, e.g. id ${String(lost[0]!.id)}` });
-    figures['rowsReadBack'] = stored.size;
+    figures['rowsReadBack'] = await checkNoAckedWriteLost(lab, res.acks, checks);
     return {
       name: 'leader-failover',
       title: 'Leader failover under a write load',

@@ -20,7 +20,7 @@ import { raftMessagesDropped } from '../console-http';
 import { leadersByTablet, replicasViaDriver } from '../tablet-view';
 import { sleep, waitUntil } from '../wait-until';
 import type { Check, ExperimentOptions, ExperimentResult } from './experiment';
-import { checkCaughtUpAfterHeal, EXPERIMENT_TABLE, openExperimentLab } from './experiment-lab';
+import { checkCaughtUpAfterHeal, checkNoAckedWriteLost, EXPERIMENT_TABLE, openExperimentLab } from './experiment-lab';
 import { WriteLoad } from './write-load';
 
 const WRITERS = 4;
@@ -149,10 +149,7 @@ export async function partialPartition(o: ExperimentOptions): Promise<Experiment
     await checkCaughtUpAfterHeal(lab, follower, `${follower} catches up after heal`, CATCH_UP_TIMEOUT_MS, checks, figures);
     await lab.driver.setFlag('n0', 'enable_load_balancing', 'true', false, 'master');
 
-    const rows = await lab.client.table(EXPERIMENT_TABLE).scan({ timeoutMs: 60_000 });
-    const stored = new Map(rows.map((r) => [r['id'] as bigint, r['v'] as string]));
-    const lost = res.acks.filter((a) => stored.get(a.id) !== a.value);
-    checks.push({ name: 'no acknowledged write is lost', ok: lost.length === 0, detail: lost.length === 0 ? `all ${res.acks.length} acknowledged writes read back` : `${lost.length} missing, e.g. id ${String(lost[0]!.id)}` });
+    await checkNoAckedWriteLost(lab, res.acks, checks);
     return {
       name: 'partial-partition',
       title: 'Partial partition: a follower cut from its leader, a majority that still hears it',

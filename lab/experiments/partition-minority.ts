@@ -7,7 +7,7 @@
 import { laggingTablets, leadersByTablet, replicasViaDriver } from '../tablet-view';
 import { sleep, waitUntil } from '../wait-until';
 import type { Check, ExperimentOptions, ExperimentResult } from './experiment';
-import { checkCaughtUpAfterHeal, EXPERIMENT_TABLE, openExperimentLab } from './experiment-lab';
+import { checkCaughtUpAfterHeal, checkNoAckedWriteLost, EXPERIMENT_TABLE, openExperimentLab } from './experiment-lab';
 import { WriteLoad } from './write-load';
 
 const WRITERS = 4;
@@ -85,10 +85,7 @@ export async function partitionMinority(o: ExperimentOptions): Promise<Experimen
     await checkCaughtUpAfterHeal(lab, MINORITY, 'the minority catches up after heal', CATCH_UP_TIMEOUT_MS, checks, figures);
     await sleep(1_000); // one more chart sample after catch-up
 
-    const rows = await lab.client.table(EXPERIMENT_TABLE).scan({ timeoutMs: 60_000 });
-    const stored = new Map(rows.map((r) => [r['id'] as bigint, r['v'] as string]));
-    const lost = res.acks.filter((a) => stored.get(a.id) !== a.value);
-    checks.push({ name: 'no acknowledged write is lost', ok: lost.length === 0, detail: lost.length === 0 ? `all ${res.acks.length} acknowledged writes read back` : `${lost.length} missing, e.g. id ${String(lost[0]!.id)}` });
+    await checkNoAckedWriteLost(lab, res.acks, checks);
     return {
       name: 'partition-minority',
       title: 'Minority partition and catch-up',
