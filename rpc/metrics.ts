@@ -4,6 +4,7 @@
  * /prometheus-metrics by the console kit.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { RpcClient, RpcServer } from './types';
 
 export interface MetricsOptions {
   /** Labels on every metric (e.g. { server: 'tserver-1' }). */
@@ -51,6 +52,23 @@ export class Metrics {
             },
           }
         : {}),
+    });
+  }
+
+  /**
+   * rpc_connections: a server's RPC connections from its clients (side="server") and its own to
+   * other servers (side="client"), open now (kind="open") and closed since start because a keepalive
+   * ping stayed unanswered for rpc_connection_timeout_ms (kind="closed_unanswered_ping": a peer cut
+   * off, paused or gone).
+   */
+  rpcConnections(server: RpcServer, client: RpcClient): void {
+    this.gauge('rpc_connections', "RPC connections of this server: from its clients (side=\"server\") and its own to other servers (side=\"client\"); open now (kind=\"open\"), and closed since start because a keepalive ping stayed unanswered for rpc_connection_timeout_ms (kind=\"closed_unanswered_ping\")", ['side', 'kind'], (g) => {
+      for (const [side, end] of [['server', server], ['client', client]] as const) {
+        const st = end.connectionStats?.();
+        if (!st) continue;
+        g.set({ side, kind: 'open' }, st.open);
+        g.set({ side, kind: 'closed_unanswered_ping' }, st.closedUnansweredPing);
+      }
     });
   }
 

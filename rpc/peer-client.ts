@@ -21,5 +21,6 @@ export function peerClient(inner: RpcClient, flags: Flags): RpcClient {
       inner.send(address, m, msg);
     },
     close: () => inner.close(),
+    ...(inner.connectionStats ? { connectionStats: () => inner.connectionStats!() } : {}),
   };
 }

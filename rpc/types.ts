@@ -56,12 +56,22 @@ export interface RpcServer {
   stop(): Promise<void>;
   /** `host:port` actually bound (port 0 resolves to the chosen port). */
   readonly address: string;
+  /** Transports with connections (WebSocket) tell about them. */
+  connectionStats?(): ConnectionStats;
+}
+
+/** Connections of one RPC client or server (metrics): open now, and closed since start because a keepalive ping stayed unanswered. */
+export interface ConnectionStats {
+  open: number;
+  closedUnansweredPing: number;
 }
 
 export interface RpcClient {
   call<Req, Resp>(address: string, m: MethodDef<Req, Resp>, req: Req, opts?: CallOptions): Promise<Resp>;
   send<M>(address: string, m: OnewayDef<M>, msg: M): void;
   close(): Promise<void>;
+  /** Transports with connections (WebSocket) tell about them. */
+  connectionStats?(): ConnectionStats;
 }
 
 export interface ServerOptions {

@@ -6,7 +6,7 @@
 import { WebSocket, type RawData } from 'ws';
 import { DbError, ErrorCode, RPC_INFLIGHT_CALLS_MAX, RPC_OUTBOUND_QUEUE_BYTES_MAX, type Logger } from '../common';
 import { decodeFrame, encodeFrame, FrameKind } from './frame-codec';
-import type { CallOptions, Codec, MethodDef, OnewayDef, RpcClient } from './types';
+import type { CallOptions, Codec, ConnectionStats, MethodDef, OnewayDef, RpcClient } from './types';
 import { sendCoalesced } from './send-coalescer';
 import { FRAME_OVERHEAD_BYTES_MAX, toBytes } from './ws-server';
 
@@ -75,6 +75,13 @@ class WsConnection {
   get idle(): boolean {
     return this.pending.size === 0 && this.state !== 'open';
   }
+
+  get isOpen(): boolean {
+    return this.state === 'open';
+  }
+
+  /** Times this connection was closed because a keepalive ping stayed unanswered. */
+  closedUnansweredPing = 0;
 
   /** Make sure a socket is open or opening; false when backing off after failed connects. */
   private ensure(): boolean {
@@ -158,6 +165,7 @@ class WsConnection {
         const quiet = now - this.lastHeardMs;
         this.closeReason = `a ping to ${this.address} stayed unanswered for ${Math.round(now - pingSentMs)} ms (rpc_connection_timeout_ms ${timeout}; nothing heard for ${Math.round(quiet)} ms)`;
         this.deps.log.info({ address: this.address, quietMs: Math.round(quiet) }, 'RPC connection: ping unanswered past rpc_connection_timeout_ms; closing it (the next call connects afresh)');
+        this.closedUnansweredPing++;
         ws.terminate();
       } else if (now - this.lastHeardMs >= every) {
         if (pingSentMs === 0) pingSentMs = now;
@@ -319,7 +327,20 @@ export class WsRpcClient implements RpcClient {
   private readonly conns = new Map<string, WsConnection>();
   private closed = false;
 
+  /** Keepalive closes of connections dropped from the map since (evicted idle ones). */
+  private closedUnansweredPingGone = 0;
+
   constructor(private readonly deps: WsClientDeps) {}
+
+  connectionStats(): ConnectionStats {
+    let open = 0;
+    let closed = this.closedUnansweredPingGone;
+    for (const c of this.conns.values()) {
+      if (c.isOpen) open++;
+      closed += c.closedUnansweredPing;
+    }
+    return { open, closedUnansweredPing: closed };
+  }
 
   private conn(address: string): WsConnection {
     let c = this.conns.get(address);
@@ -327,6 +348,7 @@ export class WsRpcClient implements RpcClient {
       if (this.conns.size >= CONNECTIONS_MAX) {
         for (const [a, old] of this.conns) {
           if (old.idle) {
+            this.closedUnansweredPingGone += old.closedUnansweredPing;
             this.conns.delete(a);
             break;
           }

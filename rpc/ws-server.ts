@@ -10,7 +10,7 @@ import { DbError, ErrorCode, RPC_INFLIGHT_CALLS_MAX, RPC_OUTBOUND_QUEUE_BYTES_MA
 import { decodeFrame, encodeFrame, FrameKind } from './frame-codec';
 import { HandlerRegistry } from './handler-registry';
 import { sendCoalesced } from './send-coalescer';
-import type { Handler, MethodDef, OnewayDef, OnewayHandler, RpcServer, ServerOptions } from './types';
+import type { ConnectionStats, Handler, MethodDef, OnewayDef, OnewayHandler, RpcServer, ServerOptions } from './types';
 
 /** Room for the frame header around a payload of the largest allowed size. */
 export const FRAME_OVERHEAD_BYTES_MAX = 64 * 1024;
@@ -75,6 +75,10 @@ export class WsRpcServer implements RpcServer {
   /** Connections currently open (console, tests). */
   get connectionCount(): number {
     return this.conns.size;
+  }
+
+  connectionStats(): ConnectionStats {
+    return { open: this.conns.size, closedUnansweredPing: this.silentClosed };
   }
 
   handle<Req, Resp>(m: MethodDef<Req, Resp>, h: Handler<Req, Resp>): void {

@@ -171,6 +171,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
     reports: () => reports(),
   });
   const metrics = new Metrics({ defaultLabels: { server: 'tserver' }, processMetrics: opts.webConsole === true });
+  metrics.rpcConnections(rpc, client);
   service.register(countingServer(rpc, metrics), methods);
   const txnMethods = opts.txnMethods ?? { coordinator: txnCoordinatorMethods(), participant: txnParticipantMethods(), master: masterMethods() };
   const txn = new TxnService({

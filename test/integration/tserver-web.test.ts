@@ -164,6 +164,11 @@ describe('tserver console', () => {
     });
     expect(txnProm).toMatch(/tserver_log_fsyncs\{[^}]*tablet_id="[0-9a-f]+"[^}]*\} [1-9]/);
     expect(txnProm).toMatch(/tserver_raft_messages\{[^}]*direction="sent"[^}]*\} [1-9]/);
+    // RPC connections: each tserver has clients (the other tservers, the test's client) and its own
+    // connections out (the master, the other tservers); none was closed by keepalive here.
+    expect(txnProm).toMatch(/rpc_connections\{[^}]*side="server"[^}]*kind="open"[^}]*\} [1-9]/);
+    expect(txnProm).toMatch(/rpc_connections\{[^}]*side="client"[^}]*kind="open"[^}]*\} [1-9]/);
+    expect(txnProm).not.toMatch(/rpc_connections\{[^}]*kind="closed_unanswered_ping"[^}]*\} [1-9]/);
     // Per tablet replica, what Raft did while a log sync ran (may be 0 on a lightly loaded cluster).
     for (const kind of ['applied_entries', 'applied_saved_ms', 'sends']) expect(txnProm).toMatch(new RegExp(`tserver_raft_early\\{[^}]*tablet_id="[0-9a-f]+"[^}]*kind="${kind}"[^}]*\\} \\d+`));
     // The apply stage per tablet replica: entries and calls (every replica applied something), waits and run time.

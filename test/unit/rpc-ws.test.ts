@@ -344,6 +344,7 @@ describe('ws: client keepalive', () => {
       expect(err.message).toContain('stayed unanswered');
       expect(took).toBeLessThan(10_000);
       expect(s.pings()).toBeGreaterThan(0);
+      expect(client.connectionStats()).toEqual({ open: 0, closedUnansweredPing: 1 });
       // Keepalive off: after the same time the call is still waiting.
       let settled = false;
       const p = quiet.call(s.address, ECHO, { text: 'x' }, { timeoutMs: 30_000 }).then(
@@ -393,6 +394,7 @@ describe('ws: client keepalive', () => {
       expect(s.notes()).toBe(2);
       expect(s.connections()).toBe(1);
       expect(s.pings()).toBeGreaterThanOrEqual(5);
+      expect(client.connectionStats()).toEqual({ open: 1, closedUnansweredPing: 0 });
     } finally {
       await client.close();
       await s.stop();
@@ -431,6 +433,7 @@ describe('ws: server keepalive', () => {
       expect(closedIn, 'the silent client was never closed').toBeGreaterThan(0);
       expect(pingsSeen).toBeGreaterThan(0);
       expect(server.silentClosed).toBe(1);
+      expect((es.server as unknown as { connectionStats(): unknown }).connectionStats()).toEqual({ open: 1, closedUnansweredPing: 1 });
       expect(live.ws.readyState).toBe(WebSocket.OPEN);
       await new Promise((r) => setTimeout(r, 1_500));
       expect(live.ws.readyState).toBe(WebSocket.OPEN);
