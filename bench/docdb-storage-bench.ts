@@ -1,7 +1,12 @@
 /**
  * DocDB storage figures (issue 4, "Tests and figures"), RocksDB engine in a temp directory:
  * RegularDB batched writes per second, point reads per second, scan rows per second, and apply rows
- * per second for one 100,000-row transaction. Called from bench/docdb-bench.ts; also runs alone:
+ * per second for one 100,000-row transaction. Then the path a tablet replica takes for many small
+ * transactions (issue 8): one-row transactions in groups of SMALL_GROUP (about what one Raft apply
+ * call carries at c64), their intents written together (writeIntentsMany), then applied together in
+ * the RegularDB batch of their APPLY entries (writeRegularMany with apply marks, clean-ups deferred),
+ * against the same rows written as plain RegularDB writes in the same groups: process CPU µs per row,
+ * the RocksDB thread pool's included. Called from bench/docdb-bench.ts; also runs alone:
  * `node dist/bench/docdb-storage-bench.js [--rows=N]`.
  */
 import * as fs from 'node:fs';
@@ -16,6 +21,9 @@ const WRITE_BATCH_ROWS = 1000;
 const INTENT_BATCH_ROWS = 5000;
 const POINT_READS = 20_000;
 const SCAN_PAGE_ROWS = 10_000;
+/** One-row transactions per group in the small-transaction case. */
+const SMALL_GROUP = 8;
+const SMALL_ROWS_MAX = 50_000;
 
 const rowKey = (i: number): DocKey => ({ hash: (i * 40503) & 0xffff, hashed: [BigInt(i)], range: [] });
 const upsert = (i: number): RowOp => ({ type: 'upsert', key: rowKey(i), columns: [{ columnId: 1, value: `value-${i}` }, { columnId: 2, value: BigInt(i) }] });
@@ -34,6 +42,13 @@ export interface StorageFigures {
   pointReadsPerSec: number;
   scanRowsPerSec: number;
   applyRowsPerSec: number;
+  /** Small transactions: process CPU µs per row (plain write, intents write, apply). */
+  small: { rows: number; plainCpuUsPerRow: number; intentsCpuUsPerRow: number; applyCpuUsPerRow: number };
+}
+
+function cpuUs(since: NodeJS.CpuUsage): number {
+  const c = process.cpuUsage(since);
+  return c.user + c.system;
 }
 
 export async function runStorageBench(rows = 100_000, print: (s: string) => void = console.log): Promise<StorageFigures> {
@@ -97,11 +112,49 @@ export async function runStorageBench(rows = 100_000, print: (s: string) => void
     const after = await db2.sizes();
     print(`apply: ${rows}-row transaction (${p.recordsApplied} intent records, default chunks) in ${applyMs.toFixed(0)} ms = ${rate(rows, applyMs)} (intents left ${after.intentsdb.intentCount})`);
     await db2.close();
+
+    // Small transactions, as a tablet replica sees them under load.
+    const n = Math.min(rows, SMALL_ROWS_MAX) - (Math.min(rows, SMALL_ROWS_MAX) % SMALL_GROUP);
+    const db3 = await openDb(path.join(root, 'c'));
+    const db4 = await openDb(path.join(root, 'd'));
+    let c0 = process.cpuUsage();
+    for (let i = 0; i < n; i += SMALL_GROUP) {
+      const batches = [];
+      for (let k = i; k < i + SMALL_GROUP; k++) batches.push({ ops: [upsert(k)], ht: base + BigInt(index), opId: { term: 1, index: index++ } });
+      await db3.writeRegularMany(batches);
+    }
+    const plainUs = cpuUs(c0);
+    const txnOf = (k: number) => ({ txnId: TxnId(`small-${k}`), statusTablet: 's', isolation: 'snapshot' as const, priority: 1, startHt: base });
+    c0 = process.cpuUsage();
+    for (let i = 0; i < n; i += SMALL_GROUP) {
+      const items = [];
+      for (let k = i; k < i + SMALL_GROUP; k++) items.push({ txn: txnOf(k), ops: [upsert(k)], ht: base + BigInt(index), opId: { term: 1, index: index++ } });
+      await db4.writeIntentsMany(items);
+    }
+    const intentsUs = cpuUs(c0);
+    c0 = process.cpuUsage();
+    for (let i = 0; i < n; i += SMALL_GROUP) {
+      const marks = [];
+      for (let k = i; k < i + SMALL_GROUP; k++) marks.push({ txnId: txnOf(k).txnId, commitHt: base + 20_000_000n + BigInt(index), opId: { term: 1, index: index++ } });
+      const how = await db4.writeRegularMany([], marks, true);
+      if (how.some((m) => m !== 'applied')) throw new Error(`bench: a small transaction was not applied in its batch (${how.join(',')})`);
+      // The tablet writes the deferred clean-ups once they are apply_cleanup_delay_ms old.
+      if (db4.deferredAgeMs() >= 200) await db4.flushDeferred();
+    }
+    await db4.flushDeferred();
+    const applyUs = cpuUs(c0);
+    const left = (await db4.sizes()).intentsdb.intentCount;
+    if (left !== 0) throw new Error(`bench: ${left} intents left after the small transactions' applies`);
+    const small = { rows: n, plainCpuUsPerRow: plainUs / n, intentsCpuUsPerRow: intentsUs / n, applyCpuUsPerRow: applyUs / n };
+    print(`small transactions (${n} one-row txns, ${SMALL_GROUP} per group), process CPU per row: plain RegularDB write ${small.plainCpuUsPerRow.toFixed(1)} µs; intents write ${small.intentsCpuUsPerRow.toFixed(1)} µs; apply (in the APPLY batch, clean-ups deferred) ${small.applyCpuUsPerRow.toFixed(1)} µs; intents + apply / plain = ${((small.intentsCpuUsPerRow + small.applyCpuUsPerRow) / small.plainCpuUsPerRow).toFixed(2)}`);
+    await db3.close();
+    await db4.close();
     return {
       writeRowsPerSec: (rows * 1000) / writeMs,
       pointReadsPerSec: (POINT_READS * 1000) / readMs,
       scanRowsPerSec: (scanned * 1000) / scanMs,
       applyRowsPerSec: (rows * 1000) / applyMs,
+      small,
     };
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
