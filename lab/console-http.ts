@@ -118,3 +118,20 @@ export async function raftMessagesDropped(webUrl: string, timeoutMs = 3_000): Pr
     return undefined;
   }
 }
+
+/**
+ * RPC connections a server (master or tserver) closed since it started because a keepalive ping
+ * stayed unanswered for rpc_connection_timeout_ms, its clients' and its own together (the
+ * rpc_connections metric); undefined when the console does not answer.
+ */
+export async function rpcConnectionsClosedByKeepalive(webUrl: string, timeoutMs = 3_000): Promise<number | undefined> {
+  try {
+    const r = await httpRequest(`${webUrl}/prometheus-metrics`, { timeoutMs });
+    if (r.status !== 200) return undefined;
+    let n = 0;
+    for (const m of r.body.matchAll(/^rpc_connections\{[^}]*kind="closed_unanswered_ping"[^}]*\} (\d+)/gm)) n += Number(m[1]);
+    return n;
+  } catch {
+    return undefined;
+  }
+}

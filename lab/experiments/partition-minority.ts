@@ -3,9 +3,18 @@
  * table. The majority must keep serving writes on every tablet (leaders move off the minority by
  * check-quorum), the minority must fall behind, and after heal it must catch up: each of its replicas
  * applies as far as its leader. No acknowledged write may be lost.
+ *
+ * `holdMs` (default 5 s; `--hold-ms`) sets how long the node stays cut off. Under Docker a long cut
+ * (past rpc_connection_timeout_ms, 15 s) shows RPC keepalive at work: the servers close the
+ * connections whose pings went unanswered (the figure rpcConnectionsClosedByKeepalive), so after the
+ * heal fresh connections go through at once instead of waiting for TCP's next retransmission of
+ * the old ones (tens of seconds after a long cut). The process driver cuts traffic above the
+ * WebSocket layer, which still answers pings, so nothing is closed there.
  */
+import { rpcConnectionsClosedByKeepalive } from '../console-http';
 import { laggingTablets, leadersByTablet, replicasViaDriver } from '../tablet-view';
 import { sleep, waitUntil } from '../wait-until';
+import { DbError, ErrorCode } from '../../common/errors';
 import type { Check, ExperimentOptions, ExperimentResult } from './experiment';
 import { checkCaughtUpAfterHeal, checkNoAckedWriteLost, EXPERIMENT_TABLE, openExperimentLab } from './experiment-lab';
 import { WriteLoad } from './write-load';
@@ -18,11 +27,15 @@ const WRITERS = 4;
  */
 const WRITE_TIMEOUT_MS = 2_000;
 const WARMUP_ACKS = 200;
-const PARTITION_HOLD_MS = 5_000;
+/** Default time the minority stays cut off. */
+export const PARTITION_HOLD_MS = 5_000;
+const HOLD_MS_MAX = 600_000;
 const LEADERS_MOVE_TIMEOUT_MS = 30_000;
 const CATCH_UP_TIMEOUT_MS = 60_000;
 
 export async function partitionMinority(o: ExperimentOptions): Promise<ExperimentResult> {
+  const holdMs = o.params?.['holdMs'] ?? PARTITION_HOLD_MS;
+  if (!Number.isInteger(holdMs) || holdMs < 1_000 || holdMs > HOLD_MS_MAX) throw new DbError(ErrorCode.INVALID_ARGUMENT, `partition-minority: --hold-ms must be a whole number of ms in [1000, ${HOLD_MS_MAX}], got ${holdMs}`);
   const lab = await openExperimentLab(o, 'partition-minority');
   const checks: Check[] = [];
   const figures: Record<string, number | string> = {};
@@ -65,12 +78,15 @@ export async function partitionMinority(o: ExperimentOptions): Promise<Experimen
     if (leadersMoved) figures['majorityLeadersMs'] = Math.round(leadersMs);
 
     const acksAtHoldStart = load.ackCount();
-    await sleep(PARTITION_HOLD_MS); // the load runs meanwhile; this is the observation window, not a wait on a condition
+    const holdFrom = lab.now();
+    await sleep(Math.max(0, holdMs - (holdFrom - partAt))); // the load runs meanwhile; this is the observation window, not a wait on a condition
+    const heldMs = lab.now() - holdFrom;
     const acksDuringHold = load.ackCount() - acksAtHoldStart;
-    lab.log(`${acksDuringHold} writes acknowledged during ${PARTITION_HOLD_MS} ms of partition`);
-    checks.push({ name: 'the majority keeps serving writes', ok: acksDuringHold > 0, detail: `${acksDuringHold} writes acknowledged in ${PARTITION_HOLD_MS} ms of partition` });
+    lab.log(`${acksDuringHold} writes acknowledged during the last ${heldMs.toFixed(0)} ms of partition`);
+    checks.push({ name: 'the majority keeps serving writes', ok: acksDuringHold > 0, detail: `${acksDuringHold} writes acknowledged in ${heldMs.toFixed(0)} ms of partition (after the leaders moved)` });
+    figures['partitionHoldMs'] = holdMs;
     figures['writesDuringPartition'] = acksDuringHold;
-    figures['writesPerSecondDuringPartition'] = Math.round((acksDuringHold * 1000) / PARTITION_HOLD_MS);
+    figures['writesPerSecondDuringPartition'] = Math.round((acksDuringHold * 1000) / Math.max(1, heldMs));
 
     const lagging = laggingTablets(await replicasViaDriver(lab.driver), MINORITY, EXPERIMENT_TABLE) ?? [];
     checks.push({ name: 'the minority falls behind', ok: lagging.length > 0, detail: `${lagging.length} of its replicas behind their leaders` });
@@ -84,12 +100,17 @@ export async function partitionMinority(o: ExperimentOptions): Promise<Experimen
     await lab.driver.heal();
     await checkCaughtUpAfterHeal(lab, MINORITY, 'the minority catches up after heal', CATCH_UP_TIMEOUT_MS, checks, figures);
     await sleep(1_000); // one more chart sample after catch-up
+    // RPC keepalive: connections closed because their pings went unanswered, on every server.
+    const webUrls = lab.driver.addresses().flatMap((n) => [n.tserver.webUrl, ...(n.master ? [n.master.webUrl] : [])]);
+    const closed = (await Promise.all(webUrls.map((u) => rpcConnectionsClosedByKeepalive(u)))).reduce<number>((a, b) => a + (b ?? 0), 0);
+    figures['rpcConnectionsClosedByKeepalive'] = closed;
+    lab.log(`${closed} RPC connection(s) closed by keepalive (a ping unanswered for rpc_connection_timeout_ms) on all servers`);
 
     await checkNoAckedWriteLost(lab, res.acks, checks);
     return {
       name: 'partition-minority',
       title: 'Minority partition and catch-up',
-      summary: `A 3-node ${lab.driver.kind} lab (RF 3, 3 tablets) under ${WRITERS} sequential writers; ${String(figures['minorityNode'])} was cut off (${lab.driver.kind === 'docker' ? 'its container disconnected from the lab network' : 'TEST_drop_traffic_peers on every server'}) for ${PARTITION_HOLD_MS} ms of load, then healed.`,
+      summary: `A 3-node ${lab.driver.kind} lab (RF 3, 3 tablets) under ${WRITERS} sequential writers; ${String(figures['minorityNode'])} was cut off (${lab.driver.kind === 'docker' ? 'its container disconnected from the lab network' : 'TEST_drop_traffic_peers on every server'}) for ${holdMs} ms of load, then healed.`,
       checks,
       figures,
       chart: { title: 'Memtable bytes per node (table exp)', series: lab.memSeries(), yLabel: 'bytes' },

@@ -140,11 +140,15 @@ describe('lab experiments under the docker driver (real servers)', () => {
     expect(await labContainers('leader-failover')).toEqual([]);
   }, 240_000);
 
-  it('docker experiment partition-minority: a node disconnected from the lab network falls behind (read inside its container) and catches up after heal', async (ctx) => {
+  it('docker experiment partition-minority: a node disconnected from the lab network for 25 s falls behind (read inside its container), RPC keepalive closes the connections whose pings went unanswered, and the node catches up after heal', async (ctx) => {
     if (!engine.ok) return ctx.skip();
-    const r = await runExperiment(findExperiment('partition-minority')!, opts());
+    // Longer than rpc_connection_timeout_ms (15 s) from the first unanswered ping (sent within two
+    // 2 s keepalive ticks of the cut), so keepalive closes connections before the heal.
+    const r = await runExperiment(findExperiment('partition-minority')!, { ...opts(), params: { holdMs: 25_000 } });
     expectPassed(r);
     expect(r.summary).toContain('disconnected from the lab network');
+    expect(r.figures['partitionHoldMs']).toBe(25_000);
+    expect(Number(r.figures['rpcConnectionsClosedByKeepalive'])).toBeGreaterThan(0);
     expect(await labContainers('partition-minority')).toEqual([]);
   }, 240_000);
 

@@ -92,6 +92,13 @@ describe('tessera lab CLI', () => {
     expect(r.err).toMatch(/^error: INVALID_ARGUMENT: unknown node 'n9'/);
   });
 
+  it('lab cli: experiment partition-minority refuses a --hold-ms outside [1000, 600000] before it starts anything', async () => {
+    const r = await lab('experiment', 'partition-minority', '--hold-ms', '10', '--base_dir', path.join(baseDir, 'exp-refused'));
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/^error: INVALID_ARGUMENT: partition-minority: --hold-ms must be a whole number of ms in \[1000, 600000\], got 10/);
+    expect(fs.existsSync(path.join(baseDir, 'exp-refused', 'lab-partition-minority'))).toBe(false);
+  });
+
   it('lab cli: down removes the lab; status afterwards says there is none', async () => {
     expect((await lab('down', '--base_dir', baseDir)).code).toBe(0);
     const r = await lab('status', '--base_dir', baseDir);
