@@ -11,7 +11,7 @@ import { createLogger, followLogLevel, LogRing, type Logger } from '../common/lo
 import { MathRng } from '../common/rng';
 import { decodeMessage, encodeMessage } from '../raft/message-codec';
 import type { Message } from '../raft/types';
-import { Metrics } from '../rpc/metrics';
+import { Metrics, rpcConnectionsOf } from '../rpc/metrics';
 import { masterMethods, raftBatchMethod, tabletServerMethods, type ListMastersResponsePB, type RaftEnvelopePB } from '../rpc/service-methods';
 import type { RpcClient, RpcServer, Transport } from '../rpc/types';
 import { WebServer } from '../rpc/web-server';
@@ -190,7 +190,7 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
     logRing,
     metrics,
     log,
-    health: () => ({ ok: true, uuid, rpcAddress: selfId, role: sys.isLeader() ? 'LEADER' : 'FOLLOWER' }),
+    health: () => ({ ok: true, uuid, rpcAddress: selfId, role: sys.isLeader() ? 'LEADER' : 'FOLLOWER', rpcConnections: rpcConnectionsOf(rpc, client) }),
   });
 
   const self = (): MasterInfo => {

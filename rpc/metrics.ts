@@ -4,7 +4,7 @@
  * /prometheus-metrics by the console kit.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { RpcClient, RpcServer } from './types';
+import type { ConnectionStats, RpcClient, RpcServer } from './types';
 
 export interface MetricsOptions {
   /** Labels on every metric (e.g. { server: 'tserver-1' }). */
@@ -15,6 +15,13 @@ export interface MetricsOptions {
 
 /** Resolution of the event-loop lag monitor (nodejs_eventloop_lag_* metrics). */
 export const EVENT_LOOP_MONITOR_MS = 100;
+
+/** The /healthz view of a server's RPC connections: from its clients (in) and its own (out). */
+export function rpcConnectionsOf(server: RpcServer, client: RpcClient): { in?: ConnectionStats; out?: ConnectionStats } {
+  const inStats = server.connectionStats?.();
+  const outStats = client.connectionStats?.();
+  return { ...(inStats ? { in: inStats } : {}), ...(outStats ? { out: outStats } : {}) };
+}
 
 export class Metrics {
   readonly registry = new Registry();

@@ -60,7 +60,7 @@ class WsConnection {
   private retryAtMs = 0;
   /** Frames received from the server (a timed-out call tells whether it was heard from meanwhile). */
   private framesReceived = 0;
-  /** When anything (a frame, a pong) last came from the server, and the keepalive's last tick. */
+  /** When anything (a frame, a ping, a pong) last came from the server, and the keepalive's last tick. */
   private lastHeardMs = 0;
   private lastTickMs = 0;
   private keepalive: NodeJS.Timeout | undefined;

@@ -14,7 +14,7 @@ import { peerClient } from '../rpc/peer-client';
 import { LOG_LEVEL } from '../common/common-flags';
 import { createLogger, followLogLevel, LogRing, type Logger } from '../common/log';
 import { MathRng, type Rng } from '../common/rng';
-import { Metrics } from '../rpc/metrics';
+import { Metrics, rpcConnectionsOf } from '../rpc/metrics';
 import { masterMethods, txnCoordinatorMethods, txnParticipantMethods, type MasterMethods, type TxnCoordinatorMethods, type TxnParticipantMethods } from '../rpc/service-methods';
 import type { RpcClient, RpcServer, Transport } from '../rpc/types';
 import { TxnService } from './transaction/txn-service';
@@ -274,7 +274,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
       logRing,
       metrics,
       log,
-      health: () => ({ ok: true, uuid, rpcAddress, tablets: manager.list().length }),
+      health: () => ({ ok: true, uuid, rpcAddress, tablets: manager.list().length, rpcConnections: rpcConnectionsOf(rpc, client) }),
     });
     registerTServerPages({ web, metrics, uuid, rpcAddress, manager: () => manager, trackers, tabletsJson: () => tabletsJson(), transactions: () => txn.snapshot(), coordinatorMemories: () => txn.coordinatorMemories(), raftTransport: () => consensus.metrics });
     try {

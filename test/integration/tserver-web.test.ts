@@ -122,9 +122,13 @@ describe('tserver console', () => {
     expect(varz.flags.find((f) => f.name === 'heartbeat_interval_ms')).toMatchObject({ value: 300, changed: true });
     await expect(postFlag(web, 'no_such_flag', '1', false)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
 
-    const health = (await getJson(`${web}/api/v1/healthz`)) as { ok: boolean; kind: string; tablets: number };
+    const health = (await getJson(`${web}/api/v1/healthz`)) as { ok: boolean; kind: string; tablets: number; rpcConnections: { in: { open: number; closedUnansweredPing: number }; out: { open: number; closedUnansweredPing: number } } };
     expect(health).toMatchObject({ ok: true, kind: 'tserver' });
     expect(health.tablets).toBeGreaterThanOrEqual(3);
+    // RPC connections: the other tservers and the client connect in; it connects out to the master and its peers.
+    expect(health.rpcConnections.in.open).toBeGreaterThanOrEqual(1);
+    expect(health.rpcConnections.out.open).toBeGreaterThanOrEqual(1);
+    expect(health.rpcConnections.in.closedUnansweredPing + health.rpcConnections.out.closedUnansweredPing).toBe(0);
     const logs = (await getJson(`${web}/api/v1/logs`)) as { lines: string[] };
     expect(logs.lines.some((l) => l.includes('tserver started'))).toBe(true);
 
