@@ -14,6 +14,7 @@ import { defaultLabBaseDir, newDriver, openLab } from './open-lab';
 import { formatTable } from './text-table';
 import { linksText } from './partition-plan';
 import { EXPERIMENTS, findExperiment, passed, renderText, runExperiment } from './experiments';
+import { PARTITION_HOLD_MS } from './experiments/partition-minority';
 
 export interface LabCliIo {
   out: (text: string) => void;
@@ -228,7 +229,7 @@ export function registerLabCommands(program: Command, io: LabCliIo = defaultIo):
     .option('--rows <n>', 'intents-apply: rows in the transaction', '100')
     .option('--row-bytes <n>', 'intents-apply: bytes per row', '1048576')
     .option('--delay-ms <n>', 'intents-apply: TEST_inject_sleep_before_applying_intents_ms on n0', '60000')
-    .option('--hold-ms <n>', 'partition-minority: how long the node stays cut off (past rpc_connection_timeout_ms, 15 s, under Docker: RPC keepalive closes the dead connections)', '5000')
+    .option('--hold-ms <n>', 'partition-minority: how long the node stays cut off (past rpc_connection_timeout_ms, 15 s, under Docker: RPC keepalive closes the dead connections)', String(PARTITION_HOLD_MS))
     .option('--json', 'machine-readable output')
     .action(
       run(async (name: string, o: { base_dir: string; driver: string; host_base: string; port_offset?: string; server_entry: string; keep?: boolean; json?: boolean; rows: string; rowBytes: string; delayMs: string; holdMs: string }) => {
@@ -242,7 +243,7 @@ export function registerLabCommands(program: Command, io: LabCliIo = defaultIo):
           portOffset: int('port_offset', o.port_offset, driver === 'docker' ? DEFAULT_DOCKER_PORT_OFFSET : 0),
           serverEntry: o.server_entry,
           keep: o.keep === true,
-          params: { rows: int('rows', o.rows, 100), rowBytes: int('row-bytes', o.rowBytes, 1048576), delayMs: int('delay-ms', o.delayMs, 60000), holdMs: int('hold-ms', o.holdMs, 5000) },
+          params: { rows: int('rows', o.rows, 100), rowBytes: int('row-bytes', o.rowBytes, 1048576), delayMs: int('delay-ms', o.delayMs, 60000), holdMs: int('hold-ms', o.holdMs, PARTITION_HOLD_MS) },
           progress: progress(o.json === true),
         });
         io.out(o.json ? JSON.stringify({ ...r, driver, passed: passed(r) }, null, 2) : renderText(r));
