@@ -70,8 +70,8 @@ export class Metrics {
    */
   rpcConnections(server: RpcServer, client: RpcClient): void {
     this.gauge('rpc_connections', "RPC connections of this server: from its clients (side=\"server\") and its own to other servers (side=\"client\"); open now (kind=\"open\"), and closed since start because a keepalive ping stayed unanswered for rpc_connection_timeout_ms (kind=\"closed_unanswered_ping\")", ['side', 'kind'], (g) => {
-      for (const [side, end] of [['server', server], ['client', client]] as const) {
-        const st = end.connectionStats?.();
+      const c = rpcConnectionsOf(server, client);
+      for (const [side, st] of [['server', c.in], ['client', c.out]] as const) {
         if (!st) continue;
         g.set({ side, kind: 'open' }, st.open);
         g.set({ side, kind: 'closed_unanswered_ping' }, st.closedUnansweredPing);

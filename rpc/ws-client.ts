@@ -7,6 +7,7 @@ import { WebSocket, type RawData } from 'ws';
 import { DbError, ErrorCode, RPC_INFLIGHT_CALLS_MAX, RPC_OUTBOUND_QUEUE_BYTES_MAX, type Logger } from '../common';
 import { decodeFrame, encodeFrame, FrameKind } from './frame-codec';
 import type { CallOptions, Codec, ConnectionStats, MethodDef, OnewayDef, RpcClient } from './types';
+import { KeepaliveTicker, keepaliveStep, keepaliveTiming, type KeepaliveState } from './keepalive';
 import { sendCoalesced } from './send-coalescer';
 import { FRAME_OVERHEAD_BYTES_MAX, toBytes } from './ws-server';
 
@@ -60,9 +61,8 @@ class WsConnection {
   private retryAtMs = 0;
   /** Frames received from the server (a timed-out call tells whether it was heard from meanwhile). */
   private framesReceived = 0;
-  /** When anything (a frame, a ping, a pong) last came from the server, and the keepalive's last tick. */
-  private lastHeardMs = 0;
-  private lastTickMs = 0;
+  /** Keepalive: when the server was last heard from, and the ping outstanding. */
+  private readonly ka: KeepaliveState = { lastHeardMs: 0, pingSentMs: 0 };
   private keepalive: NodeJS.Timeout | undefined;
   /** Why this side closed the open connection (the error its calls fail with names it). */
   private closeReason: string | undefined;
@@ -122,7 +122,7 @@ class WsConnection {
       if (this.ws === ws) this.onMessage(data, isBinary);
     });
     const heard = (): void => {
-      if (this.ws === ws) this.lastHeardMs = performance.now();
+      if (this.ws === ws) this.ka.lastHeardMs = performance.now();
     };
     ws.on('pong', heard);
     ws.on('ping', heard);
@@ -143,39 +143,29 @@ class WsConnection {
    * quiet before it; its sent calls are then answered on it, not failed.
    */
   private startKeepalive(ws: WebSocket): void {
-    const every = this.deps.keepaliveIntervalMs ?? 0;
-    if (every <= 0) return;
-    const timeout = Math.max(this.deps.connectionTimeoutMs ?? 10 * every, every);
-    this.lastHeardMs = this.lastTickMs = performance.now();
-    /** When the oldest ping not answered since was sent (0: none outstanding). */
-    let pingSentMs = 0;
+    const t = keepaliveTiming(this.deps.keepaliveIntervalMs, this.deps.connectionTimeoutMs);
+    if (!t) return;
+    const ticker = new KeepaliveTicker(performance.now(), t.everyMs);
+    this.ka.lastHeardMs = performance.now();
+    this.ka.pingSentMs = 0;
     this.keepalive = setInterval(() => {
       if (this.ws !== ws || this.state !== 'open') return;
       const now = performance.now();
-      if (pingSentMs > 0 && this.lastHeardMs >= pingSentMs) pingSentMs = 0;
-      // This process's own event loop was held up: frames that arrived meanwhile are not read yet, so
-      // the quiet is not the server's. Start judging afresh at the next tick.
-      const stalled = now - this.lastTickMs > 2 * every;
-      this.lastTickMs = now;
-      if (stalled) {
-        pingSentMs = 0;
-        return;
-      }
-      if (pingSentMs > 0 && now - pingSentMs >= timeout) {
-        const quiet = now - this.lastHeardMs;
-        this.closeReason = `a ping to ${this.address} stayed unanswered for ${Math.round(now - pingSentMs)} ms (rpc_connection_timeout_ms ${timeout}; nothing heard for ${Math.round(quiet)} ms)`;
+      const step = keepaliveStep(this.ka, now, ticker.stalled(now), t);
+      if (step === 'close') {
+        const quiet = now - this.ka.lastHeardMs;
+        this.closeReason = `a ping to ${this.address} stayed unanswered for ${Math.round(now - this.ka.pingSentMs)} ms (rpc_connection_timeout_ms ${t.timeoutMs}; nothing heard for ${Math.round(quiet)} ms)`;
         this.deps.log.info({ address: this.address, quietMs: Math.round(quiet) }, 'RPC connection: ping unanswered past rpc_connection_timeout_ms; closing it (the next call connects afresh)');
         this.closedUnansweredPing++;
         ws.terminate();
-      } else if (now - this.lastHeardMs >= every) {
-        if (pingSentMs === 0) pingSentMs = now;
+      } else if (step === 'ping') {
         try {
           ws.ping();
         } catch {
           // closing already
         }
       }
-    }, every);
+    }, t.everyMs);
     this.keepalive.unref();
   }
 
@@ -210,7 +200,7 @@ class WsConnection {
 
   private onMessage(data: RawData, isBinary: boolean): void {
     this.framesReceived++;
-    this.lastHeardMs = performance.now();
+    this.ka.lastHeardMs = performance.now();
     const r = isBinary ? decodeFrame(toBytes(data)) : ({ ok: false, callId: 0, reason: 'text frame' } as const);
     if (!r.ok) {
       // The server speaks garbage: nothing on this connection can be trusted any more.

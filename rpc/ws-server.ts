@@ -9,6 +9,7 @@ import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import { DbError, ErrorCode, RPC_INFLIGHT_CALLS_MAX, RPC_OUTBOUND_QUEUE_BYTES_MAX, type Logger, type WireError } from '../common';
 import { decodeFrame, encodeFrame, FrameKind } from './frame-codec';
 import { HandlerRegistry } from './handler-registry';
+import { KeepaliveTicker, keepaliveStep, keepaliveTiming, type KeepaliveState } from './keepalive';
 import { sendCoalesced } from './send-coalescer';
 import type { ConnectionStats, Handler, MethodDef, OnewayDef, OnewayHandler, RpcServer, ServerOptions } from './types';
 
@@ -34,10 +35,8 @@ interface ServerConn {
   readonly ws: WebSocket;
   readonly peer: string;
   inflight: number;
-  /** When anything (a frame, a ping, a pong) last came from the client. */
-  lastHeardMs: number;
-  /** When the oldest ping not answered since was sent (0: none outstanding). */
-  pingSentMs: number;
+  /** Keepalive: when the client was last heard from, and the ping outstanding. */
+  readonly ka: KeepaliveState;
 }
 
 export function toBytes(data: RawData): Uint8Array {
@@ -55,7 +54,6 @@ export class WsRpcServer implements RpcServer {
   private stopping = false;
   private readonly messageBytesMax: number;
   private keepalive: NodeJS.Timeout | undefined;
-  private lastTickMs = 0;
   /** Client connections closed because a ping stayed unanswered (console, tests). */
   silentClosed = 0;
 
@@ -140,25 +138,20 @@ export class WsRpcServer implements RpcServer {
    * connection even when it sends nothing.
    */
   private startKeepalive(): void {
-    const every = this.deps.keepaliveIntervalMs ?? 0;
-    if (every <= 0) return;
-    const timeout = Math.max(this.deps.connectionTimeoutMs ?? 10 * every, every);
-    this.lastTickMs = performance.now();
+    const t = keepaliveTiming(this.deps.keepaliveIntervalMs, this.deps.connectionTimeoutMs);
+    if (!t) return;
+    const ticker = new KeepaliveTicker(performance.now(), t.everyMs);
     this.keepalive = setInterval(() => {
       const now = performance.now();
-      // This process's own event loop was held up: what came meanwhile is not read yet. Judge afresh.
-      const stalled = now - this.lastTickMs > 2 * every;
-      this.lastTickMs = now;
+      const stalled = ticker.stalled(now);
       for (const c of this.conns) {
-        if (c.pingSentMs > 0 && (stalled || c.lastHeardMs >= c.pingSentMs)) c.pingSentMs = 0;
-        if (stalled) continue;
-        if (c.pingSentMs > 0 && now - c.pingSentMs >= timeout) {
+        const step = keepaliveStep(c.ka, now, stalled, t);
+        if (step === 'close') {
           this.silentClosed++;
-          this.deps.log.info({ peer: c.peer, quietMs: Math.round(now - c.lastHeardMs) }, 'RPC client connection: ping unanswered past rpc_connection_timeout_ms; closing it');
+          this.deps.log.info({ peer: c.peer, quietMs: Math.round(now - c.ka.lastHeardMs) }, 'RPC client connection: ping unanswered past rpc_connection_timeout_ms; closing it');
           this.conns.delete(c);
           c.ws.terminate();
-        } else if (now - c.lastHeardMs >= every) {
-          if (c.pingSentMs === 0) c.pingSentMs = now;
+        } else if (step === 'ping') {
           try {
             c.ws.ping();
           } catch {
@@ -166,7 +159,7 @@ export class WsRpcServer implements RpcServer {
           }
         }
       }
-    }, every);
+    }, t.everyMs);
     this.keepalive.unref();
   }
 
@@ -193,14 +186,14 @@ export class WsRpcServer implements RpcServer {
       return;
     }
     ws.binaryType = 'nodebuffer';
-    const conn: ServerConn = { ws, peer: `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? 0}`, inflight: 0, lastHeardMs: performance.now(), pingSentMs: 0 };
+    const conn: ServerConn = { ws, peer: `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? 0}`, inflight: 0, ka: { lastHeardMs: performance.now(), pingSentMs: 0 } };
     this.conns.add(conn);
     ws.on('message', (data: RawData, isBinary: boolean) => {
-      conn.lastHeardMs = performance.now();
+      conn.ka.lastHeardMs = performance.now();
       this.onMessage(conn, data, isBinary);
     });
     const heard = (): void => {
-      conn.lastHeardMs = performance.now();
+      conn.ka.lastHeardMs = performance.now();
     };
     ws.on('ping', heard);
     ws.on('pong', heard);
