@@ -120,16 +120,18 @@ export async function raftMessagesDropped(webUrl: string, timeoutMs = 3_000): Pr
 }
 
 /**
- * RPC connections a server (master or tserver) closed since it started because a keepalive ping
- * stayed unanswered for rpc_connection_timeout_ms, its clients' and its own together (the
- * rpc_connections metric); undefined when the console does not answer.
+ * One kind of a server's (master's or tserver's) rpc_connections metric, both sides summed:
+ * `closed_unanswered_ping`, connections closed since it started because a keepalive ping stayed
+ * unanswered for rpc_connection_timeout_ms; `connect_timed_out`, its own connect attempts given up
+ * because their TCP connect went unanswered for rpc_tcp_connect_timeout_ms. Undefined when the
+ * console does not answer.
  */
-export async function rpcConnectionsClosedByKeepalive(webUrl: string, timeoutMs = 3_000): Promise<number | undefined> {
+export async function rpcConnectionCount(webUrl: string, kind: 'closed_unanswered_ping' | 'connect_timed_out', timeoutMs = 3_000): Promise<number | undefined> {
   try {
     const r = await httpRequest(`${webUrl}/prometheus-metrics`, { timeoutMs });
     if (r.status !== 200) return undefined;
     let n = 0;
-    for (const m of r.body.matchAll(/^rpc_connections\{[^}]*kind="closed_unanswered_ping"[^}]*\} (\d+)/gm)) n += Number(m[1]);
+    for (const m of r.body.matchAll(new RegExp(`^rpc_connections\\{[^}]*kind="${kind}"[^}]*\\} (\\d+)`, 'gm'))) n += Number(m[1]);
     return n;
   } catch {
     return undefined;

@@ -66,15 +66,17 @@ export class Metrics {
    * rpc_connections: a server's RPC connections from its clients (side="server") and its own to
    * other servers (side="client"), open now (kind="open") and closed since start because a keepalive
    * ping stayed unanswered for rpc_connection_timeout_ms (kind="closed_unanswered_ping": a peer cut
-   * off, paused or gone).
+   * off, paused or gone); on the client side also the connect attempts given up because their TCP
+   * connect went unanswered for rpc_tcp_connect_timeout_ms (kind="connect_timed_out": a peer cut off).
    */
   rpcConnections(server: RpcServer, client: RpcClient): void {
-    this.gauge('rpc_connections', "RPC connections of this server: from its clients (side=\"server\") and its own to other servers (side=\"client\"); open now (kind=\"open\"), and closed since start because a keepalive ping stayed unanswered for rpc_connection_timeout_ms (kind=\"closed_unanswered_ping\")", ['side', 'kind'], (g) => {
+    this.gauge('rpc_connections', "RPC connections of this server: from its clients (side=\"server\") and its own to other servers (side=\"client\"); open now (kind=\"open\"), and closed since start because a keepalive ping stayed unanswered for rpc_connection_timeout_ms (kind=\"closed_unanswered_ping\"); client side: connect attempts whose TCP connect went unanswered for rpc_tcp_connect_timeout_ms (kind=\"connect_timed_out\")", ['side', 'kind'], (g) => {
       const c = rpcConnectionsOf(server, client);
       for (const [side, st] of [['server', c.in], ['client', c.out]] as const) {
         if (!st) continue;
         g.set({ side, kind: 'open' }, st.open);
         g.set({ side, kind: 'closed_unanswered_ping' }, st.closedUnansweredPing);
+        if (st.connectTimedOut !== undefined) g.set({ side, kind: 'connect_timed_out' }, st.connectTimedOut);
       }
     });
   }

@@ -26,6 +26,14 @@ export const RPC_CONNECT_TIMEOUT_MS = defineFlag({
   validate: (v) => (v > 0 ? undefined : 'positive'),
 });
 
+export const RPC_TCP_CONNECT_TIMEOUT_MS = defineFlag({
+  name: 'rpc_tcp_connect_timeout_ms',
+  type: 'int',
+  default: 1_000,
+  help: 'Longest the TCP part of a connect (SYN answered by the peer\'s kernel) may take; an attempt whose SYN stayed unanswered this long (a network cut) is given up and the next call tries afresh at once, without back-off, so a healed network is noticed within about this long instead of after TCP\'s own SYN retransmissions (1, 3, 7 s …). The WebSocket upgrade after it still has rpc_connect_timeout_ms. 0: only rpc_connect_timeout_ms applies.',
+  validate: (v) => (v === 0 || (v >= 100 && v <= 60_000) ? undefined : '0, or between 100 and 60000'),
+});
+
 export const RPC_RECONNECT_BACKOFF_MAX_MS = defineFlag({
   name: 'rpc_reconnect_backoff_max_ms',
   type: 'int',

@@ -64,6 +64,8 @@ export interface RpcServer {
 export interface ConnectionStats {
   open: number;
   closedUnansweredPing: number;
+  /** Clients: connect attempts given up since start because their TCP connect went unanswered (rpc_tcp_connect_timeout_ms). */
+  connectTimedOut?: number;
 }
 
 export interface RpcClient {

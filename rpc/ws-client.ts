@@ -1,12 +1,18 @@
 /**
  * RPC client over WebSocket: one connection per server address, opened on first use and reopened on
- * demand after a loss. Failed connects back off exponentially (bounded); while backing off, calls to
- * that address fail at once with a retryable NETWORK_ERROR instead of hanging.
+ * demand after a loss. Connects refused by a down peer back off exponentially (bounded); while
+ * backing off, calls to that address fail at once with a retryable NETWORK_ERROR instead of hanging.
+ * A cut network is told apart, so its heal is noticed within about a second: a SYN unanswered for
+ * rpc_tcp_connect_timeout_ms gives the attempt up and the next call tries again at once; no route to
+ * the peer (ENETUNREACH, EHOSTUNREACH) retries after a short fixed pause. Host names are resolved
+ * through host-resolver.ts (kept after the first lookup: no getaddrinfo on the thread pool per connect).
  */
+import * as net from 'node:net';
 import { WebSocket, type RawData } from 'ws';
 import { DbError, ErrorCode, RPC_INFLIGHT_CALLS_MAX, RPC_OUTBOUND_QUEUE_BYTES_MAX, type Logger } from '../common';
 import { decodeFrame, encodeFrame, FrameKind } from './frame-codec';
 import type { CallOptions, Codec, ConnectionStats, MethodDef, OnewayDef, RpcClient } from './types';
+import { hostResolver, type HostResolver } from './host-resolver';
 import { KeepaliveTicker, keepaliveStep, keepaliveTiming, type KeepaliveState } from './keepalive';
 import { sendCoalesced } from './send-coalescer';
 import { FRAME_OVERHEAD_BYTES_MAX, toBytes } from './ws-server';
@@ -16,7 +22,16 @@ export interface WsClientDeps {
   messageBytesMax: number;
   defaultTimeoutMs: () => number;
   connectTimeoutMs: number;
+  /**
+   * Longest the TCP connect (SYN → SYN-ACK, answered by the peer's kernel) may take before the attempt
+   * is given up and the next call tries afresh at once (0: only connectTimeoutMs applies). A SYN
+   * unanswered this long was dropped (a network cut); a new attempt every so often notices a heal
+   * within about this long, where one attempt waits out TCP's own SYN retransmissions (1, 3, 7 s …).
+   */
+  tcpConnectTimeoutMs?: number;
   backoffMaxMs: number;
+  /** Resolves host names of addresses (default: the process's, which keeps what it found; see host-resolver.ts). */
+  resolver?: HostResolver;
   /** Ping a connection quiet this long (0: no keepalive). Default off (tests' own clients). */
   keepaliveIntervalMs?: number;
   /** Close a connection whose ping stayed unanswered this long (needs keepalive on). */
@@ -24,6 +39,10 @@ export interface WsClientDeps {
 }
 
 const BACKOFF_BASE_MS = 25;
+/** Connect errors of a cut network rather than a down peer: no route to it (this end's interface gone, or its host unreachable). */
+const NETWORK_DOWN_CODES = new Set(['ENETUNREACH', 'EHOSTUNREACH', 'ENETDOWN', 'EHOSTDOWN']);
+/** Pause after such an error before the next connect (not growing: a heal is noticed within it). */
+const NETWORK_DOWN_RETRY_MS = 200;
 /** Connections this client keeps; beyond it the least recently created idle one is dropped. */
 const CONNECTIONS_MAX = 4096;
 const CLOSE_WAIT_MS = 1000;
@@ -91,13 +110,23 @@ class WsConnection {
     return true;
   }
 
+  /** The last connect attempt was given up because its TCP connect went unanswered (no back-off after it). */
+  private tcpTimedOut = false;
+
+  /** The error code of the connect attempt that failed (ECONNREFUSED, ENETUNREACH, …). */
+  private connectErrorCode: string | undefined;
+
   private connect(): void {
     this.state = 'connecting';
+    this.tcpTimedOut = false;
+    this.connectErrorCode = undefined;
+    const tcpTimeoutMs = Math.min(this.deps.tcpConnectTimeoutMs ?? 0, this.deps.connectTimeoutMs);
     const ws = new WebSocket(`ws://${this.address}/rpc`, {
       perMessageDeflate: false,
       maxPayload: this.deps.messageBytesMax + FRAME_OVERHEAD_BYTES_MAX,
       handshakeTimeout: this.deps.connectTimeoutMs,
       generateMask: zeroMask,
+      createConnection: ((opts: net.NetConnectOpts) => this.tcpConnect(opts, tcpTimeoutMs)) as typeof net.createConnection,
     });
     ws.binaryType = 'nodebuffer';
     this.ws = ws;
@@ -126,11 +155,39 @@ class WsConnection {
     };
     ws.on('pong', heard);
     ws.on('ping', heard);
-    ws.on('error', (err) => this.deps.log.debug({ err, address: this.address }, 'RPC client connection error'));
+    ws.on('error', (err: NodeJS.ErrnoException) => {
+      if (this.ws === ws && this.state === 'connecting') this.connectErrorCode = err.code;
+      this.deps.log.debug({ err, address: this.address }, 'RPC client connection error');
+    });
     ws.on('close', () => {
       if (this.ws === ws) this.onClosed();
     });
   }
+
+  /**
+   * ws's socket: the host name resolved by the resolver (from memory after the first time: no
+   * getaddrinfo on the thread pool per connect), and the TCP connect bounded by `timeoutMs` when > 0
+   * (the WebSocket upgrade that follows still has the whole connectTimeoutMs): a peer whose kernel did
+   * not answer the SYN by then is cut off.
+   */
+  private tcpConnect(opts: net.NetConnectOpts, timeoutMs: number): net.Socket {
+    // As ws's own: the request's `path` is the URL's (/rpc), not a Unix socket.
+    const socket = net.connect({ ...opts, path: undefined, lookup: (this.deps.resolver ?? hostResolver).lookup } as net.NetConnectOpts);
+    if (timeoutMs <= 0) return socket;
+    const timer = setTimeout(() => {
+      this.tcpTimedOut = true;
+      this.connectsTimedOut++;
+      socket.destroy(new Error(`TCP connect to ${this.address} unanswered for ${timeoutMs} ms`));
+    }, timeoutMs);
+    timer.unref();
+    const done = (): void => clearTimeout(timer);
+    socket.once('connect', done);
+    socket.once('close', done);
+    return socket;
+  }
+
+  /** Connect attempts given up because the TCP connect went unanswered (rpc_tcp_connect_timeout_ms). */
+  connectsTimedOut = 0;
 
   /**
    * Keepalive of an open connection: a ping when the server has been quiet for keepaliveIntervalMs,
@@ -180,9 +237,19 @@ class WsConnection {
     this.queue = [];
     this.queuedBytes = 0;
     if (!wasOpen) {
-      // The address is down (refused, unreachable, handshake timeout): back off before trying again.
       this.failures++;
-      this.retryAtMs = performance.now() + Math.min(this.deps.backoffMaxMs, BACKOFF_BASE_MS * 2 ** Math.min(20, this.failures - 1));
+      if (this.tcpTimedOut) {
+        // The SYN went unanswered (a cut network): the attempt itself waited rpc_tcp_connect_timeout_ms,
+        // so the next call tries again at once — a heal is noticed within about that long.
+        this.retryAtMs = 0;
+      } else if (this.connectErrorCode !== undefined && NETWORK_DOWN_CODES.has(this.connectErrorCode)) {
+        // No route (this end, or the peer's host, cut off): says nothing of the peer's process, and
+        // costs nothing to try again; a short fixed pause notices a heal at once.
+        this.retryAtMs = performance.now() + Math.min(this.deps.backoffMaxMs, NETWORK_DOWN_RETRY_MS);
+      } else {
+        // The peer is down (refused, handshake timeout): back off before trying again.
+        this.retryAtMs = performance.now() + Math.min(this.deps.backoffMaxMs, BACKOFF_BASE_MS * 2 ** Math.min(20, this.failures - 1));
+      }
     }
     const calls = [...this.pending.values()];
     this.pending.clear();
@@ -190,7 +257,7 @@ class WsConnection {
       if (p.timer) clearTimeout(p.timer);
       p.reject(
         networkError(
-          wasOpen ? `connection to ${this.address} lost during ${p.service}.${p.method}${reason ? `: ${reason}` : ''}` : `cannot connect to ${this.address}`,
+          wasOpen ? `connection to ${this.address} lost during ${p.service}.${p.method}${reason ? `: ${reason}` : ''}` : `cannot connect to ${this.address}${this.tcpTimedOut ? ` (its TCP connect went unanswered for ${Math.min(this.deps.tcpConnectTimeoutMs ?? 0, this.deps.connectTimeoutMs)} ms)` : ''}`,
           { address: this.address, sent: p.sent },
           !p.sent,
         ),
@@ -317,19 +384,22 @@ export class WsRpcClient implements RpcClient {
   private readonly conns = new Map<string, WsConnection>();
   private closed = false;
 
-  /** Keepalive closes of connections dropped from the map since (evicted idle ones). */
+  /** Keepalive closes and connect time-outs of connections dropped from the map since (evicted idle ones). */
   private closedUnansweredPingGone = 0;
+  private connectsTimedOutGone = 0;
 
   constructor(private readonly deps: WsClientDeps) {}
 
   connectionStats(): ConnectionStats {
     let open = 0;
     let closed = this.closedUnansweredPingGone;
+    let timedOut = this.connectsTimedOutGone;
     for (const c of this.conns.values()) {
       if (c.isOpen) open++;
       closed += c.closedUnansweredPing;
+      timedOut += c.connectsTimedOut;
     }
-    return { open, closedUnansweredPing: closed };
+    return { open, closedUnansweredPing: closed, connectTimedOut: timedOut };
   }
 
   private conn(address: string): WsConnection {
@@ -339,6 +409,7 @@ export class WsRpcClient implements RpcClient {
         for (const [a, old] of this.conns) {
           if (old.idle) {
             this.closedUnansweredPingGone += old.closedUnansweredPing;
+            this.connectsTimedOutGone += old.connectsTimedOut;
             this.conns.delete(a);
             break;
           }

@@ -3,7 +3,7 @@
  * address) pair. Limits come from the server's Flags (rpc_max_message_size, timeouts) when given.
  */
 import { Flags, silentLogger, type Logger } from '../common';
-import { RPC_CONNECT_TIMEOUT_MS, RPC_CONNECTION_TIMEOUT_MS, RPC_DEFAULT_TIMEOUT_MS, RPC_KEEPALIVE_INTERVAL_MS, RPC_MAX_MESSAGE_SIZE, RPC_RECONNECT_BACKOFF_MAX_MS } from './rpc-flags';
+import { RPC_CONNECT_TIMEOUT_MS, RPC_CONNECTION_TIMEOUT_MS, RPC_DEFAULT_TIMEOUT_MS, RPC_KEEPALIVE_INTERVAL_MS, RPC_MAX_MESSAGE_SIZE, RPC_RECONNECT_BACKOFF_MAX_MS, RPC_TCP_CONNECT_TIMEOUT_MS } from './rpc-flags';
 import type { RpcClient, RpcServer, ServerOptions, Transport } from './types';
 import { WsRpcClient } from './ws-client';
 import { WsRpcServer } from './ws-server';
@@ -46,6 +46,7 @@ export class WsTransport implements Transport {
       messageBytesMax: this.messageBytesMax(),
       defaultTimeoutMs: () => flags.get(RPC_DEFAULT_TIMEOUT_MS),
       connectTimeoutMs: flags.get(RPC_CONNECT_TIMEOUT_MS),
+      tcpConnectTimeoutMs: flags.get(RPC_TCP_CONNECT_TIMEOUT_MS),
       backoffMaxMs: flags.get(RPC_RECONNECT_BACKOFF_MAX_MS),
       keepaliveIntervalMs: flags.get(RPC_KEEPALIVE_INTERVAL_MS),
       connectionTimeoutMs: flags.get(RPC_CONNECTION_TIMEOUT_MS),

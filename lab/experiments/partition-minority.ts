@@ -8,10 +8,13 @@
  * (past rpc_connection_timeout_ms, 15 s) shows RPC keepalive at work: the servers close the
  * connections whose pings went unanswered (the figure rpcConnectionsClosedByKeepalive), so after the
  * heal fresh connections go through at once instead of waiting for TCP's next retransmission of
- * the old ones (tens of seconds after a long cut). The process driver cuts traffic above the
- * WebSocket layer, which still answers pings, so nothing is closed there.
+ * the old ones (tens of seconds after a long cut). While the node is cut off, connects to it whose
+ * SYN stays unanswered are given up after rpc_tcp_connect_timeout_ms (the figure
+ * rpcConnectsTimedOut) and tried again at once, so the heal is noticed within about a second. The
+ * process driver cuts traffic above the WebSocket layer, which still answers pings and connects, so
+ * nothing is closed or timed out there.
  */
-import { rpcConnectionsClosedByKeepalive } from '../console-http';
+import { rpcConnectionCount } from '../console-http';
 import { laggingTablets, leadersByTablet, replicasViaDriver } from '../tablet-view';
 import { sleep, waitUntil } from '../wait-until';
 import { DbError, ErrorCode } from '../../common/errors';
@@ -102,9 +105,12 @@ export async function partitionMinority(o: ExperimentOptions): Promise<Experimen
     await sleep(1_000); // one more chart sample after catch-up
     // RPC keepalive: connections closed because their pings went unanswered, on every server.
     const webUrls = lab.driver.addresses().flatMap((n) => [n.tserver.webUrl, ...(n.master ? [n.master.webUrl] : [])]);
-    const closed = (await Promise.all(webUrls.map((u) => rpcConnectionsClosedByKeepalive(u)))).reduce<number>((a, b) => a + (b ?? 0), 0);
+    const count = async (kind: 'closed_unanswered_ping' | 'connect_timed_out'): Promise<number> => (await Promise.all(webUrls.map((u) => rpcConnectionCount(u, kind)))).reduce<number>((a, b) => a + (b ?? 0), 0);
+    const closed = await count('closed_unanswered_ping');
+    const timedOut = await count('connect_timed_out');
     figures['rpcConnectionsClosedByKeepalive'] = closed;
-    lab.log(`${closed} RPC connection(s) closed by keepalive (a ping unanswered for rpc_connection_timeout_ms) on all servers`);
+    figures['rpcConnectsTimedOut'] = timedOut;
+    lab.log(`${closed} RPC connection(s) closed by keepalive (a ping unanswered for rpc_connection_timeout_ms) and ${timedOut} connect attempt(s) given up with their SYN unanswered (rpc_tcp_connect_timeout_ms), on all servers`);
 
     await checkNoAckedWriteLost(lab, res.acks, checks);
     return {

@@ -140,7 +140,7 @@ describe('lab experiments under the docker driver (real servers)', () => {
     expect(await labContainers('leader-failover')).toEqual([]);
   }, 240_000);
 
-  it('docker experiment partition-minority: a node disconnected from the lab network for 25 s falls behind (read inside its container), RPC keepalive closes the connections whose pings went unanswered, and the node catches up after heal', async (ctx) => {
+  it('docker experiment partition-minority: a node disconnected from the lab network for 25 s falls behind (read inside its container), RPC keepalive closes the connections whose pings went unanswered, connects whose SYN went unanswered are given up after rpc_tcp_connect_timeout_ms, and the node catches up after heal', async (ctx) => {
     if (!engine.ok) return ctx.skip();
     // Longer than rpc_connection_timeout_ms (15 s) from the first unanswered ping (sent within two
     // 2 s keepalive ticks of the cut), so keepalive closes connections before the heal.
@@ -149,6 +149,7 @@ describe('lab experiments under the docker driver (real servers)', () => {
     expect(r.summary).toContain('disconnected from the lab network');
     expect(r.figures['partitionHoldMs']).toBe(25_000);
     expect(Number(r.figures['rpcConnectionsClosedByKeepalive'])).toBeGreaterThan(0);
+    expect(Number(r.figures['rpcConnectsTimedOut'])).toBeGreaterThan(0);
     expect(await labContainers('partition-minority')).toEqual([]);
   }, 240_000);
 

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import * as http from 'node:http';
 import * as net from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -344,7 +345,7 @@ describe('ws: client keepalive', () => {
       expect(err.message).toContain('stayed unanswered');
       expect(took).toBeLessThan(10_000);
       expect(s.pings()).toBeGreaterThan(0);
-      expect(client.connectionStats()).toEqual({ open: 0, closedUnansweredPing: 1 });
+      expect(client.connectionStats()).toEqual({ open: 0, closedUnansweredPing: 1, connectTimedOut: 0 });
       // Keepalive off: after the same time the call is still waiting.
       let settled = false;
       const p = quiet.call(s.address, ECHO, { text: 'x' }, { timeoutMs: 30_000 }).then(
@@ -387,11 +388,87 @@ describe('ws: client keepalive', () => {
   }
 
   it('ws: a server that answers each ping only after 60 % of rpc_connection_timeout_ms (held up, not gone) keeps its one connection', async () => {
-    expect(await quietThenNote(1_200, 200, 2_000, 4_500, 3)).toEqual({ open: 1, closedUnansweredPing: 0 });
+    expect(await quietThenNote(1_200, 200, 2_000, 4_500, 3)).toEqual({ open: 1, closedUnansweredPing: 0, connectTimedOut: 0 });
   });
 
   it('ws: a quiet connection to a live server stays open: pings are answered and nothing reconnects', async () => {
-    expect(await quietThenNote('auto', 100, 1_000, 2_500, 5)).toEqual({ open: 1, closedUnansweredPing: 0 });
+    expect(await quietThenNote('auto', 100, 1_000, 2_500, 5)).toEqual({ open: 1, closedUnansweredPing: 0, connectTimedOut: 0 });
+  });
+});
+
+describe('ws: client TCP connect time-out', () => {
+  /**
+   * A port whose SYNs go unanswered, as across a network cut: a listener (python3, which never
+   * accepts) with a backlog of one, already taken by a connection of ours; Linux drops the SYNs of
+   * any further connect to it.
+   */
+  async function synDropper(): Promise<{ address: string; stop: () => void }> {
+    const py = spawn('python3', ['-c', 'import socket,time\ns=socket.socket(); s.bind(("127.0.0.1",0)); s.listen(0); print(s.getsockname()[1], flush=True); time.sleep(120)'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const port = await new Promise<number>((resolve, reject) => {
+      py.stdout.once('data', (d: Buffer) => resolve(Number(String(d).trim())));
+      py.once('error', reject);
+    });
+    const filler = net.connect(port, '127.0.0.1');
+    await new Promise<void>((resolve, reject) => filler.once('connect', resolve).once('error', reject));
+    return {
+      address: `127.0.0.1:${port}`,
+      stop: () => {
+        filler.destroy();
+        py.kill('SIGKILL');
+      },
+    };
+  }
+  const flags = (tcpConnectTimeoutMs: number): Flags => {
+    const f = new Flags();
+    f.setFromString('rpc_connect_timeout_ms', '5000');
+    f.setFromString('rpc_tcp_connect_timeout_ms', String(tcpConnectTimeoutMs));
+    f.setFromString('rpc_reconnect_backoff_max_ms', '2000');
+    return f;
+  };
+
+  it('ws: a connect whose SYN goes unanswered is given up after rpc_tcp_connect_timeout_ms (not the 5 s handshake time-out) and the next call tries again at once, without back-off; with the flag 0 the call waits on', async () => {
+    const d = await synDropper();
+    const client = new WsTransport({ flags: flags(300) }).createClient();
+    const plain = new WsTransport({ flags: flags(0) }).createClient();
+    try {
+      const t0 = performance.now();
+      const err = (await client.call(d.address, ECHO, { text: 'x' }, { timeoutMs: 30_000 }).catch((e: unknown) => e)) as { code?: string; message?: string; retryable?: boolean };
+      const took = performance.now() - t0;
+      expect(err.code).toBe(ErrorCode.NETWORK_ERROR);
+      expect(err.message).toContain('TCP connect went unanswered for 300 ms');
+      expect(took).toBeLessThan(4_000); // well before rpc_connect_timeout_ms (5000)
+      // No back-off after it: the next call is a new attempt (a back-off would fail it at once, "unreachable").
+      const err2 = (await client.call(d.address, ECHO, { text: 'x' }, { timeoutMs: 30_000 }).catch((e: unknown) => e)) as { message?: string };
+      expect(err2.message).toContain('TCP connect went unanswered');
+      expect(client.connectionStats()).toEqual({ open: 0, closedUnansweredPing: 0, connectTimedOut: 2 });
+      // Without it the call is still connecting after longer than that (TCP retransmits the SYN).
+      let settled = false;
+      const p = plain.call(d.address, ECHO, { text: 'x' }, { timeoutMs: 30_000 }).then(
+        () => (settled = true),
+        () => (settled = true),
+      );
+      await new Promise((r) => setTimeout(r, Math.max(1_500, took + 500)));
+      expect(settled).toBe(false);
+      expect(plain.connectionStats().connectTimedOut).toBe(0);
+      await plain.close();
+      await p;
+    } finally {
+      await client.close();
+      await plain.close();
+      d.stop();
+    }
+  });
+
+  it('ws: the TCP connect time-out does not touch a server that is there: calls connect and are answered', async () => {
+    const s = await startEchoServer(new WsTransport({}), '127.0.0.1');
+    const client = new WsTransport({ flags: flags(100) }).createClient();
+    try {
+      for (let i = 0; i < 3; i++) expect(await client.call(s.server.address, ECHO, { text: `x${i}` }, { timeoutMs: 5_000 })).toMatchObject({ text: `x${i}` });
+      expect(client.connectionStats()).toEqual({ open: 1, closedUnansweredPing: 0, connectTimedOut: 0 });
+    } finally {
+      await client.close();
+      await s.server.stop();
+    }
   });
 });
 
