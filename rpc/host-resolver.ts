@@ -22,10 +22,12 @@ import * as net from 'node:net';
 /** The `lookup` option of net.connect. */
 export type NetLookup = NonNullable<net.TcpNetConnectOpts['lookup']>;
 
-interface Resolved {
+interface Address {
   address: string;
   family: 4 | 6;
 }
+/** Every address of a name, in the order getaddrinfo (or DNS) gave them; never empty. */
+type Resolved = readonly Address[];
 
 export interface HostResolverDeps {
   /** getaddrinfo on the thread pool (dns.lookup). */
@@ -47,18 +49,24 @@ function defaultDeps(): HostResolverDeps {
   return {
     lookup: (host) =>
       new Promise((resolve, reject) =>
-        dns.lookup(host, (err, address, family) => (err ? reject(err) : resolve({ address, family: family === 6 ? 6 : 4 }))),
+        dns.lookup(host, { all: true }, (err, addresses) => {
+          if (err) reject(err);
+          else if (addresses.length === 0) reject(Object.assign(new Error(`no address for ${host}`), { code: dns.NODATA }));
+          else resolve(addresses.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 })));
+        }),
       ),
     resolveDns: async (host) => {
-      try {
-        const v4 = await resolver.resolve4(host);
-        if (v4.length > 0) return { address: v4[0]!, family: 4 };
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === dns.TIMEOUT) throw e;
-      }
-      const v6 = await resolver.resolve6(host);
-      if (v6.length === 0) throw Object.assign(new Error(`no address for ${host}`), { code: dns.NODATA });
-      return { address: v6[0]!, family: 6 };
+      const ask = async (f: 4 | 6): Promise<Address[]> => {
+        try {
+          return (f === 4 ? await resolver.resolve4(host) : await resolver.resolve6(host)).map((address) => ({ address, family: f }));
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code === dns.TIMEOUT) throw e;
+          return [];
+        }
+      };
+      const found = [...(await ask(4)), ...(await ask(6))];
+      if (found.length === 0) throw Object.assign(new Error(`DNS has no address for ${host}`), { code: dns.NOTFOUND });
+      return found;
     },
     nowMs: () => performance.now(),
     refreshMs: HOST_REFRESH_MS,
@@ -66,7 +74,7 @@ function defaultDeps(): HostResolverDeps {
 }
 
 export class HostResolver {
-  private readonly known = new Map<string, Resolved & { atMs: number }>();
+  private readonly known = new Map<string, { addresses: Resolved; atMs: number }>();
   private readonly resolving = new Map<string, Promise<Resolved>>();
   private readonly deps: HostResolverDeps;
   /** Counters (tests, debugging): thread-pool lookups, DNS-only re-resolutions, answers from memory. */
@@ -76,12 +84,15 @@ export class HostResolver {
     this.deps = { ...defaultDeps(), ...deps };
   }
 
-  /** For net.connect({ lookup }): answers from memory when it can. */
+  /**
+   * For net.connect({ lookup }): answers from memory when it can. Node 20 asks for every address
+   * (`all`, for its happy-eyeballs connect) and gets them all; a caller asking for one gets the first.
+   */
   readonly lookup: NetLookup = (hostname, options, callback) => {
     const all = (options as dns.LookupOptions).all === true;
     const answer = (r: Resolved): void => {
-      if (all) (callback as (err: null, addresses: dns.LookupAddress[]) => void)(null, [{ address: r.address, family: r.family }]);
-      else callback(null, r.address, r.family);
+      if (all) (callback as (err: null, addresses: dns.LookupAddress[]) => void)(null, r.map((a) => ({ address: a.address, family: a.family })));
+      else callback(null, r[0]!.address, r[0]!.family);
     };
     this.resolve(hostname).then(answer, (err: NodeJS.ErrnoException) => callback(err, all ? ([] as unknown as string) : '', 0));
   };
@@ -92,14 +103,14 @@ export class HostResolver {
     if (k) {
       this.stats.cached++;
       if (this.deps.nowMs() - k.atMs >= this.deps.refreshMs && !this.resolving.has(host)) void this.refresh(host);
-      return Promise.resolve({ address: k.address, family: k.family });
+      return Promise.resolve(k.addresses);
     }
     let p = this.resolving.get(host);
     if (!p) {
       this.stats.lookups++;
       p = this.deps.lookup(host).then(
         (r) => {
-          this.known.set(host, { ...r, atMs: this.deps.nowMs() });
+          this.known.set(host, { addresses: r, atMs: this.deps.nowMs() });
           this.resolving.delete(host);
           return r;
         },
@@ -125,14 +136,14 @@ export class HostResolver {
       })
       .then(
         (r) => {
-          this.known.set(host, { ...r, atMs: this.deps.nowMs() });
+          this.known.set(host, { addresses: r, atMs: this.deps.nowMs() });
           return r;
         },
         () => {
-          // Keep the old address, and try again only after another refreshMs.
-          const k = this.known.get(host);
-          if (k) k.atMs = this.deps.nowMs();
-          return this.known.get(host)!;
+          // Keep the old addresses, and try again only after another refreshMs.
+          const k = this.known.get(host)!;
+          k.atMs = this.deps.nowMs();
+          return k.addresses;
         },
       )
       .finally(() => this.resolving.delete(host));
