@@ -174,12 +174,18 @@ class WsConnection {
     // As ws's own: the request's `path` is the URL's (/rpc), not a Unix socket.
     const socket = net.connect({ ...opts, path: undefined, lookup: (this.deps.resolver ?? hostResolver).lookup } as net.NetConnectOpts);
     if (timeoutMs <= 0) return socket;
-    const timer = setTimeout(() => {
-      this.tcpTimedOut = true;
-      this.connectsTimedOut++;
-      socket.destroy(new Error(`TCP connect to ${this.address} unanswered for ${timeoutMs} ms`));
-    }, timeoutMs);
-    timer.unref();
+    // From the SYN on: a host name's resolution comes first (at once from memory after the first time).
+    let timer: NodeJS.Timeout | undefined;
+    const arm = (): void => {
+      timer = setTimeout(() => {
+        this.tcpTimedOut = true;
+        this.connectsTimedOut++;
+        socket.destroy(new Error(`TCP connect to ${this.address} unanswered for ${timeoutMs} ms`));
+      }, timeoutMs);
+      timer.unref();
+    };
+    if (net.isIP((opts as net.TcpNetConnectOpts).host ?? '') !== 0) arm();
+    else socket.once('lookup', (err: Error | null) => err === null && arm());
     const done = (): void => clearTimeout(timer);
     socket.once('connect', done);
     socket.once('close', done);
