@@ -19,6 +19,13 @@ export const RPC_BIND_ADDRESSES = defineFlag({
   help: 'host:port the RPC server binds to (default: 127.0.0.1 and the server\'s standard port: master 7100, tserver 9100; port 0 picks a free port).',
 });
 
+export const SERVER_BROADCAST_ADDRESSES = defineFlag({
+  name: 'server_broadcast_addresses',
+  type: 'string',
+  default: '',
+  help: "host:port other servers and clients use to reach this server, its identity among them (default: --rpc_bind_addresses as bound). Needed when binding to every interface (0.0.0.0): a Docker lab's servers bind so and broadcast their node name, so a server still starts while its container is cut off from the lab network (its own name resolves only on that network). A missing port takes the bound port.",
+});
+
 export const WEBSERVER_PORT = defineFlag({
   name: 'webserver_port',
   type: 'int',

@@ -18,6 +18,27 @@ export function splitHostPort(s: string, defPort: number): { host: string; port:
   return { host: t.slice(0, i) || '127.0.0.1', port };
 }
 
+/** An unspecified address (every interface): fine to bind to, not something others can reach. */
+export function isAnyHost(host: string): boolean {
+  return host === '0.0.0.0' || host === '::' || host === '[::]';
+}
+
+/**
+ * The address this server is known by (its identity among the servers): `broadcast`
+ * (--server_broadcast_addresses, a missing port taking `boundPort`) or else the bound `host:port`.
+ * Binding to every interface without a broadcast address is refused: others could not reach it.
+ */
+export function advertisedAddress(broadcast: string, bind: { host: string; port: number }, boundPort: number): string {
+  if (broadcast.trim() !== '') {
+    const b = splitHostPort(broadcast, boundPort);
+    if (isAnyHost(b.host)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--server_broadcast_addresses ${broadcast} is not an address others can reach`);
+    if (b.port === 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--server_broadcast_addresses ${broadcast} needs a port other than 0`);
+    return `${b.host}:${b.port}`;
+  }
+  if (isAnyHost(bind.host)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--rpc_bind_addresses ${bind.host}:${bind.port} binds every interface: give --server_broadcast_addresses, the host:port others reach this server at`);
+  return `${bind.host}:${boundPort}`;
+}
+
 /** This server's permanent uuid, created on first start (DATA/instance, written temp + rename). */
 export function loadOrCreateUuid(dataDir: string): string {
   const file = path.join(dataDir, 'instance');

@@ -197,7 +197,7 @@ export class DockerDriver implements ClusterDriver {
         const servers = await Promise.all(
           serversOf(n).map(async (s): Promise<ServerStatus> => {
             const state = states[s.role];
-            return { ...addressesOf(s), state, healthy: state === 'running' && (await isHealthy(s.webUrl)) };
+            return { ...addressesOf(s), state, healthy: state === 'running' && (await this.serverHealthy(n, s)) };
           }),
         );
         return { name: n.name, index: n.index, servers, partitioned: st.partitioned.includes(n.name), ...(n.containerId ? { containerId: n.containerId.slice(0, 12) } : {}), ...(n.ip ? { ip: n.ip } : {}) };
@@ -517,11 +517,25 @@ export class DockerDriver implements ClusterDriver {
     }
   }
 
+  /**
+   * /api/v1/healthz answers: through the published port, or, while the node is partitioned (its
+   * published ports are gone with its network), read inside its container (consoleJson).
+   */
+  private async serverHealthy(n: NodeRecord, s: ServerRecord): Promise<boolean> {
+    if (!this.need().partitioned.includes(n.name)) return isHealthy(s.webUrl);
+    try {
+      return (await this.consoleJson(n.name, s.role, '/api/v1/healthz', 1_000)) !== undefined;
+    } catch {
+      return false;
+    }
+  }
+
   private healthTarget(n: NodeRecord, s: ServerRecord): HealthTarget {
     return {
       node: n.name,
       role: s.role,
       webUrl: s.webUrl,
+      healthy: () => this.serverHealthy(n, s),
       gone: async () => {
         try {
           const info = await this.docker.getContainer(n.containerId!).inspect();
@@ -632,8 +646,10 @@ function containerServer(role: ServerRole, node: NodeName, nodeDir: string, bump
     hostRpcAddress: `127.0.0.1:${rpcStd + bump}`,
     webUrl: `http://127.0.0.1:${webStd + bump}`,
     // The console listens on every interface of the container: published as before, and readable on
-    // the container's loopback while a partition has taken its network away (consoleJson).
-    argv: [role, `--rpc_bind_addresses=${node}:${rpcStd}`, `--webserver_port=${webStd}`, '--webserver_interface=0.0.0.0', `--fs_data_dirs=/data/${role}`, ...flags],
+    // the container's loopback while a partition has taken its network away (consoleJson). RPC too,
+    // broadcasting the node's name: a server (re)started while its container is cut off from the lab
+    // network cannot resolve its own name (only that network's DNS knows it), so it could not bind it.
+    argv: [role, `--rpc_bind_addresses=0.0.0.0:${rpcStd}`, `--server_broadcast_addresses=${node}:${rpcStd}`, `--webserver_port=${webStd}`, '--webserver_interface=0.0.0.0', `--fs_data_dirs=/data/${role}`, ...flags],
     // The host side of the bind mount, for inspection.
     dataDir: path.join(nodeDir, role),
   };

@@ -14,6 +14,8 @@ export interface HealthTarget {
   node: NodeName;
   role: ServerRole;
   webUrl: string;
+  /** How to ask whether it is healthy (default: its /api/v1/healthz at webUrl answers 200). */
+  healthy?: () => Promise<boolean>;
   /** A reason text once the server is known to be gone (exited, container died); undefined while it may still come up. */
   gone?: () => Promise<string | undefined>;
   logTail: (lines: number) => Promise<string[]>;
@@ -25,7 +27,7 @@ export async function waitAllHealthy(targets: readonly HealthTarget[], timeoutMs
   for (;;) {
     await Promise.all(
       [...pending].map(async (t) => {
-        if (await isHealthy(t.webUrl)) pending.delete(t);
+        if (await (t.healthy ? t.healthy() : isHealthy(t.webUrl))) pending.delete(t);
       }),
     );
     if (pending.size === 0) return;

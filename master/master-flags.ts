@@ -5,7 +5,7 @@
  */
 import { defineFlag, FlagTag } from '../common/flags';
 
-export { FS_DATA_DIRS, RPC_BIND_ADDRESSES, WEBSERVER_INTERFACE, WEBSERVER_PORT } from '../common/server-flags';
+export { FS_DATA_DIRS, RPC_BIND_ADDRESSES, SERVER_BROADCAST_ADDRESSES, WEBSERVER_INTERFACE, WEBSERVER_PORT } from '../common/server-flags';
 
 /** Standard ports of a master (YugabyteDB). */
 export const MASTER_RPC_PORT_DEFAULT = 7100;

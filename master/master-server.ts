@@ -25,6 +25,7 @@ import {
   MASTER_RPC_PORT_DEFAULT,
   MASTER_WEB_PORT_DEFAULT,
   RPC_BIND_ADDRESSES,
+  SERVER_BROADCAST_ADDRESSES,
   WEBSERVER_INTERFACE,
   WEBSERVER_PORT,
 } from './master-flags';
@@ -34,7 +35,7 @@ import { peerClient } from '../rpc/peer-client';
 import { registerMasterPages } from './master-web';
 import { SYS_CATALOG_GROUP_ID, SysCatalog } from './sys-catalog';
 import { TServerRegistry } from './tserver-registry';
-import { loadOrCreateUuid, splitHostPort } from '../common/server-identity';
+import { advertisedAddress, loadOrCreateUuid, splitHostPort } from '../common/server-identity';
 import { makeDirs } from '../common/fs-dirs';
 
 export interface MasterOptions {
@@ -73,14 +74,14 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
   const transport = opts.transport ?? new WsTransport({ flags, log });
   const bind = splitHostPort(flags.get(RPC_BIND_ADDRESSES), MASTER_RPC_PORT_DEFAULT);
   if (bind.port === 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'a master needs a fixed --rpc_bind_addresses port (it is its identity in --master_addresses)');
-  const selfId = `${bind.host}:${bind.port}`;
+  const selfId = advertisedAddress(flags.get(SERVER_BROADCAST_ADDRESSES), bind, bind.port);
   const peers = flags
     .get(MASTER_ADDRESSES)
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
   if (peers.length === 0) peers.push(selfId);
-  if (!peers.includes(selfId)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--rpc_bind_addresses ${selfId} is not one of --master_addresses ${peers.join(',')}`);
+  if (!peers.includes(selfId)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `${flags.get(SERVER_BROADCAST_ADDRESSES) ? '--server_broadcast_addresses' : '--rpc_bind_addresses'} ${selfId} is not one of --master_addresses ${peers.join(',')}`);
   if (new Set(peers).size !== peers.length) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--master_addresses lists a master twice: ${peers.join(',')}`);
 
   const clock = new HybridClock(skewableSystemClock(flags));

@@ -1,6 +1,6 @@
 /**
- * Host names of RPC addresses (a Docker lab's `n0:9100`) resolved once and then kept, so a connect
- * does not call getaddrinfo each time.
+ * Host names of RPC addresses (a Docker lab's `n0:9100`) resolved without holding libuv's thread
+ * pool while DNS does not answer, and kept once found, so a connect does not resolve each time.
  *
  * Why: Node's dns.lookup runs getaddrinfo on libuv's thread pool, the same pool that runs every
  * RocksDB call and WAL fdatasync (one thread by default, `uv_threadpool_size`). In a container cut
@@ -8,15 +8,17 @@
  * EAI_AGAIN) and holds that thread all the while, so the cut-off server's storage stalls behind its
  * own reconnect attempts, and after the heal it still waits for the lookups queued meanwhile.
  *
- * So: the first connect to a name looks it up with dns.lookup (getaddrinfo: /etc/hosts, then DNS),
- * one lookup per name at a time. Later connects use the address found, at once. When that address is
- * older than `refreshMs`, a connect also re-resolves the name in the background with c-ares
- * (dns.Resolver: its own sockets, not the thread pool) and falls back to dns.lookup only when DNS
- * answered (the name may be in /etc/hosts only) — never when DNS timed out, which is the cut-off case.
- * A re-resolution that fails keeps the old address (a lab reconnects a container with its old IP).
- * IP literals never get here (net.connect skips the lookup for them).
+ * So a name is resolved as getaddrinfo would, in its order, but off the pool where it can be:
+ * /etc/hosts (read here), then DNS through c-ares (dns.Resolver: its own sockets, 1 s time-out), and
+ * only when DNS answered without an address (the name may come from another source of the system's,
+ * such as its own host name) getaddrinfo — never while DNS times out. One resolution per name at a
+ * time; the addresses found are kept and answered at once. Once they are older than `refreshMs` a
+ * connect also re-resolves the name in the background, and a failed re-resolution keeps them (a lab
+ * reconnects a container with its old IP). 'localhost' goes to getaddrinfo directly (never DNS). IP
+ * literals never get here (net.connect skips the lookup for them).
  */
 import * as dns from 'node:dns';
+import * as fs from 'node:fs';
 import * as net from 'node:net';
 
 /** The `lookup` option of net.connect. */
@@ -30,6 +32,8 @@ interface Address {
 type Resolved = readonly Address[];
 
 export interface HostResolverDeps {
+  /** The addresses /etc/hosts gives `host` (empty: it does not name it). */
+  hostsFile(host: string): Address[];
   /** getaddrinfo on the thread pool (dns.lookup). */
   lookup(host: string): Promise<Resolved>;
   /** DNS only, off the thread pool (c-ares); rejects with code ETIMEOUT when no server answered. */
@@ -44,9 +48,33 @@ const DNS_TIMEOUT_MS = 1_000;
 /** Re-resolve a name this long after its address was found (a lab re-creating a container may give it another IP). */
 export const HOST_REFRESH_MS = 30_000;
 
+const HOSTS_FILE = '/etc/hosts';
+
+/** The addresses `text` (hosts(5): address, then names; # comments) gives `host`, in file order. */
+export function hostsFileAddresses(text: string, host: string): Address[] {
+  const name = host.toLowerCase();
+  const out: Address[] = [];
+  for (const raw of text.split('\n')) {
+    const line = raw.replace(/#.*/, '').trim();
+    if (line === '') continue;
+    const [address, ...names] = line.split(/\s+/);
+    const family = net.isIP(address ?? '');
+    if (family === 0 || !names.some((n) => n.toLowerCase() === name)) continue;
+    out.push({ address: address!, family: family === 6 ? 6 : 4 });
+  }
+  return out;
+}
+
 function defaultDeps(): HostResolverDeps {
   const resolver = new dns.promises.Resolver({ timeout: DNS_TIMEOUT_MS, tries: 1 });
   return {
+    hostsFile: (host) => {
+      try {
+        return hostsFileAddresses(fs.readFileSync(HOSTS_FILE, 'utf8'), host);
+      } catch {
+        return [];
+      }
+    },
     lookup: (host) =>
       new Promise((resolve, reject) =>
         dns.lookup(host, { all: true }, (err, addresses) => {
@@ -77,7 +105,7 @@ export class HostResolver {
   private readonly known = new Map<string, { addresses: Resolved; atMs: number }>();
   private readonly resolving = new Map<string, Promise<Resolved>>();
   private readonly deps: HostResolverDeps;
-  /** Counters (tests, debugging): thread-pool lookups, DNS-only re-resolutions, answers from memory. */
+  /** Counters (tests, debugging): getaddrinfo calls (thread pool), re-resolutions, answers from memory. */
   readonly stats = { lookups: 0, refreshes: 0, cached: 0 };
 
   constructor(deps: Partial<HostResolverDeps> = {}) {
@@ -97,7 +125,7 @@ export class HostResolver {
     this.resolve(hostname).then(answer, (err: NodeJS.ErrnoException) => callback(err, all ? ([] as unknown as string) : '', 0));
   };
 
-  /** The address of `host`: from memory (re-resolved in the background when old), else looked up once. */
+  /** The addresses of `host`: from memory (re-resolved in the background when old), else resolved once (resolveAfresh). */
   resolve(host: string): Promise<Resolved> {
     const k = this.known.get(host);
     if (k) {
@@ -107,8 +135,7 @@ export class HostResolver {
     }
     let p = this.resolving.get(host);
     if (!p) {
-      this.stats.lookups++;
-      p = this.deps.lookup(host).then(
+      p = this.resolveAfresh(host).then(
         (r) => {
           this.known.set(host, { addresses: r, atMs: this.deps.nowMs() });
           this.resolving.delete(host);
@@ -124,17 +151,32 @@ export class HostResolver {
     return p;
   }
 
-  /** Re-resolve a known name without holding the thread pool while DNS is unreachable; keep the old address on failure. */
+  /**
+   * getaddrinfo's answer without its wait on the pool when DNS is unreachable: /etc/hosts, then DNS
+   * (c-ares), then getaddrinfo only if DNS answered (other sources of the system's); a DNS time-out
+   * fails (EAI_AGAIN, as getaddrinfo would after 10 s).
+   */
+  private async resolveAfresh(host: string): Promise<Resolved> {
+    if (host === 'localhost' || host.endsWith('.localhost')) return this.poolLookup(host);
+    const listed = this.deps.hostsFile(host);
+    if (listed.length > 0) return listed;
+    try {
+      return await this.deps.resolveDns(host);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== dns.TIMEOUT) return this.poolLookup(host);
+      throw Object.assign(new Error(`cannot resolve ${host}: DNS did not answer within ${DNS_TIMEOUT_MS} ms, and ${HOSTS_FILE} does not name it`), { code: 'EAI_AGAIN', hostname: host });
+    }
+  }
+
+  private poolLookup(host: string): Promise<Resolved> {
+    this.stats.lookups++;
+    return this.deps.lookup(host);
+  }
+
+  /** Re-resolve a known name (resolveAfresh); keep the old addresses on failure. */
   private refresh(host: string): Promise<Resolved> {
     this.stats.refreshes++;
-    const p = this.deps
-      .resolveDns(host)
-      .catch((e: NodeJS.ErrnoException) => {
-        if (e.code === dns.TIMEOUT) throw e; // DNS unreachable: getaddrinfo would wait it out on the pool
-        this.stats.lookups++;
-        return this.deps.lookup(host); // DNS answered without it: /etc/hosts, say
-      })
-      .then(
+    const p = this.resolveAfresh(host).then(
         (r) => {
           this.known.set(host, { addresses: r, atMs: this.deps.nowMs() });
           return r;

@@ -39,8 +39,11 @@ export interface WsClientDeps {
 }
 
 const BACKOFF_BASE_MS = 25;
-/** Connect errors of a cut network rather than a down peer: no route to it (this end's interface gone, or its host unreachable). */
-const NETWORK_DOWN_CODES = new Set(['ENETUNREACH', 'EHOSTUNREACH', 'ENETDOWN', 'EHOSTDOWN']);
+/**
+ * Connect errors of a cut network rather than a down peer: no route to it (this end's interface gone,
+ * or its host unreachable), or its name unresolvable because DNS did not answer (host-resolver.ts).
+ */
+const NETWORK_DOWN_CODES = new Set(['ENETUNREACH', 'EHOSTUNREACH', 'ENETDOWN', 'EHOSTDOWN', 'EAI_AGAIN']);
 /** Pause after such an error before the next connect (not growing: a heal is noticed within it). */
 const NETWORK_DOWN_RETRY_MS = 200;
 /** Connections this client keeps; beyond it the least recently created idle one is dropped. */

@@ -1,7 +1,7 @@
 /** Flags owned by the tablet server (YugabyteDB spellings and defaults where they exist). */
 import { defineFlag, FlagTag } from '../common/flags';
 
-export { FS_DATA_DIRS, PLACEMENT_ZONE, RPC_BIND_ADDRESSES, TEST_DROP_TRAFFIC_PEERS, WEBSERVER_INTERFACE, WEBSERVER_PORT } from '../common/server-flags';
+export { FS_DATA_DIRS, PLACEMENT_ZONE, RPC_BIND_ADDRESSES, SERVER_BROADCAST_ADDRESSES, TEST_DROP_TRAFFIC_PEERS, WEBSERVER_INTERFACE, WEBSERVER_PORT } from '../common/server-flags';
 
 /** Standard ports of a tserver (YugabyteDB). */
 export const TSERVER_RPC_PORT_DEFAULT = 9100;

@@ -33,6 +33,7 @@ import {
   RAFT_TICK_INTERVAL_MS,
   REMOTE_BOOTSTRAP_CHUNK_BYTES,
   RPC_BIND_ADDRESSES,
+  SERVER_BROADCAST_ADDRESSES,
   TSERVER_MASTER_ADDRS,
   TSERVER_RPC_PORT_DEFAULT,
   TSERVER_WEB_PORT_DEFAULT,
@@ -41,7 +42,7 @@ import {
 } from './tserver-flags';
 import type { TabletReportPB } from './tserver-pb';
 import { countingServer, registerTServerPages, sizesOf, TabletMemTrackers } from './tserver-web';
-import { loadOrCreateUuid, splitHostPort } from '../common/server-identity';
+import { advertisedAddress, loadOrCreateUuid, splitHostPort } from '../common/server-identity';
 import { makeDirs } from '../common/fs-dirs';
 
 /** How often memtable sizes are sampled for the memory trackers' peaks. */
@@ -151,6 +152,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
   const clock = new HybridClock(opts.clock ?? skewableSystemClock(flags));
   const rng = opts.rng ?? new MathRng();
   const bind = splitHostPort(flags.get(RPC_BIND_ADDRESSES), TSERVER_RPC_PORT_DEFAULT);
+  if (bind.port !== 0) advertisedAddress(flags.get(SERVER_BROADCAST_ADDRESSES), bind, bind.port); // a bad pair fails before anything starts
 
   const rpc: RpcServer = opts.transport.createServer({ host: bind.host, port: bind.port });
   const client = peerClient(opts.transport.createClient(), flags);
@@ -211,7 +213,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
   });
   consensus.register(rpc);
   await rpc.start();
-  const rpcAddress = rpc.address;
+  const rpcAddress = advertisedAddress(flags.get(SERVER_BROADCAST_ADDRESSES), bind, splitHostPort(rpc.address, bind.port).port);
   boundAddress = rpcAddress;
 
   const manager = new TabletManager({
