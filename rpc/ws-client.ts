@@ -113,6 +113,11 @@ class WsConnection {
     return true;
   }
 
+  /** Bound of a connect's TCP part (rpc_tcp_connect_timeout_ms, at most the whole connect's; 0: none of its own). */
+  private get tcpTimeoutMs(): number {
+    return Math.min(this.deps.tcpConnectTimeoutMs ?? 0, this.deps.connectTimeoutMs);
+  }
+
   /** The last connect attempt was given up because its TCP connect went unanswered (no back-off after it). */
   private tcpTimedOut = false;
 
@@ -123,13 +128,12 @@ class WsConnection {
     this.state = 'connecting';
     this.tcpTimedOut = false;
     this.connectErrorCode = undefined;
-    const tcpTimeoutMs = Math.min(this.deps.tcpConnectTimeoutMs ?? 0, this.deps.connectTimeoutMs);
     const ws = new WebSocket(`ws://${this.address}/rpc`, {
       perMessageDeflate: false,
       maxPayload: this.deps.messageBytesMax + FRAME_OVERHEAD_BYTES_MAX,
       handshakeTimeout: this.deps.connectTimeoutMs,
       generateMask: zeroMask,
-      createConnection: ((opts: net.NetConnectOpts) => this.tcpConnect(opts, tcpTimeoutMs)) as typeof net.createConnection,
+      createConnection: ((opts: net.NetConnectOpts) => this.tcpConnect(opts, this.tcpTimeoutMs)) as typeof net.createConnection,
     });
     ws.binaryType = 'nodebuffer';
     this.ws = ws;
@@ -266,7 +270,7 @@ class WsConnection {
       if (p.timer) clearTimeout(p.timer);
       p.reject(
         networkError(
-          wasOpen ? `connection to ${this.address} lost during ${p.service}.${p.method}${reason ? `: ${reason}` : ''}` : `cannot connect to ${this.address}${this.tcpTimedOut ? ` (its TCP connect went unanswered for ${Math.min(this.deps.tcpConnectTimeoutMs ?? 0, this.deps.connectTimeoutMs)} ms)` : ''}`,
+          wasOpen ? `connection to ${this.address} lost during ${p.service}.${p.method}${reason ? `: ${reason}` : ''}` : `cannot connect to ${this.address}${this.tcpTimedOut ? ` (its TCP connect went unanswered for ${this.tcpTimeoutMs} ms)` : ''}`,
           { address: this.address, sent: p.sent },
           !p.sent,
         ),
