@@ -105,8 +105,6 @@ export class HostResolver {
   private readonly known = new Map<string, { addresses: Resolved; atMs: number }>();
   private readonly resolving = new Map<string, Promise<Resolved>>();
   private readonly deps: HostResolverDeps;
-  /** Counters (tests, debugging): getaddrinfo calls (thread pool), re-resolutions, answers from memory. */
-  readonly stats = { lookups: 0, refreshes: 0, cached: 0 };
 
   constructor(deps: Partial<HostResolverDeps> = {}) {
     this.deps = { ...defaultDeps(), ...deps };
@@ -128,26 +126,32 @@ export class HostResolver {
   /** The addresses of `host`: from memory (re-resolved in the background when old), else resolved once (resolveAfresh). */
   resolve(host: string): Promise<Resolved> {
     const k = this.known.get(host);
-    if (k) {
-      this.stats.cached++;
-      if (this.deps.nowMs() - k.atMs >= this.deps.refreshMs && !this.resolving.has(host)) void this.refresh(host);
-      return Promise.resolve(k.addresses);
-    }
-    let p = this.resolving.get(host);
-    if (!p) {
-      p = this.resolveAfresh(host).then(
+    if (!k) return this.resolving.get(host) ?? this.resolveOnce(host);
+    if (this.deps.nowMs() - k.atMs >= this.deps.refreshMs && !this.resolving.has(host)) void this.resolveOnce(host);
+    return Promise.resolve(k.addresses);
+  }
+
+  /**
+   * One resolution of `host` at a time (resolveAfresh); what it finds is kept. A failed one rejects
+   * when nothing was known, and otherwise (a refresh) keeps the old addresses and tries again only
+   * after another refreshMs.
+   */
+  private resolveOnce(host: string): Promise<Resolved> {
+    const p = this.resolveAfresh(host)
+      .then(
         (r) => {
           this.known.set(host, { addresses: r, atMs: this.deps.nowMs() });
-          this.resolving.delete(host);
           return r;
         },
         (e: unknown) => {
-          this.resolving.delete(host);
-          throw e;
+          const k = this.known.get(host);
+          if (!k) throw e;
+          k.atMs = this.deps.nowMs();
+          return k.addresses;
         },
-      );
-      this.resolving.set(host, p);
-    }
+      )
+      .finally(() => this.resolving.delete(host));
+    this.resolving.set(host, p);
     return p;
   }
 
@@ -157,40 +161,15 @@ export class HostResolver {
    * fails (EAI_AGAIN, as getaddrinfo would after 10 s).
    */
   private async resolveAfresh(host: string): Promise<Resolved> {
-    if (host === 'localhost' || host.endsWith('.localhost')) return this.poolLookup(host);
+    if (host === 'localhost' || host.endsWith('.localhost')) return this.deps.lookup(host);
     const listed = this.deps.hostsFile(host);
     if (listed.length > 0) return listed;
     try {
       return await this.deps.resolveDns(host);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== dns.TIMEOUT) return this.poolLookup(host);
+      if ((e as NodeJS.ErrnoException).code !== dns.TIMEOUT) return this.deps.lookup(host);
       throw Object.assign(new Error(`cannot resolve ${host}: DNS did not answer within ${DNS_TIMEOUT_MS} ms, and ${HOSTS_FILE} does not name it`), { code: 'EAI_AGAIN', hostname: host });
     }
-  }
-
-  private poolLookup(host: string): Promise<Resolved> {
-    this.stats.lookups++;
-    return this.deps.lookup(host);
-  }
-
-  /** Re-resolve a known name (resolveAfresh); keep the old addresses on failure. */
-  private refresh(host: string): Promise<Resolved> {
-    this.stats.refreshes++;
-    const p = this.resolveAfresh(host).then(
-        (r) => {
-          this.known.set(host, { addresses: r, atMs: this.deps.nowMs() });
-          return r;
-        },
-        () => {
-          // Keep the old addresses, and try again only after another refreshMs.
-          const k = this.known.get(host)!;
-          k.atMs = this.deps.nowMs();
-          return k.addresses;
-        },
-      )
-      .finally(() => this.resolving.delete(host));
-    this.resolving.set(host, p);
-    return p;
   }
 }
 
