@@ -59,13 +59,19 @@ export interface AbOptions {
   firstWarmupSeconds: number;
   readKeys: number;
   outDir: string;
+  /**
+   * Whose load generators (bench/vs-loadgen.ts, with the client library) drive each side: this
+   * build's for both (default: only the servers differ), or each side's own tree's (`each-tree`: to
+   * compare a change to the client, e.g. how it batches requests).
+   */
+  loadGenerators: 'this-build' | 'each-tree';
 }
 
 const THIS_TREE = path.resolve(__dirname, '../..');
 const SERVER_ENTRY = path.join('dist', 'cli', 'main.js');
 /** Ports when loopback aliases do not work: each side its own range. */
 const NO_ALIAS_PORT_SHIFT: Record<AbLabel, number> = { A: 28000 - 7000, B: 28500 - 7000 };
-const OPTIONS = ['--a-tree', '--b-tree', '--a-tserver-flag', '--b-tserver-flag', '--a-node-option', '--b-node-option', '--host-base-a', '--host-base-b', '--workloads', '--rounds', '--seconds', '--warmup', '--first-warmup', '--read-keys', '--out'];
+const OPTIONS = ['--load-generators', '--a-tree', '--b-tree', '--a-tserver-flag', '--b-tserver-flag', '--a-node-option', '--b-node-option', '--host-base-a', '--host-base-b', '--workloads', '--rounds', '--seconds', '--warmup', '--first-warmup', '--read-keys', '--out'];
 
 function checkTree(dir: string, option: string): string {
   const abs = path.resolve(dir);
@@ -75,7 +81,7 @@ function checkTree(dir: string, option: string): string {
 
 export function parseAbArgs(argv: readonly string[]): AbOptions {
   const side = (label: AbLabel, hostBase: number): AbSide => ({ label, tree: THIS_TREE, tserverFlags: [], nodeOptions: [], hostBase });
-  const o: AbOptions = { a: side('A', 70), b: side('B', 80), workloads: ['txn2-c64'], rounds: 6, seconds: 5, warmupSeconds: 2, firstWarmupSeconds: FIRST_WARMUP_SECONDS_DEFAULT, readKeys: 10_000, outDir: path.join(THIS_TREE, 'bench', 'results') };
+  const o: AbOptions = { a: side('A', 70), b: side('B', 80), workloads: ['txn2-c64'], rounds: 6, seconds: 5, warmupSeconds: 2, firstWarmupSeconds: FIRST_WARMUP_SECONDS_DEFAULT, readKeys: 10_000, outDir: path.join(THIS_TREE, 'bench', 'results'), loadGenerators: 'this-build' };
   const num = (name: string, v: string | undefined, min: number, max = Number.MAX_SAFE_INTEGER): number => {
     const n = Number(v);
     if (v === undefined || !Number.isFinite(n) || n < min || n > max) throw new DbError(ErrorCode.INVALID_ARGUMENT, `${name} needs a number in [${min}, ${max}], got '${v ?? ''}'`);
@@ -121,6 +127,10 @@ export function parseAbArgs(argv: readonly string[]): AbOptions {
       case '--first-warmup': o.firstWarmupSeconds = num(k, v, 0); break;
       case '--read-keys': o.readKeys = Math.floor(num(k, v, 1)); break;
       case '--out': o.outDir = path.resolve(v); break;
+      case '--load-generators':
+        if (v !== 'this-build' && v !== 'each-tree') throw new DbError(ErrorCode.INVALID_ARGUMENT, `--load-generators: 'this-build' or 'each-tree', got '${v}'`);
+        o.loadGenerators = v;
+        break;
     }
   }
   // Flags are checked against this build's registry; another build may know flags this one does not,
@@ -171,7 +181,7 @@ export async function runAb(o: AbOptions): Promise<{ jsonPath: string; mdPath: s
       const prep = await prepareTessera(c, txnWorkloads, notes, s.label);
       txnOk.set(s.label, prep.txnOk);
       notes.set(`${s.label} shape`, `1 master + ${TSERVERS} tservers, RF 3, ${prep.statusTablets}`);
-      targets.set(s.label, tesseraTarget(c));
+      targets.set(s.label, o.loadGenerators === 'each-tree' ? { ...tesseraTarget(c), loadgenScript: path.join(s.tree, 'dist', 'bench', 'vs-loadgen.js') } : tesseraTarget(c));
       log(`${s.label}: up (master ${c.masterAddress}, ${prep.statusTablets})`);
     }
     const base = (t: Target, op: LoadSpec['op'], concurrency: number, warmupSeconds: number, seconds: number): LoadSpec => ({ system: t.system, op, concurrency, warmupSeconds, seconds, readKeys: o.readKeys, valueBytes: VALUE_BYTES, ...t.spec });
@@ -221,7 +231,7 @@ export async function runAb(o: AbOptions): Promise<{ jsonPath: string; mdPath: s
     }
     const rows = pairRuns(o.workloads, runs);
     const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-    const header = `## tessera A/B (${new Date().toISOString()})\n\n- A: ${describeSide(o.a)}\n- B: ${describeSide(o.b)}\n- ${o.rounds} round(s) × ${o.seconds} s after ${o.warmupSeconds} s warm-up (${firstWarmup} s in round 1); each side ${notes.get('A shape') ?? ''}; values ${VALUE_BYTES} bytes; data on ${fsType ?? 'unknown fs'}; ${os.availableParallelism()} CPU core(s); load generators of this build for both sides${sameSetup(o.a, o.b) ? '\n- A/A run: A and B are set up the same, so the ratios show the noise' : ''}`;
+    const header = `## tessera A/B (${new Date().toISOString()})\n\n- A: ${describeSide(o.a)}\n- B: ${describeSide(o.b)}\n- ${o.rounds} round(s) × ${o.seconds} s after ${o.warmupSeconds} s warm-up (${firstWarmup} s in round 1); each side ${notes.get('A shape') ?? ''}; values ${VALUE_BYTES} bytes; data on ${fsType ?? 'unknown fs'}; ${os.availableParallelism()} CPU core(s); ${o.loadGenerators === 'each-tree' ? "each side's load generators (and client) from its own build" : 'load generators of this build for both sides'}${sameSetup(o.a, o.b) ? '\n- A/A run: A and B are set up the same, so the ratios show the noise' : ''}`;
     const extra = [...notes].filter(([k]) => !k.endsWith('shape')).map(([k, v]) => `- ${k}: ${v}\n`).join('');
     const md = renderAbMarkdown(rows, runs, header) + (extra ? '\n' + extra : '');
     const { jsonPath, mdPath } = writeReports(o.outDir, 'ab', stamp, { options: o, rows, runs, notes: Object.fromEntries(notes) }, md);

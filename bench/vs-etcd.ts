@@ -173,6 +173,8 @@ export interface Target {
   spec: Partial<LoadSpec>;
   /** The servers' work counters (tessera: bench/io-costs.ts), read at measure-start and measure-end. */
   counters?: () => Promise<IoCounters>;
+  /** The load generator to run (default: this build's bench/vs-loadgen.js). */
+  loadgenScript?: string;
 }
 
 export function log(line: string): void {
@@ -198,7 +200,7 @@ export interface LoadgenRun {
 }
 
 export async function runLoadgen(target: Target, spec: LoadSpec): Promise<LoadgenRun> {
-  const child = spawn(process.execPath, [path.join(__dirname, 'vs-loadgen.js'), JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [target.loadgenScript ?? path.join(__dirname, 'vs-loadgen.js'), JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => {
     if (stderr.length < 4000) stderr += c.toString('utf8');

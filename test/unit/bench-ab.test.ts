@@ -79,6 +79,13 @@ describe('bench A/B options', () => {
     expect(o.rounds).toBe(6);
     expect(o.a.tree).toBe(o.b.tree);
     expect(describeSide(o.a)).toBe('this build');
+    expect(o.loadGenerators).toBe('this-build');
+  });
+
+  it('--load-generators: each side\'s own build drives it (a client change), or this build for both', () => {
+    expect(parseAbArgs(['--load-generators', 'each-tree']).loadGenerators).toBe('each-tree');
+    expect(parseAbArgs(['--load-generators=this-build']).loadGenerators).toBe('this-build');
+    expect(() => parseAbArgs(['--load-generators', 'mine'])).toThrow(/'this-build' or 'each-tree', got 'mine'/);
   });
 
   it('per-side flags and node options, checked', () => {
