@@ -32,7 +32,10 @@ import { type HealthTarget, waitAllHealthy, waitClusterReady } from './health-wa
 import { IMAGE_APP_DIR } from './image-inputs';
 import { assertNoOldData, type DockerRecord, type LabState, LAB_STATE_VERSION, type NodeRecord, readLabState, removeLabState, type ServerRecord, serversOf, writeLabState } from './lab-state';
 import { tailLines } from './log-tail';
-import { SUPERVISOR_GROUP_SEPARATOR, SUPERVISOR_RESPAWN_SIGNAL } from './node-supervisor';
+import { serverExitSince, SUPERVISOR_GROUP_SEPARATOR, SUPERVISOR_RESPAWN_SIGNAL } from './node-supervisor';
+
+/** How often a health wait reads a running container's log for its server's exit line. */
+const EXIT_CHECK_INTERVAL_MS = 1_000;
 import { serverEntryPath } from './package-root';
 import { DROP_TRAFFIC_FLAG, partitionDropLists, planPartition } from './partition-plan';
 import { assertAddressesFree, STANDARD_PORTS } from './process-addressing';
@@ -254,8 +257,9 @@ export class DockerDriver implements ClusterDriver {
       return;
     }
     // The supervisor starts again whichever of its servers is not running (a running one is left alone).
+    const respawnAtMs = Date.now();
     if (state === 'stopped' || (state === undefined && !(await isHealthy(one.s.webUrl)))) await this.docker.getContainer(n.containerId!).kill({ signal: SUPERVISOR_RESPAWN_SIGNAL });
-    await waitAllHealthy([this.healthTarget(n, one.s)], this.need().spec.healthTimeoutMs);
+    await waitAllHealthy([this.healthTarget(n, one.s, respawnAtMs)], this.need().spec.healthTimeoutMs);
     await this.reapplyLinks(n);
   }
 
@@ -530,18 +534,38 @@ export class DockerDriver implements ClusterDriver {
     }
   }
 
-  private healthTarget(n: NodeRecord, s: ServerRecord): HealthTarget {
+  /**
+   * `startedAtMs`: when this server was started alone inside a running container (SIGUSR2 to its
+   * supervisor); otherwise the container's current run started it.
+   */
+  private healthTarget(n: NodeRecord, s: ServerRecord, startedAtMs = 0): HealthTarget {
+    // A server that ends while the wait runs (a bad flag, a port in use) is gone even though its
+    // container keeps running for the node's other server: its supervisor's exit line, stamped at or
+    // after this server's start (the container run's, or startedAtMs), says so. Docker's log
+    // timestamps tell it from the exits of earlier runs (a restart's stop, a kill before a start).
+    let logsReadMs = 0;
     return {
       node: n.name,
       role: s.role,
       webUrl: s.webUrl,
       healthy: () => this.serverHealthy(n, s),
       gone: async () => {
+        let sinceMs: number;
         try {
           const info = await this.docker.getContainer(n.containerId!).inspect();
-          return info.State.Running ? undefined : `container ${n.containerName} exited with status ${info.State.ExitCode}`;
+          if (!info.State.Running) return `container ${n.containerName} exited with status ${info.State.ExitCode}`;
+          sinceMs = Math.max(Date.parse(info.State.StartedAt), startedAtMs);
         } catch (e) {
           return `container ${String(n.containerName)} is gone (${(e as Error).message})`;
+        }
+        if (!Number.isFinite(sinceMs) || Date.now() - logsReadMs < EXIT_CHECK_INTERVAL_MS) return undefined;
+        logsReadMs = Date.now();
+        try {
+          const raw = (await this.docker.getContainer(n.containerId!).logs({ stdout: true, stderr: true, timestamps: true, since: Math.floor(sinceMs / 1000), follow: false })) as unknown as Buffer;
+          const exit = serverExitSince(demuxDockerFrames(raw), s.role, sinceMs);
+          return exit === undefined ? undefined : `${exit.slice(`[supervisor] ${s.role} `.length)} inside container ${n.containerName}, which keeps running for the node's other server`;
+        } catch {
+          return undefined; // the log not readable now: the next poll, or the timeout, decides
         }
       },
       logTail: async (lines) => tailLines(await this.logs(n.name, lines * 2), lines),

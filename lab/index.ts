@@ -17,7 +17,7 @@ export * from './docker-image';
 export * from './docker-frames';
 export * from './image-inputs';
 export * from './tar-writer';
-export { SUPERVISOR_GROUP_SEPARATOR, splitGroups } from './node-supervisor';
+export { exitLine, serverExitSince, SUPERVISOR_GROUP_SEPARATOR, splitGroups } from './node-supervisor';
 export * from './open-lab';
 export * from './text-table';
 export * from './lab-cli';

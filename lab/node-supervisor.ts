@@ -40,6 +40,29 @@ function pipePrefixed(src: NodeJS.ReadableStream, dst: NodeJS.WritableStream, pr
   });
 }
 
+/** The line the supervisor logs when one of its servers ends (serverExitSince reads it back). */
+export function exitLine(role: string, code: number | null, sig: NodeJS.Signals | null): string {
+  return `[supervisor] ${role} ${sig ? `killed by ${sig}` : `exited with status ${String(code)}`}`;
+}
+
+/**
+ * In a container's log read with Docker's timestamps (`2026-12-05T00:45:52.866123456Z line`), the
+ * supervisor's line saying that `role` ended at or after `sinceMs` (ms since the epoch), without its
+ * timestamp; undefined when there is none. Lines without a readable timestamp are skipped.
+ */
+export function serverExitSince(timestampedLog: string, role: string, sinceMs: number): string | undefined {
+  const prefix = `[supervisor] ${role} `;
+  for (const line of timestampedLog.split('\n')) {
+    const sp = line.indexOf(' ');
+    if (sp < 0) continue;
+    const text = line.slice(sp + 1);
+    if (!text.startsWith(prefix) || !/^(exited with status|killed by) /.test(text.slice(prefix.length))) continue;
+    const at = Date.parse(line.slice(0, sp));
+    if (Number.isFinite(at) && at >= sinceMs) return text;
+  }
+  return undefined;
+}
+
 /** Signal that asks the supervisor to start again every server of the node that is not running. */
 export const SUPERVISOR_RESPAWN_SIGNAL = 'SIGUSR2';
 
@@ -65,7 +88,7 @@ function main(argv: string[]): void {
     pipePrefixed(child.stdout!, process.stdout, `[${role}] `);
     pipePrefixed(child.stderr!, process.stderr, `[${role}] `);
     child.on('exit', (code, sig) => {
-      process.stdout.write(`[supervisor] ${role} ${sig ? `killed by ${sig}` : `exited with status ${String(code)}`}\n`);
+      process.stdout.write(`${exitLine(role, code, sig)}\n`);
       if (!stopping && code !== 0) failed[i] = true;
       if (children.every(exited)) process.exit(failed.some(Boolean) ? 1 : 0);
     });

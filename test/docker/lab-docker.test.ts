@@ -3,7 +3,8 @@
  * the offline image, three containers on their own network, consoles on published ports, a partition
  * by network disconnect (name lookups of the cut node fail from the others), heal, faults, down.
  * Without an engine every test is skipped with a visible line saying why.
- * Servers: the fake-node fixture by default; TESSERA_LAB_SERVERS=real runs dist/cli/main.js.
+ * Servers: the fake-node fixture by default; TESSERA_LAB_SERVERS=real runs dist/cli/main.js (every
+ * test passes with either; the flags each mode's servers know are chosen below).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as fs from 'node:fs';
@@ -14,6 +15,13 @@ import { defaultSpec, DockerDriver, ensureLabImage, getJson, isHealthy, labIdFor
 
 const REAL = process.env['TESSERA_LAB_SERVERS'] === 'real';
 const ENTRY = REAL ? 'dist/cli/main.js' : 'dist/lab/fixtures/fake-node.js';
+// Flags the servers of each mode know: a tserver flag given at start, one every server can change at
+// run time, and one that makes a tserver exit at start (real servers refuse an unknown flag).
+const MARKER = REAL ? { name: 'TEST_inject_sleep_before_applying_intents_ms', value: '1' } : { name: 'TEST_lab_marker', value: '1' };
+const RUNTIME = REAL ? { name: 'log_level', value: 'warn' } : { name: 'TEST_lab_runtime', value: '9' };
+const FAIL_START = REAL ? { name: 'no_such_flag', value: '1' } : { name: 'TEST_fake_fail_start', value: 'true' };
+/** What a server's /api/v1/healthz answers, in each mode. */
+const HEALTHY_TSERVER = REAL ? { ok: true, kind: 'tserver' } : { status: 'ok', role: 'tserver' };
 // Published ports 18000+i, 18100+i, 20000+i, 20100+i: away from a person's lab (17000+) and the
 // process tests, and below the ephemeral range (32768+) where a test's outgoing connection could hold one.
 const PORT_OFFSET = 11_000;
@@ -85,12 +93,12 @@ describe('lab docker driver', () => {
   it('lab docker: up starts 3 containers whose consoles answer on published 127.0.0.1 ports', async (ctx) => {
     if (!engine.ok) return ctx.skip();
     const addrs = await driver.up(
-      defaultSpec({ baseDir, driver: 'docker', nodes: 3, masters: 1, serverEntry: ENTRY, portOffset: PORT_OFFSET, healthTimeoutMs: 60_000, nodeFlags: { n0: { TEST_lab_marker: '1' } } }),
+      defaultSpec({ baseDir, driver: 'docker', nodes: 3, masters: 1, serverEntry: ENTRY, portOffset: PORT_OFFSET, healthTimeoutMs: 60_000, nodeFlags: { n0: { [MARKER.name]: MARKER.value } } }),
     );
     expect(addrs.map((a) => a.tserver.webUrl)).toEqual(['http://127.0.0.1:20000', 'http://127.0.0.1:20001', 'http://127.0.0.1:20002']);
     expect(addrs[0]!.master?.rpcAddress).toBe('n0:7100');
     for (const a of addrs) expect(await isHealthy(a.tserver.webUrl)).toBe(true);
-    expect(String(await flagValue(addrs[0]!.tserver.webUrl, 'TEST_lab_marker'))).toBe('1');
+    expect(String(await flagValue(addrs[0]!.tserver.webUrl, MARKER.name))).toBe(MARKER.value);
     const st = await DockerDriver.open(baseDir, { docker }).status();
     expect(st.nodes.every((n) => n.servers.every((s) => s.state === 'running' && s.healthy))).toBe(true);
     expect((await lookupFrom('n1', 'n0')).text).toBe(`IP ${readLabState(baseDir)!.nodes[0]!.ip!}`);
@@ -106,8 +114,8 @@ describe('lab docker driver', () => {
     expect(await isHealthy(a[0]!.tserver.webUrl, 1_000)).toBe(false);
     expect(await isHealthy(a[1]!.tserver.webUrl)).toBe(true);
     // The cut-off node is still readable from inside its container (its console listens there too).
-    expect(await driver.consoleJson('n0', 'tserver', '/api/v1/healthz')).toMatchObject({ status: 'ok', role: 'tserver' });
-    expect(await driver.consoleJson('n1', 'tserver', '/api/v1/healthz')).toMatchObject({ status: 'ok' });
+    expect(await driver.consoleJson('n0', 'tserver', '/api/v1/healthz')).toMatchObject(HEALTHY_TSERVER);
+    expect(await driver.consoleJson('n1', 'tserver', '/api/v1/healthz')).toMatchObject(HEALTHY_TSERVER);
     expect((await driver.status()).partitioned).toEqual(['n0']);
     // Restarted while cut off, its servers come up: they bind every interface of the container and
     // broadcast the node's name, which only the lab network's DNS knows (binding the name failed with
@@ -150,8 +158,8 @@ describe('lab docker driver', () => {
   it('lab docker: flags at run time, kill/start and pause/resume (of a container or one server in it, status showing each server\'s state) and logs act on one container', async (ctx) => {
     if (!engine.ok) return ctx.skip();
     const a = driver.addresses();
-    expect((await driver.setFlag('n1', 'TEST_lab_runtime', '9', true)).every((r) => r.ok)).toBe(true);
-    expect(String(await flagValue(a[1]!.tserver.webUrl, 'TEST_lab_runtime'))).toBe('9');
+    expect((await driver.setFlag('n1', RUNTIME.name, RUNTIME.value, true)).every((r) => r.ok)).toBe(true);
+    expect(String(await flagValue(a[1]!.tserver.webUrl, RUNTIME.name))).toBe(RUNTIME.value);
     // One server alone: n0's tserver dies inside its container, its master keeps running; start brings it back.
     await driver.kill('n0', 'tserver');
     expect(await isHealthy(a[0]!.tserver.webUrl, 500)).toBe(false);
@@ -193,4 +201,27 @@ describe('lab docker driver', () => {
     await expect(docker.getNetwork(st.docker!.networkName).inspect()).rejects.toThrow();
     expect(readLabState(baseDir)).toBeUndefined();
   }, 60_000);
+
+  it('lab docker: a server that exits at start inside a container its other server keeps running fails up at once, naming the exit and showing its log', async (ctx) => {
+    if (!engine.ok) return ctx.skip();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-lab-docker-fail-'));
+    const d = new DockerDriver(undefined, { docker, onProgress: () => undefined });
+    try {
+      // A health timeout far longer than the test's own: only noticing the exit can end the wait in time.
+      const err = await d.up(defaultSpec({ baseDir: dir, driver: 'docker', nodes: 1, masters: 1, serverEntry: ENTRY, portOffset: PORT_OFFSET, healthTimeoutMs: 600_000, nodeFlags: { n0: { [FAIL_START.name]: FAIL_START.value } } })).then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
+      expect(err?.message).toMatch(/node n0 tserver exited with status [13] inside container \S+, which keeps running/);
+      expect(err?.message).not.toMatch(/did not answer/);
+      expect(err?.message).toMatch(/last \d+ log lines of n0 tserver/);
+    } finally {
+      // A failed up removes what it started (no lab.json is left); anything still there goes here.
+      if (readLabState(dir)) await DockerDriver.open(dir, { docker, onProgress: () => undefined }).down().catch(() => undefined);
+      const id = labIdFor(dir);
+      for (const c of await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tessera.lab=${id}`] }) })) await docker.getContainer(c.Id).remove({ force: true });
+      for (const n of await docker.listNetworks({ filters: JSON.stringify({ label: [`tessera.lab=${id}`] }) })) await docker.getNetwork(n.Id).remove();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { defaultSpec, demuxDockerFrames, linksBetween, linksText, parseNodeFlags, partitionDropLists, planPartition, planProcessNodes, splitGroups, tarSize, tarStream, type TarEntry } from '../../../lab';
+import { defaultSpec, demuxDockerFrames, exitLine, linksBetween, serverExitSince, linksText, parseNodeFlags, partitionDropLists, planPartition, planProcessNodes, splitGroups, tarSize, tarStream, type TarEntry } from '../../../lab';
 
 describe('lab pure parts', () => {
   const servers = [
@@ -70,6 +70,28 @@ describe('lab pure parts', () => {
 
   it('lab: the supervisor splits its command line into one argv per server', () => {
     expect(splitGroups(['master', '--a=1', ':::', 'tserver', '--b=2'])).toEqual([['master', '--a=1'], ['tserver', '--b=2']]);
+  });
+
+  it('lab: a health wait finds the supervisor\'s exit line of its server at or after the server\'s start, in a log with Docker timestamps', () => {
+    expect(exitLine('tserver', 1, null)).toBe('[supervisor] tserver exited with status 1');
+    expect(exitLine('master', null, 'SIGKILL')).toBe('[supervisor] master killed by SIGKILL');
+    const log = [
+      `2026-12-05T00:45:50.100000000Z ${exitLine('tserver', null, 'SIGKILL')}`, // an earlier run, killed by the lab
+      '2026-12-05T00:45:52.000000000Z [tserver] error: INVALID_ARGUMENT: unknown flag --no_such_flag',
+      `2026-12-05T00:45:52.500000000Z ${exitLine('tserver', 1, null)}`,
+      '2026-12-05T00:45:53.000000000Z [master] master started',
+      `not-a-time ${exitLine('master', 2, null)}`,
+      '',
+    ].join('\n');
+    const at = (t: string): number => Date.parse(`2026-12-05T00:45:${t}Z`);
+    expect(serverExitSince(log, 'tserver', at('51.000'))).toBe('[supervisor] tserver exited with status 1');
+    // Started after that exit (SIGUSR2 again): nothing yet.
+    expect(serverExitSince(log, 'tserver', at('52.600'))).toBeUndefined();
+    // Before both: the first one found.
+    expect(serverExitSince(log, 'tserver', at('50.000'))).toBe('[supervisor] tserver killed by SIGKILL');
+    // Another role's lines, the servers' own lines and untimed lines never count.
+    expect(serverExitSince(log, 'master', 0)).toBeUndefined();
+    expect(serverExitSince('[supervisor] tserver exited with status 1', 'tserver', 0)).toBeUndefined();
   });
 
   it('lab: docker frames are demultiplexed; plain text passes through', () => {
