@@ -20,12 +20,11 @@ import { partitionHash } from '../../common/partition-hash';
 import { TabletService } from '../../tserver/tablet-service';
 import type { TabletManager } from '../../tserver/tablet-manager';
 import type { TxnStatusInfo } from '../../tserver/transaction/txn-env';
-import { demoTabletMeta, openTestPeer } from './tablet-peer-harness';
+import { demoTabletMeta, openTestPeer, PeerJanitor } from './tablet-peer-harness';
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
+const janitor = new PeerJanitor();
+const { dirs } = janitor;
+afterEach(() => janitor.cleanup());
 
 const key = (i: number): DocKey => ({ hash: (i * 7919) % 65536, hashed: [BigInt(i)], range: [] });
 const insert = (i: number, v: string) => ({ kind: 'INSERT' as const, op: { type: 'upsert' as const, key: key(i), columns: [{ columnId: 1, value: v }] } });

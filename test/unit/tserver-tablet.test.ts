@@ -6,7 +6,7 @@ import { DbError, ErrorCode } from '../../common/errors';
 import { Flags } from '../../common/flags';
 import { TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC } from '../../docdb/docdb-flags';
 import { HISTORY_GC_MIN_NEW_VERSIONS_PCT } from '../../tserver/tserver-flags';
-import { demoTabletMeta, openTestPeer, testPeerDeps } from './tablet-peer-harness';
+import { demoTabletMeta, openTestPeer, PeerJanitor, testPeerDeps } from './tablet-peer-harness';
 import { readTabletMeta, type TableSchema } from '../../tserver/tablet/tablet-meta';
 import { decodeTabletOp, encodeTabletOp, type TabletOp } from '../../tserver/tablet/tablet-op';
 import { TabletPeer } from '../../tserver/tablet/tablet-peer';
@@ -15,10 +15,9 @@ import type { DocDb } from '../../docdb/doc-db';
 import { docKeyLength, parseRegularKey, REGULAR_DATA_END, REGULAR_DATA_START } from '../../docdb/storage-keys';
 import { htFrom } from '../../common/hybrid-time';
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
+const janitor = new PeerJanitor();
+const { dirs } = janitor;
+afterEach(() => janitor.cleanup());
 
 const key = (i: number): DocKey => ({ hash: (i * 7919) % 65536, hashed: [BigInt(i)], range: [] });
 

@@ -21,18 +21,15 @@ import { partitionHash } from '../../docdb/encoding/doc-key';
 import { keyToPb, TabletService } from '../../tserver/tablet-service';
 import type { TabletManager } from '../../tserver/tablet-manager';
 import { TabletPeer } from '../../tserver/tablet/tablet-peer';
-import { demoTabletMeta, testPeerDeps, untilLeaderReady } from './tablet-peer-harness';
+import { demoTabletMeta, PeerJanitor, testPeerDeps, untilLeaderReady } from './tablet-peer-harness';
 import type { PeerTxnEnv, TxnStatusInfo } from '../../tserver/transaction/txn-env';
 
 const SKEW_MS = 300;
 const MAX_SKEW_USEC = 500_000;
 
-const dirs: string[] = [];
-const peers: TabletPeer[] = [];
-afterEach(async () => {
-  for (const p of peers.splice(0)) await p.stop();
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
+const janitor = new PeerJanitor();
+const { dirs, peers } = janitor;
+afterEach(() => janitor.cleanup());
 
 const key = (i: number): DocKey => ({ hash: partitionHash([BigInt(i)]), hashed: [BigInt(i)], range: [] });
 const upsert = (i: number, v: string) => ({ kind: 'UPSERT' as const, op: { type: 'upsert' as const, key: key(i), columns: [{ columnId: 1, value: v }] } });
