@@ -33,15 +33,15 @@ import { IMAGE_APP_DIR } from './image-inputs';
 import { assertNoOldData, type DockerRecord, type LabState, LAB_STATE_VERSION, type NodeRecord, readLabState, removeLabState, type ServerRecord, serversOf, writeLabState } from './lab-state';
 import { tailLines } from './log-tail';
 import { serverExitSince, SUPERVISOR_GROUP_SEPARATOR, SUPERVISOR_RESPAWN_SIGNAL } from './node-supervisor';
-
-/** How often a health wait reads a running container's log for its server's exit line. */
-const EXIT_CHECK_INTERVAL_MS = 1_000;
 import { serverEntryPath } from './package-root';
 import { DROP_TRAFFIC_FLAG, partitionDropLists, planPartition } from './partition-plan';
 import { assertAddressesFree, STANDARD_PORTS } from './process-addressing';
 import { tabletCountsFromMasters } from './tablet-counts';
 import { waitUntil } from './wait-until';
 import { makeDirs } from '../common/fs-dirs';
+
+/** How often a health wait reads a running container's log for its server's exit line. */
+const EXIT_CHECK_INTERVAL_MS = 1_000;
 
 /** docker stop / restart: seconds before the engine SIGKILLs PID 1. */
 export const DOCKER_STOP_TIMEOUT_S = 10;
@@ -563,7 +563,7 @@ export class DockerDriver implements ClusterDriver {
         try {
           const raw = (await this.docker.getContainer(n.containerId!).logs({ stdout: true, stderr: true, timestamps: true, since: Math.floor(sinceMs / 1000), follow: false })) as unknown as Buffer;
           const exit = serverExitSince(demuxDockerFrames(raw), s.role, sinceMs);
-          return exit === undefined ? undefined : `${exit.slice(`[supervisor] ${s.role} `.length)} inside container ${n.containerName}, which keeps running for the node's other server`;
+          return exit === undefined ? undefined : `${exit} inside container ${n.containerName}, which keeps running for the node's other server`;
         } catch {
           return undefined; // the log not readable now: the next poll, or the timeout, decides
         }

@@ -46,9 +46,10 @@ export function exitLine(role: string, code: number | null, sig: NodeJS.Signals 
 }
 
 /**
- * In a container's log read with Docker's timestamps (`2026-12-05T00:45:52.866123456Z line`), the
- * supervisor's line saying that `role` ended at or after `sinceMs` (ms since the epoch), without its
- * timestamp; undefined when there is none. Lines without a readable timestamp are skipped.
+ * In a container's log read with Docker's timestamps (`2026-12-05T00:45:52.866123456Z line`), how
+ * `role` ended at or after `sinceMs` (ms since the epoch) by the supervisor's line ("exited with
+ * status 1", "killed by SIGKILL"); undefined when there is none. Lines without a readable timestamp
+ * are skipped.
  */
 export function serverExitSince(timestampedLog: string, role: string, sinceMs: number): string | undefined {
   const prefix = `[supervisor] ${role} `;
@@ -58,7 +59,7 @@ export function serverExitSince(timestampedLog: string, role: string, sinceMs: n
     const text = line.slice(sp + 1);
     if (!text.startsWith(prefix) || !/^(exited with status|killed by) /.test(text.slice(prefix.length))) continue;
     const at = Date.parse(line.slice(0, sp));
-    if (Number.isFinite(at) && at >= sinceMs) return text;
+    if (Number.isFinite(at) && at >= sinceMs) return text.slice(prefix.length);
   }
   return undefined;
 }

@@ -84,11 +84,11 @@ describe('lab pure parts', () => {
       '',
     ].join('\n');
     const at = (t: string): number => Date.parse(`2026-12-05T00:45:${t}Z`);
-    expect(serverExitSince(log, 'tserver', at('51.000'))).toBe('[supervisor] tserver exited with status 1');
+    expect(serverExitSince(log, 'tserver', at('51.000'))).toBe('exited with status 1');
     // Started after that exit (SIGUSR2 again): nothing yet.
     expect(serverExitSince(log, 'tserver', at('52.600'))).toBeUndefined();
     // Before both: the first one found.
-    expect(serverExitSince(log, 'tserver', at('50.000'))).toBe('[supervisor] tserver killed by SIGKILL');
+    expect(serverExitSince(log, 'tserver', at('50.000'))).toBe('killed by SIGKILL');
     // Another role's lines, the servers' own lines and untimed lines never count.
     expect(serverExitSince(log, 'master', 0)).toBeUndefined();
     expect(serverExitSince('[supervisor] tserver exited with status 1', 'tserver', 0)).toBeUndefined();
