@@ -243,23 +243,33 @@ export class DockerDriver implements ClusterDriver {
   async start(node: NodeName, role?: RoleSelector): Promise<void> {
     const one = this.oneServer(node, role);
     const n = one?.n ?? this.wholeNode(node, role, 'start');
-    if ((await this.containerState(n)) === 'stopped') {
+    const container = await this.containerState(n);
+    if (container === 'stopped') {
       // A stopped container starts with all its servers.
       await this.docker.getContainer(n.containerId!).start();
       await this.waitNodeHealthy(n);
       return this.reapplyLinks(n);
     }
-    if (!one) return this.waitNodeHealthy(n);
-    const state = (await this.processStates(n, [one.s.role]))?.[one.s.role];
-    if (state === 'paused') {
-      // As with local processes: start brings back a stopped server; a paused one is resumed, not started.
-      this.say(`lab: the ${one.s.role} of ${n.name} is paused, not stopped: nothing to start (resume it)`);
+    // As with local processes: start brings back stopped servers; a paused one is resumed, not started.
+    if (container === 'paused') {
+      this.say(`lab: ${n.name} is paused, not stopped: nothing to start (resume it)`);
       return;
     }
-    // The supervisor starts again whichever of its servers is not running (a running one is left alone).
+    // The container runs: start the servers in it that stopped alone (all of them, or the one named).
+    const servers = one ? [one.s] : serversOf(n);
+    const states = await this.processStates(n, servers.map((s) => s.role));
+    const live: ServerRecord[] = [];
+    for (const s of servers) {
+      if (states?.[s.role] === 'paused') this.say(`lab: the ${s.role} of ${n.name} is paused, not stopped: nothing to start (resume it)`);
+      else live.push(s);
+    }
+    if (live.length === 0) return;
     const respawnAtMs = Date.now();
-    if (state === 'stopped' || (state === undefined && !(await isHealthy(one.s.webUrl)))) await this.docker.getContainer(n.containerId!).kill({ signal: SUPERVISOR_RESPAWN_SIGNAL });
-    await waitAllHealthy([this.healthTarget(n, one.s, respawnAtMs)], this.need().spec.healthTimeoutMs);
+    let down = false;
+    for (const s of live) if (states?.[s.role] === 'stopped' || (states?.[s.role] === undefined && !(await isHealthy(s.webUrl)))) down = true;
+    // The supervisor starts again whichever of its servers is not running (a running one is left alone).
+    if (down) await this.docker.getContainer(n.containerId!).kill({ signal: SUPERVISOR_RESPAWN_SIGNAL });
+    await waitAllHealthy(live.map((s) => this.healthTarget(n, s, respawnAtMs)), this.need().spec.healthTimeoutMs);
     await this.reapplyLinks(n);
   }
 

@@ -170,6 +170,11 @@ describe('lab docker driver', () => {
     expect(await isHealthy(a[0]!.tserver.webUrl)).toBe(true);
     expect(await serverStates('n0')).toEqual({ master: 'running/healthy', tserver: 'running/healthy' });
     expect(await driver.logs('n0', 50)).toContain('SIGUSR2: starting tserver again');
+    // Starting the whole node (its container still running) brings back the server that stopped alone.
+    await driver.kill('n0', 'tserver');
+    expect(await serverStates('n0')).toEqual({ master: 'running/healthy', tserver: 'stopped' });
+    await driver.start('n0');
+    expect(await serverStates('n0')).toEqual({ master: 'running/healthy', tserver: 'running/healthy' });
     // Pausing one server of n0 (SIGSTOP inside the container) leaves the other one answering.
     await driver.pause('n0', 'tserver');
     expect(await isHealthy(a[0]!.tserver.webUrl, 500)).toBe(false);
