@@ -265,10 +265,10 @@ export class DockerDriver implements ClusterDriver {
     }
     if (live.length === 0) return;
     const respawnAtMs = Date.now();
-    let down = false;
-    for (const s of live) if (states?.[s.role] === 'stopped' || (states?.[s.role] === undefined && !(await isHealthy(s.webUrl)))) down = true;
+    // A state not read (the exec failed) counts as stopped when the server does not answer.
+    const stopped = async (s: ServerRecord): Promise<boolean> => states?.[s.role] === 'stopped' || (states?.[s.role] === undefined && !(await isHealthy(s.webUrl)));
     // The supervisor starts again whichever of its servers is not running (a running one is left alone).
-    if (down) await this.docker.getContainer(n.containerId!).kill({ signal: SUPERVISOR_RESPAWN_SIGNAL });
+    if ((await Promise.all(live.map(stopped))).some(Boolean)) await this.docker.getContainer(n.containerId!).kill({ signal: SUPERVISOR_RESPAWN_SIGNAL });
     await waitAllHealthy(live.map((s) => this.healthTarget(n, s, respawnAtMs)), this.need().spec.healthTimeoutMs);
     await this.reapplyLinks(n);
   }
