@@ -11,15 +11,14 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { checkSectionArgs, sectionArgs, sectionNumber } from './section-args';
 
-interface CallFrame {
+export interface CallFrame {
   functionName: string;
   url: string;
   lineNumber: number;
 }
 
-interface ProfileNode {
+export interface ProfileNode {
   id: number;
   callFrame: CallFrame;
   children?: number[];
@@ -104,8 +103,14 @@ export function areaOf(cf: CallFrame): string {
   return 'other';
 }
 
-function isIdle(cf: CallFrame): boolean {
+export function isIdle(cf: CallFrame): boolean {
   return cf.url === '' && cf.functionName === '(idle)';
+}
+
+/** A frame's label for people: `name file:line` (file relative to tessera's dist/ or node_modules/). */
+export function frameLabel(cf: CallFrame): string {
+  const [name = '', where = ''] = frameKey(cf).split('\u0000');
+  return where ? `${name} ${where}` : name;
 }
 
 function frameKey(cf: CallFrame): string {
@@ -125,11 +130,8 @@ function topRows(m: Map<string, number>, busyMs: number, n: number): ProfileRow[
     .map(([k, ms]) => rowOf(k, ms, busyMs));
 }
 
-/** Busy/idle, self time by area, top functions by self time and tessera's by inclusive time. */
-export function summarizeCpuProfile(p: CpuProfile, top = 15): ProfileSummary {
-  const byId = new Map<number, ProfileNode>();
-  for (const n of p.nodes) byId.set(n.id, n);
-  // Self time per node (µs), DevTools' attribution.
+/** Self time per profile node id (µs), DevTools' attribution (see the file comment). */
+export function selfTimesUs(p: CpuProfile): Map<number, number> {
   const selfUs = new Map<number, number>();
   let t = p.startTime;
   const stamps: number[] = new Array<number>(p.samples.length);
@@ -143,6 +145,14 @@ export function summarizeCpuProfile(p: CpuProfile, top = 15): ProfileSummary {
     const id = p.samples[i]!;
     selfUs.set(id, (selfUs.get(id) ?? 0) + d);
   }
+  return selfUs;
+}
+
+/** Busy/idle, self time by area, top functions by self time and tessera's by inclusive time. */
+export function summarizeCpuProfile(p: CpuProfile, top = 15): ProfileSummary {
+  const byId = new Map<number, ProfileNode>();
+  for (const n of p.nodes) byId.set(n.id, n);
+  const selfUs = selfTimesUs(p);
   let idleUs = 0;
   let totalUs = 0;
   const areas = new Map<string, number>();
@@ -234,15 +244,4 @@ export function renderProfileSummary(s: ProfileSummary, title: string, file?: st
 export function summarizeProfileFile(file: string, top = 15): { summary: ProfileSummary; markdown: string } {
   const summary = summarizeCpuProfile(parseCpuProfile(fs.readFileSync(file, 'utf8'), file), top);
   return { summary, markdown: renderProfileSummary(summary, 'Where the profiled thread spent its time (V8 CPU profile)', path.basename(file)) };
-}
-
-/** `npm run bench profile FILE [--top N]`: print the summary of a .cpuprofile. */
-export function runProfileSection(): Promise<void> {
-  const args = sectionArgs('profile');
-  checkSectionArgs(args, ['top']);
-  const file = args.find((a, i) => !a.startsWith('--') && (i === 0 || !/^--top$/.test(args[i - 1] ?? '')));
-  if (!file) throw new Error('usage: npm run bench profile FILE.cpuprofile [--top N]');
-  const top = sectionNumber(args, 'top', 'BENCH_PROFILE_TOP', 15, 1);
-  process.stdout.write(summarizeProfileFile(file, top).markdown);
-  return Promise.resolve();
 }

@@ -27,7 +27,8 @@ import { BenchCluster } from './bench-cluster';
 import { EtcdCluster, findEtcd } from './etcd-cluster';
 import { measureApplyLag, type ApplyLagFigures } from './apply-lag';
 import { BIG_TXN_DEFAULTS, renderBigTxn, runBigTxn, type BigTxnResult } from './big-txn';
-import { summarizeProfileFile } from './cpu-profile-summary';
+import { parseCpuProfile, summarizeProfileFile } from './cpu-profile-summary';
+import { writeFlameGraphs } from './flame-graph';
 import { counterDelta, scrapeCounters, type IoCounters } from './io-costs';
 import { cpuSeconds, cpuSplitSum, filesystemType, peakRssBytes, threadWakeupsSum, type CpuSplit } from './proc-stats';
 import { waitForTransactions, type LoadResult, type LoadSpec, type VsOp, type VsSystem } from './vs-loadgen';
@@ -421,9 +422,15 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
       const file = fresh.sort().pop();
       if (!file) log(`cpu profile: tserver 0 wrote no profile under ${profileDir}; the report has no profile tables`);
       else {
-        const { summary, markdown } = summarizeProfileFile(path.join(profileDir, file));
-        const section = '\n' + markdown.replace('### Where the profiled thread spent its time (V8 CPU profile)', '### Where tserver 0 spent its time (V8 CPU profile of its main thread, whole run)');
-        const withProfile = { ...json, profile: { file: path.join('profiles', file), ...summary } };
+        const profilePath = path.join(profileDir, file);
+        const { summary, markdown } = summarizeProfileFile(profilePath);
+        const fg = writeFlameGraphs(parseCpuProfile(fs.readFileSync(profilePath, 'utf8'), profilePath), profilePath, `tserver 0, main thread, whole run of ${path.basename(mdPath)}`);
+        const rel = (f: string): string => path.relative(o.outDir, f);
+        const section =
+          '\n' +
+          markdown.replace('### Where the profiled thread spent its time (V8 CPU profile)', '### Where tserver 0 spent its time (V8 CPU profile of its main thread, whole run)') +
+          `\nFlame graph: \`${rel(fg.htmlPath)}\` (open it in a browser); folded stacks for flamegraph.pl, inferno or speedscope: \`${rel(fg.foldedPath)}\`.\n`;
+        const withProfile = { ...json, profile: { file: path.join('profiles', file), flameGraph: rel(fg.htmlPath), foldedStacks: rel(fg.foldedPath), ...summary } };
         for (const f of [jsonPath, path.join(o.outDir, 'vs-etcd-latest.json')]) fs.writeFileSync(f, JSON.stringify(withProfile, null, 2));
         for (const f of [mdPath, path.join(o.outDir, 'vs-etcd-latest.md')]) fs.appendFileSync(f, section);
         log(section);

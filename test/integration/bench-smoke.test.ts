@@ -79,7 +79,7 @@ describe('bench (smoke)', () => {
     if (!etcd) process.stdout.write('SKIP etcd side of the smoke run: etcd is not installed (.ci/etcd-setup.sh installs it)\n');
     const { code, out } = await runCli(['bench', '--vs', 'etcd', '--seconds', '1', '--warmup', '1', '--first-warmup', '1', '--rounds', '1', '--read-keys', '500', '--big-txn-rows', '5', '--big-txn-row-bytes', '65536', '--profile', '--out', outDir], RUN_TIMEOUT_MS);
     expect(code, out).toBe(0);
-    const json = JSON.parse(fs.readFileSync(path.join(outDir, 'vs-etcd-latest.json'), 'utf8')) as { etcd: string; rows: Row[]; bigTxn?: BigTxn; notes: Record<string, string>; profile?: { file: string; busyMs: number; areas: { name: string; ms: number }[] } };
+    const json = JSON.parse(fs.readFileSync(path.join(outDir, 'vs-etcd-latest.json'), 'utf8')) as { etcd: string; rows: Row[]; bigTxn?: BigTxn; notes: Record<string, string>; profile?: { file: string; flameGraph?: string; foldedStacks?: string; busyMs: number; areas: { name: string; ms: number }[] } };
     const md = fs.readFileSync(path.join(outDir, 'vs-etcd-latest.md'), 'utf8');
     expect(json.rows.map((r) => r.workload)).toEqual(WORKLOADS);
     expect(json.etcd).toBe(etcd ? 'ran' : 'skipped');
@@ -148,6 +148,12 @@ describe('bench (smoke)', () => {
     expect(fs.existsSync(path.join(outDir, json.profile?.file ?? 'none')), 'the profile file').toBe(true);
     expect(json.profile?.areas.some((a) => a.name === 'tessera raft/' && a.ms > 0), 'raft code in the profile').toBe(true);
     expect(md).toContain("### Where tserver 0 spent its time (V8 CPU profile of its main thread, whole run)");
+    // ... and its flame graph: the page, and folded stacks whose frames include tessera's Raft code.
+    const flame = path.join(outDir, json.profile?.flameGraph ?? 'none');
+    expect(fs.readFileSync(flame, 'utf8'), 'the flame graph page').toContain('flamegraph.default()');
+    const folded = fs.readFileSync(path.join(outDir, json.profile?.foldedStacks ?? 'none'), 'utf8');
+    expect(folded.split('\n').some((l) => /^all;.* raft\/[^;]*\.js:\d+ \d+$/.test(l)), 'raft frames in the folded stacks').toBe(true);
+    expect(md).toContain(`Flame graph: \`${json.profile?.flameGraph ?? 'none'}\``);
     expect(md).toContain('| tessera function (inclusive: itself and what it calls) | where | ms | share |');
   }, RUN_TIMEOUT_MS + 30_000);
 
