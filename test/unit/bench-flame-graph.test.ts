@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { CpuProfile } from '../../bench/cpu-profile-summary';
 import { flameTreeOf, foldedStacks, renderFlameGraphHtml, writeFlameGraphs, type FlameNode } from '../../bench/flame-graph';
+import { parseProfileArgs } from '../../bench/profile-section';
 
 const URL = 'file:///repo/tessera/dist/raft/x.js';
 const frame = (functionName: string, url: string, lineNumber = 0, columnNumber = 0) => ({ functionName, url, lineNumber, scriptId: '0', columnNumber });
@@ -104,5 +105,15 @@ describe('bench flame graph', () => {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('bench profile: finds the profile and the page among the options, in any order, and refuses what it cannot write', () => {
+    expect(parseProfileArgs(['p.cpuprofile'])).toEqual({ file: 'p.cpuprofile', top: 15 });
+    expect(parseProfileArgs(['--flamegraph', 'p.cpuprofile'])).toEqual({ file: 'p.cpuprofile', top: 15, flamegraph: '' });
+    expect(parseProfileArgs(['p.cpuprofile', '--flamegraph', 'out.html', '--top', '3'])).toEqual({ file: 'p.cpuprofile', top: 3, flamegraph: 'out.html' });
+    expect(parseProfileArgs(['--top', '4', '--flamegraph=fg.htm', 'p.cpuprofile'])).toEqual({ file: 'p.cpuprofile', top: 4, flamegraph: 'fg.htm' });
+    expect(() => parseProfileArgs(['p.cpuprofile', '--flamegraph=out.svg'])).toThrow(/--flamegraph writes an \.html page, got 'out\.svg'/);
+    expect(() => parseProfileArgs(['--flamegraph', 'out.html'])).toThrow(/usage: npm run bench profile/);
+    expect(() => parseProfileArgs(['p.cpuprofile', '--flame'])).toThrow(/unknown option '--flame'/);
   });
 });
