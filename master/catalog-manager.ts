@@ -85,6 +85,19 @@ export interface TabletServerJson {
   rssBytes: number;
 }
 
+/** The master console's overview (home page and /api/v1). */
+export interface ClusterSummaryJson {
+  tabletServersAlive: number;
+  tabletServersDead: number;
+  userTables: number;
+  systemTables: number;
+  tablets: number;
+  /** Tablets no live tserver reports leading (an election under way, or a majority down). */
+  tabletsWithoutLeader: number;
+  /** Tablets with fewer voters on live tservers than their replication factor (being re-replicated, or not yet). */
+  tabletsShortOfReplicas: number;
+}
+
 export interface TableLocationJson {
   id: string;
   name: string;
@@ -286,6 +299,39 @@ export class CatalogManager {
     const tablets = tabletsOf(this.catalog(), t);
     const done = tablets.filter((tb) => (this.deps.registry.leaderReport(tb.id, this.now(), this.timeoutMs())?.report.schemaVersion ?? 0) >= version).length;
     return { done: done === tablets.length, schemaVersion: version, tabletsDone: done, tablets: tablets.length };
+  }
+
+  /**
+   * The cluster at a glance (the master console's home page): tablet servers alive and dead, tables,
+   * and tablets without a leader or with fewer live voters than their replication factor.
+   */
+  clusterSummary(): ClusterSummaryJson {
+    this.requireLeader();
+    const now = this.now();
+    const timeout = this.timeoutMs();
+    const servers = this.tabletServersJson();
+    const alive = new Set(servers.filter((t) => t.alive).map((t) => t.uuid));
+    const tables = [...this.catalog().tables.values()];
+    let tablets = 0;
+    let withoutLeader = 0;
+    let shortOfReplicas = 0;
+    for (const t of tables) {
+      for (const tablet of tabletsOf(this.catalog(), t)) {
+        tablets++;
+        if (!this.deps.registry.leaderReport(tablet.id, now, timeout)) withoutLeader++;
+        const liveVoters = tablet.replicas.filter((r) => r.memberType !== 'LEARNER' && alive.has(r.tserverUuid)).length;
+        if (liveVoters < t.replicationFactor) shortOfReplicas++;
+      }
+    }
+    return {
+      tabletServersAlive: alive.size,
+      tabletServersDead: servers.length - alive.size,
+      userTables: tables.filter((t) => !SYSTEM_TABLES.has(t.name)).length,
+      systemTables: tables.filter((t) => SYSTEM_TABLES.has(t.name)).length,
+      tablets,
+      tabletsWithoutLeader: withoutLeader,
+      tabletsShortOfReplicas: shortOfReplicas,
+    };
   }
 
   listTables(includeSystem = false): TableInfo[] {

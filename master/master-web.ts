@@ -5,8 +5,8 @@
  * leader's addresses, so scripts go to the leader too.
  */
 import { DbError, ErrorCode } from '../common/errors';
-import { escapeHtml, htmlTable, link, raw } from '../rpc/html';
-import type { WebRequest, WebServer } from '../rpc/web-server';
+import { escapeHtml, htmlTable, link, raw, type Cell } from '../rpc/html';
+import type { OverviewItem, WebRequest, WebServer } from '../rpc/web-server';
 import type { CatalogManager } from './catalog-manager';
 import type { MasterInfo } from './master-info';
 
@@ -36,6 +36,28 @@ export function registerMasterPages(d: MasterWebDeps): void {
     const url = `http://${w}${req.path}${req.query.toString() ? `?${req.query.toString()}` : ''}`;
     return `<meta http-equiv="refresh" content="0; url=${escapeHtml(url)}"><p>This master is a follower; the leader's console is ${link(url, url).toString()}.</p>`;
   };
+
+  web.setOverview(async () => {
+    const leader = d.isLeader();
+    const leaderWeb = leader ? web.address : await d.leaderWebAddress().catch(() => '');
+    const items: OverviewItem[] = [
+      { key: 'role', label: 'This master', value: leader ? 'LEADER' : 'FOLLOWER' },
+      { key: 'leaderWebAddress', label: 'Leader master console', value: leaderWeb, html: leaderWeb ? link(`http://${leaderWeb}`, leaderWeb) : 'none known yet' },
+    ];
+    if (!leader) return items;
+    const c = manager.clusterSummary();
+    const warn = (n: number, text: string): Cell => (n > 0 ? raw(`<b style="color:#b00">${escapeHtml(text)}</b>`) : text);
+    items.push(
+      { key: 'tabletServersAlive', label: 'Tablet servers alive', value: c.tabletServersAlive, html: link('/tablet-servers', String(c.tabletServersAlive)) },
+      { key: 'tabletServersDead', label: 'Tablet servers dead', value: c.tabletServersDead, html: warn(c.tabletServersDead, String(c.tabletServersDead)) },
+      { key: 'userTables', label: 'Tables', value: c.userTables, html: link('/tables', String(c.userTables)) },
+      { key: 'systemTables', label: 'System tables (transaction status)', value: c.systemTables },
+      { key: 'tablets', label: 'Tablets', value: c.tablets },
+      { key: 'tabletsWithoutLeader', label: 'Tablets without a leader', value: c.tabletsWithoutLeader, html: warn(c.tabletsWithoutLeader, String(c.tabletsWithoutLeader)) },
+      { key: 'tabletsShortOfReplicas', label: 'Tablets short of live replicas', value: c.tabletsShortOfReplicas, html: warn(c.tabletsShortOfReplicas, String(c.tabletsShortOfReplicas)) },
+    );
+    return items;
+  });
 
   web.route('/tablet-servers', {
     title: 'Tablet Servers',

@@ -27,10 +27,11 @@ export function cellHtml(c: Cell): string {
 }
 
 export function htmlTable(headers: readonly string[], rows: ReadonlyArray<readonly Cell[]>, opts: { id?: string } = {}): string {
-  const head = headers.map((h) => `<th>${escapeHtml(h)}</th>`).join('');
+  // A key/value table (every header empty) has no header row.
+  const head = headers.some((h) => h !== '') ? headers.map((h) => `<th>${escapeHtml(h)}</th>`).join('') : '';
   const body = rows.map((r) => `<tr>${r.map((c) => `<td>${cellHtml(c)}</td>`).join('')}</tr>`).join('\n');
   const id = opts.id ? ` id="${escapeHtml(opts.id)}"` : '';
-  return `<table${id}><thead><tr>${head}</tr></thead><tbody>\n${body}\n</tbody></table>`;
+  return `<table${id}>${head ? `<thead><tr>${head}</tr></thead>` : ''}<tbody>\n${body}\n</tbody></table>`;
 }
 
 export function link(href: string, text: string): RawHtml {

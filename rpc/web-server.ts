@@ -7,7 +7,7 @@
  */
 import * as http from 'node:http';
 import { DbError, ErrorCode, FlagTag, silentLogger, type Flags, type FlagView, type Logger, type LogRing } from '../common';
-import { escapeHtml, htmlTable, layout, link, raw, type NavItem } from './html';
+import { escapeHtml, htmlTable, layout, link, raw, type Cell, type NavItem } from './html';
 import { toJson } from './json';
 import type { Metrics } from './metrics';
 
@@ -66,6 +66,15 @@ export interface WebServerOptions {
   log?: Logger;
 }
 
+/** One fact of a console's home page: shown as a row, and under `key` in the home page's JSON twin. */
+export interface OverviewItem {
+  key: string;
+  label: string;
+  value: unknown;
+  /** How the page shows it (default: the value as text). */
+  html?: Cell;
+}
+
 interface Route extends RouteHandlers {
   path: string;
 }
@@ -110,6 +119,7 @@ export class WebServer {
   private boundAddress: string;
   private readonly log: Logger;
   private readonly startedMs = Date.now();
+  private overview: (() => OverviewItem[] | Promise<OverviewItem[]>) | undefined;
 
   constructor(private readonly opts: WebServerOptions) {
     this.log = opts.log ?? silentLogger();
@@ -126,6 +136,15 @@ export class WebServer {
     const r: Route = { ...h, path: p };
     if (h.html) this.routes.set(p, r);
     if (h.json) this.apiRoutes.set(p === '/' ? API_PREFIX : API_PREFIX + p, r);
+  }
+
+  /**
+   * The facts the home page shows first (a master: its role, the tablet servers alive, tablets
+   * without a leader or short of replicas; a tserver: its tablets and leaders). The home page's JSON
+   * twin (`/api/v1`) carries them under `overview`.
+   */
+  setOverview(f: () => OverviewItem[] | Promise<OverviewItem[]>): void {
+    this.overview = f;
   }
 
   /** A POST route taking and returning JSON, at the exact path given (e.g. '/api/v1/flags'). */
@@ -182,7 +201,9 @@ export class WebServer {
   }
 
   private sendError(res: http.ServerResponse, asJson: boolean, e: DbError, status = statusOf(e)): void {
-    if (status >= 500) this.log.warn({ err: e }, 'console handler failed');
+    // Only a failure of the server itself is worth a warning: a 503 (NOT_THE_LEADER while an election
+    // runs, SHUTTING_DOWN, ...) is an answer a retry or the leader fixes.
+    if (status === 500) this.log.warn({ err: e }, 'console handler failed');
     if (asJson) this.sendJson(res, status, e.toWire());
     else this.sendHtml(res, status, this.page(`Error ${status}`, `<p><b>${escapeHtml(e.code)}</b>: ${escapeHtml(e.message)}</p>`));
   }
@@ -232,11 +253,24 @@ export class WebServer {
   // ---- built-in pages -----------------------------------------------------------------------------
 
   private addBuiltins(): void {
+    const pages = (): Route[] => [...this.routes.values()].filter((r) => r.path !== '/');
+    const uptime = (): OverviewItem => ({ key: 'uptimeMs', label: 'Up for', value: Date.now() - this.startedMs, html: formatUptime(Date.now() - this.startedMs) });
     this.route('/', {
       title: 'Home',
-      html: () => {
-        const pages = [...this.routes.values()].filter((r) => r.path !== '/');
-        return htmlTable(['page', 'JSON'], pages.map((r) => [link(r.path, r.title ?? r.path), r.json ? link(`${API_PREFIX}${r.path}`, `${API_PREFIX}${r.path}`) : '']));
+      html: async () => {
+        const items = [...((await this.overview?.()) ?? []), uptime()];
+        const overview = htmlTable(['', ''], items.map((i) => [i.label, i.html !== undefined ? i.html : typeof i.value === 'object' && i.value !== null ? toJson(i.value) : (i.value as Cell)]), { id: 'overview' });
+        const links = htmlTable(['page', 'JSON'], pages().map((r) => [link(r.path, r.title ?? r.path), r.json ? link(`${API_PREFIX}${r.path}`, `${API_PREFIX}${r.path}`) : '']), { id: 'pages' });
+        return `<h2>Overview</h2>${overview}<h2>Pages</h2>${links}`;
+      },
+      json: async () => {
+        const items = [...((await this.overview?.()) ?? []), uptime()];
+        return {
+          kind: this.opts.kind,
+          address: this.boundAddress,
+          overview: Object.fromEntries(items.map((i) => [i.key, i.value])),
+          pages: pages().map((r) => ({ path: r.path, title: r.title ?? r.path, ...(r.json ? { json: `${API_PREFIX}${r.path}` } : {}) })),
+        };
       },
     });
     this.route('/varz', { title: 'Flags', nav: 'Flags', html: (req) => this.varzHtml(req), json: () => ({ flags: this.flagJson() }) });
@@ -374,4 +408,16 @@ function readJsonBody(req: http.IncomingMessage): Promise<unknown> {
       }
     });
   });
+}
+
+/** "3 d 4 h", "2 h 5 min", "4 min 12 s", "9 s". */
+export function formatUptime(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  const d = Math.floor(s / 86_400);
+  const h = Math.floor((s % 86_400) / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  if (d > 0) return `${d} d ${h} h`;
+  if (h > 0) return `${h} h ${m} min`;
+  if (m > 0) return `${m} min ${s % 60} s`;
+  return `${s} s`;
 }

@@ -152,6 +152,21 @@ export function parseReadHt(at: string, now: () => HybridTime): HybridTime {
 export function registerTServerPages(d: TServerWebDeps): void {
   const { web, trackers } = d;
 
+  web.setOverview(async () => {
+    const { tablets } = await d.tabletsJson();
+    const leaders = tablets.filter((t) => t.role.toUpperCase() === 'LEADER').length;
+    const notRunning = tablets.filter((t) => t.state !== 'RUNNING').length;
+    const intents = tablets.reduce((n, t) => n + t.intentsdb.intentCount, 0);
+    return [
+      { key: 'uuid', label: 'Tablet server', value: d.uuid },
+      { key: 'rpcAddress', label: 'RPC address', value: d.rpcAddress },
+      { key: 'tablets', label: 'Tablet replicas', value: tablets.length, html: link('/tablets', String(tablets.length)) },
+      { key: 'leaders', label: 'Of them leaders', value: leaders },
+      { key: 'tabletsNotRunning', label: 'Replicas not RUNNING', value: notRunning, html: notRunning > 0 ? raw(`<b style="color:#b00">${notRunning}</b>`) : '0' },
+      { key: 'intents', label: 'Provisional records (intents) held', value: intents, html: link('/transactions', String(intents)) },
+    ];
+  });
+
   web.route('/tablets', {
     title: 'Tablets',
     nav: 'Tablets',

@@ -6,6 +6,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { TesseraClient } from '../../client/tessera-client';
 import type { Row } from '../../client/client-types';
+import { getJson } from '../../lab/console-http';
+import type { ClusterSummaryJson } from '../../master/catalog-manager';
 import { tabletServerMethods } from '../../rpc/service-methods';
 import { ProcCluster, waitFor } from './cluster-harness';
 
@@ -44,7 +46,11 @@ describe('cluster: re-replication', () => {
     const victim = cl.tservers.find((t) => hosts.get(t.rpcAddress) === 2);
     expect(hosts.has(spare.rpcAddress)).toBe(false);
     expect(victim).toBeDefined();
+    // The master console's overview (its home page's JSON twin) sees the whole cluster healthy.
+    const overview = async (): Promise<ClusterSummaryJson & { role: string }> => ((await getJson(`http://${cl.masters[0]!.webAddress}/api/v1`, 3000)) as { overview: ClusterSummaryJson & { role: string } }).overview;
+    expect(await overview()).toMatchObject({ role: 'LEADER', tabletServersAlive: 4, tabletServersDead: 0, userTables: 1, tabletsWithoutLeader: 0, tabletsShortOfReplicas: 0 });
     await cl.kill9(victim!);
+    await waitFor('the overview to count the killed tserver dead', 30_000, async () => (await overview()).tabletServersDead === 1, 200);
 
     const rpc = client.rpcClient();
     await waitFor('the spare tserver to host both tablets as voters of their groups', 60_000, async () => {
@@ -58,6 +64,11 @@ describe('cluster: re-replication', () => {
     }, 250);
     const got = await client.table('r').scan({ timeoutMs: 30_000 });
     expect(got).toHaveLength(rows.length);
+    // Moved: every tablet (the system table's too) has a leader and RF live voters again; the dead server stays counted.
+    await waitFor('the overview to show every tablet fully replicated again', 60_000, async () => {
+      const o = await overview();
+      return o.tabletServersAlive === 3 && o.tabletServersDead === 1 && o.tabletsWithoutLeader === 0 && o.tabletsShortOfReplicas === 0;
+    }, 250);
     await client.table('r').upsert({ id: 99_999n, v: 'after move' });
     expect(await client.table('r').get({ id: 99_999n })).toEqual({ id: 99_999n, v: 'after move' });
   }, 180_000);

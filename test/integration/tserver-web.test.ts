@@ -59,6 +59,16 @@ describe('tserver console', () => {
       expect(t.intentsdb).toEqual({ memtableBytes: expect.any(Number), sstBytes: expect.any(Number), intentCount: 0 });
       expect(t.commitIndex).toBeGreaterThanOrEqual(t.appliedIndex);
     }
+    // The home page's overview (/api/v1): this server's replicas and leaders, as /api/v1/tablets lists them.
+    // (Read again until both reads agree on the leaders: the leader balancer may move one in between.)
+    const { all, home } = await waitFor('the overview and /api/v1/tablets to agree on the leaders', 10_000, async () => {
+      const all = ((await getJson(`${web}/api/v1/tablets`)) as { tablets: TabletRow[] }).tablets;
+      const home = (await getJson(`${web}/api/v1`)) as { kind: string; overview: Record<string, unknown> };
+      return home.overview['leaders'] === all.filter((t) => t.role.toUpperCase() === 'LEADER').length ? { all, home } : undefined;
+    });
+    expect(home.kind).toBe('tserver');
+    expect(home.overview).toMatchObject({ uuid: expect.any(String), rpcAddress: cl.tservers[0]!.rpcAddress, tablets: all.length, tabletsNotRunning: 0, intents: 0 });
+    expect((await httpRequest(`${web}/`)).body).toContain('Tablet replicas');
     const html = await httpRequest(`${web}/tablets`);
     expect(html.status).toBe(200);
     expect(html.body).toContain(tablets[0]!.tabletId);

@@ -4,7 +4,7 @@ import { DbError, defineFlag, ErrorCode, Flags, LogRing } from '../../common';
 import { htmlTable, raw } from '../../rpc/html';
 import { toJson } from '../../rpc/json';
 import { Metrics } from '../../rpc/metrics';
-import { WebServer } from '../../rpc/web-server';
+import { formatUptime, WebServer } from '../../rpc/web-server';
 
 const TEST_WEB_FLAG = defineFlag({ name: 'TEST_web_kit_sleep_ms', type: 'int', default: 0, help: 'test-only flag for the console kit tests' });
 const RUNTIME_FLAG = defineFlag({ name: 'web_kit_runtime_knob', type: 'int', default: 5, help: 'a runtime flag', tags: ['runtime'] });
@@ -72,6 +72,42 @@ describe('console kit (rpc/web-server)', () => {
     expect(r.body).toContain('href="/tablets"');
     expect(r.body).toContain('&lt;script&gt;'); // escaped
     expect(r.body).toContain('<i>ok</i>'); // raw stays raw
+  });
+
+  it('web: the home page shows the overview first, then every page; its JSON twin (/api/v1) has the same facts', async () => {
+    const bare = await request(web.address, '/api/v1');
+    expect((json(bare)['overview'] as Record<string, unknown>)['uptimeMs']).toBeTypeOf('number');
+    web.setOverview(() => [
+      { key: 'role', label: 'Role', value: 'LEADER' },
+      { key: 'dead', label: 'Dead <servers>', value: 2, html: raw('<b>2</b>') },
+      { key: 'peers', label: 'Peers', value: ['a', 'b'] },
+    ]);
+    const home = await request(web.address, '/');
+    expect(home.status).toBe(200);
+    expect(home.body.indexOf('<h2>Overview</h2>')).toBeLessThan(home.body.indexOf('<h2>Pages</h2>'));
+    expect(home.body).toContain('<td>Role</td><td>LEADER</td>');
+    expect(home.body).toContain('<td>Dead &lt;servers&gt;</td><td><b>2</b></td>');
+    expect(home.body).toContain('<td>Peers</td><td>[&quot;a&quot;,&quot;b&quot;]</td>');
+    expect(home.body).toMatch(/<table id="overview"><tbody>/); // a key/value table: no header row
+    expect(home.body).toContain('<a href="/tablets">Tablets</a>');
+    for (const path of ['/api/v1', '/api/v1/']) {
+      const r = json(await request(web.address, path));
+      expect(r['kind']).toBe('tserver');
+      expect(r['address']).toBe(web.address);
+      const o = r['overview'] as Record<string, unknown>;
+      expect(o).toMatchObject({ role: 'LEADER', dead: 2, peers: ['a', 'b'] });
+      expect(o['uptimeMs']).toBeTypeOf('number');
+      expect(r['pages']).toContainEqual({ path: '/tablets', title: 'Tablets', json: '/api/v1/tablets' });
+      expect(r['pages']).toContainEqual({ path: '/prometheus-metrics', title: 'Prometheus metrics' });
+    }
+  });
+
+  it('web: uptime reads in the largest two units', () => {
+    expect(formatUptime(9_400)).toBe('9 s');
+    expect(formatUptime(252_000)).toBe('4 min 12 s');
+    expect(formatUptime(7_500_000)).toBe('2 h 5 min');
+    expect(formatUptime(273_600_000)).toBe('3 d 4 h');
+    expect(formatUptime(-5)).toBe('0 s');
   });
 
   it('web: JSON twin under /api/v1 serializes bigint as a string', async () => {
