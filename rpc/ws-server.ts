@@ -35,6 +35,8 @@ interface ServerConn {
   readonly ws: WebSocket;
   readonly peer: string;
   inflight: number;
+  /** Set by closeConn: frames already received on the connection are dropped unread (and unlogged). */
+  closing?: boolean;
   /** Keepalive: when the client was last heard from, and the ping outstanding. */
   readonly ka: KeepaliveState;
 }
@@ -203,12 +205,15 @@ export class WsRpcServer implements RpcServer {
   }
 
   private closeConn(conn: ServerConn, code: number, reason: string): void {
+    if (conn.closing) return;
+    conn.closing = true;
     this.deps.log.warn({ peer: conn.peer, reason }, 'closing RPC connection');
     this.conns.delete(conn);
     conn.ws.close(code, reason.slice(0, 120));
   }
 
   private onMessage(conn: ServerConn, data: RawData, isBinary: boolean): void {
+    if (conn.closing) return;
     if (!isBinary) {
       this.closeConn(conn, CLOSE_UNSUPPORTED_DATA, 'RPC frames are binary');
       return;

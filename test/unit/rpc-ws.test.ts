@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
 import * as http from 'node:http';
 import * as net from 'node:net';
+import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { WebSocket, WebSocketServer } from 'ws';
-import { ErrorCode, Flags, SeededRng } from '../../common';
+import { createLogger, ErrorCode, Flags, SeededRng } from '../../common';
 import { decodeFrame, encodeFrame, FrameKind } from '../../rpc/frame-codec';
 import { protoCodec } from '../../rpc/proto';
 import type { RpcClient } from '../../rpc/types';
@@ -39,8 +40,11 @@ describe('ws: bad input never takes the server down', () => {
   let es: EchoServer;
   let client: RpcClient;
   const sockets: WebSocket[] = [];
+  const logLines: string[] = [];
   beforeEach(async () => {
-    es = await startEchoServer(new WsTransport({ messageBytesMax: 64 * 1024 }), '127.0.0.1');
+    logLines.length = 0;
+    const log = createLogger({ name: 'ws-test', stream: new Writable({ write: (c: Buffer, _e, cb) => (logLines.push(c.toString()), cb()) }) });
+    es = await startEchoServer(new WsTransport({ messageBytesMax: 64 * 1024, log }), '127.0.0.1');
     client = new WsTransport().createClient();
   });
   afterEach(async () => {
@@ -110,11 +114,15 @@ describe('ws: bad input never takes the server down', () => {
     await stillServes();
   });
 
-  it('ws: a text frame closes that connection (1003)', async () => {
+  it('ws: a text frame closes that connection (1003), once: frames already sent behind it are dropped unread', async () => {
     const s = await rawSocket();
     s.ws.send('hello, I am text');
+    s.ws.send('and more text');
+    s.ws.send(encodeFrame({ callId: 9, kind: FrameKind.REQUEST, service: ECHO.service, method: ECHO.method, payload: ECHO.req.encode({ text: 'late' }), timeoutMs: 0 }));
     expect(await s.closed).toBe(1003);
     await stillServes();
+    expect(logLines.filter((l) => l.includes('closing RPC connection'))).toHaveLength(1);
+    expect(s.frames).toEqual([]);
   });
 
   it('ws: response/error frames sent by a client close that connection', async () => {
