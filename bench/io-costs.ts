@@ -10,6 +10,7 @@
  */
 import { DbError, ErrorCode } from '../common/errors';
 import { httpRequest } from '../lab/console-http';
+import { EVENT_LOOP_MONITOR_MS } from '../rpc/metrics';
 
 /** Counter name → value, summed over the tservers (and over tablets for per-tablet gauges). */
 export type IoCounters = Map<string, number>;
@@ -84,8 +85,46 @@ export function parseCounters(text: string, into: IoCounters = new Map()): IoCou
   return into;
 }
 
+/**
+ * How late a tserver's event loop ran a timer (prom-client's nodejs_eventloop_lag_* gauges: a timer
+ * every EVENT_LOOP_MONITOR_MS, its delay beyond that), since the previous scrape of /prometheus-metrics
+ * — each scrape resets the monitor, so the scrape at the end of a measured window reads that window.
+ * A turn of the loop this long is what every message, Raft round and reply waits behind.
+ */
+export interface LoopDelay {
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+}
+
+const LOOP_SERIES = /^nodejs_eventloop_lag_(p50|p99|max)_seconds(?:\{[^}]*\})?\s+(\S+)$/;
+
+/** The event-loop delay of one /prometheus-metrics text (undefined: the gauges are missing). */
+export function parseLoopDelay(text: string): LoopDelay | undefined {
+  const v: Partial<Record<'p50' | 'p99' | 'max', number>> = {};
+  for (const line of text.split('\n')) {
+    const m = LOOP_SERIES.exec(line);
+    const x = m ? Number(m[2]) : NaN;
+    if (m && Number.isFinite(x)) v[m[1] as 'p50' | 'p99' | 'max'] = Math.max(0, x * 1000 - EVENT_LOOP_MONITOR_MS);
+  }
+  return v.p50 !== undefined && v.p99 !== undefined && v.max !== undefined ? { p50Ms: v.p50, p99Ms: v.p99, maxMs: v.max } : undefined;
+}
+
+/** Each figure's worst over the tservers (undefined when none reported). */
+export function worstLoopDelay(ds: ReadonlyArray<LoopDelay | undefined>): LoopDelay | undefined {
+  const all = ds.filter((d): d is LoopDelay => d !== undefined);
+  if (all.length === 0) return undefined;
+  return { p50Ms: Math.max(...all.map((d) => d.p50Ms)), p99Ms: Math.max(...all.map((d) => d.p99Ms)), maxMs: Math.max(...all.map((d) => d.maxMs)) };
+}
+
+/** One read of every tserver: the summed counters, and the worst event-loop delay since the last read. */
+export interface TserverScrape {
+  counters: IoCounters;
+  loopDelay?: LoopDelay;
+}
+
 /** Read and sum the counters of every tserver (web addresses "host:port"). */
-export async function scrapeCounters(webAddresses: readonly string[], timeoutMs = 5000): Promise<IoCounters> {
+export async function scrapeCounters(webAddresses: readonly string[], timeoutMs = 5000): Promise<TserverScrape> {
   const texts = await Promise.all(
     webAddresses.map(async (a) => {
       const url = `http://${a}/prometheus-metrics`;
@@ -96,7 +135,8 @@ export async function scrapeCounters(webAddresses: readonly string[], timeoutMs 
   );
   const all: IoCounters = new Map();
   for (const t of texts) parseCounters(t, all);
-  return all;
+  const loopDelay = worstLoopDelay(texts.map(parseLoopDelay));
+  return { counters: all, ...(loopDelay ? { loopDelay } : {}) };
 }
 
 /** after − before per counter (a counter only in one of them counts from 0). */

@@ -29,7 +29,7 @@ import { measureApplyLag, type ApplyLagFigures } from './apply-lag';
 import { BIG_TXN_DEFAULTS, renderBigTxn, runBigTxn, type BigTxnResult } from './big-txn';
 import { parseCpuProfile, summarizeProfileFile } from './cpu-profile-summary';
 import { writeFlameGraphs } from './flame-graph';
-import { counterDelta, scrapeCounters, type IoCounters } from './io-costs';
+import { counterDelta, scrapeCounters, type LoopDelay, type TserverScrape } from './io-costs';
 import { cpuSeconds, cpuSplitSum, filesystemType, peakRssBytes, threadWakeupsSum, type CpuSplit } from './proc-stats';
 import { waitForTransactions, type LoadResult, type LoadSpec, type VsOp, type VsSystem } from './vs-loadgen';
 import { aggregate, renderMarkdown, type PeakRss, type VsRun } from './vs-report';
@@ -173,7 +173,7 @@ export interface Target {
   serverNames: () => string[];
   spec: Partial<LoadSpec>;
   /** The servers' work counters (tessera: bench/io-costs.ts), read at measure-start and measure-end. */
-  counters?: () => Promise<IoCounters>;
+  counters?: () => Promise<TserverScrape>;
   /** The load generator to run (default: this build's bench/vs-loadgen.js). */
   loadgenScript?: string;
 }
@@ -198,6 +198,8 @@ export interface LoadgenRun {
   measureEndMicros?: number;
   /** Change of the target's work counters over the measured window. */
   counters?: Record<string, number>;
+  /** The worst server event-loop delay over the measured window (tessera). */
+  loopDelay?: LoopDelay;
 }
 
 export async function runLoadgen(target: Target, spec: LoadSpec): Promise<LoadgenRun> {
@@ -219,9 +221,9 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
   let startMicros: number | undefined;
   let endMicros: number | undefined;
   // Started at the marks, awaited after the run (a failed read only loses the cost table's column).
-  let k0: Promise<IoCounters | undefined> | undefined;
-  let k1: Promise<IoCounters | undefined> | undefined;
-  const readCounters = (): Promise<IoCounters | undefined> | undefined =>
+  let k0: Promise<TserverScrape | undefined> | undefined;
+  let k1: Promise<TserverScrape | undefined> | undefined;
+  const readCounters = (): Promise<TserverScrape | undefined> | undefined =>
     target.counters?.().catch((e: unknown) => {
       log(`${target.system}: reading the servers' counters failed (${e instanceof Error ? e.message : String(e)}); no cost per operation for this run`);
       return undefined;
@@ -259,7 +261,9 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
   const names = target.serverNames();
   const byProcess = p0.length === names.length && p1.length === names.length && p0.every((x, i) => x !== undefined && p1[i] !== undefined) ? names.map((name, i) => ({ name, seconds: p1[i]! - p0[i]! })) : undefined;
   return {
-    ...(before && after ? { counters: counterDelta(before, after) } : {}),
+    ...(before && after ? { counters: counterDelta(before.counters, after.counters) } : {}),
+    // The start-of-window read reset the monitors: the end-of-window read covers the window alone.
+    ...(before && after?.loopDelay ? { loopDelay: after.loopDelay } : {}),
     result,
     ...(s0 !== undefined && s1 !== undefined
       ? { serverCpu: s1.userSeconds + s1.systemSeconds - (s0.userSeconds + s0.systemSeconds), serverSystemCpu: s1.systemSeconds - s0.systemSeconds }
@@ -295,6 +299,7 @@ export function toRun(round: number, workload: string, system: VsSystem, r: Load
     ...(r.clientCpu !== undefined ? { clientCpuSeconds: r.clientCpu } : {}),
     clientPeakRssBytes: r.result.maxRssBytes,
     ...(r.counters ? { counters: r.counters } : {}),
+    ...(r.loopDelay ? { loopDelay: r.loopDelay } : {}),
   };
   h.destroy();
   ch?.destroy();

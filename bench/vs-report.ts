@@ -4,7 +4,7 @@
  * round), then a Markdown table. No I/O here, so it can be checked without any cluster.
  */
 import type { ApplyLagFigures } from './apply-lag';
-import { costPerOp, sortCostKeys } from './io-costs';
+import { costPerOp, sortCostKeys, type LoopDelay } from './io-costs';
 import type { VsSystem } from './vs-loadgen';
 
 export interface VsRun {
@@ -34,6 +34,8 @@ export interface VsRun {
   clientPeakRssBytes?: number;
   /** Change of the servers' work counters over the measured window (bench/io-costs.ts; tessera only). */
   counters?: Record<string, number>;
+  /** The worst tserver's event-loop delay over the measured window (bench/io-costs.ts; tessera only). */
+  loopDelay?: LoopDelay;
 }
 
 export interface Spread {
@@ -68,6 +70,9 @@ export interface SystemFigures {
   coresBusy?: Spread;
   /** Work counters per completed operation, over all rounds (sum of changes / sum of ops). */
   costPerOp?: Record<string, number>;
+  /** The worst server's event-loop delay in each round's measured window, across rounds. */
+  loopDelayP99Ms?: Spread;
+  loopDelayMaxMs?: Spread;
 }
 
 /** Apply lag over rounds: medians of the rounds' percentiles, the largest lag, summed counts. */
@@ -170,6 +175,8 @@ function figures(runs: readonly VsRun[]): SystemFigures | undefined {
   const kernelPer1k = per1k(runs, (r) => r.serverSystemCpuSeconds);
   const wakeupsPer1k = per1k(runs, (r) => r.serverWakeups);
   const byProcess = coresByProcess(runs);
+  const loopP99 = defined(runs.map((r) => r.loopDelay?.p99Ms));
+  const loopMax = defined(runs.map((r) => r.loopDelay?.maxMs));
   const cores = defined(runs.map((r) => (r.serverCpuSeconds !== undefined && r.clientCpuSeconds !== undefined && r.seconds > 0 ? (r.serverCpuSeconds + r.clientCpuSeconds) / r.seconds : undefined)));
   return {
     rounds: runs.length,
@@ -188,6 +195,8 @@ function figures(runs: readonly VsRun[]): SystemFigures | undefined {
     ...(byProcess ? { serverCoresByProcess: byProcess } : {}),
     ...(cores.length === runs.length ? { coresBusy: spread(cores) } : {}),
     ...(cost ? { costPerOp: cost } : {}),
+    ...(loopP99.length ? { loopDelayP99Ms: spread(loopP99) } : {}),
+    ...(loopMax.length ? { loopDelayMaxMs: spread(loopMax) } : {}),
   };
 }
 
@@ -299,13 +308,14 @@ export function renderServerTime(rows: readonly VsRow[]): string[] {
   const ms = (f: SystemFigures | undefined): string => f3(f?.serverCpuSecPer1kOps);
   const wk = (f: SystemFigures | undefined): string => (f?.serverWakeupsPerOp === undefined ? 'n/a' : f.serverWakeupsPerOp.toFixed(1));
   const byProc = (f: SystemFigures | undefined): string => (f?.serverCoresByProcess ? f.serverCoresByProcess.map((p) => `${p.name} ${p.cores.toFixed(2)}`).join(' · ') : 'n/a');
+  const loop = (f: SystemFigures | undefined): string => (f?.loopDelayP99Ms && f.loopDelayMaxMs ? `${f.loopDelayP99Ms.median.toFixed(1)} / ${f.loopDelayMaxMs.median.toFixed(1)}` : 'n/a');
   return [
     '',
-    '| servers, per operation | tessera CPU ms | kernel share | thread wake-ups | cores busy by process | etcd CPU ms | kernel share | thread wake-ups | cores busy by process |',
-    '|---|---:|---:|---:|---|---:|---:|---:|---|',
-    ...shown.map((r) => `| ${r.workload} | ${ms(r.tessera)} | ${pct(r.tessera?.serverKernelShare)} | ${wk(r.tessera)} | ${byProc(r.tessera)} | ${ms(r.etcd)} | ${pct(r.etcd?.serverKernelShare)} | ${wk(r.etcd)} | ${byProc(r.etcd)} |`),
+    '| servers, per operation | tessera CPU ms | kernel share | thread wake-ups | cores busy by process | event-loop delay p99 / max ms | etcd CPU ms | kernel share | thread wake-ups | cores busy by process |',
+    '|---|---:|---:|---:|---|---:|---:|---:|---:|---|',
+    ...shown.map((r) => `| ${r.workload} | ${ms(r.tessera)} | ${pct(r.tessera?.serverKernelShare)} | ${wk(r.tessera)} | ${byProc(r.tessera)} | ${loop(r.tessera)} | ${ms(r.etcd)} | ${pct(r.etcd?.serverKernelShare)} | ${wk(r.etcd)} | ${byProc(r.etcd)} |`),
     '',
-    "CPU: utime and stime of every server process (/proc/PID/stat) over the measured windows, all rounds, per completed operation (CPU s per 1,000 ops = CPU ms per op); kernel share: stime's part. Cores busy by process: each server's CPU seconds per second measured (master, ts0… / etcd0…), to see whether one server is the bottleneck. Thread wake-ups: voluntary context switches of the servers' threads (/proc/PID/task/*/status), a thread that slept — on a socket, a lock, a thread pool's queue, a disk flush — and was woken; each costs scheduler and, across cores, interrupt time beyond the work.",
+    "CPU: utime and stime of every server process (/proc/PID/stat) over the measured windows, all rounds, per completed operation (CPU s per 1,000 ops = CPU ms per op); kernel share: stime's part. Cores busy by process: each server's CPU seconds per second measured (master, ts0… / etcd0…), to see whether one server is the bottleneck. Thread wake-ups: voluntary context switches of the servers' threads (/proc/PID/task/*/status), a thread that slept — on a socket, a lock, a thread pool's queue, a disk flush — and was woken; each costs scheduler and, across cores, interrupt time beyond the work. Event-loop delay: how late the worst tserver's event loop ran a timer set every 100 ms (prom-client's nodejs_eventloop_lag_* gauges, read at the end of each measured window; the read at its start reset them), p99 and max, median of rounds — a turn of the loop that long is what every message, Raft round and reply of that server waits behind.",
   ];
 }
 

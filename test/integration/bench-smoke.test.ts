@@ -35,6 +35,8 @@ interface Figures {
   costPerOp?: Record<string, number>;
   serverKernelShare?: number;
   serverWakeupsPerOp?: number;
+  loopDelayP99Ms?: Spread;
+  loopDelayMaxMs?: Spread;
 }
 interface Row {
   workload: string;
@@ -109,6 +111,9 @@ describe('bench (smoke)', () => {
         expect(cost['RPCs: CommitTransaction'], `${r.workload} cost per transaction: ${JSON.stringify(cost)}`).toBeGreaterThan(0.5);
         expect(cost['RPCs: CommitTransaction'], `${r.workload} cost per transaction: ${JSON.stringify(cost)}`).toBeLessThan(2);
         expect(cost['IntentsDB puts'], `${r.workload} intents per transaction`).toBeGreaterThan(0);
+        // The worst tserver's event-loop delay over the window, read from the same scrapes.
+        expect(isNum(r.tessera.loopDelayP99Ms?.median) && isNum(r.tessera.loopDelayMaxMs?.median), `${r.workload} event-loop delay`).toBe(true);
+        expect(r.tessera.loopDelayMaxMs!.median).toBeGreaterThanOrEqual(r.tessera.loopDelayP99Ms!.median);
         expect(md).toContain('per completed operation');
         continue;
       }

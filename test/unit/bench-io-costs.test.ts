@@ -4,7 +4,7 @@
  * the report shows one column per tessera workload.
  */
 import { describe, expect, it } from 'vitest';
-import { costPerOp, counterDelta, parseCounters, sortCostKeys } from '../../bench/io-costs';
+import { costPerOp, counterDelta, parseCounters, parseLoopDelay, sortCostKeys, worstLoopDelay } from '../../bench/io-costs';
 import { aggregate, renderCosts, type VsRun } from '../../bench/vs-report';
 
 const scrape = (writes: number, intentPuts: number, syncedRegular: number): string =>
@@ -99,5 +99,19 @@ describe('bench io-costs', () => {
     expect(md).toContain('| RPCs: Write | 0.25 | 2.00 |');
     expect(md).toContain('| IntentsDB puts | – | 43.0 |');
     expect(renderCosts(aggregate(['put-c64'], [{ ...run('put-c64', 1, {}), counters: undefined }]))).toEqual([]);
+  });
+
+  it('reads the event-loop delay of a scrape without the monitor\'s 100 ms period, and the worst of several servers', () => {
+    const text = (p50: number, p99: number, max: number, labels = '{server="tserver"}'): string =>
+      ['# HELP nodejs_eventloop_lag_p99_seconds The 99th percentile of the recorded event loop delays.', `nodejs_eventloop_lag_p50_seconds${labels} ${p50}`, `nodejs_eventloop_lag_p99_seconds${labels} ${p99}`, `nodejs_eventloop_lag_max_seconds${labels} ${max}`, 'nodejs_eventloop_lag_mean_seconds 0.5'].join('\n');
+    const a = parseLoopDelay(text(0.1017, 0.128, 0.1359));
+    expect(a?.p50Ms).toBeCloseTo(1.7);
+    expect(a?.p99Ms).toBeCloseTo(28);
+    expect(a?.maxMs).toBeCloseTo(35.9);
+    // No labels, and a timer that fired early (never below 0).
+    expect(parseLoopDelay(text(0.0999, 0.1, 0.2, ''))).toEqual({ p50Ms: 0, p99Ms: 0, maxMs: 100 });
+    expect(parseLoopDelay('tserver_log_fsyncs{tablet_id="a"} 3')).toBeUndefined();
+    expect(worstLoopDelay([{ p50Ms: 1, p99Ms: 30, maxMs: 40 }, undefined, { p50Ms: 2, p99Ms: 10, maxMs: 60 }])).toEqual({ p50Ms: 2, p99Ms: 30, maxMs: 60 });
+    expect(worstLoopDelay([undefined])).toBeUndefined();
   });
 });

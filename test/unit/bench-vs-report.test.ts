@@ -68,8 +68,8 @@ describe('bench vs-report', () => {
     expect(row?.etcd?.serverKernelShare).toBeCloseTo(0.1);
     expect(row?.etcd?.serverWakeupsPerOp).toBeCloseTo(0.4);
     const md = renderMarkdown([row!], [], '# t');
-    expect(md).toContain('| servers, per operation | tessera CPU ms | kernel share | thread wake-ups | cores busy by process | etcd CPU ms | kernel share | thread wake-ups | cores busy by process |');
-    expect(md).toContain('| put-c64 | 1.000 | 50 % | 3.0 | n/a | 1.000 | 10 % | 0.4 | n/a |');
+    expect(md).toContain('| servers, per operation | tessera CPU ms | kernel share | thread wake-ups | cores busy by process | event-loop delay p99 / max ms | etcd CPU ms | kernel share | thread wake-ups | cores busy by process |');
+    expect(md).toContain('| put-c64 | 1.000 | 50 % | 3.0 | n/a | n/a | 1.000 | 10 % | 0.4 | n/a |');
     // A round without the figures: none rather than a partial sum.
     const [partial] = aggregate(['put-c64'], [timed(run(1, 'tessera', 100, 2), 0.5, 10_000), run(2, 'tessera', 300, 2)]);
     expect(partial?.tessera?.serverKernelShare).toBeUndefined();
@@ -89,6 +89,15 @@ describe('bench vs-report', () => {
     expect(renderMarkdown([row!], [], '# t')).toContain('| master 0.03 · ts0 0.70 · ts1 0.20 |');
     const [partial] = aggregate(['put-c64'], [procs(run(1, 'tessera', 100, 8.2), 0.2, [6, 2]), run(2, 'tessera', 100, 10.4)]);
     expect(partial?.tessera?.serverCoresByProcess).toBeUndefined();
+  });
+
+  it('bench report: the event-loop delay is the worst tserver per round, median over rounds, none for a system without it', () => {
+    const looped = (r: VsRun, p99Ms: number, maxMs: number): VsRun => ({ ...r, serverSystemCpuSeconds: 0, serverWakeups: 0, loopDelay: { p50Ms: 1, p99Ms, maxMs } });
+    const [row] = aggregate(['put-c64'], [looped(run(1, 'tessera', 100, 2), 20, 40), looped(run(2, 'tessera', 100, 2), 10, 30), looped(run(3, 'tessera', 100, 2), 30, 50), { ...run(1, 'etcd', 100, 1), serverSystemCpuSeconds: 0, serverWakeups: 0 }]);
+    expect(row?.tessera?.loopDelayP99Ms).toEqual({ median: 20, min: 10, max: 30 });
+    expect(row?.tessera?.loopDelayMaxMs).toEqual({ median: 40, min: 30, max: 50 });
+    expect(row?.etcd?.loopDelayP99Ms).toBeUndefined();
+    expect(renderMarkdown([row!], [], '# t')).toMatch(/\| put-c64 \| [^|]+ \| [^|]+ \| [^|]+ \| n\/a \| 20\.0 \/ 40\.0 \| [^|]+ \| [^|]+ \| [^|]+ \| n\/a \|/);
   });
 
   it('bench report: a skipped workload keeps its row with its note', () => {
