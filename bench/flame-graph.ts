@@ -109,6 +109,37 @@ function prune(top: FlameNode): number {
   return totals.get(top) ?? 0;
 }
 
+/**
+ * The same time with every stack reversed: the root's children are the frames the thread was *in*
+ * (each as wide as its self time, over all its callers), and above each are its callers, then theirs.
+ * In a flat profile this is the readable view: where `writev` or a RocksDB write was called from,
+ * summed over every path that reaches it.
+ */
+export function reversedTreeOf(t: FlameTree): FlameNode {
+  const root: Building = { node: { name: t.root.name, value: t.root.value, children: [] }, byName: new Map() };
+  const stack: Array<{ n: FlameNode; path: string[] }> = t.root.children.map((n) => ({ n, path: [n.name] }));
+  while (stack.length > 0) {
+    const { n, path: at } = stack.pop()!;
+    if (n.value > 0) {
+      let b = root;
+      for (let i = at.length - 1; i >= 0; i--) {
+        const name = at[i]!;
+        let next = b.byName.get(name);
+        if (!next) {
+          next = { node: { name, value: 0, children: [] }, byName: new Map() };
+          b.byName.set(name, next);
+          b.node.children.push(next.node);
+        }
+        b = next;
+      }
+      b.node.value += n.value;
+    }
+    for (const c of n.children) stack.push({ n: c, path: [...at, c.name] });
+  }
+  prune(root.node);
+  return root.node;
+}
+
 /** Folded stacks: one line per frame with self time, `all;a;b;c µs` (the root included). */
 export function foldedStacks(t: FlameTree): string {
   const lines: string[] = [];
@@ -175,7 +206,7 @@ function scriptJson(v: unknown): string {
 /** The self-contained HTML page of a flame graph. */
 export function renderFlameGraphHtml(t: FlameTree, title: string): string {
   const busyShare = t.wallUs > 0 ? t.busyUs / t.wallUs : 0;
-  const subtitle = `${(t.wallUs / 1e6).toFixed(1)} s of the thread, busy ${(t.busyUs / 1000).toFixed(0)} ms (${(100 * busyShare).toFixed(1)} %); idle time is left out. Width = time in the frame and what it called. Click a frame to zoom, click the bottom frame to zoom out; the search takes a regular expression.`;
+  const subtitle = `${(t.wallUs / 1e6).toFixed(1)} s of the thread, busy ${(t.busyUs / 1000).toFixed(0)} ms (${(100 * busyShare).toFixed(1)} %); idle time is left out. The whole thread at the top, callees below it; width = time in the frame and what it called (reversed: the frames the thread was in at the top, each as wide as its own time, its callers below). Click a frame to zoom, click the top frame to zoom out; the search takes a regular expression.`;
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -186,7 +217,7 @@ body { font-family: system-ui, sans-serif; margin: 16px; color: #222; }
 h1 { font-size: 18px; margin: 0 0 4px; }
 p.sub { margin: 0 0 10px; color: #555; font-size: 13px; }
 #bar { margin-bottom: 8px; font-size: 13px; }
-#bar input { width: 320px; }
+#q { width: 320px; }
 #details { font-size: 13px; color: #444; min-height: 18px; }
 .d3-flame-graph-tip { background: #fff; border: 1px solid #999; padding: 4px 6px; font-size: 12px; max-width: 640px; }
 </style>
@@ -194,12 +225,13 @@ p.sub { margin: 0 0 10px; color: #555; font-size: 13px; }
 <body>
 <h1>${escapeHtml(title)}</h1>
 <p class="sub">${escapeHtml(subtitle)}</p>
-<div id="bar"><input id="q" placeholder="search frames (regular expression)"> <button id="reset">reset zoom</button></div>
+<div id="bar"><input id="q" placeholder="search frames (regular expression)"> <button id="reset">reset zoom</button> <label><input type="checkbox" id="rev"> reversed: the frames the thread was in first, their callers below</label></div>
 <div id="details"></div>
 <div id="chart"></div>
 ${inlineScripts()}
 <script>
 const data = ${scriptJson(t.root)};
+const reversed = ${scriptJson(reversedTreeOf(t))};
 const total = ${Math.max(1, Math.round(t.busyUs))};
 const fmt = (us) => (us / 1000).toFixed(1) + ' ms (' + (100 * us / total).toFixed(2) + ' % of busy)';
 const tip = flamegraph.tooltip.defaultFlamegraphTooltip().text((d) => d.data.name + ': ' + fmt(d.value) + ', self ' + fmt(d.data.value));
@@ -208,6 +240,7 @@ const chart = flamegraph.default()
   .cellHeight(18)
   .selfValue(true)
   .sort(true)
+  .inverted(true)
   .minFrameSize(1)
   .transitionDuration(300)
   .tooltip(tip)
@@ -220,6 +253,7 @@ const chart = flamegraph.default()
 d3.select('#chart').datum(data).call(chart);
 document.getElementById('q').addEventListener('input', (e) => { const v = e.target.value; if (v) chart.search(v); else chart.clear(); });
 document.getElementById('reset').addEventListener('click', () => chart.resetZoom());
+document.getElementById('rev').addEventListener('change', (e) => { chart.update(e.target.checked ? reversed : data); const v = document.getElementById('q').value; if (v) chart.search(v); });
 </script>
 </body>
 </html>

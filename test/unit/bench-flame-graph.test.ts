@@ -8,7 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { CpuProfile } from '../../bench/cpu-profile-summary';
-import { flameTreeOf, foldedStacks, renderFlameGraphHtml, writeFlameGraphs, type FlameNode } from '../../bench/flame-graph';
+import { flameTreeOf, foldedStacks, renderFlameGraphHtml, reversedTreeOf, writeFlameGraphs, type FlameNode } from '../../bench/flame-graph';
 import { parseProfileArgs } from '../../bench/profile-section';
 
 const URL = 'file:///repo/tessera/dist/raft/x.js';
@@ -73,6 +73,19 @@ describe('bench flame graph', () => {
     expect(sum).toBe(t.busyUs);
   });
 
+  it('reverses the stacks: the frames the thread was in at the bottom, each as wide as its self time, its callers above', () => {
+    const t = flameTreeOf(profile());
+    const r = reversedTreeOf(t);
+    expect(total(r)).toBe(t.busyUs);
+    const shape = (n: FlameNode): unknown => [n.name, total(n), n.children.map(shape)];
+    expect(r.children.map(shape)).toEqual([
+      ['h;x raft/x.js:3', 4000, [['f raft/x.js:1', 4000, []]]],
+      ['g raft/x.js:2', 3000, [['f raft/x.js:1', 3000, []]]],
+      ['(garbage collector)', 1000, []],
+      ['f raft/x.js:1', 1000, []],
+    ]);
+  });
+
   it('renders a page with the chart library inline, the tree as data, and nothing that ends its script early', () => {
     const t = flameTreeOf(profile('</script><img src=x onerror=alert(1)>'));
     const html = renderFlameGraphHtml(t, 'title <with> markup');
@@ -86,6 +99,8 @@ describe('bench flame graph', () => {
     expect(m).not.toBeNull();
     const data = JSON.parse(m![1]!) as FlameNode;
     expect(data).toEqual(t.root);
+    const rev = /const reversed = (.*);\n/.exec(html);
+    expect(JSON.parse(rev![1]!)).toEqual(reversedTreeOf(t));
     expect(data.children[0]!.children[0]!.name).toBe('</script><img src=x onerror=alert(1)> raft/x.js:3');
   });
 
