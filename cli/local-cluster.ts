@@ -151,7 +151,7 @@ export async function waitHealthy(st: ClusterState, timeoutMs: number, gone: () 
   let why = 'masters not answering';
   while (Date.now() < deadline) {
     const g = gone();
-    if (g) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, g);
+    if (g) throw new DbError(ErrorCode.SERVER_EXITED, g);
     const healthy = await Promise.all(masters.map((m) => isHealthy(`http://${m.webAddress}`)));
     if (healthy.every(Boolean)) {
       const probe = await probeReadiness(masters.map((m) => `http://${m.webAddress}`));

@@ -52,6 +52,12 @@ export const ErrorCode = {
    * that read would need may be gone. Not retryable as is; read at a newer time.
    */
   SNAPSHOT_TOO_OLD: 'SNAPSHOT_TOO_OLD',
+  /**
+   * A server a command started or waits for exited (or its container stopped) before it became
+   * healthy: an unknown flag, a port in use, a data directory another server holds. The message
+   * carries its exit status and its log's tail; details.node and details.role name it.
+   */
+  SERVER_EXITED: 'SERVER_EXITED',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

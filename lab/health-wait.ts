@@ -33,17 +33,18 @@ export async function waitAllHealthy(targets: readonly HealthTarget[], timeoutMs
     if (pending.size === 0) return;
     for (const t of pending) {
       const why = t.gone ? await t.gone() : undefined;
-      if (why !== undefined) throw await notUp(t, why);
+      if (why !== undefined) throw await notUp(t, why, ErrorCode.SERVER_EXITED);
     }
     if (Date.now() >= deadline) {
       const first = [...pending][0]!;
-      throw await notUp(first, `did not answer ${first.webUrl}/api/v1/healthz within ${timeoutMs} ms`, pending.size);
+      throw await notUp(first, `did not answer ${first.webUrl}/api/v1/healthz within ${timeoutMs} ms`, ErrorCode.TIMED_OUT, pending.size);
     }
     await sleep(HEALTH_POLL_INTERVAL_MS);
   }
 }
 
-async function notUp(t: HealthTarget, why: string, pendingCount = 1): Promise<DbError> {
+/** SERVER_EXITED for a server known to be gone, TIMED_OUT for one that never answered; both with its log's tail. */
+async function notUp(t: HealthTarget, why: string, code: ErrorCode, pendingCount = 1): Promise<DbError> {
   let tail: string[];
   try {
     tail = await t.logTail(FAILURE_LOG_LINES);
@@ -52,7 +53,7 @@ async function notUp(t: HealthTarget, why: string, pendingCount = 1): Promise<Db
   }
   const others = pendingCount > 1 ? ` (and ${pendingCount - 1} more server(s) not healthy)` : '';
   const msg = `node ${t.node} ${t.role} ${why}${others}\n--- last ${tail.length} log lines of ${t.node} ${t.role} ---\n${tail.join('\n')}`;
-  return new DbError(ErrorCode.TIMED_OUT, msg, { node: t.node, role: t.role });
+  return new DbError(code, msg, { node: t.node, role: t.role });
 }
 
 /** What the masters said while the cluster was not yet ready (the timeout error names it). */

@@ -12,6 +12,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import Docker from 'dockerode';
 import { defaultSpec, DockerDriver, ensureLabImage, getJson, isHealthy, labIdFor, readLabState } from '../../lab';
+import { type DbError, ErrorCode } from '../../common';
 
 const REAL = process.env['TESSERA_LAB_SERVERS'] === 'real';
 const ENTRY = REAL ? 'dist/cli/main.js' : 'dist/lab/fixtures/fake-node.js';
@@ -219,6 +220,7 @@ describe('lab docker driver', () => {
       );
       expect(err?.message).toMatch(/node n0 tserver exited with status [13] inside container \S+, which keeps running/);
       expect(err?.message).not.toMatch(/did not answer/);
+      expect((err as DbError | undefined)?.code).toBe(ErrorCode.SERVER_EXITED);
       expect(err?.message).toMatch(/last \d+ log lines of n0 tserver/);
     } finally {
       // A failed up removes what it started (no lab.json is left); anything still there goes here.

@@ -8,6 +8,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { defaultSpec, getJson, isHealthy, ProcessDriver, processState, readLabState, type ClusterSpec } from '../../lab';
+import { type DbError, ErrorCode } from '../../common';
 
 const REAL = process.env['TESSERA_LAB_SERVERS'] === 'real';
 const ENTRY = REAL ? 'dist/cli/main.js' : 'dist/lab/fixtures/fake-node.js';
@@ -158,6 +159,7 @@ describe('lab process driver: failures', () => {
       );
       expect(err?.message).toMatch(/node n1 tserver (exited|was killed)/);
       expect(err?.message).toContain('failing at start as asked');
+      expect((err as DbError | undefined)?.code).toBe(ErrorCode.SERVER_EXITED);
       expect(readLabState(baseDir)).toBeUndefined();
     } finally {
       fs.rmSync(baseDir, { recursive: true, force: true });

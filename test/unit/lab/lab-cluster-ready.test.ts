@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ErrorCode } from '../../../common';
-import { waitClusterReady } from '../../../lab';
+import { type HealthTarget, waitAllHealthy, waitClusterReady } from '../../../lab';
 
 type Answer = () => { status: number; body: unknown };
 
@@ -67,5 +67,52 @@ describe('waitClusterReady', () => {
     const e = await waitClusterReady([gone], 1, 300).then(() => undefined, (err: unknown) => err);
     expect((e as { code?: string }).code).toBe(ErrorCode.TIMED_OUT);
     expect(Date.now() - t0).toBeLessThan(5_000);
+  });
+});
+
+describe('waitAllHealthy', () => {
+  const target = (over: Partial<HealthTarget>): HealthTarget => ({
+    node: 'n1',
+    role: 'tserver',
+    webUrl: 'http://127.0.0.1:1',
+    healthy: async () => false,
+    logTail: async (n) => Array.from({ length: Math.min(n, 3) }, (_, i) => `log line ${i}`),
+    ...over,
+  });
+
+  it('returns once every server is healthy, asking again until then', async () => {
+    let asked = 0;
+    await waitAllHealthy([target({ healthy: async () => ++asked >= 3 }), target({ node: 'n2', healthy: async () => true })], 10_000);
+    expect(asked).toBe(3);
+  });
+
+  it('a server that exited ends the wait at once with SERVER_EXITED, its exit and its log tail', async () => {
+    const t0 = Date.now();
+    const e = await waitAllHealthy([target({ node: 'n0', healthy: async () => true }), target({ gone: async () => 'exited with status 1' })], 600_000).then(
+      () => undefined,
+      (err: unknown) => err as { code?: string; message: string; details?: Record<string, unknown> },
+    );
+    expect(e?.code).toBe(ErrorCode.SERVER_EXITED);
+    expect(e?.message).toMatch(/^node n1 tserver exited with status 1\n--- last 3 log lines of n1 tserver ---\nlog line 0\n/);
+    expect(e?.details).toEqual({ node: 'n1', role: 'tserver' });
+    expect(Date.now() - t0).toBeLessThan(5_000);
+  });
+
+  it('a server that never answers is TIMED_OUT after the timeout, naming it and how many more are not healthy', async () => {
+    const e = await waitAllHealthy([target({ gone: async () => undefined }), target({ node: 'n2', logTail: async () => { throw new Error('no such file'); } })], 300).then(
+      () => undefined,
+      (err: unknown) => err as { code?: string; message: string },
+    );
+    expect(e?.code).toBe(ErrorCode.TIMED_OUT);
+    expect(e?.message).toContain('node n1 tserver did not answer http://127.0.0.1:1/api/v1/healthz within 300 ms (and 1 more server(s) not healthy)');
+  });
+
+  it('a log that cannot be read is named in place of the tail', async () => {
+    const e = await waitAllHealthy([target({ gone: async () => 'was killed', logTail: async () => { throw new Error('no such file'); } })], 10_000).then(
+      () => undefined,
+      (err: unknown) => err as { code?: string; message: string },
+    );
+    expect(e?.code).toBe(ErrorCode.SERVER_EXITED);
+    expect(e?.message).toContain('(log not readable: no such file)');
   });
 });
