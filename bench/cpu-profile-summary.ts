@@ -240,8 +240,9 @@ export function renderProfileSummary(s: ProfileSummary, title: string, file?: st
   return lines.join('\n') + '\n';
 }
 
-/** Read, summarise and render one .cpuprofile file. */
-export function summarizeProfileFile(file: string, top = 15): { summary: ProfileSummary; markdown: string } {
-  const summary = summarizeCpuProfile(parseCpuProfile(fs.readFileSync(file, 'utf8'), file), top);
-  return { summary, markdown: renderProfileSummary(summary, 'Where the profiled thread spent its time (V8 CPU profile)', path.basename(file)) };
+/** Read, summarise and render one .cpuprofile file (the parsed profile comes back too, for a flame graph). */
+export function summarizeProfileFile(file: string, top = 15): { profile: CpuProfile; summary: ProfileSummary; markdown: string } {
+  const profile = parseCpuProfile(fs.readFileSync(file, 'utf8'), file);
+  const summary = summarizeCpuProfile(profile, top);
+  return { profile, summary, markdown: renderProfileSummary(summary, 'Where the profiled thread spent its time (V8 CPU profile)', path.basename(file)) };
 }

@@ -1,8 +1,7 @@
 /** The `profile` bench section: a .cpuprofile's summary tables, and its flame graph on request. */
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DbError, ErrorCode } from '../common/errors';
-import { parseCpuProfile, summarizeProfileFile } from './cpu-profile-summary';
+import { summarizeProfileFile } from './cpu-profile-summary';
 import { writeFlameGraphs } from './flame-graph';
 import { checkSectionArgs, sectionArgs, sectionNumber } from './section-args';
 
@@ -35,9 +34,9 @@ export function parseProfileArgs(args: readonly string[]): ProfileArgs {
  */
 export function runProfileSection(): Promise<void> {
   const o = parseProfileArgs(sectionArgs('profile'));
-  process.stdout.write(summarizeProfileFile(o.file, o.top).markdown);
+  const { profile, markdown } = summarizeProfileFile(o.file, o.top);
+  process.stdout.write(markdown);
   if (o.flamegraph !== undefined) {
-    const profile = parseCpuProfile(fs.readFileSync(o.file, 'utf8'), o.file);
     const { htmlPath, foldedPath } = writeFlameGraphs(profile, o.file, `Flame graph of ${path.basename(o.file)}`, o.flamegraph || undefined);
     process.stdout.write(`\nwrote the flame graph ${htmlPath} (open it in a browser) and the folded stacks ${foldedPath}\n`);
   }

@@ -27,7 +27,7 @@ import { BenchCluster } from './bench-cluster';
 import { EtcdCluster, findEtcd } from './etcd-cluster';
 import { measureApplyLag, type ApplyLagFigures } from './apply-lag';
 import { BIG_TXN_DEFAULTS, renderBigTxn, runBigTxn, type BigTxnResult } from './big-txn';
-import { parseCpuProfile, summarizeProfileFile } from './cpu-profile-summary';
+import { summarizeProfileFile } from './cpu-profile-summary';
 import { writeFlameGraphs } from './flame-graph';
 import { counterDelta, scrapeCounters, type LoopDelay, type TserverScrape } from './io-costs';
 import { cpuSeconds, cpuSplitSum, filesystemType, peakRssBytes, threadWakeupsSum, type CpuSplit } from './proc-stats';
@@ -428,8 +428,8 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
       if (!file) log(`cpu profile: tserver 0 wrote no profile under ${profileDir}; the report has no profile tables`);
       else {
         const profilePath = path.join(profileDir, file);
-        const { summary, markdown } = summarizeProfileFile(profilePath);
-        const fg = writeFlameGraphs(parseCpuProfile(fs.readFileSync(profilePath, 'utf8'), profilePath), profilePath, `tserver 0, main thread, whole run of ${path.basename(mdPath)}`);
+        const { profile, summary, markdown } = summarizeProfileFile(profilePath);
+        const fg = writeFlameGraphs(profile, profilePath, `tserver 0, main thread, whole run of ${path.basename(mdPath)}`);
         const rel = (f: string): string => path.relative(o.outDir, f);
         const section =
           '\n' +

@@ -243,16 +243,16 @@ export class Table {
         const coalescer = this.txnWrites;
         await this.guard(true, () => {
           this.writeTxn(t.tabletId, txnCtx); // registers the participant, fixes the read time
-          return coalescer.write(this.name, t.tabletId, sv, [op], txnCtx, d, (requestId) => this.writeAlone(type, hash, sv, op, txnCtx, d, requestId));
+          return coalescer.write(this.name, t.tabletId, sv, [op], txnCtx, d, (requestId) => this.writeAlone(hash, sv, op, txnCtx, d, requestId));
         });
         return;
       }
     }
-    await this.guard(true, () => this.writeAlone(type, hash, sv, op, txnCtx, d));
+    await this.guard(true, () => this.writeAlone(hash, sv, op, txnCtx, d));
   }
 
   /** One write in its own Write RPC, with the invoker's retries (`requestId`: resend that retryable request). */
-  private async writeAlone(type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', hash: number, schemaVersion: number, op: RowOpPB, txnCtx: TxnContextPB | undefined, d: Deadline, requestId?: number): Promise<void> {
+  private async writeAlone(hash: number, schemaVersion: number, op: RowOpPB, txnCtx: TxnContextPB | undefined, d: Deadline, requestId?: number): Promise<void> {
     // A retryable request: an INSERT or a transactional write whose answer was lost is resent, and
     // the tablet answers the copy of a write it already did (no ALREADY_EXISTS for our own row).
     const r = await this.invoker.callWrite(this.name, { hash }, (t) => ({ tabletId: t.tabletId, ops: [op], propagatedHt: this.invoker.propagatedHt, schemaVersion, ...this.writeTxn(t.tabletId, txnCtx) }), d, {

@@ -45,7 +45,7 @@ import { RegularDb } from './regular-db';
 import { contentChecksum, type ContentChecksum } from './content-checksum';
 import { TxnLocks } from './txn-locks';
 import { REGULAR_DATA_END, REGULAR_DATA_START, encodeRowDocKey, parseIntentKeyToSubKey } from './storage-keys';
-import { APPLY_STATE_PREFIX, decodeApplyState, decodeStoredMeta, decodeTxnKey, prefixEnd, TXN_PREFIX, type ApplyState } from './txn-records';
+import { decodeStoredMeta, decodeTxnKey, prefixEnd, TXN_PREFIX, type ApplyState } from './txn-records';
 
 export interface DocDbDeps {
   regular: KvEngine;

@@ -90,7 +90,6 @@ describe('serializable transactions on a real cluster', () => {
   }, 120_000);
 
   it('txn serializable: a scan locks the scanned tablets — a concurrent insert (phantom) conflicts by priority; after the scanner ends, writes go through', async () => {
-    const c = client!;
     const scanner = await begin(0.9);
     const seen = (await scanner.scan(T)).length;
     expect(seen).toBeGreaterThanOrEqual(4);
