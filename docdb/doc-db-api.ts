@@ -217,6 +217,10 @@ export interface DocDbApi {
   gc(historyCutoffHt: HybridTime, opts?: { compactRange?: boolean }): Promise<{ versionsScanned: number; versionsDropped: number; droppedColumnVersions: number; cutoffHt: HybridTime }>;
   /** Upper bound of the newest version's hybrid time in RegularDB (undefined: not tracked). */
   newestVersionHt(): HybridTime | undefined;
+  /** Lower bound of every version's hybrid time in RegularDB (2^64-1: none written yet; 0: unknown). */
+  oldestVersionBound(): HybridTime;
+  /** False while the table was never altered, so no dropped column's values can be stored. */
+  mayHoldDroppedColumns(): boolean;
   /** The history cutoff for "now" (now minus timestamp_history_retention_interval_sec). */
   historyCutoff(nowHt: HybridTime): HybridTime;
   /** The highest cutoff GC ever used here (0: never): reads below it are refused (SNAPSHOT_TOO_OLD). */

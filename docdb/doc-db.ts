@@ -394,6 +394,19 @@ export class DocDb implements DocDbApi {
   }
 
   /**
+   * A hybrid time at or below every version RegularDB holds: HT_UNKNOWN while none was ever written,
+   * 0 when unknown (version bounds off, or data written before the bound was kept).
+   */
+  oldestVersionBound(): HybridTime {
+    return this.regularDb.versionBoundStats()?.min ?? 0n;
+  }
+
+  /** False while the table was never altered (no dropped column's values can be stored). */
+  mayHoldDroppedColumns(): boolean {
+    return this.schemaColumns !== undefined;
+  }
+
+  /**
    * compact() with figures: the cutoff actually used (capped by active readers) and what was dropped,
    * every version of a dropped column included (setSchemaColumns). `opts.compactRange` (default
    * true): ask RocksDB to compact both databases afterwards, so the space is reclaimed at once; a

@@ -15,7 +15,7 @@ import { cellsOf } from './row-cells';
 import { decodeStored, docKeyLength, encodeStored, parseRegularKey, REGULAR_DATA_END, REGULAR_DATA_START, versionKey } from './storage-keys';
 import type { StoredValue, SubKind } from './row-assembler';
 import { DbError, ErrorCode } from '../common/errors';
-import { decodeHt, encodeHt, HT_UNKNOWN, MAX_VERSION_HT_KEY, VersionBounds } from './version-bounds';
+import { decodeHt, encodeHt, HT_UNKNOWN, MAX_VERSION_HT_KEY, MIN_VERSION_HT_KEY, VERSION_BOUND_BUCKETS, VersionBounds } from './version-bounds';
 
 /**
  * The history floor: the highest cutoff history GC ever used on this database (meta key, so a remote
@@ -104,19 +104,22 @@ export class RegularDb {
     const r = new RegularDb(db);
     await r.reloadHistoryFloor();
     if (opts.versionBounds !== false) {
-      const stored = await db.engine.get(MAX_VERSION_HT_KEY);
-      let floor: HybridTime;
-      if (stored !== undefined) floor = decodeHt(stored);
-      else {
-        // No persisted maximum: an empty database starts at 0; one written before the key existed is unknown.
+      const storedMax = await db.engine.get(MAX_VERSION_HT_KEY);
+      const storedMin = await db.engine.get(MIN_VERSION_HT_KEY);
+      let empty: boolean | undefined;
+      if (storedMax === undefined || storedMin === undefined) {
         const it = db.engine.iterator({ gte: REGULAR_DATA_START, lt: REGULAR_DATA_END });
         try {
-          floor = (await it.next()) === undefined ? 0n : HT_UNKNOWN;
+          empty = (await it.next()) === undefined;
         } finally {
           await it.close();
         }
       }
-      const bounds = new VersionBounds(floor);
+      // No persisted maximum: an empty database starts at 0; one written before the key existed is unknown.
+      const floor = storedMax !== undefined ? decodeHt(storedMax) : empty ? 0n : HT_UNKNOWN;
+      // No persisted minimum: an empty database has none yet (above every time); otherwise unknown (0).
+      const min = storedMin !== undefined ? decodeHt(storedMin) : empty ? HT_UNKNOWN : 0n;
+      const bounds = new VersionBounds(floor, VERSION_BOUND_BUCKETS, min);
       r.bounds = bounds;
       db.prepareWrite = (ops) => bounds.prepare(ops);
     }

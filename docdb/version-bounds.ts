@@ -17,6 +17,11 @@
  *    existed) starts every bucket at "unknown" (above every time, so never raised): every check
  *    walks the engine, as before.
  * Deletes (GC, tombstones are puts) only make a bound conservative.
+ *
+ * The same batches keep a lower bound of every version's hybrid time (`min`): "none yet" (above every
+ * time) while nothing was written, lowered by every batch that writes an older version and persisted
+ * under MIN_VERSION_HT_KEY in that batch; "unknown" (0) for data written before the key existed.
+ * History GC uses it: a pass whose cutoff is below it can collect nothing (see TabletPeer.historyGc).
  */
 import type { HybridTime } from '../common/hybrid-time';
 import * as enc from './encoding';
@@ -25,6 +30,8 @@ import { docKeyLength, REGULAR_DATA_START } from './storage-keys';
 
 /** Meta key of RegularDB: the newest hybrid time of any version ever written (8 bytes, see encodeHt). */
 export const MAX_VERSION_HT_KEY = Buffer.from([0x01, 0x48]); // "\x01H"
+/** Meta key of RegularDB: a lower bound of the hybrid time of every version ever written (8 bytes). */
+export const MIN_VERSION_HT_KEY = Buffer.from([0x01, 0x4c]); // "\x01L"
 /** Hash buckets per RegularDB (8 bytes each: 128 KiB). A power of two. */
 export const VERSION_BOUND_BUCKETS = 1 << 14;
 /** A bound above every hybrid time: "unknown, walk the engine". */
@@ -55,13 +62,17 @@ export class VersionBounds {
   private readonly floor: HybridTime;
   /** Bound of every row (persisted when it rises). */
   private max: HybridTime;
+  /** Lower bound of every version's time (persisted when it falls): HT_UNKNOWN none yet, 0 unknown. */
+  private min: HybridTime;
 
-  constructor(floor: HybridTime, buckets = VERSION_BOUND_BUCKETS) {
+  /** `min`: the persisted lower bound; HT_UNKNOWN for an empty database, 0 when unknown. */
+  constructor(floor: HybridTime, buckets = VERSION_BOUND_BUCKETS, min: HybridTime = 0n) {
     if (buckets < 1 || (buckets & (buckets - 1)) !== 0) throw new RangeError(`version bound buckets must be a power of two, got ${buckets}`);
     this.buckets = new BigUint64Array(buckets).fill(floor);
     this.mask = buckets - 1;
     this.floor = floor;
     this.max = floor;
+    this.min = min;
   }
 
   /** Bound of the row whose encoded DocKey is `docKey`. */
@@ -69,18 +80,19 @@ export class VersionBounds {
     return this.buckets[hashBytes(docKey, docKey.length) & this.mask]!;
   }
 
-  stats(): { buckets: number; raised: number; floor: HybridTime; max: HybridTime } {
+  stats(): { buckets: number; raised: number; floor: HybridTime; max: HybridTime; min: HybridTime } {
     let raised = 0;
     for (const b of this.buckets) if (b !== this.floor) raised++;
-    return { buckets: this.buckets.length, raised, floor: this.floor, max: this.max };
+    return { buckets: this.buckets.length, raised, floor: this.floor, max: this.max, min: this.min };
   }
 
   /**
    * Called with a batch before it is written: raises the bounds of the rows it writes versions of,
-   * and appends the persisted maximum to the batch when it rises.
+   * and appends the persisted maximum to the batch when it rises (the minimum when it falls).
    */
   prepare(ops: KvOp[]): void {
     let newMax = this.max;
+    let newMin = this.min;
     const n = ops.length;
     const buckets = this.buckets;
     for (let i = 0; i < n; i++) {
@@ -92,10 +104,15 @@ export class VersionBounds {
       const b = hashBytes(k, docKeyLength(k)) & this.mask;
       if (ht > buckets[b]!) buckets[b] = ht;
       if (ht > newMax) newMax = ht;
+      if (ht < newMin) newMin = ht;
     }
     if (newMax > this.max && this.max !== HT_UNKNOWN) {
       this.max = newMax;
       ops.push({ type: 'put', key: MAX_VERSION_HT_KEY, value: encodeHt(newMax) });
+    }
+    if (newMin < this.min) {
+      this.min = newMin;
+      ops.push({ type: 'put', key: MIN_VERSION_HT_KEY, value: encodeHt(newMin) });
     }
   }
 }

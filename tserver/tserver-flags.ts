@@ -87,7 +87,7 @@ export const HISTORY_GC_INTERVAL_SEC = defineFlag({
   name: 'history_gc_interval_sec',
   type: 'int',
   default: 300,
-  help: "How often each tablet replica garbage-collects RegularDB's old versions: those older than timestamp_history_retention_interval_sec that no read can see (one tablet at a time; a tablet with nothing written since its last cutoff is skipped). Reads below a tablet's history cutoff then fail SNAPSHOT_TOO_OLD. 0: never.",
+  help: "How often each tablet replica garbage-collects RegularDB's old versions: those older than timestamp_history_retention_interval_sec that no read can see (one tablet at a time; a tablet with nothing written since its last cutoff, or with no version older than the cutoff, is skipped). Reads below a tablet's history cutoff then fail SNAPSHOT_TOO_OLD. 0: never.",
   tags: [FlagTag.runtime],
   validate: (v) => (v >= 0 ? undefined : 'a non-negative number of seconds'),
 });

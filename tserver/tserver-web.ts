@@ -225,7 +225,7 @@ export function registerTServerPages(d: TServerWebDeps): void {
           ['Wait queue: waiting now / waits (enable_wait_queues)', `${t.waitQueue.waiting} / ${t.waitQueue.waits}`],
           ['Read locks taken (serializable reads, as leader)', t.readLocks],
           ['Retryable requests: clients / writes remembered / running / copies answered / late copies refused', `${t.retryable.clients} / ${t.retryable.replicated} / ${t.retryable.running} / ${t.retryable.duplicates} / ${t.retryable.stale}`],
-          ['History GC: passes run / skipped (for too few new versions), versions scanned / dropped (of which dropped columns\' values)', `${t.historyGc.runs} / ${t.historyGc.skipped} (${t.historyGc.skippedFewNew}), ${t.historyGc.versionsScanned} / ${t.historyGc.versionsDropped} (${t.historyGc.droppedColumnVersions})`],
+          ['History GC: passes run / skipped (for too few new versions; for no version older than the cutoff), versions scanned / dropped (of which dropped columns\' values)', `${t.historyGc.runs} / ${t.historyGc.skipped} (${t.historyGc.skippedFewNew}; ${t.historyGc.skippedNothingOld}), ${t.historyGc.versionsScanned} / ${t.historyGc.versionsDropped} (${t.historyGc.droppedColumnVersions})`],
           ['History GC: last cutoff HT / dropped / ms; history floor HT (reads below fail SNAPSHOT_TOO_OLD)', `${t.historyGc.lastCutoffHt} / ${t.historyGc.lastDropped} / ${t.historyGc.lastMs}; ${t.historyGc.historyFloorHt === '0' ? '0 (never collected)' : t.historyGc.historyFloorHt}`],
           ['Schema version / columns (name:type#id)', `${t.schemaVersion} / ${t.columns.map((c) => `${c.name}:${c.type}#${c.id}`).join(', ')}`],
           ['Row cache rows / bytes / hits / misses', t.regulardb.rowCache ? `${t.regulardb.rowCache.rows} / ${t.regulardb.rowCache.bytes} / ${t.regulardb.rowCache.hits} / ${t.regulardb.rowCache.misses}` : ''],
@@ -497,11 +497,12 @@ export interface TabletDetail {
   retryable: { clients: number; replicated: number; running: number; duplicates: number; stale: number };
   /**
    * History GC (history_gc_interval_sec): passes run and skipped (nothing written above the last
-   * cutoff, or — skippedFewNew — too few versions written since the last pass), versions scanned and dropped in all (droppedColumnVersions: of those, values of dropped
+   * cutoff; skippedFewNew: too few versions written since the last pass; skippedNothingOld: every
+   * version newer than the cutoff — a tablet younger than the retention interval), versions scanned and dropped in all (droppedColumnVersions: of those, values of dropped
    * columns, collected whatever their time), the last pass's cutoff, drops and duration, and the
    * history floor (reads below it fail SNAPSHOT_TOO_OLD; '0': never collected). Hybrid times as decimal strings.
    */
-  historyGc: { runs: number; skipped: number; skippedFewNew: number; versionsScanned: number; versionsDropped: number; droppedColumnVersions: number; lastCutoffHt: string; lastDropped: number; lastMs: number; historyFloorHt: string };
+  historyGc: { runs: number; skipped: number; skippedFewNew: number; skippedNothingOld: number; versionsScanned: number; versionsDropped: number; droppedColumnVersions: number; lastCutoffHt: string; lastDropped: number; lastMs: number; historyFloorHt: string };
 }
 
 async function detailOf(p: TabletPeer, manager: TabletManager, trackers: TabletMemTrackers, selfUuid: string, selfAddress: string): Promise<TabletDetail> {

@@ -15,7 +15,7 @@ import { MemoryEngine } from '../../docdb/memory-engine';
 import { ht, key, op, txnMeta } from './docdb-helpers';
 import type { KvOp } from '../../docdb/kv-engine';
 import { encodeRowDocKey, subDocKey, versionKey } from '../../docdb/storage-keys';
-import { encodeHt, HT_UNKNOWN, MAX_VERSION_HT_KEY, VERSION_BOUND_BUCKETS, VersionBounds } from '../../docdb/version-bounds';
+import { encodeHt, HT_UNKNOWN, MAX_VERSION_HT_KEY, MIN_VERSION_HT_KEY, VERSION_BOUND_BUCKETS, VersionBounds } from '../../docdb/version-bounds';
 
 interface Pair {
   /** Indexed (budget as given), and never indexed (the engine walk): fed the same operations. */
@@ -191,7 +191,7 @@ describe('docdb intent index', () => {
     expect(b.bound(encodeRowDocKey(key(3)))).toBe(0n);
     b.prepare([put(1, 5)]); // an older version never lowers a bound, and adds no maximum record
     expect(b.bound(encodeRowDocKey(key(1)))).toBe(ht(10));
-    expect(b.stats()).toEqual({ buckets: VERSION_BOUND_BUCKETS, raised: 2, floor: 0n, max: ht(20) });
+    expect(b.stats()).toEqual({ buckets: VERSION_BOUND_BUCKETS, raised: 2, floor: 0n, max: ht(20), min: 0n }); // min unknown (0) stays unknown
     // One bucket: every row shares it, so each bound is the largest written (conservative, never lower).
     const one = new VersionBounds(0n, 1);
     one.prepare([put(1, 10), put(2, 20)]);
@@ -215,5 +215,36 @@ describe('docdb intent index', () => {
     const old = await DocDb.open({ regular: legacy, intents: new MemoryEngine() });
     expect(old.regularDb.newestVersionBound(encodeRowDocKey(key(5)))).toBe(HT_UNKNOWN);
     expect(await old.findConflicts(txnMeta('t'), [rowOp('col', 1)], ht(5))).toHaveLength(1);
+    expect(old.oldestVersionBound()).toBe(0n); // nor is its oldest version known
+  });
+
+  it('version bounds: the oldest version time is none (above every time) until the first write, falls with older versions only, and persists across reopen', async () => {
+    const put = (k: number, t: number): KvOp => ({ type: 'put', key: versionKey(subDocKey(encodeRowDocKey(key(k)), { kind: 'row' }), ht(t), 0), value: Buffer.from([1]) });
+    const b = new VersionBounds(0n, VERSION_BOUND_BUCKETS, HT_UNKNOWN);
+    const first = [put(1, 30), put(2, 20)];
+    b.prepare(first);
+    expect(first.filter((o) => o.type === 'put' && Buffer.compare(Buffer.from(o.key), MIN_VERSION_HT_KEY) === 0)).toEqual([{ type: 'put', key: MIN_VERSION_HT_KEY, value: encodeHt(ht(20)) }]);
+    const newer = [put(3, 40)];
+    b.prepare(newer);
+    expect(newer.some((o) => o.type === 'put' && Buffer.compare(Buffer.from(o.key), MIN_VERSION_HT_KEY) === 0)).toBe(false); // a newer version leaves it
+    const older = [put(3, 10)]; // a transaction applied after later writes, at its older commit time
+    b.prepare(older);
+    expect(older.at(-1)).toEqual({ type: 'put', key: MIN_VERSION_HT_KEY, value: encodeHt(ht(10)) });
+    expect(b.stats().min).toBe(ht(10));
+
+    const regular = new MemoryEngine();
+    const db = await DocDb.open({ regular, intents: new MemoryEngine() });
+    expect(db.oldestVersionBound()).toBe(HT_UNKNOWN); // an empty database holds no version at all
+    await db.writeRegular([rowOp('col', 1)], ht(50), op(1));
+    await db.writeRegular([rowOp('col', 2)], ht(60), op(2));
+    expect(db.oldestVersionBound()).toBe(ht(50));
+    await db.close();
+    const again = await DocDb.open({ regular: regular.reopen(), intents: new MemoryEngine() });
+    expect(again.oldestVersionBound()).toBe(ht(50));
+    await again.writeRegular([rowOp('col', 3)], ht(45), op(3));
+    expect(again.oldestVersionBound()).toBe(ht(45));
+    // Bounds off: nothing is known.
+    const off = await DocDb.open({ regular: new MemoryEngine(), intents: new MemoryEngine() }, { versionBounds: false });
+    expect(off.oldestVersionBound()).toBe(0n);
   });
 });

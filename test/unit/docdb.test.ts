@@ -229,7 +229,7 @@ describe('docdb transactions', () => {
     expect(cols(await db.getRow(key(1), at(ht(45))))).toEqual({ 1: 4n });
     expect(cols(await db.getRow(key(1), at(ht(55))))).toEqual({ 1: 5n });
     // Left: liveness + column at 40 and 50 (4 versions); the lone tombstone of key 2 is gone.
-    expect((await db.regularDb.db.engine.stats()).keysApprox).toBe(4 + 1 /* frontier */ + 1 /* newest version time */ + 1 /* history floor */);
+    expect((await db.regularDb.db.engine.stats()).keysApprox).toBe(4 + 1 /* frontier */ + 1 /* newest version time */ + 1 /* oldest version time */ + 1 /* history floor */);
     expect((await db.rowVersions(key(1))).map((v) => [v.sub.kind, v.ht])).toEqual([
       ['liveness', ht(50)],
       ['liveness', ht(40)],

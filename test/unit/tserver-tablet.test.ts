@@ -56,6 +56,31 @@ describe('TabletPeer', () => {
     await p.stop();
   }, 30_000);
 
+  it('tablet: a history GC pass is skipped while every version is newer than its cutoff (a tablet younger than the retention), except to collect a dropped column', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-tablet-'));
+    dirs.push(dir);
+    const flags = new Flags(); // the default retention, 900 s: nothing written now is below the cutoff
+    const p = await openTestPeer(dir, { flags });
+    expect(await p.historyGc()).toBeUndefined(); // never written
+    const upsert = (i: number, v: string) => p.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(i), columns: [{ columnId: 1, value: v }] } }] });
+    for (const v of ['a', 'b', 'c']) await upsert(1, v);
+    expect(await p.historyGc()).toBeUndefined();
+    expect(p.historyGcStats).toMatchObject({ runs: 0, skipped: 2, skippedNothingOld: 2, versionsScanned: 0 });
+    expect(p.historyFloorHt()).toBe(0n);
+    // DROP COLUMN: its values go whatever their time, so the next pass runs; then young again, it skips.
+    await p.alterSchema({ ...p.meta.schema, columns: p.meta.schema.columns.filter((c) => c.id !== 1) }, 1, p.meta.tableName);
+    const d = await p.historyGc();
+    expect(d).toMatchObject({ versionsDropped: 3, droppedColumnVersions: 3 });
+    await p.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(2), columns: [] } }] }); // a row of key columns only
+    expect(await p.historyGc()).toBeUndefined();
+    expect(p.historyGcStats).toMatchObject({ runs: 1, skippedNothingOld: 3 });
+    // Once the cutoff passes the oldest version (retention 0: the cutoff is now), passes run again.
+    flags.setAtRuntime(TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC.name, '0', true);
+    expect((await p.historyGc())?.versionsDropped).toBe(2); // row 1's two older liveness versions
+    expect(p.historyGcStats).toMatchObject({ runs: 2, skippedNothingOld: 3 });
+    await p.stop();
+  }, 30_000);
+
   it('tablet: a history GC pass is put off while the versions written since the last pass are fewer than history_gc_min_new_versions_pct of those it kept, and runs anyway after 11 such skips', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-tablet-'));
     dirs.push(dir);

@@ -228,7 +228,7 @@ export class TabletPeer {
   readonly commitPoints = new ApplyLagLog();
   readonly metrics = { writeOps: 0, readOps: 0, scanOps: 0, readLocks: 0, rowsWritten: 0, entriesApplied: 0, snapshotsInstalled: 0 };
   /** History GC passes of this replica (historyGc): runs, skips, versions scanned and dropped, the last pass. */
-  readonly historyGcStats = { runs: 0, skipped: 0, skippedFewNew: 0, versionsScanned: 0, versionsDropped: 0, droppedColumnVersions: 0, lastCutoffHt: 0n, lastMs: 0, lastDropped: 0 };
+  readonly historyGcStats = { runs: 0, skipped: 0, skippedFewNew: 0, skippedNothingOld: 0, versionsScanned: 0, versionsDropped: 0, droppedColumnVersions: 0, lastCutoffHt: 0n, lastMs: 0, lastDropped: 0 };
   /** After the last pass: its cutoff, the versions it kept, passes skipped since for too few new versions. */
   private historyGcLast: { cutoffHt: HybridTime; versionsKept: number; fewNewSkips: number } | undefined;
   /** RegularDB's put count at each history GC chance, oldest first (from the newest one at or before the last cutoff). */
@@ -1261,8 +1261,17 @@ export class TabletPeer {
     const newest = db.newestVersionHt();
     // A DROP COLUMN since the last pass leaves values to delete whatever their time.
     const schemaVersion = this.meta.schemaVersion;
+    const noDroppedColumnSince = schemaVersion === this.historyGcSchemaVersion || !db.mayHoldDroppedColumns();
     if (newest !== undefined && newest <= db.historyFloor() && schemaVersion === this.historyGcSchemaVersion) {
       this.historyGcStats.skipped++;
+      return undefined;
+    }
+    // Every version is newer than the cutoff (a tablet younger than the retention interval, or one
+    // never written): a pass could drop nothing, yet would read the whole tablet.
+    const cutoffHt = db.historyCutoff(nowHt);
+    if (cutoffHt < db.oldestVersionBound() && noDroppedColumnSince) {
+      this.historyGcStats.skipped++;
+      this.historyGcStats.skippedNothingOld++;
       return undefined;
     }
     if (last && base === 0 && schemaVersion === this.historyGcSchemaVersion && last.fewNewSkips < HISTORY_GC_FEW_NEW_SKIPS_MAX) {
@@ -1275,7 +1284,7 @@ export class TabletPeer {
       }
     }
     const t0 = performance.now();
-    const run = db.gc(db.historyCutoff(nowHt), { compactRange: false });
+    const run = db.gc(cutoffHt, { compactRange: false });
     this.historyGcRunning = run;
     try {
       const r = await run;
