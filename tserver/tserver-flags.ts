@@ -104,7 +104,7 @@ export const HISTORY_GC_MIN_NEW_VERSIONS_PCT = defineFlag({
   name: 'history_gc_min_new_versions_pct',
   type: 'int',
   default: 10,
-  help: "A tablet's history GC pass reads every version of the tablet, so a pass is skipped while the versions written since the last one are fewer than this percentage of the versions that pass kept (only versions written since can have made older ones collectable); every 12th pass runs anyway (TTL expiry collects without new writes). 0: run whenever anything was written since the last cutoff.",
+  help: "A tablet's history GC pass reads every version of the tablet, so a pass is skipped while the versions written between the last pass's cutoff and this one's are fewer than this percentage of the versions that pass kept (only those can have made older ones collectable); every 12th pass runs anyway (TTL expiry collects without new writes). 0: run whenever anything was written since the last cutoff.",
   tags: [FlagTag.runtime],
   validate: (v) => (v >= 0 && v <= 1000 ? undefined : 'a percentage from 0 to 1000'),
 });

@@ -1275,7 +1275,18 @@ export class TabletPeer {
       return undefined;
     }
     if (last && base === 0 && schemaVersion === this.historyGcSchemaVersion && last.fewNewSkips < HISTORY_GC_FEW_NEW_SKIPS_MAX) {
-      const newPuts = putsNow - samples[0]!.puts;
+      // Of those, only versions at or below this pass's cutoff can have made an older one collectable
+      // yet: count up to the first sample taken at or after the cutoff (a newer write is younger than
+      // the retention). A version applied later than its time is counted late; a pass put off for it
+      // only waits for a later chance.
+      let upTo = putsNow;
+      for (const x of samples) {
+        if (x.atHt >= cutoffHt) {
+          upTo = x.puts;
+          break;
+        }
+      }
+      const newPuts = upTo - samples[0]!.puts;
       if (newPuts * 100 < this.deps.flags.get(HISTORY_GC_MIN_NEW_VERSIONS_PCT) * last.versionsKept) {
         last.fewNewSkips++;
         this.historyGcStats.skipped++;
