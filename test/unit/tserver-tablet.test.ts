@@ -21,14 +21,24 @@ afterEach(() => janitor.cleanup());
 
 const key = (i: number): DocKey => ({ hash: (i * 7919) % 65536, hashed: [BigInt(i)], range: [] });
 
+/**
+ * A tablet of its own for the history GC tests: `retentionSec` (undefined: the default, 900 s) and
+ * `upsert(i, v)` writing column 1 of row i.
+ */
+async function gcTablet(retentionSec?: number, more: Record<string, string> = {}): Promise<{ p: TabletPeer; flags: Flags; upsert: (i: number, v: string) => ReturnType<TabletPeer['write']> }> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-tablet-'));
+  dirs.push(dir);
+  const flags = new Flags();
+  if (retentionSec !== undefined) flags.setAtRuntime(TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC.name, String(retentionSec), true);
+  for (const [name, value] of Object.entries(more)) flags.setAtRuntime(name, value, true);
+  const p = await openTestPeer(dir, { flags });
+  const upsert = (i: number, v: string) => p.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(i), columns: [{ columnId: 1, value: v }] } }] });
+  return { p, flags, upsert };
+}
+
 describe('TabletPeer', () => {
   it('tablet: history GC drops versions older than the retention interval that no read needs, then skips while nothing is written above its cutoff; reads below the floor fail SNAPSHOT_TOO_OLD', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-tablet-'));
-    dirs.push(dir);
-    const flags = new Flags();
-    flags.setAtRuntime(TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC.name, '0', true); // the cutoff is "now"
-    const p = await openTestPeer(dir, { flags });
-    const upsert = (i: number, v: string) => p.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(i), columns: [{ columnId: 1, value: v }] } }] });
+    const { p, upsert } = await gcTablet(0); // the cutoff is "now"
     const first = await upsert(1, 'a');
     for (const v of ['b', 'c', 'd']) await upsert(1, v);
     await upsert(2, 'x');
@@ -57,12 +67,8 @@ describe('TabletPeer', () => {
   }, 30_000);
 
   it('tablet: a history GC pass is skipped while every version is newer than its cutoff (a tablet younger than the retention), except to collect a dropped column', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-tablet-'));
-    dirs.push(dir);
-    const flags = new Flags(); // the default retention, 900 s: nothing written now is below the cutoff
-    const p = await openTestPeer(dir, { flags });
+    const { p, flags, upsert } = await gcTablet(); // the default retention, 900 s: nothing written now is below the cutoff
     expect(await p.historyGc()).toBeUndefined(); // never written
-    const upsert = (i: number, v: string) => p.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(i), columns: [{ columnId: 1, value: v }] } }] });
     for (const v of ['a', 'b', 'c']) await upsert(1, v);
     expect(await p.historyGc()).toBeUndefined();
     expect(p.historyGcStats).toMatchObject({ runs: 0, skipped: 2, skippedNothingOld: 2, versionsScanned: 0 });
@@ -82,13 +88,7 @@ describe('TabletPeer', () => {
   }, 30_000);
 
   it('tablet: a history GC pass is put off while the versions written since the last pass are fewer than history_gc_min_new_versions_pct of those it kept, and runs anyway after 11 such skips', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-tablet-'));
-    dirs.push(dir);
-    const flags = new Flags();
-    flags.setAtRuntime(TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC.name, '0', true);
-    flags.setAtRuntime(HISTORY_GC_MIN_NEW_VERSIONS_PCT.name, '50', true);
-    const p = await openTestPeer(dir, { flags });
-    const upsert = (i: number, v: string) => p.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(i), columns: [{ columnId: 1, value: v }] } }] });
+    const { p, flags, upsert } = await gcTablet(0, { [HISTORY_GC_MIN_NEW_VERSIONS_PCT.name]: '50' });
     for (let i = 0; i < 100; i++) await upsert(i, 'a');
     expect((await p.historyGc())?.versionsScanned).toBe(200); // kept: 200 (liveness and column of each row)
     for (let i = 0; i < 10; i++) await upsert(i, 'b'); // about 30 puts (versions and frontiers) < 50 % of 200
@@ -113,12 +113,7 @@ describe('TabletPeer', () => {
   }, 30_000);
 
   it('tablet: versions written above the last cutoff but before the last pass count as new (they become collectable as the cutoff passes them)', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-tablet-'));
-    dirs.push(dir);
-    const flags = new Flags();
-    flags.setAtRuntime(TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC.name, '1', true);
-    const p = await openTestPeer(dir, { flags });
-    const upsert = (i: number, v: string) => p.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(i), columns: [{ columnId: 1, value: v }] } }] });
+    const { p, upsert } = await gcTablet(1);
     for (let i = 0; i < 100; i++) await upsert(i, 'a');
     await new Promise((r) => setTimeout(r, 1100));
     expect((await p.historyGc())?.versionsDropped).toBe(0);
@@ -133,12 +128,7 @@ describe('TabletPeer', () => {
   }, 30_000);
 
   it('tablet: versions written since the last pass but still younger than the retention do not count towards running the next one', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-tablet-'));
-    dirs.push(dir);
-    const flags = new Flags();
-    flags.setAtRuntime(TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC.name, '1', true);
-    const p = await openTestPeer(dir, { flags });
-    const upsert = (i: number, v: string) => p.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(i), columns: [{ columnId: 1, value: v }] } }] });
+    const { p, upsert } = await gcTablet(1);
     for (let i = 0; i < 100; i++) await upsert(i, 'a');
     expect(await p.historyGc()).toBeUndefined(); // younger than the retention (a sample of the write count is taken)
     await new Promise((r) => setTimeout(r, 1100));
