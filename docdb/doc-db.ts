@@ -398,7 +398,7 @@ export class DocDb implements DocDbApi {
    * 0 when unknown (version bounds off, or data written before the bound was kept).
    */
   oldestVersionBound(): HybridTime {
-    return this.regularDb.versionBoundStats()?.min ?? 0n;
+    return this.regularDb.oldestVersionBound();
   }
 
   /** False while the table was never altered (no dropped column's values can be stored). */

@@ -96,6 +96,11 @@ export class RegularDb {
     return this.bounds?.bound(docKey) ?? HT_UNKNOWN;
   }
 
+  /** See VersionBounds.oldest; 0 (unknown) while version bounds are off. */
+  oldestVersionBound(): HybridTime {
+    return this.bounds?.oldest ?? 0n;
+  }
+
   versionBoundStats(): ReturnType<VersionBounds['stats']> | undefined {
     return this.bounds?.stats();
   }

@@ -75,6 +75,11 @@ export class VersionBounds {
     this.min = min;
   }
 
+  /** Lower bound of every version's time: HT_UNKNOWN while none was written, 0 when unknown. */
+  get oldest(): HybridTime {
+    return this.min;
+  }
+
   /** Bound of the row whose encoded DocKey is `docKey`. */
   bound(docKey: Buffer): HybridTime {
     return this.buckets[hashBytes(docKey, docKey.length) & this.mask]!;
