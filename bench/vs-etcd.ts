@@ -32,7 +32,7 @@ import { writeFlameGraphs } from './flame-graph';
 import { counterDelta, scrapeCounters, type LoopDelay, type TserverScrape } from './io-costs';
 import { cpuSeconds, cpuSplitSum, filesystemType, peakRssBytes, threadWakeupsSum, type CpuSplit } from './proc-stats';
 import { waitForTransactions, type LoadResult, type LoadSpec, type VsOp, type VsSystem } from './vs-loadgen';
-import { aggregate, renderMarkdown, type PeakRss, type VsRun } from './vs-report';
+import { aggregate, perSecondSpread, renderMarkdown, type PeakRss, type VsRun } from './vs-report';
 import { makeDirs } from '../common/fs-dirs';
 import { DbError, ErrorCode } from '../common/errors';
 
@@ -298,6 +298,8 @@ export function toRun(round: number, workload: string, system: VsSystem, r: Load
     ...(r.serverCpuByProcess ? { serverCpuByProcess: r.serverCpuByProcess } : {}),
     ...(r.clientCpu !== undefined ? { clientCpuSeconds: r.clientCpu } : {}),
     clientPeakRssBytes: r.result.maxRssBytes,
+    ...(r.result.perSecond ? { perSecond: r.result.perSecond } : {}),
+    ...(perSecondSpread(r.result.perSecond) ? { perSecondSpread: perSecondSpread(r.result.perSecond) } : {}),
     ...(r.counters ? { counters: r.counters } : {}),
     ...(r.loopDelay ? { loopDelay: r.loopDelay } : {}),
   };
@@ -372,7 +374,8 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
           const r = toRun(round, w, t.system, lg, lag);
           runs.push(r);
           const txnPart = def.op === 'txn' ? `  commit() p50 ${r.commitP50Ms?.toFixed(2) ?? 'n/a'} ms p99 ${r.commitP99Ms?.toFixed(2) ?? 'n/a'} ms  apply lag p50 ${lag?.p50Ms?.toFixed(2) ?? 'n/a'} ms p99 ${lag?.p99Ms?.toFixed(2) ?? 'n/a'} ms (first replica p50 ${lag?.firstP50Ms?.toFixed(2) ?? 'n/a'} ms; ${lag?.complete ?? 0} complete, ${lag?.incomplete ?? 0} incomplete)${lag?.stages ? `; stages p50: commit round ${lag.stages.commitRoundP50Ms.toFixed(2)} ms, → first replica ${lag.stages.toFirstP50Ms.toFixed(2)} ms, first → last ${lag.stages.spreadP50Ms.toFixed(2)} ms (other tablet later ${lag.stages.otherTabletP50Ms.toFixed(2)} ms, followers behind ${lag.stages.followersP50Ms.toFixed(2)} ms)` : ''}` : '';
-          log(`round ${round} ${w.padEnd(9)} ${t.system.padEnd(7)} ${Math.round(r.opsPerSec).toString().padStart(7)} ops/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms  errors ${r.errors}${txnPart}`);
+          const secs = r.perSecondSpread ? `  1-s rates ${r.perSecondSpread.min}–${r.perSecondSpread.max} (median ${r.perSecondSpread.median})` : '';
+          log(`round ${round} ${w.padEnd(9)} ${t.system.padEnd(7)} ${Math.round(r.opsPerSec).toString().padStart(7)} ops/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms  errors ${r.errors}${secs}${txnPart}`);
         }
       }
     }

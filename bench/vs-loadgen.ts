@@ -40,7 +40,25 @@ export interface LoadResult {
   histogram: string;
   /** txn: latency of the commit() call alone (same encoding as histogram). */
   commitHistogram?: string;
+  /** Operations completed in each whole second of the measured window (the partial last one left out). */
+  perSecond: number[];
   maxRssBytes: number;
+}
+
+/** Completions counted per whole second since `startMs`; `counts()` drops the partial last second. */
+export class SecondCounter {
+  private readonly slots: number[] = [];
+  constructor(private readonly startMs: number) {}
+  add(nowMs: number): void {
+    const i = Math.floor((nowMs - this.startMs) / 1000);
+    if (i < 0) return;
+    while (this.slots.length <= i) this.slots.push(0);
+    this.slots[i]!++;
+  }
+  counts(endMs: number): number[] {
+    const whole = Math.max(0, Math.floor((endMs - this.startMs) / 1000));
+    return Array.from({ length: whole }, (_, i) => this.slots[i] ?? 0); // a second without completions is a 0 (a stall)
+  }
 }
 
 /** Puts go to random keys in a space this large, so they rarely hit the same key twice. */
@@ -189,6 +207,7 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   // preload: a fixed count of ops instead of a duration.
   let remaining = spec.op === 'preload' ? spec.readKeys : Number.POSITIVE_INFINITY;
   let startedAt = t0;
+  let perSecond = new SecondCounter(t0);
   const worker = async (): Promise<void> => {
     for (;;) {
       const now = performance.now();
@@ -196,12 +215,17 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
       if (!measuring && now >= measureStart) {
         measuring = true;
         startedAt = now;
+        perSecond = new SecondCounter(now);
         emit({ event: 'measure-start' });
       }
       const s = performance.now();
       try {
         const commitUs = await op(value);
-        if (measuring || spec.op === 'preload') h.recordValue(Math.min(120_000_000, Math.max(1, Math.round((performance.now() - s) * 1000))));
+        const done = performance.now();
+        if (measuring || spec.op === 'preload') {
+          h.recordValue(Math.min(120_000_000, Math.max(1, Math.round((done - s) * 1000))));
+          perSecond.add(done);
+        }
         if (measuring && ch && typeof commitUs === 'number') ch.recordValue(Math.min(120_000_000, Math.max(1, Math.round(commitUs))));
       } catch (e) {
         if (measuring || spec.op === 'preload') errors++;
@@ -213,7 +237,8 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   await Promise.all(Array.from({ length: spec.concurrency }, worker));
   if (!measuring) emit({ event: 'measure-start' });
   emit({ event: 'measure-end' });
-  const seconds = (performance.now() - (spec.op === 'preload' ? t0 : startedAt)) / 1000;
+  const endedAt = performance.now();
+  const seconds = (endedAt - (spec.op === 'preload' ? t0 : startedAt)) / 1000;
   await close().catch(() => undefined);
   const result: LoadResult = {
     event: 'result',
@@ -223,6 +248,7 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
     seconds,
     histogram: hdr.encodeIntoCompressedBase64(h),
     ...(ch ? { commitHistogram: hdr.encodeIntoCompressedBase64(ch) } : {}),
+    perSecond: perSecond.counts(endedAt),
     maxRssBytes: process.resourceUsage().maxRSS * 1024,
   };
   h.destroy();

@@ -36,6 +36,10 @@ export interface VsRun {
   counters?: Record<string, number>;
   /** The worst tserver's event-loop delay over the measured window (bench/io-costs.ts; tessera only). */
   loopDelay?: LoopDelay;
+  /** Operations completed in each whole second of the measured window (dips show maintenance work, stalls). */
+  perSecond?: number[];
+  /** Their spread, ops/s (at least 2 whole seconds). */
+  perSecondSpread?: Spread;
 }
 
 export interface Spread {
@@ -100,6 +104,11 @@ export interface VsRow {
   /** ops/s tessera/etcd, paired by round. */
   ratio?: Spread;
   note?: string;
+}
+
+/** The spread of a run's 1-second rates; undefined with fewer than 2 whole seconds. */
+export function perSecondSpread(perSecond: readonly number[] | undefined): Spread | undefined {
+  return perSecond !== undefined && perSecond.length >= 2 ? spread(perSecond) : undefined;
 }
 
 export function spread(xs: readonly number[]): Spread {

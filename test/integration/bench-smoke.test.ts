@@ -87,6 +87,13 @@ describe('bench (smoke)', () => {
     expect(json.etcd).toBe(etcd ? 'ran' : 'skipped');
     // The header names the cluster's shape (the master's default: one status tablet).
     expect(md).toContain('tessera: 3 tservers, RF 3, table of 3 tablets, 1 status tablet(s)');
+    // Every run counts its completions per whole second of the window (at most its operations).
+    const runs = (json as unknown as { runs: Array<{ workload: string; ops: number; perSecond?: number[] }> }).runs;
+    expect(runs.length).toBeGreaterThan(0);
+    for (const r of runs) {
+      expect(Array.isArray(r.perSecond), `${r.workload} per-second counts`).toBe(true);
+      expect(r.perSecond!.reduce((a, b) => a + b, 0), `${r.workload} per-second counts`).toBeLessThanOrEqual(r.ops);
+    }
     let txnsRan = false;
     for (const r of json.rows) {
       expect(md, `markdown row for ${r.workload}`).toContain(`| ${r.workload} |`);

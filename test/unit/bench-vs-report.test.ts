@@ -13,7 +13,8 @@ import { BIG_TXN_TARGETS, renderBigTxn } from '../../bench/big-txn';
 import { LOAD_DEFAULTS, renderLoad } from '../../bench/load-bench';
 import { checkSectionArgs, sectionArgs, sectionNumber } from '../../bench/section-args';
 import { parseVsArgs } from '../../bench/vs-etcd';
-import { aggregate, renderMarkdown, spread, type VsRun } from '../../bench/vs-report';
+import { aggregate, perSecondSpread, renderMarkdown, spread, type VsRun } from '../../bench/vs-report';
+import { SecondCounter } from '../../bench/vs-loadgen';
 
 const run = (round: number, system: 'tessera' | 'etcd', opsPerSec: number, cpu?: number): VsRun => ({
   round,
@@ -31,6 +32,16 @@ const run = (round: number, system: 'tessera' | 'etcd', opsPerSec: number, cpu?:
 describe('bench vs-report', () => {
   it('bench report: median of an even count is the mean of the middle two', () => {
     expect(spread([4, 1, 3, 2])).toEqual({ median: 2.5, min: 1, max: 4 });
+    // 1-second rates: completions per whole second of the window, the partial last second left out.
+    const c = new SecondCounter(1_000);
+    for (const t of [1_000, 1_500, 1_999, 2_000, 3_700, 3_999, 4_200]) c.add(t);
+    c.add(900); // before the window: not counted
+    expect(c.counts(4_500)).toEqual([3, 1, 2]);
+    expect(c.counts(1_800)).toEqual([]);
+    expect(new SecondCounter(0).counts(3_000)).toEqual([0, 0, 0]); // nothing completed: a stall shows as zeros
+    expect(perSecondSpread([3, 1, 2])).toEqual({ median: 2, min: 1, max: 3 });
+    expect(perSecondSpread([5])).toBeUndefined();
+    expect(perSecondSpread(undefined)).toBeUndefined();
   });
 
   it('bench report: ratio pairs the systems by round, not by sorted position', () => {
