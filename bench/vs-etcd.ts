@@ -279,6 +279,7 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
 export function toRun(round: number, workload: string, system: VsSystem, r: LoadgenRun, applyLag?: ApplyLagFigures): VsRun {
   const h = hdr.decodeFromCompressedBase64(r.result.histogram);
   const ch = r.result.commitHistogram !== undefined ? hdr.decodeFromCompressedBase64(r.result.commitHistogram) : undefined;
+  const secs = perSecondSpread(r.result.perSecond);
   const run: VsRun = {
     round,
     workload,
@@ -299,7 +300,7 @@ export function toRun(round: number, workload: string, system: VsSystem, r: Load
     ...(r.clientCpu !== undefined ? { clientCpuSeconds: r.clientCpu } : {}),
     clientPeakRssBytes: r.result.maxRssBytes,
     ...(r.result.perSecond ? { perSecond: r.result.perSecond } : {}),
-    ...(perSecondSpread(r.result.perSecond) ? { perSecondSpread: perSecondSpread(r.result.perSecond) } : {}),
+    ...(secs ? { perSecondSpread: secs } : {}),
     ...(r.counters ? { counters: r.counters } : {}),
     ...(r.loopDelay ? { loopDelay: r.loopDelay } : {}),
   };
