@@ -106,33 +106,113 @@ const LAG_US_MAX = 600_000_000;
 
 interface TxnApplies {
   commitMicros: number;
-  tablets: Map<string, TabletApplies>;
+  tablets: TabletApplies[];
 }
 
 interface TabletApplies {
-  replicas: Set<string>;
+  /** Interned tablet id (ApplyLagAccumulator.tabletIds). */
+  tablet: number;
+  /** One bit per replica that reported (interned tserver uuid). */
+  replicas: number;
   firstMicros: number;
   lastMicros: number;
 }
 
-function group(records: readonly ApplyRecord[], f: ApplyLagFilter): Map<string, TxnApplies> {
-  const byTxn = new Map<string, TxnApplies>();
-  for (const r of records) {
-    if (f.txnIds && !f.txnIds.has(r.txnId)) continue;
-    let t = byTxn.get(r.txnId);
-    if (!t) byTxn.set(r.txnId, (t = { commitMicros: r.commitMicros, tablets: new Map() }));
-    // Every replica records the same commit hybrid time; min() only guards against a stray record.
-    t.commitMicros = Math.min(t.commitMicros, r.commitMicros);
-    let tab = t.tablets.get(r.tabletId);
-    if (!tab) t.tablets.set(r.tabletId, (tab = { replicas: new Set(), firstMicros: r.appliedMicros, lastMicros: r.appliedMicros }));
-    tab.replicas.add(r.uuid);
-    tab.firstMicros = Math.min(tab.firstMicros, r.appliedMicros);
-    tab.lastMicros = Math.max(tab.lastMicros, r.appliedMicros);
+/** Replicas (tservers) an accumulator tells apart: one bit each. */
+const REPLICAS_MAX = 31;
+
+function bitCount(x: number): number {
+  let n = 0;
+  for (let v = x; v !== 0; v &= v - 1) n++;
+  return n;
+}
+
+/**
+ * The applies and commit records seen so far, grouped by transaction (kept small: a long window at
+ * hundreds of transactions per second holds hundreds of thousands). Adding a record again changes
+ * nothing (a replica counts once per tablet, times are min and max), so overlapping polls may feed it.
+ */
+export class ApplyLagAccumulator {
+  private readonly byTxn = new Map<string, TxnApplies>();
+  /** The commit point per transaction: the first status replica to apply its COMMITTED record. */
+  private readonly committed = new Map<string, number>();
+  private readonly uuids = new Map<string, number>();
+  private readonly tabletIds = new Map<string, number>();
+  private applies = 0;
+
+  add(records: readonly ApplyRecord[], commits: readonly CommitRecord[] = []): void {
+    for (const r of records) {
+      let bit = this.uuids.get(r.uuid);
+      if (bit === undefined) {
+        if (this.uuids.size >= REPLICAS_MAX) throw new Error(`apply lag: more than ${REPLICAS_MAX} tservers reported`);
+        this.uuids.set(r.uuid, (bit = 1 << this.uuids.size));
+      }
+      let tablet = this.tabletIds.get(r.tabletId);
+      if (tablet === undefined) this.tabletIds.set(r.tabletId, (tablet = this.tabletIds.size));
+      let t = this.byTxn.get(r.txnId);
+      if (!t) this.byTxn.set(r.txnId, (t = { commitMicros: r.commitMicros, tablets: [] }));
+      // Every replica records the same commit hybrid time; min() only guards against a stray record.
+      t.commitMicros = Math.min(t.commitMicros, r.commitMicros);
+      let tab = t.tablets.find((x) => x.tablet === tablet);
+      if (!tab) t.tablets.push((tab = { tablet, replicas: 0, firstMicros: r.appliedMicros, lastMicros: r.appliedMicros }));
+      if ((tab.replicas & bit) === 0) {
+        tab.replicas |= bit;
+        this.applies++;
+      }
+      tab.firstMicros = Math.min(tab.firstMicros, r.appliedMicros);
+      tab.lastMicros = Math.max(tab.lastMicros, r.appliedMicros);
+    }
+    for (const c of commits) this.committed.set(c.txnId, Math.min(this.committed.get(c.txnId) ?? Number.POSITIVE_INFINITY, c.committedMicros));
   }
-  for (const [id, t] of byTxn) {
-    if ((f.commitFromMicros !== undefined && t.commitMicros < f.commitFromMicros) || (f.commitToMicros !== undefined && t.commitMicros > f.commitToMicros)) byTxn.delete(id);
+
+  /** Distinct (transaction, tablet, replica) applies seen so far. */
+  get applyCount(): number {
+    return this.applies;
   }
-  return byTxn;
+
+  /** Lag per complete transaction in milliseconds: to the last replica, and to the first. */
+  lags(f: ApplyLagFilter): { lagsMs: Map<string, number>; firstLagsMs: Map<string, number>; incomplete: number; applied: Map<string, TxnAppliedTimes> } {
+    const lagsMs = new Map<string, number>();
+    const firstLagsMs = new Map<string, number>();
+    const applied = new Map<string, TxnAppliedTimes>();
+    let incomplete = 0;
+    for (const [id, t] of this.byTxn) {
+      if (f.txnIds && !f.txnIds.has(id)) continue;
+      if ((f.commitFromMicros !== undefined && t.commitMicros < f.commitFromMicros) || (f.commitToMicros !== undefined && t.commitMicros > f.commitToMicros)) continue;
+      const tablets = t.tablets;
+      const complete = tablets.length >= f.minTablets && tablets.every((tab) => bitCount(tab.replicas) >= f.replicationFactor);
+      if (!complete) {
+        incomplete++;
+        continue;
+      }
+      const firsts = tablets.map((tab) => tab.firstMicros);
+      const firstAppliedMicros = Math.min(...firsts);
+      const lastAppliedMicros = Math.max(...tablets.map((tab) => tab.lastMicros));
+      lagsMs.set(id, Math.max(0, lastAppliedMicros - t.commitMicros) / 1000);
+      firstLagsMs.set(id, Math.max(0, firstAppliedMicros - t.commitMicros) / 1000);
+      applied.set(id, {
+        commitMicros: t.commitMicros,
+        firstAppliedMicros,
+        lastAppliedMicros,
+        otherTabletMicros: Math.max(...firsts) - firstAppliedMicros,
+        followersMicros: Math.max(...tablets.map((tab) => tab.lastMicros - tab.firstMicros)),
+      });
+    }
+    return { lagsMs, firstLagsMs, incomplete, applied };
+  }
+
+  /**
+   * p50/p99/max of the complete transactions' lags, the first-replica p50/p99, the complete/incomplete
+   * counts, and (given commit records) the lag's stages.
+   */
+  figures(f: ApplyLagFilter): ApplyLagFigures {
+    const { lagsMs, firstLagsMs, incomplete, applied } = this.lags(f);
+    if (lagsMs.size === 0) return { complete: 0, incomplete };
+    const last = percentilesMs(lagsMs.values());
+    const first = percentilesMs(firstLagsMs.values());
+    const stages = lagStagesOf(applied, this.committed);
+    return { complete: lagsMs.size, incomplete, ...last, firstP50Ms: first.p50Ms, firstP99Ms: first.p99Ms, ...(stages ? { stages } : {}) };
+  }
 }
 
 /** When a complete transaction was committed, and applied on its first and its last participant replica. */
@@ -148,36 +228,17 @@ export interface TxnAppliedTimes {
 
 /** Lag per complete transaction in milliseconds (pure): to the last replica, and to the first. */
 export function completeTxnLagsMs(records: readonly ApplyRecord[], f: ApplyLagFilter): { lagsMs: Map<string, number>; firstLagsMs: Map<string, number>; incomplete: number; applied: Map<string, TxnAppliedTimes> } {
-  const lagsMs = new Map<string, number>();
-  const firstLagsMs = new Map<string, number>();
-  const applied = new Map<string, TxnAppliedTimes>();
-  let incomplete = 0;
-  for (const [id, t] of group(records, f)) {
-    const tablets = [...t.tablets.values()];
-    const complete = tablets.length >= f.minTablets && tablets.every((tab) => tab.replicas.size >= f.replicationFactor);
-    if (complete) {
-      const firsts = tablets.map((tab) => tab.firstMicros);
-      const firstAppliedMicros = Math.min(...firsts);
-      const lastAppliedMicros = Math.max(...tablets.map((tab) => tab.lastMicros));
-      lagsMs.set(id, Math.max(0, lastAppliedMicros - t.commitMicros) / 1000);
-      firstLagsMs.set(id, Math.max(0, firstAppliedMicros - t.commitMicros) / 1000);
-      applied.set(id, {
-        commitMicros: t.commitMicros,
-        firstAppliedMicros,
-        lastAppliedMicros,
-        otherTabletMicros: Math.max(...firsts) - firstAppliedMicros,
-        followersMicros: Math.max(...tablets.map((tab) => tab.lastMicros - tab.firstMicros)),
-      });
-    } else incomplete++;
-  }
-  return { lagsMs, firstLagsMs, incomplete, applied };
+  const acc = new ApplyLagAccumulator();
+  acc.add(records);
+  return acc.lags(f);
 }
 
-/** The stages of the complete transactions' lag that have a commit record (pure; undefined when none has). */
-export function lagStagesOf(applied: ReadonlyMap<string, TxnAppliedTimes>, commits: readonly CommitRecord[]): LagStages | undefined {
-  // The commit point: the first status replica to apply the record (normally the leader).
-  const committed = new Map<string, number>();
-  for (const c of commits) committed.set(c.txnId, Math.min(committed.get(c.txnId) ?? Number.POSITIVE_INFINITY, c.committedMicros));
+/**
+ * The stages of the complete transactions' lag that have a commit point (pure; undefined when none
+ * has). `committed`: per transaction, when its first status replica (normally the leader) applied
+ * the COMMITTED record.
+ */
+function lagStagesOf(applied: ReadonlyMap<string, TxnAppliedTimes>, committed: ReadonlyMap<string, number>): LagStages | undefined {
   const round: number[] = [];
   const toFirst: number[] = [];
   const spreadMs: number[] = [];
@@ -230,12 +291,9 @@ function percentilesMs(valuesMs: Iterable<number>): { p50Ms: number; p99Ms: numb
  * counts, and (given the status tablets' commit records) the lag's stages (pure).
  */
 export function applyLagOf(records: readonly ApplyRecord[], f: ApplyLagFilter, commits: readonly CommitRecord[] = []): ApplyLagFigures {
-  const { lagsMs, firstLagsMs, incomplete, applied } = completeTxnLagsMs(records, f);
-  if (lagsMs.size === 0) return { complete: 0, incomplete };
-  const last = percentilesMs(lagsMs.values());
-  const first = percentilesMs(firstLagsMs.values());
-  const stages = lagStagesOf(applied, commits);
-  return { complete: lagsMs.size, incomplete, ...last, firstP50Ms: first.p50Ms, firstP99Ms: first.p99Ms, ...(stages ? { stages } : {}) };
+  const acc = new ApplyLagAccumulator();
+  acc.add(records, commits);
+  return acc.figures(f);
 }
 
 /** Parse one /api/v1/txn-applies answer (unknown at the boundary). */
@@ -281,17 +339,77 @@ export async function fetchApplies(webAddresses: readonly string[], sinceMicros:
 }
 
 /**
- * Poll the consoles until every transaction of the window is complete and the record count stops
+ * Poll the consoles until every transaction of the window is complete and the count of applies stops
  * growing, or settleMs passes; then the figures of what was seen (incomplete ones are counted).
+ * `acc` may hold what a collector gathered during the window (the rings hold only the newest
+ * applies); the polls here add what came after `sinceMicros`.
  */
-export async function measureApplyLag(webAddresses: readonly string[], sinceMicros: number, f: ApplyLagFilter, settleMs = APPLY_SETTLE_MS_DEFAULT): Promise<ApplyLagFigures> {
+export async function measureApplyLag(webAddresses: readonly string[], sinceMicros: number, f: ApplyLagFilter, settleMs = APPLY_SETTLE_MS_DEFAULT, acc = new ApplyLagAccumulator()): Promise<ApplyLagFigures> {
   const until = Date.now() + settleMs;
   let lastCount = -1;
   for (;;) {
-    const { applies: records, commits } = await fetchAppliesAndCommits(webAddresses, sinceMicros);
-    const figures = applyLagOf(records, f, commits);
-    if ((figures.incomplete === 0 && records.length === lastCount) || Date.now() >= until) return figures;
-    lastCount = records.length;
+    const { applies, commits } = await fetchAppliesAndCommits(webAddresses, sinceMicros);
+    acc.add(applies, commits);
+    const figures = acc.figures(f);
+    if ((figures.incomplete === 0 && acc.applyCount === lastCount) || Date.now() >= until) return figures;
+    lastCount = acc.applyCount;
     await new Promise((r) => setTimeout(r, POLL_INTERVAL_MS));
+  }
+}
+
+/** How often a collector reads the consoles during a window. */
+export const COLLECT_EVERY_MS_DEFAULT = 10_000;
+/** Each read reaches back this far before the previous one began (an apply recorded while it ran). */
+const COLLECT_OVERLAP_MICROS = 2_000_000;
+
+/**
+ * Gathers the applies and commit records of a long window while it runs. Each replica keeps only its
+ * newest APPLY_LAG_RECORDS_MAX applies, which a window of a minute or more outgrows at hundreds of
+ * transactions per second: read only at its end, its first transactions would be gone and its figures
+ * would cover the last part alone. The first read comes `everyMs` after start(), so a short window
+ * is not disturbed by one.
+ */
+export class ApplyLagCollector {
+  readonly acc = new ApplyLagAccumulator();
+  private timer: NodeJS.Timeout | undefined;
+  private inFlight: Promise<void> | undefined;
+  private nextSinceMicros: number;
+  private lastError: string | undefined;
+  private reads = 0;
+
+  constructor(
+    private readonly webAddresses: readonly string[],
+    sinceMicros: number,
+    private readonly everyMs = COLLECT_EVERY_MS_DEFAULT,
+  ) {
+    this.nextSinceMicros = sinceMicros;
+  }
+
+  start(): void {
+    this.timer = setInterval(() => {
+      if (this.inFlight) return; // a slow read: skip a tick rather than pile up
+      this.inFlight = this.read().finally(() => (this.inFlight = undefined));
+    }, this.everyMs);
+  }
+
+  private async read(): Promise<void> {
+    const began = Date.now() * 1000;
+    try {
+      const { applies, commits } = await fetchAppliesAndCommits(this.webAddresses, this.nextSinceMicros);
+      this.acc.add(applies, commits);
+      this.nextSinceMicros = began - COLLECT_OVERLAP_MICROS;
+      this.reads++;
+    } catch (e) {
+      // The next read starts from the same point; if the rings outran it, the figures say so (incomplete).
+      this.lastError = e instanceof Error ? e.message.split('\n')[0] : String(e);
+    }
+  }
+
+  /** Stop reading; where the final reads should start, how many reads ran, and the last failure if any. */
+  async stop(): Promise<{ sinceMicros: number; reads: number; lastError?: string }> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.inFlight;
+    return { sinceMicros: this.nextSinceMicros, reads: this.reads, ...(this.lastError !== undefined ? { lastError: this.lastError } : {}) };
   }
 }

@@ -25,7 +25,7 @@ import { flagAssignment, Flags, parseFlagArgs } from '../common/flags';
 import '../tserver/tserver-server';
 import { BenchCluster } from './bench-cluster';
 import { EtcdCluster, findEtcd } from './etcd-cluster';
-import { measureApplyLag, type ApplyLagFigures } from './apply-lag';
+import { ApplyLagCollector, measureApplyLag, type ApplyLagAccumulator, type ApplyLagFigures } from './apply-lag';
 import { BIG_TXN_DEFAULTS, renderBigTxn, runBigTxn, type BigTxnResult } from './big-txn';
 import { summarizeProfileFile } from './cpu-profile-summary';
 import { writeFlameGraphs } from './flame-graph';
@@ -176,6 +176,8 @@ export interface Target {
   counters?: () => Promise<TserverScrape>;
   /** The load generator to run (default: this build's bench/vs-loadgen.js). */
   loadgenScript?: string;
+  /** The tservers' consoles, read during a transaction window for its apply lag (tessera). */
+  applyLagConsoles?: () => readonly string[];
 }
 
 export function log(line: string): void {
@@ -200,6 +202,8 @@ export interface LoadgenRun {
   counters?: Record<string, number>;
   /** The worst server event-loop delay over the measured window (tessera). */
   loopDelay?: LoopDelay;
+  /** A transaction window's applies gathered while it ran (Target.applyLagConsoles). */
+  applies?: { acc: ApplyLagAccumulator; sinceMicros: number; reads: number; lastError?: string };
 }
 
 export async function runLoadgen(target: Target, spec: LoadSpec): Promise<LoadgenRun> {
@@ -229,30 +233,38 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
       return undefined;
     });
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  for await (const line of readline.createInterface({ input: child.stdout })) {
-    let ev: { event?: string };
-    try {
-      ev = JSON.parse(line) as { event?: string };
-    } catch {
-      continue;
+  let collector: ApplyLagCollector | undefined;
+  let collected: Awaited<ReturnType<ApplyLagCollector['stop']>> | undefined;
+  try {
+    for await (const line of readline.createInterface({ input: child.stdout })) {
+      let ev: { event?: string };
+      try {
+        ev = JSON.parse(line) as { event?: string };
+      } catch {
+        continue;
+      }
+      if (ev.event === 'measure-start') {
+        startMicros = Date.now() * 1000;
+        s0 = cpuSplitSum(target.serverPids());
+        w0 = threadWakeupsSum(target.serverPids());
+        p0 = target.serverPids().map(cpuSeconds);
+        c0 = cpuSeconds(child.pid);
+        k0 = readCounters();
+        const consoles = spec.op === 'txn' ? target.applyLagConsoles?.() : undefined;
+        if (consoles) (collector = new ApplyLagCollector(consoles, startMicros)).start();
+      } else if (ev.event === 'measure-end') {
+        endMicros = Date.now() * 1000;
+        s1 = cpuSplitSum(target.serverPids());
+        w1 = threadWakeupsSum(target.serverPids());
+        p1 = target.serverPids().map(cpuSeconds);
+        c1 = cpuSeconds(child.pid);
+        k1 = readCounters();
+      } else if (ev.event === 'result') {
+        result = ev as LoadResult;
+      }
     }
-    if (ev.event === 'measure-start') {
-      startMicros = Date.now() * 1000;
-      s0 = cpuSplitSum(target.serverPids());
-      w0 = threadWakeupsSum(target.serverPids());
-      p0 = target.serverPids().map(cpuSeconds);
-      c0 = cpuSeconds(child.pid);
-      k0 = readCounters();
-    } else if (ev.event === 'measure-end') {
-      endMicros = Date.now() * 1000;
-      s1 = cpuSplitSum(target.serverPids());
-      w1 = threadWakeupsSum(target.serverPids());
-      p1 = target.serverPids().map(cpuSeconds);
-      c1 = cpuSeconds(child.pid);
-      k1 = readCounters();
-    } else if (ev.event === 'result') {
-      result = ev as LoadResult;
-    }
+  } finally {
+    collected = await collector?.stop();
   }
   const code = await exited;
   clearTimeout(timer);
@@ -273,6 +285,7 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
     ...(c0 !== undefined && c1 !== undefined ? { clientCpu: c1 - c0 } : {}),
     ...(startMicros !== undefined ? { measureStartMicros: startMicros } : {}),
     ...(endMicros !== undefined ? { measureEndMicros: endMicros } : {}),
+    ...(collector && collected ? { applies: { acc: collector.acc, ...collected } } : {}),
   };
 }
 
@@ -504,6 +517,7 @@ export function tesseraTarget(tessera: BenchCluster): Target {
     },
     spec: { masterAddresses: tessera.masterAddress, table: TABLE },
     counters: () => scrapeCounters(tessera.servers.filter((s) => s.role === 'tserver').map((s) => s.webAddress)),
+    applyLagConsoles: () => tessera.tservers().map((s) => s.webAddress),
   };
 }
 
@@ -513,11 +527,14 @@ export function tesseraTarget(tessera: BenchCluster): Target {
  */
 export async function txnApplyLag(c: BenchCluster, r: LoadgenRun, notes: Map<string, string>): Promise<ApplyLagFigures | undefined> {
   if (r.measureStartMicros === undefined || r.measureEndMicros === undefined) return undefined;
+  if (r.applies?.lastError !== undefined) notes.set('apply lag reads', `a read of the consoles during a window failed (${r.applies.lastError}); a long window's first transactions may count as incomplete`);
   try {
     return await measureApplyLag(
       c.tservers().map((s) => s.webAddress),
-      r.measureStartMicros,
+      r.applies?.sinceMicros ?? r.measureStartMicros,
       { replicationFactor: REPLICATION_FACTOR, minTablets: TXN_TABLETS, commitFromMicros: r.measureStartMicros, commitToMicros: r.measureEndMicros },
+      undefined,
+      r.applies?.acc,
     );
   } catch (e) {
     notes.set('apply lag', `not measured: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`);

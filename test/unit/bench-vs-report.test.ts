@@ -4,11 +4,13 @@
  * load renderings, and section option parsing.
  */
 import * as fs from 'node:fs';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BenchCluster } from '../../bench/bench-cluster';
-import { applyLagOf, parseApplies, parseCommits, type ApplyRecord, type CommitRecord } from '../../bench/apply-lag';
+import { ApplyLagAccumulator, ApplyLagCollector, applyLagOf, measureApplyLag, parseApplies, parseCommits, type ApplyRecord, type CommitRecord } from '../../bench/apply-lag';
 import { BIG_TXN_TARGETS, renderBigTxn } from '../../bench/big-txn';
 import { LOAD_DEFAULTS, renderLoad } from '../../bench/load-bench';
 import { checkSectionArgs, sectionArgs, sectionNumber } from '../../bench/section-args';
@@ -269,6 +271,73 @@ describe('bench apply lag', () => {
     expect(parseApplies({ uuid: 'u1', applies: [{ tabletId: 't', txnId: 'x', commitMicros: 1, appliedMicros: 2, lagMs: 0.001 }] })).toEqual([{ uuid: 'u1', tabletId: 't', txnId: 'x', commitMicros: 1, appliedMicros: 2 }]);
     expect(() => parseApplies({ applies: [] })).toThrow(/uuid/);
     expect(() => parseApplies({ uuid: 'u', applies: [{ tabletId: 't' }] })).toThrow(/malformed/);
+  });
+
+  it('bench apply lag: records fed twice, in overlapping batches, count once', () => {
+    const records = Array.from({ length: 10 }, (_, i) => full(`t${i}`, 0, (ri, ti) => (i + 1) * 1000 + ri * 100 + ti * 10)).flat();
+    const once = new ApplyLagAccumulator();
+    once.add(records);
+    const overlapping = new ApplyLagAccumulator();
+    overlapping.add(records.slice(0, 40));
+    overlapping.add(records.slice(20));
+    overlapping.add(records.slice(10, 30));
+    expect(overlapping.applyCount).toBe(60);
+    expect(overlapping.figures(f)).toEqual(once.figures(f));
+    expect(once.figures(f)).toMatchObject({ complete: 10, incomplete: 0 });
+  });
+
+  it('bench apply lag: a window longer than the replicas\' rings is measured whole when a collector reads it while it runs', async () => {
+    // Three fake consoles, each keeping only its newest RING applies, as a tserver's ring does.
+    const RING = 120;
+    const uuids = ['u0', 'u1', 'u2'];
+    const rings = uuids.map(() => [] as Array<{ tabletId: string; txnId: string; commitMicros: number; appliedMicros: number }>);
+    const servers = await Promise.all(
+      uuids.map(
+        (uuid, i) =>
+          new Promise<http.Server>((resolve) => {
+            const srv = http.createServer((req, res) => {
+              const since = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('since'));
+              res.setHeader('content-type', 'application/json');
+              res.end(JSON.stringify({ uuid, applies: rings[i]!.filter((r) => r.appliedMicros >= since), commits: [] }));
+            });
+            srv.listen(0, '127.0.0.1', () => resolve(srv));
+          }),
+      ),
+    );
+    const consoles = servers.map((s) => `127.0.0.1:${(s.address() as AddressInfo).port}`);
+    const startMicros = Date.now() * 1000;
+    const collector = new ApplyLagCollector(consoles, startMicros, 25);
+    collector.start();
+    let produced = 0;
+    try {
+      // 300 transactions of 2 tablets, 3 at a time every 5 ms: each ring holds only the last 60.
+      while (produced < 300) {
+        for (let k = 0; k < 3; k++, produced++) {
+          const now = Date.now() * 1000;
+          for (const ring of rings) {
+            for (const tabletId of ['a', 'b']) {
+              ring.push({ tabletId, txnId: `x${produced}`, commitMicros: now - 1000, appliedMicros: now });
+              if (ring.length > RING) ring.shift();
+            }
+          }
+        }
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      const got = await collector.stop();
+      expect(got.lastError).toBeUndefined();
+      expect(got.reads).toBeGreaterThan(0);
+      const window = { ...f, commitFromMicros: startMicros - 1000 };
+      // Read only at the end, the rings have lost the window's first transactions.
+      const endOnly = await measureApplyLag(consoles, startMicros, window, 1_000);
+      expect(endOnly.complete).toBe(RING / 2);
+      // With what the collector read while the window ran: every transaction, complete.
+      const whole = await measureApplyLag(consoles, got.sinceMicros, window, 1_000, collector.acc);
+      expect(whole).toMatchObject({ complete: 300, incomplete: 0 });
+      expect(whole.p50Ms).toBeCloseTo(1, 1);
+    } finally {
+      await collector.stop();
+      await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+    }
   });
 });
 
