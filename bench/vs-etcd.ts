@@ -25,7 +25,7 @@ import { flagAssignment, Flags, parseFlagArgs } from '../common/flags';
 import '../tserver/tserver-server';
 import { BenchCluster } from './bench-cluster';
 import { EtcdCluster, findEtcd } from './etcd-cluster';
-import { ApplyLagCollector, measureApplyLag, type ApplyLagAccumulator, type ApplyLagFigures } from './apply-lag';
+import { ApplyLagCollector, COLLECT_WINDOW_MIN_SECONDS, measureApplyLag, type ApplyLagAccumulator, type ApplyLagFigures } from './apply-lag';
 import { BIG_TXN_DEFAULTS, renderBigTxn, runBigTxn, type BigTxnResult } from './big-txn';
 import { summarizeProfileFile } from './cpu-profile-summary';
 import { writeFlameGraphs } from './flame-graph';
@@ -250,7 +250,7 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
         p0 = target.serverPids().map(cpuSeconds);
         c0 = cpuSeconds(child.pid);
         k0 = readCounters();
-        const consoles = spec.op === 'txn' ? target.applyLagConsoles?.() : undefined;
+        const consoles = spec.op === 'txn' && spec.seconds > COLLECT_WINDOW_MIN_SECONDS ? target.applyLagConsoles?.() : undefined;
         if (consoles) (collector = new ApplyLagCollector(consoles, startMicros)).start();
       } else if (ev.event === 'measure-end') {
         endMicros = Date.now() * 1000;

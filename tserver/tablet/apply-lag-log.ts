@@ -36,7 +36,14 @@ export class ApplyLagLog {
 
   /** Records whose apply finished at or after `sinceMicros`, oldest first. */
   since(sinceMicros: number): ApplyLagRecord[] {
-    const ordered = this.ring.length < APPLY_LAG_RECORDS_MAX ? this.ring : [...this.ring.slice(this.next), ...this.ring.slice(0, this.next)];
-    return ordered.filter((r) => r.appliedMicros >= sinceMicros);
+    const out: ApplyLagRecord[] = [];
+    const n = this.ring.length;
+    // Oldest first: from `next` once the ring is full, else from 0 (then `next` === n).
+    const start = n < APPLY_LAG_RECORDS_MAX ? 0 : this.next;
+    for (let k = 0; k < n; k++) {
+      const r = this.ring[(start + k) % n]!;
+      if (r.appliedMicros >= sinceMicros) out.push(r);
+    }
+    return out;
   }
 }
