@@ -17,8 +17,12 @@ import type { Handler, MethodDef, RpcServer } from '../rpc/types';
 import type { MemTrackerNode, WebRequest, WebServer } from '../rpc/web-server';
 import type { TabletManager } from './tablet-manager';
 import type { TabletPeer } from './tablet/tablet-peer';
+import { summarizeApplies } from './tablet/apply-lag-log';
 import type { TransactionsJson } from './transaction/txn-service';
 import type { TabletsJson } from './tserver-server';
+
+/** Rows of the applies page's newest applies and commit points. */
+const NEWEST_APPLIES_SHOWN = 30;
 
 const EMPTY_SIZES = { regulardb: { memtableBytes: 0, sstBytes: 0 }, intentsdb: { memtableBytes: 0, sstBytes: 0, intentCount: 0 } };
 
@@ -265,8 +269,53 @@ export function registerTServerPages(d: TServerWebDeps): void {
   });
 
   // Apply lag per replica (tablet/apply-lag-log.ts): ?since=MICROS gives the applies finished since.
+  // The page: each tablet replica's applies of the last ?seconds (default 60), then the newest ones.
   web.route('/txn-applies', {
     title: 'Transaction applies',
+    nav: 'Applies',
+    html: async (req) => {
+      const secondsText = req.query.get('seconds') ?? '60';
+      const seconds = Number(secondsText);
+      if (!Number.isInteger(seconds) || seconds < 1 || seconds > 86_400) throw new DbError(ErrorCode.INVALID_ARGUMENT, `seconds must be a whole number from 1 to 86400, got '${secondsText}'`);
+      const nowMicros = Date.now() * 1000;
+      const since = nowMicros - seconds * 1_000_000;
+      const { tablets } = await d.tabletsJson();
+      const info = new Map(tablets.map((t) => [t.tabletId, t]));
+      const peers = d.manager().list();
+      const ms = (x: number | undefined): string => (x === undefined ? '' : x.toFixed(1));
+      const at = (micros: number): string => new Date(micros / 1000).toISOString();
+      const perTablet = htmlTable(
+        ['Table', 'Tablet', 'Role', `Applies (last ${seconds} s)`, 'Lag p50 ms', 'Lag p99 ms', 'Lag max ms', 'Newest apply (s ago)', 'Its lag ms'],
+        peers.map((p) => {
+          const s = summarizeApplies(p.applyLag.since(since));
+          const t = info.get(p.tabletId);
+          return [t?.table ?? '', link(`/tablet?id=${encodeURIComponent(p.tabletId)}`, p.tabletId), t?.role ?? '', s.applies, ms(s.p50Ms), ms(s.p99Ms), ms(s.maxMs), s.last ? ((nowMicros - s.last.appliedMicros) / 1e6).toFixed(1) : '', ms(s.last?.lagMs)];
+        }),
+        { id: 'apply-lag' },
+      );
+      const newest = peers
+        .flatMap((p) => p.applyLag.since(since).slice(-NEWEST_APPLIES_SHOWN).map((r) => ({ tabletId: p.tabletId, r })))
+        .sort((a, b) => b.r.appliedMicros - a.r.appliedMicros)
+        .slice(0, NEWEST_APPLIES_SHOWN);
+      const applies = htmlTable(
+        ['Tablet', 'Transaction', 'Commit time', 'APPLY entry applied (ms after commit)', 'Intents in RegularDB (ms after commit: the lag)'],
+        newest.map(({ tabletId, r }) => [tabletId, r.txnId, at(r.commitMicros), r.markedMicros === undefined ? '' : ms((r.markedMicros - r.commitMicros) / 1000), ms(r.lagMs)]),
+        { id: 'applies' },
+      );
+      const commitRows = peers
+        .flatMap((p) => p.commitPoints.since(since).slice(-NEWEST_APPLIES_SHOWN).map((r) => ({ tabletId: p.tabletId, r })))
+        .sort((a, b) => b.r.appliedMicros - a.r.appliedMicros)
+        .slice(0, NEWEST_APPLIES_SHOWN);
+      const commits = htmlTable(
+        ['Status tablet', 'Transaction', 'Commit time', 'COMMITTED record applied (ms after commit)'],
+        commitRows.map(({ tabletId, r }) => [tabletId, r.txnId, at(r.commitMicros), ms(r.lagMs)]),
+        { id: 'commit-points' },
+      );
+      return (
+        `<p>After a transaction commits, each replica of each participant tablet moves its intents from IntentsDB into RegularDB when it applies the tablet's APPLY entry, on its own schedule (<code>TEST_inject_sleep_before_applying_intents_ms</code> delays one). Lag = commit hybrid time → that replica's intents in RegularDB, by this server's clock. Last ${seconds} s (<code>?seconds=N</code>); JSON: <a href="/api/v1/txn-applies?since=${Math.floor(since)}">/api/v1/txn-applies?since=MICROS</a>.</p>` +
+        `<h2>Per tablet replica</h2>${perTablet}<h2>Newest applies</h2>${applies}<h2>Commit points (this server's status tablet replicas)</h2>${commits}`
+      );
+    },
     json: (req) => {
       const since = Number(req.query.get('since') ?? '0');
       if (!Number.isFinite(since) || since < 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `since must be microseconds since the epoch, got '${req.query.get('since') ?? ''}'`);

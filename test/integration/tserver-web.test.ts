@@ -212,6 +212,15 @@ describe('tserver console', () => {
       expect(c.committedMicros).toBeGreaterThanOrEqual(c.commitMicros);
     }
     expect(Math.min(...commits.map((c) => c.committedMicros))).toBeLessThanOrEqual(Math.min(...applies.map((a) => a.markedMicros)));
+    // The page of the same facts: per tablet replica the applies of the last minute with their lag,
+    // then the newest applies (this transaction's among them) and commit points.
+    const page = await httpRequest(`${web}/txn-applies`);
+    expect(page.status).toBe(200);
+    expect(page.body).toContain('Per tablet replica');
+    expect(page.body).toContain(applies[0]!.tabletId);
+    const appliesHere = page.body.slice(page.body.indexOf('id="applies"'), page.body.indexOf('id="commit-points"'));
+    expect(appliesHere).toContain(views.coord.txnId);
+    expect((await httpRequest(`${web}/txn-applies?seconds=0`)).status).toBe(400);
     const badSince = await httpRequest(`${web}/api/v1/txn-applies?since=yesterday`);
     expect(badSince.status).toBe(400);
     expect(JSON.parse(badSince.body)).toMatchObject({ code: 'INVALID_ARGUMENT' });

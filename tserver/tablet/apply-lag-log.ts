@@ -47,3 +47,23 @@ export class ApplyLagLog {
     return out;
   }
 }
+
+export interface ApplyLagSummary {
+  applies: number;
+  /** Nearest-rank percentiles and the most of the records' lags; absent without records. */
+  p50Ms?: number;
+  p99Ms?: number;
+  maxMs?: number;
+  /** The newest record (by when its apply finished). */
+  last?: ApplyLagRecord;
+}
+
+/** How many applies, their lag percentiles and the newest one (for the console's apply page). */
+export function summarizeApplies(records: readonly ApplyLagRecord[]): ApplyLagSummary {
+  if (records.length === 0) return { applies: 0 };
+  const lags = records.map((r) => r.lagMs).sort((a, b) => a - b);
+  const rank = (p: number): number => lags[Math.max(0, Math.ceil((p / 100) * lags.length) - 1)]!;
+  let last = records[0]!;
+  for (const r of records) if (r.appliedMicros >= last.appliedMicros) last = r;
+  return { applies: records.length, p50Ms: rank(50), p99Ms: rank(99), maxMs: lags[lags.length - 1]!, last };
+}
