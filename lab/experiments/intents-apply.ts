@@ -181,6 +181,7 @@ export function intentsApply(params: Partial<IntentsApplyParams> = {}) {
 
       // Phase: commit.
       const commitStart = lab.now();
+      const commitWallMicros = Date.now() * 1000;
       await txn.commit({ timeoutMs: 120_000 });
       const committedAt = lab.now();
       figures['commitMs'] = Math.round(committedAt - commitStart);
@@ -225,6 +226,23 @@ export function intentsApply(params: Partial<IntentsApplyParams> = {}) {
       figures['n0ApplyAfterCommitMs'] = Math.round(appliedAllMs);
       lab.timeline.push(...phaseTable('after the delay', all ?? (await snapshot(nodes))));
       check('after the delay, n0 applied too (every IntentsDB empty)', all !== undefined && appliedAllMs >= p.delayMs - 500, all ? `${Math.round(appliedAllMs)} ms after commit (delay ${p.delayMs} ms)` : 'intents remain');
+      // Each replica's own record of its applies (the console's Applies page, /api/v1/txn-applies):
+      // lag = commit time → that replica's intents in RegularDB.
+      const lags = await Promise.all(
+        nodes.map(async (n) => {
+          const body = (await getJson(`${n.tserver.webUrl}/api/v1/txn-applies?since=${Math.floor(commitWallMicros - 1_000_000)}`)) as { applies: Array<{ tabletId: string; txnId: string; lagMs: number }> };
+          const mine = body.applies.filter((a) => a.txnId === txn.txnId);
+          return { node: n.name, tablets: new Set(mine.map((a) => a.tabletId)).size, maxLagMs: Math.max(0, ...mine.map((a) => a.lagMs)) };
+        }),
+      );
+      const lagOf = (n: string): number => lags.find((l) => l.node === n)?.maxLagMs ?? 0;
+      figures['n0ApplyLagMs'] = Math.round(lagOf('n0'));
+      figures['n1n2ApplyLagMs'] = Math.round(Math.max(lagOf('n1'), lagOf('n2')));
+      check(
+        "each replica's console records its own apply: n0's lag is the delay, n1's and n2's far below it",
+        lags.every((l) => l.tablets === 3) && lagOf('n0') >= p.delayMs - 500 && Math.max(lagOf('n1'), lagOf('n2')) < p.delayMs,
+        lags.map((l) => `${l.node}: ${l.tablets} tablets, lag up to ${Math.round(l.maxLagMs)} ms`).join('; '),
+      );
       const digests = await Promise.all(
         tabletIds(all ?? during).map(async (id) => {
           const d = await Promise.all(nodes.map(async (n) => ((await getJson(`${n.tserver.webUrl}/api/v1/tablet-checksum?id=${id}`, 60_000)) as { regulardb: { sha256: string; entries: number } }).regulardb));

@@ -20,7 +20,8 @@ describe('lab experiment intents-apply', () => {
       expect(r.status, r.stderr.slice(-3000)).toBe(0);
       const out = JSON.parse(r.stdout) as { passed: boolean; checks: Array<{ name: string; ok: boolean }>; reportPath: string; figures: Record<string, number> };
       expect(out.passed).toBe(true);
-      expect(out.checks.length).toBeGreaterThanOrEqual(9);
+      expect(out.checks.length).toBeGreaterThanOrEqual(10);
+      expect(out.checks.map((c) => c.name)).toContain("each replica's console records its own apply: n0's lag is the delay, n1's and n2's far below it");
       expect(out.checks.filter((c) => !c.ok)).toEqual([]);
       expect(out.figures['n0ApplyAfterCommitMs']).toBeGreaterThanOrEqual(3500);
       const report = fs.readFileSync(out.reportPath, 'utf8');
