@@ -161,6 +161,18 @@ export function registerTServerPages(d: TServerWebDeps): void {
     const leaders = tablets.filter((t) => t.role.toUpperCase() === 'LEADER').length;
     const notRunning = tablets.filter((t) => t.state !== 'RUNNING').length;
     const intents = tablets.reduce((n, t) => n + t.intentsdb.intentCount, 0);
+    // Applies of committed transactions in the last minute, and the longest lag among them (a replica
+    // applying late — TEST_inject_sleep_before_applying_intents_ms, a slow disk — shows here first).
+    const since = Date.now() * 1000 - 60_000_000;
+    let applies = 0;
+    let maxLagMs = 0;
+    for (const p of d.manager().list()) {
+      for (const r of p.applyLag.since(since)) {
+        applies++;
+        maxLagMs = Math.max(maxLagMs, r.lagMs);
+      }
+    }
+    const applies60s = { applies, maxLagMs: Math.round(maxLagMs * 10) / 10 };
     return [
       { key: 'uuid', label: 'Tablet server', value: d.uuid },
       { key: 'rpcAddress', label: 'RPC address', value: d.rpcAddress },
@@ -168,6 +180,7 @@ export function registerTServerPages(d: TServerWebDeps): void {
       { key: 'leaders', label: 'Of them leaders', value: leaders },
       { key: 'tabletsNotRunning', label: 'Replicas not RUNNING', value: notRunning, html: notRunning > 0 ? raw(`<b style="color:#b00">${notRunning}</b>`) : '0' },
       { key: 'intents', label: 'Provisional records (intents) held', value: intents, html: link('/transactions', String(intents)) },
+      { key: 'applies60s', label: 'Transactions applied in the last 60 s (per tablet replica) / longest lag ms', value: applies60s, html: link('/txn-applies', `${applies} / ${applies60s.maxLagMs}`) },
     ];
   });
 

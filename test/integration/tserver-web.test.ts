@@ -221,6 +221,12 @@ describe('tserver console', () => {
     const appliesHere = page.body.slice(page.body.indexOf('id="applies"'), page.body.indexOf('id="commit-points"'));
     expect(appliesHere).toContain(views.coord.txnId);
     expect((await httpRequest(`${web}/txn-applies?seconds=0`)).status).toBe(400);
+    // The home page's overview counts this server's applies of the last minute, with the longest lag.
+    const overview = ((await getJson(`${web}/api/v1`)) as { overview: { applies60s: { applies: number; maxLagMs: number } } }).overview.applies60s;
+    const mineHere = applies.filter((a) => a.uuid === home.overview['uuid']);
+    expect(mineHere.length).toBeGreaterThan(0);
+    expect(overview.applies).toBeGreaterThanOrEqual(mineHere.length);
+    expect(overview.maxLagMs).toBeGreaterThanOrEqual(Math.floor(Math.max(...mineHere.map((a) => a.lagMs)) * 10) / 10);
     const badSince = await httpRequest(`${web}/api/v1/txn-applies?since=yesterday`);
     expect(badSince.status).toBe(400);
     expect(JSON.parse(badSince.body)).toMatchObject({ code: 'INVALID_ARGUMENT' });
