@@ -17,7 +17,7 @@ import type { Handler, MethodDef, RpcServer } from '../rpc/types';
 import type { MemTrackerNode, WebRequest, WebServer } from '../rpc/web-server';
 import type { TabletManager } from './tablet-manager';
 import type { TabletPeer } from './tablet/tablet-peer';
-import { summarizeApplies } from './tablet/apply-lag-log';
+import { summarizeApplies, type ApplyLagLog, type ApplyLagRecord } from './tablet/apply-lag-log';
 import type { TransactionsJson } from './transaction/txn-service';
 import type { TabletsJson } from './tserver-server';
 
@@ -306,22 +306,20 @@ export function registerTServerPages(d: TServerWebDeps): void {
         }),
         { id: 'apply-lag' },
       );
-      const newest = peers
-        .flatMap((p) => p.applyLag.since(since).slice(-NEWEST_APPLIES_SHOWN).map((r) => ({ tabletId: p.tabletId, r })))
-        .sort((a, b) => b.r.appliedMicros - a.r.appliedMicros)
-        .slice(0, NEWEST_APPLIES_SHOWN);
+      // The newest records of one log kind across this server's tablet replicas, newest first.
+      const newest = (log: (p: TabletPeer) => ApplyLagLog): Array<{ tabletId: string; r: ApplyLagRecord }> =>
+        peers
+          .flatMap((p) => log(p).since(since).slice(-NEWEST_APPLIES_SHOWN).map((r) => ({ tabletId: p.tabletId, r })))
+          .sort((a, b) => b.r.appliedMicros - a.r.appliedMicros)
+          .slice(0, NEWEST_APPLIES_SHOWN);
       const applies = htmlTable(
         ['Tablet', 'Transaction', 'Commit time', 'APPLY entry applied (ms after commit)', 'Intents in RegularDB (ms after commit: the lag)'],
-        newest.map(({ tabletId, r }) => [tabletId, r.txnId, at(r.commitMicros), r.markedMicros === undefined ? '' : ms((r.markedMicros - r.commitMicros) / 1000), ms(r.lagMs)]),
+        newest((p) => p.applyLag).map(({ tabletId, r }) => [tabletId, r.txnId, at(r.commitMicros), r.markedMicros === undefined ? '' : ms((r.markedMicros - r.commitMicros) / 1000), ms(r.lagMs)]),
         { id: 'applies' },
       );
-      const commitRows = peers
-        .flatMap((p) => p.commitPoints.since(since).slice(-NEWEST_APPLIES_SHOWN).map((r) => ({ tabletId: p.tabletId, r })))
-        .sort((a, b) => b.r.appliedMicros - a.r.appliedMicros)
-        .slice(0, NEWEST_APPLIES_SHOWN);
       const commits = htmlTable(
         ['Status tablet', 'Transaction', 'Commit time', 'COMMITTED record applied (ms after commit)'],
-        commitRows.map(({ tabletId, r }) => [tabletId, r.txnId, at(r.commitMicros), ms(r.lagMs)]),
+        newest((p) => p.commitPoints).map(({ tabletId, r }) => [tabletId, r.txnId, at(r.commitMicros), ms(r.lagMs)]),
         { id: 'commit-points' },
       );
       return (
