@@ -206,6 +206,19 @@ export interface LoadgenRun {
   applies?: { acc: ApplyLagAccumulator; sinceMicros: number; reads: number; lastError?: string };
 }
 
+/**
+ * What runLoadgen samples at a window's measure-start and measure-end marks. The counters' read is
+ * started at the mark and awaited after the run (a failed read only loses the cost table's column).
+ */
+interface Mark {
+  micros: number;
+  cpu: CpuSplit | undefined;
+  wakeups: number | undefined;
+  perProcess: Array<number | undefined>;
+  client: number | undefined;
+  counters: Promise<TserverScrape | undefined> | undefined;
+}
+
 export async function runLoadgen(target: Target, spec: LoadSpec): Promise<LoadgenRun> {
   const child = spawn(process.execPath, [target.loadgenScript ?? path.join(__dirname, 'vs-loadgen.js'), JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
@@ -213,25 +226,18 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
     if (stderr.length < 4000) stderr += c.toString('utf8');
   });
   const timer = setTimeout(() => child.kill('SIGKILL'), (spec.warmupSeconds + spec.seconds) * 1000 + LOADGEN_GRACE_MS);
-  let s0: CpuSplit | undefined;
-  let c0: number | undefined;
-  let s1: CpuSplit | undefined;
-  let c1: number | undefined;
-  let w0: number | undefined;
-  let w1: number | undefined;
-  let p0: Array<number | undefined> = [];
-  let p1: Array<number | undefined> = [];
   let result: LoadResult | undefined;
-  let startMicros: number | undefined;
-  let endMicros: number | undefined;
-  // Started at the marks, awaited after the run (a failed read only loses the cost table's column).
-  let k0: Promise<TserverScrape | undefined> | undefined;
-  let k1: Promise<TserverScrape | undefined> | undefined;
+  let m0: Mark | undefined;
+  let m1: Mark | undefined;
   const readCounters = (): Promise<TserverScrape | undefined> | undefined =>
     target.counters?.().catch((e: unknown) => {
       log(`${target.system}: reading the servers' counters failed (${e instanceof Error ? e.message : String(e)}); no cost per operation for this run`);
       return undefined;
     });
+  const mark = (): Mark => {
+    const pids = target.serverPids();
+    return { micros: Date.now() * 1000, cpu: cpuSplitSum(pids), wakeups: threadWakeupsSum(pids), perProcess: pids.map(cpuSeconds), client: cpuSeconds(child.pid), counters: readCounters() };
+  };
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   let collector: ApplyLagCollector | undefined;
   let collected: Awaited<ReturnType<ApplyLagCollector['stop']>> | undefined;
@@ -244,21 +250,11 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
         continue;
       }
       if (ev.event === 'measure-start') {
-        startMicros = Date.now() * 1000;
-        s0 = cpuSplitSum(target.serverPids());
-        w0 = threadWakeupsSum(target.serverPids());
-        p0 = target.serverPids().map(cpuSeconds);
-        c0 = cpuSeconds(child.pid);
-        k0 = readCounters();
+        m0 = mark();
         const consoles = spec.op === 'txn' && spec.seconds > COLLECT_WINDOW_MIN_SECONDS ? target.applyLagConsoles?.() : undefined;
-        if (consoles) (collector = new ApplyLagCollector(consoles, startMicros)).start();
+        if (consoles) (collector = new ApplyLagCollector(consoles, m0.micros)).start();
       } else if (ev.event === 'measure-end') {
-        endMicros = Date.now() * 1000;
-        s1 = cpuSplitSum(target.serverPids());
-        w1 = threadWakeupsSum(target.serverPids());
-        p1 = target.serverPids().map(cpuSeconds);
-        c1 = cpuSeconds(child.pid);
-        k1 = readCounters();
+        m1 = mark();
       } else if (ev.event === 'result') {
         result = ev as LoadResult;
       }
@@ -269,9 +265,13 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
   const code = await exited;
   clearTimeout(timer);
   if (!result) throw new Error(`load generator (${spec.system} ${spec.op}) exited with ${String(code)} without a result: ${stderr.trim()}`);
-  const [before, after] = await Promise.all([k0, k1]);
+  const [before, after] = await Promise.all([m0?.counters, m1?.counters]);
   const names = target.serverNames();
+  const p0 = m0?.perProcess ?? [];
+  const p1 = m1?.perProcess ?? [];
   const byProcess = p0.length === names.length && p1.length === names.length && p0.every((x, i) => x !== undefined && p1[i] !== undefined) ? names.map((name, i) => ({ name, seconds: p1[i]! - p0[i]! })) : undefined;
+  const s0 = m0?.cpu;
+  const s1 = m1?.cpu;
   return {
     ...(before && after ? { counters: counterDelta(before.counters, after.counters) } : {}),
     // The start-of-window read reset the monitors: the end-of-window read covers the window alone.
@@ -280,11 +280,11 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
     ...(s0 !== undefined && s1 !== undefined
       ? { serverCpu: s1.userSeconds + s1.systemSeconds - (s0.userSeconds + s0.systemSeconds), serverSystemCpu: s1.systemSeconds - s0.systemSeconds }
       : {}),
-    ...(w0 !== undefined && w1 !== undefined ? { serverWakeups: w1 - w0 } : {}),
+    ...(m0?.wakeups !== undefined && m1?.wakeups !== undefined ? { serverWakeups: m1.wakeups - m0.wakeups } : {}),
     ...(byProcess ? { serverCpuByProcess: byProcess } : {}),
-    ...(c0 !== undefined && c1 !== undefined ? { clientCpu: c1 - c0 } : {}),
-    ...(startMicros !== undefined ? { measureStartMicros: startMicros } : {}),
-    ...(endMicros !== undefined ? { measureEndMicros: endMicros } : {}),
+    ...(m0?.client !== undefined && m1?.client !== undefined ? { clientCpu: m1.client - m0.client } : {}),
+    ...(m0 ? { measureStartMicros: m0.micros } : {}),
+    ...(m1 ? { measureEndMicros: m1.micros } : {}),
     ...(collector && collected ? { applies: { acc: collector.acc, ...collected } } : {}),
   };
 }
