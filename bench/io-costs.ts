@@ -24,6 +24,10 @@ const GC_PAUSE_MS_PER_SECOND = 1000;
 function counterOf(metric: string, labels: Record<string, string>): { key: string; scale: number } | undefined {
   if (metric === 'nodejs_gc_duration_seconds_sum') return { key: `GC pause ms, main thread: ${labels['kind'] ?? '?'}`, scale: GC_PAUSE_MS_PER_SECOND };
   if (metric === 'nodejs_gc_duration_seconds_count') return { key: `GC pauses: ${labels['kind'] ?? '?'}`, scale: 1 };
+  if (metric === 'tserver_rocksdb_background') {
+    const b = BACKGROUND_KINDS[labels['kind'] ?? ''];
+    return b === undefined ? undefined : { key: `RocksDB ${DB_NAMES[labels['db'] ?? ''] ?? labels['db'] ?? '?'}: ${b.what}`, scale: b.scale };
+  }
   const key = counterKey(metric, labels);
   return key === undefined ? undefined : { key, scale: 1 };
 }
@@ -51,6 +55,15 @@ function counterKey(metric: string, labels: Record<string, string>): string | un
       return undefined;
   }
 }
+
+/** tserver_rocksdb_background's kinds (RocksDB's flushes, compactions and stalls; seconds shown as ms). */
+const BACKGROUND_KINDS: Record<string, { what: string; scale: number }> = {
+  flushes: { what: 'memtable flushes', scale: 1 },
+  flush_cpu_seconds: { what: 'flush CPU ms', scale: 1000 },
+  compactions: { what: 'compactions', scale: 1 },
+  compaction_cpu_seconds: { what: 'compaction CPU ms', scale: 1000 },
+  stall_seconds: { what: 'write stall ms', scale: 1000 },
+};
 
 /** tserver_raft_early's kinds (RaftGroup.kick: work done while a log sync ran instead of after it). */
 const EARLY_KINDS: Record<string, string> = {

@@ -2,6 +2,8 @@
  * An ordered byte-string key/value store: RocksDB through level-rocksdb for real, an in-memory engine
  * for tests and simulation. Both pass test/unit/kv-engine-compliance. Keys compare as unsigned bytes.
  */
+import type { BackgroundWork } from './rocksdb-stats';
+
 export type KvOp = { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array } | { type: 'delRange'; start: Uint8Array; end: Uint8Array };
 
 export interface IteratorOptions {
@@ -37,6 +39,8 @@ export interface KvEngine {
   write(ops: readonly KvOp[], opts?: { sync?: boolean }): Promise<void>;
   iterator(opts?: IteratorOptions): KvIterator;
   stats(): Promise<KvStats>;
+  /** RocksDB's background work since the database opened (flushes, compactions, stalls); engines without any leave it out. */
+  background?(): BackgroundWork;
   flush(): Promise<void>;
   compactRange(start?: Uint8Array, end?: Uint8Array): Promise<void>;
   close(): Promise<void>;

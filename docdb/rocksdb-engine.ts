@@ -21,6 +21,7 @@ import { assert } from '../common/assert';
 import { DbError, ErrorCode } from '../common/errors';
 import type { IteratorOptions, KvEngine, KvIterator, KvOp, KvStats } from './kv-engine';
 import { makeDirs } from '../common/fs-dirs';
+import { parseBackgroundWork, type BackgroundWork } from './rocksdb-stats';
 
 type Cb<T = void> = (err: Error | null | undefined, v?: T) => void;
 
@@ -207,6 +208,12 @@ export class RocksDbEngine implements KvEngine {
       sstBytes: this.prop('rocksdb.total-sst-files-size'),
       keysApprox: this.prop('rocksdb.estimate-num-keys'),
     });
+  }
+
+  /** Flushes, compactions and write stalls so far, from RocksDB's statistics text (see rocksdb-stats.ts). */
+  background(): BackgroundWork {
+    this.checkOpen();
+    return parseBackgroundWork(this.ld.getProperty('rocksdb.cfstats-no-file-histogram'), this.ld.getProperty('rocksdb.dbstats'));
   }
 
   /** RocksDB flushes the memtable as the first step of CompactRange (see header). */

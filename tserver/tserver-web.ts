@@ -9,6 +9,7 @@
  * between two samples can be missed — the same best-effort a sampled gauge gives.
  */
 import type { Gauge } from 'prom-client';
+import type { BackgroundWork } from '../docdb/rocksdb-stats';
 import { DbError, ErrorCode } from '../common/errors';
 import { LOGICAL_BITS, type HybridTime } from '../common/hybrid-time';
 import { escapeHtml, htmlTable, link, raw } from '../rpc/html';
@@ -419,6 +420,17 @@ export function registerTServerPages(d: TServerWebDeps): void {
  * deleted or reopened starts again) and in Raft traffic since the server started. Dividing the change
  * over a run by the operations it did gives the cost of one operation (the benchmark does).
  */
+/** tserver_rocksdb_background's kinds → the BackgroundWork field each reports. */
+const BACKGROUND_KINDS: ReadonlyArray<readonly [string, keyof BackgroundWork]> = [
+  ['flushes', 'flushes'],
+  ['flush_seconds', 'flushSeconds'],
+  ['flush_cpu_seconds', 'flushCpuSeconds'],
+  ['compactions', 'compactions'],
+  ['compaction_seconds', 'compactionSeconds'],
+  ['compaction_cpu_seconds', 'compactionCpuSeconds'],
+  ['stall_seconds', 'stallSeconds'],
+];
+
 function registerIoGauges(d: TServerWebDeps): void {
   const perTablet = (name: string, help: string, labels: readonly string[], set: (g: Gauge<string>, tabletId: string, io: NonNullable<ReturnType<TabletPeer['ioCounts']>>) => void): void => {
     d.metrics.gauge(name, help, ['tablet_id', ...labels], (g) => {
@@ -444,6 +456,22 @@ function registerIoGauges(d: TServerWebDeps): void {
       g.set({ tablet_id, db, op: 'del_range' }, c.delRanges);
     }
   });
+  d.metrics.gauge(
+    'tserver_rocksdb_background',
+    "RocksDB's background work per tablet replica and database since it opened, from RocksDB's own statistics: memtable flushes (kind=\"flushes\") and compaction jobs (\"compactions\") completed, the seconds they ran (\"flush_seconds\", \"compaction_seconds\") and their CPU seconds on RocksDB's threads (\"flush_cpu_seconds\", \"compaction_cpu_seconds\"), and the seconds writes were stalled (\"stall_seconds\")",
+    ['tablet_id', 'db', 'kind'],
+    (g) => {
+      g.reset();
+      for (const p of d.manager().list()) {
+        const w = p.backgroundWork();
+        for (const db of ['regulardb', 'intentsdb'] as const) {
+          const b = w?.[db];
+          if (b === undefined) continue;
+          for (const [kind, v] of BACKGROUND_KINDS) g.set({ tablet_id: p.tabletId, db, kind }, b[v]);
+        }
+      }
+    },
+  );
   d.metrics.gauge('tserver_retryable_requests', 'Retryable requests per tablet replica: clients with writes remembered (kind="clients"), writes remembered ("replicated"), running as leader ("running"), resent copies answered without running them again ("duplicates"), late copies refused with STALE_REQUEST ("stale")', ['tablet_id', 'kind'], (g) => {
     g.reset();
     for (const p of d.manager().list()) {

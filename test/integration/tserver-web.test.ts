@@ -188,6 +188,13 @@ describe('tserver console', () => {
     // The apply stage per tablet replica: entries and calls (every replica applied something), waits and run time.
     for (const kind of ['entries', 'batches']) expect(txnProm).toMatch(new RegExp(`tserver_raft_apply\\{[^}]*tablet_id="[0-9a-f]+"[^}]*kind="${kind}"[^}]*\\} [1-9]`));
     for (const kind of ['wait_ms', 'run_ms']) expect(txnProm).toMatch(new RegExp(`tserver_raft_apply\\{[^}]*tablet_id="[0-9a-f]+"[^}]*kind="${kind}"[^}]*\\} \\d+`));
+    // RocksDB's background work per replica and database, from its own statistics (a small cluster
+    // may not have flushed yet: the series are there, with numbers).
+    for (const db of ['regulardb', 'intentsdb']) {
+      for (const kind of ['flushes', 'flush_seconds', 'flush_cpu_seconds', 'compactions', 'compaction_seconds', 'compaction_cpu_seconds', 'stall_seconds']) {
+        expect(txnProm).toMatch(new RegExp(`tserver_rocksdb_background\\{[^}]*tablet_id="[0-9a-f]+"[^}]*db="${db}"[^}]*kind="${kind}"[^}]*\\} \\d`));
+      }
+    }
     for (const a of applies) {
       expect(a.commitMicros).toBeGreaterThanOrEqual(beforeCommitMicros - 1_000_000);
       expect(a.appliedMicros).toBeGreaterThanOrEqual(a.commitMicros);

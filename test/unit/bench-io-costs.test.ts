@@ -33,6 +33,11 @@ const scrape = (writes: number, intentPuts: number, syncedRegular: number): stri
     'nodejs_gc_duration_seconds_sum{kind="minor",server="tserver"} 0.25',
     'nodejs_gc_duration_seconds_count{kind="minor",server="tserver"} 40',
     'nodejs_gc_duration_seconds_sum{kind="major",server="tserver"} 0.125',
+    'tserver_rocksdb_background{tablet_id="a",db="regulardb",kind="flushes",server="tserver"} 3',
+    'tserver_rocksdb_background{tablet_id="b",db="regulardb",kind="flushes",server="tserver"} 2',
+    'tserver_rocksdb_background{tablet_id="a",db="intentsdb",kind="compaction_cpu_seconds",server="tserver"} 0.5',
+    'tserver_rocksdb_background{tablet_id="a",db="intentsdb",kind="stall_seconds",server="tserver"} 0.01',
+    'tserver_rocksdb_background{tablet_id="a",db="intentsdb",kind="compaction_seconds",server="tserver"} 9',
     'garbage line {',
   ].join('\n');
 
@@ -61,6 +66,12 @@ describe('bench io-costs', () => {
     expect(c.get('GC pause ms, main thread: major')).toBe(250);
     expect(c.get('GC pauses: minor')).toBe(80);
     expect([...c.keys()].filter((k) => k.startsWith('GC'))).toHaveLength(3);
+    // RocksDB's background work: per database, summed over tablets and servers; seconds become ms;
+    // wall seconds of the jobs are left out (CPU is what the cost table compares).
+    expect(c.get('RocksDB RegularDB: memtable flushes')).toBe(10);
+    expect(c.get('RocksDB IntentsDB: compaction CPU ms')).toBe(1000);
+    expect(c.get('RocksDB IntentsDB: write stall ms')).toBe(20);
+    expect([...c.keys()].filter((k) => k.startsWith('RocksDB'))).toHaveLength(3);
   });
 
   it('divides the change over the windows by the operations completed, and drops counters that did not move', () => {

@@ -30,6 +30,7 @@ import type { Logger } from '../../common/log';
 import type { Rng } from '../../common/rng';
 import { Isolation, type ApplyItem, type DocDbApi, type DocKey, type OpId, type ReadLocks, type Row, type RowOp, type ScanResult, type StatusResolver, type TxnMeta } from '../../docdb/doc-db-api';
 import type { KvEngine } from '../../docdb/kv-engine';
+import type { BackgroundWork } from '../../docdb/rocksdb-stats';
 import { RaftGroup, type LeaderChange, type RaftCore, type RaftGroupStatus } from '../../raft/raft-group';
 import type { RaftOptions } from '../../raft/raft-options';
 import type { Entry, Message, Snapshot } from '../../raft/types';
@@ -1198,6 +1199,14 @@ export class TabletPeer {
     if (this.state !== TabletState.RUNNING) return undefined;
     const log = this.storage.stats?.();
     return { ...(log ? { logFsyncs: log.logFsyncs } : {}), docdb: this.docdb.writeCounts(), raftEarly: this.raft.earlyCounts(), raftApply: this.raft.applyCounts() };
+  }
+
+  /** RocksDB's background work in each database since it opened (undefined until running; a database whose engine has none is left out). */
+  backgroundWork(): { regulardb?: BackgroundWork; intentsdb?: BackgroundWork } | undefined {
+    if (this.state !== TabletState.RUNNING) return undefined;
+    const regulardb = this.regular.background?.();
+    const intentsdb = this.intents.background?.();
+    return { ...(regulardb ? { regulardb } : {}), ...(intentsdb ? { intentsdb } : {}) };
   }
 
   /** Source side of remote bootstrap: consistent iterators over both databases (see SnapshotSessions). */
