@@ -7,6 +7,7 @@
  */
 import { skewableSystemClock, type Clock } from '../common/clock';
 import { DbError, ErrorCode } from '../common/errors';
+import type { BackgroundWork } from '../docdb/rocksdb-stats';
 import { Flags, parseFlagArgs } from '../common/flags';
 import { HybridClock } from '../common/hybrid-clock';
 import { droppedPeers } from '../common/server-flags';
@@ -85,6 +86,8 @@ export interface TabletsJson {
     appliedIndex: number;
     regulardb: { memtableBytes: number; sstBytes: number };
     intentsdb: { memtableBytes: number; sstBytes: number; intentCount: number };
+    /** RocksDB's background work per database since the replica opened (running replicas on RocksDB). */
+    background?: { regulardb?: BackgroundWork; intentsdb?: BackgroundWork };
     /** Why the replica FAILED (a replica that did not open at start says only this). */
     lastError?: string;
     /** The table's schema version this replica has (ALTER TABLE). */
@@ -301,6 +304,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
       const st = p.status();
       const sizes = await sizesOf(p);
       trackers.note(p.tabletId, sizes, p.logCacheBytes());
+      const background = p.backgroundWork();
       tablets.push({
         tabletId: p.tabletId,
         table: p.meta.tableName,
@@ -314,6 +318,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
         appliedIndex: st.appliedIndex,
         regulardb: sizes.regulardb,
         intentsdb: sizes.intentsdb,
+        ...(background && (background.regulardb || background.intentsdb) ? { background } : {}),
         ...(p.lastError ? { lastError: p.lastError } : {}),
         schemaVersion: p.meta.schemaVersion,
       });

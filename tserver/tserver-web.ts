@@ -240,6 +240,7 @@ export function registerTServerPages(d: TServerWebDeps): void {
           ['Frontier IntentsDB (term.index)', `${t.frontier.intents.term}.${t.frontier.intents.index}`],
           ['RegularDB memtable / SST bytes', `${t.regulardb.memtableBytes} / ${t.regulardb.sstBytes}`],
           ['IntentsDB memtable / SST bytes / intents', `${t.intentsdb.memtableBytes} / ${t.intentsdb.sstBytes} / ${t.intentsdb.intentCount}`],
+          ['RocksDB background work since open, RegularDB; IntentsDB: memtable flushes / compactions (their CPU ms) / write stall ms', backgroundText(t.background)],
           ['Wait queue: waiting now / waits (enable_wait_queues)', `${t.waitQueue.waiting} / ${t.waitQueue.waits}`],
           ['Read locks taken (serializable reads, as leader)', t.readLocks],
           ['Retryable requests: clients / writes remembered / running / copies answered / late copies refused', `${t.retryable.clients} / ${t.retryable.replicated} / ${t.retryable.running} / ${t.retryable.duplicates} / ${t.retryable.stale}`],
@@ -420,6 +421,13 @@ export function registerTServerPages(d: TServerWebDeps): void {
  * deleted or reopened starts again) and in Raft traffic since the server started. Dividing the change
  * over a run by the operations it did gives the cost of one operation (the benchmark does).
  */
+/** The tablet page's line for RocksDB's background work of both databases. */
+function backgroundText(b: { regulardb?: BackgroundWork; intentsdb?: BackgroundWork }): string {
+  const one = (w: BackgroundWork | undefined): string =>
+    w === undefined ? '–' : `${w.flushes} / ${w.compactions} (${Math.round(w.flushCpuSeconds * 1000)} / ${Math.round(w.compactionCpuSeconds * 1000)}) / ${Math.round(w.stallSeconds * 1000)}`;
+  return `${one(b.regulardb)}; ${one(b.intentsdb)}`;
+}
+
 /** tserver_rocksdb_background's kinds → the BackgroundWork field each reports. */
 const BACKGROUND_KINDS: ReadonlyArray<readonly [string, keyof BackgroundWork]> = [
   ['flushes', 'flushes'],
@@ -563,6 +571,8 @@ export interface TabletDetail {
   commitIndex: number;
   appliedIndex: number;
   lastIndex: number;
+  /** RocksDB's background work per database since the replica opened (a database on an engine without any is left out). */
+  background: { regulardb?: BackgroundWork; intentsdb?: BackgroundWork };
   /** First entry still in the Raft log (log GC discards what both databases hold durably below it). */
   firstIndex: number;
   frontier: { regular: { term: number; index: number }; intents: { term: number; index: number } };
@@ -626,6 +636,7 @@ async function detailOf(p: TabletPeer, manager: TabletManager, trackers: TabletM
     lastIndex: st.lastIndex,
     firstIndex: p.logFirstIndex(),
     frontier: { regular: { term: f.regular.term, index: f.regular.index }, intents: { term: f.intents.term, index: f.intents.index } },
+    background: p.backgroundWork() ?? {},
     regulardb: { ...sizes.regulardb, memtablePeakBytes: mem?.regularPeakBytes ?? sizes.regulardb.memtableBytes },
     intentsdb: { ...sizes.intentsdb, memtablePeakBytes: mem?.intentsPeakBytes ?? sizes.intentsdb.memtableBytes },
     raftConfig: [...st.conf.voters.map((u) => member(u, 'VOTER')), ...st.conf.learners.map((u) => member(u, 'LEARNER'))],

@@ -83,6 +83,12 @@ describe('tserver console', () => {
     expect(detail.raftConfig).toHaveLength(3);
     expect(detail.raftConfig.map((r) => r.rpcAddress).sort()).toEqual(cl.tservers.map((t) => t.rpcAddress).sort());
     expect(detail.frontier.regular.index).toBeGreaterThan(0);
+    // RocksDB's background work of both databases (real RocksDB here: counters from its statistics),
+    // in the detail, in /api/v1/tablets and on the tablet page.
+    const zeroOrMore = { flushes: expect.any(Number), compactions: expect.any(Number), flushCpuSeconds: expect.any(Number), compactionCpuSeconds: expect.any(Number), stallSeconds: expect.any(Number) };
+    expect((detail as unknown as { background: unknown }).background).toMatchObject({ regulardb: zeroOrMore, intentsdb: zeroOrMore });
+    expect((all.find((t) => t.tabletId === t0.tabletId) as unknown as { background: unknown }).background).toMatchObject({ regulardb: zeroOrMore, intentsdb: zeroOrMore });
+    expect((await httpRequest(`${web}/tablet?id=${t0.tabletId}`)).body).toMatch(/RocksDB background work since open[^<]*<\/t[dh]>\s*<td>\d+ \/ \d+ \(\d+ \/ \d+\) \/ \d+; \d+ \/ \d+ \(\d+ \/ \d+\) \/ \d+</);
     const missing = await httpRequest(`${web}/api/v1/tablet?id=no-such-tablet`);
     expect(missing.status).toBe(404);
     expect(JSON.parse(missing.body)).toMatchObject({ code: 'TABLET_NOT_FOUND' });
