@@ -25,6 +25,7 @@ import { flagAssignment, Flags, parseFlagArgs } from '../common/flags';
 import '../tserver/tserver-server';
 import { BenchCluster } from './bench-cluster';
 import { EtcdCluster, findEtcd } from './etcd-cluster';
+import { ActivitySampler, type ActivitySample } from './activity';
 import { ApplyLagCollector, COLLECT_WINDOW_MIN_SECONDS, measureApplyLag, type ApplyLagAccumulator, type ApplyLagFigures } from './apply-lag';
 import { BIG_TXN_DEFAULTS, renderBigTxn, runBigTxn, type BigTxnResult } from './big-txn';
 import { summarizeProfileFile } from './cpu-profile-summary';
@@ -32,7 +33,7 @@ import { writeFlameGraphs } from './flame-graph';
 import { counterDelta, scrapeCounters, type LoopDelay, type TserverScrape } from './io-costs';
 import { cpuSeconds, cpuSplitSum, filesystemType, peakRssBytes, threadWakeupsSum, type CpuSplit } from './proc-stats';
 import { waitForTransactions, type LoadResult, type LoadSpec, type VsOp, type VsSystem } from './vs-loadgen';
-import { aggregate, perSecondSpread, renderMarkdown, type PeakRss, type VsRun } from './vs-report';
+import { aggregate, perSecondSpread, renderMarkdown, renderSlowSeconds, type PeakRss, type VsRun } from './vs-report';
 import { makeDirs } from '../common/fs-dirs';
 import { DbError, ErrorCode } from '../common/errors';
 
@@ -176,7 +177,7 @@ export interface Target {
   counters?: () => Promise<TserverScrape>;
   /** The load generator to run (default: this build's bench/vs-loadgen.js). */
   loadgenScript?: string;
-  /** The tservers' consoles, read during a transaction window for its apply lag (tessera). */
+  /** The tservers' consoles, read during a long window for its apply lag and background activity (tessera). */
   applyLagConsoles?: () => readonly string[];
 }
 
@@ -204,6 +205,8 @@ export interface LoadgenRun {
   loopDelay?: LoopDelay;
   /** A transaction window's applies gathered while it ran (Target.applyLagConsoles). */
   applies?: { acc: ApplyLagAccumulator; sinceMicros: number; reads: number; lastError?: string };
+  /** A long window's background activity, sampled while it ran (bench/activity.ts). */
+  activity?: { samples: ActivitySample[]; failures: number };
 }
 
 /**
@@ -241,6 +244,8 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   let collector: ApplyLagCollector | undefined;
   let collected: Awaited<ReturnType<ApplyLagCollector['stop']>> | undefined;
+  let sampler: ActivitySampler | undefined;
+  let activity: Awaited<ReturnType<ActivitySampler['stop']>> | undefined;
   try {
     for await (const line of readline.createInterface({ input: child.stdout })) {
       let ev: { event?: string };
@@ -251,8 +256,9 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
       }
       if (ev.event === 'measure-start') {
         m0 = mark();
-        const consoles = spec.op === 'txn' && spec.seconds > COLLECT_WINDOW_MIN_SECONDS ? target.applyLagConsoles?.() : undefined;
-        if (consoles) (collector = new ApplyLagCollector(consoles, m0.micros)).start();
+        const consoles = spec.seconds > COLLECT_WINDOW_MIN_SECONDS ? target.applyLagConsoles?.() : undefined;
+        if (consoles && spec.op === 'txn') (collector = new ApplyLagCollector(consoles, m0.micros)).start();
+        if (consoles) (sampler = new ActivitySampler(consoles, m0.micros / 1000)).start();
       } else if (ev.event === 'measure-end') {
         m1 = mark();
       } else if (ev.event === 'result') {
@@ -261,6 +267,7 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
     }
   } finally {
     collected = await collector?.stop();
+    activity = await sampler?.stop();
   }
   const code = await exited;
   clearTimeout(timer);
@@ -286,6 +293,7 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
     ...(m0 ? { measureStartMicros: m0.micros } : {}),
     ...(m1 ? { measureEndMicros: m1.micros } : {}),
     ...(collector && collected ? { applies: { acc: collector.acc, ...collected } } : {}),
+    ...(activity ? { activity } : {}),
   };
 }
 
@@ -316,6 +324,7 @@ export function toRun(round: number, workload: string, system: VsSystem, r: Load
     ...(secs ? { perSecondSpread: secs } : {}),
     ...(r.counters ? { counters: r.counters } : {}),
     ...(r.loopDelay ? { loopDelay: r.loopDelay } : {}),
+    ...(r.activity ? { activity: r.activity } : {}),
   };
   h.destroy();
   ch?.destroy();
@@ -432,7 +441,8 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
     const rows = aggregate(tableWorkloads, runs, notes);
     const header = `## tessera vs etcd (${new Date().toISOString()})\n\n${o.rounds} round(s) × ${o.seconds} s after ${o.warmupSeconds} s warm-up (${firstWarmup} s in round 1); ${etcd ? 'etcd ' + (await etcdVersion(etcdBin)) : 'etcd SKIPPED (not installed)'}; ${clusterShape}; values ${VALUE_BYTES} bytes; data on ${fsType ?? 'unknown fs'} (${os.tmpdir()}); medians of rounds; CPU = utime+stime per 1,000 ops; cores busy = CPU seconds of servers and load generators per second of the run, on a machine with ${os.availableParallelism()} CPU core(s).`;
     const extra = ['apply lag', BIG_TXN, 'data dir', 'leader changes', 'logs'].filter((k) => notes.has(k)).map((k) => `- ${k}: ${notes.get(k) ?? ''}\n`).join('');
-    const md = renderMarkdown(rows, rss, header) + extra + (bigTxn ? '\n' + renderBigTxn(bigTxn) : '');
+    const slow = renderSlowSeconds(runs);
+    const md = renderMarkdown(rows, rss, header) + extra + (slow.length ? '\n' + slow.join('\n') + '\n' : '') + (bigTxn ? '\n' + renderBigTxn(bigTxn) : '');
     const json = { options: o, etcd: etcd ? 'ran' : 'skipped', rows, rss, runs, ...(bigTxn ? { bigTxn } : {}), notes: Object.fromEntries(notes) };
     const { jsonPath, mdPath } = writeReports(o.outDir, 'vs-etcd', stamp, json, md);
     log('\n' + md);

@@ -3,6 +3,7 @@
  * system) in, one row per workload out (median of rounds with min and max, ratio tessera/etcd per
  * round), then a Markdown table. No I/O here, so it can be checked without any cluster.
  */
+import { ACTIVITY_EVERY_MS, analyzeSeconds, type ActivitySample } from './activity';
 import type { ApplyLagFigures } from './apply-lag';
 import { costPerOp, sortCostKeys, type LoopDelay } from './io-costs';
 import type { VsSystem } from './vs-loadgen';
@@ -40,6 +41,8 @@ export interface VsRun {
   perSecond?: number[];
   /** Their spread, ops/s (at least 2 whole seconds). */
   perSecondSpread?: Spread;
+  /** A long window's background activity, sampled every few seconds while it ran (bench/activity.ts). */
+  activity?: { samples: ActivitySample[]; failures: number };
 }
 
 export interface Spread {
@@ -300,6 +303,37 @@ export function renderMarkdown(rows: readonly VsRow[], rss: readonly PeakRss[], 
   const errs = rows.flatMap((r) => [r.tessera?.firstError ? `- ${r.workload} tessera first error: ${r.tessera.firstError}` : '', r.etcd?.firstError ? `- ${r.workload} etcd first error: ${r.etcd.firstError}` : ''].filter(Boolean));
   if (notes.length || errs.length) lines.push('', ...notes, ...errs);
   return lines.join('\n') + '\n';
+}
+
+/**
+ * Long windows only (they carry activity samples): each window's slowest seconds and what completed
+ * around them — RocksDB flushes and compactions (with their CPU) and elections — and the median rate
+ * of the seconds near a memtable flush against the rest.
+ */
+export function renderSlowSeconds(runs: readonly VsRun[]): string[] {
+  const lines: string[] = [];
+  for (const r of runs) {
+    if (r.system !== 'tessera' || !r.perSecond || !r.activity) continue;
+    const a = analyzeSeconds(r.perSecond, r.activity.samples);
+    if (!a) continue;
+    if (lines.length === 0) {
+      lines.push(
+        '| slowest seconds of long windows (tessera) | second | ops | of the median | RocksDB flushes / compactions around it | their CPU ms | elections |',
+        '|---|---:|---:|---:|---:|---:|---:|',
+      );
+    }
+    const rel = (x: number): string => (a.medianOps > 0 ? `${((x / a.medianOps) * 100).toFixed(0)} %` : 'n/a');
+    for (const s of a.slowest) lines.push(`| ${r.workload} round ${r.round} | ${s.second} | ${s.ops} | ${rel(s.ops)} | ${s.flushes} / ${s.compactions} | ${s.backgroundCpuMs.toFixed(0)} | ${s.elections} |`);
+    lines.push(
+      `| ${r.workload} round ${r.round}: seconds near a memtable flush / the rest | ${a.nearFlush.seconds} / ${a.noFlush.seconds} | median ${a.nearFlush.medianOps} / ${a.noFlush.medianOps} | ${rel(a.nearFlush.medianOps)} / ${rel(a.noFlush.medianOps)} | | | |`,
+    );
+  }
+  if (lines.length === 0) return [];
+  return [
+    ...lines,
+    '',
+    `Per-second counts from the load generator; "around it": what completed, summed over every replica of the cluster, in the ${ACTIVITY_EVERY_MS / 1000} s intervals between the samples of each tserver's /api/v1/tablets that overlap the second (RocksDB's own statistics; elections: tablet terms raised). All 3 replicas of a tablet fill their memtables at the same pace, so they tend to flush in the same second; a flush's CPU runs on RocksDB's threads, beside the servers' event loops.`,
+  ];
 }
 
 const pct = (x: number | undefined): string => (x === undefined || Number.isNaN(x) ? 'n/a' : `${(x * 100).toFixed(0)} %`);

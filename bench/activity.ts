@@ -1,0 +1,173 @@
+/**
+ * What the tservers did in the background while a long window ran, to explain its slow seconds. A
+ * window of minutes has seconds far below its median (one 300 s run of 2-row transactions had a
+ * second at 171 txn/s against a median of 618); the question is what happened in them. Every
+ * ACTIVITY_EVERY_MS the sampler reads each tserver's /api/v1/tablets and sums, over the replicas of the
+ * whole cluster: RocksDB memtable flushes and compactions completed and their CPU (from RocksDB's
+ * statistics), and the tablets' Raft terms (an election raises its tablet's term). The report then
+ * names, for the slowest seconds, what completed in the sample intervals around each, and compares the
+ * seconds near a flush with the rest.
+ *
+ * /api/v1/tablets, not /prometheus-metrics: reading the latter resets the event-loop lag monitors the
+ * window's end-of-window read reports.
+ */
+import { getJson } from '../lab/console-http';
+
+/** How often the sampler reads the consoles (the report's resolution for "what happened around a second"). */
+export const ACTIVITY_EVERY_MS = 2000;
+/** Slowest seconds the report lists per window. */
+export const SLOW_SECONDS_LISTED = 5;
+
+/** Cumulative counts over the cluster at one moment, `atMs` after the window started. */
+export interface ActivitySample {
+  atMs: number;
+  flushes: number;
+  compactions: number;
+  /** Flush and compaction CPU of RocksDB's threads, ms. */
+  backgroundCpuMs: number;
+  /** Sum over tablets of the highest term any replica reports. */
+  terms: number;
+}
+
+interface TabletsBody {
+  tablets: Array<{
+    tabletId: string;
+    term: number;
+    background?: Partial<Record<'regulardb' | 'intentsdb', { flushes: number; compactions: number; flushCpuSeconds: number; compactionCpuSeconds: number }>>;
+  }>;
+}
+
+/** One sample from the /api/v1/tablets bodies of every tserver. Pure. */
+export function sampleOf(atMs: number, bodies: readonly TabletsBody[]): ActivitySample {
+  const s: ActivitySample = { atMs, flushes: 0, compactions: 0, backgroundCpuMs: 0, terms: 0 };
+  const terms = new Map<string, number>();
+  for (const b of bodies) {
+    for (const t of b.tablets) {
+      terms.set(t.tabletId, Math.max(terms.get(t.tabletId) ?? 0, t.term));
+      for (const w of [t.background?.regulardb, t.background?.intentsdb]) {
+        if (w === undefined) continue;
+        s.flushes += w.flushes;
+        s.compactions += w.compactions;
+        s.backgroundCpuMs += (w.flushCpuSeconds + w.compactionCpuSeconds) * 1000;
+      }
+    }
+  }
+  for (const v of terms.values()) s.terms += v;
+  return s;
+}
+
+export class ActivitySampler {
+  private readonly samples: ActivitySample[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private inFlight: Promise<void> | undefined;
+  private failures = 0;
+
+  constructor(
+    private readonly webAddresses: readonly string[],
+    /** Date.now() when the window started. */
+    private readonly startMs: number,
+    private readonly everyMs = ACTIVITY_EVERY_MS,
+  ) {}
+
+  start(): void {
+    const tick = (): void => {
+      if (this.inFlight) return; // a slow read: skip a tick rather than pile up
+      this.inFlight = this.read().finally(() => (this.inFlight = undefined));
+    };
+    tick(); // the window's first sample, at its start
+    this.timer = setInterval(tick, this.everyMs);
+  }
+
+  private async read(): Promise<void> {
+    const at = Date.now() - this.startMs;
+    try {
+      const bodies = (await Promise.all(this.webAddresses.map((w) => getJson(`http://${w}/api/v1/tablets`, this.everyMs)))) as TabletsBody[];
+      this.samples.push(sampleOf(at, bodies));
+    } catch {
+      this.failures++; // a gap: the next interval is simply longer
+    }
+  }
+
+  /** Stop, take one last sample, and return them all (in time order) with the reads that failed. */
+  async stop(): Promise<{ samples: ActivitySample[]; failures: number }> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.inFlight;
+    await this.read();
+    return { samples: this.samples, failures: this.failures };
+  }
+}
+
+/** What completed between two samples. */
+interface Interval {
+  fromMs: number;
+  toMs: number;
+  flushes: number;
+  compactions: number;
+  backgroundCpuMs: number;
+  elections: number;
+}
+
+function intervals(samples: readonly ActivitySample[]): Interval[] {
+  const out: Interval[] = [];
+  for (let i = 1; i < samples.length; i++) {
+    const a = samples[i - 1]!;
+    const b = samples[i]!;
+    // A replica reopened (counters restart) would read negative: count nothing rather than garbage.
+    const d = (x: number, y: number): number => Math.max(0, y - x);
+    out.push({ fromMs: a.atMs, toMs: b.atMs, flushes: d(a.flushes, b.flushes), compactions: d(a.compactions, b.compactions), backgroundCpuMs: d(a.backgroundCpuMs, b.backgroundCpuMs), elections: d(a.terms, b.terms) });
+  }
+  return out;
+}
+
+export interface SlowSecond {
+  /** Second of the window (0-based: [second, second + 1) s after it started). */
+  second: number;
+  ops: number;
+  /** Completed in the sample intervals that overlap this second. */
+  flushes: number;
+  compactions: number;
+  backgroundCpuMs: number;
+  elections: number;
+}
+
+export interface SecondsAnalysis {
+  medianOps: number;
+  slowest: SlowSecond[];
+  /** Seconds overlapping an interval in which some replica's memtable flushed, and the rest. */
+  nearFlush: { seconds: number; medianOps: number };
+  noFlush: { seconds: number; medianOps: number };
+}
+
+function median(xs: readonly number[]): number {
+  if (xs.length === 0) return 0;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor((s.length - 1) / 2)]!;
+}
+
+/**
+ * Pair the load generator's per-second counts with the samples: for each second, what completed in
+ * the intervals overlapping it. Undefined without at least two samples covering part of the window.
+ */
+export function analyzeSeconds(perSecond: readonly number[], samples: readonly ActivitySample[], listed = SLOW_SECONDS_LISTED): SecondsAnalysis | undefined {
+  const iv = intervals(samples);
+  if (iv.length === 0 || perSecond.length === 0) return undefined;
+  const covered: SlowSecond[] = [];
+  perSecond.forEach((ops, second) => {
+    const from = second * 1000;
+    const to = from + 1000;
+    const over = iv.filter((x) => x.fromMs < to && x.toMs > from);
+    if (over.length === 0) return;
+    const sum = (k: 'flushes' | 'compactions' | 'backgroundCpuMs' | 'elections'): number => over.reduce((a, x) => a + x[k], 0);
+    covered.push({ second, ops, flushes: sum('flushes'), compactions: sum('compactions'), backgroundCpuMs: sum('backgroundCpuMs'), elections: sum('elections') });
+  });
+  if (covered.length === 0) return undefined;
+  const near = covered.filter((s) => s.flushes > 0);
+  const rest = covered.filter((s) => s.flushes === 0);
+  return {
+    medianOps: median(covered.map((s) => s.ops)),
+    slowest: [...covered].sort((a, b) => a.ops - b.ops || a.second - b.second).slice(0, listed),
+    nearFlush: { seconds: near.length, medianOps: median(near.map((s) => s.ops)) },
+    noFlush: { seconds: rest.length, medianOps: median(rest.map((s) => s.ops)) },
+  };
+}
