@@ -245,6 +245,7 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
   let collector: ApplyLagCollector | undefined;
   let collected: Awaited<ReturnType<ApplyLagCollector['stop']>> | undefined;
   let sampler: ActivitySampler | undefined;
+  let activityDone: ReturnType<ActivitySampler['stop']> | undefined;
   let activity: Awaited<ReturnType<ActivitySampler['stop']>> | undefined;
   try {
     for await (const line of readline.createInterface({ input: child.stdout })) {
@@ -261,13 +262,14 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
         if (consoles) (sampler = new ActivitySampler(consoles, m0.micros / 1000)).start();
       } else if (ev.event === 'measure-end') {
         m1 = mark();
+        activityDone = sampler?.stop(); // its last sample at the window's end, not after the load generator's exit
       } else if (ev.event === 'result') {
         result = ev as LoadResult;
       }
     }
   } finally {
     collected = await collector?.stop();
-    activity = await sampler?.stop();
+    activity = await (activityDone ?? sampler?.stop());
   }
   const code = await exited;
   clearTimeout(timer);
