@@ -12,6 +12,7 @@
  * window's end-of-window read reports.
  */
 import { getJson } from '../lab/console-http';
+import { PeriodicRead } from './periodic-read';
 
 /** How often the sampler reads the consoles (the report's resolution for "what happened around a second"). */
 export const ACTIVITY_EVERY_MS = 2000;
@@ -58,24 +59,22 @@ export function sampleOf(atMs: number, bodies: readonly TabletsBody[]): Activity
 
 export class ActivitySampler {
   private readonly samples: ActivitySample[] = [];
-  private timer: NodeJS.Timeout | undefined;
-  private inFlight: Promise<void> | undefined;
+  private readonly reads: PeriodicRead;
   private failures = 0;
+  private result: Promise<{ samples: ActivitySample[]; failures: number }> | undefined;
 
   constructor(
     private readonly webAddresses: readonly string[],
     /** Date.now() when the window started. */
     private readonly startMs: number,
     private readonly everyMs = ACTIVITY_EVERY_MS,
-  ) {}
+  ) {
+    this.reads = new PeriodicRead(() => this.read(), everyMs);
+  }
 
+  /** The first sample at once (the window's start), then one every period. */
   start(): void {
-    const tick = (): void => {
-      if (this.inFlight) return; // a slow read: skip a tick rather than pile up
-      this.inFlight = this.read().finally(() => (this.inFlight = undefined));
-    };
-    tick(); // the window's first sample, at its start
-    this.timer = setInterval(tick, this.everyMs);
+    this.reads.start(true);
   }
 
   private async read(): Promise<void> {
@@ -88,13 +87,14 @@ export class ActivitySampler {
     }
   }
 
-  /** Stop, take one last sample, and return them all (in time order) with the reads that failed. */
-  async stop(): Promise<{ samples: ActivitySample[]; failures: number }> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
-    await this.inFlight;
-    await this.read();
-    return { samples: this.samples, failures: this.failures };
+  /** Stop, take one last sample, and return them all (in time order) with the reads that failed. Calling it again returns the same. */
+  stop(): Promise<{ samples: ActivitySample[]; failures: number }> {
+    this.result ??= (async () => {
+      await this.reads.stop();
+      await this.read();
+      return { samples: this.samples, failures: this.failures };
+    })();
+    return this.result;
   }
 }
 

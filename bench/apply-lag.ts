@@ -17,6 +17,7 @@
  */
 import * as hdr from 'hdr-histogram-js';
 import { getJson } from '../lab/console-http';
+import { PeriodicRead } from './periodic-read';
 
 export interface ApplyRecord {
   /** The tserver that reported it (one replica per tserver per tablet). */
@@ -379,25 +380,22 @@ const COLLECT_OVERLAP_MICROS = 250_000;
  */
 export class ApplyLagCollector {
   readonly acc = new ApplyLagAccumulator();
-  private timer: NodeJS.Timeout | undefined;
-  private inFlight: Promise<void> | undefined;
+  private readonly reads: PeriodicRead;
   private nextSinceMicros: number;
   private lastError: string | undefined;
-  private reads = 0;
+  private readCount = 0;
 
   constructor(
     private readonly webAddresses: readonly string[],
     sinceMicros: number,
-    private readonly everyMs = COLLECT_EVERY_MS_DEFAULT,
+    everyMs = COLLECT_EVERY_MS_DEFAULT,
   ) {
     this.nextSinceMicros = sinceMicros;
+    this.reads = new PeriodicRead(() => this.read(), everyMs);
   }
 
   start(): void {
-    this.timer = setInterval(() => {
-      if (this.inFlight) return; // a slow read: skip a tick rather than pile up
-      this.inFlight = this.read().finally(() => (this.inFlight = undefined));
-    }, this.everyMs);
+    this.reads.start();
   }
 
   private async read(): Promise<void> {
@@ -406,7 +404,7 @@ export class ApplyLagCollector {
       const { applies, commits } = await fetchAppliesAndCommits(this.webAddresses, this.nextSinceMicros);
       this.acc.add(applies, commits);
       this.nextSinceMicros = began - COLLECT_OVERLAP_MICROS;
-      this.reads++;
+      this.readCount++;
     } catch (e) {
       // The next read starts from the same point; if the rings outran it, the figures say so (incomplete).
       this.lastError = e instanceof Error ? e.message.split('\n')[0] : String(e);
@@ -415,9 +413,7 @@ export class ApplyLagCollector {
 
   /** Stop reading; where the final reads should start, how many reads ran, and the last failure if any. */
   async stop(): Promise<{ sinceMicros: number; reads: number; lastError?: string }> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
-    await this.inFlight;
-    return { sinceMicros: this.nextSinceMicros, reads: this.reads, ...(this.lastError !== undefined ? { lastError: this.lastError } : {}) };
+    await this.reads.stop();
+    return { sinceMicros: this.nextSinceMicros, reads: this.readCount, ...(this.lastError !== undefined ? { lastError: this.lastError } : {}) };
   }
 }
