@@ -6,7 +6,8 @@ import { DbError, ErrorCode } from '../../common/errors';
 import { Flags } from '../../common/flags';
 import { TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC } from '../../docdb/docdb-flags';
 import { HISTORY_GC_MIN_NEW_VERSIONS_PCT } from '../../tserver/tserver-flags';
-import { demoTabletMeta, openTestPeer, PeerJanitor, testPeerDeps } from './tablet-peer-harness';
+import { demoTabletMeta, openTestPeer, PeerJanitor, testPeerDeps, untilLeaderReady } from './tablet-peer-harness';
+import { RocksDbEngine } from '../../docdb/rocksdb-engine';
 import { readTabletMeta, type TableSchema } from '../../tserver/tablet/tablet-meta';
 import { decodeTabletOp, encodeTabletOp, type TabletOp } from '../../tserver/tablet/tablet-op';
 import { TabletPeer } from '../../tserver/tablet/tablet-peer';
@@ -253,5 +254,34 @@ describe('TabletPeer', () => {
     const fresh = await openTestPeer(dir);
     expect((await fresh.read([key(1)], {})).rows[0]).toBeUndefined();
     await fresh.stop();
+  }, 30_000);
+
+  it('tablet: RocksDB\'s background work of both databases; a database that cannot answer (closing under a reopen) is left out of the read, not thrown to the console or scrape that asked', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-tablet-'));
+    dirs.push(dir);
+    let intentsClosing = false;
+    const deps = testPeerDeps(dir);
+    const p = await TabletPeer.open({
+      ...deps,
+      openEngine: async (d) => {
+        const e = await RocksDbEngine.open(d);
+        if (path.basename(d) === 'intents') {
+          const real = e.background.bind(e);
+          e.background = () => {
+            if (intentsClosing) throw new DbError(ErrorCode.SHUTTING_DOWN, 'kv engine is closed');
+            return real();
+          };
+        }
+        return e;
+      },
+    });
+    janitor.peers.push(p);
+    await untilLeaderReady(p);
+    const zero = { flushes: 0, compactions: 0, stallSeconds: 0 };
+    expect(p.backgroundWork()).toMatchObject({ regulardb: zero, intentsdb: zero });
+    intentsClosing = true;
+    const w = p.backgroundWork();
+    expect(w?.regulardb).toMatchObject(zero);
+    expect(w && 'intentsdb' in w).toBe(false);
   }, 30_000);
 });

@@ -1204,8 +1204,17 @@ export class TabletPeer {
   /** RocksDB's background work in each database since it opened (undefined until running; a database whose engine has none is left out). */
   backgroundWork(): { regulardb?: BackgroundWork; intentsdb?: BackgroundWork } | undefined {
     if (this.state !== TabletState.RUNNING) return undefined;
-    const regulardb = this.regular.background?.();
-    const intentsdb = this.intents.background?.();
+    // An engine closing under a reopen (remote bootstrap) throws SHUTTING_DOWN: leave it out of this
+    // read rather than fail the console page or metrics scrape that asked.
+    const read = (e: KvEngine): BackgroundWork | undefined => {
+      try {
+        return e.background?.();
+      } catch {
+        return undefined;
+      }
+    };
+    const regulardb = read(this.regular);
+    const intentsdb = read(this.intents);
     return { ...(regulardb ? { regulardb } : {}), ...(intentsdb ? { intentsdb } : {}) };
   }
 
