@@ -44,3 +44,26 @@ export const MEMSTORE_SIZE_MB = defineFlag({
   help: "Memtable size of each tablet replica's RegularDB and IntentsDB (RocksDB write_buffer_size), in MiB: RocksDB flushes a memtable to an SST file when it is this full. Larger means fewer flushes and, for IntentsDB, more intents written and deleted again before a flush ever writes them out; it costs up to that much memory per database. Read when a replica opens.",
   validate: (v) => (v >= 1 && v <= 1024 ? undefined : 'between 1 and 1024 MiB'),
 });
+
+export const MEMSTORE_SIZE_SPREAD_PCT = defineFlag({
+  name: 'memstore_size_spread_pct',
+  type: 'int',
+  default: 25,
+  help: "Spread of the memtable sizes around memstore_size_mb, in percent either way: each tablet replica's RegularDB and IntentsDB get a size of their own in that range, fixed per server and database (a hash of both, so a restart gives the same). The 3 replicas of a tablet receive the same writes and would otherwise fill their memtables at the same pace, flushing — and then compacting — in the same second on every server. 0: every memtable exactly memstore_size_mb. Read when a replica opens.",
+  validate: (v) => (v >= 0 && v <= 90 ? undefined : 'between 0 and 90 percent'),
+});
+
+/**
+ * The memtable size of one database: memstore_size_mb spread by ±memstore_size_spread_pct, the point
+ * in that range fixed by `who` (the server's uuid and the database's directory): FNV-1a of it.
+ */
+export function memtableBytes(baseMb: number, spreadPct: number, who: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < who.length; i++) {
+    h ^= who.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  const u = h / 0x1_0000_0000; // [0, 1)
+  const spread = spreadPct / 100;
+  return Math.round(baseMb * 1024 * 1024 * (1 - spread + 2 * spread * u));
+}

@@ -11,7 +11,7 @@ import type { HybridClock } from '../common/hybrid-clock';
 import type { Logger } from '../common/log';
 import type { Rng } from '../common/rng';
 import { DocDb } from '../docdb/doc-db';
-import { MEMSTORE_SIZE_MB } from '../docdb/docdb-flags';
+import { MEMSTORE_SIZE_MB, MEMSTORE_SIZE_SPREAD_PCT, memtableBytes } from '../docdb/docdb-flags';
 import { RocksDbEngine } from '../docdb/rocksdb-engine';
 import type { DocDbApi } from '../docdb/doc-db-api';
 import type { KvEngine } from '../docdb/kv-engine';
@@ -146,7 +146,7 @@ export class TabletManager {
       rng: d.rng,
       send: (msgs) => d.send(meta.tabletId, msgs),
       openLogStorage: d.openLogStorage ?? ((dir) => FileLogStorage.open(dir, { flags: d.flags, logger: d.log, cacheBudget: this.logCacheBudget })),
-      openEngine: d.openEngine ?? ((dir) => RocksDbEngine.open(dir, { writeBufferBytes: d.flags.get(MEMSTORE_SIZE_MB) * MB })),
+      openEngine: d.openEngine ?? ((dir) => RocksDbEngine.open(dir, { writeBufferBytes: memtableBytes(d.flags.get(MEMSTORE_SIZE_MB), d.flags.get(MEMSTORE_SIZE_SPREAD_PCT), `${d.selfUuid}:${dir}`) })),
       openDocDb: d.openDocDb ?? ((regular, intents) => DocDb.open({ regular, intents, flags: d.flags })),
       newRaftCore: d.newRaftCore ?? ((o) => new RawNode(o)),
       fetchSnapshot: (desc, onChunk) => this.fetchSnapshot(desc, onChunk),

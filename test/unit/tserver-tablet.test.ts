@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DbError, ErrorCode } from '../../common/errors';
 import { Flags } from '../../common/flags';
-import { TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC } from '../../docdb/docdb-flags';
+import { memtableBytes, TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC } from '../../docdb/docdb-flags';
 import { HISTORY_GC_MIN_NEW_VERSIONS_PCT } from '../../tserver/tserver-flags';
 import { demoTabletMeta, openTestPeer, PeerJanitor, testPeerDeps, untilLeaderReady } from './tablet-peer-harness';
 import { RocksDbEngine } from '../../docdb/rocksdb-engine';
@@ -284,4 +284,23 @@ describe('TabletPeer', () => {
     expect(w?.regulardb).toMatchObject(zero);
     expect(w && 'intentsdb' in w).toBe(false);
   }, 30_000);
+});
+
+describe('memtable sizes (memstore_size_spread_pct)', () => {
+  it('each database gets a size of its own within ±spread of memstore_size_mb, the same one for the same server and directory; 0 % gives memstore_size_mb exactly', () => {
+    const MiB = 1024 * 1024;
+    // The 3 replicas of one tablet, both databases each: 6 sizes.
+    const who = ['uuid-a', 'uuid-b', 'uuid-c'].flatMap((u) => ['regular', 'intents'].map((db) => `${u}:/data/tablets/t1/${db}`));
+    const sizes = who.map((w) => memtableBytes(4, 25, w));
+    for (const b of sizes) {
+      expect(b).toBeGreaterThanOrEqual(3 * MiB);
+      expect(b).toBeLessThanOrEqual(5 * MiB);
+    }
+    expect(new Set(sizes).size).toBe(sizes.length);
+    // Spread over the range, not bunched: the 6 sizes span more than a quarter of it.
+    expect(Math.max(...sizes) - Math.min(...sizes)).toBeGreaterThan(0.5 * MiB);
+    expect(who.map((w) => memtableBytes(4, 25, w))).toEqual(sizes);
+    expect(memtableBytes(4, 0, who[0]!)).toBe(4 * MiB);
+    expect(memtableBytes(1, 90, who[1]!)).toBeGreaterThanOrEqual(0.1 * MiB);
+  });
 });
