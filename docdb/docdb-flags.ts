@@ -48,8 +48,8 @@ export const MEMSTORE_SIZE_MB = defineFlag({
 export const MEMSTORE_SIZE_SPREAD_PCT = defineFlag({
   name: 'memstore_size_spread_pct',
   type: 'int',
-  default: 25,
-  help: "Spread of the memtable sizes around memstore_size_mb, in percent either way: each tablet replica's RegularDB and IntentsDB get a size of their own in that range, fixed per server and database (a hash of both, so a restart gives the same). The 3 replicas of a tablet receive the same writes and would otherwise fill their memtables at the same pace, flushing — and then compacting — in the same second on every server. 0: every memtable exactly memstore_size_mb. Read when a replica opens.",
+  default: 0,
+  help: "Spread of the memtable sizes around memstore_size_mb, in percent either way: each tablet replica's RegularDB and IntentsDB get a size of their own in that range, fixed per server and database (a hash of both, so a restart gives the same). The 3 replicas of a tablet receive the same writes and would otherwise fill their memtables at the same pace, flushing — and then compacting — in the same second on every server. 0 (the default): every memtable exactly memstore_size_mb, so the replicas' memtables stay alike byte for byte, as the intents-apply experiment shows them; with a spread they differ by RocksDB's arena blocks and flush at different points. Read when a replica opens.",
   validate: (v) => (v >= 0 && v <= 90 ? undefined : 'between 0 and 90 percent'),
 });
 

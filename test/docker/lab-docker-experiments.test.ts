@@ -87,7 +87,8 @@ describe('lab experiments under the docker driver (real servers)', () => {
   it('docker experiment intents-apply: tessera lab experiment --driver docker passes every check with real servers and writes its report', async (ctx) => {
     if (!engine.ok) return ctx.skip();
     const r = await runCli(['lab', 'experiment', 'intents-apply', '--driver', 'docker', '--rows', '20', '--row-bytes', '65536', '--delay-ms', '5000', '--port_offset', String(PORT_OFFSET), '--base_dir', baseDir, '--keep', '--json']);
-    expect(r.status, r.stderr.slice(-3000)).toBe(0);
+    // With --json a failed check exits 1 with the checks on stdout: show both.
+    expect(r.status, `${r.stderr.slice(-3000)}\n${r.stdout.slice(-3000)}`).toBe(0);
     const out = JSON.parse(r.stdout) as { passed: boolean; driver: string; checks: Array<{ name: string; ok: boolean }>; reportPath: string; figures: Record<string, number>; summary: string };
     expect(out.driver).toBe('docker');
     expect(out.summary).toContain('docker driver');

@@ -133,20 +133,21 @@ describe('tserver cluster (in-memory transport)', () => {
         const m = /^\s*write_buffer_size=(\d+)$/m.exec(fs.readFileSync(path.join(d, file ?? 'none'), 'utf8'));
         return Number(m?.[1]);
       });
-    for (const [i, mb] of [[0, '2'], [1, undefined]] as const) {
+    // A size given, no spread (the default): exactly that size. The default size: exactly 4 MiB. With a
+    // spread of 25 %: 3-5 MiB, a size per database.
+    for (const [i, mb, spread] of [[0, '2', undefined], [1, undefined, undefined], [2, undefined, '25']] as const) {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-ts-mem-'));
       dirs.push(dir);
       const flags = new Flags();
       flags.setFromString('fs_data_dirs', dir);
       flags.setFromString('rpc_bind_addresses', `127.0.0.1:${9250 + i}`);
-      // With a size given, no spread: exactly that size. The defaults: 4 MiB ± 25 %, a size per database.
       if (mb !== undefined) flags.setFromString('memstore_size_mb', mb);
-      if (mb !== undefined) flags.setFromString('memstore_size_spread_pct', '0');
+      if (spread !== undefined) flags.setFromString('memstore_size_spread_pct', spread);
       const s = await startTServer({ flags, transport, methods, log: silentLogger() });
       servers.push(s);
       await client.call(s.rpcAddress, methods.createTablet, { tabletId: 'tab1', tableId: 'demo-id', tableName: 'demo', schema, partition: { start: 0, end: 65536 }, peers: [{ uuid: s.uuid, rpcAddress: s.rpcAddress, memberType: 'VOTER' }] });
       const sizes = optionsOf(dir);
-      if (mb !== undefined) expect(sizes, `memstore_size_mb=${mb}`).toEqual([2 << 20, 2 << 20]);
+      if (spread === undefined) expect(sizes, `memstore_size_mb=${mb ?? 'default'}`).toEqual(mb === '2' ? [2 << 20, 2 << 20] : [4 << 20, 4 << 20]);
       else {
         for (const b of sizes) {
           expect(b).toBeGreaterThanOrEqual(3 << 20);
