@@ -4,14 +4,16 @@
  * second at 171 txn/s against a median of 618); the question is what happened in them. Every
  * ACTIVITY_EVERY_MS the sampler reads each tserver's /api/v1/tablets and sums, over the replicas of the
  * whole cluster: RocksDB memtable flushes and compactions completed and their CPU (from RocksDB's
- * statistics), and the tablets' Raft terms (an election raises its tablet's term). The report then
- * names, for the slowest seconds, what completed in the sample intervals around each, and compares the
- * seconds near a flush with the rest.
+ * statistics), the Raft logs' fdatasyncs (how many, their ms, those of WAL_SLOW_SYNC_MS or more: disk
+ * stalls), and the tablets' Raft terms (an election raises its tablet's term). The report then names,
+ * for the slowest seconds, what completed in the sample intervals around each, and compares the
+ * seconds near a flush, and near a slow fdatasync, with the rest.
  *
  * /api/v1/tablets, not /prometheus-metrics: reading the latter resets the event-loop lag monitors the
  * window's end-of-window read reports.
  */
 import { getJson } from '../lab/console-http';
+import { WAL_SLOW_SYNC_MS } from '../raft/wal/file-log-storage';
 import { PeriodicRead } from './periodic-read';
 
 /** How often the sampler reads the consoles (the report's resolution for "what happened around a second"). */
@@ -28,6 +30,10 @@ export interface ActivitySample {
   backgroundCpuMs: number;
   /** Sum over tablets of the highest term any replica reports. */
   terms: number;
+  /** Raft log fdatasyncs of every replica, the ms they took, and those of WAL_SLOW_SYNC_MS or more. */
+  walSyncs: number;
+  walSyncMs: number;
+  walSlowSyncs: number;
 }
 
 interface TabletsBody {
@@ -35,16 +41,22 @@ interface TabletsBody {
     tabletId: string;
     term: number;
     background?: Partial<Record<'regulardb' | 'intentsdb', { flushes: number; compactions: number; flushCpuSeconds: number; compactionCpuSeconds: number }>>;
+    wal?: { fsyncs: number; syncMs: number; slowSyncs: number };
   }>;
 }
 
 /** One sample from the /api/v1/tablets bodies of every tserver. Pure. */
 export function sampleOf(atMs: number, bodies: readonly TabletsBody[]): ActivitySample {
-  const s: ActivitySample = { atMs, flushes: 0, compactions: 0, backgroundCpuMs: 0, terms: 0 };
+  const s: ActivitySample = { atMs, flushes: 0, compactions: 0, backgroundCpuMs: 0, terms: 0, walSyncs: 0, walSyncMs: 0, walSlowSyncs: 0 };
   const terms = new Map<string, number>();
   for (const b of bodies) {
     for (const t of b.tablets) {
       terms.set(t.tabletId, Math.max(terms.get(t.tabletId) ?? 0, t.term));
+      if (t.wal) {
+        s.walSyncs += t.wal.fsyncs;
+        s.walSyncMs += t.wal.syncMs;
+        s.walSlowSyncs += t.wal.slowSyncs;
+      }
       for (const w of [t.background?.regulardb, t.background?.intentsdb]) {
         if (w === undefined) continue;
         s.flushes += w.flushes;
@@ -106,6 +118,9 @@ interface Interval {
   compactions: number;
   backgroundCpuMs: number;
   elections: number;
+  walSyncs: number;
+  walSyncMs: number;
+  walSlowSyncs: number;
 }
 
 function intervals(samples: readonly ActivitySample[]): Interval[] {
@@ -115,7 +130,18 @@ function intervals(samples: readonly ActivitySample[]): Interval[] {
     const b = samples[i]!;
     // A replica reopened (counters restart) would read negative: count nothing rather than garbage.
     const d = (x: number, y: number): number => Math.max(0, y - x);
-    out.push({ fromMs: a.atMs, toMs: b.atMs, flushes: d(a.flushes, b.flushes), compactions: d(a.compactions, b.compactions), backgroundCpuMs: d(a.backgroundCpuMs, b.backgroundCpuMs), elections: d(a.terms, b.terms) });
+    out.push({
+      fromMs: a.atMs,
+      toMs: b.atMs,
+      flushes: d(a.flushes, b.flushes),
+      compactions: d(a.compactions, b.compactions),
+      backgroundCpuMs: d(a.backgroundCpuMs, b.backgroundCpuMs),
+      elections: d(a.terms, b.terms),
+      // Samples from before this field existed read undefined: count nothing.
+      walSyncs: d(a.walSyncs ?? 0, b.walSyncs ?? 0),
+      walSyncMs: d(a.walSyncMs ?? 0, b.walSyncMs ?? 0),
+      walSlowSyncs: d(a.walSlowSyncs ?? 0, b.walSlowSyncs ?? 0),
+    });
   }
   return out;
 }
@@ -129,6 +155,10 @@ export interface SlowSecond {
   compactions: number;
   backgroundCpuMs: number;
   elections: number;
+  /** Raft log fdatasyncs completed around it, their ms in all, and those of WAL_SLOW_SYNC_MS or more. */
+  walSyncs: number;
+  walSyncMs: number;
+  walSlowSyncs: number;
 }
 
 export interface SecondsAnalysis {
@@ -137,7 +167,20 @@ export interface SecondsAnalysis {
   /** Seconds overlapping an interval in which some replica's memtable flushed, and the rest. */
   nearFlush: { seconds: number; medianOps: number };
   noFlush: { seconds: number; medianOps: number };
+  /** Seconds overlapping an interval with a Raft log fdatasync of WAL_SLOW_SYNC_MS or more, and the rest. */
+  nearSlowSync: { seconds: number; medianOps: number };
+  noSlowSync: { seconds: number; medianOps: number };
+  /** Over every interval: the mean fdatasync ms, and the slow ones. */
+  walSyncMeanMs: number;
+  walSlowSyncs: number;
 }
+
+/** Mean ms of the fdatasyncs counted (0 when none). */
+export function meanSyncMs(x: { walSyncs: number; walSyncMs: number }): number {
+  return x.walSyncs > 0 ? x.walSyncMs / x.walSyncs : 0;
+}
+
+export { WAL_SLOW_SYNC_MS };
 
 function median(xs: readonly number[]): number {
   if (xs.length === 0) return 0;
@@ -158,16 +201,39 @@ export function analyzeSeconds(perSecond: readonly number[], samples: readonly A
     const to = from + 1000;
     const over = iv.filter((x) => x.fromMs < to && x.toMs > from);
     if (over.length === 0) return;
-    const sum = (k: 'flushes' | 'compactions' | 'backgroundCpuMs' | 'elections'): number => over.reduce((a, x) => a + x[k], 0);
-    covered.push({ second, ops, flushes: sum('flushes'), compactions: sum('compactions'), backgroundCpuMs: sum('backgroundCpuMs'), elections: sum('elections') });
+    const sum = (k: Exclude<keyof Interval, 'fromMs' | 'toMs'>): number => over.reduce((a, x) => a + x[k], 0);
+    covered.push({
+      second,
+      ops,
+      flushes: sum('flushes'),
+      compactions: sum('compactions'),
+      backgroundCpuMs: sum('backgroundCpuMs'),
+      elections: sum('elections'),
+      walSyncs: sum('walSyncs'),
+      walSyncMs: sum('walSyncMs'),
+      walSlowSyncs: sum('walSlowSyncs'),
+    });
   });
   if (covered.length === 0) return undefined;
-  const near = covered.filter((s) => s.flushes > 0);
-  const rest = covered.filter((s) => s.flushes === 0);
+  const split = (pred: (s: SlowSecond) => boolean): [{ seconds: number; medianOps: number }, { seconds: number; medianOps: number }] => {
+    const yes = covered.filter(pred);
+    const no = covered.filter((s) => !pred(s));
+    return [
+      { seconds: yes.length, medianOps: median(yes.map((s) => s.ops)) },
+      { seconds: no.length, medianOps: median(no.map((s) => s.ops)) },
+    ];
+  };
+  const [nearFlush, noFlush] = split((s) => s.flushes > 0);
+  const [nearSlowSync, noSlowSync] = split((s) => s.walSlowSyncs > 0);
+  const all = { walSyncs: iv.reduce((a, x) => a + x.walSyncs, 0), walSyncMs: iv.reduce((a, x) => a + x.walSyncMs, 0) };
   return {
     medianOps: median(covered.map((s) => s.ops)),
     slowest: [...covered].sort((a, b) => a.ops - b.ops || a.second - b.second).slice(0, listed),
-    nearFlush: { seconds: near.length, medianOps: median(near.map((s) => s.ops)) },
-    noFlush: { seconds: rest.length, medianOps: median(rest.map((s) => s.ops)) },
+    nearFlush,
+    noFlush,
+    nearSlowSync,
+    noSlowSync,
+    walSyncMeanMs: meanSyncMs(all),
+    walSlowSyncs: iv.reduce((a, x) => a + x.walSlowSyncs, 0),
   };
 }

@@ -3,7 +3,7 @@
  * system) in, one row per workload out (median of rounds with min and max, ratio tessera/etcd per
  * round), then a Markdown table. No I/O here, so it can be checked without any cluster.
  */
-import { ACTIVITY_EVERY_MS, analyzeSeconds, type ActivitySample } from './activity';
+import { ACTIVITY_EVERY_MS, analyzeSeconds, meanSyncMs, WAL_SLOW_SYNC_MS, type ActivitySample } from './activity';
 import type { ApplyLagFigures } from './apply-lag';
 import { costPerOp, sortCostKeys, type LoopDelay } from './io-costs';
 import type { VsSystem } from './vs-loadgen';
@@ -318,21 +318,25 @@ export function renderSlowSeconds(runs: readonly VsRun[]): string[] {
     if (!a) continue;
     if (lines.length === 0) {
       lines.push(
-        '| slowest seconds of long windows (tessera) | second | ops | of the median | RocksDB flushes / compactions around it | their CPU ms | elections |',
-        '|---|---:|---:|---:|---:|---:|---:|',
+        `| slowest seconds of long windows (tessera) | second | ops | of the median | RocksDB flushes / compactions around it | their CPU ms | Raft log fdatasyncs ≥ ${WAL_SLOW_SYNC_MS} ms / their mean ms around it | elections |`,
+        '|---|---:|---:|---:|---:|---:|---:|---:|',
       );
     }
     const rel = (x: number): string => (a.medianOps > 0 ? `${((x / a.medianOps) * 100).toFixed(0)} %` : 'n/a');
-    for (const s of a.slowest) lines.push(`| ${r.workload} round ${r.round} | ${s.second} | ${s.ops} | ${rel(s.ops)} | ${s.flushes} / ${s.compactions} | ${s.backgroundCpuMs.toFixed(0)} | ${s.elections} |`);
+    for (const s of a.slowest) lines.push(`| ${r.workload} round ${r.round} | ${s.second} | ${s.ops} | ${rel(s.ops)} | ${s.flushes} / ${s.compactions} | ${s.backgroundCpuMs.toFixed(0)} | ${s.walSlowSyncs} / ${meanSyncMs(s).toFixed(1)} | ${s.elections} |`);
+    // A group without seconds has no median: a dash, not a 0 that reads as a stall.
+    const med = (g: { seconds: number; medianOps: number }): string => (g.seconds > 0 ? String(g.medianOps) : '–');
+    const relOf = (g: { seconds: number; medianOps: number }): string => (g.seconds > 0 ? rel(g.medianOps) : '–');
     lines.push(
-      `| ${r.workload} round ${r.round}: seconds near a memtable flush / the rest | ${a.nearFlush.seconds} / ${a.noFlush.seconds} | median ${a.nearFlush.medianOps} / ${a.noFlush.medianOps} | ${rel(a.nearFlush.medianOps)} / ${rel(a.noFlush.medianOps)} | | | |`,
+      `| ${r.workload} round ${r.round}: seconds near a memtable flush / the rest | ${a.nearFlush.seconds} / ${a.noFlush.seconds} | median ${med(a.nearFlush)} / ${med(a.noFlush)} | ${relOf(a.nearFlush)} / ${relOf(a.noFlush)} | | | | |`,
+      `| ${r.workload} round ${r.round}: seconds near a fdatasync ≥ ${WAL_SLOW_SYNC_MS} ms / the rest | ${a.nearSlowSync.seconds} / ${a.noSlowSync.seconds} | median ${med(a.nearSlowSync)} / ${med(a.noSlowSync)} | ${relOf(a.nearSlowSync)} / ${relOf(a.noSlowSync)} | | | whole window: ${a.walSlowSyncs} / ${a.walSyncMeanMs.toFixed(1)} | |`,
     );
   }
   if (lines.length === 0) return [];
   return [
     ...lines,
     '',
-    `Per-second counts from the load generator; "around it": what completed, summed over every replica of the cluster, in the ${ACTIVITY_EVERY_MS / 1000} s intervals between the samples of each tserver's /api/v1/tablets that overlap the second (RocksDB's own statistics; elections: tablet terms raised). All 3 replicas of a tablet fill their memtables at the same pace, so they tend to flush in the same second; a flush's CPU runs on RocksDB's threads, beside the servers' event loops.`,
+    `Per-second counts from the load generator; "around it": what completed, summed over every replica of the cluster, in the ${ACTIVITY_EVERY_MS / 1000} s intervals between the samples of each tserver's /api/v1/tablets that overlap the second (RocksDB's own statistics; the Raft logs' fdatasyncs, each timed from the call to its completion seen by the event loop; elections: tablet terms raised). All 3 replicas of a tablet fill their memtables at the same pace, so they tend to flush in the same second; a flush's CPU runs on RocksDB's threads, beside the servers' event loops, and its SST writes share the disk with the Raft logs: a fdatasync of ${WAL_SLOW_SYNC_MS} ms or more is a disk stall that every write of its tablet waits for.`,
   ];
 }
 

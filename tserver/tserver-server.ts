@@ -25,7 +25,7 @@ import { Heartbeater, type HeartbeatRequest, type HeartbeatResponse } from './he
 import { TabletManager, type TabletManagerDeps } from './tablet-manager';
 import { TabletService, type TServerMethods } from './tablet-service';
 import { TabletState, type TabletPeer } from './tablet/tablet-peer';
-import type { DbName } from './tablet/tablet-peer';
+import type { DbName, WalSyncTimes } from './tablet/tablet-peer';
 import {
   FS_DATA_DIRS,
   LOG_GC_INTERVAL_MS,
@@ -88,6 +88,8 @@ export interface TabletsJson {
     intentsdb: { memtableBytes: number; sstBytes: number; intentCount: number };
     /** RocksDB's background work per database since the replica opened (running replicas on RocksDB). */
     background?: { regulardb?: BackgroundWork; intentsdb?: BackgroundWork };
+    /** The Raft log's fdatasyncs since the replica opened and how long they took (running replicas with a log on disk). */
+    wal?: WalSyncTimes;
     /** Why the replica FAILED (a replica that did not open at start says only this). */
     lastError?: string;
     /** The table's schema version this replica has (ALTER TABLE). */
@@ -305,6 +307,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
       const sizes = await sizesOf(p);
       trackers.note(p.tabletId, sizes, p.logCacheBytes());
       const background = p.backgroundWork();
+      const wal = p.walSync();
       tablets.push({
         tabletId: p.tabletId,
         table: p.meta.tableName,
@@ -319,6 +322,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
         regulardb: sizes.regulardb,
         intentsdb: sizes.intentsdb,
         ...(background && (background.regulardb || background.intentsdb) ? { background } : {}),
+        ...(wal ? { wal } : {}),
         ...(p.lastError ? { lastError: p.lastError } : {}),
         schemaVersion: p.meta.schemaVersion,
       });

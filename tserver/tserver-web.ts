@@ -17,7 +17,8 @@ import type { Metrics } from '../rpc/metrics';
 import type { Handler, MethodDef, RpcServer } from '../rpc/types';
 import type { MemTrackerNode, WebRequest, WebServer } from '../rpc/web-server';
 import type { TabletManager } from './tablet-manager';
-import type { TabletPeer } from './tablet/tablet-peer';
+import type { TabletPeer, WalSyncTimes } from './tablet/tablet-peer';
+import { WAL_SLOW_SYNC_MS } from '../raft/wal/file-log-storage';
 import { summarizeApplies, type ApplyLagLog, type ApplyLagRecord } from './tablet/apply-lag-log';
 import type { TransactionsJson } from './transaction/txn-service';
 import type { TabletsJson } from './tserver-server';
@@ -241,6 +242,7 @@ export function registerTServerPages(d: TServerWebDeps): void {
           ['RegularDB memtable / SST bytes', `${t.regulardb.memtableBytes} / ${t.regulardb.sstBytes}`],
           ['IntentsDB memtable / SST bytes / intents', `${t.intentsdb.memtableBytes} / ${t.intentsdb.sstBytes} / ${t.intentsdb.intentCount}`],
           ['RocksDB background work since open, RegularDB; IntentsDB: memtable flushes / compactions (their CPU ms) / write stall ms', backgroundText(t.background)],
+          [`Raft log fdatasyncs since open: count / ms in all (mean) / longest ms / ${WAL_SLOW_SYNC_MS} ms or longer`, walSyncText(t.wal)],
           ['Wait queue: waiting now / waits (enable_wait_queues)', `${t.waitQueue.waiting} / ${t.waitQueue.waits}`],
           ['Read locks taken (serializable reads, as leader)', t.readLocks],
           ['Retryable requests: clients / writes remembered / running / copies answered / late copies refused', `${t.retryable.clients} / ${t.retryable.replicated} / ${t.retryable.running} / ${t.retryable.duplicates} / ${t.retryable.stale}`],
@@ -421,6 +423,12 @@ export function registerTServerPages(d: TServerWebDeps): void {
  * deleted or reopened starts again) and in Raft traffic since the server started. Dividing the change
  * over a run by the operations it did gives the cost of one operation (the benchmark does).
  */
+/** The tablet page's line for the Raft log's fdatasyncs. */
+function walSyncText(w: WalSyncTimes | undefined): string {
+  if (w === undefined) return '–';
+  return `${w.fsyncs} / ${Math.round(w.syncMs)} (${w.fsyncs > 0 ? (w.syncMs / w.fsyncs).toFixed(2) : '–'}) / ${Math.round(w.syncMaxMs)} / ${w.slowSyncs}`;
+}
+
 /** The tablet page's line for RocksDB's background work of both databases. */
 function backgroundText(b: { regulardb?: BackgroundWork; intentsdb?: BackgroundWork }): string {
   const one = (w: BackgroundWork | undefined): string =>
@@ -513,6 +521,12 @@ function registerIoGauges(d: TServerWebDeps): void {
   perTablet('tserver_log_fsyncs', 'fdatasync calls on the Raft log segments of a tablet replica since it opened', [], (g, tablet_id, io) => {
     if (io.logFsyncs !== undefined) g.set({ tablet_id }, io.logFsyncs);
   });
+  perTablet('tserver_log_sync_seconds', "Seconds the fdatasync calls on a tablet replica's Raft log segments took in all since it opened, each from the call to its completion seen by the event loop (the wait for a thread-pool thread, the device flush, the loop's delay); divided by tserver_log_fsyncs, the mean", [], (g, tablet_id, io) => {
+    if (io.walSync !== undefined) g.set({ tablet_id }, io.walSync.syncMs / 1000);
+  });
+  perTablet('tserver_log_slow_syncs', `fdatasync calls on a tablet replica's Raft log segments since it opened that took ${WAL_SLOW_SYNC_MS} ms or longer (a disk stall: every write of the tablet waits for it)`, [], (g, tablet_id, io) => {
+    if (io.walSync !== undefined) g.set({ tablet_id }, io.walSync.slowSyncs);
+  });
   perTablet('tserver_raft_early', 'What a tablet replica did while a Raft log sync of newer entries ran, instead of after it: committed entries handed to the apply stage (kind="applied_entries"), how much sooner in all (kind="applied_saved_ms": each one to the end of that sync), and leader message batches sent (kind="sends")', ['kind'], (g, tablet_id, io) => {
     g.set({ tablet_id, kind: 'applied_entries' }, io.raftEarly.entries);
     g.set({ tablet_id, kind: 'applied_saved_ms' }, Math.round(io.raftEarly.savedMs));
@@ -573,6 +587,8 @@ export interface TabletDetail {
   lastIndex: number;
   /** RocksDB's background work per database since the replica opened (a database on an engine without any is left out). */
   background: { regulardb?: BackgroundWork; intentsdb?: BackgroundWork };
+  /** The Raft log's fdatasyncs since the replica opened and how long they took (absent for a log without files). */
+  wal?: WalSyncTimes;
   /** First entry still in the Raft log (log GC discards what both databases hold durably below it). */
   firstIndex: number;
   frontier: { regular: { term: number; index: number }; intents: { term: number; index: number } };
@@ -605,6 +621,7 @@ export interface TabletDetail {
 
 async function detailOf(p: TabletPeer, manager: TabletManager, trackers: TabletMemTrackers, selfUuid: string, selfAddress: string): Promise<TabletDetail> {
   const st = p.status();
+  const wal = p.walSync();
   const sizes = await sizesOf(p);
   trackers.note(p.tabletId, sizes);
   const mem = trackers.current(p.tabletId);
@@ -637,6 +654,7 @@ async function detailOf(p: TabletPeer, manager: TabletManager, trackers: TabletM
     firstIndex: p.logFirstIndex(),
     frontier: { regular: { term: f.regular.term, index: f.regular.index }, intents: { term: f.intents.term, index: f.intents.index } },
     background: p.backgroundWork() ?? {},
+    ...(wal ? { wal } : {}),
     regulardb: { ...sizes.regulardb, memtablePeakBytes: mem?.regularPeakBytes ?? sizes.regulardb.memtableBytes },
     intentsdb: { ...sizes.intentsdb, memtablePeakBytes: mem?.intentsPeakBytes ?? sizes.intentsdb.memtableBytes },
     raftConfig: [...st.conf.voters.map((u) => member(u, 'VOTER')), ...st.conf.learners.map((u) => member(u, 'LEARNER'))],

@@ -68,6 +68,15 @@ export interface FileLogStorageOptions {
 export interface FileLogStorageStats {
   /** fdatasync/fsync calls on log segments (not counting metadata files). */
   logFsyncs: number;
+  /**
+   * Microseconds those calls took in all, each from the call to its completion seen by the event loop:
+   * the wait for a thread-pool thread, the device flush, and the loop's own delay in running the callback.
+   */
+  syncMicros: number;
+  /** The longest of them, µs. */
+  syncMaxMicros: number;
+  /** Those that took WAL_SLOW_SYNC_MS or longer. */
+  slowSyncs: number;
   /** Writes of held-back records (with durable writes: one per round, covering every record appended since the last). */
   deferredWrites: number;
   /** Metadata file replacements (each is two fsyncs). */
@@ -86,6 +95,9 @@ export interface FileLogStorageStats {
   preallocations: number;
   preallocatedBytes: number;
 }
+
+/** A log fdatasync that takes this long or longer counts as slow (FileLogStorageStats.slowSyncs): a disk stall, not a queue. */
+export const WAL_SLOW_SYNC_MS = 100;
 
 /** Beyond this many callers waiting in sync(), new callers get BACKPRESSURE. */
 export const WAL_SYNC_WAITERS_MAX = 100_000;
@@ -209,6 +221,9 @@ export class FileLogStorage implements LogStorage {
     this.snap = init.snapshot;
     this.st = {
       logFsyncs: 0,
+      syncMicros: 0,
+      syncMaxMicros: 0,
+      slowSyncs: 0,
       deferredWrites: 0,
       metaWrites: 0,
       syncRounds: 0,
@@ -544,6 +559,24 @@ export class FileLogStorage implements LogStorage {
 
   // ---- group commit ----
 
+  /** One fdatasync of a log segment, counted and timed (stats: logFsyncs, syncMicros, slowSyncs). */
+  private async timedFdatasync(fd: number): Promise<void> {
+    const t0 = performance.now();
+    try {
+      await this.fs.fdatasync(fd);
+    } finally {
+      this.countSync(performance.now() - t0);
+    }
+  }
+
+  private countSync(ms: number): void {
+    const us = Math.round(ms * 1000);
+    this.st.logFsyncs++;
+    this.st.syncMicros += us;
+    if (us > this.st.syncMaxMicros) this.st.syncMaxMicros = us;
+    if (ms >= WAL_SLOW_SYNC_MS) this.st.slowSyncs++;
+  }
+
   private kick(): void {
     if (this.roundInFlight || this.failed || this.waiters.length === 0) return;
     this.roundInFlight = this.runRound().finally(() => {
@@ -569,10 +602,9 @@ export class FileLogStorage implements LogStorage {
       const fd = this.activeFd;
       const bytes = this.activeBytes;
       if (bytes > this.activeSyncedBytes) {
-        this.st.logFsyncs++;
         this.syncing = true;
         try {
-          await this.fs.fdatasync(fd);
+          await this.timedFdatasync(fd);
         } finally {
           this.syncing = false;
         }
@@ -617,9 +649,7 @@ export class FileLogStorage implements LogStorage {
       if (this.roundInFlight || this.failed || this.closed || this.activeBytes <= this.activeSyncedBytes) return;
       const fd = this.activeFd;
       const bytes = this.activeBytes;
-      this.st.logFsyncs++;
-      this.roundInFlight = this.fs
-        .fdatasync(fd)
+      this.roundInFlight = this.timedFdatasync(fd)
         .then(
           () => {
             if (fd === this.activeFd && bytes > this.activeSyncedBytes) this.activeSyncedBytes = bytes;
@@ -701,8 +731,9 @@ export class FileLogStorage implements LogStorage {
       // Held-back records belong to the old segment.
       this.flushPending();
       if (syncOld && this.activeBytes > this.activeSyncedBytes) {
-        this.st.logFsyncs++;
+        const t0 = performance.now();
         this.fs.fdatasyncSync(old);
+        this.countSync(performance.now() - t0);
         this.durableLoggedCommit = Math.max(this.durableLoggedCommit, this.loggedCommit);
       }
       // The zeros written ahead in the old segment are not needed any more. Not fsynced: recovery

@@ -38,5 +38,5 @@ export interface LogStorage {
   sync(): Promise<void>;
   close(): Promise<void>;
   /** Counters of a storage that writes files (absent for the in-memory one: no fsync to count). */
-  stats?(): { logFsyncs: number; cacheBytes?: number };
+  stats?(): { logFsyncs: number; syncMicros?: number; syncMaxMicros?: number; slowSyncs?: number; cacheBytes?: number };
 }

@@ -89,6 +89,15 @@ describe('tserver console', () => {
     expect((detail as unknown as { background: unknown }).background).toMatchObject({ regulardb: zeroOrMore, intentsdb: zeroOrMore });
     expect((all.find((t) => t.tabletId === t0.tabletId) as unknown as { background: unknown }).background).toMatchObject({ regulardb: zeroOrMore, intentsdb: zeroOrMore });
     expect((await httpRequest(`${web}/tablet?id=${t0.tabletId}`)).body).toMatch(/RocksDB background work since open[^<]*<\/t[dh]>\s*<td>\d+ \/ \d+ \(\d+ \/ \d+\) \/ \d+; \d+ \/ \d+ \(\d+ \/ \d+\) \/ \d+</);
+    // The Raft log's fdatasyncs, counted and timed: in the detail, in /api/v1/tablets and on the tablet page.
+    const wal = (detail as unknown as { wal: { fsyncs: number; syncMs: number; syncMaxMs: number; slowSyncs: number } }).wal;
+    expect(wal.fsyncs).toBeGreaterThan(0);
+    expect(wal.syncMaxMs).toBeGreaterThan(0);
+    expect(wal.syncMs).toBeGreaterThanOrEqual(wal.syncMaxMs);
+    expect(wal.slowSyncs).toBeGreaterThanOrEqual(0);
+    expect(wal.slowSyncs).toBeLessThanOrEqual(wal.fsyncs);
+    expect((all.find((t) => t.tabletId === t0.tabletId) as unknown as { wal: unknown }).wal).toMatchObject({ fsyncs: expect.any(Number), syncMs: expect.any(Number), syncMaxMs: expect.any(Number), slowSyncs: expect.any(Number) });
+    expect((await httpRequest(`${web}/tablet?id=${t0.tabletId}`)).body).toMatch(/Raft log fdatasyncs since open[^<]*<\/t[dh]>\s*<td>[1-9]\d* \/ \d+ \(\d+\.\d\d\) \/ \d+ \/ \d+</);
     const missing = await httpRequest(`${web}/api/v1/tablet?id=no-such-tablet`);
     expect(missing.status).toBe(404);
     expect(JSON.parse(missing.body)).toMatchObject({ code: 'TABLET_NOT_FOUND' });
@@ -183,6 +192,8 @@ describe('tserver console', () => {
       return /tserver_docdb_write_batches\{[^}]*db="regulardb"[^}]*synced="true"[^}]*\} [1-9]/.test(body) ? true : undefined;
     });
     expect(txnProm).toMatch(/tserver_log_fsyncs\{[^}]*tablet_id="[0-9a-f]+"[^}]*\} [1-9]/);
+    expect(txnProm).toMatch(/tserver_log_sync_seconds\{[^}]*tablet_id="[0-9a-f]+"[^}]*\} (0\.\d*[1-9]|[1-9])/);
+    expect(txnProm).toMatch(/tserver_log_slow_syncs\{[^}]*tablet_id="[0-9a-f]+"[^}]*\} \d/);
     expect(txnProm).toMatch(/tserver_raft_messages\{[^}]*direction="sent"[^}]*\} [1-9]/);
     // RPC connections: each tserver has clients (the other tservers, the test's client) and its own
     // connections out (the master, the other tservers); none was closed by keepalive here.

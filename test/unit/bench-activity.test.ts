@@ -12,15 +12,15 @@ import { renderSlowSeconds, type VsRun } from '../../bench/vs-report';
 const bg = (flushes: number, compactions: number, cpuS = 0) => ({ flushes, compactions, flushCpuSeconds: cpuS, compactionCpuSeconds: cpuS });
 
 describe('bench activity sampling', () => {
-  it('sums flushes, compactions and their CPU over every replica of every tserver, and each tablet\'s highest term once', () => {
+  it('sums flushes, compactions, their CPU and the Raft logs\' fdatasyncs over every replica of every tserver, and each tablet\'s highest term once', () => {
     const s = sampleOf(4000, [
-      { tablets: [{ tabletId: 'a', term: 3, background: { regulardb: bg(2, 1, 0.01), intentsdb: bg(5, 0, 0.02) } }, { tabletId: 'b', term: 1 }] },
-      { tablets: [{ tabletId: 'a', term: 4, background: { regulardb: bg(2, 1, 0.01) } }, { tabletId: 'b', term: 1, background: {} }] },
+      { tablets: [{ tabletId: 'a', term: 3, background: { regulardb: bg(2, 1, 0.01), intentsdb: bg(5, 0, 0.02) }, wal: { fsyncs: 10, syncMs: 40, slowSyncs: 1 } }, { tabletId: 'b', term: 1 }] },
+      { tablets: [{ tabletId: 'a', term: 4, background: { regulardb: bg(2, 1, 0.01) }, wal: { fsyncs: 5, syncMs: 10.5, slowSyncs: 0 } }, { tabletId: 'b', term: 1, background: {} }] },
     ]);
-    expect(s).toEqual({ atMs: 4000, flushes: 9, compactions: 2, backgroundCpuMs: expect.closeTo(80, 6), terms: 4 + 1 });
+    expect(s).toEqual({ atMs: 4000, flushes: 9, compactions: 2, backgroundCpuMs: expect.closeTo(80, 6), terms: 4 + 1, walSyncs: 15, walSyncMs: 50.5, walSlowSyncs: 1 });
   });
 
-  const at = (atMs: number, flushes: number, compactions = 0, terms = 10, backgroundCpuMs = 0): ActivitySample => ({ atMs, flushes, compactions, backgroundCpuMs, terms });
+  const at = (atMs: number, flushes: number, compactions = 0, terms = 10, backgroundCpuMs = 0, wal: [number, number, number] = [0, 0, 0]): ActivitySample => ({ atMs, flushes, compactions, backgroundCpuMs, terms, walSyncs: wal[0], walSyncMs: wal[1], walSlowSyncs: wal[2] });
 
   it('gives each second what completed in the sample intervals that overlap it, and lists the slowest seconds first', () => {
     // Samples every 2 s; a flush completed in [2, 4) s and an election in [6, 8) s.
@@ -36,6 +36,29 @@ describe('bench activity sampling', () => {
     expect(a.nearFlush).toEqual({ seconds: 2, medianOps: 400 });
     expect(a.noFlush).toEqual({ seconds: 6, medianOps: 610 });
     expect(a.medianOps).toBe(600);
+    expect(a.nearSlowSync).toEqual({ seconds: 0, medianOps: 0 });
+    expect(a.noSlowSync).toEqual({ seconds: 8, medianOps: 600 });
+  });
+
+  it('pairs each second with the Raft log fdatasyncs around it: the slow ones, their mean, and the seconds near one against the rest', () => {
+    // 100 syncs of 4 ms in [0, 2) s; 50 syncs, 2 of them slow, 900 ms in all in [2, 4) s; 100 of 3 ms in [4, 6) s.
+    const samples = [at(0, 0, 0, 10, 0, [0, 0, 0]), at(2000, 0, 0, 10, 0, [100, 400, 0]), at(4000, 0, 0, 10, 0, [150, 1300, 2]), at(6000, 0, 0, 10, 0, [250, 1600, 2])];
+    const a = analyzeSeconds([700, 690, 300, 420, 710, 705], samples, 2)!;
+    expect(a.slowest.map((s) => [s.second, s.walSyncs, s.walSyncMs, s.walSlowSyncs])).toEqual([
+      [2, 50, 900, 2],
+      [3, 50, 900, 2],
+    ]);
+    expect(a.nearSlowSync).toEqual({ seconds: 2, medianOps: 300 });
+    expect(a.noSlowSync).toEqual({ seconds: 4, medianOps: 700 });
+    expect(a.walSlowSyncs).toBe(2);
+    expect(a.walSyncMeanMs).toBeCloseTo(1600 / 250, 6);
+  });
+
+  it('samples written before the fdatasync fields existed count no fdatasyncs', () => {
+    const old = (atMs: number, flushes: number) => ({ atMs, flushes, compactions: 0, backgroundCpuMs: 0, terms: 1 }) as unknown as ActivitySample;
+    const a = analyzeSeconds([100, 100], [old(0, 0), old(2000, 1)], 5)!;
+    expect(a.slowest.every((s) => s.walSyncs === 0 && s.walSyncMs === 0 && s.walSlowSyncs === 0)).toBe(true);
+    expect(a.walSyncMeanMs).toBe(0);
   });
 
   it('a second on the border of two intervals gets both; seconds no interval covers are left out', () => {
@@ -74,12 +97,16 @@ describe('bench activity sampling', () => {
       perSecond: [800, 300, 800, 800],
       ...(activity ? { activity } : {}),
     });
-    const samples = [at(0, 0), at(2000, 6, 0, 10, 90), at(4000, 6)];
+    const samples = [at(0, 0), at(2000, 6, 0, 10, 90, [40, 400, 1]), at(4000, 6, 0, 10, 0, [100, 520, 1])];
     expect(renderSlowSeconds([run('tessera')])).toEqual([]);
     expect(renderSlowSeconds([run('etcd', { samples, failures: 0 })])).toEqual([]);
     const md = renderSlowSeconds([run('tessera', { samples, failures: 0 })]).join('\n');
-    expect(md).toContain('| txn2-c64 round 1 | 1 | 300 | 38 % | 6 / 0 | 90 | 0 |');
+    expect(md).toContain('| txn2-c64 round 1 | 1 | 300 | 38 % | 6 / 0 | 90 | 1 / 10.0 | 0 |');
     expect(md).toContain('| txn2-c64 round 1: seconds near a memtable flush / the rest | 2 / 2 | median 300 / 800 |');
+    expect(md).toContain('| txn2-c64 round 1: seconds near a fdatasync ≥ 100 ms / the rest | 2 / 2 | median 300 / 800 | 38 % / 100 % | | | whole window: 1 / 5.2 | |');
+    // A group without seconds shows a dash, not a median of 0.
+    const quiet = renderSlowSeconds([run('tessera', { samples: [at(0, 0), at(2000, 0), at(4000, 0)], failures: 0 })]).join('\n');
+    expect(quiet).toContain('| txn2-c64 round 1: seconds near a fdatasync ≥ 100 ms / the rest | 0 / 4 | median – / 800 | – / 100 % |');
   });
 
   it('the sampler reads every console at the start, on every tick while the window runs, and once more at the end', async () => {

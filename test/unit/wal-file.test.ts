@@ -9,7 +9,7 @@ import { silentLogger } from '../../common/log';
 import { SeededRng } from '../../common/rng';
 import type { Entry } from '../../raft/types';
 import type { FileLogStorageOptions } from '../../raft/wal/file-log-storage';
-import { FileLogStorage, WAL_PREALLOCATE_CHUNK_BYTES } from '../../raft/wal/file-log-storage';
+import { FileLogStorage, WAL_PREALLOCATE_CHUNK_BYTES, WAL_SLOW_SYNC_MS } from '../../raft/wal/file-log-storage';
 import { LazyWalFs } from '../../raft/wal/lazy-wal-fs';
 import { DURABLE_WAL_WRITE, INTERVAL_DURABLE_WAL_WRITE_MS, LOG_PREALLOCATE_SEGMENTS } from '../../raft/wal/wal-flags';
 import { RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES } from '../../raft/wal/wal-record';
@@ -441,6 +441,33 @@ describe('FileLogStorage segments, group commit and failures', () => {
     expect(again.lastIndex()).toBe(6);
     expect(again.initialState().hardState.commit).toBe(5);
     await again.close();
+  });
+
+  it('wal: every log fdatasync is counted and timed — the ms in all, the longest, and those of WAL_SLOW_SYNC_MS or more', async () => {
+    // fdatasyncs that take as long as the test says.
+    class SlowFs extends LazyWalFs {
+      delayMs = 0;
+      override async fdatasync(fd: number): Promise<void> {
+        if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
+        return super.fdatasync(fd);
+      }
+    }
+    const dir = freshDir();
+    const sfs = new SlowFs();
+    const { storage } = await openLog(dir, sfs);
+    const before = storage.stats();
+    for (const [i, delay] of [[1, 0], [2, 0], [3, WAL_SLOW_SYNC_MS + 20]] as const) {
+      sfs.delayMs = delay;
+      storage.append([payload(i)]);
+      await storage.sync();
+    }
+    const st = storage.stats();
+    expect(st.logFsyncs - before.logFsyncs).toBe(3);
+    expect(st.slowSyncs - before.slowSyncs).toBe(1);
+    expect(st.syncMaxMicros).toBeGreaterThanOrEqual((WAL_SLOW_SYNC_MS + 20) * 1000 - 2_000); // a timer may fire a ms early
+    expect(st.syncMicros - before.syncMicros).toBeGreaterThanOrEqual(st.syncMaxMicros);
+    expect(st.syncMicros).toBeLessThan(60_000_000);
+    await storage.close();
   });
 
   it('wal: records appended during an fdatasync wait in memory (no write into pages under writeback) and go to the file in one write in the next round; a crash before that round loses only unacknowledged ones', async () => {

@@ -144,6 +144,18 @@ const HISTORY_GC_PUT_SAMPLES_MAX = 4096;
 /** Committed transactions one replica applies together at most (DocDb.applyIntentsMany). */
 const APPLY_GROUP_MAX = 256;
 /** Non-transactional reads see no other transaction's intents (they are not committed for them). */
+/** A replica's Raft log fdatasyncs since it opened: how many, ms in all and the longest, and those of WAL_SLOW_SYNC_MS or more. */
+export interface WalSyncTimes {
+  fsyncs: number;
+  syncMs: number;
+  syncMaxMs: number;
+  slowSyncs: number;
+}
+
+function walSyncTimes(log: { logFsyncs: number; syncMicros?: number; syncMaxMicros?: number; slowSyncs?: number }): WalSyncTimes {
+  return { fsyncs: log.logFsyncs, syncMs: Math.round(log.syncMicros ?? 0) / 1000, syncMaxMs: Math.round(log.syncMaxMicros ?? 0) / 1000, slowSyncs: log.slowSyncs ?? 0 };
+}
+
 const NO_TXN_STATUS: StatusResolver = () => Promise.resolve({ status: 'PENDING' });
 
 /** One WRITE / TXN_STATUS / APPLY_TXN entry waiting in applyEntries' RegularDB write group. */
@@ -1195,10 +1207,17 @@ export class TabletPeer {
   }
 
   /** What this replica asked of its disks since it opened: WAL fsyncs, and write batches/ops per database (undefined until running). */
-  ioCounts(): { logFsyncs?: number; docdb: ReturnType<DocDbApi['writeCounts']>; raftEarly: ReturnType<RaftGroup['earlyCounts']>; raftApply: ReturnType<RaftGroup['applyCounts']> } | undefined {
+  ioCounts(): { logFsyncs?: number; walSync?: WalSyncTimes; docdb: ReturnType<DocDbApi['writeCounts']>; raftEarly: ReturnType<RaftGroup['earlyCounts']>; raftApply: ReturnType<RaftGroup['applyCounts']> } | undefined {
     if (this.state !== TabletState.RUNNING) return undefined;
     const log = this.storage.stats?.();
-    return { ...(log ? { logFsyncs: log.logFsyncs } : {}), docdb: this.docdb.writeCounts(), raftEarly: this.raft.earlyCounts(), raftApply: this.raft.applyCounts() };
+    return { ...(log ? { logFsyncs: log.logFsyncs, walSync: walSyncTimes(log) } : {}), docdb: this.docdb.writeCounts(), raftEarly: this.raft.earlyCounts(), raftApply: this.raft.applyCounts() };
+  }
+
+  /** The Raft log's fdatasyncs since the replica opened and how long they took (undefined until running, or for a log without files). */
+  walSync(): WalSyncTimes | undefined {
+    if (this.state !== TabletState.RUNNING) return undefined;
+    const log = this.storage.stats?.();
+    return log ? walSyncTimes(log) : undefined;
   }
 
   /** RocksDB's background work in each database since it opened (undefined until running; a database whose engine has none is left out). */
