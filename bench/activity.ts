@@ -110,17 +110,24 @@ export class ActivitySampler {
   }
 }
 
-/** What completed between two samples. */
-interface Interval {
-  fromMs: number;
-  toMs: number;
+/** What completed over the cluster in some stretch of time. */
+export interface Activity {
   flushes: number;
   compactions: number;
   backgroundCpuMs: number;
   elections: number;
+  /** Raft log fdatasyncs, their ms in all, and those of WAL_SLOW_SYNC_MS or more. */
   walSyncs: number;
   walSyncMs: number;
   walSlowSyncs: number;
+}
+
+const ACTIVITY_KEYS: ReadonlyArray<keyof Activity> = ['flushes', 'compactions', 'backgroundCpuMs', 'elections', 'walSyncs', 'walSyncMs', 'walSlowSyncs'];
+
+/** What completed between two samples. */
+interface Interval extends Activity {
+  fromMs: number;
+  toMs: number;
 }
 
 function intervals(samples: readonly ActivitySample[]): Interval[] {
@@ -146,19 +153,11 @@ function intervals(samples: readonly ActivitySample[]): Interval[] {
   return out;
 }
 
-export interface SlowSecond {
+/** One second of the window, with what completed in the sample intervals that overlap it. */
+export interface SlowSecond extends Activity {
   /** Second of the window (0-based: [second, second + 1) s after it started). */
   second: number;
   ops: number;
-  /** Completed in the sample intervals that overlap this second. */
-  flushes: number;
-  compactions: number;
-  backgroundCpuMs: number;
-  elections: number;
-  /** Raft log fdatasyncs completed around it, their ms in all, and those of WAL_SLOW_SYNC_MS or more. */
-  walSyncs: number;
-  walSyncMs: number;
-  walSlowSyncs: number;
 }
 
 export interface SecondsAnalysis {
@@ -182,6 +181,12 @@ export function meanSyncMs(x: { walSyncs: number; walSyncMs: number }): number {
 
 export { WAL_SLOW_SYNC_MS };
 
+function sumOf(xs: readonly Activity[]): Activity {
+  const out = { flushes: 0, compactions: 0, backgroundCpuMs: 0, elections: 0, walSyncs: 0, walSyncMs: 0, walSlowSyncs: 0 };
+  for (const x of xs) for (const k of ACTIVITY_KEYS) out[k] += x[k];
+  return out;
+}
+
 function median(xs: readonly number[]): number {
   if (xs.length === 0) return 0;
   const s = [...xs].sort((a, b) => a - b);
@@ -201,18 +206,7 @@ export function analyzeSeconds(perSecond: readonly number[], samples: readonly A
     const to = from + 1000;
     const over = iv.filter((x) => x.fromMs < to && x.toMs > from);
     if (over.length === 0) return;
-    const sum = (k: Exclude<keyof Interval, 'fromMs' | 'toMs'>): number => over.reduce((a, x) => a + x[k], 0);
-    covered.push({
-      second,
-      ops,
-      flushes: sum('flushes'),
-      compactions: sum('compactions'),
-      backgroundCpuMs: sum('backgroundCpuMs'),
-      elections: sum('elections'),
-      walSyncs: sum('walSyncs'),
-      walSyncMs: sum('walSyncMs'),
-      walSlowSyncs: sum('walSlowSyncs'),
-    });
+    covered.push({ second, ops, ...sumOf(over) });
   });
   if (covered.length === 0) return undefined;
   const split = (pred: (s: SlowSecond) => boolean): [{ seconds: number; medianOps: number }, { seconds: number; medianOps: number }] => {
@@ -225,7 +219,7 @@ export function analyzeSeconds(perSecond: readonly number[], samples: readonly A
   };
   const [nearFlush, noFlush] = split((s) => s.flushes > 0);
   const [nearSlowSync, noSlowSync] = split((s) => s.walSlowSyncs > 0);
-  const all = { walSyncs: iv.reduce((a, x) => a + x.walSyncs, 0), walSyncMs: iv.reduce((a, x) => a + x.walSyncMs, 0) };
+  const all = sumOf(iv);
   return {
     medianOps: median(covered.map((s) => s.ops)),
     slowest: [...covered].sort((a, b) => a.ops - b.ops || a.second - b.second).slice(0, listed),
@@ -234,6 +228,6 @@ export function analyzeSeconds(perSecond: readonly number[], samples: readonly A
     nearSlowSync,
     noSlowSync,
     walSyncMeanMs: meanSyncMs(all),
-    walSlowSyncs: iv.reduce((a, x) => a + x.walSlowSyncs, 0),
+    walSlowSyncs: all.walSlowSyncs,
   };
 }

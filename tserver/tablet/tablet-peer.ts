@@ -143,7 +143,6 @@ const HISTORY_GC_FEW_NEW_SKIPS_MAX = 11;
 const HISTORY_GC_PUT_SAMPLES_MAX = 4096;
 /** Committed transactions one replica applies together at most (DocDb.applyIntentsMany). */
 const APPLY_GROUP_MAX = 256;
-/** Non-transactional reads see no other transaction's intents (they are not committed for them). */
 /** A replica's Raft log fdatasyncs since it opened: how many, ms in all and the longest, and those of WAL_SLOW_SYNC_MS or more. */
 export interface WalSyncTimes {
   fsyncs: number;
@@ -156,6 +155,7 @@ function walSyncTimes(log: { logFsyncs: number; syncMicros?: number; syncMaxMicr
   return { fsyncs: log.logFsyncs, syncMs: Math.round(log.syncMicros ?? 0) / 1000, syncMaxMs: Math.round(log.syncMaxMicros ?? 0) / 1000, slowSyncs: log.slowSyncs ?? 0 };
 }
 
+/** Non-transactional reads see no other transaction's intents (they are not committed for them). */
 const NO_TXN_STATUS: StatusResolver = () => Promise.resolve({ status: 'PENDING' });
 
 /** One WRITE / TXN_STATUS / APPLY_TXN entry waiting in applyEntries' RegularDB write group. */
