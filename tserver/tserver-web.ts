@@ -418,11 +418,6 @@ export function registerTServerPages(d: TServerWebDeps): void {
   registerIoGauges(d);
 }
 
-/**
- * What the work cost in disk calls, per tablet replica since it opened (gauges: a replica that is
- * deleted or reopened starts again) and in Raft traffic since the server started. Dividing the change
- * over a run by the operations it did gives the cost of one operation (the benchmark does).
- */
 /** The tablet page's line for the Raft log's fdatasyncs. */
 function walSyncText(w: WalSyncTimes | undefined): string {
   if (w === undefined) return '–';
@@ -447,6 +442,11 @@ const BACKGROUND_KINDS: ReadonlyArray<readonly [string, keyof BackgroundWork]> =
   ['stall_seconds', 'stallSeconds'],
 ];
 
+/**
+ * What the work cost in disk calls, per tablet replica since it opened (gauges: a replica that is
+ * deleted or reopened starts again) and in Raft traffic since the server started. Dividing the change
+ * over a run by the operations it did gives the cost of one operation (the benchmark does).
+ */
 function registerIoGauges(d: TServerWebDeps): void {
   const perTablet = (name: string, help: string, labels: readonly string[], set: (g: Gauge<string>, tabletId: string, io: NonNullable<ReturnType<TabletPeer['ioCounts']>>) => void): void => {
     d.metrics.gauge(name, help, ['tablet_id', ...labels], (g) => {

@@ -1209,8 +1209,8 @@ export class TabletPeer {
   /** What this replica asked of its disks since it opened: WAL fsyncs, and write batches/ops per database (undefined until running). */
   ioCounts(): { logFsyncs?: number; walSync?: WalSyncTimes; docdb: ReturnType<DocDbApi['writeCounts']>; raftEarly: ReturnType<RaftGroup['earlyCounts']>; raftApply: ReturnType<RaftGroup['applyCounts']> } | undefined {
     if (this.state !== TabletState.RUNNING) return undefined;
-    const log = this.storage.stats?.();
-    return { ...(log ? { logFsyncs: log.logFsyncs, walSync: walSyncTimes(log) } : {}), docdb: this.docdb.writeCounts(), raftEarly: this.raft.earlyCounts(), raftApply: this.raft.applyCounts() };
+    const walSync = this.walSync();
+    return { ...(walSync ? { logFsyncs: walSync.fsyncs, walSync } : {}), docdb: this.docdb.writeCounts(), raftEarly: this.raft.earlyCounts(), raftApply: this.raft.applyCounts() };
   }
 
   /** The Raft log's fdatasyncs since the replica opened and how long they took (undefined until running, or for a log without files). */
