@@ -23,11 +23,12 @@ import { masterMethods } from '../rpc/service-methods';
 import { flagAssignment, Flags, parseFlagArgs } from '../common/flags';
 // Registers every flag a tserver parses, so --tserver-flag is checked before any server starts.
 import '../tserver/tserver-server';
-import { BenchCluster } from './bench-cluster';
+import { BenchCluster, type BenchServer } from './bench-cluster';
 import { EtcdCluster, findEtcd } from './etcd-cluster';
 import { ActivitySampler, type ActivitySample } from './activity';
 import { ApplyLagCollector, COLLECT_WINDOW_MIN_SECONDS, measureApplyLag, type ApplyLagAccumulator, type ApplyLagFigures } from './apply-lag';
 import { BIG_TXN_DEFAULTS, renderBigTxn, runBigTxn, type BigTxnResult } from './big-txn';
+import { analyzeBusy, renderBusyTimeline, type BusyWindow, type ProfiledServer } from './busy-timeline';
 import { summarizeProfileFile } from './cpu-profile-summary';
 import { writeFlameGraphs } from './flame-graph';
 import { counterDelta, scrapeCounters, type LoopDelay, type TserverScrape } from './io-costs';
@@ -99,8 +100,11 @@ export interface VsOptions {
   workloads: string[];
   outDir: string;
   readKeys: number;
-  /** Write a V8 CPU profile of tserver 0 (node --cpu-prof) into outDir. */
-  profile: boolean;
+  /**
+   * V8 CPU profiles (node --cpu-prof) into outDir/profiles: of tserver 0 ('ts0', `--profile`), or of
+   * every tserver ('all', `--profile all`), which adds each window's per-second busy timeline.
+   */
+  profile: false | 'ts0' | 'all';
   bigTxnRows: number;
   bigTxnRowBytes: number;
   /** Extra flags for every tessera tserver (`--name=value`), after the harness's own: A/B a setting. */
@@ -149,7 +153,13 @@ export function parseVsArgs(argv: readonly string[]): VsOptions {
       case '--rounds': o.rounds = Math.floor(num('rounds', val(), 1)); break;
       case '--read-keys': o.readKeys = Math.floor(num('read-keys', val(), 1)); break;
       case '--out': o.outDir = path.resolve(val() ?? '.'); break;
-      case '--profile': o.profile = true; break;
+      case '--profile': {
+        // A bare --profile is tserver 0; its optional value (next argument or =) names which.
+        const v = inline ?? (argv[i + 1] === 'all' || argv[i + 1] === 'ts0' ? argv[++i] : 'ts0');
+        if (v !== 'ts0' && v !== 'all') throw new DbError(ErrorCode.INVALID_ARGUMENT, `--profile takes ts0 (the default) or all, got '${v}'`);
+        o.profile = v;
+        break;
+      }
       case '--big-txn-rows': o.bigTxnRows = Math.floor(num('big-txn-rows', val(), 1)); break;
       case '--big-txn-row-bytes': o.bigTxnRowBytes = Math.floor(num('big-txn-row-bytes', val(), 1)); break;
       case '--tserver-flag': o.tserverFlags.push(tserverFlagArg(val() ?? '')); break;
@@ -161,7 +171,7 @@ export function parseVsArgs(argv: readonly string[]): VsOptions {
         break;
       }
       default:
-        throw new DbError(ErrorCode.INVALID_ARGUMENT, `unknown option '${a}' (known: --vs etcd --seconds --warmup --first-warmup --rounds --workloads --read-keys --out --profile --big-txn-rows --big-txn-row-bytes --tserver-flag)`);
+        throw new DbError(ErrorCode.INVALID_ARGUMENT, `unknown option '${a}' (known: --vs etcd --seconds --warmup --first-warmup --rounds --workloads --read-keys --out --profile [ts0|all] --big-txn-rows --big-txn-row-bytes --tserver-flag)`);
     }
   }
   return o;
@@ -199,6 +209,8 @@ export interface LoadgenRun {
   /** Wall clock (µs since the epoch) when the load generator said measure-start / measure-end. */
   measureStartMicros?: number;
   measureEndMicros?: number;
+  /** CLOCK_MONOTONIC (µs) at the load generator's measure-start: where its perSecond counts begin. */
+  measureStartMonoMicros?: number;
   /** Change of the target's work counters over the measured window. */
   counters?: Record<string, number>;
   /** The worst server event-loop delay over the measured window (tessera). */
@@ -247,6 +259,7 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
   let sampler: ActivitySampler | undefined;
   let activityDone: ReturnType<ActivitySampler['stop']> | undefined;
   let activity: Awaited<ReturnType<ActivitySampler['stop']>> | undefined;
+  let startMono: number | undefined;
   try {
     for await (const line of readline.createInterface({ input: child.stdout })) {
       let ev: { event?: string };
@@ -257,6 +270,8 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
       }
       if (ev.event === 'measure-start') {
         m0 = mark();
+        const mono = (ev as { monoMicros?: unknown }).monoMicros;
+        if (typeof mono === 'number') startMono = mono;
         const consoles = spec.seconds > COLLECT_WINDOW_MIN_SECONDS ? target.applyLagConsoles?.() : undefined;
         if (consoles && spec.op === 'txn') (collector = new ApplyLagCollector(consoles, m0.micros)).start();
         if (consoles) (sampler = new ActivitySampler(consoles, m0.micros / 1000)).start();
@@ -294,6 +309,7 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
     ...(m0?.client !== undefined && m1?.client !== undefined ? { clientCpu: m1.client - m0.client } : {}),
     ...(m0 ? { measureStartMicros: m0.micros } : {}),
     ...(m1 ? { measureEndMicros: m1.micros } : {}),
+    ...(startMono !== undefined ? { measureStartMonoMicros: startMono } : {}),
     ...(collector && collected ? { applies: { acc: collector.acc, ...collected } } : {}),
     ...(activity ? { activity } : {}),
   };
@@ -323,6 +339,7 @@ export function toRun(round: number, workload: string, system: VsSystem, r: Load
     ...(r.clientCpu !== undefined ? { clientCpuSeconds: r.clientCpu } : {}),
     clientPeakRssBytes: r.result.maxRssBytes,
     ...(r.result.perSecond ? { perSecond: r.result.perSecond } : {}),
+    ...(r.measureStartMonoMicros !== undefined ? { measureStartMonoMicros: r.measureStartMonoMicros } : {}),
     ...(secs ? { perSecondSpread: secs } : {}),
     ...(r.counters ? { counters: r.counters } : {}),
     ...(r.loopDelay ? { loopDelay: r.loopDelay } : {}),
@@ -355,7 +372,7 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
     const profilesBefore = new Set(o.profile ? fs.readdirSync(profileDir) : []);
     await tessera.start(TSERVERS, TESSERA_HOST_BASE, ['--durable_wal_write=true', ...o.tserverFlags], {
       noAliasPortShift: TESSERA_NO_ALIAS_PORT_SHIFT,
-      ...(o.profile ? { tserverNodeArgs: (i: number) => (i === 0 ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []) } : {}),
+      ...(o.profile ? { tserverNodeArgs: (i: number) => (i === 0 || o.profile === 'all' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []) } : {}),
       // info: one line per leadership change, counted below (an election under load explains a stall).
       logLevel: 'info',
     });
@@ -450,21 +467,44 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
     log('\n' + md);
     log(`wrote ${jsonPath} and ${mdPath}`);
     if (o.profile) {
-      await stopProfiled(tessera, profileDir);
-      // The profile's tables go into the report the run just wrote (and its "latest" copies).
+      const profiled = tessera.servers.filter((s) => s.role === 'tserver').slice(0, o.profile === 'all' ? undefined : 1);
+      await stopProfiled(profiled, profileDir);
+      // The profiles' tables go into the report the run just wrote (and its "latest" copies). Node
+      // names a profile CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile: the pid says whose it is.
       const fresh = fs.readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile') && !profilesBefore.has(f));
-      const file = fresh.sort().pop();
-      if (!file) log(`cpu profile: tserver 0 wrote no profile under ${profileDir}; the report has no profile tables`);
-      else {
+      const rel = (f: string): string => path.relative(o.outDir, f);
+      const sections: string[] = [];
+      const entries: Array<Record<string, unknown>> = [];
+      const loaded: ProfiledServer[] = [];
+      profiled.forEach((t, i) => {
+        const file = fresh.find((f) => f.split('.')[3] === String(t.child.pid));
+        if (!file) {
+          log(`cpu profile: tserver ${i} (${t.rpcAddress}) wrote no profile under ${profileDir}; the report has no tables of it`);
+          return;
+        }
         const profilePath = path.join(profileDir, file);
         const { profile, summary, markdown } = summarizeProfileFile(profilePath);
-        const fg = writeFlameGraphs(profile, profilePath, `tserver 0, main thread, whole run of ${path.basename(mdPath)}`);
-        const rel = (f: string): string => path.relative(o.outDir, f);
-        const section =
-          '\n' +
-          markdown.replace('### Where the profiled thread spent its time (V8 CPU profile)', '### Where tserver 0 spent its time (V8 CPU profile of its main thread, whole run)') +
-          `\nFlame graph: \`${rel(fg.htmlPath)}\` (open it in a browser); folded stacks for flamegraph.pl, inferno or speedscope: \`${rel(fg.foldedPath)}\`.\n`;
-        const withProfile = { ...json, profile: { file: path.join('profiles', file), flameGraph: rel(fg.htmlPath), foldedStacks: rel(fg.foldedPath), ...summary } };
+        const fg = writeFlameGraphs(profile, profilePath, `tserver ${i}, main thread, whole run of ${path.basename(mdPath)}`);
+        sections.push(
+          markdown.replace('### Where the profiled thread spent its time (V8 CPU profile)', `### Where tserver ${i} spent its time (V8 CPU profile of its main thread, whole run)`) +
+            `\nFlame graph: \`${rel(fg.htmlPath)}\` (open it in a browser); folded stacks for flamegraph.pl, inferno or speedscope: \`${rel(fg.foldedPath)}\`.\n`,
+        );
+        entries.push({ server: `ts${i}`, rpcAddress: t.rpcAddress, file: path.join('profiles', file), flameGraph: rel(fg.htmlPath), foldedStacks: rel(fg.foldedPath), ...summary });
+        loaded.push({ name: `ts${i}`, profile });
+      });
+      let busy: BusyWindow[] = [];
+      if (o.profile === 'all' && loaded.length > 0) {
+        busy = runs.flatMap((r) => {
+          if (r.system !== 'tessera' || !r.perSecond || r.measureStartMonoMicros === undefined) return [];
+          const w = analyzeBusy({ label: `${r.workload} round ${r.round}`, perSecond: r.perSecond, startMonoUs: r.measureStartMonoMicros }, loaded);
+          return w ? [w] : [];
+        });
+        const table = renderBusyTimeline(busy);
+        if (table.length > 0) sections.unshift(table.join('\n') + '\n');
+      }
+      if (sections.length > 0) {
+        const section = '\n' + sections.join('\n');
+        const withProfile = { ...json, ...(entries[0] ? { profile: entries[0] } : {}), ...(o.profile === 'all' ? { profiles: entries, busyTimeline: busy } : {}) };
         for (const f of [jsonPath, path.join(o.outDir, 'vs-etcd-latest.json')]) fs.writeFileSync(f, JSON.stringify(withProfile, null, 2));
         for (const f of [mdPath, path.join(o.outDir, 'vs-etcd-latest.md')]) fs.appendFileSync(f, section);
         log(section);
@@ -554,14 +594,17 @@ export async function txnApplyLag(c: BenchCluster, r: LoadgenRun, notes: Map<str
   }
 }
 
-/** SIGTERM tserver 0 so node writes its --cpu-prof file on exit (SIGKILL would lose it). */
-async function stopProfiled(c: BenchCluster, dir: string): Promise<void> {
-  const t = c.servers.find((s) => s.role === 'tserver');
-  if (!t || t.child.exitCode !== null) return;
-  const gone = new Promise<void>((r) => t.child.once('exit', () => r()));
-  t.child.kill('SIGTERM');
-  await Promise.race([gone, new Promise((r) => setTimeout(r, 15_000))]);
-  log(`cpu profile of tserver ${t.rpcAddress} written under ${dir} (open it in Chrome DevTools or speedscope)`);
+/** SIGTERM the profiled tservers so node writes their --cpu-prof files on exit (SIGKILL would lose them). */
+async function stopProfiled(servers: readonly BenchServer[], dir: string): Promise<void> {
+  await Promise.all(
+    servers.map(async (t) => {
+      if (t.child.exitCode !== null) return;
+      const gone = new Promise<void>((r) => t.child.once('exit', () => r()));
+      t.child.kill('SIGTERM');
+      await Promise.race([gone, new Promise((r) => setTimeout(r, 15_000))]);
+      log(`cpu profile of tserver ${t.rpcAddress} written under ${dir} (open it in Chrome DevTools or speedscope)`);
+    }),
+  );
 }
 
 async function etcdVersion(bin: string | undefined): Promise<string> {

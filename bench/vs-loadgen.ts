@@ -216,7 +216,8 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
         measuring = true;
         startedAt = now;
         perSecond = new SecondCounter(now);
-        emit({ event: 'measure-start' });
+        // The window's start on CLOCK_MONOTONIC (µs), which the servers' V8 profiles also use.
+        emit({ event: 'measure-start', monoMicros: Number(process.hrtime.bigint() / 1000n) - Math.round((performance.now() - now) * 1000) });
       }
       const s = performance.now();
       try {

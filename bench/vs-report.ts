@@ -39,6 +39,8 @@ export interface VsRun {
   loopDelay?: LoopDelay;
   /** Operations completed in each whole second of the measured window (dips show maintenance work, stalls). */
   perSecond?: number[];
+  /** CLOCK_MONOTONIC (µs) where perSecond's first second begins (lines it up with the servers' CPU profiles). */
+  measureStartMonoMicros?: number;
   /** Their spread, ops/s (at least 2 whole seconds). */
   perSecondSpread?: Spread;
   /** A long window's background activity, sampled every few seconds while it ran (bench/activity.ts). */

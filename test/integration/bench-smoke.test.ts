@@ -79,7 +79,7 @@ describe('bench (smoke)', () => {
   it('bench: a short side-by-side run writes JSON and Markdown with every workload, txn commit and apply-lag figures and the big transaction', async () => {
     const etcd = findEtcd();
     if (!etcd) process.stdout.write('SKIP etcd side of the smoke run: etcd is not installed (.ci/etcd-setup.sh installs it)\n');
-    const { code, out } = await runCli(['bench', '--vs', 'etcd', '--seconds', '1', '--warmup', '1', '--first-warmup', '1', '--rounds', '1', '--read-keys', '500', '--big-txn-rows', '5', '--big-txn-row-bytes', '65536', '--profile', '--out', outDir], RUN_TIMEOUT_MS);
+    const { code, out } = await runCli(['bench', '--vs', 'etcd', '--seconds', '1', '--warmup', '1', '--first-warmup', '1', '--rounds', '1', '--read-keys', '500', '--big-txn-rows', '5', '--big-txn-row-bytes', '65536', '--profile', 'all', '--out', outDir], RUN_TIMEOUT_MS);
     expect(code, out).toBe(0);
     const json = JSON.parse(fs.readFileSync(path.join(outDir, 'vs-etcd-latest.json'), 'utf8')) as { etcd: string; rows: Row[]; bigTxn?: BigTxn; notes: Record<string, string>; profile?: { file: string; flameGraph?: string; foldedStacks?: string; busyMs: number; areas: { name: string; ms: number }[] } };
     const md = fs.readFileSync(path.join(outDir, 'vs-etcd-latest.md'), 'utf8');
@@ -167,6 +167,23 @@ describe('bench (smoke)', () => {
     expect(folded.split('\n').some((l) => /^all;.* raft\/[^;]*\.js:\d+ \d+$/.test(l)), 'raft frames in the folded stacks').toBe(true);
     expect(md).toContain(`Flame graph: \`${json.profile?.flameGraph ?? 'none'}\``);
     expect(md).toContain('| tessera function (inclusive: itself and what it calls) | where | ms | share |');
+    // --profile all: every tserver's profile, and each tessera window's busy time per second from them.
+    const all = json as unknown as { profiles?: Array<{ server: string; busyMs: number; file: string }>; busyTimeline?: Array<{ label: string; servers: string[]; medianBusyMs: number[] }> };
+    expect(all.profiles?.map((p) => p.server)).toEqual(['ts0', 'ts1', 'ts2']);
+    for (const p of all.profiles ?? []) {
+      expect(p.busyMs, `${p.server} busy time`).toBeGreaterThan(0);
+      expect(fs.existsSync(path.join(outDir, p.file)), `${p.server}'s profile file`).toBe(true);
+      expect(md).toContain(`### Where tserver ${p.server.slice(2)} spent its time (V8 CPU profile of its main thread, whole run)`);
+    }
+    // (A 1-s window can end short of one whole second: such a window has no seconds to show.)
+    const tesseraWindows = runs.filter((r) => (r as { system?: string }).system === 'tessera' && (r.perSecond?.length ?? 0) > 0).length;
+    expect(tesseraWindows, 'tessera windows with a whole second').toBeGreaterThan(0);
+    expect(all.busyTimeline?.length, 'a busy timeline per tessera window with a whole second').toBe(tesseraWindows);
+    for (const w of all.busyTimeline ?? []) {
+      expect(w.servers).toEqual(['ts0', 'ts1', 'ts2']);
+      expect(w.medianBusyMs.some((x) => x > 0), `${w.label}: the servers were busy in its seconds`).toBe(true);
+    }
+    expect(md).toContain('| main threads busy per second (V8 profiles of every tserver) | second | ops | of the median | ts0 busy ms | ts1 busy ms | ts2 busy ms |');
   }, RUN_TIMEOUT_MS + 30_000);
 
   it('bench: the load section loads every row with upsertMany and reports rows/s', async () => {
