@@ -504,7 +504,7 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
       }
       if (sections.length > 0) {
         const section = '\n' + sections.join('\n');
-        const withProfile = { ...json, ...(entries[0] ? { profile: entries[0] } : {}), ...(o.profile === 'all' ? { profiles: entries, busyTimeline: busy } : {}) };
+        const withProfile = { ...json, ...(entries[0]?.['server'] === 'ts0' ? { profile: entries[0] } : {}), ...(o.profile === 'all' ? { profiles: entries, busyTimeline: busy } : {}) };
         for (const f of [jsonPath, path.join(o.outDir, 'vs-etcd-latest.json')]) fs.writeFileSync(f, JSON.stringify(withProfile, null, 2));
         for (const f of [mdPath, path.join(o.outDir, 'vs-etcd-latest.md')]) fs.appendFileSync(f, section);
         log(section);
