@@ -28,11 +28,11 @@ import { EtcdCluster, findEtcd } from './etcd-cluster';
 import { ActivitySampler, type ActivitySample } from './activity';
 import { ApplyLagCollector, COLLECT_WINDOW_MIN_SECONDS, measureApplyLag, type ApplyLagAccumulator, type ApplyLagFigures } from './apply-lag';
 import { BIG_TXN_DEFAULTS, renderBigTxn, runBigTxn, type BigTxnResult } from './big-txn';
-import { analyzeBusy, renderBusyTimeline, type BusyWindow, type ProfiledServer } from './busy-timeline';
+import { analyzeBusy, MainThreadCpuSampler, renderBusyTimeline, type BusyWindow, type ProfiledServer, type ThreadCpuSamples } from './busy-timeline';
 import { summarizeProfileFile } from './cpu-profile-summary';
 import { writeFlameGraphs } from './flame-graph';
 import { counterDelta, scrapeCounters, type LoopDelay, type TserverScrape } from './io-costs';
-import { cpuSeconds, cpuSplitSum, filesystemType, peakRssBytes, threadWakeupsSum, type CpuSplit } from './proc-stats';
+import { cpuSeconds, cpuSplitSum, filesystemType, peakRssBytes, threadCpuDelta, threadCpuTable, threadWakeupsSum, type CpuSplit, type ThreadKind } from './proc-stats';
 import { waitForTransactions, type LoadResult, type LoadSpec, type VsOp, type VsSystem } from './vs-loadgen';
 import { aggregate, perSecondSpread, renderMarkdown, renderSlowSeconds, type PeakRss, type VsRun } from './vs-report';
 import { makeDirs } from '../common/fs-dirs';
@@ -189,6 +189,8 @@ export interface Target {
   loadgenScript?: string;
   /** The tservers' consoles, read during a long window for its apply lag and background activity (tessera). */
   applyLagConsoles?: () => readonly string[];
+  /** Servers whose main threads' CPU time to read from /proc while a window runs (`--profile all`). */
+  mainThreads?: () => { names: string[]; pids: Array<number | undefined> };
 }
 
 export function log(line: string): void {
@@ -205,6 +207,8 @@ export interface LoadgenRun {
   serverWakeups?: number;
   /** CPU seconds of each server process over the measured window. */
   serverCpuByProcess?: Array<{ name: string; seconds: number }>;
+  /** The servers' CPU seconds over the measured window by kind of thread (proc-stats.ThreadKind). */
+  serverCpuByThread?: Record<ThreadKind, number>;
   clientCpu?: number;
   /** Wall clock (µs since the epoch) when the load generator said measure-start / measure-end. */
   measureStartMicros?: number;
@@ -219,6 +223,8 @@ export interface LoadgenRun {
   applies?: { acc: ApplyLagAccumulator; sinceMicros: number; reads: number; lastError?: string };
   /** A long window's background activity, sampled while it ran (bench/activity.ts). */
   activity?: { samples: ActivitySample[]; failures: number };
+  /** The main threads' CPU time while the window ran (Target.mainThreads). */
+  mainThreadCpu?: ThreadCpuSamples;
 }
 
 /**
@@ -230,6 +236,8 @@ interface Mark {
   cpu: CpuSplit | undefined;
   wakeups: number | undefined;
   perProcess: Array<number | undefined>;
+  /** CPU seconds of every server thread (by kind). */
+  threads: ReturnType<typeof threadCpuTable>;
   client: number | undefined;
   counters: Promise<TserverScrape | undefined> | undefined;
 }
@@ -251,7 +259,7 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
     });
   const mark = (): Mark => {
     const pids = target.serverPids();
-    return { micros: Date.now() * 1000, cpu: cpuSplitSum(pids), wakeups: threadWakeupsSum(pids), perProcess: pids.map(cpuSeconds), client: cpuSeconds(child.pid), counters: readCounters() };
+    return { micros: Date.now() * 1000, cpu: cpuSplitSum(pids), wakeups: threadWakeupsSum(pids), perProcess: pids.map(cpuSeconds), threads: threadCpuTable(pids), client: cpuSeconds(child.pid), counters: readCounters() };
   };
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   let collector: ApplyLagCollector | undefined;
@@ -260,6 +268,8 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
   let activityDone: ReturnType<ActivitySampler['stop']> | undefined;
   let activity: Awaited<ReturnType<ActivitySampler['stop']>> | undefined;
   let startMono: number | undefined;
+  let threads: MainThreadCpuSampler | undefined;
+  let threadCpu: Promise<ThreadCpuSamples> | undefined;
   try {
     for await (const line of readline.createInterface({ input: child.stdout })) {
       let ev: { event?: string };
@@ -272,12 +282,15 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
         m0 = mark();
         const mono = (ev as { monoMicros?: unknown }).monoMicros;
         if (typeof mono === 'number') startMono = mono;
+        const mt = target.mainThreads?.();
+        if (mt) (threads = new MainThreadCpuSampler(mt.names, mt.pids)).start();
         const consoles = spec.seconds > COLLECT_WINDOW_MIN_SECONDS ? target.applyLagConsoles?.() : undefined;
         if (consoles && spec.op === 'txn') (collector = new ApplyLagCollector(consoles, m0.micros)).start();
         if (consoles) (sampler = new ActivitySampler(consoles, m0.micros / 1000)).start();
       } else if (ev.event === 'measure-end') {
         m1 = mark();
         activityDone = sampler?.stop(); // its last sample at the window's end, not after the load generator's exit
+        threadCpu = threads?.stop();
       } else if (ev.event === 'result') {
         result = ev as LoadResult;
       }
@@ -285,7 +298,9 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
   } finally {
     collected = await collector?.stop();
     activity = await (activityDone ?? sampler?.stop());
+    threadCpu ??= threads?.stop();
   }
+  const mainThreadCpu = await threadCpu;
   const code = await exited;
   clearTimeout(timer);
   if (!result) throw new Error(`load generator (${spec.system} ${spec.op}) exited with ${String(code)} without a result: ${stderr.trim()}`);
@@ -306,12 +321,14 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
       : {}),
     ...(m0?.wakeups !== undefined && m1?.wakeups !== undefined ? { serverWakeups: m1.wakeups - m0.wakeups } : {}),
     ...(byProcess ? { serverCpuByProcess: byProcess } : {}),
+    ...(m0 && m1 && m1.threads.size > 0 ? { serverCpuByThread: threadCpuDelta(m0.threads, m1.threads) } : {}),
     ...(m0?.client !== undefined && m1?.client !== undefined ? { clientCpu: m1.client - m0.client } : {}),
     ...(m0 ? { measureStartMicros: m0.micros } : {}),
     ...(m1 ? { measureEndMicros: m1.micros } : {}),
     ...(startMono !== undefined ? { measureStartMonoMicros: startMono } : {}),
     ...(collector && collected ? { applies: { acc: collector.acc, ...collected } } : {}),
     ...(activity ? { activity } : {}),
+    ...(mainThreadCpu ? { mainThreadCpu } : {}),
   };
 }
 
@@ -336,6 +353,7 @@ export function toRun(round: number, workload: string, system: VsSystem, r: Load
     ...(r.serverSystemCpu !== undefined ? { serverSystemCpuSeconds: r.serverSystemCpu } : {}),
     ...(r.serverWakeups !== undefined ? { serverWakeups: r.serverWakeups } : {}),
     ...(r.serverCpuByProcess ? { serverCpuByProcess: r.serverCpuByProcess } : {}),
+    ...(r.serverCpuByThread ? { serverCpuByThread: r.serverCpuByThread } : {}),
     ...(r.clientCpu !== undefined ? { clientCpuSeconds: r.clientCpu } : {}),
     clientPeakRssBytes: r.result.maxRssBytes,
     ...(r.result.perSecond ? { perSecond: r.result.perSecond } : {}),
@@ -344,6 +362,7 @@ export function toRun(round: number, workload: string, system: VsSystem, r: Load
     ...(r.counters ? { counters: r.counters } : {}),
     ...(r.loopDelay ? { loopDelay: r.loopDelay } : {}),
     ...(r.activity ? { activity: r.activity } : {}),
+    ...(r.mainThreadCpu ? { mainThreadCpu: r.mainThreadCpu } : {}),
   };
   h.destroy();
   ch?.destroy();
@@ -385,7 +404,17 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
       log(`etcd: 3 members up (leader ${etcd.leaderUrl}); load goes to the leader`);
     }
     const targets: Target[] = [
-      tesseraTarget(tessera),
+      {
+        ...tesseraTarget(tessera),
+        ...(o.profile === 'all'
+          ? {
+              mainThreads: () => {
+                const ts = tessera.tservers();
+                return { names: ts.map((_, i) => `ts${i}`), pids: ts.map((t) => t.child.pid) };
+              },
+            }
+          : {}),
+      },
       ...(etcd ? [{ system: 'etcd' as const, serverPids: () => etcd.pids(), serverNames: () => etcd.members.map((m, i) => `etcd${i}${m.clientUrl === etcd.leaderUrl ? ' (leader)' : ''}`), spec: { etcdUrl: etcd.leaderUrl } }] : []),
     ];
     const base = (t: Target, op: VsOp, concurrency: number, warmupSeconds: number, seconds: number): LoadSpec => ({ system: t.system, op, concurrency, warmupSeconds, seconds, readKeys: o.readKeys, valueBytes: VALUE_BYTES, ...t.spec });
@@ -496,7 +525,7 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
       if (o.profile === 'all' && loaded.length > 0) {
         busy = runs.flatMap((r) => {
           if (r.system !== 'tessera' || !r.perSecond || r.measureStartMonoMicros === undefined) return [];
-          const w = analyzeBusy({ label: `${r.workload} round ${r.round}`, perSecond: r.perSecond, startMonoUs: r.measureStartMonoMicros }, loaded);
+          const w = analyzeBusy({ label: `${r.workload} round ${r.round}`, perSecond: r.perSecond, startMonoUs: r.measureStartMonoMicros, ...(r.mainThreadCpu ? { onCpu: r.mainThreadCpu } : {}) }, loaded);
           return w ? [w] : [];
         });
         const table = renderBusyTimeline(busy);

@@ -3,6 +3,8 @@
  * system) in, one row per workload out (median of rounds with min and max, ratio tessera/etcd per
  * round), then a Markdown table. No I/O here, so it can be checked without any cluster.
  */
+import type { ThreadCpuSamples } from './busy-timeline';
+import { THREAD_KINDS, type ThreadKind } from './proc-stats';
 import { ACTIVITY_EVERY_MS, analyzeSeconds, meanSyncMs, WAL_SLOW_SYNC_MS, type ActivitySample } from './activity';
 import type { ApplyLagFigures } from './apply-lag';
 import { costPerOp, sortCostKeys, type LoopDelay } from './io-costs';
@@ -31,6 +33,8 @@ export interface VsRun {
   serverWakeups?: number;
   /** CPU seconds of each server process over the measured window (names: master, ts0, … / etcd0, …). */
   serverCpuByProcess?: Array<{ name: string; seconds: number }>;
+  /** The servers' CPU seconds by kind of thread (main: event loops; rocksdb: RocksDB's background; other: libuv pool, V8 workers). */
+  serverCpuByThread?: Record<ThreadKind, number>;
   clientCpuSeconds?: number;
   clientPeakRssBytes?: number;
   /** Change of the servers' work counters over the measured window (bench/io-costs.ts; tessera only). */
@@ -41,6 +45,8 @@ export interface VsRun {
   perSecond?: number[];
   /** CLOCK_MONOTONIC (µs) where perSecond's first second begins (lines it up with the servers' CPU profiles). */
   measureStartMonoMicros?: number;
+  /** The tservers' main-thread CPU time read from /proc while the window ran (`--profile all`). */
+  mainThreadCpu?: ThreadCpuSamples;
   /** Their spread, ops/s (at least 2 whole seconds). */
   perSecondSpread?: Spread;
   /** A long window's background activity, sampled every few seconds while it ran (bench/activity.ts). */
@@ -72,6 +78,8 @@ export interface SystemFigures {
   serverWakeupsPerOp?: number;
   /** Each server process's CPU seconds per second measured, over all rounds (cores it kept busy). */
   serverCoresByProcess?: Array<{ name: string; cores: number }>;
+  /** The servers' CPU ms per operation by kind of thread, over all rounds. */
+  serverCpuMsPerOpByThread?: Record<ThreadKind, number>;
   /**
    * CPU cores kept busy while the workload ran, servers and load generators together (CPU seconds /
    * wall seconds, per round): near the machine's core count, the run was CPU-bound.
@@ -189,6 +197,11 @@ function figures(runs: readonly VsRun[]): SystemFigures | undefined {
   const kernelPer1k = per1k(runs, (r) => r.serverSystemCpuSeconds);
   const wakeupsPer1k = per1k(runs, (r) => r.serverWakeups);
   const byProcess = coresByProcess(runs);
+  const byThread: Partial<Record<ThreadKind, number>> = {};
+  for (const k of THREAD_KINDS) {
+    const v = per1k(runs, (r) => r.serverCpuByThread?.[k]);
+    if (v !== undefined) byThread[k] = v;
+  }
   const loopP99 = defined(runs.map((r) => r.loopDelay?.p99Ms));
   const loopMax = defined(runs.map((r) => r.loopDelay?.maxMs));
   const cores = defined(runs.map((r) => (r.serverCpuSeconds !== undefined && r.clientCpuSeconds !== undefined && r.seconds > 0 ? (r.serverCpuSeconds + r.clientCpuSeconds) / r.seconds : undefined)));
@@ -207,6 +220,7 @@ function figures(runs: readonly VsRun[]): SystemFigures | undefined {
     ...(kernelPer1k !== undefined && serverCpu !== undefined && serverCpu > 0 ? { serverKernelShare: kernelPer1k / serverCpu } : {}),
     ...(wakeupsPer1k !== undefined ? { serverWakeupsPerOp: wakeupsPer1k / 1000 } : {}),
     ...(byProcess ? { serverCoresByProcess: byProcess } : {}),
+    ...(Object.keys(byThread).length === THREAD_KINDS.length ? { serverCpuMsPerOpByThread: byThread as Record<ThreadKind, number> } : {}),
     ...(cores.length === runs.length ? { coresBusy: spread(cores) } : {}),
     ...(cost ? { costPerOp: cost } : {}),
     ...(loopP99.length ? { loopDelayP99Ms: spread(loopP99) } : {}),
@@ -300,6 +314,7 @@ export function renderMarkdown(rows: readonly VsRow[], rss: readonly PeakRss[], 
     }
   }
   lines.push(...renderServerTime(rows));
+  lines.push(...renderCpuByThread(rows));
   lines.push(...renderCosts(rows));
   const notes = rows.filter((r) => r.note).map((r) => `- ${r.workload}: ${r.note ?? ''}`);
   const errs = rows.flatMap((r) => [r.tessera?.firstError ? `- ${r.workload} tessera first error: ${r.tessera.firstError}` : '', r.etcd?.firstError ? `- ${r.workload} etcd first error: ${r.etcd.firstError}` : ''].filter(Boolean));
@@ -365,6 +380,31 @@ export function renderServerTime(rows: readonly VsRow[]): string[] {
     ...shown.map((r) => `| ${r.workload} | ${ms(r.tessera)} | ${pct(r.tessera?.serverKernelShare)} | ${wk(r.tessera)} | ${byProc(r.tessera)} | ${loop(r.tessera)} | ${ms(r.etcd)} | ${pct(r.etcd?.serverKernelShare)} | ${wk(r.etcd)} | ${byProc(r.etcd)} |`),
     '',
     "CPU: utime and stime of every server process (/proc/PID/stat) over the measured windows, all rounds, per completed operation (CPU s per 1,000 ops = CPU ms per op); kernel share: stime's part. Cores busy by process: each server's CPU seconds per second measured (master, ts0… / etcd0…), to see whether one server is the bottleneck. Thread wake-ups: voluntary context switches of the servers' threads (/proc/PID/task/*/status), a thread that slept — on a socket, a lock, a thread pool's queue, a disk flush — and was woken; each costs scheduler and, across cores, interrupt time beyond the work. Event-loop delay: how late the worst tserver's event loop ran a timer set every 100 ms (prom-client's nodejs_eventloop_lag_* gauges, read at the end of each measured window; the read at its start reset them), p99 and max, median of rounds — a turn of the loop that long is what every message, Raft round and reply of that server waits behind.",
+  ];
+}
+
+/**
+ * Table: tessera's server CPU per operation by kind of thread — the event loops (all JavaScript),
+ * RocksDB's background threads, and the rest (libuv's pool, which runs every RocksDB write and WAL
+ * fdatasync, and V8's workers). It says how much of the cost a faster event loop could touch at all.
+ */
+export function renderCpuByThread(rows: readonly VsRow[]): string[] {
+  const shown = rows.filter((r) => r.tessera?.serverCpuMsPerOpByThread);
+  if (shown.length === 0) return [];
+  const cell = (t: Record<ThreadKind, number>, k: ThreadKind): string => {
+    const all = t.main + t.rocksdb + t.other;
+    return `${f3(t[k])} (${all > 0 ? ((t[k] / all) * 100).toFixed(0) : '0'} %)`;
+  };
+  return [
+    '',
+    '| tessera server CPU ms per operation, by thread | event loops (main threads: JavaScript) | RocksDB background threads (flushes, compactions) | other threads (libuv pool: RocksDB writes, WAL fdatasyncs; V8: GC, compiler) |',
+    '|---|---:|---:|---:|',
+    ...shown.map((r) => {
+      const t = r.tessera!.serverCpuMsPerOpByThread!;
+      return `| ${r.workload} | ${cell(t, 'main')} | ${cell(t, 'rocksdb')} | ${cell(t, 'other')} |`;
+    }),
+    '',
+    "Every thread of every tserver and the master (/proc/PID/task/TID/stat, utime+stime, at each measured window's start and end; a thread is its process's main thread, a `rocksdb:*` thread, or another: Node names neither libuv's pool threads nor V8's workers). The three add up to the CPU column of the table above, less threads that exited during a window.",
   ];
 }
 

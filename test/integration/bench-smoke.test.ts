@@ -130,6 +130,9 @@ describe('bench (smoke)', () => {
       const k = r.tessera?.serverKernelShare;
       expect(k !== undefined && k >= 0 && k <= 1, `${r.workload} tessera kernel share ${String(k)}`).toBe(true);
       expect(r.tessera?.serverWakeupsPerOp, `${r.workload} tessera wake-ups per op`).toBeGreaterThan(0);
+      // ... and by kind of thread: the event loops did work in every workload.
+      const byThread = (r.tessera as { serverCpuMsPerOpByThread?: Record<string, number> } | undefined)?.serverCpuMsPerOpByThread;
+      expect(byThread?.['main'], `${r.workload} tessera event-loop CPU per op`).toBeGreaterThan(0);
       if (etcd) {
         expect(r.etcd?.serverWakeupsPerOp, `${r.workload} etcd wake-ups per op`).toBeGreaterThan(0);
         expect(r.etcd?.rounds, `${r.workload} etcd`).toBe(1);
@@ -140,6 +143,7 @@ describe('bench (smoke)', () => {
     }
     expect(md).toContain('peak RSS');
     expect(md).toContain('| servers, per operation | tessera CPU ms | kernel share | thread wake-ups |');
+    expect(md).toContain('| tessera server CPU ms per operation, by thread | event loops (main threads: JavaScript) |');
     // Leadership changes while the load ran are counted from the tservers' info logs (any number).
     expect(json.notes['leader changes']).toMatch(/^\d+ tablet leadership change\(s\) in tessera while the workloads ran \(big-txn/);
     expect(md).toContain('- leader changes: ');
@@ -183,7 +187,12 @@ describe('bench (smoke)', () => {
       expect(w.servers).toEqual(['ts0', 'ts1', 'ts2']);
       expect(w.medianBusyMs.some((x) => x > 0), `${w.label}: the servers were busy in its seconds`).toBe(true);
     }
-    expect(md).toContain('| main threads busy per second (V8 profiles of every tserver) | second | ops | of the median | ts0 busy ms | ts1 busy ms | ts2 busy ms |');
+    // With /proc, each main thread's on-CPU ms stand beside its busy ms.
+    expect(md).toContain(
+      HAS_PROC
+        ? '| main threads busy per second (V8 profiles of every tserver) | second | ops | of the median | ts0 busy / on CPU ms | ts1 busy / on CPU ms | ts2 busy / on CPU ms |'
+        : '| main threads busy per second (V8 profiles of every tserver) | second | ops | of the median | ts0 busy ms | ts1 busy ms | ts2 busy ms |',
+    );
   }, RUN_TIMEOUT_MS + 30_000);
 
   it('bench: the load section loads every row with upsertMany and reports rows/s', async () => {

@@ -4,7 +4,8 @@
  * split of a sample across a second boundary, the slowest seconds and the table are exact.
  */
 import { describe, expect, it } from 'vitest';
-import { analyzeBusy, busyMsPerSecond, renderBusyTimeline } from '../../bench/busy-timeline';
+import * as fs from 'node:fs';
+import { analyzeBusy, busyMsPerSecond, MainThreadCpuSampler, onCpuMsPerSecond, renderBusyTimeline, type ThreadCpuSamples } from '../../bench/busy-timeline';
 import type { CpuProfile } from '../../bench/cpu-profile-summary';
 import { parseVsArgs } from '../../bench/vs-etcd';
 
@@ -89,6 +90,55 @@ describe('busy timeline', () => {
       { name: 'ts1', profile: full },
     ]);
     expect(renderBusyTimeline([one!])).toContain('| w: the other seconds (median) | 0 s | – | – | – | – |');
+  });
+
+  it('on-CPU ms per second come from /proc samples interpolated at the second boundaries', () => {
+    const start = 10_000_000;
+    // ts0: 0.5 s of CPU per second, sampled every 0.5 s from 0.25 s before the window; ts1 unreadable once.
+    const samples: ThreadCpuSamples['samples'] = [];
+    for (let k = 0; k <= 6; k++) samples.push({ monoUs: start - 250_000 + k * 500_000, cpuSeconds: [2 + 0.25 * k, k === 3 ? undefined : 1 + 0.1 * k] });
+    const s: ThreadCpuSamples = { names: ['ts0', 'ts1'], samples };
+    expect(onCpuMsPerSecond(s, 0, start, 3).map((x) => (x === undefined ? x : Math.round(x)))).toEqual([500, 500, undefined]);
+    // ts1: 0.2 s per second, and the missing sample is interpolated over.
+    expect(onCpuMsPerSecond(s, 1, start, 2).map((x) => (x === undefined ? x : Math.round(x)))).toEqual([200, 200]);
+    expect(onCpuMsPerSecond({ names: ['ts0'], samples: [] }, 0, start, 1)).toEqual([undefined]);
+  });
+
+  it('with on-CPU samples the table shows busy / on CPU per server (the difference: waiting for a core)', () => {
+    const start = 20_000_000;
+    const perSecond = [100, 50, 100];
+    const p = profileOf(start, pattern(8, 9, 8));
+    const samples = [0, 1, 2, 3].map((k) => ({ monoUs: start + k * 1_000_000, cpuSeconds: [k * 0.6 - (k >= 2 ? 0.2 : 0)] }));
+    const w = analyzeBusy({ label: 'w', perSecond, startMonoUs: start, onCpu: { names: ['ts0'], samples } }, [{ name: 'ts0', profile: p }], 1);
+    expect(w!.slowest).toEqual([{ second: 1, ops: 50, busyMs: [900], onCpuMs: [expect.closeTo(400, 6)] }]);
+    expect(w!.medianOnCpuMs?.map((x) => Math.round(x!))).toEqual([600]);
+    const md = renderBusyTimeline([w!]).join('\n');
+    expect(md).toContain('| ts0 busy / on CPU ms |');
+    expect(md).toContain('| w | 1 | 50 | 50 % | 900 / 400 |');
+    expect(md).toContain('busy minus on CPU is the time it waited for a core');
+    // A server the samples do not name shows a dash for on CPU.
+    const other = analyzeBusy({ label: 'w', perSecond, startMonoUs: start, onCpu: { names: ['ts9'], samples } }, [{ name: 'ts0', profile: p }], 1);
+    expect(renderBusyTimeline([other!]).join('\n')).toContain('| w | 1 | 50 | 50 % | 900 / – |');
+  });
+
+  it.runIf(fs.existsSync('/proc/self/stat'))('the sampler reads this process main thread from /proc', async () => {
+    const sampler = new MainThreadCpuSampler(['self'], [process.pid], 20);
+    sampler.start();
+    // Keep the main thread on a core for 100 ms of its CPU time (at most 2 s of wall time).
+    const cpu0 = process.cpuUsage();
+    const cap = Date.now() + 2000;
+    while (Date.now() < cap) {
+      const d = process.cpuUsage(cpu0);
+      if (d.user + d.system >= 100_000) break;
+      for (let k = 0; k < 10_000; k++) Math.sqrt(Math.random());
+    }
+    await new Promise((r) => setTimeout(r, 50));
+    const s = await sampler.stop();
+    expect(s.names).toEqual(['self']);
+    expect(s.samples.length).toBeGreaterThanOrEqual(2);
+    const first = s.samples[0]!.cpuSeconds[0]!;
+    const last = s.samples[s.samples.length - 1]!.cpuSeconds[0]!;
+    expect(last - first, 'CPU seconds of a spinning main thread').toBeGreaterThan(0.05);
   });
 
   it('--profile takes ts0 (bare) or all, in either spelling, and refuses anything else', () => {

@@ -4,7 +4,7 @@
  */
 import * as fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { cpuSeconds, cpuSplit, cpuSplitSum, threadWakeups, threadWakeupsSum } from '../../bench/proc-stats';
+import { cpuSeconds, cpuSplit, cpuSplitSum, threadCpuDelta, threadCpuSeconds, threadCpuTable, threadWakeups, threadWakeupsSum } from '../../bench/proc-stats';
 
 const hasProc = fs.existsSync(`/proc/${process.pid}/task`);
 
@@ -28,6 +28,21 @@ describe.skipIf(!hasProc)('bench proc-stats (needs /proc: Linux)', () => {
     const b = threadWakeups(process.pid)!;
     // Five waits in epoll on an idle event loop: at least five voluntary switches of the main thread.
     expect(b - a).toBeGreaterThanOrEqual(5);
+  });
+
+  it('threadCpuTable: the main thread is the one whose id is the pid, and its work shows as main in the delta', () => {
+    const a = threadCpuTable([process.pid]);
+    expect(a.get(`${process.pid}/${process.pid}`)?.kind).toBe('main');
+    for (const until = Date.now() + 150; Date.now() < until; ) Math.sqrt(Math.random());
+    const b = threadCpuTable([process.pid]);
+    const d = threadCpuDelta(a, b);
+    expect(d.main, 'main-thread CPU of a 150 ms spin').toBeGreaterThan(0.02);
+    expect(d.rocksdb).toBe(0);
+    expect(d.other).toBeGreaterThanOrEqual(0);
+    expect(threadCpuSeconds(process.pid)).toBeCloseTo(b.get(`${process.pid}/${process.pid}`)!.seconds, 1);
+    // A thread new since the first table counts whole; one that exited is simply absent.
+    expect(threadCpuDelta(new Map(), new Map([['1/2', { kind: 'other' as const, seconds: 0.5 }]])).other).toBe(0.5);
+    expect(threadCpuTable([4_194_305]).size).toBe(0);
   });
 
   it('gone or unreadable processes give undefined, and so does any sum that includes one', () => {

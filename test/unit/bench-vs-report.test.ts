@@ -90,6 +90,20 @@ describe('bench vs-report', () => {
     expect(renderMarkdown([partial!], [], '# t')).not.toContain('| servers, per operation |');
   });
 
+  it('bench report: server CPU by kind of thread is per operation over all rounds, with shares; none when a round lacks it', () => {
+    const threads = (r: VsRun, main: number, rocksdb: number, other: number): VsRun => ({ ...r, serverCpuByThread: { main, rocksdb, other } });
+    // 2,000 ops in two rounds: main 1.2 + 0.8 s, rocksdb 0.1 + 0.1 s, other 0.5 + 0.3 s → 1, 0.1 and 0.4 ms per op.
+    const [row] = aggregate(['put-c64'], [threads(run(1, 'tessera', 100, 1.8), 1.2, 0.1, 0.5), threads(run(2, 'tessera', 100, 1.2), 0.8, 0.1, 0.3)]);
+    const t = row?.tessera?.serverCpuMsPerOpByThread;
+    expect([t?.main, t?.rocksdb, t?.other].map((x) => Number(x?.toFixed(3)))).toEqual([1, 0.1, 0.4]);
+    const md = renderMarkdown([row!], [], '# t');
+    expect(md).toContain('| tessera server CPU ms per operation, by thread | event loops (main threads: JavaScript) |');
+    expect(md).toContain('| put-c64 | 1.000 (67 %) | 0.100 (7 %) | 0.400 (27 %) |');
+    const [partial] = aggregate(['put-c64'], [threads(run(1, 'tessera', 100, 1.8), 1.2, 0.1, 0.5), run(2, 'tessera', 100, 1.2)]);
+    expect(partial?.tessera?.serverCpuMsPerOpByThread).toBeUndefined();
+    expect(renderMarkdown([partial!], [], '# t')).not.toContain('by thread');
+  });
+
   it('bench report: cores busy by process is the CPU of each server over all rounds per second measured, none when a round lacks it', () => {
     const procs = (r: VsRun, master: number, ts: number[]): VsRun => ({ ...r, serverSystemCpuSeconds: 0, serverWakeups: 0, serverCpuByProcess: [{ name: 'master', seconds: master }, ...ts.map((seconds, i) => ({ name: `ts${i}`, seconds }))] });
     // Two 10 s rounds: master 0.2 + 0.4 s, ts0 6 + 8 s, ts1 2 + 2 s → 0.03, 0.70 and 0.20 cores.
