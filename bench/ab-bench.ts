@@ -217,6 +217,7 @@ export async function runAb(o: AbOptions): Promise<{ jsonPath: string; mdPath: s
             p50Ms: r.p50Ms,
             p99Ms: r.p99Ms,
             ...(r.serverCpuSeconds !== undefined ? { serverCpuSeconds: r.serverCpuSeconds } : {}),
+            ...(r.serverCpuByThread !== undefined ? { eventLoopCpuSeconds: r.serverCpuByThread.main } : {}),
             ...(lag?.p99Ms !== undefined ? { applyLagP99Ms: lag.p99Ms } : {}),
           });
           const cpu = r.serverCpuSeconds !== undefined && r.ops > 0 ? `  CPU ${((r.serverCpuSeconds * 1000) / r.ops).toFixed(3)} ms/op` : '';

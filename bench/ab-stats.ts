@@ -19,6 +19,8 @@ export interface AbRun {
   p99Ms: number;
   /** Servers' CPU seconds (utime + stime) over the measured window; undefined when unreadable. */
   serverCpuSeconds?: number;
+  /** Of serverCpuSeconds, the servers' main threads (their event loops: all JavaScript); undefined when unreadable. */
+  eventLoopCpuSeconds?: number;
   /** Transactions: commit → applied on every replica, p99 of the run (bench/apply-lag.ts). */
   applyLagP99Ms?: number;
 }
@@ -43,6 +45,8 @@ export interface AbRow {
   opsRatio?: RatioSpread;
   /** B / A server CPU per operation, per round (below 1: B is cheaper). */
   cpuRatio?: RatioSpread;
+  /** B / A event-loop (main-thread) CPU per operation, per round: whether a change moved JavaScript work or the rest. */
+  loopCpuRatio?: RatioSpread;
   /** B / A p99 latency, per round. */
   p99Ratio?: RatioSpread;
   errors: { a: number; b: number };
@@ -54,6 +58,8 @@ export interface SideMedians {
   p99Ms?: number;
   /** Server CPU ms per operation (median over rounds). */
   cpuMsPerOp?: number;
+  /** Of it, the event loops' (median over rounds). */
+  loopCpuMsPerOp?: number;
   applyLagP99Ms?: number;
 }
 
@@ -92,6 +98,7 @@ export function ratioSpread(pairs: ReadonlyArray<{ a: number | undefined; b: num
 }
 
 const cpuMsPerOp = (r: AbRun): number | undefined => (r.serverCpuSeconds !== undefined && r.ops > 0 ? (r.serverCpuSeconds * 1000) / r.ops : undefined);
+const loopCpuMsPerOp = (r: AbRun): number | undefined => (r.eventLoopCpuSeconds !== undefined && r.ops > 0 ? (r.eventLoopCpuSeconds * 1000) / r.ops : undefined);
 
 function sideMedians(runs: readonly AbRun[]): SideMedians {
   const m = (f: (r: AbRun) => number | undefined): number | undefined => median(runs.map(f).filter((x): x is number => x !== undefined));
@@ -103,6 +110,7 @@ function sideMedians(runs: readonly AbRun[]): SideMedians {
   set('p50Ms', m((r) => r.p50Ms));
   set('p99Ms', m((r) => r.p99Ms));
   set('cpuMsPerOp', m(cpuMsPerOp));
+  set('loopCpuMsPerOp', m(loopCpuMsPerOp));
   set('applyLagP99Ms', m((r) => r.applyLagP99Ms));
   return out;
 }
@@ -126,9 +134,11 @@ export function pairRuns(workloads: readonly string[], runs: readonly AbRun[]): 
     };
     const ops = ratioSpread(pairs.map((p) => ({ a: p.a.opsPerSec, b: p.b.opsPerSec })), true);
     const cpu = ratioSpread(pairs.map((p) => ({ a: cpuMsPerOp(p.a), b: cpuMsPerOp(p.b) })), false);
+    const loop = ratioSpread(pairs.map((p) => ({ a: loopCpuMsPerOp(p.a), b: loopCpuMsPerOp(p.b) })), false);
     const p99 = ratioSpread(pairs.map((p) => ({ a: p.a.p99Ms, b: p.b.p99Ms })), false);
     if (ops) row.opsRatio = ops;
     if (cpu) row.cpuRatio = cpu;
+    if (loop) row.loopCpuRatio = loop;
     if (p99) row.p99Ratio = p99;
     rows.push(row);
   }
@@ -143,13 +153,13 @@ const winsText = (r: RatioSpread | undefined): string => (r === undefined ? 'n/a
 /** The summary table and the per-round table, Markdown. */
 export function renderAbMarkdown(rows: readonly AbRow[], runs: readonly AbRun[], header: string): string {
   const out = [header, ''];
-  out.push('| workload | rounds | A ops/s | B ops/s | B/A ops/s, median (min–max) | B faster in | A CPU ms/op | B CPU ms/op | B/A CPU per op | B cheaper in | A p99 ms | B p99 ms | B/A p99 | A apply lag p99 ms | B apply lag p99 ms | errors A / B |');
-  out.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  out.push('| workload | rounds | A ops/s | B ops/s | B/A ops/s, median (min–max) | B faster in | A CPU ms/op | B CPU ms/op | B/A CPU per op | B cheaper in | B/A event-loop CPU per op | A p99 ms | B p99 ms | B/A p99 | A apply lag p99 ms | B apply lag p99 ms | errors A / B |');
+  out.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of rows) {
-    out.push(`| ${r.workload} | ${r.rounds} | ${f0(r.a.opsPerSec)} | ${f0(r.b.opsPerSec)} | ${ratioText(r.opsRatio)} | ${winsText(r.opsRatio)} | ${f2(r.a.cpuMsPerOp)} | ${f2(r.b.cpuMsPerOp)} | ${ratioText(r.cpuRatio)} | ${winsText(r.cpuRatio)} | ${f2(r.a.p99Ms)} | ${f2(r.b.p99Ms)} | ${ratioText(r.p99Ratio)} | ${f2(r.a.applyLagP99Ms)} | ${f2(r.b.applyLagP99Ms)} | ${r.errors.a} / ${r.errors.b} |`);
+    out.push(`| ${r.workload} | ${r.rounds} | ${f0(r.a.opsPerSec)} | ${f0(r.b.opsPerSec)} | ${ratioText(r.opsRatio)} | ${winsText(r.opsRatio)} | ${f2(r.a.cpuMsPerOp)} | ${f2(r.b.cpuMsPerOp)} | ${ratioText(r.cpuRatio)} | ${winsText(r.cpuRatio)} | ${ratioText(r.loopCpuRatio)} | ${f2(r.a.p99Ms)} | ${f2(r.b.p99Ms)} | ${ratioText(r.p99Ratio)} | ${f2(r.a.applyLagP99Ms)} | ${f2(r.b.applyLagP99Ms)} | ${r.errors.a} / ${r.errors.b} |`);
   }
   out.push('');
-  out.push('Each round runs A and B back to back (A B in odd rounds, B A in even ones); a ratio is B\'s figure over A\'s of the same round, so a slow minute of the machine weighs on both. "B faster / cheaper in": rounds B won; p: two-sided sign test of that count (ties dropped), the chance of a split at least this uneven if A and B were the same. Medians of rounds; CPU = utime + stime of every server process over the measured window per completed operation.');
+  out.push('Each round runs A and B back to back (A B in odd rounds, B A in even ones); a ratio is B\'s figure over A\'s of the same round, so a slow minute of the machine weighs on both. "B faster / cheaper in": rounds B won; p: two-sided sign test of that count (ties dropped), the chance of a split at least this uneven if A and B were the same. Medians of rounds; CPU = utime + stime of every server process over the measured window per completed operation; event-loop CPU = the part of it spent on the servers\' main threads (all their JavaScript), so a change that moves JavaScript work shows there and one that moves the thread pool or the kernel does not.');
   out.push('');
   out.push('| round | workload | A ops/s | B ops/s | B/A | A CPU ms/op | B CPU ms/op | B/A CPU |');
   out.push('|---:|---|---:|---:|---:|---:|---:|---:|');

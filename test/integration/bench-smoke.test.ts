@@ -211,7 +211,7 @@ describe('bench (smoke)', () => {
     const { code, out } = await runCli(['bench', 'ab', '--rounds', '2', '--seconds', '1', '--warmup', '0', '--first-warmup', '1', '--workloads', 'put-c16,txn2-c16', '--b-node-option=--max-semi-space-size=32', '--host-base-a', '212', '--host-base-b', '216', '--out', abDir], AB_TIMEOUT_MS);
     expect(code, out).toBe(0);
     const json = JSON.parse(fs.readFileSync(path.join(abDir, 'ab-latest.json'), 'utf8')) as {
-      rows: Array<{ workload: string; rounds: number; a: { opsPerSec?: number; cpuMsPerOp?: number; applyLagP99Ms?: number }; b: { opsPerSec?: number; cpuMsPerOp?: number }; opsRatio?: { median: number; rounds: number; signP: number }; cpuRatio?: { rounds: number } }>;
+      rows: Array<{ workload: string; rounds: number; a: { opsPerSec?: number; cpuMsPerOp?: number; applyLagP99Ms?: number }; b: { opsPerSec?: number; cpuMsPerOp?: number }; opsRatio?: { median: number; rounds: number; signP: number }; cpuRatio?: { rounds: number }; loopCpuRatio?: { rounds: number } }>;
       runs: Array<{ round: number; workload: string; side: string; ops: number }>;
     };
     expect(json.rows.map((r) => r.workload)).toEqual(['put-c16', 'txn2-c16']);
@@ -221,6 +221,7 @@ describe('bench (smoke)', () => {
       expect(isNum(r.opsRatio?.median) && r.opsRatio!.median > 0, `${r.workload} ratio ${String(r.opsRatio?.median)}`).toBe(true);
       expect(isNum(r.a.opsPerSec) && isNum(r.b.opsPerSec), r.workload).toBe(true);
       if (HAS_PROC) expect(r.cpuRatio?.rounds, `${r.workload} CPU ratio`).toBe(2);
+      if (HAS_PROC) expect(r.loopCpuRatio?.rounds, `${r.workload} event-loop CPU ratio`).toBe(2);
     }
     expect(isNum(json.rows[1]?.a.applyLagP99Ms), 'txn apply lag of A').toBe(true);
     // A B in round 1, B A in round 2, for each workload; every run did some operations.

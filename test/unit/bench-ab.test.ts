@@ -57,6 +57,21 @@ describe('bench A/B statistics', () => {
     expect(row?.opsRatio).toMatchObject({ median: 1, bBetter: 0, signP: 1 });
   });
 
+  it('the event loops\' CPU per op pairs like the whole CPU, and is n/a without it', () => {
+    const loop = (r: AbRun, s: number): AbRun => ({ ...r, eventLoopCpuSeconds: s });
+    // Round 1: A 1.2 s, B 0.9 s over 5,000 ops each → 0.75; round 2: A 1.0, B 1.1 → 1.1.
+    const runs = [loop(run(1, 'A', 1000, 2), 1.2), loop(run(1, 'B', 1000, 1.5), 0.9), loop(run(2, 'A', 1000, 2), 1.0), loop(run(2, 'B', 1000, 2.2), 1.1)];
+    const [row] = pairRuns(['txn2-c64'], runs);
+    expect(row?.loopCpuRatio?.rounds).toBe(2);
+    expect(row?.loopCpuRatio?.min).toBeCloseTo(0.75, 12);
+    expect(row?.loopCpuRatio?.max).toBeCloseTo(1.1, 12);
+    expect(row?.loopCpuRatio?.bBetter).toBe(1);
+    expect(renderAbMarkdown([row!], runs, '## h')).toContain('| B/A event-loop CPU per op |');
+    expect(renderAbMarkdown([row!], runs, '## h')).toContain('| 1 of 2 (p 1.000) | 0.925 (0.750–1.100) |');
+    const [none] = pairRuns(['txn2-c64'], [run(1, 'A', 1000, 2), run(1, 'B', 1000, 2)]);
+    expect(none?.loopCpuRatio).toBeUndefined();
+  });
+
   it('an unpaired run (the other side failed) is not in the ratios', () => {
     const r = ratioSpread([{ a: 100, b: 120 }, { a: undefined, b: 50 }, { a: 0, b: 10 }], true);
     expect(r).toMatchObject({ rounds: 1, median: 1.2, bBetter: 1 });
