@@ -3,21 +3,10 @@
  * utime+stime of /proc/PID/stat (read before and after a measured window), peak RSS is VmHWM of
  * /proc/PID/status. Elsewhere (no /proc) every figure is undefined and the report says n/a.
  */
-import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import { threadCpuSeconds, threadCpuTable, threadCpuDelta, ticksPerSec, THREAD_KINDS, type ThreadKind } from '../common/proc-threads';
 
-let clockTicksPerSec: number | undefined;
-
-function ticksPerSec(): number {
-  if (clockTicksPerSec === undefined) {
-    try {
-      clockTicksPerSec = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-    } catch {
-      clockTicksPerSec = 100; // the Linux default USER_HZ
-    }
-  }
-  return clockTicksPerSec;
-}
+export { threadCpuSeconds, threadCpuTable, threadCpuDelta, THREAD_KINDS, type ThreadKind };
 
 /** CPU time of a process (all its threads) in seconds: in user space and in the kernel. */
 export interface CpuSplit {
@@ -40,68 +29,6 @@ export function cpuSplit(pid: number | undefined): CpuSplit | undefined {
   } catch {
     return undefined;
   }
-}
-
-/**
- * utime+stime in seconds of one thread of a process (`tid` = `pid`: its main thread, which runs a
- * Node server's event loop), or undefined when it is gone or there is no /proc. USER_HZ resolution
- * (10 ms on Linux).
- */
-export function threadCpuSeconds(pid: number | undefined, tid: number | undefined = pid): number | undefined {
-  if (!pid || !tid) return undefined;
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(rest[11]) + Number(rest[12]);
-    return Number.isFinite(ticks) ? ticks / ticksPerSec() : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * What a server thread is, from /proc: its process's main thread (a Node server's event loop: all
- * JavaScript), RocksDB's background threads (named `rocksdb:*`: memtable flushes, compactions), or
- * another thread (in Node: libuv's pool — RocksDB writes and reads, WAL fdatasyncs, file I/O — and V8's
- * platform workers — garbage collection, the optimizing compiler — which Node leaves unnamed).
- */
-export type ThreadKind = 'main' | 'rocksdb' | 'other';
-export const THREAD_KINDS: readonly ThreadKind[] = ['main', 'rocksdb', 'other'];
-
-/** CPU seconds so far of every live thread of `pids`, keyed `pid/tid`, with its kind. */
-export function threadCpuTable(pids: ReadonlyArray<number | undefined>): Map<string, { kind: ThreadKind; seconds: number }> {
-  const out = new Map<string, { kind: ThreadKind; seconds: number }>();
-  for (const pid of pids) {
-    if (!pid) continue;
-    let tids: string[];
-    try {
-      tids = fs.readdirSync(`/proc/${pid}/task`);
-    } catch {
-      continue;
-    }
-    for (const tid of tids) {
-      let comm = '';
-      try {
-        comm = fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
-      } catch {
-        continue; // the thread exited between the listing and the read
-      }
-      const seconds = threadCpuSeconds(pid, Number(tid));
-      if (seconds === undefined) continue;
-      out.set(`${pid}/${tid}`, { kind: String(pid) === tid ? 'main' : comm.startsWith('rocksdb') ? 'rocksdb' : 'other', seconds });
-    }
-  }
-  return out;
-}
-
-/**
- * CPU seconds each kind of thread used between two tables (a thread new in `after` counts whole; one
- * that exited meanwhile is lost, so compare windows of long-lived servers).
- */
-export function threadCpuDelta(before: ReadonlyMap<string, { seconds: number }>, after: ReadonlyMap<string, { kind: ThreadKind; seconds: number }>): Record<ThreadKind, number> {
-  const d: Record<ThreadKind, number> = { main: 0, rocksdb: 0, other: 0 };
-  for (const [k, t] of after) d[t.kind] += Math.max(0, t.seconds - (before.get(k)?.seconds ?? 0));
-  return d;
 }
 
 /** utime+stime of a process in seconds, or undefined when it is gone or there is no /proc. */

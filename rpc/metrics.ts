@@ -4,6 +4,7 @@
  * /prometheus-metrics by the console kit.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { threadCpuTable, THREAD_KINDS, type ThreadKind } from '../common/proc-threads';
 import type { ConnectionStats, RpcClient, RpcServer } from './types';
 
 export interface MetricsOptions {
@@ -31,7 +32,30 @@ export class Metrics {
     // The event-loop lag monitor samples with a timer; prom-client's default of every 10 ms woke an
     // idle server's event loop 100 times a second (most of its idle wake-ups). Every 100 ms still
     // records any stall longer than that, which is what the lag metrics are for.
-    if (opts.processMetrics) collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_MONITOR_MS });
+    if (opts.processMetrics) {
+      collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_MONITOR_MS });
+      this.threadCpu();
+    }
+  }
+
+  /**
+   * process_thread_cpu_seconds{kind}: this process's CPU by kind of thread (common/proc-threads.ts), so
+   * a console shows whether the event loop — where every message, Raft round and reply waits — is what
+   * keeps the server busy, or the thread pool and RocksDB's background work. Linux only (/proc).
+   */
+  private threadCpu(): void {
+    this.gauge(
+      'process_thread_cpu_seconds',
+      'CPU seconds (user + system) of this process\'s live threads since they started, by kind: kind="main" (the event loop: all JavaScript), "rocksdb" (RocksDB\'s background threads: memtable flushes, compactions), "other" (libuv\'s pool: RocksDB writes and reads, WAL fdatasyncs, file I/O; V8\'s workers: garbage collection, the optimizing compiler)',
+      ['kind'],
+      (g) => {
+        const table = threadCpuTable([process.pid]);
+        if (table.size === 0) return;
+        const sums: Record<ThreadKind, number> = { main: 0, rocksdb: 0, other: 0 };
+        for (const t of table.values()) sums[t.kind] += t.seconds;
+        for (const k of THREAD_KINDS) g.set({ kind: k }, sums[k]);
+      },
+    );
   }
 
   private existing<T>(name: string): T | undefined {

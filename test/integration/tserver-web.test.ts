@@ -3,6 +3,7 @@
  * 3-tablet table with some rows, then every page and JSON twin a script relies on.
  * Addresses 127.0.0.40-42 (or 127.0.0.1 with shifted ports).
  */
+import * as fs from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TesseraClient } from '../../client/tessera-client';
 import { getJson, httpRequest, postFlag } from '../../lab/console-http';
@@ -195,6 +196,11 @@ describe('tserver console', () => {
     expect(txnProm).toMatch(/tserver_log_sync_seconds\{[^}]*tablet_id="[0-9a-f]+"[^}]*\} (0\.\d*[1-9]|[1-9])/);
     expect(txnProm).toMatch(/tserver_log_slow_syncs\{[^}]*tablet_id="[0-9a-f]+"[^}]*\} \d/);
     expect(txnProm).toMatch(/tserver_raft_messages\{[^}]*direction="sent"[^}]*\} [1-9]/);
+    // CPU by kind of thread (/proc): the event loop has worked; the other kinds are reported too.
+    if (fs.existsSync('/proc/self/task')) {
+      expect(txnProm).toMatch(/process_thread_cpu_seconds\{[^}]*kind="main"[^}]*\} (0\.\d*[1-9]|[1-9])/);
+      for (const k of ['rocksdb', 'other']) expect(txnProm).toMatch(new RegExp(`process_thread_cpu_seconds\\{[^}]*kind="${k}"[^}]*\\} \\d`));
+    } else process.stdout.write('SKIP process_thread_cpu_seconds checks: no /proc on this machine\n');
     // RPC connections: each tserver has clients (the other tservers, the test's client) and its own
     // connections out (the master, the other tservers); none was closed by keepalive here.
     expect(txnProm).toMatch(/rpc_connections\{[^}]*side="server"[^}]*kind="open"[^}]*\} [1-9]/);
