@@ -187,7 +187,8 @@ function sumOf(xs: readonly Activity[]): Activity {
   return out;
 }
 
-function median(xs: readonly number[]): number {
+/** The lower median (0 for none): a figure that occurred, not an average of two. */
+export function median(xs: readonly number[]): number {
   if (xs.length === 0) return 0;
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor((s.length - 1) / 2)]!;

@@ -14,7 +14,8 @@
  * clock; busy minus on-CPU is the time that thread waited for a core — on a machine with fewer cores
  * than busy threads, the run queue.
  */
-import { isIdle, type CpuProfile } from './cpu-profile-summary';
+import { median } from './activity';
+import { isIdle, sampleEnd, sampleStamps, type CpuProfile } from './cpu-profile-summary';
 import { PeriodicRead } from './periodic-read';
 import { threadCpuSeconds } from './proc-stats';
 
@@ -30,17 +31,12 @@ export function busyMsPerSecond(p: CpuProfile, startMonoUs: number, seconds: num
   const idle = new Set<number>();
   for (const n of p.nodes) if (isIdle(n.callFrame)) idle.add(n.id);
   const busyUs = new Array<number>(seconds).fill(0);
-  let t = p.startTime;
-  const stamps = new Array<number>(p.samples.length);
-  for (let i = 0; i < p.samples.length; i++) {
-    t += p.timeDeltas[i] ?? 0;
-    stamps[i] = t;
-  }
+  const stamps = sampleStamps(p);
   const endUs = startMonoUs + seconds * 1e6;
   for (let i = 0; i < p.samples.length; i++) {
     if (idle.has(p.samples[i]!)) continue;
     let from = stamps[i]!;
-    const to = Math.min(i + 1 < p.samples.length ? stamps[i + 1]! : Math.max(p.endTime, from), endUs);
+    const to = Math.min(sampleEnd(p, stamps, i), endUs);
     if (to <= startMonoUs || from >= endUs) continue;
     from = Math.max(from, startMonoUs);
     while (from < to) {
@@ -162,12 +158,6 @@ export interface BusyGroup {
   medianOps: number;
   medianBusyMs: number[];
   medianOnCpuMs?: Array<number | undefined>;
-}
-
-function median(xs: readonly number[]): number {
-  if (xs.length === 0) return 0;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor((s.length - 1) / 2)]!;
 }
 
 /** Pair a window's per-second rates with each server's busy time. Undefined when no second is covered by every profile. */

@@ -130,17 +130,28 @@ function topRows(m: Map<string, number>, busyMs: number, n: number): ProfileRow[
     .map(([k, ms]) => rowOf(k, ms, busyMs));
 }
 
-/** Self time per profile node id (µs), DevTools' attribution (see the file comment). */
-export function selfTimesUs(p: CpuProfile): Map<number, number> {
-  const selfUs = new Map<number, number>();
+/** Each sample's timestamp (µs, the profile's monotonic clock): startTime plus the deltas so far. */
+export function sampleStamps(p: CpuProfile): number[] {
   let t = p.startTime;
   const stamps: number[] = new Array<number>(p.samples.length);
   for (let i = 0; i < p.samples.length; i++) {
     t += p.timeDeltas[i] ?? 0;
     stamps[i] = t;
   }
+  return stamps;
+}
+
+/** When sample i ends: the next sample's timestamp, the last one's at the profile's end (see the file comment). */
+export function sampleEnd(p: CpuProfile, stamps: readonly number[], i: number): number {
+  return i + 1 < stamps.length ? stamps[i + 1]! : Math.max(p.endTime, stamps[i]!);
+}
+
+/** Self time per profile node id (µs), DevTools' attribution (see the file comment). */
+export function selfTimesUs(p: CpuProfile): Map<number, number> {
+  const selfUs = new Map<number, number>();
+  const stamps = sampleStamps(p);
   for (let i = 0; i < p.samples.length; i++) {
-    const end = i + 1 < p.samples.length ? stamps[i + 1]! : Math.max(p.endTime, stamps[i]!);
+    const end = sampleEnd(p, stamps, i);
     const d = Math.max(0, end - stamps[i]!);
     const id = p.samples[i]!;
     selfUs.set(id, (selfUs.get(id) ?? 0) + d);
