@@ -4,20 +4,17 @@
  * /prometheus-metrics (process_thread_cpu_seconds) and the benchmarks read it. Elsewhere (no /proc)
  * every reader returns undefined or nothing.
  */
-import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 
-let clockTicksPerSec: number | undefined;
+/**
+ * Clock ticks per second of /proc's utime and stime: USER_HZ (sysconf(_SC_CLK_TCK)), which Linux
+ * fixes at 100 for user space on every architecture Node runs on. A constant, so that a server never
+ * spawns `getconf` to learn it.
+ */
+const USER_HZ = 100;
 
 export function ticksPerSec(): number {
-  if (clockTicksPerSec === undefined) {
-    try {
-      clockTicksPerSec = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-    } catch {
-      clockTicksPerSec = 100; // the Linux default USER_HZ
-    }
-  }
-  return clockTicksPerSec;
+  return USER_HZ;
 }
 
 /**
