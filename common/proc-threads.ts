@@ -43,28 +43,47 @@ export function threadCpuSeconds(pid: number | undefined, tid: number | undefine
 export type ThreadKind = 'main' | 'rocksdb' | 'other';
 export const THREAD_KINDS: readonly ThreadKind[] = ['main', 'rocksdb', 'other'];
 
+/** One live thread of a process, as /proc shows it. */
+export interface ThreadRow {
+  tid: number;
+  /** Its name (/proc/PID/task/TID/comm; Node's unnamed threads read "node"). */
+  name: string;
+  kind: ThreadKind;
+  userSeconds: number;
+  systemSeconds: number;
+}
+
+/** Every live thread of `pid` with its CPU so far, in thread-id order ([] when gone or without /proc). */
+export function threadsOf(pid: number): ThreadRow[] {
+  let tids: string[];
+  try {
+    tids = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return [];
+  }
+  const out: ThreadRow[] = [];
+  for (const tid of tids) {
+    try {
+      const name = fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const user = Number(rest[11]);
+      const sys = Number(rest[12]);
+      if (!Number.isFinite(user) || !Number.isFinite(sys)) continue;
+      out.push({ tid: Number(tid), name, kind: String(pid) === tid ? 'main' : name.startsWith('rocksdb') ? 'rocksdb' : 'other', userSeconds: user / USER_HZ, systemSeconds: sys / USER_HZ });
+    } catch {
+      continue; // the thread exited between the listing and the reads
+    }
+  }
+  return out.sort((a, b) => a.tid - b.tid);
+}
+
 /** CPU seconds so far of every live thread of `pids`, keyed `pid/tid`, with its kind. */
 export function threadCpuTable(pids: ReadonlyArray<number | undefined>): Map<string, { kind: ThreadKind; seconds: number }> {
   const out = new Map<string, { kind: ThreadKind; seconds: number }>();
   for (const pid of pids) {
     if (!pid) continue;
-    let tids: string[];
-    try {
-      tids = fs.readdirSync(`/proc/${pid}/task`);
-    } catch {
-      continue;
-    }
-    for (const tid of tids) {
-      let comm = '';
-      try {
-        comm = fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
-      } catch {
-        continue; // the thread exited between the listing and the read
-      }
-      const seconds = threadCpuSeconds(pid, Number(tid));
-      if (seconds === undefined) continue;
-      out.set(`${pid}/${tid}`, { kind: String(pid) === tid ? 'main' : comm.startsWith('rocksdb') ? 'rocksdb' : 'other', seconds });
-    }
+    for (const t of threadsOf(pid)) out.set(`${pid}/${t.tid}`, { kind: t.kind, seconds: t.userSeconds + t.systemSeconds });
   }
   return out;
 }

@@ -1,7 +1,7 @@
 /**
  * The console kit every server uses (DESIGN §8): an HTTP server with HTML pages, each with a JSON twin
  * under /api/v1/<path> (YugabyteDB style), plus the built-in pages /varz, /healthz, /logs, /metrics,
- * /prometheus-metrics and /mem-trackers, and POST /api/v1/flags to change a flag at run time.
+ * /prometheus-metrics, /threadz and /mem-trackers, and POST /api/v1/flags to change a flag at run time.
  * Errors are DbError JSON: 400 for bad input, 404 for unknown paths, 410 for reads below a history
  * floor (SNAPSHOT_TOO_OLD), 413 for big bodies, 503 while a leader is elected or a server stops, 500 otherwise.
  */
@@ -9,6 +9,7 @@ import * as http from 'node:http';
 import { DbError, ErrorCode, FlagTag, silentLogger, type Flags, type FlagView, type Logger, type LogRing } from '../common';
 import { escapeHtml, htmlTable, layout, link, raw, type Cell, type NavItem } from './html';
 import { toJson } from './json';
+import { threadsOf, THREAD_KINDS, type ThreadKind, type ThreadRow } from '../common/proc-threads';
 import type { Metrics } from './metrics';
 
 /** Largest request body read; larger ones get 413. */
@@ -291,6 +292,7 @@ export class WebServer {
     });
     this.route('/metrics', { title: 'Metrics', nav: 'Metrics', html: async () => new TextPage(toJson(await this.metricsJson(), 2), 'application/json; charset=utf-8'), json: () => this.metricsJson() });
     this.route('/prometheus-metrics', { title: 'Prometheus metrics', html: async () => new TextPage(this.opts.metrics ? await this.opts.metrics.prometheus() : '', this.opts.metrics?.contentType) });
+    this.route('/threadz', { title: 'Threads', html: () => threadzHtml(threadzJson()), json: () => threadzJson() });
     this.route('/mem-trackers', {
       title: 'Memory trackers',
       nav: 'Memory',
@@ -420,4 +422,39 @@ export function formatUptime(ms: number): string {
   if (h > 0) return `${h} h ${m} min`;
   if (m > 0) return `${m} min ${s % 60} s`;
   return `${s} s`;
+}
+
+/** /threadz (as YugabyteDB's): this process's threads with their CPU so far, and the sums by kind. */
+export interface Threadz {
+  pid: number;
+  /** False where there is no /proc (not Linux): then no threads are listed. */
+  available: boolean;
+  byKind: Array<{ kind: ThreadKind; threads: number; userSeconds: number; systemSeconds: number }>;
+  threads: ThreadRow[];
+}
+
+export function threadzJson(pid = process.pid): Threadz {
+  const threads = threadsOf(pid);
+  const byKind = THREAD_KINDS.map((kind) => {
+    const mine = threads.filter((t) => t.kind === kind);
+    return { kind, threads: mine.length, userSeconds: mine.reduce((a, t) => a + t.userSeconds, 0), systemSeconds: mine.reduce((a, t) => a + t.systemSeconds, 0) };
+  });
+  return { pid, available: threads.length > 0, byKind, threads };
+}
+
+const THREAD_KIND_TEXT: Record<ThreadKind, string> = {
+  main: 'main: the event loop (all JavaScript: every RPC, Raft round and reply waits its turn here)',
+  rocksdb: "rocksdb: RocksDB's background threads (memtable flushes, compactions)",
+  other: "other: libuv's pool (RocksDB writes and reads, WAL fdatasyncs, file I/O) and V8's workers (garbage collection, the optimizing compiler); Node names neither",
+};
+
+function threadzHtml(t: Threadz): string {
+  if (!t.available) return '<p>No thread list: this machine has no /proc (Linux only).</p>';
+  const s = (x: number): string => x.toFixed(2);
+  return (
+    `<p>Process ${t.pid}: CPU seconds (user, kernel) of each live thread since it started, from /proc/${t.pid}/task. The same sums are on /prometheus-metrics as <code>process_thread_cpu_seconds{kind}</code>.</p>` +
+    htmlTable(['kind', 'threads', 'user s', 'kernel s'], t.byKind.map((k) => [THREAD_KIND_TEXT[k.kind], k.threads, s(k.userSeconds), s(k.systemSeconds)]), { id: 'thread-kinds' }) +
+    '<h2>Threads</h2>' +
+    htmlTable(['thread id', 'name', 'kind', 'user s', 'kernel s'], t.threads.map((r) => [r.tid, r.name, r.kind, s(r.userSeconds), s(r.systemSeconds)]), { id: 'threads' })
+  );
 }

@@ -1,10 +1,11 @@
+import * as fs from 'node:fs';
 import * as http from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DbError, defineFlag, ErrorCode, Flags, LogRing } from '../../common';
 import { htmlTable, raw } from '../../rpc/html';
 import { toJson } from '../../rpc/json';
 import { Metrics } from '../../rpc/metrics';
-import { formatUptime, WebServer } from '../../rpc/web-server';
+import { formatUptime, WebServer, type Threadz } from '../../rpc/web-server';
 
 const TEST_WEB_FLAG = defineFlag({ name: 'TEST_web_kit_sleep_ms', type: 'int', default: 0, help: 'test-only flag for the console kit tests' });
 const RUNTIME_FLAG = defineFlag({ name: 'web_kit_runtime_knob', type: 'int', default: 5, help: 'a runtime flag', tags: ['runtime'] });
@@ -202,6 +203,31 @@ describe('console kit (rpc/web-server)', () => {
     const mt = json(await request(web.address, '/api/v1/mem-trackers'));
     expect(mt).toMatchObject({ id: 'server', currentBytes: 100, children: [{ id: 'Tablets', peakBytes: 70 }] });
     expect((await request(web.address, '/mem-trackers')).body).toContain('Tablets');
+  });
+
+  it('web: /threadz lists this process threads with their CPU, the main thread as kind main', async () => {
+    const t = json(await request(web.address, '/api/v1/threadz')) as unknown as Threadz;
+    expect(t.pid).toBe(process.pid);
+    expect(t.byKind.map((k) => k.kind)).toEqual(['main', 'rocksdb', 'other']);
+    const page = await request(web.address, '/threadz');
+    expect(page.status).toBe(200);
+    if (!fs.existsSync('/proc/self/task')) {
+      process.stdout.write('SKIP /threadz thread checks: no /proc on this machine\n');
+      expect(t.available).toBe(false);
+      expect(page.body).toContain('no /proc');
+      return;
+    }
+    expect(t.available).toBe(true);
+    const main = t.threads.find((r) => r.tid === process.pid);
+    expect(main?.kind).toBe('main');
+    expect(main!.userSeconds + main!.systemSeconds, 'this test process has run JavaScript').toBeGreaterThan(0);
+    expect(t.byKind[0]).toMatchObject({ kind: 'main', threads: 1 });
+    // Node's libuv and V8 threads are there too, as other.
+    expect(t.byKind[2]!.threads).toBeGreaterThan(0);
+    expect(page.body).toContain('the event loop (all JavaScript');
+    expect(page.body).toContain(`<td>${process.pid}</td>`);
+    // The home page lists it.
+    expect((await request(web.address, '/')).body).toContain('/threadz');
   });
 
   it('web: two servers in one process keep separate metrics registries', async () => {
