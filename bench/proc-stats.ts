@@ -4,7 +4,7 @@
  * /proc/PID/status. Elsewhere (no /proc) every figure is undefined and the report says n/a.
  */
 import * as fs from 'node:fs';
-import { threadCpuSeconds, threadCpuTable, threadCpuDelta, ticksPerSec, THREAD_KINDS, type ThreadKind } from '../common/proc-threads';
+import { statCpuSeconds, threadCpuSeconds, threadCpuTable, threadCpuDelta, THREAD_KINDS, type ThreadKind } from '../common/proc-threads';
 
 export { threadCpuSeconds, threadCpuTable, threadCpuDelta, THREAD_KINDS, type ThreadKind };
 
@@ -16,19 +16,7 @@ export interface CpuSplit {
 
 /** utime and stime of a process, or undefined when it is gone or there is no /proc. */
 export function cpuSplit(pid: number | undefined): CpuSplit | undefined {
-  if (!pid) return undefined;
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may hold spaces) start after the last ')'.
-    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // rest[0] is field 3 (state); utime is field 14, stime field 15.
-    const utime = Number(rest[11]);
-    const stime = Number(rest[12]);
-    if (!Number.isFinite(utime) || !Number.isFinite(stime)) return undefined;
-    return { userSeconds: utime / ticksPerSec(), systemSeconds: stime / ticksPerSec() };
-  } catch {
-    return undefined;
-  }
+  return pid ? statCpuSeconds(`/proc/${pid}/stat`) : undefined;
 }
 
 /** utime+stime of a process in seconds, or undefined when it is gone or there is no /proc. */

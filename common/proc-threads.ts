@@ -13,8 +13,22 @@ import * as fs from 'node:fs';
  */
 const USER_HZ = 100;
 
-export function ticksPerSec(): number {
-  return USER_HZ;
+/**
+ * User and kernel CPU seconds from a /proc stat file (a process's /proc/PID/stat or a thread's
+ * /proc/PID/task/TID/stat: utime and stime are fields 14 and 15), or undefined when it cannot be read.
+ */
+export function statCpuSeconds(statPath: string): { userSeconds: number; systemSeconds: number } | undefined {
+  try {
+    const stat = fs.readFileSync(statPath, 'utf8');
+    // Fields after the command name (which may hold spaces) start after the last ')'; rest[0] is field 3.
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const utime = Number(rest[11]);
+    const stime = Number(rest[12]);
+    if (!Number.isFinite(utime) || !Number.isFinite(stime)) return undefined;
+    return { userSeconds: utime / USER_HZ, systemSeconds: stime / USER_HZ };
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -24,14 +38,8 @@ export function ticksPerSec(): number {
  */
 export function threadCpuSeconds(pid: number | undefined, tid: number | undefined = pid): number | undefined {
   if (!pid || !tid) return undefined;
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(rest[11]) + Number(rest[12]);
-    return Number.isFinite(ticks) ? ticks / ticksPerSec() : undefined;
-  } catch {
-    return undefined;
-  }
+  const c = statCpuSeconds(`/proc/${pid}/task/${tid}/stat`);
+  return c === undefined ? undefined : c.userSeconds + c.systemSeconds;
 }
 
 /**
@@ -63,17 +71,15 @@ export function threadsOf(pid: number): ThreadRow[] {
   }
   const out: ThreadRow[] = [];
   for (const tid of tids) {
+    let name: string;
     try {
-      const name = fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
-      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const user = Number(rest[11]);
-      const sys = Number(rest[12]);
-      if (!Number.isFinite(user) || !Number.isFinite(sys)) continue;
-      out.push({ tid: Number(tid), name, kind: String(pid) === tid ? 'main' : name.startsWith('rocksdb') ? 'rocksdb' : 'other', userSeconds: user / USER_HZ, systemSeconds: sys / USER_HZ });
+      name = fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
     } catch {
-      continue; // the thread exited between the listing and the reads
+      continue; // the thread exited between the listing and the read
     }
+    const c = statCpuSeconds(`/proc/${pid}/task/${tid}/stat`);
+    if (c === undefined) continue;
+    out.push({ tid: Number(tid), name, kind: String(pid) === tid ? 'main' : name.startsWith('rocksdb') ? 'rocksdb' : 'other', ...c });
   }
   return out.sort((a, b) => a.tid - b.tid);
 }
