@@ -84,6 +84,14 @@ export function threadsOf(pid: number): ThreadRow[] {
   return out.sort((a, b) => a.tid - b.tid);
 }
 
+/** The threads of each kind (in THREAD_KINDS order): how many, and their user and kernel CPU seconds together. */
+export function threadKindSums(rows: readonly ThreadRow[]): Array<{ kind: ThreadKind; threads: number; userSeconds: number; systemSeconds: number }> {
+  return THREAD_KINDS.map((kind) => {
+    const mine = rows.filter((t) => t.kind === kind);
+    return { kind, threads: mine.length, userSeconds: mine.reduce((a, t) => a + t.userSeconds, 0), systemSeconds: mine.reduce((a, t) => a + t.systemSeconds, 0) };
+  });
+}
+
 /** CPU seconds so far of every live thread of `pids`, keyed `pid/tid`, with its kind. */
 export function threadCpuTable(pids: ReadonlyArray<number | undefined>): Map<string, { kind: ThreadKind; seconds: number }> {
   const out = new Map<string, { kind: ThreadKind; seconds: number }>();

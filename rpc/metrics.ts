@@ -4,7 +4,7 @@
  * /prometheus-metrics by the console kit.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { threadCpuTable, THREAD_KINDS, type ThreadKind } from '../common/proc-threads';
+import { threadKindSums, threadsOf } from '../common/proc-threads';
 import type { ConnectionStats, RpcClient, RpcServer } from './types';
 
 export interface MetricsOptions {
@@ -49,11 +49,9 @@ export class Metrics {
       'CPU seconds (user + system) of this process\'s live threads since they started, by kind: kind="main" (the event loop: all JavaScript), "rocksdb" (RocksDB\'s background threads: memtable flushes, compactions), "other" (libuv\'s pool: RocksDB writes and reads, WAL fdatasyncs, file I/O; V8\'s workers: garbage collection, the optimizing compiler)',
       ['kind'],
       (g) => {
-        const table = threadCpuTable([process.pid]);
-        if (table.size === 0) return;
-        const sums: Record<ThreadKind, number> = { main: 0, rocksdb: 0, other: 0 };
-        for (const t of table.values()) sums[t.kind] += t.seconds;
-        for (const k of THREAD_KINDS) g.set({ kind: k }, sums[k]);
+        const rows = threadsOf(process.pid);
+        if (rows.length === 0) return;
+        for (const k of threadKindSums(rows)) g.set({ kind: k.kind }, k.userSeconds + k.systemSeconds);
       },
     );
   }

@@ -9,7 +9,7 @@ import * as http from 'node:http';
 import { DbError, ErrorCode, FlagTag, silentLogger, type Flags, type FlagView, type Logger, type LogRing } from '../common';
 import { escapeHtml, htmlTable, layout, link, raw, type Cell, type NavItem } from './html';
 import { toJson } from './json';
-import { threadsOf, THREAD_KINDS, type ThreadKind, type ThreadRow } from '../common/proc-threads';
+import { threadKindSums, threadsOf, type ThreadKind, type ThreadRow } from '../common/proc-threads';
 import type { Metrics } from './metrics';
 
 /** Largest request body read; larger ones get 413. */
@@ -435,11 +435,7 @@ export interface Threadz {
 
 export function threadzJson(pid = process.pid): Threadz {
   const threads = threadsOf(pid);
-  const byKind = THREAD_KINDS.map((kind) => {
-    const mine = threads.filter((t) => t.kind === kind);
-    return { kind, threads: mine.length, userSeconds: mine.reduce((a, t) => a + t.userSeconds, 0), systemSeconds: mine.reduce((a, t) => a + t.systemSeconds, 0) };
-  });
-  return { pid, available: threads.length > 0, byKind, threads };
+  return { pid, available: threads.length > 0, byKind: threadKindSums(threads), threads };
 }
 
 const THREAD_KIND_TEXT: Record<ThreadKind, string> = {
