@@ -83,7 +83,9 @@ export class TesseraClient {
     const transport = opts.transport ?? new WsTransport({ flags: new Flags() });
     // Translation happens where the client dials; everything above it keeps advertised addresses.
     const translate = addressTranslator(opts);
-    const rpc = translate ? translatingRpcClient(transport.createClient(), translate) : transport.createClient();
+    // Servers' /rpcz names this client's connections by it (several load generators told apart).
+    const caller = `client pid ${process.pid}`;
+    const rpc = translate ? translatingRpcClient(transport.createClient({ caller }), translate) : transport.createClient({ caller });
     const c = new TesseraClient(rpc, { ...opts, masterAddresses: addrs });
     try {
       await c.master.call(masterMethods().listTables, {}, new Deadline(c.timeoutMs), true, true);

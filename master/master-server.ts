@@ -12,6 +12,7 @@ import { MathRng } from '../common/rng';
 import { decodeMessage, encodeMessage } from '../raft/message-codec';
 import type { Message } from '../raft/types';
 import { Metrics, rpcConnectionsOf } from '../rpc/metrics';
+import { rpczOf } from '../rpc/rpcz';
 import { masterMethods, raftBatchMethod, tabletServerMethods, type ListMastersResponsePB, type RaftEnvelopePB } from '../rpc/service-methods';
 import type { RpcClient, RpcServer, Transport } from '../rpc/types';
 import { WebServer } from '../rpc/web-server';
@@ -86,7 +87,7 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
 
   const clock = new HybridClock(skewableSystemClock(flags));
   const rpc: RpcServer = transport.createServer({ host: bind.host, port: bind.port });
-  const client: RpcClient = peerClient(transport.createClient(), flags);
+  const client: RpcClient = peerClient(transport.createClient({ caller: `master ${selfId}` }), flags);
   const registry = new TServerRegistry();
   const raftBatch = raftBatchMethod();
   let manager: CatalogManager | undefined;
@@ -192,6 +193,7 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
     metrics,
     log,
     health: () => ({ ok: true, uuid, rpcAddress: selfId, role: sys.isLeader() ? 'LEADER' : 'FOLLOWER', rpcConnections: rpcConnectionsOf(rpc, client) }),
+    rpcz: () => rpczOf(rpc, client),
   });
 
   const self = (): MasterInfo => {

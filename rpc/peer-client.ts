@@ -22,5 +22,6 @@ export function peerClient(inner: RpcClient, flags: Flags): RpcClient {
     },
     close: () => inner.close(),
     ...(inner.connectionStats ? { connectionStats: () => inner.connectionStats!() } : {}),
+    ...(inner.rpcz ? { rpcz: () => inner.rpcz!() } : {}),
   };
 }

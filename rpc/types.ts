@@ -3,6 +3,8 @@
  * Messages are protobuf (see rpc/protos/); a method is a (service, method, request codec, response
  * codec) tuple. Errors travel as {code, message, details} and surface as DbError.
  */
+import type { RpczConnection } from './rpcz';
+
 export interface Codec<T> {
   encode(v: T): Uint8Array;
   decode(b: Uint8Array): T;
@@ -58,6 +60,8 @@ export interface RpcServer {
   readonly address: string;
   /** Transports with connections (WebSocket) tell about them. */
   connectionStats?(): ConnectionStats;
+  /** /rpcz: each client connection and the calls being handled on it (transports with connections). */
+  rpcz?(): RpczConnection[];
 }
 
 /** Connections of one RPC client or server (metrics): open now, and closed since start because a keepalive ping stayed unanswered. */
@@ -74,6 +78,8 @@ export interface RpcClient {
   close(): Promise<void>;
   /** Transports with connections (WebSocket) tell about them. */
   connectionStats?(): ConnectionStats;
+  /** /rpcz: each server this client called and the calls in flight to it (transports with connections). */
+  rpcz?(): RpczConnection[];
 }
 
 export interface ServerOptions {
@@ -82,7 +88,16 @@ export interface ServerOptions {
   messageBytesMax?: number;
 }
 
+export interface ClientOptions {
+  /**
+   * Who this client is, told to every server it connects to (a tserver: `tserver 127.0.0.2:9100`) so
+   * the servers' /rpcz names the caller rather than only its ephemeral ip:port. A function is asked at
+   * each connect (a server bound to port 0 knows its address only once it listens).
+   */
+  caller?: string | (() => string | undefined);
+}
+
 export interface Transport {
   createServer(opts: ServerOptions): RpcServer;
-  createClient(): RpcClient;
+  createClient(opts?: ClientOptions): RpcClient;
 }

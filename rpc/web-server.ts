@@ -1,7 +1,7 @@
 /**
  * The console kit every server uses (DESIGN §8): an HTTP server with HTML pages, each with a JSON twin
  * under /api/v1/<path> (YugabyteDB style), plus the built-in pages /varz, /healthz, /logs, /metrics,
- * /prometheus-metrics, /threadz and /mem-trackers, and POST /api/v1/flags to change a flag at run time.
+ * /prometheus-metrics, /threadz, /rpcz (given the server's RPC connections) and /mem-trackers, and POST /api/v1/flags to change a flag at run time.
  * Errors are DbError JSON: 400 for bad input, 404 for unknown paths, 410 for reads below a history
  * floor (SNAPSHOT_TOO_OLD), 413 for big bodies, 503 while a leader is elected or a server stops, 500 otherwise.
  */
@@ -11,6 +11,7 @@ import { escapeHtml, htmlTable, layout, link, raw, type Cell, type NavItem } fro
 import { toJson } from './json';
 import { threadKindSums, threadsOf, type ThreadKind, type ThreadRow } from '../common/proc-threads';
 import type { Metrics } from './metrics';
+import { rpczHtml, type Rpcz } from './rpcz';
 
 /** Largest request body read; larger ones get 413. */
 export const WEB_BODY_BYTES_MAX = 1024 * 1024;
@@ -64,6 +65,8 @@ export interface WebServerOptions {
   memTrackers?: () => MemTrackerNode;
   /** Extra facts for /healthz (e.g. { uuid }); returning ok: false makes it answer 503. */
   health?: () => { ok: boolean; [k: string]: unknown };
+  /** The server's RPC connections and calls in flight, for /rpcz (rpc/rpcz.ts); no page without it. */
+  rpcz?: () => Rpcz;
   log?: Logger;
 }
 
@@ -293,6 +296,8 @@ export class WebServer {
     this.route('/metrics', { title: 'Metrics', nav: 'Metrics', html: async () => new TextPage(toJson(await this.metricsJson(), 2), 'application/json; charset=utf-8'), json: () => this.metricsJson() });
     this.route('/prometheus-metrics', { title: 'Prometheus metrics', html: async () => new TextPage(this.opts.metrics ? await this.opts.metrics.prometheus() : '', this.opts.metrics?.contentType) });
     this.route('/threadz', { title: 'Threads', html: () => threadzHtml(threadzJson()), json: () => threadzJson() });
+    const rpcz = this.opts.rpcz;
+    if (rpcz) this.route('/rpcz', { title: 'RPC connections and calls in flight', html: () => rpczHtml(rpcz()), json: () => rpcz() });
     this.route('/mem-trackers', {
       title: 'Memory trackers',
       nav: 'Memory',

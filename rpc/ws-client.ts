@@ -14,8 +14,9 @@ import { decodeFrame, encodeFrame, FrameKind } from './frame-codec';
 import type { CallOptions, Codec, ConnectionStats, MethodDef, OnewayDef, RpcClient } from './types';
 import { hostResolver, type HostResolver } from './host-resolver';
 import { KeepaliveTicker, keepaliveStep, keepaliveTiming, type KeepaliveState } from './keepalive';
+import { round1, inFlightRows, byRemote, type RpczConnection, type TrackedCall } from './rpcz';
 import { sendCoalesced } from './send-coalescer';
-import { FRAME_OVERHEAD_BYTES_MAX, toBytes } from './ws-server';
+import { CALLER_HEADER, FRAME_OVERHEAD_BYTES_MAX, toBytes } from './ws-server';
 
 export interface WsClientDeps {
   log: Logger;
@@ -36,6 +37,8 @@ export interface WsClientDeps {
   keepaliveIntervalMs?: number;
   /** Close a connection whose ping stayed unanswered this long (needs keepalive on). */
   connectionTimeoutMs?: number;
+  /** Who this client is, sent with every connect (CALLER_HEADER) for the servers' /rpcz. */
+  caller?: string | (() => string | undefined);
 }
 
 const BACKOFF_BASE_MS = 25;
@@ -51,12 +54,10 @@ const CONNECTIONS_MAX = 4096;
 const CLOSE_WAIT_MS = 1000;
 const EMPTY = new Uint8Array(0);
 
-interface PendingCall {
+interface PendingCall extends TrackedCall {
   readonly resolve: (v: unknown) => void;
   readonly reject: (e: DbError) => void;
   readonly codec: Codec<unknown>;
-  readonly service: string;
-  readonly method: string;
   timer: NodeJS.Timeout | undefined;
   /** Handed to the socket: after a connection loss the server may have run it (not safe to retry). */
   sent: boolean;
@@ -88,6 +89,9 @@ class WsConnection {
   private keepalive: NodeJS.Timeout | undefined;
   /** Why this side closed the open connection (the error its calls fail with names it). */
   private closeReason: string | undefined;
+  /** When the current socket opened (performance.now()), and the calls made to this address (/rpcz). */
+  private openedMs = 0;
+  private callsMade = 0;
 
   constructor(
     readonly address: string,
@@ -128,11 +132,13 @@ class WsConnection {
     this.state = 'connecting';
     this.tcpTimedOut = false;
     this.connectErrorCode = undefined;
+    const caller = typeof this.deps.caller === 'function' ? this.deps.caller() : this.deps.caller;
     const ws = new WebSocket(`ws://${this.address}/rpc`, {
       perMessageDeflate: false,
       maxPayload: this.deps.messageBytesMax + FRAME_OVERHEAD_BYTES_MAX,
       handshakeTimeout: this.deps.connectTimeoutMs,
       generateMask: zeroMask,
+      ...(caller !== undefined ? { headers: { [CALLER_HEADER]: caller } } : {}),
       createConnection: ((opts: net.NetConnectOpts) => this.tcpConnect(opts, this.tcpTimeoutMs)) as typeof net.createConnection,
     });
     ws.binaryType = 'nodebuffer';
@@ -141,6 +147,8 @@ class WsConnection {
       if (this.ws !== ws) return;
       this.state = 'open';
       this.failures = 0;
+      this.openedMs = performance.now();
+      this.ka.lastHeardMs = this.openedMs;
       this.startKeepalive(ws);
       const q = this.queue;
       this.queue = [];
@@ -338,8 +346,9 @@ class WsConnection {
     this.nextCallId = callId >= 0xffffffff ? 1 : callId + 1;
     while (this.pending.has(callId)) callId = callId >= 0xffffffff ? 1 : callId + 1;
     const bytes = encodeFrame({ callId, kind: FrameKind.REQUEST, service, method, payload, timeoutMs: serverTimeoutMs });
+    this.callsMade++;
     return new Promise<unknown>((resolve, reject) => {
-      const p: PendingCall = { resolve, reject, codec, service, method, timer: undefined, sent: false };
+      const p: PendingCall = { resolve, reject, codec, service, method, startMs: performance.now(), timeoutMs, timer: undefined, sent: false };
       const framesAtStart = this.framesReceived;
       p.timer = setTimeout(() => {
         if (this.pending.get(callId) !== p) return;
@@ -350,6 +359,22 @@ class WsConnection {
       this.pending.set(callId, p);
       this.write(callId, bytes);
     });
+  }
+
+  /** This connection's /rpcz row. */
+  rpcz(now: number): RpczConnection {
+    const open = this.state === 'open';
+    const backingOff = this.state === 'idle' && now < this.retryAtMs;
+    return {
+      remote: this.address,
+      state: open ? 'open' : this.state === 'connecting' ? 'connecting' : backingOff ? 'backing off' : 'idle',
+      ...(open ? { openForMs: round1(now - this.openedMs), quietMs: round1(now - this.ka.lastHeardMs) } : {}),
+      calls: this.callsMade,
+      callsInFlight: this.pending.size,
+      inFlight: inFlightRows(this.pending, now),
+      outboundBytes: this.outboundBytes(),
+      ...(backingOff ? { connectFailures: this.failures, retryInMs: round1(this.retryAtMs - now) } : {}),
+    };
   }
 
   /** Best effort, like a datagram: dropped while the address is down or the queue is full. */
@@ -413,6 +438,12 @@ export class WsRpcClient implements RpcClient {
       timedOut += c.connectsTimedOut;
     }
     return { open, closedUnansweredPing: closed, connectTimedOut: timedOut };
+  }
+
+  /** /rpcz's outbound side: every server this client has a connection (or a back-off) to. */
+  rpcz(): RpczConnection[] {
+    const now = performance.now();
+    return [...this.conns.values()].map((c) => c.rpcz(now)).sort(byRemote);
   }
 
   private conn(address: string): WsConnection {

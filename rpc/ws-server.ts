@@ -11,10 +11,22 @@ import { decodeFrame, encodeFrame, FrameKind } from './frame-codec';
 import { HandlerRegistry } from './handler-registry';
 import { KeepaliveTicker, keepaliveStep, keepaliveTiming, type KeepaliveState } from './keepalive';
 import { sendCoalesced } from './send-coalescer';
+import { byRemote, inFlightRows, round1, type RpczConnection, type TrackedCall } from './rpcz';
 import type { ConnectionStats, Handler, MethodDef, OnewayDef, OnewayHandler, RpcServer, ServerOptions } from './types';
 
 /** Room for the frame header around a payload of the largest allowed size. */
 export const FRAME_OVERHEAD_BYTES_MAX = 64 * 1024;
+
+/** The header of a WebSocket upgrade naming the connecting client (ws-client's `caller`): /rpcz shows it. */
+export const CALLER_HEADER = 'x-tessera-caller';
+/** A caller name longer than this, or with other than printable ASCII, is not shown (untrusted input). */
+const CALLER_CHARS_MAX = 200;
+
+/** The caller a client named in its upgrade request, if it is a short printable name. */
+export function callerOf(v: string | string[] | undefined): string | undefined {
+  if (typeof v !== 'string' || v.length === 0 || v.length > CALLER_CHARS_MAX || !/^[\x20-\x7e]+$/.test(v)) return undefined;
+  return v;
+}
 
 /** WebSocket close codes (RFC 6455) used when a peer breaks the protocol. */
 const CLOSE_UNSUPPORTED_DATA = 1003;
@@ -34,7 +46,15 @@ export interface WsServerDeps {
 interface ServerConn {
   readonly ws: WebSocket;
   readonly peer: string;
+  /** Who the client said it is (CALLER_HEADER), if it did. */
+  readonly caller: string | undefined;
+  /** Calls being handled (the bound RPC_INFLIGHT_CALLS_MAX counts these; a client reusing a call id still counts twice). */
   inflight: number;
+  /** The same calls by id, for /rpcz (a reused id shows its newest call). */
+  readonly calls: Map<number, TrackedCall>;
+  /** Calls answered on this connection (/rpcz). */
+  answered: number;
+  readonly openedMs: number;
   /** Set by closeConn: frames already received on the connection are dropped unread (and unlogged). */
   closing?: boolean;
   /** Keepalive: when the client was last heard from, and the ping outstanding. */
@@ -79,6 +99,25 @@ export class WsRpcServer implements RpcServer {
 
   connectionStats(): ConnectionStats {
     return { open: this.conns.size, closedUnansweredPing: this.silentClosed };
+  }
+
+  /** /rpcz's inbound side: every client connection and the calls being handled on it. */
+  rpcz(): RpczConnection[] {
+    const now = performance.now();
+    const out: RpczConnection[] = [];
+    for (const c of this.conns) {
+      out.push({
+        remote: c.peer,
+        ...(c.caller !== undefined ? { caller: c.caller } : {}),
+        state: 'open',
+        openForMs: round1(now - c.openedMs),
+        quietMs: round1(now - c.ka.lastHeardMs),
+        calls: c.answered,
+        callsInFlight: c.inflight,
+        inFlight: inFlightRows(c.calls, now),
+      });
+    }
+    return out.sort(byRemote);
   }
 
   handle<Req, Resp>(m: MethodDef<Req, Resp>, h: Handler<Req, Resp>): void {
@@ -188,7 +227,17 @@ export class WsRpcServer implements RpcServer {
       return;
     }
     ws.binaryType = 'nodebuffer';
-    const conn: ServerConn = { ws, peer: `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? 0}`, inflight: 0, ka: { lastHeardMs: performance.now(), pingSentMs: 0 } };
+    const now = performance.now();
+    const conn: ServerConn = {
+      ws,
+      peer: `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? 0}`,
+      caller: callerOf(req.headers[CALLER_HEADER]),
+      inflight: 0,
+      calls: new Map(),
+      answered: 0,
+      openedMs: now,
+      ka: { lastHeardMs: now, pingSentMs: 0 },
+    };
     this.conns.add(conn);
     ws.on('message', (data: RawData, isBinary: boolean) => {
       conn.ka.lastHeardMs = performance.now();
@@ -259,10 +308,15 @@ export class WsRpcServer implements RpcServer {
     conn.inflight++;
     const timeoutMs = f.timeoutMs || this.deps.defaultTimeoutMs();
     const callId = f.callId;
+    const startMs = performance.now();
+    const call: TrackedCall = { service: f.service, method: f.method, startMs, timeoutMs };
+    conn.calls.set(callId, call);
     void this.registry
-      .dispatch(f.service, f.method, f.payload, { peer: conn.peer, deadlineMonoMs: performance.now() + timeoutMs }, this.messageBytesMax)
+      .dispatch(f.service, f.method, f.payload, { peer: conn.peer, deadlineMonoMs: startMs + timeoutMs }, this.messageBytesMax)
       .then((res) => {
         conn.inflight--;
+        conn.answered++;
+        if (conn.calls.get(callId) === call) conn.calls.delete(callId);
         if (res.ok) this.send(conn, encodeFrame({ callId, kind: FrameKind.RESPONSE, service: '', method: '', payload: res.payload, timeoutMs: 0 }));
         else this.sendError(conn, callId, res.error);
       });

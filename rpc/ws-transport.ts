@@ -4,7 +4,7 @@
  */
 import { Flags, silentLogger, type Logger } from '../common';
 import { RPC_CONNECT_TIMEOUT_MS, RPC_CONNECTION_TIMEOUT_MS, RPC_DEFAULT_TIMEOUT_MS, RPC_KEEPALIVE_INTERVAL_MS, RPC_MAX_MESSAGE_SIZE, RPC_RECONNECT_BACKOFF_MAX_MS, RPC_TCP_CONNECT_TIMEOUT_MS } from './rpc-flags';
-import type { RpcClient, RpcServer, ServerOptions, Transport } from './types';
+import type { ClientOptions, RpcClient, RpcServer, ServerOptions, Transport } from './types';
 import { WsRpcClient } from './ws-client';
 import { WsRpcServer } from './ws-server';
 
@@ -39,10 +39,11 @@ export class WsTransport implements Transport {
     });
   }
 
-  createClient(): WsRpcClient & RpcClient {
+  createClient(opts: ClientOptions = {}): WsRpcClient & RpcClient {
     const flags = this.flags;
     return new WsRpcClient({
       log: this.log,
+      ...(opts.caller !== undefined ? { caller: opts.caller } : {}),
       messageBytesMax: this.messageBytesMax(),
       defaultTimeoutMs: () => flags.get(RPC_DEFAULT_TIMEOUT_MS),
       connectTimeoutMs: flags.get(RPC_CONNECT_TIMEOUT_MS),

@@ -16,6 +16,7 @@ import { LOG_LEVEL } from '../common/common-flags';
 import { createLogger, followLogLevel, LogRing, type Logger } from '../common/log';
 import { MathRng, type Rng } from '../common/rng';
 import { Metrics, rpcConnectionsOf } from '../rpc/metrics';
+import { rpczOf } from '../rpc/rpcz';
 import { masterMethods, txnCoordinatorMethods, txnParticipantMethods, type MasterMethods, type TxnCoordinatorMethods, type TxnParticipantMethods } from '../rpc/service-methods';
 import type { RpcClient, RpcServer, Transport } from '../rpc/types';
 import { TxnService } from './transaction/txn-service';
@@ -160,7 +161,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
   if (bind.port !== 0) advertisedAddress(flags.get(SERVER_BROADCAST_ADDRESSES), bind, bind.port); // a bad pair fails before anything starts
 
   const rpc: RpcServer = opts.transport.createServer({ host: bind.host, port: bind.port });
-  const client = peerClient(opts.transport.createClient(), flags);
+  const client = peerClient(opts.transport.createClient({ caller: () => (boundAddress !== '' ? `tserver ${boundAddress}` : undefined) }), flags);
   // The RPC address must be known before tablets open (it is our entry in the address book); with
   // port 0 it is known only after start(), so tablets open after the server starts listening.
   let consensus: ConsensusTransport | undefined;
@@ -282,6 +283,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
       metrics,
       log,
       health: () => ({ ok: true, uuid, rpcAddress, tablets: manager.list().length, rpcConnections: rpcConnectionsOf(rpc, client) }),
+      rpcz: () => rpczOf(rpc, client),
     });
     registerTServerPages({ web, metrics, uuid, rpcAddress, manager: () => manager, trackers, tabletsJson: () => tabletsJson(), transactions: () => txn.snapshot(), coordinatorMemories: () => txn.coordinatorMemories(), raftTransport: () => consensus.metrics });
     try {

@@ -206,6 +206,23 @@ describe('tserver console', () => {
     expect(txnProm).toMatch(/rpc_connections\{[^}]*side="server"[^}]*kind="open"[^}]*\} [1-9]/);
     expect(txnProm).toMatch(/rpc_connections\{[^}]*side="client"[^}]*kind="open"[^}]*\} [1-9]/);
     expect(txnProm).not.toMatch(/rpc_connections\{[^}]*kind="closed_unanswered_ping"[^}]*\} [1-9]/);
+    // /rpcz: the same connections with their calls. Every tserver has called the master (heartbeats);
+    // the tservers leading what this test wrote answered its client, named by its pid; the master
+    // answered every tserver, each named by its address.
+    type RpczConn = { remote: string; caller?: string; state: string; calls: number; callsInFlight: number; inFlight: unknown[] };
+    type RpczView = { inbound: RpczConn[]; outbound: RpczConn[] };
+    const zs = (await Promise.all(cl.tservers.map((t) => getJson(`http://${t.webAddress}/api/v1/rpcz`)))) as RpczView[];
+    for (const z of zs) {
+      expect(z.outbound.find((c) => c.remote === cl.masterAddresses[0])).toMatchObject({ state: 'open', calls: expect.any(Number) });
+      expect(z.outbound.find((c) => c.remote === cl.masterAddresses[0])!.calls).toBeGreaterThan(0);
+      for (const c of [...z.inbound, ...z.outbound]) expect(c.inFlight.length).toBeLessThanOrEqual(c.callsInFlight);
+    }
+    const fromTest = zs.flatMap((z) => z.inbound.filter((c) => c.caller === `client pid ${process.pid}`));
+    expect(fromTest.reduce((n, c) => n + c.calls, 0), "calls answered to this test's client").toBeGreaterThan(0);
+    const mz = (await getJson(`http://${cl.masters[0]!.webAddress}/api/v1/rpcz`)) as RpczView;
+    const heartbeating = new Set(mz.inbound.filter((c) => c.calls > 0 && c.caller?.startsWith('tserver ')).map((c) => c.caller));
+    expect([...heartbeating].sort(), 'tservers calling the master').toEqual(cl.tservers.map((t) => `tserver ${t.rpcAddress}`).sort());
+    expect((await httpRequest(`${web}/rpcz`)).body).toContain('Outbound: calls this server waits on');
     // Per tablet replica, what Raft did while a log sync ran (may be 0 on a lightly loaded cluster).
     for (const kind of ['applied_entries', 'applied_saved_ms', 'sends']) expect(txnProm).toMatch(new RegExp(`tserver_raft_early\\{[^}]*tablet_id="[0-9a-f]+"[^}]*kind="${kind}"[^}]*\\} \\d+`));
     // The apply stage per tablet replica: entries and calls (every replica applied something), waits and run time.

@@ -1,0 +1,124 @@
+/**
+ * /rpcz (as YugabyteDB's): a server's RPC connections and the calls in flight on each, both ways —
+ * inbound (clients and other servers calling this one: what it is working on, and for how long) and
+ * outbound (this server calling others: what it waits for). A call stuck behind a partition, a paused
+ * peer or a slow disk shows here with its age before it times out. One-way messages (Raft batches) are
+ * never in flight: they are handled, or sent, at once.
+ */
+import { escapeHtml, htmlTable } from './html';
+import type { RpcClient, RpcServer } from './types';
+
+/** Calls listed per connection (the longest-running first); `callsInFlight` counts them all. */
+export const RPCZ_CALLS_PER_CONNECTION_MAX = 100;
+
+export interface RpczCall {
+  callId: number;
+  service: string;
+  method: string;
+  /** ms since the call was made (outbound) or its request arrived (inbound). */
+  elapsedMs: number;
+  /** Outbound: the call's whole time before TIMED_OUT. Inbound: the deadline its caller gave. */
+  timeoutMs: number;
+  /** Outbound only: handed to the socket (false: queued while the connection opens). */
+  sent?: boolean;
+}
+
+export type RpczState = 'open' | 'connecting' | 'backing off' | 'idle';
+
+export interface RpczConnection {
+  /** Inbound: the caller's ip:port. Outbound: the server's address as called. */
+  remote: string;
+  /** Inbound: who the caller said it is when it connected (`tserver 127.0.0.2:9100`, `client pid 123`). */
+  caller?: string;
+  state: RpczState;
+  /** ms since this connection (the current socket) opened. */
+  openForMs?: number;
+  /** ms since anything (a frame, a ping or pong) was last heard on it. */
+  quietMs?: number;
+  /** Inbound: calls answered on this connection; outbound: calls made to this address. */
+  calls: number;
+  callsInFlight: number;
+  /** The calls in flight, the longest-running first (at most RPCZ_CALLS_PER_CONNECTION_MAX). */
+  inFlight: RpczCall[];
+  /** Outbound: bytes waiting to be written (queued while connecting, or in the socket's buffer). */
+  outboundBytes?: number;
+  /** Outbound, backing off after failed connects: the failures in a row, and ms until the next try. */
+  connectFailures?: number;
+  retryInMs?: number;
+}
+
+export interface Rpcz {
+  inbound: RpczConnection[];
+  outbound: RpczConnection[];
+}
+
+/** A server's /rpcz: its RPC server's connections (inbound) and its own client's (outbound). */
+export function rpczOf(server: RpcServer, client: RpcClient): Rpcz {
+  return { inbound: server.rpcz?.() ?? [], outbound: client.rpcz?.() ?? [] };
+}
+
+/** A call as the transports keep it, made into its /rpcz row. */
+export interface TrackedCall {
+  readonly service: string;
+  readonly method: string;
+  readonly startMs: number;
+  readonly timeoutMs: number;
+  readonly sent?: boolean;
+}
+
+/** The in-flight rows of one connection: the longest-running first, at most RPCZ_CALLS_PER_CONNECTION_MAX. */
+export function inFlightRows(calls: Iterable<[number, TrackedCall]>, nowMs: number): RpczCall[] {
+  const rows: RpczCall[] = [];
+  for (const [callId, c] of calls) {
+    rows.push({ callId, service: c.service, method: c.method, elapsedMs: round1(nowMs - c.startMs), timeoutMs: c.timeoutMs, ...(c.sent !== undefined ? { sent: c.sent } : {}) });
+  }
+  rows.sort((a, b) => b.elapsedMs - a.elapsedMs || a.callId - b.callId);
+  return rows.slice(0, RPCZ_CALLS_PER_CONNECTION_MAX);
+}
+
+export function round1(ms: number): number {
+  return Math.round(Math.max(0, ms) * 10) / 10;
+}
+
+export function byRemote(a: RpczConnection, b: RpczConnection): number {
+  return a.remote < b.remote ? -1 : a.remote > b.remote ? 1 : 0;
+}
+
+function connectionTable(conns: readonly RpczConnection[], outbound: boolean, id: string): string {
+  if (conns.length === 0) return `<p>No ${outbound ? 'outbound' : 'inbound'} connections.</p>`;
+  const ms = (v: number | undefined): string => (v === undefined ? '' : String(Math.round(v)));
+  const headers = [outbound ? 'server' : 'caller', 'state', 'open for ms', 'quiet for ms', outbound ? 'calls made' : 'calls answered', 'in flight', ...(outbound ? ['bytes to write', 'next connect in ms'] : [])];
+  const rows = conns.map((c) => [
+    c.caller !== undefined ? `${c.caller} (${c.remote})` : c.remote,
+    c.state,
+    ms(c.openForMs),
+    ms(c.quietMs),
+    c.calls,
+    c.callsInFlight,
+    ...(outbound ? [c.outboundBytes ?? 0, c.retryInMs === undefined ? '' : `${ms(c.retryInMs)} (after ${c.connectFailures ?? 0} failed)`] : []),
+  ]);
+  return htmlTable(headers, rows, { id });
+}
+
+function callTable(conns: readonly RpczConnection[], outbound: boolean, id: string): string {
+  const rows = conns.flatMap((c) =>
+    c.inFlight.map((k) => [c.caller ?? c.remote, k.callId, `${k.service}.${k.method}`, k.elapsedMs.toFixed(1), k.timeoutMs, ...(outbound ? [k.sent === false ? 'queued' : 'sent'] : [])]),
+  );
+  if (rows.length === 0) return '<p>None.</p>';
+  rows.sort((a, b) => Number(b[3]) - Number(a[3]));
+  return htmlTable([outbound ? 'server' : 'caller', 'call id', 'method', 'elapsed ms', outbound ? 'timeout ms' : 'deadline ms', ...(outbound ? ['on the wire'] : [])], rows, { id });
+}
+
+export function rpczHtml(z: Rpcz): string {
+  const n = (cs: readonly RpczConnection[]): number => cs.reduce((s, c) => s + c.callsInFlight, 0);
+  return (
+    `<p>This server's RPC connections and the calls in flight on them, the longest-running first (at most ${RPCZ_CALLS_PER_CONNECTION_MAX} per connection). ` +
+    `One-way messages (Raft batches) are never in flight. ${escapeHtml(`${n(z.inbound)} inbound and ${n(z.outbound)} outbound call(s) in flight.`)}</p>` +
+    '<h2>Inbound: calls this server is answering</h2>' +
+    connectionTable(z.inbound, false, 'inbound') +
+    callTable(z.inbound, false, 'inbound-calls') +
+    '<h2>Outbound: calls this server waits on</h2>' +
+    connectionTable(z.outbound, true, 'outbound') +
+    callTable(z.outbound, true, 'outbound-calls')
+  );
+}
