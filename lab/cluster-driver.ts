@@ -3,6 +3,7 @@
  * `tessera lab` commands speak only this interface; the driver decides what "kill", "pause" or
  * "partition" means for its kind of node.
  */
+import type { CallsInFlight } from './rpcz-calls';
 import type { ClusterSpec, DriverKind, NodeName, ServerRole } from './cluster-spec';
 import type { CutLink } from './partition-plan';
 
@@ -35,6 +36,8 @@ export interface ServerStatus extends ServerAddresses {
   leaders?: number;
   /** Masters: LEADER or FOLLOWER of the sys catalog, from the master's /api/v1/healthz. */
   raftRole?: string;
+  /** Calls in flight now, from the server's /api/v1/rpcz (running servers that answer). */
+  calls?: CallsInFlight;
 }
 
 export interface NodeStatus {

@@ -36,6 +36,7 @@ import { serverExitSince, SUPERVISOR_GROUP_SEPARATOR, SUPERVISOR_RESPAWN_SIGNAL 
 import { serverEntryPath } from './package-root';
 import { DROP_TRAFFIC_FLAG, partitionDropLists, planPartition } from './partition-plan';
 import { assertAddressesFree, STANDARD_PORTS } from './process-addressing';
+import { addCallsInFlight } from './rpcz-calls';
 import { tabletCountsFromMasters } from './tablet-counts';
 import { waitUntil } from './wait-until';
 import { makeDirs } from '../common/fs-dirs';
@@ -212,6 +213,7 @@ export class DockerDriver implements ClusterDriver {
       const c = s.role === 'tserver' ? counts.get(s.rpcAddress) : undefined;
       if (c) Object.assign(s, c);
     }
+    await addCallsInFlight(nodes.flatMap((n) => n.servers));
     return { driver: 'docker', baseDir: st.spec.baseDir, nodes, partitioned: [...st.partitioned], cutLinks: [...(st.cutLinks ?? [])] };
   }
 

@@ -15,6 +15,7 @@ import { formatTable } from './text-table';
 import { linksText } from './partition-plan';
 import { EXPERIMENTS, findExperiment, passed, renderText, runExperiment } from './experiments';
 import { PARTITION_HOLD_MS } from './experiments/partition-minority';
+import { callsCell } from './rpcz-calls';
 
 export interface LabCliIo {
   out: (text: string) => void;
@@ -66,9 +67,9 @@ function statusTable(st: LabStatus): string {
     return `${n}*`;
   };
   const rows = st.nodes.flatMap((n) =>
-    n.servers.map((s) => [n.name, s.raftRole ? `${s.role} (${s.raftRole})` : s.role, s.state, s.healthy ? 'yes' : 'no', rpcCell(s), s.webUrl, count(s.healthy, s.tablets), count(s.healthy, s.leaders), st.driver === 'docker' ? n.containerId : s.pid]),
+    n.servers.map((s) => [n.name, s.raftRole ? `${s.role} (${s.raftRole})` : s.role, s.state, s.healthy ? 'yes' : 'no', rpcCell(s), s.webUrl, count(s.healthy, s.tablets), count(s.healthy, s.leaders), callsCell(s.calls), st.driver === 'docker' ? n.containerId : s.pid]),
   );
-  const table = formatTable(['NODE', 'ROLE', 'STATE', 'HEALTHY', 'RPC', 'CONSOLE', 'TABLETS', 'LEADERS', st.driver === 'docker' ? 'CONTAINER' : 'PID'], rows);
+  const table = formatTable(['NODE', 'ROLE', 'STATE', 'HEALTHY', 'RPC', 'CONSOLE', 'TABLETS', 'LEADERS', 'CALLS IN/OUT', st.driver === 'docker' ? 'CONTAINER' : 'PID'], rows);
   const cut = `${st.partitioned.length ? `partitioned: ${st.partitioned.join(', ')}` : 'partitioned: none'}${st.cutLinks.length ? `; links cut: ${linksText(st.cutLinks)}` : ''}`;
   const note = stale ? '\n* as the master last heard from that tserver (it does not answer now)' : '';
   return `lab in ${st.baseDir} (${st.driver} driver)\n${table}\n${cut}${note}`;

@@ -20,6 +20,7 @@ import { packageRoot, serverEntryPath } from './package-root';
 import { DROP_TRAFFIC_FLAG, partitionDropLists, planPartition } from './partition-plan';
 import { assertAddressesFree, loopbackAliasesWork, planProcessNodes } from './process-addressing';
 import { processState, signal } from './process-table';
+import { addCallsInFlight } from './rpcz-calls';
 import { tabletCountsFromMasters } from './tablet-counts';
 import { waitUntil } from './wait-until';
 import { makeDirs } from '../common/fs-dirs';
@@ -148,6 +149,7 @@ export class ProcessDriver implements ClusterDriver {
       const c = s.role === 'tserver' ? counts.get(s.rpcAddress) : undefined;
       if (c) Object.assign(s, c);
     }
+    await addCallsInFlight(nodes.flatMap((n) => n.servers));
     return { driver: 'process', baseDir: st.spec.baseDir, nodes, partitioned: [...st.partitioned], cutLinks: [...(st.cutLinks ?? [])] };
   }
 

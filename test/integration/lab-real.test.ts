@@ -70,6 +70,20 @@ describe('lab with real servers', () => {
     const flag = await lab('flag', 'n1', 'log_min_entries_to_retain=5000', '--role', 'tserver', '--base_dir', baseDir, '--json');
     expect(flag.code, flag.err).toBe(0);
 
+    // Calls in flight per server (its /rpcz): a slow apply on every tserver holds writes there, and
+    // status shows them as inbound calls on the leaders, with the oldest one's age.
+    for (const n of ['n0', 'n1', 'n2']) expect((await lab('flag', n, 'TEST_inject_sleep_before_applying_write_batch_ms=3000', '--role', 'tserver', '--force', '--base_dir', baseDir)).code).toBe(0);
+    const slow = client.table('labkv').upsertMany(Array.from({ length: 30 }, (_, i) => ({ id: BigInt(500 + i), v: `slow-${i}` })), { timeoutMs: 30_000 });
+    const piled = await waitFor('writes in flight on a tserver, as lab status shows them', 10_000, async () => {
+      const s = JSON.parse((await lab('status', '--base_dir', baseDir, '--json')).out) as LabStatus;
+      const ts = s.nodes.flatMap((n) => n.servers.filter((x) => x.role === 'tserver'));
+      return ts.some((t) => (t.calls?.inbound ?? 0) > 0 && (t.calls?.oldestMs ?? 0) > 0) ? ts : undefined;
+    });
+    for (const t of piled) expect(t.calls, `${t.webUrl} answered /rpcz`).toEqual({ inbound: expect.any(Number), outbound: expect.any(Number), oldestMs: expect.any(Number) });
+    expect((await lab('status', '--base_dir', baseDir)).out).toContain('CALLS IN/OUT');
+    await slow;
+    for (const n of ['n0', 'n1', 'n2']) expect((await lab('flag', n, 'TEST_inject_sleep_before_applying_write_batch_ms=0', '--role', 'tserver', '--force', '--base_dir', baseDir)).code).toBe(0);
+
     // Partition n2 (a tserver only: the master lives on n0).
     const part = await lab('partition', 'n2', '--base_dir', baseDir);
     expect(part.code, part.err).toBe(0);
