@@ -9,6 +9,7 @@ import { isHealthy } from '../lab/console-http';
 import { print, printJson, printTable } from './cli-io';
 import { defaultBaseDir, pidAlive, planCluster, readState, spawnServer, stopPids, waitHealthy, writeState, type ClusterState } from './local-cluster';
 import { makeDirs } from '../common/fs-dirs';
+import { callsCell, callsInFlight } from '../lab/rpcz-calls';
 
 function nodeFlags(list: string | undefined): Map<number, Array<[string, string]>> {
   const out = new Map<number, Array<[string, string]>>();
@@ -127,20 +128,22 @@ export function registerClusterCommands(program: Command): void {
       const st = readState(path.resolve(o.base_dir));
       if (!st) throw new DbError(ErrorCode.NOT_FOUND, `no cluster in ${path.resolve(o.base_dir)} (start one with tessera start)`);
       const servers = await Promise.all(
-        st.servers.map(async (s) => ({
-          node: s.node,
-          role: s.role,
-          rpcAddress: s.rpcAddress,
-          webUrl: `http://${s.webAddress}`,
-          pid: s.pid ?? 0,
-          running: pidAlive(s.pid),
-          healthy: pidAlive(s.pid) && (s.role === 'master' ? await isHealthy(`http://${s.webAddress}`) : true),
-        })),
+        st.servers.map(async (s) => {
+          const webUrl = `http://${s.webAddress}`;
+          const running = pidAlive(s.pid);
+          const healthy = running && (await isHealthy(webUrl));
+          // Calls in flight now (its /rpcz): answered and awaited, and the oldest one's age.
+          const calls = healthy ? await callsInFlight(webUrl) : undefined;
+          return { node: s.node, role: s.role, rpcAddress: s.rpcAddress, webUrl, pid: s.pid ?? 0, running, healthy, ...(calls ? { calls } : {}) };
+        }),
       );
       if (o.json) printJson({ baseDir: st.baseDir, masterAddresses: st.masterAddresses, supervisorPid: st.supervisorPid ?? 0, servers });
       else {
         print(`cluster in ${st.baseDir}; masters ${st.masterAddresses}`);
-        printTable(['node', 'role', 'rpc', 'console', 'pid', 'state'], servers.map((s) => [s.node, s.role, s.rpcAddress, s.webUrl, s.pid || '-', s.running ? (s.healthy ? 'running' : 'unhealthy') : 'stopped']));
+        printTable(
+          ['node', 'role', 'rpc', 'console', 'pid', 'state', 'calls in/out'],
+          servers.map((s) => [s.node, s.role, s.rpcAddress, s.webUrl, s.pid || '-', s.running ? (s.healthy ? 'running' : 'unhealthy') : 'stopped', callsCell(s.calls) ?? '']),
+        );
       }
     });
 

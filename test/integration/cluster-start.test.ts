@@ -60,6 +60,10 @@ describe('tessera start', () => {
     const st = JSON.parse(status.stdout) as { servers: Array<{ role: string; running: boolean }> };
     expect(st.servers.map((s) => s.role).sort()).toEqual(['master', 'tserver']);
     expect(st.servers.every((s) => s.running)).toBe(true);
+    // Both servers answer their consoles, which give their calls in flight (/rpcz).
+    const full = JSON.parse(status.stdout) as { servers: Array<{ healthy: boolean; calls?: { inbound: number; outbound: number; oldestMs: number } }> };
+    for (const s of full.servers) expect(s).toMatchObject({ healthy: true, calls: { inbound: expect.any(Number), outbound: expect.any(Number), oldestMs: expect.any(Number) } });
+    expect(cli('status', '--base_dir', baseDir).stdout).toContain('calls in/out');
 
     const exited = new Promise<number | null>((r) => sup!.once('exit', (code) => r(code)));
     sup.kill('SIGINT');
