@@ -5,6 +5,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { threadKindSums, threadsOf } from '../common/proc-threads';
+import type { RpczConnection } from './rpcz';
 import type { ConnectionStats, RpcClient, RpcServer } from './types';
 
 export interface MetricsOptions {
@@ -100,6 +101,19 @@ export class Metrics {
         g.set({ side, kind: 'closed_unanswered_ping' }, st.closedUnansweredPing);
         if (st.connectTimedOut !== undefined) g.set({ side, kind: 'connect_timed_out' }, st.connectTimedOut);
       }
+    });
+    // What /rpcz lists, summed for alerting: calls this server is answering (side="server") and
+    // waiting on (side="client") now, and the age of the oldest — a call stuck behind a partition,
+    // a paused peer or a slow disk grows it long before it times out.
+    const sides = (): Array<[side: 'server' | 'client', conns: RpczConnection[] | undefined]> => [
+      ['server', server.rpcz?.()],
+      ['client', client.rpcz?.()],
+    ];
+    this.gauge('rpc_calls_in_flight', 'RPC calls in flight now: being answered by this server (side="server") and made by it, awaiting an answer (side="client"); /rpcz lists them', ['side'], (g) => {
+      for (const [side, conns] of sides()) if (conns) g.set({ side }, conns.reduce((n, c) => n + c.callsInFlight, 0));
+    });
+    this.gauge('rpc_oldest_call_in_flight_seconds', 'Age of the oldest RPC call in flight now on each side (0 with none): a call stuck behind a partition, a paused peer or a slow disk; /rpcz lists them', ['side'], (g) => {
+      for (const [side, conns] of sides()) if (conns) g.set({ side }, conns.reduce((m, c) => Math.max(m, c.inFlight[0]?.elapsedMs ?? 0), 0) / 1000);
     });
   }
 

@@ -206,6 +206,10 @@ describe('tserver console', () => {
     expect(txnProm).toMatch(/rpc_connections\{[^}]*side="server"[^}]*kind="open"[^}]*\} [1-9]/);
     expect(txnProm).toMatch(/rpc_connections\{[^}]*side="client"[^}]*kind="open"[^}]*\} [1-9]/);
     expect(txnProm).not.toMatch(/rpc_connections\{[^}]*kind="closed_unanswered_ping"[^}]*\} [1-9]/);
+    for (const side of ['server', 'client']) {
+      expect(txnProm).toMatch(new RegExp(`rpc_calls_in_flight\\{[^}]*side="${side}"[^}]*\\} \\d+`));
+      expect(txnProm).toMatch(new RegExp(`rpc_oldest_call_in_flight_seconds\\{[^}]*side="${side}"[^}]*\\} [\\d.e-]+`));
+    }
     // /rpcz: the same connections with their calls. Every tserver has called the master (heartbeats);
     // the tservers leading what this test wrote answered its client, named by its pid; the master
     // answered every tserver, each named by its address.

@@ -6,6 +6,7 @@ import * as http from 'node:http';
 import * as net from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ErrorCode, Flags } from '../../common';
+import { Metrics } from '../../rpc/metrics';
 import { RPCZ_CALLS_PER_CONNECTION_MAX, rpczOf, type Rpcz } from '../../rpc/rpcz';
 import type { RpcClient } from '../../rpc/types';
 import { WebServer } from '../../rpc/web-server';
@@ -89,9 +90,23 @@ describe('rpcz: connections and calls in flight (WebSocket transport)', () => {
     expect(outbound!.inFlight[0]!.elapsedMs).toBeGreaterThanOrEqual(30);
     expect(outbound!.retryInMs).toBeUndefined();
 
+    // The same, summed for Prometheus: calls in flight each side and the oldest one's age.
+    const metrics = new Metrics();
+    metrics.rpcConnections(es.server, client);
+    const prom = await metrics.prometheus();
+    expect(prom).toContain('rpc_calls_in_flight{side="server"} 2');
+    expect(prom).toContain('rpc_calls_in_flight{side="client"} 2');
+    const oldest = /rpc_oldest_call_in_flight_seconds\{side="client"\} ([\d.]+)/.exec(prom);
+    expect(Number(oldest?.[1]), 'the client has waited 30 ms or more for its first call').toBeGreaterThanOrEqual(0.03);
+
     es.release();
     await Promise.all([first, second]);
     await until(() => es.server.rpcz!()[0]!.callsInFlight === 0, 'the server answering both');
+    const after = await metrics.prometheus();
+    for (const side of ['server', 'client']) {
+      expect(after).toContain(`rpc_calls_in_flight{side="${side}"} 0`);
+      expect(after).toContain(`rpc_oldest_call_in_flight_seconds{side="${side}"} 0`);
+    }
     expect(es.server.rpcz!()[0]).toMatchObject({ calls: 3, callsInFlight: 0, inFlight: [] });
     expect(client.rpcz!()[0]).toMatchObject({ calls: 3, callsInFlight: 0, inFlight: [] });
   });
