@@ -13,6 +13,7 @@ import { partitionMinority } from './partition-minority';
 import { pausedLeader } from './paused-leader';
 import { pausedStatusLeader } from './paused-status-leader';
 import { replicaDivergence } from './replica-divergence';
+import { slowLeader } from './slow-leader';
 import { snapshotIsolation } from './snapshot-isolation';
 import { waitOnConflict } from './wait-on-conflict';
 import { writeReport } from './report';
@@ -30,6 +31,7 @@ export const EXPERIMENTS: readonly ExperimentDef[] = [
   { name: 'paused-leader', description: 'INSERTs with a 5 s deadline while the tserver leading the most tablets is paused for 8 s: each is resent as the same retryable request, none fails or inserts twice, writes go on without the paused leader', run: pausedLeader },
   { name: 'paused-status-leader', description: 'short transactions while the tserver leading the status tablet is paused for 10 s: each commit sent to it is settled by its successor, which proves it never committed (TXN_ABORTED, never "outcome unknown"); transactions go on; the table holds exactly the committed rows', run: pausedStatusLeader },
   { name: 'mvcc-history', description: 'old versions kept for timestamp_history_retention_interval_sec (5 s here), then collected by every replica on its own: a snapshot reads them, then fails SNAPSHOT_TOO_OLD once the history floor passed it; an open transaction holds the floor of its tablet; a dropped column\'s values go too; the latest data is unchanged', run: mvccHistory },
+  { name: 'slow-leader', description: 'a slow disk on the node leading the most tablets (TEST_inject_sleep_before_applying_write_batch_ms=800) under a write load: writes to its tablets wait, the others do not, and its /rpcz lists the waiting writes; leader_stepdown moves its leaderships away and every write is fast again while it still applies late as a follower; cleared, it catches up, nothing acknowledged lost', run: slowLeader },
   { name: 'replica-divergence', description: 'one follower silently stores a wrong value (TEST_corrupt_tablet_replica): clients read right values, the replica convergence check (tessera admin check_replicas) names the tablet and the follower; failing that replica makes the master re-create it from a healthy one, and all replicas agree again', run: replicaDivergence },
   { name: 'snapshot-isolation', description: 'two clients interleaved by hand: a lost update refused, first committer wins, a stable snapshot, the write skew snapshot isolation allows, and serializable isolation refusing that write skew and a phantom', run: snapshotIsolation },
 ];

@@ -54,7 +54,7 @@ describe('lab experiments', () => {
     expect(findExperiment('nope')).toBeUndefined();
   });
 
-  for (const name of ['leader-failover', 'partition-minority', 'partial-partition']) {
+  for (const name of ['leader-failover', 'partition-minority', 'partial-partition', 'slow-leader']) {
     it(`lab experiment ${name}: every check holds on real servers and a report is written`, async () => {
       const r = await runExperiment(findExperiment(name)!, opts);
       expect(r.checks.filter((c) => !c.ok), JSON.stringify(r.checks)).toEqual([]);
