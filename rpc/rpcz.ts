@@ -101,11 +101,10 @@ function connectionTable(conns: readonly RpczConnection[], outbound: boolean, id
 }
 
 function callTable(conns: readonly RpczConnection[], outbound: boolean, id: string): string {
-  const rows = conns.flatMap((c) =>
-    c.inFlight.map((k) => [c.caller ?? c.remote, k.callId, `${k.service}.${k.method}`, k.elapsedMs.toFixed(1), k.timeoutMs, ...(outbound ? [k.sent === false ? 'queued' : 'sent'] : [])]),
-  );
-  if (rows.length === 0) return '<p>None.</p>';
-  rows.sort((a, b) => Number(b[3]) - Number(a[3]));
+  const calls = conns.flatMap((c) => c.inFlight.map((k) => ({ from: c.caller ?? c.remote, k })));
+  if (calls.length === 0) return '<p>None.</p>';
+  calls.sort((a, b) => b.k.elapsedMs - a.k.elapsedMs);
+  const rows = calls.map(({ from, k }) => [from, k.callId, `${k.service}.${k.method}`, k.elapsedMs.toFixed(1), k.timeoutMs, ...(outbound ? [k.sent === false ? 'queued' : 'sent'] : [])]);
   return htmlTable([outbound ? 'server' : 'caller', 'call id', 'method', 'elapsed ms', outbound ? 'timeout ms' : 'deadline ms', ...(outbound ? ['on the wire'] : [])], rows, { id });
 }
 

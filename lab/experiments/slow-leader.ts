@@ -14,6 +14,7 @@
  */
 import { partitionHash } from '../../common/partition-hash';
 import { DbError, ErrorCode } from '../../common/errors';
+import type { Rpcz } from '../../rpc/rpcz';
 import { tabletServerMethods } from '../../rpc/service-methods';
 import type { NodeName } from '../cluster-spec';
 import { leadersByTablet, replicasViaDriver } from '../tablet-view';
@@ -150,7 +151,7 @@ export async function slowLeader(o: ExperimentOptions): Promise<ExperimentResult
     let oldestWrite = 0;
     let oldestCaller = '';
     const led = await whilePolling(load(), async () => {
-      const z = (await lab.driver.consoleJson(node, 'tserver', '/api/v1/rpcz', 2_000).catch(() => undefined)) as { inbound?: Array<{ remote: string; caller?: string; inFlight: Array<{ method: string; elapsedMs: number }> }> } | undefined;
+      const z = (await lab.driver.consoleJson(node, 'tserver', '/api/v1/rpcz', 2_000).catch(() => undefined)) as Rpcz | undefined;
       for (const c of z?.inbound ?? []) {
         for (const k of c.inFlight) {
           if (k.method === 'Write' && k.elapsedMs > oldestWrite) {

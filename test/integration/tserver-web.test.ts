@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TesseraClient } from '../../client/tessera-client';
 import { getJson, httpRequest, postFlag } from '../../lab/console-http';
+import type { Rpcz } from '../../rpc/rpcz';
 import { ProcCluster, waitFor } from './cluster-harness';
 
 let cluster: ProcCluster | undefined;
@@ -213,9 +214,7 @@ describe('tserver console', () => {
     // /rpcz: the same connections with their calls. Every tserver has called the master (heartbeats);
     // the tservers leading what this test wrote answered its client, named by its pid; the master
     // answered every tserver, each named by its address.
-    type RpczConn = { remote: string; caller?: string; state: string; calls: number; callsInFlight: number; inFlight: unknown[] };
-    type RpczView = { inbound: RpczConn[]; outbound: RpczConn[] };
-    const zs = (await Promise.all(cl.tservers.map((t) => getJson(`http://${t.webAddress}/api/v1/rpcz`)))) as RpczView[];
+    const zs = (await Promise.all(cl.tservers.map((t) => getJson(`http://${t.webAddress}/api/v1/rpcz`)))) as Rpcz[];
     for (const z of zs) {
       expect(z.outbound.find((c) => c.remote === cl.masterAddresses[0])).toMatchObject({ state: 'open', calls: expect.any(Number) });
       expect(z.outbound.find((c) => c.remote === cl.masterAddresses[0])!.calls).toBeGreaterThan(0);
@@ -223,7 +222,7 @@ describe('tserver console', () => {
     }
     const fromTest = zs.flatMap((z) => z.inbound.filter((c) => c.caller === `client pid ${process.pid}`));
     expect(fromTest.reduce((n, c) => n + c.calls, 0), "calls answered to this test's client").toBeGreaterThan(0);
-    const mz = (await getJson(`http://${cl.masters[0]!.webAddress}/api/v1/rpcz`)) as RpczView;
+    const mz = (await getJson(`http://${cl.masters[0]!.webAddress}/api/v1/rpcz`)) as Rpcz;
     const heartbeating = new Set(mz.inbound.filter((c) => c.calls > 0 && c.caller?.startsWith('tserver ')).map((c) => c.caller));
     expect([...heartbeating].sort(), 'tservers calling the master').toEqual(cl.tservers.map((t) => `tserver ${t.rpcAddress}`).sort());
     expect((await httpRequest(`${web}/rpcz`)).body).toContain('Outbound: calls this server waits on');
