@@ -21,6 +21,7 @@ import { masterMethods, txnCoordinatorMethods, txnParticipantMethods, type Maste
 import type { RpcClient, RpcServer, Transport } from '../rpc/types';
 import { TxnService } from './transaction/txn-service';
 import { RowService } from './row-service';
+import { registerRowLockPages } from './row-locks-web';
 import { rowMethods } from '../rpc/row-methods';
 import { WebServer } from '../rpc/web-server';
 import { ConsensusTransport } from './consensus-transport';
@@ -296,6 +297,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
       rpcz: () => rpczOf(rpc, client),
     });
     registerTServerPages({ web, metrics, uuid, rpcAddress, manager: () => manager, trackers, tabletsJson: () => tabletsJson(), transactions: () => txn.snapshot(), coordinatorMemories: () => txn.coordinatorMemories(), raftTransport: () => consensus.metrics });
+    registerRowLockPages({ web, metrics, manager: () => manager });
     try {
       await web.start();
     } catch (e) {
