@@ -266,6 +266,12 @@ export interface RowLockOpsDeps {
   checkServing(): void;
   /** The rows' in-memory write locks (LockTable): a lock entry and the rows' writes never interleave. */
   acquire(rowKeys: string[]): Promise<() => void>;
+  /**
+   * Settle other transactions' provisional records on the row as a plain write does (committed ones
+   * order before, pending ones are aborted): a transaction cannot commit a write into a row locked
+   * after it wrote.
+   */
+  settleIntents(key: DocKey): Promise<void>;
   /** A fresh hybrid time above every earlier entry's. */
   nextHt(): HybridTime;
   now(): HybridTime;
@@ -295,6 +301,7 @@ export class RowLockOps {
       const k = docKeyString(key);
       const release = await this.deps.acquire([k]);
       try {
+        await this.deps.settleIntents(key);
         const ht = this.deps.nextHt();
         const cur = t.live(k, ht);
         // A resent lockRow whose first copy took the lock: answer that lock.

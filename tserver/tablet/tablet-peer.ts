@@ -279,6 +279,7 @@ export class TabletPeer {
       table: this.rowLocks,
       checkServing: () => this.checkServing(),
       acquire: (keys) => this.locks.acquire(keys),
+      settleIntents: (key) => this.orderAfterIntents([{ type: 'delete', key }]),
       nextHt: () => this.nextHt(),
       now: () => this.deps.clock.now(),
       propose: (op) => this.proposeOp(op),
@@ -1241,7 +1242,11 @@ export class TabletPeer {
     await this.loadTxnState();
     // The writes the source replicated up to the snapshot (those after it are applied here next).
     if (desc.retryable) this.retryable.restore(parseRetryableImage(desc.retryable));
-    if (desc.rowLocks) this.rowLocks.restore(parseRowLockImage(desc.rowLocks));
+    if (desc.rowLocks) {
+      this.rowLocks.restore(parseRowLockImage(desc.rowLocks));
+      // The log here starts after the snapshot: a restart finds the locks it granted only in this file.
+      await writeFileDurablyAsync(this.deps.dir, ROW_LOCKS_FILE, JSON.stringify(this.rowLocks.image()));
+    }
     // The schema the source had (never older than the entries the snapshot stands for): an ALTER whose
     // CHANGE_SCHEMA entry was compacted away reaches this replica here.
     // DocDB learns the schema's columns only with it (the new databases may hold columns added after this
