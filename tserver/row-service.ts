@@ -17,7 +17,7 @@ import { checkSchemaVersion, checkType, keyFromPb, keyToPb, requestTag, valueFro
 import type { TabletManager } from './tablet-manager';
 import type { ColumnSchema, TabletMeta } from './tablet/tablet-meta';
 import type { TabletPeer } from './tablet/tablet-peer';
-import { CompareOp, evaluateRowMutations, resultColumns, type CellMutation, type RowCondition, type RowMutation } from './tablet/row-ops';
+import { CompareOp, evaluateRowMutations, readsRows, resultColumns, type CellMutation, type RowCondition, type RowMutation } from './tablet/row-ops';
 import { ROW_CELL_BYTES_MAX, ROW_LOCK_LEASE_MS } from './tablet/row-flags';
 import { docKeyString } from './tablet/tablet-op';
 import { WRITE_TIMEOUT_MS } from './tserver-flags';
@@ -129,6 +129,7 @@ export class RowService {
       ops: [],
       computed: {
         keys,
+        readsRows: readsRows(rows),
         compute: (current) => {
           const ev = evaluateRowMutations(rows, current, cellBytesMax);
           results = ev.results;

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DbError, ErrorCode } from '../../common/errors';
 import type { DocKey, Primitive } from '../../docdb/doc-db-api';
 import { partitionHash } from '../../common/partition-hash';
-import { CompareOp, evaluateRowMutations, type CellMutation, type RowCondition, type RowMutation } from '../../tserver/tablet/row-ops';
+import { CompareOp, evaluateRowMutations, readsRows, type CellMutation, type RowCondition, type RowMutation } from '../../tserver/tablet/row-ops';
 import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
 import type { TabletPeer } from '../../tserver/tablet/tablet-peer';
 import { openTestPeer, PeerJanitor } from './tablet-peer-harness';
@@ -59,6 +59,8 @@ async function mutate(p: TabletPeer, rows: RowMutation[], request?: { clientId: 
     ops: [],
     computed: {
       keys: rows.map((r) => r.key),
+      // As the RowService sends it: puts and deletes alone are written without reading the rows.
+      readsRows: readsRows(rows),
       compute: (cur) => {
         const ev = evaluateRowMutations(rows, cur, CELL_MAX);
         results = ev.results;

@@ -159,6 +159,11 @@ function appended(cur: Primitive, add: string | Uint8Array, columnId: number, ce
   return v;
 }
 
+/** Whether evaluating `rows` needs their current values (conditions, increments, appends). */
+export function readsRows(rows: readonly RowMutation[]): boolean {
+  return rows.some((r) => r.conditions.length > 0 || r.mutations.some((m) => m.type === 'INCREMENT' || m.type === 'APPEND'));
+}
+
 /** The cells a resent request answers (its entry was applied before: read back at its hybrid time). */
 export function resultColumns(r: RowMutation): number[] {
   const ids: number[] = [];

@@ -110,7 +110,12 @@ export interface WriteRequest {
    * they are now and answers the ops to write (`ops` is ignored), or undefined to write nothing (the
    * write then resolves 0n).
    */
-  computed?: { keys: DocKey[]; compute(rows: Array<Row | undefined>): RowOp[] | undefined };
+  computed?: {
+    keys: DocKey[];
+    /** false: the result does not depend on the rows (puts and deletes only): they are not read. */
+    readsRows?: boolean;
+    compute(rows: Array<Row | undefined>): RowOp[] | undefined;
+  };
   /** Per row of the write (`computed.keys`, else `ops`), the row lock it carries (row-locks.ts). */
   heldLocks?: Array<HeldLock | undefined>;
   /** Wait (until deadlineMonoMs) for rows locked by others instead of failing ROW_LOCKED. */
@@ -1497,7 +1502,7 @@ export class TabletPeer {
       // A read-modify-write meets intents on its whole rows (it reads them), as a delete would.
       await this.orderAfterIntents(req.computed ? keys.map((key) => ({ type: 'delete' as const, key })) : ops);
       if (req.computed) {
-        const computed = req.computed.compute(await this.currentRows(keys));
+        const computed = req.computed.compute(req.computed.readsRows === false ? keys.map(() => undefined) : await this.currentRows(keys));
         if (!computed) return 0n;
         ops = computed;
       }
@@ -1551,9 +1556,7 @@ export class TabletPeer {
   private async currentRows(keys: readonly DocKey[]): Promise<Array<Row | undefined>> {
     const readHt = this.deps.clock.now();
     const resolveStatus = this.deps.txnEnv ? this.statusResolver() : NO_TXN_STATUS;
-    const rows: Array<Row | undefined> = [];
-    for (const key of keys) rows.push(await this.docdb.getRow(key, { readHt, resolveStatus }));
-    return rows;
+    return Promise.all(keys.map((key) => this.docdb.getRow(key, { readHt, resolveStatus })));
   }
 
   /**
