@@ -20,3 +20,5 @@ export * from './docker-verify-cluster';
 export * from './plan-verify-cluster';
 export * from './counter-workload';
 export * from './counter-checker';
+export * from './lock-workload';
+export * from './lock-checker';
