@@ -2,7 +2,7 @@
  * Lock: row locks with short leases under the nemeses (docs/rows.md). A process takes the lock of one
  * of a few rows (ROW_LOCKED: a definite fail), appends two "token:step," entries to the row's log,
  * each carrying the lock (a pause or partition that outlives the lease makes the second one FENCED),
- * and unlocks. The checker (lock-checker.ts) reads the final logs: no two holders' writes interleave
+ * and unlocks; now and then a holder stalls past its lease before its second append. The checker (lock-checker.ts) reads the final logs: no two holders' writes interleave
  * (tokens never go down), every acknowledged append is there once.
  */
 import type { TesseraClient } from '../../client/tessera-client';
@@ -19,6 +19,11 @@ export const LOCK_ROWS = 3;
 export const LOCK_LEASE_MS = 1500;
 /** Appends per lock held. */
 const STEPS = 2;
+/**
+ * One holder in this many stalls past its lease before its second append (Kleppmann's paused lock
+ * holder): that append must be FENCED, and the checker must never find it in the log.
+ */
+const STALL_ONE_IN = 8;
 
 export class LockWorkload implements Workload {
   readonly name = 'lock';
@@ -47,6 +52,7 @@ export class LockWorkload implements Workload {
       return type;
     }
     for (let s = 0; s < STEPS; s++) {
+      if (s > 0 && ctx.rng.int(STALL_ONE_IN) === 0) await new Promise((r) => setTimeout(r, LOCK_LEASE_MS + 300));
       const entry = lockEntry(lock.token, s);
       const w = ctx.recorder.invoke(ctx.process, 'write', entry, String(id));
       try {

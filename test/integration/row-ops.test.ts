@@ -6,6 +6,8 @@
  * writer, wrong-id unlock, lease expiry, FENCED stale token, /locks, and the lock carried over a
  * leader stepdown.
  */
+import { execFile } from 'node:child_process';
+import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TesseraClient } from '../../client/tessera-client';
 import type { Table } from '../../client/table';
@@ -15,6 +17,7 @@ import { rowMethods, type MutateRowsRequestPB } from '../../rpc/row-methods';
 import { tabletServerMethods } from '../../rpc/service-methods';
 import { ProcCluster, waitFor } from './cluster-harness';
 
+const CLI = path.resolve(__dirname, '../../dist/cli/main.js');
 const CLIENTS = 4;
 const INCREMENTS_PER_CLIENT = 50;
 
@@ -175,6 +178,25 @@ describe('row operations and row locks (real processes)', () => {
     expect(await codeOf(a.increment({ id }, { n: 1000 }, { lock: short }))).toBe(ErrorCode.FENCED);
     await b.unlockRow(next);
     expect((await c.table('ctr').get({ id }))?.['n']).toBe(112n);
+  }, 120_000);
+
+  it('rows: the CLI — increment, append, check-and-put (applied and not), lock-row and unlock-row — as docs/rows.md writes them', async () => {
+    const cli = async (...args: string[]): Promise<{ code: number; out: string }> =>
+      new Promise((resolve) => {
+        execFile(process.execPath, [CLI, ...args, '--master_addresses', cluster.masterAddresses.join(',')], { timeout: 30_000 }, (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: `${stdout}${stderr}` }));
+      });
+    expect(await cli('increment', 'ctr', 'id=9', '--column', 'n', '--by', '5')).toEqual({ code: 0, out: 'n = 5\n' });
+    expect(await cli('append', 'ctr', 'id=9', '--column', 's', '--value', 'x')).toEqual({ code: 0, out: 's = x\n' });
+    expect((await cli('check-and-put', 'ctr', 'id=9', '--if', 'n=5', '--if', 's:exists', '--set', 'n=6,s=six')).out).toBe('applied\n');
+    expect((await cli('check-and-put', 'ctr', 'id=9', '--if', 'n<6', '--set', 'n=0')).out).toBe('not applied (a condition did not hold)\n');
+    expect(await c.table('ctr').get({ id: 9n })).toEqual({ id: 9n, n: 6n, s: 'six' });
+    const locked = await cli('lock-row', 'ctr', 'id=9', '--lease_ms', '30000', '--json');
+    const lock = JSON.parse(locked.out) as { lockId: string; token: string };
+    expect((await cli('increment', 'ctr', 'id=9', '--column', 'n')).out).toContain('ROW_LOCKED');
+    expect((await cli('increment', 'ctr', 'id=9', '--column', 'n', '--lock_id', lock.lockId, '--lock_token', String(lock.token))).out).toBe('n = 7\n');
+    expect((await cli('unlock-row', 'ctr', 'id=9', '--lock_id', 'wrong')).out).toContain('ROW_LOCK_NOT_HELD');
+    expect((await cli('unlock-row', 'ctr', 'id=9', '--lock_id', lock.lockId)).out).toBe('unlocked\n');
+    expect((await cli('increment', 'ctr', 'id=9', '--column', 's')).out).toContain('INVALID_ARGUMENT');
   }, 120_000);
 
   it('rows: row operations on a missing table fail TABLE_NOT_FOUND', async () => {

@@ -15,6 +15,8 @@ import { CompareOp, evaluateRowMutations, readsRows, type CellMutation, type Row
 import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
 import type { TabletPeer } from '../../tserver/tablet/tablet-peer';
 import { openTestPeer, PeerJanitor } from './tablet-peer-harness';
+import { parseRowMutations } from '../../tserver/row-service';
+import type { RowMutationPB } from '../../rpc/row-methods';
 
 const janitor = new PeerJanitor();
 afterEach(() => janitor.cleanup());
@@ -227,4 +229,30 @@ describe('row operations (tablet)', () => {
     const read = await p.read([key(3)], {});
     expect(read.rows[0]?.columns.get(2)).toBe('x'.repeat(60));
   }, 30_000);
+
+  it('row ops: the service refuses malformed rows with INVALID_ARGUMENT (types, key columns, unknown ops, a row twice)', () => {
+    const meta = rowsMeta();
+    const k = { hash: partitionHash([1n]), hashed: [{ int64Value: 1n }], range: [] };
+    const bad = (rows: RowMutationPB[]): string => {
+      try {
+        parseRowMutations(meta, rows);
+        return 'OK';
+      } catch (e) {
+        return `${(e as DbError).code}: ${(e as DbError).message}`;
+      }
+    };
+    expect(bad([{ key: k, mutations: [{ type: 'INCREMENT', columnId: 2, by: 1n }] }])).toMatch(/^INVALID_ARGUMENT: increment: column s is string, not int64/);
+    expect(bad([{ key: k, mutations: [{ type: 'APPEND', columnId: 1, value: { stringValue: 'x' } }] }])).toMatch(/^INVALID_ARGUMENT: append: column n is int64/);
+    expect(bad([{ key: k, mutations: [{ type: 'APPEND', columnId: 3, value: { stringValue: 'x' } }] }])).toMatch(/^INVALID_ARGUMENT: column b has type bytes/);
+    expect(bad([{ key: k, mutations: [{ type: 'PUT', columnId: 0, value: { int64Value: 2n } }] }])).toMatch(/^INVALID_ARGUMENT: column id is part of the primary key/);
+    expect(bad([{ key: k, mutations: [{ type: 'SWAP', columnId: 1 }] }])).toMatch(/^INVALID_ARGUMENT: unknown mutation 'SWAP'/);
+    expect(bad([{ key: k, conditions: [{ columnId: 1, op: 'LIKE' }] }])).toMatch(/^INVALID_ARGUMENT: unknown condition 'LIKE'/);
+    expect(bad([{ key: k, conditions: [{ columnId: 1, op: 'EQ' }] }])).toMatch(/^INVALID_ARGUMENT: condition EQ on n needs a value/);
+    expect(bad([{ key: k, conditions: [{ columnId: 1, op: 'EQ', value: { stringValue: '1' } }] }])).toMatch(/^INVALID_ARGUMENT: column n has type int64/);
+    expect(bad([{ key: k }, { key: k }])).toMatch(/^INVALID_ARGUMENT: mutate_rows names a row twice/);
+    expect(bad([])).toMatch(/^INVALID_ARGUMENT: mutate_rows has no rows/);
+    expect(parseRowMutations(meta, [{ key: k, conditions: [{ columnId: 1, op: 'ABSENT' }], mutations: [{ type: 'INCREMENT', columnId: 1, by: -2n }], lockId: 'L', lockToken: 12n }])).toEqual([
+      { key: { hash: k.hash, hashed: [1n], range: [] }, conditions: [{ columnId: 1, op: 'ABSENT' }], mutations: [{ type: 'INCREMENT', columnId: 1, by: -2n }], lock: { lockId: 'L', token: 12 } },
+    ]);
+  });
 });
