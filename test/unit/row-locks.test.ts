@@ -8,7 +8,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DbError, ErrorCode } from '../../common/errors';
-import type { DocKey, Primitive } from '../../docdb/doc-db-api';
+import type { DocKey, Primitive, RowOp, TxnMeta } from '../../docdb/doc-db-api';
+import { TxnId } from '../../common/ids';
 import { partitionHash } from '../../common/partition-hash';
 import { evaluateRowMutations, type RowMutation } from '../../tserver/tablet/row-ops';
 import type { HeldLock } from '../../tserver/tablet/row-locks';
@@ -158,5 +159,20 @@ describe('row locks (tablet)', () => {
     expect(await code(put(p3, 8, 'other'))).toBe(ErrorCode.ROW_LOCKED);
     expect(await code(put(p3, 6, 'holder', { lockId: a.lockId, token: a.token }))).toBe('OK');
     expect(p3.rowLocks.list(p3.hybridNow()).map((l) => l.token)).toEqual([a.token, b.token]);
+  }, 30_000);
+
+  it('row locks: a transaction cannot write a locked row (ROW_LOCKED), and lockRow does not take a row holding a pending transaction\'s provisional records', async () => {
+    const { p } = await open();
+    janitor.peers.push(p);
+    const ops = p.rowLockOps();
+    const a = await ops.lock(key(10), { leaseMs: 60_000, holder: 'A', wait: false, deadlineMonoMs: far() });
+    const txn = (id: string): TxnMeta => ({ txnId: TxnId(id), statusTablet: 'st1', isolation: 'snapshot', priority: 0.5, startHt: p.safeTime() });
+    const upsert = (i: number): { kind: 'UPSERT'; op: RowOp } => ({ kind: 'UPSERT', op: { type: 'upsert', key: key(i), columns: [{ columnId: 1, value: 'txn' }] } });
+    expect(await code(p.writeIntents({ txn: txn('t-1'), readHt: p.safeTime(), ops: [upsert(10)] }))).toBe(ErrorCode.ROW_LOCKED);
+    await ops.unlock(key(10), a.lockId);
+    // A pending transaction (no status tablet here to settle it) holds row 11: the lock is refused, nothing granted.
+    await p.writeIntents({ txn: txn('t-2'), readHt: p.safeTime(), ops: [upsert(11)] });
+    expect(await code(ops.lock(key(11), { leaseMs: 60_000, holder: 'B', wait: false, deadlineMonoMs: far() }))).toBe(ErrorCode.TXN_CONFLICT);
+    expect(p.rowLocks.list(p.hybridNow())).toEqual([]);
   }, 30_000);
 });
