@@ -1,5 +1,5 @@
 /**
- * A distributed transaction as the client runs it (DESIGN.md §5, YugabyteDB's client/transaction.cc):
+ * A distributed transaction as the client runs it (docs/architecture.md §Transactions, YugabyteDB's client/transaction.cc):
  *
  *   const txn = await client.beginTransaction({ isolation: 'snapshot' });
  *   await txn.table('accounts').update({ id: 1n, balance: 90n });

@@ -3,7 +3,7 @@
  * ones from RegularDB, committed-but-unapplied intents (already mapped to their commit time) and the
  * reading transaction's own intents — decide what the row looks like at `readHt`.
  *
- * Rules (YugabyteDB's document model, DESIGN §4):
+ * Rules (YugabyteDB's document model, docs/architecture.md §DocDB):
  * - per sub-key (row level, liveness, each column) the newest visible version wins; "newest" orders by
  *   (own-txn first, hybrid time, write id), so a transaction always sees its own latest write;
  * - a row-level tombstone shadows every sub-key version older than itself;

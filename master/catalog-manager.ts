@@ -378,7 +378,7 @@ export class CatalogManager {
     };
   }
 
-  /** The /api/v1/table shape (DESIGN §12). */
+  /** The /api/v1/table shape (docs/architecture.md §Contracts). */
   locationsJson(t: TableInfo): TableLocationJson {
     const now = this.now();
     const version = schemaVersionOf(t);

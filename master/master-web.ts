@@ -1,6 +1,6 @@
 /**
  * The master console (port 7000): /tablet-servers, /tables, /table?name=|id=, /masters, each with its
- * JSON twin of DESIGN §12, plus the kit's /varz /metrics /logs /healthz /threadz. A follower master's pages
+ * JSON twin of docs/architecture.md §Contracts, plus the kit's /varz /metrics /logs /healthz /threadz. A follower master's pages
  * redirect to the leader's console (meta refresh); its JSON twins answer NOT_THE_LEADER with the
  * leader's addresses, so scripts go to the leader too.
  */

@@ -72,7 +72,7 @@ export interface TServerOptions {
   webConsole?: boolean;
 }
 
-/** The JSON of GET /api/v1/tablets (DESIGN §12; add fields freely, never rename). */
+/** The JSON of GET /api/v1/tablets (docs/architecture.md §Contracts; add fields freely, never rename). */
 export interface TabletsJson {
   tablets: Array<{
     tabletId: string;

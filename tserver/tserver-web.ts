@@ -1,5 +1,5 @@
 /**
- * The tserver console (port 9000, DESIGN §8/§12): /tablets, /tablet?id=, /mem-trackers, each with its
+ * The tserver console (port 9000, docs/architecture.md §Consoles, §Contracts): /tablets, /tablet?id=, /mem-trackers, each with its
  * JSON twin, plus per-tablet memtable gauges and read/write op counters on /metrics and
  * /prometheus-metrics (named like YugabyteDB's: mem_tracker_RegularDB_MemTable{tablet_id=…}). The kit
  * (rpc/web-server.ts) supplies /varz, POST /api/v1/flags, /healthz, /logs.

@@ -5,7 +5,7 @@
  * Strong intents go on the exact key read or written, weak intents on each of its ancestors (the
  * row when a column is written), so a row-level operation and a column-level one still meet.
  *
- * Conflict rule (YugabyteDB `lock_util.cc`; yugabyte-internals.md §2): two intents conflict iff at
+ * Conflict rule (YugabyteDB `lock_util.cc`; docs/architecture.md §DocDB): two intents conflict iff at
  * least one is strong AND one is a read while the other is a write.
  *
  *          WR  WW  SR  SW

@@ -1,5 +1,5 @@
 /**
- * The defining experiment of DESIGN.md, small (20 rows of 64 KiB, an 8 s apply delay on node 0), on
+ * The defining experiment (docs/architecture.md §The defining experiment), small (20 rows of 64 KiB, an 8 s apply delay on node 0), on
  * real processes: before the commit every replica of every tablet holds the same provisional records;
  * after it nodes 1 and 2 apply at once while node 0 still holds only intents, yet reads already return
  * every committed row; after the delay every replica has applied, holds no intents, and the RegularDB

@@ -1,5 +1,5 @@
 /**
- * The dependency direction of DESIGN §1, enforced: each top-level folder may import only the folders
+ * The dependency direction of docs/architecture.md §Layers, enforced: each top-level folder may import only the folders
  * listed for it. This test reads every .ts file's imports and fails naming the offending import.
  */
 import { describe, expect, it } from 'vitest';
@@ -50,7 +50,7 @@ export function layeringViolations(root: string): string[] {
 }
 
 describe('layering', () => {
-  it('layering: every folder imports only what DESIGN §1 allows', () => {
+  it('layering: every folder imports only what docs/architecture.md §Layers allows', () => {
     expect(layeringViolations(ROOT)).toEqual([]);
   });
 

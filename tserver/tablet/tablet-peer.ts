@@ -543,7 +543,7 @@ export class TabletPeer {
   // ---- apply stage -----------------------------------------------------------------------------
 
   /**
-   * Fail-stop (CONVENTIONS): after a storage failure outside the Raft apply path, this replica serves
+   * Fail-stop (docs/conventions.md): after a storage failure outside the Raft apply path, this replica serves
    * nothing and its Raft group stops — no votes, no leadership it could hold without serving — so the
    * other replicas elect a leader, and the master sees FAILED in the tablet report and replaces it.
    * (A failure inside the apply path stops the group itself: RaftGroup's onFatal.)
@@ -775,7 +775,7 @@ export class TabletPeer {
   /**
    * Move a committed transaction's intents OFF the ordered apply path: later entries of this tablet,
    * lease and ReadIndex reads on this replica do not wait for it, and readers meanwhile resolve the
-   * intents through pendingApplies as committed at commitHt (DESIGN: reads at any leader already
+   * intents through pendingApplies as committed at commitHt (docs/architecture.md §Apply path: reads at any leader already
    * return the committed rows while this replica still holds only intents). Applies queued together
    * run together (DocDb.applyIntentsMany: two RocksDB batches for the whole group).
    */
@@ -793,7 +793,7 @@ export class TabletPeer {
     this.applying.set(a.txnId, run);
     run
       .catch((e: unknown) => {
-        // A storage failure is fail-stop for this replica (CONVENTIONS): stop serving it.
+        // A storage failure is fail-stop for this replica (docs/conventions.md): stop serving it.
         this.failReplica(`apply of ${a.txnId} failed: ${e instanceof Error ? e.message : String(e)}`);
       })
       .finally(() => {
@@ -873,7 +873,7 @@ export class TabletPeer {
     this.deferredFlush = this.docdb
       .flushDeferred()
       .catch((e: unknown) => {
-        // A storage failure is fail-stop for this replica (CONVENTIONS), as in the apply itself.
+        // A storage failure is fail-stop for this replica (docs/conventions.md), as in the apply itself.
         if (this.state !== TabletState.RUNNING) return;
         this.failReplica(`writing the clean-ups of applied transactions failed: ${e instanceof Error ? e.message : String(e)}`);
       })
