@@ -27,7 +27,7 @@
 import type { TxnWriteCoalescer } from './txn-write-coalescer';
 import { randomBytes } from 'node:crypto';
 import { DbError, ErrorCode } from '../common/errors';
-import { txnCoordinatorMethods, type TxnContextPB } from '../rpc/service-methods';
+import { txnCoordinatorMethods, type TxnContextPB } from '../rpc';
 import type { CallOptions, ReadOptions, Row, ScanOptions } from './client-types';
 import type { MetaCache } from './meta-cache';
 import { Deadline } from './retry-policy';

@@ -10,3 +10,7 @@ export type { ApplyState } from './txn-records';
 export { TXN_MAX_APPLY_BATCH_RECORDS, TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC } from './docdb-flags';
 export { compareOpId, OP_ID_ZERO } from './frontier';
 export * from './content-checksum';
+export * from './encoding';
+export * from './docdb-flags';
+export type { BackgroundWork } from './rocksdb-stats';
+export { encodeRowDocKey, encodeStored, hashKeyLockOfRange } from './storage-keys';

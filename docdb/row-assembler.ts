@@ -15,16 +15,9 @@
  *   at that time (READ_RESTART), because our clock may lag the writer's by up to the skew bound.
  */
 import { htAddMicros, type HybridTime } from '../common/hybrid-time';
-import type { DocKey, Primitive, Row } from './doc-db-api';
+import type { DocKey, Primitive, Row, StoredValue, SubKind } from './doc-db-api';
 
-/** A stored value, independent of its byte encoding. */
-export type StoredValue =
-  | { type: 'primitive'; value: Primitive; ttlMs?: number }
-  | { type: 'tombstone' }
-  | { type: 'liveness'; ttlMs?: number };
-
-/** Which part of the row a version belongs to. */
-export type SubKind = { kind: 'row' } | { kind: 'liveness' } | { kind: 'column'; id: number };
+export type { StoredValue, SubKind } from './doc-db-api';
 
 export interface CellVersion {
   sub: SubKind;

@@ -5,8 +5,7 @@
  * leader's addresses, so scripts go to the leader too.
  */
 import { DbError, ErrorCode } from '../common/errors';
-import { escapeHtml, htmlTable, link, raw, type Cell } from '../rpc/html';
-import type { OverviewItem, WebRequest, WebServer } from '../rpc/web-server';
+import { escapeHtml, htmlTable, link, raw, type Cell, type OverviewItem, type WebRequest, type WebServer } from '../rpc';
 import type { CatalogManager } from './catalog-manager';
 import type { MasterInfo } from './master-info';
 

@@ -7,3 +7,7 @@ export { encodeConfChange, decodeConfChange, applyToConfState, confChangeError }
 export { bootstrapEntries, bootstrapStorage, BOOTSTRAP_TERM } from './bootstrap';
 export { committedIndex, majority } from './quorum';
 export type { LogStorage, InitialState } from './wal/log-storage';
+export * from './wal';
+export { RaftGroup, type LeaderChange, type RaftCore, type RaftGroupStatus } from './raft-group';
+export { encodeMessage, decodeMessage } from './message-codec';
+export { LogCacheBudget, type BudgetedCache } from './wal/log-cache-budget';

@@ -11,3 +11,7 @@ export * from './json';
 export * from './html';
 export * from './metrics';
 export * from './web-server';
+export * from './service-methods';
+export * from './rpcz';
+export * from './peer-client';
+export * from './varint';

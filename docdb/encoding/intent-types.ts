@@ -19,7 +19,7 @@
  * serializable blind writers ({SW} each) may both proceed (the later commit wins).
  */
 import { assert } from '../../common/assert';
-import type { Isolation } from '../doc-db-api';
+import type { Isolation } from './types';
 
 export const IntentType = {
   WEAK_READ: 1,

@@ -543,7 +543,7 @@ export class TabletPeer {
   // ---- apply stage -----------------------------------------------------------------------------
 
   /**
-   * Fail-stop (docs/conventions.md): after a storage failure outside the Raft apply path, this replica serves
+   * Fail-stop (CONVENTIONS): after a storage failure outside the Raft apply path, this replica serves
    * nothing and its Raft group stops — no votes, no leadership it could hold without serving — so the
    * other replicas elect a leader, and the master sees FAILED in the tablet report and replaces it.
    * (A failure inside the apply path stops the group itself: RaftGroup's onFatal.)
@@ -793,7 +793,7 @@ export class TabletPeer {
     this.applying.set(a.txnId, run);
     run
       .catch((e: unknown) => {
-        // A storage failure is fail-stop for this replica (docs/conventions.md): stop serving it.
+        // A storage failure is fail-stop for this replica (CONVENTIONS): stop serving it.
         this.failReplica(`apply of ${a.txnId} failed: ${e instanceof Error ? e.message : String(e)}`);
       })
       .finally(() => {
@@ -873,7 +873,7 @@ export class TabletPeer {
     this.deferredFlush = this.docdb
       .flushDeferred()
       .catch((e: unknown) => {
-        // A storage failure is fail-stop for this replica (docs/conventions.md), as in the apply itself.
+        // A storage failure is fail-stop for this replica (CONVENTIONS), as in the apply itself.
         if (this.state !== TabletState.RUNNING) return;
         this.failReplica(`writing the clean-ups of applied transactions failed: ${e instanceof Error ? e.message : String(e)}`);
       })
