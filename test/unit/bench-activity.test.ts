@@ -153,7 +153,7 @@ describe('bench activity sampling', () => {
   it('a console that does not answer is a gap, counted, not a failed run', async () => {
     const sampler = new ActivitySampler(['127.0.0.1:1'], Date.now(), 20);
     sampler.start();
-    await new Promise((r) => setTimeout(r, 60));
+    await new Promise((r) => setTimeout(r, 60)); // the scenario: a few ticks pass
     const { samples, failures } = await sampler.stop();
     expect(samples).toEqual([]);
     expect(failures).toBeGreaterThanOrEqual(2);

@@ -268,7 +268,7 @@ describe('RaftGroup', () => {
     const py = l.group.propose(bytes('y'));
     await c.until(() => l.group.status().applyQueueEntries > 0);
     const t0 = performance.now();
-    await new Promise((r) => setTimeout(r, 60));
+    await new Promise((r) => setTimeout(r, 60)); // the scenario: the apply call is held this long
     release();
     await Promise.all([px, py]);
     const heldMs = performance.now() - t0;

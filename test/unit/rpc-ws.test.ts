@@ -360,7 +360,7 @@ describe('ws: client keepalive', () => {
         () => (settled = true),
         () => (settled = true),
       );
-      await new Promise((r) => setTimeout(r, Math.max(1_500, took + 500)));
+      await new Promise((r) => setTimeout(r, Math.max(1_500, took + 500))); // the scenario: the same time passes, and the call must still wait
       expect(settled).toBe(false);
       await quiet.close();
       await p;
@@ -382,7 +382,7 @@ describe('ws: client keepalive', () => {
       client.send(s.address, NOTE, { text: 'a' });
       const end = performance.now() + UNTIL_MS_MAX;
       while (s.notes() < 1 && performance.now() < end) await new Promise((r) => setTimeout(r, 5));
-      await new Promise((r) => setTimeout(r, quietMs));
+      await new Promise((r) => setTimeout(r, quietMs)); // the scenario: the connection stays quiet this long
       client.send(s.address, NOTE, { text: 'b' });
       while (s.notes() < 2 && performance.now() < end) await new Promise((r) => setTimeout(r, 5));
       expect(s.notes()).toBe(2);
@@ -458,7 +458,7 @@ describe('ws: client TCP connect time-out', () => {
         () => (settled = true),
         () => (settled = true),
       );
-      await new Promise((r) => setTimeout(r, Math.max(1_500, took + 500)));
+      await new Promise((r) => setTimeout(r, Math.max(1_500, took + 500))); // the scenario: the same time passes, and the call must still wait
       expect(settled).toBe(false);
       expect(plain.connectionStats().connectTimedOut).toBe(0);
       await plain.close();
@@ -516,7 +516,7 @@ describe('ws: server keepalive', () => {
       expect(server.silentClosed).toBe(1);
       expect((es.server as unknown as { connectionStats(): unknown }).connectionStats()).toEqual({ open: 1, closedUnansweredPing: 1 });
       expect(live.ws.readyState).toBe(WebSocket.OPEN);
-      await new Promise((r) => setTimeout(r, 1_500));
+      await new Promise((r) => setTimeout(r, 1_500)); // the scenario: time passes, and the live client must stay connected
       expect(live.ws.readyState).toBe(WebSocket.OPEN);
       expect(server.connectionCount).toBe(1);
       const client = new WsTransport().createClient();

@@ -116,11 +116,11 @@ describe('TabletPeer', () => {
   it('tablet: versions written above the last cutoff but before the last pass count as new (they become collectable as the cutoff passes them)', async () => {
     const { p, upsert } = await gcTablet(1);
     for (let i = 0; i < 100; i++) await upsert(i, 'a');
-    await new Promise((r) => setTimeout(r, 1100));
+    await new Promise((r) => setTimeout(r, 1100)); // the scenario: the 1 s retention passes
     expect((await p.historyGc())?.versionsDropped).toBe(0);
     for (let i = 0; i < 50; i++) await upsert(i, 'b');
     expect((await p.historyGc())?.versionsDropped).toBe(0); // the overwrites are younger than the retention
-    await new Promise((r) => setTimeout(r, 1100));
+    await new Promise((r) => setTimeout(r, 1100)); // the scenario: the 1 s retention passes
     // Nothing written since that pass, but the overwrites now lie below the cutoff: the pass runs.
     expect((await p.historyGc())?.versionsDropped).toBe(100);
     expect(p.historyGcStats).toMatchObject({ runs: 3, skippedFewNew: 0 });
@@ -132,12 +132,12 @@ describe('TabletPeer', () => {
     const { p, upsert } = await gcTablet(1);
     for (let i = 0; i < 100; i++) await upsert(i, 'a');
     expect(await p.historyGc()).toBeUndefined(); // younger than the retention (a sample of the write count is taken)
-    await new Promise((r) => setTimeout(r, 1100));
+    await new Promise((r) => setTimeout(r, 1100)); // the scenario: the 1 s retention passes
     expect((await p.historyGc())?.versionsScanned).toBe(200); // kept 200; that sample lies below this cutoff
     for (let i = 0; i < 100; i++) await upsert(i, 'b'); // as many new versions as kept, all younger than 1 s
     expect(await p.historyGc()).toBeUndefined(); // none of them at or below the cutoff yet: put off
     expect(p.historyGcStats).toMatchObject({ runs: 1, skippedNothingOld: 1, skippedFewNew: 1 });
-    await new Promise((r) => setTimeout(r, 1100));
+    await new Promise((r) => setTimeout(r, 1100)); // the scenario: the 1 s retention passes
     expect((await p.historyGc())?.versionsDropped).toBe(200); // now they are: 'a' of every row goes
     expect(p.historyGcStats).toMatchObject({ runs: 2, skippedFewNew: 1 });
     await p.stop();
