@@ -1,3 +1,4 @@
+/** Public API of rpc/ (transports, typed services, console kit, /rpcz). Other folders import rpc/ only through this file. */
 export * from './types';
 export * from './proto';
 export * from './frame-codec';
