@@ -6,8 +6,7 @@
  *
  * Options: --seconds=N per case (default 3).
  */
-import { defineMethod } from '../rpc/proto';
-import { WsTransport } from '../rpc/ws-transport';
+import { defineMethod, WsTransport } from '../rpc';
 
 interface EchoMsg {
   data?: Uint8Array;

@@ -4,7 +4,7 @@
 import type { Command } from 'commander';
 import { DbError, ErrorCode } from '../common/errors';
 import { httpRequest } from '../lab/console-http';
-import { tabletServerMethods } from '../rpc/service-methods';
+import { tabletServerMethods } from '../rpc';
 import type { TesseraClient } from '../client/tessera-client';
 import { checkReplicaConvergence, convergenceLine } from '../lab/verify/replica-convergence';
 import { TRANSACTIONS_TABLE } from '../common/system-tables';

@@ -1,6 +1,6 @@
 /** Output helpers shared by the commands: aligned tables for people, JSON (--json) for scripts. */
 import { formatTable } from '../lab/text-table';
-import { toJson } from '../rpc/json';
+import { toJson } from '../rpc';
 import { TesseraClient } from '../client/tessera-client';
 import { labConnectOptions } from '../lab/cluster-driver';
 import { readLabState } from '../lab/lab-state';

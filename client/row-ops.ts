@@ -7,8 +7,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { DbError, ErrorCode } from '../common/errors';
-import { rowMethods, type CellMutationPB, type MutateRowsRequestPB, type MutateRowsResponsePB, type RowConditionPB, type RowLockResponsePB, type RowMutationPB } from '../rpc/row-methods';
-import type { DocKeyPB } from '../rpc/service-methods';
+import { rowMethods, type CellMutationPB, type MutateRowsRequestPB, type MutateRowsResponsePB, type RowConditionPB, type RowLockResponsePB, type RowMutationPB } from '../rpc';
+import type { DocKeyPB } from '../rpc';
 import type { CallOptions, ColumnValue, Row } from './client-types';
 import type { MetaCache, TableLocations } from './meta-cache';
 import { Deadline } from './retry-policy';

@@ -4,10 +4,10 @@
  * tserver_row_locks metric (docs/rows.md). Every replica shows the locks it applied; the leader's
  * view is the one writes are checked against.
  */
-import type { DocKey, Primitive } from '../docdb/doc-db-api';
-import { htmlTable } from '../rpc/html';
-import type { Metrics } from '../rpc/metrics';
-import type { WebServer } from '../rpc/web-server';
+import type { DocKey, Primitive } from '../docdb';
+import { htmlTable } from '../rpc';
+import type { Metrics } from '../rpc';
+import type { WebServer } from '../rpc';
 import type { TabletManager } from './tablet-manager';
 import { leaseLeftMs } from './tablet/row-locks';
 

@@ -40,8 +40,9 @@ delete homeEnv['TESSERA_MASTER_ADDRESSES'];
 
 afterAll(async () => {
   if (sup && sup.exitCode === null) {
+    const exited = new Promise((r) => sup!.once('exit', r));
     sup.kill('SIGINT');
-    await new Promise((r) => setTimeout(r, 100));
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 30_000).unref())]); // its clean stop, bounded
   }
   cli('destroy', '--base_dir', baseDir);
   fs.rmSync(baseDir, { recursive: true, force: true });

@@ -18,7 +18,7 @@
 import { randomBytes } from 'node:crypto';
 import { DbError, ErrorCode } from '../../common/errors';
 import { htAddMicros, htPhysicalMicros, type HybridTime } from '../../common/hybrid-time';
-import type { DocKey } from '../../docdb/doc-db-api';
+import type { DocKey } from '../../docdb';
 import { decodeTabletOp, docKeyString, encodeTabletOp, RowLockAction, type TabletOp } from './tablet-op';
 
 export type RowLockOp = Extract<TabletOp, { type: 'ROW_LOCK' }>;

@@ -8,7 +8,7 @@
  * adding twice (tablet-peer.ts: WriteRequest.computed).
  */
 import { DbError, ErrorCode } from '../../common/errors';
-import type { DocKey, Primitive, Row, RowOp } from '../../docdb/doc-db-api';
+import type { DocKey, Primitive, Row, RowOp } from '../../docdb';
 import type { HeldLock } from './row-locks';
 
 export const CompareOp = { EQ: 'EQ', NE: 'NE', LT: 'LT', GT: 'GT', EXISTS: 'EXISTS', ABSENT: 'ABSENT' } as const;

@@ -834,7 +834,7 @@ export class TabletPeer {
   /**
    * Move a committed transaction's intents OFF the ordered apply path: later entries of this tablet,
    * lease and ReadIndex reads on this replica do not wait for it, and readers meanwhile resolve the
-   * intents through pendingApplies as committed at commitHt (DESIGN: reads at any leader already
+   * intents through pendingApplies as committed at commitHt (docs/architecture.md §Apply path: reads at any leader already
    * return the committed rows while this replica still holds only intents). Applies queued together
    * run together (DocDb.applyIntentsMany: two RocksDB batches for the whole group).
    */
