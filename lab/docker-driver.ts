@@ -135,7 +135,7 @@ export class DockerDriver implements ClusterDriver {
         name,
         index: i,
         containerName: `${networkName}-${name}`,
-        tserver: containerServer('tserver', name, dir, spec.portOffset + i, [`--tserver_master_addrs=${masterAddrs}`, ...flagArgs(spec.tserverFlags), ...flagArgs(spec.nodeFlags[name] ?? {})]),
+        tserver: containerServer('tserver', name, dir, spec.portOffset + i, [`--tserver_master_addrs=${masterAddrs}`, `--lab_node_name=${name}`, ...flagArgs(spec.tserverFlags), ...flagArgs(spec.nodeFlags[name] ?? {})]),
       };
       if (i < spec.masters) {
         rec.master = containerServer('master', name, dir, spec.portOffset + i, [`--master_addresses=${masterAddrs}`, ...flagArgs(spec.masterFlags), ...flagArgs(spec.nodeMasterFlags[name] ?? {})]);

@@ -11,3 +11,4 @@ export * from './json';
 export * from './html';
 export * from './metrics';
 export * from './web-server';
+export * from './svg-chart';

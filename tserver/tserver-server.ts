@@ -10,7 +10,7 @@ import { DbError, ErrorCode } from '../common/errors';
 import type { BackgroundWork } from '../docdb/rocksdb-stats';
 import { Flags, parseFlagArgs } from '../common/flags';
 import { HybridClock } from '../common/hybrid-clock';
-import { droppedPeers } from '../common/server-flags';
+import { droppedPeers, LAB_NODE_NAME } from '../common/server-flags';
 import { peerClient } from '../rpc/peer-client';
 import { LOG_LEVEL } from '../common/common-flags';
 import { createLogger, followLogLevel, LogRing, type Logger } from '../common/log';
@@ -285,7 +285,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
       health: () => ({ ok: true, uuid, rpcAddress, tablets: manager.list().length, rpcConnections: rpcConnectionsOf(rpc, client) }),
       rpcz: () => rpczOf(rpc, client),
     });
-    registerTServerPages({ web, metrics, uuid, rpcAddress, manager: () => manager, trackers, tabletsJson: () => tabletsJson(), transactions: () => txn.snapshot(), coordinatorMemories: () => txn.coordinatorMemories(), raftTransport: () => consensus.metrics });
+    registerTServerPages({ web, metrics, uuid, rpcAddress, nodeName: flags.get(LAB_NODE_NAME), manager: () => manager, trackers, tabletsJson: () => tabletsJson(), transactions: () => txn.snapshot(), coordinatorMemories: () => txn.coordinatorMemories(), raftTransport: () => consensus.metrics });
     try {
       await web.start();
     } catch (e) {
