@@ -48,7 +48,7 @@ export async function openBrowser(): Promise<LabBrowser | { reason: string }> {
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(String(e)));
     page.on('console', (m) => {
-      if (m.type() === 'error') errors.push(m.text());
+      if (m.type() === 'error') errors.push(`${m.text()}${m.location().url ? ` (${m.location().url})` : ''}`);
     });
     return { page, errors };
   };

@@ -8,7 +8,7 @@
  */
 import { DbError, ErrorCode } from '../common/errors';
 import { bytesCell, escapeHtml, htmlTable, raw } from '../rpc/html';
-import { NODE_COLOURS, svgStepChart, type StepSeries } from '../rpc/svg-chart';
+import { NODE_COLOURS, nodeStrokeWidth, svgStepChart, type StepSeries } from '../rpc/svg-chart';
 import { TextPage, type WebRequest, type WebServer } from '../rpc/web-server';
 import type { CatalogManager } from './catalog-manager';
 
@@ -84,10 +84,12 @@ function dbChart(j: TimelineJson, tablet: TimelineJson['tablets'][number], db: '
   const [mem, sst] = db === 'IntentsDB' ? [1, 2] : [3, 4];
   const series: StepSeries[] = [];
   for (const r of tablet.replicas) {
-    const colour = NODE_COLOURS[Math.max(0, j.nodes.findIndex((n) => n.label === r.node)) % NODE_COLOURS.length]!;
+    const k = Math.max(0, j.nodes.findIndex((n) => n.label === r.node));
+    const colour = NODE_COLOURS[k % NODE_COLOURS.length]!;
+    const strokeWidth = nodeStrokeWidth(k, j.nodes.length);
     const name = r.node.split(' ')[0]!;
-    series.push({ name: `${name} memtable`, colour, points: r.samples.map((s) => [s[0], s[mem]!] as const) });
-    series.push({ name: `${name} SST`, colour, dashed: true, points: r.samples.map((s) => [s[0], s[sst]!] as const) });
+    series.push({ name: `${name} memtable`, colour, strokeWidth, points: r.samples.map((s) => [s[0], s[mem]!] as const) });
+    series.push({ name: `${name} SST`, colour, strokeWidth, dashed: true, points: r.samples.map((s) => [s[0], s[sst]!] as const) });
   }
   return svgStepChart(series, { title: `${db}`, width: CHART_WIDTH_PX, height: CHART_HEIGHT_PX, yUnit: 'bytes', xStartMs: j.nowMs - j.minutes * 60_000, xEndMs: j.nowMs, xAgo: true });
 }

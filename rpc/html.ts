@@ -56,7 +56,7 @@ main{max-width:100%;box-sizing:border-box}table{max-width:100%}td{overflow-wrap:
 export function layout(opts: { kind: string; address: string; title: string; nav: readonly NavItem[]; body: string }): string {
   const nav = opts.nav.map((n) => `<a href="${escapeHtml(n.href)}">${escapeHtml(n.label)}</a>`).join('');
   const title = `${opts.kind} ${opts.address} — ${opts.title}`;
-  return `<!DOCTYPE html><html><head><meta charset="utf-8"><title>${escapeHtml(title)}</title><style>${STYLE}</style></head>
+  return `<!DOCTYPE html><html><head><meta charset="utf-8"><title>${escapeHtml(title)}</title><link rel="icon" href="data:,"><style>${STYLE}</style></head>
 <body><nav><span class="brand"><a href="/">${escapeHtml(opts.kind)} ${escapeHtml(opts.address)}</a></span>${nav}</nav>
 <main><h1>${escapeHtml(opts.title)}</h1>
 ${opts.body}

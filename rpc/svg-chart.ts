@@ -29,6 +29,13 @@ export interface StepSeries {
   colour?: string;
   /** Drawn dashed (e.g. SST bytes beside memtable bytes). */
   dashed?: boolean;
+  /** Line width (default 1.8): replicas holding equal bytes draw on top of each other, so a wider line under a narrower one keeps both visible. */
+  strokeWidth?: number;
+}
+
+/** Line widths per node index, widest first, so equal lines of several nodes show as nested bands. */
+export function nodeStrokeWidth(index: number, nodes: number): number {
+  return 1.6 + 2 * Math.max(0, nodes - 1 - index);
 }
 
 export interface ChartMarker {
@@ -79,12 +86,11 @@ export function niceStep(span: number, n: number): number {
   return 10 * p;
 }
 
-/** A round step in bytes (powers of two times 1, 2 or 5 of a binary unit). */
+/** A round step in bytes: a power of two (256K, 1M, 32M, ...), so ticks land on whole binary units. */
 function niceBytesStep(span: number, n: number): number {
   const raw = span / Math.max(1, n);
-  if (!(raw > 0)) return 1;
-  const unit = 1024 ** Math.max(0, Math.floor(Math.log(raw) / Math.log(1024)));
-  return niceStep(raw / unit, 1) * unit;
+  if (!(raw > 1)) return 1;
+  return 2 ** Math.ceil(Math.log2(raw));
 }
 
 /**
@@ -129,7 +135,9 @@ export function svgStepChart(series: readonly StepSeries[], o: StepChartOptions 
   (o.markers ?? []).forEach((mk, i) => {
     const x = f(sx(mk.x));
     out.push(`<line x1="${x}" y1="${m.top}" x2="${x}" y2="${m.top + ph}" stroke="#555" stroke-dasharray="4 3"/>`);
-    out.push(`<text x="${x}" y="${m.top + 10 + 12 * i}" dx="3" fill="#333">${escapeXml(mk.label)}</text>`);
+    // A label in the right half reads leftwards, clear of the legend.
+    const right = sx(mk.x) > m.left + pw / 2;
+    out.push(`<text x="${x}" y="${m.top + 10 + 12 * i}" dx="${right ? -3 : 3}" text-anchor="${right ? 'end' : 'start'}" fill="#333">${escapeXml(mk.label)}</text>`);
   });
   series.forEach((s, i) => {
     const colour = s.colour ?? NODE_COLOURS[i % NODE_COLOURS.length]!;
@@ -137,7 +145,7 @@ export function svgStepChart(series: readonly StepSeries[], o: StepChartOptions 
     if (pts.length > 0) {
       let d = `M${f(sx(pts[0]![0]))},${f(sy(pts[0]![1]))}`;
       for (let k = 1; k < pts.length; k++) d += `H${f(sx(pts[k]![0]))}V${f(sy(pts[k]![1]))}`;
-      out.push(`<path fill="none" stroke="${colour}" stroke-width="1.8"${s.dashed ? ' stroke-dasharray="5 3"' : ''} d="${d}"><title>${escapeXml(s.name)}</title></path>`);
+      out.push(`<path fill="none" stroke="${colour}" stroke-width="${s.strokeWidth ?? 1.8}"${s.dashed ? ' stroke-dasharray="5 3"' : ''} d="${d}"><title>${escapeXml(s.name)}</title></path>`);
     }
     const ly = m.top + 8 + i * 16;
     out.push(`<line x1="${m.left + pw + 12}" y1="${ly}" x2="${m.left + pw + 32}" y2="${ly}" stroke="${colour}" stroke-width="2"${s.dashed ? ' stroke-dasharray="5 3"' : ''}/>`);

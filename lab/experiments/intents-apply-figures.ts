@@ -4,7 +4,7 @@
  * does the I/O), so each rule is testable on its own.
  */
 import { randomBytes } from 'node:crypto';
-import { humanBytes, NODE_COLOURS, type StepSeries } from '../../rpc';
+import { humanBytes, NODE_COLOURS, nodeStrokeWidth, type StepSeries } from '../../rpc';
 import type { ReplicaRow } from '../tablet-view';
 
 /** node -> tabletId -> that replica's row of /api/v1/tablets. */
@@ -105,6 +105,7 @@ export function nodeSeries(samples: readonly Sample[], nodes: readonly string[],
   return nodes.map((n, i) => ({
     name: n,
     colour: NODE_COLOURS[i % NODE_COLOURS.length]!,
+    strokeWidth: nodeStrokeWidth(i, nodes.length),
     points: samples.filter((x) => x.snap.has(n)).map((x) => [Math.round(x.atMs), pick(x.snap, n)] as const),
   }));
 }

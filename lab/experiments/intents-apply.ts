@@ -56,8 +56,9 @@ async function snapshot(nodes: readonly NodeAddresses[]): Promise<Snapshot> {
   const s: Snapshot = new Map();
   await Promise.all(
     nodes.map(async (n) => {
-      const rows = (await tserverTablets(n.tserver.webUrl)) ?? [];
-      s.set(n.name, new Map(rows.filter((r) => r.table === TABLE).map((r) => [r.tabletId, r])));
+      // A node that did not answer (busy applying 100 MiB, say) is left out, not taken for empty.
+      const rows = await tserverTablets(n.tserver.webUrl);
+      if (rows) s.set(n.name, new Map(rows.filter((r) => r.table === TABLE).map((r) => [r.tabletId, r])));
     }),
   );
   return s;
@@ -154,7 +155,7 @@ export function intentsApply(params: Partial<IntentsApplyParams> = {}) {
       await c.createTable({ name: TABLE, columns: [{ name: 'id', type: 'int64' }, { name: 'value', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: 3, replicationFactor: 3 });
       await waitUntil(async () => {
         const s = await snapshot(nodes);
-        return [...s.values()].every((m) => m.size === 3 && [...m.values()].some((r) => r.role.toUpperCase() === 'LEADER' || r.role.toUpperCase() === 'FOLLOWER'));
+        return s.size === 3 && [...s.values()].every((m) => m.size === 3 && [...m.values()].some((r) => r.role.toUpperCase() === 'LEADER' || r.role.toUpperCase() === 'FOLLOWER'));
       }, { timeoutMs: 60_000, intervalMs: 200, what: `every node hosting 3 replicas of ${TABLE}` });
       await lab.driver.setFlag('n0', DELAY_FLAG, String(p.delayMs), true);
       lab.log(`table ${TABLE} in 3 tablets; ${DELAY_FLAG}=${p.delayMs} on n0; memtables of 128 MiB (memstore_size_mb default)`);
@@ -212,7 +213,7 @@ export function intentsApply(params: Partial<IntentsApplyParams> = {}) {
       lab.log(`committed in ${figures['commitMs']} ms`);
       const othersApplied = await waitUntil(async () => {
         const s = await snapshot(nodes);
-        return ['n1', 'n2'].every((n) => [...(s.get(n)?.values() ?? [])].every((r) => r.intentsdb.intentCount === 0)) ? s : undefined;
+        return ['n1', 'n2'].every((n) => s.get(n)?.size === 3 && [...s.get(n)!.values()].every((r) => r.intentsdb.intentCount === 0)) ? s : undefined;
       }, { timeoutMs: Math.max(1_000, Math.min(30_000, p.delayMs - 1_000)), intervalMs: 100, what: 'n1 and n2 to apply' }).catch(() => undefined);
       const during = othersApplied ?? (await snapshot(nodes));
       const appliedOthersMs = Math.round(lab.now() - committedAt);
@@ -244,7 +245,7 @@ export function intentsApply(params: Partial<IntentsApplyParams> = {}) {
       // Phase: after the delay.
       const all = await waitUntil(async () => {
         const s = await snapshot(nodes);
-        return [...s.values()].every((m) => [...m.values()].every((r) => r.intentsdb.intentCount === 0)) ? s : undefined;
+        return s.size === 3 && [...s.values()].every((m) => m.size === 3 && [...m.values()].every((r) => r.intentsdb.intentCount === 0)) ? s : undefined;
       }, { timeoutMs: p.delayMs + 60_000, intervalMs: 250, what: 'every replica to apply' }).catch(() => undefined);
       const appliedAllMs = lab.now() - committedAt;
       figures['n0ApplyAfterCommitMs'] = Math.round(appliedAllMs);
