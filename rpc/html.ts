@@ -49,7 +49,7 @@ nav{background:#1b2a4a;padding:.5em 1em}nav a{color:#fff;margin-right:1.2em;text
 nav .brand{font-weight:bold;margin-right:2em}main{padding:1em}
 table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;font-size:90%}
 th{background:#eef}pre{background:#f6f6f6;padding:.5em;overflow:auto;font-size:85%}
-main{max-width:100%;box-sizing:border-box}table{max-width:100%}td{overflow-wrap:anywhere}nav{overflow-wrap:anywhere}
+main{max-width:100%;box-sizing:border-box}table{max-width:100%}td{overflow-wrap:break-word}td a,td code,td .long{overflow-wrap:anywhere}nav{overflow-wrap:anywhere}
 .bytes{white-space:nowrap;text-decoration:underline dotted #999}`;
 
 /** The page frame every console page shares: server kind and address in the title and the nav bar. */
