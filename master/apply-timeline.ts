@@ -91,7 +91,9 @@ function dbChart(j: TimelineJson, tablet: TimelineJson['tablets'][number], db: '
     series.push({ name: `${name} memtable`, colour, strokeWidth, points: r.samples.map((s) => [s[0], s[mem]!] as const) });
     series.push({ name: `${name} SST`, colour, strokeWidth, dashed: true, points: r.samples.map((s) => [s[0], s[sst]!] as const) });
   }
-  return svgStepChart(series, { title: `${db}`, width: CHART_WIDTH_PX, height: CHART_HEIGHT_PX, yUnit: 'bytes', xStartMs: j.nowMs - j.minutes * 60_000, xEndMs: j.nowMs, xAgo: true });
+  // Both databases of a tablet on one scale: a RegularDB of a few hundred bytes must look empty beside 33 MiB of intents.
+  const yMaxAtLeast = Math.max(0, ...tablet.replicas.flatMap((r) => r.samples.flatMap((s) => [s[1]!, s[2]!, s[3]!, s[4]!])));
+  return svgStepChart(series, { title: `${db}`, width: CHART_WIDTH_PX, height: CHART_HEIGHT_PX, yUnit: 'bytes', xStartMs: j.nowMs - j.minutes * 60_000, xEndMs: j.nowMs, xAgo: true, yMaxAtLeast });
 }
 
 /** The part of the page the script refreshes: per tablet, the two charts and the latest figures. */

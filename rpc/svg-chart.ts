@@ -35,7 +35,7 @@ export interface StepSeries {
 
 /** Line widths per node index, widest first, so equal lines of several nodes show as nested bands. */
 export function nodeStrokeWidth(index: number, nodes: number): number {
-  return 1.6 + 2 * Math.max(0, nodes - 1 - index);
+  return 1.5 + 1.5 * Math.max(0, nodes - 1 - index);
 }
 
 export interface ChartMarker {
@@ -57,6 +57,8 @@ export interface StepChartOptions {
   markers?: readonly ChartMarker[];
   /** Ticks on the x axis read "-30 s … 0 s" (time before xEndMs) instead of seconds since xStartMs. */
   xAgo?: boolean;
+  /** The y axis reaches at least this high: charts meant to be compared side by side share one scale. */
+  yMaxAtLeast?: number;
 }
 
 /** One colour per node (n0, n1, n2, ...) across every chart. */
@@ -108,7 +110,7 @@ export function svgStepChart(series: readonly StepSeries[], o: StepChartOptions 
   const x0 = o.xStartMs ?? (all.length ? Math.min(...all.map((p) => p[0])) : 0);
   const x1 = Math.max(x0 + 1, o.xEndMs ?? (all.length ? Math.max(...all.map((p) => p[0])) : 1));
   const bytes = (o.yUnit ?? 'bytes') === 'bytes';
-  const yTop = Math.max(1, ...all.map((p) => p[1]));
+  const yTop = Math.max(1, o.yMaxAtLeast ?? 0, ...all.map((p) => p[1]));
   const yStep = bytes ? niceBytesStep(yTop, 4) : niceStep(yTop, 4);
   const yMax = Math.ceil(yTop / yStep) * yStep;
   const sx = (x: number): number => m.left + ((Math.min(x1, Math.max(x0, x)) - x0) / (x1 - x0)) * pw;

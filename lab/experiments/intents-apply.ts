@@ -131,6 +131,159 @@ async function tserverRssMax(masterWebUrl: string | undefined): Promise<number> 
   return Math.max(0, ...(body?.tabletServers ?? []).map((t) => t.rssBytes));
 }
 
+/** What the phases of one run share. */
+interface Run {
+  lab: ExperimentLab;
+  o: ExperimentOptions;
+  p: IntentsApplyParams;
+  nodes: readonly NodeAddresses[];
+  /** Bytes of row values the transaction writes. */
+  written: number;
+  figures: Record<string, number | string>;
+  check(name: string, ok: boolean, detail: string): void;
+  samples: Sample[];
+  camera?: Camera;
+}
+
+type Txn = Awaited<ReturnType<ExperimentLab['client']['beginTransaction']>>;
+
+interface Opened {
+  txn: Txn;
+  /** Rows per write RPC and per scan page. */
+  batch: number;
+  /** Every replica's figures once they all hold the transaction's intents. */
+  openSnap: Snapshot;
+  /** sha256 of each row's value, by id, to check what is read back. */
+  digests: Map<bigint, string>;
+}
+
+const growthOk = (g: ReadonlyArray<{ ratio: number }>): boolean => g.length === 3 && g.every((x) => x.ratio >= GROWTH_RATIO_RANGE[0] && x.ratio <= GROWTH_RATIO_RANGE[1]);
+
+async function setUpTable(run: Run): Promise<void> {
+  const { lab, nodes, p } = run;
+  await lab.client.createTable({ name: TABLE, columns: [{ name: 'id', type: 'int64' }, { name: 'value', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: 3, replicationFactor: 3 });
+  await waitUntil(async () => {
+    const s = await snapshot(nodes);
+    return s.size === 3 && [...s.values()].every((m) => m.size === 3 && [...m.values()].some((r) => r.role.toUpperCase() === 'LEADER' || r.role.toUpperCase() === 'FOLLOWER'));
+  }, { timeoutMs: 60_000, intervalMs: 200, what: `every node hosting 3 replicas of ${TABLE}` });
+  await lab.driver.setFlag('n0', DELAY_FLAG, String(p.delayMs), true);
+  lab.log(`table ${TABLE} in 3 tablets; ${DELAY_FLAG}=${p.delayMs} on n0; memtables of 128 MiB (memstore_size_mb default)`);
+}
+
+/** The transaction written and left open: the same intents, and the same IntentsDB memtable bytes, on every replica. */
+async function openPhase(run: Run): Promise<Opened> {
+  const { lab, nodes, p, figures, check, written } = run;
+  const digests = new Map<bigint, string>();
+  const insertAt = lab.now();
+  const { txn, batch } = await insertOpen(lab, run.o, p, digests);
+  figures['insertMs'] = Math.round(lab.now() - insertAt);
+  lab.log(`transaction open: ${p.rows} rows of ${p.rowBytes} random printable bytes written as intents in ${figures['insertMs']} ms`);
+  const open = await waitUntil(async () => {
+    const s = await snapshot(nodes);
+    for (const id of tabletIds(s)) {
+      const counts = NODES.map((n) => s.get(n)?.get(id)?.intentsdb.intentCount ?? -1);
+      if (!(counts[0]! > 0) || counts.some((n) => n !== counts[0])) return undefined;
+    }
+    return s;
+  }, { timeoutMs: 30_000, intervalMs: 200, what: 'equal intent counts on every replica' }).catch(() => undefined);
+  const openSnap = open ?? (await snapshot(nodes));
+  lab.timeline.push(...phaseTable('open transaction', openSnap));
+  const openDigests = open ? await sameIntentDigests(nodes, tabletIds(openSnap)) : undefined;
+  check(
+    'while open, every replica of every tablet holds the same provisional records',
+    open !== undefined && openDigests?.same === true,
+    !open ? 'intent counts differ or are zero' : `${tabletIds(openSnap).length} tablets, equal intent counts on all 3 replicas; ${openDigests!.detail}`,
+  );
+  const inMem = NODES.map((n) => nodeIntentsMem(openSnap, n));
+  for (const [i, n] of NODES.entries()) figures[`${n}IntentsMemtableOpenBytes`] = inMem[i]!;
+  check(
+    'while open, the whole transaction is in the IntentsDB memtables of every node (none flushed yet)',
+    inMem.every((b) => b >= written && b <= 1.5 * written),
+    `${NODES.map((n, i) => `${n} ${humanBytes(inMem[i]!)}`).join(', ')} of IntentsDB memtable for ${humanBytes(written)} written`,
+  );
+  const spreads = intentsSpreads(openSnap, NODES);
+  check(
+    `while open, each tablet's IntentsDB memtable is the same size on the 3 nodes (within ${SAME_SPREAD_MAX * 100} %)`,
+    spreads.length === 3 && spreads.every((x) => x.spread <= SAME_SPREAD_MAX && x.bytes[0]! > 0),
+    spreads.map((x) => `${x.id.slice(0, 8)}: ${x.bytes.map(humanBytes).join(' / ')} (${(x.spread * 100).toFixed(2)} %)`).join('; '),
+  );
+  const invisible = await lab.client.table(TABLE).scan({ timeoutMs: 60_000, pageSize: batch, columns: ['id'] });
+  check('while open, nothing is visible outside the transaction', invisible.length === 0, `${invisible.length} rows visible`);
+  await run.camera?.take('1-open', `open transaction: ${humanBytes(inMem[0]!)} of IntentsDB memtable on every node, RegularDB empty`);
+  return { txn, batch, openSnap, digests };
+}
+
+/** Commit: n1 and n2 apply at once, n0 waits; the leaders already read every row. Returns when it committed (lab ms, wall µs). */
+async function commitPhase(run: Run, op: Opened): Promise<{ committedAt: number; commitWallMicros: number }> {
+  const { lab, nodes, p, figures, check } = run;
+  const commitStart = lab.now();
+  const commitWallMicros = Date.now() * 1000;
+  await op.txn.commit({ timeoutMs: 120_000 });
+  const committedAt = lab.now();
+  figures['commitMs'] = Math.round(committedAt - commitStart);
+  lab.log(`committed in ${figures['commitMs']} ms`);
+  const othersApplied = await waitUntil(async () => {
+    const s = await snapshot(nodes);
+    return ['n1', 'n2'].every((n) => s.get(n)?.size === 3 && [...s.get(n)!.values()].every((r) => r.intentsdb.intentCount === 0)) ? s : undefined;
+  }, { timeoutMs: Math.max(1_000, Math.min(30_000, p.delayMs - 1_000)), intervalMs: 100, what: 'n1 and n2 to apply' }).catch(() => undefined);
+  const during = othersApplied ?? (await snapshot(nodes));
+  lab.timeline.push(...phaseTable('just after commit', during));
+  check('after commit, n1 and n2 applied at once (no intents left)', othersApplied !== undefined, othersApplied ? `${Math.round(lab.now() - committedAt)} ms after commit` : 'still holding intents');
+  for (const n of ['n1', 'n2']) {
+    const g = regularGrowth(op.openSnap, during, op.openSnap, n);
+    figures[`${n}RegularMemtableGrowthBytes`] = g.reduce((a, x) => a + x.grewBytes, 0);
+    check(
+      `right after the commit, ${n}'s RegularDB memtable of each tablet grew by about its IntentsDB memtable`,
+      growthOk(g),
+      g.map((x) => `${x.id.slice(0, 8)}: +${humanBytes(x.grewBytes)} for ${humanBytes(x.intentsBytes)} of intents (×${x.ratio.toFixed(2)})`).join('; '),
+    );
+  }
+  const n0Intents = tabletIds(during).every((id) => (during.get('n0')?.get(id)?.intentsdb.intentCount ?? 0) === (op.openSnap.get('n0')?.get(id)?.intentsdb.intentCount ?? -1));
+  check("after commit, n0 still holds the transaction's intents (its apply is delayed)", n0Intents && lab.now() - committedAt < p.delayMs, n0Intents ? 'n0 intent counts unchanged since the open phase' : 'n0 intent counts changed');
+  await run.camera?.take('2-committed', `committed: RegularDB memtables of n1 and n2 grew by ${humanBytes(Number(figures['n1RegularMemtableGrowthBytes']))}, n0's unchanged (its apply waits ${p.delayMs / 1000} s)`);
+  // Reads at the leaders — n0 leads a tablet and holds only its intents — before n0's delay ends.
+  const rows = await lab.client.table(TABLE).scan({ timeoutMs: 120_000, pageSize: op.batch });
+  const complete = rows.length === p.rows && rows.every((r) => op.digests.get(BigInt(r['id'] as bigint)) === createHash('sha256').update(String(r['value'])).digest('hex'));
+  const readDoneMs = Math.round(lab.now() - committedAt);
+  figures['readAfterCommitMs'] = readDoneMs;
+  check(
+    'right after commit, reads at the leaders return every committed row while n0 holds only intents',
+    complete && readDoneMs < p.delayMs,
+    `${rows.length}/${p.rows} rows read back intact (sha256 of each value), done ${readDoneMs} ms after commit` + (readDoneMs < p.delayMs ? ` (before n0's ${p.delayMs} ms delay ended)` : `, after n0's delay ended: give a longer --delay-ms`),
+  );
+  return { committedAt, commitWallMicros };
+}
+
+/** After the delay: n0's RegularDB did not move until then, then grew as the others'; same contents everywhere. */
+async function afterDelayPhase(run: Run, op: Opened, cm: { committedAt: number; commitWallMicros: number }): Promise<void> {
+  const { lab, nodes, p, figures, check, written } = run;
+  const all = await waitUntil(async () => {
+    const s = await snapshot(nodes);
+    return s.size === 3 && [...s.values()].every((m) => m.size === 3 && [...m.values()].every((r) => r.intentsdb.intentCount === 0)) ? s : undefined;
+  }, { timeoutMs: p.delayMs + 60_000, intervalMs: 250, what: 'every replica to apply' }).catch(() => undefined);
+  const appliedAllMs = lab.now() - cm.committedAt;
+  figures['n0ApplyAfterCommitMs'] = Math.round(appliedAllMs);
+  const after = all ?? (await snapshot(nodes));
+  lab.timeline.push(...phaseTable('after the delay', after));
+  const n0Base = nodeRegularMem(op.openSnap, 'n0');
+  const still = largestRegularChange(run.samples, 'n0', n0Base, cm.committedAt, cm.committedAt + p.delayMs - DELAY_END_MARGIN_MS);
+  check(
+    "until n0's delay ends, n0's RegularDB memtable stays as it was",
+    still.samples > 0 && still.changeBytes < Math.min(UNCHANGED_BYTES_MAX, 0.1 * written),
+    `${still.samples} samples from the commit to ${((p.delayMs - DELAY_END_MARGIN_MS) / 1000).toFixed(0)} s after it: changed by ${humanBytes(still.changeBytes)} at most (from ${humanBytes(n0Base)})`,
+  );
+  check('after the delay, n0 applied too (no intents left anywhere)', all !== undefined && appliedAllMs >= p.delayMs - 500, all ? `${Math.round(appliedAllMs)} ms after commit (delay ${p.delayMs} ms)` : 'intents remain');
+  const g0 = regularGrowth(op.openSnap, after, op.openSnap, 'n0');
+  figures['n0RegularMemtableGrowthBytes'] = g0.reduce((a, x) => a + x.grewBytes, 0);
+  check(
+    "after the delay, n0's RegularDB memtable of each tablet grew by about its IntentsDB memtable, as n1's and n2's did",
+    growthOk(g0),
+    g0.map((x) => `${x.id.slice(0, 8)}: +${humanBytes(x.grewBytes)} (×${x.ratio.toFixed(2)})`).join('; '),
+  );
+  await run.camera?.take('3-applied', `after the delay: n0 applied too, ${humanBytes(Number(figures['n0RegularMemtableGrowthBytes']))} in its RegularDB memtable`);
+  await checkAppliesAndContents(nodes, op.txn.txnId, cm.commitWallMicros, p, figures, check, tabletIds(after));
+}
+
 export function intentsApply(params: Partial<IntentsApplyParams> = {}) {
   const p: IntentsApplyParams = { ...INTENTS_APPLY_DEFAULTS, ...params };
   return async (o: ExperimentOptions): Promise<ExperimentResult> => {
@@ -139,154 +292,52 @@ export function intentsApply(params: Partial<IntentsApplyParams> = {}) {
     const lab = await openExperimentLab(o, 'intents-apply', { memstore_size_spread_pct: '0' });
     const checks: Check[] = [];
     const written = p.rows * p.rowBytes;
-    const figures: Record<string, number | string> = { rows: p.rows, rowBytes: p.rowBytes, delayMs: p.delayMs, writtenBytes: written };
-    const check = (name: string, ok: boolean, detail: string): void => {
-      checks.push({ name, ok, detail });
-      lab.log(`${ok ? 'PASS' : 'FAIL'} ${name}: ${detail}`);
+    const run: Run = {
+      lab,
+      o,
+      p,
+      nodes: lab.driver.addresses(),
+      written,
+      figures: { rows: p.rows, rowBytes: p.rowBytes, delayMs: p.delayMs, writtenBytes: written },
+      check: (name, ok, detail) => {
+        checks.push({ name, ok, detail });
+        lab.log(`${ok ? 'PASS' : 'FAIL'} ${name}: ${detail}`);
+      },
+      samples: [],
     };
-    const samples: Sample[] = [];
     let stopSampler: (() => void) | undefined;
-    let camera: Camera | undefined;
-    const markers: Array<{ x: number; label: string }> = [];
     try {
-      const nodes = lab.driver.addresses();
-      const masterWeb = nodes.find((n) => n.master)?.master?.webUrl;
-      const c = lab.client;
-      await c.createTable({ name: TABLE, columns: [{ name: 'id', type: 'int64' }, { name: 'value', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: 3, replicationFactor: 3 });
-      await waitUntil(async () => {
-        const s = await snapshot(nodes);
-        return s.size === 3 && [...s.values()].every((m) => m.size === 3 && [...m.values()].some((r) => r.role.toUpperCase() === 'LEADER' || r.role.toUpperCase() === 'FOLLOWER'));
-      }, { timeoutMs: 60_000, intervalMs: 200, what: `every node hosting 3 replicas of ${TABLE}` });
-      await lab.driver.setFlag('n0', DELAY_FLAG, String(p.delayMs), true);
-      lab.log(`table ${TABLE} in 3 tablets; ${DELAY_FLAG}=${p.delayMs} on n0; memtables of 128 MiB (memstore_size_mb default)`);
-      if (masterWeb) camera = await openCamera(lab, o, `${masterWeb}/apply-timeline?table=${TABLE}`);
-      stopSampler = startSampler(lab, nodes, samples);
-      const before = await snapshot(nodes);
-      lab.timeline.push(...phaseTable('before insert', before));
-
-      // Phase: open transaction.
-      const digests = new Map<bigint, string>();
-      const insertAt = lab.now();
-      const { txn, batch } = await insertOpen(lab, o, p, digests);
-      figures['insertMs'] = Math.round(lab.now() - insertAt);
-      lab.log(`transaction open: ${p.rows} rows of ${p.rowBytes} random printable bytes written as intents in ${figures['insertMs']} ms`);
-      const open = await waitUntil(async () => {
-        const s = await snapshot(nodes);
-        for (const id of tabletIds(s)) {
-          const counts = NODES.map((n) => s.get(n)?.get(id)?.intentsdb.intentCount ?? -1);
-          if (!(counts[0]! > 0) || counts.some((n) => n !== counts[0])) return undefined;
-        }
-        return s;
-      }, { timeoutMs: 30_000, intervalMs: 200, what: 'equal intent counts on every replica' }).catch(() => undefined);
-      const openSnap = open ?? (await snapshot(nodes));
-      lab.timeline.push(...phaseTable('open transaction', openSnap));
-      const openDigests = open ? await sameIntentDigests(nodes, tabletIds(openSnap)) : undefined;
-      check(
-        'while open, every replica of every tablet holds the same provisional records',
-        open !== undefined && openDigests?.same === true,
-        !open ? 'intent counts differ or are zero' : `${tabletIds(openSnap).length} tablets, equal intent counts on all 3 replicas; ${openDigests!.detail}`,
-      );
-      const inMem = NODES.map((n) => nodeIntentsMem(openSnap, n));
-      for (const [i, n] of NODES.entries()) figures[`${n}IntentsMemtableOpenBytes`] = inMem[i]!;
-      check(
-        'while open, the whole transaction is in the IntentsDB memtables of every node (none flushed yet)',
-        inMem.every((b) => b >= written && b <= 1.5 * written),
-        `${NODES.map((n, i) => `${n} ${humanBytes(inMem[i]!)}`).join(', ')} of IntentsDB memtable for ${humanBytes(written)} written`,
-      );
-      const spreads = intentsSpreads(openSnap, NODES);
-      check(
-        `while open, each tablet's IntentsDB memtable is the same size on the 3 nodes (within ${SAME_SPREAD_MAX * 100} %)`,
-        spreads.length === 3 && spreads.every((x) => x.spread <= SAME_SPREAD_MAX && x.bytes[0]! > 0),
-        spreads.map((x) => `${x.id.slice(0, 8)}: ${x.bytes.map(humanBytes).join(' / ')} (${(x.spread * 100).toFixed(2)} %)`).join('; '),
-      );
-      const invisible = await c.table(TABLE).scan({ timeoutMs: 60_000, pageSize: batch, columns: ['id'] });
-      check('while open, nothing is visible outside the transaction', invisible.length === 0, `${invisible.length} rows visible`);
-      await camera?.take('1-open', `open transaction: ${humanBytes(inMem[0]!)} of IntentsDB memtable on every node, RegularDB empty`);
-
-      // Phase: commit.
-      const commitStart = lab.now();
-      const commitWallMicros = Date.now() * 1000;
-      await txn.commit({ timeoutMs: 120_000 });
-      const committedAt = lab.now();
-      markers.push({ x: committedAt, label: 'commit' }, { x: committedAt + p.delayMs, label: `n0's delay ends (${p.delayMs / 1000} s)` });
-      figures['commitMs'] = Math.round(committedAt - commitStart);
-      lab.log(`committed in ${figures['commitMs']} ms`);
-      const othersApplied = await waitUntil(async () => {
-        const s = await snapshot(nodes);
-        return ['n1', 'n2'].every((n) => s.get(n)?.size === 3 && [...s.get(n)!.values()].every((r) => r.intentsdb.intentCount === 0)) ? s : undefined;
-      }, { timeoutMs: Math.max(1_000, Math.min(30_000, p.delayMs - 1_000)), intervalMs: 100, what: 'n1 and n2 to apply' }).catch(() => undefined);
-      const during = othersApplied ?? (await snapshot(nodes));
-      const appliedOthersMs = Math.round(lab.now() - committedAt);
-      lab.timeline.push(...phaseTable('just after commit', during));
-      check('after commit, n1 and n2 applied at once (no intents left)', othersApplied !== undefined, othersApplied ? `${appliedOthersMs} ms after commit` : 'still holding intents');
-      for (const n of ['n1', 'n2']) {
-        const g = regularGrowth(openSnap, during, openSnap, n);
-        figures[`${n}RegularMemtableGrowthBytes`] = g.reduce((a, x) => a + x.grewBytes, 0);
-        check(
-          `right after the commit, ${n}'s RegularDB memtable of each tablet grew by about its IntentsDB memtable`,
-          g.length === 3 && g.every((x) => x.ratio >= GROWTH_RATIO_RANGE[0] && x.ratio <= GROWTH_RATIO_RANGE[1]),
-          g.map((x) => `${x.id.slice(0, 8)}: +${humanBytes(x.grewBytes)} for ${humanBytes(x.intentsBytes)} of intents (×${x.ratio.toFixed(2)})`).join('; '),
-        );
-      }
-      const n0Intents = tabletIds(during).every((id) => (during.get('n0')?.get(id)?.intentsdb.intentCount ?? 0) === (openSnap.get('n0')?.get(id)?.intentsdb.intentCount ?? -1));
-      check("after commit, n0 still holds the transaction's intents (its apply is delayed)", n0Intents && lab.now() - committedAt < p.delayMs, n0Intents ? 'n0 intent counts unchanged since the open phase' : 'n0 intent counts changed');
-      await camera?.take('2-committed', `committed: RegularDB memtables of n1 and n2 grew by ${humanBytes(Number(figures['n1RegularMemtableGrowthBytes']))}, n0's unchanged (its apply waits ${p.delayMs / 1000} s)`);
-      // Reads at the leaders — n0 leads a tablet and holds only its intents — before n0's delay ends.
-      const rows = await c.table(TABLE).scan({ timeoutMs: 120_000, pageSize: batch });
-      const complete = rows.length === p.rows && rows.every((r) => digests.get(BigInt(r['id'] as bigint)) === createHash('sha256').update(String(r['value'])).digest('hex'));
-      const readDoneMs = Math.round(lab.now() - committedAt);
-      figures['readAfterCommitMs'] = readDoneMs;
-      check(
-        'right after commit, reads at the leaders return every committed row while n0 holds only intents',
-        complete && readDoneMs < p.delayMs,
-        `${rows.length}/${p.rows} rows read back intact (sha256 of each value), done ${readDoneMs} ms after commit` + (readDoneMs < p.delayMs ? ` (before n0's ${p.delayMs} ms delay ended)` : `, after n0's delay ended: give a longer --delay-ms`),
-      );
-
-      // Phase: after the delay.
-      const all = await waitUntil(async () => {
-        const s = await snapshot(nodes);
-        return s.size === 3 && [...s.values()].every((m) => m.size === 3 && [...m.values()].every((r) => r.intentsdb.intentCount === 0)) ? s : undefined;
-      }, { timeoutMs: p.delayMs + 60_000, intervalMs: 250, what: 'every replica to apply' }).catch(() => undefined);
-      const appliedAllMs = lab.now() - committedAt;
-      figures['n0ApplyAfterCommitMs'] = Math.round(appliedAllMs);
-      const after = all ?? (await snapshot(nodes));
-      lab.timeline.push(...phaseTable('after the delay', after));
-      const n0Base = nodeRegularMem(openSnap, 'n0');
-      const still = largestRegularChange(samples, 'n0', n0Base, committedAt, committedAt + p.delayMs - DELAY_END_MARGIN_MS);
-      check(
-        "until n0's delay ends, n0's RegularDB memtable stays as it was",
-        still.samples > 0 && still.changeBytes < Math.min(UNCHANGED_BYTES_MAX, 0.1 * written),
-        `${still.samples} samples from the commit to ${((p.delayMs - DELAY_END_MARGIN_MS) / 1000).toFixed(0)} s after it: changed by ${humanBytes(still.changeBytes)} at most (from ${humanBytes(n0Base)})`,
-      );
-      check('after the delay, n0 applied too (no intents left anywhere)', all !== undefined && appliedAllMs >= p.delayMs - 500, all ? `${Math.round(appliedAllMs)} ms after commit (delay ${p.delayMs} ms)` : 'intents remain');
-      const g0 = regularGrowth(openSnap, after, openSnap, 'n0');
-      figures['n0RegularMemtableGrowthBytes'] = g0.reduce((a, x) => a + x.grewBytes, 0);
-      check(
-        "after the delay, n0's RegularDB memtable of each tablet grew by about its IntentsDB memtable, as n1's and n2's did",
-        g0.length === 3 && g0.every((x) => x.ratio >= GROWTH_RATIO_RANGE[0] && x.ratio <= GROWTH_RATIO_RANGE[1]),
-        g0.map((x) => `${x.id.slice(0, 8)}: +${humanBytes(x.grewBytes)} (×${x.ratio.toFixed(2)})`).join('; '),
-      );
-      await camera?.take('3-applied', `after the delay: n0 applied too, ${humanBytes(Number(figures['n0RegularMemtableGrowthBytes']))} in its RegularDB memtable`);
-      await checkAppliesAndContents(nodes, txn.txnId, commitWallMicros, p, figures, check, tabletIds(after));
-      figures['tserverRssMaxBytes'] = await tserverRssMax(masterWeb);
+      const masterWeb = run.nodes.find((n) => n.master)?.master?.webUrl;
+      await setUpTable(run);
+      if (masterWeb) run.camera = await openCamera(lab, o, `${masterWeb}/apply-timeline?table=${TABLE}`);
+      stopSampler = startSampler(lab, run.nodes, run.samples);
+      lab.timeline.push(...phaseTable('before insert', await snapshot(run.nodes)));
+      const op = await openPhase(run);
+      const cm = await commitPhase(run, op);
+      await afterDelayPhase(run, op, cm);
+      run.figures['tserverRssMaxBytes'] = await tserverRssMax(masterWeb);
       await sleep(2 * SAMPLE_INTERVAL_MS); // one more chart sample after the last apply
       stopSampler();
+      const markers = [
+        { x: cm.committedAt, label: 'commit' },
+        { x: cm.committedAt + p.delayMs, label: `n0's delay ends (${p.delayMs / 1000} s)` },
+      ];
       return {
         name: 'intents-apply',
         title: 'Intents applied independently by each replica',
         summary: `3 nodes (${lab.driver.kind} driver), ${DELAY_FLAG}=${p.delayMs} on n0, memtables of 128 MiB; one transaction wrote ${p.rows} rows of ${p.rowBytes} random printable bytes into table ${TABLE} (3 tablets, RF 3), was left open, then committed.`,
         checks,
-        figures,
+        figures: run.figures,
         charts: [
-          { title: `IntentsDB memtable bytes per node (table ${TABLE}, all tablets)`, series: nodeSeries(samples, NODES, nodeIntentsMem), yUnit: 'bytes', markers },
-          { title: `RegularDB memtable bytes per node (table ${TABLE}, all tablets)`, series: nodeSeries(samples, NODES, nodeRegularMem), yUnit: 'bytes', markers },
+          { title: `IntentsDB memtable bytes per node (table ${TABLE}, all tablets)`, series: nodeSeries(run.samples, NODES, nodeIntentsMem), yUnit: 'bytes', markers },
+          { title: `RegularDB memtable bytes per node (table ${TABLE}, all tablets)`, series: nodeSeries(run.samples, NODES, nodeRegularMem), yUnit: 'bytes', markers },
         ],
-        ...(camera ? { screenshots: camera.shots } : {}),
+        ...(run.camera ? { screenshots: run.camera.shots } : {}),
         timeline: lab.timeline,
       };
     } finally {
       stopSampler?.();
-      await camera?.close().catch(() => undefined);
+      await run.camera?.close().catch(() => undefined);
       await lab.close();
     }
   };

@@ -111,7 +111,9 @@ export function renderMarkdown(r: ExperimentResult, chartFile?: string, chartFil
 
 /** The step charts of a result as SVG elements (one per chart). */
 function stepCharts(r: ExperimentResult): string[] {
-  return (r.charts ?? []).map((c) => svgStepChart(c.series, { title: c.title, yUnit: c.yUnit, markers: c.markers ?? [], width: 900, height: 320 }));
+  // Charts of one unit share a scale, so they compare at a glance (IntentsDB beside RegularDB).
+  const top = (unit: string): number => Math.max(0, ...(r.charts ?? []).filter((c) => c.yUnit === unit).flatMap((c) => c.series.flatMap((s) => s.points.map((p) => p[1]))));
+  return (r.charts ?? []).map((c) => svgStepChart(c.series, { title: c.title, yUnit: c.yUnit, markers: c.markers ?? [], width: 900, height: 320, yMaxAtLeast: top(c.yUnit) }));
 }
 
 /** The whole report as one HTML page: checks, figures, the charts' SVG inline, the timeline. */
