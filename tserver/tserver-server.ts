@@ -44,6 +44,7 @@ import {
 } from './tserver-flags';
 import type { TabletReportPB } from './tserver-pb';
 import { countingServer, registerTServerPages, sizesOf, TabletMemTrackers } from './tserver-web';
+import { startMemstoreLimit } from './memstore-limit';
 import { advertisedAddress, loadOrCreateUuid, splitHostPort } from '../common/server-identity';
 import { makeDirs } from '../common/fs-dirs';
 
@@ -301,6 +302,11 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
   }
   // Peaks of the memory trackers are sampled; this keeps sampling while nobody looks at the console.
   const memSampler = setInterval(() => void trackers.sample().catch(() => undefined), MEM_TRACKER_SAMPLE_INTERVAL_MS);
+  const stopMemstoreLimit = startMemstoreLimit({
+    flags,
+    engines: () => manager.list().flatMap((p) => [{ name: `${p.tabletId} RegularDB`, engine: p.engines().regular }, { name: `${p.tabletId} IntentsDB`, engine: p.engines().intents }]),
+    onFlush: (name, bytes, limitBytes) => log.info({ db: name, memtableBytes: bytes, limitBytes }, 'memtables above the global memstore limit: flushing the largest'),
+  });
 
   async function tabletsJson(): Promise<TabletsJson> {
     const tablets: TabletsJson['tablets'] = [];
@@ -411,6 +417,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
       stopping ??= (async () => {
         heartbeater.stop();
         clearInterval(memSampler);
+        stopMemstoreLimit();
         await web?.stop().catch(() => undefined);
         clearInterval(tick);
         clearInterval(gc);
