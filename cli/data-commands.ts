@@ -50,7 +50,7 @@ export function parseValue(schema: TableSchema, name: string, text: string): Row
   }
 }
 
-async function parseRow(client: TesseraClient, table: string, pairs: string[]): Promise<Row> {
+export async function parseRow(client: TesseraClient, table: string, pairs: string[]): Promise<Row> {
   const loc = await client.tableLocations(table);
   const row: Row = {};
   for (const p of pairs) {
@@ -86,18 +86,18 @@ function parseColumnList(schema: TableSchema, list: string | undefined): string[
   return cols;
 }
 
-interface CommonOpts {
+export interface CommonOpts {
   master_addresses: string;
   lab_dir?: string;
   timeout_ms?: string;
   json?: boolean;
 }
 
-function common(c: Command): Command {
+export function common(c: Command): Command {
   return c.option('--master_addresses <addrs>', 'comma-separated master RPC addresses', DEFAULT_MASTER_ADDRESSES).option('--lab_dir <dir>', LAB_DIR_HELP).option('--timeout_ms <ms>', 'deadline of the operation').option('--json', 'machine-readable output');
 }
 
-const timeout = (o: CommonOpts): number | undefined => (o.timeout_ms ? Number(o.timeout_ms) : undefined);
+export const timeout = (o: CommonOpts): number | undefined => (o.timeout_ms ? Number(o.timeout_ms) : undefined);
 
 export function registerDataCommands(program: Command): void {
   common(program.command('create-table <name>').description('create a table: --columns "id:int64,value:string" --hash id [--range c] [--tablets N] [--rf N]'))

@@ -86,7 +86,7 @@ export function valueToPb(v: Primitive): pb.ValuePB {
   return { bytesValue: v };
 }
 
-function checkType(col: ColumnSchema, v: Primitive, allowNull: boolean): void {
+export function checkType(col: ColumnSchema, v: Primitive, allowNull: boolean): void {
   if (v === null) {
     if (!allowNull) throw invalid(`column ${col.name} must not be null`);
     return;
@@ -164,7 +164,7 @@ export function rowToPb(r: Row): pb.RowPB {
  * (an ALTER TABLE ran or runs): column ids are only compared under the same schema. The client
  * rebuilds the request with the table's current schema, or waits for a tablet still behind.
  */
-function checkSchemaVersion(t: TabletPeer, requested: number | undefined): void {
+export function checkSchemaVersion(t: TabletPeer, requested: number | undefined): void {
   const mine = t.meta.schemaVersion;
   const theirs = requested ?? 0;
   if (theirs !== mine) {
@@ -189,7 +189,7 @@ function schemaFromPb(s: pb.TableSchemaPB | null | undefined): unknown {
  * The retryable-request tag of a write (or of one item of a coalesced write), untrusted: undefined
  * when the client sent no ids, INVALID_ARGUMENT when they are malformed.
  */
-function requestTag(req: pb.WriteRequestPB, requestId: bigint | undefined): RequestTag | undefined {
+export function requestTag(req: Pick<pb.WriteRequestPB, 'clientId' | 'minRunningRequestId'>, requestId: bigint | undefined): RequestTag | undefined {
   const clientId = req.clientId ?? '';
   if (clientId === '') {
     if (requestId) throw invalid('request_id without client_id');

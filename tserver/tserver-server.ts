@@ -20,6 +20,9 @@ import { rpczOf } from '../rpc/rpcz';
 import { masterMethods, txnCoordinatorMethods, txnParticipantMethods, type MasterMethods, type TxnCoordinatorMethods, type TxnParticipantMethods } from '../rpc/service-methods';
 import type { RpcClient, RpcServer, Transport } from '../rpc/types';
 import { TxnService } from './transaction/txn-service';
+import { RowService } from './row-service';
+import { registerRowLockPages } from './row-locks-web';
+import { rowMethods } from '../rpc/row-methods';
 import { WebServer } from '../rpc/web-server';
 import { ConsensusTransport } from './consensus-transport';
 import { Heartbeater, type HeartbeatRequest, type HeartbeatResponse } from './heartbeater';
@@ -199,6 +202,14 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
     masterMethods: txnMethods.master,
   });
   txn.register(countingServer(rpc, metrics));
+  new RowService({
+    manager: () => {
+      if (!managerRef) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, 'tablet server is starting');
+      return managerRef;
+    },
+    flags,
+    clock,
+  }).register(countingServer(rpc, metrics), rowMethods());
   const pendingBatches: Array<() => void> = [];
   let boundAddress = '';
   consensus = new ConsensusTransport({
@@ -287,6 +298,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
       rpcz: () => rpczOf(rpc, client),
     });
     registerTServerPages({ web, metrics, uuid, rpcAddress, nodeName: flags.get(LAB_NODE_NAME), manager: () => manager, trackers, tabletsJson: () => tabletsJson(), transactions: () => txn.snapshot(), coordinatorMemories: () => txn.coordinatorMemories(), raftTransport: () => consensus.metrics });
+    registerRowLockPages({ web, metrics, manager: () => manager });
     try {
       await web.start();
     } catch (e) {
