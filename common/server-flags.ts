@@ -48,6 +48,13 @@ export const PLACEMENT_ZONE = defineFlag({
   help: 'Placement zone of this server (reported to the master).',
 });
 
+export const LAB_NODE_NAME = defineFlag({
+  name: 'lab_node_name',
+  type: 'string',
+  default: '',
+  help: "The lab's name of the node this server runs on (n0, n1, ...), set by `tessera lab up`: the consoles show it beside host:port. Empty outside a lab.",
+});
+
 /**
  * Lab partitions (lab/partition-plan.ts): both servers drop Raft traffic and heartbeats to and from
  * these peers, so a cut is symmetric even though only one side's flag needs to list the other; their

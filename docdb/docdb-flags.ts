@@ -40,8 +40,10 @@ export const APPLY_CLEANUP_DELAY_MS = defineFlag({
 export const MEMSTORE_SIZE_MB = defineFlag({
   name: 'memstore_size_mb',
   type: 'int',
-  default: 4,
-  help: "Memtable size of each tablet replica's RegularDB and IntentsDB (RocksDB write_buffer_size), in MiB: RocksDB flushes a memtable to an SST file when it is this full. Larger means fewer flushes and, for IntentsDB, more intents written and deleted again before a flush ever writes them out; it costs up to that much memory per database. Read when a replica opens.",
+  // YugabyteDB's default: a transaction of a few hundred MiB stays in IntentsDB's memtable until it is
+  // applied (the picture of docs/walkthrough.md); memtables fill only as they are written.
+  default: 128,
+  help: "Memtable size of each tablet replica's RegularDB and IntentsDB (RocksDB write_buffer_size), in MiB, 128 as in YugabyteDB: RocksDB flushes a memtable to an SST file when it is this full. Larger means fewer flushes and, for IntentsDB, more intents written and deleted again before a flush ever writes them out; it costs up to that much memory per database. Read when a replica opens.",
   validate: (v) => (v >= 1 && v <= 1024 ? undefined : 'between 1 and 1024 MiB'),
 });
 

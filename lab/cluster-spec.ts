@@ -50,6 +50,17 @@ export interface ClusterSpec {
   portOffset: number;
   /** Docker driver: build the image from this base image instead of FROM scratch (needs a registry). */
   baseImage?: string;
+  /**
+   * Docker driver: publish node i's ports on 127.0.0.(publishHostBase+i) at the standard ports plus
+   * portOffset (`lab up --driver docker --host_base N`, addressed as the process driver's nodes);
+   * unset: every node on 127.0.0.1 at the standard ports plus portOffset+i.
+   */
+  publishHostBase?: number;
+}
+
+/** The host address and port shift where a docker lab publishes node i's ports (see publishHostBase). */
+export function dockerPublishAddress(spec: Pick<ClusterSpec, 'portOffset' | 'publishHostBase'>, i: number): { host: string; bump: number } {
+  return spec.publishHostBase === undefined ? { host: '127.0.0.1', bump: spec.portOffset + i } : { host: `127.0.0.${spec.publishHostBase + i}`, bump: spec.portOffset };
 }
 
 export const DEFAULT_SERVER_ENTRY = 'dist/cli/main.js';
@@ -100,6 +111,7 @@ export function validateSpec(spec: ClusterSpec): void {
   if (spec.masters > spec.nodes) throw invalid(`--masters ${spec.masters} needs at least ${spec.masters} nodes, got ${spec.nodes}`);
   if (spec.driver !== 'process' && spec.driver !== 'docker') throw invalid(`--driver must be process or docker, got ${String(spec.driver)}`);
   if (!Number.isInteger(spec.hostBase) || spec.hostBase < 1 || spec.hostBase + spec.nodes > 255) throw invalid(`host base ${spec.hostBase} leaves no room for ${spec.nodes} nodes in 127.0.0.x`);
+  if (spec.publishHostBase !== undefined && (!Number.isInteger(spec.publishHostBase) || spec.publishHostBase < 1 || spec.publishHostBase + spec.nodes > 255)) throw invalid(`host base ${spec.publishHostBase} leaves no room for ${spec.nodes} nodes in 127.0.0.x`);
   if (!Number.isInteger(spec.portOffset) || spec.portOffset < 0 || 9100 + spec.portOffset + spec.nodes > 65535) throw invalid(`port offset ${spec.portOffset} is out of range`);
   for (const n of [...Object.keys(spec.nodeFlags), ...Object.keys(spec.nodeMasterFlags)]) nodeIndex(n, spec.nodes);
   for (const n of Object.keys(spec.nodeMasterFlags)) {

@@ -20,7 +20,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import Docker from 'dockerode';
 import { DbError, ErrorCode } from '../common';
-import { type ClusterSpec, flagArgs, type NodeName, nodeIndex, nodeName, type ServerRole, validateSpec } from './cluster-spec';
+import { type ClusterSpec, dockerPublishAddress, flagArgs, type NodeName, nodeIndex, nodeName, type ServerRole, validateSpec } from './cluster-spec';
 import type { ClusterDriver, DownOptions, FlagSetResult, LabStatus, NodeAddresses, RoleSelector, ServerState, ServerStatus } from './cluster-driver';
 import { getJson, isHealthy } from './console-http';
 import { freezePlan, needsProcessStates, serverStatesIn } from './container-freeze-plan';
@@ -116,7 +116,7 @@ export class DockerDriver implements ClusterDriver {
   async up(spec: ClusterSpec): Promise<NodeAddresses[]> {
     validateSpec(spec);
     const reach = await DockerDriver.engineReachable(this.docker);
-    if (!reach.ok) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `Docker engine not reachable (${reach.reason}); run .ci/docker-setup.sh or start dockerd`);
+    if (!reach.ok) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `Docker engine not reachable (${reach.reason}): install and start one (Debian: apt-get install -y docker.io && (dockerd >/var/log/dockerd.log 2>&1 &); or .ci/docker-setup.sh), or use --driver process`);
     if (readLabState(spec.baseDir)) {
       throw new DbError(ErrorCode.ALREADY_EXISTS, `a lab is already up in ${spec.baseDir}; run tessera lab down --base_dir ${spec.baseDir} first`);
     }
@@ -135,10 +135,10 @@ export class DockerDriver implements ClusterDriver {
         name,
         index: i,
         containerName: `${networkName}-${name}`,
-        tserver: containerServer('tserver', name, dir, spec.portOffset + i, [`--tserver_master_addrs=${masterAddrs}`, ...flagArgs(spec.tserverFlags), ...flagArgs(spec.nodeFlags[name] ?? {})]),
+        tserver: containerServer('tserver', name, dir, dockerPublishAddress(spec, i), [`--tserver_master_addrs=${masterAddrs}`, `--lab_node_name=${name}`, ...flagArgs(spec.tserverFlags), ...flagArgs(spec.nodeFlags[name] ?? {})]),
       };
       if (i < spec.masters) {
-        rec.master = containerServer('master', name, dir, spec.portOffset + i, [`--master_addresses=${masterAddrs}`, ...flagArgs(spec.masterFlags), ...flagArgs(spec.nodeMasterFlags[name] ?? {})]);
+        rec.master = containerServer('master', name, dir, dockerPublishAddress(spec, i), [`--master_addresses=${masterAddrs}`, ...flagArgs(spec.masterFlags), ...flagArgs(spec.nodeMasterFlags[name] ?? {})]);
       }
       for (const s of serversOf(rec)) assertNoOldData(s.dataDir);
       nodes.push(rec);
@@ -625,7 +625,7 @@ export class DockerDriver implements ClusterDriver {
       const host = [Number(new URL(s.webUrl).port), hostPort(s.hostRpcAddress).port];
       std.forEach((p, i) => {
         exposed[`${p}/tcp`] = {};
-        bindings[`${p}/tcp`] = [{ HostIp: '127.0.0.1', HostPort: String(host[i]) }];
+        bindings[`${p}/tcp`] = [{ HostIp: new URL(s.webUrl).hostname, HostPort: String(host[i]) }];
       });
     }
     const nodeDir = path.join(spec.baseDir, n.name);
@@ -673,14 +673,14 @@ export class DockerDriver implements ClusterDriver {
   }
 }
 
-function containerServer(role: ServerRole, node: NodeName, nodeDir: string, bump: number, flags: string[]): ServerRecord {
+function containerServer(role: ServerRole, node: NodeName, nodeDir: string, at: { host: string; bump: number }, flags: string[]): ServerRecord {
   const rpcStd = role === 'master' ? STANDARD_PORTS.masterRpc : STANDARD_PORTS.tserverRpc;
   const webStd = role === 'master' ? STANDARD_PORTS.masterWeb : STANDARD_PORTS.tserverWeb;
   return {
     role,
     rpcAddress: `${node}:${rpcStd}`,
-    hostRpcAddress: `127.0.0.1:${rpcStd + bump}`,
-    webUrl: `http://127.0.0.1:${webStd + bump}`,
+    hostRpcAddress: `${at.host}:${rpcStd + at.bump}`,
+    webUrl: `http://${at.host}:${webStd + at.bump}`,
     // The console listens on every interface of the container: published as before, and readable on
     // the container's loopback while a partition has taken its network away (consoleJson). RPC too,
     // broadcasting the node's name: a server (re)started while its container is cut off from the lab

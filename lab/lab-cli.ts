@@ -103,8 +103,8 @@ export function registerLabCommands(program: Command, io: LabCliIo = defaultIo):
     .option('--node-flags <list>', 'flags for one node: "n0:TEST_x=1,n1:TEST_y=2" (tserver) or "n0/master:TEST_z=3"')
     .option('--server_entry <path>', 'server script relative to the package root', 'dist/cli/main.js')
     .option('--base-image <image>', 'docker: build the image FROM this base image (needs a registry) instead of FROM scratch')
-    .option('--host_base <n>', 'process: last octet of node 0\'s loopback address', '1')
-    .option('--port_offset <n>', `added to the standard ports (docker default ${DEFAULT_DOCKER_PORT_OFFSET}: published consoles at 17000+i / 19000+i)`)
+    .option('--host_base <n>', "last octet of node 0's loopback address (default 1); docker: publish node i's ports on 127.0.0.(n+i) at the standard ports, as the process driver's")
+    .option('--port_offset <n>', `added to the standard ports (docker without --host_base: default ${DEFAULT_DOCKER_PORT_OFFSET}, published consoles at 127.0.0.1:17000+i / 19000+i)`)
     .option('--health_timeout_ms <n>', 'bound on the wait for every node to be healthy', '60000')
     .option('--json', 'machine-readable output')
     .action(
@@ -122,8 +122,10 @@ export function registerLabCommands(program: Command, io: LabCliIo = defaultIo):
           nodeFlags: nf.tserver,
           nodeMasterFlags: nf.master,
           serverEntry: String(o['server_entry']),
-          hostBase: int('host_base', o['host_base'] as string, 1),
-          portOffset: int('port_offset', o['port_offset'] as string | undefined, driver === 'docker' ? DEFAULT_DOCKER_PORT_OFFSET : 0),
+          hostBase: int('host_base', o['host_base'] as string | undefined, 1),
+          ...(driver === 'docker' && o['host_base'] !== undefined ? { publishHostBase: int('host_base', o['host_base'] as string, 1) } : {}),
+          // A docker lab on 127.0.0.1 shifts its ports clear of a process lab there; one on its own addresses needs no shift.
+          portOffset: int('port_offset', o['port_offset'] as string | undefined, driver === 'docker' && o['host_base'] === undefined ? DEFAULT_DOCKER_PORT_OFFSET : 0),
           healthTimeoutMs: int('health_timeout_ms', o['health_timeout_ms'] as string, 60_000),
           ...(o['baseImage'] ? { baseImage: String(o['baseImage']) } : {}),
         });

@@ -67,6 +67,7 @@ export class ProcessDriver implements ClusterDriver {
         index: i,
         tserver: serverRecord('tserver', dir, p.host, p.tserverRpcPort, p.tserverWebPort, [
           `--tserver_master_addrs=${masterAddrs}`,
+          `--lab_node_name=${name}`,
           ...flagArgs(spec.tserverFlags),
           ...flagArgs(spec.nodeFlags[name] ?? {}),
         ]),

@@ -5,7 +5,8 @@
  * leader's addresses, so scripts go to the leader too.
  */
 import { DbError, ErrorCode } from '../common/errors';
-import { escapeHtml, htmlTable, link, raw, type Cell, type OverviewItem, type WebRequest, type WebServer } from '../rpc';
+import { bytesCell, escapeHtml, htmlTable, link, raw, type Cell, type OverviewItem, type WebRequest, type WebServer } from '../rpc';
+import { registerApplyTimeline } from './apply-timeline';
 import type { CatalogManager } from './catalog-manager';
 import type { MasterInfo } from './master-info';
 
@@ -65,19 +66,19 @@ export function registerMasterPages(d: MasterWebDeps): void {
     html: (req) =>
       leaderOnlyHtml(req, () =>
         htmlTable(
-          ['UUID', 'RPC address', 'Console', 'Alive', 'Last heartbeat', 'Tablets', 'Leaders', 'Zone', 'RSS (MiB)'],
+          ['RPC address', 'Console', 'UUID', 'Alive', 'Last heartbeat', 'Tablets', 'Leaders', 'Zone', 'RSS'],
           manager
             .tabletServersJson()
             .map((t) => [
-              t.uuid,
               t.rpcAddress,
               t.webAddress ? link(`http://${t.webAddress}`, t.webAddress) : '',
+              t.uuid,
               t.alive ? 'ALIVE' : raw('<b style="color:#b00">DEAD</b>'),
               t.lastHeartbeatMsAgo < 0 ? 'never (since this master leads)' : `${t.lastHeartbeatMsAgo} ms ago`,
               t.tablets,
               t.leaders,
               t.placementZone,
-              (t.rssBytes / (1024 * 1024)).toFixed(1),
+              bytesCell(t.rssBytes),
             ]),
           { id: 'tablet-servers' },
         ),
@@ -117,18 +118,21 @@ export function registerMasterPages(d: MasterWebDeps): void {
           { id: 'columns' },
         );
         const tablets = htmlTable(
-          ['Tablet', 'Partition', 'RaftConfig'],
+          ['Tablet', 'Partition', 'RaftConfig (leader first)'],
           loc.tablets.map((x) => [
             x.tabletId,
             `[0x${x.partition.start.toString(16).padStart(4, '0')}, 0x${x.partition.end.toString(16).padStart(4, '0')})`,
-            raw(x.replicas.map((r) => `${escapeHtml(r.role)}: ${escapeHtml(r.rpcAddress || r.tserverUuid)}`).join('<br>')),
+            raw([...x.replicas].sort((a, b) => Number(b.role === 'LEADER') - Number(a.role === 'LEADER')).map((r) => `${r.role === 'LEADER' ? '<b>LEADER</b>' : escapeHtml(r.role)}: <span title="${escapeHtml(r.tserverUuid)}">${escapeHtml(r.rpcAddress || r.tserverUuid)}</span>`).join('<br>')),
           ]),
           { id: 'tablets' },
         );
         const version = `<p>Schema version ${loc.schemaVersion}: served by the leaders of ${loc.tabletsOnSchemaVersion} of ${loc.tablets.length} tablets</p>`;
-        return `<h2>${escapeHtml(t.name)} <small>${escapeHtml(t.id)}</small></h2>${version}${cols}<h2>Tablets</h2>${tablets}`;
+        const timeline = `<p>${link(`/apply-timeline?table=${encodeURIComponent(t.name)}`, 'Apply timeline of this table').toString()}: IntentsDB and RegularDB sizes of every replica over the last minutes.</p>`;
+        return `<h2>${escapeHtml(t.name)} <small>${escapeHtml(t.id)}</small></h2>${version}${timeline}${cols}<h2>Tablets</h2>${tablets}`;
       }),
   });
+
+  registerApplyTimeline({ web, manager, isLeader: d.isLeader });
 
   web.route('/masters', {
     title: 'Masters',

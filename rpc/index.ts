@@ -17,3 +17,4 @@ export * from './rpcz';
 export * from './peer-client';
 export * from './varint';
 export * from './row-methods';
+export * from './svg-chart';

@@ -9,7 +9,7 @@ import { skewableSystemClock, type Clock } from '../common/clock';
 import { DbError, ErrorCode } from '../common/errors';
 import { Flags, parseFlagArgs } from '../common/flags';
 import { HybridClock } from '../common/hybrid-clock';
-import { droppedPeers } from '../common/server-flags';
+import { droppedPeers, LAB_NODE_NAME } from '../common/server-flags';
 import { masterMethods, Metrics, peerClient, rpcConnectionsOf, rpczOf, txnCoordinatorMethods, txnParticipantMethods, WebServer, type MasterMethods, type RpcClient, type RpcServer, type Transport, type TxnCoordinatorMethods, type TxnParticipantMethods } from '../rpc';
 import { LOG_LEVEL } from '../common/common-flags';
 import { createLogger, followLogLevel, LogRing, type Logger } from '../common/log';
@@ -42,6 +42,7 @@ import {
 } from './tserver-flags';
 import type { TabletReportPB } from './tserver-pb';
 import { countingServer, registerTServerPages, sizesOf, TabletMemTrackers } from './tserver-web';
+import { startMemstoreLimit } from './memstore-limit';
 import { advertisedAddress, loadOrCreateUuid, splitHostPort } from '../common/server-identity';
 import { makeDirs } from '../common/fs-dirs';
 
@@ -267,7 +268,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
       health: () => ({ ok: true, uuid, rpcAddress, tablets: manager.list().length, rpcConnections: rpcConnectionsOf(rpc, client) }),
       rpcz: () => rpczOf(rpc, client),
     });
-    registerTServerPages({ web, metrics, uuid, rpcAddress, manager: () => manager, trackers, tabletsJson: () => tabletsJson(), transactions: () => txn.snapshot(), coordinatorMemories: () => txn.coordinatorMemories(), raftTransport: () => consensus.metrics });
+    registerTServerPages({ web, metrics, uuid, rpcAddress, nodeName: flags.get(LAB_NODE_NAME), manager: () => manager, trackers, tabletsJson: () => tabletsJson(), transactions: () => txn.snapshot(), coordinatorMemories: () => txn.coordinatorMemories(), raftTransport: () => consensus.metrics });
     registerRowLockPages({ web, metrics, manager: () => manager });
     try {
       await web.start();
@@ -284,6 +285,11 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
   }
   // Peaks of the memory trackers are sampled; this keeps sampling while nobody looks at the console.
   const memSampler = setInterval(() => void trackers.sample().catch(() => undefined), MEM_TRACKER_SAMPLE_INTERVAL_MS);
+  const stopMemstoreLimit = startMemstoreLimit({
+    flags,
+    engines: () => manager.list().flatMap((p) => [{ name: `${p.tabletId} RegularDB`, engine: p.engines().regular }, { name: `${p.tabletId} IntentsDB`, engine: p.engines().intents }]),
+    onFlush: (name, bytes, limitBytes) => log.info({ db: name, memtableBytes: bytes, limitBytes }, 'memtables above the global memstore limit: flushing the largest'),
+  });
 
   async function tabletsJson(): Promise<TabletsJson> {
     const tablets: TabletsJson['tablets'] = [];
@@ -394,6 +400,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
       stopping ??= (async () => {
         heartbeater.stop();
         clearInterval(memSampler);
+        stopMemstoreLimit();
         await web?.stop().catch(() => undefined);
         clearInterval(tick);
         clearInterval(gc);

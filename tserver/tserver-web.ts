@@ -12,16 +12,20 @@ import type { Gauge } from 'prom-client';
 import type { BackgroundWork } from '../docdb';
 import { DbError, ErrorCode } from '../common/errors';
 import { LOGICAL_BITS, type HybridTime } from '../common/hybrid-time';
-import { escapeHtml, htmlTable, link, raw, type Handler, type MemTrackerNode, type MethodDef, type Metrics, type RpcServer, type WebRequest, type WebServer } from '../rpc';
+import { bytesCell, escapeHtml, htmlTable, link, raw, type Handler, type MemTrackerNode, type MethodDef, type Metrics, type RpcServer, type WebRequest, type WebServer } from '../rpc';
 import type { TabletManager } from './tablet-manager';
 import type { TabletPeer, WalSyncTimes } from './tablet/tablet-peer';
 import { WAL_SLOW_SYNC_MS } from '../raft';
 import { summarizeApplies, type ApplyLagLog, type ApplyLagRecord } from './tablet/apply-lag-log';
 import type { TransactionsJson } from './transaction/txn-service';
 import type { TabletsJson } from './tserver-json';
+import { TabletSizeHistory } from './tablet-size-history';
 
-/** Rows of the applies page's newest applies and commit points. */
+/** Rows of the applies page's newest applies and commit points (?count=N, up to NEWEST_APPLIES_MAX). */
 const NEWEST_APPLIES_SHOWN = 30;
+const NEWEST_APPLIES_MAX = 1_000;
+/** Least time between two samples of the size history (the periodic sampler runs every second). */
+const HISTORY_SAMPLE_GAP_MS = 900;
 
 const EMPTY_SIZES = { regulardb: { memtableBytes: 0, sstBytes: 0 }, intentsdb: { memtableBytes: 0, sstBytes: 0, intentCount: 0 } };
 
@@ -41,6 +45,9 @@ interface TabletMem {
 export class TabletMemTrackers {
   private readonly byTablet = new Map<string, TabletMem>();
   private sampling: Promise<void> | undefined;
+  /** Sizes over the last minutes for the master's apply timeline (one sample a second at most). */
+  readonly history = new TabletSizeHistory();
+  private lastHistoryMs = 0;
 
   constructor(private readonly manager: () => TabletManager) {}
 
@@ -66,11 +73,20 @@ export class TabletMemTrackers {
 
   private async doSample(): Promise<void> {
     const live = new Set<string>();
+    const rows: Array<{ tabletId: string; table: string; role: string; sizes: Sizes }> = [];
     for (const p of this.manager().list()) {
       live.add(p.tabletId);
-      this.note(p.tabletId, await sizesOf(p), p.logCacheBytes());
+      const sizes = await sizesOf(p);
+      this.note(p.tabletId, sizes, p.logCacheBytes());
+      rows.push({ tabletId: p.tabletId, table: p.meta.tableName, role: p.status().role, sizes });
     }
     for (const id of [...this.byTablet.keys()]) if (!live.has(id)) this.byTablet.delete(id);
+    // Console reads sample too; the history keeps the periodic pace (HISTORY_SAMPLE_GAP_MS).
+    const now = Date.now();
+    if (now - this.lastHistoryMs >= HISTORY_SAMPLE_GAP_MS) {
+      this.lastHistoryMs = now;
+      this.history.record(now, rows);
+    }
   }
 
   current(tabletId: string): TabletMem | undefined {
@@ -110,11 +126,16 @@ export async function sizesOf(p: TabletPeer): Promise<Sizes> {
   return p.sizes().catch(() => EMPTY_SIZES);
 }
 
+/** A memory tracker with, for a tablet's, the table and this replica's role. */
+type LabelledTracker = MemTrackerNode & { table?: string; role?: string; children?: LabelledTracker[] };
+
 export interface TServerWebDeps {
   web: WebServer;
   metrics: Metrics;
   uuid: string;
   rpcAddress: string;
+  /** The lab's name of this node (lab_node_name), '' outside a lab. */
+  nodeName?: string;
   manager: () => TabletManager;
   trackers: TabletMemTrackers;
   tabletsJson(): Promise<TabletsJson>;
@@ -183,32 +204,51 @@ export function registerTServerPages(d: TServerWebDeps): void {
     ];
   });
 
+  // Peers by host:port (this server's own address for itself; '' for a uuid not known here).
+  const addressOf = (uuid: string): string => (uuid === '' ? '' : uuid === d.uuid ? d.rpcAddress : (d.manager().addressOf(uuid) ?? ''));
+  const tabletsWithAddresses = async () => {
+    const { tablets } = await d.tabletsJson();
+    return { nodeName: d.nodeName ?? '', rpcAddress: d.rpcAddress, tablets: tablets.map((t) => ({ ...t, leaderAddress: addressOf(t.leaderUuid) })) };
+  };
   web.route('/tablets', {
     title: 'Tablets',
     nav: 'Tablets',
-    json: () => d.tabletsJson(),
+    json: tabletsWithAddresses,
     html: async () => {
-      const { tablets } = await d.tabletsJson();
-      return htmlTable(
-        ['Table', 'Tablet', 'Partition', 'State', 'Role', 'Term', 'Leader', 'Commit index', 'Applied index', 'RegularDB memtable', 'RegularDB SST', 'IntentsDB memtable', 'IntentsDB SST', 'Intents'],
-        tablets.map((t) => [
-          t.table,
-          link(`/tablet?id=${encodeURIComponent(t.tabletId)}`, t.tabletId),
-          partitionText(t.partition),
-          t.state,
-          t.role === 'leader' || t.role === 'LEADER' ? raw(`<b>${escapeHtml(t.role)}</b>`) : t.role,
-          t.term,
-          t.leaderUuid,
-          t.commitIndex,
-          t.appliedIndex,
-          t.regulardb.memtableBytes,
-          t.regulardb.sstBytes,
-          t.intentsdb.memtableBytes,
-          t.intentsdb.sstBytes,
-          t.intentsdb.intentCount,
-        ]),
-        { id: 'tablets' },
+      const { tablets } = await tabletsWithAddresses();
+      const who = d.nodeName ? `${d.nodeName} (${d.rpcAddress})` : d.rpcAddress;
+      return (
+        `<p>Tablet replicas on ${escapeHtml(who)}. Sizes in binary units (M = MiB); hover for the exact bytes, or read the JSON twin <a href="/api/v1/tablets">/api/v1/tablets</a>.</p>` +
+        htmlTable(
+          ['Table', 'Tablet', 'Partition', 'State', 'Role', 'Term', 'Leader', 'Commit / applied index', 'IntentsDB memtable', 'IntentsDB SST', 'Intents', 'RegularDB memtable', 'RegularDB SST'],
+          tablets.map((t) => [
+            t.table,
+            link(`/tablet?id=${encodeURIComponent(t.tabletId)}`, t.tabletId),
+            partitionText(t.partition),
+            t.state,
+            t.role === 'leader' || t.role === 'LEADER' ? raw(`<b>${escapeHtml(t.role)}</b>`) : t.role,
+            t.term,
+            t.leaderAddress ? raw(`<span title="${escapeHtml(t.leaderUuid)}">${escapeHtml(t.leaderAddress)}</span>`) : t.leaderUuid,
+            `${t.commitIndex} / ${t.appliedIndex}`,
+            bytesCell(t.intentsdb.memtableBytes),
+            bytesCell(t.intentsdb.sstBytes),
+            t.intentsdb.intentCount,
+            bytesCell(t.regulardb.memtableBytes),
+            bytesCell(t.regulardb.sstBytes),
+          ]),
+          { id: 'tablets' },
+        )
       );
+    },
+  });
+
+  web.route('/size-history', {
+    title: 'Size history',
+    // The master's /apply-timeline reads this from every tserver: ?table=NAME&since_ms=EPOCH_MS.
+    json: (req) => {
+      const since = Number(req.query.get('since_ms') ?? '0');
+      if (!Number.isFinite(since) || since < 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `since_ms must be milliseconds since the epoch, got '${req.query.get('since_ms') ?? ''}'`);
+      return trackers.history.json({ uuid: d.uuid, rpcAddress: d.rpcAddress, nodeName: d.nodeName ?? '' }, req.query.get('table') ?? undefined, since);
     },
   });
 
@@ -231,13 +271,13 @@ export function registerTServerPages(d: TServerWebDeps): void {
           ['Table', `${t.table} (${t.tableId})`],
           ['Partition', partitionText(t.partition)],
           ['State', t.lastError ? `${t.state}: ${t.lastError}` : t.state],
-          ['Role / term', `${t.role} / ${t.term}`],
+          ['Role / term / leader', `${t.role} / ${t.term} / ${addressOf(t.leaderUuid) || t.leaderUuid}`],
           ['Commit index / applied index / last index', `${t.commitIndex} / ${t.appliedIndex} / ${t.lastIndex}`],
           ['Raft log from index (older entries garbage-collected)', t.firstIndex],
           ['Frontier RegularDB (term.index)', `${t.frontier.regular.term}.${t.frontier.regular.index}`],
           ['Frontier IntentsDB (term.index)', `${t.frontier.intents.term}.${t.frontier.intents.index}`],
-          ['RegularDB memtable / SST bytes', `${t.regulardb.memtableBytes} / ${t.regulardb.sstBytes}`],
-          ['IntentsDB memtable / SST bytes / intents', `${t.intentsdb.memtableBytes} / ${t.intentsdb.sstBytes} / ${t.intentsdb.intentCount}`],
+          ['RegularDB memtable / SST', raw(`${bytesCell(t.regulardb.memtableBytes).html} / ${bytesCell(t.regulardb.sstBytes).html}`)],
+          ['IntentsDB memtable / SST / intents', raw(`${bytesCell(t.intentsdb.memtableBytes).html} / ${bytesCell(t.intentsdb.sstBytes).html} / ${t.intentsdb.intentCount}`)],
           ['RocksDB background work since open, RegularDB; IntentsDB: memtable flushes / compactions (their CPU ms) / write stall ms', backgroundText(t.background)],
           [`Raft log fdatasyncs since open: count / ms in all (mean) / longest ms / ${WAL_SLOW_SYNC_MS} ms or longer`, walSyncText(t.wal)],
           ['Wait queue: waiting now / waits (enable_wait_queues)', `${t.waitQueue.waiting} / ${t.waitQueue.waits}`],
@@ -307,15 +347,19 @@ export function registerTServerPages(d: TServerWebDeps): void {
         }),
         { id: 'apply-lag' },
       );
-      // The newest records of one log kind across this server's tablet replicas, newest first.
+      const countText = req.query.get('count') ?? String(NEWEST_APPLIES_SHOWN);
+      const count = Number(countText);
+      if (!Number.isInteger(count) || count < 1 || count > NEWEST_APPLIES_MAX) throw new DbError(ErrorCode.INVALID_ARGUMENT, `count must be a whole number from 1 to ${NEWEST_APPLIES_MAX}, got '${countText}'`);
+      // The newest records of one log kind across this server's tablet replicas, newest first, whatever
+      // their age: a person comes back to the page minutes after the apply the blog waits for.
       const newest = (log: (p: TabletPeer) => ApplyLagLog): Array<{ tabletId: string; r: ApplyLagRecord }> =>
         peers
-          .flatMap((p) => log(p).since(since).slice(-NEWEST_APPLIES_SHOWN).map((r) => ({ tabletId: p.tabletId, r })))
+          .flatMap((p) => log(p).since(0).slice(-count).map((r) => ({ tabletId: p.tabletId, r })))
           .sort((a, b) => b.r.appliedMicros - a.r.appliedMicros)
-          .slice(0, NEWEST_APPLIES_SHOWN);
+          .slice(0, count);
       const applies = htmlTable(
-        ['Tablet', 'Transaction', 'Commit time', 'APPLY entry applied (ms after commit)', 'Intents in RegularDB (ms after commit: the lag)'],
-        newest((p) => p.applyLag).map(({ tabletId, r }) => [tabletId, r.txnId, at(r.commitMicros), r.markedMicros === undefined ? '' : ms((r.markedMicros - r.commitMicros) / 1000), ms(r.lagMs)]),
+        ['Table', 'Tablet', 'Role', 'Transaction', 'Commit time', 'APPLY entry applied (ms after commit)', 'Intents in RegularDB (ms after commit: the lag)', 'Applied (s ago)'],
+        newest((p) => p.applyLag).map(({ tabletId, r }) => [info.get(tabletId)?.table ?? '', tabletId, info.get(tabletId)?.role ?? '', r.txnId, at(r.commitMicros), r.markedMicros === undefined ? '' : ms((r.markedMicros - r.commitMicros) / 1000), ms(r.lagMs), ((nowMicros - r.appliedMicros) / 1e6).toFixed(1)]),
         { id: 'applies' },
       );
       const commits = htmlTable(
@@ -324,8 +368,8 @@ export function registerTServerPages(d: TServerWebDeps): void {
         { id: 'commit-points' },
       );
       return (
-        `<p>After a transaction commits, each replica of each participant tablet moves its intents from IntentsDB into RegularDB when it applies the tablet's APPLY entry, on its own schedule (<code>TEST_inject_sleep_before_applying_intents_ms</code> delays one). Lag = commit hybrid time → that replica's intents in RegularDB, by this server's clock. Last ${seconds} s (<code>?seconds=N</code>); JSON: <a href="/api/v1/txn-applies?since=${Math.floor(since)}">/api/v1/txn-applies?since=MICROS</a>.</p>` +
-        `<h2>Per tablet replica</h2>${perTablet}<h2>Newest applies</h2>${applies}<h2>Commit points (this server's status tablet replicas)</h2>${commits}`
+        `<p>After a transaction commits, each replica of each participant tablet moves its intents from IntentsDB into RegularDB when it applies the tablet's APPLY entry, on its own schedule (<code>TEST_inject_sleep_before_applying_intents_ms</code> delays one). Lag = commit hybrid time → that replica's intents in RegularDB, by this server's clock. Per tablet replica: the last ${seconds} s (<code>?seconds=N</code>); newest applies: the last ${count} whatever their age (<code>?count=N</code>); JSON: <a href="/api/v1/txn-applies?since=${Math.floor(since)}">/api/v1/txn-applies?since=MICROS</a>.</p>` +
+        `<h2>Newest applies</h2>${applies}<h2>Per tablet replica (last ${seconds} s)</h2>${perTablet}<h2>Commit points (this server's status tablet replicas)</h2>${commits}`
       );
     },
     json: (req) => {
@@ -376,9 +420,21 @@ export function registerTServerPages(d: TServerWebDeps): void {
     });
   }
 
-  const memJson = async (): Promise<MemTrackerNode> => {
+  // Each tablet's tracker names its table and this replica's role, as a person reading the page asks.
+  const memJson = async (): Promise<LabelledTracker> => {
     await trackers.sample();
-    return trackers.tree(`server-${d.uuid}`);
+    const tree: LabelledTracker = trackers.tree(`server-${d.uuid}`);
+    const peers = new Map(d.manager().list().map((p) => [p.tabletId, p]));
+    const label = (n: LabelledTracker): void => {
+      const p = /^(?:tablet|log_cache)-(.+)$/.exec(n.id) ? peers.get(n.id.replace(/^(?:tablet|log_cache)-/, '')) : undefined;
+      if (p) {
+        n.table = p.meta.tableName;
+        n.role = p.status().role;
+      }
+      for (const c of n.children ?? []) label(c);
+    };
+    label(tree);
+    return tree;
   };
   // Replaces the kit's /mem-trackers: sampling the databases is asynchronous.
   web.route('/mem-trackers', {
@@ -386,13 +442,13 @@ export function registerTServerPages(d: TServerWebDeps): void {
     nav: 'Memory',
     json: memJson,
     html: async () => {
-      const rows: Array<[ReturnType<typeof raw>, number, number]> = [];
-      const walk = (n: MemTrackerNode, depth: number): void => {
-        rows.push([raw(`${'&nbsp;'.repeat(depth * 4)}${escapeHtml(n.id)}`), n.currentBytes, n.peakBytes]);
+      const rows: Array<[ReturnType<typeof raw>, string, string, ReturnType<typeof raw>, ReturnType<typeof raw>]> = [];
+      const walk = (n: LabelledTracker, depth: number): void => {
+        rows.push([raw(`${'&nbsp;'.repeat(depth * 4)}${escapeHtml(n.id)}`), n.table ?? '', n.role ?? '', bytesCell(n.currentBytes), bytesCell(n.peakBytes)]);
         for (const c of n.children ?? []) walk(c, depth + 1);
       };
       walk(await memJson(), 0);
-      return htmlTable(['id', 'current bytes', 'peak bytes'], rows, { id: 'mem-trackers' });
+      return `<p>Sizes in binary units (M = MiB), exact bytes on hover and in the JSON twin <a href="/api/v1/mem-trackers">/api/v1/mem-trackers</a>.</p>` + htmlTable(['id', 'table', 'role of this replica', 'current', 'peak'], rows, { id: 'mem-trackers' });
     },
   });
 

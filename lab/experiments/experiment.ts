@@ -3,6 +3,7 @@
  * An experiment passes only when every check held; the CLI exits 0 only then.
  */
 import type { DriverKind } from '../cluster-spec';
+import type { ChartMarker, StepSeries } from '../../rpc';
 
 export interface ExperimentOptions {
   /** Folder for the lab (lab.json, node data, logs) and the Markdown report. */
@@ -49,10 +50,22 @@ export interface ExperimentResult {
   figures: Record<string, number | string>;
   /** Optional chart of memtable bytes over time per node. */
   chart?: { title: string; series: ChartSeries[]; yLabel: string };
+  /** Step charts of sampled gauges (x in ms since start), with markers: SVG files and inline in the HTML report. */
+  charts?: ReportChart[];
+  /** PNG files written beside the report (screenshots of consoles), relative to its folder, with what each shows. */
+  screenshots?: Array<{ file: string; caption: string }>;
   /** Timeline lines (ms since start: event). */
   timeline: string[];
   /** Path of the written Markdown report (set by the runner). */
   reportPath?: string;
+}
+
+export interface ReportChart {
+  title: string;
+  series: StepSeries[];
+  /** 'bytes' (human units) or a word for plain numbers. */
+  yUnit: string;
+  markers?: ChartMarker[];
 }
 
 export type ExperimentFn = (o: ExperimentOptions) => Promise<ExperimentResult>;

@@ -1,9 +1,11 @@
 /**
- * Experiment reports: Markdown with the checks, figures and timeline, plus a small hand-written SVG
- * line chart (no charting library: a lab report must open anywhere, offline).
+ * Experiment reports: Markdown with the checks, figures and timeline, plus small hand-written SVG
+ * charts (no charting library: a lab report must open anywhere, offline), and the same as one
+ * self-contained HTML page with the charts inline.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { escapeXml, svgStepChart } from '../../rpc';
 import { type ChartSeries, type ExperimentResult, passed } from './experiment';
 import { makeDirs } from '../../common/fs-dirs';
 
@@ -67,8 +69,9 @@ export function svgLineChart(series: readonly ChartSeries[], opts: ChartOptions 
     parts.push(`<text x="${m.left - 6}" y="${y + 4}" text-anchor="end">${esc(fmt(v))}</text>`);
     parts.push(`<line x1="${m.left}" y1="${y}" x2="${m.left + pw}" y2="${y}" stroke="#eee"/>`);
   }
-  parts.push(`<text x="${m.left}" y="${m.top + ph + 16}" text-anchor="middle">${esc(fmt(xMin))}</text>`);
-  parts.push(`<text x="${m.left + pw}" y="${m.top + ph + 16}" text-anchor="middle">${esc(fmt(xMax))}</text>`);
+  // x is ms since the start; ticks read seconds.
+  parts.push(`<text x="${m.left}" y="${m.top + ph + 16}" text-anchor="middle">${esc(`${(xMin / 1000).toFixed(1)} s`)}</text>`);
+  parts.push(`<text x="${m.left + pw}" y="${m.top + ph + 16}" text-anchor="middle">${esc(`${(xMax / 1000).toFixed(1)} s`)}</text>`);
   if (opts.xLabel) parts.push(`<text x="${m.left + pw / 2}" y="${H - 8}" text-anchor="middle">${esc(opts.xLabel)}</text>`);
   if (opts.yLabel) parts.push(`<text x="14" y="${m.top + ph / 2}" text-anchor="middle" transform="rotate(-90 14 ${m.top + ph / 2})">${esc(opts.yLabel)}</text>`);
   series.forEach((s, i) => {
@@ -83,7 +86,7 @@ export function svgLineChart(series: readonly ChartSeries[], opts: ChartOptions 
   return parts.join('\n');
 }
 
-export function renderMarkdown(r: ExperimentResult, chartFile?: string): string {
+export function renderMarkdown(r: ExperimentResult, chartFile?: string, chartFiles: readonly string[] = []): string {
   const lines: string[] = [];
   lines.push(`# ${r.title}`, '', `Experiment \`${r.name}\` — ${passed(r) ? '**PASSED**' : '**FAILED**'} (${new Date().toISOString()})`, '', r.summary, '');
   lines.push('## Checks', '', '| check | result | detail |', '|---|---|---|');
@@ -91,11 +94,46 @@ export function renderMarkdown(r: ExperimentResult, chartFile?: string): string 
   lines.push('', '## Figures', '', '| figure | value |', '|---|---|');
   for (const [k, v] of Object.entries(r.figures)) lines.push(`| ${k} | ${String(v)} |`);
   if (chartFile && r.chart) lines.push('', `## ${r.chart.title}`, '', `![${r.chart.title}](${chartFile})`);
+  (r.charts ?? []).forEach((c, i) => {
+    if (chartFiles[i]) lines.push('', `## ${c.title}`, '', `![${c.title}](${chartFiles[i]})`);
+  });
+  if (r.screenshots?.length) {
+    lines.push('', '## Screenshots', '');
+    for (const s of r.screenshots) lines.push(`- ${s.caption}`, '', `  ![${s.caption}](${s.file})`, '');
+  }
   lines.push('', '## Timeline', '', '```', ...r.timeline, '```', '');
   return lines.join('\n');
 }
 
-/** Writes BASE/experiments/<name>-<stamp>.md (and .svg with the chart); returns the Markdown path. */
+/** The step charts of a result as SVG elements (one per chart). */
+function stepCharts(r: ExperimentResult): string[] {
+  // Charts of one unit share a scale, so they compare at a glance (IntentsDB beside RegularDB).
+  const top = (unit: string): number => Math.max(0, ...(r.charts ?? []).filter((c) => c.yUnit === unit).flatMap((c) => c.series.flatMap((s) => s.points.map((p) => p[1]))));
+  return (r.charts ?? []).map((c) => svgStepChart(c.series, { title: c.title, yUnit: c.yUnit, markers: c.markers ?? [], width: 900, height: 320, yMaxAtLeast: top(c.yUnit) }));
+}
+
+/** The whole report as one HTML page: checks, figures, the charts' SVG inline, the timeline. */
+export function renderHtml(r: ExperimentResult): string {
+  const e = escapeXml;
+  const rows = r.checks.map((c) => `<tr><td>${e(c.name)}</td><td style="color:${c.ok ? '#070' : '#b00'}">${c.ok ? 'held' : '<b>FAILED</b>'}</td><td>${e(c.detail)}</td></tr>`).join('\n');
+  const figs = Object.entries(r.figures).map(([k, v]) => `<tr><td>${e(k)}</td><td>${e(String(v))}</td></tr>`).join('\n');
+  const charts = stepCharts(r).map((svg, i) => `<h2>${e(r.charts![i]!.title)}</h2>\n${svg}`).join('\n');
+  const old = r.chart ? `<h2>${e(r.chart.title)}</h2>\n${svgLineChart(r.chart.series, { title: r.chart.title, xLabel: 'seconds since start', yLabel: r.chart.yLabel })}` : '';
+  const shots = (r.screenshots ?? []).map((s) => `<figure><img src="${e(s.file)}" alt="${e(s.caption)}" style="max-width:100%;border:1px solid #ccc"><figcaption>${e(s.caption)}</figcaption></figure>`).join('\n');
+  return `<!DOCTYPE html><html><head><meta charset="utf-8"><title>${e(r.title)}</title>
+<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25em .5em;font-size:90%;vertical-align:top}pre{background:#f6f6f6;padding:.5em;overflow:auto;font-size:80%}</style></head>
+<body><h1>${e(r.title)}</h1><p>Experiment <code>${e(r.name)}</code> — <b>${passed(r) ? 'PASSED' : 'FAILED'}</b> (${new Date().toISOString()})</p><p>${e(r.summary)}</p>
+<h2>Checks</h2><table><tr><th>check</th><th>result</th><th>detail</th></tr>\n${rows}</table>
+<h2>Figures</h2><table>${figs}</table>
+${charts}${old}${shots ? `<h2>Screenshots</h2>${shots}` : ''}
+<h2>Timeline</h2><pre>${e(r.timeline.join('\n'))}</pre></body></html>
+`;
+}
+
+/**
+ * Writes BASE/experiments/<name>-<stamp>.md, .html (self-contained: charts inline) and an .svg per
+ * chart; returns the Markdown path.
+ */
 export function writeReport(baseDir: string, r: ExperimentResult): string {
   const dir = path.join(baseDir, 'experiments');
   makeDirs(dir, 'report directory');
@@ -104,10 +142,16 @@ export function writeReport(baseDir: string, r: ExperimentResult): string {
   let chartFile: string | undefined;
   if (r.chart) {
     chartFile = `${stem}.svg`;
-    fs.writeFileSync(path.join(dir, chartFile), svgLineChart(r.chart.series, { title: r.chart.title, xLabel: 'ms since start', yLabel: r.chart.yLabel }));
+    fs.writeFileSync(path.join(dir, chartFile), svgLineChart(r.chart.series, { title: r.chart.title, xLabel: 'seconds since start', yLabel: r.chart.yLabel }));
   }
+  const chartFiles = stepCharts(r).map((svg, i) => {
+    const f = `${stem}-chart${i + 1}.svg`;
+    fs.writeFileSync(path.join(dir, f), svg);
+    return f;
+  });
   const file = path.join(dir, `${stem}.md`);
-  fs.writeFileSync(file, renderMarkdown(r, chartFile));
+  fs.writeFileSync(file, renderMarkdown(r, chartFile, chartFiles));
+  fs.writeFileSync(path.join(dir, `${stem}.html`), renderHtml(r));
   return file;
 }
 

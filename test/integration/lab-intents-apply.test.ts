@@ -1,8 +1,10 @@
 /**
  * The defining experiment through the command a lab user runs:
  * `tessera lab experiment intents-apply` with small sizes on real processes. It exits 0 only when
- * every check held (intents on all replicas while open; n1/n2 apply at commit, n0 after its delay;
- * reads complete right after commit; equal RegularDB digests at the end) and writes its report.
+ * every check held (the transaction in the IntentsDB memtables of all replicas while open, the same
+ * bytes on each; n1's/n2's RegularDB memtables grown by as much at commit, n0's unchanged until its
+ * delay ends; reads complete right after commit; equal RegularDB digests at the end) and writes its
+ * report in Markdown and HTML with the step charts inline.
  */
 import { describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
@@ -16,17 +18,32 @@ describe('lab experiment intents-apply', () => {
   it('experiment intents-apply: every check holds on a 3-node process lab and a report with a chart is written', () => {
     const base = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-intents-apply-'));
     try {
-      const r = spawnSync(process.execPath, ['dist/cli/main.js', 'lab', 'experiment', 'intents-apply', '--rows', '12', '--row-bytes', '32768', '--delay-ms', '4000', '--host_base', '160', '--base_dir', base, '--json'], { cwd: ROOT, encoding: 'utf8', timeout: 150_000 });
+      const r = spawnSync(process.execPath, ['dist/cli/main.js', 'lab', 'experiment', 'intents-apply', '--rows', '12', '--row-bytes', '32768', '--delay-ms', '4000', '--host_base', '5', '--base_dir', base, '--json'], { cwd: ROOT, encoding: 'utf8', timeout: 150_000 });
       expect(r.status, r.stderr.slice(-3000)).toBe(0);
       const out = JSON.parse(r.stdout) as { passed: boolean; checks: Array<{ name: string; ok: boolean }>; reportPath: string; figures: Record<string, number> };
       expect(out.passed).toBe(true);
       expect(out.checks.length).toBeGreaterThanOrEqual(10);
-      expect(out.checks.map((c) => c.name)).toContain("each replica's console records its own apply: n0's lag is the delay, n1's and n2's far below it");
+      const names = out.checks.map((c) => c.name);
+      expect(names).toContain("each replica's console records its own apply: n0's lag is the delay, n1's and n2's far below it");
+      // The figures the blog reads, not only counts: memtable bytes per tablet and node.
+      expect(names).toContain("while open, each tablet's IntentsDB memtable is the same size on the 3 nodes (within 5 %)");
+      expect(names).toContain("right after the commit, n1's RegularDB memtable of each tablet grew by about its IntentsDB memtable");
+      expect(names).toContain("until n0's delay ends, n0's RegularDB memtable stays as it was");
+      const written = 12 * 32768;
+      expect(out.figures['n0IntentsMemtableOpenBytes']).toBeGreaterThanOrEqual(written);
+      expect(out.figures['n1RegularMemtableGrowthBytes']).toBeGreaterThanOrEqual(0.8 * written);
       expect(out.checks.filter((c) => !c.ok)).toEqual([]);
       expect(out.figures['n0ApplyAfterCommitMs']).toBeGreaterThanOrEqual(3500);
       const report = fs.readFileSync(out.reportPath, 'utf8');
       expect(report).toContain('all replicas hold the same RegularDB contents');
-      expect(fs.readdirSync(path.dirname(out.reportPath)).some((f) => f.endsWith('.svg'))).toBe(true);
+      const files = fs.readdirSync(path.dirname(out.reportPath));
+      expect(files.filter((f) => f.endsWith('.svg')).length).toBe(2);
+      const html = fs.readFileSync(out.reportPath.replace(/\.md$/, '.html'), 'utf8');
+      // Self-contained: both step charts inline, the commit and the end of the delay marked, seconds on the axis.
+      expect(html.match(/<svg /g)).toHaveLength(2);
+      expect(html).toContain('>commit<');
+      expect(html).toContain('delay ends');
+      expect(html).toContain('>seconds<');
     } finally {
       fs.rmSync(base, { recursive: true, force: true });
     }

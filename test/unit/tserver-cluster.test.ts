@@ -133,8 +133,8 @@ describe('tserver cluster (in-memory transport)', () => {
         const m = /^\s*write_buffer_size=(\d+)$/m.exec(fs.readFileSync(path.join(d, file ?? 'none'), 'utf8'));
         return Number(m?.[1]);
       });
-    // A size given, no spread (the default): exactly that size. The default size: exactly 4 MiB. With a
-    // spread of 25 %: 3-5 MiB, a size per database.
+    // A size given, no spread (the default): exactly that size. The default size: exactly 128 MiB
+    // (YugabyteDB's memstore_size_mb). With a spread of 25 %: 96-160 MiB, a size per database.
     for (const [i, mb, spread] of [[0, '2', undefined], [1, undefined, undefined], [2, undefined, '25']] as const) {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-ts-mem-'));
       dirs.push(dir);
@@ -147,11 +147,11 @@ describe('tserver cluster (in-memory transport)', () => {
       servers.push(s);
       await client.call(s.rpcAddress, methods.createTablet, { tabletId: 'tab1', tableId: 'demo-id', tableName: 'demo', schema, partition: { start: 0, end: 65536 }, peers: [{ uuid: s.uuid, rpcAddress: s.rpcAddress, memberType: 'VOTER' }] });
       const sizes = optionsOf(dir);
-      if (spread === undefined) expect(sizes, `memstore_size_mb=${mb ?? 'default'}`).toEqual(mb === '2' ? [2 << 20, 2 << 20] : [4 << 20, 4 << 20]);
+      if (spread === undefined) expect(sizes, `memstore_size_mb=${mb ?? 'default'}`).toEqual(mb === '2' ? [2 << 20, 2 << 20] : [128 << 20, 128 << 20]);
       else {
         for (const b of sizes) {
-          expect(b).toBeGreaterThanOrEqual(3 << 20);
-          expect(b).toBeLessThanOrEqual(5 << 20);
+          expect(b).toBeGreaterThanOrEqual(96 << 20);
+          expect(b).toBeLessThanOrEqual(160 << 20);
         }
         expect(sizes[0]).not.toBe(sizes[1]);
       }
