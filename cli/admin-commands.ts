@@ -4,12 +4,16 @@
 import type { Command } from 'commander';
 import { DbError, ErrorCode } from '../common/errors';
 import { httpRequest } from '../lab/console-http';
+import { CLUSTER_SECRET_ENV, readSecretFile } from '../rpc/cluster-secret';
 import { tabletServerMethods } from '../rpc/service-methods';
 import type { TesseraClient } from '../client/tessera-client';
 import { checkReplicaConvergence, convergenceLine } from '../lab/verify/replica-convergence';
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
 import { readLabState } from '../lab/lab-state';
 import { DEFAULT_MASTER_ADDRESSES, LAB_DIR_HELP, print, printJson, printTable, withClient } from './cli-io';
+
+/** Environment variable naming the console token file `admin set_flag` sends to a console URL. */
+const CONSOLE_TOKEN_ENV = 'TESSERA_WEBSERVER_TOKEN_FILE';
 
 interface AdminOpts {
   master_addresses: string;
@@ -153,11 +157,14 @@ export function registerAdminCommands(program: Command): void {
   admin
     .command('set_flag <server> <flag> <value>')
     .description('SERVER is an RPC address (host:port) or a console URL (http://host:port)')
-    .option('--force', 'change a flag that is not tagged runtime')
-    .action(async (server: string, flag: string, value: string, o: { force?: boolean }, cmd: Command) => {
+    .option('--force', 'change a flag that is not tagged runtime (the server must run with --allow_unsafe_flag_changes)')
+    .option('--token_file <path>', `console URL: the file of the console token (or cluster secret) sent as a bearer token (default: $${CONSOLE_TOKEN_ENV}, else $${CLUSTER_SECRET_ENV})`)
+    .action(async (server: string, flag: string, value: string, o: { force?: boolean; token_file?: string }, cmd: Command) => {
       const force = o.force ?? false;
       if (server.startsWith('http://') || server.startsWith('https://')) {
-        const r = await httpRequest(`${server.replace(/\/$/, '')}/api/v1/flags`, { method: 'POST', body: JSON.stringify({ name: flag, value, force }) });
+        const tokenFile = o.token_file ?? process.env[CONSOLE_TOKEN_ENV] ?? process.env[CLUSTER_SECRET_ENV];
+        const token = tokenFile ? readSecretFile(tokenFile, 'token_file')[0]!.toString('utf8') : undefined;
+        const r = await httpRequest(`${server.replace(/\/$/, '')}/api/v1/flags`, { method: 'POST', body: JSON.stringify({ name: flag, value, force }), token });
         if (r.status !== 200) {
           let err: DbError = new DbError(ErrorCode.INTERNAL, `HTTP ${r.status}: ${r.body.slice(0, 200)}`);
           try {

@@ -58,6 +58,17 @@ export const ErrorCode = {
    * carries its exit status and its log's tail; details.node and details.role name it.
    */
   SERVER_EXITED: 'SERVER_EXITED',
+  /**
+   * The peer did not prove it holds the cluster secret (RPC) or a console token (HTTP 401): no
+   * credentials, wrong ones, or a handshake that never completed. See docs/security.md.
+   */
+  UNAUTHENTICATED: 'UNAUTHENTICATED',
+  /**
+   * Refused by policy whoever asks (HTTP 403): a console mutation that looks cross-site (a form
+   * content type, a foreign Origin or Host), or a flag change the server was not started to allow
+   * (--allow_unsafe_flag_changes, --enable_test_flags). details.reason names the check.
+   */
+  PERMISSION_DENIED: 'PERMISSION_DENIED',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

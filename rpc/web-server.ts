@@ -6,7 +6,9 @@
  * floor (SNAPSHOT_TOO_OLD), 413 for big bodies, 503 while a leader is elected or a server stops, 500 otherwise.
  */
 import * as http from 'node:http';
-import { DbError, ErrorCode, FlagTag, silentLogger, type Flags, type FlagView, type Logger, type LogRing } from '../common';
+import { DbError, ErrorCode, FlagTag, setFlagByOperator, silentLogger, type Flags, type FlagView, type Logger, type LogRing } from '../common';
+import { clusterSecretsOf, readSecretFile } from './cluster-secret';
+import { ConsoleGuard, WEBSERVER_TOKEN_FILE, type GuardRefusal } from './console-guard';
 import { escapeHtml, htmlTable, layout, link, raw, type Cell, type NavItem } from './html';
 import { toJson } from './json';
 import { threadKindSums, threadsOf, type ThreadKind, type ThreadRow } from '../common/proc-threads';
@@ -67,6 +69,8 @@ export interface WebServerOptions {
   health?: () => { ok: boolean; [k: string]: unknown };
   /** The server's RPC connections and calls in flight, for /rpcz (rpc/rpcz.ts); no page without it. */
   rpcz?: () => Rpcz;
+  /** This server's other names (its RPC bind host, broadcast name): a mutation's Host may be one (console-guard.ts). */
+  ownHosts?: readonly string[];
   log?: Logger;
 }
 
@@ -95,6 +99,10 @@ function statusOf(e: DbError): number {
       return 404;
     case ErrorCode.MESSAGE_TOO_LARGE:
       return 413;
+    case ErrorCode.UNAUTHENTICATED:
+      return 401;
+    case ErrorCode.PERMISSION_DENIED:
+      return 403;
     // A read below a history floor: the versions asked for are gone for good.
     case ErrorCode.SNAPSHOT_TOO_OLD:
       return 410;
@@ -124,6 +132,8 @@ export class WebServer {
   private readonly log: Logger;
   private readonly startedMs = Date.now();
   private overview: (() => OverviewItem[] | Promise<OverviewItem[]>) | undefined;
+  /** Set by start(): what a mutation must show (console-guard.ts). */
+  private guard: ConsoleGuard | undefined;
 
   constructor(private readonly opts: WebServerOptions) {
     this.log = opts.log ?? silentLogger();
@@ -157,6 +167,10 @@ export class WebServer {
   }
 
   async start(): Promise<void> {
+    // Read the token and secret files now: a bad one stops the server's start with a clear error.
+    const tokenFile = this.opts.flags.get(WEBSERVER_TOKEN_FILE);
+    const credentials = [...(tokenFile ? readSecretFile(tokenFile, WEBSERVER_TOKEN_FILE.name) : []), ...clusterSecretsOf(this.opts.flags)];
+    this.guard = new ConsoleGuard({ ownHosts: [this.opts.host ?? '127.0.0.1', ...(this.opts.ownHosts ?? [])], credentials });
     const server = http.createServer((req, res) => {
       this.serve(req, res).catch((err: unknown) => {
         // serve() answers its own errors; this is only a last guard so one request never kills the process.
@@ -204,6 +218,17 @@ export class WebServer {
     res.end(html);
   }
 
+  /** A refused mutation: its body is never parsed (Node discards it, within the request timeout). */
+  private refuse(res: http.ServerResponse, r: GuardRefusal): void {
+    this.log.warn({ reason: r.error.details['reason'], status: r.status }, `console mutation refused: ${r.error.message}`);
+    res.writeHead(r.status, {
+      'content-type': 'application/json; charset=utf-8',
+      'cache-control': 'no-store',
+      ...(r.status === 401 ? { 'www-authenticate': 'Bearer realm="tessera console"' } : {}),
+    });
+    res.end(toJson(r.error.toWire()));
+  }
+
   private sendError(res: http.ServerResponse, asJson: boolean, e: DbError, status = statusOf(e)): void {
     // Only a failure of the server itself is worth a warning: a 503 (NOT_THE_LEADER while an election
     // runs, SHUTTING_DOWN, ...) is an answer a retry or the leader fixes.
@@ -218,6 +243,13 @@ export class WebServer {
     const wreq: WebRequest = { method: req.method ?? 'GET', path, query: url.searchParams, headers: req.headers };
     const isApi = path === API_PREFIX || path.startsWith(API_PREFIX + '/');
     try {
+      if (wreq.method !== 'GET' && wreq.method !== 'HEAD') {
+        const refusal = this.guard?.check(req);
+        if (refusal) {
+          this.refuse(res, refusal);
+          return;
+        }
+      }
       if (wreq.method === 'POST') {
         const h = this.posts.get(path);
         if (!h) throw new DbError(ErrorCode.NOT_FOUND, `no POST route ${path}`, { path });
@@ -353,7 +385,7 @@ export class WebServer {
       throw new DbError(ErrorCode.INVALID_ARGUMENT, "'value' must be a string, number or boolean", { flag: name });
     }
     if (force !== undefined && typeof force !== 'boolean') throw new DbError(ErrorCode.INVALID_ARGUMENT, "'force' must be a boolean", { flag: name });
-    const v = this.opts.flags.setAtRuntime(name, value, force ?? false);
+    const v = setFlagByOperator(this.opts.flags, name, value, force ?? false);
     this.log.info({ flag: name, value: v, force: force ?? false }, 'flag changed at run time');
     return { name, value: v };
   }

@@ -284,6 +284,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
       log,
       health: () => ({ ok: true, uuid, rpcAddress, tablets: manager.list().length, rpcConnections: rpcConnectionsOf(rpc, client) }),
       rpcz: () => rpczOf(rpc, client),
+      ownHosts: [bind.host, rpcAddress],
     });
     registerTServerPages({ web, metrics, uuid, rpcAddress, manager: () => manager, trackers, tabletsJson: () => tabletsJson(), transactions: () => txn.snapshot(), coordinatorMemories: () => txn.coordinatorMemories(), raftTransport: () => consensus.metrics });
     try {

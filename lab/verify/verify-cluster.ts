@@ -17,6 +17,7 @@ import type { RpcClient } from '../../rpc/types';
 import { DROP_TRAFFIC_FLAG, partitionDropLists } from '../partition-plan';
 import { loopbackAliasesWork, STANDARD_PORTS } from '../process-addressing';
 import { serverEntryPath } from '../package-root';
+import { LAB_SERVER_FLAGS } from '../flag-setter';
 import type { NemesisKind } from './nemesis-schedule';
 import { setServerFlag, type VerifyConnectOptions, type VerifyServerRef, type VerifyTarget, waitVerifyHealthy } from './verify-target';
 import { makeDirs } from '../../common/fs-dirs';
@@ -68,7 +69,7 @@ export class VerifyCluster implements VerifyTarget<VerifyServer> {
       const name = role === 'master' ? `m${i}` : `t${i}`;
       const dataDir = path.join(c.baseDir, name);
       const rpcAddress = `${host(i)}:${port(rpc, i)}`;
-      const common = [`--rpc_bind_addresses=${rpcAddress}`, `--webserver_port=${port(web, i)}`, `--fs_data_dirs=${dataDir}`];
+      const common = [`--rpc_bind_addresses=${rpcAddress}`, `--webserver_port=${port(web, i)}`, `--fs_data_dirs=${dataDir}`, ...LAB_SERVER_FLAGS];
       const argv = role === 'master' ? ['master', `--master_addresses=${masterRpc}`, ...common, ...flags] : ['tserver', `--tserver_master_addrs=${masterRpc}`, ...common, ...flags];
       return { role, node: i, name, rpcAddress, webUrl: `http://${host(i)}:${port(web, i)}`, dataDir, logFile: path.join(c.baseDir, `${name}.log`), argv, paused: false };
     };
