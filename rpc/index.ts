@@ -11,3 +11,6 @@ export * from './json';
 export * from './html';
 export * from './metrics';
 export * from './web-server';
+export * from './listener-limits';
+export * from './cluster-secret';
+export { ConsoleGuard, isLoopbackHost, WEBSERVER_TOKEN_FILE, type ConsoleGuardOptions, type GuardRefusal } from './console-guard';

@@ -2,13 +2,16 @@
  * The console kit every server uses (DESIGN §8): an HTTP server with HTML pages, each with a JSON twin
  * under /api/v1/<path> (YugabyteDB style), plus the built-in pages /varz, /healthz, /logs, /metrics,
  * /prometheus-metrics, /threadz, /rpcz (given the server's RPC connections) and /mem-trackers, and POST /api/v1/flags to change a flag at run time.
- * Errors are DbError JSON: 400 for bad input, 404 for unknown paths, 410 for reads below a history
- * floor (SNAPSHOT_TOO_OLD), 413 for big bodies, 503 while a leader is elected or a server stops, 500 otherwise.
+ * Errors are DbError JSON: 400 for bad input, 401/403 for refused mutations (console-guard.ts), 404 for
+ * unknown paths, 408 for requests not whole within webserver_request_timeout_ms, 410 for reads below a
+ * history floor (SNAPSHOT_TOO_OLD), 413 for big bodies, 431 for big headers, 503 while a leader is
+ * elected or a server stops, 500 otherwise.
  */
 import * as http from 'node:http';
 import { DbError, ErrorCode, FlagTag, setFlagByOperator, silentLogger, type Flags, type FlagView, type Logger, type LogRing } from '../common';
 import { clusterSecretsOf, readSecretFile } from './cluster-secret';
 import { ConsoleGuard, WEBSERVER_TOKEN_FILE, type GuardRefusal } from './console-guard';
+import { answerClientError, checkingIntervalMs, HTTP_HEADER_BYTES_MAX, WEBSERVER_REQUEST_TIMEOUT_MS } from './listener-limits';
 import { escapeHtml, htmlTable, layout, link, raw, type Cell, type NavItem } from './html';
 import { toJson } from './json';
 import { threadKindSums, threadsOf, type ThreadKind, type ThreadRow } from '../common/proc-threads';
@@ -171,7 +174,11 @@ export class WebServer {
     const tokenFile = this.opts.flags.get(WEBSERVER_TOKEN_FILE);
     const credentials = [...(tokenFile ? readSecretFile(tokenFile, WEBSERVER_TOKEN_FILE.name) : []), ...clusterSecretsOf(this.opts.flags)];
     this.guard = new ConsoleGuard({ ownHosts: [this.opts.host ?? '127.0.0.1', ...(this.opts.ownHosts ?? [])], credentials });
-    const server = http.createServer((req, res) => {
+    // A request must arrive whole (headers and body) within the timeout: a half-sent one or a body
+    // shorter than its Content-Length is answered 408 and closed (answerClientError).
+    const timeoutMs = this.opts.flags.get(WEBSERVER_REQUEST_TIMEOUT_MS);
+    const limits: http.ServerOptions = { requestTimeout: timeoutMs, headersTimeout: timeoutMs, connectionsCheckingInterval: checkingIntervalMs(timeoutMs), maxHeaderSize: HTTP_HEADER_BYTES_MAX };
+    const server = http.createServer(limits, (req, res) => {
       this.serve(req, res).catch((err: unknown) => {
         // serve() answers its own errors; this is only a last guard so one request never kills the process.
         this.log.error({ err }, 'console request failed');
@@ -179,7 +186,7 @@ export class WebServer {
         else res.destroy();
       });
     });
-    server.on('clientError', (_err, socket) => socket.destroy());
+    server.on('clientError', (err: NodeJS.ErrnoException, socket) => answerClientError(err, socket, this.log, 'console'));
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err) => reject(new DbError(ErrorCode.IO_ERROR, `console cannot listen on ${this.boundAddress}: ${err.message}`, {}, { cause: err })));
       server.listen(this.opts.port, this.opts.host ?? '127.0.0.1', () => resolve());

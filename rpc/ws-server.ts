@@ -12,6 +12,8 @@ import { HandlerRegistry } from './handler-registry';
 import { KeepaliveTicker, keepaliveStep, keepaliveTiming, type KeepaliveState } from './keepalive';
 import { sendCoalesced } from './send-coalescer';
 import { byRemote, inFlightRows, round1, type RpczConnection, type TrackedCall } from './rpcz';
+import { FrameBoundaryTracker } from './frame-watch';
+import { answerClientError, checkingIntervalMs, HTTP_HEADER_BYTES_MAX } from './listener-limits';
 import type { ConnectionStats, Handler, MethodDef, OnewayDef, OnewayHandler, RpcServer, ServerOptions } from './types';
 
 /** Room for the frame header around a payload of the largest allowed size. */
@@ -41,7 +43,18 @@ export interface WsServerDeps {
   keepaliveIntervalMs?: number;
   /** Close a client connection whose ping stayed unanswered this long (needs keepalive on). */
   connectionTimeoutMs?: number;
+  /** The upgrade request must arrive whole within this long (rpc_handshake_timeout_ms; default 5000). */
+  handshakeTimeoutMs?: number;
+  /** Close a connection stuck this long in the middle of a frame (rpc_frame_timeout_ms; default 5000). */
+  frameTimeoutMs?: number;
+  /** Connections one remote IP may hold (rpc_connections_per_ip_max; default 1024). */
+  connectionsPerIpMax?: number;
 }
+
+const HANDSHAKE_TIMEOUT_MS_DEFAULT = 5_000;
+const FRAME_TIMEOUT_MS_DEFAULT = 5_000;
+const CONNECTIONS_PER_IP_MAX_DEFAULT = 1_024;
+const HTTP_SERVICE_UNAVAILABLE = 503;
 
 interface ServerConn {
   readonly ws: WebSocket;
@@ -59,6 +72,11 @@ interface ServerConn {
   closing?: boolean;
   /** Keepalive: when the client was last heard from, and the ping outstanding. */
   readonly ka: KeepaliveState;
+  /** The remote IP (rpc_connections_per_ip_max counts connections by it). */
+  readonly ip: string;
+  /** Frame boundaries of the bytes received, and when the last byte came (rpc_frame_timeout_ms). */
+  readonly frames: FrameBoundaryTracker;
+  lastByteMs: number;
 }
 
 export function toBytes(data: RawData): Uint8Array {
@@ -76,8 +94,14 @@ export class WsRpcServer implements RpcServer {
   private stopping = false;
   private readonly messageBytesMax: number;
   private keepalive: NodeJS.Timeout | undefined;
+  private sweeper: NodeJS.Timeout | undefined;
+  /** Open connections by remote IP. */
+  private readonly perIp = new Map<string, number>();
   /** Client connections closed because a ping stayed unanswered (console, tests). */
   silentClosed = 0;
+  /** Connections closed stuck in the middle of a frame (rpc_frame_timeout_ms), and connects refused over rpc_connections_per_ip_max. */
+  stalledFrameClosed = 0;
+  refusedPerIp = 0;
 
   constructor(
     private readonly opts: ServerOptions,
@@ -133,21 +157,32 @@ export class WsRpcServer implements RpcServer {
   }
 
   async start(): Promise<void> {
-    const server = http.createServer((_req, res) => {
+    // The upgrade request must arrive whole within the handshake timeout (a half-sent one gets 408).
+    const handshakeMs = this.deps.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS_DEFAULT;
+    const limits: http.ServerOptions = { requestTimeout: handshakeMs, headersTimeout: handshakeMs, connectionsCheckingInterval: checkingIntervalMs(handshakeMs), maxHeaderSize: HTTP_HEADER_BYTES_MAX };
+    const server = http.createServer(limits, (_req, res) => {
       // Plain HTTP on the RPC port: say what this port speaks instead of hanging.
       res.writeHead(426, { 'content-type': 'text/plain', connection: 'close' });
       res.end('this is a tessera RPC port: connect with WebSocket\n');
     });
     // Garbage that is not even HTTP (raw TCP noise): drop that socket, never the process.
-    server.on('clientError', (err: Error, socket: Duplex) => {
-      this.deps.log.debug({ err }, 'RPC port: bad HTTP from a client; socket closed');
-      socket.destroy();
-    });
+    server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, this.deps.log, 'RPC port'));
     const wss = new WebSocketServer({
       server,
       perMessageDeflate: false,
       clientTracking: false,
       maxPayload: this.messageBytesMax + FRAME_OVERHEAD_BYTES_MAX,
+      verifyClient: (info: { req: http.IncomingMessage }, cb: (ok: boolean, code?: number, message?: string) => void) => {
+        const ip = info.req.socket.remoteAddress ?? '?';
+        const max = this.deps.connectionsPerIpMax ?? CONNECTIONS_PER_IP_MAX_DEFAULT;
+        if ((this.perIp.get(ip) ?? 0) >= max) {
+          this.refusedPerIp++;
+          this.deps.log.warn({ ip, max }, 'RPC connect refused: rpc_connections_per_ip_max reached for this address');
+          cb(false, HTTP_SERVICE_UNAVAILABLE, `too many RPC connections from ${ip} (rpc_connections_per_ip_max ${max})`);
+          return;
+        }
+        cb(true);
+      },
     });
     wss.on('connection', (ws, req) => this.onConnection(ws, req));
     wss.on('error', (err) => this.deps.log.warn({ err }, 'RPC WebSocket server error'));
@@ -167,6 +202,36 @@ export class WsRpcServer implements RpcServer {
     const a = server.address();
     if (a && typeof a === 'object') this.boundAddress = `${this.opts.host}:${a.port}`;
     this.startKeepalive();
+    this.startSweeper();
+  }
+
+  /**
+   * Close connections stuck in the middle of a frame for rpc_frame_timeout_ms: a peer that sent half
+   * a frame and stopped would otherwise hold its socket (and the buffered half) until keepalive gives
+   * up on it, and ws would wait for the rest forever.
+   */
+  private startSweeper(): void {
+    const frameMs = this.deps.frameTimeoutMs ?? FRAME_TIMEOUT_MS_DEFAULT;
+    this.sweeper = setInterval(() => {
+      const now = performance.now();
+      for (const c of this.conns) {
+        if (c.frames.midFrame && now - c.lastByteMs > frameMs) {
+          this.stalledFrameClosed++;
+          this.deps.log.info({ peer: c.peer, quietMs: Math.round(now - c.lastByteMs) }, 'RPC connection stuck in the middle of a frame past rpc_frame_timeout_ms; closing it');
+          this.dropConn(c);
+          c.ws.terminate();
+        }
+      }
+    }, checkingIntervalMs(frameMs));
+    this.sweeper.unref();
+  }
+
+  /** Forget a connection (once): out of the open set and the per-IP count. */
+  private dropConn(c: ServerConn): void {
+    if (!this.conns.delete(c)) return;
+    const n = (this.perIp.get(c.ip) ?? 1) - 1;
+    if (n <= 0) this.perIp.delete(c.ip);
+    else this.perIp.set(c.ip, n);
   }
 
   /**
@@ -190,7 +255,7 @@ export class WsRpcServer implements RpcServer {
         if (step === 'close') {
           this.silentClosed++;
           this.deps.log.info({ peer: c.peer, quietMs: Math.round(now - c.ka.lastHeardMs) }, 'RPC client connection: ping unanswered past rpc_connection_timeout_ms; closing it');
-          this.conns.delete(c);
+          this.dropConn(c);
           c.ws.terminate();
         } else if (step === 'ping') {
           try {
@@ -208,8 +273,11 @@ export class WsRpcServer implements RpcServer {
     this.stopping = true;
     if (this.keepalive) clearInterval(this.keepalive);
     this.keepalive = undefined;
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = undefined;
     for (const c of this.conns) c.ws.terminate();
     this.conns.clear();
+    this.perIp.clear();
     const wss = this.wss;
     const server = this.httpServer;
     this.wss = undefined;
@@ -237,8 +305,17 @@ export class WsRpcServer implements RpcServer {
       answered: 0,
       openedMs: now,
       ka: { lastHeardMs: now, pingSentMs: 0 },
+      ip: req.socket.remoteAddress ?? '?',
+      frames: new FrameBoundaryTracker(),
+      lastByteMs: now,
     };
     this.conns.add(conn);
+    this.perIp.set(conn.ip, (this.perIp.get(conn.ip) ?? 0) + 1);
+    // Every byte the socket reads (bytes that came with the upgrade request too: ws puts them back).
+    req.socket.on('data', (chunk: Buffer) => {
+      conn.frames.feed(chunk);
+      conn.lastByteMs = performance.now();
+    });
     ws.on('message', (data: RawData, isBinary: boolean) => {
       conn.ka.lastHeardMs = performance.now();
       this.onMessage(conn, data, isBinary);
@@ -250,14 +327,14 @@ export class WsRpcServer implements RpcServer {
     ws.on('pong', heard);
     // Oversized frames and protocol errors surface here; ws closes the socket itself.
     ws.on('error', (err) => this.deps.log.debug({ err, peer: conn.peer }, 'RPC connection error'));
-    ws.on('close', () => this.conns.delete(conn));
+    ws.on('close', () => this.dropConn(conn));
   }
 
   private closeConn(conn: ServerConn, code: number, reason: string): void {
     if (conn.closing) return;
     conn.closing = true;
     this.deps.log.warn({ peer: conn.peer, reason }, 'closing RPC connection');
-    this.conns.delete(conn);
+    this.dropConn(conn);
     conn.ws.close(code, reason.slice(0, 120));
   }
 

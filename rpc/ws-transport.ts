@@ -7,6 +7,7 @@ import { RPC_CONNECT_TIMEOUT_MS, RPC_CONNECTION_TIMEOUT_MS, RPC_DEFAULT_TIMEOUT_
 import type { ClientOptions, RpcClient, RpcServer, ServerOptions, Transport } from './types';
 import { WsRpcClient } from './ws-client';
 import { WsRpcServer } from './ws-server';
+import { RPC_CONNECTIONS_PER_IP_MAX, RPC_FRAME_TIMEOUT_MS, RPC_HANDSHAKE_TIMEOUT_MS } from './listener-limits';
 
 export interface WsTransportOptions {
   flags?: Flags;
@@ -36,6 +37,9 @@ export class WsTransport implements Transport {
       defaultTimeoutMs: () => flags.get(RPC_DEFAULT_TIMEOUT_MS),
       keepaliveIntervalMs: flags.get(RPC_KEEPALIVE_INTERVAL_MS),
       connectionTimeoutMs: flags.get(RPC_CONNECTION_TIMEOUT_MS),
+      handshakeTimeoutMs: flags.get(RPC_HANDSHAKE_TIMEOUT_MS),
+      frameTimeoutMs: flags.get(RPC_FRAME_TIMEOUT_MS),
+      connectionsPerIpMax: flags.get(RPC_CONNECTIONS_PER_IP_MAX),
     });
   }
 

@@ -26,7 +26,7 @@ interface Reply {
 function post(address: string, headers: Record<string, string>, body = JSON.stringify({ name: KNOB.name, value: '7' }), urlPath = '/api/v1/flags', method = 'POST'): Promise<Reply> {
   const [host, port] = address.split(':');
   return new Promise((resolve, reject) => {
-    const req = http.request({ host, port: Number(port), path: urlPath, method, headers: { 'content-type': 'application/json', ...headers }, agent: false }, (res) => {
+    const req = http.request({ host, port: Number(port), path: urlPath, method, headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...headers }, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
