@@ -21,6 +21,7 @@ import { Flags } from '../common/flags';
 import { masterMethods, type ListMastersResponsePB, type ListTabletServersResponsePB } from '../rpc/service-methods';
 import type { RpcClient, Transport } from '../rpc/types';
 import { WsTransport } from '../rpc/ws-transport';
+import { parseSecrets, readSecretFile } from '../rpc/cluster-secret';
 import { addressTranslator, translatingRpcClient } from './address-translation';
 import type { AlterTableOptions, AlterTableProgress, ConnectOptions, CreateTableOptions, TableSummary, CallOptions } from './client-types';
 import { MasterProxy } from './master-proxy';
@@ -80,7 +81,8 @@ export class TesseraClient {
   static async connect(opts: ConnectOptions & { transport?: Transport }): Promise<TesseraClient> {
     const addrs = (opts.masterAddresses ?? []).flatMap((a) => a.split(',')).map((a) => a.trim()).filter(Boolean);
     if (addrs.length === 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'connect needs masterAddresses, e.g. ["127.0.0.1:7100"]');
-    const transport = opts.transport ?? new WsTransport({ flags: new Flags() });
+    const clusterSecrets = opts.clusterSecret !== undefined ? parseSecrets(opts.clusterSecret, 'the clusterSecret option') : opts.clusterSecretFile ? readSecretFile(opts.clusterSecretFile) : [];
+    const transport = opts.transport ?? new WsTransport({ flags: new Flags(), clusterSecrets });
     // Translation happens where the client dials; everything above it keeps advertised addresses.
     const translate = addressTranslator(opts);
     // Servers' /rpcz names this client's connections by it (several load generators told apart).

@@ -20,6 +20,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import Docker from 'dockerode';
 import { DbError, ErrorCode } from '../common';
+import { newSecretText } from '../rpc/cluster-secret';
 import { type ClusterSpec, flagArgs, type NodeName, nodeIndex, nodeName, type ServerRole, validateSpec } from './cluster-spec';
 import type { ClusterDriver, DownOptions, FlagSetResult, LabStatus, NodeAddresses, RoleSelector, ServerState, ServerStatus } from './cluster-driver';
 import { getJson, isHealthy } from './console-http';
@@ -128,17 +129,22 @@ export class DockerDriver implements ClusterDriver {
     const networkName = `${this.namePrefix}-${labId}`;
     const nodes: NodeRecord[] = [];
     const masterAddrs = Array.from({ length: spec.masters }, (_, i) => `${nodeName(i)}:${STANDARD_PORTS.masterRpc}`).join(',');
+    // Servers in containers bind every interface, so they need the cluster secret (docs/security.md):
+    // one per lab, a copy in each node's directory (bind-mounted at /data).
+    const secretText = newSecretText();
     for (let i = 0; i < spec.nodes; i++) {
       const name = nodeName(i);
       const dir = path.join(spec.baseDir, name);
+      const secretFlag = `--cluster_secret_file=/data/${LAB_SECRET_FILE}`;
       const rec: NodeRecord = {
         name,
         index: i,
         containerName: `${networkName}-${name}`,
-        tserver: containerServer('tserver', name, dir, spec.portOffset + i, [`--tserver_master_addrs=${masterAddrs}`, ...flagArgs(spec.tserverFlags), ...flagArgs(spec.nodeFlags[name] ?? {})]),
+        clusterSecretFile: writeLabSecret(dir, secretText),
+        tserver: containerServer('tserver', name, dir, spec.portOffset + i, [`--tserver_master_addrs=${masterAddrs}`, secretFlag, ...flagArgs(spec.tserverFlags), ...flagArgs(spec.nodeFlags[name] ?? {})]),
       };
       if (i < spec.masters) {
-        rec.master = containerServer('master', name, dir, spec.portOffset + i, [`--master_addresses=${masterAddrs}`, ...flagArgs(spec.masterFlags), ...flagArgs(spec.nodeMasterFlags[name] ?? {})]);
+        rec.master = containerServer('master', name, dir, spec.portOffset + i, [`--master_addresses=${masterAddrs}`, secretFlag, ...flagArgs(spec.masterFlags), ...flagArgs(spec.nodeMasterFlags[name] ?? {})]);
       }
       for (const s of serversOf(rec)) assertNoOldData(s.dataDir);
       nodes.push(rec);
@@ -187,7 +193,14 @@ export class DockerDriver implements ClusterDriver {
       index: n.index,
       ...(n.master ? { master: addressesOf(n.master) } : {}),
       tserver: addressesOf(n.tserver),
+      ...(n.clusterSecretFile !== undefined ? { clusterSecretFile: n.clusterSecretFile } : {}),
     }));
+  }
+
+  /** The bearer token a node's server's console asks for changes (the lab's cluster secret), if any. */
+  consoleToken(node: NodeName, role: ServerRole): string | undefined {
+    const s = serversOf(this.node(node)).find((x) => x.role === role);
+    return s ? containerConsoleToken(s) : undefined;
   }
 
   async status(): Promise<LabStatus> {
@@ -689,6 +702,16 @@ function containerServer(role: ServerRole, node: NodeName, nodeDir: string, bump
     // The host side of the bind mount, for inspection.
     dataDir: path.join(nodeDir, role),
   };
+}
+
+/** The lab's cluster secret in a node's directory (mounted at /data in its container). */
+const LAB_SECRET_FILE = 'cluster-secret';
+
+function writeLabSecret(nodeDir: string, text: string): string {
+  makeDirs(nodeDir, 'node directory');
+  const f = path.join(nodeDir, LAB_SECRET_FILE);
+  fs.writeFileSync(f, text, { mode: 0o600 });
+  return f;
 }
 
 /** The console token of a container's server: its argv names a file under /data, the node directory's bind mount. */

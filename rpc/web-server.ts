@@ -10,7 +10,7 @@
 import * as http from 'node:http';
 import { DbError, ErrorCode, FlagTag, setFlagByOperator, silentLogger, type Flags, type FlagView, type Logger, type LogRing } from '../common';
 import { clusterSecretsOf, readSecretFile } from './cluster-secret';
-import { ConsoleGuard, WEBSERVER_TOKEN_FILE, type GuardRefusal } from './console-guard';
+import { ConsoleGuard, isLoopbackHost, WEBSERVER_TOKEN_FILE, type GuardRefusal } from './console-guard';
 import { answerClientError, checkingIntervalMs, HTTP_HEADER_BYTES_MAX, WEBSERVER_REQUEST_TIMEOUT_MS } from './listener-limits';
 import { escapeHtml, htmlTable, layout, link, raw, type Cell, type NavItem } from './html';
 import { toJson } from './json';
@@ -173,6 +173,10 @@ export class WebServer {
     // Read the token and secret files now: a bad one stops the server's start with a clear error.
     const tokenFile = this.opts.flags.get(WEBSERVER_TOKEN_FILE);
     const credentials = [...(tokenFile ? readSecretFile(tokenFile, WEBSERVER_TOKEN_FILE.name) : []), ...clusterSecretsOf(this.opts.flags)];
+    const host = this.opts.host ?? '127.0.0.1';
+    if (!isLoopbackHost(host) && credentials.length === 0) {
+      throw new DbError(ErrorCode.INVALID_ARGUMENT, `console address ${host} is not loopback: a console reachable from other hosts needs --webserver_token_file or --cluster_secret_file (docs/security.md)`, { host });
+    }
     this.guard = new ConsoleGuard({ ownHosts: [this.opts.host ?? '127.0.0.1', ...(this.opts.ownHosts ?? [])], credentials });
     // A request must arrive whole (headers and body) within the timeout: a half-sent one or a body
     // shorter than its Content-Length is answered 408 and closed (answerClientError).

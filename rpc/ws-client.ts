@@ -17,6 +17,7 @@ import { KeepaliveTicker, keepaliveStep, keepaliveTiming, type KeepaliveState } 
 import { round1, inFlightRows, byRemote, type RpczConnection, type TrackedCall } from './rpcz';
 import { sendCoalesced } from './send-coalescer';
 import { CALLER_HEADER, FRAME_OVERHEAD_BYTES_MAX, toBytes } from './ws-server';
+import { AUTH_NONCE_HEADER, authMessage, CLOSE_UNAUTHENTICATED } from './rpc-auth';
 
 export interface WsClientDeps {
   log: Logger;
@@ -39,6 +40,8 @@ export interface WsClientDeps {
   connectionTimeoutMs?: number;
   /** Who this client is, sent with every connect (CALLER_HEADER) for the servers' /rpcz. */
   caller?: string | (() => string | undefined);
+  /** The cluster secret this client proves when a server challenges it (rpc-auth.ts); none: it cannot. */
+  secret?: Buffer;
 }
 
 const BACKOFF_BASE_MS = 25;
@@ -128,11 +131,18 @@ class WsConnection {
   /** The error code of the connect attempt that failed (ECONNREFUSED, ENETUNREACH, …). */
   private connectErrorCode: string | undefined;
 
+  /** Why the server refused this client (its cluster secret challenge): calls fail UNAUTHENTICATED. */
+  private authRefusal: string | undefined;
+  /** The last refusal, until the server answers a frame: calls during the back-off after it fail the same way. */
+  private lastRefusal: string | undefined;
+
   private connect(): void {
     this.state = 'connecting';
     this.tcpTimedOut = false;
     this.connectErrorCode = undefined;
+    this.authRefusal = undefined;
     const caller = typeof this.deps.caller === 'function' ? this.deps.caller() : this.deps.caller;
+    let nonce: string | undefined;
     const ws = new WebSocket(`ws://${this.address}/rpc`, {
       perMessageDeflate: false,
       maxPayload: this.deps.messageBytesMax + FRAME_OVERHEAD_BYTES_MAX,
@@ -143,8 +153,22 @@ class WsConnection {
     });
     ws.binaryType = 'nodebuffer';
     this.ws = ws;
+    ws.on('upgrade', (res) => {
+      const h = res.headers[AUTH_NONCE_HEADER];
+      nonce = typeof h === 'string' ? h : undefined;
+    });
     ws.on('open', () => {
       if (this.ws !== ws) return;
+      if (nonce !== undefined) {
+        if (!this.deps.secret) {
+          // Sending calls would only get them refused: fail them here, clearly.
+          this.authRefusal = `${this.address} needs the cluster secret and this client has none (--cluster_secret_file, or the client's clusterSecret option)`;
+          ws.terminate();
+          return;
+        }
+        // The answer goes first; the queued calls follow it without waiting (rpc-auth.ts).
+        ws.send(authMessage(this.deps.secret, nonce, caller ?? ''));
+      }
       this.state = 'open';
       this.failures = 0;
       this.openedMs = performance.now();
@@ -174,8 +198,10 @@ class WsConnection {
       if (this.ws === ws && this.state === 'connecting') this.connectErrorCode = err.code;
       this.deps.log.debug({ err, address: this.address }, 'RPC client connection error');
     });
-    ws.on('close', () => {
-      if (this.ws === ws) this.onClosed();
+    ws.on('close', (code: number, reason: Buffer) => {
+      if (this.ws !== ws) return;
+      if (code === CLOSE_UNAUTHENTICATED) this.authRefusal = `${this.address} refused this client: ${reason.toString('utf8') || 'UNAUTHENTICATED'} (is its cluster secret one the server accepts?)`;
+      this.onClosed();
     });
   }
 
@@ -248,6 +274,11 @@ class WsConnection {
   }
 
   private onClosed(): void {
+    const refusal = this.authRefusal;
+    if (refusal !== undefined) {
+      this.onRefused(refusal);
+      return;
+    }
     const wasOpen = this.state === 'open';
     if (this.keepalive) clearInterval(this.keepalive);
     this.keepalive = undefined;
@@ -286,8 +317,31 @@ class WsConnection {
     }
   }
 
+  /**
+   * The server refused this client's credentials: every call fails UNAUTHENTICATED (not retryable:
+   * another attempt holds the same secret), and connects back off as after a refused one.
+   */
+  private onRefused(reason: string): void {
+    if (this.keepalive) clearInterval(this.keepalive);
+    this.keepalive = undefined;
+    this.ws = undefined;
+    this.state = 'idle';
+    this.queue = [];
+    this.queuedBytes = 0;
+    this.failures++;
+    this.lastRefusal = reason;
+    this.retryAtMs = performance.now() + Math.min(this.deps.backoffMaxMs, BACKOFF_BASE_MS * 2 ** Math.min(20, this.failures - 1));
+    const calls = [...this.pending.values()];
+    this.pending.clear();
+    for (const p of calls) {
+      if (p.timer) clearTimeout(p.timer);
+      p.reject(new DbError(ErrorCode.UNAUTHENTICATED, reason, { address: this.address }, { retryable: false }));
+    }
+  }
+
   private onMessage(data: RawData, isBinary: boolean): void {
     this.framesReceived++;
+    this.lastRefusal = undefined;
     this.ka.lastHeardMs = performance.now();
     const r = isBinary ? decodeFrame(toBytes(data)) : ({ ok: false, callId: 0, reason: 'text frame' } as const);
     if (!r.ok) {
@@ -333,6 +387,7 @@ class WsConnection {
 
   call(service: string, method: string, payload: Uint8Array, codec: Codec<unknown>, timeoutMs: number, serverTimeoutMs = timeoutMs): Promise<unknown> {
     if (!this.ensure()) {
+      if (this.lastRefusal !== undefined) return Promise.reject(new DbError(ErrorCode.UNAUTHENTICATED, this.lastRefusal, { address: this.address }, { retryable: false }));
       return Promise.reject(networkError(`${this.address} is unreachable (retrying after back-off)`, { address: this.address, sent: false }, true));
     }
     if (this.pending.size >= RPC_INFLIGHT_CALLS_MAX) {

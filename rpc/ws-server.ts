@@ -14,6 +14,9 @@ import { sendCoalesced } from './send-coalescer';
 import { byRemote, inFlightRows, round1, type RpczConnection, type TrackedCall } from './rpcz';
 import { FrameBoundaryTracker } from './frame-watch';
 import { answerClientError, checkingIntervalMs, HTTP_HEADER_BYTES_MAX } from './listener-limits';
+import type { ClusterSecrets } from './cluster-secret';
+import { isLoopbackHost } from './console-guard';
+import { AUTH_NONCE_HEADER, CLOSE_UNAUTHENTICATED, newNonce, parseAuthMessage, verifyAuth } from './rpc-auth';
 import type { ConnectionStats, Handler, MethodDef, OnewayDef, OnewayHandler, RpcServer, ServerOptions } from './types';
 
 /** Room for the frame header around a payload of the largest allowed size. */
@@ -49,6 +52,8 @@ export interface WsServerDeps {
   frameTimeoutMs?: number;
   /** Connections one remote IP may hold (rpc_connections_per_ip_max; default 1024). */
   connectionsPerIpMax?: number;
+  /** The cluster secrets (rpc-auth.ts): every connection must prove one; none: no challenge. */
+  secrets?: ClusterSecrets;
 }
 
 const HANDSHAKE_TIMEOUT_MS_DEFAULT = 5_000;
@@ -59,8 +64,11 @@ const HTTP_SERVICE_UNAVAILABLE = 503;
 interface ServerConn {
   readonly ws: WebSocket;
   readonly peer: string;
-  /** Who the client said it is (CALLER_HEADER), if it did. */
-  readonly caller: string | undefined;
+  /** Who the client said it is (CALLER_HEADER; with a cluster secret, the identity its answer proved). */
+  caller: string | undefined;
+  /** The challenge's nonce (cluster secret on), and whether the client answered it. */
+  readonly nonce: string | undefined;
+  authenticated: boolean;
   /** Calls being handled (the bound RPC_INFLIGHT_CALLS_MAX counts these; a client reusing a call id still counts twice). */
   inflight: number;
   /** The same calls by id, for /rpcz (a reused id shows its newest call). */
@@ -102,6 +110,10 @@ export class WsRpcServer implements RpcServer {
   /** Connections closed stuck in the middle of a frame (rpc_frame_timeout_ms), and connects refused over rpc_connections_per_ip_max. */
   stalledFrameClosed = 0;
   refusedPerIp = 0;
+  /** Connections closed without a valid answer to the cluster secret's challenge. */
+  unauthenticatedClosed = 0;
+  /** Nonces put in upgrade responses, until the connection opens. */
+  private readonly nonces = new WeakMap<http.IncomingMessage, string>();
 
   constructor(
     private readonly opts: ServerOptions,
@@ -122,7 +134,7 @@ export class WsRpcServer implements RpcServer {
   }
 
   connectionStats(): ConnectionStats {
-    return { open: this.conns.size, closedUnansweredPing: this.silentClosed };
+    return { open: this.conns.size, closedUnansweredPing: this.silentClosed, closedUnauthenticated: this.unauthenticatedClosed, closedStalledFrame: this.stalledFrameClosed, refusedPerIp: this.refusedPerIp };
   }
 
   /** /rpcz's inbound side: every client connection and the calls being handled on it. */
@@ -156,7 +168,14 @@ export class WsRpcServer implements RpcServer {
     this.registry.setStarting(reason);
   }
 
+  private get secrets(): ClusterSecrets {
+    return this.deps.secrets ?? [];
+  }
+
   async start(): Promise<void> {
+    if (!isLoopbackHost(this.opts.host) && this.secrets.length === 0) {
+      throw new DbError(ErrorCode.INVALID_ARGUMENT, `RPC address ${this.opts.host}:${this.opts.port} is not loopback: a server reachable from other hosts needs --cluster_secret_file (docs/security.md)`, { host: this.opts.host });
+    }
     // The upgrade request must arrive whole within the handshake timeout (a half-sent one gets 408).
     const handshakeMs = this.deps.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS_DEFAULT;
     const limits: http.ServerOptions = { requestTimeout: handshakeMs, headersTimeout: handshakeMs, connectionsCheckingInterval: checkingIntervalMs(handshakeMs), maxHeaderSize: HTTP_HEADER_BYTES_MAX };
@@ -184,6 +203,14 @@ export class WsRpcServer implements RpcServer {
         cb(true);
       },
     });
+    if (this.secrets.length > 0) {
+      // The challenge rides on the upgrade response: the client answers it first thing (rpc-auth.ts).
+      wss.on('headers', (headers: string[], req: http.IncomingMessage) => {
+        const nonce = newNonce();
+        this.nonces.set(req, nonce);
+        headers.push(`${AUTH_NONCE_HEADER}: ${nonce}`);
+      });
+    }
     wss.on('connection', (ws, req) => this.onConnection(ws, req));
     wss.on('error', (err) => this.deps.log.warn({ err }, 'RPC WebSocket server error'));
     this.httpServer = server;
@@ -212,9 +239,15 @@ export class WsRpcServer implements RpcServer {
    */
   private startSweeper(): void {
     const frameMs = this.deps.frameTimeoutMs ?? FRAME_TIMEOUT_MS_DEFAULT;
+    const handshakeMs = this.deps.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS_DEFAULT;
     this.sweeper = setInterval(() => {
       const now = performance.now();
       for (const c of this.conns) {
+        if (!c.authenticated && now - c.openedMs > handshakeMs) {
+          this.unauthenticatedClosed++;
+          this.closeConn(c, CLOSE_UNAUTHENTICATED, 'UNAUTHENTICATED: no answer to the cluster secret challenge within rpc_handshake_timeout_ms');
+          continue;
+        }
         if (c.frames.midFrame && now - c.lastByteMs > frameMs) {
           this.stalledFrameClosed++;
           this.deps.log.info({ peer: c.peer, quietMs: Math.round(now - c.lastByteMs) }, 'RPC connection stuck in the middle of a frame past rpc_frame_timeout_ms; closing it');
@@ -222,7 +255,7 @@ export class WsRpcServer implements RpcServer {
           c.ws.terminate();
         }
       }
-    }, checkingIntervalMs(frameMs));
+    }, checkingIntervalMs(Math.min(frameMs, handshakeMs)));
     this.sweeper.unref();
   }
 
@@ -300,6 +333,8 @@ export class WsRpcServer implements RpcServer {
       ws,
       peer: `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? 0}`,
       caller: callerOf(req.headers[CALLER_HEADER]),
+      nonce: this.nonces.get(req),
+      authenticated: this.secrets.length === 0,
       inflight: 0,
       calls: new Map(),
       answered: 0,
@@ -318,7 +353,8 @@ export class WsRpcServer implements RpcServer {
     });
     ws.on('message', (data: RawData, isBinary: boolean) => {
       conn.ka.lastHeardMs = performance.now();
-      this.onMessage(conn, data, isBinary);
+      if (conn.authenticated) this.onMessage(conn, data, isBinary);
+      else this.onAuthMessage(conn, data, isBinary);
     });
     const heard = (): void => {
       conn.ka.lastHeardMs = performance.now();
@@ -328,6 +364,30 @@ export class WsRpcServer implements RpcServer {
     // Oversized frames and protocol errors surface here; ws closes the socket itself.
     ws.on('error', (err) => this.deps.log.debug({ err, peer: conn.peer }, 'RPC connection error'));
     ws.on('close', () => this.dropConn(conn));
+  }
+
+  /**
+   * A message before the client proved the secret: its answer to the challenge (a text frame), or a
+   * call sent without one — answered UNAUTHENTICATED. Either failure closes the connection.
+   */
+  private onAuthMessage(conn: ServerConn, data: RawData, isBinary: boolean): void {
+    if (conn.closing) return;
+    if (isBinary) {
+      const r = decodeFrame(toBytes(data));
+      const callId = r.ok ? r.frame.callId : r.callId;
+      if (callId !== 0) this.sendError(conn, callId, { code: ErrorCode.UNAUTHENTICATED, message: 'this server needs the cluster secret (--cluster_secret_file): the connection did not answer its challenge', details: {} });
+      this.unauthenticatedClosed++;
+      this.closeConn(conn, CLOSE_UNAUTHENTICATED, 'UNAUTHENTICATED: a call before the answer to the cluster secret challenge');
+      return;
+    }
+    const answer = parseAuthMessage(toBytes(data).length > 1024 ? '' : Buffer.from(toBytes(data)).toString('utf8'));
+    if (!answer || conn.nonce === undefined || !verifyAuth(this.secrets, conn.nonce, answer)) {
+      this.unauthenticatedClosed++;
+      this.closeConn(conn, CLOSE_UNAUTHENTICATED, 'UNAUTHENTICATED: wrong answer to the cluster secret challenge');
+      return;
+    }
+    conn.authenticated = true;
+    conn.caller = callerOf(answer.identity) ?? conn.caller;
   }
 
   private closeConn(conn: ServerConn, code: number, reason: string): void {

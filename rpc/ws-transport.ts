@@ -8,21 +8,27 @@ import type { ClientOptions, RpcClient, RpcServer, ServerOptions, Transport } fr
 import { WsRpcClient } from './ws-client';
 import { WsRpcServer } from './ws-server';
 import { RPC_CONNECTIONS_PER_IP_MAX, RPC_FRAME_TIMEOUT_MS, RPC_HANDSHAKE_TIMEOUT_MS } from './listener-limits';
+import { clusterSecretsOf, type ClusterSecrets } from './cluster-secret';
 
 export interface WsTransportOptions {
   flags?: Flags;
   log?: Logger;
   /** Overrides the flag (tests). */
   messageBytesMax?: number;
+  /** The cluster secrets (first one sent, all accepted); default: --cluster_secret_file's, read once here. */
+  clusterSecrets?: ClusterSecrets;
 }
 
 export class WsTransport implements Transport {
   private readonly flags: Flags;
   private readonly log: Logger;
+  private readonly secrets: ClusterSecrets;
 
   constructor(private readonly opts: WsTransportOptions = {}) {
     this.flags = opts.flags ?? new Flags();
     this.log = opts.log ?? silentLogger();
+    // A bad or missing file fails here, before anything listens (the server's start error names it).
+    this.secrets = opts.clusterSecrets ?? clusterSecretsOf(this.flags);
   }
 
   private messageBytesMax(): number {
@@ -40,6 +46,7 @@ export class WsTransport implements Transport {
       handshakeTimeoutMs: flags.get(RPC_HANDSHAKE_TIMEOUT_MS),
       frameTimeoutMs: flags.get(RPC_FRAME_TIMEOUT_MS),
       connectionsPerIpMax: flags.get(RPC_CONNECTIONS_PER_IP_MAX),
+      secrets: this.secrets,
     });
   }
 
@@ -55,6 +62,7 @@ export class WsTransport implements Transport {
       backoffMaxMs: flags.get(RPC_RECONNECT_BACKOFF_MAX_MS),
       keepaliveIntervalMs: flags.get(RPC_KEEPALIVE_INTERVAL_MS),
       connectionTimeoutMs: flags.get(RPC_CONNECTION_TIMEOUT_MS),
+      ...(this.secrets[0] !== undefined ? { secret: this.secrets[0] } : {}),
     });
   }
 }
