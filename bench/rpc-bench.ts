@@ -4,8 +4,13 @@
  * size through the protobuf codecs both ways. Each case keeps N calls in flight (a new call starts when
  * one ends) for a fixed time and reports calls/s and latency percentiles.
  *
- * Options: --seconds=N per case (default 3).
+ * Then what a connection costs with the cluster secret's challenge (docs/security.md): new
+ * connections each making one call, for the same time, without and with a secret, and their ratio.
+ *
+ * Options: --seconds=N per case (default 3); --cluster_secret: the steady-state cases on a secured
+ * server and client too.
  */
+import { parseSecrets, type ClusterSecrets } from '../rpc/cluster-secret';
 import { defineMethod } from '../rpc/proto';
 import { WsTransport } from '../rpc/ws-transport';
 
@@ -52,15 +57,41 @@ async function runCase(call: () => Promise<unknown>, inflight: number, durationM
   return { calls, perSec: (calls / elapsed) * 1000, p50: pct(s, 50), p99: pct(s, 99), max: s.length ? s[s.length - 1]! : 0 };
 }
 
+const BENCH_SECRET = 'bench-cluster-secret-0123456789abcdef';
+/** Bound on the connect case's connections (each is opened, used once and closed). */
+const CONNECTS_MAX = 1_000_000;
+
+/** New connections per second, each making one call and closing, for `seconds`. */
+async function connectsPerSec(secrets: ClusterSecrets, seconds: number): Promise<{ connects: number; perSec: number }> {
+  const transport = new WsTransport({ clusterSecrets: secrets });
+  const server = transport.createServer({ host: '127.0.0.1', port: 0 });
+  server.handle(ECHO, async (req) => req);
+  await server.start();
+  const req = { data: new Uint8Array(100) };
+  let connects = 0;
+  const start = performance.now();
+  const end = start + seconds * 1000;
+  while (performance.now() < end && connects < CONNECTS_MAX) {
+    const client = transport.createClient();
+    await client.call(server.address, ECHO, req, { timeoutMs: 10_000 });
+    await client.close();
+    connects++;
+  }
+  const elapsed = performance.now() - start;
+  await server.stop();
+  return { connects, perSec: (connects / elapsed) * 1000 };
+}
+
 async function main(): Promise<void> {
   const seconds = argSeconds();
-  const transport = new WsTransport();
+  const secured = process.argv.includes('--cluster_secret');
+  const transport = new WsTransport(secured ? { clusterSecrets: parseSecrets(BENCH_SECRET, 'bench') } : {});
   const server = transport.createServer({ host: '127.0.0.1', port: 0 });
   server.handle(ECHO, async (req) => req);
   await server.start();
   const client = transport.createClient();
   const addr = server.address;
-  process.stdout.write(`RPC loopback benchmark: WsTransport, ${seconds} s per case, server ${addr}, node ${process.version}\n\n`);
+  process.stdout.write(`RPC loopback benchmark: WsTransport${secured ? ' with a cluster secret' : ''}, ${seconds} s per case, server ${addr}, node ${process.version}\n\n`);
   const rows: string[][] = [['in flight', 'payload B', 'calls', 'calls/s', 'p50 ms', 'p99 ms', 'max ms']];
   for (const size of PAYLOAD_BYTES) {
     const req = { data: new Uint8Array(size).fill(7) };
@@ -75,6 +106,9 @@ async function main(): Promise<void> {
   for (const r of rows) process.stdout.write(r.map((cell, c) => cell.padStart(widths[c]!)).join('  ') + '\n');
   await client.close();
   await server.stop();
+  const plain = await connectsPerSec([], seconds);
+  const withSecret = await connectsPerSec(parseSecrets(BENCH_SECRET, 'bench'), seconds);
+  process.stdout.write(`\nnew connection + one call: ${plain.perSec.toFixed(0)}/s without a secret, ${withSecret.perSec.toFixed(0)}/s with the HMAC challenge (${(withSecret.perSec / plain.perSec).toFixed(2)}× the rate)\n`);
 }
 
 main().catch((e: unknown) => {

@@ -60,6 +60,8 @@ const HANDSHAKE_TIMEOUT_MS_DEFAULT = 5_000;
 const FRAME_TIMEOUT_MS_DEFAULT = 5_000;
 const CONNECTIONS_PER_IP_MAX_DEFAULT = 1_024;
 const HTTP_SERVICE_UNAVAILABLE = 503;
+/** How long a connection this server closes may take to answer the close handshake. */
+const CLOSE_GRACE_MS = 1_000;
 
 interface ServerConn {
   readonly ws: WebSocket;
@@ -110,7 +112,7 @@ export class WsRpcServer implements RpcServer {
   /** Connections closed stuck in the middle of a frame (rpc_frame_timeout_ms), and connects refused over rpc_connections_per_ip_max. */
   stalledFrameClosed = 0;
   refusedPerIp = 0;
-  /** Connections closed without a valid answer to the cluster secret's challenge. */
+  /** Connections that ended without a valid answer to the cluster secret's challenge (closed by either side). */
   unauthenticatedClosed = 0;
   /** Nonces put in upgrade responses, until the connection opens. */
   private readonly nonces = new WeakMap<http.IncomingMessage, string>();
@@ -244,7 +246,6 @@ export class WsRpcServer implements RpcServer {
       const now = performance.now();
       for (const c of this.conns) {
         if (!c.authenticated && now - c.openedMs > handshakeMs) {
-          this.unauthenticatedClosed++;
           this.closeConn(c, CLOSE_UNAUTHENTICATED, 'UNAUTHENTICATED: no answer to the cluster secret challenge within rpc_handshake_timeout_ms');
           continue;
         }
@@ -262,6 +263,8 @@ export class WsRpcServer implements RpcServer {
   /** Forget a connection (once): out of the open set and the per-IP count. */
   private dropConn(c: ServerConn): void {
     if (!this.conns.delete(c)) return;
+    // However it ended (refused by us, or the client gave up on seeing the challenge): never authenticated.
+    if (!c.authenticated) this.unauthenticatedClosed++;
     const n = (this.perIp.get(c.ip) ?? 1) - 1;
     if (n <= 0) this.perIp.delete(c.ip);
     else this.perIp.set(c.ip, n);
@@ -376,13 +379,11 @@ export class WsRpcServer implements RpcServer {
       const r = decodeFrame(toBytes(data));
       const callId = r.ok ? r.frame.callId : r.callId;
       if (callId !== 0) this.sendError(conn, callId, { code: ErrorCode.UNAUTHENTICATED, message: 'this server needs the cluster secret (--cluster_secret_file): the connection did not answer its challenge', details: {} });
-      this.unauthenticatedClosed++;
       this.closeConn(conn, CLOSE_UNAUTHENTICATED, 'UNAUTHENTICATED: a call before the answer to the cluster secret challenge');
       return;
     }
     const answer = parseAuthMessage(toBytes(data).length > 1024 ? '' : Buffer.from(toBytes(data)).toString('utf8'));
     if (!answer || conn.nonce === undefined || !verifyAuth(this.secrets, conn.nonce, answer)) {
-      this.unauthenticatedClosed++;
       this.closeConn(conn, CLOSE_UNAUTHENTICATED, 'UNAUTHENTICATED: wrong answer to the cluster secret challenge');
       return;
     }
@@ -396,6 +397,9 @@ export class WsRpcServer implements RpcServer {
     this.deps.log.warn({ peer: conn.peer, reason }, 'closing RPC connection');
     this.dropConn(conn);
     conn.ws.close(code, reason.slice(0, 120));
+    // A peer that never answers the close handshake (mid-frame, or gone) would hold the socket for
+    // ws's 30 s close timeout: cut it after a short grace instead.
+    setTimeout(() => conn.ws.terminate(), CLOSE_GRACE_MS).unref();
   }
 
   private onMessage(conn: ServerConn, data: RawData, isBinary: boolean): void {
