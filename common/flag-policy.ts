@@ -25,7 +25,7 @@ export const ALLOW_UNSAFE_FLAG_CHANGES = defineFlag({
 });
 
 /** Flags that decide what may be changed (or who may): never changeable at run time, even forced. */
-const START_ONLY = new Set<string>([ENABLE_TEST_FLAGS.name, ALLOW_UNSAFE_FLAG_CHANGES.name, 'webserver_token_file', 'cluster_secret_file', 'certs_dir']);
+const START_ONLY = new Set<string>([ENABLE_TEST_FLAGS.name, ALLOW_UNSAFE_FLAG_CHANGES.name, 'webserver_token_file', 'cluster_secret_file']);
 
 function denied(message: string, flag: string, reason: string): DbError {
   return new DbError(ErrorCode.PERMISSION_DENIED, message, { flag, reason });
