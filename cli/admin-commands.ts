@@ -10,7 +10,7 @@ import type { TesseraClient } from '../client/tessera-client';
 import { checkReplicaConvergence, convergenceLine } from '../lab/verify/replica-convergence';
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
 import { readLabState } from '../lab/lab-state';
-import { CLUSTER_SECRET_HELP, DEFAULT_MASTER_ADDRESSES, LAB_DIR_HELP, print, printJson, printTable, withClient } from './cli-io';
+import { CERTS_DIR_HELP, CLUSTER_SECRET_HELP, DEFAULT_MASTER_ADDRESSES, LAB_DIR_HELP, print, printJson, printTable, withClient } from './cli-io';
 
 /** Environment variable naming the console token file `admin set_flag` sends to a console URL. */
 const CONSOLE_TOKEN_ENV = 'TESSERA_WEBSERVER_TOKEN_FILE';
@@ -19,6 +19,7 @@ interface AdminOpts {
   master_addresses: string;
   lab_dir?: string;
   cluster_secret_file?: string;
+  certs_dir?: string;
   json?: boolean;
   timeout_ms?: string;
 }
@@ -41,6 +42,7 @@ export function registerAdminCommands(program: Command): void {
     .option('--master_addresses <addrs>', 'comma-separated master RPC addresses', DEFAULT_MASTER_ADDRESSES)
     .option('--lab_dir <dir>', LAB_DIR_HELP)
     .option('--cluster_secret_file <path>', CLUSTER_SECRET_HELP)
+    .option('--certs_dir <dir>', CERTS_DIR_HELP)
     .option('--timeout_ms <ms>', 'deadline of the operation')
     .option('--json', 'machine-readable output');
   const opts = (cmd: Command): AdminOpts => cmd.optsWithGlobals<AdminOpts>();

@@ -7,6 +7,7 @@ import { DbError, ErrorCode } from '../common/errors';
 import { runMaster, runTServer } from './server-commands';
 import { registerAdminCommands } from './admin-commands';
 import { registerDataCommands } from './data-commands';
+import { registerCertCommands } from './cert-commands';
 import { registerClusterCommands } from './cluster-commands';
 import { registerLabCommands } from '../lab/lab-cli';
 import { registerVerifyCommand } from '../lab/verify/verify-cli';
@@ -35,6 +36,7 @@ export function buildProgram(): Command {
   registerClusterCommands(program);
   registerAdminCommands(program);
   registerDataCommands(program);
+  registerCertCommands(program);
   registerLabCommands(program);
   registerVerifyCommand(program);
   program

@@ -93,6 +93,8 @@ export interface ConnectOptions {
   clusterSecret?: string;
   /** The same, read from this file. */
   clusterSecretFile?: string;
+  /** A TLS cluster's certificates directory (its servers run with --certs_dir): dial wss, verify servers against its ca.crt. */
+  certsDir?: string;
   /** Default deadline of every operation (default 10 s): past it the operation fails with TIMED_OUT. */
   timeoutMs?: number;
   /** Transactions heartbeat their status tablet this often (default 500000 µs, YugabyteDB's transaction_heartbeat_usec). */

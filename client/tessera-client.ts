@@ -22,6 +22,7 @@ import { masterMethods, type ListMastersResponsePB, type ListTabletServersRespon
 import type { RpcClient, Transport } from '../rpc/types';
 import { WsTransport } from '../rpc/ws-transport';
 import { parseSecrets, readSecretFile } from '../rpc/cluster-secret';
+import { clientTlsOf } from '../rpc/tls';
 import { addressTranslator, translatingRpcClient } from './address-translation';
 import type { AlterTableOptions, AlterTableProgress, ConnectOptions, CreateTableOptions, TableSummary, CallOptions } from './client-types';
 import { MasterProxy } from './master-proxy';
@@ -82,7 +83,7 @@ export class TesseraClient {
     const addrs = (opts.masterAddresses ?? []).flatMap((a) => a.split(',')).map((a) => a.trim()).filter(Boolean);
     if (addrs.length === 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'connect needs masterAddresses, e.g. ["127.0.0.1:7100"]');
     const clusterSecrets = opts.clusterSecret !== undefined ? parseSecrets(opts.clusterSecret, 'the clusterSecret option') : opts.clusterSecretFile ? readSecretFile(opts.clusterSecretFile) : [];
-    const transport = opts.transport ?? new WsTransport({ flags: new Flags(), clusterSecrets });
+    const transport = opts.transport ?? new WsTransport({ flags: new Flags(), clusterSecrets, ...(opts.certsDir ? { clientTls: clientTlsOf(opts.certsDir) } : {}) });
     // Translation happens where the client dials; everything above it keeps advertised addresses.
     const translate = addressTranslator(opts);
     // Servers' /rpcz names this client's connections by it (several load generators told apart).

@@ -8,10 +8,12 @@
  * elected or a server stops, 500 otherwise.
  */
 import * as http from 'node:http';
+import * as https from 'node:https';
 import { DbError, ErrorCode, FlagTag, setFlagByOperator, silentLogger, type Flags, type FlagView, type Logger, type LogRing } from '../common';
 import { clusterSecretsOf, readSecretFile } from './cluster-secret';
 import { ConsoleGuard, isLoopbackHost, WEBSERVER_TOKEN_FILE, type GuardRefusal } from './console-guard';
 import { answerClientError, checkingIntervalMs, HTTP_HEADER_BYTES_MAX, WEBSERVER_REQUEST_TIMEOUT_MS } from './listener-limits';
+import { CERTS_DIR, certNodeName, hostOfAddress, serverTlsOf } from './tls';
 import { escapeHtml, htmlTable, layout, link, raw, type Cell, type NavItem } from './html';
 import { toJson } from './json';
 import { threadKindSums, threadsOf, type ThreadKind, type ThreadRow } from '../common/proc-threads';
@@ -130,7 +132,7 @@ export class WebServer {
   /** JSON twins by their /api/v1 path. */
   private readonly apiRoutes = new Map<string, Route>();
   private readonly posts = new Map<string, PostHandler>();
-  private server: http.Server | undefined;
+  private server: http.Server | https.Server | undefined;
   private boundAddress: string;
   private readonly log: Logger;
   private readonly startedMs = Date.now();
@@ -182,14 +184,19 @@ export class WebServer {
     // shorter than its Content-Length is answered 408 and closed (answerClientError).
     const timeoutMs = this.opts.flags.get(WEBSERVER_REQUEST_TIMEOUT_MS);
     const limits: http.ServerOptions = { requestTimeout: timeoutMs, headersTimeout: timeoutMs, connectionsCheckingInterval: checkingIntervalMs(timeoutMs), maxHeaderSize: HTTP_HEADER_BYTES_MAX };
-    const server = http.createServer(limits, (req, res) => {
+    const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
       this.serve(req, res).catch((err: unknown) => {
         // serve() answers its own errors; this is only a last guard so one request never kills the process.
         this.log.error({ err }, 'console request failed');
         if (!res.headersSent) this.sendJson(res, 500, DbError.from(err).toWire());
         else res.destroy();
       });
-    });
+    };
+    // --certs_dir: https with the server's node certificate (the same as its RPC port's, rpc/tls.ts).
+    const certsDir = this.opts.flags.get(CERTS_DIR);
+    const tls = certsDir ? serverTlsOf(certsDir, certNodeName(this.opts.flags, this.certHost())) : undefined;
+    const server = tls ? https.createServer({ ...limits, cert: tls.cert, key: tls.key, handshakeTimeout: timeoutMs }, handler) : http.createServer(limits, handler);
+    if (tls) server.on('tlsClientError', (_err, socket) => socket.destroy());
     server.on('clientError', (err: NodeJS.ErrnoException, socket) => answerClientError(err, socket, this.log, 'console'));
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err) => reject(new DbError(ErrorCode.IO_ERROR, `console cannot listen on ${this.boundAddress}: ${err.message}`, {}, { cause: err })));
@@ -199,6 +206,18 @@ export class WebServer {
     const a = server.address();
     if (a && typeof a === 'object') this.boundAddress = `${this.opts.host ?? '127.0.0.1'}:${a.port}`;
     this.server = server;
+  }
+
+  /** The host the server's certificate is named by: its bind host, else (binding every interface) its other names. */
+  private certHost(): string {
+    const wildcard = (h: string): boolean => h === '0.0.0.0' || h === '::' || h === '';
+    const all = [this.opts.host ?? '127.0.0.1', ...(this.opts.ownHosts ?? [])].map(hostOfAddress);
+    return all.find((h) => !wildcard(h)) ?? all[0]!;
+  }
+
+  /** http or https (--certs_dir). */
+  get scheme(): 'http' | 'https' {
+    return this.opts.flags.get(CERTS_DIR) ? 'https' : 'http';
   }
 
   async stop(): Promise<void> {

@@ -8,6 +8,7 @@
  * through host-resolver.ts (kept after the first lookup: no getaddrinfo on the thread pool per connect).
  */
 import * as net from 'node:net';
+import * as tls from 'node:tls';
 import { WebSocket, type RawData } from 'ws';
 import { DbError, ErrorCode, RPC_INFLIGHT_CALLS_MAX, RPC_OUTBOUND_QUEUE_BYTES_MAX, type Logger } from '../common';
 import { decodeFrame, encodeFrame, FrameKind } from './frame-codec';
@@ -18,6 +19,7 @@ import { round1, inFlightRows, byRemote, type RpczConnection, type TrackedCall }
 import { sendCoalesced } from './send-coalescer';
 import { CALLER_HEADER, FRAME_OVERHEAD_BYTES_MAX, toBytes } from './ws-server';
 import { AUTH_NONCE_HEADER, authMessage, CLOSE_UNAUTHENTICATED } from './rpc-auth';
+import type { ClientTls } from './tls';
 
 export interface WsClientDeps {
   log: Logger;
@@ -42,6 +44,8 @@ export interface WsClientDeps {
   caller?: string | (() => string | undefined);
   /** The cluster secret this client proves when a server challenges it (rpc-auth.ts); none: it cannot. */
   secret?: Buffer;
+  /** Dial wss and verify every server's certificate against this CA and the host dialled (rpc/tls.ts). */
+  tls?: ClientTls;
 }
 
 const BACKOFF_BASE_MS = 25;
@@ -143,7 +147,7 @@ class WsConnection {
     this.authRefusal = undefined;
     const caller = typeof this.deps.caller === 'function' ? this.deps.caller() : this.deps.caller;
     let nonce: string | undefined;
-    const ws = new WebSocket(`ws://${this.address}/rpc`, {
+    const ws = new WebSocket(`${this.deps.tls ? 'wss' : 'ws'}://${this.address}/rpc`, {
       perMessageDeflate: false,
       maxPayload: this.deps.messageBytesMax + FRAME_OVERHEAD_BYTES_MAX,
       handshakeTimeout: this.deps.connectTimeoutMs,
@@ -213,7 +217,11 @@ class WsConnection {
    */
   private tcpConnect(opts: net.NetConnectOpts, timeoutMs: number): net.Socket {
     // As ws's own: the request's `path` is the URL's (/rpc), not a Unix socket.
-    const socket = net.connect({ ...opts, path: undefined, lookup: (this.deps.resolver ?? hostResolver).lookup } as net.NetConnectOpts);
+    const lookup = (this.deps.resolver ?? hostResolver).lookup;
+    // wss: ws's options carry the server name to verify (servername); the CA is ours.
+    const socket = this.deps.tls
+      ? tls.connect({ ...(opts as tls.ConnectionOptions), path: undefined, lookup, ca: this.deps.tls.ca } as tls.ConnectionOptions)
+      : net.connect({ ...opts, path: undefined, lookup } as net.NetConnectOpts);
     if (timeoutMs <= 0) return socket;
     // From the SYN on: a host name's resolution comes first (at once from memory after the first time).
     let timer: NodeJS.Timeout | undefined;
@@ -229,6 +237,7 @@ class WsConnection {
     else socket.once('lookup', (err: Error | null) => err === null && arm());
     const done = (): void => clearTimeout(timer);
     socket.once('connect', done);
+    socket.once('secureConnect', done);
     socket.once('close', done);
     return socket;
   }

@@ -4,6 +4,8 @@
  * connection is closed; the server itself keeps serving everyone else.
  */
 import * as http from 'node:http';
+import * as https from 'node:https';
+import type * as tls from 'node:tls';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import { DbError, ErrorCode, RPC_INFLIGHT_CALLS_MAX, RPC_OUTBOUND_QUEUE_BYTES_MAX, type Logger, type WireError } from '../common';
@@ -15,6 +17,7 @@ import { byRemote, inFlightRows, round1, type RpczConnection, type TrackedCall }
 import { FrameBoundaryTracker } from './frame-watch';
 import { answerClientError, checkingIntervalMs, HTTP_HEADER_BYTES_MAX } from './listener-limits';
 import type { ClusterSecrets } from './cluster-secret';
+import type { ServerTls } from './tls';
 import { isLoopbackHost } from './console-guard';
 import { AUTH_NONCE_HEADER, CLOSE_UNAUTHENTICATED, newNonce, parseAuthMessage, verifyAuth } from './rpc-auth';
 import type { ConnectionStats, Handler, MethodDef, OnewayDef, OnewayHandler, RpcServer, ServerOptions } from './types';
@@ -54,6 +57,8 @@ export interface WsServerDeps {
   connectionsPerIpMax?: number;
   /** The cluster secrets (rpc-auth.ts): every connection must prove one; none: no challenge. */
   secrets?: ClusterSecrets;
+  /** Certificate and key (rpc/tls.ts): the port speaks wss; absent: ws. */
+  tls?: ServerTls;
 }
 
 const HANDSHAKE_TIMEOUT_MS_DEFAULT = 5_000;
@@ -98,7 +103,7 @@ export function toBytes(data: RawData): Uint8Array {
 export class WsRpcServer implements RpcServer {
   private readonly registry: HandlerRegistry;
   private readonly conns = new Set<ServerConn>();
-  private httpServer: http.Server | undefined;
+  private httpServer: http.Server | https.Server | undefined;
   private wss: WebSocketServer | undefined;
   private boundAddress: string;
   private stopping = false;
@@ -181,11 +186,20 @@ export class WsRpcServer implements RpcServer {
     // The upgrade request must arrive whole within the handshake timeout (a half-sent one gets 408).
     const handshakeMs = this.deps.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS_DEFAULT;
     const limits: http.ServerOptions = { requestTimeout: handshakeMs, headersTimeout: handshakeMs, connectionsCheckingInterval: checkingIntervalMs(handshakeMs), maxHeaderSize: HTTP_HEADER_BYTES_MAX };
-    const server = http.createServer(limits, (_req, res) => {
+    const onPlainHttp = (_req: http.IncomingMessage, res: http.ServerResponse): void => {
       // Plain HTTP on the RPC port: say what this port speaks instead of hanging.
       res.writeHead(426, { 'content-type': 'text/plain', connection: 'close' });
       res.end('this is a tessera RPC port: connect with WebSocket\n');
-    });
+    };
+    const t = this.deps.tls;
+    // With TLS the TLS handshake is bounded by the same timeout (Node's default is 120 s).
+    const server = t ? https.createServer({ ...limits, cert: t.cert, key: t.key, handshakeTimeout: handshakeMs }, onPlainHttp) : http.createServer(limits, onPlainHttp);
+    if (t) {
+      server.on('tlsClientError', (err: Error, socket: tls.TLSSocket) => {
+        this.deps.log.debug({ err }, 'RPC port: TLS handshake failed; socket closed');
+        socket.destroy();
+      });
+    }
     // Garbage that is not even HTTP (raw TCP noise): drop that socket, never the process.
     server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, this.deps.log, 'RPC port'));
     const wss = new WebSocketServer({
