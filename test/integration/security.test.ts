@@ -5,12 +5,13 @@
  * CSRF shapes; the dangerous TEST_ flags and forced changes refused (console and SetFlag RPC); a
  * client and a tserver without the secret kept out; a half-sent request, a lying Content-Length and
  * a truncated frame closed; random handshakes never take a server down; a server that would listen
- * beyond loopback without a secret does not start. Then a process lab with a console token: the lab
+ * beyond loopback without a secret does not start; a master with TLS serves wss and https. Then a process lab with a console token: the lab
  * passes its token and its servers take the dangerous TEST_ flags.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
+import * as https from 'node:https';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -21,11 +22,13 @@ import { TesseraClient } from '../../client/tessera-client';
 import { DbError, ErrorCode } from '../../common/errors';
 import { defaultSpec, getJson, ProcessDriver } from '../../lab';
 import { postFlag } from '../../lab/console-http';
+import { createCa, createNodeCert } from '../../lab/tls-certs';
 import { tabletServerMethods } from '../../rpc/service-methods';
 import { ProcCluster, waitFor, type Proc } from './cluster-harness';
 
 const CLI = path.resolve(__dirname, '../../dist/cli/main.js');
 const HOST_BASE = 170;
+const HAVE_OPENSSL = spawnSync('openssl', ['version']).status === 0;
 const LAB_HOST_BASE = 180;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-sec-'));
 const SECRET = 'cluster-secret-for-the-security-test-0123';
@@ -39,10 +42,12 @@ let cluster: ProcCluster | undefined;
 let client: TesseraClient | undefined;
 let rogue: Proc | undefined;
 let labDir: string | undefined;
+let tlsMaster: ChildProcess | undefined;
 
 afterAll(async () => {
   await client?.close().catch(() => undefined);
   if (rogue?.child && rogue.child.exitCode === null) rogue.child.kill('SIGKILL');
+  if (tlsMaster && tlsMaster.exitCode === null) tlsMaster.kill('SIGKILL');
   await cluster?.destroy();
   if (labDir) await ProcessDriver.open(labDir).down().catch(() => undefined);
   fs.rmSync(tmp, { recursive: true, force: true });
@@ -199,6 +204,26 @@ describe('security on real processes', () => {
     expect(r.status).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toMatch(/^error: INVALID_ARGUMENT: .*--cluster_secret_file/);
+  });
+
+  it.skipIf(!HAVE_OPENSSL)('security: a master with --certs_dir serves wss and https; a client with the CA and the secret connects, one without the CA does not (skipped without the openssl command)', async () => {
+    const host = `127.0.0.${HOST_BASE + 5}`;
+    const certs = path.join(tmp, 'certs');
+    createCa(certs);
+    createNodeCert(certs, host);
+    const dataDir = path.join(tmp, 'tls-master');
+    tlsMaster = spawn(process.execPath, [CLI, 'master', `--master_addresses=${host}:7100`, `--rpc_bind_addresses=${host}:7100`, '--webserver_port=7000', `--fs_data_dirs=${dataDir}`, `--certs_dir=${certs}`, `--cluster_secret_file=${secretFile}`], { stdio: 'ignore' });
+    const ca = fs.readFileSync(path.join(certs, 'ca.crt'));
+    const healthz = (): Promise<number> =>
+      new Promise((resolve, reject) => {
+        https.get(`https://${host}:7000/api/v1/healthz`, { ca, agent: false }, (res) => (res.resume(), resolve(res.statusCode ?? 0))).on('error', reject);
+      });
+    expect(await waitFor('the TLS master console', 30_000, async () => (await healthz()) === 200)).toBe(true);
+    const c = await TesseraClient.connect({ masterAddresses: [`${host}:7100`], clusterSecretFile: secretFile, certsDir: certs, timeoutMs: 20_000 });
+    // A round trip over wss, authenticated: listTables answers (whatever tables there are).
+    expect(Array.isArray(await c.listTables())).toBe(true);
+    await c.close();
+    expect(await codeOf(TesseraClient.connect({ masterAddresses: [`${host}:7100`], clusterSecretFile: secretFile, timeoutMs: 3_000 }))).not.toBe('OK');
   });
 
   it('security: a process lab with a console token passes it, and its servers take the dangerous TEST_ flags (--enable_test_flags)', async () => {
