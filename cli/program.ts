@@ -8,6 +8,7 @@ import { runMaster, runTServer } from './server-commands';
 import { registerAdminCommands } from './admin-commands';
 import { registerDataCommands } from './data-commands';
 import { registerCertCommands } from './cert-commands';
+import { registerDeployCommands } from './deploy-commands';
 import { registerClusterCommands } from './cluster-commands';
 import { registerLabCommands } from '../lab/lab-cli';
 import { registerVerifyCommand } from '../lab/verify/verify-cli';
@@ -37,6 +38,7 @@ export function buildProgram(): Command {
   registerAdminCommands(program);
   registerDataCommands(program);
   registerCertCommands(program);
+  registerDeployCommands(program);
   registerLabCommands(program);
   registerVerifyCommand(program);
   program
