@@ -16,7 +16,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import fc from 'fast-check';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { TesseraClient } from '../../client/tessera-client';
 import { DbError, ErrorCode } from '../../common/errors';
@@ -110,91 +110,110 @@ function rawExchange(address: string, chunks: Array<string | Buffer>, giveUpMs =
   });
 }
 
+/** A WebSocket upgrade request to an RPC port, whole. */
+function upgradeRequest(address: string): string {
+  return `GET /rpc HTTP/1.1\r\nHost: ${address}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`;
+}
+
 const statusLine = (reply: string): number => Number(/^HTTP\/1\.1 (\d{3})/.exec(reply)?.[1] ?? 0);
 
 describe('security on real processes', () => {
-  it('security: consoles, RPC ports and flags of a secured cluster refuse what they should and serve what they should', async () => {
-    // The lab's switches turned off again (a later flag wins): this cluster runs as production would.
-    const off = ['--enable_test_flags=false', '--allow_unsafe_flag_changes=false', `--cluster_secret_file=${secretFile}`, '--webserver_request_timeout_ms=1000', '--rpc_frame_timeout_ms=1000', '--rpc_handshake_timeout_ms=1000'];
-    cluster = await ProcCluster.create({ hostBase: HOST_BASE, masters: 1, tservers: 3, masterFlags: off, tserverFlags: [...off, `--webserver_token_file=${tokenFile}`, '--heartbeat_interval_ms=200'] });
-    const cl = cluster;
-    await cl.startAll();
-    const master = cl.masters[0]!;
-    const ts = cl.tservers[0]!;
+  describe('a secured cluster (secret, tserver console token, no lab switches)', () => {
+    beforeAll(async () => {
+      // The lab's switches turned off again (a later flag wins): this cluster runs as production would.
+      const off = ['--enable_test_flags=false', '--allow_unsafe_flag_changes=false', `--cluster_secret_file=${secretFile}`, '--webserver_request_timeout_ms=1000', '--rpc_frame_timeout_ms=1000', '--rpc_handshake_timeout_ms=1000'];
+      cluster = await ProcCluster.create({ hostBase: HOST_BASE, masters: 1, tservers: 3, masterFlags: off, tserverFlags: [...off, `--webserver_token_file=${tokenFile}`, '--heartbeat_interval_ms=200'] });
+      await cluster.startAll();
+      client = await TesseraClient.connect({ masterAddresses: cluster.masterAddresses, clusterSecretFile: secretFile, timeoutMs: 20_000 });
+      await client.createTable({ name: 'sec', columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: 1 });
+      await client.table('sec').upsert({ id: 1n, v: 'one' });
+    }, 120_000);
 
-    // Clients: with the secret served; without it, or with another, UNAUTHENTICATED.
-    client = await TesseraClient.connect({ masterAddresses: cl.masterAddresses, clusterSecretFile: secretFile, timeoutMs: 20_000 });
-    await client.createTable({ name: 'sec', columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: 1 });
-    await client.table('sec').upsert({ id: 1n, v: 'one' });
-    expect(await client.table('sec').get({ id: 1n })).toEqual({ id: 1n, v: 'one' });
-    expect(await codeOf(TesseraClient.connect({ masterAddresses: cl.masterAddresses, timeoutMs: 3_000 }))).toBe(ErrorCode.UNAUTHENTICATED);
-    expect(await codeOf(TesseraClient.connect({ masterAddresses: cl.masterAddresses, clusterSecret: 'another-secret-0123456789abcdef', timeoutMs: 3_000 }))).toBe(ErrorCode.UNAUTHENTICATED);
-    const rpc = client.rpcClient();
+    it('security: a client with the secret is served; without it, or with another one, UNAUTHENTICATED', async () => {
+      expect(await client!.table('sec').get({ id: 1n })).toEqual({ id: 1n, v: 'one' });
+      expect(await codeOf(TesseraClient.connect({ masterAddresses: cluster!.masterAddresses, timeoutMs: 3_000 }))).toBe(ErrorCode.UNAUTHENTICATED);
+      expect(await codeOf(TesseraClient.connect({ masterAddresses: cluster!.masterAddresses, clusterSecret: 'another-secret-0123456789abcdef', timeoutMs: 3_000 }))).toBe(ErrorCode.UNAUTHENTICATED);
+    });
 
-    // Console mutations: no, wrong, right credentials (tserver: its token or the secret; master: the secret).
-    const change = { name: 'log_level', value: 'info' };
-    for (const [who, web, good] of [['master', master.webAddress, [SECRET]], ['tserver', ts.webAddress, [TOKEN, SECRET]]] as const) {
-      expect({ who, r: await postRaw(web, {}, change) }).toEqual({ who, r: { status: 401, code: ErrorCode.UNAUTHENTICATED } });
-      expect({ who, r: await postRaw(web, { authorization: 'Bearer not-the-token-0123456789' }, change) }).toEqual({ who, r: { status: 401, code: ErrorCode.UNAUTHENTICATED } });
-      for (const t of good) expect({ who, r: await postRaw(web, { authorization: `Bearer ${t}` }, change) }).toEqual({ who, r: { status: 200, code: undefined } });
-      const auth = { authorization: `Bearer ${good[0]}` };
-      // CSRF-shaped: a form post, a foreign Origin, a foreign Host (DNS rebinding) — refused even with credentials.
-      expect((await postRaw(web, { ...auth, 'content-type': 'application/x-www-form-urlencoded' }, change)).status).toBe(403);
-      expect(await postRaw(web, { ...auth, origin: 'http://evil.example' }, change)).toEqual({ status: 403, code: ErrorCode.PERMISSION_DENIED });
-      expect(await postRaw(web, { ...auth, host: `rebind.evil.example:${web.split(':')[1]}` }, change)).toEqual({ status: 403, code: ErrorCode.PERMISSION_DENIED });
-      // Without --enable_test_flags / --allow_unsafe_flag_changes: data-losing TEST_ flags and force refused.
-      expect(await postRaw(web, auth, { name: 'TEST_transaction_ignore_applying_probability', value: '1' })).toEqual({ status: 403, code: ErrorCode.PERMISSION_DENIED });
-      expect(await postRaw(web, auth, { name: 'TEST_fail_tablet_replica', value: '*' })).toEqual({ status: 403, code: ErrorCode.PERMISSION_DENIED });
-      expect(await postRaw(web, auth, { name: 'rpc_max_message_size', value: '2048', force: true })).toEqual({ status: 403, code: ErrorCode.PERMISSION_DENIED });
-    }
-    // The same through the SetFlag RPC (an authenticated peer still cannot).
-    expect(await codeOf(rpc.call(ts.rpcAddress, tabletServerMethods().setFlag, { name: 'TEST_fail_tablet_replica', value: '*' }, { timeoutMs: 3_000 }))).toBe(ErrorCode.PERMISSION_DENIED);
-    expect(await codeOf(rpc.call(ts.rpcAddress, tabletServerMethods().setFlag, { name: 'rpc_max_message_size', value: '2048', force: true }, { timeoutMs: 3_000 }))).toBe(ErrorCode.PERMISSION_DENIED);
-    const varz = (await getJson(`http://${ts.webAddress}/api/v1/varz`)) as { flags: Array<{ name: string; value: unknown }> };
-    expect(varz.flags.find((f) => f.name === 'TEST_fail_tablet_replica')?.value).toBe('');
+    it('security: console mutations with no, wrong and right credentials, and CSRF-shaped ones (form, foreign Origin, foreign Host)', async () => {
+      const change = { name: 'log_level', value: 'info' };
+      // The tserver takes its token or the secret; the master (no token) the secret.
+      for (const [who, web, good] of [['master', cluster!.masters[0]!.webAddress, [SECRET]], ['tserver', cluster!.tservers[0]!.webAddress, [TOKEN, SECRET]]] as const) {
+        expect({ who, r: await postRaw(web, {}, change) }).toEqual({ who, r: { status: 401, code: ErrorCode.UNAUTHENTICATED } });
+        expect({ who, r: await postRaw(web, { authorization: 'Bearer not-the-token-0123456789' }, change) }).toEqual({ who, r: { status: 401, code: ErrorCode.UNAUTHENTICATED } });
+        for (const t of good) expect({ who, r: await postRaw(web, { authorization: `Bearer ${t}` }, change) }).toEqual({ who, r: { status: 200, code: undefined } });
+        // Refused even with credentials.
+        const auth = { authorization: `Bearer ${good[0]}` };
+        expect(await postRaw(web, { ...auth, 'content-type': 'application/x-www-form-urlencoded' }, change)).toEqual({ status: 403, code: ErrorCode.PERMISSION_DENIED });
+        expect(await postRaw(web, { ...auth, origin: 'http://evil.example' }, change)).toEqual({ status: 403, code: ErrorCode.PERMISSION_DENIED });
+        expect(await postRaw(web, { ...auth, host: `rebind.evil.example:${web.split(':')[1]}` }, change)).toEqual({ status: 403, code: ErrorCode.PERMISSION_DENIED });
+      }
+    });
 
-    // Slow requests: a half-sent request and a lying Content-Length get 408 (or are closed); a truncated frame is closed.
-    const half = await rawExchange(ts.webAddress, [`POST /api/v1/flags HTTP/1.1\r\nHost: ${ts.webAddress}\r\nContent-Ty`]);
-    expect(half.closedByServer).toBe(true);
-    expect([0, 408]).toContain(statusLine(half.reply));
-    // (With the credentials: else the console refuses it before reading the body.)
-    const lying = await rawExchange(master.webAddress, [`POST /api/v1/flags HTTP/1.1\r\nHost: ${master.webAddress}\r\nAuthorization: Bearer ${SECRET}\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"name":"log_level"`]);
-    expect(lying.closedByServer).toBe(true);
-    expect(statusLine(lying.reply)).toBe(408);
-    const upgrade = `GET /rpc HTTP/1.1\r\nHost: ${ts.rpcAddress}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`;
-    const halfUpgrade = await rawExchange(ts.rpcAddress, [upgrade.slice(0, 40)]);
-    expect(halfUpgrade.closedByServer).toBe(true);
-    const truncated = await rawExchange(ts.rpcAddress, [upgrade, Buffer.from([0x82, 0x80 | 100, 0, 0, 0, 0, 1, 2, 3])]);
-    expect(truncated.closedByServer).toBe(true);
-    expect(statusLine(truncated.reply)).toBe(101);
+    it('security: without --enable_test_flags / --allow_unsafe_flag_changes, data-losing TEST_ flags and force are refused on the console and the SetFlag RPC', async () => {
+      for (const [web, token] of [[cluster!.masters[0]!.webAddress, SECRET], [cluster!.tservers[0]!.webAddress, TOKEN]] as const) {
+        const auth = { authorization: `Bearer ${token}` };
+        expect(await postRaw(web, auth, { name: 'TEST_transaction_ignore_applying_probability', value: '1' })).toEqual({ status: 403, code: ErrorCode.PERMISSION_DENIED });
+        expect(await postRaw(web, auth, { name: 'TEST_fail_tablet_replica', value: '*' })).toEqual({ status: 403, code: ErrorCode.PERMISSION_DENIED });
+        expect(await postRaw(web, auth, { name: 'rpc_max_message_size', value: '2048', force: true })).toEqual({ status: 403, code: ErrorCode.PERMISSION_DENIED });
+      }
+      const ts = cluster!.tservers[0]!;
+      const rpc = client!.rpcClient();
+      expect(await codeOf(rpc.call(ts.rpcAddress, tabletServerMethods().setFlag, { name: 'TEST_fail_tablet_replica', value: '*' }, { timeoutMs: 3_000 }))).toBe(ErrorCode.PERMISSION_DENIED);
+      expect(await codeOf(rpc.call(ts.rpcAddress, tabletServerMethods().setFlag, { name: 'rpc_max_message_size', value: '2048', force: true }, { timeoutMs: 3_000 }))).toBe(ErrorCode.PERMISSION_DENIED);
+      const varz = (await getJson(`http://${ts.webAddress}/api/v1/varz`)) as { flags: Array<{ name: string; value: unknown }> };
+      expect(varz.flags.find((f) => f.name === 'TEST_fail_tablet_replica')?.value).toBe('');
+    });
 
-    // A fuzzed handshake never takes the server down.
-    await fc.assert(
-      fc.asyncProperty(fc.boolean(), fc.uint8Array({ minLength: 1, maxLength: 1_000 }), async (afterUpgrade, bytes) => {
-        await rawExchange(master.rpcAddress, afterUpgrade ? [upgrade, Buffer.from(bytes)] : [Buffer.from(bytes)], 3_000);
-      }),
-      { numRuns: 20 },
-    );
-    const wsRaw = new WebSocket(`ws://${master.rpcAddress}/rpc`);
-    const wsClosed = new Promise<number>((resolve) => wsRaw.on('close', (code) => resolve(code)));
-    wsRaw.on('error', () => undefined);
-    await new Promise<void>((resolve) => wsRaw.once('open', () => resolve()));
-    wsRaw.send(Buffer.from([0x01, 0x02, 0x03]), { binary: true });
-    expect(await wsClosed).toBe(4401);
-    expect(cl.isRunning(master) && cl.isRunning(ts)).toBe(true);
-    expect(await client.table('sec').get({ id: 1n })).toEqual({ id: 1n, v: 'one' });
+    it('security: a half-sent request, a lying Content-Length, a half-sent upgrade and a truncated frame are answered 408 or closed', async () => {
+      const master = cluster!.masters[0]!;
+      const ts = cluster!.tservers[0]!;
+      const half = await rawExchange(ts.webAddress, [`POST /api/v1/flags HTTP/1.1\r\nHost: ${ts.webAddress}\r\nContent-Ty`]);
+      expect(half.closedByServer).toBe(true);
+      expect([0, 408]).toContain(statusLine(half.reply));
+      // (With the credentials: else the console refuses it before reading the body.)
+      const lying = await rawExchange(master.webAddress, [`POST /api/v1/flags HTTP/1.1\r\nHost: ${master.webAddress}\r\nAuthorization: Bearer ${SECRET}\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"name":"log_level"`]);
+      expect(lying.closedByServer).toBe(true);
+      expect(statusLine(lying.reply)).toBe(408);
+      const halfUpgrade = await rawExchange(ts.rpcAddress, [upgradeRequest(ts.rpcAddress).slice(0, 40)]);
+      expect(halfUpgrade.closedByServer).toBe(true);
+      const truncated = await rawExchange(ts.rpcAddress, [upgradeRequest(ts.rpcAddress), Buffer.from([0x82, 0x80 | 100, 0, 0, 0, 0, 1, 2, 3])]);
+      expect(truncated.closedByServer).toBe(true);
+      expect(statusLine(truncated.reply)).toBe(101);
+    });
 
-    // A tserver without the secret cannot join: the master closes its connections, and never lists it.
-    const aliases = master.rpcAddress.startsWith(`127.0.0.${HOST_BASE}:`);
-    const host = aliases ? `127.0.0.${HOST_BASE + 3}` : '127.0.0.1';
-    const port = (base: number): number => base + (aliases ? 0 : HOST_BASE * 10 + 3);
-    const dataDir = path.join(tmp, 'rogue');
-    rogue = { role: 'tserver', index: 3, rpcAddress: `${host}:${port(9100)}`, webAddress: `${host}:${port(9000)}`, dataDir, logFile: path.join(tmp, 'rogue.log'), argv: ['tserver', `--tserver_master_addrs=${cl.masterAddresses.join(',')}`, `--rpc_bind_addresses=${host}:${port(9100)}`, `--webserver_port=${port(9000)}`, `--fs_data_dirs=${dataDir}`, '--heartbeat_interval_ms=200'] };
-    const unauthBefore = await refusedUnauthenticated(master.webAddress);
-    cl.start(rogue);
-    await waitFor('the master to refuse the tserver without the secret', 30_000, async () => (await refusedUnauthenticated(master.webAddress)) > unauthBefore + 1);
-    expect(fs.readFileSync(rogue.logFile, 'utf8')).toContain('UNAUTHENTICATED');
-    expect((await cl.tabletServers()).map((t) => t.rpcAddress)).not.toContain(rogue.rpcAddress);
+    it('security: a fuzzed handshake never takes a server down; a raw call without the answer is closed 4401', async () => {
+      const master = cluster!.masters[0]!;
+      await fc.assert(
+        fc.asyncProperty(fc.boolean(), fc.uint8Array({ minLength: 1, maxLength: 1_000 }), async (afterUpgrade, bytes) => {
+          await rawExchange(master.rpcAddress, afterUpgrade ? [upgradeRequest(master.rpcAddress), Buffer.from(bytes)] : [Buffer.from(bytes)], 3_000);
+        }),
+        { numRuns: 20 },
+      );
+      const wsRaw = new WebSocket(`ws://${master.rpcAddress}/rpc`);
+      const wsClosed = new Promise<number>((resolve) => wsRaw.on('close', (code) => resolve(code)));
+      wsRaw.on('error', () => undefined);
+      await new Promise<void>((resolve) => wsRaw.once('open', () => resolve()));
+      wsRaw.send(Buffer.from([0x01, 0x02, 0x03]), { binary: true });
+      expect(await wsClosed).toBe(4401);
+      expect(cluster!.isRunning(master)).toBe(true);
+      expect(await client!.table('sec').get({ id: 1n })).toEqual({ id: 1n, v: 'one' });
+    });
+
+    it('security: a tserver without the secret cannot join: the master closes its connections and never lists it', async () => {
+      const cl = cluster!;
+      const master = cl.masters[0]!;
+      const aliases = master.rpcAddress.startsWith(`127.0.0.${HOST_BASE}:`);
+      const host = aliases ? `127.0.0.${HOST_BASE + 3}` : '127.0.0.1';
+      const port = (base: number): number => base + (aliases ? 0 : HOST_BASE * 10 + 3);
+      const dataDir = path.join(tmp, 'rogue');
+      rogue = { role: 'tserver', index: 3, rpcAddress: `${host}:${port(9100)}`, webAddress: `${host}:${port(9000)}`, dataDir, logFile: path.join(tmp, 'rogue.log'), argv: ['tserver', `--tserver_master_addrs=${cl.masterAddresses.join(',')}`, `--rpc_bind_addresses=${host}:${port(9100)}`, `--webserver_port=${port(9000)}`, `--fs_data_dirs=${dataDir}`, '--heartbeat_interval_ms=200'] };
+      const before = await refusedUnauthenticated(master.webAddress);
+      cl.start(rogue);
+      await waitFor('the master to refuse the tserver without the secret', 30_000, async () => (await refusedUnauthenticated(master.webAddress)) > before + 1);
+      expect(fs.readFileSync(rogue.logFile, 'utf8')).toContain('UNAUTHENTICATED');
+      expect((await cl.tabletServers()).map((t) => t.rpcAddress)).not.toContain(rogue.rpcAddress);
+    });
   });
 
   it('security: a server that would listen beyond loopback without a cluster secret exits 1 with a one-line error', () => {
