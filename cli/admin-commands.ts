@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import { DbError, ErrorCode } from '../common/errors';
 import { httpRequest } from '../lab/console-http';
 import { CLUSTER_SECRET_ENV, readSecretFile } from '../rpc/cluster-secret';
+import { clientTlsOf } from '../rpc/tls';
 import { tabletServerMethods } from '../rpc/service-methods';
 import type { TesseraClient } from '../client/tessera-client';
 import { checkReplicaConvergence, convergenceLine } from '../lab/verify/replica-convergence';
@@ -168,7 +169,9 @@ export function registerAdminCommands(program: Command): void {
       if (server.startsWith('http://') || server.startsWith('https://')) {
         const tokenFile = o.token_file ?? process.env[CONSOLE_TOKEN_ENV] ?? process.env[CLUSTER_SECRET_ENV];
         const token = tokenFile ? readSecretFile(tokenFile, 'token_file')[0]!.toString('utf8') : undefined;
-        const r = await httpRequest(`${server.replace(/\/$/, '')}/api/v1/flags`, { method: 'POST', body: JSON.stringify({ name: flag, value, force }), token });
+        const certsDir = opts(cmd).certs_dir ?? process.env['TESSERA_CERTS_DIR'];
+        const ca = server.startsWith('https://') && certsDir ? clientTlsOf(certsDir).ca : undefined;
+        const r = await httpRequest(`${server.replace(/\/$/, '')}/api/v1/flags`, { method: 'POST', body: JSON.stringify({ name: flag, value, force }), token, ca });
         if (r.status !== 200) {
           let err: DbError = new DbError(ErrorCode.INTERNAL, `HTTP ${r.status}: ${r.body.slice(0, 200)}`);
           try {

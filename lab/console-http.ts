@@ -3,6 +3,7 @@
  * (DESIGN §12). Every request has a timeout so a paused or partitioned node cannot hang the lab.
  */
 import * as http from 'node:http';
+import * as https from 'node:https';
 import { DbError, ErrorCode, isErrorCode } from '../common';
 
 export const CONSOLE_REQUEST_TIMEOUT_MS = 3_000;
@@ -14,9 +15,11 @@ export interface HttpReply {
   body: string;
 }
 
-export function httpRequest(url: string, opts: { method?: string; body?: string; timeoutMs?: number; token?: string | undefined } = {}): Promise<HttpReply> {
+export function httpRequest(url: string, opts: { method?: string; body?: string; timeoutMs?: number; token?: string | undefined; ca?: Buffer | undefined } = {}): Promise<HttpReply> {
+  // https (a console with --certs_dir): verified against `ca` (docs/security.md).
+  const request = url.startsWith('https:') ? (u: string, o: https.RequestOptions, cb: (res: http.IncomingMessage) => void) => https.request(u, { ...o, ...(opts.ca ? { ca: opts.ca } : {}) }, cb) : http.request;
   return new Promise((resolve, reject) => {
-    const req = http.request(
+    const req = request(
       url,
       {
         method: opts.method ?? 'GET',

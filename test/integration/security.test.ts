@@ -243,6 +243,12 @@ describe('security on real processes', () => {
     expect(Array.isArray(await c.listTables())).toBe(true);
     await c.close();
     expect(await codeOf(TesseraClient.connect({ masterAddresses: [`${host}:7100`], clusterSecretFile: secretFile, timeoutMs: 3_000 }))).not.toBe('OK');
+    // An operator's flag change over https: the CA verifies the console, the secret is the bearer token.
+    const env = { ...process.env, TESSERA_CLUSTER_SECRET_FILE: secretFile };
+    const ok = spawnSync(process.execPath, [CLI, 'admin', '--certs_dir', certs, 'set_flag', `https://${host}:7000`, 'log_level', 'info'], { encoding: 'utf8', env, timeout: 30_000 });
+    expect([ok.status, ok.stderr]).toEqual([0, '']);
+    const noCa = spawnSync(process.execPath, [CLI, 'admin', 'set_flag', `https://${host}:7000`, 'log_level', 'info'], { encoding: 'utf8', env: { ...env, TESSERA_CERTS_DIR: '' }, timeout: 30_000 });
+    expect(noCa.status).toBe(1);
   });
 
   it('security: a process lab with a console token passes it, and its servers take the dangerous TEST_ flags (--enable_test_flags)', async () => {
