@@ -1,11 +1,10 @@
 /**
  * `tessera admin --master_addresses A <command>`: YugabyteDB's yb-admin commands, by their names.
  */
+import { CLUSTER_SECRET_ENV, readSecretFile, clientTlsOf } from '../rpc';
 import type { Command } from 'commander';
 import { DbError, ErrorCode } from '../common/errors';
 import { httpRequest } from '../lab/console-http';
-import { CLUSTER_SECRET_ENV, readSecretFile } from '../rpc/cluster-secret';
-import { clientTlsOf } from '../rpc/tls';
 import { tabletServerMethods } from '../rpc/service-methods';
 import type { TesseraClient } from '../client/tessera-client';
 import { checkReplicaConvergence, convergenceLine } from '../lab/verify/replica-convergence';

@@ -1,11 +1,11 @@
 /** Output helpers shared by the commands: aligned tables for people, JSON (--json) for scripts. */
+import { CLUSTER_SECRET_ENV } from '../rpc';
 import { formatTable } from '../lab/text-table';
 import { toJson } from '../rpc/json';
 import { TesseraClient } from '../client/tessera-client';
 import { labConnectOptions } from '../lab/cluster-driver';
 import { readLabState } from '../lab/lab-state';
 import { DbError, ErrorCode } from '../common/errors';
-import { CLUSTER_SECRET_ENV } from '../rpc/cluster-secret';
 import { defaultBaseDir, pidAlive, readState } from './local-cluster';
 
 /**

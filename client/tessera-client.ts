@@ -21,6 +21,7 @@ import { Flags } from '../common/flags';
 import { masterMethods, type ListMastersResponsePB, type ListTabletServersResponsePB } from '../rpc/service-methods';
 import type { RpcClient, Transport } from '../rpc/types';
 import { WsTransport } from '../rpc/ws-transport';
+// Direct, as the other rpc/ imports here: the client loads no more of rpc/ than it uses.
 import { parseSecrets, readSecretFile } from '../rpc/cluster-secret';
 import { clientTlsOf } from '../rpc/tls';
 import { addressTranslator, translatingRpcClient } from './address-translation';

@@ -15,12 +15,12 @@
  * listen on every interface of their container, so consoleJson can read a cut-off node from inside.
  * A host client reaches the servers through clientAddressMap (advertised nI:port -> published port).
  */
+import { newSecretText } from '../rpc';
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import Docker from 'dockerode';
 import { DbError, ErrorCode } from '../common';
-import { newSecretText } from '../rpc/cluster-secret';
 import { type ClusterSpec, flagArgs, type NodeName, nodeIndex, nodeName, type ServerRole, validateSpec } from './cluster-spec';
 import type { ClusterDriver, DownOptions, FlagSetResult, LabStatus, NodeAddresses, RoleSelector, ServerState, ServerStatus } from './cluster-driver';
 import { getJson, isHealthy } from './console-http';

@@ -14,3 +14,5 @@ export * from './web-server';
 export * from './listener-limits';
 export * from './cluster-secret';
 export { ConsoleGuard, isLoopbackHost, WEBSERVER_TOKEN_FILE, type ConsoleGuardOptions, type GuardRefusal } from './console-guard';
+export * from './tls';
+export * from './rpc-auth';
