@@ -13,7 +13,7 @@
  * window's end-of-window read reports.
  */
 import { getJson } from '../lab/console-http';
-import { WAL_SLOW_SYNC_MS } from '../raft/wal/file-log-storage';
+import { WAL_SLOW_SYNC_MS } from '../raft';
 import { PeriodicRead } from './periodic-read';
 
 /** How often the sampler reads the consoles (the report's resolution for "what happened around a second"). */

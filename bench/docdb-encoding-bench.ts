@@ -5,8 +5,7 @@
  *
  * Called from bench/docdb-bench.ts; also runs alone: `node dist/bench/docdb-encoding-bench.js [--keys=N]`.
  */
-import type { DocKey } from '../docdb/doc-db-api';
-import { decodeDocHybridTimeFromEnd, decodeSubDocKey, encodeDocKey, encodeSubDocKeyFull, makeDocKey, partitionHash } from '../docdb/encoding';
+import { decodeDocHybridTimeFromEnd, decodeSubDocKey, encodeDocKey, encodeSubDocKeyFull, makeDocKey, partitionHash, type DocKey } from '../docdb';
 
 export interface EncodingFigures {
   docKeysPerSec: number;

@@ -13,9 +13,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { TxnId } from '../common/ids';
-import { DocDb } from '../docdb/doc-db';
-import type { DocKey, RowOp } from '../docdb/doc-db-api';
-import { RocksDbEngine } from '../docdb/rocksdb-engine';
+import { DocDb, RocksDbEngine, type DocKey, type RowOp } from '../docdb';
 
 const WRITE_BATCH_ROWS = 1000;
 const INTENT_BATCH_ROWS = 5000;

@@ -10,7 +10,7 @@
  */
 import { DbError, ErrorCode } from '../common/errors';
 import { httpRequest } from '../lab/console-http';
-import { EVENT_LOOP_MONITOR_MS } from '../rpc/metrics';
+import { EVENT_LOOP_MONITOR_MS } from '../rpc';
 
 /** Counter name → value, summed over the tservers (and over tablets for per-tablet gauges). */
 export type IoCounters = Map<string, number>;

@@ -24,11 +24,8 @@ import * as path from 'node:path';
 import type { NodeId } from '../common/ids';
 import { silentLogger } from '../common/log';
 import { SeededRng } from '../common/rng';
-import { RawNode } from '../raft/raw-node';
-import type { Entry, Message } from '../raft/types';
+import { FileLogStorage, LOG_PREALLOCATE_SEGMENTS, RawNode, type Entry, type Message } from '../raft';
 import { Flags } from '../common/flags';
-import { FileLogStorage } from '../raft/wal/file-log-storage';
-import { LOG_PREALLOCATE_SEGMENTS } from '../raft/wal/wal-flags';
 
 const PAYLOAD_BYTES = 100;
 const CONCURRENCY = [1, 16, 128];

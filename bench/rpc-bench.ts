@@ -11,13 +11,11 @@
  * Options: --seconds=N per case (default 3); --cluster_secret: the steady-state cases on a secured
  * server and client too; --tls: and over TLS.
  */
-import { clientTlsOf, serverTlsOf, parseSecrets, type ClusterSecrets } from '../rpc';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createCa, createNodeCert } from '../lab/tls-certs';
-import { defineMethod } from '../rpc/proto';
-import { WsTransport } from '../rpc/ws-transport';
+import { clientTlsOf, defineMethod, parseSecrets, serverTlsOf, WsTransport, type ClusterSecrets } from '../rpc';
 
 interface EchoMsg {
   data?: Uint8Array;

@@ -19,7 +19,7 @@ import * as readline from 'node:readline';
 import * as hdr from 'hdr-histogram-js';
 import { TesseraClient } from '../client/tessera-client';
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
-import { masterMethods } from '../rpc/service-methods';
+import { masterMethods } from '../rpc';
 import { flagAssignment, Flags, parseFlagArgs } from '../common/flags';
 // Registers every flag a tserver parses, so --tserver-flag is checked before any server starts.
 import '../tserver/tserver-server';

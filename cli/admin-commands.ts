@@ -5,7 +5,7 @@ import { CLUSTER_SECRET_ENV, readSecretFile, clientTlsOf } from '../rpc';
 import type { Command } from 'commander';
 import { DbError, ErrorCode } from '../common/errors';
 import { httpRequest } from '../lab/console-http';
-import { tabletServerMethods } from '../rpc/service-methods';
+import { tabletServerMethods } from '../rpc';
 import type { TesseraClient } from '../client/tessera-client';
 import { checkReplicaConvergence, convergenceLine } from '../lab/verify/replica-convergence';
 import { TRANSACTIONS_TABLE } from '../common/system-tables';

@@ -1,7 +1,7 @@
 /** Output helpers shared by the commands: aligned tables for people, JSON (--json) for scripts. */
 import { CLUSTER_SECRET_ENV } from '../rpc';
 import { formatTable } from '../lab/text-table';
-import { toJson } from '../rpc/json';
+import { toJson } from '../rpc';
 import { TesseraClient } from '../client/tessera-client';
 import { labConnectOptions } from '../lab/cluster-driver';
 import { readLabState } from '../lab/lab-state';
@@ -37,14 +37,35 @@ export function printJson(v: unknown): void {
   print(toJson(v, 2));
 }
 
-export function cellText(v: unknown): string {
-  if (v === null || v === undefined) return 'null';
-  if (v instanceof Uint8Array) return '0x' + Buffer.from(v).toString('hex');
-  return String(v);
+/** Cells wider than this are cut in tables for people (`--full` shows them whole; JSON always does). */
+export const CELL_CHARS_SHOWN = 60;
+
+/**
+ * A value as a table shows it. With `maxChars`, a longer one is cut and says its full length
+ * (`abc…(1048576 chars)`; bytes count their hex digits), so a 1 MiB value does not flood the terminal.
+ */
+export function cellText(v: unknown, maxChars?: number): string {
+  let s: string;
+  if (v === null || v === undefined) s = 'null';
+  else if (v instanceof Uint8Array) s = '0x' + Buffer.from(v).toString('hex');
+  else s = String(v);
+  if (maxChars === undefined || s.length <= maxChars) return s;
+  return `${s.slice(0, maxChars)}…(${s.length} chars)`;
 }
 
-export function printTable(headers: string[], rows: unknown[][]): void {
-  print(formatTable(headers, rows.map((r) => r.map(cellText))));
+export function printTable(headers: string[], rows: unknown[][], maxChars?: number): void {
+  print(formatTable(headers, rows.map((r) => r.map((v) => cellText(v, maxChars)))));
+}
+
+/**
+ * A closed pipe (`tessera scan t | head`) ends the command quietly with status 0, as other Unix
+ * tools do, instead of an EPIPE stack trace.
+ */
+export function exitQuietlyOnClosedPipe(stream: NodeJS.WriteStream = process.stdout): void {
+  stream.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(0);
+    throw e;
+  });
 }
 
 /** Where a command connects: --master_addresses, or --lab_dir (a `tessera lab` cluster, whichever its driver). */

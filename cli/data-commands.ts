@@ -8,7 +8,7 @@ import { DbError, ErrorCode } from '../common/errors';
 import type { ColumnSpec, ColumnType, Row } from '../client/client-types';
 import type { TableSchema } from '../client/table-schema';
 import type { TesseraClient } from '../client/tessera-client';
-import { CERTS_DIR_HELP, CLUSTER_SECRET_HELP, DEFAULT_MASTER_ADDRESSES, LAB_DIR_HELP, print, printJson, printTable, withClient } from './cli-io';
+import { CELL_CHARS_SHOWN, CERTS_DIR_HELP, CLUSTER_SECRET_HELP, DEFAULT_MASTER_ADDRESSES, LAB_DIR_HELP, print, printJson, printTable, withClient } from './cli-io';
 
 const TYPES: readonly string[] = ['int64', 'double', 'string', 'bytes', 'bool'];
 
@@ -50,7 +50,7 @@ export function parseValue(schema: TableSchema, name: string, text: string): Row
   }
 }
 
-async function parseRow(client: TesseraClient, table: string, pairs: string[]): Promise<Row> {
+export async function parseRow(client: TesseraClient, table: string, pairs: string[]): Promise<Row> {
   const loc = await client.tableLocations(table);
   const row: Row = {};
   for (const p of pairs) {
@@ -61,25 +61,43 @@ async function parseRow(client: TesseraClient, table: string, pairs: string[]): 
   return row;
 }
 
-function printRows(rows: Row[], json: boolean): void {
-  if (json) return printJson({ rows });
-  if (rows.length === 0) return print('(no rows)');
-  const headers = Object.keys(rows[0]!);
-  printTable(headers, rows.map((r) => headers.map((h) => r[h])));
+interface RowPrintOptions {
+  json?: boolean;
+  /** Show long values whole instead of cut at CELL_CHARS_SHOWN. */
+  full?: boolean;
+  /** Only these columns, in this order. */
+  columns?: string[];
 }
 
-interface CommonOpts {
+function printRows(rows: Row[], o: RowPrintOptions): void {
+  const pick = (r: Row): Row => (o.columns ? Object.fromEntries(o.columns.map((c) => [c, r[c] ?? null])) : r);
+  if (o.json) return printJson({ rows: rows.map(pick) });
+  if (rows.length === 0) return print('(no rows)');
+  const headers = o.columns ?? Object.keys(rows[0]!);
+  printTable(headers, rows.map((r) => headers.map((h) => r[h])), o.full ? undefined : CELL_CHARS_SHOWN);
+}
+
+/** --columns a,b checked against the table's schema, so a typo is an error rather than a column of nulls. */
+function parseColumnList(schema: TableSchema, list: string | undefined): string[] | undefined {
+  if (list === undefined) return undefined;
+  const cols = list.split(',').map((c) => c.trim()).filter(Boolean);
+  if (cols.length === 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, '--columns needs at least one column name');
+  for (const c of cols) if (!schema.byName.has(c)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `table ${schema.name} has no column ${c} (it has ${schema.columns.map((x) => x.name).join(', ')})`);
+  return cols;
+}
+
+export interface CommonOpts {
   master_addresses: string;
   lab_dir?: string;
   timeout_ms?: string;
   json?: boolean;
 }
 
-function common(c: Command): Command {
+export function common(c: Command): Command {
   return c.option('--master_addresses <addrs>', 'comma-separated master RPC addresses', DEFAULT_MASTER_ADDRESSES).option('--lab_dir <dir>', LAB_DIR_HELP).option('--cluster_secret_file <path>', CLUSTER_SECRET_HELP).option('--certs_dir <dir>', CERTS_DIR_HELP).option('--timeout_ms <ms>', 'deadline of the operation').option('--json', 'machine-readable output');
 }
 
-const timeout = (o: CommonOpts): number | undefined => (o.timeout_ms ? Number(o.timeout_ms) : undefined);
+export const timeout = (o: CommonOpts): number | undefined => (o.timeout_ms ? Number(o.timeout_ms) : undefined);
 
 export function registerDataCommands(program: Command): void {
   common(program.command('create-table <name>').description('create a table: --columns "id:int64,value:string" --hash id [--range c] [--tablets N] [--rf N]'))
@@ -122,9 +140,17 @@ export function registerDataCommands(program: Command): void {
     const sc = loc.schema;
     const keyOf = (n: string): string => (sc.hash.some((c) => c.name === n) ? 'HASH' : sc.range.some((c) => c.name === n) ? 'RANGE' : '');
     const columns = sc.columns.map((c) => ({ name: c.name, id: c.id, type: c.type, nullable: c.nullable, key: keyOf(c.name) }));
-    if (o.json) return printJson({ name: sc.name, id: sc.id, schemaVersion: sc.version, columns, tablets: loc.tablets.length });
+    const tablets = loc.tablets.map((t) => ({
+      tabletId: t.tabletId,
+      partition: [t.start, t.end],
+      leader: t.replicas.find((r) => r.role === 'LEADER')?.rpcAddress ?? null,
+      followers: t.replicas.filter((r) => r.role !== 'LEADER').map((r) => r.rpcAddress),
+    }));
+    if (o.json) return printJson({ name: sc.name, id: sc.id, schemaVersion: sc.version, columns, tablets: loc.tablets.length, tabletLocations: tablets });
     print(`table ${sc.name} (${sc.id}): schema version ${sc.version}, ${loc.tablets.length} tablet(s)`);
     printTable(['column', 'id', 'type', 'nullable', 'key'], columns.map((c) => [c.name, c.id, c.type, c.nullable, c.key]));
+    print('');
+    printTable(['tablet', 'hash range', 'leader', 'followers'], tablets.map((t) => [t.tabletId, `[${t.partition[0]}, ${t.partition[1]})`, t.leader ?? '(none yet)', t.followers.join(' ')]));
   });
 
   common(program.command('alter-table <name>').description('change a table: --add_columns "c:string,d:int64" --drop_columns b --rename_columns old:new --rename_to NAME (any mix, one schema version)'))
@@ -179,18 +205,32 @@ export function registerDataCommands(program: Command): void {
     });
   }
 
-  common(program.command('get <table> <key...>').description('read the row with this key: col=value ...')).action(async (table: string, key: string[], o: CommonOpts) => {
-    const row = await withClient(o, timeout(o), async (c) => c.table(table).get(await parseRow(c, table, key)));
-    if (!row) throw new DbError(ErrorCode.NOT_FOUND, `no row with key ${key.join(' ')} in table ${table}`);
-    printRows([row], o.json ?? false);
-  });
+  const COLUMNS_HELP = 'only these columns, in this order (comma list)';
+  const FULL_HELP = `show long values whole (a table cuts them at ${CELL_CHARS_SHOWN} characters and says their length)`;
+  common(program.command('get <table> <key...>').description('read the row with this key: col=value ...'))
+    .option('--columns <cols>', COLUMNS_HELP)
+    .option('--full', FULL_HELP)
+    .action(async (table: string, key: string[], o: CommonOpts & { columns?: string; full?: boolean }) => {
+      const { row, columns } = await withClient(o, timeout(o), async (c) => {
+        const loc = await c.tableLocations(table);
+        const cols = parseColumnList(loc.schema, o.columns);
+        return { row: await c.table(table).get(await parseRow(c, table, key)), columns: cols };
+      });
+      if (!row) throw new DbError(ErrorCode.NOT_FOUND, `no row with key ${key.join(' ')} in table ${table}`);
+      printRows([row], { json: o.json ?? false, full: o.full ?? false, ...(columns ? { columns } : {}) });
+    });
 
   common(program.command('scan <table>').description('rows of a table in key order'))
     .option('--limit <n>', 'rows at most', '100')
-    .action(async (table: string, o: CommonOpts & { limit: string }) => {
+    .option('--columns <cols>', COLUMNS_HELP)
+    .option('--full', FULL_HELP)
+    .action(async (table: string, o: CommonOpts & { limit: string; columns?: string; full?: boolean }) => {
       const limit = Number(o.limit);
       if (!Number.isInteger(limit) || limit < 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--limit must be a non-negative integer`);
-      const rows = await withClient(o, timeout(o), (c) => c.table(table).scan({ limit }));
-      printRows(rows, o.json ?? false);
+      const { rows, columns } = await withClient(o, timeout(o), async (c) => {
+        const cols = parseColumnList((await c.tableLocations(table)).schema, o.columns);
+        return { rows: await c.table(table).scan({ limit }), columns: cols };
+      });
+      printRows(rows, { json: o.json ?? false, full: o.full ?? false, ...(columns ? { columns } : {}) });
     });
 }

@@ -31,6 +31,8 @@ async function main(): Promise<void> {
     }
     return;
   }
+  const { exitQuietlyOnClosedPipe } = await import('./cli-io');
+  exitQuietlyOnClosedPipe();
   const { buildProgram } = await import('./program');
   const { CommanderError } = await import('commander');
   const program = buildProgram();

@@ -7,6 +7,7 @@ import { DbError, ErrorCode } from '../common/errors';
 import { runMaster, runTServer } from './server-commands';
 import { registerAdminCommands } from './admin-commands';
 import { registerDataCommands } from './data-commands';
+import { registerRowCommands } from './row-commands';
 import { registerCertCommands } from './cert-commands';
 import { registerDeployCommands } from './deploy-commands';
 import { registerClusterCommands } from './cluster-commands';
@@ -37,6 +38,7 @@ export function buildProgram(): Command {
   registerClusterCommands(program);
   registerAdminCommands(program);
   registerDataCommands(program);
+  registerRowCommands(program);
   registerCertCommands(program);
   registerDeployCommands(program);
   registerLabCommands(program);

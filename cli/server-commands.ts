@@ -6,9 +6,7 @@
 import { UV_THREADPOOL_SIZE } from '../common/common-flags';
 import { Flags, parseFlagArgs } from '../common/flags';
 import { masterMain } from '../master/master-server';
-import { defineMethod } from '../rpc/proto';
-import { masterMethods, TSERVER_ADMIN_SERVICE, TSERVER_SERVICE } from '../rpc/service-methods';
-import { WsTransport } from '../rpc/ws-transport';
+import { defineMethod, masterMethods, TSERVER_ADMIN_SERVICE, TSERVER_SERVICE, WsTransport } from '../rpc';
 import type { TServerMethods } from '../tserver/tablet-service';
 import { tserverMain, type TServerWiring } from '../tserver/tserver-server';
 

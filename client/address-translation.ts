@@ -7,7 +7,7 @@
  * moment it dials: one wrapper around the RpcClient covers the master proxy, tablet invoker, status
  * tablet proxy and the admin commands that reuse the connection pool.
  */
-import type { CallOptions, MethodDef, OnewayDef, RpcClient } from '../rpc/types';
+import type { CallOptions, MethodDef, OnewayDef, RpcClient } from '../rpc';
 
 export type AddressTranslator = (address: string) => string;
 

@@ -3,3 +3,4 @@ export { TesseraClient, DEFAULT_TIMEOUT_MS } from './tessera-client';
 export { Table } from './table';
 export type * from './client-types';
 export { Transaction, type TransactionOptions, type CommitResult, type IsolationLevel, type TransactionState } from './transaction';
+export type { RowCheck, RowCheckOp, RowLock, RowMutationSpec, RowOpOptions, MutateRowsResult } from './row-ops';

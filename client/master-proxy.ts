@@ -8,7 +8,7 @@
  * creator).
  */
 import { DbError, ErrorCode } from '../common/errors';
-import type { MethodDef, RpcClient } from '../rpc/types';
+import type { MethodDef, RpcClient } from '../rpc';
 import { ATTEMPTS_MAX, backoffMs, Deadline, sleep } from './retry-policy';
 
 export class MasterProxy {

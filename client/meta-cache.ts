@@ -6,7 +6,7 @@
  */
 import { DbError, ErrorCode } from '../common/errors';
 import { OldestKeys } from '../common/oldest-keys';
-import { masterMethods } from '../rpc/service-methods';
+import { masterMethods } from '../rpc';
 import type { MasterProxy } from './master-proxy';
 import type { Deadline } from './retry-policy';
 import { TableSchema } from './table-schema';

@@ -9,8 +9,7 @@
  */
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
 import { DbError, ErrorCode } from '../common/errors';
-import { masterMethods } from '../rpc/service-methods';
-import type { MethodDef, RpcClient } from '../rpc/types';
+import { masterMethods, type MethodDef, type RpcClient } from '../rpc';
 import type { MasterProxy } from './master-proxy';
 import { ATTEMPTS_MAX, backoffMs, type Deadline, sleep } from './retry-policy';
 import { ReplicaHealth } from './replica-health';

@@ -4,7 +4,7 @@
  */
 import { DbError, ErrorCode } from '../common/errors';
 import { encodeDocKeyBytes, partitionHash, type KeyValue } from '../common/partition-hash';
-import type { ColumnValuePB, DocKeyPB, RowOpPB, RowPB, TableInfoPB, ValuePB } from '../rpc/service-methods';
+import type { ColumnValuePB, DocKeyPB, RowOpPB, RowPB, TableInfoPB, ValuePB } from '../rpc';
 import type { ColumnType, ColumnValue, Row } from './client-types';
 
 export interface ClientColumn {

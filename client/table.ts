@@ -26,6 +26,7 @@ import type { TableLocations } from './meta-cache';
 import type { TableSchema } from './table-schema';
 import type { TxnWriteCoalescer } from './txn-write-coalescer';
 import { approxOpBytes, WRITE_BYTES_PER_RPC_MAX } from './write-size';
+import { RowOps, type MutateRowsResult, type RowCheck, type RowLock, type RowMutationSpec, type RowOpOptions } from './row-ops';
 
 export { WRITE_BYTES_PER_RPC_MAX } from './write-size';
 
@@ -371,6 +372,57 @@ export class Table {
   /** Delete the row with this key (only key columns are needed). */
   delete(key: Row, o?: CallOptions): Promise<void> {
     return this.write('DELETE', key, o);
+  }
+
+  // ---- atomic row operations and row locks (client/row-ops.ts, docs/rows.md) -----------------------
+
+  private rowOpsValue: RowOps | undefined;
+
+  private rowOps(): RowOps {
+    if (this.txn) throw new DbError(ErrorCode.NOT_SUPPORTED, 'row operations and row locks run outside transactions (use the transaction\'s reads and writes inside one)');
+    this.checkWritable();
+    this.rowOpsValue ??= new RowOps({ table: this.name, cache: this.cache, invoker: this.invoker, defaultTimeoutMs: this.defaultTimeoutMs });
+    return this.rowOpsValue;
+  }
+
+  /** Add to int64 columns of one row atomically (absent counts as 0); answers their new values. */
+  async increment(key: Row, by: Record<string, bigint | number>, o?: RowOpOptions): Promise<Row> {
+    return (await this.rowOps().mutateRows([{ key, increment: by }], o)).results[0] ?? {};
+  }
+
+  /** Append to string/bytes columns of one row atomically; answers their new values. */
+  async append(key: Row, values: Record<string, string | Uint8Array>, o?: RowOpOptions): Promise<Row> {
+    return (await this.rowOps().mutateRows([{ key, append: values }], o)).results[0] ?? {};
+  }
+
+  /** Apply `mutation` to the row if every check holds (one Raft entry); answers whether it applied. */
+  async checkAndMutate(key: Row, checks: RowCheck | RowCheck[], mutation: Omit<RowMutationSpec, 'if'>, o?: RowOpOptions): Promise<boolean> {
+    return (await this.rowOps().mutateRows([{ key, ...mutation, if: Array.isArray(checks) ? checks : [checks] }], o)).applied;
+  }
+
+  /** Puts, deletes, increments and appends of one row together (HBase's RowMutations). */
+  async mutateRow(key: Row, mutation: RowMutationSpec, o?: RowOpOptions): Promise<MutateRowsResult> {
+    return this.rowOps().mutateRows([{ key, ...mutation }], o);
+  }
+
+  /** Several rows of ONE tablet atomically (checks included); CROSS_TABLET_MUTATION when they span tablets. */
+  async mutateRows(rows: ReadonlyArray<{ key: Row } & RowMutationSpec>, o?: RowOpOptions): Promise<MutateRowsResult> {
+    return this.rowOps().mutateRows(rows, o);
+  }
+
+  /** Lock one row with a lease (default: the tserver's row_lock_lease_ms); ROW_LOCKED when held by another, unless `wait`. */
+  lockRow(key: Row, o?: CallOptions & { leaseMs?: number; wait?: boolean; holder?: string }): Promise<RowLock> {
+    return this.rowOps().lockRow(key, o);
+  }
+
+  /** Extend a held lock's lease from now; ROW_LOCK_NOT_HELD when it ended. */
+  renewRowLock(lock: RowLock, o?: CallOptions & { leaseMs?: number }): Promise<RowLock> {
+    return this.rowOps().renewRowLock(lock, o);
+  }
+
+  /** Release a held lock; ROW_LOCK_NOT_HELD for a wrong id or a lock that already ended. */
+  unlockRow(lock: RowLock, o?: CallOptions): Promise<void> {
+    return this.rowOps().unlockRow(lock, o);
   }
 
   /** The row with this key, or undefined. */

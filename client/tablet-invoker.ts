@@ -13,10 +13,9 @@
  * after an unknown outcome (a lost connection, a timed-out attempt, a replica shutting down).
  */
 import { DbError, ErrorCode } from '../common/errors';
-import type { MethodDef, RpcClient } from '../rpc/types';
+import { tabletServerMethods, type MethodDef, type RpcClient, type WriteRequestPB, type WriteResponsePB } from '../rpc';
 import { tabletForHash, type MetaCache, type TableLocations, type TabletLocation } from './meta-cache';
 import { ATTEMPTS_MAX, backoffMs, Deadline, isRetryable, sleep } from './retry-policy';
-import { tabletServerMethods, type WriteRequestPB, type WriteResponsePB } from '../rpc/service-methods';
 import { RequestIds } from './request-ids';
 import { ReplicaHealth } from './replica-health';
 

@@ -18,12 +18,7 @@
 import { TxnWriteCoalescer } from './txn-write-coalescer';
 import { DbError, ErrorCode } from '../common/errors';
 import { Flags } from '../common/flags';
-import { masterMethods, type ListMastersResponsePB, type ListTabletServersResponsePB } from '../rpc/service-methods';
-import type { RpcClient, Transport } from '../rpc/types';
-import { WsTransport } from '../rpc/ws-transport';
-// Direct, as the other rpc/ imports here: the client loads no more of rpc/ than it uses.
-import { parseSecrets, readSecretFile } from '../rpc/cluster-secret';
-import { clientTlsOf } from '../rpc/tls';
+import { clientTlsOf, masterMethods, parseSecrets, readSecretFile, WsTransport, type ListMastersResponsePB, type ListTabletServersResponsePB, type RpcClient, type Transport } from '../rpc';
 import { addressTranslator, translatingRpcClient } from './address-translation';
 import type { AlterTableOptions, AlterTableProgress, ConnectOptions, CreateTableOptions, TableSummary, CallOptions } from './client-types';
 import { MasterProxy } from './master-proxy';

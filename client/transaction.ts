@@ -1,5 +1,5 @@
 /**
- * A distributed transaction as the client runs it (DESIGN.md §5, YugabyteDB's client/transaction.cc):
+ * A distributed transaction as the client runs it (docs/architecture.md §Transactions, YugabyteDB's client/transaction.cc):
  *
  *   const txn = await client.beginTransaction({ isolation: 'snapshot' });
  *   await txn.table('accounts').update({ id: 1n, balance: 90n });
@@ -27,7 +27,7 @@
 import type { TxnWriteCoalescer } from './txn-write-coalescer';
 import { randomBytes } from 'node:crypto';
 import { DbError, ErrorCode } from '../common/errors';
-import { txnCoordinatorMethods, type TxnContextPB } from '../rpc/service-methods';
+import { txnCoordinatorMethods, type TxnContextPB } from '../rpc';
 import type { CallOptions, ReadOptions, Row, ScanOptions } from './client-types';
 import type { MetaCache } from './meta-cache';
 import { Deadline } from './retry-policy';

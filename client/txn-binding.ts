@@ -3,7 +3,7 @@
  * read time, where to record participant tablets, and what to do when an operation fails. Kept as
  * an interface so table.ts stays ignorant of coordinators and heartbeats.
  */
-import type { TxnContextPB } from '../rpc/service-methods';
+import type { TxnContextPB } from '../rpc';
 
 export interface TxnBinding {
   /** The context for the next operation; throws the transaction's error when it can no longer run one. */

@@ -11,7 +11,7 @@
  * request-level failure is every write's failure, as if each had been sent alone.
  */
 import { DbError } from '../common/errors';
-import { type RowOpPB, type TxnContextPB, type WriteItemPB, type WriteRequestPB } from '../rpc/service-methods';
+import { type RowOpPB, type TxnContextPB, type WriteItemPB, type WriteRequestPB } from '../rpc';
 import type { Deadline } from './retry-policy';
 import type { TabletInvoker } from './tablet-invoker';
 import { TXN_FATAL_CODES } from './txn-binding';

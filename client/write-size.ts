@@ -2,7 +2,7 @@
  * How much a write request carries: one Write RPC (a batch of rows, or coalesced writes) holds at
  * most WRITE_BYTES_PER_RPC_MAX of values, measured with approxOpBytes before it is encoded.
  */
-import type { RowOpPB } from '../rpc/service-methods';
+import type { RowOpPB } from '../rpc';
 
 /**
  * Value bytes per write RPC at most (a chunk closes before a row that would pass it; a single larger

@@ -1,6 +1,6 @@
 /**
  * Invariant checks. A failed assertion is a bug in tessera, never an operating error:
- * it throws an AssertionError that nothing may catch and recover from (see CONVENTIONS.md).
+ * it throws an AssertionError that nothing may catch and recover from (see docs/conventions.md).
  */
 export class AssertionError extends Error {
   override readonly name = 'AssertionError';

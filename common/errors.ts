@@ -59,6 +59,22 @@ export const ErrorCode = {
    */
   SERVER_EXITED: 'SERVER_EXITED',
   /**
+   * Nothing was done: a mutateRows call names rows of more than one tablet (details.tablets); it is
+   * atomic only inside one tablet, and is never split silently (docs/rows.md).
+   */
+  CROSS_TABLET_MUTATION: 'CROSS_TABLET_MUTATION',
+  /** Nothing was done: the row is locked by another holder (lockRow; details.token, details.leaseLeftMs). */
+  ROW_LOCKED: 'ROW_LOCKED',
+  /**
+   * Nothing was done: the write carries a row lock that is no longer the row's live lock (its lease
+   * ran out, it was released, or a newer lock with a higher fencing token took the row).
+   */
+  FENCED: 'FENCED',
+  /** Nothing was done: renew/unlock named a lock id that does not hold the row (wrong id, released, expired). */
+  ROW_LOCK_NOT_HELD: 'ROW_LOCK_NOT_HELD',
+  /** Nothing was done: the value a row operation would write is larger than the cell limit (row_cell_bytes_max). */
+  VALUE_TOO_LARGE: 'VALUE_TOO_LARGE',
+  /**
    * The peer did not prove it holds the cluster secret (RPC) or a console token (HTTP 401): no
    * credentials, wrong ones, or a handshake that never completed. See docs/security.md.
    */

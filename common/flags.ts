@@ -1,5 +1,5 @@
 /**
- * The flag registry (DESIGN §7). Definitions are global (a flag is defined once, next to the code it
+ * The flag registry (docs/flags.md). Definitions are global (a flag is defined once, next to the code it
  * governs); values live in a `Flags` instance per server, so several servers in one process (tests,
  * simulation) can carry different values — a TEST_ flag set on node 0 affects node 0 only.
  */

@@ -3,5 +3,5 @@
  * not write them; tservers recognise their tablets (status tablets) by the name.
  */
 
-/** The transaction status table (YugabyteDB: system.transactions; DESIGN.md §5): one record per distributed transaction, on its status tablet. */
+/** The transaction status table (YugabyteDB: system.transactions; docs/architecture.md §Transactions): one record per distributed transaction, on its status tablet. */
 export const TRANSACTIONS_TABLE = 'transactions';

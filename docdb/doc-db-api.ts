@@ -5,18 +5,9 @@
  */
 import type { HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
-import type { WriteCounts } from './frontier-db';
-import type { StoredValue, SubKind } from './row-assembler';
+import { Isolation, type DocKey, type Primitive } from './encoding/types';
 
-/** A column or key value. bigint = int64, number = double, Uint8Array = bytes. */
-export type Primitive = null | boolean | bigint | number | string | Uint8Array;
-
-export interface DocKey {
-  /** 16-bit partition hash of the hashed components (0 when the table has no hash columns). */
-  hash: number;
-  hashed: Primitive[];
-  range: Primitive[];
-}
+export { Isolation, type DocKey, type Primitive };
 
 export interface OpId {
   term: number;
@@ -43,6 +34,26 @@ export interface Row {
   writeHt: HybridTime;
 }
 
+/** A stored value, independent of its byte encoding. */
+export type StoredValue =
+  | { type: 'primitive'; value: Primitive; ttlMs?: number }
+  | { type: 'tombstone' }
+  | { type: 'liveness'; ttlMs?: number };
+
+/** Which part of the row a version belongs to. */
+export type SubKind = { kind: 'row' } | { kind: 'liveness' } | { kind: 'column'; id: number };
+
+/** What this database was asked to write since it opened (each batch is one engine call: one RocksDB write). */
+export interface WriteCounts {
+  batches: number;
+  /** Of `batches`, the synced ones (a RocksDB WAL fsync each). */
+  syncedBatches: number;
+  /** Ops in those batches by kind; a delRange counts once, before it is expanded into point deletes. */
+  puts: number;
+  dels: number;
+  delRanges: number;
+}
+
 export const TxnStatus = { PENDING: 'PENDING', COMMITTED: 'COMMITTED', ABORTED: 'ABORTED' } as const;
 export type TxnStatus = (typeof TxnStatus)[keyof typeof TxnStatus];
 
@@ -54,8 +65,6 @@ export type TxnStatusAnswer =
 /** How a reader learns the fate of another transaction whose intent it met (cached by the caller). */
 export type StatusResolver = (txnId: TxnId, readHt: HybridTime) => Promise<TxnStatusAnswer>;
 
-export const Isolation = { SNAPSHOT: 'snapshot', SERIALIZABLE: 'serializable' } as const;
-export type Isolation = (typeof Isolation)[keyof typeof Isolation];
 
 export interface TxnMeta {
   txnId: TxnId;

@@ -3,19 +3,10 @@
  * from, atomically, and the in-memory copy only moves forward.
  */
 import type { KvEngine, KvOp } from './kv-engine';
-import type { OpId } from './doc-db-api';
+import type { OpId, WriteCounts } from './doc-db-api';
 import { decodeOpId, encodeOpId, FRONTIER_KEY, OP_ID_ZERO, opIdMax, SYNC_MARK_KEY } from './frontier';
 
-/** What this database was asked to write since it opened (each batch is one engine call: one RocksDB write). */
-export interface WriteCounts {
-  batches: number;
-  /** Of `batches`, the synced ones (a RocksDB WAL fsync each). */
-  syncedBatches: number;
-  /** Ops in those batches by kind; a delRange counts once, before it is expanded into point deletes. */
-  puts: number;
-  dels: number;
-  delRanges: number;
-}
+export type { WriteCounts } from './doc-db-api';
 
 export class FrontierDb {
   private constructor(

@@ -1,7 +1,7 @@
 /**
  * The frontier: the newest Raft op id whose effects a database holds. Every write batch to RegularDB
  * or IntentsDB stores it under FRONTIER_KEY in the same batch, so after a crash the database says
- * exactly which Raft entries it already contains (DESIGN §3: the RocksDB databases are not the WAL).
+ * exactly which Raft entries it already contains (docs/architecture.md §Raft: the RocksDB databases are not the WAL).
  */
 import { assert } from '../common/assert';
 import type { OpId } from './doc-db-api';

@@ -1,5 +1,5 @@
 /**
- * IntentsDB: provisional records of running transactions (DESIGN §4), three kinds of record:
+ * IntentsDB: provisional records of running transactions (docs/architecture.md §DocDB), three kinds of record:
  *   intent          SubDocKey-without-time + 13 + intent-type-set + DocHybridTime → txn id, write id, value
  *   reverse index   'x' + txn id + DocHybridTime → intent key      (lets apply/abort find every intent)
  *   metadata        'x' + txn id → TxnMeta + next write id

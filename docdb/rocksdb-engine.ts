@@ -6,7 +6,7 @@
  *
  * Binding limits, and what we do about them:
  * - RocksDB's own WAL cannot be disabled through this binding (no `disableWAL` write option), so it
- *   stays on. DESIGN §3 makes the Raft log the real WAL and frontiers make replay idempotent, so the
+ *   stays on. docs/architecture.md §Raft makes the Raft log the real WAL and frontiers make replay idempotent, so the
  *   RocksDB WAL is redundant but harmless (it only costs write bandwidth).
  * - No explicit flush: RocksDB's CompactRange flushes the memtable overlapping the range first, so
  *   flush() is a compactRange over the whole key space.

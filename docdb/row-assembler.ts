@@ -3,7 +3,7 @@
  * ones from RegularDB, committed-but-unapplied intents (already mapped to their commit time) and the
  * reading transaction's own intents — decide what the row looks like at `readHt`.
  *
- * Rules (YugabyteDB's document model, DESIGN §4):
+ * Rules (YugabyteDB's document model, docs/architecture.md §DocDB):
  * - per sub-key (row level, liveness, each column) the newest visible version wins; "newest" orders by
  *   (own-txn first, hybrid time, write id), so a transaction always sees its own latest write;
  * - a row-level tombstone shadows every sub-key version older than itself;
@@ -15,16 +15,9 @@
  *   at that time (READ_RESTART), because our clock may lag the writer's by up to the skew bound.
  */
 import { htAddMicros, type HybridTime } from '../common/hybrid-time';
-import type { DocKey, Primitive, Row } from './doc-db-api';
+import type { DocKey, Primitive, Row, StoredValue, SubKind } from './doc-db-api';
 
-/** A stored value, independent of its byte encoding. */
-export type StoredValue =
-  | { type: 'primitive'; value: Primitive; ttlMs?: number }
-  | { type: 'tombstone' }
-  | { type: 'liveness'; ttlMs?: number };
-
-/** Which part of the row a version belongs to. */
-export type SubKind = { kind: 'row' } | { kind: 'liveness' } | { kind: 'column'; id: number };
+export type { StoredValue, SubKind } from './doc-db-api';
 
 export interface CellVersion {
   sub: SubKind;

@@ -3,7 +3,6 @@
  * `tessera lab` commands speak only this interface; the driver decides what "kill", "pause" or
  * "partition" means for its kind of node.
  */
-import type { CallsInFlight } from './rpcz-calls';
 import type { ClusterSpec, DriverKind, NodeName, ServerRole } from './cluster-spec';
 import type { CutLink } from './partition-plan';
 
@@ -28,6 +27,16 @@ export interface NodeAddresses {
 }
 
 export type ServerState = 'running' | 'paused' | 'stopped';
+
+/** Calls in flight on one server, from its /rpcz (rpcz-calls.ts reads them). */
+export interface CallsInFlight {
+  /** Calls this server is answering now. */
+  inbound: number;
+  /** Calls this server waits on now. */
+  outbound: number;
+  /** Age of the oldest of them, ms (0 with none). */
+  oldestMs: number;
+}
 
 export interface ServerStatus extends ServerAddresses {
   state: ServerState;

@@ -1,5 +1,5 @@
 /**
- * What a lab cluster is made of (DESIGN §9, issue 7). A node is one tserver plus, on the first 1 or 3
+ * What a lab cluster is made of (docs/architecture.md §Lab, issue 7). A node is one tserver plus, on the first 1 or 3
  * nodes, a master — the same shape yugabyted gives. Flags are kept as text (`name -> value`) because
  * they are passed on to server command lines, where the servers' own registries validate them.
  */

@@ -1,6 +1,6 @@
 /**
  * Talking to a server's web console from the lab: health checks and run-time flag changes
- * (DESIGN §12). Every request has a timeout so a paused or partitioned node cannot hang the lab.
+ * (docs/architecture.md §Contracts). Every request has a timeout so a paused or partitioned node cannot hang the lab.
  */
 import * as http from 'node:http';
 import * as https from 'node:https';

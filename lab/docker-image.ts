@@ -1,5 +1,5 @@
 /**
- * The lab's Docker image, built without any registry (DESIGN §9): the inputs (image-inputs.ts) are
+ * The lab's Docker image, built without any registry (docs/architecture.md §Lab): the inputs (image-inputs.ts) are
  * staged in a build folder (hard links where possible), sent as an uncompressed tar context and built
  * `FROM scratch`, or — with baseImage, for machines that can pull — from an official Node image with
  * only the app copied in. The tag is a hash of the inputs (tessera-lab:<12 hex>), so an unchanged

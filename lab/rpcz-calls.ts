@@ -3,19 +3,12 @@
  * ways, and the age of the oldest): a server that calls pile up on — a slow disk, a paused peer it
  * waits for — stands out in the table. Best effort: a server that does not answer in time gets none.
  */
-import type { ServerStatus } from './cluster-driver';
+import type { CallsInFlight, ServerStatus } from './cluster-driver';
 import { getJson } from './console-http';
 
 const RPCZ_TIMEOUT_MS = 1_500;
 
-export interface CallsInFlight {
-  /** Calls this server is answering now. */
-  inbound: number;
-  /** Calls this server waits on now. */
-  outbound: number;
-  /** Age of the oldest of them, ms (0 with none). */
-  oldestMs: number;
-}
+export type { CallsInFlight } from './cluster-driver';
 
 interface RpczSide {
   callsInFlight?: unknown;

@@ -1,5 +1,5 @@
 /**
- * Tablets and leaders per tserver, read from a master's /api/v1/tablet-servers (DESIGN §12) for
+ * Tablets and leaders per tserver, read from a master's /api/v1/tablet-servers (docs/architecture.md §Contracts) for
  * `lab status`. Best effort: a lab of fake nodes or a master that is down just yields no counts.
  */
 import { getJson } from './console-http';

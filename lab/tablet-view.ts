@@ -1,5 +1,5 @@
 /**
- * What each node's tserver says about its tablet replicas (GET /api/v1/tablets, DESIGN §12), for
+ * What each node's tserver says about its tablet replicas (GET /api/v1/tablets, docs/architecture.md §Contracts), for
  * `lab status`, experiments and tests: per-node rows, leaders by tablet, and "has this node caught
  * up" — a replica has caught up when its appliedIndex reached its tablet leader's appliedIndex.
  */

@@ -18,7 +18,7 @@ import type { Flags } from '../common/flags';
 import type { HybridClock } from '../common/hybrid-clock';
 import { newId } from '../common/ids';
 import type { Logger } from '../common/log';
-import type { RpcClient } from '../rpc/types';
+import type { RpcClient } from '../rpc';
 import {
   tabletServerMethods,
   type AlterSchemaRequestPB,
@@ -33,7 +33,7 @@ import {
   type TableInfoPB,
   type TableSchemaPB,
   type TabletServerInfoPB,
-} from '../rpc/service-methods';
+} from '../rpc';
 import { tableByName, tabletsOf } from './catalog-state';
 import { schemaVersionOf, type CatalogState, type ReplicaDef, type TableInfo, type TabletInfo } from './catalog-types';
 import { hashPartitions, validateAlterTable, validateCreateTable } from './ddl-validation';
@@ -378,7 +378,7 @@ export class CatalogManager {
     };
   }
 
-  /** The /api/v1/table shape (DESIGN §12). */
+  /** The /api/v1/table shape (docs/architecture.md §Contracts). */
   locationsJson(t: TableInfo): TableLocationJson {
     const now = this.now();
     const version = schemaVersionOf(t);
@@ -518,7 +518,7 @@ export class CatalogManager {
     const reg = this.deps.registry;
     const m = tabletServerMethods();
     const calls: Array<Promise<unknown>> = [];
-    const call = <Req, Resp>(addr: string, def: import('../rpc/types').MethodDef<Req, Resp>, req: Req, what: Record<string, unknown>): void => {
+    const call = <Req, Resp>(addr: string, def: import('../rpc').MethodDef<Req, Resp>, req: Req, what: Record<string, unknown>): void => {
       if (calls.length >= ROUND_RPCS_MAX) return;
       calls.push(
         this.deps.client.call(addr, def, req, { timeoutMs: ADMIN_RPC_TIMEOUT_MS }).catch((err: unknown) => {

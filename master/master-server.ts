@@ -10,14 +10,8 @@ import { HybridClock } from '../common/hybrid-clock';
 import { LOG_LEVEL } from '../common/common-flags';
 import { createLogger, followLogLevel, LogRing, type Logger } from '../common/log';
 import { MathRng } from '../common/rng';
-import { decodeMessage, encodeMessage } from '../raft/message-codec';
-import type { Message } from '../raft/types';
-import { Metrics, rpcConnectionsOf } from '../rpc/metrics';
-import { rpczOf } from '../rpc/rpcz';
-import { masterMethods, raftBatchMethod, tabletServerMethods, type ListMastersResponsePB, type RaftEnvelopePB } from '../rpc/service-methods';
-import type { RpcClient, RpcServer, Transport } from '../rpc/types';
-import { WebServer } from '../rpc/web-server';
-import { WsTransport } from '../rpc/ws-transport';
+import { decodeMessage, encodeMessage, type Message } from '../raft';
+import { masterMethods, Metrics, peerClient, raftBatchMethod, rpcConnectionsOf, rpczOf, tabletServerMethods, WebServer, WsTransport, type ListMastersResponsePB, type RaftEnvelopePB, type RpcClient, type RpcServer, type Transport } from '../rpc';
 import { CatalogManager, tableToPb } from './catalog-manager';
 import {
   CATALOG_RECONCILE_INTERVAL_MS,
@@ -33,7 +27,6 @@ import {
 } from './master-flags';
 import type { MasterInfo } from './master-info';
 import { droppedPeers } from '../common/server-flags';
-import { peerClient } from '../rpc/peer-client';
 import { registerMasterPages } from './master-web';
 import { SYS_CATALOG_GROUP_ID, SysCatalog } from './sys-catalog';
 import { TServerRegistry } from './tserver-registry';

@@ -1,12 +1,11 @@
 /**
  * The master console (port 7000): /tablet-servers, /tables, /table?name=|id=, /masters, each with its
- * JSON twin of DESIGN §12, plus the kit's /varz /metrics /logs /healthz /threadz. A follower master's pages
+ * JSON twin of docs/architecture.md §Contracts, plus the kit's /varz /metrics /logs /healthz /threadz. A follower master's pages
  * redirect to the leader's console (meta refresh); its JSON twins answer NOT_THE_LEADER with the
  * leader's addresses, so scripts go to the leader too.
  */
 import { DbError, ErrorCode } from '../common/errors';
-import { escapeHtml, htmlTable, link, raw, type Cell } from '../rpc/html';
-import type { OverviewItem, WebRequest, WebServer } from '../rpc/web-server';
+import { escapeHtml, htmlTable, link, raw, type Cell, type OverviewItem, type WebRequest, type WebServer } from '../rpc';
 import type { CatalogManager } from './catalog-manager';
 import type { MasterInfo } from './master-info';
 

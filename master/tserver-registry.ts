@@ -3,7 +3,7 @@
  * starts empty and learns everything within one heartbeat interval). Tablet reports say which
  * replicas each tserver hosts and who leads each tablet.
  */
-import type { TSHeartbeatRequestPB, TabletReportPB } from '../rpc/service-methods';
+import type { TSHeartbeatRequestPB, TabletReportPB } from '../rpc';
 
 /** Tservers remembered (a bound on what heartbeats from arbitrary senders can make us keep). */
 export const TSERVERS_MAX = 10_000;

@@ -1,3 +1,4 @@
+/** Public API of rpc/ (transports, typed services, console kit, /rpcz). Other folders import rpc/ only through this file. */
 export * from './types';
 export * from './proto';
 export * from './frame-codec';
@@ -11,6 +12,11 @@ export * from './json';
 export * from './html';
 export * from './metrics';
 export * from './web-server';
+export * from './service-methods';
+export * from './rpcz';
+export * from './peer-client';
+export * from './varint';
+export * from './row-methods';
 export * from './listener-limits';
 export * from './cluster-secret';
 export { ConsoleGuard, isLoopbackHost, WEBSERVER_TOKEN_FILE, type ConsoleGuardOptions, type GuardRefusal } from './console-guard';

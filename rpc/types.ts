@@ -3,7 +3,7 @@
  * Messages are protobuf (see rpc/protos/); a method is a (service, method, request codec, response
  * codec) tuple. Errors travel as {code, message, details} and surface as DbError.
  */
-import type { RpczConnection } from './rpcz';
+import type { RpczConnection } from './rpcz-types';
 
 export interface Codec<T> {
   encode(v: T): Uint8Array;

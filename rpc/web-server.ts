@@ -1,5 +1,5 @@
 /**
- * The console kit every server uses (DESIGN §8): an HTTP server with HTML pages, each with a JSON twin
+ * The console kit every server uses (docs/architecture.md §Consoles): an HTTP server with HTML pages, each with a JSON twin
  * under /api/v1/<path> (YugabyteDB style), plus the built-in pages /varz, /healthz, /logs, /metrics,
  * /prometheus-metrics, /threadz, /rpcz (given the server's RPC connections) and /mem-trackers, and POST /api/v1/flags to change a flag at run time.
  * Errors are DbError JSON: 400 for bad input, 401/403 for refused mutations (console-guard.ts), 404 for

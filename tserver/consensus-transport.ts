@@ -11,9 +11,8 @@
 import type { Flags } from '../common/flags';
 import type { Logger } from '../common/log';
 import type { Rng } from '../common/rng';
-import { decodeMessage, encodeMessage } from '../raft/message-codec';
-import type { Message } from '../raft/types';
-import type { OnewayDef, RpcClient, RpcContext, RpcServer } from '../rpc/types';
+import { decodeMessage, encodeMessage, type Message } from '../raft';
+import type { OnewayDef, RpcClient, RpcContext, RpcServer } from '../rpc';
 import { raftBatchCodec, type RaftBatch, type RaftEnvelope } from './raft-batch-codec';
 import { TEST_DROP_RAFT_MESSAGES_PROBABILITY, TEST_DROP_TRAFFIC_PEERS, TEST_FOLLOWER_REJECT_UPDATE_CONSENSUS_REQUESTS } from './tserver-flags';
 

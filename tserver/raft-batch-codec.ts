@@ -5,8 +5,7 @@
  * message }, field 3 string from_address), so any protobuf decoder reads them.
  */
 import { DbError, ErrorCode } from '../common/errors';
-import type { Codec } from '../rpc/types';
-import { putVarint, varintLen } from '../rpc/varint';
+import { putVarint, varintLen, type Codec } from '../rpc';
 
 export interface RaftEnvelope {
   groupId: string;

@@ -13,11 +13,9 @@ import { NodeId, TxnId } from '../common/ids';
 import { parseIsolation } from './transaction/coordinator';
 import { isValidTxnId } from './transaction/txn-record';
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
-import { Isolation, type DocKey, type Primitive, type Row, type RowOp, type TxnMeta } from '../docdb/doc-db-api';
-import { partitionHash } from '../docdb/encoding/doc-key';
-import type { ConfChange } from '../raft/types';
-import { RPC_MAX_MESSAGE_SIZE } from '../rpc/rpc-flags';
-import type { MethodDef, RpcServer } from '../rpc/types';
+import { Isolation, partitionHash, type DocKey, type Primitive, type Row, type RowOp, type TxnMeta } from '../docdb';
+import type { ConfChange } from '../raft';
+import { RPC_MAX_MESSAGE_SIZE, type MethodDef, type RpcServer } from '../rpc';
 import type { TabletManager } from './tablet-manager';
 import type { ColumnSchema, TableSchema, TabletMeta } from './tablet/tablet-meta';
 import { parseTabletMeta } from './tablet/tablet-meta';
@@ -87,7 +85,7 @@ export function valueToPb(v: Primitive): pb.ValuePB {
   return { bytesValue: v };
 }
 
-function checkType(col: ColumnSchema, v: Primitive, allowNull: boolean): void {
+export function checkType(col: ColumnSchema, v: Primitive, allowNull: boolean): void {
   if (v === null) {
     if (!allowNull) throw invalid(`column ${col.name} must not be null`);
     return;
@@ -165,7 +163,7 @@ export function rowToPb(r: Row): pb.RowPB {
  * (an ALTER TABLE ran or runs): column ids are only compared under the same schema. The client
  * rebuilds the request with the table's current schema, or waits for a tablet still behind.
  */
-function checkSchemaVersion(t: TabletPeer, requested: number | undefined): void {
+export function checkSchemaVersion(t: TabletPeer, requested: number | undefined): void {
   const mine = t.meta.schemaVersion;
   const theirs = requested ?? 0;
   if (theirs !== mine) {
@@ -190,7 +188,7 @@ function schemaFromPb(s: pb.TableSchemaPB | null | undefined): unknown {
  * The retryable-request tag of a write (or of one item of a coalesced write), untrusted: undefined
  * when the client sent no ids, INVALID_ARGUMENT when they are malformed.
  */
-function requestTag(req: pb.WriteRequestPB, requestId: bigint | undefined): RequestTag | undefined {
+export function requestTag(req: Pick<pb.WriteRequestPB, 'clientId' | 'minRunningRequestId'>, requestId: bigint | undefined): RequestTag | undefined {
   const clientId = req.clientId ?? '';
   if (clientId === '') {
     if (requestId) throw invalid('request_id without client_id');

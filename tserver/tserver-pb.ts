@@ -34,7 +34,7 @@ export type {
   WriteItemPB,
   WriteResultPB,
   WriteResponsePB,
-} from '../rpc/service-methods';
+} from '../rpc';
 
 export interface FetchSnapshotChunkRequestPB {
   tabletId?: string;

@@ -7,26 +7,24 @@
  */
 import { skewableSystemClock, type Clock } from '../common/clock';
 import { DbError, ErrorCode } from '../common/errors';
-import type { BackgroundWork } from '../docdb/rocksdb-stats';
 import { Flags, parseFlagArgs } from '../common/flags';
 import { HybridClock } from '../common/hybrid-clock';
 import { droppedPeers } from '../common/server-flags';
-import { peerClient } from '../rpc/peer-client';
+import { masterMethods, Metrics, peerClient, rpcConnectionsOf, rpczOf, txnCoordinatorMethods, txnParticipantMethods, WebServer, type MasterMethods, type RpcClient, type RpcServer, type Transport, type TxnCoordinatorMethods, type TxnParticipantMethods } from '../rpc';
 import { LOG_LEVEL } from '../common/common-flags';
 import { createLogger, followLogLevel, LogRing, type Logger } from '../common/log';
 import { MathRng, type Rng } from '../common/rng';
-import { Metrics, rpcConnectionsOf } from '../rpc/metrics';
-import { rpczOf } from '../rpc/rpcz';
-import { masterMethods, txnCoordinatorMethods, txnParticipantMethods, type MasterMethods, type TxnCoordinatorMethods, type TxnParticipantMethods } from '../rpc/service-methods';
-import type { RpcClient, RpcServer, Transport } from '../rpc/types';
 import { TxnService } from './transaction/txn-service';
-import { WebServer } from '../rpc/web-server';
+import { RowService } from './row-service';
+import { registerRowLockPages } from './row-locks-web';
+import { rowMethods } from '../rpc';
 import { ConsensusTransport } from './consensus-transport';
 import { Heartbeater, type HeartbeatRequest, type HeartbeatResponse } from './heartbeater';
 import { TabletManager, type TabletManagerDeps } from './tablet-manager';
 import { TabletService, type TServerMethods } from './tablet-service';
 import { TabletState, type TabletPeer } from './tablet/tablet-peer';
-import type { DbName, WalSyncTimes } from './tablet/tablet-peer';
+import type { DbName } from './tablet/tablet-peer';
+import type { TabletsJson } from './tserver-json';
 import {
   FS_DATA_DIRS,
   LOG_GC_INTERVAL_MS,
@@ -72,31 +70,7 @@ export interface TServerOptions {
   webConsole?: boolean;
 }
 
-/** The JSON of GET /api/v1/tablets (DESIGN §12; add fields freely, never rename). */
-export interface TabletsJson {
-  tablets: Array<{
-    tabletId: string;
-    table: string;
-    tableId: string;
-    partition: { start: number; end: number };
-    state: string;
-    role: string;
-    term: number;
-    leaderUuid: string;
-    commitIndex: number;
-    appliedIndex: number;
-    regulardb: { memtableBytes: number; sstBytes: number };
-    intentsdb: { memtableBytes: number; sstBytes: number; intentCount: number };
-    /** RocksDB's background work per database since the replica opened (running replicas on RocksDB). */
-    background?: { regulardb?: BackgroundWork; intentsdb?: BackgroundWork };
-    /** The Raft log's fdatasyncs since the replica opened and how long they took (running replicas with a log on disk). */
-    wal?: WalSyncTimes;
-    /** Why the replica FAILED (a replica that did not open at start says only this). */
-    lastError?: string;
-    /** The table's schema version this replica has (ALTER TABLE). */
-    schemaVersion: number;
-  }>;
-}
+export type { TabletsJson } from './tserver-json';
 
 export interface TServer {
   readonly uuid: string;
@@ -198,6 +172,14 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
     masterMethods: txnMethods.master,
   });
   txn.register(countingServer(rpc, metrics));
+  new RowService({
+    manager: () => {
+      if (!managerRef) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, 'tablet server is starting');
+      return managerRef;
+    },
+    flags,
+    clock,
+  }).register(countingServer(rpc, metrics), rowMethods());
   const pendingBatches: Array<() => void> = [];
   let boundAddress = '';
   consensus = new ConsensusTransport({
@@ -287,6 +269,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
       ownHosts: [bind.host, rpcAddress],
     });
     registerTServerPages({ web, metrics, uuid, rpcAddress, manager: () => manager, trackers, tabletsJson: () => tabletsJson(), transactions: () => txn.snapshot(), coordinatorMemories: () => txn.coordinatorMemories(), raftTransport: () => consensus.metrics });
+    registerRowLockPages({ web, metrics, manager: () => manager });
     try {
       await web.start();
     } catch (e) {

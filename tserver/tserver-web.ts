@@ -1,5 +1,5 @@
 /**
- * The tserver console (port 9000, DESIGN §8/§12): /tablets, /tablet?id=, /mem-trackers, each with its
+ * The tserver console (port 9000, docs/architecture.md §Consoles, §Contracts): /tablets, /tablet?id=, /mem-trackers, each with its
  * JSON twin, plus per-tablet memtable gauges and read/write op counters on /metrics and
  * /prometheus-metrics (named like YugabyteDB's: mem_tracker_RegularDB_MemTable{tablet_id=…}). The kit
  * (rpc/web-server.ts) supplies /varz, POST /api/v1/flags, /healthz, /logs.
@@ -9,19 +9,16 @@
  * between two samples can be missed — the same best-effort a sampled gauge gives.
  */
 import type { Gauge } from 'prom-client';
-import type { BackgroundWork } from '../docdb/rocksdb-stats';
+import type { BackgroundWork } from '../docdb';
 import { DbError, ErrorCode } from '../common/errors';
 import { LOGICAL_BITS, type HybridTime } from '../common/hybrid-time';
-import { escapeHtml, htmlTable, link, raw } from '../rpc/html';
-import type { Metrics } from '../rpc/metrics';
-import type { Handler, MethodDef, RpcServer } from '../rpc/types';
-import type { MemTrackerNode, WebRequest, WebServer } from '../rpc/web-server';
+import { escapeHtml, htmlTable, link, raw, type Handler, type MemTrackerNode, type MethodDef, type Metrics, type RpcServer, type WebRequest, type WebServer } from '../rpc';
 import type { TabletManager } from './tablet-manager';
 import type { TabletPeer, WalSyncTimes } from './tablet/tablet-peer';
-import { WAL_SLOW_SYNC_MS } from '../raft/wal/file-log-storage';
+import { WAL_SLOW_SYNC_MS } from '../raft';
 import { summarizeApplies, type ApplyLagLog, type ApplyLagRecord } from './tablet/apply-lag-log';
 import type { TransactionsJson } from './transaction/txn-service';
-import type { TabletsJson } from './tserver-server';
+import type { TabletsJson } from './tserver-json';
 
 /** Rows of the applies page's newest applies and commit points. */
 const NEWEST_APPLIES_SHOWN = 30;

@@ -4,7 +4,7 @@
  * The writer grows by doubling, so encoding a key costs one or two allocations however many
  * components it has. The reader turns every short or malformed input into a DbError CORRUPTION:
  * keys and values come back from disk, and a damaged record must stop the replica with a clear
- * code rather than decode into garbage (CONVENTIONS.md, "Errors").
+ * code rather than decode into garbage (docs/conventions.md, "Errors").
  */
 import { DbError, ErrorCode } from '../../common/errors';
 

@@ -14,7 +14,7 @@
  * It is part of the on-disk and routing contract: golden values are checked in by the tests.
  */
 import { assert } from '../../common/assert';
-import type { DocKey, Primitive } from '../doc-db-api';
+import type { DocKey, Primitive } from './types';
 import { ByteReader, ByteWriter } from './byte-buffer';
 import { comparePrimitives, decodePrimitive, encodePrimitive, skipPrimitive } from './primitive';
 import { Tag } from './tags';

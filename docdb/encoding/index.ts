@@ -1,7 +1,8 @@
 /**
- * docdb/encoding: the pure byte layout of DocDB keys and values (no I/O). See README.md here for the
+ * docdb/encoding: the pure byte layout of DocDB keys and values (no I/O). See docdb/README.md §Encoding for the
  * tag table and the order each encoding preserves.
  */
+export * from './types';
 export * from './byte-buffer';
 export * from './tags';
 export * from './ordered-varint';

@@ -5,7 +5,7 @@
  * Strong intents go on the exact key read or written, weak intents on each of its ancestors (the
  * row when a column is written), so a row-level operation and a column-level one still meet.
  *
- * Conflict rule (YugabyteDB `lock_util.cc`; yugabyte-internals.md §2): two intents conflict iff at
+ * Conflict rule (YugabyteDB `lock_util.cc`; docs/architecture.md §DocDB): two intents conflict iff at
  * least one is strong AND one is a read while the other is a write.
  *
  *          WR  WW  SR  SW
@@ -19,7 +19,7 @@
  * serializable blind writers ({SW} each) may both proceed (the later commit wins).
  */
 import { assert } from '../../common/assert';
-import type { Isolation } from '../doc-db-api';
+import type { Isolation } from './types';
 
 export const IntentType = {
   WEAK_READ: 1,

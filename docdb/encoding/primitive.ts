@@ -20,7 +20,7 @@
  * included), which reverses the order of prefix-free encodings.
  */
 import { DbError, ErrorCode } from '../../common/errors';
-import type { Primitive } from '../doc-db-api';
+import type { Primitive } from './types';
 import { ByteReader, ByteWriter } from './byte-buffer';
 import { Tag } from './tags';
 

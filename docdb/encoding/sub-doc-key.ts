@@ -13,7 +13,7 @@
  */
 import { DbError, ErrorCode } from '../../common/errors';
 import type { HybridTime } from '../../common/hybrid-time';
-import type { DocKey } from '../doc-db-api';
+import type { DocKey } from './types';
 import { ByteReader, ByteWriter } from './byte-buffer';
 import { decodeDocHybridTimeAt, DOC_HT_MAX_BYTES, writeDocHybridTime } from './doc-hybrid-time';
 import { readDocKey } from './doc-key';

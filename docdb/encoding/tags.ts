@@ -1,5 +1,5 @@
 /**
- * Every tag byte of the key encoding in one table (docdb/encoding/README.md explains each choice).
+ * Every tag byte of the key encoding in one table (docdb/README.md §Encoding explains each choice).
  *
  * Letters follow YugabyteDB's `value_type.h` where it has them. The invariants the byte order relies on:
  * - GROUP_END '!' (0x21) and HYBRID_TIME '#' (0x23) sort below every component tag, so a key with fewer

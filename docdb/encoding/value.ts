@@ -11,7 +11,7 @@
  * The TTL counts from the version's hybrid time (the storage layer applies it at read and GC time).
  */
 import { DbError, ErrorCode } from '../../common/errors';
-import type { Primitive } from '../doc-db-api';
+import type { Primitive } from './types';
 import { ByteReader, ByteWriter } from './byte-buffer';
 import { Tag, ValueTag } from './tags';
 

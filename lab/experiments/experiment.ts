@@ -3,7 +3,6 @@
  * An experiment passes only when every check held; the CLI exits 0 only then.
  */
 import type { DriverKind } from '../cluster-spec';
-import type { ChartSeries } from './report';
 
 export interface ExperimentOptions {
   /** Folder for the lab (lab.json, node data, logs) and the Markdown report. */
@@ -25,6 +24,13 @@ export interface ExperimentOptions {
   params?: Record<string, number>;
   /** Progress lines for a person (stderr in the CLI). */
   progress: (line: string) => void;
+}
+
+/** One line of an experiment's chart (report.ts draws it). */
+export interface ChartSeries {
+  name: string;
+  /** [x, y] points, x ascending (e.g. ms since start, bytes). */
+  points: Array<[number, number]>;
 }
 
 export interface Check {

@@ -14,6 +14,7 @@ import { pausedLeader } from './paused-leader';
 import { pausedStatusLeader } from './paused-status-leader';
 import { replicaDivergence } from './replica-divergence';
 import { slowLeader } from './slow-leader';
+import { rowLocks } from './row-locks';
 import { snapshotIsolation } from './snapshot-isolation';
 import { waitOnConflict } from './wait-on-conflict';
 import { writeReport } from './report';
@@ -33,6 +34,7 @@ export const EXPERIMENTS: readonly ExperimentDef[] = [
   { name: 'mvcc-history', description: 'old versions kept for timestamp_history_retention_interval_sec (5 s here), then collected by every replica on its own: a snapshot reads them, then fails SNAPSHOT_TOO_OLD once the history floor passed it; an open transaction holds the floor of its tablet; a dropped column\'s values go too; the latest data is unchanged', run: mvccHistory },
   { name: 'slow-leader', description: 'a slow disk (TEST_inject_sleep_before_applying_write_batch_ms=800) on a node leading one tablet, under a write load with leader balancing held: writes to its tablet wait, the others do not, and its /rpcz lists the waiting writes; leader_stepdown moves its leadership away and every write is fast while it still applies late as a follower; cleared, it catches up, nothing acknowledged lost', run: slowLeader },
   { name: 'replica-divergence', description: 'one follower silently stores a wrong value (TEST_corrupt_tablet_replica): clients read right values, the replica convergence check (tessera admin check_replicas) names the tablet and the follower; failing that replica makes the master re-create it from a healthy one, and all replicas agree again', run: replicaDivergence },
+  { name: 'row-locks', description: 'why HBase removed row locks, with leases and fencing tokens: clients lock rows and stall; writers of those rows fail ROW_LOCKED or wait (holding nothing, bounded) while writers of other rows carry on; the leases run out by themselves and the waiters write; a holder paused past its lease is refused FENCED when it writes late', run: rowLocks },
   { name: 'snapshot-isolation', description: 'two clients interleaved by hand: a lost update refused, first committer wins, a stable snapshot, the write skew snapshot isolation allows, and serializable isolation refusing that write skew and a phantom', run: snapshotIsolation },
 ];
 

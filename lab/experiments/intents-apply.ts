@@ -1,5 +1,5 @@
 /**
- * intents-apply — the defining experiment of DESIGN.md:
+ * intents-apply — the defining experiment (docs/architecture.md §The defining experiment):
  *  1. 3 nodes; n0 gets TEST_inject_sleep_before_applying_intents_ms = delay.
  *  2. table `demo (id int64 hash, value string)` in 3 tablets.
  *  3. one transaction inserts `rows` rows of `rowBytes` bytes and stays open: every replica of every

@@ -4,14 +4,10 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { type ExperimentResult, passed } from './experiment';
+import { type ChartSeries, type ExperimentResult, passed } from './experiment';
 import { makeDirs } from '../../common/fs-dirs';
 
-export interface ChartSeries {
-  name: string;
-  /** [x, y] points, x ascending (e.g. ms since start, bytes). */
-  points: Array<[number, number]>;
-}
+export type { ChartSeries } from './experiment';
 
 export interface ChartOptions {
   title?: string;

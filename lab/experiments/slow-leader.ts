@@ -14,8 +14,7 @@
  */
 import { partitionHash } from '../../common/partition-hash';
 import { DbError, ErrorCode } from '../../common/errors';
-import type { Rpcz } from '../../rpc/rpcz';
-import { tabletServerMethods } from '../../rpc/service-methods';
+import { tabletServerMethods, type Rpcz } from '../../rpc';
 import type { NodeName } from '../cluster-spec';
 import { leadersByTablet, replicasViaDriver } from '../tablet-view';
 import { sleep, waitUntil } from '../wait-until';

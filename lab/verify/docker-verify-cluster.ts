@@ -18,7 +18,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import Docker from 'dockerode';
 import { DbError, ErrorCode } from '../../common/errors';
-import type { RpcClient } from '../../rpc/types';
+import type { RpcClient } from '../../rpc';
 import { labConnectOptions } from '../cluster-driver';
 import { defaultSpec, type FlagMap, nodeName } from '../cluster-spec';
 import { DockerDriver, labIdFor } from '../docker-driver';

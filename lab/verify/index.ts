@@ -18,3 +18,7 @@ export * from './append-workload';
 export * from './verify-target';
 export * from './docker-verify-cluster';
 export * from './plan-verify-cluster';
+export * from './counter-workload';
+export * from './counter-checker';
+export * from './lock-workload';
+export * from './lock-checker';

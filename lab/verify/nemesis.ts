@@ -10,7 +10,7 @@ import { SeededRng } from '../../common/rng';
 import { DbError, ErrorCode } from '../../common/errors';
 import { htPhysicalMicros } from '../../common/hybrid-time';
 import type { TesseraClient } from '../../client/tessera-client';
-import { tabletServerMethods } from '../../rpc/service-methods';
+import { tabletServerMethods } from '../../rpc';
 import type { VerifyServerRef, VerifyTarget } from './verify-target';
 import { getJson, masterRaftRole, raftMessagesDropped } from '../console-http';
 import { describeTarget, type ScheduledFault } from './nemesis-schedule';

@@ -82,8 +82,8 @@ function workloads(list: string): Array<WorkloadName | 'crash'> {
 export function registerVerifyCommand(program: Command): void {
   program
     .command('verify')
-    .description('Jepsen-style verification on a fresh cluster (local processes or a Docker lab): workloads register|set|bank|append|crash|all under a seeded nemesis')
-    .option('--workload <list>', 'register, set, bank, append, crash (kill -9 loop), all', 'all')
+    .description('Jepsen-style verification on a fresh cluster (local processes or a Docker lab): workloads register|set|bank|append|counter|lock|crash|all under a seeded nemesis')
+    .option('--workload <list>', 'register, set, bank, append, counter (increments), lock (row locks and fencing tokens: docs/rows.md), crash (kill -9 loop), all', 'all')
     .option('--nemesis <list>', `${NEMESIS_KINDS.join(', ')}, all (= ${SAFE_NEMESIS_KINDS.join(',')}), none`, SAFE_NEMESIS_KINDS.join(','))
     .option('--time <seconds>', 'run time per workload (the most, with --until_counted)', '60')
     .option('--until_counted', 'end a workload early once its history counts (>= 1,000 ok ops and >= 1 applied fault window, then 1 s of recovery)')

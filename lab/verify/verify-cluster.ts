@@ -13,7 +13,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DbError, ErrorCode } from '../../common/errors';
-import type { RpcClient } from '../../rpc/types';
+import type { RpcClient } from '../../rpc';
 import { DROP_TRAFFIC_FLAG, partitionDropLists } from '../partition-plan';
 import { loopbackAliasesWork, STANDARD_PORTS } from '../process-addressing';
 import { serverEntryPath } from '../package-root';

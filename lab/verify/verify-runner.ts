@@ -16,6 +16,8 @@ import { RegisterWorkload, type RegisterWriteMode } from './register-workload';
 import { BankWorkload } from './bank-workload';
 import { AppendWorkload } from './append-workload';
 import { SetWorkload } from './set-workload';
+import { CounterWorkload } from './counter-workload';
+import { LockWorkload } from './lock-workload';
 import type { DriverKind } from '../cluster-spec';
 import { planVerifyCluster } from './plan-verify-cluster';
 import { historyCounts, judge, unavailableReport, type WorkloadReport } from './verify-report';
@@ -25,7 +27,7 @@ import { htFrom } from '../../common/hybrid-time';
 import { checkReplicaConvergence, convergenceLine, withConvergence } from './replica-convergence';
 import { checkIntentsDrained, drainLine, INTENTS_DRAIN_TIMEOUT_MS, withDrain } from './intents-drain';
 
-export const WORKLOAD_NAMES = ['register', 'set', 'bank', 'append'] as const;
+export const WORKLOAD_NAMES = ['register', 'set', 'bank', 'append', 'counter', 'lock'] as const;
 export type WorkloadName = (typeof WORKLOAD_NAMES)[number];
 
 export interface RunOptions {
@@ -88,6 +90,8 @@ export function makeWorkload(name: WorkloadName, client?: TesseraClient, o: { re
   // Without transactions the register runs reads and writes only (its cas is a transaction).
   if (name === 'register') return new RegisterWorkload({ cas: hasTxn, isolation, ...(o.registerWrites ? { writes: o.registerWrites } : {}) });
   if (name === 'set') return new SetWorkload();
+  if (name === 'counter') return new CounterWorkload();
+  if (name === 'lock') return new LockWorkload();
   if (!hasTxn) return `${name}: needs client.beginTransaction (distributed transactions are not in this tree yet)`;
   return name === 'bank' ? new BankWorkload(isolation) : new AppendWorkload(isolation);
 }

@@ -6,8 +6,7 @@
  * through the same consoles on both (waitVerifyHealthy, setServerFlag).
  */
 import { DbError, ErrorCode } from '../../common/errors';
-import { tabletServerMethods } from '../../rpc/service-methods';
-import type { RpcClient } from '../../rpc/types';
+import { tabletServerMethods, type RpcClient } from '../../rpc';
 import type { DriverKind } from '../cluster-spec';
 import { getJson, isHealthy, postFlag } from '../console-http';
 import type { NemesisKind } from './nemesis-schedule';

@@ -10,10 +10,9 @@ import { BenchCluster } from '../../bench/bench-cluster';
 describe('BenchCluster start-up failure', () => {
   it('bench cluster: a tserver that exits at start fails start() at once, naming it, its error and the kept logs', async () => {
     const c = new BenchCluster();
-    const t0 = Date.now();
     let err: unknown;
     try {
-      await c.start(1, 83, ['--no_such_flag_for_this_test=1'], { noAliasPortShift: 1830 });
+      await c.start(1, 205, ['--no_such_flag_for_this_test=1'], { noAliasPortShift: 2050 });
     } catch (e) {
       err = e;
     } finally {
@@ -22,7 +21,7 @@ describe('BenchCluster start-up failure', () => {
     const msg = err instanceof Error ? err.message : String(err);
     expect(msg).toMatch(/^bench cluster did not come up: tserver \S+ exited \(code [1-9]\d*\)/);
     expect(msg).toContain('no_such_flag_for_this_test');
-    expect(Date.now() - t0).toBeLessThan(30_000);
+    expect(msg).not.toContain('not every server registered'); // ended by the exit, not by the wait's 60 s budget
     const kept = /logs kept in (\S+)$/.exec(msg)?.[1];
     expect(kept).toBe(`${c.baseDir}-logs`);
     try {

@@ -58,7 +58,7 @@ const CLI = path.resolve(__dirname, '../../dist/cli/main.js');
 
 describe('cluster: bad input', () => {
   it('bad input: garbage, unknown tables, malformed rows and bad DDL get error codes and every process stays up', async () => {
-    cluster = await ProcCluster.create({ hostBase: 71, masters: 1, tservers: 1, tserverFlags: ['--heartbeat_interval_ms=200'] });
+    cluster = await ProcCluster.create({ hostBase: 204, masters: 1, tservers: 1, tserverFlags: ['--heartbeat_interval_ms=200'] });
     const cl = cluster;
     await cl.startAll();
     const master = cl.masters[0]!;

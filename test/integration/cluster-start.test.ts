@@ -40,8 +40,9 @@ delete homeEnv['TESSERA_MASTER_ADDRESSES'];
 
 afterAll(async () => {
   if (sup && sup.exitCode === null) {
+    const exited = new Promise((r) => sup!.once('exit', r));
     sup.kill('SIGINT');
-    await new Promise((r) => setTimeout(r, 100));
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 30_000).unref())]); // its clean stop, bounded
   }
   cli('destroy', '--base_dir', baseDir);
   fs.rmSync(baseDir, { recursive: true, force: true });
@@ -100,6 +101,17 @@ describe('tessera start', () => {
         { name: 'note', id: 3, type: 'string', nullable: true, key: '' },
       ],
     });
+    // describe-table names each tablet's leader and followers by host:port.
+    const locs = (JSON.parse(described.stdout) as { tabletLocations: Array<{ leader: string | null; followers: string[] }> }).tabletLocations;
+    expect(locs).toHaveLength(2);
+    for (const t of locs) expect([t.leader, ...t.followers].every((a) => a !== null && /^127\.0\.0\.\d+:\d+$/.test(a))).toBe(true);
+    // Long values are cut in tables (with their length) unless --full; --columns picks and orders columns.
+    expect(cli('upsert', 'demo', 'id=2', `value=${'v'.repeat(300)}`, '--master_addresses', masters).status).toBe(0);
+    const cut = cli('get', 'demo', 'id=2', '--columns', 'value,id', '--master_addresses', masters);
+    expect(cut.stdout.split('\n')[0]).toMatch(/^value\s+id$/);
+    expect(cut.stdout).toContain('…(300 chars)');
+    expect(cli('get', 'demo', 'id=2', '--full', '--master_addresses', masters).stdout).toContain('v'.repeat(300));
+    expect(cli('scan', 'demo', '--columns', 'nope', '--master_addresses', masters).stderr).toMatch(/^error: INVALID_ARGUMENT: table demo has no column nope/);
     const refused = cli('alter-table', 'demo', '--drop_columns', 'id', '--master_addresses', masters);
     expect(refused.status).toBe(1);
     expect(refused.stderr).toMatch(/^error: INVALID_ARGUMENT: column id is part of the primary key/);

@@ -28,7 +28,7 @@ interface TabletJson {
 describe('log GC and crashes', () => {
   it('log gc: rows survive kill -9 of every tserver after the Raft log was garbage-collected past them', async () => {
     cluster = await ProcCluster.create({
-      hostBase: 91,
+      hostBase: 207,
       masters: 1,
       tservers: 3,
       tserverFlags: ['--log_gc_interval_ms=200', '--log_min_entries_to_retain=0', '--heartbeat_interval_ms=200'],

@@ -85,10 +85,11 @@ describe('retryable requests (real processes)', () => {
     await waitFor('some load before the pause', 20_000, () => acked.size >= 200 || failures.length > 0, 20);
     victim.child!.kill('SIGSTOP');
     pausedAt = performance.now();
-    await new Promise((r) => setTimeout(r, PAUSE_MS));
+    await new Promise((r) => setTimeout(r, PAUSE_MS)); // the scenario: the leader stays paused this long
     victim.child!.kill('SIGCONT');
     resumedAt = performance.now();
-    await new Promise((r) => setTimeout(r, 1_000));
+    const ackedAtResume = acked.size;
+    await waitFor('writes acknowledged after the resume', 30_000, () => acked.size >= ackedAtResume + 100 || failures.length > 0, 20);
     stop = true;
     await load;
 

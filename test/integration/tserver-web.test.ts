@@ -1,5 +1,5 @@
 /**
- * The tserver console over real loopback processes (DESIGN §8/§12): 1 master + 3 tservers, a
+ * The tserver console over real loopback processes (docs/architecture.md §Consoles, §Contracts): 1 master + 3 tservers, a
  * 3-tablet table with some rows, then every page and JSON twin a script relies on.
  * Addresses 127.0.0.40-42 (or 127.0.0.1 with shifted ports).
  */
@@ -50,7 +50,7 @@ describe('tserver console', () => {
     expect(await client.table('webdemo').get({ id: 7n })).toEqual({ id: 7n, v: rows[7]!.v });
 
     const web = `http://${cl.tservers[0]!.webAddress}`;
-    // /api/v1/tablets: DESIGN §12 shape; every replica applied what was written.
+    // /api/v1/tablets: docs/architecture.md §Contracts shape; every replica applied what was written.
     const tablets = await waitFor('3 tablets with applied rows on tserver 0', 20_000, async () => {
       const b = (await getJson(`${web}/api/v1/tablets`)) as { tablets: TabletRow[] };
       const mine = b.tablets.filter((t) => t.table === 'webdemo');

@@ -72,6 +72,7 @@ describe('bank workload', () => {
     };
     const nemesis = async (): Promise<void> => {
       const victim = cl.tservers[1]!;
+      // The schedule is the scenario: transfers run a while, the victim stays down a while.
       await new Promise((r) => setTimeout(r, RUN_MS / 3));
       await cl.kill9(victim);
       await new Promise((r) => setTimeout(r, RUN_MS / 4));

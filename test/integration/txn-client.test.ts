@@ -125,7 +125,7 @@ describe('transactions on a real cluster', () => {
     const dead = await c.beginTransaction();
     await dead.upsert('counter', { id: 21n, v: 1n });
     dead.close(); // stops heartbeats without telling the coordinator: a client that vanished
-    await new Promise((r) => setTimeout(r, EXPIRY_MS + 2000));
+    await new Promise((r) => setTimeout(r, EXPIRY_MS + 2000)); // the scenario: the expiry period passes
     expect(alive.state).toBe('pending');
     await alive.commit();
     expect((await c.table('counter').get({ id: 20n }))!['v']).toBe(1n);

@@ -1,5 +1,5 @@
 /**
- * The defining experiment of DESIGN.md, small (20 rows of 64 KiB, an 8 s apply delay on node 0), on
+ * The defining experiment (docs/architecture.md §The defining experiment), small (20 rows of 64 KiB, an 8 s apply delay on node 0), on
  * real processes: before the commit every replica of every tablet holds the same provisional records;
  * after it nodes 1 and 2 apply at once while node 0 still holds only intents, yet reads already return
  * every committed row; after the delay every replica has applied, holds no intents, and the RegularDB
@@ -65,7 +65,6 @@ describe('the defining experiment (small)', () => {
     expect(await c.table('demo').scan({ timeoutMs: 20_000 })).toHaveLength(0);
 
     const { commitHt } = await txn.commit({ timeoutMs: 20_000 });
-    const committedAt = performance.now();
     expect(commitHt).toBeGreaterThan(0n);
 
     // Reads at the leaders already return every committed row (resolved through the status tablet).
@@ -79,7 +78,6 @@ describe('the defining experiment (small)', () => {
       return [...counts[1]!.values(), ...counts[2]!.values()].every((n) => n === 0);
     }, 100);
     const during = await intentCounts(cl);
-    expect(performance.now() - committedAt).toBeLessThan(APPLY_DELAY_MS);
     expect([...during[0]!.entries()]).toEqual([...before[0]!.entries()]);
     // RegularDB grew on node 1 but not (yet) on node 0, tablet by tablet.
     const t0 = new Map((await tabletsOf(cl.tservers[0]!, 'demo')).map((t) => [t.tabletId, t.regulardb.memtableBytes + t.regulardb.sstBytes]));
@@ -106,7 +104,17 @@ describe('the defining experiment (small)', () => {
       const counts = await intentCounts(cl);
       return counts.every((m) => [...m.values()].every((n) => n === 0));
     }, 200);
-    expect(performance.now() - committedAt).toBeGreaterThanOrEqual(APPLY_DELAY_MS - 500);
+    // Each replica's own record of its applies (the console's Applies page): node 0 applied this
+    // transaction after its injected delay, the others without it.
+    const txnId = txn.txnId;
+    const lags = await Promise.all(
+      [0, 1, 2].map(async (i) => {
+        const body = (await getJson(`http://${cl.tservers[i]!.webAddress}/api/v1/txn-applies?since=0`, 10_000)) as { applies: Array<{ txnId: string; lagMs: number }> };
+        return body.applies.filter((a) => a.txnId === txnId).map((a) => a.lagMs);
+      }),
+    );
+    for (const [i, l] of lags.entries()) expect(l, `node ${i}: one apply per tablet replica`).toHaveLength(3);
+    for (const lag of lags[0]!) expect(lag, 'node 0 applied after its delay').toBeGreaterThanOrEqual(APPLY_DELAY_MS - 5); // a timer may fire a millisecond early
     // Same RegularDB contents on every replica: equal digests of keys, versions and values.
     for (const tabletId of before[0]!.keys()) {
       const sums = await Promise.all([0, 1, 2].map((i) => digest(cl, i, tabletId)));

@@ -10,6 +10,7 @@ import { DbError, ErrorCode } from '../../common/errors';
 import type { TesseraClient } from '../../client/tessera-client';
 import type { Transaction } from '../../client/transaction';
 import type { ProcCluster } from './cluster-harness';
+import { waitFor } from './cluster-harness';
 import { startTxnCluster, tabletsOf, waitTableReady } from './txn-client-harness';
 import { tabletServerMethods } from '../../rpc/service-methods';
 import { getJson } from '../../lab/console-http';
@@ -50,6 +51,8 @@ describe('serializable transactions on a real cluster', () => {
     for (const t of [a, b]) for (const id of [1n, 2n]) expect((await t.get(T, { id }))?.['v']).toBe('on');
     // Four row locks (two readers × two rows) as strong intents, on all 3 replicas of their tablets.
     const intents = async (): Promise<number> => (await Promise.all(cluster!.tservers.map((p) => tabletsOf(p, T)))).flat().reduce((n, t) => n + t.intentsdb.intentCount, 0);
+    // (Followers apply the lock entries on their own schedule: wait for all three replicas.)
+    await waitFor('the read locks on every replica', 20_000, async () => (await intents()) === 4 * 3);
     expect(await intents()).toBe(4 * 3);
     const [oa, ob] = await Promise.all([
       settle((async () => {
@@ -66,9 +69,7 @@ describe('serializable transactions on a real cluster', () => {
     expect([await value(1n), await value(2n)].filter((v) => v === 'on')).toHaveLength(1);
     await b.abort().catch(() => undefined);
     // Applies and aborts remove the read locks from every replica.
-    const end = Date.now() + 20_000;
-    while ((await intents()) !== 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
-    expect(await intents()).toBe(0);
+    await waitFor('no read locks left on any replica', 20_000, async () => (await intents()) === 0);
   }, 180_000);
 
   it('txn serializable: reads see the newest committed data (no snapshot); a read-only transaction commits; two inserts of one new key: exactly one commits', async () => {
@@ -163,7 +164,16 @@ describe('serializable transactions on a real cluster', () => {
           await low.commit();
         })(),
       ).finally(() => (lowEnded = true));
-      await new Promise((r) => setTimeout(r, 300));
+      // The low one is in a tablet's wait queue (the pages show it waiting), not done.
+      await waitFor('the low-priority read to wait in a tablet wait queue', 20_000, async () => {
+        for (const p of cluster!.tservers) {
+          for (const t of await tabletsOf(p, T)) {
+            const d = (await getJson(`http://${p.webAddress}/api/v1/tablet?id=${t.tabletId}`, 3000)) as { waitQueue: { waiting: number } };
+            if (d.waitQueue.waiting > 0) return true;
+          }
+        }
+        return lowEnded;
+      });
       expect(lowEnded).toBe(false);
       await high.commit();
       expect(await lowDone).toBe('ok');

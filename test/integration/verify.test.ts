@@ -30,7 +30,7 @@ const MIXED = parseNemesisKinds('kill,pause,partition,skew,stepdown');
 const RUN_CAP_MS = 40_000;
 /** Short per-operation deadlines: a fault costs a second of a process, not the run. */
 const OP_TIMEOUT_MS = 1_000;
-const CONCURRENCY: Record<WorkloadName, number> = { register: 20, set: 16, bank: 16, append: 12 };
+const CONCURRENCY: Record<WorkloadName, number> = { register: 20, set: 16, bank: 16, append: 12, counter: 16, lock: 12 };
 
 /**
  * Anomalies a workload is known to show on this tree, each a server-side bug reported with issue 9's

@@ -136,7 +136,7 @@ describe('busy timeline', () => {
       if (d.user + d.system >= 100_000) break;
       for (let k = 0; k < 10_000; k++) Math.sqrt(Math.random());
     }
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 50)); // the scenario: the sampler ticks after the busy work
     const s = await sampler.stop();
     expect(s.names).toEqual(['self']);
     expect(s.samples.length).toBeGreaterThanOrEqual(2);

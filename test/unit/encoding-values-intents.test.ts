@@ -88,7 +88,7 @@ describe('encoding: values', () => {
 describe('encoding: intent types', () => {
   const { WEAK_READ: WR, WEAK_WRITE: WW, STRONG_READ: SR, STRONG_WRITE: SW } = IntentType;
 
-  it('encoding: pairwise conflict matrix equals yugabyte-internals.md §2', () => {
+  it('encoding: pairwise conflict matrix equals the rule of docs/architecture.md §DocDB', () => {
     // Rows/columns in the order WR, WW, SR, SW; X = conflict. Transcribed from the reference table.
     const types = [WR, WW, SR, SW];
     const table = ['---X', '--X-', '-X-X', 'X-X-'];

@@ -1,5 +1,5 @@
 /**
- * The KvEngine compliance suite (CONVENTIONS: one suite per interface, run against every
+ * The KvEngine compliance suite (docs/conventions.md: one suite per interface, run against every
  * implementation). Each implementation's test file calls `kvEngineCompliance(name, factory)`.
  */
 import { afterEach, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * The LogStorage compliance suite (CONVENTIONS: one suite per interface, run against every
+ * The LogStorage compliance suite (docs/conventions.md: one suite per interface, run against every
  * implementation). etcd MemoryStorage semantics plus durability across a restart.
  */
 import { describe, expect, it } from 'vitest';

@@ -43,7 +43,9 @@ describe('master sys catalog', () => {
     const table = { id: 'T', name: 'demo', schema: { columns: [{ name: 'id', id: 1, type: 'int64' as const, nullable: false }], hashColumns: ['id'], rangeColumns: [] }, numTablets: 1, replicationFactor: 1, state: 'RUNNING' as const, tabletIds: ['t1'], createdAtMs: 0 };
     await sc.propose({ type: 'createTable', table, tablets: [{ id: 't1', tableId: 'T', partition: { start: 0, end: 65536 }, replicas: [{ tserverUuid: 'ts1', memberType: 'VOTER' }] }] });
     await expect(sc.propose({ type: 'createTable', table: { ...table, id: 'T2', tabletIds: [] }, tablets: [] })).rejects.toMatchObject({ code: 'ALREADY_EXISTS' });
-    for (let i = 0; i < 50; i++) {
+    // Ticks drive compaction: tick until the catalog snapshot is there (bounded: 500 ticks).
+    const snapshotted = (): boolean => fs.readdirSync(path.join(dir, 'sys-catalog', 'wal')).some((f) => f === 'snapshot');
+    for (let i = 0; i < 500 && !snapshotted(); i++) {
       sc.tick();
       await new Promise((r) => setTimeout(r, 2));
     }

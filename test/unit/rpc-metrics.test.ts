@@ -10,15 +10,15 @@ async function scrape(m: Metrics): Promise<Map<string, number>> {
 describe('metrics: Node process metrics', () => {
   it('the event-loop lag monitor samples every 100 ms (not every 10: 100 wake-ups a second of an idle server) and still records a stall', async () => {
     const m = new Metrics({ processMetrics: true });
-    await new Promise((r) => setTimeout(r, 3 * EVENT_LOOP_MONITOR_MS));
+    await new Promise((r) => setTimeout(r, 3 * EVENT_LOOP_MONITOR_MS)); // the scenario: the monitor takes its samples
     await scrape(m); // (a scrape resets the monitor's histogram)
-    await new Promise((r) => setTimeout(r, 3 * EVENT_LOOP_MONITOR_MS));
+    await new Promise((r) => setTimeout(r, 3 * EVENT_LOOP_MONITOR_MS)); // the scenario: the monitor takes its samples
     const stallMs = 400;
     const until = performance.now() + stallMs;
     while (performance.now() < until) {
       // Busy: the loop cannot run the monitor's timer.
     }
-    await new Promise((r) => setTimeout(r, 2 * EVENT_LOOP_MONITOR_MS));
+    await new Promise((r) => setTimeout(r, 2 * EVENT_LOOP_MONITOR_MS)); // the scenario: the monitor takes its samples
     const g = await scrape(m);
     // The monitor records the time between its samples: at least its resolution, and the stall.
     expect(g.get('nodejs_eventloop_lag_min_seconds')).toBeGreaterThan(0.09);

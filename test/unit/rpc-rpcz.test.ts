@@ -64,7 +64,7 @@ describe('rpcz: connections and calls in flight (WebSocket transport)', () => {
     client.send(es.server.address, NOTE, { text: 'a one-way message is never in flight' });
     const first = client.call(es.server.address, HANG, { text: 'first' }, { timeoutMs: 9000 });
     await until(() => (es.server.rpcz?.()[0]?.callsInFlight ?? 0) === 1, 'the first hanging call reaching the server');
-    await new Promise((r) => setTimeout(r, 30));
+    await new Promise((r) => setTimeout(r, 30)); // the scenario: the first call grows older than the second
     const second = client.call(es.server.address, HANG, { text: 'second' }, { timeoutMs: 8000 });
     await until(() => (es.server.rpcz?.()[0]?.callsInFlight ?? 0) === 2, 'the second hanging call reaching the server');
 

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DbError, ErrorCode } from '../../common/errors';
 import { Flags } from '../../common/flags';
+import { ManualClock } from '../../common/clock';
 import { memtableBytes, TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC } from '../../docdb/docdb-flags';
 import { HISTORY_GC_MIN_NEW_VERSIONS_PCT } from '../../tserver/tserver-flags';
 import { demoTabletMeta, openTestPeer, PeerJanitor, testPeerDeps, untilLeaderReady } from './tablet-peer-harness';
@@ -26,13 +27,17 @@ const key = (i: number): DocKey => ({ hash: (i * 7919) % 65536, hashed: [BigInt(
  * A tablet of its own for the history GC tests: `retentionSec` (undefined: the default, 900 s) and
  * `upsert(i, v)` writing column 1 of row i.
  */
-async function gcTablet(retentionSec?: number, more: Record<string, string> = {}): Promise<{ p: TabletPeer; flags: Flags; upsert: (i: number, v: string) => ReturnType<TabletPeer['write']> }> {
+async function gcTablet(
+  retentionSec?: number,
+  more: Record<string, string> = {},
+  wall?: ManualClock,
+): Promise<{ p: TabletPeer; flags: Flags; upsert: (i: number, v: string) => ReturnType<TabletPeer['write']> }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-tablet-'));
   dirs.push(dir);
   const flags = new Flags();
   if (retentionSec !== undefined) flags.setAtRuntime(TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC.name, String(retentionSec), true);
   for (const [name, value] of Object.entries(more)) flags.setAtRuntime(name, value, true);
-  const p = await openTestPeer(dir, { flags });
+  const p = await openTestPeer(dir, wall ? { flags, wall } : { flags });
   const upsert = (i: number, v: string) => p.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(i), columns: [{ columnId: 1, value: v }] } }] });
   return { p, flags, upsert };
 }
@@ -114,13 +119,15 @@ describe('TabletPeer', () => {
   }, 30_000);
 
   it('tablet: versions written above the last cutoff but before the last pass count as new (they become collectable as the cutoff passes them)', async () => {
-    const { p, upsert } = await gcTablet(1);
+    // The retention (1 s) passes on a manual clock: only the test moves time, however slow the machine.
+    const wall = new ManualClock();
+    const { p, upsert } = await gcTablet(1, {}, wall);
     for (let i = 0; i < 100; i++) await upsert(i, 'a');
-    await new Promise((r) => setTimeout(r, 1100));
+    wall.advanceMs(1100);
     expect((await p.historyGc())?.versionsDropped).toBe(0);
     for (let i = 0; i < 50; i++) await upsert(i, 'b');
     expect((await p.historyGc())?.versionsDropped).toBe(0); // the overwrites are younger than the retention
-    await new Promise((r) => setTimeout(r, 1100));
+    wall.advanceMs(1100);
     // Nothing written since that pass, but the overwrites now lie below the cutoff: the pass runs.
     expect((await p.historyGc())?.versionsDropped).toBe(100);
     expect(p.historyGcStats).toMatchObject({ runs: 3, skippedFewNew: 0 });
@@ -129,15 +136,16 @@ describe('TabletPeer', () => {
   }, 30_000);
 
   it('tablet: versions written since the last pass but still younger than the retention do not count towards running the next one', async () => {
-    const { p, upsert } = await gcTablet(1);
+    const wall = new ManualClock(); // the retention passes when the test says so
+    const { p, upsert } = await gcTablet(1, {}, wall);
     for (let i = 0; i < 100; i++) await upsert(i, 'a');
     expect(await p.historyGc()).toBeUndefined(); // younger than the retention (a sample of the write count is taken)
-    await new Promise((r) => setTimeout(r, 1100));
+    wall.advanceMs(1100);
     expect((await p.historyGc())?.versionsScanned).toBe(200); // kept 200; that sample lies below this cutoff
     for (let i = 0; i < 100; i++) await upsert(i, 'b'); // as many new versions as kept, all younger than 1 s
     expect(await p.historyGc()).toBeUndefined(); // none of them at or below the cutoff yet: put off
     expect(p.historyGcStats).toMatchObject({ runs: 1, skippedNothingOld: 1, skippedFewNew: 1 });
-    await new Promise((r) => setTimeout(r, 1100));
+    wall.advanceMs(1100);
     expect((await p.historyGc())?.versionsDropped).toBe(200); // now they are: 'a' of every row goes
     expect(p.historyGcStats).toMatchObject({ runs: 2, skippedFewNew: 1 });
     await p.stop();

@@ -479,8 +479,14 @@ describe('FileLogStorage segments, group commit and failures', () => {
         this.writes++;
         super.write(fd, buf, off, len, pos);
       }
+      /** fdatasyncs waiting at the gate now. */
+      held = 0;
       override async fdatasync(fd: number): Promise<void> {
-        if (this.gate) await this.gate;
+        if (this.gate) {
+          this.held++;
+          await this.gate;
+          this.held--;
+        }
         return super.fdatasync(fd);
       }
     }
@@ -491,7 +497,8 @@ describe('FileLogStorage segments, group commit and failures', () => {
     gfs.gate = new Promise<void>((r) => (open = r));
     storage.append([payload(1)]);
     const first = storage.sync(); // round 1: its fdatasync now waits on the gate
-    await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 2_000 && gfs.held === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(gfs.held).toBe(1);
     const writesBefore = gfs.writes;
     storage.append([payload(2)]);
     storage.append([payload(3)]);
@@ -517,8 +524,14 @@ describe('FileLogStorage segments, group commit and failures', () => {
   it('wal: held-back records are written before a segment roll (they belong to the old segment)', async () => {
     class GatedFs extends LazyWalFs {
       gate: Promise<void> | undefined;
+      /** fdatasyncs waiting at the gate now. */
+      held = 0;
       override async fdatasync(fd: number): Promise<void> {
-        if (this.gate) await this.gate;
+        if (this.gate) {
+          this.held++;
+          await this.gate;
+          this.held--;
+        }
         return super.fdatasync(fd);
       }
     }
@@ -529,7 +542,8 @@ describe('FileLogStorage segments, group commit and failures', () => {
     gfs.gate = new Promise<void>((r) => (open = r));
     storage.append([payload(1)]);
     const waits = [storage.sync()];
-    await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 2_000 && gfs.held === 0; i++) await new Promise((r) => setTimeout(r, 5)); // round 1's fdatasync at the gate
+    expect(gfs.held).toBe(1);
     for (let i = 2; i <= 12; i++) {
       storage.append([payload(i)]); // several rolls while round 1's fdatasync is held
       waits.push(storage.sync());

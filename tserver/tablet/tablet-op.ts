@@ -15,7 +15,8 @@
  * if by its own APPLY_TXN, all at the entry's op id). REMOVE_TXN: [txnId str].
  * TXN_STATUS: [txnId str][status str][ht u64][payload bytes] (the status tablet's record, see
  * tserver/transaction/txn-record.ts). CHANGE_SCHEMA: [schemaVersion varint][tableName str][schema as
- * JSON str] (rare: ALTER TABLE).
+ * JSON str] (rare: ALTER TABLE). ROW_LOCK: [action u8: 0 lock, 1 renew, 2 unlock][ht u64][DocKey][lockId str]
+ * [holder str][leaseMs varint] (row locks with leases, tserver/tablet/row-locks.ts).
  *
  * A WRITE or WRITE_INTENTS of a retryable request (a client's write with a request id) is prefixed by
  * [7 u8][clientId str][requestId varint][minRunning varint], then the op as above (entries without the
@@ -28,7 +29,10 @@ import { TxnId as toTxnId } from '../../common/ids';
 import { Isolation, type DocKey, type Primitive, type ReadLocks, type RowOp, type TxnMeta } from '../../docdb/doc-db-api';
 import { parseTableSchema, type TableSchema } from './tablet-meta';
 
-export const TabletOpKind = { WRITE: 1, WRITE_INTENTS: 2, APPLY_TXN: 3, REMOVE_TXN: 4, TXN_STATUS: 5, CHANGE_SCHEMA: 6, REQUEST: 7, APPLY_TXNS: 8 } as const;
+export const TabletOpKind = { WRITE: 1, WRITE_INTENTS: 2, APPLY_TXN: 3, REMOVE_TXN: 4, TXN_STATUS: 5, CHANGE_SCHEMA: 6, REQUEST: 7, APPLY_TXNS: 8, ROW_LOCK: 9 } as const;
+
+export const RowLockAction = { LOCK: 0, RENEW: 1, UNLOCK: 2 } as const;
+export type RowLockAction = (typeof RowLockAction)[keyof typeof RowLockAction];
 
 /** Transactions one APPLY_TXNS entry carries at most. */
 export const APPLY_TXNS_MAX = 4096;
@@ -62,7 +66,12 @@ export type TabletOp =
   /** Update of a transaction record on a status tablet (transactions issue). */
   | { type: 'TXN_STATUS'; txnId: TxnId; status: string; ht: HybridTime; payload: Uint8Array }
   /** The table's schema from this entry on (ALTER TABLE); every replica takes it when it applies the entry. */
-  | { type: 'CHANGE_SCHEMA'; schemaVersion: number; tableName: string; schema: TableSchema };
+  | { type: 'CHANGE_SCHEMA'; schemaVersion: number; tableName: string; schema: TableSchema }
+  /**
+   * Take, renew or release a row lock (row-locks.ts): the lock table is replicated state, so every
+   * replica (and a later leader) knows who holds which row until when (hybrid time ht + leaseMs).
+   */
+  | { type: 'ROW_LOCK'; action: RowLockAction; ht: HybridTime; key: DocKey; lockId: string; holder: string; leaseMs: number };
 
 class Out {
   buf: Buffer;
@@ -379,6 +388,17 @@ export function encodeTabletOp(op: TabletOp): Uint8Array {
       o.bytes(op.payload);
       return o.buf.subarray(0, o.pos);
     }
+    case 'ROW_LOCK': {
+      const o = new Out(64 + Buffer.byteLength(op.lockId) + Buffer.byteLength(op.holder) + rowOpsBytes([{ type: 'delete', key: op.key }]));
+      o.u8(TabletOpKind.ROW_LOCK);
+      o.u8(op.action);
+      o.u64(op.ht);
+      writeKey(o, op.key);
+      o.str(op.lockId);
+      o.str(op.holder);
+      o.uv(op.leaseMs);
+      return o.buf.subarray(0, o.pos);
+    }
     case 'CHANGE_SCHEMA': {
       const json = JSON.stringify(op.schema);
       const o = new Out(32 + Buffer.byteLength(op.tableName) + Buffer.byteLength(json));
@@ -464,6 +484,17 @@ export function decodeTabletOp(b: Uint8Array): TabletOp {
       const payload = i.bytes();
       end(i, b);
       return { type: 'TXN_STATUS', txnId, status, ht, payload };
+    }
+    case TabletOpKind.ROW_LOCK: {
+      const action = i.u8();
+      if (action > RowLockAction.UNLOCK) throw bad(`row lock action ${action}`);
+      const ht = i.u64();
+      const key = readKey(i);
+      const lockId = i.str();
+      const holder = i.str();
+      const leaseMs = i.uv();
+      end(i, b);
+      return { type: 'ROW_LOCK', action: action as RowLockAction, ht, key, lockId, holder, leaseMs };
     }
     case TabletOpKind.CHANGE_SCHEMA: {
       const schemaVersion = i.uv();

@@ -51,6 +51,7 @@ import { OUTCOME_LIMITS, OutcomeMemory } from './outcome-memory';
 import { parseTableSchema, schemaColumnIds, writeTabletMeta, type TableSchema, type TabletMeta } from './tablet-meta';
 import { forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey } from '../transaction/txn-record';
 import { makeDirs, writeFileDurablyAsync } from '../../common/fs-dirs';
+import { parseRowLockImage, RowLockOps, RowLockTable, type HeldLock, type RowLockImage } from './row-locks';
 
 export const TabletState = { BOOTSTRAPPING: 'BOOTSTRAPPING', RUNNING: 'RUNNING', FAILED: 'FAILED', DELETED: 'DELETED' } as const;
 export type TabletState = (typeof TabletState)[keyof typeof TabletState];
@@ -68,6 +69,8 @@ export interface SnapshotDescriptor {
   schema?: { schemaVersion: number; tableName: string; schema: TableSchema };
   /** The source's retryable requests (writes it replicated, per client). Absent in older descriptors. */
   retryable?: RetryableImage;
+  /** The source's row locks (row-locks.ts). Absent in older descriptors. */
+  rowLocks?: RowLockImage;
 }
 
 export type DbName = 'regular' | 'intents';
@@ -102,11 +105,29 @@ export interface WriteRequest {
   deadlineMs?: number;
   /** A retryable request: a copy of one replicated or running here is answered, not run again. */
   request?: RequestTag;
+  /**
+   * A read-modify-write (row-ops.ts): under the rows' locks, `compute` gets the rows of `keys` as
+   * they are now and answers the ops to write (`ops` is ignored), or undefined to write nothing (the
+   * write then resolves 0n).
+   */
+  computed?: {
+    keys: DocKey[];
+    /** false: the result does not depend on the rows (puts and deletes only): they are not read. */
+    readsRows?: boolean;
+    compute(rows: Array<Row | undefined>): RowOp[] | undefined;
+  };
+  /** Per row of the write (`computed.keys`, else `ops`), the row lock it carries (row-locks.ts). */
+  heldLocks?: Array<HeldLock | undefined>;
+  /** Wait (until deadlineMonoMs) for rows locked by others instead of failing ROW_LOCKED. */
+  waitForLocks?: boolean;
+  deadlineMonoMs?: number;
 }
 
 const BOOTSTRAP_MARKER = 'remote-bootstrap-in-progress';
 /** The retryable requests as of the last log GC (with the log after it, what a restart rebuilds them from). */
 const RETRYABLE_FILE = 'retryable.json';
+/** The row locks as of the last log GC (with the log after it, what a restart rebuilds them from). */
+const ROW_LOCKS_FILE = 'row-locks.json';
 /** Log entries read at a time when a restart rebuilds the retryable requests from the log. */
 const RETRYABLE_SCAN_ENTRIES = 1024;
 /** Transactional write request as the participant leader receives it. */
@@ -252,6 +273,24 @@ export class TabletPeer {
   private historyGcSchemaVersion = -1;
   /** Client writes this replica replicated (retryable requests), and those it is running as leader. */
   readonly retryable = new RetryableRequests();
+  /** Row locks with leases (replicated state: ROW_LOCK entries). */
+  readonly rowLocks = new RowLockTable();
+  private rowLockOpsValue: RowLockOps | undefined;
+
+  /** Leader side of lockRow / renewRowLock / unlockRow. */
+  rowLockOps(): RowLockOps {
+    this.rowLockOpsValue ??= new RowLockOps({
+      tabletId: this.tabletId,
+      table: this.rowLocks,
+      checkServing: () => this.checkServing(),
+      acquire: (keys) => this.locks.acquire(keys),
+      settleIntents: (key) => this.orderAfterIntents([{ type: 'delete', key }]),
+      nextHt: () => this.nextHt(),
+      now: () => this.deps.clock.now(),
+      propose: (op) => this.proposeOp(op),
+    });
+    return this.rowLockOpsValue;
+  }
 
   private constructor(private readonly deps: TabletPeerDeps) {
     this.metaValue = deps.meta;
@@ -377,10 +416,25 @@ export class TabletPeer {
       }
       this.retryable.restore(parseRetryableImage(v));
     }
+    const locksFile = path.join(this.deps.dir, ROW_LOCKS_FILE);
+    if (fs.existsSync(locksFile)) {
+      try {
+        this.rowLocks.restore(parseRowLockImage(JSON.parse(fs.readFileSync(locksFile, 'utf8'))));
+      } catch (e) {
+        throw new DbError(ErrorCode.CORRUPTION, `cannot read ${locksFile}: ${(e as Error).message}`);
+      }
+    }
     for (let lo = this.storage.firstIndex(); lo <= appliedIndex; lo += RETRYABLE_SCAN_ENTRIES) {
       for (const e of this.storage.entries(lo, Math.min(appliedIndex + 1, lo + RETRYABLE_SCAN_ENTRIES))) {
         // Only entries of retryable requests begin with the request tag: the others are not decoded.
-        if (e.type !== 'normal' || e.data[0] !== TabletOpKind.REQUEST) continue;
+        if (e.type !== 'normal') continue;
+        if (e.data[0] === TabletOpKind.ROW_LOCK) {
+          // Lock entries write no database: the frontier says nothing of them, the log does.
+          const lock = decodeTabletOp(e.data);
+          if (lock.type === 'ROW_LOCK') this.rowLocks.apply(lock, e.index);
+          continue;
+        }
+        if (e.data[0] !== TabletOpKind.REQUEST) continue;
         const op = decodeTabletOp(e.data);
         if ((op.type === 'WRITE' || op.type === 'WRITE_INTENTS') && op.request) this.retryable.replicated(op.request, op.ht);
       }
@@ -601,6 +655,11 @@ export class TabletPeer {
         case 'CHANGE_SCHEMA':
           this.changeSchema(op, opId);
           break;
+        case 'ROW_LOCK':
+          this.deps.clock.update(op.ht);
+          this.lastWriteHt = htMax(this.lastWriteHt, op.ht);
+          this.rowLocks.apply(op, opId.index);
+          break;
       }
       this.metrics.entriesApplied++;
     }
@@ -775,7 +834,7 @@ export class TabletPeer {
   /**
    * Move a committed transaction's intents OFF the ordered apply path: later entries of this tablet,
    * lease and ReadIndex reads on this replica do not wait for it, and readers meanwhile resolve the
-   * intents through pendingApplies as committed at commitHt (DESIGN: reads at any leader already
+   * intents through pendingApplies as committed at commitHt (docs/architecture.md §Apply path: reads at any leader already
    * return the committed rows while this replica still holds only intents). Applies queued together
    * run together (DocDb.applyIntentsMany: two RocksDB batches for the whole group).
    */
@@ -981,9 +1040,15 @@ export class TabletPeer {
         (e: unknown) => settle.reject(this.withLeaderHint(e)),
       );
     });
-    result.catch((e: unknown) => {
-      if (!proposed) settle.reject(e);
-    });
+    result.then(
+      // A read-modify-write whose condition failed wrote nothing (0n): a copy runs it again.
+      (ht) => {
+        if (!proposed) settle.resolve(ht);
+      },
+      (e: unknown) => {
+        if (!proposed) settle.reject(e);
+      },
+    );
     return result;
   }
 
@@ -1032,6 +1097,7 @@ export class TabletPeer {
     const release = await this.locks.acquire(req.ops.map((o) => docKeyString(o.op.key)));
     try {
       const ops = req.ops.map((o) => o.op);
+      this.rowLocks.check(this.tabletId, ops.map((o) => o.key), undefined, this.deps.clock.now());
       const serializable = req.txn.isolation === Isolation.SERIALIZABLE;
       const checked = req.ops.filter((o) => o.kind === 'INSERT' || o.kind === 'UPDATE').map((o) => o.op.key);
       const reads: ReadLocks | undefined = serializable && checked.length > 0 ? { rows: checked, tablet: false } : undefined;
@@ -1140,7 +1206,7 @@ export class TabletPeer {
 
   private createSnapshot(index: number): Uint8Array {
     const m = this.metaValue;
-    const d: SnapshotDescriptor = { tabletId: m.tabletId, sourceUuid: this.deps.selfUuid, index, schema: { schemaVersion: m.schemaVersion, tableName: m.tableName, schema: m.schema }, retryable: this.retryable.image() };
+    const d: SnapshotDescriptor = { tabletId: m.tabletId, sourceUuid: this.deps.selfUuid, index, schema: { schemaVersion: m.schemaVersion, tableName: m.tableName, schema: m.schema }, retryable: this.retryable.image(), rowLocks: this.rowLocks.image() };
     return new TextEncoder().encode(JSON.stringify(d));
   }
 
@@ -1181,6 +1247,11 @@ export class TabletPeer {
     await this.loadTxnState();
     // The writes the source replicated up to the snapshot (those after it are applied here next).
     if (desc.retryable) this.retryable.restore(parseRetryableImage(desc.retryable));
+    if (desc.rowLocks) {
+      this.rowLocks.restore(parseRowLockImage(desc.rowLocks));
+      // The log here starts after the snapshot: a restart finds the locks it granted only in this file.
+      await writeFileDurablyAsync(this.deps.dir, ROW_LOCKS_FILE, JSON.stringify(this.rowLocks.image()));
+    }
     // The schema the source had (never older than the entries the snapshot stands for): an ALTER whose
     // CHANGE_SCHEMA entry was compacted away reaches this replica here.
     // DocDB learns the schema's columns only with it (the new databases may hold columns added after this
@@ -1260,6 +1331,7 @@ export class TabletPeer {
     await this.docdb.syncDurable();
     // What the compacted entries tell of retryable requests survives in the image (taken after them).
     await writeFileDurablyAsync(this.deps.dir, RETRYABLE_FILE, JSON.stringify(this.retryable.image()));
+    await writeFileDurablyAsync(this.deps.dir, ROW_LOCKS_FILE, JSON.stringify(this.rowLocks.image()));
     return this.raft.compactLog(upTo);
   }
 
@@ -1415,16 +1487,25 @@ export class TabletPeer {
 
   /** Write rows atomically (one Raft entry); resolves with the write's hybrid time. */
   async write(req: WriteRequest): Promise<HybridTime> {
-    return this.deduped(req.request, (track) => this.writeOnce(req, track));
+    const deadlineMonoMs = req.deadlineMonoMs ?? performance.now() + this.deps.flags.get(WRITE_TIMEOUT_MS);
+    return this.deduped(req.request, (track) => this.rowLocks.waitingForLocks(req.waitForLocks === true, deadlineMonoMs, () => this.deps.clock.now(), () => this.writeOnce(req, track)));
   }
 
   private async writeOnce(req: WriteRequest, track: ProposalTracker): Promise<HybridTime> {
     this.checkServing();
     if (req.propagatedHt) this.deps.clock.update(req.propagatedHt);
     const needCheck = req.ops.some((o) => o.kind === 'INSERT' || o.kind === 'UPDATE');
-    const release = await this.locks.acquire(req.ops.map((o) => docKeyString(o.op.key)));
+    const keys = req.computed ? req.computed.keys : req.ops.map((o) => o.op.key);
+    const release = await this.locks.acquire(keys.map((k) => docKeyString(k)));
     try {
-      await this.orderAfterIntents(req.ops.map((o) => o.op));
+      let ops = req.ops.map((o) => o.op);
+      // A read-modify-write meets intents on its whole rows (it reads them), as a delete would.
+      await this.orderAfterIntents(req.computed ? keys.map((key) => ({ type: 'delete' as const, key })) : ops);
+      if (req.computed) {
+        const computed = req.computed.compute(req.computed.readsRows === false ? keys.map(() => undefined) : await this.currentRows(keys));
+        if (!computed) return 0n;
+        ops = computed;
+      }
       if (needCheck) {
         const readHt = this.deps.clock.now();
         for (const o of req.ops) {
@@ -1440,8 +1521,10 @@ export class TabletPeer {
       let ht = this.deps.clock.now();
       if (ht <= this.lastWriteHt) ht = this.lastWriteHt + 1n;
       this.lastWriteHt = ht;
+      // Row locks are judged at the write's own time (a lease may run out between check and write).
+      this.rowLocks.check(this.tabletId, keys, req.heldLocks, ht);
       this.inflightHts.push(ht);
-      const data = encodeTabletOp(req.request ? { type: 'WRITE', ht, ops: req.ops.map((o) => o.op), request: req.request } : { type: 'WRITE', ht, ops: req.ops.map((o) => o.op) });
+      const data = encodeTabletOp(req.request ? { type: 'WRITE', ht, ops, request: req.request } : { type: 'WRITE', ht, ops });
       const proposal = this.raft.propose(data);
       proposal.catch(() => this.markApplied(ht));
       track(proposal, ht);
@@ -1456,13 +1539,24 @@ export class TabletPeer {
         clearTimeout(timer);
       }
       this.metrics.writeOps++;
-      this.metrics.rowsWritten += req.ops.length;
+      this.metrics.rowsWritten += keys.length;
       return ht;
     } catch (e) {
       throw this.withLeaderHint(e);
     } finally {
       release();
     }
+  }
+
+  /**
+   * The rows of `keys` as they are now, for a read-modify-write under their locks: every earlier
+   * write of these rows is applied (each held the locks until then), committed transactions' intents
+   * count, and orderAfterIntents moved the clock past their commit times.
+   */
+  private async currentRows(keys: readonly DocKey[]): Promise<Array<Row | undefined>> {
+    const readHt = this.deps.clock.now();
+    const resolveStatus = this.deps.txnEnv ? this.statusResolver() : NO_TXN_STATUS;
+    return Promise.all(keys.map((key) => this.docdb.getRow(key, { readHt, resolveStatus })));
   }
 
   /**

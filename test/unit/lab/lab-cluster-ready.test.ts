@@ -60,13 +60,12 @@ describe('waitClusterReady', () => {
   });
 
   it('a master that does not answer at all counts as no leader (the wait is bounded)', async () => {
-    const t0 = Date.now();
     // A port nothing listens on (a server opened and closed again).
     const gone = await fakeMaster(follower);
     await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
     const e = await waitClusterReady([gone], 1, 300).then(() => undefined, (err: unknown) => err);
     expect((e as { code?: string }).code).toBe(ErrorCode.TIMED_OUT);
-    expect(Date.now() - t0).toBeLessThan(5_000);
+    expect(String((e as Error).message)).toContain('no master answered as the leader');
   });
 });
 
@@ -87,7 +86,7 @@ describe('waitAllHealthy', () => {
   });
 
   it('a server that exited ends the wait at once with SERVER_EXITED, its exit and its log tail', async () => {
-    const t0 = Date.now();
+    // The wait's budget (600 s) is ten times the test's own timeout: only the exit can end it in time.
     const e = await waitAllHealthy([target({ node: 'n0', healthy: async () => true }), target({ gone: async () => 'exited with status 1' })], 600_000).then(
       () => undefined,
       (err: unknown) => err as { code?: string; message: string; details?: Record<string, unknown> },
@@ -95,7 +94,6 @@ describe('waitAllHealthy', () => {
     expect(e?.code).toBe(ErrorCode.SERVER_EXITED);
     expect(e?.message).toMatch(/^node n1 tserver exited with status 1\n--- last 3 log lines of n1 tserver ---\nlog line 0\n/);
     expect(e?.details).toEqual({ node: 'n1', role: 'tserver' });
-    expect(Date.now() - t0).toBeLessThan(5_000);
   });
 
   it('a server that never answers is TIMED_OUT after the timeout, naming it and how many more are not healthy', async () => {

@@ -1,0 +1,219 @@
+/**
+ * The client side of atomic row operations and row locks (docs/rows.md): increment, append,
+ * checkAndMutate, mutateRow, mutateRows (one tablet, one Raft entry) and lockRow / renewRowLock /
+ * unlockRow. Each MutateRows goes as a retryable request (the invoker's client id and a request id,
+ * the same on every attempt): a resent increment whose answer was lost is applied once, and its
+ * copy answers the same new values.
+ */
+import { randomBytes } from 'node:crypto';
+import { DbError, ErrorCode } from '../common/errors';
+import { rowMethods, type CellMutationPB, type MutateRowsRequestPB, type MutateRowsResponsePB, type RowConditionPB, type RowLockResponsePB, type RowMutationPB } from '../rpc';
+import type { DocKeyPB } from '../rpc';
+import type { CallOptions, ColumnValue, Row } from './client-types';
+import type { MetaCache, TableLocations } from './meta-cache';
+import { Deadline } from './retry-policy';
+import type { TabletInvoker } from './tablet-invoker';
+import { valueFromPb, valueToPb, type TableSchema } from './table-schema';
+
+/** EQ/NE/LT/GT compare a present cell (an absent cell fails them all); EXISTS/ABSENT test presence. */
+export type RowCheckOp = 'EQ' | 'NE' | 'LT' | 'GT' | 'EXISTS' | 'ABSENT';
+
+export interface RowCheck {
+  column: string;
+  op: RowCheckOp;
+  value?: ColumnValue;
+}
+
+/** A lock lockRow granted: carry it in writes of its row (`lock` option) until unlockRow. */
+export interface RowLock {
+  table: string;
+  key: Row;
+  lockId: string;
+  /** Fencing token: the Raft index of the lock's entry, strictly increasing per row. */
+  token: bigint;
+  /** Hybrid time at which the lease runs out unless renewed. */
+  expiresHt: bigint;
+  leaseMs: number;
+}
+
+/** What to do to one row, in this order: deleteRow, put, deleteColumns, increment, append. */
+export interface RowMutationSpec {
+  /** All must hold (on every row of the call) for anything to be written. */
+  if?: RowCheck[];
+  deleteRow?: boolean;
+  /** Non-key columns to set (null deletes the cell). */
+  put?: Row;
+  deleteColumns?: string[];
+  /** int64 columns: amount to add (absent counts as 0). */
+  increment?: Record<string, bigint | number>;
+  /** string/bytes columns: what to append (absent counts as empty). */
+  append?: Record<string, string | Uint8Array>;
+  /** The row lock this write carries. */
+  lock?: RowLock;
+}
+
+export interface RowOpOptions extends CallOptions {
+  /** The row lock the write carries. */
+  lock?: RowLock;
+  /** Wait (up to the deadline) for a row locked by someone else instead of failing ROW_LOCKED. */
+  waitForLocks?: boolean;
+}
+
+export interface MutateRowsResult {
+  applied: boolean;
+  /** Per row: the new values of the columns its increments and appends changed. */
+  results: Row[];
+}
+
+/** A plain write that met a transaction's intent and could not settle it wrote nothing: retry. */
+const RETRY_CODES: ReadonlySet<string> = new Set([ErrorCode.TXN_CONFLICT]);
+
+export interface RowOpsDeps {
+  table: string;
+  cache: MetaCache;
+  invoker: TabletInvoker;
+  defaultTimeoutMs: number;
+}
+
+export class RowOps {
+  constructor(private readonly deps: RowOpsDeps) {}
+
+  private deadline(o?: CallOptions): Deadline {
+    return new Deadline(o?.timeoutMs ?? this.deps.defaultTimeoutMs);
+  }
+
+  /** The schema may have changed under the call: load it again once (SCHEMA_VERSION_MISMATCH, unknown column). */
+  private async withSchema<T>(d: Deadline, f: (loc: TableLocations) => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      const loc = await this.deps.cache.get(this.deps.table, d);
+      try {
+        return await f(loc);
+      } catch (e) {
+        const again = e instanceof DbError && (e.code === ErrorCode.SCHEMA_VERSION_MISMATCH || e.details['unknownColumn'] === true);
+        if (!again || attempt >= 3 || d.expired()) throw e;
+        this.deps.cache.invalidate(this.deps.table);
+      }
+    }
+  }
+
+  async mutateRows(rows: ReadonlyArray<{ key: Row } & RowMutationSpec>, o: RowOpOptions = {}): Promise<MutateRowsResult> {
+    if (rows.length === 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'mutateRows needs at least one row');
+    const d = this.deadline(o);
+    return this.withSchema(d, async (loc) => {
+      const s = loc.schema;
+      // The call's `lock` goes with the row it locks.
+      const lockKey = o.lock ? keyText(s, o.lock.key) : undefined;
+      const built = rows.map((r) => ({ hash: s.key(r.key).hash, pb: rowMutationPb(s, r.key, !r.lock && o.lock && keyText(s, r.key) === lockKey ? { ...r, lock: o.lock } : r) }));
+      const tablets = new Set(built.map((b) => loc.tablets.find((t) => b.hash >= t.start && b.hash < t.end)?.tabletId ?? `hash ${b.hash}`));
+      if (tablets.size > 1) {
+        throw new DbError(ErrorCode.CROSS_TABLET_MUTATION, `mutateRows on table ${this.deps.table}: the rows fall in ${tablets.size} tablets (${[...tablets].join(', ')}); it is atomic inside one tablet only`, { table: this.deps.table, tablets: [...tablets] });
+      }
+      const r = await this.call(built[0]!.hash, s.version, built.map((b) => b.pb), o.waitForLocks === true, d);
+      const results = (r.results ?? []).map((x) => Object.fromEntries((x.columns ?? []).map((c) => [s.byId.get(c.columnId ?? -1)?.name ?? String(c.columnId), valueFromPb(c.value)])) as Row);
+      return { applied: r.applied === true, results };
+    });
+  }
+
+  private async call(hash: number, schemaVersion: number, rows: RowMutationPB[], waitForLocks: boolean, d: Deadline): Promise<MutateRowsResponsePB> {
+    const inv = this.deps.invoker;
+    const id = inv.requests.begin();
+    try {
+      const make = (t: { tabletId: string }): MutateRowsRequestPB => ({
+        tabletId: t.tabletId,
+        rows,
+        schemaVersion,
+        propagatedHt: inv.propagatedHt,
+        clientId: inv.requests.clientId,
+        requestId: BigInt(id),
+        minRunningRequestId: BigInt(inv.requests.minRunning()),
+        waitForLocks,
+      });
+      const r = await inv.call(this.deps.table, { hash }, rowMethods().mutateRows, make, d, true, undefined, RETRY_CODES);
+      inv.observeHt(r.propagatedHt);
+      return r;
+    } finally {
+      inv.requests.end(id);
+    }
+  }
+
+  async lockRow(key: Row, o: CallOptions & { leaseMs?: number; wait?: boolean; holder?: string } = {}): Promise<RowLock> {
+    const d = this.deadline(o);
+    const inv = this.deps.invoker;
+    // Chosen here, kept by every attempt: a resent lockRow whose first copy took the lock answers it.
+    const lockId = randomBytes(12).toString('hex');
+    return this.withSchema(d, async (loc) => {
+      const k = loc.schema.key(key);
+      const r = await inv.call(
+        this.deps.table,
+        { hash: k.hash },
+        rowMethods().lockRow,
+        (t) => ({ tabletId: t.tabletId, key: loc.schema.keyPb(k), leaseMs: o.leaseMs ?? 0, holder: o.holder ?? inv.requests.clientId, lockId, wait: o.wait === true, schemaVersion: loc.schema.version, propagatedHt: inv.propagatedHt }),
+        d,
+        true,
+      );
+      return this.lockOf(key, r);
+    });
+  }
+
+  async renewRowLock(lock: RowLock, o: CallOptions & { leaseMs?: number } = {}): Promise<RowLock> {
+    return this.lockOf(lock.key, await this.heldLock(lock, 'RENEW', o.leaseMs ?? lock.leaseMs, this.deadline(o)));
+  }
+
+  async unlockRow(lock: RowLock, o: CallOptions = {}): Promise<void> {
+    await this.heldLock(lock, 'UNLOCK', 0, this.deadline(o));
+  }
+
+  private heldLock(lock: RowLock, action: 'RENEW' | 'UNLOCK', leaseMs: number, d: Deadline): Promise<RowLockResponsePB> {
+    const inv = this.deps.invoker;
+    return this.withSchema(d, async (loc) => {
+      const k = loc.schema.key(lock.key);
+      // Not resent after an unknown outcome: a second UNLOCK of a released lock would answer ROW_LOCK_NOT_HELD.
+      const r = await inv.call(this.deps.table, { hash: k.hash }, rowMethods().rowLock, (t) => ({ tabletId: t.tabletId, key: loc.schema.keyPb(k), lockId: lock.lockId, action, leaseMs, schemaVersion: loc.schema.version, propagatedHt: inv.propagatedHt }), d, false);
+      inv.observeHt(r.propagatedHt);
+      return r;
+    });
+  }
+
+  private lockOf(key: Row, r: RowLockResponsePB): RowLock {
+    this.deps.invoker.observeHt(r.propagatedHt);
+    return { table: this.deps.table, key, lockId: r.lockId ?? '', token: BigInt(r.token ?? 0n), expiresHt: BigInt(r.expiresHt ?? 0n), leaseMs: r.leaseMs ?? 0 };
+  }
+}
+
+function keyText(s: TableSchema, key: Row): string {
+  return JSON.stringify(s.keyPb(s.key(key)), (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+}
+
+function column(s: TableSchema, name: string): { id: number; type: string } {
+  const c = s.byName.get(name);
+  if (!c) throw new DbError(ErrorCode.INVALID_ARGUMENT, `table ${s.name} has no column ${name}`, { column: name, unknownColumn: true });
+  return c;
+}
+
+/** One row's mutations on the wire, in the documented order. */
+export function rowMutationPb(s: TableSchema, key: Row, m: RowMutationSpec): RowMutationPB {
+  const k = s.key(key);
+  const conditions: RowConditionPB[] = (m.if ?? []).map((c) => {
+    const col = column(s, c.column);
+    const withValue = c.op !== 'EXISTS' && c.op !== 'ABSENT';
+    return { columnId: col.id, op: c.op, ...(withValue ? { value: valueToPb(s.value(s.byName.get(c.column)!, c.value)) } : {}) };
+  });
+  const mutations: CellMutationPB[] = [];
+  if (m.deleteRow) mutations.push({ type: 'DELETE_ROW' });
+  for (const [name, v] of Object.entries(m.put ?? {})) {
+    if (s.isKey(name)) continue;
+    mutations.push({ type: 'PUT', columnId: column(s, name).id, value: valueToPb(s.value(s.byName.get(name)!, v)) });
+  }
+  for (const name of m.deleteColumns ?? []) mutations.push({ type: 'PUT', columnId: column(s, name).id, value: {} });
+  for (const [name, by] of Object.entries(m.increment ?? {})) {
+    if (typeof by !== 'bigint' && !Number.isSafeInteger(by)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `increment of ${name}: ${String(by)} is not an integer`);
+    mutations.push({ type: 'INCREMENT', columnId: column(s, name).id, by: BigInt(by) });
+  }
+  for (const [name, v] of Object.entries(m.append ?? {})) mutations.push({ type: 'APPEND', columnId: column(s, name).id, value: valueToPb(v) });
+  const out: RowMutationPB = { key: s.keyPb(k) as DocKeyPB, conditions, mutations };
+  if (m.lock) {
+    out.lockId = m.lock.lockId;
+    out.lockToken = m.lock.token;
+  }
+  return out;
+}

@@ -1,0 +1,88 @@
+/**
+ * RowService (rpc/protos/rows.proto): atomic row operations and row locks of one tablet, with the
+ * TypeScript shapes of its messages as rpc/proto.ts decodes them (see service-methods.ts).
+ */
+import { defineMethod } from './proto';
+import type { MethodDef } from './types';
+import type { DocKeyPB, RowPB, ValuePB } from './service-methods';
+
+export const ROW_SERVICE = 'tessera.RowService';
+
+export interface RowConditionPB {
+  columnId?: number;
+  op?: string;
+  value?: ValuePB;
+}
+export interface CellMutationPB {
+  type?: string;
+  columnId?: number;
+  value?: ValuePB;
+  by?: bigint;
+}
+export interface RowMutationPB {
+  key?: DocKeyPB;
+  conditions?: RowConditionPB[];
+  mutations?: CellMutationPB[];
+  lockId?: string;
+  lockToken?: bigint;
+}
+export interface MutateRowsRequestPB {
+  tabletId?: string;
+  rows?: RowMutationPB[];
+  schemaVersion?: number;
+  propagatedHt?: bigint;
+  clientId?: string;
+  requestId?: bigint;
+  minRunningRequestId?: bigint;
+  waitForLocks?: boolean;
+}
+export interface MutateRowsResponsePB {
+  applied?: boolean;
+  writeHt?: bigint;
+  propagatedHt?: bigint;
+  results?: RowPB[];
+}
+export interface LockRowRequestPB {
+  tabletId?: string;
+  key?: DocKeyPB;
+  leaseMs?: number;
+  holder?: string;
+  lockId?: string;
+  wait?: boolean;
+  schemaVersion?: number;
+  propagatedHt?: bigint;
+}
+export interface RowLockRequestPB {
+  tabletId?: string;
+  key?: DocKeyPB;
+  lockId?: string;
+  action?: string;
+  leaseMs?: number;
+  schemaVersion?: number;
+  propagatedHt?: bigint;
+}
+export interface RowLockResponsePB {
+  lockId?: string;
+  token?: bigint;
+  expiresHt?: bigint;
+  leaseMs?: number;
+  propagatedHt?: bigint;
+}
+
+export interface RowMethods {
+  mutateRows: MethodDef<MutateRowsRequestPB, MutateRowsResponsePB>;
+  lockRow: MethodDef<LockRowRequestPB, RowLockResponsePB>;
+  /** RENEW or UNLOCK of a held lock. */
+  rowLock: MethodDef<RowLockRequestPB, RowLockResponsePB>;
+}
+
+let rows: RowMethods | undefined;
+
+export function rowMethods(): RowMethods {
+  rows ??= {
+    mutateRows: defineMethod(ROW_SERVICE, 'MutateRows', 'MutateRowsRequestPB', 'MutateRowsResponsePB'),
+    lockRow: defineMethod(ROW_SERVICE, 'LockRow', 'LockRowRequestPB', 'RowLockResponsePB'),
+    rowLock: defineMethod(ROW_SERVICE, 'RowLock', 'RowLockRequestPB', 'RowLockResponsePB'),
+  };
+  return rows;
+}

@@ -1,0 +1,190 @@
+/**
+ * RowService (rpc/protos/rows.proto): MutateRows — increment, append, checkAndMutate, mutateRow and
+ * mutateRows of one tablet, one Raft entry each (tablet/row-ops.ts) — and LockRow / RowLock (renew,
+ * unlock: tablet/row-locks.ts). Requests are untrusted: every field is checked against the tablet's
+ * schema, bad input is INVALID_ARGUMENT, never a crash.
+ */
+import { DbError, ErrorCode } from '../common/errors';
+import type { Flags } from '../common/flags';
+import type { HybridClock } from '../common/hybrid-clock';
+import { TRANSACTIONS_TABLE } from '../common/system-tables';
+import type { DocKey, Primitive, Row } from '../docdb';
+import type { RowMethods } from '../rpc';
+import type * as rpb from '../rpc';
+import type { RowPB } from '../rpc';
+import type { RpcServer } from '../rpc';
+import { checkSchemaVersion, checkType, keyFromPb, keyToPb, requestTag, valueFromPb, valueToPb, WRITE_OPS_MAX } from './tablet-service';
+import type { TabletManager } from './tablet-manager';
+import type { ColumnSchema, TabletMeta } from './tablet/tablet-meta';
+import type { TabletPeer } from './tablet/tablet-peer';
+import { CompareOp, evaluateRowMutations, readsRows, resultColumns, type CellMutation, type RowCondition, type RowMutation } from './tablet/row-ops';
+import { ROW_CELL_BYTES_MAX, ROW_LOCK_LEASE_MS } from './tablet/row-flags';
+import { docKeyString } from './tablet/tablet-op';
+import { WRITE_TIMEOUT_MS } from './tserver-flags';
+import type { LockGrant } from './tablet/row-locks';
+
+/** Conditions and mutations of one row at most. */
+export const ROW_CELL_OPS_MAX = 1000;
+
+export interface RowServiceDeps {
+  manager(): TabletManager;
+  flags: Flags;
+  clock: HybridClock;
+}
+
+function invalid(msg: string, details: Record<string, unknown> = {}): DbError {
+  return new DbError(ErrorCode.INVALID_ARGUMENT, msg, details);
+}
+
+function column(meta: TabletMeta, id: number | undefined): ColumnSchema {
+  const col = meta.schema.columns.find((c) => c.id === (id ?? -1));
+  if (!col) throw invalid(`unknown column id ${String(id)}`, { unknownColumn: true });
+  if (meta.schema.hashColumns.includes(col.name) || meta.schema.rangeColumns.includes(col.name)) throw invalid(`column ${col.name} is part of the primary key; row operations change other columns`);
+  return col;
+}
+
+function parseCondition(meta: TabletMeta, c: rpb.RowConditionPB): RowCondition {
+  const col = column(meta, c.columnId);
+  const op = c.op ?? '';
+  if (!Object.prototype.hasOwnProperty.call(CompareOp, op)) throw invalid(`unknown condition '${op}' (EQ | NE | LT | GT | EXISTS | ABSENT)`);
+  if (op === CompareOp.EXISTS || op === CompareOp.ABSENT) return { columnId: col.id, op: op as CompareOp };
+  const value = valueFromPb(c.value);
+  if (value === null) throw invalid(`condition ${op} on ${col.name} needs a value (test an absent cell with ABSENT)`);
+  checkType(col, value, false);
+  return { columnId: col.id, op: op as CompareOp, value };
+}
+
+function parseMutation(meta: TabletMeta, m: rpb.CellMutationPB): CellMutation {
+  if (m.type === 'DELETE_ROW') return { type: 'DELETE_ROW' };
+  const col = column(meta, m.columnId);
+  switch (m.type) {
+    case 'PUT': {
+      const value: Primitive = valueFromPb(m.value);
+      checkType(col, value, col.nullable);
+      return { type: 'PUT', columnId: col.id, value };
+    }
+    case 'INCREMENT':
+      if (col.type !== 'int64') throw invalid(`increment: column ${col.name} is ${col.type}, not int64`, { column: col.name });
+      return { type: 'INCREMENT', columnId: col.id, by: BigInt(m.by ?? 0n) };
+    case 'APPEND': {
+      if (col.type !== 'string' && col.type !== 'bytes') throw invalid(`append: column ${col.name} is ${col.type}, not string or bytes`, { column: col.name });
+      const value = valueFromPb(m.value);
+      if (value === null) throw invalid(`append to ${col.name} needs a value`);
+      checkType(col, value, false);
+      return { type: 'APPEND', columnId: col.id, value: value as string | Uint8Array };
+    }
+    default:
+      throw invalid(`unknown mutation '${String(m.type)}' (PUT | DELETE_ROW | INCREMENT | APPEND)`);
+  }
+}
+
+/** The rows of a MutateRows request, checked (one mutation list per distinct row). */
+export function parseRowMutations(meta: TabletMeta, rows: rpb.RowMutationPB[] | undefined): RowMutation[] {
+  const list = rows ?? [];
+  if (list.length === 0) throw invalid('mutate_rows has no rows');
+  if (list.length > WRITE_OPS_MAX) throw invalid(`mutate_rows has ${list.length} rows; at most ${WRITE_OPS_MAX}`);
+  const seen = new Set<string>();
+  return list.map((r) => {
+    const key = keyFromPb(meta, r.key);
+    const k = docKeyString(key);
+    if (seen.has(k)) throw invalid('mutate_rows names a row twice: give all of its mutations in one entry');
+    seen.add(k);
+    const conditions = (r.conditions ?? []).map((c) => parseCondition(meta, c));
+    const mutations = (r.mutations ?? []).map((m) => parseMutation(meta, m));
+    if (conditions.length + mutations.length > ROW_CELL_OPS_MAX) throw invalid(`a row has ${conditions.length + mutations.length} conditions and mutations; at most ${ROW_CELL_OPS_MAX}`);
+    const out: RowMutation = { key, conditions, mutations };
+    if (r.lockId) out.lock = { lockId: r.lockId, token: Number(r.lockToken ?? 0n) };
+    return out;
+  });
+}
+
+function resultPb(key: DocKey, cells: Map<number, Primitive>): RowPB {
+  return { key: keyToPb(key), columns: [...cells].map(([columnId, v]) => ({ columnId, value: valueToPb(v) })), writeHt: 0n };
+}
+
+export class RowService {
+  constructor(private readonly deps: RowServiceDeps) {}
+
+  private tablet(id: string | undefined, schemaVersion: number | undefined, propagatedHt: bigint | undefined): TabletPeer {
+    if (!id) throw invalid('tablet_id missing');
+    const t = this.deps.manager().get(id);
+    checkSchemaVersion(t, schemaVersion);
+    if (t.meta.tableName === TRANSACTIONS_TABLE) throw new DbError(ErrorCode.NOT_SUPPORTED, `table ${TRANSACTIONS_TABLE} is a system table: clients cannot write it`, { table: TRANSACTIONS_TABLE });
+    if (propagatedHt) this.deps.clock.update(BigInt(propagatedHt));
+    return t;
+  }
+
+  private deadline(ctx?: { deadlineMonoMs: number }): number {
+    return ctx?.deadlineMonoMs ?? performance.now() + this.deps.flags.get(WRITE_TIMEOUT_MS);
+  }
+
+  async mutateRows(req: rpb.MutateRowsRequestPB, ctx?: { deadlineMonoMs: number }): Promise<rpb.MutateRowsResponsePB> {
+    const t = this.tablet(req.tabletId, req.schemaVersion, req.propagatedHt);
+    const request = requestTag(req, req.requestId);
+    const rows = parseRowMutations(t.meta, req.rows);
+    const keys = rows.map((r) => r.key);
+    const cellBytesMax = this.deps.flags.get(ROW_CELL_BYTES_MAX);
+    let results: Array<Map<number, Primitive>> | undefined;
+    const ht = await t.write({
+      ops: [],
+      computed: {
+        keys,
+        readsRows: readsRows(rows),
+        compute: (current) => {
+          const ev = evaluateRowMutations(rows, current, cellBytesMax);
+          results = ev.results;
+          return ev.ops;
+        },
+      },
+      heldLocks: rows.map((r) => r.lock),
+      waitForLocks: req.waitForLocks === true,
+      deadlineMonoMs: this.deadline(ctx),
+      ...(request ? { request } : {}),
+    });
+    const propagatedHt = this.deps.clock.now();
+    if (ht === 0n) return { applied: false, writeHt: 0n, propagatedHt, results: [] };
+    // A resent copy of a request applied before: its new values are the row's at its entry's time.
+    results ??= await this.readBack(t, rows, ht);
+    return { applied: true, writeHt: ht, propagatedHt, results: rows.map((r, i) => resultPb(r.key, results![i]!)) };
+  }
+
+  private async readBack(t: TabletPeer, rows: RowMutation[], ht: bigint): Promise<Array<Map<number, Primitive>>> {
+    const wanted = rows.map(resultColumns);
+    if (wanted.every((w) => w.length === 0)) return rows.map(() => new Map());
+    const r = await t.read(
+      rows.map((x) => x.key),
+      { readHt: ht },
+    );
+    return rows.map((_, i) => {
+      const row: Row | undefined = r.rows[i];
+      return new Map(wanted[i]!.map((c) => [c, row?.columns.get(c) ?? null]));
+    });
+  }
+
+  async lockRow(req: rpb.LockRowRequestPB, ctx?: { deadlineMonoMs: number }): Promise<rpb.RowLockResponsePB> {
+    const t = this.tablet(req.tabletId, req.schemaVersion, req.propagatedHt);
+    const key = keyFromPb(t.meta, req.key);
+    const leaseMs = req.leaseMs || this.deps.flags.get(ROW_LOCK_LEASE_MS);
+    const g = await t.rowLockOps().lock(key, { leaseMs, holder: req.holder ?? '', ...(req.lockId ? { lockId: req.lockId } : {}), wait: req.wait === true, deadlineMonoMs: this.deadline(ctx) });
+    return this.grantPb(g);
+  }
+
+  async rowLock(req: rpb.RowLockRequestPB): Promise<rpb.RowLockResponsePB> {
+    const t = this.tablet(req.tabletId, req.schemaVersion, req.propagatedHt);
+    const key = keyFromPb(t.meta, req.key);
+    const lockId = req.lockId ?? '';
+    if (req.action === 'RENEW') return this.grantPb(await t.rowLockOps().renew(key, lockId, req.leaseMs || this.deps.flags.get(ROW_LOCK_LEASE_MS)));
+    if (req.action === 'UNLOCK') return this.grantPb(await t.rowLockOps().unlock(key, lockId));
+    throw invalid(`unknown row lock action '${String(req.action)}' (RENEW | UNLOCK)`);
+  }
+
+  private grantPb(g: LockGrant): rpb.RowLockResponsePB {
+    return { lockId: g.lockId, token: BigInt(g.token), expiresHt: g.expiresHt, leaseMs: g.leaseMs, propagatedHt: this.deps.clock.now() };
+  }
+
+  register(server: RpcServer, m: RowMethods): void {
+    server.handle(m.mutateRows, (r, ctx) => this.mutateRows(r, ctx));
+    server.handle(m.lockRow, (r, ctx) => this.lockRow(r, ctx));
+    server.handle(m.rowLock, (r) => this.rowLock(r));
+  }
+}

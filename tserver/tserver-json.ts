@@ -1,0 +1,32 @@
+/**
+ * JSON shapes of the tserver console that tserver-server.ts fills and tserver-web.ts serves: a leaf
+ * both import, so neither imports the other back.
+ */
+import type { BackgroundWork } from '../docdb';
+import type { WalSyncTimes } from './tablet/tablet-peer';
+
+/** The JSON of GET /api/v1/tablets (docs/architecture.md §Contracts; add fields freely, never rename). */
+export interface TabletsJson {
+  tablets: Array<{
+    tabletId: string;
+    table: string;
+    tableId: string;
+    partition: { start: number; end: number };
+    state: string;
+    role: string;
+    term: number;
+    leaderUuid: string;
+    commitIndex: number;
+    appliedIndex: number;
+    regulardb: { memtableBytes: number; sstBytes: number };
+    intentsdb: { memtableBytes: number; sstBytes: number; intentCount: number };
+    /** RocksDB's background work per database since the replica opened (running replicas on RocksDB). */
+    background?: { regulardb?: BackgroundWork; intentsdb?: BackgroundWork };
+    /** The Raft log's fdatasyncs since the replica opened and how long they took (running replicas with a log on disk). */
+    wal?: WalSyncTimes;
+    /** Why the replica FAILED (a replica that did not open at start says only this). */
+    lastError?: string;
+    /** The table's schema version this replica has (ALTER TABLE). */
+    schemaVersion: number;
+  }>;
+}
