@@ -4,9 +4,18 @@
  * size through the protobuf codecs both ways. Each case keeps N calls in flight (a new call starts when
  * one ends) for a fixed time and reports calls/s and latency percentiles.
  *
- * Options: --seconds=N per case (default 3).
+ * Then what a connection costs with the cluster secret's challenge and with TLS (docs/security.md):
+ * new connections each making one call, for the same time, plain, with a secret, and with a secret
+ * over TLS (certificates made with openssl in a temporary directory), as ratios to plain.
+ *
+ * Options: --seconds=N per case (default 3); --cluster_secret: the steady-state cases on a secured
+ * server and client too; --tls: and over TLS.
  */
-import { defineMethod, WsTransport } from '../rpc';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { createCa, createNodeCert } from '../lab/tls-certs';
+import { clientTlsOf, defineMethod, parseSecrets, serverTlsOf, WsTransport, type ClusterSecrets } from '../rpc';
 
 interface EchoMsg {
   data?: Uint8Array;
@@ -51,15 +60,59 @@ async function runCase(call: () => Promise<unknown>, inflight: number, durationM
   return { calls, perSec: (calls / elapsed) * 1000, p50: pct(s, 50), p99: pct(s, 99), max: s.length ? s[s.length - 1]! : 0 };
 }
 
+const BENCH_SECRET = 'bench-cluster-secret-0123456789abcdef';
+/** Bound on the connect case's connections (each is opened, used once and closed). */
+const CONNECTS_MAX = 1_000_000;
+
+interface BenchTls {
+  dir: string;
+}
+
+/** A CA and a certificate for 127.0.0.1 in a temporary directory. */
+function benchCerts(): BenchTls {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-bench-tls-'));
+  createCa(dir);
+  createNodeCert(dir, '127.0.0.1');
+  return { dir };
+}
+
+function benchTransport(secrets: ClusterSecrets, tls: BenchTls | undefined): WsTransport {
+  return new WsTransport({ clusterSecrets: secrets, ...(tls ? { clientTls: clientTlsOf(tls.dir), serverTls: serverTlsOf(tls.dir, '127.0.0.1') } : {}) });
+}
+
+/** New connections per second, each making one call and closing, for `seconds`. */
+async function connectsPerSec(secrets: ClusterSecrets, seconds: number, tls?: BenchTls): Promise<{ connects: number; perSec: number }> {
+  const transport = benchTransport(secrets, tls);
+  const server = transport.createServer({ host: '127.0.0.1', port: 0 });
+  server.handle(ECHO, async (req) => req);
+  await server.start();
+  const req = { data: new Uint8Array(100) };
+  let connects = 0;
+  const start = performance.now();
+  const end = start + seconds * 1000;
+  while (performance.now() < end && connects < CONNECTS_MAX) {
+    const client = benchTransport(secrets, tls).createClient();
+    await client.call(server.address, ECHO, req, { timeoutMs: 10_000 });
+    await client.close();
+    connects++;
+  }
+  const elapsed = performance.now() - start;
+  await server.stop();
+  return { connects, perSec: (connects / elapsed) * 1000 };
+}
+
 async function main(): Promise<void> {
   const seconds = argSeconds();
-  const transport = new WsTransport();
+  const useTls = process.argv.includes('--tls');
+  const secured = useTls || process.argv.includes('--cluster_secret');
+  const certs = benchCerts();
+  const transport = benchTransport(secured ? parseSecrets(BENCH_SECRET, 'bench') : [], useTls ? certs : undefined);
   const server = transport.createServer({ host: '127.0.0.1', port: 0 });
   server.handle(ECHO, async (req) => req);
   await server.start();
   const client = transport.createClient();
   const addr = server.address;
-  process.stdout.write(`RPC loopback benchmark: WsTransport, ${seconds} s per case, server ${addr}, node ${process.version}\n\n`);
+  process.stdout.write(`RPC loopback benchmark: WsTransport${secured ? ' with a cluster secret' : ''}${useTls ? ' over TLS' : ''}, ${seconds} s per case, server ${addr}, node ${process.version}\n\n`);
   const rows: string[][] = [['in flight', 'payload B', 'calls', 'calls/s', 'p50 ms', 'p99 ms', 'max ms']];
   for (const size of PAYLOAD_BYTES) {
     const req = { data: new Uint8Array(size).fill(7) };
@@ -74,6 +127,16 @@ async function main(): Promise<void> {
   for (const r of rows) process.stdout.write(r.map((cell, c) => cell.padStart(widths[c]!)).join('  ') + '\n');
   await client.close();
   await server.stop();
+  const secret = parseSecrets(BENCH_SECRET, 'bench');
+  const plain = await connectsPerSec([], seconds);
+  const withSecret = await connectsPerSec(secret, seconds);
+  const withTls = await connectsPerSec(secret, seconds, certs);
+  fs.rmSync(certs.dir, { recursive: true, force: true });
+  const ratio = (x: number): string => `${(x / plain.perSec).toFixed(2)}×`;
+  process.stdout.write(
+    `\nnew connection + one call: ${plain.perSec.toFixed(0)}/s plain, ${withSecret.perSec.toFixed(0)}/s with the HMAC challenge (${ratio(withSecret.perSec)}), ` +
+      `${withTls.perSec.toFixed(0)}/s with the challenge over TLS (${ratio(withTls.perSec)})\n`,
+  );
 }
 
 main().catch((e: unknown) => {

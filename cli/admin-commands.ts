@@ -1,6 +1,7 @@
 /**
  * `tessera admin --master_addresses A <command>`: YugabyteDB's yb-admin commands, by their names.
  */
+import { CLUSTER_SECRET_ENV, readSecretFile, clientTlsOf } from '../rpc';
 import type { Command } from 'commander';
 import { DbError, ErrorCode } from '../common/errors';
 import { httpRequest } from '../lab/console-http';
@@ -9,11 +10,16 @@ import type { TesseraClient } from '../client/tessera-client';
 import { checkReplicaConvergence, convergenceLine } from '../lab/verify/replica-convergence';
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
 import { readLabState } from '../lab/lab-state';
-import { DEFAULT_MASTER_ADDRESSES, LAB_DIR_HELP, print, printJson, printTable, withClient } from './cli-io';
+import { CERTS_DIR_HELP, CLUSTER_SECRET_HELP, DEFAULT_MASTER_ADDRESSES, LAB_DIR_HELP, print, printJson, printTable, withClient } from './cli-io';
+
+/** Environment variable naming the console token file `admin set_flag` sends to a console URL. */
+const CONSOLE_TOKEN_ENV = 'TESSERA_WEBSERVER_TOKEN_FILE';
 
 interface AdminOpts {
   master_addresses: string;
   lab_dir?: string;
+  cluster_secret_file?: string;
+  certs_dir?: string;
   json?: boolean;
   timeout_ms?: string;
 }
@@ -35,6 +41,8 @@ export function registerAdminCommands(program: Command): void {
     .description('cluster administration (yb-admin style)')
     .option('--master_addresses <addrs>', 'comma-separated master RPC addresses', DEFAULT_MASTER_ADDRESSES)
     .option('--lab_dir <dir>', LAB_DIR_HELP)
+    .option('--cluster_secret_file <path>', CLUSTER_SECRET_HELP)
+    .option('--certs_dir <dir>', CERTS_DIR_HELP)
     .option('--timeout_ms <ms>', 'deadline of the operation')
     .option('--json', 'machine-readable output');
   const opts = (cmd: Command): AdminOpts => cmd.optsWithGlobals<AdminOpts>();
@@ -153,11 +161,16 @@ export function registerAdminCommands(program: Command): void {
   admin
     .command('set_flag <server> <flag> <value>')
     .description('SERVER is an RPC address (host:port) or a console URL (http://host:port)')
-    .option('--force', 'change a flag that is not tagged runtime')
-    .action(async (server: string, flag: string, value: string, o: { force?: boolean }, cmd: Command) => {
+    .option('--force', 'change a flag that is not tagged runtime (the server must run with --allow_unsafe_flag_changes)')
+    .option('--token_file <path>', `console URL: the file of the console token (or cluster secret) sent as a bearer token (default: $${CONSOLE_TOKEN_ENV}, else $${CLUSTER_SECRET_ENV})`)
+    .action(async (server: string, flag: string, value: string, o: { force?: boolean; token_file?: string }, cmd: Command) => {
       const force = o.force ?? false;
       if (server.startsWith('http://') || server.startsWith('https://')) {
-        const r = await httpRequest(`${server.replace(/\/$/, '')}/api/v1/flags`, { method: 'POST', body: JSON.stringify({ name: flag, value, force }) });
+        const tokenFile = o.token_file ?? process.env[CONSOLE_TOKEN_ENV] ?? process.env[CLUSTER_SECRET_ENV];
+        const token = tokenFile ? readSecretFile(tokenFile, 'token_file')[0]!.toString('utf8') : undefined;
+        const certsDir = opts(cmd).certs_dir ?? process.env['TESSERA_CERTS_DIR'];
+        const ca = server.startsWith('https://') && certsDir ? clientTlsOf(certsDir).ca : undefined;
+        const r = await httpRequest(`${server.replace(/\/$/, '')}/api/v1/flags`, { method: 'POST', body: JSON.stringify({ name: flag, value, force }), token, ca });
         if (r.status !== 200) {
           let err: DbError = new DbError(ErrorCode.INTERNAL, `HTTP ${r.status}: ${r.body.slice(0, 200)}`);
           try {

@@ -1,4 +1,5 @@
 /** Output helpers shared by the commands: aligned tables for people, JSON (--json) for scripts. */
+import { CLUSTER_SECRET_ENV } from '../rpc';
 import { formatTable } from '../lab/text-table';
 import { toJson } from '../rpc';
 import { TesseraClient } from '../client/tessera-client';
@@ -71,7 +72,13 @@ export function exitQuietlyOnClosedPipe(stream: NodeJS.WriteStream = process.std
 export interface ClientTarget {
   master_addresses: string;
   lab_dir?: string;
+  cluster_secret_file?: string;
+  certs_dir?: string;
 }
+
+export const CERTS_DIR_HELP = "a TLS cluster's certificates directory: its ca.crt verifies the servers (default $TESSERA_CERTS_DIR)";
+
+export const CLUSTER_SECRET_HELP = `a secured cluster's secret file (default $TESSERA_CLUSTER_SECRET_FILE; docs/security.md)`;
 
 export const LAB_DIR_HELP = 'talk to the lab started with tessera lab up --base_dir DIR (its masters; a docker lab through its published ports); overrides --master_addresses';
 
@@ -79,12 +86,16 @@ export const LAB_DIR_HELP = 'talk to the lab started with tessera lab up --base_
  * Connect options for a target. A lab's servers advertise the addresses they use among themselves
  * (a docker lab: n1:9100); lab.json knows the published ports this machine reaches them at.
  */
-export function connectTarget(t: string | ClientTarget): { masterAddresses: string[]; addressMap?: Record<string, string> } {
-  const target = typeof t === 'string' ? { master_addresses: t } : t;
-  if (!target.lab_dir) return { masterAddresses: target.master_addresses.split(',') };
+export function connectTarget(t: string | ClientTarget): { masterAddresses: string[]; addressMap?: Record<string, string>; clusterSecretFile?: string; certsDir?: string } {
+  const target: ClientTarget = typeof t === 'string' ? { master_addresses: t } : t;
+  // A secured cluster's secret: --cluster_secret_file, else $TESSERA_CLUSTER_SECRET_FILE (docs/security.md).
+  const secretFile = target.cluster_secret_file ?? process.env[CLUSTER_SECRET_ENV];
+  const certsDir = target.certs_dir ?? process.env['TESSERA_CERTS_DIR'];
+  const secret = { ...(secretFile ? { clusterSecretFile: secretFile } : {}), ...(certsDir ? { certsDir } : {}) };
+  if (!target.lab_dir) return { masterAddresses: target.master_addresses.split(','), ...secret };
   const st = readLabState(target.lab_dir);
   if (!st) throw new DbError(ErrorCode.NOT_FOUND, `no lab in ${target.lab_dir} (no lab.json); start one with tessera lab up --base_dir ${target.lab_dir}`);
-  return labConnectOptions(st.nodes);
+  return { ...labConnectOptions(st.nodes), ...secret };
 }
 
 export async function withClient<T>(target: string | ClientTarget, timeoutMs: number | undefined, f: (c: TesseraClient) => Promise<T>): Promise<T> {

@@ -8,7 +8,7 @@ import { DbError, ErrorCode } from '../common/errors';
 import type { ColumnSpec, ColumnType, Row } from '../client/client-types';
 import type { TableSchema } from '../client/table-schema';
 import type { TesseraClient } from '../client/tessera-client';
-import { CELL_CHARS_SHOWN, DEFAULT_MASTER_ADDRESSES, LAB_DIR_HELP, print, printJson, printTable, withClient } from './cli-io';
+import { CELL_CHARS_SHOWN, CERTS_DIR_HELP, CLUSTER_SECRET_HELP, DEFAULT_MASTER_ADDRESSES, LAB_DIR_HELP, print, printJson, printTable, withClient } from './cli-io';
 
 const TYPES: readonly string[] = ['int64', 'double', 'string', 'bytes', 'bool'];
 
@@ -94,7 +94,7 @@ export interface CommonOpts {
 }
 
 export function common(c: Command): Command {
-  return c.option('--master_addresses <addrs>', 'comma-separated master RPC addresses', DEFAULT_MASTER_ADDRESSES).option('--lab_dir <dir>', LAB_DIR_HELP).option('--timeout_ms <ms>', 'deadline of the operation').option('--json', 'machine-readable output');
+  return c.option('--master_addresses <addrs>', 'comma-separated master RPC addresses', DEFAULT_MASTER_ADDRESSES).option('--lab_dir <dir>', LAB_DIR_HELP).option('--cluster_secret_file <path>', CLUSTER_SECRET_HELP).option('--certs_dir <dir>', CERTS_DIR_HELP).option('--timeout_ms <ms>', 'deadline of the operation').option('--json', 'machine-readable output');
 }
 
 export const timeout = (o: CommonOpts): number | undefined => (o.timeout_ms ? Number(o.timeout_ms) : undefined);

@@ -14,6 +14,7 @@ import { DbError, ErrorCode } from '../common/errors';
 import { isHealthy } from '../lab/console-http';
 import { probeReadiness } from '../lab/health-wait';
 import { loopbackAliasesWork } from '../lab/process-addressing';
+import { LAB_SERVER_FLAGS } from '../lab/flag-setter';
 import { makeDirs } from '../common/fs-dirs';
 
 export const STATE_FILE = 'cluster.json';
@@ -111,7 +112,7 @@ export async function planCluster(o: StartOptions): Promise<ClusterState> {
         webAddress: `${host(i)}:${port(7000, i)}`,
         dataDir,
         logFile: path.join(nodeDir, 'master.log'),
-        argv: ['master', `--master_addresses=${masterAddresses}`, `--rpc_bind_addresses=${host(i)}:${port(7100, i)}`, `--webserver_port=${port(7000, i)}`, `--fs_data_dirs=${dataDir}`, `--replication_factor=${rf}`, ...flagArgs(o.masterFlags)],
+        argv: ['master', `--master_addresses=${masterAddresses}`, `--rpc_bind_addresses=${host(i)}:${port(7100, i)}`, `--webserver_port=${port(7000, i)}`, `--fs_data_dirs=${dataDir}`, `--replication_factor=${rf}`, ...LAB_SERVER_FLAGS, ...flagArgs(o.masterFlags)],
       });
     }
     const dataDir = path.join(nodeDir, 'tserver');
@@ -122,7 +123,7 @@ export async function planCluster(o: StartOptions): Promise<ClusterState> {
       webAddress: `${host(i)}:${port(9000, i)}`,
       dataDir,
       logFile: path.join(nodeDir, 'tserver.log'),
-      argv: ['tserver', `--tserver_master_addrs=${masterAddresses}`, `--rpc_bind_addresses=${host(i)}:${port(9100, i)}`, `--webserver_port=${port(9000, i)}`, `--fs_data_dirs=${dataDir}`, ...flagArgs(o.tserverFlags), ...nodeFlags],
+      argv: ['tserver', `--tserver_master_addrs=${masterAddresses}`, `--rpc_bind_addresses=${host(i)}:${port(9100, i)}`, `--webserver_port=${port(9000, i)}`, `--fs_data_dirs=${dataDir}`, ...LAB_SERVER_FLAGS, ...flagArgs(o.tserverFlags), ...nodeFlags],
     });
   }
   return { version: STATE_VERSION, baseDir: o.baseDir, nodes: o.nodes, masters: o.masters, masterAddresses, servers };

@@ -8,6 +8,8 @@ import { runMaster, runTServer } from './server-commands';
 import { registerAdminCommands } from './admin-commands';
 import { registerDataCommands } from './data-commands';
 import { registerRowCommands } from './row-commands';
+import { registerCertCommands } from './cert-commands';
+import { registerDeployCommands } from './deploy-commands';
 import { registerClusterCommands } from './cluster-commands';
 import { registerLabCommands } from '../lab/lab-cli';
 import { registerVerifyCommand } from '../lab/verify/verify-cli';
@@ -37,6 +39,8 @@ export function buildProgram(): Command {
   registerAdminCommands(program);
   registerDataCommands(program);
   registerRowCommands(program);
+  registerCertCommands(program);
+  registerDeployCommands(program);
   registerLabCommands(program);
   registerVerifyCommand(program);
   program

@@ -85,6 +85,16 @@ export interface BatchOptions extends CallOptions {
 
 export interface ConnectOptions {
   masterAddresses: string[];
+  /**
+   * The cluster secret's text (a secured cluster: its servers run with --cluster_secret_file;
+   * docs/security.md); its first line is proved to every server that challenges. Without it such a
+   * cluster fails every call with UNAUTHENTICATED.
+   */
+  clusterSecret?: string;
+  /** The same, read from this file. */
+  clusterSecretFile?: string;
+  /** A TLS cluster's certificates directory (its servers run with --certs_dir): dial wss, verify servers against its ca.crt. */
+  certsDir?: string;
   /** Default deadline of every operation (default 10 s): past it the operation fails with TIMED_OUT. */
   timeoutMs?: number;
   /** Transactions heartbeat their status tablet this often (default 500000 µs, YugabyteDB's transaction_heartbeat_usec). */

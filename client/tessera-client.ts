@@ -18,7 +18,7 @@
 import { TxnWriteCoalescer } from './txn-write-coalescer';
 import { DbError, ErrorCode } from '../common/errors';
 import { Flags } from '../common/flags';
-import { masterMethods, WsTransport, type ListMastersResponsePB, type ListTabletServersResponsePB, type RpcClient, type Transport } from '../rpc';
+import { clientTlsOf, masterMethods, parseSecrets, readSecretFile, WsTransport, type ListMastersResponsePB, type ListTabletServersResponsePB, type RpcClient, type Transport } from '../rpc';
 import { addressTranslator, translatingRpcClient } from './address-translation';
 import type { AlterTableOptions, AlterTableProgress, ConnectOptions, CreateTableOptions, TableSummary, CallOptions } from './client-types';
 import { MasterProxy } from './master-proxy';
@@ -78,7 +78,8 @@ export class TesseraClient {
   static async connect(opts: ConnectOptions & { transport?: Transport }): Promise<TesseraClient> {
     const addrs = (opts.masterAddresses ?? []).flatMap((a) => a.split(',')).map((a) => a.trim()).filter(Boolean);
     if (addrs.length === 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'connect needs masterAddresses, e.g. ["127.0.0.1:7100"]');
-    const transport = opts.transport ?? new WsTransport({ flags: new Flags() });
+    const clusterSecrets = opts.clusterSecret !== undefined ? parseSecrets(opts.clusterSecret, 'the clusterSecret option') : opts.clusterSecretFile ? readSecretFile(opts.clusterSecretFile) : [];
+    const transport = opts.transport ?? new WsTransport({ flags: new Flags(), clusterSecrets, ...(opts.certsDir ? { clientTls: clientTlsOf(opts.certsDir) } : {}) });
     // Translation happens where the client dials; everything above it keeps advertised addresses.
     const translate = addressTranslator(opts);
     // Servers' /rpcz names this client's connections by it (several load generators told apart).

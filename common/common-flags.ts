@@ -9,12 +9,13 @@ export const MAX_CLOCK_SKEW_USEC = defineFlag({
   validate: (v) => (v >= 0 ? undefined : 'a non-negative number of microseconds'),
 });
 
+/** Dangerous: a skew past max_clock_skew_usec lets reads miss committed writes (stale reads, lost updates). */
 export const TEST_CLOCK_SKEW_MS = defineFlag({
   name: 'TEST_clock_skew_ms',
   type: 'int',
   default: 0,
   help: "Offsets this process's physical clock by N ms (clock-skew experiments). (For testing only!)",
-  tags: [FlagTag.runtime],
+  tags: [FlagTag.runtime, FlagTag.dangerous],
 });
 
 export const LOG_LEVEL = defineFlag({

@@ -74,6 +74,17 @@ export const ErrorCode = {
   ROW_LOCK_NOT_HELD: 'ROW_LOCK_NOT_HELD',
   /** Nothing was done: the value a row operation would write is larger than the cell limit (row_cell_bytes_max). */
   VALUE_TOO_LARGE: 'VALUE_TOO_LARGE',
+  /**
+   * The peer did not prove it holds the cluster secret (RPC) or a console token (HTTP 401): no
+   * credentials, wrong ones, or a handshake that never completed. See docs/security.md.
+   */
+  UNAUTHENTICATED: 'UNAUTHENTICATED',
+  /**
+   * Refused by policy whoever asks (HTTP 403): a console mutation that looks cross-site (a form
+   * content type, a foreign Origin or Host), or a flag change the server was not started to allow
+   * (--allow_unsafe_flag_changes, --enable_test_flags). details.reason names the check.
+   */
+  PERMISSION_DENIED: 'PERMISSION_DENIED',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

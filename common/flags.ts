@@ -11,6 +11,11 @@ export const FlagTag = {
   test: 'test',
   sensitive: 'sensitive',
   hidden: 'hidden',
+  /**
+   * Setting it can lose or corrupt committed data, or break the cluster's consistency: refused at
+   * run time unless the server was started with --enable_test_flags (common/flag-policy.ts).
+   */
+  dangerous: 'dangerous',
 } as const;
 export type FlagTag = (typeof FlagTag)[keyof typeof FlagTag];
 

@@ -11,3 +11,4 @@ export * from './log';
 export * from './limits';
 export * from './server-flags';
 export * from './partition-hash';
+export * from './flag-policy';

@@ -22,6 +22,8 @@ export interface NodeAddresses {
   index: number;
   master?: ServerAddresses;
   tserver: ServerAddresses;
+  /** The lab's cluster secret file on this machine, when its servers need one (a docker lab's bind beyond loopback). */
+  clusterSecretFile?: string;
 }
 
 export type ServerState = 'running' | 'paused' | 'stopped';
@@ -138,7 +140,8 @@ export function clientAddressMap(nodes: readonly NodeAddresses[]): Record<string
   return map;
 }
 
-/** What TesseraClient.connect needs to reach the lab from this machine: its masters and the address map. */
-export function labConnectOptions(nodes: readonly NodeAddresses[]): { masterAddresses: string[]; addressMap: Record<string, string> } {
-  return { masterAddresses: nodes.flatMap((n) => (n.master ? [n.master.rpcAddress] : [])), addressMap: clientAddressMap(nodes) };
+/** What TesseraClient.connect needs to reach the lab from this machine: its masters, the address map, and its cluster secret if it has one. */
+export function labConnectOptions(nodes: readonly NodeAddresses[]): { masterAddresses: string[]; addressMap: Record<string, string>; clusterSecretFile?: string } {
+  const secret = nodes.find((n) => n.clusterSecretFile !== undefined)?.clusterSecretFile;
+  return { masterAddresses: nodes.flatMap((n) => (n.master ? [n.master.rpcAddress] : [])), addressMap: clientAddressMap(nodes), ...(secret !== undefined ? { clusterSecretFile: secret } : {}) };
 }

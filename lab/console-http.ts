@@ -3,6 +3,7 @@
  * (docs/architecture.md §Contracts). Every request has a timeout so a paused or partitioned node cannot hang the lab.
  */
 import * as http from 'node:http';
+import * as https from 'node:https';
 import { DbError, ErrorCode, isErrorCode } from '../common';
 
 export const CONSOLE_REQUEST_TIMEOUT_MS = 3_000;
@@ -14,14 +15,20 @@ export interface HttpReply {
   body: string;
 }
 
-export function httpRequest(url: string, opts: { method?: string; body?: string; timeoutMs?: number } = {}): Promise<HttpReply> {
+export function httpRequest(url: string, opts: { method?: string; body?: string; timeoutMs?: number; token?: string | undefined; ca?: Buffer | undefined } = {}): Promise<HttpReply> {
+  // https (a console with --certs_dir): verified against `ca` (docs/security.md).
+  const request = url.startsWith('https:') ? (u: string, o: https.RequestOptions, cb: (res: http.IncomingMessage) => void) => https.request(u, { ...o, ...(opts.ca ? { ca: opts.ca } : {}) }, cb) : http.request;
   return new Promise((resolve, reject) => {
-    const req = http.request(
+    const req = request(
       url,
       {
         method: opts.method ?? 'GET',
         timeout: opts.timeoutMs ?? CONSOLE_REQUEST_TIMEOUT_MS,
-        headers: opts.body !== undefined ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(opts.body) } : {},
+        headers: {
+          ...(opts.body !== undefined ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(opts.body) } : {}),
+          // A console with a token or cluster secret asks for it on every change (docs/security.md).
+          ...(opts.token !== undefined ? { authorization: `Bearer ${opts.token}` } : {}),
+        },
         // A fresh connection per call: a paused server must not poison a pooled socket.
         agent: false,
       },
@@ -77,12 +84,12 @@ export async function getJson(url: string, timeoutMs?: number): Promise<unknown>
 }
 
 /**
- * POST /api/v1/flags {name, value, force}. Returns the server's reply value; a DbError from the server
+ * POST /api/v1/flags {name, value, force} (with `token` as a bearer token when given). Returns the server's reply value; a DbError from the server
  * (INVALID_ARGUMENT, NOT_SAFE) is rethrown with its code.
  */
-export async function postFlag(webUrl: string, name: string, value: string, force: boolean): Promise<unknown> {
+export async function postFlag(webUrl: string, name: string, value: string, force: boolean, token?: string): Promise<unknown> {
   const url = `${webUrl}/api/v1/flags`;
-  const r = await httpRequest(url, { method: 'POST', body: JSON.stringify({ name, value, force }) });
+  const r = await httpRequest(url, { method: 'POST', body: JSON.stringify({ name, value, force }), token });
   let body: unknown;
   try {
     body = JSON.parse(r.body);

@@ -15,6 +15,7 @@
  * listen on every interface of their container, so consoleJson can read a cut-off node from inside.
  * A host client reaches the servers through clientAddressMap (advertised nI:port -> published port).
  */
+import { newSecretText } from '../rpc';
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -27,7 +28,7 @@ import { freezePlan, needsProcessStates, serverStatesIn } from './container-free
 import { CONSOLE_GET_SCRIPT, parseRoleSignalReply, parseRoleStates, ROLE_STATES_SCRIPT, SIGNAL_ROLE_SCRIPT } from './docker-in-container';
 import { demuxDockerFrames } from './docker-frames';
 import { ensureLabImage } from './docker-image';
-import { setFlagOnServers } from './flag-setter';
+import { consoleTokenOf, LAB_SERVER_FLAGS, setFlagOnServers } from './flag-setter';
 import { type HealthTarget, waitAllHealthy, waitClusterReady } from './health-wait';
 import { IMAGE_APP_DIR } from './image-inputs';
 import { assertNoOldData, type DockerRecord, type LabState, LAB_STATE_VERSION, type NodeRecord, readLabState, removeLabState, type ServerRecord, serversOf, writeLabState } from './lab-state';
@@ -128,17 +129,22 @@ export class DockerDriver implements ClusterDriver {
     const networkName = `${this.namePrefix}-${labId}`;
     const nodes: NodeRecord[] = [];
     const masterAddrs = Array.from({ length: spec.masters }, (_, i) => `${nodeName(i)}:${STANDARD_PORTS.masterRpc}`).join(',');
+    // Servers in containers bind every interface, so they need the cluster secret (docs/security.md):
+    // one per lab, a copy in each node's directory (bind-mounted at /data).
+    const secretText = newSecretText();
     for (let i = 0; i < spec.nodes; i++) {
       const name = nodeName(i);
       const dir = path.join(spec.baseDir, name);
+      const secretFlag = `--cluster_secret_file=/data/${LAB_SECRET_FILE}`;
       const rec: NodeRecord = {
         name,
         index: i,
         containerName: `${networkName}-${name}`,
-        tserver: containerServer('tserver', name, dir, dockerPublishAddress(spec, i), [`--tserver_master_addrs=${masterAddrs}`, `--lab_node_name=${name}`, ...flagArgs(spec.tserverFlags), ...flagArgs(spec.nodeFlags[name] ?? {})]),
+        clusterSecretFile: writeLabSecret(dir, secretText),
+        tserver: containerServer('tserver', name, dir, dockerPublishAddress(spec, i), [`--tserver_master_addrs=${masterAddrs}`, `--lab_node_name=${name}`, secretFlag, ...flagArgs(spec.tserverFlags), ...flagArgs(spec.nodeFlags[name] ?? {})]),
       };
       if (i < spec.masters) {
-        rec.master = containerServer('master', name, dir, dockerPublishAddress(spec, i), [`--master_addresses=${masterAddrs}`, ...flagArgs(spec.masterFlags), ...flagArgs(spec.nodeMasterFlags[name] ?? {})]);
+        rec.master = containerServer('master', name, dir, dockerPublishAddress(spec, i), [`--master_addresses=${masterAddrs}`, secretFlag, ...flagArgs(spec.masterFlags), ...flagArgs(spec.nodeMasterFlags[name] ?? {})]);
       }
       for (const s of serversOf(rec)) assertNoOldData(s.dataDir);
       nodes.push(rec);
@@ -187,7 +193,14 @@ export class DockerDriver implements ClusterDriver {
       index: n.index,
       ...(n.master ? { master: addressesOf(n.master) } : {}),
       tserver: addressesOf(n.tserver),
+      ...(n.clusterSecretFile !== undefined ? { clusterSecretFile: n.clusterSecretFile } : {}),
     }));
+  }
+
+  /** The bearer token a node's server's console asks for changes (the lab's cluster secret), if any. */
+  consoleToken(node: NodeName, role: ServerRole): string | undefined {
+    const s = serversOf(this.node(node)).find((x) => x.role === role);
+    return s ? containerConsoleToken(s) : undefined;
   }
 
   async status(): Promise<LabStatus> {
@@ -221,7 +234,7 @@ export class DockerDriver implements ClusterDriver {
     const n = this.node(node);
     const servers = serversOf(n).filter((s) => role === undefined || s.role === role);
     if (servers.length === 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `node ${n.name} runs no ${String(role)}`);
-    return setFlagOnServers(servers.map((s) => ({ node: n.name, role: s.role, webUrl: s.webUrl })), name, value, force);
+    return setFlagOnServers(servers.map((s) => ({ node: n.name, role: s.role, webUrl: s.webUrl, token: containerConsoleToken(s) })), name, value, force);
   }
 
   async kill(node: NodeName, role?: RoleSelector): Promise<void> {
@@ -340,7 +353,7 @@ export class DockerDriver implements ClusterDriver {
   /** Sets the drop list of the current cut links ('' when none) on the running servers of `targets`. */
   private async applyLinkDrops(targets: readonly NodeRecord[]): Promise<void> {
     const st = this.need();
-    const all = st.nodes.flatMap((n) => serversOf(n).map((s) => ({ node: n.name, role: s.role, rpcAddress: s.rpcAddress, webUrl: s.webUrl })));
+    const all = st.nodes.flatMap((n) => serversOf(n).map((s) => ({ node: n.name, role: s.role, rpcAddress: s.rpcAddress, webUrl: s.webUrl, token: containerConsoleToken(s) })));
     const lists = partitionDropLists(all, [], st.cutLinks ?? []);
     const names = new Set(targets.map((n) => n.name));
     const failures: string[] = [];
@@ -348,7 +361,7 @@ export class DockerDriver implements ClusterDriver {
       all.map(async (a, i) => {
         if (!names.has(a.node) || !(await isHealthy(a.webUrl))) return;
         try {
-          await setFlagOnServers([{ node: a.node, role: a.role, webUrl: a.webUrl }], DROP_TRAFFIC_FLAG, lists[i]!.peers, true);
+          await setFlagOnServers([{ node: a.node, role: a.role, webUrl: a.webUrl, token: a.token }], DROP_TRAFFIC_FLAG, lists[i]!.peers, true);
         } catch (e) {
           failures.push(`${a.node} ${a.role}: ${(e as Error).message}`);
         }
@@ -685,10 +698,26 @@ function containerServer(role: ServerRole, node: NodeName, nodeDir: string, at: 
     // the container's loopback while a partition has taken its network away (consoleJson). RPC too,
     // broadcasting the node's name: a server (re)started while its container is cut off from the lab
     // network cannot resolve its own name (only that network's DNS knows it), so it could not bind it.
-    argv: [role, `--rpc_bind_addresses=0.0.0.0:${rpcStd}`, `--server_broadcast_addresses=${node}:${rpcStd}`, `--webserver_port=${webStd}`, '--webserver_interface=0.0.0.0', `--fs_data_dirs=/data/${role}`, ...flags],
+    argv: [role, `--rpc_bind_addresses=0.0.0.0:${rpcStd}`, `--server_broadcast_addresses=${node}:${rpcStd}`, `--webserver_port=${webStd}`, '--webserver_interface=0.0.0.0', `--fs_data_dirs=/data/${role}`, ...LAB_SERVER_FLAGS, ...flags],
     // The host side of the bind mount, for inspection.
     dataDir: path.join(nodeDir, role),
   };
+}
+
+/** The lab's cluster secret in a node's directory (mounted at /data in its container). */
+const LAB_SECRET_FILE = 'cluster-secret';
+
+function writeLabSecret(nodeDir: string, text: string): string {
+  makeDirs(nodeDir, 'node directory');
+  const f = path.join(nodeDir, LAB_SECRET_FILE);
+  fs.writeFileSync(f, text, { mode: 0o600 });
+  return f;
+}
+
+/** The console token of a container's server: its argv names a file under /data, the node directory's bind mount. */
+function containerConsoleToken(s: ServerRecord): string | undefined {
+  const nodeDir = path.dirname(s.dataDir);
+  return consoleTokenOf(s.argv, (p) => (p.startsWith('/data/') ? path.join(nodeDir, p.slice('/data/'.length)) : p));
 }
 
 function addressesOf(s: ServerRecord): { role: ServerRole; rpcAddress: string; hostRpcAddress: string; webUrl: string } {

@@ -29,6 +29,8 @@ export interface NodeRecord {
   index: number;
   master?: ServerRecord;
   tserver: ServerRecord;
+  /** The node's copy of the lab's cluster secret (docker driver: its servers bind beyond loopback). */
+  clusterSecretFile?: string;
   /** Docker driver. */
   containerName?: string;
   containerId?: string;

@@ -12,7 +12,7 @@ import { DbError, ErrorCode } from '../common';
 import { type ClusterSpec, flagArgs, type NodeName, nodeName, nodeIndex, type ServerRole, validateSpec } from './cluster-spec';
 import type { ClusterDriver, DownOptions, FlagSetResult, LabStatus, NodeAddresses, RoleSelector, ServerStatus } from './cluster-driver';
 import { getJson, isHealthy, masterRaftRole } from './console-http';
-import { setFlagOnServers } from './flag-setter';
+import { consoleTokenOf, LAB_SERVER_FLAGS, setFlagOnServers } from './flag-setter';
 import { type HealthTarget, waitAllHealthy, waitClusterReady } from './health-wait';
 import { assertNoOldData, type LabState, type NodeRecord, type ServerRecord, LAB_STATE_VERSION, readLabState, removeLabState, serversOf, writeLabState } from './lab-state';
 import { tailFile } from './log-tail';
@@ -156,7 +156,7 @@ export class ProcessDriver implements ClusterDriver {
 
   async setFlag(node: NodeName, name: string, value: string, force = false, role?: RoleSelector): Promise<FlagSetResult[]> {
     const n = this.node(node);
-    return setFlagOnServers(this.select(n, role).map((s) => ({ node: n.name, role: s.role, webUrl: s.webUrl })), name, value, force);
+    return setFlagOnServers(this.select(n, role).map((s) => ({ node: n.name, role: s.role, webUrl: s.webUrl, token: consoleTokenOf(s.argv) })), name, value, force);
   }
 
   async kill(node: NodeName, role?: RoleSelector): Promise<void> {
@@ -334,7 +334,7 @@ export class ProcessDriver implements ClusterDriver {
       all.map(async (a, i) => {
         if (!wanted.has(a.rec) || processState(a.rec.pid, dataDirArg(a.rec)) !== 'running') return;
         try {
-          await setFlagOnServers([{ node: a.node, role: a.role, webUrl: a.rec.webUrl }], DROP_TRAFFIC_FLAG, lists[i]!.peers, true);
+          await setFlagOnServers([{ node: a.node, role: a.role, webUrl: a.rec.webUrl, token: consoleTokenOf(a.rec.argv) }], DROP_TRAFFIC_FLAG, lists[i]!.peers, true);
         } catch (e) {
           failures.push(`${a.node} ${a.role}: ${(e as Error).message}`);
         }
@@ -354,7 +354,7 @@ function serverRecord(role: 'master' | 'tserver', nodeDir: string, host: string,
     rpcAddress,
     hostRpcAddress: rpcAddress,
     webUrl: `http://${host}:${webPort}`,
-    argv: [role, `--rpc_bind_addresses=${rpcAddress}`, `--webserver_port=${webPort}`, `--fs_data_dirs=${dataDir}`, ...flags],
+    argv: [role, `--rpc_bind_addresses=${rpcAddress}`, `--webserver_port=${webPort}`, `--fs_data_dirs=${dataDir}`, ...LAB_SERVER_FLAGS, ...flags],
     dataDir,
     logFile: path.join(nodeDir, `${role}.log`),
   };

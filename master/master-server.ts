@@ -5,6 +5,7 @@
 import { skewableSystemClock } from '../common/clock';
 import { DbError, ErrorCode } from '../common/errors';
 import { Flags, parseFlagArgs } from '../common/flags';
+import { setFlagByOperator } from '../common/flag-policy';
 import { HybridClock } from '../common/hybrid-clock';
 import { LOG_LEVEL } from '../common/common-flags';
 import { createLogger, followLogLevel, LogRing, type Logger } from '../common/log';
@@ -162,7 +163,7 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
   // set_flag on a master by its RPC address (the same admin method tservers serve).
   rpc.handle(tabletServerMethods().setFlag, (req) => {
     if (!req.name) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'flag name missing');
-    const v = flags.setAtRuntime(req.name, req.value ?? '', req.force === true);
+    const v = setFlagByOperator(flags, req.name, req.value ?? '', req.force === true);
     return Promise.resolve({ name: req.name, value: String(v) });
   });
   rpc.handle(m.listTabletServers, () => {
@@ -187,6 +188,7 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
     log,
     health: () => ({ ok: true, uuid, rpcAddress: selfId, role: sys.isLeader() ? 'LEADER' : 'FOLLOWER', rpcConnections: rpcConnectionsOf(rpc, client) }),
     rpcz: () => rpczOf(rpc, client),
+    ownHosts: [bind.host, selfId],
   });
 
   const self = (): MasterInfo => {

@@ -18,3 +18,8 @@ export * from './peer-client';
 export * from './varint';
 export * from './row-methods';
 export * from './svg-chart';
+export * from './listener-limits';
+export * from './cluster-secret';
+export { ConsoleGuard, isLoopbackHost, WEBSERVER_TOKEN_FILE, type ConsoleGuardOptions, type GuardRefusal } from './console-guard';
+export * from './tls';
+export * from './rpc-auth';

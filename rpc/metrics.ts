@@ -93,13 +93,17 @@ export class Metrics {
    * connect went unanswered for rpc_tcp_connect_timeout_ms (kind="connect_timed_out": a peer cut off).
    */
   rpcConnections(server: RpcServer, client: RpcClient): void {
-    this.gauge('rpc_connections', "RPC connections of this server: from its clients (side=\"server\") and its own to other servers (side=\"client\"); open now (kind=\"open\"), and closed since start because a keepalive ping stayed unanswered for rpc_connection_timeout_ms (kind=\"closed_unanswered_ping\"); client side: connect attempts whose TCP connect went unanswered for rpc_tcp_connect_timeout_ms (kind=\"connect_timed_out\")", ['side', 'kind'], (g) => {
+    this.gauge('rpc_connections', "RPC connections of this server: from its clients (side=\"server\") and its own to other servers (side=\"client\"); open now (kind=\"open\"), and closed since start because a keepalive ping stayed unanswered for rpc_connection_timeout_ms (kind=\"closed_unanswered_ping\"); client side: connect attempts whose TCP connect went unanswered for rpc_tcp_connect_timeout_ms (kind=\"connect_timed_out\"); server side: refusals (kind=\"closed_unauthenticated\", \"closed_stalled_frame\", \"refused_per_ip\")", ['side', 'kind'], (g) => {
       const c = rpcConnectionsOf(server, client);
       for (const [side, st] of [['server', c.in], ['client', c.out]] as const) {
         if (!st) continue;
         g.set({ side, kind: 'open' }, st.open);
         g.set({ side, kind: 'closed_unanswered_ping' }, st.closedUnansweredPing);
         if (st.connectTimedOut !== undefined) g.set({ side, kind: 'connect_timed_out' }, st.connectTimedOut);
+        // Refusals (docs/security.md): no answer to the cluster secret, a truncated frame, too many from one IP.
+        if (st.closedUnauthenticated !== undefined) g.set({ side, kind: 'closed_unauthenticated' }, st.closedUnauthenticated);
+        if (st.closedStalledFrame !== undefined) g.set({ side, kind: 'closed_stalled_frame' }, st.closedStalledFrame);
+        if (st.refusedPerIp !== undefined) g.set({ side, kind: 'refused_per_ip' }, st.refusedPerIp);
       }
     });
     // What /rpcz lists, summed for alerting: calls this server is answering (side="server") and

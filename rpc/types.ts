@@ -70,6 +70,13 @@ export interface ConnectionStats {
   closedUnansweredPing: number;
   /** Clients: connect attempts given up since start because their TCP connect went unanswered (rpc_tcp_connect_timeout_ms). */
   connectTimedOut?: number;
+  /**
+   * Servers: connections closed since start without a valid answer to the cluster secret's challenge,
+   * stuck mid-frame past rpc_frame_timeout_ms, and connects refused over rpc_connections_per_ip_max.
+   */
+  closedUnauthenticated?: number;
+  closedStalledFrame?: number;
+  refusedPerIp?: number;
 }
 
 export interface RpcClient {

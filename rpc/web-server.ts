@@ -2,11 +2,18 @@
  * The console kit every server uses (docs/architecture.md §Consoles): an HTTP server with HTML pages, each with a JSON twin
  * under /api/v1/<path> (YugabyteDB style), plus the built-in pages /varz, /healthz, /logs, /metrics,
  * /prometheus-metrics, /threadz, /rpcz (given the server's RPC connections) and /mem-trackers, and POST /api/v1/flags to change a flag at run time.
- * Errors are DbError JSON: 400 for bad input, 404 for unknown paths, 410 for reads below a history
- * floor (SNAPSHOT_TOO_OLD), 413 for big bodies, 503 while a leader is elected or a server stops, 500 otherwise.
+ * Errors are DbError JSON: 400 for bad input, 401/403 for refused mutations (console-guard.ts), 404 for
+ * unknown paths, 408 for requests not whole within webserver_request_timeout_ms, 410 for reads below a
+ * history floor (SNAPSHOT_TOO_OLD), 413 for big bodies, 431 for big headers, 503 while a leader is
+ * elected or a server stops, 500 otherwise.
  */
 import * as http from 'node:http';
-import { DbError, ErrorCode, FlagTag, silentLogger, type Flags, type FlagView, type Logger, type LogRing } from '../common';
+import * as https from 'node:https';
+import { DbError, ErrorCode, FlagTag, setFlagByOperator, silentLogger, type Flags, type FlagView, type Logger, type LogRing } from '../common';
+import { clusterSecretsOf, readSecretFile } from './cluster-secret';
+import { ConsoleGuard, isLoopbackHost, WEBSERVER_TOKEN_FILE, type GuardRefusal } from './console-guard';
+import { answerClientError, checkingIntervalMs, HTTP_HEADER_BYTES_MAX, WEBSERVER_REQUEST_TIMEOUT_MS } from './listener-limits';
+import { CERTS_DIR, certNodeName, hostOfAddress, serverTlsOf } from './tls';
 import { escapeHtml, htmlTable, layout, link, raw, type Cell, type NavItem } from './html';
 import { toJson } from './json';
 import { threadKindSums, threadsOf, type ThreadKind, type ThreadRow } from '../common/proc-threads';
@@ -67,6 +74,8 @@ export interface WebServerOptions {
   health?: () => { ok: boolean; [k: string]: unknown };
   /** The server's RPC connections and calls in flight, for /rpcz (rpc/rpcz.ts); no page without it. */
   rpcz?: () => Rpcz;
+  /** This server's other names (its RPC bind host, broadcast name): a mutation's Host may be one (console-guard.ts). */
+  ownHosts?: readonly string[];
   log?: Logger;
 }
 
@@ -95,6 +104,10 @@ function statusOf(e: DbError): number {
       return 404;
     case ErrorCode.MESSAGE_TOO_LARGE:
       return 413;
+    case ErrorCode.UNAUTHENTICATED:
+      return 401;
+    case ErrorCode.PERMISSION_DENIED:
+      return 403;
     // A read below a history floor: the versions asked for are gone for good.
     case ErrorCode.SNAPSHOT_TOO_OLD:
       return 410;
@@ -119,11 +132,13 @@ export class WebServer {
   /** JSON twins by their /api/v1 path. */
   private readonly apiRoutes = new Map<string, Route>();
   private readonly posts = new Map<string, PostHandler>();
-  private server: http.Server | undefined;
+  private server: http.Server | https.Server | undefined;
   private boundAddress: string;
   private readonly log: Logger;
   private readonly startedMs = Date.now();
   private overview: (() => OverviewItem[] | Promise<OverviewItem[]>) | undefined;
+  /** Set by start(): what a mutation must show (console-guard.ts). */
+  private guard: ConsoleGuard | undefined;
 
   constructor(private readonly opts: WebServerOptions) {
     this.log = opts.log ?? silentLogger();
@@ -157,15 +172,32 @@ export class WebServer {
   }
 
   async start(): Promise<void> {
-    const server = http.createServer((req, res) => {
+    // Read the token and secret files now: a bad one stops the server's start with a clear error.
+    const tokenFile = this.opts.flags.get(WEBSERVER_TOKEN_FILE);
+    const credentials = [...(tokenFile ? readSecretFile(tokenFile, WEBSERVER_TOKEN_FILE.name) : []), ...clusterSecretsOf(this.opts.flags)];
+    const host = this.opts.host ?? '127.0.0.1';
+    if (!isLoopbackHost(host) && credentials.length === 0) {
+      throw new DbError(ErrorCode.INVALID_ARGUMENT, `console address ${host} is not loopback: a console reachable from other hosts needs --webserver_token_file or --cluster_secret_file (docs/security.md)`, { host });
+    }
+    this.guard = new ConsoleGuard({ ownHosts: [this.opts.host ?? '127.0.0.1', ...(this.opts.ownHosts ?? [])], credentials });
+    // A request must arrive whole (headers and body) within the timeout: a half-sent one or a body
+    // shorter than its Content-Length is answered 408 and closed (answerClientError).
+    const timeoutMs = this.opts.flags.get(WEBSERVER_REQUEST_TIMEOUT_MS);
+    const limits: http.ServerOptions = { requestTimeout: timeoutMs, headersTimeout: timeoutMs, connectionsCheckingInterval: checkingIntervalMs(timeoutMs), maxHeaderSize: HTTP_HEADER_BYTES_MAX };
+    const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
       this.serve(req, res).catch((err: unknown) => {
         // serve() answers its own errors; this is only a last guard so one request never kills the process.
         this.log.error({ err }, 'console request failed');
         if (!res.headersSent) this.sendJson(res, 500, DbError.from(err).toWire());
         else res.destroy();
       });
-    });
-    server.on('clientError', (_err, socket) => socket.destroy());
+    };
+    // --certs_dir: https with the server's node certificate (the same as its RPC port's, rpc/tls.ts).
+    const certsDir = this.opts.flags.get(CERTS_DIR);
+    const tls = certsDir ? serverTlsOf(certsDir, certNodeName(this.opts.flags, this.certHost())) : undefined;
+    const server = tls ? https.createServer({ ...limits, cert: tls.cert, key: tls.key, handshakeTimeout: timeoutMs }, handler) : http.createServer(limits, handler);
+    if (tls) server.on('tlsClientError', (_err, socket) => socket.destroy());
+    server.on('clientError', (err: NodeJS.ErrnoException, socket) => answerClientError(err, socket, this.log, 'console'));
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err) => reject(new DbError(ErrorCode.IO_ERROR, `console cannot listen on ${this.boundAddress}: ${err.message}`, {}, { cause: err })));
       server.listen(this.opts.port, this.opts.host ?? '127.0.0.1', () => resolve());
@@ -174,6 +206,18 @@ export class WebServer {
     const a = server.address();
     if (a && typeof a === 'object') this.boundAddress = `${this.opts.host ?? '127.0.0.1'}:${a.port}`;
     this.server = server;
+  }
+
+  /** The host the server's certificate is named by: its bind host, else (binding every interface) its other names. */
+  private certHost(): string {
+    const wildcard = (h: string): boolean => h === '0.0.0.0' || h === '::' || h === '';
+    const all = [this.opts.host ?? '127.0.0.1', ...(this.opts.ownHosts ?? [])].map(hostOfAddress);
+    return all.find((h) => !wildcard(h)) ?? all[0]!;
+  }
+
+  /** http or https (--certs_dir). */
+  get scheme(): 'http' | 'https' {
+    return this.opts.flags.get(CERTS_DIR) ? 'https' : 'http';
   }
 
   async stop(): Promise<void> {
@@ -204,6 +248,17 @@ export class WebServer {
     res.end(html);
   }
 
+  /** A refused mutation: its body is never parsed (Node discards it, within the request timeout). */
+  private refuse(res: http.ServerResponse, r: GuardRefusal): void {
+    this.log.warn({ reason: r.error.details['reason'], status: r.status }, `console mutation refused: ${r.error.message}`);
+    res.writeHead(r.status, {
+      'content-type': 'application/json; charset=utf-8',
+      'cache-control': 'no-store',
+      ...(r.status === 401 ? { 'www-authenticate': 'Bearer realm="tessera console"' } : {}),
+    });
+    res.end(toJson(r.error.toWire()));
+  }
+
   private sendError(res: http.ServerResponse, asJson: boolean, e: DbError, status = statusOf(e)): void {
     // Only a failure of the server itself is worth a warning: a 503 (NOT_THE_LEADER while an election
     // runs, SHUTTING_DOWN, ...) is an answer a retry or the leader fixes.
@@ -218,6 +273,13 @@ export class WebServer {
     const wreq: WebRequest = { method: req.method ?? 'GET', path, query: url.searchParams, headers: req.headers };
     const isApi = path === API_PREFIX || path.startsWith(API_PREFIX + '/');
     try {
+      if (wreq.method !== 'GET' && wreq.method !== 'HEAD') {
+        const refusal = this.guard?.check(req);
+        if (refusal) {
+          this.refuse(res, refusal);
+          return;
+        }
+      }
       if (wreq.method === 'POST') {
         const h = this.posts.get(path);
         if (!h) throw new DbError(ErrorCode.NOT_FOUND, `no POST route ${path}`, { path });
@@ -353,7 +415,7 @@ export class WebServer {
       throw new DbError(ErrorCode.INVALID_ARGUMENT, "'value' must be a string, number or boolean", { flag: name });
     }
     if (force !== undefined && typeof force !== 'boolean') throw new DbError(ErrorCode.INVALID_ARGUMENT, "'force' must be a boolean", { flag: name });
-    const v = this.opts.flags.setAtRuntime(name, value, force ?? false);
+    const v = setFlagByOperator(this.opts.flags, name, value, force ?? false);
     this.log.info({ flag: name, value: v, force: force ?? false }, 'flag changed at run time');
     return { name, value: v };
   }

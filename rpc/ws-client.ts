@@ -8,6 +8,7 @@
  * through host-resolver.ts (kept after the first lookup: no getaddrinfo on the thread pool per connect).
  */
 import * as net from 'node:net';
+import * as tls from 'node:tls';
 import { WebSocket, type RawData } from 'ws';
 import { DbError, ErrorCode, RPC_INFLIGHT_CALLS_MAX, RPC_OUTBOUND_QUEUE_BYTES_MAX, type Logger } from '../common';
 import { decodeFrame, encodeFrame, FrameKind } from './frame-codec';
@@ -17,6 +18,8 @@ import { KeepaliveTicker, keepaliveStep, keepaliveTiming, type KeepaliveState } 
 import { round1, inFlightRows, byRemote, type RpczConnection, type TrackedCall } from './rpcz';
 import { sendCoalesced } from './send-coalescer';
 import { CALLER_HEADER, FRAME_OVERHEAD_BYTES_MAX, toBytes } from './ws-server';
+import { AUTH_NONCE_HEADER, authMessage, CLOSE_UNAUTHENTICATED } from './rpc-auth';
+import type { ClientTls } from './tls';
 
 export interface WsClientDeps {
   log: Logger;
@@ -39,6 +42,10 @@ export interface WsClientDeps {
   connectionTimeoutMs?: number;
   /** Who this client is, sent with every connect (CALLER_HEADER) for the servers' /rpcz. */
   caller?: string | (() => string | undefined);
+  /** The cluster secret this client proves when a server challenges it (rpc-auth.ts); none: it cannot. */
+  secret?: Buffer;
+  /** Dial wss and verify every server's certificate against this CA and the host dialled (rpc/tls.ts). */
+  tls?: ClientTls;
 }
 
 const BACKOFF_BASE_MS = 25;
@@ -128,12 +135,19 @@ class WsConnection {
   /** The error code of the connect attempt that failed (ECONNREFUSED, ENETUNREACH, …). */
   private connectErrorCode: string | undefined;
 
+  /** Why the server refused this client (its cluster secret challenge): calls fail UNAUTHENTICATED. */
+  private authRefusal: string | undefined;
+  /** The last refusal, until the server answers a frame: calls during the back-off after it fail the same way. */
+  private lastRefusal: string | undefined;
+
   private connect(): void {
     this.state = 'connecting';
     this.tcpTimedOut = false;
     this.connectErrorCode = undefined;
+    this.authRefusal = undefined;
     const caller = typeof this.deps.caller === 'function' ? this.deps.caller() : this.deps.caller;
-    const ws = new WebSocket(`ws://${this.address}/rpc`, {
+    let nonce: string | undefined;
+    const ws = new WebSocket(`${this.deps.tls ? 'wss' : 'ws'}://${this.address}/rpc`, {
       perMessageDeflate: false,
       maxPayload: this.deps.messageBytesMax + FRAME_OVERHEAD_BYTES_MAX,
       handshakeTimeout: this.deps.connectTimeoutMs,
@@ -143,8 +157,22 @@ class WsConnection {
     });
     ws.binaryType = 'nodebuffer';
     this.ws = ws;
+    ws.on('upgrade', (res) => {
+      const h = res.headers[AUTH_NONCE_HEADER];
+      nonce = typeof h === 'string' ? h : undefined;
+    });
     ws.on('open', () => {
       if (this.ws !== ws) return;
+      if (nonce !== undefined) {
+        if (!this.deps.secret) {
+          // Sending calls would only get them refused: fail them here, clearly.
+          this.authRefusal = `${this.address} needs the cluster secret and this client has none (--cluster_secret_file, or the client's clusterSecret option)`;
+          ws.terminate();
+          return;
+        }
+        // The answer goes first; the queued calls follow it without waiting (rpc-auth.ts).
+        ws.send(authMessage(this.deps.secret, nonce, caller ?? ''));
+      }
       this.state = 'open';
       this.failures = 0;
       this.openedMs = performance.now();
@@ -174,8 +202,10 @@ class WsConnection {
       if (this.ws === ws && this.state === 'connecting') this.connectErrorCode = err.code;
       this.deps.log.debug({ err, address: this.address }, 'RPC client connection error');
     });
-    ws.on('close', () => {
-      if (this.ws === ws) this.onClosed();
+    ws.on('close', (code: number, reason: Buffer) => {
+      if (this.ws !== ws) return;
+      if (code === CLOSE_UNAUTHENTICATED) this.authRefusal = `${this.address} refused this client: ${reason.toString('utf8') || 'UNAUTHENTICATED'} (is its cluster secret one the server accepts?)`;
+      this.onClosed();
     });
   }
 
@@ -187,7 +217,11 @@ class WsConnection {
    */
   private tcpConnect(opts: net.NetConnectOpts, timeoutMs: number): net.Socket {
     // As ws's own: the request's `path` is the URL's (/rpc), not a Unix socket.
-    const socket = net.connect({ ...opts, path: undefined, lookup: (this.deps.resolver ?? hostResolver).lookup } as net.NetConnectOpts);
+    const lookup = (this.deps.resolver ?? hostResolver).lookup;
+    // wss: ws's options carry the server name to verify (servername); the CA is ours.
+    const socket = this.deps.tls
+      ? tls.connect({ ...(opts as tls.ConnectionOptions), path: undefined, lookup, ca: this.deps.tls.ca } as tls.ConnectionOptions)
+      : net.connect({ ...opts, path: undefined, lookup } as net.NetConnectOpts);
     if (timeoutMs <= 0) return socket;
     // From the SYN on: a host name's resolution comes first (at once from memory after the first time).
     let timer: NodeJS.Timeout | undefined;
@@ -203,6 +237,7 @@ class WsConnection {
     else socket.once('lookup', (err: Error | null) => err === null && arm());
     const done = (): void => clearTimeout(timer);
     socket.once('connect', done);
+    socket.once('secureConnect', done);
     socket.once('close', done);
     return socket;
   }
@@ -248,6 +283,11 @@ class WsConnection {
   }
 
   private onClosed(): void {
+    const refusal = this.authRefusal;
+    if (refusal !== undefined) {
+      this.onRefused(refusal);
+      return;
+    }
     const wasOpen = this.state === 'open';
     if (this.keepalive) clearInterval(this.keepalive);
     this.keepalive = undefined;
@@ -286,8 +326,31 @@ class WsConnection {
     }
   }
 
+  /**
+   * The server refused this client's credentials: every call fails UNAUTHENTICATED (not retryable:
+   * another attempt holds the same secret), and connects back off as after a refused one.
+   */
+  private onRefused(reason: string): void {
+    if (this.keepalive) clearInterval(this.keepalive);
+    this.keepalive = undefined;
+    this.ws = undefined;
+    this.state = 'idle';
+    this.queue = [];
+    this.queuedBytes = 0;
+    this.failures++;
+    this.lastRefusal = reason;
+    this.retryAtMs = performance.now() + Math.min(this.deps.backoffMaxMs, BACKOFF_BASE_MS * 2 ** Math.min(20, this.failures - 1));
+    const calls = [...this.pending.values()];
+    this.pending.clear();
+    for (const p of calls) {
+      if (p.timer) clearTimeout(p.timer);
+      p.reject(new DbError(ErrorCode.UNAUTHENTICATED, reason, { address: this.address }, { retryable: false }));
+    }
+  }
+
   private onMessage(data: RawData, isBinary: boolean): void {
     this.framesReceived++;
+    this.lastRefusal = undefined;
     this.ka.lastHeardMs = performance.now();
     const r = isBinary ? decodeFrame(toBytes(data)) : ({ ok: false, callId: 0, reason: 'text frame' } as const);
     if (!r.ok) {
@@ -333,6 +396,7 @@ class WsConnection {
 
   call(service: string, method: string, payload: Uint8Array, codec: Codec<unknown>, timeoutMs: number, serverTimeoutMs = timeoutMs): Promise<unknown> {
     if (!this.ensure()) {
+      if (this.lastRefusal !== undefined) return Promise.reject(new DbError(ErrorCode.UNAUTHENTICATED, this.lastRefusal, { address: this.address }, { retryable: false }));
       return Promise.reject(networkError(`${this.address} is unreachable (retrying after back-off)`, { address: this.address, sent: false }, true));
     }
     if (this.pending.size >= RPC_INFLIGHT_CALLS_MAX) {

@@ -4,6 +4,8 @@
  * connection is closed; the server itself keeps serving everyone else.
  */
 import * as http from 'node:http';
+import * as https from 'node:https';
+import type * as tls from 'node:tls';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import { DbError, ErrorCode, RPC_INFLIGHT_CALLS_MAX, RPC_OUTBOUND_QUEUE_BYTES_MAX, type Logger, type WireError } from '../common';
@@ -12,6 +14,12 @@ import { HandlerRegistry } from './handler-registry';
 import { KeepaliveTicker, keepaliveStep, keepaliveTiming, type KeepaliveState } from './keepalive';
 import { sendCoalesced } from './send-coalescer';
 import { byRemote, inFlightRows, round1, type RpczConnection, type TrackedCall } from './rpcz';
+import { FrameBoundaryTracker } from './frame-watch';
+import { answerClientError, checkingIntervalMs, HTTP_HEADER_BYTES_MAX } from './listener-limits';
+import type { ClusterSecrets } from './cluster-secret';
+import type { ServerTls } from './tls';
+import { isLoopbackHost } from './console-guard';
+import { AUTH_NONCE_HEADER, CLOSE_UNAUTHENTICATED, newNonce, parseAuthMessage, verifyAuth } from './rpc-auth';
 import type { ConnectionStats, Handler, MethodDef, OnewayDef, OnewayHandler, RpcServer, ServerOptions } from './types';
 
 /** Room for the frame header around a payload of the largest allowed size. */
@@ -41,13 +49,33 @@ export interface WsServerDeps {
   keepaliveIntervalMs?: number;
   /** Close a client connection whose ping stayed unanswered this long (needs keepalive on). */
   connectionTimeoutMs?: number;
+  /** The upgrade request must arrive whole within this long (rpc_handshake_timeout_ms; default 5000). */
+  handshakeTimeoutMs?: number;
+  /** Close a connection stuck this long in the middle of a frame (rpc_frame_timeout_ms; default 5000). */
+  frameTimeoutMs?: number;
+  /** Connections one remote IP may hold (rpc_connections_per_ip_max; default 1024). */
+  connectionsPerIpMax?: number;
+  /** The cluster secrets (rpc-auth.ts): every connection must prove one; none: no challenge. */
+  secrets?: ClusterSecrets;
+  /** Certificate and key (rpc/tls.ts): the port speaks wss; absent: ws. */
+  tls?: ServerTls;
 }
+
+const HANDSHAKE_TIMEOUT_MS_DEFAULT = 5_000;
+const FRAME_TIMEOUT_MS_DEFAULT = 5_000;
+const CONNECTIONS_PER_IP_MAX_DEFAULT = 1_024;
+const HTTP_SERVICE_UNAVAILABLE = 503;
+/** How long a connection this server closes may take to answer the close handshake. */
+const CLOSE_GRACE_MS = 1_000;
 
 interface ServerConn {
   readonly ws: WebSocket;
   readonly peer: string;
-  /** Who the client said it is (CALLER_HEADER), if it did. */
-  readonly caller: string | undefined;
+  /** Who the client said it is (CALLER_HEADER; with a cluster secret, the identity its answer proved). */
+  caller: string | undefined;
+  /** The challenge's nonce (cluster secret on), and whether the client answered it. */
+  readonly nonce: string | undefined;
+  authenticated: boolean;
   /** Calls being handled (the bound RPC_INFLIGHT_CALLS_MAX counts these; a client reusing a call id still counts twice). */
   inflight: number;
   /** The same calls by id, for /rpcz (a reused id shows its newest call). */
@@ -59,6 +87,11 @@ interface ServerConn {
   closing?: boolean;
   /** Keepalive: when the client was last heard from, and the ping outstanding. */
   readonly ka: KeepaliveState;
+  /** The remote IP (rpc_connections_per_ip_max counts connections by it). */
+  readonly ip: string;
+  /** Frame boundaries of the bytes received, and when the last byte came (rpc_frame_timeout_ms). */
+  readonly frames: FrameBoundaryTracker;
+  lastByteMs: number;
 }
 
 export function toBytes(data: RawData): Uint8Array {
@@ -70,14 +103,24 @@ export function toBytes(data: RawData): Uint8Array {
 export class WsRpcServer implements RpcServer {
   private readonly registry: HandlerRegistry;
   private readonly conns = new Set<ServerConn>();
-  private httpServer: http.Server | undefined;
+  private httpServer: http.Server | https.Server | undefined;
   private wss: WebSocketServer | undefined;
   private boundAddress: string;
   private stopping = false;
   private readonly messageBytesMax: number;
   private keepalive: NodeJS.Timeout | undefined;
+  private sweeper: NodeJS.Timeout | undefined;
+  /** Open connections by remote IP. */
+  private readonly perIp = new Map<string, number>();
   /** Client connections closed because a ping stayed unanswered (console, tests). */
   silentClosed = 0;
+  /** Connections closed stuck in the middle of a frame (rpc_frame_timeout_ms), and connects refused over rpc_connections_per_ip_max. */
+  stalledFrameClosed = 0;
+  refusedPerIp = 0;
+  /** Connections that ended without a valid answer to the cluster secret's challenge (closed by either side). */
+  unauthenticatedClosed = 0;
+  /** Nonces put in upgrade responses, until the connection opens. */
+  private readonly nonces = new WeakMap<http.IncomingMessage, string>();
 
   constructor(
     private readonly opts: ServerOptions,
@@ -98,7 +141,7 @@ export class WsRpcServer implements RpcServer {
   }
 
   connectionStats(): ConnectionStats {
-    return { open: this.conns.size, closedUnansweredPing: this.silentClosed };
+    return { open: this.conns.size, closedUnansweredPing: this.silentClosed, closedUnauthenticated: this.unauthenticatedClosed, closedStalledFrame: this.stalledFrameClosed, refusedPerIp: this.refusedPerIp };
   }
 
   /** /rpcz's inbound side: every client connection and the calls being handled on it. */
@@ -132,23 +175,58 @@ export class WsRpcServer implements RpcServer {
     this.registry.setStarting(reason);
   }
 
+  private get secrets(): ClusterSecrets {
+    return this.deps.secrets ?? [];
+  }
+
   async start(): Promise<void> {
-    const server = http.createServer((_req, res) => {
+    if (!isLoopbackHost(this.opts.host) && this.secrets.length === 0) {
+      throw new DbError(ErrorCode.INVALID_ARGUMENT, `RPC address ${this.opts.host}:${this.opts.port} is not loopback: a server reachable from other hosts needs --cluster_secret_file (docs/security.md)`, { host: this.opts.host });
+    }
+    // The upgrade request must arrive whole within the handshake timeout (a half-sent one gets 408).
+    const handshakeMs = this.deps.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS_DEFAULT;
+    const limits: http.ServerOptions = { requestTimeout: handshakeMs, headersTimeout: handshakeMs, connectionsCheckingInterval: checkingIntervalMs(handshakeMs), maxHeaderSize: HTTP_HEADER_BYTES_MAX };
+    const onPlainHttp = (_req: http.IncomingMessage, res: http.ServerResponse): void => {
       // Plain HTTP on the RPC port: say what this port speaks instead of hanging.
       res.writeHead(426, { 'content-type': 'text/plain', connection: 'close' });
       res.end('this is a tessera RPC port: connect with WebSocket\n');
-    });
+    };
+    const t = this.deps.tls;
+    // With TLS the TLS handshake is bounded by the same timeout (Node's default is 120 s).
+    const server = t ? https.createServer({ ...limits, cert: t.cert, key: t.key, handshakeTimeout: handshakeMs }, onPlainHttp) : http.createServer(limits, onPlainHttp);
+    if (t) {
+      server.on('tlsClientError', (err: Error, socket: tls.TLSSocket) => {
+        this.deps.log.debug({ err }, 'RPC port: TLS handshake failed; socket closed');
+        socket.destroy();
+      });
+    }
     // Garbage that is not even HTTP (raw TCP noise): drop that socket, never the process.
-    server.on('clientError', (err: Error, socket: Duplex) => {
-      this.deps.log.debug({ err }, 'RPC port: bad HTTP from a client; socket closed');
-      socket.destroy();
-    });
+    server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, this.deps.log, 'RPC port'));
     const wss = new WebSocketServer({
       server,
       perMessageDeflate: false,
       clientTracking: false,
       maxPayload: this.messageBytesMax + FRAME_OVERHEAD_BYTES_MAX,
+      verifyClient: (info: { req: http.IncomingMessage }, cb: (ok: boolean, code?: number, message?: string) => void) => {
+        const ip = info.req.socket.remoteAddress ?? '?';
+        const max = this.deps.connectionsPerIpMax ?? CONNECTIONS_PER_IP_MAX_DEFAULT;
+        if ((this.perIp.get(ip) ?? 0) >= max) {
+          this.refusedPerIp++;
+          this.deps.log.warn({ ip, max }, 'RPC connect refused: rpc_connections_per_ip_max reached for this address');
+          cb(false, HTTP_SERVICE_UNAVAILABLE, `too many RPC connections from ${ip} (rpc_connections_per_ip_max ${max})`);
+          return;
+        }
+        cb(true);
+      },
     });
+    if (this.secrets.length > 0) {
+      // The challenge rides on the upgrade response: the client answers it first thing (rpc-auth.ts).
+      wss.on('headers', (headers: string[], req: http.IncomingMessage) => {
+        const nonce = newNonce();
+        this.nonces.set(req, nonce);
+        headers.push(`${AUTH_NONCE_HEADER}: ${nonce}`);
+      });
+    }
     wss.on('connection', (ws, req) => this.onConnection(ws, req));
     wss.on('error', (err) => this.deps.log.warn({ err }, 'RPC WebSocket server error'));
     this.httpServer = server;
@@ -167,6 +245,43 @@ export class WsRpcServer implements RpcServer {
     const a = server.address();
     if (a && typeof a === 'object') this.boundAddress = `${this.opts.host}:${a.port}`;
     this.startKeepalive();
+    this.startSweeper();
+  }
+
+  /**
+   * Close connections stuck in the middle of a frame for rpc_frame_timeout_ms: a peer that sent half
+   * a frame and stopped would otherwise hold its socket (and the buffered half) until keepalive gives
+   * up on it, and ws would wait for the rest forever.
+   */
+  private startSweeper(): void {
+    const frameMs = this.deps.frameTimeoutMs ?? FRAME_TIMEOUT_MS_DEFAULT;
+    const handshakeMs = this.deps.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS_DEFAULT;
+    this.sweeper = setInterval(() => {
+      const now = performance.now();
+      for (const c of this.conns) {
+        if (!c.authenticated && now - c.openedMs > handshakeMs) {
+          this.closeConn(c, CLOSE_UNAUTHENTICATED, 'UNAUTHENTICATED: no answer to the cluster secret challenge within rpc_handshake_timeout_ms');
+          continue;
+        }
+        if (c.frames.midFrame && now - c.lastByteMs > frameMs) {
+          this.stalledFrameClosed++;
+          this.deps.log.info({ peer: c.peer, quietMs: Math.round(now - c.lastByteMs) }, 'RPC connection stuck in the middle of a frame past rpc_frame_timeout_ms; closing it');
+          this.dropConn(c);
+          c.ws.terminate();
+        }
+      }
+    }, checkingIntervalMs(Math.min(frameMs, handshakeMs)));
+    this.sweeper.unref();
+  }
+
+  /** Forget a connection (once): out of the open set and the per-IP count. */
+  private dropConn(c: ServerConn): void {
+    if (!this.conns.delete(c)) return;
+    // However it ended (refused by us, or the client gave up on seeing the challenge): never authenticated.
+    if (!c.authenticated) this.unauthenticatedClosed++;
+    const n = (this.perIp.get(c.ip) ?? 1) - 1;
+    if (n <= 0) this.perIp.delete(c.ip);
+    else this.perIp.set(c.ip, n);
   }
 
   /**
@@ -190,7 +305,7 @@ export class WsRpcServer implements RpcServer {
         if (step === 'close') {
           this.silentClosed++;
           this.deps.log.info({ peer: c.peer, quietMs: Math.round(now - c.ka.lastHeardMs) }, 'RPC client connection: ping unanswered past rpc_connection_timeout_ms; closing it');
-          this.conns.delete(c);
+          this.dropConn(c);
           c.ws.terminate();
         } else if (step === 'ping') {
           try {
@@ -208,8 +323,11 @@ export class WsRpcServer implements RpcServer {
     this.stopping = true;
     if (this.keepalive) clearInterval(this.keepalive);
     this.keepalive = undefined;
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = undefined;
     for (const c of this.conns) c.ws.terminate();
     this.conns.clear();
+    this.perIp.clear();
     const wss = this.wss;
     const server = this.httpServer;
     this.wss = undefined;
@@ -232,16 +350,28 @@ export class WsRpcServer implements RpcServer {
       ws,
       peer: `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? 0}`,
       caller: callerOf(req.headers[CALLER_HEADER]),
+      nonce: this.nonces.get(req),
+      authenticated: this.secrets.length === 0,
       inflight: 0,
       calls: new Map(),
       answered: 0,
       openedMs: now,
       ka: { lastHeardMs: now, pingSentMs: 0 },
+      ip: req.socket.remoteAddress ?? '?',
+      frames: new FrameBoundaryTracker(),
+      lastByteMs: now,
     };
     this.conns.add(conn);
+    this.perIp.set(conn.ip, (this.perIp.get(conn.ip) ?? 0) + 1);
+    // Every byte the socket reads (bytes that came with the upgrade request too: ws puts them back).
+    req.socket.on('data', (chunk: Buffer) => {
+      conn.frames.feed(chunk);
+      conn.lastByteMs = performance.now();
+    });
     ws.on('message', (data: RawData, isBinary: boolean) => {
       conn.ka.lastHeardMs = performance.now();
-      this.onMessage(conn, data, isBinary);
+      if (conn.authenticated) this.onMessage(conn, data, isBinary);
+      else this.onAuthMessage(conn, data, isBinary);
     });
     const heard = (): void => {
       conn.ka.lastHeardMs = performance.now();
@@ -250,15 +380,40 @@ export class WsRpcServer implements RpcServer {
     ws.on('pong', heard);
     // Oversized frames and protocol errors surface here; ws closes the socket itself.
     ws.on('error', (err) => this.deps.log.debug({ err, peer: conn.peer }, 'RPC connection error'));
-    ws.on('close', () => this.conns.delete(conn));
+    ws.on('close', () => this.dropConn(conn));
+  }
+
+  /**
+   * A message before the client proved the secret: its answer to the challenge (a text frame), or a
+   * call sent without one — answered UNAUTHENTICATED. Either failure closes the connection.
+   */
+  private onAuthMessage(conn: ServerConn, data: RawData, isBinary: boolean): void {
+    if (conn.closing) return;
+    if (isBinary) {
+      const r = decodeFrame(toBytes(data));
+      const callId = r.ok ? r.frame.callId : r.callId;
+      if (callId !== 0) this.sendError(conn, callId, { code: ErrorCode.UNAUTHENTICATED, message: 'this server needs the cluster secret (--cluster_secret_file): the connection did not answer its challenge', details: {} });
+      this.closeConn(conn, CLOSE_UNAUTHENTICATED, 'UNAUTHENTICATED: a call before the answer to the cluster secret challenge');
+      return;
+    }
+    const answer = parseAuthMessage(toBytes(data).length > 1024 ? '' : Buffer.from(toBytes(data)).toString('utf8'));
+    if (!answer || conn.nonce === undefined || !verifyAuth(this.secrets, conn.nonce, answer)) {
+      this.closeConn(conn, CLOSE_UNAUTHENTICATED, 'UNAUTHENTICATED: wrong answer to the cluster secret challenge');
+      return;
+    }
+    conn.authenticated = true;
+    conn.caller = callerOf(answer.identity) ?? conn.caller;
   }
 
   private closeConn(conn: ServerConn, code: number, reason: string): void {
     if (conn.closing) return;
     conn.closing = true;
     this.deps.log.warn({ peer: conn.peer, reason }, 'closing RPC connection');
-    this.conns.delete(conn);
+    this.dropConn(conn);
     conn.ws.close(code, reason.slice(0, 120));
+    // A peer that never answers the close handshake (mid-frame, or gone) would hold the socket for
+    // ws's 30 s close timeout: cut it after a short grace instead.
+    setTimeout(() => conn.ws.terminate(), CLOSE_GRACE_MS).unref();
   }
 
   private onMessage(conn: ServerConn, data: RawData, isBinary: boolean): void {

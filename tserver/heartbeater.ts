@@ -58,6 +58,9 @@ export class Heartbeater {
     this.timer = setTimeout(() => void this.beat(), ms);
   }
 
+  /** The last heartbeat failed UNAUTHENTICATED and that was logged (logged again after anything else). */
+  private refusedLogged = false;
+
   /** One heartbeat round (at most one in flight). */
   async beat(): Promise<void> {
     if (this.running || this.stopped) return;
@@ -92,7 +95,11 @@ export class Heartbeater {
             continue;
           }
           this.leader = undefined;
-          this.deps.log.debug({ err: e, master: addr }, 'heartbeat failed');
+          // A refused secret does not heal by retrying: say it once, loudly (docs/security.md).
+          const refused = e instanceof DbError && e.code === ErrorCode.UNAUTHENTICATED;
+          if (refused && !this.refusedLogged) this.deps.log.warn({ err: e, master: addr }, 'heartbeat refused: UNAUTHENTICATED (is --cluster_secret_file the cluster\'s?)');
+          else this.deps.log.debug({ err: e, master: addr }, 'heartbeat failed');
+          this.refusedLogged = refused;
         }
       }
     } catch (e) {

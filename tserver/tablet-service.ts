@@ -6,6 +6,7 @@
  */
 import { DbError, ErrorCode } from '../common/errors';
 import type { Flags } from '../common/flags';
+import { setFlagByOperator } from '../common/flag-policy';
 import type { HybridClock } from '../common/hybrid-clock';
 import type { HybridTime } from '../common/hybrid-time';
 import { NodeId, TxnId } from '../common/ids';
@@ -423,7 +424,7 @@ export class TabletService {
 
   setFlag(req: pb.SetFlagRequestPB): Promise<pb.SetFlagResponsePB> {
     if (!req.name) throw invalid('flag name missing');
-    const v = this.deps.flags.setAtRuntime(req.name, req.value ?? '', req.force === true);
+    const v = setFlagByOperator(this.deps.flags, req.name, req.value ?? '', req.force === true);
     return Promise.resolve({ name: req.name, value: String(v) });
   }
 

@@ -92,12 +92,13 @@ export const HISTORY_GC_INTERVAL_SEC = defineFlag({
   validate: (v) => (v >= 0 ? undefined : 'a non-negative number of seconds'),
 });
 
+/** Dangerous: a replica stores a wrong value (silent corruption until check_replicas finds it). */
 export const TEST_CORRUPT_TABLET_REPLICA = defineFlag({
   name: 'TEST_corrupt_tablet_replica',
   type: 'string',
   default: '',
   help: "Tablet id (or '*': every tablet) whose replica on this server silently writes one wrong value: the next applied write that sets a column stores it changed (a string gets '#corrupt' appended, a number 1 added, a boolean flipped, bytes one byte more) in this replica only — a plain write in its RegularDB, a transactional one in its provisional record in IntentsDB (and so in RegularDB once applied) — as a bad disk or a state-machine bug would; the Raft log stays right. The flag clears itself once done. `tessera admin check_replicas` finds it. (For testing only!)",
-  tags: [FlagTag.runtime],
+  tags: [FlagTag.runtime, FlagTag.dangerous],
 });
 
 export const HISTORY_GC_MIN_NEW_VERSIONS_PCT = defineFlag({
@@ -144,10 +145,11 @@ export const TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS = defineFlag({
   validate: (v) => (v >= 0 ? undefined : 'non-negative'),
 });
 
+/** Dangerous: set with '*' on every tserver it fails every copy of every tablet at once. */
 export const TEST_FAIL_TABLET_REPLICA = defineFlag({
   name: 'TEST_fail_tablet_replica',
   type: 'string',
   default: '',
   help: "Tablet id (or '*': every tablet) whose replica on this server fails at its next applied Raft entry, as a storage failure would: it stops serving and leaves Raft, and the master replaces it (elsewhere, or a fresh copy in place). (For testing only!)",
-  tags: [FlagTag.runtime],
+  tags: [FlagTag.runtime, FlagTag.dangerous],
 });

@@ -267,6 +267,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
       log,
       health: () => ({ ok: true, uuid, rpcAddress, tablets: manager.list().length, rpcConnections: rpcConnectionsOf(rpc, client) }),
       rpcz: () => rpczOf(rpc, client),
+      ownHosts: [bind.host, rpcAddress],
     });
     registerTServerPages({ web, metrics, uuid, rpcAddress, nodeName: flags.get(LAB_NODE_NAME), manager: () => manager, trackers, tabletsJson: () => tabletsJson(), transactions: () => txn.snapshot(), coordinatorMemories: () => txn.coordinatorMemories(), raftTransport: () => consensus.metrics });
     registerRowLockPages({ web, metrics, manager: () => manager });

@@ -126,7 +126,7 @@ export class DockerVerifyCluster implements VerifyTarget<DockerVerifyServer> {
     for (const n of nodes) {
       for (const a of [n.master, n.tserver]) {
         if (!a) continue;
-        this.servers.push({ role: a.role, node: n.index, nodeName: n.name, name: `${a.role === 'master' ? 'm' : 't'}${n.index}`, rpcAddress: a.rpcAddress, webUrl: a.webUrl, paused: false });
+        this.servers.push({ role: a.role, node: n.index, nodeName: n.name, name: `${a.role === 'master' ? 'm' : 't'}${n.index}`, rpcAddress: a.rpcAddress, webUrl: a.webUrl, paused: false, consoleToken: this.lab.consoleToken(n.name, a.role) });
       }
     }
     const c = this.lab.nodeContainer(nodeName(0));

@@ -17,6 +17,7 @@ import type { RpcClient } from '../../rpc';
 import { DROP_TRAFFIC_FLAG, partitionDropLists } from '../partition-plan';
 import { loopbackAliasesWork, STANDARD_PORTS } from '../process-addressing';
 import { serverEntryPath } from '../package-root';
+import { consoleTokenOf, LAB_SERVER_FLAGS } from '../flag-setter';
 import type { NemesisKind } from './nemesis-schedule';
 import { setServerFlag, type VerifyConnectOptions, type VerifyServerRef, type VerifyTarget, waitVerifyHealthy } from './verify-target';
 import { makeDirs } from '../../common/fs-dirs';
@@ -68,9 +69,9 @@ export class VerifyCluster implements VerifyTarget<VerifyServer> {
       const name = role === 'master' ? `m${i}` : `t${i}`;
       const dataDir = path.join(c.baseDir, name);
       const rpcAddress = `${host(i)}:${port(rpc, i)}`;
-      const common = [`--rpc_bind_addresses=${rpcAddress}`, `--webserver_port=${port(web, i)}`, `--fs_data_dirs=${dataDir}`];
+      const common = [`--rpc_bind_addresses=${rpcAddress}`, `--webserver_port=${port(web, i)}`, `--fs_data_dirs=${dataDir}`, ...LAB_SERVER_FLAGS];
       const argv = role === 'master' ? ['master', `--master_addresses=${masterRpc}`, ...common, ...flags] : ['tserver', `--tserver_master_addrs=${masterRpc}`, ...common, ...flags];
-      return { role, node: i, name, rpcAddress, webUrl: `http://${host(i)}:${port(web, i)}`, dataDir, logFile: path.join(c.baseDir, `${name}.log`), argv, paused: false };
+      return { role, node: i, name, rpcAddress, webUrl: `http://${host(i)}:${port(web, i)}`, dataDir, logFile: path.join(c.baseDir, `${name}.log`), argv, paused: false, consoleToken: consoleTokenOf(argv) };
     };
     for (let i = 0; i < masterCount; i++) c.servers.push(mk('master', i, STANDARD_PORTS.masterRpc, STANDARD_PORTS.masterWeb, o.masterFlags ?? []));
     for (let i = 0; i < o.tservers; i++) c.servers.push(mk('tserver', i, STANDARD_PORTS.tserverRpc, STANDARD_PORTS.tserverWeb, o.tserverFlags ?? []));
@@ -81,7 +82,10 @@ export class VerifyCluster implements VerifyTarget<VerifyServer> {
     return this.servers.filter((s) => s.role === 'master').map((s) => s.rpcAddress);
   }
   connectOptions(): VerifyConnectOptions {
-    return { masterAddresses: this.masterAddresses };
+    // Servers run with a cluster secret (--server_flag cluster_secret_file=F): the workload's clients prove it too.
+    const secretArg = this.servers[0]?.argv.filter((a) => a.startsWith('--cluster_secret_file=')).pop();
+    const secret = secretArg?.slice('--cluster_secret_file='.length);
+    return { masterAddresses: this.masterAddresses, ...(secret ? { clusterSecretFile: secret } : {}) };
   }
   get tservers(): VerifyServer[] {
     return this.servers.filter((s) => s.role === 'tserver');

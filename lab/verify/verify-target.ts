@@ -24,12 +24,16 @@ export interface VerifyServerRef {
   /** Console base URL reachable from this machine. */
   webUrl: string;
   paused: boolean;
+  /** The bearer token its console asks for changes (a docker lab's cluster secret), if any. */
+  consoleToken?: string | undefined;
 }
 
 export interface VerifyConnectOptions {
   masterAddresses: string[];
   /** Advertised address -> the one this machine dials (docker: published ports); absent for processes. */
   addressMap?: Record<string, string>;
+  /** The cluster secret file (docker: its servers bind beyond loopback). */
+  clusterSecretFile?: string;
 }
 
 export interface VerifyTarget<S extends VerifyServerRef = VerifyServerRef> {
@@ -118,7 +122,7 @@ export async function waitVerifyHealthy(o: HealthWaitOptions): Promise<void> {
 /** Set a run-time flag on one server: console first, admin RPC for a tserver without one. */
 export async function setServerFlag(s: VerifyServerRef, name: string, value: string, rpc: RpcClient): Promise<void> {
   try {
-    await postFlag(s.webUrl, name, value, true);
+    await postFlag(s.webUrl, name, value, true, s.consoleToken);
     return;
   } catch (e) {
     if (s.role !== 'tserver' || !(e instanceof DbError) || e.code !== ErrorCode.NETWORK_ERROR) throw e;

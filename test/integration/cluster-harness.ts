@@ -11,6 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { getJson } from '../../lab/console-http';
 import { loopbackAliasesWork } from '../../lab/process-addressing';
+import { LAB_SERVER_FLAGS } from '../../lab/flag-setter';
 import { tabletServerMethods } from '../../rpc/service-methods';
 import type { RpcClient } from '../../rpc/types';
 
@@ -65,7 +66,7 @@ export class ProcCluster {
         webAddress: `${host(i)}:${port(7000, i)}`,
         dataDir,
         logFile: path.join(c.baseDir, `m${i}.log`),
-        argv: ['master', `--master_addresses=${masterAddrs}`, `--rpc_bind_addresses=${host(i)}:${port(7100, i)}`, `--webserver_port=${port(7000, i)}`, `--fs_data_dirs=${dataDir}`, ...(opts.masterFlags ?? [])],
+        argv: ['master', `--master_addresses=${masterAddrs}`, `--rpc_bind_addresses=${host(i)}:${port(7100, i)}`, `--webserver_port=${port(7000, i)}`, `--fs_data_dirs=${dataDir}`, ...LAB_SERVER_FLAGS, ...(opts.masterFlags ?? [])],
       });
     }
     for (let i = 0; i < opts.tservers; i++) {
@@ -77,7 +78,7 @@ export class ProcCluster {
         webAddress: `${host(i)}:${port(9000, i)}`,
         dataDir,
         logFile: path.join(c.baseDir, `t${i}.log`),
-        argv: ['tserver', `--tserver_master_addrs=${masterAddrs}`, `--rpc_bind_addresses=${host(i)}:${port(9100, i)}`, `--webserver_port=${port(9000, i)}`, `--fs_data_dirs=${dataDir}`, ...(opts.tserverFlags ?? [])],
+        argv: ['tserver', `--tserver_master_addrs=${masterAddrs}`, `--rpc_bind_addresses=${host(i)}:${port(9100, i)}`, `--webserver_port=${port(9000, i)}`, `--fs_data_dirs=${dataDir}`, ...LAB_SERVER_FLAGS, ...(opts.tserverFlags ?? [])],
       });
     }
     return c;

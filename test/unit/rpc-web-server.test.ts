@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DbError, defineFlag, ErrorCode, Flags, LogRing } from '../../common';
+import { ALLOW_UNSAFE_FLAG_CHANGES, DbError, defineFlag, ErrorCode, Flags, LogRing } from '../../common';
 import { htmlTable, raw } from '../../rpc/html';
 import { toJson } from '../../rpc/json';
 import { Metrics } from '../../rpc/metrics';
@@ -139,7 +139,7 @@ describe('console kit (rpc/web-server)', () => {
     expect(rawPage.body).toContain(`--${STATIC_FLAG.name}=a\n`);
   });
 
-  it('web: POST /api/v1/flags changes runtime flags; non-runtime needs force (NOT_SAFE), bad values are 400', async () => {
+  it('web: POST /api/v1/flags changes runtime flags; non-runtime needs force (NOT_SAFE) and --allow_unsafe_flag_changes (PERMISSION_DENIED), bad values are 400', async () => {
     const ok = await request(web.address, '/api/v1/flags', { method: 'POST', body: JSON.stringify({ name: RUNTIME_FLAG.name, value: '11' }) });
     expect(ok.status).toBe(200);
     expect(json(ok)).toEqual({ name: RUNTIME_FLAG.name, value: 11 });
@@ -147,6 +147,11 @@ describe('console kit (rpc/web-server)', () => {
     const unsafe = await request(web.address, '/api/v1/flags', { method: 'POST', body: JSON.stringify({ name: STATIC_FLAG.name, value: 'b' }) });
     expect(unsafe.status).toBe(400);
     expect(json(unsafe)['code']).toBe(ErrorCode.NOT_SAFE);
+    // force is refused unless the server was started with --allow_unsafe_flag_changes.
+    const refused = await request(web.address, '/api/v1/flags', { method: 'POST', body: JSON.stringify({ name: STATIC_FLAG.name, value: 'b', force: true }) });
+    expect(refused.status).toBe(403);
+    expect(json(refused)['code']).toBe(ErrorCode.PERMISSION_DENIED);
+    flags.setFromString(ALLOW_UNSAFE_FLAG_CHANGES.name, 'true');
     const forced = await request(web.address, '/api/v1/flags', { method: 'POST', body: JSON.stringify({ name: STATIC_FLAG.name, value: 'b', force: true }) });
     expect(json(forced)).toEqual({ name: STATIC_FLAG.name, value: 'b' });
     const bad = await request(web.address, '/api/v1/flags', { method: 'POST', body: JSON.stringify({ name: RUNTIME_FLAG.name, value: 'x' }) });

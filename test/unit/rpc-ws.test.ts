@@ -513,7 +513,7 @@ describe('ws: server keepalive', () => {
       expect(closedIn, 'the silent client was never closed').toBeGreaterThan(0);
       expect(pingsSeen).toBeGreaterThan(0);
       expect(server.silentClosed).toBe(1);
-      expect((es.server as unknown as { connectionStats(): unknown }).connectionStats()).toEqual({ open: 1, closedUnansweredPing: 1 });
+      expect((es.server as unknown as { connectionStats(): unknown }).connectionStats()).toMatchObject({ open: 1, closedUnansweredPing: 1 });
       expect(live.ws.readyState).toBe(WebSocket.OPEN);
       await new Promise((r) => setTimeout(r, 1_500)); // the scenario: time passes, and the live client must stay connected
       expect(live.ws.readyState).toBe(WebSocket.OPEN);

@@ -74,13 +74,14 @@ export const TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS = defineFlag({
   validate: nonNegative,
 });
 
+/** Dangerous: committed transactions are lost on the tablets that skip the apply (issue 61's example). */
 export const TEST_TRANSACTION_IGNORE_APPLYING_PROBABILITY = defineFlag({
   name: 'TEST_transaction_ignore_applying_probability',
   type: 'double',
   default: 0,
   help:
     'A participant leader acknowledges UpdateTransaction APPLY without applying, with this probability. The coordinator then forgets the transaction, so its intents on that tablet later read as aborted and are swept: committed data is lost there. (For testing only!)',
-  tags: [FlagTag.runtime],
+  tags: [FlagTag.runtime, FlagTag.dangerous],
   validate: (v) => (v >= 0 && v <= 1 ? undefined : 'between 0 and 1'),
 });
 
