@@ -5,19 +5,32 @@ import { defineConfig } from 'vitest/config';
  * time), yet most integration files spend their time waiting on server processes, so a few at once
  * shorten the suite. They can share a machine because each integration file has its own loopback
  * range (ProcCluster's hostBase, the lab's --host_base, the bench's host bases: no two files share an
- * address, and no two share a fixed port or directory). TESSERA_TEST_WORKERS sets another count
- * (1 runs the files one at a time, as before).
+ * address, and no two share a fixed port or directory; test/unit/test-address-ranges.test.ts keeps
+ * it so). TESSERA_TEST_WORKERS sets another count (1 runs the files one at a time, as before).
+ *
+ * A few files need the machine to themselves: their checks count work done in a bounded time (the
+ * Jepsen-style verify runs need enough acknowledged operations for a history to count; the Docker
+ * tests start containers). They run after the rest, one at a time ("alone").
  */
 const workers = Number(process.env.TESSERA_TEST_WORKERS ?? 3);
+const maxWorkers = Number.isInteger(workers) && workers > 0 ? workers : 3;
+const ALONE = ['test/integration/verify.test.ts', 'test/integration/verify-crash.test.ts', 'test/docker/**/*.test.ts'];
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
-    fileParallelism: workers > 1,
-    maxWorkers: Number.isInteger(workers) && workers > 0 ? workers : 3,
     reporters: ['default'],
+    projects: [
+      {
+        extends: true,
+        test: { name: 'parallel', include: ['test/**/*.test.ts'], exclude: ALONE, fileParallelism: maxWorkers > 1, maxWorkers, sequence: { groupOrder: 0 } },
+      },
+      {
+        extends: true,
+        test: { name: 'alone', include: ALONE, fileParallelism: false, sequence: { groupOrder: 1 } },
+      },
+    ],
   },
 });
