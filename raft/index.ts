@@ -7,3 +7,4 @@ export { encodeConfChange, decodeConfChange, applyToConfState, confChangeError }
 export { bootstrapEntries, bootstrapStorage, BOOTSTRAP_TERM } from './bootstrap';
 export { committedIndex, majority } from './quorum';
 export type { LogStorage, InitialState } from './wal/log-storage';
+export { WalDurability, WAL_DURABILITY_LEVELS, DEFAULT_WAL_DURABILITY, isWalDurability, parseWalDurability, weakerDurability } from './wal/wal-durability';

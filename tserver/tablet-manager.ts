@@ -22,6 +22,7 @@ import type { Message } from '../raft/types';
 import { FileLogStorage } from '../raft/wal/file-log-storage';
 import { LogCacheBudget } from '../raft/wal/log-cache-budget';
 import type { LogStorage } from '../raft/wal/log-storage';
+import type { WalDurability } from '../raft';
 import { GLOBAL_LOG_CACHE_SIZE_LIMIT_MB } from '../raft/wal/wal-flags';
 import { LOG_MIN_ENTRIES_TO_RETAIN } from './tserver-flags';
 import { readTabletMeta, writeTabletMeta, type TabletMeta } from './tablet/tablet-meta';
@@ -47,7 +48,7 @@ export interface TabletManagerDeps {
   fetchChunk(address: string, req: { tabletId: string; sessionId: string; bytesMax: number }): Promise<{ sessionId: string; db: DbName; pairs: Array<[Uint8Array, Uint8Array]>; done: boolean }>;
   chunkBytes(): number;
   /** Storage seams (defaults: FileLogStorage, RocksDB, DocDb, RawNode). */
-  openLogStorage?(dir: string): Promise<LogStorage>;
+  openLogStorage?(dir: string, opts?: { durability: WalDurability }): Promise<LogStorage>;
   openEngine?(dir: string): Promise<KvEngine>;
   openDocDb?(regular: KvEngine, intents: KvEngine): Promise<DocDbApi>;
   newRaftCore?(opts: RaftOptions): RaftCore;
@@ -145,7 +146,7 @@ export class TabletManager {
       log: d.log.child({ tablet: meta.tabletId }),
       rng: d.rng,
       send: (msgs) => d.send(meta.tabletId, msgs),
-      openLogStorage: d.openLogStorage ?? ((dir) => FileLogStorage.open(dir, { flags: d.flags, logger: d.log, cacheBudget: this.logCacheBudget })),
+      openLogStorage: d.openLogStorage ?? ((dir, o) => FileLogStorage.open(dir, { flags: d.flags, logger: d.log, cacheBudget: this.logCacheBudget, ...(o ? { durability: o.durability } : {}) })),
       openEngine: d.openEngine ?? ((dir) => RocksDbEngine.open(dir, { writeBufferBytes: memtableBytes(d.flags.get(MEMSTORE_SIZE_MB), d.flags.get(MEMSTORE_SIZE_SPREAD_PCT), `${d.selfUuid}:${dir}`) })),
       openDocDb: d.openDocDb ?? ((regular, intents) => DocDb.open({ regular, intents, flags: d.flags })),
       newRaftCore: d.newRaftCore ?? ((o) => new RawNode(o)),

@@ -40,6 +40,8 @@ export interface LogStorage {
   close(): Promise<void>;
   /** Change how far sync() waits (wal-durability.ts); absent for the in-memory one (nothing to sync). */
   setDurability?(level: WalDurability): void;
+  /** The level in force. */
+  durability?(): WalDurability;
   /** Counters of a storage that writes files (absent for the in-memory one: no fsync to count). */
   stats?(): { logFsyncs: number; syncMicros?: number; syncMaxMicros?: number; slowSyncs?: number; cacheBytes?: number };
 }

@@ -16,6 +16,7 @@ import { parseWalDurability, WalDurability, WAL_DURABILITY_LEVELS } from '../../
 import { segmentPath } from '../../raft/wal/wal-segments';
 import { ent } from './log-storage-compliance';
 import { DbError } from '../../common/errors';
+import { NodeId } from '../../common/ids';
 
 const ROOT = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-wal-durability-'));
 afterAll(() => fs.rmSync(ROOT, { recursive: true, force: true }));
@@ -36,7 +37,7 @@ async function open(dir: string, fsLayer: LazyWalFs | NodeWalFs, durability: Wal
 /** Three entries appended, commit 3, sync() resolved: what every level acknowledges. */
 async function ackThree(s: FileLogStorage): Promise<void> {
   s.append([ent(1, 1), ent(2, 1), ent(3, 1)]);
-  s.setHardState({ term: 1, vote: 'a', commit: 3 });
+  s.setHardState({ term: 1, vote: NodeId('a'), commit: 3 });
   await s.sync();
 }
 
