@@ -348,6 +348,7 @@ export class TabletPeer {
       this.storage.setConfState({ voters, learners });
       await this.storage.sync();
     }
+    await this.rebaseLogIfDbsAhead();
     const applied = await this.replayStart();
     const firstIndex = this.storage.firstIndex();
     if (applied < firstIndex - 1 && !fs.existsSync(path.join(dir, BOOTSTRAP_MARKER))) {
@@ -563,6 +564,25 @@ export class TabletPeer {
   }
 
   /** The index after which the log must be replayed into the databases. */
+  /**
+   * After a crash of an ASYNC or FLUSH table (docs/durability.md) the databases may hold entries the
+   * log lost: they reach the OS through RocksDB's own WAL while the Raft log held them in memory or
+   * never fsynced them. Replay would then skip every new entry up to the databases' frontier (they
+   * look applied), silently dropping writes acknowledged after the restart. So the log is rebased on
+   * the frontier, as if a snapshot at that op id had been installed: Raft continues after it, and a
+   * replica further behind takes a snapshot from whichever replica leads.
+   */
+  private async rebaseLogIfDbsAhead(): Promise<void> {
+    const f = await this.docdb.frontier();
+    const ahead = f.regular.index >= f.intents.index ? f.regular : f.intents;
+    const last = this.storage.lastIndex();
+    if (ahead.index <= last) return;
+    this.deps.log.warn({ tablet: this.tabletId, lastLogIndex: last, dbIndex: ahead.index, dbTerm: ahead.term, durability: this.walDurability() }, 'databases are ahead of the Raft log (its unsynced tail was lost): rebasing the log on their frontier');
+    const conf = this.storage.initialState().conf;
+    this.storage.applySnapshot({ meta: { index: ahead.index, term: ahead.term, conf }, data: this.createSnapshot(ahead.index) });
+    await this.storage.sync();
+  }
+
   private async replayStart(): Promise<number> {
     const f = await this.docdb.frontier();
     const txns = await this.docdb.listTransactions();
