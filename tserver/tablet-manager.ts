@@ -23,6 +23,7 @@ import { FileLogStorage } from '../raft/wal/file-log-storage';
 import { LogCacheBudget } from '../raft/wal/log-cache-budget';
 import type { LogStorage } from '../raft/wal/log-storage';
 import type { WalDurability } from '../raft';
+import type { WalFs } from '../raft/wal';
 import { GLOBAL_LOG_CACHE_SIZE_LIMIT_MB } from '../raft/wal/wal-flags';
 import { LOG_MIN_ENTRIES_TO_RETAIN } from './tserver-flags';
 import { readTabletMeta, writeTabletMeta, type TabletMeta } from './tablet/tablet-meta';
@@ -49,6 +50,8 @@ export interface TabletManagerDeps {
   chunkBytes(): number;
   /** Storage seams (defaults: FileLogStorage, RocksDB, DocDb, RawNode). */
   openLogStorage?(dir: string, opts?: { durability: WalDurability }): Promise<LogStorage>;
+  /** File layer of the default log storage (a LazyWalFs for TEST_simulate_power_loss). */
+  walFs?: WalFs;
   openEngine?(dir: string): Promise<KvEngine>;
   openDocDb?(regular: KvEngine, intents: KvEngine): Promise<DocDbApi>;
   newRaftCore?(opts: RaftOptions): RaftCore;
@@ -146,7 +149,7 @@ export class TabletManager {
       log: d.log.child({ tablet: meta.tabletId }),
       rng: d.rng,
       send: (msgs) => d.send(meta.tabletId, msgs),
-      openLogStorage: d.openLogStorage ?? ((dir, o) => FileLogStorage.open(dir, { flags: d.flags, logger: d.log, cacheBudget: this.logCacheBudget, ...(o ? { durability: o.durability } : {}) })),
+      openLogStorage: d.openLogStorage ?? ((dir, o) => FileLogStorage.open(dir, { flags: d.flags, logger: d.log, cacheBudget: this.logCacheBudget, ...(d.walFs ? { fs: d.walFs } : {}), ...(o ? { durability: o.durability } : {}) })),
       openEngine: d.openEngine ?? ((dir) => RocksDbEngine.open(dir, { writeBufferBytes: memtableBytes(d.flags.get(MEMSTORE_SIZE_MB), d.flags.get(MEMSTORE_SIZE_SPREAD_PCT), `${d.selfUuid}:${dir}`) })),
       openDocDb: d.openDocDb ?? ((regular, intents) => DocDb.open({ regular, intents, flags: d.flags })),
       newRaftCore: d.newRaftCore ?? ((o) => new RawNode(o)),

@@ -27,6 +27,7 @@ import { WebServer } from '../rpc/web-server';
 import { ConsensusTransport } from './consensus-transport';
 import { Heartbeater, type HeartbeatRequest, type HeartbeatResponse } from './heartbeater';
 import { TabletManager, type TabletManagerDeps } from './tablet-manager';
+import { armSimulatedPowerLoss } from './simulated-power-loss';
 import { TabletService, type TServerMethods } from './tablet-service';
 import { TabletState, type TabletPeer } from './tablet/tablet-peer';
 import type { DbName, WalSyncTimes } from './tablet/tablet-peer';
@@ -233,6 +234,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
   const rpcAddress = advertisedAddress(flags.get(SERVER_BROADCAST_ADDRESSES), bind, splitHostPort(rpc.address, bind.port).port);
   boundAddress = rpcAddress;
 
+  const walFs = armSimulatedPowerLoss({ flags, dataDir, log });
   const manager = new TabletManager({
     dataDir,
     selfUuid: uuid,
@@ -252,6 +254,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
     txnEnv: txn.statusClient,
     onPeerOpened: (p) => txn.onPeerOpened(p),
     onPeerClosing: (p) => txn.onPeerClosing(p),
+    ...(walFs ? { walFs } : {}),
     ...(opts.storage ?? {}),
   });
   await manager.openAll();
