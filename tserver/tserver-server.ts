@@ -99,6 +99,8 @@ export interface TabletsJson {
     lastError?: string;
     /** The table's schema version this replica has (ALTER TABLE). */
     schemaVersion: number;
+    /** The level this replica's Raft log runs at (ASYNC | FLUSH | FSYNC; docs/durability.md); absent for a replica that did not open. */
+    durability?: string;
   }>;
 }
 
@@ -342,6 +344,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
         ...(wal ? { wal } : {}),
         ...(p.lastError ? { lastError: p.lastError } : {}),
         schemaVersion: p.meta.schemaVersion,
+        durability: p.walDurability(),
       });
     }
     for (const f of manager.failedOpenReplicas()) {
