@@ -5,7 +5,7 @@
  */
 import type { Command } from 'commander';
 import { DbError, ErrorCode } from '../common/errors';
-import type { ColumnSpec, ColumnType, Row } from '../client/client-types';
+import type { ColumnSpec, ColumnType, Row, TableDurability } from '../client/client-types';
 import type { TableSchema } from '../client/table-schema';
 import type { TesseraClient } from '../client/tessera-client';
 import { CELL_CHARS_SHOWN, CERTS_DIR_HELP, CLUSTER_SECRET_HELP, DEFAULT_MASTER_ADDRESSES, LAB_DIR_HELP, print, printJson, printTable, withClient } from './cli-io';
@@ -99,6 +99,13 @@ export function common(c: Command): Command {
 
 export const timeout = (o: CommonOpts): number | undefined => (o.timeout_ms ? Number(o.timeout_ms) : undefined);
 
+/** --durability: one of the levels, case-insensitive (the master checks it again). */
+function parseDurability(s: string): TableDurability {
+  const up = s.trim().toUpperCase();
+  if (up === 'ASYNC' || up === 'FLUSH' || up === 'FSYNC') return up;
+  throw new DbError(ErrorCode.INVALID_ARGUMENT, `--durability ${s}: one of ASYNC, FLUSH, FSYNC`);
+}
+
 export function registerDataCommands(program: Command): void {
   common(program.command('create-table <name>').description('create a table: --columns "id:int64,value:string" --hash id [--range c] [--tablets N] [--rf N]'))
     .requiredOption('--columns <list>', 'name:type,... (types: int64, double, string, bytes, bool)')
@@ -106,7 +113,8 @@ export function registerDataCommands(program: Command): void {
     .option('--range <cols>', 'range primary key columns (comma list)')
     .option('--tablets <n>', 'number of tablets')
     .option('--rf <n>', 'replication factor')
-    .action(async (name: string, o: CommonOpts & { columns: string; hash?: string; range?: string; tablets?: string; rf?: string }) => {
+    .option('--durability <level>', 'ASYNC | FLUSH | FSYNC (default FSYNC): how far a write gets before it is acknowledged (docs/durability.md)')
+    .action(async (name: string, o: CommonOpts & { columns: string; hash?: string; range?: string; tablets?: string; rf?: string; durability?: string }) => {
       const split = (s: string | undefined): string[] => (s ? s.split(',').map((x) => x.trim()).filter(Boolean) : []);
       const id = await withClient(o, timeout(o), (c) =>
         c.createTable({
@@ -115,6 +123,7 @@ export function registerDataCommands(program: Command): void {
           primaryKey: { hash: split(o.hash), range: split(o.range) },
           ...(o.tablets ? { numTablets: Number(o.tablets) } : {}),
           ...(o.rf ? { replicationFactor: Number(o.rf) } : {}),
+          ...(o.durability ? { durability: parseDurability(o.durability) } : {}),
         }),
       );
       if (o.json) printJson({ name, id });
@@ -136,8 +145,9 @@ export function registerDataCommands(program: Command): void {
   });
 
   common(program.command('describe-table <name>').description('a table\'s columns (name, id, type, nullable, key), schema version and tablets')).action(async (name: string, o: CommonOpts) => {
-    const loc = await withClient(o, timeout(o), (c) => c.tableLocations(name));
+    const [loc, tables] = await withClient(o, timeout(o), (c) => Promise.all([c.tableLocations(name), c.listTables()]));
     const sc = loc.schema;
+    const durability = tables.find((t) => t.id === sc.id)?.durability ?? 'FSYNC';
     const keyOf = (n: string): string => (sc.hash.some((c) => c.name === n) ? 'HASH' : sc.range.some((c) => c.name === n) ? 'RANGE' : '');
     const columns = sc.columns.map((c) => ({ name: c.name, id: c.id, type: c.type, nullable: c.nullable, key: keyOf(c.name) }));
     const tablets = loc.tablets.map((t) => ({
@@ -146,8 +156,8 @@ export function registerDataCommands(program: Command): void {
       leader: t.replicas.find((r) => r.role === 'LEADER')?.rpcAddress ?? null,
       followers: t.replicas.filter((r) => r.role !== 'LEADER').map((r) => r.rpcAddress),
     }));
-    if (o.json) return printJson({ name: sc.name, id: sc.id, schemaVersion: sc.version, columns, tablets: loc.tablets.length, tabletLocations: tablets });
-    print(`table ${sc.name} (${sc.id}): schema version ${sc.version}, ${loc.tablets.length} tablet(s)`);
+    if (o.json) return printJson({ name: sc.name, id: sc.id, schemaVersion: sc.version, durability, columns, tablets: loc.tablets.length, tabletLocations: tablets });
+    print(`table ${sc.name} (${sc.id}): schema version ${sc.version}, durability ${durability}, ${loc.tablets.length} tablet(s)`);
     printTable(['column', 'id', 'type', 'nullable', 'key'], columns.map((c) => [c.name, c.id, c.type, c.nullable, c.key]));
     print('');
     printTable(['tablet', 'hash range', 'leader', 'followers'], tablets.map((t) => [t.tabletId, `[${t.partition[0]}, ${t.partition[1]})`, t.leader ?? '(none yet)', t.followers.join(' ')]));
@@ -158,7 +168,8 @@ export function registerDataCommands(program: Command): void {
     .option('--drop_columns <cols>', 'columns to drop (comma list; not primary key columns)')
     .option('--rename_columns <list>', 'old:new,... (names before this change)')
     .option('--rename_to <name>', 'a new name for the table')
-    .action(async (name: string, o: CommonOpts & { add_columns?: string; drop_columns?: string; rename_columns?: string; rename_to?: string }) => {
+    .option('--durability <level>', 'ASYNC | FLUSH | FSYNC: the table\'s new Raft log level (docs/durability.md)')
+    .action(async (name: string, o: CommonOpts & { add_columns?: string; drop_columns?: string; rename_columns?: string; rename_to?: string; durability?: string }) => {
       const split = (s: string | undefined): string[] => (s ? s.split(',').map((x) => x.trim()).filter(Boolean) : []);
       const renames = split(o.rename_columns).map((r) => {
         const [from, to, extra] = r.split(':');
@@ -172,6 +183,7 @@ export function registerDataCommands(program: Command): void {
           dropColumns: split(o.drop_columns),
           renameColumns: renames,
           ...(o.rename_to ? { renameTo: o.rename_to } : {}),
+          ...(o.durability ? { durability: parseDurability(o.durability) } : {}),
         }, {
           ...(timeout(o) ? { timeoutMs: timeout(o)! } : {}),
           onProgress: (p) => {

@@ -23,7 +23,12 @@ export interface CreateTableOptions {
   /** Default: the master's replication_factor flag (3). */
   replicationFactor?: number;
   ifNotExists?: boolean;
+  /** The Raft log level of the table's tablets: ASYNC, FLUSH or FSYNC (the default); docs/durability.md. */
+  durability?: TableDurability;
 }
+
+/** How far a write gets before it is acknowledged (docs/durability.md). */
+export type TableDurability = 'ASYNC' | 'FLUSH' | 'FSYNC';
 
 export interface TableSummary {
   id: string;
@@ -32,6 +37,8 @@ export interface TableSummary {
   replicationFactor: number;
   /** 0 at creation; every ALTER TABLE adds 1. */
   schemaVersion: number;
+  /** ASYNC, FLUSH or FSYNC (docs/durability.md). */
+  durability: string;
 }
 
 /** One ALTER TABLE: any mix of these, applied together as the table's next schema version. */
@@ -44,6 +51,8 @@ export interface AlterTableOptions {
   renameColumns?: Array<{ from: string; to: string }>;
   /** A new name for the table. */
   renameTo?: string;
+  /** A new Raft log level for the table's tablets (docs/durability.md). */
+  durability?: TableDurability;
 }
 
 export interface AlterTableProgress {

@@ -114,6 +114,7 @@ export class TesseraClient {
         numTablets: t.numTablets ?? 0,
         replicationFactor: t.replicationFactor ?? 0,
         ifNotExists: t.ifNotExists ?? false,
+        durability: t.durability ?? '',
       },
       this.deadline(o),
       // Safe to resend: a name can be created once, a resend answers ALREADY_EXISTS at worst.
@@ -131,7 +132,7 @@ export class TesseraClient {
 
   async listTables(o?: CallOptions): Promise<TableSummary[]> {
     const r = await this.master.call(masterMethods().listTables, {}, this.deadline(o), true, true);
-    return (r.tables ?? []).map((t) => ({ id: t.id ?? '', name: t.name ?? '', numTablets: t.numTablets ?? 0, replicationFactor: t.replicationFactor ?? 0, schemaVersion: t.schemaVersion ?? 0 }));
+    return (r.tables ?? []).map((t) => ({ id: t.id ?? '', name: t.name ?? '', numTablets: t.numTablets ?? 0, replicationFactor: t.replicationFactor ?? 0, schemaVersion: t.schemaVersion ?? 0, durability: t.durability || 'FSYNC' }));
   }
 
   /**
@@ -153,6 +154,7 @@ export class TesseraClient {
         dropColumns: change.dropColumns ?? [],
         renameColumns: (change.renameColumns ?? []).map((x) => ({ from: x.from, to: x.to })),
         newName: change.renameTo ?? '',
+        durability: change.durability ?? '',
       },
       d,
       // Not resent after an unknown outcome: the change may have been made (a resend could fail on it).

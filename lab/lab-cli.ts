@@ -233,9 +233,13 @@ export function registerLabCommands(program: Command, io: LabCliIo = defaultIo):
     .option('--row-bytes <n>', 'intents-apply: bytes per row', '1048576')
     .option('--delay-ms <n>', 'intents-apply: TEST_inject_sleep_before_applying_intents_ms on n0', '60000')
     .option('--hold-ms <n>', 'partition-minority: how long the node stays cut off (past rpc_connection_timeout_ms, 15 s, under Docker: RPC keepalive closes the dead connections)', String(PARTITION_HOLD_MS))
+    .option('--writes <n>', 'durability: acknowledged writes per run before the fault (default 3000)')
+    .option('--load-ms <n>', 'durability: longest load per run before the fault (default 10000)')
+    .option('--writers <n>', 'durability: concurrent writers (default 32)')
+    .option('--interval-ms <n>', 'durability: interval_durable_wal_write_ms on the tservers (default 1000)')
     .option('--json', 'machine-readable output')
     .action(
-      run(async (name: string, o: { base_dir: string; driver: string; host_base: string; port_offset?: string; server_entry: string; keep?: boolean; json?: boolean; rows: string; rowBytes: string; delayMs: string; holdMs: string }) => {
+      run(async (name: string, o: { base_dir: string; driver: string; host_base: string; port_offset?: string; server_entry: string; keep?: boolean; json?: boolean; rows: string; rowBytes: string; delayMs: string; holdMs: string; writes?: string; loadMs?: string; writers?: string; intervalMs?: string }) => {
         const def = findExperiment(name);
         if (!def) throw new DbError(ErrorCode.INVALID_ARGUMENT, `unknown experiment '${name}': one of ${EXPERIMENTS.map((e) => e.name).join(', ')}`);
         const driver = driverKind(o.driver);
@@ -246,7 +250,7 @@ export function registerLabCommands(program: Command, io: LabCliIo = defaultIo):
           portOffset: int('port_offset', o.port_offset, driver === 'docker' ? DEFAULT_DOCKER_PORT_OFFSET : 0),
           serverEntry: o.server_entry,
           keep: o.keep === true,
-          params: { rows: int('rows', o.rows, 100), rowBytes: int('row-bytes', o.rowBytes, 1048576), delayMs: int('delay-ms', o.delayMs, 60000), holdMs: int('hold-ms', o.holdMs, PARTITION_HOLD_MS) },
+          params: { rows: int('rows', o.rows, 100), rowBytes: int('row-bytes', o.rowBytes, 1048576), delayMs: int('delay-ms', o.delayMs, 60000), holdMs: int('hold-ms', o.holdMs, PARTITION_HOLD_MS), ...durabilityParams(o) },
           progress: progress(o.json === true),
         });
         io.out(o.json ? JSON.stringify({ ...r, driver, passed: passed(r) }, null, 2) : renderText(r));
@@ -267,4 +271,14 @@ export function registerLabCommands(program: Command, io: LabCliIo = defaultIo):
       }),
     );
   return lab;
+}
+
+/** The durability experiment's options, only those given (the experiment has the defaults). */
+function durabilityParams(o: { writes?: string; loadMs?: string; writers?: string; intervalMs?: string }): Record<string, number> {
+  const out: Record<string, number> = {};
+  if (o.writes !== undefined) out['writes'] = int('writes', o.writes, 3000);
+  if (o.loadMs !== undefined) out['loadMs'] = int('load-ms', o.loadMs, 10_000);
+  if (o.writers !== undefined) out['writers'] = int('writers', o.writers, 32);
+  if (o.intervalMs !== undefined) out['intervalMs'] = int('interval-ms', o.intervalMs, 1000);
+  return out;
 }

@@ -35,7 +35,8 @@ import {
   type TabletServerInfoPB,
 } from '../rpc';
 import { tableByName, tabletsOf } from './catalog-state';
-import { schemaVersionOf, type CatalogState, type ReplicaDef, type TableInfo, type TabletInfo } from './catalog-types';
+import { durabilityOf, nextColumnIdOf, schemaVersionOf, type CatalogState, type ReplicaDef, type TableInfo, type TabletInfo } from './catalog-types';
+import { DEFAULT_WAL_DURABILITY, parseWalDurability } from '../raft';
 import { hashPartitions, validateAlterTable, validateCreateTable } from './ddl-validation';
 import {
   CREATE_TABLE_WAIT_MS,
@@ -118,11 +119,11 @@ export function schemaToPb(t: TableInfo): TableSchemaPB {
 
 /** AlterSchema for one tablet of `t`: the catalog's schema, version and name (ALTER TABLE). */
 function alterSchemaRequest(tabletId: string, t: TableInfo): AlterSchemaRequestPB {
-  return { tabletId, schema: schemaToPb(t), schemaVersion: schemaVersionOf(t), tableName: t.name };
+  return { tabletId, schema: schemaToPb(t), schemaVersion: schemaVersionOf(t), tableName: t.name, durability: durabilityOf(t) };
 }
 
 export function tableToPb(t: TableInfo): TableInfoPB {
-  return { id: t.id, name: t.name, schema: schemaToPb(t), numTablets: t.numTablets, replicationFactor: t.replicationFactor, state: t.state, schemaVersion: schemaVersionOf(t) };
+  return { id: t.id, name: t.name, schema: schemaToPb(t), numTablets: t.numTablets, replicationFactor: t.replicationFactor, state: t.state, schemaVersion: schemaVersionOf(t), durability: durabilityOf(t) };
 }
 
 export class CatalogManager {
@@ -195,6 +196,7 @@ export class CatalogManager {
       live,
       this.deps.flags.get(REPLICATION_FACTOR),
     );
+    const durability = req.durability ? parseWalDurability(req.durability) : DEFAULT_WAL_DURABILITY;
     const placement = placeNewTablets(this.loads(), v.replicationFactor, v.numTablets);
     if (placement.length !== v.numTablets) {
       throw new DbError(ErrorCode.INVALID_ARGUMENT, `replication factor ${v.replicationFactor} is larger than the number of live tablet servers (${live} live)`);
@@ -216,6 +218,7 @@ export class CatalogManager {
       state: 'RUNNING',
       tabletIds: tablets.map((t) => t.id),
       createdAtMs: Date.now(),
+      durability,
     };
     await this.deps.sys.propose({ type: 'createTable', table, tablets });
     this.deps.log.info({ table: name, tableId, tablets: tablets.length, rf: v.replicationFactor }, 'table created');
@@ -265,14 +268,18 @@ export class CatalogManager {
       if (SYSTEM_TABLES.has(newName)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `${newName} is the name of a system table`);
       if (tableByName(this.catalog(), newName)) throw new DbError(ErrorCode.ALREADY_EXISTS, `table ${newName} already exists`);
     }
-    const next = validateAlterTable(t, {
+    const input = {
       addColumns: (req.addColumns ?? []).map((c) => ({ name: c.name ?? '', type: c.type ?? '', nullable: c.nullable !== false })),
       dropColumns: req.dropColumns ?? [],
       renameColumns: (req.renameColumns ?? []).map((r) => ({ from: r.from ?? '', to: r.to ?? '' })),
       newName,
-    });
+    };
+    const durability = req.durability ? parseWalDurability(req.durability) : undefined;
+    const schemaChange = input.addColumns.length + input.dropColumns.length + input.renameColumns.length > 0 || (newName !== '' && newName !== t.name);
+    // A durability-only ALTER keeps the schema; it still takes the next version, which carries it to the tablets.
+    const next = schemaChange || !durability ? validateAlterTable(t, input) : { name: t.name, schema: t.schema, nextColumnId: nextColumnIdOf(t) };
     const fromVersion = schemaVersionOf(t);
-    await this.deps.sys.propose({ type: 'alterTable', tableId: t.id, fromVersion, name: next.name, schema: next.schema, nextColumnId: next.nextColumnId });
+    await this.deps.sys.propose({ type: 'alterTable', tableId: t.id, fromVersion, name: next.name, schema: next.schema, nextColumnId: next.nextColumnId, ...(durability ? { durability } : {}) });
     this.deps.log.info({ table: next.name, tableId: t.id, schemaVersion: fromVersion + 1, columns: next.schema.columns.map((c) => `${c.name}:${c.type}#${c.id}`) }, 'table altered');
     const altered = this.catalog().tables.get(t.id);
     if (!altered) throw new DbError(ErrorCode.TABLE_NOT_FOUND, `table ${next.name} was dropped meanwhile`);
@@ -557,7 +564,7 @@ export class CatalogManager {
         const addr = this.addressOf(uuid);
         if (!addr) continue;
         const peers = [...new Set([...voters, ...wanted])].map((u) => ({ uuid: u, rpcAddress: this.addressOf(u) ?? '', memberType: 'VOTER' }));
-        call(addr, m.createTablet, { tabletId: tablet.id, tableId: table.id, tableName: table.name, schema: schemaToPb(table), partition: tablet.partition, peers, schemaVersion: schemaVersionOf(table) }, { tablet: tablet.id, tserver: uuid, op: 'CreateTablet' });
+        call(addr, m.createTablet, { tabletId: tablet.id, tableId: table.id, tableName: table.name, schema: schemaToPb(table), partition: tablet.partition, peers, schemaVersion: schemaVersionOf(table), durability: durabilityOf(table) }, { tablet: tablet.id, tserver: uuid, op: 'CreateTablet' });
       }
       // 1b. The tablet's leader serves an older schema: it replicates the catalog's (ALTER TABLE).
       const version = schemaVersionOf(table);

@@ -57,7 +57,7 @@ export function applyCatalogOp(state: CatalogState, op: CatalogOp): ApplyOutcome
       const other = tableByName(state, op.name);
       if (other && other.id !== table.id) return refuse(state, ErrorCode.ALREADY_EXISTS, `table ${op.name} already exists`);
       const tables = new Map(state.tables);
-      tables.set(table.id, { ...table, name: op.name, schema: op.schema, schemaVersion: op.fromVersion + 1, nextColumnId: op.nextColumnId });
+      tables.set(table.id, { ...table, name: op.name, schema: op.schema, schemaVersion: op.fromVersion + 1, nextColumnId: op.nextColumnId, ...(op.durability ? { durability: op.durability } : {}) });
       return { state: { ...state, tables } };
     }
     case 'setReplicas': {

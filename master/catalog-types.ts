@@ -2,6 +2,8 @@
  * The catalog's data model: tables (schema, partitioning, tablets) and tablets (partition, replicas).
  * Plain JSON-able values: the catalog is replicated as JSON through the sys-catalog Raft group.
  */
+import { DEFAULT_WAL_DURABILITY, type WalDurability } from '../raft';
+
 export const COLUMN_TYPES = ['int64', 'double', 'string', 'bytes', 'bool'] as const;
 export type ColumnType = (typeof COLUMN_TYPES)[number];
 
@@ -60,6 +62,12 @@ export interface TableInfo {
   schemaVersion?: number;
   /** The id the next added column gets (absent: one above the highest id in the schema); ids of dropped columns are never reused. */
   nextColumnId?: number;
+  /** The Raft log level of the table's tablets (docs/durability.md); absent: FSYNC. */
+  durability?: WalDurability;
+}
+
+export function durabilityOf(t: TableInfo): WalDurability {
+  return t.durability ?? DEFAULT_WAL_DURABILITY;
 }
 
 export function schemaVersionOf(t: TableInfo): number {
@@ -88,7 +96,7 @@ export type CatalogOp =
   | { type: 'createTable'; table: TableInfo; tablets: TabletInfo[] }
   | { type: 'dropTable'; tableId: string }
   /** The table's next schema: refused unless the table is still at `fromVersion` (a concurrent ALTER won). */
-  | { type: 'alterTable'; tableId: string; fromVersion: number; name: string; schema: TableSchema; nextColumnId: number }
+  | { type: 'alterTable'; tableId: string; fromVersion: number; name: string; schema: TableSchema; nextColumnId: number; durability?: WalDurability }
   | { type: 'setReplicas'; tabletId: string; replicas: ReplicaDef[] }
   | { type: 'registerTServer'; tserver: TServerAddress };
 

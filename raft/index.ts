@@ -13,3 +13,4 @@ export * from './wal';
 export { RaftGroup, type LeaderChange, type RaftCore, type RaftGroupStatus } from './raft-group';
 export { encodeMessage, decodeMessage } from './message-codec';
 export { LogCacheBudget, type BudgetedCache } from './wal/log-cache-budget';
+export { WalDurability, WAL_DURABILITY_LEVELS, DEFAULT_WAL_DURABILITY, isWalDurability, parseWalDurability, weakerDurability } from './wal/wal-durability';

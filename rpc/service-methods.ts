@@ -58,6 +58,7 @@ export interface TableInfoPB {
   replicationFactor?: number;
   state?: string;
   schemaVersion?: number;
+  durability?: string;
 }
 export interface DocKeyPB {
   hash?: number;
@@ -82,6 +83,7 @@ export interface CreateTableRequestPB {
   numTablets?: number;
   replicationFactor?: number;
   ifNotExists?: boolean;
+  durability?: string;
 }
 export interface CreateTableResponsePB {
   tableId?: string;
@@ -100,6 +102,7 @@ export interface AlterTableRequestPB {
   dropColumns?: string[];
   renameColumns?: RenameColumnPB[];
   newName?: string;
+  durability?: string;
 }
 export interface AlterTableResponsePB {
   tableId?: string;
@@ -120,6 +123,7 @@ export interface AlterSchemaRequestPB {
   schema?: TableSchemaPB;
   schemaVersion?: number;
   tableName?: string;
+  durability?: string;
 }
 export interface AlterSchemaResponsePB {
   schemaVersion?: number;
@@ -281,6 +285,7 @@ export interface CreateTabletRequestPB {
   partition?: PartitionPB;
   peers?: RaftPeerPB[];
   schemaVersion?: number;
+  durability?: string;
 }
 export interface DeleteTabletRequestPB {
   tabletId?: string;

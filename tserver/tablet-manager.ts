@@ -11,7 +11,7 @@ import type { HybridClock } from '../common/hybrid-clock';
 import type { Logger } from '../common/log';
 import type { Rng } from '../common/rng';
 import { DocDb, MEMSTORE_SIZE_MB, MEMSTORE_SIZE_SPREAD_PCT, memtableBytes, RocksDbEngine, type DocDbApi, type KvEngine } from '../docdb';
-import { FileLogStorage, GLOBAL_LOG_CACHE_SIZE_LIMIT_MB, LogCacheBudget, RawNode, type LeaderChange, type LogStorage, type Message, type RaftCore, type RaftOptions } from '../raft';
+import { FileLogStorage, GLOBAL_LOG_CACHE_SIZE_LIMIT_MB, LogCacheBudget, RawNode, type LeaderChange, type LogStorage, type Message, type RaftCore, type RaftOptions, type WalDurability, type WalFs } from '../raft';
 import { LOG_MIN_ENTRIES_TO_RETAIN } from './tserver-flags';
 import { readTabletMeta, writeTabletMeta, type TabletMeta } from './tablet/tablet-meta';
 import { TabletPeer, type DbName, type SnapshotDescriptor } from './tablet/tablet-peer';
@@ -36,7 +36,9 @@ export interface TabletManagerDeps {
   fetchChunk(address: string, req: { tabletId: string; sessionId: string; bytesMax: number }): Promise<{ sessionId: string; db: DbName; pairs: Array<[Uint8Array, Uint8Array]>; done: boolean }>;
   chunkBytes(): number;
   /** Storage seams (defaults: FileLogStorage, RocksDB, DocDb, RawNode). */
-  openLogStorage?(dir: string): Promise<LogStorage>;
+  openLogStorage?(dir: string, opts?: { durability: WalDurability }): Promise<LogStorage>;
+  /** File layer of the default log storage (a LazyWalFs for TEST_simulate_power_loss). */
+  walFs?: WalFs;
   openEngine?(dir: string): Promise<KvEngine>;
   openDocDb?(regular: KvEngine, intents: KvEngine): Promise<DocDbApi>;
   newRaftCore?(opts: RaftOptions): RaftCore;
@@ -134,7 +136,7 @@ export class TabletManager {
       log: d.log.child({ tablet: meta.tabletId }),
       rng: d.rng,
       send: (msgs) => d.send(meta.tabletId, msgs),
-      openLogStorage: d.openLogStorage ?? ((dir) => FileLogStorage.open(dir, { flags: d.flags, logger: d.log, cacheBudget: this.logCacheBudget })),
+      openLogStorage: d.openLogStorage ?? ((dir, o) => FileLogStorage.open(dir, { flags: d.flags, logger: d.log, cacheBudget: this.logCacheBudget, ...(d.walFs ? { fs: d.walFs } : {}), ...(o ? { durability: o.durability } : {}) })),
       openEngine: d.openEngine ?? ((dir) => RocksDbEngine.open(dir, { writeBufferBytes: memtableBytes(d.flags.get(MEMSTORE_SIZE_MB), d.flags.get(MEMSTORE_SIZE_SPREAD_PCT), `${d.selfUuid}:${dir}`) })),
       openDocDb: d.openDocDb ?? ((regular, intents) => DocDb.open({ regular, intents, flags: d.flags })),
       newRaftCore: d.newRaftCore ?? ((o) => new RawNode(o)),

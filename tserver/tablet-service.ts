@@ -364,6 +364,7 @@ export class TabletService {
       partition: { start: req.partition?.start ?? 0, end: req.partition?.end || 65536 },
       peers: (req.peers ?? []).map((p) => ({ uuid: p.uuid, rpcAddress: p.rpcAddress, memberType: p.memberType || 'VOTER' })),
       schemaVersion: req.schemaVersion ?? 0,
+      durability: req.durability || undefined,
     });
     await this.deps.manager.createTablet(meta);
     return {};
@@ -374,8 +375,8 @@ export class TabletService {
     const t = this.tablet(req.tabletId);
     const version = req.schemaVersion ?? 0;
     if (!Number.isSafeInteger(version) || version < 1) throw invalid('schema_version must be at least 1');
-    const meta = parseTabletMeta({ ...t.meta, schema: schemaFromPb(req.schema), tableName: req.tableName || t.meta.tableName, schemaVersion: version });
-    return { schemaVersion: await t.alterSchema(meta.schema, version, meta.tableName) };
+    const meta = parseTabletMeta({ ...t.meta, schema: schemaFromPb(req.schema), tableName: req.tableName || t.meta.tableName, schemaVersion: version, durability: req.durability || t.meta.durability });
+    return { schemaVersion: await t.alterSchema(meta.schema, version, meta.tableName, meta.durability) };
   }
 
   async deleteTablet(req: pb.DeleteTabletRequestPB): Promise<pb.EmptyPB> {

@@ -28,5 +28,7 @@ export interface TabletsJson {
     lastError?: string;
     /** The table's schema version this replica has (ALTER TABLE). */
     schemaVersion: number;
+    /** The level this replica's Raft log runs at (ASYNC | FLUSH | FSYNC; docs/durability.md); absent for a replica that did not open. */
+    durability?: string;
   }>;
 }

@@ -21,6 +21,7 @@ import { rowMethods } from '../rpc';
 import { ConsensusTransport } from './consensus-transport';
 import { Heartbeater, type HeartbeatRequest, type HeartbeatResponse } from './heartbeater';
 import { TabletManager, type TabletManagerDeps } from './tablet-manager';
+import { armSimulatedPowerLoss } from './simulated-power-loss';
 import { TabletService, type TServerMethods } from './tablet-service';
 import { TabletState, type TabletPeer } from './tablet/tablet-peer';
 import type { DbName } from './tablet/tablet-peer';
@@ -205,6 +206,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
   const rpcAddress = advertisedAddress(flags.get(SERVER_BROADCAST_ADDRESSES), bind, splitHostPort(rpc.address, bind.port).port);
   boundAddress = rpcAddress;
 
+  const walFs = armSimulatedPowerLoss({ flags, dataDir, log });
   const manager = new TabletManager({
     dataDir,
     selfUuid: uuid,
@@ -224,6 +226,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
     txnEnv: txn.statusClient,
     onPeerOpened: (p) => txn.onPeerOpened(p),
     onPeerClosing: (p) => txn.onPeerClosing(p),
+    ...(walFs ? { walFs } : {}),
     ...(opts.storage ?? {}),
   });
   await manager.openAll();
@@ -317,6 +320,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
         ...(wal ? { wal } : {}),
         ...(p.lastError ? { lastError: p.lastError } : {}),
         schemaVersion: p.meta.schemaVersion,
+        durability: p.walDurability(),
       });
     }
     for (const f of manager.failedOpenReplicas()) {

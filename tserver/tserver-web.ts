@@ -285,6 +285,7 @@ export function registerTServerPages(d: TServerWebDeps): void {
           ['Retryable requests: clients / writes remembered / running / copies answered / late copies refused', `${t.retryable.clients} / ${t.retryable.replicated} / ${t.retryable.running} / ${t.retryable.duplicates} / ${t.retryable.stale}`],
           ['History GC: passes run / skipped (for too few new versions; for no version older than the cutoff), versions scanned / dropped (of which dropped columns\' values)', `${t.historyGc.runs} / ${t.historyGc.skipped} (${t.historyGc.skippedFewNew}; ${t.historyGc.skippedNothingOld}), ${t.historyGc.versionsScanned} / ${t.historyGc.versionsDropped} (${t.historyGc.droppedColumnVersions})`],
           ['History GC: last cutoff HT / dropped / ms; history floor HT (reads below fail SNAPSHOT_TOO_OLD)', `${t.historyGc.lastCutoffHt} / ${t.historyGc.lastDropped} / ${t.historyGc.lastMs}; ${t.historyGc.historyFloorHt === '0' ? '0 (never collected)' : t.historyGc.historyFloorHt}`],
+          ['Durability of the Raft log (ASYNC / FLUSH / FSYNC)', t.durability],
           ['Schema version / columns (name:type#id)', `${t.schemaVersion} / ${t.columns.map((c) => `${c.name}:${c.type}#${c.id}`).join(', ')}`],
           ['Row cache rows / bytes / hits / misses', t.regulardb.rowCache ? `${t.regulardb.rowCache.rows} / ${t.regulardb.rowCache.bytes} / ${t.regulardb.rowCache.hits} / ${t.regulardb.rowCache.misses}` : ''],
         ],
@@ -657,6 +658,8 @@ export interface TabletDetail {
   /** The table's schema as this replica has it (ALTER TABLE moves it through the tablet's Raft log). */
   schemaVersion: number;
   columns: Array<{ name: string; id: number; type: string; nullable: boolean }>;
+  /** The Raft log level in force (ASYNC | FLUSH | FSYNC; docs/durability.md). */
+  durability: string;
   /**
    * Retryable requests: clients with writes remembered here, writes remembered, writes running (as
    * leader), resent copies answered without running them again, late copies refused (STALE_REQUEST).
@@ -716,6 +719,7 @@ async function detailOf(p: TabletPeer, manager: TabletManager, trackers: TabletM
     readLocks: p.metrics.readLocks,
     schemaVersion: p.meta.schemaVersion,
     columns: p.meta.schema.columns.map((c) => ({ ...c })),
+    durability: p.walDurability(),
     retryable: p.retryable.stats(),
     historyGc: { ...p.historyGcStats, lastCutoffHt: String(p.historyGcStats.lastCutoffHt), historyFloorHt: String(p.historyFloorHt() ?? 0n) },
   };

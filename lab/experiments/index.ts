@@ -4,6 +4,7 @@
  * the report and the verdict.
  */
 import type { ExperimentDef, ExperimentOptions, ExperimentResult } from './experiment';
+import { durability } from './durability';
 import { intentsApply } from './intents-apply';
 import { leaderFailover } from './leader-failover';
 import { mvccHistory } from './mvcc-history';
@@ -35,6 +36,7 @@ export const EXPERIMENTS: readonly ExperimentDef[] = [
   { name: 'slow-leader', description: 'a slow disk (TEST_inject_sleep_before_applying_write_batch_ms=800) on a node leading one tablet, under a write load with leader balancing held: writes to its tablet wait, the others do not, and its /rpcz lists the waiting writes; leader_stepdown moves its leadership away and every write is fast while it still applies late as a follower; cleared, it catches up, nothing acknowledged lost', run: slowLeader },
   { name: 'replica-divergence', description: 'one follower silently stores a wrong value (TEST_corrupt_tablet_replica): clients read right values, the replica convergence check (tessera admin check_replicas) names the tablet and the follower; failing that replica makes the master re-create it from a healthy one, and all replicas agree again', run: replicaDivergence },
   { name: 'row-locks', description: 'why HBase removed row locks, with leases and fencing tokens: clients lock rows and stall; writers of those rows fail ROW_LOCKED or wait (holding nothing, bounded) while writers of other rows carry on; the leases run out by themselves and the waiters write; a holder paused past its lease is refused FENCED when it writes late', run: rowLocks },
+  { name: 'durability', description: 'per-table durability, the hflush-vs-hsync point: for ASYNC, FLUSH and FSYNC tables, a write load hit by kill -9 of every tserver at once and by a simulated power loss of every tserver at once; acknowledged writes lost per level and fault, and each level\'s write rate (--writes, --load-ms, --writers, --interval-ms)', run: (o) => durability(o.params)(o) },
   { name: 'snapshot-isolation', description: 'two clients interleaved by hand: a lost update refused, first committer wins, a stable snapshot, the write skew snapshot isolation allows, and serializable isolation refusing that write skew and a phantom', run: snapshotIsolation },
 ];
 

@@ -39,6 +39,8 @@ export class WriteLoad {
     private readonly t0: number,
     /** Per-write bound; a short one lets a writer move on from a write stuck at a cut-off old leader. */
     private readonly writeTimeoutMs = LOAD_WRITE_TIMEOUT_MS,
+    /** Keys start here (a second load on the same table writes keys of its own). */
+    private readonly firstId = 0,
   ) {}
 
   start(): void {
@@ -54,7 +56,7 @@ export class WriteLoad {
     const mine: number[] = [];
     this.times[w] = mine;
     for (let i = 0; !this.stopped && this.acks.length < LOAD_ACKS_MAX; i++) {
-      const id = BigInt(w + i * this.writers);
+      const id = BigInt(this.firstId + w + i * this.writers);
       const value = `w${w}-${i}`;
       try {
         await this.client.table(this.table).upsert({ id, v: value }, { timeoutMs: this.writeTimeoutMs });

@@ -39,6 +39,8 @@ import type { InitialState, LogStorage } from './log-storage';
 import { assertContiguous } from './memory-log';
 import { readSnapshotFile, writeSnapshotFile } from './snapshot-file';
 import { DURABLE_WAL_WRITE, INTERVAL_DURABLE_WAL_WRITE_MS, LOG_CACHE_SIZE_LIMIT_MB, LOG_PREALLOCATE_SEGMENTS, LOG_SEGMENT_SIZE_MB } from './wal-flags';
+import type { WalDurability } from './wal-durability';
+import { DEFAULT_WAL_DURABILITY, WalDurability as Dur, weakerDurability } from './wal-durability';
 import type { WalFs } from './wal-fs';
 import { joinPath, NodeWalFs } from './wal-fs';
 import { WalIndex } from './wal-index';
@@ -61,6 +63,8 @@ export interface FileLogStorageOptions {
   segmentBytes?: number;
   /** Overrides log_cache_size_limit_mb. */
   cacheBytesMax?: number;
+  /** The table's level (wal-durability.ts; default FSYNC); durable_wal_write=false caps it at FLUSH. */
+  durability?: WalDurability;
   /** The server's budget over all its tablets' caches (global_log_cache_size_limit_mb). */
   cacheBudget?: LogCacheBudget;
 }
@@ -117,7 +121,10 @@ export class FileLogStorage implements LogStorage {
   private readonly fs: WalFs;
   private readonly log: Logger;
   private readonly onFatal: (err: Error) => void;
-  private readonly durableWrite: boolean;
+  /** The level in force (setDurability changes it: ALTER TABLE). */
+  private mode: WalDurability;
+  /** durable_wal_write: false caps every level at FLUSH. */
+  private readonly serverDurable: boolean;
   private readonly segmentBytes: number;
 
   private meta: ConsensusMeta;
@@ -180,7 +187,8 @@ export class FileLogStorage implements LogStorage {
       fs: WalFs;
       log: Logger;
       onFatal: (err: Error) => void;
-      durableWrite: boolean;
+      durability: WalDurability;
+      serverDurable: boolean;
       preallocate: boolean;
       segmentBytes: number;
       cacheBytesMax: number;
@@ -200,7 +208,8 @@ export class FileLogStorage implements LogStorage {
     this.fs = init.fs;
     this.log = init.log;
     this.onFatal = init.onFatal;
-    this.durableWrite = init.durableWrite;
+    this.serverDurable = init.serverDurable;
+    this.mode = init.serverDurable ? init.durability : weakerDurability(init.durability, Dur.FLUSH);
     this.preallocate = init.preallocate;
     this.segmentBytes = init.segmentBytes;
     this.meta = init.meta;
@@ -296,12 +305,12 @@ export class FileLogStorage implements LogStorage {
     const recCommit = rec.hardStateRecord?.commit ?? 0;
     if (recCommit > hs.commit) hs.commit = recCommit;
     const lastIndex = Math.max(rec.index.lastIndex(), meta.logStart.index);
+    const durability = opts.durability ?? DEFAULT_WAL_DURABILITY;
     if (hs.commit > lastIndex) {
-      const durableWrite = flags.get(DURABLE_WAL_WRITE);
-      if (durableWrite) {
+      if (flags.get(DURABLE_WAL_WRITE) && durability === Dur.FSYNC) {
         throw new DbError(ErrorCode.CORRUPTION, `WAL in ${dir}: commit index ${hs.commit} is beyond the last entry ${lastIndex}`, { dir, commit: hs.commit, lastIndex });
       }
-      // Without durable writes a power loss may keep metadata newer than the log: expected, not corrupt.
+      // Without durable writes (ASYNC / FLUSH) a crash may keep metadata newer than the log: expected, not corrupt.
       log.warn({ dir, commit: hs.commit, lastIndex }, 'WAL: commit beyond the log after an unsynced crash; lowering it');
       hs.commit = lastIndex;
     }
@@ -312,7 +321,8 @@ export class FileLogStorage implements LogStorage {
       fs,
       log,
       onFatal,
-      durableWrite: flags.get(DURABLE_WAL_WRITE),
+      durability,
+      serverDurable: flags.get(DURABLE_WAL_WRITE),
       preallocate: flags.get(LOG_PREALLOCATE_SEGMENTS),
       segmentBytes: opts.segmentBytes ?? flags.get(LOG_SEGMENT_SIZE_MB) * MB,
       cacheBytesMax: opts.cacheBytesMax ?? flags.get(LOG_CACHE_SIZE_LIMIT_MB) * MB,
@@ -328,7 +338,8 @@ export class FileLogStorage implements LogStorage {
       tornBytesTruncated: rec.tornBytesTruncated,
       zeroTailBytesTruncated: rec.zeroBytesTruncated,
     });
-    if (!storage.durableWrite) storage.startIntervalSync(flags.get(INTERVAL_DURABLE_WAL_WRITE_MS));
+    // Always started (it idles under FSYNC): ALTER TABLE may weaken the level later.
+    storage.startIntervalSync(flags.get(INTERVAL_DURABLE_WAL_WRITE_MS));
     return storage;
   }
 
@@ -388,6 +399,39 @@ export class FileLogStorage implements LogStorage {
 
   snapshot(): Snapshot | undefined {
     return this.snap;
+  }
+
+  /** The level in force (after durable_wal_write's cap). */
+  durability(): WalDurability {
+    return this.mode;
+  }
+
+  /**
+   * Change the level (ALTER TABLE ... durability). Strengthening to FSYNC first writes and fdatasyncs
+   * everything held or written so far, so from here on no acknowledged entry and no metadata commit
+   * is ahead of the durable log (recovery may then again treat that as corruption).
+   */
+  setDurability(level: WalDurability): void {
+    this.checkAlive();
+    const next = this.serverDurable ? level : weakerDurability(level, Dur.FLUSH);
+    if (next === this.mode) return;
+    const was = this.mode;
+    this.mode = next;
+    if (next === Dur.FSYNC && !this.syncing) {
+      this.guard(() => {
+        this.flushPending();
+        if (this.activeBytes > this.activeSyncedBytes) {
+          const t0 = performance.now();
+          this.fs.fdatasyncSync(this.activeFd);
+          this.countSync(performance.now() - t0);
+          this.activeSyncedBytes = this.activeBytes;
+          this.durableLoggedCommit = Math.max(this.durableLoggedCommit, this.loggedCommit);
+        }
+      });
+    } else if (next === Dur.FLUSH && !this.syncing) {
+      this.guard(() => this.flushPending());
+    }
+    this.log.info({ dir: this.dir, from: was, to: next }, 'WAL durability changed');
   }
 
   stats(): FileLogStorageStats {
@@ -497,9 +541,10 @@ export class FileLogStorage implements LogStorage {
   sync(): Promise<void> {
     if (this.failed) return Promise.reject(this.failed);
     if (this.closed) return Promise.reject(new DbError(ErrorCode.SHUTTING_DOWN, `WAL ${this.dir} is closed`));
-    if (!this.durableWrite) {
-      // durable_wal_write=false: metadata (term/vote) is still made durable; log bytes are fsynced by
-      // the interval timer, so an acknowledged entry can be lost to a power loss (YugabyteDB's trade).
+    if (this.mode !== Dur.FSYNC) {
+      // ASYNC / FLUSH: metadata (term/vote) is still made durable; log bytes are written (FLUSH: now,
+      // ASYNC: by the interval timer) and fsynced by the interval timer, so an acknowledged entry can
+      // be lost to a power loss (FLUSH) or also to a process crash (ASYNC).
       try {
         const hs = { ...this.hardState };
         if (this.metaDirty) {
@@ -646,7 +691,15 @@ export class FileLogStorage implements LogStorage {
 
   private startIntervalSync(intervalMs: number): void {
     this.timer = setInterval(() => {
-      if (this.roundInFlight || this.failed || this.closed || this.activeBytes <= this.activeSyncedBytes) return;
+      if (this.mode === Dur.FSYNC || this.roundInFlight || this.failed || this.closed) return;
+      if (this.mode === Dur.ASYNC) {
+        try {
+          this.flushPending();
+        } catch {
+          return; // reported through onFatal
+        }
+      }
+      if (this.activeBytes <= this.activeSyncedBytes) return;
       const fd = this.activeFd;
       const bytes = this.activeBytes;
       this.roundInFlight = this.timedFdatasync(fd)
@@ -667,7 +720,8 @@ export class FileLogStorage implements LogStorage {
   // ---- segments ----
 
   private writeActive(buf: Buffer): void {
-    if (this.syncing || this.durableWrite) {
+    // FSYNC holds records for its round's write, ASYNC for the interval flush; FLUSH writes now.
+    if (this.syncing || this.mode !== Dur.FLUSH) {
       this.pendingBufs.push(buf);
       this.pendingBytes += buf.length;
     } else {

@@ -9,3 +9,4 @@ export * from './file-log-storage';
 export { RecordType, SEGMENT_HEADER_BYTES, RECORD_HEADER_BYTES } from './wal-record';
 export { segmentName, parseSegmentName } from './wal-segments';
 export { CONSENSUS_META_FILE } from './consensus-meta';
+export * from './wal-durability';

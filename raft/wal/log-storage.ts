@@ -9,6 +9,7 @@
  * Returned entries are shared with the storage: callers must not mutate them or their data.
  */
 import type { ConfState, Entry, HardState, Snapshot } from '../types';
+import type { WalDurability } from './wal-durability';
 
 export interface InitialState {
   hardState: HardState;
@@ -37,6 +38,10 @@ export interface LogStorage {
   /** Resolve once everything appended or set so far is durable (group commit: one fsync covers all). */
   sync(): Promise<void>;
   close(): Promise<void>;
+  /** Change how far sync() waits (wal-durability.ts); absent for the in-memory one (nothing to sync). */
+  setDurability?(level: WalDurability): void;
+  /** The level in force. */
+  durability?(): WalDurability;
   /** Counters of a storage that writes files (absent for the in-memory one: no fsync to count). */
   stats?(): { logFsyncs: number; syncMicros?: number; syncMaxMicros?: number; slowSyncs?: number; cacheBytes?: number };
 }

@@ -52,7 +52,7 @@ export function testPeerDeps(dir: string, o: TestPeerOptions = {}): TabletPeerDe
     log: silentLogger(),
     rng: new SeededRng(o.seed ?? 7),
     send: () => undefined,
-    openLogStorage: (d) => FileLogStorage.open(d, { flags }),
+    openLogStorage: (d, lo) => FileLogStorage.open(d, { flags, ...(lo ? { durability: lo.durability } : {}) }),
     openEngine: (d) => RocksDbEngine.open(d),
     openDocDb: (regular, intents) => DocDb.open({ regular, intents, flags }),
     newRaftCore: (opts) => new RawNode(opts),

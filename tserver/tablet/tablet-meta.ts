@@ -6,6 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DbError, ErrorCode } from '../../common/errors';
 import { writeFileDurably } from '../../common/fs-dirs';
+import { isWalDurability, type WalDurability } from '../../raft';
 
 export const COLUMN_TYPES = ['int64', 'double', 'string', 'bytes', 'bool'] as const;
 export type ColumnType = (typeof COLUMN_TYPES)[number];
@@ -40,6 +41,8 @@ export interface TabletMeta {
   peers: RaftPeer[];
   /** The table's schema version this replica has (ALTER TABLE; 0 at creation). */
   schemaVersion: number;
+  /** The table's Raft log level (docs/durability.md); absent: FSYNC. */
+  durability?: WalDurability;
 }
 
 export const META_FILE = 'meta.json';
@@ -85,7 +88,10 @@ export function parseTabletMeta(v: unknown): TabletMeta {
   });
   const sv = o['schemaVersion'] ?? 0;
   if (typeof sv !== 'number' || !Number.isSafeInteger(sv) || sv < 0) throw bad('schemaVersion must be a non-negative integer');
-  return { tabletId, tableId: str('tableId'), tableName: str('tableName'), schema, partition: { start, end }, peers, schemaVersion: sv };
+  const d = o['durability'];
+  if (d !== undefined && d !== '' && !isWalDurability(d)) throw bad('durability must be ASYNC, FLUSH or FSYNC');
+  const durability = isWalDurability(d) ? { durability: d } : {};
+  return { tabletId, tableId: str('tableId'), tableName: str('tableName'), schema, partition: { start, end }, peers, schemaVersion: sv, ...durability };
 }
 
 /** A table schema from JSON (a CHANGE_SCHEMA entry), checked like meta.json's. */

@@ -15,7 +15,8 @@
  * if by its own APPLY_TXN, all at the entry's op id). REMOVE_TXN: [txnId str].
  * TXN_STATUS: [txnId str][status str][ht u64][payload bytes] (the status tablet's record, see
  * tserver/transaction/txn-record.ts). CHANGE_SCHEMA: [schemaVersion varint][tableName str][schema as
- * JSON str] (rare: ALTER TABLE). ROW_LOCK: [action u8: 0 lock, 1 renew, 2 unlock][ht u64][DocKey][lockId str]
+ * JSON str], optionally followed by [durability str] (ASYNC | FLUSH | FSYNC: the table's Raft log
+ * level; absent in entries written before it existed) (rare: ALTER TABLE). ROW_LOCK: [action u8: 0 lock, 1 renew, 2 unlock][ht u64][DocKey][lockId str]
  * [holder str][leaseMs varint] (row locks with leases, tserver/tablet/row-locks.ts).
  *
  * A WRITE or WRITE_INTENTS of a retryable request (a client's write with a request id) is prefixed by
@@ -28,6 +29,7 @@ import type { TxnId } from '../../common/ids';
 import { TxnId as toTxnId } from '../../common/ids';
 import { Isolation, type DocKey, type Primitive, type ReadLocks, type RowOp, type TxnMeta } from '../../docdb/doc-db-api';
 import { parseTableSchema, type TableSchema } from './tablet-meta';
+import { isWalDurability, type WalDurability } from '../../raft';
 
 export const TabletOpKind = { WRITE: 1, WRITE_INTENTS: 2, APPLY_TXN: 3, REMOVE_TXN: 4, TXN_STATUS: 5, CHANGE_SCHEMA: 6, REQUEST: 7, APPLY_TXNS: 8, ROW_LOCK: 9 } as const;
 
@@ -66,7 +68,7 @@ export type TabletOp =
   /** Update of a transaction record on a status tablet (transactions issue). */
   | { type: 'TXN_STATUS'; txnId: TxnId; status: string; ht: HybridTime; payload: Uint8Array }
   /** The table's schema from this entry on (ALTER TABLE); every replica takes it when it applies the entry. */
-  | { type: 'CHANGE_SCHEMA'; schemaVersion: number; tableName: string; schema: TableSchema }
+  | { type: 'CHANGE_SCHEMA'; schemaVersion: number; tableName: string; schema: TableSchema; durability?: WalDurability }
   /**
    * Take, renew or release a row lock (row-locks.ts): the lock table is replicated state, so every
    * replica (and a later leader) knows who holds which row until when (hybrid time ht + leaseMs).
@@ -406,6 +408,7 @@ export function encodeTabletOp(op: TabletOp): Uint8Array {
       o.uv(op.schemaVersion);
       o.str(op.tableName);
       o.str(json);
+      if (op.durability !== undefined) o.str(op.durability);
       return o.buf.subarray(0, o.pos);
     }
   }
@@ -505,8 +508,14 @@ export function decodeTabletOp(b: Uint8Array): TabletOp {
       } catch (e) {
         throw bad(`schema is not JSON: ${(e as Error).message}`);
       }
+      let durability: WalDurability | undefined;
+      if (i.pos < b.byteLength) {
+        const d = i.str();
+        if (!isWalDurability(d)) throw bad(`durability ${d}`);
+        durability = d;
+      }
       end(i, b);
-      return { type: 'CHANGE_SCHEMA', schemaVersion, tableName, schema: parseTableSchema(v) };
+      return { type: 'CHANGE_SCHEMA', schemaVersion, tableName, schema: parseTableSchema(v), ...(durability ? { durability } : {}) };
     }
     default:
       throw bad(`kind ${kind}`);

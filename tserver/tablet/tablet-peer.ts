@@ -35,6 +35,7 @@ import { RaftGroup, type LeaderChange, type RaftCore, type RaftGroupStatus } fro
 import type { RaftOptions } from '../../raft/raft-options';
 import type { Entry, Message, Snapshot } from '../../raft/types';
 import type { LogStorage } from '../../raft/wal/log-storage';
+import { DEFAULT_WAL_DURABILITY, type WalDurability } from '../../raft';
 import { HISTORY_GC_MIN_NEW_VERSIONS_PCT, RAFT_ELECTION_TIMEOUT_TICKS, TEST_CORRUPT_TABLET_REPLICA, RAFT_HEARTBEAT_TICKS, RETRYABLE_REQUEST_TIMEOUT_SECS, RAFT_TICK_INTERVAL_MS, TEST_FAIL_TABLET_REPLICA, TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, WRITE_TIMEOUT_MS } from '../tserver-flags';
 import { BlockedBy, resolveConflicts, resolvePlainWriteConflicts, resolveSerializableConflicts, type ConflictDeps } from '../transaction/conflict-resolution';
 import { WaitQueue } from './wait-queue';
@@ -84,7 +85,8 @@ export interface TabletPeerDeps {
   log: Logger;
   rng: Rng;
   send(msgs: Message[]): void;
-  openLogStorage(dir: string): Promise<LogStorage>;
+  /** `durability`: the table's Raft log level (docs/durability.md). */
+  openLogStorage(dir: string, opts?: { durability: WalDurability }): Promise<LogStorage>;
   openEngine(dir: string): Promise<KvEngine>;
   openDocDb(regular: KvEngine, intents: KvEngine): Promise<DocDbApi>;
   newRaftCore(opts: RaftOptions): RaftCore;
@@ -338,7 +340,7 @@ export class TabletPeer {
       this.wipeDbDirs();
     }
     await this.openDbs();
-    this.storage = await this.deps.openLogStorage(path.join(dir, 'wal'));
+    this.storage = await this.deps.openLogStorage(path.join(dir, 'wal'), { durability: meta.durability ?? DEFAULT_WAL_DURABILITY });
     const init = this.storage.initialState();
     if (init.conf.voters.length === 0 && init.conf.learners.length === 0 && this.storage.lastIndex() === 0) {
       const voters = meta.peers.filter((p) => p.memberType === 'VOTER').map((p) => NodeId(p.uuid));
@@ -346,6 +348,7 @@ export class TabletPeer {
       this.storage.setConfState({ voters, learners });
       await this.storage.sync();
     }
+    await this.rebaseLogIfDbsAhead();
     const applied = await this.replayStart();
     const firstIndex = this.storage.firstIndex();
     if (applied < firstIndex - 1 && !fs.existsSync(path.join(dir, BOOTSTRAP_MARKER))) {
@@ -561,6 +564,25 @@ export class TabletPeer {
   }
 
   /** The index after which the log must be replayed into the databases. */
+  /**
+   * After a crash of an ASYNC or FLUSH table (docs/durability.md) the databases may hold entries the
+   * log lost: they reach the OS through RocksDB's own WAL while the Raft log held them in memory or
+   * never fsynced them. Replay would then skip every new entry up to the databases' frontier (they
+   * look applied), silently dropping writes acknowledged after the restart. So the log is rebased on
+   * the frontier, as if a snapshot at that op id had been installed: Raft continues after it, and a
+   * replica further behind takes a snapshot from whichever replica leads.
+   */
+  private async rebaseLogIfDbsAhead(): Promise<void> {
+    const f = await this.docdb.frontier();
+    const ahead = f.regular.index >= f.intents.index ? f.regular : f.intents;
+    const last = this.storage.lastIndex();
+    if (ahead.index <= last) return;
+    this.deps.log.warn({ tablet: this.tabletId, lastLogIndex: last, dbIndex: ahead.index, dbTerm: ahead.term, durability: this.walDurability() }, 'databases are ahead of the Raft log (its unsynced tail was lost): rebasing the log on their frontier');
+    const conf = this.storage.initialState().conf;
+    this.storage.applySnapshot({ meta: { index: ahead.index, term: ahead.term, conf }, data: this.createSnapshot(ahead.index) });
+    await this.storage.sync();
+  }
+
   private async replayStart(): Promise<number> {
     const f = await this.docdb.frontier();
     const txns = await this.docdb.listTransactions();
@@ -725,18 +747,26 @@ export class TabletPeer {
    */
   private changeSchema(op: Extract<TabletOp, { type: 'CHANGE_SCHEMA' }>, opId: OpId): void {
     if (op.schemaVersion <= this.metaValue.schemaVersion) return;
-    const next: TabletMeta = { ...this.metaValue, schema: op.schema, tableName: op.tableName, schemaVersion: op.schemaVersion };
+    const durability = op.durability ?? this.metaValue.durability;
+    const next: TabletMeta = { ...this.metaValue, schema: op.schema, tableName: op.tableName, schemaVersion: op.schemaVersion, ...(durability ? { durability } : {}) };
     writeTabletMeta(this.deps.dir, next);
     this.metaValue = next;
+    // ALTER TABLE ... durability: this replica's log follows from here on (docs/durability.md).
+    if (durability) this.storage.setDurability?.(durability);
     // Before any later entry writes an added column; a dropped column's values are read no more.
     this.docdb.setSchemaColumns(schemaColumnIds(next));
     this.deps.log.info({ tablet: this.tabletId, table: op.tableName, schemaVersion: op.schemaVersion, index: opId.index }, 'schema changed');
   }
 
+  /** The Raft log level in force here: the table's, capped at FLUSH by durable_wal_write=false (docs/durability.md). */
+  walDurability(): WalDurability {
+    return this.storage?.durability?.() ?? this.metaValue.durability ?? DEFAULT_WAL_DURABILITY;
+  }
+
   /** Leader: replicate the table's schema `version` (AlterSchema from the master); answers the version now applied here. */
-  async alterSchema(schema: TableSchema, version: number, tableName: string): Promise<number> {
+  async alterSchema(schema: TableSchema, version: number, tableName: string, durability?: WalDurability): Promise<number> {
     this.checkServing();
-    if (version > this.metaValue.schemaVersion) await this.proposeOp({ type: 'CHANGE_SCHEMA', schemaVersion: version, tableName, schema });
+    if (version > this.metaValue.schemaVersion) await this.proposeOp({ type: 'CHANGE_SCHEMA', schemaVersion: version, tableName, schema, ...(durability ? { durability } : {}) });
     return this.metaValue.schemaVersion;
   }
 
