@@ -11,6 +11,7 @@ import { compileExpr, type CompileEnv } from './expr';
 import type { SqlTableDef } from './catalog';
 import { Scope, type EvalContext, type Tuple } from './scope';
 import { isIntegerType, toStorage, type SqlValue } from './sql-types';
+import { SqlError, SqlState } from './sql-error';
 
 export type AccessPath =
   | { type: 'point'; key: Row }
@@ -81,14 +82,16 @@ export function chooseAccess(def: SqlTableDef, alias: string, where: Node | unde
 }
 
 /** Rows of `def` through `path`, as tuples in the table's column order. */
-export async function readRows(table: Table, def: SqlTableDef, path: AccessPath, rowsMax: number): Promise<Tuple[]> {
+export async function readRows(table: Table, def: SqlTableDef, path: AccessPath, rowsMax: number, columns?: string[]): Promise<Tuple[]> {
   let rows: Row[];
+  const proj = columns ? { columns } : {};
   if (path.type === 'point') {
-    const r = await table.get(path.key);
+    const r = await table.get(path.key, proj);
     rows = r ? [r] : [];
   } else if (path.type === 'hashScan') {
-    rows = await table.scan({ ...(def.hash.length > 0 ? { hashKey: path.hashKey } : {}), ...(path.rangeStart ? { rangeStart: path.rangeStart } : {}), ...(path.rangeEnd ? { rangeEnd: path.rangeEnd } : {}), limit: rowsMax + 1 });
-  } else rows = await table.scan({ limit: rowsMax + 1 });
+    rows = await table.scan({ ...(def.hash.length > 0 ? { hashKey: path.hashKey } : {}), ...(path.rangeStart ? { rangeStart: path.rangeStart } : {}), ...(path.rangeEnd ? { rangeEnd: path.rangeEnd } : {}), limit: rowsMax + 1, ...proj });
+  } else rows = await table.scan({ limit: rowsMax + 1, ...proj });
+  if (rows.length > rowsMax) throw new SqlError(SqlState.PROGRAM_LIMIT, `statement reads more than ${rowsMax} rows of ${def.name} (ysql_rows_in_memory_max)`);
   return rows.map((r) => def.columns.map((c) => r[c.name] ?? null));
 }
 

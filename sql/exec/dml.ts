@@ -16,6 +16,7 @@ import { Scope, type Compiled, type EvalContext, type Tuple } from './scope';
 import { compileSelect, type OutputField, type PlanEnv } from './select';
 import { notSupported, SqlError, SqlState } from './sql-error';
 import { toStorage, type SqlValue } from './sql-types';
+import { charLength } from './functions';
 import { columnsOf } from './preload';
 
 /** Single-row writes in flight at once for one statement. */
@@ -54,7 +55,7 @@ export function checkRow(def: SqlTableDef, values: SqlValue[]): Row {
   def.columns.forEach((c, i) => {
     const v = toStorage(values[i] ?? null, c.type);
     if (v === null && c.notNull) throw new SqlError(SqlState.NOT_NULL_VIOLATION, `null value in column "${c.name}" of relation "${def.name}" violates not-null constraint`);
-    if (c.typmod >= 0 && typeof v === 'string' && [...v].length > c.typmod) throw new SqlError(SqlState.STRING_TOO_LONG, `value too long for type ${c.type === 'bpchar' ? 'character' : 'character varying'}(${c.typmod})`);
+    if (c.typmod >= 0 && typeof v === 'string' && charLength(v) > c.typmod) throw new SqlError(SqlState.STRING_TOO_LONG, `value too long for type ${c.type === 'bpchar' ? 'character' : 'character varying'}(${c.typmod})`);
     row[c.name] = v;
   });
   return row;

@@ -224,7 +224,23 @@ function compileAExpr(e: Extract<Node, { A_Expr: unknown }>['A_Expr'], scope: Sc
       return (eq(row, ctx) === true) === want;
     } };
   }
-  if (kind === 'AEXPR_OP_ANY' || kind === 'AEXPR_OP_ALL') throw notSupported('ANY/ALL over an array');
+  if (kind === 'AEXPR_OP_ANY' || kind === 'AEXPR_OP_ALL') {
+    // Arrays exist only as PostgreSQL's text form ('{a,b}', catalog columns and ARRAY(subquery)).
+    const l = compileExpr(e.lexpr!, scope, env);
+    const r = compileExpr(e.rexpr!, scope, env);
+    const holder: SqlValue[] = [null];
+    const test = compareOp(op, l, { type: l.type, name: '', eval: () => holder[0]! });
+    const any = kind === 'AEXPR_OP_ANY';
+    return { type: 'bool', name: '?column?', eval: (row, ctx) => {
+      const arr = r.eval(row, ctx);
+      if (arr === null) return null;
+      for (const el of parseArrayText(textOf(arr))) {
+        holder[0] = el;
+        if ((test(row, ctx) === true) === any) return any;
+      }
+      return !any;
+    } };
+  }
   if (kind !== 'AEXPR_OP') throw notSupported(`the expression ${kind}`);
   if (!e.lexpr) {
     const r = compileExpr(e.rexpr!, scope, env);
@@ -280,7 +296,8 @@ function constValue(c: Extract<Node, { A_Const: unknown }>['A_Const']): Compiled
 export function typeOfTypeName(t: { names?: Node[]; arrayBounds?: Node[]; typmods?: Node[] } | undefined): { type: SqlTypeName; serial?: boolean } {
   const parts = names(t?.names).filter((p) => p !== 'pg_catalog');
   const name = parts.join('.');
-  if (t?.arrayBounds && t.arrayBounds.length > 0) throw notSupported(`array type ${name}[]`);
+  // Arrays exist only in their text form (catalog queries cast to int2[], oid[]...).
+  if (t?.arrayBounds && t.arrayBounds.length > 0) return { type: 'text' };
   const r = sqlTypeFromName(name === 'timestamptz' ? 'timestamptz' : name);
   if (!r) throw new SqlError(SqlState.UNDEFINED_OBJECT, `type "${name}" does not exist`);
   return r;
@@ -305,6 +322,8 @@ function compileSubLink(s: Extract<Node, { SubLink: unknown }>['SubLink'], scope
   const plan = env.subquery(s.subselect!, scope);
   const withOuter = (row: Tuple, ctx: EvalContext): Tuple[] => plan.run({ ...ctx, outerRows: [...ctx.outerRows, row] });
   switch (s.subLinkType) {
+    case 'ARRAY_SUBLINK':
+      return { type: 'text', name: 'array', eval: (row, ctx) => `{${withOuter(row, ctx).map((r) => arrayElementText(r[0] ?? null)).join(',')}}` };
     case 'EXISTS_SUBLINK':
       return { type: 'bool', name: 'exists', eval: (row, ctx) => withOuter(row, ctx).length > 0 };
     case 'EXPR_SUBLINK':
@@ -407,6 +426,18 @@ export function compileExpr(n: Node, scope: Scope, env: CompileEnv): Compiled {
   if ('SQLValueFunction' in n) return compileValueFunction(n.SQLValueFunction.op ?? 'SVFOP_CURRENT_TIMESTAMP');
   if ('FuncCall' in n) return compileFuncCall(n, scope, env);
   if ('A_ArrayExpr' in n) throw notSupported('arrays');
+  if ('A_Indirection' in n) {
+    const arr = compileExpr(n.A_Indirection.arg!, scope, env);
+    const ind = n.A_Indirection.indirection?.[0];
+    if (!ind || !('A_Indices' in ind) || !ind.A_Indices.uidx) throw notSupported('this subscript');
+    const idx = compileExpr(ind.A_Indices.uidx, scope, env);
+    return { type: 'text', name: arr.name, eval: (row, ctx) => {
+      const a = arr.eval(row, ctx);
+      const i = idx.eval(row, ctx);
+      if (a === null || i === null) return null;
+      return parseArrayText(textOf(a))[Number(coerce(i, 'int8')) - 1] ?? null;
+    } };
+  }
   throw notSupported(`the expression ${nodeKind(n)}`);
 }
 
@@ -472,6 +503,21 @@ function returnType(fname: string, args: SqlTypeName[]): SqlTypeName {
 /** A constant expression's value (DEFAULT clauses, LIMIT, pushed-down key values): no columns allowed. */
 export function evalConstant(n: Node, env: CompileEnv, ctx: EvalContext): SqlValue {
   return compileExpr(n, new Scope([]), env).eval([], ctx);
+}
+
+/** Elements of an array's text form ('{a,"b c",NULL}'). */
+export function parseArrayText(s: string): SqlValue[] {
+  const inner = s.trim().replace(/^\{/, '').replace(/\}$/, '');
+  if (inner === '') return [];
+  const out: SqlValue[] = [];
+  for (const m of inner.matchAll(/"((?:[^"\\]|\\.)*)"|([^,]+)/g)) out.push(m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : m[2]!.trim() === 'NULL' ? null : m[2]!.trim());
+  return out;
+}
+
+function arrayElementText(v: SqlValue): string {
+  if (v === null) return 'NULL';
+  const t = textOf(v);
+  return /^[^",{}\s\\]+$/.test(t) && t !== 'NULL' ? t : `"${t.replace(/(["\\])/g, '\\$1')}"`;
 }
 
 export { str, truth };

@@ -25,6 +25,8 @@ interface VirtualTable {
 }
 
 const n = (v: number | bigint): bigint => BigInt(v);
+/** The definitions the last catalog relation was built from (pg_get_indexdef reads them: it has no catalog access of its own). */
+let lastDefs: SqlTableDef[] = [];
 const indexOid = (d: SqlTableDef): bigint => n(d.oid) + 1n;
 
 const TABLES: Record<string, VirtualTable> = {
@@ -136,6 +138,7 @@ export function isVirtualRelation(schema: string | undefined, name: string): boo
 export async function virtualRelation(schema: string | undefined, name: string, catalog: SqlCatalog, ctx: EvalContext): Promise<LoadedRelation> {
   const t = TABLES[key(schema, name)!]!;
   const defs = await catalog.list();
+  lastDefs = defs;
   const columns: ScopeColumn[] = t.columns.map(([c, type]) => ({ rel: name, name: c, type }));
   const rows: Tuple[] = t.rows(defs, ctx);
   return { columns, rows };
@@ -154,7 +157,12 @@ registerFunction('pg_is_in_recovery', () => false);
 registerFunction('has_table_privilege', () => true);
 registerFunction('has_schema_privilege', () => true);
 registerFunction('has_database_privilege', () => true);
-registerFunction('pg_get_indexdef', () => null);
+registerFunction('pg_get_indexdef', (a) => {
+  const d = lastDefs.find((x) => indexOid(x) === a[0]);
+  if (!d) return null;
+  const cols = [...(d.hash.length > 0 ? [`${d.hash.length > 1 ? `(${d.hash.join(', ')})` : d.hash[0]} HASH`] : []), ...d.range.map((r) => `${r} ASC`)];
+  return `CREATE UNIQUE INDEX ${d.name}_pkey ON public.${d.name} USING lsm (${cols.join(', ')})`;
+});
 registerFunction('pg_get_constraintdef', () => null);
 registerFunction('array_to_string', (a) => (a[0] === null ? null : textOf(a[0])));
 registerFunction('pg_size_pretty', (a) => `${textOf(a[0]!)} bytes`);
@@ -166,3 +174,17 @@ registerFunction('format_type', (a) => {
   const base = TYPES[t].display;
   return mod > 4 && (t === 'varchar' || t === 'bpchar') ? `${base}(${mod - 4})` : base;
 });
+registerFunction('pg_relation_is_publishable', () => false);
+registerFunction('array_upper', (a) => BigInt(parseArrayLength(a[0]!)));
+registerFunction('array_length', (a) => BigInt(parseArrayLength(a[0]!)));
+registerFunction('pg_get_statisticsobjdef_columns', () => null);
+registerFunction('pg_get_partkeydef', () => null);
+registerFunction('pg_get_viewdef', () => null);
+registerFunction('pg_get_triggerdef', () => null);
+registerFunction('pg_tablespace_location', () => '');
+registerFunction('quote_ident', (a) => { const t = textOf(a[0]!); return /^[a-z_][a-z0-9_]*$/.test(t) ? t : `"${t.replace(/"/g, '""')}"`; });
+
+function parseArrayLength(v: SqlValue): number {
+  const t = textOf(v).replace(/^\{|\}$/g, '');
+  return t === '' ? 0 : t.split(',').length;
+}

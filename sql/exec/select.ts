@@ -214,7 +214,7 @@ interface AggSlot {
 
 /** A SELECT's plan. `outer` is the enclosing query's scope (correlated subqueries). */
 export function compileSelect(sel: SelectStmt, env: PlanEnv, outer?: Scope): SelectPlan {
-  if (sel.op && sel.op !== 'SETOP_NONE') throw notSupported(sel.op.replace('SETOP_', ''));
+  if (sel.op && sel.op !== 'SETOP_NONE') return setOpPlan(sel, env, outer);
   if (sel.withClause) throw notSupported('WITH');
   if (sel.valuesLists) return valuesPlan(sel.valuesLists, env, outer);
   const from = crossJoin((sel.fromClause ?? []).map((f) => fromItem(f, env, outer)), env);
@@ -278,6 +278,36 @@ export function compileSelect(sel: SelectStmt, env: PlanEnv, outer?: Scope): Sel
       const lim = limit ? limit.eval([], ctx) : null;
       if (off > 0 || lim !== null) result = result.slice(off, lim === null ? undefined : off + Number(coerce(lim, 'int8')));
       return result;
+    },
+  };
+}
+
+/** UNION [ALL] (INTERSECT / EXCEPT: 0A000), then the set operation's own ORDER BY and LIMIT. */
+function setOpPlan(sel: SelectStmt, env: PlanEnv, outer: Scope | undefined): SelectPlan {
+  if (sel.op !== 'SETOP_UNION') throw notSupported(sel.op!.replace('SETOP_', ''));
+  const l = compileSelect(sel.larg!, env, outer);
+  const r = compileSelect(sel.rarg!, env, outer);
+  if (l.fields.length !== r.fields.length) throw new SqlError(SqlState.SYNTAX_ERROR, 'each UNION query must have the same number of columns');
+  const fields = l.fields.map((f, i) => ({ ...f, type: f.type === 'unknown' ? r.fields[i]!.type : f.type }));
+  const scope = new Scope(fields.map((f) => ({ rel: '', name: f.name, type: f.type })), outer);
+  const sorts = (sel.sortClause ?? []).map((s) => sortKey(s, fields.map((f) => ({ compiled: { type: f.type, name: f.name, eval: () => null }, field: f })), scope, compileEnv(env)));
+  return {
+    fields,
+    run: (ctx) => {
+      let rows = [...l.run(ctx), ...r.run(ctx)];
+      if (!sel.all) {
+        const seen = new Set<string>();
+        rows = rows.filter((o) => { const k = JSON.stringify(o.map((v) => (v === null ? null : textOf(v)))); if (seen.has(k)) return false; seen.add(k); return true; });
+      }
+      const keyed = rows.map((o) => ({ o, keys: sorts.map((s) => (s.output !== undefined ? o[s.output]! : s.expr.eval(o, ctx))) }));
+      keyed.sort((a, b) => {
+        for (let i = 0; i < sorts.length; i++) {
+          const c = compareValues(a.keys[i]!, b.keys[i]!);
+          if (c !== 0) return sorts[i]!.desc ? -c : c;
+        }
+        return 0;
+      });
+      return keyed.map((k) => k.o);
     },
   };
 }

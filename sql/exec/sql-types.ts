@@ -10,7 +10,7 @@ export type SqlValue = null | bigint | number | string | boolean | Uint8Array;
 
 export type SqlTypeName =
   | 'int2' | 'int4' | 'int8' | 'float4' | 'float8' | 'numeric' | 'text' | 'varchar' | 'bpchar' | 'bool' | 'bytea'
-  | 'timestamp' | 'timestamptz' | 'date' | 'uuid' | 'jsonb' | 'json' | 'name' | 'oid' | 'char' | 'regclass' | 'unknown';
+  | 'timestamp' | 'timestamptz' | 'date' | 'uuid' | 'jsonb' | 'json' | 'name' | 'oid' | 'char' | 'regclass' | 'regtype' | 'regproc' | 'regnamespace' | 'unknown';
 
 interface TypeInfo {
   oid: number;
@@ -42,6 +42,9 @@ export const TYPES: Record<SqlTypeName, TypeInfo> = {
   oid: { oid: 26, size: 4, storage: 'int64', display: 'oid' },
   char: { oid: 18, size: 1, storage: 'string', display: '"char"' },
   regclass: { oid: 2205, size: 4, storage: 'int64', display: 'regclass' },
+  regtype: { oid: 2206, size: 4, storage: 'int64', display: 'regtype' },
+  regproc: { oid: 24, size: 4, storage: 'int64', display: 'regproc' },
+  regnamespace: { oid: 4089, size: 4, storage: 'int64', display: 'regnamespace' },
   unknown: { oid: 25, size: -1, storage: 'string', display: 'text' },
 };
 
@@ -74,11 +77,14 @@ export function sqlTypeFromName(name: string): { type: SqlTypeName; serial?: boo
     case 'name': return { type: 'name' };
     case 'oid': return { type: 'oid' };
     case 'regclass': return { type: 'regclass' };
+    case 'regtype': return { type: 'regtype' };
+    case 'regproc': return { type: 'regproc' };
+    case 'regnamespace': return { type: 'regnamespace' };
     default: return undefined;
   }
 }
 
-export const isIntegerType = (t: SqlTypeName): boolean => t === 'int2' || t === 'int4' || t === 'int8' || t === 'oid' || t === 'regclass';
+export const isIntegerType = (t: SqlTypeName): boolean => t === 'int2' || t === 'int4' || t === 'int8' || t === 'oid' || t === 'regclass' || t === 'regtype' || t === 'regproc' || t === 'regnamespace';
 export const isFloatType = (t: SqlTypeName): boolean => t === 'float4' || t === 'float8';
 export const isNumericType = (t: SqlTypeName): boolean => isIntegerType(t) || isFloatType(t) || t === 'numeric';
 
@@ -110,7 +116,7 @@ function parseBytea(s: string): Uint8Array {
 export function coerce(v: SqlValue, type: SqlTypeName): SqlValue {
   if (v === null) return null;
   switch (type) {
-    case 'int2': case 'int4': case 'int8': case 'oid': case 'regclass': {
+    case 'int2': case 'int4': case 'int8': case 'oid': case 'regclass': case 'regtype': case 'regproc': case 'regnamespace': {
       if (typeof v === 'bigint') return checkIntRange(type, v);
       if (typeof v === 'number') {
         if (!Number.isFinite(v)) throw new SqlError(SqlState.NUMERIC_OUT_OF_RANGE, `${v} is out of range for type ${TYPES[type].display}`);
