@@ -13,6 +13,9 @@ import { Scope, type EvalContext, type Tuple } from './scope';
 import { isIntegerType, toStorage, type SqlValue } from './sql-types';
 import { SqlError, SqlState } from './sql-error';
 
+/** Deadline of one table read of a statement (a full scan of a large table takes longer than the client's 10 s default). */
+export const SCAN_TIMEOUT_MS = 120_000;
+
 export type AccessPath =
   | { type: 'point'; key: Row }
   | { type: 'hashScan'; hashKey: Row; rangeStart?: Row; rangeEnd?: Row }
@@ -84,7 +87,7 @@ export function chooseAccess(def: SqlTableDef, alias: string, where: Node | unde
 /** Rows of `def` through `path`, as tuples in the table's column order. */
 export async function readRows(table: Table, def: SqlTableDef, path: AccessPath, rowsMax: number, columns?: string[]): Promise<Tuple[]> {
   let rows: Row[];
-  const proj = columns ? { columns } : {};
+  const proj = { ...(columns ? { columns } : {}), timeoutMs: SCAN_TIMEOUT_MS };
   if (path.type === 'point') {
     const r = await table.get(path.key, proj);
     rows = r ? [r] : [];

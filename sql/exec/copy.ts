@@ -13,7 +13,7 @@ import type { SqlCatalog, SqlTableDef } from './catalog';
 import { checkRow, STATEMENT_WRITES_IN_FLIGHT_MAX } from './dml';
 import { notSupported, SqlError, SqlState } from './sql-error';
 import { outputText, type SqlValue } from './sql-types';
-import { readRows } from './access';
+import { readRows, SCAN_TIMEOUT_MS } from './access';
 
 export const COPY_BATCH_ROWS = 5000;
 /** A COPY line longer than this is refused (54000): it protects the server's memory. */
@@ -188,7 +188,7 @@ class CopyInSink implements CopyIn {
     }
     const rows: Row[] = full.map((r) => checkRow(def, r));
     const t = this.deps.table(def.name);
-    if (keyCols.every((k) => generated.has(k))) await t.upsertMany(rows);
+    if (keyCols.every((k) => generated.has(k))) await t.upsertMany(rows, { timeoutMs: SCAN_TIMEOUT_MS });
     else {
       let next = 0;
       const worker = async (): Promise<void> => {

@@ -20,6 +20,9 @@ export interface DdlDeps {
   sequences: SequenceCache;
 }
 
+/** Deadline of the scan and of each batch of a table rebuild (ALTER TABLE ADD PRIMARY KEY). */
+export const REBUILD_TIMEOUT_MS = 600_000;
+
 type CreateStmt = Extract<Node, { CreateStmt: unknown }>['CreateStmt'];
 
 /** The DEFAULT expression's text for display (pg_get_expr); the AST itself is what runs. */
@@ -168,9 +171,9 @@ export async function addPrimaryKey(name: string, cols: string[], deps: DdlDeps)
   const seen = new Set<string>();
   const batch: Array<Record<string, import('../../client').ColumnValue>> = [];
   const flush = async (): Promise<void> => {
-    if (batch.length > 0) await deps.client.table(tmp).upsertMany(batch.splice(0));
+    if (batch.length > 0) await deps.client.table(tmp).upsertMany(batch.splice(0), { timeoutMs: REBUILD_TIMEOUT_MS });
   };
-  for await (const r of deps.client.table(name).scanRows()) {
+  for await (const r of deps.client.table(name).scanRows({ timeoutMs: REBUILD_TIMEOUT_MS })) {
     const k = JSON.stringify(cols.map((c) => String(r[c])));
     if (cols.some((c) => r[c] === null || r[c] === undefined)) throw new SqlError(SqlState.NOT_NULL_VIOLATION, `column "${cols.find((c) => r[c] === null)}" of relation "${name}" contains null values`);
     if (seen.has(k)) {

@@ -275,7 +275,7 @@ function compileColumnRef(fields: string[], scope: Scope, location: number | und
     }
   }
   const what = rel ? `${rel}.${name}` : name;
-  throw new SqlError(SqlState.UNDEFINED_COLUMN, `column ${what} does not exist`, location !== undefined ? { position: location + 1 } : {});
+  throw new SqlError(SqlState.UNDEFINED_COLUMN, `column "${what}" does not exist`, location !== undefined ? { position: location + 1 } : {});
 }
 
 function constValue(c: Extract<Node, { A_Const: unknown }>['A_Const']): Compiled {

@@ -167,7 +167,9 @@ export class SqlSession {
       return { tag: 'SHOW', fields: [{ name, type: 'text', tableOid: 0, attnum: 0 }], rows: [[showVariable(this.info, name)]] };
     }
     if ('ExplainStmt' in s) return this.explain(s.ExplainStmt.query!, params, paramTypes);
-    if ('CopyStmt' in s) return copyStatement(s.CopyStmt, { catalog: this.deps.catalog, table: this.tableFor(this.txn), rowsMax: this.rowsMax(), takeSequence: (n, k) => this.deps.sequences.take(n, k) });
+    // COPY FROM writes batches as plain writes, outside the session's transaction (YugabyteDB's COPY also
+    // commits every ROWS_PER_TRANSACTION rows on its own): a bulk load is not held as intents.
+    if ('CopyStmt' in s) return copyStatement(s.CopyStmt, { catalog: this.deps.catalog, table: this.tableFor(s.CopyStmt.is_from ? undefined : this.txn), rowsMax: this.rowsMax(), takeSequence: (n, k) => this.deps.sequences.take(n, k) });
     if ('DiscardStmt' in s || 'DeallocateStmt' in s || 'ListenStmt' in s || 'CheckPointStmt' in s) return { tag: Object.keys(s)[0]!.replace('Stmt', '').toUpperCase() };
     throw notSupported(`the statement ${Object.keys(s)[0]!.replace('Stmt', '')}`);
   }

@@ -192,7 +192,13 @@ function pad(n: number, w = 2): string {
 
 /** Dates and timestamps are kept as PostgreSQL's ISO text (UTC), which also sorts correctly for years 1000-9999. */
 function dateText(type: SqlTypeName, s: string): string {
-  const d = new Date(/^\d{4}-\d{2}-\d{2}$/.test(s.trim()) ? s.trim() + 'T00:00:00Z' : /[zZ]|[+-]\d\d(:?\d\d)?$/.test(s.trim()) ? s.trim().replace(' ', 'T') : s.trim().replace(' ', 'T') + 'Z');
+  let t = s.trim();
+  if (/^\d{4}-\d{2}-\d{2}$/.test(t)) t += 'T00:00:00Z';
+  else {
+    t = t.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00').replace(/([+-]\d\d)(\d\d)$/, '$1:$2');
+    if (!/[zZ]$|[+-]\d\d:\d\d$/.test(t)) t += 'Z';
+  }
+  const d = new Date(t);
   if (Number.isNaN(d.getTime())) throw invalidText(type, s);
   return formatTimestamp(type, d, fractionalMicros(s));
 }
