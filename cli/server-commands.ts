@@ -71,7 +71,15 @@ export async function startSqlEndpoint(argv: readonly string[]): Promise<SqlServ
   const bind = flags.get(PGSQL_PROXY_BIND_ADDRESS) || `${hostOf(flags.get(RPC_BIND_ADDRESSES))}:${PGSQL_PORT_DEFAULT}`;
   const at = bind.lastIndexOf(':');
   const sql = new SqlServer({ host: at > 0 ? bind.slice(0, at) : bind, port: at > 0 ? Number(bind.slice(at + 1)) : PGSQL_PORT_DEFAULT, masterAddresses: masters.split(','), flags, log: (m) => process.stderr.write(m + '\n') });
-  await sql.start();
+  try {
+    await sql.start();
+  } catch (e) {
+    // The default address may be taken by another tserver on the same host (port-shifted local clusters):
+    // this tserver then runs without SQL and says so. An address given explicitly must work.
+    if (flags.get(PGSQL_PROXY_BIND_ADDRESS)) throw e;
+    process.stderr.write(`tserver runs without its SQL endpoint: ${e instanceof Error ? e.message : String(e)} (give --pgsql_proxy_bind_address)\n`);
+    return undefined;
+  }
   process.stdout.write(`tserver SQL (PostgreSQL protocol) on ${sql.address}: psql -h ${sql.address.slice(0, sql.address.lastIndexOf(':'))} -p ${sql.address.slice(sql.address.lastIndexOf(':') + 1)} -U yugabyte\n`);
   return sql;
 }

@@ -19,6 +19,11 @@ import { backend } from './wire/pg-messages';
 
 export const DATABASES = new Set(['yugabyte', 'postgres', 'template1']);
 const EXTENSION_PREFIX = 'extension:';
+/**
+ * Deadline of each client operation of a statement (the client's default is 10 s; a statement that
+ * writes 100 MiB through RF 3 on a busy machine needs more).
+ */
+export const SQL_CLIENT_TIMEOUT_MS = 60_000;
 /** A connection waits this long for the client to reach the masters, then gets 57P03. */
 export const CLIENT_READY_WAIT_MS = 15_000;
 
@@ -48,8 +53,6 @@ export class SqlServer {
   /** Listen at once; connect the client to the masters in the background (they may start after this tserver). */
   async start(): Promise<void> {
     await loadParser();
-    this.ready = this.connectClient();
-    this.ready.catch(() => undefined);
     const server = net.createServer((s) => this.accept(s));
     this.server = server;
     await new Promise<void>((resolve, reject) => {
@@ -58,12 +61,14 @@ export class SqlServer {
     });
     const a = server.address() as net.AddressInfo;
     this.address = `${this.opts.host}:${a.port}`;
+    this.ready = this.connectClient();
+    this.ready.catch(() => undefined);
   }
 
   private async connectClient(): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
-        this.client = await TesseraClient.connect({ masterAddresses: this.opts.masterAddresses });
+        this.client = await TesseraClient.connect({ masterAddresses: this.opts.masterAddresses, timeoutMs: SQL_CLIENT_TIMEOUT_MS });
         break;
       } catch (e) {
         if (this.stopped) throw e;

@@ -21,6 +21,8 @@ import { columnsOf } from './preload';
 
 /** Single-row writes in flight at once for one statement. */
 export const STATEMENT_WRITES_IN_FLIGHT_MAX = 32;
+/** Batch write RPCs (up to 4 MiB each) in flight at once for one statement. */
+export const BIG_WRITE_CONCURRENCY = 2;
 
 export interface DmlDeps {
   table: (name: string) => Table;
@@ -70,7 +72,7 @@ function returning(list: Node[] | undefined, def: SqlTableDef, rows: Tuple[], de
 type InsertStmt = Extract<Node, { InsertStmt: unknown }>['InsertStmt'];
 
 /** The rows an INSERT supplies (VALUES lists or a SELECT), as SQL values per target column; undefined = DEFAULT. */
-function sourceRows(stmt: InsertStmt, deps: DmlDeps, width: number): Array<Array<SqlValue | undefined>> {
+async function sourceRows(stmt: InsertStmt, deps: DmlDeps, width: number): Promise<Array<Array<SqlValue | undefined>>> {
   const sel = stmt.selectStmt && 'SelectStmt' in stmt.selectStmt ? stmt.selectStmt.SelectStmt : undefined;
   if (!sel) return [new Array<undefined>(width).fill(undefined)];
   if (sel.valuesLists) {
@@ -83,7 +85,7 @@ function sourceRows(stmt: InsertStmt, deps: DmlDeps, width: number): Array<Array
   }
   const p = compileSelect(sel, deps.planEnv);
   if (p.fields.length !== width) throw new SqlError(SqlState.SYNTAX_ERROR, p.fields.length > width ? 'INSERT has more expressions than target columns' : 'INSERT has more target columns than expressions');
-  return p.run(deps.ctx);
+  return p.runAsync ? p.runAsync(deps.ctx) : p.run(deps.ctx);
 }
 
 export async function insertRows(stmt: InsertStmt, def: SqlTableDef, deps: DmlDeps): Promise<DmlResult> {
@@ -96,7 +98,7 @@ export async function insertRows(stmt: InsertStmt, def: SqlTableDef, deps: DmlDe
   });
   const onConflict = stmt.onConflictClause?.action;
   if (onConflict === 'ONCONFLICT_UPDATE') throw notSupported('ON CONFLICT DO UPDATE');
-  const src = sourceRows(stmt, deps, targets.length);
+  const src = await sourceRows(stmt, deps, targets.length);
   const full: SqlValue[][] = src.map(() => new Array<SqlValue>(def.columns.length).fill(null));
   const given = def.columns.map(() => src.map(() => false));
   src.forEach((r, ri) => r.forEach((v, k) => {
@@ -126,7 +128,9 @@ export async function insertRows(stmt: InsertStmt, def: SqlTableDef, deps: DmlDe
   const t = deps.table(def.name);
   let written = full;
   if (onConflict !== 'ONCONFLICT_NOTHING' && keyCols.every((k) => generated.has(k))) {
-    await t.upsertMany(rows);
+    // Large rows go a few RPCs at a time: the SQL endpoint shares its process with a tserver, whose Raft
+    // work and this transaction's heartbeats must not starve behind tens of MiB in flight.
+    await t.upsertMany(rows, { concurrency: BIG_WRITE_CONCURRENCY });
   } else {
     const ok: boolean[] = rows.map(() => true);
     await pool(rows.map((r, i) => [r, i] as const), async ([r, i]) => {

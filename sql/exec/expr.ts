@@ -9,7 +9,7 @@ import { tableOid } from './catalog';
 import { callFunction, isAggregate } from './functions';
 import { Scope, type Compiled, type EvalContext, type Tuple } from './scope';
 import { notSupported, SqlError, SqlState } from './sql-error';
-import { coerce, isFloatType, isIntegerType, isNumericType, sqlTypeFromName, textOf, type SqlTypeName, type SqlValue } from './sql-types';
+import { checkIntRange, coerce, isFloatType, isIntegerType, isNumericType, sqlTypeFromName, textOf, type SqlTypeName, type SqlValue } from './sql-types';
 
 /** A compiled subquery: rows for the current outer row. */
 export interface SubPlan {
@@ -91,7 +91,9 @@ function arith(op: string, l: Compiled, r: Compiled): Compiled {
   const asInt = isIntegerType(t);
   const le = castTo(l, asInt ? 'int8' : 'float8');
   const re = castTo(r, asInt ? 'int8' : 'float8');
-  const outType: SqlTypeName = asInt ? 'int8' : t === 'numeric' ? 'numeric' : 'float8';
+  // int4 op int4 stays int4 (PostgreSQL's int4 operators), anything with int8 is int8.
+  const small = (x: SqlTypeName): boolean => x === 'int4' || x === 'int2' || x === 'unknown';
+  const outType: SqlTypeName = asInt ? (small(l.type) && small(r.type) ? 'int4' : 'int8') : t === 'numeric' ? 'numeric' : 'float8';
   const f = asInt ? intOp(op) : floatOp(op);
   return {
     type: outType,
@@ -101,7 +103,7 @@ function arith(op: string, l: Compiled, r: Compiled): Compiled {
       const b = re(row, ctx);
       if (a === null || b === null) return null;
       const v = f(a, b);
-      return outType === 'numeric' ? coerce(v, 'numeric') : v;
+      return outType === 'numeric' ? coerce(v, 'numeric') : outType === 'int4' ? checkIntRange('int4', v as bigint) : v;
     },
   };
 }

@@ -35,7 +35,12 @@ export interface OutputField {
 export interface SelectPlan {
   fields: OutputField[];
   run: (ctx: EvalContext) => Tuple[];
+  /** The same, yielding to the event loop between slices of work (top-level statements use it). */
+  runAsync?: (ctx: EvalContext) => Promise<Tuple[]>;
 }
+
+/** Longest stretch of projection work between two yields to the event loop. */
+export const PROJECTION_SLICE_MS = 20;
 
 type SelectStmt = Extract<Node, { SelectStmt: unknown }>['SelectStmt'];
 
@@ -246,38 +251,61 @@ export function compileSelect(sel: SelectStmt, env: PlanEnv, outer?: Scope): Sel
   const limit = sel.limitCount ? compileExpr(sel.limitCount, new Scope([], outer), baseEnv) : undefined;
   const offset = sel.limitOffset ? compileExpr(sel.limitOffset, new Scope([], outer), baseEnv) : undefined;
 
+  type Projected = { out: Tuple; keys: SqlValue[] };
+  const source = (ctx: EvalContext): Tuple[] => {
+    let rows = from.rows(ctx);
+    if (where) rows = rows.filter((r) => truth(where.eval(r, ctx)) === true);
+    if (grouped) rows = aggregateRows(rows, groupExprs, slots, base, ctx, groupExprs.length === 0);
+    if (having) rows = rows.filter((r) => truth(having.eval(r, ctx)) === true);
+    return rows;
+  };
+  const project = (r: Tuple, ctx: EvalContext): Projected => {
+    const out = targets.map((t) => t.compiled.eval(r, ctx));
+    return { out, keys: sorts.map((s) => (s.output !== undefined ? out[s.output]! : s.expr.eval(r, ctx))) };
+  };
+  const finish = (projected: Projected[], ctx: EvalContext): Tuple[] => {
+    let out = projected;
+    if (distinct) {
+      const seen = new Set<string>();
+      out = out.filter((o) => { const k = JSON.stringify(o.out.map((v) => (v === null ? null : textOf(v)))); if (seen.has(k)) return false; seen.add(k); return true; });
+    }
+    if (sorts.length > 0) out.sort((a, b) => {
+      for (let i = 0; i < sorts.length; i++) {
+        const x = a.keys[i]!;
+        const y = b.keys[i]!;
+        const s = sorts[i]!;
+        if (x === null || y === null) {
+          if (x === y) continue;
+          return (x === null) === s.nullsFirst ? -1 : 1;
+        }
+        const c = compareValues(x, y);
+        if (c !== 0) return s.desc ? -c : c;
+      }
+      return 0;
+    });
+    let result = out.map((o) => o.out);
+    const off = offset ? Number(coerce(offset.eval([], ctx), 'int8') ?? 0) : 0;
+    const lim = limit ? limit.eval([], ctx) : null;
+    if (off > 0 || lim !== null) result = result.slice(off, lim === null ? undefined : off + Number(coerce(lim, 'int8')));
+    return result;
+  };
   return {
     fields: targets.map((t) => t.field),
-    run: (ctx) => {
-      let rows = from.rows(ctx);
-      if (where) rows = rows.filter((r) => truth(where.eval(r, ctx)) === true);
-      if (grouped) rows = aggregateRows(rows, groupExprs, slots, base, ctx, groupExprs.length === 0);
-      if (having) rows = rows.filter((r) => truth(having.eval(r, ctx)) === true);
-      let out = rows.map((r) => ({ out: targets.map((t) => t.compiled.eval(r, ctx)), keys: sorts.map((s) => s.expr.eval(r, ctx)) }));
-      out = out.map((o) => ({ out: o.out, keys: sorts.map((s, i) => (s.output !== undefined ? o.out[s.output]! : o.keys[i]!)) }));
-      if (distinct) {
-        const seen = new Set<string>();
-        out = out.filter((o) => { const k = JSON.stringify(o.out.map((v) => (v === null ? null : textOf(v)))); if (seen.has(k)) return false; seen.add(k); return true; });
-      }
-      if (sorts.length > 0) out.sort((a, b) => {
-        for (let i = 0; i < sorts.length; i++) {
-          const x = a.keys[i]!;
-          const y = b.keys[i]!;
-          const s = sorts[i]!;
-          if (x === null || y === null) {
-            if (x === y) continue;
-            return (x === null) === s.nullsFirst ? -1 : 1;
-          }
-          const c = compareValues(x, y);
-          if (c !== 0) return s.desc ? -c : c;
+    run: (ctx) => finish(source(ctx).map((r) => project(r, ctx)), ctx),
+    runAsync: async (ctx) => {
+      // The projection is where the work is (dbms_random.string of 1 MiB per row): yield to the event
+      // loop every PROJECTION_SLICE_MS so the tserver sharing this process keeps serving (Raft, heartbeats).
+      const rows = source(ctx);
+      const out: Projected[] = [];
+      let slice = performance.now();
+      for (const r of rows) {
+        out.push(project(r, ctx));
+        if (performance.now() - slice > PROJECTION_SLICE_MS) {
+          await new Promise((res) => setImmediate(res));
+          slice = performance.now();
         }
-        return 0;
-      });
-      let result = out.map((o) => o.out);
-      const off = offset ? Number(coerce(offset.eval([], ctx), 'int8') ?? 0) : 0;
-      const lim = limit ? limit.eval([], ctx) : null;
-      if (off > 0 || lim !== null) result = result.slice(off, lim === null ? undefined : off + Number(coerce(lim, 'int8')));
-      return result;
+      }
+      return finish(out, ctx);
     },
   };
 }

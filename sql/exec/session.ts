@@ -46,6 +46,13 @@ export type TxnStatus = 'I' | 'T' | 'E';
 
 export class SqlSession {
   private txn: Transaction | undefined;
+  /**
+   * Inside BEGIN … COMMIT. The distributed transaction itself begins with the block's first statement
+   * that reads or writes a table (as PostgreSQL takes its snapshot at the first statement): a block
+   * that only runs DDL or COPY (pgbench -i) holds no transaction, and BEGIN costs no round trip.
+   */
+  private inBlock = false;
+  private blockIsolation: 'snapshot' | 'serializable' = 'snapshot';
   private txnFailed = false;
   private isolation: 'snapshot' | 'serializable' = 'snapshot';
   readonly info: SessionInfo;
@@ -55,7 +62,7 @@ export class SqlSession {
   }
 
   status(): TxnStatus {
-    return this.txnFailed ? 'E' : this.txn ? 'T' : 'I';
+    return this.txnFailed ? 'E' : this.inBlock ? 'T' : 'I';
   }
 
   private rowsMax(): number {
@@ -113,11 +120,12 @@ export class SqlSession {
     const s = ps.stmt;
     if ('TransactionStmt' in s) return this.transactionStmt(s.TransactionStmt);
     if (this.txnFailed) throw new SqlError(SqlState.IN_FAILED_TXN, 'current transaction is aborted, commands ignored until end of transaction block');
-    this.info.now = this.txn ? this.info.now : new Date();
+    this.info.now = this.inBlock ? this.info.now : new Date();
     try {
+      if (this.inBlock && !this.txn && needsTransaction(s)) this.txn = await this.deps.client.beginTransaction({ isolation: this.blockIsolation });
       return await this.dispatch(ps, params, paramTypes);
     } catch (e) {
-      if (this.txn) this.txnFailed = true;
+      if (this.inBlock) this.txnFailed = true;
       throw e;
     }
   }
@@ -179,7 +187,7 @@ export class SqlSession {
     const env: CompileEnv = { paramTypes, subquery: () => { throw new Error('unreachable'); } };
     const pre = await preload(s, { catalog: this.deps.catalog, table: this.tableFor(this.txn), env, ctx, rowsMax: this.rowsMax() });
     const plan = compileSelect((s as Extract<Node, { SelectStmt: unknown }>).SelectStmt, this.planEnv(paramTypes, pre.relations));
-    const rows = plan.run(ctx);
+    const rows = plan.runAsync ? await plan.runAsync(ctx) : plan.run(ctx);
     return { tag: `SELECT ${rows.length}`, fields: plan.fields, rows };
   }
 
@@ -248,20 +256,24 @@ export class SqlSession {
     switch (t.kind) {
       case 'TRANS_STMT_BEGIN':
       case 'TRANS_STMT_START': {
-        if (this.txn || this.txnFailed) return { tag: 'BEGIN', notices: ['there is already a transaction in progress'] };
+        if (this.inBlock) return { tag: 'BEGIN', notices: ['there is already a transaction in progress'] };
         const level = (t.options ?? []).map((o) => ('DefElem' in o && o.DefElem.defname === 'transaction_isolation' && o.DefElem.arg && 'A_Const' in o.DefElem.arg ? o.DefElem.arg.A_Const.sval?.sval ?? '' : '')).find((x) => x !== '');
         // READ COMMITTED and REPEATABLE READ run as snapshot isolation (YugabyteDB's default mapping); SERIALIZABLE as serializable.
         const isolation = level === 'serializable' ? 'serializable' : 'snapshot';
         this.info.now = new Date();
-        this.txn = await this.deps.client.beginTransaction({ isolation });
+        this.inBlock = true;
+        this.blockIsolation = isolation;
         return { tag: 'BEGIN' };
       }
       case 'TRANS_STMT_COMMIT': {
         const txn = this.txn;
         const failed = this.txnFailed;
+        const wasInBlock = this.inBlock;
         this.txn = undefined;
         this.txnFailed = false;
-        if (!txn) return { tag: 'COMMIT', notices: failed ? [] : ['there is no transaction in progress'] };
+        this.inBlock = false;
+        if (failed) await txn?.abort().catch(() => undefined);
+        if (!txn) return failed ? { tag: 'ROLLBACK' } : { tag: 'COMMIT', notices: wasInBlock ? [] : ['there is no transaction in progress'] };
         if (failed) {
           await txn.abort().catch(() => undefined);
           return { tag: 'ROLLBACK' };
@@ -271,14 +283,16 @@ export class SqlSession {
       }
       case 'TRANS_STMT_ROLLBACK': {
         const txn = this.txn;
+        const wasInBlock = this.inBlock;
         this.txn = undefined;
         this.txnFailed = false;
-        if (!txn) return { tag: 'ROLLBACK', notices: ['there is no transaction in progress'] };
+        this.inBlock = false;
+        if (!txn) return { tag: 'ROLLBACK', notices: wasInBlock ? [] : ['there is no transaction in progress'] };
         await txn.abort().catch(() => undefined);
         return { tag: 'ROLLBACK' };
       }
       default:
-        if (this.txn) this.txnFailed = true;
+        if (this.inBlock) this.txnFailed = true;
         throw notSupported((t.kind ?? '').replace('TRANS_STMT_', '').replace('_', ' '));
     }
   }
@@ -287,8 +301,14 @@ export class SqlSession {
   async close(): Promise<void> {
     const txn = this.txn;
     this.txn = undefined;
+    this.inBlock = false;
     if (txn) await txn.abort().catch(() => undefined);
   }
+}
+
+/** Statements that read or write tables (DDL, COPY FROM, SET … do not use the block's transaction). */
+function needsTransaction(s: Node): boolean {
+  return 'SelectStmt' in s || 'InsertStmt' in s || 'UpdateStmt' in s || 'DeleteStmt' in s || ('CopyStmt' in s && !s.CopyStmt.is_from);
 }
 
 function dmlRelation(s: Node): { relname?: string; alias?: { aliasname?: string }; location?: number } {
