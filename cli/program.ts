@@ -8,6 +8,7 @@ import { runMaster, runTServer } from './server-commands';
 import { registerAdminCommands } from './admin-commands';
 import { registerDataCommands } from './data-commands';
 import { registerClusterCommands } from './cluster-commands';
+import { registerSqlCommand } from './sql-command';
 import { registerLabCommands } from '../lab/lab-cli';
 import { registerVerifyCommand } from '../lab/verify/verify-cli';
 import { BENCH_SECTIONS } from '../bench/sections';
@@ -33,6 +34,7 @@ export function buildProgram(): Command {
     .argument('[flags...]')
     .action(async (args: string[]) => runTServer(args));
   registerClusterCommands(program);
+  registerSqlCommand(program);
   registerAdminCommands(program);
   registerDataCommands(program);
   registerLabCommands(program);
