@@ -18,8 +18,9 @@ let port = 0;
 
 const havePsql = spawnSync('psql', ['--version']).status === 0;
 const havePgbench = spawnSync('pgbench', ['--version']).status === 0;
-if (!havePsql && process.env['TESSERA_REQUIRE_PSQL'] === '1') throw new Error('psql is not installed but TESSERA_REQUIRE_PSQL=1 (apt-get install postgresql-client)');
+if ((!havePsql || !havePgbench) && process.env['TESSERA_REQUIRE_PSQL'] === '1') throw new Error('psql or pgbench is not installed but TESSERA_REQUIRE_PSQL=1 (apt-get install postgresql-client postgresql)');
 if (!havePsql) console.warn('SKIP psql/pgbench parts of test/integration/sql-psql: psql not installed (apt-get install postgresql-client)');
+else if (!havePgbench) console.warn('SKIP the pgbench part of test/integration/sql-psql: pgbench not installed (Debian 12: apt-get install postgresql)');
 
 function psql(sql: string, extra: string[] = []): { status: number; stdout: string; stderr: string } {
   const r = spawnSync('psql', ['-X', '-v', 'ON_ERROR_STOP=1', '-h', host, '-p', String(port), '-U', 'yugabyte', '-d', 'yugabyte', ...extra], { input: sql, encoding: 'utf8', timeout: 120_000 });
