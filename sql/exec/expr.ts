@@ -473,6 +473,8 @@ function compileFuncCall(n: Extract<Node, { FuncCall: unknown }>, scope: Scope, 
   const type = returnType(fname, args.map((a) => a.type));
   const evals = args.map((a) => a.eval);
   const name = parts[parts.length - 1]!;
+  // Integer results are bigint in the executor, whatever the function computed them as.
+  if (isIntegerType(type)) return { type, name, eval: (row, ctx) => { const v = callFunction(fname, evals.map((e) => e(row, ctx)), ctx); return typeof v === 'number' ? BigInt(Math.trunc(v)) : v; } };
   return { type, name, eval: (row, ctx) => callFunction(fname, evals.map((e) => e(row, ctx)), ctx) };
 }
 
