@@ -93,6 +93,8 @@ describe('sql executor (in memory)', () => {
     expect(sqlState(() => query('select 1 / 0'))).toBe('22012');
     expect(sqlState(() => query('select 1 intersect select 1'))).toBe('0A000');
     expect(sqlState(() => coerce(40000n, 'int2'))).toBe('22003');
+    // More rows than ysql_rows_in_memory_max (1000 here) in one statement: 54000, not an out-of-memory crash.
+    expect(sqlState(() => query('select count(*) from generate_series(1, 5000)'))).toBe('54000');
   });
 });
 
