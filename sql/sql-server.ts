@@ -77,12 +77,12 @@ export class SqlServer {
     }
     this.catalog = new SqlCatalog(this.client);
     this.sequences = new SequenceCache(this.client, this.catalog, () => this.opts.flags.get(YSQL_SEQUENCE_CACHE_MINVAL));
-    // Extensions created in the database are loaded in the background (the catalog tables may not exist yet).
+    // Extensions created in the database are loaded in the background (absent catalog table: none yet).
     void this.loadExtensions().catch(() => undefined);
   }
 
+  /** Read the extensions created so far; creates nothing (a cluster nobody used SQL on keeps no SQL tables). */
   private async loadExtensions(): Promise<void> {
-    await this.catalog!.ensureTables();
     for (const r of await this.client!.table(CATALOG_TABLE).scan()) {
       const name = String(r['name']);
       if (name.startsWith(EXTENSION_PREFIX)) this.extensions.add(name.slice(EXTENSION_PREFIX.length));
