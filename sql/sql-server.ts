@@ -91,7 +91,8 @@ export class SqlServer {
 
   private accept(socket: net.Socket): void {
     const wait = new Promise<void>((_, reject) => setTimeout(() => reject(new Error('masters unreachable')), CLIENT_READY_WAIT_MS).unref());
-    Promise.race([this.ready!, wait]).then(
+    // Each new connection sees the extensions created through any server (one small scan).
+    Promise.race([this.ready!.then(() => this.loadExtensions().catch(() => undefined)), wait]).then(
       () => this.acceptReady(socket),
       () => socket.end(backend.error({ severity: 'FATAL', code: '57P03', message: 'the database system is starting up (this tserver cannot reach the masters yet)' })),
     );
