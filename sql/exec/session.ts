@@ -61,6 +61,18 @@ export class SqlSession {
     this.info = { user, database, now: new Date(), pid, settings: defaultSettings(user), extensions: deps.extensions };
   }
 
+  /** Set by a CancelRequest; a statement that notices it before committing its own transaction aborts it. */
+  private cancelled = false;
+
+  /**
+   * The client cancelled the running statement (it has already been answered 57014): a transaction
+   * block is failed (COMMIT will roll back), and a statement's own transaction will not commit.
+   */
+  cancel(): void {
+    this.cancelled = true;
+    if (this.inBlock) this.txnFailed = true;
+  }
+
   status(): TxnStatus {
     return this.txnFailed ? 'E' : this.inBlock ? 'T' : 'I';
   }
@@ -121,6 +133,7 @@ export class SqlSession {
     if ('TransactionStmt' in s) return this.transactionStmt(s.TransactionStmt);
     if (this.txnFailed) throw new SqlError(SqlState.IN_FAILED_TXN, 'current transaction is aborted, commands ignored until end of transaction block');
     this.info.now = this.inBlock ? this.info.now : new Date();
+    this.cancelled = false;
     try {
       if (this.inBlock && !this.txn && needsTransaction(s)) this.txn = await this.deps.client.beginTransaction({ isolation: this.blockIsolation });
       return await this.dispatch(ps, params, paramTypes);
@@ -217,6 +230,7 @@ export class SqlSession {
     const txn = this.txn ?? own;
     try {
       const r = await this.runDml(s, def, rel, txn, params, paramTypes);
+      if (this.cancelled) throw new SqlError(SqlState.QUERY_CANCELED, 'canceling statement due to user request');
       if (own) await own.commit();
       const verb = 'InsertStmt' in s ? 'INSERT 0' : 'UpdateStmt' in s ? 'UPDATE' : 'DELETE';
       return { tag: `${verb} ${r.count}`, ...(r.returning ? { fields: r.returning.fields, rows: r.returning.rows } : {}) };

@@ -273,7 +273,10 @@ export class PgConnection {
 
   /** Run a statement, racing a cancel request (57014; the session's transaction is then failed). */
   private async run1(ps: ParsedStatement, params: SqlValue[], types?: SqlTypeName[]): Promise<StatementResult> {
-    const cancelled = new Promise<never>((_, reject) => (this.cancelRequested = () => reject(new SqlError(SqlState.QUERY_CANCELED, 'canceling statement due to user request'))));
+    const cancelled = new Promise<never>((_, reject) => (this.cancelRequested = () => {
+      this.session!.cancel();
+      reject(new SqlError(SqlState.QUERY_CANCELED, 'canceling statement due to user request'));
+    }));
     cancelled.catch(() => undefined);
     try {
       return await Promise.race([this.session!.execute(ps, params, types), cancelled]);

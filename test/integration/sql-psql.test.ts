@@ -130,6 +130,38 @@ describe('SQL over the PostgreSQL protocol', () => {
     }
   });
 
+  it('sql: a CancelRequest stops a running INSERT with 57014 and none of its rows commit; the session goes on', async () => {
+    const a = await connect();
+    const b = await connect();
+    try {
+      await a.query('create table big (id bigserial primary key, v text)');
+      let answered = false;
+      const running = a.query("insert into big(v) select repeat('x', 1000000) from generate_series(1, 60)").then(
+        () => 'done',
+        (e: { code?: string }) => e.code ?? 'no code',
+      ).finally(() => (answered = true));
+      // Cancel once the statement is running on the server (its connection is active, not yet answered).
+      await waitFor('insert running', 30_000, async () => (await b.query("select 1 as one")).rows.length === 1 && !answered);
+      // A CancelRequest on a fresh connection: length 16, code 80877102, the backend key of `a`.
+      const key = a as unknown as { processID: number; secretKey: number };
+      const req = Buffer.alloc(16);
+      req.writeInt32BE(16, 0);
+      req.writeInt32BE(80877102, 4);
+      req.writeInt32BE(key.processID, 8);
+      req.writeInt32BE(key.secretKey, 12);
+      await new Promise<void>((resolve) => {
+        const s = net.connect(port, host, () => s.end(req));
+        s.on('close', () => resolve());
+        s.on('error', () => resolve());
+      });
+      expect(await running).toBe('57014');
+      expect((await a.query('select count(*)::int as n from big')).rows).toEqual([{ n: 0 }]);
+    } finally {
+      await a.end();
+      await b.end();
+    }
+  });
+
   it('sql: garbage on the port closes that connection only', async () => {
     const c = await connect();
     try {
