@@ -13,7 +13,7 @@ import { names } from './ast';
 import { ROW_ID_COLUMN, type SqlTableDef } from './catalog';
 import { compileExpr, truth, type CompileEnv } from './expr';
 import { Scope, type Compiled, type EvalContext, type Tuple } from './scope';
-import { compileSelect, type OutputField, type PlanEnv } from './select';
+import { compileSelect, type OutputField, type PlanEnv, type SelectPlan } from './select';
 import { notSupported, SqlError, SqlState } from './sql-error';
 import { toStorage, type SqlValue } from './sql-types';
 import { charLength } from './functions';
@@ -98,7 +98,48 @@ export async function insertRows(stmt: InsertStmt, def: SqlTableDef, deps: DmlDe
   });
   const onConflict = stmt.onConflictClause?.action;
   if (onConflict === 'ONCONFLICT_UPDATE') throw notSupported('ON CONFLICT DO UPDATE');
+  const keyCols = [...def.hash, ...def.range];
+  // Keys generated for every row (serial default, hidden row id) are new: such rows go as batched
+  // upserts, and an INSERT … SELECT streams: the next chunk is computed while the last one is written.
+  const keysGenerated = keyCols.every((k) => !targets.includes(k) && (def.columns.find((c) => c.name === k)?.sequence !== undefined || def.columns.find((c) => c.name === k)?.hidden === true));
+  const sel = stmt.selectStmt && 'SelectStmt' in stmt.selectStmt ? stmt.selectStmt.SelectStmt : undefined;
+  if (keysGenerated && !onConflict && sel && !sel.valuesLists) {
+    const p = compileSelect(sel, deps.planEnv);
+    if (p.stream) {
+      if (p.fields.length !== targets.length) throw new SqlError(SqlState.SYNTAX_ERROR, p.fields.length > targets.length ? 'INSERT has more expressions than target columns' : 'INSERT has more target columns than expressions');
+      return streamInsert(stmt, def, idx, p.stream, deps);
+    }
+  }
   const src = await sourceRows(stmt, deps, targets.length);
+  const { full, generated } = await completeRows(def, src, idx, deps);
+  const rows = full.map((v) => checkRow(def, v));
+  const t = deps.table(def.name);
+  let written = full;
+  if (onConflict !== 'ONCONFLICT_NOTHING' && keyCols.every((k) => generated.has(k))) {
+    // Large rows go a few RPCs at a time: the SQL endpoint shares its process with a tserver, whose Raft
+    // work and this transaction's heartbeats must not starve behind tens of MiB in flight.
+    await t.upsertMany(rows, { concurrency: BIG_WRITE_CONCURRENCY });
+  } else {
+    const ok: boolean[] = rows.map(() => true);
+    await pool(rows.map((r, i) => [r, i] as const), async ([r, i]) => {
+      try {
+        if (onConflict === 'ONCONFLICT_NOTHING' && (await t.get(Object.fromEntries(keyCols.map((k) => [k, r[k]!]))))) ok[i] = false;
+        else await t.insert(r);
+      } catch (e) {
+        if (e instanceof DbError && e.code === ErrorCode.ALREADY_EXISTS) {
+          if (onConflict === 'ONCONFLICT_NOTHING') ok[i] = false;
+          else throw uniqueViolation(def, r);
+        } else throw e;
+      }
+    });
+    written = full.filter((_, i) => ok[i]);
+  }
+  const ret = returning(stmt.returningClause?.exprs, def, written, deps);
+  return { count: written.length, ...(ret ? { returning: ret } : {}) };
+}
+
+/** Rows of SQL values per target column (undefined: DEFAULT) -> full rows with defaults, sequence values, row ids. */
+async function completeRows(def: SqlTableDef, src: Array<Array<SqlValue | undefined>>, idx: number[], deps: DmlDeps): Promise<{ full: SqlValue[][]; generated: Set<string> }> {
   const full: SqlValue[][] = src.map(() => new Array<SqlValue>(def.columns.length).fill(null));
   const given = def.columns.map(() => src.map(() => false));
   src.forEach((r, ri) => r.forEach((v, k) => {
@@ -123,31 +164,36 @@ export async function insertRows(stmt: InsertStmt, def: SqlTableDef, deps: DmlDe
       for (const ri of missing) full[ri]![ci] = e.eval([], deps.ctx);
     }
   }
-  const rows = full.map((v) => checkRow(def, v));
-  const keyCols = [...def.hash, ...def.range];
+  return { full, generated };
+}
+
+/** Batches of an INSERT … SELECT being written at once (each up to a few MiB: see STREAM_CHUNK_BYTES). */
+export const STREAM_BATCHES_IN_FLIGHT_MAX = 2;
+
+async function streamInsert(stmt: InsertStmt, def: SqlTableDef, idx: number[], stream: NonNullable<SelectPlan['stream']>, deps: DmlDeps): Promise<DmlResult> {
   const t = deps.table(def.name);
-  let written = full;
-  if (onConflict !== 'ONCONFLICT_NOTHING' && keyCols.every((k) => generated.has(k))) {
+  const inflight: Array<Promise<void>> = [];
+  let failure: unknown;
+  let count = 0;
+  const written: SqlValue[][] = [];
+  const keepRows = (stmt.returningClause?.exprs?.length ?? 0) > 0;
+  await stream(deps.ctx, async (chunk) => {
+    if (failure !== undefined) throw failure;
+    const { full } = await completeRows(def, chunk, idx, deps);
+    const rows = full.map((v) => checkRow(def, v));
     // Large rows go a few RPCs at a time: the SQL endpoint shares its process with a tserver, whose Raft
     // work and this transaction's heartbeats must not starve behind tens of MiB in flight.
-    await t.upsertMany(rows, { concurrency: BIG_WRITE_CONCURRENCY });
-  } else {
-    const ok: boolean[] = rows.map(() => true);
-    await pool(rows.map((r, i) => [r, i] as const), async ([r, i]) => {
-      try {
-        if (onConflict === 'ONCONFLICT_NOTHING' && (await t.get(Object.fromEntries(keyCols.map((k) => [k, r[k]!]))))) ok[i] = false;
-        else await t.insert(r);
-      } catch (e) {
-        if (e instanceof DbError && e.code === ErrorCode.ALREADY_EXISTS) {
-          if (onConflict === 'ONCONFLICT_NOTHING') ok[i] = false;
-          else throw uniqueViolation(def, r);
-        } else throw e;
-      }
-    });
-    written = full.filter((_, i) => ok[i]);
-  }
+    inflight.push(t.upsertMany(rows, { concurrency: BIG_WRITE_CONCURRENCY }).catch((e: unknown) => {
+      failure ??= e;
+    }));
+    count += rows.length;
+    if (keepRows) written.push(...full);
+    if (inflight.length >= STREAM_BATCHES_IN_FLIGHT_MAX) await inflight.shift();
+  });
+  await Promise.all(inflight);
+  if (failure !== undefined) throw failure;
   const ret = returning(stmt.returningClause?.exprs, def, written, deps);
-  return { count: written.length, ...(ret ? { returning: ret } : {}) };
+  return { count, ...(ret ? { returning: ret } : {}) };
 }
 
 /** UPDATE / DELETE over rows already read (the target's rows, filtered here by WHERE). */

@@ -37,6 +37,22 @@ export interface SelectPlan {
   run: (ctx: EvalContext) => Tuple[];
   /** The same, yielding to the event loop between slices of work (top-level statements use it). */
   runAsync?: (ctx: EvalContext) => Promise<Tuple[]>;
+  /**
+   * Rows in chunks of about STREAM_CHUNK_BYTES as they are computed (no ORDER BY, DISTINCT, LIMIT or
+   * OFFSET): INSERT … SELECT writes one chunk while the next is computed.
+   */
+  stream?: (ctx: EvalContext, onChunk: (rows: Tuple[]) => Promise<void>) => Promise<void>;
+}
+
+/** Size of one streamed chunk of rows (strings and bytes counted). */
+export const STREAM_CHUNK_BYTES = 8 * 1024 * 1024;
+/** Rows of one streamed chunk at most. */
+export const STREAM_CHUNK_ROWS = 5000;
+
+function approxBytes(row: Tuple): number {
+  let n = 16;
+  for (const v of row) n += typeof v === 'string' ? v.length : v instanceof Uint8Array ? v.length : 8;
+  return n;
 }
 
 /** Longest stretch of projection work between two yields to the event loop. */
@@ -307,6 +323,30 @@ export function compileSelect(sel: SelectStmt, env: PlanEnv, outer?: Scope): Sel
       }
       return finish(out, ctx);
     },
+    ...(!distinct && sorts.length === 0 && !limit && !offset
+      ? {
+          stream: async (ctx: EvalContext, onChunk: (rows: Tuple[]) => Promise<void>): Promise<void> => {
+            let chunk: Tuple[] = [];
+            let bytes = 0;
+            let slice = performance.now();
+            for (const r of source(ctx)) {
+              const out = project(r, ctx).out;
+              chunk.push(out);
+              bytes += approxBytes(out);
+              if (bytes >= STREAM_CHUNK_BYTES || chunk.length >= STREAM_CHUNK_ROWS) {
+                await onChunk(chunk);
+                chunk = [];
+                bytes = 0;
+                slice = performance.now();
+              } else if (performance.now() - slice > PROJECTION_SLICE_MS) {
+                await new Promise((res) => setImmediate(res));
+                slice = performance.now();
+              }
+            }
+            if (chunk.length > 0) await onChunk(chunk);
+          },
+        }
+      : {}),
   };
 }
 
