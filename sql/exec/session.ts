@@ -9,17 +9,17 @@ import type { Flags } from '../../common/flags';
 import type { Node, ParsedStatement } from '../sql-parser';
 import { YSQL_ROWS_MAX } from '../sql-flags';
 import { names } from './ast';
-import type { SqlCatalog } from './catalog';
+import type { SqlCatalog, SqlTableDef } from './catalog';
 import { addPrimaryKey, createTable, dropTables, truncateTable, type DdlDeps } from './ddl';
 import { insertRows, updateOrDelete, type DmlDeps, type DmlResult } from './dml';
 import type { CompileEnv } from './expr';
 import { preload, columnsOf } from './preload';
-import type { EvalContext, SessionInfo, Tuple } from './scope';
-import { compileSelect, type OutputField, type PlanEnv } from './select';
+import { Scope, type EvalContext, type SessionInfo, type Tuple } from './scope';
+import { compileSelect, type LoadedRelation, type OutputField, type PlanEnv } from './select';
 import type { SequenceCache } from './sequences';
 import { notSupported, SqlError, SqlState } from './sql-error';
 import { typeOfValue, type SqlTypeName, type SqlValue } from './sql-types';
-import { chooseAccess, readRows } from './access';
+import { chooseAccess, describePath, readRows } from './access';
 import { copyStatement, type CopyIn, type CopyOut } from './copy';
 import { showVariable, setVariable } from './settings';
 
@@ -113,10 +113,10 @@ export class SqlSession {
     const rel = dmlRelation(s);
     const def = await this.deps.catalog.require(rel.relname ?? '');
     const ret = returningOf(s)!;
-    return compileSelect({ targetList: ret, fromClause: [], limitOption: 'LIMIT_OPTION_DEFAULT', op: 'SETOP_NONE' }, planEnv, new (await import('./scope')).Scope(columnsOf(def, def.name))).fields;
+    return compileSelect({ targetList: ret, fromClause: [], limitOption: 'LIMIT_OPTION_DEFAULT', op: 'SETOP_NONE' }, planEnv, new Scope(columnsOf(def, def.name))).fields;
   }
 
-  private planEnv(paramTypes: SqlTypeName[], relations: Map<object, import('./select').LoadedRelation>): PlanEnv {
+  private planEnv(paramTypes: SqlTypeName[], relations: Map<object, LoadedRelation>): PlanEnv {
     return {
       paramTypes,
       rowsMax: this.rowsMax(),
@@ -215,7 +215,7 @@ export class SqlSession {
       const where = 'UpdateStmt' in q ? q.UpdateStmt.whereClause : 'DeleteStmt' in q ? q.DeleteStmt.whereClause : undefined;
       const verb = Object.keys(q)[0]!.replace('Stmt', '');
       const path = 'InsertStmt' in q ? undefined : chooseAccess(def, rel.alias?.aliasname ?? def.name, where, env, ctx);
-      lines.unshift(`${verb} on ${def.name}${path ? ` via ${(await import('./access')).describePath(def, path)}` : ''}`);
+      lines.unshift(`${verb} on ${def.name}${path ? ` via ${describePath(def, path)}` : ''}`);
     }
     if (lines.length === 0) lines.push('Result (no table read)');
     return { tag: 'EXPLAIN', fields: [{ name: 'QUERY PLAN', type: 'text', tableOid: 0, attnum: 0 }], rows: lines.map((l) => [l]) };
@@ -240,7 +240,7 @@ export class SqlSession {
     }
   }
 
-  private async runDml(s: Node, def: import('./catalog').SqlTableDef, rel: { relname?: string; alias?: { aliasname?: string } }, txn: Transaction | undefined, params: SqlValue[], paramTypes: SqlTypeName[]): Promise<DmlResult> {
+  private async runDml(s: Node, def: SqlTableDef, rel: { relname?: string; alias?: { aliasname?: string } }, txn: Transaction | undefined, params: SqlValue[], paramTypes: SqlTypeName[]): Promise<DmlResult> {
     const ctx = this.context(params);
     const env: CompileEnv = { paramTypes, subquery: () => { throw new Error('unreachable'); } };
     const table = this.tableFor(txn);
