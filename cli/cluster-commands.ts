@@ -104,6 +104,8 @@ export function registerClusterCommands(program: Command): void {
       const to = path.resolve(baseDir) === path.resolve(defaultBaseDir()) ? '' : ` --master_addresses ${st.masterAddresses}`;
       print(`try: tessera create-table demo --columns "id:int64,value:string" --hash id --tablets 3${to}`);
       print(`     tessera insert demo id=1 value=hello${to}   (master console: http://${masters[0]!.webAddress})`);
+      const sqlAt = st.servers.find((s) => s.role === 'tserver' && s.pgAddress)?.pgAddress;
+      if (sqlAt) print(`sql: psql -h ${sqlAt.slice(0, sqlAt.lastIndexOf(':'))} -p ${sqlAt.slice(sqlAt.lastIndexOf(':') + 1)} -U yugabyte   (or: tessera sql --node 0${path.resolve(baseDir) === path.resolve(defaultBaseDir()) ? '' : ` --base_dir ${o.base_dir}`})`);
       print('Ctrl-C stops the cluster (data is kept; tessera start resumes it).');
       await new Promise<void>((resolve) => {
         const done = (): void => {

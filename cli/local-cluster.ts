@@ -34,6 +34,8 @@ export interface ServerPlan {
   dataDir: string;
   logFile: string;
   argv: string[];
+  /** A tserver's SQL endpoint (PostgreSQL protocol); absent in plans saved before it existed. */
+  pgAddress?: string;
   pid?: number;
 }
 
@@ -123,7 +125,8 @@ export async function planCluster(o: StartOptions): Promise<ClusterState> {
       webAddress: `${host(i)}:${port(9000, i)}`,
       dataDir,
       logFile: path.join(nodeDir, 'tserver.log'),
-      argv: ['tserver', `--tserver_master_addrs=${masterAddresses}`, `--rpc_bind_addresses=${host(i)}:${port(9100, i)}`, `--webserver_port=${port(9000, i)}`, `--fs_data_dirs=${dataDir}`, ...LAB_SERVER_FLAGS, ...flagArgs(o.tserverFlags), ...nodeFlags],
+      pgAddress: `${host(i)}:${port(5433, i)}`,
+      argv: ['tserver', `--tserver_master_addrs=${masterAddresses}`, `--rpc_bind_addresses=${host(i)}:${port(9100, i)}`, `--webserver_port=${port(9000, i)}`, `--fs_data_dirs=${dataDir}`, `--pgsql_proxy_bind_address=${host(i)}:${port(5433, i)}`, ...LAB_SERVER_FLAGS, ...flagArgs(o.tserverFlags), ...nodeFlags],
     });
   }
   return { version: STATE_VERSION, baseDir: o.baseDir, nodes: o.nodes, masters: o.masters, masterAddresses, servers };

@@ -11,6 +11,7 @@ import { registerRowCommands } from './row-commands';
 import { registerCertCommands } from './cert-commands';
 import { registerDeployCommands } from './deploy-commands';
 import { registerClusterCommands } from './cluster-commands';
+import { registerSqlCommand } from './sql-command';
 import { registerLabCommands } from '../lab/lab-cli';
 import { registerVerifyCommand } from '../lab/verify/verify-cli';
 import { BENCH_SECTIONS } from '../bench/sections';
@@ -36,6 +37,7 @@ export function buildProgram(): Command {
     .argument('[flags...]')
     .action(async (args: string[]) => runTServer(args));
   registerClusterCommands(program);
+  registerSqlCommand(program);
   registerAdminCommands(program);
   registerDataCommands(program);
   registerRowCommands(program);

@@ -9,6 +9,8 @@ import { masterMain } from '../master/master-server';
 import { defineMethod, masterMethods, TSERVER_ADMIN_SERVICE, TSERVER_SERVICE, WsTransport } from '../rpc';
 import type { TServerMethods } from '../tserver/tablet-service';
 import { tserverMain, type TServerWiring } from '../tserver/tserver-server';
+import { RPC_BIND_ADDRESSES, TSERVER_MASTER_ADDRS } from '../tserver/tserver-flags';
+import { ENABLE_YSQL, PGSQL_PORT_DEFAULT, PGSQL_PROXY_BIND_ADDRESS, SqlServer } from '../sql';
 
 function tserverMethods(): TServerMethods {
   return {
@@ -56,7 +58,42 @@ export async function runMaster(argv: readonly string[]): Promise<void> {
   await masterMain(argv);
 }
 
+/**
+ * The tserver process also serves SQL (YugabyteDB runs its YSQL postmaster beside each tserver):
+ * on --pgsql_proxy_bind_address, default the RPC host with port 5433, unless --enable_ysql=false.
+ */
+export async function startSqlEndpoint(argv: readonly string[]): Promise<SqlServer | undefined> {
+  const { flags } = parseFlagArgs(argv, new Flags());
+  const masters = flags.get(TSERVER_MASTER_ADDRS);
+  if (!flags.get(ENABLE_YSQL) || !masters) return undefined;
+  const bind = flags.get(PGSQL_PROXY_BIND_ADDRESS) || `${hostOf(flags.get(RPC_BIND_ADDRESSES))}:${PGSQL_PORT_DEFAULT}`;
+  const at = bind.lastIndexOf(':');
+  const sql = new SqlServer({ host: at > 0 ? bind.slice(0, at) : bind, port: at > 0 ? Number(bind.slice(at + 1)) : PGSQL_PORT_DEFAULT, masterAddresses: masters.split(','), flags, log: (m) => process.stderr.write(m + '\n') });
+  try {
+    await sql.start();
+  } catch (e) {
+    // The default address may be taken by another tserver on the same host (port-shifted local clusters):
+    // this tserver then runs without SQL and says so. An address given explicitly must work.
+    if (flags.get(PGSQL_PROXY_BIND_ADDRESS)) throw e;
+    process.stderr.write(`tserver runs without its SQL endpoint: ${e instanceof Error ? e.message : String(e)} (give --pgsql_proxy_bind_address)\n`);
+    return undefined;
+  }
+  process.stdout.write(`tserver SQL (PostgreSQL protocol) on ${sql.address}: psql -h ${sql.address.slice(0, sql.address.lastIndexOf(':'))} -p ${sql.address.slice(sql.address.lastIndexOf(':') + 1)} -U yugabyte\n`);
+  return sql;
+}
+
+function hostOf(addr: string): string {
+  const first = addr.split(',')[0]!.trim();
+  const at = first.lastIndexOf(':');
+  return at > 0 ? first.slice(0, at) : first || '127.0.0.1';
+}
+
 export async function runTServer(argv: readonly string[]): Promise<void> {
   applyThreadpoolSize(argv);
-  await tserverMain(argv, tserverWiring(argv));
+  const sql = await startSqlEndpoint(argv);
+  try {
+    await tserverMain(argv, tserverWiring(argv));
+  } finally {
+    await sql?.stop();
+  }
 }

@@ -25,6 +25,8 @@ export interface Proc {
   dataDir: string;
   logFile: string;
   argv: string[];
+  /** A tserver's SQL endpoint (PostgreSQL protocol), host:port. */
+  pgAddress?: string;
   child?: ChildProcess;
 }
 
@@ -78,7 +80,8 @@ export class ProcCluster {
         webAddress: `${host(i)}:${port(9000, i)}`,
         dataDir,
         logFile: path.join(c.baseDir, `t${i}.log`),
-        argv: ['tserver', `--tserver_master_addrs=${masterAddrs}`, `--rpc_bind_addresses=${host(i)}:${port(9100, i)}`, `--webserver_port=${port(9000, i)}`, `--fs_data_dirs=${dataDir}`, ...LAB_SERVER_FLAGS, ...(opts.tserverFlags ?? [])],
+        pgAddress: `${host(i)}:${port(5433, i)}`,
+        argv: ['tserver', `--tserver_master_addrs=${masterAddrs}`, `--rpc_bind_addresses=${host(i)}:${port(9100, i)}`, `--webserver_port=${port(9000, i)}`, `--fs_data_dirs=${dataDir}`, `--pgsql_proxy_bind_address=${host(i)}:${port(5433, i)}`, ...LAB_SERVER_FLAGS, ...(opts.tserverFlags ?? [])],
       });
     }
     return c;

@@ -26,7 +26,8 @@ const ALLOWED: Record<string, string[]> = {
   tserver: ['common', 'rpc', 'raft', 'docdb', 'tserver'],
   master: ['common', 'rpc', 'raft', 'docdb', 'master'],
   client: ['common', 'rpc', 'client'],
-  cli: ['common', 'rpc', 'raft', 'docdb', 'tserver', 'master', 'client', 'cli', 'lab', 'bench'],
+  sql: ['common', 'rpc', 'client', 'sql'],
+  cli: ['common', 'rpc', 'raft', 'docdb', 'tserver', 'master', 'client', 'sql', 'cli', 'lab', 'bench'],
   lab: ['common', 'rpc', 'raft', 'docdb', 'tserver', 'master', 'client', 'lab'],
   bench: ['common', 'rpc', 'raft', 'docdb', 'tserver', 'master', 'client', 'lab', 'bench'],
 };

@@ -1,0 +1,79 @@
+/** Aggregate functions: one accumulator per group per aggregate call. */
+import { compareValues } from './expr';
+import { notSupported } from './sql-error';
+import { coerce, isFloatType, isIntegerType, textOf, type SqlTypeName, type SqlValue } from './sql-types';
+
+export interface Accumulator {
+  add(v: SqlValue): void;
+  result(): SqlValue;
+}
+
+export function aggregateType(fn: string, arg: SqlTypeName | undefined): SqlTypeName {
+  switch (fn) {
+    case 'count': return 'int8';
+    case 'avg': return isFloatType(arg ?? 'numeric') ? 'float8' : 'numeric';
+    case 'sum': return arg && isIntegerType(arg) ? (arg === 'int8' ? 'numeric' : 'int8') : arg && isFloatType(arg) ? 'float8' : 'numeric';
+    case 'bool_and': case 'bool_or': return 'bool';
+    case 'string_agg': return 'text';
+    default: return arg ?? 'text';
+  }
+}
+
+export function newAccumulator(fn: string, argType: SqlTypeName | undefined, star: boolean, distinct: boolean, separator?: string): Accumulator {
+  const seen = distinct ? new Set<string>() : undefined;
+  const fresh = (v: SqlValue): boolean => {
+    if (!seen) return true;
+    const k = textOf(v);
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  };
+  switch (fn) {
+    case 'count': {
+      let n = 0n;
+      return { add: (v) => { if ((star || v !== null) && fresh(v)) n++; }, result: () => n };
+    }
+    case 'sum': case 'avg': {
+      const intSum = argType !== undefined && isIntegerType(argType);
+      let si = 0n;
+      let sf = 0;
+      let n = 0;
+      const out = aggregateType(fn, argType);
+      return {
+        add: (v) => {
+          if (v === null || !fresh(v)) return;
+          n++;
+          if (intSum) si += coerce(v, 'int8') as bigint;
+          else sf += Number(coerce(v, 'float8'));
+        },
+        result: () => {
+          if (n === 0) return null;
+          if (fn === 'sum') return intSum ? (out === 'numeric' ? si.toString() : si) : out === 'numeric' ? coerce(sf, 'numeric') : sf;
+          const avg = intSum ? Number(si) / n : sf / n;
+          return out === 'float8' ? avg : formatNumeric(avg);
+        },
+      };
+    }
+    case 'min': case 'max': {
+      let best: SqlValue = null;
+      const want = fn === 'max' ? 1 : -1;
+      return { add: (v) => { if (v !== null && (best === null || Math.sign(compareValues(v, best)) === want)) best = v; }, result: () => best };
+    }
+    case 'bool_and': case 'bool_or': {
+      let acc: boolean | null = null;
+      const and = fn === 'bool_and';
+      return { add: (v) => { if (v === null) return; const b = coerce(v, 'bool') as boolean; acc = acc === null ? b : and ? acc && b : acc || b; }, result: () => acc };
+    }
+    case 'string_agg': {
+      const parts: string[] = [];
+      return { add: (v) => { if (v !== null && fresh(v)) parts.push(textOf(v)); }, result: () => (parts.length === 0 ? null : parts.join(separator ?? ',')) };
+    }
+    default:
+      throw notSupported(`aggregate ${fn}`);
+  }
+}
+
+/** numeric output of an average, as PostgreSQL prints avg() of integers: 16 fractional digits. */
+function formatNumeric(v: number): string {
+  return v.toFixed(16);
+}

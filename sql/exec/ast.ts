@@ -1,0 +1,36 @@
+/** Small readers over the PostgreSQL parse tree (libpg-query's JSON: one key per node, its type). */
+import type { Node } from '../sql-parser';
+import { SqlError, SqlState } from './sql-error';
+
+export function nodeKind(n: Node | undefined): string {
+  return n ? Object.keys(n)[0] ?? '' : '';
+}
+
+/** A String node's text (names, operator names). */
+export function str(n: Node | undefined): string {
+  if (n && 'String' in n) return n.String.sval ?? '';
+  return '';
+}
+
+/** Dotted name parts (funcname, typename, ColumnRef fields) as strings; '*' for A_Star. */
+export function names(list: Node[] | undefined): string[] {
+  return (list ?? []).map((n) => ('A_Star' in n ? '*' : str(n)));
+}
+
+/** The last part of a qualified name, dropping pg_catalog / public qualifiers. */
+export function baseName(list: Node[] | undefined): string {
+  const parts = names(list);
+  return parts[parts.length - 1] ?? '';
+}
+
+export function syntax(msg: string, location?: number): SqlError {
+  return new SqlError(SqlState.SYNTAX_ERROR, msg, location !== undefined && location >= 0 ? { position: location + 1 } : {});
+}
+
+/** An integer constant node's value (LIMIT 10, SPLIT INTO 3, typmods). */
+export function constInt(n: Node | undefined): number | undefined {
+  if (n && 'A_Const' in n && n.A_Const.ival) return n.A_Const.ival.ival ?? 0;
+  if (n && 'A_Const' in n && n.A_Const.ival === undefined && !n.A_Const.sval && !n.A_Const.fval && !n.A_Const.boolval && !n.A_Const.isnull) return 0;
+  if (n && 'Integer' in n) return n.Integer.ival ?? 0;
+  return undefined;
+}

@@ -1,0 +1,195 @@
+/**
+ * DDL: CREATE TABLE (SQL types -> tessera column types, PRIMARY KEY in PostgreSQL's or YugabyteDB's
+ * spelling, hidden row id, NOT NULL, DEFAULT, serial), DROP TABLE, TRUNCATE, ALTER TABLE ADD PRIMARY
+ * KEY (a rebuild, as YugabyteDB does it: the key is the table's storage order).
+ * DDL is not transactional: it runs at once, also inside BEGIN (as YugabyteDB's did before 2.x).
+ */
+import type { ColumnSpec, TesseraClient } from '../../client';
+import { DbError, ErrorCode } from '../../common/errors';
+import type { Node, YbTableOptions } from '../sql-parser';
+import { constInt, names } from './ast';
+import { ROW_ID_COLUMN, tableOid, type SqlCatalog, type SqlColumnDef, type SqlTableDef } from './catalog';
+import { typeOfTypeName } from './expr';
+import type { SequenceCache } from './sequences';
+import { notSupported, SqlError, SqlState } from './sql-error';
+import { TYPES } from './sql-types';
+
+export interface DdlDeps {
+  client: TesseraClient;
+  catalog: SqlCatalog;
+  sequences: SequenceCache;
+}
+
+/** Deadline of the scan and of each batch of a table rebuild (ALTER TABLE ADD PRIMARY KEY). */
+export const REBUILD_TIMEOUT_MS = 600_000;
+
+type CreateStmt = Extract<Node, { CreateStmt: unknown }>['CreateStmt'];
+
+/** The DEFAULT expression's text for display (pg_get_expr); the AST itself is what runs. */
+function exprSql(n: Node): string {
+  if ('A_Const' in n) {
+    const c = n.A_Const;
+    if (c.isnull) return 'NULL';
+    if (c.sval) return `'${(c.sval.sval ?? '').replace(/'/g, "''")}'::text`;
+    if (c.boolval) return String(c.boolval.boolval === true);
+    if (c.fval) return c.fval.fval ?? '0';
+    return String(c.ival?.ival ?? 0);
+  }
+  if ('FuncCall' in n) return `${names(n.FuncCall.funcname).join('.')}(${(n.FuncCall.args ?? []).map(exprSql).join(', ')})`;
+  if ('TypeCast' in n) return `${exprSql(n.TypeCast.arg!)}::${names(n.TypeCast.typeName?.names).filter((x) => x !== 'pg_catalog').join('.')}`;
+  if ('SQLValueFunction' in n) return (n.SQLValueFunction.op ?? '').replace('SVFOP_', '').toLowerCase();
+  if ('A_Expr' in n && n.A_Expr.lexpr === undefined && n.A_Expr.rexpr) return `-${exprSql(n.A_Expr.rexpr)}`;
+  return '(expression)';
+}
+
+interface KeySpec {
+  hash: string[];
+  range: string[];
+}
+
+function tableKey(stmt: CreateStmt, yb: YbTableOptions | undefined): KeySpec | undefined {
+  if (yb?.primaryKey) return { hash: yb.primaryKey.hash, range: yb.primaryKey.range.map((r) => r.name) };
+  let cols: string[] | undefined;
+  for (const elt of stmt.tableElts ?? []) {
+    if ('ColumnDef' in elt) {
+      for (const c of elt.ColumnDef.constraints ?? []) if ('Constraint' in c && c.Constraint.contype === 'CONSTR_PRIMARY') cols = [elt.ColumnDef.colname ?? ''];
+    } else if ('Constraint' in elt && elt.Constraint.contype === 'CONSTR_PRIMARY') cols = names(elt.Constraint.keys);
+  }
+  if (!cols) return undefined;
+  // YugabyteDB's default: the first key column is hashed, the others are range (ascending) columns.
+  return { hash: cols.slice(0, 1), range: cols.slice(1) };
+}
+
+export async function createTable(stmt: CreateStmt, yb: YbTableOptions | undefined, deps: DdlDeps): Promise<{ notice?: string }> {
+  const name = stmt.relation?.relname ?? '';
+  if (stmt.inhRelations || stmt.partspec || stmt.partbound) throw notSupported('table inheritance and partitioning');
+  if (stmt.relation?.relpersistence === 't') throw notSupported('temporary tables');
+  const key = tableKey(stmt, yb);
+  const columns: SqlColumnDef[] = [];
+  const sequences: string[] = [];
+  for (const elt of stmt.tableElts ?? []) {
+    if ('Constraint' in elt) {
+      const ct = elt.Constraint.contype;
+      if (ct === 'CONSTR_PRIMARY') continue;
+      if (ct === 'CONSTR_CHECK') continue; // accepted, not enforced (docs/sql.md says so)
+      throw notSupported(`table constraint ${ct?.replace('CONSTR_', '') ?? ''}`);
+    }
+    if (!('ColumnDef' in elt)) throw notSupported('this table element');
+    const cd = elt.ColumnDef;
+    const colname = cd.colname ?? '';
+    if (columns.some((c) => c.name === colname)) throw new SqlError(SqlState.DUPLICATE_COLUMN, `column "${colname}" specified more than once`);
+    const { type, serial } = typeOfTypeName(cd.typeName);
+    const typmod = constInt(cd.typeName?.typmods?.[0]) ?? -1;
+    const col: SqlColumnDef = { name: colname, type, typmod, notNull: false };
+    for (const c of cd.constraints ?? []) {
+      if (!('Constraint' in c)) continue;
+      const ct = c.Constraint.contype;
+      if (ct === 'CONSTR_NOTNULL' || ct === 'CONSTR_PRIMARY') col.notNull = true;
+      else if (ct === 'CONSTR_DEFAULT' && c.Constraint.raw_expr) {
+        col.defaultSql = exprSql(c.Constraint.raw_expr);
+        col.defaultAst = JSON.stringify(c.Constraint.raw_expr);
+      }
+      else if (ct === 'CONSTR_UNIQUE' || ct === 'CONSTR_FOREIGN') throw notSupported(`${ct === 'CONSTR_UNIQUE' ? 'UNIQUE' : 'FOREIGN KEY'} constraints`);
+    }
+    if (serial) {
+      const seq = `${name}_${colname}_seq`;
+      col.sequence = seq;
+      col.defaultSql = `nextval('${seq}'::regclass)`;
+      col.notNull = true;
+      sequences.push(seq);
+    }
+    columns.push(col);
+  }
+  if (key) for (const k of [...key.hash, ...key.range]) {
+    const c = columns.find((x) => x.name === k);
+    if (!c) throw new SqlError(SqlState.UNDEFINED_COLUMN, `column "${k}" named in key does not exist`);
+    c.notNull = true;
+  }
+  const hidden = !key;
+  if (hidden) columns.push({ name: ROW_ID_COLUMN, type: 'int8', typmod: -1, notNull: true, hidden: true });
+  const spec = hidden ? { hash: [ROW_ID_COLUMN], range: [] } : key;
+  const def: SqlTableDef = { name, oid: tableOid(name), columns, hash: spec.hash, range: spec.range, stored: true, hasPrimaryKey: !hidden };
+  const existing = await deps.catalog.get(name);
+  if (existing) {
+    if (stmt.if_not_exists) return { notice: `relation "${name}" already exists, skipping` };
+    throw new SqlError(SqlState.DUPLICATE_TABLE, `relation "${name}" already exists`);
+  }
+  await storeTable(def, deps, yb?.splitTablets, stmt.if_not_exists === true);
+  for (const s of sequences) await deps.sequences.create(s);
+  return {};
+}
+
+async function storeTable(def: SqlTableDef, deps: DdlDeps, numTablets: number | undefined, ifNotExists: boolean): Promise<void> {
+  const specs: ColumnSpec[] = def.columns.map((c) => ({ name: c.name, type: TYPES[c.type].storage, nullable: !c.notNull || ![...def.hash, ...def.range].includes(c.name) }));
+  try {
+    await deps.client.createTable({ name: def.name, columns: specs.map((s) => ({ ...s, nullable: true })), primaryKey: { hash: def.hash, range: def.range }, ...(numTablets ? { numTablets } : {}), ifNotExists });
+  } catch (e) {
+    if (e instanceof DbError && e.code === ErrorCode.ALREADY_EXISTS) throw new SqlError(SqlState.DUPLICATE_TABLE, `relation "${def.name}" already exists`);
+    throw e;
+  }
+  await deps.catalog.store(def);
+}
+
+export async function dropTables(objects: string[], ifExists: boolean, deps: DdlDeps): Promise<string[]> {
+  const notices: string[] = [];
+  for (const name of objects) {
+    const def = await deps.catalog.get(name);
+    if (!def) {
+      if (ifExists) {
+        notices.push(`table "${name}" does not exist, skipping`);
+        continue;
+      }
+      throw new SqlError(SqlState.UNDEFINED_TABLE, `table "${name}" does not exist`);
+    }
+    await deps.client.dropTable(name, { ifExists: true });
+    if (def.stored) await deps.catalog.remove(name);
+    deps.catalog.invalidate(name);
+    for (const c of def.columns) if (c.sequence) await deps.sequences.drop(c.sequence);
+  }
+  return notices;
+}
+
+/** TRUNCATE: drop and create the tessera table again (the SQL definition and sequences stay). */
+export async function truncateTable(name: string, deps: DdlDeps): Promise<void> {
+  const def = await deps.catalog.require(name);
+  if (!def.stored) throw notSupported('TRUNCATE of a table created outside SQL');
+  const locs = await deps.client.tableLocations(name);
+  await deps.client.dropTable(name, { ifExists: true });
+  await storeTable(def, deps, locs.tablets.length, false);
+}
+
+/** ALTER TABLE t ADD PRIMARY KEY (cols): rebuild into a table keyed by cols, then swap names. */
+export async function addPrimaryKey(name: string, cols: string[], deps: DdlDeps): Promise<void> {
+  const def = await deps.catalog.require(name);
+  if (def.hasPrimaryKey) throw new SqlError(SqlState.INVALID_TABLE_DEFINITION, `multiple primary keys for table "${name}" are not allowed`);
+  for (const k of cols) if (!def.columns.some((c) => c.name === k)) throw new SqlError(SqlState.UNDEFINED_COLUMN, `column "${k}" of relation "${name}" does not exist`);
+  const columns = def.columns.filter((c) => !c.hidden).map((c) => (cols.includes(c.name) ? { ...c, notNull: true } : c));
+  const tmp = `${name}__rebuild_${Date.now()}`;
+  const next: SqlTableDef = { ...def, name: tmp, columns, hash: cols.slice(0, 1), range: cols.slice(1), hasPrimaryKey: true };
+  const locs = await deps.client.tableLocations(name);
+  await storeTable(next, deps, locs.tablets.length, false);
+  const seen = new Set<string>();
+  const batch: Array<Record<string, import('../../client').ColumnValue>> = [];
+  const flush = async (): Promise<void> => {
+    if (batch.length > 0) await deps.client.table(tmp).upsertMany(batch.splice(0), { timeoutMs: REBUILD_TIMEOUT_MS });
+  };
+  for await (const r of deps.client.table(name).scanRows({ timeoutMs: REBUILD_TIMEOUT_MS })) {
+    const k = JSON.stringify(cols.map((c) => String(r[c])));
+    if (cols.some((c) => r[c] === null || r[c] === undefined)) throw new SqlError(SqlState.NOT_NULL_VIOLATION, `column "${cols.find((c) => r[c] === null)}" of relation "${name}" contains null values`);
+    if (seen.has(k)) {
+      await deps.client.dropTable(tmp, { ifExists: true });
+      await deps.catalog.remove(tmp);
+      throw new SqlError(SqlState.UNIQUE_VIOLATION, `could not create unique index "${name}_pkey"`, { detail: `Key (${cols.join(', ')})=(${cols.map((c) => String(r[c])).join(', ')}) is duplicated.` });
+    }
+    seen.add(k);
+    const row = { ...r };
+    delete row[ROW_ID_COLUMN];
+    batch.push(row);
+    if (batch.length >= 2000) await flush();
+  }
+  await flush();
+  await deps.client.dropTable(name);
+  await deps.client.alterTable(tmp, { renameTo: name });
+  await deps.catalog.remove(tmp);
+  await deps.catalog.store({ ...next, name });
+}

@@ -1,0 +1,238 @@
+/**
+ * INSERT / UPDATE / DELETE. Rows are checked (NOT NULL, types, lengths) and written through the
+ * client: inside a transaction through its table handles, else as plain writes. Keys that come from a
+ * sequence or the hidden row id are new by construction, so those rows go as batched upserts
+ * (upsertMany: one RPC per tablet per batch); rows with given keys are inserted one by one (bounded
+ * concurrency), so a duplicate key fails with 23505 as in PostgreSQL.
+ */
+import * as crypto from 'node:crypto';
+import type { Row, Table } from '../../client';
+import { DbError, ErrorCode } from '../../common/errors';
+import type { Node } from '../sql-parser';
+import { names } from './ast';
+import { ROW_ID_COLUMN, type SqlTableDef } from './catalog';
+import { compileExpr, truth, type CompileEnv } from './expr';
+import { Scope, type Compiled, type EvalContext, type Tuple } from './scope';
+import { compileSelect, type OutputField, type PlanEnv, type SelectPlan } from './select';
+import { notSupported, SqlError, SqlState } from './sql-error';
+import { toStorage, type SqlValue } from './sql-types';
+import { charLength } from './functions';
+import { columnsOf } from './preload';
+
+/** Single-row writes in flight at once for one statement. */
+export const STATEMENT_WRITES_IN_FLIGHT_MAX = 32;
+/** Batch write RPCs (up to 4 MiB each) in flight at once for one statement. */
+export const BIG_WRITE_CONCURRENCY = 2;
+
+export interface DmlDeps {
+  table: (name: string) => Table;
+  /** Values of a sequence for `n` rows. */
+  takeSequence: (name: string, n: number) => Promise<bigint[]>;
+  env: CompileEnv;
+  planEnv: PlanEnv;
+  ctx: EvalContext;
+}
+
+export interface DmlResult {
+  count: number;
+  returning?: { fields: OutputField[]; rows: Tuple[] };
+}
+
+async function pool<T>(items: T[], f: (x: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) await f(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(STATEMENT_WRITES_IN_FLIGHT_MAX, items.length) }, worker));
+}
+
+function uniqueViolation(def: SqlTableDef, row: Row): SqlError {
+  const keys = [...def.hash, ...def.range];
+  return new SqlError(SqlState.UNIQUE_VIOLATION, `duplicate key value violates unique constraint "${def.name}_pkey"`, { detail: `Key (${keys.join(', ')})=(${keys.map((k) => String(row[k])).join(', ')}) already exists.` });
+}
+
+/** Check one full row (SQL values in column order) and turn it into a storage row. */
+export function checkRow(def: SqlTableDef, values: SqlValue[]): Row {
+  const row: Row = {};
+  def.columns.forEach((c, i) => {
+    const v = toStorage(values[i] ?? null, c.type);
+    if (v === null && c.notNull) throw new SqlError(SqlState.NOT_NULL_VIOLATION, `null value in column "${c.name}" of relation "${def.name}" violates not-null constraint`);
+    if (c.typmod >= 0 && typeof v === 'string' && charLength(v) > c.typmod) throw new SqlError(SqlState.STRING_TOO_LONG, `value too long for type ${c.type === 'bpchar' ? 'character' : 'character varying'}(${c.typmod})`);
+    row[c.name] = v;
+  });
+  return row;
+}
+
+function returning(list: Node[] | undefined, def: SqlTableDef, rows: Tuple[], deps: DmlDeps): DmlResult['returning'] {
+  if (!list || list.length === 0) return undefined;
+  const p = compileSelect({ targetList: list, fromClause: [], limitOption: 'LIMIT_OPTION_DEFAULT', op: 'SETOP_NONE' }, deps.planEnv, new Scope(columnsOf(def, def.name)));
+  return { fields: p.fields, rows: rows.map((r) => p.run({ ...deps.ctx, outerRows: [r] })[0]!) };
+}
+
+type InsertStmt = Extract<Node, { InsertStmt: unknown }>['InsertStmt'];
+
+/** The rows an INSERT supplies (VALUES lists or a SELECT), as SQL values per target column; undefined = DEFAULT. */
+async function sourceRows(stmt: InsertStmt, deps: DmlDeps, width: number): Promise<Array<Array<SqlValue | undefined>>> {
+  const sel = stmt.selectStmt && 'SelectStmt' in stmt.selectStmt ? stmt.selectStmt.SelectStmt : undefined;
+  if (!sel) return [new Array<undefined>(width).fill(undefined)];
+  if (sel.valuesLists) {
+    const scope = new Scope([]);
+    return sel.valuesLists.map((l) => {
+      const items = 'List' in l ? l.List.items ?? [] : [];
+      if (items.length !== width) throw new SqlError(SqlState.SYNTAX_ERROR, items.length > width ? 'INSERT has more expressions than target columns' : 'INSERT has more target columns than expressions');
+      return items.map((e) => ('SetToDefault' in e ? undefined : compileExpr(e, scope, deps.env).eval([], deps.ctx)));
+    });
+  }
+  const p = compileSelect(sel, deps.planEnv);
+  if (p.fields.length !== width) throw new SqlError(SqlState.SYNTAX_ERROR, p.fields.length > width ? 'INSERT has more expressions than target columns' : 'INSERT has more target columns than expressions');
+  return p.runAsync ? p.runAsync(deps.ctx) : p.run(deps.ctx);
+}
+
+export async function insertRows(stmt: InsertStmt, def: SqlTableDef, deps: DmlDeps): Promise<DmlResult> {
+  const visible = def.columns.filter((c) => !c.hidden);
+  const targets = stmt.cols ? stmt.cols.map((c) => ('ResTarget' in c ? c.ResTarget.name ?? '' : '')) : visible.map((c) => c.name);
+  const idx = targets.map((t) => {
+    const i = def.columns.findIndex((c) => c.name === t && !c.hidden);
+    if (i < 0) throw new SqlError(SqlState.UNDEFINED_COLUMN, `column "${t}" of relation "${def.name}" does not exist`);
+    return i;
+  });
+  const onConflict = stmt.onConflictClause?.action;
+  if (onConflict === 'ONCONFLICT_UPDATE') throw notSupported('ON CONFLICT DO UPDATE');
+  const keyCols = [...def.hash, ...def.range];
+  // Keys generated for every row (serial default, hidden row id) are new: such rows go as batched
+  // upserts, and an INSERT … SELECT streams: the next chunk is computed while the last one is written.
+  const keysGenerated = keyCols.every((k) => !targets.includes(k) && (def.columns.find((c) => c.name === k)?.sequence !== undefined || def.columns.find((c) => c.name === k)?.hidden === true));
+  const sel = stmt.selectStmt && 'SelectStmt' in stmt.selectStmt ? stmt.selectStmt.SelectStmt : undefined;
+  if (keysGenerated && !onConflict && sel && !sel.valuesLists) {
+    const p = compileSelect(sel, deps.planEnv);
+    if (p.stream) {
+      if (p.fields.length !== targets.length) throw new SqlError(SqlState.SYNTAX_ERROR, p.fields.length > targets.length ? 'INSERT has more expressions than target columns' : 'INSERT has more target columns than expressions');
+      return streamInsert(stmt, def, idx, p.stream, deps);
+    }
+  }
+  const src = await sourceRows(stmt, deps, targets.length);
+  const { full, generated } = await completeRows(def, src, idx, deps);
+  const rows = full.map((v) => checkRow(def, v));
+  const t = deps.table(def.name);
+  let written = full;
+  if (onConflict !== 'ONCONFLICT_NOTHING' && keyCols.every((k) => generated.has(k))) {
+    // Large rows go a few RPCs at a time: the SQL endpoint shares its process with a tserver, whose Raft
+    // work and this transaction's heartbeats must not starve behind tens of MiB in flight.
+    await t.upsertMany(rows, { concurrency: BIG_WRITE_CONCURRENCY });
+  } else {
+    const ok: boolean[] = rows.map(() => true);
+    await pool(rows.map((r, i) => [r, i] as const), async ([r, i]) => {
+      try {
+        if (onConflict === 'ONCONFLICT_NOTHING' && (await t.get(Object.fromEntries(keyCols.map((k) => [k, r[k]!]))))) ok[i] = false;
+        else await t.insert(r);
+      } catch (e) {
+        if (e instanceof DbError && e.code === ErrorCode.ALREADY_EXISTS) {
+          if (onConflict === 'ONCONFLICT_NOTHING') ok[i] = false;
+          else throw uniqueViolation(def, r);
+        } else throw e;
+      }
+    });
+    written = full.filter((_, i) => ok[i]);
+  }
+  const ret = returning(stmt.returningClause?.exprs, def, written, deps);
+  return { count: written.length, ...(ret ? { returning: ret } : {}) };
+}
+
+/** Rows of SQL values per target column (undefined: DEFAULT) -> full rows with defaults, sequence values, row ids. */
+async function completeRows(def: SqlTableDef, src: Array<Array<SqlValue | undefined>>, idx: number[], deps: DmlDeps): Promise<{ full: SqlValue[][]; generated: Set<string> }> {
+  const full: SqlValue[][] = src.map(() => new Array<SqlValue>(def.columns.length).fill(null));
+  const given = def.columns.map(() => src.map(() => false));
+  src.forEach((r, ri) => r.forEach((v, k) => {
+    if (v !== undefined) {
+      full[ri]![idx[k]!] = v;
+      given[idx[k]!]![ri] = true;
+    }
+  }));
+  const generated = new Set<string>();
+  for (const [ci, c] of def.columns.entries()) {
+    const missing = src.map((_, ri) => ri).filter((ri) => !given[ci]![ri]);
+    if (missing.length === 0) continue;
+    if (c.hidden) {
+      for (const ri of missing) full[ri]![ci] = crypto.randomBytes(8).readBigInt64BE();
+      generated.add(c.name);
+    } else if (c.sequence) {
+      const vals = await deps.takeSequence(c.sequence, missing.length);
+      missing.forEach((ri, k) => (full[ri]![ci] = vals[k]!));
+      if (missing.length === src.length) generated.add(c.name);
+    } else if (c.defaultAst) {
+      const e = compileExpr(JSON.parse(c.defaultAst) as Node, new Scope([]), deps.env);
+      for (const ri of missing) full[ri]![ci] = e.eval([], deps.ctx);
+    }
+  }
+  return { full, generated };
+}
+
+/** Batches of an INSERT … SELECT being written at once (each up to a few MiB: see STREAM_CHUNK_BYTES). */
+export const STREAM_BATCHES_IN_FLIGHT_MAX = 2;
+
+async function streamInsert(stmt: InsertStmt, def: SqlTableDef, idx: number[], stream: NonNullable<SelectPlan['stream']>, deps: DmlDeps): Promise<DmlResult> {
+  const t = deps.table(def.name);
+  const inflight: Array<Promise<void>> = [];
+  let failure: unknown;
+  let count = 0;
+  const written: SqlValue[][] = [];
+  const keepRows = (stmt.returningClause?.exprs?.length ?? 0) > 0;
+  await stream(deps.ctx, async (chunk) => {
+    if (failure !== undefined) throw failure;
+    const { full } = await completeRows(def, chunk, idx, deps);
+    const rows = full.map((v) => checkRow(def, v));
+    // Large rows go a few RPCs at a time: the SQL endpoint shares its process with a tserver, whose Raft
+    // work and this transaction's heartbeats must not starve behind tens of MiB in flight.
+    inflight.push(t.upsertMany(rows, { concurrency: BIG_WRITE_CONCURRENCY }).catch((e: unknown) => {
+      failure ??= e;
+    }));
+    count += rows.length;
+    if (keepRows) written.push(...full);
+    if (inflight.length >= STREAM_BATCHES_IN_FLIGHT_MAX) await inflight.shift();
+  });
+  await Promise.all(inflight);
+  if (failure !== undefined) throw failure;
+  const ret = returning(stmt.returningClause?.exprs, def, written, deps);
+  return { count, ...(ret ? { returning: ret } : {}) };
+}
+
+/** UPDATE / DELETE over rows already read (the target's rows, filtered here by WHERE). */
+export async function updateOrDelete(kind: 'update' | 'delete', stmt: { whereClause?: Node; targetList?: Node[]; returningClause?: { exprs?: Node[] }; fromClause?: Node[]; usingClause?: Node[] }, def: SqlTableDef, alias: string, candidates: Tuple[], deps: DmlDeps): Promise<DmlResult> {
+  if ((stmt.fromClause && stmt.fromClause.length > 0) || (stmt.usingClause && stmt.usingClause.length > 0)) throw notSupported(`${kind.toUpperCase()} with FROM/USING`);
+  const scope = new Scope(columnsOf(def, alias));
+  const where = stmt.whereClause ? compileExpr(stmt.whereClause, scope, deps.env) : undefined;
+  const matched = candidates.filter((r) => !where || truth(where.eval(r, deps.ctx)) === true);
+  const keyCols = [...def.hash, ...def.range];
+  const keyOf = (r: Tuple): Row => Object.fromEntries(keyCols.map((k) => [k, r[def.columns.findIndex((c) => c.name === k)] ?? null]));
+  const t = deps.table(def.name);
+  if (kind === 'delete') {
+    await pool(matched, (r) => t.delete(keyOf(r)));
+    const ret = returning(stmt.returningClause?.exprs, def, matched, deps);
+    return { count: matched.length, ...(ret ? { returning: ret } : {}) };
+  }
+  const sets: Array<{ i: number; e: Compiled }> = (stmt.targetList ?? []).map((n) => {
+    if (!('ResTarget' in n)) throw notSupported('this SET clause');
+    const name = n.ResTarget.name ?? '';
+    const i = def.columns.findIndex((c) => c.name === name && !c.hidden);
+    if (i < 0) throw new SqlError(SqlState.UNDEFINED_COLUMN, `column "${name}" of relation "${def.name}" does not exist`);
+    if (keyCols.includes(name)) throw notSupported('updating a primary key column');
+    if (n.ResTarget.indirection) throw notSupported(`SET ${names(n.ResTarget.indirection).join('.')}`);
+    return { i, e: compileExpr(n.ResTarget.val!, scope, deps.env) };
+  });
+  const updated = matched.map((r) => {
+    const next = [...r];
+    for (const s of sets) next[s.i] = s.e.eval(r, deps.ctx);
+    return next;
+  });
+  await pool(updated, async (r) => {
+    const full = checkRow(def, r);
+    const row: Row = keyOf(r);
+    for (const s of sets) row[def.columns[s.i]!.name] = full[def.columns[s.i]!.name]!;
+    if (Object.keys(row).length === keyCols.length) return;
+    await t.upsert(row);
+  });
+  const ret = returning(stmt.returningClause?.exprs, def, updated, deps);
+  return { count: updated.length, ...(ret ? { returning: ret } : {}) };
+}
+
+export { ROW_ID_COLUMN };

@@ -1,0 +1,527 @@
+/**
+ * Expression compiler: a parse-tree expression -> a typed closure over a row. Types are settled at
+ * compile time (so Describe knows a statement's columns before it runs); values of type `unknown`
+ * (quoted literals and untyped parameters, as in PostgreSQL) take the type of what they meet.
+ */
+import type { Node } from '../sql-parser';
+import { baseName, names, nodeKind, str, syntax } from './ast';
+import { tableOid } from './catalog';
+import { callFunction, isAggregate } from './functions';
+import { Scope, type Compiled, type EvalContext, type Tuple } from './scope';
+import { notSupported, SqlError, SqlState } from './sql-error';
+import { checkIntRange, coerce, isFloatType, isIntegerType, isNumericType, sqlTypeFromName, textOf, type SqlTypeName, type SqlValue } from './sql-types';
+
+/** A compiled subquery: rows for the current outer row. */
+export interface SubPlan {
+  columns: number;
+  type: SqlTypeName;
+  run: (ctx: EvalContext) => Tuple[];
+}
+
+export interface CompileEnv {
+  /** Types of $1..$n (unknown when the client did not say). */
+  paramTypes: SqlTypeName[];
+  subquery: (select: Node, scope: Scope) => SubPlan;
+  /** Aggregate calls, compiled by the select planner (undefined: aggregates are not allowed here). */
+  aggregate?: (call: Node, scope: Scope) => Compiled;
+}
+
+/** Compare two non-null values of comparable types: <0, 0, >0. */
+export function compareValues(a: SqlValue, b: SqlValue): number {
+  if (a === null || b === null) return a === b ? 0 : a === null ? 1 : -1;
+  if (typeof a === 'bigint' && typeof b === 'bigint') return a < b ? -1 : a > b ? 1 : 0;
+  if ((typeof a === 'number' || typeof a === 'bigint') && (typeof b === 'number' || typeof b === 'bigint')) {
+    const x = Number(a);
+    const y = Number(b);
+    return x < y ? -1 : x > y ? 1 : 0;
+  }
+  if (typeof a === 'boolean' && typeof b === 'boolean') return a === b ? 0 : a ? 1 : -1;
+  if (a instanceof Uint8Array && b instanceof Uint8Array) return Buffer.compare(a, b);
+  const s = textOf(a);
+  const t = textOf(b);
+  return s < t ? -1 : s > t ? 1 : 0;
+}
+
+/** The common type of two operands: unknown takes the other side's type. */
+function unify(a: SqlTypeName, b: SqlTypeName): SqlTypeName {
+  if (a === 'unknown') return b;
+  if (b === 'unknown') return a;
+  if (a === b) return a;
+  if (isNumericType(a) && isNumericType(b)) {
+    if (isFloatType(a) || isFloatType(b)) return 'float8';
+    if (a === 'numeric' || b === 'numeric') return 'numeric';
+    return 'int8';
+  }
+  return a;
+}
+
+function castTo(c: Compiled, t: SqlTypeName): Compiled['eval'] {
+  if (c.type === t || t === 'unknown') return c.eval;
+  return (row, ctx) => coerce(c.eval(row, ctx), t);
+}
+
+function truth(v: SqlValue): boolean | null {
+  if (v === null) return null;
+  if (typeof v === 'boolean') return v;
+  return coerce(v, 'bool') as boolean;
+}
+
+function compareOp(op: string, l: Compiled, r: Compiled): Compiled['eval'] {
+  const t = unify(l.type, r.type);
+  const le = castTo(l, t === 'numeric' ? 'float8' : t);
+  const re = castTo(r, t === 'numeric' ? 'float8' : t);
+  const test: (c: number) => boolean =
+    op === '=' ? (c) => c === 0 : op === '<>' || op === '!=' ? (c) => c !== 0 : op === '<' ? (c) => c < 0 : op === '<=' ? (c) => c <= 0 : op === '>' ? (c) => c > 0 : (c) => c >= 0;
+  return (row, ctx) => {
+    const a = le(row, ctx);
+    if (a === null) return null;
+    const b = re(row, ctx);
+    if (b === null) return null;
+    return test(compareValues(a, b));
+  };
+}
+
+function arith(op: string, l: Compiled, r: Compiled): Compiled {
+  let t = unify(l.type, r.type);
+  if (t === 'unknown' || !isNumericType(t)) {
+    if (op === '||') t = 'text';
+    else if (!isNumericType(t)) throw new SqlError(SqlState.UNDEFINED_FUNCTION, `operator does not exist: ${l.type} ${op} ${r.type}`);
+  }
+  if (op === '||') return { type: 'text', name: '?column?', eval: (row, ctx) => { const a = l.eval(row, ctx); const b = r.eval(row, ctx); return a === null || b === null ? null : textOf(a) + textOf(b); } };
+  const asInt = isIntegerType(t);
+  const le = castTo(l, asInt ? 'int8' : 'float8');
+  const re = castTo(r, asInt ? 'int8' : 'float8');
+  // int4 op int4 stays int4 (PostgreSQL's int4 operators), anything with int8 is int8.
+  const small = (x: SqlTypeName): boolean => x === 'int4' || x === 'int2' || x === 'unknown';
+  const outType: SqlTypeName = asInt ? (small(l.type) && small(r.type) ? 'int4' : 'int8') : t === 'numeric' ? 'numeric' : 'float8';
+  const f = asInt ? intOp(op) : floatOp(op);
+  return {
+    type: outType,
+    name: '?column?',
+    eval: (row, ctx) => {
+      const a = le(row, ctx);
+      const b = re(row, ctx);
+      if (a === null || b === null) return null;
+      const v = f(a, b);
+      return outType === 'numeric' ? coerce(v, 'numeric') : outType === 'int4' ? checkIntRange('int4', v as bigint) : v;
+    },
+  };
+}
+
+function intOp(op: string): (a: SqlValue, b: SqlValue) => SqlValue {
+  const div = (x: bigint, y: bigint): bigint => {
+    if (y === 0n) throw new SqlError(SqlState.DIVISION_BY_ZERO, 'division by zero');
+    return x / y;
+  };
+  const ops: Record<string, (x: bigint, y: bigint) => bigint> = {
+    '+': (x, y) => x + y, '-': (x, y) => x - y, '*': (x, y) => x * y, '/': div,
+    '%': (x, y) => (y === 0n ? div(x, y) : x % y),
+  };
+  const f = ops[op];
+  if (!f) throw new SqlError(SqlState.UNDEFINED_FUNCTION, `operator does not exist: bigint ${op} bigint`);
+  return (a, b) => {
+    const v = f(a as bigint, b as bigint);
+    if (v < -(1n << 63n) || v >= 1n << 63n) throw new SqlError(SqlState.NUMERIC_OUT_OF_RANGE, 'bigint out of range');
+    return v;
+  };
+}
+
+function floatOp(op: string): (a: SqlValue, b: SqlValue) => SqlValue {
+  const ops: Record<string, (x: number, y: number) => number> = {
+    '+': (x, y) => x + y, '-': (x, y) => x - y, '*': (x, y) => x * y,
+    '/': (x, y) => { if (y === 0) throw new SqlError(SqlState.DIVISION_BY_ZERO, 'division by zero'); return x / y; },
+    '%': (x, y) => x % y, '^': (x, y) => x ** y,
+  };
+  const f = ops[op];
+  if (!f) throw new SqlError(SqlState.UNDEFINED_FUNCTION, `operator does not exist: double precision ${op} double precision`);
+  return (a, b) => f(Number(a), Number(b));
+}
+
+function likeRegex(pattern: string, insensitive: boolean): RegExp {
+  let re = '';
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i]!;
+    if (ch === '\\' && i + 1 < pattern.length) re += pattern[++i]!.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    else if (ch === '%') re += '[\\s\\S]*';
+    else if (ch === '_') re += '[\\s\\S]';
+    else re += ch.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  }
+  return new RegExp(`^${re}$`, insensitive ? 'i' : '');
+}
+
+function matchOp(op: string, l: Compiled, r: Compiled): Compiled['eval'] | undefined {
+  const like = op === '~~' || op === '~~*' || op === '!~~' || op === '!~~*';
+  const regex = op === '~' || op === '~*' || op === '!~' || op === '!~*';
+  if (!like && !regex) return undefined;
+  const negate = op.startsWith('!');
+  const ci = op.endsWith('*');
+  const cache = new Map<string, RegExp>();
+  return (row, ctx) => {
+    const a = l.eval(row, ctx);
+    const b = r.eval(row, ctx);
+    if (a === null || b === null) return null;
+    const p = textOf(b);
+    let re = cache.get(p);
+    if (!re) {
+      try {
+        re = like ? likeRegex(p, ci) : new RegExp(p, ci ? 'i' : '');
+      } catch {
+        throw new SqlError(SqlState.INVALID_PARAMETER, `invalid regular expression: ${p}`);
+      }
+      if (cache.size < 64) cache.set(p, re);
+    }
+    return re.test(textOf(a)) !== negate;
+  };
+}
+
+function compileAExpr(e: Extract<Node, { A_Expr: unknown }>['A_Expr'], scope: Scope, env: CompileEnv): Compiled {
+  const op = baseName(e.name);
+  const kind = e.kind ?? 'AEXPR_OP';
+  if (kind === 'AEXPR_IN') {
+    const l = compileExpr(e.lexpr!, scope, env);
+    const list = ('List' in e.rexpr! ? e.rexpr.List.items ?? [] : [e.rexpr!]).map((x) => compileExpr(x, scope, env));
+    const tests = list.map((x) => compareOp('=', l, x));
+    const negate = op === '<>';
+    return { type: 'bool', name: '?column?', eval: (row, ctx) => {
+      let sawNull = false;
+      for (const t of tests) {
+        const v = t(row, ctx);
+        if (v === true) return !negate;
+        if (v === null) sawNull = true;
+      }
+      return sawNull ? null : negate;
+    } };
+  }
+  if (kind === 'AEXPR_BETWEEN' || kind === 'AEXPR_NOT_BETWEEN') {
+    const x = compileExpr(e.lexpr!, scope, env);
+    const [lo, hi] = ('List' in e.rexpr! ? e.rexpr.List.items ?? [] : []).map((n) => compileExpr(n, scope, env));
+    const ge = compareOp('>=', x, lo!);
+    const le = compareOp('<=', x, hi!);
+    const neg = kind === 'AEXPR_NOT_BETWEEN';
+    return { type: 'bool', name: '?column?', eval: (row, ctx) => {
+      const a = ge(row, ctx);
+      const b = le(row, ctx);
+      const v = a === false || b === false ? false : a === null || b === null ? null : true;
+      return v === null ? null : v !== neg;
+    } };
+  }
+  if (kind === 'AEXPR_LIKE' || kind === 'AEXPR_ILIKE') {
+    const mop = kind === 'AEXPR_ILIKE' ? (op === '!~~*' ? '!~~*' : '~~*') : op === '!~~' ? '!~~' : '~~';
+    return { type: 'bool', name: '?column?', eval: matchOp(mop, compileExpr(e.lexpr!, scope, env), compileExpr(e.rexpr!, scope, env))! };
+  }
+  if (kind === 'AEXPR_NULLIF') {
+    const l = compileExpr(e.lexpr!, scope, env);
+    const eq = compareOp('=', l, compileExpr(e.rexpr!, scope, env));
+    return { type: l.type, name: 'nullif', eval: (row, ctx) => (eq(row, ctx) === true ? null : l.eval(row, ctx)) };
+  }
+  if (kind === 'AEXPR_DISTINCT' || kind === 'AEXPR_NOT_DISTINCT') {
+    const l = compileExpr(e.lexpr!, scope, env);
+    const r = compileExpr(e.rexpr!, scope, env);
+    const eq = compareOp('=', l, r);
+    const want = kind === 'AEXPR_NOT_DISTINCT';
+    return { type: 'bool', name: '?column?', eval: (row, ctx) => {
+      const a = l.eval(row, ctx);
+      const b = r.eval(row, ctx);
+      if (a === null || b === null) return (a === null && b === null) === want;
+      return (eq(row, ctx) === true) === want;
+    } };
+  }
+  if (kind === 'AEXPR_OP_ANY' || kind === 'AEXPR_OP_ALL') {
+    // Arrays exist only as PostgreSQL's text form ('{a,b}', catalog columns and ARRAY(subquery)).
+    const l = compileExpr(e.lexpr!, scope, env);
+    const r = compileExpr(e.rexpr!, scope, env);
+    const holder: SqlValue[] = [null];
+    const test = compareOp(op, l, { type: l.type, name: '', eval: () => holder[0]! });
+    const any = kind === 'AEXPR_OP_ANY';
+    return { type: 'bool', name: '?column?', eval: (row, ctx) => {
+      const arr = r.eval(row, ctx);
+      if (arr === null) return null;
+      for (const el of parseArrayText(textOf(arr))) {
+        holder[0] = el;
+        if ((test(row, ctx) === true) === any) return any;
+      }
+      return !any;
+    } };
+  }
+  if (kind !== 'AEXPR_OP') throw notSupported(`the expression ${kind}`);
+  if (!e.lexpr) {
+    const r = compileExpr(e.rexpr!, scope, env);
+    if (op === '-') {
+      const t = r.type === 'unknown' ? 'numeric' : r.type;
+      return { type: t, name: '?column?', eval: (row, ctx) => { const v = r.eval(row, ctx); if (v === null) return null; const c = coerce(v, t); return typeof c === 'bigint' ? -c : typeof c === 'number' ? -c : coerce(-Number(c), t); } };
+    }
+    if (op === '+') return r;
+    throw notSupported(`prefix operator ${op}`);
+  }
+  const l = compileExpr(e.lexpr, scope, env);
+  const r = compileExpr(e.rexpr!, scope, env);
+  if (['=', '<>', '!=', '<', '<=', '>', '>='].includes(op)) return { type: 'bool', name: '?column?', eval: compareOp(op, l, r) };
+  const m = matchOp(op, l, r);
+  if (m) return { type: 'bool', name: '?column?', eval: m };
+  return arith(op, l, r);
+}
+
+function compileColumnRef(fields: string[], scope: Scope, location: number | undefined): Compiled {
+  const name = fields[fields.length - 1]!;
+  const rel = fields.length >= 2 ? fields[fields.length - 2] : undefined;
+  let depth = 0;
+  for (let s: Scope | undefined = scope; s; s = s.outer, depth++) {
+    const hits = s.find(rel, name);
+    if (hits.length > 1) throw new SqlError(SqlState.AMBIGUOUS_COLUMN, `column reference "${name}" is ambiguous`, location !== undefined ? { position: location + 1 } : {});
+    if (hits.length === 1) {
+      const i = hits[0]!;
+      const type = s.columns[i]!.type;
+      if (depth === 0) return { type, name, eval: (row) => row[i] ?? null };
+      const d = depth;
+      return { type, name, eval: (_row, ctx) => ctx.outerRows[ctx.outerRows.length - d]?.[i] ?? null };
+    }
+  }
+  const what = rel ? `${rel}.${name}` : name;
+  throw new SqlError(SqlState.UNDEFINED_COLUMN, `column "${what}" does not exist`, location !== undefined ? { position: location + 1 } : {});
+}
+
+function constValue(c: Extract<Node, { A_Const: unknown }>['A_Const']): Compiled {
+  if (c.isnull) return { type: 'unknown', name: '?column?', eval: () => null };
+  if (c.ival) { const v = BigInt(c.ival.ival ?? 0); return { type: v >= -2147483648n && v <= 2147483647n ? 'int4' : 'int8', name: '?column?', eval: () => v }; }
+  if (c.fval) {
+    const s = c.fval.fval ?? '0';
+    if (/^-?\d+$/.test(s)) { const v = BigInt(s); return { type: 'int8', name: '?column?', eval: () => v }; }
+    return { type: 'numeric', name: '?column?', eval: () => s };
+  }
+  if (c.boolval) { const v = c.boolval.boolval === true; return { type: 'bool', name: 'bool', eval: () => v }; }
+  if (c.sval) { const v = c.sval.sval ?? ''; return { type: 'unknown', name: '?column?', eval: () => v }; }
+  if (c.bsval) throw notSupported('bit string constants');
+  return { type: 'int4', name: '?column?', eval: () => 0n };
+}
+
+/** A TypeName to tessera's SQL type (arrays and unknown names: 0A000 / 42704). */
+export function typeOfTypeName(t: { names?: Node[]; arrayBounds?: Node[]; typmods?: Node[] } | undefined): { type: SqlTypeName; serial?: boolean } {
+  const parts = names(t?.names).filter((p) => p !== 'pg_catalog');
+  const name = parts.join('.');
+  // Arrays exist only in their text form (catalog queries cast to int2[], oid[]...).
+  if (t?.arrayBounds && t.arrayBounds.length > 0) return { type: 'text' };
+  const r = sqlTypeFromName(name === 'timestamptz' ? 'timestamptz' : name);
+  if (!r) throw new SqlError(SqlState.UNDEFINED_OBJECT, `type "${name}" does not exist`);
+  return r;
+}
+
+function compileCase(c: Extract<Node, { CaseExpr: unknown }>['CaseExpr'], scope: Scope, env: CompileEnv): Compiled {
+  const arg = c.arg ? compileExpr(c.arg, scope, env) : undefined;
+  const whens = (c.args ?? []).map((w) => {
+    if (!('CaseWhen' in w)) throw syntax('malformed CASE');
+    const cond = compileExpr(w.CaseWhen.expr!, scope, env);
+    return { test: arg ? compareOp('=', arg, cond) : cond.eval, result: compileExpr(w.CaseWhen.result!, scope, env) };
+  });
+  const def = c.defresult ? compileExpr(c.defresult, scope, env) : undefined;
+  const type = [...whens.map((w) => w.result.type), def?.type ?? 'unknown'].reduce(unify, 'unknown' as SqlTypeName);
+  return { type: type === 'unknown' ? 'text' : type, name: 'case', eval: (row, ctx) => {
+    for (const w of whens) if (truth(w.test(row, ctx)) === true) return w.result.eval(row, ctx);
+    return def ? def.eval(row, ctx) : null;
+  } };
+}
+
+function compileSubLink(s: Extract<Node, { SubLink: unknown }>['SubLink'], scope: Scope, env: CompileEnv): Compiled {
+  const plan = env.subquery(s.subselect!, scope);
+  const withOuter = (row: Tuple, ctx: EvalContext): Tuple[] => plan.run({ ...ctx, outerRows: [...ctx.outerRows, row] });
+  switch (s.subLinkType) {
+    case 'ARRAY_SUBLINK':
+      return { type: 'text', name: 'array', eval: (row, ctx) => `{${withOuter(row, ctx).map((r) => arrayElementText(r[0] ?? null)).join(',')}}` };
+    case 'EXISTS_SUBLINK':
+      return { type: 'bool', name: 'exists', eval: (row, ctx) => withOuter(row, ctx).length > 0 };
+    case 'EXPR_SUBLINK':
+      return { type: plan.type, name: '?column?', eval: (row, ctx) => {
+        const rows = withOuter(row, ctx);
+        if (rows.length > 1) throw new SqlError(SqlState.CARDINALITY, 'more than one row returned by a subquery used as an expression');
+        return rows[0]?.[0] ?? null;
+      } };
+    case 'ANY_SUBLINK': {
+      const l = compileExpr(s.testexpr!, scope, env);
+      const op = baseName(s.operName) || '=';
+      const probe: Compiled = { type: plan.type, name: '', eval: (row) => row[0] ?? null };
+      const holder: Tuple[] = [[]];
+      const test = compareOp(op, { ...l, eval: (_r, ctx) => l.eval(holder[0]!, ctx) }, probe);
+      return { type: 'bool', name: '?column?', eval: (row, ctx) => {
+        let sawNull = false;
+        for (const r of withOuter(row, ctx)) {
+          holder[0] = row;
+          const v = test(r, ctx);
+          if (v === true) return true;
+          if (v === null) sawNull = true;
+        }
+        return sawNull ? null : false;
+      } };
+    }
+    default:
+      throw notSupported(`subquery kind ${s.subLinkType ?? ''}`);
+  }
+}
+
+function compileBool(b: Extract<Node, { BoolExpr: unknown }>['BoolExpr'], scope: Scope, env: CompileEnv): Compiled {
+  const args = (b.args ?? []).map((a) => compileExpr(a, scope, env).eval);
+  if (b.boolop === 'NOT_EXPR') return { type: 'bool', name: '?column?', eval: (row, ctx) => { const v = truth(args[0]!(row, ctx)); return v === null ? null : !v; } };
+  const isAnd = b.boolop === 'AND_EXPR';
+  return { type: 'bool', name: '?column?', eval: (row, ctx) => {
+    let sawNull = false;
+    for (const a of args) {
+      const v = truth(a(row, ctx));
+      if (v === null) sawNull = true;
+      else if (v !== isAnd) return v;
+    }
+    return sawNull ? null : isAnd;
+  } };
+}
+
+export function compileExpr(n: Node, scope: Scope, env: CompileEnv): Compiled {
+  if ('A_Const' in n) return constValue(n.A_Const);
+  if ('ColumnRef' in n) return compileColumnRef(names(n.ColumnRef.fields), scope, n.ColumnRef.location);
+  if ('ParamRef' in n) {
+    const i = (n.ParamRef.number ?? 1) - 1;
+    const type = env.paramTypes[i] ?? 'unknown';
+    return { type, name: '?column?', eval: (_r, ctx) => {
+      if (i >= ctx.params.length) throw new SqlError(SqlState.INVALID_PARAMETER, `there is no parameter $${i + 1}`);
+      return ctx.params[i]!;
+    } };
+  }
+  if ('A_Expr' in n) return compileAExpr(n.A_Expr, scope, env);
+  if ('BoolExpr' in n) return compileBool(n.BoolExpr, scope, env);
+  if ('TypeCast' in n) {
+    const inner = compileExpr(n.TypeCast.arg!, scope, env);
+    const { type } = typeOfTypeName(n.TypeCast.typeName);
+    const name = inner.name === '?column?' ? (n.TypeCast.typeName?.names ? baseName(n.TypeCast.typeName.names) : type) : inner.name;
+    if (type === 'regclass') return { type: 'oid', name, eval: (row, ctx) => { const v = inner.eval(row, ctx); return v === null ? null : typeof v === 'bigint' ? v : BigInt(tableOid(textOf(v).replace(/^(public|pg_catalog)\./, '').replace(/"/g, ''))); } };
+    return { type, name, eval: (row, ctx) => coerce(inner.eval(row, ctx), type) };
+  }
+  if ('CollateClause' in n) return compileExpr(n.CollateClause.arg!, scope, env);
+  if ('NullTest' in n) {
+    const a = compileExpr(n.NullTest.arg!, scope, env);
+    const isNull = n.NullTest.nulltesttype === 'IS_NULL';
+    return { type: 'bool', name: '?column?', eval: (row, ctx) => (a.eval(row, ctx) === null) === isNull };
+  }
+  if ('BooleanTest' in n) {
+    const a = compileExpr(n.BooleanTest.arg!, scope, env);
+    const t = n.BooleanTest.booltesttype ?? 'IS_TRUE';
+    return { type: 'bool', name: '?column?', eval: (row, ctx) => {
+      const v = truth(a.eval(row, ctx));
+      return t === 'IS_TRUE' ? v === true : t === 'IS_NOT_TRUE' ? v !== true : t === 'IS_FALSE' ? v === false : t === 'IS_NOT_FALSE' ? v !== false : t === 'IS_UNKNOWN' ? v === null : v !== null;
+    } };
+  }
+  if ('CaseExpr' in n) return compileCase(n.CaseExpr, scope, env);
+  if ('CoalesceExpr' in n) {
+    const args = (n.CoalesceExpr.args ?? []).map((a) => compileExpr(a, scope, env));
+    const type = args.map((a) => a.type).reduce(unify, 'unknown' as SqlTypeName);
+    return { type: type === 'unknown' ? 'text' : type, name: 'coalesce', eval: (row, ctx) => {
+      for (const a of args) { const v = a.eval(row, ctx); if (v !== null) return type === 'unknown' ? v : coerce(v, type); }
+      return null;
+    } };
+  }
+  if ('MinMaxExpr' in n) {
+    const args = (n.MinMaxExpr.args ?? []).map((a) => compileExpr(a, scope, env));
+    const type = args.map((a) => a.type).reduce(unify, 'unknown' as SqlTypeName);
+    const greatest = n.MinMaxExpr.op === 'IS_GREATEST';
+    return { type, name: greatest ? 'greatest' : 'least', eval: (row, ctx) => {
+      let best: SqlValue = null;
+      for (const a of args) { const v = coerce(a.eval(row, ctx), type); if (v !== null && (best === null || (compareValues(v, best) > 0) === greatest)) best = v; }
+      return best;
+    } };
+  }
+  if ('SubLink' in n) return compileSubLink(n.SubLink, scope, env);
+  if ('SQLValueFunction' in n) return compileValueFunction(n.SQLValueFunction.op ?? 'SVFOP_CURRENT_TIMESTAMP');
+  if ('FuncCall' in n) return compileFuncCall(n, scope, env);
+  if ('A_ArrayExpr' in n) throw notSupported('arrays');
+  if ('A_Indirection' in n) {
+    const arr = compileExpr(n.A_Indirection.arg!, scope, env);
+    const ind = n.A_Indirection.indirection?.[0];
+    if (!ind || !('A_Indices' in ind) || !ind.A_Indices.uidx) throw notSupported('this subscript');
+    const idx = compileExpr(ind.A_Indices.uidx, scope, env);
+    return { type: 'text', name: arr.name, eval: (row, ctx) => {
+      const a = arr.eval(row, ctx);
+      const i = idx.eval(row, ctx);
+      if (a === null || i === null) return null;
+      return parseArrayText(textOf(a))[Number(coerce(i, 'int8')) - 1] ?? null;
+    } };
+  }
+  throw notSupported(`the expression ${nodeKind(n)}`);
+}
+
+function compileValueFunction(op: string): Compiled {
+  switch (op) {
+    case 'SVFOP_CURRENT_TIMESTAMP': case 'SVFOP_CURRENT_TIMESTAMP_N': case 'SVFOP_LOCALTIMESTAMP': case 'SVFOP_LOCALTIMESTAMP_N':
+      return { type: 'timestamptz', name: 'current_timestamp', eval: (_r, ctx) => callFunction('now', [], ctx) };
+    case 'SVFOP_CURRENT_DATE':
+      return { type: 'date', name: 'current_date', eval: (_r, ctx) => coerce(callFunction('now', [], ctx), 'date') };
+    case 'SVFOP_CURRENT_USER': case 'SVFOP_USER': case 'SVFOP_SESSION_USER': case 'SVFOP_CURRENT_ROLE':
+      return { type: 'name', name: 'current_user', eval: (_r, ctx) => ctx.session.user };
+    case 'SVFOP_CURRENT_CATALOG':
+      return { type: 'name', name: 'current_catalog', eval: (_r, ctx) => ctx.session.database };
+    case 'SVFOP_CURRENT_SCHEMA':
+      return { type: 'name', name: 'current_schema', eval: () => 'public' };
+    default:
+      throw notSupported(op.replace('SVFOP_', '').toLowerCase());
+  }
+}
+
+function compileFuncCall(n: Extract<Node, { FuncCall: unknown }>, scope: Scope, env: CompileEnv): Compiled {
+  const f = n.FuncCall;
+  const parts = names(f.funcname).filter((p) => p !== 'pg_catalog');
+  const fname = parts.join('.');
+  if (isAggregate(fname) && !f.over) {
+    if (!env.aggregate) throw new SqlError(SqlState.GROUPING_ERROR, `aggregate functions are not allowed here`, f.location !== undefined ? { position: f.location + 1 } : {});
+    return env.aggregate(n, scope);
+  }
+  if (f.over) throw notSupported('window functions');
+  const args = (f.args ?? []).map((a) => compileExpr(a, scope, env));
+  const type = returnType(fname, args.map((a) => a.type));
+  const evals = args.map((a) => a.eval);
+  const name = parts[parts.length - 1]!;
+  // Integer results are bigint in the executor, whatever the function computed them as.
+  if (isIntegerType(type)) return { type, name, eval: (row, ctx) => { const v = callFunction(fname, evals.map((e) => e(row, ctx)), ctx); return typeof v === 'number' ? BigInt(Math.trunc(v)) : v; } };
+  return { type, name, eval: (row, ctx) => callFunction(fname, evals.map((e) => e(row, ctx)), ctx) };
+}
+
+/** Return types of the scalar functions (functions.ts implements them; an unknown name is 42883 there). */
+function returnType(fname: string, args: SqlTypeName[]): SqlTypeName {
+  switch (fname) {
+    case 'length': case 'char_length': case 'octet_length': case 'strpos': case 'position': case 'pg_backend_pid': case 'array_position':
+      return 'int4';
+    case 'random': case 'dbms_random.value': case 'pi': case 'sqrt': case 'power':
+      return 'float8';
+    case 'now': case 'transaction_timestamp': case 'statement_timestamp': case 'clock_timestamp':
+      return 'timestamptz';
+    case 'nextval': case 'currval': case 'setval': case 'to_regclass': case 'to_regclass_strict':
+      return 'int8';
+    case 'abs': case 'round': case 'floor': case 'ceil': case 'ceiling': case 'trunc': case 'mod':
+      return args[0] === 'unknown' || args[0] === undefined ? 'numeric' : fname === 'round' && isFloatType(args[0]) && args.length > 1 ? 'numeric' : args[0];
+    case 'pg_table_is_visible': case 'has_table_privilege': case 'has_schema_privilege': case 'pg_is_in_recovery': case 'has_database_privilege':
+      return 'bool';
+    case 'pg_get_userbyid': case 'current_database': case 'current_schema': case 'current_user': case 'session_user':
+      return 'name';
+    case 'gen_random_uuid':
+      return 'uuid';
+    case 'decode':
+      return 'bytea';
+    default:
+      return 'text';
+  }
+}
+
+/** A constant expression's value (DEFAULT clauses, LIMIT, pushed-down key values): no columns allowed. */
+export function evalConstant(n: Node, env: CompileEnv, ctx: EvalContext): SqlValue {
+  return compileExpr(n, new Scope([]), env).eval([], ctx);
+}
+
+/** Elements of an array's text form ('{a,"b c",NULL}'). */
+export function parseArrayText(s: string): SqlValue[] {
+  const inner = s.trim().replace(/^\{/, '').replace(/\}$/, '');
+  if (inner === '') return [];
+  const out: SqlValue[] = [];
+  for (const m of inner.matchAll(/"((?:[^"\\]|\\.)*)"|([^,]+)/g)) out.push(m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : m[2]!.trim() === 'NULL' ? null : m[2]!.trim());
+  return out;
+}
+
+function arrayElementText(v: SqlValue): string {
+  if (v === null) return 'NULL';
+  const t = textOf(v);
+  return /^[^",{}\s\\]+$/.test(t) && t !== 'NULL' ? t : `"${t.replace(/(["\\])/g, '\\$1')}"`;
+}
+
+export { str, truth };

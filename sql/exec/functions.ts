@@ -1,0 +1,165 @@
+/**
+ * Scalar functions and aggregates. `dbms_random.*` are orafce's (YugabyteDB ships orafce; the blog's
+ * experiment uses dbms_random.string), available once `CREATE EXTENSION orafce` ran in the database.
+ */
+import * as crypto from 'node:crypto';
+import type { EvalContext } from './scope';
+import { SqlError, SqlState } from './sql-error';
+import { coerce, formatTimestamp, textOf, type SqlValue } from './sql-types';
+
+/** Longest string a function may build (PostgreSQL's 1 GB field limit, lowered): past it 54000. */
+export const FUNCTION_RESULT_BYTES_MAX = 64 * 1024 * 1024;
+
+const AGGREGATES = new Set(['count', 'sum', 'avg', 'min', 'max', 'bool_and', 'bool_or', 'string_agg']);
+export const isAggregate = (name: string): boolean => AGGREGATES.has(name);
+
+function tooLarge(n: number): SqlError {
+  return new SqlError(SqlState.PROGRAM_LIMIT, `requested length ${n} is too large (at most ${FUNCTION_RESULT_BYTES_MAX})`);
+}
+
+const int = (v: SqlValue): number => Number(coerce(v, 'int8'));
+const text = (v: SqlValue): string => textOf(v);
+
+/** orafce's dbms_random.string(opt, len): u/U upper, l/L lower, a/A mixed, x/X upper+digits, p/P any printable. */
+export function dbmsRandomString(opt: string, len: number): string {
+  if (len < 0) return '';
+  if (len > FUNCTION_RESULT_BYTES_MAX) throw tooLarge(len);
+  const upper = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
+  const lowerc = 'abcdefghijklmnopqrstuvwxyz';
+  const digits = '0123456789';
+  let alphabet: string;
+  switch (opt.toLowerCase()) {
+    case 'u': alphabet = upper; break;
+    case 'l': alphabet = lowerc; break;
+    case 'a': alphabet = upper + lowerc; break;
+    case 'x': alphabet = upper + digits; break;
+    case 'p': alphabet = Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i)).join(''); break;
+    default: alphabet = upper;
+  }
+  // Two characters per 32-bit step of a xorshift pair seeded by the CSPRNG (test data needs no
+  // cryptographic randomness; a MiB costs a few milliseconds); 16 bits scaled to the alphabet keep the
+  // bias below 1/600.
+  const n = alphabet.length;
+  const codes = Uint8Array.from(alphabet, (c) => c.charCodeAt(0));
+  const out = Buffer.allocUnsafe(len);
+  const seed = crypto.randomBytes(8);
+  let a = seed.readInt32LE(0) | 1;
+  let b = seed.readInt32LE(4) | 1;
+  for (let i = 0; i < len; i += 2) {
+    a ^= a << 13; a ^= a >>> 17; a ^= a << 5;
+    b ^= b << 17; b ^= b >>> 13; b ^= b << 5;
+    const r = (a ^ b) >>> 0;
+    out[i] = codes[((r & 0xffff) * n) >>> 16]!;
+    if (i + 1 < len) out[i + 1] = codes[((r >>> 16) * n) >>> 16]!;
+  }
+  return out.toString('latin1');
+}
+
+function needExtension(ctx: EvalContext, ext: string, fname: string): void {
+  if (!ctx.session.extensions.has(ext)) throw new SqlError(SqlState.UNDEFINED_FUNCTION, `function ${fname} does not exist`, { hint: `CREATE EXTENSION ${ext} provides it` });
+}
+
+type Fn = (a: SqlValue[], ctx: EvalContext) => SqlValue;
+
+const FUNCTIONS: Record<string, Fn> = {
+  length: (a) => charLength(text(a[0]!)),
+  char_length: (a) => charLength(text(a[0]!)),
+  octet_length: (a) => Buffer.byteLength(text(a[0]!)),
+  upper: (a) => text(a[0]!).toUpperCase(),
+  lower: (a) => text(a[0]!).toLowerCase(),
+  substr: (a) => substr(text(a[0]!), int(a[1]!), a[2] === undefined ? undefined : int(a[2])),
+  substring: (a) => substr(text(a[0]!), int(a[1]!), a[2] === undefined ? undefined : int(a[2])),
+  md5: (a) => crypto.createHash('md5').update(a[0] instanceof Uint8Array ? a[0] : text(a[0]!)).digest('hex'),
+  repeat: (a) => {
+    const s = text(a[0]!);
+    const n = Math.max(0, int(a[1]!));
+    if (s.length * n > FUNCTION_RESULT_BYTES_MAX) throw tooLarge(s.length * n);
+    return s.repeat(n);
+  },
+  concat: (a) => a.map((v) => (v === null ? '' : text(v))).join(''),
+  trim: (a) => text(a[0]!).trim(),
+  btrim: (a) => text(a[0]!).trim(),
+  ltrim: (a) => text(a[0]!).replace(/^\s+/, ''),
+  rtrim: (a) => text(a[0]!).replace(/\s+$/, ''),
+  replace: (a) => text(a[0]!).split(text(a[1]!)).join(text(a[2]!)),
+  strpos: (a) => text(a[0]!).indexOf(text(a[1]!)) + 1,
+  left: (a) => text(a[0]!).slice(0, int(a[1]!)),
+  right: (a) => text(a[0]!).slice(-int(a[1]!)),
+  abs: (a) => (typeof a[0] === 'bigint' ? (a[0] < 0n ? -a[0] : a[0]) : Math.abs(Number(a[0]))),
+  round: (a) => { const d = a[1] === undefined ? 0 : int(a[1]); const f = 10 ** d; const v = Math.round(Number(a[0]) * f) / f; return typeof a[0] === 'bigint' ? BigInt(v) : d > 0 ? v.toFixed(d) : v; },
+  floor: (a) => (typeof a[0] === 'bigint' ? a[0] : Math.floor(Number(a[0]))),
+  ceil: (a) => (typeof a[0] === 'bigint' ? a[0] : Math.ceil(Number(a[0]))),
+  ceiling: (a) => (typeof a[0] === 'bigint' ? a[0] : Math.ceil(Number(a[0]))),
+  trunc: (a) => (typeof a[0] === 'bigint' ? a[0] : Math.trunc(Number(a[0]))),
+  mod: (a) => (typeof a[0] === 'bigint' && typeof a[1] === 'bigint' ? a[0] % a[1] : Number(a[0]) % Number(a[1])),
+  sqrt: (a) => Math.sqrt(Number(a[0])),
+  power: (a) => Number(a[0]) ** Number(a[1]),
+  pi: () => Math.PI,
+  random: () => Math.random(),
+  now: (_a, ctx) => formatTimestamp('timestamptz', ctx.session.now),
+  transaction_timestamp: (_a, ctx) => formatTimestamp('timestamptz', ctx.session.now),
+  statement_timestamp: (_a, ctx) => formatTimestamp('timestamptz', ctx.session.now),
+  clock_timestamp: () => formatTimestamp('timestamptz', new Date()),
+  gen_random_uuid: () => crypto.randomUUID(),
+  version: () => 'PostgreSQL 15.2-tessera on x86_64-pc-linux-gnu, compiled by tessera (a YugabyteDB-style lab), 64-bit',
+  current_database: (_a, ctx) => ctx.session.database,
+  current_schema: () => 'public',
+  current_user: (_a, ctx) => ctx.session.user,
+  session_user: (_a, ctx) => ctx.session.user,
+  pg_backend_pid: (_a, ctx) => BigInt(ctx.session.pid),
+  current_setting: (a, ctx) => {
+    const v = ctx.session.settings.get(text(a[0]!).toLowerCase());
+    if (v === undefined) throw new SqlError(SqlState.UNDEFINED_OBJECT, `unrecognized configuration parameter "${text(a[0]!)}"`);
+    return v;
+  },
+  nextval: (a, ctx) => ctx.nextval(text(a[0]!)),
+  encode: (a) => Buffer.from(a[0] instanceof Uint8Array ? a[0] : Buffer.from(text(a[0]!))).toString(text(a[1]!) === 'base64' ? 'base64' : 'hex'),
+  decode: (a) => Uint8Array.from(Buffer.from(text(a[0]!), text(a[1]!) === 'base64' ? 'base64' : 'hex')),
+  'dbms_random.string': (a, ctx) => {
+    needExtension(ctx, 'orafce', 'dbms_random.string');
+    return dbmsRandomString(text(a[0]!), int(a[1]!));
+  },
+  'dbms_random.value': (a, ctx) => {
+    needExtension(ctx, 'orafce', 'dbms_random.value');
+    const lo = a.length >= 2 ? Number(a[0]) : 0;
+    const hi = a.length >= 2 ? Number(a[1]) : 1;
+    return lo + Math.random() * (hi - lo);
+  },
+  gen_random_bytes: (a, ctx) => {
+    needExtension(ctx, 'pgcrypto', 'gen_random_bytes');
+    return Uint8Array.from(crypto.randomBytes(int(a[0]!)));
+  },
+};
+
+/** Characters (code points), not UTF-16 units; the common case without surrogate pairs is just .length. */
+export function charLength(s: string): number {
+  return /[\uD800-\uDFFF]/.test(s) ? [...s].length : s.length;
+}
+
+function substr(s: string, start: number, len?: number): string {
+  const chars = [...s];
+  const from = Math.max(start, 1) - 1;
+  const end = len === undefined ? chars.length : Math.max(start + len - 1, 0);
+  if (len !== undefined && len < 0) throw new SqlError(SqlState.INVALID_PARAMETER, 'negative substring length not allowed');
+  return chars.slice(from, end).join('');
+}
+
+/** Functions registered by other files (the pg_catalog functions, which need the catalog). */
+const EXTRA = new Map<string, Fn>();
+export function registerFunction(name: string, fn: Fn): void {
+  EXTRA.set(name, fn);
+}
+
+/** Strict functions return null on a null argument, as PostgreSQL's do (concat and a few others are not strict). */
+const NOT_STRICT = new Set(['concat', 'now', 'random', 'version', 'current_database', 'current_schema', 'current_user', 'session_user', 'pg_backend_pid', 'gen_random_uuid', 'pi', 'clock_timestamp', 'transaction_timestamp', 'statement_timestamp', 'dbms_random.value', 'pg_get_expr', 'format_type']);
+
+export function callFunction(name: string, args: SqlValue[], ctx: EvalContext): SqlValue {
+  const f = FUNCTIONS[name] ?? EXTRA.get(name);
+  if (!f) throw new SqlError(SqlState.UNDEFINED_FUNCTION, `function ${name}() does not exist`);
+  if (!NOT_STRICT.has(name) && args.some((a) => a === null)) return null;
+  return f(args, ctx);
+}
+
+export function functionExists(name: string): boolean {
+  return name in FUNCTIONS || EXTRA.has(name) || AGGREGATES.has(name);
+}

@@ -1,0 +1,190 @@
+/**
+ * A small pg_catalog / information_schema over tessera's catalog: the relations and functions psql
+ * (\dt, \d NAME, \l) and drivers read, built from the SQL catalog's table definitions when a statement
+ * names them, and queried by the executor like any table. Only the columns those clients read exist.
+ */
+import type { SqlCatalog, SqlTableDef } from './catalog';
+import { registerFunction } from './functions';
+import type { EvalContext, ScopeColumn, Tuple } from './scope';
+import { TYPES, typeByOid, textOf, type SqlTypeName, type SqlValue } from './sql-types';
+import type { LoadedRelation } from './select';
+
+export const PUBLIC_NAMESPACE_OID = 2200n;
+export const PG_CATALOG_NAMESPACE_OID = 11n;
+export const INFORMATION_SCHEMA_OID = 13000n;
+export const DATABASE_OID = 16384n;
+export const BOOTSTRAP_USER_OID = 10n;
+const HEAP_AM_OID = 2n;
+const LSM_AM_OID = 9900n;
+
+type ColSpec = [string, SqlTypeName];
+
+interface VirtualTable {
+  columns: ColSpec[];
+  rows: (defs: SqlTableDef[], ctx: EvalContext) => SqlValue[][];
+}
+
+const n = (v: number | bigint): bigint => BigInt(v);
+/** The definitions the last catalog relation was built from (pg_get_indexdef reads them: it has no catalog access of its own). */
+let lastDefs: SqlTableDef[] = [];
+const indexOid = (d: SqlTableDef): bigint => n(d.oid) + 1n;
+
+const TABLES: Record<string, VirtualTable> = {
+  pg_namespace: {
+    columns: [['oid', 'oid'], ['nspname', 'name'], ['nspowner', 'oid'], ['nspacl', 'text']],
+    rows: () => [[PG_CATALOG_NAMESPACE_OID, 'pg_catalog', BOOTSTRAP_USER_OID, null], [PUBLIC_NAMESPACE_OID, 'public', BOOTSTRAP_USER_OID, null], [INFORMATION_SCHEMA_OID, 'information_schema', BOOTSTRAP_USER_OID, null]],
+  },
+  pg_am: {
+    columns: [['oid', 'oid'], ['amname', 'name'], ['amtype', 'char']],
+    rows: () => [[HEAP_AM_OID, 'heap', 't'], [LSM_AM_OID, 'lsm', 'i']],
+  },
+  pg_class: {
+    columns: [
+      ['oid', 'oid'], ['relname', 'name'], ['relnamespace', 'oid'], ['reltype', 'oid'], ['reloftype', 'oid'], ['relowner', 'oid'], ['relam', 'oid'],
+      ['reltablespace', 'oid'], ['reltuples', 'float4'], ['relhasindex', 'bool'], ['relpersistence', 'char'], ['relkind', 'char'], ['relnatts', 'int2'],
+      ['relchecks', 'int2'], ['relhasrules', 'bool'], ['relhastriggers', 'bool'], ['relrowsecurity', 'bool'], ['relforcerowsecurity', 'bool'],
+      ['relispartition', 'bool'], ['relreplident', 'char'], ['reloptions', 'text'], ['relacl', 'text'], ['relpartbound', 'text'], ['relhasoids', 'bool'], ['relpages', 'int4'], ['relallvisible', 'int4'], ['reltoastrelid', 'oid'], ['relhassubclass', 'bool'], ['relisshared', 'bool'],
+    ],
+    rows: (defs) => defs.flatMap((d) => {
+      const visible = d.columns.filter((c) => !c.hidden).length;
+      const table: SqlValue[] = [n(d.oid), d.name, PUBLIC_NAMESPACE_OID, 0n, 0n, BOOTSTRAP_USER_OID, HEAP_AM_OID, 0n, -1, d.hasPrimaryKey, 'p', 'r', n(visible), 0n, false, false, false, false, false, 'd', null, null, null, false, 0n, 0n, 0n, false, false];
+      if (!d.hasPrimaryKey) return [table];
+      const pkey: SqlValue[] = [indexOid(d), `${d.name}_pkey`, PUBLIC_NAMESPACE_OID, 0n, 0n, BOOTSTRAP_USER_OID, LSM_AM_OID, 0n, -1, false, 'p', 'i', n(d.hash.length + d.range.length), 0n, false, false, false, false, false, 'n', null, null, null, false, 0n, 0n, 0n, false, false];
+      return [table, pkey];
+    }),
+  },
+  pg_attribute: {
+    columns: [['attrelid', 'oid'], ['attname', 'name'], ['atttypid', 'oid'], ['attnum', 'int2'], ['atttypmod', 'int4'], ['attnotnull', 'bool'], ['atthasdef', 'bool'], ['attisdropped', 'bool'], ['attidentity', 'char'], ['attgenerated', 'char'], ['attcollation', 'oid'], ['attlen', 'int2'], ['attstorage', 'char'], ['attcompression', 'char'], ['attstattarget', 'int4'], ['attfdwoptions', 'text'], ['attndims', 'int4'], ['attislocal', 'bool'], ['attinhcount', 'int4']],
+    rows: (defs) => defs.flatMap((d) => {
+      const cols = d.columns.filter((c) => !c.hidden).map((c, i): SqlValue[] => [n(d.oid), c.name, n(TYPES[c.type].oid), n(i + 1), n(c.typmod >= 0 ? c.typmod + 4 : -1), c.notNull, c.defaultSql !== undefined, false, '', '', isText(c.type) ? 100n : 0n, n(TYPES[c.type].size), 'p', '', -1n, null, 0n, true, 0n]);
+      const keyCols = [...d.hash, ...d.range].map((k, i): SqlValue[] => {
+        const c = d.columns.find((x) => x.name === k)!;
+        return [indexOid(d), k, n(TYPES[c.type].oid), n(i + 1), -1n, false, false, false, '', '', 0n, n(TYPES[c.type].size), 'p', '', -1n, null, 0n, true, 0n];
+      });
+      return d.hasPrimaryKey ? [...cols, ...keyCols] : cols;
+    }),
+  },
+  pg_attrdef: {
+    columns: [['oid', 'oid'], ['adrelid', 'oid'], ['adnum', 'int2'], ['adbin', 'text']],
+    rows: (defs) => defs.flatMap((d) => d.columns.filter((c) => !c.hidden).flatMap((c, i) => (c.defaultSql !== undefined ? [[n(d.oid * 100 + i), n(d.oid), n(i + 1), c.defaultSql]] : []))),
+  },
+  pg_type: {
+    columns: [['oid', 'oid'], ['typname', 'name'], ['typnamespace', 'oid'], ['typlen', 'int2'], ['typtype', 'char'], ['typnotnull', 'bool'], ['typbasetype', 'oid'], ['typelem', 'oid'], ['typrelid', 'oid'], ['typcollation', 'oid']],
+    rows: () => Object.entries(TYPES).filter(([k]) => k !== 'unknown').map(([k, t]) => [n(t.oid), k, PG_CATALOG_NAMESPACE_OID, n(t.size), 'b', false, 0n, 0n, 0n, isText(k as SqlTypeName) ? 100n : 0n]),
+  },
+  pg_database: {
+    columns: [['oid', 'oid'], ['datname', 'name'], ['datdba', 'oid'], ['encoding', 'int4'], ['datcollate', 'text'], ['datctype', 'text'], ['datacl', 'text'], ['datistemplate', 'bool'], ['datallowconn', 'bool'], ['datlocprovider', 'char'], ['daticulocale', 'text'], ['daticurules', 'text'], ['datconnlimit', 'int4']],
+    rows: () => ['yugabyte', 'postgres'].map((name, i) => [DATABASE_OID + n(i), name, BOOTSTRAP_USER_OID, 6n, 'C.UTF-8', 'C.UTF-8', null, false, true, 'c', null, null, -1n]),
+  },
+  pg_index: {
+    columns: [['indexrelid', 'oid'], ['indrelid', 'oid'], ['indnatts', 'int2'], ['indisunique', 'bool'], ['indisprimary', 'bool'], ['indisclustered', 'bool'], ['indisvalid', 'bool'], ['indisreplident', 'bool'], ['indimmediate', 'bool'], ['indnullsnotdistinct', 'bool'], ['indisexclusion', 'bool'], ['indkey', 'text'], ['indexprs', 'text'], ['indpred', 'text']],
+    rows: (defs) => defs.filter((d) => d.hasPrimaryKey).map((d) => [indexOid(d), n(d.oid), n(d.hash.length + d.range.length), true, true, false, true, false, true, false, false, [...d.hash, ...d.range].map((k) => d.columns.filter((c) => !c.hidden).findIndex((c) => c.name === k) + 1).join(' '), null, null]),
+  },
+  pg_constraint: {
+    columns: [['oid', 'oid'], ['conname', 'name'], ['connamespace', 'oid'], ['contype', 'char'], ['conrelid', 'oid'], ['conindid', 'oid'], ['confrelid', 'oid'], ['condeferrable', 'bool'], ['condeferred', 'bool'], ['convalidated', 'bool'], ['conislocal', 'bool'], ['conparentid', 'oid'], ['conkey', 'text']],
+    rows: (defs) => defs.filter((d) => d.hasPrimaryKey).map((d) => [indexOid(d) + 1n, `${d.name}_pkey`, PUBLIC_NAMESPACE_OID, 'p', n(d.oid), indexOid(d), 0n, false, false, true, true, 0n, null]),
+  },
+  pg_roles: {
+    columns: [['oid', 'oid'], ['rolname', 'name'], ['rolsuper', 'bool'], ['rolinherit', 'bool'], ['rolcreaterole', 'bool'], ['rolcreatedb', 'bool'], ['rolcanlogin', 'bool'], ['rolreplication', 'bool'], ['rolconnlimit', 'int4'], ['rolvaliduntil', 'timestamptz'], ['rolbypassrls', 'bool'], ['rolconfig', 'text']],
+    rows: () => [[BOOTSTRAP_USER_OID, 'yugabyte', true, true, true, true, true, true, -1n, null, true, null], [BOOTSTRAP_USER_OID + 1n, 'postgres', true, true, true, true, true, true, -1n, null, true, null]],
+  },
+  pg_extension: {
+    columns: [['oid', 'oid'], ['extname', 'name'], ['extversion', 'text'], ['extnamespace', 'oid']],
+    rows: (_d, ctx) => [['plpgsql', '1.0'], ...[...ctx.session.extensions].map((e) => [e, '1.0'])].map(([e, v], i) => [n(13500 + i), e!, v!, PUBLIC_NAMESPACE_OID]),
+  },
+  pg_settings: {
+    columns: [['name', 'text'], ['setting', 'text']],
+    rows: (_d, ctx) => [...ctx.session.settings.entries()].map(([k, v]) => [k, v]),
+  },
+  pg_collation: { columns: [['oid', 'oid'], ['collname', 'name'], ['collnamespace', 'oid']], rows: () => [[100n, 'default', PG_CATALOG_NAMESPACE_OID]] },
+  pg_description: { columns: [['objoid', 'oid'], ['classoid', 'oid'], ['objsubid', 'int4'], ['description', 'text']], rows: () => [] },
+  pg_inherits: { columns: [['inhrelid', 'oid'], ['inhparent', 'oid'], ['inhseqno', 'int4'], ['inhdetachpending', 'bool']], rows: () => [] },
+  pg_partitioned_table: { columns: [['partrelid', 'oid'], ['partstrat', 'char']], rows: () => [] },
+  pg_trigger: { columns: [['oid', 'oid'], ['tgrelid', 'oid'], ['tgname', 'name'], ['tgisinternal', 'bool'], ['tgenabled', 'char'], ['tgparentid', 'oid']], rows: () => [] },
+  pg_policy: { columns: [['oid', 'oid'], ['polname', 'name'], ['polrelid', 'oid'], ['polpermissive', 'bool'], ['polroles', 'text'], ['polqual', 'text'], ['polwithcheck', 'text'], ['polcmd', 'char']], rows: () => [] },
+  pg_statistic_ext: { columns: [['oid', 'oid'], ['stxrelid', 'oid'], ['stxname', 'name'], ['stxnamespace', 'oid'], ['stxkind', 'text'], ['stxkeys', 'text'], ['stxstattarget', 'int4']], rows: () => [] },
+  pg_publication: { columns: [['oid', 'oid'], ['pubname', 'name'], ['puballtables', 'bool']], rows: () => [] },
+  pg_publication_rel: { columns: [['oid', 'oid'], ['prpubid', 'oid'], ['prrelid', 'oid'], ['prqual', 'text'], ['prattrs', 'text']], rows: () => [] },
+  pg_publication_namespace: { columns: [['oid', 'oid'], ['pnpubid', 'oid'], ['pnnspid', 'oid']], rows: () => [] },
+  pg_rewrite: { columns: [['oid', 'oid'], ['rulename', 'name'], ['ev_class', 'oid']], rows: () => [] },
+  pg_foreign_table: { columns: [['ftrelid', 'oid'], ['ftserver', 'oid'], ['ftoptions', 'text']], rows: () => [] },
+  pg_sequence: { columns: [['seqrelid', 'oid'], ['seqtypid', 'oid'], ['seqstart', 'int8'], ['seqincrement', 'int8'], ['seqmax', 'int8'], ['seqmin', 'int8'], ['seqcache', 'int8'], ['seqcycle', 'bool']], rows: () => [] },
+  pg_tablespace: { columns: [['oid', 'oid'], ['spcname', 'name']], rows: () => [[1663n, 'pg_default']] },
+  'information_schema.tables': {
+    columns: [['table_catalog', 'name'], ['table_schema', 'name'], ['table_name', 'name'], ['table_type', 'text']],
+    rows: (defs, ctx) => defs.map((d) => [ctx.session.database, 'public', d.name, 'BASE TABLE']),
+  },
+  'information_schema.columns': {
+    columns: [['table_catalog', 'name'], ['table_schema', 'name'], ['table_name', 'name'], ['column_name', 'name'], ['ordinal_position', 'int4'], ['column_default', 'text'], ['is_nullable', 'text'], ['data_type', 'text'], ['character_maximum_length', 'int4']],
+    rows: (defs, ctx) => defs.flatMap((d) => d.columns.filter((c) => !c.hidden).map((c, i) => [ctx.session.database, 'public', d.name, c.name, n(i + 1), c.defaultSql ?? null, c.notNull ? 'NO' : 'YES', TYPES[c.type].display, c.typmod >= 0 ? n(c.typmod) : null])),
+  },
+};
+
+function isText(t: SqlTypeName): boolean {
+  return t === 'text' || t === 'varchar' || t === 'bpchar' || t === 'name';
+}
+
+function key(schema: string | undefined, name: string): string | undefined {
+  if (schema === 'information_schema') return `information_schema.${name}`;
+  if (schema !== undefined && schema !== 'pg_catalog') return undefined;
+  return name in TABLES ? name : undefined;
+}
+
+export function isVirtualRelation(schema: string | undefined, name: string): boolean {
+  const k = key(schema, name);
+  return k !== undefined && k in TABLES;
+}
+
+export async function virtualRelation(schema: string | undefined, name: string, catalog: SqlCatalog, ctx: EvalContext): Promise<LoadedRelation> {
+  const t = TABLES[key(schema, name)!]!;
+  const defs = await catalog.list();
+  lastDefs = defs;
+  const columns: ScopeColumn[] = t.columns.map(([c, type]) => ({ rel: name, name: c, type }));
+  const rows: Tuple[] = t.rows(defs, ctx);
+  return { columns, rows };
+}
+
+// pg_catalog functions psql and drivers call.
+registerFunction('pg_table_is_visible', () => true);
+registerFunction('pg_type_is_visible', () => true);
+registerFunction('pg_get_userbyid', (a) => (a[0] === BOOTSTRAP_USER_OID ? 'yugabyte' : 'postgres'));
+registerFunction('pg_encoding_to_char', () => 'UTF8');
+registerFunction('obj_description', () => null);
+registerFunction('col_description', () => null);
+registerFunction('shobj_description', () => null);
+registerFunction('pg_get_expr', (a) => (a[0] === null ? null : textOf(a[0])));
+registerFunction('pg_is_in_recovery', () => false);
+registerFunction('has_table_privilege', () => true);
+registerFunction('has_schema_privilege', () => true);
+registerFunction('has_database_privilege', () => true);
+registerFunction('pg_get_indexdef', (a) => {
+  const d = lastDefs.find((x) => indexOid(x) === a[0]);
+  if (!d) return null;
+  const cols = [...(d.hash.length > 0 ? [`${d.hash.length > 1 ? `(${d.hash.join(', ')})` : d.hash[0]} HASH`] : []), ...d.range.map((r) => `${r} ASC`)];
+  return `CREATE UNIQUE INDEX ${d.name}_pkey ON public.${d.name} USING lsm (${cols.join(', ')})`;
+});
+registerFunction('pg_get_constraintdef', () => null);
+registerFunction('array_to_string', (a) => (a[0] === null ? null : textOf(a[0])));
+registerFunction('pg_size_pretty', (a) => `${textOf(a[0]!)} bytes`);
+registerFunction('format_type', (a) => {
+  if (a[0] === null) return null;
+  const t = typeByOid(Number(a[0]));
+  if (!t) return '???';
+  const mod = a[1] === null || a[1] === undefined ? -1 : Number(a[1]);
+  const base = TYPES[t].display;
+  return mod > 4 && (t === 'varchar' || t === 'bpchar') ? `${base}(${mod - 4})` : base;
+});
+registerFunction('pg_relation_is_publishable', () => false);
+registerFunction('array_upper', (a) => BigInt(parseArrayLength(a[0]!)));
+registerFunction('array_length', (a) => BigInt(parseArrayLength(a[0]!)));
+registerFunction('pg_get_statisticsobjdef_columns', () => null);
+registerFunction('pg_get_partkeydef', () => null);
+registerFunction('pg_get_viewdef', () => null);
+registerFunction('pg_get_triggerdef', () => null);
+registerFunction('pg_tablespace_location', () => '');
+registerFunction('quote_ident', (a) => { const t = textOf(a[0]!); return /^[a-z_][a-z0-9_]*$/.test(t) ? t : `"${t.replace(/"/g, '""')}"`; });
+
+function parseArrayLength(v: SqlValue): number {
+  const t = textOf(v).replace(/^\{|\}$/g, '');
+  return t === '' ? 0 : t.split(',').length;
+}

@@ -1,0 +1,432 @@
+/**
+ * SELECT: FROM (tables, generate_series, subqueries, joins) -> WHERE -> GROUP BY / aggregates ->
+ * HAVING -> target list -> DISTINCT -> ORDER BY -> LIMIT/OFFSET. Base tables were read before the
+ * statement runs (relations.ts: point reads and range scans from key predicates, else full scans),
+ * so everything here is synchronous and in memory, bounded by ysql_rows_in_memory_max.
+ */
+import type { Node } from '../sql-parser';
+import { newAccumulator, aggregateType, type Accumulator } from './aggregates';
+import { baseName, names, syntax } from './ast';
+import { compareValues, compileExpr, truth, type CompileEnv, type SubPlan } from './expr';
+import { Scope, type Compiled, type EvalContext, type ScopeColumn, type Tuple } from './scope';
+import { notSupported, SqlError, SqlState } from './sql-error';
+import { coerce, textOf, type SqlTypeName, type SqlValue } from './sql-types';
+
+export interface LoadedRelation {
+  columns: ScopeColumn[];
+  rows: Tuple[];
+  tableOid?: number;
+}
+
+export interface PlanEnv {
+  paramTypes: SqlTypeName[];
+  /** Rows of each base table reference (keyed by its RangeVar node), read before the statement runs. */
+  relation: (rangeVar: object) => LoadedRelation;
+  rowsMax: number;
+}
+
+export interface OutputField {
+  name: string;
+  type: SqlTypeName;
+  tableOid: number;
+  attnum: number;
+}
+
+export interface SelectPlan {
+  fields: OutputField[];
+  run: (ctx: EvalContext) => Tuple[];
+  /** The same, yielding to the event loop between slices of work (top-level statements use it). */
+  runAsync?: (ctx: EvalContext) => Promise<Tuple[]>;
+  /**
+   * Rows in chunks of about STREAM_CHUNK_BYTES as they are computed (no ORDER BY, DISTINCT, LIMIT or
+   * OFFSET): INSERT … SELECT writes one chunk while the next is computed.
+   */
+  stream?: (ctx: EvalContext, onChunk: (rows: Tuple[]) => Promise<void>) => Promise<void>;
+}
+
+/** Size of one streamed chunk of rows (strings and bytes counted). */
+export const STREAM_CHUNK_BYTES = 8 * 1024 * 1024;
+/** Rows of one streamed chunk at most. */
+export const STREAM_CHUNK_ROWS = 5000;
+
+function approxBytes(row: Tuple): number {
+  let n = 16;
+  for (const v of row) n += typeof v === 'string' ? v.length : v instanceof Uint8Array ? v.length : 8;
+  return n;
+}
+
+/** Longest stretch of projection work between two yields to the event loop. */
+export const PROJECTION_SLICE_MS = 20;
+
+type SelectStmt = Extract<Node, { SelectStmt: unknown }>['SelectStmt'];
+
+interface FromItem {
+  columns: ScopeColumn[];
+  rows: (ctx: EvalContext) => Tuple[];
+}
+
+function limitRows(rows: number, max: number): void {
+  if (rows > max) throw new SqlError(SqlState.PROGRAM_LIMIT, `statement holds more than ${max} rows in memory (ysql_rows_in_memory_max)`);
+}
+
+function compileEnv(env: PlanEnv, aggregate?: CompileEnv['aggregate']): CompileEnv {
+  return {
+    paramTypes: env.paramTypes,
+    subquery: (sel: Node, scope: Scope): SubPlan => {
+      if (!('SelectStmt' in sel)) throw notSupported('this subquery');
+      const p = compileSelect(sel.SelectStmt, env, scope);
+      return { columns: p.fields.length, type: p.fields[0]?.type ?? 'text', run: p.run };
+    },
+    ...(aggregate ? { aggregate } : {}),
+  };
+}
+
+function aliasName(alias: { aliasname?: string } | undefined, dflt: string): string {
+  return alias?.aliasname ?? dflt;
+}
+
+function renameColumns(cols: ScopeColumn[], rel: string, colnames: Node[] | undefined): ScopeColumn[] {
+  const renames = names(colnames);
+  return cols.map((c, i) => ({ ...c, rel, name: renames[i] ?? c.name }));
+}
+
+function generateSeries(fn: Extract<Node, { FuncCall: unknown }>['FuncCall'], env: PlanEnv, outer: Scope | undefined): { type: SqlTypeName; rows: (ctx: EvalContext) => Tuple[] } {
+  const args = (fn.args ?? []).map((a) => compileExpr(a, new Scope([], outer), compileEnv(env)));
+  if (args.length < 2 || args.length > 3) throw new SqlError(SqlState.UNDEFINED_FUNCTION, 'generate_series takes 2 or 3 arguments');
+  return {
+    type: 'int4',
+    rows: (ctx) => {
+      const [a, b, s] = args.map((x) => x.eval([], ctx));
+      if (a === null || b === null || s === null) return [];
+      const from = coerce(a, 'int8') as bigint;
+      const to = coerce(b, 'int8') as bigint;
+      const step = s === undefined ? 1n : (coerce(s, 'int8') as bigint);
+      if (step === 0n) throw new SqlError(SqlState.INVALID_PARAMETER, 'step size cannot equal zero');
+      const n = step > 0n ? (to >= from ? (to - from) / step + 1n : 0n) : from >= to ? (from - to) / -step + 1n : 0n;
+      limitRows(Number(n), env.rowsMax);
+      const out: Tuple[] = [];
+      for (let v = from, i = 0n; i < n; i++, v += step) out.push([v]);
+      return out;
+    },
+  };
+}
+
+function fromItem(n: Node, env: PlanEnv, outer: Scope | undefined): FromItem {
+  if ('RangeVar' in n) {
+    const rel = env.relation(n.RangeVar);
+    const name = aliasName(n.RangeVar.alias, n.RangeVar.relname ?? '');
+    const columns = renameColumns(rel.columns, name, n.RangeVar.alias?.colnames);
+    return { columns, rows: () => rel.rows };
+  }
+  if ('RangeFunction' in n) {
+    const rf = n.RangeFunction;
+    if (rf.lateral) throw notSupported('LATERAL');
+    const first = rf.functions?.[0];
+    const call = first && 'List' in first ? first.List.items?.[0] : undefined;
+    if (!call || !('FuncCall' in call)) throw notSupported('this function in FROM');
+    const fname = baseName(call.FuncCall.funcname);
+    if (fname !== 'generate_series') throw notSupported(`function ${fname} in FROM (only generate_series)`);
+    const g = generateSeries(call.FuncCall, env, outer);
+    const rel = aliasName(rf.alias, fname);
+    const colName = names(rf.alias?.colnames)[0] ?? rel;
+    return { columns: [{ rel, name: colName, type: g.type }], rows: g.rows };
+  }
+  if ('RangeSubselect' in n) {
+    const sub = n.RangeSubselect;
+    if (sub.lateral) throw notSupported('LATERAL');
+    if (!sub.subquery || !('SelectStmt' in sub.subquery)) throw notSupported('this subquery in FROM');
+    const p = compileSelect(sub.subquery.SelectStmt, env, outer);
+    const rel = aliasName(sub.alias, '');
+    const columns = renameColumns(p.fields.map((f) => ({ rel, name: f.name, type: f.type })), rel, sub.alias?.colnames);
+    return { columns, rows: (ctx) => p.run(ctx) };
+  }
+  if ('JoinExpr' in n) return joinItem(n.JoinExpr, env, outer);
+  throw notSupported(`this FROM item`);
+}
+
+function joinItem(j: Extract<Node, { JoinExpr: unknown }>['JoinExpr'], env: PlanEnv, outer: Scope | undefined): FromItem {
+  const l = fromItem(j.larg!, env, outer);
+  const r = fromItem(j.rarg!, env, outer);
+  const columns = [...l.columns, ...r.columns];
+  const kind = j.jointype ?? 'JOIN_INNER';
+  if (kind !== 'JOIN_INNER' && kind !== 'JOIN_LEFT' && kind !== 'JOIN_RIGHT') throw notSupported(`${kind.replace('JOIN_', '')} JOIN`);
+  if (j.usingClause || j.isNatural) throw notSupported('JOIN USING / NATURAL JOIN');
+  const scope = new Scope(columns, outer);
+  const qual = j.quals ? compileExpr(j.quals, scope, compileEnv(env)) : undefined;
+  const nullsL = l.columns.map(() => null);
+  const nullsR = r.columns.map(() => null);
+  return {
+    columns,
+    rows: (ctx) => {
+      const ls = l.rows(ctx);
+      const rs = r.rows(ctx);
+      const out: Tuple[] = [];
+      const outerSide = kind === 'JOIN_RIGHT' ? rs : ls;
+      for (const o of outerSide) {
+        let matched = false;
+        for (const i of kind === 'JOIN_RIGHT' ? ls : rs) {
+          const row = kind === 'JOIN_RIGHT' ? [...i, ...o] : [...o, ...i];
+          if (!qual || truth(qual.eval(row, ctx)) === true) {
+            matched = true;
+            out.push(row);
+            limitRows(out.length, env.rowsMax);
+          }
+        }
+        if (!matched && kind === 'JOIN_LEFT') out.push([...o, ...nullsR]);
+        if (!matched && kind === 'JOIN_RIGHT') out.push([...nullsL, ...o]);
+      }
+      return out;
+    },
+  };
+}
+
+function crossJoin(items: FromItem[], env: PlanEnv): FromItem {
+  if (items.length === 0) return { columns: [], rows: () => [[]] };
+  return items.reduce((a, b) => ({
+    columns: [...a.columns, ...b.columns],
+    rows: (ctx) => {
+      const out: Tuple[] = [];
+      const bs = b.rows(ctx);
+      for (const x of a.rows(ctx)) for (const y of bs) {
+        out.push([...x, ...y]);
+        limitRows(out.length, env.rowsMax);
+      }
+      return out;
+    },
+  }));
+}
+
+interface Target {
+  compiled: Compiled;
+  field: OutputField;
+}
+
+function expandTargets(list: Node[], scope: Scope, cenv: CompileEnv, relOids: Map<string, number>): Target[] {
+  const out: Target[] = [];
+  for (const t of list) {
+    if (!('ResTarget' in t)) throw syntax('malformed target list');
+    const val = t.ResTarget.val!;
+    if ('ColumnRef' in val && val.ColumnRef.fields?.some((f) => 'A_Star' in f)) {
+      const parts = names(val.ColumnRef.fields);
+      const rel = parts.length > 1 ? parts[parts.length - 2] : undefined;
+      let any = false;
+      scope.columns.forEach((c, i) => {
+        if (c.hidden || (rel !== undefined && c.rel !== rel)) return;
+        any = true;
+        out.push({ compiled: { type: c.type, name: c.name, eval: (row) => row[i] ?? null }, field: { name: c.name, type: c.type, tableOid: relOids.get(c.rel) ?? 0, attnum: 0 } });
+      });
+      if (!any && rel !== undefined) throw new SqlError(SqlState.UNDEFINED_TABLE, `missing FROM-clause entry for table "${rel}"`);
+      continue;
+    }
+    const c = compileExpr(val, scope, cenv);
+    const type = c.type === 'unknown' ? 'text' : c.type;
+    out.push({ compiled: c, field: { name: t.ResTarget.name ?? c.name, type, tableOid: 0, attnum: 0 } });
+  }
+  return out;
+}
+
+interface AggSlot {
+  fn: string;
+  arg?: Compiled;
+  star: boolean;
+  distinct: boolean;
+  separator?: string;
+}
+
+/** A SELECT's plan. `outer` is the enclosing query's scope (correlated subqueries). */
+export function compileSelect(sel: SelectStmt, env: PlanEnv, outer?: Scope): SelectPlan {
+  if (sel.op && sel.op !== 'SETOP_NONE') return setOpPlan(sel, env, outer);
+  if (sel.withClause) throw notSupported('WITH');
+  if (sel.valuesLists) return valuesPlan(sel.valuesLists, env, outer);
+  const from = crossJoin((sel.fromClause ?? []).map((f) => fromItem(f, env, outer)), env);
+  const scope = new Scope(from.columns, outer);
+  const relOids = new Map<string, number>();
+  const baseEnv = compileEnv(env);
+  const where = sel.whereClause ? compileExpr(sel.whereClause, scope, baseEnv) : undefined;
+
+  const slots: AggSlot[] = [];
+  const base = from.columns.length;
+  const aggregate: CompileEnv['aggregate'] = (call) => {
+    if (!('FuncCall' in call)) throw syntax('malformed aggregate');
+    const f = call.FuncCall;
+    const fn = baseName(f.funcname);
+    const args = (f.args ?? []).map((a) => compileExpr(a, scope, baseEnv));
+    const sep = fn === 'string_agg' && f.args?.[1] && 'A_Const' in f.args[1] ? f.args[1].A_Const.sval?.sval : undefined;
+    const slot = slots.length;
+    slots.push({ fn, ...(args[0] ? { arg: args[0] } : {}), star: f.agg_star === true, distinct: f.agg_distinct === true, ...(sep !== undefined ? { separator: sep } : {}) });
+    return { type: aggregateType(fn, args[0]?.type), name: fn, eval: (row) => row[base + slot] ?? null };
+  };
+  const aggEnv = compileEnv(env, aggregate);
+  const targets = expandTargets(sel.targetList ?? [], scope, aggEnv, relOids);
+  const having = sel.havingClause ? compileExpr(sel.havingClause, scope, aggEnv) : undefined;
+  const groupExprs = (sel.groupClause ?? []).map((g) => groupExpr(g, targets, scope, baseEnv));
+  const sorts = (sel.sortClause ?? []).map((s) => sortKey(s, targets, scope, aggEnv));
+  const grouped = slots.length > 0 || groupExprs.length > 0;
+  const distinct = sel.distinctClause !== undefined;
+  if (sel.distinctClause && sel.distinctClause.some((d) => Object.keys(d).length > 0)) throw notSupported('DISTINCT ON');
+  const limit = sel.limitCount ? compileExpr(sel.limitCount, new Scope([], outer), baseEnv) : undefined;
+  const offset = sel.limitOffset ? compileExpr(sel.limitOffset, new Scope([], outer), baseEnv) : undefined;
+
+  type Projected = { out: Tuple; keys: SqlValue[] };
+  const source = (ctx: EvalContext): Tuple[] => {
+    let rows = from.rows(ctx);
+    if (where) rows = rows.filter((r) => truth(where.eval(r, ctx)) === true);
+    if (grouped) rows = aggregateRows(rows, groupExprs, slots, base, ctx, groupExprs.length === 0);
+    if (having) rows = rows.filter((r) => truth(having.eval(r, ctx)) === true);
+    return rows;
+  };
+  const project = (r: Tuple, ctx: EvalContext): Projected => {
+    const out = targets.map((t) => t.compiled.eval(r, ctx));
+    return { out, keys: sorts.map((s) => (s.output !== undefined ? out[s.output]! : s.expr.eval(r, ctx))) };
+  };
+  const finish = (projected: Projected[], ctx: EvalContext): Tuple[] => {
+    let out = projected;
+    if (distinct) {
+      const seen = new Set<string>();
+      out = out.filter((o) => { const k = JSON.stringify(o.out.map((v) => (v === null ? null : textOf(v)))); if (seen.has(k)) return false; seen.add(k); return true; });
+    }
+    if (sorts.length > 0) out.sort((a, b) => {
+      for (let i = 0; i < sorts.length; i++) {
+        const x = a.keys[i]!;
+        const y = b.keys[i]!;
+        const s = sorts[i]!;
+        if (x === null || y === null) {
+          if (x === y) continue;
+          return (x === null) === s.nullsFirst ? -1 : 1;
+        }
+        const c = compareValues(x, y);
+        if (c !== 0) return s.desc ? -c : c;
+      }
+      return 0;
+    });
+    let result = out.map((o) => o.out);
+    const off = offset ? Number(coerce(offset.eval([], ctx), 'int8') ?? 0) : 0;
+    const lim = limit ? limit.eval([], ctx) : null;
+    if (off > 0 || lim !== null) result = result.slice(off, lim === null ? undefined : off + Number(coerce(lim, 'int8')));
+    return result;
+  };
+  return {
+    fields: targets.map((t) => t.field),
+    run: (ctx) => finish(source(ctx).map((r) => project(r, ctx)), ctx),
+    runAsync: async (ctx) => {
+      // The projection is where the work is (dbms_random.string of 1 MiB per row): yield to the event
+      // loop every PROJECTION_SLICE_MS so the tserver sharing this process keeps serving (Raft, heartbeats).
+      const rows = source(ctx);
+      const out: Projected[] = [];
+      let slice = performance.now();
+      for (const r of rows) {
+        out.push(project(r, ctx));
+        if (performance.now() - slice > PROJECTION_SLICE_MS) {
+          await new Promise((res) => setImmediate(res));
+          slice = performance.now();
+        }
+      }
+      return finish(out, ctx);
+    },
+    ...(!distinct && sorts.length === 0 && !limit && !offset
+      ? {
+          stream: async (ctx: EvalContext, onChunk: (rows: Tuple[]) => Promise<void>): Promise<void> => {
+            let chunk: Tuple[] = [];
+            let bytes = 0;
+            let slice = performance.now();
+            for (const r of source(ctx)) {
+              const out = project(r, ctx).out;
+              chunk.push(out);
+              bytes += approxBytes(out);
+              if (bytes >= STREAM_CHUNK_BYTES || chunk.length >= STREAM_CHUNK_ROWS) {
+                await onChunk(chunk);
+                chunk = [];
+                bytes = 0;
+                slice = performance.now();
+              } else if (performance.now() - slice > PROJECTION_SLICE_MS) {
+                await new Promise((res) => setImmediate(res));
+                slice = performance.now();
+              }
+            }
+            if (chunk.length > 0) await onChunk(chunk);
+          },
+        }
+      : {}),
+  };
+}
+
+/** UNION [ALL] (INTERSECT / EXCEPT: 0A000), then the set operation's own ORDER BY and LIMIT. */
+function setOpPlan(sel: SelectStmt, env: PlanEnv, outer: Scope | undefined): SelectPlan {
+  if (sel.op !== 'SETOP_UNION') throw notSupported(sel.op!.replace('SETOP_', ''));
+  const l = compileSelect(sel.larg!, env, outer);
+  const r = compileSelect(sel.rarg!, env, outer);
+  if (l.fields.length !== r.fields.length) throw new SqlError(SqlState.SYNTAX_ERROR, 'each UNION query must have the same number of columns');
+  const fields = l.fields.map((f, i) => ({ ...f, type: f.type === 'unknown' ? r.fields[i]!.type : f.type }));
+  const scope = new Scope(fields.map((f) => ({ rel: '', name: f.name, type: f.type })), outer);
+  const sorts = (sel.sortClause ?? []).map((s) => sortKey(s, fields.map((f) => ({ compiled: { type: f.type, name: f.name, eval: () => null }, field: f })), scope, compileEnv(env)));
+  return {
+    fields,
+    run: (ctx) => {
+      let rows = [...l.run(ctx), ...r.run(ctx)];
+      if (!sel.all) {
+        const seen = new Set<string>();
+        rows = rows.filter((o) => { const k = JSON.stringify(o.map((v) => (v === null ? null : textOf(v)))); if (seen.has(k)) return false; seen.add(k); return true; });
+      }
+      const keyed = rows.map((o) => ({ o, keys: sorts.map((s) => (s.output !== undefined ? o[s.output]! : s.expr.eval(o, ctx))) }));
+      keyed.sort((a, b) => {
+        for (let i = 0; i < sorts.length; i++) {
+          const c = compareValues(a.keys[i]!, b.keys[i]!);
+          if (c !== 0) return sorts[i]!.desc ? -c : c;
+        }
+        return 0;
+      });
+      return keyed.map((k) => k.o);
+    },
+  };
+}
+
+function valuesPlan(lists: Node[], env: PlanEnv, outer: Scope | undefined): SelectPlan {
+  const scope = new Scope([], outer);
+  const rows = lists.map((l) => ('List' in l ? l.List.items ?? [] : []).map((e) => compileExpr(e, scope, compileEnv(env))));
+  const fields = (rows[0] ?? []).map((c, i) => ({ name: `column${i + 1}`, type: (c.type === 'unknown' ? 'text' : c.type) as SqlTypeName, tableOid: 0, attnum: 0 }));
+  return { fields, run: (ctx) => rows.map((r) => r.map((c) => c.eval([], ctx))) };
+}
+
+function targetByRef(n: Node, targets: Target[]): number | undefined {
+  if ('A_Const' in n && n.A_Const.ival !== undefined) {
+    const i = (n.A_Const.ival.ival ?? 0) - 1;
+    if (i < 0 || i >= targets.length) throw new SqlError(SqlState.UNDEFINED_COLUMN, `position ${i + 1} is not in select list`);
+    return i;
+  }
+  if ('ColumnRef' in n && n.ColumnRef.fields?.length === 1) {
+    const name = names(n.ColumnRef.fields)[0];
+    const i = targets.findIndex((t) => t.field.name === name);
+    return i >= 0 ? i : undefined;
+  }
+  return undefined;
+}
+
+function groupExpr(g: Node, targets: Target[], scope: Scope, env: CompileEnv): Compiled {
+  const i = targetByRef(g, targets);
+  if (i !== undefined && !('ColumnRef' in g && scope.find(undefined, names(g.ColumnRef.fields)[0]!).length > 0)) return targets[i]!.compiled;
+  return compileExpr(g, scope, env);
+}
+
+function sortKey(s: Node, targets: Target[], scope: Scope, env: CompileEnv): { expr: Compiled; output?: number; desc: boolean; nullsFirst: boolean } {
+  if (!('SortBy' in s)) throw syntax('malformed ORDER BY');
+  const node = s.SortBy.node!;
+  const desc = s.SortBy.sortby_dir === 'SORTBY_DESC';
+  const nullsFirst = s.SortBy.sortby_nulls === 'SORTBY_NULLS_FIRST' ? true : s.SortBy.sortby_nulls === 'SORTBY_NULLS_LAST' ? false : desc;
+  const i = targetByRef(node, targets);
+  const dummy: Compiled = { type: 'text', name: '', eval: () => null };
+  if (i !== undefined) return { expr: dummy, output: i, desc, nullsFirst };
+  return { expr: compileExpr(node, scope, env), desc, nullsFirst };
+}
+
+function aggregateRows(rows: Tuple[], keys: Compiled[], slots: AggSlot[], base: number, ctx: EvalContext, single: boolean): Tuple[] {
+  const groups = new Map<string, { first: Tuple; accs: Accumulator[] }>();
+  const fresh = (first: Tuple): { first: Tuple; accs: Accumulator[] } => ({ first, accs: slots.map((s) => newAccumulator(s.fn, s.arg?.type, s.star, s.distinct, s.separator)) });
+  for (const r of rows) {
+    const k = single ? '' : JSON.stringify(keys.map((e) => { const v = e.eval(r, ctx); return v === null ? null : textOf(v as SqlValue); }));
+    let g = groups.get(k);
+    if (!g) groups.set(k, (g = fresh(r)));
+    slots.forEach((s, i) => g.accs[i]!.add(s.star ? 1n : s.arg ? s.arg.eval(r, ctx) : null));
+  }
+  if (single && groups.size === 0) groups.set('', fresh(new Array<SqlValue>(base).fill(null)));
+  return [...groups.values()].map((g) => [...g.first.slice(0, base), ...g.accs.map((a) => a.result())]);
+}

@@ -1,0 +1,360 @@
+/**
+ * One SQL connection's executor: transaction state and statement dispatch. A statement inside
+ * BEGIN … COMMIT runs in the session's distributed transaction (client/transaction.ts); outside, a
+ * single-row INSERT is a plain write and any other writing statement runs in a transaction of its
+ * own (committed at its end), so it is atomic as in PostgreSQL.
+ */
+import type { Table, TesseraClient, Transaction } from '../../client';
+import type { Flags } from '../../common/flags';
+import type { Node, ParsedStatement } from '../sql-parser';
+import { YSQL_ROWS_MAX } from '../sql-flags';
+import { names } from './ast';
+import type { SqlCatalog, SqlTableDef } from './catalog';
+import { addPrimaryKey, createTable, dropTables, truncateTable, type DdlDeps } from './ddl';
+import { insertRows, updateOrDelete, type DmlDeps, type DmlResult } from './dml';
+import type { CompileEnv } from './expr';
+import { preload, columnsOf } from './preload';
+import { Scope, type EvalContext, type SessionInfo, type Tuple } from './scope';
+import { compileSelect, type LoadedRelation, type OutputField, type PlanEnv } from './select';
+import type { SequenceCache } from './sequences';
+import { notSupported, SqlError, SqlState } from './sql-error';
+import { typeOfValue, type SqlTypeName, type SqlValue } from './sql-types';
+import { chooseAccess, describePath, readRows } from './access';
+import { copyStatement, type CopyIn, type CopyOut } from './copy';
+import { showVariable, setVariable } from './settings';
+
+export interface SessionDeps {
+  client: TesseraClient;
+  catalog: SqlCatalog;
+  sequences: SequenceCache;
+  flags: Flags;
+  /** Extensions created in the database (shared by the server's sessions). */
+  extensions: Set<string>;
+  saveExtension: (name: string) => Promise<void>;
+}
+
+export interface StatementResult {
+  tag: string;
+  fields?: OutputField[];
+  rows?: Tuple[];
+  notices?: string[];
+  copyIn?: CopyIn;
+  copyOut?: CopyOut;
+}
+
+export type TxnStatus = 'I' | 'T' | 'E';
+
+export class SqlSession {
+  private txn: Transaction | undefined;
+  /**
+   * Inside BEGIN … COMMIT. The distributed transaction itself begins with the block's first statement
+   * that reads or writes a table (as PostgreSQL takes its snapshot at the first statement): a block
+   * that only runs DDL or COPY (pgbench -i) holds no transaction, and BEGIN costs no round trip.
+   */
+  private inBlock = false;
+  private blockIsolation: 'snapshot' | 'serializable' = 'snapshot';
+  private txnFailed = false;
+  private isolation: 'snapshot' | 'serializable' = 'snapshot';
+  readonly info: SessionInfo;
+
+  constructor(private readonly deps: SessionDeps, user: string, database: string, pid: number) {
+    this.info = { user, database, now: new Date(), pid, settings: defaultSettings(user), extensions: deps.extensions };
+  }
+
+  /** Set by a CancelRequest; a statement that notices it before committing its own transaction aborts it. */
+  private cancelled = false;
+
+  /**
+   * The client cancelled the running statement (it has already been answered 57014): a transaction
+   * block is failed (COMMIT will roll back), and a statement's own transaction will not commit.
+   */
+  cancel(): void {
+    this.cancelled = true;
+    if (this.inBlock) this.txnFailed = true;
+  }
+
+  status(): TxnStatus {
+    return this.txnFailed ? 'E' : this.inBlock ? 'T' : 'I';
+  }
+
+  private rowsMax(): number {
+    return this.deps.flags.get(YSQL_ROWS_MAX);
+  }
+
+  private tableFor(txn: Transaction | undefined): (name: string) => Table {
+    return (name) => (txn ? txn.table(name) : this.deps.client.table(name));
+  }
+
+  private context(params: SqlValue[]): EvalContext {
+    return {
+      params,
+      session: this.info,
+      outerRows: [],
+      nextval: (seq) => {
+        const v = this.deps.sequences.takeCached(seq);
+        if (v === undefined) throw notSupported('nextval() outside a serial column default when the sequence cache is empty');
+        return v;
+      },
+    };
+  }
+
+  /** Output columns of a statement without running it (Describe). */
+  async describe(ps: ParsedStatement, paramTypes: SqlTypeName[]): Promise<OutputField[] | undefined> {
+    const s = ps.stmt;
+    const explain = 'ExplainStmt' in s;
+    if (explain) return [{ name: 'QUERY PLAN', type: 'text', tableOid: 0, attnum: 0 }];
+    if ('VariableShowStmt' in s) return [{ name: s.VariableShowStmt.name ?? '', type: 'text', tableOid: 0, attnum: 0 }];
+    if (!('SelectStmt' in s) && !hasReturning(s)) return undefined;
+    const ctx = this.context(paramTypes.map(() => null));
+    const env: CompileEnv = { paramTypes, subquery: () => { throw new Error('unreachable'); } };
+    const pre = await preload(s, { catalog: this.deps.catalog, table: this.tableFor(this.txn), env, ctx, rowsMax: this.rowsMax() }, true);
+    const planEnv = this.planEnv(paramTypes, pre.relations);
+    if ('SelectStmt' in s) return compileSelect(s.SelectStmt, planEnv).fields;
+    const rel = dmlRelation(s);
+    const def = await this.deps.catalog.require(rel.relname ?? '');
+    const ret = returningOf(s)!;
+    return compileSelect({ targetList: ret, fromClause: [], limitOption: 'LIMIT_OPTION_DEFAULT', op: 'SETOP_NONE' }, planEnv, new Scope(columnsOf(def, def.name))).fields;
+  }
+
+  private planEnv(paramTypes: SqlTypeName[], relations: Map<object, LoadedRelation>): PlanEnv {
+    return {
+      paramTypes,
+      rowsMax: this.rowsMax(),
+      relation: (rv) => {
+        const r = relations.get(rv);
+        if (!r) throw new SqlError(SqlState.INTERNAL, 'a table reference was not read before the statement ran');
+        return r;
+      },
+    };
+  }
+
+  async execute(ps: ParsedStatement, params: SqlValue[], paramTypes: SqlTypeName[] = params.map((p) => (p === null ? 'unknown' : typeOfValue(p) === 'text' ? 'unknown' : typeOfValue(p)))): Promise<StatementResult> {
+    const s = ps.stmt;
+    if ('TransactionStmt' in s) return this.transactionStmt(s.TransactionStmt);
+    if (this.txnFailed) throw new SqlError(SqlState.IN_FAILED_TXN, 'current transaction is aborted, commands ignored until end of transaction block');
+    this.info.now = this.inBlock ? this.info.now : new Date();
+    this.cancelled = false;
+    try {
+      if (this.inBlock && !this.txn && needsTransaction(s)) this.txn = await this.deps.client.beginTransaction({ isolation: this.blockIsolation });
+      return await this.dispatch(ps, params, paramTypes);
+    } catch (e) {
+      if (this.inBlock) this.txnFailed = true;
+      throw e;
+    }
+  }
+
+  private async dispatch(ps: ParsedStatement, params: SqlValue[], paramTypes: SqlTypeName[]): Promise<StatementResult> {
+    const s = ps.stmt;
+    const ddl: DdlDeps = { client: this.deps.client, catalog: this.deps.catalog, sequences: this.deps.sequences };
+    if ('SelectStmt' in s) {
+      if (s.SelectStmt.intoClause) throw notSupported('SELECT INTO');
+      return this.query(s, params, paramTypes);
+    }
+    if ('InsertStmt' in s || 'UpdateStmt' in s || 'DeleteStmt' in s) return this.dml(s, params, paramTypes);
+    if ('CreateStmt' in s) {
+      const r = await createTable(s.CreateStmt, ps.yb, ddl);
+      return { tag: 'CREATE TABLE', ...(r.notice ? { notices: [r.notice] } : {}) };
+    }
+    if ('DropStmt' in s) {
+      const d = s.DropStmt;
+      if (d.removeType !== 'OBJECT_TABLE') throw notSupported(`DROP ${(d.removeType ?? '').replace('OBJECT_', '')}`);
+      const objs = (d.objects ?? []).map((o) => { const p = 'List' in o ? names(o.List.items) : []; return p[p.length - 1] ?? ''; });
+      return { tag: 'DROP TABLE', notices: await dropTables(objs, d.missing_ok === true, ddl) };
+    }
+    if ('TruncateStmt' in s) {
+      for (const r of s.TruncateStmt.relations ?? []) if ('RangeVar' in r) await truncateTable(r.RangeVar.relname ?? '', ddl);
+      return { tag: 'TRUNCATE TABLE' };
+    }
+    if ('AlterTableStmt' in s) return this.alterTable(s.AlterTableStmt, ddl);
+    if ('CreateExtensionStmt' in s) {
+      const name = s.CreateExtensionStmt.extname ?? '';
+      if (!['orafce', 'pgcrypto', 'plpgsql'].includes(name)) throw notSupported(`extension "${name}" (tessera provides orafce's dbms_random and pgcrypto's gen_random_bytes)`);
+      if (this.deps.extensions.has(name)) {
+        if (s.CreateExtensionStmt.if_not_exists) return { tag: 'CREATE EXTENSION', notices: [`extension "${name}" already exists, skipping`] };
+        throw new SqlError(SqlState.DUPLICATE_OBJECT, `extension "${name}" already exists`);
+      }
+      await this.deps.saveExtension(name);
+      return { tag: 'CREATE EXTENSION' };
+    }
+    if ('VacuumStmt' in s) return { tag: s.VacuumStmt.is_vacuumcmd ? 'VACUUM' : 'ANALYZE', notices: [`${s.VacuumStmt.is_vacuumcmd ? 'VACUUM' : 'ANALYZE'} does nothing in tessera: DocDB compacts and collects history on its own`] };
+    if ('VariableSetStmt' in s) {
+      const st = s.VariableSetStmt;
+      if (st.name === 'TRANSACTION' || st.name === 'SESSION CHARACTERISTICS') return { tag: 'SET' };
+      setVariable(this.info, st);
+      return { tag: st.kind === 'VAR_RESET' || st.kind === 'VAR_RESET_ALL' ? 'RESET' : 'SET' };
+    }
+    if ('VariableShowStmt' in s) {
+      const name = s.VariableShowStmt.name ?? '';
+      return { tag: 'SHOW', fields: [{ name, type: 'text', tableOid: 0, attnum: 0 }], rows: [[showVariable(this.info, name)]] };
+    }
+    if ('ExplainStmt' in s) return this.explain(s.ExplainStmt.query!, params, paramTypes);
+    // COPY FROM writes batches as plain writes, outside the session's transaction (YugabyteDB's COPY also
+    // commits every ROWS_PER_TRANSACTION rows on its own): a bulk load is not held as intents.
+    if ('CopyStmt' in s) return copyStatement(s.CopyStmt, { catalog: this.deps.catalog, table: this.tableFor(s.CopyStmt.is_from ? undefined : this.txn), rowsMax: this.rowsMax(), takeSequence: (n, k) => this.deps.sequences.take(n, k) });
+    if ('DiscardStmt' in s || 'DeallocateStmt' in s || 'ListenStmt' in s || 'CheckPointStmt' in s) return { tag: Object.keys(s)[0]!.replace('Stmt', '').toUpperCase() };
+    throw notSupported(`the statement ${Object.keys(s)[0]!.replace('Stmt', '')}`);
+  }
+
+  private async query(s: Node, params: SqlValue[], paramTypes: SqlTypeName[]): Promise<StatementResult> {
+    const ctx = this.context(params);
+    const env: CompileEnv = { paramTypes, subquery: () => { throw new Error('unreachable'); } };
+    const pre = await preload(s, { catalog: this.deps.catalog, table: this.tableFor(this.txn), env, ctx, rowsMax: this.rowsMax() });
+    const plan = compileSelect((s as Extract<Node, { SelectStmt: unknown }>).SelectStmt, this.planEnv(paramTypes, pre.relations));
+    const rows = plan.runAsync ? await plan.runAsync(ctx) : plan.run(ctx);
+    return { tag: `SELECT ${rows.length}`, fields: plan.fields, rows };
+  }
+
+  private async explain(q: Node, params: SqlValue[], paramTypes: SqlTypeName[]): Promise<StatementResult> {
+    const ctx = this.context(params);
+    const env: CompileEnv = { paramTypes, subquery: () => { throw new Error('unreachable'); } };
+    const pre = await preload(q, { catalog: this.deps.catalog, table: this.tableFor(this.txn), env, ctx, rowsMax: this.rowsMax() }, true);
+    const lines = [...pre.plan];
+    const rel = 'InsertStmt' in q || 'UpdateStmt' in q || 'DeleteStmt' in q ? dmlRelation(q) : undefined;
+    if (rel) {
+      const def = await this.deps.catalog.require(rel.relname ?? '', rel.location);
+      const where = 'UpdateStmt' in q ? q.UpdateStmt.whereClause : 'DeleteStmt' in q ? q.DeleteStmt.whereClause : undefined;
+      const verb = Object.keys(q)[0]!.replace('Stmt', '');
+      const path = 'InsertStmt' in q ? undefined : chooseAccess(def, rel.alias?.aliasname ?? def.name, where, env, ctx);
+      lines.unshift(`${verb} on ${def.name}${path ? ` via ${describePath(def, path)}` : ''}`);
+    }
+    if (lines.length === 0) lines.push('Result (no table read)');
+    return { tag: 'EXPLAIN', fields: [{ name: 'QUERY PLAN', type: 'text', tableOid: 0, attnum: 0 }], rows: lines.map((l) => [l]) };
+  }
+
+  private async dml(s: Node, params: SqlValue[], paramTypes: SqlTypeName[]): Promise<StatementResult> {
+    const rel = dmlRelation(s);
+    const def = await this.deps.catalog.require(rel.relname ?? '', rel.location);
+    const single = 'InsertStmt' in s && isSingleRowValues(s.InsertStmt) && !s.InsertStmt.onConflictClause;
+    // A statement outside BEGIN that may touch several rows (or reads before it writes) runs in its own transaction.
+    const own = !this.txn && !single ? await this.deps.client.beginTransaction({ isolation: this.isolation }) : undefined;
+    const txn = this.txn ?? own;
+    try {
+      const r = await this.runDml(s, def, rel, txn, params, paramTypes);
+      if (this.cancelled) throw new SqlError(SqlState.QUERY_CANCELED, 'canceling statement due to user request');
+      if (own) await own.commit();
+      const verb = 'InsertStmt' in s ? 'INSERT 0' : 'UpdateStmt' in s ? 'UPDATE' : 'DELETE';
+      return { tag: `${verb} ${r.count}`, ...(r.returning ? { fields: r.returning.fields, rows: r.returning.rows } : {}) };
+    } catch (e) {
+      if (own) await own.abort().catch(() => undefined);
+      throw e;
+    }
+  }
+
+  private async runDml(s: Node, def: SqlTableDef, rel: { relname?: string; alias?: { aliasname?: string } }, txn: Transaction | undefined, params: SqlValue[], paramTypes: SqlTypeName[]): Promise<DmlResult> {
+    const ctx = this.context(params);
+    const env: CompileEnv = { paramTypes, subquery: () => { throw new Error('unreachable'); } };
+    const table = this.tableFor(txn);
+    const pre = await preload(s, { catalog: this.deps.catalog, table, env, ctx, rowsMax: this.rowsMax() });
+    const deps: DmlDeps = { table, takeSequence: (n, k) => this.deps.sequences.take(n, k), env, planEnv: this.planEnv(paramTypes, pre.relations), ctx };
+    if ('InsertStmt' in s) return insertRows(s.InsertStmt, def, deps);
+    const alias = rel.alias?.aliasname ?? def.name;
+    const body = 'UpdateStmt' in s ? s.UpdateStmt : (s as Extract<Node, { DeleteStmt: unknown }>).DeleteStmt;
+    const path = chooseAccess(def, alias, body.whereClause, env, ctx);
+    const candidates = await readRows(table(def.name), def, path, this.rowsMax());
+    return updateOrDelete('UpdateStmt' in s ? 'update' : 'delete', body, def, alias, candidates, deps);
+  }
+
+  private async alterTable(a: Extract<Node, { AlterTableStmt: unknown }>['AlterTableStmt'], ddl: DdlDeps): Promise<StatementResult> {
+    const name = a.relation?.relname ?? '';
+    for (const c of a.cmds ?? []) {
+      if (!('AlterTableCmd' in c)) continue;
+      const cmd = c.AlterTableCmd;
+      if (cmd.subtype === 'AT_AddConstraint' && cmd.def && 'Constraint' in cmd.def && cmd.def.Constraint.contype === 'CONSTR_PRIMARY') {
+        await addPrimaryKey(name, names(cmd.def.Constraint.keys), ddl);
+      } else throw notSupported(`ALTER TABLE ${(cmd.subtype ?? '').replace('AT_', '')}`);
+    }
+    return { tag: 'ALTER TABLE' };
+  }
+
+  private async transactionStmt(t: Extract<Node, { TransactionStmt: unknown }>['TransactionStmt']): Promise<StatementResult> {
+    switch (t.kind) {
+      case 'TRANS_STMT_BEGIN':
+      case 'TRANS_STMT_START': {
+        if (this.inBlock) return { tag: 'BEGIN', notices: ['there is already a transaction in progress'] };
+        const level = (t.options ?? []).map((o) => ('DefElem' in o && o.DefElem.defname === 'transaction_isolation' && o.DefElem.arg && 'A_Const' in o.DefElem.arg ? o.DefElem.arg.A_Const.sval?.sval ?? '' : '')).find((x) => x !== '');
+        // READ COMMITTED and REPEATABLE READ run as snapshot isolation (YugabyteDB's default mapping); SERIALIZABLE as serializable.
+        const isolation = level === 'serializable' ? 'serializable' : 'snapshot';
+        this.info.now = new Date();
+        this.inBlock = true;
+        this.blockIsolation = isolation;
+        return { tag: 'BEGIN' };
+      }
+      case 'TRANS_STMT_COMMIT': {
+        const txn = this.txn;
+        const failed = this.txnFailed;
+        const wasInBlock = this.inBlock;
+        this.txn = undefined;
+        this.txnFailed = false;
+        this.inBlock = false;
+        if (failed) await txn?.abort().catch(() => undefined);
+        if (!txn) return failed ? { tag: 'ROLLBACK' } : { tag: 'COMMIT', notices: wasInBlock ? [] : ['there is no transaction in progress'] };
+        if (failed) {
+          await txn.abort().catch(() => undefined);
+          return { tag: 'ROLLBACK' };
+        }
+        await txn.commit();
+        return { tag: 'COMMIT' };
+      }
+      case 'TRANS_STMT_ROLLBACK': {
+        const txn = this.txn;
+        const wasInBlock = this.inBlock;
+        this.txn = undefined;
+        this.txnFailed = false;
+        this.inBlock = false;
+        if (!txn) return { tag: 'ROLLBACK', notices: wasInBlock ? [] : ['there is no transaction in progress'] };
+        await txn.abort().catch(() => undefined);
+        return { tag: 'ROLLBACK' };
+      }
+      default:
+        if (this.inBlock) this.txnFailed = true;
+        throw notSupported((t.kind ?? '').replace('TRANS_STMT_', '').replace('_', ' '));
+    }
+  }
+
+  /** The connection ended: a transaction still open is aborted (its intents are cleaned up by the abort). */
+  async close(): Promise<void> {
+    const txn = this.txn;
+    this.txn = undefined;
+    this.inBlock = false;
+    if (txn) await txn.abort().catch(() => undefined);
+  }
+}
+
+/** Statements that read or write tables (DDL, COPY FROM, SET … do not use the block's transaction). */
+function needsTransaction(s: Node): boolean {
+  return 'SelectStmt' in s || 'InsertStmt' in s || 'UpdateStmt' in s || 'DeleteStmt' in s || ('CopyStmt' in s && !s.CopyStmt.is_from);
+}
+
+function dmlRelation(s: Node): { relname?: string; alias?: { aliasname?: string }; location?: number } {
+  if ('InsertStmt' in s) return s.InsertStmt.relation ?? {};
+  if ('UpdateStmt' in s) return s.UpdateStmt.relation ?? {};
+  if ('DeleteStmt' in s) return s.DeleteStmt.relation ?? {};
+  return {};
+}
+
+function returningOf(s: Node): Node[] | undefined {
+  if ('InsertStmt' in s) return s.InsertStmt.returningClause?.exprs;
+  if ('UpdateStmt' in s) return s.UpdateStmt.returningClause?.exprs;
+  if ('DeleteStmt' in s) return s.DeleteStmt.returningClause?.exprs;
+  return undefined;
+}
+
+function hasReturning(s: Node): boolean {
+  return (returningOf(s)?.length ?? 0) > 0;
+}
+
+function isSingleRowValues(i: Extract<Node, { InsertStmt: unknown }>['InsertStmt']): boolean {
+  const sel = i.selectStmt && 'SelectStmt' in i.selectStmt ? i.selectStmt.SelectStmt : undefined;
+  return !!sel?.valuesLists && sel.valuesLists.length === 1;
+}
+
+function defaultSettings(user: string): Map<string, string> {
+  return new Map([
+    ['server_version', '15.2-tessera'], ['server_version_num', '150002'], ['server_encoding', 'UTF8'], ['client_encoding', 'UTF8'],
+    ['datestyle', 'ISO, MDY'], ['intervalstyle', 'postgres'], ['timezone', 'UTC'], ['integer_datetimes', 'on'],
+    ['standard_conforming_strings', 'on'], ['application_name', ''], ['search_path', '"$user", public'],
+    ['transaction_isolation', 'read committed'], ['default_transaction_isolation', 'read committed'], ['is_superuser', 'on'],
+    ['session_authorization', user], ['max_identifier_length', '63'], ['lc_collate', 'C'], ['lc_ctype', 'C'], ['max_index_keys', '32'],
+    ['statement_timeout', '0'], ['extra_float_digits', '1'], ['client_min_messages', 'notice'],
+  ]);
+}

@@ -1,0 +1,35 @@
+/** SET / SHOW of session settings (kept per session; only a few change behaviour). */
+import type { Node } from '../sql-parser';
+import type { SessionInfo } from './scope';
+import { SqlError, SqlState } from './sql-error';
+
+type VariableSetStmt = Extract<Node, { VariableSetStmt: unknown }>['VariableSetStmt'];
+
+function argText(n: Node): string {
+  if ('A_Const' in n) {
+    const c = n.A_Const;
+    return c.sval?.sval ?? c.fval?.fval ?? (c.boolval ? String(c.boolval.boolval === true) : String(c.ival?.ival ?? 0));
+  }
+  if ('TypeCast' in n) return argText(n.TypeCast.arg!);
+  return '';
+}
+
+export function setVariable(info: SessionInfo, st: VariableSetStmt): void {
+  const name = (st.name ?? '').toLowerCase();
+  if (st.kind === 'VAR_RESET_ALL') return;
+  if (st.kind === 'VAR_RESET' || st.kind === 'VAR_SET_DEFAULT') {
+    info.settings.delete(name);
+    return;
+  }
+  const value = (st.args ?? []).map(argText).join(', ');
+  if (name === 'timezone' && !/^(utc|gmt|z|etc\/utc|\+?0+)$/i.test(value)) throw new SqlError(SqlState.FEATURE_NOT_SUPPORTED, `time zone "${value}" is not supported by tessera (UTC only)`);
+  info.settings.set(name, value);
+}
+
+export function showVariable(info: SessionInfo, name: string): string {
+  const n = name.toLowerCase();
+  if (n === 'all') return [...info.settings.entries()].map(([k, v]) => `${k}=${v}`).join(', ');
+  const v = info.settings.get(n);
+  if (v === undefined) throw new SqlError(SqlState.UNDEFINED_OBJECT, `unrecognized configuration parameter "${name}"`);
+  return v;
+}

@@ -1,0 +1,63 @@
+/**
+ * Flags of the SQL layer (YugabyteDB's YSQL spellings). They are defined here, beside the code they
+ * govern; `tessera tserver` imports this file before it parses its flags, so a tserver accepts them.
+ */
+import { defineFlag, FlagTag } from '../common/flags';
+
+/** YugabyteDB's YSQL port. */
+export const PGSQL_PORT_DEFAULT = 5433;
+
+export const ENABLE_YSQL = defineFlag({
+  name: 'enable_ysql',
+  type: 'bool',
+  default: true,
+  help: 'Serve SQL over the PostgreSQL wire protocol in the tserver process (on --pgsql_proxy_bind_address).',
+});
+
+export const PGSQL_PROXY_BIND_ADDRESS = defineFlag({
+  name: 'pgsql_proxy_bind_address',
+  type: 'string',
+  default: '',
+  help: 'host:port the PostgreSQL wire protocol listens on (default: the host of --rpc_bind_addresses, port 5433).',
+});
+
+export const YSQL_PASSWORD = defineFlag({
+  name: 'ysql_password',
+  type: 'string',
+  default: '',
+  help: 'Empty: trust authentication. Set: every user must give this password (MD5 or SCRAM-SHA-256, as the client picks from the server\'s request: SCRAM).',
+  tags: [FlagTag.sensitive],
+});
+
+export const YSQL_AUTH_METHOD = defineFlag({
+  name: 'ysql_auth_method',
+  type: 'string',
+  default: 'scram-sha-256',
+  help: 'With --ysql_password: scram-sha-256 or md5.',
+  validate: (v) => (v === 'scram-sha-256' || v === 'md5' ? undefined : 'scram-sha-256 or md5'),
+});
+
+export const YSQL_SEQUENCE_CACHE_MINVAL = defineFlag({
+  name: 'ysql_sequence_cache_minval',
+  type: 'int',
+  default: 100,
+  help: 'Values a server takes from a sequence at once (one distributed transaction per range), as YugabyteDB caches sequence ranges.',
+  validate: (v) => (v >= 1 && v <= 1_000_000 ? undefined : 'between 1 and 1000000'),
+});
+
+export const YSQL_MAX_CONNECTIONS = defineFlag({
+  name: 'ysql_max_connections',
+  type: 'int',
+  default: 300,
+  help: 'SQL connections a server accepts at once; past it a new one is refused with 53300.',
+  validate: (v) => (v >= 1 ? undefined : 'at least 1'),
+});
+
+export const YSQL_ROWS_MAX = defineFlag({
+  name: 'ysql_rows_in_memory_max',
+  type: 'int',
+  default: 2_000_000,
+  help: 'Rows one statement may hold in memory (a sort, a join, a result); past it the statement fails with 54000.',
+  tags: [FlagTag.runtime],
+  validate: (v) => (v >= 1 ? undefined : 'at least 1'),
+});

@@ -1,0 +1,143 @@
+/**
+ * The SQL endpoint of a tserver process (YugabyteDB's YSQL postmaster): a TCP server speaking the
+ * PostgreSQL wire protocol on --pgsql_proxy_bind_address (port 5433), executing SQL through the
+ * client library. One TesseraClient, catalog cache and sequence cache serve every connection.
+ */
+import * as crypto from 'node:crypto';
+import * as net from 'node:net';
+import { TesseraClient } from '../client';
+import { DbError, ErrorCode } from '../common/errors';
+import type { Flags } from '../common/flags';
+import { CATALOG_TABLE, SqlCatalog } from './exec/catalog';
+import { SqlSession } from './exec/session';
+import { SequenceCache } from './exec/sequences';
+import { SqlError, SqlState } from './exec/sql-error';
+import { loadParser } from './sql-parser';
+import { YSQL_AUTH_METHOD, YSQL_MAX_CONNECTIONS, YSQL_PASSWORD, YSQL_SEQUENCE_CACHE_MINVAL } from './sql-flags';
+import { PgConnection } from './wire/pg-connection';
+import { backend } from './wire/pg-messages';
+
+export const DATABASES = new Set(['yugabyte', 'postgres', 'template1']);
+const EXTENSION_PREFIX = 'extension:';
+/**
+ * Deadline of each client operation of a statement (the client's default is 10 s; a statement that
+ * writes 100 MiB through RF 3 on a busy machine needs more).
+ */
+export const SQL_CLIENT_TIMEOUT_MS = 60_000;
+/** A connection waits this long for the client to reach the masters, then gets 57P03. */
+export const CLIENT_READY_WAIT_MS = 15_000;
+
+export interface SqlServerOptions {
+  host: string;
+  port: number;
+  masterAddresses: string[];
+  flags: Flags;
+  log?: (msg: string) => void;
+}
+
+export class SqlServer {
+  private server: net.Server | undefined;
+  private client: TesseraClient | undefined;
+  private catalog: SqlCatalog | undefined;
+  private sequences: SequenceCache | undefined;
+  private readonly extensions = new Set<string>();
+  private readonly connections = new Map<number, PgConnection>();
+  private nextPid = 1000 + Math.floor(Math.random() * 1000);
+  address = '';
+
+  constructor(private readonly opts: SqlServerOptions) {}
+
+  private ready: Promise<void> | undefined;
+  private stopped = false;
+
+  /** Listen at once; connect the client to the masters in the background (they may start after this tserver). */
+  async start(): Promise<void> {
+    await loadParser();
+    const server = net.createServer((s) => this.accept(s));
+    this.server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', (e: NodeJS.ErrnoException) => reject(new DbError(ErrorCode.INVALID_ARGUMENT, `SQL endpoint cannot listen on ${this.opts.host}:${this.opts.port}: ${e.message}`)));
+      server.listen(this.opts.port, this.opts.host, () => resolve());
+    });
+    const a = server.address() as net.AddressInfo;
+    this.address = `${this.opts.host}:${a.port}`;
+    this.ready = this.connectClient();
+    this.ready.catch(() => undefined);
+  }
+
+  private async connectClient(): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        this.client = await TesseraClient.connect({ masterAddresses: this.opts.masterAddresses, timeoutMs: SQL_CLIENT_TIMEOUT_MS });
+        break;
+      } catch (e) {
+        if (this.stopped) throw e;
+        await new Promise((r) => setTimeout(r, Math.min(2000, 100 * 2 ** attempt)));
+      }
+    }
+    this.catalog = new SqlCatalog(this.client);
+    this.sequences = new SequenceCache(this.client, this.catalog, () => this.opts.flags.get(YSQL_SEQUENCE_CACHE_MINVAL));
+    // Extensions created in the database are loaded in the background (absent catalog table: none yet).
+    void this.loadExtensions().catch(() => undefined);
+  }
+
+  /** Read the extensions created so far; creates nothing (a cluster nobody used SQL on keeps no SQL tables). */
+  private async loadExtensions(): Promise<void> {
+    for (const r of await this.client!.table(CATALOG_TABLE).scan()) {
+      const name = String(r['name']);
+      if (name.startsWith(EXTENSION_PREFIX)) this.extensions.add(name.slice(EXTENSION_PREFIX.length));
+    }
+  }
+
+  private accept(socket: net.Socket): void {
+    const wait = new Promise<void>((_, reject) => setTimeout(() => reject(new Error('masters unreachable')), CLIENT_READY_WAIT_MS).unref());
+    // Each new connection sees the extensions created through any server (one small scan).
+    Promise.race([this.ready!.then(() => this.loadExtensions().catch(() => undefined)), wait]).then(
+      () => this.acceptReady(socket),
+      () => socket.end(backend.error({ severity: 'FATAL', code: '57P03', message: 'the database system is starting up (this tserver cannot reach the masters yet)' })),
+    );
+  }
+
+  private acceptReady(socket: net.Socket): void {
+    if (this.connections.size >= this.opts.flags.get(YSQL_MAX_CONNECTIONS)) {
+      socket.end(backend.error({ severity: 'FATAL', code: SqlState.TOO_MANY_CONNECTIONS, message: 'sorry, too many clients already' }));
+      return;
+    }
+    const flags = this.opts.flags;
+    const conn = new PgConnection(socket, {
+      openSession: (user, database, pid) => {
+        if (!DATABASES.has(database)) throw new SqlError(SqlState.UNDEFINED_DATABASE, `database "${database}" does not exist (tessera serves yugabyte and postgres)`);
+        return new SqlSession({ client: this.client!, catalog: this.catalog!, sequences: this.sequences!, flags, extensions: this.extensions, saveExtension: (n) => this.saveExtension(n) }, user, database, pid);
+      },
+      password: flags.get(YSQL_PASSWORD),
+      authMethod: flags.get(YSQL_AUTH_METHOD) as 'scram-sha-256' | 'md5',
+      cancel: (pid, secret) => {
+        const c = this.connections.get(pid);
+        if (c && c.key.secret === secret) c.cancel();
+      },
+      register: (c) => {
+        const pid = this.nextPid++;
+        this.connections.set(pid, c);
+        return { pid, secret: crypto.randomBytes(4).readInt32BE() };
+      },
+      unregister: (c) => {
+        if (this.connections.get(c.key.pid) === c) this.connections.delete(c.key.pid);
+      },
+      log: (m) => this.opts.log?.(m),
+    });
+    void conn.run();
+  }
+
+  private async saveExtension(name: string): Promise<void> {
+    await this.catalog!.ensureTables();
+    await this.client!.table(CATALOG_TABLE).upsert({ name: EXTENSION_PREFIX + name, def: '{}' });
+    this.extensions.add(name);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const c of this.connections.values()) c.close();
+    await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
+    await this.client?.close();
+  }
+}

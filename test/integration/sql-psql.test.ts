@@ -1,0 +1,194 @@
+/**
+ * SQL over the PostgreSQL wire protocol on a real cluster (1 master, 3 tservers, RF 3), driven by the
+ * real `psql` and `pgbench` (Debian postgresql-client) and the `pg` npm client: the YugabyteDB blog's
+ * statements verbatim, \dt and \d demo, SQLSTATEs of the common errors (the session stays usable),
+ * the extended protocol with parameters, garbage on the port, and a short pgbench run with no failures.
+ * Without psql the psql/pgbench parts skip and say why, unless TESSERA_REQUIRE_PSQL=1 (CI sets it).
+ */
+import { spawnSync } from 'node:child_process';
+import * as net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from 'pg';
+import { ProcCluster, waitFor } from './cluster-harness';
+
+const HOST_BASE = 120;
+let cluster: ProcCluster | undefined;
+let host = '';
+let port = 0;
+
+const havePsql = spawnSync('psql', ['--version']).status === 0;
+const havePgbench = spawnSync('pgbench', ['--version']).status === 0;
+if ((!havePsql || !havePgbench) && process.env['TESSERA_REQUIRE_PSQL'] === '1') throw new Error('psql or pgbench is not installed but TESSERA_REQUIRE_PSQL=1 (apt-get install postgresql-client postgresql)');
+if (!havePsql) console.warn('SKIP psql/pgbench parts of test/integration/sql-psql: psql not installed (apt-get install postgresql-client)');
+else if (!havePgbench) console.warn('SKIP the pgbench part of test/integration/sql-psql: pgbench not installed (Debian 12: apt-get install postgresql)');
+
+function psql(sql: string, extra: string[] = []): { status: number; stdout: string; stderr: string } {
+  const r = spawnSync('psql', ['-X', '-v', 'ON_ERROR_STOP=1', '-h', host, '-p', String(port), '-U', 'yugabyte', '-d', 'yugabyte', ...extra], { input: sql, encoding: 'utf8', timeout: 120_000 });
+  return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+async function connect(): Promise<Client> {
+  const c = new Client({ host, port, user: 'yugabyte', database: 'yugabyte' });
+  await c.connect();
+  return c;
+}
+
+beforeAll(async () => {
+  cluster = await ProcCluster.create({ hostBase: HOST_BASE, masters: 1, tservers: 3 });
+  await cluster.startAll();
+  const pg = cluster.tservers[0]!.pgAddress!;
+  host = pg.slice(0, pg.lastIndexOf(':'));
+  port = Number(pg.slice(pg.lastIndexOf(':') + 1));
+  // The endpoint answers once its client reached the masters and the catalog tables exist.
+  await waitFor('SQL endpoint answers', 60_000, async () => {
+    try {
+      const c = await connect();
+      await c.query('select 1');
+      await c.end();
+      return true;
+    } catch {
+      return false;
+    }
+  }, 500);
+}, 180_000);
+
+afterAll(async () => {
+  await cluster?.destroy();
+});
+
+describe('SQL over the PostgreSQL protocol', () => {
+  it.skipIf(!havePsql)('sql: the blog statements verbatim in psql, then \\dt and \\d demo', () => {
+    const blog = [
+      'create extension orafce;',
+      'create table demo (id bigserial primary key, value text);',
+      'begin transaction;',
+      "insert into demo(value) select dbms_random.string('P',1024*1024) from generate_series(1,100);",
+      'commit;',
+      'select count(*) from demo;',
+    ].join('\n');
+    const r = psql(blog);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/CREATE EXTENSION\nCREATE TABLE\nBEGIN\nINSERT 0 100\nCOMMIT\n count \n-------\n   100\n/);
+    const dt = psql('\\dt');
+    expect(dt.status).toBe(0);
+    expect(dt.stdout).toMatch(/public \| demo +\| table \| yugabyte/);
+    const d = psql('\\d demo');
+    expect(d.status).toBe(0);
+    expect(d.stdout).toContain('Table "public.demo"');
+    expect(d.stdout).toMatch(/ id +\| bigint +\| +\| not null \| nextval\('demo_id_seq'::regclass\)/);
+    expect(d.stdout).toMatch(/ value +\| text/);
+    expect(d.stdout).toContain('"demo_pkey" PRIMARY KEY, lsm (id HASH)');
+    const len = psql('select min(length(value)), max(length(value)), count(distinct id) from demo;', ['-At']);
+    expect(len.stdout.trim()).toBe('1048576|1048576|100');
+  }, 240_000);
+
+  it('sql: SQLSTATEs of common errors, and the session stays usable after each', async () => {
+    const c = await connect();
+    try {
+      const code = async (sql: string): Promise<string | undefined> => c.query(sql).then(() => undefined, (e: { code?: string }) => e.code);
+      await c.query('create table kv (k bigint primary key, v text not null)');
+      await c.query("insert into kv values (1, 'one')");
+      expect(await code('selec 1')).toBe('42601');
+      expect(await code('select * from no_such_table')).toBe('42P01');
+      expect(await code('select no_such_column from kv')).toBe('42703');
+      expect(await code('create table kv (k int primary key)')).toBe('42P07');
+      expect(await code("insert into kv values (1, 'again')")).toBe('23505');
+      expect(await code('insert into kv values (2, null)')).toBe('23502');
+      expect(await code("select 'abc'::int")).toBe('22P02');
+      expect(await code('select 1 union select 2 intersect select 3')).toBe('0A000');
+      await c.query('begin');
+      expect(await code('select * from no_such_table')).toBe('42P01');
+      expect(await code('select 1')).toBe('25P02');
+      await c.query('rollback');
+      const r = await c.query('select k, v from kv where k = $1', [1]);
+      expect(r.rows).toEqual([{ k: '1', v: 'one' }]);
+    } finally {
+      await c.end();
+    }
+  });
+
+  it('sql: extended protocol with parameters, RETURNING, transactions and a rollback', async () => {
+    const c = await connect();
+    try {
+      await c.query('create table acct (id int primary key, balance bigint not null default 0)');
+      const ins = await c.query('insert into acct (id, balance) values ($1, $2), ($3, $4) returning id, balance', [1, 100, 2, 50]);
+      expect(ins.rows).toEqual([{ id: 1, balance: '100' }, { id: 2, balance: '50' }]);
+      await c.query('begin');
+      await c.query('update acct set balance = balance - $1 where id = $2', [30, 1]);
+      await c.query('update acct set balance = balance + $1 where id = $2', [30, 2]);
+      await c.query('commit');
+      await c.query('begin');
+      await c.query('delete from acct where id = $1', [1]);
+      await c.query('rollback');
+      const rows = await c.query({ text: 'select id, balance from acct where id >= $1 order by id', values: [1] });
+      expect(rows.rows).toEqual([{ id: 1, balance: '70' }, { id: 2, balance: '80' }]);
+      const agg = await c.query('select count(*) as n, sum(balance) as total from acct');
+      expect(agg.rows).toEqual([{ n: '2', total: '150' }]);
+    } finally {
+      await c.end();
+    }
+  });
+
+  it('sql: a CancelRequest stops a running INSERT with 57014 and none of its rows commit; the session goes on', async () => {
+    const a = await connect();
+    const b = await connect();
+    try {
+      await a.query('create table big (id bigserial primary key, v text)');
+      let answered = false;
+      const running = a.query("insert into big(v) select repeat('x', 1000000) from generate_series(1, 60)").then(
+        () => 'done',
+        (e: { code?: string }) => e.code ?? 'no code',
+      ).finally(() => (answered = true));
+      // Cancel once the statement is running on the server (its connection is active, not yet answered).
+      await waitFor('insert running', 30_000, async () => (await b.query("select 1 as one")).rows.length === 1 && !answered);
+      // A CancelRequest on a fresh connection: length 16, code 80877102, the backend key of `a`.
+      const key = a as unknown as { processID: number; secretKey: number };
+      const req = Buffer.alloc(16);
+      req.writeInt32BE(16, 0);
+      req.writeInt32BE(80877102, 4);
+      req.writeInt32BE(key.processID, 8);
+      req.writeInt32BE(key.secretKey, 12);
+      await new Promise<void>((resolve) => {
+        const s = net.connect(port, host, () => s.end(req));
+        s.on('close', () => resolve());
+        s.on('error', () => resolve());
+      });
+      expect(await running).toBe('57014');
+      expect((await a.query('select count(*)::int as n from big')).rows).toEqual([{ n: 0 }]);
+    } finally {
+      await a.end();
+      await b.end();
+    }
+  });
+
+  it('sql: garbage on the port closes that connection only', async () => {
+    const c = await connect();
+    try {
+      const answer = await new Promise<string>((resolve) => {
+        const s = net.connect(port, host, () => s.write(Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n')));
+        let got = '';
+        s.on('data', (d) => (got += d.toString('latin1')));
+        s.on('close', () => resolve(got));
+        s.on('error', () => resolve(got));
+      });
+      expect(answer).toContain('08P01');
+      expect((await c.query('select 41 + 1 as x')).rows).toEqual([{ x: 42 }]);
+    } finally {
+      await c.end();
+    }
+  });
+
+  it.skipIf(!havePsql || !havePgbench)('sql: pgbench -i -s 1, then -S and -N runs with no failed transaction', () => {
+    const args = ['-h', host, '-p', String(port), '-U', 'yugabyte'];
+    const init = spawnSync('pgbench', ['-i', '-s', '1', ...args, 'yugabyte'], { encoding: 'utf8', timeout: 400_000 });
+    expect(init.stderr).toContain('done in');
+    expect(init.status).toBe(0);
+    for (const mode of ['-S', '-N']) {
+      const run = spawnSync('pgbench', [mode, '-T', '5', '-c', '2', '--max-tries=20', ...args, 'yugabyte'], { encoding: 'utf8', timeout: 120_000 });
+      expect(run.status, run.stderr).toBe(0);
+      expect(run.stdout).toMatch(/number of failed transactions: 0 \(0\.000%\)/);
+      expect(Number(/number of transactions actually processed: (\d+)/.exec(run.stdout)?.[1] ?? '0')).toBeGreaterThan(0);
+    }
+  }, 600_000);
+});

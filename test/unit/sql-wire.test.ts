@@ -1,0 +1,90 @@
+/** PostgreSQL wire framing and password authentication (server side), without a socket. */
+import * as crypto from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { md5Expected, scramServerFinal, scramServerFirst } from '../../sql/wire/pg-auth';
+import { backend, decodeFrontend, decodeStartup, FrameSplitter, ProtocolError, SSL_REQUEST_CODE } from '../../sql/wire/pg-messages';
+
+function typed(type: string, body: Buffer): Buffer {
+  const head = Buffer.alloc(5);
+  head.write(type, 0, 'latin1');
+  head.writeInt32BE(body.length + 4, 1);
+  return Buffer.concat([head, body]);
+}
+
+describe('sql wire framing', () => {
+  it('sql wire: a startup packet split across chunks, then typed messages, are framed exactly', () => {
+    const params = Buffer.from('user\0yugabyte\0database\0yugabyte\0\0');
+    const startup = Buffer.alloc(8 + params.length);
+    startup.writeInt32BE(startup.length, 0);
+    startup.writeInt32BE(196608, 4);
+    params.copy(startup, 8);
+    const f = new FrameSplitter();
+    f.push(startup.subarray(0, 3));
+    expect(f.next()).toBeUndefined();
+    f.push(startup.subarray(3));
+    const m = f.next()!;
+    expect(decodeStartup(m.body)).toEqual({ type: 'startup', params: { user: 'yugabyte', database: 'yugabyte' } });
+    f.startupDone();
+    const q = typed('Q', Buffer.from('select 1\0'));
+    const bind = typed('B', Buffer.concat([Buffer.from('\0s1\0'), Buffer.from([0, 1, 0, 0, 0, 2, 0, 0, 0, 2]), Buffer.from('42'), Buffer.from([0xff, 0xff, 0xff, 0xff, 0, 0])]));
+    f.push(Buffer.concat([q, bind.subarray(0, 7)]));
+    const a = f.next()!;
+    expect(decodeFrontend(a.type, a.body)).toEqual({ type: 'query', sql: 'select 1' });
+    expect(f.next()).toBeUndefined();
+    f.push(bind.subarray(7));
+    const b = f.next()!;
+    expect(decodeFrontend(b.type, b.body)).toEqual({ type: 'bind', portal: '', statement: 's1', paramFormats: [0], params: [Buffer.from('42'), null], resultFormats: [] });
+  });
+
+  it('sql wire: SSLRequest is recognised; a bad length or unknown message type is a protocol error', () => {
+    const ssl = Buffer.alloc(8);
+    ssl.writeInt32BE(8, 0);
+    ssl.writeInt32BE(SSL_REQUEST_CODE, 4);
+    const f = new FrameSplitter();
+    f.push(ssl);
+    expect(decodeStartup(f.next()!.body)).toEqual({ type: 'ssl' });
+    const g = new FrameSplitter();
+    g.push(Buffer.from('GET / HTTP/1.1\r\n'));
+    expect(() => g.next()).toThrow(ProtocolError);
+    expect(() => decodeFrontend('?'.charCodeAt(0), Buffer.alloc(0))).toThrow(ProtocolError);
+  });
+
+  it('sql wire: an ErrorResponse carries severity, SQLSTATE, message and position fields', () => {
+    const e = backend.error({ severity: 'ERROR', code: '42601', message: 'syntax error', position: 7 });
+    expect(e[0]).toBe('E'.charCodeAt(0));
+    expect(e.readInt32BE(1)).toBe(e.length - 1);
+    const fields = e.subarray(5).toString('utf8').split('\0');
+    expect(fields).toEqual(['SERROR', 'VERROR', 'C42601', 'Msyntax error', 'P7', '', '']);
+  });
+});
+
+describe('sql password authentication', () => {
+  it('sql auth: MD5 answer is md5(md5(password+user)+salt)', () => {
+    const salt = Buffer.from([1, 2, 3, 4]);
+    const inner = crypto.createHash('md5').update('secretyugabyte').digest('hex');
+    const want = 'md5' + crypto.createHash('md5').update(Buffer.concat([Buffer.from(inner), salt])).digest('hex');
+    expect(md5Expected('yugabyte', 'secret', salt)).toBe(want);
+  });
+
+  it('sql auth: SCRAM-SHA-256 accepts the right password (server signature verifies) and refuses a wrong one', () => {
+    const client = (password: string): { ok: boolean; serverOk: boolean } => {
+      const cnonce = crypto.randomBytes(12).toString('base64');
+      const first = `n,,n=,r=${cnonce}`;
+      const st = scramServerFirst(first);
+      const attrs = Object.fromEntries(st.serverFirst.split(',').map((kv) => [kv[0], kv.slice(2)]));
+      const salted = crypto.pbkdf2Sync(password, Buffer.from(attrs['s']!, 'base64'), Number(attrs['i']), 32, 'sha256');
+      const clientKey = crypto.createHmac('sha256', salted).update('Client Key').digest();
+      const storedKey = crypto.createHash('sha256').update(clientKey).digest();
+      const finalNoProof = `c=biws,r=${attrs['r']}`;
+      const authMessage = `n=,r=${cnonce},${st.serverFirst},${finalNoProof}`;
+      const sig = crypto.createHmac('sha256', storedKey).update(authMessage).digest();
+      const proof = Buffer.from(clientKey.map((b, i) => b ^ sig[i]!)).toString('base64');
+      const v = scramServerFinal(st, 'secret', `${finalNoProof},p=${proof}`);
+      const serverKey = crypto.createHmac('sha256', salted).update('Server Key').digest();
+      const want = 'v=' + crypto.createHmac('sha256', serverKey).update(authMessage).digest('base64');
+      return { ok: v !== undefined, serverOk: v === want };
+    };
+    expect(client('secret')).toEqual({ ok: true, serverOk: true });
+    expect(client('wrong').ok).toBe(false);
+  });
+});
