@@ -31,6 +31,7 @@ import { StatusTabletProxy } from './status-tablet-proxy';
 import { Table } from './table';
 import { TabletInvoker } from './tablet-invoker';
 import { Transaction, type TransactionOptions } from './transaction';
+import { TimestampClient } from './timestamp-client';
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
 /** YugabyteDB's retryable_rpc_single_call_timeout_ms default. */
@@ -53,6 +54,8 @@ export class TesseraClient {
   /** Transactional writes of concurrent transactions, coalesced per tablet (with batchWrites). */
   readonly txnWrites: TxnWriteCoalescer | undefined;
   private readonly tables = new Map<string, Table>();
+  /** The timestamp oracle (master leader), one batched RPC in flight (client/timestamp-client.ts). */
+  readonly oracle: TimestampClient;
   private closed = false;
   readonly timeoutMs: number;
 
@@ -74,6 +77,7 @@ export class TesseraClient {
     const hbUsec = opts.transactionHeartbeatUsec ?? DEFAULT_TRANSACTION_HEARTBEAT_USEC;
     if (!(hbUsec > 0)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'transactionHeartbeatUsec must be > 0');
     this.heartbeatMs = hbUsec / 1000;
+    this.oracle = new TimestampClient(this.master, this.timeoutMs);
   }
 
   /** Connect and check that a master answers (TIMED_OUT when none does within timeoutMs). */

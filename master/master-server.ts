@@ -36,6 +36,10 @@ import { peerClient } from '../rpc/peer-client';
 import { registerMasterPages } from './master-web';
 import { SYS_CATALOG_GROUP_ID, SysCatalog } from './sys-catalog';
 import { TServerRegistry } from './tserver-registry';
+import { oracleMethods } from '../rpc/oracle-methods';
+import { oracleBoundOf } from './catalog-state';
+import { TimestampOracle } from './timestamp-oracle';
+import { ORACLE_RANGE_MS } from './master-flags';
 import { advertisedAddress, loadOrCreateUuid, splitHostPort } from '../common/server-identity';
 import { makeDirs } from '../common/fs-dirs';
 
@@ -53,6 +57,7 @@ export interface Master {
   readonly webAddress: string;
   readonly sys: SysCatalog;
   readonly manager: CatalogManager;
+  readonly oracle: TimestampOracle;
   masters(): Promise<MasterInfo[]>;
   stop(): Promise<void>;
 }
@@ -91,6 +96,7 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
   const registry = new TServerRegistry();
   const raftBatch = raftBatchMethod();
   let manager: CatalogManager | undefined;
+  let oracle: TimestampOracle | undefined;
 
   // Listen first: a port already taken fails the start before the sys catalog is bootstrapped in the
   // data directory. Until the handlers are registered below, requests get a retryable SERVICE_UNAVAILABLE.
@@ -125,6 +131,7 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
       },
       onLeaderChange: (c) => {
         manager?.onLeadership(c.isLeader);
+        oracle?.reset();
         log.info({ leader: c.leader, term: c.term, role: c.role }, 'sys catalog leader changed');
       },
     });
@@ -149,6 +156,28 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
   });
   const m = masterMethods();
   const mgr = manager;
+  const sysRef = sys;
+  const tso = new TimestampOracle(
+    {
+      store: {
+        persistedBound: () => oracleBoundOf(sysRef.state()),
+        persist: async (bound) => {
+          await sysRef.propose({ type: 'reserveTimestamps', bound: bound.toString() });
+        },
+      },
+      nowMs: () => Date.now(),
+    },
+    { get rangeMs() { return flags.get(ORACLE_RANGE_MS); } },
+  );
+  oracle = tso;
+  rpc.handle(oracleMethods().getTimestamps, async (req) => {
+    const count = req.count ?? 0;
+    mgr.requireLeader();
+    const first = await tso.getTimestamps(count);
+    // The lease may have ended while a range was reserved: a deposed leader answers nothing.
+    mgr.requireLeader();
+    return { first, count };
+  });
   rpc.handle(m.createTable, async (req) => ({ tableId: await mgr.createTable(req) }));
   rpc.handle(m.dropTable, async (req) => {
     await mgr.dropTable(req);
@@ -266,6 +295,7 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
     webAddress: web.address,
     sys,
     manager,
+    oracle: tso,
     masters,
     stop(): Promise<void> {
       stopping ??= (async () => {
