@@ -15,17 +15,11 @@
  */
 import { DbError, ErrorCode } from '../common/errors';
 
-export const ORACLE_LOGICAL_BITS = 18n;
+import { tsFromWallMs } from '../common/oracle-ts';
+
+export { ORACLE_LOGICAL_BITS, tsFromWallMs, wallMsOfTs } from '../common/oracle-ts';
 /** Timestamps one GetTimestamps may ask for (the client batches below this). */
 export const ORACLE_BATCH_MAX = 1 << 16;
-
-export function tsFromWallMs(ms: number): bigint {
-  return BigInt(Math.floor(ms)) << ORACLE_LOGICAL_BITS;
-}
-
-export function wallMsOfTs(ts: bigint): number {
-  return Number(ts >> ORACLE_LOGICAL_BITS);
-}
 
 export interface OracleStore {
   /** The high-water mark as applied (a ready leader has applied every committed entry). */

@@ -1,0 +1,80 @@
+/**
+ * `client.percolator`: Percolator transactions and tables on this client (docs/percolator.md).
+ *
+ *   await client.percolator.createTable({ name: 'acct', columns: [{ name: 'id', type: 'int64' }, { name: 'bal', type: 'int64' }], primaryKey: { hash: ['id'] } });
+ *   const txn = await client.percolator.begin();
+ *   const a = await txn.table('acct').get({ id: 1n });
+ *   await txn.table('acct').upsert({ id: 1n, bal: 5n });
+ *   await txn.commit();                       // { commitTs }, or TXN_CONFLICT (begin again)
+ */
+import { DbError, ErrorCode } from '../../common/errors';
+import type { CallOptions, CreateTableOptions, Row } from '../client-types';
+import type { Table } from '../table';
+import type { TableSchema } from '../table-schema';
+import type { ResolveStats } from './cells';
+import { PercolatorTransaction, type PercolatorTxnOptions } from './percolator-txn';
+import { SEQ_COLUMN, STATE_COLUMN } from './row-state';
+
+/** What Percolator needs of a TesseraClient (an interface, so client/ and client/percolator/ form no cycle). */
+export interface PercolatorHost {
+  readonly timeoutMs: number;
+  table(name: string): Table;
+  createTable(t: CreateTableOptions, o?: CallOptions): Promise<string>;
+  tableLocations(name: string): Promise<{ schema: TableSchema }>;
+  getTimestamp(): Promise<bigint>;
+}
+
+/** Tables whose key columns are remembered (bounded: cleared when full). */
+const SCHEMAS_MAX = 1000;
+
+export class Percolator {
+  private readonly keyColumns = new Map<string, string[]>();
+  /** Locks this client rolled forward and back while reading and writing (the lab shows them). */
+  readonly stats: ResolveStats = { rolledForward: 0, rolledBack: 0 };
+
+  constructor(private readonly host: PercolatorHost) {}
+
+  /** A tessera table with the user's columns plus Percolator's hidden ones (_pc_seq, _pc_state). */
+  createTable(t: CreateTableOptions, o?: CallOptions): Promise<string> {
+    if (!t || !Array.isArray(t.columns)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'percolator.createTable needs { name, columns, primaryKey }');
+    if (t.columns.some((c) => c.name.startsWith('_pc_'))) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'column names starting with _pc_ are Percolator\'s');
+    return this.host.createTable({ ...t, columns: [...t.columns, { name: SEQ_COLUMN, type: 'int64' }, { name: STATE_COLUMN, type: 'string' }] }, o);
+  }
+
+  async begin(o: PercolatorTxnOptions = {}): Promise<PercolatorTransaction> {
+    const startTs = await this.host.getTimestamp();
+    return new PercolatorTransaction(
+      {
+        table: (n) => this.host.table(n),
+        keyOf: (n, r) => this.keyOf(n, r),
+        nowMs: () => Date.now(),
+        getTimestamp: () => this.host.getTimestamp(),
+        stats: this.stats,
+      },
+      startTs,
+      { ...o, timeoutMs: o.timeoutMs ?? this.host.timeoutMs },
+    );
+  }
+
+  /** The key columns of `row` in key order (INVALID_ARGUMENT when one is missing). */
+  private async keyOf(table: string, row: Row): Promise<Row> {
+    if (!row || typeof row !== 'object') throw new DbError(ErrorCode.INVALID_ARGUMENT, `percolator: a key of ${table} must be an object`);
+    let cols = this.keyColumns.get(table);
+    if (!cols) {
+      const { schema } = await this.host.tableLocations(table);
+      if (!schema.byName.has(SEQ_COLUMN) || !schema.byName.has(STATE_COLUMN)) {
+        throw new DbError(ErrorCode.INVALID_ARGUMENT, `table ${table} is not a Percolator table (create it with client.percolator.createTable)`);
+      }
+      cols = [...schema.hash, ...schema.range].map((c) => c.name);
+      if (this.keyColumns.size >= SCHEMAS_MAX) this.keyColumns.clear();
+      this.keyColumns.set(table, cols);
+    }
+    const key: Row = {};
+    for (const c of cols) {
+      const v = row[c];
+      if (v === undefined || v === null) throw new DbError(ErrorCode.INVALID_ARGUMENT, `percolator: key column ${c} of ${table} is missing`);
+      key[c] = v;
+    }
+    return key;
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * Percolator transactions on real processes (1 master, 1 tserver, RF 1 to keep the machine's load
+ * down; the protocol only needs single-row atomicity, which RF does not change): the bank workload
+ * (concurrent 2-row transfers, snapshot reads always summing to the total), snapshot isolation and
+ * write-write conflicts, and clients that die mid-commit — after the prewrites (their locks are
+ * rolled back by a reader once their TTL is past) and after the primary's commit (rolled forward).
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { DbError, ErrorCode } from '../../common/errors';
+import { TesseraClient } from '../../client/tessera-client';
+import type { PercolatorTransaction } from '../../client/percolator';
+import { decodeRowState, statusAt } from '../../client/percolator/row-state';
+import { ProcCluster, waitFor } from './cluster-harness';
+
+const ACCOUNTS = 6;
+const INITIAL = 100n;
+
+let cluster: ProcCluster | undefined;
+let client: TesseraClient | undefined;
+
+afterAll(async () => {
+  await client?.close().catch(() => undefined);
+  await cluster?.destroy();
+});
+
+const RETRYABLE = new Set<string>([ErrorCode.TXN_CONFLICT, ErrorCode.TXN_ABORTED]);
+
+async function balances(c: TesseraClient): Promise<bigint[]> {
+  const t = await c.percolator.begin();
+  const rows = await Promise.all(Array.from({ length: ACCOUNTS }, (_, i) => t.table('acct').get({ id: BigInt(i) })));
+  await t.commit();
+  return rows.map((r) => r?.['bal'] as bigint);
+}
+
+async function transfer(t: PercolatorTransaction, from: number, to: number, amount: bigint): Promise<void> {
+  const a = await t.table('acct').get({ id: BigInt(from) });
+  const b = await t.table('acct').get({ id: BigInt(to) });
+  await t.table('acct').upsert({ id: BigInt(from), bal: (a!['bal'] as bigint) - amount });
+  await t.table('acct').upsert({ id: BigInt(to), bal: (b!['bal'] as bigint) + amount });
+}
+
+describe('percolator transactions', () => {
+  it('percolator: bank transfers keep the total, snapshot isolation holds, dead clients are rolled back or forward', async () => {
+    cluster = await ProcCluster.create({ hostBase: 26, masters: 1, tservers: 1, tserverFlags: ['--heartbeat_interval_ms=200'] });
+    await cluster.startAll();
+    client = await TesseraClient.connect({ masterAddresses: cluster.masterAddresses, timeoutMs: 20_000 });
+    const c = client;
+    await c.percolator.createTable({ name: 'acct', columns: [{ name: 'id', type: 'int64' }, { name: 'bal', type: 'int64' }], primaryKey: { hash: ['id'] }, numTablets: 2, replicationFactor: 1 });
+    await waitFor('the table to serve', 30_000, async () => (await c.table('acct').get({ id: 0n }).then(() => true).catch(() => false)));
+    const init = await c.percolator.begin();
+    for (let i = 0; i < ACCOUNTS; i++) await init.table('acct').upsert({ id: BigInt(i), bal: INITIAL });
+    await init.commit();
+    const total = INITIAL * BigInt(ACCOUNTS);
+
+    // Bank: 6 workers x 8 transfers (retried on conflict, bounded), a reader checking sums meanwhile.
+    let committed = 0;
+    let conflicts = 0;
+    let stop = false;
+    const sums: bigint[] = [];
+    const reader = (async () => {
+      for (let i = 0; i < 200 && !stop; i++) sums.push((await balances(c)).reduce((x, y) => x + y, 0n));
+    })();
+    await Promise.all(
+      Array.from({ length: 6 }, async (_, w) => {
+        for (let i = 0; i < 8; i++) {
+          const from = (w + i) % ACCOUNTS;
+          const to = (w * 5 + i * 7 + 1) % ACCOUNTS === from ? (from + 1) % ACCOUNTS : (w * 5 + i * 7 + 1) % ACCOUNTS;
+          for (let attempt = 0; attempt < 30; attempt++) {
+            const t = await c.percolator.begin();
+            try {
+              await transfer(t, from, to, BigInt(1 + ((w + i) % 5)));
+              await t.commit();
+              committed++;
+              break;
+            } catch (e) {
+              const code = DbError.from(e).code;
+              if (!RETRYABLE.has(code)) throw e;
+              conflicts++;
+            }
+          }
+        }
+      }),
+    );
+    stop = true;
+    await reader;
+    expect(committed).toBeGreaterThan(24);
+    expect(sums.length).toBeGreaterThan(0);
+    for (const s of sums) expect(s).toBe(total);
+    expect((await balances(c)).reduce((x, y) => x + y, 0n)).toBe(total);
+    process.stdout.write(`percolator bank: ${committed} transfers committed, ${conflicts} conflicts retried, ${sums.length} snapshot reads summed to ${total}\n`);
+
+    // Snapshot isolation: an older snapshot does not see a later commit; the later writer of a row wins nothing.
+    const old = await c.percolator.begin();
+    const before = (await old.table('acct').get({ id: 0n }))!['bal'] as bigint;
+    const w1 = await c.percolator.begin();
+    await transfer(w1, 0, 1, 1n);
+    await w1.commit();
+    expect((await old.table('acct').get({ id: 0n }))!['bal']).toBe(before);
+    await old.table('acct').upsert({ id: 0n, bal: 0n });
+    await expect(old.commit()).rejects.toMatchObject({ code: ErrorCode.TXN_CONFLICT });
+
+    // A client that dies after prewriting: its locks block readers until the TTL, then are rolled back.
+    const b0 = await balances(c);
+    const dead = await c.percolator.begin({ lockTtlMs: 300, TEST_dieAfter: 'prewrite' });
+    await transfer(dead, 2, 3, 50n);
+    await dead.commit();
+    const rolledBack0 = c.percolator.stats.rolledBack;
+    expect(await balances(c)).toEqual(b0);
+    expect(c.percolator.stats.rolledBack).toBeGreaterThan(rolledBack0);
+    // Both locks are gone and the primary carries a rollback record: the dead transaction can never commit.
+    for (const id of [2n, 3n]) {
+      const st = decodeRowState(await c.table('acct').get({ id }));
+      expect(st.lock).toBeUndefined();
+      expect(statusAt(st, dead.startTs)).toEqual({ type: 'rolled-back' });
+    }
+
+    // A client that dies right after its primary's commit record: the secondary is rolled forward.
+    const forward0 = c.percolator.stats.rolledForward;
+    const half = await c.percolator.begin({ lockTtlMs: 60_000, TEST_dieAfter: 'primary' });
+    await transfer(half, 4, 5, 7n);
+    const { commitTs } = await half.commit();
+    expect(commitTs).toBeDefined();
+    const after = await balances(c);
+    expect(after[4]).toBe(b0[4]! - 7n);
+    expect(after[5]).toBe(b0[5]! + 7n);
+    expect(c.percolator.stats.rolledForward).toBe(forward0 + 1);
+    expect(after.reduce((x, y) => x + y, 0n)).toBe(total);
+  }, 180_000);
+});
