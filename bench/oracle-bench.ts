@@ -29,7 +29,7 @@ export class LatencyHistogram {
   }
 }
 
-function num(args: string[], name: string, dflt: number): number {
+export function numArg(args: string[], name: string, dflt: number): number {
   const i = args.findIndex((a) => a === `--${name}` || a.startsWith(`--${name}=`));
   if (i < 0) return dflt;
   const a = args[i]!;
@@ -41,10 +41,10 @@ function num(args: string[], name: string, dflt: number): number {
 export async function runOracleSection(): Promise<void> {
   const args = sectionArgs('oracle');
   checkSectionArgs(args, ['host_base', 'seconds', 'clients', 'concurrency']);
-  const hostBase = num(args, 'host_base', 36);
-  const seconds = num(args, 'seconds', 8);
-  const nClients = num(args, 'clients', 4);
-  const conc = num(args, 'concurrency', 512);
+  const hostBase = numArg(args, 'host_base', 36);
+  const seconds = numArg(args, 'seconds', 8);
+  const nClients = numArg(args, 'clients', 4);
+  const conc = numArg(args, 'concurrency', 512);
   const cluster = new BenchCluster();
   const clients: TesseraClient[] = [];
   try {

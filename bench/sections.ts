@@ -6,6 +6,7 @@ import { runProfileSection } from './profile-section';
 import { runLoadSection } from './load-bench';
 import { sectionArgs } from './section-args';
 import { runOracleSection } from './oracle-bench';
+import { runPercolatorSection } from './percolator-bench';
 
 export const BENCH_SECTIONS: Record<string, () => Promise<void>> = {
   cluster: runClusterBench,
@@ -18,6 +19,8 @@ export const BENCH_SECTIONS: Record<string, () => Promise<void>> = {
   // Two tessera clusters (builds, tserver flags or Node.js options) side by side, paired rounds.
   // The timestamp oracle: timestamps/s and getTimestamp p50/p99 with batching (docs/percolator.md).
   oracle: runOracleSection,
+  // 2-row bank transfers: Percolator beside YugabyteDB-style transactions in one run.
+  percolator: runPercolatorSection,
   ab: async () => {
     await runAb(parseAbArgs(sectionArgs('ab')));
   },

@@ -83,7 +83,12 @@ export interface ResolveStats {
 export async function resolveLock(deps: CellsDeps, table: string, key: Row, lock: PercLock, d: Deadline, stats?: ResolveStats): Promise<ResolveResult> {
   const pt = deps.table(lock.primary.table);
   const pkey = lock.primary.key;
-  let status = statusAt(await readRowState(pt, pkey, d), lock.startTs);
+  const pst = await readRowState(pt, pkey, d);
+  let status = statusAt(pst, lock.startTs);
+  if (status.type === 'unknown' && pst.truncated && pst.writes.every((w) => w.commitTs > lock.startTs)) {
+    // The primary's record of this transaction may have been trimmed: guessing could lose a commit.
+    throw new DbError(ErrorCode.SNAPSHOT_TOO_OLD, `percolator: a lock on ${table} from start ${lock.startTs} outlived its primary's history; cannot tell whether it committed`);
+  }
   if (status.type === 'locked') {
     if (deps.nowMs() < status.lock.wallMs + status.lock.ttlMs) return 'alive';
   }
