@@ -8,6 +8,7 @@ import { runMaster, runTServer } from './server-commands';
 import { registerAdminCommands } from './admin-commands';
 import { registerDataCommands } from './data-commands';
 import { registerRowCommands } from './row-commands';
+import { registerObserverCommands } from './observer-commands';
 import { registerClusterCommands } from './cluster-commands';
 import { registerLabCommands } from '../lab/lab-cli';
 import { registerVerifyCommand } from '../lab/verify/verify-cli';
@@ -37,6 +38,7 @@ export function buildProgram(): Command {
   registerAdminCommands(program);
   registerDataCommands(program);
   registerRowCommands(program);
+  registerObserverCommands(program);
   registerLabCommands(program);
   registerVerifyCommand(program);
   program

@@ -8,6 +8,7 @@ import { DbError, ErrorCode } from '../../common/errors';
 import type { Row } from '../client-types';
 import type { Table } from '../table';
 import {
+  NOTIFY_COLUMN,
   SEQ_COLUMN,
   STATE_COLUMN,
   commitCell,
@@ -53,14 +54,16 @@ export async function readRowState(t: Table, key: Row, d: Deadline): Promise<Per
  * One single-row transaction: read the row's state, let `f` decide, and write its next state only
  * if nobody changed the row meanwhile (the sequence column is as read). `f` may run several times.
  */
-export async function casRow<O extends { type: string }>(t: Table, key: Row, d: Deadline, f: (st: PercRowState) => O | { type: 'write'; next: PercRowState }): Promise<O | { type: 'write'; next: PercRowState }> {
+export async function casRow<O extends { type: string }>(t: Table, key: Row, d: Deadline, f: (st: PercRowState) => O | { type: 'write'; next: PercRowState; notifyTs?: bigint }): Promise<O | { type: 'write'; next: PercRowState }> {
   for (let attempt = 0; attempt < CAS_ATTEMPTS_MAX; attempt++) {
     d.check('a row change');
     const st = await readRowState(t, key, d);
     const r = f(st);
     if (r.type !== 'write' || !('next' in r)) return r;
     const cond = st.seq === undefined ? { column: SEQ_COLUMN, op: 'ABSENT' as const } : { column: SEQ_COLUMN, op: 'EQ' as const, value: st.seq };
-    const applied = await t.checkAndMutate(key, cond, { put: { [SEQ_COLUMN]: (st.seq ?? 0n) + 1n, [STATE_COLUMN]: encodeRowState(r.next) } }, { timeoutMs: Math.max(1, d.leftMs()) });
+    const put: Row = { [SEQ_COLUMN]: (st.seq ?? 0n) + 1n, [STATE_COLUMN]: encodeRowState(r.next) };
+    if ('notifyTs' in r && r.notifyTs !== undefined) put[NOTIFY_COLUMN] = r.notifyTs;
+    const applied = await t.checkAndMutate(key, cond, { put }, { timeoutMs: Math.max(1, d.leftMs()) });
     if (applied) return r;
     if (attempt > 2) await sleep(Math.min(50, attempt * 2 * Math.random()));
   }

@@ -10,7 +10,7 @@ import { DbError, ErrorCode } from '../../common/errors';
 import type { Row } from '../client-types';
 import { keyText } from './cell-codec';
 import { casRow, Deadline, readRowState, resolveLock, sleep, type CellsDeps, type ResolveStats } from './cells';
-import { commitCell, prewrite, readAt, rollbackCell, type PercLock } from './row-state';
+import { ACK_FIELD, commitCell, observationAt, prewrite, readAt, rollbackCell, type PercLock, type PercRowState } from './row-state';
 
 export interface PercolatorTxnOptions {
   /** Deadline of each get and of commit (default: the client's timeoutMs). */
@@ -27,6 +27,8 @@ export interface PercolatorTxnOptions {
 
 export interface PercolatorDeps extends CellsDeps {
   getTimestamp(): Promise<bigint>;
+  /** The table's observed columns (declared by `_pc_obs_<c>` columns). */
+  observedOf(table: string): Promise<string[]>;
   stats: ResolveStats;
 }
 
@@ -93,13 +95,42 @@ export class PercolatorTransaction {
     this.open();
     const key = await this.deps.keyOf(table, keyOrRow);
     const own = this.writes.get(keyText(table, key, Object.keys(key)));
-    if (own) return own.value ?? undefined;
+    if (own) return visible(own.value);
+    return visible((await this.readCell(table, key)).row);
+  }
+
+  /**
+   * For observers: the row as of the start timestamp, the commit timestamp of its newest observed
+   * change, and the start timestamp of the last committed observer run (its ack).
+   */
+  async observe(table: string, keyOrRow: Row): Promise<{ row: Row | undefined; changeTs: bigint | undefined; ackTs: bigint | undefined }> {
+    this.open();
+    const key = await this.deps.keyOf(table, keyOrRow);
+    const { row, st } = await this.readCell(table, key);
+    return { row: visible(row), ...observationAt(st, this.startTs) };
+  }
+
+  /**
+   * Acknowledge the observed change: the row is written with ack = our start timestamp (with the
+   * observer's own write of it, if any). Two runs for one change both write the row: at most one commits.
+   */
+  async ack(table: string, keyOrRow: Row): Promise<void> {
+    this.open();
+    const key = await this.deps.keyOf(table, keyOrRow);
+    const k = keyText(table, key, Object.keys(key));
+    const own = this.writes.get(k);
+    const base = own ? own.value : (await this.readCell(table, key)).row;
+    this.writes.set(k, { table, key, value: { ...(base ?? key), [ACK_FIELD]: this.startTs } });
+  }
+
+  private async readCell(table: string, key: Row): Promise<{ row: Row | undefined; st: PercRowState }> {
     const d = new Deadline(this.timeoutMs);
     const t = this.deps.table(table);
     for (let wait = WAIT_FIRST_MS; ; wait = Math.min(WAIT_MAX_MS, wait * 2)) {
       d.check(`read of ${table}`);
-      const o = readAt(await readRowState(t, key, d), this.startTs);
-      if (o.type === 'value') return o.row;
+      const st = await readRowState(t, key, d);
+      const o = readAt(st, this.startTs);
+      if (o.type === 'value') return { row: o.row, st };
       // A lock from a transaction that started at or before us: it may commit below our start.
       if ((await resolveLock(this.deps, table, key, o.lock, d, this.deps.stats)) === 'alive') await sleep(Math.min(wait, Math.max(1, d.leftMs())));
     }
@@ -109,6 +140,7 @@ export class PercolatorTransaction {
   async put(table: string, row: Row, deleted = false): Promise<void> {
     this.open();
     const key = await this.deps.keyOf(table, row);
+    if (!deleted && Object.keys(row).some((c) => c.startsWith('_pc_'))) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'percolator: columns starting with _pc_ are Percolator\'s');
     this.writes.set(keyText(table, key, Object.keys(key)), { table, key, value: deleted ? null : { ...row } });
   }
 
@@ -168,8 +200,9 @@ export class PercolatorTransaction {
   /** Prewrite one cell; a lock of a dead owner is resolved first, any other conflict aborts. */
   private async prewriteCell(w: BufferedWrite, lock: PercLock, d: Deadline): Promise<void> {
     const t = this.deps.table(w.table);
+    const observed = await this.deps.observedOf(w.table);
     for (let round = 0; ; round++) {
-      const o = await casRow(t, w.key, d, (st) => prewrite(st, lock, w.value));
+      const o = await casRow(t, w.key, d, (st) => prewrite(st, lock, w.value, observed));
       if (o.type === 'write' || o.type === 'done') return;
       // Percolator aborts on any lock; a lock past its owner's TTL is cleaned up first (else it
       // would block the row until some reader met it).
@@ -184,4 +217,12 @@ export class PercolatorTransaction {
   private async rollback(cells: readonly BufferedWrite[], d: Deadline): Promise<void> {
     for (const w of cells) await casRow(this.deps.table(w.table), w.key, d, (st) => rollbackCell(st, this.startTs, this.deps.nowMs()));
   }
+}
+
+/** A stored row without Percolator's own fields (the observers' ack). */
+function visible(r: Row | null | undefined): Row | undefined {
+  if (!r) return undefined;
+  if (r[ACK_FIELD] === undefined) return r;
+  const { [ACK_FIELD]: _ack, ...rest } = r;
+  return rest;
 }

@@ -13,7 +13,7 @@ import type { Table } from '../table';
 import type { TableSchema } from '../table-schema';
 import type { ResolveStats } from './cells';
 import { PercolatorTransaction, type PercolatorTxnOptions } from './percolator-txn';
-import { SEQ_COLUMN, STATE_COLUMN } from './row-state';
+import { NOTIFY_COLUMN, OBSERVED_PREFIX, SEQ_COLUMN, STATE_COLUMN } from './row-state';
 
 /** What Percolator needs of a TesseraClient (an interface, so client/ and client/percolator/ form no cycle). */
 export interface PercolatorHost {
@@ -28,17 +28,48 @@ export interface PercolatorHost {
 const SCHEMAS_MAX = 1000;
 
 export class Percolator {
-  private readonly keyColumns = new Map<string, string[]>();
+  private readonly schemas = new Map<string, { key: string[]; observed: string[] }>();
   /** Locks this client rolled forward and back while reading and writing (the lab shows them). */
   readonly stats: ResolveStats = { rolledForward: 0, rolledBack: 0 };
 
   constructor(private readonly host: PercolatorHost) {}
 
-  /** A tessera table with the user's columns plus Percolator's hidden ones (_pc_seq, _pc_state). */
-  createTable(t: CreateTableOptions, o?: CallOptions): Promise<string> {
+  /**
+   * A tessera table with the user's columns plus Percolator's hidden ones (_pc_seq, _pc_state,
+   * _pc_notify); `observedColumns` declares the columns whose changes trigger observers (each as
+   * a marker column `_pc_obs_<c>`).
+   */
+  createTable(t: CreateTableOptions & { observedColumns?: string[] }, o?: CallOptions): Promise<string> {
     if (!t || !Array.isArray(t.columns)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'percolator.createTable needs { name, columns, primaryKey }');
     if (t.columns.some((c) => c.name.startsWith('_pc_'))) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'column names starting with _pc_ are Percolator\'s');
-    return this.host.createTable({ ...t, columns: [...t.columns, { name: SEQ_COLUMN, type: 'int64' }, { name: STATE_COLUMN, type: 'string' }] }, o);
+    const observed = t.observedColumns ?? [];
+    for (const c of observed) if (!t.columns.some((x) => x.name === c)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `observed column ${c} is not a column of ${t.name}`);
+    const { observedColumns: _obs, ...rest } = t;
+    const hidden = [
+      { name: SEQ_COLUMN, type: 'int64' as const },
+      { name: STATE_COLUMN, type: 'string' as const },
+      { name: NOTIFY_COLUMN, type: 'int64' as const },
+      ...observed.map((c) => ({ name: `${OBSERVED_PREFIX}${c}`, type: 'bool' as const })),
+    ];
+    return this.host.createTable({ ...rest, columns: [...t.columns, ...hidden] }, o);
+  }
+
+  /** Key columns (in key order) and observed columns of a Percolator table. */
+  async schemaOf(table: string): Promise<{ key: string[]; observed: string[] }> {
+    let s = this.schemas.get(table);
+    if (!s) {
+      const { schema } = await this.host.tableLocations(table);
+      if (!schema.byName.has(SEQ_COLUMN) || !schema.byName.has(STATE_COLUMN)) {
+        throw new DbError(ErrorCode.INVALID_ARGUMENT, `table ${table} is not a Percolator table (create it with client.percolator.createTable)`);
+      }
+      s = {
+        key: [...schema.hash, ...schema.range].map((c) => c.name),
+        observed: schema.columns.filter((c) => c.name.startsWith(OBSERVED_PREFIX)).map((c) => c.name.slice(OBSERVED_PREFIX.length)),
+      };
+      if (this.schemas.size >= SCHEMAS_MAX) this.schemas.clear();
+      this.schemas.set(table, s);
+    }
+    return s;
   }
 
   async begin(o: PercolatorTxnOptions = {}): Promise<PercolatorTransaction> {
@@ -49,6 +80,7 @@ export class Percolator {
         keyOf: (n, r) => this.keyOf(n, r),
         nowMs: () => Date.now(),
         getTimestamp: () => this.host.getTimestamp(),
+        observedOf: async (n) => (await this.schemaOf(n)).observed,
         stats: this.stats,
       },
       startTs,
@@ -59,16 +91,7 @@ export class Percolator {
   /** The key columns of `row` in key order (INVALID_ARGUMENT when one is missing). */
   private async keyOf(table: string, row: Row): Promise<Row> {
     if (!row || typeof row !== 'object') throw new DbError(ErrorCode.INVALID_ARGUMENT, `percolator: a key of ${table} must be an object`);
-    let cols = this.keyColumns.get(table);
-    if (!cols) {
-      const { schema } = await this.host.tableLocations(table);
-      if (!schema.byName.has(SEQ_COLUMN) || !schema.byName.has(STATE_COLUMN)) {
-        throw new DbError(ErrorCode.INVALID_ARGUMENT, `table ${table} is not a Percolator table (create it with client.percolator.createTable)`);
-      }
-      cols = [...schema.hash, ...schema.range].map((c) => c.name);
-      if (this.keyColumns.size >= SCHEMAS_MAX) this.keyColumns.clear();
-      this.keyColumns.set(table, cols);
-    }
+    const cols = (await this.schemaOf(table)).key;
     const key: Row = {};
     for (const c of cols) {
       const v = row[c];

@@ -17,6 +17,12 @@ import { rowFromJson, rowToJson } from './cell-codec';
 
 export const SEQ_COLUMN = '_pc_seq';
 export const STATE_COLUMN = '_pc_state';
+/** The notify hint of observers (int64: commit timestamp of the last observed change), outside the row's state. */
+export const NOTIFY_COLUMN = '_pc_notify';
+/** A column `_pc_obs_<c>` in a table's schema declares user column c observed. */
+export const OBSERVED_PREFIX = '_pc_obs_';
+/** The observers' acknowledgement: the start timestamp of the last committed observer run, kept inside the row's data. */
+export const ACK_FIELD = '_pc_ack';
 /** Write records always kept per row (the newest), whatever their age. */
 export const WRITES_KEPT_MIN = 8;
 /**
@@ -34,12 +40,16 @@ export interface PercLock {
   /** The owner's wall time when it locked, and how long it may hold the lock without being presumed dead. */
   wallMs: number;
   ttlMs: number;
+  /** The write changes an observed column: its commit sets the row's notify hint. */
+  notify?: boolean;
 }
 
 export interface WriteRecord {
   commitTs: bigint;
   startTs: bigint;
   kind: 'c' | 'r';
+  /** A commit that changed an observed column (observers run for it). */
+  observed?: boolean;
 }
 
 export interface PercRowState {
@@ -61,7 +71,7 @@ export function decodeRowState(stored: Row | undefined): PercRowState {
   const text = stored?.[STATE_COLUMN];
   if (seq === undefined || seq === null) return { seq: undefined, lock: undefined, data: new Map(), writes: [], truncated: false };
   if (typeof seq !== 'bigint' || typeof text !== 'string') throw corrupt('hidden columns have the wrong types');
-  let o: { l?: { s: string; p: { t: string; k: unknown }; w: number; ttl: number } | null; d?: Array<[string, unknown]>; w?: Array<[string, string, string]>; t?: boolean };
+  let o: { l?: { s: string; p: { t: string; k: unknown }; w: number; ttl: number; n?: boolean } | null; d?: Array<[string, unknown]>; w?: Array<[string, string, string, number?]>; t?: boolean };
   try {
     o = JSON.parse(text) as typeof o;
   } catch {
@@ -70,11 +80,11 @@ export function decodeRowState(stored: Row | undefined): PercRowState {
   if (!Array.isArray(o.d) || !Array.isArray(o.w)) throw corrupt('state lacks data or writes');
   return {
     seq,
-    lock: o.l ? { startTs: BigInt(o.l.s), primary: { table: o.l.p.t, key: rowFromJson(o.l.p.k) }, wallMs: o.l.w, ttlMs: o.l.ttl } : undefined,
+    lock: o.l ? { startTs: BigInt(o.l.s), primary: { table: o.l.p.t, key: rowFromJson(o.l.p.k) }, wallMs: o.l.w, ttlMs: o.l.ttl, ...(o.l.n ? { notify: true } : {}) } : undefined,
     data: new Map(o.d.map(([s, r]) => [BigInt(s), r === null ? null : rowFromJson(r)])),
-    writes: o.w.map(([c, s, k]) => {
+    writes: o.w.map(([c, s, k, obs]) => {
       if (k !== 'c' && k !== 'r') throw corrupt(`write record kind ${k}`);
-      return { commitTs: BigInt(c), startTs: BigInt(s), kind: k };
+      return { commitTs: BigInt(c), startTs: BigInt(s), kind: k, ...(obs === 1 ? { observed: true } : {}) };
     }),
     truncated: o.t === true,
   };
@@ -83,9 +93,9 @@ export function decodeRowState(stored: Row | undefined): PercRowState {
 export function encodeRowState(st: PercRowState): string {
   const l = st.lock;
   return JSON.stringify({
-    l: l ? { s: l.startTs.toString(), p: { t: l.primary.table, k: rowToJson(l.primary.key) }, w: l.wallMs, ttl: l.ttlMs } : null,
+    l: l ? { s: l.startTs.toString(), p: { t: l.primary.table, k: rowToJson(l.primary.key) }, w: l.wallMs, ttl: l.ttlMs, ...(l.notify ? { n: true } : {}) } : null,
     d: [...st.data].map(([s, r]) => [s.toString(), r === null ? null : rowToJson(r)]),
-    w: st.writes.map((w) => [w.commitTs.toString(), w.startTs.toString(), w.kind]),
+    w: st.writes.map((w) => (w.observed ? [w.commitTs.toString(), w.startTs.toString(), w.kind, 1] : [w.commitTs.toString(), w.startTs.toString(), w.kind])),
     t: st.truncated,
   });
 }
@@ -112,20 +122,39 @@ export type PrewriteOutcome =
   | { type: 'conflict'; lock?: PercLock; commitTs?: bigint };
 
 /** Lock the row and write its data at `lock.startTs`; conflict on any other lock or a write at or after our start. */
-export function prewrite(st: PercRowState, lock: PercLock, value: Row | null): PrewriteOutcome {
+export function prewrite(st: PercRowState, lock: PercLock, value: Row | null, observed: readonly string[] = []): PrewriteOutcome {
   if (st.lock) return st.lock.startTs === lock.startTs ? { type: 'done' } : { type: 'conflict', lock: st.lock };
   const newer = st.writes.find((w) => w.commitTs >= lock.startTs);
   if (newer) return { type: 'conflict', commitTs: newer.commitTs };
+  // No commit at or after our start: the newest commit is the version we replace.
+  const prevCommit = st.writes.find((w) => w.kind === 'c');
+  const prev = prevCommit ? (st.data.get(prevCommit.startTs) ?? undefined) : undefined;
+  let v = value;
+  // The observers' ack survives writes that do not set it (else an old change would run again).
+  if (v && v[ACK_FIELD] === undefined && prev?.[ACK_FIELD] !== undefined) v = { ...v, [ACK_FIELD]: prev[ACK_FIELD] };
+  const notify = observed.some((c) => !sameValue(prev?.[c], v?.[c]));
   const data = new Map(st.data);
-  data.set(lock.startTs, value);
-  return { type: 'write', next: { ...st, lock, data } };
+  data.set(lock.startTs, v);
+  return { type: 'write', next: { ...st, lock: notify ? { ...lock, notify: true } : lock, data } };
 }
 
-export type CommitOutcome = { type: 'write'; next: PercRowState } | { type: 'done' } | { type: 'rolled-back' };
+function sameValue(a: unknown, b: unknown): boolean {
+  if (a instanceof Uint8Array && b instanceof Uint8Array) return Buffer.from(a).equals(Buffer.from(b));
+  return (a ?? null) === (b ?? null);
+}
 
-/** Replace our lock by a commit record; on the primary this is the transaction's commit point. */
+export type CommitOutcome = { type: 'write'; next: PercRowState; notifyTs?: bigint } | { type: 'done' } | { type: 'rolled-back' };
+
+/**
+ * Replace our lock by a commit record; on the primary this is the transaction's commit point. A
+ * write to an observed column also sets the notify hint (`notifyTs`), in the same row transaction.
+ */
 export function commitCell(st: PercRowState, startTs: bigint, commitTs: bigint, nowMs: number): CommitOutcome {
-  if (st.lock?.startTs === startTs) return { type: 'write', next: trim({ ...st, lock: undefined, writes: [{ commitTs, startTs, kind: 'c' as const }, ...st.writes] }, nowMs) };
+  if (st.lock?.startTs === startTs) {
+    const observed = st.lock.notify === true;
+    const rec: WriteRecord = { commitTs, startTs, kind: 'c', ...(observed ? { observed: true } : {}) };
+    return { type: 'write', next: trim({ ...st, lock: undefined, writes: [rec, ...st.writes] }, nowMs), ...(observed ? { notifyTs: commitTs } : {}) };
+  }
   const w = st.writes.find((x) => x.startTs === startTs);
   if (w?.kind === 'c') return { type: 'done' };
   return { type: 'rolled-back' };
@@ -153,6 +182,14 @@ export function statusAt(st: PercRowState, startTs: bigint): TxnStatus {
   if (w?.kind === 'c') return { type: 'committed', commitTs: w.commitTs };
   if (w?.kind === 'r') return { type: 'rolled-back' };
   return { type: 'unknown' };
+}
+
+/** The newest commit at or below `startTs` that changed an observed column, and the observers' ack as of then. */
+export function observationAt(st: PercRowState, startTs: bigint): { changeTs: bigint | undefined; ackTs: bigint | undefined } {
+  const change = st.writes.find((w) => w.kind === 'c' && w.observed === true && w.commitTs <= startTs);
+  const newest = st.writes.find((w) => w.kind === 'c' && w.commitTs <= startTs);
+  const ack = newest ? st.data.get(newest.startTs)?.[ACK_FIELD] : undefined;
+  return { changeTs: change?.commitTs, ackTs: typeof ack === 'bigint' ? ack : undefined };
 }
 
 function newestFirst(a: WriteRecord, b: WriteRecord): number {

@@ -10,6 +10,8 @@ import {
   readAt,
   rollbackCell,
   statusAt,
+  observationAt,
+  ACK_FIELD,
   SEQ_COLUMN,
   STATE_COLUMN,
   type PercLock,
@@ -100,5 +102,26 @@ describe('percolator row state', () => {
 
   it('percolator: a hidden state that is not JSON is CORRUPTION', () => {
     expect(() => decodeRowState({ [SEQ_COLUMN]: 1n, [STATE_COLUMN]: '{' })).toThrow(expect.objectContaining({ code: ErrorCode.CORRUPTION }));
+  });
+
+  it('observers: a change of an observed column marks its commit and asks for a notify; the ack survives other writes', () => {
+    const write = (st: PercRowState, s: bigint, v: Record<string, unknown>): { st: PercRowState; notifyTs: bigint | undefined } => {
+      const p = must(prewrite(st, lockAt(s), v as never, ['body']), 'write');
+      const c = must(commitCell(stored(p.next), s, s + 1n, NOW), 'write') as { next: PercRowState; notifyTs?: bigint };
+      return { st: stored(c.next), notifyTs: c.notifyTs };
+    };
+    let r = write(empty(), ts(NOW, 10), { id: 1n, body: 'a' });
+    expect(r.notifyTs).toBe(ts(NOW, 11));
+    expect(observationAt(r.st, ts(NOW, 50))).toEqual({ changeTs: ts(NOW, 11), ackTs: undefined });
+    // An observer run at 20 writes the same body plus its ack: no new change, no notify.
+    r = write(r.st, ts(NOW, 20), { id: 1n, body: 'a', [ACK_FIELD]: ts(NOW, 20) });
+    expect(r.notifyTs).toBeUndefined();
+    // A write of another column keeps the ack; the change is still acknowledged.
+    r = write(r.st, ts(NOW, 30), { id: 1n, body: 'a', other: 5n });
+    expect(r.notifyTs).toBeUndefined();
+    expect(observationAt(r.st, ts(NOW, 50))).toEqual({ changeTs: ts(NOW, 11), ackTs: ts(NOW, 20) });
+    r = write(r.st, ts(NOW, 40), { id: 1n, body: 'b' });
+    expect(r.notifyTs).toBe(ts(NOW, 41));
+    expect(observationAt(r.st, ts(NOW, 50))).toEqual({ changeTs: ts(NOW, 41), ackTs: ts(NOW, 20) });
   });
 });
