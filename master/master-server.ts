@@ -39,6 +39,7 @@ import { TServerRegistry } from './tserver-registry';
 import { oracleMethods } from '../rpc/oracle-methods';
 import { oracleBoundOf } from './catalog-state';
 import { TimestampOracle } from './timestamp-oracle';
+import { registerOraclePage } from './oracle-web';
 import { ORACLE_RANGE_MS } from './master-flags';
 import { advertisedAddress, loadOrCreateUuid, splitHostPort } from '../common/server-identity';
 import { makeDirs } from '../common/fs-dirs';
@@ -265,6 +266,9 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
       return l === selfId ? web.address : (await peerInfo(l)).webAddress;
     },
   });
+
+  registerOraclePage({ web, oracle: tso, persistedBound: () => oracleBoundOf(sys.state()), isLeader: () => sys.isLeader(), rangeMs: () => flags.get(ORACLE_RANGE_MS) });
+  metrics.gauge('master_oracle_timestamps_served', 'Timestamps handed out by this leader since it became leader', [], (g) => g.set(tso.status().served));
 
   rpc.setStarting(undefined);
   try {

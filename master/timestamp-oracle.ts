@@ -45,7 +45,12 @@ export interface OracleStatus {
   boundTs: bigint;
   served: number;
   reservations: number;
+  /** Timestamps handed out per second over the last RATE_WINDOW_SEC whole seconds. */
+  ratePerSec: number;
 }
+
+/** Whole seconds the console's rate averages over. */
+export const RATE_WINDOW_SEC = 10;
 
 export class TimestampOracle {
   private nextTs = 0n;
@@ -57,6 +62,8 @@ export class TimestampOracle {
   private reserving: Promise<void> | undefined;
   private served = 0;
   private reservations = 0;
+  /** Timestamps served per wall second, the newest RATE_WINDOW_SEC + 1 seconds (for the console's rate). */
+  private readonly perSecond: Array<{ sec: number; n: number }> = [];
 
   constructor(
     private readonly deps: TimestampOracleDeps,
@@ -72,7 +79,9 @@ export class TimestampOracle {
   }
 
   status(): OracleStatus {
-    return { nextTs: this.nextTs, boundTs: this.boundTs, served: this.served, reservations: this.reservations };
+    const now = Math.floor(this.deps.nowMs() / 1000);
+    const done = this.perSecond.filter((b) => b.sec < now && b.sec >= now - RATE_WINDOW_SEC).reduce((x, b) => x + b.n, 0);
+    return { nextTs: this.nextTs, boundTs: this.boundTs, served: this.served, reservations: this.reservations, ratePerSec: done / RATE_WINDOW_SEC };
   }
 
   /** `count` timestamps [first, first + count), each above every one handed out before. */
@@ -93,11 +102,22 @@ export class TimestampOracle {
       if (first + n <= this.boundTs) {
         this.nextTs = first + n;
         this.served += count;
+        this.countRate(count);
         this.maybePrefetch();
         return first;
       }
       if (round > 3) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, 'timestamp oracle could not reserve a range (leadership changing?)');
       await this.reserve(first + n);
+    }
+  }
+
+  private countRate(count: number): void {
+    const sec = Math.floor(this.deps.nowMs() / 1000);
+    const last = this.perSecond[this.perSecond.length - 1];
+    if (last && last.sec === sec) last.n += count;
+    else {
+      this.perSecond.push({ sec, n: count });
+      if (this.perSecond.length > RATE_WINDOW_SEC + 1) this.perSecond.shift();
     }
   }
 

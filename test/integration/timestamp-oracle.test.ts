@@ -5,6 +5,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { TesseraClient } from '../../client/tessera-client';
+import { getJson } from '../../lab/console-http';
 import { ProcCluster, waitFor } from './cluster-harness';
 
 let cluster: ProcCluster | undefined;
@@ -51,5 +52,13 @@ describe('timestamp oracle on 3 masters', () => {
     expect(second).not.toBe(first);
     const afterSecond = await burst(c, 100);
     expect(min(afterSecond)).toBeGreaterThan(max(afterFirst));
+
+    // The leader's console shows the persisted high-water mark above everything handed out.
+    const leader = (await c.listMasters()).masters!.find((m) => m.role === 'LEADER')!;
+    const web = cl.masters.find((m) => m.rpcAddress === leader.rpcAddress)!.webAddress;
+    const o = (await getJson(`http://${web}/api/v1/oracle`, 5000)) as { highWaterTs: string; servedSinceLeader: number; nextTs: string };
+    expect(BigInt(o.highWaterTs)).toBeGreaterThan(max(afterSecond));
+    expect(BigInt(o.nextTs)).toBeGreaterThan(max(afterSecond));
+    expect(o.servedSinceLeader).toBeGreaterThanOrEqual(100);
   }, 180_000);
 });

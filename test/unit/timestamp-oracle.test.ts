@@ -99,6 +99,18 @@ describe('timestamp oracle', () => {
     expect(await p).toBeGreaterThan(next);
   });
 
+  it('oracle: the console rate counts whole past seconds', async () => {
+    const store = new ManualStore();
+    let now = 50_000;
+    const o = new TimestampOracle({ store, nowMs: () => now }, { rangeMs: 100_000 });
+    await serve(o, store, 10);
+    for (let i = 0; i < 20; i++) await serve(o, store, 5);
+    expect(o.status().ratePerSec).toBe(0); // the current second is not over
+    now += 1_000;
+    expect(o.status().ratePerSec).toBe(110 / 10);
+    expect(o.status().served).toBe(110);
+  });
+
   it('oracle: a bad count is INVALID_ARGUMENT', async () => {
     const o = new TimestampOracle({ store: new ManualStore(), nowMs: () => 1 }, { rangeMs: 10 });
     for (const n of [0, -1, 1.5, 1 << 20]) {
