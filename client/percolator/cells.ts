@@ -50,21 +50,44 @@ export async function readRowState(t: Table, key: Row, d: Deadline): Promise<Per
   return decodeRowState(row);
 }
 
+/** Where casRow keeps the state it last read or wrote of a row (a transaction's own cache). */
+export interface KnownStates {
+  get(key: Row): PercRowState | undefined;
+  set(key: Row, st: PercRowState): void;
+}
+
 /**
  * One single-row transaction: read the row's state, let `f` decide, and write its next state only
  * if nobody changed the row meanwhile (the sequence column is as read). `f` may run several times.
+ * With `known`, the first round trusts the state remembered there instead of reading it (a wrong
+ * guess only costs a failed condition and a read), and the state written is remembered: a
+ * transaction's prewrite after its read, and its commit after its prewrite, are one round trip each.
  */
-export async function casRow<O extends { type: string }>(t: Table, key: Row, d: Deadline, f: (st: PercRowState) => O | { type: 'write'; next: PercRowState; notifyTs?: bigint }): Promise<O | { type: 'write'; next: PercRowState }> {
+export async function casRow<O extends { type: string }>(
+  t: Table,
+  key: Row,
+  d: Deadline,
+  f: (st: PercRowState) => O | { type: 'write'; next: PercRowState; notifyTs?: bigint },
+  known?: KnownStates,
+): Promise<O | { type: 'write'; next: PercRowState }> {
   for (let attempt = 0; attempt < CAS_ATTEMPTS_MAX; attempt++) {
     d.check('a row change');
-    const st = await readRowState(t, key, d);
+    const guess = attempt === 0 ? known?.get(key) : undefined;
+    const st = guess ?? (await readRowState(t, key, d));
     const r = f(st);
-    if (r.type !== 'write' || !('next' in r)) return r;
+    if (r.type !== 'write' || !('next' in r)) {
+      if (!guess) return r;
+      continue; // decided on a remembered state: decide again on the row as it is
+    }
     const cond = st.seq === undefined ? { column: SEQ_COLUMN, op: 'ABSENT' as const } : { column: SEQ_COLUMN, op: 'EQ' as const, value: st.seq };
-    const put: Row = { [SEQ_COLUMN]: (st.seq ?? 0n) + 1n, [STATE_COLUMN]: encodeRowState(r.next) };
+    const seq = (st.seq ?? 0n) + 1n;
+    const put: Row = { [SEQ_COLUMN]: seq, [STATE_COLUMN]: encodeRowState(r.next) };
     if ('notifyTs' in r && r.notifyTs !== undefined) put[NOTIFY_COLUMN] = r.notifyTs;
     const applied = await t.checkAndMutate(key, cond, { put }, { timeoutMs: Math.max(1, d.leftMs()) });
-    if (applied) return r;
+    if (applied) {
+      known?.set(key, { ...r.next, seq });
+      return r;
+    }
     if (attempt > 2) await sleep(Math.min(50, attempt * 2 * Math.random()));
   }
   throw new DbError(ErrorCode.TRY_AGAIN, `percolator: row of ${t.name} changed under ${CAS_ATTEMPTS_MAX} attempts in a row`);

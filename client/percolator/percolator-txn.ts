@@ -9,7 +9,7 @@
 import { DbError, ErrorCode } from '../../common/errors';
 import type { Row } from '../client-types';
 import { keyText } from './cell-codec';
-import { casRow, Deadline, readRowState, resolveLock, sleep, type CellsDeps, type ResolveStats } from './cells';
+import { casRow, Deadline, readRowState, resolveLock, sleep, type CellsDeps, type KnownStates, type ResolveStats } from './cells';
 import { ACK_FIELD, commitCell, observationAt, prewrite, readAt, rollbackCell, type PercLock, type PercRowState } from './row-state';
 
 export interface PercolatorTxnOptions {
@@ -64,6 +64,8 @@ export class PercolatorTable {
 
 export class PercolatorTransaction {
   private readonly writes = new Map<string, BufferedWrite>();
+  /** Row states this transaction last read or wrote, by table and key (see casRow's `known`). */
+  private readonly knownByTable = new Map<string, KnownStates>();
   private st: PercolatorTxnState = 'open';
   private readonly timeoutMs: number;
   private readonly lockTtlMs: number;
@@ -129,6 +131,7 @@ export class PercolatorTransaction {
     for (let wait = WAIT_FIRST_MS; ; wait = Math.min(WAIT_MAX_MS, wait * 2)) {
       d.check(`read of ${table}`);
       const st = await readRowState(t, key, d);
+      this.known(table).set(key, st);
       const o = readAt(st, this.startTs);
       if (o.type === 'value') return { row: o.row, st };
       // A lock from a transaction that started at or before us: it may commit below our start.
@@ -179,7 +182,7 @@ export class PercolatorTransaction {
     }
     if (this.opts.TEST_dieAfter === 'prewrite') return this.die();
     const commitTs = await this.deps.getTimestamp();
-    const r = await casRow(this.deps.table(primary.table), primary.key, d, (st) => commitCell(st, this.startTs, commitTs, this.deps.nowMs()));
+    const r = await casRow(this.deps.table(primary.table), primary.key, d, (st) => commitCell(st, this.startTs, commitTs, this.deps.nowMs()), this.known(primary.table));
     if (r.type === 'rolled-back') {
       this.st = 'aborted';
       await this.rollback(secondaries, d).catch(() => undefined);
@@ -188,8 +191,19 @@ export class PercolatorTransaction {
     this.st = 'committed';
     if (this.opts.TEST_dieAfter === 'primary') return { commitTs };
     // Past the commit point: a secondary that cannot be committed now is rolled forward by its next reader.
-    await Promise.all(secondaries.map((w) => casRow(this.deps.table(w.table), w.key, d, (st) => commitCell(st, this.startTs, commitTs, this.deps.nowMs())).catch(() => undefined)));
+    await Promise.all(secondaries.map((w) => casRow(this.deps.table(w.table), w.key, d, (st) => commitCell(st, this.startTs, commitTs, this.deps.nowMs()), this.known(w.table)).catch(() => undefined)));
     return { commitTs };
+  }
+
+  private known(table: string): KnownStates {
+    let k = this.knownByTable.get(table);
+    if (!k) {
+      const m = new Map<string, PercRowState>();
+      const text = (key: Row): string => keyText(table, key, Object.keys(key));
+      k = { get: (key) => m.get(text(key)), set: (key, st) => void m.set(text(key), st) };
+      this.knownByTable.set(table, k);
+    }
+    return k;
   }
 
   private die(): { commitTs?: bigint } {
@@ -202,7 +216,7 @@ export class PercolatorTransaction {
     const t = this.deps.table(w.table);
     const observed = await this.deps.observedOf(w.table);
     for (let round = 0; ; round++) {
-      const o = await casRow(t, w.key, d, (st) => prewrite(st, lock, w.value, observed));
+      const o = await casRow(t, w.key, d, (st) => prewrite(st, lock, w.value, observed), this.known(w.table));
       if (o.type === 'write' || o.type === 'done') return;
       // Percolator aborts on any lock; a lock past its owner's TTL is cleaned up first (else it
       // would block the row until some reader met it).
