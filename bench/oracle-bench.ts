@@ -1,5 +1,5 @@
 /**
- * `tessera bench oracle [--host_base 36] [--seconds 8] [--clients 4] [--concurrency 512]`: the
+ * `tessera bench oracle [--host_base 36] [--seconds 8] [--clients 2] [--concurrency 1024]`: the
  * timestamp oracle of a throwaway 1-master cluster (docs/percolator.md). `clients` TesseraClients
  * (each one connection, one GetTimestamps RPC in flight: the paper's batching), each with
  * `concurrency` askers looping getTimestamp(). Prints timestamps/s, RPCs/s, mean batch and the
@@ -43,8 +43,8 @@ export async function runOracleSection(): Promise<void> {
   checkSectionArgs(args, ['host_base', 'seconds', 'clients', 'concurrency']);
   const hostBase = numArg(args, 'host_base', 36);
   const seconds = numArg(args, 'seconds', 8);
-  const nClients = numArg(args, 'clients', 4);
-  const conc = numArg(args, 'concurrency', 512);
+  const nClients = numArg(args, 'clients', 2);
+  const conc = numArg(args, 'concurrency', 1024);
   const cluster = new BenchCluster();
   const clients: TesseraClient[] = [];
   try {
