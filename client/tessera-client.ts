@@ -230,6 +230,7 @@ export class TesseraClient {
 
   async close(): Promise<void> {
     if (this.closed) return;
+    await this.percolator.close();
     this.closed = true;
     await this.rpc.close();
   }

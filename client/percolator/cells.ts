@@ -28,6 +28,8 @@ export interface CellsDeps {
   /** The key columns of a table, in key order. */
   keyOf(table: string, row: Row): Promise<Row>;
   nowMs(): number;
+  /** Whether a lock owner still holds its liveness token (owner-lease.ts). */
+  ownerAlive?(owner: string): Promise<boolean>;
 }
 
 export class Deadline {
@@ -116,7 +118,10 @@ export async function resolveLock(deps: CellsDeps, table: string, key: Row, lock
     throw new DbError(ErrorCode.SNAPSHOT_TOO_OLD, `percolator: a lock on ${table} from start ${lock.startTs} outlived its primary's history; cannot tell whether it committed`);
   }
   if (status.type === 'locked') {
-    if (deps.nowMs() < status.lock.wallMs + status.lock.ttlMs) return 'alive';
+    // Presumed dead: past its TTL, or its owner's liveness token is gone (then no need to wait the TTL out).
+    const owner = status.lock.owner;
+    const withinTtl = deps.nowMs() < status.lock.wallMs + status.lock.ttlMs;
+    if (withinTtl && !(owner && deps.ownerAlive && !(await deps.ownerAlive(owner)))) return 'alive';
   }
   if (status.type !== 'committed') {
     // Dead owner (or a primary never locked, or already rolled back): make the rollback durable on

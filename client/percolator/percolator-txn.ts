@@ -26,6 +26,8 @@ export interface PercolatorTxnOptions {
 }
 
 export interface PercolatorDeps extends CellsDeps {
+  /** This client's liveness token, carried by its locks. */
+  ownerId?: string;
   getTimestamp(): Promise<bigint>;
   /** The table's observed columns (declared by `_pc_obs_<c>` columns). */
   observedOf(table: string): Promise<string[]>;
@@ -162,7 +164,7 @@ export class PercolatorTransaction {
     }
     const d = new Deadline(this.timeoutMs);
     const [primary, ...secondaries] = all as [BufferedWrite, ...BufferedWrite[]];
-    const lock: PercLock = { startTs: this.startTs, primary: { table: primary.table, key: primary.key }, wallMs: this.deps.nowMs(), ttlMs: this.lockTtlMs };
+    const lock: PercLock = { startTs: this.startTs, primary: { table: primary.table, key: primary.key }, wallMs: this.deps.nowMs(), ttlMs: this.lockTtlMs, ...(this.deps.ownerId ? { owner: this.deps.ownerId } : {}) };
     const done: BufferedWrite[] = [];
     try {
       // The primary first: every secondary lock points at a primary that is already locked.

@@ -13,6 +13,7 @@ import type { Table } from '../table';
 import type { TableSchema } from '../table-schema';
 import type { ResolveStats } from './cells';
 import { PercolatorTransaction, type PercolatorTxnOptions } from './percolator-txn';
+import { OwnerLease } from './owner-lease';
 import { NOTIFY_COLUMN, OBSERVED_PREFIX, SEQ_COLUMN, STATE_COLUMN } from './row-state';
 
 /** What Percolator needs of a TesseraClient (an interface, so client/ and client/percolator/ form no cycle). */
@@ -32,7 +33,21 @@ export class Percolator {
   /** Locks this client rolled forward and back while reading and writing (the lab shows them). */
   readonly stats: ResolveStats = { rolledForward: 0, rolledBack: 0 };
 
-  constructor(private readonly host: PercolatorHost) {}
+  private readonly lease: OwnerLease;
+
+  constructor(private readonly host: PercolatorHost) {
+    this.lease = new OwnerLease(host);
+  }
+
+  /** This client's liveness token id (carried by its locks once its lock on it is held). */
+  get ownerId(): string {
+    return this.lease.ownerId;
+  }
+
+  /** Release this client's liveness token (its locks left behind are then resolved without waiting for their TTL). */
+  close(): Promise<void> {
+    return this.lease.close();
+  }
 
   /**
    * A tessera table with the user's columns plus Percolator's hidden ones (_pc_seq, _pc_state,
@@ -73,12 +88,14 @@ export class Percolator {
   }
 
   async begin(o: PercolatorTxnOptions = {}): Promise<PercolatorTransaction> {
-    const startTs = await this.host.getTimestamp();
+    const [ownerId, startTs] = await Promise.all([this.lease.ensure(), this.host.getTimestamp()]);
     return new PercolatorTransaction(
       {
         table: (n) => this.host.table(n),
         keyOf: (n, r) => this.keyOf(n, r),
         nowMs: () => Date.now(),
+        ownerId,
+        ownerAlive: (o) => this.lease.alive(o),
         getTimestamp: () => this.host.getTimestamp(),
         observedOf: async (n) => (await this.schemaOf(n)).observed,
         stats: this.stats,

@@ -42,6 +42,8 @@ export interface PercLock {
   ttlMs: number;
   /** The write changes an observed column: its commit sets the row's notify hint. */
   notify?: boolean;
+  /** The owner's liveness token (client/percolator/owner-lease.ts); absent: TTL only. */
+  owner?: string;
 }
 
 export interface WriteRecord {
@@ -71,7 +73,7 @@ export function decodeRowState(stored: Row | undefined): PercRowState {
   const text = stored?.[STATE_COLUMN];
   if (seq === undefined || seq === null) return { seq: undefined, lock: undefined, data: new Map(), writes: [], truncated: false };
   if (typeof seq !== 'bigint' || typeof text !== 'string') throw corrupt('hidden columns have the wrong types');
-  let o: { l?: { s: string; p: { t: string; k: unknown }; w: number; ttl: number; n?: boolean } | null; d?: Array<[string, unknown]>; w?: Array<[string, string, string, number?]>; t?: boolean };
+  let o: { l?: { s: string; p: { t: string; k: unknown }; w: number; ttl: number; n?: boolean; o?: string } | null; d?: Array<[string, unknown]>; w?: Array<[string, string, string, number?]>; t?: boolean };
   try {
     o = JSON.parse(text) as typeof o;
   } catch {
@@ -80,7 +82,7 @@ export function decodeRowState(stored: Row | undefined): PercRowState {
   if (!Array.isArray(o.d) || !Array.isArray(o.w)) throw corrupt('state lacks data or writes');
   return {
     seq,
-    lock: o.l ? { startTs: BigInt(o.l.s), primary: { table: o.l.p.t, key: rowFromJson(o.l.p.k) }, wallMs: o.l.w, ttlMs: o.l.ttl, ...(o.l.n ? { notify: true } : {}) } : undefined,
+    lock: o.l ? { startTs: BigInt(o.l.s), primary: { table: o.l.p.t, key: rowFromJson(o.l.p.k) }, wallMs: o.l.w, ttlMs: o.l.ttl, ...(o.l.n ? { notify: true } : {}), ...(typeof o.l.o === 'string' ? { owner: o.l.o } : {}) } : undefined,
     data: new Map(o.d.map(([s, r]) => [BigInt(s), r === null ? null : rowFromJson(r)])),
     writes: o.w.map(([c, s, k, obs]) => {
       if (k !== 'c' && k !== 'r') throw corrupt(`write record kind ${k}`);
@@ -93,7 +95,7 @@ export function decodeRowState(stored: Row | undefined): PercRowState {
 export function encodeRowState(st: PercRowState): string {
   const l = st.lock;
   return JSON.stringify({
-    l: l ? { s: l.startTs.toString(), p: { t: l.primary.table, k: rowToJson(l.primary.key) }, w: l.wallMs, ttl: l.ttlMs, ...(l.notify ? { n: true } : {}) } : null,
+    l: l ? { s: l.startTs.toString(), p: { t: l.primary.table, k: rowToJson(l.primary.key) }, w: l.wallMs, ttl: l.ttlMs, ...(l.notify ? { n: true } : {}), ...(l.owner ? { o: l.owner } : {}) } : null,
     d: [...st.data].map(([s, r]) => [s.toString(), r === null ? null : rowToJson(r)]),
     w: st.writes.map((w) => (w.observed ? [w.commitTs.toString(), w.startTs.toString(), w.kind, 1] : [w.commitTs.toString(), w.startTs.toString(), w.kind])),
     t: st.truncated,

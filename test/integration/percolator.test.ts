@@ -121,6 +121,18 @@ describe('percolator transactions', () => {
       expect(statusAt(st, dead.startTs)).toEqual({ type: 'rolled-back' });
     }
 
+    // A client that dies after prewriting with a long TTL: once its liveness token (its row lock in
+    // _pc_owners) is gone, readers roll it back without waiting the minute out.
+    const c2 = await TesseraClient.connect({ masterAddresses: cluster!.masterAddresses, timeoutMs: 20_000 });
+    const dead2 = await c2.percolator.begin({ lockTtlMs: 60_000, TEST_dieAfter: 'prewrite' });
+    await transfer(dead2, 3, 4, 30n);
+    await dead2.commit();
+    expect(decodeRowState(await c.table('acct').get({ id: 3n })).lock?.owner).toBe(c2.percolator.ownerId);
+    await c2.close();
+    const tokenRollback0 = c.percolator.stats.rolledBack;
+    expect(await balances(c)).toEqual(b0);
+    expect(c.percolator.stats.rolledBack).toBeGreaterThan(tokenRollback0);
+
     // A client that dies right after its primary's commit record: the secondary is rolled forward.
     const forward0 = c.percolator.stats.rolledForward;
     const half = await c.percolator.begin({ lockTtlMs: 60_000, TEST_dieAfter: 'primary' });
