@@ -5,6 +5,8 @@ import { runClusterBench } from './cluster-bench';
 import { runProfileSection } from './profile-section';
 import { runLoadSection } from './load-bench';
 import { sectionArgs } from './section-args';
+import { runOracleSection } from './oracle-bench';
+import { runPercolatorSection } from './percolator-bench';
 
 export const BENCH_SECTIONS: Record<string, () => Promise<void>> = {
   cluster: runClusterBench,
@@ -15,6 +17,10 @@ export const BENCH_SECTIONS: Record<string, () => Promise<void>> = {
   // Tables from a V8 CPU profile (.cpuprofile): busy time by area, top functions by self and inclusive time.
   profile: runProfileSection,
   // Two tessera clusters (builds, tserver flags or Node.js options) side by side, paired rounds.
+  // The timestamp oracle: timestamps/s and getTimestamp p50/p99 with batching (docs/percolator.md).
+  oracle: runOracleSection,
+  // 2-row bank transfers: Percolator beside YugabyteDB-style transactions in one run.
+  percolator: runPercolatorSection,
   ab: async () => {
     await runAb(parseAbArgs(sectionArgs('ab')));
   },

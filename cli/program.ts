@@ -10,6 +10,7 @@ import { registerDataCommands } from './data-commands';
 import { registerRowCommands } from './row-commands';
 import { registerCertCommands } from './cert-commands';
 import { registerDeployCommands } from './deploy-commands';
+import { registerObserverCommands } from './observer-commands';
 import { registerClusterCommands } from './cluster-commands';
 import { registerSqlCommand } from './sql-command';
 import { registerLabCommands } from '../lab/lab-cli';
@@ -43,6 +44,7 @@ export function buildProgram(): Command {
   registerRowCommands(program);
   registerCertCommands(program);
   registerDeployCommands(program);
+  registerObserverCommands(program);
   registerLabCommands(program);
   registerVerifyCommand(program);
   program

@@ -29,6 +29,8 @@ import { StatusTabletProxy } from './status-tablet-proxy';
 import { Table } from './table';
 import { TabletInvoker } from './tablet-invoker';
 import { Transaction, type TransactionOptions } from './transaction';
+import { TimestampClient } from './timestamp-client';
+import { Percolator } from './percolator/percolator';
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
 /** YugabyteDB's retryable_rpc_single_call_timeout_ms default. */
@@ -51,6 +53,10 @@ export class TesseraClient {
   /** Transactional writes of concurrent transactions, coalesced per tablet (with batchWrites). */
   readonly txnWrites: TxnWriteCoalescer | undefined;
   private readonly tables = new Map<string, Table>();
+  /** The timestamp oracle (master leader), one batched RPC in flight (client/timestamp-client.ts). */
+  readonly oracle: TimestampClient;
+  /** Percolator transactions on this client (docs/percolator.md). */
+  readonly percolator: Percolator;
   private closed = false;
   readonly timeoutMs: number;
 
@@ -72,6 +78,14 @@ export class TesseraClient {
     const hbUsec = opts.transactionHeartbeatUsec ?? DEFAULT_TRANSACTION_HEARTBEAT_USEC;
     if (!(hbUsec > 0)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'transactionHeartbeatUsec must be > 0');
     this.heartbeatMs = hbUsec / 1000;
+    this.oracle = new TimestampClient(this.master, this.timeoutMs);
+    this.percolator = new Percolator({
+      timeoutMs: this.timeoutMs,
+      table: (n) => this.table(n),
+      createTable: (t, o) => this.createTable(t, o),
+      tableLocations: (n) => this.cache.get(n, this.deadline()),
+      getTimestamp: () => this.oracle.getTimestamp(),
+    });
   }
 
   /** Connect and check that a master answers (TIMED_OUT when none does within timeoutMs). */
@@ -217,6 +231,7 @@ export class TesseraClient {
 
   async close(): Promise<void> {
     if (this.closed) return;
+    await this.percolator.close();
     this.closed = true;
     await this.rpc.close();
   }

@@ -30,7 +30,7 @@ export function encodeCatalogOp(op: CatalogOp): Uint8Array {
   return enc.encode(JSON.stringify({ v: OP_VERSION, op }));
 }
 
-const OP_TYPES = new Set(['createTable', 'dropTable', 'alterTable', 'setReplicas', 'registerTServer']);
+const OP_TYPES = new Set(['createTable', 'dropTable', 'alterTable', 'setReplicas', 'registerTServer', 'reserveTimestamps']);
 
 export function decodeCatalogOp(b: Uint8Array): CatalogOp {
   const o = parseJson(b, 'entry');
@@ -45,7 +45,7 @@ export function decodeCatalogOp(b: Uint8Array): CatalogOp {
 
 export function encodeCatalog(state: CatalogState): Uint8Array {
   return enc.encode(
-    JSON.stringify({ v: SNAPSHOT_VERSION, tables: [...state.tables.values()], tablets: [...state.tablets.values()], tservers: [...state.tservers.values()] }),
+    JSON.stringify({ v: SNAPSHOT_VERSION, tables: [...state.tables.values()], tablets: [...state.tablets.values()], tservers: [...state.tservers.values()], oracleBoundTs: state.oracleBoundTs ?? '0' }),
   );
 }
 
@@ -56,7 +56,10 @@ export function decodeCatalog(b: Uint8Array): CatalogState {
   const tablets = o['tablets'];
   const tservers = o['tservers'];
   if (!Array.isArray(tables) || !Array.isArray(tablets) || !Array.isArray(tservers)) throw corrupt('snapshot lacks tables/tablets/tservers');
+  const bound = o['oracleBoundTs'] ?? '0';
+  if (typeof bound !== 'string' || !/^[0-9]{1,30}$/.test(bound)) throw corrupt('snapshot oracleBoundTs is not a decimal timestamp');
   return {
+    oracleBoundTs: bound,
     tables: new Map((tables as TableInfo[]).map((t) => [t.id, t])),
     tablets: new Map((tablets as TabletInfo[]).map((t) => [t.id, t])),
     tservers: new Map((tservers as TServerAddress[]).map((t) => [t.uuid, t])),

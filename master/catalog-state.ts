@@ -79,7 +79,17 @@ export function applyCatalogOp(state: CatalogState, op: CatalogOp): ApplyOutcome
       tservers.set(op.tserver.uuid, { ...op.tserver });
       return { state: { ...state, tservers } };
     }
+    case 'reserveTimestamps': {
+      if (!/^[0-9]{1,30}$/.test(op.bound)) return refuse(state, ErrorCode.INVALID_ARGUMENT, `oracle bound ${op.bound} is not a decimal timestamp`);
+      if (BigInt(op.bound) <= oracleBoundOf(state)) return { state };
+      return { state: { ...state, oracleBoundTs: op.bound } };
+    }
   }
+}
+
+/** The timestamp oracle's persisted high-water mark (0 before the first reservation). */
+export function oracleBoundOf(state: CatalogState): bigint {
+  return BigInt(state.oracleBoundTs ?? '0');
 }
 
 /** Tablets of a table in partition order. */

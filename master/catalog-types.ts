@@ -89,6 +89,11 @@ export interface CatalogState {
   tablets: ReadonlyMap<string, TabletInfo>;
   /** Last known addresses of every tserver ever registered (for locations after a master failover). */
   tservers: ReadonlyMap<string, TServerAddress>;
+  /**
+   * The timestamp oracle's persisted high-water mark (decimal; absent = 0): no leader ever hands out
+   * a timestamp at or above it, and a new leader starts at it (master/timestamp-oracle.ts).
+   */
+  oracleBoundTs?: string;
 }
 
 /** Catalog operations: the payload of every sys-catalog Raft entry. */
@@ -98,6 +103,8 @@ export type CatalogOp =
   /** The table's next schema: refused unless the table is still at `fromVersion` (a concurrent ALTER won). */
   | { type: 'alterTable'; tableId: string; fromVersion: number; name: string; schema: TableSchema; nextColumnId: number; durability?: WalDurability }
   | { type: 'setReplicas'; tabletId: string; replicas: ReplicaDef[] }
-  | { type: 'registerTServer'; tserver: TServerAddress };
+  | { type: 'registerTServer'; tserver: TServerAddress }
+  /** Raise the oracle's high-water mark to `bound` (decimal); a lower or equal bound changes nothing. */
+  | { type: 'reserveTimestamps'; bound: string };
 
 export type CatalogOpType = CatalogOp['type'];

@@ -98,3 +98,13 @@ export const CREATE_TABLE_WAIT_MS = defineFlag({
   tags: [FlagTag.runtime],
   validate: (v) => (v >= 0 ? undefined : 'non-negative'),
 });
+
+export const ORACLE_RANGE_MS = defineFlag({
+  name: 'timestamp_oracle_range_ms',
+  type: 'int',
+  default: 3_000,
+  // Percolator's oracle persists a mark ahead and serves from memory: one sys-catalog entry per range.
+  help: 'Wall time each timestamp-oracle reservation covers (one sys-catalog Raft entry per range; a failover skips at most this much).',
+  tags: [FlagTag.runtime],
+  validate: (v) => (v >= 10 && v <= 600_000 ? undefined : 'between 10 and 600000 ms'),
+});

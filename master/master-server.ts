@@ -30,6 +30,11 @@ import { droppedPeers } from '../common/server-flags';
 import { registerMasterPages } from './master-web';
 import { SYS_CATALOG_GROUP_ID, SysCatalog } from './sys-catalog';
 import { TServerRegistry } from './tserver-registry';
+import { oracleMethods } from '../rpc';
+import { oracleBoundOf } from './catalog-state';
+import { TimestampOracle } from './timestamp-oracle';
+import { registerOraclePage } from './oracle-web';
+import { ORACLE_RANGE_MS } from './master-flags';
 import { advertisedAddress, loadOrCreateUuid, splitHostPort } from '../common/server-identity';
 import { makeDirs } from '../common/fs-dirs';
 
@@ -47,6 +52,7 @@ export interface Master {
   readonly webAddress: string;
   readonly sys: SysCatalog;
   readonly manager: CatalogManager;
+  readonly oracle: TimestampOracle;
   masters(): Promise<MasterInfo[]>;
   stop(): Promise<void>;
 }
@@ -85,6 +91,7 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
   const registry = new TServerRegistry();
   const raftBatch = raftBatchMethod();
   let manager: CatalogManager | undefined;
+  let oracle: TimestampOracle | undefined;
 
   // Listen first: a port already taken fails the start before the sys catalog is bootstrapped in the
   // data directory. Until the handlers are registered below, requests get a retryable SERVICE_UNAVAILABLE.
@@ -119,6 +126,7 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
       },
       onLeaderChange: (c) => {
         manager?.onLeadership(c.isLeader);
+        oracle?.reset();
         log.info({ leader: c.leader, term: c.term, role: c.role }, 'sys catalog leader changed');
       },
     });
@@ -143,6 +151,28 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
   });
   const m = masterMethods();
   const mgr = manager;
+  const sysRef = sys;
+  const tso = new TimestampOracle(
+    {
+      store: {
+        persistedBound: () => oracleBoundOf(sysRef.state()),
+        persist: async (bound) => {
+          await sysRef.propose({ type: 'reserveTimestamps', bound: bound.toString() });
+        },
+      },
+      nowMs: () => Date.now(),
+    },
+    { get rangeMs() { return flags.get(ORACLE_RANGE_MS); } },
+  );
+  oracle = tso;
+  rpc.handle(oracleMethods().getTimestamps, async (req) => {
+    const count = req.count ?? 0;
+    mgr.requireLeader();
+    const first = await tso.getTimestamps(count);
+    // The lease may have ended while a range was reserved: a deposed leader answers nothing.
+    mgr.requireLeader();
+    return { first, count };
+  });
   rpc.handle(m.createTable, async (req) => ({ tableId: await mgr.createTable(req) }));
   rpc.handle(m.dropTable, async (req) => {
     await mgr.dropTable(req);
@@ -232,6 +262,9 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
     },
   });
 
+  registerOraclePage({ web, oracle: tso, persistedBound: () => oracleBoundOf(sys.state()), isLeader: () => sys.isLeader(), rangeMs: () => flags.get(ORACLE_RANGE_MS) });
+  metrics.gauge('master_oracle_timestamps_served', 'Timestamps handed out by this leader since it became leader', [], (g) => g.set(tso.status().served));
+
   rpc.setStarting(undefined);
   try {
     await web.start();
@@ -261,6 +294,7 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
     webAddress: web.address,
     sys,
     manager,
+    oracle: tso,
     masters,
     stop(): Promise<void> {
       stopping ??= (async () => {

@@ -23,3 +23,4 @@ export * from './cluster-secret';
 export { ConsoleGuard, isLoopbackHost, WEBSERVER_TOKEN_FILE, type ConsoleGuardOptions, type GuardRefusal } from './console-guard';
 export * from './tls';
 export * from './rpc-auth';
+export * from './oracle-methods';
