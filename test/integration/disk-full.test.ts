@@ -55,7 +55,8 @@ afterAll(async () => {
 
 describe('disk full', () => {
   it.skipIf(!mountable.ok)(`disk full: replicas that cannot write stop with the reason in the log, and after the disks grow and the tservers restart every acknowledged row is there${mountable.ok ? '' : ` (skipped: cannot mount a tmpfs here: ${mountable.why})`}`, async () => {
-    cluster = await ProcCluster.create({ hostBase: 140, masters: 1, tservers: 3, tserverFlags: ['--heartbeat_interval_ms=200'] });
+    // Small memtables (the default is 128 MiB), so RocksDB flushes SST files into the small disks as before.
+    cluster = await ProcCluster.create({ hostBase: 140, masters: 1, tservers: 3, tserverFlags: ['--heartbeat_interval_ms=200', '--memstore_size_mb=4'] });
     for (const t of cluster.tservers) {
       fs.mkdirSync(t.dataDir, { recursive: true });
       const m = run('mount', ['-t', 'tmpfs', '-o', `size=${DISK_MB}m`, 'tmpfs', t.dataDir]);
