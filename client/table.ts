@@ -16,7 +16,7 @@
  */
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
 import { DbError, ErrorCode } from '../common/errors';
-import { tabletServerMethods, type DocKeyPB, type RowOpPB, type RowPB, type ScanResponsePB, type TxnContextPB } from '../rpc/service-methods';
+import { tabletServerMethods, type DocKeyPB, type RowOpPB, type RowPB, type ScanResponsePB, type TxnContextPB } from '../rpc';
 import type { BatchOptions, ReadOptions, Row, ScanOptions, CallOptions } from './client-types';
 import type { MetaCache } from './meta-cache';
 import { backoffMs, Deadline } from './retry-policy';

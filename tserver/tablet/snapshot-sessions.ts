@@ -9,7 +9,7 @@
  */
 import { DbError, ErrorCode } from '../../common/errors';
 import { newId } from '../../common/ids';
-import type { KvEngine, KvIterator } from '../../docdb/kv-engine';
+import type { KvEngine, KvIterator } from '../../docdb';
 import type { DbName } from './tablet-peer';
 
 export const SNAPSHOT_SESSIONS_MAX = 16;

@@ -27,7 +27,7 @@ import { DbError, ErrorCode } from '../../common/errors';
 import type { HybridTime } from '../../common/hybrid-time';
 import type { TxnId } from '../../common/ids';
 import { TxnId as toTxnId } from '../../common/ids';
-import { Isolation, type DocKey, type Primitive, type ReadLocks, type RowOp, type TxnMeta } from '../../docdb/doc-db-api';
+import { Isolation, type DocKey, type Primitive, type ReadLocks, type RowOp, type TxnMeta } from '../../docdb';
 import { parseTableSchema, type TableSchema } from './tablet-meta';
 import { isWalDurability, type WalDurability } from '../../raft';
 

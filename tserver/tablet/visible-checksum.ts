@@ -9,8 +9,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { HybridTime } from '../../common/hybrid-time';
-import type { ScanOptions, ScanResult, StatusResolver, TxnStatusAnswer } from '../../docdb/doc-db-api';
-import { encodeRowDocKey, encodeStored } from '../../docdb/storage-keys';
+import type { ScanOptions, ScanResult, StatusResolver, TxnStatusAnswer } from '../../docdb';
+import { encodeRowDocKey, encodeStored } from '../../docdb';
 
 export interface VisibleChecksum {
   /** The hybrid time read at (decimal string in JSON answers). */

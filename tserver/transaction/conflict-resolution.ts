@@ -10,7 +10,7 @@
 import { DbError, ErrorCode } from '../../common/errors';
 import type { HybridTime } from '../../common/hybrid-time';
 import type { TxnId } from '../../common/ids';
-import type { Conflict, TxnMeta } from '../../docdb/doc-db-api';
+import type { Conflict, TxnMeta } from '../../docdb';
 import type { PeerTxnEnv, TxnStatusInfo } from './txn-env';
 
 export interface ConflictDeps {

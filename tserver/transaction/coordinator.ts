@@ -36,7 +36,7 @@ import type { HybridClock } from '../../common/hybrid-clock';
 import type { HybridTime } from '../../common/hybrid-time';
 import { TxnId } from '../../common/ids';
 import type { Logger } from '../../common/log';
-import { Isolation } from '../../docdb/doc-db-api';
+import { Isolation } from '../../docdb';
 import type { TabletPeer } from '../tablet/tablet-peer';
 import type { TabletOp } from '../tablet/tablet-op';
 import {

@@ -10,7 +10,7 @@
 import { TRANSACTIONS_TABLE } from '../../common/system-tables';
 import { DbError, ErrorCode } from '../../common/errors';
 import type { Logger } from '../../common/log';
-import type { GetTableLocationsRequestPB, GetTableLocationsResponsePB, ListTablesRequestPB, ListTablesResponsePB } from '../../rpc/service-methods';
+import type { GetTableLocationsRequestPB, GetTableLocationsResponsePB, ListTablesRequestPB, ListTablesResponsePB } from '../../rpc';
 
 /** Attempts (replicas tried, hints followed, reloads) of one call. */
 const LOCATE_ATTEMPTS_MAX = 12;

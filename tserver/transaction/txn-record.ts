@@ -9,7 +9,7 @@
 import type { HybridTime } from '../../common/hybrid-time';
 import type { TxnId } from '../../common/ids';
 import { partitionHash } from '../../common/partition-hash';
-import type { DocKey, Isolation } from '../../docdb/doc-db-api';
+import type { DocKey, Isolation } from '../../docdb';
 
 export const RecordStatus = { PENDING: 'PENDING', COMMITTED: 'COMMITTED', ABORTED: 'ABORTED', FORGOTTEN: 'FORGOTTEN' } as const;
 export type RecordStatus = (typeof RecordStatus)[keyof typeof RecordStatus];

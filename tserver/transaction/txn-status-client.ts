@@ -6,7 +6,7 @@
 import type { HybridTime } from '../../common/hybrid-time';
 import type { TxnId } from '../../common/ids';
 import { OldestKeys } from '../../common/oldest-keys';
-import type { AbortTransactionRequestPB, AbortTransactionResponsePB, GetTransactionStatusRequestPB, GetTransactionStatusResponsePB } from '../../rpc/service-methods';
+import type { AbortTransactionRequestPB, AbortTransactionResponsePB, GetTransactionStatusRequestPB, GetTransactionStatusResponsePB } from '../../rpc';
 import type { TabletLocator } from './tablet-locator';
 import type { PeerTxnEnv, TxnStatusInfo } from './txn-env';
 
