@@ -4,13 +4,14 @@
  * with upsertMany. The component benchmarks have their own scripts (bench:rpc, bench:raft, bench:docdb).
  */
 import { BENCH_SECTIONS as SECTIONS } from './sections';
-import { parseVsArgs, runVsEtcd } from './vs-etcd';
+import { runVs, vsTarget } from './vs';
 import { DbError } from '../common/errors';
 
 async function main(): Promise<void> {
-  // `npm run bench -- --vs etcd [--seconds N --warmup N --rounds N --workloads a,b]`: side by side with etcd.
-  if (process.argv.slice(2).some((a) => a === '--vs' || a.startsWith('--vs='))) {
-    await runVsEtcd(parseVsArgs(process.argv.slice(2)));
+  // `npm run bench -- --vs etcd [--seconds N --warmup N --rounds N --workloads a,b]`: side by side with etcd;
+  // `--vs postgres [--scale N --clients a,b --seconds N --rounds N --no-blog]`: pgbench against PostgreSQL.
+  if (vsTarget(process.argv.slice(2)) !== undefined) {
+    await runVs(process.argv.slice(2));
     return;
   }
   const name = process.argv[2] ?? 'cluster';

@@ -16,7 +16,7 @@ import { registerSqlCommand } from './sql-command';
 import { registerLabCommands } from '../lab/lab-cli';
 import { registerVerifyCommand } from '../lab/verify/verify-cli';
 import { BENCH_SECTIONS } from '../bench/sections';
-import { parseVsArgs, runVsEtcd } from '../bench/vs-etcd';
+import { runVs } from '../bench/vs';
 
 export function buildProgram(): Command {
   const program = new Command();
@@ -49,13 +49,13 @@ export function buildProgram(): Command {
   registerVerifyCommand(program);
   program
     .command('bench [section]')
-    .description(`run a benchmark section (${Object.keys(BENCH_SECTIONS).join(', ')}; default cluster) and print its figures; --vs etcd [--seconds N --warmup N --first-warmup N --rounds N --workloads a,b --tserver-flag name=value] runs tessera and etcd side by side`)
+    .description(`run a benchmark section (${Object.keys(BENCH_SECTIONS).join(', ')}; default cluster) and print its figures; --vs etcd [--seconds N --warmup N --first-warmup N --rounds N --workloads a,b --tserver-flag name=value] runs tessera and etcd side by side; --vs postgres [--scale N --clients 1,16,64 --seconds N --rounds N --no-blog] runs pgbench against tessera and a local PostgreSQL`)
     .allowUnknownOption(true)
     .allowExcessArguments(true)
     .action(async (section: string | undefined) => {
       // The side-by-side options go to bench/vs-etcd.ts untouched (it owns their parsing).
       const rest = process.argv.slice(process.argv.indexOf('bench') + 1);
-      if (rest.some((a) => a === '--vs' || a.startsWith('--vs='))) return runVsEtcd(parseVsArgs(rest)).then(() => undefined);
+      if (rest.some((a) => a === '--vs' || a.startsWith('--vs='))) return runVs(rest);
       const run = BENCH_SECTIONS[section ?? 'cluster'];
       if (!run) throw new DbError(ErrorCode.INVALID_ARGUMENT, `unknown bench section '${section ?? ''}' (one of ${Object.keys(BENCH_SECTIONS).join(', ')})`);
       await run();
