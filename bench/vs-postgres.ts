@@ -9,11 +9,12 @@
  * come from pgbench's per-transaction logs (`-l`). With --blog (default), it then times the blog's
  * 100 × 1 MiB INSERT … SELECT + COMMIT through psql on tessera. Nothing here asserts on speed.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { BenchCluster } from './bench-cluster';
+import { guardChildren } from './exit-guard';
 import { findPostgresBin, LocalPostgres, POSTGRES_NOT_INSTALLED } from './postgres-local';
 import { latencyPercentilesMs, parseInitDoneSeconds, parsePgbenchSummary } from './pgbench-output';
 import { writeReports } from './vs-etcd';
@@ -89,21 +90,27 @@ export function parseVsPostgresArgs(argv: readonly string[]): VsPostgresOptions 
   return o;
 }
 
+/** The pgbench or psql running now: killed with the servers when the benchmark is stopped by a signal. */
+const running = new Set<ChildProcess>();
+
 /** Run a client program to its end (killed after timeoutMs); its output and wall time. */
 function runTool(cmd: string, args: string[], timeoutMs: number, input?: string): Promise<{ code: number | null; stdout: string; stderr: string; seconds: number }> {
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
     const child = spawn(cmd, args, { stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    running.add(child);
     let stdout = '';
     let stderr = '';
     child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.once('error', (e) => {
+      running.delete(child);
       clearTimeout(timer);
       reject(new DbError(ErrorCode.INVALID_ARGUMENT, `${cmd}: ${e.message}${cmd === 'pgbench' || cmd === 'psql' ? ' (install: apt-get install postgresql-client)' : ''}`));
     });
     child.once('close', (code) => {
+      running.delete(child);
       clearTimeout(timer);
       resolve({ code, stdout, stderr, seconds: Number(process.hrtime.bigint() - started) / 1e9 });
     });
@@ -184,6 +191,10 @@ export async function runVsPostgres(o: VsPostgresOptions): Promise<void> {
   if (!bin) throw new DbError(ErrorCode.INVALID_ARGUMENT, POSTGRES_NOT_INSTALLED);
   makeDirs(o.outDir, 'output directory');
   const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-bench-pgbench-'));
+  const unguard = guardChildren(() => {
+    for (const c of running) c.kill('SIGKILL');
+    fs.rmSync(logDir, { recursive: true, force: true });
+  });
   const tessera = new BenchCluster();
   const pg = new LocalPostgres(bin);
   const say = (s: string): boolean => process.stdout.write(`${s}\n`);
@@ -225,6 +236,7 @@ export async function runVsPostgres(o: VsPostgresOptions): Promise<void> {
     const { jsonPath, mdPath } = writeReports(o.outDir, 'vs-postgres', stamp, { options: o, header, rows, runs, init, ...(blog ? { blog } : {}) }, md);
     say(`wrote ${mdPath} and ${jsonPath}`);
   } finally {
+    unguard();
     await Promise.all([tessera.stop(), pg.stop()]);
     fs.rmSync(logDir, { recursive: true, force: true });
   }
