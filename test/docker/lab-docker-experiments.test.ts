@@ -97,7 +97,8 @@ describe('lab experiments under the docker driver (real servers)', () => {
     expect(out.passed).toBe(true);
     expect(out.figures['n0ApplyAfterCommitMs']).toBeGreaterThanOrEqual(4500);
     expect(fs.readFileSync(out.reportPath, 'utf8')).toContain('all replicas hold the same RegularDB contents');
-    expect(fs.existsSync(out.reportPath.replace(/\.md$/, '.svg'))).toBe(true);
+    // Two step charts (IntentsDB and RegularDB per node) beside the report, and the HTML page with them inline.
+    for (const f of ['-chart1.svg', '-chart2.svg', '.html']) expect(fs.existsSync(out.reportPath.replace(/\.md$/, f)), f).toBe(true);
     // --keep: the lab still runs, with the servers advertising lab-network names.
     expect(readLabState(labDir('intents-apply'))?.nodes[1]?.tserver.rpcAddress).toBe('n1:9100');
   }, CLI_TIMEOUT_MS + 10_000);
