@@ -6,11 +6,12 @@
 import { UV_THREADPOOL_SIZE } from '../common/common-flags';
 import { Flags, parseFlagArgs } from '../common/flags';
 import { masterMain } from '../master/master-server';
-import { defineMethod, masterMethods, TSERVER_ADMIN_SERVICE, TSERVER_SERVICE, WsTransport } from '../rpc';
+import { defineMethod, isLoopbackHost, masterMethods, TSERVER_ADMIN_SERVICE, TSERVER_SERVICE, WsTransport } from '../rpc';
 import type { TServerMethods } from '../tserver/tablet-service';
 import { tserverMain, type TServerWiring } from '../tserver/tserver-server';
 import { RPC_BIND_ADDRESSES, TSERVER_MASTER_ADDRS } from '../tserver/tserver-flags';
-import { ENABLE_YSQL, PGSQL_PORT_DEFAULT, PGSQL_PROXY_BIND_ADDRESS, SqlServer } from '../sql';
+import { ENABLE_YSQL, PGSQL_PORT_DEFAULT, PGSQL_PROXY_BIND_ADDRESS, SqlServer, YSQL_PASSWORD } from '../sql';
+import { DbError, ErrorCode } from '../common/errors';
 
 function tserverMethods(): TServerMethods {
   return {
@@ -65,10 +66,10 @@ export async function runMaster(argv: readonly string[]): Promise<void> {
 export async function startSqlEndpoint(argv: readonly string[]): Promise<SqlServer | undefined> {
   const { flags } = parseFlagArgs(argv, new Flags());
   const masters = flags.get(TSERVER_MASTER_ADDRS);
-  if (!flags.get(ENABLE_YSQL) || !masters) return undefined;
-  const bind = flags.get(PGSQL_PROXY_BIND_ADDRESS) || `${hostOf(flags.get(RPC_BIND_ADDRESSES))}:${PGSQL_PORT_DEFAULT}`;
-  const at = bind.lastIndexOf(':');
-  const sql = new SqlServer({ host: at > 0 ? bind.slice(0, at) : bind, port: at > 0 ? Number(bind.slice(at + 1)) : PGSQL_PORT_DEFAULT, masterAddresses: masters.split(','), flags, log: (m) => process.stderr.write(m + '\n') });
+  const where = sqlBindOf(flags);
+  if (!where || !masters) return undefined;
+  const { host, port } = where;
+  const sql = new SqlServer({ host, port, masterAddresses: masters.split(','), flags, log: (m) => process.stderr.write(m + '\n') });
   try {
     await sql.start();
   } catch (e) {
@@ -82,6 +83,21 @@ export async function startSqlEndpoint(argv: readonly string[]): Promise<SqlServ
   return sql;
 }
 
+/**
+ * Where the SQL endpoint listens (undefined with --enable_ysql=false), checked before anything listens:
+ * trust authentication is for loopback only, so SQL reachable from other hosts needs a password.
+ */
+function sqlBindOf(flags: Flags): { bind: string; host: string; port: number } | undefined {
+  if (!flags.get(ENABLE_YSQL)) return undefined;
+  const bind = flags.get(PGSQL_PROXY_BIND_ADDRESS) || `${hostOf(flags.get(RPC_BIND_ADDRESSES))}:${PGSQL_PORT_DEFAULT}`;
+  const at = bind.lastIndexOf(':');
+  const host = at > 0 ? bind.slice(0, at) : bind;
+  if (!isLoopbackHost(host) && !flags.get(YSQL_PASSWORD)) {
+    throw new DbError(ErrorCode.INVALID_ARGUMENT, `SQL address ${bind} is not loopback: a SQL endpoint reachable from other hosts needs --ysql_password (or --enable_ysql=false; docs/security.md)`, { host });
+  }
+  return { bind, host, port: at > 0 ? Number(bind.slice(at + 1)) : PGSQL_PORT_DEFAULT };
+}
+
 function hostOf(addr: string): string {
   const first = addr.split(',')[0]!.trim();
   const at = first.lastIndexOf(':');
@@ -90,10 +106,9 @@ function hostOf(addr: string): string {
 
 export async function runTServer(argv: readonly string[]): Promise<void> {
   applyThreadpoolSize(argv);
-  const sql = await startSqlEndpoint(argv);
-  try {
-    await tserverMain(argv, tserverWiring(argv));
-  } finally {
-    await sql?.stop();
-  }
+  // An explicit SQL address that would be refused fails the start before anything listens (the default
+  // one follows the RPC host, whose own check comes first, in the tserver's start).
+  const { flags } = parseFlagArgs(argv, new Flags());
+  if (flags.get(PGSQL_PROXY_BIND_ADDRESS)) sqlBindOf(flags);
+  await tserverMain(argv, tserverWiring(argv), () => startSqlEndpoint(argv));
 }

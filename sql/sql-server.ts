@@ -6,6 +6,7 @@
 import * as crypto from 'node:crypto';
 import * as net from 'node:net';
 import { TesseraClient } from '../client';
+import { CERTS_DIR, CLUSTER_SECRET_FILE } from '../rpc';
 import { DbError, ErrorCode } from '../common/errors';
 import type { Flags } from '../common/flags';
 import { CATALOG_TABLE, SqlCatalog } from './exec/catalog';
@@ -68,7 +69,10 @@ export class SqlServer {
   private async connectClient(): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
-        this.client = await TesseraClient.connect({ masterAddresses: this.opts.masterAddresses, timeoutMs: SQL_CLIENT_TIMEOUT_MS });
+        // The tserver's own credentials: in a secured cluster the SQL layer is a client like any other.
+        const secretFile = this.opts.flags.get(CLUSTER_SECRET_FILE);
+        const certsDir = this.opts.flags.get(CERTS_DIR);
+        this.client = await TesseraClient.connect({ masterAddresses: this.opts.masterAddresses, timeoutMs: SQL_CLIENT_TIMEOUT_MS, ...(secretFile ? { clusterSecretFile: secretFile } : {}), ...(certsDir ? { certsDir } : {}) });
         break;
       } catch (e) {
         if (this.stopped) throw e;

@@ -430,11 +430,25 @@ export interface TServerWiring {
 }
 
 /** `tessera tserver --fs_data_dirs=... [flags]`: run until SIGINT/SIGTERM, then shut down cleanly. */
-export async function tserverMain(argv: readonly string[], wiring: TServerWiring): Promise<void> {
+/** Something the process runs beside the tserver once it is up (the SQL endpoint), stopped before it. */
+export interface TServerCompanion {
+  stop(): Promise<void>;
+}
+
+export async function tserverMain(argv: readonly string[], wiring: TServerWiring, afterStart?: () => Promise<TServerCompanion | undefined>): Promise<void> {
   const { flags, positional } = parseFlagArgs(argv, new Flags());
   if (positional.length > 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `unexpected arguments: ${positional.join(' ')}`);
   const ts = await startTServer({ flags, ...wiring, webConsole: true });
   process.stdout.write(`tserver ${ts.uuid} listening on ${ts.rpcAddress}, console http://${ts.webAddress}\n`);
+  // Companions start only once the tserver's own listeners passed their checks (a refused address
+  // fails the start before anything else listens); one that cannot start stops the tserver too.
+  let companion: TServerCompanion | undefined;
+  try {
+    companion = await afterStart?.();
+  } catch (e) {
+    await ts.stop();
+    throw e;
+  }
   await new Promise<void>((resolve) => {
     const done = (): void => {
       process.off('SIGINT', done);
@@ -444,5 +458,6 @@ export async function tserverMain(argv: readonly string[], wiring: TServerWiring
     process.on('SIGINT', done);
     process.on('SIGTERM', done);
   });
+  await companion?.stop();
   await ts.stop();
 }

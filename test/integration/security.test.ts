@@ -225,6 +225,16 @@ describe('security on real processes', () => {
     expect(r.stderr).toMatch(/^error: INVALID_ARGUMENT: .*--cluster_secret_file/);
   });
 
+  it('security: a SQL endpoint beyond loopback without --ysql_password is refused (trust authentication is for loopback only); the tserver exits 1 with a one-line error', () => {
+    const dataDir = path.join(tmp, 'open-sql');
+    const host = `127.0.0.${HOST_BASE + 6}`;
+    // The tserver's own listeners are on loopback and start; the SQL endpoint is refused before it listens.
+    const r = spawnSync(process.execPath, [CLI, 'tserver', `--rpc_bind_addresses=${host}:0`, '--webserver_port=0', `--fs_data_dirs=${dataDir}`, '--tserver_master_addrs=127.0.0.1:1', '--pgsql_proxy_bind_address=0.0.0.0:0'], { encoding: 'utf8', timeout: 30_000 });
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/^error: INVALID_ARGUMENT: SQL address 0\.0\.0\.0:0 is not loopback: .*--ysql_password/);
+  });
+
   it.skipIf(!HAVE_OPENSSL)('security: a master with --certs_dir serves wss and https; a client with the CA and the secret connects, one without the CA does not (skipped without the openssl command)', async () => {
     const host = `127.0.0.${HOST_BASE + 5}`;
     const certs = path.join(tmp, 'certs');
