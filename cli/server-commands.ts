@@ -66,7 +66,17 @@ export async function runMaster(argv: readonly string[]): Promise<void> {
 export async function startSqlEndpoint(argv: readonly string[]): Promise<SqlServer | undefined> {
   const { flags } = parseFlagArgs(argv, new Flags());
   const masters = flags.get(TSERVER_MASTER_ADDRS);
-  const where = sqlBindOf(flags);
+  let where: ReturnType<typeof sqlBindOf>;
+  try {
+    where = sqlBindOf(flags);
+  } catch (e) {
+    // The default address follows the RPC host: a server bound beyond loopback (a container, a pod)
+    // runs without SQL rather than with trust authentication open to other hosts, and says so. An
+    // address given explicitly must be allowed.
+    if (flags.get(PGSQL_PROXY_BIND_ADDRESS)) throw e;
+    process.stderr.write(`tserver runs without its SQL endpoint: ${e instanceof Error ? e.message : String(e)}\n`);
+    return undefined;
+  }
   if (!where || !masters) return undefined;
   const { host, port } = where;
   const sql = new SqlServer({ host, port, masterAddresses: masters.split(','), flags, log: (m) => process.stderr.write(m + '\n') });
