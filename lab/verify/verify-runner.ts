@@ -14,6 +14,7 @@ import { Nemesis } from './nemesis';
 import { buildSchedule, type NemesisKind } from './nemesis-schedule';
 import { RegisterWorkload, type RegisterWriteMode } from './register-workload';
 import { BankWorkload } from './bank-workload';
+import { PercolatorBankWorkload } from './percolator-bank-workload';
 import { AppendWorkload } from './append-workload';
 import { SetWorkload } from './set-workload';
 import { CounterWorkload } from './counter-workload';
@@ -28,6 +29,8 @@ import { checkReplicaConvergence, convergenceLine, withConvergence } from './rep
 import { checkIntentsDrained, drainLine, INTENTS_DRAIN_TIMEOUT_MS, withDrain } from './intents-drain';
 
 export const WORKLOAD_NAMES = ['register', 'set', 'bank', 'append', 'counter', 'lock'] as const;
+export const TXN_PROTOCOLS = ['yugabyte', 'percolator'] as const;
+export type TxnProtocol = (typeof TXN_PROTOCOLS)[number];
 export type WorkloadName = (typeof WORKLOAD_NAMES)[number];
 
 export interface RunOptions {
@@ -52,6 +55,10 @@ export interface RunOptions {
   skewBeyond?: boolean;
   /** register: how blind writes are sent (default 'direct', the non-transactional fast path). */
   registerWrites?: RegisterWriteMode;
+  /** bank: YugabyteDB-style transactions (default) or Percolator's (docs/percolator.md). */
+  txnProtocol?: TxnProtocol;
+  /** bank with Percolator: the client-crash nemesis (a share of transfers stop as if their client died). */
+  clientCrash?: boolean;
   /**
    * End the run as soon as the history counts (>= MIN_OK_OPS ok operations and >= MIN_FAULT_WINDOWS
    * applied fault windows ended at least RECOVERY_AFTER_FAULT_MS ago), instead of at timeMs.
@@ -84,8 +91,14 @@ const FAIL_BACKOFF_MS = 20;
 export const RECOVERY_AFTER_FAULT_MS = 1_000;
 
 /** A workload, or why it cannot run on this tree. */
-export function makeWorkload(name: WorkloadName, client?: TesseraClient, o: { registerWrites?: RegisterWriteMode; isolation?: IsolationLevel } = {}): Workload | string {
+export function makeWorkload(name: WorkloadName, client?: TesseraClient, o: { registerWrites?: RegisterWriteMode; isolation?: IsolationLevel; txnProtocol?: TxnProtocol; clientCrash?: boolean } = {}): Workload | string {
   const isolation = o.isolation ?? 'snapshot';
+  if (o.txnProtocol === 'percolator') {
+    if (name !== 'bank') return `${name}: runs through YugabyteDB-style transactions only (--txn_protocol percolator: bank)`;
+    if (isolation !== 'snapshot') return 'bank through Percolator: snapshot isolation only (the paper\'s)';
+    return new PercolatorBankWorkload({ ...(o.clientCrash ? { clientCrash: true } : {}) });
+  }
+  if (o.clientCrash) return `${name}: the client-crash nemesis needs --txn_protocol percolator`;
   const hasTxn = client !== undefined && typeof (client as unknown as Record<string, unknown>)['beginTransaction'] === 'function';
   // Without transactions the register runs reads and writes only (its cas is a transaction).
   if (name === 'register') return new RegisterWorkload({ cas: hasTxn, isolation, ...(o.registerWrites ? { writes: o.registerWrites } : {}) });
@@ -110,7 +123,7 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
   try {
     await cluster.startAll(CLUSTER_UP_TIMEOUT_MS);
     client = await TesseraClient.connect({ ...cluster.connectOptions(), timeoutMs: 10_000, rpcSingleCallTimeoutMs: VERIFY_SINGLE_CALL_TIMEOUT_MS });
-    const w = makeWorkload(o.workload, client, { ...(o.registerWrites ? { registerWrites: o.registerWrites } : {}), ...(o.isolation ? { isolation: o.isolation } : {}) });
+    const w = makeWorkload(o.workload, client, { ...(o.registerWrites ? { registerWrites: o.registerWrites } : {}), ...(o.isolation ? { isolation: o.isolation } : {}), ...(o.txnProtocol ? { txnProtocol: o.txnProtocol } : {}), ...(o.clientCrash ? { clientCrash: true } : {}) });
     if (typeof w === 'string') return { ...unavailableReport(o.workload, w, o.seed, 0), ...shape };
     try {
       await w.setup(client);
