@@ -17,6 +17,7 @@ import { MathRng, type Rng } from '../common/rng';
 import { TxnService } from './transaction/txn-service';
 import { RowService } from './row-service';
 import { registerRowLockPages } from './row-locks-web';
+import { registerPercolatorPages } from './percolator-web';
 import { rowMethods } from '../rpc';
 import { ConsensusTransport } from './consensus-transport';
 import { Heartbeater, type HeartbeatRequest, type HeartbeatResponse } from './heartbeater';
@@ -274,6 +275,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
     });
     registerTServerPages({ web, metrics, uuid, rpcAddress, nodeName: flags.get(LAB_NODE_NAME), manager: () => manager, trackers, tabletsJson: () => tabletsJson(), transactions: () => txn.snapshot(), coordinatorMemories: () => txn.coordinatorMemories(), raftTransport: () => consensus.metrics });
     registerRowLockPages({ web, metrics, manager: () => manager });
+    registerPercolatorPages({ web, manager: () => manager });
     try {
       await web.start();
     } catch (e) {

@@ -226,6 +226,11 @@ export class TabletPeer {
     const after = this.raft.appliedOpId().index;
     return { ...c, intents, appliedIndex: after, stable: before === after };
   }
+  /** This replica's rows visible at `readHt` from `startKey`, `limit` at most (console pages that count a tablet's data). */
+  scanVisible(readHt: HybridTime, limit: number, startKey?: Uint8Array): Promise<ScanResult> {
+    if (this.state !== TabletState.RUNNING) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${this.tabletId} is ${this.state}, not RUNNING`, { tabletId: this.tabletId });
+    return this.docdb.scan({ readHt, resolveStatus: this.deps.txnEnv ? this.statusResolver() : NO_TXN_STATUS, limit, ...(startKey ? { startKey } : {}) });
+  }
   private readonly locks = new LockTable();
   /** Operations waiting for pending transactions to finish (enable_wait_queues). */
   readonly waitQueue = new WaitQueue();
