@@ -31,6 +31,7 @@ import { registerMasterPages } from './master-web';
 import { SYS_CATALOG_GROUP_ID, SysCatalog } from './sys-catalog';
 import { TServerRegistry } from './tserver-registry';
 import { oracleMethods } from '../rpc';
+import { CERTS_DIR } from '../rpc';
 import { oracleBoundOf } from './catalog-state';
 import { TimestampOracle } from './timestamp-oracle';
 import { registerOraclePage } from './oracle-web';
@@ -317,7 +318,7 @@ export async function masterMain(argv: readonly string[], opts: { transport?: Tr
   const { flags, positional } = parseFlagArgs(argv, new Flags());
   if (positional.length > 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `unexpected arguments: ${positional.join(' ')}`);
   const master = await startMaster({ flags, ...(opts.transport ? { transport: opts.transport } : {}) });
-  process.stdout.write(`master ${master.uuid} listening on ${master.rpcAddress}, console http://${master.webAddress}\n`);
+  process.stdout.write(`master ${master.uuid} listening on ${master.rpcAddress}, console ${flags.get(CERTS_DIR) ? 'https' : 'http'}://${master.webAddress}\n`);
   await new Promise<void>((resolve) => {
     const done = (): void => {
       process.off('SIGINT', done);

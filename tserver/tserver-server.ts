@@ -19,6 +19,7 @@ import { RowService } from './row-service';
 import { registerRowLockPages } from './row-locks-web';
 import { registerPercolatorPages } from './percolator-web';
 import { rowMethods } from '../rpc';
+import { CERTS_DIR } from '../rpc';
 import { ConsensusTransport } from './consensus-transport';
 import { Heartbeater, type HeartbeatRequest, type HeartbeatResponse } from './heartbeater';
 import { TabletManager, type TabletManagerDeps } from './tablet-manager';
@@ -441,7 +442,7 @@ export async function tserverMain(argv: readonly string[], wiring: TServerWiring
   const { flags, positional } = parseFlagArgs(argv, new Flags());
   if (positional.length > 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `unexpected arguments: ${positional.join(' ')}`);
   const ts = await startTServer({ flags, ...wiring, webConsole: true });
-  process.stdout.write(`tserver ${ts.uuid} listening on ${ts.rpcAddress}, console http://${ts.webAddress}\n`);
+  process.stdout.write(`tserver ${ts.uuid} listening on ${ts.rpcAddress}, console ${flags.get(CERTS_DIR) ? 'https' : 'http'}://${ts.webAddress}\n`);
   // Companions start only once the tserver's own listeners passed their checks (a refused address
   // fails the start before anything else listens); one that cannot start stops the tserver too.
   let companion: TServerCompanion | undefined;

@@ -97,6 +97,7 @@ export function registerVerifyCommand(program: Command): void {
     .description('Jepsen-style verification on a fresh cluster (local processes or a Docker lab): workloads register|set|bank|append|counter|lock|crash|all under a seeded nemesis')
     .option('--workload <list>', 'register, set, bank, append, counter (increments), lock (row locks and fencing tokens: docs/rows.md), crash (kill -9 loop), all', 'all')
     .option('--nemesis <list>', `${NEMESIS_KINDS.join(', ')}, all (= ${SAFE_NEMESIS_KINDS.join(',')}), none; with --txn_protocol percolator also client-crash`, SAFE_NEMESIS_KINDS.join(','))
+    .option('--secure', 'a secured cluster: TLS on every RPC and console (certificates made for the run) and a cluster secret (docs/security.md); process driver')
     .option('--txn_protocol <p>', 'bank: yugabyte (default) or percolator (client-built Percolator transactions: docs/percolator.md)', 'yugabyte')
     .option('--time <seconds>', 'run time per workload (the most, with --until_counted)', '60')
     .option('--until_counted', 'end a workload early once its history counts (>= 1,000 ok ops and >= 1 applied fault window, then 1 s of recovery)')
@@ -149,6 +150,7 @@ export function registerVerifyCommand(program: Command): void {
                 isolation,
                 ...(protocol !== 'yugabyte' ? { txnProtocol: protocol } : {}),
                 ...(clientCrash ? { clientCrash: true } : {}),
+                ...(raw['secure'] ? { secure: true } : {}),
                 ...(serverFlags.length ? { serverFlags } : {}),
                 ...((o.until_counted ?? raw['untilCounted']) ? { endWhenCounted: true } : {}),
                 ...((o.skew_beyond ?? o.skewBeyond) ? { skewBeyond: true } : {}),

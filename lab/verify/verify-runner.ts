@@ -5,6 +5,7 @@
  * retries a bounded number of times.
  */
 import type { IsolationLevel } from '../../client/transaction';
+import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { SeededRng } from '../../common/rng';
@@ -24,6 +25,8 @@ import { planVerifyCluster } from './plan-verify-cluster';
 import { historyCounts, judge, unavailableReport, type WorkloadReport } from './verify-report';
 import type { Workload } from './workload';
 import { makeDirs } from '../../common/fs-dirs';
+import { DbError, ErrorCode } from '../../common/errors';
+import { createCa, createNodeCert } from '../tls-certs';
 import { htFrom } from '../../common/hybrid-time';
 import { checkReplicaConvergence, convergenceLine, withConvergence } from './replica-convergence';
 import { checkIntentsDrained, drainLine, INTENTS_DRAIN_TIMEOUT_MS, withDrain } from './intents-drain';
@@ -57,6 +60,11 @@ export interface RunOptions {
   registerWrites?: RegisterWriteMode;
   /** bank: YugabyteDB-style transactions (default) or Percolator's (docs/percolator.md). */
   txnProtocol?: TxnProtocol;
+  /**
+   * A secured cluster (process driver): TLS (a CA and node certificates made for the run) and a
+   * cluster secret on every server; the workload's client and the nemesis's console calls use them.
+   */
+  secure?: boolean;
   /** bank with Percolator: the client-crash nemesis (a share of transfers stop as if their client died). */
   clientCrash?: boolean;
   /**
@@ -109,6 +117,18 @@ export function makeWorkload(name: WorkloadName, client?: TesseraClient, o: { re
   return name === 'bank' ? new BankWorkload(isolation) : new AppendWorkload(isolation);
 }
 
+/** Certificates (a CA; a node certificate per loopback host the run may use) and a cluster secret for a secured run. */
+function secureFlags(o: RunOptions, dir: string): string[] {
+  if ((o.driver ?? 'process') !== 'process') throw new DbError(ErrorCode.INVALID_ARGUMENT, 'a secured verify run (--secure) uses the process driver');
+  fs.rmSync(dir, { recursive: true, force: true });
+  createCa(dir);
+  const hosts = new Set(['127.0.0.1', ...Array.from({ length: 3 }, (_, i) => `127.0.0.${o.hostBase + i}`)]);
+  for (const h of hosts) createNodeCert(dir, h);
+  const secret = path.join(dir, 'cluster.secret');
+  fs.writeFileSync(secret, `${crypto.randomBytes(32).toString('hex')}\n`, { mode: 0o600 });
+  return [`--certs_dir=${dir}`, `--cluster_secret_file=${secret}`];
+}
+
 export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
   const log = o.log ?? (() => undefined);
   const concurrency = o.concurrency ?? DEFAULT_CONCURRENCY;
@@ -118,7 +138,8 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
   const driver = o.driver ?? 'process';
   // What the report says of the cluster.
   const shape = { driver, ...(o.masters && o.masters > 1 ? { masters: o.masters } : {}), ...(o.isolation === 'serializable' && o.workload !== 'set' ? { isolation: o.isolation } : {}) };
-  const cluster = await planVerifyCluster({ driver, baseDir: clusterDir, tservers: 3, ...(o.masters ? { masters: o.masters } : {}), hostBase: o.hostBase, portOffset: o.portOffset, ...(o.serverFlags ? { serverFlags: o.serverFlags } : {}), log });
+  const serverFlags = [...(o.serverFlags ?? []), ...(o.secure ? secureFlags(o, `${clusterDir}-secure`) : [])];
+  const cluster = await planVerifyCluster({ driver, baseDir: clusterDir, tservers: 3, ...(o.masters ? { masters: o.masters } : {}), hostBase: o.hostBase, portOffset: o.portOffset, ...(serverFlags.length ? { serverFlags } : {}), log });
   let client: TesseraClient | undefined;
   try {
     await cluster.startAll(CLUSTER_UP_TIMEOUT_MS);

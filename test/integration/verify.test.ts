@@ -51,13 +51,14 @@ const CONCURRENCY: Record<WorkloadName, number> = { register: 20, set: 16, bank:
  */
 const KNOWN: Partial<Record<WorkloadName, ReadonlySet<string>>> = {};
 
-async function run(workload: WorkloadName, seed: number, extra: { registerWrites?: 'direct' | 'txn'; txnProtocol?: 'percolator'; clientCrash?: boolean; dirName?: string; masters?: 3; nemesis?: string; isolation?: 'serializable'; timeMs?: number; fullTime?: boolean } = {}): Promise<WorkloadReport> {
+async function run(workload: WorkloadName, seed: number, extra: { registerWrites?: 'direct' | 'txn'; txnProtocol?: 'percolator'; clientCrash?: boolean; secure?: boolean; dirName?: string; masters?: 3; nemesis?: string; isolation?: 'serializable'; timeMs?: number; fullTime?: boolean } = {}): Promise<WorkloadReport> {
   const r = await runWorkload({
     workload,
     ...(extra.isolation ? { isolation: extra.isolation } : {}),
     ...(extra.registerWrites ? { registerWrites: extra.registerWrites } : {}),
     ...(extra.txnProtocol ? { txnProtocol: extra.txnProtocol } : {}),
     ...(extra.clientCrash ? { clientCrash: true } : {}),
+    ...(extra.secure ? { secure: true } : {}),
     ...(extra.masters ? { masters: extra.masters } : {}),
     nemesis: extra.nemesis ? parseNemesisKinds(extra.nemesis) : MIXED,
     timeMs: extra.timeMs ?? RUN_CAP_MS,
@@ -112,6 +113,12 @@ describe('verify: Jepsen-style workloads on a real cluster', () => {
     expect(unexpected('register', r)).toEqual([]);
     expect(r.verdict).toBe(Object.keys(r.anomalies).length ? 'INVALID' : 'valid');
     expect(r.counts.ok).toBeGreaterThanOrEqual(MIN_OK_OPS);
+  }, 120_000);
+
+  it('verify: on a secured cluster (TLS on every RPC and console, a cluster secret) register stays linearizable under the mixed nemesis', async () => {
+    const r = await run('register', 31, { secure: true, dirName: 'register-secure' });
+    expect(unexpected('register', r)).toEqual([]);
+    expect(r.verdict).toBe('valid');
   }, 120_000);
 
   it('verify: set loses no acknowledged insert under the mixed nemesis', async () => {
