@@ -10,6 +10,7 @@ import type { TesseraClient } from '../client/tessera-client';
 import { checkReplicaConvergence, convergenceLine } from '../lab/verify/replica-convergence';
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
 import { readLabState } from '../lab/lab-state';
+import { registerBackupCommands } from './backup-commands';
 import { CERTS_DIR_HELP, CLUSTER_SECRET_HELP, DEFAULT_MASTER_ADDRESSES, LAB_DIR_HELP, print, printJson, printTable, withClient } from './cli-io';
 
 /** Environment variable naming the console token file `admin set_flag` sends to a console URL. */
@@ -188,4 +189,5 @@ export function registerAdminCommands(program: Command): void {
       if (opts(cmd).json) printJson(r);
       else print(`${r.name ?? flag}=${r.value ?? value} on ${server}`);
     });
+  registerBackupCommands(admin, run, (cmd) => opts(cmd).json === true);
 }

@@ -83,6 +83,12 @@ export interface ScanOptions extends ReadOptions {
   rangeEnd?: Row;
   /** Rows per scan RPC (default 1000). */
   pageSize?: number;
+  /**
+   * Read every tablet at exactly this hybrid time, with no uncertainty window: a consistent snapshot
+   * (an export's cut, docs/backup.md). Below a tablet's history floor: SNAPSHOT_TOO_OLD. Not inside
+   * a transaction (it has its own read time).
+   */
+  readHt?: bigint;
 }
 
 export interface BatchOptions extends CallOptions {

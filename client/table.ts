@@ -512,7 +512,8 @@ export class Table {
     const schemaState = { reloadedForColumn: false, attempt: 0 };
     let loc = await this.cache.get(this.name, d);
     let plan: ScanPlan | undefined;
-    let rt = SERVER_PICKS;
+    if (o.readHt !== undefined && this.txn) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'a scan inside a transaction reads at the transaction\'s time: readHt is for reads outside one');
+    let rt: ReadTime = o.readHt !== undefined ? { readHt: o.readHt, globalLimitHt: 0n } : SERVER_PICKS;
     let yielded = 0;
     for (let restarts = 0; ; restarts++) {
       try {
@@ -529,7 +530,7 @@ export class Table {
           await this.afterSchemaError(e, loc, d, schemaState);
           loc = await this.cache.get(this.name, d);
           plan = undefined;
-          rt = SERVER_PICKS;
+          rt = o.readHt !== undefined ? { readHt: o.readHt, globalLimitHt: 0n } : SERVER_PICKS;
           continue;
         }
         rt = this.onReadError(e, rt, restarts);
