@@ -8,6 +8,7 @@ import type { Command } from 'commander';
 import { exportTables, importTables } from '../client/backup/export-import';
 import type { TesseraClient } from '../client/tessera-client';
 import { DbError, ErrorCode } from '../common/errors';
+import { parseTimePoint } from '../common/hybrid-time';
 import { print, printJson } from './cli-io';
 
 const progress = (line: string): void => {
@@ -27,8 +28,10 @@ export function registerBackupCommands(admin: Command, run: <T>(cmd: Command, f:
     .description('write tables as of one snapshot (a consistent cut across tables and tablets) into a new directory of checksummed part files and a manifest')
     .requiredOption('--tables <list>', 'comma-separated table names')
     .requiredOption('--to <dir>', 'a new (or empty) directory')
-    .action(async (o: { tables: string; to: string }, cmd: Command) => {
-      const m = await run(cmd, (c) => exportTables(c, { tables: list(o.tables, '--tables')!, to: path.resolve(o.to), progress }));
+    .option('--as_of <time>', 'the cut: a past hybrid time (decimal), ms since the epoch or an ISO 8601 time, within history retention (default: now)')
+    .action(async (o: { tables: string; to: string; as_of?: string }, cmd: Command) => {
+      const asOfHt = o.as_of !== undefined ? parseTimePoint(o.as_of, '--as_of') : undefined;
+      const m = await run(cmd, (c) => exportTables(c, { tables: list(o.tables, '--tables')!, to: path.resolve(o.to), progress, ...(asOfHt !== undefined ? { asOfHt } : {}) }));
       if (json(cmd)) printJson(m);
       else print(`exported ${m.tables.map((t) => `${t.name} (${t.rows} rows)`).join(', ')} at hybrid time ${m.cutHt} (${m.cutTime}) into ${o.to}`);
     });

@@ -32,6 +32,8 @@ export interface BackupProgress {
 export interface ExportOptions {
   tables: string[];
   to: string;
+  /** The cut: a past hybrid time (within history retention); default now. */
+  asOfHt?: bigint;
   progress?: BackupProgress;
   /** Report every this many rows (default 100,000). */
   progressEveryRows?: number;
@@ -93,8 +95,10 @@ export async function exportTables(client: TesseraClient, o: ExportOptions): Pro
   // dropped). Every table is read at exactly that time with no uncertainty window, so all tablets
   // show one snapshot: a transaction still pending there commits above it (docs/transactions.md).
   const probe = await client.beginTransaction();
-  const cutHt = probe.readHt;
+  const nowHt = probe.readHt;
   await probe.abort().catch(() => undefined);
+  if (o.asOfHt !== undefined && o.asOfHt > nowHt) throw new DbError(ErrorCode.INVALID_ARGUMENT, `export: --as_of ${htToJson(o.asOfHt).iso} is in the future (the cluster's time is ${htToJson(nowHt).iso})`);
+  const cutHt = o.asOfHt ?? nowHt;
   o.progress?.(`export: ${o.tables.length} table(s) at hybrid time ${cutHt}`);
   const tables: TableEntry[] = [];
   for (const b of bases) {

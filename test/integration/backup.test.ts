@@ -100,6 +100,12 @@ describe('export and import', () => {
     expect(restored.reduce((s, x) => s + (x['bal'] as bigint), 0n)).toBe(BigInt(ACCOUNTS * 100));
     expect((await tableDigest(c, 'acct_restored')).digest).toBe(m.tables[0]!.digest);
 
+    // --as_of: the cut of the export, taken again afterwards from the past, holds the same rows.
+    const asOf = await cli(['admin', 'export', '--tables', 'acct', '--to', path.join(DIR, 'as-of'), '--as_of', m.cutHt]);
+    expect(asOf.code, asOf.out).toBe(0);
+    expect(readManifest(path.join(DIR, 'as-of')).tables[0]!.digest).toBe(m.tables[0]!.digest);
+    const future = await cli(['admin', 'export', '--tables', 'acct', '--to', path.join(DIR, 'future'), '--as_of', '2999-01-01T00:00:00Z']);
+    expect(future.out).toMatch(/INVALID_ARGUMENT.*in the future/);
     const imp = await cli(['admin', 'import', '--from', exportDir, '--tables', 'kinds', '--into', 'kinds2']);
     expect(imp.code, imp.out).toBe(0);
     const got = new Map((await c.table('kinds2').scan()).map((x) => [x['k'], x]));
