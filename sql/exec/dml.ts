@@ -151,6 +151,20 @@ export async function insertRows(stmt: InsertStmt, def: SqlTableDef, deps: DmlDe
   return { count: written.length, ...(ret ? { returning: ret } : {}) };
 }
 
+/** SET col = expr, … of an UPDATE or an ON CONFLICT DO UPDATE: the column's index and name and its compiled value. */
+function compileSets(list: Node[] | undefined, def: SqlTableDef, scope: Scope, deps: DmlDeps): Array<{ i: number; name: string; e: Compiled }> {
+  const keyCols = [...def.hash, ...def.range];
+  return (list ?? []).map((n) => {
+    if (!('ResTarget' in n)) throw notSupported('this SET clause');
+    const name = n.ResTarget.name ?? '';
+    const i = def.columns.findIndex((c) => c.name === name && !c.hidden);
+    if (i < 0) throw new SqlError(SqlState.UNDEFINED_COLUMN, `column "${name}" of relation "${def.name}" does not exist`);
+    if (keyCols.includes(name)) throw notSupported('updating a primary key column');
+    if (n.ResTarget.indirection) throw notSupported(`SET ${names(n.ResTarget.indirection).join('.')}`);
+    return { i, name, e: compileExpr(n.ResTarget.val!, scope, deps.env) };
+  });
+}
+
 /**
  * INSERT … ON CONFLICT (key) DO UPDATE SET … [WHERE …]: per row, read it by key; absent → insert the
  * proposed row, present → evaluate SET (and WHERE) over the existing row and the proposed one
@@ -173,15 +187,7 @@ function planOnConflictUpdate(stmt: InsertStmt, def: SqlTableDef, deps: DmlDeps)
   const alias = stmt.relation?.alias?.aliasname ?? def.name;
   // Expressions see the existing row under the table's name (or alias), then the proposed row as `excluded`.
   const scope = new Scope([...columnsOf(def, alias), ...columnsOf(def, 'excluded')]);
-  const sets = (oc.targetList ?? []).map((n) => {
-    if (!('ResTarget' in n)) throw notSupported('this SET clause');
-    const name = n.ResTarget.name ?? '';
-    const i = def.columns.findIndex((c) => c.name === name && !c.hidden);
-    if (i < 0) throw new SqlError(SqlState.UNDEFINED_COLUMN, `column "${name}" of relation "${def.name}" does not exist`);
-    if (keyCols.includes(name)) throw notSupported('updating a primary key column');
-    if (n.ResTarget.indirection) throw notSupported(`SET ${names(n.ResTarget.indirection).join('.')}`);
-    return { i, name, e: compileExpr(n.ResTarget.val!, scope, deps.env) };
-  });
+  const sets = compileSets(oc.targetList, def, scope, deps);
   const where = oc.whereClause ? compileExpr(oc.whereClause, scope, deps.env) : undefined;
   return async (full, rows) => {
     const seen = new Set<string>();
@@ -289,15 +295,7 @@ export async function updateOrDelete(kind: 'update' | 'delete', stmt: { whereCla
     const ret = returning(stmt.returningClause?.exprs, def, matched, deps);
     return { count: matched.length, ...(ret ? { returning: ret } : {}) };
   }
-  const sets: Array<{ i: number; e: Compiled }> = (stmt.targetList ?? []).map((n) => {
-    if (!('ResTarget' in n)) throw notSupported('this SET clause');
-    const name = n.ResTarget.name ?? '';
-    const i = def.columns.findIndex((c) => c.name === name && !c.hidden);
-    if (i < 0) throw new SqlError(SqlState.UNDEFINED_COLUMN, `column "${name}" of relation "${def.name}" does not exist`);
-    if (keyCols.includes(name)) throw notSupported('updating a primary key column');
-    if (n.ResTarget.indirection) throw notSupported(`SET ${names(n.ResTarget.indirection).join('.')}`);
-    return { i, e: compileExpr(n.ResTarget.val!, scope, deps.env) };
-  });
+  const sets = compileSets(stmt.targetList, def, scope, deps);
   const updated = matched.map((r) => {
     const next = [...r];
     for (const s of sets) next[s.i] = s.e.eval(r, deps.ctx);

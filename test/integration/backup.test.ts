@@ -4,7 +4,6 @@
  * tablets); every value type survives; a damaged part, a missing manifest and an existing target are
  * refused with what is wrong, and nothing half-imported is left visible. Nodes on 127.0.0.58-60.
  */
-import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -13,9 +12,8 @@ import { importTables, tableDigest } from '../../client/backup/export-import';
 import { readManifest } from '../../client/backup/backup-format';
 import { TesseraClient } from '../../client/tessera-client';
 import { ErrorCode } from '../../common/errors';
-import { ProcCluster } from './cluster-harness';
+import { ProcCluster, runCliOn } from './cluster-harness';
 
-const CLI = path.resolve(__dirname, '../../dist/cli/main.js');
 const DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-backup-it-'));
 const ACCOUNTS = 8;
 let cluster: ProcCluster | undefined;
@@ -34,17 +32,7 @@ afterAll(async () => {
 });
 
 function cli(args: string[]): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const c = spawn(process.execPath, [CLI, ...args, `--master_addresses=${cluster!.masterAddresses.join(',')}`], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    c.stdout.on('data', (b: Buffer) => (out += b.toString()));
-    c.stderr.on('data', (b: Buffer) => (out += b.toString()));
-    const timer = setTimeout(() => c.kill('SIGKILL'), 90_000);
-    c.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, out });
-    });
-  });
+  return runCliOn(cluster!, args, 90_000);
 }
 
 describe('export and import', () => {
