@@ -17,7 +17,8 @@ export type FilterColumnType = 'int64' | 'double' | 'string' | 'bytes' | 'bool';
 
 /** The part of a table schema filters need (a tablet's TableSchema has this shape). */
 export interface FilterSchema {
-  columns: ReadonlyArray<{ name: string; id: number; type: FilterColumnType }>;
+  /** `family`: the column's family, once tables have them (until then a filter's family is not checked). */
+  columns: ReadonlyArray<{ name: string; id: number; type: FilterColumnType; family?: string }>;
   hashColumns: readonly string[];
   rangeColumns: readonly string[];
 }
@@ -83,8 +84,10 @@ function valueTest(op: CompareOp, cmp: Comparator, typeOf: (columnId: number) =>
         lits.set(cell.columnId, t === undefined ? undefined : literalAs(cmp.value, t));
       }
       const lit = lits.get(cell.columnId);
-      // A literal with no value of the column's type matches no cell of it (not even !=).
-      return lit !== undefined && cell.value !== null && opHolds(op, comparePrimitives(cell.value, lit));
+      // A literal with no value of the column's type ('abc' for an int64) differs from every value
+      // of it, and is neither below nor above any.
+      if (lit === undefined) return op === '!=';
+      return cell.value !== null && opHolds(op, comparePrimitives(cell.value, lit));
     };
   }
   let match: (text: string) => boolean;
@@ -180,10 +183,10 @@ class Compiler {
       case 'value':
         return new ValueFilter(valueTest(f.op, f.comparator, typeOf));
       case 'singleColumnValue': {
-        if (f.family !== undefined && f.family !== '' && f.family !== DEFAULT_FAMILY) throw filterInvalid(`${path}.family`, `unknown column family ${f.family}`);
         if (this.keyNames.has(f.column)) throw filterInvalid(`${path}.column`, `${f.column} is a key column (use a row filter)`);
         const id = this.cols.get(f.column);
         if (id === undefined) throw filterInvalid(`${path}.column`, `unknown column ${f.column}`);
+        this.checkFamily(f.family, f.column, `${path}.family`);
         return new SingleColumnValueFilter(id, valueTest(f.op, f.comparator, typeOf), f.filterIfMissing);
       }
       case 'keyOnly':
@@ -204,6 +207,15 @@ class Compiler {
       case 'while':
         return new WholeRowFilter(this.node(f.filter, `${path}.filter`), f.type === 'while');
     }
+  }
+
+  /** Families are checked once the schema has them; a column without one is in DEFAULT_FAMILY. */
+  private checkFamily(family: string | undefined, column: string, path: string): void {
+    if (family === undefined || family === '' || !this.schema.columns.some((c) => c.family !== undefined)) return;
+    const families = new Set(this.schema.columns.map((c) => c.family ?? DEFAULT_FAMILY));
+    if (!families.has(family)) throw filterInvalid(path, `unknown column family ${family}`);
+    const col = this.schema.columns.find((c) => c.name === column);
+    if ((col?.family ?? DEFAULT_FAMILY) !== family) throw filterInvalid(path, `column ${column} is not in family ${family}`);
   }
 
   private fuzzy(p: string, path: string): FuzzyPattern {

@@ -7,3 +7,4 @@ export { ReturnCode, type CellFilter, type FilterCell, type FilterRow, type Seek
 export { compileFilter, literalAs, valueText, DEFAULT_FAMILY, type FilterSchema, type FilterColumnType } from './compile';
 export { fuzzyMatches, fuzzyNext, type FuzzyPattern } from './row-filters';
 export { FILTER_ROWS_EXAMINED_MAX } from './filtered-scan';
+export { parseFilterExpression, toFilterAst, expressionError, FILTER_EXPRESSION_CHARS_MAX } from './expression';
