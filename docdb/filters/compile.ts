@@ -7,7 +7,7 @@
 import { ByteWriter } from '../encoding/byte-buffer';
 import { comparePrimitives, encodePrimitive } from '../encoding/primitive';
 import type { Primitive } from '../encoding/types';
-import { filterInvalid, type Comparator, type CompareOp, type FilterAst, type FilterLiteral, type RowRange } from './ast';
+import { filterInvalid, type Comparator, type CompareOp, type FilterAst, type FilterLiteral, type RowRange } from '../../common/filter-ast';
 import { ColumnPaginationFilter, ColumnSetFilter, FirstKeyOnlyFilter, KeyOnlyFilter, PageFilter, SingleColumnValueFilter, TimestampsFilter, ValueFilter, type ValueTest } from './cell-filters';
 import type { CellFilter, FilterCell } from './evaluator';
 import { AndFilter, OrFilter, WholeRowFilter } from './list-filters';

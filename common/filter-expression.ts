@@ -10,8 +10,8 @@
  * operators; comparators are 'binary:v', 'binaryprefix:v', 'substring:v', 'regexstring:v'.
  * Every error is INVALID_ARGUMENT naming the position (0-based character offset) and the part.
  */
-import { DbError, ErrorCode } from '../../common/errors';
-import { COMPARE_OPS, FILTER_NODES_MAX, parseFilterJson, type Comparator, type CompareOp, type FilterAst, type FilterLiteral, type RowRange } from './ast';
+import { DbError, ErrorCode } from './errors';
+import { COMPARE_OPS, FILTER_NODES_MAX, parseFilterJson, type Comparator, type CompareOp, type FilterAst, type FilterLiteral, type RowRange } from './filter-ast';
 
 type Token =
   | { t: 'name'; v: string; at: number }

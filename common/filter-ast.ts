@@ -7,7 +7,7 @@
  * Any client can send any JSON, so parseFilterJson checks every field and bounds the tree's size:
  * a bad tree is INVALID_ARGUMENT naming the path of the bad part, never a crash.
  */
-import { DbError, ErrorCode } from '../../common/errors';
+import { DbError, ErrorCode } from './errors';
 
 /** A literal in a filter: JSON scalars, an int64 as {int: "decimal"}, bytes as {bytes: "hex"}. */
 export type FilterLiteral = string | number | boolean | { int: string } | { bytes: string };
