@@ -63,6 +63,12 @@ function cellsOf(row: Row, hts: ReadonlyMap<number, HybridTime>): FilterCell[] {
   return cells.sort((a, b) => a.columnId - b.columnId);
 }
 
+function project(cells: readonly FilterCell[], columns: readonly number[] | undefined): Map<number, Primitive> {
+  const out = new Map<number, Primitive>();
+  for (const c of cells) if (c.value !== null && (columns === undefined || columns.includes(c.columnId))) out.set(c.columnId, c.value);
+  return out;
+}
+
 type RowOutcome = { included: FilterCell[] | undefined; stop: boolean; seekTo?: Buffer };
 
 class Counters {
@@ -151,9 +157,9 @@ export async function filteredScan(d: FilteredScanDeps, o: FilteredScanOptions):
       n.cellsRead += cells.length;
       const out = judgeRow(filter, key, cells, seekHints, n);
       if (out.included !== undefined) {
-        const columns = new Map<number, Primitive>();
-        for (const c of out.included) if (c.value !== null && (o.columns === undefined || o.columns.includes(c.columnId))) columns.set(c.columnId, c.value);
-        rows.push({ key: row.key, columns, writeHt: row.writeHt });
+        // Every cell kept as it was (no projection, no transform): the row as read.
+        const unchanged = o.columns === undefined && out.included.length === cells.length && out.included.every((c, i) => c === cells[i]);
+        rows.push(unchanged ? row : { key: row.key, columns: project(out.included, o.columns), writeHt: row.writeHt });
         bytes += groupBytes(reg) + groupBytes(int);
       }
       if (out.stop) return result();
