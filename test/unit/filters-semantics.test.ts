@@ -7,6 +7,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { DocDb } from '../../docdb/doc-db';
 import type { Primitive } from '../../docdb/doc-db-api';
 import { compileFilter, fuzzyMatches, fuzzyNext, parseFilterExpression, type FuzzyPattern } from '../../docdb/filters';
+import { filteredScan } from '../../docdb/filters/filtered-scan';
+import { IntentAwareReader } from '../../docdb/intent-aware-reader';
 import { memoryDocDb, Statuses } from './docdb-helpers';
 import { applyWrites, docKey, filterSchema, htOf, T0_SEC, type Write } from './filters-arbitraries';
 
@@ -101,6 +103,26 @@ describe('filters: what each selects', () => {
     const r = await run("ValueFilter(=, 'substring:foo')", 2);
     expect(r.rows.map((s) => s.split(':')[0])).toEqual(['a1', 'a2']);
     expect(r.resume).toBe(true);
+  });
+});
+
+describe('filtered scan work bound', () => {
+  it('a filter that rejects everything still answers after the examined-rows bound, with a resume key', async () => {
+    const regular = db.regularDb.db.engine;
+    const intents = db.intentsDb.db.engine;
+    const reader = new IntentAwareReader(regular, intents, { readHt: htOf(500), resolveStatus: statuses.resolve }, false);
+    const seen: number[] = [];
+    let startKey: Uint8Array | undefined;
+    for (let calls = 0; calls < 10; calls++) {
+      const filter = compileFilter(parseFilterExpression("ValueFilter(=, 'binary:nothing')"), filterSchema(false));
+      const r = await filteredScan({ regular, intents, readIntents: false, reader }, { range: { ...(startKey ? { start: startKey } : {}) }, filter, seekHints: true, rowsExaminedMax: 4 });
+      expect(r.rows).toEqual([]);
+      seen.push(r.cellsRead);
+      if (!r.resumeKey) break;
+      startKey = r.resumeKey;
+    }
+    // 6 rows, 4 per call: two calls, every cell read once.
+    expect(seen).toEqual([2 + 3 + 2 + 2, 4 + 1]);
   });
 });
 
