@@ -17,7 +17,8 @@ import { compileFilter, type FilterAst } from '../../docdb/filters';
 import { MemoryEngine } from '../../docdb/memory-engine';
 import { RocksDbEngine } from '../../docdb/rocksdb-engine';
 import { Statuses } from './docdb-helpers';
-import { applyWrites, filterArb, filterSchema, htOf, writesArb, type Write } from './filters-arbitraries';
+import { encodeRowDocKey } from '../../docdb/storage-keys';
+import { applyWrites, docKey, filterArb, filterSchema, htOf, keyArb, writesArb, type Write } from './filters-arbitraries';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-filters-prop-'));
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
@@ -27,14 +28,30 @@ function show(rows: readonly Row[]): string[] {
   return rows.map((r) => JSON.stringify({ k: r.key, c: [...r.columns].sort((a, b) => a[0] - b[0]) }, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v)));
 }
 
-async function scanAll(db: DocDb, f: FilterAst, hashed: boolean, statuses: Statuses, seekHints: boolean, limit?: number): Promise<ScanResult & { calls: number }> {
+/** Scan bounds and a column projection, the same for both scans of a case. */
+interface Shape {
+  start?: Buffer;
+  end?: Buffer;
+  columns?: number[];
+}
+
+async function scanAll(db: DocDb, f: FilterAst, hashed: boolean, statuses: Statuses, seekHints: boolean, shape: Shape, limit?: number): Promise<ScanResult & { calls: number }> {
   const rows: Row[] = [];
-  let startKey: Uint8Array | undefined;
+  let startKey: Uint8Array | undefined = shape.start;
   let cellsRead = 0;
   let calls = 0;
   for (; calls < 1000; ) {
     calls++;
-    const r = await db.scan({ readHt: htOf(500), resolveStatus: statuses.resolve, filter: compileFilter(f, filterSchema(hashed)), filterSeekHints: seekHints, ...(limit ? { limit } : {}), ...(startKey ? { startKey } : {}) });
+    const r = await db.scan({
+      readHt: htOf(500),
+      resolveStatus: statuses.resolve,
+      filter: compileFilter(f, filterSchema(hashed)),
+      filterSeekHints: seekHints,
+      ...(limit ? { limit } : {}),
+      ...(startKey ? { startKey } : {}),
+      ...(shape.end ? { endKey: shape.end } : {}),
+      ...(shape.columns ? { columns: shape.columns } : {}),
+    });
     rows.push(...r.rows);
     cellsRead += r.cellsRead ?? 0;
     if (!r.resumeKey) break;
@@ -50,18 +67,18 @@ function countsRows(f: FilterAst): boolean {
   return false;
 }
 
-async function check(open: () => Promise<DocDb>, hashed: boolean, ws: Write[], filters: FilterAst[]): Promise<void> {
+async function check(open: () => Promise<DocDb>, hashed: boolean, ws: Write[], filters: FilterAst[], shape: Shape): Promise<void> {
   const db = await open();
   try {
     const statuses = new Statuses();
     await applyWrites(db, ws, statuses);
     for (const f of filters) {
-      const seek = await scanAll(db, f, hashed, statuses, true);
-      const naive = await scanAll(db, f, hashed, statuses, false);
+      const seek = await scanAll(db, f, hashed, statuses, true, shape);
+      const naive = await scanAll(db, f, hashed, statuses, false, shape);
       expect(show(seek.rows), JSON.stringify(f)).toEqual(show(naive.rows));
       expect(seek.cellsRead!).toBeLessThanOrEqual(naive.cellsRead!);
       if (!countsRows(f)) {
-        const paged = await scanAll(db, f, hashed, statuses, true, 2);
+        const paged = await scanAll(db, f, hashed, statuses, true, shape, 2);
         expect(show(paged.rows), `paged ${JSON.stringify(f)}`).toEqual(show(naive.rows));
       }
     }
@@ -71,22 +88,27 @@ async function check(open: () => Promise<DocDb>, hashed: boolean, ws: Write[], f
 }
 
 const times = Array.from({ length: 40 }, (_, i) => 10 + i);
-const caseArb = fc.boolean().chain((hashed) => fc.tuple(fc.constant(hashed), writesArb(hashed), fc.array(filterArb(times), { minLength: 2, maxLength: 8 })));
+const boundArb = (hashed: boolean): fc.Arbitrary<Buffer | undefined> => fc.option(keyArb.map((k) => encodeRowDocKey(docKey(k, hashed))), { nil: undefined, freq: 3 });
+const shapeArb = (hashed: boolean): fc.Arbitrary<Shape> =>
+  fc.record({ start: boundArb(hashed), end: boundArb(hashed), columns: fc.option(fc.subarray([1, 2, 3, 4], { minLength: 1 }), { nil: undefined, freq: 2 }) }).map((s) =>
+    Object.fromEntries(Object.entries(s).filter(([, v]) => v !== undefined)),
+  );
+const caseArb = fc.boolean().chain((hashed) => fc.tuple(fc.constant(hashed), writesArb(hashed), fc.array(filterArb(times), { minLength: 2, maxLength: 8 }), shapeArb(hashed)));
 
 describe('filters: seek hints agree with reading every cell', () => {
   it('random filters on random data: same rows and cells with and without seek hints (in-memory engine)', async () => {
     await fc.assert(
-      fc.asyncProperty(caseArb, ([hashed, ws, filters]) => check(() => DocDb.open({ regular: new MemoryEngine(), intents: new MemoryEngine() }), hashed, ws, filters)),
+      fc.asyncProperty(caseArb, ([hashed, ws, filters, shape]) => check(() => DocDb.open({ regular: new MemoryEngine(), intents: new MemoryEngine() }), hashed, ws, filters, shape)),
       { numRuns: 300 },
     );
   });
 
   it('random filters on random data: same rows and cells with and without seek hints (RocksDB)', async () => {
     await fc.assert(
-      fc.asyncProperty(caseArb, ([hashed, ws, filters]) => {
+      fc.asyncProperty(caseArb, ([hashed, ws, filters, shape]) => {
         const dir = path.join(root, `run${runs++}`);
         const open = async (): Promise<DocDb> => DocDb.open({ regular: await RocksDbEngine.open(path.join(dir, 'regular')), intents: await RocksDbEngine.open(path.join(dir, 'intents')) });
-        return check(open, hashed, ws, filters);
+        return check(open, hashed, ws, filters, shape);
       }),
       { numRuns: 25 },
     );
