@@ -78,47 +78,50 @@ export function mergeRanges(ranges: readonly ByteRange[]): ByteRange[] {
   return out;
 }
 
-/** A fuzzy pattern: `fixed[i]` must equal the key byte at i unless `any[i]`. */
+/**
+ * A fuzzy pattern on the encoded key: `bytes[i]` must equal the key byte at i unless `any[i]`; a
+ * wildcard matches any byte but 0x00, which in a string's encoding only starts its terminator (or
+ * the escape of a NUL character) — so '?' never matches past the end of a shorter string.
+ */
 export interface FuzzyPattern {
   bytes: Buffer;
   any: readonly boolean[];
 }
 
+const WILD_LOW = 0x01;
+
+function allowed(p: FuzzyPattern, i: number, b: number): boolean {
+  return p.any[i] ? b >= WILD_LOW : b === p.bytes[i];
+}
+
 /** Does `k` match the pattern on its first bytes? */
 export function fuzzyMatches(k: Buffer, p: FuzzyPattern): boolean {
   if (k.length < p.bytes.length) return false;
-  for (let i = 0; i < p.bytes.length; i++) if (!p.any[i] && k[i] !== p.bytes[i]) return false;
+  for (let i = 0; i < p.bytes.length; i++) if (!allowed(p, i, k[i]!)) return false;
   return true;
 }
 
 /**
- * The smallest byte string above `k` that matches `p` (undefined: none does). Walk the key until
- * the first byte the pattern rejects (or the key ends): below the pattern's byte → take the
- * pattern's byte; above it → carry into the last wildcard byte before it that can still grow;
- * either way the rest is the pattern's bytes with wildcards at their lowest (0).
+ * The smallest byte string above `k` that matches `p` (undefined: none does). Walk the key to the
+ * first byte the pattern rejects (or the key's end): below the lowest byte allowed there → take that
+ * lowest byte; above it → carry into the last wildcard before it that can still grow; either way the
+ * rest is the pattern at its lowest (fixed bytes, wildcards at 0x01).
  */
 export function fuzzyNext(k: Buffer, p: FuzzyPattern): Buffer | undefined {
   const n = p.bytes.length;
-  const fill = (out: Buffer, from: number): Buffer => {
-    for (let j = from; j < n; j++) out[j] = p.any[j] ? 0 : p.bytes[j]!;
+  const low = (j: number): number => (p.any[j] ? WILD_LOW : p.bytes[j]!);
+  const build = (prefixLen: number, at: number, b: number): Buffer => {
+    const out = Buffer.alloc(n);
+    k.copy(out, 0, 0, prefixLen);
+    out[at] = b;
+    for (let j = at + 1; j < n; j++) out[j] = low(j);
     return out;
   };
   for (let i = 0; i < n; i++) {
-    if (i >= k.length) return fill(Buffer.concat([k, Buffer.alloc(n - i)]), i);
-    if (p.any[i] || k[i] === p.bytes[i]) continue;
-    if (k[i]! < p.bytes[i]!) {
-      const out = Buffer.alloc(n);
-      k.copy(out, 0, 0, i);
-      out[i] = p.bytes[i]!;
-      return fill(out, i + 1);
-    }
-    for (let j = i - 1; j >= 0; j--) {
-      if (!p.any[j] || k[j] === 0xff) continue;
-      const out = Buffer.alloc(n);
-      k.copy(out, 0, 0, j);
-      out[j] = k[j]! + 1;
-      return fill(out, j + 1);
-    }
+    if (i >= k.length) return build(i, i, low(i));
+    if (allowed(p, i, k[i]!)) continue;
+    if (k[i]! < low(i)) return build(i, i, low(i));
+    for (let j = i - 1; j >= 0; j--) if (p.any[j] && k[j]! < 0xff) return build(j, j, k[j]! + 1);
     return undefined;
   }
   return undefined; // k matches: not asked for

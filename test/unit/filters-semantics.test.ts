@@ -129,14 +129,17 @@ describe('filtered scan work bound', () => {
 describe('fuzzy row next candidate', () => {
   const pat = (s: string): FuzzyPattern => ({ bytes: Buffer.from(s.replace(/\?/g, '\0'), 'latin1'), any: [...s].map((c) => c === '?') });
   const next = (k: string, p: string): string | undefined => fuzzyNext(Buffer.from(k, 'latin1'), pat(p))?.toString('latin1');
-  it('fuzzy row: the next candidate is the smallest matching key above the row', () => {
+  it('fuzzy row: the next candidate is the smallest matching key above the row (wildcards never 0x00)', () => {
     expect(next('aa', '?b')).toBe('ab');
     expect(next('ac', '?b')).toBe('bb');
     expect(next('a', '?b')).toBe('ab');
-    expect(next('', 'x?y')).toBe('x\0y');
-    expect(next('xzz', 'x?y')).toBe('y\0y'.replace('y\0y', 'x{y'));
+    expect(next('', 'x?y')).toBe('x\x01y');
+    expect(next('xzz', 'x?y')).toBe('x{y');
+    expect(next('x\0a', 'x?y')).toBe('x\x01y');
     expect(next('z', 'b?')).toBeUndefined();
+    expect(next('\xff\xffc', '??b')).toBeUndefined();
     expect(fuzzyMatches(Buffer.from('abc'), pat('?b'))).toBe(true);
     expect(fuzzyMatches(Buffer.from('a'), pat('?b'))).toBe(false);
+    expect(fuzzyMatches(Buffer.from('a\0', 'latin1'), pat('a?'))).toBe(false);
   });
 });
