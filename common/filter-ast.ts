@@ -197,6 +197,38 @@ export function literal(v: unknown, path: string): FilterLiteral {
   throw filterInvalid(path, 'must be a string, number, boolean, {int} or {bytes}');
 }
 
+/**
+ * The tablet runs regular expressions on its one event loop, and JavaScript's engine backtracks: a
+ * pattern like (a+)+$ takes exponential time on a long non-matching value and would stall every
+ * tablet of the server. Refuse the usual culprits — a quantified group that itself holds a
+ * quantifier (star height above one) and backreferences. A heuristic, not a proof: docs/filters.md.
+ */
+export function backtrackingRisk(pattern: string): string | undefined {
+  if (/\\[1-9]|\\k</.test(pattern)) return 'backreferences are not allowed in filter patterns';
+  const quantifiedInside: boolean[] = [false];
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i]!;
+    if (ch === '\\') {
+      i++;
+      continue;
+    }
+    if (ch === '[') {
+      // A character class: skip to its end (escapes inside included).
+      for (i++; i < pattern.length && pattern[i] !== ']'; i++) if (pattern[i] === '\\') i++;
+      continue;
+    }
+    if (ch === '(') quantifiedInside.push(false);
+    else if (ch === ')') {
+      const inner = quantifiedInside.pop() ?? false;
+      const next = pattern[i + 1];
+      const quantified = next === '*' || next === '+' || next === '?' || next === '{';
+      if (inner && quantified && next !== '?') return 'a repeated group that itself repeats (such as (a+)+) can take exponential time: not allowed in filter patterns';
+      if (inner || quantified) quantifiedInside[quantifiedInside.length - 1] = true;
+    } else if (ch === '*' || ch === '+' || ch === '{') quantifiedInside[quantifiedInside.length - 1] = true;
+  }
+  return undefined;
+}
+
 function range(o: Obj, path: string): RowRange {
   return {
     ...(o['start'] !== undefined ? { start: literal(o['start'], `${path}.start`) } : {}),
@@ -219,6 +251,8 @@ function comparator(v: unknown, path: string, cmpOp: CompareOp): Comparator {
     } catch (e) {
       throw filterInvalid(`${path}.pattern`, `not a regular expression: ${(e as Error).message}`);
     }
+    const risky = backtrackingRisk(pattern);
+    if (risky) throw filterInvalid(`${path}.pattern`, risky);
     c = { type: t, pattern };
   } else throw filterInvalid(`${path}.type`, 'must be binary, binaryprefix, substring or regex');
   if (c.type !== 'binary' && cmpOp !== '=' && cmpOp !== '!=') throw filterInvalid(path, `a ${c.type} comparator supports only = and !=`);

@@ -66,6 +66,10 @@ describe('filter expressions', () => {
     expect(fails("ValueFilter(=, 'nope:1')").message).toMatch(/position 15 .*unknown comparator 'nope:1'/);
     expect(fails("ValueFilter(<, 'substring:x')").message).toMatch(/supports only = and !=/);
     expect(fails("ValueFilter(=, 'regexstring:(')").message).toMatch(/not a regular expression/);
+    // Patterns that backtrack exponentially would stall the tablet server's event loop.
+    expect(fails("ValueFilter(=, 'regexstring:^(a+)+$')").message).toMatch(/repeated group that itself repeats/);
+    expect(fails("ValueFilter(=, 'regexstring:(x)\\1')").message).toMatch(/backreferences are not allowed/);
+    expect(parseFilterExpression("ValueFilter(=, 'regexstring:^(ab|cd)+[0-9]*$')").type).toBe('value');
     expect(fails('PageFilter(-1)').message).toMatch(/PageFilter: argument 1 \(a row count\) must be an integer >= 0/);
     expect(fails('PageFilter(1, 2)').message).toMatch(/position 14 .*PageFilter takes 1 argument/);
     expect(fails("PrefixFilter('abc").message).toMatch(/position 13 .*unterminated string/);
