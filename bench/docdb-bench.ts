@@ -3,13 +3,15 @@
  *
  *   encoding   encoded keys per second (pure CPU)            bench/docdb-encoding-bench.ts
  *   storage    RegularDB writes, point reads, scans, apply    bench/docdb-storage-bench.ts
+ *   filters    scan filters: prefix seeks, filter overhead    bench/docdb-filters-bench.ts
  *
  * Options: --only=encoding,storage (default: all sections), --keys=N (encoding loop size),
- * --rows=N (storage row count). To add a section: write `run…Bench(…, print)` in its own file and
+ * --rows=N (storage row count, default 100,000; filters row count, default 1,000,000). To add a section: write `run…Bench(…, print)` in its own file and
  * add one entry to SECTIONS.
  */
 import { runEncodingBench } from './docdb-encoding-bench';
 import { runStorageBench } from './docdb-storage-bench';
+import { runFiltersBench } from './docdb-filters-bench';
 
 interface Section {
   name: string;
@@ -29,6 +31,7 @@ function argNumber(name: string, dflt: number): number {
 const SECTIONS: Section[] = [
   { name: 'encoding', run: (print) => runEncodingBench(argNumber('keys', 300_000), print) },
   { name: 'storage', run: (print) => runStorageBench(argNumber('rows', 100_000), print) },
+  { name: 'filters', run: (print) => runFiltersBench(argNumber('rows', 1_000_000), print) },
 ];
 
 async function main(): Promise<void> {

@@ -236,13 +236,17 @@ export function registerDataCommands(program: Command): void {
     .option('--limit <n>', 'rows at most', '100')
     .option('--columns <cols>', COLUMNS_HELP)
     .option('--full', FULL_HELP)
-    .action(async (table: string, o: CommonOpts & { limit: string; columns?: string; full?: boolean }) => {
+    .option('--filter <expr>', "a server-side filter, e.g. \"PrefixFilter('a') AND ValueFilter(=,'substring:x')\" (docs/filters.md)")
+    .option('--stats', 'also print the filter counters (cells read from storage, cells skipped) to stderr')
+    .action(async (table: string, o: CommonOpts & { limit: string; columns?: string; full?: boolean; filter?: string; stats?: boolean }) => {
       const limit = Number(o.limit);
       if (!Number.isInteger(limit) || limit < 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--limit must be a non-negative integer`);
+      const stats = { cellsRead: 0, cellsSkipped: 0, calls: 0 };
       const { rows, columns } = await withClient(o, timeout(o), async (c) => {
         const cols = parseColumnList((await c.tableLocations(table)).schema, o.columns);
-        return { rows: await c.table(table).scan({ limit }), columns: cols };
+        return { rows: await c.table(table).scan({ limit, stats, ...(o.filter !== undefined ? { filter: o.filter } : {}) }), columns: cols };
       });
       printRows(rows, { json: o.json ?? false, full: o.full ?? false, ...(columns ? { columns } : {}) });
+      if (o.stats) process.stderr.write(o.json ? `${JSON.stringify({ rows: rows.length, ...stats })}\n` : `${rows.length} rows; cells read ${stats.cellsRead}, skipped ${stats.cellsSkipped}, in ${stats.calls} scan calls\n`);
     });
 }

@@ -1,4 +1,5 @@
 /** Public types of the client library. */
+import type { FilterAst } from '../common/filter-ast';
 export type ColumnType = 'int64' | 'double' | 'string' | 'bytes' | 'bool';
 
 /** A column value: int64 as bigint (a safe-integer number is accepted on input), double as number, bytes as Uint8Array. */
@@ -89,6 +90,18 @@ export interface ScanOptions extends ReadOptions {
    * a transaction (it has its own read time).
    */
   readHt?: bigint;
+  /** A server-side filter (docs/filters.md): an expression such as "PrefixFilter('a')", or a filter tree. */
+  filter?: string | FilterAst;
+  /** Filled by the scan: the tablets' filter counters summed over its calls. */
+  stats?: ScanStats;
+}
+
+/** A filtered scan's counters (docs/filters.md): cells read from storage, and of those the ones dropped. */
+export interface ScanStats {
+  cellsRead: number;
+  cellsSkipped: number;
+  /** Scan RPCs answered. */
+  calls: number;
 }
 
 export interface BatchOptions extends CallOptions {

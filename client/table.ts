@@ -15,6 +15,8 @@
  * (client/transaction.ts: the read time moves only while no operation has used it).
  */
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
+import { filterRowLimit } from '../common/filter-ast';
+import { toFilterAst } from '../common/filter-expression';
 import { DbError, ErrorCode } from '../common/errors';
 import { tabletServerMethods, type DocKeyPB, type RowOpPB, type RowPB, type ScanResponsePB, type TxnContextPB } from '../rpc';
 import type { BatchOptions, ReadOptions, Row, ScanOptions, CallOptions } from './client-types';
@@ -88,6 +90,8 @@ interface ScanPlan {
   tablets: TableLocations['tablets'];
   o: ScanOptions;
   d: Deadline;
+  /** The filter as JSON for every scan call ('' = none). */
+  filterJson: string;
 }
 
 /** A plain write that met a transaction's intent and could not settle it wrote nothing: retry. */
@@ -546,7 +550,10 @@ export class Table {
     const columns = schema.columnIds(o.columns);
     const bounds = schema.scanBounds(o.hashKey, o.rangeStart, o.rangeEnd);
     const tablets = bounds.hash !== undefined ? loc.tablets.filter((t) => bounds.hash! >= t.start && bounds.hash! < t.end) : loc.tablets;
-    return { loc, schema, limit, page, columns, bounds, tablets, o, d };
+    // Checked here for a clear error before any RPC; the tablet checks again (any client may send JSON).
+    const filter = o.filter === undefined ? undefined : toFilterAst(o.filter);
+    const filterJson = filter ? JSON.stringify(filter) : '';
+    return { loc, schema, limit: filter ? Math.min(limit, filterRowLimit(filter)) : limit, page, columns, bounds, tablets, o, d, filterJson };
   }
 
   /**
@@ -580,12 +587,17 @@ export class Table {
           this.name,
           { tabletId: tablet.tabletId },
           tabletServerMethods().scan,
-          (t) => ({ tabletId: t.tabletId, startKey: from, endKey: bounds.end, limit: want, columns, propagatedHt: this.invoker.propagatedHt, schemaVersion: sv, ...this.readFields(t.tabletId, pageAt) }),
+          (t) => ({ tabletId: t.tabletId, startKey: from, endKey: bounds.end, limit: want, columns, propagatedHt: this.invoker.propagatedHt, schemaVersion: sv, ...(plan.filterJson ? { filter: plan.filterJson } : {}), ...this.readFields(t.tabletId, pageAt) }),
           d,
           true,
           this.readFatal,
         );
         this.invoker.observeHt(r.propagatedHt);
+        if (o.stats) {
+          o.stats.cellsRead += Number(r.cellsRead ?? 0n);
+          o.stats.cellsSkipped += Number(r.cellsSkipped ?? 0n);
+          o.stats.calls++;
+        }
         if (this.txn) {
           // (Serializable: each page reads at its own time under the tablet's read lock.)
           if (!this.txn.registersReads && BigInt(r.readHt ?? 0n) !== txnReadHt) throw readTimeMoved(txnReadHt, this.txn.readHt);

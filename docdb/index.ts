@@ -16,3 +16,4 @@ export * from './encoding';
 export * from './docdb-flags';
 export type { BackgroundWork } from './rocksdb-stats';
 export { encodeRowDocKey, encodeStored, hashKeyLockOfRange } from './storage-keys';
+export * from './filters';

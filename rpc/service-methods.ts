@@ -269,6 +269,8 @@ export interface ScanRequestPB {
   propagatedHt?: bigint;
   globalLimitHt?: bigint;
   schemaVersion?: number;
+  /** A filter tree as JSON (docs/filters.md); empty: none. */
+  filter?: string;
 }
 export interface ScanResponsePB {
   rows?: RowPB[];
@@ -276,6 +278,8 @@ export interface ScanResponsePB {
   readHt?: bigint;
   propagatedHt?: bigint;
   globalLimitHt?: bigint;
+  cellsRead?: bigint;
+  cellsSkipped?: bigint;
 }
 export interface CreateTabletRequestPB {
   tabletId?: string;

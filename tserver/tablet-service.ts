@@ -22,6 +22,7 @@ import { parseTabletMeta } from './tablet/tablet-meta';
 import type { TabletPeer, WriteRequest } from './tablet/tablet-peer';
 import type { RequestTag } from './tablet/tablet-op';
 import { CLIENT_ID_MAX_BYTES } from './tablet/retryable-requests';
+import { scanFilter } from './tablet/scan-filter';
 import type * as pb from './tserver-pb';
 
 export interface TServerMethods {
@@ -343,8 +344,10 @@ export class TabletService {
     const limit = req.limit ? Number(req.limit) : SCAN_LIMIT_DEFAULT;
     if (!Number.isInteger(limit) || limit < 1 || limit > SCAN_LIMIT_MAX) throw invalid(`scan limit must be 1..${SCAN_LIMIT_MAX}`);
     const columns = columnsFilter(t.meta, req.columns);
+    const filter = scanFilter(t.meta, req.filter);
     const common = {
       limit,
+      ...(filter ? { filter } : {}),
       maxBytes: this.responseBytesMax(),
       ...(req.startKey?.length ? { startKey: req.startKey } : {}),
       ...(req.endKey?.length ? { endKey: req.endKey } : {}),
@@ -352,7 +355,8 @@ export class TabletService {
       ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}),
     };
     const r = txn?.isolation === Isolation.SERIALIZABLE ? await t.scanSerializable(txn, { ...common, ...(ctx ? { deadlineMonoMs: ctx.deadlineMonoMs } : {}) }) : await t.scan({ ...common, ...readTimeFields(t, req, txn) });
-    return { rows: r.rows.map(rowToPb), resumeKey: r.resumeKey ?? new Uint8Array(0), readHt: r.readHt, propagatedHt: this.deps.clock.now(), globalLimitHt: r.globalLimitHt ?? 0n };
+    const counters = filter ? { cellsRead: BigInt(r.cellsRead ?? 0), cellsSkipped: BigInt(r.cellsSkipped ?? 0) } : {};
+    return { rows: r.rows.map(rowToPb), resumeKey: r.resumeKey ?? new Uint8Array(0), readHt: r.readHt, propagatedHt: this.deps.clock.now(), globalLimitHt: r.globalLimitHt ?? 0n, ...counters };
   }
 
   async createTablet(req: pb.CreateTabletRequestPB): Promise<pb.EmptyPB> {

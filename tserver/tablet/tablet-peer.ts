@@ -28,7 +28,7 @@ import { MAX_CLOCK_SKEW_USEC } from '../../common/common-flags';
 import { NodeId, type TxnId } from '../../common/ids';
 import type { Logger } from '../../common/log';
 import type { Rng } from '../../common/rng';
-import { Isolation, type ApplyItem, type DocDbApi, type DocKey, type OpId, type ReadLocks, type Row, type RowOp, type ScanResult, type StatusResolver, type TxnMeta } from '../../docdb';
+import { Isolation, type ApplyItem, type DocDbApi, type DocKey, type OpId, type ReadLocks, type Row, type RowOp, type ScanOptions, type ScanResult, type StatusResolver, type TxnMeta } from '../../docdb';
 import type { KvEngine } from '../../docdb';
 import type { BackgroundWork } from '../../docdb';
 import { RaftGroup, type LeaderChange, type RaftCore, type RaftGroupStatus } from '../../raft';
@@ -1220,7 +1220,7 @@ export class TabletPeer {
   /** A serializable transaction's scan: the tablet's read lock, then the page at its time. */
   async scanSerializable(
     txn: TxnMeta,
-    opts: { startKey?: Uint8Array; endKey?: Uint8Array; limit?: number; columns?: number[]; propagatedHt?: HybridTime; maxBytes?: number; deadlineMonoMs?: number },
+    opts: { startKey?: Uint8Array; endKey?: Uint8Array; limit?: number; columns?: number[]; propagatedHt?: HybridTime; maxBytes?: number; deadlineMonoMs?: number; filter?: ScanOptions['filter'] },
   ): Promise<ScanResult & { readHt: HybridTime; globalLimitHt: HybridTime | undefined }> {
     const { deadlineMonoMs, ...o } = opts;
     // Confined to one hash key: lock that hash key (its one row, for a table without range columns),
@@ -1717,6 +1717,8 @@ export class TabletPeer {
     txnId?: TxnId;
     /** Response size budget (DocDB ScanOptions.maxBytes). */
     maxBytes?: number;
+    /** A server-side filter (docs/filters.md), fresh for this call. */
+    filter?: ScanOptions['filter'];
   }): Promise<ScanResult & { readHt: HybridTime; globalLimitHt: HybridTime | undefined }> {
     const { readHt, globalLimitHt } = await this.readTime(opts.readHt, opts.propagatedHt, opts.globalLimitHt);
     const r = await this.docdb.scan({
@@ -1729,6 +1731,7 @@ export class TabletPeer {
       ...(opts.limit ? { limit: opts.limit } : {}),
       ...(opts.maxBytes ? { maxBytes: opts.maxBytes } : {}),
       ...(opts.columns?.length ? { columns: opts.columns } : {}),
+      ...(opts.filter ? { filter: opts.filter } : {}),
     });
     this.metrics.scanOps++;
     return { readHt, globalLimitHt, ...r }; // spread last: see update-batcher.ts
