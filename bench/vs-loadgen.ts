@@ -29,6 +29,8 @@ export interface LoadSpec {
   /** Reads pick keys in [0, readKeys); preload writes exactly those keys. */
   readKeys: number;
   valueBytes: number;
+  /** txn: both rows on one tablet (the single-tablet fast path's workload) instead of two. */
+  sameTablet?: boolean;
 }
 
 export interface LoadResult {
@@ -92,6 +94,14 @@ function tabletOf(k: number): number {
   return Math.floor((partitionHash([BigInt(k)]) * TABLETS_ASSUMED) / 0x10000);
 }
 
+/** Two random keys on one tablet of a 3-tablet table (the single-tablet transaction workload). */
+export function oneTabletKeys(): [number, number] {
+  const a = randKey(PUT_KEY_SPACE);
+  let b = randKey(PUT_KEY_SPACE);
+  for (let i = 0; i < OTHER_TABLET_TRIES && (tabletOf(b) !== tabletOf(a) || b === a); i++) b = randKey(PUT_KEY_SPACE);
+  return [a, b];
+}
+
 /** Two random keys of the 2-row transaction workload, on different tablets of a 3-tablet table. */
 export function twoTabletKeys(): [number, number] {
   const a = randKey(PUT_KEY_SPACE);
@@ -145,7 +155,7 @@ async function setup(spec: LoadSpec): Promise<{ op: Op; close: () => Promise<voi
       const table = spec.table;
       return {
         op: async (v) => {
-          const [a, b] = twoTabletKeys();
+          const [a, b] = spec.sameTablet === true ? oneTabletKeys() : twoTabletKeys();
           const txn = await tc.beginTransaction({ isolation: 'snapshot' });
           try {
             await txn.table(table).upsert({ id: BigInt(a), v });
