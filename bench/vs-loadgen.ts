@@ -80,7 +80,7 @@ interface TxnHandle {
   abort?(): Promise<void>;
 }
 interface TxnCapable {
-  beginTransaction(o: { isolation: string }): Promise<TxnHandle>;
+  beginTransaction(o: { isolation: string; deferWrites?: boolean }): Promise<TxnHandle>;
 }
 
 export function hasTransactions(c: TesseraClient): boolean {
@@ -156,7 +156,9 @@ async function setup(spec: LoadSpec): Promise<{ op: Op; close: () => Promise<voi
       return {
         op: async (v) => {
           const [a, b] = spec.sameTablet === true ? oneTabletKeys() : twoTabletKeys();
-          const txn = await tc.beginTransaction({ isolation: 'snapshot' });
+          // One tablet: writes kept back to the commit, which then takes the single-tablet fast path
+          // (unless the tservers run with enable_txn_fast_path=false: the A/B).
+          const txn = await tc.beginTransaction(spec.sameTablet === true ? { isolation: 'snapshot', deferWrites: true } : { isolation: 'snapshot' });
           try {
             await txn.table(table).upsert({ id: BigInt(a), v });
             await txn.table(table).upsert({ id: BigInt(b), v });

@@ -138,6 +138,8 @@ export class Table {
   private async guard<T>(wasWrite: boolean, f: () => Promise<T>): Promise<T> {
     if (!this.txn) return f();
     try {
+      // Writes the transaction kept back go first: this operation must see them, in their order.
+      if (this.txn.flushDeferred) await this.txn.flushDeferred();
       return await f();
     } catch (e) {
       throw this.txn.failed(e, wasWrite);
@@ -238,6 +240,11 @@ export class Table {
       if (t) return this.enqueue(t.tabletId, hash, sv, op, d);
     }
     const txnCtx = this.txn?.context();
+    if (this.txn?.deferWrite && (type === 'UPSERT' || type === 'DELETE')) {
+      const t = loc.tablets.find((tt) => hash >= tt.start && hash < tt.end);
+      const send = (): Promise<void> => this.writeAlone(hash, sv, op, this.txn!.context(), this.deadline(undefined));
+      if (t && this.txn.deferWrite({ table: this.name, tabletId: t.tabletId, hash, schemaVersion: sv, op, send })) return;
+    }
     if (this.txn && txnCtx && this.txnWrites) {
       const t = loc.tablets.find((tt) => hash >= tt.start && hash < tt.end);
       if (t) {
@@ -426,7 +433,13 @@ export class Table {
   }
 
   /** The row with this key, or undefined. */
+  /** Writes the transaction kept back go first: a read must see them (client/fast-path.ts). */
+  private async flushTxnWrites(): Promise<void> {
+    if (this.txn?.flushDeferred) await this.txn.flushDeferred();
+  }
+
   async get(key: Row, o?: ReadOptions): Promise<Row | undefined> {
+    await this.flushTxnWrites();
     const d = this.deadline(o);
     return this.withSchema(d, (loc) => this.getWith(loc, key, o, d));
   }
@@ -486,6 +499,7 @@ export class Table {
    * before returning, so a read restart anywhere restarts the whole scan transparently.
    */
   async scan(o: ScanOptions = {}): Promise<Row[]> {
+    await this.flushTxnWrites();
     const d = this.deadline(o);
     return this.withSchema(d, async (loc) => {
       const plan = this.scanPlan(loc, o, d);
@@ -508,6 +522,7 @@ export class Table {
    * restarts the scan; after that it fails with READ_RESTART (retryable: scan again).
    */
   async *scanRows(o: ScanOptions = {}): AsyncGenerator<Row> {
+    await this.flushTxnWrites();
     const d = this.deadline(o);
     const schemaState = { reloadedForColumn: false, attempt: 0 };
     let loc = await this.cache.get(this.name, d);
