@@ -240,7 +240,7 @@ export class Table {
       if (t) return this.enqueue(t.tabletId, hash, sv, op, d);
     }
     const txnCtx = this.txn?.context();
-    if (this.txn?.deferWrite && (type === 'UPSERT' || type === 'DELETE')) {
+    if (this.txn?.deferWrite) {
       const t = loc.tablets.find((tt) => hash >= tt.start && hash < tt.end);
       const send = (): Promise<void> => this.writeAlone(hash, sv, op, this.txn!.context(), this.deadline(undefined));
       if (t && this.txn.deferWrite({ table: this.name, tabletId: t.tabletId, hash, schemaVersion: sv, op, send })) return;

@@ -46,6 +46,8 @@ export interface RunOptions {
   masters?: 1 | 3;
   /** Isolation of the transactions of bank, append and register's cas/txn writes (default snapshot). */
   isolation?: IsolationLevel;
+  /** Transactions keep their writes to the commit (single-tablet fast path; ClientOptions.deferTxnWrites). */
+  deferTxnWrites?: boolean;
   concurrency?: number;
   opsMax?: number;
   opTimeoutMs?: number;
@@ -104,12 +106,12 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
   fs.rmSync(clusterDir, { recursive: true, force: true });
   const driver = o.driver ?? 'process';
   // What the report says of the cluster.
-  const shape = { driver, ...(o.masters && o.masters > 1 ? { masters: o.masters } : {}), ...(o.isolation === 'serializable' && o.workload !== 'set' ? { isolation: o.isolation } : {}) };
+  const shape = { driver, ...(o.masters && o.masters > 1 ? { masters: o.masters } : {}), ...(o.isolation === 'serializable' && o.workload !== 'set' ? { isolation: o.isolation } : {}), ...(o.deferTxnWrites === true && o.workload !== 'set' ? { deferTxnWrites: true } : {}) };
   const cluster = await planVerifyCluster({ driver, baseDir: clusterDir, tservers: 3, ...(o.masters ? { masters: o.masters } : {}), hostBase: o.hostBase, portOffset: o.portOffset, ...(o.serverFlags ? { serverFlags: o.serverFlags } : {}), log });
   let client: TesseraClient | undefined;
   try {
     await cluster.startAll(CLUSTER_UP_TIMEOUT_MS);
-    client = await TesseraClient.connect({ ...cluster.connectOptions(), timeoutMs: 10_000, rpcSingleCallTimeoutMs: VERIFY_SINGLE_CALL_TIMEOUT_MS });
+    client = await TesseraClient.connect({ ...cluster.connectOptions(), timeoutMs: 10_000, rpcSingleCallTimeoutMs: VERIFY_SINGLE_CALL_TIMEOUT_MS, ...(o.deferTxnWrites === true ? { deferTxnWrites: true } : {}) });
     const w = makeWorkload(o.workload, client, { ...(o.registerWrites ? { registerWrites: o.registerWrites } : {}), ...(o.isolation ? { isolation: o.isolation } : {}) });
     if (typeof w === 'string') return { ...unavailableReport(o.workload, w, o.seed, 0), ...shape };
     try {
