@@ -51,6 +51,8 @@ export class TesseraClient {
   private readonly heartbeatMs: number;
   private readonly batchWrites: boolean;
   private readonly deferTxnWrites: boolean;
+  /** Commits of this client's transactions by path (tests, `tessera verify --txn_defer_writes`). */
+  readonly txnCommits = { singleTablet: 0, distributed: 0 };
   /** Transactional writes of concurrent transactions, coalesced per tablet (with batchWrites). */
   readonly txnWrites: TxnWriteCoalescer | undefined;
   private readonly tables = new Map<string, Table>();
@@ -224,7 +226,7 @@ export class TesseraClient {
   async beginTransaction(o: TransactionOptions = {}): Promise<Transaction> {
     this.deadline(o);
     if (o.deferWrites === undefined && this.deferTxnWrites) o = { ...o, deferWrites: true };
-    return Transaction.begin({ cache: this.cache, invoker: this.invoker, statusTablets: this.statusTablets, timeoutMs: o.timeoutMs ?? this.timeoutMs, heartbeatMs: this.heartbeatMs, ...(this.txnWrites ? { txnWrites: this.txnWrites } : {}) }, o);
+    return Transaction.begin({ cache: this.cache, invoker: this.invoker, statusTablets: this.statusTablets, timeoutMs: o.timeoutMs ?? this.timeoutMs, heartbeatMs: this.heartbeatMs, commits: this.txnCommits, ...(this.txnWrites ? { txnWrites: this.txnWrites } : {}) }, o);
   }
 
   /** The raw RPC client (admin commands reuse the connection pool; it dials through addressMap / translateAddress). */

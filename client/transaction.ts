@@ -71,6 +71,8 @@ export interface TransactionDeps {
   statusTablets: StatusTabletProxy;
   timeoutMs: number;
   heartbeatMs: number;
+  /** Counted at each successful commit, by path (the client's txnCommits). */
+  commits?: { singleTablet: number; distributed: number };
   /** Coalesces this transaction's writes with other transactions' (client option batchWrites). */
   txnWrites?: TxnWriteCoalescer;
 }
@@ -323,6 +325,7 @@ export class Transaction implements TxnBinding {
       if (commitHt === 0n) throw new DbError(ErrorCode.INTERNAL, `CommitTransaction of ${this.txnId} answered without a commit time`);
       this.deps.invoker.observeHt(commitHt);
       this.stateValue = 'committed';
+      if (this.deps.commits) this.deps.commits.distributed++;
       this.stopHeartbeats();
       return { commitHt };
     } catch (e) {
@@ -358,6 +361,7 @@ export class Transaction implements TxnBinding {
     this.deps.invoker.observeHt(commitHt);
     this.stateValue = 'committed';
     this.commitPath = 'single-tablet';
+    if (this.deps.commits) this.deps.commits.singleTablet++;
     this.stopHeartbeats();
     // The status tablet's record was never needed: a leader-only one is dropped without a Raft entry.
     this.sendAbort(new Deadline(this.deps.timeoutMs)).catch(() => undefined);

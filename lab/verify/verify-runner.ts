@@ -171,6 +171,7 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
     // Every transaction ended: no replica may keep any of their provisional records.
     const drain = await checkIntentsDrained({ tservers: cluster.tservers, timeoutMs: INTENTS_DRAIN_TIMEOUT_MS });
     log(`${o.workload}: ${drainLine(drain)}`);
+    if (o.deferTxnWrites === true) log(`${o.workload}: transaction commits: ${client.txnCommits.singleTablet} by the single-tablet fast path, ${client.txnCommits.distributed} distributed`);
     makeDirs(o.dir, 'report directory');
     fs.writeFileSync(path.join(o.dir, `history-${o.workload}.json`), JSON.stringify({ workload: o.workload, seed: o.seed, driver, faults: nemesis.windows, history: recorder.ops }));
     return { ...judge(o.workload, recorder.ops, nemesis.windows, withDrain(withConvergence(withConvergence(w.check(recorder.ops), convergence), past, pastAt), drain), o.seed, Date.now() - t0), convergence, convergenceMidRun: { ...past, readHt: String(midHt) }, drain, ...shape };
