@@ -5,14 +5,16 @@
  * and other fast-path transactions — first committer wins after the read time, pending intents are
  * settled by priority — in both directions. Writes kept back are seen by the transaction's own reads;
  * several tablets, a read lock, or enable_txn_fast_path=false send them as intents and commit through
- * the status tablet.
+ * the status tablet. An autocommit SQL UPDATE or DELETE of rows in one tablet takes the fast path too.
  */
+import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DbError, ErrorCode } from '../../common/errors';
 import type { TesseraClient } from '../../client/tessera-client';
 import { partitionHash } from '../../docdb';
 import { tabletServerMethods } from '../../rpc/service-methods';
-import type { ProcCluster } from './cluster-harness';
+import { httpRequest } from '../../lab/console-http';
+import { waitFor, type ProcCluster } from './cluster-harness';
 import { startTxnCluster, tabletsOf, waitTableReady } from './txn-client-harness';
 
 let cluster: ProcCluster;
@@ -165,4 +167,50 @@ describe('single-tablet fast path', () => {
       await setFastPath(true);
     }
   }, 90_000);
+
+  it('fast path: autocommit SQL UPDATE and DELETE of one row commit without CommitTransaction; a multi-tablet UPDATE goes through the status tablet', async () => {
+    const pgAddr = cluster.tservers[0]!.pgAddress!;
+    const pg = (): Client => new Client({ host: pgAddr.slice(0, pgAddr.lastIndexOf(':')), port: Number(pgAddr.slice(pgAddr.lastIndexOf(':') + 1)), user: 'yugabyte', database: 'yugabyte' });
+    let c: Client | undefined;
+    await waitFor('SQL endpoint answers', 60_000, async () => {
+      const x = pg();
+      try {
+        await x.connect();
+        await x.query('select 1');
+        c = x;
+        return true;
+      } catch {
+        await x.end().catch(() => undefined);
+        return false;
+      }
+    }, 500);
+    const sql = c!;
+    try {
+      await sql.query('create table fp (k bigint primary key, v bigint) split into 3 tablets');
+      await sql.query(`insert into fp values ${Array.from({ length: 12 }, (_, i) => `(${i + 1}, 0)`).join(', ')}`);
+      const commits = async (): Promise<number> => {
+        let n = 0;
+        for (const ts of cluster.tservers) {
+          const r = await httpRequest(`http://${ts.webAddress}/prometheus-metrics`, { timeoutMs: 5000 });
+          for (const line of r.body.split('\n')) {
+            const m = /^tserver_rpc_ops_total\{[^}]*method="CommitTransaction"[^}]*\}\s+(\S+)$/.exec(line);
+            if (m) n += Number(m[1]);
+          }
+        }
+        return n;
+      };
+      const before = await commits();
+      for (let i = 1; i <= 3; i++) expect((await sql.query('update fp set v = v + 1 where k = 1')).rowCount).toBe(1);
+      expect((await sql.query('delete from fp where k = 2')).rowCount).toBe(1);
+      expect(await commits()).toBe(before);
+      expect((await sql.query('select v from fp where k = 1')).rows[0]).toEqual({ v: '3' });
+      expect((await sql.query('select count(*) as n from fp where k = 2')).rows[0]).toEqual({ n: '0' });
+      // All rows: several tablets, so the statement's writes go as intents and commit through the status tablet.
+      expect((await sql.query('update fp set v = 7')).rowCount).toBe(11);
+      expect(await commits()).toBeGreaterThan(before);
+      expect((await sql.query('select count(*) as n from fp where v = 7')).rows[0]).toEqual({ n: '11' });
+    } finally {
+      await sql.end().catch(() => undefined);
+    }
+  }, 120_000);
 });
