@@ -98,7 +98,12 @@ export async function commitSingleTablet(invoker: TabletInvoker, where: { table:
 /** Not retried by the invoker: the transaction's outcome (conflict), or the fast path refused (fall back). */
 const FAST_PATH_FATAL: ReadonlySet<string> = new Set([...TXN_FATAL_CODES, ErrorCode.NOT_SUPPORTED, ErrorCode.SCHEMA_VERSION_MISMATCH]);
 
-/** The tablet refused the fast path (enable_txn_fast_path off): commit the distributed way instead. */
+/**
+ * The tablet refused the fast path before doing anything (enable_txn_fast_path off, or the table's
+ * schema changed since the writes were encoded): commit the distributed way instead, whose writes
+ * are encoded anew.
+ */
 export function fastPathRefused(e: unknown): boolean {
-  return e instanceof DbError && e.code === ErrorCode.NOT_SUPPORTED && e.details['fastPath'] === 'off';
+  if (!(e instanceof DbError)) return false;
+  return (e.code === ErrorCode.NOT_SUPPORTED && e.details['fastPath'] === 'off') || e.code === ErrorCode.SCHEMA_VERSION_MISMATCH;
 }

@@ -135,11 +135,12 @@ export class Table {
   ) {}
 
   /** Run one operation, letting the transaction (if any) see its failure. */
-  private async guard<T>(wasWrite: boolean, f: () => Promise<T>): Promise<T> {
+  private async guard<T>(wasWrite: boolean, f: () => Promise<T>, flushFirst = true): Promise<T> {
     if (!this.txn) return f();
     try {
-      // Writes the transaction kept back go first: this operation must see them, in their order.
-      if (this.txn.flushDeferred) await this.txn.flushDeferred();
+      // Writes the transaction kept back go first: this operation must see them, in their order
+      // (flushFirst false: this is one of them being sent).
+      if (flushFirst && this.txn.flushDeferred) await this.txn.flushDeferred();
       return await f();
     } catch (e) {
       throw this.txn.failed(e, wasWrite);
@@ -232,7 +233,7 @@ export class Table {
     await this.withSchema(d, (loc) => this.writeWith(loc, type, row, d));
   }
 
-  private async writeWith(loc: TableLocations, type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', row: Row, d: Deadline): Promise<void> {
+  private async writeWith(loc: TableLocations, type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', row: Row, d: Deadline, mayDefer = true): Promise<void> {
     const { hash, op } = loc.schema.rowOp(type, row);
     const sv = loc.schema.version;
     if (this.batchWrites && !this.txn && (type === 'UPSERT' || type === 'DELETE')) {
@@ -240,9 +241,13 @@ export class Table {
       if (t) return this.enqueue(t.tabletId, hash, sv, op, d);
     }
     const txnCtx = this.txn?.context();
-    if (this.txn?.deferWrite) {
+    if (mayDefer && this.txn?.deferWrite) {
       const t = loc.tablets.find((tt) => hash >= tt.start && hash < tt.end);
-      const send = (): Promise<void> => this.writeAlone(hash, sv, op, this.txn!.context(), this.deadline(undefined));
+      // Sent later as an ordinary transactional write, encoded anew if the schema changed meanwhile.
+      const send = (): Promise<void> => {
+        const d2 = this.deadline(undefined);
+        return this.withSchema(d2, (l) => this.writeWith(l, type, row, d2, false));
+      };
       if (t && this.txn.deferWrite({ table: this.name, tabletId: t.tabletId, hash, schemaVersion: sv, op, send })) return;
     }
     if (this.txn && txnCtx && this.txnWrites) {
@@ -252,11 +257,11 @@ export class Table {
         await this.guard(true, () => {
           this.writeTxn(t.tabletId, txnCtx); // registers the participant, fixes the read time
           return coalescer.write(this.name, t.tabletId, sv, [op], txnCtx, d, (requestId) => this.writeAlone(hash, sv, op, txnCtx, d, requestId));
-        });
+        }, mayDefer);
         return;
       }
     }
-    await this.guard(true, () => this.writeAlone(hash, sv, op, txnCtx, d));
+    await this.guard(true, () => this.writeAlone(hash, sv, op, txnCtx, d), mayDefer);
   }
 
   /** One write in its own Write RPC, with the invoker's retries (`requestId`: resend that retryable request). */
