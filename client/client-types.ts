@@ -152,4 +152,9 @@ export interface ConnectOptions {
    * must not be resent (inserts, transactional writes, commits) keep the whole deadline. 0: no cap.
    */
   rpcSingleCallTimeoutMs?: number;
+  /**
+   * Default of beginTransaction's `deferWrites` (default false): writes kept back to the commit, so a
+   * transaction whose writes fall in one tablet takes the single-tablet fast path (client/fast-path.ts).
+   */
+  deferTxnWrites?: boolean;
 }

@@ -139,9 +139,12 @@ export class Table {
   ) {}
 
   /** Run one operation, letting the transaction (if any) see its failure. */
-  private async guard<T>(wasWrite: boolean, f: () => Promise<T>): Promise<T> {
+  private async guard<T>(wasWrite: boolean, f: () => Promise<T>, flushFirst = true): Promise<T> {
     if (!this.txn) return f();
     try {
+      // Writes the transaction kept back go first: this operation must see them, in their order
+      // (flushFirst false: this is one of them being sent).
+      if (flushFirst && this.txn.flushDeferred) await this.txn.flushDeferred();
       return await f();
     } catch (e) {
       throw this.txn.failed(e, wasWrite);
@@ -234,7 +237,7 @@ export class Table {
     await this.withSchema(d, (loc) => this.writeWith(loc, type, row, d));
   }
 
-  private async writeWith(loc: TableLocations, type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', row: Row, d: Deadline): Promise<void> {
+  private async writeWith(loc: TableLocations, type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', row: Row, d: Deadline, mayDefer = true): Promise<void> {
     const { hash, op } = loc.schema.rowOp(type, row);
     const sv = loc.schema.version;
     if (this.batchWrites && !this.txn && (type === 'UPSERT' || type === 'DELETE')) {
@@ -242,6 +245,15 @@ export class Table {
       if (t) return this.enqueue(t.tabletId, hash, sv, op, d);
     }
     const txnCtx = this.txn?.context();
+    if (mayDefer && this.txn?.deferWrite) {
+      const t = loc.tablets.find((tt) => hash >= tt.start && hash < tt.end);
+      // Sent later as an ordinary transactional write, encoded anew if the schema changed meanwhile.
+      const send = (): Promise<void> => {
+        const d2 = this.deadline(undefined);
+        return this.withSchema(d2, (l) => this.writeWith(l, type, row, d2, false));
+      };
+      if (t && this.txn.deferWrite({ table: this.name, tabletId: t.tabletId, hash, schemaVersion: sv, op, send })) return;
+    }
     if (this.txn && txnCtx && this.txnWrites) {
       const t = loc.tablets.find((tt) => hash >= tt.start && hash < tt.end);
       if (t) {
@@ -249,11 +261,11 @@ export class Table {
         await this.guard(true, () => {
           this.writeTxn(t.tabletId, txnCtx); // registers the participant, fixes the read time
           return coalescer.write(this.name, t.tabletId, sv, [op], txnCtx, d, (requestId) => this.writeAlone(hash, sv, op, txnCtx, d, requestId));
-        });
+        }, mayDefer);
         return;
       }
     }
-    await this.guard(true, () => this.writeAlone(hash, sv, op, txnCtx, d));
+    await this.guard(true, () => this.writeAlone(hash, sv, op, txnCtx, d), mayDefer);
   }
 
   /** One write in its own Write RPC, with the invoker's retries (`requestId`: resend that retryable request). */
@@ -430,7 +442,13 @@ export class Table {
   }
 
   /** The row with this key, or undefined. */
+  /** Writes the transaction kept back go first: a read must see them (client/fast-path.ts). */
+  private async flushTxnWrites(): Promise<void> {
+    if (this.txn?.flushDeferred) await this.txn.flushDeferred();
+  }
+
   async get(key: Row, o?: ReadOptions): Promise<Row | undefined> {
+    await this.flushTxnWrites();
     const d = this.deadline(o);
     return this.withSchema(d, (loc) => this.getWith(loc, key, o, d));
   }
@@ -490,6 +508,7 @@ export class Table {
    * before returning, so a read restart anywhere restarts the whole scan transparently.
    */
   async scan(o: ScanOptions = {}): Promise<Row[]> {
+    await this.flushTxnWrites();
     const d = this.deadline(o);
     return this.withSchema(d, async (loc) => {
       const plan = this.scanPlan(loc, o, d);
@@ -512,6 +531,7 @@ export class Table {
    * restarts the scan; after that it fails with READ_RESTART (retryable: scan again).
    */
   async *scanRows(o: ScanOptions = {}): AsyncGenerator<Row> {
+    await this.flushTxnWrites();
     const d = this.deadline(o);
     const schemaState = { reloadedForColumn: false, attempt: 0 };
     let loc = await this.cache.get(this.name, d);

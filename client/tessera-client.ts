@@ -50,6 +50,9 @@ export class TesseraClient {
   private readonly statusTablets: StatusTabletProxy;
   private readonly heartbeatMs: number;
   private readonly batchWrites: boolean;
+  private readonly deferTxnWrites: boolean;
+  /** Commits of this client's transactions by path (tests, `tessera verify --txn_defer_writes`). */
+  readonly txnCommits = { singleTablet: 0, distributed: 0 };
   /** Transactional writes of concurrent transactions, coalesced per tablet (with batchWrites). */
   readonly txnWrites: TxnWriteCoalescer | undefined;
   private readonly tables = new Map<string, Table>();
@@ -66,6 +69,7 @@ export class TesseraClient {
   ) {
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.batchWrites = opts.batchWrites ?? true;
+    this.deferTxnWrites = opts.deferTxnWrites === true;
     this.master = new MasterProxy(rpc, opts.masterAddresses, opts.rpcSingleCallTimeoutMs ?? DEFAULT_RPC_SINGLE_CALL_TIMEOUT_MS);
     const singleCallMs = opts.rpcSingleCallTimeoutMs ?? DEFAULT_RPC_SINGLE_CALL_TIMEOUT_MS;
     if (!(singleCallMs >= 0)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'rpcSingleCallTimeoutMs must be >= 0');
@@ -221,7 +225,8 @@ export class TesseraClient {
    */
   async beginTransaction(o: TransactionOptions = {}): Promise<Transaction> {
     this.deadline(o);
-    return Transaction.begin({ cache: this.cache, invoker: this.invoker, statusTablets: this.statusTablets, timeoutMs: o.timeoutMs ?? this.timeoutMs, heartbeatMs: this.heartbeatMs, ...(this.txnWrites ? { txnWrites: this.txnWrites } : {}) }, o);
+    if (o.deferWrites === undefined && this.deferTxnWrites) o = { ...o, deferWrites: true };
+    return Transaction.begin({ cache: this.cache, invoker: this.invoker, statusTablets: this.statusTablets, timeoutMs: o.timeoutMs ?? this.timeoutMs, heartbeatMs: this.heartbeatMs, commits: this.txnCommits, ...(this.txnWrites ? { txnWrites: this.txnWrites } : {}) }, o);
   }
 
   /** The raw RPC client (admin commands reuse the connection pool; it dials through addressMap / translateAddress). */

@@ -222,6 +222,8 @@ export interface WriteRequestPB {
   clientId?: string;
   requestId?: bigint;
   minRunningRequestId?: bigint;
+  /** With `txn`: commit the transaction here, these ops being its whole write set (fast path). */
+  singleTabletCommit?: boolean;
 }
 export interface WriteItemPB {
   ops?: RowOpPB[];

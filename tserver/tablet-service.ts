@@ -12,6 +12,7 @@ import type { HybridTime } from '../common/hybrid-time';
 import { NodeId, TxnId } from '../common/ids';
 import { parseIsolation } from './transaction/coordinator';
 import { isValidTxnId } from './transaction/txn-record';
+import { ENABLE_TXN_FAST_PATH } from './transaction/txn-flags';
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
 import { Isolation, partitionHash, type DocKey, type Primitive, type Row, type RowOp, type TxnMeta } from '../docdb';
 import type { ConfChange } from '../raft';
@@ -215,6 +216,17 @@ export function txnMetaFromPb(t: pb.TxnContextPB): TxnMeta {
 }
 
 /**
+ * A single-tablet fast-path commit (docs/transactions.md): the transaction's whole write set as one
+ * plain write, checked like its intents would be (tablet/fast-path.ts). NOT_SUPPORTED while
+ * enable_txn_fast_path is off: the client then commits through the status tablet.
+ */
+function fastPathWrite(t: TabletPeer, txnPb: pb.TxnContextPB, flags: Flags): Pick<WriteRequest, 'fastPathTxn'> {
+  if (!flags.get(ENABLE_TXN_FAST_PATH)) throw new DbError(ErrorCode.NOT_SUPPORTED, `tablet ${t.tabletId}: the single-tablet fast path is off (enable_txn_fast_path)`, { fastPath: 'off' });
+  const txn = txnMetaFromPb(txnPb);
+  return { fastPathTxn: { txn, readHt: txnPb.readHt ? BigInt(txnPb.readHt) : txn.startHt } };
+}
+
+/**
  * Read time and uncertainty limit of a Read/Scan. In a transaction: its read time and the limit it
  * carries (every tablet of the transaction reads with the same pair); an older client that sends no
  * limit gets read time + this server's max_clock_skew_usec, since a transaction's read time was
@@ -299,6 +311,10 @@ export class TabletService {
         return DbError.from(r.reason).toResult();
       });
       return { writeHt, propagatedHt: this.deps.clock.now(), results };
+    }
+    if (req.txn?.txnId && req.singleTabletCommit === true) {
+      const ht = await t.write({ ops: parsedOps(t, req.ops), ...fastPathWrite(t, req.txn, this.deps.flags), ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}), ...(request ? { request } : {}) });
+      return { writeHt: ht, propagatedHt: this.deps.clock.now() };
     }
     if (req.txn?.txnId) {
       const ht = await this.writeTxn(t, req.ops, req.txn, request ? { ...propagated, request } : propagated);

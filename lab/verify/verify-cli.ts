@@ -114,6 +114,7 @@ export function registerVerifyCommand(program: Command): void {
     .option('--keep_data', 'keep the clusters\' data dirs')
     .option('--masters <n>', 'masters: 1, or 3 (on nodes 0-2; a master kill or pause then hits the sys catalog leader, and a partition of node 0-2 cuts its master off too)', '1')
     .option('--driver <kind>', 'process (child processes on loopback) or docker (a Docker lab of its own: containers killed/paused, network disconnected)', 'process')
+    .option('--txn_defer_writes', 'transactions keep their writes to the commit: those whose writes fall in one tablet take the single-tablet fast path (docs/transactions.md)')
     .option('--server_flag <flag=value>', 'extra flag for every master and tserver, repeatable (e.g. --server_flag log_level=debug)', (v: string, acc: string[]) => [...acc, v], [] as string[])
     .action(async (raw: Record<string, string | boolean | undefined>) => {
       const o = raw as unknown as VerifyCliOptions & { report_dir?: string; host_base: string; port_offset?: string; skew_beyond?: boolean; keep_data?: boolean; until_counted?: boolean; op_timeout_ms?: string; register_writes?: string };
@@ -151,6 +152,7 @@ export function registerVerifyCommand(program: Command): void {
                 ...(protocol !== 'yugabyte' ? { txnProtocol: protocol } : {}),
                 ...(clientCrash ? { clientCrash: true } : {}),
                 ...(raw['secure'] ? { secure: true } : {}),
+                ...((raw['txn_defer_writes'] ?? raw['txnDeferWrites']) ? { deferTxnWrites: true } : {}),
                 ...(serverFlags.length ? { serverFlags } : {}),
                 ...((o.until_counted ?? raw['untilCounted']) ? { endWhenCounted: true } : {}),
                 ...((o.skew_beyond ?? o.skewBeyond) ? { skewBeyond: true } : {}),

@@ -52,6 +52,8 @@ export interface RunOptions {
   masters?: 1 | 3;
   /** Isolation of the transactions of bank, append and register's cas/txn writes (default snapshot). */
   isolation?: IsolationLevel;
+  /** Transactions keep their writes to the commit (single-tablet fast path; ClientOptions.deferTxnWrites). */
+  deferTxnWrites?: boolean;
   concurrency?: number;
   opsMax?: number;
   opTimeoutMs?: number;
@@ -137,13 +139,13 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
   fs.rmSync(clusterDir, { recursive: true, force: true });
   const driver = o.driver ?? 'process';
   // What the report says of the cluster.
-  const shape = { driver, ...(o.masters && o.masters > 1 ? { masters: o.masters } : {}), ...(o.isolation === 'serializable' && o.workload !== 'set' ? { isolation: o.isolation } : {}) };
+  const shape = { driver, ...(o.masters && o.masters > 1 ? { masters: o.masters } : {}), ...(o.isolation === 'serializable' && o.workload !== 'set' ? { isolation: o.isolation } : {}), ...(o.deferTxnWrites === true && o.workload !== 'set' ? { deferTxnWrites: true } : {}) };
   const serverFlags = [...(o.serverFlags ?? []), ...(o.secure ? secureFlags(o, `${clusterDir}-secure`) : [])];
   const cluster = await planVerifyCluster({ driver, baseDir: clusterDir, tservers: 3, ...(o.masters ? { masters: o.masters } : {}), hostBase: o.hostBase, portOffset: o.portOffset, ...(serverFlags.length ? { serverFlags } : {}), log });
   let client: TesseraClient | undefined;
   try {
     await cluster.startAll(CLUSTER_UP_TIMEOUT_MS);
-    client = await TesseraClient.connect({ ...cluster.connectOptions(), timeoutMs: 10_000, rpcSingleCallTimeoutMs: VERIFY_SINGLE_CALL_TIMEOUT_MS });
+    client = await TesseraClient.connect({ ...cluster.connectOptions(), timeoutMs: 10_000, rpcSingleCallTimeoutMs: VERIFY_SINGLE_CALL_TIMEOUT_MS, ...(o.deferTxnWrites === true ? { deferTxnWrites: true } : {}) });
     const w = makeWorkload(o.workload, client, { ...(o.registerWrites ? { registerWrites: o.registerWrites } : {}), ...(o.isolation ? { isolation: o.isolation } : {}), ...(o.txnProtocol ? { txnProtocol: o.txnProtocol } : {}), ...(o.clientCrash ? { clientCrash: true } : {}) });
     if (typeof w === 'string') return { ...unavailableReport(o.workload, w, o.seed, 0), ...shape };
     try {
@@ -203,6 +205,7 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
     // Every transaction ended: no replica may keep any of their provisional records.
     const drain = await checkIntentsDrained({ tservers: cluster.tservers, timeoutMs: INTENTS_DRAIN_TIMEOUT_MS });
     log(`${o.workload}: ${drainLine(drain)}`);
+    if (o.deferTxnWrites === true) log(`${o.workload}: transaction commits: ${client.txnCommits.singleTablet} by the single-tablet fast path, ${client.txnCommits.distributed} distributed`);
     makeDirs(o.dir, 'report directory');
     fs.writeFileSync(path.join(o.dir, `history-${o.workload}.json`), JSON.stringify({ workload: o.workload, seed: o.seed, driver, faults: nemesis.windows, history: recorder.ops }));
     return { ...judge(o.workload, recorder.ops, nemesis.windows, withDrain(withConvergence(withConvergence(w.check(recorder.ops), convergence), past, pastAt), drain), o.seed, Date.now() - t0), convergence, convergenceMidRun: { ...past, readHt: String(midHt) }, drain, ...shape };

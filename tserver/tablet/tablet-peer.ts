@@ -37,6 +37,7 @@ import type { Entry, Message, Snapshot } from '../../raft';
 import type { LogStorage } from '../../raft';
 import { DEFAULT_WAL_DURABILITY, type WalDurability } from '../../raft';
 import { HISTORY_GC_MIN_NEW_VERSIONS_PCT, RAFT_ELECTION_TIMEOUT_TICKS, TEST_CORRUPT_TABLET_REPLICA, RAFT_HEARTBEAT_TICKS, RETRYABLE_REQUEST_TIMEOUT_SECS, RAFT_TICK_INTERVAL_MS, TEST_FAIL_TABLET_REPLICA, TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, WRITE_TIMEOUT_MS } from '../tserver-flags';
+import { checkFastPathConflicts, type FastPathTxn } from './fast-path';
 import { BlockedBy, resolveConflicts, resolvePlainWriteConflicts, resolveSerializableConflicts, type ConflictDeps } from '../transaction/conflict-resolution';
 import { WaitQueue } from './wait-queue';
 import { uncertaintyLimit } from '../transaction/uncertainty';
@@ -123,6 +124,8 @@ export interface WriteRequest {
   /** Wait (until deadlineMonoMs) for rows locked by others instead of failing ROW_LOCKED. */
   waitForLocks?: boolean;
   deadlineMonoMs?: number;
+  /** The single-tablet fast path (fast-path.ts): this write commits a whole transaction. */
+  fastPathTxn?: FastPathTxn;
 }
 
 const BOOTSTRAP_MARKER = 'remote-bootstrap-in-progress';
@@ -1534,6 +1537,7 @@ export class TabletPeer {
     const release = await this.locks.acquire(keys.map((k) => docKeyString(k)));
     try {
       let ops = req.ops.map((o) => o.op);
+      if (req.fastPathTxn) await checkFastPathConflicts({ docdb: this.docdb, clock: this.deps.clock, tabletId: this.tabletId, conflictDeps: this.deps.txnEnv && this.conflictDeps(this.deps.txnEnv) }, req.fastPathTxn, ops);
       // A read-modify-write meets intents on its whole rows (it reads them), as a delete would.
       await this.orderAfterIntents(req.computed ? keys.map((key) => ({ type: 'delete' as const, key })) : ops);
       if (req.computed) {
