@@ -17,6 +17,7 @@
  */
 import { TxnWriteCoalescer } from './txn-write-coalescer';
 import { DbError, ErrorCode } from '../common/errors';
+import { encodeSplitPoints } from './split-points';
 import { Flags } from '../common/flags';
 import { clientTlsOf, masterMethods, parseSecrets, readSecretFile, WsTransport, type ListMastersResponsePB, type ListTabletServersResponsePB, type RpcClient, type Transport } from '../rpc';
 import { addressTranslator, translatingRpcClient } from './address-translation';
@@ -129,6 +130,8 @@ export class TesseraClient {
         replicationFactor: t.replicationFactor ?? 0,
         ifNotExists: t.ifNotExists ?? false,
         durability: t.durability ?? '',
+        splitKeys: encodeSplitPoints(t.columns ?? [], t.primaryKey?.range ?? [], t.splitAt ?? []),
+        splitPolicy: t.splitPolicy ?? '',
       },
       this.deadline(o),
       // Safe to resend: a name can be created once, a resend answers ALREADY_EXISTS at worst.

@@ -38,6 +38,7 @@ import { tableByName, tabletsOf } from './catalog-state';
 import { durabilityOf, nextColumnIdOf, schemaVersionOf, type CatalogState, type ReplicaDef, type TableInfo, type TabletInfo } from './catalog-types';
 import { DEFAULT_WAL_DURABILITY, parseWalDurability } from '../raft';
 import { hashPartitions, validateAlterTable, validateCreateTable } from './ddl-validation';
+import { parseSplitPolicy, partitionToPb, rangePartitions } from './range-partitions';
 import {
   CREATE_TABLE_WAIT_MS,
   ENABLE_LOAD_BALANCING,
@@ -106,7 +107,7 @@ export interface TableLocationJson {
   schemaVersion: number;
   columns: Array<{ name: string; id: number; type: string; nullable: boolean }>;
   tabletsOnSchemaVersion: number;
-  tablets: Array<{ tabletId: string; partition: { start: number; end: number }; replicas: Array<{ tserverUuid: string; rpcAddress: string; role: string }> }>;
+  tablets: Array<{ tabletId: string; partition: { start: number; end: number; keyStart?: string; keyEnd?: string }; replicas: Array<{ tserverUuid: string; rpcAddress: string; role: string }> }>;
 }
 
 export function schemaToPb(t: TableInfo): TableSchemaPB {
@@ -192,6 +193,7 @@ export class CatalogManager {
         rangeColumns: req.schema?.rangeColumns ?? [],
         numTablets: req.numTablets ?? 0,
         replicationFactor: req.replicationFactor ?? 0,
+        splitKeys: (req.splitKeys ?? []).map((k) => new Uint8Array(k)),
       },
       live,
       this.deps.flags.get(REPLICATION_FACTOR),
@@ -202,7 +204,8 @@ export class CatalogManager {
       throw new DbError(ErrorCode.INVALID_ARGUMENT, `replication factor ${v.replicationFactor} is larger than the number of live tablet servers (${live} live)`);
     }
     const tableId = newId();
-    const parts = hashPartitions(v.numTablets);
+    const splitPolicy = parseSplitPolicy(req.splitPolicy, v.schema.rangeColumns.length);
+    const parts = req.splitKeys?.length ? rangePartitions(req.splitKeys) : hashPartitions(v.numTablets);
     const tablets: TabletInfo[] = parts.map((partition, i) => ({
       id: newId(),
       tableId,
@@ -219,6 +222,7 @@ export class CatalogManager {
       tabletIds: tablets.map((t) => t.id),
       createdAtMs: Date.now(),
       durability,
+      ...(splitPolicy ? { splitPolicy } : {}),
     };
     await this.deps.sys.propose({ type: 'createTable', table, tablets });
     this.deps.log.info({ table: name, tableId, tablets: tablets.length, rf: v.replicationFactor }, 'table created');
@@ -381,7 +385,7 @@ export class CatalogManager {
     const loc = this.locationsJson(table);
     return {
       table: tableToPb(table),
-      tablets: loc.tablets.map((t) => ({ tabletId: t.tabletId, tableId: loc.id, partition: t.partition, replicas: t.replicas })),
+      tablets: loc.tablets.map((t) => ({ tabletId: t.tabletId, tableId: loc.id, partition: partitionToPb(t.partition), replicas: t.replicas })),
     };
   }
 
@@ -400,7 +404,7 @@ export class CatalogManager {
         const leader = this.deps.registry.leaderReport(tablet.id, now, this.timeoutMs())?.uuid ?? '';
         return {
           tabletId: tablet.id,
-          partition: { start: tablet.partition.start, end: tablet.partition.end },
+          partition: { start: tablet.partition.start, end: tablet.partition.end, ...(tablet.partition.keyStart ? { keyStart: tablet.partition.keyStart } : {}), ...(tablet.partition.keyEnd ? { keyEnd: tablet.partition.keyEnd } : {}) },
           replicas: tablet.replicas.map((r) => ({
             tserverUuid: r.tserverUuid,
             rpcAddress: this.addressOf(r.tserverUuid) ?? '',
@@ -564,7 +568,7 @@ export class CatalogManager {
         const addr = this.addressOf(uuid);
         if (!addr) continue;
         const peers = [...new Set([...voters, ...wanted])].map((u) => ({ uuid: u, rpcAddress: this.addressOf(u) ?? '', memberType: 'VOTER' }));
-        call(addr, m.createTablet, { tabletId: tablet.id, tableId: table.id, tableName: table.name, schema: schemaToPb(table), partition: tablet.partition, peers, schemaVersion: schemaVersionOf(table), durability: durabilityOf(table) }, { tablet: tablet.id, tserver: uuid, op: 'CreateTablet' });
+        call(addr, m.createTablet, { tabletId: tablet.id, tableId: table.id, tableName: table.name, schema: schemaToPb(table), partition: partitionToPb(tablet.partition), peers, schemaVersion: schemaVersionOf(table), durability: durabilityOf(table) }, { tablet: tablet.id, tserver: uuid, op: 'CreateTablet' });
       }
       // 1b. The tablet's leader serves an older schema: it replicates the catalog's (ALTER TABLE).
       const version = schemaVersionOf(table);
