@@ -16,8 +16,9 @@ import { createLogger, followLogLevel, LogRing, type Logger } from '../common/lo
 import { MathRng, type Rng } from '../common/rng';
 import { TxnService } from './transaction/txn-service';
 import { RowService } from './row-service';
+import { SplitService } from './split-service';
 import { registerRowLockPages } from './row-locks-web';
-import { rowMethods } from '../rpc';
+import { rowMethods, splitMethods } from '../rpc';
 import { ConsensusTransport } from './consensus-transport';
 import { Heartbeater, type HeartbeatRequest, type HeartbeatResponse } from './heartbeater';
 import { TabletManager, type TabletManagerDeps } from './tablet-manager';
@@ -182,6 +183,12 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
     flags,
     clock,
   }).register(countingServer(rpc, metrics), rowMethods());
+  new SplitService({
+    manager: () => {
+      if (!managerRef) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, 'tablet server is starting');
+      return managerRef;
+    },
+  }).register(countingServer(rpc, metrics), splitMethods());
   const pendingBatches: Array<() => void> = [];
   let boundAddress = '';
   consensus = new ConsensusTransport({

@@ -87,14 +87,7 @@ export function parseTabletMeta(v: unknown): TabletMeta {
   const end = Number(p?.['end'] ?? 65536);
   if (!Number.isInteger(start) || !Number.isInteger(end) || start < 0 || end > 65536 || start >= end) throw bad('partition must be 0 <= start < end <= 65536');
   const keyBounds = parseKeyBounds(p, bad);
-  const peersRaw = o['peers'];
-  if (!Array.isArray(peersRaw) || peersRaw.length === 0) throw bad('peers must be a non-empty list');
-  const peers: RaftPeer[] = peersRaw.map((x: unknown) => {
-    const r = x as Record<string, unknown>;
-    if (typeof r?.['uuid'] !== 'string' || r['uuid'] === '' || typeof r['rpcAddress'] !== 'string') throw bad('peer needs uuid and rpcAddress');
-    const mt = r['memberType'] === 'LEARNER' ? 'LEARNER' : 'VOTER';
-    return { uuid: r['uuid'], rpcAddress: r['rpcAddress'], memberType: mt };
-  });
+  const peers = parsePeers(o['peers'], bad);
   const sv = o['schemaVersion'] ?? 0;
   if (typeof sv !== 'number' || !Number.isSafeInteger(sv) || sv < 0) throw bad('schemaVersion must be a non-negative integer');
   const d = o['durability'];
@@ -114,6 +107,26 @@ function parseKeyBounds(p: Record<string, unknown> | undefined, bad: (why: strin
   }
   if (out.keyStart && out.keyEnd && out.keyStart >= out.keyEnd) throw bad('partition.keyStart must be below keyEnd');
   return out;
+}
+
+function parsePeers(peersRaw: unknown, bad: (why: string) => DbError): RaftPeer[] {
+  if (!Array.isArray(peersRaw) || peersRaw.length === 0) throw bad('peers must be a non-empty list');
+  return peersRaw.map((x: unknown) => {
+    const r = x as Record<string, unknown>;
+    if (typeof r?.['uuid'] !== 'string' || r['uuid'] === '' || typeof r['rpcAddress'] !== 'string') throw bad('peer needs uuid and rpcAddress');
+    const mt = r['memberType'] === 'LEARNER' ? 'LEARNER' : 'VOTER';
+    return { uuid: r['uuid'], rpcAddress: r['rpcAddress'], memberType: mt };
+  });
+}
+
+/** The Raft peers of a SPLIT entry's children, checked like meta.json's. */
+export function parseSplitPeers(v: unknown): RaftPeer[] {
+  return parsePeers(v, (why) => new DbError(ErrorCode.CORRUPTION, `bad split: ${why}`));
+}
+
+/** The children of a SPLIT entry, checked like meta.json's. */
+export function parseSplitChildren(v: unknown): SplitChildMeta[] {
+  return parseSplitInto(v, (why) => new DbError(ErrorCode.CORRUPTION, `bad split: ${why}`)) ?? [];
 }
 
 function parseSplitInto(v: unknown, bad: (why: string) => DbError): SplitChildMeta[] | undefined {

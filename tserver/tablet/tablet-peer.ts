@@ -50,6 +50,7 @@ import { decodeTabletOp, docKeyString, encodeTabletOp, TabletOpKind, type Reques
 import { parseRetryableImage, RetryableRequests, type RetryableImage } from './retryable-requests';
 import { OUTCOME_LIMITS, OutcomeMemory } from './outcome-memory';
 import { parseTableSchema, schemaColumnIds, writeTabletMeta, type TableSchema, type TabletMeta } from './tablet-meta';
+import { tabletSplitError } from './tablet-split';
 import { forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey } from '../transaction/txn-record';
 import { makeDirs, writeFileDurablyAsync } from '../../common/fs-dirs';
 import { parseRowLockImage, RowLockOps, RowLockTable, type HeldLock, type RowLockImage } from './row-locks';
@@ -253,6 +254,18 @@ export class TabletPeer {
   private readonly pendingApplies = new Map<TxnId, HybridTime>();
   private statusListener: TxnStatusListener | undefined;
   private snapshotListener: (() => Promise<void>) | undefined;
+  /** Carries out a SPLIT entry (tserver/split-apply.ts); set by the tablet manager. */
+  private splitHandler: ((op: Extract<TabletOp, { type: 'SPLIT' }>, index: number) => Promise<void>) | undefined;
+  /**
+   * Set by the leader just before it proposes SPLIT (docs/splitting.md): nothing more is proposed
+   * after it (checkServing runs right before every proposal), so the SPLIT entry is the parent's last.
+   */
+  private splitPendingTerm: number | undefined;
+
+  /** Called right after the leader proposed SPLIT (synchronously, before anything else is proposed). */
+  markSplitPending(): void {
+    this.splitPendingTerm = this.currentTerm();
+  }
   private leaderListener: ((c: LeaderChange) => void) | undefined;
   private transferListener: (() => Promise<void>) | undefined;
   /** Per transaction applied here: commit time → end of this replica's apply (console, benchmark). */
@@ -461,6 +474,22 @@ export class TabletPeer {
    * serves again: state kept in memory from applied entries (a coordinator's transaction records)
    * must be rebuilt from the new databases, since the snapshot's entries were never applied here.
    */
+  setSplitHandler(h: ((op: Extract<TabletOp, { type: 'SPLIT' }>, index: number) => Promise<void>) | undefined): void {
+    this.splitHandler = h;
+  }
+
+  /** Transactions with intents here not yet applied or removed (a split waits for none). */
+  txnsWithIntentsCount(): number {
+    return this.txnStatusTablets.size;
+  }
+
+  /** This replica applied SPLIT: durable in meta.json, then every request is answered TABLET_SPLIT. */
+  markSplit(children: NonNullable<TabletMeta['splitInto']>): void {
+    const next: TabletMeta = { ...this.metaValue, splitInto: children };
+    writeTabletMeta(this.deps.dir, next);
+    this.metaValue = next;
+  }
+
   setSnapshotListener(l: (() => Promise<void>) | undefined): void {
     this.snapshotListener = l;
   }
@@ -649,6 +678,11 @@ export class TabletPeer {
       if (e.type !== 'normal' || e.data.byteLength === 0) continue;
       const op = decodeTabletOp(e.data);
       const opId = { term: e.term, index: e.index };
+      if (this.metaValue.splitInto) {
+        // Nothing is proposed after SPLIT (splitPending; a new leader applies SPLIT before it serves).
+        this.deps.log.error({ tablet: this.tabletId, index: e.index, type: op.type }, 'entry after SPLIT ignored');
+        continue;
+      }
       if ((op.type === 'WRITE' || op.type === 'WRITE_INTENTS') && op.request) requests.push({ request: op.request, ht: op.ht });
       switch (op.type) {
         case 'WRITE':
@@ -681,6 +715,15 @@ export class TabletPeer {
           this.deps.clock.update(op.ht);
           this.lastWriteHt = htMax(this.lastWriteHt, op.ht);
           this.rowLocks.apply(op, opId.index);
+          break;
+        case 'SPLIT':
+          // The children are built from the data as of this entry: everything before it written,
+          // every transaction apply before it finished (the same state on every replica).
+          await this.flushIntents(intents);
+          await this.flushRegular(group);
+          await Promise.all([...this.applying.values()].map((p) => p.catch(() => undefined)));
+          await this.splitHandler?.(op, opId.index);
+          this.splitPendingTerm = undefined;
           break;
       }
       this.metrics.entriesApplied++;
@@ -1490,6 +1533,10 @@ export class TabletPeer {
   }
 
   private checkServing(): void {
+    if (this.metaValue.splitInto) throw tabletSplitError(this.tabletId, this.metaValue.splitInto);
+    // A SPLIT proposed in an earlier term was applied before this leader became ready, or was lost.
+    if (this.splitPendingTerm !== undefined && this.splitPendingTerm !== this.currentTerm()) this.splitPendingTerm = undefined;
+    if (this.splitPendingTerm !== undefined) throw new DbError(ErrorCode.TRY_AGAIN, `tablet ${this.tabletId} is being split`);
     if (this.state === TabletState.DELETED) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `tablet ${this.tabletId} was deleted`);
     if (this.state !== TabletState.RUNNING) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${this.tabletId} is ${this.state}`);
     if (!this.raft.isLeader()) throw this.leaderError();
