@@ -49,6 +49,7 @@ import {
 } from './master-flags';
 import { placeNewTablets, planLeaderMoves, planReplacements, type TServerLoad, type TabletView } from './placement';
 import type { SysCatalog } from './sys-catalog';
+import { recentSplitParents, SplitManager } from './split-manager';
 import type { TServerRegistry } from './tserver-registry';
 
 /** A CreateTablet to one tserver is not repeated sooner than this. */
@@ -135,9 +136,23 @@ export class CatalogManager {
   private roundRunning = false;
   private creatingTxnTable = false;
   private readonly now: () => number;
+  /** Tablet splitting (docs/splitting.md). */
+  readonly splits: SplitManager;
 
   constructor(private readonly deps: CatalogManagerDeps) {
     this.now = deps.nowMs ?? (() => performance.now());
+    this.splits = new SplitManager({
+      sys: deps.sys,
+      registry: deps.registry,
+      client: deps.client,
+      log: deps.log,
+      flags: deps.flags,
+      now: () => this.now(),
+      timeoutMs: () => this.timeoutMs(),
+      addressOf: (u) => this.addressOf(u),
+      requireLeader: () => this.requireLeader(),
+      liveTServers: () => this.liveCount(),
+    });
   }
 
   onLeadership(isLeader: boolean): void {
@@ -430,10 +445,11 @@ export class CatalogManager {
     if (e && sys.isLeaderReady()) {
       this.maybeRegister(e.uuid, e.rpcAddress, e.webAddress);
       const c = this.catalog();
+      const retained = recentSplitParents(c, Date.now());
       for (const id of e.reports.keys()) {
         const t = c.tablets.get(id);
         if (!t) {
-          tabletsToDelete.push(id);
+          if (!retained.has(id)) tabletsToDelete.push(id);
           continue;
         }
         if (t.replicas.some((r) => r.tserverUuid === e.uuid)) continue;
@@ -542,6 +558,9 @@ export class CatalogManager {
     for (const tablet of c.tablets.values()) {
       const table = c.tables.get(tablet.tableId);
       if (!table) continue;
+      // A split child is built by its parent's replicas when they apply SPLIT; created here only
+      // once the split completed (a replica that missed it: remote bootstrap from the child leader).
+      if (tablet.parentId && c.tablets.has(tablet.parentId)) continue;
       const leader = reg.leaderReport(tablet.id, now, timeout);
       const voters = leader ? (leader.report.peers ?? []).filter((p) => p.memberType !== 'LEARNER').map((p) => p.uuid ?? '') : [];
       const wanted = tablet.replicas.map((r) => r.tserverUuid);
@@ -650,6 +669,7 @@ export class CatalogManager {
     // Forget attempts of tablets that no longer exist (bounded maps).
     if (this.createAttempts.size > 100_000) this.createAttempts.clear();
     if (this.cooldown.size > 100_000) this.cooldown.clear();
+    await this.splits.round().catch((err: unknown) => this.deps.log.warn({ err }, 'split round failed'));
     await Promise.all(calls);
   }
 }

@@ -81,7 +81,8 @@ export function applyCatalogOp(state: CatalogState, op: CatalogOp): ApplyOutcome
       return { state: { ...state, tservers } };
     }
     case 'registerSplit':
-    case 'completeSplit': {
+    case 'completeSplit':
+    case 'abortSplit': {
       const r = applySplitOp(state, op);
       return r.error ? refuse(state, r.error.code, r.error.message) : { state: r.state };
     }

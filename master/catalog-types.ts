@@ -135,6 +135,8 @@ export type CatalogOp =
   | { type: 'registerSplit'; parentId: string; children: TabletInfo[]; at: string }
   /** The children run: they take the parent's place in the table, and the parent leaves the catalog. */
   | { type: 'completeSplit'; parentId: string; atMs: number }
+  /** The tablet refused the split (nothing done there): the children leave the catalog again. */
+  | { type: 'abortSplit'; parentId: string }
   /** Raise the oracle's high-water mark to `bound` (decimal); a lower or equal bound changes nothing. */
   | { type: 'reserveTimestamps'; bound: string };
 

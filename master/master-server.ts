@@ -30,7 +30,7 @@ import { droppedPeers } from '../common/server-flags';
 import { registerMasterPages } from './master-web';
 import { SYS_CATALOG_GROUP_ID, SysCatalog } from './sys-catalog';
 import { TServerRegistry } from './tserver-registry';
-import { oracleMethods } from '../rpc';
+import { oracleMethods, splitMethods } from '../rpc';
 import { oracleBoundOf } from './catalog-state';
 import { TimestampOracle } from './timestamp-oracle';
 import { registerOraclePage } from './oracle-web';
@@ -185,6 +185,7 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
   rpc.handle(m.isAlterTableDone, (req) => Promise.resolve(mgr.isAlterTableDone(req)));
   rpc.handle(m.listTables, (req) => Promise.resolve({ tables: mgr.listTables(req.includeSystem === true).map(tableToPb) }));
   rpc.handle(m.getTableLocations, (req) => Promise.resolve(mgr.tableLocations(req)));
+  rpc.handle(splitMethods().masterSplitTablet, (req) => mgr.splits.split(req));
   rpc.handle(m.tsHeartbeat, (req) => {
     // Lab partitions: a cut-off tserver's heartbeats must not reach us (it would look alive).
     if (droppedPeers(flags).has(req.rpcAddress ?? '')) return Promise.reject(new DbError(ErrorCode.NETWORK_ERROR, 'heartbeat dropped (TEST_drop_traffic_peers)'));

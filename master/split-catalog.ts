@@ -7,7 +7,7 @@
 import { ErrorCode } from '../common/errors';
 import { SPLIT_HISTORY_MAX, type CatalogOp, type CatalogState, type TabletInfo } from './catalog-types';
 
-type SplitOp = Extract<CatalogOp, { type: 'registerSplit' | 'completeSplit' }>;
+type SplitOp = Extract<CatalogOp, { type: 'registerSplit' | 'completeSplit' | 'abortSplit' }>;
 
 export interface SplitApply {
   state: CatalogState;
@@ -37,6 +37,13 @@ export function applySplitOp(state: CatalogState, op: SplitOp): SplitApply {
   }
   const children = parent.splitChildren;
   if (!children) return refused(state, ErrorCode.INVALID_ARGUMENT, `tablet ${op.parentId} has no registered split`);
+  if (op.type === 'abortSplit') {
+    const tablets = new Map(state.tablets);
+    const { splitChildren: _dropped, ...rest } = parent;
+    tablets.set(parent.id, rest);
+    for (const c of children) tablets.delete(c);
+    return { state: { ...state, tablets } };
+  }
   const at = table.tabletIds.indexOf(parent.id);
   if (at < 0) return refused(state, ErrorCode.TABLET_NOT_FOUND, `tablet ${op.parentId} is no longer part of table ${table.name}`);
   const tabletIds = [...table.tabletIds.slice(0, at), ...children, ...table.tabletIds.slice(at + 1)];
