@@ -13,6 +13,7 @@ import { TesseraClient } from '../../client/tessera-client';
 import { DbError } from '../../common/errors';
 import { checkReplicaConvergence } from '../../lab/verify/replica-convergence';
 import { tabletServerMethods } from '../../rpc/service-methods';
+import { splitMethods } from '../../rpc/split-methods';
 import { ProcCluster, waitFor } from './cluster-harness';
 
 const CLI = path.resolve(__dirname, '../../dist/cli/main.js');
@@ -128,6 +129,16 @@ describe('tablet splitting', () => {
     await leadersOf('h');
     await c.table('h').upsertMany(Array.from({ length: 200 }, (_, i) => ({ id: BigInt(i), v: `v${i}` })));
     const [tablet] = (await c.tableLocations('h')).tablets;
+    // A transaction with intents on the tablet: its leader refuses to split (TRY_AGAIN, nothing done)
+    // until the transaction is over — intents are never carried into the children.
+    const txn = await c.beginTransaction({ timeoutMs: 20_000 });
+    await txn.table('h').upsert({ id: 7n, v: 'txn' });
+    const leader = await waitFor('a leader', 20_000, () => cluster.leaderOf(c.rpcClient(), tablet!.tabletId));
+    const peers = tablet!.replicas.map((x) => ({ uuid: x.uuid, rpcAddress: x.rpcAddress, memberType: 'VOTER' }));
+    const children = [{ tabletId: 'x1', partition: { start: 0, end: 100 } }, { tabletId: 'x2', partition: { start: 100, end: 65536 } }];
+    const refused = await c.rpcClient().call(leader, splitMethods().tabletSplit, { tabletId: tablet!.tabletId, children, peers }, { timeoutMs: 10_000 }).then(() => 'OK', (e: unknown) => DbError.from(e).code);
+    expect(refused).toBe('TRY_AGAIN');
+    await txn.commit({ timeoutMs: 20_000 });
     const r = await cli('admin', 'split_tablet', tablet!.tabletId);
     expect(r).toMatchObject({ code: 0 });
     expect(r.out).toContain(`tablet ${tablet!.tabletId} split into`);
@@ -136,6 +147,7 @@ describe('tablet splitting', () => {
     expect(loc.tablets[0]!.end).toBe(loc.tablets[1]!.start);
     const rows = await c.table('h').scan();
     expect(rows).toHaveLength(200);
-    for (let i = 0; i < 200; i += 17) expect(await c.table('h').get({ id: BigInt(i) })).toEqual({ id: BigInt(i), v: `v${i}` });
+    expect(await c.table('h').get({ id: 7n })).toEqual({ id: 7n, v: 'txn' });
+    for (let i = 8; i < 200; i += 17) expect(await c.table('h').get({ id: BigInt(i) })).toEqual({ id: BigInt(i), v: `v${i}` });
   }, 90_000);
 });
