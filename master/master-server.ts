@@ -208,6 +208,7 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
   metrics.gauge('master_tables', 'Tables in the catalog', [], (g) => g.set(sys.state().tables.size));
   metrics.gauge('master_tablets', 'Tablets in the catalog', [], (g) => g.set(sys.state().tablets.size));
   metrics.gauge('master_is_leader', '1 on the sys catalog leader', [], (g) => g.set(sys.isLeader() ? 1 : 0));
+  metrics.gauge('master_tablet_splits_completed', 'Tablet splits this master completed since it started (docs/splitting.md)', [], (g) => g.set(mgr.splits.splitsCompleted));
   metrics.rpcConnections(rpc, client);
   const web = new WebServer({
     kind: 'master',
