@@ -15,6 +15,10 @@ import { parseTabletMeta } from './tablet/tablet-meta';
 /** How long the leader waits for SPLIT to be applied here before answering TIMED_OUT (the master retries). */
 const SPLIT_APPLY_TIMEOUT_MS = 30_000;
 
+/** How long a split holds new transactions back while those with intents on the tablet finish. */
+const SPLIT_DRAIN_MS = 3_000;
+const DRAIN_POLL_MS = 10;
+
 export interface SplitServiceDeps {
   manager(): TabletManager;
 }
@@ -52,10 +56,21 @@ export class SplitService {
     // Checked like meta.json (ids, partitions); the peers are the catalog's replicas.
     const peers = parseTabletMeta({ ...meta, peers: (req.peers ?? []).map((p) => ({ uuid: p.uuid, rpcAddress: p.rpcAddress, memberType: p.memberType || 'VOTER' })) }).peers;
     for (const w of wanted) parseTabletMeta({ ...meta, tabletId: w.tabletId, partition: w.partition });
-    if (peer.txnsWithIntentsCount() > 0) {
-      throw new DbError(ErrorCode.TRY_AGAIN, `tablet ${meta.tabletId} has ${peer.txnsWithIntentsCount()} transaction(s) with intents; the split waits for them`);
+    // Transactions with intents here finish first (new ones are held back meanwhile, bounded):
+    // a split never carries intents into the children.
+    const drainUntil = performance.now() + SPLIT_DRAIN_MS;
+    peer.holdNewTransactions(drainUntil);
+    try {
+      while (peer.txnsWithIntentsCount() > 0 && performance.now() < drainUntil) await new Promise((r) => setTimeout(r, DRAIN_POLL_MS));
+      if (peer.txnsWithIntentsCount() > 0) {
+        throw new DbError(ErrorCode.TRY_AGAIN, `tablet ${meta.tabletId} still has ${peer.txnsWithIntentsCount()} transaction(s) with intents after ${SPLIT_DRAIN_MS} ms; the split waits for them`);
+      }
+      peer.checkLeader();
+      // Synchronously from the check on: nothing can write intents between it and the proposal.
+      await peer.proposeOp({ type: 'SPLIT', children: wanted, peers }, SPLIT_APPLY_TIMEOUT_MS, () => peer.markSplitPending());
+    } finally {
+      peer.holdNewTransactions(0);
     }
-    await peer.proposeOp({ type: 'SPLIT', children: wanted, peers }, SPLIT_APPLY_TIMEOUT_MS, () => peer.markSplitPending());
     if (!peer.meta.splitInto) throw new DbError(ErrorCode.TRY_AGAIN, `tablet ${meta.tabletId}: a transaction wrote intents before the SPLIT entry; the split was not carried out`);
     return {};
   }

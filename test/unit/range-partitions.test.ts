@@ -122,3 +122,26 @@ describe('catalog: splits', () => {
     expect(applyCatalogOp(state, { type: 'completeSplit', parentId: 'p', atMs: 6 }).error?.code).toBe('TABLET_NOT_FOUND');
   });
 });
+
+describe('split encodings', () => {
+  it('split encodings: catalog split ops and the SPLIT tablet op survive their codecs', async () => {
+    const { decodeCatalogOp, encodeCatalogOp } = await import('../../master/catalog-codec');
+    const { decodeTabletOp, encodeTabletOp } = await import('../../tserver/tablet/tablet-op');
+    for (const op of [{ type: 'completeSplit', parentId: 'p', atMs: 3 }, { type: 'abortSplit', parentId: 'p' }] as CatalogOp[]) expect(decodeCatalogOp(encodeCatalogOp(op))).toEqual(op);
+    const split = { type: 'SPLIT' as const, children: [{ tabletId: 'a', partition: { start: 0, end: 100 } }, { tabletId: 'b', partition: { start: 100, end: 65536 } }], peers: [{ uuid: 'u', rpcAddress: '127.0.0.1:1', memberType: 'VOTER' as const }] };
+    expect(decodeTabletOp(encodeTabletOp(split))).toEqual(split);
+  });
+
+  it('split points on the master: a point must lie strictly inside the tablet (hash or key range)', async () => {
+    const { splitPartitions } = await import('../../master/split-manager');
+    const hashTable = { schema: { hashColumns: ['k'] } } as TableInfo;
+    expect(splitPartitions(hashTable, { start: 0, end: 100 }, { hash: 40 })).toEqual([{ start: 0, end: 40 }, { start: 40, end: 100 }]);
+    expect(() => splitPartitions(hashTable, { start: 0, end: 100 }, { hash: 0 })).toThrow(/strictly inside/);
+    const rangeTable = { schema: { hashColumns: [] as string[] } } as TableInfo;
+    const [k1, k2] = encodeSplitPoints(columns, ['k'], [[10], [20]]);
+    const [l, r] = splitPartitions(rangeTable, { start: 0, end: 65536, keyEnd: Buffer.from(k2!).toString('hex') }, { key: k1! });
+    expect(l.keyEnd).toBe(r.keyStart);
+    expect(r.keyEnd).toBe(Buffer.from(k2!).toString('hex'));
+    expect(() => splitPartitions(rangeTable, { start: 0, end: 65536, keyEnd: Buffer.from(k1!).toString('hex') }, { key: k2! })).toThrow(/strictly inside/);
+  });
+});

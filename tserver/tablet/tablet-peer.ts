@@ -262,6 +262,13 @@ export class TabletPeer {
    */
   private splitPendingTerm: number | undefined;
 
+  private newTxnHoldUntilMs = 0;
+
+  /** Until performance.now() reaches `untilMs`, writes of transactions without intents here get TRY_AGAIN (a split drains). */
+  holdNewTransactions(untilMs: number): void {
+    this.newTxnHoldUntilMs = untilMs;
+  }
+
   /** Called right after the leader proposed SPLIT (synchronously, before anything else is proposed). */
   markSplitPending(): void {
     this.splitPendingTerm = this.currentTerm();
@@ -1086,6 +1093,10 @@ export class TabletPeer {
    * existence at the current time (see serializableReadTime).
    */
   async writeIntents(req: TxnWriteRequest): Promise<HybridTime> {
+    // A split waiting for intents to drain: transactions already here may finish, new ones wait.
+    if (performance.now() < this.newTxnHoldUntilMs && !this.txnStatusTablets.has(req.txn.txnId)) {
+      throw new DbError(ErrorCode.TRY_AGAIN, `tablet ${this.tabletId} is about to split: new transactions wait`);
+    }
     return this.deduped(req.request, (track) => this.waitingOnConflict(req.deadlineMonoMs, (wait) => this.writeIntentsOnce(req, wait, track), req.coalesced === true));
   }
 
