@@ -80,8 +80,8 @@ export async function copyRows(from: KvEngine, to: KvEngine, range: { start: Uin
 export async function applySplit(deps: SplitApplyDeps, parent: TabletPeer, op: Extract<TabletOp, { type: 'SPLIT' }>, index: number): Promise<void> {
   const meta = parent.meta;
   if (meta.splitInto) return; // replayed after a restart: done before
-  if (parent.txnsWithIntentsCount() > 0) {
-    deps.log.warn({ tablet: meta.tabletId, index, txns: parent.txnsWithIntentsCount() }, 'SPLIT not carried out: transactions have intents on the tablet (the master tries again)');
+  if (parent.txnsWithAppliedIntents() > 0) {
+    deps.log.warn({ tablet: meta.tabletId, index, txns: parent.txnsWithAppliedIntents() }, 'SPLIT not carried out: transactions have intents on the tablet (the master tries again)');
     return;
   }
   assert(op.children.length === 2, 'a split has two children');

@@ -485,9 +485,20 @@ export class TabletPeer {
     this.splitHandler = h;
   }
 
-  /** Transactions with intents here not yet applied or removed (a split waits for none). */
-  txnsWithIntentsCount(): number {
+  /** WRITE_INTENTS this leader proposed and has not applied yet. */
+  private intentWritesInFlight = 0;
+
+  /**
+   * Transactions with intents here not yet applied or removed, as of the entries applied so far: the
+   * same on every replica at a given log position (what the SPLIT entry checks).
+   */
+  txnsWithAppliedIntents(): number {
     return this.txnStatusTablets.size;
+  }
+
+  /** Transactions with intents here not yet applied or removed, plus intent writes in flight (a split waits for none). */
+  txnsWithIntentsCount(): number {
+    return this.txnStatusTablets.size + this.intentWritesInFlight;
   }
 
   /** This replica applied SPLIT: durable in meta.json, then every request is answered TABLET_SPLIT. */
@@ -1205,7 +1216,12 @@ export class TabletPeer {
       if (this.deps.log.isLevelEnabled('debug')) this.deps.log.debug({ trace: 'txn', tablet: this.tabletId, txn: req.txn.txnId, readHt: String(req.readHt), ht: String(ht), keys: ops.map((o) => docKeyString(o.key)), conflicts: conflicts.map((c) => (c.type === 'intent' ? `intent:${c.txnId}` : `committed:${c.commitHt}`)) }, 'write intents');
       const op: TabletOp = reads ? { type: 'WRITE_INTENTS', txn: req.txn, ht, ops, reads } : { type: 'WRITE_INTENTS', txn: req.txn, ht, ops };
       if (req.request) op.request = req.request;
-      await this.proposeOp(op, req.deadlineMs, track && ((p) => track(p, ht)));
+      this.intentWritesInFlight++;
+      try {
+        await this.proposeOp(op, req.deadlineMs, track && ((p) => track(p, ht)));
+      } finally {
+        this.intentWritesInFlight--;
+      }
       this.metrics.writeOps++;
       this.metrics.rowsWritten += req.ops.length;
       return ht;
