@@ -27,7 +27,7 @@ import type { TabletPeer } from './tablet/tablet-peer';
 /** Rows one copy batch carries at most (each batch is one engine write; the loop yields between). */
 const COPY_BATCH_ENTRIES = 2000;
 const COPY_BATCH_BYTES = 4 << 20;
-/** Entries a split-point search reads at most (a larger tablet's point is found from this prefix... of twice). */
+/** Entries a split-point search counts at most (a larger tablet is split at the middle of this many). */
 export const SPLIT_POINT_SCAN_ENTRIES_MAX = 50_000_000;
 const DATA_START = Uint8Array.of(0x20);
 const DATA_END = Uint8Array.of(0xff);
