@@ -26,6 +26,10 @@ export interface CreateTableOptions {
   ifNotExists?: boolean;
   /** The Raft log level of the table's tablets: ASYNC, FLUSH or FSYNC (the default); docs/durability.md. */
   durability?: TableDurability;
+  /** Range tables: split points, each a tuple of leading range-column values (docs/splitting.md). */
+  splitAt?: ReadonlyArray<readonly unknown[]>;
+  /** Where splits may fall: 'any' (default) or 'prefix:N' (docs/splitting.md). */
+  splitPolicy?: string;
 }
 
 /** How far a write gets before it is acknowledged (docs/durability.md). */

@@ -17,8 +17,12 @@
  */
 import { TxnWriteCoalescer } from './txn-write-coalescer';
 import { DbError, ErrorCode } from '../common/errors';
+import { encodeSplitPoints } from './split-points';
+
+/** A manual split waits for its children to serve (docs/splitting.md): give it at least this long. */
+const SPLIT_TIMEOUT_MS = 60_000;
 import { Flags } from '../common/flags';
-import { clientTlsOf, masterMethods, parseSecrets, readSecretFile, WsTransport, type ListMastersResponsePB, type ListTabletServersResponsePB, type RpcClient, type Transport } from '../rpc';
+import { clientTlsOf, masterMethods, parseSecrets, splitMethods, readSecretFile, WsTransport, type ListMastersResponsePB, type ListTabletServersResponsePB, type RpcClient, type Transport } from '../rpc';
 import { addressTranslator, translatingRpcClient } from './address-translation';
 import type { AlterTableOptions, AlterTableProgress, ConnectOptions, CreateTableOptions, TableSummary, CallOptions } from './client-types';
 import { MasterProxy } from './master-proxy';
@@ -133,6 +137,8 @@ export class TesseraClient {
         replicationFactor: t.replicationFactor ?? 0,
         ifNotExists: t.ifNotExists ?? false,
         durability: t.durability ?? '',
+        splitKeys: encodeSplitPoints(t.columns ?? [], t.primaryKey?.range ?? [], t.splitAt ?? []),
+        splitPolicy: t.splitPolicy ?? '',
       },
       this.deadline(o),
       // Safe to resend: a name can be created once, a resend answers ALREADY_EXISTS at worst.
@@ -197,6 +203,22 @@ export class TesseraClient {
   /** Tablet servers as the leader master sees them (admin tools). */
   async listTabletServers(o?: CallOptions): Promise<ListTabletServersResponsePB> {
     return this.master.call(masterMethods().listTabletServers, {}, this.deadline(o), true, true);
+  }
+
+  /**
+   * Split a tablet now (docs/splitting.md): at `splitKey` (range tables: encoded leading range
+   * components, see client/split-points.ts), at `splitHash` (hash tables), or at the middle of its data.
+   * Answers the two children once they serve (or once the split is registered, if they take long).
+   */
+  async splitTablet(tabletId: string, o: CallOptions & { splitKey?: Uint8Array; splitHash?: number } = {}): Promise<{ children: string[] }> {
+    const r = await this.master.call(
+      splitMethods().masterSplitTablet,
+      { tabletId, splitKey: o.splitKey ?? new Uint8Array(0), splitHash: o.splitHash ?? 0, hasSplitHash: o.splitHash !== undefined },
+      new Deadline(o.timeoutMs ?? Math.max(this.timeoutMs, SPLIT_TIMEOUT_MS)),
+      // Not resent blindly: a second split of a tablet already split is refused (TABLET_NOT_FOUND).
+      false,
+    );
+    return { children: r.children ?? [] };
   }
 
   async listMasters(o?: CallOptions): Promise<ListMastersResponsePB> {

@@ -33,6 +33,9 @@ export interface TableSchemaPB {
 export interface PartitionPB {
   start?: number;
   end?: number;
+  /** Range tables: encoded DocKey bounds [keyStart, keyEnd) (docs/splitting.md); empty = open. */
+  keyStart?: Uint8Array;
+  keyEnd?: Uint8Array;
 }
 export interface RaftPeerPB {
   uuid?: string;
@@ -84,6 +87,9 @@ export interface CreateTableRequestPB {
   replicationFactor?: number;
   ifNotExists?: boolean;
   durability?: string;
+  /** Range tables: split points (docs/splitting.md). */
+  splitKeys?: Uint8Array[];
+  splitPolicy?: string;
 }
 export interface CreateTableResponsePB {
   tableId?: string;

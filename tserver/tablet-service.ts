@@ -20,6 +20,8 @@ import { RPC_MAX_MESSAGE_SIZE, type MethodDef, type RpcServer } from '../rpc';
 import type { TabletManager } from './tablet-manager';
 import type { ColumnSchema, TableSchema, TabletMeta } from './tablet/tablet-meta';
 import { parseTabletMeta } from './tablet/tablet-meta';
+import { checkKeyInRange } from './tablet/tablet-split';
+import { hexOf } from '../common/key-bounds';
 import type { TabletPeer, WriteRequest } from './tablet/tablet-peer';
 import type { RequestTag } from './tablet/tablet-op';
 import { CLIENT_ID_MAX_BYTES } from './tablet/retryable-requests';
@@ -121,6 +123,7 @@ export function keyFromPb(meta: TabletMeta, k: pb.DocKeyPB | null | undefined): 
   if (hash < meta.partition.start || hash >= meta.partition.end) {
     throw invalid(`key hash ${hash} is outside tablet ${meta.tabletId}'s partition [${meta.partition.start}, ${meta.partition.end})`);
   }
+  checkKeyInRange(meta, { hash, hashed, range });
   return { hash, hashed, range };
 }
 
@@ -381,7 +384,7 @@ export class TabletService {
       tableId: req.tableId ?? '',
       tableName: req.tableName ?? '',
       schema: schemaFromPb(req.schema),
-      partition: { start: req.partition?.start ?? 0, end: req.partition?.end || 65536 },
+      partition: { start: req.partition?.start ?? 0, end: req.partition?.end || 65536, keyStart: hexOf(req.partition?.keyStart), keyEnd: hexOf(req.partition?.keyEnd) },
       peers: (req.peers ?? []).map((p) => ({ uuid: p.uuid, rpcAddress: p.rpcAddress, memberType: p.memberType || 'VOTER' })),
       schemaVersion: req.schemaVersion ?? 0,
       durability: req.durability || undefined,

@@ -16,9 +16,10 @@ import { createLogger, followLogLevel, LogRing, type Logger } from '../common/lo
 import { MathRng, type Rng } from '../common/rng';
 import { TxnService } from './transaction/txn-service';
 import { RowService } from './row-service';
+import { SplitService } from './split-service';
 import { registerRowLockPages } from './row-locks-web';
 import { registerPercolatorPages } from './percolator-web';
-import { rowMethods } from '../rpc';
+import { rowMethods, splitMethods } from '../rpc';
 import { CERTS_DIR } from '../rpc';
 import { ConsensusTransport } from './consensus-transport';
 import { Heartbeater, type HeartbeatRequest, type HeartbeatResponse } from './heartbeater';
@@ -184,6 +185,12 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
     flags,
     clock,
   }).register(countingServer(rpc, metrics), rowMethods());
+  new SplitService({
+    manager: () => {
+      if (!managerRef) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, 'tablet server is starting');
+      return managerRef;
+    },
+  }).register(countingServer(rpc, metrics), splitMethods());
   const pendingBatches: Array<() => void> = [];
   let boundAddress = '';
   consensus = new ConsensusTransport({

@@ -51,6 +51,7 @@ import { decodeTabletOp, docKeyString, encodeTabletOp, TabletOpKind, type Reques
 import { parseRetryableImage, RetryableRequests, type RetryableImage } from './retryable-requests';
 import { OUTCOME_LIMITS, OutcomeMemory } from './outcome-memory';
 import { parseTableSchema, schemaColumnIds, writeTabletMeta, type TableSchema, type TabletMeta } from './tablet-meta';
+import { tabletSplitError } from './tablet-split';
 import { forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey } from '../transaction/txn-record';
 import { makeDirs, writeFileDurablyAsync } from '../../common/fs-dirs';
 import { parseRowLockImage, RowLockOps, RowLockTable, type HeldLock, type RowLockImage } from './row-locks';
@@ -261,6 +262,25 @@ export class TabletPeer {
   private readonly pendingApplies = new Map<TxnId, HybridTime>();
   private statusListener: TxnStatusListener | undefined;
   private snapshotListener: (() => Promise<void>) | undefined;
+  /** Carries out a SPLIT entry (tserver/split-apply.ts); set by the tablet manager. */
+  private splitHandler: ((op: Extract<TabletOp, { type: 'SPLIT' }>, index: number) => Promise<void>) | undefined;
+  /**
+   * Set by the leader just before it proposes SPLIT (docs/splitting.md): nothing more is proposed
+   * after it (checkServing runs right before every proposal), so the SPLIT entry is the parent's last.
+   */
+  private splitPendingTerm: number | undefined;
+
+  private newTxnHoldUntilMs = 0;
+
+  /** Until performance.now() reaches `untilMs`, writes of transactions without intents here get TRY_AGAIN (a split drains). */
+  holdNewTransactions(untilMs: number): void {
+    this.newTxnHoldUntilMs = untilMs;
+  }
+
+  /** Called right after the leader proposed SPLIT (synchronously, before anything else is proposed). */
+  markSplitPending(): void {
+    this.splitPendingTerm = this.currentTerm();
+  }
   private leaderListener: ((c: LeaderChange) => void) | undefined;
   private transferListener: (() => Promise<void>) | undefined;
   /** Per transaction applied here: commit time → end of this replica's apply (console, benchmark). */
@@ -469,6 +489,33 @@ export class TabletPeer {
    * serves again: state kept in memory from applied entries (a coordinator's transaction records)
    * must be rebuilt from the new databases, since the snapshot's entries were never applied here.
    */
+  setSplitHandler(h: ((op: Extract<TabletOp, { type: 'SPLIT' }>, index: number) => Promise<void>) | undefined): void {
+    this.splitHandler = h;
+  }
+
+  /** WRITE_INTENTS this leader proposed and has not applied yet. */
+  private intentWritesInFlight = 0;
+
+  /**
+   * Transactions with intents here not yet applied or removed, as of the entries applied so far: the
+   * same on every replica at a given log position (what the SPLIT entry checks).
+   */
+  txnsWithAppliedIntents(): number {
+    return this.txnStatusTablets.size;
+  }
+
+  /** Transactions with intents here not yet applied or removed, plus intent writes in flight (a split waits for none). */
+  txnsWithIntentsCount(): number {
+    return this.txnStatusTablets.size + this.intentWritesInFlight;
+  }
+
+  /** This replica applied SPLIT: durable in meta.json, then every request is answered TABLET_SPLIT. */
+  markSplit(children: NonNullable<TabletMeta['splitInto']>): void {
+    const next: TabletMeta = { ...this.metaValue, splitInto: children };
+    writeTabletMeta(this.deps.dir, next);
+    this.metaValue = next;
+  }
+
   setSnapshotListener(l: (() => Promise<void>) | undefined): void {
     this.snapshotListener = l;
   }
@@ -657,6 +704,11 @@ export class TabletPeer {
       if (e.type !== 'normal' || e.data.byteLength === 0) continue;
       const op = decodeTabletOp(e.data);
       const opId = { term: e.term, index: e.index };
+      if (this.metaValue.splitInto) {
+        // Nothing is proposed after SPLIT (splitPending; a new leader applies SPLIT before it serves).
+        this.deps.log.error({ tablet: this.tabletId, index: e.index, type: op.type }, 'entry after SPLIT ignored');
+        continue;
+      }
       if ((op.type === 'WRITE' || op.type === 'WRITE_INTENTS') && op.request) requests.push({ request: op.request, ht: op.ht });
       switch (op.type) {
         case 'WRITE':
@@ -689,6 +741,15 @@ export class TabletPeer {
           this.deps.clock.update(op.ht);
           this.lastWriteHt = htMax(this.lastWriteHt, op.ht);
           this.rowLocks.apply(op, opId.index);
+          break;
+        case 'SPLIT':
+          // The children are built from the data as of this entry: everything before it written,
+          // every transaction apply before it finished (the same state on every replica).
+          await this.flushIntents(intents);
+          await this.flushRegular(group);
+          await Promise.all([...this.applying.values()].map((p) => p.catch(() => undefined)));
+          await this.splitHandler?.(op, opId.index);
+          this.splitPendingTerm = undefined;
           break;
       }
       this.metrics.entriesApplied++;
@@ -1051,6 +1112,10 @@ export class TabletPeer {
    * existence at the current time (see serializableReadTime).
    */
   async writeIntents(req: TxnWriteRequest): Promise<HybridTime> {
+    // A split waiting for intents to drain: transactions already here may finish, new ones wait.
+    if (performance.now() < this.newTxnHoldUntilMs && !this.txnStatusTablets.has(req.txn.txnId)) {
+      throw new DbError(ErrorCode.TRY_AGAIN, `tablet ${this.tabletId} is about to split: new transactions wait`);
+    }
     return this.deduped(req.request, (track) => this.waitingOnConflict(req.deadlineMonoMs, (wait) => this.writeIntentsOnce(req, wait, track), req.coalesced === true));
   }
 
@@ -1159,7 +1224,12 @@ export class TabletPeer {
       if (this.deps.log.isLevelEnabled('debug')) this.deps.log.debug({ trace: 'txn', tablet: this.tabletId, txn: req.txn.txnId, readHt: String(req.readHt), ht: String(ht), keys: ops.map((o) => docKeyString(o.key)), conflicts: conflicts.map((c) => (c.type === 'intent' ? `intent:${c.txnId}` : `committed:${c.commitHt}`)) }, 'write intents');
       const op: TabletOp = reads ? { type: 'WRITE_INTENTS', txn: req.txn, ht, ops, reads } : { type: 'WRITE_INTENTS', txn: req.txn, ht, ops };
       if (req.request) op.request = req.request;
-      await this.proposeOp(op, req.deadlineMs, track && ((p) => track(p, ht)));
+      this.intentWritesInFlight++;
+      try {
+        await this.proposeOp(op, req.deadlineMs, track && ((p) => track(p, ht)));
+      } finally {
+        this.intentWritesInFlight--;
+      }
       this.metrics.writeOps++;
       this.metrics.rowsWritten += req.ops.length;
       return ht;
@@ -1498,6 +1568,10 @@ export class TabletPeer {
   }
 
   private checkServing(): void {
+    if (this.metaValue.splitInto) throw tabletSplitError(this.tabletId, this.metaValue.splitInto);
+    // A SPLIT proposed in an earlier term was applied before this leader became ready, or was lost.
+    if (this.splitPendingTerm !== undefined && this.splitPendingTerm !== this.currentTerm()) this.splitPendingTerm = undefined;
+    if (this.splitPendingTerm !== undefined) throw new DbError(ErrorCode.TRY_AGAIN, `tablet ${this.tabletId} is being split`);
     if (this.state === TabletState.DELETED) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `tablet ${this.tabletId} was deleted`);
     if (this.state !== TabletState.RUNNING) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${this.tabletId} is ${this.state}`);
     if (!this.raft.isLeader()) throw this.leaderError();
