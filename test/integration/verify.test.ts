@@ -132,6 +132,13 @@ describe('verify: Jepsen-style workloads on a real cluster', () => {
     expect(reg.counts.ok + bank.counts.ok).toBeGreaterThan(0);
   }, 240_000);
 
+  it('verify: register stays linearizable while tablets split at random keys under it (split nemesis); every child\'s replicas converge', async () => {
+    const r = await run('register', 7, { nemesis: 'split', dirName: 'register-split', timeMs: 75_000 });
+    expect(unexpected('register', r)).toEqual([]);
+    expect(['valid', 'vacuous']).toContain(r.verdict);
+    expect(r.faults.some((f) => f.kind === 'split' && !f.skipped), JSON.stringify(r.faults)).toBe(true);
+  }, 150_000);
+
   it('verify: set loses no acknowledged insert under the mixed nemesis', async () => {
     const r = await run('set', 12);
     expect(r.lostWrites).toBe(0);
