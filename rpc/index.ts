@@ -24,3 +24,4 @@ export { ConsoleGuard, isLoopbackHost, WEBSERVER_TOKEN_FILE, type ConsoleGuardOp
 export * from './tls';
 export * from './rpc-auth';
 export * from './oracle-methods';
+export * from './family-pb';
