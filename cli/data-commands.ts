@@ -9,6 +9,7 @@ import { familyAttributes, parseFamilySpec, type ColumnFamily } from '../common/
 import type { ColumnSpec, ColumnType, Row, TableDurability } from '../client/client-types';
 import type { TableSchema } from '../client/table-schema';
 import type { TesseraClient } from '../client/tessera-client';
+import { getCells, printCells, wantsCells, type CellGetFlags } from './cell-get';
 import { CELL_CHARS_SHOWN, CERTS_DIR_HELP, CLUSTER_SECRET_HELP, DEFAULT_MASTER_ADDRESSES, LAB_DIR_HELP, print, printJson, printTable, withClient } from './cli-io';
 
 const TYPES: readonly string[] = ['int64', 'double', 'string', 'bytes', 'bool'];
@@ -230,10 +231,19 @@ export function registerDataCommands(program: Command): void {
 
   const COLUMNS_HELP = 'only these columns, in this order (comma list)';
   const FULL_HELP = `show long values whole (a table cuts them at ${CELL_CHARS_SHOWN} characters and says their length)`;
-  common(program.command('get <table> <key...>').description('read the row with this key: col=value ...'))
+  common(program.command('get <table> <key...>').description('read the row with this key: col=value ... (with a cell flag: its cells, docs/cells.md)'))
     .option('--columns <cols>', COLUMNS_HELP)
     .option('--full', FULL_HELP)
-    .action(async (table: string, key: string[], o: CommonOpts & { columns?: string; full?: boolean }) => {
+    .option('--versions <n>', 'cells: versions per column (HBase VERSIONS)')
+    .option('--as_of <time>', 'cells: a snapshot of the past (hybrid time, wall ms or ISO date)')
+    .option('--time_range <a,b>', 'cells: timestamps in [a, b)')
+    .option('--raw', 'cells: every version and every delete marker')
+    .option('--families <list>', 'cells: only these column families')
+    .action(async (table: string, key: string[], o: CommonOpts & CellGetFlags & { columns?: string; full?: boolean }) => {
+      if (wantsCells(o)) {
+        const r = await withClient(o, timeout(o), async (c) => getCells(c, table, await parseRow(c, table, key), o, parseColumnList((await c.tableLocations(table)).schema, o.columns)));
+        return printCells(r, o.json ?? false);
+      }
       const { row, columns } = await withClient(o, timeout(o), async (c) => {
         const loc = await c.tableLocations(table);
         const cols = parseColumnList(loc.schema, o.columns);

@@ -27,6 +27,7 @@ import type { TableSchema } from './table-schema';
 import type { TxnWriteCoalescer } from './txn-write-coalescer';
 import { approxOpBytes, WRITE_BYTES_PER_RPC_MAX } from './write-size';
 import { RowOps, type MutateRowsResult, type RowCheck, type RowLock, type RowMutationSpec, type RowOpOptions } from './row-ops';
+import { CellOps, type CellDelete, type CellPut, type CellReadOptions, type CellRowResult } from './cells';
 
 export { WRITE_BYTES_PER_RPC_MAX } from './write-size';
 
@@ -372,6 +373,35 @@ export class Table {
   /** Delete the row with this key (only key columns are needed). */
   delete(key: Row, o?: CallOptions): Promise<void> {
     return this.write('DELETE', key, o);
+  }
+
+  // ---- HBase's cell model (client/cells.ts, docs/cells.md) ------------------------------------------
+
+  private cellOpsValue: CellOps | undefined;
+
+  private cellOps(): CellOps {
+    if (this.txn) throw new DbError(ErrorCode.NOT_SUPPORTED, 'cell reads and writes run outside transactions');
+    this.cellOpsValue ??= new CellOps({ table: this.name, cache: this.cache, invoker: this.invoker, defaultTimeoutMs: this.defaultTimeoutMs });
+    return this.cellOpsValue;
+  }
+
+  /** Put cells of one row, each at its own timestamp when given (HBase's Put); answers the write's hybrid time. */
+  putCells(key: Row, puts: readonly CellPut[], o?: CallOptions & { rowTtlMs?: number }): Promise<bigint> {
+    this.checkWritable();
+    return this.cellOps().putCells(key, puts, o);
+  }
+  /** Delete markers of one row: a version, a column, a family, the row (HBase's Delete). */
+  deleteCells(key: Row, deletes: readonly CellDelete[], o?: CallOptions): Promise<bigint> {
+    this.checkWritable();
+    return this.cellOps().deleteCells(key, deletes, o);
+  }
+  /** One row's cells: versions, time range, as-of, raw, projection (undefined: nothing to show). */
+  getCells(key: Row, o?: CellReadOptions): Promise<CellRowResult | undefined> {
+    return this.cellOps().getCells(key, o);
+  }
+  /** The table's rows' cells in partition order, at one read time. */
+  scanCells(o?: CellReadOptions & { limit?: number }): Promise<CellRowResult[]> {
+    return this.cellOps().scanCells(o);
   }
 
   // ---- atomic row operations and row locks (client/row-ops.ts, docs/rows.md) -----------------------

@@ -25,3 +25,4 @@ export * from './tls';
 export * from './rpc-auth';
 export * from './oracle-methods';
 export * from './family-pb';
+export * from './cell-methods';

@@ -16,8 +16,9 @@ import { createLogger, followLogLevel, LogRing, type Logger } from '../common/lo
 import { MathRng, type Rng } from '../common/rng';
 import { TxnService } from './transaction/txn-service';
 import { RowService } from './row-service';
+import { CellService } from './cell-service';
 import { registerRowLockPages } from './row-locks-web';
-import { rowMethods } from '../rpc';
+import { cellMethods, rowMethods } from '../rpc';
 import { ConsensusTransport } from './consensus-transport';
 import { Heartbeater, type HeartbeatRequest, type HeartbeatResponse } from './heartbeater';
 import { TabletManager, type TabletManagerDeps } from './tablet-manager';
@@ -182,6 +183,14 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
     flags,
     clock,
   }).register(countingServer(rpc, metrics), rowMethods());
+  // HBase's cell model (docs/cells.md).
+  new CellService({
+    manager: () => {
+      if (!managerRef) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, 'tablet server is starting');
+      return managerRef;
+    },
+    clock,
+  }).register(countingServer(rpc, metrics), cellMethods());
   const pendingBatches: Array<() => void> = [];
   let boundAddress = '';
   consensus = new ConsensusTransport({
