@@ -95,6 +95,20 @@ export class CellOps {
     return new Deadline(o?.timeoutMs ?? this.deps.defaultTimeoutMs);
   }
 
+  /** The schema may have changed under the call (another client's ALTER): load it again, a few times at most. */
+  private async withSchema<T>(d: Deadline, f: (loc: TableLocations) => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      const loc = await this.deps.cache.get(this.deps.table, d);
+      try {
+        return await f(loc);
+      } catch (e) {
+        const again = e instanceof DbError && (e.code === ErrorCode.SCHEMA_VERSION_MISMATCH || e.details['unknownColumn'] === true);
+        if (!again || attempt >= 3 || d.expired()) throw e;
+        this.deps.cache.invalidate(this.deps.table);
+      }
+    }
+  }
+
   private column(s: TableSchema, name: string): { id: number } {
     const c = s.byName.get(name);
     if (!c) throw new DbError(ErrorCode.INVALID_ARGUMENT, `table ${s.name} has no column ${name}`, { column: name });
@@ -130,7 +144,10 @@ export class CellOps {
 
   private async write(key: Row, build: (s: TableSchema) => CellWritePB[], o: CallOptions, rowTtlMs?: number): Promise<HybridTime> {
     const d = this.deadline(o);
-    const loc = await this.deps.cache.get(this.deps.table, d);
+    return this.withSchema(d, (loc) => this.writeWith(loc, key, build, d, rowTtlMs));
+  }
+
+  private async writeWith(loc: TableLocations, key: Row, build: (s: TableSchema) => CellWritePB[], d: Deadline, rowTtlMs?: number): Promise<HybridTime> {
     const s = loc.schema;
     const k = s.key(key);
     const cells = build(s);
@@ -181,7 +198,10 @@ export class CellOps {
 
   async getCells(key: Row, o: CellReadOptions = {}): Promise<CellRowResult | undefined> {
     const d = this.deadline(o);
-    const loc = await this.deps.cache.get(this.deps.table, d);
+    return this.withSchema(d, (loc) => this.getWith(loc, key, o, d));
+  }
+
+  private async getWith(loc: TableLocations, key: Row, o: CellReadOptions, d: Deadline): Promise<CellRowResult | undefined> {
     const s = loc.schema;
     const { spec, nothing } = this.readSpec(s, o);
     const k = s.key(key);
@@ -195,7 +215,10 @@ export class CellOps {
   /** Every tablet in partition order; `limit` rows at most (default 1000). One read time for the whole scan. */
   async scanCells(o: CellReadOptions & { limit?: number } = {}): Promise<CellRowResult[]> {
     const d = this.deadline(o);
-    const loc: TableLocations = await this.deps.cache.get(this.deps.table, d);
+    return this.withSchema(d, (loc) => this.scanWith(loc, o, d));
+  }
+
+  private async scanWith(loc: TableLocations, o: CellReadOptions & { limit?: number }, d: Deadline): Promise<CellRowResult[]> {
     const s = loc.schema;
     const { spec, nothing } = this.readSpec(s, o);
     if (nothing) return [];
