@@ -215,13 +215,16 @@ export function registerDataCommands(program: Command): void {
     ['update', 'change columns of an existing row'],
     ['delete', 'delete the row with this key'],
   ] as const) {
-    common(program.command(`${cmd} <table> <values...>`).description(`${what}: col=value ...`)).action(async (table: string, values: string[], o: CommonOpts) => {
+    common(program.command(`${cmd} <table> <values...>`).description(`${what}: col=value ...`))
+      .option('--ttl_ms <ms>', 'insert, upsert, update: the row and the columns written expire this long after the write (docs/cells.md)')
+      .action(async (table: string, values: string[], o: CommonOpts & { ttl_ms?: string }) => {
+      const ttl = o.ttl_ms !== undefined ? { ttlMs: Number(o.ttl_ms) } : {};
       await withClient(o, timeout(o), async (c) => {
         const row = await parseRow(c, table, values);
         const t = c.table(table);
-        if (cmd === 'insert') await t.insert(row);
-        else if (cmd === 'upsert') await t.upsert(row);
-        else if (cmd === 'update') await t.update(row);
+        if (cmd === 'insert') await t.insert(row, ttl);
+        else if (cmd === 'upsert') await t.upsert(row, ttl);
+        else if (cmd === 'update') await t.update(row, ttl);
         else await t.delete(row);
       });
       if (o.json) printJson({ ok: true });

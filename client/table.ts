@@ -225,14 +225,18 @@ export class Table {
     }
   }
 
-  private async write(type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', row: Row, o?: CallOptions): Promise<void> {
+  private async write(type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', row: Row, o?: CallOptions & { ttlMs?: number }): Promise<void> {
     this.checkWritable();
+    const ttlMs = o?.ttlMs;
+    // Row TTL (docs/cells.md): the row's liveness and every column written expire together.
+    if (ttlMs !== undefined && (!Number.isSafeInteger(ttlMs) || ttlMs <= 0)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `ttlMs ${String(ttlMs)} must be a positive integer`, { part: 'TTL' });
     const d = this.deadline(o);
-    await this.withSchema(d, (loc) => this.writeWith(loc, type, row, d));
+    await this.withSchema(d, (loc) => this.writeWith(loc, type, row, d, ttlMs));
   }
 
-  private async writeWith(loc: TableLocations, type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', row: Row, d: Deadline): Promise<void> {
+  private async writeWith(loc: TableLocations, type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', row: Row, d: Deadline, ttlMs?: number): Promise<void> {
     const { hash, op } = loc.schema.rowOp(type, row);
+    if (ttlMs !== undefined && type !== 'DELETE') op.ttlMs = BigInt(ttlMs);
     const sv = loc.schema.version;
     if (this.batchWrites && !this.txn && (type === 'UPSERT' || type === 'DELETE')) {
       const t = loc.tablets.find((tt) => hash >= tt.start && hash < tt.end);
@@ -359,15 +363,15 @@ export class Table {
   }
 
   /** Insert; fails with ALREADY_EXISTS when the row exists. */
-  insert(row: Row, o?: CallOptions): Promise<void> {
+  insert(row: Row, o?: CallOptions & { ttlMs?: number }): Promise<void> {
     return this.write('INSERT', row, o);
   }
-  /** Insert or overwrite the given columns. */
-  upsert(row: Row, o?: CallOptions): Promise<void> {
+  /** Insert or overwrite the given columns (`ttlMs`: they and the row expire that long after the write). */
+  upsert(row: Row, o?: CallOptions & { ttlMs?: number }): Promise<void> {
     return this.write('UPSERT', row, o);
   }
   /** Change the given columns of an existing row; fails with NOT_FOUND when it does not exist. */
-  update(row: Row, o?: CallOptions): Promise<void> {
+  update(row: Row, o?: CallOptions & { ttlMs?: number }): Promise<void> {
     return this.write('UPDATE', row, o);
   }
   /** Delete the row with this key (only key columns are needed). */

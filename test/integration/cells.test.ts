@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TesseraClient } from '../../client/tessera-client';
-import { ProcCluster } from './cluster-harness';
+import { ProcCluster, waitFor } from './cluster-harness';
 
 const CLI = path.resolve(__dirname, '../../dist/cli/main.js');
 let cluster: ProcCluster;
@@ -111,6 +111,19 @@ describe('cells (CLI, real processes)', () => {
     await refused(['alter-table', 'hv', '--family', 'cf1:KEEP_DELETED_CELLS=maybe'], 'KEEP_DELETED_CELLS');
     expect(await lib({ versions: 3, timeRange: [t(1), t(5) + 1] })).toEqual(['v5', 'v4', 'v3']);
   }, 120_000);
+
+  it('cells: a row TTL (upsert --ttl_ms) and a cell TTL expire the row and the cell', async () => {
+    const up = await cli(['upsert', 'hv', 'id=7', 'v=short-lived', 'w=also', '--ttl_ms', '1500']);
+    expect(up.code, up.out).toBe(0);
+    const hv = client.table('hv');
+    await hv.putCells({ id: 8n }, [{ column: 'w', value: 'brief', ttlMs: 1500 }, { column: 'v', value: 'lasting' }]);
+    // Raw reads ignore TTLs: they show what was stored, with its TTL (a timing-free check).
+    expect((await hv.getCells({ id: 7n }, { raw: true }))?.cells.map((c) => `${c.column}=${String(c.value)}/${c.ttlMs}`)).toEqual(['v=short-lived/1500', 'w=also/1500']);
+    expect((await hv.getCells({ id: 8n }, { raw: true }))?.cells.map((c) => `${c.column}=${String(c.value)}/${c.ttlMs ?? '-'}`)).toEqual(['v=lasting/-', 'w=brief/1500']);
+    await waitFor('row 7 to expire', 30_000, async () => (await hv.get({ id: 7n })) === undefined);
+    await waitFor('the cell w of row 8 to expire', 30_000, async () => (await hv.getCells({ id: 8n }, { columns: ['w'] })) === undefined);
+    expect((await hv.getCells({ id: 8n }))?.cells.map((c) => c.value)).toEqual(['lasting']);
+  }, 60_000);
 
   it('cells: after the leader moves, the new leader applies the same family rules (VERSIONS, KEEP_DELETED_CELLS); ALTER changes them on every replica', async () => {
     const loc = await client.tableLocations('hv');
