@@ -123,6 +123,11 @@ describe('cells (CLI, real processes)', () => {
     await waitFor('row 7 to expire', 30_000, async () => (await hv.get({ id: 7n })) === undefined);
     await waitFor('the cell w of row 8 to expire', 30_000, async () => (await hv.getCells({ id: 8n }, { columns: ['w'] })) === undefined);
     expect((await hv.getCells({ id: 8n }))?.cells.map((c) => c.value)).toEqual(['lasting']);
+    // A family delete masks every column of the family, and only those.
+    await hv.putCells({ id: 9n }, [{ column: 'v', value: 'in cf1' }, { column: 'w', value: 'in default' }]);
+    await hv.deleteCells({ id: 9n }, [{ type: 'family', family: 'cf1' }]);
+    expect((await hv.getCells({ id: 9n }))?.cells.map((c) => `${c.family}:${c.column}=${String(c.value)}`)).toEqual(['default:w=in default']);
+    expect(await hv.getCells({ id: 9n }, { families: ['cf1'] })).toBeUndefined();
   }, 60_000);
 
   it('cells: after the leader moves, the new leader applies the same family rules (VERSIONS, KEEP_DELETED_CELLS); ALTER changes them on every replica', async () => {
