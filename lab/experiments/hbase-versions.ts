@@ -94,6 +94,11 @@ export async function hbaseVersions(o: ExperimentOptions): Promise<ExperimentRes
     expect('after compaction: the time range before the delete still sees v5, v4, v3', await read({ versions: 5, timeRange: range }), ['v5', 'v4', 'v3']);
     expect('after compaction: a get still reads nothing', await read({ versions: 5 }), []);
     expect('after compaction: the as-of read below the history floor is refused', await readCode({ versions: 5, asOf: ts[3]! }), ['SNAPSHOT_TOO_OLD']);
+    const rewrite = await t.putCells(key, [{ column: 'v', value: 'rewritten', timestamp: ts[0]! }]).then(
+      () => 'written',
+      (e: unknown) => (e instanceof DbError ? e.code : String(e)),
+    );
+    expect('after compaction: a put at v1\'s timestamp (below the history floor, where retention was applied) is refused', [rewrite], ['INVALID_ARGUMENT']);
 
     // After the TTL of v5 (10 s from its timestamp): only MIN_VERSIONS=1 version is kept.
     const ttlEnd = ts[4]! + TTL_MS;

@@ -85,6 +85,8 @@ describe('cells (CLI, real processes)', () => {
     // VERSIONS=3 caps what is kept and returned, whatever the read asks for.
     expect(values(await cells(['--versions', '5', '--families', 'cf1']))).toEqual(['v5', 'v4', 'v3']);
     expect(await lib({ versions: 1 })).toEqual(['v5']);
+    const scanned = await client.table('hv').scanCells({ versions: 2 });
+    expect(scanned.map((r) => `${String(r.key['id'])}: ${r.cells.map((c) => String(c.value)).join(' ')}`)).toEqual(['1: v5 v4']);
     expect(await lib({ versions: 3, families: ['default'] })).toEqual([]);
     expect(values(await cells(['--versions', '3', '--time_range', `${t(3)},${t(5)}`]))).toEqual(['v4', 'v3']);
     // As of t4 the fifth put did not exist: the three newest then were v4, v3, v2.
