@@ -20,6 +20,15 @@ import { decodeDocKeyBuf, decodeStored, parseRegularKey, REGULAR_DATA_END, REGUL
 export const CELL_READ_ROWS_MAX = 10_000;
 /** Cells one cell read returns at most, across its rows (bounds the answer's memory). */
 export const CELL_READ_CELLS_MAX = 100_000;
+/** About the value bytes one cell read returns before it stops with a resume key (keeps an answer well below the RPC message limit). */
+export const CELL_READ_BYTES_MAX = 4 << 20;
+
+function cellBytes(c: CellEntry): number {
+  const v = c.value;
+  if (typeof v === 'string') return 24 + v.length * 3;
+  if (v instanceof Uint8Array) return 24 + v.byteLength;
+  return 24;
+}
 
 /** A stored version as a cell entry; undefined for the liveness column (not a cell). */
 export function cellEntryOf(sub: SubKind, ht: HybridTime, writeId: number, sv: StoredValue): CellEntry | undefined {
@@ -65,11 +74,12 @@ export async function readCellRows(engine: KvEngine, opts: CellReadOptions, rule
   const it = new GroupIterator(engine.iterator({ gte: start, lt: end }));
   const rows: CellRow[] = [];
   let cellCount = 0;
+  let bytes = 0;
   try {
     for (;;) {
       const g = await it.next();
       if (g === undefined) return { rows };
-      if (rows.length >= limit || cellCount >= CELL_READ_CELLS_MAX) return { rows, resumeKey: Buffer.from(g.docKeyBuf) };
+      if (rows.length >= limit || cellCount >= CELL_READ_CELLS_MAX || bytes >= CELL_READ_BYTES_MAX) return { rows, resumeKey: Buffer.from(g.docKeyBuf) };
       const entries: CellEntry[] = [];
       for (const [key, value] of g.entries) {
         const p = parseRegularKey(key, g.docKeyBuf.length);
@@ -79,6 +89,7 @@ export async function readCellRows(engine: KvEngine, opts: CellReadOptions, rule
       const cells = rowCells(entries, rulesOf, opts, columns, schemaColumns);
       if (cells.length === 0) continue;
       cellCount += cells.length;
+      for (const c of cells) bytes += cellBytes(c);
       rows.push({ key: decodeDocKeyBuf(g.docKeyBuf), cells });
     }
   } finally {

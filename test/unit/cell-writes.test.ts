@@ -66,4 +66,25 @@ describe('cell writes', () => {
       await db.close();
     }
   });
+
+  it('cell writes: a scan cut by its row limit resumes from its resume key and reads every row once', async () => {
+    const db = await DocDb.open({ regular: new MemoryEngine(), intents: new MemoryEngine() });
+    try {
+      const k = (i: number): DocKey => ({ hash: i, hashed: [BigInt(i)], range: [] });
+      await db.writeRegular(Array.from({ length: 5 }, (_, i) => ({ type: 'cells' as const, key: k(i), cells: [{ kind: 'put' as const, columnId: 2, value: `r${i}` }] })), S(10), { term: 1, index: 1 });
+      const seen: string[] = [];
+      let start: Uint8Array | undefined;
+      for (let page = 0; page < 10; page++) {
+        const r = await db.readCells({ readHt: S(11), limit: 2, ...(start ? { startKey: start } : {}) });
+        expect(r.rows.length).toBeLessThanOrEqual(2);
+        seen.push(...r.rows.map((x) => String(x.cells[0]?.value)));
+        if (!r.resumeKey) break;
+        start = r.resumeKey;
+      }
+      expect(seen).toEqual(['r0', 'r1', 'r2', 'r3', 'r4']);
+      await expect(db.gc(S(20)).then(() => db.readCells({ readHt: S(19) }))).rejects.toMatchObject({ code: 'SNAPSHOT_TOO_OLD' });
+    } finally {
+      await db.close();
+    }
+  });
 });
