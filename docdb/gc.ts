@@ -24,8 +24,7 @@ import { GroupIterator } from './group-iterator';
 import type { KvEngine, KvOp } from './kv-engine';
 import { isExpired } from './row-assembler';
 import { cellGcDrops, DEFAULT_CELL_RULES, type CellEntry, type CellRules } from './cell-versions';
-import { cellEntryOf } from './cell-reader';
-import type { SubKind } from './row-assembler';
+import { Tag, ValueTag } from './encoding';
 import { decodeStored, parseRegularKey, REGULAR_DATA_END, REGULAR_DATA_START } from './storage-keys';
 
 /** Deletes per write batch during GC (bounds batch memory). */
@@ -115,6 +114,15 @@ export async function gcRegular(
   return { versionsScanned: scanned, versionsDropped: dropped, droppedColumnVersions: droppedColumn };
 }
 
+/**
+ * A stored value's kind and TTL without decoding its payload (GC needs no value, and a large string
+ * would cost a copy per version): the TTL prefix, then the tag.
+ */
+function peekValue(b: Buffer): { tag: number; ttlMs?: number } {
+  if (b.length >= 10 && b[0] === ValueTag.TTL) return { tag: b[9]!, ttlMs: Number(b.readBigUInt64BE(1)) };
+  return { tag: b[0] ?? Tag.NULL_LOW };
+}
+
 /** The keys of column versions and row tombstones of one row that the cell model's GC deletes. */
 function cellDrops(vs: readonly V[], rulesOf: (columnId: number) => CellRules, cutoff: HybridTime): Buffer[] {
   const keyOf = new Map<CellEntry, Buffer>();
@@ -122,9 +130,13 @@ function cellDrops(vs: readonly V[], rulesOf: (columnId: number) => CellRules, c
   const rowMarkers: CellEntry[] = [];
   for (const v of vs) {
     if (v.id === 'liveness') continue;
-    const sub: SubKind = v.id === 'row' ? { kind: 'row' } : { kind: 'column', id: v.columnId };
-    const e = cellEntryOf(sub, v.ht, v.writeId, decodeStored(v.value));
-    if (e === undefined) continue;
+    const { tag, ttlMs } = peekValue(v.value);
+    let e: CellEntry;
+    if (v.id === 'row') e = { kind: 'deleteRow', columnId: -1, ht: v.ht, writeId: v.writeId };
+    else if (tag === ValueTag.VERSION_TOMBSTONE) e = { kind: 'deleteVersion', columnId: v.columnId, ht: v.ht, writeId: v.writeId };
+    // A tombstone, or a stored null (which reads as one).
+    else if (tag === ValueTag.TOMBSTONE || tag === Tag.NULL_LOW) e = { kind: 'deleteColumn', columnId: v.columnId, ht: v.ht, writeId: v.writeId };
+    else e = { kind: 'put', columnId: v.columnId, ht: v.ht, writeId: v.writeId, ...(ttlMs !== undefined ? { ttlMs } : {}) };
     keyOf.set(e, v.key);
     if (e.kind === 'deleteRow') rowMarkers.push(e);
     else {
