@@ -101,6 +101,31 @@ export function masks(m: CellEntry, p: CellEntry): boolean {
   return false;
 }
 
+/**
+ * The markers of a column in a form that answers "is this put masked?" in O(1): the newest column or
+ * row tombstone (it masks everything at or before it, so older ones add nothing) and the times of
+ * version tombstones. Linear in the markers, so a row with many of them costs no quadratic work.
+ */
+export class Masks {
+  private newestDelete: CellEntry | undefined;
+  private readonly versionHts = new Set<HybridTime>();
+
+  add(m: CellEntry): void {
+    if (m.kind === 'deleteVersion') this.versionHts.add(m.ht);
+    else if (m.kind !== 'put' && (this.newestDelete === undefined || atOrBefore(this.newestDelete, m))) this.newestDelete = m;
+  }
+
+  masked(p: CellEntry): boolean {
+    return (this.newestDelete !== undefined && atOrBefore(p, this.newestDelete)) || this.versionHts.has(p.ht);
+  }
+}
+
+function masksOf(entries: readonly CellEntry[], keep: (m: CellEntry) => boolean): Masks {
+  const out = new Masks();
+  for (const e of entries) if (e.kind !== 'put' && keep(e)) out.add(e);
+  return out;
+}
+
 /** Past its TTL at `atHt`: the cell's own TTL or the family's, whichever ends first. */
 export function expiredAt(p: CellEntry, rules: CellRules, atHt: HybridTime): boolean {
   let ttlMs = p.ttlMs;
@@ -114,13 +139,13 @@ export function expiredAt(p: CellEntry, rules: CellRules, atHt: HybridTime): boo
  * masked ones unless KEEP_DELETED_CELLS. `entries`: the column's versions and the row's tombstones.
  */
 export function retainedPuts(entries: readonly CellEntry[], rules: CellRules, atHt: HybridTime): CellEntry[] {
-  const markers = entries.filter((e) => e.kind !== 'put' && e.ht <= atHt);
-  const puts = entries.filter((e) => e.kind === 'put' && e.ht <= atHt).sort(newerFirst);
   const keepDeleted = rules.keepDeletedCells !== 'false';
+  const markers = keepDeleted ? undefined : masksOf(entries, (m) => m.ht <= atHt);
+  const puts = entries.filter((e) => e.kind === 'put' && e.ht <= atHt).sort(newerFirst);
   const out: CellEntry[] = [];
   for (const p of puts) {
     if (out.length >= rules.versions) break;
-    if (!keepDeleted && markers.some((m) => masks(m, p))) continue;
+    if (markers?.masked(p)) continue;
     out.push(p);
   }
   return out;
@@ -135,14 +160,14 @@ export function selectColumnCells(entries: readonly CellEntry[], rules: CellRule
   }
   const retained = retainedPuts(entries, rules, spec.readHt);
   const keepDeleted = rules.keepDeletedCells !== 'false';
-  const markers = entries.filter((e) => e.kind !== 'put' && e.ht <= spec.readHt && (!keepDeleted || spec.maxHt === undefined || e.ht < spec.maxHt));
+  const markers = masksOf(entries, (m) => m.ht <= spec.readHt && (!keepDeleted || spec.maxHt === undefined || m.ht < spec.maxHt));
   const out: CellEntry[] = [];
   const n = spec.versions ?? 1;
   for (let i = 0; i < retained.length && out.length < n; i++) {
     const p = retained[i]!;
     if (i >= rules.minVersions && expiredAt(p, rules, spec.readHt)) continue;
     if (!inRange(p)) continue;
-    if (markers.some((m) => masks(m, p))) continue;
+    if (markers.masked(p)) continue;
     out.push(p);
   }
   return out;
@@ -171,12 +196,26 @@ export function cellGcDrops(byColumn: ReadonlyMap<number, readonly CellEntry[]>,
     }
     for (const e of own) if (e.kind === 'put' && e.ht > cutoff) kept.push(e);
   }
-  for (const [, own] of byColumn) {
+  // A marker at or before the cutoff stays while it masks a put that stays: a column marker one of its
+  // column's, a row marker any column's — each "oldest kept put at or before it" / "a kept put at its time".
+  const oldestKept = (list: readonly CellEntry[]): CellEntry | undefined => list.reduce<CellEntry | undefined>((o, p) => (o === undefined || atOrBefore(p, o) ? p : o), undefined);
+  const keptByColumn = new Map<number, CellEntry[]>();
+  for (const p of kept) {
+    const l = keptByColumn.get(p.columnId);
+    if (l) l.push(p);
+    else keptByColumn.set(p.columnId, [p]);
+  }
+  for (const [columnId, own] of byColumn) {
+    const mine = keptByColumn.get(columnId) ?? [];
+    const oldest = oldestKept(mine);
+    const hts = new Set(mine.map((p) => p.ht));
     for (const m of own) {
       if (m.kind === 'put' || m.ht > cutoff) continue;
-      if (!kept.some((p) => p.columnId === m.columnId && masks(m, p))) drop.add(m);
+      const masksKept = m.kind === 'deleteVersion' ? hts.has(m.ht) : oldest !== undefined && atOrBefore(oldest, m);
+      if (!masksKept) drop.add(m);
     }
   }
-  for (const m of rowMarkers) if (m.ht <= cutoff && !kept.some((p) => masks(m, p))) drop.add(m);
+  const oldestAll = oldestKept(kept);
+  for (const m of rowMarkers) if (m.ht <= cutoff && !(oldestAll !== undefined && atOrBefore(oldestAll, m))) drop.add(m);
   return drop;
 }
