@@ -249,7 +249,11 @@ export interface DocDbApi {
    */
   compact(historyCutoffHt: HybridTime): Promise<void>;
   /** compact() with figures: the cutoff used (capped by readers and unapplied transactions) and what was dropped. */
-  gc(historyCutoffHt: HybridTime, opts?: { compactRange?: boolean }): Promise<{ versionsScanned: number; versionsDropped: number; droppedColumnVersions: number; cutoffHt: HybridTime }>;
+  gc(
+    historyCutoffHt: HybridTime,
+    /** startKey / rowsMax: an incremental pass over part of the rows, answering where the next one starts (resumeKey). */
+    opts?: { compactRange?: boolean; startKey?: Uint8Array; rowsMax?: number },
+  ): Promise<{ versionsScanned: number; versionsDropped: number; droppedColumnVersions: number; cutoffHt: HybridTime; resumeKey?: Uint8Array }>;
   /** Upper bound of the newest version's hybrid time in RegularDB (undefined: not tracked). */
   newestVersionHt(): HybridTime | undefined;
   /** Lower bound of every version's hybrid time in RegularDB (2^64-1: none written yet; 0: unknown). */

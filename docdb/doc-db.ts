@@ -439,7 +439,7 @@ export class DocDb implements DocDbApi {
    * periodic pass leaves that to RocksDB's own compactions (a CompactRange rewrites every file and
    * holds the thread pool meanwhile).
    */
-  async gc(historyCutoffHt: HybridTime, opts: { compactRange?: boolean } = {}): Promise<GcResult & { cutoffHt: HybridTime }> {
+  async gc(historyCutoffHt: HybridTime, opts: { compactRange?: boolean; startKey?: Uint8Array; rowsMax?: number } = {}): Promise<GcResult & { cutoffHt: HybridTime }> {
     let cutoffHt = this.readers.cap(historyCutoffHt);
     // Unapplied transactions: their versions will enter RegularDB at their commit time, possibly
     // below the cutoff; GC must not drop a tombstone that would hide them. A transaction not yet
@@ -456,8 +456,12 @@ export class DocDb implements DocDbApi {
     // Durable before the first delete: reads below it are refused from now on.
     await this.regularDb.raiseHistoryFloor(cutoffHt);
     const compact = opts.compactRange !== false;
-    const r = await gcRegular(db.engine, cutoffHt, (ops) => db.write(ops, db.frontier), this.schemaColumns, compact, this.rulesOf);
-    if (compact) await this.intentsDb.db.engine.compactRange();
+    const r = await gcRegular(db.engine, cutoffHt, (ops) => db.write(ops, db.frontier), this.schemaColumns, compact, {
+      rulesOf: this.rulesOf,
+      ...(opts.startKey ? { startKey: opts.startKey } : {}),
+      ...(opts.rowsMax ? { rowsMax: opts.rowsMax } : {}),
+    });
+    if (compact && r.resumeKey === undefined) await this.intentsDb.db.engine.compactRange();
     return { ...r, cutoffHt };
   }
 

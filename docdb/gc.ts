@@ -30,7 +30,19 @@ import { decodeStored, parseRegularKey, REGULAR_DATA_END, REGULAR_DATA_START } f
 /** Deletes per write batch during GC (bounds batch memory). */
 const GC_BATCH_OPS_MAX = 10_000;
 
+/** What one GC pass covers beyond the defaults (docs/cells.md). */
+export interface GcPassOptions {
+  /** Each column's family rules (absent: the default family's). */
+  rulesOf?: (columnId: number) => CellRules;
+  /** Incremental GC: start at this encoded DocKey (absent: the first row). */
+  startKey?: Uint8Array;
+  /** Incremental GC: stop after this many rows and answer a resume key (absent: the whole database). */
+  rowsMax?: number;
+}
+
 export interface GcResult {
+  /** Incremental GC: the row the next pass starts at; absent when this pass reached the end. */
+  resumeKey?: Buffer;
   versionsScanned: number;
   /** Every version deleted, droppedColumnVersions included. */
   versionsDropped: number;
@@ -63,10 +75,14 @@ export async function gcRegular(
   write: (ops: KvOp[]) => Promise<void>,
   schemaColumns?: ReadonlySet<number>,
   compactRange = true,
-  /** Each column's family rules (absent: the default family's). */
-  rulesOf: (columnId: number) => CellRules = () => DEFAULT_CELL_RULES,
+  pass: GcPassOptions = {},
 ): Promise<GcResult> {
-  const it = new GroupIterator(engine.iterator({ gte: REGULAR_DATA_START, lt: REGULAR_DATA_END }));
+  const rulesOf = pass.rulesOf ?? ((): CellRules => DEFAULT_CELL_RULES);
+  const start = pass.startKey && pass.startKey.length > 0 ? Buffer.from(pass.startKey) : REGULAR_DATA_START;
+  const rowsMax = pass.rowsMax !== undefined && pass.rowsMax > 0 ? pass.rowsMax : Infinity;
+  let rows = 0;
+  let resumeKey: Buffer | undefined;
+  const it = new GroupIterator(engine.iterator({ gte: start, lt: REGULAR_DATA_END }));
   let scanned = 0;
   let dropped = 0;
   let droppedColumn = 0;
@@ -83,6 +99,11 @@ export async function gcRegular(
     for (;;) {
       const g = await it.next();
       if (g === undefined) break;
+      if (rows >= rowsMax) {
+        resumeKey = Buffer.from(g.docKeyBuf);
+        break;
+      }
+      rows++;
       scanned += g.entries.length;
       const vs: V[] = [];
       for (const [key, value] of g.entries) {
@@ -110,8 +131,9 @@ export async function gcRegular(
     await it.close();
   }
   if (batch.length > 0) await write(batch);
-  if (compactRange) await engine.compactRange();
-  return { versionsScanned: scanned, versionsDropped: dropped, droppedColumnVersions: droppedColumn };
+  // A partial pass leaves the space to RocksDB's own compactions (or to the pass that ends the round).
+  if (compactRange && resumeKey === undefined) await engine.compactRange();
+  return { versionsScanned: scanned, versionsDropped: dropped, droppedColumnVersions: droppedColumn, ...(resumeKey ? { resumeKey } : {}) };
 }
 
 /**

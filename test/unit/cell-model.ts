@@ -1,6 +1,7 @@
 /**
  * Model-based test of HBase's cell model on DocDB (docs/cells.md): random timestamped puts (with cell
- * TTLs), deletes of a version / a column / a row, clock advances, history GC and reads (get and scan;
+ * TTLs), deletes of a version / a column / a row, clock advances, history GC (whole, or incremental
+ * passes of a row or two) and reads (get and scan;
  * versions, time ranges, as-of, raw, column projection) run against a DocDb and against a small
  * reference model that keeps every cell forever and answers from HBase's rules directly.
  *
@@ -104,7 +105,7 @@ type Action =
   | { t: 'delColumn'; row: number; col: number; back: number }
   | { t: 'delRow'; row: number; back: number }
   | { t: 'advance'; by: number }
-  | { t: 'gc'; lag: number }
+  | { t: 'gc'; lag: number; chunkRows?: number }
   | { t: 'read'; row: number | 'scan'; back: number; range?: [number, number]; versions?: number; raw: boolean; cols?: number[] };
 
 const rowArb = fc.integer({ min: 0, max: ROWS - 1 });
@@ -116,7 +117,7 @@ const actionArb: fc.Arbitrary<Action> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ t: fc.constant('delColumn' as const), row: rowArb, col: colArb, back: backArb }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('delRow' as const), row: rowArb, back: backArb }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('advance' as const), by: fc.integer({ min: 1, max: 3 }) }) },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('gc' as const), lag: fc.integer({ min: 0, max: 6 }) }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('gc' as const), lag: fc.integer({ min: 0, max: 6 }), chunkRows: fc.option(fc.integer({ min: 1, max: 2 }), { nil: undefined }) }, { requiredKeys: ['t', 'lag'] }) },
   {
     weight: 4,
     arbitrary: fc.record(
@@ -149,8 +150,15 @@ async function apply(db: DocDb, m: Model, a: Action, st: { now: number; op: numb
       return;
     case 'gc': {
       const cutoff = Math.max(m.floor, st.now - a.lag);
-      const r = await db.gc(S(cutoff));
-      expect(r.cutoffHt).toBe(S(cutoff));
+      // Incremental GC (chunkRows): passes over a few rows each, resumed until the end.
+      let start: Uint8Array | undefined;
+      for (let pass = 0; pass <= ROWS; pass++) {
+        const r = await db.gc(S(cutoff), { ...(a.chunkRows ? { rowsMax: a.chunkRows } : {}), ...(start ? { startKey: start } : {}) });
+        expect(r.cutoffHt).toBe(S(cutoff));
+        start = r.resumeKey;
+        if (!start) break;
+      }
+      expect(start, 'incremental GC ended').toBeUndefined();
       m.floor = cutoff;
       await checkRetention(db, m, rules, cutoff);
       return;

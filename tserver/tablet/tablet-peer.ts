@@ -52,6 +52,7 @@ import { parseRetryableImage, RetryableRequests, type RetryableImage } from './r
 import { OUTCOME_LIMITS, OutcomeMemory } from './outcome-memory';
 import { parseTableSchema, writeTabletMeta, type TableSchema, type TabletMeta } from './tablet-meta';
 import { applySchemaToDocDb } from './cell-schema';
+import { incrementalGc } from './incremental-gc';
 import { forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey } from '../transaction/txn-record';
 import { makeDirs, writeFileDurablyAsync } from '../../common/fs-dirs';
 import { parseRowLockImage, RowLockOps, RowLockTable, type HeldLock, type RowLockImage } from './row-locks';
@@ -1436,7 +1437,8 @@ export class TabletPeer {
       }
     }
     const t0 = performance.now();
-    const run = db.gc(cutoffHt, { compactRange: false });
+    // In passes of a bounded number of rows, yielding between them (incremental-gc.ts).
+    const run = incrementalGc(db, cutoffHt, () => this.state === TabletState.RUNNING);
     this.historyGcRunning = run;
     try {
       const r = await run;
