@@ -9,12 +9,18 @@ import { defineConfig } from 'vitest/config';
  * it so). TESSERA_TEST_WORKERS sets another count (1 runs the files one at a time, as before).
  *
  * A few files need the machine to themselves: their checks count work done in a bounded time (the
- * Jepsen-style verify runs need enough acknowledged operations for a history to count; the Docker
- * tests start containers). They run after the rest, one at a time ("alone").
+ * Docker tests start containers). They run after the rest, one at a time ("alone").
+ *
+ * The long Jepsen-style campaigns (test/integration/verify*.test.ts: ten workloads under nemeses and
+ * a 50-cycle crash loop, ~9 minutes on 2 cores) are not part of `npm test`, which must stay short;
+ * they are `npm run test:campaigns` (the "campaigns" project, one file at a time, also alone), which
+ * CI runs after `npm test` (.ci/run). Any campaign is also `tessera verify` (docs/verify.md).
  */
 const workers = Number(process.env.TESSERA_TEST_WORKERS ?? 3);
 const maxWorkers = Number.isInteger(workers) && workers > 0 ? workers : 3;
-const ALONE = ['test/integration/verify.test.ts', 'test/integration/verify-crash.test.ts', 'test/docker/**/*.test.ts'];
+const CAMPAIGNS = ['test/integration/verify.test.ts', 'test/integration/verify-crash.test.ts'];
+const ALONE = ['test/docker/**/*.test.ts'];
+const withCampaigns = process.env.TESSERA_CAMPAIGNS === '1';
 
 export default defineConfig({
   test: {
@@ -22,15 +28,17 @@ export default defineConfig({
     hookTimeout: 120_000,
     pool: 'forks',
     reporters: ['default'],
-    projects: [
-      {
-        extends: true,
-        test: { name: 'parallel', include: ['test/**/*.test.ts'], exclude: ALONE, fileParallelism: maxWorkers > 1, maxWorkers, sequence: { groupOrder: 0 } },
-      },
-      {
-        extends: true,
-        test: { name: 'alone', include: ALONE, fileParallelism: false, sequence: { groupOrder: 1 } },
-      },
-    ],
+    projects: withCampaigns
+      ? [{ extends: true, test: { name: 'campaigns', include: CAMPAIGNS, fileParallelism: false } }]
+      : [
+          {
+            extends: true,
+            test: { name: 'parallel', include: ['test/**/*.test.ts'], exclude: [...ALONE, ...CAMPAIGNS], fileParallelism: maxWorkers > 1, maxWorkers, sequence: { groupOrder: 0 } },
+          },
+          {
+            extends: true,
+            test: { name: 'alone', include: ALONE, fileParallelism: false, sequence: { groupOrder: 1 } },
+          },
+        ],
   },
 });

@@ -74,7 +74,7 @@ const TABLE_TABLETS = 3;
 const BIG_TXN = 'big-txn';
 const BIG_TXN_TABLE = 'vs_big_txn';
 
-export const VS_WORKLOADS: Record<string, { op: VsOp; concurrency: number; tesseraOnly?: boolean; optional?: boolean }> = {
+export const VS_WORKLOADS: Record<string, { op: VsOp; concurrency: number; tesseraOnly?: boolean; optional?: boolean; sameTablet?: boolean }> = {
   'put-c1': { op: 'put', concurrency: 1 },
   'put-c16': { op: 'put', concurrency: 16 },
   'put-c64': { op: 'put', concurrency: 64 },
@@ -86,6 +86,10 @@ export const VS_WORKLOADS: Record<string, { op: VsOp; concurrency: number; tesse
   // Not in the default set either: deeper queues batch more per Raft round, RocksDB write and
   // frame, so the CPU per transaction here approaches the per-transaction floor.
   'txn2-c256': { op: 'txn', concurrency: 256, tesseraOnly: true, optional: true },
+  // Not in the default set: 2-row transactions whose rows share one tablet (docs/transactions.md,
+  // the single-tablet fast path), to set beside puts and the 2-tablet transactions.
+  'txn1-c16': { op: 'txn', concurrency: 16, tesseraOnly: true, optional: true, sameTablet: true },
+  'txn1-c64': { op: 'txn', concurrency: 64, tesseraOnly: true, optional: true, sameTablet: true },
 };
 
 /** Every name --workloads accepts: the load workloads and, last, the big transaction. */
@@ -440,7 +444,7 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
         const order = round % 2 === 1 ? ts : [...ts].reverse();
         for (const t of order) {
           const warmup = round === 1 ? firstWarmup : o.warmupSeconds;
-          const lg = await runLoadgen(t, base(t, def.op, def.concurrency, warmup, o.seconds));
+          const lg = await runLoadgen(t, { ...base(t, def.op, def.concurrency, warmup, o.seconds), ...(def.sameTablet === true ? { sameTablet: true } : {}) });
           const lag = def.op === 'txn' && t.system === 'tessera' ? await txnApplyLag(tessera, lg, notes) : undefined;
           const r = toRun(round, w, t.system, lg, lag);
           runs.push(r);

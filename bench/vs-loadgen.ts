@@ -29,6 +29,8 @@ export interface LoadSpec {
   /** Reads pick keys in [0, readKeys); preload writes exactly those keys. */
   readKeys: number;
   valueBytes: number;
+  /** txn: both rows on one tablet (the single-tablet fast path's workload) instead of two. */
+  sameTablet?: boolean;
 }
 
 export interface LoadResult {
@@ -78,7 +80,7 @@ interface TxnHandle {
   abort?(): Promise<void>;
 }
 interface TxnCapable {
-  beginTransaction(o: { isolation: string }): Promise<TxnHandle>;
+  beginTransaction(o: { isolation: string; deferWrites?: boolean }): Promise<TxnHandle>;
 }
 
 export function hasTransactions(c: TesseraClient): boolean {
@@ -90,6 +92,14 @@ const etcdKey = (k: number): string => `bench/${String(k).padStart(10, '0')}`;
 
 function tabletOf(k: number): number {
   return Math.floor((partitionHash([BigInt(k)]) * TABLETS_ASSUMED) / 0x10000);
+}
+
+/** Two random keys on one tablet of a 3-tablet table (the single-tablet transaction workload). */
+export function oneTabletKeys(): [number, number] {
+  const a = randKey(PUT_KEY_SPACE);
+  let b = randKey(PUT_KEY_SPACE);
+  for (let i = 0; i < OTHER_TABLET_TRIES && (tabletOf(b) !== tabletOf(a) || b === a); i++) b = randKey(PUT_KEY_SPACE);
+  return [a, b];
 }
 
 /** Two random keys of the 2-row transaction workload, on different tablets of a 3-tablet table. */
@@ -145,8 +155,10 @@ async function setup(spec: LoadSpec): Promise<{ op: Op; close: () => Promise<voi
       const table = spec.table;
       return {
         op: async (v) => {
-          const [a, b] = twoTabletKeys();
-          const txn = await tc.beginTransaction({ isolation: 'snapshot' });
+          const [a, b] = spec.sameTablet === true ? oneTabletKeys() : twoTabletKeys();
+          // One tablet: writes kept back to the commit, which then takes the single-tablet fast path
+          // (unless the tservers run with enable_txn_fast_path=false: the A/B).
+          const txn = await tc.beginTransaction(spec.sameTablet === true ? { isolation: 'snapshot', deferWrites: true } : { isolation: 'snapshot' });
           try {
             await txn.table(table).upsert({ id: BigInt(a), v });
             await txn.table(table).upsert({ id: BigInt(b), v });

@@ -9,7 +9,9 @@ import { tabletServerMethods } from '../rpc';
 import type { TesseraClient } from '../client/tessera-client';
 import { checkReplicaConvergence, convergenceLine } from '../lab/verify/replica-convergence';
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
+import { registerSplitCommands } from './split-commands';
 import { readLabState } from '../lab/lab-state';
+import { registerBackupCommands } from './backup-commands';
 import { CERTS_DIR_HELP, CLUSTER_SECRET_HELP, DEFAULT_MASTER_ADDRESSES, LAB_DIR_HELP, print, printJson, printTable, withClient } from './cli-io';
 
 /** Environment variable naming the console token file `admin set_flag` sends to a console URL. */
@@ -50,6 +52,8 @@ export function registerAdminCommands(program: Command): void {
     const o = opts(cmd);
     return withClient(o, o.timeout_ms ? Number(o.timeout_ms) : undefined, f);
   };
+
+  registerSplitCommands(admin, run, (cmd) => opts(cmd).json === true);
 
   admin.command('list_all_masters').action(async (_o: unknown, cmd: Command) => {
     const r = await run(cmd, (c) => c.listMasters());
@@ -188,4 +192,5 @@ export function registerAdminCommands(program: Command): void {
       if (opts(cmd).json) printJson(r);
       else print(`${r.name ?? flag}=${r.value ?? value} on ${server}`);
     });
+  registerBackupCommands(admin, run, (cmd) => opts(cmd).json === true);
 }

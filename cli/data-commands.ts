@@ -6,6 +6,7 @@
 import type { Command } from 'commander';
 import { DbError, ErrorCode } from '../common/errors';
 import { familyAttributes, parseFamilySpec, type ColumnFamily } from '../common/column-families';
+import { hexOf } from '../common/key-bounds';
 import type { ColumnSpec, ColumnType, Row, TableDurability } from '../client/client-types';
 import type { TableSchema } from '../client/table-schema';
 import type { TesseraClient } from '../client/tessera-client';
@@ -121,7 +122,9 @@ export function registerDataCommands(program: Command): void {
     .option('--tablets <n>', 'number of tablets')
     .option('--rf <n>', 'replication factor')
     .option('--durability <level>', 'ASYNC | FLUSH | FSYNC (default FSYNC): how far a write gets before it is acknowledged (docs/durability.md)')
-    .action(async (name: string, o: CommonOpts & { columns: string; hash?: string; range?: string; tablets?: string; rf?: string; durability?: string; family?: ColumnFamily[] }) => {
+    .option('--split_at <points>', "range tables: split points, values of the first range column: 'k1,k2,...' (N points = N+1 tablets; a point of several columns: 'a/1,b/2'); docs/splitting.md")
+    .option('--split_policy <policy>', 'where splits may fall: any (default) or prefix:N (rows sharing their first N range columns stay in one tablet)')
+    .action(async (name: string, o: CommonOpts & { columns: string; hash?: string; range?: string; tablets?: string; rf?: string; durability?: string; split_at?: string; split_policy?: string; family?: ColumnFamily[] }) => {
       const split = (s: string | undefined): string[] => (s ? s.split(',').map((x) => x.trim()).filter(Boolean) : []);
       const id = await withClient(o, timeout(o), (c) =>
         c.createTable({
@@ -132,6 +135,8 @@ export function registerDataCommands(program: Command): void {
           ...(o.rf ? { replicationFactor: Number(o.rf) } : {}),
           ...(o.durability ? { durability: parseDurability(o.durability) } : {}),
           ...(o.family ? { families: o.family } : {}),
+          ...(o.split_at ? { splitAt: split(o.split_at).map((p) => p.split('/')) } : {}),
+          ...(o.split_policy ? { splitPolicy: o.split_policy } : {}),
         }),
       );
       if (o.json) printJson({ name, id });
@@ -161,6 +166,7 @@ export function registerDataCommands(program: Command): void {
     const tablets = loc.tablets.map((t) => ({
       tabletId: t.tabletId,
       partition: [t.start, t.end],
+      ...(t.keyStart?.length || t.keyEnd?.length ? { keyRange: [hexOf(t.keyStart), hexOf(t.keyEnd)] } : {}),
       leader: t.replicas.find((r) => r.role === 'LEADER')?.rpcAddress ?? null,
       followers: t.replicas.filter((r) => r.role !== 'LEADER').map((r) => r.rpcAddress),
     }));
@@ -170,7 +176,7 @@ export function registerDataCommands(program: Command): void {
     print('');
     printTable(['family', 'retention'], sc.families.map((f) => [f.name, familyAttributes(f)]));
     print('');
-    printTable(['tablet', 'hash range', 'leader', 'followers'], tablets.map((t) => [t.tabletId, `[${t.partition[0]}, ${t.partition[1]})`, t.leader ?? '(none yet)', t.followers.join(' ')]));
+    printTable(['tablet', 'partition', 'leader', 'followers'], tablets.map((t) => [t.tabletId, partitionLabel(t), t.leader ?? '(none yet)', t.followers.join(' ')]));
   });
 
   common(program.command('alter-table <name>').description('change a table: --add_columns "c:string,d:int64" --drop_columns b --rename_columns old:new --rename_to NAME (any mix, one schema version)'))
@@ -260,13 +266,23 @@ export function registerDataCommands(program: Command): void {
     .option('--limit <n>', 'rows at most', '100')
     .option('--columns <cols>', COLUMNS_HELP)
     .option('--full', FULL_HELP)
-    .action(async (table: string, o: CommonOpts & { limit: string; columns?: string; full?: boolean }) => {
+    .option('--filter <expr>', "a server-side filter, e.g. \"PrefixFilter('a') AND ValueFilter(=,'substring:x')\" (docs/filters.md)")
+    .option('--stats', 'also print the filter counters (cells read from storage, cells skipped) to stderr')
+    .action(async (table: string, o: CommonOpts & { limit: string; columns?: string; full?: boolean; filter?: string; stats?: boolean }) => {
       const limit = Number(o.limit);
       if (!Number.isInteger(limit) || limit < 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--limit must be a non-negative integer`);
+      const stats = { cellsRead: 0, cellsSkipped: 0, calls: 0 };
       const { rows, columns } = await withClient(o, timeout(o), async (c) => {
         const cols = parseColumnList((await c.tableLocations(table)).schema, o.columns);
-        return { rows: await c.table(table).scan({ limit }), columns: cols };
+        return { rows: await c.table(table).scan({ limit, stats, ...(o.filter !== undefined ? { filter: o.filter } : {}) }), columns: cols };
       });
       printRows(rows, { json: o.json ?? false, full: o.full ?? false, ...(columns ? { columns } : {}) });
+      if (o.stats) process.stderr.write(o.json ? `${JSON.stringify({ rows: rows.length, ...stats })}\n` : `${rows.length} rows; cells read ${stats.cellsRead}, skipped ${stats.cellsSkipped}, in ${stats.calls} scan calls\n`);
     });
+}
+
+/** A tablet's partition for people: its hash range, or its key range (hex of the encoded bounds). */
+function partitionLabel(t: { partition: number[]; keyRange?: string[] }): string {
+  if (t.keyRange) return `key [${t.keyRange[0] || '-inf'}, ${t.keyRange[1] || '+inf'})`;
+  return `hash [${t.partition[0]}, ${t.partition[1]})`;
 }

@@ -154,7 +154,7 @@ export class CellOps {
     if (cells.length === 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'no cells to write');
     const inv = this.deps.invoker;
     // Not resent after an unknown outcome: a put at an explicit timestamp is idempotent, one without is not.
-    const r = await inv.call(this.deps.table, { hash: k.hash }, cellMethods().writeCells, (t) => ({ tabletId: t.tabletId, rows: [{ key: s.keyPb(k), cells, ...(rowTtlMs ? { rowTtlMs: BigInt(rowTtlMs) } : {}) }], schemaVersion: s.version, propagatedHt: inv.propagatedHt }), d, false);
+    const r = await inv.call(this.deps.table, { hash: k.hash, key: s.routeKey(k) }, cellMethods().writeCells, (t) => ({ tabletId: t.tabletId, rows: [{ key: s.keyPb(k), cells, ...(rowTtlMs ? { rowTtlMs: BigInt(rowTtlMs) } : {}) }], schemaVersion: s.version, propagatedHt: inv.propagatedHt }), d, false);
     inv.observeHt(r.propagatedHt);
     return BigInt(r.writeHt ?? 0n);
   }
@@ -207,7 +207,7 @@ export class CellOps {
     const k = s.key(key);
     if (nothing) return undefined;
     const inv = this.deps.invoker;
-    const r = await inv.call(this.deps.table, { hash: k.hash }, cellMethods().readCells, (t) => ({ ...spec, tabletId: t.tabletId, keys: [s.keyPb(k)], propagatedHt: inv.propagatedHt }), d, true);
+    const r = await inv.call(this.deps.table, { hash: k.hash, key: s.routeKey(k) }, cellMethods().readCells, (t) => ({ ...spec, tabletId: t.tabletId, keys: [s.keyPb(k)], propagatedHt: inv.propagatedHt }), d, true);
     inv.observeHt(r.propagatedHt);
     return this.rowsOf(s, r)[0];
   }

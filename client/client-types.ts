@@ -1,4 +1,5 @@
 /** Public types of the client library. */
+import type { FilterAst } from '../common/filter-ast';
 export type ColumnType = 'int64' | 'double' | 'string' | 'bytes' | 'bool';
 
 /** A column value: int64 as bigint (a safe-integer number is accepted on input), double as number, bytes as Uint8Array. */
@@ -33,6 +34,10 @@ export interface CreateTableOptions {
   durability?: TableDurability;
   /** Column families and their retention (docs/cells.md); parseFamilySpec reads `cf1:VERSIONS=3,TTL=10`. */
   families?: ColumnFamily[];
+  /** Range tables: split points, each a tuple of leading range-column values (docs/splitting.md). */
+  splitAt?: ReadonlyArray<readonly unknown[]>;
+  /** Where splits may fall: 'any' (default) or 'prefix:N' (docs/splitting.md). */
+  splitPolicy?: string;
 }
 
 /** How far a write gets before it is acknowledged (docs/durability.md). */
@@ -93,6 +98,24 @@ export interface ScanOptions extends ReadOptions {
   rangeEnd?: Row;
   /** Rows per scan RPC (default 1000). */
   pageSize?: number;
+  /**
+   * Read every tablet at exactly this hybrid time, with no uncertainty window: a consistent snapshot
+   * (an export's cut, docs/backup.md). Below a tablet's history floor: SNAPSHOT_TOO_OLD. Not inside
+   * a transaction (it has its own read time).
+   */
+  readHt?: bigint;
+  /** A server-side filter (docs/filters.md): an expression such as "PrefixFilter('a')", or a filter tree. */
+  filter?: string | FilterAst;
+  /** Filled by the scan: the tablets' filter counters summed over its calls. */
+  stats?: ScanStats;
+}
+
+/** A filtered scan's counters (docs/filters.md): cells read from storage, and of those the ones dropped. */
+export interface ScanStats {
+  cellsRead: number;
+  cellsSkipped: number;
+  /** Scan RPCs answered. */
+  calls: number;
 }
 
 export interface BatchOptions extends CallOptions {
@@ -143,4 +166,9 @@ export interface ConnectOptions {
    * must not be resent (inserts, transactional writes, commits) keep the whole deadline. 0: no cap.
    */
   rpcSingleCallTimeoutMs?: number;
+  /**
+   * Default of beginTransaction's `deferWrites` (default false): writes kept back to the commit, so a
+   * transaction whose writes fall in one tablet takes the single-tablet fast path (client/fast-path.ts).
+   */
+  deferTxnWrites?: boolean;
 }

@@ -5,6 +5,7 @@
  * per tablet so most failovers cost one extra round trip, not a master call.
  */
 import { DbError, ErrorCode } from '../common/errors';
+import { compareKeyBytes } from '../common/key-bounds';
 import { OldestKeys } from '../common/oldest-keys';
 import { masterMethods } from '../rpc';
 import type { MasterProxy } from './master-proxy';
@@ -12,6 +13,7 @@ import type { Deadline } from './retry-policy';
 import { TableSchema } from './table-schema';
 import { ReplicaHealth } from './replica-health';
 
+const EMPTY = new Uint8Array(0);
 /** Tables cached at most (least recently loaded dropped first). */
 export const META_CACHE_TABLES_MAX = 1000;
 /** A location refresh of one table is not repeated sooner than this (a storm of errors costs one call). */
@@ -21,6 +23,9 @@ export interface TabletLocation {
   tabletId: string;
   start: number;
   end: number;
+  /** Range tables: encoded DocKey bounds [keyStart, keyEnd) (empty = open; docs/splitting.md). */
+  keyStart?: Uint8Array;
+  keyEnd?: Uint8Array;
   replicas: Array<{ uuid: string; rpcAddress: string; role: string }>;
 }
 
@@ -58,6 +63,11 @@ export class MetaCache {
     this.tables.delete(name);
   }
 
+  /** When the cached locations of `name` were loaded (undefined: not cached). */
+  cachedLoadedAtMs(name: string): number | undefined {
+    return this.tables.get(name)?.loadedAtMs;
+  }
+
   /** The schema version of the cached locations of `name` (undefined: not cached). */
   cachedSchemaVersion(name: string): number | undefined {
     return this.tables.get(name)?.schema.version;
@@ -74,9 +84,11 @@ export class MetaCache {
         tabletId: t.tabletId ?? '',
         start: t.partition?.start ?? 0,
         end: t.partition?.end || 65536,
+        keyStart: new Uint8Array(t.partition?.keyStart ?? []),
+        keyEnd: new Uint8Array(t.partition?.keyEnd ?? []),
         replicas: (t.replicas ?? []).map((x) => ({ uuid: x.tserverUuid ?? '', rpcAddress: x.rpcAddress ?? '', role: x.role ?? '' })),
       }));
-      tablets.sort((a, b) => a.start - b.start);
+      tablets.sort((a, b) => a.start - b.start || compareKeyBytes(a.keyStart ?? EMPTY, b.keyStart ?? EMPTY));
       for (const t of tablets) {
         const l = t.replicas.find((x) => x.role === 'LEADER');
         // The master learns of a new leader from heartbeats: a leader that stopped answering may
@@ -109,17 +121,46 @@ export class MetaCache {
   }
 }
 
-/** The tablet whose partition [start, end) holds this hash. */
-export function tabletForHash(loc: TableLocations, hash: number): TabletLocation {
+/**
+ * Where a row goes: its hash and, for a range table, its encoded DocKey (`key`). Tablets are in
+ * (hash, key) order, so a binary search finds the one whose partition holds the row.
+ */
+export interface RowRoute {
+  hash: number;
+  key?: Uint8Array | undefined;
+}
+
+/** -1: the route sorts before tablet t, 1: after it, 0: t holds it. */
+export function compareRoute(t: TabletLocation, hash: number, key: Uint8Array | undefined): number {
+  if (hash < t.start) return -1;
+  if (hash >= t.end) return 1;
+  if (!key) return 0;
+  if (t.keyStart && t.keyStart.length > 0 && compareKeyBytes(key, t.keyStart) < 0) return -1;
+  if (t.keyEnd && t.keyEnd.length > 0 && compareKeyBytes(key, t.keyEnd) >= 0) return 1;
+  return 0;
+}
+
+/** The tablet whose partition holds this hash (and key, for a range table). */
+export function tabletForHash(loc: TableLocations, hash: number, key?: Uint8Array): TabletLocation {
   const ts = loc.tablets;
   let lo = 0;
   let hi = ts.length - 1;
   while (lo <= hi) {
     const mid = (lo + hi) >> 1;
     const t = ts[mid]!;
-    if (hash < t.start) hi = mid - 1;
-    else if (hash >= t.end) lo = mid + 1;
+    const c = compareRoute(t, hash, key);
+    if (c < 0) hi = mid - 1;
+    else if (c > 0) lo = mid + 1;
     else return t;
   }
   throw new DbError(ErrorCode.TABLET_NOT_FOUND, `no tablet of table ${loc.schema.name} covers hash ${hash}`);
+}
+
+/** The tablet holding a route, or undefined (the sites that fall back to an unbatched call). */
+export function tabletForRoute(loc: TableLocations, r: RowRoute): TabletLocation | undefined {
+  try {
+    return tabletForHash(loc, r.hash, r.key);
+  } catch {
+    return undefined;
+  }
 }

@@ -10,8 +10,8 @@ import { DbError, ErrorCode } from '../common/errors';
 import { rowMethods, type CellMutationPB, type MutateRowsRequestPB, type MutateRowsResponsePB, type RowConditionPB, type RowLockResponsePB, type RowMutationPB } from '../rpc';
 import type { DocKeyPB } from '../rpc';
 import type { CallOptions, ColumnValue, Row } from './client-types';
-import type { MetaCache, TableLocations } from './meta-cache';
-import { Deadline } from './retry-policy';
+import { tabletForRoute, type MetaCache, type RowRoute, type TableLocations } from './meta-cache';
+import { backoffMs, Deadline } from './retry-policy';
 import type { TabletInvoker } from './tablet-invoker';
 import { valueFromPb, valueToPb, type TableSchema } from './table-schema';
 
@@ -89,8 +89,11 @@ export class RowOps {
       try {
         return await f(loc);
       } catch (e) {
-        const again = e instanceof DbError && (e.code === ErrorCode.SCHEMA_VERSION_MISMATCH || e.details['unknownColumn'] === true);
-        if (!again || attempt >= 3 || d.expired()) throw e;
+        const split = e instanceof DbError && e.code === ErrorCode.TABLET_SPLIT;
+        const again = split || (e instanceof DbError && (e.code === ErrorCode.SCHEMA_VERSION_MISMATCH || e.details['unknownColumn'] === true));
+        // A split is retried until the deadline (the children take over within a few heartbeats).
+        if (!again || (!split && attempt >= 3) || d.expired()) throw e;
+        if (split) await new Promise((r) => setTimeout(r, backoffMs(Math.min(attempt, 5))));
         this.deps.cache.invalidate(this.deps.table);
       }
     }
@@ -103,18 +106,18 @@ export class RowOps {
       const s = loc.schema;
       // The call's `lock` goes with the row it locks.
       const lockKey = o.lock ? keyText(s, o.lock.key) : undefined;
-      const built = rows.map((r) => ({ hash: s.key(r.key).hash, pb: rowMutationPb(s, r.key, !r.lock && o.lock && keyText(s, r.key) === lockKey ? { ...r, lock: o.lock } : r) }));
-      const tablets = new Set(built.map((b) => loc.tablets.find((t) => b.hash >= t.start && b.hash < t.end)?.tabletId ?? `hash ${b.hash}`));
+      const built = rows.map((r) => ({ route: routeOf(s, r.key), pb: rowMutationPb(s, r.key, !r.lock && o.lock && keyText(s, r.key) === lockKey ? { ...r, lock: o.lock } : r) }));
+      const tablets = new Set(built.map((b) => tabletForRoute(loc, b.route)?.tabletId ?? `hash ${b.route.hash}`));
       if (tablets.size > 1) {
         throw new DbError(ErrorCode.CROSS_TABLET_MUTATION, `mutateRows on table ${this.deps.table}: the rows fall in ${tablets.size} tablets (${[...tablets].join(', ')}); it is atomic inside one tablet only`, { table: this.deps.table, tablets: [...tablets] });
       }
-      const r = await this.call(built[0]!.hash, s.version, built.map((b) => b.pb), o.waitForLocks === true, d);
+      const r = await this.call(built[0]!.route, s.version, built.map((b) => b.pb), o.waitForLocks === true, d);
       const results = (r.results ?? []).map((x) => Object.fromEntries((x.columns ?? []).map((c) => [s.byId.get(c.columnId ?? -1)?.name ?? String(c.columnId), valueFromPb(c.value)])) as Row);
       return { applied: r.applied === true, results };
     });
   }
 
-  private async call(hash: number, schemaVersion: number, rows: RowMutationPB[], waitForLocks: boolean, d: Deadline): Promise<MutateRowsResponsePB> {
+  private async call(route: RowRoute, schemaVersion: number, rows: RowMutationPB[], waitForLocks: boolean, d: Deadline): Promise<MutateRowsResponsePB> {
     const inv = this.deps.invoker;
     const id = inv.requests.begin();
     try {
@@ -128,7 +131,8 @@ export class RowOps {
         minRunningRequestId: BigInt(inv.requests.minRunning()),
         waitForLocks,
       });
-      const r = await inv.call(this.deps.table, { hash }, rowMethods().mutateRows, make, d, true, undefined, RETRY_CODES);
+      // Several rows: after a split they may span both children, so withSchema routes them again.
+      const r = await inv.call(this.deps.table, route, rowMethods().mutateRows, make, d, true, SPLIT_FATAL, RETRY_CODES);
       inv.observeHt(r.propagatedHt);
       return r;
     } finally {
@@ -145,7 +149,7 @@ export class RowOps {
       const k = loc.schema.key(key);
       const r = await inv.call(
         this.deps.table,
-        { hash: k.hash },
+        { hash: k.hash, key: loc.schema.routeKey(k) },
         rowMethods().lockRow,
         (t) => ({ tabletId: t.tabletId, key: loc.schema.keyPb(k), leaseMs: o.leaseMs ?? 0, holder: o.holder ?? inv.requests.clientId, lockId, wait: o.wait === true, schemaVersion: loc.schema.version, propagatedHt: inv.propagatedHt }),
         d,
@@ -168,7 +172,7 @@ export class RowOps {
     return this.withSchema(d, async (loc) => {
       const k = loc.schema.key(lock.key);
       // Not resent after an unknown outcome: a second UNLOCK of a released lock would answer ROW_LOCK_NOT_HELD.
-      const r = await inv.call(this.deps.table, { hash: k.hash }, rowMethods().rowLock, (t) => ({ tabletId: t.tabletId, key: loc.schema.keyPb(k), lockId: lock.lockId, action, leaseMs, schemaVersion: loc.schema.version, propagatedHt: inv.propagatedHt }), d, false);
+      const r = await inv.call(this.deps.table, { hash: k.hash, key: loc.schema.routeKey(k) }, rowMethods().rowLock, (t) => ({ tabletId: t.tabletId, key: loc.schema.keyPb(k), lockId: lock.lockId, action, leaseMs, schemaVersion: loc.schema.version, propagatedHt: inv.propagatedHt }), d, false);
       inv.observeHt(r.propagatedHt);
       return r;
     });
@@ -216,4 +220,11 @@ export function rowMutationPb(s: TableSchema, key: Row, m: RowMutationSpec): Row
     out.lockToken = m.lock.token;
   }
   return out;
+}
+
+const SPLIT_FATAL: ReadonlySet<string> = new Set([ErrorCode.TABLET_SPLIT]);
+
+function routeOf(s: TableSchema, key: Row): RowRoute {
+  const k = s.key(key);
+  return { hash: k.hash, key: s.routeKey(k) };
 }

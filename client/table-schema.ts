@@ -116,7 +116,12 @@ export class TableSchema {
     return { hash: k.hash, hashed: k.hashed.map(valueToPb), range: k.range.map(valueToPb) };
   }
 
-  rowOp(type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', row: Row): { hash: number; op: RowOpPB } {
+  /** A range table routes rows by their encoded DocKey (docs/splitting.md); a hash table by hash alone. */
+  routeKey(k: { hash: number; hashed: KeyValue[]; range: KeyValue[] }): Uint8Array | undefined {
+    return this.hash.length === 0 ? encodeDocKeyBytes(0, [], k.range) : undefined;
+  }
+
+  rowOp(type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', row: Row): { hash: number; op: RowOpPB; key?: Uint8Array | undefined } {
     const k = this.key(row);
     const columns: ColumnValuePB[] = [];
     if (type !== 'DELETE') {
@@ -128,7 +133,7 @@ export class TableSchema {
         columns.push({ columnId: c.id, value: valueToPb(val) });
       }
     }
-    return { hash: k.hash, op: { type, key: this.keyPb(k), columns } };
+    return { hash: k.hash, op: { type, key: this.keyPb(k), columns }, key: this.routeKey(k) };
   }
 
   columnIds(names: string[] | undefined): number[] {

@@ -15,10 +15,13 @@
  * (client/transaction.ts: the read time moves only while no operation has used it).
  */
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
+import { filterRowLimit } from '../common/filter-ast';
+import { toFilterAst } from '../common/filter-expression';
 import { DbError, ErrorCode } from '../common/errors';
 import { tabletServerMethods, type DocKeyPB, type RowOpPB, type RowPB, type ScanResponsePB, type TxnContextPB } from '../rpc';
 import type { BatchOptions, ReadOptions, Row, ScanOptions, CallOptions } from './client-types';
-import type { MetaCache } from './meta-cache';
+import { tabletForRoute, type MetaCache, type RowRoute, type TabletLocation } from './meta-cache';
+import { compareKeyBytes, maxLowerBound, minUpperBound } from '../common/key-bounds';
 import { backoffMs, Deadline } from './retry-policy';
 import type { TabletInvoker } from './tablet-invoker';
 import { READ_FATAL_CODES, TXN_FATAL_CODES, type TxnBinding } from './txn-binding';
@@ -67,8 +70,12 @@ function restartOf(e: unknown): { readHt: bigint; restartHt: bigint; globalLimit
 }
 
 /** A tablet refused a request built with another schema version (withSchema retries the whole operation). */
+/**
+ * The table changed under the operation and nothing was done: its schema (ALTER TABLE) or its
+ * tablets (a split, docs/splitting.md). withSchema loads the table again and runs the operation anew.
+ */
 function isSchemaMismatch(e: unknown): boolean {
-  return e instanceof DbError && e.code === ErrorCode.SCHEMA_VERSION_MISMATCH;
+  return e instanceof DbError && (e.code === ErrorCode.SCHEMA_VERSION_MISMATCH || e.code === ErrorCode.TABLET_SPLIT);
 }
 
 /** A transactional scan saw its transaction's read time move under it: read again from the start. */
@@ -89,6 +96,8 @@ interface ScanPlan {
   tablets: TableLocations['tablets'];
   o: ScanOptions;
   d: Deadline;
+  /** The filter as JSON for every scan call ('' = none). */
+  filterJson: string;
 }
 
 /** A plain write that met a transaction's intent and could not settle it wrote nothing: retry. */
@@ -98,19 +107,31 @@ const BATCH_CONCURRENCY_MAX = 256;
 
 /** Single-row blind writes to one tablet waiting for the end of this event-loop turn (see batchWrites). */
 interface WriteBatch {
-  hash: number;
+  route: RowRoute;
   schemaVersion: number;
   ops: RowOpPB[];
   bytes: number;
   deadline: Deadline;
   waiters: Array<{ resolve: () => void; reject: (e: unknown) => void }>;
 }
+const EMPTY_KEY = new Uint8Array(0);
+
+/** Whether a range table's tablet holds any key of [bounds.start, bounds.end) (empty = open). */
+function rangeOverlaps(t: TabletLocation, bounds: { start: Uint8Array; end: Uint8Array }): boolean {
+  const lo = maxLowerBound(bounds.start, t.keyStart ?? EMPTY_KEY);
+  const hi = minUpperBound(bounds.end, t.keyEnd ?? EMPTY_KEY);
+  return lo.length === 0 || hi.length === 0 || compareKeyBytes(lo, hi) < 0;
+}
+
+/** A batch (several rows routed as one) that meets a split parent goes back to withSchema, which routes its rows again. */
+const SPLIT_FATAL_CODES: ReadonlySet<string> = new Set([ErrorCode.TABLET_SPLIT]);
+const READ_BATCH_FATAL_CODES: ReadonlySet<string> = new Set([...READ_FATAL_CODES, ErrorCode.TABLET_SPLIT]);
 /** A coalesced batch is sent as soon as it holds this many rows (the rest go in the next one). */
 export const COALESCED_ROWS_MAX = 256;
 
 /** Point reads (leader-picked time, same columns) to one tablet waiting for the end of this turn. */
 interface ReadBatch {
-  hash: number;
+  route: RowRoute;
   schemaVersion: number;
   keys: DocKeyPB[];
   columns: number[] | undefined;
@@ -136,9 +157,12 @@ export class Table {
   ) {}
 
   /** Run one operation, letting the transaction (if any) see its failure. */
-  private async guard<T>(wasWrite: boolean, f: () => Promise<T>): Promise<T> {
+  private async guard<T>(wasWrite: boolean, f: () => Promise<T>, flushFirst = true): Promise<T> {
     if (!this.txn) return f();
     try {
+      // Writes the transaction kept back go first: this operation must see them, in their order
+      // (flushFirst false: this is one of them being sent).
+      if (flushFirst && this.txn.flushDeferred) await this.txn.flushDeferred();
       return await f();
     } catch (e) {
       throw this.txn.failed(e, wasWrite);
@@ -211,6 +235,10 @@ export class Table {
         // The tablet has not applied this version yet (its leader replicates it): wait a little.
         await new Promise((r) => setTimeout(r, backoffMs(Math.min(state.attempt++, 5))));
       }
+    } else if (e.code === ErrorCode.TABLET_SPLIT) {
+      // A batch or a scan met a split parent: route again with the children (docs/splitting.md).
+      if (this.cache.cachedLoadedAtMs(this.name) === loc.loadedAtMs) this.cache.invalidate(this.name);
+      await new Promise((r) => setTimeout(r, backoffMs(Math.min(state.attempt++, 5))));
     } else if (e.code === ErrorCode.INVALID_ARGUMENT && e.details['unknownColumn'] === true && !state.reloadedForColumn) {
       state.reloadedForColumn = true;
       if ((this.cache.cachedSchemaVersion(this.name) ?? -1) <= mine) this.cache.invalidate(this.name);
@@ -231,37 +259,46 @@ export class Table {
     // Row TTL (docs/cells.md): the row's liveness and every column written expire together.
     if (ttlMs !== undefined && (!Number.isSafeInteger(ttlMs) || ttlMs <= 0)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `ttlMs ${String(ttlMs)} must be a positive integer`, { part: 'TTL' });
     const d = this.deadline(o);
-    await this.withSchema(d, (loc) => this.writeWith(loc, type, row, d, ttlMs));
+    await this.withSchema(d, (loc) => this.writeWith(loc, type, row, d, true, ttlMs));
   }
 
-  private async writeWith(loc: TableLocations, type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', row: Row, d: Deadline, ttlMs?: number): Promise<void> {
-    const { hash, op } = loc.schema.rowOp(type, row);
+  private async writeWith(loc: TableLocations, type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', row: Row, d: Deadline, mayDefer = true, ttlMs?: number): Promise<void> {
+    const { hash, op, key } = loc.schema.rowOp(type, row);
     if (ttlMs !== undefined && type !== 'DELETE') op.ttlMs = BigInt(ttlMs);
     const sv = loc.schema.version;
     if (this.batchWrites && !this.txn && (type === 'UPSERT' || type === 'DELETE')) {
-      const t = loc.tablets.find((tt) => hash >= tt.start && hash < tt.end);
-      if (t) return this.enqueue(t.tabletId, hash, sv, op, d);
+      const t = tabletForRoute(loc, { hash, key });
+      if (t) return this.enqueue(t.tabletId, { hash, key }, sv, op, d);
     }
     const txnCtx = this.txn?.context();
-    if (this.txn && txnCtx && this.txnWrites) {
+    if (mayDefer && this.txn?.deferWrite) {
       const t = loc.tablets.find((tt) => hash >= tt.start && hash < tt.end);
+      // Sent later as an ordinary transactional write, encoded anew if the schema changed meanwhile.
+      const send = (): Promise<void> => {
+        const d2 = this.deadline(undefined);
+        return this.withSchema(d2, (l) => this.writeWith(l, type, row, d2, false, ttlMs));
+      };
+      if (t && this.txn.deferWrite({ table: this.name, tabletId: t.tabletId, hash, schemaVersion: sv, op, send })) return;
+    }
+    if (this.txn && txnCtx && this.txnWrites) {
+      const t = tabletForRoute(loc, { hash, key });
       if (t) {
         const coalescer = this.txnWrites;
         await this.guard(true, () => {
           this.writeTxn(t.tabletId, txnCtx); // registers the participant, fixes the read time
-          return coalescer.write(this.name, t.tabletId, sv, [op], txnCtx, d, (requestId) => this.writeAlone(hash, sv, op, txnCtx, d, requestId));
-        });
+          return coalescer.write(this.name, t.tabletId, sv, [op], txnCtx, d, (requestId) => this.writeAlone({ hash, key }, sv, op, txnCtx, d, requestId));
+        }, mayDefer);
         return;
       }
     }
-    await this.guard(true, () => this.writeAlone(hash, sv, op, txnCtx, d));
+    await this.guard(true, () => this.writeAlone({ hash, key }, sv, op, txnCtx, d), mayDefer);
   }
 
   /** One write in its own Write RPC, with the invoker's retries (`requestId`: resend that retryable request). */
-  private async writeAlone(hash: number, schemaVersion: number, op: RowOpPB, txnCtx: TxnContextPB | undefined, d: Deadline, requestId?: number): Promise<void> {
+  private async writeAlone(route: RowRoute, schemaVersion: number, op: RowOpPB, txnCtx: TxnContextPB | undefined, d: Deadline, requestId?: number): Promise<void> {
     // A retryable request: an INSERT or a transactional write whose answer was lost is resent, and
     // the tablet answers the copy of a write it already did (no ALREADY_EXISTS for our own row).
-    const r = await this.invoker.callWrite(this.name, { hash }, (t) => ({ tabletId: t.tabletId, ops: [op], propagatedHt: this.invoker.propagatedHt, schemaVersion, ...this.writeTxn(t.tabletId, txnCtx) }), d, {
+    const r = await this.invoker.callWrite(this.name, route, (t) => ({ tabletId: t.tabletId, ops: [op], propagatedHt: this.invoker.propagatedHt, schemaVersion, ...this.writeTxn(t.tabletId, txnCtx) }), d, {
       fatal: this.fatal,
       alsoRetry: this.txn ? undefined : PLAIN_WRITE_RETRY_CODES,
       requestIds: requestId === undefined ? undefined : [requestId],
@@ -270,7 +307,7 @@ export class Table {
   }
 
   /** Queue a blind write for its tablet's batch of this turn; resolves with the batch. */
-  private enqueue(tabletId: string, hash: number, schemaVersion: number, op: RowOpPB, d: Deadline): Promise<void> {
+  private enqueue(tabletId: string, route: RowRoute, schemaVersion: number, op: RowOpPB, d: Deadline): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const bytes = approxOpBytes(op);
       const slot = `${tabletId}/${schemaVersion}`;
@@ -280,7 +317,7 @@ export class Table {
         this.sendBatch(b);
         b = undefined;
       }
-      if (!b) this.batches.set(slot, (b = { hash, schemaVersion, ops: [], bytes: 0, deadline: d, waiters: [] }));
+      if (!b) this.batches.set(slot, (b = { route, schemaVersion, ops: [], bytes: 0, deadline: d, waiters: [] }));
       b.ops.push(op);
       b.bytes += bytes;
       // The batch must finish by the earliest deadline among its operations.
@@ -290,7 +327,7 @@ export class Table {
     });
   }
 
-  private enqueueRead(tabletId: string, hash: number, schemaVersion: number, key: DocKeyPB, columns: number[] | undefined, d: Deadline): Promise<{ row: RowPB | undefined }> {
+  private enqueueRead(tabletId: string, route: RowRoute, schemaVersion: number, key: DocKeyPB, columns: number[] | undefined, d: Deadline): Promise<{ row: RowPB | undefined }> {
     return new Promise((resolve, reject) => {
       const slot = `${tabletId}/${schemaVersion}/${columns ? columns.join(',') : '*'}`;
       let b = this.readBatches.get(slot);
@@ -299,7 +336,7 @@ export class Table {
         this.sendReadBatch(b);
         b = undefined;
       }
-      if (!b) this.readBatches.set(slot, (b = { hash, schemaVersion, keys: [], columns, deadline: d, waiters: [] }));
+      if (!b) this.readBatches.set(slot, (b = { route, schemaVersion, keys: [], columns, deadline: d, waiters: [] }));
       b.keys.push(key);
       if (d.atMs < b.deadline.atMs) b.deadline = d;
       b.waiters.push({ resolve, reject });
@@ -323,7 +360,7 @@ export class Table {
 
   private sendReadBatch(b: ReadBatch): void {
     this.invoker
-      .call(this.name, { hash: b.hash }, tabletServerMethods().read, (t) => ({ tabletId: t.tabletId, keys: b.keys, columns: b.columns, propagatedHt: this.invoker.propagatedHt, readHt: 0n, schemaVersion: b.schemaVersion }), b.deadline, true, READ_FATAL_CODES)
+      .call(this.name, b.route, tabletServerMethods().read, (t) => ({ tabletId: t.tabletId, keys: b.keys, columns: b.columns, propagatedHt: this.invoker.propagatedHt, readHt: 0n, schemaVersion: b.schemaVersion }), b.deadline, true, READ_BATCH_FATAL_CODES)
       .then(
         (r) => {
           this.invoker.observeHt(r.propagatedHt);
@@ -341,7 +378,7 @@ export class Table {
 
   private sendBatch(b: WriteBatch): void {
     this.invoker
-      .callWrite(this.name, { hash: b.hash }, (t) => ({ tabletId: t.tabletId, ops: b.ops, propagatedHt: this.invoker.propagatedHt, schemaVersion: b.schemaVersion }), b.deadline, { alsoRetry: PLAIN_WRITE_RETRY_CODES })
+      .callWrite(this.name, b.route, (t) => ({ tabletId: t.tabletId, ops: b.ops, propagatedHt: this.invoker.propagatedHt, schemaVersion: b.schemaVersion }), b.deadline, { alsoRetry: PLAIN_WRITE_RETRY_CODES, fatal: SPLIT_FATAL_CODES })
       .then(
         (r) => {
           this.invoker.observeHt(r.propagatedHt);
@@ -460,7 +497,13 @@ export class Table {
   }
 
   /** The row with this key, or undefined. */
+  /** Writes the transaction kept back go first: a read must see them (client/fast-path.ts). */
+  private async flushTxnWrites(): Promise<void> {
+    if (this.txn?.flushDeferred) await this.txn.flushDeferred();
+  }
+
   async get(key: Row, o?: ReadOptions): Promise<Row | undefined> {
+    await this.flushTxnWrites();
     const d = this.deadline(o);
     return this.withSchema(d, (loc) => this.getWith(loc, key, o, d));
   }
@@ -474,10 +517,11 @@ export class Table {
     if (this.batchWrites && !this.txn) {
       // First try in this turn's batch for the tablet (one Read RPC, one read time for all of them);
       // a READ_RESTART or other failure is handled below, unbatched.
-      const t = loc.tablets.find((tt) => k.hash >= tt.start && k.hash < tt.end);
+      const route = { hash: k.hash, key: loc.schema.routeKey(k) };
+      const t = tabletForRoute(loc, route);
       if (t) {
         try {
-          const { row } = await this.enqueueRead(t.tabletId, k.hash, sv, loc.schema.keyPb(k), columns, d);
+          const { row } = await this.enqueueRead(t.tabletId, route, sv, loc.schema.keyPb(k), columns, d);
           return row ? loc.schema.rowFromPb(row, o?.columns) : undefined;
         } catch (e) {
           if (isSchemaMismatch(e)) throw e;
@@ -492,7 +536,7 @@ export class Table {
       try {
         r = await this.invoker.call(
           this.name,
-          { hash: k.hash },
+          { hash: k.hash, key: loc.schema.routeKey(k) },
           tabletServerMethods().read,
           (t) => ({ tabletId: t.tabletId, keys: [loc.schema.keyPb(k)], columns, propagatedHt: this.invoker.propagatedHt, schemaVersion: sv, ...this.readFields(t.tabletId, at) }),
           d,
@@ -520,6 +564,7 @@ export class Table {
    * before returning, so a read restart anywhere restarts the whole scan transparently.
    */
   async scan(o: ScanOptions = {}): Promise<Row[]> {
+    await this.flushTxnWrites();
     const d = this.deadline(o);
     return this.withSchema(d, async (loc) => {
       const plan = this.scanPlan(loc, o, d);
@@ -542,11 +587,13 @@ export class Table {
    * restarts the scan; after that it fails with READ_RESTART (retryable: scan again).
    */
   async *scanRows(o: ScanOptions = {}): AsyncGenerator<Row> {
+    await this.flushTxnWrites();
     const d = this.deadline(o);
     const schemaState = { reloadedForColumn: false, attempt: 0 };
     let loc = await this.cache.get(this.name, d);
     let plan: ScanPlan | undefined;
-    let rt = SERVER_PICKS;
+    if (o.readHt !== undefined && this.txn) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'a scan inside a transaction reads at the transaction\'s time: readHt is for reads outside one');
+    let rt: ReadTime = o.readHt !== undefined ? { readHt: o.readHt, globalLimitHt: 0n } : SERVER_PICKS;
     let yielded = 0;
     for (let restarts = 0; ; restarts++) {
       try {
@@ -563,7 +610,7 @@ export class Table {
           await this.afterSchemaError(e, loc, d, schemaState);
           loc = await this.cache.get(this.name, d);
           plan = undefined;
-          rt = SERVER_PICKS;
+          rt = o.readHt !== undefined ? { readHt: o.readHt, globalLimitHt: 0n } : SERVER_PICKS;
           continue;
         }
         rt = this.onReadError(e, rt, restarts);
@@ -578,8 +625,11 @@ export class Table {
     const page = Math.min(SCAN_PAGE_MAX, Math.max(1, o.pageSize ?? SCAN_PAGE_DEFAULT));
     const columns = schema.columnIds(o.columns);
     const bounds = schema.scanBounds(o.hashKey, o.rangeStart, o.rangeEnd);
-    const tablets = bounds.hash !== undefined ? loc.tablets.filter((t) => bounds.hash! >= t.start && bounds.hash! < t.end) : loc.tablets;
-    return { loc, schema, limit, page, columns, bounds, tablets, o, d };
+    const tablets = bounds.hash !== undefined ? loc.tablets.filter((t) => bounds.hash! >= t.start && bounds.hash! < t.end) : loc.tablets.filter((t) => rangeOverlaps(t, bounds));
+    // Checked here for a clear error before any RPC; the tablet checks again (any client may send JSON).
+    const filter = o.filter === undefined ? undefined : toFilterAst(o.filter);
+    const filterJson = filter ? JSON.stringify(filter) : '';
+    return { loc, schema, limit: filter ? Math.min(limit, filterRowLimit(filter)) : limit, page, columns, bounds, tablets, o, d, filterJson };
   }
 
   /**
@@ -602,7 +652,9 @@ export class Table {
     let returned = 0;
     let pages = 0;
     for (const tablet of plan.tablets) {
-      let start: Uint8Array = bounds.start;
+      // A range table's tablet is asked only for its own key range (tablets in key order: rows in key order).
+      let start: Uint8Array = maxLowerBound(bounds.start, tablet.keyStart ?? EMPTY_KEY);
+      const end = minUpperBound(bounds.end, tablet.keyEnd ?? EMPTY_KEY);
       for (;;) {
         if (returned >= limit) break;
         if (++pages > SCAN_PAGES_MAX) throw new DbError(ErrorCode.INTERNAL, `scan of ${this.name} exceeded ${SCAN_PAGES_MAX} pages`);
@@ -613,12 +665,17 @@ export class Table {
           this.name,
           { tabletId: tablet.tabletId },
           tabletServerMethods().scan,
-          (t) => ({ tabletId: t.tabletId, startKey: from, endKey: bounds.end, limit: want, columns, propagatedHt: this.invoker.propagatedHt, schemaVersion: sv, ...this.readFields(t.tabletId, pageAt) }),
+          (t) => ({ tabletId: t.tabletId, startKey: from, endKey: end, limit: want, columns, propagatedHt: this.invoker.propagatedHt, schemaVersion: sv, ...(plan.filterJson ? { filter: plan.filterJson } : {}), ...this.readFields(t.tabletId, pageAt) }),
           d,
           true,
           this.readFatal,
         );
         this.invoker.observeHt(r.propagatedHt);
+        if (o.stats) {
+          o.stats.cellsRead += Number(r.cellsRead ?? 0n);
+          o.stats.cellsSkipped += Number(r.cellsSkipped ?? 0n);
+          o.stats.calls++;
+        }
         if (this.txn) {
           // (Serializable: each page reads at its own time under the tablet's read lock.)
           if (!this.txn.registersReads && BigInt(r.readHt ?? 0n) !== txnReadHt) throw readTimeMoved(txnReadHt, this.txn.readHt);
@@ -661,18 +718,18 @@ export class Table {
     const perRpc = Math.min(WRITE_ROWS_PER_RPC_MAX, Math.max(1, o.rowsPerRpc ?? WRITE_ROWS_PER_RPC_DEFAULT));
     const concurrency = Math.min(BATCH_CONCURRENCY_MAX, Math.max(1, o.concurrency ?? BATCH_CONCURRENCY_DEFAULT));
     // Group by tablet (as located now); each chunk carries one hash so a split-free relocation routes it.
-    const byTablet = new Map<string, Array<{ hash: number; op: RowOpPB }>>();
+    const byTablet = new Map<string, Array<{ hash: number; op: RowOpPB; key?: Uint8Array | undefined }>>();
     for (const row of rows) {
       const x = loc.schema.rowOp(type, row);
-      const t = loc.tablets.find((tt) => x.hash >= tt.start && x.hash < tt.end);
+      const t = tabletForRoute(loc, x);
       if (!t) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `no tablet of ${this.name} covers hash ${x.hash}`);
       let g = byTablet.get(t.tabletId);
       if (!g) byTablet.set(t.tabletId, (g = []));
       g.push(x);
     }
-    const chunks: Array<Array<{ hash: number; op: RowOpPB }>> = [];
+    const chunks: Array<Array<{ hash: number; op: RowOpPB; key?: Uint8Array | undefined }>> = [];
     for (const g of byTablet.values()) {
-      let cur: Array<{ hash: number; op: RowOpPB }> = [];
+      let cur: Array<{ hash: number; op: RowOpPB; key?: Uint8Array | undefined }> = [];
       let bytes = 0;
       for (const x of g) {
         const b = approxOpBytes(x.op);
@@ -691,8 +748,9 @@ export class Table {
     const worker = async (): Promise<void> => {
       while (next < chunks.length) {
         const chunk = chunks[next++]!;
-        const r = await this.invoker.callWrite(this.name, { hash: chunk[0]!.hash }, (t) => ({ tabletId: t.tabletId, ops: chunk.map((c) => c.op), propagatedHt: this.invoker.propagatedHt, schemaVersion: sv, ...this.writeTxn(t.tabletId, txnCtx) }), d, {
-          fatal: this.fatal,
+        const r = await this.invoker.callWrite(this.name, { hash: chunk[0]!.hash, key: chunk[0]!.key }, (t) => ({ tabletId: t.tabletId, ops: chunk.map((c) => c.op), propagatedHt: this.invoker.propagatedHt, schemaVersion: sv, ...this.writeTxn(t.tabletId, txnCtx) }), d, {
+          // A chunk may span both children of a split: it comes back here, and withSchema plans again.
+          fatal: this.fatal ? new Set([...this.fatal, ErrorCode.TABLET_SPLIT]) : SPLIT_FATAL_CODES,
           alsoRetry: this.txn ? undefined : PLAIN_WRITE_RETRY_CODES,
         });
         this.invoker.observeHt(r.propagatedHt);

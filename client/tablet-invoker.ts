@@ -14,7 +14,7 @@
  */
 import { DbError, ErrorCode } from '../common/errors';
 import { tabletServerMethods, type MethodDef, type RpcClient, type WriteRequestPB, type WriteResponsePB } from '../rpc';
-import { tabletForHash, type MetaCache, type TableLocations, type TabletLocation } from './meta-cache';
+import { tabletForHash, type RowRoute, type MetaCache, type TableLocations, type TabletLocation } from './meta-cache';
 import { ATTEMPTS_MAX, backoffMs, Deadline, isRetryable, sleep } from './retry-policy';
 import { RequestIds } from './request-ids';
 import { ReplicaHealth } from './replica-health';
@@ -56,7 +56,7 @@ export class TabletInvoker {
    */
   async call<Req, Resp>(
     table: string,
-    where: { hash: number } | { tabletId: string },
+    where: RowRoute | { tabletId: string },
     m: MethodDef<Req, Resp>,
     makeReq: (t: TabletLocation) => Req,
     deadline: Deadline,
@@ -75,7 +75,7 @@ export class TabletInvoker {
    * singleCallTimeoutMs for its answer, while the tablet still works to the whole deadline (a
    * transactional write waiting on a conflict goes on waiting, and the resent copy joins it).
    */
-  async callWrite(table: string, where: { hash: number } | { tabletId: string }, makeReq: (t: TabletLocation) => WriteRequestPB, deadline: Deadline, o: { fatal?: ReadonlySet<string> | undefined; alsoRetry?: ReadonlySet<string> | undefined; requestIds?: readonly number[] | undefined } = {}): Promise<WriteResponsePB> {
+  async callWrite(table: string, where: RowRoute | { tabletId: string }, makeReq: (t: TabletLocation) => WriteRequestPB, deadline: Deadline, o: { fatal?: ReadonlySet<string> | undefined; alsoRetry?: ReadonlySet<string> | undefined; requestIds?: readonly number[] | undefined } = {}): Promise<WriteResponsePB> {
     const given = o.requestIds;
     let ids: readonly number[] | undefined = given;
     const tagged = (t: TabletLocation): WriteRequestPB => {
@@ -96,14 +96,14 @@ export class TabletInvoker {
     }
   }
 
-  private async invoke<Req, Resp>(table: string, where: { hash: number } | { tabletId: string }, m: MethodDef<Req, Resp>, makeReq: (t: TabletLocation) => Req, deadline: Deadline, o: InvokeOptions): Promise<Resp> {
+  private async invoke<Req, Resp>(table: string, where: RowRoute | { tabletId: string }, m: MethodDef<Req, Resp>, makeReq: (t: TabletLocation) => Req, deadline: Deadline, o: InvokeOptions): Promise<Resp> {
     const { idempotent, fatal, alsoRetry } = o;
     let last: DbError | undefined;
     let loc: TableLocations = await this.cache.get(table, deadline);
     let rotate = 0;
     for (let attempt = 0; attempt < ATTEMPTS_MAX; attempt++) {
       if (deadline.expired()) throw deadline.timedOut(`${m.method} on table ${table}`, last);
-      const tablet = 'hash' in where ? tabletForHash(loc, where.hash) : loc.tablets.find((t) => t.tabletId === where.tabletId);
+      const tablet = 'hash' in where ? tabletForHash(loc, where.hash, where.key) : loc.tablets.find((t) => t.tabletId === where.tabletId);
       if (!tablet) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `tablet ${(where as { tabletId: string }).tabletId} is no longer part of table ${table}`);
       const replicas = tablet.replicas.filter((r) => r.rpcAddress);
       const target = this.cache.leaderOf(tablet.tabletId) ?? this.health.pick(replicas.map((r) => r.rpcAddress), rotate++);
@@ -137,6 +137,15 @@ export class TabletInvoker {
             }
             continue;
           }
+          case ErrorCode.TABLET_SPLIT:
+            // The tablet was split (docs/splitting.md): a one-row request goes to the child that
+            // holds its row once the locations show the children; a request named by tablet id
+            // (a scan page, a batch) goes back to its caller, which plans it again.
+            this.cache.invalidate(table);
+            if (!('hash' in where)) throw err;
+            await sleep(backoffMs(Math.min(attempt, 4)));
+            loc = await this.cache.refresh(table, deadline);
+            continue;
           case ErrorCode.TABLET_NOT_FOUND:
             this.cache.dropLeader(tablet.tabletId, target);
             await sleep(backoffMs(attempt));

@@ -17,8 +17,12 @@
  */
 import { TxnWriteCoalescer } from './txn-write-coalescer';
 import { DbError, ErrorCode } from '../common/errors';
+import { encodeSplitPoints } from './split-points';
+
+/** A manual split waits for its children to serve (docs/splitting.md): give it at least this long. */
+const SPLIT_TIMEOUT_MS = 60_000;
 import { Flags } from '../common/flags';
-import { clientTlsOf, familyToPb, masterMethods, parseSecrets, readSecretFile, WsTransport, type ListMastersResponsePB, type ListTabletServersResponsePB, type RpcClient, type Transport } from '../rpc';
+import { clientTlsOf, familyToPb, masterMethods, parseSecrets, splitMethods, readSecretFile, WsTransport, type ListMastersResponsePB, type ListTabletServersResponsePB, type RpcClient, type Transport } from '../rpc';
 import { addressTranslator, translatingRpcClient } from './address-translation';
 import type { AlterTableOptions, AlterTableProgress, ConnectOptions, CreateTableOptions, TableSummary, CallOptions } from './client-types';
 import { MasterProxy } from './master-proxy';
@@ -50,6 +54,9 @@ export class TesseraClient {
   private readonly statusTablets: StatusTabletProxy;
   private readonly heartbeatMs: number;
   private readonly batchWrites: boolean;
+  private readonly deferTxnWrites: boolean;
+  /** Commits of this client's transactions by path (tests, `tessera verify --txn_defer_writes`). */
+  readonly txnCommits = { singleTablet: 0, distributed: 0 };
   /** Transactional writes of concurrent transactions, coalesced per tablet (with batchWrites). */
   readonly txnWrites: TxnWriteCoalescer | undefined;
   private readonly tables = new Map<string, Table>();
@@ -66,6 +73,7 @@ export class TesseraClient {
   ) {
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.batchWrites = opts.batchWrites ?? true;
+    this.deferTxnWrites = opts.deferTxnWrites === true;
     this.master = new MasterProxy(rpc, opts.masterAddresses, opts.rpcSingleCallTimeoutMs ?? DEFAULT_RPC_SINGLE_CALL_TIMEOUT_MS);
     const singleCallMs = opts.rpcSingleCallTimeoutMs ?? DEFAULT_RPC_SINGLE_CALL_TIMEOUT_MS;
     if (!(singleCallMs >= 0)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'rpcSingleCallTimeoutMs must be >= 0');
@@ -130,6 +138,8 @@ export class TesseraClient {
         replicationFactor: t.replicationFactor ?? 0,
         ifNotExists: t.ifNotExists ?? false,
         durability: t.durability ?? '',
+        splitKeys: encodeSplitPoints(t.columns ?? [], t.primaryKey?.range ?? [], t.splitAt ?? []),
+        splitPolicy: t.splitPolicy ?? '',
       },
       this.deadline(o),
       // Safe to resend: a name can be created once, a resend answers ALREADY_EXISTS at worst.
@@ -197,6 +207,22 @@ export class TesseraClient {
     return this.master.call(masterMethods().listTabletServers, {}, this.deadline(o), true, true);
   }
 
+  /**
+   * Split a tablet now (docs/splitting.md): at `splitKey` (range tables: encoded leading range
+   * components, see client/split-points.ts), at `splitHash` (hash tables), or at the middle of its data.
+   * Answers the two children once they serve (or once the split is registered, if they take long).
+   */
+  async splitTablet(tabletId: string, o: CallOptions & { splitKey?: Uint8Array; splitHash?: number } = {}): Promise<{ children: string[] }> {
+    const r = await this.master.call(
+      splitMethods().masterSplitTablet,
+      { tabletId, splitKey: o.splitKey ?? new Uint8Array(0), splitHash: o.splitHash ?? 0, hasSplitHash: o.splitHash !== undefined },
+      new Deadline(o.timeoutMs ?? Math.max(this.timeoutMs, SPLIT_TIMEOUT_MS)),
+      // Not resent blindly: a second split of a tablet already split is refused (TABLET_NOT_FOUND).
+      false,
+    );
+    return { children: r.children ?? [] };
+  }
+
   async listMasters(o?: CallOptions): Promise<ListMastersResponsePB> {
     return this.master.call(masterMethods().listMasters, {}, this.deadline(o), true, true);
   }
@@ -223,7 +249,8 @@ export class TesseraClient {
    */
   async beginTransaction(o: TransactionOptions = {}): Promise<Transaction> {
     this.deadline(o);
-    return Transaction.begin({ cache: this.cache, invoker: this.invoker, statusTablets: this.statusTablets, timeoutMs: o.timeoutMs ?? this.timeoutMs, heartbeatMs: this.heartbeatMs, ...(this.txnWrites ? { txnWrites: this.txnWrites } : {}) }, o);
+    if (o.deferWrites === undefined && this.deferTxnWrites) o = { ...o, deferWrites: true };
+    return Transaction.begin({ cache: this.cache, invoker: this.invoker, statusTablets: this.statusTablets, timeoutMs: o.timeoutMs ?? this.timeoutMs, heartbeatMs: this.heartbeatMs, commits: this.txnCommits, ...(this.txnWrites ? { txnWrites: this.txnWrites } : {}) }, o);
   }
 
   /** The raw RPC client (admin commands reuse the connection pool; it dials through addressMap / translateAddress). */

@@ -33,6 +33,7 @@ import type { MetaCache } from './meta-cache';
 import { Deadline } from './retry-policy';
 import type { StatusTabletProxy } from './status-tablet-proxy';
 import { Table } from './table';
+import { commitSingleTablet, DeferredWrites, fastPathRefused, sendDeferred, type DeferredWrite } from './fast-path';
 import type { TabletInvoker } from './tablet-invoker';
 import type { TxnBinding } from './txn-binding';
 
@@ -48,6 +49,13 @@ export interface TransactionOptions extends CallOptions {
   isolation?: IsolationLevel;
   /** Conflict priority (higher wins under fail-on-conflict); default random in [0, 1). */
   priority?: number;
+  /**
+   * Keep blind writes (upsert, delete) back until the commit (default false): a transaction whose
+   * write set then falls in one tablet commits there as one Raft entry, without intents or a
+   * COMMITTED record (the single-tablet fast path, client/fast-path.ts). A conflict of such a write
+   * surfaces at commit() instead of at the write.
+   */
+  deferWrites?: boolean;
 }
 
 export interface CommitResult {
@@ -63,6 +71,8 @@ export interface TransactionDeps {
   statusTablets: StatusTabletProxy;
   timeoutMs: number;
   heartbeatMs: number;
+  /** Counted at each successful commit, by path (the client's txnCommits). */
+  commits?: { singleTablet: number; distributed: number };
   /** Coalesces this transaction's writes with other transactions' (client option batchWrites). */
   txnWrites?: TxnWriteCoalescer;
 }
@@ -96,6 +106,12 @@ export class Transaction implements TxnBinding {
   private readTimeFixed = false;
   /** Read restarts absorbed by moving the read time (console/tests). */
   readRestarts = 0;
+  /** Blind writes kept back until the commit (deferWrites), else undefined. */
+  private readonly deferred: DeferredWrites | undefined;
+  /** Deferred writes being sent as intents (flushDeferred). */
+  private flushing: Promise<void> | undefined;
+  /** How the commit went: 'single-tablet' (fast path) or 'distributed' (tests, benchmarks). */
+  commitPath: 'single-tablet' | 'distributed' | undefined;
 
   private constructor(
     private readonly deps: TransactionDeps,
@@ -107,7 +123,9 @@ export class Transaction implements TxnBinding {
     readonly startHt: bigint,
     /** Upper end of the uncertainty window (undefined: none, e.g. max_clock_skew_usec = 0). */
     readonly globalLimitHt: bigint | undefined,
+    deferWrites = false,
   ) {
+    this.deferred = deferWrites ? new DeferredWrites() : undefined;
     this.registersReads = isolation === 'serializable';
     this.readHtValue = startHt;
   }
@@ -145,7 +163,7 @@ export class Transaction implements TxnBinding {
     deps.invoker.observeHt(r.propagatedHt);
     if (!r.readHt) throw new DbError(ErrorCode.INTERNAL, `CreateTransaction of ${txnId} answered without a read time`);
     const limit = r.globalLimitHt ? BigInt(r.globalLimitHt) : 0n;
-    const txn = new Transaction(deps, txnId, statusTablet, isolation, priority, BigInt(r.readHt), limit > BigInt(r.readHt) ? limit : undefined);
+    const txn = new Transaction(deps, txnId, statusTablet, isolation, priority, BigInt(r.readHt), limit > BigInt(r.readHt) ? limit : undefined, o.deferWrites === true);
     txn.startHeartbeats();
     return txn;
   }
@@ -202,6 +220,26 @@ export class Transaction implements TxnBinding {
       readHt: this.readHtValue,
       ...(this.globalLimitHt !== undefined ? { globalLimitHt: this.globalLimitHt } : {}),
     };
+  }
+
+  deferWrite(w: DeferredWrite): boolean {
+    this.checkUsable();
+    return this.deferred !== undefined && this.deferred.add(w);
+  }
+
+  async flushDeferred(): Promise<void> {
+    // Concurrent operations all wait for the writes in flight: each must see them.
+    while (this.flushing) await this.flushing.catch(() => undefined);
+    if (!this.deferred || this.deferred.size === 0) return;
+    const run = sendDeferred(this.deferred.take());
+    this.flushing = run;
+    try {
+      await run;
+    } catch (e) {
+      throw this.failed(e, true);
+    } finally {
+      this.flushing = undefined;
+    }
   }
 
   fixReadTime(): void {
@@ -263,8 +301,13 @@ export class Transaction implements TxnBinding {
    */
   async commit(o?: CallOptions): Promise<CommitResult> {
     this.checkUsable();
-    this.stateValue = 'committing';
     const d = new Deadline(o?.timeoutMs ?? this.deps.timeoutMs);
+    const fast = await this.commitFastPath(d);
+    if (fast) return fast;
+    await this.flushDeferred();
+    this.checkUsable();
+    this.stateValue = 'committing';
+    this.commitPath = 'distributed';
     const m = txnCoordinatorMethods();
     const req = { statusTablet: this.statusTablet, txnId: this.txnId, participantTablets: this.participants(), propagatedHt: this.deps.invoker.propagatedHt };
     try {
@@ -282,6 +325,7 @@ export class Transaction implements TxnBinding {
       if (commitHt === 0n) throw new DbError(ErrorCode.INTERNAL, `CommitTransaction of ${this.txnId} answered without a commit time`);
       this.deps.invoker.observeHt(commitHt);
       this.stateValue = 'committed';
+      if (this.deps.commits) this.deps.commits.distributed++;
       this.stopHeartbeats();
       return { commitHt };
     } catch (e) {
@@ -289,6 +333,39 @@ export class Transaction implements TxnBinding {
       this.end(ENDING_CODES.has(err.code) ? err : new DbError(err.code, `commit of transaction ${this.txnId} failed: ${err.message}`, { ...err.details, txnId: this.txnId }, { cause: err, retryable: false }));
       throw this.endError!;
     }
+  }
+
+  /**
+   * The single-tablet fast path (client/fast-path.ts): taken when every write was kept back, they
+   * all fall in one tablet and the transaction holds nothing anywhere (no intents, no read locks).
+   * Undefined: not taken (or refused by the tablet: enable_txn_fast_path off), commit the distributed way.
+   */
+  private async commitFastPath(d: Deadline): Promise<CommitResult | undefined> {
+    const where = this.deferred?.singleTablet();
+    if (!this.deferred || !where || this.participantSet.size > 0) return undefined;
+    const ctx = this.context();
+    this.stateValue = 'committing';
+    let commitHt: bigint;
+    try {
+      commitHt = await commitSingleTablet(this.deps.invoker, where, this.deferred.ops(), ctx, d);
+    } catch (e) {
+      this.stateValue = 'pending';
+      if (fastPathRefused(e)) return undefined;
+      const err = DbError.from(e);
+      // After an unknown outcome the tablet may have committed it: say so, as the distributed commit does.
+      const unknown = UNKNOWN_OUTCOME_CODES.has(err.code) && err.code !== ErrorCode.INTERNAL;
+      this.end(ENDING_CODES.has(err.code) ? err : new DbError(unknown ? ErrorCode.TIMED_OUT : err.code, `single-tablet commit of transaction ${this.txnId} failed: ${err.message}`, { ...err.details, txnId: this.txnId, ...(unknown ? { outcome: 'unknown' } : {}) }, { cause: err, retryable: false }));
+      throw this.endError!;
+    }
+    this.deferred.take();
+    this.deps.invoker.observeHt(commitHt);
+    this.stateValue = 'committed';
+    this.commitPath = 'single-tablet';
+    if (this.deps.commits) this.deps.commits.singleTablet++;
+    this.stopHeartbeats();
+    // The status tablet's record was never needed: a leader-only one is dropped without a Raft entry.
+    this.sendAbort(new Deadline(this.deps.timeoutMs)).catch(() => undefined);
+    return { commitHt };
   }
 
   /**
@@ -343,6 +420,7 @@ export class Transaction implements TxnBinding {
     if (this.stateValue === 'aborted') return;
     this.end(new DbError(ErrorCode.TXN_ABORTED, `transaction ${this.txnId} was aborted by the client`));
     this.stateValue = 'aborted';
+    this.deferred?.take();
     await this.sendAbort(new Deadline(o?.timeoutMs ?? this.deps.timeoutMs));
   }
 
@@ -377,6 +455,8 @@ export class Transaction implements TxnBinding {
   private end(err: DbError): DbError {
     if (this.endError) return this.endError;
     this.endError = err;
+    // Writes never sent are simply dropped: nothing of them exists anywhere.
+    this.deferred?.take();
     const wasPending = this.stateValue === 'pending' || this.stateValue === 'committing';
     if (this.stateValue !== 'committed') this.stateValue = err.code === ErrorCode.TXN_ABORTED || err.code === ErrorCode.TXN_EXPIRED ? 'aborted' : 'failed';
     this.stopHeartbeats();

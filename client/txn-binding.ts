@@ -4,6 +4,7 @@
  * an interface so table.ts stays ignorant of coordinators and heartbeats.
  */
 import type { TxnContextPB } from '../rpc';
+import type { RowOpPB } from '../rpc';
 
 export interface TxnBinding {
   /** The context for the next operation; throws the transaction's error when it can no longer run one. */
@@ -36,9 +37,28 @@ export interface TxnBinding {
    * READ_RESTART or a write with an unknown outcome ends it). Returns the error to throw.
    */
   failed(e: unknown, wasWrite: boolean): Error;
+  /**
+   * A blind write (upsert, delete) the transaction may keep back until its commit (client/fast-path.ts):
+   * true when it took it. Absent or false: the Table sends it now.
+   */
+  deferWrite?(w: DeferredWrite): boolean;
+  /** Send the writes kept back so far (before any other operation of the transaction). */
+  flushDeferred?(): Promise<void>;
 }
 
 /** Codes the tablet invoker must not retry inside a transaction. */
 export const TXN_FATAL_CODES: ReadonlySet<string> = new Set(['READ_RESTART', 'TXN_CONFLICT', 'TXN_ABORTED', 'TXN_EXPIRED', 'TXN_NOT_FOUND']);
 /** Codes the tablet invoker must not retry for a read outside a transaction (Table restarts it itself). */
 export const READ_FATAL_CODES: ReadonlySet<string> = new Set(['READ_RESTART']);
+
+/** One blind write kept back until the commit (client/fast-path.ts) (or until another operation needs it sent). */
+export interface DeferredWrite {
+  table: string;
+  tabletId: string;
+  hash: number;
+  schemaVersion: number;
+  op: RowOpPB;
+  /** Send it as an intent write (the Table's ordinary transactional write, no further deferral). */
+  send(): Promise<void>;
+}
+

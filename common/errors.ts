@@ -85,6 +85,11 @@ export const ErrorCode = {
    * (--allow_unsafe_flag_changes, --enable_test_flags). details.reason names the check.
    */
   PERMISSION_DENIED: 'PERMISSION_DENIED',
+  /**
+   * Nothing was done: the tablet was split (docs/splitting.md); details.children names its two
+   * children. The client reloads the table's locations and sends the request to the right child.
+   */
+  TABLET_SPLIT: 'TABLET_SPLIT',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -98,6 +103,7 @@ const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   ErrorCode.READ_RESTART,
   ErrorCode.PROPOSAL_DROPPED,
   ErrorCode.TRY_AGAIN,
+  ErrorCode.TABLET_SPLIT,
 ]);
 
 export type ErrorDetails = Record<string, unknown>;

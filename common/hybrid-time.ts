@@ -3,6 +3,7 @@
  * Ordering of HybridTimes is plain bigint ordering.
  */
 import { assert } from './assert';
+import { DbError, ErrorCode } from './errors';
 
 export type HybridTime = bigint;
 
@@ -61,4 +62,18 @@ export function htMax(a: HybridTime, b: HybridTime): HybridTime {
 }
 export function htMin(a: HybridTime, b: HybridTime): HybridTime {
   return a < b ? a : b;
+}
+
+/**
+ * A point in time as people give it on a command line (`--as_of`): a hybrid time as a decimal
+ * integer (physical microseconds << 12 | logical; 16 digits or more), milliseconds since the epoch
+ * (13 digits or fewer), or an ISO 8601 date-time (`2026-12-06T10:00:00Z`).
+ */
+export function parseTimePoint(text: string, what = 'time'): HybridTime {
+  const t = text.trim();
+  if (/^[0-9]{16,20}$/.test(t) && BigInt(t) < 1n << 64n) return BigInt(t);
+  if (/^[0-9]{1,13}$/.test(t)) return htFrom(BigInt(t) * 1000n);
+  const ms = /^\d{4}-\d{2}-\d{2}T/.test(t) ? Date.parse(t) : Number.NaN;
+  if (Number.isNaN(ms)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `${what} must be a hybrid time (decimal, 16+ digits), milliseconds since the epoch or an ISO 8601 date-time, got '${text}'`);
+  return htFrom(BigInt(ms) * 1000n);
 }

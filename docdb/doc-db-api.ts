@@ -7,6 +7,7 @@ import type { HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
 import { Isolation, type DocKey, type Primitive } from './encoding/types';
 import type { CellReadOptions, CellReadResult, CellRules } from './cell-versions';
+import type { CellFilter } from './filters/evaluator';
 
 export { Isolation, type DocKey, type Primitive };
 
@@ -131,12 +132,21 @@ export interface ScanOptions extends ReadOptions {
   limit?: number;
   /** Stored bytes of the returned rows at which the scan stops early, with a resume key (ReadRange.maxBytes). */
   maxBytes?: number;
+  /** A server-side filter (docs/filters.md): a fresh evaluator per call (it keeps state). */
+  filter?: CellFilter;
+  /** Follow the filter's seek hints (default true; false reads every cell: the tests' reference). */
+  filterSeekHints?: boolean;
 }
 
 export interface ScanResult {
   rows: Row[];
   /** Encoded DocKey to resume from, when the row limit or the byte budget cut the scan short. */
   resumeKey?: Uint8Array;
+  /** With a filter: cells read from storage, and of those the ones the filter dropped. */
+  cellsRead?: number;
+  cellsSkipped?: number;
+  /** With a filter: storage seeks made for its hints. */
+  seeks?: number;
 }
 
 export type Conflict =

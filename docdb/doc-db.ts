@@ -48,6 +48,8 @@ import { contentChecksum, type ContentChecksum } from './content-checksum';
 import { TxnLocks } from './txn-locks';
 import { REGULAR_DATA_END, REGULAR_DATA_START, encodeRowDocKey, parseIntentKeyToSubKey } from './storage-keys';
 import { decodeStoredMeta, decodeTxnKey, prefixEnd, TXN_PREFIX, type ApplyState } from './txn-records';
+import { filteredScan } from './filters/filtered-scan';
+import type { CellFilter } from './filters/evaluator';
 
 export interface DocDbDeps {
   regular: KvEngine;
@@ -330,7 +332,7 @@ export class DocDb implements DocDbApi {
     const hex = cache ? k.toString('hex') : '';
     const hit = cache?.get(hex);
     if (hit) {
-      const res = assembleRow(hit.key, hit.versions, opts.readHt, opts.globalLimitHt, opts.columns, this.schemaColumns, this.columnTtls);
+      const res = assembleRow(hit.key, hit.versions, opts.readHt, opts.globalLimitHt, opts.columns, this.schemaColumns, undefined, this.columnTtls);
       if (res.type === 'restart') throw readRestart(opts.readHt, res.restartHt, opts.globalLimitHt);
       return res.type === 'row' ? res.row : undefined;
     }
@@ -357,10 +359,22 @@ export class DocDb implements DocDbApi {
     this.checkReadTime(opts.readHt);
     const release = this.readers.register(opts.readHt);
     try {
+      if (opts.filter) return await this.scanFiltered(opts, opts.filter);
       return await new IntentAwareReader(this.regularDb.db.engine, this.intentsDb.db.engine, this.readerOptions(opts), this.intentsDb.intentCount > 0).read({ start: opts.startKey, end: opts.endKey, limit: opts.limit, maxBytes: opts.maxBytes });
     } finally {
       release();
     }
+  }
+
+  /** A scan with a server-side filter (docdb/filters/filtered-scan.ts): the reader resolves every column, the filter picks. */
+  private scanFiltered(opts: ScanOptions, filter: CellFilter): Promise<ScanResult> {
+    const { columns, ...all } = opts;
+    const readIntents = this.intentsDb.intentCount > 0;
+    const reader = new IntentAwareReader(this.regularDb.db.engine, this.intentsDb.db.engine, this.readerOptions(all), readIntents);
+    return filteredScan(
+      { regular: this.regularDb.db.engine, intents: this.intentsDb.db.engine, readIntents, reader },
+      { range: { start: opts.startKey, end: opts.endKey, limit: opts.limit, maxBytes: opts.maxBytes }, filter, seekHints: opts.filterSeekHints !== false, ...(columns?.length ? { columns } : {}) },
+    );
   }
 
   frontier(): Promise<{ regular: OpId; intents: OpId }> {

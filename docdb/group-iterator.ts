@@ -68,6 +68,14 @@ export class GroupIterator {
     return { docKeyBuf, entries };
   }
 
+  /** Reposition at the first group whose keys are >= target (a filter's seek hint). */
+  seek(target: Uint8Array): void {
+    this.it.seek(target);
+    this.pending = undefined;
+    this.peeked = undefined;
+    this.done = false;
+  }
+
   close(): Promise<void> {
     return this.it.close();
   }

@@ -19,3 +19,4 @@ export { encodeRowDocKey, encodeStored, hashKeyLockOfRange } from './storage-key
 export * from './cell-versions';
 export { readCellRows, rowCells, cellEntryOf, CELL_READ_ROWS_MAX, CELL_READ_CELLS_MAX, } from './cell-reader';
 export { PUT_AT_TS_WRITE_ID, MARKER_WRITE_ID, VERSION_MARKER_WRITE_ID } from './row-cells';
+export * from './filters';

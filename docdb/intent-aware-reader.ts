@@ -104,7 +104,8 @@ export class IntentAwareReader {
     }
   }
 
-  private async row(reg: DocKeyGroup | undefined, int: DocKeyGroup | undefined): Promise<Row | undefined> {
+  /** The row of one DocKey's groups (either may be absent) at the read time; `cellHts`: see assembleRow. */
+  async row(reg: DocKeyGroup | undefined, int: DocKeyGroup | undefined, cellHts?: Map<number, HybridTime>): Promise<Row | undefined> {
     const docKeyBuf = (reg ?? int)!.docKeyBuf;
     const versions: CellVersion[] = [];
     for (const [k, v] of reg?.entries ?? []) {
@@ -126,7 +127,7 @@ export class IntentAwareReader {
       // Committed after the read time: still a version, for the read-restart check.
       if (st.status === 'COMMITTED') versions.push({ sub: p.sub, ht: st.commitHt, writeId: iv.writeId, own: false, value: iv.value });
     }
-    const res = assembleRow(key, versions, this.opts.readHt, this.opts.globalLimitHt, this.opts.columns, this.opts.schemaColumns, this.opts.columnTtls);
+    const res = assembleRow(key, versions, this.opts.readHt, this.opts.globalLimitHt, this.opts.columns, this.opts.schemaColumns, cellHts, this.opts.columnTtls);
     if (res.type === 'restart') throw readRestart(this.opts.readHt, res.restartHt, this.opts.globalLimitHt);
     return res.type === 'row' ? res.row : undefined;
   }

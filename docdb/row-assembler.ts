@@ -71,6 +71,8 @@ export function assembleRow(
   columns?: readonly number[],
   /** The column ids of the table's current schema (undefined: no column was ever dropped). */
   schemaColumns?: ReadonlySet<number>,
+  /** Filled with each returned column's version time (scan filters see it as the cell's timestamp). */
+  cellHts?: Map<number, HybridTime>,
   columnTtls?: ColumnTtls,
 ): AssembleResult {
   let restartHt: HybridTime | undefined;
@@ -107,7 +109,10 @@ export function assembleRow(
     if (v.sub.kind !== 'column' || !live(v)) continue;
     if (v.value.type === 'primitive' && v.value.value !== null) {
       exists = true;
-      if (columns === undefined || columns.includes(v.sub.id)) cols.set(v.sub.id, v.value.value);
+      if (columns === undefined || columns.includes(v.sub.id)) {
+        cols.set(v.sub.id, v.value.value);
+        cellHts?.set(v.sub.id, v.ht);
+      }
     }
     if (v.ht > writeHt) writeHt = v.ht;
   }

@@ -15,9 +15,18 @@ export interface HttpReply {
   body: string;
 }
 
+/** The CA https consoles are verified against when a call names none (a TLS verify run sets it: trustConsoleCa). */
+let defaultCa: Buffer | undefined;
+
+/** Trust `ca` (a cluster's ca.crt) for https console calls that name no CA of their own; undefined: the system's CAs again. */
+export function trustConsoleCa(ca: Buffer | undefined): void {
+  defaultCa = ca;
+}
+
 export function httpRequest(url: string, opts: { method?: string; body?: string; timeoutMs?: number; token?: string | undefined; ca?: Buffer | undefined } = {}): Promise<HttpReply> {
   // https (a console with --certs_dir): verified against `ca` (docs/security.md).
-  const request = url.startsWith('https:') ? (u: string, o: https.RequestOptions, cb: (res: http.IncomingMessage) => void) => https.request(u, { ...o, ...(opts.ca ? { ca: opts.ca } : {}) }, cb) : http.request;
+  const ca = opts.ca ?? defaultCa;
+  const request = url.startsWith('https:') ? (u: string, o: https.RequestOptions, cb: (res: http.IncomingMessage) => void) => https.request(u, { ...o, ...(ca ? { ca } : {}) }, cb) : http.request;
   return new Promise((resolve, reject) => {
     const req = request(
       url,

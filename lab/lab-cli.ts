@@ -237,9 +237,10 @@ export function registerLabCommands(program: Command, io: LabCliIo = defaultIo):
     .option('--load-ms <n>', 'durability: longest load per run before the fault (default 10000)')
     .option('--writers <n>', 'durability: concurrent writers (default 32)')
     .option('--interval-ms <n>', 'durability: interval_durable_wal_write_ms on the tservers (default 1000)')
+    .option('--threshold-bytes <n>', 'tablet-split: the low-phase split threshold (default 262144)')
     .option('--json', 'machine-readable output')
     .action(
-      run(async (name: string, o: { base_dir: string; driver: string; host_base: string; port_offset?: string; server_entry: string; keep?: boolean; json?: boolean; rows: string; rowBytes: string; delayMs: string; holdMs: string; writes?: string; loadMs?: string; writers?: string; intervalMs?: string }) => {
+      run(async (name: string, o: { base_dir: string; driver: string; host_base: string; port_offset?: string; server_entry: string; keep?: boolean; json?: boolean; rows: string; rowBytes: string; delayMs: string; holdMs: string; writes?: string; loadMs?: string; writers?: string; intervalMs?: string; thresholdBytes?: string }) => {
         const def = findExperiment(name);
         if (!def) throw new DbError(ErrorCode.INVALID_ARGUMENT, `unknown experiment '${name}': one of ${EXPERIMENTS.map((e) => e.name).join(', ')}`);
         const driver = driverKind(o.driver);
@@ -250,7 +251,7 @@ export function registerLabCommands(program: Command, io: LabCliIo = defaultIo):
           portOffset: int('port_offset', o.port_offset, driver === 'docker' ? DEFAULT_DOCKER_PORT_OFFSET : 0),
           serverEntry: o.server_entry,
           keep: o.keep === true,
-          params: { rows: int('rows', o.rows, 100), rowBytes: int('row-bytes', o.rowBytes, 1048576), delayMs: int('delay-ms', o.delayMs, 60000), holdMs: int('hold-ms', o.holdMs, PARTITION_HOLD_MS), ...durabilityParams(o) },
+          params: { rows: int('rows', o.rows, 100), rowBytes: int('row-bytes', o.rowBytes, 1048576), delayMs: int('delay-ms', o.delayMs, 60000), holdMs: int('hold-ms', o.holdMs, PARTITION_HOLD_MS), ...durabilityParams(o), ...(o.thresholdBytes ? { thresholdBytes: int('threshold-bytes', o.thresholdBytes, 262144) } : {}) },
           progress: progress(o.json === true),
         });
         io.out(o.json ? JSON.stringify({ ...r, driver, passed: passed(r) }, null, 2) : renderText(r));

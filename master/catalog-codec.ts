@@ -30,7 +30,7 @@ export function encodeCatalogOp(op: CatalogOp): Uint8Array {
   return enc.encode(JSON.stringify({ v: OP_VERSION, op }));
 }
 
-const OP_TYPES = new Set(['createTable', 'dropTable', 'alterTable', 'setReplicas', 'registerTServer', 'reserveTimestamps']);
+const OP_TYPES = new Set(['createTable', 'dropTable', 'alterTable', 'setReplicas', 'registerTServer', 'reserveTimestamps', 'registerSplit', 'completeSplit', 'abortSplit']);
 
 export function decodeCatalogOp(b: Uint8Array): CatalogOp {
   const o = parseJson(b, 'entry');

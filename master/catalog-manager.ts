@@ -39,6 +39,7 @@ import { tableByName, tabletsOf } from './catalog-state';
 import { durabilityOf, nextColumnIdOf, schemaVersionOf, type CatalogState, type ReplicaDef, type TableInfo, type TabletInfo } from './catalog-types';
 import { DEFAULT_WAL_DURABILITY, parseWalDurability } from '../raft';
 import { hashPartitions, validateAlterTable, validateCreateTable } from './ddl-validation';
+import { parseSplitPolicy, partitionToPb, rangePartitions } from './range-partitions';
 import {
   CREATE_TABLE_WAIT_MS,
   ENABLE_LOAD_BALANCING,
@@ -49,6 +50,7 @@ import {
 } from './master-flags';
 import { placeNewTablets, planLeaderMoves, planReplacements, type TServerLoad, type TabletView } from './placement';
 import type { SysCatalog } from './sys-catalog';
+import { recentSplitParents, SplitManager } from './split-manager';
 import type { TServerRegistry } from './tserver-registry';
 
 /** A CreateTablet to one tserver is not repeated sooner than this. */
@@ -109,7 +111,7 @@ export interface TableLocationJson {
   /** Column families with their retention (docs/cells.md). */
   families: ColumnFamily[];
   tabletsOnSchemaVersion: number;
-  tablets: Array<{ tabletId: string; partition: { start: number; end: number }; replicas: Array<{ tserverUuid: string; rpcAddress: string; role: string }> }>;
+  tablets: Array<{ tabletId: string; partition: { start: number; end: number; keyStart?: string; keyEnd?: string }; replicas: Array<{ tserverUuid: string; rpcAddress: string; role: string }> }>;
 }
 
 export function schemaToPb(t: TableInfo): TableSchemaPB {
@@ -138,9 +140,23 @@ export class CatalogManager {
   private roundRunning = false;
   private creatingTxnTable = false;
   private readonly now: () => number;
+  /** Tablet splitting (docs/splitting.md). */
+  readonly splits: SplitManager;
 
   constructor(private readonly deps: CatalogManagerDeps) {
     this.now = deps.nowMs ?? (() => performance.now());
+    this.splits = new SplitManager({
+      sys: deps.sys,
+      registry: deps.registry,
+      client: deps.client,
+      log: deps.log,
+      flags: deps.flags,
+      now: () => this.now(),
+      timeoutMs: () => this.timeoutMs(),
+      addressOf: (u) => this.addressOf(u),
+      requireLeader: () => this.requireLeader(),
+      liveTServers: () => this.liveCount(),
+    });
   }
 
   onLeadership(isLeader: boolean): void {
@@ -197,6 +213,7 @@ export class CatalogManager {
         rangeColumns: req.schema?.rangeColumns ?? [],
         numTablets: req.numTablets ?? 0,
         replicationFactor: req.replicationFactor ?? 0,
+        splitKeys: (req.splitKeys ?? []).map((k) => new Uint8Array(k)),
       },
       live,
       this.deps.flags.get(REPLICATION_FACTOR),
@@ -207,7 +224,8 @@ export class CatalogManager {
       throw new DbError(ErrorCode.INVALID_ARGUMENT, `replication factor ${v.replicationFactor} is larger than the number of live tablet servers (${live} live)`);
     }
     const tableId = newId();
-    const parts = hashPartitions(v.numTablets);
+    const splitPolicy = parseSplitPolicy(req.splitPolicy, v.schema.rangeColumns.length);
+    const parts = req.splitKeys?.length ? rangePartitions(req.splitKeys) : hashPartitions(v.numTablets);
     const tablets: TabletInfo[] = parts.map((partition, i) => ({
       id: newId(),
       tableId,
@@ -224,6 +242,7 @@ export class CatalogManager {
       tabletIds: tablets.map((t) => t.id),
       createdAtMs: Date.now(),
       durability,
+      ...(splitPolicy ? { splitPolicy } : {}),
     };
     await this.deps.sys.propose({ type: 'createTable', table, tablets });
     this.deps.log.info({ table: name, tableId, tablets: tablets.length, rf: v.replicationFactor }, 'table created');
@@ -387,7 +406,7 @@ export class CatalogManager {
     const loc = this.locationsJson(table);
     return {
       table: tableToPb(table),
-      tablets: loc.tablets.map((t) => ({ tabletId: t.tabletId, tableId: loc.id, partition: t.partition, replicas: t.replicas })),
+      tablets: loc.tablets.map((t) => ({ tabletId: t.tabletId, tableId: loc.id, partition: partitionToPb(t.partition), replicas: t.replicas })),
     };
   }
 
@@ -407,7 +426,7 @@ export class CatalogManager {
         const leader = this.deps.registry.leaderReport(tablet.id, now, this.timeoutMs())?.uuid ?? '';
         return {
           tabletId: tablet.id,
-          partition: { start: tablet.partition.start, end: tablet.partition.end },
+          partition: { start: tablet.partition.start, end: tablet.partition.end, ...(tablet.partition.keyStart ? { keyStart: tablet.partition.keyStart } : {}), ...(tablet.partition.keyEnd ? { keyEnd: tablet.partition.keyEnd } : {}) },
           replicas: tablet.replicas.map((r) => ({
             tserverUuid: r.tserverUuid,
             rpcAddress: this.addressOf(r.tserverUuid) ?? '',
@@ -433,10 +452,11 @@ export class CatalogManager {
     if (e && sys.isLeaderReady()) {
       this.maybeRegister(e.uuid, e.rpcAddress, e.webAddress);
       const c = this.catalog();
+      const retained = recentSplitParents(c, Date.now());
       for (const id of e.reports.keys()) {
         const t = c.tablets.get(id);
         if (!t) {
-          tabletsToDelete.push(id);
+          if (!retained.has(id)) tabletsToDelete.push(id);
           continue;
         }
         if (t.replicas.some((r) => r.tserverUuid === e.uuid)) continue;
@@ -545,6 +565,9 @@ export class CatalogManager {
     for (const tablet of c.tablets.values()) {
       const table = c.tables.get(tablet.tableId);
       if (!table) continue;
+      // A split child is built by its parent's replicas when they apply SPLIT; created here only
+      // once the split completed (a replica that missed it: remote bootstrap from the child leader).
+      if (tablet.parentId && c.tablets.has(tablet.parentId)) continue;
       const leader = reg.leaderReport(tablet.id, now, timeout);
       const voters = leader ? (leader.report.peers ?? []).filter((p) => p.memberType !== 'LEARNER').map((p) => p.uuid ?? '') : [];
       const wanted = tablet.replicas.map((r) => r.tserverUuid);
@@ -571,7 +594,7 @@ export class CatalogManager {
         const addr = this.addressOf(uuid);
         if (!addr) continue;
         const peers = [...new Set([...voters, ...wanted])].map((u) => ({ uuid: u, rpcAddress: this.addressOf(u) ?? '', memberType: 'VOTER' }));
-        call(addr, m.createTablet, { tabletId: tablet.id, tableId: table.id, tableName: table.name, schema: schemaToPb(table), partition: tablet.partition, peers, schemaVersion: schemaVersionOf(table), durability: durabilityOf(table) }, { tablet: tablet.id, tserver: uuid, op: 'CreateTablet' });
+        call(addr, m.createTablet, { tabletId: tablet.id, tableId: table.id, tableName: table.name, schema: schemaToPb(table), partition: partitionToPb(tablet.partition), peers, schemaVersion: schemaVersionOf(table), durability: durabilityOf(table) }, { tablet: tablet.id, tserver: uuid, op: 'CreateTablet' });
       }
       // 1b. The tablet's leader serves an older schema: it replicates the catalog's (ALTER TABLE).
       const version = schemaVersionOf(table);
@@ -653,6 +676,7 @@ export class CatalogManager {
     // Forget attempts of tablets that no longer exist (bounded maps).
     if (this.createAttempts.size > 100_000) this.createAttempts.clear();
     if (this.cooldown.size > 100_000) this.cooldown.clear();
+    await this.splits.round().catch((err: unknown) => this.deps.log.warn({ err }, 'split round failed'));
     await Promise.all(calls);
   }
 }

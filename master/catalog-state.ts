@@ -5,6 +5,7 @@
  * exactly one table, on every master.
  */
 import { ErrorCode } from '../common/errors';
+import { applySplitOp } from './split-catalog';
 import { schemaVersionOf, type CatalogOp, type CatalogState, type TableInfo, type TabletInfo } from './catalog-types';
 
 export interface ApplyOutcome {
@@ -78,6 +79,12 @@ export function applyCatalogOp(state: CatalogState, op: CatalogOp): ApplyOutcome
       const tservers = new Map(state.tservers);
       tservers.set(op.tserver.uuid, { ...op.tserver });
       return { state: { ...state, tservers } };
+    }
+    case 'registerSplit':
+    case 'completeSplit':
+    case 'abortSplit': {
+      const r = applySplitOp(state, op);
+      return r.error ? refuse(state, r.error.code, r.error.message) : { state: r.state };
     }
     case 'reserveTimestamps': {
       if (!/^[0-9]{1,30}$/.test(op.bound)) return refuse(state, ErrorCode.INVALID_ARGUMENT, `oracle bound ${op.bound} is not a decimal timestamp`);

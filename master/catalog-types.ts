@@ -34,6 +34,12 @@ export interface TableSchema {
 export interface Partition {
   start: number;
   end: number;
+  /**
+   * Range tables (docs/splitting.md): the encoded DocKey bounds [keyStart, keyEnd) as lower-case hex;
+   * absent or '' = open. A hash table's tablets leave them unset (they split by hash).
+   */
+  keyStart?: string;
+  keyEnd?: string;
 }
 
 export const HASH_SPACE = 65536;
@@ -51,6 +57,21 @@ export interface TabletInfo {
   partition: Partition;
   /** Where the catalog wants this tablet's replicas; the background round makes Raft agree. */
   replicas: ReplicaDef[];
+  /** Set once a split of this tablet is registered: its two children (docs/splitting.md). */
+  splitChildren?: string[];
+  /** The tablet this one was split from (absent: created with its table). */
+  parentId?: string;
+  /** Splits from the table's first tablets down to this one (absent: 0). */
+  splitDepth?: number;
+}
+
+/** One completed split, kept in the table's history (the master's table page). */
+export interface SplitRecord {
+  parentId: string;
+  children: string[];
+  /** The split point: a hash (hash tables) or the key bound as hex (range tables). */
+  at: string;
+  atMs: number;
 }
 
 export interface TableInfo {
@@ -69,7 +90,13 @@ export interface TableInfo {
   nextColumnId?: number;
   /** The Raft log level of the table's tablets (docs/durability.md); absent: FSYNC. */
   durability?: WalDurability;
+  /** Where splits may fall: absent = any key; `prefix:N` = only between the first N range components (docs/splitting.md). */
+  splitPolicy?: string;
+  /** Completed splits, oldest first (bounded: the last SPLIT_HISTORY_MAX). */
+  splitHistory?: SplitRecord[];
 }
+
+export const SPLIT_HISTORY_MAX = 64;
 
 export function durabilityOf(t: TableInfo): WalDurability {
   return t.durability ?? DEFAULT_WAL_DURABILITY;
@@ -109,6 +136,12 @@ export type CatalogOp =
   | { type: 'alterTable'; tableId: string; fromVersion: number; name: string; schema: TableSchema; nextColumnId: number; durability?: WalDurability }
   | { type: 'setReplicas'; tabletId: string; replicas: ReplicaDef[] }
   | { type: 'registerTServer'; tserver: TServerAddress }
+  /** Register a split of `parentId` into two new tablets (docs/splitting.md); the parent keeps serving until it applies SPLIT. */
+  | { type: 'registerSplit'; parentId: string; children: TabletInfo[]; at: string }
+  /** The children run: they take the parent's place in the table, and the parent leaves the catalog. */
+  | { type: 'completeSplit'; parentId: string; atMs: number }
+  /** The tablet refused the split (nothing done there): the children leave the catalog again. */
+  | { type: 'abortSplit'; parentId: string }
   /** Raise the oracle's high-water mark to `bound` (decimal); a lower or equal bound changes nothing. */
   | { type: 'reserveTimestamps'; bound: string };
 

@@ -23,6 +23,8 @@ export interface CreateTableInput {
   numTablets: number;
   /** 0 = default (the replication_factor flag). */
   replicationFactor: number;
+  /** Range tables: split points (docs/splitting.md); N points = N+1 tablets. */
+  splitKeys?: Uint8Array[];
 }
 
 export interface ValidatedTable {
@@ -78,10 +80,14 @@ export function validateCreateTable(input: CreateTableInput, liveTServers: numbe
   if (rf > liveTServers) {
     throw invalid(`replication factor ${rf} is larger than the number of live tablet servers (${liveTServers} live)`, { liveTServers, replicationFactor: rf });
   }
-  const numTablets = input.numTablets || Math.max(1, liveTServers);
+  const splits = input.splitKeys?.length ?? 0;
+  if (splits > 0 && input.hashColumns.length > 0) throw invalid(`table ${input.name} is hash partitioned: split points are for range tables (use --tablets)`);
+  if (splits > 0 && input.numTablets && input.numTablets !== splits + 1) throw invalid(`${splits} split points make ${splits + 1} tablets, not ${input.numTablets}`);
+  // A range table starts as one tablet unless split points say otherwise (docs/splitting.md).
+  const numTablets = splits > 0 ? splits + 1 : input.numTablets || (input.hashColumns.length === 0 ? 1 : Math.max(1, liveTServers));
   if (!Number.isInteger(numTablets) || numTablets < 1 || numTablets > TABLETS_PER_TABLE_MAX) throw invalid(`number of tablets ${numTablets} must be between 1 and ${TABLETS_PER_TABLE_MAX}`);
   // A table without hash columns keeps every row at hash 0: one tablet is all it can use.
-  if (input.hashColumns.length === 0 && numTablets > 1) throw invalid(`table ${input.name} has no hash columns, so it cannot be split into ${numTablets} tablets (use 1)`);
+  if (input.hashColumns.length === 0 && numTablets > 1 && splits === 0) throw invalid(`table ${input.name} is range partitioned: give its ${numTablets - 1} split points (--split_at) instead of a tablet count`);
   const schema: TableSchema = { columns, hashColumns: [...input.hashColumns], rangeColumns: [...input.rangeColumns], ...(input.families?.length ? { families } : {}) };
   return { name: input.name, schema, numTablets, replicationFactor: rf };
 }

@@ -30,7 +30,8 @@ import { droppedPeers } from '../common/server-flags';
 import { registerMasterPages } from './master-web';
 import { SYS_CATALOG_GROUP_ID, SysCatalog } from './sys-catalog';
 import { TServerRegistry } from './tserver-registry';
-import { oracleMethods } from '../rpc';
+import { oracleMethods, splitMethods } from '../rpc';
+import { CERTS_DIR } from '../rpc';
 import { oracleBoundOf } from './catalog-state';
 import { TimestampOracle } from './timestamp-oracle';
 import { registerOraclePage } from './oracle-web';
@@ -185,6 +186,7 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
   rpc.handle(m.isAlterTableDone, (req) => Promise.resolve(mgr.isAlterTableDone(req)));
   rpc.handle(m.listTables, (req) => Promise.resolve({ tables: mgr.listTables(req.includeSystem === true).map(tableToPb) }));
   rpc.handle(m.getTableLocations, (req) => Promise.resolve(mgr.tableLocations(req)));
+  rpc.handle(splitMethods().masterSplitTablet, (req) => mgr.splits.split(req));
   rpc.handle(m.tsHeartbeat, (req) => {
     // Lab partitions: a cut-off tserver's heartbeats must not reach us (it would look alive).
     if (droppedPeers(flags).has(req.rpcAddress ?? '')) return Promise.reject(new DbError(ErrorCode.NETWORK_ERROR, 'heartbeat dropped (TEST_drop_traffic_peers)'));
@@ -207,6 +209,7 @@ export async function startMaster(opts: MasterOptions): Promise<Master> {
   metrics.gauge('master_tables', 'Tables in the catalog', [], (g) => g.set(sys.state().tables.size));
   metrics.gauge('master_tablets', 'Tablets in the catalog', [], (g) => g.set(sys.state().tablets.size));
   metrics.gauge('master_is_leader', '1 on the sys catalog leader', [], (g) => g.set(sys.isLeader() ? 1 : 0));
+  metrics.gauge('master_tablet_splits_completed', 'Tablet splits this master completed since it started (docs/splitting.md)', [], (g) => g.set(mgr.splits.splitsCompleted));
   metrics.rpcConnections(rpc, client);
   const web = new WebServer({
     kind: 'master',
@@ -317,7 +320,7 @@ export async function masterMain(argv: readonly string[], opts: { transport?: Tr
   const { flags, positional } = parseFlagArgs(argv, new Flags());
   if (positional.length > 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `unexpected arguments: ${positional.join(' ')}`);
   const master = await startMaster({ flags, ...(opts.transport ? { transport: opts.transport } : {}) });
-  process.stdout.write(`master ${master.uuid} listening on ${master.rpcAddress}, console http://${master.webAddress}\n`);
+  process.stdout.write(`master ${master.uuid} listening on ${master.rpcAddress}, console ${flags.get(CERTS_DIR) ? 'https' : 'http'}://${master.webAddress}\n`);
   await new Promise<void>((resolve) => {
     const done = (): void => {
       process.off('SIGINT', done);

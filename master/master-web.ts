@@ -10,6 +10,7 @@ import { registerApplyTimeline } from './apply-timeline';
 import { checkFamilies, familyAttributes } from '../common/column-families';
 import type { CatalogManager } from './catalog-manager';
 import type { MasterInfo } from './master-info';
+import { partitionText, splitHistoryHtml } from './split-web';
 
 export interface MasterWebDeps {
   web: WebServer;
@@ -124,14 +125,14 @@ export function registerMasterPages(d: MasterWebDeps): void {
           ['Tablet', 'Partition', 'RaftConfig (leader first)'],
           loc.tablets.map((x) => [
             x.tabletId,
-            `[0x${x.partition.start.toString(16).padStart(4, '0')}, 0x${x.partition.end.toString(16).padStart(4, '0')})`,
+            partitionText(x.partition),
             raw([...x.replicas].sort((a, b) => Number(b.role === 'LEADER') - Number(a.role === 'LEADER')).map((r) => `${r.role === 'LEADER' ? '<b>LEADER</b>' : escapeHtml(r.role)}: <span title="${escapeHtml(r.tserverUuid)}">${escapeHtml(r.rpcAddress || r.tserverUuid)}</span>`).join('<br>')),
           ]),
           { id: 'tablets' },
         );
         const version = `<p>Schema version ${loc.schemaVersion}: served by the leaders of ${loc.tabletsOnSchemaVersion} of ${loc.tablets.length} tablets</p>`;
         const timeline = `<p>${link(`/apply-timeline?table=${encodeURIComponent(t.name)}`, 'Apply timeline of this table').toString()}: IntentsDB and RegularDB sizes of every replica over the last minutes.</p>`;
-        return `<h2>${escapeHtml(t.name)} <small>${escapeHtml(t.id)}</small></h2>${version}${timeline}${cols}<h2>Column families</h2>${families}<h2>Tablets</h2>${tablets}`;
+        return `<h2>${escapeHtml(t.name)} <small>${escapeHtml(t.id)}</small></h2>${version}${timeline}${cols}<h2>Column families</h2>${families}<h2>Tablets</h2>${tablets}${splitHistoryHtml(t)}`;
       }),
   });
 

@@ -26,3 +26,4 @@ export * from './rpc-auth';
 export * from './oracle-methods';
 export * from './family-pb';
 export * from './cell-methods';
+export * from './split-methods';

@@ -43,6 +43,9 @@ export interface TableSchemaPB {
 export interface PartitionPB {
   start?: number;
   end?: number;
+  /** Range tables: encoded DocKey bounds [keyStart, keyEnd) (docs/splitting.md); empty = open. */
+  keyStart?: Uint8Array;
+  keyEnd?: Uint8Array;
 }
 export interface RaftPeerPB {
   uuid?: string;
@@ -94,6 +97,9 @@ export interface CreateTableRequestPB {
   replicationFactor?: number;
   ifNotExists?: boolean;
   durability?: string;
+  /** Range tables: split points (docs/splitting.md). */
+  splitKeys?: Uint8Array[];
+  splitPolicy?: string;
 }
 export interface CreateTableResponsePB {
   tableId?: string;
@@ -233,6 +239,8 @@ export interface WriteRequestPB {
   clientId?: string;
   requestId?: bigint;
   minRunningRequestId?: bigint;
+  /** With `txn`: commit the transaction here, these ops being its whole write set (fast path). */
+  singleTabletCommit?: boolean;
 }
 export interface WriteItemPB {
   ops?: RowOpPB[];
@@ -280,6 +288,8 @@ export interface ScanRequestPB {
   propagatedHt?: bigint;
   globalLimitHt?: bigint;
   schemaVersion?: number;
+  /** A filter tree as JSON (docs/filters.md); empty: none. */
+  filter?: string;
 }
 export interface ScanResponsePB {
   rows?: RowPB[];
@@ -287,6 +297,8 @@ export interface ScanResponsePB {
   readHt?: bigint;
   propagatedHt?: bigint;
   globalLimitHt?: bigint;
+  cellsRead?: bigint;
+  cellsSkipped?: bigint;
 }
 export interface CreateTabletRequestPB {
   tabletId?: string;

@@ -15,6 +15,8 @@ export type { Node } from 'libpg-query';
 export interface YbTableOptions {
   primaryKey?: { hash: string[]; range: Array<{ name: string; desc: boolean }> };
   splitTablets?: number;
+  /** `SPLIT AT VALUES ((v1), (v2, 'x'))`: split points of a range table, leading range-column values (docs/splitting.md). */
+  splitAt?: unknown[][];
 }
 
 export interface ParsedStatement {
@@ -75,11 +77,44 @@ export function rewriteYugabyteSyntax(sql: string): { sql: string; options: YbTa
       cur.splitTablets = Number(tokens[i + 2]!.text);
       edits.push({ start: tokens[i]!.start, end: tokens[i + 3]!.end, text: '' });
       i += 3;
+    } else if (cur && t === 'split' && lower(tokens[i + 1]) === 'at' && lower(tokens[i + 2]) === 'values' && tokens[i + 3]?.text === '(') {
+      const end = matchParen(tokens, i + 3);
+      const points = end < 0 ? undefined : splitTuples(tokens.slice(i + 4, end));
+      if (!points) throw new SqlError(SqlState.SYNTAX_ERROR, 'SPLIT AT VALUES takes tuples of literals: SPLIT AT VALUES ((1), (100))');
+      cur.splitAt = points;
+      edits.push({ start: tokens[i]!.start, end: tokens[end]!.end, text: '' });
+      i = end;
     }
   }
   let out = sql;
   for (const e of edits.reverse()) out = out.slice(0, e.start) + e.text + out.slice(e.end);
   return { sql: out, options };
+}
+
+/** `(1), (2, 'x')` → [[1], [2, 'x']]: numbers (with a leading minus) and string literals only. */
+function splitTuples(items: Token[]): unknown[][] | undefined {
+  const out: unknown[][] = [];
+  let i = 0;
+  while (i < items.length) {
+    if (items[i]!.text !== '(') return undefined;
+    const close = matchParen(items, i);
+    if (close < 0) return undefined;
+    const tuple: unknown[] = [];
+    for (let j = i + 1; j < close; j++) {
+      let text = items[j]!.text;
+      if (text === ',') continue;
+      if (text === '-' && j + 1 < close) text = `-${items[++j]!.text}`;
+      if (/^'.*'$/s.test(text)) tuple.push(text.slice(1, -1).replace(/''/g, "'"));
+      else if (/^-?[0-9]+$/.test(text)) tuple.push(BigInt(text));
+      else if (/^-?[0-9]*\.[0-9]+(e-?[0-9]+)?$/i.test(text)) tuple.push(Number(text));
+      else return undefined;
+    }
+    if (tuple.length === 0) return undefined;
+    out.push(tuple);
+    i = close + 1;
+    if (items[i]?.text === ',') i++;
+  }
+  return out.length > 0 ? out : undefined;
 }
 
 function matchParen(tokens: Token[], open: number): number {

@@ -11,13 +11,15 @@ import type { HybridClock } from '../common/hybrid-clock';
 import type { Logger } from '../common/log';
 import type { Rng } from '../common/rng';
 import { DocDb, MEMSTORE_SIZE_MB, MEMSTORE_SIZE_SPREAD_PCT, memtableBytes, RocksDbEngine, type DocDbApi, type KvEngine } from '../docdb';
-import { FileLogStorage, GLOBAL_LOG_CACHE_SIZE_LIMIT_MB, LogCacheBudget, RawNode, type LeaderChange, type LogStorage, type Message, type RaftCore, type RaftOptions, type WalDurability, type WalFs } from '../raft';
+import { DEFAULT_WAL_DURABILITY, FileLogStorage, GLOBAL_LOG_CACHE_SIZE_LIMIT_MB, LogCacheBudget, RawNode, type LeaderChange, type LogStorage, type Message, type RaftCore, type RaftOptions, type WalDurability, type WalFs } from '../raft';
 import { LOG_MIN_ENTRIES_TO_RETAIN } from './tserver-flags';
 import { readTabletMeta, writeTabletMeta, type TabletMeta } from './tablet/tablet-meta';
 import { TabletPeer, type DbName, type SnapshotDescriptor } from './tablet/tablet-peer';
 import { SnapshotSessions } from './tablet/snapshot-sessions';
+import { applySplit } from './split-apply';
 import type { PeerTxnEnv } from './transaction/txn-env';
 import { makeDirs } from '../common/fs-dirs';
+import { NodeId } from '../common/ids';
 
 /** Tablets one server hosts before CreateTablet answers SERVICE_UNAVAILABLE. */
 export const TABLETS_PER_SERVER_MAX = 10_000;
@@ -50,6 +52,8 @@ export interface TabletManagerDeps {
   onPeerClosing?(peer: TabletPeer): void;
 }
 
+/** The log index a split child's databases stand for (its log starts after it). */
+const SPLIT_CHILD_BASE_INDEX = 1;
 /** Chunks of one remote bootstrap before it gives up (bounds a runaway copy). */
 const SNAPSHOT_CHUNKS_MAX = 10_000_000;
 const MB = 1024 * 1024;
@@ -150,8 +154,50 @@ export class TabletManager {
       },
     });
     this.peers.set(meta.tabletId, peer);
+    peer.setSplitHandler((op, index) => applySplit({ log: d.log, hasTablet: (id) => this.peers.has(id), createChild: (m, fill) => this.createSplitChild(m, fill) }, peer, op, index));
     await d.onPeerOpened?.(peer);
     return peer;
+  }
+
+  /**
+   * A split child (docs/splitting.md): its RegularDB filled from the parent's data before it opens;
+   * meta.json is written last, so a crash midway leaves a directory the next attempt wipes.
+   */
+  private async createSplitChild(meta: TabletMeta, fill: (regular: KvEngine) => Promise<void>): Promise<void> {
+    const dir = path.join(this.tabletsDir(), meta.tabletId);
+    fs.rmSync(dir, { recursive: true, force: true });
+    makeDirs(dir);
+    const d = this.deps;
+    const open = d.openEngine ?? ((p: string) => RocksDbEngine.open(p, { writeBufferBytes: memtableBytes(d.flags.get(MEMSTORE_SIZE_MB), d.flags.get(MEMSTORE_SIZE_SPREAD_PCT), `${d.selfUuid}:${p}`) }));
+    const regular = await open(path.join(dir, 'regular'));
+    try {
+      await fill(regular);
+    } finally {
+      await regular.close();
+    }
+    await this.baseChildLog(dir, meta);
+    writeTabletMeta(dir, meta);
+    await this.openPeer(meta);
+  }
+
+  /**
+   * A split child's log starts from a snapshot at index 1: its databases are that snapshot. A replica
+   * created empty later (the master's CreateTablet, a replica that missed the split) is behind the
+   * log's first index, so it gets the child's data by remote bootstrap, never by replaying entries.
+   */
+  private async baseChildLog(dir: string, meta: TabletMeta): Promise<void> {
+    const d = this.deps;
+    const durability = meta.durability ?? DEFAULT_WAL_DURABILITY;
+    const wal = await (d.openLogStorage ?? ((p: string, o?: { durability: WalDurability }) => FileLogStorage.open(p, { flags: d.flags, logger: d.log, cacheBudget: this.logCacheBudget, ...(d.walFs ? { fs: d.walFs } : {}), ...(o ? { durability: o.durability } : {}) })))(path.join(dir, 'wal'), { durability });
+    try {
+      const conf = { voters: meta.peers.filter((p) => p.memberType === 'VOTER').map((p) => NodeId(p.uuid)), learners: meta.peers.filter((p) => p.memberType === 'LEARNER').map((p) => NodeId(p.uuid)) };
+      const desc: SnapshotDescriptor = { tabletId: meta.tabletId, sourceUuid: d.selfUuid, index: SPLIT_CHILD_BASE_INDEX, schema: { schemaVersion: meta.schemaVersion, tableName: meta.tableName, schema: meta.schema } };
+      wal.setConfState(conf);
+      wal.applySnapshot({ meta: { index: SPLIT_CHILD_BASE_INDEX, term: 1, conf }, data: new TextEncoder().encode(JSON.stringify(desc)) });
+      await wal.sync();
+    } finally {
+      await wal.close();
+    }
   }
 
   private async fetchSnapshot(desc: SnapshotDescriptor, onChunk: (db: DbName, pairs: Array<[Uint8Array, Uint8Array]>) => Promise<void>): Promise<void> {

@@ -12,6 +12,7 @@ import type { HybridTime } from '../common/hybrid-time';
 import { NodeId, TxnId } from '../common/ids';
 import { parseIsolation } from './transaction/coordinator';
 import { isValidTxnId } from './transaction/txn-record';
+import { ENABLE_TXN_FAST_PATH } from './transaction/txn-flags';
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
 import { Isolation, partitionHash, type DocKey, type Primitive, type Row, type RowOp, type TxnMeta } from '../docdb';
 import type { ConfChange } from '../raft';
@@ -19,9 +20,12 @@ import { familiesFromPb, RPC_MAX_MESSAGE_SIZE, type MethodDef, type RpcServer } 
 import type { TabletManager } from './tablet-manager';
 import type { ColumnSchema, TableSchema, TabletMeta } from './tablet/tablet-meta';
 import { parseTabletMeta } from './tablet/tablet-meta';
+import { checkKeyInRange } from './tablet/tablet-split';
+import { hexOf } from '../common/key-bounds';
 import type { TabletPeer, WriteRequest } from './tablet/tablet-peer';
 import type { RequestTag } from './tablet/tablet-op';
 import { CLIENT_ID_MAX_BYTES } from './tablet/retryable-requests';
+import { scanFilter } from './tablet/scan-filter';
 import type * as pb from './tserver-pb';
 
 export interface TServerMethods {
@@ -119,6 +123,7 @@ export function keyFromPb(meta: TabletMeta, k: pb.DocKeyPB | null | undefined): 
   if (hash < meta.partition.start || hash >= meta.partition.end) {
     throw invalid(`key hash ${hash} is outside tablet ${meta.tabletId}'s partition [${meta.partition.start}, ${meta.partition.end})`);
   }
+  checkKeyInRange(meta, { hash, hashed, range });
   return { hash, hashed, range };
 }
 
@@ -220,6 +225,17 @@ export function txnMetaFromPb(t: pb.TxnContextPB): TxnMeta {
 }
 
 /**
+ * A single-tablet fast-path commit (docs/transactions.md): the transaction's whole write set as one
+ * plain write, checked like its intents would be (tablet/fast-path.ts). NOT_SUPPORTED while
+ * enable_txn_fast_path is off: the client then commits through the status tablet.
+ */
+function fastPathWrite(t: TabletPeer, txnPb: pb.TxnContextPB, flags: Flags): Pick<WriteRequest, 'fastPathTxn'> {
+  if (!flags.get(ENABLE_TXN_FAST_PATH)) throw new DbError(ErrorCode.NOT_SUPPORTED, `tablet ${t.tabletId}: the single-tablet fast path is off (enable_txn_fast_path)`, { fastPath: 'off' });
+  const txn = txnMetaFromPb(txnPb);
+  return { fastPathTxn: { txn, readHt: txnPb.readHt ? BigInt(txnPb.readHt) : txn.startHt } };
+}
+
+/**
  * Read time and uncertainty limit of a Read/Scan. In a transaction: its read time and the limit it
  * carries (every tablet of the transaction reads with the same pair); an older client that sends no
  * limit gets read time + this server's max_clock_skew_usec, since a transaction's read time was
@@ -305,6 +321,10 @@ export class TabletService {
       });
       return { writeHt, propagatedHt: this.deps.clock.now(), results };
     }
+    if (req.txn?.txnId && req.singleTabletCommit === true) {
+      const ht = await t.write({ ops: parsedOps(t, req.ops), ...fastPathWrite(t, req.txn, this.deps.flags), ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}), ...(request ? { request } : {}) });
+      return { writeHt: ht, propagatedHt: this.deps.clock.now() };
+    }
     if (req.txn?.txnId) {
       const ht = await this.writeTxn(t, req.ops, req.txn, request ? { ...propagated, request } : propagated);
       return { writeHt: ht, propagatedHt: this.deps.clock.now() };
@@ -349,8 +369,10 @@ export class TabletService {
     const limit = req.limit ? Number(req.limit) : SCAN_LIMIT_DEFAULT;
     if (!Number.isInteger(limit) || limit < 1 || limit > SCAN_LIMIT_MAX) throw invalid(`scan limit must be 1..${SCAN_LIMIT_MAX}`);
     const columns = columnsFilter(t.meta, req.columns);
+    const filter = scanFilter(t.meta, req.filter);
     const common = {
       limit,
+      ...(filter ? { filter } : {}),
       maxBytes: this.responseBytesMax(),
       ...(req.startKey?.length ? { startKey: req.startKey } : {}),
       ...(req.endKey?.length ? { endKey: req.endKey } : {}),
@@ -358,7 +380,8 @@ export class TabletService {
       ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}),
     };
     const r = txn?.isolation === Isolation.SERIALIZABLE ? await t.scanSerializable(txn, { ...common, ...(ctx ? { deadlineMonoMs: ctx.deadlineMonoMs } : {}) }) : await t.scan({ ...common, ...readTimeFields(t, req, txn) });
-    return { rows: r.rows.map(rowToPb), resumeKey: r.resumeKey ?? new Uint8Array(0), readHt: r.readHt, propagatedHt: this.deps.clock.now(), globalLimitHt: r.globalLimitHt ?? 0n };
+    const counters = filter ? { cellsRead: BigInt(r.cellsRead ?? 0), cellsSkipped: BigInt(r.cellsSkipped ?? 0) } : {};
+    return { rows: r.rows.map(rowToPb), resumeKey: r.resumeKey ?? new Uint8Array(0), readHt: r.readHt, propagatedHt: this.deps.clock.now(), globalLimitHt: r.globalLimitHt ?? 0n, ...counters };
   }
 
   async createTablet(req: pb.CreateTabletRequestPB): Promise<pb.EmptyPB> {
@@ -367,7 +390,7 @@ export class TabletService {
       tableId: req.tableId ?? '',
       tableName: req.tableName ?? '',
       schema: schemaFromPb(req.schema),
-      partition: { start: req.partition?.start ?? 0, end: req.partition?.end || 65536 },
+      partition: { start: req.partition?.start ?? 0, end: req.partition?.end || 65536, keyStart: hexOf(req.partition?.keyStart), keyEnd: hexOf(req.partition?.keyEnd) },
       peers: (req.peers ?? []).map((p) => ({ uuid: p.uuid, rpcAddress: p.rpcAddress, memberType: p.memberType || 'VOTER' })),
       schemaVersion: req.schemaVersion ?? 0,
       durability: req.durability || undefined,

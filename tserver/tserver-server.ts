@@ -16,9 +16,12 @@ import { createLogger, followLogLevel, LogRing, type Logger } from '../common/lo
 import { MathRng, type Rng } from '../common/rng';
 import { TxnService } from './transaction/txn-service';
 import { RowService } from './row-service';
-import { CellService } from './cell-service';
+import { SplitService } from './split-service';
 import { registerRowLockPages } from './row-locks-web';
-import { cellMethods, rowMethods } from '../rpc';
+import { registerPercolatorPages } from './percolator-web';
+import { cellMethods, rowMethods, splitMethods } from '../rpc';
+import { CERTS_DIR } from '../rpc';
+import { CellService } from './cell-service';
 import { ConsensusTransport } from './consensus-transport';
 import { Heartbeater, type HeartbeatRequest, type HeartbeatResponse } from './heartbeater';
 import { TabletManager, type TabletManagerDeps } from './tablet-manager';
@@ -183,6 +186,12 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
     flags,
     clock,
   }).register(countingServer(rpc, metrics), rowMethods());
+  new SplitService({
+    manager: () => {
+      if (!managerRef) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, 'tablet server is starting');
+      return managerRef;
+    },
+  }).register(countingServer(rpc, metrics), splitMethods());
   // HBase's cell model (docs/cells.md).
   new CellService({
     manager: () => {
@@ -283,6 +292,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
     });
     registerTServerPages({ web, metrics, uuid, rpcAddress, nodeName: flags.get(LAB_NODE_NAME), manager: () => manager, trackers, tabletsJson: () => tabletsJson(), transactions: () => txn.snapshot(), coordinatorMemories: () => txn.coordinatorMemories(), raftTransport: () => consensus.metrics });
     registerRowLockPages({ web, metrics, manager: () => manager });
+    registerPercolatorPages({ web, manager: () => manager });
     try {
       await web.start();
     } catch (e) {
@@ -448,7 +458,7 @@ export async function tserverMain(argv: readonly string[], wiring: TServerWiring
   const { flags, positional } = parseFlagArgs(argv, new Flags());
   if (positional.length > 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `unexpected arguments: ${positional.join(' ')}`);
   const ts = await startTServer({ flags, ...wiring, webConsole: true });
-  process.stdout.write(`tserver ${ts.uuid} listening on ${ts.rpcAddress}, console http://${ts.webAddress}\n`);
+  process.stdout.write(`tserver ${ts.uuid} listening on ${ts.rpcAddress}, console ${flags.get(CERTS_DIR) ? 'https' : 'http'}://${ts.webAddress}\n`);
   // Companions start only once the tserver's own listeners passed their checks (a refused address
   // fails the start before anything else listens); one that cannot start stops the tserver too.
   let companion: TServerCompanion | undefined;

@@ -151,7 +151,9 @@ function hex4(n: number): string {
   return `0x${n.toString(16).padStart(4, '0')}`;
 }
 
-function partitionText(p: { start: number; end: number }): string {
+function partitionText(p: { start: number; end: number; keyStart?: string; keyEnd?: string }): string {
+  // Range tables: the encoded key bounds (docs/splitting.md).
+  if (p.keyStart || p.keyEnd) return `key [${p.keyStart || '-inf'}, ${p.keyEnd || '+inf'})`;
   return `[${hex4(p.start)}, ${hex4(p.end)})`;
 }
 

@@ -98,6 +98,18 @@ export class OwnerLease {
     return alive;
   }
 
+  /**
+   * Lab only: stop as a crashed client would — no more renewals and no unlock, so the liveness lock
+   * stays until its lease runs out (OWNER_LEASE_MS at most), and this client's locks left behind are
+   * then judged dead by whoever meets them.
+   */
+  TEST_crash(): void {
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    this.lock = undefined;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);

@@ -44,6 +44,11 @@ export class Percolator {
     return this.lease.ownerId;
   }
 
+  /** Lab only: stop renewing this client's liveness token without releasing it, as a crashed client (see OwnerLease.TEST_crash). */
+  TEST_crash(): void {
+    this.lease.TEST_crash();
+  }
+
   /** Release this client's liveness token (its locks left behind are then resolved without waiting for their TTL). */
   close(): Promise<void> {
     return this.lease.close();

@@ -15,12 +15,8 @@ import type { Row } from '../client-types';
 import { wallMsOfTs } from '../../common/oracle-ts';
 import { rowFromJson, rowToJson } from './cell-codec';
 
-export const SEQ_COLUMN = '_pc_seq';
-export const STATE_COLUMN = '_pc_state';
-/** The notify hint of observers (int64: commit timestamp of the last observed change), outside the row's state. */
-export const NOTIFY_COLUMN = '_pc_notify';
-/** A column `_pc_obs_<c>` in a table's schema declares user column c observed. */
-export const OBSERVED_PREFIX = '_pc_obs_';
+import { SEQ_COLUMN, STATE_COLUMN } from '../../common/percolator-layout';
+export { NOTIFY_COLUMN, OBSERVED_PREFIX, SEQ_COLUMN, STATE_COLUMN } from '../../common/percolator-layout';
 /** The observers' acknowledgement: the start timestamp of the last committed observer run, kept inside the row's data. */
 export const ACK_FIELD = '_pc_ack';
 /** Write records always kept per row (the newest), whatever their age. */

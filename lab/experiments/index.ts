@@ -18,6 +18,9 @@ import { replicaDivergence } from './replica-divergence';
 import { slowLeader } from './slow-leader';
 import { rowLocks } from './row-locks';
 import { snapshotIsolation } from './snapshot-isolation';
+import { txnProtocols } from './txn-protocols';
+import { percolatorIndex } from './percolator-index';
+import { tabletSplit } from './tablet-split';
 import { waitOnConflict } from './wait-on-conflict';
 import { writeReport } from './report';
 
@@ -39,6 +42,9 @@ export const EXPERIMENTS: readonly ExperimentDef[] = [
   { name: 'replica-divergence', description: 'one follower silently stores a wrong value (TEST_corrupt_tablet_replica): clients read right values, the replica convergence check (tessera admin check_replicas) names the tablet and the follower; failing that replica makes the master re-create it from a healthy one, and all replicas agree again', run: replicaDivergence },
   { name: 'row-locks', description: 'why HBase removed row locks, with leases and fencing tokens: clients lock rows and stall; writers of those rows fail ROW_LOCKED or wait (holding nothing, bounded) while writers of other rows carry on; the leases run out by themselves and the waiters write; a holder paused past its lease is refused FENCED when it writes late', run: rowLocks },
   { name: 'durability', description: 'per-table durability, the hflush-vs-hsync point: for ASYNC, FLUSH and FSYNC tables, a write load hit by kill -9 of every tserver at once and by a simulated power loss of every tserver at once; acknowledged writes lost per level and fault, and each level\'s write rate (--writes, --load-ms, --writers, --interval-ms)', run: (o) => durability(o.params)(o) },
+  { name: 'txn-protocols', description: 'the same bank through YugabyteDB-style and Percolator transactions on one cluster: throughput, latency and failures side by side; then a client dies mid-commit in each (YugabyteDB-style: intents written, heartbeats stop; Percolator: after prewrite, after the primary\'s commit) and another client wants the same rows: how long it waits, who cleans up, nothing half-visible', run: txnProtocols },
+  { name: 'percolator-index', description: 'the Percolator paper\'s incremental indexing in miniature: pages arrive one Percolator transaction each; observer worker processes dedupe them by content hash (highest PageRank wins) and invert their links, while a worker is killed -9 twice and a tserver paused; then exactly one canonical page per hash, the highest-ranked, every link inverted exactly once, no hint or lock left', run: percolatorIndex },
+  { name: 'tablet-split', description: 'automatic tablet splitting by size: a range table starting as one tablet, a small split threshold, writers of random keys; the table grows to at least 8 tablets while the load runs, no write fails or is lost, replicas converge (--threshold-bytes)', run: (o) => tabletSplit(o.params)(o) },
   { name: 'snapshot-isolation', description: 'two clients interleaved by hand: a lost update refused, first committer wins, a stable snapshot, the write skew snapshot isolation allows, and serializable isolation refusing that write skew and a phantom', run: snapshotIsolation },
 ];
 

@@ -21,8 +21,11 @@ import { SeededRng } from '../../common/rng';
  * master removes it from Raft, deletes it, creates it afresh and adds it back, the copy coming from a
  * healthy replica (remote bootstrap: RegularDB, IntentsDB, the retryable requests). `bridge` and
  * `rebuild` are not part of `all` (the seeds of recorded runs keep their schedules) and must be named.
+ * `split` (docs/splitting.md) splits a random tablet of the workload's table at a random point (a
+ * random hash code inside a hash tablet's range; the middle of the data for a range tablet) under
+ * the load; not part of `all` either.
  */
-export const NEMESIS_KINDS = ['kill', 'pause', 'partition', 'skew', 'stepdown', 'alter', 'skew-beyond', 'bridge', 'rebuild'] as const;
+export const NEMESIS_KINDS = ['kill', 'pause', 'partition', 'skew', 'stepdown', 'alter', 'skew-beyond', 'bridge', 'rebuild', 'split'] as const;
 export type NemesisKind = (typeof NEMESIS_KINDS)[number];
 /** What `all` means: every fault the database must survive without an anomaly. */
 export const SAFE_NEMESIS_KINDS: readonly NemesisKind[] = ['kill', 'pause', 'partition', 'skew', 'stepdown', 'alter'];

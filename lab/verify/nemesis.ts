@@ -24,6 +24,8 @@ const REBUILD_FAIL_TIMEOUT_MS = 15_000;
 const REBUILD_REPAIR_TIMEOUT_MS = 60_000;
 /** Bound on waiting for a restarted server to rejoin before the next fault. */
 export const RESTART_HEALTH_TIMEOUT_MS = 30_000;
+/** Bound on one split of the split nemesis (it waits while transactions hold intents on the tablet). */
+const SPLIT_TIMEOUT_MS = 20_000;
 /** Bound on one ALTER TABLE of the alter nemesis (until every tablet's leader serves it). */
 const ALTER_TIMEOUT_MS = 20_000;
 /** Tablets tried when probing a node's clock. */
@@ -71,6 +73,15 @@ export class Nemesis {
 
   constructor(private readonly d: NemesisDeps) {
     this.rng = new SeededRng(d.seed ^ 0x5eed);
+  }
+
+  /** The split nemesis: a random tablet of the table, at a random hash (hash tables) or its data's middle. */
+  private async split(): Promise<string> {
+    const loc = await this.d.client.tableLocations(this.d.table);
+    const t = loc.tablets[this.rng.int(loc.tablets.length)]!;
+    const hash = loc.schema.hash.length > 0 && t.end - t.start > 1 ? t.start + 1 + this.rng.int(t.end - t.start - 1) : undefined;
+    const r = await this.d.client.splitTablet(t.tabletId, { timeoutMs: SPLIT_TIMEOUT_MS, ...(hash !== undefined ? { splitHash: hash } : {}) });
+    return `split tablet ${t.tabletId} ${hash !== undefined ? `at hash ${hash}` : 'at the middle of its data'} into ${r.children.join(', ')} (${loc.tablets.length + 1} tablets)`;
   }
 
   /** Play the schedule (offsets relative to t0Ms, a Date.now() value); resolves after the last heal. */
@@ -175,6 +186,11 @@ export class Nemesis {
         }
         case 'stepdown':
           w.note = await this.stepdown();
+          await sleep(f.durationMs, stop);
+          break;
+        case 'split':
+          w.target = `table ${this.d.table}`;
+          w.note = await this.split();
           await sleep(f.durationMs, stop);
           break;
         case 'alter': {

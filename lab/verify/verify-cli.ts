@@ -17,7 +17,7 @@ import { VERIFY_DOCKER_PORT_OFFSET } from './docker-verify-cluster';
 import { NEMESIS_KINDS, parseNemesisKinds, SAFE_NEMESIS_KINDS } from './nemesis-schedule';
 import { REGISTER_WRITE_MODES, type RegisterWriteMode } from './register-workload';
 import { runCrashLoop } from './crash-loop';
-import { DEFAULT_OP_TIMEOUT_MS, runWorkload, WORKLOAD_NAMES, type WorkloadName } from './verify-runner';
+import { DEFAULT_OP_TIMEOUT_MS, runWorkload, TXN_PROTOCOLS, WORKLOAD_NAMES, type TxnProtocol, type WorkloadName } from './verify-runner';
 import { markdownReport, verdictLine, type WorkloadReport } from './verify-report';
 import { makeDirs } from '../../common/fs-dirs';
 
@@ -54,6 +54,18 @@ export function serverFlagArgs(list: readonly string[]): string[] {
   });
 }
 
+function txnProtocol(v: string): TxnProtocol {
+  if (!(TXN_PROTOCOLS as readonly string[]).includes(v)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--txn_protocol must be one of ${TXN_PROTOCOLS.join(', ')}, got '${v}'`);
+  return v as TxnProtocol;
+}
+
+/** The client-crash nemesis is the workload's own (its client dies mid-commit), not a server fault: split it off. */
+export function splitClientCrash(list: string): { serverKinds: string; clientCrash: boolean } {
+  const parts = list.split(',').map((s) => s.trim()).filter(Boolean);
+  const rest = parts.filter((p) => p !== 'client-crash');
+  return { serverKinds: rest.length > 0 ? rest.join(',') : 'none', clientCrash: rest.length !== parts.length };
+}
+
 function int(name: string, v: string): number {
   if (!/^\d+$/.test(v)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--${name} must be a non-negative integer, got '${v}'`);
   return Number(v);
@@ -84,7 +96,9 @@ export function registerVerifyCommand(program: Command): void {
     .command('verify')
     .description('Jepsen-style verification on a fresh cluster (local processes or a Docker lab): workloads register|set|bank|append|counter|lock|crash|all under a seeded nemesis')
     .option('--workload <list>', 'register, set, bank, append, counter (increments), lock (row locks and fencing tokens: docs/rows.md), crash (kill -9 loop), all', 'all')
-    .option('--nemesis <list>', `${NEMESIS_KINDS.join(', ')}, all (= ${SAFE_NEMESIS_KINDS.join(',')}), none`, SAFE_NEMESIS_KINDS.join(','))
+    .option('--nemesis <list>', `${NEMESIS_KINDS.join(', ')}, all (= ${SAFE_NEMESIS_KINDS.join(',')}), none; with --txn_protocol percolator also client-crash`, SAFE_NEMESIS_KINDS.join(','))
+    .option('--secure', 'a secured cluster: TLS on every RPC and console (certificates made for the run) and a cluster secret (docs/security.md); process driver')
+    .option('--txn_protocol <p>', 'bank: yugabyte (default) or percolator (client-built Percolator transactions: docs/percolator.md)', 'yugabyte')
     .option('--time <seconds>', 'run time per workload (the most, with --until_counted)', '60')
     .option('--until_counted', 'end a workload early once its history counts (>= 1,000 ok ops and >= 1 applied fault window, then 1 s of recovery)')
     .option('--op_timeout_ms <n>', 'per-operation client deadline', String(DEFAULT_OP_TIMEOUT_MS))
@@ -100,6 +114,7 @@ export function registerVerifyCommand(program: Command): void {
     .option('--keep_data', 'keep the clusters\' data dirs')
     .option('--masters <n>', 'masters: 1, or 3 (on nodes 0-2; a master kill or pause then hits the sys catalog leader, and a partition of node 0-2 cuts its master off too)', '1')
     .option('--driver <kind>', 'process (child processes on loopback) or docker (a Docker lab of its own: containers killed/paused, network disconnected)', 'process')
+    .option('--txn_defer_writes', 'transactions keep their writes to the commit: those whose writes fall in one tablet take the single-tablet fast path (docs/transactions.md)')
     .option('--server_flag <flag=value>', 'extra flag for every master and tserver, repeatable (e.g. --server_flag log_level=debug)', (v: string, acc: string[]) => [...acc, v], [] as string[])
     .action(async (raw: Record<string, string | boolean | undefined>) => {
       const o = raw as unknown as VerifyCliOptions & { report_dir?: string; host_base: string; port_offset?: string; skew_beyond?: boolean; keep_data?: boolean; until_counted?: boolean; op_timeout_ms?: string; register_writes?: string };
@@ -108,7 +123,10 @@ export function registerVerifyCommand(program: Command): void {
       const portOffset = portOffsetRaw === undefined ? (driver === 'docker' ? VERIFY_DOCKER_PORT_OFFSET : 0) : int('port_offset', String(portOffsetRaw));
       const dir = path.resolve(o.report_dir ?? o.reportDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-verify-')));
       makeDirs(dir, 'report directory');
-      const nemesis = parseNemesisKinds(o.nemesis);
+      const { serverKinds, clientCrash } = splitClientCrash(o.nemesis);
+      const nemesis = parseNemesisKinds(serverKinds);
+      const protocol = txnProtocol(String(raw['txn_protocol'] ?? raw['txnProtocol'] ?? 'yugabyte'));
+      if (clientCrash && protocol !== 'percolator') throw new DbError(ErrorCode.INVALID_ARGUMENT, 'the client-crash nemesis needs --txn_protocol percolator');
       const masters = masterCount(String(raw['masters'] ?? '1'));
       const common = { seed: int('seed', o.seed), dir, masters, hostBase: int('host_base', String(o.host_base ?? o.hostBase)), portOffset, driver, log: (l: string) => process.stdout.write(`  ${l}\n`) };
       const timeMs = int('time', o.time) * 1000;
@@ -131,6 +149,10 @@ export function registerVerifyCommand(program: Command): void {
                 opTimeoutMs,
                 registerWrites: regWrites,
                 isolation,
+                ...(protocol !== 'yugabyte' ? { txnProtocol: protocol } : {}),
+                ...(clientCrash ? { clientCrash: true } : {}),
+                ...(raw['secure'] ? { secure: true } : {}),
+                ...((raw['txn_defer_writes'] ?? raw['txnDeferWrites']) ? { deferTxnWrites: true } : {}),
                 ...(serverFlags.length ? { serverFlags } : {}),
                 ...((o.until_counted ?? raw['untilCounted']) ? { endWhenCounted: true } : {}),
                 ...((o.skew_beyond ?? o.skewBeyond) ? { skewBeyond: true } : {}),

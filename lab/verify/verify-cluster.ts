@@ -18,6 +18,7 @@ import { DROP_TRAFFIC_FLAG, partitionDropLists } from '../partition-plan';
 import { loopbackAliasesWork, STANDARD_PORTS } from '../process-addressing';
 import { serverEntryPath } from '../package-root';
 import { consoleTokenOf, LAB_SERVER_FLAGS } from '../flag-setter';
+import { trustConsoleCa } from '../console-http';
 import type { NemesisKind } from './nemesis-schedule';
 import { setServerFlag, type VerifyConnectOptions, type VerifyServerRef, type VerifyTarget, waitVerifyHealthy } from './verify-target';
 import { makeDirs } from '../../common/fs-dirs';
@@ -65,13 +66,17 @@ export class VerifyCluster implements VerifyTarget<VerifyServer> {
     const port = (base: number, i: number): number => base + o.portOffset + (aliases ? 0 : i);
     const masterCount = o.masters ?? 1;
     const masterRpc = Array.from({ length: masterCount }, (_, i) => `${host(i)}:${port(STANDARD_PORTS.masterRpc, i)}`).join(',');
+    // A TLS cluster (--certs_dir among the flags): consoles speak https, verified against its CA.
+    const certsDir = [...(o.masterFlags ?? []), ...(o.tserverFlags ?? [])].filter((a) => a.startsWith('--certs_dir=')).pop()?.slice('--certs_dir='.length);
+    const scheme = certsDir ? 'https' : 'http';
+    if (certsDir) trustConsoleCa(fs.readFileSync(path.join(certsDir, 'ca.crt')));
     const mk = (role: 'master' | 'tserver', i: number, rpc: number, web: number, flags: string[]): VerifyServer => {
       const name = role === 'master' ? `m${i}` : `t${i}`;
       const dataDir = path.join(c.baseDir, name);
       const rpcAddress = `${host(i)}:${port(rpc, i)}`;
       const common = [`--rpc_bind_addresses=${rpcAddress}`, `--webserver_port=${port(web, i)}`, `--fs_data_dirs=${dataDir}`, ...LAB_SERVER_FLAGS];
       const argv = role === 'master' ? ['master', `--master_addresses=${masterRpc}`, ...common, ...flags] : ['tserver', `--tserver_master_addrs=${masterRpc}`, ...common, ...flags];
-      return { role, node: i, name, rpcAddress, webUrl: `http://${host(i)}:${port(web, i)}`, dataDir, logFile: path.join(c.baseDir, `${name}.log`), argv, paused: false, consoleToken: consoleTokenOf(argv) };
+      return { role, node: i, name, rpcAddress, webUrl: `${scheme}://${host(i)}:${port(web, i)}`, dataDir, logFile: path.join(c.baseDir, `${name}.log`), argv, paused: false, consoleToken: consoleTokenOf(argv) };
     };
     for (let i = 0; i < masterCount; i++) c.servers.push(mk('master', i, STANDARD_PORTS.masterRpc, STANDARD_PORTS.masterWeb, o.masterFlags ?? []));
     for (let i = 0; i < o.tservers; i++) c.servers.push(mk('tserver', i, STANDARD_PORTS.tserverRpc, STANDARD_PORTS.tserverWeb, o.tserverFlags ?? []));
@@ -85,7 +90,8 @@ export class VerifyCluster implements VerifyTarget<VerifyServer> {
     // Servers run with a cluster secret (--server_flag cluster_secret_file=F): the workload's clients prove it too.
     const secretArg = this.servers[0]?.argv.filter((a) => a.startsWith('--cluster_secret_file=')).pop();
     const secret = secretArg?.slice('--cluster_secret_file='.length);
-    return { masterAddresses: this.masterAddresses, ...(secret ? { clusterSecretFile: secret } : {}) };
+    const certsDir = this.servers[0]?.argv.filter((a) => a.startsWith('--certs_dir=')).pop()?.slice('--certs_dir='.length);
+    return { masterAddresses: this.masterAddresses, ...(secret ? { clusterSecretFile: secret } : {}), ...(certsDir ? { certsDir } : {}) };
   }
   get tservers(): VerifyServer[] {
     return this.servers.filter((s) => s.role === 'tserver');

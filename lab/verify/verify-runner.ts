@@ -5,6 +5,7 @@
  * retries a bounded number of times.
  */
 import type { IsolationLevel } from '../../client/transaction';
+import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { SeededRng } from '../../common/rng';
@@ -14,6 +15,7 @@ import { Nemesis } from './nemesis';
 import { buildSchedule, type NemesisKind } from './nemesis-schedule';
 import { RegisterWorkload, type RegisterWriteMode } from './register-workload';
 import { BankWorkload } from './bank-workload';
+import { PercolatorBankWorkload } from './percolator-bank-workload';
 import { AppendWorkload } from './append-workload';
 import { SetWorkload } from './set-workload';
 import { CounterWorkload } from './counter-workload';
@@ -23,11 +25,15 @@ import { planVerifyCluster } from './plan-verify-cluster';
 import { historyCounts, judge, unavailableReport, type WorkloadReport } from './verify-report';
 import type { Workload } from './workload';
 import { makeDirs } from '../../common/fs-dirs';
+import { DbError, ErrorCode } from '../../common/errors';
+import { createCa, createNodeCert } from '../tls-certs';
 import { htFrom } from '../../common/hybrid-time';
 import { checkReplicaConvergence, convergenceLine, withConvergence } from './replica-convergence';
 import { checkIntentsDrained, drainLine, INTENTS_DRAIN_TIMEOUT_MS, withDrain } from './intents-drain';
 
 export const WORKLOAD_NAMES = ['register', 'set', 'bank', 'append', 'counter', 'lock'] as const;
+export const TXN_PROTOCOLS = ['yugabyte', 'percolator'] as const;
+export type TxnProtocol = (typeof TXN_PROTOCOLS)[number];
 export type WorkloadName = (typeof WORKLOAD_NAMES)[number];
 
 export interface RunOptions {
@@ -46,12 +52,23 @@ export interface RunOptions {
   masters?: 1 | 3;
   /** Isolation of the transactions of bank, append and register's cas/txn writes (default snapshot). */
   isolation?: IsolationLevel;
+  /** Transactions keep their writes to the commit (single-tablet fast path; ClientOptions.deferTxnWrites). */
+  deferTxnWrites?: boolean;
   concurrency?: number;
   opsMax?: number;
   opTimeoutMs?: number;
   skewBeyond?: boolean;
   /** register: how blind writes are sent (default 'direct', the non-transactional fast path). */
   registerWrites?: RegisterWriteMode;
+  /** bank: YugabyteDB-style transactions (default) or Percolator's (docs/percolator.md). */
+  txnProtocol?: TxnProtocol;
+  /**
+   * A secured cluster (process driver): TLS (a CA and node certificates made for the run) and a
+   * cluster secret on every server; the workload's client and the nemesis's console calls use them.
+   */
+  secure?: boolean;
+  /** bank with Percolator: the client-crash nemesis (a share of transfers stop as if their client died). */
+  clientCrash?: boolean;
   /**
    * End the run as soon as the history counts (>= MIN_OK_OPS ok operations and >= MIN_FAULT_WINDOWS
    * applied fault windows ended at least RECOVERY_AFTER_FAULT_MS ago), instead of at timeMs.
@@ -84,8 +101,14 @@ const FAIL_BACKOFF_MS = 20;
 export const RECOVERY_AFTER_FAULT_MS = 1_000;
 
 /** A workload, or why it cannot run on this tree. */
-export function makeWorkload(name: WorkloadName, client?: TesseraClient, o: { registerWrites?: RegisterWriteMode; isolation?: IsolationLevel } = {}): Workload | string {
+export function makeWorkload(name: WorkloadName, client?: TesseraClient, o: { registerWrites?: RegisterWriteMode; isolation?: IsolationLevel; txnProtocol?: TxnProtocol; clientCrash?: boolean } = {}): Workload | string {
   const isolation = o.isolation ?? 'snapshot';
+  if (o.txnProtocol === 'percolator') {
+    if (name !== 'bank') return `${name}: runs through YugabyteDB-style transactions only (--txn_protocol percolator: bank)`;
+    if (isolation !== 'snapshot') return 'bank through Percolator: snapshot isolation only (the paper\'s)';
+    return new PercolatorBankWorkload({ ...(o.clientCrash ? { clientCrash: true } : {}) });
+  }
+  if (o.clientCrash) return `${name}: the client-crash nemesis needs --txn_protocol percolator`;
   const hasTxn = client !== undefined && typeof (client as unknown as Record<string, unknown>)['beginTransaction'] === 'function';
   // Without transactions the register runs reads and writes only (its cas is a transaction).
   if (name === 'register') return new RegisterWorkload({ cas: hasTxn, isolation, ...(o.registerWrites ? { writes: o.registerWrites } : {}) });
@@ -96,6 +119,18 @@ export function makeWorkload(name: WorkloadName, client?: TesseraClient, o: { re
   return name === 'bank' ? new BankWorkload(isolation) : new AppendWorkload(isolation);
 }
 
+/** Certificates (a CA; a node certificate per loopback host the run may use) and a cluster secret for a secured run. */
+function secureFlags(o: RunOptions, dir: string): string[] {
+  if ((o.driver ?? 'process') !== 'process') throw new DbError(ErrorCode.INVALID_ARGUMENT, 'a secured verify run (--secure) uses the process driver');
+  fs.rmSync(dir, { recursive: true, force: true });
+  createCa(dir);
+  const hosts = new Set(['127.0.0.1', ...Array.from({ length: 3 }, (_, i) => `127.0.0.${o.hostBase + i}`)]);
+  for (const h of hosts) createNodeCert(dir, h);
+  const secret = path.join(dir, 'cluster.secret');
+  fs.writeFileSync(secret, `${crypto.randomBytes(32).toString('hex')}\n`, { mode: 0o600 });
+  return [`--certs_dir=${dir}`, `--cluster_secret_file=${secret}`];
+}
+
 export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
   const log = o.log ?? (() => undefined);
   const concurrency = o.concurrency ?? DEFAULT_CONCURRENCY;
@@ -104,13 +139,14 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
   fs.rmSync(clusterDir, { recursive: true, force: true });
   const driver = o.driver ?? 'process';
   // What the report says of the cluster.
-  const shape = { driver, ...(o.masters && o.masters > 1 ? { masters: o.masters } : {}), ...(o.isolation === 'serializable' && o.workload !== 'set' ? { isolation: o.isolation } : {}) };
-  const cluster = await planVerifyCluster({ driver, baseDir: clusterDir, tservers: 3, ...(o.masters ? { masters: o.masters } : {}), hostBase: o.hostBase, portOffset: o.portOffset, ...(o.serverFlags ? { serverFlags: o.serverFlags } : {}), log });
+  const shape = { driver, ...(o.masters && o.masters > 1 ? { masters: o.masters } : {}), ...(o.isolation === 'serializable' && o.workload !== 'set' ? { isolation: o.isolation } : {}), ...(o.deferTxnWrites === true && o.workload !== 'set' ? { deferTxnWrites: true } : {}) };
+  const serverFlags = [...(o.serverFlags ?? []), ...(o.secure ? secureFlags(o, `${clusterDir}-secure`) : [])];
+  const cluster = await planVerifyCluster({ driver, baseDir: clusterDir, tservers: 3, ...(o.masters ? { masters: o.masters } : {}), hostBase: o.hostBase, portOffset: o.portOffset, ...(serverFlags.length ? { serverFlags } : {}), log });
   let client: TesseraClient | undefined;
   try {
     await cluster.startAll(CLUSTER_UP_TIMEOUT_MS);
-    client = await TesseraClient.connect({ ...cluster.connectOptions(), timeoutMs: 10_000, rpcSingleCallTimeoutMs: VERIFY_SINGLE_CALL_TIMEOUT_MS });
-    const w = makeWorkload(o.workload, client, { ...(o.registerWrites ? { registerWrites: o.registerWrites } : {}), ...(o.isolation ? { isolation: o.isolation } : {}) });
+    client = await TesseraClient.connect({ ...cluster.connectOptions(), timeoutMs: 10_000, rpcSingleCallTimeoutMs: VERIFY_SINGLE_CALL_TIMEOUT_MS, ...(o.deferTxnWrites === true ? { deferTxnWrites: true } : {}) });
+    const w = makeWorkload(o.workload, client, { ...(o.registerWrites ? { registerWrites: o.registerWrites } : {}), ...(o.isolation ? { isolation: o.isolation } : {}), ...(o.txnProtocol ? { txnProtocol: o.txnProtocol } : {}), ...(o.clientCrash ? { clientCrash: true } : {}) });
     if (typeof w === 'string') return { ...unavailableReport(o.workload, w, o.seed, 0), ...shape };
     try {
       await w.setup(client);
@@ -169,6 +205,7 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
     // Every transaction ended: no replica may keep any of their provisional records.
     const drain = await checkIntentsDrained({ tservers: cluster.tservers, timeoutMs: INTENTS_DRAIN_TIMEOUT_MS });
     log(`${o.workload}: ${drainLine(drain)}`);
+    if (o.deferTxnWrites === true) log(`${o.workload}: transaction commits: ${client.txnCommits.singleTablet} by the single-tablet fast path, ${client.txnCommits.distributed} distributed`);
     makeDirs(o.dir, 'report directory');
     fs.writeFileSync(path.join(o.dir, `history-${o.workload}.json`), JSON.stringify({ workload: o.workload, seed: o.seed, driver, faults: nemesis.windows, history: recorder.ops }));
     return { ...judge(o.workload, recorder.ops, nemesis.windows, withDrain(withConvergence(withConvergence(w.check(recorder.ops), convergence), past, pastAt), drain), o.seed, Date.now() - t0), convergence, convergenceMidRun: { ...past, readHt: String(midHt) }, drain, ...shape };

@@ -34,6 +34,8 @@ export interface VerifyConnectOptions {
   addressMap?: Record<string, string>;
   /** The cluster secret file (docker: its servers bind beyond loopback). */
   clusterSecretFile?: string;
+  /** A TLS cluster's certificates directory (its ca.crt verifies the servers). */
+  certsDir?: string;
 }
 
 export interface VerifyTarget<S extends VerifyServerRef = VerifyServerRef> {

@@ -114,15 +114,15 @@ export async function createTable(stmt: CreateStmt, yb: YbTableOptions | undefin
     if (stmt.if_not_exists) return { notice: `relation "${name}" already exists, skipping` };
     throw new SqlError(SqlState.DUPLICATE_TABLE, `relation "${name}" already exists`);
   }
-  await storeTable(def, deps, yb?.splitTablets, stmt.if_not_exists === true);
+  await storeTable(def, deps, yb?.splitTablets, stmt.if_not_exists === true, yb?.splitAt);
   for (const s of sequences) await deps.sequences.create(s);
   return {};
 }
 
-async function storeTable(def: SqlTableDef, deps: DdlDeps, numTablets: number | undefined, ifNotExists: boolean): Promise<void> {
+async function storeTable(def: SqlTableDef, deps: DdlDeps, numTablets: number | undefined, ifNotExists: boolean, splitAt?: unknown[][]): Promise<void> {
   const specs: ColumnSpec[] = def.columns.map((c) => ({ name: c.name, type: TYPES[c.type].storage, nullable: !c.notNull || ![...def.hash, ...def.range].includes(c.name) }));
   try {
-    await deps.client.createTable({ name: def.name, columns: specs.map((s) => ({ ...s, nullable: true })), primaryKey: { hash: def.hash, range: def.range }, ...(numTablets ? { numTablets } : {}), ifNotExists });
+    await deps.client.createTable({ name: def.name, columns: specs.map((s) => ({ ...s, nullable: true })), primaryKey: { hash: def.hash, range: def.range }, ...(numTablets ? { numTablets } : {}), ...(splitAt ? { splitAt } : {}), ifNotExists });
   } catch (e) {
     if (e instanceof DbError && e.code === ErrorCode.ALREADY_EXISTS) throw new SqlError(SqlState.DUPLICATE_TABLE, `relation "${def.name}" already exists`);
     throw e;

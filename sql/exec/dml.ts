@@ -3,7 +3,8 @@
  * client: inside a transaction through its table handles, else as plain writes. Keys that come from a
  * sequence or the hidden row id are new by construction, so those rows go as batched upserts
  * (upsertMany: one RPC per tablet per batch); rows with given keys are inserted one by one (bounded
- * concurrency), so a duplicate key fails with 23505 as in PostgreSQL.
+ * concurrency), so a duplicate key fails with 23505 as in PostgreSQL; ON CONFLICT DO NOTHING skips it,
+ * ON CONFLICT (key) DO UPDATE updates the existing row (planOnConflictUpdate).
  */
 import * as crypto from 'node:crypto';
 import type { Row, Table } from '../../client';
@@ -88,16 +89,27 @@ async function sourceRows(stmt: InsertStmt, deps: DmlDeps, width: number): Promi
   return p.runAsync ? p.runAsync(deps.ctx) : p.run(deps.ctx);
 }
 
+/** The length of an INSERT's VALUES lists (they must all be equal), or undefined without VALUES. */
+function valuesWidth(stmt: InsertStmt): number | undefined {
+  const sel = stmt.selectStmt && 'SelectStmt' in stmt.selectStmt ? stmt.selectStmt.SelectStmt : undefined;
+  if (!sel?.valuesLists) return undefined;
+  const widths = new Set(sel.valuesLists.map((l) => ('List' in l ? l.List.items?.length ?? 0 : 0)));
+  if (widths.size > 1) throw new SqlError(SqlState.SYNTAX_ERROR, 'VALUES lists must all be the same length');
+  return [...widths][0];
+}
+
 export async function insertRows(stmt: InsertStmt, def: SqlTableDef, deps: DmlDeps): Promise<DmlResult> {
   const visible = def.columns.filter((c) => !c.hidden);
-  const targets = stmt.cols ? stmt.cols.map((c) => ('ResTarget' in c ? c.ResTarget.name ?? '' : '')) : visible.map((c) => c.name);
+  // Without a column list, VALUES may give fewer expressions than the table has columns: they fill the
+  // first columns and the rest take their defaults, as in PostgreSQL.
+  const targets = stmt.cols ? stmt.cols.map((c) => ('ResTarget' in c ? c.ResTarget.name ?? '' : '')) : visible.slice(0, Math.min(visible.length, valuesWidth(stmt) ?? visible.length)).map((c) => c.name);
   const idx = targets.map((t) => {
     const i = def.columns.findIndex((c) => c.name === t && !c.hidden);
     if (i < 0) throw new SqlError(SqlState.UNDEFINED_COLUMN, `column "${t}" of relation "${def.name}" does not exist`);
     return i;
   });
   const onConflict = stmt.onConflictClause?.action;
-  if (onConflict === 'ONCONFLICT_UPDATE') throw notSupported('ON CONFLICT DO UPDATE');
+  const upsertPlan = onConflict === 'ONCONFLICT_UPDATE' ? planOnConflictUpdate(stmt, def, deps) : undefined;
   const keyCols = [...def.hash, ...def.range];
   // Keys generated for every row (serial default, hidden row id) are new: such rows go as batched
   // upserts, and an INSERT … SELECT streams: the next chunk is computed while the last one is written.
@@ -114,6 +126,7 @@ export async function insertRows(stmt: InsertStmt, def: SqlTableDef, deps: DmlDe
   const { full, generated } = await completeRows(def, src, idx, deps);
   const rows = full.map((v) => checkRow(def, v));
   const t = deps.table(def.name);
+  if (upsertPlan) return upsertPlan(full, rows);
   let written = full;
   if (onConflict !== 'ONCONFLICT_NOTHING' && keyCols.every((k) => generated.has(k))) {
     // Large rows go a few RPCs at a time: the SQL endpoint shares its process with a tserver, whose Raft
@@ -136,6 +149,78 @@ export async function insertRows(stmt: InsertStmt, def: SqlTableDef, deps: DmlDe
   }
   const ret = returning(stmt.returningClause?.exprs, def, written, deps);
   return { count: written.length, ...(ret ? { returning: ret } : {}) };
+}
+
+/** SET col = expr, … of an UPDATE or an ON CONFLICT DO UPDATE: the column's index and name and its compiled value. */
+function compileSets(list: Node[] | undefined, def: SqlTableDef, scope: Scope, deps: DmlDeps): Array<{ i: number; name: string; e: Compiled }> {
+  const keyCols = [...def.hash, ...def.range];
+  return (list ?? []).map((n) => {
+    if (!('ResTarget' in n)) throw notSupported('this SET clause');
+    const name = n.ResTarget.name ?? '';
+    const i = def.columns.findIndex((c) => c.name === name && !c.hidden);
+    if (i < 0) throw new SqlError(SqlState.UNDEFINED_COLUMN, `column "${name}" of relation "${def.name}" does not exist`);
+    if (keyCols.includes(name)) throw notSupported('updating a primary key column');
+    if (n.ResTarget.indirection) throw notSupported(`SET ${names(n.ResTarget.indirection).join('.')}`);
+    return { i, name, e: compileExpr(n.ResTarget.val!, scope, deps.env) };
+  });
+}
+
+/**
+ * INSERT … ON CONFLICT (key) DO UPDATE SET … [WHERE …]: per row, read it by key; absent → insert the
+ * proposed row, present → evaluate SET (and WHERE) over the existing row and the proposed one
+ * (`excluded`) and write the changed columns. The statement always runs in a transaction (its own
+ * outside BEGIN: session.ts), so the read and the write are one snapshot and a concurrent writer of
+ * the same row conflicts (40001) instead of being lost. The only unique constraint is the primary key,
+ * so the conflict target must name exactly its columns (or `ON CONSTRAINT <table>_pkey`).
+ */
+function planOnConflictUpdate(stmt: InsertStmt, def: SqlTableDef, deps: DmlDeps): (full: SqlValue[][], rows: Row[]) => Promise<DmlResult> {
+  const oc = stmt.onConflictClause!;
+  const keyCols = [...def.hash, ...def.range];
+  const inferred = (oc.infer?.indexElems ?? []).map((e) => ('IndexElem' in e ? e.IndexElem.name ?? '' : ''));
+  if (oc.infer?.conname !== undefined) {
+    if (oc.infer.conname !== `${def.name}_pkey`) throw new SqlError(SqlState.UNDEFINED_OBJECT, `constraint "${oc.infer.conname}" for table "${def.name}" does not exist`);
+  } else if (inferred.length === 0) {
+    throw new SqlError(SqlState.SYNTAX_ERROR, 'ON CONFLICT DO UPDATE requires inference specification or constraint name', { hint: 'For example, ON CONFLICT (column_name).' });
+  } else if (inferred.length !== keyCols.length || !keyCols.every((k) => inferred.includes(k))) {
+    throw new SqlError(SqlState.INVALID_COLUMN_REFERENCE, 'there is no unique or exclusion constraint matching the ON CONFLICT specification');
+  }
+  const alias = stmt.relation?.alias?.aliasname ?? def.name;
+  // Expressions see the existing row under the table's name (or alias), then the proposed row as `excluded`.
+  const scope = new Scope([...columnsOf(def, alias), ...columnsOf(def, 'excluded')]);
+  const sets = compileSets(oc.targetList, def, scope, deps);
+  const where = oc.whereClause ? compileExpr(oc.whereClause, scope, deps.env) : undefined;
+  return async (full, rows) => {
+    const seen = new Set<string>();
+    for (const r of rows) {
+      const k = JSON.stringify(keyCols.map((c) => String(r[c])));
+      if (seen.has(k)) throw new SqlError(SqlState.CARDINALITY, 'ON CONFLICT DO UPDATE command cannot affect row a second time', { hint: 'Ensure that no rows proposed for insertion within the same command have duplicate constrained values.' });
+      seen.add(k);
+    }
+    const t = deps.table(def.name);
+    const out: Array<SqlValue[] | undefined> = rows.map(() => undefined);
+    await pool(rows.map((_, i) => i), async (i) => {
+      const key: Row = Object.fromEntries(keyCols.map((k) => [k, rows[i]![k]!]));
+      const existing = await t.get(key);
+      if (!existing) {
+        await t.insert(rows[i]!);
+        out[i] = full[i]!;
+        return;
+      }
+      const old = def.columns.map((c) => existing[c.name] ?? null);
+      const both = [...old, ...full[i]!];
+      if (where && truth(where.eval(both, deps.ctx)) !== true) return;
+      const next = [...old];
+      for (const s of sets) next[s.i] = s.e.eval(both, deps.ctx);
+      const checked = checkRow(def, next);
+      const row: Row = { ...key };
+      for (const s of sets) row[s.name] = checked[s.name]!;
+      if (sets.length > 0) await t.upsert(row);
+      out[i] = next;
+    });
+    const written = out.filter((r): r is SqlValue[] => r !== undefined);
+    const ret = returning(stmt.returningClause?.exprs, def, written, deps);
+    return { count: written.length, ...(ret ? { returning: ret } : {}) };
+  };
 }
 
 /** Rows of SQL values per target column (undefined: DEFAULT) -> full rows with defaults, sequence values, row ids. */
@@ -210,15 +295,7 @@ export async function updateOrDelete(kind: 'update' | 'delete', stmt: { whereCla
     const ret = returning(stmt.returningClause?.exprs, def, matched, deps);
     return { count: matched.length, ...(ret ? { returning: ret } : {}) };
   }
-  const sets: Array<{ i: number; e: Compiled }> = (stmt.targetList ?? []).map((n) => {
-    if (!('ResTarget' in n)) throw notSupported('this SET clause');
-    const name = n.ResTarget.name ?? '';
-    const i = def.columns.findIndex((c) => c.name === name && !c.hidden);
-    if (i < 0) throw new SqlError(SqlState.UNDEFINED_COLUMN, `column "${name}" of relation "${def.name}" does not exist`);
-    if (keyCols.includes(name)) throw notSupported('updating a primary key column');
-    if (n.ResTarget.indirection) throw notSupported(`SET ${names(n.ResTarget.indirection).join('.')}`);
-    return { i, e: compileExpr(n.ResTarget.val!, scope, deps.env) };
-  });
+  const sets = compileSets(stmt.targetList, def, scope, deps);
   const updated = matched.map((r) => {
     const next = [...r];
     for (const s of sets) next[s.i] = s.e.eval(r, deps.ctx);

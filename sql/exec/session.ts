@@ -226,7 +226,10 @@ export class SqlSession {
     const def = await this.deps.catalog.require(rel.relname ?? '', rel.location);
     const single = 'InsertStmt' in s && isSingleRowValues(s.InsertStmt) && !s.InsertStmt.onConflictClause;
     // A statement outside BEGIN that may touch several rows (or reads before it writes) runs in its own transaction.
-    const own = !this.txn && !single ? await this.deps.client.beginTransaction({ isolation: this.isolation }) : undefined;
+    // An UPDATE or DELETE keeps its writes to the commit (docs/transactions.md): when they fall in one
+    // tablet the statement commits by the single-tablet fast path. Not an INSERT: its duplicate-key
+    // error must come from the row's own write (ON CONFLICT, the constraint's name).
+    const own = !this.txn && !single ? await this.deps.client.beginTransaction({ isolation: this.isolation, ...('InsertStmt' in s ? {} : { deferWrites: true }) }) : undefined;
     const txn = this.txn ?? own;
     try {
       const r = await this.runDml(s, def, rel, txn, params, paramTypes);

@@ -45,6 +45,22 @@ export async function waitFor<T>(what: string, timeoutMs: number, f: () => Promi
   }
 }
 
+/** `tessera ARGS --master_addresses=…` against `cluster` (the built CLI); stdout and stderr together, killed after `timeoutMs`. */
+export function runCliOn(cluster: { masterAddresses: string[] }, args: string[], timeoutMs = 60_000): Promise<{ code: number | null; out: string }> {
+  const cli = path.resolve(__dirname, '../../dist/cli/main.js');
+  return new Promise((resolve) => {
+    const c = spawn(process.execPath, [cli, ...args, `--master_addresses=${cluster.masterAddresses.join(',')}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    c.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    c.stderr.on('data', (b: Buffer) => (out += b.toString()));
+    const timer = setTimeout(() => c.kill('SIGKILL'), timeoutMs);
+    c.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, out });
+    });
+  });
+}
+
 export class ProcCluster {
   readonly baseDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-it-'));
   readonly masters: Proc[] = [];

@@ -128,6 +128,12 @@ describe('percolator transactions', () => {
     await transfer(dead2, 3, 4, 30n);
     await dead2.commit();
     expect(decodeRowState(await c.table('acct').get({ id: 3n })).lock?.owner).toBe(c2.percolator.ownerId);
+    // The tserver console counts the locks it holds (both rows of the dead transfer) on /percolator.
+    const page = (await (await fetch(`http://${cluster!.tservers[0]!.webAddress}/api/v1/percolator`)).json()) as { tablets: Array<{ table: string; rows: number; locks: number; oldestLockAgeMs: number | null }> };
+    const acct = page.tablets.filter((t) => t.table === 'acct');
+    expect(acct.reduce((n, t) => n + t.rows, 0)).toBe(ACCOUNTS);
+    expect(acct.reduce((n, t) => n + t.locks, 0)).toBe(2);
+    expect(acct.some((t) => t.oldestLockAgeMs !== null && t.oldestLockAgeMs >= 0)).toBe(true);
     await c2.close();
     const tokenRollback0 = c.percolator.stats.rolledBack;
     expect(await balances(c)).toEqual(b0);
@@ -185,6 +191,9 @@ describe('percolator transactions', () => {
     await write(1n, 'abc');
     await write(2n, 'hello');
     await write(3n, 'xy');
+    // The tserver console shows the backlog: three docs with a notify hint.
+    const backlog = async (): Promise<number> => ((await (await fetch(`http://${cluster!.tservers[0]!.webAddress}/api/v1/percolator`)).json()) as { tablets: Array<{ table: string; notifyBacklog: number }> }).tablets.filter((t) => t.table === 'docs').reduce((n, t) => n + t.notifyBacklog, 0);
+    expect(await backlog()).toBe(3);
     // The observer app as the CLI loads it; two workers on the same backlog at once.
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const app = require('./fixtures/observer-app.js') as { observers: ConstructorParameters<typeof ObserverRunner>[1] };
@@ -195,6 +204,7 @@ describe('percolator transactions', () => {
     // Whatever lost a race is picked up by a later pass; then nothing is left to run.
     for (let i = 0; i < 5; i++) await mk(0.5).runPass();
     expect(await mk(0.5).runPass()).toEqual({ runs: 0, acknowledged: 0, conflicts: 0, failures: 0 });
+    expect(await backlog()).toBe(0);
     expect(await read()).toEqual({ len: [3n, 5n, 2n], runs: [1n, 1n, 1n] });
 
     // A new change runs once more — through the CLI worker this time.

@@ -130,6 +130,33 @@ describe('SQL over the PostgreSQL protocol', () => {
     }
   });
 
+  it('sql: INSERT … ON CONFLICT (key) DO UPDATE inserts new keys, updates existing ones from excluded, honours WHERE and RETURNING; bad targets get their SQLSTATE', async () => {
+    const c = await connect();
+    try {
+      const code = async (sql: string): Promise<string | undefined> => c.query(sql).then(() => undefined, (e: { code?: string }) => e.code);
+      await c.query('create table hits (page text primary key, n bigint not null, note text)');
+      await c.query("insert into hits values ('a', 1, 'first')");
+      const r = await c.query("insert into hits as h values ('a', 5, 'x'), ('b', 2, 'y') on conflict (page) do update set n = h.n + excluded.n returning page, n, note");
+      expect(r.rowCount).toBe(2);
+      expect(r.rows).toEqual([{ page: 'a', n: '6', note: 'first' }, { page: 'b', n: '2', note: 'y' }]);
+      // WHERE of DO UPDATE: a row it rejects is neither updated nor counted.
+      const w = await c.query("insert into hits values ('a', 100, null), ('c', 3, null) on conflict (page) do update set n = excluded.n where hits.n > 1000");
+      expect(w.rowCount).toBe(1);
+      const all = await c.query('select page, n, note from hits order by page');
+      expect(all.rows).toEqual([{ page: 'a', n: '6', note: 'first' }, { page: 'b', n: '2', note: 'y' }, { page: 'c', n: '3', note: null }]);
+      await c.query("insert into hits values ('c', 0, 'set') on conflict on constraint hits_pkey do update set note = excluded.note");
+      expect((await c.query("select note from hits where page = 'c'")).rows).toEqual([{ note: 'set' }]);
+      expect(await code("insert into hits values ('a', 1) on conflict do update set n = 0")).toBe('42601');
+      expect(await code("insert into hits values ('a', 1) on conflict (n) do update set n = 0")).toBe('42P10');
+      expect(await code("insert into hits values ('d', 1), ('d', 2) on conflict (page) do update set n = excluded.n")).toBe('21000');
+      expect(await code("insert into hits values ('e', 1), ('f')")).toBe('42601');
+      expect(await code("insert into hits values ('a', 1) on conflict (page) do update set n = null")).toBe('23502');
+      expect((await c.query("select n from hits where page = 'a'")).rows).toEqual([{ n: '6' }]);
+    } finally {
+      await c.end();
+    }
+  });
+
   it('sql: a CancelRequest stops a running INSERT with 57014 and none of its rows commit; the session goes on', async () => {
     const a = await connect();
     const b = await connect();

@@ -4,13 +4,10 @@
  * ASYNC` carried to every replica through the tablet's Raft log, `describe-table` showing it, a bad
  * level refused with INVALID_ARGUMENT, the status tablets staying FSYNC. Nodes on 127.0.0.165-167.
  */
-import { spawn } from 'node:child_process';
-import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { getJson } from '../../lab/console-http';
-import { ProcCluster, waitFor, type Proc } from './cluster-harness';
+import { ProcCluster, waitFor, type Proc, runCliOn } from './cluster-harness';
 
-const CLI = path.resolve(__dirname, '../../dist/cli/main.js');
 let cluster: ProcCluster | undefined;
 
 afterAll(async () => {
@@ -18,17 +15,7 @@ afterAll(async () => {
 });
 
 function cli(args: string[]): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const c = spawn(process.execPath, [CLI, ...args, `--master_addresses=${cluster!.masterAddresses.join(',')}`], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    c.stdout.on('data', (b: Buffer) => (out += b.toString()));
-    c.stderr.on('data', (b: Buffer) => (out += b.toString()));
-    const timer = setTimeout(() => c.kill('SIGKILL'), 60_000);
-    c.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, out });
-    });
-  });
+  return runCliOn(cluster!, args, 90_000);
 }
 
 async function levels(p: Proc, table: string): Promise<string[]> {

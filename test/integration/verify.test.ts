@@ -51,11 +51,15 @@ const CONCURRENCY: Record<WorkloadName, number> = { register: 20, set: 16, bank:
  */
 const KNOWN: Partial<Record<WorkloadName, ReadonlySet<string>>> = {};
 
-async function run(workload: WorkloadName, seed: number, extra: { registerWrites?: 'direct' | 'txn'; dirName?: string; masters?: 3; nemesis?: string; isolation?: 'serializable'; timeMs?: number; fullTime?: boolean } = {}): Promise<WorkloadReport> {
+async function run(workload: WorkloadName, seed: number, extra: { registerWrites?: 'direct' | 'txn'; txnProtocol?: 'percolator'; clientCrash?: boolean; secure?: boolean; deferTxnWrites?: boolean; dirName?: string; masters?: 3; nemesis?: string; isolation?: 'serializable'; timeMs?: number; fullTime?: boolean } = {}): Promise<WorkloadReport> {
   const r = await runWorkload({
     workload,
     ...(extra.isolation ? { isolation: extra.isolation } : {}),
     ...(extra.registerWrites ? { registerWrites: extra.registerWrites } : {}),
+    ...(extra.txnProtocol ? { txnProtocol: extra.txnProtocol } : {}),
+    ...(extra.clientCrash ? { clientCrash: true } : {}),
+    ...(extra.secure ? { secure: true } : {}),
+    ...(extra.deferTxnWrites ? { deferTxnWrites: true } : {}),
     ...(extra.masters ? { masters: extra.masters } : {}),
     nemesis: extra.nemesis ? parseNemesisKinds(extra.nemesis) : MIXED,
     timeMs: extra.timeMs ?? RUN_CAP_MS,
@@ -112,6 +116,22 @@ describe('verify: Jepsen-style workloads on a real cluster', () => {
     expect(r.counts.ok).toBeGreaterThanOrEqual(MIN_OK_OPS);
   }, 120_000);
 
+  it('verify: on a secured cluster (TLS on every RPC and console, a cluster secret) register stays linearizable under the mixed nemesis', async () => {
+    const r = await run('register', 31, { secure: true, dirName: 'register-secure' });
+    expect(unexpected('register', r)).toEqual([]);
+    expect(r.verdict).toBe('valid');
+  }, 120_000);
+
+  it('verify: with the single-tablet fast path (writes kept to the commit), register with transactional writes stays linearizable and bank keeps its total under the mixed nemesis', async () => {
+    const reg = await run('register', 6204, { registerWrites: 'txn', deferTxnWrites: true, dirName: 'register-fast-path' });
+    expect(unexpected('register', reg)).toEqual([]);
+    expect(['valid', 'vacuous']).toContain(reg.verdict);
+    const bank = await run('bank', 6202, { deferTxnWrites: true, dirName: 'bank-fast-path' });
+    expect(unexpected('bank', bank)).toEqual([]);
+    expect(['valid', 'vacuous']).toContain(bank.verdict);
+    expect(reg.counts.ok + bank.counts.ok).toBeGreaterThan(0);
+  }, 240_000);
+
   it('verify: set loses no acknowledged insert under the mixed nemesis', async () => {
     const r = await run('set', 12);
     expect(r.lostWrites).toBe(0);
@@ -143,6 +163,15 @@ describe('verify: Jepsen-style workloads on a real cluster', () => {
     expect(unexpected('bank', r)).toEqual([]);
     // valid or vacuous, or INVALID only through the known (reported) anomaly.
     expect(['valid', 'vacuous', ...(Object.keys(r.anomalies).length ? ['INVALID'] : [])]).toContain(r.verdict);
+    expect(r.counts.ok).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('verify: bank through Percolator transactions keeps the total under the mixed nemesis while clients die mid-commit (client-crash); no lock is left orphaned', async () => {
+    const r = await run('bank', 23, { txnProtocol: 'percolator', clientCrash: true, dirName: 'bank-percolator' });
+    expect(unexpected('bank', r)).toEqual([]);
+    expect(r.anomalies['orphaned-lock'], 'locks left after the final read').toBeUndefined();
+    expect(['valid', 'vacuous']).toContain(r.verdict);
+    expect(r.details.some((d) => /locks left in the raw rows after the final read: 0/.test(d)), r.details.join('\n')).toBe(true);
     expect(r.counts.ok).toBeGreaterThan(0);
   }, 120_000);
 

@@ -253,6 +253,25 @@ describe('TransactionCoordinator', () => {
     expect(c.metrics.madeDurable).toBe(1);
   });
 
+  it('txn-coordinator: aborting a leader-only record with no participants (read-only, or committed by the single-tablet fast path) drops it with no Raft entry; a replicated one still gets ABORTED', async () => {
+    const { c, peer, updates } = await openCoordinator(tmp(), testFlags(), { n: 0 });
+    const entries = (): number => peer.metrics.entriesApplied;
+    await c.create(TxnId('ro'), 'snapshot', 0.5);
+    const before = entries();
+    expect(await c.abort(TxnId('ro'), [])).toBe('ABORTED');
+    expect(entries()).toBe(before);
+    expect(c.snapshot().find((t) => t.txnId === 'ro')).toBeUndefined();
+    expect((await c.getStatus([TxnId('ro')]))[0]!.status).toBe('ABORTED');
+    await expect(c.commit(TxnId('ro'), [])).rejects.toMatchObject({ code: ErrorCode.TXN_ABORTED });
+    // Made durable by a heartbeat: the abort is replicated as before.
+    await c.create(TxnId('hb'), 'snapshot', 0.5);
+    await c.heartbeat(TxnId('hb'));
+    const mid = entries();
+    expect(await c.abort(TxnId('hb'), [])).toBe('ABORTED');
+    expect(entries()).toBeGreaterThan(mid);
+    expect(updates.length).toBe(0);
+  });
+
   it('txn-coordinator: an unreplicated record dies with its leader\'s term — after a new term (same leader again) it reads ABORTED and its commit fails; replicated ones survive', async () => {
     const { c, peer } = await openCoordinator(tmp(), testFlags(), { n: 1_000_000 });
     await c.create(TxnId('local'), 'snapshot', 0.5);

@@ -168,3 +168,32 @@ describe('verify: register checker with indeterminate writes', () => {
     expect(checkRegisterKey('k', pairCalls(h)).valid).toBe(true);
   });
 });
+
+describe('verify: transaction protocols and the client-crash nemesis', () => {
+  it('verify: client-crash is split off the server nemeses; percolator runs bank only, snapshot only; client-crash needs percolator', async () => {
+    const { splitClientCrash } = await import('../../lab/verify/verify-cli');
+    const { makeWorkload } = await import('../../lab/verify/verify-runner');
+    const { PercolatorBankWorkload } = await import('../../lab/verify/percolator-bank-workload');
+    expect(splitClientCrash('kill,client-crash,pause')).toEqual({ serverKinds: 'kill,pause', clientCrash: true });
+    expect(splitClientCrash('client-crash')).toEqual({ serverKinds: 'none', clientCrash: true });
+    expect(splitClientCrash('kill')).toEqual({ serverKinds: 'kill', clientCrash: false });
+    const fakeClient = { beginTransaction: () => undefined } as never;
+    expect(makeWorkload('bank', fakeClient, { txnProtocol: 'percolator', clientCrash: true })).toBeInstanceOf(PercolatorBankWorkload);
+    expect(makeWorkload('append', fakeClient, { txnProtocol: 'percolator' })).toMatch(/YugabyteDB-style transactions only/);
+    expect(makeWorkload('bank', fakeClient, { txnProtocol: 'percolator', isolation: 'serializable' })).toMatch(/snapshot isolation only/);
+    expect(makeWorkload('bank', fakeClient, { clientCrash: true })).toMatch(/needs --txn_protocol percolator/);
+  });
+
+  it('verify: the Percolator bank finds a wrong total and an orphaned lock, and is inconclusive without its final read', async () => {
+    const { PercolatorBankWorkload } = await import('../../lab/verify/percolator-bank-workload');
+    const w = new PercolatorBankWorkload();
+    const good = Object.fromEntries(Array.from({ length: 8 }, (_, i) => [String(i), 100]));
+    const bad = { ...good, '0': 99 };
+    const h = [op(0, 0, 'invoke', 'read', null, 1), op(1, 0, 'ok', 'read', good, 2), op(2, 1, 'invoke', 'read', null, 3), op(3, 1, 'ok', 'read', bad, 4)];
+    const v = w.check(h);
+    expect(v.anomalies['wrong-total']).toBe(1);
+    expect(v.inconclusive).toMatch(/final read/);
+    (w as unknown as { locksLeft: number }).locksLeft = 2;
+    expect(w.check(h.slice(0, 2)).anomalies).toEqual({ 'orphaned-lock': 2 });
+  });
+});

@@ -40,14 +40,22 @@ export interface TabletMeta {
   tableId: string;
   tableName: string;
   schema: TableSchema;
-  /** Hash partition [start, end) of 0..65536. */
-  partition: { start: number; end: number };
+  /** Hash partition [start, end) of 0..65536; range tables: encoded DocKey bounds as hex ('' or absent = open). */
+  partition: { start: number; end: number; keyStart?: string; keyEnd?: string };
+  /** Set when this tablet applied a SPLIT (docs/splitting.md): it serves nothing more and names its children. */
+  splitInto?: SplitChildMeta[];
   /** Peers at creation; the live configuration is Raft's (log + conf state). */
   peers: RaftPeer[];
   /** The table's schema version this replica has (ALTER TABLE; 0 at creation). */
   schemaVersion: number;
   /** The table's Raft log level (docs/durability.md); absent: FSYNC. */
   durability?: WalDurability;
+}
+
+/** A child of a split tablet as its parent remembers it (the answer TABLET_SPLIT carries). */
+export interface SplitChildMeta {
+  tabletId: string;
+  partition: { start: number; end: number; keyStart?: string; keyEnd?: string };
 }
 
 export const META_FILE = 'meta.json';
@@ -83,20 +91,58 @@ export function parseTabletMeta(v: unknown): TabletMeta {
   const start = Number(p?.['start'] ?? 0);
   const end = Number(p?.['end'] ?? 65536);
   if (!Number.isInteger(start) || !Number.isInteger(end) || start < 0 || end > 65536 || start >= end) throw bad('partition must be 0 <= start < end <= 65536');
-  const peersRaw = o['peers'];
-  if (!Array.isArray(peersRaw) || peersRaw.length === 0) throw bad('peers must be a non-empty list');
-  const peers: RaftPeer[] = peersRaw.map((x: unknown) => {
-    const r = x as Record<string, unknown>;
-    if (typeof r?.['uuid'] !== 'string' || r['uuid'] === '' || typeof r['rpcAddress'] !== 'string') throw bad('peer needs uuid and rpcAddress');
-    const mt = r['memberType'] === 'LEARNER' ? 'LEARNER' : 'VOTER';
-    return { uuid: r['uuid'], rpcAddress: r['rpcAddress'], memberType: mt };
-  });
+  const keyBounds = parseKeyBounds(p, bad);
+  const peers = parsePeers(o['peers'], bad);
   const sv = o['schemaVersion'] ?? 0;
   if (typeof sv !== 'number' || !Number.isSafeInteger(sv) || sv < 0) throw bad('schemaVersion must be a non-negative integer');
   const d = o['durability'];
   if (d !== undefined && d !== '' && !isWalDurability(d)) throw bad('durability must be ASYNC, FLUSH or FSYNC');
   const durability = isWalDurability(d) ? { durability: d } : {};
-  return { tabletId, tableId: str('tableId'), tableName: str('tableName'), schema, partition: { start, end }, peers, schemaVersion: sv, ...durability };
+  const splitInto = parseSplitInto(o['splitInto'], bad);
+  return { tabletId, tableId: str('tableId'), tableName: str('tableName'), schema, partition: { start, end, ...keyBounds }, peers, schemaVersion: sv, ...durability, ...(splitInto ? { splitInto } : {}) };
+}
+
+function parseKeyBounds(p: Record<string, unknown> | undefined, bad: (why: string) => DbError): { keyStart?: string; keyEnd?: string } {
+  const out: { keyStart?: string; keyEnd?: string } = {};
+  for (const k of ['keyStart', 'keyEnd'] as const) {
+    const v = p?.[k];
+    if (v === undefined || v === '') continue;
+    if (typeof v !== 'string' || !/^(?:[0-9a-f]{2})+$/.test(v)) throw bad(`partition.${k} must be lower-case hex`);
+    out[k] = v;
+  }
+  if (out.keyStart && out.keyEnd && out.keyStart >= out.keyEnd) throw bad('partition.keyStart must be below keyEnd');
+  return out;
+}
+
+function parsePeers(peersRaw: unknown, bad: (why: string) => DbError): RaftPeer[] {
+  if (!Array.isArray(peersRaw) || peersRaw.length === 0) throw bad('peers must be a non-empty list');
+  return peersRaw.map((x: unknown) => {
+    const r = x as Record<string, unknown>;
+    if (typeof r?.['uuid'] !== 'string' || r['uuid'] === '' || typeof r['rpcAddress'] !== 'string') throw bad('peer needs uuid and rpcAddress');
+    const mt = r['memberType'] === 'LEARNER' ? 'LEARNER' : 'VOTER';
+    return { uuid: r['uuid'], rpcAddress: r['rpcAddress'], memberType: mt };
+  });
+}
+
+/** The Raft peers of a SPLIT entry's children, checked like meta.json's. */
+export function parseSplitPeers(v: unknown): RaftPeer[] {
+  return parsePeers(v, (why) => new DbError(ErrorCode.CORRUPTION, `bad split: ${why}`));
+}
+
+/** The children of a SPLIT entry, checked like meta.json's. */
+export function parseSplitChildren(v: unknown): SplitChildMeta[] {
+  return parseSplitInto(v, (why) => new DbError(ErrorCode.CORRUPTION, `bad split: ${why}`)) ?? [];
+}
+
+function parseSplitInto(v: unknown, bad: (why: string) => DbError): SplitChildMeta[] | undefined {
+  if (v === undefined) return undefined;
+  if (!Array.isArray(v) || v.length !== 2) throw bad('splitInto must list two children');
+  return v.map((c: unknown) => {
+    const r = c as Record<string, unknown>;
+    if (typeof r?.['tabletId'] !== 'string') throw bad('splitInto: a child needs a tabletId');
+    const p = r['partition'] as Record<string, unknown> | undefined;
+    return { tabletId: r['tabletId'], partition: { start: Number(p?.['start'] ?? 0), end: Number(p?.['end'] ?? 65536), ...parseKeyBounds(p, bad) } };
+  });
 }
 
 /** A table schema from JSON (a CHANGE_SCHEMA entry), checked like meta.json's. */

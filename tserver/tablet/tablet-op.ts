@@ -30,10 +30,10 @@ import type { HybridTime } from '../../common/hybrid-time';
 import type { TxnId } from '../../common/ids';
 import { TxnId as toTxnId } from '../../common/ids';
 import { Isolation, type CellWrite, type DocKey, type Primitive, type ReadLocks, type RowOp, type TxnMeta } from '../../docdb';
-import { parseTableSchema, type TableSchema } from './tablet-meta';
+import { parseSplitChildren, parseSplitPeers, parseTableSchema, type RaftPeer, type SplitChildMeta, type TableSchema } from './tablet-meta';
 import { isWalDurability, type WalDurability } from '../../raft';
 
-export const TabletOpKind = { WRITE: 1, WRITE_INTENTS: 2, APPLY_TXN: 3, REMOVE_TXN: 4, TXN_STATUS: 5, CHANGE_SCHEMA: 6, REQUEST: 7, APPLY_TXNS: 8, ROW_LOCK: 9 } as const;
+export const TabletOpKind = { WRITE: 1, WRITE_INTENTS: 2, APPLY_TXN: 3, REMOVE_TXN: 4, TXN_STATUS: 5, CHANGE_SCHEMA: 6, REQUEST: 7, APPLY_TXNS: 8, ROW_LOCK: 9, SPLIT: 10 } as const;
 
 export const RowLockAction = { LOCK: 0, RENEW: 1, UNLOCK: 2 } as const;
 export type RowLockAction = (typeof RowLockAction)[keyof typeof RowLockAction];
@@ -75,7 +75,12 @@ export type TabletOp =
    * Take, renew or release a row lock (row-locks.ts): the lock table is replicated state, so every
    * replica (and a later leader) knows who holds which row until when (hybrid time ht + leaseMs).
    */
-  | { type: 'ROW_LOCK'; action: RowLockAction; ht: HybridTime; key: DocKey; lockId: string; holder: string; leaseMs: number };
+  | { type: 'ROW_LOCK'; action: RowLockAction; ht: HybridTime; key: DocKey; lockId: string; holder: string; leaseMs: number }
+  /**
+   * Split this tablet in two (docs/splitting.md): every replica builds both children from its own
+   * data at this entry and serves nothing more. SPLIT: [json str] ({ children: SplitChildMeta[2] }).
+   */
+  | { type: 'SPLIT'; children: SplitChildMeta[]; peers: RaftPeer[] };
 
 class Out {
   buf: Buffer;
@@ -450,6 +455,13 @@ export function encodeTabletOp(op: TabletOp): Uint8Array {
       o.uv(op.leaseMs);
       return o.buf.subarray(0, o.pos);
     }
+    case 'SPLIT': {
+      const json = JSON.stringify({ children: op.children, peers: op.peers });
+      const o = new Out(16 + Buffer.byteLength(json));
+      o.u8(TabletOpKind.SPLIT);
+      o.str(json);
+      return o.buf.subarray(0, o.pos);
+    }
     case 'CHANGE_SCHEMA': {
       const json = JSON.stringify(op.schema);
       const o = new Out(32 + Buffer.byteLength(op.tableName) + Buffer.byteLength(json));
@@ -565,6 +577,17 @@ export function decodeTabletOp(b: Uint8Array): TabletOp {
       }
       end(i, b);
       return { type: 'CHANGE_SCHEMA', schemaVersion, tableName, schema: parseTableSchema(v), ...(durability ? { durability } : {}) };
+    }
+    case TabletOpKind.SPLIT: {
+      let v: unknown;
+      try {
+        v = JSON.parse(i.str());
+      } catch (e) {
+        throw bad(`split is not JSON: ${(e as Error).message}`);
+      }
+      end(i, b);
+      const o = v as { children?: unknown; peers?: unknown };
+      return { type: 'SPLIT', children: parseSplitChildren(o?.children), peers: parseSplitPeers(o?.peers) };
     }
     default:
       throw bad(`kind ${kind}`);

@@ -28,7 +28,7 @@ import { MAX_CLOCK_SKEW_USEC } from '../../common/common-flags';
 import { NodeId, type TxnId } from '../../common/ids';
 import type { Logger } from '../../common/log';
 import type { Rng } from '../../common/rng';
-import { Isolation, type ApplyItem, type DocDbApi, type DocKey, type OpId, type ReadLocks, type Row, type RowOp, type ScanResult, type StatusResolver, type TxnMeta } from '../../docdb';
+import { Isolation, type ApplyItem, type DocDbApi, type DocKey, type OpId, type ReadLocks, type Row, type RowOp, type ScanOptions, type ScanResult, type StatusResolver, type TxnMeta } from '../../docdb';
 import type { KvEngine } from '../../docdb';
 import type { BackgroundWork } from '../../docdb';
 import { RaftGroup, type LeaderChange, type RaftCore, type RaftGroupStatus } from '../../raft';
@@ -37,6 +37,7 @@ import type { Entry, Message, Snapshot } from '../../raft';
 import type { LogStorage } from '../../raft';
 import { DEFAULT_WAL_DURABILITY, type WalDurability } from '../../raft';
 import { HISTORY_GC_MIN_NEW_VERSIONS_PCT, RAFT_ELECTION_TIMEOUT_TICKS, TEST_CORRUPT_TABLET_REPLICA, RAFT_HEARTBEAT_TICKS, RETRYABLE_REQUEST_TIMEOUT_SECS, RAFT_TICK_INTERVAL_MS, TEST_FAIL_TABLET_REPLICA, TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, WRITE_TIMEOUT_MS } from '../tserver-flags';
+import { checkFastPathConflicts, type FastPathTxn } from './fast-path';
 import { BlockedBy, resolveConflicts, resolvePlainWriteConflicts, resolveSerializableConflicts, type ConflictDeps } from '../transaction/conflict-resolution';
 import { WaitQueue } from './wait-queue';
 import { uncertaintyLimit } from '../transaction/uncertainty';
@@ -51,6 +52,7 @@ import { decodeTabletOp, docKeyString, encodeTabletOp, TabletOpKind, type Reques
 import { parseRetryableImage, RetryableRequests, type RetryableImage } from './retryable-requests';
 import { OUTCOME_LIMITS, OutcomeMemory } from './outcome-memory';
 import { parseTableSchema, writeTabletMeta, type TableSchema, type TabletMeta } from './tablet-meta';
+import { tabletSplitError } from './tablet-split';
 import { applySchemaToDocDb } from './cell-schema';
 import { incrementalGc } from './incremental-gc';
 import { forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey } from '../transaction/txn-record';
@@ -126,6 +128,8 @@ export interface WriteRequest {
   /** Wait (until deadlineMonoMs) for rows locked by others instead of failing ROW_LOCKED. */
   waitForLocks?: boolean;
   deadlineMonoMs?: number;
+  /** The single-tablet fast path (fast-path.ts): this write commits a whole transaction. */
+  fastPathTxn?: FastPathTxn;
 }
 
 const BOOTSTRAP_MARKER = 'remote-bootstrap-in-progress';
@@ -229,6 +233,11 @@ export class TabletPeer {
     const after = this.raft.appliedOpId().index;
     return { ...c, intents, appliedIndex: after, stable: before === after };
   }
+  /** This replica's rows visible at `readHt` from `startKey`, `limit` at most (console pages that count a tablet's data). */
+  scanVisible(readHt: HybridTime, limit: number, startKey?: Uint8Array): Promise<ScanResult> {
+    if (this.state !== TabletState.RUNNING) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${this.tabletId} is ${this.state}, not RUNNING`, { tabletId: this.tabletId });
+    return this.docdb.scan({ readHt, resolveStatus: this.deps.txnEnv ? this.statusResolver() : NO_TXN_STATUS, limit, ...(startKey ? { startKey } : {}) });
+  }
   private readonly locks = new LockTable();
   /** Operations waiting for pending transactions to finish (enable_wait_queues). */
   readonly waitQueue = new WaitQueue();
@@ -256,6 +265,25 @@ export class TabletPeer {
   private readonly pendingApplies = new Map<TxnId, HybridTime>();
   private statusListener: TxnStatusListener | undefined;
   private snapshotListener: (() => Promise<void>) | undefined;
+  /** Carries out a SPLIT entry (tserver/split-apply.ts); set by the tablet manager. */
+  private splitHandler: ((op: Extract<TabletOp, { type: 'SPLIT' }>, index: number) => Promise<void>) | undefined;
+  /**
+   * Set by the leader just before it proposes SPLIT (docs/splitting.md): nothing more is proposed
+   * after it (checkServing runs right before every proposal), so the SPLIT entry is the parent's last.
+   */
+  private splitPendingTerm: number | undefined;
+
+  private newTxnHoldUntilMs = 0;
+
+  /** Until performance.now() reaches `untilMs`, writes of transactions without intents here get TRY_AGAIN (a split drains). */
+  holdNewTransactions(untilMs: number): void {
+    this.newTxnHoldUntilMs = untilMs;
+  }
+
+  /** Called right after the leader proposed SPLIT (synchronously, before anything else is proposed). */
+  markSplitPending(): void {
+    this.splitPendingTerm = this.currentTerm();
+  }
   private leaderListener: ((c: LeaderChange) => void) | undefined;
   private transferListener: (() => Promise<void>) | undefined;
   /** Per transaction applied here: commit time → end of this replica's apply (console, benchmark). */
@@ -464,6 +492,33 @@ export class TabletPeer {
    * serves again: state kept in memory from applied entries (a coordinator's transaction records)
    * must be rebuilt from the new databases, since the snapshot's entries were never applied here.
    */
+  setSplitHandler(h: ((op: Extract<TabletOp, { type: 'SPLIT' }>, index: number) => Promise<void>) | undefined): void {
+    this.splitHandler = h;
+  }
+
+  /** WRITE_INTENTS this leader proposed and has not applied yet. */
+  private intentWritesInFlight = 0;
+
+  /**
+   * Transactions with intents here not yet applied or removed, as of the entries applied so far: the
+   * same on every replica at a given log position (what the SPLIT entry checks).
+   */
+  txnsWithAppliedIntents(): number {
+    return this.txnStatusTablets.size;
+  }
+
+  /** Transactions with intents here not yet applied or removed, plus intent writes in flight (a split waits for none). */
+  txnsWithIntentsCount(): number {
+    return this.txnStatusTablets.size + this.intentWritesInFlight;
+  }
+
+  /** This replica applied SPLIT: durable in meta.json, then every request is answered TABLET_SPLIT. */
+  markSplit(children: NonNullable<TabletMeta['splitInto']>): void {
+    const next: TabletMeta = { ...this.metaValue, splitInto: children };
+    writeTabletMeta(this.deps.dir, next);
+    this.metaValue = next;
+  }
+
   setSnapshotListener(l: (() => Promise<void>) | undefined): void {
     this.snapshotListener = l;
   }
@@ -652,6 +707,11 @@ export class TabletPeer {
       if (e.type !== 'normal' || e.data.byteLength === 0) continue;
       const op = decodeTabletOp(e.data);
       const opId = { term: e.term, index: e.index };
+      if (this.metaValue.splitInto) {
+        // Nothing is proposed after SPLIT (splitPending; a new leader applies SPLIT before it serves).
+        this.deps.log.error({ tablet: this.tabletId, index: e.index, type: op.type }, 'entry after SPLIT ignored');
+        continue;
+      }
       if ((op.type === 'WRITE' || op.type === 'WRITE_INTENTS') && op.request) requests.push({ request: op.request, ht: op.ht });
       switch (op.type) {
         case 'WRITE':
@@ -684,6 +744,15 @@ export class TabletPeer {
           this.deps.clock.update(op.ht);
           this.lastWriteHt = htMax(this.lastWriteHt, op.ht);
           this.rowLocks.apply(op, opId.index);
+          break;
+        case 'SPLIT':
+          // The children are built from the data as of this entry: everything before it written,
+          // every transaction apply before it finished (the same state on every replica).
+          await this.flushIntents(intents);
+          await this.flushRegular(group);
+          await Promise.all([...this.applying.values()].map((p) => p.catch(() => undefined)));
+          await this.splitHandler?.(op, opId.index);
+          this.splitPendingTerm = undefined;
           break;
       }
       this.metrics.entriesApplied++;
@@ -1046,6 +1115,10 @@ export class TabletPeer {
    * existence at the current time (see serializableReadTime).
    */
   async writeIntents(req: TxnWriteRequest): Promise<HybridTime> {
+    // A split waiting for intents to drain: transactions already here may finish, new ones wait.
+    if (performance.now() < this.newTxnHoldUntilMs && !this.txnStatusTablets.has(req.txn.txnId)) {
+      throw new DbError(ErrorCode.TRY_AGAIN, `tablet ${this.tabletId} is about to split: new transactions wait`);
+    }
     return this.deduped(req.request, (track) => this.waitingOnConflict(req.deadlineMonoMs, (wait) => this.writeIntentsOnce(req, wait, track), req.coalesced === true));
   }
 
@@ -1154,7 +1227,12 @@ export class TabletPeer {
       if (this.deps.log.isLevelEnabled('debug')) this.deps.log.debug({ trace: 'txn', tablet: this.tabletId, txn: req.txn.txnId, readHt: String(req.readHt), ht: String(ht), keys: ops.map((o) => docKeyString(o.key)), conflicts: conflicts.map((c) => (c.type === 'intent' ? `intent:${c.txnId}` : `committed:${c.commitHt}`)) }, 'write intents');
       const op: TabletOp = reads ? { type: 'WRITE_INTENTS', txn: req.txn, ht, ops, reads } : { type: 'WRITE_INTENTS', txn: req.txn, ht, ops };
       if (req.request) op.request = req.request;
-      await this.proposeOp(op, req.deadlineMs, track && ((p) => track(p, ht)));
+      this.intentWritesInFlight++;
+      try {
+        await this.proposeOp(op, req.deadlineMs, track && ((p) => track(p, ht)));
+      } finally {
+        this.intentWritesInFlight--;
+      }
       this.metrics.writeOps++;
       this.metrics.rowsWritten += req.ops.length;
       return ht;
@@ -1218,7 +1296,7 @@ export class TabletPeer {
   /** A serializable transaction's scan: the tablet's read lock, then the page at its time. */
   async scanSerializable(
     txn: TxnMeta,
-    opts: { startKey?: Uint8Array; endKey?: Uint8Array; limit?: number; columns?: number[]; propagatedHt?: HybridTime; maxBytes?: number; deadlineMonoMs?: number },
+    opts: { startKey?: Uint8Array; endKey?: Uint8Array; limit?: number; columns?: number[]; propagatedHt?: HybridTime; maxBytes?: number; deadlineMonoMs?: number; filter?: ScanOptions['filter'] },
   ): Promise<ScanResult & { readHt: HybridTime; globalLimitHt: HybridTime | undefined }> {
     const { deadlineMonoMs, ...o } = opts;
     // Confined to one hash key: lock that hash key (its one row, for a table without range columns),
@@ -1494,6 +1572,10 @@ export class TabletPeer {
   }
 
   private checkServing(): void {
+    if (this.metaValue.splitInto) throw tabletSplitError(this.tabletId, this.metaValue.splitInto);
+    // A SPLIT proposed in an earlier term was applied before this leader became ready, or was lost.
+    if (this.splitPendingTerm !== undefined && this.splitPendingTerm !== this.currentTerm()) this.splitPendingTerm = undefined;
+    if (this.splitPendingTerm !== undefined) throw new DbError(ErrorCode.TRY_AGAIN, `tablet ${this.tabletId} is being split`);
     if (this.state === TabletState.DELETED) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `tablet ${this.tabletId} was deleted`);
     if (this.state !== TabletState.RUNNING) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${this.tabletId} is ${this.state}`);
     if (!this.raft.isLeader()) throw this.leaderError();
@@ -1533,6 +1615,7 @@ export class TabletPeer {
     const release = await this.locks.acquire(keys.map((k) => docKeyString(k)));
     try {
       let ops = req.ops.map((o) => o.op);
+      if (req.fastPathTxn) await checkFastPathConflicts({ docdb: this.docdb, clock: this.deps.clock, tabletId: this.tabletId, conflictDeps: this.deps.txnEnv && this.conflictDeps(this.deps.txnEnv) }, req.fastPathTxn, ops);
       // A read-modify-write meets intents on its whole rows (it reads them), as a delete would.
       await this.orderAfterIntents(req.computed ? keys.map((key) => ({ type: 'delete' as const, key })) : ops);
       if (req.computed) {
@@ -1716,6 +1799,8 @@ export class TabletPeer {
     txnId?: TxnId;
     /** Response size budget (DocDB ScanOptions.maxBytes). */
     maxBytes?: number;
+    /** A server-side filter (docs/filters.md), fresh for this call. */
+    filter?: ScanOptions['filter'];
   }): Promise<ScanResult & { readHt: HybridTime; globalLimitHt: HybridTime | undefined }> {
     const { readHt, globalLimitHt } = await this.readTime(opts.readHt, opts.propagatedHt, opts.globalLimitHt);
     const r = await this.docdb.scan({
@@ -1728,6 +1813,7 @@ export class TabletPeer {
       ...(opts.limit ? { limit: opts.limit } : {}),
       ...(opts.maxBytes ? { maxBytes: opts.maxBytes } : {}),
       ...(opts.columns?.length ? { columns: opts.columns } : {}),
+      ...(opts.filter ? { filter: opts.filter } : {}),
     });
     this.metrics.scanOps++;
     return { readHt, globalLimitHt, ...r }; // spread last: see update-batcher.ts

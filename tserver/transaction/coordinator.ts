@@ -397,13 +397,20 @@ export class TransactionCoordinator {
       if (r.status === 'COMMITTED') return 'COMMITTED' as const;
       if (r.status === 'ABORTED') return 'ABORTED' as const;
       const merged = [...new Set([...r.participants, ...participants])].slice(0, TXN_PARTICIPANTS_MAX);
+      // A leader-only record of a transaction that wrote nowhere (a read-only one, or one the
+      // single-tablet fast path committed without it): dropping it is what its expiry would do, and
+      // costs no Raft entry.
+      if (merged.length === 0 && this.unreplicated.has(txnId)) {
+        this.dropLocal(txnId);
+        return 'FORGOTTEN' as const;
+      }
       await this.replicate({ ...r, status: 'ABORTED', participants: merged }, this.deps.peer.nextHt());
       this.metrics.aborted++;
       this.deps.log.debug({ txnId, why }, 'transaction aborted');
       return 'ABORTED' as const;
     });
     if (st === 'ABORTED') this.drive(txnId);
-    return st;
+    return st === 'FORGOTTEN' ? 'ABORTED' : st;
   }
 
   /**

@@ -110,3 +110,12 @@ export const TEST_FAIL_BEFORE_COMMIT_MS = defineFlag({
   tags: [FlagTag.runtime],
   validate: nonNegative,
 });
+
+export const ENABLE_TXN_FAST_PATH = defineFlag({
+  name: 'enable_txn_fast_path',
+  type: 'bool',
+  default: true,
+  help:
+    "Single-tablet transactions (YugabyteDB's fast path, TiKV's 1PC): a transaction whose deferred writes all fall in this tablet commits as one Raft entry straight into RegularDB, with the distributed path's conflict rules and no intents. Off: such a commit is refused with NOT_SUPPORTED and the client commits through the status tablet (A/B).",
+  tags: [FlagTag.runtime],
+});

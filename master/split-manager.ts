@@ -1,0 +1,221 @@
+/**
+ * The master's side of tablet splitting (docs/splitting.md): a split is registered in the catalog
+ * first (two child ids with their partitions, the parent keeps serving), then the tablet's leader
+ * replicates SPLIT (every replica builds the children from its own data), and once both children
+ * have leaders the split is completed: they take the parent's place and the parent leaves the
+ * catalog (its replicas are deleted through heartbeats). The background round finishes or re-sends
+ * whatever a master failover or a lost answer left half-done, and runs automatic splitting.
+ */
+import { DbError, ErrorCode } from '../common/errors';
+import type { Flags } from '../common/flags';
+import { bytesOfHex, compareKeyBytes, hexOf } from '../common/key-bounds';
+import { newId } from '../common/ids';
+import type { Logger } from '../common/log';
+import { TRANSACTIONS_TABLE } from '../common/system-tables';
+import { splitMethods, type MasterSplitTabletRequestPB, type MasterSplitTabletResponsePB, type RpcClient, type SplitPointPB } from '../rpc';
+import type { CatalogState, Partition, TableInfo, TabletInfo } from './catalog-types';
+import { partitionToPb, splitPrefixOf } from './range-partitions';
+import {
+  ENABLE_AUTOMATIC_TABLET_SPLITTING,
+  OUTSTANDING_TABLET_SPLIT_LIMIT,
+  TABLET_SPLIT_LIMIT_PER_TABLE,
+  TABLET_SPLIT_LOW_PHASE_SHARD_COUNT_PER_NODE,
+  TABLET_SPLIT_LOW_PHASE_SIZE_THRESHOLD_BYTES,
+  TABLET_SPLIT_SIZE_THRESHOLD_BYTES,
+} from './split-flags';
+import type { SysCatalog } from './sys-catalog';
+import type { TServerRegistry } from './tserver-registry';
+
+/** The leader's SplitTablet (the SPLIT entry replicated and applied there) waits at most this long. */
+const SPLIT_RPC_TIMEOUT_MS = 35_000;
+/** A registered split whose children do not run yet is re-sent to the parent's leader this often. */
+const SPLIT_RESEND_MS = 5_000;
+/** The admin call waits this long for the children to elect leaders (the round completes it otherwise). */
+const SPLIT_COMPLETE_WAIT_MS = 15_000;
+/** Completed splits remembered for the split counter's rate (bounded ring). */
+const RECENT_SPLITS_MAX = 1024;
+
+export interface SplitManagerDeps {
+  sys: SysCatalog;
+  registry: TServerRegistry;
+  client: RpcClient;
+  log: Logger;
+  flags: Flags;
+  now(): number;
+  timeoutMs(): number;
+  addressOf(uuid: string): string | undefined;
+  requireLeader(): void;
+  liveTServers(): number;
+}
+
+export interface SplitPoint {
+  hash?: number;
+  key?: Uint8Array;
+}
+
+function isHashTable(t: TableInfo): boolean {
+  return t.schema.hashColumns.length > 0;
+}
+
+/** The two children's partitions at `point`, or INVALID_ARGUMENT unless it lies strictly inside. */
+export function splitPartitions(table: TableInfo, p: Partition, point: SplitPoint): [Partition, Partition] {
+  if (isHashTable(table)) {
+    const h = point.hash;
+    if (h === undefined || !Number.isInteger(h) || h <= p.start || h >= p.end) throw new DbError(ErrorCode.INVALID_ARGUMENT, `split hash ${String(h)} is not strictly inside the tablet's hash range [${p.start}, ${p.end})`);
+    return [{ start: p.start, end: h }, { start: h, end: p.end }];
+  }
+  const k = point.key ?? new Uint8Array(0);
+  const lo = bytesOfHex(p.keyStart);
+  const hi = bytesOfHex(p.keyEnd);
+  if (k.length === 0 || (lo.length > 0 && compareKeyBytes(k, lo) <= 0) || (hi.length > 0 && compareKeyBytes(k, hi) >= 0)) {
+    throw new DbError(ErrorCode.INVALID_ARGUMENT, `split key ${hexOf(k) || '(empty)'} is not strictly inside the tablet's key range [${p.keyStart || '-inf'}, ${p.keyEnd || '+inf'})`);
+  }
+  const kh = hexOf(k);
+  return [
+    { start: p.start, end: p.end, ...(p.keyStart ? { keyStart: p.keyStart } : {}), keyEnd: kh },
+    { start: p.start, end: p.end, keyStart: kh, ...(p.keyEnd ? { keyEnd: p.keyEnd } : {}) },
+  ];
+}
+
+/**
+ * A split parent's replicas stay this long after the split completed (YugabyteDB keeps the parent
+ * for lagging replicas): a replica that had not applied SPLIT yet builds the children from its own
+ * data instead of copying them from a child leader, and stale clients still hear TABLET_SPLIT.
+ */
+export const SPLIT_PARENT_RETENTION_MS = 30_000;
+
+/** Parents of splits completed within SPLIT_PARENT_RETENTION_MS (not deleted from their tservers yet). */
+export function recentSplitParents(c: CatalogState, nowWallMs: number): Set<string> {
+  const out = new Set<string>();
+  for (const t of c.tables.values()) for (const h of t.splitHistory ?? []) if (nowWallMs - h.atMs < SPLIT_PARENT_RETENTION_MS) out.add(h.parentId);
+  return out;
+}
+
+export class SplitManager {
+  /** Splits completed by this master since it started (the split counter metric). */
+  splitsCompleted = 0;
+  private autoInflight = 0;
+  private readonly lastSent = new Map<string, number>();
+
+  constructor(private readonly deps: SplitManagerDeps) {}
+
+  private catalog(): CatalogState {
+    return this.deps.sys.state();
+  }
+
+  private leaderAddress(tabletId: string): string {
+    const leader = this.deps.registry.leaderReport(tabletId, this.deps.now(), this.deps.timeoutMs());
+    const addr = leader ? this.deps.addressOf(leader.uuid) : undefined;
+    if (!addr) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${tabletId} has no known leader yet; try again`);
+    return addr;
+  }
+
+  /** `tessera admin split_tablet`: split now, at the given point or the middle of the data. */
+  async split(req: MasterSplitTabletRequestPB): Promise<MasterSplitTabletResponsePB> {
+    this.deps.requireLeader();
+    const id = req.tabletId ?? '';
+    const c = this.catalog();
+    const tablet = c.tablets.get(id);
+    if (!tablet) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `tablet ${id} not found`);
+    const table = c.tables.get(tablet.tableId);
+    if (!table || !table.tabletIds.includes(id)) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `tablet ${id} is not a serving tablet of a table (a child of a split under way?)`);
+    if (table.name === TRANSACTIONS_TABLE) throw new DbError(ErrorCode.NOT_SUPPORTED, `tablets of the ${TRANSACTIONS_TABLE} system table are not split`);
+    if (tablet.splitChildren) throw new DbError(ErrorCode.TRY_AGAIN, `tablet ${id} is already being split into ${tablet.splitChildren.join(', ')}`);
+    const given = req.splitKey?.length ? { key: new Uint8Array(req.splitKey) } : req.hasSplitHash ? { hash: req.splitHash ?? 0 } : undefined;
+    const point = given ?? (await this.middle(tablet, table));
+    const parts = splitPartitions(table, tablet.partition, point);
+    const children: TabletInfo[] = parts.map((partition) => ({ id: newId(), tableId: table.id, partition, replicas: tablet.replicas.map((r) => ({ ...r })) }));
+    await this.deps.sys.propose({ type: 'registerSplit', parentId: id, children, at: point.hash !== undefined ? String(point.hash) : hexOf(point.key) });
+    this.deps.log.info({ tablet: id, table: table.name, children: children.map((x) => x.id), at: point.hash ?? hexOf(point.key) }, 'tablet split registered');
+    try {
+      await this.sendSplit(this.catalog().tablets.get(id) ?? tablet);
+    } catch (e) {
+      // Refused before anything was replicated (TRY_AGAIN: transactions with intents; a bad point):
+      // forget the children. Other failures (an answer lost) are finished by the background round.
+      if (e instanceof DbError && (e.code === ErrorCode.TRY_AGAIN || e.code === ErrorCode.INVALID_ARGUMENT || e.code === ErrorCode.NOT_SUPPORTED)) {
+        await this.deps.sys.propose({ type: 'abortSplit', parentId: id }).catch(() => undefined);
+      }
+      throw e;
+    }
+    const deadline = this.deps.now() + SPLIT_COMPLETE_WAIT_MS;
+    while (this.deps.now() < deadline && this.catalog().tablets.has(id)) {
+      await this.maybeComplete(id);
+      if (this.catalog().tablets.has(id)) await new Promise((r) => setTimeout(r, 50));
+    }
+    const pb: SplitPointPB = point.hash !== undefined ? { hash: point.hash } : { key: point.key ?? new Uint8Array(0) };
+    return { children: children.map((x) => x.id), splitPoint: pb };
+  }
+
+  /** The middle of the tablet's data, as its leader finds it. */
+  private async middle(tablet: TabletInfo, table: TableInfo): Promise<SplitPoint> {
+    const r = await this.deps.client.call(this.leaderAddress(tablet.id), splitMethods().tabletSplit, { tabletId: tablet.id, splitPrefix: splitPrefixOf(table.splitPolicy) }, { timeoutMs: SPLIT_RPC_TIMEOUT_MS });
+    return isHashTable(table) ? { hash: r.splitPoint?.hash ?? 0 } : { key: new Uint8Array(r.splitPoint?.key ?? []) };
+  }
+
+  private async sendSplit(parent: TabletInfo): Promise<void> {
+    const c = this.catalog();
+    const children = (parent.splitChildren ?? []).map((cid) => c.tablets.get(cid)).filter((t): t is TabletInfo => t !== undefined);
+    if (children.length !== 2) return;
+    this.lastSent.set(parent.id, this.deps.now());
+    const peers = parent.replicas.map((r) => ({ uuid: r.tserverUuid, rpcAddress: this.deps.addressOf(r.tserverUuid) ?? '', memberType: r.memberType }));
+    await this.deps.client.call(
+      this.leaderAddress(parent.id),
+      splitMethods().tabletSplit,
+      { tabletId: parent.id, children: children.map((t) => ({ tabletId: t.id, partition: partitionToPb(t.partition) })), peers },
+      { timeoutMs: SPLIT_RPC_TIMEOUT_MS },
+    );
+  }
+
+  /** Both children lead somewhere: they replace the parent in the catalog. */
+  private async maybeComplete(parentId: string): Promise<void> {
+    const parent = this.catalog().tablets.get(parentId);
+    if (!parent?.splitChildren) return;
+    const now = this.deps.now();
+    if (!parent.splitChildren.every((cid) => this.deps.registry.leaderReport(cid, now, this.deps.timeoutMs()))) return;
+    await this.deps.sys.propose({ type: 'completeSplit', parentId, atMs: Date.now() });
+    if (!this.catalog().tablets.has(parentId)) {
+      this.splitsCompleted++;
+      this.lastSent.delete(parentId);
+      this.deps.log.info({ tablet: parentId, children: parent.splitChildren }, 'tablet split completed: the children serve');
+    }
+  }
+
+  /** Background round: finish registered splits, then start automatic ones. */
+  async round(): Promise<void> {
+    const c = this.catalog();
+    const pending = [...c.tablets.values()].filter((t) => t.splitChildren);
+    for (const parent of pending) {
+      await this.maybeComplete(parent.id).catch((err: unknown) => this.deps.log.debug({ err, tablet: parent.id }, 'completing a split failed; next round'));
+      if (!this.catalog().tablets.get(parent.id)?.splitChildren) continue;
+      if (this.deps.now() - (this.lastSent.get(parent.id) ?? -Infinity) < SPLIT_RESEND_MS) continue;
+      void this.sendSplit(parent).catch((err: unknown) => this.deps.log.debug({ err, tablet: parent.id }, 'SplitTablet to the leader failed; re-sent next round'));
+    }
+    const outstanding = Math.max(pending.length, this.autoInflight);
+    if (this.deps.flags.get(ENABLE_AUTOMATIC_TABLET_SPLITTING) && outstanding < this.deps.flags.get(OUTSTANDING_TABLET_SPLIT_LIMIT)) this.autoSplit(c);
+    if (this.lastSent.size > RECENT_SPLITS_MAX) this.lastSent.clear();
+  }
+
+  /** The largest tablet over its phase's threshold, split at the middle of its data. */
+  private autoSplit(c: CatalogState): void {
+    const now = this.deps.now();
+    const live = Math.max(1, this.deps.liveTServers());
+    let best: { tablet: TabletInfo; bytes: number } | undefined;
+    for (const table of c.tables.values()) {
+      if (table.name === TRANSACTIONS_TABLE || table.tabletIds.length >= this.deps.flags.get(TABLET_SPLIT_LIMIT_PER_TABLE)) continue;
+      const low = table.tabletIds.length < this.deps.flags.get(TABLET_SPLIT_LOW_PHASE_SHARD_COUNT_PER_NODE) * live;
+      const threshold = this.deps.flags.get(low ? TABLET_SPLIT_LOW_PHASE_SIZE_THRESHOLD_BYTES : TABLET_SPLIT_SIZE_THRESHOLD_BYTES);
+      for (const id of table.tabletIds) {
+        const r = this.deps.registry.leaderReport(id, now, this.deps.timeoutMs())?.report;
+        const bytes = Number(r?.regularMemtableBytes ?? 0n) + Number(r?.regularSstBytes ?? 0n);
+        if (bytes > threshold && (!best || bytes > best.bytes)) best = { tablet: c.tablets.get(id)!, bytes };
+      }
+    }
+    if (!best || best.tablet.splitChildren) return;
+    this.deps.log.info({ tablet: best.tablet.id, bytes: best.bytes }, 'automatic split: tablet over its size threshold');
+    // Not awaited: the split waits for its children, the catalog round must not.
+    this.autoInflight++;
+    void this.split({ tabletId: best.tablet.id })
+      .catch((err: unknown) => this.deps.log.info({ err, tablet: best!.tablet.id }, 'automatic split not done; tried again later'))
+      .finally(() => this.autoInflight--);
+  }
+}

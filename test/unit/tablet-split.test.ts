@@ -1,0 +1,148 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Flags } from '../../common/flags';
+import { HybridClock } from '../../common/hybrid-clock';
+import { SystemClock } from '../../common/clock';
+import { silentLogger } from '../../common/log';
+import { SeededRng } from '../../common/rng';
+import { encodeDocKeyBytes, partitionHash } from '../../common/partition-hash';
+import { keyInBounds, bytesOfHex } from '../../common/key-bounds';
+import { MemoryEngine, type DocKey, type KvEngine } from '../../docdb';
+import { TabletManager } from '../../tserver/tablet-manager';
+import { SplitService } from '../../tserver/split-service';
+import { childPartitions, rowRangeOf } from '../../tserver/split-apply';
+import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
+import type { TabletPeer } from '../../tserver/tablet/tablet-peer';
+import { DbError } from '../../common/errors';
+
+const dirs: string[] = [];
+const managers: TabletManager[] = [];
+afterEach(async () => {
+  for (const m of managers.splice(0)) await m.stop();
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
+function meta(kind: 'hash' | 'range'): TabletMeta {
+  return {
+    tabletId: 'parent',
+    tableId: 'tbl',
+    tableName: 'demo',
+    schema: { columns: [{ name: 'k', id: 0, type: 'int64', nullable: false }, { name: 'v', id: 1, type: 'string', nullable: true }], hashColumns: kind === 'hash' ? ['k'] : [], rangeColumns: kind === 'hash' ? [] : ['k'] },
+    partition: { start: 0, end: 65536 },
+    peers: [{ uuid: 'ts1', rpcAddress: '127.0.0.1:1', memberType: 'VOTER' }],
+    schemaVersion: 0,
+  };
+}
+
+function keyOf(kind: 'hash' | 'range', i: number): DocKey {
+  return kind === 'hash' ? { hash: partitionHash([BigInt(i)]), hashed: [BigInt(i)], range: [] } : { hash: 0, hashed: [], range: [BigInt(i)] };
+}
+
+function manager(dataDir: string, engines?: Map<string, MemoryEngine>): TabletManager {
+  const m = new TabletManager({
+    dataDir,
+    selfUuid: 'ts1',
+    selfAddress: '127.0.0.1:1',
+    flags: new Flags(),
+    clock: new HybridClock(new SystemClock()),
+    log: silentLogger(),
+    rng: new SeededRng(3),
+    send: () => undefined,
+    fetchChunk: () => Promise.reject(new Error('no remote bootstrap in this test')),
+    chunkBytes: () => 1 << 20,
+    ...(engines
+      ? {
+          openEngine: async (d: string): Promise<KvEngine> => {
+            const prev = engines.get(d);
+            const e = prev ? prev.reopen() : new MemoryEngine();
+            engines.set(d, e);
+            return e;
+          },
+        }
+      : {}),
+  });
+  managers.push(m);
+  return m;
+}
+
+async function untilLeader(m: TabletManager, id: string): Promise<TabletPeer> {
+  for (let i = 0; i < 400; i++) {
+    if (m.has(id) && m.get(id).raftGroup().isLeaderReady()) return m.get(id);
+    m.tickAll();
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  throw new Error(`tablet ${id} never led`);
+}
+
+async function rowsOf(p: TabletPeer): Promise<DocKey[]> {
+  const r = await p.scan({ limit: 100_000 });
+  return r.rows.map((x) => x.key);
+}
+
+for (const engine of ['rocksdb', 'memory'] as const) {
+  for (const kind of ['hash', 'range'] as const) {
+    it(`split (${engine}, ${kind} table): both children are built from the parent's own data, hold exactly their rows, survive a restart; the parent answers TABLET_SPLIT`, async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-split-'));
+      dirs.push(dir);
+      const engines = engine === 'memory' ? new Map<string, MemoryEngine>() : undefined;
+      const m = manager(dir, engines);
+      await m.createTablet(meta(kind));
+      const parent = await untilLeader(m, 'parent');
+      const n = 300;
+      for (let i = 0; i < n; i += 50) {
+        await parent.write({ ops: Array.from({ length: 50 }, (_, j) => ({ kind: 'UPSERT' as const, op: { type: 'upsert' as const, key: keyOf(kind, i + j), columns: [{ columnId: 1, value: `v${i + j}` }] } })) });
+      }
+      const svc = new SplitService({ manager: () => m });
+      const { splitPoint } = await svc.split({ tabletId: 'parent' });
+      const point = kind === 'hash' ? { hash: splitPoint!.hash! } : { key: new Uint8Array(splitPoint!.key!) };
+      const [left, right] = childPartitions(parent.meta, point);
+      const children = [{ tabletId: 'left', partition: left }, { tabletId: 'right', partition: right }].map((c) => ({ tabletId: c.tabletId, partition: { start: c.partition.start, end: c.partition.end, keyStart: bytesOfHex(c.partition.keyStart), keyEnd: bytesOfHex(c.partition.keyEnd) } }));
+      await svc.split({ tabletId: 'parent', children, peers: [{ uuid: 'ts1', rpcAddress: '127.0.0.1:1', memberType: 'VOTER' }] });
+      expect(parent.meta.splitInto?.map((c) => c.tabletId)).toEqual(['left', 'right']);
+      await expect(parent.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: keyOf(kind, 1), columns: [] } }] })).rejects.toMatchObject({ code: 'TABLET_SPLIT' });
+      const check = async (mgr: TabletManager): Promise<void> => {
+        let total = 0;
+        for (const id of ['left', 'right']) {
+          const child = await untilLeader(mgr, id);
+          const keys = await rowsOf(child);
+          expect(keys.length).toBeGreaterThan(0);
+          total += keys.length;
+          const range = rowRangeOf(child.meta);
+          for (const k of keys) {
+            const enc = kind === 'hash' ? encodeDocKeyBytes(k.hash, k.hashed as bigint[], []) : encodeDocKeyBytes(0, [], k.range as bigint[]);
+            expect(keyInBounds(enc, range.start, range.end)).toBe(true);
+          }
+        }
+        expect(total).toBe(n);
+      };
+      await check(m);
+      // The children take writes of their own; the parent stays split across a restart.
+      const right1 = await untilLeader(m, 'right');
+      const rk = (await rowsOf(right1))[0]!;
+      await right1.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: rk, columns: [{ columnId: 1, value: 'after' }] } }] });
+      await m.stop();
+      managers.splice(managers.indexOf(m), 1);
+      const m2 = manager(dir, engines);
+      await m2.openAll();
+      await check(m2);
+      expect(m2.get('parent').meta.splitInto).toHaveLength(2);
+      await expect(m2.get('parent').read([keyOf(kind, 1)], {})).rejects.toMatchObject({ code: 'TABLET_SPLIT' });
+      await expect(m2.get('parent').scan({})).rejects.toBeInstanceOf(DbError);
+    }, 60_000);
+  }
+}
+
+describe('split point', () => {
+  it('split point: a tablet with one row cannot be split (INVALID_ARGUMENT), a policy prefix is honoured', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-split-'));
+    dirs.push(dir);
+    const m = manager(dir, new Map());
+    await m.createTablet(meta('range'));
+    const p = await untilLeader(m, 'parent');
+    await p.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: keyOf('range', 5), columns: [{ columnId: 1, value: 'x' }] } }] });
+    const svc = new SplitService({ manager: () => m });
+    await expect(svc.split({ tabletId: 'parent' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+  }, 30_000);
+});

@@ -1,0 +1,101 @@
+/**
+ * The single-tablet fast path on one tablet replica (tserver/tablet/fast-path.ts, real RocksDB in a
+ * temp dir, a fake status tablet): a fast-path write meets committed versions after its read time and
+ * other transactions' intents exactly as that transaction's intents would, and writes no intents.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ErrorCode } from '../../common/errors';
+import { Flags } from '../../common/flags';
+import { TxnId } from '../../common/ids';
+import type { DocKey, TxnMeta } from '../../docdb/doc-db-api';
+import { TabletPeer } from '../../tserver/tablet/tablet-peer';
+import type { PeerTxnEnv, TxnStatusInfo } from '../../tserver/transaction/txn-env';
+import { PeerJanitor, testPeerDeps, untilLeaderReady } from './tablet-peer-harness';
+
+const janitor = new PeerJanitor();
+afterEach(() => janitor.cleanup());
+
+const key = (i: number): DocKey => ({ hash: (i * 7919) % 65536, hashed: [BigInt(i)], range: [] });
+const upsert = (i: number, v: string) => ({ kind: 'UPSERT' as const, op: { type: 'upsert' as const, key: key(i), columns: [{ columnId: 1, value: v }] } });
+const txn = (id: string, priority: number, startHt: bigint, isolation: 'snapshot' | 'serializable' = 'snapshot'): TxnMeta => ({ txnId: TxnId(id), statusTablet: 'st1', isolation, priority, startHt });
+
+function fakeEnv(): PeerTxnEnv & { statuses: Map<string, TxnStatusInfo>; aborts: string[] } {
+  const statuses = new Map<string, TxnStatusInfo>();
+  const aborts: string[] = [];
+  return {
+    statuses,
+    aborts,
+    getStatus: (id) => Promise.resolve(statuses.get(id) ?? { status: 'ABORTED', priority: 0 }),
+    known: (id) => {
+      const st = statuses.get(id);
+      return st && st.status !== 'PENDING' ? st : undefined;
+    },
+    abort: (id) => {
+      aborts.push(id);
+      const s = statuses.get(id);
+      if (s?.status === 'PENDING') statuses.set(id, { status: 'ABORTED', priority: s.priority });
+      return Promise.resolve(statuses.get(id) ?? { status: 'ABORTED', priority: 0 });
+    },
+  };
+}
+
+async function open(env: PeerTxnEnv): Promise<TabletPeer> {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-fast-path-'));
+  janitor.dirs.push(d);
+  const p = await TabletPeer.open(testPeerDeps(d, { flags: new Flags(), txnEnv: env }));
+  janitor.peers.push(p);
+  await untilLeaderReady(p);
+  return p;
+}
+
+const valueOf = async (p: TabletPeer, i: number): Promise<unknown> => (await p.read([key(i)], {})).rows[0]?.columns.get(1);
+
+describe('fast path on a tablet replica', () => {
+  it('fast path: the rows go into RegularDB in one write at a time above the read time, with no intents', async () => {
+    const p = await open(fakeEnv());
+    const readHt = p.safeTime();
+    const ht = await p.write({ ops: [upsert(1, 'a'), upsert(2, 'b')], fastPathTxn: { txn: txn('f-1', 0.5, readHt), readHt } });
+    expect(ht).toBeGreaterThan(readHt);
+    expect([await valueOf(p, 1), await valueOf(p, 2)]).toEqual(['a', 'b']);
+    expect((await p.sizes()).intentsdb.intentCount).toBe(0);
+    expect(await p.transactions()).toEqual([]);
+  });
+
+  it('fast path: a version committed after the read time fails it with TXN_CONFLICT, nothing written (first committer wins)', async () => {
+    const p = await open(fakeEnv());
+    const readHt = p.safeTime();
+    await p.write({ ops: [upsert(3, 'plain')] });
+    await expect(p.write({ ops: [upsert(3, 'fast'), upsert(4, 'fast')], fastPathTxn: { txn: txn('f-2', 0.9, readHt), readHt } })).rejects.toMatchObject({ code: ErrorCode.TXN_CONFLICT });
+    expect([await valueOf(p, 3), await valueOf(p, 4)]).toEqual(['plain', undefined]);
+    // Read after that commit: no conflict.
+    const later = p.safeTime();
+    await p.write({ ops: [upsert(3, 'fast')], fastPathTxn: { txn: txn('f-3', 0.1, later), readHt: later } });
+    expect(await valueOf(p, 3)).toBe('fast');
+  });
+
+  it('fast path: pending intents are settled by priority, and a transaction committed after the read time wins', async () => {
+    const env = fakeEnv();
+    const p = await open(env);
+    // A pending transaction of higher priority holds row 5: the fast path loses.
+    env.statuses.set('hi', { status: 'PENDING', priority: 0.9 });
+    await p.writeIntents({ txn: txn('hi', 0.9, p.safeTime()), readHt: p.safeTime(), ops: [upsert(5, 'hi')] });
+    const r1 = p.safeTime();
+    await expect(p.write({ ops: [upsert(5, 'lo')], fastPathTxn: { txn: txn('lo', 0.1, r1), readHt: r1 } })).rejects.toMatchObject({ code: ErrorCode.TXN_CONFLICT });
+    expect(env.aborts).not.toContain('hi');
+    // Of lower priority: the fast path aborts it and writes.
+    env.statuses.set('lo2', { status: 'PENDING', priority: 0.1 });
+    await p.writeIntents({ txn: txn('lo2', 0.1, p.safeTime()), readHt: p.safeTime(), ops: [upsert(6, 'lo2')] });
+    const r2 = p.safeTime();
+    await p.write({ ops: [upsert(6, 'fast')], fastPathTxn: { txn: txn('f-4', 0.9, r2), readHt: r2 } });
+    expect(env.aborts).toContain('lo2');
+    expect(await valueOf(p, 6)).toBe('fast');
+    // 'hi' commits after r3 was taken: a fast path reading at r3 must not write over it.
+    const r3 = p.safeTime();
+    const commitHt = p.safeTime() + 1000n;
+    env.statuses.set('hi', { status: 'COMMITTED', commitHt, priority: 0.9 });
+    await expect(p.write({ ops: [upsert(5, 'late')], fastPathTxn: { txn: txn('f-5', 0.99, r3), readHt: r3 } })).rejects.toMatchObject({ code: ErrorCode.TXN_CONFLICT });
+  });
+});

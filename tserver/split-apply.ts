@@ -1,0 +1,172 @@
+/**
+ * Carrying out a tablet split on one replica (docs/splitting.md), and finding where to split.
+ *
+ * At the SPLIT entry every replica builds both children from its OWN parent data — a copy of the
+ * parent's RegularDB rows in each child's key range into the child's fresh RegularDB (no data over
+ * the network; the in-memory engine copies the same way) — then marks the parent split (meta.json),
+ * after which the parent answers TABLET_SPLIT. The children start their own Raft groups with the
+ * entry's peers and an empty log: their databases are their initial state, identical on every
+ * replica because every replica copies the same data at the same log position.
+ *
+ * Transactions: a split never carries intents. The SPLIT entry only splits when no transaction has
+ * intents on the parent at that position (the leader checks before proposing, and holds back new
+ * writes — TRY_AGAIN — meanwhile); otherwise it is a no-op on every replica and the master retries
+ * later. Rows only are copied: frontier and apply-state records (below the data range) stay behind,
+ * so a child's databases start at op id 0, matching its empty log.
+ */
+import { assert } from '../common/assert';
+import { DbError, ErrorCode } from '../common/errors';
+import { bytesOfHex, compareKeyBytes } from '../common/key-bounds';
+import type { Logger } from '../common/log';
+import { encodeDocKeyBytes, hashPrefixBytes } from '../common/partition-hash';
+import { decodeDocKey, type KvEngine, type KvOp } from '../docdb';
+import type { SplitChildMeta, TabletMeta } from './tablet/tablet-meta';
+import type { TabletOp } from './tablet/tablet-op';
+import type { TabletPeer } from './tablet/tablet-peer';
+
+/** Rows one copy batch carries at most (each batch is one engine write; the loop yields between). */
+const COPY_BATCH_ENTRIES = 2000;
+const COPY_BATCH_BYTES = 4 << 20;
+/** Entries a split-point search counts at most (a larger tablet is split at the middle of this many). */
+export const SPLIT_POINT_SCAN_ENTRIES_MAX = 50_000_000;
+const DATA_START = Uint8Array.of(0x20);
+const DATA_END = Uint8Array.of(0xff);
+
+export interface SplitApplyDeps {
+  log: Logger;
+  hasTablet(tabletId: string): boolean;
+  /** Create and open a child replica whose RegularDB `fill` writes before it opens. */
+  createChild(meta: TabletMeta, fill: (regular: KvEngine) => Promise<void>): Promise<void>;
+}
+
+/** The RegularDB key range [start, end) of a tablet's rows. */
+export function rowRangeOf(meta: Pick<TabletMeta, 'schema' | 'partition'>): { start: Uint8Array; end: Uint8Array } {
+  const p = meta.partition;
+  if (meta.schema.hashColumns.length > 0) return { start: hashPrefixBytes(p.start), end: hashPrefixBytes(p.end) };
+  const s = bytesOfHex(p.keyStart);
+  const e = bytesOfHex(p.keyEnd);
+  return { start: s.length > 0 ? s : DATA_START, end: e.length > 0 ? e : DATA_END };
+}
+
+/** Copy the rows of [range.start, range.end) from one engine to another, in bounded batches. */
+export async function copyRows(from: KvEngine, to: KvEngine, range: { start: Uint8Array; end: Uint8Array }): Promise<number> {
+  const it = from.iterator({ gte: range.start, lt: range.end });
+  let copied = 0;
+  try {
+    let batch: KvOp[] = [];
+    let bytes = 0;
+    for (;;) {
+      const kv = await it.next();
+      if (kv) {
+        batch.push({ type: 'put', key: kv[0], value: kv[1] });
+        bytes += kv[0].byteLength + kv[1].byteLength;
+      }
+      if (batch.length > 0 && (!kv || batch.length >= COPY_BATCH_ENTRIES || bytes >= COPY_BATCH_BYTES)) {
+        await to.write(batch, { sync: false });
+        copied += batch.length;
+        batch = [];
+        bytes = 0;
+      }
+      if (!kv) break;
+    }
+  } finally {
+    await it.close();
+  }
+  await to.flush();
+  return copied;
+}
+
+/** SPLIT on one replica: both children built from this replica's data, then the parent retired. */
+export async function applySplit(deps: SplitApplyDeps, parent: TabletPeer, op: Extract<TabletOp, { type: 'SPLIT' }>, index: number): Promise<void> {
+  const meta = parent.meta;
+  if (meta.splitInto) return; // replayed after a restart: done before
+  if (parent.txnsWithAppliedIntents() > 0) {
+    deps.log.warn({ tablet: meta.tabletId, index, txns: parent.txnsWithAppliedIntents() }, 'SPLIT not carried out: transactions have intents on the tablet (the master tries again)');
+    return;
+  }
+  assert(op.children.length === 2, 'a split has two children');
+  for (const child of op.children) {
+    if (deps.hasTablet(child.tabletId)) continue; // built before a restart, or by remote bootstrap
+    const childMeta: TabletMeta = { tabletId: child.tabletId, tableId: meta.tableId, tableName: meta.tableName, schema: meta.schema, partition: child.partition, peers: op.peers, schemaVersion: meta.schemaVersion, ...(meta.durability ? { durability: meta.durability } : {}) };
+    let rows = 0;
+    await deps.createChild(childMeta, async (regular) => {
+      rows = await copyRows(parent.engines().regular, regular, rowRangeOf(childMeta));
+    });
+    deps.log.info({ parent: meta.tabletId, child: child.tabletId, entries: rows, index }, 'split child built from the parent data');
+  }
+  parent.markSplit(op.children);
+  deps.log.info({ tablet: meta.tabletId, children: op.children.map((c) => c.tabletId), index }, 'tablet split');
+}
+
+export interface SplitPoint {
+  /** Hash tables: the right child's first hash. */
+  hash?: number;
+  /** Range tables: the right child's key start. */
+  key?: Uint8Array;
+}
+
+/**
+ * The middle of the tablet's data (by stored entries, so by size): hash tables split at the middle
+ * entry's hash code (a hash code is never cut), range tables at its DocKey — or at its first
+ * `prefix` range components (a split policy's prefix boundary). INVALID_ARGUMENT when the data has
+ * no point strictly inside the tablet (empty, or one hash code / one prefix).
+ */
+export async function findSplitPoint(regular: KvEngine, meta: TabletMeta, prefix: number): Promise<SplitPoint> {
+  const range = rowRangeOf(meta);
+  let n = 0;
+  const count = regular.iterator({ gte: range.start, lt: range.end });
+  try {
+    while (n < SPLIT_POINT_SCAN_ENTRIES_MAX && (await count.next())) n++;
+  } finally {
+    await count.close();
+  }
+  if (n < 2) throw new DbError(ErrorCode.INVALID_ARGUMENT, `tablet ${meta.tabletId} has too little data to split`);
+  const it = regular.iterator({ gte: range.start, lt: range.end });
+  try {
+    let first: SplitPoint | undefined;
+    let i = 0;
+    for (let kv = await it.next(); kv; kv = await it.next(), i++) {
+      // The first row's point is the floor: a split there would leave the left child empty.
+      first ??= boundOf(kv[0], meta, prefix);
+      if (i < Math.floor(n / 2)) continue;
+      const p = boundOf(kv[0], meta, prefix);
+      if (above(p, first) && inside(p, meta)) return p;
+    }
+  } finally {
+    await it.close();
+  }
+  throw new DbError(ErrorCode.INVALID_ARGUMENT, `tablet ${meta.tabletId} cannot be split: its second half has no ${meta.schema.hashColumns.length > 0 ? 'hash code' : 'key'} above its first`);
+}
+
+/** The split point a stored key stands for: its hash code, or its DocKey (or DocKey prefix). */
+function boundOf(key: Uint8Array, meta: TabletMeta, prefix: number): SplitPoint {
+  if (meta.schema.hashColumns.length > 0) return { hash: (key[1]! << 8) | key[2]! };
+  const { key: dk, end } = decodeDocKey(key, 0);
+  return { key: prefix > 0 ? encodeDocKeyBytes(0, [], dk.range.slice(0, prefix), { closeRange: false }) : Uint8Array.from(key.subarray(0, end)) };
+}
+
+function above(p: SplitPoint, floor: SplitPoint): boolean {
+  if (p.hash !== undefined) return p.hash > floor.hash!;
+  return compareKeyBytes(p.key!, floor.key!) > 0;
+}
+
+/** Strictly inside the tablet's partition (both children non-empty ranges). */
+export function inside(p: SplitPoint, meta: TabletMeta): boolean {
+  const part = meta.partition;
+  if (p.hash !== undefined) return p.hash > part.start && p.hash < part.end;
+  if (!p.key || p.key.length === 0) return false;
+  const lo = bytesOfHex(part.keyStart);
+  const hi = bytesOfHex(part.keyEnd);
+  return (lo.length === 0 || compareKeyBytes(p.key, lo) > 0) && (hi.length === 0 || compareKeyBytes(p.key, hi) < 0);
+}
+
+/** The two children's partitions for a split point. */
+export function childPartitions(meta: TabletMeta, point: SplitPoint): [SplitChildMeta['partition'], SplitChildMeta['partition']] {
+  const p = meta.partition;
+  if (point.hash !== undefined) return [{ start: p.start, end: point.hash }, { start: point.hash, end: p.end }];
+  const k = Buffer.from(point.key ?? []).toString('hex');
+  return [
+    { start: p.start, end: p.end, ...(p.keyStart ? { keyStart: p.keyStart } : {}), keyEnd: k },
+    { start: p.start, end: p.end, keyStart: k, ...(p.keyEnd ? { keyEnd: p.keyEnd } : {}) },
+  ];
+}

@@ -1,0 +1,77 @@
+/**
+ * The tablet leader's SplitTablet (rpc/protos/split.proto, docs/splitting.md), called by the master:
+ * without children it finds the split point in the tablet's data; with them it replicates the SPLIT
+ * entry and answers once this replica applied it (every replica then built the children itself).
+ */
+import { DbError, ErrorCode } from '../common/errors';
+import { hexOf } from '../common/key-bounds';
+import { TRANSACTIONS_TABLE } from '../common/system-tables';
+import type { RpcServer, SplitMethods, TabletSplitRequestPB, TabletSplitResponsePB } from '../rpc';
+import { findSplitPoint } from './split-apply';
+import type { TabletManager } from './tablet-manager';
+import type { SplitChildMeta } from './tablet/tablet-meta';
+import { parseTabletMeta } from './tablet/tablet-meta';
+
+/** How long the leader waits for SPLIT to be applied here before answering TIMED_OUT (the master retries). */
+const SPLIT_APPLY_TIMEOUT_MS = 30_000;
+
+/** How long a split holds new transactions back while those with intents on the tablet finish. */
+const SPLIT_DRAIN_MS = 3_000;
+const DRAIN_POLL_MS = 10;
+
+export interface SplitServiceDeps {
+  manager(): TabletManager;
+}
+
+function invalid(msg: string): DbError {
+  return new DbError(ErrorCode.INVALID_ARGUMENT, msg);
+}
+
+export class SplitService {
+  constructor(private readonly deps: SplitServiceDeps) {}
+
+  register(server: RpcServer, m: SplitMethods): void {
+    server.handle(m.tabletSplit, (r) => this.split(r));
+  }
+
+  async split(req: TabletSplitRequestPB): Promise<TabletSplitResponsePB> {
+    const peer = this.deps.manager().get(req.tabletId ?? '');
+    const meta = peer.meta;
+    if (meta.tableName === TRANSACTIONS_TABLE) throw new DbError(ErrorCode.NOT_SUPPORTED, `tablet ${meta.tabletId} belongs to the ${TRANSACTIONS_TABLE} system table, which is not split`);
+    const wanted = (req.children ?? []).map((c): SplitChildMeta => ({
+      tabletId: c.tabletId ?? '',
+      partition: { start: c.partition?.start ?? 0, end: c.partition?.end || 65536, keyStart: hexOf(c.partition?.keyStart), keyEnd: hexOf(c.partition?.keyEnd) },
+    }));
+    if (meta.splitInto) {
+      // A resent request (the first answer was lost): the same split is done; another one cannot be.
+      if (wanted.length === 0 || wanted.every((w, i) => w.tabletId === meta.splitInto![i]?.tabletId)) return {};
+      throw invalid(`tablet ${meta.tabletId} was already split into ${meta.splitInto.map((c) => c.tabletId).join(', ')}`);
+    }
+    peer.checkLeader();
+    if (wanted.length === 0) {
+      const p = await findSplitPoint(peer.engines().regular, meta, req.splitPrefix ?? 0);
+      return { splitPoint: { hash: p.hash ?? 0, key: p.key ?? new Uint8Array(0) } };
+    }
+    if (wanted.length !== 2) throw invalid('a split has two children');
+    // Checked like meta.json (ids, partitions); the peers are the catalog's replicas.
+    const peers = parseTabletMeta({ ...meta, peers: (req.peers ?? []).map((p) => ({ uuid: p.uuid, rpcAddress: p.rpcAddress, memberType: p.memberType || 'VOTER' })) }).peers;
+    for (const w of wanted) parseTabletMeta({ ...meta, tabletId: w.tabletId, partition: w.partition });
+    // Transactions with intents here finish first (new ones are held back meanwhile, bounded):
+    // a split never carries intents into the children.
+    const drainUntil = performance.now() + SPLIT_DRAIN_MS;
+    peer.holdNewTransactions(drainUntil);
+    try {
+      while (peer.txnsWithIntentsCount() > 0 && performance.now() < drainUntil) await new Promise((r) => setTimeout(r, DRAIN_POLL_MS));
+      if (peer.txnsWithIntentsCount() > 0) {
+        throw new DbError(ErrorCode.TRY_AGAIN, `tablet ${meta.tabletId} still has ${peer.txnsWithIntentsCount()} transaction(s) with intents after ${SPLIT_DRAIN_MS} ms; the split waits for them`);
+      }
+      peer.checkLeader();
+      // Synchronously from the check on: nothing can write intents between it and the proposal.
+      await peer.proposeOp({ type: 'SPLIT', children: wanted, peers }, SPLIT_APPLY_TIMEOUT_MS, () => peer.markSplitPending());
+    } finally {
+      peer.holdNewTransactions(0);
+    }
+    if (!peer.meta.splitInto) throw new DbError(ErrorCode.TRY_AGAIN, `tablet ${meta.tabletId}: a transaction wrote intents before the SPLIT entry; the split was not carried out`);
+    return {};
+  }
+}
