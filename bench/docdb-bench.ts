@@ -3,6 +3,7 @@
  *
  *   encoding   encoded keys per second (pure CPU)            bench/docdb-encoding-bench.ts
  *   storage    RegularDB writes, point reads, scans, apply    bench/docdb-storage-bench.ts
+ *   cells      versioned gets (1, 3 versions, raw)           bench/docdb-cells-bench.ts
  *   filters    scan filters: prefix seeks, filter overhead    bench/docdb-filters-bench.ts
  *
  * Options: --only=encoding,storage (default: all sections), --keys=N (encoding loop size),
@@ -11,6 +12,7 @@
  */
 import { runEncodingBench } from './docdb-encoding-bench';
 import { runStorageBench } from './docdb-storage-bench';
+import { runCellsBench } from './docdb-cells-bench';
 import { runFiltersBench } from './docdb-filters-bench';
 
 interface Section {
@@ -31,6 +33,7 @@ function argNumber(name: string, dflt: number): number {
 const SECTIONS: Section[] = [
   { name: 'encoding', run: (print) => runEncodingBench(argNumber('keys', 300_000), print) },
   { name: 'storage', run: (print) => runStorageBench(argNumber('rows', 100_000), print) },
+  { name: 'cells', run: (print) => runCellsBench(argNumber('cell_rows', 20_000), print) },
   { name: 'filters', run: (print) => runFiltersBench(argNumber('rows', 1_000_000), print) },
 ];
 

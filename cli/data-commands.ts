@@ -5,10 +5,12 @@
  */
 import type { Command } from 'commander';
 import { DbError, ErrorCode } from '../common/errors';
+import { familyAttributes, parseFamilySpec, type ColumnFamily } from '../common/column-families';
 import { hexOf } from '../common/key-bounds';
 import type { ColumnSpec, ColumnType, Row, TableDurability } from '../client/client-types';
 import type { TableSchema } from '../client/table-schema';
 import type { TesseraClient } from '../client/tessera-client';
+import { getCells, printCells, wantsCells, type CellGetFlags } from './cell-get';
 import { CELL_CHARS_SHOWN, CERTS_DIR_HELP, CLUSTER_SECRET_HELP, DEFAULT_MASTER_ADDRESSES, LAB_DIR_HELP, print, printJson, printTable, withClient } from './cli-io';
 
 const TYPES: readonly string[] = ['int64', 'double', 'string', 'bytes', 'bool'];
@@ -19,10 +21,10 @@ export function parseColumns(spec: string): ColumnSpec[] {
     .map((s) => s.trim())
     .filter(Boolean)
     .map((s) => {
-      const [name, type, extra] = s.split(':');
-      if (!name || !type || extra !== undefined) throw new DbError(ErrorCode.INVALID_ARGUMENT, `column '${s}' must look like name:type`);
+      const [name, type, family, extra] = s.split(':');
+      if (!name || !type || family === '' || extra !== undefined) throw new DbError(ErrorCode.INVALID_ARGUMENT, `column '${s}' must look like name:type or name:type:family`);
       if (!TYPES.includes(type)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `column ${name} has unknown type '${type}' (one of ${TYPES.join(', ')})`);
-      return { name, type: type as ColumnType };
+      return family ? { name, type: type as ColumnType, family } : { name, type: type as ColumnType };
     });
 }
 
@@ -107,9 +109,14 @@ function parseDurability(s: string): TableDurability {
   throw new DbError(ErrorCode.INVALID_ARGUMENT, `--durability ${s}: one of ASYNC, FLUSH, FSYNC`);
 }
 
+/** Repeated --family options (commander collects them). */
+const collectFamily = (v: string, prev: ColumnFamily[] = []): ColumnFamily[] => [...prev, parseFamilySpec(v)];
+const FAMILY_HELP = "a column family and its retention, repeatable: 'cf1:VERSIONS=3,TTL=10,MIN_VERSIONS=1,KEEP_DELETED_CELLS=true' (docs/cells.md)";
+
 export function registerDataCommands(program: Command): void {
   common(program.command('create-table <name>').description('create a table: --columns "id:int64,value:string" --hash id [--range c] [--tablets N] [--rf N]'))
-    .requiredOption('--columns <list>', 'name:type,... (types: int64, double, string, bytes, bool)')
+    .requiredOption('--columns <list>', 'name:type[:family],... (types: int64, double, string, bytes, bool)')
+    .option('--family <spec>', FAMILY_HELP, collectFamily)
     .option('--hash <cols>', 'hash primary key columns (comma list)')
     .option('--range <cols>', 'range primary key columns (comma list)')
     .option('--tablets <n>', 'number of tablets')
@@ -117,7 +124,7 @@ export function registerDataCommands(program: Command): void {
     .option('--durability <level>', 'ASYNC | FLUSH | FSYNC (default FSYNC): how far a write gets before it is acknowledged (docs/durability.md)')
     .option('--split_at <points>', "range tables: split points, values of the first range column: 'k1,k2,...' (N points = N+1 tablets; a point of several columns: 'a/1,b/2'); docs/splitting.md")
     .option('--split_policy <policy>', 'where splits may fall: any (default) or prefix:N (rows sharing their first N range columns stay in one tablet)')
-    .action(async (name: string, o: CommonOpts & { columns: string; hash?: string; range?: string; tablets?: string; rf?: string; durability?: string; split_at?: string; split_policy?: string }) => {
+    .action(async (name: string, o: CommonOpts & { columns: string; hash?: string; range?: string; tablets?: string; rf?: string; durability?: string; split_at?: string; split_policy?: string; family?: ColumnFamily[] }) => {
       const split = (s: string | undefined): string[] => (s ? s.split(',').map((x) => x.trim()).filter(Boolean) : []);
       const id = await withClient(o, timeout(o), (c) =>
         c.createTable({
@@ -127,6 +134,7 @@ export function registerDataCommands(program: Command): void {
           ...(o.tablets ? { numTablets: Number(o.tablets) } : {}),
           ...(o.rf ? { replicationFactor: Number(o.rf) } : {}),
           ...(o.durability ? { durability: parseDurability(o.durability) } : {}),
+          ...(o.family ? { families: o.family } : {}),
           ...(o.split_at ? { splitAt: split(o.split_at).map((p) => p.split('/')) } : {}),
           ...(o.split_policy ? { splitPolicy: o.split_policy } : {}),
         }),
@@ -154,7 +162,7 @@ export function registerDataCommands(program: Command): void {
     const sc = loc.schema;
     const durability = tables.find((t) => t.id === sc.id)?.durability ?? 'FSYNC';
     const keyOf = (n: string): string => (sc.hash.some((c) => c.name === n) ? 'HASH' : sc.range.some((c) => c.name === n) ? 'RANGE' : '');
-    const columns = sc.columns.map((c) => ({ name: c.name, id: c.id, type: c.type, nullable: c.nullable, key: keyOf(c.name) }));
+    const columns = sc.columns.map((c) => ({ name: c.name, id: c.id, type: c.type, nullable: c.nullable, key: keyOf(c.name), family: c.family }));
     const tablets = loc.tablets.map((t) => ({
       tabletId: t.tabletId,
       partition: [t.start, t.end],
@@ -162,20 +170,23 @@ export function registerDataCommands(program: Command): void {
       leader: t.replicas.find((r) => r.role === 'LEADER')?.rpcAddress ?? null,
       followers: t.replicas.filter((r) => r.role !== 'LEADER').map((r) => r.rpcAddress),
     }));
-    if (o.json) return printJson({ name: sc.name, id: sc.id, schemaVersion: sc.version, durability, columns, tablets: loc.tablets.length, tabletLocations: tablets });
+    if (o.json) return printJson({ name: sc.name, id: sc.id, schemaVersion: sc.version, durability, columns, families: sc.families, tablets: loc.tablets.length, tabletLocations: tablets });
     print(`table ${sc.name} (${sc.id}): schema version ${sc.version}, durability ${durability}, ${loc.tablets.length} tablet(s)`);
-    printTable(['column', 'id', 'type', 'nullable', 'key'], columns.map((c) => [c.name, c.id, c.type, c.nullable, c.key]));
+    printTable(['column', 'id', 'type', 'nullable', 'key', 'family'], columns.map((c) => [c.name, c.id, c.type, c.nullable, c.key, c.family]));
+    print('');
+    printTable(['family', 'retention'], sc.families.map((f) => [f.name, familyAttributes(f)]));
     print('');
     printTable(['tablet', 'partition', 'leader', 'followers'], tablets.map((t) => [t.tabletId, partitionLabel(t), t.leader ?? '(none yet)', t.followers.join(' ')]));
   });
 
   common(program.command('alter-table <name>').description('change a table: --add_columns "c:string,d:int64" --drop_columns b --rename_columns old:new --rename_to NAME (any mix, one schema version)'))
-    .option('--add_columns <list>', 'name:type,... (nullable: existing rows have no value)')
+    .option('--add_columns <list>', 'name:type[:family],... (nullable: existing rows have no value)')
+    .option('--family <spec>', `${FAMILY_HELP}; adds the family or redefines it whole`, collectFamily)
     .option('--drop_columns <cols>', 'columns to drop (comma list; not primary key columns)')
     .option('--rename_columns <list>', 'old:new,... (names before this change)')
     .option('--rename_to <name>', 'a new name for the table')
     .option('--durability <level>', 'ASYNC | FLUSH | FSYNC: the table\'s new Raft log level (docs/durability.md)')
-    .action(async (name: string, o: CommonOpts & { add_columns?: string; drop_columns?: string; rename_columns?: string; rename_to?: string; durability?: string }) => {
+    .action(async (name: string, o: CommonOpts & { add_columns?: string; drop_columns?: string; rename_columns?: string; rename_to?: string; durability?: string; family?: ColumnFamily[] }) => {
       const split = (s: string | undefined): string[] => (s ? s.split(',').map((x) => x.trim()).filter(Boolean) : []);
       const renames = split(o.rename_columns).map((r) => {
         const [from, to, extra] = r.split(':');
@@ -190,6 +201,7 @@ export function registerDataCommands(program: Command): void {
           renameColumns: renames,
           ...(o.rename_to ? { renameTo: o.rename_to } : {}),
           ...(o.durability ? { durability: parseDurability(o.durability) } : {}),
+          ...(o.family ? { setFamilies: o.family } : {}),
         }, {
           ...(timeout(o) ? { timeoutMs: timeout(o)! } : {}),
           onProgress: (p) => {
@@ -209,13 +221,16 @@ export function registerDataCommands(program: Command): void {
     ['update', 'change columns of an existing row'],
     ['delete', 'delete the row with this key'],
   ] as const) {
-    common(program.command(`${cmd} <table> <values...>`).description(`${what}: col=value ...`)).action(async (table: string, values: string[], o: CommonOpts) => {
+    common(program.command(`${cmd} <table> <values...>`).description(`${what}: col=value ...`))
+      .option('--ttl_ms <ms>', 'insert, upsert, update: the row and the columns written expire this long after the write (docs/cells.md)')
+      .action(async (table: string, values: string[], o: CommonOpts & { ttl_ms?: string }) => {
+      const ttl = o.ttl_ms !== undefined ? { ttlMs: Number(o.ttl_ms) } : {};
       await withClient(o, timeout(o), async (c) => {
         const row = await parseRow(c, table, values);
         const t = c.table(table);
-        if (cmd === 'insert') await t.insert(row);
-        else if (cmd === 'upsert') await t.upsert(row);
-        else if (cmd === 'update') await t.update(row);
+        if (cmd === 'insert') await t.insert(row, ttl);
+        else if (cmd === 'upsert') await t.upsert(row, ttl);
+        else if (cmd === 'update') await t.update(row, ttl);
         else await t.delete(row);
       });
       if (o.json) printJson({ ok: true });
@@ -225,10 +240,19 @@ export function registerDataCommands(program: Command): void {
 
   const COLUMNS_HELP = 'only these columns, in this order (comma list)';
   const FULL_HELP = `show long values whole (a table cuts them at ${CELL_CHARS_SHOWN} characters and says their length)`;
-  common(program.command('get <table> <key...>').description('read the row with this key: col=value ...'))
+  common(program.command('get <table> <key...>').description('read the row with this key: col=value ... (with a cell flag: its cells, docs/cells.md)'))
     .option('--columns <cols>', COLUMNS_HELP)
     .option('--full', FULL_HELP)
-    .action(async (table: string, key: string[], o: CommonOpts & { columns?: string; full?: boolean }) => {
+    .option('--versions <n>', 'cells: versions per column (HBase VERSIONS)')
+    .option('--as_of <time>', 'cells: a snapshot of the past (hybrid time, wall ms or ISO date)')
+    .option('--time_range <a,b>', 'cells: timestamps in [a, b)')
+    .option('--raw', 'cells: every version and every delete marker')
+    .option('--families <list>', 'cells: only these column families')
+    .action(async (table: string, key: string[], o: CommonOpts & CellGetFlags & { columns?: string; full?: boolean }) => {
+      if (wantsCells(o)) {
+        const r = await withClient(o, timeout(o), async (c) => getCells(c, table, await parseRow(c, table, key), o, parseColumnList((await c.tableLocations(table)).schema, o.columns)));
+        return printCells(r, o.json ?? false);
+      }
       const { row, columns } = await withClient(o, timeout(o), async (c) => {
         const loc = await c.tableLocations(table);
         const cols = parseColumnList(loc.schema, o.columns);

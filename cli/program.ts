@@ -8,6 +8,7 @@ import { runMaster, runTServer } from './server-commands';
 import { registerAdminCommands } from './admin-commands';
 import { registerDataCommands } from './data-commands';
 import { registerRowCommands } from './row-commands';
+import { registerCellCommands } from './cell-commands';
 import { registerCertCommands } from './cert-commands';
 import { registerDeployCommands } from './deploy-commands';
 import { registerObserverCommands } from './observer-commands';
@@ -42,6 +43,7 @@ export function buildProgram(): Command {
   registerAdminCommands(program);
   registerDataCommands(program);
   registerRowCommands(program);
+  registerCellCommands(program);
   registerCertCommands(program);
   registerDeployCommands(program);
   registerObserverCommands(program);

@@ -5,6 +5,10 @@ export type ColumnType = 'int64' | 'double' | 'string' | 'bytes' | 'bool';
 /** A column value: int64 as bigint (a safe-integer number is accepted on input), double as number, bytes as Uint8Array. */
 export type ColumnValue = null | bigint | number | string | Uint8Array | boolean;
 
+import type { ColumnFamily } from '../common/column-families';
+
+export type { ColumnFamily } from '../common/column-families';
+
 /** A row as a plain object { column: value }. */
 export type Row = Record<string, ColumnValue>;
 
@@ -13,6 +17,8 @@ export interface ColumnSpec {
   type: ColumnType;
   /** Non-key columns are nullable unless false. */
   nullable?: boolean;
+  /** Its column family (docs/cells.md); absent: `default`. */
+  family?: string;
 }
 
 export interface CreateTableOptions {
@@ -26,6 +32,8 @@ export interface CreateTableOptions {
   ifNotExists?: boolean;
   /** The Raft log level of the table's tablets: ASYNC, FLUSH or FSYNC (the default); docs/durability.md. */
   durability?: TableDurability;
+  /** Column families and their retention (docs/cells.md); parseFamilySpec reads `cf1:VERSIONS=3,TTL=10`. */
+  families?: ColumnFamily[];
   /** Range tables: split points, each a tuple of leading range-column values (docs/splitting.md). */
   splitAt?: ReadonlyArray<readonly unknown[]>;
   /** Where splits may fall: 'any' (default) or 'prefix:N' (docs/splitting.md). */
@@ -49,7 +57,9 @@ export interface TableSummary {
 /** One ALTER TABLE: any mix of these, applied together as the table's next schema version. */
 export interface AlterTableOptions {
   /** New columns (nullable: existing rows have no value for them). */
-  addColumns?: Array<{ name: string; type: ColumnType }>;
+  addColumns?: Array<{ name: string; type: ColumnType; family?: string }>;
+  /** Families to add, or to redefine by name (their retention; docs/cells.md). */
+  setFamilies?: ColumnFamily[];
   /** Columns to drop (not primary key columns); their values are no longer read. */
   dropColumns?: string[];
   /** Column renames (primary key columns too); names before this change. */

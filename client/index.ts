@@ -6,3 +6,5 @@ export { Transaction, type TransactionOptions, type CommitResult, type Isolation
 export type { RowCheck, RowCheckOp, RowLock, RowMutationSpec, RowOpOptions, MutateRowsResult } from './row-ops';
 export { Percolator, PercolatorTransaction, PercolatorTable, type PercolatorTxnOptions } from './percolator';
 export { TimestampClient } from './timestamp-client';
+export { toHybridTime, type CellTime, type CellPut, type CellDelete, type CellReadOptions, type CellResult, type CellRowResult } from './cells';
+export { parseFamilySpec, familyAttributes, DEFAULT_FAMILY } from '../common/column-families';

@@ -4,7 +4,8 @@
  */
 import { DbError, ErrorCode } from '../common/errors';
 import { encodeDocKeyBytes, partitionHash, type KeyValue } from '../common/partition-hash';
-import type { ColumnValuePB, DocKeyPB, RowOpPB, RowPB, TableInfoPB, ValuePB } from '../rpc';
+import { familiesFromPb, type ColumnValuePB, type DocKeyPB, type RowOpPB, type RowPB, type TableInfoPB, type ValuePB } from '../rpc';
+import { checkFamilies, type ColumnFamily } from '../common/column-families';
 import type { ColumnType, ColumnValue, Row } from './client-types';
 
 export interface ClientColumn {
@@ -12,6 +13,8 @@ export interface ClientColumn {
   id: number;
   type: ColumnType;
   nullable: boolean;
+  /** Its column family (docs/cells.md). */
+  family: string;
 }
 
 function invalid(msg: string): DbError {
@@ -34,13 +37,16 @@ export class TableSchema {
   private readonly keyNames: Set<string>;
   /** The table's schema version (ALTER TABLE bumps it); every request carries it. */
   readonly version: number;
+  /** Column families with their retention (docs/cells.md); `default` included when a column is in it. */
+  readonly families: ColumnFamily[];
 
   constructor(readonly id: string, readonly name: string, info: TableInfoPB) {
     this.version = info.schemaVersion ?? 0;
     this.columns = (info.schema?.columns ?? []).map((c) => {
       if (!TYPES.includes(c.type ?? '')) throw new DbError(ErrorCode.INTERNAL, `table ${name}: column ${c.name ?? ''} has unknown type ${c.type ?? ''}`);
-      return { name: c.name ?? '', id: c.id ?? 0, type: c.type as ColumnType, nullable: c.nullable === true };
+      return { name: c.name ?? '', id: c.id ?? 0, type: c.type as ColumnType, nullable: c.nullable === true, family: c.family || 'default' };
     });
+    this.families = checkFamilies(familiesFromPb(info.schema?.families), this.columns);
     for (const c of this.columns) {
       this.byName.set(c.name, c);
       this.byId.set(c.id, c);

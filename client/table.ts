@@ -30,6 +30,7 @@ import type { TableSchema } from './table-schema';
 import type { TxnWriteCoalescer } from './txn-write-coalescer';
 import { approxOpBytes, WRITE_BYTES_PER_RPC_MAX } from './write-size';
 import { RowOps, type MutateRowsResult, type RowCheck, type RowLock, type RowMutationSpec, type RowOpOptions } from './row-ops';
+import { CellOps, type CellDelete, type CellPut, type CellReadOptions, type CellRowResult } from './cells';
 
 export { WRITE_BYTES_PER_RPC_MAX } from './write-size';
 
@@ -252,14 +253,18 @@ export class Table {
     }
   }
 
-  private async write(type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', row: Row, o?: CallOptions): Promise<void> {
+  private async write(type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', row: Row, o?: CallOptions & { ttlMs?: number }): Promise<void> {
     this.checkWritable();
+    const ttlMs = o?.ttlMs;
+    // Row TTL (docs/cells.md): the row's liveness and every column written expire together.
+    if (ttlMs !== undefined && (!Number.isSafeInteger(ttlMs) || ttlMs <= 0)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `ttlMs ${String(ttlMs)} must be a positive integer`, { part: 'TTL' });
     const d = this.deadline(o);
-    await this.withSchema(d, (loc) => this.writeWith(loc, type, row, d));
+    await this.withSchema(d, (loc) => this.writeWith(loc, type, row, d, true, ttlMs));
   }
 
-  private async writeWith(loc: TableLocations, type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', row: Row, d: Deadline, mayDefer = true): Promise<void> {
+  private async writeWith(loc: TableLocations, type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', row: Row, d: Deadline, mayDefer = true, ttlMs?: number): Promise<void> {
     const { hash, op, key } = loc.schema.rowOp(type, row);
+    if (ttlMs !== undefined && type !== 'DELETE') op.ttlMs = BigInt(ttlMs);
     const sv = loc.schema.version;
     if (this.batchWrites && !this.txn && (type === 'UPSERT' || type === 'DELETE')) {
       const t = tabletForRoute(loc, { hash, key });
@@ -271,7 +276,7 @@ export class Table {
       // Sent later as an ordinary transactional write, encoded anew if the schema changed meanwhile.
       const send = (): Promise<void> => {
         const d2 = this.deadline(undefined);
-        return this.withSchema(d2, (l) => this.writeWith(l, type, row, d2, false));
+        return this.withSchema(d2, (l) => this.writeWith(l, type, row, d2, false, ttlMs));
       };
       if (t && this.txn.deferWrite({ table: this.name, tabletId: t.tabletId, hash, schemaVersion: sv, op, send })) return;
     }
@@ -395,20 +400,49 @@ export class Table {
   }
 
   /** Insert; fails with ALREADY_EXISTS when the row exists. */
-  insert(row: Row, o?: CallOptions): Promise<void> {
+  insert(row: Row, o?: CallOptions & { ttlMs?: number }): Promise<void> {
     return this.write('INSERT', row, o);
   }
-  /** Insert or overwrite the given columns. */
-  upsert(row: Row, o?: CallOptions): Promise<void> {
+  /** Insert or overwrite the given columns (`ttlMs`: they and the row expire that long after the write). */
+  upsert(row: Row, o?: CallOptions & { ttlMs?: number }): Promise<void> {
     return this.write('UPSERT', row, o);
   }
   /** Change the given columns of an existing row; fails with NOT_FOUND when it does not exist. */
-  update(row: Row, o?: CallOptions): Promise<void> {
+  update(row: Row, o?: CallOptions & { ttlMs?: number }): Promise<void> {
     return this.write('UPDATE', row, o);
   }
   /** Delete the row with this key (only key columns are needed). */
   delete(key: Row, o?: CallOptions): Promise<void> {
     return this.write('DELETE', key, o);
+  }
+
+  // ---- HBase's cell model (client/cells.ts, docs/cells.md) ------------------------------------------
+
+  private cellOpsValue: CellOps | undefined;
+
+  private cellOps(): CellOps {
+    if (this.txn) throw new DbError(ErrorCode.NOT_SUPPORTED, 'cell reads and writes run outside transactions');
+    this.cellOpsValue ??= new CellOps({ table: this.name, cache: this.cache, invoker: this.invoker, defaultTimeoutMs: this.defaultTimeoutMs });
+    return this.cellOpsValue;
+  }
+
+  /** Put cells of one row, each at its own timestamp when given (HBase's Put); answers the write's hybrid time. */
+  putCells(key: Row, puts: readonly CellPut[], o?: CallOptions & { rowTtlMs?: number }): Promise<bigint> {
+    this.checkWritable();
+    return this.cellOps().putCells(key, puts, o);
+  }
+  /** Delete markers of one row: a version, a column, a family, the row (HBase's Delete). */
+  deleteCells(key: Row, deletes: readonly CellDelete[], o?: CallOptions): Promise<bigint> {
+    this.checkWritable();
+    return this.cellOps().deleteCells(key, deletes, o);
+  }
+  /** One row's cells: versions, time range, as-of, raw, projection (undefined: nothing to show). */
+  getCells(key: Row, o?: CellReadOptions): Promise<CellRowResult | undefined> {
+    return this.cellOps().getCells(key, o);
+  }
+  /** The table's rows' cells in partition order, at one read time. */
+  scanCells(o?: CellReadOptions & { limit?: number }): Promise<CellRowResult[]> {
+    return this.cellOps().scanCells(o);
   }
 
   // ---- atomic row operations and row locks (client/row-ops.ts, docs/rows.md) -----------------------

@@ -22,7 +22,7 @@ import { encodeSplitPoints } from './split-points';
 /** A manual split waits for its children to serve (docs/splitting.md): give it at least this long. */
 const SPLIT_TIMEOUT_MS = 60_000;
 import { Flags } from '../common/flags';
-import { clientTlsOf, masterMethods, parseSecrets, splitMethods, readSecretFile, WsTransport, type ListMastersResponsePB, type ListTabletServersResponsePB, type RpcClient, type Transport } from '../rpc';
+import { clientTlsOf, familyToPb, masterMethods, parseSecrets, splitMethods, readSecretFile, WsTransport, type ListMastersResponsePB, type ListTabletServersResponsePB, type RpcClient, type Transport } from '../rpc';
 import { addressTranslator, translatingRpcClient } from './address-translation';
 import type { AlterTableOptions, AlterTableProgress, ConnectOptions, CreateTableOptions, TableSummary, CallOptions } from './client-types';
 import { MasterProxy } from './master-proxy';
@@ -129,9 +129,10 @@ export class TesseraClient {
       {
         name: t.name,
         schema: {
-          columns: (t.columns ?? []).map((c) => ({ name: c.name, type: c.type, nullable: c.nullable !== false })),
+          columns: (t.columns ?? []).map((c) => ({ name: c.name, type: c.type, nullable: c.nullable !== false, family: c.family ?? '' })),
           hashColumns: t.primaryKey?.hash ?? [],
           rangeColumns: t.primaryKey?.range ?? [],
+          families: (t.families ?? []).map(familyToPb),
         },
         numTablets: t.numTablets ?? 0,
         replicationFactor: t.replicationFactor ?? 0,
@@ -174,7 +175,8 @@ export class TesseraClient {
       masterMethods().alterTable,
       {
         name,
-        addColumns: (change.addColumns ?? []).map((c) => ({ name: c.name, type: c.type, nullable: true })),
+        addColumns: (change.addColumns ?? []).map((c) => ({ name: c.name, type: c.type, nullable: true, family: c.family ?? '' })),
+        setFamilies: (change.setFamilies ?? []).map(familyToPb),
         dropColumns: change.dropColumns ?? [],
         renameColumns: (change.renameColumns ?? []).map((x) => ({ from: x.from, to: x.to })),
         newName: change.renameTo ?? '',

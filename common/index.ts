@@ -12,3 +12,4 @@ export * from './limits';
 export * from './server-flags';
 export * from './partition-hash';
 export * from './flag-policy';
+export * from './column-families';

@@ -6,6 +6,7 @@
 import type { HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
 import { Isolation, type DocKey, type Primitive } from './encoding/types';
+import type { CellReadOptions, CellReadResult, CellRules } from './cell-versions';
 import type { CellFilter } from './filters/evaluator';
 
 export { Isolation, type DocKey, type Primitive };
@@ -21,11 +22,28 @@ export interface ColumnWrite {
   value: Primitive;
 }
 
+/**
+ * One cell write of HBase's model (docs/cells.md). `ht`: the cell's timestamp chosen by the client
+ * (absent: the write's own hybrid time). A put at an explicit timestamp replaces an earlier put of
+ * the same cell at the same timestamp; delete markers sort after every put of their timestamp, so
+ * they mask it (HBase: a delete masks puts at or before its timestamp).
+ */
+export type CellWrite =
+  | { kind: 'put'; columnId: number; value: Exclude<Primitive, null>; ht?: HybridTime; ttlMs?: number }
+  /** Mask the versions of the column at exactly `ht` (HBase Delete.addColumn). */
+  | { kind: 'deleteVersion'; columnId: number; ht: HybridTime }
+  /** Mask every version of the column at or before `ht` (HBase Delete.addColumns). */
+  | { kind: 'deleteColumn'; columnId: number; ht?: HybridTime }
+  /** Mask every version of every column of the row at or before `ht` (HBase's row Delete). */
+  | { kind: 'deleteRow'; ht?: HybridTime };
+
 export type RowOp =
   /** Insert or overwrite the given columns and mark the row live. */
   | { type: 'upsert'; key: DocKey; columns: ColumnWrite[]; ttlMs?: number }
   /** Tombstone the whole row. */
-  | { type: 'delete'; key: DocKey };
+  | { type: 'delete'; key: DocKey }
+  /** Cell writes of one row (HBase's Put and Delete with timestamps; no liveness column: a row is its cells). */
+  | { type: 'cells'; key: DocKey; cells: CellWrite[] };
 
 export interface Row {
   key: DocKey;
@@ -39,6 +57,7 @@ export interface Row {
 export type StoredValue =
   | { type: 'primitive'; value: Primitive; ttlMs?: number }
   | { type: 'tombstone' }
+  | { type: 'versionTombstone' }
   | { type: 'liveness'; ttlMs?: number };
 
 /** Which part of the row a version belongs to. */
@@ -228,12 +247,23 @@ export interface DocDbApi {
    */
   setSchemaColumns(columnIds: readonly number[] | undefined): void;
   /**
+   * Each column's family rules (docs/cells.md; undefined or a missing id: the default family): row
+   * reads apply the family TTL, cell reads and history GC the whole retention. Set with the schema.
+   */
+  setCellFamilies(rules: ReadonlyMap<number, CellRules> | undefined): void;
+  /** Cell reads (versions, time range, as-of, raw): SNAPSHOT_TOO_OLD below the history floor. */
+  readCells(opts: CellReadOptions): Promise<CellReadResult>;
+  /**
    * Garbage-collect versions below the history cutoff (never what a registered reader may still see)
    * and every version of a dropped column.
    */
   compact(historyCutoffHt: HybridTime): Promise<void>;
   /** compact() with figures: the cutoff used (capped by readers and unapplied transactions) and what was dropped. */
-  gc(historyCutoffHt: HybridTime, opts?: { compactRange?: boolean }): Promise<{ versionsScanned: number; versionsDropped: number; droppedColumnVersions: number; cutoffHt: HybridTime }>;
+  gc(
+    historyCutoffHt: HybridTime,
+    /** startKey / rowsMax: an incremental pass over part of the rows, answering where the next one starts (resumeKey). */
+    opts?: { compactRange?: boolean; startKey?: Uint8Array; rowsMax?: number },
+  ): Promise<{ versionsScanned: number; versionsDropped: number; droppedColumnVersions: number; cutoffHt: HybridTime; resumeKey?: Uint8Array }>;
   /** Upper bound of the newest version's hybrid time in RegularDB (undefined: not tracked). */
   newestVersionHt(): HybridTime | undefined;
   /** Lower bound of every version's hybrid time in RegularDB (2^64-1: none written yet; 0: unknown). */

@@ -36,7 +36,9 @@ import { FrontierDb, type WriteCounts } from './frontier-db';
 import { gcRegular, type GcResult } from './gc';
 import { IntentAwareReader, readRestart } from './intent-aware-reader';
 import { RowCache } from './row-cache';
-import { assembleRow, type CellVersion } from './row-assembler';
+import { assembleRow, type CellVersion, type ColumnTtls } from './row-assembler';
+import { DEFAULT_CELL_RULES, type CellReadOptions, type CellReadResult, type CellRules } from './cell-versions';
+import { readCellRows } from './cell-reader';
 import { IntentsDb, isStrongIntent } from './intents-db';
 import type { KvEngine, KvOp } from './kv-engine';
 import { ReaderRegistry } from './reader-registry';
@@ -83,6 +85,10 @@ export class DocDb implements DocDbApi {
   private closed = false;
   /** See setSchemaColumns (undefined: no column of the table was ever dropped). */
   private schemaColumns: ReadonlySet<number> | undefined;
+  /** Column id → family rules (docs/cells.md); undefined: every column in the default family. */
+  private cellRules: ReadonlyMap<number, CellRules> | undefined;
+  /** Derived from cellRules: the family TTL row reads apply (row-assembler.ts ColumnTtls). */
+  private columnTtls: ColumnTtls | undefined;
 
   /** Parsed committed rows for point reads while no intents are held (see row-cache.ts). */
   readonly rowCache: RowCache;
@@ -112,8 +118,28 @@ export class DocDb implements DocDbApi {
     this.schemaColumns = columnIds === undefined ? undefined : new Set(columnIds);
   }
 
-  private readerOptions<O extends ReadOptions>(opts: O): O & { schemaColumns?: ReadonlySet<number> } {
-    return this.schemaColumns === undefined ? opts : { ...opts, schemaColumns: this.schemaColumns };
+  setCellFamilies(rules: ReadonlyMap<number, CellRules> | undefined): void {
+    this.cellRules = rules;
+    const ttls = new Map<number, number>();
+    for (const [id, r] of rules ?? []) if (r.ttlSec > 0 && r.minVersions === 0) ttls.set(id, r.ttlSec * 1000);
+    this.columnTtls = ttls.size > 0 ? ttls : undefined;
+  }
+
+  private readonly rulesOf = (columnId: number): CellRules => this.cellRules?.get(columnId) ?? DEFAULT_CELL_RULES;
+
+  async readCells(opts: CellReadOptions): Promise<CellReadResult> {
+    this.checkReadTime(opts.readHt);
+    const release = this.readers.register(opts.readHt);
+    try {
+      return await readCellRows(this.regularDb.db.engine, opts, this.rulesOf, this.schemaColumns);
+    } finally {
+      release();
+    }
+  }
+
+  private readerOptions<O extends ReadOptions>(opts: O): O & { schemaColumns?: ReadonlySet<number>; columnTtls?: ColumnTtls } {
+    if (this.schemaColumns === undefined && this.columnTtls === undefined) return opts;
+    return { ...opts, ...(this.schemaColumns ? { schemaColumns: this.schemaColumns } : {}), ...(this.columnTtls ? { columnTtls: this.columnTtls } : {}) };
   }
 
   writeRegular(ops: readonly RowOp[], ht: HybridTime, opId: OpId): Promise<void> {
@@ -306,7 +332,7 @@ export class DocDb implements DocDbApi {
     const hex = cache ? k.toString('hex') : '';
     const hit = cache?.get(hex);
     if (hit) {
-      const res = assembleRow(hit.key, hit.versions, opts.readHt, opts.globalLimitHt, opts.columns, this.schemaColumns);
+      const res = assembleRow(hit.key, hit.versions, opts.readHt, opts.globalLimitHt, opts.columns, this.schemaColumns, undefined, this.columnTtls);
       if (res.type === 'restart') throw readRestart(opts.readHt, res.restartHt, opts.globalLimitHt);
       return res.type === 'row' ? res.row : undefined;
     }
@@ -427,7 +453,7 @@ export class DocDb implements DocDbApi {
    * periodic pass leaves that to RocksDB's own compactions (a CompactRange rewrites every file and
    * holds the thread pool meanwhile).
    */
-  async gc(historyCutoffHt: HybridTime, opts: { compactRange?: boolean } = {}): Promise<GcResult & { cutoffHt: HybridTime }> {
+  async gc(historyCutoffHt: HybridTime, opts: { compactRange?: boolean; startKey?: Uint8Array; rowsMax?: number } = {}): Promise<GcResult & { cutoffHt: HybridTime }> {
     let cutoffHt = this.readers.cap(historyCutoffHt);
     // Unapplied transactions: their versions will enter RegularDB at their commit time, possibly
     // below the cutoff; GC must not drop a tombstone that would hide them. A transaction not yet
@@ -444,8 +470,12 @@ export class DocDb implements DocDbApi {
     // Durable before the first delete: reads below it are refused from now on.
     await this.regularDb.raiseHistoryFloor(cutoffHt);
     const compact = opts.compactRange !== false;
-    const r = await gcRegular(db.engine, cutoffHt, (ops) => db.write(ops, db.frontier), this.schemaColumns, compact);
-    if (compact) await this.intentsDb.db.engine.compactRange();
+    const r = await gcRegular(db.engine, cutoffHt, (ops) => db.write(ops, db.frontier), this.schemaColumns, compact, {
+      rulesOf: this.rulesOf,
+      ...(opts.startKey ? { startKey: opts.startKey } : {}),
+      ...(opts.rowsMax ? { rowsMax: opts.rowsMax } : {}),
+    });
+    if (compact && r.resumeKey === undefined) await this.intentsDb.db.engine.compactRange();
     return { ...r, cutoffHt };
   }
 

@@ -16,4 +16,7 @@ export * from './encoding';
 export * from './docdb-flags';
 export type { BackgroundWork } from './rocksdb-stats';
 export { encodeRowDocKey, encodeStored, hashKeyLockOfRange } from './storage-keys';
+export * from './cell-versions';
+export { readCellRows, rowCells, cellEntryOf, CELL_READ_ROWS_MAX, CELL_READ_CELLS_MAX, } from './cell-reader';
+export { PUT_AT_TS_WRITE_ID, MARKER_WRITE_ID, VERSION_MARKER_WRITE_ID } from './row-cells';
 export * from './filters';

@@ -15,7 +15,7 @@ import type { DocKey, ReadOptions, Row, ScanResult, TxnStatusAnswer } from './do
 import { GroupIterator, type DocKeyGroup } from './group-iterator';
 import { isStrongWrite } from './intents-db';
 import type { KvEngine, KvIterator } from './kv-engine';
-import { assembleRow, type CellVersion } from './row-assembler';
+import { assembleRow, type CellVersion, type ColumnTtls } from './row-assembler';
 import { decodeDocKeyBuf, decodeIntentValue, decodeStored, INTENTS_DATA_END, INTENTS_DATA_START, parseIntentKey, parseRegularKey, REGULAR_DATA_END, REGULAR_DATA_START } from './storage-keys';
 
 export interface ReadRange {
@@ -51,7 +51,7 @@ function groupBytes(g: DocKeyGroup | undefined): number {
 const EMPTY_ITERATOR: KvIterator = { seek: () => undefined, next: () => Promise.resolve(undefined), close: () => Promise.resolve() };
 
 /** ReadOptions plus what DocDB knows of the table: its schema's column ids (see assembleRow). */
-export type ReaderOptions = ReadOptions & { schemaColumns?: ReadonlySet<number> };
+export type ReaderOptions = ReadOptions & { schemaColumns?: ReadonlySet<number>; columnTtls?: ColumnTtls };
 
 export class IntentAwareReader {
   private readonly statuses = new Map<TxnId, Promise<TxnStatusAnswer>>();
@@ -127,7 +127,7 @@ export class IntentAwareReader {
       // Committed after the read time: still a version, for the read-restart check.
       if (st.status === 'COMMITTED') versions.push({ sub: p.sub, ht: st.commitHt, writeId: iv.writeId, own: false, value: iv.value });
     }
-    const res = assembleRow(key, versions, this.opts.readHt, this.opts.globalLimitHt, this.opts.columns, this.opts.schemaColumns, cellHts);
+    const res = assembleRow(key, versions, this.opts.readHt, this.opts.globalLimitHt, this.opts.columns, this.opts.schemaColumns, cellHts, this.opts.columnTtls);
     if (res.type === 'restart') throw readRestart(this.opts.readHt, res.restartHt, this.opts.globalLimitHt);
     return res.type === 'row' ? res.row : undefined;
   }

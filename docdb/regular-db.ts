@@ -166,6 +166,11 @@ export class RegularDb {
     let wid = firstWriteId;
     for (const op of ops) {
       for (const c of cellsOf(op)) {
+        if (c.at !== undefined) {
+          // A cell of a cells op: its own timestamp (or the batch's) and its reserved write id.
+          kv.push({ type: 'put', key: versionKey(c.subKey, c.at.ht ?? ht, c.at.writeId), value: encodeStored(c.value) });
+          continue;
+        }
         assert(wid <= WRITE_ID_MAX, 'too many writes in one batch');
         kv.push({ type: 'put', key: versionKey(c.subKey, ht, wid++), value: encodeStored(c.value) });
       }

@@ -37,8 +37,26 @@ function newer(a: CellVersion, b: CellVersion): boolean {
 }
 
 export function isExpired(v: StoredValue, writeHt: HybridTime, readHt: HybridTime): boolean {
-  if (v.type === 'tombstone' || v.ttlMs === undefined) return false;
+  if (v.type === 'tombstone' || v.type === 'versionTombstone' || v.ttlMs === undefined) return false;
   return readHt >= htAddMicros(writeHt, BigInt(v.ttlMs) * 1000n);
+}
+
+/**
+ * Cell-model rules a row read applies (docs/cells.md): the TTL in ms of columns whose family has one
+ * and keeps no version past it (MIN_VERSIONS 0) — the newest version of such a column reads as absent
+ * once older than that, as history GC then deletes it.
+ */
+export type ColumnTtls = ReadonlyMap<number, number>;
+
+/** Drop version tombstones and the versions they mask (same sub-key, same hybrid time; docs/cells.md). */
+function withoutVersionDeletes(versions: readonly CellVersion[], readHt: HybridTime): readonly CellVersion[] {
+  let marks: Set<string> | undefined;
+  for (const v of versions) {
+    if (v.value.type === 'versionTombstone' && (v.own || v.ht <= readHt)) (marks ??= new Set()).add(`${subId(v.sub)}@${v.ht}`);
+  }
+  if (marks === undefined) return versions;
+  const m = marks;
+  return versions.filter((v) => v.value.type !== 'versionTombstone' && !(v.value.type === 'primitive' && m.has(`${subId(v.sub)}@${v.ht}`)));
 }
 
 function subId(s: SubKind): string {
@@ -55,10 +73,11 @@ export function assembleRow(
   schemaColumns?: ReadonlySet<number>,
   /** Filled with each returned column's version time (scan filters see it as the cell's timestamp). */
   cellHts?: Map<number, HybridTime>,
+  columnTtls?: ColumnTtls,
 ): AssembleResult {
   let restartHt: HybridTime | undefined;
   const best = new Map<string, CellVersion>();
-  for (const v of versions) {
+  for (const v of withoutVersionDeletes(versions, readHt)) {
     if (schemaColumns !== undefined && v.sub.kind === 'column' && !schemaColumns.has(v.sub.id)) continue;
     if (!v.own && v.ht > readHt) {
       if (globalLimitHt !== undefined && v.ht <= globalLimitHt && (restartHt === undefined || v.ht > restartHt)) restartHt = v.ht;
@@ -71,8 +90,12 @@ export function assembleRow(
   if (restartHt !== undefined) return { type: 'restart', restartHt };
 
   const tomb = best.get('row');
+  const familyExpired = (v: CellVersion): boolean => {
+    const ttl = v.sub.kind === 'column' ? columnTtls?.get(v.sub.id) : undefined;
+    return ttl !== undefined && readHt >= htAddMicros(v.ht, BigInt(ttl) * 1000n);
+  };
   const live = (v: CellVersion | undefined): v is CellVersion =>
-    v !== undefined && !(tomb !== undefined && tomb.value.type === 'tombstone' && newer(tomb, v)) && !isExpired(v.value, v.ht, readHt);
+    v !== undefined && !(tomb !== undefined && tomb.value.type === 'tombstone' && newer(tomb, v)) && !isExpired(v.value, v.ht, readHt) && !familyExpired(v);
 
   let exists = false;
   let writeHt: HybridTime = 0n;

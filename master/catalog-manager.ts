@@ -17,8 +17,9 @@ import { DbError, ErrorCode } from '../common/errors';
 import type { Flags } from '../common/flags';
 import type { HybridClock } from '../common/hybrid-clock';
 import { newId } from '../common/ids';
+import { checkFamilies, type ColumnFamily } from '../common/column-families';
 import type { Logger } from '../common/log';
-import type { RpcClient } from '../rpc';
+import { familiesFromPb, familyToPb, type RpcClient } from '../rpc';
 import {
   tabletServerMethods,
   type AlterSchemaRequestPB,
@@ -106,16 +107,19 @@ export interface TableLocationJson {
   name: string;
   /** ALTER TABLE: the catalog's schema version and how many tablets' leaders serve it. */
   schemaVersion: number;
-  columns: Array<{ name: string; id: number; type: string; nullable: boolean }>;
+  columns: Array<{ name: string; id: number; type: string; nullable: boolean; family?: string }>;
+  /** Column families with their retention (docs/cells.md). */
+  families: ColumnFamily[];
   tabletsOnSchemaVersion: number;
   tablets: Array<{ tabletId: string; partition: { start: number; end: number; keyStart?: string; keyEnd?: string }; replicas: Array<{ tserverUuid: string; rpcAddress: string; role: string }> }>;
 }
 
 export function schemaToPb(t: TableInfo): TableSchemaPB {
   return {
-    columns: t.schema.columns.map((c) => ({ name: c.name, id: c.id, type: c.type, nullable: c.nullable })),
+    columns: t.schema.columns.map((c) => ({ name: c.name, id: c.id, type: c.type, nullable: c.nullable, family: c.family ?? '' })),
     hashColumns: [...t.schema.hashColumns],
     rangeColumns: [...t.schema.rangeColumns],
+    families: (t.schema.families ?? []).map(familyToPb),
   };
 }
 
@@ -203,7 +207,8 @@ export class CatalogManager {
     const v = validateCreateTable(
       {
         name,
-        columns: (req.schema?.columns ?? []).map((c) => ({ name: c.name ?? '', type: c.type ?? '', nullable: c.nullable !== false })),
+        columns: (req.schema?.columns ?? []).map((c) => ({ name: c.name ?? '', type: c.type ?? '', nullable: c.nullable !== false, family: c.family ?? '' })),
+        families: familiesFromPb(req.schema?.families) ?? [],
         hashColumns: req.schema?.hashColumns ?? [],
         rangeColumns: req.schema?.rangeColumns ?? [],
         numTablets: req.numTablets ?? 0,
@@ -288,13 +293,14 @@ export class CatalogManager {
       if (tableByName(this.catalog(), newName)) throw new DbError(ErrorCode.ALREADY_EXISTS, `table ${newName} already exists`);
     }
     const input = {
-      addColumns: (req.addColumns ?? []).map((c) => ({ name: c.name ?? '', type: c.type ?? '', nullable: c.nullable !== false })),
+      addColumns: (req.addColumns ?? []).map((c) => ({ name: c.name ?? '', type: c.type ?? '', nullable: c.nullable !== false, family: c.family ?? '' })),
+      setFamilies: familiesFromPb(req.setFamilies) ?? [],
       dropColumns: req.dropColumns ?? [],
       renameColumns: (req.renameColumns ?? []).map((r) => ({ from: r.from ?? '', to: r.to ?? '' })),
       newName,
     };
     const durability = req.durability ? parseWalDurability(req.durability) : undefined;
-    const schemaChange = input.addColumns.length + input.dropColumns.length + input.renameColumns.length > 0 || (newName !== '' && newName !== t.name);
+    const schemaChange = input.addColumns.length + input.dropColumns.length + input.renameColumns.length + input.setFamilies.length > 0 || (newName !== '' && newName !== t.name);
     // A durability-only ALTER keeps the schema; it still takes the next version, which carries it to the tablets.
     const next = schemaChange || !durability ? validateAlterTable(t, input) : { name: t.name, schema: t.schema, nextColumnId: nextColumnIdOf(t) };
     const fromVersion = schemaVersionOf(t);
@@ -414,6 +420,7 @@ export class CatalogManager {
       name: t.name,
       schemaVersion: version,
       columns: t.schema.columns.map((c) => ({ ...c })),
+      families: checkFamilies(t.schema.families, t.schema.columns),
       tabletsOnSchemaVersion: tablets.filter((tb) => (this.deps.registry.leaderReport(tb.id, now, this.timeoutMs())?.report.schemaVersion ?? 0) >= version).length,
       tablets: tablets.map((tablet) => {
         const leader = this.deps.registry.leaderReport(tablet.id, now, this.timeoutMs())?.uuid ?? '';

@@ -3,6 +3,7 @@
  * Plain JSON-able values: the catalog is replicated as JSON through the sys-catalog Raft group.
  */
 import { DEFAULT_WAL_DURABILITY, type WalDurability } from '../raft';
+import type { ColumnFamily } from '../common/column-families';
 
 export const COLUMN_TYPES = ['int64', 'double', 'string', 'bytes', 'bool'] as const;
 export type ColumnType = (typeof COLUMN_TYPES)[number];
@@ -17,12 +18,16 @@ export interface ColumnDef {
   id: number;
   type: ColumnType;
   nullable: boolean;
+  /** Its column family (docs/cells.md); absent: `default`. */
+  family?: string;
 }
 
 export interface TableSchema {
   columns: ColumnDef[];
   hashColumns: string[];
   rangeColumns: string[];
+  /** The table's column families with their retention (absent: only `default`, with the defaults). */
+  families?: ColumnFamily[];
 }
 
 /** Hash partition [start, end) of the 16-bit hash space; end = 65536 for the last tablet. */

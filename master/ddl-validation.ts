@@ -3,6 +3,7 @@
  * anything is replicated. Column ids are assigned here, 1-based in declaration order.
  */
 import { DbError, ErrorCode } from '../common/errors';
+import { checkFamilies, checkFamily, DEFAULT_FAMILY, type ColumnFamily } from '../common/column-families';
 import { COLUMN_TYPES, HASH_SPACE, isColumnType, nextColumnIdOf, type ColumnDef, type Partition, type TableInfo, type TableSchema } from './catalog-types';
 
 /** Tablets per table (each is a Raft group on RF servers: bounded by what one lab cluster can host). */
@@ -13,7 +14,9 @@ const NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export interface CreateTableInput {
   name: string;
-  columns: Array<{ name: string; type: string; nullable?: boolean }>;
+  columns: Array<{ name: string; type: string; nullable?: boolean; family?: string }>;
+  /** Column families (docs/cells.md); columns naming none are in `default`. */
+  families?: ColumnFamily[];
   hashColumns: string[];
   rangeColumns: string[];
   /** 0 = default (one tablet per live tserver, at least 1). */
@@ -63,12 +66,14 @@ export function validateCreateTable(input: CreateTableInput, liveTServers: numbe
   if (keyCols.length === input.columns.length) {
     // A row needs no non-key column (the liveness column makes it exist), so this is allowed.
   }
+  const families = checkFamilies(input.families, input.columns);
   const columns: ColumnDef[] = input.columns.map((c, i) => ({
     name: c.name,
     id: i + 1,
     type: c.type as ColumnDef['type'],
     // Key columns can never be null (a key component must exist to route and order the row).
     nullable: keySeen.has(c.name) ? false : c.nullable !== false,
+    ...(c.family && c.family !== DEFAULT_FAMILY ? { family: c.family } : {}),
   }));
   const rf = input.replicationFactor || defaultRf;
   if (!Number.isInteger(rf) || rf < 1 || rf > 7) throw invalid(`replication factor ${rf} must be between 1 and 7`);
@@ -83,11 +88,14 @@ export function validateCreateTable(input: CreateTableInput, liveTServers: numbe
   if (!Number.isInteger(numTablets) || numTablets < 1 || numTablets > TABLETS_PER_TABLE_MAX) throw invalid(`number of tablets ${numTablets} must be between 1 and ${TABLETS_PER_TABLE_MAX}`);
   // A table without hash columns keeps every row at hash 0: one tablet is all it can use.
   if (input.hashColumns.length === 0 && numTablets > 1 && splits === 0) throw invalid(`table ${input.name} is range partitioned: give its ${numTablets - 1} split points (--split_at) instead of a tablet count`);
-  return { name: input.name, schema: { columns, hashColumns: [...input.hashColumns], rangeColumns: [...input.rangeColumns] }, numTablets, replicationFactor: rf };
+  const schema: TableSchema = { columns, hashColumns: [...input.hashColumns], rangeColumns: [...input.rangeColumns], ...(input.families?.length ? { families } : {}) };
+  return { name: input.name, schema, numTablets, replicationFactor: rf };
 }
 
 export interface AlterTableInput {
-  addColumns: Array<{ name: string; type: string; nullable?: boolean }>;
+  addColumns: Array<{ name: string; type: string; nullable?: boolean; family?: string }>;
+  /** Families to add or redefine (by name), docs/cells.md. */
+  setFamilies?: ColumnFamily[];
   dropColumns: string[];
   renameColumns: Array<{ from: string; to: string }>;
   /** '' = keep the name. */
@@ -103,7 +111,8 @@ export interface AlterTableInput {
  */
 export function validateAlterTable(table: TableInfo, input: AlterTableInput): { name: string; schema: TableSchema; nextColumnId: number } {
   const { addColumns, dropColumns, renameColumns, newName } = input;
-  if (addColumns.length + dropColumns.length + renameColumns.length === 0 && (!newName || newName === table.name)) {
+  const setFamilies = input.setFamilies ?? [];
+  if (addColumns.length + dropColumns.length + renameColumns.length + setFamilies.length === 0 && (!newName || newName === table.name)) {
     throw invalid(`ALTER TABLE ${table.name} changes nothing: give columns to add, drop or rename, or a new name`);
   }
   if (newName) checkName('table', newName);
@@ -130,8 +139,9 @@ export function validateAlterTable(table: TableInfo, input: AlterTableInput): { 
     checkName('column', c.name);
     if (!isColumnType(c.type)) throw invalid(`column ${c.name} has unknown type '${c.type}' (one of ${COLUMN_TYPES.join(', ')})`, { column: c.name });
     if (c.nullable === false) throw invalid(`added column ${c.name} must be nullable: the table's existing rows have no value for it`, { column: c.name });
-    columns.push({ name: c.name, id: nextId++, type: c.type, nullable: true });
+    columns.push({ name: c.name, id: nextId++, type: c.type, nullable: true, ...(c.family && c.family !== DEFAULT_FAMILY ? { family: c.family } : {}) });
   }
+  const families = alteredFamilies(table.schema.families, setFamilies);
   const seen = new Set<string>();
   for (const c of columns) {
     if (seen.has(c.name)) throw invalid(`table ${table.name} would have two columns named ${c.name}`, { column: c.name });
@@ -141,9 +151,24 @@ export function validateAlterTable(table: TableInfo, input: AlterTableInput): { 
   const key = (n: string): string => renames.get(n) ?? n;
   return {
     name: newName || table.name,
-    schema: { columns, hashColumns: table.schema.hashColumns.map(key), rangeColumns: table.schema.rangeColumns.map(key) },
+    schema: { columns, hashColumns: table.schema.hashColumns.map(key), rangeColumns: table.schema.rangeColumns.map(key), ...(families.length > 0 || columns.some((c) => c.family) ? { families: checkFamilies(families, columns) } : {}) },
     nextColumnId: nextId,
   };
+}
+
+/** The table's families with `set` applied: a new name is added, a known one redefined whole. */
+function alteredFamilies(current: readonly ColumnFamily[] | undefined, set: readonly ColumnFamily[]): ColumnFamily[] {
+  const out = [...(current ?? [])];
+  const named = new Set<string>();
+  for (const f of set) {
+    const c = checkFamily(f);
+    if (named.has(c.name)) throw invalid(`family ${c.name} is changed twice`, { family: c.name, part: 'NAME' });
+    named.add(c.name);
+    const i = out.findIndex((x) => x.name === c.name);
+    if (i >= 0) out[i] = c;
+    else out.push(c);
+  }
+  return out;
 }
 
 /** K contiguous hash ranges [start, end) covering 0x0000–0xFFFF; the last ends at 65536. */

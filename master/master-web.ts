@@ -7,6 +7,7 @@
 import { DbError, ErrorCode } from '../common/errors';
 import { bytesCell, escapeHtml, htmlTable, link, raw, type Cell, type OverviewItem, type WebRequest, type WebServer } from '../rpc';
 import { registerApplyTimeline } from './apply-timeline';
+import { checkFamilies, familyAttributes } from '../common/column-families';
 import type { CatalogManager } from './catalog-manager';
 import type { MasterInfo } from './master-info';
 import { partitionText, splitHistoryHtml } from './split-web';
@@ -114,10 +115,12 @@ export function registerMasterPages(d: MasterWebDeps): void {
         const t = tableOf(req);
         const loc = manager.locationsJson(t);
         const cols = htmlTable(
-          ['Column', 'Id', 'Type', 'Nullable', 'Key'],
-          t.schema.columns.map((c) => [c.name, c.id, c.type, c.nullable, t.schema.hashColumns.includes(c.name) ? 'HASH' : t.schema.rangeColumns.includes(c.name) ? 'RANGE' : '']),
+          ['Column', 'Id', 'Type', 'Nullable', 'Key', 'Family'],
+          t.schema.columns.map((c) => [c.name, c.id, c.type, c.nullable, t.schema.hashColumns.includes(c.name) ? 'HASH' : t.schema.rangeColumns.includes(c.name) ? 'RANGE' : '', c.family ?? 'default']),
           { id: 'columns' },
         );
+        // Column families and their retention (docs/cells.md).
+        const families = htmlTable(['Family', 'Retention'], checkFamilies(t.schema.families, t.schema.columns).map((f) => [f.name, familyAttributes(f)]), { id: 'families' });
         const tablets = htmlTable(
           ['Tablet', 'Partition', 'RaftConfig (leader first)'],
           loc.tablets.map((x) => [
@@ -129,7 +132,7 @@ export function registerMasterPages(d: MasterWebDeps): void {
         );
         const version = `<p>Schema version ${loc.schemaVersion}: served by the leaders of ${loc.tabletsOnSchemaVersion} of ${loc.tablets.length} tablets</p>`;
         const timeline = `<p>${link(`/apply-timeline?table=${encodeURIComponent(t.name)}`, 'Apply timeline of this table').toString()}: IntentsDB and RegularDB sizes of every replica over the last minutes.</p>`;
-        return `<h2>${escapeHtml(t.name)} <small>${escapeHtml(t.id)}</small></h2>${version}${timeline}${cols}<h2>Tablets</h2>${tablets}${splitHistoryHtml(t)}`;
+        return `<h2>${escapeHtml(t.name)} <small>${escapeHtml(t.id)}</small></h2>${version}${timeline}${cols}<h2>Column families</h2>${families}<h2>Tablets</h2>${tablets}${splitHistoryHtml(t)}`;
       }),
   });
 

@@ -24,4 +24,6 @@ export { ConsoleGuard, isLoopbackHost, WEBSERVER_TOKEN_FILE, type ConsoleGuardOp
 export * from './tls';
 export * from './rpc-auth';
 export * from './oracle-methods';
+export * from './family-pb';
+export * from './cell-methods';
 export * from './split-methods';

@@ -24,11 +24,21 @@ export interface ColumnSchemaPB {
   id?: number;
   type?: string;
   nullable?: boolean;
+  family?: string;
+}
+export interface ColumnFamilyPB {
+  name?: string;
+  versions?: number;
+  minVersions?: number;
+  ttlSec?: bigint;
+  keepDeletedCells?: string;
+  durability?: string;
 }
 export interface TableSchemaPB {
   columns?: ColumnSchemaPB[];
   hashColumns?: string[];
   rangeColumns?: string[];
+  families?: ColumnFamilyPB[];
 }
 export interface PartitionPB {
   start?: number;
@@ -109,6 +119,7 @@ export interface AlterTableRequestPB {
   renameColumns?: RenameColumnPB[];
   newName?: string;
   durability?: string;
+  setFamilies?: ColumnFamilyPB[];
 }
 export interface AlterTableResponsePB {
   tableId?: string;

@@ -16,7 +16,7 @@ import { ENABLE_TXN_FAST_PATH } from './transaction/txn-flags';
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
 import { Isolation, partitionHash, type DocKey, type Primitive, type Row, type RowOp, type TxnMeta } from '../docdb';
 import type { ConfChange } from '../raft';
-import { RPC_MAX_MESSAGE_SIZE, type MethodDef, type RpcServer } from '../rpc';
+import { familiesFromPb, RPC_MAX_MESSAGE_SIZE, type MethodDef, type RpcServer } from '../rpc';
 import type { TabletManager } from './tablet-manager';
 import type { ColumnSchema, TableSchema, TabletMeta } from './tablet/tablet-meta';
 import { parseTabletMeta } from './tablet/tablet-meta';
@@ -186,7 +186,13 @@ function columnsFilter(meta: TabletMeta, cols: number[] | undefined): number[] |
 }
 
 function schemaFromPb(s: pb.TableSchemaPB | null | undefined): unknown {
-  return { columns: (s?.columns ?? []).map((c) => ({ name: c.name, id: c.id, type: c.type, nullable: c.nullable === true })), hashColumns: s?.hashColumns ?? [], rangeColumns: s?.rangeColumns ?? [] };
+  const families = familiesFromPb(s?.families);
+  return {
+    columns: (s?.columns ?? []).map((c) => ({ name: c.name, id: c.id, type: c.type, nullable: c.nullable === true, ...(c.family ? { family: c.family } : {}) })),
+    hashColumns: s?.hashColumns ?? [],
+    rangeColumns: s?.rangeColumns ?? [],
+    ...(families ? { families } : {}),
+  };
 }
 
 /**

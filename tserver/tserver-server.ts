@@ -19,8 +19,9 @@ import { RowService } from './row-service';
 import { SplitService } from './split-service';
 import { registerRowLockPages } from './row-locks-web';
 import { registerPercolatorPages } from './percolator-web';
-import { rowMethods, splitMethods } from '../rpc';
+import { cellMethods, rowMethods, splitMethods } from '../rpc';
 import { CERTS_DIR } from '../rpc';
+import { CellService } from './cell-service';
 import { ConsensusTransport } from './consensus-transport';
 import { Heartbeater, type HeartbeatRequest, type HeartbeatResponse } from './heartbeater';
 import { TabletManager, type TabletManagerDeps } from './tablet-manager';
@@ -191,6 +192,14 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
       return managerRef;
     },
   }).register(countingServer(rpc, metrics), splitMethods());
+  // HBase's cell model (docs/cells.md).
+  new CellService({
+    manager: () => {
+      if (!managerRef) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, 'tablet server is starting');
+      return managerRef;
+    },
+    clock,
+  }).register(countingServer(rpc, metrics), cellMethods());
   const pendingBatches: Array<() => void> = [];
   let boundAddress = '';
   consensus = new ConsensusTransport({

@@ -62,4 +62,6 @@ export const ValueTag = {
   TOMBSTONE: 0x58,
   /** 'L': the liveness marker written under the liveness system column. */
   LIVENESS: 0x4c,
+  /** 'V': a version tombstone — masks the versions of its sub-key at exactly its hybrid time (HBase's Delete of one version; docs/cells.md). */
+  VERSION_TOMBSTONE: 0x56,
 } as const;

@@ -4,6 +4,8 @@
  *
  *   [ 't' + u64 BE ttlMs ]  then one of
  *     'X'                     tombstone (never with a TTL)
+ *     'V'                     version tombstone: masks the versions of its sub-key at exactly its
+ *                             hybrid time, nothing else (HBase's one-version Delete; never with a TTL)
  *     'L'                     liveness marker (the row exists)
  *     primitive tag + raw     '$' null, 'F'/'T' bool, 'I' + 8-byte BE int64, 'D' + 8-byte BE double,
  *                             'S' + UTF-8, 'B' + bytes
@@ -15,7 +17,7 @@ import type { Primitive } from './types';
 import { ByteReader, ByteWriter } from './byte-buffer';
 import { Tag, ValueTag } from './tags';
 
-export type DocValue = { type: 'primitive'; value: Primitive; ttlMs?: number } | { type: 'tombstone' } | { type: 'liveness'; ttlMs?: number };
+export type DocValue = { type: 'primitive'; value: Primitive; ttlMs?: number } | { type: 'tombstone' } | { type: 'versionTombstone' } | { type: 'liveness'; ttlMs?: number };
 
 /** u64 milliseconds would outlive a Number; cap TTLs at what a JavaScript number holds exactly. */
 const TTL_MS_MAX = Number.MAX_SAFE_INTEGER;
@@ -34,6 +36,9 @@ export function writeValue(w: ByteWriter, v: DocValue, utf8Bytes?: number): void
   switch (v.type) {
     case 'tombstone':
       w.u8(ValueTag.TOMBSTONE);
+      return;
+    case 'versionTombstone':
+      w.u8(ValueTag.VERSION_TOMBSTONE);
       return;
     case 'liveness':
       writeTtl(w, v.ttlMs);
@@ -76,7 +81,7 @@ function writeRawPrimitive(w: ByteWriter, p: Primitive, utf8Bytes?: number): voi
 
 /** The bytes writeValue writes for `v` (`utf8Bytes` as for writeValue). */
 export function encodedValueBytes(v: DocValue, utf8Bytes?: number): number {
-  const ttl = v.type !== 'tombstone' && v.ttlMs !== undefined ? 9 : 0;
+  const ttl = (v.type === 'primitive' || v.type === 'liveness') && v.ttlMs !== undefined ? 9 : 0;
   if (v.type !== 'primitive') return ttl + 1;
   const p = v.value;
   if (p === null) return ttl + 1;
@@ -121,6 +126,9 @@ export function decodeValue(b: Uint8Array): DocValue {
   if (tag === ValueTag.TOMBSTONE) {
     if (ttlMs !== undefined) throw r.corruption('tombstone with a TTL');
     v = { type: 'tombstone' };
+  } else if (tag === ValueTag.VERSION_TOMBSTONE) {
+    if (ttlMs !== undefined) throw r.corruption('version tombstone with a TTL');
+    v = { type: 'versionTombstone' };
   } else if (tag === ValueTag.LIVENESS) {
     v = ttlMs === undefined ? { type: 'liveness' } : { type: 'liveness', ttlMs };
   } else {

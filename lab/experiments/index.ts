@@ -8,6 +8,7 @@ import { durability } from './durability';
 import { intentsApply } from './intents-apply';
 import { leaderFailover } from './leader-failover';
 import { mvccHistory } from './mvcc-history';
+import { hbaseVersions } from './hbase-versions';
 import { onlineSchemaChange } from './online-schema-change';
 import { partialPartition } from './partial-partition';
 import { partitionMinority } from './partition-minority';
@@ -36,6 +37,7 @@ export const EXPERIMENTS: readonly ExperimentDef[] = [
   { name: 'paused-leader', description: 'INSERTs with a 5 s deadline while the tserver leading the most tablets is paused for 8 s: each is resent as the same retryable request, none fails or inserts twice, writes go on without the paused leader', run: pausedLeader },
   { name: 'paused-status-leader', description: 'short transactions while the tserver leading the status tablet is paused for 10 s: each commit sent to it is settled by its successor, which proves it never committed (TXN_ABORTED, never "outcome unknown"); transactions go on; the table holds exactly the committed rows', run: pausedStatusLeader },
   { name: 'mvcc-history', description: 'old versions kept for timestamp_history_retention_interval_sec (5 s here), then collected by every replica on its own: a snapshot reads them, then fails SNAPSHOT_TOO_OLD once the history floor passed it; an open transaction holds the floor of its tablet; a dropped column\'s values go too; the latest data is unchanged', run: mvccHistory },
+  { name: 'hbase-versions', description: "HBase's cell model: a family with VERSIONS=3, MIN_VERSIONS=1, TTL=10 s, KEEP_DELETED_CELLS=true; five timestamped versions and a column delete; raw, as-of and time-range reads checked cell by cell before and after a forced compaction and after the TTL (docs/cells.md)", run: hbaseVersions },
   { name: 'slow-leader', description: 'a slow disk (TEST_inject_sleep_before_applying_write_batch_ms=800) on a node leading one tablet, under a write load with leader balancing held: writes to its tablet wait, the others do not, and its /rpcz lists the waiting writes; leader_stepdown moves its leadership away and every write is fast while it still applies late as a follower; cleared, it catches up, nothing acknowledged lost', run: slowLeader },
   { name: 'replica-divergence', description: 'one follower silently stores a wrong value (TEST_corrupt_tablet_replica): clients read right values, the replica convergence check (tessera admin check_replicas) names the tablet and the follower; failing that replica makes the master re-create it from a healthy one, and all replicas agree again', run: replicaDivergence },
   { name: 'row-locks', description: 'why HBase removed row locks, with leases and fencing tokens: clients lock rows and stall; writers of those rows fail ROW_LOCKED or wait (holding nothing, bounded) while writers of other rows carry on; the leases run out by themselves and the waiters write; a holder paused past its lease is refused FENCED when it writes late', run: rowLocks },

@@ -65,7 +65,7 @@ function modelRow(m: Model, k: number, readT: number, own?: MTxn): Map<number, P
     if (op.type === 'delete') {
       live = undefined;
       cols.clear();
-    } else {
+    } else if (op.type === 'upsert') {
       const exp = op.ttlMs === undefined ? Infinity : t + op.ttlMs / 1000;
       live = exp;
       for (const c of op.columns) if (!m.dropped.has(c.columnId)) cols.set(c.columnId, { v: c.value, exp });
@@ -102,7 +102,7 @@ type Cmd = fc.AsyncCommand<Model, Real>;
 /** `ops` as a client on the current schema writes them: without the dropped columns. */
 function withoutDropped(m: Readonly<Model>, ops: readonly RowOp[]): RowOp[] {
   if (m.dropped.size === 0) return [...ops];
-  return ops.map((o) => (o.type === 'delete' ? o : { ...o, columns: o.columns.filter((c) => !m.dropped.has(c.columnId)) }));
+  return ops.map((o) => (o.type !== 'upsert' ? o : { ...o, columns: o.columns.filter((c) => !m.dropped.has(c.columnId)) }));
 }
 
 /** The schema's column ids as the tablet tells DocDB (undefined while none was dropped). */

@@ -22,12 +22,13 @@ const ttlArb = fc.option(fc.oneof(fc.nat(), fc.constantFrom(0, Number.MAX_SAFE_I
 const valueArb: fc.Arbitrary<DocValue> = fc.oneof(
   fc.record({ type: fc.constant('primitive' as const), value: primitiveArb, ttlMs: ttlArb }, { requiredKeys: ['type', 'value'] }),
   fc.constant({ type: 'tombstone' as const }),
+  fc.constant({ type: 'versionTombstone' as const }),
   fc.record({ type: fc.constant('liveness' as const), ttlMs: ttlArb }, { requiredKeys: ['type'] }),
 );
 
 function sameValue(a: DocValue, b: DocValue): boolean {
   if (a.type !== b.type) return false;
-  if (a.type === 'tombstone' || b.type === 'tombstone') return true;
+  if (a.type === 'tombstone' || b.type === 'tombstone' || a.type === 'versionTombstone' || b.type === 'versionTombstone') return true;
   if (a.ttlMs !== b.ttlMs) return false;
   if (a.type === 'primitive' && b.type === 'primitive') {
     // Values keep the exact double bits (no canonicalisation needed: they are not compared).
@@ -42,7 +43,7 @@ describe('encoding: values', () => {
       fc.property(valueArb, (v) => {
         const d = decodeValue(encodeValue(v));
         expect(sameValue(d, v)).toBe(true);
-        expect('ttlMs' in d).toBe(v.type !== 'tombstone' && v.ttlMs !== undefined);
+        expect('ttlMs' in d).toBe((v.type === 'primitive' || v.type === 'liveness') && v.ttlMs !== undefined);
       }),
       { numRuns: 2000 },
     );

@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import { DbError, ErrorCode } from '../../common/errors';
 import { writeFileDurably } from '../../common/fs-dirs';
 import { isWalDurability, type WalDurability } from '../../raft';
+import { checkFamilies, type ColumnFamily } from '../../common/column-families';
 
 export const COLUMN_TYPES = ['int64', 'double', 'string', 'bytes', 'bool'] as const;
 export type ColumnType = (typeof COLUMN_TYPES)[number];
@@ -16,12 +17,16 @@ export interface ColumnSchema {
   id: number;
   type: ColumnType;
   nullable: boolean;
+  /** Column family (docs/cells.md); absent: `default`. */
+  family?: string;
 }
 
 export interface TableSchema {
   columns: ColumnSchema[];
   hashColumns: string[];
   rangeColumns: string[];
+  /** Families with their retention: they travel with the schema, so every replica applies the same. */
+  families?: ColumnFamily[];
 }
 
 export interface RaftPeer {
@@ -163,7 +168,9 @@ function parseSchema(v: unknown, bad: (w: string) => DbError): TableSchema {
     if (typeof type !== 'string' || !(COLUMN_TYPES as readonly string[]).includes(type)) throw bad(`column ${name}: unknown type ${String(type)}`);
     seenIds.add(id);
     seenNames.add(name);
-    return { name, id, type: type as ColumnType, nullable: r['nullable'] === true };
+    const fam = r['family'];
+    if (fam !== undefined && typeof fam !== 'string') throw bad(`column ${name}: family must be a string`);
+    return { name, id, type: type as ColumnType, nullable: r['nullable'] === true, ...(fam ? { family: fam } : {}) };
   });
   const names = (k: string): string[] => {
     const a = o[k];
@@ -174,7 +181,15 @@ function parseSchema(v: unknown, bad: (w: string) => DbError): TableSchema {
   const hashColumns = names('hashColumns');
   const rangeColumns = names('rangeColumns');
   if (hashColumns.length + rangeColumns.length === 0) throw bad('schema has no primary key');
-  return { columns, hashColumns, rangeColumns };
+  const famRaw = o['families'];
+  if (famRaw !== undefined && !Array.isArray(famRaw)) throw bad('families must be a list');
+  let families: ColumnFamily[] | undefined;
+  try {
+    families = famRaw || columns.some((c) => c.family) ? checkFamilies((famRaw ?? []) as ColumnFamily[], columns) : undefined;
+  } catch (e) {
+    throw bad((e as Error).message);
+  }
+  return { columns, hashColumns, rangeColumns, ...(families && families.length > 0 ? { families } : {}) };
 }
 
 /**

@@ -4,7 +4,9 @@
  * (the leader-assigned hybrid time, the rows in order = write ids) travels inside the entry.
  *
  * Layout: [kind u8] then the kind's fields. WRITE: [ht u64 BE][n varint] n × RowOp.
- * RowOp: [type u8: 0 upsert, 1 delete][DocKey][columns (upsert)][ttl (upsert)].
+ * RowOp: [type u8: 0 upsert, 1 delete, 2 cells][DocKey][columns (upsert)][ttl (upsert)]; a cells op
+ * (docs/cells.md): [n varint] n × ([kind u8: 0 put, 1 deleteVersion, 2 deleteColumn, 3 deleteRow]
+ * [columnId varint (not deleteRow)][has-time u8][ht u64 (when 1)][value, ttl varint (put)]).
  * Primitive: [tag u8] (0 null, 1 false, 2 true, 3 int64 BE, 4 float64 BE, 5 string, 6 bytes) + payload.
  *
  * WRITE_INTENTS: [txn meta: txnId str, statusTablet str, isolation u8 (0 snapshot, 1 serializable),
@@ -27,7 +29,7 @@ import { DbError, ErrorCode } from '../../common/errors';
 import type { HybridTime } from '../../common/hybrid-time';
 import type { TxnId } from '../../common/ids';
 import { TxnId as toTxnId } from '../../common/ids';
-import { Isolation, type DocKey, type Primitive, type ReadLocks, type RowOp, type TxnMeta } from '../../docdb';
+import { Isolation, type CellWrite, type DocKey, type Primitive, type ReadLocks, type RowOp, type TxnMeta } from '../../docdb';
 import { parseSplitChildren, parseSplitPeers, parseTableSchema, type RaftPeer, type SplitChildMeta, type TableSchema } from './tablet-meta';
 import { isWalDurability, type WalDurability } from '../../raft';
 
@@ -274,8 +276,47 @@ function rowOpsBytes(ops: readonly RowOp[]): number {
       n += 18;
       for (const c of op.columns) n += 9 + primBytes(c.value);
     }
+    if (op.type === 'cells') for (const c of op.cells) n += 32 + (c.kind === 'put' ? primBytes(c.value) : 0);
   }
   return n;
+}
+
+const CELL_KINDS = ['put', 'deleteVersion', 'deleteColumn', 'deleteRow'] as const;
+
+function writeCells(o: Out, cells: readonly CellWrite[]): void {
+  o.uv(cells.length);
+  for (const c of cells) {
+    o.u8(CELL_KINDS.indexOf(c.kind));
+    if (c.kind !== 'deleteRow') o.uv(c.columnId);
+    o.u8(c.ht === undefined ? 0 : 1);
+    if (c.ht !== undefined) o.u64(c.ht);
+    if (c.kind === 'put') {
+      o.prim(c.value);
+      o.uv(c.ttlMs ?? 0);
+    }
+  }
+}
+
+function readCells(i: In): CellWrite[] {
+  const out: CellWrite[] = [];
+  for (let n = i.uv(); n > 0; n--) {
+    const kind = CELL_KINDS[i.u8()];
+    if (kind === undefined) throw bad('cell kind');
+    const columnId = kind === 'deleteRow' ? -1 : i.uv();
+    const ht = i.u8() === 1 ? i.u64() : undefined;
+    const at = ht === undefined ? {} : { ht };
+    if (kind === 'put') {
+      const value = i.prim();
+      if (value === null) throw bad('null cell value');
+      const ttl = i.uv();
+      out.push({ kind, columnId, value, ...at, ...(ttl > 0 ? { ttlMs: ttl } : {}) });
+    } else if (kind === 'deleteVersion') {
+      if (ht === undefined) throw bad('version delete without a time');
+      out.push({ kind, columnId, ht });
+    } else if (kind === 'deleteColumn') out.push({ kind, columnId, ...at });
+    else out.push({ kind, ...at });
+  }
+  return out;
 }
 
 function writeRowOps(o: Out, ops: readonly RowOp[]): void {
@@ -290,6 +331,10 @@ function writeRowOps(o: Out, ops: readonly RowOp[]): void {
         o.prim(c.value);
       }
       o.uv(op.ttlMs ?? 0);
+    } else if (op.type === 'cells') {
+      o.u8(2);
+      writeKey(o, op.key);
+      writeCells(o, op.cells);
     } else {
       o.u8(1);
       writeKey(o, op.key);
@@ -309,6 +354,10 @@ function readRowOps(i: In): RowOp[] {
       const ttl = i.uv();
       ops.push(ttl > 0 ? { type: 'upsert', key, columns, ttlMs: ttl } : { type: 'upsert', key, columns });
     } else if (t === 1) ops.push({ type: 'delete', key: readKey(i) });
+    else if (t === 2) {
+      const key = readKey(i);
+      ops.push({ type: 'cells', key, cells: readCells(i) });
+    }
     else throw bad(`row op type ${t}`);
   }
   return ops;

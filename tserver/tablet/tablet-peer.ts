@@ -45,13 +45,16 @@ import { ENABLE_WAIT_QUEUES, TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS, WAIT_
 import { APPLY_CLEANUP_DELAY_MS } from '../../docdb';
 import { hashKeyLockOfRange } from '../../docdb';
 import type { ApplyMark } from '../../docdb';
+import type { CellReadOptions, CellReadResult } from '../../docdb';
 import type { PeerTxnEnv, TxnStatusInfo } from '../transaction/txn-env';
 import { LockTable } from './lock-table';
 import { decodeTabletOp, docKeyString, encodeTabletOp, TabletOpKind, type RequestTag, type TabletOp } from './tablet-op';
 import { parseRetryableImage, RetryableRequests, type RetryableImage } from './retryable-requests';
 import { OUTCOME_LIMITS, OutcomeMemory } from './outcome-memory';
-import { parseTableSchema, schemaColumnIds, writeTabletMeta, type TableSchema, type TabletMeta } from './tablet-meta';
+import { parseTableSchema, writeTabletMeta, type TableSchema, type TabletMeta } from './tablet-meta';
 import { tabletSplitError } from './tablet-split';
+import { applySchemaToDocDb } from './cell-schema';
+import { incrementalGc } from './incremental-gc';
 import { forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey } from '../transaction/txn-record';
 import { makeDirs, writeFileDurablyAsync } from '../../common/fs-dirs';
 import { parseRowLockImage, RowLockOps, RowLockTable, type HeldLock, type RowLockImage } from './row-locks';
@@ -425,7 +428,7 @@ export class TabletPeer {
     this.intents = await this.deps.openEngine(path.join(this.deps.dir, 'intents'));
     this.docdb = await this.deps.openDocDb(this.regular, this.intents);
     // meta.json is never behind the databases: a CHANGE_SCHEMA entry is durable there before it counts as applied.
-    this.docdb.setSchemaColumns(schemaColumnIds(this.metaValue));
+    applySchemaToDocDb(this.docdb, this.metaValue);
     const f = await this.docdb.frontier();
     this.regularFloor = f.regular;
     this.intentsFloor = f.intents;
@@ -823,7 +826,7 @@ export class TabletPeer {
     // ALTER TABLE ... durability: this replica's log follows from here on (docs/durability.md).
     if (durability) this.storage.setDurability?.(durability);
     // Before any later entry writes an added column; a dropped column's values are read no more.
-    this.docdb.setSchemaColumns(schemaColumnIds(next));
+    applySchemaToDocDb(this.docdb, next);
     this.deps.log.info({ tablet: this.tabletId, table: op.tableName, schemaVersion: op.schemaVersion, index: opId.index }, 'schema changed');
   }
 
@@ -1366,7 +1369,7 @@ export class TabletPeer {
     // replica's old schema); without it (an older source), DocDB ignores and deletes no column until the next change.
     if (desc.schema) {
       this.changeSchema({ type: 'CHANGE_SCHEMA', schemaVersion: desc.schema.schemaVersion, tableName: desc.schema.tableName, schema: parseTableSchema(desc.schema.schema) }, { term: 0, index: snap.meta.index });
-      this.docdb.setSchemaColumns(schemaColumnIds(this.metaValue));
+      applySchemaToDocDb(this.docdb, this.metaValue);
     }
     await this.snapshotListener?.();
     fs.rmSync(marker, { force: true });
@@ -1512,7 +1515,8 @@ export class TabletPeer {
       }
     }
     const t0 = performance.now();
-    const run = db.gc(cutoffHt, { compactRange: false });
+    // In passes of a bounded number of rows, yielding between them (incremental-gc.ts).
+    const run = incrementalGc(db, cutoffHt, () => this.state === TabletState.RUNNING);
     this.historyGcRunning = run;
     try {
       const r = await run;
@@ -1813,6 +1817,14 @@ export class TabletPeer {
     });
     this.metrics.scanOps++;
     return { readHt, globalLimitHt, ...r }; // spread last: see update-batcher.ts
+  }
+
+  /** Cell reads (docs/cells.md, tserver/cell-service.ts): DocDB's at the read time read() would pick, or the requested one. */
+  async readCells(opts: Omit<CellReadOptions, 'readHt'> & { readHt?: HybridTime; propagatedHt?: HybridTime }): Promise<CellReadResult & { readHt: HybridTime }> {
+    const { readHt } = await this.readTime(opts.readHt, opts.propagatedHt);
+    const r = await this.docdb.readCells({ ...opts, readHt });
+    this.metrics.readOps++;
+    return { ...r, readHt };
   }
 
   async stop(): Promise<void> {
