@@ -52,7 +52,8 @@ afterAll(async () => {
 describe('tessera start', () => {
   it('start: foreground cluster serves data, stops on Ctrl-C, comes back with its data, and is destroyed', async () => {
     sup = startCluster();
-    await waitFor('tessera start to report the cluster up', 90_000, () => out.includes('cluster is up') || (sup!.exitCode !== null ? Promise.reject(new Error(out)) : false), 100);
+    // Up, and the 'try:' line naming the masters printed too (it may come in a later chunk of stdout).
+    await waitFor('tessera start to report the cluster up', 90_000, () => (out.includes('cluster is up') && /--master_addresses (\S+)/.test(out)) || (sup!.exitCode !== null ? Promise.reject(new Error(out)) : false), 100);
     const masters = /--master_addresses (\S+)/.exec(out)![1]!;
     expect(cli('create-table', 'demo', '--columns', 'id:int64,value:string', '--hash', 'id', '--tablets', '2', '--master_addresses', masters).status).toBe(0);
     expect(cli('insert', 'demo', 'id=1', 'value=hello', '--master_addresses', masters).status).toBe(0);
