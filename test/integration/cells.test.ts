@@ -10,6 +10,8 @@ import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TesseraClient } from '../../client/tessera-client';
+import { getJson } from '../../lab/console-http';
+import { tabletServerMethods } from '../../rpc';
 import { ProcCluster, waitFor } from './cluster-harness';
 
 const CLI = path.resolve(__dirname, '../../dist/cli/main.js');
@@ -149,4 +151,30 @@ describe('cells (CLI, real processes)', () => {
     expect(third).not.toBe(next);
     expect(await lib({ versions: 5, timeRange: [t(1), t(5) + 1] })).toEqual(['v5', 'v4']);
   }, 120_000);
+  it('cells: a replica re-created by remote bootstrap (after a storage failure) keeps the family rules: as leader it answers the same cells', async () => {
+    const loc = await client.tableLocations('hv');
+    const tabletId = loc.tablets[0]!.tabletId;
+    const rpc = client.rpcClient();
+    const before = await lib({ versions: 5, timeRange: [t(1), t(5) + 1] });
+    const replica = async (p: (typeof cluster.tservers)[number]): Promise<{ state: string; role: string } | undefined> =>
+      ((await getJson(`http://${p.webAddress}/api/v1/tablets`, 3000)) as { tablets: Array<{ tabletId: string; state: string; role: string }> }).tablets.find((x) => x.tabletId === tabletId);
+    const leader = await cluster.leaderAwayFrom(rpc, tabletId, '');
+    const victim = cluster.tservers.find((p) => p.rpcAddress !== leader)!;
+    // A storage failure on a follower: the master has it re-created in place, from the leader's snapshot.
+    await rpc.call(victim.rpcAddress, tabletServerMethods().setFlag, { name: 'TEST_fail_tablet_replica', value: tabletId }, { timeoutMs: 3000 });
+    await client.table('hv').upsert({ id: 99n, v: 'fails the follower' });
+    await waitFor('the follower replica FAILED', 30_000, async () => (await replica(victim).catch(() => undefined))?.state === 'FAILED', 100);
+    await rpc.call(victim.rpcAddress, tabletServerMethods().setFlag, { name: 'TEST_fail_tablet_replica', value: '' }, { timeoutMs: 3000 });
+    await waitFor('the replica re-created and RUNNING', 90_000, async () => (await replica(victim).catch(() => undefined))?.state === 'RUNNING', 250);
+    // Make the re-created replica the leader and read through it.
+    await waitFor('the re-created replica to lead', 60_000, async () => {
+      const l = await cluster.leaderOf(rpc, tabletId);
+      if (l === victim.rpcAddress) return true;
+      const uuid = (await cluster.tabletServers()).find((x) => x.rpcAddress === victim.rpcAddress)?.uuid;
+      if (l && uuid) await rpc.call(l, tabletServerMethods().leaderStepdown, { tabletId, newLeaderUuid: uuid }, { timeoutMs: 5_000 }).catch(() => undefined);
+      return false;
+    }, 500);
+    expect(await lib({ versions: 5, timeRange: [t(1), t(5) + 1] })).toEqual(before);
+    expect(await lib({ versions: 3 })).toEqual([]);
+  }, 240_000);
 });
