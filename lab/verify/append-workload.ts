@@ -5,12 +5,23 @@
  * allowed) or serializable (G2-item is an anomaly).
  */
 import type { TesseraClient } from '../../client/tessera-client';
-import type { IsolationLevel, Transaction } from '../../client/transaction';
+import type { IsolationLevel } from '../../client/transaction';
+import type { Row } from '../../client/client-types';
 import type { HistoryOp } from './history';
 import { checkListAppend, type MicroOp } from './list-append-checker';
 import { completionOfError, errorText, type OpContext, type Workload, type WorkloadVerdict, waitForTransactionsTable } from './workload';
 
 export const APPEND_TABLE = 'verify_append';
+/** The same workload through Percolator transactions (docs/percolator.md) uses a table of its own. */
+export const PERCOLATOR_APPEND_TABLE = 'verify_pappend';
+
+/** What one list-append transaction needs, whichever protocol runs it. */
+interface AppendTxn {
+  get(k: bigint): Promise<Row | undefined>;
+  upsert(k: bigint, v: string): Promise<void>;
+  commit(): Promise<unknown>;
+  abort(): Promise<void>;
+}
 const ACTIVE_KEYS = 6;
 /** Transactions per key generation: keys roll over so lists stay short. */
 const TXNS_PER_GENERATION = 300;
@@ -22,15 +33,48 @@ function parseList(v: unknown): number[] {
 
 export class AppendWorkload implements Workload {
   readonly name = 'append';
-  readonly table = APPEND_TABLE;
+  readonly table: string;
   private started = 0;
   private nextElement = 1;
 
-  constructor(private readonly isolation: IsolationLevel = 'snapshot') {}
+  constructor(
+    private readonly isolation: IsolationLevel = 'snapshot',
+    private readonly protocol: 'yugabyte' | 'percolator' = 'yugabyte',
+  ) {
+    this.table = protocol === 'percolator' ? PERCOLATOR_APPEND_TABLE : APPEND_TABLE;
+  }
 
   async setup(client: TesseraClient): Promise<void> {
+    const spec = { name: this.table, columns: [{ name: 'k', type: 'int64' as const }, { name: 'v', type: 'string' as const }], primaryKey: { hash: ['k'] }, numTablets: 3, replicationFactor: 3, ifNotExists: true };
+    if (this.protocol === 'percolator') {
+      await client.percolator.createTable(spec);
+      return;
+    }
     await waitForTransactionsTable(client);
-    await client.createTable({ name: APPEND_TABLE, columns: [{ name: 'k', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['k'] }, numTablets: 3, replicationFactor: 3, ifNotExists: true });
+    await client.createTable(spec);
+  }
+
+  private async begin(ctx: OpContext): Promise<AppendTxn> {
+    const timeoutMs = ctx.opTimeoutMs;
+    if (this.protocol === 'percolator') {
+      const p = await ctx.client.percolator.begin({ timeoutMs });
+      return {
+        get: (k) => p.get(this.table, { k }),
+        upsert: (k, v) => p.put(this.table, { k, v }),
+        commit: () => p.commit(),
+        abort: async () => {
+          if (p.state === 'open') await p.abort();
+        },
+      };
+    }
+    const txn = await ctx.client.beginTransaction({ isolation: this.isolation, timeoutMs });
+    const t = txn.table(this.table);
+    return {
+      get: (k) => t.get({ k }, { timeoutMs }),
+      upsert: (k, v) => t.upsert({ k, v }, { timeoutMs }),
+      commit: () => txn.commit({ timeoutMs }),
+      abort: () => txn.abort({ timeoutMs: 1_000 }),
+    };
   }
 
   async step(ctx: OpContext): Promise<'ok' | 'fail' | 'info'> {
@@ -42,11 +86,11 @@ export class AppendWorkload implements Workload {
       mops.push(ctx.rng.chance(0.5) ? ['append', k, this.nextElement++] : ['r', k, null]);
     }
     const inv = ctx.recorder.invoke(ctx.process, 'txn', mops);
-    let txn: Transaction | undefined;
+    let txn: AppendTxn | undefined;
     let committing = false;
     try {
-      txn = await ctx.client.beginTransaction({ isolation: this.isolation, timeoutMs: ctx.opTimeoutMs });
-      const t = txn.table(APPEND_TABLE);
+      txn = await this.begin(ctx);
+      const t = txn;
       // Micro-ops on different keys are independent: each key's micro-ops run in order (an append
       // then a read of the same key must see it), different keys at the same time.
       const done: MicroOp[] = new Array<MicroOp>(mops.length);
@@ -60,24 +104,24 @@ export class AppendWorkload implements Workload {
         [...byKey.values()].map(async (idxs) => {
           for (const i of idxs) {
             const m = mops[i]!;
-            const row = await t.get({ k: BigInt(m[1]) }, { timeoutMs: ctx.opTimeoutMs });
+            const row = await t.get(BigInt(m[1]));
             const list = parseList(row?.['v']);
             if (m[0] === 'r') {
               done[i] = ['r', m[1], list];
             } else {
-              await t.upsert({ k: BigInt(m[1]), v: [...list, m[2]].join(',') }, { timeoutMs: ctx.opTimeoutMs });
+              await t.upsert(BigInt(m[1]), [...list, m[2]].join(','));
               done[i] = m;
             }
           }
         }),
       );
       committing = true;
-      await txn.commit({ timeoutMs: ctx.opTimeoutMs });
+      await txn.commit();
       ctx.recorder.complete(inv, 'ok', done);
       return 'ok';
     } catch (e) {
       const type = committing ? completionOfError(e, false) : 'fail';
-      if (!committing) await txn?.abort({ timeoutMs: 1_000 }).catch(() => undefined);
+      if (!committing) await txn?.abort().catch(() => undefined);
       ctx.recorder.complete(inv, type, mops, errorText(e));
       return type;
     }

@@ -104,8 +104,9 @@ export const RECOVERY_AFTER_FAULT_MS = 1_000;
 export function makeWorkload(name: WorkloadName, client?: TesseraClient, o: { registerWrites?: RegisterWriteMode; isolation?: IsolationLevel; txnProtocol?: TxnProtocol; clientCrash?: boolean } = {}): Workload | string {
   const isolation = o.isolation ?? 'snapshot';
   if (o.txnProtocol === 'percolator') {
-    if (name !== 'bank') return `${name}: runs through YugabyteDB-style transactions only (--txn_protocol percolator: bank)`;
-    if (isolation !== 'snapshot') return 'bank through Percolator: snapshot isolation only (the paper\'s)';
+    if (name !== 'bank' && name !== 'append') return `${name}: runs through YugabyteDB-style transactions only (--txn_protocol percolator: bank, append)`;
+    if (isolation !== 'snapshot') return `${name} through Percolator: snapshot isolation only (the paper's)`;
+    if (name === 'append') return o.clientCrash ? 'append through Percolator: the client-crash nemesis runs with bank' : new AppendWorkload('snapshot', 'percolator');
     return new PercolatorBankWorkload({ ...(o.clientCrash ? { clientCrash: true } : {}) });
   }
   if (o.clientCrash) return `${name}: the client-crash nemesis needs --txn_protocol percolator`;

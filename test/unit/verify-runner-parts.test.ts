@@ -170,7 +170,7 @@ describe('verify: register checker with indeterminate writes', () => {
 });
 
 describe('verify: transaction protocols and the client-crash nemesis', () => {
-  it('verify: client-crash is split off the server nemeses; percolator runs bank only, snapshot only; client-crash needs percolator', async () => {
+  it('verify: client-crash is split off the server nemeses; percolator runs bank and append, snapshot only; client-crash needs percolator', async () => {
     const { splitClientCrash } = await import('../../lab/verify/verify-cli');
     const { makeWorkload } = await import('../../lab/verify/verify-runner');
     const { PercolatorBankWorkload } = await import('../../lab/verify/percolator-bank-workload');
@@ -179,7 +179,8 @@ describe('verify: transaction protocols and the client-crash nemesis', () => {
     expect(splitClientCrash('kill')).toEqual({ serverKinds: 'kill', clientCrash: false });
     const fakeClient = { beginTransaction: () => undefined } as never;
     expect(makeWorkload('bank', fakeClient, { txnProtocol: 'percolator', clientCrash: true })).toBeInstanceOf(PercolatorBankWorkload);
-    expect(makeWorkload('append', fakeClient, { txnProtocol: 'percolator' })).toMatch(/YugabyteDB-style transactions only/);
+    expect(makeWorkload('register', fakeClient, { txnProtocol: 'percolator' })).toMatch(/YugabyteDB-style transactions only/);
+    expect(makeWorkload('append', fakeClient, { txnProtocol: 'percolator' })).toMatchObject({ name: 'append', table: 'verify_pappend' });
     expect(makeWorkload('bank', fakeClient, { txnProtocol: 'percolator', isolation: 'serializable' })).toMatch(/snapshot isolation only/);
     expect(makeWorkload('bank', fakeClient, { clientCrash: true })).toMatch(/needs --txn_protocol percolator/);
   });
