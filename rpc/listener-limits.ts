@@ -40,6 +40,14 @@ export const RPC_CONNECTIONS_PER_IP_MAX = defineFlag({
   validate: (v) => (v >= 1 ? undefined : 'at least 1'),
 });
 
+export const WEBSERVER_CONNECTIONS_PER_IP_MAX = defineFlag({
+  name: 'webserver_connections_per_ip_max',
+  type: 'int',
+  default: 256,
+  help: 'Console connections one remote IP address may hold open on a server; a connection beyond it is answered HTTP 503 and closed (over https it is closed). A browser opens a handful.',
+  validate: (v) => (v >= 1 ? undefined : 'at least 1'),
+});
+
 /** Largest request header block (Node's default): more is answered 431. */
 export const HTTP_HEADER_BYTES_MAX = 16 * 1024;
 

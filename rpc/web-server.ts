@@ -9,10 +9,11 @@
  */
 import * as http from 'node:http';
 import * as https from 'node:https';
+import type * as net from 'node:net';
 import { DbError, ErrorCode, FlagTag, setFlagByOperator, silentLogger, type Flags, type FlagView, type Logger, type LogRing } from '../common';
 import { clusterSecretsOf, readSecretFile } from './cluster-secret';
 import { ConsoleGuard, isLoopbackHost, WEBSERVER_TOKEN_FILE, type GuardRefusal } from './console-guard';
-import { answerClientError, checkingIntervalMs, HTTP_HEADER_BYTES_MAX, WEBSERVER_REQUEST_TIMEOUT_MS } from './listener-limits';
+import { answerClientError, checkingIntervalMs, HTTP_HEADER_BYTES_MAX, WEBSERVER_CONNECTIONS_PER_IP_MAX, WEBSERVER_REQUEST_TIMEOUT_MS } from './listener-limits';
 import { CERTS_DIR, certNodeName, hostOfAddress, serverTlsOf } from './tls';
 import { escapeHtml, htmlTable, layout, link, raw, type Cell, type NavItem } from './html';
 import { toJson } from './json';
@@ -197,6 +198,7 @@ export class WebServer {
     const tls = certsDir ? serverTlsOf(certsDir, certNodeName(this.opts.flags, this.certHost())) : undefined;
     const server = tls ? https.createServer({ ...limits, cert: tls.cert, key: tls.key, handshakeTimeout: timeoutMs }, handler) : http.createServer(limits, handler);
     if (tls) server.on('tlsClientError', (_err, socket) => socket.destroy());
+    this.limitConnectionsPerIp(server, !tls);
     server.on('clientError', (err: NodeJS.ErrnoException, socket) => answerClientError(err, socket, this.log, 'console'));
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err) => reject(new DbError(ErrorCode.IO_ERROR, `console cannot listen on ${this.boundAddress}: ${err.message}`, {}, { cause: err })));
@@ -206,6 +208,31 @@ export class WebServer {
     const a = server.address();
     if (a && typeof a === 'object') this.boundAddress = `${this.opts.host ?? '127.0.0.1'}:${a.port}`;
     this.server = server;
+  }
+
+  /**
+   * webserver_connections_per_ip_max: a connection from an address that already holds that many is
+   * answered 503 (plain http; over https, before the handshake, only a close is possible) and closed.
+   */
+  private limitConnectionsPerIp(server: http.Server | https.Server, plain: boolean): void {
+    const open = new Map<string, number>();
+    server.on('connection', (socket: net.Socket) => {
+      const ip = socket.remoteAddress ?? '';
+      const n = open.get(ip) ?? 0;
+      if (n >= this.opts.flags.get(WEBSERVER_CONNECTIONS_PER_IP_MAX)) {
+        this.log.warn({ ip, max: this.opts.flags.get(WEBSERVER_CONNECTIONS_PER_IP_MAX) }, 'console connection refused: webserver_connections_per_ip_max reached for this address');
+        const body = 'too many connections from this address\n';
+        if (plain) socket.end(`HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+        socket.destroySoon();
+        return;
+      }
+      open.set(ip, n + 1);
+      socket.once('close', () => {
+        const m = (open.get(ip) ?? 1) - 1;
+        if (m <= 0) open.delete(ip);
+        else open.set(ip, m);
+      });
+    });
   }
 
   /** The host the server's certificate is named by: its bind host, else (binding every interface) its other names. */

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { Flags } from '../../common';
 import { FrameBoundaryTracker } from '../../rpc/frame-watch';
-import { RPC_CONNECTIONS_PER_IP_MAX, RPC_FRAME_TIMEOUT_MS, RPC_HANDSHAKE_TIMEOUT_MS, WEBSERVER_REQUEST_TIMEOUT_MS } from '../../rpc/listener-limits';
+import { RPC_CONNECTIONS_PER_IP_MAX, RPC_FRAME_TIMEOUT_MS, RPC_HANDSHAKE_TIMEOUT_MS, WEBSERVER_CONNECTIONS_PER_IP_MAX, WEBSERVER_REQUEST_TIMEOUT_MS } from '../../rpc/listener-limits';
 import { WebServer } from '../../rpc/web-server';
 import type { WsRpcServer } from '../../rpc/ws-server';
 import { WsTransport } from '../../rpc/ws-transport';
@@ -51,9 +51,10 @@ afterEach(async () => {
   for (const e of echoes.splice(0)) await e.server.stop();
 });
 
-async function shortConsole(): Promise<WebServer> {
+async function shortConsole(more: Record<string, string> = {}): Promise<WebServer> {
   const flags = new Flags();
   flags.setFromString(WEBSERVER_REQUEST_TIMEOUT_MS.name, String(SHORT_MS));
+  for (const [k, v] of Object.entries(more)) flags.setFromString(k, v);
   const w = new WebServer({ kind: 'tserver', host: '127.0.0.1', port: 0, flags });
   await w.start();
   webs.push(w);
@@ -138,6 +139,35 @@ describe('console limits', () => {
     const garbage = await rawExchange(w.address, ['\x16\x03\x01\x02\x00 not http at all\r\n\r\n']);
     expect(statusOf(garbage.reply)).toBe(400);
     await consoleAnswers(w);
+  });
+
+  it('console: connections beyond webserver_connections_per_ip_max get 503 and are closed; after one closes a new one is served', async () => {
+    const w = await shortConsole({ [WEBSERVER_CONNECTIONS_PER_IP_MAX.name]: '2', [WEBSERVER_REQUEST_TIMEOUT_MS.name]: '60000' });
+    const [host, port] = [w.address.slice(0, w.address.lastIndexOf(':')), Number(w.address.slice(w.address.lastIndexOf(':') + 1))];
+    const hold = async (): Promise<net.Socket> => {
+      const s = net.connect(port, host);
+      await new Promise<void>((r, j) => s.once('connect', () => r()).once('error', j));
+      return s;
+    };
+    const answerOf = (s: net.Socket): Promise<string> =>
+      new Promise((resolve) => {
+        let got = '';
+        s.on('data', (b: Buffer) => (got += b.toString()));
+        s.once('close', () => resolve(got));
+      });
+    const a = await hold();
+    const b = await hold();
+    const third = await hold();
+    expect(await answerOf(third)).toMatch(/^HTTP\/1\.1 503 /);
+    a.destroy();
+    let served = false;
+    for (let i = 0; i < 200 && !served; i++) {
+      const r = await fetch(`http://${w.address}/api/v1/healthz`).catch(() => undefined);
+      served = r?.status === 200;
+      if (!served) await new Promise((res) => setTimeout(res, 10));
+    }
+    expect(served).toBe(true);
+    b.destroy();
   });
 
   it('console: random bytes never take it down (fuzz)', async () => {
