@@ -24,10 +24,28 @@ function columnHintOf(f: CellFilter): number | undefined {
   return h !== undefined && 'column' in h ? h.column : undefined;
 }
 
-export class AndFilter extends BaseFilter {
-  private decider: CellFilter | undefined;
-  constructor(private readonly children: readonly CellFilter[]) {
+/** What AND and OR lists share: cells pass through every child in turn; every child hears each row's end. */
+abstract class ListFilter extends BaseFilter {
+  constructor(protected readonly children: readonly CellFilter[]) {
     super();
+  }
+  override transformCell(cell: FilterCell): FilterCell {
+    let out = cell;
+    for (const c of this.children) out = c.transformCell(out);
+    return out;
+  }
+  override rowDone(included: boolean): void {
+    for (const c of this.children) c.rowDone(included);
+  }
+  override countsCells(): boolean {
+    return this.children.some((c) => c.countsCells());
+  }
+}
+
+export class AndFilter extends ListFilter {
+  private decider: CellFilter | undefined;
+  constructor(children: readonly CellFilter[]) {
+    super(children);
   }
   override startRow(row: FilterRow): ReturnCode {
     this.decider = undefined;
@@ -66,27 +84,16 @@ export class AndFilter extends BaseFilter {
   override hint(): SeekHint | undefined {
     return this.decider !== undefined ? this.decider.hint() : this.lastHint;
   }
-  override transformCell(cell: FilterCell): FilterCell {
-    let out = cell;
-    for (const c of this.children) out = c.transformCell(out);
-    return out;
-  }
-  override rowDone(included: boolean): void {
-    for (const c of this.children) c.rowDone(included);
-  }
   override filterAllRemaining(): boolean {
     return this.children.some((c) => c.filterAllRemaining());
   }
-  override countsCells(): boolean {
-    return this.children.some((c) => c.countsCells());
-  }
 }
 
-export class OrFilter extends BaseFilter {
+export class OrFilter extends ListFilter {
   /** Children that accepted the current row (only they judge its cells). */
   private active: boolean[] = [];
-  constructor(private readonly children: readonly CellFilter[]) {
-    super();
+  constructor(children: readonly CellFilter[]) {
+    super(children);
   }
   override startRow(row: FilterRow): ReturnCode {
     let seekTo: Buffer | undefined;
@@ -125,19 +132,8 @@ export class OrFilter extends BaseFilter {
     if (skip || seekCol === undefined) return ReturnCode.SKIP;
     return this.seek({ column: seekCol });
   }
-  override transformCell(cell: FilterCell): FilterCell {
-    let out = cell;
-    for (const c of this.children) out = c.transformCell(out);
-    return out;
-  }
-  override rowDone(included: boolean): void {
-    for (const c of this.children) c.rowDone(included);
-  }
   override filterAllRemaining(): boolean {
     return this.children.every((c) => c.filterAllRemaining());
-  }
-  override countsCells(): boolean {
-    return this.children.some((c) => c.countsCells());
   }
 }
 
