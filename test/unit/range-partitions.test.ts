@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { applyCatalogOp, emptyCatalog } from '../../master/catalog-state';
 import type { CatalogOp, CatalogState, TableInfo, TabletInfo } from '../../master/catalog-types';
 import { validateCreateTable } from '../../master/ddl-validation';
@@ -8,8 +8,13 @@ import { tabletForHash, type TableLocations } from '../../client/meta-cache';
 import { TableSchema } from '../../client/table-schema';
 import { bytesOfHex, compareKeyBytes, keyInBounds } from '../../common/key-bounds';
 import { encodeDocKeyBytes } from '../../common/partition-hash';
-import { rewriteYugabyteSyntax } from '../../sql/sql-parser';
+import { loadParser, rewriteYugabyteSyntax } from '../../sql/sql-parser';
 import { DbError } from '../../common/errors';
+
+// The YugabyteDB rewrite runs PostgreSQL's own scanner (WebAssembly): load it first, whatever ran before in this worker.
+beforeAll(async () => {
+  await loadParser();
+});
 
 const columns = [
   { name: 'k', type: 'int64' as const },
