@@ -106,7 +106,10 @@ describe('lab experiments under the docker driver (real servers)', () => {
   it('docker lab from this machine: data and admin commands with --lab_dir reach the masters and tservers through the published ports', async (ctx) => {
     if (!engine.ok) return ctx.skip();
     const dir = labDir('intents-apply');
-    if (!readLabState(dir)) return ctx.skip(); // the experiment above failed before keeping its lab
+    if (!readLabState(dir)) {
+      console.warn('SKIP lab-docker-experiments (the kept lab): the intents-apply experiment above failed before keeping its lab; its own failure says why');
+      return ctx.skip();
+    }
     const scan = await runCli(['scan', 'demo', '--lab_dir', dir, '--limit', '100', '--json'], 60_000);
     expect(scan.status, scan.stderr).toBe(0);
     expect((JSON.parse(scan.stdout) as { rows: unknown[] }).rows).toHaveLength(20);
