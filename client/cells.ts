@@ -12,6 +12,7 @@ import { cellMethods, type CellWritePB, type ReadCellsRequestPB, type ReadCellsR
 import type { CallOptions, ColumnValue, Row } from './client-types';
 import type { MetaCache, TableLocations } from './meta-cache';
 import { Deadline } from './retry-policy';
+import { withTableSchema } from './schema-retry';
 import type { TabletInvoker } from './tablet-invoker';
 import { valueFromPb, valueToPb, type TableSchema } from './table-schema';
 
@@ -95,18 +96,8 @@ export class CellOps {
     return new Deadline(o?.timeoutMs ?? this.deps.defaultTimeoutMs);
   }
 
-  /** The schema may have changed under the call (another client's ALTER): load it again, a few times at most. */
-  private async withSchema<T>(d: Deadline, f: (loc: TableLocations) => Promise<T>): Promise<T> {
-    for (let attempt = 0; ; attempt++) {
-      const loc = await this.deps.cache.get(this.deps.table, d);
-      try {
-        return await f(loc);
-      } catch (e) {
-        const again = e instanceof DbError && (e.code === ErrorCode.SCHEMA_VERSION_MISMATCH || e.details['unknownColumn'] === true);
-        if (!again || attempt >= 3 || d.expired()) throw e;
-        this.deps.cache.invalidate(this.deps.table);
-      }
-    }
+  private withSchema<T>(d: Deadline, f: (loc: TableLocations) => Promise<T>): Promise<T> {
+    return withTableSchema(this.deps.cache, this.deps.table, d, f);
   }
 
   private column(s: TableSchema, name: string): { id: number } {

@@ -11,7 +11,8 @@ import { rowMethods, type CellMutationPB, type MutateRowsRequestPB, type MutateR
 import type { DocKeyPB } from '../rpc';
 import type { CallOptions, ColumnValue, Row } from './client-types';
 import { tabletForRoute, type MetaCache, type RowRoute, type TableLocations } from './meta-cache';
-import { backoffMs, Deadline } from './retry-policy';
+import { Deadline } from './retry-policy';
+import { withTableSchema } from './schema-retry';
 import type { TabletInvoker } from './tablet-invoker';
 import { valueFromPb, valueToPb, type TableSchema } from './table-schema';
 
@@ -82,21 +83,8 @@ export class RowOps {
     return new Deadline(o?.timeoutMs ?? this.deps.defaultTimeoutMs);
   }
 
-  /** The schema may have changed under the call: load it again once (SCHEMA_VERSION_MISMATCH, unknown column). */
-  private async withSchema<T>(d: Deadline, f: (loc: TableLocations) => Promise<T>): Promise<T> {
-    for (let attempt = 0; ; attempt++) {
-      const loc = await this.deps.cache.get(this.deps.table, d);
-      try {
-        return await f(loc);
-      } catch (e) {
-        const split = e instanceof DbError && e.code === ErrorCode.TABLET_SPLIT;
-        const again = split || (e instanceof DbError && (e.code === ErrorCode.SCHEMA_VERSION_MISMATCH || e.details['unknownColumn'] === true));
-        // A split is retried until the deadline (the children take over within a few heartbeats).
-        if (!again || (!split && attempt >= 3) || d.expired()) throw e;
-        if (split) await new Promise((r) => setTimeout(r, backoffMs(Math.min(attempt, 5))));
-        this.deps.cache.invalidate(this.deps.table);
-      }
-    }
+  private withSchema<T>(d: Deadline, f: (loc: TableLocations) => Promise<T>): Promise<T> {
+    return withTableSchema(this.deps.cache, this.deps.table, d, f);
   }
 
   async mutateRows(rows: ReadonlyArray<{ key: Row } & RowMutationSpec>, o: RowOpOptions = {}): Promise<MutateRowsResult> {
