@@ -15,6 +15,8 @@ import { CompareOp, evaluateRowMutations, readsRows, type CellMutation, type Row
 import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
 import type { TabletPeer } from '../../tserver/tablet/tablet-peer';
 import { openTestPeer, PeerJanitor } from './tablet-peer-harness';
+import { Flags } from '../../common/flags';
+import { TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS } from '../../tserver/tserver-flags';
 import { parseRowMutations } from '../../tserver/row-service';
 import type { RowMutationPB } from '../../rpc/row-methods';
 
@@ -46,10 +48,10 @@ function rowsMeta(): TabletMeta {
 const key = (i: number): DocKey => ({ hash: partitionHash([BigInt(i)]), hashed: [BigInt(i)], range: [] });
 const CELL_MAX = 64;
 
-async function open(): Promise<TabletPeer> {
+async function open(flags?: Flags): Promise<TabletPeer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-rowops-'));
   janitor.dirs.push(dir);
-  const p = await openTestPeer(dir, { meta: rowsMeta() });
+  const p = await openTestPeer(dir, { meta: rowsMeta(), ...(flags ? { flags } : {}) });
   janitor.peers.push(p);
   return p;
 }
@@ -217,6 +219,27 @@ describe('row operations (tablet)', () => {
     expect(z.results).toBeUndefined();
     const read = await p.read([key(9)], {});
     expect(read.rows[0]?.columns.get(1)).toBe(3n);
+  }, 30_000);
+
+  it('row ops: a checkAndMutate that timed out keeps its row locked until its entry settles; the next one sees it (no lost update)', async () => {
+    const flags = new Flags();
+    const p = await open(flags);
+    // Every write batch waits before it is applied: the first write's caller gives up first.
+    flags.set(TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, 300);
+    const cas = (value: bigint, deadlineMs?: number): Promise<bigint> =>
+      p.write({
+        ops: [],
+        computed: { keys: [key(4)], readsRows: true, compute: (cur) => evaluateRowMutations([{ key: key(4), conditions: [{ columnId: 1, op: CompareOp.ABSENT }], mutations: [{ type: 'PUT', columnId: 1, value }] }], cur, CELL_MAX).ops },
+        ...(deadlineMs !== undefined ? { deadlineMs } : {}),
+      });
+    const first = await cas(1n, 20).then(() => 'applied', (e: unknown) => (e instanceof DbError ? e.code : String(e)));
+    expect(first).toBe(ErrorCode.TIMED_OUT);
+    // Same condition (the cell is absent): it must be judged after the first write is applied.
+    const second = await cas(2n);
+    flags.set(TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, 0);
+    expect(second).toBe(0n); // not applied: the first one took the cell
+    const read = await p.read([key(4)], {});
+    expect(read.rows[0]?.columns.get(1)).toBe(1n);
   }, 30_000);
 
   it('row ops: increment of a non-integer cell and append past the cell limit fail with stable codes, nothing written', async () => {

@@ -1201,6 +1201,9 @@ export class TabletPeer {
     this.checkNotRemoved(req.txn.txnId);
     if (req.propagatedHt) this.deps.clock.update(req.propagatedHt);
     const release = await this.locks.acquire(req.ops.map((o) => docKeyString(o.op.key)));
+    // As in writeOnce: intents whose entry timed out keep their rows locked until it settles, or the
+    // next writer's conflict check would miss them.
+    let unsettled: Promise<unknown> | undefined;
     try {
       const ops = req.ops.map((o) => o.op);
       this.rowLocks.check(this.tabletId, ops.map((o) => o.key), undefined, this.deps.clock.now());
@@ -1229,7 +1232,11 @@ export class TabletPeer {
       if (req.request) op.request = req.request;
       this.intentWritesInFlight++;
       try {
-        await this.proposeOp(op, req.deadlineMs, track && ((p) => track(p, ht)));
+        await this.proposeOp(op, req.deadlineMs, (p) => {
+          unsettled = p;
+          track?.(p, ht);
+        });
+        unsettled = undefined;
       } finally {
         this.intentWritesInFlight--;
       }
@@ -1237,7 +1244,7 @@ export class TabletPeer {
       this.metrics.rowsWritten += req.ops.length;
       return ht;
     } finally {
-      release();
+      releaseWhenSettled(release, unsettled);
     }
   }
 
@@ -1613,6 +1620,9 @@ export class TabletPeer {
     const needCheck = req.ops.some((o) => o.kind === 'INSERT' || o.kind === 'UPDATE');
     const keys = req.computed ? req.computed.keys : req.ops.map((o) => o.op.key);
     const release = await this.locks.acquire(keys.map((k) => docKeyString(k)));
+    // A write that timed out may still commit: its rows stay locked until its entry settles, or the
+    // next read-modify-write of them would read without it and both would apply (a lost update).
+    let unsettled: Promise<unknown> | undefined;
     try {
       let ops = req.ops.map((o) => o.op);
       if (req.fastPathTxn) await checkFastPathConflicts({ docdb: this.docdb, clock: this.deps.clock, tabletId: this.tabletId, conflictDeps: this.deps.txnEnv && this.conflictDeps(this.deps.txnEnv) }, req.fastPathTxn, ops);
@@ -1651,7 +1661,9 @@ export class TabletPeer {
         timer = setTimeout(() => reject(new DbError(ErrorCode.TIMED_OUT, `tablet ${this.tabletId}: write not committed within ${timeoutMs} ms (outcome unknown)`)), timeoutMs);
       });
       try {
+        unsettled = proposal;
         await Promise.race([proposal, timeout]);
+        unsettled = undefined;
       } finally {
         clearTimeout(timer);
       }
@@ -1661,7 +1673,7 @@ export class TabletPeer {
     } catch (e) {
       throw this.withLeaderHint(e);
     } finally {
-      release();
+      releaseWhenSettled(release, unsettled);
     }
   }
 
@@ -1862,4 +1874,10 @@ function rowBytesApprox(row: Row | undefined): number {
     else n += 9;
   }
   return n;
+}
+
+/** Release row locks now, or once `unsettled` (an entry that timed out and may still commit) settles. */
+function releaseWhenSettled(release: () => void, unsettled: Promise<unknown> | undefined): void {
+  if (unsettled) void unsettled.then(release, release);
+  else release();
 }
