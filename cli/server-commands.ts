@@ -63,8 +63,8 @@ export async function runMaster(argv: readonly string[]): Promise<void> {
  * The tserver process also serves SQL (YugabyteDB runs its YSQL postmaster beside each tserver):
  * on --pgsql_proxy_bind_address, default the RPC host with port 5433, unless --enable_ysql=false.
  */
-export async function startSqlEndpoint(argv: readonly string[]): Promise<SqlServer | undefined> {
-  const { flags } = parseFlagArgs(argv, new Flags());
+export async function startSqlEndpoint(argv: readonly string[], shared?: Flags): Promise<SqlServer | undefined> {
+  const flags = shared ?? parseFlagArgs(argv, new Flags()).flags;
   const masters = flags.get(TSERVER_MASTER_ADDRS);
   let where: ReturnType<typeof sqlBindOf>;
   try {
@@ -120,5 +120,5 @@ export async function runTServer(argv: readonly string[]): Promise<void> {
   // one follows the RPC host, whose own check comes first, in the tserver's start).
   const { flags } = parseFlagArgs(argv, new Flags());
   if (flags.get(PGSQL_PROXY_BIND_ADDRESS)) sqlBindOf(flags);
-  await tserverMain(argv, tserverWiring(argv), () => startSqlEndpoint(argv));
+  await tserverMain(argv, tserverWiring(argv), (flags) => startSqlEndpoint(argv, flags));
 }

@@ -53,6 +53,24 @@ export const YSQL_MAX_CONNECTIONS = defineFlag({
   validate: (v) => (v >= 1 ? undefined : 'at least 1'),
 });
 
+export const YSQL_CONNECTIONS_PER_IP_MAX = defineFlag({
+  name: 'ysql_connections_per_ip_max',
+  type: 'int',
+  default: 256,
+  help: 'SQL connections one remote IP address may hold open on a server, authenticated or not; past it a new one is refused with 53300.',
+  tags: [FlagTag.runtime],
+  validate: (v) => (v >= 1 ? undefined : 'at least 1'),
+});
+
+export const YSQL_AUTHENTICATION_TIMEOUT_MS = defineFlag({
+  name: 'ysql_authentication_timeout_ms',
+  type: 'int',
+  default: 60_000,
+  help: "A SQL connection must finish its startup and authentication within this long (PostgreSQL's authentication_timeout); else it is closed with 57014.",
+  tags: [FlagTag.runtime],
+  validate: (v) => (v >= 100 && v <= 600_000 ? undefined : 'between 100 and 600000'),
+});
+
 export const YSQL_ROWS_MAX = defineFlag({
   name: 'ysql_rows_in_memory_max',
   type: 'int',

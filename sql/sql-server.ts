@@ -14,7 +14,7 @@ import { SqlSession } from './exec/session';
 import { SequenceCache } from './exec/sequences';
 import { SqlError, SqlState } from './exec/sql-error';
 import { loadParser } from './sql-parser';
-import { YSQL_AUTH_METHOD, YSQL_MAX_CONNECTIONS, YSQL_PASSWORD, YSQL_SEQUENCE_CACHE_MINVAL } from './sql-flags';
+import { YSQL_AUTH_METHOD, YSQL_AUTHENTICATION_TIMEOUT_MS, YSQL_CONNECTIONS_PER_IP_MAX, YSQL_MAX_CONNECTIONS, YSQL_PASSWORD, YSQL_SEQUENCE_CACHE_MINVAL } from './sql-flags';
 import { PgConnection } from './wire/pg-connection';
 import { backend } from './wire/pg-messages';
 
@@ -54,7 +54,9 @@ export class SqlServer {
   /** Listen at once; connect the client to the masters in the background (they may start after this tserver). */
   async start(): Promise<void> {
     await loadParser();
-    const server = net.createServer((s) => this.accept(s));
+    const server = net.createServer((s) => {
+      if (this.withinIpLimit(s)) this.accept(s);
+    });
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', (e: NodeJS.ErrnoException) => reject(new DbError(ErrorCode.INVALID_ARGUMENT, `SQL endpoint cannot listen on ${this.opts.host}:${this.opts.port}: ${e.message}`)));
@@ -93,6 +95,26 @@ export class SqlServer {
     }
   }
 
+  /** Open sockets by remote address (ysql_connections_per_ip_max counts them before authentication). */
+  private readonly openByIp = new Map<string, number>();
+
+  private withinIpLimit(socket: net.Socket): boolean {
+    const ip = socket.remoteAddress ?? '';
+    const n = this.openByIp.get(ip) ?? 0;
+    if (n >= this.opts.flags.get(YSQL_CONNECTIONS_PER_IP_MAX)) {
+      socket.on('error', () => undefined);
+      socket.end(backend.error({ severity: 'FATAL', code: SqlState.TOO_MANY_CONNECTIONS, message: `too many connections from ${ip} (ysql_connections_per_ip_max ${this.opts.flags.get(YSQL_CONNECTIONS_PER_IP_MAX)})` }));
+      return false;
+    }
+    this.openByIp.set(ip, n + 1);
+    socket.once('close', () => {
+      const m = (this.openByIp.get(ip) ?? 1) - 1;
+      if (m <= 0) this.openByIp.delete(ip);
+      else this.openByIp.set(ip, m);
+    });
+    return true;
+  }
+
   private accept(socket: net.Socket): void {
     const wait = new Promise<void>((_, reject) => setTimeout(() => reject(new Error('masters unreachable')), CLIENT_READY_WAIT_MS).unref());
     // Each new connection sees the extensions created through any server (one small scan).
@@ -115,6 +137,7 @@ export class SqlServer {
       },
       password: flags.get(YSQL_PASSWORD),
       authMethod: flags.get(YSQL_AUTH_METHOD) as 'scram-sha-256' | 'md5',
+      authTimeoutMs: flags.get(YSQL_AUTHENTICATION_TIMEOUT_MS),
       cancel: (pid, secret) => {
         const c = this.connections.get(pid);
         if (c && c.key.secret === secret) c.cancel();

@@ -454,7 +454,7 @@ export interface TServerCompanion {
   stop(): Promise<void>;
 }
 
-export async function tserverMain(argv: readonly string[], wiring: TServerWiring, afterStart?: () => Promise<TServerCompanion | undefined>): Promise<void> {
+export async function tserverMain(argv: readonly string[], wiring: TServerWiring, afterStart?: (flags: Flags) => Promise<TServerCompanion | undefined>): Promise<void> {
   const { flags, positional } = parseFlagArgs(argv, new Flags());
   if (positional.length > 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `unexpected arguments: ${positional.join(' ')}`);
   const ts = await startTServer({ flags, ...wiring, webConsole: true });
@@ -463,7 +463,8 @@ export async function tserverMain(argv: readonly string[], wiring: TServerWiring
   // fails the start before anything else listens); one that cannot start stops the tserver too.
   let companion: TServerCompanion | undefined;
   try {
-    companion = await afterStart?.();
+    // The companion shares the tserver's flags: a runtime change (SetFlag, the console) reaches it too.
+    companion = await afterStart?.(flags);
   } catch (e) {
     await ts.stop();
     throw e;

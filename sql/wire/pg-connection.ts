@@ -23,6 +23,8 @@ export interface ConnectionDeps {
   openSession: (user: string, database: string, pid: number) => SqlSession;
   password: string;
   authMethod: 'scram-sha-256' | 'md5';
+  /** Startup and authentication must be done within this long (PostgreSQL's authentication_timeout). */
+  authTimeoutMs?: number;
   /** A CancelRequest arrived: cancel the statement of the connection with this key, if any. */
   cancel: (pid: number, secret: number) => void;
   register: (c: PgConnection) => { pid: number; secret: number };
@@ -132,7 +134,15 @@ export class PgConnection {
   /** Run the connection until it closes. */
   async run(): Promise<void> {
     try {
-      if (!(await this.startup())) return;
+      const ms = this.deps.authTimeoutMs;
+      const timer = ms === undefined ? undefined : setTimeout(() => this.fatal(SqlState.QUERY_CANCELED, 'canceling authentication due to timeout'), ms);
+      let started: boolean;
+      try {
+        started = await this.startup();
+      } finally {
+        clearTimeout(timer);
+      }
+      if (!started || this.closed) return;
       await this.mainLoop();
     } catch (e) {
       this.deps.log(`sql connection failed: ${e instanceof Error ? e.message : String(e)}`);

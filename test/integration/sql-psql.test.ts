@@ -10,6 +10,8 @@ import * as net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from 'pg';
 import { ProcCluster, waitFor } from './cluster-harness';
+import { TesseraClient } from '../../client/tessera-client';
+import { tabletServerMethods } from '../../rpc';
 
 const HOST_BASE = 120;
 let cluster: ProcCluster | undefined;
@@ -203,6 +205,60 @@ describe('SQL over the PostgreSQL protocol', () => {
       expect((await c.query('select 41 + 1 as x')).rows).toEqual([{ x: 42 }]);
     } finally {
       await c.end();
+    }
+  });
+
+  it('sql: ysql_connections_per_ip_max refuses a connection past it with 53300 (counted before authentication); ysql_authentication_timeout_ms closes a silent one with 57014', async () => {
+    const client = await TesseraClient.connect({ masterAddresses: cluster!.masterAddresses, timeoutMs: 30_000 });
+    const ts = cluster!.tservers[0]!;
+    const setFlag = (name: string, value: string): Promise<unknown> => client.rpcClient().call(ts.rpcAddress, tabletServerMethods().setFlag, { name, value }, { timeoutMs: 5_000 });
+    /** A raw socket, and what the server sends on it until it closes. */
+    const raw = (send?: Buffer): { socket: net.Socket; closed: Promise<string> } => {
+      const socket = net.connect(port, host, () => send && socket.write(send));
+      let got = '';
+      socket.on('data', (d) => (got += d.toString('latin1')));
+      const closed = new Promise<string>((resolve) => {
+        socket.on('close', () => resolve(got));
+        socket.on('error', () => resolve(got));
+      });
+      return { socket, closed };
+    };
+    const held: net.Socket[] = [];
+    try {
+      await setFlag('ysql_connections_per_ip_max', '2');
+      // Two silent sockets (never authenticated) hold the address's two places.
+      for (let i = 0; i < 2; i++) {
+        const r = raw();
+        await new Promise<void>((ok) => r.socket.once('connect', () => ok()));
+        held.push(r.socket);
+      }
+      const third = await raw().closed;
+      expect(third).toContain('53300');
+      expect(third).toContain('ysql_connections_per_ip_max');
+      for (const s of held.splice(0)) s.destroy();
+      await waitFor('a place is free again', 30_000, async () => {
+        try {
+          const c = await connect();
+          await c.end();
+          return true;
+        } catch {
+          return false;
+        }
+      }, 100);
+      await setFlag('ysql_connections_per_ip_max', '256');
+      await setFlag('ysql_authentication_timeout_ms', '300');
+      const silent = await raw().closed;
+      expect(silent).toContain('57014');
+      expect(silent).toContain('canceling authentication due to timeout');
+      await setFlag('ysql_authentication_timeout_ms', '60000');
+      const c = await connect();
+      expect((await c.query('select 1 as x')).rows).toEqual([{ x: 1 }]);
+      await c.end();
+    } finally {
+      for (const s of held) s.destroy();
+      await setFlag('ysql_connections_per_ip_max', '256').catch(() => undefined);
+      await setFlag('ysql_authentication_timeout_ms', '60000').catch(() => undefined);
+      await client.close();
     }
   });
 
