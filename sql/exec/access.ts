@@ -4,11 +4,12 @@
  * bounds on the first range column; anything else a full scan. The statement's WHERE is still
  * applied to what comes back, so a path only has to return a superset.
  */
-import type { Row, Table } from '../../client';
+import type { ColumnValue as Primitive, Row, Table } from '../../client';
 import type { Node } from '../sql-parser';
 import { baseName, names } from './ast';
 import { compileExpr, type CompileEnv } from './expr';
-import type { SqlTableDef } from './catalog';
+import type { SqlIndexDef, SqlTableDef } from './catalog';
+import { baseKeyOf } from './indexes';
 import { Scope, type EvalContext, type Tuple } from './scope';
 import { isIntegerType, toStorage, type SqlValue } from './sql-types';
 import { SqlError, SqlState } from './sql-error';
@@ -19,6 +20,7 @@ export const SCAN_TIMEOUT_MS = 120_000;
 export type AccessPath =
   | { type: 'point'; key: Row }
   | { type: 'hashScan'; hashKey: Row; rangeStart?: Row; rangeEnd?: Row }
+  | { type: 'index'; index: SqlIndexDef; eq: Row; bounds: Array<{ col: string; op: string; value: Primitive }> }
   | { type: 'full' };
 
 function conjuncts(n: Node | undefined): Node[] {
@@ -58,6 +60,36 @@ function keyConditions(where: Node | undefined, def: SqlTableDef, alias: string,
 
 export function chooseAccess(def: SqlTableDef, alias: string, where: Node | undefined, env: CompileEnv, ctx: EvalContext): AccessPath {
   const conds = keyConditions(where, def, alias, env, ctx);
+  const path = keyAccess(def, conds);
+  if (path.type !== 'full') return path;
+  return indexAccess(def, conds) ?? path;
+}
+
+/**
+ * The best index for the conditions: the longest run of `=` on its leading columns, then bounds on
+ * the next one; a UNIQUE index with `=` on every column wins outright (one entry at most).
+ */
+function indexAccess(def: SqlTableDef, conds: Array<{ col: string; op: string; value: SqlValue }>): AccessPath | undefined {
+  let best: { score: number; path: AccessPath } | undefined;
+  for (const ix of def.indexes ?? []) {
+    const eq: Row = {};
+    let n = 0;
+    for (const c of ix.columns) {
+      const e = conds.find((x) => x.col === c && x.op === '=');
+      if (!e) break;
+      eq[c] = e.value as Primitive;
+      n++;
+    }
+    const next = ix.columns[n];
+    const bounds = next ? conds.filter((x) => x.col === next && x.op !== '=').map((x) => ({ col: x.col, op: x.op, value: x.value as Primitive })) : [];
+    if (n === 0 && bounds.length === 0) continue;
+    const score = (ix.unique && n === ix.columns.length ? 1000 : 0) + n * 2 + (bounds.length > 0 ? 1 : 0);
+    if (!best || score > best.score) best = { score, path: { type: 'index', index: ix, eq, bounds } };
+  }
+  return best?.path;
+}
+
+function keyAccess(def: SqlTableDef, conds: Array<{ col: string; op: string; value: SqlValue }>): AccessPath {
   const eq = new Map(conds.filter((c) => c.op === '=').map((c) => [c.col, c.value]));
   if (def.hash.length > 0 && !def.hash.every((h) => eq.has(h))) return { type: 'full' };
   const hashKey: Row = Object.fromEntries(def.hash.map((h) => [h, eq.get(h)!]));
@@ -84,11 +116,81 @@ export function chooseAccess(def: SqlTableDef, alias: string, where: Node | unde
   return { type: 'hashScan', hashKey, ...(rangeStart ? { rangeStart } : {}), ...(rangeEnd ? { rangeEnd } : {}) };
 }
 
-/** Rows of `def` through `path`, as tuples in the table's column order. */
-export async function readRows(table: Table, def: SqlTableDef, path: AccessPath, rowsMax: number, columns?: string[]): Promise<Tuple[]> {
+/** Order of two stored values of one type (undefined: not comparable, e.g. NULL). */
+function compareValues(a: Primitive, b: Primitive): number | undefined {
+  if (a === null || b === null || typeof a !== typeof b) return undefined;
+  if (a instanceof Uint8Array && b instanceof Uint8Array) return Buffer.compare(a, b);
+  return (a as string) < (b as string) ? -1 : (a as string) > (b as string) ? 1 : 0;
+}
+
+/** The smallest value above every value that starts with `v` (a key prefix's exclusive end), if there is one. */
+function successor(v: Primitive): Primitive | undefined {
+  if (typeof v === 'bigint') return v < (1n << 63n) - 1n ? v + 1n : undefined;
+  if (typeof v === 'string') return v + '\u0000';
+  if (v instanceof Uint8Array) return Buffer.concat([v, Buffer.alloc(1)]);
+  return undefined;
+}
+
+/** Scan bounds of an index path on the index table's range columns (a superset: entries are checked again). */
+function indexBounds(path: Extract<AccessPath, { type: 'index' }>): { rangeStart?: Row; rangeEnd?: Row } {
+  const eqCols = Object.keys(path.eq);
+  const next = path.index.columns[eqCols.length];
+  let rangeStart: Row | undefined = eqCols.length > 0 ? { ...path.eq } : undefined;
+  let rangeEnd: Row | undefined;
+  for (const b of path.bounds) {
+    if ((b.op === '>' || b.op === '>=') && next) rangeStart = { ...path.eq, [next]: b.value };
+    if (b.op === '<' && next) rangeEnd = { ...path.eq, [next]: b.value };
+    const s = b.op === '<=' ? successor(b.value) : undefined;
+    if (s !== undefined && next) rangeEnd = { ...path.eq, [next]: s };
+  }
+  if (!rangeEnd && eqCols.length > 0) {
+    const last = eqCols[eqCols.length - 1]!;
+    const s = successor(path.eq[last]!);
+    if (s !== undefined) rangeEnd = { ...path.eq, [last]: s };
+  }
+  return { ...(rangeStart ? { rangeStart } : {}), ...(rangeEnd ? { rangeEnd } : {}) };
+}
+
+function entryMatches(path: Extract<AccessPath, { type: 'index' }>, e: Row): boolean {
+  for (const [c, v] of Object.entries(path.eq)) if (compareValues(e[c] ?? null, v) !== 0) return false;
+  for (const b of path.bounds) {
+    const cmp = compareValues(e[b.col] ?? null, b.value);
+    if (cmp === undefined) return false;
+    if ((b.op === '<' && cmp >= 0) || (b.op === '<=' && cmp > 0) || (b.op === '>' && cmp <= 0) || (b.op === '>=' && cmp < 0)) return false;
+  }
+  return true;
+}
+
+/** Base rows a secondary index finds: its matching entries, then a point read of each row (in the same transaction). */
+async function readThroughIndex(tableOf: (name: string) => Table, def: SqlTableDef, path: Extract<AccessPath, { type: 'index' }>, rowsMax: number, proj: { columns?: string[]; timeoutMs: number }): Promise<Row[]> {
+  const entries = (await tableOf(path.index.storage).scan({ ...indexBounds(path), limit: rowsMax + 1, timeoutMs: proj.timeoutMs })).filter((e) => entryMatches(path, e));
+  if (entries.length > rowsMax) return entries; // the caller reports the limit
+  const base = tableOf(def.name);
+  const out: Array<Row | undefined> = new Array(entries.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < entries.length) {
+      const i = next++;
+      out[i] = await base.get(baseKeyOf(def, entries[i]!), proj);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(INDEX_LOOKUPS_IN_FLIGHT_MAX, entries.length) }, worker));
+  // An entry without its row cannot be seen inside one transaction's snapshot; outside one (a plain
+  // read racing a writer) the row is simply not returned, and WHERE is applied to what is.
+  return out.filter((r): r is Row => r !== undefined);
+}
+
+/** Point reads in flight at once behind one index scan. */
+export const INDEX_LOOKUPS_IN_FLIGHT_MAX = 32;
+
+/** Rows of `def` through `path`, as tuples in the table's column order (`tableOf` opens the table and its indexes). */
+export async function readRows(tableOf: (name: string) => Table, def: SqlTableDef, path: AccessPath, rowsMax: number, columns?: string[]): Promise<Tuple[]> {
   let rows: Row[];
+  const table = tableOf(def.name);
   const proj = { ...(columns ? { columns } : {}), timeoutMs: SCAN_TIMEOUT_MS };
-  if (path.type === 'point') {
+  if (path.type === 'index') {
+    rows = await readThroughIndex(tableOf, def, path, rowsMax, proj);
+  } else if (path.type === 'point') {
     const r = await table.get(path.key, proj);
     rows = r ? [r] : [];
   } else if (path.type === 'hashScan') {
@@ -106,6 +208,10 @@ export function describePath(def: SqlTableDef, path: AccessPath): string {
     if (path.rangeStart) parts.push(`from ${kv(path.rangeStart)}`);
     if (path.rangeEnd) parts.push(`before ${kv(path.rangeEnd)}`);
     return `Range scan on ${def.name} (${parts.join('; ')})`;
+  }
+  if (path.type === 'index') {
+    const conds = [...Object.entries(path.eq).map(([c, v]) => `${c} = ${String(v)}`), ...path.bounds.map((b) => `${b.col} ${b.op} ${String(b.value)}`)];
+    return `Index scan using ${path.index.name} on ${def.name} (${conds.join(' AND ')}; then a point read per row)`;
   }
   return `Full scan on ${def.name} (every tablet)`;
 }

@@ -17,6 +17,8 @@ import type { SqlTypeName } from './sql-types';
 export const CATALOG_TABLE = 'sql_catalog';
 export const SEQUENCES_TABLE = 'sql_sequences';
 export const CATALOG_CACHE_TTL_MS = 2_000;
+/** Index storage tables (indexes.ts) carry this prefix; they are not SQL tables of their own. */
+export const INDEX_TABLE_PREFIX = 'sql_index__';
 /** The hidden key column of a table created without PRIMARY KEY (YugabyteDB's ybrowid). */
 export const ROW_ID_COLUMN = 'ybrowid';
 
@@ -35,6 +37,14 @@ export interface SqlColumnDef {
   hidden?: boolean;
 }
 
+/** A secondary index (indexes.ts): its columns, and the tessera table that holds its entries. */
+export interface SqlIndexDef {
+  name: string;
+  columns: string[];
+  unique: boolean;
+  storage: string;
+}
+
 export interface SqlTableDef {
   name: string;
   oid: number;
@@ -45,6 +55,8 @@ export interface SqlTableDef {
   stored: boolean;
   /** The name of the primary key constraint (pkey), none for a hidden row id. */
   hasPrimaryKey: boolean;
+  /** Secondary indexes, maintained by every write of the table (indexes.ts). */
+  indexes?: SqlIndexDef[];
 }
 
 const FROM_COLUMN_TYPE: Record<ColumnType, SqlTypeName> = { int64: 'int8', double: 'float8', string: 'text', bytes: 'bytea', bool: 'bool' };
@@ -99,7 +111,7 @@ export class SqlCatalog {
   }
 
   private async load(name: string): Promise<SqlTableDef | undefined> {
-    if (HIDDEN_TABLES.has(name)) return undefined;
+    if (HIDDEN_TABLES.has(name) || name.startsWith(INDEX_TABLE_PREFIX)) return undefined;
     await this.ensureTables();
     const row = await this.client.table(CATALOG_TABLE).get({ name });
     if (row && typeof row['def'] === 'string') return JSON.parse(row['def']) as SqlTableDef;
@@ -120,7 +132,7 @@ export class SqlCatalog {
     for (const r of await this.client.table(CATALOG_TABLE).scan()) if (!String(r['name']).startsWith('extension:')) stored.set(String(r['name']), JSON.parse(String(r['def'])) as SqlTableDef);
     const defs: SqlTableDef[] = [];
     for (const t of tables) {
-      if (HIDDEN_TABLES.has(t.name)) continue;
+      if (HIDDEN_TABLES.has(t.name) || t.name.startsWith(INDEX_TABLE_PREFIX)) continue;
       const d = stored.get(t.name) ?? (await this.get(t.name));
       if (d) defs.push(d);
     }

@@ -14,6 +14,7 @@ import { checkRow, STATEMENT_WRITES_IN_FLIGHT_MAX } from './dml';
 import { notSupported, SqlError, SqlState } from './sql-error';
 import { outputText, type SqlValue } from './sql-types';
 import { readRows, SCAN_TIMEOUT_MS } from './access';
+import { indexInsert } from './indexes';
 
 export const COPY_BATCH_ROWS = 5000;
 /** A COPY line longer than this is refused (54000): it protects the server's memory. */
@@ -107,7 +108,7 @@ export async function copyStatement(c: Extract<Node, { CopyStmt: unknown }>['Cop
     return i;
   });
   if (!c.is_from) {
-    const rows = await readRows(deps.table(def.name), def, { type: 'full' }, deps.rowsMax);
+    const rows = await readRows(deps.table, def, { type: 'full' }, deps.rowsMax);
     const lines = rows.map((r) => Buffer.from(idx.map((i) => encodeField(r[i]!, def.columns[i]!.type, f)).join(f.delimiter) + '\n'));
     if (f.header) lines.unshift(Buffer.from(cols.join(f.delimiter) + '\n'));
     return { tag: `COPY ${rows.length}`, copyOut: { columns: cols.length, lines } };
@@ -204,6 +205,8 @@ class CopyInSink implements CopyIn {
       };
       await Promise.all(Array.from({ length: Math.min(STATEMENT_WRITES_IN_FLIGHT_MAX, rows.length) }, worker));
     }
+    // COPY writes outside a transaction (batches commit on their own): the index entries follow each batch.
+    await indexInsert(def, this.deps.table, rows);
     this.count += rows.length;
   }
 }

@@ -142,6 +142,7 @@ export async function dropTables(objects: string[], ifExists: boolean, deps: Ddl
       throw new SqlError(SqlState.UNDEFINED_TABLE, `table "${name}" does not exist`);
     }
     await deps.client.dropTable(name, { ifExists: true });
+    for (const ix of def.indexes ?? []) await deps.client.dropTable(ix.storage, { ifExists: true });
     if (def.stored) await deps.catalog.remove(name);
     deps.catalog.invalidate(name);
     for (const c of def.columns) if (c.sequence) await deps.sequences.drop(c.sequence);
@@ -156,12 +157,20 @@ export async function truncateTable(name: string, deps: DdlDeps): Promise<void> 
   const locs = await deps.client.tableLocations(name);
   await deps.client.dropTable(name, { ifExists: true });
   await storeTable(def, deps, locs.tablets.length, false);
+  // Each index table is emptied the same way: dropped and made again with its own key.
+  for (const ix of def.indexes ?? []) {
+    const loc = await deps.client.tableLocations(ix.storage);
+    await deps.client.dropTable(ix.storage, { ifExists: true });
+    await deps.client.createTable({ name: ix.storage, columns: loc.schema.columns.map((c) => ({ name: c.name, type: c.type, nullable: true })), primaryKey: { hash: [], range: loc.schema.range.map((c) => c.name) } });
+  }
 }
 
 /** ALTER TABLE t ADD PRIMARY KEY (cols): rebuild into a table keyed by cols, then swap names. */
 export async function addPrimaryKey(name: string, cols: string[], deps: DdlDeps): Promise<void> {
   const def = await deps.catalog.require(name);
   if (def.hasPrimaryKey) throw new SqlError(SqlState.INVALID_TABLE_DEFINITION, `multiple primary keys for table "${name}" are not allowed`);
+  // Index entries hold the primary key: a table with indexes would need every index rebuilt too.
+  if ((def.indexes?.length ?? 0) > 0) throw notSupported(`ALTER TABLE ADD PRIMARY KEY on a table with indexes (drop ${def.indexes!.map((i) => i.name).join(', ')} first)`);
   for (const k of cols) if (!def.columns.some((c) => c.name === k)) throw new SqlError(SqlState.UNDEFINED_COLUMN, `column "${k}" of relation "${name}" does not exist`);
   const columns = def.columns.filter((c) => !c.hidden).map((c) => (cols.includes(c.name) ? { ...c, notNull: true } : c));
   const tmp = `${name}__rebuild_${Date.now()}`;

@@ -19,6 +19,7 @@ import { notSupported, SqlError, SqlState } from './sql-error';
 import { toStorage, type SqlValue } from './sql-types';
 import { charLength } from './functions';
 import { columnsOf } from './preload';
+import { indexDelete, indexInsert, indexUpdate } from './indexes';
 
 /** Single-row writes in flight at once for one statement. */
 export const STATEMENT_WRITES_IN_FLIGHT_MAX = 32;
@@ -132,6 +133,7 @@ export async function insertRows(stmt: InsertStmt, def: SqlTableDef, deps: DmlDe
     // Large rows go a few RPCs at a time: the SQL endpoint shares its process with a tserver, whose Raft
     // work and this transaction's heartbeats must not starve behind tens of MiB in flight.
     await t.upsertMany(rows, { concurrency: BIG_WRITE_CONCURRENCY });
+    await indexInsert(def, deps.table, rows);
   } else {
     const ok: boolean[] = rows.map(() => true);
     await pool(rows.map((r, i) => [r, i] as const), async ([r, i]) => {
@@ -146,6 +148,7 @@ export async function insertRows(stmt: InsertStmt, def: SqlTableDef, deps: DmlDe
       }
     });
     written = full.filter((_, i) => ok[i]);
+    await indexInsert(def, deps.table, rows.filter((_, i) => ok[i]));
   }
   const ret = returning(stmt.returningClause?.exprs, def, written, deps);
   return { count: written.length, ...(ret ? { returning: ret } : {}) };
@@ -203,6 +206,7 @@ function planOnConflictUpdate(stmt: InsertStmt, def: SqlTableDef, deps: DmlDeps)
       const existing = await t.get(key);
       if (!existing) {
         await t.insert(rows[i]!);
+        await indexInsert(def, deps.table, [rows[i]!]);
         out[i] = full[i]!;
         return;
       }
@@ -214,7 +218,10 @@ function planOnConflictUpdate(stmt: InsertStmt, def: SqlTableDef, deps: DmlDeps)
       const checked = checkRow(def, next);
       const row: Row = { ...key };
       for (const s of sets) row[s.name] = checked[s.name]!;
-      if (sets.length > 0) await t.upsert(row);
+      if (sets.length > 0) {
+        await t.upsert(row);
+        await indexUpdate(def, deps.table, [{ old: existing, next: checked }]);
+      }
       out[i] = next;
     });
     const written = out.filter((r): r is SqlValue[] => r !== undefined);
@@ -268,7 +275,7 @@ async function streamInsert(stmt: InsertStmt, def: SqlTableDef, idx: number[], s
     const rows = full.map((v) => checkRow(def, v));
     // Large rows go a few RPCs at a time: the SQL endpoint shares its process with a tserver, whose Raft
     // work and this transaction's heartbeats must not starve behind tens of MiB in flight.
-    inflight.push(t.upsertMany(rows, { concurrency: BIG_WRITE_CONCURRENCY }).catch((e: unknown) => {
+    inflight.push(t.upsertMany(rows, { concurrency: BIG_WRITE_CONCURRENCY }).then(() => indexInsert(def, deps.table, rows)).catch((e: unknown) => {
       failure ??= e;
     }));
     count += rows.length;
@@ -290,8 +297,10 @@ export async function updateOrDelete(kind: 'update' | 'delete', stmt: { whereCla
   const keyCols = [...def.hash, ...def.range];
   const keyOf = (r: Tuple): Row => Object.fromEntries(keyCols.map((k) => [k, r[def.columns.findIndex((c) => c.name === k)] ?? null]));
   const t = deps.table(def.name);
+  const rowOf = (r: Tuple): Row => Object.fromEntries(def.columns.map((c, i) => [c.name, (r[i] ?? null) as Row[string]]));
   if (kind === 'delete') {
     await pool(matched, (r) => t.delete(keyOf(r)));
+    await indexDelete(def, deps.table, matched.map(rowOf));
     const ret = returning(stmt.returningClause?.exprs, def, matched, deps);
     return { count: matched.length, ...(ret ? { returning: ret } : {}) };
   }
@@ -301,13 +310,16 @@ export async function updateOrDelete(kind: 'update' | 'delete', stmt: { whereCla
     for (const s of sets) next[s.i] = s.e.eval(r, deps.ctx);
     return next;
   });
-  await pool(updated, async (r) => {
+  const pairs: Array<{ old: Row; next: Row }> = [];
+  await pool(updated.map((r, i) => [r, i] as const), async ([r, i]) => {
     const full = checkRow(def, r);
     const row: Row = keyOf(r);
     for (const s of sets) row[def.columns[s.i]!.name] = full[def.columns[s.i]!.name]!;
     if (Object.keys(row).length === keyCols.length) return;
     await t.upsert(row);
+    pairs.push({ old: rowOf(matched[i]!), next: full });
   });
+  await indexUpdate(def, deps.table, pairs);
   const ret = returning(stmt.returningClause?.exprs, def, updated, deps);
   return { count: updated.length, ...(ret ? { returning: ret } : {}) };
 }

@@ -100,7 +100,7 @@ export async function preload(stmt: Node, deps: PreloadDeps, explainOnly = false
       const alias = rv.alias?.aliasname ?? name;
       const path = chooseAccess(def, alias, where, deps.env, deps.ctx);
       plan.push(describePath(def, path));
-      const rows = explainOnly ? [] : await readRows(deps.table(name), def, path, deps.rowsMax, projection(def, used));
+      const rows = explainOnly ? [] : await readRows(deps.table, def, path, deps.rowsMax, projection(def, used));
       relations.set(rv, { columns: columnsOf(def, alias), rows, tableOid: def.oid });
     }),
   );

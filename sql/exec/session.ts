@@ -20,6 +20,7 @@ import type { SequenceCache } from './sequences';
 import { notSupported, SqlError, SqlState } from './sql-error';
 import { typeOfValue, type SqlTypeName, type SqlValue } from './sql-types';
 import { chooseAccess, describePath, readRows } from './access';
+import { createIndex, dropIndexes } from './indexes';
 import { copyStatement, type CopyIn, type CopyOut } from './copy';
 import { showVariable, setVariable } from './settings';
 
@@ -155,6 +156,15 @@ export class SqlSession {
       const r = await createTable(s.CreateStmt, ps.yb, ddl);
       return { tag: 'CREATE TABLE', ...(r.notice ? { notices: [r.notice] } : {}) };
     }
+    if ('IndexStmt' in s) {
+      const r = await createIndex(s.IndexStmt, ddl);
+      return { tag: 'CREATE INDEX', ...(r.notice ? { notices: [r.notice] } : {}) };
+    }
+    if ('DropStmt' in s && s.DropStmt.removeType === 'OBJECT_INDEX') {
+      const d = s.DropStmt;
+      const objs = (d.objects ?? []).map((o) => { const p = 'List' in o ? names(o.List.items) : []; return p[p.length - 1] ?? ''; });
+      return { tag: 'DROP INDEX', notices: await dropIndexes(objs, d.missing_ok === true, ddl) };
+    }
     if ('DropStmt' in s) {
       const d = s.DropStmt;
       if (d.removeType !== 'OBJECT_TABLE') throw notSupported(`DROP ${(d.removeType ?? '').replace('OBJECT_', '')}`);
@@ -224,7 +234,8 @@ export class SqlSession {
   private async dml(s: Node, params: SqlValue[], paramTypes: SqlTypeName[]): Promise<StatementResult> {
     const rel = dmlRelation(s);
     const def = await this.deps.catalog.require(rel.relname ?? '', rel.location);
-    const single = 'InsertStmt' in s && isSingleRowValues(s.InsertStmt) && !s.InsertStmt.onConflictClause;
+    // A table with indexes writes its rows and their entries in one transaction, one row or many.
+    const single = 'InsertStmt' in s && isSingleRowValues(s.InsertStmt) && !s.InsertStmt.onConflictClause && (def.indexes?.length ?? 0) === 0;
     // A statement outside BEGIN that may touch several rows (or reads before it writes) runs in its own transaction.
     // An UPDATE or DELETE keeps its writes to the commit (docs/transactions.md): when they fall in one
     // tablet the statement commits by the single-tablet fast path. Not an INSERT: its duplicate-key
@@ -253,7 +264,7 @@ export class SqlSession {
     const alias = rel.alias?.aliasname ?? def.name;
     const body = 'UpdateStmt' in s ? s.UpdateStmt : (s as Extract<Node, { DeleteStmt: unknown }>).DeleteStmt;
     const path = chooseAccess(def, alias, body.whereClause, env, ctx);
-    const candidates = await readRows(table(def.name), def, path, this.rowsMax());
+    const candidates = await readRows(table, def, path, this.rowsMax());
     return updateOrDelete('UpdateStmt' in s ? 'update' : 'delete', body, def, alias, candidates, deps);
   }
 

@@ -208,6 +208,65 @@ describe('SQL over the PostgreSQL protocol', () => {
     }
   });
 
+  it('sql: CREATE [UNIQUE] INDEX — backfilled, used by the planner for = and ranges, kept with every write in its transaction; 23505 names the index; concurrent inserts of one value: one wins', async () => {
+    const c = await connect();
+    const code = async (sql: string): Promise<string> => c.query(sql).then(() => 'ok', (e: { code?: string }) => e.code ?? 'no code');
+    try {
+      await c.query('create table people (id bigint primary key, email text, age int)');
+      await c.query("insert into people values (1, 'a@x', 31), (2, 'b@x', 42), (3, null, 35), (4, 'c@x', 35)");
+      expect(await code('create unique index people_email on people (email)')).toBe('ok');
+      expect(await code('create index on people (age)')).toBe('ok');
+      const plan = (await c.query("explain select * from people where email = 'b@x'")).rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
+      expect(plan).toContain('Index scan using people_email on people');
+      expect((await c.query("select id from people where email = 'b@x'")).rows).toEqual([{ id: '2' }]);
+      const agePlan = (await c.query('explain select id from people where age >= 32 and age < 40')).rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
+      expect(agePlan).toContain('Index scan using people_age_idx');
+      expect((await c.query('select id from people where age >= 32 and age < 40 order by id')).rows).toEqual([{ id: '3' }, { id: '4' }]);
+      // UNIQUE: a second 'a@x' is refused with the index's name; NULLs are never equal.
+      const dup = await c.query("insert into people values (5, 'a@x', 20)").then(() => undefined, (e: { code?: string; message?: string }) => e);
+      expect(dup?.code).toBe('23505');
+      expect(dup?.message).toContain('people_email');
+      expect(await code('insert into people values (6, null, 20)')).toBe('ok');
+      // Update and delete move and remove entries.
+      await c.query("update people set email = 'a2@x', age = 50 where id = 1");
+      expect((await c.query("select id from people where email = 'a@x'")).rows).toEqual([]);
+      expect((await c.query("select id from people where email = 'a2@x'")).rows).toEqual([{ id: '1' }]);
+      expect((await c.query('select id from people where age = 50')).rows).toEqual([{ id: '1' }]);
+      await c.query('delete from people where id = 2');
+      expect((await c.query("select id from people where email = 'b@x'")).rows).toEqual([]);
+      expect(await code("insert into people values (7, 'b@x', 1)")).toBe('ok');
+      // A rolled-back insert leaves no entry behind.
+      await c.query('begin');
+      await c.query("insert into people values (8, 'z@x', 1)");
+      expect((await c.query("select id from people where email = 'z@x'")).rows).toEqual([{ id: '8' }]);
+      await c.query('rollback');
+      expect((await c.query("select id from people where email = 'z@x'")).rows).toEqual([]);
+      expect(await code("insert into people values (9, 'z@x', 1)")).toBe('ok');
+      // Concurrent inserts of one new value from several sessions: exactly one commits.
+      const others = await Promise.all(Array.from({ length: 6 }, () => connect()));
+      try {
+        const outcomes = await Promise.all(others.map((o, i) => o.query(`insert into people values (${100 + i}, 'race@x', 1)`).then(() => 'ok', (e: { code?: string }) => e.code ?? 'no code')));
+        expect(outcomes.filter((o) => o === 'ok')).toHaveLength(1);
+        for (const o of outcomes) expect(['ok', '23505', '40001']).toContain(o);
+      } finally {
+        await Promise.all(others.map((o) => o.end()));
+      }
+      expect((await c.query("select count(*)::int as n from people where email = 'race@x'")).rows).toEqual([{ n: 1 }]);
+      // A unique index over duplicates is refused and leaves nothing behind; DROP INDEX goes back to a full scan.
+      expect(await code('create unique index people_age_key on people (age)')).toBe('23505');
+      expect(await code('drop index people_email')).toBe('ok');
+      expect(await code('drop index people_email')).toBe('42704');
+      expect(await code('drop index if exists people_email')).toBe('ok');
+      const after = (await c.query("explain select * from people where email = 'b@x'")).rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
+      expect(after).toContain('Full scan on people');
+      const tables = (await c.query("select table_name from information_schema.tables where table_name like 'sql_index%'")).rows;
+      expect(tables).toEqual([]);
+      await c.query('drop table people');
+    } finally {
+      await c.end();
+    }
+  });
+
   it('sql: ysql_connections_per_ip_max refuses a connection past it with 53300 (counted before authentication); ysql_authentication_timeout_ms closes a silent one with 57014', async () => {
     const client = await TesseraClient.connect({ masterAddresses: cluster!.masterAddresses, timeoutMs: 30_000 });
     const ts = cluster!.tservers[0]!;
