@@ -267,6 +267,71 @@ describe('SQL over the PostgreSQL protocol', () => {
     }
   });
 
+  it('sql: a bank of transfers (BEGIN … UPDATE … UPDATE … COMMIT) from 4 sessions keeps its total while a tserver is killed -9 and restarted', async () => {
+    const setup = await connect();
+    await setup.query('create table bank (id int primary key, balance bigint) split into 3 tablets');
+    await setup.query(`insert into bank values ${Array.from({ length: 8 }, (_, i) => `(${i}, 100)`).join(', ')}`);
+    const sessions = await Promise.all(Array.from({ length: 4 }, () => connect()));
+    for (const s of sessions) s.on('error', () => undefined);
+    const totals: number[] = [];
+    let committed = 0;
+    let failed = 0;
+    let seed = 7;
+    const rand = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    const transfers = async (s: Client, rounds: number): Promise<void> => {
+      for (let i = 0; i < rounds; i++) {
+        const from = rand(8);
+        const to = (from + 1 + rand(7)) % 8;
+        try {
+          await s.query('begin');
+          await s.query('update bank set balance = balance - 1 where id = $1', [from]);
+          await s.query('update bank set balance = balance + 1 where id = $1', [to]);
+          await s.query('commit');
+          committed++;
+        } catch {
+          failed++;
+          await s.query('rollback').catch(() => undefined);
+        }
+        if (i % 5 === 0) {
+          try {
+            totals.push((await s.query('select sum(balance)::int as t from bank')).rows[0].t as number);
+          } catch {
+            failed++;
+          }
+        }
+      }
+    };
+    const victim = cluster!.tservers[2]!;
+    let atKill = 0;
+    try {
+      let done = false;
+      const load = Promise.all(sessions.map((s) => transfers(s, 40))).finally(() => (done = true));
+      await waitFor('some transfers before the kill', 120_000, () => Promise.resolve(committed >= 10 || done), 50);
+      await cluster!.kill9(victim);
+      atKill = committed;
+      await waitFor('transfers while a tserver is down', 120_000, () => Promise.resolve(committed >= atKill + 5 || done), 50);
+      cluster!.start(victim);
+      await load;
+      await cluster!.waitTServersAlive(3, 60_000);
+    } finally {
+      if (!cluster!.isRunning(victim)) cluster!.start(victim);
+      await Promise.all(sessions.map((s) => s.end().catch(() => undefined)));
+    }
+    const final = (await setup.query('select sum(balance)::int as t, count(*)::int as n from bank')).rows[0] as { t: number; n: number };
+    await setup.query('drop table bank');
+    await setup.end();
+    expect(final).toEqual({ t: 800, n: 8 });
+    expect(totals.length).toBeGreaterThan(0);
+    expect(new Set(totals)).toEqual(new Set([800]));
+    // Transfers went on after the kill (the two other replicas of every tablet serve).
+    expect(atKill).toBeGreaterThanOrEqual(10);
+    expect(committed).toBeGreaterThan(atKill);
+    console.log(`sql bank under kill -9: ${committed} transfers committed (${committed - atKill} after the kill), ${failed} failed (retryable), ${totals.length} totals read, all 800`);
+  });
+
   it('sql: ysql_connections_per_ip_max refuses a connection past it with 53300 (counted before authentication); ysql_authentication_timeout_ms closes a silent one with 57014', async () => {
     const client = await TesseraClient.connect({ masterAddresses: cluster!.masterAddresses, timeoutMs: 30_000 });
     const ts = cluster!.tservers[0]!;
