@@ -232,6 +232,7 @@ export function registerLabCommands(program: Command, io: LabCliIo = defaultIo):
     .option('--rows <n>', 'intents-apply: rows in the transaction', '100')
     .option('--row-bytes <n>', 'intents-apply: bytes per row', '1048576')
     .option('--delay-ms <n>', 'intents-apply: TEST_inject_sleep_before_applying_intents_ms on n0', '60000')
+    .option('--via <how>', "intents-apply: 'client' (the client library) or 'sql' (the blog's statements through port 5433)", 'client')
     .option('--hold-ms <n>', 'partition-minority: how long the node stays cut off (past rpc_connection_timeout_ms, 15 s, under Docker: RPC keepalive closes the dead connections)', String(PARTITION_HOLD_MS))
     .option('--writes <n>', 'durability: acknowledged writes per run before the fault (default 3000)')
     .option('--load-ms <n>', 'durability: longest load per run before the fault (default 10000)')
@@ -240,10 +241,11 @@ export function registerLabCommands(program: Command, io: LabCliIo = defaultIo):
     .option('--threshold-bytes <n>', 'tablet-split: the low-phase split threshold (default 262144)')
     .option('--json', 'machine-readable output')
     .action(
-      run(async (name: string, o: { base_dir: string; driver: string; host_base: string; port_offset?: string; server_entry: string; keep?: boolean; json?: boolean; rows: string; rowBytes: string; delayMs: string; holdMs: string; writes?: string; loadMs?: string; writers?: string; intervalMs?: string; thresholdBytes?: string }) => {
+      run(async (name: string, o: { base_dir: string; driver: string; host_base: string; port_offset?: string; server_entry: string; keep?: boolean; json?: boolean; rows: string; rowBytes: string; delayMs: string; via: string; holdMs: string; writes?: string; loadMs?: string; writers?: string; intervalMs?: string; thresholdBytes?: string }) => {
         const def = findExperiment(name);
         if (!def) throw new DbError(ErrorCode.INVALID_ARGUMENT, `unknown experiment '${name}': one of ${EXPERIMENTS.map((e) => e.name).join(', ')}`);
         const driver = driverKind(o.driver);
+        if (o.via !== 'client' && o.via !== 'sql') throw new DbError(ErrorCode.INVALID_ARGUMENT, `--via must be client or sql, not '${o.via}'`);
         const r = await runExperiment(def, {
           baseDir: path.resolve(o.base_dir),
           driver,
@@ -251,7 +253,7 @@ export function registerLabCommands(program: Command, io: LabCliIo = defaultIo):
           portOffset: int('port_offset', o.port_offset, driver === 'docker' ? DEFAULT_DOCKER_PORT_OFFSET : 0),
           serverEntry: o.server_entry,
           keep: o.keep === true,
-          params: { rows: int('rows', o.rows, 100), rowBytes: int('row-bytes', o.rowBytes, 1048576), delayMs: int('delay-ms', o.delayMs, 60000), holdMs: int('hold-ms', o.holdMs, PARTITION_HOLD_MS), ...durabilityParams(o), ...(o.thresholdBytes ? { thresholdBytes: int('threshold-bytes', o.thresholdBytes, 262144) } : {}) },
+          params: { rows: int('rows', o.rows, 100), rowBytes: int('row-bytes', o.rowBytes, 1048576), delayMs: int('delay-ms', o.delayMs, 60000), ...(o.via === 'sql' ? { viaSql: 1 } : {}), holdMs: int('hold-ms', o.holdMs, PARTITION_HOLD_MS), ...durabilityParams(o), ...(o.thresholdBytes ? { thresholdBytes: int('threshold-bytes', o.thresholdBytes, 262144) } : {}) },
           progress: progress(o.json === true),
         });
         io.out(o.json ? JSON.stringify({ ...r, driver, passed: passed(r) }, null, 2) : renderText(r));

@@ -15,6 +15,7 @@
  * is installed, holds screenshots of the master's /apply-timeline at the three moments.
  */
 import { createHash } from 'node:crypto';
+import { DbError, ErrorCode } from '../../common/errors';
 import * as path from 'node:path';
 import { humanBytes } from '../../rpc';
 import { openBrowser, type LabBrowser } from '../browser-camera';
@@ -31,6 +32,8 @@ export interface IntentsApplyParams {
   rows: number;
   rowBytes: number;
   delayMs: number;
+  /** 1: the transaction is the blog's SQL, sent by a PostgreSQL client to n1's port 5433 (`--via sql`). */
+  viaSql?: number;
 }
 
 /** The blog's figures: 100 rows of 1 MiB, a 60 s delay on the first node. */
@@ -109,13 +112,69 @@ async function openCamera(lab: ExperimentLab, o: ExperimentOptions, timelineUrl:
   };
 }
 
-async function insertOpen(lab: ExperimentLab, o: ExperimentOptions, p: IntentsApplyParams, digests: Map<bigint, string>) {
+/** The open transaction, whichever way it was written. */
+interface OpenTxn {
+  commit(o: { timeoutMs: number }): Promise<unknown>;
+  /** Its id (the client's); undefined through SQL, whose applies are found by the table's tablets. */
+  txnId?: string;
+}
+
+/** How each row's value is fingerprinted (sha256 through the client; md5, which SQL computes, through SQL). */
+export type Digest = 'sha256' | 'md5';
+
+const digestOf = (kind: Digest, value: string): string => createHash(kind).update(value).digest('hex');
+
+/** n1's SQL endpoint: the process lab's tservers serve SQL on their RPC host, port 5433 (docs/sql.md). */
+function sqlAddressOf(lab: ExperimentLab): { host: string; port: number } {
+  if (lab.driver.kind !== 'process') throw new DbError(ErrorCode.INVALID_ARGUMENT, 'intents-apply --via sql runs on the process driver (the docker lab does not publish port 5433)');
+  const rpc = lab.driver.addresses().find((n) => n.name === 'n1')!.tserver.hostRpcAddress;
+  return { host: rpc.slice(0, rpc.lastIndexOf(':')), port: 5433 };
+}
+
+/**
+ * The blog's statements through port 5433, verbatim but for the sizes and the 3 tablets:
+ * `create extension orafce; create table demo (id bigserial primary key, value text); begin
+ * transaction; insert into demo(value) select dbms_random.string('P',1024*1024) from
+ * generate_series(1,100);` — left open. The values' md5 are read inside the transaction.
+ */
+async function insertOpenSql(lab: ExperimentLab, p: IntentsApplyParams, digests: Map<bigint, string>): Promise<{ txn: OpenTxn; batch: number }> {
+  const { Client } = await import('pg');
+  const pg = new Client({ ...sqlAddressOf(lab), user: 'yugabyte', database: 'yugabyte', statement_timeout: 0 });
+  await pg.connect();
+  pg.on('error', () => undefined);
+  const say = async (sql: string): Promise<void> => {
+    lab.log(`psql> ${sql}`);
+    await pg.query(sql);
+  };
+  try {
+    await say('begin transaction;');
+    const size = p.rowBytes === 1024 * 1024 ? '1024*1024' : String(p.rowBytes);
+    await say(`insert into demo(value) select dbms_random.string('P',${size}) from generate_series(1,${p.rows});`);
+    for (const r of (await pg.query('select id, md5(value) as h from demo')).rows as Array<{ id: string; h: string }>) digests.set(BigInt(r.id), r.h);
+  } catch (e) {
+    await pg.end().catch(() => undefined);
+    throw e;
+  }
+  const txn: OpenTxn = {
+    commit: async () => {
+      try {
+        await say('commit;');
+      } finally {
+        await pg.end().catch(() => undefined);
+      }
+    },
+  };
+  return { txn, batch: Math.max(1, Math.floor(ROW_BYTES_PER_RPC / Math.max(1, p.rowBytes))) };
+}
+
+async function insertOpen(lab: ExperimentLab, o: ExperimentOptions, p: IntentsApplyParams, digests: Map<bigint, string>): Promise<{ txn: OpenTxn; batch: number }> {
+  if (p.viaSql) return insertOpenSql(lab, p, digests);
   const txn = await lab.client.beginTransaction({ isolation: 'snapshot', timeoutMs: 120_000 + p.delayMs });
   const batch = Math.max(1, Math.floor(ROW_BYTES_PER_RPC / Math.max(1, p.rowBytes)));
   for (let i = 0; i < p.rows; i += batch * 3) {
     const chunk = Array.from({ length: Math.min(batch * 3, p.rows - i) }, (_, j) => {
       const value = randomRowValue(i + j, p.rowBytes);
-      digests.set(BigInt(i + j), createHash('sha256').update(value).digest('hex'));
+      digests.set(BigInt(i + j), digestOf('sha256', value));
       return { id: BigInt(i + j), value };
     });
     await txn.table(TABLE).upsertMany(chunk, { timeoutMs: 120_000, rowsPerRpc: batch });
@@ -145,10 +204,8 @@ interface Run {
   camera?: Camera;
 }
 
-type Txn = Awaited<ReturnType<ExperimentLab['client']['beginTransaction']>>;
-
 interface Opened {
-  txn: Txn;
+  txn: OpenTxn;
   /** Rows per write RPC and per scan page. */
   batch: number;
   /** Every replica's figures once they all hold the transaction's intents. */
@@ -161,13 +218,37 @@ const growthOk = (g: ReadonlyArray<{ ratio: number }>): boolean => g.length === 
 
 async function setUpTable(run: Run): Promise<void> {
   const { lab, nodes, p } = run;
-  await lab.client.createTable({ name: TABLE, columns: [{ name: 'id', type: 'int64' }, { name: 'value', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: 3, replicationFactor: 3 });
+  if (p.viaSql) await createTableSql(lab);
+  else await lab.client.createTable({ name: TABLE, columns: [{ name: 'id', type: 'int64' }, { name: 'value', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: 3, replicationFactor: 3 });
   await waitUntil(async () => {
     const s = await snapshot(nodes);
     return s.size === 3 && [...s.values()].every((m) => m.size === 3 && [...m.values()].some((r) => r.role.toUpperCase() === 'LEADER' || r.role.toUpperCase() === 'FOLLOWER'));
   }, { timeoutMs: 60_000, intervalMs: 200, what: `every node hosting 3 replicas of ${TABLE}` });
   await lab.driver.setFlag('n0', DELAY_FLAG, String(p.delayMs), true);
   lab.log(`table ${TABLE} in 3 tablets; ${DELAY_FLAG}=${p.delayMs} on n0; memtables of 128 MiB (memstore_size_mb default)`);
+}
+
+async function createTableSql(lab: ExperimentLab): Promise<void> {
+  const { Client } = await import('pg');
+  const addr = sqlAddressOf(lab);
+  const pg = new Client({ ...addr, user: 'yugabyte', database: 'yugabyte' });
+  // The endpoint answers once its client reached the masters.
+  await waitUntil(async () => {
+    try {
+      await pg.connect();
+      return true;
+    } catch {
+      return undefined;
+    }
+  }, { timeoutMs: 60_000, intervalMs: 500, what: `the SQL endpoint ${addr.host}:${addr.port}` });
+  try {
+    for (const sql of ['create extension orafce;', `create table ${TABLE} (id bigserial primary key, value text) split into 3 tablets;`]) {
+      lab.log(`psql> ${sql}`);
+      await pg.query(sql);
+    }
+  } finally {
+    await pg.end().catch(() => undefined);
+  }
 }
 
 /** The transaction written and left open: the same intents, and the same IntentsDB memtable bytes, on every replica. */
@@ -243,13 +324,14 @@ async function commitPhase(run: Run, op: Opened): Promise<{ committedAt: number;
   await run.camera?.take('2-committed', `committed: RegularDB memtables of n1 and n2 grew by ${humanBytes(Number(figures['n1RegularMemtableGrowthBytes']))}, n0's unchanged (its apply waits ${p.delayMs / 1000} s)`);
   // Reads at the leaders — n0 leads a tablet and holds only its intents — before n0's delay ends.
   const rows = await lab.client.table(TABLE).scan({ timeoutMs: 120_000, pageSize: op.batch });
-  const complete = rows.length === p.rows && rows.every((r) => op.digests.get(BigInt(r['id'] as bigint)) === createHash('sha256').update(String(r['value'])).digest('hex'));
+  const kind: Digest = p.viaSql ? 'md5' : 'sha256';
+  const complete = rows.length === p.rows && rows.every((r) => op.digests.get(BigInt(r['id'] as bigint)) === digestOf(kind, String(r['value'])));
   const readDoneMs = Math.round(lab.now() - committedAt);
   figures['readAfterCommitMs'] = readDoneMs;
   check(
     'right after commit, reads at the leaders return every committed row while n0 holds only intents',
     complete && readDoneMs < p.delayMs,
-    `${rows.length}/${p.rows} rows read back intact (sha256 of each value), done ${readDoneMs} ms after commit` + (readDoneMs < p.delayMs ? ` (before n0's ${p.delayMs} ms delay ended)` : `, after n0's delay ended: give a longer --delay-ms`),
+    `${rows.length}/${p.rows} rows read back intact (${kind} of each value), done ${readDoneMs} ms after commit` + (readDoneMs < p.delayMs ? ` (before n0's ${p.delayMs} ms delay ended)` : `, after n0's delay ended: give a longer --delay-ms`),
   );
   return { committedAt, commitWallMicros };
 }
@@ -325,7 +407,7 @@ export function intentsApply(params: Partial<IntentsApplyParams> = {}) {
       return {
         name: 'intents-apply',
         title: 'Intents applied independently by each replica',
-        summary: `3 nodes (${lab.driver.kind} driver), ${DELAY_FLAG}=${p.delayMs} on n0, memtables of 128 MiB; one transaction wrote ${p.rows} rows of ${p.rowBytes} random printable bytes into table ${TABLE} (3 tablets, RF 3), was left open, then committed.`,
+        summary: `3 nodes (${lab.driver.kind} driver), ${DELAY_FLAG}=${p.delayMs} on n0, memtables of 128 MiB; one transaction${p.viaSql ? " (the blog's SQL through n1's port 5433)" : ''} wrote ${p.rows} rows of ${p.rowBytes} random printable bytes into table ${TABLE} (3 tablets, RF 3), was left open, then committed.`,
         checks,
         figures: run.figures,
         charts: [
@@ -346,7 +428,7 @@ export function intentsApply(params: Partial<IntentsApplyParams> = {}) {
 /** Each replica's own record of its applies (/api/v1/txn-applies) and equal RegularDB contents at the end. */
 async function checkAppliesAndContents(
   nodes: readonly NodeAddresses[],
-  txnId: string,
+  txnId: string | undefined,
   commitWallMicros: number,
   p: IntentsApplyParams,
   figures: Record<string, number | string>,
@@ -356,7 +438,8 @@ async function checkAppliesAndContents(
   const lags = await Promise.all(
     nodes.map(async (n) => {
       const body = (await getJson(`${n.tserver.webUrl}/api/v1/txn-applies?since=${Math.floor(commitWallMicros - 1_000_000)}`)) as { applies: Array<{ tabletId: string; txnId: string; lagMs: number }> };
-      const mine = body.applies.filter((a) => a.txnId === txnId);
+      // Through SQL the transaction's id is not known here: the demo tablets apply no other one.
+      const mine = body.applies.filter((a) => (txnId !== undefined ? a.txnId === txnId : tablets.includes(a.tabletId)));
       return { node: n.name, tablets: new Set(mine.map((a) => a.tabletId)).size, maxLagMs: Math.max(0, ...mine.map((a) => a.lagMs)) };
     }),
   );

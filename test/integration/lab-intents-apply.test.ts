@@ -48,4 +48,27 @@ describe('lab experiment intents-apply', () => {
       fs.rmSync(base, { recursive: true, force: true });
     }
   }, 180_000);
+
+  it("experiment intents-apply --via sql: the blog's statements through n1's port 5433 (a real PostgreSQL client), and every check holds", () => {
+    const base = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-intents-apply-sql-'));
+    try {
+      const r = spawnSync(process.execPath, ['dist/cli/main.js', 'lab', 'experiment', 'intents-apply', '--via', 'sql', '--rows', '12', '--row-bytes', '32768', '--delay-ms', '4000', '--host_base', '97', '--base_dir', base, '--json'], { cwd: ROOT, encoding: 'utf8', timeout: 150_000 });
+      expect(r.status, r.stderr.slice(-3000)).toBe(0);
+      const out = JSON.parse(r.stdout) as { passed: boolean; summary: string; checks: Array<{ name: string; ok: boolean; detail: string }>; timeline: unknown; reportPath: string };
+      expect(out.checks.filter((c) => !c.ok)).toEqual([]);
+      expect(out.passed).toBe(true);
+      expect(out.summary).toContain("the blog's SQL through n1's port 5433");
+      expect(out.checks.find((c) => c.name.startsWith('right after commit, reads at the leaders'))?.detail).toContain('12/12 rows read back intact (md5 of each value)');
+      const report = fs.readFileSync(out.reportPath, 'utf8');
+      expect(report).toContain("insert into demo(value) select dbms_random.string('P',32768) from generate_series(1,12);");
+    } finally {
+      fs.rmSync(base, { recursive: true, force: true });
+    }
+  }, 180_000);
+
+  it('experiment intents-apply: --via takes client or sql, anything else exits 1 naming the option', () => {
+    const r = spawnSync(process.execPath, ['dist/cli/main.js', 'lab', 'experiment', 'intents-apply', '--via', 'carrier-pigeon'], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('--via must be client or sql');
+  });
 });
