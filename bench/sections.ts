@@ -2,7 +2,7 @@
 import { parseAbArgs, runAb } from './ab-bench';
 import { runBigTxnSection } from './big-txn';
 import { runClusterBench } from './cluster-bench';
-import { runProfileSection } from './profile-section';
+import { runProfileSection } from './profiling';
 import { runLoadSection } from './load-bench';
 import { sectionArgs } from './section-args';
 import { runOracleSection } from './oracle-bench';

@@ -3,7 +3,7 @@
  * system) in, one row per workload out (median of rounds with min and max, ratio tessera/etcd per
  * round), then a Markdown table. No I/O here, so it can be checked without any cluster.
  */
-import type { ThreadCpuSamples } from './busy-timeline';
+import type { ThreadCpuSamples } from './profiling';
 import { THREAD_KINDS, type ThreadKind } from './proc-stats';
 import { ACTIVITY_EVERY_MS, analyzeSeconds, meanSyncMs, WAL_SLOW_SYNC_MS, type ActivitySample } from './activity';
 import type { ApplyLagFigures } from './apply-lag';

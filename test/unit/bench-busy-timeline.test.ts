@@ -1,12 +1,12 @@
 /**
- * The benchmark's per-second busy timeline (bench/busy-timeline.ts): hand-built profiles whose
+ * The benchmark's per-second busy timeline (bench/profiling/busy-timeline.ts): hand-built profiles whose
  * sample times are known against a window's start on the same clock, so each second's busy ms, the
  * split of a sample across a second boundary, the slowest seconds and the table are exact.
  */
 import { describe, expect, it } from 'vitest';
 import * as fs from 'node:fs';
-import { analyzeBusy, busyMsPerSecond, MainThreadCpuSampler, onCpuMsPerSecond, renderBusyTimeline, type ThreadCpuSamples } from '../../bench/busy-timeline';
-import type { CpuProfile } from '../../bench/cpu-profile-summary';
+import { analyzeBusy, busyMsPerSecond, MainThreadCpuSampler, onCpuMsPerSecond, renderBusyTimeline, type ThreadCpuSamples } from '../../bench/profiling/busy-timeline';
+import type { CpuProfile } from '../../bench/profiling/cpu-profile-summary';
 import { parseVsArgs } from '../../bench/vs-etcd';
 
 const frame = (functionName: string, url = '') => ({ functionName, url, lineNumber: -1, scriptId: '0', columnNumber: 0 });

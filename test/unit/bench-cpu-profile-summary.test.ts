@@ -1,5 +1,5 @@
 /**
- * The benchmark's CPU profile tables (bench/cpu-profile-summary.ts): a hand-built .cpuprofile whose
+ * The benchmark's CPU profile tables (bench/profiling/cpu-profile-summary.ts): a hand-built .cpuprofile whose
  * sample times are known, so busy/idle, self time by area, top functions and tessera's inclusive
  * times (recursion counted once) have exact expected values.
  */
@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { areaOf, parseCpuProfile, renderProfileSummary, summarizeCpuProfile, summarizeProfileFile, type CpuProfile } from '../../bench/cpu-profile-summary';
+import { areaOf, parseCpuProfile, renderProfileSummary, summarizeCpuProfile, summarizeProfileFile, type CpuProfile } from '../../bench/profiling/cpu-profile-summary';
 
 const REPO = 'file:///repo/tessera';
 const frame = (functionName: string, url: string, lineNumber = 0) => ({ functionName, url, lineNumber, scriptId: '0', columnNumber: 0 });

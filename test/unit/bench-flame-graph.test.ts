@@ -1,5 +1,5 @@
 /**
- * Flame graphs of a CPU profile (bench/flame-graph.ts): a hand-built .cpuprofile with known sample
+ * Flame graphs of a CPU profile (bench/profiling/flame-graph.ts): a hand-built .cpuprofile with known sample
  * times, so the merged call tree, the folded stacks and the data the HTML page embeds have exact
  * expected values; the page carries the chart library inline and escapes what could end its script.
  */
@@ -7,9 +7,9 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { CpuProfile } from '../../bench/cpu-profile-summary';
-import { flameTreeOf, foldedStacks, renderFlameGraphHtml, reversedTreeOf, writeFlameGraphs, type FlameNode } from '../../bench/flame-graph';
-import { parseProfileArgs } from '../../bench/profile-section';
+import type { CpuProfile } from '../../bench/profiling/cpu-profile-summary';
+import { flameTreeOf, foldedStacks, renderFlameGraphHtml, reversedTreeOf, writeFlameGraphs, type FlameNode } from '../../bench/profiling/flame-graph';
+import { parseProfileArgs } from '../../bench/profiling/profile-section';
 
 const URL = 'file:///repo/tessera/dist/raft/x.js';
 const frame = (functionName: string, url: string, lineNumber = 0, columnNumber = 0) => ({ functionName, url, lineNumber, scriptId: '0', columnNumber });

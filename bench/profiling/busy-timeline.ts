@@ -14,10 +14,10 @@
  * clock; busy minus on-CPU is the time that thread waited for a core — on a machine with fewer cores
  * than busy threads, the run queue.
  */
-import { median } from './activity';
+import { median } from '../activity';
 import { isIdle, sampleEnd, sampleStamps, type CpuProfile } from './cpu-profile-summary';
-import { PeriodicRead } from './periodic-read';
-import { threadCpuSeconds } from './proc-stats';
+import { PeriodicRead } from '../periodic-read';
+import { threadCpuSeconds } from '../proc-stats';
 
 /** Slowest seconds listed per window. */
 export const BUSY_SLOW_SECONDS_LISTED = 5;

@@ -1,9 +1,9 @@
 /** The `profile` bench section: a .cpuprofile's summary tables, and its flame graph on request. */
 import * as path from 'node:path';
-import { DbError, ErrorCode } from '../common/errors';
+import { DbError, ErrorCode } from '../../common/errors';
 import { summarizeProfileFile } from './cpu-profile-summary';
 import { writeFlameGraphs } from './flame-graph';
-import { checkSectionArgs, sectionArgs, sectionNumber } from './section-args';
+import { checkSectionArgs, sectionArgs, sectionNumber } from '../section-args';
 
 export interface ProfileArgs {
   file: string;
