@@ -21,6 +21,7 @@ import { notSupported, SqlError, SqlState } from './sql-error';
 import { typeOfValue, type SqlTypeName, type SqlValue } from './sql-types';
 import { chooseAccess, describePath, readRows } from './access';
 import { createIndex, dropIndexes } from './indexes';
+import { Savepoints } from './savepoints';
 import { copyStatement, type CopyIn, type CopyOut } from './copy';
 import { showVariable, setVariable } from './settings';
 
@@ -83,8 +84,17 @@ export class SqlSession {
   }
 
   private tableFor(txn: Transaction | undefined): (name: string) => Table {
+    // Inside a block with a savepoint set, writes record what they overwrite (savepoints.ts).
+    if (txn && txn === this.txn && this.savepoints.active) return (name) => this.savepoints.wrap(txn.table(name));
     return (name) => (txn ? txn.table(name) : this.deps.client.table(name));
   }
+
+  private readonly savepoints = new Savepoints({
+    columnsOf: async (table) => {
+      const s = (await this.deps.client.tableLocations(table)).schema;
+      return { key: [...s.hash, ...s.range].map((c) => c.name), all: s.columns.map((c) => c.name) };
+    },
+  });
 
   private context(params: SqlValue[]): EvalContext {
     return {
@@ -294,6 +304,7 @@ export class SqlSession {
         return { tag: 'BEGIN' };
       }
       case 'TRANS_STMT_COMMIT': {
+        this.savepoints.clear();
         const txn = this.txn;
         const failed = this.txnFailed;
         const wasInBlock = this.inBlock;
@@ -310,6 +321,7 @@ export class SqlSession {
         return { tag: 'COMMIT' };
       }
       case 'TRANS_STMT_ROLLBACK': {
+        this.savepoints.clear();
         const txn = this.txn;
         const wasInBlock = this.inBlock;
         this.txn = undefined;
@@ -319,14 +331,49 @@ export class SqlSession {
         await txn.abort().catch(() => undefined);
         return { tag: 'ROLLBACK' };
       }
+      case 'TRANS_STMT_SAVEPOINT':
+      case 'TRANS_STMT_RELEASE':
+      case 'TRANS_STMT_ROLLBACK_TO':
+        return this.savepointStmt(t.kind, t.savepoint_name ?? '');
       default:
         if (this.inBlock) this.txnFailed = true;
         throw notSupported((t.kind ?? '').replace('TRANS_STMT_', '').replace('_', ' '));
     }
   }
 
+  private async savepointStmt(kind: 'TRANS_STMT_SAVEPOINT' | 'TRANS_STMT_RELEASE' | 'TRANS_STMT_ROLLBACK_TO', name: string): Promise<StatementResult> {
+    const verb = kind === 'TRANS_STMT_SAVEPOINT' ? 'SAVEPOINT' : kind === 'TRANS_STMT_RELEASE' ? 'RELEASE SAVEPOINT' : 'ROLLBACK TO SAVEPOINT';
+    if (!this.inBlock) throw new SqlError(SqlState.NO_ACTIVE_SQL_TXN, `${verb} can only be used in transaction blocks`);
+    if (kind === 'TRANS_STMT_SAVEPOINT') {
+      if (this.txnFailed) throw new SqlError(SqlState.IN_FAILED_TXN, 'current transaction is aborted, commands ignored until end of transaction block');
+      this.savepoints.define(name);
+      return { tag: 'SAVEPOINT' };
+    }
+    if (kind === 'TRANS_STMT_RELEASE') {
+      if (this.txnFailed) throw new SqlError(SqlState.IN_FAILED_TXN, 'current transaction is aborted, commands ignored until end of transaction block');
+      this.savepoints.release(name);
+      return { tag: 'RELEASE' };
+    }
+    // The distributed transaction itself must still be usable: a conflict or an expiry aborted it whole.
+    const txn = this.txn;
+    if (txn && txn.state !== 'pending') {
+      this.txnFailed = true;
+      throw new SqlError(SqlState.SERIALIZATION_FAILURE, `cannot roll back to savepoint "${name}": the transaction was ${txn.state} by the cluster (a conflict or an expiry), not by a statement; ROLLBACK and retry the block`);
+    }
+    try {
+      if (txn) await this.savepoints.rollbackTo(name, (n) => txn.table(n));
+      else await this.savepoints.rollbackTo(name, () => { throw new Error('unreachable: nothing was written, so nothing is restored'); });
+    } catch (e) {
+      this.txnFailed = true;
+      throw e;
+    }
+    this.txnFailed = false;
+    return { tag: 'ROLLBACK' };
+  }
+
   /** The connection ended: a transaction still open is aborted (its intents are cleaned up by the abort). */
   async close(): Promise<void> {
+    this.savepoints.clear();
     const txn = this.txn;
     this.txn = undefined;
     this.inBlock = false;

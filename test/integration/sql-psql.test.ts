@@ -267,6 +267,50 @@ describe('SQL over the PostgreSQL protocol', () => {
     }
   });
 
+  it('sql: SAVEPOINT, ROLLBACK TO SAVEPOINT and RELEASE undo exactly the writes since the savepoint (rows and index entries), recover a block after an error, and name their errors', async () => {
+    const c = await connect();
+    const code = async (sql: string): Promise<string> => c.query(sql).then(() => 'ok', (e: { code?: string }) => e.code ?? 'no code');
+    const rows = async (): Promise<unknown[]> => (await c.query('select id, v from sp order by id')).rows;
+    try {
+      await c.query('create table sp (id int primary key, v text)');
+      await c.query('create unique index sp_v on sp (v)');
+      await c.query('begin');
+      await c.query("insert into sp values (1, 'a')");
+      await c.query('savepoint s1');
+      await c.query("insert into sp values (2, 'b')");
+      await c.query("update sp set v = 'a2' where id = 1");
+      expect(await rows()).toEqual([{ id: 1, v: 'a2' }, { id: 2, v: 'b' }]);
+      await c.query('rollback to savepoint s1');
+      expect(await rows()).toEqual([{ id: 1, v: 'a' }]);
+      await c.query("insert into sp values (3, 'c')");
+      await c.query('savepoint s2');
+      await c.query('delete from sp where id = 1');
+      await c.query('release savepoint s2');
+      expect(await rows()).toEqual([{ id: 3, v: 'c' }]);
+      await c.query('rollback to s1');
+      expect(await rows()).toEqual([{ id: 1, v: 'a' }]);
+      // The index entries went back too: 'b' and 'c' are free again, 'a' is taken.
+      expect(await code("insert into sp values (4, 'b')")).toBe('ok');
+      await c.query('savepoint s3');
+      expect(await code("insert into sp values (5, 'a')")).toBe('23505');
+      expect(await code('select 1')).toBe('25P02');
+      expect(await code('rollback to savepoint s3')).toBe('ok');
+      expect(await rows()).toEqual([{ id: 1, v: 'a' }, { id: 4, v: 'b' }]);
+      await c.query('commit');
+      expect(await rows()).toEqual([{ id: 1, v: 'a' }, { id: 4, v: 'b' }]);
+      expect((await c.query("select id from sp where v = 'c'")).rows).toEqual([]);
+      // Errors: outside a block, and an unknown name.
+      expect(await code('savepoint x')).toBe('25P01');
+      expect(await code('rollback to savepoint x')).toBe('25P01');
+      await c.query('begin');
+      expect(await code('rollback to savepoint nope')).toBe('3B001');
+      await c.query('rollback');
+      await c.query('drop table sp');
+    } finally {
+      await c.end();
+    }
+  });
+
   it('sql: a bank of transfers (BEGIN … UPDATE … UPDATE … COMMIT) from 4 sessions keeps its total while a tserver is killed -9 and restarted', async () => {
     const setup = await connect();
     await setup.query('create table bank (id int primary key, balance bigint) split into 3 tablets');
