@@ -566,9 +566,10 @@ export class Table {
   async scan(o: ScanOptions = {}): Promise<Row[]> {
     await this.flushTxnWrites();
     const d = this.deadline(o);
+    if (o.readHt !== undefined && this.txn) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'a scan inside a transaction reads at the transaction\'s time: readHt is for reads outside one');
     return this.withSchema(d, async (loc) => {
       const plan = this.scanPlan(loc, o, d);
-      let rt = SERVER_PICKS;
+      let rt: ReadTime = o.readHt !== undefined ? { readHt: o.readHt, globalLimitHt: 0n } : SERVER_PICKS;
       for (let restarts = 0; ; restarts++) {
         const out: Row[] = [];
         try {

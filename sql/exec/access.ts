@@ -162,8 +162,16 @@ function entryMatches(path: Extract<AccessPath, { type: 'index' }>, e: Row): boo
 }
 
 /** Base rows a secondary index finds: its matching entries, then a point read of each row (in the same transaction). */
-async function readThroughIndex(tableOf: (name: string) => Table, def: SqlTableDef, path: Extract<AccessPath, { type: 'index' }>, rowsMax: number, proj: { columns?: string[]; timeoutMs: number }): Promise<Row[]> {
-  const entries = (await tableOf(path.index.storage).scan({ ...indexBounds(path), limit: rowsMax + 1, timeoutMs: proj.timeoutMs })).filter((e) => entryMatches(path, e));
+async function readThroughIndex(
+  tableOf: (name: string) => Table,
+  def: SqlTableDef,
+  path: Extract<AccessPath, { type: 'index' }>,
+  rowsMax: number,
+  proj: { columns?: string[]; timeoutMs: number },
+  readHt: bigint | undefined,
+  getRow: (t: Table, key: Row, o: { columns?: string[]; timeoutMs: number }) => Promise<Row | undefined>,
+): Promise<Row[]> {
+  const entries = (await tableOf(path.index.storage).scan({ ...indexBounds(path), limit: rowsMax + 1, timeoutMs: proj.timeoutMs, ...(readHt !== undefined ? { readHt } : {}) })).filter((e) => entryMatches(path, e));
   if (entries.length > rowsMax) return entries; // the caller reports the limit
   const base = tableOf(def.name);
   const out: Array<Row | undefined> = new Array(entries.length);
@@ -171,7 +179,7 @@ async function readThroughIndex(tableOf: (name: string) => Table, def: SqlTableD
   const worker = async (): Promise<void> => {
     while (next < entries.length) {
       const i = next++;
-      out[i] = await base.get(baseKeyOf(def, entries[i]!), proj);
+      out[i] = await getRow(base, baseKeyOf(def, entries[i]!), proj);
     }
   };
   await Promise.all(Array.from({ length: Math.min(INDEX_LOOKUPS_IN_FLIGHT_MAX, entries.length) }, worker));
@@ -183,19 +191,37 @@ async function readThroughIndex(tableOf: (name: string) => Table, def: SqlTableD
 /** Point reads in flight at once behind one index scan. */
 export const INDEX_LOOKUPS_IN_FLIGHT_MAX = 32;
 
-/** Rows of `def` through `path`, as tuples in the table's column order (`tableOf` opens the table and its indexes). */
-export async function readRows(tableOf: (name: string) => Table, def: SqlTableDef, path: AccessPath, rowsMax: number, columns?: string[]): Promise<Tuple[]> {
+/**
+ * A point read as of `readHt` (yb_read_time): gets have no read time of their own, so it is a scan of
+ * the key's hash, from its range part, of one row — which is the row only if its key is the key.
+ */
+export function pointReaderAt(def: SqlTableDef, readHt: bigint): (t: Table, key: Row, proj: { columns?: string[]; timeoutMs: number }) => Promise<Row | undefined> {
+  return async (t, key, proj) => {
+    const hashKey = Object.fromEntries(def.hash.map((c) => [c, key[c]!]));
+    const rangeStart = def.range.length > 0 ? Object.fromEntries(def.range.map((c) => [c, key[c]!])) : undefined;
+    const [r] = await t.scan({ ...(def.hash.length > 0 ? { hashKey } : {}), ...(rangeStart ? { rangeStart } : {}), limit: 1, readHt, ...proj });
+    return r && [...def.hash, ...def.range].every((c) => compareValues(r[c] ?? null, key[c] ?? null) === 0) ? r : undefined;
+  };
+}
+
+/**
+ * Rows of `def` through `path`, as tuples in the table's column order (`tableOf` opens the table and
+ * its indexes); with `readHt`, as of that hybrid time (yb_read_time), outside any transaction.
+ */
+export async function readRows(tableOf: (name: string) => Table, def: SqlTableDef, path: AccessPath, rowsMax: number, columns?: string[], readHt?: bigint): Promise<Tuple[]> {
   let rows: Row[];
   const table = tableOf(def.name);
   const proj = { ...(columns ? { columns } : {}), timeoutMs: SCAN_TIMEOUT_MS };
+  const at = readHt !== undefined ? { readHt } : {};
+  const getRow = readHt !== undefined ? pointReaderAt(def, readHt) : (t: Table, key: Row, o: typeof proj) => t.get(key, o);
   if (path.type === 'index') {
-    rows = await readThroughIndex(tableOf, def, path, rowsMax, proj);
+    rows = await readThroughIndex(tableOf, def, path, rowsMax, proj, readHt, getRow);
   } else if (path.type === 'point') {
-    const r = await table.get(path.key, proj);
+    const r = await getRow(table, path.key, proj);
     rows = r ? [r] : [];
   } else if (path.type === 'hashScan') {
-    rows = await table.scan({ ...(def.hash.length > 0 ? { hashKey: path.hashKey } : {}), ...(path.rangeStart ? { rangeStart: path.rangeStart } : {}), ...(path.rangeEnd ? { rangeEnd: path.rangeEnd } : {}), limit: rowsMax + 1, ...proj });
-  } else rows = await table.scan({ limit: rowsMax + 1, ...proj });
+    rows = await table.scan({ ...(def.hash.length > 0 ? { hashKey: path.hashKey } : {}), ...(path.rangeStart ? { rangeStart: path.rangeStart } : {}), ...(path.rangeEnd ? { rangeEnd: path.rangeEnd } : {}), limit: rowsMax + 1, ...proj, ...at });
+  } else rows = await table.scan({ limit: rowsMax + 1, ...proj, ...at });
   if (rows.length > rowsMax) throw new SqlError(SqlState.PROGRAM_LIMIT, `statement reads more than ${rowsMax} rows of ${def.name} (ysql_rows_in_memory_max)`);
   return rows.map((r) => def.columns.map((c) => r[c.name] ?? null));
 }

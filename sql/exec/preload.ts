@@ -19,6 +19,8 @@ export interface PreloadDeps {
   env: CompileEnv;
   ctx: EvalContext;
   rowsMax: number;
+  /** yb_read_time: every table is read as of this hybrid time. */
+  readHt?: bigint;
 }
 
 type RangeVarBody = Extract<Node, { RangeVar: unknown }>['RangeVar'];
@@ -100,7 +102,7 @@ export async function preload(stmt: Node, deps: PreloadDeps, explainOnly = false
       const alias = rv.alias?.aliasname ?? name;
       const path = chooseAccess(def, alias, where, deps.env, deps.ctx);
       plan.push(describePath(def, path));
-      const rows = explainOnly ? [] : await readRows(deps.table, def, path, deps.rowsMax, projection(def, used));
+      const rows = explainOnly ? [] : await readRows(deps.table, def, path, deps.rowsMax, projection(def, used), deps.readHt);
       relations.set(rv, { columns: columnsOf(def, alias), rows, tableOid: def.oid });
     }),
   );

@@ -23,7 +23,7 @@ import { chooseAccess, describePath, readRows } from './access';
 import { createIndex, dropIndexes } from './indexes';
 import { Savepoints } from './savepoints';
 import { copyStatement, type CopyIn, type CopyOut } from './copy';
-import { showVariable, setVariable } from './settings';
+import { readTimeOf, showVariable, setVariable } from './settings';
 
 export interface SessionDeps {
   client: TesseraClient;
@@ -218,7 +218,10 @@ export class SqlSession {
   private async query(s: Node, params: SqlValue[], paramTypes: SqlTypeName[]): Promise<StatementResult> {
     const ctx = this.context(params);
     const env: CompileEnv = { paramTypes, subquery: () => { throw new Error('unreachable'); } };
-    const pre = await preload(s, { catalog: this.deps.catalog, table: this.tableFor(this.txn), env, ctx, rowsMax: this.rowsMax() });
+    // yb_read_time: every table as of that time, outside the block's transaction (which reads the present).
+    const readHt = readTimeOf(this.info);
+    const table = readHt !== undefined ? this.tableFor(undefined) : this.tableFor(this.txn);
+    const pre = await preload(s, { catalog: this.deps.catalog, table, env, ctx, rowsMax: this.rowsMax(), ...(readHt !== undefined ? { readHt } : {}) });
     const plan = compileSelect((s as Extract<Node, { SelectStmt: unknown }>).SelectStmt, this.planEnv(paramTypes, pre.relations));
     const rows = plan.runAsync ? await plan.runAsync(ctx) : plan.run(ctx);
     return { tag: `SELECT ${rows.length}`, fields: plan.fields, rows };
@@ -242,6 +245,7 @@ export class SqlSession {
   }
 
   private async dml(s: Node, params: SqlValue[], paramTypes: SqlTypeName[]): Promise<StatementResult> {
+    if (readTimeOf(this.info) !== undefined) throw new SqlError(SqlState.READ_ONLY_SQL_TXN, `cannot execute ${Object.keys(s)[0]!.replace('Stmt', '').toUpperCase()} while yb_read_time is set (reads as of a past time are read-only; SET yb_read_time TO 0 first)`);
     const rel = dmlRelation(s);
     const def = await this.deps.catalog.require(rel.relname ?? '', rel.location);
     // A table with indexes writes its rows and their entries in one transaction, one row or many.
@@ -414,6 +418,7 @@ function defaultSettings(user: string): Map<string, string> {
     ['server_version', '15.2-tessera'], ['server_version_num', '150002'], ['server_encoding', 'UTF8'], ['client_encoding', 'UTF8'],
     ['datestyle', 'ISO, MDY'], ['intervalstyle', 'postgres'], ['timezone', 'UTC'], ['integer_datetimes', 'on'],
     ['standard_conforming_strings', 'on'], ['application_name', ''], ['search_path', '"$user", public'],
+    ['yb_read_time', '0'],
     ['transaction_isolation', 'read committed'], ['default_transaction_isolation', 'read committed'], ['is_superuser', 'on'],
     ['session_authorization', user], ['max_identifier_length', '63'], ['lc_collate', 'C'], ['lc_ctype', 'C'], ['max_index_keys', '32'],
     ['statement_timeout', '0'], ['extra_float_digits', '1'], ['client_min_messages', 'notice'],

@@ -32,6 +32,9 @@ export const SqlState = {
   ACTIVE_SQL_TXN: '25001',
   NO_ACTIVE_SQL_TXN: '25P01',
   INVALID_SAVEPOINT: '3B001',
+  READ_ONLY_SQL_TXN: '25006',
+  SNAPSHOT_TOO_OLD: '72000',
+  INVALID_PARAMETER_VALUE: '22023',
   FEATURE_NOT_SUPPORTED: '0A000',
   QUERY_CANCELED: '57014',
   PROGRAM_LIMIT: '54000',
@@ -81,6 +84,9 @@ export function toSqlError(e: unknown): SqlError {
         return new SqlError(SqlState.PROGRAM_LIMIT, e.message);
       case ErrorCode.NOT_SUPPORTED:
         return new SqlError(SqlState.FEATURE_NOT_SUPPORTED, e.message);
+      case ErrorCode.SNAPSHOT_TOO_OLD:
+        // Oracle's and YugabyteDB's "snapshot too old": the read time is below the retained history.
+        return new SqlError(SqlState.SNAPSHOT_TOO_OLD, e.message);
       default:
         return new SqlError(SqlState.INTERNAL, `${e.code}: ${e.message}`);
     }

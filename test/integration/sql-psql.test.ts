@@ -311,6 +311,39 @@ describe('SQL over the PostgreSQL protocol', () => {
     }
   });
 
+  it('sql: SET yb_read_time reads every table as of a past time (point, index and full reads), refuses writes with 25006 and bad values with 22023', async () => {
+    const c = await connect();
+    const code = async (sql: string): Promise<string> => c.query(sql).then(() => 'ok', (e: { code?: string }) => e.code ?? 'no code');
+    try {
+      await c.query('create table asof (id int primary key, v text)');
+      await c.query('create index asof_v on asof (v)');
+      await c.query("insert into asof values (1, 'old')");
+      const t1 = BigInt(Date.now()) * 1000n;
+      // The next writes must land at a later wall time than t1.
+      await waitFor('the wall clock to move past t1', 10_000, () => Promise.resolve(BigInt(Date.now()) * 1000n > t1 + 2000n), 1);
+      await c.query("update asof set v = 'new' where id = 1");
+      await c.query("insert into asof values (2, 'two')");
+      await c.query(`set yb_read_time to ${t1}`);
+      expect((await c.query('show yb_read_time')).rows).toEqual([{ yb_read_time: String(t1) }]);
+      expect((await c.query('select id, v from asof order by id')).rows).toEqual([{ id: 1, v: 'old' }]);
+      expect((await c.query('select v from asof where id = 1')).rows).toEqual([{ v: 'old' }]);
+      expect((await c.query('select v from asof where id = 2')).rows).toEqual([]);
+      expect((await c.query("select id from asof where v = 'old'")).rows).toEqual([{ id: 1 }]);
+      expect(await code("insert into asof values (3, 'x')")).toBe('25006');
+      expect(await code("update asof set v = 'x' where id = 1")).toBe('25006');
+      await c.query('set yb_read_time to 0');
+      expect((await c.query('select id, v from asof order by id')).rows).toEqual([{ id: 1, v: 'new' }, { id: 2, v: 'two' }]);
+      expect(await code("set yb_read_time to 'yesterday'")).toBe('22023');
+      // Before the first row was written: the table is empty as of then.
+      await c.query(`set yb_read_time to ${t1 - 3_600_000_000n}`);
+      expect((await c.query('select count(*)::int as n from asof')).rows).toEqual([{ n: 0 }]);
+      await c.query('set yb_read_time to 0');
+      await c.query('drop table asof');
+    } finally {
+      await c.end();
+    }
+  });
+
   it('sql: a bank of transfers (BEGIN … UPDATE … UPDATE … COMMIT) from 4 sessions keeps its total while a tserver is killed -9 and restarted', async () => {
     const setup = await connect();
     await setup.query('create table bank (id int primary key, balance bigint) split into 3 tablets');
