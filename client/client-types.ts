@@ -1,4 +1,5 @@
 /** Public types of the client library. */
+import type { AggregatePartial, AggregateWireSpec } from '../common/scan-aggregate';
 import type { FilterAst } from '../common/filter-ast';
 export type ColumnType = 'int64' | 'double' | 'string' | 'bytes' | 'bool';
 
@@ -108,6 +109,21 @@ export interface ScanOptions extends ReadOptions {
   filter?: string | FilterAst;
   /** Filled by the scan: the tablets' filter counters summed over its calls. */
   stats?: ScanStats;
+  /** Table.aggregate's: fold the rows on the tablets into these aggregates instead of returning them. */
+  aggregateInto?: AggregateInto;
+}
+
+/** An aggregate over a table's rows: count(*) without a column, else of the column's non-null values. */
+export interface AggregateSpec {
+  fn: 'count' | 'sum' | 'min' | 'max';
+  column?: string;
+}
+
+/** Where a scan puts the aggregates the tablets computed (its specs by column id, and the merged partials). */
+export interface AggregateInto {
+  named: readonly AggregateSpec[];
+  specs?: AggregateWireSpec[];
+  acc?: AggregatePartial[];
 }
 
 /** A filtered scan's counters (docs/filters.md): cells read from storage, and of those the ones dropped. */

@@ -19,7 +19,8 @@ import { filterRowLimit } from '../common/filter-ast';
 import { toFilterAst } from '../common/filter-expression';
 import { DbError, ErrorCode } from '../common/errors';
 import { tabletServerMethods, type DocKeyPB, type RowOpPB, type RowPB, type ScanResponsePB, type TxnContextPB } from '../rpc';
-import type { BatchOptions, ReadOptions, Row, ScanOptions, CallOptions } from './client-types';
+import type { AggregateInto, AggregateSpec, BatchOptions, ColumnValue, ReadOptions, Row, ScanOptions, CallOptions } from './client-types';
+import { decodePartials, emptyPartials, finalValues, mergePartials } from '../common/scan-aggregate';
 import { tabletForRoute, type MetaCache, type RowRoute, type TabletLocation } from './meta-cache';
 import { compareKeyBytes, maxLowerBound, minUpperBound } from '../common/key-bounds';
 import { backoffMs, Deadline } from './retry-policy';
@@ -98,6 +99,8 @@ interface ScanPlan {
   d: Deadline;
   /** The filter as JSON for every scan call ('' = none). */
   filterJson: string;
+  /** The aggregates as JSON for every scan call ('' = rows are returned). */
+  aggregateJson: string;
 }
 
 /** A plain write that met a transaction's intent and could not settle it wrote nothing: retry. */
@@ -584,6 +587,20 @@ export class Table {
   }
 
   /**
+   * count(*), count / sum / min / max of columns over the rows a scan would return (its bounds,
+   * filter, read time or transaction), computed on the tablets: only each page's partial results
+   * cross the network (docs/client.md). count answers a bigint; sum, min and max null over no values.
+   */
+  async aggregate(specs: readonly AggregateSpec[], o: ScanOptions = {}): Promise<ColumnValue[]> {
+    if (specs.length === 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'aggregate: name at least one aggregate');
+    if (o.limit !== undefined) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'aggregate: a limit does not apply (the aggregates cover every row the bounds and filter select)');
+    const into: AggregateInto = { named: specs };
+    const columns = [...new Set(specs.flatMap((s) => (s.column === undefined ? [] : [s.column])))];
+    await this.scan({ ...o, ...(columns.length > 0 ? { columns } : {}), pageSize: SCAN_PAGE_MAX, aggregateInto: into });
+    return finalValues(into.specs!, into.acc!);
+  }
+
+  /**
    * Rows in key order, page by page. A read restart before the first row reached the caller
    * restarts the scan; after that it fails with READ_RESTART (retryable: scan again).
    */
@@ -630,7 +647,10 @@ export class Table {
     // Checked here for a clear error before any RPC; the tablet checks again (any client may send JSON).
     const filter = o.filter === undefined ? undefined : toFilterAst(o.filter);
     const filterJson = filter ? JSON.stringify(filter) : '';
-    return { loc, schema, limit: filter ? Math.min(limit, filterRowLimit(filter)) : limit, page, columns, bounds, tablets, o, d, filterJson };
+    const agg = o.aggregateInto;
+    if (agg) agg.specs = agg.named.map((a) => (a.column === undefined ? { fn: a.fn } : { fn: a.fn, columnId: schema.columnIds([a.column])[0]! }));
+    const aggregateJson = agg ? JSON.stringify(agg.specs) : '';
+    return { loc, schema, limit: filter ? Math.min(limit, filterRowLimit(filter)) : limit, page, columns, bounds, tablets, o, d, filterJson, aggregateJson };
   }
 
   /**
@@ -652,6 +672,8 @@ export class Table {
     };
     let returned = 0;
     let pages = 0;
+    // A restarted pass folds again from nothing.
+    if (o.aggregateInto) o.aggregateInto.acc = emptyPartials(o.aggregateInto.specs!);
     for (const tablet of plan.tablets) {
       // A range table's tablet is asked only for its own key range (tablets in key order: rows in key order).
       let start: Uint8Array = maxLowerBound(bounds.start, tablet.keyStart ?? EMPTY_KEY);
@@ -666,12 +688,16 @@ export class Table {
           this.name,
           { tabletId: tablet.tabletId },
           tabletServerMethods().scan,
-          (t) => ({ tabletId: t.tabletId, startKey: from, endKey: end, limit: want, columns, propagatedHt: this.invoker.propagatedHt, schemaVersion: sv, ...(plan.filterJson ? { filter: plan.filterJson } : {}), ...this.readFields(t.tabletId, pageAt) }),
+          (t) => ({ tabletId: t.tabletId, startKey: from, endKey: end, limit: want, columns, propagatedHt: this.invoker.propagatedHt, schemaVersion: sv, ...(plan.filterJson ? { filter: plan.filterJson } : {}), ...(plan.aggregateJson ? { aggregate: plan.aggregateJson } : {}), ...this.readFields(t.tabletId, pageAt) }),
           d,
           true,
           this.readFatal,
         );
         this.invoker.observeHt(r.propagatedHt);
+        if (o.aggregateInto) {
+          if (!r.aggregates) throw new DbError(ErrorCode.NOT_SUPPORTED, `tablet ${tablet.tabletId} did not compute the scan's aggregates (a server older than this client)`);
+          mergePartials(o.aggregateInto.specs!, o.aggregateInto.acc!, decodePartials(r.aggregates));
+        }
         if (o.stats) {
           o.stats.cellsRead += Number(r.cellsRead ?? 0n);
           o.stats.cellsSkipped += Number(r.cellsSkipped ?? 0n);

@@ -290,6 +290,8 @@ export interface ScanRequestPB {
   schemaVersion?: number;
   /** A filter tree as JSON (docs/filters.md); empty: none. */
   filter?: string;
+  /** Aggregates to fold each page into, as JSON (common/scan-aggregate.ts); empty: rows are sent. */
+  aggregate?: string;
 }
 export interface ScanResponsePB {
   rows?: RowPB[];
@@ -299,6 +301,8 @@ export interface ScanResponsePB {
   globalLimitHt?: bigint;
   cellsRead?: bigint;
   cellsSkipped?: bigint;
+  /** With `aggregate`: the page's partial results as JSON (no rows are sent). */
+  aggregates?: string;
 }
 export interface CreateTabletRequestPB {
   tabletId?: string;

@@ -71,6 +71,14 @@ export const YSQL_AUTHENTICATION_TIMEOUT_MS = defineFlag({
   validate: (v) => (v >= 100 && v <= 600_000 ? undefined : 'between 100 and 600000'),
 });
 
+export const YSQL_ENABLE_AGGREGATE_PUSHDOWN = defineFlag({
+  name: 'ysql_enable_aggregate_pushdown',
+  type: 'bool',
+  default: true,
+  help: 'Compute count / sum / min / max of a whole table on its tablets (only partial results cross the network) instead of reading every row into the SQL layer.',
+  tags: [FlagTag.runtime],
+});
+
 export const YSQL_ROWS_MAX = defineFlag({
   name: 'ysql_rows_in_memory_max',
   type: 'int',

@@ -4,6 +4,7 @@
  * every field is validated against the tablet's schema and bad input becomes INVALID_ARGUMENT (or
  * TABLET_NOT_FOUND) — never a crash.
  */
+import { emptyPartials, encodePartials, foldRows, parseAggregateSpecs } from '../common/scan-aggregate';
 import { DbError, ErrorCode } from '../common/errors';
 import type { Flags } from '../common/flags';
 import { setFlagByOperator } from '../common/flag-policy';
@@ -370,6 +371,7 @@ export class TabletService {
     if (!Number.isInteger(limit) || limit < 1 || limit > SCAN_LIMIT_MAX) throw invalid(`scan limit must be 1..${SCAN_LIMIT_MAX}`);
     const columns = columnsFilter(t.meta, req.columns);
     const filter = scanFilter(t.meta, req.filter);
+    const aggregate = req.aggregate ? parseAggregateSpecs(req.aggregate, new Set(t.meta.schema.columns.map((c) => c.id))) : undefined;
     const common = {
       limit,
       ...(filter ? { filter } : {}),
@@ -381,6 +383,12 @@ export class TabletService {
     };
     const r = txn?.isolation === Isolation.SERIALIZABLE ? await t.scanSerializable(txn, { ...common, ...(ctx ? { deadlineMonoMs: ctx.deadlineMonoMs } : {}) }) : await t.scan({ ...common, ...readTimeFields(t, req, txn) });
     const counters = filter ? { cellsRead: BigInt(r.cellsRead ?? 0), cellsSkipped: BigInt(r.cellsSkipped ?? 0) } : {};
+    if (aggregate) {
+      // Folded here: the page's rows never leave the tablet server, only their partial results.
+      const acc = emptyPartials(aggregate);
+      foldRows(aggregate, acc, r.rows);
+      return { rows: [], aggregates: encodePartials(acc), resumeKey: r.resumeKey ?? new Uint8Array(0), readHt: r.readHt, propagatedHt: this.deps.clock.now(), globalLimitHt: r.globalLimitHt ?? 0n, ...counters };
+    }
     return { rows: r.rows.map(rowToPb), resumeKey: r.resumeKey ?? new Uint8Array(0), readHt: r.readHt, propagatedHt: this.deps.clock.now(), globalLimitHt: r.globalLimitHt ?? 0n, ...counters };
   }
 

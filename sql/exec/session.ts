@@ -7,7 +7,7 @@
 import type { Table, TesseraClient, Transaction } from '../../client';
 import type { Flags } from '../../common/flags';
 import type { Node, ParsedStatement } from '../sql-parser';
-import { YSQL_ROWS_MAX } from '../sql-flags';
+import { YSQL_ENABLE_AGGREGATE_PUSHDOWN, YSQL_ROWS_MAX } from '../sql-flags';
 import { names } from './ast';
 import type { SqlCatalog, SqlTableDef } from './catalog';
 import { addPrimaryKey, createTable, dropTables, truncateTable, type DdlDeps } from './ddl';
@@ -19,7 +19,8 @@ import { compileSelect, type LoadedRelation, type OutputField, type PlanEnv } fr
 import type { SequenceCache } from './sequences';
 import { notSupported, SqlError, SqlState } from './sql-error';
 import { typeOfValue, type SqlTypeName, type SqlValue } from './sql-types';
-import { chooseAccess, describePath, readRows } from './access';
+import { chooseAccess, describePath, readRows, SCAN_TIMEOUT_MS } from './access';
+import { describePushdown, pushdownPlan, runPushdown } from './pushdown';
 import { createIndex, dropIndexes } from './indexes';
 import { Savepoints } from './savepoints';
 import { copyStatement, type CopyIn, type CopyOut } from './copy';
@@ -221,6 +222,8 @@ export class SqlSession {
     // yb_read_time: every table as of that time, outside the block's transaction (which reads the present).
     const readHt = readTimeOf(this.info);
     const table = readHt !== undefined ? this.tableFor(undefined) : this.tableFor(this.txn);
+    const pushed = this.deps.flags.get(YSQL_ENABLE_AGGREGATE_PUSHDOWN) ? await pushdownPlan((s as Extract<Node, { SelectStmt: unknown }>).SelectStmt, this.deps.catalog) : undefined;
+    if (pushed) s = { SelectStmt: await runPushdown((s as Extract<Node, { SelectStmt: unknown }>).SelectStmt, pushed, table(pushed.def.name), { timeoutMs: SCAN_TIMEOUT_MS, ...(readHt !== undefined ? { readHt } : {}) }) };
     const pre = await preload(s, { catalog: this.deps.catalog, table, env, ctx, rowsMax: this.rowsMax(), ...(readHt !== undefined ? { readHt } : {}) });
     const plan = compileSelect((s as Extract<Node, { SelectStmt: unknown }>).SelectStmt, this.planEnv(paramTypes, pre.relations));
     const rows = plan.runAsync ? await plan.runAsync(ctx) : plan.run(ctx);
@@ -230,6 +233,8 @@ export class SqlSession {
   private async explain(q: Node, params: SqlValue[], paramTypes: SqlTypeName[]): Promise<StatementResult> {
     const ctx = this.context(params);
     const env: CompileEnv = { paramTypes, subquery: () => { throw new Error('unreachable'); } };
+    const pushed = 'SelectStmt' in q && this.deps.flags.get(YSQL_ENABLE_AGGREGATE_PUSHDOWN) ? await pushdownPlan(q.SelectStmt, this.deps.catalog) : undefined;
+    if (pushed) return { tag: 'EXPLAIN', fields: [{ name: 'QUERY PLAN', type: 'text', tableOid: 0, attnum: 0 }], rows: [[describePushdown(pushed)]] };
     const pre = await preload(q, { catalog: this.deps.catalog, table: this.tableFor(this.txn), env, ctx, rowsMax: this.rowsMax() }, true);
     const lines = [...pre.plan];
     const rel = 'InsertStmt' in q || 'UpdateStmt' in q || 'DeleteStmt' in q ? dmlRelation(q) : undefined;

@@ -344,6 +344,41 @@ describe('SQL over the PostgreSQL protocol', () => {
     }
   });
 
+  it('sql: count / sum / min / max of a whole table are computed on its tablets (EXPLAIN says so) and equal the rows\' own figures, in and out of a transaction', async () => {
+    const c = await connect();
+    try {
+      await c.query('create table agg (id int primary key, n bigint, i int, f double precision, s text) split into 3 tablets');
+      const rows = Array.from({ length: 60 }, (_, k) => ({ id: k, n: k % 7 === 0 ? null : BigInt(k * 1000 - 7), i: k - 30, f: k / 4, s: k % 5 === 0 ? null : `s${(k * 37) % 100}` }));
+      await c.query(`insert into agg values ${rows.map((r) => `(${r.id}, ${r.n ?? 'null'}, ${r.i}, ${r.f}, ${r.s === null ? 'null' : `'${r.s}'`})`).join(', ')}`);
+      const plan = (await c.query('explain select count(*), sum(n) from agg')).rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
+      expect(plan).toContain('Aggregate on the tablets of agg (count(*), sum(n)');
+      const ns = rows.flatMap((r) => (r.n === null ? [] : [r.n]));
+      const ss = rows.flatMap((r) => (r.s === null ? [] : [r.s])).sort();
+      const got = (await c.query('select count(*), count(n), sum(n), min(n), max(n), sum(i), min(i), sum(f), max(s), min(s), count(*)::int as c2 from agg')).rows[0];
+      expect(got).toEqual({
+        // PostgreSQL names every one of them by its function; the driver keeps the last of each name.
+        count: String(rows.filter((r) => r.n !== null).length),
+        sum: rows.reduce((a, r) => a + r.f, 0),
+        min: ss[0],
+        max: ss[ss.length - 1],
+        c2: 60,
+      });
+      const named = (await c.query('select count(n) as cn, sum(n) as sn, min(n) as mn, max(n) as xn, sum(i) as si, min(i) as mi from agg')).rows[0];
+      expect(named).toEqual({ cn: String(ns.length), sn: String(ns.reduce((a, b) => a + b, 0n)), mn: String(ns.reduce((a, b) => (b < a ? b : a))), xn: String(ns.reduce((a, b) => (b > a ? b : a))), si: String(rows.reduce((a, r) => a + r.i, 0)), mi: -30 });
+      // Inside a transaction the tablets count its own writes.
+      await c.query('begin');
+      await c.query("insert into agg values (100, 1, 1, 1, 'zz')");
+      expect((await c.query('select count(*)::int as n, max(s) as m from agg')).rows).toEqual([{ n: 61, m: 'zz' }]);
+      await c.query('rollback');
+      expect((await c.query('select count(*)::int as n from agg')).rows).toEqual([{ n: 60 }]);
+      await c.query('delete from agg');
+      expect((await c.query('select count(*)::int as n, sum(n) as s, min(s) as m from agg')).rows).toEqual([{ n: 0, s: null, m: null }]);
+      await c.query('drop table agg');
+    } finally {
+      await c.end();
+    }
+  });
+
   it('sql: a bank of transfers (BEGIN … UPDATE … UPDATE … COMMIT) from 4 sessions keeps its total while a tserver is killed -9 and restarted', async () => {
     const setup = await connect();
     await setup.query('create table bank (id int primary key, balance bigint) split into 3 tablets');
