@@ -12,6 +12,7 @@ import type { DocKeyPB } from '../rpc';
 import type { CallOptions, ColumnValue, Row } from './client-types';
 import { tabletForRoute, type MetaCache, type RowRoute, type TableLocations } from './meta-cache';
 import { Deadline } from './retry-policy';
+import { RowOpsCoalescer } from './row-ops-coalescer';
 import { withTableSchema } from './schema-retry';
 import type { TabletInvoker } from './tablet-invoker';
 import { valueFromPb, valueToPb, type TableSchema } from './table-schema';
@@ -74,10 +75,21 @@ export interface RowOpsDeps {
   cache: MetaCache;
   invoker: TabletInvoker;
   defaultTimeoutMs: number;
+  /** Coalesce calls to one tablet issued in the same turn into one request (the client's batchWrites). */
+  coalesce?: boolean;
 }
 
 export class RowOps {
-  constructor(private readonly deps: RowOpsDeps) {}
+  private readonly coalescer: RowOpsCoalescer | undefined;
+
+  constructor(private readonly deps: RowOpsDeps) {
+    this.coalescer = deps.coalesce ? new RowOpsCoalescer(deps.invoker, RETRY_CODES, SPLIT_FATAL) : undefined;
+  }
+
+  /** Coalesced requests sent and the calls they carried (tests, diagnostics). */
+  coalescerStats(): { requests: number; calls: number } | undefined {
+    return this.coalescer?.stats;
+  }
 
   private deadline(o?: CallOptions): Deadline {
     return new Deadline(o?.timeoutMs ?? this.deps.defaultTimeoutMs);
@@ -99,15 +111,23 @@ export class RowOps {
       if (tablets.size > 1) {
         throw new DbError(ErrorCode.CROSS_TABLET_MUTATION, `mutateRows on table ${this.deps.table}: the rows fall in ${tablets.size} tablets (${[...tablets].join(', ')}); it is atomic inside one tablet only`, { table: this.deps.table, tablets: [...tablets] });
       }
-      const r = await this.call(built[0]!.route, s.version, built.map((b) => b.pb), o.waitForLocks === true, d);
+      const route = built[0]!.route;
+      const pbs = built.map((b) => b.pb);
+      const waitForLocks = o.waitForLocks === true;
+      const tabletId = tabletForRoute(loc, route)?.tabletId;
+      const r =
+        this.coalescer && !waitForLocks && tabletId
+          ? await this.coalescer.call(this.deps.table, tabletId, route, s.version, pbs, d, (requestId) => this.call(route, s.version, pbs, false, d, requestId))
+          : await this.call(route, s.version, pbs, waitForLocks, d);
       const results = (r.results ?? []).map((x) => Object.fromEntries((x.columns ?? []).map((c) => [s.byId.get(c.columnId ?? -1)?.name ?? String(c.columnId), valueFromPb(c.value)])) as Row);
       return { applied: r.applied === true, results };
     });
   }
 
-  private async call(route: RowRoute, schemaVersion: number, rows: RowMutationPB[], waitForLocks: boolean, d: Deadline): Promise<MutateRowsResponsePB> {
+  /** One call in its own request (`requestId`: resend that retryable request, which its caller took and ends). */
+  private async call(route: RowRoute, schemaVersion: number, rows: RowMutationPB[], waitForLocks: boolean, d: Deadline, requestId?: number): Promise<MutateRowsResponsePB> {
     const inv = this.deps.invoker;
-    const id = inv.requests.begin();
+    const id = requestId ?? inv.requests.begin();
     try {
       const make = (t: { tabletId: string }): MutateRowsRequestPB => ({
         tabletId: t.tabletId,
@@ -124,7 +144,7 @@ export class RowOps {
       inv.observeHt(r.propagatedHt);
       return r;
     } finally {
-      inv.requests.end(id);
+      if (requestId === undefined) inv.requests.end(id);
     }
   }
 

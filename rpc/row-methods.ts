@@ -35,12 +35,29 @@ export interface MutateRowsRequestPB {
   requestId?: bigint;
   minRunningRequestId?: bigint;
   waitForLocks?: boolean;
+  /** Further calls to the same tablet coalesced by the client, each handled on its own. */
+  more?: MutateRowsItemPB[];
+}
+export interface MutateRowsItemPB {
+  rows?: RowMutationPB[];
+  requestId?: bigint;
 }
 export interface MutateRowsResponsePB {
   applied?: boolean;
   writeHt?: bigint;
   propagatedHt?: bigint;
   results?: RowPB[];
+  /** With `more`: one outcome per call (the first, then `more` in order). */
+  items?: MutateRowsResultPB[];
+}
+export interface MutateRowsResultPB {
+  applied?: boolean;
+  writeHt?: bigint;
+  results?: RowPB[];
+  /** Non-empty: the call failed with this code (details_json: its details). */
+  code?: string;
+  message?: string;
+  detailsJson?: string;
 }
 export interface LockRowRequestPB {
   tabletId?: string;
