@@ -12,6 +12,7 @@ import type { DocKeyPB } from '../rpc';
 import type { CallOptions, ColumnValue, Row } from './client-types';
 import { tabletForRoute, type MetaCache, type RowRoute, type TableLocations } from './meta-cache';
 import { Deadline } from './retry-policy';
+import { RowLockCoalescer } from './row-lock-coalescer';
 import { RowOpsCoalescer } from './row-ops-coalescer';
 import { withTableSchema } from './schema-retry';
 import type { TabletInvoker } from './tablet-invoker';
@@ -81,14 +82,17 @@ export interface RowOpsDeps {
 
 export class RowOps {
   private readonly coalescer: RowOpsCoalescer | undefined;
+  private readonly lockCoalescer: RowLockCoalescer | undefined;
 
   constructor(private readonly deps: RowOpsDeps) {
     this.coalescer = deps.coalesce ? new RowOpsCoalescer(deps.invoker, RETRY_CODES, SPLIT_FATAL) : undefined;
+    this.lockCoalescer = deps.coalesce ? new RowLockCoalescer(deps.invoker, deps.table) : undefined;
   }
 
-  /** Coalesced requests sent and the calls they carried (tests, diagnostics). */
+  /** Coalesced requests sent and the calls they carried, row operations and lock calls together (tests, diagnostics). */
   coalescerStats(): { requests: number; calls: number } | undefined {
-    return this.coalescer?.stats;
+    if (!this.coalescer || !this.lockCoalescer) return undefined;
+    return { requests: this.coalescer.stats.requests + this.lockCoalescer.stats.requests, calls: this.coalescer.stats.calls + this.lockCoalescer.stats.calls };
   }
 
   private deadline(o?: CallOptions): Deadline {
@@ -155,14 +159,11 @@ export class RowOps {
     const lockId = randomBytes(12).toString('hex');
     return this.withSchema(d, async (loc) => {
       const k = loc.schema.key(key);
-      const r = await inv.call(
-        this.deps.table,
-        { hash: k.hash, key: loc.schema.routeKey(k) },
-        rowMethods().lockRow,
-        (t) => ({ tabletId: t.tabletId, key: loc.schema.keyPb(k), leaseMs: o.leaseMs ?? 0, holder: o.holder ?? inv.requests.clientId, lockId, wait: o.wait === true, schemaVersion: loc.schema.version, propagatedHt: inv.propagatedHt }),
-        d,
-        true,
-      );
+      const route = { hash: k.hash, key: loc.schema.routeKey(k) };
+      const item = { key: loc.schema.keyPb(k), leaseMs: o.leaseMs ?? 0, holder: o.holder ?? inv.requests.clientId, lockId };
+      const alone = (): Promise<RowLockResponsePB> => inv.call(this.deps.table, route, rowMethods().lockRow, (t) => ({ tabletId: t.tabletId, ...item, wait: o.wait === true, schemaVersion: loc.schema.version, propagatedHt: inv.propagatedHt }), d, true);
+      const tabletId = tabletForRoute(loc, route)?.tabletId;
+      const r = this.lockCoalescer && o.wait !== true && tabletId ? await this.lockCoalescer.lock(tabletId, route, loc.schema.version, item, d, alone) : await alone();
       return this.lockOf(key, r);
     });
   }
@@ -179,8 +180,12 @@ export class RowOps {
     const inv = this.deps.invoker;
     return this.withSchema(d, async (loc) => {
       const k = loc.schema.key(lock.key);
+      const route = { hash: k.hash, key: loc.schema.routeKey(k) };
+      const item = { key: loc.schema.keyPb(k), lockId: lock.lockId, action, leaseMs };
       // Not resent after an unknown outcome: a second UNLOCK of a released lock would answer ROW_LOCK_NOT_HELD.
-      const r = await inv.call(this.deps.table, { hash: k.hash, key: loc.schema.routeKey(k) }, rowMethods().rowLock, (t) => ({ tabletId: t.tabletId, key: loc.schema.keyPb(k), lockId: lock.lockId, action, leaseMs, schemaVersion: loc.schema.version, propagatedHt: inv.propagatedHt }), d, false);
+      const alone = (): Promise<RowLockResponsePB> => inv.call(this.deps.table, route, rowMethods().rowLock, (t) => ({ tabletId: t.tabletId, ...item, schemaVersion: loc.schema.version, propagatedHt: inv.propagatedHt }), d, false);
+      const tabletId = tabletForRoute(loc, route)?.tabletId;
+      const r = this.lockCoalescer && tabletId ? await this.lockCoalescer.held(tabletId, route, loc.schema.version, item, d, alone) : await alone();
       inv.observeHt(r.propagatedHt);
       return r;
     });

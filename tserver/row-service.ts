@@ -196,19 +196,45 @@ export class RowService {
 
   async lockRow(req: rpb.LockRowRequestPB, ctx?: { deadlineMonoMs: number }): Promise<rpb.RowLockResponsePB> {
     const t = this.tablet(req.tabletId, req.schemaVersion, req.propagatedHt);
-    const key = keyFromPb(t.meta, req.key);
-    const leaseMs = req.leaseMs || this.deps.flags.get(ROW_LOCK_LEASE_MS);
-    const g = await t.rowLockOps().lock(key, { leaseMs, holder: req.holder ?? '', ...(req.lockId ? { lockId: req.lockId } : {}), wait: req.wait === true, deadlineMonoMs: this.deadline(ctx) });
-    return this.grantPb(g);
+    const more = req.more ?? [];
+    if (more.length === 0) return this.grantPb(await this.lockOne(t, req, req.wait === true, ctx));
+    // Coalesced lockRow calls (never waiting ones): each on its own, their entries in one append.
+    return this.coalescedLocks(t, [req, ...more], (i) => this.lockOne(t, i, false, ctx));
+  }
+
+  private async lockOne(t: TabletPeer, i: rpb.LockRowItemPB, wait: boolean, ctx?: { deadlineMonoMs: number }): Promise<LockGrant> {
+    const key = keyFromPb(t.meta, i.key);
+    const leaseMs = i.leaseMs || this.deps.flags.get(ROW_LOCK_LEASE_MS);
+    return t.rowLockOps().lock(key, { leaseMs, holder: i.holder ?? '', ...(i.lockId ? { lockId: i.lockId } : {}), wait, deadlineMonoMs: this.deadline(ctx) });
   }
 
   async rowLock(req: rpb.RowLockRequestPB): Promise<rpb.RowLockResponsePB> {
     const t = this.tablet(req.tabletId, req.schemaVersion, req.propagatedHt);
-    const key = keyFromPb(t.meta, req.key);
-    const lockId = req.lockId ?? '';
-    if (req.action === 'RENEW') return this.grantPb(await t.rowLockOps().renew(key, lockId, req.leaseMs || this.deps.flags.get(ROW_LOCK_LEASE_MS)));
-    if (req.action === 'UNLOCK') return this.grantPb(await t.rowLockOps().unlock(key, lockId));
-    throw invalid(`unknown row lock action '${String(req.action)}' (RENEW | UNLOCK)`);
+    const more = req.more ?? [];
+    if (more.length === 0) return this.grantPb(await this.heldOne(t, req));
+    return this.coalescedLocks(t, [req, ...more], (i) => this.heldOne(t, i));
+  }
+
+  private async heldOne(t: TabletPeer, i: rpb.RowLockItemPB): Promise<LockGrant> {
+    const key = keyFromPb(t.meta, i.key);
+    const lockId = i.lockId ?? '';
+    if (i.action === 'RENEW') return t.rowLockOps().renew(key, lockId, i.leaseMs || this.deps.flags.get(ROW_LOCK_LEASE_MS));
+    if (i.action === 'UNLOCK') return t.rowLockOps().unlock(key, lockId);
+    throw invalid(`unknown row lock action '${String(i.action)}' (RENEW | UNLOCK)`);
+  }
+
+  /** Several lock calls of one request, each handled (and failing) on its own, all at once. */
+  private async coalescedLocks<I>(t: TabletPeer, items: I[], one: (i: I) => Promise<LockGrant>): Promise<rpb.RowLockResponsePB> {
+    if (items.length > WRITE_ITEMS_MAX) throw invalid(`row lock request has ${items.length} calls; at most ${WRITE_ITEMS_MAX}`);
+    // Not the (ready) leader: the whole request goes elsewhere, as one (not one answer per call).
+    t.checkLeader();
+    const settled = await Promise.allSettled(items.map((i) => one(i)));
+    const out: rpb.RowLockResultPB[] = settled.map((r) => {
+      if (r.status === 'fulfilled') return { lockId: r.value.lockId, token: BigInt(r.value.token), expiresHt: r.value.expiresHt, leaseMs: r.value.leaseMs };
+      const e = DbError.from(r.reason);
+      return { ...e.toResult(), detailsJson: detailsJson(e.details) };
+    });
+    return { propagatedHt: this.deps.clock.now(), items: out };
   }
 
   private grantPb(g: LockGrant): rpb.RowLockResponsePB {
