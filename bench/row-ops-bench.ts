@@ -38,6 +38,8 @@ interface Figure {
   /** CPU µs the tservers (all three) and this client process spent per unit; NaN without /proc. */
   serverCpuUs: number;
   clientCpuUs: number;
+  /** serverCpuUs less what the tservers spend anyway (heartbeats, ticks: measured idle before the rounds). */
+  serverNetCpuUs: number;
 }
 
 /** CPU seconds of these processes together (NaN when one is unreadable). */
@@ -48,7 +50,7 @@ function cpuOf(pids: ReadonlyArray<number | undefined>): number {
 }
 
 /** `workers` loops of `op` for `ms`; units done per second (each op counts `weight` units) and CPU per unit. */
-async function measure(servers: ReadonlyArray<number | undefined>, workers: number, ms: number, op: (w: number, i: number) => Promise<unknown>, weight = 1): Promise<Figure> {
+async function measure(servers: ReadonlyArray<number | undefined>, workers: number, ms: number, op: (w: number, i: number) => Promise<unknown>, weight = 1, idleCpuUsPerS = 0): Promise<Figure> {
   const end = performance.now() + ms;
   let done = 0;
   const s0 = cpuOf(servers);
@@ -63,7 +65,17 @@ async function measure(servers: ReadonlyArray<number | undefined>, workers: numb
     }),
   );
   const c = process.cpuUsage(c0);
-  return { rate: done / ((performance.now() - t0) / 1000), serverCpuUs: ((cpuOf(servers) - s0) * 1e6) / done, clientCpuUs: (c.user + c.system) / done };
+  const seconds = (performance.now() - t0) / 1000;
+  const serverUs = (cpuOf(servers) - s0) * 1e6;
+  return { rate: done / seconds, serverCpuUs: serverUs / done, clientCpuUs: (c.user + c.system) / done, serverNetCpuUs: (serverUs - idleCpuUsPerS * seconds) / done };
+}
+
+/** CPU µs per second the tservers spend with no client load (heartbeats, Raft ticks, metrics). */
+async function idleCpuUsPerS(servers: ReadonlyArray<number | undefined>, ms: number): Promise<number> {
+  const s0 = cpuOf(servers);
+  const t0 = performance.now();
+  await new Promise((r) => setTimeout(r, ms));
+  return ((cpuOf(servers) - s0) * 1e6) / ((performance.now() - t0) / 1000);
 }
 
 /** Ratios the issue's targets name, within one round (the load is about the same inside it). */
@@ -100,10 +112,12 @@ async function main(): Promise<void> {
     const figures = new Map<string, Figure[]>();
     const add = (name: string, f: Figure): void => {
       figures.set(name, [...(figures.get(name) ?? []), f]);
-      process.stdout.write(`  ${name}: ${Math.round(f.rate)} (tserver CPU ${Math.round(f.serverCpuUs)} µs, client CPU ${Math.round(f.clientCpuUs)} µs per unit)\n`);
+      process.stdout.write(`  ${name}: ${Math.round(f.rate)} (tserver CPU ${Math.round(f.serverCpuUs)} µs, ${Math.round(f.serverNetCpuUs)} µs net of idle; client CPU ${Math.round(f.clientCpuUs)} µs per unit)\n`);
     };
-    const run = (workers: number, op: (w: number, i: number) => Promise<unknown>, weight = 1): Promise<Figure> => measure(servers, workers, ms, op, weight);
     await measure(servers, 16, 2000, (w, i) => t.upsert({ id: key(w, i), v: 'warm' })); // warm-up
+    const idle = await idleCpuUsPerS(servers, 3000);
+    process.stdout.write(`  tservers idle: ${Math.round(idle / 1000)} ms CPU per second (all three)\n`);
+    const run = (workers: number, op: (w: number, i: number) => Promise<unknown>, weight = 1): Promise<Figure> => measure(servers, workers, ms, op, weight, idle);
     const rows10 = (w: number, i: number): bigint[] => Array.from({ length: 10 }, (_, k) => sameTablet[(w * 977 + i * 10 + k) % sameTablet.length]!);
     const lockCycle = (table: typeof t, base: number) => async (w: number, i: number): Promise<void> => {
       const k = { id: BigInt(base + w * 1000 + (i % 1000)) };
@@ -125,9 +139,9 @@ async function main(): Promise<void> {
       add('lock + increment + unlock c16 (cycles/s, coalescing off)', await run(16, lockCycle(tp, 70_000)));
     }
     const mean = (xs: number[]): number => xs.reduce((x, y) => x + y, 0) / xs.length;
-    process.stdout.write('\n| figure | rate per round | mean rate | tserver CPU µs per unit (mean) | client CPU µs per unit (mean) |\n|---|---|---|---|---|\n');
+    process.stdout.write('\n| figure | rate per round | mean rate | tserver CPU µs per unit (net of idle) | client CPU µs per unit |\n|---|---|---|---|---|\n');
     for (const [name, fs] of figures) {
-      process.stdout.write(`| ${name} | ${fs.map((f) => Math.round(f.rate)).join(', ')} | ${Math.round(mean(fs.map((f) => f.rate)))} | ${Math.round(mean(fs.map((f) => f.serverCpuUs)))} | ${Math.round(mean(fs.map((f) => f.clientCpuUs)))} |\n`);
+      process.stdout.write(`| ${name} | ${fs.map((f) => Math.round(f.rate)).join(', ')} | ${Math.round(mean(fs.map((f) => f.rate)))} | ${Math.round(mean(fs.map((f) => f.serverCpuUs)))} (${Math.round(mean(fs.map((f) => f.serverNetCpuUs)))}) | ${Math.round(mean(fs.map((f) => f.clientCpuUs)))} |\n`);
     }
     process.stdout.write('\n| ratio | per round | target |\n|---|---|---|\n');
     for (const x of RATIOS) {
