@@ -2,13 +2,18 @@
  * Row operations against plain upserts on a throwaway local cluster (1 master + 3 tservers, RF 3;
  * docs/rows.md): increments vs single-row upserts at c64 (upserts with the client's default per-tablet
  * coalescing, and without it), mutateRows of 10 rows of one tablet vs the same 10 rows as 10 upserts
- * one after the other, and lock + write + unlock cycles. Prints a table of figures; asserts nothing.
+ * one after the other, and lock + write + unlock cycles. Row operations and lock calls run twice:
+ * with the client's default coalescing (calls to one tablet in one turn share a request) and without
+ * it (a request per call, as before coalescing existed). Beside each rate it prints the CPU the three
+ * tservers and this client spent per unit (utime+stime from /proc): on a machine shared with other
+ * work the rates swing with the load, the CPU per unit much less. Prints tables; asserts nothing.
  *
  *   node dist/bench/row-ops-bench.js [--host_base 150] [--seconds 8] [--rounds 2]
  */
 import { TesseraClient } from '../client/tessera-client';
 import { partitionHash } from '../common/partition-hash';
 import { BenchCluster } from './bench-cluster';
+import { cpuSeconds } from './proc-stats';
 
 interface Args {
   hostBase: number;
@@ -27,10 +32,29 @@ function parseArgs(argv: string[]): Args {
   return { hostBase: get('host_base', 150), seconds: get('seconds', 8), rounds: get('rounds', 2) };
 }
 
-/** `workers` loops of `op` for `ms`; the ops done per second (each op counts `weight` units). */
-async function measure(workers: number, ms: number, op: (w: number, i: number) => Promise<unknown>, weight = 1): Promise<number> {
+interface Figure {
+  /** Units per second. */
+  rate: number;
+  /** CPU µs the tservers (all three) and this client process spent per unit; NaN without /proc. */
+  serverCpuUs: number;
+  clientCpuUs: number;
+  /** serverCpuUs less what the tservers spend anyway (heartbeats, ticks: measured idle before the rounds). */
+  serverNetCpuUs: number;
+}
+
+/** CPU seconds of these processes together (NaN when one is unreadable). */
+function cpuOf(pids: ReadonlyArray<number | undefined>): number {
+  let s = 0;
+  for (const p of pids) s += cpuSeconds(p) ?? Number.NaN;
+  return s;
+}
+
+/** `workers` loops of `op` for `ms`; units done per second (each op counts `weight` units) and CPU per unit. */
+async function measure(servers: ReadonlyArray<number | undefined>, workers: number, ms: number, op: (w: number, i: number) => Promise<unknown>, weight = 1, idleCpuUsPerS = 0): Promise<Figure> {
   const end = performance.now() + ms;
   let done = 0;
+  const s0 = cpuOf(servers);
+  const c0 = process.cpuUsage();
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: workers }, async (_, w) => {
@@ -40,8 +64,25 @@ async function measure(workers: number, ms: number, op: (w: number, i: number) =
       }
     }),
   );
-  return done / ((performance.now() - t0) / 1000);
+  const c = process.cpuUsage(c0);
+  const seconds = (performance.now() - t0) / 1000;
+  const serverUs = (cpuOf(servers) - s0) * 1e6;
+  return { rate: done / seconds, serverCpuUs: serverUs / done, clientCpuUs: (c.user + c.system) / done, serverNetCpuUs: (serverUs - idleCpuUsPerS * seconds) / done };
 }
+
+/** CPU µs per second the tservers spend with no client load (heartbeats, Raft ticks, metrics). */
+async function idleCpuUsPerS(servers: ReadonlyArray<number | undefined>, ms: number): Promise<number> {
+  const s0 = cpuOf(servers);
+  const t0 = performance.now();
+  await new Promise((r) => setTimeout(r, ms));
+  return ((cpuOf(servers) - s0) * 1e6) / ((performance.now() - t0) / 1000);
+}
+
+/** Ratios the issue's targets name, within one round (the load is about the same inside it). */
+const RATIOS: ReadonlyArray<{ name: string; of: string; to: string; target: number }> = [
+  { name: 'increment / upsert at c64 (rates)', of: 'increment c64 (ops/s)', to: 'upsert c64 (ops/s, client coalescing on: default)', target: 0.9 },
+  { name: 'mutateRows(10) / 10 upserts one after the other (rows/s)', of: 'mutateRows(10 rows) c16 (rows/s)', to: '10 upserts one after the other c16 (rows/s)', target: 5 },
+];
 
 const KEYS = 100_000;
 
@@ -67,30 +108,47 @@ async function main(): Promise<void> {
     const t = c.table('bench_rows');
     const tp = plain.table('bench_rows');
     const key = (w: number, i: number): bigint => BigInt((w * 7919 + i * 104_729) % KEYS);
-    const figures = new Map<string, number[]>();
-    const add = (name: string, v: number): void => {
-      figures.set(name, [...(figures.get(name) ?? []), v]);
-      process.stdout.write(`  ${name}: ${Math.round(v)}\n`);
+    const servers = cluster.servers.filter((x) => x.role === 'tserver').map((x) => x.child.pid);
+    const figures = new Map<string, Figure[]>();
+    const add = (name: string, f: Figure): void => {
+      figures.set(name, [...(figures.get(name) ?? []), f]);
+      process.stdout.write(`  ${name}: ${Math.round(f.rate)} (tserver CPU ${Math.round(f.serverCpuUs)} µs, ${Math.round(f.serverNetCpuUs)} µs net of idle; client CPU ${Math.round(f.clientCpuUs)} µs per unit)\n`);
     };
-    await measure(16, 2000, (w, i) => t.upsert({ id: key(w, i), v: 'warm' })); // warm-up
+    await measure(servers, 16, 2000, (w, i) => t.upsert({ id: key(w, i), v: 'warm' })); // warm-up
+    const idle = await idleCpuUsPerS(servers, 3000);
+    process.stdout.write(`  tservers idle: ${Math.round(idle / 1000)} ms CPU per second (all three)\n`);
+    const run = (workers: number, op: (w: number, i: number) => Promise<unknown>, weight = 1): Promise<Figure> => measure(servers, workers, ms, op, weight, idle);
+    const rows10 = (w: number, i: number): bigint[] => Array.from({ length: 10 }, (_, k) => sameTablet[(w * 977 + i * 10 + k) % sameTablet.length]!);
+    const lockCycle = (table: typeof t, base: number) => async (w: number, i: number): Promise<void> => {
+      const k = { id: BigInt(base + w * 1000 + (i % 1000)) };
+      const lock = await table.lockRow(k, { leaseMs: 10_000 });
+      await table.increment(k, { n: 1 }, { lock });
+      await table.unlockRow(lock);
+    };
     for (let r = 0; r < a.rounds; r++) {
-      add('upsert c64 (ops/s, client coalescing on: default)', await measure(64, ms, (w, i) => t.upsert({ id: key(w, i), v: 'x' })));
-      add('upsert c64 (ops/s, coalescing off)', await measure(64, ms, (w, i) => tp.upsert({ id: key(w, i), v: 'x' })));
-      add('increment c64 (ops/s)', await measure(64, ms, (w, i) => t.increment({ id: key(w, i) }, { n: 1 })));
-      const rows10 = (w: number, i: number): bigint[] => Array.from({ length: 10 }, (_, k) => sameTablet[(w * 977 + i * 10 + k) % sameTablet.length]!);
-      add('10 upserts one after the other c16 (rows/s)', await measure(16, ms, async (w, i) => {
+      add('upsert c64 (ops/s, client coalescing on: default)', await run(64, (w, i) => t.upsert({ id: key(w, i), v: 'x' })));
+      add('upsert c64 (ops/s, coalescing off)', await run(64, (w, i) => tp.upsert({ id: key(w, i), v: 'x' })));
+      add('increment c64 (ops/s)', await run(64, (w, i) => t.increment({ id: key(w, i) }, { n: 1 })));
+      add('increment c64 (ops/s, coalescing off)', await run(64, (w, i) => tp.increment({ id: key(w, i) }, { n: 1 })));
+      add('10 upserts one after the other c16 (rows/s)', await run(16, async (w, i) => {
         for (const id of rows10(w, i)) await t.upsert({ id, v: 'y' });
       }, 10));
-      add('mutateRows(10 rows) c16 (rows/s)', await measure(16, ms, (w, i) => t.mutateRows(rows10(w, i).map((id) => ({ key: { id }, put: { v: 'y' } }))), 10));
-      add('lock + increment + unlock c16 (cycles/s)', await measure(16, ms, async (w, i) => {
-        const k = { id: BigInt(50_000 + w * 1000 + (i % 1000)) };
-        const lock = await t.lockRow(k, { leaseMs: 10_000 });
-        await t.increment(k, { n: 1 }, { lock });
-        await t.unlockRow(lock);
-      }));
+      add('mutateRows(10 rows) c16 (rows/s)', await run(16, (w, i) => t.mutateRows(rows10(w, i).map((id) => ({ key: { id }, put: { v: 'y' } }))), 10));
+      add('mutateRows(10 rows) c16 (rows/s, coalescing off)', await run(16, (w, i) => tp.mutateRows(rows10(w, i).map((id) => ({ key: { id }, put: { v: 'y' } }))), 10));
+      add('lock + increment + unlock c16 (cycles/s)', await run(16, lockCycle(t, 50_000)));
+      add('lock + increment + unlock c16 (cycles/s, coalescing off)', await run(16, lockCycle(tp, 70_000)));
     }
-    process.stdout.write('\n| figure | rounds | mean |\n|---|---|---|\n');
-    for (const [name, vs] of figures) process.stdout.write(`| ${name} | ${vs.map((v) => Math.round(v)).join(', ')} | ${Math.round(vs.reduce((x, y) => x + y, 0) / vs.length)} |\n`);
+    const mean = (xs: number[]): number => xs.reduce((x, y) => x + y, 0) / xs.length;
+    process.stdout.write('\n| figure | rate per round | mean rate | tserver CPU µs per unit (net of idle) | client CPU µs per unit |\n|---|---|---|---|---|\n');
+    for (const [name, fs] of figures) {
+      process.stdout.write(`| ${name} | ${fs.map((f) => Math.round(f.rate)).join(', ')} | ${Math.round(mean(fs.map((f) => f.rate)))} | ${Math.round(mean(fs.map((f) => f.serverCpuUs)))} (${Math.round(mean(fs.map((f) => f.serverNetCpuUs)))}) | ${Math.round(mean(fs.map((f) => f.clientCpuUs)))} |\n`);
+    }
+    process.stdout.write('\n| ratio | per round | target |\n|---|---|---|\n');
+    for (const x of RATIOS) {
+      const of = figures.get(x.of) ?? [];
+      const to = figures.get(x.to) ?? [];
+      process.stdout.write(`| ${x.name} | ${of.map((f, i) => (f.rate / to[i]!.rate).toFixed(2)).join(', ')} | ≥ ${x.target} |\n`);
+    }
   } finally {
     for (const x of clients) await x.close().catch(() => undefined);
     await cluster.stop();

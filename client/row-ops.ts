@@ -12,6 +12,8 @@ import type { DocKeyPB } from '../rpc';
 import type { CallOptions, ColumnValue, Row } from './client-types';
 import { tabletForRoute, type MetaCache, type RowRoute, type TableLocations } from './meta-cache';
 import { Deadline } from './retry-policy';
+import { RowLockCoalescer } from './row-lock-coalescer';
+import { RowOpsCoalescer } from './row-ops-coalescer';
 import { withTableSchema } from './schema-retry';
 import type { TabletInvoker } from './tablet-invoker';
 import { valueFromPb, valueToPb, type TableSchema } from './table-schema';
@@ -74,10 +76,24 @@ export interface RowOpsDeps {
   cache: MetaCache;
   invoker: TabletInvoker;
   defaultTimeoutMs: number;
+  /** Coalesce calls to one tablet issued in the same turn into one request (the client's batchWrites). */
+  coalesce?: boolean;
 }
 
 export class RowOps {
-  constructor(private readonly deps: RowOpsDeps) {}
+  private readonly coalescer: RowOpsCoalescer | undefined;
+  private readonly lockCoalescer: RowLockCoalescer | undefined;
+
+  constructor(private readonly deps: RowOpsDeps) {
+    this.coalescer = deps.coalesce ? new RowOpsCoalescer(deps.invoker, RETRY_CODES, SPLIT_FATAL) : undefined;
+    this.lockCoalescer = deps.coalesce ? new RowLockCoalescer(deps.invoker, deps.table) : undefined;
+  }
+
+  /** Coalesced requests sent and the calls they carried, row operations and lock calls together (tests, diagnostics). */
+  coalescerStats(): { requests: number; calls: number } | undefined {
+    if (!this.coalescer || !this.lockCoalescer) return undefined;
+    return { requests: this.coalescer.stats.requests + this.lockCoalescer.stats.requests, calls: this.coalescer.stats.calls + this.lockCoalescer.stats.calls };
+  }
 
   private deadline(o?: CallOptions): Deadline {
     return new Deadline(o?.timeoutMs ?? this.deps.defaultTimeoutMs);
@@ -99,15 +115,23 @@ export class RowOps {
       if (tablets.size > 1) {
         throw new DbError(ErrorCode.CROSS_TABLET_MUTATION, `mutateRows on table ${this.deps.table}: the rows fall in ${tablets.size} tablets (${[...tablets].join(', ')}); it is atomic inside one tablet only`, { table: this.deps.table, tablets: [...tablets] });
       }
-      const r = await this.call(built[0]!.route, s.version, built.map((b) => b.pb), o.waitForLocks === true, d);
+      const route = built[0]!.route;
+      const pbs = built.map((b) => b.pb);
+      const waitForLocks = o.waitForLocks === true;
+      const tabletId = tabletForRoute(loc, route)?.tabletId;
+      const r =
+        this.coalescer && !waitForLocks && tabletId
+          ? await this.coalescer.call(this.deps.table, tabletId, route, s.version, pbs, d, (requestId) => this.call(route, s.version, pbs, false, d, requestId))
+          : await this.call(route, s.version, pbs, waitForLocks, d);
       const results = (r.results ?? []).map((x) => Object.fromEntries((x.columns ?? []).map((c) => [s.byId.get(c.columnId ?? -1)?.name ?? String(c.columnId), valueFromPb(c.value)])) as Row);
       return { applied: r.applied === true, results };
     });
   }
 
-  private async call(route: RowRoute, schemaVersion: number, rows: RowMutationPB[], waitForLocks: boolean, d: Deadline): Promise<MutateRowsResponsePB> {
+  /** One call in its own request (`requestId`: resend that retryable request, which its caller took and ends). */
+  private async call(route: RowRoute, schemaVersion: number, rows: RowMutationPB[], waitForLocks: boolean, d: Deadline, requestId?: number): Promise<MutateRowsResponsePB> {
     const inv = this.deps.invoker;
-    const id = inv.requests.begin();
+    const id = requestId ?? inv.requests.begin();
     try {
       const make = (t: { tabletId: string }): MutateRowsRequestPB => ({
         tabletId: t.tabletId,
@@ -124,7 +148,7 @@ export class RowOps {
       inv.observeHt(r.propagatedHt);
       return r;
     } finally {
-      inv.requests.end(id);
+      if (requestId === undefined) inv.requests.end(id);
     }
   }
 
@@ -135,14 +159,11 @@ export class RowOps {
     const lockId = randomBytes(12).toString('hex');
     return this.withSchema(d, async (loc) => {
       const k = loc.schema.key(key);
-      const r = await inv.call(
-        this.deps.table,
-        { hash: k.hash, key: loc.schema.routeKey(k) },
-        rowMethods().lockRow,
-        (t) => ({ tabletId: t.tabletId, key: loc.schema.keyPb(k), leaseMs: o.leaseMs ?? 0, holder: o.holder ?? inv.requests.clientId, lockId, wait: o.wait === true, schemaVersion: loc.schema.version, propagatedHt: inv.propagatedHt }),
-        d,
-        true,
-      );
+      const route = { hash: k.hash, key: loc.schema.routeKey(k) };
+      const item = { key: loc.schema.keyPb(k), leaseMs: o.leaseMs ?? 0, holder: o.holder ?? inv.requests.clientId, lockId };
+      const alone = (): Promise<RowLockResponsePB> => inv.call(this.deps.table, route, rowMethods().lockRow, (t) => ({ tabletId: t.tabletId, ...item, wait: o.wait === true, schemaVersion: loc.schema.version, propagatedHt: inv.propagatedHt }), d, true);
+      const tabletId = tabletForRoute(loc, route)?.tabletId;
+      const r = this.lockCoalescer && o.wait !== true && tabletId ? await this.lockCoalescer.lock(tabletId, route, loc.schema.version, item, d, alone) : await alone();
       return this.lockOf(key, r);
     });
   }
@@ -159,8 +180,12 @@ export class RowOps {
     const inv = this.deps.invoker;
     return this.withSchema(d, async (loc) => {
       const k = loc.schema.key(lock.key);
+      const route = { hash: k.hash, key: loc.schema.routeKey(k) };
+      const item = { key: loc.schema.keyPb(k), lockId: lock.lockId, action, leaseMs };
       // Not resent after an unknown outcome: a second UNLOCK of a released lock would answer ROW_LOCK_NOT_HELD.
-      const r = await inv.call(this.deps.table, { hash: k.hash, key: loc.schema.routeKey(k) }, rowMethods().rowLock, (t) => ({ tabletId: t.tabletId, key: loc.schema.keyPb(k), lockId: lock.lockId, action, leaseMs, schemaVersion: loc.schema.version, propagatedHt: inv.propagatedHt }), d, false);
+      const alone = (): Promise<RowLockResponsePB> => inv.call(this.deps.table, route, rowMethods().rowLock, (t) => ({ tabletId: t.tabletId, ...item, schemaVersion: loc.schema.version, propagatedHt: inv.propagatedHt }), d, false);
+      const tabletId = tabletForRoute(loc, route)?.tabletId;
+      const r = this.lockCoalescer && tabletId ? await this.lockCoalescer.held(tabletId, route, loc.schema.version, item, d, alone) : await alone();
       inv.observeHt(r.propagatedHt);
       return r;
     });

@@ -455,8 +455,13 @@ export class Table {
   private rowOps(): RowOps {
     if (this.txn) throw new DbError(ErrorCode.NOT_SUPPORTED, 'row operations and row locks run outside transactions (use the transaction\'s reads and writes inside one)');
     this.checkWritable();
-    this.rowOpsValue ??= new RowOps({ table: this.name, cache: this.cache, invoker: this.invoker, defaultTimeoutMs: this.defaultTimeoutMs });
+    this.rowOpsValue ??= new RowOps({ table: this.name, cache: this.cache, invoker: this.invoker, defaultTimeoutMs: this.defaultTimeoutMs, coalesce: this.batchWrites && !this.txn });
     return this.rowOpsValue;
+  }
+
+  /** Row-operation requests this handle sent coalesced, and the calls they carried (undefined: coalescing off). */
+  rowCallStats(): { requests: number; calls: number } | undefined {
+    return this.rowOpsValue?.coalescerStats();
   }
 
   /** Add to int64 columns of one row atomically (absent counts as 0); answers their new values. */

@@ -35,12 +35,29 @@ export interface MutateRowsRequestPB {
   requestId?: bigint;
   minRunningRequestId?: bigint;
   waitForLocks?: boolean;
+  /** Further calls to the same tablet coalesced by the client, each handled on its own. */
+  more?: MutateRowsItemPB[];
+}
+export interface MutateRowsItemPB {
+  rows?: RowMutationPB[];
+  requestId?: bigint;
 }
 export interface MutateRowsResponsePB {
   applied?: boolean;
   writeHt?: bigint;
   propagatedHt?: bigint;
   results?: RowPB[];
+  /** With `more`: one outcome per call (the first, then `more` in order). */
+  items?: MutateRowsResultPB[];
+}
+export interface MutateRowsResultPB {
+  applied?: boolean;
+  writeHt?: bigint;
+  results?: RowPB[];
+  /** Non-empty: the call failed with this code (details_json: its details). */
+  code?: string;
+  message?: string;
+  detailsJson?: string;
 }
 export interface LockRowRequestPB {
   tabletId?: string;
@@ -51,6 +68,14 @@ export interface LockRowRequestPB {
   wait?: boolean;
   schemaVersion?: number;
   propagatedHt?: bigint;
+  /** Further (non-waiting) lockRow calls to the same tablet coalesced by the client. */
+  more?: LockRowItemPB[];
+}
+export interface LockRowItemPB {
+  key?: DocKeyPB;
+  leaseMs?: number;
+  holder?: string;
+  lockId?: string;
 }
 export interface RowLockRequestPB {
   tabletId?: string;
@@ -60,6 +85,14 @@ export interface RowLockRequestPB {
   leaseMs?: number;
   schemaVersion?: number;
   propagatedHt?: bigint;
+  /** Further RENEW/UNLOCK calls to the same tablet coalesced by the client. */
+  more?: RowLockItemPB[];
+}
+export interface RowLockItemPB {
+  key?: DocKeyPB;
+  lockId?: string;
+  action?: string;
+  leaseMs?: number;
 }
 export interface RowLockResponsePB {
   lockId?: string;
@@ -67,6 +100,18 @@ export interface RowLockResponsePB {
   expiresHt?: bigint;
   leaseMs?: number;
   propagatedHt?: bigint;
+  /** With `more`: one outcome per call (the first, then `more` in order). */
+  items?: RowLockResultPB[];
+}
+export interface RowLockResultPB {
+  lockId?: string;
+  token?: bigint;
+  expiresHt?: bigint;
+  leaseMs?: number;
+  /** Non-empty: the call failed with this code (details_json: its details). */
+  code?: string;
+  message?: string;
+  detailsJson?: string;
 }
 
 export interface RowMethods {

@@ -13,7 +13,7 @@ import type { RowMethods } from '../rpc';
 import type * as rpb from '../rpc';
 import type { RowPB } from '../rpc';
 import type { RpcServer } from '../rpc';
-import { checkSchemaVersion, checkType, keyFromPb, keyToPb, requestTag, valueFromPb, valueToPb, WRITE_OPS_MAX } from './tablet-service';
+import { checkSchemaVersion, checkType, keyFromPb, keyToPb, requestTag, valueFromPb, valueToPb, WRITE_ITEMS_MAX, WRITE_OPS_MAX } from './tablet-service';
 import type { TabletManager } from './tablet-manager';
 import type { ColumnSchema, TabletMeta } from './tablet/tablet-meta';
 import type { TabletPeer } from './tablet/tablet-peer';
@@ -98,6 +98,15 @@ export function parseRowMutations(meta: TabletMeta, rows: rpb.RowMutationPB[] | 
   });
 }
 
+/** An error's details for a coalesced call's result (bigints as strings; unserialisable details dropped). */
+function detailsJson(details: Record<string, unknown>): string {
+  try {
+    return Object.keys(details).length === 0 ? '' : JSON.stringify(details, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+  } catch {
+    return '';
+  }
+}
+
 function resultPb(key: DocKey, cells: Map<number, Primitive>): RowPB {
   return { key: keyToPb(key), columns: [...cells].map(([columnId, v]) => ({ columnId, value: valueToPb(v) })), writeHt: 0n };
 }
@@ -120,8 +129,33 @@ export class RowService {
 
   async mutateRows(req: rpb.MutateRowsRequestPB, ctx?: { deadlineMonoMs: number }): Promise<rpb.MutateRowsResponsePB> {
     const t = this.tablet(req.tabletId, req.schemaVersion, req.propagatedHt);
-    const request = requestTag(req, req.requestId);
-    const rows = parseRowMutations(t.meta, req.rows);
+    const more = req.more ?? [];
+    if (more.length === 0) {
+      const r = await this.mutateOne(t, req, req.rows, req.requestId, req.waitForLocks === true, ctx);
+      return { applied: r.applied, writeHt: r.writeHt, propagatedHt: this.deps.clock.now(), results: r.results };
+    }
+    // Several calls coalesced by a client: each is handled (and fails) on its own, all at once, so
+    // their Raft entries share the tablet's next append (as coalesced transactional writes do).
+    if (more.length >= WRITE_ITEMS_MAX) throw invalid(`mutate_rows has ${more.length + 1} calls; at most ${WRITE_ITEMS_MAX}`);
+    const items = [{ rows: req.rows, requestId: req.requestId }, ...more];
+    const total = items.reduce((n, i) => n + (i.rows?.length ?? 0), 0);
+    if (total > WRITE_OPS_MAX) throw invalid(`mutate_rows has ${total} rows in all; at most ${WRITE_OPS_MAX}`);
+    // Not the (ready) leader: the whole request goes elsewhere, as one (not one answer per call).
+    t.checkLeader();
+    // A waiting call would hold every other call's answer: coalesced calls never wait for locks.
+    const settled = await Promise.allSettled(items.map((i) => this.mutateOne(t, req, i.rows, i.requestId, false, ctx)));
+    const out: rpb.MutateRowsResultPB[] = settled.map((r) => {
+      if (r.status === 'fulfilled') return r.value;
+      const e = DbError.from(r.reason);
+      return { ...e.toResult(), detailsJson: detailsJson(e.details) };
+    });
+    return { propagatedHt: this.deps.clock.now(), items: out };
+  }
+
+  /** One call's rows: one computed write (tablet/row-ops.ts); async, so bad input rejects only its own call. */
+  private async mutateOne(t: TabletPeer, req: rpb.MutateRowsRequestPB, rowsPb: rpb.RowMutationPB[] | undefined, requestId: bigint | undefined, waitForLocks: boolean, ctx?: { deadlineMonoMs: number }): Promise<{ applied: boolean; writeHt: bigint; results: RowPB[] }> {
+    const request = requestTag(req, requestId);
+    const rows = parseRowMutations(t.meta, rowsPb);
     const keys = rows.map((r) => r.key);
     const cellBytesMax = this.deps.flags.get(ROW_CELL_BYTES_MAX);
     let results: Array<Map<number, Primitive>> | undefined;
@@ -137,15 +171,14 @@ export class RowService {
         },
       },
       heldLocks: rows.map((r) => r.lock),
-      waitForLocks: req.waitForLocks === true,
+      waitForLocks,
       deadlineMonoMs: this.deadline(ctx),
       ...(request ? { request } : {}),
     });
-    const propagatedHt = this.deps.clock.now();
-    if (ht === 0n) return { applied: false, writeHt: 0n, propagatedHt, results: [] };
+    if (ht === 0n) return { applied: false, writeHt: 0n, results: [] };
     // A resent copy of a request applied before: its new values are the row's at its entry's time.
     results ??= await this.readBack(t, rows, ht);
-    return { applied: true, writeHt: ht, propagatedHt, results: rows.map((r, i) => resultPb(r.key, results![i]!)) };
+    return { applied: true, writeHt: ht, results: rows.map((r, i) => resultPb(r.key, results![i]!)) };
   }
 
   private async readBack(t: TabletPeer, rows: RowMutation[], ht: bigint): Promise<Array<Map<number, Primitive>>> {
@@ -163,19 +196,45 @@ export class RowService {
 
   async lockRow(req: rpb.LockRowRequestPB, ctx?: { deadlineMonoMs: number }): Promise<rpb.RowLockResponsePB> {
     const t = this.tablet(req.tabletId, req.schemaVersion, req.propagatedHt);
-    const key = keyFromPb(t.meta, req.key);
-    const leaseMs = req.leaseMs || this.deps.flags.get(ROW_LOCK_LEASE_MS);
-    const g = await t.rowLockOps().lock(key, { leaseMs, holder: req.holder ?? '', ...(req.lockId ? { lockId: req.lockId } : {}), wait: req.wait === true, deadlineMonoMs: this.deadline(ctx) });
-    return this.grantPb(g);
+    const more = req.more ?? [];
+    if (more.length === 0) return this.grantPb(await this.lockOne(t, req, req.wait === true, ctx));
+    // Coalesced lockRow calls (never waiting ones): each on its own, their entries in one append.
+    return this.coalescedLocks(t, [req, ...more], (i) => this.lockOne(t, i, false, ctx));
+  }
+
+  private async lockOne(t: TabletPeer, i: rpb.LockRowItemPB, wait: boolean, ctx?: { deadlineMonoMs: number }): Promise<LockGrant> {
+    const key = keyFromPb(t.meta, i.key);
+    const leaseMs = i.leaseMs || this.deps.flags.get(ROW_LOCK_LEASE_MS);
+    return t.rowLockOps().lock(key, { leaseMs, holder: i.holder ?? '', ...(i.lockId ? { lockId: i.lockId } : {}), wait, deadlineMonoMs: this.deadline(ctx) });
   }
 
   async rowLock(req: rpb.RowLockRequestPB): Promise<rpb.RowLockResponsePB> {
     const t = this.tablet(req.tabletId, req.schemaVersion, req.propagatedHt);
-    const key = keyFromPb(t.meta, req.key);
-    const lockId = req.lockId ?? '';
-    if (req.action === 'RENEW') return this.grantPb(await t.rowLockOps().renew(key, lockId, req.leaseMs || this.deps.flags.get(ROW_LOCK_LEASE_MS)));
-    if (req.action === 'UNLOCK') return this.grantPb(await t.rowLockOps().unlock(key, lockId));
-    throw invalid(`unknown row lock action '${String(req.action)}' (RENEW | UNLOCK)`);
+    const more = req.more ?? [];
+    if (more.length === 0) return this.grantPb(await this.heldOne(t, req));
+    return this.coalescedLocks(t, [req, ...more], (i) => this.heldOne(t, i));
+  }
+
+  private async heldOne(t: TabletPeer, i: rpb.RowLockItemPB): Promise<LockGrant> {
+    const key = keyFromPb(t.meta, i.key);
+    const lockId = i.lockId ?? '';
+    if (i.action === 'RENEW') return t.rowLockOps().renew(key, lockId, i.leaseMs || this.deps.flags.get(ROW_LOCK_LEASE_MS));
+    if (i.action === 'UNLOCK') return t.rowLockOps().unlock(key, lockId);
+    throw invalid(`unknown row lock action '${String(i.action)}' (RENEW | UNLOCK)`);
+  }
+
+  /** Several lock calls of one request, each handled (and failing) on its own, all at once. */
+  private async coalescedLocks<I>(t: TabletPeer, items: I[], one: (i: I) => Promise<LockGrant>): Promise<rpb.RowLockResponsePB> {
+    if (items.length > WRITE_ITEMS_MAX) throw invalid(`row lock request has ${items.length} calls; at most ${WRITE_ITEMS_MAX}`);
+    // Not the (ready) leader: the whole request goes elsewhere, as one (not one answer per call).
+    t.checkLeader();
+    const settled = await Promise.allSettled(items.map((i) => one(i)));
+    const out: rpb.RowLockResultPB[] = settled.map((r) => {
+      if (r.status === 'fulfilled') return { lockId: r.value.lockId, token: BigInt(r.value.token), expiresHt: r.value.expiresHt, leaseMs: r.value.leaseMs };
+      const e = DbError.from(r.reason);
+      return { ...e.toResult(), detailsJson: detailsJson(e.details) };
+    });
+    return { propagatedHt: this.deps.clock.now(), items: out };
   }
 
   private grantPb(g: LockGrant): rpb.RowLockResponsePB {

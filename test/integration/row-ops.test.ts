@@ -103,6 +103,58 @@ describe('row operations and row locks (real processes)', () => {
     expect((await c.table('ctr').get({ id }))?.['n']).toBe(7n);
   }, 60_000);
 
+  it('rows: calls to one tablet issued together travel coalesced; each keeps its own outcome (ROW_LOCKED with its details), increments stay exact, a resent coalesced request does nothing twice', async () => {
+    const t = clients[3]!.table('ctr');
+    const id = 20n;
+    const locked = 21n;
+    const lock = await c.table('ctr').lockRow({ id: locked }, { leaseMs: 60_000, holder: 'coalesce-test' });
+    // One turn: 40 increments of one row and 3 of a row someone else locked.
+    const calls = Array.from({ length: 40 }, () => t.increment({ id }, { n: 1 }));
+    const refused = Array.from({ length: 3 }, () => t.increment({ id: locked }, { n: 1 }).catch((e: unknown) => DbError.from(e)));
+    const answers = (await Promise.all(calls)).map((r) => r['n'] as bigint);
+    expect([...answers].sort((a, b) => (a < b ? -1 : 1))).toEqual(Array.from({ length: 40 }, (_, i) => BigInt(i + 1)));
+    for (const e of await Promise.all(refused)) {
+      expect(e).toBeInstanceOf(DbError);
+      expect((e as DbError).code).toBe(ErrorCode.ROW_LOCKED);
+      expect((e as DbError).details['token']).toBe(Number(lock.token));
+    }
+    const stats = t.rowCallStats()!;
+    expect(stats.calls).toBeGreaterThanOrEqual(43);
+    expect(stats.requests).toBeLessThan(stats.calls);
+    await c.table('ctr').unlockRow(lock);
+
+    // On the wire: one request, three calls; a malformed call fails alone; the copy does nothing twice.
+    const loc = await c.tableLocations('ctr');
+    const { tabletId, leader } = await tabletOf(id);
+    const n = loc.schema.byName.get('n')!.id;
+    const row = (by: bigint, columnId = n): MutateRowsRequestPB['rows'] => [{ key: loc.schema.keyPb(loc.schema.key({ id })), mutations: [{ type: 'INCREMENT', columnId, by }] }];
+    const req: MutateRowsRequestPB = { tabletId, schemaVersion: loc.schema.version, clientId: 'coalesce-test-client', requestId: 1n, minRunningRequestId: 1n, rows: row(3n), more: [{ rows: row(1n, 9999), requestId: 2n }, { rows: row(4n), requestId: 3n }] };
+    const first = await c.rpcClient().call(leader, rowMethods().mutateRows, req, { timeoutMs: 10_000 });
+    const again = await c.rpcClient().call(leader, rowMethods().mutateRows, req, { timeoutMs: 10_000 });
+    expect(first.items?.map((i) => i.code ?? '')).toEqual(['', ErrorCode.INVALID_ARGUMENT, '']);
+    expect(again.items?.map((i) => i.writeHt)).toEqual(first.items?.map((i) => i.writeHt));
+    expect(again.items?.[2]?.results?.[0]?.columns?.[0]?.value?.int64Value).toBe(first.items?.[2]?.results?.[0]?.columns?.[0]?.value?.int64Value);
+    expect((await c.table('ctr').get({ id }))?.['n']).toBe(47n);
+
+    // Lock calls coalesce too: 8 lockRows in one turn (one of a row already locked), then 8 unlocks (one with a wrong id).
+    const before = t.rowCallStats()!;
+    const held = await c.table('ctr').lockRow({ id: 30n }, { leaseMs: 60_000 });
+    const ids = Array.from({ length: 7 }, (_, i) => BigInt(31 + i));
+    const tries = await Promise.all([...ids, 30n].map((x) => t.lockRow({ id: x }, { leaseMs: 60_000 }).catch((e: unknown) => DbError.from(e))));
+    const got = tries.slice(0, 7) as Array<Awaited<ReturnType<Table['lockRow']>>>;
+    expect((tries[7] as DbError).code).toBe(ErrorCode.ROW_LOCKED);
+    expect((tries[7] as DbError).details['token']).toBe(Number(held.token));
+    for (const l of got) expect(l.token).toBeGreaterThan(0n);
+    expect(await codeOf(c.table('ctr').increment({ id: 31n }, { n: 1 }))).toBe(ErrorCode.ROW_LOCKED);
+    const unlocks = await Promise.all([...got.map((l) => codeOf(t.unlockRow(l))), codeOf(t.unlockRow({ ...held, lockId: 'not-the-lock' }))]);
+    expect(unlocks).toEqual([...got.map(() => 'OK'), ErrorCode.ROW_LOCK_NOT_HELD]);
+    expect(await codeOf(c.table('ctr').increment({ id: 31n }, { n: 1 }))).toBe('OK');
+    await c.table('ctr').unlockRow(held);
+    const after = t.rowCallStats()!;
+    expect(after.calls - before.calls).toBe(16);
+    expect(after.requests - before.requests).toBeLessThan(16);
+  }, 60_000);
+
   it('rows: checkAndMutate, append, mutateRow; wrong types and oversized cells fail with stable codes', async () => {
     const t = c.table('ctr');
     expect(await t.checkAndMutate({ id: 3n }, { column: 'n', op: 'ABSENT' }, { put: { n: 10n, s: 'a' } })).toBe(true);

@@ -1,0 +1,153 @@
+/**
+ * Row operations on ONE tablet replica in this process (real RocksDB and file WAL, no RPC, no
+ * followers; docs/rows.md): what the tablet's own path costs per op, apart from the RPCs and Raft
+ * rounds the cluster bench (row-ops-bench.ts) measures too. Figures: blind upserts, a blind
+ * mutateRow put (no read), increments (read + write), point reads that miss and that hit the row
+ * cache, mutateRows of 10 rows against 10 upserts one after the other, lock + increment + unlock.
+ * CPU per op is this process's (all threads: RocksDB's pool included). Prints a table; asserts nothing.
+ *
+ *   node dist/bench/row-ops-inproc-bench.js [--ops 5000] [--rounds 2]
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { SystemClock } from '../common/clock';
+import { Flags } from '../common/flags';
+import { HybridClock } from '../common/hybrid-clock';
+import { silentLogger } from '../common/log';
+import { partitionHash } from '../common/partition-hash';
+import { SeededRng } from '../common/rng';
+import { DocDb, RocksDbEngine, type DocKey } from '../docdb';
+import { FileLogStorage, RawNode } from '../raft';
+import { evaluateRowMutations, readsRows, type RowMutation } from '../tserver/tablet/row-ops';
+import type { TabletMeta } from '../tserver/tablet/tablet-meta';
+import { TabletPeer } from '../tserver/tablet/tablet-peer';
+
+const META: TabletMeta = {
+  tabletId: 'bench1',
+  tableId: 'tbl',
+  tableName: 'bench_rows',
+  schema: {
+    columns: [
+      { name: 'id', id: 0, type: 'int64', nullable: false },
+      { name: 'n', id: 1, type: 'int64', nullable: true },
+      { name: 'v', id: 2, type: 'string', nullable: true },
+    ],
+    hashColumns: ['id'],
+    rangeColumns: [],
+  },
+  partition: { start: 0, end: 65536 },
+  peers: [{ uuid: 'ts1', rpcAddress: '127.0.0.1:1', memberType: 'VOTER' }],
+  schemaVersion: 0,
+};
+
+const key = (i: number): DocKey => ({ hash: partitionHash([BigInt(i)]), hashed: [BigInt(i)], range: [] });
+
+function arg(name: string, dflt: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  const v = i < 0 ? dflt : Number(process.argv[i + 1]);
+  if (!Number.isSafeInteger(v) || v <= 0) throw new Error(`--${name} needs a positive integer`);
+  return v;
+}
+
+/** `total` ops by `workers` loops; ops/s and this process's CPU µs per op (each op counts `weight`). */
+async function measure(total: number, workers: number, op: (i: number) => Promise<unknown>, weight = 1): Promise<{ rate: number; cpuUs: number }> {
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      for (let i = next++; i < total; i = next++) await op(i);
+    }),
+  );
+  const c = process.cpuUsage(c0);
+  return { rate: (total * weight) / ((performance.now() - t0) / 1000), cpuUs: (c.user + c.system) / (total * weight) };
+}
+
+async function openPeer(dir: string): Promise<TabletPeer> {
+  const flags = new Flags();
+  const p = await TabletPeer.open({
+    dir,
+    meta: META,
+    selfUuid: 'ts1',
+    flags,
+    clock: new HybridClock(new SystemClock()),
+    log: silentLogger(),
+    rng: new SeededRng(7),
+    send: () => undefined,
+    openLogStorage: (d, lo) => FileLogStorage.open(d, { flags, ...(lo ? { durability: lo.durability } : {}) }),
+    openEngine: (d) => RocksDbEngine.open(d),
+    openDocDb: (regular, intents) => DocDb.open({ regular, intents, flags }),
+    newRaftCore: (opts) => new RawNode(opts),
+    fetchSnapshot: () => Promise.reject(new Error('no snapshots in this bench')),
+    peerAddress: () => '127.0.0.1:1',
+    onFatal: (_t, e) => {
+      throw e;
+    },
+  });
+  // A lone voter elects itself within a few ticks (bounded).
+  for (let i = 0; i < 400 && !p.raftGroup().isLeaderReady(); i++) {
+    p.tick();
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  if (!p.raftGroup().isLeaderReady()) throw new Error('the lone replica did not become leader');
+  return p;
+}
+
+async function main(): Promise<void> {
+  const ops = arg('ops', 5000);
+  const rounds = arg('rounds', 2);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-rowops-bench-'));
+  const p = await openPeer(dir);
+  const ticker = setInterval(() => p.tick(), 50);
+  try {
+    const rowOp = (rows: RowMutation[]): Promise<bigint> =>
+      p.write({ ops: [], computed: { keys: rows.map((r) => r.key), readsRows: readsRows(rows), compute: (cur) => evaluateRowMutations(rows, cur, 1 << 20).ops }, heldLocks: rows.map((r) => r.lock) });
+    const upsert = (i: number): Promise<bigint> => p.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(i), columns: [{ columnId: 2, value: 'x' }] } }] });
+    const put = (i: number): Promise<bigint> => rowOp([{ key: key(i), conditions: [], mutations: [{ type: 'PUT', columnId: 2, value: 'y' }] }]);
+    const inc = (i: number): Promise<bigint> => rowOp([{ key: key(i), conditions: [], mutations: [{ type: 'INCREMENT', columnId: 1, by: 1n }] }]);
+    const rows10 = (i: number): RowMutation[] => Array.from({ length: 10 }, (_, k) => ({ key: key(1_000_000 + i * 10 + k), conditions: [], mutations: [{ type: 'PUT' as const, columnId: 2, value: 'z' }] }));
+    const locks = p.rowLockOps();
+    const figures = new Map<string, Array<{ rate: number; cpuUs: number }>>();
+    const add = async (name: string, f: Promise<{ rate: number; cpuUs: number }>): Promise<void> => {
+      const v = await f;
+      figures.set(name, [...(figures.get(name) ?? []), v]);
+      process.stdout.write(`  ${name}: ${Math.round(v.rate)} (CPU ${Math.round(v.cpuUs)} µs per unit)\n`);
+    };
+    process.stdout.write(`row-ops in-process bench: one replica, ${ops} ops per figure, ${rounds} round(s)\n`);
+    await measure(ops, 64, upsert); // warm-up
+    for (let r = 0; r < rounds; r++) {
+      const base = (r + 1) * 10_000_000; // fresh rows each round: the reads below miss the row cache
+      await add('upsert c64 (ops/s)', measure(ops, 64, (i) => upsert(base + i)));
+      await add('mutateRow put, no read, c64 (ops/s)', measure(ops, 64, (i) => put(base + i)));
+      await add('increment c64, rows just written (ops/s)', measure(ops, 64, (i) => inc(base + i)));
+      // The rows the upserts just wrote: not in the row cache (a write drops its rows), then cached by these reads.
+      await add('point read, row-cache miss, c64 (reads/s)', measure(ops, 64, (i) => p.read([key(base + i)], {})));
+      await add('point read, row-cache hit, c64 (reads/s)', measure(ops, 64, (i) => p.read([key(base + i)], {})));
+      await add('10 upserts one after the other c16 (rows/s)', measure(ops / 10, 16, async (i) => {
+        for (let k = 0; k < 10; k++) await upsert(base + 2_000_000 + i * 10 + k);
+      }, 10));
+      await add('mutateRows(10 rows) c16 (rows/s)', measure(ops / 10, 16, (i) => rowOp(rows10(base / 10 + i)), 10));
+      await add('lock + increment + unlock c16 (cycles/s)', measure(ops / 5, 16, async (i) => {
+        const k = key(base + 3_000_000 + i);
+        const g = await locks.lock(k, { leaseMs: 10_000, holder: 'bench', wait: false, deadlineMonoMs: performance.now() + 10_000 });
+        await rowOp([{ key: k, conditions: [], mutations: [{ type: 'INCREMENT', columnId: 1, by: 1n }], lock: { lockId: g.lockId, token: g.token } }]);
+        await locks.unlock(k, g.lockId);
+      }));
+    }
+    const mean = (xs: number[]): number => Math.round(xs.reduce((x, y) => x + y, 0) / xs.length);
+    process.stdout.write('\n| figure | rate per round | mean | CPU µs per unit (mean) |\n|---|---|---|---|\n');
+    for (const [name, vs] of figures) process.stdout.write(`| ${name} | ${vs.map((v) => Math.round(v.rate)).join(', ')} | ${mean(vs.map((v) => v.rate))} | ${mean(vs.map((v) => v.cpuUs))} |\n`);
+  } finally {
+    clearInterval(ticker);
+    await p.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (require.main === module) {
+  main().catch((e: unknown) => {
+    process.stderr.write(`${e instanceof Error ? e.stack ?? e.message : String(e)}\n`);
+    process.exitCode = 1;
+  });
+}

@@ -1,0 +1,180 @@
+/**
+ * Row operations (increment, append, checkAndMutate, mutateRow(s)) issued in the same event-loop turn
+ * for the same tablet travel in ONE MutateRows request (`more`): one RPC, one request and one
+ * response frame instead of one each, and the leader proposes their Raft entries together (one
+ * append, one sync). Plain upserts have coalesced this way for long (Table's write batches); without
+ * it an increment paid a whole RPC of its own and ran at half the upserts' rate (docs/rows.md).
+ *
+ * Each call still succeeds or fails on its own: the answer has one outcome per call, every call
+ * keeps its own retryable-request id (a resent copy of the whole request does none of them twice),
+ * and a call whose own outcome is a retryable code (nothing was written) is sent again alone, with
+ * the same request id, through the caller's single-call path. A request-level failure is every
+ * call's failure, as if each had been sent alone. Calls that wait for locked rows never coalesce
+ * (a waiting call would hold the others' answers).
+ */
+import { DbError, ErrorCode } from '../common/errors';
+import { rowMethods, type MutateRowsRequestPB, type MutateRowsResponsePB, type MutateRowsResultPB, type RowMutationPB } from '../rpc';
+import type { RowRoute } from './meta-cache';
+import type { Deadline } from './retry-policy';
+import type { TabletInvoker } from './tablet-invoker';
+
+/** Calls one coalesced request carries at most (the tserver accepts 256). */
+export const COALESCED_ROW_CALLS_MAX = 128;
+/** Rows one coalesced request carries at most (a call with more goes alone). */
+export const COALESCED_ROW_ROWS_MAX = 1024;
+/** Approximate value bytes one coalesced request carries at most (keeps frames and entries small). */
+export const COALESCED_ROW_BYTES_MAX = 4 * 1024 * 1024;
+
+/** One call's outcome, as a lone MutateRows answers it. */
+export type RowCallAnswer = Pick<MutateRowsResponsePB, 'applied' | 'results'>;
+
+interface Item {
+  rows: RowMutationPB[];
+  bytes: number;
+  deadline: Deadline;
+  requestId: number;
+  resendAlone: (requestId: number) => Promise<RowCallAnswer>;
+  resolve: (a: RowCallAnswer) => void;
+  reject: (e: unknown) => void;
+}
+
+interface Pending {
+  table: string;
+  tabletId: string;
+  route: RowRoute;
+  schemaVersion: number;
+  rows: number;
+  bytes: number;
+  items: Item[];
+}
+
+/** Approximate wire bytes of one row's mutations (values dominate; a constant covers the rest). */
+export function approxRowMutationBytes(r: RowMutationPB): number {
+  let n = 48;
+  for (const m of [...(r.mutations ?? []), ...(r.conditions ?? [])]) {
+    n += 16;
+    const v = m.value;
+    if (!v) continue;
+    if (typeof v.stringValue === 'string') n += v.stringValue.length * 3;
+    else if (v.bytesValue) n += v.bytesValue.length;
+    else n += 9;
+  }
+  return n;
+}
+
+export class RowOpsCoalescer {
+  private readonly pending = new Map<string, Pending>();
+  private scheduled = false;
+  /** Requests sent, and calls they carried (tests, diagnostics). */
+  readonly stats = { requests: 0, calls: 0 };
+
+  constructor(
+    private readonly invoker: TabletInvoker,
+    /** Codes retried by the invoker although not marked retryable (a plain write's TXN_CONFLICT). */
+    private readonly alsoRetry: ReadonlySet<string>,
+    /** Codes that end a request at once (TABLET_SPLIT: the caller routes its rows again). */
+    private readonly fatal: ReadonlySet<string>,
+  ) {}
+
+  /**
+   * Queue one call for `tabletId` of `table`; resolves with its outcome. `resendAlone` sends this
+   * call by itself as the same retryable request (the request id it had here: a copy of the
+   * coalesced request may have done it already).
+   */
+  call(table: string, tabletId: string, route: RowRoute, schemaVersion: number, rows: RowMutationPB[], deadline: Deadline, resendAlone: (requestId: number) => Promise<RowCallAnswer>): Promise<RowCallAnswer> {
+    const requestId = this.invoker.requests.begin();
+    const settled = new Promise<RowCallAnswer>((resolve, reject) => {
+      let bytes = 0;
+      for (const r of rows) bytes += approxRowMutationBytes(r);
+      // Calls built with one schema version travel together (the request carries it).
+      const key = `${table}\u0000${tabletId}\u0000${schemaVersion}`;
+      let p = this.pending.get(key);
+      if (p && (p.items.length >= COALESCED_ROW_CALLS_MAX || p.rows + rows.length > COALESCED_ROW_ROWS_MAX || p.bytes + bytes > COALESCED_ROW_BYTES_MAX)) {
+        this.pending.delete(key);
+        this.send(p);
+        p = undefined;
+      }
+      if (!p) this.pending.set(key, (p = { table, tabletId, route, schemaVersion, rows: 0, bytes: 0, items: [] }));
+      p.items.push({ rows, bytes, deadline, requestId, resendAlone, resolve, reject });
+      p.rows += rows.length;
+      p.bytes += bytes;
+      this.schedule();
+    });
+    const end = (): void => this.invoker.requests.end(requestId);
+    settled.then(end, end);
+    return settled;
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      const all = [...this.pending.values()];
+      this.pending.clear();
+      for (const q of all) this.send(q);
+    });
+  }
+
+  private send(p: Pending): void {
+    const items = p.items;
+    const [first, ...rest] = items;
+    if (!first) return;
+    this.stats.requests++;
+    this.stats.calls += items.length;
+    const inv = this.invoker;
+    // The request must finish by the earliest deadline among its calls.
+    const deadline = items.reduce((d, i) => (i.deadline.atMs < d.atMs ? i.deadline : d), first.deadline);
+    const make = (t: { tabletId: string }): MutateRowsRequestPB => {
+      const req: MutateRowsRequestPB = {
+        tabletId: t.tabletId,
+        rows: first.rows,
+        schemaVersion: p.schemaVersion,
+        propagatedHt: inv.propagatedHt,
+        clientId: inv.requests.clientId,
+        requestId: BigInt(first.requestId),
+        minRunningRequestId: BigInt(inv.requests.minRunning()),
+      };
+      if (rest.length > 0) req.more = rest.map((i) => ({ rows: i.rows, requestId: BigInt(i.requestId) }));
+      return req;
+    };
+    inv.call(p.table, p.route, rowMethods().mutateRows, make, deadline, true, this.fatal, this.alsoRetry).then(
+      (r) => {
+        inv.observeHt(r.propagatedHt);
+        if (rest.length === 0) return first.resolve(r);
+        const outcomes = r.items ?? [];
+        // A server that does not know `more` did the first call only: send the others alone.
+        if (outcomes.length !== items.length) {
+          first.resolve(r);
+          for (const i of rest) i.resendAlone(i.requestId).then(i.resolve, i.reject);
+          return;
+        }
+        items.forEach((i, k) => this.settle(i, outcomes[k]!));
+      },
+      (e: unknown) => {
+        for (const i of items) i.reject(e);
+      },
+    );
+  }
+
+  private settle(i: Item, o: MutateRowsResultPB): void {
+    if (!o.code) return i.resolve({ applied: o.applied === true, results: o.results ?? [] });
+    const err = errorOf(o);
+    // Nothing was written (NOT_THE_LEADER after a leadership change, a transaction's intent being
+    // settled, ...): this call goes again alone, with the single-call path's retry policy.
+    if ((err.retryable || this.alsoRetry.has(err.code)) && !this.fatal.has(err.code)) i.resendAlone(i.requestId).then(i.resolve, i.reject);
+    else i.reject(err);
+  }
+}
+
+/** A coalesced call's error, with its details (ROW_LOCKED's token and holder, FENCED's tokens). */
+function errorOf(o: MutateRowsResultPB): DbError {
+  let details: Record<string, unknown> = {};
+  try {
+    const parsed: unknown = o.detailsJson ? JSON.parse(o.detailsJson) : {};
+    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) details = parsed as Record<string, unknown>;
+  } catch {
+    // Unreadable details: the code and message still say what happened.
+  }
+  return DbError.fromWire({ code: o.code ?? ErrorCode.INTERNAL, message: o.message ?? '', details });
+}

@@ -1,0 +1,140 @@
+/**
+ * The client's coalescing of row operations and row-lock calls (client/row-ops-coalescer.ts,
+ * client/row-lock-coalescer.ts) against a scripted tablet invoker: one request per tablet per turn,
+ * outcomes matched to calls in order (an error keeps its details), retryable per-call codes resent
+ * alone with the call's own request id, a server that ignores `more` handled, request failures shared.
+ */
+import { describe, expect, it } from 'vitest';
+import { DbError, ErrorCode } from '../../common/errors';
+import type { LockRowRequestPB, MutateRowsRequestPB, MutateRowsResponsePB, RowLockRequestPB, RowLockResponsePB } from '../../rpc/row-methods';
+import { Deadline } from '../../client/retry-policy';
+import type { TabletInvoker } from '../../client/tablet-invoker';
+import { RequestIds } from '../../client/request-ids';
+import { COALESCED_ROW_CALLS_MAX, RowOpsCoalescer, type RowCallAnswer } from '../../client/row-ops-coalescer';
+import { RowLockCoalescer } from '../../client/row-lock-coalescer';
+
+type Req = MutateRowsRequestPB | LockRowRequestPB | RowLockRequestPB;
+
+function scripted<R>(answer: (req: Req, method: string) => R | Promise<R>): { invoker: TabletInvoker; sent: Array<{ method: string; req: Req; idempotent: boolean }> } {
+  const sent: Array<{ method: string; req: Req; idempotent: boolean }> = [];
+  const invoker = {
+    propagatedHt: 7n,
+    observeHt: () => undefined,
+    requests: new RequestIds(),
+    call: async (_table: string, _where: unknown, m: { method: string }, makeReq: (t: { tabletId: string }) => Req, _d: unknown, idempotent: boolean) => {
+      const req = makeReq({ tabletId: 'T' });
+      sent.push({ method: m.method, req, idempotent });
+      return answer(req, m.method);
+    },
+  } as unknown as TabletInvoker;
+  return { invoker, sent };
+}
+
+const row = (k: number) => [{ key: { hashComponents: [{ int64: BigInt(k) }] }, mutations: [{ type: 'INCREMENT', columnId: 1, by: 1n }] }] as never;
+const route = { hash: 1, key: new Uint8Array() } as never;
+const itemsOk = (n: number): MutateRowsResponsePB => ({ propagatedHt: 9n, items: Array.from({ length: n }, (_, i) => ({ applied: true, writeHt: BigInt(10 + i), results: [] })) });
+const none = (): Promise<RowCallAnswer> => Promise.reject(new Error('not expected'));
+const noSet: ReadonlySet<string> = new Set();
+
+describe('RowOpsCoalescer', () => {
+  it('row coalescer: calls of one turn to one tablet go in one request, in order, each with its own request id; other tablets get their own', async () => {
+    const { invoker, sent } = scripted((req) => ('more' in req && req.more ? itemsOk(1 + req.more.length) : { applied: true, writeHt: 3n, results: [] }));
+    const c = new RowOpsCoalescer(invoker, noSet, noSet);
+    const d = new Deadline(1000);
+    const answers = await Promise.all([1, 2, 3].map((k) => c.call('t', 'A', route, 0, row(k), d, none)).concat([c.call('t', 'B', route, 0, row(4), d, none)]));
+    expect(answers.every((a) => a.applied === true)).toBe(true);
+    const [a, b] = sent.map((s) => s.req as MutateRowsRequestPB);
+    expect(sent.map((s) => s.req.tabletId)).toEqual(['T', 'T']);
+    expect(a!.more?.length).toBe(2);
+    expect(b!.more).toBeUndefined(); // a lone call is a plain single request
+    const ids = [a!.requestId, ...a!.more!.map((m) => m.requestId)];
+    expect(new Set(ids.map(String)).size).toBe(3);
+    expect(a!.clientId).toBe(invoker.requests.clientId);
+    expect(sent.every((s) => s.idempotent)).toBe(true);
+    expect(c.stats).toEqual({ requests: 2, calls: 4 });
+  });
+
+  it('row coalescer: each call keeps its own outcome — an error with its details, a retryable code resent alone with the same request id', async () => {
+    const { invoker, sent } = scripted(() => ({
+      propagatedHt: 9n,
+      items: [
+        { applied: true, writeHt: 5n, results: [] },
+        { code: ErrorCode.ROW_LOCKED, message: 'locked', detailsJson: JSON.stringify({ token: 42, holder: 'h' }) },
+        { code: ErrorCode.NOT_THE_LEADER, message: 'moved' },
+        { applied: false, writeHt: 0n, results: [] },
+      ],
+    }));
+    const c = new RowOpsCoalescer(invoker, noSet, noSet);
+    const d = new Deadline(1000);
+    const resent: number[] = [];
+    const p = [1, 2, 3, 4].map((k) =>
+      c.call('t', 'A', route, 0, row(k), d, (id) => {
+        resent.push(id);
+        return Promise.resolve({ applied: true, results: [] });
+      }).catch((e: unknown) => e),
+    );
+    const [r1, r2, r3, r4] = await Promise.all(p);
+    expect((r1 as RowCallAnswer).applied).toBe(true);
+    expect(r2).toBeInstanceOf(DbError);
+    expect((r2 as DbError).code).toBe(ErrorCode.ROW_LOCKED);
+    expect((r2 as DbError).details).toEqual({ token: 42, holder: 'h' });
+    expect((r3 as RowCallAnswer).applied).toBe(true); // resent alone
+    expect((r4 as RowCallAnswer).applied).toBe(false);
+    const req = sent[0]!.req as MutateRowsRequestPB;
+    expect(resent).toEqual([Number(req.more![1]!.requestId)]);
+  });
+
+  it('row coalescer: a server without `more` did the first call only (the rest go alone); a request failure is every call\'s', async () => {
+    const old = scripted(() => ({ applied: true, writeHt: 3n, results: [] }));
+    const c = new RowOpsCoalescer(old.invoker, noSet, noSet);
+    const d = new Deadline(1000);
+    let alone = 0;
+    const resend = (): Promise<RowCallAnswer> => {
+      alone++;
+      return Promise.resolve({ applied: true, results: [] });
+    };
+    await Promise.all([1, 2, 3].map((k) => c.call('t', 'A', route, 0, row(k), d, resend)));
+    expect(alone).toBe(2);
+
+    const down = scripted(() => Promise.reject(new DbError(ErrorCode.TIMED_OUT, 'no answer')));
+    const c2 = new RowOpsCoalescer(down.invoker, noSet, noSet);
+    const codes = await Promise.all([1, 2].map((k) => c2.call('t', 'A', route, 0, row(k), d, none).then(() => 'OK', (e: unknown) => DbError.from(e).code)));
+    expect(codes).toEqual([ErrorCode.TIMED_OUT, ErrorCode.TIMED_OUT]);
+  });
+
+  it('row coalescer: at most COALESCED_ROW_CALLS_MAX calls per request', async () => {
+    const { invoker, sent } = scripted((req) => ('more' in req && req.more ? itemsOk(1 + req.more.length) : { applied: true, writeHt: 3n, results: [] }));
+    const c = new RowOpsCoalescer(invoker, noSet, noSet);
+    const d = new Deadline(1000);
+    await Promise.all(Array.from({ length: COALESCED_ROW_CALLS_MAX + 5 }, (_, k) => c.call('t', 'A', route, 0, row(k), d, none)));
+    expect(sent.map((s) => 1 + ((s.req as MutateRowsRequestPB).more?.length ?? 0))).toEqual([COALESCED_ROW_CALLS_MAX, 5]);
+  });
+});
+
+describe('RowLockCoalescer', () => {
+  it('lock coalescer: lockRow calls share a LockRow request (resendable), renew/unlock a RowLock one (not resent); outcomes in order', async () => {
+    const { invoker, sent } = scripted((req, method): RowLockResponsePB => {
+      const n = 1 + (req.more?.length ?? 0);
+      if (method === 'LockRow') return { propagatedHt: 9n, items: Array.from({ length: n }, (_, i) => (i === 1 ? { code: ErrorCode.ROW_LOCKED, message: 'locked', detailsJson: '{"token":3}' } : { lockId: `L${i}`, token: BigInt(100 + i), expiresHt: 5n, leaseMs: 1000 })) };
+      return { propagatedHt: 9n, items: Array.from({ length: n }, (_, i) => ({ lockId: `U${i}`, token: 1n, expiresHt: 5n, leaseMs: 0 })) };
+    });
+    const c = new RowLockCoalescer(invoker, 't');
+    const d = new Deadline(1000);
+    const key = {} as never; // the coalescer passes keys through untouched
+    const alone = (): Promise<RowLockResponsePB> => Promise.reject(new Error('not expected'));
+    const locks = Array.from({ length: 3 }, (_, i) => c.lock('A', route, 0, { key, leaseMs: 1000, holder: 'h', lockId: `id${i}` }, d, alone).catch((e: unknown) => DbError.from(e)));
+    const unlocks = Array.from({ length: 2 }, (_, i) => c.held('A', route, 0, { key, lockId: `id${i}`, action: 'UNLOCK', leaseMs: 0 }, d, alone));
+    const [l0, l1, l2] = await Promise.all(locks);
+    expect((l0 as RowLockResponsePB).token).toBe(100n);
+    expect((l1 as DbError).code).toBe(ErrorCode.ROW_LOCKED);
+    expect((l1 as DbError).details['token']).toBe(3);
+    expect((l2 as RowLockResponsePB).lockId).toBe('L2');
+    expect((await Promise.all(unlocks)).map((u) => u.lockId)).toEqual(['U0', 'U1']);
+    expect(sent.map((s) => [s.method, 1 + (s.req.more?.length ?? 0), s.idempotent])).toEqual([
+      ['LockRow', 3, true],
+      ['RowLock', 2, false],
+    ]);
+    expect((sent[0]!.req as LockRowRequestPB).more!.map((m) => m.lockId)).toEqual(['id1', 'id2']);
+    expect(c.stats).toEqual({ requests: 2, calls: 5 });
+  });
+});
