@@ -10,11 +10,11 @@ const SEEDS = ONE ? [Number(ONE)] : Array.from({ length: 200 }, (_, i) => i + 1)
 const STEPS = 300;
 
 describe('tablet simulator', () => {
-  it(`tablet sim: ${SEEDS.length} seed(s) of 3 production replicas — writes, partitions, leadership transfers, restarts losing unsynced log tails: nothing acknowledged lost, nothing invented, replicas equal`, async () => {
+  it(`tablet sim: ${SEEDS.length} seed(s) of 3 production replicas — writes, partitions, leadership transfers, restarts losing unsynced log tails, log compaction and remote bootstrap: nothing acknowledged lost, nothing invented, replicas equal`, async () => {
     const all: TabletSimResult[] = [];
     for (const seed of SEEDS) all.push(await runTabletSeed({ seed, steps: STEPS, ...(ONE ? { trace: (l: string) => console.log(l) } : {}) }));
     const sum = (f: (r: TabletSimResult) => number): number => all.reduce((a, r) => a + f(r), 0);
-    const totals = { seeds: all.length, steps: sum((r) => r.steps), acked: sum((r) => r.writesAcked), failed: sum((r) => r.writesFailed), partitions: sum((r) => r.partitions), restarts: sum((r) => r.restarts), transfers: sum((r) => r.transfers), elections: sum((r) => r.elections), dropped: sum((r) => r.messagesDropped) };
+    const totals = { seeds: all.length, steps: sum((r) => r.steps), acked: sum((r) => r.writesAcked), failed: sum((r) => r.writesFailed), partitions: sum((r) => r.partitions), restarts: sum((r) => r.restarts), transfers: sum((r) => r.transfers), elections: sum((r) => r.elections), dropped: sum((r) => r.messagesDropped), logGcs: sum((r) => r.logGcs), snapshots: sum((r) => r.snapshots) };
     console.log(`tablet sim: ${JSON.stringify(totals)}`);
     // The faults must have happened for the campaign to mean anything.
     expect(totals.acked).toBeGreaterThan(totals.seeds * 10);
@@ -23,6 +23,9 @@ describe('tablet simulator', () => {
       expect(totals.partitions).toBeGreaterThan(totals.seeds);
       expect(totals.transfers).toBeGreaterThan(totals.seeds / 2);
       expect(totals.elections).toBeGreaterThan(totals.seeds * 2);
+      // Compacted logs sent lagging replicas to remote bootstrap.
+      expect(totals.logGcs).toBeGreaterThan(totals.seeds / 2);
+      expect(totals.snapshots).toBeGreaterThan(totals.seeds / 20);
     }
   }, 600_000);
 });

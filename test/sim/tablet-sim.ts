@@ -26,6 +26,7 @@ import { NodeId } from '../../common/ids';
 import { decodeMessage, encodeMessage, MemoryLogStorage, RawNode, type Message } from '../../raft';
 import { TabletPeer } from '../../tserver/tablet/tablet-peer';
 import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
+import { SnapshotSessions } from '../../tserver/tablet/snapshot-sessions';
 
 export interface TabletSimOptions {
   seed: number;
@@ -45,6 +46,9 @@ export interface TabletSimResult {
   /** Leader changes seen (a replica became leader). */
   elections: number;
   messagesDropped: number;
+  /** Log compactions that dropped entries, and snapshots a replica fetched because of them. */
+  logGcs: number;
+  snapshots: number;
 }
 
 export class TabletSimFailure extends Error {
@@ -99,10 +103,11 @@ export async function runTabletSeed(o: TabletSimOptions): Promise<TabletSimResul
   const wall = new ManualClock(1_700_000_000_000_000);
   const base = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-tablet-sim-'));
   const flags = new Flags();
-  const r: TabletSimResult = { seed: o.seed, steps: 0, writesAcked: 0, writesFailed: 0, partitions: 0, restarts: 0, transfers: 0, elections: 0, messagesDropped: 0 };
+  const r: TabletSimResult = { seed: o.seed, steps: 0, writesAcked: 0, writesFailed: 0, partitions: 0, restarts: 0, transfers: 0, elections: 0, messagesDropped: 0, logGcs: 0, snapshots: 0 };
   const trace = o.trace ?? (() => undefined);
   const replicas: Replica[] = UUIDS.map((uuid) => ({ uuid, dir: path.join(base, uuid), log: new MemoryLogStorage({ trackDurability: true }), engines: new Map(), peer: undefined, down: false }));
   const net: InFlight[] = [];
+  const sessions = new SnapshotSessions();
   /** Replica index cut off from the others until `until` (step), if any. */
   let cut: { index: number; until: number } | undefined;
   let step = 0;
@@ -146,7 +151,20 @@ export async function runTabletSeed(o: TabletSimOptions): Promise<TabletSimResul
       },
       openDocDb: (regular, intents) => DocDb.open({ regular, intents, flags }),
       newRaftCore: (opts) => new RawNode(opts),
-      fetchSnapshot: () => Promise.reject(new Error('the tablet simulator compacts no log, so no replica needs a snapshot')),
+      // Remote bootstrap from the source replica's own databases, chunk by chunk, as the tserver serves it.
+      fetchSnapshot: async (desc, onChunk) => {
+        const src = replicas.find((x) => x.uuid === desc.sourceUuid);
+        if (!src?.peer || src.down) throw new Error(`snapshot source ${desc.sourceUuid} is down`);
+        r.snapshots++;
+        trace(`step ${step}: ${rep.uuid} fetches a snapshot at index ${desc.index} from ${desc.sourceUuid}`);
+        const id = sessions.open(desc.tabletId, src.peer.engines());
+        for (let i = 0; i < 10_000; i++) {
+          const c = await sessions.next(id, desc.tabletId, 64 * 1024);
+          if (c.pairs.length > 0) await onChunk(c.db, c.pairs);
+          if (c.done) return;
+        }
+        throw new Error('snapshot: too many chunks');
+      },
       peerAddress: (uuid) => `sim:${uuid}`,
       onLeaderChange: (_t, c) => {
         if (c.isLeader) {
@@ -239,7 +257,17 @@ export async function runTabletSeed(o: TabletSimOptions): Promise<TabletSimResul
         }
       } else if (dice < 0.313) {
         await restart(replicas[rng.int(3)]!);
-      } else if (dice < 0.318 && l) {
+      } else if (dice < 0.323) {
+        // A replica compacts its log (keeping the last few entries): a lagging follower then needs a snapshot.
+        const x = replicas[rng.int(3)]!;
+        if (!x.down && x.peer) {
+          const dropped = await x.peer.gcLog(3).catch(() => 0);
+          if (dropped > 0) {
+            r.logGcs++;
+            trace(`step ${step}: ${x.uuid} compacted its log (${dropped})`);
+          }
+        }
+      } else if (dice < 0.328 && l) {
         const to = UUIDS.filter((u) => u !== l.uuid)[rng.int(2)]!;
         r.transfers++;
         trace(`step ${step}: transfer leadership ${l.uuid} -> ${to}`);
