@@ -445,6 +445,11 @@ export class Table {
     return this.cellOps().scanCells(o);
   }
 
+  /** The table's rows' cells page by page at one read time (bounded memory; client/cells.ts). */
+  scanCellPages(o?: CellReadOptions & { pageRows?: number; pagesPerTabletMax?: number }): AsyncGenerator<CellRowResult[]> {
+    return this.cellOps().scanCellPages(o);
+  }
+
   // ---- atomic row operations and row locks (client/row-ops.ts, docs/rows.md) -----------------------
 
   private rowOpsValue: RowOps | undefined;
