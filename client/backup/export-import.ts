@@ -17,6 +17,7 @@ import { decodeRow, encodeRow, readManifest, RowDigest, verifyParts, type TableE
 import { checkChain, type ChainLink, type ChainPlan } from './chain';
 import { TABLE_TIMEOUT_MS, type BackupProgress } from './export-tables';
 import { decodeChangedRow, materializeRow, type ChangedRow } from './increment-lines';
+import { RowLoader } from './row-loader';
 
 export { exportTables, type BackupProgress, type ExportOptions } from './export-tables';
 
@@ -48,30 +49,26 @@ export async function tableDigest(client: TesseraClient, name: string): Promise<
 }
 
 async function loadTable(client: TesseraClient, dir: string, t: TableEntry, hidden: string, progress?: BackupProgress): Promise<void> {
-  const table = client.table(hidden);
-  let batch: Row[] = [];
-  let loaded = 0;
-  const inflight: Array<Promise<void>> = [];
-  const flush = async (): Promise<void> => {
-    if (batch.length === 0) return;
-    const rows = batch;
-    batch = [];
-    inflight.push(table.upsertMany(rows, { timeoutMs: TABLE_TIMEOUT_MS }));
-    if (inflight.length >= IMPORT_CONCURRENCY) await inflight.shift();
-    loaded += rows.length;
-    if (loaded % 100_000 < IMPORT_BATCH_ROWS) progress?.(`import ${t.name}: ${loaded} of ${t.rows} rows`);
-  };
+  let next = 100_000;
+  const loader = new RowLoader(client, hidden, {
+    batchRows: IMPORT_BATCH_ROWS,
+    inFlight: IMPORT_CONCURRENCY,
+    timeoutMs: TABLE_TIMEOUT_MS,
+    onBatch: (n) => {
+      if (n < next) return;
+      next += 100_000;
+      progress?.(`import ${t.name}: ${n} of ${t.rows} rows`);
+    },
+  });
   for (const p of t.parts) {
     const lines = readline.createInterface({ input: fs.createReadStream(path.join(dir, p.file), 'utf8'), crlfDelay: Infinity });
     let n = 0;
     for await (const line of lines) {
       n++;
-      batch.push(decodeRow(line, `${p.file} line ${n}`));
-      if (batch.length >= IMPORT_BATCH_ROWS) await flush();
+      await loader.add(decodeRow(line, `${p.file} line ${n}`));
     }
   }
-  await flush();
-  await Promise.all(inflight);
+  await loader.finish();
 }
 
 /** Read the current rows of `keys` (in bounded parallel point reads). */

@@ -9,9 +9,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportTables, importTables, tableDigest } from '../../client/backup/export-import';
-import { readManifest } from '../../client/backup/backup-format';
 import { TesseraClient } from '../../client/tessera-client';
 import { ErrorCode } from '../../common/errors';
+import { restoreTable } from '../../client/backup/restore-table';
+import { encodeRow, readManifest, RowDigest } from '../../client/backup/backup-format';
+import { tabletServerMethods } from '../../rpc';
 import { ProcCluster, runCliOn } from './cluster-harness';
 
 const DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-backup-it-'));
@@ -209,5 +211,63 @@ describe('export and import', () => {
     const again = await cli(['admin', 'export', '--to', dir, '--resume']);
     expect(again.out).toMatch(/ALREADY_EXISTS.*nothing to resume/);
   }, 120_000);
+
+  // Last in the file: it shortens history retention on every tserver (and sets it back).
+  it('backup: restore_table brings back the table as of a past time into a new table; a time older than the retained history is refused with SNAPSHOT_TOO_OLD', async () => {
+    const c = client!;
+    await c.createTable({ name: 'pitr', columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: 2 });
+    const t = c.table('pitr');
+    await t.upsertMany(Array.from({ length: 30 }, (_, i) => ({ id: BigInt(i), v: `v${i}` })));
+    const probe = await c.beginTransaction();
+    const at = probe.readHt;
+    await probe.abort();
+    const before = new RowDigest();
+    for await (const row of t.scanRows({ readHt: at })) before.add(encodeRow(row));
+    await t.deleteMany([{ id: 1n }, { id: 2n }, { id: 3n }]);
+    await t.upsertMany([{ id: 4n, v: 'changed' }, { id: 40n, v: 'new' }]);
+
+    const r = await cli(['admin', 'restore_table', 'pitr', '--as_of', at.toString(), '--into', 'pitr_then']);
+    expect(r.code, r.out).toBe(0);
+    expect(r.out).toMatch(/restored pitr as of \d+ into pitr_then \(30 rows, digest checked\)/);
+    expect(await tableDigest(c, 'pitr_then')).toEqual({ rows: 30, digest: before.hex() });
+    expect(await c.table('pitr_then').get({ id: 4n })).toEqual({ id: 4n, v: 'v4' });
+    expect((await tableDigest(c, 'pitr')).rows).toBe(28);
+    await expect(restoreTable(c, { table: 'pitr', asOfHt: at, into: 'pitr_then' })).rejects.toMatchObject({ code: ErrorCode.ALREADY_EXISTS });
+    const future = await cli(['admin', 'restore_table', 'pitr', '--as_of', '2999-01-01T00:00:00Z']);
+    expect(future.out).toMatch(/INVALID_ARGUMENT.*in the future/);
+
+    const setAll = async (flag: string, value: string): Promise<void> => {
+      for (const ts of cluster!.tservers) await c.rpcClient().call(ts.rpcAddress, tabletServerMethods().setFlag, { name: flag, value, force: false }, { timeoutMs: 10_000 });
+    };
+    await setAll('timestamp_history_retention_interval_sec', '1');
+    await setAll('history_gc_interval_sec', '1');
+    await setAll('history_gc_min_new_versions_pct', '0');
+    try {
+      await t.upsert({ id: 5n, v: 'after' });
+      // Wait (bounded) until every tablet's history GC has run past `at`.
+      let tooOld = false;
+      let waits = 0;
+      for (let i = 0; i < 240 && !tooOld; i++, waits++) {
+        try {
+          for await (const page of t.scanCellPages({ asOf: at, pageRows: 1, pagesPerTabletMax: 1 })) void page;
+          await t.upsert({ id: 6n, v: `w${i}` });
+          await new Promise((res) => setTimeout(res, 250));
+        } catch (e) {
+          tooOld = (e as { code?: string }).code === ErrorCode.SNAPSHOT_TOO_OLD;
+          if (!tooOld) throw e;
+        }
+      }
+      process.stdout.write(`backup: history GC passed the restore point after ${waits} waits\n`);
+      expect(tooOld, 'history GC passed the restore point').toBe(true);
+      const old = await cli(['admin', 'restore_table', 'pitr', '--as_of', at.toString(), '--into', 'pitr_old']);
+      expect(old.code).not.toBe(0);
+      expect(old.out).toMatch(/SNAPSHOT_TOO_OLD.*older than the table's retained history/);
+      expect((await c.listTables()).map((x) => x.name).filter((n) => n.startsWith('pitr_old'))).toEqual([]);
+    } finally {
+      await setAll('timestamp_history_retention_interval_sec', '900');
+      await setAll('history_gc_interval_sec', '300');
+      await setAll('history_gc_min_new_versions_pct', '10');
+    }
+  }, 180_000);
 });
 
