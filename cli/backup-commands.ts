@@ -14,6 +14,7 @@ import type { TesseraClient } from '../client/tessera-client';
 import { DbError, ErrorCode } from '../common/errors';
 import { parseTimePoint } from '../common/hybrid-time';
 import { print, printJson } from './cli-io';
+import { registerReplayWal } from './replay-wal-command';
 
 const progress = (line: string): void => {
   process.stderr.write(`${line}\n`);
@@ -82,6 +83,7 @@ export function registerBackupCommands(admin: Command, run: <T>(cmd: Command, f:
       if (json(cmd)) printJson({ imported: r });
       else print(`imported ${r.map((t) => `${t.table} (${t.rows} rows)`).join(', ')} as of ${r[0]?.asOfHt ?? '-'}${r.every((t) => t.verified) ? ', digests checked' : ' (a point between two cuts: no digest to check)'}`);
     });
+  registerReplayWal(admin, run, json);
   admin
     .command('restore_table <table>')
     .alias('restore-table')
