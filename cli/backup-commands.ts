@@ -4,17 +4,15 @@
  * files, resumable; and an import of an export or a chain (full + increments) into new tables checked
  * against the export's digests. Progress lines go to stderr; the result to stdout.
  */
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Command } from 'commander';
-import { readManifest } from '../client/backup/backup-format';
 import { exportTables, importTables } from '../client/backup/export-import';
 import { restoreTable } from '../client/backup/restore-table';
 import type { TesseraClient } from '../client/tessera-client';
 import { DbError, ErrorCode } from '../common/errors';
 import { parseTimePoint } from '../common/hybrid-time';
 import { print, printJson } from './cli-io';
-import { registerReplayWal } from './replay-wal-command';
+import { registerReplayWal, timeOrExportCut } from './replay-wal-command';
 
 const progress = (line: string): void => {
   process.stderr.write(`${line}\n`);
@@ -25,12 +23,6 @@ function list(v: string | undefined, what: string): string[] | undefined {
   const names = v.split(',').map((s) => s.trim()).filter(Boolean);
   if (names.length === 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `${what} names no table`);
   return names;
-}
-
-/** `--since`: a time, or the directory of the export the increment follows (its cut). */
-function sinceOf(v: string): bigint {
-  if (fs.existsSync(v) && fs.statSync(v).isDirectory()) return BigInt(readManifest(v).cutHt);
-  return parseTimePoint(v, '--since');
 }
 
 function cutOf(o: { as_of?: string; until?: string }): bigint | undefined {
@@ -53,7 +45,7 @@ export function registerBackupCommands(admin: Command, run: <T>(cmd: Command, f:
     .option('--resume', 'carry on an interrupted export in --to at its cut: finished tables whose parts check are kept')
     .action(async (o: { tables?: string; to: string; as_of?: string; since?: string; until?: string; resume?: boolean }, cmd: Command) => {
       const asOfHt = cutOf(o);
-      const sinceHt = o.since !== undefined ? sinceOf(o.since) : undefined;
+      const sinceHt = o.since !== undefined ? timeOrExportCut(o.since, '--since') : undefined;
       const tables = list(o.tables, '--tables') ?? [];
       if (tables.length === 0 && !o.resume) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'export: name the tables (--tables a,b)');
       const ac = new AbortController();

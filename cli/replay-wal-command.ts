@@ -6,7 +6,9 @@
  * consecutive writes of distinct rows go in one batch, and a row seen again starts a new batch, so a
  * row's writes land in their order.
  */
+import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { readManifest } from '../client/backup/backup-format';
 import type { Command } from 'commander';
 import type { Row } from '../client/client-types';
 import type { TesseraClient } from '../client/tessera-client';
@@ -14,6 +16,12 @@ import { DbError, ErrorCode } from '../common/errors';
 import { parseTimePoint } from '../common/hybrid-time';
 import { emptyReplayStats, readTableArchive, type ReplayStats, type ReplayWrite } from '../tserver/wal-archive-reader';
 import { print, printJson } from './cli-io';
+
+/** A time, or the directory of an export (its cut): what --since takes. */
+export function timeOrExportCut(v: string, what: string): bigint {
+  if (fs.existsSync(v) && fs.statSync(v).isDirectory()) return BigInt(readManifest(v).cutHt);
+  return parseTimePoint(v, what);
+}
 
 /** Writes per batch (one upsertMany or deleteMany). */
 const REPLAY_BATCH_ROWS = 500;
@@ -71,10 +79,10 @@ export function registerReplayWal(admin: Command, run: <T>(cmd: Command, f: (c: 
     .requiredOption('--from <dir>', 'the archive directory (the tservers\' --log_archive_dir)')
     .requiredOption('--table <name>', 'the archived table')
     .option('--into <name>', 'the table written (default: --table); it must exist')
-    .option('--since <time>', 'only writes after this hybrid time (e.g. the cut of the export restored)')
+    .option('--since <time|dir>', 'only writes after this time: e.g. the cut of the export restored, or its directory')
     .option('--until <time>', 'only writes at or before this time')
     .action(async (o: { from: string; table: string; into?: string; since?: string; until?: string }, cmd: Command) => {
-      const sinceHt = o.since !== undefined ? parseTimePoint(o.since, '--since') : undefined;
+      const sinceHt = o.since !== undefined ? timeOrExportCut(o.since, '--since') : undefined;
       const untilHt = o.until !== undefined ? parseTimePoint(o.until, '--until') : undefined;
       const progress = (l: string): void => void process.stderr.write(`${l}\n`);
       const r = await run(cmd, (c) => replayWal(c, { from: path.resolve(o.from), table: o.table, into: o.into ?? o.table, progress, ...(sinceHt !== undefined ? { sinceHt } : {}), ...(untilHt !== undefined ? { untilHt } : {}) }));
