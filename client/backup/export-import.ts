@@ -15,9 +15,10 @@ import type { Row } from '../client-types';
 import type { TesseraClient } from '../tessera-client';
 import { decodeRow, encodeRow, readManifest, RowDigest, verifyParts, type TableEntry } from './backup-format';
 import { checkChain, type ChainLink, type ChainPlan } from './chain';
-import { TABLE_TIMEOUT_MS, type BackupProgress } from './export-tables';
+import { SCAN_PAGE_ROWS, TABLE_TIMEOUT_MS, type BackupProgress } from './export-tables';
 import { decodeChangedRow, materializeRow, type ChangedRow } from './increment-lines';
 import { RowLoader } from './row-loader';
+import { scanTabletsAhead } from './tablet-scan-ahead';
 
 export { exportTables, type BackupProgress, type ExportOptions } from './export-tables';
 
@@ -41,10 +42,14 @@ export interface ImportOptions {
   progress?: BackupProgress;
 }
 
-/** Digest of a table's rows as the export writes them (key order). */
+/** Digest of a table's rows as the export writes them (key order), read at one snapshot (now). */
 export async function tableDigest(client: TesseraClient, name: string): Promise<{ rows: number; digest: string }> {
   const d = new RowDigest();
-  for await (const row of client.table(name).scanRows({ timeoutMs: TABLE_TIMEOUT_MS })) d.add(encodeRow(row));
+  // One read time for every tablet's scan, as an export's cut (its tablets are read side by side).
+  const probe = await client.beginTransaction();
+  const readHt = probe.readHt;
+  await probe.abort().catch(() => undefined);
+  for await (const row of scanTabletsAhead(client, name, { readHt, timeoutMs: TABLE_TIMEOUT_MS, pageSize: SCAN_PAGE_ROWS })) d.add(encodeRow(row));
   return { rows: d.rows, digest: d.hex() };
 }
 

@@ -15,7 +15,7 @@ import type { TableDurability } from '../client-types';
 import type { TesseraClient } from '../tessera-client';
 import { encodeRow, RowDigest } from './backup-format';
 import { tableDigest } from './export-import';
-import { TABLE_TIMEOUT_MS, type BackupProgress } from './export-tables';
+import { SCAN_PAGE_ROWS, TABLE_TIMEOUT_MS, type BackupProgress } from './export-tables';
 import { RowLoader } from './row-loader';
 
 export interface RestoreTableOptions {
@@ -66,7 +66,7 @@ export async function restoreTable(client: TesseraClient, o: RestoreTableOptions
   try {
     const read = new RowDigest();
     const loader = new RowLoader(client, hidden, { batchRows: 1000, inFlight: 4, timeoutMs: TABLE_TIMEOUT_MS, onBatch: (n) => (n % 100_000 < 1000 ? o.progress?.(`restore_table ${o.table}: ${n} rows`) : undefined) });
-    for await (const row of client.table(o.table).scanRows({ readHt: o.asOfHt, timeoutMs: TABLE_TIMEOUT_MS })) {
+    for await (const row of client.table(o.table).scanRows({ readHt: o.asOfHt, timeoutMs: TABLE_TIMEOUT_MS, pageSize: SCAN_PAGE_ROWS })) {
       read.add(encodeRow(row));
       await loader.add(row);
     }
