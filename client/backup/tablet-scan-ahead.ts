@@ -8,19 +8,19 @@
 import type { Row, ScanOptions } from '../client-types';
 import type { TesseraClient } from '../tessera-client';
 
-class Pump {
-  private q: Row[] = [];
+class Pump<T> {
+  private q: T[] = [];
   private done = false;
   private stopped = false;
   private err: unknown;
   private wakeConsumer: (() => void) | undefined;
   private wakeProducer: (() => void) | undefined;
 
-  constructor(gen: AsyncGenerator<Row>, bufferRows: number) {
+  constructor(gen: AsyncGenerator<T>, bufferRows: number) {
     void this.run(gen, bufferRows);
   }
 
-  private async run(gen: AsyncGenerator<Row>, bufferRows: number): Promise<void> {
+  private async run(gen: AsyncGenerator<T>, bufferRows: number): Promise<void> {
     try {
       for await (const r of gen) {
         this.q.push(r);
@@ -36,7 +36,7 @@ class Pump {
     }
   }
 
-  async *drain(): AsyncGenerator<Row> {
+  async *drain(): AsyncGenerator<T> {
     for (;;) {
       if (this.q.length > 0) {
         const batch = this.q;
@@ -60,16 +60,21 @@ class Pump {
   }
 }
 
-export async function* scanTabletsAhead(client: TesseraClient, table: string, o: ScanOptions, aheadTablets = 2, bufferRows = 20_000): AsyncGenerator<Row> {
-  const n = (await client.tableLocations(table)).tablets.length;
-  const pumps = new Map<number, Pump>();
+/** The rows of `n` sources in order 0..n-1, sources i+1..i+ahead already pulled into buffers. */
+export async function* orderedAhead<T>(n: number, open: (i: number) => AsyncGenerator<T>, aheadTablets: number, bufferRows: number): AsyncGenerator<T> {
+  const pumps = new Map<number, Pump<T>>();
   try {
     for (let i = 0; i < n; i++) {
-      for (let j = i; j < Math.min(n, i + 1 + aheadTablets); j++) if (!pumps.has(j)) pumps.set(j, new Pump(client.table(table).scanRows({ ...o, tabletOrdinal: j }), bufferRows));
+      for (let j = i; j < Math.min(n, i + 1 + aheadTablets); j++) if (!pumps.has(j)) pumps.set(j, new Pump(open(j), bufferRows));
       yield* pumps.get(i)!.drain();
       pumps.delete(i);
     }
   } finally {
     for (const p of pumps.values()) p.stop();
   }
+}
+
+export async function* scanTabletsAhead(client: TesseraClient, table: string, o: ScanOptions, aheadTablets = 2, bufferRows = 20_000): AsyncGenerator<Row> {
+  const n = (await client.tableLocations(table)).tablets.length;
+  yield* orderedAhead(n, (i) => client.table(table).scanRows({ ...o, tabletOrdinal: i }), aheadTablets, bufferRows);
 }
