@@ -4,8 +4,9 @@
  * export of it into a temp directory and an import of that export into a new table, each timed,
  * with every tserver's RSS sampled every 200 ms (the peak printed). Figures only: nothing asserted.
  *
- *   node dist/bench/backup-bench.js [--rows 1000000] [--tablets 3]
- * (env BENCH_BACKUP_ROWS, BENCH_BACKUP_TABLETS). Servers on 127.0.0.159-161.
+ *   node dist/bench/backup-bench.js [--rows 1000000] [--tablets 3] [--tserver_flags "a=1,b=2"] [--host_base 159]
+ * (env BENCH_BACKUP_ROWS, BENCH_BACKUP_TABLETS, BENCH_BACKUP_TSERVER_FLAGS). Servers on 127.0.0.159-161
+ * (or host_base..+2).
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -13,7 +14,7 @@ import * as path from 'node:path';
 import { exportTables, importTables } from '../client/backup/export-import';
 import { TesseraClient } from '../client/tessera-client';
 import { BenchCluster } from './bench-cluster';
-import { sectionNumber } from './section-args';
+import { sectionNumber, sectionString } from './section-args';
 
 const HOST_BASE = 159;
 const NO_ALIAS_PORT_SHIFT = 15_900;
@@ -57,12 +58,14 @@ async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const rows = Math.floor(sectionNumber(args, 'rows', 'BENCH_BACKUP_ROWS', 1_000_000, 1));
   const tablets = Math.floor(sectionNumber(args, 'tablets', 'BENCH_BACKUP_TABLETS', 3, 1));
+  const hostBase = Math.floor(sectionNumber(args, 'host_base', 'BENCH_BACKUP_HOST_BASE', HOST_BASE, 1));
+  const tserverFlags = (sectionString(args, 'tserver_flags', 'BENCH_BACKUP_TSERVER_FLAGS') ?? '').split(',').map((f) => f.trim()).filter(Boolean).map((f) => `--${f.replace(/^--/, '')}`);
   const cluster = new BenchCluster();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-backup-bench-'));
   let client: TesseraClient | undefined;
   try {
-    process.stdout.write(`backup: 1 master + 3 tservers (RF 3); ${rows} rows of ~100 B in ${tablets} tablets\n`);
-    await cluster.start(3, HOST_BASE, [], { noAliasPortShift: NO_ALIAS_PORT_SHIFT });
+    process.stdout.write(`backup: 1 master + 3 tservers (RF 3); ${rows} rows of ~100 B in ${tablets} tablets${tserverFlags.length ? `; tserver flags ${tserverFlags.join(' ')}` : ''}\n`);
+    await cluster.start(3, hostBase, tserverFlags, { noAliasPortShift: NO_ALIAS_PORT_SHIFT + (hostBase - HOST_BASE) * 10 });
     client = await TesseraClient.connect({ masterAddresses: [cluster.masterAddress], timeoutMs: 30_000 });
     await client.createTable({ name: 'bench_backup', columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: tablets, replicationFactor: 3 });
     const t0 = performance.now();
