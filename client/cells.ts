@@ -203,6 +203,36 @@ export class CellOps {
     return this.rowsOf(s, r)[0];
   }
 
+  /**
+   * Every tablet's rows' cells in partition order, one page (one ReadCells answer) at a time, so a
+   * caller streaming a whole table (an incremental export, docs/backup.md) holds one page. One read
+   * time for the whole scan: `asOf`, else the first answer's. `pagesPerTabletMax` 1 with `pageRows` 1
+   * probes every tablet (a history-floor check) without reading them.
+   */
+  async *scanCellPages(o: CellReadOptions & { pageRows?: number; pagesPerTabletMax?: number } = {}): AsyncGenerator<CellRowResult[]> {
+    const d = this.deadline(o);
+    const loc = await this.withSchema(d, (l) => Promise.resolve(l));
+    const s = loc.schema;
+    const { spec, nothing } = this.readSpec(s, o);
+    if (nothing) return;
+    const inv = this.deps.invoker;
+    let asOf = spec.asOfHt ?? 0n;
+    const pages = Math.min(o.pagesPerTabletMax ?? SCAN_PAGES_MAX, SCAN_PAGES_MAX);
+    for (const tablet of loc.tablets) {
+      let start: Uint8Array | undefined;
+      for (let page = 0; page < pages; page++) {
+        const r = await inv.call(this.deps.table, { tabletId: tablet.tabletId }, cellMethods().readCells, (t) => ({ ...spec, tabletId: t.tabletId, asOfHt: asOf, ...(o.pageRows ? { limit: o.pageRows } : {}), ...(start ? { startKey: start } : {}), propagatedHt: inv.propagatedHt }), d, true);
+        inv.observeHt(r.propagatedHt);
+        if (asOf === 0n && r.readHt) asOf = BigInt(r.readHt);
+        const rows = this.rowsOf(s, r);
+        if (rows.length > 0) yield rows;
+        if (!r.resumeKey || r.resumeKey.length === 0) break;
+        if (page === pages - 1 && o.pagesPerTabletMax === undefined) throw new DbError(ErrorCode.INTERNAL, `cell scan of ${this.deps.table}: tablet ${tablet.tabletId} needs more than ${SCAN_PAGES_MAX} pages`);
+        start = r.resumeKey;
+      }
+    }
+  }
+
   /** Every tablet in partition order; `limit` rows at most (default 1000). One read time for the whole scan. */
   async scanCells(o: CellReadOptions & { limit?: number } = {}): Promise<CellRowResult[]> {
     const d = this.deadline(o);

@@ -105,6 +105,12 @@ export interface ScanOptions extends ReadOptions {
    * a transaction (it has its own read time).
    */
   readHt?: bigint;
+  /**
+   * Only the scanned tablet at this position (0-based, in partition order): a scan of the whole
+   * table split into one scan per tablet, run side by side (an export, docs/backup.md). Past the
+   * last tablet: nothing.
+   */
+  tabletOrdinal?: number;
   /** A server-side filter (docs/filters.md): an expression such as "PrefixFilter('a')", or a filter tree. */
   filter?: string | FilterAst;
   /** Filled by the scan: the tablets' filter counters summed over its calls. */

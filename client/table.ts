@@ -448,6 +448,11 @@ export class Table {
     return this.cellOps().scanCells(o);
   }
 
+  /** The table's rows' cells page by page at one read time (bounded memory; client/cells.ts). */
+  scanCellPages(o?: CellReadOptions & { pageRows?: number; pagesPerTabletMax?: number }): AsyncGenerator<CellRowResult[]> {
+    return this.cellOps().scanCellPages(o);
+  }
+
   // ---- atomic row operations and row locks (client/row-ops.ts, docs/rows.md) -----------------------
 
   private rowOpsValue: RowOps | undefined;
@@ -648,7 +653,8 @@ export class Table {
     const page = Math.min(SCAN_PAGE_MAX, Math.max(1, o.pageSize ?? SCAN_PAGE_DEFAULT));
     const columns = schema.columnIds(o.columns);
     const bounds = schema.scanBounds(o.hashKey, o.rangeStart, o.rangeEnd);
-    const tablets = bounds.hash !== undefined ? loc.tablets.filter((t) => bounds.hash! >= t.start && bounds.hash! < t.end) : loc.tablets.filter((t) => rangeOverlaps(t, bounds));
+    const all = bounds.hash !== undefined ? loc.tablets.filter((t) => bounds.hash! >= t.start && bounds.hash! < t.end) : loc.tablets.filter((t) => rangeOverlaps(t, bounds));
+    const tablets = o.tabletOrdinal === undefined ? all : all.slice(o.tabletOrdinal, o.tabletOrdinal + 1);
     // Checked here for a clear error before any RPC; the tablet checks again (any client may send JSON).
     const filter = o.filter === undefined ? undefined : toFilterAst(o.filter);
     const filterJson = filter ? JSON.stringify(filter) : '';

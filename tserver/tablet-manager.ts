@@ -11,6 +11,7 @@ import type { HybridClock } from '../common/hybrid-clock';
 import type { Logger } from '../common/log';
 import type { Rng } from '../common/rng';
 import { DocDb, MEMSTORE_SIZE_MB, MEMSTORE_SIZE_SPREAD_PCT, memtableBytes, RocksDbEngine, type DocDbApi, type KvEngine } from '../docdb';
+import { walArchiveDirOf } from './wal-archive';
 import { DEFAULT_WAL_DURABILITY, FileLogStorage, GLOBAL_LOG_CACHE_SIZE_LIMIT_MB, LogCacheBudget, RawNode, type LeaderChange, type LogStorage, type Message, type RaftCore, type RaftOptions, type WalDurability, type WalFs } from '../raft';
 import { LOG_MIN_ENTRIES_TO_RETAIN } from './tserver-flags';
 import { readTabletMeta, writeTabletMeta, type TabletMeta } from './tablet/tablet-meta';
@@ -131,6 +132,7 @@ export class TabletManager {
   private async openPeer(meta: TabletMeta): Promise<TabletPeer> {
     for (const p of meta.peers) this.learnAddress(p.uuid, p.rpcAddress);
     const d = this.deps;
+    const archiveDir = walArchiveDirOf(d.flags, meta, d.selfUuid);
     const peer = await TabletPeer.open({
       dir: path.join(this.tabletsDir(), meta.tabletId),
       meta,
@@ -140,7 +142,7 @@ export class TabletManager {
       log: d.log.child({ tablet: meta.tabletId }),
       rng: d.rng,
       send: (msgs) => d.send(meta.tabletId, msgs),
-      openLogStorage: d.openLogStorage ?? ((dir, o) => FileLogStorage.open(dir, { flags: d.flags, logger: d.log, cacheBudget: this.logCacheBudget, ...(d.walFs ? { fs: d.walFs } : {}), ...(o ? { durability: o.durability } : {}) })),
+      openLogStorage: d.openLogStorage ?? ((dir, o) => FileLogStorage.open(dir, { flags: d.flags, logger: d.log, cacheBudget: this.logCacheBudget, ...(d.walFs ? { fs: d.walFs } : {}), ...(o ? { durability: o.durability } : {}), ...(archiveDir ? { archiveDir } : {}) })),
       openEngine: d.openEngine ?? ((dir) => RocksDbEngine.open(dir, { writeBufferBytes: memtableBytes(d.flags.get(MEMSTORE_SIZE_MB), d.flags.get(MEMSTORE_SIZE_SPREAD_PCT), `${d.selfUuid}:${dir}`) })),
       openDocDb: d.openDocDb ?? ((regular, intents) => DocDb.open({ regular, intents, flags: d.flags })),
       newRaftCore: d.newRaftCore ?? ((o) => new RawNode(o)),

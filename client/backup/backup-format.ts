@@ -14,7 +14,9 @@ import { DbError, ErrorCode } from '../../common/errors';
 import type { ColumnSpec, ColumnValue, Row } from '../client-types';
 
 export const EXPORT_FORMAT = 'tessera-export';
-export const EXPORT_FORMAT_VERSION = 1;
+/** Version 2 added incremental exports (`kind`, `sinceHt`, `changedRows`); version 1 exports (all full) still read. */
+export const EXPORT_FORMAT_VERSION = 2;
+const READABLE_VERSIONS: ReadonlySet<number> = new Set([1, 2]);
 export const MANIFEST_FILE = 'manifest.json';
 
 export interface PartEntry {
@@ -31,15 +33,24 @@ export interface TableEntry {
   primaryKey: { hash: string[]; range: string[] };
   numTablets: number;
   durability?: string;
+  /** Rows of the table at the cut (an increment's too: what a chain restores to). */
   rows: number;
-  /** sha256 over every row line (with its newline) in key order. */
+  /** sha256 over every row line (with its newline) in key order, of the table at the cut. */
   digest: string;
+  /** An increment's lines: the rows with a cell in the window (its parts hold these, not `rows`). */
+  changedRows?: number;
   parts: PartEntry[];
 }
+
+export type ExportKind = 'full' | 'incremental';
 
 export interface Manifest {
   format: typeof EXPORT_FORMAT;
   version: number;
+  /** Absent in version 1: full. */
+  kind?: ExportKind;
+  /** An increment's window is (sinceHt, cutHt]: the cut of the export it follows, up to its own cut. */
+  sinceHt?: string;
   /** The hybrid time every table was read at (decimal): one consistent cut. */
   cutHt: string;
   /** Wall-clock time of the cut (ISO 8601). */
@@ -47,14 +58,14 @@ export interface Manifest {
   tables: TableEntry[];
 }
 
-function encodeValue(v: ColumnValue): unknown {
+export function encodeValue(v: ColumnValue): unknown {
   if (typeof v === 'bigint') return { $i: v.toString() };
   if (v instanceof Uint8Array) return { $b: Buffer.from(v).toString('base64') };
   if (typeof v === 'number' && !Number.isFinite(v)) return { $d: String(v) };
   return v;
 }
 
-function decodeValue(v: unknown, where: string): ColumnValue {
+export function decodeValue(v: unknown, where: string): ColumnValue {
   if (v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') return v;
   if (typeof v === 'object') {
     const o = v as Record<string, unknown>;
@@ -109,8 +120,12 @@ export function readManifest(dir: string): Manifest {
     throw new DbError(ErrorCode.CORRUPTION, `${file} is not JSON: ${(e as Error).message}`);
   }
   if (m?.format !== EXPORT_FORMAT) throw new DbError(ErrorCode.CORRUPTION, `${file}: format is ${JSON.stringify(m?.format)}, not ${EXPORT_FORMAT}`);
-  if (m.version !== EXPORT_FORMAT_VERSION) throw new DbError(ErrorCode.NOT_SUPPORTED, `${file}: format version ${m.version}; this tessera reads version ${EXPORT_FORMAT_VERSION}`);
-  if (!Array.isArray(m.tables) || typeof m.cutHt !== 'string') throw new DbError(ErrorCode.CORRUPTION, `${file}: tables or cutHt missing`);
+  if (!READABLE_VERSIONS.has(m.version)) throw new DbError(ErrorCode.NOT_SUPPORTED, `${file}: format version ${m.version}; this tessera reads versions ${[...READABLE_VERSIONS].join(', ')}`);
+  m.kind ??= 'full';
+  if (m.kind !== 'full' && m.kind !== 'incremental') throw new DbError(ErrorCode.CORRUPTION, `${file}: kind ${JSON.stringify(m.kind)} is neither full nor incremental`);
+  if (m.kind === 'incremental' && (typeof m.sinceHt !== 'string' || !/^\d+$/.test(m.sinceHt))) throw new DbError(ErrorCode.CORRUPTION, `${file}: an incremental export without its window start (sinceHt)`);
+  if (!/^\d+$/.test(m.cutHt)) throw new DbError(ErrorCode.CORRUPTION, `${file}: cutHt ${JSON.stringify(m.cutHt)} is not a hybrid time`);
+  if (!Array.isArray(m?.tables) || typeof m.cutHt !== 'string') throw new DbError(ErrorCode.CORRUPTION, `${file}: tables or cutHt missing`);
   for (const t of m.tables) {
     if (typeof t.name !== 'string' || !Array.isArray(t.columns) || !Array.isArray(t.parts) || typeof t.digest !== 'string' || typeof t.rows !== 'number') throw new DbError(ErrorCode.CORRUPTION, `${file}: table entry ${JSON.stringify(t?.name)} is incomplete`);
     for (const p of t.parts) if (typeof p.file !== 'string' || p.file.includes('..') || path.isAbsolute(p.file)) throw new DbError(ErrorCode.CORRUPTION, `${file}: part ${JSON.stringify(p?.file)} of ${t.name} is not a file inside the export`);
@@ -132,5 +147,6 @@ export async function verifyParts(dir: string, t: TableEntry): Promise<void> {
     if (got !== p.sha256) throw new DbError(ErrorCode.CORRUPTION, `${t.name}: part ${p.file} is damaged (sha256 ${got.slice(0, 12)}…, the manifest says ${p.sha256.slice(0, 12)}…)`);
     rows += p.rows;
   }
-  if (rows !== t.rows) throw new DbError(ErrorCode.CORRUPTION, `${t.name}: its parts hold ${rows} rows, the manifest says ${t.rows}`);
+  const want = t.changedRows ?? t.rows;
+  if (rows !== want) throw new DbError(ErrorCode.CORRUPTION, `${t.name}: its parts hold ${rows} lines, the manifest says ${want}`);
 }

@@ -49,6 +49,7 @@ import { recoverSegments } from './wal-recovery';
 import { SegmentReader } from './segment-reader';
 import { encodeRecord, encodeSegmentHeader, RECORD_HEADER_BYTES, recordBytes, recordTypeOf, RecordType, SEGMENT_HEADER_BYTES } from './wal-record';
 import type { SegmentInfo } from './wal-segments';
+import { archiveSegment } from './wal-archive';
 import { parseSegmentName, segmentPath } from './wal-segments';
 
 export interface FileLogStorageOptions {
@@ -67,6 +68,8 @@ export interface FileLogStorageOptions {
   durability?: WalDurability;
   /** The server's budget over all its tablets' caches (global_log_cache_size_limit_mb). */
   cacheBudget?: LogCacheBudget;
+  /** Copy every closed segment here before it is deleted (wal-archive.ts, --log_archive_dir). */
+  archiveDir?: string;
 }
 
 export interface FileLogStorageStats {
@@ -126,6 +129,7 @@ export class FileLogStorage implements LogStorage {
   /** durable_wal_write: false caps every level at FLUSH. */
   private readonly serverDurable: boolean;
   private readonly segmentBytes: number;
+  private readonly archiveDir: string | undefined;
 
   private meta: ConsensusMeta;
   private hardState: HardState;
@@ -193,6 +197,7 @@ export class FileLogStorage implements LogStorage {
       segmentBytes: number;
       cacheBytesMax: number;
       cacheBudget: LogCacheBudget | undefined;
+      archiveDir?: string | undefined;
       meta: ConsensusMeta;
       hardState: HardState;
       loggedCommit: number;
@@ -212,6 +217,7 @@ export class FileLogStorage implements LogStorage {
     this.mode = init.serverDurable ? init.durability : weakerDurability(init.durability, Dur.FLUSH);
     this.preallocate = init.preallocate;
     this.segmentBytes = init.segmentBytes;
+    this.archiveDir = init.archiveDir;
     this.meta = init.meta;
     this.hardState = { ...init.hardState };
     this.durableHs = { ...init.hardState };
@@ -327,6 +333,7 @@ export class FileLogStorage implements LogStorage {
       segmentBytes: opts.segmentBytes ?? flags.get(LOG_SEGMENT_SIZE_MB) * MB,
       cacheBytesMax: opts.cacheBytesMax ?? flags.get(LOG_CACHE_SIZE_LIMIT_MB) * MB,
       cacheBudget: opts.cacheBudget,
+      archiveDir: opts.archiveDir,
       meta,
       hardState: hs,
       loggedCommit: recCommit,
@@ -526,6 +533,7 @@ export class FileLogStorage implements LogStorage {
       for (const s of this.segments) {
         if (s.seq === fresh.seq) continue;
         this.reader.close(s.seq);
+        this.archive(s.path);
         this.fs.unlink(s.path);
       }
       this.segments = [fresh];
@@ -804,6 +812,7 @@ export class FileLogStorage implements LogStorage {
       this.fatal(e);
       throw this.failed;
     }
+    this.archive(segmentPath(this.dir, oldSeq));
     // An fdatasync may be running on the old fd right now: close it only when none can be.
     this.deferredClose.push(old);
     if (!this.roundInFlight) this.closeDeferred();
@@ -817,10 +826,24 @@ export class FileLogStorage implements LogStorage {
       if (next.firstEntryIndex === undefined || next.firstEntryIndex > index + 1) break;
       const s = this.segments.shift()!;
       this.reader.close(s.seq);
+      this.archive(s.path);
       this.fs.unlink(s.path);
       deleted++;
     }
     if (deleted > 0) this.fs.fsyncDir(this.dir);
+  }
+
+  /**
+   * Keep a copy of a closed segment in the archive. A failure is logged and the log goes on: the
+   * archive is a backup aid, not the log (replay-wal reports the gap it leaves).
+   */
+  private archive(segmentFile: string): void {
+    if (!this.archiveDir) return;
+    try {
+      archiveSegment(segmentFile, this.archiveDir);
+    } catch (e) {
+      this.log.error({ err: e, segment: segmentFile, archiveDir: this.archiveDir }, 'WAL archive: copying a segment failed; the archive has a gap');
+    }
   }
 
   private closeDeferred(): void {

@@ -10,3 +10,4 @@ export { RecordType, SEGMENT_HEADER_BYTES, RECORD_HEADER_BYTES } from './wal-rec
 export { segmentName, parseSegmentName } from './wal-segments';
 export { CONSENSUS_META_FILE } from './consensus-meta';
 export * from './wal-durability';
+export { archiveSegment, readSegmentEntries } from './wal-archive';

@@ -1,0 +1,92 @@
+/**
+ * Export and import at size (docs/backup.md, docs/benchmarks.md): one local cluster (1 master + 3
+ * tservers, RF 3), a table of N rows of about 100 bytes (3 tablets), loaded untimed; then a full
+ * export of it into a temp directory and an import of that export into a new table, each timed,
+ * with every tserver's RSS sampled every 200 ms (the peak printed). Figures only: nothing asserted.
+ *
+ *   node dist/bench/backup-bench.js [--rows 1000000] [--tablets 3] [--tserver_flags "a=1,b=2"] [--host_base 159]
+ * (env BENCH_BACKUP_ROWS, BENCH_BACKUP_TABLETS, BENCH_BACKUP_TSERVER_FLAGS). Servers on 127.0.0.159-161
+ * (or host_base..+2).
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { exportTables, importTables } from '../client/backup/export-import';
+import { TesseraClient } from '../client/tessera-client';
+import { BenchCluster } from './bench-cluster';
+import { sectionNumber, sectionString } from './section-args';
+
+const HOST_BASE = 159;
+const NO_ALIAS_PORT_SHIFT = 15_900;
+const LOAD_BATCH_ROWS = 2000;
+const LOAD_IN_FLIGHT = 4;
+const MIB = 1024 * 1024;
+
+/** Peak RSS of every tserver while `f` runs (sampled every 200 ms). */
+async function withRss<T>(cluster: BenchCluster, f: () => Promise<T>): Promise<{ result: T; seconds: number; peakRssMiB: number[] }> {
+  const pids = cluster.tservers().map((s) => s.child.pid);
+  const peak = pids.map(() => 0);
+  const sample = (): void => pids.forEach((p, i) => (peak[i] = Math.max(peak[i]!, BenchCluster.rssBytes(p) ?? 0)));
+  const timer = setInterval(sample, 200);
+  const t0 = performance.now();
+  try {
+    const result = await f();
+    sample();
+    return { result, seconds: Math.round((performance.now() - t0) / 100) / 10, peakRssMiB: peak.map((b) => Math.round(b / MIB)) };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+async function load(client: TesseraClient, rows: number): Promise<void> {
+  const t = client.table('bench_backup');
+  const pad = 'x'.repeat(100 - 12);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < rows) {
+      const from = next;
+      next = Math.min(rows, next + LOAD_BATCH_ROWS);
+      const batch = [];
+      for (let i = from; i < next; i++) batch.push({ id: BigInt(i), v: `${String(i).padStart(12, '0')}${pad}` });
+      await t.upsertMany(batch, { timeoutMs: 600_000 });
+    }
+  };
+  await Promise.all(Array.from({ length: LOAD_IN_FLIGHT }, worker));
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const rows = Math.floor(sectionNumber(args, 'rows', 'BENCH_BACKUP_ROWS', 1_000_000, 1));
+  const tablets = Math.floor(sectionNumber(args, 'tablets', 'BENCH_BACKUP_TABLETS', 3, 1));
+  const hostBase = Math.floor(sectionNumber(args, 'host_base', 'BENCH_BACKUP_HOST_BASE', HOST_BASE, 1));
+  const tserverFlags = (sectionString(args, 'tserver_flags', 'BENCH_BACKUP_TSERVER_FLAGS') ?? '').split(',').map((f) => f.trim()).filter(Boolean).map((f) => `--${f.replace(/^--/, '')}`);
+  const cluster = new BenchCluster();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-backup-bench-'));
+  let client: TesseraClient | undefined;
+  try {
+    process.stdout.write(`backup: 1 master + 3 tservers (RF 3); ${rows} rows of ~100 B in ${tablets} tablets${tserverFlags.length ? `; tserver flags ${tserverFlags.join(' ')}` : ''}\n`);
+    await cluster.start(3, hostBase, tserverFlags, { noAliasPortShift: NO_ALIAS_PORT_SHIFT + (hostBase - HOST_BASE) * 10 });
+    client = await TesseraClient.connect({ masterAddresses: [cluster.masterAddress], timeoutMs: 30_000 });
+    await client.createTable({ name: 'bench_backup', columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: tablets, replicationFactor: 3 });
+    const t0 = performance.now();
+    await load(client, rows);
+    process.stdout.write(`load (untimed): ${Math.round((performance.now() - t0) / 100) / 10} s\n`);
+    const c = client;
+    const ex = await withRss(cluster, () => exportTables(c, { tables: ['bench_backup'], to: path.join(dir, 'full') }));
+    const bytes = ex.result.tables[0]!.parts.reduce((n, p) => n + p.bytes, 0);
+    process.stdout.write(`export: ${ex.seconds} s (${Math.round(rows / ex.seconds)} rows/s, ${Math.round(bytes / MIB)} MiB); tserver peak RSS ${ex.peakRssMiB.join(' / ')} MiB\n`);
+    const im = await withRss(cluster, () => importTables(c, { from: path.join(dir, 'full'), into: 'bench_backup_copy' }));
+    process.stdout.write(`import: ${im.seconds} s (${Math.round(rows / im.seconds)} rows/s, digest checked); tserver peak RSS ${im.peakRssMiB.join(' / ')} MiB\n`);
+  } finally {
+    await client?.close().catch(() => undefined);
+    await cluster.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (require.main === module) {
+  main().catch((e: unknown) => {
+    process.stderr.write(`backup bench failed: ${e instanceof Error ? e.stack : String(e)}\n`);
+    process.exitCode = 1;
+  });
+}

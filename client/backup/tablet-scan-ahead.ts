@@ -1,0 +1,80 @@
+/**
+ * A whole-table scan as one scan per tablet, consumed in partition order (so rows come out exactly as
+ * one scanRows gives them: the digest an import recomputes is the same) while the scans of the next
+ * `aheadTablets` tablets already run into buffers of `bufferRows` rows each. An export spends most of
+ * its time waiting for the tservers to read and answer pages; this lets the leaders of several
+ * tablets read at once. Memory: (1 + aheadTablets) buffers (each one page over `bufferRows` at most).
+ */
+import type { Row, ScanOptions } from '../client-types';
+import type { TesseraClient } from '../tessera-client';
+
+class Pump<T> {
+  private q: T[] = [];
+  private done = false;
+  private stopped = false;
+  private err: unknown;
+  private wakeConsumer: (() => void) | undefined;
+  private wakeProducer: (() => void) | undefined;
+
+  constructor(gen: AsyncGenerator<T>, bufferRows: number) {
+    void this.run(gen, bufferRows);
+  }
+
+  private async run(gen: AsyncGenerator<T>, bufferRows: number): Promise<void> {
+    try {
+      for await (const r of gen) {
+        this.q.push(r);
+        this.wakeConsumer?.();
+        while (this.q.length >= bufferRows && !this.stopped) await new Promise<void>((res) => (this.wakeProducer = res));
+        if (this.stopped) break;
+      }
+    } catch (e) {
+      this.err = e;
+    } finally {
+      this.done = true;
+      this.wakeConsumer?.();
+    }
+  }
+
+  async *drain(): AsyncGenerator<T> {
+    for (;;) {
+      if (this.q.length > 0) {
+        const batch = this.q;
+        this.q = [];
+        this.wakeProducer?.();
+        this.wakeProducer = undefined;
+        yield* batch;
+        continue;
+      }
+      if (this.err !== undefined) throw this.err;
+      if (this.done) return;
+      await new Promise<void>((res) => (this.wakeConsumer = res));
+      this.wakeConsumer = undefined;
+    }
+  }
+
+  /** The consumer gave up: end the scan (its generator is returned, closing it). */
+  stop(): void {
+    this.stopped = true;
+    this.wakeProducer?.();
+  }
+}
+
+/** The rows of `n` sources in order 0..n-1, sources i+1..i+ahead already pulled into buffers. */
+export async function* orderedAhead<T>(n: number, open: (i: number) => AsyncGenerator<T>, aheadTablets: number, bufferRows: number): AsyncGenerator<T> {
+  const pumps = new Map<number, Pump<T>>();
+  try {
+    for (let i = 0; i < n; i++) {
+      for (let j = i; j < Math.min(n, i + 1 + aheadTablets); j++) if (!pumps.has(j)) pumps.set(j, new Pump(open(j), bufferRows));
+      yield* pumps.get(i)!.drain();
+      pumps.delete(i);
+    }
+  } finally {
+    for (const p of pumps.values()) p.stop();
+  }
+}
+
+export async function* scanTabletsAhead(client: TesseraClient, table: string, o: ScanOptions, aheadTablets = 2, bufferRows = 20_000): AsyncGenerator<Row> {
+  const n = (await client.tableLocations(table)).tablets.length;
+  yield* orderedAhead(n, (i) => client.table(table).scanRows({ ...o, tabletOrdinal: i }), aheadTablets, bufferRows);
+}
