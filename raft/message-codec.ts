@@ -10,6 +10,7 @@
  * Input comes off the network: decode() validates everything and throws DbError MALFORMED_FRAME on
  * bad bytes; it never reads past the buffer and never returns a partially decoded message.
  */
+import { BinaryReader, BinaryWriter } from '../common/byte-codec';
 import { DbError, ErrorCode } from '../common/errors';
 import { NodeId } from '../common/ids';
 import type { ConfState, Entry, EntryType, Message, Snapshot } from './types';
@@ -24,55 +25,18 @@ const COUNT_MAX = 1 << 30;
 /** Node ids whose encoding the writer keeps (a cluster has a handful; the cap bounds garbage). */
 const ID_CACHE_MAX = 1024;
 
-class Writer {
-  buf: Uint8Array;
-  pos = 0;
-  private static readonly enc = new TextEncoder();
+/** The shared writer (common/byte-codec.ts), with node ids' encodings cached. */
+class Writer extends BinaryWriter {
   /** Encoded node ids (see str). */
   private static readonly ids = new Map<string, Uint8Array>();
+  private static readonly enc = new TextEncoder();
   constructor(initial: number) {
-    // Unzeroed and, when small, from Node's pool: every byte up to pos is written before use.
-    this.buf = Buffer.allocUnsafe(initial);
-  }
-  private ensure(n: number): void {
-    if (this.pos + n <= this.buf.length) return;
-    let cap = this.buf.length * 2;
-    while (cap < this.pos + n) cap *= 2;
-    const nb = Buffer.allocUnsafe(cap);
-    nb.set(this.buf.subarray(0, this.pos));
-    this.buf = nb;
-  }
-  u8(v: number): void {
-    this.ensure(1);
-    this.buf[this.pos++] = v;
-  }
-  /** Unsigned varint; arithmetic (not bitwise) so values up to 2^53 encode exactly. */
-  uv(v: number): void {
-    if (!Number.isSafeInteger(v) || v < 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `raft codec: not a non-negative safe integer: ${v}`);
-    this.ensure(8);
-    while (v >= 0x80) {
-      this.buf[this.pos++] = (v % 0x80) | 0x80;
-      v = Math.floor(v / 0x80);
-    }
-    this.buf[this.pos++] = v;
-  }
-  /** Zigzag varint for values that may be negative (reject hints). */
-  sv(v: number): void {
-    if (!Number.isSafeInteger(v) || Math.abs(v) >= 2 ** 52) throw new DbError(ErrorCode.INVALID_ARGUMENT, `raft codec: integer out of range: ${v}`);
-    this.uv(v >= 0 ? v * 2 : -v * 2 - 1);
+    super(initial, 'raft codec');
   }
   f64(v: number): void {
-    this.ensure(8);
-    new DataView(this.buf.buffer, this.buf.byteOffset + this.pos, 8).setFloat64(0, v, true);
-    this.pos += 8;
+    this.f64le(v);
   }
-  bytes(b: Uint8Array): void {
-    this.uv(b.byteLength);
-    this.ensure(b.byteLength);
-    this.buf.set(b, this.pos);
-    this.pos += b.byteLength;
-  }
-  str(s: string): void {
+  override str(s: string): void {
     // Node ids: the same few strings in every message, so their encoding (a 2-byte varint length,
     // then UTF-8) is cached; ids are < 16384 bytes.
     let enc = Writer.ids.get(s);
@@ -86,12 +50,7 @@ class Writer {
       if (Writer.ids.size >= ID_CACHE_MAX) Writer.ids.clear();
       Writer.ids.set(s, enc);
     }
-    this.ensure(enc.byteLength);
-    this.buf.set(enc, this.pos);
-    this.pos += enc.byteLength;
-  }
-  result(): Uint8Array {
-    return this.buf.subarray(0, this.pos);
+    this.raw(enc);
   }
 }
 
@@ -99,73 +58,13 @@ function malformed(why: string): DbError {
   return new DbError(ErrorCode.MALFORMED_FRAME, `malformed raft message: ${why}`);
 }
 
-class Reader {
-  pos = 0;
-  private static readonly dec = new TextDecoder('utf-8', { fatal: true });
-  constructor(private readonly buf: Uint8Array) {}
-  u8(): number {
-    if (this.pos >= this.buf.length) throw malformed('truncated');
-    return this.buf[this.pos++]!;
-  }
-  uv(): number {
-    let result = 0;
-    let mul = 1;
-    for (let i = 0; i < 8; i++) {
-      const b = this.u8();
-      result += (b & 0x7f) * mul;
-      if ((b & 0x80) === 0) {
-        if (!Number.isSafeInteger(result)) throw malformed('varint out of range');
-        return result;
-      }
-      mul *= 0x80;
-    }
-    throw malformed('varint too long');
-  }
-  sv(): number {
-    const z = this.uv();
-    return z % 2 === 0 ? z / 2 : -(z + 1) / 2;
-  }
-  count(): number {
-    const n = this.uv();
-    if (n > COUNT_MAX) throw malformed('count too large');
-    return n;
+/** The shared reader: MALFORMED_FRAME on garbage, counts bounded by COUNT_MAX. */
+class Reader extends BinaryReader {
+  constructor(buf: Uint8Array) {
+    super(buf, malformed, 0, buf.byteLength, COUNT_MAX);
   }
   f64(): number {
-    if (this.pos + 8 > this.buf.length) throw malformed('truncated');
-    const v = new DataView(this.buf.buffer, this.buf.byteOffset + this.pos, 8).getFloat64(0, true);
-    this.pos += 8;
-    return v;
-  }
-  bytes(): Uint8Array {
-    const n = this.count();
-    if (this.pos + n > this.buf.length) throw malformed('truncated bytes');
-    // Copy: the frame buffer may be reused by the transport, and entries outlive the frame (a
-    // view would also pin the whole received chunk for as long as the entry stays cached). Not
-    // `slice`: on a Buffer — what the transport delivers — that is a view.
-    const out = new Uint8Array(n);
-    out.set(this.buf.subarray(this.pos, this.pos + n));
-    this.pos += n;
-    return out;
-  }
-  str(): string {
-    const n = this.count();
-    if (this.pos + n > this.buf.length) throw malformed('truncated string');
-    let s: string;
-    try {
-      s = Reader.dec.decode(this.buf.subarray(this.pos, this.pos + n));
-    } catch {
-      throw malformed('bad utf-8');
-    }
-    this.pos += n;
-    return s;
-  }
-  bool(): boolean {
-    const b = this.u8();
-    if (b > 1) throw malformed('bad boolean');
-    return b === 1;
-  }
-  done(): boolean {
-    return this.pos === this.buf.length;
+    return this.f64le();
   }
 }
 

@@ -4,6 +4,7 @@
  * format (field 1 string from_uuid, field 2 repeated RaftEnvelopePB { 1 string group_id, 2 bytes
  * message }, field 3 string from_address), so any protobuf decoder reads them.
  */
+import { BinaryReader } from '../common/byte-codec';
 import { DbError, ErrorCode } from '../common/errors';
 import { putVarint, varintLen, type Codec } from '../rpc';
 
@@ -61,21 +62,16 @@ export function encodeRaftBatch(v: RaftBatch): Uint8Array {
   return b;
 }
 
-class R {
-  pos: number;
-  constructor(
-    readonly b: Uint8Array,
-    start: number,
-    readonly end: number,
-  ) {
-    this.pos = start;
+/** The shared reader (common/byte-codec.ts) with protobuf's wire rules: 10-byte varints, length-delimited fields, skips. */
+class R extends BinaryReader {
+  constructor(b: Uint8Array, start: number, end: number) {
+    super(b, malformed, start, end);
   }
   varint(): number {
     let r = 0;
     let mul = 1;
     for (let i = 0; i < 10; i++) {
-      if (this.pos >= this.end) throw malformed('truncated varint');
-      const x = this.b[this.pos++]!;
+      const x = this.u8();
       r += (x & 0x7f) * mul;
       if ((x & 0x80) === 0) return r;
       mul *= 0x80;

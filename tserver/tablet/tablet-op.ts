@@ -25,6 +25,7 @@
  * [7 u8][clientId str][requestId varint][minRunning varint], then the op as above (entries without the
  * prefix decode as before).
  */
+import { BinaryReader, BinaryWriter } from '../../common/byte-codec';
 import { DbError, ErrorCode } from '../../common/errors';
 import type { HybridTime } from '../../common/hybrid-time';
 import type { TxnId } from '../../common/ids';
@@ -82,48 +83,16 @@ export type TabletOp =
    */
   | { type: 'SPLIT'; children: SplitChildMeta[]; peers: RaftPeer[] };
 
-class Out {
-  buf: Buffer;
-  pos = 0;
+/** The shared writer (common/byte-codec.ts) with tablet ops' tagged primitives; integers of 8 bytes are big-endian. */
+class Out extends BinaryWriter {
   constructor(size: number) {
-    this.buf = Buffer.allocUnsafe(size);
-  }
-  ensure(n: number): void {
-    if (this.pos + n <= this.buf.length) return;
-    const nb = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
-    this.buf.copy(nb, 0, 0, this.pos);
-    this.buf = nb;
-  }
-  u8(v: number): void {
-    this.ensure(1);
-    this.buf[this.pos++] = v;
-  }
-  uv(v: number): void {
-    if (!Number.isSafeInteger(v) || v < 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `tablet op: bad count ${v}`);
-    this.ensure(8);
-    while (v >= 0x80) {
-      this.buf[this.pos++] = (v % 0x80) | 0x80;
-      v = Math.floor(v / 0x80);
-    }
-    this.buf[this.pos++] = v;
+    super(size, 'tablet op');
   }
   u64(v: bigint): void {
-    this.ensure(8);
-    this.buf.writeBigUInt64BE(v, this.pos);
-    this.pos += 8;
+    this.u64be(v);
   }
-  bytes(b: Uint8Array): void {
-    this.uv(b.byteLength);
-    this.ensure(b.byteLength);
-    this.buf.set(b, this.pos);
-    this.pos += b.byteLength;
-  }
-  str(s: string): void {
-    const n = Buffer.byteLength(s);
-    this.uv(n);
-    this.ensure(n);
-    this.buf.write(s, this.pos);
-    this.pos += n;
+  f64(v: number): void {
+    this.f64be(v);
   }
   prim(v: Primitive): void {
     if (v === null) this.u8(0);
@@ -131,14 +100,10 @@ class Out {
     else if (v === true) this.u8(2);
     else if (typeof v === 'bigint') {
       this.u8(3);
-      this.ensure(8);
-      this.buf.writeBigInt64BE(v, this.pos);
-      this.pos += 8;
+      this.i64be(v);
     } else if (typeof v === 'number') {
       this.u8(4);
-      this.ensure(8);
-      this.buf.writeDoubleBE(v, this.pos);
-      this.pos += 8;
+      this.f64be(v);
     } else if (typeof v === 'string') {
       this.u8(5);
       this.str(v);
@@ -153,55 +118,16 @@ function bad(why: string): DbError {
   return new DbError(ErrorCode.CORRUPTION, `undecodable tablet op: ${why}`);
 }
 
-class In {
-  pos = 0;
-  private readonly buf: Buffer;
+/** The shared reader: CORRUPTION for what a log entry cannot be. */
+class In extends BinaryReader {
   constructor(b: Uint8Array) {
-    this.buf = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
-  }
-  need(n: number): void {
-    if (this.pos + n > this.buf.length) throw bad('truncated');
-  }
-  u8(): number {
-    this.need(1);
-    return this.buf[this.pos++]!;
-  }
-  uv(): number {
-    let r = 0;
-    let mul = 1;
-    for (let i = 0; i < 8; i++) {
-      const b = this.u8();
-      r += (b & 0x7f) * mul;
-      if ((b & 0x80) === 0) return r;
-      mul *= 0x80;
-    }
-    throw bad('varint too long');
-  }
-  f64(): number {
-    this.need(8);
-    const v = this.buf.readDoubleBE(this.pos);
-    this.pos += 8;
-    return v;
+    super(b, bad);
   }
   u64(): bigint {
-    this.need(8);
-    const v = this.buf.readBigUInt64BE(this.pos);
-    this.pos += 8;
-    return v;
+    return this.u64be();
   }
-  bytes(): Uint8Array {
-    const n = this.uv();
-    this.need(n);
-    const out = Uint8Array.prototype.slice.call(this.buf, this.pos, this.pos + n);
-    this.pos += n;
-    return out;
-  }
-  str(): string {
-    const n = this.uv();
-    this.need(n);
-    const s = this.buf.toString('utf8', this.pos, this.pos + n);
-    this.pos += n;
-    return s;
+  f64(): number {
+    return this.f64be();
   }
   prim(): Primitive {
     const t = this.u8();
@@ -212,18 +138,10 @@ class In {
         return false;
       case 2:
         return true;
-      case 3: {
-        this.need(8);
-        const v = this.buf.readBigInt64BE(this.pos);
-        this.pos += 8;
-        return v;
-      }
-      case 4: {
-        this.need(8);
-        const v = this.buf.readDoubleBE(this.pos);
-        this.pos += 8;
-        return v;
-      }
+      case 3:
+        return this.i64be();
+      case 4:
+        return this.f64be();
       case 5:
         return this.str();
       case 6:
