@@ -224,6 +224,14 @@ export function txnMetaFromPb(t: pb.TxnContextPB): TxnMeta {
   return { txnId: TxnId(t.txnId), statusTablet: t.statusTablet, isolation: parseIsolation(t.isolation), priority, startHt };
 }
 
+/** The meta of a fast-path transaction that has no status record (no status tablet, no start time yet). */
+function recordlessTxnMeta(t: pb.TxnContextPB): TxnMeta {
+  if (!isValidTxnId(t.txnId)) throw invalid(`bad txn_id '${String(t.txnId)}'`);
+  const priority = t.priority ?? 0;
+  if (!Number.isFinite(priority)) throw invalid('txn.priority must be finite');
+  return { txnId: TxnId(t.txnId), statusTablet: '', isolation: parseIsolation(t.isolation), priority, startHt: 0n };
+}
+
 /**
  * A single-tablet fast-path commit (docs/transactions.md): the transaction's whole write set as one
  * plain write, checked like its intents would be (tablet/fast-path.ts). NOT_SUPPORTED while
@@ -231,6 +239,9 @@ export function txnMetaFromPb(t: pb.TxnContextPB): TxnMeta {
  */
 function fastPathWrite(t: TabletPeer, txnPb: pb.TxnContextPB, flags: Flags): Pick<WriteRequest, 'fastPathTxn'> {
   if (!flags.get(ENABLE_TXN_FAST_PATH)) throw new DbError(ErrorCode.NOT_SUPPORTED, `tablet ${t.tabletId}: the single-tablet fast path is off (enable_txn_fast_path)`, { fastPath: 'off' });
+  // A transaction without a status record (it never read nor wrote before its commit) sends no
+  // status tablet and no read time: the tablet picks the read time under the row locks.
+  if (!txnPb.statusTablet && !txnPb.startHt && !txnPb.readHt) return { fastPathTxn: { txn: recordlessTxnMeta(txnPb) } };
   const txn = txnMetaFromPb(txnPb);
   return { fastPathTxn: { txn, readHt: txnPb.readHt ? BigInt(txnPb.readHt) : txn.startHt } };
 }
