@@ -422,7 +422,10 @@ export class Transaction implements TxnBinding {
     this.stateValue = 'committing';
     let commitHt: bigint;
     try {
-      commitHt = await commitSingleTablet(this.deps.invoker, where, this.deferred.ops(), ctx, d);
+      const ops = this.deferred.ops();
+      const alone = (requestId?: number): Promise<bigint> => commitSingleTablet(this.deps.invoker, where, ops, ctx, d, requestId);
+      // With batchWrites, concurrent transactions' fast-path commits to one tablet share a Write RPC.
+      commitHt = this.deps.txnWrites ? await this.deps.txnWrites.write(where.table, where.tabletId, where.schemaVersion, ops, ctx, d, alone, true) : await alone();
     } catch (e) {
       this.stateValue = 'pending';
       if (fastPathRefused(e)) return undefined;

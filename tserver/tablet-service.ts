@@ -315,10 +315,13 @@ export class TabletService {
       if (total > WRITE_OPS_MAX) throw invalid(`write has ${total} ops; at most ${WRITE_OPS_MAX}`);
       // Not the (ready) leader: the whole request goes elsewhere, as one (not one answer per write).
       t.checkLeader();
+      const fastPath = req.singleTabletCommit === true;
       const settled = await Promise.allSettled(
         items.map((i) => {
           if (!i.txn?.txnId) return Promise.reject(invalid('write.more item without txn'));
           const tag = requestTag(req, i.requestId);
+          // Fast-path commits coalesced by a client: each item is a whole transaction, committed on its own.
+          if (fastPath) return this.fastPathCommit(t, i.ops, i.txn, { ...propagated, ...(tag ? { request: tag } : {}) });
           return this.writeTxn(t, i.ops, i.txn, { ...propagated, coalesced: true, ...(tag ? { request: tag } : {}) });
         }),
       );
@@ -342,6 +345,11 @@ export class TabletService {
     }
     const ht = await t.write({ ops: parsedOps(t, req.ops), ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}), ...(request ? { request } : {}) });
     return { writeHt: ht, propagatedHt: this.deps.clock.now() };
+  }
+
+  /** One single-tablet fast-path commit (async: a malformed or refused one rejects, failing only itself). */
+  private async fastPathCommit(t: TabletPeer, ops: pb.RowOpPB[] | undefined, txnPb: pb.TxnContextPB, o: { propagatedHt?: bigint; deadlineMonoMs?: number; request?: RequestTag }): Promise<HybridTime> {
+    return t.write({ ops: parsedOps(t, ops), ...fastPathWrite(t, txnPb, this.deps.flags), ...o });
   }
 
   /** Async so that a malformed write rejects (and fails only itself in a coalesced request) rather than throws. */

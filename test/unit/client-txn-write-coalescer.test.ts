@@ -131,4 +131,31 @@ describe('TxnWriteCoalescer', () => {
     expect(r.every((x) => x.status === 'rejected' && (x.reason as DbError).code === ErrorCode.NETWORK_ERROR)).toBe(true);
     expect(sent.map((s) => 1 + (s.more?.length ?? 0))).toEqual([COALESCED_TXN_WRITES_MAX, 3]);
   });
+
+  it('coalescer: fast-path commits of one turn to one tablet share a single_tablet_commit request apart from intent writes; each gets its own commit time; a refused one is resent alone', async () => {
+    const { invoker, sent } = scripted((req) => {
+      if (!req.singleTabletCommit) return ok(1 + (req.more?.length ?? 0));
+      return { propagatedHt: 9n, writeHt: 31n, results: [{ writeHt: 30n }, { writeHt: 31n }, { code: ErrorCode.NOT_SUPPORTED, message: 'fast path off' }, { code: ErrorCode.TXN_CONFLICT, message: 'lost' }] };
+    });
+    const c = new TxnWriteCoalescer(invoker);
+    const d = new Deadline(1000);
+    const resent: string[] = [];
+    const alone = (id: string) => () => {
+      resent.push(id);
+      return Promise.resolve(77n);
+    };
+    const r = await Promise.allSettled([
+      c.write('t', 'A', 0, op(1), txn('f1'), d, alone('f1'), true),
+      c.write('t', 'A', 0, op(2), txn('i1'), d, alone('i1')),
+      c.write('t', 'A', 0, op(3), txn('f2'), d, alone('f2'), true),
+      c.write('t', 'A', 0, op(4), txn('f3'), d, alone('f3'), true),
+      c.write('t', 'A', 0, op(5), txn('f4'), d, alone('f4'), true),
+    ]);
+    expect(sent.map((q) => [q.singleTabletCommit === true, q.txn!.txnId, ...(q.more ?? []).map((m) => m.txn!.txnId)])).toEqual([
+      [true, 'f1', 'f2', 'f3', 'f4'],
+      [false, 'i1'],
+    ]);
+    expect(r.map((x) => (x.status === 'fulfilled' ? x.value : (x.reason as DbError).code))).toEqual([30n, 5n, 31n, 77n, ErrorCode.TXN_CONFLICT]);
+    expect(resent).toEqual(['f3']);
+  });
 });
