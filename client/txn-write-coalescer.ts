@@ -28,12 +28,18 @@ import { approxOpBytes, WRITE_BYTES_PER_RPC_MAX } from './write-size';
  * to one too large to send (a single larger write still goes, alone).
  */
 export const COALESCED_TXN_WRITES_MAX = 128;
+/**
+ * Row ops one coalesced request carries at most (the tserver refuses a request of more than
+ * WRITE_OPS_MAX = 10,000 as a whole): fast-path commits carry up to DEFERRED_ROWS_MAX rows each.
+ */
+export const COALESCED_TXN_OPS_MAX = 10_000;
 
 interface Pending {
   table: string;
   tabletId: string;
   schemaVersion: number;
   bytes: number;
+  ops: number;
   /** Fast-path commits (single_tablet_commit), never mixed with intent writes in one request. */
   fastPath: boolean;
   items: Array<{ ops: RowOpPB[]; txn: TxnContextPB; deadline: Deadline; requestId: number; resendAlone: (requestId: number) => Promise<bigint | void>; resolve: (ht: bigint) => void; reject: (e: unknown) => void }>;
@@ -62,14 +68,15 @@ export class TxnWriteCoalescer {
       let bytes = 0;
       for (const o of ops) bytes += approxOpBytes(o);
       let p = this.pending.get(key);
-      if (p && (p.items.length >= COALESCED_TXN_WRITES_MAX || p.bytes + bytes > WRITE_BYTES_PER_RPC_MAX)) {
+      if (p && (p.items.length >= COALESCED_TXN_WRITES_MAX || p.bytes + bytes > WRITE_BYTES_PER_RPC_MAX || p.ops + ops.length > COALESCED_TXN_OPS_MAX)) {
         this.pending.delete(key);
         this.send(p);
         p = undefined;
       }
-      if (!p) this.pending.set(key, (p = { table, tabletId, schemaVersion, bytes: 0, fastPath, items: [] }));
+      if (!p) this.pending.set(key, (p = { table, tabletId, schemaVersion, bytes: 0, ops: 0, fastPath, items: [] }));
       p.items.push({ ops, txn, deadline, requestId, resendAlone, resolve, reject });
       p.bytes += bytes;
+      p.ops += ops.length;
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => {

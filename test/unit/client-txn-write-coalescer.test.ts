@@ -9,7 +9,7 @@ import type { WriteRequestPB, WriteResponsePB } from '../../rpc/service-methods'
 import { Deadline } from '../../client/retry-policy';
 import type { TabletInvoker } from '../../client/tablet-invoker';
 import { RequestIds } from '../../client/request-ids';
-import { COALESCED_TXN_WRITES_MAX, TxnWriteCoalescer } from '../../client/txn-write-coalescer';
+import { COALESCED_TXN_OPS_MAX, COALESCED_TXN_WRITES_MAX, TxnWriteCoalescer } from '../../client/txn-write-coalescer';
 import { approxOpBytes, WRITE_BYTES_PER_RPC_MAX } from '../../client/write-size';
 
 type Answer = (req: WriteRequestPB) => WriteResponsePB | Promise<WriteResponsePB>;
@@ -157,5 +157,16 @@ describe('TxnWriteCoalescer', () => {
     ]);
     expect(r.map((x) => (x.status === 'fulfilled' ? x.value : (x.reason as DbError).code))).toEqual([30n, 5n, 31n, 77n, ErrorCode.TXN_CONFLICT]);
     expect(resent).toEqual(['f3']);
+  });
+
+  it('coalescer: fast-path commits of many rows are split so no request carries more than COALESCED_TXN_OPS_MAX row ops', async () => {
+    const { invoker, sent } = scripted((req) => ({ propagatedHt: 9n, writeHt: 5n, results: Array.from({ length: 1 + (req.more?.length ?? 0) }, () => ({ writeHt: 5n })) }));
+    const c = new TxnWriteCoalescer(invoker);
+    const d = new Deadline(1000);
+    const alone = () => Promise.reject(new Error('not expected'));
+    const rowsOf = (n: number, k: number) => Array.from({ length: n }, (_, i) => ({ type: 'UPSERT', key: { hashComponents: [{ int64: BigInt(k * 10_000 + i) }] } })) as never;
+    await Promise.all(Array.from({ length: 25 }, (_, i) => c.write('t', 'A', 0, rowsOf(1000, i), txn(`m${i}`), d, alone, true)));
+    const opsPerRequest = sent.map((r) => [r, ...(r.more ?? [])].reduce((n, w) => n + (w.ops?.length ?? 0), 0));
+    expect(opsPerRequest).toEqual([COALESCED_TXN_OPS_MAX, COALESCED_TXN_OPS_MAX, 5000]);
   });
 });
