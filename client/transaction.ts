@@ -25,7 +25,6 @@
  * the same way (its read time is per transaction for snapshot isolation).
  */
 import type { TxnWriteCoalescer } from './txn-write-coalescer';
-import { randomBytes } from 'node:crypto';
 import { DbError, ErrorCode } from '../common/errors';
 import { txnCoordinatorMethods, type TxnContextPB } from '../rpc';
 import type { CallOptions, ReadOptions, Row, ScanOptions } from './client-types';
@@ -36,6 +35,9 @@ import { Table } from './table';
 import { commitSingleTablet, DeferredWrites, fastPathRefused, sendDeferred, type DeferredWrite } from './fast-path';
 import type { TabletInvoker } from './tablet-invoker';
 import type { TxnBinding } from './txn-binding';
+import { createTxnRecord, newTxnId, UNKNOWN_OUTCOME_CODES } from './txn-record';
+
+export { newTxnId } from './txn-record';
 
 export type IsolationLevel = 'snapshot' | 'serializable';
 
@@ -83,13 +85,7 @@ export const TXN_PARTICIPANTS_MAX = 100_000;
 const TXN_TABLES_MAX = 1000;
 /** Codes that end a transaction: it cannot commit any more. */
 const ENDING_CODES: ReadonlySet<string> = new Set<string>([ErrorCode.TXN_CONFLICT, ErrorCode.TXN_ABORTED, ErrorCode.TXN_EXPIRED, ErrorCode.TXN_NOT_FOUND, ErrorCode.READ_RESTART]);
-/** Codes after which a write's outcome is unknown (its intents may or may not be there). */
-const UNKNOWN_OUTCOME_CODES: ReadonlySet<string> = new Set<string>([ErrorCode.NETWORK_ERROR, ErrorCode.TIMED_OUT, ErrorCode.SHUTTING_DOWN, ErrorCode.INTERNAL]);
 
-/** 32 hex digits (a 128-bit id, like YugabyteDB's TransactionId UUID without dashes). */
-export function newTxnId(): string {
-  return randomBytes(16).toString('hex');
-}
 
 export class Transaction implements TxnBinding {
   private stateValue: TransactionState = 'pending';
@@ -175,36 +171,10 @@ export class Transaction implements TxnBinding {
     const priority = o.priority ?? Math.random();
     if (!Number.isFinite(priority)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'priority must be a finite number');
     if (o.deferWrites === true) return new Transaction(deps, newTxnId(), undefined, isolation, priority, 0n, undefined, true);
-    const r = await Transaction.createRecord(deps, isolation, priority, newTxnId(), new Deadline(o.timeoutMs ?? deps.timeoutMs));
+    const r = await createTxnRecord(deps, isolation, priority, newTxnId(), new Deadline(o.timeoutMs ?? deps.timeoutMs));
     const txn = new Transaction(deps, r.txnId, r.statusTablet, isolation, priority, r.readHt, r.globalLimitHt, false);
     txn.startHeartbeats();
     return txn;
-  }
-
-  /** CreateTransaction on a status tablet (first with `firstTxnId`): the record's id, tablet and read time. */
-  private static async createRecord(deps: TransactionDeps, isolation: IsolationLevel, priority: number, firstTxnId: string, d: Deadline): Promise<{ txnId: string; statusTablet: string; readHt: bigint; globalLimitHt: bigint | undefined }> {
-    let statusTablet: string;
-    let txnId = '';
-    let r: { readHt?: bigint; propagatedHt?: bigint; globalLimitHt?: bigint };
-    for (;;) {
-      statusTablet = await deps.statusTablets.pickTablet(d);
-      // A fresh id per attempt: if CreateTransaction's outcome is unknown (one attempt waits at most
-      // rpcSingleCallTimeoutMs: the status tablet's leader may hang), the orphan record (without
-      // intents) simply expires on the coordinator, and the transaction begins again, likely on
-      // another status tablet. (Nothing was sent under the id yet: a lazily created record may change it too.)
-      txnId = txnId === '' ? firstTxnId : newTxnId();
-      try {
-        r = await deps.statusTablets.call(statusTablet, txnCoordinatorMethods().createTransaction, { statusTablet, txnId, isolation, priority, propagatedHt: deps.invoker.propagatedHt }, d, false, true);
-        break;
-      } catch (e) {
-        const err = DbError.from(e);
-        if (!UNKNOWN_OUTCOME_CODES.has(err.code) || err.code === ErrorCode.INTERNAL || d.expired()) throw err;
-      }
-    }
-    deps.invoker.observeHt(r.propagatedHt);
-    if (!r.readHt) throw new DbError(ErrorCode.INTERNAL, `CreateTransaction of ${txnId} answered without a read time`);
-    const limit = r.globalLimitHt ? BigInt(r.globalLimitHt) : 0n;
-    return { txnId, statusTablet, readHt: BigInt(r.readHt), globalLimitHt: limit > BigInt(r.readHt) ? limit : undefined };
   }
 
   /** Create the status record if the transaction has none yet (one creation at a time). */
@@ -212,7 +182,7 @@ export class Transaction implements TxnBinding {
     while (this.creating) await this.creating.catch(() => undefined);
     if (this.statusTabletValue !== undefined) return;
     this.checkUsable();
-    const run = Transaction.createRecord(this.deps, this.isolation, this.priority, this.txnIdValue, new Deadline(this.deps.timeoutMs)).then((r) => {
+    const run = createTxnRecord(this.deps, this.isolation, this.priority, this.txnIdValue, new Deadline(this.deps.timeoutMs)).then((r) => {
       this.txnIdValue = r.txnId;
       this.statusTabletValue = r.statusTablet;
       this.startHtValue = r.readHt;
