@@ -87,8 +87,8 @@ export async function sendDeferred(writes: readonly DeferredWrite[]): Promise<vo
  * The fast-path commit: the whole write set in one Write RPC to its tablet (a retryable request:
  * a resent copy is answered with the first one's time). Resolves with the commit hybrid time.
  */
-export async function commitSingleTablet(invoker: TabletInvoker, where: { table: string; tabletId: string; schemaVersion: number }, ops: RowOpPB[], txn: TxnContextPB, d: Deadline): Promise<bigint> {
-  const r: WriteResponsePB = await invoker.callWrite(where.table, { tabletId: where.tabletId }, (t) => ({ tabletId: t.tabletId, ops, txn, singleTabletCommit: true, propagatedHt: invoker.propagatedHt, schemaVersion: where.schemaVersion }), d, { fatal: FAST_PATH_FATAL });
+export async function commitSingleTablet(invoker: TabletInvoker, where: { table: string; tabletId: string; schemaVersion: number }, ops: RowOpPB[], txn: TxnContextPB, d: Deadline, requestId?: number): Promise<bigint> {
+  const r: WriteResponsePB = await invoker.callWrite(where.table, { tabletId: where.tabletId }, (t) => ({ tabletId: t.tabletId, ops, txn, singleTabletCommit: true, propagatedHt: invoker.propagatedHt, schemaVersion: where.schemaVersion }), d, { fatal: FAST_PATH_FATAL, requestIds: requestId === undefined ? undefined : [requestId] });
   invoker.observeHt(r.propagatedHt);
   const ht = BigInt(r.writeHt ?? 0n);
   if (ht === 0n) throw new DbError(ErrorCode.INTERNAL, `single-tablet commit of transaction ${txn.txnId ?? '?'} answered without a time`);
@@ -96,7 +96,7 @@ export async function commitSingleTablet(invoker: TabletInvoker, where: { table:
 }
 
 /** Not retried by the invoker: the transaction's outcome (conflict), or the fast path refused (fall back). */
-const FAST_PATH_FATAL: ReadonlySet<string> = new Set([...TXN_FATAL_CODES, ErrorCode.NOT_SUPPORTED, ErrorCode.SCHEMA_VERSION_MISMATCH]);
+export const FAST_PATH_FATAL: ReadonlySet<string> = new Set([...TXN_FATAL_CODES, ErrorCode.NOT_SUPPORTED, ErrorCode.SCHEMA_VERSION_MISMATCH]);
 
 /**
  * The tablet refused the fast path before doing anything (enable_txn_fast_path off, or the table's

@@ -273,7 +273,6 @@ export class Table {
       const t = tabletForRoute(loc, { hash, key });
       if (t) return this.enqueue(t.tabletId, { hash, key }, sv, op, d);
     }
-    const txnCtx = this.txn?.context();
     if (mayDefer && this.txn?.deferWrite) {
       const t = loc.tablets.find((tt) => hash >= tt.start && hash < tt.end);
       // Sent later as an ordinary transactional write, encoded anew if the schema changed meanwhile.
@@ -283,6 +282,9 @@ export class Table {
       };
       if (t && this.txn.deferWrite({ table: this.name, tabletId: t.tabletId, hash, schemaVersion: sv, op, send })) return;
     }
+    // Kept-back writes go first, and a transaction without a status record creates it (flushDeferred).
+    if (mayDefer) await this.flushTxnWrites();
+    const txnCtx = this.txn?.context();
     if (this.txn && txnCtx && this.txnWrites) {
       const t = tabletForRoute(loc, { hash, key });
       if (t) {
@@ -782,6 +784,7 @@ export class Table {
       if (cur.length > 0) chunks.push(cur);
     }
     let next = 0;
+    await this.flushTxnWrites();
     const txnCtx = this.txn?.context();
     const worker = async (): Promise<void> => {
       while (next < chunks.length) {

@@ -25,7 +25,6 @@
  * the same way (its read time is per transaction for snapshot isolation).
  */
 import type { TxnWriteCoalescer } from './txn-write-coalescer';
-import { randomBytes } from 'node:crypto';
 import { DbError, ErrorCode } from '../common/errors';
 import { txnCoordinatorMethods, type TxnContextPB } from '../rpc';
 import type { CallOptions, ReadOptions, Row, ScanOptions } from './client-types';
@@ -36,6 +35,9 @@ import { Table } from './table';
 import { commitSingleTablet, DeferredWrites, fastPathRefused, sendDeferred, type DeferredWrite } from './fast-path';
 import type { TabletInvoker } from './tablet-invoker';
 import type { TxnBinding } from './txn-binding';
+import { createTxnRecord, newTxnId, UNKNOWN_OUTCOME_CODES } from './txn-record';
+
+export { newTxnId } from './txn-record';
 
 export type IsolationLevel = 'snapshot' | 'serializable';
 
@@ -83,13 +85,7 @@ export const TXN_PARTICIPANTS_MAX = 100_000;
 const TXN_TABLES_MAX = 1000;
 /** Codes that end a transaction: it cannot commit any more. */
 const ENDING_CODES: ReadonlySet<string> = new Set<string>([ErrorCode.TXN_CONFLICT, ErrorCode.TXN_ABORTED, ErrorCode.TXN_EXPIRED, ErrorCode.TXN_NOT_FOUND, ErrorCode.READ_RESTART]);
-/** Codes after which a write's outcome is unknown (its intents may or may not be there). */
-const UNKNOWN_OUTCOME_CODES: ReadonlySet<string> = new Set<string>([ErrorCode.NETWORK_ERROR, ErrorCode.TIMED_OUT, ErrorCode.SHUTTING_DOWN, ErrorCode.INTERNAL]);
 
-/** 32 hex digits (a 128-bit id, like YugabyteDB's TransactionId UUID without dashes). */
-export function newTxnId(): string {
-  return randomBytes(16).toString('hex');
-}
 
 export class Transaction implements TxnBinding {
   private stateValue: TransactionState = 'pending';
@@ -112,22 +108,48 @@ export class Transaction implements TxnBinding {
   private flushing: Promise<void> | undefined;
   /** How the commit went: 'single-tablet' (fast path) or 'distributed' (tests, benchmarks). */
   commitPath: 'single-tablet' | 'distributed' | undefined;
+  /** The status record being created (a deferWrites transaction creates it at its first need). */
+  private creating: Promise<void> | undefined;
 
   private constructor(
     private readonly deps: TransactionDeps,
-    readonly txnId: string,
-    readonly statusTablet: string,
+    private txnIdValue: string,
+    /** The status tablet holding the transaction's record; undefined while it has none. */
+    private statusTabletValue: string | undefined,
     readonly isolation: IsolationLevel,
     readonly priority: number,
-    /** The read time CreateTransaction answered (the transaction's start time; never moves). */
-    readonly startHt: bigint,
+    /** The read time CreateTransaction answered (the transaction's start time; never moves); 0n without a record. */
+    private startHtValue: bigint,
     /** Upper end of the uncertainty window (undefined: none, e.g. max_clock_skew_usec = 0). */
-    readonly globalLimitHt: bigint | undefined,
+    private globalLimitValue: bigint | undefined,
     deferWrites = false,
   ) {
     this.deferred = deferWrites ? new DeferredWrites() : undefined;
     this.registersReads = isolation === 'serializable';
-    this.readHtValue = startHt;
+    this.readHtValue = startHtValue;
+  }
+
+  get txnId(): string {
+    return this.txnIdValue;
+  }
+
+  /** The status tablet of the transaction's record; undefined while it has none (deferWrites, nothing but blind writes so far). */
+  get statusTablet(): string | undefined {
+    return this.statusTabletValue;
+  }
+
+  /** The read time CreateTransaction answered; 0n while the transaction has no status record. */
+  get startHt(): bigint {
+    return this.startHtValue;
+  }
+
+  get globalLimitHt(): bigint | undefined {
+    return this.globalLimitValue;
+  }
+
+  /** Whether the transaction has a record on a status tablet (created at begin, or lazily: see begin). */
+  get hasStatusRecord(): boolean {
+    return this.statusTabletValue !== undefined;
   }
 
   /** The read time every read of the transaction uses (see the file comment on restarts). */
@@ -135,37 +157,47 @@ export class Transaction implements TxnBinding {
     return this.readHtValue;
   }
 
-  /** Create the transaction on a status tablet and start heartbeating. */
+  /**
+   * Create the transaction on a status tablet and start heartbeating. A `deferWrites` transaction
+   * creates its record lazily (YugabyteDB creates it at the first write that needs one): nothing is
+   * sent at begin, and a transaction whose blind writes commit by the single-tablet fast path never
+   * has one (no CreateTransaction, no AbortTransaction; the tablet picks its read time under the
+   * write's row locks). Its first read, write sent as intents, or distributed commit creates the
+   * record first (flushDeferred), and the read time is the record's, as for any transaction.
+   */
   static async begin(deps: TransactionDeps, o: TransactionOptions = {}): Promise<Transaction> {
     const isolation = o.isolation ?? 'snapshot';
     if (isolation !== 'snapshot' && isolation !== 'serializable') throw new DbError(ErrorCode.INVALID_ARGUMENT, `isolation must be 'snapshot' or 'serializable', got ${String(isolation)}`);
     const priority = o.priority ?? Math.random();
     if (!Number.isFinite(priority)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'priority must be a finite number');
-    const d = new Deadline(o.timeoutMs ?? deps.timeoutMs);
-    let statusTablet: string;
-    let txnId: string;
-    let r: { readHt?: bigint; propagatedHt?: bigint; globalLimitHt?: bigint };
-    for (;;) {
-      statusTablet = await deps.statusTablets.pickTablet(d);
-      // A fresh id per attempt: if CreateTransaction's outcome is unknown (one attempt waits at most
-      // rpcSingleCallTimeoutMs: the status tablet's leader may hang), the orphan record (without
-      // intents) simply expires on the coordinator, and the transaction begins again, likely on
-      // another status tablet.
-      txnId = newTxnId();
-      try {
-        r = await deps.statusTablets.call(statusTablet, txnCoordinatorMethods().createTransaction, { statusTablet, txnId, isolation, priority, propagatedHt: deps.invoker.propagatedHt }, d, false, true);
-        break;
-      } catch (e) {
-        const err = DbError.from(e);
-        if (!UNKNOWN_OUTCOME_CODES.has(err.code) || err.code === ErrorCode.INTERNAL || d.expired()) throw err;
-      }
-    }
-    deps.invoker.observeHt(r.propagatedHt);
-    if (!r.readHt) throw new DbError(ErrorCode.INTERNAL, `CreateTransaction of ${txnId} answered without a read time`);
-    const limit = r.globalLimitHt ? BigInt(r.globalLimitHt) : 0n;
-    const txn = new Transaction(deps, txnId, statusTablet, isolation, priority, BigInt(r.readHt), limit > BigInt(r.readHt) ? limit : undefined, o.deferWrites === true);
+    if (o.deferWrites === true) return new Transaction(deps, newTxnId(), undefined, isolation, priority, 0n, undefined, true);
+    const r = await createTxnRecord(deps, isolation, priority, newTxnId(), new Deadline(o.timeoutMs ?? deps.timeoutMs));
+    const txn = new Transaction(deps, r.txnId, r.statusTablet, isolation, priority, r.readHt, r.globalLimitHt, false);
     txn.startHeartbeats();
     return txn;
+  }
+
+  /** Create the status record if the transaction has none yet (one creation at a time). */
+  private async ensureRecord(): Promise<void> {
+    while (this.creating) await this.creating.catch(() => undefined);
+    if (this.statusTabletValue !== undefined) return;
+    this.checkUsable();
+    const run = createTxnRecord(this.deps, this.isolation, this.priority, this.txnIdValue, new Deadline(this.deps.timeoutMs)).then((r) => {
+      this.txnIdValue = r.txnId;
+      this.statusTabletValue = r.statusTablet;
+      this.startHtValue = r.readHt;
+      this.readHtValue = r.readHt;
+      this.globalLimitValue = r.globalLimitHt;
+      // Ended while the record was being created (closed, aborted): drop the record at once.
+      if (this.endError) this.sendAbort(new Deadline(this.deps.timeoutMs)).catch(() => undefined);
+      else this.startHeartbeats();
+    });
+    this.creating = run;
+    try {
+      await run;
+    } finally {
+      this.creating = undefined;
+    }
   }
 
   get state(): TransactionState {
@@ -211,12 +243,14 @@ export class Transaction implements TxnBinding {
 
   context(): TxnContextPB {
     this.checkUsable();
+    // flushDeferred, which every operation but a deferred write awaits first, created the record.
+    if (this.statusTabletValue === undefined) throw new DbError(ErrorCode.INTERNAL, `transaction ${this.txnIdValue}: an operation ran before its status record was created`);
     return {
       txnId: this.txnId,
       statusTablet: this.statusTablet,
       isolation: this.isolation,
       priority: this.priority,
-      startHt: this.startHt,
+      startHt: this.startHtValue,
       readHt: this.readHtValue,
       ...(this.globalLimitHt !== undefined ? { globalLimitHt: this.globalLimitHt } : {}),
     };
@@ -228,6 +262,14 @@ export class Transaction implements TxnBinding {
   }
 
   async flushDeferred(): Promise<void> {
+    // Every operation but a deferred write needs the status record (its read time, its intents).
+    if (this.statusTabletValue === undefined) {
+      try {
+        await this.ensureRecord();
+      } catch (e) {
+        throw this.failed(e, false);
+      }
+    }
     // Concurrent operations all wait for the writes in flight: each must see them.
     while (this.flushing) await this.flushing.catch(() => undefined);
     if (!this.deferred || this.deferred.size === 0) return;
@@ -306,16 +348,17 @@ export class Transaction implements TxnBinding {
     if (fast) return fast;
     await this.flushDeferred();
     this.checkUsable();
+    const statusTablet = this.statusTabletValue!;
     this.stateValue = 'committing';
     this.commitPath = 'distributed';
     const m = txnCoordinatorMethods();
-    const req = { statusTablet: this.statusTablet, txnId: this.txnId, participantTablets: this.participants(), propagatedHt: this.deps.invoker.propagatedHt };
+    const req = { statusTablet, txnId: this.txnId, participantTablets: this.participants(), propagatedHt: this.deps.invoker.propagatedHt };
     try {
       let commitHt: bigint;
       try {
         // One attempt waits at most rpcSingleCallTimeoutMs: a hung status tablet leader (paused, a
         // stuck disk) then costs one such wait, and the outcome is settled with the new leader.
-        const r = await this.deps.statusTablets.call(this.statusTablet, m.commitTransaction, req, d, false, true);
+        const r = await this.deps.statusTablets.call(statusTablet, m.commitTransaction, req, d, false, true);
         commitHt = BigInt(r.commitHt ?? 0n);
       } catch (e) {
         const err = DbError.from(e);
@@ -343,11 +386,16 @@ export class Transaction implements TxnBinding {
   private async commitFastPath(d: Deadline): Promise<CommitResult | undefined> {
     const where = this.deferred?.singleTablet();
     if (!this.deferred || !where || this.participantSet.size > 0) return undefined;
-    const ctx = this.context();
+    this.checkUsable();
+    // Without a record the transaction never read: no read time either, the tablet picks it.
+    const ctx: TxnContextPB = this.statusTabletValue === undefined ? { txnId: this.txnIdValue, isolation: this.isolation, priority: this.priority } : this.context();
     this.stateValue = 'committing';
     let commitHt: bigint;
     try {
-      commitHt = await commitSingleTablet(this.deps.invoker, where, this.deferred.ops(), ctx, d);
+      const ops = this.deferred.ops();
+      const alone = (requestId?: number): Promise<bigint> => commitSingleTablet(this.deps.invoker, where, ops, ctx, d, requestId);
+      // With batchWrites, concurrent transactions' fast-path commits to one tablet share a Write RPC.
+      commitHt = this.deps.txnWrites ? await this.deps.txnWrites.write(where.table, where.tabletId, where.schemaVersion, ops, ctx, d, alone, true) : await alone();
     } catch (e) {
       this.stateValue = 'pending';
       if (fastPathRefused(e)) return undefined;
@@ -363,8 +411,9 @@ export class Transaction implements TxnBinding {
     this.commitPath = 'single-tablet';
     if (this.deps.commits) this.deps.commits.singleTablet++;
     this.stopHeartbeats();
-    // The status tablet's record was never needed: a leader-only one is dropped without a Raft entry.
-    this.sendAbort(new Deadline(this.deps.timeoutMs)).catch(() => undefined);
+    // The status tablet's record (if a read created one) was never needed: a leader-only one is
+    // dropped without a Raft entry.
+    if (this.statusTabletValue !== undefined) this.sendAbort(new Deadline(this.deps.timeoutMs)).catch(() => undefined);
     return { commitHt };
   }
 
@@ -380,13 +429,14 @@ export class Transaction implements TxnBinding {
    */
   private async settleUnknownCommit(req: { statusTablet: string; txnId: string; participantTablets: string[]; propagatedHt: bigint }, d: Deadline, first: DbError): Promise<bigint> {
     const m = txnCoordinatorMethods();
+    const statusTablet = req.statusTablet;
     let last = first;
     const unknown = (why: string): DbError =>
       new DbError(ErrorCode.TIMED_OUT, `commit of transaction ${this.txnId}: outcome unknown (${why})`, { outcome: 'unknown', txnId: this.txnId }, { retryable: false });
     let resendRefused: DbError | undefined;
     for (let attempt = 0; attempt < 50 && !d.expired(); attempt++) {
       try {
-        const s = await this.deps.statusTablets.call(this.statusTablet, m.getTransactionStatus, { statusTablet: this.statusTablet, txnIds: [this.txnId], readHt: 0n, startHts: [this.startHt] }, d, true);
+        const s = await this.deps.statusTablets.call(statusTablet, m.getTransactionStatus, { statusTablet, txnIds: [this.txnId], readHt: 0n, startHts: [this.startHt] }, d, true);
         const st = s.statuses?.find((x) => x.txnId === this.txnId) ?? s.statuses?.[0];
         if (st?.status === 'COMMITTED' && st.commitHt) return BigInt(st.commitHt);
         if (st?.status === 'ABORTED' && st.neverCommitted) {
@@ -396,7 +446,7 @@ export class Transaction implements TxnBinding {
         if (resendRefused) throw unknown(`the resent commit answered ${resendRefused.code}, then the status tablet reported ${st?.status ?? 'nothing'}`);
         // PENDING: the COMMITTED entry is not (or not yet) applied; a resend is safe because the
         // coordinator answers a commit of a committed transaction with its commit time.
-        const r = await this.deps.statusTablets.call(this.statusTablet, m.commitTransaction, req, d, false, true);
+        const r = await this.deps.statusTablets.call(statusTablet, m.commitTransaction, req, d, false, true);
         return BigInt(r.commitHt ?? 0n);
       } catch (e) {
         const err = DbError.from(e);
@@ -424,11 +474,14 @@ export class Transaction implements TxnBinding {
     await this.sendAbort(new Deadline(o?.timeoutMs ?? this.deps.timeoutMs));
   }
 
+  /** Abort the record on the status tablet (none: nothing of the transaction exists anywhere). */
   private async sendAbort(d: Deadline): Promise<void> {
+    const statusTablet = this.statusTabletValue;
+    if (statusTablet === undefined) return;
     const r = await this.deps.statusTablets.call(
-      this.statusTablet,
+      statusTablet,
       txnCoordinatorMethods().abortTransaction,
-      { statusTablet: this.statusTablet, txnId: this.txnId, participantTablets: this.participants() },
+      { statusTablet, txnId: this.txnId, participantTablets: this.participants() },
       d,
       true,
     );
@@ -479,10 +532,11 @@ export class Transaction implements TxnBinding {
 
   /** One heartbeat at a time; a lost one is harmless (the coordinator allows several missed periods). */
   private heartbeat(): void {
-    if (this.heartbeatInFlight || this.endError) return;
+    const statusTablet = this.statusTabletValue;
+    if (this.heartbeatInFlight || this.endError || statusTablet === undefined) return;
     this.heartbeatInFlight = true;
     this.deps.statusTablets
-      .call(this.statusTablet, txnCoordinatorMethods().heartbeatTransaction, { statusTablet: this.statusTablet, txnId: this.txnId }, new Deadline(Math.max(100, this.deps.heartbeatMs * 2)), true)
+      .call(statusTablet, txnCoordinatorMethods().heartbeatTransaction, { statusTablet, txnId: this.txnId }, new Deadline(Math.max(100, this.deps.heartbeatMs * 2)), true)
       .then((r) => {
         if (r.status === 'ABORTED' && this.stateValue === 'pending') this.end(new DbError(ErrorCode.TXN_ABORTED, `transaction ${this.txnId} was aborted by its coordinator (expired or lost a conflict)`));
       })

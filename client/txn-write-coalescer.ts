@@ -9,11 +9,16 @@
  * whose own result is a retryable code (NOT_THE_LEADER, LEADER_NOT_READY, ...: nothing was written)
  * is sent again on its own through the caller's single-write path, with that path's retry policy; a
  * request-level failure is every write's failure, as if each had been sent alone.
+ *
+ * Single-tablet fast-path commits (client/fast-path.ts) coalesce the same way, in requests of their
+ * own (`single_tablet_commit` is per request): each item is a whole transaction's write set, checked
+ * and committed on its own, and its result carries its commit time.
  */
-import { DbError } from '../common/errors';
+import { DbError, ErrorCode } from '../common/errors';
 import { type RowOpPB, type TxnContextPB, type WriteItemPB, type WriteRequestPB } from '../rpc';
 import type { Deadline } from './retry-policy';
 import type { TabletInvoker } from './tablet-invoker';
+import { FAST_PATH_FATAL } from './fast-path';
 import { TXN_FATAL_CODES } from './txn-binding';
 import { approxOpBytes, WRITE_BYTES_PER_RPC_MAX } from './write-size';
 
@@ -23,13 +28,21 @@ import { approxOpBytes, WRITE_BYTES_PER_RPC_MAX } from './write-size';
  * to one too large to send (a single larger write still goes, alone).
  */
 export const COALESCED_TXN_WRITES_MAX = 128;
+/**
+ * Row ops one coalesced request carries at most (the tserver refuses a request of more than
+ * WRITE_OPS_MAX = 10,000 as a whole): fast-path commits carry up to DEFERRED_ROWS_MAX rows each.
+ */
+export const COALESCED_TXN_OPS_MAX = 10_000;
 
 interface Pending {
   table: string;
   tabletId: string;
   schemaVersion: number;
   bytes: number;
-  items: Array<{ ops: RowOpPB[]; txn: TxnContextPB; deadline: Deadline; requestId: number; resendAlone: (requestId: number) => Promise<void>; resolve: () => void; reject: (e: unknown) => void }>;
+  ops: number;
+  /** Fast-path commits (single_tablet_commit), never mixed with intent writes in one request. */
+  fastPath: boolean;
+  items: Array<{ ops: RowOpPB[]; txn: TxnContextPB; deadline: Deadline; requestId: number; resendAlone: (requestId: number) => Promise<bigint | void>; resolve: (ht: bigint) => void; reject: (e: unknown) => void }>;
 }
 
 export class TxnWriteCoalescer {
@@ -47,22 +60,23 @@ export class TxnWriteCoalescer {
    * copy of that request may have done it already (a follower answers every item NOT_THE_LEADER
    * while the old leader's entry for it still commits).
    */
-  write(table: string, tabletId: string, schemaVersion: number, ops: RowOpPB[], txn: TxnContextPB, deadline: Deadline, resendAlone: (requestId: number) => Promise<void>): Promise<void> {
+  write(table: string, tabletId: string, schemaVersion: number, ops: RowOpPB[], txn: TxnContextPB, deadline: Deadline, resendAlone: (requestId: number) => Promise<bigint | void>, fastPath = false): Promise<bigint> {
     const requestId = this.invoker.requests.begin();
-    const settled = new Promise<void>((resolve, reject) => {
+    const settled = new Promise<bigint>((resolve, reject) => {
       // Writes built with one schema version travel together (the request carries it).
-      const key = `${table}\u0000${tabletId}\u0000${schemaVersion}`;
+      const key = `${table}\u0000${tabletId}\u0000${schemaVersion}\u0000${fastPath ? 'f' : 't'}`;
       let bytes = 0;
       for (const o of ops) bytes += approxOpBytes(o);
       let p = this.pending.get(key);
-      if (p && (p.items.length >= COALESCED_TXN_WRITES_MAX || p.bytes + bytes > WRITE_BYTES_PER_RPC_MAX)) {
+      if (p && (p.items.length >= COALESCED_TXN_WRITES_MAX || p.bytes + bytes > WRITE_BYTES_PER_RPC_MAX || p.ops + ops.length > COALESCED_TXN_OPS_MAX)) {
         this.pending.delete(key);
         this.send(p);
         p = undefined;
       }
-      if (!p) this.pending.set(key, (p = { table, tabletId, schemaVersion, bytes: 0, items: [] }));
+      if (!p) this.pending.set(key, (p = { table, tabletId, schemaVersion, bytes: 0, ops: 0, fastPath, items: [] }));
       p.items.push({ ops, txn, deadline, requestId, resendAlone, resolve, reject });
       p.bytes += bytes;
+      p.ops += ops.length;
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => {
@@ -88,26 +102,34 @@ export class TxnWriteCoalescer {
     const deadline = items.reduce((d, i) => (i.deadline.atMs < d.atMs ? i.deadline : d), first.deadline);
     const makeReq = (): WriteRequestPB => {
       const req: WriteRequestPB = { tabletId: p.tabletId, ops: first.ops, txn: first.txn, propagatedHt: this.invoker.propagatedHt, schemaVersion: p.schemaVersion };
+      if (p.fastPath) req.singleTabletCommit = true;
       if (rest.length > 0) req.more = rest.map((i): WriteItemPB => ({ ops: i.ops, txn: i.txn }));
       return req;
     };
+    const fatal = p.fastPath ? FAST_PATH_FATAL : TXN_FATAL_CODES;
+    const again = (i: Pending['items'][number]): void => {
+      i.resendAlone(i.requestId).then((ht) => i.resolve(ht ?? 0n), i.reject);
+    };
     // Retryable requests: each write has its own request id, so a resent copy of the request does
     // none of them twice.
-    this.invoker.callWrite(p.table, { tabletId: p.tabletId }, makeReq, deadline, { fatal: TXN_FATAL_CODES, requestIds: items.map((i) => i.requestId) }).then(
+    this.invoker.callWrite(p.table, { tabletId: p.tabletId }, makeReq, deadline, { fatal, requestIds: items.map((i) => i.requestId) }).then(
       (r) => {
         this.invoker.observeHt(r.propagatedHt);
         const results = r.results ?? [];
         // A server that does not know `more` wrote the first write only: send the others alone.
         if (rest.length > 0 && results.length !== items.length) {
-          first.resolve();
-          for (const i of rest) i.resendAlone(i.requestId).then(i.resolve, i.reject);
+          first.resolve(BigInt(r.writeHt ?? 0n));
+          for (const i of rest) again(i);
           return;
         }
+        if (rest.length === 0 && results.length === 0) return first.resolve(BigInt(r.writeHt ?? 0n));
         items.forEach((i, k) => {
           const res = results[k];
-          if (!res?.code) return i.resolve();
+          if (!res?.code) return i.resolve(BigInt(res?.writeHt ?? 0n));
           const err = DbError.fromResult({ code: res.code, message: res.message });
-          if (err.retryable && !TXN_FATAL_CODES.has(err.code)) i.resendAlone(i.requestId).then(i.resolve, i.reject);
+          // A refused fast path (NOT_SUPPORTED: enable_txn_fast_path off) is sent alone, whose
+          // answer says why in full (details.fastPath) so the transaction falls back.
+          if ((err.retryable && !fatal.has(err.code)) || (p.fastPath && err.code === ErrorCode.NOT_SUPPORTED)) again(i);
           else i.reject(err);
         });
       },

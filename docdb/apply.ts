@@ -21,7 +21,7 @@ import type { HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
 import type { ApplyProgress, OpId } from './doc-db-api';
 import type { IntentsDb } from './intents-db';
-import { isStrongIntent, isStrongWrite, type CachedRecord } from './intents-db';
+import { chunkOf, isStrongIntent, isStrongWrite, type CachedRecord } from './intents-db';
 import type { KvEngine, KvOp } from './kv-engine';
 import { OP_ID_ZERO, opIdMax } from './frontier';
 import type { RegularDb } from './regular-db';
@@ -42,8 +42,8 @@ const yieldToLoop = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 /**
  * The writes that move `records` (with their intent values) of a committed transaction: a version at
- * (commitHt, writeId) per strong write into `rops`, the intent and reverse-entry deletes into `iops`
- * (in one batch, so one never outlives the other). Returns the strong intents among them.
+ * (commitHt, writeId) per strong write into `rops`, the intent deletes into `iops` (the caller adds
+ * the reverse-index writes of the same chunk to that batch: chunkOf). Returns the strong intents among them.
  */
 function moveRecords(
   txnId: TxnId,
@@ -66,7 +66,7 @@ function moveRecords(
       rops.push({ type: 'put', key: versionKey(subKey, commitHt, v.writeId), value: v.encoded });
     }
     if (isStrongIntent(typeset)) strong++;
-    iops.push({ type: 'del', key: e.intentKey }, { type: 'del', key: e.reverseKey });
+    iops.push({ type: 'del', key: e.intentKey });
   }
   return strong;
 }
@@ -78,6 +78,7 @@ function moveRecords(
  */
 function moveWholeTxn(intents: IntentsDb, txnId: TxnId, commitHt: HybridTime, records: readonly CachedRecord[], rops: KvOp[], iops: KvOp[]): () => void {
   const strong = moveRecords(txnId, commitHt, records, records.map((r) => r.value), rops, iops);
+  for (const o of chunkOf(records, records.length, false).reverseOps) iops.push(o);
   iops.push({ type: 'del', key: txnKey(txnId) });
   const intentKeys = records.map((r) => r.intentKey);
   return () => {
@@ -110,21 +111,24 @@ export async function applyIntents(
     const cached = intents.cachedRecords(txnId);
     let mine: Array<{ intentKey: Buffer; reverseKey: Buffer }>;
     let values: Array<Uint8Array | undefined>;
-    let last: boolean;
+    let c: { reverseOps: KvOp[]; last: boolean };
     if (cached) {
-      last = cached.length <= chunkRecordsMax;
-      const part = cached.slice(0, chunkRecordsMax);
-      mine = part;
-      values = part.map((r) => r.value);
+      const cc = chunkOf(cached, chunkRecordsMax, false);
+      c = cc;
+      mine = cc.part;
+      values = cc.part.map((r) => r.value);
     } else {
-      const entries = await intents.reverseEntries(txnId, chunkRecordsMax + 1);
-      last = entries.length <= chunkRecordsMax;
-      mine = last ? entries : entries.slice(0, chunkRecordsMax);
+      const r = await intents.reverseEntries(txnId, chunkRecordsMax);
+      const cc = chunkOf(r.entries, chunkRecordsMax, r.more);
+      c = cc;
+      mine = cc.part;
       values = await getMany(intents.db.engine, mine.map((e) => e.intentKey));
     }
+    const last = c.last;
     const rops: KvOp[] = [];
     const iops: KvOp[] = [];
     const strong = moveRecords(txnId, commitHt, mine, values, rops, iops);
+    for (const o of c.reverseOps) iops.push(o);
     applied += mine.length;
     state = { meta, commitHt, opId, recordsApplied: applied };
     rops.push({ type: 'put', key: stateKey, value: encodeApplyState(state) });
@@ -355,15 +359,16 @@ export async function removeIntents(intents: IntentsDb, txnId: TxnId, opId: OpId
   // Bounded: each round deletes up to chunkRecordsMax entries; the loop ends when none remain.
   for (;;) {
     const cached = intents.cachedRecords(txnId);
-    const entries = cached ? cached.slice(0, chunkRecordsMax) : await intents.reverseEntries(txnId, chunkRecordsMax);
+    const walked = cached ? undefined : await intents.reverseEntries(txnId, chunkRecordsMax);
+    const { part: entries, reverseOps, last } = cached ? chunkOf(cached, chunkRecordsMax, false) : chunkOf(walked!.entries, chunkRecordsMax, walked!.more);
     const ops: KvOp[] = [];
     let strong = 0;
     for (const e of entries) {
       const { typeset } = parseIntentKeyToSubKey(e.intentKey);
       if (isStrongIntent(typeset)) strong++;
-      ops.push({ type: 'del', key: e.intentKey }, { type: 'del', key: e.reverseKey });
+      ops.push({ type: 'del', key: e.intentKey });
     }
-    const last = cached ? cached.length <= chunkRecordsMax : entries.length < chunkRecordsMax;
+    for (const o of reverseOps) ops.push(o);
     if (last) ops.push({ type: 'del', key: txnKey(txnId) });
     await intents.db.write(ops, opId);
     if (live) intents.intentCount -= strong;

@@ -46,7 +46,7 @@ import { HT_UNKNOWN } from './version-bounds';
 import { RegularDb } from './regular-db';
 import { contentChecksum, type ContentChecksum } from './content-checksum';
 import { TxnLocks } from './txn-locks';
-import { REGULAR_DATA_END, REGULAR_DATA_START, encodeRowDocKey, parseIntentKeyToSubKey } from './storage-keys';
+import { REGULAR_DATA_END, REGULAR_DATA_START, encodeRowDocKey, parseIntentKeyToSubKey, decodeReverseValue } from './storage-keys';
 import { decodeStoredMeta, decodeTxnKey, prefixEnd, TXN_PREFIX, type ApplyState } from './txn-records';
 import { filteredScan } from './filters/filtered-scan';
 import type { CellFilter } from './filters/evaluator';
@@ -277,9 +277,9 @@ export class DocDb implements DocDbApi {
           byId.set(txnId, { meta: decodeStoredMeta(e[1]).meta, intentCount: 0 });
         } else {
           const t = byId.get(txnId);
-          const { typeset } = parseIntentKeyToSubKey(Buffer.from(e[1]));
-          // Reverse entries sort after their metadata key; count strong intents like sizes() does.
-          if (t && isStrongIntent(typeset)) t.intentCount++;
+          // Reverse entries (one per write batch, listing its intent keys) sort after their
+          // metadata key; count strong intents like sizes() does.
+          if (t) for (const k of decodeReverseValue(e[1])) if (isStrongIntent(parseIntentKeyToSubKey(k).typeset)) t.intentCount++;
         }
       }
     } finally {

@@ -1,7 +1,9 @@
 /**
  * IntentsDB: provisional records of running transactions (docs/architecture.md §DocDB), three kinds of record:
  *   intent          SubDocKey-without-time + 13 + intent-type-set + DocHybridTime → txn id, write id, value
- *   reverse index   'x' + txn id + DocHybridTime → intent key      (lets apply/abort find every intent)
+ *   reverse index   'x' + txn id + DocHybridTime → intent keys     (lets apply/abort find every intent;
+ *                   one entry per write batch of the transaction, at its first write id: issue 62,
+ *                   where one entry per intent made a transactional row 9 puts instead of 6)
  *   metadata        'x' + txn id → TxnMeta + next write id
  * Strong intents go on the written sub-keys, weak ones on the ancestor (the DocKey), so two writers
  * meet at the DocKey whenever one of them touches the whole row.
@@ -23,6 +25,8 @@ import {
   decodeIntentValue,
   encodeIntentValue,
   encodeRowDocKey,
+  encodeReverseValue,
+  decodeReverseValue,
   intentKey,
   parseIntentKey,
   parseIntentKeyToSubKey,
@@ -51,11 +55,44 @@ export function isStrongIntent(typeset: number): boolean {
   return (typeset & (INTENT_BITS.STRONG_READ | INTENT_BITS.STRONG_WRITE)) !== 0;
 }
 
-/** A transaction's records as written by this process (apply/abort then need no index walk). */
+/**
+ * A transaction's records as written by this process (apply/abort then need no index walk). The
+ * records of one write batch share one reverse-index entry (`reverseKey`, the same Buffer) and
+ * are contiguous: a chunk that takes only some of them rewrites the entry with the rest (chunkOf).
+ */
 export interface CachedRecord {
   intentKey: Buffer;
   reverseKey: Buffer;
   value: Buffer;
+}
+
+/**
+ * One chunk of at most `max` of `records` (contiguous per reverse entry, whole entries: the cached
+ * records or reverseEntries' answer) and the reverse-index writes that go with deleting its
+ * intents, in the same IntentsDB batch: a delete of every entry the chunk ends, and — when the
+ * chunk ends inside an entry — a rewrite of that entry listing the intents left, so no entry ever
+ * outlives its intents nor loses one that is still there. `last`: nothing is left after it.
+ */
+export function chunkOf<T extends { intentKey: Buffer; reverseKey: Buffer }>(records: readonly T[], max: number, more: boolean): { part: T[]; reverseOps: KvOp[]; last: boolean } {
+  const n = Math.min(max, records.length);
+  const part = records.slice(0, n);
+  const reverseOps: KvOp[] = [];
+  for (let i = 0; i < n; i++) {
+    const k = part[i]!.reverseKey;
+    if (i + 1 < n && sameKey(part[i + 1]!.reverseKey, k)) continue;
+    if (n < records.length && i === n - 1 && sameKey(records[n]!.reverseKey, k)) {
+      const rest: Buffer[] = [];
+      for (let j = n; j < records.length && sameKey(records[j]!.reverseKey, k); j++) rest.push(records[j]!.intentKey);
+      reverseOps.push({ type: 'put', key: k, value: encodeReverseValue(rest) });
+    } else {
+      reverseOps.push({ type: 'del', key: k });
+    }
+  }
+  return { part, reverseOps, last: n === records.length && !more };
+}
+
+function sameKey(a: Buffer, b: Buffer): boolean {
+  return a === b || a.equals(b);
 }
 
 /** Bytes of intent records kept in memory per IntentsDb for apply (beyond it: the on-disk walk). */
@@ -172,13 +209,15 @@ export class IntentsDb {
       const sets = intentTypeSets(txn.isolation);
       const t = st ?? { stored: prev ?? { meta: txn, nextWriteId: 0 }, recs: [], bytes: 0, strong: 0 };
       const weakDone = new Set<string>();
+      // One reverse-index entry for this item's intents, keyed by its first write id.
+      const rkey = reverseIndexKey(mkey, ht, wid);
+      const itemKeys: Buffer[] = [];
       const put = (subKey: Buffer, typeset: number, value: Buffer): void => {
         const ikey = intentKey(subKey, typeset, ht, wid);
-        const rkey = reverseIndexKey(mkey, ht, wid);
         kv.push({ type: 'put', key: ikey, value });
-        kv.push({ type: 'put', key: rkey, value: ikey });
+        itemKeys.push(ikey);
         t.recs.push({ intentKey: ikey, reverseKey: rkey, value, subKey, typeset });
-        t.bytes += ikey.length + rkey.length + value.length;
+        t.bytes += ikey.length + value.length;
         wid++;
       };
       for (const op of ops) {
@@ -211,6 +250,10 @@ export class IntentsDb {
           put(TABLET_LOCK_SUBKEY, readSet, encodeIntentValue(txn.txnId, wid, undefined));
           t.strong++;
         }
+      }
+      if (itemKeys.length > 0) {
+        kv.push({ type: 'put', key: rkey, value: encodeReverseValue(itemKeys) });
+        t.bytes += rkey.length;
       }
       t.stored = { meta: prev === undefined ? txn : prev.meta, nextWriteId: wid };
       kv.push({ type: 'put', key: mkey, value: encodeStoredMeta(t.stored) });
@@ -343,7 +386,7 @@ export class IntentsDb {
       if (t.records) {
         recs = t.records.map((r) => ({ key: r.intentKey, value: r.value }));
       } else {
-        const entries = await this.reverseEntries(id, Number.MAX_SAFE_INTEGER);
+        const { entries } = await this.reverseEntries(id, Number.MAX_SAFE_INTEGER);
         const keys = entries.map((e) => e.intentKey);
         const values = keys.length === 0 ? [] : this.db.engine.getMany ? await this.db.engine.getMany(keys) : await Promise.all(keys.map((k) => this.db.engine.get(k)));
         recs = keys.map((key, i) => ({ key, value: values[i] }));
@@ -361,20 +404,30 @@ export class IntentsDb {
     return { sha256: h.digest('hex'), txns, records };
   }
 
-  /** Reverse-index entries of `txnId` in write order-independent key order, at most `max`. */
-  async reverseEntries(txnId: TxnId, max: number): Promise<Array<{ reverseKey: Buffer; intentKey: Buffer }>> {
+  /**
+   * The intents `txnId`'s reverse index lists, as (entry, intent key) pairs in key order of the
+   * entries: whole entries until at least `max` pairs (at least one entry), and whether more entries
+   * follow. A chunk that deletes them all may delete their entries (see wholeEntriesChunk).
+   */
+  async reverseEntries(txnId: TxnId, max: number): Promise<{ entries: Array<{ reverseKey: Buffer; intentKey: Buffer }>; more: boolean }> {
     const p = txnKey(txnId);
     const it = this.db.engine.iterator({ gte: Buffer.concat([p, Buffer.from([0x00])]), lt: prefixEnd(p) });
-    const out: Array<{ reverseKey: Buffer; intentKey: Buffer }> = [];
+    const entries: Array<{ reverseKey: Buffer; intentKey: Buffer }> = [];
+    let more = false;
     try {
-      while (out.length < max) {
+      for (;;) {
         const e = await it.next();
         if (e === undefined) break;
-        out.push({ reverseKey: Buffer.from(e[0]), intentKey: Buffer.from(e[1]) });
+        if (entries.length >= max) {
+          more = true;
+          break;
+        }
+        const reverseKey = Buffer.from(e[0]);
+        for (const intentKey of decodeReverseValue(e[1])) entries.push({ reverseKey, intentKey });
       }
     } finally {
       await it.close();
     }
-    return out;
+    return { entries, more };
   }
 }

@@ -128,6 +128,46 @@ export function reverseIndexKey(txnKeyBuf: Buffer, ht: HybridTime, writeId: numb
   return Buffer.concat([txnKeyBuf, enc.encodeDocHybridTime(ht, writeId)]);
 }
 
+/**
+ * Marks a reverse-index value listing several intent keys (one entry per write batch of a
+ * transaction, issue 62). An intent key never starts with it (intent keys sort below
+ * INTENTS_DATA_END), so a value without it is an older entry holding a single intent key.
+ */
+const REVERSE_LIST_MARKER = 0xff;
+
+/** A reverse-index value: every intent key one write batch of a transaction stored. */
+export function encodeReverseValue(intentKeys: readonly Buffer[]): Buffer {
+  if (intentKeys.length === 1) return intentKeys[0]!;
+  let n = 1;
+  for (const k of intentKeys) n += 4 + k.length;
+  const out = Buffer.allocUnsafe(n);
+  out[0] = REVERSE_LIST_MARKER;
+  let at = 1;
+  for (const k of intentKeys) {
+    out.writeUInt32BE(k.length, at);
+    k.copy(out, at + 4);
+    at += 4 + k.length;
+  }
+  return out;
+}
+
+/** The intent keys of a reverse-index value (either format). */
+export function decodeReverseValue(u: Uint8Array): Buffer[] {
+  const b = Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+  assert(b.length > 0, 'empty reverse-index value');
+  if (b[0] !== REVERSE_LIST_MARKER) return [Buffer.from(b)];
+  const out: Buffer[] = [];
+  let at = 1;
+  while (at < b.length) {
+    assert(at + 4 <= b.length, 'truncated reverse-index value');
+    const len = b.readUInt32BE(at);
+    assert(at + 4 + len <= b.length && len > 0, 'truncated reverse-index value');
+    out.push(Buffer.from(b.subarray(at + 4, at + 4 + len)));
+    at += 4 + len;
+  }
+  return out;
+}
+
 export function encodeStored(v: StoredValue): Buffer {
   return enc.encodeValue(v);
 }

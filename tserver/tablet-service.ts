@@ -225,6 +225,14 @@ export function txnMetaFromPb(t: pb.TxnContextPB): TxnMeta {
   return { txnId: TxnId(t.txnId), statusTablet: t.statusTablet, isolation: parseIsolation(t.isolation), priority, startHt };
 }
 
+/** The meta of a fast-path transaction that has no status record (no status tablet, no start time yet). */
+function recordlessTxnMeta(t: pb.TxnContextPB): TxnMeta {
+  if (!isValidTxnId(t.txnId)) throw invalid(`bad txn_id '${String(t.txnId)}'`);
+  const priority = t.priority ?? 0;
+  if (!Number.isFinite(priority)) throw invalid('txn.priority must be finite');
+  return { txnId: TxnId(t.txnId), statusTablet: '', isolation: parseIsolation(t.isolation), priority, startHt: 0n };
+}
+
 /**
  * A single-tablet fast-path commit (docs/transactions.md): the transaction's whole write set as one
  * plain write, checked like its intents would be (tablet/fast-path.ts). NOT_SUPPORTED while
@@ -232,6 +240,9 @@ export function txnMetaFromPb(t: pb.TxnContextPB): TxnMeta {
  */
 function fastPathWrite(t: TabletPeer, txnPb: pb.TxnContextPB, flags: Flags): Pick<WriteRequest, 'fastPathTxn'> {
   if (!flags.get(ENABLE_TXN_FAST_PATH)) throw new DbError(ErrorCode.NOT_SUPPORTED, `tablet ${t.tabletId}: the single-tablet fast path is off (enable_txn_fast_path)`, { fastPath: 'off' });
+  // A transaction without a status record (it never read nor wrote before its commit) sends no
+  // status tablet and no read time: the tablet picks the read time under the row locks.
+  if (!txnPb.statusTablet && !txnPb.startHt && !txnPb.readHt) return { fastPathTxn: { txn: recordlessTxnMeta(txnPb) } };
   const txn = txnMetaFromPb(txnPb);
   return { fastPathTxn: { txn, readHt: txnPb.readHt ? BigInt(txnPb.readHt) : txn.startHt } };
 }
@@ -305,10 +316,13 @@ export class TabletService {
       if (total > WRITE_OPS_MAX) throw invalid(`write has ${total} ops; at most ${WRITE_OPS_MAX}`);
       // Not the (ready) leader: the whole request goes elsewhere, as one (not one answer per write).
       t.checkLeader();
+      const fastPath = req.singleTabletCommit === true;
       const settled = await Promise.allSettled(
         items.map((i) => {
           if (!i.txn?.txnId) return Promise.reject(invalid('write.more item without txn'));
           const tag = requestTag(req, i.requestId);
+          // Fast-path commits coalesced by a client: each item is a whole transaction, committed on its own.
+          if (fastPath) return this.fastPathCommit(t, i.ops, i.txn, { ...propagated, ...(tag ? { request: tag } : {}) });
           return this.writeTxn(t, i.ops, i.txn, { ...propagated, coalesced: true, ...(tag ? { request: tag } : {}) });
         }),
       );
@@ -332,6 +346,11 @@ export class TabletService {
     }
     const ht = await t.write({ ops: parsedOps(t, req.ops), ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}), ...(request ? { request } : {}) });
     return { writeHt: ht, propagatedHt: this.deps.clock.now() };
+  }
+
+  /** One single-tablet fast-path commit (async: a malformed or refused one rejects, failing only itself). */
+  private async fastPathCommit(t: TabletPeer, ops: pb.RowOpPB[] | undefined, txnPb: pb.TxnContextPB, o: { propagatedHt?: bigint; deadlineMonoMs?: number; request?: RequestTag }): Promise<HybridTime> {
+    return t.write({ ops: parsedOps(t, ops), ...fastPathWrite(t, txnPb, this.deps.flags), ...o });
   }
 
   /** Async so that a malformed write rejects (and fails only itself in a coalesced request) rather than throws. */

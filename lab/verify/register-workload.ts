@@ -189,7 +189,7 @@ export class RegisterWorkload implements Workload {
 /** What the history keeps of a transaction for whoever reads an anomaly. */
 function txnMeta(txn: Transaction | undefined, commitHt?: bigint): Record<string, string> | undefined {
   if (!txn) return undefined;
-  return { txn: txn.txnId, statusTablet: txn.statusTablet, readHt: String(txn.readHt), ...(commitHt !== undefined ? { commitHt: String(commitHt) } : {}) };
+  return { txn: txn.txnId, statusTablet: txn.statusTablet ?? 'none (no status record)', readHt: String(txn.readHt), ...(commitHt !== undefined ? { commitHt: String(commitHt) } : {}) };
 }
 
 /** The abort of a transaction we give up on: its outcome does not matter to the history. */

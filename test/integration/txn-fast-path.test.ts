@@ -40,26 +40,54 @@ async function value(table: string, id: bigint): Promise<bigint | undefined> {
   return (await client.table(table).get({ id }))?.['v'] as bigint | undefined;
 }
 
+/** Calls of the tserver RPC `method` served so far, summed over the tservers. */
+async function rpcOps(method: string): Promise<number> {
+  let n = 0;
+  for (const ts of cluster.tservers) {
+    const r = await httpRequest(`http://${ts.webAddress}/prometheus-metrics`, { timeoutMs: 5000 });
+    for (const line of r.body.split('\n')) {
+      const m = /^tserver_rpc_ops_total\{[^}]*method="([A-Za-z]+)"[^}]*\}\s+(\S+)$/.exec(line);
+      if (m && m[1] === method) n += Number(m[2]);
+    }
+  }
+  return n;
+}
+
 async function setFastPath(on: boolean): Promise<void> {
   const rpc = client.rpcClient();
   for (const ts of cluster.tservers) await rpc.call(ts.rpcAddress, tabletServerMethods().setFlag, { name: 'enable_txn_fast_path', value: String(on) }, { timeoutMs: 3000 });
 }
 
 describe('single-tablet fast path', () => {
-  it('fast path: a 2-row transaction on one tablet commits as one plain write (no intents), both rows visible at its commit time', async () => {
+  it('fast path: a 2-row transaction on one tablet commits as one plain write (no intents, no status record), both rows visible at its commit time', async () => {
+    const statusRpcs = async (): Promise<number> => (await rpcOps('CreateTransaction')) + (await rpcOps('AbortTransaction'));
+    const rpcsBefore = await statusRpcs();
     const t = await client.beginTransaction({ deferWrites: true });
     await t.upsert('one', { id: 1n, v: 10n });
     await t.upsert('one', { id: 2n, v: 20n });
     const { commitHt } = await t.commit();
     expect(t.commitPath).toBe('single-tablet');
     expect(t.participants()).toEqual([]);
-    expect(commitHt).toBeGreaterThan(t.startHt);
+    // Blind writes only: no status record was ever created (no CreateTransaction, no AbortTransaction).
+    expect(t.hasStatusRecord).toBe(false);
+    expect(t.statusTablet).toBeUndefined();
+    expect(commitHt).toBeGreaterThan(0n);
+    expect(await statusRpcs()).toBe(rpcsBefore);
     expect(await value('one', 1n)).toBe(10n);
     expect(await value('one', 2n)).toBe(20n);
     // Nothing went through IntentsDB on any replica (no intents were ever written there).
     const reps = (await Promise.all(cluster.tservers.map((p) => tabletsOf(p, 'one')))).flat();
     expect(reps.length).toBe(3);
     for (const r of reps) expect(r.intentsdb.intentCount).toBe(0);
+    // Concurrent fast-path commits to one tablet share Write RPCs (the client's coalescer): each still
+    // commits on its own, with its own commit time, and every row lands.
+    const many = await Promise.all(Array.from({ length: 12 }, () => client.beginTransaction({ deferWrites: true })));
+    await Promise.all(many.map((m, i) => m.upsert('one', { id: 100n + BigInt(i), v: BigInt(i) })));
+    const times = await Promise.all(many.map((m) => m.commit().then((c) => c.commitHt)));
+    expect(many.every((m) => m.commitPath === 'single-tablet')).toBe(true);
+    expect(new Set(times).size).toBe(times.length);
+    for (let i = 0; i < 12; i++) expect(await value('one', 100n + BigInt(i))).toBe(BigInt(i));
+    expect(client.txnWrites!.stats.requests).toBeLessThan(client.txnWrites!.stats.writes);
     // A delete kept back commits the same way.
     const d = await client.beginTransaction({ deferWrites: true });
     await d.delete('one', { id: 2n });
@@ -188,17 +216,7 @@ describe('single-tablet fast path', () => {
     try {
       await sql.query('create table fp (k bigint primary key, v bigint) split into 3 tablets');
       await sql.query(`insert into fp values ${Array.from({ length: 12 }, (_, i) => `(${i + 1}, 0)`).join(', ')}`);
-      const commits = async (): Promise<number> => {
-        let n = 0;
-        for (const ts of cluster.tservers) {
-          const r = await httpRequest(`http://${ts.webAddress}/prometheus-metrics`, { timeoutMs: 5000 });
-          for (const line of r.body.split('\n')) {
-            const m = /^tserver_rpc_ops_total\{[^}]*method="CommitTransaction"[^}]*\}\s+(\S+)$/.exec(line);
-            if (m) n += Number(m[1]);
-          }
-        }
-        return n;
-      };
+      const commits = (): Promise<number> => rpcOps('CommitTransaction');
       const before = await commits();
       for (let i = 1; i <= 3; i++) expect((await sql.query('update fp set v = v + 1 where k = 1')).rowCount).toBe(1);
       expect((await sql.query('delete from fp where k = 2')).rowCount).toBe(1);

@@ -9,7 +9,7 @@ import type { WriteRequestPB, WriteResponsePB } from '../../rpc/service-methods'
 import { Deadline } from '../../client/retry-policy';
 import type { TabletInvoker } from '../../client/tablet-invoker';
 import { RequestIds } from '../../client/request-ids';
-import { COALESCED_TXN_WRITES_MAX, TxnWriteCoalescer } from '../../client/txn-write-coalescer';
+import { COALESCED_TXN_OPS_MAX, COALESCED_TXN_WRITES_MAX, TxnWriteCoalescer } from '../../client/txn-write-coalescer';
 import { approxOpBytes, WRITE_BYTES_PER_RPC_MAX } from '../../client/write-size';
 
 type Answer = (req: WriteRequestPB) => WriteResponsePB | Promise<WriteResponsePB>;
@@ -130,5 +130,43 @@ describe('TxnWriteCoalescer', () => {
     const r = await Promise.allSettled(Array.from({ length: n }, (_, i) => c.write('t', 'A', 0, op(i), txn(`x${i}`), d, alone)));
     expect(r.every((x) => x.status === 'rejected' && (x.reason as DbError).code === ErrorCode.NETWORK_ERROR)).toBe(true);
     expect(sent.map((s) => 1 + (s.more?.length ?? 0))).toEqual([COALESCED_TXN_WRITES_MAX, 3]);
+  });
+
+  it('coalescer: fast-path commits of one turn to one tablet share a single_tablet_commit request apart from intent writes; each gets its own commit time; a refused one is resent alone', async () => {
+    const { invoker, sent } = scripted((req) => {
+      if (!req.singleTabletCommit) return ok(1 + (req.more?.length ?? 0));
+      return { propagatedHt: 9n, writeHt: 31n, results: [{ writeHt: 30n }, { writeHt: 31n }, { code: ErrorCode.NOT_SUPPORTED, message: 'fast path off' }, { code: ErrorCode.TXN_CONFLICT, message: 'lost' }] };
+    });
+    const c = new TxnWriteCoalescer(invoker);
+    const d = new Deadline(1000);
+    const resent: string[] = [];
+    const alone = (id: string) => () => {
+      resent.push(id);
+      return Promise.resolve(77n);
+    };
+    const r = await Promise.allSettled([
+      c.write('t', 'A', 0, op(1), txn('f1'), d, alone('f1'), true),
+      c.write('t', 'A', 0, op(2), txn('i1'), d, alone('i1')),
+      c.write('t', 'A', 0, op(3), txn('f2'), d, alone('f2'), true),
+      c.write('t', 'A', 0, op(4), txn('f3'), d, alone('f3'), true),
+      c.write('t', 'A', 0, op(5), txn('f4'), d, alone('f4'), true),
+    ]);
+    expect(sent.map((q) => [q.singleTabletCommit === true, q.txn!.txnId, ...(q.more ?? []).map((m) => m.txn!.txnId)])).toEqual([
+      [true, 'f1', 'f2', 'f3', 'f4'],
+      [false, 'i1'],
+    ]);
+    expect(r.map((x) => (x.status === 'fulfilled' ? x.value : (x.reason as DbError).code))).toEqual([30n, 5n, 31n, 77n, ErrorCode.TXN_CONFLICT]);
+    expect(resent).toEqual(['f3']);
+  });
+
+  it('coalescer: fast-path commits of many rows are split so no request carries more than COALESCED_TXN_OPS_MAX row ops', async () => {
+    const { invoker, sent } = scripted((req) => ({ propagatedHt: 9n, writeHt: 5n, results: Array.from({ length: 1 + (req.more?.length ?? 0) }, () => ({ writeHt: 5n })) }));
+    const c = new TxnWriteCoalescer(invoker);
+    const d = new Deadline(1000);
+    const alone = () => Promise.reject(new Error('not expected'));
+    const rowsOf = (n: number, k: number) => Array.from({ length: n }, (_, i) => ({ type: 'UPSERT', key: { hashComponents: [{ int64: BigInt(k * 10_000 + i) }] } })) as never;
+    await Promise.all(Array.from({ length: 25 }, (_, i) => c.write('t', 'A', 0, rowsOf(1000, i), txn(`m${i}`), d, alone, true)));
+    const opsPerRequest = sent.map((r) => [r, ...(r.more ?? [])].reduce((n, w) => n + (w.ops?.length ?? 0), 0));
+    expect(opsPerRequest).toEqual([COALESCED_TXN_OPS_MAX, COALESCED_TXN_OPS_MAX, 5000]);
   });
 });

@@ -126,6 +126,39 @@ describe('client transactions (fake cluster)', () => {
     await expect(txn.table('demo').upsert({ id: 1n, value: 'late' })).rejects.toMatchObject({ code: ErrorCode.INVALID_ARGUMENT });
   });
 
+  it('txn: a deferWrites transaction has no status record until it needs one — blind writes on one tablet commit without CreateTransaction or AbortTransaction, a read creates it first', async () => {
+    const f = new FakeCluster();
+    const c = await connect(f);
+    const coordinator = (): number => f.calls.filter((x) => x.method.startsWith('TransactionCoordinatorService.')).length;
+    // Blind writes, one tablet: one Write with a context carrying no status tablet and no read time.
+    const t = await c.beginTransaction({ deferWrites: true, priority: 0.5 });
+    expect(t.hasStatusRecord).toBe(false);
+    await t.table('demo').upsert({ id: 1n, value: 'a' });
+    expect(await t.commit()).toEqual({ commitHt: 1500n });
+    expect(t.commitPath).toBe('single-tablet');
+    expect(coordinator()).toBe(0);
+    const w = f.calls.find((x) => x.method === 'TabletServerService.Write')!;
+    expect(w.req['singleTabletCommit']).toBe(true);
+    expect(w.req['txn']).toEqual({ txnId: t.txnId, isolation: 'snapshot', priority: 0.5 });
+    // Aborting a transaction without a record sends nothing either.
+    const a = await c.beginTransaction({ deferWrites: true });
+    await a.table('demo').upsert({ id: 1n, value: 'b' });
+    await a.abort();
+    expect(coordinator()).toBe(0);
+    // A read needs the read time: the record is created first (and the read carries it), then the
+    // fast-path commit drops it with one AbortTransaction.
+    const r = await c.beginTransaction({ deferWrites: true });
+    expect(await r.get('demo', { id: 1n })).toEqual({ id: 1n, value: 'own' });
+    expect(r.hasStatusRecord).toBe(true);
+    expect(f.count('TransactionCoordinatorService.CreateTransaction')).toBeGreaterThan(0);
+    const read = f.calls.find((x) => x.method === 'TabletServerService.Read')!;
+    expect(read.req['txn']).toMatchObject({ txnId: r.txnId, statusTablet: 's0', readHt: 1000n });
+    await r.table('demo').upsert({ id: 1n, value: 'c' });
+    await r.commit();
+    expect(r.commitPath).toBe('single-tablet');
+    await waitFor(() => f.calls.some((x) => x.method === 'TransactionCoordinatorService.AbortTransaction' && (x.req['txnId'] as string) === r.txnId));
+  });
+
   it('txn: heartbeats run while pending and stop at commit', async () => {
     const f = new FakeCluster();
     const c = await connect(f, 20_000);

@@ -98,4 +98,24 @@ describe('fast path on a tablet replica', () => {
     env.statuses.set('hi', { status: 'COMMITTED', commitHt, priority: 0.9 });
     await expect(p.write({ ops: [upsert(5, 'late')], fastPathTxn: { txn: txn('f-5', 0.99, r3), readHt: r3 } })).rejects.toMatchObject({ code: ErrorCode.TXN_CONFLICT });
   });
+
+  it('fast path without a read time (no status record): the tablet picks it, orders after committed transactions and still loses to a pending one of higher priority', async () => {
+    const env = fakeEnv();
+    const p = await open(env);
+    // A committed-but-not-applied transaction whose commit time is ahead of this tablet's clock
+    // (another status tablet's clock): a transaction that never read orders after it, no conflict.
+    env.statuses.set('c1', { status: 'PENDING', priority: 0.5 });
+    await p.writeIntents({ txn: txn('c1', 0.5, p.safeTime()), readHt: p.safeTime(), ops: [upsert(7, 'c1')] });
+    const commitHt = p.safeTime() + 5_000_000n;
+    env.statuses.set('c1', { status: 'COMMITTED', commitHt, priority: 0.5 });
+    const ht = await p.write({ ops: [upsert(7, 'blind'), upsert(8, 'blind')], fastPathTxn: { txn: { ...txn('nr-1', 0.1, 0n), statusTablet: '' } } });
+    expect(ht).toBeGreaterThan(commitHt);
+    expect([await valueOf(p, 7), await valueOf(p, 8)]).toEqual(['blind', 'blind']);
+    // A pending transaction of higher priority on the row: the record-less transaction fails, nothing written.
+    env.statuses.set('hi2', { status: 'PENDING', priority: 0.9 });
+    await p.writeIntents({ txn: txn('hi2', 0.9, p.safeTime()), readHt: p.safeTime(), ops: [upsert(9, 'hi2')] });
+    await expect(p.write({ ops: [upsert(9, 'blind'), upsert(10, 'blind')], fastPathTxn: { txn: { ...txn('nr-2', 0.2, 0n), statusTablet: '' } } })).rejects.toMatchObject({ code: ErrorCode.TXN_CONFLICT });
+    expect(await valueOf(p, 10)).toBeUndefined();
+    expect((await p.sizes()).intentsdb.intentCount).toBeGreaterThan(0);
+  });
 });

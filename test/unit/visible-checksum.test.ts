@@ -186,7 +186,7 @@ describe('pending provisional records digest', () => {
     expect((await (await build('y')).pendingIntentsDigest()).sha256).not.toBe(base.sha256);
     expect((await (await build('x', true)).pendingIntentsDigest()).txns).toBe(3);
     const lost = await build('x');
-    const victim = (await lost.intentsDb.reverseEntries(TxnId('t1'), 100))[0]!.intentKey;
+    const victim = (await lost.intentsDb.reverseEntries(TxnId('t1'), 100)).entries[0]!.intentKey;
     await lost.intentsDb.db.engine.write([{ type: 'del', key: victim }]);
     const lostDigest = await (await reopen(lost)).pendingIntentsDigest();
     expect(lostDigest.records).toBe(13); // the reverse entry still names it: the digest marks it missing

@@ -25,8 +25,13 @@ import { resolveConflicts, resolveSerializableConflicts, type ConflictDeps } fro
 /** The transaction a fast-path write commits (WriteRequest.fastPathTxn). */
 export interface FastPathTxn {
   txn: TxnMeta;
-  /** The transaction's read time: a version of a written key committed after it is a conflict. */
-  readHt: HybridTime;
+  /**
+   * The transaction's read time: a version of a written key committed after it is a conflict.
+   * Undefined: the transaction never read (no status record, client/transaction.ts), so its read time
+   * is the tablet's clock under the write's row locks, as for a plain single-row write (YugabyteDB's
+   * single-shard operations): only pending transactions' intents can conflict then.
+   */
+  readHt?: HybridTime;
 }
 
 export interface FastPathDeps {
@@ -44,14 +49,18 @@ export interface FastPathDeps {
  * under enable_wait_queues — the fast path holds no intents to wait with.
  */
 export async function checkFastPathConflicts(d: FastPathDeps, f: FastPathTxn, ops: readonly RowOp[]): Promise<void> {
-  const serializable = f.txn.isolation === Isolation.SERIALIZABLE;
-  const conflicts = await d.docdb.findConflicts(f.txn, ops, serializable ? d.clock.now() : f.readHt);
+  // Without a read of its own (serializable, or no read time at all), the write simply orders after
+  // every committed conflicting transaction, as a serializable or a plain write does: only a pending
+  // one can fail it. (A commit time from another status tablet's clock may be ahead of this clock.)
+  const ordersAfter = f.txn.isolation === Isolation.SERIALIZABLE || f.readHt === undefined;
+  const readHt = ordersAfter || f.readHt === undefined ? d.clock.now() : f.readHt;
+  const conflicts = await d.docdb.findConflicts(f.txn, ops, readHt);
   if (conflicts.length === 0) return;
   if (!d.conflictDeps) throw new DbError(ErrorCode.TXN_CONFLICT, `tablet ${d.tabletId}: conflicting transaction`);
-  if (serializable) {
+  if (ordersAfter) {
     const after = await resolveSerializableConflicts(f.txn, d.clock.now(), conflicts, d.conflictDeps, false);
     if (after > 0n) d.clock.update(after);
     return;
   }
-  await resolveConflicts(f.txn, f.readHt, conflicts, d.conflictDeps, false);
+  await resolveConflicts(f.txn, readHt, conflicts, d.conflictDeps, false);
 }
