@@ -8,6 +8,7 @@
  * carries its own lock id, so a copy answers the lock its first copy took — a RowLock request is not,
  * as a single renew/unlock is not). Waiting lockRow calls never coalesce.
  */
+import { TurnBatches } from './turn-batches';
 import { DbError, ErrorCode } from '../common/errors';
 import { rowMethods, type LockRowItemPB, type LockRowRequestPB, type RowLockItemPB, type RowLockRequestPB, type RowLockResponsePB, type RowLockResultPB } from '../rpc';
 import type { RowRoute } from './meta-cache';
@@ -39,8 +40,7 @@ interface Pending {
 const FATAL: ReadonlySet<string> = new Set([ErrorCode.TABLET_SPLIT]);
 
 export class RowLockCoalescer {
-  private readonly pending = new Map<string, Pending>();
-  private scheduled = false;
+  private readonly pending = new TurnBatches<Pending>((p) => this.send(p));
   /** Requests sent, and calls they carried (tests, diagnostics). */
   readonly stats = { requests: 0, calls: 0 };
 
@@ -64,20 +64,12 @@ export class RowLockCoalescer {
       const key = `${kind}\u0000${tabletId}\u0000${schemaVersion}`;
       let p = this.pending.get(key);
       if (p && p.items.length >= COALESCED_LOCK_CALLS_MAX) {
-        this.pending.delete(key);
+        this.pending.take(key);
         this.send(p);
         p = undefined;
       }
-      if (!p) this.pending.set(key, (p = { kind, tabletId, route, schemaVersion, items: [] }));
+      p ??= this.pending.add(key, { kind, tabletId, route, schemaVersion, items: [] });
       (p.items as Array<Item<typeof pb>>).push({ pb, deadline, resendAlone, resolve, reject });
-      if (this.scheduled) return;
-      this.scheduled = true;
-      setImmediate(() => {
-        this.scheduled = false;
-        const all = [...this.pending.values()];
-        this.pending.clear();
-        for (const q of all) this.send(q);
-      });
     });
   }
 

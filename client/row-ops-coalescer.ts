@@ -12,6 +12,7 @@
  * call's failure, as if each had been sent alone. Calls that wait for locked rows never coalesce
  * (a waiting call would hold the others' answers).
  */
+import { TurnBatches } from './turn-batches';
 import { DbError, ErrorCode } from '../common/errors';
 import { rowMethods, type MutateRowsRequestPB, type MutateRowsResponsePB, type MutateRowsResultPB, type RowMutationPB } from '../rpc';
 import type { RowRoute } from './meta-cache';
@@ -63,8 +64,7 @@ export function approxRowMutationBytes(r: RowMutationPB): number {
 }
 
 export class RowOpsCoalescer {
-  private readonly pending = new Map<string, Pending>();
-  private scheduled = false;
+  private readonly pending = new TurnBatches<Pending>((p) => this.send(p));
   /** Requests sent, and calls they carried (tests, diagnostics). */
   readonly stats = { requests: 0, calls: 0 };
 
@@ -90,30 +90,18 @@ export class RowOpsCoalescer {
       const key = `${table}\u0000${tabletId}\u0000${schemaVersion}`;
       let p = this.pending.get(key);
       if (p && (p.items.length >= COALESCED_ROW_CALLS_MAX || p.rows + rows.length > COALESCED_ROW_ROWS_MAX || p.bytes + bytes > COALESCED_ROW_BYTES_MAX)) {
-        this.pending.delete(key);
+        this.pending.take(key);
         this.send(p);
         p = undefined;
       }
-      if (!p) this.pending.set(key, (p = { table, tabletId, route, schemaVersion, rows: 0, bytes: 0, items: [] }));
+      p ??= this.pending.add(key, { table, tabletId, route, schemaVersion, rows: 0, bytes: 0, items: [] });
       p.items.push({ rows, bytes, deadline, requestId, resendAlone, resolve, reject });
       p.rows += rows.length;
       p.bytes += bytes;
-      this.schedule();
     });
     const end = (): void => this.invoker.requests.end(requestId);
     settled.then(end, end);
     return settled;
-  }
-
-  private schedule(): void {
-    if (this.scheduled) return;
-    this.scheduled = true;
-    setImmediate(() => {
-      this.scheduled = false;
-      const all = [...this.pending.values()];
-      this.pending.clear();
-      for (const q of all) this.send(q);
-    });
   }
 
   private send(p: Pending): void {

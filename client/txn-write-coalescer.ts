@@ -14,6 +14,7 @@
  * own (`single_tablet_commit` is per request): each item is a whole transaction's write set, checked
  * and committed on its own, and its result carries its commit time.
  */
+import { TurnBatches } from './turn-batches';
 import { DbError, ErrorCode } from '../common/errors';
 import { type RowOpPB, type TxnContextPB, type WriteItemPB, type WriteRequestPB } from '../rpc';
 import type { Deadline } from './retry-policy';
@@ -46,8 +47,7 @@ interface Pending {
 }
 
 export class TxnWriteCoalescer {
-  private readonly pending = new Map<string, Pending>();
-  private scheduled = false;
+  private readonly pending = new TurnBatches<Pending>((p) => this.send(p));
   /** Requests sent, and writes they carried (tests, diagnostics). */
   readonly stats = { requests: 0, writes: 0 };
 
@@ -69,23 +69,14 @@ export class TxnWriteCoalescer {
       for (const o of ops) bytes += approxOpBytes(o);
       let p = this.pending.get(key);
       if (p && (p.items.length >= COALESCED_TXN_WRITES_MAX || p.bytes + bytes > WRITE_BYTES_PER_RPC_MAX || p.ops + ops.length > COALESCED_TXN_OPS_MAX)) {
-        this.pending.delete(key);
+        this.pending.take(key);
         this.send(p);
         p = undefined;
       }
-      if (!p) this.pending.set(key, (p = { table, tabletId, schemaVersion, bytes: 0, ops: 0, fastPath, items: [] }));
+      p ??= this.pending.add(key, { table, tabletId, schemaVersion, bytes: 0, ops: 0, fastPath, items: [] });
       p.items.push({ ops, txn, deadline, requestId, resendAlone, resolve, reject });
       p.bytes += bytes;
       p.ops += ops.length;
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => {
-          this.scheduled = false;
-          const all = [...this.pending.values()];
-          this.pending.clear();
-          for (const q of all) this.send(q);
-        });
-      }
     });
     const end = (): void => this.invoker.requests.end(requestId);
     settled.then(end, end);
