@@ -35,8 +35,11 @@ const DATA_END = Uint8Array.of(0xff);
 export interface SplitApplyDeps {
   log: Logger;
   hasTablet(tabletId: string): boolean;
-  /** Create and open a child replica whose RegularDB `fill` writes before it opens. */
-  createChild(meta: TabletMeta, fill: (regular: KvEngine) => Promise<void>): Promise<void>;
+  /**
+   * Create and open a child replica whose RegularDB `fill` writes before it opens; `campaign`: it
+   * starts an election at once (the parent's leader replica, so the child leads where the parent did).
+   */
+  createChild(meta: TabletMeta, fill: (regular: KvEngine) => Promise<void>, o: { campaign: boolean }): Promise<void>;
 }
 
 /** The RegularDB key range [start, end) of a tablet's rows. */
@@ -85,13 +88,16 @@ export async function applySplit(deps: SplitApplyDeps, parent: TabletPeer, op: E
     return;
   }
   assert(op.children.length === 2, 'a split has two children');
+  // Read before building: the children take minutes to build at worst, leadership may move meanwhile,
+  // and a stale answer only costs an early (safe) election.
+  const campaign = parent.raftGroup().isLeader();
   for (const child of op.children) {
     if (deps.hasTablet(child.tabletId)) continue; // built before a restart, or by remote bootstrap
     const childMeta: TabletMeta = { tabletId: child.tabletId, tableId: meta.tableId, tableName: meta.tableName, schema: meta.schema, partition: child.partition, peers: op.peers, schemaVersion: meta.schemaVersion, ...(meta.durability ? { durability: meta.durability } : {}) };
     let rows = 0;
     await deps.createChild(childMeta, async (regular) => {
       rows = await copyRows(parent.engines().regular, regular, rowRangeOf(childMeta));
-    });
+    }, { campaign });
     deps.log.info({ parent: meta.tabletId, child: child.tabletId, entries: rows, index }, 'split child built from the parent data');
   }
   parent.markSplit(op.children);

@@ -12,7 +12,7 @@ import type { Logger } from '../common/log';
 import type { Rng } from '../common/rng';
 import { DocDb, MEMSTORE_SIZE_MB, MEMSTORE_SIZE_SPREAD_PCT, memtableBytes, RocksDbEngine, type DocDbApi, type KvEngine } from '../docdb';
 import { DEFAULT_WAL_DURABILITY, FileLogStorage, GLOBAL_LOG_CACHE_SIZE_LIMIT_MB, LogCacheBudget, RawNode, type LeaderChange, type LogStorage, type Message, type RaftCore, type RaftOptions, type WalDurability, type WalFs } from '../raft';
-import { LOG_MIN_ENTRIES_TO_RETAIN } from './tserver-flags';
+import { LOG_MIN_ENTRIES_TO_RETAIN, RAFT_ELECTION_TIMEOUT_TICKS } from './tserver-flags';
 import { readTabletMeta, writeTabletMeta, type TabletMeta } from './tablet/tablet-meta';
 import { TabletPeer, type DbName, type SnapshotDescriptor } from './tablet/tablet-peer';
 import { SnapshotSessions } from './tablet/snapshot-sessions';
@@ -52,6 +52,8 @@ export interface TabletManagerDeps {
   onPeerClosing?(peer: TabletPeer): void;
 }
 
+/** A split child on the parent leader's server campaigns this often while it has no leader. */
+const CHILD_CAMPAIGN_EVERY_TICKS = 2;
 /** The log index a split child's databases stand for (its log starts after it). */
 const SPLIT_CHILD_BASE_INDEX = 1;
 /** Chunks of one remote bootstrap before it gives up (bounds a runaway copy). */
@@ -154,7 +156,7 @@ export class TabletManager {
       },
     });
     this.peers.set(meta.tabletId, peer);
-    peer.setSplitHandler((op, index) => applySplit({ log: d.log, hasTablet: (id) => this.peers.has(id), createChild: (m, fill) => this.createSplitChild(m, fill) }, peer, op, index));
+    peer.setSplitHandler((op, index) => applySplit({ log: d.log, hasTablet: (id) => this.peers.has(id), createChild: (m, fill, o) => this.createSplitChild(m, fill, o) }, peer, op, index));
     await d.onPeerOpened?.(peer);
     return peer;
   }
@@ -163,7 +165,7 @@ export class TabletManager {
    * A split child (docs/splitting.md): its RegularDB filled from the parent's data before it opens;
    * meta.json is written last, so a crash midway leaves a directory the next attempt wipes.
    */
-  private async createSplitChild(meta: TabletMeta, fill: (regular: KvEngine) => Promise<void>): Promise<void> {
+  private async createSplitChild(meta: TabletMeta, fill: (regular: KvEngine) => Promise<void>, o: { campaign: boolean }): Promise<void> {
     const dir = path.join(this.tabletsDir(), meta.tabletId);
     fs.rmSync(dir, { recursive: true, force: true });
     makeDirs(dir);
@@ -177,7 +179,11 @@ export class TabletManager {
     }
     await this.baseChildLog(dir, meta);
     writeTabletMeta(dir, meta);
-    await this.openPeer(meta);
+    const child = await this.openPeer(meta);
+    // Without this the child would wait a whole election timeout for a leader while the parent
+    // already refuses writes (TABLET_SPLIT): retry every 2 ticks for two election timeouts, enough
+    // for the other replicas to build their copy of the child and answer the vote.
+    if (o.campaign) child.campaignSoon({ forTicks: 2 * d.flags.get(RAFT_ELECTION_TIMEOUT_TICKS), everyTicks: CHILD_CAMPAIGN_EVERY_TICKS });
   }
 
   /**
