@@ -22,6 +22,7 @@ import { DbError, ErrorCode } from '../common/errors';
 import type { IteratorOptions, KvEngine, KvIterator, KvOp, KvStats } from './kv-engine';
 import { makeDirs } from '../common/fs-dirs';
 import { parseBackgroundWork, type BackgroundWork } from './rocksdb-stats';
+import { checkpointRocksDir, type CheckpointResult } from './rocksdb-checkpoint';
 
 type Cb<T = void> = (err: Error | null | undefined, v?: T) => void;
 
@@ -34,6 +35,8 @@ interface LevelDown {
   getProperty(name: string): string;
   compactRange(start: Buffer, end: Buffer, cb: Cb): void;
   approximateSize(start: Buffer, end: Buffer, cb: Cb<number>): void;
+  /** abstract-leveldown's clear: the binding deletes the range natively, in batches (point tombstones). */
+  clear(opts: { gte: Buffer; lt: Buffer }, cb: Cb): void;
 }
 interface LevelDownBatch {
   _put(key: Buffer, value: Buffer): void;
@@ -226,6 +229,35 @@ export class RocksDbEngine implements KvEngine {
     // Wait for in-flight writes so "flush after write" covers them.
     await this.writeLock;
     await promisify<void>((cb) => this.ld.compactRange(start ? toBuf(start) : KEYSPACE_START, end ? toBuf(end) : KEYSPACE_END, cb));
+  }
+
+  /**
+   * A checkpoint of this database in `dir` (docdb/rocksdb-checkpoint.ts: table files hard-linked),
+   * taken with every write of this engine held back; undefined when RocksDB's background work kept
+   * changing the files (the caller falls back to copying rows).
+   */
+  async checkpointTo(dir: string): Promise<CheckpointResult | undefined> {
+    this.checkOpen();
+    const run = this.writeLock.then(() => checkpointRocksDir(this.location, dir));
+    this.writeLock = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
+  }
+
+  /** SST bytes RocksDB estimates for [start, end) (the memtable is not counted). */
+  approximateBytes(start: Uint8Array, end: Uint8Array): Promise<number> {
+    this.checkOpen();
+    return promisify<number>((cb) => this.ld.approximateSize(toBuf(start), toBuf(end), cb));
+  }
+
+  /** Delete every key of [start, end) natively (tombstones; a compaction of the range reclaims the space). */
+  clearRange(start: Uint8Array, end: Uint8Array): Promise<void> {
+    this.checkOpen();
+    const run = this.writeLock.then(() => promisify<void>((cb) => this.ld.clear({ gte: toBuf(start), lt: toBuf(end) }, cb)));
+    this.writeLock = run.catch(() => undefined);
+    return run;
   }
 
   async close(): Promise<void> {

@@ -1,18 +1,22 @@
 /**
  * Carrying out a tablet split on one replica (docs/splitting.md), and finding where to split.
  *
- * At the SPLIT entry every replica builds both children from its OWN parent data — a copy of the
- * parent's RegularDB rows in each child's key range into the child's fresh RegularDB (no data over
- * the network; the in-memory engine copies the same way) — then marks the parent split (meta.json),
+ * At the SPLIT entry every replica builds both children from its OWN parent data (no data over the
+ * network) — on RocksDB a checkpoint of the parent's RegularDB (its table files hard-linked, so the
+ * time does not grow with the tablet's size) that shows the child only its own rows until a
+ * background pass deleted the others; on the in-memory engine, or when the checkpoint cannot be
+ * taken, a copy of the rows in the child's key range — then marks the parent split (meta.json),
  * after which the parent answers TABLET_SPLIT. The children start their own Raft groups with the
- * entry's peers and an empty log: their databases are their initial state, identical on every
- * replica because every replica copies the same data at the same log position.
+ * entry's peers and an empty log: their databases are their initial state, identical (as seen
+ * through the child's key range) on every replica because every replica takes the same data at the
+ * same log position.
  *
  * Transactions: a split never carries intents. The SPLIT entry only splits when no transaction has
  * intents on the parent at that position (the leader checks before proposing, and holds back new
  * writes — TRY_AGAIN — meanwhile); otherwise it is a no-op on every replica and the master retries
- * later. Rows only are copied: frontier and apply-state records (below the data range) stay behind,
- * so a child's databases start at op id 0, matching its empty log.
+ * later. Rows only are carried: frontier and apply-state records (below the data range) stay behind
+ * (a linked child deletes its copies before it opens), so a child's databases start at op id 0,
+ * matching its empty log.
  */
 import { assert } from '../common/assert';
 import { DbError, ErrorCode } from '../common/errors';
@@ -36,10 +40,12 @@ export interface SplitApplyDeps {
   log: Logger;
   hasTablet(tabletId: string): boolean;
   /**
-   * Create and open a child replica whose RegularDB `fill` writes before it opens; `campaign`: it
-   * starts an election at once (the parent's leader replica, so the child leads where the parent did).
+   * Create and open a child replica whose RegularDB holds the rows of its range in `parentRegular`
+   * (hard links of its files, or a copy of the rows; the rows answer how many were copied);
+   * `campaign`: it starts an election at once (the parent's leader replica, so the child leads where
+   * the parent did).
    */
-  createChild(meta: TabletMeta, fill: (regular: KvEngine) => Promise<void>, o: { campaign: boolean }): Promise<void>;
+  createChild(meta: TabletMeta, parentRegular: KvEngine, o: { campaign: boolean }): Promise<{ linked: boolean; rows: number }>;
 }
 
 /** The RegularDB key range [start, end) of a tablet's rows. */
@@ -94,11 +100,8 @@ export async function applySplit(deps: SplitApplyDeps, parent: TabletPeer, op: E
   for (const child of op.children) {
     if (deps.hasTablet(child.tabletId)) continue; // built before a restart, or by remote bootstrap
     const childMeta: TabletMeta = { tabletId: child.tabletId, tableId: meta.tableId, tableName: meta.tableName, schema: meta.schema, partition: child.partition, peers: op.peers, schemaVersion: meta.schemaVersion, ...(meta.durability ? { durability: meta.durability } : {}) };
-    let rows = 0;
-    await deps.createChild(childMeta, async (regular) => {
-      rows = await copyRows(parent.engines().regular, regular, rowRangeOf(childMeta));
-    }, { campaign });
-    deps.log.info({ parent: meta.tabletId, child: child.tabletId, entries: rows, index }, 'split child built from the parent data');
+    const r = await deps.createChild(childMeta, parent.engines().regular, { campaign });
+    deps.log.info({ parent: meta.tabletId, child: child.tabletId, linked: r.linked, entries: r.rows, index }, 'split child built from the parent data');
   }
   parent.markSplit(op.children);
   deps.log.info({ tablet: meta.tabletId, children: op.children.map((c) => c.tabletId), index }, 'tablet split');

@@ -10,13 +10,13 @@ import type { Flags } from '../common/flags';
 import type { HybridClock } from '../common/hybrid-clock';
 import type { Logger } from '../common/log';
 import type { Rng } from '../common/rng';
-import { DocDb, MEMSTORE_SIZE_MB, MEMSTORE_SIZE_SPREAD_PCT, memtableBytes, RocksDbEngine, type DocDbApi, type KvEngine } from '../docdb';
+import { DocDb, MEMSTORE_SIZE_MB, MEMSTORE_SIZE_SPREAD_PCT, memtableBytes, RangeHidingEngine, RocksDbEngine, type DocDbApi, type KeySegment, type KvEngine } from '../docdb';
 import { DEFAULT_WAL_DURABILITY, FileLogStorage, GLOBAL_LOG_CACHE_SIZE_LIMIT_MB, LogCacheBudget, RawNode, type LeaderChange, type LogStorage, type Message, type RaftCore, type RaftOptions, type WalDurability, type WalFs } from '../raft';
-import { LOG_MIN_ENTRIES_TO_RETAIN, RAFT_ELECTION_TIMEOUT_TICKS } from './tserver-flags';
+import { LOG_MIN_ENTRIES_TO_RETAIN, RAFT_ELECTION_TIMEOUT_TICKS, SPLIT_HARD_LINKS } from './tserver-flags';
 import { readTabletMeta, writeTabletMeta, type TabletMeta } from './tablet/tablet-meta';
 import { TabletPeer, type DbName, type SnapshotDescriptor } from './tablet/tablet-peer';
 import { SnapshotSessions } from './tablet/snapshot-sessions';
-import { applySplit } from './split-apply';
+import { applySplit, copyRows, rowRangeOf } from './split-apply';
 import type { PeerTxnEnv } from './transaction/txn-env';
 import { makeDirs } from '../common/fs-dirs';
 import { NodeId } from '../common/ids';
@@ -50,6 +50,31 @@ export interface TabletManagerDeps {
   /** A replica opened / is about to close (status tablets attach their coordinator here). */
   onPeerOpened?(peer: TabletPeer): Promise<void>;
   onPeerClosing?(peer: TabletPeer): void;
+}
+
+const DATA_START = Uint8Array.of(0x20);
+/** Above every key tessera stores (DocKeys and meta keys start below 0xff). */
+const KEYSPACE_END = new Uint8Array(64).fill(0xff);
+
+/** What a linked split child shows: the meta keys below the data range, and its own rows. */
+function visibleRanges(meta: TabletMeta): KeySegment[] {
+  const r = rowRangeOf(meta);
+  return [{ start: Uint8Array.of(0x00), end: DATA_START }, { start: r.start, end: r.end }];
+}
+
+/** The data ranges a linked split child holds but does not own. */
+function hiddenRowRanges(meta: TabletMeta): KeySegment[] {
+  const r = rowRangeOf(meta);
+  return [
+    { start: DATA_START, end: r.start },
+    { start: r.end, end: KEYSPACE_END },
+  ].filter((h) => Buffer.compare(Buffer.from(h.start), Buffer.from(h.end)) < 0);
+}
+
+/** The RocksDB engine behind a RegularDB view, when it can take a checkpoint. */
+function checkpointSource(e: KvEngine): RocksDbEngine | undefined {
+  if (e instanceof RocksDbEngine) return e;
+  return e instanceof RangeHidingEngine ? checkpointSource(e.inner) : undefined;
 }
 
 /** A split child on the parent leader's server campaigns this often while it has no leader. */
@@ -133,6 +158,7 @@ export class TabletManager {
   private async openPeer(meta: TabletMeta): Promise<TabletPeer> {
     for (const p of meta.peers) this.learnAddress(p.uuid, p.rpcAddress);
     const d = this.deps;
+    const openEngine = this.engineOpener();
     const peer = await TabletPeer.open({
       dir: path.join(this.tabletsDir(), meta.tabletId),
       meta,
@@ -143,7 +169,11 @@ export class TabletManager {
       rng: d.rng,
       send: (msgs) => d.send(meta.tabletId, msgs),
       openLogStorage: d.openLogStorage ?? ((dir, o) => FileLogStorage.open(dir, { flags: d.flags, logger: d.log, cacheBudget: this.logCacheBudget, ...(d.walFs ? { fs: d.walFs } : {}), ...(o ? { durability: o.durability } : {}) })),
-      openEngine: d.openEngine ?? ((dir) => RocksDbEngine.open(dir, { writeBufferBytes: memtableBytes(d.flags.get(MEMSTORE_SIZE_MB), d.flags.get(MEMSTORE_SIZE_SPREAD_PCT), `${d.selfUuid}:${dir}`) })),
+      // A linked split child sees only its own rows of the parent's data it holds.
+      openEngine: async (dir) => {
+        const e = await openEngine(dir);
+        return meta.splitLinked && path.basename(dir) === 'regular' ? new RangeHidingEngine(e, visibleRanges(meta)) : e;
+      },
       openDocDb: d.openDocDb ?? ((regular, intents) => DocDb.open({ regular, intents, flags: d.flags })),
       newRaftCore: d.newRaftCore ?? ((o) => new RawNode(o)),
       fetchSnapshot: (desc, onChunk) => this.fetchSnapshot(desc, onChunk),
@@ -156,34 +186,71 @@ export class TabletManager {
       },
     });
     this.peers.set(meta.tabletId, peer);
-    peer.setSplitHandler((op, index) => applySplit({ log: d.log, hasTablet: (id) => this.peers.has(id), createChild: (m, fill, o) => this.createSplitChild(m, fill, o) }, peer, op, index));
+    peer.setSplitHandler((op, index) => applySplit({ log: d.log, hasTablet: (id) => this.peers.has(id), createChild: (m, from, o) => this.createSplitChild(m, from, o) }, peer, op, index));
     await d.onPeerOpened?.(peer);
+    if (meta.splitLinked && !meta.splitInto) this.cleanUpLinkedChild(peer);
     return peer;
   }
 
   /**
-   * A split child (docs/splitting.md): its RegularDB filled from the parent's data before it opens;
-   * meta.json is written last, so a crash midway leaves a directory the next attempt wipes.
+   * A split child (docs/splitting.md): its RegularDB made before it opens — a checkpoint of the
+   * parent's (hard links; the child hides the parent's other rows and deletes them in the
+   * background) or, when the engine has none or it cannot be taken, a copy of its rows. meta.json is
+   * written last, so a crash midway leaves a directory the next attempt wipes.
    */
-  private async createSplitChild(meta: TabletMeta, fill: (regular: KvEngine) => Promise<void>, o: { campaign: boolean }): Promise<void> {
+  private async createSplitChild(meta: TabletMeta, parentRegular: KvEngine, o: { campaign: boolean }): Promise<{ linked: boolean; rows: number }> {
     const dir = path.join(this.tabletsDir(), meta.tabletId);
     fs.rmSync(dir, { recursive: true, force: true });
     makeDirs(dir);
     const d = this.deps;
-    const open = d.openEngine ?? ((p: string) => RocksDbEngine.open(p, { writeBufferBytes: memtableBytes(d.flags.get(MEMSTORE_SIZE_MB), d.flags.get(MEMSTORE_SIZE_SPREAD_PCT), `${d.selfUuid}:${p}`) }));
-    const regular = await open(path.join(dir, 'regular'));
+    const regularDir = path.join(dir, 'regular');
+    const source = checkpointSource(parentRegular);
+    const cp = source && d.flags.get(SPLIT_HARD_LINKS) ? await source.checkpointTo(regularDir) : undefined;
+    const open = this.engineOpener();
+    const regular = await open(regularDir);
+    let rows = 0;
     try {
-      await fill(regular);
+      // The parent's meta keys (frontier, apply state) stay behind, as a copy leaves them.
+      // (No flush here: on RocksDB it is a compaction of the whole range, the very cost links avoid.)
+      if (cp) await regular.write([{ type: 'delRange', start: Uint8Array.of(0x00), end: DATA_START }], { sync: true });
+      else rows = await copyRows(parentRegular, regular, rowRangeOf(meta));
     } finally {
       await regular.close();
     }
-    await this.baseChildLog(dir, meta);
-    writeTabletMeta(dir, meta);
-    const child = await this.openPeer(meta);
+    const childMeta: TabletMeta = cp ? { ...meta, splitLinked: true } : meta;
+    await this.baseChildLog(dir, childMeta);
+    writeTabletMeta(dir, childMeta);
+    const child = await this.openPeer(childMeta);
     // Without this the child would wait a whole election timeout for a leader while the parent
     // already refuses writes (TABLET_SPLIT): retry every 2 ticks for two election timeouts, enough
     // for the other replicas to build their copy of the child and answer the vote.
     if (o.campaign) child.campaignSoon({ forTicks: 2 * d.flags.get(RAFT_ELECTION_TIMEOUT_TICKS), everyTicks: CHILD_CAMPAIGN_EVERY_TICKS });
+    return { linked: cp !== undefined, rows };
+  }
+
+  private engineOpener(): (dir: string) => Promise<KvEngine> {
+    const d = this.deps;
+    return d.openEngine ?? ((p: string) => RocksDbEngine.open(p, { writeBufferBytes: memtableBytes(d.flags.get(MEMSTORE_SIZE_MB), d.flags.get(MEMSTORE_SIZE_SPREAD_PCT), `${d.selfUuid}:${p}`) }));
+  }
+
+  /**
+   * A linked split child's parent rows outside its range: deleted (natively, tombstones) and the
+   * ranges compacted, in the background after it opened; idempotent, so it simply runs again after
+   * a restart. Reads never saw them (RangeHidingEngine).
+   */
+  private cleanUpLinkedChild(peer: TabletPeer): void {
+    const view = peer.engines().regular;
+    const inner = view instanceof RangeHidingEngine ? view.inner : undefined;
+    if (!(inner instanceof RocksDbEngine)) return;
+    const t0 = performance.now();
+    void (async () => {
+      for (const h of hiddenRowRanges(peer.meta)) {
+        if (this.stopped) return;
+        await inner.clearRange(h.start, h.end);
+        await inner.compactRange(h.start, h.end);
+      }
+      this.deps.log.info({ tablet: peer.tabletId, ms: Math.round(performance.now() - t0) }, 'split child: the parent rows outside its range deleted and compacted away');
+    })().catch((err: unknown) => this.deps.log.warn({ err, tablet: peer.tabletId }, 'split child clean-up stopped (runs again at the next start)'));
   }
 
   /**

@@ -9,7 +9,7 @@ import { silentLogger } from '../../common/log';
 import { SeededRng } from '../../common/rng';
 import { encodeDocKeyBytes, partitionHash } from '../../common/partition-hash';
 import { keyInBounds, bytesOfHex } from '../../common/key-bounds';
-import { MemoryEngine, type DocKey, type KvEngine } from '../../docdb';
+import { MemoryEngine, RangeHidingEngine, type DocKey, type KvEngine } from '../../docdb';
 import { TabletManager } from '../../tserver/tablet-manager';
 import { SplitService } from '../../tserver/split-service';
 import { childPartitions, rowRangeOf } from '../../tserver/split-apply';
@@ -94,6 +94,11 @@ for (const engine of ['rocksdb', 'memory'] as const) {
       for (let i = 0; i < n; i += 50) {
         await parent.write({ ops: Array.from({ length: 50 }, (_, j) => ({ kind: 'UPSERT' as const, op: { type: 'upsert' as const, key: keyOf(kind, i + j), columns: [{ columnId: 1, value: `v${i + j}` }] } })) });
       }
+      // RocksDB: half the rows in table files (hard-linked by the split), half in the memtable and WAL (copied).
+      if (engine === 'rocksdb') {
+        await parent.engines().regular.flush();
+        await parent.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: keyOf(kind, 0), columns: [{ columnId: 1, value: 'again' }] } }] });
+      }
       const svc = new SplitService({ manager: () => m });
       const { splitPoint } = await svc.split({ tabletId: 'parent' });
       const point = kind === 'hash' ? { hash: splitPoint!.hash! } : { key: new Uint8Array(splitPoint!.key!) };
@@ -118,6 +123,25 @@ for (const engine of ['rocksdb', 'memory'] as const) {
         expect(total).toBe(n);
       };
       await check(m);
+      if (engine === 'rocksdb') {
+        // Hard links: each child holds the parent's files, hides the other rows, then deletes them.
+        for (const id of ['left', 'right']) {
+          const child = m.get(id);
+          expect(child.meta.splitLinked).toBe(true);
+          const view = child.engines().regular;
+          expect(view).toBeInstanceOf(RangeHidingEngine);
+          const range = rowRangeOf(child.meta);
+          const strays = async (): Promise<number> => {
+            const it = (view as RangeHidingEngine).inner.iterator({ gte: Uint8Array.of(0x20), lt: Uint8Array.of(0xff) });
+            let out = 0;
+            for (let kv = await it.next(); kv; kv = await it.next()) if (!keyInBounds(kv[0], range.start, range.end)) out++;
+            await it.close();
+            return out;
+          };
+          for (let i = 0; i < 500 && (await strays()) > 0; i++) await new Promise((r) => setTimeout(r, 10));
+          expect(await strays()).toBe(0);
+        }
+      }
       // The children take writes of their own; the parent stays split across a restart.
       const right1 = await untilLeader(m, 'right');
       const rk = (await rowsOf(right1))[0]!;
