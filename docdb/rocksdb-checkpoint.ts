@@ -18,7 +18,7 @@ import * as path from 'node:path';
 import { makeDirs } from '../common/fs-dirs';
 
 /** Attempts before giving up (the caller then copies rows instead). */
-export const CHECKPOINT_ATTEMPTS_MAX = 8;
+export const CHECKPOINT_ATTEMPTS_MAX = 10;
 
 export interface CheckpointResult {
   /** Table files hard-linked, and files copied (the MANIFEST, CURRENT, OPTIONS, WAL, or an SST that could not be linked). */
@@ -91,8 +91,29 @@ export async function checkpointRocksDir(src: string, dst: string, attemptsMax =
     const r = copyOnce(src, dst, before);
     if (r && sameListing(before, listing(src))) return { ...r, attempts: attempt };
     // Background work is under way: give it a moment (a flush or a compaction step is short).
-    await new Promise((res) => setTimeout(res, 20 * attempt));
+    await new Promise((res) => setTimeout(res, 50 * attempt));
   }
   fs.rmSync(dst, { recursive: true, force: true });
   return undefined;
+}
+
+/**
+ * Another copy of a checkpoint nobody writes (a split's second child): table files hard-linked
+ * again, the small mutable files copied, so each database owns its MANIFEST and WAL.
+ */
+export function cloneCheckpoint(src: string, dst: string): void {
+  fs.rmSync(dst, { recursive: true, force: true });
+  makeDirs(dst);
+  for (const name of fs.readdirSync(src)) {
+    if (skipped(name)) continue;
+    if (name.endsWith('.sst')) {
+      try {
+        fs.linkSync(path.join(src, name), path.join(dst, name));
+        continue;
+      } catch {
+        // another file system: copy it
+      }
+    }
+    fs.copyFileSync(path.join(src, name), path.join(dst, name));
+  }
 }

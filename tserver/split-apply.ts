@@ -40,12 +40,12 @@ export interface SplitApplyDeps {
   log: Logger;
   hasTablet(tabletId: string): boolean;
   /**
-   * Create and open a child replica whose RegularDB holds the rows of its range in `parentRegular`
-   * (hard links of its files, or a copy of the rows; the rows answer how many were copied);
-   * `campaign`: it starts an election at once (the parent's leader replica, so the child leads where
-   * the parent did).
+   * Create and open child replicas whose RegularDBs hold the rows of their ranges in `parentRegular`
+   * (hard links of one checkpoint of its files, or a copy of the rows: `rows` copied); `campaign`:
+   * they start an election at once (the parent's leader replica, so the children lead where the
+   * parent did).
    */
-  createChild(meta: TabletMeta, parentRegular: KvEngine, o: { campaign: boolean }): Promise<{ linked: boolean; rows: number }>;
+  createChildren(metas: TabletMeta[], parentRegular: KvEngine, o: { campaign: boolean }): Promise<Array<{ linked: boolean; rows: number; checkpointMs: number }>>;
 }
 
 /** The RegularDB key range [start, end) of a tablet's rows. */
@@ -97,12 +97,11 @@ export async function applySplit(deps: SplitApplyDeps, parent: TabletPeer, op: E
   // Read before building: the children take minutes to build at worst, leadership may move meanwhile,
   // and a stale answer only costs an early (safe) election.
   const campaign = parent.raftGroup().isLeader();
-  for (const child of op.children) {
-    if (deps.hasTablet(child.tabletId)) continue; // built before a restart, or by remote bootstrap
-    const childMeta: TabletMeta = { tabletId: child.tabletId, tableId: meta.tableId, tableName: meta.tableName, schema: meta.schema, partition: child.partition, peers: op.peers, schemaVersion: meta.schemaVersion, ...(meta.durability ? { durability: meta.durability } : {}) };
-    const r = await deps.createChild(childMeta, parent.engines().regular, { campaign });
-    deps.log.info({ parent: meta.tabletId, child: child.tabletId, linked: r.linked, entries: r.rows, index }, 'split child built from the parent data');
-  }
+  // Built before a restart, or by remote bootstrap: skipped.
+  const todo = op.children.filter((c) => !deps.hasTablet(c.tabletId));
+  const metas = todo.map((child): TabletMeta => ({ tabletId: child.tabletId, tableId: meta.tableId, tableName: meta.tableName, schema: meta.schema, partition: child.partition, peers: op.peers, schemaVersion: meta.schemaVersion, ...(meta.durability ? { durability: meta.durability } : {}) }));
+  const built = await deps.createChildren(metas, parent.engines().regular, { campaign });
+  built.forEach((r, i) => deps.log.info({ parent: meta.tabletId, child: metas[i]!.tabletId, linked: r.linked, entries: r.rows, checkpointMs: r.checkpointMs, index }, 'split child built from the parent data'));
   parent.markSplit(op.children);
   deps.log.info({ tablet: meta.tabletId, children: op.children.map((c) => c.tabletId), index }, 'tablet split');
 }

@@ -52,6 +52,7 @@ function manager(dataDir: string, engines?: Map<string, MemoryEngine>): TabletMa
     send: () => undefined,
     fetchChunk: () => Promise.reject(new Error('no remote bootstrap in this test')),
     chunkBytes: () => 1 << 20,
+    splitCleanupDelayMs: 0,
     ...(engines
       ? {
           openEngine: async (d: string): Promise<KvEngine> => {
