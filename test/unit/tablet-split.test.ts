@@ -9,10 +9,10 @@ import { silentLogger } from '../../common/log';
 import { SeededRng } from '../../common/rng';
 import { encodeDocKeyBytes, partitionHash } from '../../common/partition-hash';
 import { keyInBounds, bytesOfHex } from '../../common/key-bounds';
-import { MemoryEngine, RangeHidingEngine, type DocKey, type KvEngine } from '../../docdb';
+import { MemoryEngine, RangeHidingEngine, RocksDbEngine, type DocKey, type KvEngine } from '../../docdb';
 import { TabletManager } from '../../tserver/tablet-manager';
 import { SplitService } from '../../tserver/split-service';
-import { childPartitions, rowRangeOf } from '../../tserver/split-apply';
+import { childPartitions, findSplitPoint, rowRangeOf } from '../../tserver/split-apply';
 import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
 import type { TabletPeer } from '../../tserver/tablet/tablet-peer';
 import { DbError } from '../../common/errors';
@@ -169,5 +169,29 @@ describe('split point', () => {
     await p.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: keyOf('range', 5), columns: [{ columnId: 1, value: 'x' }] } }] });
     const svc = new SplitService({ manager: () => m });
     await expect(svc.split({ tabletId: 'parent' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+  }, 30_000);
+
+  it('split point: a large RocksDB tablet is split at the middle of its bytes found from size estimates (no full count), as the count would', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-split-'));
+    dirs.push(dir);
+    const e = await RocksDbEngine.open(path.join(dir, 'db'));
+    try {
+      const n = 8000;
+      // Incompressible values, so the table files really hold ~8 MB (above the size search's floor).
+      const rnd = new SeededRng(11);
+      for (let i = 0; i < n; i += 500) {
+        await e.write(Array.from({ length: 500 }, (_, j) => ({ type: 'put' as const, key: encodeDocKeyBytes(0, [], [BigInt(i + j)]), value: Uint8Array.from({ length: 1000 }, () => Math.floor(rnd.next() * 256)) })));
+      }
+      await e.flush();
+      expect(await e.approximateBytes(Uint8Array.of(0x20), Uint8Array.of(0xff))).toBeGreaterThan(4 << 20);
+      const p = await findSplitPoint(e, meta('range'), 0);
+      // The right child's first key: the row index where the split falls.
+      let at = 0;
+      while (at < n && Buffer.compare(Buffer.from(encodeDocKeyBytes(0, [], [BigInt(at)])), Buffer.from(p.key!)) < 0) at++;
+      expect(at).toBeGreaterThan(n * 0.35);
+      expect(at).toBeLessThan(n * 0.65);
+    } finally {
+      await e.close();
+    }
   }, 30_000);
 });
