@@ -1,7 +1,7 @@
 /**
  * `tessera bench split [--sizes-mib 64,128,256] [--value-bytes 1000] [--window-seconds 5]
  * [--seq-rows 1000000] [--threshold-mib 8] [--parts size,seq]` (issue 60's performance targets,
- * docs/splitting.md): a fresh local RF 3 cluster (1 master + 3 tservers on 127.0.0.146+).
+ * docs/splitting.md): a fresh local RF 3 cluster (1 master + 3 tservers on 127.0.0.176+).
  *
  * - size: for each size, a range table of one tablet is loaded with that many MiB of rows (random
  *   bytes, so compression does not shrink them), then single-row upserts at random keys run for a
@@ -21,7 +21,7 @@ import { BenchCluster } from './bench-cluster';
 import { percentile } from './pgbench-output';
 import { checkSectionArgs, sectionArgs, sectionNumber, sectionString } from './section-args';
 
-const HOST_BASE = 146;
+const HOST_BASE = 176;
 const NO_ALIAS_PORT_SHIFT = 21_400;
 const MIB = 1 << 20;
 const BATCH_ROWS = 1000;
