@@ -12,6 +12,7 @@
  * - seq: a range table loaded with --seq-rows sequential keys, automatic splitting on (one
  *   threshold for both phases); printed: every tablet's RegularDB bytes and max/min (target ≤ 2).
  *
+ * BENCH_SPLIT_KEEP_LOGS=DIR keeps the servers' logs there.
  * Nothing is asserted; every loop is bounded (row counts, windows, --max-seconds per load).
  */
 import { TesseraClient } from '../client/tessera-client';
@@ -185,6 +186,8 @@ async function withCluster<T>(masterFlags: string[], f: (client: TesseraClient, 
       await client.close();
     }
   } finally {
+    const keep = process.env['BENCH_SPLIT_KEEP_LOGS'];
+    if (keep) cluster.saveLogs(keep);
     await cluster.stop();
   }
 }
