@@ -17,7 +17,8 @@
  */
 import { TesseraClient } from '../client/tessera-client';
 import type { Row } from '../client/client-types';
-import { tserverTablets } from '../lab/tablet-view';
+import { getJson } from '../lab/console-http';
+import type { ReplicaRow } from '../lab/tablet-view';
 import { BenchCluster } from './bench-cluster';
 import { percentile } from './pgbench-output';
 import { checkSectionArgs, sectionArgs, sectionNumber, sectionString } from './section-args';
@@ -164,7 +165,9 @@ async function settledSizes(client: TesseraClient, cluster: BenchCluster, table:
     const loc = await client.tableLocations(table);
     const bytes = new Map<string, number>();
     for (const ts of cluster.tservers()) {
-      for (const r of (await tserverTablets(`http://${ts.webAddress}`)) ?? []) {
+      // A busy tserver (clean-ups, compactions) answers its console slowly: a long timeout.
+      const body = (await getJson(`http://${ts.webAddress}/api/v1/tablets`, 15_000).catch(() => ({}))) as { tablets?: ReplicaRow[] };
+      for (const r of body.tablets ?? []) {
         if (r.role.toUpperCase() === 'LEADER') bytes.set(r.tabletId, r.regulardb.memtableBytes + r.regulardb.sstBytes);
       }
     }

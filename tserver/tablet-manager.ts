@@ -57,7 +57,9 @@ export interface TabletManagerDeps {
 const DATA_START = Uint8Array.of(0x20);
 /** A linked split child deletes the parent's other rows this long after it opened, this many keys per native call, this many calls at most per range. */
 const SPLIT_CLEANUP_DELAY_MS = 5_000;
-const SPLIT_CLEANUP_CHUNK_KEYS = 20_000;
+const SPLIT_CLEANUP_CHUNK_KEYS = 5_000;
+/** Pause between two chunks: the libuv threads serve the tablets' reads and writes meanwhile. */
+const SPLIT_CLEANUP_PAUSE_MS = 20;
 const SPLIT_CLEANUP_CHUNKS_MAX = 100_000;
 /** A split's checkpoint of its parent, under the tablets directory while the children are made from it. */
 const SPLIT_SCRATCH_PREFIX = '.split-checkpoint-';
@@ -265,8 +267,8 @@ export class TabletManager {
 
   /**
    * A linked split child's parent rows outside its range: deleted (natively, tombstones, in chunks)
-   * and the ranges compacted, in the background — SPLIT_CLEANUP_DELAY_MS after it opened (the split
-   * and its first elections go first) and one child at a time per server, since each native call
+   * in the background (RocksDB's compactions then reclaim the space) — SPLIT_CLEANUP_DELAY_MS after it opened (the split
+   * and its first elections go first) and one child at a time per server, in small chunks with pauses, since each native call
    * holds a libuv thread that reads and writes also need. Idempotent, so it simply runs again after
    * a restart. Reads never saw those rows (RangeHidingEngine).
    */
@@ -291,11 +293,13 @@ export class TabletManager {
         if (!any) break;
         await inner.clearRange(h.start, h.end, SPLIT_CLEANUP_CHUNK_KEYS);
         chunks++;
+        await new Promise((r) => setTimeout(r, SPLIT_CLEANUP_PAUSE_MS));
       }
-      if (this.stopped || this.peers.get(peer.tabletId) !== peer) return;
-      await inner.compactRange(h.start, h.end);
+      // No compactRange here: a manual compaction holds the server's libuv thread (uv_threadpool_size
+      // is 1 by default) for seconds, stalling every tablet's reads and writes; RocksDB's own
+      // background compactions drop the tombstones and reclaim the space in their own threads.
     }
-    this.deps.log.info({ tablet: peer.tabletId, chunks, ms: Math.round(performance.now() - t0) }, 'split child: the parent rows outside its range deleted and compacted away');
+    this.deps.log.info({ tablet: peer.tabletId, chunks, ms: Math.round(performance.now() - t0) }, 'split child: the parent rows outside its range deleted');
   }
 
   /**

@@ -191,6 +191,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
       if (!managerRef) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, 'tablet server is starting');
       return managerRef;
     },
+    log,
   }).register(countingServer(rpc, metrics), splitMethods());
   // HBase's cell model (docs/cells.md).
   new CellService({
