@@ -177,8 +177,10 @@ function sizedEngine(e: KvEngine): (KvEngine & { approximateBytes(start: Uint8Ar
 
 /** Below this many table-file bytes the middle is found by counting entries (the memtable is not in the estimate). */
 const SIZE_SEARCH_MIN_BYTES = 4 << 20;
-/** Bisection steps over the first KEY_BYTES bytes of the key space. */
-const SIZE_SEARCH_STEPS = 48;
+/** Probes per round, rounds at most, and the share of the bytes the final interval may hold (1/64). */
+const SIZE_SEARCH_PROBES = 15;
+const SIZE_SEARCH_ROUNDS_MAX = 12;
+const SIZE_SEARCH_PRECISION = 64;
 const KEY_BYTES = 16;
 
 function keyToBig(k: Uint8Array): bigint {
@@ -195,8 +197,9 @@ function bigToKey(v: bigint): Uint8Array {
 
 /**
  * The middle by size, without reading every entry (a scan of a large tablet took seconds per
- * 100k rows): bisect the key space on RocksDB's size estimates of [start, m) until m holds half
- * the range's bytes, then take the first stored key at or after m. Undefined when the engine has
+ * 100k rows): narrow the key space on RocksDB's size estimates of [start, m) (16-way, probes of a
+ * round at once) until the interval holding the half-way byte holds under 1/64 of the bytes, then
+ * take the first stored key at or after its upper end. Undefined when the engine has
  * no estimates, the data is mostly in the memtable, or the point found is not strictly inside
  * (the caller counts entries then).
  */
@@ -205,12 +208,27 @@ async function middleBySize(regular: KvEngine, meta: TabletMeta, prefix: number,
   if (!sized) return undefined;
   const total = await sized.approximateBytes(range.start, range.end);
   if (total < SIZE_SEARCH_MIN_BYTES) return undefined;
+  // Rounds of SIZE_SEARCH_PROBES probes sent at once: each round is one wait in the server's
+  // (single, busy) libuv queue rather than one per probe — 48 sequential probes took minutes there.
   let lo = keyToBig(range.start);
   let hi = keyToBig(range.end);
-  for (let i = 0; i < SIZE_SEARCH_STEPS && hi - lo > 1n; i++) {
-    const mid = (lo + hi) / 2n;
-    if ((await sized.approximateBytes(range.start, bigToKey(mid))) * 2 < total) lo = mid;
-    else hi = mid;
+  let loBytes = 0;
+  let hiBytes = total;
+  for (let round = 0; round < SIZE_SEARCH_ROUNDS_MAX && hi - lo > 1n && (hiBytes - loBytes) * SIZE_SEARCH_PRECISION > total; round++) {
+    const step = (hi - lo) / BigInt(SIZE_SEARCH_PROBES + 1);
+    if (step === 0n) break;
+    const points = Array.from({ length: SIZE_SEARCH_PROBES }, (_, i) => lo + step * BigInt(i + 1));
+    const sizes = await Promise.all(points.map((p) => sized.approximateBytes(range.start, bigToKey(p))));
+    const i = sizes.findIndex((b) => b * 2 >= total);
+    if (i >= 0) {
+      hi = points[i]!;
+      hiBytes = sizes[i]!;
+    }
+    if (i !== 0) {
+      const j = i < 0 ? points.length - 1 : i - 1;
+      lo = points[j]!;
+      loBytes = sizes[j]!;
+    }
   }
   const firstIt = regular.iterator({ gte: range.start, lt: range.end });
   const midIt = regular.iterator({ gte: bigToKey(hi), lt: range.end });

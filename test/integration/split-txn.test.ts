@@ -74,7 +74,7 @@ describe('transactions across a split', () => {
     try {
       await waitFor('the CLI to report a TRY_AGAIN attempt', 60_000, () => out.includes('TRY_AGAIN'));
       await txn.commit({ timeoutMs: 30_000 });
-      expect(await exited).toBe(0);
+      expect({ code: await exited, out }).toMatchObject({ code: 0 });
     } finally {
       if (proc.exitCode === null) proc.kill('SIGKILL');
     }
