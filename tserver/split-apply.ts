@@ -123,9 +123,18 @@ export async function findSplitPoint(regular: KvEngine, meta: TabletMeta, prefix
   const range = rowRangeOf(meta);
   const bySize = await middleBySize(regular, meta, prefix, range);
   if (bySize) return bySize;
+  // Data mostly in the memtable (no size estimates there), and a large tablet: the middle of the
+  // key space between its first and last keys — two seeks, where walking its entries took minutes
+  // on a busy server. Even (sequential or random) keys put it at the data's middle; skewed keys
+  // give unequal children, and the larger one splits again.
+  const estimate = (await regular.stats()).keysApprox;
+  const rawEstimate = sizedEngine(regular) ? (await sizedEngine(regular)!.stats()).keysApprox : estimate;
+  if (rawEstimate >= ESTIMATE_TRUSTED_KEYS_MIN) {
+    const p = await middleOfKeySpace(regular, meta, prefix, range);
+    if (p) return p;
+  }
   // RocksDB's key estimate spares a counting pass (the data is in the memtable here, where the
   // estimate is close); when it is off and no point is found, count exactly.
-  const estimate = (await regular.stats()).keysApprox;
   if (estimate >= ESTIMATE_TRUSTED_KEYS_MIN) {
     const p = await middleOfFirst(regular, meta, prefix, range, estimate).catch(() => undefined);
     if (p) return p;
@@ -133,6 +142,26 @@ export async function findSplitPoint(regular: KvEngine, meta: TabletMeta, prefix
   const n = await countEntries(regular, range);
   if (n < 2) throw new DbError(ErrorCode.INVALID_ARGUMENT, `tablet ${meta.tabletId} has too little data to split`);
   return middleOfFirst(regular, meta, prefix, range, n);
+}
+
+/** The first stored key at or after the middle of [first key, last key] (undefined: none strictly inside). */
+async function middleOfKeySpace(regular: KvEngine, meta: TabletMeta, prefix: number, range: { start: Uint8Array; end: Uint8Array }): Promise<SplitPoint | undefined> {
+  const firstKey = await firstOf(regular, { gte: range.start, lt: range.end });
+  const lastKey = await firstOf(regular, { gte: range.start, lt: range.end, reverse: true });
+  if (!firstKey || !lastKey) return undefined;
+  const midKey = await firstOf(regular, { gte: bigToKey((keyToBig(firstKey) + keyToBig(lastKey)) / 2n), lt: range.end });
+  if (!midKey) return undefined;
+  const p = boundOf(midKey, meta, prefix);
+  return above(p, boundOf(firstKey, meta, prefix)) && inside(p, meta) ? p : undefined;
+}
+
+async function firstOf(e: KvEngine, o: { gte: Uint8Array; lt: Uint8Array; reverse?: boolean }): Promise<Uint8Array | undefined> {
+  const it = e.iterator(o);
+  try {
+    return (await it.next())?.[0];
+  } finally {
+    await it.close();
+  }
 }
 
 /** Below this many estimated keys the entries are counted (small tablets: cheap, and exact). */

@@ -171,7 +171,7 @@ describe('split point', () => {
     await expect(svc.split({ tabletId: 'parent' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   }, 30_000);
 
-  it('split point: a large RocksDB tablet is split at the middle of its bytes found from size estimates (no full count), as the count would', async () => {
+  it('split point: a large RocksDB tablet is split near its middle without a full count — from the key space while in the memtable, from size estimates once in table files', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-split-'));
     dirs.push(dir);
     const e = await RocksDbEngine.open(path.join(dir, 'db'));
@@ -182,6 +182,15 @@ describe('split point', () => {
       for (let i = 0; i < n; i += 500) {
         await e.write(Array.from({ length: 500 }, (_, j) => ({ type: 'put' as const, key: encodeDocKeyBytes(0, [], [BigInt(i + j)]), value: Uint8Array.from({ length: 1000 }, () => Math.floor(rnd.next() * 256)) })));
       }
+      // In the memtable (no size estimates): the middle of the key space, even keys here.
+      const atOf = (key: Uint8Array): number => {
+        let at = 0;
+        while (at < n && Buffer.compare(Buffer.from(encodeDocKeyBytes(0, [], [BigInt(at)])), Buffer.from(key)) < 0) at++;
+        return at;
+      };
+      const inMem = atOf((await findSplitPoint(e, meta('range'), 0)).key!);
+      expect(inMem).toBeGreaterThan(n * 0.35);
+      expect(inMem).toBeLessThan(n * 0.65);
       await e.flush();
       expect(await e.approximateBytes(Uint8Array.of(0x20), Uint8Array.of(0xff))).toBeGreaterThan(4 << 20);
       const p = await findSplitPoint(e, meta('range'), 0);
