@@ -32,9 +32,10 @@ export class BenchCluster {
    * noAliasPortShift: port offset used when loopback aliases do not work (keeps callers' ranges apart);
    * tserverNodeArgs: extra node options for tserver i (e.g. --cpu-prof on one of them);
    * logLevel: of every server (default warn; info adds one line per leadership change and the like);
-   * cli: the servers' entry point (default this build's dist/cli/main.js; another build's to compare).
+   * cli: the servers' entry point (default this build's dist/cli/main.js; another build's to compare);
+   * masterFlags: extra flags of the master.
    */
-  async start(tservers: number, hostBase: number, tserverFlags: string[] = [], opts: { noAliasPortShift?: number; tserverNodeArgs?: (i: number) => string[]; logLevel?: string; cli?: string } = {}): Promise<void> {
+  async start(tservers: number, hostBase: number, tserverFlags: string[] = [], opts: { noAliasPortShift?: number; tserverNodeArgs?: (i: number) => string[]; logLevel?: string; cli?: string; masterFlags?: string[] } = {}): Promise<void> {
     const logLevel = `--log_level=${opts.logLevel ?? 'warn'}`;
     // Next to this file once built (dist/bench → dist/cli); from the TypeScript source (tests), the build's.
     const built = path.resolve(__dirname, '../cli/main.js');
@@ -51,7 +52,7 @@ export class BenchCluster {
       fs.closeSync(fd);
       this.servers.push({ role, rpcAddress, webAddress, child });
     };
-    run('master', this.masterAddress, this.masterWeb, [`--rpc_bind_addresses=${this.masterAddress}`, `--webserver_port=${port(7000, 0)}`, `--fs_data_dirs=${path.join(this.baseDir, 'm0')}`, logLevel]);
+    run('master', this.masterAddress, this.masterWeb, [`--rpc_bind_addresses=${this.masterAddress}`, `--webserver_port=${port(7000, 0)}`, `--fs_data_dirs=${path.join(this.baseDir, 'm0')}`, logLevel, ...(opts.masterFlags ?? [])]);
     for (let i = 0; i < tservers; i++) {
       const addr = `${host(i)}:${port(9100, i)}`;
       run('tserver', addr, `${host(i)}:${port(9000, i)}`, [`--tserver_master_addrs=${this.masterAddress}`, `--rpc_bind_addresses=${addr}`, `--webserver_port=${port(9000, i)}`, `--fs_data_dirs=${path.join(this.baseDir, `t${i}`)}`, logLevel, ...tserverFlags], opts.tserverNodeArgs?.(i));

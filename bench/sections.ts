@@ -7,6 +7,7 @@ import { runLoadSection } from './load-bench';
 import { sectionArgs } from './section-args';
 import { runOracleSection } from './oracle-bench';
 import { runPercolatorSection } from './percolator-bench';
+import { runSplitBench } from './split-bench';
 
 export const BENCH_SECTIONS: Record<string, () => Promise<void>> = {
   cluster: runClusterBench,
@@ -21,6 +22,8 @@ export const BENCH_SECTIONS: Record<string, () => Promise<void>> = {
   oracle: runOracleSection,
   // 2-row bank transfers: Percolator beside YugabyteDB-style transactions in one run.
   percolator: runPercolatorSection,
+  // Tablet splitting (docs/splitting.md): split time by tablet size, write p99 during a split, sequential-key balance.
+  split: runSplitBench,
   ab: async () => {
     await runAb(parseAbArgs(sectionArgs('ab')));
   },

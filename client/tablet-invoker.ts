@@ -104,7 +104,10 @@ export class TabletInvoker {
     for (let attempt = 0; attempt < ATTEMPTS_MAX; attempt++) {
       if (deadline.expired()) throw deadline.timedOut(`${m.method} on table ${table}`, last);
       const tablet = 'hash' in where ? tabletForHash(loc, where.hash, where.key) : loc.tablets.find((t) => t.tabletId === where.tabletId);
-      if (!tablet) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `tablet ${(where as { tabletId: string }).tabletId} is no longer part of table ${table}`);
+      // A request planned for a tablet the locations no longer list: it was split (and its split
+      // completed) since the caller planned. TABLET_SPLIT sends the caller back to plan again with
+      // the children (a scan page, a batch), as when the parent itself answers it.
+      if (!tablet) throw new DbError(ErrorCode.TABLET_SPLIT, `tablet ${(where as { tabletId: string }).tabletId} is no longer part of table ${table} (split); plan the request again`, { tabletId: (where as { tabletId: string }).tabletId });
       const replicas = tablet.replicas.filter((r) => r.rpcAddress);
       const target = this.cache.leaderOf(tablet.tabletId) ?? this.health.pick(replicas.map((r) => r.rpcAddress), rotate++);
       if (!target) {

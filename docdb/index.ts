@@ -6,6 +6,8 @@ export * from './kv-engine';
 export * from './doc-db-api';
 export { MemoryEngine } from './memory-engine';
 export { RocksDbEngine, type RocksDbEngineOptions } from './rocksdb-engine';
+export { RangeHidingEngine, type KeySegment } from './range-hiding-engine';
+export { cloneCheckpoint, type CheckpointResult } from './rocksdb-checkpoint';
 export { DocDb, type DocDbDeps, type DocDbOptions } from './doc-db';
 export type { ApplyHooks } from './apply';
 export type { GcResult } from './gc';

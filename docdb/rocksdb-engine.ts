@@ -22,6 +22,7 @@ import { DbError, ErrorCode } from '../common/errors';
 import type { IteratorOptions, KvEngine, KvIterator, KvOp, KvStats } from './kv-engine';
 import { makeDirs } from '../common/fs-dirs';
 import { parseBackgroundWork, type BackgroundWork } from './rocksdb-stats';
+import { checkpointRocksDir, type CheckpointResult } from './rocksdb-checkpoint';
 
 type Cb<T = void> = (err: Error | null | undefined, v?: T) => void;
 
@@ -34,6 +35,8 @@ interface LevelDown {
   getProperty(name: string): string;
   compactRange(start: Buffer, end: Buffer, cb: Cb): void;
   approximateSize(start: Buffer, end: Buffer, cb: Cb<number>): void;
+  /** abstract-leveldown's clear: the binding deletes the range natively, in batches (point tombstones). */
+  clear(opts: { gte: Buffer; lt: Buffer; limit: number }, cb: Cb): void;
 }
 interface LevelDownBatch {
   _put(key: Buffer, value: Buffer): void;
@@ -97,6 +100,8 @@ export class RocksDbEngine implements KvEngine {
   private writeLock: Promise<void> = Promise.resolve();
   private closed = false;
   private readonly openIterators = new Set<RocksIterator>();
+  /** compactRange calls under way (a checkpoint waits for them). */
+  private readonly compactions = new Set<Promise<void>>();
 
   private constructor(
     readonly location: string,
@@ -225,7 +230,49 @@ export class RocksDbEngine implements KvEngine {
     this.checkOpen();
     // Wait for in-flight writes so "flush after write" covers them.
     await this.writeLock;
-    await promisify<void>((cb) => this.ld.compactRange(start ? toBuf(start) : KEYSPACE_START, end ? toBuf(end) : KEYSPACE_END, cb));
+    const run = promisify<void>((cb) => this.ld.compactRange(start ? toBuf(start) : KEYSPACE_START, end ? toBuf(end) : KEYSPACE_END, cb));
+    this.compactions.add(run);
+    try {
+      await run;
+    } finally {
+      this.compactions.delete(run);
+    }
+  }
+
+  /**
+   * A checkpoint of this database in `dir` (docdb/rocksdb-checkpoint.ts: table files hard-linked),
+   * taken with every write of this engine held back; undefined when RocksDB's background work kept
+   * changing the files (the caller falls back to copying rows).
+   */
+  async checkpointTo(dir: string): Promise<CheckpointResult | undefined> {
+    this.checkOpen();
+    // A manual compaction under way rewrites files for seconds: let it finish rather than retry.
+    const run = this.writeLock.then(async () => {
+      while (this.compactions.size > 0) await Promise.allSettled([...this.compactions]);
+      return checkpointRocksDir(this.location, dir);
+    });
+    this.writeLock = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
+  }
+
+  /** SST bytes RocksDB estimates for [start, end) (the memtable is not counted). */
+  approximateBytes(start: Uint8Array, end: Uint8Array): Promise<number> {
+    this.checkOpen();
+    return promisify<number>((cb) => this.ld.approximateSize(toBuf(start), toBuf(end), cb));
+  }
+
+  /**
+   * Delete up to `limit` keys of [start, end) natively (tombstones; a compaction of the range
+   * reclaims the space). One call holds a libuv thread for its whole run: callers keep `limit` small.
+   */
+  clearRange(start: Uint8Array, end: Uint8Array, limit: number): Promise<void> {
+    this.checkOpen();
+    const run = this.writeLock.then(() => promisify<void>((cb) => this.ld.clear({ gte: toBuf(start), lt: toBuf(end), limit }, cb)));
+    this.writeLock = run.catch(() => undefined);
+    return run;
   }
 
   async close(): Promise<void> {

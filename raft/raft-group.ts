@@ -49,6 +49,8 @@ export interface RaftCore {
   applyConfChange(cc: ConfChange): ConfState;
   readIndex(context: Uint8Array): ReadIndexResult;
   transferLeader(to: NodeId): void;
+  /** Start an election now (pre-vote first when enabled); no-op on a leader or a non-voter. */
+  campaign?(): void;
   hasReady(): boolean;
   ready(): Ready;
   advance(rd: Ready): void;
@@ -147,6 +149,8 @@ export class RaftGroup {
   private readonly schedule: (fn: () => void) => void;
 
   private stopped = false;
+  /** campaignSoon's retries: until the tick `untilTick`, every `everyTicks` ticks while no leader is known. */
+  private fastCampaign: { untilTick: number; everyTicks: number; lastTick: number } | undefined;
   private failed: unknown = undefined;
   private scheduled = false;
   private processing: Promise<void> | undefined;
@@ -217,6 +221,7 @@ export class RaftGroup {
     this.ticks++;
     if (this.deps.leaseClock) this.tickTimes[this.ticks % TICK_TIMES_KEPT] = this.nowMs();
     this.core.tick();
+    this.campaignTick();
     this.expireReads();
     this.kick();
   }
@@ -283,6 +288,33 @@ export class RaftGroup {
 
   leaderId(): NodeId | '' {
     return this.leader;
+  }
+
+  /**
+   * Campaign at once, and again every `everyTicks` ticks while no leader is known, for at most
+   * `forTicks` ticks (YugabyteDB: a split child on the parent leader's server starts an election
+   * immediately instead of waiting out an election timeout). Each attempt is an ordinary campaign —
+   * a pre-vote first when enabled — so it is as safe as the election timer firing early: a peer that
+   * hears from a leader, or whose log is ahead, refuses it. The retries cover peers that did not
+   * host the group yet when the first votes went out (their messages were dropped).
+   */
+  campaignSoon(o: { forTicks: number; everyTicks: number }): void {
+    if (this.stopped || !this.core.campaign) return;
+    this.fastCampaign = { untilTick: this.ticks + o.forTicks, everyTicks: Math.max(1, o.everyTicks), lastTick: this.ticks };
+    this.core.campaign();
+    this.kick();
+  }
+
+  private campaignTick(): void {
+    const f = this.fastCampaign;
+    if (!f) return;
+    if (this.leader !== '' || this.ticks >= f.untilTick) {
+      this.fastCampaign = undefined;
+      return;
+    }
+    if (this.ticks - f.lastTick < f.everyTicks) return;
+    f.lastTick = this.ticks;
+    this.core.campaign?.();
   }
 
   /** Hand leadership to `to`, or to the most caught-up other voter. */

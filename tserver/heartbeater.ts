@@ -58,6 +58,24 @@ export class Heartbeater {
     this.timer = setTimeout(() => void this.beat(), ms);
   }
 
+  /** soon() was called during a round: the next round starts right after it. */
+  private again = false;
+
+  /**
+   * Beat now instead of at the next interval (a tablet replica became leader: a split completes
+   * once the master hears its children lead). Calls coalesce: at most one round runs, and one more
+   * follows it.
+   */
+  soon(): void {
+    if (this.stopped || this.deps.masters.length === 0) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.schedule(0);
+  }
+
   /** The last heartbeat failed UNAUTHENTICATED and that was logged (logged again after anything else). */
   private refusedLogged = false;
 
@@ -106,7 +124,8 @@ export class Heartbeater {
       this.deps.log.warn({ err: e }, 'heartbeat round failed');
     } finally {
       this.running = false;
-      this.schedule(interval);
+      this.schedule(this.again ? 0 : interval);
+      this.again = false;
     }
   }
 

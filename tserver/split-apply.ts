@@ -1,18 +1,22 @@
 /**
  * Carrying out a tablet split on one replica (docs/splitting.md), and finding where to split.
  *
- * At the SPLIT entry every replica builds both children from its OWN parent data — a copy of the
- * parent's RegularDB rows in each child's key range into the child's fresh RegularDB (no data over
- * the network; the in-memory engine copies the same way) — then marks the parent split (meta.json),
+ * At the SPLIT entry every replica builds both children from its OWN parent data (no data over the
+ * network) — on RocksDB a checkpoint of the parent's RegularDB (its table files hard-linked, so the
+ * time does not grow with the tablet's size) that shows the child only its own rows until a
+ * background pass deleted the others; on the in-memory engine, or when the checkpoint cannot be
+ * taken, a copy of the rows in the child's key range — then marks the parent split (meta.json),
  * after which the parent answers TABLET_SPLIT. The children start their own Raft groups with the
- * entry's peers and an empty log: their databases are their initial state, identical on every
- * replica because every replica copies the same data at the same log position.
+ * entry's peers and an empty log: their databases are their initial state, identical (as seen
+ * through the child's key range) on every replica because every replica takes the same data at the
+ * same log position.
  *
  * Transactions: a split never carries intents. The SPLIT entry only splits when no transaction has
  * intents on the parent at that position (the leader checks before proposing, and holds back new
  * writes — TRY_AGAIN — meanwhile); otherwise it is a no-op on every replica and the master retries
- * later. Rows only are copied: frontier and apply-state records (below the data range) stay behind,
- * so a child's databases start at op id 0, matching its empty log.
+ * later. Rows only are carried: frontier and apply-state records (below the data range) stay behind
+ * (a linked child deletes its copies before it opens), so a child's databases start at op id 0,
+ * matching its empty log.
  */
 import { assert } from '../common/assert';
 import { DbError, ErrorCode } from '../common/errors';
@@ -35,8 +39,13 @@ const DATA_END = Uint8Array.of(0xff);
 export interface SplitApplyDeps {
   log: Logger;
   hasTablet(tabletId: string): boolean;
-  /** Create and open a child replica whose RegularDB `fill` writes before it opens. */
-  createChild(meta: TabletMeta, fill: (regular: KvEngine) => Promise<void>): Promise<void>;
+  /**
+   * Create and open child replicas whose RegularDBs hold the rows of their ranges in `parentRegular`
+   * (hard links of one checkpoint of its files, or a copy of the rows: `rows` copied); `campaign`:
+   * they start an election at once (the parent's leader replica, so the children lead where the
+   * parent did).
+   */
+  createChildren(metas: TabletMeta[], parentRegular: KvEngine, o: { campaign: boolean }): Promise<Array<{ linked: boolean; rows: number; checkpointMs: number }>>;
 }
 
 /** The RegularDB key range [start, end) of a tablet's rows. */
@@ -85,15 +94,14 @@ export async function applySplit(deps: SplitApplyDeps, parent: TabletPeer, op: E
     return;
   }
   assert(op.children.length === 2, 'a split has two children');
-  for (const child of op.children) {
-    if (deps.hasTablet(child.tabletId)) continue; // built before a restart, or by remote bootstrap
-    const childMeta: TabletMeta = { tabletId: child.tabletId, tableId: meta.tableId, tableName: meta.tableName, schema: meta.schema, partition: child.partition, peers: op.peers, schemaVersion: meta.schemaVersion, ...(meta.durability ? { durability: meta.durability } : {}) };
-    let rows = 0;
-    await deps.createChild(childMeta, async (regular) => {
-      rows = await copyRows(parent.engines().regular, regular, rowRangeOf(childMeta));
-    });
-    deps.log.info({ parent: meta.tabletId, child: child.tabletId, entries: rows, index }, 'split child built from the parent data');
-  }
+  // Read before building: the children take minutes to build at worst, leadership may move meanwhile,
+  // and a stale answer only costs an early (safe) election.
+  const campaign = parent.raftGroup().isLeader();
+  // Built before a restart, or by remote bootstrap: skipped.
+  const todo = op.children.filter((c) => !deps.hasTablet(c.tabletId));
+  const metas = todo.map((child): TabletMeta => ({ tabletId: child.tabletId, tableId: meta.tableId, tableName: meta.tableName, schema: meta.schema, partition: child.partition, peers: op.peers, schemaVersion: meta.schemaVersion, ...(meta.durability ? { durability: meta.durability } : {}) }));
+  const built = await deps.createChildren(metas, parent.engines().regular, { campaign });
+  built.forEach((r, i) => deps.log.info({ parent: meta.tabletId, child: metas[i]!.tabletId, linked: r.linked, entries: r.rows, checkpointMs: r.checkpointMs, index }, 'split child built from the parent data'));
   parent.markSplit(op.children);
   deps.log.info({ tablet: meta.tabletId, children: op.children.map((c) => c.tabletId), index }, 'tablet split');
 }
@@ -113,6 +121,53 @@ export interface SplitPoint {
  */
 export async function findSplitPoint(regular: KvEngine, meta: TabletMeta, prefix: number): Promise<SplitPoint> {
   const range = rowRangeOf(meta);
+  const bySize = await middleBySize(regular, meta, prefix, range);
+  if (bySize) return bySize;
+  // Data mostly in the memtable (no size estimates there), and a large tablet: the middle of the
+  // key space between its first and last keys — two seeks, where walking its entries took minutes
+  // on a busy server. Even (sequential or random) keys put it at the data's middle; skewed keys
+  // give unequal children, and the larger one splits again.
+  const estimate = (await regular.stats()).keysApprox;
+  const rawEstimate = sizedEngine(regular) ? (await sizedEngine(regular)!.stats()).keysApprox : estimate;
+  if (rawEstimate >= ESTIMATE_TRUSTED_KEYS_MIN) {
+    const p = await middleOfKeySpace(regular, meta, prefix, range);
+    if (p) return p;
+  }
+  // RocksDB's key estimate spares a counting pass (the data is in the memtable here, where the
+  // estimate is close); when it is off and no point is found, count exactly.
+  if (estimate >= ESTIMATE_TRUSTED_KEYS_MIN) {
+    const p = await middleOfFirst(regular, meta, prefix, range, estimate).catch(() => undefined);
+    if (p) return p;
+  }
+  const n = await countEntries(regular, range);
+  if (n < 2) throw new DbError(ErrorCode.INVALID_ARGUMENT, `tablet ${meta.tabletId} has too little data to split`);
+  return middleOfFirst(regular, meta, prefix, range, n);
+}
+
+/** The first stored key at or after the middle of [first key, last key] (undefined: none strictly inside). */
+async function middleOfKeySpace(regular: KvEngine, meta: TabletMeta, prefix: number, range: { start: Uint8Array; end: Uint8Array }): Promise<SplitPoint | undefined> {
+  const firstKey = await firstOf(regular, { gte: range.start, lt: range.end });
+  const lastKey = await firstOf(regular, { gte: range.start, lt: range.end, reverse: true });
+  if (!firstKey || !lastKey) return undefined;
+  const midKey = await firstOf(regular, { gte: bigToKey((keyToBig(firstKey) + keyToBig(lastKey)) / 2n), lt: range.end });
+  if (!midKey) return undefined;
+  const p = boundOf(midKey, meta, prefix);
+  return above(p, boundOf(firstKey, meta, prefix)) && inside(p, meta) ? p : undefined;
+}
+
+async function firstOf(e: KvEngine, o: { gte: Uint8Array; lt: Uint8Array; reverse?: boolean }): Promise<Uint8Array | undefined> {
+  const it = e.iterator(o);
+  try {
+    return (await it.next())?.[0];
+  } finally {
+    await it.close();
+  }
+}
+
+/** Below this many estimated keys the entries are counted (small tablets: cheap, and exact). */
+const ESTIMATE_TRUSTED_KEYS_MIN = 10_000;
+
+async function countEntries(regular: KvEngine, range: { start: Uint8Array; end: Uint8Array }): Promise<number> {
   let n = 0;
   const count = regular.iterator({ gte: range.start, lt: range.end });
   try {
@@ -120,7 +175,11 @@ export async function findSplitPoint(regular: KvEngine, meta: TabletMeta, prefix
   } finally {
     await count.close();
   }
-  if (n < 2) throw new DbError(ErrorCode.INVALID_ARGUMENT, `tablet ${meta.tabletId} has too little data to split`);
+  return n;
+}
+
+/** The split point at the entry half-way through `n` entries (INVALID_ARGUMENT when none fits). */
+async function middleOfFirst(regular: KvEngine, meta: TabletMeta, prefix: number, range: { start: Uint8Array; end: Uint8Array }, n: number): Promise<SplitPoint> {
   const it = regular.iterator({ gte: range.start, lt: range.end });
   try {
     let first: SplitPoint | undefined;
@@ -136,6 +195,83 @@ export async function findSplitPoint(regular: KvEngine, meta: TabletMeta, prefix
     await it.close();
   }
   throw new DbError(ErrorCode.INVALID_ARGUMENT, `tablet ${meta.tabletId} cannot be split: its second half has no ${meta.schema.hashColumns.length > 0 ? 'hash code' : 'key'} above its first`);
+}
+
+/** An engine that estimates the bytes of a key range (RocksDB), possibly behind a RangeHidingEngine. */
+function sizedEngine(e: KvEngine): (KvEngine & { approximateBytes(start: Uint8Array, end: Uint8Array): Promise<number> }) | undefined {
+  const x = e as KvEngine & { approximateBytes?: unknown; inner?: KvEngine };
+  if (typeof x.approximateBytes === 'function') return x as KvEngine & { approximateBytes(start: Uint8Array, end: Uint8Array): Promise<number> };
+  return x.inner ? sizedEngine(x.inner) : undefined;
+}
+
+/** Below this many table-file bytes the middle is found by counting entries (the memtable is not in the estimate). */
+const SIZE_SEARCH_MIN_BYTES = 4 << 20;
+/** Probes per round, rounds at most, and the share of the bytes the final interval may hold (1/64). */
+const SIZE_SEARCH_PROBES = 15;
+const SIZE_SEARCH_ROUNDS_MAX = 12;
+const SIZE_SEARCH_PRECISION = 64;
+const KEY_BYTES = 16;
+
+function keyToBig(k: Uint8Array): bigint {
+  let v = 0n;
+  for (let i = 0; i < KEY_BYTES; i++) v = (v << 8n) | BigInt(k[i] ?? 0);
+  return v;
+}
+
+function bigToKey(v: bigint): Uint8Array {
+  const out = new Uint8Array(KEY_BYTES);
+  for (let i = KEY_BYTES - 1; i >= 0; i--, v >>= 8n) out[i] = Number(v & 0xffn);
+  return out;
+}
+
+/**
+ * The middle by size, without reading every entry (a scan of a large tablet took seconds per
+ * 100k rows): narrow the key space on RocksDB's size estimates of [start, m) (16-way, probes of a
+ * round at once) until the interval holding the half-way byte holds under 1/64 of the bytes, then
+ * take the first stored key at or after its upper end. Undefined when the engine has
+ * no estimates, the data is mostly in the memtable, or the point found is not strictly inside
+ * (the caller counts entries then).
+ */
+async function middleBySize(regular: KvEngine, meta: TabletMeta, prefix: number, range: { start: Uint8Array; end: Uint8Array }): Promise<SplitPoint | undefined> {
+  const sized = sizedEngine(regular);
+  if (!sized) return undefined;
+  const total = await sized.approximateBytes(range.start, range.end);
+  if (total < SIZE_SEARCH_MIN_BYTES) return undefined;
+  // Rounds of SIZE_SEARCH_PROBES probes sent at once: each round is one wait in the server's
+  // (single, busy) libuv queue rather than one per probe — 48 sequential probes took minutes there.
+  let lo = keyToBig(range.start);
+  let hi = keyToBig(range.end);
+  let loBytes = 0;
+  let hiBytes = total;
+  for (let round = 0; round < SIZE_SEARCH_ROUNDS_MAX && hi - lo > 1n && (hiBytes - loBytes) * SIZE_SEARCH_PRECISION > total; round++) {
+    const step = (hi - lo) / BigInt(SIZE_SEARCH_PROBES + 1);
+    if (step === 0n) break;
+    const points = Array.from({ length: SIZE_SEARCH_PROBES }, (_, i) => lo + step * BigInt(i + 1));
+    const sizes = await Promise.all(points.map((p) => sized.approximateBytes(range.start, bigToKey(p))));
+    const i = sizes.findIndex((b) => b * 2 >= total);
+    if (i >= 0) {
+      hi = points[i]!;
+      hiBytes = sizes[i]!;
+    }
+    if (i !== 0) {
+      const j = i < 0 ? points.length - 1 : i - 1;
+      lo = points[j]!;
+      loBytes = sizes[j]!;
+    }
+  }
+  const firstIt = regular.iterator({ gte: range.start, lt: range.end });
+  const midIt = regular.iterator({ gte: bigToKey(hi), lt: range.end });
+  try {
+    const first = await firstIt.next();
+    const at = await midIt.next();
+    if (!first || !at) return undefined;
+    const floor = boundOf(first[0], meta, prefix);
+    const p = boundOf(at[0], meta, prefix);
+    return above(p, floor) && inside(p, meta) ? p : undefined;
+  } finally {
+    await firstIt.close();
+    await midIt.close();
+  }
 }
 
 /** The split point a stored key stands for: its hash code, or its DocKey (or DocKey prefix). */

@@ -10,6 +10,7 @@ import type { RpcServer, SplitMethods, TabletSplitRequestPB, TabletSplitResponse
 import { findSplitPoint } from './split-apply';
 import type { TabletManager } from './tablet-manager';
 import type { SplitChildMeta } from './tablet/tablet-meta';
+import type { Logger } from '../common/log';
 import { parseTabletMeta } from './tablet/tablet-meta';
 
 /** How long the leader waits for SPLIT to be applied here before answering TIMED_OUT (the master retries). */
@@ -21,6 +22,8 @@ const DRAIN_POLL_MS = 10;
 
 export interface SplitServiceDeps {
   manager(): TabletManager;
+  /** Where the time of a split-point search is logged (absent: not logged). */
+  log?: Logger;
 }
 
 function invalid(msg: string): DbError {
@@ -49,7 +52,9 @@ export class SplitService {
     }
     peer.checkLeader();
     if (wanted.length === 0) {
+      const t0 = performance.now();
       const p = await findSplitPoint(peer.engines().regular, meta, req.splitPrefix ?? 0);
+      this.deps.log?.info({ tablet: meta.tabletId, ms: Math.round(performance.now() - t0) }, 'split point found');
       return { splitPoint: { hash: p.hash ?? 0, key: p.key ?? new Uint8Array(0) } };
     }
     if (wanted.length !== 2) throw invalid('a split has two children');

@@ -10,14 +10,14 @@ import type { Flags } from '../common/flags';
 import type { HybridClock } from '../common/hybrid-clock';
 import type { Logger } from '../common/log';
 import type { Rng } from '../common/rng';
-import { DocDb, MEMSTORE_SIZE_MB, MEMSTORE_SIZE_SPREAD_PCT, memtableBytes, RocksDbEngine, type DocDbApi, type KvEngine } from '../docdb';
+import { DocDb, MEMSTORE_SIZE_MB, MEMSTORE_SIZE_SPREAD_PCT, memtableBytes, RangeHidingEngine, RocksDbEngine, cloneCheckpoint, type DocDbApi, type KeySegment, type KvEngine } from '../docdb';
 import { walArchiveDirOf } from './wal-archive';
 import { DEFAULT_WAL_DURABILITY, FileLogStorage, GLOBAL_LOG_CACHE_SIZE_LIMIT_MB, LogCacheBudget, RawNode, type LeaderChange, type LogStorage, type Message, type RaftCore, type RaftOptions, type WalDurability, type WalFs } from '../raft';
-import { LOG_MIN_ENTRIES_TO_RETAIN } from './tserver-flags';
+import { LOG_MIN_ENTRIES_TO_RETAIN, RAFT_ELECTION_TIMEOUT_TICKS, SPLIT_HARD_LINKS } from './tserver-flags';
 import { readTabletMeta, writeTabletMeta, type TabletMeta } from './tablet/tablet-meta';
 import { TabletPeer, type DbName, type SnapshotDescriptor } from './tablet/tablet-peer';
 import { SnapshotSessions } from './tablet/snapshot-sessions';
-import { applySplit } from './split-apply';
+import { applySplit, copyRows, rowRangeOf } from './split-apply';
 import type { PeerTxnEnv } from './transaction/txn-env';
 import { makeDirs } from '../common/fs-dirs';
 import { NodeId } from '../common/ids';
@@ -51,8 +51,45 @@ export interface TabletManagerDeps {
   /** A replica opened / is about to close (status tablets attach their coordinator here). */
   onPeerOpened?(peer: TabletPeer): Promise<void>;
   onPeerClosing?(peer: TabletPeer): void;
+  /** How long a linked split child waits before deleting its parent's other rows (default SPLIT_CLEANUP_DELAY_MS). */
+  splitCleanupDelayMs?: number;
 }
 
+const DATA_START = Uint8Array.of(0x20);
+/** A linked split child deletes the parent's other rows this long after it opened, this many keys per native call, this many calls at most per range. */
+const SPLIT_CLEANUP_DELAY_MS = 5_000;
+const SPLIT_CLEANUP_CHUNK_KEYS = 5_000;
+/** Pause between two chunks: the libuv threads serve the tablets' reads and writes meanwhile. */
+const SPLIT_CLEANUP_PAUSE_MS = 20;
+const SPLIT_CLEANUP_CHUNKS_MAX = 100_000;
+/** A split's checkpoint of its parent, under the tablets directory while the children are made from it. */
+const SPLIT_SCRATCH_PREFIX = '.split-checkpoint-';
+/** Above every key tessera stores (DocKeys and meta keys start below 0xff). */
+const KEYSPACE_END = new Uint8Array(64).fill(0xff);
+
+/** What a linked split child shows: the meta keys below the data range, and its own rows. */
+function visibleRanges(meta: TabletMeta): KeySegment[] {
+  const r = rowRangeOf(meta);
+  return [{ start: Uint8Array.of(0x00), end: DATA_START }, { start: r.start, end: r.end }];
+}
+
+/** The data ranges a linked split child holds but does not own. */
+function hiddenRowRanges(meta: TabletMeta): KeySegment[] {
+  const r = rowRangeOf(meta);
+  return [
+    { start: DATA_START, end: r.start },
+    { start: r.end, end: KEYSPACE_END },
+  ].filter((h) => Buffer.compare(Buffer.from(h.start), Buffer.from(h.end)) < 0);
+}
+
+/** The RocksDB engine behind a RegularDB view, when it can take a checkpoint. */
+function checkpointSource(e: KvEngine): RocksDbEngine | undefined {
+  if (e instanceof RocksDbEngine) return e;
+  return e instanceof RangeHidingEngine ? checkpointSource(e.inner) : undefined;
+}
+
+/** A split child on the parent leader's server campaigns this often while it has no leader. */
+const CHILD_CAMPAIGN_EVERY_TICKS = 2;
 /** The log index a split child's databases stand for (its log starts after it). */
 const SPLIT_CHILD_BASE_INDEX = 1;
 /** Chunks of one remote bootstrap before it gives up (bounds a runaway copy). */
@@ -79,6 +116,8 @@ export class TabletManager {
   /** Every tablet's Raft log cache together stays within global_log_cache_size_limit_mb. */
   readonly logCacheBudget: LogCacheBudget;
   private stopped = false;
+  /** Linked split children's clean-ups, one at a time. */
+  private cleanups: Promise<void> = Promise.resolve();
 
   constructor(private readonly deps: TabletManagerDeps) {
     this.addresses.set(deps.selfUuid, deps.selfAddress);
@@ -107,6 +146,10 @@ export class TabletManager {
     makeDirs(dir);
     for (const id of fs.readdirSync(dir)) {
       const tdir = path.join(dir, id);
+      if (id.startsWith(SPLIT_SCRATCH_PREFIX)) {
+        fs.rmSync(tdir, { recursive: true, force: true }); // a split's checkpoint a crash left behind
+        continue;
+      }
       if (!fs.existsSync(path.join(tdir, 'meta.json'))) continue;
       let meta: TabletMeta | undefined;
       try {
@@ -133,6 +176,7 @@ export class TabletManager {
     for (const p of meta.peers) this.learnAddress(p.uuid, p.rpcAddress);
     const d = this.deps;
     const archiveDir = walArchiveDirOf(d.flags, meta, d.selfUuid);
+    const openEngine = this.engineOpener();
     const peer = await TabletPeer.open({
       dir: path.join(this.tabletsDir(), meta.tabletId),
       meta,
@@ -143,7 +187,11 @@ export class TabletManager {
       rng: d.rng,
       send: (msgs) => d.send(meta.tabletId, msgs),
       openLogStorage: d.openLogStorage ?? ((dir, o) => FileLogStorage.open(dir, { flags: d.flags, logger: d.log, cacheBudget: this.logCacheBudget, ...(d.walFs ? { fs: d.walFs } : {}), ...(o ? { durability: o.durability } : {}), ...(archiveDir ? { archiveDir } : {}) })),
-      openEngine: d.openEngine ?? ((dir) => RocksDbEngine.open(dir, { writeBufferBytes: memtableBytes(d.flags.get(MEMSTORE_SIZE_MB), d.flags.get(MEMSTORE_SIZE_SPREAD_PCT), `${d.selfUuid}:${dir}`) })),
+      // A linked split child sees only its own rows of the parent's data it holds.
+      openEngine: async (dir) => {
+        const e = await openEngine(dir);
+        return meta.splitLinked && path.basename(dir) === 'regular' ? new RangeHidingEngine(e, visibleRanges(meta)) : e;
+      },
       openDocDb: d.openDocDb ?? ((regular, intents) => DocDb.open({ regular, intents, flags: d.flags })),
       newRaftCore: d.newRaftCore ?? ((o) => new RawNode(o)),
       fetchSnapshot: (desc, onChunk) => this.fetchSnapshot(desc, onChunk),
@@ -156,30 +204,104 @@ export class TabletManager {
       },
     });
     this.peers.set(meta.tabletId, peer);
-    peer.setSplitHandler((op, index) => applySplit({ log: d.log, hasTablet: (id) => this.peers.has(id), createChild: (m, fill) => this.createSplitChild(m, fill) }, peer, op, index));
+    peer.setSplitHandler((op, index) => applySplit({ log: d.log, hasTablet: (id) => this.peers.has(id), createChildren: (m, from, o) => this.createSplitChildren(m, from, o) }, peer, op, index));
     await d.onPeerOpened?.(peer);
+    if (meta.splitLinked && !meta.splitInto) this.cleanUpLinkedChild(peer);
     return peer;
   }
 
   /**
-   * A split child (docs/splitting.md): its RegularDB filled from the parent's data before it opens;
-   * meta.json is written last, so a crash midway leaves a directory the next attempt wipes.
+   * Split children (docs/splitting.md), their RegularDBs made before they open: one checkpoint of
+   * the parent's (hard links; each child hides the parent's other rows and deletes them in the
+   * background) cloned for each, or, when the engine has none or it cannot be taken, a copy of their
+   * rows. meta.json is written last, so a crash midway leaves a directory the next attempt wipes.
    */
-  private async createSplitChild(meta: TabletMeta, fill: (regular: KvEngine) => Promise<void>): Promise<void> {
+  private async createSplitChildren(metas: TabletMeta[], parentRegular: KvEngine, o: { campaign: boolean }): Promise<Array<{ linked: boolean; rows: number; checkpointMs: number }>> {
+    if (metas.length === 0) return [];
+    const source = checkpointSource(parentRegular);
+    // Not a tablet directory (no meta.json): openAll removes one a crash left behind.
+    const scratch = path.join(this.tabletsDir(), `${SPLIT_SCRATCH_PREFIX}${metas[0]!.tabletId}`);
+    const t0 = performance.now();
+    const cp = source && this.deps.flags.get(SPLIT_HARD_LINKS) ? await source.checkpointTo(scratch) : undefined;
+    const checkpointMs = Math.round(performance.now() - t0);
+    if (source && !cp) this.deps.log.warn({ attempts: 'all' }, 'split: no consistent checkpoint of the parent (RocksDB kept changing its files); copying rows');
+    const out: Array<{ linked: boolean; rows: number; checkpointMs: number }> = [];
+    try {
+      for (const m of metas) out.push({ ...(await this.createSplitChild(m, parentRegular, cp ? scratch : undefined, o)), checkpointMs });
+    } finally {
+      fs.rmSync(scratch, { recursive: true, force: true });
+    }
+    return out;
+  }
+
+  private async createSplitChild(meta: TabletMeta, parentRegular: KvEngine, checkpoint: string | undefined, o: { campaign: boolean }): Promise<{ linked: boolean; rows: number }> {
     const dir = path.join(this.tabletsDir(), meta.tabletId);
     fs.rmSync(dir, { recursive: true, force: true });
     makeDirs(dir);
     const d = this.deps;
-    const open = d.openEngine ?? ((p: string) => RocksDbEngine.open(p, { writeBufferBytes: memtableBytes(d.flags.get(MEMSTORE_SIZE_MB), d.flags.get(MEMSTORE_SIZE_SPREAD_PCT), `${d.selfUuid}:${p}`) }));
-    const regular = await open(path.join(dir, 'regular'));
+    const regularDir = path.join(dir, 'regular');
+    if (checkpoint) cloneCheckpoint(checkpoint, regularDir);
+    const regular = await this.engineOpener()(regularDir);
+    let rows = 0;
     try {
-      await fill(regular);
+      // The parent's meta keys (frontier, apply state) stay behind, as a copy leaves them.
+      // (No flush here: on RocksDB it is a compaction of the whole range, the very cost links avoid.)
+      if (checkpoint) await regular.write([{ type: 'delRange', start: Uint8Array.of(0x00), end: DATA_START }], { sync: true });
+      else rows = await copyRows(parentRegular, regular, rowRangeOf(meta));
     } finally {
       await regular.close();
     }
-    await this.baseChildLog(dir, meta);
-    writeTabletMeta(dir, meta);
-    await this.openPeer(meta);
+    const childMeta: TabletMeta = checkpoint ? { ...meta, splitLinked: true } : meta;
+    await this.baseChildLog(dir, childMeta);
+    writeTabletMeta(dir, childMeta);
+    const child = await this.openPeer(childMeta);
+    // Without this the child would wait a whole election timeout for a leader while the parent
+    // already refuses writes (TABLET_SPLIT): retry every 2 ticks for two election timeouts, enough
+    // for the other replicas to build their copy of the child and answer the vote.
+    if (o.campaign) child.campaignSoon({ forTicks: 2 * d.flags.get(RAFT_ELECTION_TIMEOUT_TICKS), everyTicks: CHILD_CAMPAIGN_EVERY_TICKS });
+    return { linked: checkpoint !== undefined, rows };
+  }
+
+  private engineOpener(): (dir: string) => Promise<KvEngine> {
+    const d = this.deps;
+    return d.openEngine ?? ((p: string) => RocksDbEngine.open(p, { writeBufferBytes: memtableBytes(d.flags.get(MEMSTORE_SIZE_MB), d.flags.get(MEMSTORE_SIZE_SPREAD_PCT), `${d.selfUuid}:${p}`) }));
+  }
+
+  /**
+   * A linked split child's parent rows outside its range: deleted (natively, tombstones, in chunks)
+   * in the background (RocksDB's compactions then reclaim the space) — SPLIT_CLEANUP_DELAY_MS after it opened (the split
+   * and its first elections go first) and one child at a time per server, in small chunks with pauses, since each native call
+   * holds a libuv thread that reads and writes also need. Idempotent, so it simply runs again after
+   * a restart. Reads never saw those rows (RangeHidingEngine).
+   */
+  private cleanUpLinkedChild(peer: TabletPeer): void {
+    const view = peer.engines().regular;
+    const inner = view instanceof RangeHidingEngine ? view.inner : undefined;
+    if (!(inner instanceof RocksDbEngine)) return;
+    const timer = setTimeout(() => {
+      this.cleanups = this.cleanups.then(() => this.cleanUpNow(peer, inner)).catch((err: unknown) => this.deps.log.warn({ err, tablet: peer.tabletId }, 'split child clean-up stopped (runs again at the next start)'));
+    }, this.deps.splitCleanupDelayMs ?? SPLIT_CLEANUP_DELAY_MS);
+    timer.unref();
+  }
+
+  private async cleanUpNow(peer: TabletPeer, inner: RocksDbEngine): Promise<void> {
+    const t0 = performance.now();
+    let chunks = 0;
+    for (const h of hiddenRowRanges(peer.meta)) {
+      for (let i = 0; i < SPLIT_CLEANUP_CHUNKS_MAX; i++) {
+        if (this.stopped || this.peers.get(peer.tabletId) !== peer) return;
+        const it = inner.iterator({ gte: h.start, lt: h.end });
+        const any = await it.next().finally(() => it.close());
+        if (!any) break;
+        await inner.clearRange(h.start, h.end, SPLIT_CLEANUP_CHUNK_KEYS);
+        chunks++;
+        await new Promise((r) => setTimeout(r, SPLIT_CLEANUP_PAUSE_MS));
+      }
+      // No compactRange here: a manual compaction holds the server's libuv thread (uv_threadpool_size
+      // is 1 by default) for seconds, stalling every tablet's reads and writes; RocksDB's own
+      // background compactions drop the tombstones and reclaim the space in their own threads.
+    }
+    this.deps.log.info({ tablet: peer.tabletId, chunks, ms: Math.round(performance.now() - t0) }, 'split child: the parent rows outside its range deleted');
   }
 
   /**

@@ -153,3 +153,11 @@ export const TEST_FAIL_TABLET_REPLICA = defineFlag({
   help: "Tablet id (or '*': every tablet) whose replica on this server fails at its next applied Raft entry, as a storage failure would: it stops serving and leaves Raft, and the master replaces it (elsewhere, or a fresh copy in place). (For testing only!)",
   tags: [FlagTag.runtime, FlagTag.dangerous],
 });
+
+export const SPLIT_HARD_LINKS = defineFlag({
+  name: 'tablet_split_hard_links',
+  type: 'bool',
+  default: true,
+  help: "A split child's RegularDB is a checkpoint of its parent's (RocksDB table files hard-linked; the parent's other rows hidden, then deleted in the background), so a split's time does not grow with the tablet's size. false: copy the child's rows instead (docs/splitting.md).",
+  tags: [FlagTag.runtime],
+});

@@ -191,6 +191,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
       if (!managerRef) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, 'tablet server is starting');
       return managerRef;
     },
+    log,
   }).register(countingServer(rpc, metrics), splitMethods());
   // HBase's cell model (docs/cells.md).
   new CellService({
@@ -224,6 +225,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
   const rpcAddress = advertisedAddress(flags.get(SERVER_BROADCAST_ADDRESSES), bind, splitHostPort(rpc.address, bind.port).port);
   boundAddress = rpcAddress;
 
+  let heartbeaterRef: Heartbeater | undefined;
   const walFs = armSimulatedPowerLoss({ flags, dataDir, log });
   const manager = new TabletManager({
     dataDir,
@@ -244,6 +246,10 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
     txnEnv: txn.statusClient,
     onPeerOpened: (p) => txn.onPeerOpened(p),
     onPeerClosing: (p) => txn.onPeerClosing(p),
+    // A new leader is reported at once: the master completes a split when the children lead.
+    onLeaderChange: (_tabletId, c) => {
+      if (c.isLeader) heartbeaterRef?.soon();
+    },
     ...(walFs ? { walFs } : {}),
     ...(opts.storage ?? {}),
   });
@@ -381,7 +387,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
     .map((s) => s.trim())
     .filter(Boolean);
   const hbCall = opts.heartbeat;
-  const heartbeater = new Heartbeater({
+  const heartbeater: Heartbeater = new Heartbeater({
     masters: hbCall ? masters : [],
     flags,
     log,
@@ -400,6 +406,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
     deleteTablet: (id) => manager.deleteTablet(id),
     onHybridTime: (ht) => clock.update(ht),
   });
+  heartbeaterRef = heartbeater;
   heartbeater.start();
   log.info({ rpcAddress, dataDir, tablets: manager.list().length }, 'tserver started');
 

@@ -293,4 +293,36 @@ describe('RaftGroup', () => {
     await c.until(() => l.group.hasLease());
     expect(l.group.hasLease()).toBe(true);
   });
+  it('raft-group: campaignSoon elects the node well before an election timeout, retrying votes its peers missed, and cannot unseat a live leader', async () => {
+    const c = cluster(7);
+    const a = c.nodes.get('a')!;
+    const settle = async (n: number) => {
+      for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
+    };
+    // The peers do not host the group yet: the first votes are lost.
+    c.cut.add('b');
+    c.cut.add('c');
+    a.group.campaignSoon({ forTicks: 20, everyTicks: 2 });
+    await settle(20);
+    expect(a.group.status().role).not.toBe('LEADER');
+    c.tickAll();
+    c.cut.clear();
+    // Election timeouts are 10..19 ticks: within 6 ticks only campaignSoon's retry can elect anyone.
+    for (let t = 0; t < 6 && !a.group.isLeaderReady(); t++) {
+      c.tickAll();
+      await settle(20);
+    }
+    expect(a.group.isLeaderReady()).toBe(true);
+    const term = a.group.status().term;
+    // A follower's campaignSoon is an ordinary pre-vote: the others hear from their leader and refuse.
+    const b = c.nodes.get('b')!;
+    await c.until(() => b.group.leaderId() === 'a');
+    b.group.campaignSoon({ forTicks: 20, everyTicks: 2 });
+    for (let t = 0; t < 6; t++) {
+      c.tickAll();
+      await settle(20);
+    }
+    expect(a.group.isLeaderReady()).toBe(true);
+    expect(a.group.status().term).toBe(term);
+  });
 });

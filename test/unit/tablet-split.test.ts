@@ -9,10 +9,10 @@ import { silentLogger } from '../../common/log';
 import { SeededRng } from '../../common/rng';
 import { encodeDocKeyBytes, partitionHash } from '../../common/partition-hash';
 import { keyInBounds, bytesOfHex } from '../../common/key-bounds';
-import { MemoryEngine, type DocKey, type KvEngine } from '../../docdb';
+import { MemoryEngine, RangeHidingEngine, RocksDbEngine, type DocKey, type KvEngine } from '../../docdb';
 import { TabletManager } from '../../tserver/tablet-manager';
 import { SplitService } from '../../tserver/split-service';
-import { childPartitions, rowRangeOf } from '../../tserver/split-apply';
+import { childPartitions, findSplitPoint, rowRangeOf } from '../../tserver/split-apply';
 import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
 import type { TabletPeer } from '../../tserver/tablet/tablet-peer';
 import { DbError } from '../../common/errors';
@@ -52,6 +52,7 @@ function manager(dataDir: string, engines?: Map<string, MemoryEngine>): TabletMa
     send: () => undefined,
     fetchChunk: () => Promise.reject(new Error('no remote bootstrap in this test')),
     chunkBytes: () => 1 << 20,
+    splitCleanupDelayMs: 0,
     ...(engines
       ? {
           openEngine: async (d: string): Promise<KvEngine> => {
@@ -94,6 +95,11 @@ for (const engine of ['rocksdb', 'memory'] as const) {
       for (let i = 0; i < n; i += 50) {
         await parent.write({ ops: Array.from({ length: 50 }, (_, j) => ({ kind: 'UPSERT' as const, op: { type: 'upsert' as const, key: keyOf(kind, i + j), columns: [{ columnId: 1, value: `v${i + j}` }] } })) });
       }
+      // RocksDB: half the rows in table files (hard-linked by the split), half in the memtable and WAL (copied).
+      if (engine === 'rocksdb') {
+        await parent.engines().regular.flush();
+        await parent.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: keyOf(kind, 0), columns: [{ columnId: 1, value: 'again' }] } }] });
+      }
       const svc = new SplitService({ manager: () => m });
       const { splitPoint } = await svc.split({ tabletId: 'parent' });
       const point = kind === 'hash' ? { hash: splitPoint!.hash! } : { key: new Uint8Array(splitPoint!.key!) };
@@ -118,6 +124,25 @@ for (const engine of ['rocksdb', 'memory'] as const) {
         expect(total).toBe(n);
       };
       await check(m);
+      if (engine === 'rocksdb') {
+        // Hard links: each child holds the parent's files, hides the other rows, then deletes them.
+        for (const id of ['left', 'right']) {
+          const child = m.get(id);
+          expect(child.meta.splitLinked).toBe(true);
+          const view = child.engines().regular;
+          expect(view).toBeInstanceOf(RangeHidingEngine);
+          const range = rowRangeOf(child.meta);
+          const strays = async (): Promise<number> => {
+            const it = (view as RangeHidingEngine).inner.iterator({ gte: Uint8Array.of(0x20), lt: Uint8Array.of(0xff) });
+            let out = 0;
+            for (let kv = await it.next(); kv; kv = await it.next()) if (!keyInBounds(kv[0], range.start, range.end)) out++;
+            await it.close();
+            return out;
+          };
+          for (let i = 0; i < 500 && (await strays()) > 0; i++) await new Promise((r) => setTimeout(r, 10));
+          expect(await strays()).toBe(0);
+        }
+      }
       // The children take writes of their own; the parent stays split across a restart.
       const right1 = await untilLeader(m, 'right');
       const rk = (await rowsOf(right1))[0]!;
@@ -144,5 +169,38 @@ describe('split point', () => {
     await p.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: keyOf('range', 5), columns: [{ columnId: 1, value: 'x' }] } }] });
     const svc = new SplitService({ manager: () => m });
     await expect(svc.split({ tabletId: 'parent' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+  }, 30_000);
+
+  it('split point: a large RocksDB tablet is split near its middle without a full count — from the key space while in the memtable, from size estimates once in table files', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-split-'));
+    dirs.push(dir);
+    const e = await RocksDbEngine.open(path.join(dir, 'db'));
+    try {
+      const n = 8000;
+      // Incompressible values, so the table files really hold ~8 MB (above the size search's floor).
+      const rnd = new SeededRng(11);
+      for (let i = 0; i < n; i += 500) {
+        await e.write(Array.from({ length: 500 }, (_, j) => ({ type: 'put' as const, key: encodeDocKeyBytes(0, [], [BigInt(i + j)]), value: Uint8Array.from({ length: 1000 }, () => Math.floor(rnd.next() * 256)) })));
+      }
+      // In the memtable (no size estimates): the middle of the key space, even keys here.
+      const atOf = (key: Uint8Array): number => {
+        let at = 0;
+        while (at < n && Buffer.compare(Buffer.from(encodeDocKeyBytes(0, [], [BigInt(at)])), Buffer.from(key)) < 0) at++;
+        return at;
+      };
+      const inMem = atOf((await findSplitPoint(e, meta('range'), 0)).key!);
+      expect(inMem).toBeGreaterThan(n * 0.35);
+      expect(inMem).toBeLessThan(n * 0.65);
+      await e.flush();
+      expect(await e.approximateBytes(Uint8Array.of(0x20), Uint8Array.of(0xff))).toBeGreaterThan(4 << 20);
+      const p = await findSplitPoint(e, meta('range'), 0);
+      // The right child's first key: the row index where the split falls.
+      let at = 0;
+      while (at < n && Buffer.compare(Buffer.from(encodeDocKeyBytes(0, [], [BigInt(at)])), Buffer.from(p.key!)) < 0) at++;
+      expect(at).toBeGreaterThan(n * 0.35);
+      expect(at).toBeLessThan(n * 0.65);
+    } finally {
+      await e.close();
+    }
   }, 30_000);
 });

@@ -50,6 +50,12 @@ export interface TabletMeta {
   schemaVersion: number;
   /** The table's Raft log level (docs/durability.md); absent: FSYNC. */
   durability?: WalDurability;
+  /**
+   * A split child whose RegularDB was made from hard links of the parent's files (docs/splitting.md):
+   * it holds the parent's other rows too, hidden from every read (docdb/range-hiding-engine.ts) and
+   * deleted in the background after it opens.
+   */
+  splitLinked?: boolean;
 }
 
 /** A child of a split tablet as its parent remembers it (the answer TABLET_SPLIT carries). */
@@ -99,7 +105,7 @@ export function parseTabletMeta(v: unknown): TabletMeta {
   if (d !== undefined && d !== '' && !isWalDurability(d)) throw bad('durability must be ASYNC, FLUSH or FSYNC');
   const durability = isWalDurability(d) ? { durability: d } : {};
   const splitInto = parseSplitInto(o['splitInto'], bad);
-  return { tabletId, tableId: str('tableId'), tableName: str('tableName'), schema, partition: { start, end, ...keyBounds }, peers, schemaVersion: sv, ...durability, ...(splitInto ? { splitInto } : {}) };
+  return { tabletId, tableId: str('tableId'), tableName: str('tableName'), schema, partition: { start, end, ...keyBounds }, peers, schemaVersion: sv, ...durability, ...(splitInto ? { splitInto } : {}), ...(o['splitLinked'] === true ? { splitLinked: true } : {}) };
 }
 
 function parseKeyBounds(p: Record<string, unknown> | undefined, bad: (why: string) => DbError): { keyStart?: string; keyEnd?: string } {

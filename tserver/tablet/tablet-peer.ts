@@ -532,6 +532,11 @@ export class TabletPeer {
     this.transferListener = l;
   }
 
+  /** Campaign now and retry briefly while no leader is known (a split child on the parent leader's server). */
+  campaignSoon(o: { forTicks: number; everyTicks: number }): void {
+    if (this.state === TabletState.RUNNING) this.raft.campaignSoon(o);
+  }
+
   /** Hand leadership to `to` (or the most caught-up voter) after the transfer listener finished. */
   async transferLeadership(to?: NodeId): Promise<void> {
     if (this.transferListener) {

@@ -536,8 +536,11 @@ export class TransactionCoordinator {
               await this.deps.updateParticipant(tablet, txnId, type, r.commitHt, UPDATE_RPC_TIMEOUT_MS);
               pending.delete(tablet);
             } catch (err) {
-              // A deleted participant tablet has nothing left to apply.
-              if (err instanceof DbError && (err.code === ErrorCode.TABLET_NOT_FOUND || err.code === ErrorCode.TABLE_NOT_FOUND)) pending.delete(tablet);
+              // A deleted participant tablet has nothing left to apply; nor has a split one: a tablet
+              // splits only when no transaction has intents on it, and applies nothing after SPLIT
+              // (docs/splitting.md), so this transaction's writes there were applied or never made —
+              // a write that met the split went to a child, itself a participant.
+              if (err instanceof DbError && (err.code === ErrorCode.TABLET_NOT_FOUND || err.code === ErrorCode.TABLE_NOT_FOUND || err.code === ErrorCode.TABLET_SPLIT)) pending.delete(tablet);
               else this.deps.log.debug({ err, txnId, tablet, type }, 'UpdateTransaction not acknowledged; resending');
             }
           }),

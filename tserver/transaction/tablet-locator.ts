@@ -31,6 +31,7 @@ export interface TabletLocatorDeps {
 
 function retryableHere(e: unknown): boolean {
   if (!(e instanceof DbError)) return true; // transport errors: try another replica
+  if (e.code === ErrorCode.TABLET_SPLIT) return false; // every replica of a split tablet answers so
   return e.code === ErrorCode.NOT_THE_LEADER || e.code === ErrorCode.LEADER_NOT_READY || e.code === ErrorCode.TABLET_NOT_FOUND || e.code === ErrorCode.SERVICE_UNAVAILABLE || e.code === ErrorCode.TIMED_OUT || e.retryable;
 }
 

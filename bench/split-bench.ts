@@ -1,0 +1,208 @@
+/**
+ * `tessera bench split [--sizes-mib 64,128,256] [--value-bytes 1000] [--window-seconds 5]
+ * [--seq-rows 1000000] [--threshold-mib 8] [--parts size,seq]` (issue 60's performance targets,
+ * docs/splitting.md): a fresh local RF 3 cluster (1 master + 3 tservers on 127.0.0.176+).
+ *
+ * - size: for each size, a range table of one tablet is loaded with that many MiB of rows (random
+ *   bytes, so compression does not shrink them), then single-row upserts at random keys run for a
+ *   window without a split (baseline) and for a window with a manual split at its start; printed:
+ *   the split's time until the master answered (children serving) and until a write to each
+ *   child's range succeeded, and the write p50/p99 of both windows (target: split ≤ 5 s at 1 GiB,
+ *   p99 with the split ≤ 3× without).
+ * - seq: a range table loaded with --seq-rows sequential keys, automatic splitting on (one
+ *   threshold for both phases); printed: every tablet's RegularDB bytes and max/min (target ≤ 2).
+ *
+ * BENCH_SPLIT_KEEP_LOGS=DIR keeps the servers' logs there.
+ * Nothing is asserted; every loop is bounded (row counts, windows, --max-seconds per load).
+ */
+import { TesseraClient } from '../client/tessera-client';
+import type { Row } from '../client/client-types';
+import { getJson } from '../lab/console-http';
+import type { ReplicaRow } from '../lab/tablet-view';
+import { BenchCluster } from './bench-cluster';
+import { percentile } from './pgbench-output';
+import { checkSectionArgs, sectionArgs, sectionNumber, sectionString } from './section-args';
+
+const HOST_BASE = 176;
+const NO_ALIAS_PORT_SHIFT = 21_400;
+const MIB = 1 << 20;
+const BATCH_ROWS = 1000;
+const LOAD_IN_FLIGHT = 4;
+const WRITERS = 4;
+const LOAD_MAX_SECONDS = 1200;
+const SPLIT_TIMEOUT_MS = 120_000;
+const SETTLE_MAX_MS = 120_000;
+
+export interface SplitBenchParams {
+  sizesMib: number[];
+  valueBytes: number;
+  windowSeconds: number;
+  seqRows: number;
+  thresholdMib: number;
+  parts: string[];
+}
+
+function params(): SplitBenchParams {
+  const args = sectionArgs('split');
+  checkSectionArgs(args, ['sizes-mib', 'value-bytes', 'window-seconds', 'seq-rows', 'threshold-mib', 'parts']);
+  const list = (v: string | undefined, d: string) => (v ?? d).split(',').map((x) => x.trim()).filter(Boolean);
+  return {
+    sizesMib: list(sectionString(args, 'sizes-mib', 'BENCH_SPLIT_SIZES_MIB'), '64,128,256').map(Number),
+    valueBytes: sectionNumber(args, 'value-bytes', 'BENCH_SPLIT_VALUE_BYTES', 1000, 10),
+    windowSeconds: sectionNumber(args, 'window-seconds', 'BENCH_SPLIT_WINDOW_SECONDS', 5, 1),
+    seqRows: sectionNumber(args, 'seq-rows', 'BENCH_SPLIT_SEQ_ROWS', 1_000_000, 1000),
+    thresholdMib: sectionNumber(args, 'threshold-mib', 'BENCH_SPLIT_THRESHOLD_MIB', 8, 1),
+    parts: list(sectionString(args, 'parts', 'BENCH_SPLIT_PARTS'), 'size,seq'),
+  };
+}
+
+function randomValue(bytes: number): string {
+  let s = '';
+  while (s.length < bytes) s += Math.random().toString(36).slice(2);
+  return s.slice(0, bytes);
+}
+
+/** Rows [from, to) in batches, LOAD_IN_FLIGHT batches at once, bounded by LOAD_MAX_SECONDS. */
+async function load(client: TesseraClient, table: string, from: number, to: number, valueBytes: number, log: (s: string) => void): Promise<number> {
+  const t = client.table(table);
+  let next = from;
+  const t0 = performance.now();
+  let lastLog = t0;
+  const worker = async (): Promise<void> => {
+    while (next < to && performance.now() - t0 < LOAD_MAX_SECONDS * 1000) {
+      const first = next;
+      next = Math.min(to, next + BATCH_ROWS);
+      const rows: Row[] = [];
+      for (let k = first; k < next; k++) rows.push({ k: BigInt(k), v: randomValue(valueBytes) });
+      await t.upsertMany(rows, { timeoutMs: 120_000 });
+      if (performance.now() - lastLog > 10_000) {
+        lastLog = performance.now();
+        log(`  ${table}: ${next - from} rows after ${((lastLog - t0) / 1000).toFixed(0)} s`);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: LOAD_IN_FLIGHT }, worker));
+  return (performance.now() - t0) / 1000;
+}
+
+/** Single-row upserts at random keys of [0, rows) by WRITERS workers until `stop()`; latencies in ms. */
+async function writeWindow(client: TesseraClient, table: string, rows: number, stop: () => boolean): Promise<{ lat: number[]; errors: number }> {
+  const t = client.table(table);
+  const lat: number[] = [];
+  let errors = 0;
+  const worker = async (): Promise<void> => {
+    while (!stop()) {
+      const s = performance.now();
+      try {
+        await t.upsert({ k: BigInt(Math.floor(Math.random() * rows)), v: 'w' }, { timeoutMs: 30_000 });
+        lat.push(performance.now() - s);
+      } catch {
+        errors++;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: WRITERS }, worker));
+  return { lat: lat.sort((a, b) => a - b), errors };
+}
+
+function createRange(client: TesseraClient, name: string): Promise<string> {
+  return client.createTable({ name, columns: [{ name: 'k', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { range: ['k'] }, numTablets: 1 });
+}
+
+async function sizePart(client: TesseraClient, p: SplitBenchParams, log: (s: string) => void): Promise<string[]> {
+  const out: string[] = ['| size | load s | split answered s | both children took a write s | write p50 / p99 ms without | with split | p99 ratio | errors |', '|---|---|---|---|---|---|---|---|'];
+  for (const mib of p.sizesMib) {
+    const table = `split${mib}`;
+    const rows = Math.ceil((mib * MIB) / (p.valueBytes + 20));
+    await createRange(client, table);
+    const loadS = await load(client, table, 0, rows, p.valueBytes, log);
+    const base = await timed(p.windowSeconds, (stop) => writeWindow(client, table, rows, stop));
+    const [tablet] = (await client.tableLocations(table)).tablets;
+    const t0 = performance.now();
+    let answered = 0;
+    let served = 0;
+    const withSplit = await timed(p.windowSeconds, async (stop) => {
+      const load = writeWindow(client, table, rows, () => stop() && served > 0);
+      await client.splitTablet(tablet!.tabletId, { timeoutMs: SPLIT_TIMEOUT_MS });
+      answered = (performance.now() - t0) / 1000;
+      const t = client.table(table);
+      await Promise.all([t.upsert({ k: 0n, v: 'first' }), t.upsert({ k: BigInt(rows - 1), v: 'last' })]);
+      served = (performance.now() - t0) / 1000;
+      return load;
+    });
+    const q = (l: number[], x: number) => (l.length ? percentile(l, x).toFixed(1) : '-');
+    const ratio = base.lat.length && withSplit.lat.length ? (percentile(withSplit.lat, 99) / percentile(base.lat, 99)).toFixed(2) : '-';
+    const line = `| ${mib} MiB (${rows} rows) | ${loadS.toFixed(0)} | ${answered.toFixed(2)} | ${served.toFixed(2)} | ${q(base.lat, 50)} / ${q(base.lat, 99)} (${base.lat.length} writes) | ${q(withSplit.lat, 50)} / ${q(withSplit.lat, 99)} (${withSplit.lat.length} writes) | ${ratio} | ${base.errors + withSplit.errors} |`;
+    log(line);
+    out.push(line);
+  }
+  return out;
+}
+
+/** Runs f with a stop() that turns true after `seconds`. */
+async function timed<T>(seconds: number, f: (stop: () => boolean) => Promise<T>): Promise<T> {
+  const end = performance.now() + seconds * 1000;
+  return f(() => performance.now() >= end);
+}
+
+async function seqPart(client: TesseraClient, cluster: BenchCluster, p: SplitBenchParams, log: (s: string) => void): Promise<string[]> {
+  const table = 'seq';
+  await createRange(client, table);
+  const loadS = await load(client, table, 0, p.seqRows, 100, log);
+  // Splits still under way finish (the sizes the master sees go under the threshold).
+  const sizes = await settledSizes(client, cluster, table, p.thresholdMib * MIB);
+  const mibs = sizes.map((b) => (b / MIB).toFixed(1));
+  const ratio = sizes.length ? Math.max(...sizes) / Math.max(1, Math.min(...sizes)) : 0;
+  const line = `seq: ${p.seqRows} sequential rows in ${loadS.toFixed(0)} s; ${sizes.length} tablets, RegularDB MiB in key order: ${mibs.join(' ')}; max/min ${ratio.toFixed(2)}`;
+  log(line);
+  return [line];
+}
+
+/** The leaders' RegularDB bytes of the table's tablets in key order, once no tablet is over the threshold (bounded wait). */
+async function settledSizes(client: TesseraClient, cluster: BenchCluster, table: string, thresholdBytes: number): Promise<number[]> {
+  const end = Date.now() + SETTLE_MAX_MS;
+  for (;;) {
+    const loc = await client.tableLocations(table);
+    const bytes = new Map<string, number>();
+    for (const ts of cluster.tservers()) {
+      // A busy tserver (clean-ups, compactions) answers its console slowly: a long timeout.
+      const body = (await getJson(`http://${ts.webAddress}/api/v1/tablets`, 15_000).catch(() => ({}))) as { tablets?: ReplicaRow[] };
+      for (const r of body.tablets ?? []) {
+        if (r.role.toUpperCase() === 'LEADER') bytes.set(r.tabletId, r.regulardb.memtableBytes + r.regulardb.sstBytes);
+      }
+    }
+    const sizes = loc.tablets.map((t) => bytes.get(t.tabletId) ?? 0);
+    if (Date.now() > end || sizes.every((b) => b > 0 && b <= thresholdBytes)) return sizes;
+    await new Promise((r) => setTimeout(r, 2000));
+  }
+}
+
+/** One fresh cluster per part: automatic splitting only where it is measured. */
+async function withCluster<T>(masterFlags: string[], f: (client: TesseraClient, cluster: BenchCluster) => Promise<T>): Promise<T> {
+  const cluster = new BenchCluster();
+  try {
+    await cluster.start(3, HOST_BASE, [], { noAliasPortShift: NO_ALIAS_PORT_SHIFT, logLevel: 'info', masterFlags });
+    const client = await TesseraClient.connect({ masterAddresses: [cluster.masterAddress], timeoutMs: 30_000 });
+    try {
+      return await f(client, cluster);
+    } finally {
+      await client.close();
+    }
+  } finally {
+    const keep = process.env['BENCH_SPLIT_KEEP_LOGS'];
+    if (keep) cluster.saveLogs(keep);
+    await cluster.stop();
+  }
+}
+
+export async function runSplitBench(): Promise<void> {
+  const p = params();
+  const log = (s: string) => console.log(s);
+  const t = String(p.thresholdMib * MIB);
+  log(`bench split: ${JSON.stringify(p)}`);
+  const lines: string[] = [];
+  if (p.parts.includes('size')) lines.push(...(await withCluster([], (c) => sizePart(c, p, log))));
+  const auto = ['--enable_automatic_tablet_splitting=true', `--tablet_split_low_phase_size_threshold_bytes=${t}`, `--tablet_split_size_threshold_bytes=${t}`, '--tablet_split_low_phase_shard_count_per_node=1000'];
+  if (p.parts.includes('seq')) lines.push(...(await withCluster(auto, (c, cluster) => seqPart(c, cluster, p, log))));
+  log('\n' + lines.join('\n'));
+}
