@@ -402,13 +402,12 @@ export class TabletService {
     };
     const r = txn?.isolation === Isolation.SERIALIZABLE ? await t.scanSerializable(txn, { ...common, ...(ctx ? { deadlineMonoMs: ctx.deadlineMonoMs } : {}) }) : await t.scan({ ...common, ...readTimeFields(t, req, txn) });
     const counters = filter ? { cellsRead: BigInt(r.cellsRead ?? 0), cellsSkipped: BigInt(r.cellsSkipped ?? 0) } : {};
-    if (aggregate) {
-      // Folded here: the page's rows never leave the tablet server, only their partial results.
-      const acc = emptyPartials(aggregate);
-      foldRows(aggregate, acc, r.rows);
-      return { rows: [], aggregates: encodePartials(acc), resumeKey: r.resumeKey ?? new Uint8Array(0), readHt: r.readHt, propagatedHt: this.deps.clock.now(), globalLimitHt: r.globalLimitHt ?? 0n, ...counters };
-    }
-    return { rows: r.rows.map(rowToPb), resumeKey: r.resumeKey ?? new Uint8Array(0), readHt: r.readHt, propagatedHt: this.deps.clock.now(), globalLimitHt: r.globalLimitHt ?? 0n, ...counters };
+    const page = { resumeKey: r.resumeKey ?? new Uint8Array(0), readHt: r.readHt, propagatedHt: this.deps.clock.now(), globalLimitHt: r.globalLimitHt ?? 0n, ...counters };
+    if (!aggregate) return { rows: r.rows.map(rowToPb), ...page };
+    // Folded here: the page's rows never leave the tablet server, only their partial results.
+    const acc = emptyPartials(aggregate);
+    foldRows(aggregate, acc, r.rows);
+    return { rows: [], aggregates: encodePartials(acc), ...page };
   }
 
   async createTablet(req: pb.CreateTabletRequestPB): Promise<pb.EmptyPB> {

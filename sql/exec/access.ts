@@ -7,7 +7,7 @@
 import type { ColumnValue as Primitive, Row, Table } from '../../client';
 import type { Node } from '../sql-parser';
 import { baseName, names } from './ast';
-import { compileExpr, type CompileEnv } from './expr';
+import { compareValues, compileExpr, type CompileEnv } from './expr';
 import type { SqlIndexDef, SqlTableDef } from './catalog';
 import { baseKeyOf } from './indexes';
 import { Scope, type EvalContext, type Tuple } from './scope';
@@ -116,13 +116,6 @@ function keyAccess(def: SqlTableDef, conds: Array<{ col: string; op: string; val
   return { type: 'hashScan', hashKey, ...(rangeStart ? { rangeStart } : {}), ...(rangeEnd ? { rangeEnd } : {}) };
 }
 
-/** Order of two stored values of one type (undefined: not comparable, e.g. NULL). */
-function compareValues(a: Primitive, b: Primitive): number | undefined {
-  if (a === null || b === null || typeof a !== typeof b) return undefined;
-  if (a instanceof Uint8Array && b instanceof Uint8Array) return Buffer.compare(a, b);
-  return (a as string) < (b as string) ? -1 : (a as string) > (b as string) ? 1 : 0;
-}
-
 /** The smallest value above every value that starts with `v` (a key prefix's exclusive end), if there is one. */
 function successor(v: Primitive): Primitive | undefined {
   if (typeof v === 'bigint') return v < (1n << 63n) - 1n ? v + 1n : undefined;
@@ -154,8 +147,8 @@ function indexBounds(path: Extract<AccessPath, { type: 'index' }>): { rangeStart
 function entryMatches(path: Extract<AccessPath, { type: 'index' }>, e: Row): boolean {
   for (const [c, v] of Object.entries(path.eq)) if (compareValues(e[c] ?? null, v) !== 0) return false;
   for (const b of path.bounds) {
+    // Indexed values are never NULL (such rows have no entry), nor are the bounds.
     const cmp = compareValues(e[b.col] ?? null, b.value);
-    if (cmp === undefined) return false;
     if ((b.op === '<' && cmp >= 0) || (b.op === '<=' && cmp > 0) || (b.op === '>' && cmp <= 0) || (b.op === '>=' && cmp < 0)) return false;
   }
   return true;

@@ -370,8 +370,8 @@ export class SqlSession {
       throw new SqlError(SqlState.SERIALIZATION_FAILURE, `cannot roll back to savepoint "${name}": the transaction was ${txn.state} by the cluster (a conflict or an expiry), not by a statement; ROLLBACK and retry the block`);
     }
     try {
-      if (txn) await this.savepoints.rollbackTo(name, (n) => txn.table(n));
-      else await this.savepoints.rollbackTo(name, () => { throw new Error('unreachable: nothing was written, so nothing is restored'); });
+      // Images exist only once a statement wrote, and writing began the transaction.
+      await this.savepoints.rollbackTo(name, (n) => txn!.table(n));
     } catch (e) {
       this.txnFailed = true;
       throw e;
