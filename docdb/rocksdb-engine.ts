@@ -8,8 +8,11 @@
  * - RocksDB's own WAL cannot be disabled through this binding (no `disableWAL` write option), so it
  *   stays on. docs/architecture.md §Raft makes the Raft log the real WAL and frontiers make replay idempotent, so the
  *   RocksDB WAL is redundant but harmless (it only costs write bandwidth).
- * - No explicit flush: RocksDB's CompactRange flushes the memtable overlapping the range first, so
- *   flush() is a compactRange over the whole key space.
+ * - No explicit flush: RocksDB's CompactRange flushes the memtables first when they hold a key in
+ *   its range, so flush() is a CompactRange over one key only: the newest key this engine wrote,
+ *   which the unflushed memtables hold. The compaction that follows touches only the table files
+ *   whose range covers that key, not the whole database (a whole-range CompactRange rewrote every
+ *   file of a 1 GiB tablet on each flush of the global memstore limit or a split).
  * - No native DeleteRange in batches: a `delRange` op is expanded into point deletes of the keys in
  *   the range, read under the engine's write lock so the expansion and the batch are atomic with
  *   respect to other writes through this engine.
@@ -102,6 +105,8 @@ export class RocksDbEngine implements KvEngine {
   private readonly openIterators = new Set<RocksIterator>();
   /** compactRange calls under way (a checkpoint waits for them). */
   private readonly compactions = new Set<Promise<void>>();
+  /** The newest key a batch of this engine put or deleted: the memtables hold it until they are flushed. */
+  private newestKey: Buffer | undefined;
 
   private constructor(
     readonly location: string,
@@ -192,6 +197,9 @@ export class RocksDbEngine implements KvEngine {
     if (batch === undefined) return;
     const b = batch;
     await promisify<void>((cb) => b._write({ sync }, cb));
+    const last = ops[ops.length - 1]!;
+    if (last.type !== 'delRange') this.newestKey = Buffer.from(last.key); // a copy: the caller may reuse its buffer
+    else this.newestKey = undefined; // its last expanded key is not at hand: the next flush takes the whole range
   }
 
   iterator(opts: IteratorOptions = {}): KvIterator {
@@ -221,9 +229,17 @@ export class RocksDbEngine implements KvEngine {
     return parseBackgroundWork(this.ld.getProperty('rocksdb.cfstats-no-file-histogram'), this.ld.getProperty('rocksdb.dbstats'));
   }
 
-  /** RocksDB flushes the memtable as the first step of CompactRange (see header). */
-  flush(): Promise<void> {
-    return this.compactRange();
+  /**
+   * RocksDB flushes the memtables as the first step of a CompactRange whose range they overlap (see
+   * header): the range is the newest key written, which they hold. Nothing to flush, nothing done.
+   * After an open (memtables replayed from RocksDB's WAL, no newest key known) the whole range.
+   */
+  async flush(): Promise<void> {
+    this.checkOpen();
+    await this.writeLock;
+    if (this.prop('rocksdb.num-entries-active-mem-table') + this.prop('rocksdb.num-entries-imm-mem-tables') === 0) return;
+    const k = this.newestKey;
+    return k ? this.compactRange(k, k) : this.compactRange();
   }
 
   async compactRange(start?: Uint8Array, end?: Uint8Array): Promise<void> {

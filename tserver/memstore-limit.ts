@@ -1,7 +1,7 @@
 /**
  * The global memstore limit, as YugabyteDB's: all memtables of a tserver together (every tablet
  * replica's RegularDB and IntentsDB) may hold at most global_memstore_size_percentage of the memory
- * a tserver may use (85 % of the machine's RAM, YugabyteDB's default_memory_limit_to_ram_ratio),
+ * a tserver may use (memory_limit_hard_bytes, by default 85 % of the machine's RAM: memory-limit.ts),
  * and never more than global_memstore_size_mb_max. Above it, memtables are flushed, largest first,
  * until the rest fits. (YugabyteDB flushes the tablet with the oldest memtable; the largest frees the
  * most per flush, which is what a bounded check every second needs.)
@@ -9,15 +9,15 @@
  * memstore_size_mb (128 MiB) bounds one memtable; this bounds their sum, so a tserver hosting many
  * tablets does not hold 128 MiB × 2 per replica.
  */
-import * as os from 'node:os';
 import { defineFlag, FlagTag, type Flags } from '../common/flags';
 import type { KvEngine } from '../docdb';
+import { MEMORY_LIMIT_HARD_BYTES, memoryLimitBytes, shareOfLimitBytes } from './memory-limit';
 
 export const GLOBAL_MEMSTORE_SIZE_PERCENTAGE = defineFlag({
   name: 'global_memstore_size_percentage',
   type: 'int',
   default: 10,
-  help: "Percentage of the tserver's memory limit (85 % of the machine's RAM) that all memtables of its tablet replicas may hold together; above it the largest memtables are flushed. As YugabyteDB's flag of that name.",
+  help: "Percentage of the tserver's memory limit (memory_limit_hard_bytes; by default 85 % of the machine's RAM) that all memtables of its tablet replicas may hold together; above it the largest memtables are flushed. As YugabyteDB's flag of that name.",
   tags: [FlagTag.runtime],
   validate: (v) => (v >= 1 && v <= 100 ? undefined : 'between 1 and 100 percent'),
 });
@@ -31,15 +31,14 @@ export const GLOBAL_MEMSTORE_SIZE_MB_MAX = defineFlag({
   validate: (v) => (v >= 1 ? undefined : 'at least 1 MiB'),
 });
 
-/** YugabyteDB's default_memory_limit_to_ram_ratio: the tserver's memory limit as a share of RAM. */
-const MEMORY_LIMIT_TO_RAM_RATIO = 0.85;
 /** How often the sum is checked. */
 export const MEMSTORE_LIMIT_CHECK_MS = 1_000;
 /** Flushes started per check at most (the next check goes on if the sum is still above the limit). */
 const FLUSHES_PER_CHECK_MAX = 8;
 
-export function globalMemstoreLimitBytes(percentage: number, mbMax: number, ramBytes = os.totalmem()): number {
-  return Math.min(Math.floor((ramBytes * MEMORY_LIMIT_TO_RAM_RATIO * percentage) / 100), mbMax * 1024 * 1024);
+/** All memtables' share of the tserver's memory limit (`limitBytes`: memoryLimitBytes). */
+export function globalMemstoreLimitBytes(percentage: number, mbMax: number, limitBytes = memoryLimitBytes(0)): number {
+  return shareOfLimitBytes(percentage, mbMax, limitBytes);
 }
 
 /** The memtables to flush, largest first, so that the rest sums to at most `limitBytes`. */
@@ -65,7 +64,7 @@ export interface MemstoreLimitDeps {
 export function startMemstoreLimit(d: MemstoreLimitDeps): () => void {
   let running = false;
   const check = async (): Promise<void> => {
-    const limit = globalMemstoreLimitBytes(d.flags.get(GLOBAL_MEMSTORE_SIZE_PERCENTAGE), d.flags.get(GLOBAL_MEMSTORE_SIZE_MB_MAX));
+    const limit = globalMemstoreLimitBytes(d.flags.get(GLOBAL_MEMSTORE_SIZE_PERCENTAGE), d.flags.get(GLOBAL_MEMSTORE_SIZE_MB_MAX), memoryLimitBytes(d.flags.get(MEMORY_LIMIT_HARD_BYTES)));
     // A replica not open yet (or failed) has no engine to ask.
     const engines = d.engines().filter((e) => e.engine !== undefined);
     const sized = await Promise.all(engines.map(async (e) => ({ key: e, bytes: (await e.engine.stats().catch(() => undefined))?.memtableBytes ?? 0 })));

@@ -12,7 +12,7 @@ import type { Logger } from '../common/log';
 import type { Rng } from '../common/rng';
 import { DocDb, MEMSTORE_SIZE_MB, MEMSTORE_SIZE_SPREAD_PCT, memtableBytes, RangeHidingEngine, RocksDbEngine, cloneCheckpoint, type DocDbApi, type KeySegment, type KvEngine } from '../docdb';
 import { walArchiveDirOf } from './wal-archive';
-import { DEFAULT_WAL_DURABILITY, FileLogStorage, GLOBAL_LOG_CACHE_SIZE_LIMIT_MB, LogCacheBudget, RawNode, type LeaderChange, type LogStorage, type Message, type RaftCore, type RaftOptions, type WalDurability, type WalFs } from '../raft';
+import { DEFAULT_WAL_DURABILITY, FileLogStorage, LogCacheBudget, RawNode, type LeaderChange, type LogStorage, type Message, type RaftCore, type RaftOptions, type WalDurability, type WalFs } from '../raft';
 import { LOG_MIN_ENTRIES_TO_RETAIN, RAFT_ELECTION_TIMEOUT_TICKS, SPLIT_HARD_LINKS } from './tserver-flags';
 import { readTabletMeta, writeTabletMeta, type TabletMeta } from './tablet/tablet-meta';
 import { TabletPeer, type DbName, type SnapshotDescriptor } from './tablet/tablet-peer';
@@ -21,6 +21,7 @@ import { applySplit, copyRows, rowRangeOf } from './split-apply';
 import type { PeerTxnEnv } from './transaction/txn-env';
 import { makeDirs } from '../common/fs-dirs';
 import { NodeId } from '../common/ids';
+import { globalLogCacheLimitBytes } from './memory-limit';
 
 /** Tablets one server hosts before CreateTablet answers SERVICE_UNAVAILABLE. */
 export const TABLETS_PER_SERVER_MAX = 10_000;
@@ -94,7 +95,6 @@ const CHILD_CAMPAIGN_EVERY_TICKS = 2;
 const SPLIT_CHILD_BASE_INDEX = 1;
 /** Chunks of one remote bootstrap before it gives up (bounds a runaway copy). */
 const SNAPSHOT_CHUNKS_MAX = 10_000_000;
-const MB = 1024 * 1024;
 
 /** A replica found on disk that did not open at start. */
 export interface FailedOpen {
@@ -121,7 +121,7 @@ export class TabletManager {
 
   constructor(private readonly deps: TabletManagerDeps) {
     this.addresses.set(deps.selfUuid, deps.selfAddress);
-    this.logCacheBudget = new LogCacheBudget(() => deps.flags.get(GLOBAL_LOG_CACHE_SIZE_LIMIT_MB) * MB);
+    this.logCacheBudget = new LogCacheBudget(() => globalLogCacheLimitBytes(deps.flags));
   }
 
   private tabletsDir(): string {

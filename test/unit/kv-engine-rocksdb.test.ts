@@ -71,3 +71,41 @@ describe('rocksdb engine: background work', () => {
     await e.close();
   });
 });
+
+describe('rocksdb engine: flush', () => {
+  it('rocksdb: flush() asks RocksDB to compact the newest key only (which flushes the memtables), not the whole database; with nothing unflushed it asks nothing', async () => {
+    const loc = path.join(root, 'flush-cheap');
+    const e = await RocksDbEngine.open(loc);
+    // The binding's compactRange, observed: the range each flush asks for.
+    const ld = (e as unknown as { ld: { compactRange(s: Buffer, t: Buffer, cb: (err?: Error) => void): void } }).ld;
+    const asked: Array<[string, string]> = [];
+    const real = ld.compactRange.bind(ld);
+    ld.compactRange = (s, t, cb) => {
+      asked.push([s.toString('latin1'), t.toString('latin1')]);
+      real(s, t, cb);
+    };
+    const rows = (from: number, n: number): Array<{ type: 'put'; key: Buffer; value: Buffer }> =>
+      Array.from({ length: n }, (_, i) => ({ type: 'put' as const, key: Buffer.from(`k${String(from + i).padStart(8, '0')}`), value: Buffer.alloc(200, 1) }));
+    await e.write(rows(0, 500));
+    await e.write(rows(20_000, 500));
+    const mid = await e.stats();
+    await e.flush();
+    expect(asked).toEqual([['k00020499', 'k00020499']]);
+    const after = await e.stats();
+    expect(after.memtableBytes).toBeLessThan(mid.memtableBytes / 10);
+    expect(after.sstBytes).toBeGreaterThan(0);
+    // Nothing unflushed: nothing asked.
+    await e.flush();
+    expect(asked).toHaveLength(1);
+    // A delete is a write too: its key is the newest.
+    await e.write([{ type: 'del', key: Buffer.from('k00000007') }]);
+    await e.flush();
+    expect(asked[1]).toEqual(['k00000007', 'k00000007']);
+    const it = e.iterator();
+    let n = 0;
+    while ((await it.next()) !== undefined) n++;
+    await it.close();
+    expect(n).toBe(999);
+    await e.close();
+  });
+});

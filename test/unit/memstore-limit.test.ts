@@ -11,6 +11,7 @@ import { Flags } from '../../common/flags';
 import { RocksDbEngine } from '../../docdb/rocksdb-engine';
 import { globalMemstoreLimitBytes, memtablesToFlush, startMemstoreLimit } from '../../tserver/memstore-limit';
 import { waitUntil } from '../../lab/wait-until';
+import { globalLogCacheLimitBytes, memoryLimitBytes } from '../../tserver/memory-limit';
 
 const MiB = 1024 * 1024;
 const dirs: string[] = [];
@@ -19,9 +20,20 @@ afterEach(() => {
 });
 
 describe('global memstore limit', () => {
-  it('memstore limit: 10 % of 85 % of RAM, capped at global_memstore_size_mb_max', () => {
-    expect(globalMemstoreLimitBytes(10, 2048, 24 * 1024 * MiB)).toBe(2048 * MiB);
-    expect(globalMemstoreLimitBytes(10, 2048, 8 * 1024 * MiB)).toBe(Math.floor(8 * 1024 * MiB * 0.85 * 0.1));
+  it('memstore limit: 10 % of the memory limit (85 % of RAM unless memory_limit_hard_bytes), capped at global_memstore_size_mb_max', () => {
+    expect(globalMemstoreLimitBytes(10, 2048, memoryLimitBytes(0, 24 * 1024 * MiB))).toBe(2048 * MiB);
+    expect(globalMemstoreLimitBytes(10, 2048, memoryLimitBytes(0, 8 * 1024 * MiB))).toBe(Math.floor((Math.floor(8 * 1024 * MiB * 0.85) * 10) / 100));
+    expect(globalMemstoreLimitBytes(10, 2048, memoryLimitBytes(512 * MiB, 24 * 1024 * MiB))).toBe(Math.floor((512 * MiB * 10) / 100));
+  });
+
+  it('memory limit: the Raft log caches get global_log_cache_size_limit_percentage of memory_limit_hard_bytes, capped at global_log_cache_size_limit_mb; runtime flags are read each time', () => {
+    const flags = new Flags();
+    expect(globalLogCacheLimitBytes(flags)).toBe(Math.min(256 * MiB, Math.floor((memoryLimitBytes(0) * 5) / 100)));
+    flags.setFromString('memory_limit_hard_bytes', String(512 * MiB));
+    expect(globalLogCacheLimitBytes(flags)).toBe(Math.floor((512 * MiB * 5) / 100));
+    flags.setFromString('global_log_cache_size_limit_mb', '16');
+    expect(globalLogCacheLimitBytes(flags)).toBe(16 * MiB);
+    expect(() => flags.setFromString('memory_limit_hard_bytes', '1000')).toThrow(/64 MiB/);
   });
 
   it('memstore limit: the largest memtables are flushed until the rest fits, none when under the limit', () => {
