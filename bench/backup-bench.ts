@@ -15,6 +15,7 @@ import { exportTables, importTables } from '../client/backup/export-import';
 import { TesseraClient } from '../client/tessera-client';
 import { BenchCluster } from './bench-cluster';
 import { sectionNumber, sectionString } from './section-args';
+import { cpuSeconds } from './proc-stats';
 
 const HOST_BASE = 159;
 const NO_ALIAS_PORT_SHIFT = 15_900;
@@ -22,20 +23,45 @@ const LOAD_BATCH_ROWS = 2000;
 const LOAD_IN_FLIGHT = 4;
 const MIB = 1024 * 1024;
 
-/** Peak RSS of every tserver while `f` runs (sampled every 200 ms). */
-async function withRss<T>(cluster: BenchCluster, f: () => Promise<T>): Promise<{ result: T; seconds: number; peakRssMiB: number[] }> {
+interface Measured<T> {
+  result: T;
+  seconds: number;
+  peakRssMiB: number[];
+  /** CPU seconds (utime + stime) while `f` ran: all tservers together, and this process (the client). */
+  tserverCpuSeconds: number;
+  clientCpuSeconds: number;
+}
+
+/** Peak RSS of every tserver while `f` runs (sampled every 200 ms), and the CPU it cost. */
+async function withRss<T>(cluster: BenchCluster, f: () => Promise<T>): Promise<Measured<T>> {
   const pids = cluster.tservers().map((s) => s.child.pid);
   const peak = pids.map(() => 0);
   const sample = (): void => pids.forEach((p, i) => (peak[i] = Math.max(peak[i]!, BenchCluster.rssBytes(p) ?? 0)));
   const timer = setInterval(sample, 200);
+  const tserverCpu = (): number => pids.reduce<number>((a, p) => a + (cpuSeconds(p) ?? 0), 0);
+  const cpu0 = tserverCpu();
+  const own0 = process.cpuUsage();
   const t0 = performance.now();
   try {
     const result = await f();
     sample();
-    return { result, seconds: Math.round((performance.now() - t0) / 100) / 10, peakRssMiB: peak.map((b) => Math.round(b / MIB)) };
+    const own = process.cpuUsage(own0);
+    return {
+      result,
+      seconds: Math.round((performance.now() - t0) / 100) / 10,
+      peakRssMiB: peak.map((b) => Math.round(b / MIB)),
+      tserverCpuSeconds: tserverCpu() - cpu0,
+      clientCpuSeconds: (own.user + own.system) / 1e6,
+    };
   } finally {
     clearInterval(timer);
   }
+}
+
+/** CPU per row in µs, tservers / client: what a loaded machine moves less than the wall time. */
+function cpuPerRow(m: Measured<unknown>, rows: number): string {
+  const us = (s: number): number => Math.round((s * 1e6) / rows);
+  return `CPU per row ${us(m.tserverCpuSeconds)} µs tservers (3 together) / ${us(m.clientCpuSeconds)} µs client`;
 }
 
 async function load(client: TesseraClient, rows: number): Promise<void> {
@@ -74,9 +100,9 @@ async function main(): Promise<void> {
     const c = client;
     const ex = await withRss(cluster, () => exportTables(c, { tables: ['bench_backup'], to: path.join(dir, 'full') }));
     const bytes = ex.result.tables[0]!.parts.reduce((n, p) => n + p.bytes, 0);
-    process.stdout.write(`export: ${ex.seconds} s (${Math.round(rows / ex.seconds)} rows/s, ${Math.round(bytes / MIB)} MiB); tserver peak RSS ${ex.peakRssMiB.join(' / ')} MiB\n`);
+    process.stdout.write(`export: ${ex.seconds} s (${Math.round(rows / ex.seconds)} rows/s, ${Math.round(bytes / MIB)} MiB); tserver peak RSS ${ex.peakRssMiB.join(' / ')} MiB; ${cpuPerRow(ex, rows)}\n`);
     const im = await withRss(cluster, () => importTables(c, { from: path.join(dir, 'full'), into: 'bench_backup_copy' }));
-    process.stdout.write(`import: ${im.seconds} s (${Math.round(rows / im.seconds)} rows/s, digest checked); tserver peak RSS ${im.peakRssMiB.join(' / ')} MiB\n`);
+    process.stdout.write(`import: ${im.seconds} s (${Math.round(rows / im.seconds)} rows/s, digest checked); tserver peak RSS ${im.peakRssMiB.join(' / ')} MiB; ${cpuPerRow(im, rows)}\n`);
   } finally {
     await client?.close().catch(() => undefined);
     await cluster.stop();
