@@ -15,26 +15,26 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import * as readline from 'node:readline';
-import * as hdr from 'hdr-histogram-js';
 import { TesseraClient } from '../client/tessera-client';
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
 import { masterMethods } from '../rpc';
 import { flagAssignment, Flags, parseFlagArgs } from '../common/flags';
 // Registers every flag a tserver parses, so --tserver-flag is checked before any server starts.
 import '../tserver/tserver-server';
-import { BenchCluster, type BenchServer } from './bench-cluster';
+import { BenchCluster } from './bench-cluster';
 import { EtcdCluster, findEtcd } from './etcd-cluster';
-import { ActivitySampler, type ActivitySample } from './activity';
-import { ApplyLagCollector, COLLECT_WINDOW_MIN_SECONDS, measureApplyLag, type ApplyLagAccumulator, type ApplyLagFigures } from './apply-lag';
+import { measureApplyLag, type ApplyLagFigures } from './apply-lag';
 import { BIG_TXN_DEFAULTS, renderBigTxn, runBigTxn, type BigTxnResult } from './big-txn';
-import { analyzeBusy, MainThreadCpuSampler, renderBusyTimeline, summarizeProfileFile, writeFlameGraphs, type BusyWindow, type ProfiledServer, type ThreadCpuSamples } from './profiling';
-import { counterDelta, scrapeCounters, type LoopDelay, type TserverScrape } from './io-costs';
-import { cpuSeconds, cpuSplitSum, filesystemType, peakRssBytes, threadCpuDelta, threadCpuTable, threadWakeupsSum, type CpuSplit, type ThreadKind } from './proc-stats';
-import { waitForTransactions, type LoadResult, type LoadSpec, type VsOp, type VsSystem } from './vs-loadgen';
-import { aggregate, perSecondSpread, renderMarkdown, renderSlowSeconds, type PeakRss, type VsRun } from './vs-report';
+import { scrapeCounters } from './io-costs';
+import { filesystemType, peakRssBytes } from './proc-stats';
+import { waitForTransactions, type LoadSpec, type VsOp } from './vs-loadgen';
+import { log, runLoadgen, toRun, type LoadgenRun, type Target } from './vs-loadgen-run';
+import { appendProfiles } from './vs-profiles';
+import { aggregate, renderMarkdown, renderSlowSeconds, type PeakRss, type VsRun } from './vs-report';
 import { makeDirs } from '../common/fs-dirs';
 import { DbError, ErrorCode } from '../common/errors';
+
+export { log, runLoadgen, toRun, type LoadgenRun, type Target } from './vs-loadgen-run';
 
 const ETCD_HOST_BASE = 60;
 const TESSERA_HOST_BASE = 70;
@@ -42,8 +42,6 @@ const TESSERA_HOST_BASE = 70;
 const TESSERA_NO_ALIAS_PORT_SHIFT = 26000 - 7000;
 const TABLE = 'vs_etcd';
 export const VALUE_BYTES = 100;
-/** A load generator that outlives its duration by this much is killed and the run counts as failed. */
-const LOADGEN_GRACE_MS = 60_000;
 /**
  * Default warm-up of each workload's first run. A fresh tserver runs a new workload at about half its
  * steady speed for several seconds while V8 tiers the hot path up (2-row transactions at c64 on 2
@@ -179,198 +177,6 @@ export function parseVsArgs(argv: readonly string[]): VsOptions {
   return o;
 }
 
-export interface Target {
-  system: VsSystem;
-  serverPids: () => Array<number | undefined>;
-  /** A short name per server process, in serverPids' order (the per-process CPU column). */
-  serverNames: () => string[];
-  spec: Partial<LoadSpec>;
-  /** The servers' work counters (tessera: bench/io-costs.ts), read at measure-start and measure-end. */
-  counters?: () => Promise<TserverScrape>;
-  /** The load generator to run (default: this build's bench/vs-loadgen.js). */
-  loadgenScript?: string;
-  /** The tservers' consoles, read during a long window for its apply lag and background activity (tessera). */
-  applyLagConsoles?: () => readonly string[];
-  /** Servers whose main threads' CPU time to read from /proc while a window runs (`--profile all`). */
-  mainThreads?: () => { names: string[]; pids: Array<number | undefined> };
-}
-
-export function log(line: string): void {
-  process.stdout.write(line + '\n');
-}
-
-/** Run one load generator child; samples server and client CPU at its measure-start / measure-end marks. */
-export interface LoadgenRun {
-  result: LoadResult;
-  serverCpu?: number;
-  /** Of serverCpu, the seconds spent in the kernel (system calls, page faults, interrupts). */
-  serverSystemCpu?: number;
-  /** Thread wake-ups of the servers (voluntary context switches, proc-stats.threadWakeups). */
-  serverWakeups?: number;
-  /** CPU seconds of each server process over the measured window. */
-  serverCpuByProcess?: Array<{ name: string; seconds: number }>;
-  /** The servers' CPU seconds over the measured window by kind of thread (proc-stats.ThreadKind). */
-  serverCpuByThread?: Record<ThreadKind, number>;
-  clientCpu?: number;
-  /** Wall clock (µs since the epoch) when the load generator said measure-start / measure-end. */
-  measureStartMicros?: number;
-  measureEndMicros?: number;
-  /** CLOCK_MONOTONIC (µs) at the load generator's measure-start: where its perSecond counts begin. */
-  measureStartMonoMicros?: number;
-  /** Change of the target's work counters over the measured window. */
-  counters?: Record<string, number>;
-  /** The worst server event-loop delay over the measured window (tessera). */
-  loopDelay?: LoopDelay;
-  /** A transaction window's applies gathered while it ran (Target.applyLagConsoles). */
-  applies?: { acc: ApplyLagAccumulator; sinceMicros: number; reads: number; lastError?: string };
-  /** A long window's background activity, sampled while it ran (bench/activity.ts). */
-  activity?: { samples: ActivitySample[]; failures: number };
-  /** The main threads' CPU time while the window ran (Target.mainThreads). */
-  mainThreadCpu?: ThreadCpuSamples;
-}
-
-/**
- * What runLoadgen samples at a window's measure-start and measure-end marks. The counters' read is
- * started at the mark and awaited after the run (a failed read only loses the cost table's column).
- */
-interface Mark {
-  micros: number;
-  cpu: CpuSplit | undefined;
-  wakeups: number | undefined;
-  perProcess: Array<number | undefined>;
-  /** CPU seconds of every server thread (by kind). */
-  threads: ReturnType<typeof threadCpuTable>;
-  client: number | undefined;
-  counters: Promise<TserverScrape | undefined> | undefined;
-}
-
-export async function runLoadgen(target: Target, spec: LoadSpec): Promise<LoadgenRun> {
-  const child = spawn(process.execPath, [target.loadgenScript ?? path.join(__dirname, 'vs-loadgen.js'), JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (c: Buffer) => {
-    if (stderr.length < 4000) stderr += c.toString('utf8');
-  });
-  const timer = setTimeout(() => child.kill('SIGKILL'), (spec.warmupSeconds + spec.seconds) * 1000 + LOADGEN_GRACE_MS);
-  let result: LoadResult | undefined;
-  let m0: Mark | undefined;
-  let m1: Mark | undefined;
-  const readCounters = (): Promise<TserverScrape | undefined> | undefined =>
-    target.counters?.().catch((e: unknown) => {
-      log(`${target.system}: reading the servers' counters failed (${e instanceof Error ? e.message : String(e)}); no cost per operation for this run`);
-      return undefined;
-    });
-  const mark = (): Mark => {
-    const pids = target.serverPids();
-    return { micros: Date.now() * 1000, cpu: cpuSplitSum(pids), wakeups: threadWakeupsSum(pids), perProcess: pids.map(cpuSeconds), threads: threadCpuTable(pids), client: cpuSeconds(child.pid), counters: readCounters() };
-  };
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  let collector: ApplyLagCollector | undefined;
-  let collected: Awaited<ReturnType<ApplyLagCollector['stop']>> | undefined;
-  let sampler: ActivitySampler | undefined;
-  let activityDone: ReturnType<ActivitySampler['stop']> | undefined;
-  let activity: Awaited<ReturnType<ActivitySampler['stop']>> | undefined;
-  let startMono: number | undefined;
-  let threads: MainThreadCpuSampler | undefined;
-  let threadCpu: Promise<ThreadCpuSamples> | undefined;
-  try {
-    for await (const line of readline.createInterface({ input: child.stdout })) {
-      let ev: { event?: string };
-      try {
-        ev = JSON.parse(line) as { event?: string };
-      } catch {
-        continue;
-      }
-      if (ev.event === 'measure-start') {
-        m0 = mark();
-        const mono = (ev as { monoMicros?: unknown }).monoMicros;
-        if (typeof mono === 'number') startMono = mono;
-        const mt = target.mainThreads?.();
-        if (mt) (threads = new MainThreadCpuSampler(mt.names, mt.pids)).start();
-        const consoles = spec.seconds > COLLECT_WINDOW_MIN_SECONDS ? target.applyLagConsoles?.() : undefined;
-        if (consoles && spec.op === 'txn') (collector = new ApplyLagCollector(consoles, m0.micros)).start();
-        if (consoles) (sampler = new ActivitySampler(consoles, m0.micros / 1000)).start();
-      } else if (ev.event === 'measure-end') {
-        m1 = mark();
-        activityDone = sampler?.stop(); // its last sample at the window's end, not after the load generator's exit
-        threadCpu = threads?.stop();
-      } else if (ev.event === 'result') {
-        result = ev as LoadResult;
-      }
-    }
-  } finally {
-    collected = await collector?.stop();
-    activity = await (activityDone ?? sampler?.stop());
-    threadCpu ??= threads?.stop();
-  }
-  const mainThreadCpu = await threadCpu;
-  const code = await exited;
-  clearTimeout(timer);
-  if (!result) throw new Error(`load generator (${spec.system} ${spec.op}) exited with ${String(code)} without a result: ${stderr.trim()}`);
-  const [before, after] = await Promise.all([m0?.counters, m1?.counters]);
-  const names = target.serverNames();
-  const p0 = m0?.perProcess ?? [];
-  const p1 = m1?.perProcess ?? [];
-  const byProcess = p0.length === names.length && p1.length === names.length && p0.every((x, i) => x !== undefined && p1[i] !== undefined) ? names.map((name, i) => ({ name, seconds: p1[i]! - p0[i]! })) : undefined;
-  const s0 = m0?.cpu;
-  const s1 = m1?.cpu;
-  return {
-    ...(before && after ? { counters: counterDelta(before.counters, after.counters) } : {}),
-    // The start-of-window read reset the monitors: the end-of-window read covers the window alone.
-    ...(before && after?.loopDelay ? { loopDelay: after.loopDelay } : {}),
-    result,
-    ...(s0 !== undefined && s1 !== undefined
-      ? { serverCpu: s1.userSeconds + s1.systemSeconds - (s0.userSeconds + s0.systemSeconds), serverSystemCpu: s1.systemSeconds - s0.systemSeconds }
-      : {}),
-    ...(m0?.wakeups !== undefined && m1?.wakeups !== undefined ? { serverWakeups: m1.wakeups - m0.wakeups } : {}),
-    ...(byProcess ? { serverCpuByProcess: byProcess } : {}),
-    ...(m0 && m1 && m1.threads.size > 0 ? { serverCpuByThread: threadCpuDelta(m0.threads, m1.threads) } : {}),
-    ...(m0?.client !== undefined && m1?.client !== undefined ? { clientCpu: m1.client - m0.client } : {}),
-    ...(m0 ? { measureStartMicros: m0.micros } : {}),
-    ...(m1 ? { measureEndMicros: m1.micros } : {}),
-    ...(startMono !== undefined ? { measureStartMonoMicros: startMono } : {}),
-    ...(collector && collected ? { applies: { acc: collector.acc, ...collected } } : {}),
-    ...(activity ? { activity } : {}),
-    ...(mainThreadCpu ? { mainThreadCpu } : {}),
-  };
-}
-
-export function toRun(round: number, workload: string, system: VsSystem, r: LoadgenRun, applyLag?: ApplyLagFigures): VsRun {
-  const h = hdr.decodeFromCompressedBase64(r.result.histogram);
-  const ch = r.result.commitHistogram !== undefined ? hdr.decodeFromCompressedBase64(r.result.commitHistogram) : undefined;
-  const secs = perSecondSpread(r.result.perSecond);
-  const run: VsRun = {
-    round,
-    workload,
-    system,
-    ops: r.result.ops,
-    errors: r.result.errors,
-    ...(r.result.firstError !== undefined ? { firstError: r.result.firstError } : {}),
-    seconds: r.result.seconds,
-    opsPerSec: r.result.seconds > 0 ? r.result.ops / r.result.seconds : 0,
-    p50Ms: h.getValueAtPercentile(50) / 1000,
-    p99Ms: h.getValueAtPercentile(99) / 1000,
-    ...(ch && ch.totalCount > 0 ? { commitP50Ms: ch.getValueAtPercentile(50) / 1000, commitP99Ms: ch.getValueAtPercentile(99) / 1000 } : {}),
-    ...(applyLag ? { applyLag } : {}),
-    ...(r.serverCpu !== undefined ? { serverCpuSeconds: r.serverCpu } : {}),
-    ...(r.serverSystemCpu !== undefined ? { serverSystemCpuSeconds: r.serverSystemCpu } : {}),
-    ...(r.serverWakeups !== undefined ? { serverWakeups: r.serverWakeups } : {}),
-    ...(r.serverCpuByProcess ? { serverCpuByProcess: r.serverCpuByProcess } : {}),
-    ...(r.serverCpuByThread ? { serverCpuByThread: r.serverCpuByThread } : {}),
-    ...(r.clientCpu !== undefined ? { clientCpuSeconds: r.clientCpu } : {}),
-    clientPeakRssBytes: r.result.maxRssBytes,
-    ...(r.result.perSecond ? { perSecond: r.result.perSecond } : {}),
-    ...(r.measureStartMonoMicros !== undefined ? { measureStartMonoMicros: r.measureStartMonoMicros } : {}),
-    ...(secs ? { perSecondSpread: secs } : {}),
-    ...(r.counters ? { counters: r.counters } : {}),
-    ...(r.loopDelay ? { loopDelay: r.loopDelay } : {}),
-    ...(r.activity ? { activity: r.activity } : {}),
-    ...(r.mainThreadCpu ? { mainThreadCpu: r.mainThreadCpu } : {}),
-  };
-  h.destroy();
-  ch?.destroy();
-  return run;
-}
-
 export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPath: string }> {
   const etcdBin = findEtcd();
   const notes = new Map<string, string>();
@@ -405,77 +211,15 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
       await etcd.start(ETCD_HOST_BASE);
       log(`etcd: 3 members up (leader ${etcd.leaderUrl}); load goes to the leader`);
     }
-    const targets: Target[] = [
-      {
-        ...tesseraTarget(tessera),
-        ...(o.profile === 'all'
-          ? {
-              mainThreads: () => {
-                const ts = tessera.tservers();
-                return { names: ts.map((_, i) => `ts${i}`), pids: ts.map((t) => t.child.pid) };
-              },
-            }
-          : {}),
-      },
-      ...(etcd ? [{ system: 'etcd' as const, serverPids: () => etcd.pids(), serverNames: () => etcd.members.map((m, i) => `etcd${i}${m.clientUrl === etcd.leaderUrl ? ' (leader)' : ''}`), spec: { etcdUrl: etcd.leaderUrl } }] : []),
-    ];
-    const base = (t: Target, op: VsOp, concurrency: number, warmupSeconds: number, seconds: number): LoadSpec => ({ system: t.system, op, concurrency, warmupSeconds, seconds, readKeys: o.readKeys, valueBytes: VALUE_BYTES, ...t.spec });
-    if (o.workloads.some((w) => VS_WORKLOADS[w]?.op === 'read')) {
-      for (const t of targets) {
-        const r = await runLoadgen(t, base(t, 'preload', 64, 0, 0));
-        if (r.result.errors > 0) throw new Error(`${t.system} preload of ${o.readKeys} keys had ${r.result.errors} errors: ${r.result.firstError ?? ''}`);
-        log(`${t.system}: preloaded ${o.readKeys} keys in ${r.result.seconds.toFixed(1)} s`);
-      }
-    }
+    const targets = vsTargets(o, tessera, etcd);
+    await preloadAndSettle(o, targets, tessera, notes);
     const tableWorkloads = o.workloads.filter((w) => VS_WORKLOADS[w]);
-    const runs: VsRun[] = [];
-    const settle = await tessera.waitLeadersSettled(LEADERS_QUIET_MS, LEADERS_SETTLE_MAX_MS);
-    if (settle.settled) log(`tessera: tablet leadership quiet for ${LEADERS_QUIET_MS / 1000} s (waited ${(settle.waitedMs / 1000).toFixed(1)} s for the leader balancer)`);
-    else notes.set('leader balancing', `tablet leadership still moving after ${LEADERS_SETTLE_MAX_MS / 1000} s; the workloads started anyway`);
     const loadStartMs = Date.now();
-    for (let round = 1; round <= o.rounds; round++) {
-      for (const w of tableWorkloads) {
-        const def = VS_WORKLOADS[w];
-        if (!def || (def.op === 'txn' && !txnOk)) continue;
-        const ts = targets.filter((t) => !def.tesseraOnly || t.system === 'tessera');
-        // A B in odd rounds, B A in even ones: neither system always runs on a "warmer" machine.
-        const order = round % 2 === 1 ? ts : [...ts].reverse();
-        for (const t of order) {
-          const warmup = round === 1 ? firstWarmup : o.warmupSeconds;
-          const lg = await runLoadgen(t, { ...base(t, def.op, def.concurrency, warmup, o.seconds), ...(def.sameTablet === true ? { sameTablet: true } : {}) });
-          const lag = def.op === 'txn' && t.system === 'tessera' ? await txnApplyLag(tessera, lg, notes) : undefined;
-          const r = toRun(round, w, t.system, lg, lag);
-          runs.push(r);
-          const txnPart = def.op === 'txn' ? `  commit() p50 ${r.commitP50Ms?.toFixed(2) ?? 'n/a'} ms p99 ${r.commitP99Ms?.toFixed(2) ?? 'n/a'} ms  apply lag p50 ${lag?.p50Ms?.toFixed(2) ?? 'n/a'} ms p99 ${lag?.p99Ms?.toFixed(2) ?? 'n/a'} ms (first replica p50 ${lag?.firstP50Ms?.toFixed(2) ?? 'n/a'} ms; ${lag?.complete ?? 0} complete, ${lag?.incomplete ?? 0} incomplete)${lag?.stages ? `; stages p50: commit round ${lag.stages.commitRoundP50Ms.toFixed(2)} ms, → first replica ${lag.stages.toFirstP50Ms.toFixed(2)} ms, first → last ${lag.stages.spreadP50Ms.toFixed(2)} ms (other tablet later ${lag.stages.otherTabletP50Ms.toFixed(2)} ms, followers behind ${lag.stages.followersP50Ms.toFixed(2)} ms)` : ''}` : '';
-          const secs = r.perSecondSpread ? `  1-s rates ${r.perSecondSpread.min}–${r.perSecondSpread.max} (median ${r.perSecondSpread.median})` : '';
-          log(`round ${round} ${w.padEnd(9)} ${t.system.padEnd(7)} ${Math.round(r.opsPerSec).toString().padStart(7)} ops/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms  errors ${r.errors}${secs}${txnPart}`);
-        }
-      }
-    }
+    const runs = await runRounds(o, targets, tessera, { txnOk, firstWarmup, tableWorkloads }, notes);
     const loadEndMs = Date.now();
-    const rss: PeakRss[] = targets.map((t) => {
-      const peaks = t.serverPids().map(peakRssBytes);
-      const known = peaks.filter((p): p is number => p !== undefined);
-      const clients = runs.filter((r) => r.system === t.system).map((r) => r.clientPeakRssBytes ?? 0);
-      return {
-        system: t.system,
-        ...(known.length === peaks.length && known.length > 0 ? { serversMaxBytes: Math.max(...known), serversSumBytes: known.reduce((a, b) => a + b, 0) } : {}),
-        ...(clients.length ? { clientsMaxBytes: Math.max(...clients) } : {}),
-      };
-    });
-    let bigTxn: BigTxnResult | undefined;
-    if (o.workloads.includes(BIG_TXN)) {
-      // Last, after the peak RSS above was read: its RSS figures are sampled while it runs.
-      const c = await TesseraClient.connect({ masterAddresses: [tessera.masterAddress], timeoutMs: 30_000 });
-      try {
-        bigTxn = await runBigTxn(tessera, c, BIG_TXN_TABLE, { rows: o.bigTxnRows, rowBytes: o.bigTxnRowBytes }, log);
-      } catch (e) {
-        notes.set(BIG_TXN, `failed: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`);
-        log(`big-txn ${notes.get(BIG_TXN) ?? ''}`);
-      } finally {
-        await c.close().catch(() => undefined);
-      }
-    }
+    const rss = peakRssOf(targets, runs);
+    // Last, after the peak RSS above was read: its RSS figures are sampled while it runs.
+    const bigTxn = o.workloads.includes(BIG_TXN) ? await bigTxnStep(o, tessera, notes) : undefined;
     const stamp = new Date().toISOString().replace(/[:.]/g, '-');
     // Leadership changes while the load ran: none are planned then, so each is an election (or a
     // balancing move) that aborts in-flight transactions and stalls its tablet. Keep the logs then.
@@ -497,53 +241,101 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
     const { jsonPath, mdPath } = writeReports(o.outDir, 'vs-etcd', stamp, json, md);
     log('\n' + md);
     log(`wrote ${jsonPath} and ${mdPath}`);
-    if (o.profile) {
-      const profiled = tessera.servers.filter((s) => s.role === 'tserver').slice(0, o.profile === 'all' ? undefined : 1);
-      await stopProfiled(profiled, profileDir);
-      // The profiles' tables go into the report the run just wrote (and its "latest" copies). Node
-      // names a profile CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile: the pid says whose it is.
-      const fresh = fs.readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile') && !profilesBefore.has(f));
-      const rel = (f: string): string => path.relative(o.outDir, f);
-      const sections: string[] = [];
-      const entries: Array<Record<string, unknown>> = [];
-      const loaded: ProfiledServer[] = [];
-      profiled.forEach((t, i) => {
-        const file = fresh.find((f) => f.split('.')[3] === String(t.child.pid));
-        if (!file) {
-          log(`cpu profile: tserver ${i} (${t.rpcAddress}) wrote no profile under ${profileDir}; the report has no tables of it`);
-          return;
-        }
-        const profilePath = path.join(profileDir, file);
-        const { profile, summary, markdown } = summarizeProfileFile(profilePath);
-        const fg = writeFlameGraphs(profile, profilePath, `tserver ${i}, main thread, whole run of ${path.basename(mdPath)}`);
-        sections.push(
-          markdown.replace('### Where the profiled thread spent its time (V8 CPU profile)', `### Where tserver ${i} spent its time (V8 CPU profile of its main thread, whole run)`) +
-            `\nFlame graph: \`${rel(fg.htmlPath)}\` (open it in a browser); folded stacks for flamegraph.pl, inferno or speedscope: \`${rel(fg.foldedPath)}\`.\n`,
-        );
-        entries.push({ server: `ts${i}`, rpcAddress: t.rpcAddress, file: path.join('profiles', file), flameGraph: rel(fg.htmlPath), foldedStacks: rel(fg.foldedPath), ...summary });
-        loaded.push({ name: `ts${i}`, profile });
-      });
-      let busy: BusyWindow[] = [];
-      if (o.profile === 'all' && loaded.length > 0) {
-        busy = runs.flatMap((r) => {
-          if (r.system !== 'tessera' || !r.perSecond || r.measureStartMonoMicros === undefined) return [];
-          const w = analyzeBusy({ label: `${r.workload} round ${r.round}`, perSecond: r.perSecond, startMonoUs: r.measureStartMonoMicros, ...(r.mainThreadCpu ? { onCpu: r.mainThreadCpu } : {}) }, loaded);
-          return w ? [w] : [];
-        });
-        const table = renderBusyTimeline(busy);
-        if (table.length > 0) sections.unshift(table.join('\n') + '\n');
-      }
-      if (sections.length > 0) {
-        const section = '\n' + sections.join('\n');
-        const withProfile = { ...json, ...(entries[0]?.['server'] === 'ts0' ? { profile: entries[0] } : {}), ...(o.profile === 'all' ? { profiles: entries, busyTimeline: busy } : {}) };
-        for (const f of [jsonPath, path.join(o.outDir, 'vs-etcd-latest.json')]) fs.writeFileSync(f, JSON.stringify(withProfile, null, 2));
-        for (const f of [mdPath, path.join(o.outDir, 'vs-etcd-latest.md')]) fs.appendFileSync(f, section);
-        log(section);
-      }
-    }
+    if (o.profile) await appendProfiles({ o, tessera, runs, json, jsonPath, mdPath, profileDir, profilesBefore });
     return { jsonPath, mdPath };
   } finally {
     await Promise.all([tessera.stop(), etcd?.stop()]);
+  }
+}
+
+/** What every load generator of a run gets: the operation, its load and the target's connection. */
+function loadSpec(o: VsOptions, t: Target, op: VsOp, concurrency: number, warmupSeconds: number, seconds: number): LoadSpec {
+  return { system: t.system, op, concurrency, warmupSeconds, seconds, readKeys: o.readKeys, valueBytes: VALUE_BYTES, ...t.spec };
+}
+
+/** The systems to load: tessera (with its main threads under `--profile all`) and etcd when installed. */
+function vsTargets(o: VsOptions, tessera: BenchCluster, etcd: EtcdCluster | undefined): Target[] {
+  return [
+    {
+      ...tesseraTarget(tessera),
+      ...(o.profile === 'all'
+        ? {
+            mainThreads: () => {
+              const ts = tessera.tservers();
+              return { names: ts.map((_, i) => `ts${i}`), pids: ts.map((t) => t.child.pid) };
+            },
+          }
+        : {}),
+    },
+    ...(etcd ? [{ system: 'etcd' as const, serverPids: () => etcd.pids(), serverNames: () => etcd.members.map((m, i) => `etcd${i}${m.clientUrl === etcd.leaderUrl ? ' (leader)' : ''}`), spec: { etcdUrl: etcd.leaderUrl } }] : []),
+  ];
+}
+
+/** Preload the keys read workloads read, then wait (bounded) until the leader balancer is quiet. */
+async function preloadAndSettle(o: VsOptions, targets: readonly Target[], tessera: BenchCluster, notes: Map<string, string>): Promise<void> {
+  if (o.workloads.some((w) => VS_WORKLOADS[w]?.op === 'read')) {
+    for (const t of targets) {
+      const r = await runLoadgen(t, loadSpec(o, t, 'preload', 64, 0, 0));
+      if (r.result.errors > 0) throw new Error(`${t.system} preload of ${o.readKeys} keys had ${r.result.errors} errors: ${r.result.firstError ?? ''}`);
+      log(`${t.system}: preloaded ${o.readKeys} keys in ${r.result.seconds.toFixed(1)} s`);
+    }
+  }
+  const settle = await tessera.waitLeadersSettled(LEADERS_QUIET_MS, LEADERS_SETTLE_MAX_MS);
+  if (settle.settled) log(`tessera: tablet leadership quiet for ${LEADERS_QUIET_MS / 1000} s (waited ${(settle.waitedMs / 1000).toFixed(1)} s for the leader balancer)`);
+  else notes.set('leader balancing', `tablet leadership still moving after ${LEADERS_SETTLE_MAX_MS / 1000} s; the workloads started anyway`);
+}
+
+/** Every round of every workload on every system, alternating their order from round to round. */
+async function runRounds(o: VsOptions, targets: readonly Target[], tessera: BenchCluster, r: { txnOk: boolean; firstWarmup: number; tableWorkloads: readonly string[] }, notes: Map<string, string>): Promise<VsRun[]> {
+  const { txnOk, firstWarmup, tableWorkloads } = r;
+  const runs: VsRun[] = [];
+  for (let round = 1; round <= o.rounds; round++) {
+    for (const w of tableWorkloads) {
+      const def = VS_WORKLOADS[w];
+      if (!def || (def.op === 'txn' && !txnOk)) continue;
+      const ts = targets.filter((t) => !def.tesseraOnly || t.system === 'tessera');
+      // A B in odd rounds, B A in even ones: neither system always runs on a "warmer" machine.
+      const order = round % 2 === 1 ? ts : [...ts].reverse();
+      for (const t of order) {
+        const warmup = round === 1 ? firstWarmup : o.warmupSeconds;
+        const lg = await runLoadgen(t, { ...loadSpec(o, t, def.op, def.concurrency, warmup, o.seconds), ...(def.sameTablet === true ? { sameTablet: true } : {}) });
+        const lag = def.op === 'txn' && t.system === 'tessera' ? await txnApplyLag(tessera, lg, notes) : undefined;
+        const r = toRun(round, w, t.system, lg, lag);
+        runs.push(r);
+        const txnPart = def.op === 'txn' ? `  commit() p50 ${r.commitP50Ms?.toFixed(2) ?? 'n/a'} ms p99 ${r.commitP99Ms?.toFixed(2) ?? 'n/a'} ms  apply lag p50 ${lag?.p50Ms?.toFixed(2) ?? 'n/a'} ms p99 ${lag?.p99Ms?.toFixed(2) ?? 'n/a'} ms (first replica p50 ${lag?.firstP50Ms?.toFixed(2) ?? 'n/a'} ms; ${lag?.complete ?? 0} complete, ${lag?.incomplete ?? 0} incomplete)${lag?.stages ? `; stages p50: commit round ${lag.stages.commitRoundP50Ms.toFixed(2)} ms, → first replica ${lag.stages.toFirstP50Ms.toFixed(2)} ms, first → last ${lag.stages.spreadP50Ms.toFixed(2)} ms (other tablet later ${lag.stages.otherTabletP50Ms.toFixed(2)} ms, followers behind ${lag.stages.followersP50Ms.toFixed(2)} ms)` : ''}` : '';
+        const secs = r.perSecondSpread ? `  1-s rates ${r.perSecondSpread.min}–${r.perSecondSpread.max} (median ${r.perSecondSpread.median})` : '';
+        log(`round ${round} ${w.padEnd(9)} ${t.system.padEnd(7)} ${Math.round(r.opsPerSec).toString().padStart(7)} ops/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms  errors ${r.errors}${secs}${txnPart}`);
+      }
+    }
+  }
+  return runs;
+}
+
+/** The servers' and load generators' peak RSS per system. */
+function peakRssOf(targets: readonly Target[], runs: readonly VsRun[]): PeakRss[] {
+  return targets.map((t) => {
+    const peaks = t.serverPids().map(peakRssBytes);
+    const known = peaks.filter((p): p is number => p !== undefined);
+    const clients = runs.filter((r) => r.system === t.system).map((r) => r.clientPeakRssBytes ?? 0);
+    return {
+      system: t.system,
+      ...(known.length === peaks.length && known.length > 0 ? { serversMaxBytes: Math.max(...known), serversSumBytes: known.reduce((a, b) => a + b, 0) } : {}),
+      ...(clients.length ? { clientsMaxBytes: Math.max(...clients) } : {}),
+    };
+  });
+}
+
+/** The big transaction (bench/big-txn.ts) on the tessera cluster; a failure becomes a note. */
+async function bigTxnStep(o: VsOptions, tessera: BenchCluster, notes: Map<string, string>): Promise<BigTxnResult | undefined> {
+  const c = await TesseraClient.connect({ masterAddresses: [tessera.masterAddress], timeoutMs: 30_000 });
+  try {
+    return await runBigTxn(tessera, c, BIG_TXN_TABLE, { rows: o.bigTxnRows, rowBytes: o.bigTxnRowBytes }, log);
+  } catch (e) {
+    notes.set(BIG_TXN, `failed: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`);
+    log(`big-txn ${notes.get(BIG_TXN) ?? ''}`);
+    return undefined;
+  } finally {
+    await c.close().catch(() => undefined);
   }
 }
 
@@ -623,19 +415,6 @@ export async function txnApplyLag(c: BenchCluster, r: LoadgenRun, notes: Map<str
     notes.set('apply lag', `not measured: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`);
     return undefined;
   }
-}
-
-/** SIGTERM the profiled tservers so node writes their --cpu-prof files on exit (SIGKILL would lose them). */
-async function stopProfiled(servers: readonly BenchServer[], dir: string): Promise<void> {
-  await Promise.all(
-    servers.map(async (t) => {
-      if (t.child.exitCode !== null) return;
-      const gone = new Promise<void>((r) => t.child.once('exit', () => r()));
-      t.child.kill('SIGTERM');
-      await Promise.race([gone, new Promise((r) => setTimeout(r, 15_000))]);
-      log(`cpu profile of tserver ${t.rpcAddress} written under ${dir} (open it in Chrome DevTools or speedscope)`);
-    }),
-  );
 }
 
 async function etcdVersion(bin: string | undefined): Promise<string> {

@@ -15,137 +15,32 @@
  * (client/transaction.ts: the read time moves only while no operation has used it).
  */
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
-import { filterRowLimit } from '../common/filter-ast';
-import { toFilterAst } from '../common/filter-expression';
 import { DbError, ErrorCode } from '../common/errors';
-import { tabletServerMethods, type DocKeyPB, type RowOpPB, type RowPB, type ScanResponsePB, type TxnContextPB } from '../rpc';
+import { tabletServerMethods, type RowOpPB, type TxnContextPB } from '../rpc';
 import type { AggregateInto, AggregateSpec, BatchOptions, ColumnValue, ReadOptions, Row, ScanOptions, CallOptions } from './client-types';
-import { decodePartials, emptyPartials, finalValues, mergePartials } from '../common/scan-aggregate';
-import { tabletForRoute, type MetaCache, type RowRoute, type TabletLocation } from './meta-cache';
-import { compareKeyBytes, maxLowerBound, minUpperBound } from '../common/key-bounds';
+import { finalValues } from '../common/scan-aggregate';
+import { tabletForRoute, type MetaCache, type RowRoute } from './meta-cache';
 import { backoffMs, Deadline } from './retry-policy';
+import { isSchemaMismatch, readTimeMoved, restartOf, SERVER_PICKS, type ReadTime } from './read-time';
+import { SCAN_PAGE_MAX, scanPass, scanPlan, type ScanDeps, type ScanPlan } from './table-scan';
 import type { TabletInvoker } from './tablet-invoker';
+import { PLAIN_WRITE_RETRY_CODES, SPLIT_FATAL_CODES, TurnBatcher } from './turn-batcher';
 import { READ_FATAL_CODES, TXN_FATAL_CODES, type TxnBinding } from './txn-binding';
 import type { TableLocations } from './meta-cache';
-import type { TableSchema } from './table-schema';
 import type { TxnWriteCoalescer } from './txn-write-coalescer';
-import { approxOpBytes, WRITE_BYTES_PER_RPC_MAX } from './write-size';
+import { batchConcurrency, writeChunks } from './write-chunks';
 import { RowOps, type MutateRowsResult, type RowCheck, type RowLock, type RowMutationSpec, type RowOpOptions } from './row-ops';
 import { CellOps, type CellDelete, type CellPut, type CellReadOptions, type CellRowResult } from './cells';
 
 export { WRITE_BYTES_PER_RPC_MAX } from './write-size';
+export { COALESCED_ROWS_MAX } from './turn-batcher';
 
-/** Rows one scan call returns at most (the tserver's limit). */
-const SCAN_PAGE_MAX = 10_000;
-const SCAN_PAGE_DEFAULT = 1000;
-/** Scan pages of one scan at most (a bound on a runaway loop: 10^6 pages). */
-const SCAN_PAGES_MAX = 1_000_000;
-const WRITE_ROWS_PER_RPC_DEFAULT = 1000;
-const WRITE_ROWS_PER_RPC_MAX = 10_000;
 /** Read restarts of one read or scan at most (each raises the read time; the limit stays). */
 export const READ_RESTARTS_MAX = 32;
 
-/** The read time a read sends: readHt 0 = the leader picks; globalLimitHt 0 = no uncertainty window. */
-interface ReadTime {
-  readHt: bigint;
-  globalLimitHt: bigint;
-}
-const SERVER_PICKS: ReadTime = { readHt: 0n, globalLimitHt: 0n };
-
-function htDetail(e: DbError, name: string): bigint {
-  const v = e.details[name];
-  if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'bigint') return 0n;
-  try {
-    return BigInt(v);
-  } catch {
-    return 0n;
-  }
-}
-
-/** The restart a READ_RESTART error asks for (undefined: another error, or one without a restart time). */
-function restartOf(e: unknown): { readHt: bigint; restartHt: bigint; globalLimitHt: bigint } | undefined {
-  if (!(e instanceof DbError) || e.code !== ErrorCode.READ_RESTART) return undefined;
-  const restartHt = htDetail(e, 'restartHt');
-  if (restartHt <= 0n) return undefined;
-  return { readHt: htDetail(e, 'readHt'), restartHt, globalLimitHt: htDetail(e, 'globalLimitHt') };
-}
-
-/** A tablet refused a request built with another schema version (withSchema retries the whole operation). */
-/**
- * The table changed under the operation and nothing was done: its schema (ALTER TABLE) or its
- * tablets (a split, docs/splitting.md). withSchema loads the table again and runs the operation anew.
- */
-function isSchemaMismatch(e: unknown): boolean {
-  return e instanceof DbError && (e.code === ErrorCode.SCHEMA_VERSION_MISMATCH || e.code === ErrorCode.TABLET_SPLIT);
-}
-
-/** A transactional scan saw its transaction's read time move under it: read again from the start. */
-function readTimeMoved(usedReadHt: bigint, nowReadHt: bigint): DbError {
-  return new DbError(ErrorCode.READ_RESTART, `the transaction's read time moved from ${usedReadHt} to ${nowReadHt} during the scan`, {
-    readHt: usedReadHt.toString(),
-    restartHt: nowReadHt.toString(),
-  });
-}
-
-interface ScanPlan {
-  loc: TableLocations;
-  schema: TableSchema;
-  limit: number;
-  page: number;
-  columns: number[] | undefined;
-  bounds: { start: Uint8Array; end: Uint8Array };
-  tablets: TableLocations['tablets'];
-  o: ScanOptions;
-  d: Deadline;
-  /** The filter as JSON for every scan call ('' = none). */
-  filterJson: string;
-  /** The aggregates as JSON for every scan call ('' = rows are returned). */
-  aggregateJson: string;
-}
-
-/** A plain write that met a transaction's intent and could not settle it wrote nothing: retry. */
-const PLAIN_WRITE_RETRY_CODES: ReadonlySet<string> = new Set([ErrorCode.TXN_CONFLICT]);
-const BATCH_CONCURRENCY_DEFAULT = 8;
-const BATCH_CONCURRENCY_MAX = 256;
-
-/** Single-row blind writes to one tablet waiting for the end of this event-loop turn (see batchWrites). */
-interface WriteBatch {
-  route: RowRoute;
-  schemaVersion: number;
-  ops: RowOpPB[];
-  bytes: number;
-  deadline: Deadline;
-  waiters: Array<{ resolve: () => void; reject: (e: unknown) => void }>;
-}
-const EMPTY_KEY = new Uint8Array(0);
-
-/** Whether a range table's tablet holds any key of [bounds.start, bounds.end) (empty = open). */
-function rangeOverlaps(t: TabletLocation, bounds: { start: Uint8Array; end: Uint8Array }): boolean {
-  const lo = maxLowerBound(bounds.start, t.keyStart ?? EMPTY_KEY);
-  const hi = minUpperBound(bounds.end, t.keyEnd ?? EMPTY_KEY);
-  return lo.length === 0 || hi.length === 0 || compareKeyBytes(lo, hi) < 0;
-}
-
-/** A batch (several rows routed as one) that meets a split parent goes back to withSchema, which routes its rows again. */
-const SPLIT_FATAL_CODES: ReadonlySet<string> = new Set([ErrorCode.TABLET_SPLIT]);
-const READ_BATCH_FATAL_CODES: ReadonlySet<string> = new Set([...READ_FATAL_CODES, ErrorCode.TABLET_SPLIT]);
-/** A coalesced batch is sent as soon as it holds this many rows (the rest go in the next one). */
-export const COALESCED_ROWS_MAX = 256;
-
-/** Point reads (leader-picked time, same columns) to one tablet waiting for the end of this turn. */
-interface ReadBatch {
-  route: RowRoute;
-  schemaVersion: number;
-  keys: DocKeyPB[];
-  columns: number[] | undefined;
-  deadline: Deadline;
-  waiters: Array<{ resolve: (r: { row: RowPB | undefined }) => void; reject: (e: unknown) => void }>;
-}
-
 export class Table {
-  private readonly batches = new Map<string, WriteBatch>();
-  private readonly readBatches = new Map<string, ReadBatch>();
-  private flushScheduled = false;
+  /** This turn's coalesced blind writes and point reads (batchWrites). */
+  private readonly batcher: TurnBatcher;
 
   constructor(
     readonly name: string,
@@ -157,7 +52,9 @@ export class Table {
     private readonly batchWrites = false,
     /** Inside a transaction: coalesce its writes with other transactions' writes to the same tablet. */
     private readonly txnWrites?: TxnWriteCoalescer,
-  ) {}
+  ) {
+    this.batcher = new TurnBatcher(name, invoker);
+  }
 
   /** Run one operation, letting the transaction (if any) see its failure. */
   private async guard<T>(wasWrite: boolean, f: () => Promise<T>, flushFirst = true): Promise<T> {
@@ -271,7 +168,7 @@ export class Table {
     const sv = loc.schema.version;
     if (this.batchWrites && !this.txn && (type === 'UPSERT' || type === 'DELETE')) {
       const t = tabletForRoute(loc, { hash, key });
-      if (t) return this.enqueue(t.tabletId, { hash, key }, sv, op, d);
+      if (t) return this.batcher.enqueue(t.tabletId, { hash, key }, sv, op, d);
     }
     if (mayDefer && this.txn?.deferWrite) {
       const t = loc.tablets.find((tt) => hash >= tt.start && hash < tt.end);
@@ -309,90 +206,6 @@ export class Table {
       requestIds: requestId === undefined ? undefined : [requestId],
     });
     this.invoker.observeHt(r.propagatedHt);
-  }
-
-  /** Queue a blind write for its tablet's batch of this turn; resolves with the batch. */
-  private enqueue(tabletId: string, route: RowRoute, schemaVersion: number, op: RowOpPB, d: Deadline): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      const bytes = approxOpBytes(op);
-      const slot = `${tabletId}/${schemaVersion}`;
-      let b = this.batches.get(slot);
-      if (b && (b.ops.length >= COALESCED_ROWS_MAX || b.bytes + bytes > WRITE_BYTES_PER_RPC_MAX)) {
-        this.batches.delete(slot);
-        this.sendBatch(b);
-        b = undefined;
-      }
-      if (!b) this.batches.set(slot, (b = { route, schemaVersion, ops: [], bytes: 0, deadline: d, waiters: [] }));
-      b.ops.push(op);
-      b.bytes += bytes;
-      // The batch must finish by the earliest deadline among its operations.
-      if (d.atMs < b.deadline.atMs) b.deadline = d;
-      b.waiters.push({ resolve, reject });
-      this.scheduleFlush();
-    });
-  }
-
-  private enqueueRead(tabletId: string, route: RowRoute, schemaVersion: number, key: DocKeyPB, columns: number[] | undefined, d: Deadline): Promise<{ row: RowPB | undefined }> {
-    return new Promise((resolve, reject) => {
-      const slot = `${tabletId}/${schemaVersion}/${columns ? columns.join(',') : '*'}`;
-      let b = this.readBatches.get(slot);
-      if (b && b.keys.length >= COALESCED_ROWS_MAX) {
-        this.readBatches.delete(slot);
-        this.sendReadBatch(b);
-        b = undefined;
-      }
-      if (!b) this.readBatches.set(slot, (b = { route, schemaVersion, keys: [], columns, deadline: d, waiters: [] }));
-      b.keys.push(key);
-      if (d.atMs < b.deadline.atMs) b.deadline = d;
-      b.waiters.push({ resolve, reject });
-      this.scheduleFlush();
-    });
-  }
-
-  private scheduleFlush(): void {
-    if (this.flushScheduled) return;
-    this.flushScheduled = true;
-    setImmediate(() => {
-      this.flushScheduled = false;
-      const writes = [...this.batches.values()];
-      const reads = [...this.readBatches.values()];
-      this.batches.clear();
-      this.readBatches.clear();
-      for (const x of writes) this.sendBatch(x);
-      for (const x of reads) this.sendReadBatch(x);
-    });
-  }
-
-  private sendReadBatch(b: ReadBatch): void {
-    this.invoker
-      .call(this.name, b.route, tabletServerMethods().read, (t) => ({ tabletId: t.tabletId, keys: b.keys, columns: b.columns, propagatedHt: this.invoker.propagatedHt, readHt: 0n, schemaVersion: b.schemaVersion }), b.deadline, true, READ_BATCH_FATAL_CODES)
-      .then(
-        (r) => {
-          this.invoker.observeHt(r.propagatedHt);
-          // A tablet answers a prefix of the keys when their rows reached its answer's size budget:
-          // the rest are asked for again (each get is a read of its own, at a time the leader picks).
-          const answered = r.keysAnswered ? Math.min(r.keysAnswered, b.keys.length) : b.keys.length;
-          b.waiters.slice(0, answered).forEach((w, i) => w.resolve({ row: r.found?.[i] ? r.rows?.[i] : undefined }));
-          if (answered < b.keys.length) this.sendReadBatch({ ...b, keys: b.keys.slice(answered), waiters: b.waiters.slice(answered) });
-        },
-        (e: unknown) => {
-          for (const w of b.waiters) w.reject(e);
-        },
-      );
-  }
-
-  private sendBatch(b: WriteBatch): void {
-    this.invoker
-      .callWrite(this.name, b.route, (t) => ({ tabletId: t.tabletId, ops: b.ops, propagatedHt: this.invoker.propagatedHt, schemaVersion: b.schemaVersion }), b.deadline, { alsoRetry: PLAIN_WRITE_RETRY_CODES, fatal: SPLIT_FATAL_CODES })
-      .then(
-        (r) => {
-          this.invoker.observeHt(r.propagatedHt);
-          for (const w of b.waiters) w.resolve();
-        },
-        (e: unknown) => {
-          for (const w of b.waiters) w.reject(e);
-        },
-      );
   }
 
   /** The txn field of a write to `tabletId`, registering the tablet as a participant first. */
@@ -536,7 +349,7 @@ export class Table {
       const t = tabletForRoute(loc, route);
       if (t) {
         try {
-          const { row } = await this.enqueueRead(t.tabletId, route, sv, loc.schema.keyPb(k), columns, d);
+          const { row } = await this.batcher.enqueueRead(t.tabletId, route, sv, loc.schema.keyPb(k), columns, d);
           return row ? loc.schema.rowFromPb(row, o?.columns) : undefined;
         } catch (e) {
           if (isSchemaMismatch(e)) throw e;
@@ -583,12 +396,12 @@ export class Table {
     const d = this.deadline(o);
     if (o.readHt !== undefined && this.txn) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'a scan inside a transaction reads at the transaction\'s time: readHt is for reads outside one');
     return this.withSchema(d, async (loc) => {
-      const plan = this.scanPlan(loc, o, d);
+      const plan = scanPlan(loc, o, d);
       let rt: ReadTime = o.readHt !== undefined ? { readHt: o.readHt, globalLimitHt: 0n } : SERVER_PICKS;
       for (let restarts = 0; ; restarts++) {
         const out: Row[] = [];
         try {
-          for await (const row of this.scanPass(plan, rt, true)) out.push(row);
+          for await (const row of scanPass(this.scanDeps(), plan, rt, true)) out.push(row);
           return out;
         } catch (e) {
           if (isSchemaMismatch(e)) throw e;
@@ -627,8 +440,8 @@ export class Table {
     let yielded = 0;
     for (let restarts = 0; ; restarts++) {
       try {
-        plan ??= this.scanPlan(loc, o, d);
-        for await (const row of this.scanPass(plan, rt, false)) {
+        plan ??= scanPlan(loc, o, d);
+        for await (const row of scanPass(this.scanDeps(), plan, rt, false)) {
           yielded++;
           yield row;
         }
@@ -648,92 +461,8 @@ export class Table {
     }
   }
 
-  private scanPlan(loc: TableLocations, o: ScanOptions, d: Deadline): ScanPlan {
-    const schema = loc.schema;
-    const limit = o.limit ?? Infinity;
-    if (!(limit >= 0)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'scan limit must be >= 0');
-    const page = Math.min(SCAN_PAGE_MAX, Math.max(1, o.pageSize ?? SCAN_PAGE_DEFAULT));
-    const columns = schema.columnIds(o.columns);
-    const bounds = schema.scanBounds(o.hashKey, o.rangeStart, o.rangeEnd);
-    const all = bounds.hash !== undefined ? loc.tablets.filter((t) => bounds.hash! >= t.start && bounds.hash! < t.end) : loc.tablets.filter((t) => rangeOverlaps(t, bounds));
-    const tablets = o.tabletOrdinal === undefined ? all : all.slice(o.tabletOrdinal, o.tabletOrdinal + 1);
-    // Checked here for a clear error before any RPC; the tablet checks again (any client may send JSON).
-    const filter = o.filter === undefined ? undefined : toFilterAst(o.filter);
-    const filterJson = filter ? JSON.stringify(filter) : '';
-    const agg = o.aggregateInto;
-    if (agg) agg.specs = agg.named.map((a) => (a.column === undefined ? { fn: a.fn } : { fn: a.fn, columnId: schema.columnIds([a.column])[0]! }));
-    const aggregateJson = agg ? JSON.stringify(agg.specs) : '';
-    return { loc, schema, limit: filter ? Math.min(limit, filterRowLimit(filter)) : limit, page, columns, bounds, tablets, o, d, filterJson, aggregateJson };
-  }
-
-  /**
-   * One pass over the scanned tablets at one read time: `rt`, else the first page's (the leader's
-   * pick) for every later page and tablet. In a transaction every page must come back at the read
-   * time the pass started with; the transaction's read time is fixed when the first row is handed
-   * on (`collect`: when the pass ends, since nothing reached the caller before).
-   */
-  private async *scanPass(plan: ScanPlan, rt: ReadTime, collect: boolean): AsyncGenerator<Row> {
-    const { schema, limit, page, columns, bounds, o, d } = plan;
-    const sv = schema.version;
-    let at = rt;
-    const txnReadHt = this.txn?.readHt ?? 0n;
-    let accepted = false;
-    const accept = (): void => {
-      if (!this.txn || accepted) return;
-      if (!this.txn.acceptRead(txnReadHt)) throw readTimeMoved(txnReadHt, this.txn.readHt);
-      accepted = true;
-    };
-    let returned = 0;
-    let pages = 0;
-    // A restarted pass folds again from nothing.
-    if (o.aggregateInto) o.aggregateInto.acc = emptyPartials(o.aggregateInto.specs!);
-    for (const tablet of plan.tablets) {
-      // A range table's tablet is asked only for its own key range (tablets in key order: rows in key order).
-      let start: Uint8Array = maxLowerBound(bounds.start, tablet.keyStart ?? EMPTY_KEY);
-      const end = minUpperBound(bounds.end, tablet.keyEnd ?? EMPTY_KEY);
-      for (;;) {
-        if (returned >= limit) break;
-        if (++pages > SCAN_PAGES_MAX) throw new DbError(ErrorCode.INTERNAL, `scan of ${this.name} exceeded ${SCAN_PAGES_MAX} pages`);
-        const want = Math.min(page, limit - returned);
-        const from = start;
-        const pageAt = at;
-        const r: ScanResponsePB = await this.invoker.call(
-          this.name,
-          { tabletId: tablet.tabletId },
-          tabletServerMethods().scan,
-          (t) => ({ tabletId: t.tabletId, startKey: from, endKey: end, limit: want, columns, propagatedHt: this.invoker.propagatedHt, schemaVersion: sv, ...(plan.filterJson ? { filter: plan.filterJson } : {}), ...(plan.aggregateJson ? { aggregate: plan.aggregateJson } : {}), ...this.readFields(t.tabletId, pageAt) }),
-          d,
-          true,
-          this.readFatal,
-        );
-        this.invoker.observeHt(r.propagatedHt);
-        if (o.aggregateInto) {
-          if (!r.aggregates) throw new DbError(ErrorCode.NOT_SUPPORTED, `tablet ${tablet.tabletId} did not compute the scan's aggregates (a server older than this client)`);
-          mergePartials(o.aggregateInto.specs!, o.aggregateInto.acc!, decodePartials(r.aggregates));
-        }
-        if (o.stats) {
-          o.stats.cellsRead += Number(r.cellsRead ?? 0n);
-          o.stats.cellsSkipped += Number(r.cellsSkipped ?? 0n);
-          o.stats.calls++;
-        }
-        if (this.txn) {
-          // (Serializable: each page reads at its own time under the tablet's read lock.)
-          if (!this.txn.registersReads && BigInt(r.readHt ?? 0n) !== txnReadHt) throw readTimeMoved(txnReadHt, this.txn.readHt);
-        } else if (at.readHt === 0n && r.readHt) {
-          // Every later page and tablet reads at the first page's time and limit: one consistent snapshot.
-          at = { readHt: BigInt(r.readHt), globalLimitHt: BigInt(r.globalLimitHt ?? 0n) };
-        }
-        for (const row of r.rows ?? []) {
-          if (returned >= limit) break;
-          returned++;
-          if (!collect) accept();
-          yield schema.rowFromPb(row, o.columns);
-        }
-        if (!r.resumeKey || r.resumeKey.length === 0) break;
-        start = new Uint8Array(r.resumeKey);
-      }
-    }
-    accept();
+  private scanDeps(): ScanDeps {
+    return { name: this.name, invoker: this.invoker, txn: this.txn, readFields: (tabletId, rt) => this.readFields(tabletId, rt), readFatal: this.readFatal };
   }
 
   /** Upsert many rows: grouped per tablet, one RPC per tablet per chunk, bounded concurrency. */
@@ -755,34 +484,8 @@ export class Table {
 
   private async writeManyWith(loc: TableLocations, type: 'UPSERT' | 'DELETE', rows: readonly Row[], o: BatchOptions, d: Deadline): Promise<void> {
     const sv = loc.schema.version;
-    const perRpc = Math.min(WRITE_ROWS_PER_RPC_MAX, Math.max(1, o.rowsPerRpc ?? WRITE_ROWS_PER_RPC_DEFAULT));
-    const concurrency = Math.min(BATCH_CONCURRENCY_MAX, Math.max(1, o.concurrency ?? BATCH_CONCURRENCY_DEFAULT));
-    // Group by tablet (as located now); each chunk carries one hash so a split-free relocation routes it.
-    const byTablet = new Map<string, Array<{ hash: number; op: RowOpPB; key?: Uint8Array | undefined }>>();
-    for (const row of rows) {
-      const x = loc.schema.rowOp(type, row);
-      const t = tabletForRoute(loc, x);
-      if (!t) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `no tablet of ${this.name} covers hash ${x.hash}`);
-      let g = byTablet.get(t.tabletId);
-      if (!g) byTablet.set(t.tabletId, (g = []));
-      g.push(x);
-    }
-    const chunks: Array<Array<{ hash: number; op: RowOpPB; key?: Uint8Array | undefined }>> = [];
-    for (const g of byTablet.values()) {
-      let cur: Array<{ hash: number; op: RowOpPB; key?: Uint8Array | undefined }> = [];
-      let bytes = 0;
-      for (const x of g) {
-        const b = approxOpBytes(x.op);
-        if (cur.length > 0 && (cur.length >= perRpc || bytes + b > WRITE_BYTES_PER_RPC_MAX)) {
-          chunks.push(cur);
-          cur = [];
-          bytes = 0;
-        }
-        cur.push(x);
-        bytes += b;
-      }
-      if (cur.length > 0) chunks.push(cur);
-    }
+    const chunks = writeChunks(loc, type, rows, o, this.name);
+    const concurrency = batchConcurrency(o);
     let next = 0;
     await this.flushTxnWrites();
     const txnCtx = this.txn?.context();

@@ -24,60 +24,19 @@
  * READ_RESTART (retryable: run the transaction again). YugabyteDB restarts the statement/transaction
  * the same way (its read time is per transaction for snapshot isolation).
  */
-import type { TxnWriteCoalescer } from './txn-write-coalescer';
 import { DbError, ErrorCode } from '../common/errors';
 import { txnCoordinatorMethods, type TxnContextPB } from '../rpc';
 import type { CallOptions, ReadOptions, Row, ScanOptions } from './client-types';
-import type { MetaCache } from './meta-cache';
 import { Deadline } from './retry-policy';
-import type { StatusTabletProxy } from './status-tablet-proxy';
 import { Table } from './table';
 import { commitSingleTablet, DeferredWrites, fastPathRefused, sendDeferred, type DeferredWrite } from './fast-path';
-import type { TabletInvoker } from './tablet-invoker';
 import type { TxnBinding } from './txn-binding';
 import { createTxnRecord, newTxnId, UNKNOWN_OUTCOME_CODES } from './txn-record';
+import { settleUnknownCommit } from './commit-settle';
+import type { CommitResult, IsolationLevel, TransactionDeps, TransactionOptions, TransactionState } from './transaction-types';
 
 export { newTxnId } from './txn-record';
-
-export type IsolationLevel = 'snapshot' | 'serializable';
-
-export interface TransactionOptions extends CallOptions {
-  /**
-   * Default 'snapshot' (one read time for the whole transaction; write-write conflicts, first
-   * committer wins; write skew possible). 'serializable': every read takes read locks on what it
-   * reads (a scan: the whole tablet) until the transaction ends, and reads the newest data; read-write
-   * conflicts abort one side like write-write ones — no write skew, no read restarts.
-   */
-  isolation?: IsolationLevel;
-  /** Conflict priority (higher wins under fail-on-conflict); default random in [0, 1). */
-  priority?: number;
-  /**
-   * Keep blind writes (upsert, delete) back until the commit (default false): a transaction whose
-   * write set then falls in one tablet commits there as one Raft entry, without intents or a
-   * COMMITTED record (the single-tablet fast path, client/fast-path.ts). A conflict of such a write
-   * surfaces at commit() instead of at the write.
-   */
-  deferWrites?: boolean;
-}
-
-export interface CommitResult {
-  /** The hybrid time at which every write of the transaction became visible. */
-  commitHt: bigint;
-}
-
-export type TransactionState = 'pending' | 'committing' | 'committed' | 'aborted' | 'failed';
-
-export interface TransactionDeps {
-  cache: MetaCache;
-  invoker: TabletInvoker;
-  statusTablets: StatusTabletProxy;
-  timeoutMs: number;
-  heartbeatMs: number;
-  /** Counted at each successful commit, by path (the client's txnCommits). */
-  commits?: { singleTablet: number; distributed: number };
-  /** Coalesces this transaction's writes with other transactions' (client option batchWrites). */
-  txnWrites?: TxnWriteCoalescer;
-}
+export type { CommitResult, IsolationLevel, TransactionDeps, TransactionOptions, TransactionState } from './transaction-types';
 
 /** Participant tablets one transaction may touch (a bound on what a commit request carries). */
 export const TXN_PARTICIPANTS_MAX = 100_000;
@@ -363,7 +322,7 @@ export class Transaction implements TxnBinding {
       } catch (e) {
         const err = DbError.from(e);
         if (!UNKNOWN_OUTCOME_CODES.has(err.code)) throw err;
-        commitHt = await this.settleUnknownCommit(req, d, err);
+        commitHt = await settleUnknownCommit(this.deps.statusTablets, req, this.startHt, d, err);
       }
       if (commitHt === 0n) throw new DbError(ErrorCode.INTERNAL, `CommitTransaction of ${this.txnId} answered without a commit time`);
       this.deps.invoker.observeHt(commitHt);
@@ -415,53 +374,6 @@ export class Transaction implements TxnBinding {
     // dropped without a Raft entry.
     if (this.statusTabletValue !== undefined) this.sendAbort(new Deadline(this.deps.timeoutMs)).catch(() => undefined);
     return { commitHt };
-  }
-
-  /**
-   * The commit's answer was lost: ask for the status; resend the commit only while it is PENDING.
-   * ABORTED alone is ambiguous: a status tablet forgets a committed transaction once every participant
-   * applied it, and an id it does not know reads ABORTED. The request carries the transaction's start
-   * time, and the status tablet says when ABORTED is definite (`neverCommitted`: its record says so, or
-   * it has no record and would remember the transaction had it committed and been forgotten since it
-   * started — a commit that reached only a paused leader holding the record alone). Then the commit
-   * fails with TXN_ABORTED; otherwise ABORTED stays "outcome unknown" (TIMED_OUT with
-   * details.outcome = 'unknown').
-   */
-  private async settleUnknownCommit(req: { statusTablet: string; txnId: string; participantTablets: string[]; propagatedHt: bigint }, d: Deadline, first: DbError): Promise<bigint> {
-    const m = txnCoordinatorMethods();
-    const statusTablet = req.statusTablet;
-    let last = first;
-    const unknown = (why: string): DbError =>
-      new DbError(ErrorCode.TIMED_OUT, `commit of transaction ${this.txnId}: outcome unknown (${why})`, { outcome: 'unknown', txnId: this.txnId }, { retryable: false });
-    let resendRefused: DbError | undefined;
-    for (let attempt = 0; attempt < 50 && !d.expired(); attempt++) {
-      try {
-        const s = await this.deps.statusTablets.call(statusTablet, m.getTransactionStatus, { statusTablet, txnIds: [this.txnId], readHt: 0n, startHts: [this.startHt] }, d, true);
-        const st = s.statuses?.find((x) => x.txnId === this.txnId) ?? s.statuses?.[0];
-        if (st?.status === 'COMMITTED' && st.commitHt) return BigInt(st.commitHt);
-        if (st?.status === 'ABORTED' && st.neverCommitted) {
-          throw new DbError(ErrorCode.TXN_ABORTED, `transaction ${this.txnId} did not commit: its commit's answer was lost (${first.code}) and the status tablet proves it never committed`, { txnId: this.txnId, outcome: 'aborted' });
-        }
-        if (st?.status === 'ABORTED') throw unknown(resendRefused ? `the resent commit answered ${resendRefused.code}` : 'the status tablet reports it ABORTED or no longer knows it');
-        if (resendRefused) throw unknown(`the resent commit answered ${resendRefused.code}, then the status tablet reported ${st?.status ?? 'nothing'}`);
-        // PENDING: the COMMITTED entry is not (or not yet) applied; a resend is safe because the
-        // coordinator answers a commit of a committed transaction with its commit time.
-        const r = await this.deps.statusTablets.call(statusTablet, m.commitTransaction, req, d, false, true);
-        return BigInt(r.commitHt ?? 0n);
-      } catch (e) {
-        const err = DbError.from(e);
-        if (err.details['outcome'] === 'unknown' || err.details['outcome'] === 'aborted') throw err;
-        // The resend found no (or an aborted) record: ask once more whether that is definite.
-        if ((err.code === ErrorCode.TXN_ABORTED || err.code === ErrorCode.TXN_NOT_FOUND) && !resendRefused) {
-          resendRefused = err;
-          continue;
-        }
-        if (err.code === ErrorCode.TXN_ABORTED || err.code === ErrorCode.TXN_NOT_FOUND) throw unknown(`the resent commit answered ${err.code}`);
-        if (!UNKNOWN_OUTCOME_CODES.has(err.code)) throw err;
-        last = err;
-      }
-    }
-    throw d.timedOut(`commit of transaction ${this.txnId} (outcome unknown)`, last);
   }
 
   /** Abort: the coordinator records ABORTED and has the participants remove the intents. Idempotent. */

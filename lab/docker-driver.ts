@@ -17,40 +17,35 @@
  */
 import { newSecretText } from '../rpc';
 import * as crypto from 'node:crypto';
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import Docker from 'dockerode';
 import { DbError, ErrorCode } from '../common';
-import { type ClusterSpec, dockerPublishAddress, flagArgs, type NodeName, nodeIndex, nodeName, type ServerRole, validateSpec } from './cluster-spec';
+import { type ClusterSpec, dockerPublishAddress, type NodeName, nodeName, type ServerRole, validateSpec } from './cluster-spec';
 import type { ClusterDriver, DownOptions, FlagSetResult, LabStatus, NodeAddresses, RoleSelector, ServerState, ServerStatus } from './cluster-driver';
 import { getJson, isHealthy } from './console-http';
 import { freezePlan, needsProcessStates, serverStatesIn } from './container-freeze-plan';
 import { CONSOLE_GET_SCRIPT, parseRoleSignalReply, parseRoleStates, ROLE_STATES_SCRIPT, SIGNAL_ROLE_SCRIPT } from './docker-in-container';
+import { EXEC_TIMEOUT_MS, type ExecResult, execInContainer } from './docker-exec';
 import { demuxDockerFrames } from './docker-frames';
 import { ensureLabImage } from './docker-image';
-import { consoleTokenOf, LAB_SERVER_FLAGS, setFlagOnServers } from './flag-setter';
-import { type HealthTarget, waitAllHealthy, waitClusterReady } from './health-wait';
-import { IMAGE_APP_DIR } from './image-inputs';
-import { assertNoOldData, type DockerRecord, type LabState, LAB_STATE_VERSION, type NodeRecord, readLabState, removeLabState, type ServerRecord, serversOf, writeLabState } from './lab-state';
+import { serverGoneProbe } from './docker-server-gone';
+import { containerConsoleToken, containerServer, LAB_SECRET_FILE, writeLabSecret } from './docker-node-records';
+import { DockerLabResources } from './docker-resources';
+import { setFlagOnServers } from './flag-setter';
+import { type HealthTarget, waitAllHealthy } from './health-wait';
+import { addressesOf, addStatusFigures, hostPort, LabDriverBase, labServerFlags, setDropLists } from './lab-driver-base';
+import { assertNoOldData, type DockerRecord, type LabState, LAB_STATE_VERSION, type NodeRecord, readLabState, type ServerRecord, serversOf, writeLabState } from './lab-state';
 import { tailLines } from './log-tail';
-import { serverExitSince, SUPERVISOR_GROUP_SEPARATOR, SUPERVISOR_RESPAWN_SIGNAL } from './node-supervisor';
+import { SUPERVISOR_RESPAWN_SIGNAL } from './node-supervisor';
 import { serverEntryPath } from './package-root';
-import { DROP_TRAFFIC_FLAG, partitionDropLists, planPartition } from './partition-plan';
+import { planPartition } from './partition-plan';
 import { assertAddressesFree, STANDARD_PORTS } from './process-addressing';
-import { addCallsInFlight } from './rpcz-calls';
-import { tabletCountsFromMasters } from './tablet-counts';
 import { waitUntil } from './wait-until';
-import { makeDirs } from '../common/fs-dirs';
 
-/** How often a health wait reads a running container's log for its server's exit line. */
-const EXIT_CHECK_INTERVAL_MS = 1_000;
+export type { ExecResult } from './docker-exec';
 
 /** docker stop / restart: seconds before the engine SIGKILLs PID 1. */
 export const DOCKER_STOP_TIMEOUT_S = 10;
-/** Subnets tried for the lab network before giving up (another network may hold one). */
-const SUBNET_TRIES_MAX = 16;
-const EXEC_TIMEOUT_MS = 30_000;
-const EXEC_OUTPUT_BYTES_MAX = 4 * 1024 * 1024;
 /** A server stopped alone gets this long after SIGTERM before SIGKILL (inside the container). */
 const ROLE_STOP_GRACE_MS = 8_000;
 
@@ -71,31 +66,27 @@ export interface DockerDriverOptions {
   subnetPrefix?: string;
 }
 
-export interface ExecResult {
-  exitCode: number;
-  output: string;
-}
-
 export function labIdFor(baseDir: string): string {
   return crypto.createHash('sha256').update(path.resolve(baseDir)).digest('hex').slice(0, 8);
 }
 
-export class DockerDriver implements ClusterDriver {
+export class DockerDriver extends LabDriverBase implements ClusterDriver {
   readonly kind = 'docker' as const;
-  private state: LabState | undefined;
   private readonly docker: Docker;
   private readonly say: (line: string) => void;
   private readonly namePrefix: string;
   private readonly subnetPrefix: string;
+  private readonly resources: DockerLabResources;
 
   constructor(state?: LabState, opts: DockerDriverOptions = {}) {
-    this.state = state;
+    super(state);
     this.docker = opts.docker ?? new Docker();
     this.say = opts.onProgress ?? ((l) => process.stderr.write(`${l}\n`));
     this.namePrefix = opts.namePrefix ?? DEFAULT_DOCKER_NAME_PREFIX;
     this.subnetPrefix = opts.subnetPrefix ?? DEFAULT_DOCKER_SUBNET_PREFIX;
     if (!/^[a-z0-9][a-z0-9_.-]{0,40}$/.test(this.namePrefix)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `docker name prefix '${this.namePrefix}' is not a valid container name start`);
     if (!/^\d{1,3}\.\d{1,3}$/.test(this.subnetPrefix)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `docker subnet prefix '${this.subnetPrefix}' must look like 10.213`);
+    this.resources = new DockerLabResources({ docker: this.docker, say: this.say, subnetPrefix: this.subnetPrefix });
   }
 
   static open(baseDir: string, opts: DockerDriverOptions = {}): DockerDriver {
@@ -124,7 +115,7 @@ export class DockerDriver implements ClusterDriver {
     // The image carries dist/: a missing entry would only show up as containers that exit at once.
     serverEntryPath(spec.serverEntry);
     const labId = labIdFor(spec.baseDir);
-    await this.removeLeftovers(labId);
+    await this.resources.removeLeftovers(labId);
     const image = await ensureLabImage({ docker: this.docker, baseImage: spec.baseImage, onProgress: this.say });
     const networkName = `${this.namePrefix}-${labId}`;
     const nodes: NodeRecord[] = [];
@@ -135,17 +126,15 @@ export class DockerDriver implements ClusterDriver {
     for (let i = 0; i < spec.nodes; i++) {
       const name = nodeName(i);
       const dir = path.join(spec.baseDir, name);
-      const secretFlag = `--cluster_secret_file=/data/${LAB_SECRET_FILE}`;
+      const flags = labServerFlags(spec, name, masterAddrs, [`--cluster_secret_file=/data/${LAB_SECRET_FILE}`]);
       const rec: NodeRecord = {
         name,
         index: i,
         containerName: `${networkName}-${name}`,
         clusterSecretFile: writeLabSecret(dir, secretText),
-        tserver: containerServer('tserver', name, dir, dockerPublishAddress(spec, i), [`--tserver_master_addrs=${masterAddrs}`, `--lab_node_name=${name}`, secretFlag, ...flagArgs(spec.tserverFlags), ...flagArgs(spec.nodeFlags[name] ?? {})]),
+        tserver: containerServer('tserver', name, dir, dockerPublishAddress(spec, i), flags.tserver),
       };
-      if (i < spec.masters) {
-        rec.master = containerServer('master', name, dir, dockerPublishAddress(spec, i), [`--master_addresses=${masterAddrs}`, secretFlag, ...flagArgs(spec.masterFlags), ...flagArgs(spec.nodeMasterFlags[name] ?? {})]);
-      }
+      if (i < spec.masters) rec.master = containerServer('master', name, dir, dockerPublishAddress(spec, i), flags.master);
       for (const s of serversOf(rec)) assertNoOldData(s.dataDir);
       nodes.push(rec);
     }
@@ -154,26 +143,23 @@ export class DockerDriver implements ClusterDriver {
     const docker: DockerRecord = { labId, networkName, subnet: '', image: image.tag, nodePath: image.nodePath };
     this.state = { version: LAB_STATE_VERSION, createdAt: new Date().toISOString(), spec, nodes, partitioned: [], docker };
     try {
-      const net = await this.createNetwork(labId, networkName, spec.baseDir);
+      const net = await this.resources.createNetwork(labId, networkName, spec.baseDir);
       docker.networkId = net.id;
       docker.subnet = net.subnet;
       writeLabState(this.state);
       for (const n of nodes) {
         n.ip = `${net.subnet.slice(0, net.subnet.lastIndexOf('.'))}.${10 + n.index}`;
         this.say(`lab: creating container ${n.containerName} (${n.name}, ${n.ip})`);
-        const c = await this.createNodeContainer(n, spec, docker);
+        const c = await this.resources.createNodeContainer(n, spec, docker);
         n.containerId = c.id;
         writeLabState(this.state);
       }
       for (const n of nodes) await this.docker.getContainer(n.containerId!).start();
       this.say(`lab: ${nodes.length} container(s) started; waiting until every server answers /api/v1/healthz`);
-      await waitAllHealthy(nodes.flatMap((n) => serversOf(n).map((s) => this.healthTarget(n, s))), spec.healthTimeoutMs);
-      this.say('lab: waiting until the master leader sees every tablet server');
-      await waitClusterReady(nodes.filter((n) => n.master).map((n) => n.master!.webUrl), nodes.length, spec.healthTimeoutMs);
+      await this.waitLabReady(nodes, spec, (n, s) => this.healthTarget(n, s), this.say);
     } catch (e) {
-      await this.removeAll(this.state);
-      removeLabState(spec.baseDir);
-      this.state = undefined;
+      await this.resources.removeAll(this.state);
+      this.dropState(spec.baseDir);
       throw e;
     }
     return this.addresses();
@@ -181,20 +167,8 @@ export class DockerDriver implements ClusterDriver {
 
   async down(opts: DownOptions = {}): Promise<void> {
     const st = this.need();
-    await this.removeAll(st);
-    if (!opts.keepData) for (const n of st.nodes) for (const s of serversOf(n)) fs.rmSync(s.dataDir, { recursive: true, force: true });
-    removeLabState(st.spec.baseDir);
-    this.state = undefined;
-  }
-
-  addresses(): NodeAddresses[] {
-    return this.need().nodes.map((n) => ({
-      name: n.name,
-      index: n.index,
-      ...(n.master ? { master: addressesOf(n.master) } : {}),
-      tserver: addressesOf(n.tserver),
-      ...(n.clusterSecretFile !== undefined ? { clusterSecretFile: n.clusterSecretFile } : {}),
-    }));
+    await this.resources.removeAll(st);
+    this.forget(st, opts);
   }
 
   /** The bearer token a node's server's console asks for changes (the lab's cluster secret), if any. */
@@ -220,13 +194,7 @@ export class DockerDriver implements ClusterDriver {
         return { name: n.name, index: n.index, servers, partitioned: st.partitioned.includes(n.name), ...(n.containerId ? { containerId: n.containerId.slice(0, 12) } : {}), ...(n.ip ? { ip: n.ip } : {}) };
       }),
     );
-    const masters = nodes.flatMap((n) => n.servers).filter((s) => s.role === 'master' && s.healthy).map((s) => s.webUrl);
-    const counts = await tabletCountsFromMasters(masters);
-    for (const s of nodes.flatMap((n) => n.servers)) {
-      const c = s.role === 'tserver' ? counts.get(s.rpcAddress) : undefined;
-      if (c) Object.assign(s, c);
-    }
-    await addCallsInFlight(nodes.flatMap((n) => n.servers));
+    await addStatusFigures(nodes);
     return { driver: 'docker', baseDir: st.spec.baseDir, nodes, partitioned: [...st.partitioned], cutLinks: [...(st.cutLinks ?? [])] };
   }
 
@@ -352,22 +320,9 @@ export class DockerDriver implements ClusterDriver {
 
   /** Sets the drop list of the current cut links ('' when none) on the running servers of `targets`. */
   private async applyLinkDrops(targets: readonly NodeRecord[]): Promise<void> {
-    const st = this.need();
-    const all = st.nodes.flatMap((n) => serversOf(n).map((s) => ({ node: n.name, role: s.role, rpcAddress: s.rpcAddress, webUrl: s.webUrl, token: containerConsoleToken(s) })));
-    const lists = partitionDropLists(all, [], st.cutLinks ?? []);
     const names = new Set(targets.map((n) => n.name));
-    const failures: string[] = [];
-    await Promise.all(
-      all.map(async (a, i) => {
-        if (!names.has(a.node) || !(await isHealthy(a.webUrl))) return;
-        try {
-          await setFlagOnServers([{ node: a.node, role: a.role, webUrl: a.webUrl, token: a.token }], DROP_TRAFFIC_FLAG, lists[i]!.peers, true);
-        } catch (e) {
-          failures.push(`${a.node} ${a.role}: ${(e as Error).message}`);
-        }
-      }),
-    );
-    if (failures.length) throw new DbError(ErrorCode.INTERNAL, `could not set ${DROP_TRAFFIC_FLAG} on every server: ${failures.join('; ')}`);
+    // Whole nodes are cut by disconnecting their containers, never by drop lists.
+    await setDropLists(this.need(), { partitioned: [], include: async (n, s) => names.has(n.name) && (await isHealthy(s.webUrl)), token: containerConsoleToken });
   }
 
   /** After a start or restart of node `n`: its servers came up without the cut links' drop lists. */
@@ -404,30 +359,7 @@ export class DockerDriver implements ClusterDriver {
   /** Runs a command inside the node's container (e.g. [nodePath, '-e', '…']); bounded in time and output. */
   async exec(node: NodeName, cmd: string[], timeoutMs = EXEC_TIMEOUT_MS): Promise<ExecResult> {
     const n = this.node(node);
-    const ex = await this.docker.getContainer(n.containerId!).exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true });
-    const stream = await ex.start({ hijack: true, stdin: false });
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        stream.destroy();
-        reject(new DbError(ErrorCode.TIMED_OUT, `exec in ${n.name} did not finish within ${timeoutMs} ms: ${cmd.join(' ')}`));
-      }, timeoutMs);
-      stream.on('data', (c: Buffer) => {
-        bytes += c.length;
-        if (bytes <= EXEC_OUTPUT_BYTES_MAX) chunks.push(c);
-      });
-      stream.on('end', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-      stream.on('error', (e: Error) => {
-        clearTimeout(timer);
-        reject(e);
-      });
-    });
-    const info = await ex.inspect();
-    return { exitCode: info.ExitCode ?? -1, output: demuxDockerFrames(Buffer.concat(chunks)) };
+    return execInContainer(this.docker.getContainer(n.containerId!), n.name, cmd, timeoutMs);
   }
 
   /** The state of the node's container (running, paused, stopped), straight from the engine. */
@@ -448,15 +380,14 @@ export class DockerDriver implements ClusterDriver {
 
   // ---- internals ----
 
-  private need(): LabState {
+  protected need(): LabState {
     if (!this.state) throw new DbError(ErrorCode.NOT_FOUND, 'no lab is up (run tessera lab up --driver docker)');
     if (!this.state.docker) throw new DbError(ErrorCode.INVALID_ARGUMENT, `the lab in ${this.state.spec.baseDir} is not a docker lab`);
     return this.state;
   }
 
-  private node(name: NodeName): NodeRecord {
-    const st = this.need();
-    const n = st.nodes[nodeIndex(name, st.spec.nodes)]!;
+  protected override node(name: NodeName): NodeRecord {
+    const n = super.node(name);
     if (!n.containerId) throw new DbError(ErrorCode.NOT_FOUND, `node ${name} has no container`);
     return n;
   }
@@ -564,35 +495,12 @@ export class DockerDriver implements ClusterDriver {
    * supervisor); otherwise the container's current run started it.
    */
   private healthTarget(n: NodeRecord, s: ServerRecord, startedAtMs = 0): HealthTarget {
-    // A server that ends while the wait runs (a bad flag, a port in use) is gone even though its
-    // container keeps running for the node's other server: its supervisor's exit line, stamped at or
-    // after this server's start (the container run's, or startedAtMs), says so. Docker's log
-    // timestamps tell it from the exits of earlier runs (a restart's stop, a kill before a start).
-    let logsReadMs = 0;
     return {
       node: n.name,
       role: s.role,
       webUrl: s.webUrl,
       healthy: () => this.serverHealthy(n, s),
-      gone: async () => {
-        let sinceMs: number;
-        try {
-          const info = await this.docker.getContainer(n.containerId!).inspect();
-          if (!info.State.Running) return `container ${n.containerName} exited with status ${info.State.ExitCode}`;
-          sinceMs = Math.max(Date.parse(info.State.StartedAt), startedAtMs);
-        } catch (e) {
-          return `container ${String(n.containerName)} is gone (${(e as Error).message})`;
-        }
-        if (!Number.isFinite(sinceMs) || Date.now() - logsReadMs < EXIT_CHECK_INTERVAL_MS) return undefined;
-        logsReadMs = Date.now();
-        try {
-          const raw = (await this.docker.getContainer(n.containerId!).logs({ stdout: true, stderr: true, timestamps: true, since: Math.floor(sinceMs / 1000), follow: false })) as unknown as Buffer;
-          const exit = serverExitSince(demuxDockerFrames(raw), s.role, sinceMs);
-          return exit === undefined ? undefined : `${exit} inside container ${n.containerName}, which keeps running for the node's other server`;
-        } catch {
-          return undefined; // the log not readable now: the next poll, or the timeout, decides
-        }
-      },
+      gone: serverGoneProbe(this.docker.getContainer(n.containerId!), n, s.role, startedAtMs),
       logTail: async (lines) => tailLines(await this.logs(n.name, lines * 2), lines),
     };
   }
@@ -600,131 +508,4 @@ export class DockerDriver implements ClusterDriver {
   private async waitNodeHealthy(n: NodeRecord): Promise<void> {
     await waitAllHealthy(serversOf(n).map((s) => this.healthTarget(n, s)), this.need().spec.healthTimeoutMs);
   }
-
-  private async createNetwork(labId: string, name: string, baseDir: string): Promise<{ id: string; subnet: string }> {
-    const first = parseInt(labId.slice(0, 2), 16);
-    let lastErr: unknown;
-    for (let k = 0; k < SUBNET_TRIES_MAX; k++) {
-      const subnet = `${this.subnetPrefix}.${(first + k) % 256}.0/24`;
-      try {
-        const net = await this.docker.createNetwork({
-          Name: name,
-          Driver: 'bridge',
-          CheckDuplicate: true,
-          IPAM: { Driver: 'default', Config: [{ Subnet: subnet }] },
-          Labels: { 'tessera.lab': labId, 'tessera.baseDir': baseDir },
-        });
-        this.say(`lab: network ${name} (${subnet})`);
-        return { id: net.id, subnet: subnet.replace('/24', '') };
-      } catch (e) {
-        lastErr = e;
-        if (!/overlap|in use|conflict/i.test((e as Error).message)) break;
-      }
-    }
-    throw new DbError(ErrorCode.INTERNAL, `could not create network ${name}: ${(lastErr as Error).message}`);
-  }
-
-  private async createNodeContainer(n: NodeRecord, spec: ClusterSpec, d: DockerRecord): Promise<Docker.Container> {
-    const servers = serversOf(n);
-    const cmd = [`${IMAGE_APP_DIR}/dist/lab/node-supervisor.js`, `${IMAGE_APP_DIR}/${spec.serverEntry}`];
-    servers.forEach((s, i) => {
-      if (i > 0) cmd.push(SUPERVISOR_GROUP_SEPARATOR);
-      cmd.push(...s.argv);
-    });
-    const exposed: Record<string, object> = {};
-    const bindings: Record<string, Array<{ HostIp: string; HostPort: string }>> = {};
-    for (const s of servers) {
-      const std = s.role === 'master' ? [STANDARD_PORTS.masterWeb, STANDARD_PORTS.masterRpc] : [STANDARD_PORTS.tserverWeb, STANDARD_PORTS.tserverRpc];
-      const host = [Number(new URL(s.webUrl).port), hostPort(s.hostRpcAddress).port];
-      std.forEach((p, i) => {
-        exposed[`${p}/tcp`] = {};
-        bindings[`${p}/tcp`] = [{ HostIp: new URL(s.webUrl).hostname, HostPort: String(host[i]) }];
-      });
-    }
-    const nodeDir = path.join(spec.baseDir, n.name);
-    makeDirs(nodeDir, 'node directory');
-    return this.docker.createContainer({
-      name: n.containerName,
-      Hostname: n.name,
-      Image: d.image,
-      Cmd: cmd,
-      WorkingDir: IMAGE_APP_DIR,
-      Labels: { 'tessera.lab': d.labId, 'tessera.node': n.name },
-      ExposedPorts: exposed,
-      HostConfig: { Binds: [`${nodeDir}:/data`], PortBindings: bindings, NetworkMode: d.networkName },
-      NetworkingConfig: { EndpointsConfig: { [d.networkName]: { IPAMConfig: { IPv4Address: n.ip! }, Aliases: [n.name] } } },
-    });
-  }
-
-  /** Containers and network of this lab; errors are collected so one failure does not leave the rest. */
-  private async removeAll(st: LabState): Promise<void> {
-    const errors: string[] = [];
-    for (const n of st.nodes) {
-      if (!n.containerId && !n.containerName) continue;
-      try {
-        await this.docker.getContainer(n.containerId ?? n.containerName!).remove({ force: true, v: true });
-      } catch (e) {
-        if (!/no such container|404/i.test((e as Error).message)) errors.push(`${n.name}: ${(e as Error).message}`);
-      }
-    }
-    if (st.docker) {
-      try {
-        await this.docker.getNetwork(st.docker.networkName).remove();
-      } catch (e) {
-        if (!/not found|404/i.test((e as Error).message)) errors.push(`network: ${(e as Error).message}`);
-      }
-    }
-    if (errors.length) throw new DbError(ErrorCode.INTERNAL, `lab down left something behind: ${errors.join('; ')}`);
-  }
-
-  /** Containers and the network of an earlier run of this lab id that died before writing lab.json. */
-  private async removeLeftovers(labId: string): Promise<void> {
-    const cs = await this.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tessera.lab=${labId}`] }) });
-    for (const c of cs) await this.docker.getContainer(c.Id).remove({ force: true, v: true });
-    const nets = await this.docker.listNetworks({ filters: JSON.stringify({ label: [`tessera.lab=${labId}`] }) });
-    for (const n of nets) await this.docker.getNetwork(n.Id).remove();
-  }
-}
-
-function containerServer(role: ServerRole, node: NodeName, nodeDir: string, at: { host: string; bump: number }, flags: string[]): ServerRecord {
-  const rpcStd = role === 'master' ? STANDARD_PORTS.masterRpc : STANDARD_PORTS.tserverRpc;
-  const webStd = role === 'master' ? STANDARD_PORTS.masterWeb : STANDARD_PORTS.tserverWeb;
-  return {
-    role,
-    rpcAddress: `${node}:${rpcStd}`,
-    hostRpcAddress: `${at.host}:${rpcStd + at.bump}`,
-    webUrl: `http://${at.host}:${webStd + at.bump}`,
-    // The console listens on every interface of the container: published as before, and readable on
-    // the container's loopback while a partition has taken its network away (consoleJson). RPC too,
-    // broadcasting the node's name: a server (re)started while its container is cut off from the lab
-    // network cannot resolve its own name (only that network's DNS knows it), so it could not bind it.
-    argv: [role, `--rpc_bind_addresses=0.0.0.0:${rpcStd}`, `--server_broadcast_addresses=${node}:${rpcStd}`, `--webserver_port=${webStd}`, '--webserver_interface=0.0.0.0', `--fs_data_dirs=/data/${role}`, ...LAB_SERVER_FLAGS, ...flags],
-    // The host side of the bind mount, for inspection.
-    dataDir: path.join(nodeDir, role),
-  };
-}
-
-/** The lab's cluster secret in a node's directory (mounted at /data in its container). */
-const LAB_SECRET_FILE = 'cluster-secret';
-
-function writeLabSecret(nodeDir: string, text: string): string {
-  makeDirs(nodeDir, 'node directory');
-  const f = path.join(nodeDir, LAB_SECRET_FILE);
-  fs.writeFileSync(f, text, { mode: 0o600 });
-  return f;
-}
-
-/** The console token of a container's server: its argv names a file under /data, the node directory's bind mount. */
-function containerConsoleToken(s: ServerRecord): string | undefined {
-  const nodeDir = path.dirname(s.dataDir);
-  return consoleTokenOf(s.argv, (p) => (p.startsWith('/data/') ? path.join(nodeDir, p.slice('/data/'.length)) : p));
-}
-
-function addressesOf(s: ServerRecord): { role: ServerRole; rpcAddress: string; hostRpcAddress: string; webUrl: string } {
-  return { role: s.role, rpcAddress: s.rpcAddress, hostRpcAddress: s.hostRpcAddress, webUrl: s.webUrl };
-}
-
-function hostPort(hp: string): { host: string; port: number } {
-  const i = hp.lastIndexOf(':');
-  return { host: hp.slice(0, i), port: Number(hp.slice(i + 1)) };
 }

@@ -9,19 +9,18 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DbError, ErrorCode } from '../common';
-import { type ClusterSpec, flagArgs, type NodeName, nodeName, nodeIndex, type ServerRole, validateSpec } from './cluster-spec';
+import { type ClusterSpec, type NodeName, nodeName, type ServerRole, validateSpec } from './cluster-spec';
 import type { ClusterDriver, DownOptions, FlagSetResult, LabStatus, NodeAddresses, RoleSelector, ServerStatus } from './cluster-driver';
 import { getJson, isHealthy, masterRaftRole } from './console-http';
 import { consoleTokenOf, LAB_SERVER_FLAGS, setFlagOnServers } from './flag-setter';
-import { type HealthTarget, waitAllHealthy, waitClusterReady } from './health-wait';
-import { assertNoOldData, type LabState, type NodeRecord, type ServerRecord, LAB_STATE_VERSION, readLabState, removeLabState, serversOf, writeLabState } from './lab-state';
+import { type HealthTarget, waitAllHealthy } from './health-wait';
+import { addressesOf, addStatusFigures, hostPort, LabDriverBase, labServerFlags, setDropLists } from './lab-driver-base';
+import { assertNoOldData, type LabState, type NodeRecord, type ServerRecord, LAB_STATE_VERSION, readLabState, serversOf, writeLabState } from './lab-state';
 import { tailFile } from './log-tail';
 import { packageRoot, serverEntryPath } from './package-root';
-import { DROP_TRAFFIC_FLAG, partitionDropLists, planPartition } from './partition-plan';
+import { planPartition } from './partition-plan';
 import { assertAddressesFree, loopbackAliasesWork, planProcessNodes } from './process-addressing';
 import { processState, signal } from './process-table';
-import { addCallsInFlight } from './rpcz-calls';
-import { tabletCountsFromMasters } from './tablet-counts';
 import { waitUntil } from './wait-until';
 import { makeDirs } from '../common/fs-dirs';
 
@@ -33,15 +32,10 @@ export const STOP_GRACE_MS = 10_000;
 /** Bound on waiting for a SIGKILL'd process to disappear. */
 export const KILL_WAIT_MS = 5_000;
 
-export class ProcessDriver implements ClusterDriver {
+export class ProcessDriver extends LabDriverBase implements ClusterDriver {
   readonly kind = 'process' as const;
-  private state: LabState | undefined;
   /** Exit reasons of servers this process spawned (pid -> text), for a precise "did not come up". */
   private readonly exits = new Map<number, string>();
-
-  constructor(state?: LabState) {
-    this.state = state;
-  }
 
   /** The driver of a lab an earlier invocation started in baseDir. */
   static open(baseDir: string): ProcessDriver {
@@ -62,23 +56,9 @@ export class ProcessDriver implements ClusterDriver {
     const nodes: NodeRecord[] = plans.map((p, i) => {
       const name = nodeName(i);
       const dir = path.join(spec.baseDir, name);
-      const rec: NodeRecord = {
-        name,
-        index: i,
-        tserver: serverRecord('tserver', dir, p.host, p.tserverRpcPort, p.tserverWebPort, [
-          `--tserver_master_addrs=${masterAddrs}`,
-          `--lab_node_name=${name}`,
-          ...flagArgs(spec.tserverFlags),
-          ...flagArgs(spec.nodeFlags[name] ?? {}),
-        ]),
-      };
-      if (i < spec.masters) {
-        rec.master = serverRecord('master', dir, p.host, p.masterRpcPort, p.masterWebPort, [
-          `--master_addresses=${masterAddrs}`,
-          ...flagArgs(spec.masterFlags),
-          ...flagArgs(spec.nodeMasterFlags[name] ?? {}),
-        ]);
-      }
+      const flags = labServerFlags(spec, name, masterAddrs);
+      const rec: NodeRecord = { name, index: i, tserver: serverRecord('tserver', dir, p.host, p.tserverRpcPort, p.tserverWebPort, flags.tserver) };
+      if (i < spec.masters) rec.master = serverRecord('master', dir, p.host, p.masterRpcPort, p.masterWebPort, flags.master);
       return rec;
     });
     for (const n of nodes) for (const s of serversOf(n)) assertNoOldData(s.dataDir);
@@ -91,12 +71,10 @@ export class ProcessDriver implements ClusterDriver {
     try {
       for (const n of nodes) for (const s of serversOf(n)) this.spawnServer(s);
       writeLabState(this.state);
-      await waitAllHealthy(nodes.flatMap((n) => serversOf(n).map((s) => this.healthTarget(n, s))), spec.healthTimeoutMs);
-      await waitClusterReady(nodes.filter((n) => n.master).map((n) => n.master!.webUrl), nodes.length, spec.healthTimeoutMs);
+      await this.waitLabReady(nodes, spec, (n, s) => this.healthTarget(n, s));
     } catch (e) {
       await this.terminate(nodes.flatMap((n) => serversOf(n)));
-      removeLabState(spec.baseDir);
-      this.state = undefined;
+      this.dropState(spec.baseDir);
       throw e;
     }
     return this.addresses();
@@ -105,18 +83,7 @@ export class ProcessDriver implements ClusterDriver {
   async down(opts: DownOptions = {}): Promise<void> {
     const st = this.need();
     await this.terminate(st.nodes.flatMap((n) => serversOf(n)));
-    if (!opts.keepData) for (const n of st.nodes) for (const s of serversOf(n)) fs.rmSync(s.dataDir, { recursive: true, force: true });
-    removeLabState(st.spec.baseDir);
-    this.state = undefined;
-  }
-
-  addresses(): NodeAddresses[] {
-    return this.need().nodes.map((n) => ({
-      name: n.name,
-      index: n.index,
-      ...(n.master ? { master: addressesOf(n.master) } : {}),
-      tserver: addressesOf(n.tserver),
-    }));
+    this.forget(st, opts);
   }
 
   async status(): Promise<LabStatus> {
@@ -144,13 +111,7 @@ export class ProcessDriver implements ClusterDriver {
           if (role) s.raftRole = role;
         }),
     );
-    const masters = nodes.flatMap((n) => n.servers).filter((s) => s.role === 'master' && s.healthy).map((s) => s.webUrl);
-    const counts = await tabletCountsFromMasters(masters);
-    for (const s of nodes.flatMap((n) => n.servers)) {
-      const c = s.role === 'tserver' ? counts.get(s.rpcAddress) : undefined;
-      if (c) Object.assign(s, c);
-    }
-    await addCallsInFlight(nodes.flatMap((n) => n.servers));
+    await addStatusFigures(nodes);
     return { driver: 'process', baseDir: st.spec.baseDir, nodes, partitioned: [...st.partitioned], cutLinks: [...(st.cutLinks ?? [])] };
   }
 
@@ -244,7 +205,7 @@ export class ProcessDriver implements ClusterDriver {
 
   // ---- internals ----
 
-  private need(): LabState {
+  protected need(): LabState {
     if (!this.state) throw new DbError(ErrorCode.NOT_FOUND, 'no lab is up (run tessera lab up)');
     return this.state;
   }
@@ -254,11 +215,6 @@ export class ProcessDriver implements ClusterDriver {
     const s = this.select(this.node(node), role)[0];
     if (!s) throw new DbError(ErrorCode.INVALID_ARGUMENT, `node ${node} runs no ${role}`);
     return getJson(`${s.webUrl}${pathAndQuery}`, timeoutMs);
-  }
-
-  private node(name: NodeName): NodeRecord {
-    const st = this.need();
-    return st.nodes[nodeIndex(name, st.spec.nodes)]!;
   }
 
   private select(n: NodeRecord, role: RoleSelector): ServerRecord[] {
@@ -326,23 +282,12 @@ export class ProcessDriver implements ClusterDriver {
   /** Sets each given running server's drop list for the current partition (all '' when healed). */
   private async applyPartition(targets: ServerRecord[]): Promise<void> {
     const st = this.need();
-    const all = st.nodes.flatMap((n) => serversOf(n).map((s) => ({ node: n.name, role: s.role, rpcAddress: s.rpcAddress, rec: s })));
-    const lists = partitionDropLists(all, st.partitioned, st.cutLinks ?? []);
     const wanted = new Set(targets);
-    const failures: string[] = [];
-    await Promise.all(
-      all.map(async (a, i) => {
-        if (!wanted.has(a.rec) || processState(a.rec.pid, dataDirArg(a.rec)) !== 'running') return;
-        try {
-          await setFlagOnServers([{ node: a.node, role: a.role, webUrl: a.rec.webUrl, token: consoleTokenOf(a.rec.argv) }], DROP_TRAFFIC_FLAG, lists[i]!.peers, true);
-        } catch (e) {
-          failures.push(`${a.node} ${a.role}: ${(e as Error).message}`);
-        }
-      }),
-    );
-    if (failures.length) {
-      throw new DbError(ErrorCode.INTERNAL, `could not set ${DROP_TRAFFIC_FLAG} on every server (the servers must define it as a run-time flag): ${failures.join('; ')}`);
-    }
+    await setDropLists(st, {
+      partitioned: st.partitioned,
+      include: async (_n, s) => wanted.has(s) && processState(s.pid, dataDirArg(s)) === 'running',
+      token: (s) => consoleTokenOf(s.argv),
+    });
   }
 }
 
@@ -363,13 +308,4 @@ function serverRecord(role: 'master' | 'tserver', nodeDir: string, host: string,
 /** The argv element that identifies a server's process (see processState). */
 function dataDirArg(s: ServerRecord): string {
   return `--fs_data_dirs=${s.dataDir}`;
-}
-
-function addressesOf(s: ServerRecord): { role: 'master' | 'tserver'; rpcAddress: string; hostRpcAddress: string; webUrl: string } {
-  return { role: s.role, rpcAddress: s.rpcAddress, hostRpcAddress: s.hostRpcAddress, webUrl: s.webUrl };
-}
-
-function hostPort(hp: string): { host: string; port: number } {
-  const i = hp.lastIndexOf(':');
-  return { host: hp.slice(0, i), port: Number(hp.slice(i + 1)) };
 }

@@ -17,12 +17,11 @@ import { DbError, ErrorCode } from '../common/errors';
 import type { Flags } from '../common/flags';
 import type { HybridClock } from '../common/hybrid-clock';
 import { newId } from '../common/ids';
-import { checkFamilies, type ColumnFamily } from '../common/column-families';
+import { checkFamilies } from '../common/column-families';
 import type { Logger } from '../common/log';
-import { familiesFromPb, familyToPb, type RpcClient } from '../rpc';
+import { familiesFromPb, type RpcClient } from '../rpc';
 import {
   tabletServerMethods,
-  type AlterSchemaRequestPB,
   type AlterTableRequestPB,
   type CreateTableRequestPB,
   type IsAlterTableDoneResponsePB,
@@ -31,39 +30,31 @@ import {
   type GetTableLocationsResponsePB,
   type TSHeartbeatRequestPB,
   type TSHeartbeatResponsePB,
-  type TableInfoPB,
-  type TableSchemaPB,
   type TabletServerInfoPB,
 } from '../rpc';
+import { alterSchemaRequest, tableToPb } from './catalog-pb';
+import { ADMIN_RPC_TIMEOUT_MS, CatalogRound } from './catalog-round';
 import { tableByName, tabletsOf } from './catalog-state';
-import { durabilityOf, nextColumnIdOf, schemaVersionOf, type CatalogState, type ReplicaDef, type TableInfo, type TabletInfo } from './catalog-types';
+import { nextColumnIdOf, schemaVersionOf, type CatalogState, type ReplicaDef, type TableInfo, type TabletInfo } from './catalog-types';
 import { DEFAULT_WAL_DURABILITY, parseWalDurability } from '../raft';
 import { hashPartitions, validateAlterTable, validateCreateTable } from './ddl-validation';
 import { parseSplitPolicy, partitionToPb, rangePartitions } from './range-partitions';
 import {
   CREATE_TABLE_WAIT_MS,
-  ENABLE_LOAD_BALANCING,
-  LEADER_BALANCE_MOVES_MAX,
   REPLICATION_FACTOR,
   TRANSACTION_TABLE_NUM_TABLETS,
   TSERVER_UNRESPONSIVE_TIMEOUT_MS,
 } from './master-flags';
-import { placeNewTablets, planLeaderMoves, planReplacements, type TServerLoad, type TabletView } from './placement';
+import { placeNewTablets, type TServerLoad } from './placement';
 import type { SysCatalog } from './sys-catalog';
 import { recentSplitParents, SplitManager } from './split-manager';
 import type { TServerRegistry } from './tserver-registry';
 
-/** A CreateTablet to one tserver is not repeated sooner than this. */
-const CREATE_TABLET_RETRY_MS = 2_000;
-/** An AlterSchema to a tablet's leader is not repeated sooner than this. */
-const ALTER_SCHEMA_RETRY_MS = 1_000;
-/** A tablet whose leader was just moved (or whose config just changed) is left alone this long. */
-const TABLET_COOLDOWN_MS = 3_000;
-/** Admin RPCs one background round issues at most (the rest wait for the next round). */
-const ROUND_RPCS_MAX = 64;
-/** Replica replacements one round starts at most. */
-const ROUND_REPLACEMENTS_MAX = 16;
-const ADMIN_RPC_TIMEOUT_MS = 5_000;
+import type { ClusterSummaryJson, TableLocationJson, TabletServerJson } from './catalog-json';
+
+export { schemaToPb, tableToPb } from './catalog-pb';
+export type { ClusterSummaryJson, TableLocationJson, TabletServerJson } from './catalog-json';
+
 /** Tables ListTables hides unless include_system. */
 export const SYSTEM_TABLES: ReadonlySet<string> = new Set([TRANSACTIONS_TABLE]);
 
@@ -77,71 +68,16 @@ export interface CatalogManagerDeps {
   nowMs?(): number;
 }
 
-export interface TabletServerJson {
-  uuid: string;
-  rpcAddress: string;
-  webAddress: string;
-  alive: boolean;
-  lastHeartbeatMsAgo: number;
-  tablets: number;
-  leaders: number;
-  placementZone: string;
-  rssBytes: number;
-}
-
-/** The master console's overview (home page and /api/v1). */
-export interface ClusterSummaryJson {
-  tabletServersAlive: number;
-  tabletServersDead: number;
-  userTables: number;
-  systemTables: number;
-  tablets: number;
-  /** Tablets no live tserver reports leading (an election under way, or a majority down). */
-  tabletsWithoutLeader: number;
-  /** Tablets with fewer voters on live tservers than their replication factor (being re-replicated, or not yet). */
-  tabletsShortOfReplicas: number;
-}
-
-export interface TableLocationJson {
-  id: string;
-  name: string;
-  /** ALTER TABLE: the catalog's schema version and how many tablets' leaders serve it. */
-  schemaVersion: number;
-  columns: Array<{ name: string; id: number; type: string; nullable: boolean; family?: string }>;
-  /** Column families with their retention (docs/cells.md). */
-  families: ColumnFamily[];
-  tabletsOnSchemaVersion: number;
-  tablets: Array<{ tabletId: string; partition: { start: number; end: number; keyStart?: string; keyEnd?: string }; replicas: Array<{ tserverUuid: string; rpcAddress: string; role: string }> }>;
-}
-
-export function schemaToPb(t: TableInfo): TableSchemaPB {
-  return {
-    columns: t.schema.columns.map((c) => ({ name: c.name, id: c.id, type: c.type, nullable: c.nullable, family: c.family ?? '' })),
-    hashColumns: [...t.schema.hashColumns],
-    rangeColumns: [...t.schema.rangeColumns],
-    families: (t.schema.families ?? []).map(familyToPb),
-  };
-}
-
-/** AlterSchema for one tablet of `t`: the catalog's schema, version and name (ALTER TABLE). */
-function alterSchemaRequest(tabletId: string, t: TableInfo): AlterSchemaRequestPB {
-  return { tabletId, schema: schemaToPb(t), schemaVersion: schemaVersionOf(t), tableName: t.name, durability: durabilityOf(t) };
-}
-
-export function tableToPb(t: TableInfo): TableInfoPB {
-  return { id: t.id, name: t.name, schema: schemaToPb(t), numTablets: t.numTablets, replicationFactor: t.replicationFactor, state: t.state, schemaVersion: schemaVersionOf(t), durability: durabilityOf(t) };
-}
-
 export class CatalogManager {
   private leaderSinceMs: number | undefined;
-  private readonly createAttempts = new Map<string, number>();
-  private readonly cooldown = new Map<string, number>();
   private readonly registering = new Set<string>();
   private roundRunning = false;
   private creatingTxnTable = false;
   private readonly now: () => number;
   /** Tablet splitting (docs/splitting.md). */
   readonly splits: SplitManager;
+  /** The background round's steps (catalog-round.ts). */
+  private readonly reconciler: CatalogRound;
 
   constructor(private readonly deps: CatalogManagerDeps) {
     this.now = deps.nowMs ?? (() => performance.now());
@@ -156,6 +92,19 @@ export class CatalogManager {
       addressOf: (u) => this.addressOf(u),
       requireLeader: () => this.requireLeader(),
       liveTServers: () => this.liveCount(),
+    });
+    this.reconciler = new CatalogRound({
+      sys: deps.sys,
+      registry: deps.registry,
+      flags: deps.flags,
+      log: deps.log,
+      client: deps.client,
+      splits: this.splits,
+      now: () => this.now(),
+      timeoutMs: () => this.timeoutMs(),
+      addressOf: (u) => this.addressOf(u),
+      leaderAgeMs: () => this.leaderAgeMs(),
+      loads: () => this.loads(),
     });
   }
 
@@ -315,7 +264,7 @@ export class CatalogManager {
       const leader = this.deps.registry.leaderReport(tablet.id, this.now(), this.timeoutMs());
       const addr = leader ? this.addressOf(leader.uuid) : undefined;
       if (!addr) continue;
-      this.createAttempts.set(`${tablet.id}/alter/${version}`, this.now());
+      this.reconciler.createAttempts.set(`${tablet.id}/alter/${version}`, this.now());
       void this.deps.client
         .call(addr, tabletServerMethods().alterSchema, alterSchemaRequest(tablet.id, altered), { timeoutMs: ADMIN_RPC_TIMEOUT_MS })
         .catch((err: unknown) => this.deps.log.debug({ err, tablet: tablet.id }, 'AlterSchema failed; retried by the background round'));
@@ -537,147 +486,13 @@ export class CatalogManager {
     if (this.roundRunning || !this.deps.sys.isLeaderReady()) return;
     this.roundRunning = true;
     try {
-      await this.round();
+      this.maybeCreateTransactionsTable();
+      await this.reconciler.run();
     } catch (e) {
       this.deps.log.warn({ err: e }, 'catalog background round failed');
     } finally {
       this.roundRunning = false;
     }
-  }
-
-  private async round(): Promise<void> {
-    this.maybeCreateTransactionsTable();
-    const now = this.now();
-    const timeout = this.timeoutMs();
-    const reg = this.deps.registry;
-    const m = tabletServerMethods();
-    const calls: Array<Promise<unknown>> = [];
-    const call = <Req, Resp>(addr: string, def: import('../rpc').MethodDef<Req, Resp>, req: Req, what: Record<string, unknown>): void => {
-      if (calls.length >= ROUND_RPCS_MAX) return;
-      calls.push(
-        this.deps.client.call(addr, def, req, { timeoutMs: ADMIN_RPC_TIMEOUT_MS }).catch((err: unknown) => {
-          this.deps.log.debug({ err, ...what }, 'admin call failed; retried next round');
-        }),
-      );
-    };
-    const c = this.catalog();
-    let changing = false;
-    for (const tablet of c.tablets.values()) {
-      const table = c.tables.get(tablet.tableId);
-      if (!table) continue;
-      // A split child is built by its parent's replicas when they apply SPLIT; created here only
-      // once the split completed (a replica that missed it: remote bootstrap from the child leader).
-      if (tablet.parentId && c.tablets.has(tablet.parentId)) continue;
-      const leader = reg.leaderReport(tablet.id, now, timeout);
-      const voters = leader ? (leader.report.peers ?? []).filter((p) => p.memberType !== 'LEARNER').map((p) => p.uuid ?? '') : [];
-      const wanted = tablet.replicas.map((r) => r.tserverUuid);
-      const failed = wanted.filter((u) => reg.isAlive(u, now, timeout) && reg.replicaState(u, tablet.id) === 'FAILED');
-      // 1. Every assigned live tserver hosts a replica. A FAILED one goes once Raft no longer counts
-      // it (step 2 removes it): its host deletes it, and a later round creates a fresh one there.
-      for (const uuid of wanted) {
-        if (!reg.isAlive(uuid, now, timeout)) continue;
-        if (failed.includes(uuid)) {
-          if (!leader || voters.includes(uuid)) continue;
-          const key = `${tablet.id}/${uuid}/delete`;
-          if (now - (this.createAttempts.get(key) ?? -Infinity) < CREATE_TABLET_RETRY_MS) continue;
-          this.createAttempts.set(key, now);
-          const addr = this.addressOf(uuid);
-          if (!addr) continue;
-          this.deps.log.info({ tablet: tablet.id, tserver: uuid }, 'deleting a FAILED replica (out of Raft) to create it afresh');
-          call(addr, m.deleteTablet, { tabletId: tablet.id }, { tablet: tablet.id, tserver: uuid, op: 'DeleteTablet (FAILED)' });
-          continue;
-        }
-        if (reg.hosts(uuid, tablet.id)) continue;
-        const key = `${tablet.id}/${uuid}`;
-        if (now - (this.createAttempts.get(key) ?? -Infinity) < CREATE_TABLET_RETRY_MS) continue;
-        this.createAttempts.set(key, now);
-        const addr = this.addressOf(uuid);
-        if (!addr) continue;
-        const peers = [...new Set([...voters, ...wanted])].map((u) => ({ uuid: u, rpcAddress: this.addressOf(u) ?? '', memberType: 'VOTER' }));
-        call(addr, m.createTablet, { tabletId: tablet.id, tableId: table.id, tableName: table.name, schema: schemaToPb(table), partition: partitionToPb(tablet.partition), peers, schemaVersion: schemaVersionOf(table), durability: durabilityOf(table) }, { tablet: tablet.id, tserver: uuid, op: 'CreateTablet' });
-      }
-      // 1b. The tablet's leader serves an older schema: it replicates the catalog's (ALTER TABLE).
-      const version = schemaVersionOf(table);
-      const alterKey = `${tablet.id}/alter/${version}`;
-      if (leader && (leader.report.schemaVersion ?? 0) >= version) this.createAttempts.delete(alterKey);
-      else if (leader) {
-        const addr = this.addressOf(leader.uuid);
-        if (addr && now - (this.createAttempts.get(alterKey) ?? -Infinity) >= ALTER_SCHEMA_RETRY_MS) {
-          this.createAttempts.set(alterKey, now);
-          call(addr, m.alterSchema, alterSchemaRequest(tablet.id, table), { tablet: tablet.id, op: 'AlterSchema', schemaVersion: version });
-        }
-      }
-      // 2. Raft's configuration follows the catalog: remove first, then add (one change at a time).
-      if (!leader || now < (this.cooldown.get(tablet.id) ?? 0)) continue;
-      const leaderAddr = this.addressOf(leader.uuid);
-      if (!leaderAddr) continue;
-      const extra = voters.filter((u) => !wanted.includes(u));
-      const missing = wanted.filter((u) => !voters.includes(u) && reg.hosts(u, tablet.id) && !failed.includes(u));
-      // Without a spare tserver to move it to (placement's replacement), a FAILED voter leaves Raft here.
-      const spare = this.deps.flags.get(ENABLE_LOAD_BALANCING) && [...reg.list()].some((e) => reg.isAlive(e.uuid, now, timeout) && !wanted.includes(e.uuid) && c.tservers.has(e.uuid));
-      const failedVoter = spare ? undefined : failed.find((u) => voters.includes(u) && u !== leader.uuid);
-      if (extra.length > 0 && extra[0] !== leader.uuid) {
-        changing = true;
-        this.cooldown.set(tablet.id, now + 1000);
-        call(leaderAddr, m.changeConfig, { tabletId: tablet.id, type: 'REMOVE', peer: { uuid: extra[0]!, rpcAddress: this.addressOf(extra[0]!) ?? '', memberType: 'VOTER' } }, { tablet: tablet.id, op: 'REMOVE' });
-      } else if (extra.length > 0) {
-        // The leader itself is being replaced: hand leadership to a replica that stays.
-        const to = wanted.find((u) => voters.includes(u) && reg.isAlive(u, now, timeout));
-        if (to) {
-          changing = true;
-          this.cooldown.set(tablet.id, now + TABLET_COOLDOWN_MS);
-          call(leaderAddr, m.leaderStepdown, { tabletId: tablet.id, newLeaderUuid: to }, { tablet: tablet.id, op: 'stepdown-before-remove' });
-        }
-      } else if (failedVoter !== undefined) {
-        changing = true;
-        this.cooldown.set(tablet.id, now + 1000);
-        this.deps.log.info({ tablet: tablet.id, tserver: failedVoter }, 'removing a FAILED replica from Raft to re-create it in place (no spare tserver)');
-        call(leaderAddr, m.changeConfig, { tabletId: tablet.id, type: 'REMOVE', peer: { uuid: failedVoter, rpcAddress: this.addressOf(failedVoter) ?? '', memberType: 'VOTER' } }, { tablet: tablet.id, op: 'REMOVE (FAILED)' });
-      } else if (missing.length > 0) {
-        changing = true;
-        this.cooldown.set(tablet.id, now + 1000);
-        call(leaderAddr, m.changeConfig, { tabletId: tablet.id, type: 'ADD_VOTER', peer: { uuid: missing[0]!, rpcAddress: this.addressOf(missing[0]!) ?? '', memberType: 'VOTER' } }, { tablet: tablet.id, op: 'ADD_VOTER' });
-      }
-    }
-    if (this.deps.flags.get(ENABLE_LOAD_BALANCING)) {
-      const loads = this.loads();
-      const views: TabletView[] = [...c.tablets.values()].map((t) => ({
-        id: t.id,
-        replicas: t.replicas.map((r) => r.tserverUuid),
-        leader: reg.leaderReport(t.id, now, timeout)?.uuid ?? '',
-        table: t.tableId,
-        failed: t.replicas.map((r) => r.tserverUuid).filter((u) => reg.replicaState(u, t.id) === 'FAILED'),
-      }));
-      // A new leader master has not heard from every tserver yet: nobody is dead before one timeout.
-      if (this.leaderAgeMs() > timeout) {
-        for (const mv of planReplacements(loads, views, ROUND_REPLACEMENTS_MAX)) {
-          if (mv.type !== 'replace') continue;
-          const t = c.tablets.get(mv.tabletId)!;
-          const replicas = t.replicas.map((r) => (r.tserverUuid === mv.dead ? { tserverUuid: mv.target, memberType: 'VOTER' as const } : r));
-          changing = true;
-          const why = reg.isAlive(mv.dead, now, timeout) ? 're-replicating a FAILED replica onto a spare tserver' : 're-replicating a replica of a dead tserver';
-          this.deps.log.info({ tablet: mv.tabletId, dead: mv.dead, target: mv.target }, why);
-          calls.push(this.deps.sys.propose({ type: 'setReplicas', tabletId: mv.tabletId, replicas }).catch((err: unknown) => this.deps.log.warn({ err }, 'replica move not replicated')));
-        }
-      }
-      const allHealthy = views.every((v) => v.leader && v.replicas.every((u) => reg.isAlive(u, now, timeout)) && (v.failed?.length ?? 0) === 0);
-      if (!changing && allHealthy) {
-        const movable = views.filter((v) => now >= (this.cooldown.get(v.id) ?? 0));
-        for (const mv of planLeaderMoves(loads, movable, this.deps.flags.get(LEADER_BALANCE_MOVES_MAX))) {
-          if (mv.type !== 'stepdown') continue;
-          const addr = this.addressOf(mv.from);
-          if (!addr) continue;
-          this.cooldown.set(mv.tabletId, now + TABLET_COOLDOWN_MS);
-          this.deps.log.info({ tablet: mv.tabletId, from: mv.from, to: mv.to }, 'balancing leaders: moving a tablet leader');
-          call(addr, m.leaderStepdown, { tabletId: mv.tabletId, newLeaderUuid: mv.to }, { tablet: mv.tabletId, op: 'balance-leader' });
-        }
-      }
-    }
-    // Forget attempts of tablets that no longer exist (bounded maps).
-    if (this.createAttempts.size > 100_000) this.createAttempts.clear();
-    if (this.cooldown.size > 100_000) this.cooldown.clear();
-    await this.splits.round().catch((err: unknown) => this.deps.log.warn({ err }, 'split round failed'));
-    await Promise.all(calls);
   }
 }
 

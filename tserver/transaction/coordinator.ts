@@ -30,6 +30,8 @@
  * COMMITTED version stays below it until history GC collects it — on every replica, across restarts
  * and remote bootstraps (whose raw copy carries the versions).
  */
+import { notFound, type TxnInfo } from './coordinator-answers';
+export { parseIsolation, type TxnInfo } from './coordinator-answers';
 import { DbError, ErrorCode } from '../../common/errors';
 import type { Flags } from '../../common/flags';
 import type { HybridClock } from '../../common/hybrid-clock';
@@ -71,25 +73,6 @@ export interface CoordinatorDeps {
   /** UpdateTransaction to a participant tablet's leader; resolves once it acknowledged. */
   updateParticipant(tabletId: string, txnId: TxnId, type: 'APPLY' | 'REMOVE', commitHt: HybridTime, timeoutMs: number): Promise<void>;
   nowMs?(): number;
-}
-
-export interface TxnInfo {
-  txnId: string;
-  status: string;
-  isolation: string;
-  startHt: HybridTime;
-  commitHt: HybridTime;
-  ageMs: number;
-  participants: string[];
-  lastHeartbeatMsAgo: number;
-  /** False while the record exists on this leader only (created, not yet committed/aborted/heartbeated). */
-  replicated: boolean;
-  /** Participants that did not acknowledge APPLY/REMOVE yet (leader only). */
-  unacked: string[];
-}
-
-function notFound(id: string): DbError {
-  return new DbError(ErrorCode.TXN_ABORTED, `transaction ${id} is not known to its status tablet (aborted or expired)`);
 }
 
 export class TransactionCoordinator {
@@ -580,11 +563,4 @@ export class TransactionCoordinator {
       unacked: [...(this.driving.get(r.txnId) ?? [])],
     }));
   }
-}
-
-/** The isolation of a new transaction or of a request inside one (absent: snapshot). */
-export function parseIsolation(s: string | undefined): Isolation {
-  if (!s || s === 'snapshot') return Isolation.SNAPSHOT;
-  if (s === 'serializable') return Isolation.SERIALIZABLE;
-  throw new DbError(ErrorCode.INVALID_ARGUMENT, `unknown isolation '${s}' (snapshot | serializable)`);
 }
