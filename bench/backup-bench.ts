@@ -58,10 +58,20 @@ async function withRss<T>(cluster: BenchCluster, f: () => Promise<T>): Promise<M
   }
 }
 
-/** CPU per row in µs, tservers / client: what a loaded machine moves less than the wall time. */
-function cpuPerRow(m: Measured<unknown>, rows: number): string {
+/** The tservers' CPU seconds per second with nothing to do (heartbeats, Raft ticks), over `ms`. */
+async function idleCpuPerSecond(cluster: BenchCluster, ms = 3_000): Promise<number> {
+  const m = await withRss(cluster, () => new Promise((res) => setTimeout(res, ms)));
+  return m.tserverCpuSeconds / (ms / 1000);
+}
+
+/**
+ * CPU per row in µs, tservers / client: what a loaded machine moves less than the wall time. The
+ * tservers' idle CPU over the run's wall time is taken off (a slow run on a loaded machine pays it
+ * for longer, which says nothing of the export's work).
+ */
+function cpuPerRow(m: Measured<unknown>, rows: number, idlePerSecond: number): string {
   const us = (s: number): number => Math.round((s * 1e6) / rows);
-  return `CPU per row ${us(m.tserverCpuSeconds)} µs tservers (3 together) / ${us(m.clientCpuSeconds)} µs client`;
+  return `CPU per row ${us(m.tserverCpuSeconds - idlePerSecond * m.seconds)} µs tservers (3 together, net of their idle ${Math.round(idlePerSecond * 1000)} ms/s) / ${us(m.clientCpuSeconds)} µs client`;
 }
 
 async function load(client: TesseraClient, rows: number): Promise<void> {
@@ -98,11 +108,12 @@ async function main(): Promise<void> {
     await load(client, rows);
     process.stdout.write(`load (untimed): ${Math.round((performance.now() - t0) / 100) / 10} s\n`);
     const c = client;
+    const idle = await idleCpuPerSecond(cluster);
     const ex = await withRss(cluster, () => exportTables(c, { tables: ['bench_backup'], to: path.join(dir, 'full') }));
     const bytes = ex.result.tables[0]!.parts.reduce((n, p) => n + p.bytes, 0);
-    process.stdout.write(`export: ${ex.seconds} s (${Math.round(rows / ex.seconds)} rows/s, ${Math.round(bytes / MIB)} MiB); tserver peak RSS ${ex.peakRssMiB.join(' / ')} MiB; ${cpuPerRow(ex, rows)}\n`);
+    process.stdout.write(`export: ${ex.seconds} s (${Math.round(rows / ex.seconds)} rows/s, ${Math.round(bytes / MIB)} MiB); tserver peak RSS ${ex.peakRssMiB.join(' / ')} MiB; ${cpuPerRow(ex, rows, idle)}\n`);
     const im = await withRss(cluster, () => importTables(c, { from: path.join(dir, 'full'), into: 'bench_backup_copy' }));
-    process.stdout.write(`import: ${im.seconds} s (${Math.round(rows / im.seconds)} rows/s, digest checked); tserver peak RSS ${im.peakRssMiB.join(' / ')} MiB; ${cpuPerRow(im, rows)}\n`);
+    process.stdout.write(`import: ${im.seconds} s (${Math.round(rows / im.seconds)} rows/s, digest checked); tserver peak RSS ${im.peakRssMiB.join(' / ')} MiB; ${cpuPerRow(im, rows, idle)}\n`);
   } finally {
     await client?.close().catch(() => undefined);
     await cluster.stop();

@@ -80,7 +80,7 @@ export function scanPlan(loc: TableLocations, o: ScanOptions, d: Deadline): Scan
  * time the pass started with; the transaction's read time is fixed when the first row is handed
  * on (`collect`: when the pass ends, since nothing reached the caller before).
  */
-export async function* scanPass(t: ScanDeps, plan: ScanPlan, rt: ReadTime, collect: boolean): AsyncGenerator<Row> {
+export async function* scanPass(t: ScanDeps, plan: ScanPlan, rt: ReadTime, collect: boolean): AsyncGenerator<Row[]> {
   const { schema, limit, page, columns, bounds, o, d } = plan;
   const sv = schema.version;
   let at = rt;
@@ -131,11 +131,17 @@ export async function* scanPass(t: ScanDeps, plan: ScanPlan, rt: ReadTime, colle
         // Every later page and tablet reads at the first page's time and limit: one consistent snapshot.
         at = { readHt: BigInt(r.readHt), globalLimitHt: BigInt(r.globalLimitHt ?? 0n) };
       }
+      // A page at a time: one hand-off per page, not per row (an export's rows pass several
+      // generators; a per-row yield cost a promise and a microtask at each).
+      const rows: Row[] = [];
       for (const row of r.rows ?? []) {
         if (returned >= limit) break;
         returned++;
+        rows.push(schema.rowFromPb(row, o.columns));
+      }
+      if (rows.length > 0) {
         if (!collect) accept();
-        yield schema.rowFromPb(row, o.columns);
+        yield rows;
       }
       if (!r.resumeKey || r.resumeKey.length === 0) break;
       start = new Uint8Array(r.resumeKey);

@@ -401,7 +401,7 @@ export class Table {
       for (let restarts = 0; ; restarts++) {
         const out: Row[] = [];
         try {
-          for await (const row of scanPass(this.scanDeps(), plan, rt, true)) out.push(row);
+          for await (const page of scanPass(this.scanDeps(), plan, rt, true)) for (const row of page) out.push(row);
           return out;
         } catch (e) {
           if (isSchemaMismatch(e)) throw e;
@@ -430,6 +430,14 @@ export class Table {
    * restarts the scan; after that it fails with READ_RESTART (retryable: scan again).
    */
   async *scanRows(o: ScanOptions = {}): AsyncGenerator<Row> {
+    for await (const page of this.scanRowPages(o)) yield* page;
+  }
+
+  /**
+   * scanRows a page at a time (each page: the rows of one scan RPC, at most `pageSize`, never
+   * empty): for callers that move many rows, one hand-off per page instead of per row.
+   */
+  async *scanRowPages(o: ScanOptions = {}): AsyncGenerator<Row[]> {
     await this.flushTxnWrites();
     const d = this.deadline(o);
     const schemaState = { reloadedForColumn: false, attempt: 0 };
@@ -441,9 +449,9 @@ export class Table {
     for (let restarts = 0; ; restarts++) {
       try {
         plan ??= scanPlan(loc, o, d);
-        for await (const row of scanPass(this.scanDeps(), plan, rt, false)) {
-          yielded++;
-          yield row;
+        for await (const page of scanPass(this.scanDeps(), plan, rt, false)) {
+          yielded += page.length;
+          yield page;
         }
         return;
       } catch (e) {

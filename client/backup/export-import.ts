@@ -49,7 +49,7 @@ export async function tableDigest(client: TesseraClient, name: string): Promise<
   const probe = await client.beginTransaction();
   const readHt = probe.readHt;
   await probe.abort().catch(() => undefined);
-  for await (const row of scanTabletsAhead(client, name, { readHt, timeoutMs: TABLE_TIMEOUT_MS, pageSize: SCAN_PAGE_ROWS })) d.add(encodeRow(row));
+  for await (const page of scanTabletsAhead(client, name, { readHt, timeoutMs: TABLE_TIMEOUT_MS, pageSize: SCAN_PAGE_ROWS })) for (const row of page) d.add(encodeRow(row));
   return { rows: d.rows, digest: d.hex() };
 }
 

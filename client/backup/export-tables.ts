@@ -86,10 +86,12 @@ async function exportFull(client: TesseraClient, base: TableBase, cutHt: bigint,
   const w = new PartWriter(o.to, base.name, 'part');
   const every = o.progressEveryRows ?? 100_000;
   try {
-    for await (const row of scanTabletsAhead(client, base.name, { readHt: cutHt, timeoutMs: TABLE_TIMEOUT_MS, pageSize: SCAN_PAGE_ROWS })) {
-      w.add(encodeRow(row));
-      if (w.lines % every === 0) {
-        o.progress?.(`export ${base.name}: ${w.lines} rows`);
+    let reported = 0;
+    for await (const page of scanTabletsAhead(client, base.name, { readHt: cutHt, timeoutMs: TABLE_TIMEOUT_MS, pageSize: SCAN_PAGE_ROWS })) {
+      for (const row of page) w.add(encodeRow(row));
+      if (w.lines - reported >= every) {
+        reported = w.lines - (w.lines % every);
+        o.progress?.(`export ${base.name}: ${reported} rows`);
         checkAbort(o);
       }
     }
@@ -118,7 +120,7 @@ async function exportWindow(client: TesseraClient, base: TableBase, sinceHt: big
   // scan (RegularDB only) runs, transactions committed below the cut have had time to be applied; the
   // import checks the chain's result against this digest, so a cell the scan missed is caught there.
   const d = new RowDigest();
-  for await (const row of scanTabletsAhead(client, base.name, { readHt: cutHt, timeoutMs: TABLE_TIMEOUT_MS, pageSize: SCAN_PAGE_ROWS })) d.add(encodeRow(row));
+  for await (const page of scanTabletsAhead(client, base.name, { readHt: cutHt, timeoutMs: TABLE_TIMEOUT_MS, pageSize: SCAN_PAGE_ROWS })) for (const row of page) d.add(encodeRow(row));
   checkAbort(o);
   const w = new PartWriter(o.to, base.name, 'cells');
   try {

@@ -10,13 +10,15 @@ import type { TesseraClient } from '../tessera-client';
 
 class Pump<T> {
   private q: T[] = [];
+  private queued = 0;
   private done = false;
   private stopped = false;
   private err: unknown;
   private wakeConsumer: (() => void) | undefined;
   private wakeProducer: (() => void) | undefined;
 
-  constructor(gen: AsyncGenerator<T>, bufferRows: number) {
+  /** `sizeOf`: the rows an item holds (a page: its length), counted against `bufferRows`. */
+  constructor(gen: AsyncGenerator<T>, bufferRows: number, private readonly sizeOf: (t: T) => number) {
     void this.run(gen, bufferRows);
   }
 
@@ -24,8 +26,9 @@ class Pump<T> {
     try {
       for await (const r of gen) {
         this.q.push(r);
+        this.queued += this.sizeOf(r);
         this.wakeConsumer?.();
-        while (this.q.length >= bufferRows && !this.stopped) await new Promise<void>((res) => (this.wakeProducer = res));
+        while (this.queued >= bufferRows && !this.stopped) await new Promise<void>((res) => (this.wakeProducer = res));
         if (this.stopped) break;
       }
     } catch (e) {
@@ -41,6 +44,7 @@ class Pump<T> {
       if (this.q.length > 0) {
         const batch = this.q;
         this.q = [];
+        this.queued = 0;
         this.wakeProducer?.();
         this.wakeProducer = undefined;
         yield* batch;
@@ -60,12 +64,12 @@ class Pump<T> {
   }
 }
 
-/** The rows of `n` sources in order 0..n-1, sources i+1..i+ahead already pulled into buffers. */
-export async function* orderedAhead<T>(n: number, open: (i: number) => AsyncGenerator<T>, aheadTablets: number, bufferRows: number): AsyncGenerator<T> {
+/** The items of `n` sources in order 0..n-1, sources i+1..i+ahead already pulled into buffers of `bufferRows` (counted by `sizeOf`). */
+export async function* orderedAhead<T>(n: number, open: (i: number) => AsyncGenerator<T>, aheadTablets: number, bufferRows: number, sizeOf: (t: T) => number = () => 1): AsyncGenerator<T> {
   const pumps = new Map<number, Pump<T>>();
   try {
     for (let i = 0; i < n; i++) {
-      for (let j = i; j < Math.min(n, i + 1 + aheadTablets); j++) if (!pumps.has(j)) pumps.set(j, new Pump(open(j), bufferRows));
+      for (let j = i; j < Math.min(n, i + 1 + aheadTablets); j++) if (!pumps.has(j)) pumps.set(j, new Pump(open(j), bufferRows, sizeOf));
       yield* pumps.get(i)!.drain();
       pumps.delete(i);
     }
@@ -74,7 +78,8 @@ export async function* orderedAhead<T>(n: number, open: (i: number) => AsyncGene
   }
 }
 
-export async function* scanTabletsAhead(client: TesseraClient, table: string, o: ScanOptions, aheadTablets = 2, bufferRows = 20_000): AsyncGenerator<Row> {
+/** The table's rows in scanRows' order, a page at a time. */
+export async function* scanTabletsAhead(client: TesseraClient, table: string, o: ScanOptions, aheadTablets = 2, bufferRows = 20_000): AsyncGenerator<Row[]> {
   const n = (await client.tableLocations(table)).tablets.length;
-  yield* orderedAhead(n, (i) => client.table(table).scanRows({ ...o, tabletOrdinal: i }), aheadTablets, bufferRows);
+  yield* orderedAhead(n, (i) => client.table(table).scanRowPages({ ...o, tabletOrdinal: i }), aheadTablets, bufferRows, (page) => page.length);
 }

@@ -50,4 +50,24 @@ describe('backup: scans running ahead', () => {
     for (let i = 0; i < 20 && closed.length < 3; i++) await new Promise((res) => setTimeout(res, 5));
     expect(closed.sort()).toEqual([0, 1, 2]);
   });
+  it('backup: pages running ahead are bounded by the rows they hold (sizeOf), not by their number', async () => {
+    let pulledRows = 0;
+    async function* pages(i: number): AsyncGenerator<number[]> {
+      for (let k = 0; k < 20; k++) {
+        await Promise.resolve();
+        pulledRows += i === 1 ? 10 : 0;
+        yield Array.from({ length: 10 }, (_, j) => i * 1000 + k * 10 + j);
+      }
+    }
+    const rows: number[] = [];
+    let aheadWhileFirst = 0;
+    for await (const page of orderedAhead(2, pages, 1, 30, (p) => p.length)) {
+      rows.push(...page);
+      if (page[0]! < 1000) aheadWhileFirst = Math.max(aheadWhileFirst, pulledRows);
+    }
+    expect(rows).toEqual([0, 1].flatMap((i) => Array.from({ length: 200 }, (_, j) => i * 1000 + j)));
+    // Source 1 ran ahead while source 0 was read, but only up to its 30-row buffer (3 pages of 10).
+    expect(aheadWhileFirst).toBeGreaterThan(0);
+    expect(aheadWhileFirst).toBeLessThanOrEqual(30);
+  });
 });
