@@ -12,7 +12,7 @@ import type { HybridClock } from '../common/hybrid-clock';
 import type { HybridTime } from '../common/hybrid-time';
 import { NodeId, TxnId } from '../common/ids';
 import { parseIsolation } from './transaction/coordinator';
-import { isValidTxnId } from './transaction/txn-record';
+import { isValidTxnId } from './tablet/participant/txn-record';
 import { ENABLE_TXN_FAST_PATH } from './transaction/txn-flags';
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
 import { Isolation, partitionHash, type DocKey, type Primitive, type Row, type RowOp, type TxnMeta } from '../docdb';

@@ -16,7 +16,7 @@
  * Raft log entries waiting to be applied or evicted.)
  */
 import type { TxnId } from '../../common/ids';
-import type { TxnStatusInfo } from '../transaction/txn-env';
+import type { TxnStatusInfo } from './participant/txn-env';
 
 export interface OutcomeLimits {
   max: number;

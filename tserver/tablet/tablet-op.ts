@@ -16,7 +16,7 @@
  * n × ([txnId str][commitHt u64]) (n ≥ 1: several committed transactions in one entry, each applied as
  * if by its own APPLY_TXN, all at the entry's op id). REMOVE_TXN: [txnId str].
  * TXN_STATUS: [txnId str][status str][ht u64][payload bytes] (the status tablet's record, see
- * tserver/transaction/txn-record.ts). CHANGE_SCHEMA: [schemaVersion varint][tableName str][schema as
+ * tserver/tablet/participant/txn-record.ts). CHANGE_SCHEMA: [schemaVersion varint][tableName str][schema as
  * JSON str], optionally followed by [durability str] (ASYNC | FLUSH | FSYNC: the table's Raft log
  * level; absent in entries written before it existed) (rare: ALTER TABLE). ROW_LOCK: [action u8: 0 lock, 1 renew, 2 unlock][ht u64][DocKey][lockId str]
  * [holder str][leaseMs varint] (row locks with leases, tserver/tablet/row-locks.ts).

@@ -38,15 +38,15 @@ import type { LogStorage } from '../../raft';
 import { DEFAULT_WAL_DURABILITY, type WalDurability } from '../../raft';
 import { HISTORY_GC_MIN_NEW_VERSIONS_PCT, RAFT_ELECTION_TIMEOUT_TICKS, TEST_CORRUPT_TABLET_REPLICA, RAFT_HEARTBEAT_TICKS, RETRYABLE_REQUEST_TIMEOUT_SECS, RAFT_TICK_INTERVAL_MS, TEST_FAIL_TABLET_REPLICA, TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, WRITE_TIMEOUT_MS } from '../tserver-flags';
 import { checkFastPathConflicts, type FastPathTxn } from './fast-path';
-import { BlockedBy, resolveConflicts, resolvePlainWriteConflicts, resolveSerializableConflicts, type ConflictDeps } from '../transaction/conflict-resolution';
+import { BlockedBy, resolveConflicts, resolvePlainWriteConflicts, resolveSerializableConflicts, type ConflictDeps } from './participant/conflict-resolution';
 import { WaitQueue } from './wait-queue';
-import { uncertaintyLimit } from '../transaction/uncertainty';
-import { ENABLE_WAIT_QUEUES, TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS, WAIT_QUEUE_POLL_INTERVAL_MS } from '../transaction/txn-flags';
+import { uncertaintyLimit } from './participant/uncertainty';
+import { ENABLE_WAIT_QUEUES, TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS, WAIT_QUEUE_POLL_INTERVAL_MS } from './participant/participant-flags';
 import { APPLY_CLEANUP_DELAY_MS } from '../../docdb';
 import { hashKeyLockOfRange } from '../../docdb';
 import type { ApplyMark } from '../../docdb';
 import type { CellReadOptions, CellReadResult } from '../../docdb';
-import type { PeerTxnEnv, TxnStatusInfo } from '../transaction/txn-env';
+import type { PeerTxnEnv, TxnStatusInfo } from './participant/txn-env';
 import { LockTable } from './lock-table';
 import { decodeTabletOp, docKeyString, encodeTabletOp, TabletOpKind, type RequestTag, type TabletOp } from './tablet-op';
 import { parseRetryableImage, RetryableRequests, type RetryableImage } from './retryable-requests';
@@ -55,7 +55,7 @@ import { parseTableSchema, writeTabletMeta, type TableSchema, type TabletMeta } 
 import { tabletSplitError } from './tablet-split';
 import { applySchemaToDocDb } from './cell-schema';
 import { incrementalGc } from './incremental-gc';
-import { forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey } from '../transaction/txn-record';
+import { forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey } from './participant/txn-record';
 import { makeDirs, writeFileDurablyAsync } from '../../common/fs-dirs';
 import { parseRowLockImage, RowLockOps, RowLockTable, type HeldLock, type RowLockImage } from './row-locks';
 

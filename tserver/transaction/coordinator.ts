@@ -49,7 +49,7 @@ import {
   TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS,
   TRANSACTION_RESEND_APPLYING_INTERVAL_MS,
 } from './txn-flags';
-import { decodeRecordPayload, decodeRecordRow, encodeForgetPayload, encodeRecordPayload, forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey, type TxnRecord } from './txn-record';
+import { decodeRecordPayload, decodeRecordRow, encodeForgetPayload, encodeRecordPayload, forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey, type TxnRecord } from '../tablet/participant/txn-record';
 
 /** Records one status tablet holds before CreateTransaction answers SERVICE_UNAVAILABLE. */
 export const TXN_RECORDS_MAX = 100_000;
