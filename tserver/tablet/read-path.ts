@@ -13,6 +13,7 @@ import { hashKeyLockOfRange, type CellReadOptions, type CellReadResult, type Doc
 import type { MvccClock } from './mvcc-clock';
 import type { TxnParticipant } from './participant/txn-participant';
 import { uncertaintyLimit } from './participant/uncertainty';
+import { visibleChecksum, type VisibleChecksum } from './visible-checksum';
 
 export interface ReadPathDeps {
   flags: Flags;
@@ -29,6 +30,10 @@ export interface ReadPathDeps {
   /** The table has range columns (a scan confined to one hash key then locks that hash key). */
   hasRangeColumns(): boolean;
   metrics: { readOps: number; scanOps: number };
+  /** SERVICE_UNAVAILABLE unless the replica is RUNNING (replica-local reads: any role). */
+  checkRunning(): void;
+  /** The Raft index this replica applied. */
+  appliedIndex(): number;
 }
 
 export type ReadResult = { rows: Array<Row | undefined>; readHt: HybridTime; globalLimitHt: HybridTime | undefined };
@@ -151,6 +156,28 @@ export class ReadPath {
     const reads: ReadLocks = !hashKey ? { rows: [], tablet: true } : this.deps.hasRangeColumns() ? { rows: [], tablet: false, hashKeys: [hashKey] } : { rows: [hashKey], tablet: false };
     const readHt = await this.deps.serializableReadTime(txn, reads, opts.propagatedHt, deadlineMonoMs);
     return this.scan({ ...o, readHt, txnId: txn.txnId });
+  }
+  /**
+   * Digest of the rows this replica shows at `readHt` (default: now; visible-checksum.ts), with the
+   * Raft index it had applied; `stable` is false when entries were applied while the scan ran (ask
+   * again). A transaction pending at readHt commits above it (the status tablet's clock moves past
+   * every read time it answers), so the digest at a time no later than now is final for everything
+   * the replica applied.
+   */
+  async visibleChecksum(at?: HybridTime): Promise<VisibleChecksum & { intents: { sha256: string; txns: number; records: number }; appliedIndex: number; stable: boolean }> {
+    const readHt = at ?? this.deps.clock.now();
+    this.deps.checkRunning();
+    const before = this.deps.appliedIndex();
+    const c = await visibleChecksum((o) => this.deps.db().scan(o), this.deps.participant.readResolver(), readHt);
+    const intents = await this.deps.db().pendingIntentsDigest();
+    const after = this.deps.appliedIndex();
+    return { ...c, intents, appliedIndex: after, stable: before === after };
+  }
+
+  /** This replica's rows visible at `readHt` from `startKey`, `limit` at most (console pages that count a tablet's data). */
+  scanVisible(readHt: HybridTime, limit: number, startKey?: Uint8Array): Promise<ScanResult> {
+    this.deps.checkRunning();
+    return this.deps.db().scan({ readHt, resolveStatus: this.deps.participant.readResolver(), limit, ...(startKey ? { startKey } : {}) });
   }
 }
 

@@ -2,13 +2,20 @@
  * The types a tablet replica's parts share (docs/architecture.md §Tablet): a leaf module, so the parts
  * and TabletPeer (which re-exports them) never import each other in a circle.
  */
+import type { Flags } from '../../common/flags';
+import type { HybridClock } from '../../common/hybrid-clock';
 import type { HybridTime } from '../../common/hybrid-time';
-import type { DocKey, Row, RowOp, TxnMeta } from '../../docdb';
+import type { Logger } from '../../common/log';
+import type { Rng } from '../../common/rng';
+import type { LeaderChange, LogStorage, Message, RaftCore, RaftOptions, WalDurability } from '../../raft';
+import type { DocDbApi, DocKey, KvEngine, Row, RowOp, TxnMeta } from '../../docdb';
 import type { FastPathTxn } from './fast-path';
 import type { RetryableImage } from './retryable-requests';
 import type { HeldLock, RowLockImage } from './row-locks';
 import type { RequestTag, TabletOp } from './tablet-op';
-import type { TableSchema } from './tablet-meta';
+import type { TableSchema, TabletMeta } from './tablet-meta';
+import type { PeerTxnEnv } from './participant/txn-env';
+import type { TabletEvents } from './tablet-events';
 
 export const TabletState = { BOOTSTRAPPING: 'BOOTSTRAPPING', RUNNING: 'RUNNING', FAILED: 'FAILED', DELETED: 'DELETED' } as const;
 export type TabletState = (typeof TabletState)[keyof typeof TabletState];
@@ -94,6 +101,33 @@ export interface WalSyncTimes {
   syncMs: number;
   syncMaxMs: number;
   slowSyncs: number;
+}
+
+export interface TabletPeerDeps {
+  dir: string;
+  meta: TabletMeta;
+  selfUuid: string;
+  flags: Flags;
+  clock: HybridClock;
+  log: Logger;
+  rng: Rng;
+  send(msgs: Message[]): void;
+  /** `durability`: the table's Raft log level (docs/durability.md). */
+  openLogStorage(dir: string, opts?: { durability: WalDurability }): Promise<LogStorage>;
+  openEngine(dir: string): Promise<KvEngine>;
+  openDocDb(regular: KvEngine, intents: KvEngine): Promise<DocDbApi>;
+  newRaftCore(opts: RaftOptions): RaftCore;
+  /** Copy the source replica's databases: calls onChunk with batches of key/values, per database. */
+  fetchSnapshot(desc: SnapshotDescriptor, onChunk: (db: DbName, pairs: Array<[Uint8Array, Uint8Array]>) => Promise<void>): Promise<void>;
+  /** RPC address of a replica (for leader hints). */
+  peerAddress(uuid: string): string | undefined;
+  onLeaderChange?(tabletId: string, c: LeaderChange): void;
+  /** Status lookups / aborts of other transactions (absent: every other txn reads as pending). */
+  txnEnv?: PeerTxnEnv;
+  /** What this replica tells the owner of its applied state beyond DocDB (or attachEvents later). */
+  events?: TabletEvents;
+  /** A storage failure: the replica stops (the server decides whether the process exits). */
+  onFatal(tabletId: string, e: unknown): void;
 }
 
 /** Release row locks now, or once `unsettled` (an entry that timed out and may still commit) settles. */
