@@ -96,6 +96,33 @@ function writeRequest(o: Out, r: RequestTag | undefined): void {
   o.uv(r.minRunning);
 }
 
+function encodeWriteIntents(op: Extract<TabletOp, { type: 'WRITE_INTENTS' }>): Uint8Array {
+  const readBytes = op.reads ? rowOpsBytes([...op.reads.rows, ...(op.reads.hashKeys ?? [])].map((key) => ({ type: 'delete' as const, key }))) + 12 : 0;
+  const o = new Out(64 + requestBytes(op.request) + Buffer.byteLength(op.txn.txnId) + Buffer.byteLength(op.txn.statusTablet) + rowOpsBytes(op.ops) + readBytes);
+  writeRequest(o, op.request);
+  o.u8(TabletOpKind.WRITE_INTENTS);
+  o.str(op.txn.txnId);
+  o.str(op.txn.statusTablet);
+  o.u8(op.txn.isolation === Isolation.SERIALIZABLE ? 1 : 0);
+  o.ensure(8);
+  o.buf.writeDoubleBE(op.txn.priority, o.pos);
+  o.pos += 8;
+  o.u64(op.txn.startHt);
+  o.u64(op.ht);
+  writeRowOps(o, op.ops);
+  if (op.reads) {
+    o.u8(1);
+    o.uv(op.reads.rows.length);
+    for (const k of op.reads.rows) writeKey(o, k);
+    o.u8(op.reads.tablet ? 1 : 0);
+    if (op.reads.hashKeys && op.reads.hashKeys.length > 0) {
+      o.uv(op.reads.hashKeys.length);
+      for (const k of op.reads.hashKeys) writeKey(o, k);
+    }
+  }
+  return o.buf.subarray(0, o.pos);
+}
+
 export function encodeTabletOp(op: TabletOp): Uint8Array {
   switch (op.type) {
     case 'WRITE': {
@@ -106,32 +133,8 @@ export function encodeTabletOp(op: TabletOp): Uint8Array {
       writeRowOps(o, op.ops);
       return o.buf.subarray(0, o.pos);
     }
-    case 'WRITE_INTENTS': {
-      const readBytes = op.reads ? rowOpsBytes([...op.reads.rows, ...(op.reads.hashKeys ?? [])].map((key) => ({ type: 'delete' as const, key }))) + 12 : 0;
-      const o = new Out(64 + requestBytes(op.request) + Buffer.byteLength(op.txn.txnId) + Buffer.byteLength(op.txn.statusTablet) + rowOpsBytes(op.ops) + readBytes);
-      writeRequest(o, op.request);
-      o.u8(TabletOpKind.WRITE_INTENTS);
-      o.str(op.txn.txnId);
-      o.str(op.txn.statusTablet);
-      o.u8(op.txn.isolation === Isolation.SERIALIZABLE ? 1 : 0);
-      o.ensure(8);
-      o.buf.writeDoubleBE(op.txn.priority, o.pos);
-      o.pos += 8;
-      o.u64(op.txn.startHt);
-      o.u64(op.ht);
-      writeRowOps(o, op.ops);
-      if (op.reads) {
-        o.u8(1);
-        o.uv(op.reads.rows.length);
-        for (const k of op.reads.rows) writeKey(o, k);
-        o.u8(op.reads.tablet ? 1 : 0);
-        if (op.reads.hashKeys && op.reads.hashKeys.length > 0) {
-          o.uv(op.reads.hashKeys.length);
-          for (const k of op.reads.hashKeys) writeKey(o, k);
-        }
-      }
-      return o.buf.subarray(0, o.pos);
-    }
+    case 'WRITE_INTENTS':
+      return encodeWriteIntents(op);
     case 'APPLY_TXN': {
       const o = new Out(64);
       o.u8(TabletOpKind.APPLY_TXN);
@@ -196,6 +199,57 @@ export function encodeTabletOp(op: TabletOp): Uint8Array {
   }
 }
 
+function decodeWriteIntents(i: In, b: Uint8Array, request: RequestTag | undefined): TabletOp {
+  const txnId = toTxnId(i.str());
+  const statusTablet = i.str();
+  const iso = i.u8();
+  if (iso > 1) throw bad(`isolation ${iso}`);
+  i.need(8);
+  const priority = i.f64();
+  const startHt = i.u64();
+  const ht = i.u64();
+  const ops = readRowOps(i);
+  let reads: ReadLocks | undefined;
+  if (i.pos < b.byteLength) {
+    const marker = i.u8();
+    if (marker !== 1) throw bad(`read locks marker ${marker}`);
+    const rows: DocKey[] = [];
+    for (let n = i.uv(); n > 0; n--) rows.push(readKey(i));
+    const tablet = i.u8();
+    if (tablet > 1) throw bad(`read locks tablet flag ${tablet}`);
+    reads = { rows, tablet: tablet === 1 };
+    if (i.pos < b.byteLength) {
+      const hashKeys: DocKey[] = [];
+      for (let n = i.uv(); n > 0; n--) hashKeys.push(readKey(i));
+      reads.hashKeys = hashKeys;
+    }
+  }
+  end(i, b);
+  const txn: TxnMeta = { txnId, statusTablet, isolation: iso === 1 ? Isolation.SERIALIZABLE : Isolation.SNAPSHOT, priority, startHt };
+  const op: TabletOp = reads ? { type: 'WRITE_INTENTS', txn, ht, ops, reads } : { type: 'WRITE_INTENTS', txn, ht, ops };
+  if (request) op.request = request;
+  return op;
+}
+
+function decodeChangeSchema(i: In, b: Uint8Array): TabletOp {
+  const schemaVersion = i.uv();
+  const tableName = i.str();
+  let v: unknown;
+  try {
+    v = JSON.parse(i.str());
+  } catch (e) {
+    throw bad(`schema is not JSON: ${(e as Error).message}`);
+  }
+  let durability: WalDurability | undefined;
+  if (i.pos < b.byteLength) {
+    const d = i.str();
+    if (!isWalDurability(d)) throw bad(`durability ${d}`);
+    durability = d;
+  }
+  end(i, b);
+  return { type: 'CHANGE_SCHEMA', schemaVersion, tableName, schema: parseTableSchema(v), ...(durability ? { durability } : {}) };
+}
+
 export function decodeTabletOp(b: Uint8Array): TabletOp {
   const i = new In(b);
   let kind = i.u8();
@@ -212,37 +266,8 @@ export function decodeTabletOp(b: Uint8Array): TabletOp {
       if (i.pos !== b.byteLength) throw bad('trailing bytes');
       return request ? { type: 'WRITE', ht, ops, request } : { type: 'WRITE', ht, ops };
     }
-    case TabletOpKind.WRITE_INTENTS: {
-      const txnId = toTxnId(i.str());
-      const statusTablet = i.str();
-      const iso = i.u8();
-      if (iso > 1) throw bad(`isolation ${iso}`);
-      i.need(8);
-      const priority = i.f64();
-      const startHt = i.u64();
-      const ht = i.u64();
-      const ops = readRowOps(i);
-      let reads: ReadLocks | undefined;
-      if (i.pos < b.byteLength) {
-        const marker = i.u8();
-        if (marker !== 1) throw bad(`read locks marker ${marker}`);
-        const rows: DocKey[] = [];
-        for (let n = i.uv(); n > 0; n--) rows.push(readKey(i));
-        const tablet = i.u8();
-        if (tablet > 1) throw bad(`read locks tablet flag ${tablet}`);
-        reads = { rows, tablet: tablet === 1 };
-        if (i.pos < b.byteLength) {
-          const hashKeys: DocKey[] = [];
-          for (let n = i.uv(); n > 0; n--) hashKeys.push(readKey(i));
-          reads.hashKeys = hashKeys;
-        }
-      }
-      end(i, b);
-      const txn: TxnMeta = { txnId, statusTablet, isolation: iso === 1 ? Isolation.SERIALIZABLE : Isolation.SNAPSHOT, priority, startHt };
-      const op: TabletOp = reads ? { type: 'WRITE_INTENTS', txn, ht, ops, reads } : { type: 'WRITE_INTENTS', txn, ht, ops };
-      if (request) op.request = request;
-      return op;
-    }
+    case TabletOpKind.WRITE_INTENTS:
+      return decodeWriteIntents(i, b, request);
     case TabletOpKind.APPLY_TXN: {
       const txnId = toTxnId(i.str());
       const commitHt = i.u64();
@@ -281,24 +306,8 @@ export function decodeTabletOp(b: Uint8Array): TabletOp {
       end(i, b);
       return { type: 'ROW_LOCK', action: action as RowLockAction, ht, key, lockId, holder, leaseMs };
     }
-    case TabletOpKind.CHANGE_SCHEMA: {
-      const schemaVersion = i.uv();
-      const tableName = i.str();
-      let v: unknown;
-      try {
-        v = JSON.parse(i.str());
-      } catch (e) {
-        throw bad(`schema is not JSON: ${(e as Error).message}`);
-      }
-      let durability: WalDurability | undefined;
-      if (i.pos < b.byteLength) {
-        const d = i.str();
-        if (!isWalDurability(d)) throw bad(`durability ${d}`);
-        durability = d;
-      }
-      end(i, b);
-      return { type: 'CHANGE_SCHEMA', schemaVersion, tableName, schema: parseTableSchema(v), ...(durability ? { durability } : {}) };
-    }
+    case TabletOpKind.CHANGE_SCHEMA:
+      return decodeChangeSchema(i, b);
     case TabletOpKind.SPLIT: {
       let v: unknown;
       try {
