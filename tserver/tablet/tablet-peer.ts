@@ -36,7 +36,7 @@ import { buildTabletParts, type TabletParts } from './tablet-parts';
 import type { TabletEvents } from './tablet-events';
 import type { TableSchema, TabletMeta } from './tablet-meta';
 import type { RequestTag, TabletOp } from './tablet-op';
-import { tabletSplitError } from './tablet-split';
+import { SplitGate, type SplitHandler } from './tablet-split';
 import { TabletState, type TabletMetrics, type TabletPeerDeps, type TxnWriteRequest, type WalSyncTimes, type WriteRequest } from './tablet-types';
 
 export { TabletState, type DbName, type SnapshotDescriptor, type TabletPeerDeps, type TxnWriteRequest, type WalSyncTimes, type WriteRequest } from './tablet-types';
@@ -50,13 +50,8 @@ export class TabletPeer {
   private raft!: RaftGroup;
   private readonly dbs: TabletDbs;
   private events: TabletEvents | undefined;
-  /** Carries out a SPLIT entry (tserver/split-apply.ts); set by the tablet manager. */
-  private splitHandler: ((op: Extract<TabletOp, { type: 'SPLIT' }>, index: number) => Promise<void>) | undefined;
-  /**
-   * Set by the leader just before it proposes SPLIT (docs/splitting.md): nothing more is proposed
-   * after it (checkServing runs right before every proposal), so the SPLIT entry is the parent's last.
-   */
-  private splitPendingTerm: number | undefined;
+  /** The SPLIT entry's handler and the leader's split in flight (docs/splitting.md). */
+  private readonly split = new SplitGate();
   /** Per transaction applied here: commit time → end of this replica's apply (console, benchmark). */
   readonly applyLag = new ApplyLagLog();
   /** On a status tablet's replica: when it applied each COMMITTED record (the commit point; /api/v1/txn-applies' `commits`). */
@@ -87,10 +82,7 @@ export class TabletPeer {
       raft: () => this.raft,
       failReplica: (why) => this.failReplica(why),
       events: () => this.events,
-      split: async (op, index) => {
-        await this.splitHandler?.(op, index);
-        this.splitPendingTerm = undefined;
-      },
+      split: (op, index) => this.split.apply(op, index),
       changeSchema: (op, opId) => this.schema.change(op, opId),
       databasesOpened: () => this.databasesOpened(),
     });
@@ -200,8 +192,8 @@ export class TabletPeer {
     this.events = e;
   }
 
-  setSplitHandler(h: ((op: Extract<TabletOp, { type: 'SPLIT' }>, index: number) => Promise<void>) | undefined): void {
-    this.splitHandler = h;
+  setSplitHandler(h: SplitHandler | undefined): void {
+    this.split.setHandler(h);
   }
 
   /** Until performance.now() reaches `untilMs`, writes of transactions without intents here get TRY_AGAIN (a split drains). */
@@ -211,7 +203,7 @@ export class TabletPeer {
 
   /** Called right after the leader proposed SPLIT (synchronously, before anything else is proposed). */
   markSplitPending(): void {
-    this.splitPendingTerm = this.currentTerm();
+    this.split.markPending(this.currentTerm());
   }
 
   /** This replica applied SPLIT: durable in meta.json, then every request is answered TABLET_SPLIT. */
@@ -299,10 +291,7 @@ export class TabletPeer {
   }
 
   private checkServing(): void {
-    if (this.meta.splitInto) throw tabletSplitError(this.tabletId, this.meta.splitInto);
-    // A SPLIT proposed in an earlier term was applied before this leader became ready, or was lost.
-    if (this.splitPendingTerm !== undefined && this.splitPendingTerm !== this.currentTerm()) this.splitPendingTerm = undefined;
-    if (this.splitPendingTerm !== undefined) throw new DbError(ErrorCode.TRY_AGAIN, `tablet ${this.tabletId} is being split`);
+    this.split.check(this.meta, () => this.currentTerm());
     if (this.state === TabletState.DELETED) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `tablet ${this.tabletId} was deleted`);
     if (this.state !== TabletState.RUNNING) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${this.tabletId} is ${this.state}`);
     if (!this.raft.isLeader()) {
@@ -334,41 +323,34 @@ export class TabletPeer {
     void this.raft?.stop().catch(() => undefined);
   }
 
-  // ---- writes (WritePath, IntentWrites) ---------------------------------------------------------
+  // ---- writes: WritePath (plain writes, retryable requests, proposals), IntentWrites (transactions) -
 
-  /** Write rows atomically (one Raft entry); resolves with the write's hybrid time. */
   write(req: WriteRequest): Promise<HybridTime> {
     return this.parts.writes.write(req);
   }
 
-  /** Transactional write (participant leader): one WRITE_INTENTS entry (IntentWrites.writeIntents). */
   writeIntents(req: TxnWriteRequest): Promise<HybridTime> {
     return this.parts.intentWrites.writeIntents(req);
   }
 
-  /** Propose one tablet op as leader and wait (bounded) until it is Raft-committed and applied here. */
   proposeOp(op: TabletOp, timeoutMs?: number, onProposed?: (proposal: Promise<unknown>) => void): Promise<void> {
     return this.parts.writes.proposeOp(op, timeoutMs, onProposed);
   }
 
-  /** Leader: a copy of `request` (its time, or the running original's outcome), else undefined (WritePath.seenRequest). */
   seenRequest(request: RequestTag): HybridTime | Promise<HybridTime> | undefined {
     return this.parts.writes.seenRequest(request);
   }
 
-  /** A fresh hybrid time for an entry of this tablet, above every earlier one. */
   nextHt(): HybridTime {
     return this.parts.mvcc.nextHt();
   }
 
-  /** Leader side of lockRow / renewRowLock / unlockRow. */
   rowLockOps(): RowLockOps {
     return this.parts.rowLockOps;
   }
 
-  // ---- reads (ReadPath) ---------------------------------------------------------------------------
+  // ---- reads: ReadPath (read time, uncertainty window, serializable reads, replica-local digests) ---
 
-  /** A read time no write can later land at or below. */
   safeTime(): HybridTime {
     return this.parts.mvcc.safeTime();
   }
@@ -378,12 +360,10 @@ export class TabletPeer {
     return this.deps.clock.now();
   }
 
-  /** readHt + max_clock_skew_usec (physical part; at least readHt). */
   globalLimitFor(readHt: HybridTime): HybridTime | undefined {
     return this.parts.reads.globalLimitFor(readHt);
   }
 
-  /** Rows at one read time; READ_RESTART for a version in the uncertainty window (ReadPath.read). */
   read(keys: DocKey[], opts: Parameters<ReadPath['read']>[1]): Promise<ReadResult> {
     return this.parts.reads.read(keys, opts);
   }
@@ -396,22 +376,18 @@ export class TabletPeer {
     return this.parts.reads.readCells(opts);
   }
 
-  /** A serializable transaction's point read: read locks on `keys`, then the rows at their time. */
   readSerializable(keys: DocKey[], txn: TxnMeta, opts: Parameters<ReadPath['readSerializable']>[2]): Promise<ReadResult> {
     return this.parts.reads.readSerializable(keys, txn, opts);
   }
 
-  /** A serializable transaction's scan: the tablet's read lock, then the page at its time. */
   scanSerializable(txn: TxnMeta, opts: Parameters<ReadPath['scanSerializable']>[1]): Promise<ScanPage> {
     return this.parts.reads.scanSerializable(txn, opts);
   }
 
-  /** Digest of the rows this replica shows at `readHt` (ReadPath.visibleChecksum). */
   visibleChecksum(at?: HybridTime): ReturnType<ReadPath['visibleChecksum']> {
     return this.parts.reads.visibleChecksum(at);
   }
 
-  /** This replica's rows visible at `readHt` from `startKey`, `limit` at most (console pages that count a tablet's data). */
   scanVisible(readHt: HybridTime, limit: number, startKey?: Uint8Array): Promise<ScanResult> {
     return this.parts.reads.scanVisible(readHt, limit, startKey);
   }
@@ -443,7 +419,6 @@ export class TabletPeer {
     return this.parts.participant.count() + this.parts.intentWrites.inFlightCount();
   }
 
-  /** Transactions with intents here and their status tablets, first seen `minAgeMs` ago or more, outcome unknown here (cleanup sweep). */
   txnsWithIntents(minAgeMs = 0): Array<[TxnId, string]> {
     return this.parts.participant.withIntents(minAgeMs);
   }
@@ -452,7 +427,6 @@ export class TabletPeer {
     return this.parts.participant.localOutcome(txnId);
   }
 
-  /** The apply of `txnId` running in this replica's apply stage, if any. */
   applyInProgress(txnId: TxnId): Promise<void> | undefined {
     return this.parts.applier.inProgress(txnId);
   }
@@ -529,7 +503,6 @@ export class TabletPeer {
     return this.parts.gc.stats;
   }
 
-  /** One history GC chance (history-gc.ts); undefined when skipped. */
   historyGc(): Promise<HistoryGcResult | undefined> {
     return this.parts.gc.run();
   }
