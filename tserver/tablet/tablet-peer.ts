@@ -1,12 +1,8 @@
 /**
  * TabletPeer: one replica of one tablet — the only place where Raft meets DocDB (docs/architecture.md
  * §Tablet). It owns the replica's lifecycle (open, restart replay, stop), its Raft group and the
- * leader checks, and builds the parts that do the work, each owning its state:
- *   MvccClock (entry times, safe time) · WritePath (dedupe, row latches, propose) · ReadPath (read
- *   time, read, scan) · TxnParticipant + IntentWrites (intents, serializable reads, status
- *   resolution, wait queue) · ApplyPipeline + IntentApplier (the apply stage) · HistoryGc ·
- *   TabletSnapshots (remote bootstrap) · TabletFaults (TEST_ flags) · TabletDbs (the databases).
- * Its public methods are thin delegations to them.
+ * leader checks, and builds the parts that do the work (tablet-parts.ts; listed in docs/architecture.md
+ * §Tablet), each owning its state; its public methods are thin delegations to them.
  *
  * Restart: the databases record the op id of every batch they hold (their frontier); the Raft group
  * starts with appliedIndex = the oldest frontier that still matters, and apply skips every entry the
