@@ -7,7 +7,7 @@
  * intents, reads happen at the transaction's read time and see its own intents. Writes then are never
  * resent after an unknown outcome, and the transaction ends on TXN_* codes and READ_RESTART.
  *
- * Read restarts (uncertainty window, tserver/transaction/uncertainty.ts): a read whose leader picked
+ * Read restarts (uncertainty window, tserver/tablet/participant/uncertainty.ts): a read whose leader picked
  * the read time gets back (readHt, globalLimitHt); a version in that window fails the read with
  * READ_RESTART and its restart time. Outside a transaction the read is sent again at the restart time
  * with the same limit (at most READ_RESTARTS_MAX times; a scan restarts only while none of its rows

@@ -18,7 +18,7 @@ import { readTabletMeta, writeTabletMeta, type TabletMeta } from './tablet/table
 import { TabletPeer, type DbName, type SnapshotDescriptor } from './tablet/tablet-peer';
 import { SnapshotSessions } from './tablet/snapshot-sessions';
 import { applySplit, copyRows, rowRangeOf } from './split-apply';
-import type { PeerTxnEnv } from './transaction/txn-env';
+import type { PeerTxnEnv } from './tablet/participant/txn-env';
 import { makeDirs } from '../common/fs-dirs';
 import { NodeId } from '../common/ids';
 import { globalLogCacheLimitBytes } from './memory-limit';

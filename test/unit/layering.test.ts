@@ -159,6 +159,20 @@ export function encodingImports(root: string): string[] {
   return bad;
 }
 
+/**
+ * tserver/tablet/ files that import tserver/transaction/: the tablet (with its participant side) is
+ * below the coordinator, which reaches the tablet through its events interface (docs/architecture.md
+ * §Tablet), never the other way round.
+ */
+export function tabletImportsTransaction(root: string): string[] {
+  const bad: string[] = [];
+  for (const [file, targets] of importGraph(root)) {
+    if (!file.startsWith('tserver/tablet/')) continue;
+    for (const t of targets) if (t.startsWith('tserver/transaction/')) bad.push(`${file} imports ${t}`);
+  }
+  return bad;
+}
+
 /** A throwaway tree of production-folder files (path → source), for the tests of the checks themselves. */
 function withTree(files: Record<string, string>, check: (root: string) => void): void {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'layer-'));
@@ -228,5 +242,17 @@ describe('layering', () => {
 
   it('layering: docdb/encoding/ stands alone (imports only itself and common/)', () => {
     expect(encodingImports(ROOT)).toEqual([]);
+  });
+
+  it('layering: tserver/tablet/ never imports tserver/transaction/ (the coordinator depends on the tablet, one way)', () => {
+    expect(tabletImportsTransaction(ROOT)).toEqual([]);
+    withTree(
+      {
+        'tserver/transaction/coordinator.ts': "import type { P } from '../tablet/peer';\nexport type C = P;\n",
+        'tserver/tablet/peer.ts': 'export type P = number;\n',
+        'tserver/tablet/bad.ts': "import type { C } from '../transaction/coordinator';\nexport type B = C;\n",
+      },
+      (root) => expect(tabletImportsTransaction(root)).toEqual(['tserver/tablet/bad.ts imports tserver/transaction/coordinator.ts']),
+    );
   });
 });

@@ -16,7 +16,7 @@ import { RawNode } from '../../raft/raw-node';
 import { FileLogStorage } from '../../raft/wal/file-log-storage';
 import { TabletPeer, type TabletPeerDeps } from '../../tserver/tablet/tablet-peer';
 import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
-import type { PeerTxnEnv } from '../../tserver/transaction/txn-env';
+import type { PeerTxnEnv } from '../../tserver/tablet/participant/txn-env';
 
 /** A hash-partitioned (id int64, v string) table's only tablet, on replica ts1. */
 export function demoTabletMeta(tabletId = 't1'): TabletMeta {

@@ -19,7 +19,7 @@ import { SystemClock } from '../../common/clock';
 import { partitionHash } from '../../common/partition-hash';
 import { TabletService } from '../../tserver/tablet-service';
 import type { TabletManager } from '../../tserver/tablet-manager';
-import type { TxnStatusInfo } from '../../tserver/transaction/txn-env';
+import type { TxnStatusInfo } from '../../tserver/tablet/participant/txn-env';
 import { demoTabletMeta, openTestPeer, PeerJanitor } from './tablet-peer-harness';
 
 const janitor = new PeerJanitor();

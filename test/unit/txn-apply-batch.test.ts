@@ -18,7 +18,7 @@ import { masterMethods, txnCoordinatorMethods, txnParticipantMethods } from '../
 import type { RpcClient } from '../../rpc/types';
 import { TabletPeer } from '../../tserver/tablet/tablet-peer';
 import type { TabletManager } from '../../tserver/tablet-manager';
-import type { PeerTxnEnv, TxnStatusInfo } from '../../tserver/transaction/txn-env';
+import type { PeerTxnEnv, TxnStatusInfo } from '../../tserver/tablet/participant/txn-env';
 import { TxnService } from '../../tserver/transaction/txn-service';
 import { PeerJanitor, testPeerDeps, untilLeaderReady } from './tablet-peer-harness';
 

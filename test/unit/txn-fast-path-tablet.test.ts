@@ -12,7 +12,7 @@ import { Flags } from '../../common/flags';
 import { TxnId } from '../../common/ids';
 import type { DocKey, TxnMeta } from '../../docdb/doc-db-api';
 import { TabletPeer } from '../../tserver/tablet/tablet-peer';
-import type { PeerTxnEnv, TxnStatusInfo } from '../../tserver/transaction/txn-env';
+import type { PeerTxnEnv, TxnStatusInfo } from '../../tserver/tablet/participant/txn-env';
 import { PeerJanitor, testPeerDeps, untilLeaderReady } from './tablet-peer-harness';
 
 const janitor = new PeerJanitor();

@@ -1,5 +1,5 @@
 /**
- * Read restarts on the uncertainty window (tserver/transaction/uncertainty.ts), at the tablet and
+ * Read restarts on the uncertainty window (tserver/tablet/participant/uncertainty.ts), at the tablet and
  * the TabletService: a read whose leader picks the read time gets limit = readHt +
  * max_clock_skew_usec; a version in (readHt, limit] — written by a node whose clock runs ahead —
  * fails the read with READ_RESTART at that version's time, and the read at the restart time sees it.
@@ -22,7 +22,7 @@ import { keyToPb, TabletService } from '../../tserver/tablet-service';
 import type { TabletManager } from '../../tserver/tablet-manager';
 import { TabletPeer } from '../../tserver/tablet/tablet-peer';
 import { demoTabletMeta, PeerJanitor, testPeerDeps, untilLeaderReady } from './tablet-peer-harness';
-import type { PeerTxnEnv, TxnStatusInfo } from '../../tserver/transaction/txn-env';
+import type { PeerTxnEnv, TxnStatusInfo } from '../../tserver/tablet/participant/txn-env';
 
 const SKEW_MS = 300;
 const MAX_SKEW_USEC = 500_000;

@@ -11,7 +11,7 @@ import { decodeTabletOp, encodeTabletOp, type TabletOp } from '../../tserver/tab
 import { HybridClock } from '../../common/hybrid-clock';
 import { SystemClock } from '../../common/clock';
 import type { DocKey, TxnMeta } from '../../docdb/doc-db-api';
-import type { PeerTxnEnv, TxnStatusInfo } from '../../tserver/transaction/txn-env';
+import type { PeerTxnEnv, TxnStatusInfo } from '../../tserver/tablet/participant/txn-env';
 import { TabletService, txnMetaFromPb } from '../../tserver/tablet-service';
 import type { TabletManager } from '../../tserver/tablet-manager';
 import { ENABLE_WAIT_QUEUES, TEST_INJECT_SLEEP_BEFORE_APPLYING_INTENTS_MS, WAIT_QUEUE_POLL_INTERVAL_MS } from '../../tserver/transaction/txn-flags';

@@ -20,7 +20,7 @@ import { DbError, ErrorCode } from '../../common/errors';
 import type { HybridClock } from '../../common/hybrid-clock';
 import type { HybridTime } from '../../common/hybrid-time';
 import { Isolation, type DocDbApi, type RowOp, type TxnMeta } from '../../docdb';
-import { resolveConflicts, resolveSerializableConflicts, type ConflictDeps } from '../transaction/conflict-resolution';
+import { resolveConflicts, resolveSerializableConflicts, type ConflictDeps } from './participant/conflict-resolution';
 
 /** The transaction a fast-path write commits (WriteRequest.fastPathTxn). */
 export interface FastPathTxn {

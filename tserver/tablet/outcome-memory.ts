@@ -2,7 +2,7 @@
  * The outcomes (APPLY_TXN: committed at a time, REMOVE_TXN: aborted) one replica remembers for status
  * resolution: a status tablet forgets a committed transaction once every participant leader applied
  * it and then answers ABORTED for it, so a reader that met the intents just before they were applied
- * must find the truth here (TabletPeer.settleRemote).
+ * must find the truth here (TxnParticipant.settleRemote).
  *
  * Bounded: beyond `max` entries the oldest is evicted only once it is `keepMs` old (a reader that met
  * the intents before the apply may still be asking), and always beyond `hardMax`. Remembering a
@@ -16,7 +16,7 @@
  * Raft log entries waiting to be applied or evicted.)
  */
 import type { TxnId } from '../../common/ids';
-import type { TxnStatusInfo } from '../transaction/txn-env';
+import type { TxnStatusInfo } from './participant/txn-env';
 
 export interface OutcomeLimits {
   max: number;

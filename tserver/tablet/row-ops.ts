@@ -5,7 +5,7 @@
  * leader runs it under the rows' locks at a read time above every earlier write of those rows, and
  * replicates what it answers as ONE ordinary WRITE entry at a hybrid time above that read time — so
  * followers only apply puts, and a resent request (retryable requests) finds the entry instead of
- * adding twice (tablet-peer.ts: WriteRequest.computed).
+ * adding twice (tablet-types.ts: WriteRequest.computed).
  */
 import { DbError, ErrorCode } from '../../common/errors';
 import type { DocKey, Primitive, Row, RowOp } from '../../docdb';

@@ -16,7 +16,7 @@
  * n × ([txnId str][commitHt u64]) (n ≥ 1: several committed transactions in one entry, each applied as
  * if by its own APPLY_TXN, all at the entry's op id). REMOVE_TXN: [txnId str].
  * TXN_STATUS: [txnId str][status str][ht u64][payload bytes] (the status tablet's record, see
- * tserver/transaction/txn-record.ts). CHANGE_SCHEMA: [schemaVersion varint][tableName str][schema as
+ * tserver/tablet/participant/txn-record.ts). CHANGE_SCHEMA: [schemaVersion varint][tableName str][schema as
  * JSON str], optionally followed by [durability str] (ASYNC | FLUSH | FSYNC: the table's Raft log
  * level; absent in entries written before it existed) (rare: ALTER TABLE). ROW_LOCK: [action u8: 0 lock, 1 renew, 2 unlock][ht u64][DocKey][lockId str]
  * [holder str][leaseMs varint] (row locks with leases, tserver/tablet/row-locks.ts).
@@ -25,12 +25,12 @@
  * [7 u8][clientId str][requestId varint][minRunning varint], then the op as above (entries without the
  * prefix decode as before).
  */
-import { BinaryReader, BinaryWriter } from '../../common/byte-codec';
 import { DbError, ErrorCode } from '../../common/errors';
+import { bad, In, Out, readKey, readRowOps, rowOpsBytes, writeKey, writeRowOps } from './tablet-op-rows';
 import type { HybridTime } from '../../common/hybrid-time';
 import type { TxnId } from '../../common/ids';
 import { TxnId as toTxnId } from '../../common/ids';
-import { Isolation, type CellWrite, type DocKey, type Primitive, type ReadLocks, type RowOp, type TxnMeta } from '../../docdb';
+import { Isolation, type DocKey, type ReadLocks, type RowOp, type TxnMeta } from '../../docdb';
 import { parseSplitChildren, parseSplitPeers, parseTableSchema, type RaftPeer, type SplitChildMeta, type TableSchema } from './tablet-meta';
 import { isWalDurability, type WalDurability } from '../../raft';
 
@@ -83,203 +83,6 @@ export type TabletOp =
    */
   | { type: 'SPLIT'; children: SplitChildMeta[]; peers: RaftPeer[] };
 
-/** The shared writer (common/byte-codec.ts) with tablet ops' tagged primitives; integers of 8 bytes are big-endian. */
-class Out extends BinaryWriter {
-  constructor(size: number) {
-    super(size, 'tablet op');
-  }
-  u64(v: bigint): void {
-    this.u64be(v);
-  }
-  f64(v: number): void {
-    this.f64be(v);
-  }
-  prim(v: Primitive): void {
-    if (v === null) this.u8(0);
-    else if (v === false) this.u8(1);
-    else if (v === true) this.u8(2);
-    else if (typeof v === 'bigint') {
-      this.u8(3);
-      this.i64be(v);
-    } else if (typeof v === 'number') {
-      this.u8(4);
-      this.f64be(v);
-    } else if (typeof v === 'string') {
-      this.u8(5);
-      this.str(v);
-    } else {
-      this.u8(6);
-      this.bytes(v);
-    }
-  }
-}
-
-function bad(why: string): DbError {
-  return new DbError(ErrorCode.CORRUPTION, `undecodable tablet op: ${why}`);
-}
-
-/** The shared reader: CORRUPTION for what a log entry cannot be. */
-class In extends BinaryReader {
-  constructor(b: Uint8Array) {
-    super(b, bad);
-  }
-  u64(): bigint {
-    return this.u64be();
-  }
-  f64(): number {
-    return this.f64be();
-  }
-  prim(): Primitive {
-    const t = this.u8();
-    switch (t) {
-      case 0:
-        return null;
-      case 1:
-        return false;
-      case 2:
-        return true;
-      case 3:
-        return this.i64be();
-      case 4:
-        return this.f64be();
-      case 5:
-        return this.str();
-      case 6:
-        return this.bytes();
-      default:
-        throw bad(`primitive tag ${t}`);
-    }
-  }
-}
-
-function writeKey(o: Out, k: DocKey): void {
-  o.ensure(2);
-  o.buf.writeUInt16BE(k.hash, o.pos);
-  o.pos += 2;
-  o.uv(k.hashed.length);
-  for (const p of k.hashed) o.prim(p);
-  o.uv(k.range.length);
-  for (const p of k.range) o.prim(p);
-}
-
-function readKey(i: In): DocKey {
-  i.need(2);
-  const hash = (i.u8() << 8) | i.u8();
-  const hashed: Primitive[] = [];
-  for (let n = i.uv(); n > 0; n--) hashed.push(i.prim());
-  const range: Primitive[] = [];
-  for (let n = i.uv(); n > 0; n--) range.push(i.prim());
-  return { hash, hashed, range };
-}
-
-/** At least the bytes Out.prim writes for `v` (1 tag, a count of up to 9, the payload). */
-function primBytes(v: Primitive): number {
-  if (typeof v === 'string') return 10 + Buffer.byteLength(v);
-  if (v instanceof Uint8Array) return 10 + v.byteLength;
-  return 9;
-}
-
-/**
- * At least the bytes writeRowOps writes for `ops`: the writer is sized once, so a large value is
- * copied into it once (growing by doubling copied a 4 MiB batch of rows three times over and left
- * the encoded op in a buffer up to twice its size).
- */
-function rowOpsBytes(ops: readonly RowOp[]): number {
-  let n = 9;
-  for (const op of ops) {
-    n += 1 + 2 + 18;
-    for (const p of op.key.hashed) n += primBytes(p);
-    for (const p of op.key.range) n += primBytes(p);
-    if (op.type === 'upsert') {
-      n += 18;
-      for (const c of op.columns) n += 9 + primBytes(c.value);
-    }
-    if (op.type === 'cells') for (const c of op.cells) n += 32 + (c.kind === 'put' ? primBytes(c.value) : 0);
-  }
-  return n;
-}
-
-const CELL_KINDS = ['put', 'deleteVersion', 'deleteColumn', 'deleteRow'] as const;
-
-function writeCells(o: Out, cells: readonly CellWrite[]): void {
-  o.uv(cells.length);
-  for (const c of cells) {
-    o.u8(CELL_KINDS.indexOf(c.kind));
-    if (c.kind !== 'deleteRow') o.uv(c.columnId);
-    o.u8(c.ht === undefined ? 0 : 1);
-    if (c.ht !== undefined) o.u64(c.ht);
-    if (c.kind === 'put') {
-      o.prim(c.value);
-      o.uv(c.ttlMs ?? 0);
-    }
-  }
-}
-
-function readCells(i: In): CellWrite[] {
-  const out: CellWrite[] = [];
-  for (let n = i.uv(); n > 0; n--) {
-    const kind = CELL_KINDS[i.u8()];
-    if (kind === undefined) throw bad('cell kind');
-    const columnId = kind === 'deleteRow' ? -1 : i.uv();
-    const ht = i.u8() === 1 ? i.u64() : undefined;
-    const at = ht === undefined ? {} : { ht };
-    if (kind === 'put') {
-      const value = i.prim();
-      if (value === null) throw bad('null cell value');
-      const ttl = i.uv();
-      out.push({ kind, columnId, value, ...at, ...(ttl > 0 ? { ttlMs: ttl } : {}) });
-    } else if (kind === 'deleteVersion') {
-      if (ht === undefined) throw bad('version delete without a time');
-      out.push({ kind, columnId, ht });
-    } else if (kind === 'deleteColumn') out.push({ kind, columnId, ...at });
-    else out.push({ kind, ...at });
-  }
-  return out;
-}
-
-function writeRowOps(o: Out, ops: readonly RowOp[]): void {
-  o.uv(ops.length);
-  for (const op of ops) {
-    if (op.type === 'upsert') {
-      o.u8(0);
-      writeKey(o, op.key);
-      o.uv(op.columns.length);
-      for (const c of op.columns) {
-        o.uv(c.columnId);
-        o.prim(c.value);
-      }
-      o.uv(op.ttlMs ?? 0);
-    } else if (op.type === 'cells') {
-      o.u8(2);
-      writeKey(o, op.key);
-      writeCells(o, op.cells);
-    } else {
-      o.u8(1);
-      writeKey(o, op.key);
-    }
-  }
-}
-
-function readRowOps(i: In): RowOp[] {
-  const n = i.uv();
-  const ops: RowOp[] = [];
-  for (let k = 0; k < n; k++) {
-    const t = i.u8();
-    if (t === 0) {
-      const key = readKey(i);
-      const columns = [];
-      for (let c = i.uv(); c > 0; c--) columns.push({ columnId: i.uv(), value: i.prim() });
-      const ttl = i.uv();
-      ops.push(ttl > 0 ? { type: 'upsert', key, columns, ttlMs: ttl } : { type: 'upsert', key, columns });
-    } else if (t === 1) ops.push({ type: 'delete', key: readKey(i) });
-    else if (t === 2) {
-      const key = readKey(i);
-      ops.push({ type: 'cells', key, cells: readCells(i) });
-    }
-    else throw bad(`row op type ${t}`);
-  }
-  return ops;
-}
 
 function requestBytes(r: RequestTag | undefined): number {
   return r ? 24 + Buffer.byteLength(r.clientId) : 0;
@@ -293,6 +96,33 @@ function writeRequest(o: Out, r: RequestTag | undefined): void {
   o.uv(r.minRunning);
 }
 
+function encodeWriteIntents(op: Extract<TabletOp, { type: 'WRITE_INTENTS' }>): Uint8Array {
+  const readBytes = op.reads ? rowOpsBytes([...op.reads.rows, ...(op.reads.hashKeys ?? [])].map((key) => ({ type: 'delete' as const, key }))) + 12 : 0;
+  const o = new Out(64 + requestBytes(op.request) + Buffer.byteLength(op.txn.txnId) + Buffer.byteLength(op.txn.statusTablet) + rowOpsBytes(op.ops) + readBytes);
+  writeRequest(o, op.request);
+  o.u8(TabletOpKind.WRITE_INTENTS);
+  o.str(op.txn.txnId);
+  o.str(op.txn.statusTablet);
+  o.u8(op.txn.isolation === Isolation.SERIALIZABLE ? 1 : 0);
+  o.ensure(8);
+  o.buf.writeDoubleBE(op.txn.priority, o.pos);
+  o.pos += 8;
+  o.u64(op.txn.startHt);
+  o.u64(op.ht);
+  writeRowOps(o, op.ops);
+  if (op.reads) {
+    o.u8(1);
+    o.uv(op.reads.rows.length);
+    for (const k of op.reads.rows) writeKey(o, k);
+    o.u8(op.reads.tablet ? 1 : 0);
+    if (op.reads.hashKeys && op.reads.hashKeys.length > 0) {
+      o.uv(op.reads.hashKeys.length);
+      for (const k of op.reads.hashKeys) writeKey(o, k);
+    }
+  }
+  return o.buf.subarray(0, o.pos);
+}
+
 export function encodeTabletOp(op: TabletOp): Uint8Array {
   switch (op.type) {
     case 'WRITE': {
@@ -303,32 +133,8 @@ export function encodeTabletOp(op: TabletOp): Uint8Array {
       writeRowOps(o, op.ops);
       return o.buf.subarray(0, o.pos);
     }
-    case 'WRITE_INTENTS': {
-      const readBytes = op.reads ? rowOpsBytes([...op.reads.rows, ...(op.reads.hashKeys ?? [])].map((key) => ({ type: 'delete' as const, key }))) + 12 : 0;
-      const o = new Out(64 + requestBytes(op.request) + Buffer.byteLength(op.txn.txnId) + Buffer.byteLength(op.txn.statusTablet) + rowOpsBytes(op.ops) + readBytes);
-      writeRequest(o, op.request);
-      o.u8(TabletOpKind.WRITE_INTENTS);
-      o.str(op.txn.txnId);
-      o.str(op.txn.statusTablet);
-      o.u8(op.txn.isolation === Isolation.SERIALIZABLE ? 1 : 0);
-      o.ensure(8);
-      o.buf.writeDoubleBE(op.txn.priority, o.pos);
-      o.pos += 8;
-      o.u64(op.txn.startHt);
-      o.u64(op.ht);
-      writeRowOps(o, op.ops);
-      if (op.reads) {
-        o.u8(1);
-        o.uv(op.reads.rows.length);
-        for (const k of op.reads.rows) writeKey(o, k);
-        o.u8(op.reads.tablet ? 1 : 0);
-        if (op.reads.hashKeys && op.reads.hashKeys.length > 0) {
-          o.uv(op.reads.hashKeys.length);
-          for (const k of op.reads.hashKeys) writeKey(o, k);
-        }
-      }
-      return o.buf.subarray(0, o.pos);
-    }
+    case 'WRITE_INTENTS':
+      return encodeWriteIntents(op);
     case 'APPLY_TXN': {
       const o = new Out(64);
       o.u8(TabletOpKind.APPLY_TXN);
@@ -393,6 +199,57 @@ export function encodeTabletOp(op: TabletOp): Uint8Array {
   }
 }
 
+function decodeWriteIntents(i: In, b: Uint8Array, request: RequestTag | undefined): TabletOp {
+  const txnId = toTxnId(i.str());
+  const statusTablet = i.str();
+  const iso = i.u8();
+  if (iso > 1) throw bad(`isolation ${iso}`);
+  i.need(8);
+  const priority = i.f64();
+  const startHt = i.u64();
+  const ht = i.u64();
+  const ops = readRowOps(i);
+  let reads: ReadLocks | undefined;
+  if (i.pos < b.byteLength) {
+    const marker = i.u8();
+    if (marker !== 1) throw bad(`read locks marker ${marker}`);
+    const rows: DocKey[] = [];
+    for (let n = i.uv(); n > 0; n--) rows.push(readKey(i));
+    const tablet = i.u8();
+    if (tablet > 1) throw bad(`read locks tablet flag ${tablet}`);
+    reads = { rows, tablet: tablet === 1 };
+    if (i.pos < b.byteLength) {
+      const hashKeys: DocKey[] = [];
+      for (let n = i.uv(); n > 0; n--) hashKeys.push(readKey(i));
+      reads.hashKeys = hashKeys;
+    }
+  }
+  end(i, b);
+  const txn: TxnMeta = { txnId, statusTablet, isolation: iso === 1 ? Isolation.SERIALIZABLE : Isolation.SNAPSHOT, priority, startHt };
+  const op: TabletOp = reads ? { type: 'WRITE_INTENTS', txn, ht, ops, reads } : { type: 'WRITE_INTENTS', txn, ht, ops };
+  if (request) op.request = request;
+  return op;
+}
+
+function decodeChangeSchema(i: In, b: Uint8Array): TabletOp {
+  const schemaVersion = i.uv();
+  const tableName = i.str();
+  let v: unknown;
+  try {
+    v = JSON.parse(i.str());
+  } catch (e) {
+    throw bad(`schema is not JSON: ${(e as Error).message}`);
+  }
+  let durability: WalDurability | undefined;
+  if (i.pos < b.byteLength) {
+    const d = i.str();
+    if (!isWalDurability(d)) throw bad(`durability ${d}`);
+    durability = d;
+  }
+  end(i, b);
+  return { type: 'CHANGE_SCHEMA', schemaVersion, tableName, schema: parseTableSchema(v), ...(durability ? { durability } : {}) };
+}
+
 export function decodeTabletOp(b: Uint8Array): TabletOp {
   const i = new In(b);
   let kind = i.u8();
@@ -409,37 +266,8 @@ export function decodeTabletOp(b: Uint8Array): TabletOp {
       if (i.pos !== b.byteLength) throw bad('trailing bytes');
       return request ? { type: 'WRITE', ht, ops, request } : { type: 'WRITE', ht, ops };
     }
-    case TabletOpKind.WRITE_INTENTS: {
-      const txnId = toTxnId(i.str());
-      const statusTablet = i.str();
-      const iso = i.u8();
-      if (iso > 1) throw bad(`isolation ${iso}`);
-      i.need(8);
-      const priority = i.f64();
-      const startHt = i.u64();
-      const ht = i.u64();
-      const ops = readRowOps(i);
-      let reads: ReadLocks | undefined;
-      if (i.pos < b.byteLength) {
-        const marker = i.u8();
-        if (marker !== 1) throw bad(`read locks marker ${marker}`);
-        const rows: DocKey[] = [];
-        for (let n = i.uv(); n > 0; n--) rows.push(readKey(i));
-        const tablet = i.u8();
-        if (tablet > 1) throw bad(`read locks tablet flag ${tablet}`);
-        reads = { rows, tablet: tablet === 1 };
-        if (i.pos < b.byteLength) {
-          const hashKeys: DocKey[] = [];
-          for (let n = i.uv(); n > 0; n--) hashKeys.push(readKey(i));
-          reads.hashKeys = hashKeys;
-        }
-      }
-      end(i, b);
-      const txn: TxnMeta = { txnId, statusTablet, isolation: iso === 1 ? Isolation.SERIALIZABLE : Isolation.SNAPSHOT, priority, startHt };
-      const op: TabletOp = reads ? { type: 'WRITE_INTENTS', txn, ht, ops, reads } : { type: 'WRITE_INTENTS', txn, ht, ops };
-      if (request) op.request = request;
-      return op;
-    }
+    case TabletOpKind.WRITE_INTENTS:
+      return decodeWriteIntents(i, b, request);
     case TabletOpKind.APPLY_TXN: {
       const txnId = toTxnId(i.str());
       const commitHt = i.u64();
@@ -478,24 +306,8 @@ export function decodeTabletOp(b: Uint8Array): TabletOp {
       end(i, b);
       return { type: 'ROW_LOCK', action: action as RowLockAction, ht, key, lockId, holder, leaseMs };
     }
-    case TabletOpKind.CHANGE_SCHEMA: {
-      const schemaVersion = i.uv();
-      const tableName = i.str();
-      let v: unknown;
-      try {
-        v = JSON.parse(i.str());
-      } catch (e) {
-        throw bad(`schema is not JSON: ${(e as Error).message}`);
-      }
-      let durability: WalDurability | undefined;
-      if (i.pos < b.byteLength) {
-        const d = i.str();
-        if (!isWalDurability(d)) throw bad(`durability ${d}`);
-        durability = d;
-      }
-      end(i, b);
-      return { type: 'CHANGE_SCHEMA', schemaVersion, tableName, schema: parseTableSchema(v), ...(durability ? { durability } : {}) };
-    }
+    case TabletOpKind.CHANGE_SCHEMA:
+      return decodeChangeSchema(i, b);
     case TabletOpKind.SPLIT: {
       let v: unknown;
       try {

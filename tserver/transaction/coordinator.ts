@@ -39,7 +39,7 @@ import type { HybridTime } from '../../common/hybrid-time';
 import { TxnId } from '../../common/ids';
 import type { Logger } from '../../common/log';
 import { Isolation } from '../../docdb';
-import type { TabletPeer } from '../tablet/tablet-peer';
+import type { TabletEvents, TabletPeer } from '../tablet/tablet-peer';
 import type { TabletOp } from '../tablet/tablet-op';
 import {
   TEST_DISABLE_APPLY_COMMITTED_TRANSACTIONS,
@@ -51,7 +51,7 @@ import {
   TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS,
   TRANSACTION_RESEND_APPLYING_INTERVAL_MS,
 } from './txn-flags';
-import { decodeRecordPayload, decodeRecordRow, encodeForgetPayload, encodeRecordPayload, forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey, type TxnRecord } from './txn-record';
+import { decodeRecordPayload, decodeRecordRow, encodeForgetPayload, encodeRecordPayload, forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey, type TxnRecord } from '../tablet/participant/txn-record';
 
 /** Records one status tablet holds before CreateTransaction answers SERVICE_UNAVAILABLE. */
 export const TXN_RECORDS_MAX = 100_000;
@@ -99,6 +99,21 @@ export class TransactionCoordinator {
    */
   readonly metrics = { created: 0, madeDurable: 0, committed: 0, aborted: 0, expired: 0, forgotten: 0, applyRpcs: 0, neverCommitted: 0, forgottenCommitAnswers: 0, uncovered: 0 };
 
+  /** What the status tablet's replica tells this coordinator (the one way from tablet to coordinator). */
+  private readonly events: TabletEvents = {
+    txnStatusApplied: (op) => this.onApplied(op),
+    // A remote bootstrap replaced the records' source: rebuild them (the replica serves nothing meanwhile).
+    snapshotInstalled: () => this.reloadAfterSnapshot(),
+    beforeLeaderTransfer: () => this.beforeTransfer(),
+    leaderChanged: (c) => {
+      // Any change of term ends the leadership the unreplicated records belong to, even when this
+      // replica is leader again in the new term.
+      this.dropUnreplicated(c.isLeader ? c.term : -1);
+      if (c.isLeader) this.onBecomeLeader();
+      else this.driving.clear();
+    },
+  };
+
   constructor(private readonly deps: CoordinatorDeps) {
     this.now = deps.nowMs ?? (() => performance.now());
   }
@@ -109,17 +124,7 @@ export class TransactionCoordinator {
 
   async start(): Promise<void> {
     const peer = this.deps.peer;
-    peer.setTxnStatusListener((op) => this.onApplied(op));
-    // A remote bootstrap replaced the records' source: rebuild them (the replica serves nothing meanwhile).
-    peer.setSnapshotListener(() => this.reloadAfterSnapshot());
-    peer.setTransferListener(() => this.beforeTransfer());
-    peer.setLeaderListener((c) => {
-      // Any change of term ends the leadership the unreplicated records belong to, even when this
-      // replica is leader again in the new term.
-      this.dropUnreplicated(c.isLeader ? c.term : -1);
-      if (c.isLeader) this.onBecomeLeader();
-      else this.driving.clear();
-    });
+    peer.attachEvents(this.events);
     await this.load();
     if (peer.isLeaderReady()) this.onBecomeLeader();
     this.timer = setInterval(() => this.tick(), this.deps.flags.get(TRANSACTION_CHECK_INTERVAL_MS));
@@ -132,10 +137,7 @@ export class TransactionCoordinator {
   stop(): void {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
-    this.deps.peer.setTxnStatusListener(undefined);
-    this.deps.peer.setSnapshotListener(undefined);
-    this.deps.peer.setLeaderListener(undefined);
-    this.deps.peer.setTransferListener(undefined);
+    this.deps.peer.attachEvents(undefined);
   }
 
   /**

@@ -22,8 +22,8 @@ import { parseIsolation, TransactionCoordinator, type TxnInfo } from './coordina
 import { TabletLocator } from './tablet-locator';
 import { UpdateBatcher } from './update-batcher';
 import { TEST_TRANSACTION_IGNORE_APPLYING_PROBABILITY, TRANSACTION_CHECK_INTERVAL_MS, TRANSACTION_HEARTBEAT_USEC, TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS } from './txn-flags';
-import { isValidTxnId } from './txn-record';
-import { uncertaintyLimit } from './uncertainty';
+import { isValidTxnId } from '../tablet/participant/txn-record';
+import { uncertaintyLimit } from '../tablet/participant/uncertainty';
 import { MAX_CLOCK_SKEW_USEC } from '../../common/common-flags';
 import { TxnStatusClient } from './txn-status-client';
 

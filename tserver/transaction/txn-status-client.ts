@@ -8,7 +8,7 @@ import type { TxnId } from '../../common/ids';
 import { OldestKeys } from '../../common/oldest-keys';
 import type { AbortTransactionRequestPB, AbortTransactionResponsePB, GetTransactionStatusRequestPB, GetTransactionStatusResponsePB } from '../../rpc';
 import type { TabletLocator } from './tablet-locator';
-import type { PeerTxnEnv, TxnStatusInfo } from './txn-env';
+import type { PeerTxnEnv, TxnStatusInfo } from '../tablet/participant/txn-env';
 
 /** Final answers cached; the oldest is evicted beyond this. */
 export const STATUS_CACHE_MAX = 100_000;

@@ -1,0 +1,107 @@
+/**
+ * Rows on the wire: protobuf values, keys and row ops to DocDB's and back, checked against the
+ * tablet's schema (INVALID_ARGUMENT for what does not fit).
+ */
+import { DbError, ErrorCode } from '../common/errors';
+import { partitionHash, type DocKey, type Primitive, type Row, type RowOp } from '../docdb';
+import type { ColumnSchema, TableSchema, TabletMeta } from './tablet/tablet-meta';
+import { checkKeyInRange } from './tablet/tablet-split';
+import type { WriteRequest } from './tablet/tablet-peer';
+import type * as pb from './tserver-pb';
+
+export function invalid(msg: string): DbError {
+  return new DbError(ErrorCode.INVALID_ARGUMENT, msg);
+}
+
+export function valueFromPb(v: pb.ValuePB | null | undefined): Primitive {
+  if (!v) return null;
+  if (v.int64Value !== undefined && v.int64Value !== null) return BigInt(v.int64Value);
+  if (v.doubleValue !== undefined && v.doubleValue !== null) return v.doubleValue;
+  if (v.stringValue !== undefined && v.stringValue !== null) return v.stringValue;
+  if (v.bytesValue !== undefined && v.bytesValue !== null) return v.bytesValue;
+  if (v.boolValue !== undefined && v.boolValue !== null) return v.boolValue;
+  return null;
+}
+
+export function valueToPb(v: Primitive): pb.ValuePB {
+  if (v === null) return {};
+  if (typeof v === 'bigint') return { int64Value: v };
+  if (typeof v === 'number') return { doubleValue: v };
+  if (typeof v === 'string') return { stringValue: v };
+  if (typeof v === 'boolean') return { boolValue: v };
+  return { bytesValue: v };
+}
+
+export function checkType(col: ColumnSchema, v: Primitive, allowNull: boolean): void {
+  if (v === null) {
+    if (!allowNull) throw invalid(`column ${col.name} must not be null`);
+    return;
+  }
+  const ok =
+    (col.type === 'int64' && typeof v === 'bigint') ||
+    (col.type === 'double' && typeof v === 'number') ||
+    (col.type === 'string' && typeof v === 'string') ||
+    (col.type === 'bool' && typeof v === 'boolean') ||
+    (col.type === 'bytes' && v instanceof Uint8Array);
+  if (!ok) throw invalid(`column ${col.name} has type ${col.type}, got ${v instanceof Uint8Array ? 'bytes' : typeof v}`);
+}
+
+function keyColumns(schema: TableSchema, names: string[]): ColumnSchema[] {
+  return names.map((n) => schema.columns.find((c) => c.name === n)!);
+}
+
+export function keyFromPb(meta: TabletMeta, k: pb.DocKeyPB | null | undefined): DocKey {
+  if (!k) throw invalid('row key missing');
+  const hashed = (k.hashed ?? []).map(valueFromPb);
+  const range = (k.range ?? []).map(valueFromPb);
+  const hc = keyColumns(meta.schema, meta.schema.hashColumns);
+  const rc = keyColumns(meta.schema, meta.schema.rangeColumns);
+  if (hashed.length !== hc.length) throw invalid(`key needs ${hc.length} hash components, got ${hashed.length}`);
+  if (range.length !== rc.length) throw invalid(`key needs ${rc.length} range components, got ${range.length}`);
+  hashed.forEach((v, i) => checkType(hc[i]!, v, false));
+  range.forEach((v, i) => checkType(rc[i]!, v, false));
+  const hash = Number(k.hash ?? 0);
+  if (!Number.isInteger(hash) || hash < 0 || hash > 0xffff) throw invalid(`key hash ${String(k.hash)} out of range`);
+  if (hash !== partitionHash(hashed)) throw invalid(`key hash ${hash} does not match its hash components (expected ${partitionHash(hashed)})`);
+  if (hash < meta.partition.start || hash >= meta.partition.end) {
+    throw invalid(`key hash ${hash} is outside tablet ${meta.tabletId}'s partition [${meta.partition.start}, ${meta.partition.end})`);
+  }
+  checkKeyInRange(meta, { hash, hashed, range });
+  return { hash, hashed, range };
+}
+
+export function rowOpFromPb(meta: TabletMeta, o: pb.RowOpPB): WriteRequest['ops'][number] {
+  const kind = o.type ?? '';
+  if (kind !== 'UPSERT' && kind !== 'INSERT' && kind !== 'UPDATE' && kind !== 'DELETE') throw invalid(`unknown row op type '${kind}'`);
+  const key = keyFromPb(meta, o.key);
+  if (kind === 'DELETE') return { kind, op: { type: 'delete', key } };
+  const keyNames = new Set([...meta.schema.hashColumns, ...meta.schema.rangeColumns]);
+  const seen = new Set<number>();
+  const columns = (o.columns ?? []).map((c) => {
+    const id = Number(c.columnId ?? -1);
+    const col = meta.schema.columns.find((x) => x.id === id);
+    if (!col) throw invalid(`unknown column id ${id}`);
+    if (keyNames.has(col.name)) throw invalid(`column ${col.name} is part of the primary key; it is given in the key`);
+    if (seen.has(id)) throw invalid(`column ${col.name} given twice`);
+    seen.add(id);
+    const value = valueFromPb(c.value);
+    checkType(col, value, col.nullable);
+    return { columnId: id, value };
+  });
+  if (kind === 'INSERT') {
+    for (const col of meta.schema.columns) {
+      if (!col.nullable && !keyNames.has(col.name) && !seen.has(col.id)) throw invalid(`column ${col.name} must not be null`);
+    }
+  }
+  const ttl = o.ttlMs !== undefined ? Number(o.ttlMs) : 0;
+  const op: RowOp = ttl > 0 ? { type: 'upsert', key, columns, ttlMs: ttl } : { type: 'upsert', key, columns };
+  return { kind, op };
+}
+
+export function keyToPb(k: DocKey): pb.DocKeyPB {
+  return { hash: k.hash, hashed: k.hashed.map(valueToPb), range: k.range.map(valueToPb) };
+}
+
+export function rowToPb(r: Row): pb.RowPB {
+  return { key: keyToPb(r.key), columns: [...r.columns.entries()].map(([columnId, v]) => ({ columnId, value: valueToPb(v) })), writeHt: r.writeHt };
+}
