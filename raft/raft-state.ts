@@ -81,6 +81,8 @@ export class RaftState {
     this.startupLeaseTicks = opts.checkQuorum && hardState.term > BOOTSTRAP_TERM ? opts.electionTicks : 0;
   }
 
+  // ---------------------------------------------------------------- membership
+
   protected promotable(): boolean {
     return this.voters.includes(this.id);
   }
@@ -110,6 +112,8 @@ export class RaftState {
   protected newProgress(isLearner: boolean): Progress {
     return new Progress(this.log.lastIndex() + 1, isLearner, this.opts.maxInflightMsgs, this.opts.maxInflightBytes);
   }
+
+  // ---------------------------------------------------------------- role changes
 
   protected reset(term: number): void {
     if (this.term !== term) {
@@ -172,6 +176,8 @@ export class RaftState {
     this.pendingConfIndex = noop.index;
   }
 
+  // ---------------------------------------------------------------- quorum and commit
+
   protected quorumActive(): boolean {
     let active = 0;
     for (const v of this.voters) if (v === this.id || this.prs.get(v)?.recentActive) active++;
@@ -206,6 +212,8 @@ export class RaftState {
     return false;
   }
 
+  // ---------------------------------------------------------------- messages
+
   /** Every caller builds a fresh message: it is completed in place (no copy per message). */
   protected send(m: Outgoing): void {
     const full = m as Message;
@@ -213,6 +221,8 @@ export class RaftState {
     if (m.term === undefined) full.term = this.term;
     this.msgs.push(full);
   }
+
+  // ---------------------------------------------------------------- lease and status
 
   /** True while this leader may serve reads locally (see RaftOptions.leaseTicks). */
   hasLeaderLease(): boolean {

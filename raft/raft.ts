@@ -50,8 +50,6 @@ export class Raft extends RaftState {
     return this.confState();
   }
 
-  // ---------------------------------------------------------------- role changes
-
   // ---------------------------------------------------------------- ticks
 
   tick(): void {
