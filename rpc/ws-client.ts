@@ -10,6 +10,7 @@
 import { DbError, ErrorCode } from '../common';
 import type { CallOptions, Codec, ConnectionStats, MethodDef, OnewayDef, RpcClient } from './types';
 import { byRemote, type RpczConnection } from './rpcz';
+import { encodeOneway, encodeRequest } from './call-payload';
 import { WsConnection, type WsClientDeps } from './ws-connection';
 
 export type { WsClientDeps } from './ws-connection';
@@ -67,20 +68,8 @@ export class WsRpcClient implements RpcClient {
 
   call<Req, Resp>(address: string, m: MethodDef<Req, Resp>, req: Req, opts?: CallOptions): Promise<Resp> {
     if (this.closed) return Promise.reject(new DbError(ErrorCode.SHUTTING_DOWN, 'RPC client is closed'));
-    let payload: Uint8Array;
-    try {
-      payload = m.req.encode(req);
-    } catch (e) {
-      return Promise.reject(e instanceof DbError ? e : new DbError(ErrorCode.INVALID_ARGUMENT, `cannot encode ${m.service}.${m.method} request: ${(e as Error).message}`));
-    }
-    if (payload.length > this.deps.messageBytesMax) {
-      return Promise.reject(
-        new DbError(ErrorCode.MESSAGE_TOO_LARGE, `${m.service}.${m.method} request of ${payload.length} bytes exceeds rpc_max_message_size ${this.deps.messageBytesMax}`, {
-          bytes: payload.length,
-          limit: this.deps.messageBytesMax,
-        }),
-      );
-    }
+    const payload = encodeRequest(m, req, this.deps.messageBytesMax);
+    if (payload instanceof DbError) return Promise.reject(payload);
     const timeoutMs = opts?.timeoutMs ?? this.deps.defaultTimeoutMs();
     return this.conn(address).call(m.service, m.method, payload, m.resp as Codec<unknown>, timeoutMs, Math.max(timeoutMs, opts?.serverTimeoutMs ?? 0)) as Promise<Resp>;
   }
@@ -91,13 +80,7 @@ export class WsRpcClient implements RpcClient {
    */
   send<M>(address: string, m: OnewayDef<M>, msg: M): void {
     if (this.closed) return;
-    const payload = m.msg.encode(msg);
-    if (payload.length > this.deps.messageBytesMax) {
-      throw new DbError(ErrorCode.MESSAGE_TOO_LARGE, `${m.service}.${m.method} message of ${payload.length} bytes exceeds rpc_max_message_size ${this.deps.messageBytesMax}`, {
-        bytes: payload.length,
-        limit: this.deps.messageBytesMax,
-      });
-    }
+    const payload = encodeOneway(m, msg, this.deps.messageBytesMax);
     this.conn(address).send(m.service, m.method, payload.length === 0 ? EMPTY : payload);
   }
 
