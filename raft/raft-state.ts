@@ -1,7 +1,8 @@
 /**
  * The state of the Raft state machine (raft.ts) and the transitions every part of it uses: terms,
- * votes and roles, membership and progress, quorum checks, commit, the lease, outgoing messages.
- * Raft (raft.ts) adds the inputs: ticks, elections, message handling, replication, host requests.
+ * votes and roles, membership and progress, quorum checks, commit, the lease, and the leader's
+ * outgoing appends, snapshots and heartbeats. Raft (raft.ts) adds the inputs: ticks, elections,
+ * message handling, host requests.
  */
 import { assert } from '../common/assert';
 import type { NodeId } from '../common/ids';
@@ -12,8 +13,10 @@ import { committedIndex, majority, voteResult } from './quorum';
 import type { ResolvedRaftOptions } from './raft-options';
 import { RaftLog } from './raft-log';
 import { ReadOnly } from './read-only';
-import type { ConfState, Entry, Message, RaftStatus, ReadState } from './types';
+import { applyToConfState } from './conf-change';
+import type { ConfChange, ConfState, Entry, Message, RaftStatus, ReadState } from './types';
 import { EntryType, Role } from './types';
+import { entryBytes } from './wal/log-bounds';
 import type { LogStorage } from './wal/log-storage';
 
 type Distribute<T> = T extends unknown ? Omit<T, 'from' | 'term'> & { term?: number } : never;
@@ -111,6 +114,29 @@ export class RaftState {
 
   protected newProgress(isLearner: boolean): Progress {
     return new Progress(this.log.lastIndex() + 1, isLearner, this.opts.maxInflightMsgs, this.opts.maxInflightBytes);
+  }
+
+  /** Host applied a conf change entry: the new configuration takes effect now. */
+  applyConfChange(cc: ConfChange): ConfState {
+    this.setConf(applyToConfState(this.confState(), cc));
+    if (this.role === Role.leader) {
+      if (!this.promotable()) {
+        // Removed (or never a voter): a leader outside the voters cannot count a quorum including itself.
+        this.becomeFollower(this.term, '');
+      } else {
+        if (this.leadTransferee !== '' && !this.voters.includes(this.leadTransferee)) this.leadTransferee = '';
+        // A smaller quorum may already cover more entries; new members need their first append.
+        this.maybeCommit();
+        this.bcastAppend();
+      }
+    } else if ((this.role === Role.candidate || this.role === Role.preCandidate) && !this.promotable()) {
+      // Removed while campaigning (a host's apply stage reaches conf changes at any time): votes
+      // still in flight could make it a leader outside the voters, which refuses proposals yet keeps
+      // everyone else from campaigning (found by the simulator in an experiment that applied entries
+      // while a Ready's fsync was in flight).
+      this.becomeFollower(this.term, '');
+    }
+    return this.confState();
   }
 
   // ---------------------------------------------------------------- role changes
@@ -220,6 +246,70 @@ export class RaftState {
     full.from = this.id;
     if (m.term === undefined) full.term = this.term;
     this.msgs.push(full);
+  }
+
+  /**
+   * `askAck` false (broadcasts of a new commit index or of new proposals): an append that carries no
+   * entries to a follower in replicate state asks no answer (noAck). Its answer would only repeat
+   * what the answers to the appends that carried those entries tell; if one of those is lost, the
+   * heartbeat answer path sends an append that does ask (askAck true), and a follower that does not
+   * hold prevIndex rejects, which is always answered.
+   */
+  protected sendAppend(to: NodeId, sendIfEmpty = true, askAck = true): boolean {
+    const pr = this.prs.get(to);
+    if (!pr || to === this.id || pr.isPaused()) return false;
+    const prevIndex = pr.next - 1;
+    const prevTerm = this.log.term(prevIndex);
+    const last = this.log.lastIndex();
+    const ents = prevTerm === undefined ? undefined : this.log.entries(pr.next, last + 1, this.opts.maxSizePerMsgBytes);
+    if (prevTerm === undefined || ents === undefined) return this.sendSnapshot(to, pr);
+    if (ents.length === 0 && !sendIfEmpty) return false;
+    let bytes = 0;
+    for (const e of ents) bytes += entryBytes(e);
+    const m: Outgoing = { type: 'append', to, prevIndex, prevTerm, entries: ents, commit: this.log.committed };
+    // Liveness (recentActive) still comes from heartbeat answers.
+    if (ents.length === 0 && pr.state === 'replicate' && (!askAck || pr.match === prevIndex)) m.noAck = true;
+    this.send(m);
+    pr.sentEntries(ents.length, bytes);
+    return true;
+  }
+
+  protected sendSnapshot(to: NodeId, pr: Progress): boolean {
+    if (!pr.recentActive) return false;
+    const snap = this.log.snapshot();
+    // No snapshot covering the compacted prefix yet: the host has not produced one (retry later).
+    if (!snap || snap.meta.index < this.log.firstIndex() - 1) return false;
+    pr.becomeSnapshot(snap.meta.index, this.tickCount);
+    this.send({ type: 'snapshot', to, snapshot: snap });
+    return true;
+  }
+
+  bcastAppend(): void {
+    this.bcastPending = false;
+    for (const id of this.prs.keys()) if (id !== this.id) this.sendAppend(id, true, false);
+  }
+
+  /** Send the appends deferred by propose(); called when the host collects a Ready. */
+  flush(): void {
+    if (this.bcastPending && this.role === Role.leader) this.bcastAppend();
+    this.bcastPending = false;
+  }
+
+  protected bcastHeartbeat(context?: Uint8Array): void {
+    const ctx = context ?? this.readOnly.lastPendingContext();
+    for (const [id, pr] of this.prs) {
+      if (id === this.id) continue;
+      const hb: Outgoing = { type: 'heartbeat', to: id, commit: Math.min(pr.match, this.log.committed), leaseTick: this.tickCount };
+      if (ctx !== undefined) hb.context = ctx;
+      this.send(hb);
+    }
+  }
+
+  protected sendTimeoutNow(to: NodeId): void {
+    // From now on the target may be elected over our followers' leases — and the message may arrive
+    // late, long after the transfer was abandoned — so our lease is void for the rest of this term.
+    this.leaseFloorTick = Number.POSITIVE_INFINITY;
+    this.send({ type: 'timeoutNow', to });
   }
 
   // ---------------------------------------------------------------- lease and status
