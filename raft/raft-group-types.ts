@@ -1,6 +1,7 @@
 /** The contract of RaftGroup (raft-group.ts): what it needs from the core and the host, its limits, its status. */
 import type { NodeId } from '../common/ids';
 import type { Logger } from '../common/log';
+import type { LeaseClock } from './lease-wall-bound';
 import type { LogStorage } from './wal/log-storage';
 import type { ConfChange, ConfState, Entry, Message, ProposeResult, RaftStatus, ReadIndexResult, Ready, Role, Snapshot } from './types';
 
@@ -65,11 +66,8 @@ export interface RaftGroupDeps {
    * a leader paused (SIGSTOP) or starved of ticks would resume believing in a lease its followers
    * long stopped honouring (they elected another leader meanwhile) and serve stale reads.
    */
-  leaseClock?: { tickIntervalMs: number; nowMs?: () => number };
+  leaseClock?: LeaseClock;
 }
-
-/** Ticks whose monotonic times are remembered for the wall-time lease bound. */
-export const TICK_TIMES_KEPT = 1024;
 
 /** Proposals waiting for commit+apply before propose() answers BACKPRESSURE. */
 export const PENDING_PROPOSALS_MAX = 20_000;

@@ -39,7 +39,8 @@ import { ConfHistory } from './conf-history';
 import { ProposalTracker, proposeError } from './proposal-tracker';
 import type { OpId } from './proposal-tracker';
 import type { RaftCore, RaftGroupDeps, RaftGroupStatus } from './raft-group-types';
-import { APPLY_QUEUE_ENTRIES_MAX, PENDING_PROPOSALS_MAX, READY_ROUNDS_PER_PASS_MAX, TICK_TIMES_KEPT } from './raft-group-types';
+import { APPLY_QUEUE_ENTRIES_MAX, PENDING_PROPOSALS_MAX, READY_ROUNDS_PER_PASS_MAX } from './raft-group-types';
+import { LeaseWallBound } from './lease-wall-bound';
 import { ReadIndexQueue } from './read-index-queue';
 import { ApplyStage } from './apply-stage';
 import type { LogStorage } from './wal/log-storage';
@@ -78,9 +79,8 @@ export class RaftGroup {
   private readonly pending: ProposalTracker;
   private readonly reads: ReadIndexQueue;
   private ticks = 0;
-  /** Monotonic ms of recent ticks (index: tick count mod TICK_TIMES_KEPT), for leaseClock. */
-  private readonly tickTimes: number[] = [];
-  private readonly createdMs: number;
+  /** The lease's bound in wall time (lease-wall-bound.ts). */
+  private readonly leaseBound: LeaseWallBound;
 
   private role: Role;
   private leader: NodeId | '' = '';
@@ -92,7 +92,7 @@ export class RaftGroup {
     this.core = deps.core;
     this.storage = deps.storage;
     this.schedule = deps.schedule ?? ((fn) => void setImmediate(fn));
-    this.createdMs = deps.leaseClock?.nowMs?.() ?? performance.now();
+    this.leaseBound = new LeaseWallBound(deps.leaseClock);
     this.appliedIndex = deps.appliedIndex;
     this.pending = new ProposalTracker(deps.groupId, () => this.leader);
     this.reads = new ReadIndexQueue(deps.groupId);
@@ -127,7 +127,7 @@ export class RaftGroup {
   tick(): void {
     if (this.stopped) return;
     this.ticks++;
-    if (this.deps.leaseClock) this.tickTimes[this.ticks % TICK_TIMES_KEPT] = this.nowMs();
+    this.leaseBound.tick(this.ticks);
     this.core.tick();
     this.campaignTick();
     this.reads.expire(this.ticks);
@@ -168,16 +168,7 @@ export class RaftGroup {
   /** True while this replica leads, has applied its own no-op, and holds the leader lease. */
   hasLease(): boolean {
     if (!this.isLeaderReady() || !(this.core.hasLease?.() ?? false)) return false;
-    const lc = this.deps.leaseClock;
-    if (!lc) return true;
-    const w = this.core.leaseWindow?.();
-    if (!w || this.ticks - w.fromTick >= TICK_TIMES_KEPT) return false;
-    const startedMs = this.tickTimes[w.fromTick % TICK_TIMES_KEPT] ?? this.createdMs;
-    return this.nowMs() - startedMs < w.ticks * lc.tickIntervalMs;
-  }
-
-  private nowMs(): number {
-    return this.deps.leaseClock?.nowMs?.() ?? performance.now();
+    return this.leaseBound.holds(() => this.core.leaseWindow?.(), this.ticks);
   }
 
   isLeader(): boolean {
