@@ -42,6 +42,7 @@ import type { WalDurability } from './wal-durability';
 import { WalDurability as Dur, weakerDurability } from './wal-durability';
 import type { WalFs } from './wal-fs';
 import { WalIndex } from './wal-index';
+import { WalFailStop } from './wal-fail-stop';
 import { WalSegmentFiles } from './wal-segment-files';
 import { encodeRecord, RECORD_HEADER_BYTES, recordBytes, recordTypeOf, RecordType } from './wal-record';
 
@@ -57,7 +58,6 @@ interface SyncWaiter {
 export class FileLogStorage implements LogStorage {
   private readonly fs: WalFs;
   private readonly log: Logger;
-  private readonly onFatal: (err: Error) => void;
   /** The level in force (setDurability changes it: ALTER TABLE). */
   private mode: WalDurability;
   /** durable_wal_write: false caps every level at FLUSH. */
@@ -87,7 +87,8 @@ export class FileLogStorage implements LogStorage {
   /** A group-commit round or an interval fdatasync; rolled segments' fds are closed only without one. */
   private roundInFlight: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private failed: DbError | undefined;
+  /** The first I/O failure and what follows from it (wal-fail-stop.ts). */
+  private readonly failStop: WalFailStop;
   private closed = false;
   private readonly st: FileLogStorageStats;
 
@@ -97,7 +98,7 @@ export class FileLogStorage implements LogStorage {
   ) {
     this.fs = init.fs;
     this.log = init.log;
-    this.onFatal = init.onFatal;
+    this.failStop = new WalFailStop(dir, init.log, init.onFatal);
     this.serverDurable = init.serverDurable;
     this.mode = init.serverDurable ? init.durability : weakerDurability(init.durability, Dur.FLUSH);
     this.meta = init.meta;
@@ -111,7 +112,7 @@ export class FileLogStorage implements LogStorage {
     this.snap = init.snapshot;
     this.st = { ...emptyFileLogStats(), segments: init.segments.length, tornBytesTruncated: init.tornBytesTruncated, zeroTailBytesTruncated: init.zeroTailBytesTruncated };
     this.files = new WalSegmentFiles(
-      { fs: init.fs, dir, log: init.log, stats: this.st, fail: (e) => this.fail(e), mode: () => this.mode },
+      { fs: init.fs, dir, log: init.log, stats: this.st, fail: (e) => this.failStop.fail(e), mode: () => this.mode },
       { segmentBytes: init.segmentBytes, preallocate: init.preallocate, archiveDir: init.archiveDir, segments: init.segments, activeFd: init.activeFd, activeBytes: init.activeBytes },
     );
   }
@@ -151,7 +152,7 @@ export class FileLogStorage implements LogStorage {
   }
 
   entries(lo: number, hi: number, bytesMax?: number): Entry[] {
-    this.checkAlive();
+    this.failStop.checkAlive(this.closed);
     if (lo <= this.meta.logStart.index) throw compactedError(lo, this.firstIndex());
     assert(hi <= this.lastIndex() + 1, `entries hi ${hi} is beyond last index ${this.lastIndex()}`);
     assert(lo <= hi, `entries lo ${lo} > hi ${hi}`);
@@ -191,17 +192,17 @@ export class FileLogStorage implements LogStorage {
    * is ahead of the durable log (recovery may then again treat that as corruption).
    */
   setDurability(level: WalDurability): void {
-    this.checkAlive();
+    this.failStop.checkAlive(this.closed);
     const next = this.serverDurable ? level : weakerDurability(level, Dur.FLUSH);
     if (next === this.mode) return;
     const was = this.mode;
     this.mode = next;
     if (next === Dur.FSYNC && !this.files.syncing()) {
-      this.guard(() => {
+      this.failStop.guard(() => {
         if (this.files.flushAndSyncNow()) this.durableLoggedCommit = Math.max(this.durableLoggedCommit, this.loggedCommit);
       });
     } else if (next === Dur.FLUSH && !this.files.syncing()) {
-      this.guard(() => this.files.flushPending());
+      this.failStop.guard(() => this.files.flushPending());
     }
     this.log.info({ dir: this.dir, from: was, to: next }, 'WAL durability changed');
   }
@@ -213,7 +214,7 @@ export class FileLogStorage implements LogStorage {
   // ---- writes ----
 
   append(entries: readonly Entry[]): void {
-    this.checkAlive();
+    this.failStop.checkAlive(this.closed);
     if (entries.length === 0) return;
     assertContiguous(entries);
     let es = entries;
@@ -250,7 +251,7 @@ export class FileLogStorage implements LogStorage {
   }
 
   setHardState(hs: HardState): void {
-    this.checkAlive();
+    this.failStop.checkAlive(this.closed);
     const cur = this.hardState;
     if (hs.term === cur.term && hs.vote === cur.vote && hs.commit === cur.commit) return;
     if (hs.term !== cur.term || hs.vote !== cur.vote) this.metaDirty = true;
@@ -259,19 +260,19 @@ export class FileLogStorage implements LogStorage {
   }
 
   setConfState(conf: ConfState): void {
-    this.checkAlive();
+    this.failStop.checkAlive(this.closed);
     this.conf = cloneConf(conf);
     this.metaDirty = true;
     this.writeGen++;
   }
 
   compact(index: number, snapshot?: Snapshot): void {
-    this.checkAlive();
+    this.failStop.checkAlive(this.closed);
     const start = this.meta.logStart;
     if (index <= start.index) throw compactedError(index, start.index + 1);
     assert(index <= this.lastIndex(), `compact ${index} is beyond last index ${this.lastIndex()}`);
     const term = this.term(index);
-    this.guard(() => {
+    this.failStop.guard(() => {
       if (snapshot) writeSnapshotFile(this.fs, this.dir, snapshot);
       // The new log start must be durable before any segment it makes unnecessary is deleted.
       this.writeMeta({ ...this.meta, hardState: this.durableHardStateForMeta(), logStart: { index, term } });
@@ -283,10 +284,10 @@ export class FileLogStorage implements LogStorage {
   }
 
   applySnapshot(snap: Snapshot): void {
-    this.checkAlive();
+    this.failStop.checkAlive(this.closed);
     const cur = this.meta.logStart.index;
     if (snap.meta.index <= cur) throw snapshotOutOfDateError(snap.meta.index, cur);
-    this.guard(() => {
+    this.failStop.guard(() => {
       writeSnapshotFile(this.fs, this.dir, snap);
       // A fresh segment starts the new log; the metadata then declares every older one obsolete, so a
       // crash before they are deleted cannot bring their entries back.
@@ -305,7 +306,7 @@ export class FileLogStorage implements LogStorage {
   }
 
   sync(): Promise<void> {
-    if (this.failed) return Promise.reject(this.failed);
+    if (this.failStop.failed) return Promise.reject(this.failStop.failed);
     if (this.closed) return Promise.reject(new DbError(ErrorCode.SHUTTING_DOWN, `WAL ${this.dir} is closed`));
     if (this.mode !== Dur.FSYNC) {
       // ASYNC / FLUSH: metadata (term/vote) is still made durable; log bytes are written (FLUSH: now,
@@ -319,8 +320,8 @@ export class FileLogStorage implements LogStorage {
         } else this.writeCommitRecord(hs);
         this.durableHs = hs;
       } catch (e) {
-        this.fatal(e);
-        return Promise.reject(this.failed);
+        this.failStop.fatal(e);
+        return Promise.reject(this.failStop.failed);
       }
       this.syncedGen = this.writeGen;
       return Promise.resolve();
@@ -338,7 +339,7 @@ export class FileLogStorage implements LogStorage {
 
   async close(): Promise<void> {
     if (this.closed) return;
-    if (!this.failed) {
+    if (!this.failStop.failed) {
       try {
         await this.sync();
       } catch {
@@ -346,7 +347,7 @@ export class FileLogStorage implements LogStorage {
       }
     }
     if (this.roundInFlight) await this.roundInFlight;
-    if (!this.failed) {
+    if (!this.failStop.failed) {
       try {
         this.files.flushPending();
       } catch {
@@ -361,7 +362,7 @@ export class FileLogStorage implements LogStorage {
   }
 
   private kick(): void {
-    if (this.roundInFlight || this.failed || this.waiters.length === 0) return;
+    if (this.roundInFlight || this.failStop.failed || this.waiters.length === 0) return;
     this.roundInFlight = this.runRound().finally(() => {
       this.roundInFlight = undefined;
       this.files.closeDeferred();
@@ -384,7 +385,7 @@ export class FileLogStorage implements LogStorage {
       this.files.flushPending();
       // What is appended during the fdatasync waits for the next round's write (WalSegmentFiles.syncing).
       await this.files.syncActive(true);
-      if (this.failed) throw this.failed;
+      if (this.failStop.failed) throw this.failStop.failed;
       // Term/vote go to the metadata file only after the entries they may vouch for are durable.
       if (needMeta) {
         // Re-read meta and conf now: a snapshot installed during the await replaced both, and commit
@@ -399,10 +400,10 @@ export class FileLogStorage implements LogStorage {
       this.waiters = this.waiters.filter((w) => w.gen > gen);
       for (const w of ready) w.resolve();
     } catch (e) {
-      this.fatal(e);
+      this.failStop.fatal(e);
       const all = this.waiters;
       this.waiters = [];
-      for (const w of all) w.reject(this.failed ?? DbError.from(e));
+      for (const w of all) w.reject(this.failStop.failed ?? DbError.from(e));
     }
   }
 
@@ -418,7 +419,7 @@ export class FileLogStorage implements LogStorage {
 
   private startIntervalSync(intervalMs: number): void {
     this.timer = setInterval(() => {
-      if (this.mode === Dur.FSYNC || this.roundInFlight || this.failed || this.closed) return;
+      if (this.mode === Dur.FSYNC || this.roundInFlight || this.failStop.failed || this.closed) return;
       if (this.mode === Dur.ASYNC) {
         try {
           this.files.flushPending();
@@ -429,7 +430,7 @@ export class FileLogStorage implements LogStorage {
       if (!this.files.hasUnsynced()) return;
       this.roundInFlight = this.files
         .syncActive(false)
-        .catch((e: unknown) => this.fatal(e))
+        .catch((e: unknown) => this.failStop.fatal(e))
         .finally(() => {
           this.roundInFlight = undefined;
           this.files.closeDeferred();
@@ -472,34 +473,5 @@ export class FileLogStorage implements LogStorage {
   private roll(syncOld: boolean): void {
     if (this.files.roll(syncOld)) this.durableLoggedCommit = Math.max(this.durableLoggedCommit, this.loggedCommit);
     if (!this.roundInFlight) this.files.closeDeferred();
-  }
-
-  /** Fail-stop on `e` (the first failure wins) and return the error every later call gets. */
-  private fail(e: unknown): DbError {
-    this.fatal(e);
-    return this.failed!;
-  }
-
-  private guard(fn: () => void): void {
-    try {
-      fn();
-    } catch (e) {
-      if (e instanceof DbError && this.failed === e) throw e;
-      this.fatal(e);
-      throw this.failed;
-    }
-  }
-
-  private fatal(e: unknown): void {
-    if (this.failed) return;
-    const cause = e instanceof Error ? e : new Error(String(e));
-    this.failed = e instanceof DbError ? e : new DbError(ErrorCode.IO_ERROR, `WAL ${this.dir}: ${cause.message}`, { dir: this.dir }, { cause });
-    this.log.error({ err: cause, dir: this.dir }, 'WAL I/O failure (fail-stop)');
-    this.onFatal(cause);
-  }
-
-  private checkAlive(): void {
-    if (this.failed) throw this.failed;
-    if (this.closed) throw new DbError(ErrorCode.SHUTTING_DOWN, `WAL ${this.dir} is closed`);
   }
 }
