@@ -43,6 +43,7 @@ import { APPLY_QUEUE_ENTRIES_MAX, PENDING_PROPOSALS_MAX, READY_ROUNDS_PER_PASS_M
 import { LeaseWallBound } from './lease-wall-bound';
 import { ReadIndexQueue } from './read-index-queue';
 import { ApplyStage } from './apply-stage';
+import { FastCampaign } from './fast-campaign';
 import type { LogStorage } from './wal/log-storage';
 import type { ConfChange, Entry, Message, ProposeResult, Ready, Role, Snapshot } from './types';
 
@@ -55,8 +56,8 @@ export class RaftGroup {
   private readonly schedule: (fn: () => void) => void;
 
   private stopped = false;
-  /** campaignSoon's retries: until the tick `untilTick`, every `everyTicks` ticks while no leader is known. */
-  private fastCampaign: { untilTick: number; everyTicks: number; lastTick: number } | undefined;
+  /** campaignSoon's retries (fast-campaign.ts). */
+  private readonly fastCampaign = new FastCampaign();
   private failed: unknown = undefined;
   private scheduled = false;
   private processing: Promise<void> | undefined;
@@ -129,7 +130,7 @@ export class RaftGroup {
     this.ticks++;
     this.leaseBound.tick(this.ticks);
     this.core.tick();
-    this.campaignTick();
+    if (this.fastCampaign.due(this.ticks, this.leader !== '')) this.core.campaign?.();
     this.reads.expire(this.ticks);
     this.kick();
   }
@@ -189,26 +190,13 @@ export class RaftGroup {
    * `forTicks` ticks (YugabyteDB: a split child on the parent leader's server starts an election
    * immediately instead of waiting out an election timeout). Each attempt is an ordinary campaign —
    * a pre-vote first when enabled — so it is as safe as the election timer firing early: a peer that
-   * hears from a leader, or whose log is ahead, refuses it. The retries cover peers that did not
-   * host the group yet when the first votes went out (their messages were dropped).
+   * hears from a leader, or whose log is ahead, refuses it (the retries: fast-campaign.ts).
    */
   campaignSoon(o: { forTicks: number; everyTicks: number }): void {
     if (this.stopped || !this.core.campaign) return;
-    this.fastCampaign = { untilTick: this.ticks + o.forTicks, everyTicks: Math.max(1, o.everyTicks), lastTick: this.ticks };
+    this.fastCampaign.start(this.ticks, o);
     this.core.campaign();
     this.kick();
-  }
-
-  private campaignTick(): void {
-    const f = this.fastCampaign;
-    if (!f) return;
-    if (this.leader !== '' || this.ticks >= f.untilTick) {
-      this.fastCampaign = undefined;
-      return;
-    }
-    if (this.ticks - f.lastTick < f.everyTicks) return;
-    f.lastTick = this.ticks;
-    this.core.campaign?.();
   }
 
   /** Hand leadership to `to`, or to the most caught-up other voter. */
