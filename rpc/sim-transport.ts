@@ -18,10 +18,12 @@ import {
   type Rng,
   type WireError,
 } from '../common';
-import { HandlerRegistry } from './handler-registry';
 import { MinHeap } from './min-heap';
 import { RPC_DEFAULT_TIMEOUT_MS } from './rpc-flags';
-import type { CallOptions, Codec, Handler, MethodDef, OnewayDef, OnewayHandler, RpcClient, RpcServer, ServerOptions, Transport } from './types';
+import type { Codec, ServerOptions, Transport } from './types';
+import { SimRpcClient, SimRpcServer, type Packet, type SimWire } from './sim-endpoints';
+
+export { SimRpcClient, SimRpcServer } from './sim-endpoints';
 
 export interface SimFaults {
   /** Probability a packet is lost. */
@@ -52,28 +54,6 @@ export const SIM_PACKETS_MAX = 1_000_000;
 const DELIVER_ALL_ROUNDS_MAX = 10_000;
 const FIRST_EPHEMERAL_PORT = 40_000;
 
-type PacketKind = 'request' | 'response' | 'error' | 'oneway';
-
-interface Packet {
-  readonly seq: number;
-  readonly atMs: number;
-  /** Sort key within the same atMs: seq, or smaller for a packet that overtakes (reorder). */
-  readonly order: number;
-  readonly kind: PacketKind;
-  readonly fromHost: string;
-  readonly toHost: string;
-  /** Server address for requests/one-ways; the client's id for answers. */
-  readonly to: string;
-  readonly epoch: number;
-  readonly callId: number;
-  readonly service: string;
-  readonly method: string;
-  readonly payload: Uint8Array;
-  readonly error?: WireError;
-  readonly timeoutMs: number;
-  readonly clientId: number;
-}
-
 interface PendingCall {
   readonly client: SimRpcClient;
   readonly toAddress: string;
@@ -97,7 +77,7 @@ function linkKey(from: string, to: string): string {
   return `${from}\u0000${to}`;
 }
 
-export class SimNetwork {
+export class SimNetwork implements SimWire {
   readonly clock: ManualClock;
   private readonly rng: Rng;
   private readonly log: Logger;
@@ -424,126 +404,6 @@ export class SimNetwork {
 
   get logger(): Logger {
     return this.log;
-  }
-}
-
-export class SimRpcServer implements RpcServer {
-  private readonly registry: HandlerRegistry;
-  private boundAddress: string;
-  private running = false;
-  private readonly messageBytesMax: number;
-
-  constructor(
-    private readonly network: SimNetwork,
-    private readonly opts: ServerOptions,
-  ) {
-    this.registry = new HandlerRegistry(network.logger);
-    this.boundAddress = `${opts.host}:${opts.port}`;
-    this.messageBytesMax = opts.messageBytesMax ?? network.messageBytesMax;
-  }
-
-  get address(): string {
-    return this.boundAddress;
-  }
-
-  handle<Req, Resp>(m: MethodDef<Req, Resp>, h: Handler<Req, Resp>): void {
-    this.registry.handle(m, h);
-  }
-
-  onOneway<M>(m: OnewayDef<M>, h: OnewayHandler<M>): void {
-    this.registry.onOneway(m, h);
-  }
-
-  setStarting(reason: string | undefined): void {
-    this.registry.setStarting(reason);
-  }
-
-  start(): Promise<void> {
-    try {
-      this.boundAddress = this.network.bind(this, this.opts.host, this.opts.port);
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    this.running = true;
-    return Promise.resolve();
-  }
-
-  stop(): Promise<void> {
-    if (this.running) {
-      this.running = false;
-      this.network.unbind(this.boundAddress);
-    }
-    return Promise.resolve();
-  }
-
-  /** @internal */
-  receive(p: Packet): void {
-    const ctx = { peer: `${p.fromHost}:${p.clientId}`, deadlineMonoMs: this.network.clock.monoMs() + (p.timeoutMs || this.network.defaultTimeoutMs) };
-    if (p.kind === 'oneway') {
-      if (p.payload.length <= this.messageBytesMax) this.registry.dispatchOneway(p.service, p.method, p.payload, ctx);
-      return;
-    }
-    if (p.payload.length > this.messageBytesMax) {
-      this.network.reply(this, p, new Uint8Array(0), {
-        code: ErrorCode.MESSAGE_TOO_LARGE,
-        message: `request of ${p.payload.length} bytes exceeds rpc_max_message_size ${this.messageBytesMax}`,
-        details: { bytes: p.payload.length, limit: this.messageBytesMax },
-      });
-      return;
-    }
-    void this.registry.dispatch(p.service, p.method, p.payload, ctx, this.messageBytesMax).then((r) => {
-      if (r.ok) this.network.reply(this, p, r.payload, undefined);
-      else this.network.reply(this, p, new Uint8Array(0), r.error);
-    });
-  }
-}
-
-export class SimRpcClient implements RpcClient {
-  readonly id: number;
-  private closed = false;
-
-  constructor(
-    private readonly network: SimNetwork,
-    readonly host: string,
-  ) {
-    this.id = network.registerClient(this);
-  }
-
-  call<Req, Resp>(address: string, m: MethodDef<Req, Resp>, req: Req, opts?: CallOptions): Promise<Resp> {
-    if (this.closed) return Promise.reject(new DbError(ErrorCode.SHUTTING_DOWN, 'RPC client is closed'));
-    let payload: Uint8Array;
-    try {
-      payload = m.req.encode(req);
-    } catch (e) {
-      return Promise.reject(e instanceof DbError ? e : new DbError(ErrorCode.INVALID_ARGUMENT, `cannot encode ${m.service}.${m.method} request: ${(e as Error).message}`));
-    }
-    if (payload.length > this.network.messageBytesMax) {
-      return Promise.reject(
-        new DbError(ErrorCode.MESSAGE_TOO_LARGE, `${m.service}.${m.method} request of ${payload.length} bytes exceeds rpc_max_message_size ${this.network.messageBytesMax}`, {
-          bytes: payload.length,
-          limit: this.network.messageBytesMax,
-        }),
-      );
-    }
-    const timeoutMs = opts?.timeoutMs ?? this.network.defaultTimeoutMs;
-    return this.network.startCall(this, address, m.service, m.method, payload, m.resp as Codec<unknown>, timeoutMs, Math.max(timeoutMs, opts?.serverTimeoutMs ?? 0)) as Promise<Resp>;
-  }
-
-  send<M>(address: string, m: OnewayDef<M>, msg: M): void {
-    if (this.closed) return;
-    const payload = m.msg.encode(msg);
-    if (payload.length > this.network.messageBytesMax) {
-      throw new DbError(ErrorCode.MESSAGE_TOO_LARGE, `${m.service}.${m.method} message of ${payload.length} bytes exceeds rpc_max_message_size ${this.network.messageBytesMax}`);
-    }
-    this.network.sendOneway(this, address, m.service, m.method, payload);
-  }
-
-  close(): Promise<void> {
-    if (!this.closed) {
-      this.closed = true;
-      this.network.closeClient(this);
-    }
-    return Promise.resolve();
   }
 }
 

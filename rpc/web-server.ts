@@ -10,37 +10,24 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
 import type * as net from 'node:net';
-import { DbError, ErrorCode, FlagTag, setFlagByOperator, silentLogger, type Flags, type FlagView, type Logger, type LogRing } from '../common';
+import { DbError, ErrorCode, silentLogger, type Flags, type Logger, type LogRing } from '../common';
 import { clusterSecretsOf, readSecretFile } from './cluster-secret';
 import { ConsoleGuard, isLoopbackHost, WEBSERVER_TOKEN_FILE, type GuardRefusal } from './console-guard';
 import { answerClientError, checkingIntervalMs, HTTP_HEADER_BYTES_MAX, WEBSERVER_CONNECTIONS_PER_IP_MAX, WEBSERVER_REQUEST_TIMEOUT_MS } from './listener-limits';
 import { CERTS_DIR, certNodeName, hostOfAddress, serverTlsOf } from './tls';
-import { escapeHtml, htmlTable, layout, link, raw, type Cell, type NavItem } from './html';
+import { escapeHtml, htmlTable, layout, link, type Cell, type NavItem } from './html';
 import { toJson } from './json';
-import { threadKindSums, threadsOf, type ThreadKind, type ThreadRow } from '../common/proc-threads';
 import type { Metrics } from './metrics';
 import { rpczHtml, type Rpcz } from './rpcz';
+import { API_PREFIX, BodyError, normalizePath, readJsonBody, statusOf, TextPage, type WebRequest } from './web-http';
+import { flagJson, formatUptime, memTrackersHtml, setFlagFromBody, threadzHtml, threadzJson, varzHtml, type MemTrackerNode } from './web-builtin-pages';
 
-/** Largest request body read; larger ones get 413. */
-export const WEB_BODY_BYTES_MAX = 1024 * 1024;
-const API_PREFIX = '/api/v1';
+export { WEB_BODY_BYTES_MAX, TextPage, type WebRequest } from './web-http';
+export { formatUptime, threadzJson, type MemTrackerNode, type Threadz } from './web-builtin-pages';
+
+/** Log lines /logs shows unless ?lines= says otherwise. */
 const LOG_LINES_DEFAULT = 200;
-const MEM_TRACKER_DEPTH_MAX = 32;
 
-export interface WebRequest {
-  readonly method: string;
-  readonly path: string;
-  readonly query: URLSearchParams;
-  readonly headers: http.IncomingHttpHeaders;
-}
-
-/** A page served as is, outside the layout (e.g. /varz?raw, /prometheus-metrics). */
-export class TextPage {
-  constructor(
-    readonly body: string,
-    readonly contentType = 'text/plain; charset=utf-8',
-  ) {}
-}
 
 export interface RouteHandlers {
   /** Page body (inside the shared layout), or a TextPage served as is. */
@@ -55,12 +42,6 @@ export interface RouteHandlers {
 
 export type PostHandler = (body: unknown, req: WebRequest) => unknown | Promise<unknown>;
 
-export interface MemTrackerNode {
-  id: string;
-  currentBytes: number;
-  peakBytes: number;
-  children?: MemTrackerNode[];
-}
 
 export interface WebServerOptions {
   /** "master", "tserver", ...: shown in every page title. */
@@ -93,40 +74,6 @@ interface Route extends RouteHandlers {
   path: string;
 }
 
-function statusOf(e: DbError): number {
-  switch (e.code) {
-    case ErrorCode.INVALID_ARGUMENT:
-    case ErrorCode.NOT_SAFE:
-    case ErrorCode.MALFORMED_FRAME:
-      return 400;
-    case ErrorCode.NOT_FOUND:
-    case ErrorCode.TABLE_NOT_FOUND:
-    case ErrorCode.TABLET_NOT_FOUND:
-      return 404;
-    case ErrorCode.MESSAGE_TOO_LARGE:
-      return 413;
-    case ErrorCode.UNAUTHENTICATED:
-      return 401;
-    case ErrorCode.PERMISSION_DENIED:
-      return 403;
-    // A read below a history floor: the versions asked for are gone for good.
-    case ErrorCode.SNAPSHOT_TOO_OLD:
-      return 410;
-    // Expected while a leader is elected or a server stops: the caller retries (or follows the hint).
-    case ErrorCode.NOT_THE_LEADER:
-    case ErrorCode.LEADER_NOT_READY:
-    case ErrorCode.SERVICE_UNAVAILABLE:
-    case ErrorCode.SHUTTING_DOWN:
-      return 503;
-    default:
-      return 500;
-  }
-}
-
-function normalizePath(p: string): string {
-  const s = p.startsWith('/') ? p : `/${p}`;
-  return s.length > 1 && s.endsWith('/') ? s.slice(0, -1) : s;
-}
 
 export class WebServer {
   private readonly routes = new Map<string, Route>();
@@ -366,8 +313,8 @@ export class WebServer {
         };
       },
     });
-    this.route('/varz', { title: 'Flags', nav: 'Flags', html: (req) => this.varzHtml(req), json: () => ({ flags: this.flagJson() }) });
-    this.post(`${API_PREFIX}/flags`, (body) => this.setFlag(body));
+    this.route('/varz', { title: 'Flags', nav: 'Flags', html: (req) => varzHtml(this.opts.flags, req), json: () => ({ flags: flagJson(this.opts.flags) }) });
+    this.post(`${API_PREFIX}/flags`, (body) => setFlagFromBody(this.opts.flags, this.log, body));
     this.route('/healthz', {
       title: 'Health',
       html: () => {
@@ -390,7 +337,7 @@ export class WebServer {
     this.route('/mem-trackers', {
       title: 'Memory trackers',
       nav: 'Memory',
-      html: () => this.memTrackersHtml(),
+      html: () => memTrackersHtml(this.opts.memTrackers?.()),
       json: () => this.opts.memTrackers?.() ?? { id: 'root', currentBytes: 0, peakBytes: 0, children: [] },
     });
   }
@@ -410,141 +357,8 @@ export class WebServer {
     return this.opts.logRing?.tail(Number.isFinite(n) && n > 0 ? Math.floor(n) : LOG_LINES_DEFAULT) ?? [];
   }
 
-  private flagJson(): Array<Pick<FlagView, 'name' | 'value' | 'default' | 'changed' | 'tags' | 'type' | 'help'>> {
-    return this.opts.flags.view().map((f) => ({ name: f.name, value: f.value, default: f.default, changed: f.changed, tags: f.tags, type: f.type, help: f.help }));
-  }
 
-  private varzHtml(req: WebRequest): string | TextPage {
-    const all = this.opts.flags.view();
-    if (req.query.has('raw')) return new TextPage(`${all.map((f) => `--${f.name}=${String(f.value)}`).join('\n')}\n`);
-    const hidden = (f: FlagView): boolean => f.tags.includes(FlagTag.hidden) || f.tags.includes(FlagTag.test);
-    const rows = (fs: FlagView[]): Array<Array<string | ReturnType<typeof raw>>> =>
-      fs.map((f) => [f.name, String(f.value), String(f.default), f.changed ? raw('<b>changed</b>') : '', f.tags.join(' '), f.help]);
-    const headers = ['flag', 'value', 'default', 'changed', 'tags', 'help'];
-    return (
-      `<p><a href="/varz?raw">raw</a> · <a href="${API_PREFIX}/varz">JSON</a></p>` +
-      htmlTable(headers, rows(all.filter((f) => !hidden(f))), { id: 'flags' }) +
-      `<h2>Test and hidden flags</h2>` +
-      htmlTable(headers, rows(all.filter(hidden)), { id: 'hidden-flags' })
-    );
-  }
 
-  private setFlag(body: unknown): { name: string; value: unknown } {
-    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-      throw new DbError(ErrorCode.INVALID_ARGUMENT, 'expected a JSON object {name, value, force?}');
-    }
-    const b = body as Record<string, unknown>;
-    const name = b['name'];
-    const value = b['value'];
-    const force = b['force'];
-    if (typeof name !== 'string' || name === '') throw new DbError(ErrorCode.INVALID_ARGUMENT, "'name' must be a non-empty string");
-    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
-      throw new DbError(ErrorCode.INVALID_ARGUMENT, "'value' must be a string, number or boolean", { flag: name });
-    }
-    if (force !== undefined && typeof force !== 'boolean') throw new DbError(ErrorCode.INVALID_ARGUMENT, "'force' must be a boolean", { flag: name });
-    const v = setFlagByOperator(this.opts.flags, name, value, force ?? false);
-    this.log.info({ flag: name, value: v, force: force ?? false }, 'flag changed at run time');
-    return { name, value: v };
-  }
 
-  private memTrackersHtml(): string {
-    const root = this.opts.memTrackers?.();
-    if (!root) return '<p>No memory trackers.</p>';
-    const rows: Array<[ReturnType<typeof raw>, number, number]> = [];
-    const walk = (n: MemTrackerNode, depth: number): void => {
-      if (depth > MEM_TRACKER_DEPTH_MAX) return;
-      rows.push([raw(`${'&nbsp;'.repeat(depth * 4)}${escapeHtml(n.id)}`), n.currentBytes, n.peakBytes]);
-      for (const c of n.children ?? []) walk(c, depth + 1);
-    };
-    walk(root, 0);
-    return htmlTable(['id', 'current bytes', 'peak bytes'], rows, { id: 'mem-trackers' });
-  }
 }
 
-class BodyError extends Error {
-  constructor(
-    readonly status: number,
-    readonly error: DbError,
-  ) {
-    super(error.message);
-  }
-}
-
-/** Read a JSON body of at most WEB_BODY_BYTES_MAX bytes (413 beyond, 400 when it is not JSON). */
-function readJsonBody(req: http.IncomingMessage): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    let done = false;
-    req.on('data', (c: Buffer) => {
-      if (done) return;
-      bytes += c.length;
-      if (bytes > WEB_BODY_BYTES_MAX) {
-        done = true;
-        req.resume(); // drain the rest so the answer can be read
-        reject(new BodyError(413, new DbError(ErrorCode.MESSAGE_TOO_LARGE, `request body over ${WEB_BODY_BYTES_MAX} bytes`)));
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on('end', () => {
-      if (done) return;
-      done = true;
-      const text = Buffer.concat(chunks).toString('utf8');
-      try {
-        resolve(text.trim() === '' ? {} : (JSON.parse(text) as unknown));
-      } catch (e) {
-        reject(new BodyError(400, new DbError(ErrorCode.INVALID_ARGUMENT, `request body is not JSON: ${(e as Error).message}`)));
-      }
-    });
-    req.on('error', (e) => {
-      if (!done) {
-        done = true;
-        reject(new BodyError(400, new DbError(ErrorCode.INVALID_ARGUMENT, `cannot read request body: ${e.message}`)));
-      }
-    });
-  });
-}
-
-/** "3 d 4 h", "2 h 5 min", "4 min 12 s", "9 s". */
-export function formatUptime(ms: number): string {
-  const s = Math.max(0, Math.floor(ms / 1000));
-  const d = Math.floor(s / 86_400);
-  const h = Math.floor((s % 86_400) / 3600);
-  const m = Math.floor((s % 3600) / 60);
-  if (d > 0) return `${d} d ${h} h`;
-  if (h > 0) return `${h} h ${m} min`;
-  if (m > 0) return `${m} min ${s % 60} s`;
-  return `${s} s`;
-}
-
-/** /threadz (as YugabyteDB's): this process's threads with their CPU so far, and the sums by kind. */
-export interface Threadz {
-  pid: number;
-  /** False where there is no /proc (not Linux): then no threads are listed. */
-  available: boolean;
-  byKind: Array<{ kind: ThreadKind; threads: number; userSeconds: number; systemSeconds: number }>;
-  threads: ThreadRow[];
-}
-
-export function threadzJson(pid = process.pid): Threadz {
-  const threads = threadsOf(pid);
-  return { pid, available: threads.length > 0, byKind: threadKindSums(threads), threads };
-}
-
-const THREAD_KIND_TEXT: Record<ThreadKind, string> = {
-  main: 'main: the event loop (all JavaScript: every RPC, Raft round and reply waits its turn here)',
-  rocksdb: "rocksdb: RocksDB's background threads (memtable flushes, compactions)",
-  other: "other: libuv's pool (RocksDB writes and reads, WAL fdatasyncs, file I/O) and V8's workers (garbage collection, the optimizing compiler); Node names neither",
-};
-
-function threadzHtml(t: Threadz): string {
-  if (!t.available) return '<p>No thread list: this machine has no /proc (Linux only).</p>';
-  const s = (x: number): string => x.toFixed(2);
-  return (
-    `<p>Process ${t.pid}: CPU seconds (user, kernel) of each live thread since it started, from /proc/${t.pid}/task. The same sums are on /prometheus-metrics as <code>process_thread_cpu_seconds{kind}</code>.</p>` +
-    htmlTable(['kind', 'threads', 'user s', 'kernel s'], t.byKind.map((k) => [THREAD_KIND_TEXT[k.kind], k.threads, s(k.userSeconds), s(k.systemSeconds)]), { id: 'thread-kinds' }) +
-    '<h2>Threads</h2>' +
-    htmlTable(['thread id', 'name', 'kind', 'user s', 'kernel s'], t.threads.map((r) => [r.tid, r.name, r.kind, s(r.userSeconds), s(r.systemSeconds)]), { id: 'threads' })
-  );
-}

@@ -23,91 +23,31 @@
  * call fails with IO_ERROR; a sync() that was waiting rejects and is never acknowledged (fsyncgate:
  * retrying an fsync after EIO can "succeed" with the data gone).
  */
-import * as path from 'node:path';
 import { assert } from '../../common/assert';
 import { DbError, ErrorCode } from '../../common/errors';
-import { Flags } from '../../common/flags';
 import type { Logger } from '../../common/log';
-import { createLogger } from '../../common/log';
 import type { ConfState, Entry, HardState, Snapshot } from '../types';
-import { TMP_SUFFIX } from './checksummed-file';
 import type { ConsensusMeta } from './consensus-meta';
-import { emptyConsensusMeta, readConsensusMeta, writeConsensusMeta } from './consensus-meta';
+import { writeConsensusMeta } from './consensus-meta';
 import { EntryCache } from './entry-cache';
+import type { FileLogStorageOptions, FileLogStorageStats } from './file-log-types';
+import { emptyFileLogStats, WAL_SYNC_WAITERS_MAX } from './file-log-types';
+import type { RecoveredLog } from './file-log-open';
+import { cloneConf, recoverFileLog } from './file-log-open';
 import { compactedError, ENTRY_OVERHEAD_BYTES, snapshotOutOfDateError, unavailableError } from './log-bounds';
 import type { InitialState, LogStorage } from './log-storage';
 import { assertContiguous } from './memory-log';
-import { readSnapshotFile, writeSnapshotFile } from './snapshot-file';
-import { DURABLE_WAL_WRITE, INTERVAL_DURABLE_WAL_WRITE_MS, LOG_CACHE_SIZE_LIMIT_MB, LOG_PREALLOCATE_SEGMENTS, LOG_SEGMENT_SIZE_MB } from './wal-flags';
+import { writeSnapshotFile } from './snapshot-file';
 import type { WalDurability } from './wal-durability';
-import { DEFAULT_WAL_DURABILITY, WalDurability as Dur, weakerDurability } from './wal-durability';
+import { WalDurability as Dur, weakerDurability } from './wal-durability';
 import type { WalFs } from './wal-fs';
-import { joinPath, NodeWalFs } from './wal-fs';
 import { WalIndex } from './wal-index';
-import type { LogCacheBudget } from './log-cache-budget';
-import { recoverSegments } from './wal-recovery';
-import { SegmentReader } from './segment-reader';
-import { encodeRecord, encodeSegmentHeader, RECORD_HEADER_BYTES, recordBytes, recordTypeOf, RecordType, SEGMENT_HEADER_BYTES } from './wal-record';
-import type { SegmentInfo } from './wal-segments';
-import { archiveSegment } from './wal-archive';
-import { parseSegmentName, segmentPath } from './wal-segments';
+import { WalFailStop } from './wal-fail-stop';
+import { WalSegmentFiles } from './wal-segment-files';
+import { encodeRecord, RECORD_HEADER_BYTES, recordBytes, recordTypeOf, RecordType } from './wal-record';
 
-export interface FileLogStorageOptions {
-  /** Server flags (durable_wal_write, interval_durable_wal_write_ms, log_segment_size_mb, log_cache_size_limit_mb). */
-  flags?: Flags;
-  /** File layer; LazyWalFs injects power loss and I/O errors in tests. */
-  fs?: WalFs;
-  /** Called once on the first write/fsync error. Default: log it and exit(70). Must not resume the log. */
-  onFatal?: (err: Error) => void;
-  logger?: Logger;
-  /** Overrides log_segment_size_mb (tests roll segments after a few records). */
-  segmentBytes?: number;
-  /** Overrides log_cache_size_limit_mb. */
-  cacheBytesMax?: number;
-  /** The table's level (wal-durability.ts; default FSYNC); durable_wal_write=false caps it at FLUSH. */
-  durability?: WalDurability;
-  /** The server's budget over all its tablets' caches (global_log_cache_size_limit_mb). */
-  cacheBudget?: LogCacheBudget;
-  /** Copy every closed segment here before it is deleted (wal-archive.ts, --log_archive_dir). */
-  archiveDir?: string;
-}
-
-export interface FileLogStorageStats {
-  /** fdatasync/fsync calls on log segments (not counting metadata files). */
-  logFsyncs: number;
-  /**
-   * Microseconds those calls took in all, each from the call to its completion seen by the event loop:
-   * the wait for a thread-pool thread, the device flush, and the loop's own delay in running the callback.
-   */
-  syncMicros: number;
-  /** The longest of them, µs. */
-  syncMaxMicros: number;
-  /** Those that took WAL_SLOW_SYNC_MS or longer. */
-  slowSyncs: number;
-  /** Writes of held-back records (with durable writes: one per round, covering every record appended since the last). */
-  deferredWrites: number;
-  /** Metadata file replacements (each is two fsyncs). */
-  metaWrites: number;
-  /** Group-commit rounds (sync() calls sharing one fdatasync count once). */
-  syncRounds: number;
-  appendCalls: number;
-  entriesAppended: number;
-  bytesWritten: number;
-  segments: number;
-  cacheBytes: number;
-  tornBytesTruncated: number;
-  /** All-zero tails (preallocated, never written) recovery truncated at open. */
-  zeroTailBytesTruncated: number;
-  /** Zero-fill writes ahead of the log's end (log_preallocate_segments), and their bytes. */
-  preallocations: number;
-  preallocatedBytes: number;
-}
-
-/** A log fdatasync that takes this long or longer counts as slow (FileLogStorageStats.slowSyncs): a disk stall, not a queue. */
-export const WAL_SLOW_SYNC_MS = 100;
-
-/** Beyond this many callers waiting in sync(), new callers get BACKPRESSURE. */
-export const WAL_SYNC_WAITERS_MAX = 100_000;
+export type { FileLogStorageOptions, FileLogStorageStats } from './file-log-types';
+export { WAL_PREALLOCATE_CHUNK_BYTES, WAL_SLOW_SYNC_MS, WAL_SYNC_WAITERS_MAX } from './file-log-types';
 
 interface SyncWaiter {
   gen: number;
@@ -115,21 +55,13 @@ interface SyncWaiter {
   reject: (e: Error) => void;
 }
 
-const MB = 1024 * 1024;
-/** log_preallocate_segments: zeros written ahead of the active segment's end, this much at a time. */
-export const WAL_PREALLOCATE_CHUNK_BYTES = MB;
-let zeroChunk: Buffer | undefined;
-
 export class FileLogStorage implements LogStorage {
   private readonly fs: WalFs;
   private readonly log: Logger;
-  private readonly onFatal: (err: Error) => void;
   /** The level in force (setDurability changes it: ALTER TABLE). */
   private mode: WalDurability;
   /** durable_wal_write: false caps every level at FLUSH. */
   private readonly serverDurable: boolean;
-  private readonly segmentBytes: number;
-  private readonly archiveDir: string | undefined;
 
   private meta: ConsensusMeta;
   private hardState: HardState;
@@ -142,18 +74,8 @@ export class FileLogStorage implements LogStorage {
   private loggedCommit: number;
   private durableLoggedCommit: number;
 
-  private segments: SegmentInfo[];
-  private activeFd: number;
-  private activeBytes: number;
-  private activeSyncedBytes: number;
-  /**
-   * Bytes of the active segment file that exist (records, then zeros written ahead of them when
-   * preallocating): a record written below it overwrites zeros and leaves the file size alone, so
-   * its fdatasync has no metadata to commit.
-   */
-  private activeAllocated: number;
-  private readonly preallocate: boolean;
-  private readonly reader: SegmentReader;
+  /** Segment files, write position, held-back records (wal-segment-files.ts). */
+  private readonly files: WalSegmentFiles;
   private readonly index: WalIndex;
   private readonly cache: EntryCache;
   private snap: Snapshot | undefined;
@@ -162,96 +84,37 @@ export class FileLogStorage implements LogStorage {
   private writeGen = 0;
   private syncedGen = 0;
   private waiters: SyncWaiter[] = [];
+  /** A group-commit round or an interval fdatasync; rolled segments' fds are closed only without one. */
   private roundInFlight: Promise<void> | undefined;
-  /**
-   * True while a group-commit round's fdatasync runs on the thread pool (only durable_wal_write runs
-   * rounds; the interval sync of the other mode never sets it, so there every write goes straight
-   * through). A write(2) into a page under writeback waits for that I/O (stable pages), stalling the
-   * event loop for the whole flush, so nothing is written while it is set.
-   *
-   * With durable writes every record waits in pendingBufs for its round, not only while an
-   * fdatasync runs: the round writes the entries appended since the last one together with its
-   * commit record in one write(2) right before its fdatasync (instead of one write per append() and
-   * one more for the commit record). Nothing acknowledges a record before its round's fdatasync, so
-   * holding it in memory changes no guarantee; a write error surfaces at sync() (and onFatal).
-   */
-  private syncing = false;
-  private pendingBufs: Buffer[] = [];
-  private pendingBytes = 0;
-  /** Write fds of rolled segments, closed when no fdatasync can be using them. */
-  private deferredClose: number[] = [];
   private timer: NodeJS.Timeout | undefined;
-  private failed: DbError | undefined;
+  /** The first I/O failure and what follows from it (wal-fail-stop.ts). */
+  private readonly failStop: WalFailStop;
   private closed = false;
   private readonly st: FileLogStorageStats;
 
   private constructor(
     private readonly dir: string,
-    init: {
-      fs: WalFs;
-      log: Logger;
-      onFatal: (err: Error) => void;
-      durability: WalDurability;
-      serverDurable: boolean;
-      preallocate: boolean;
-      segmentBytes: number;
-      cacheBytesMax: number;
-      cacheBudget: LogCacheBudget | undefined;
-      archiveDir?: string | undefined;
-      meta: ConsensusMeta;
-      hardState: HardState;
-      loggedCommit: number;
-      segments: SegmentInfo[];
-      activeFd: number;
-      activeBytes: number;
-      index: WalIndex;
-      snapshot: Snapshot | undefined;
-      tornBytesTruncated: number;
-      zeroTailBytesTruncated: number;
-    },
+    init: RecoveredLog,
   ) {
     this.fs = init.fs;
     this.log = init.log;
-    this.onFatal = init.onFatal;
+    this.failStop = new WalFailStop(dir, init.log, init.onFatal);
     this.serverDurable = init.serverDurable;
     this.mode = init.serverDurable ? init.durability : weakerDurability(init.durability, Dur.FLUSH);
-    this.preallocate = init.preallocate;
-    this.segmentBytes = init.segmentBytes;
-    this.archiveDir = init.archiveDir;
     this.meta = init.meta;
     this.hardState = { ...init.hardState };
     this.durableHs = { ...init.hardState };
     this.conf = cloneConf(init.meta.conf);
     this.loggedCommit = init.loggedCommit;
     this.durableLoggedCommit = init.loggedCommit;
-    this.segments = init.segments;
-    this.activeFd = init.activeFd;
-    this.activeBytes = init.activeBytes;
-    this.activeSyncedBytes = init.activeBytes;
-    // Recovery truncated the last segment to its last valid record.
-    this.activeAllocated = init.activeBytes;
     this.index = init.index;
-    this.reader = new SegmentReader(init.fs, dir);
     this.cache = new EntryCache(init.cacheBytesMax, init.index.lastIndex() + 1, init.cacheBudget);
     this.snap = init.snapshot;
-    this.st = {
-      logFsyncs: 0,
-      syncMicros: 0,
-      syncMaxMicros: 0,
-      slowSyncs: 0,
-      deferredWrites: 0,
-      metaWrites: 0,
-      syncRounds: 0,
-      appendCalls: 0,
-      entriesAppended: 0,
-      bytesWritten: 0,
-      segments: init.segments.length,
-      cacheBytes: 0,
-      tornBytesTruncated: init.tornBytesTruncated,
-      zeroTailBytesTruncated: init.zeroTailBytesTruncated,
-      preallocations: 0,
-      preallocatedBytes: 0,
-    };
+    this.st = { ...emptyFileLogStats(), segments: init.segments.length, tornBytesTruncated: init.tornBytesTruncated, zeroTailBytesTruncated: init.zeroTailBytesTruncated };
+    this.files = new WalSegmentFiles(
+      { fs: init.fs, dir, log: init.log, stats: this.st, fail: (e) => this.failStop.fail(e), mode: () => this.mode },
+      { segmentBytes: init.segmentBytes, preallocate: init.preallocate, archiveDir: init.archiveDir, segments: init.segments, activeFd: init.activeFd, activeBytes: init.activeBytes },
+    );
   }
 
   /**
@@ -259,94 +122,10 @@ export class FileLogStorage implements LogStorage {
    * damaged anywhere but its torn tail, or its metadata is.
    */
   static async open(dir: string, opts: FileLogStorageOptions = {}): Promise<FileLogStorage> {
-    const fs = opts.fs ?? new NodeWalFs();
-    const flags = opts.flags ?? new Flags();
-    const log = opts.logger ?? createLogger({ name: 'wal' });
-    const onFatal =
-      opts.onFatal ??
-      ((err: Error): void => {
-        log.fatal({ err, dir }, 'WAL I/O error: stopping the process (fail-stop)');
-        process.exit(70);
-      });
-
-    if (!fs.exists(dir)) {
-      fs.mkdirp(dir);
-      fs.fsyncDir(path.dirname(path.resolve(dir)));
-    }
-    for (const name of fs.readdir(dir)) if (name.endsWith(TMP_SUFFIX)) fs.unlink(joinPath(dir, name));
-
-    let meta = readConsensusMeta(fs, dir);
-    if (!meta) {
-      meta = emptyConsensusMeta();
-      writeConsensusMeta(fs, dir, meta);
-    }
-    const snapshot = readSnapshotFile(fs, dir);
-
-    const seqs = fs
-      .readdir(dir)
-      .map((n) => parseSegmentName(n))
-      .filter((s): s is number => s !== undefined)
-      .sort((a, b) => a - b);
-    // Segments below firstSegmentSeq belong to the log a snapshot replaced; finish deleting them.
-    const stale = seqs.filter((s) => s < meta.firstSegmentSeq);
-    for (const s of stale) fs.unlink(segmentPath(dir, s));
-    if (stale.length > 0) fs.fsyncDir(dir);
-    const live = seqs.filter((s) => s >= meta.firstSegmentSeq);
-    for (let k = 1; k < live.length; k++) {
-      if (live[k] !== live[k - 1]! + 1) {
-        throw new DbError(ErrorCode.CORRUPTION, `WAL in ${dir}: segment ${live[k - 1]! + 1} is missing (found ${live[k - 1]} and ${live[k]})`, { dir });
-      }
-    }
-    if (live.length === 0) {
-      createSegmentFile(fs, dir, meta.firstSegmentSeq, true);
-      live.push(meta.firstSegmentSeq);
-    }
-    const segments: SegmentInfo[] = live.map((seq) => ({ seq, path: segmentPath(dir, seq), firstEntryIndex: undefined }));
-    const rec = recoverSegments(fs, segments, meta);
-    if (rec.tornBytesTruncated > 0) log.warn({ dir, bytes: rec.tornBytesTruncated }, 'WAL: truncated a torn tail');
-
-    // Term and vote come from the metadata (records never carry newer ones); commit is monotonic,
-    // so the larger of the two is the latest.
-    const hs: HardState = { ...meta.hardState };
-    const recCommit = rec.hardStateRecord?.commit ?? 0;
-    if (recCommit > hs.commit) hs.commit = recCommit;
-    const lastIndex = Math.max(rec.index.lastIndex(), meta.logStart.index);
-    const durability = opts.durability ?? DEFAULT_WAL_DURABILITY;
-    if (hs.commit > lastIndex) {
-      if (flags.get(DURABLE_WAL_WRITE) && durability === Dur.FSYNC) {
-        throw new DbError(ErrorCode.CORRUPTION, `WAL in ${dir}: commit index ${hs.commit} is beyond the last entry ${lastIndex}`, { dir, commit: hs.commit, lastIndex });
-      }
-      // Without durable writes (ASYNC / FLUSH) a crash may keep metadata newer than the log: expected, not corrupt.
-      log.warn({ dir, commit: hs.commit, lastIndex }, 'WAL: commit beyond the log after an unsynced crash; lowering it');
-      hs.commit = lastIndex;
-    }
-
-    const last = segments[segments.length - 1]!;
-    const activeFd = fs.openExisting(last.path, true);
-    const storage = new FileLogStorage(dir, {
-      fs,
-      log,
-      onFatal,
-      durability,
-      serverDurable: flags.get(DURABLE_WAL_WRITE),
-      preallocate: flags.get(LOG_PREALLOCATE_SEGMENTS),
-      segmentBytes: opts.segmentBytes ?? flags.get(LOG_SEGMENT_SIZE_MB) * MB,
-      cacheBytesMax: opts.cacheBytesMax ?? flags.get(LOG_CACHE_SIZE_LIMIT_MB) * MB,
-      cacheBudget: opts.cacheBudget,
-      archiveDir: opts.archiveDir,
-      meta,
-      hardState: hs,
-      loggedCommit: recCommit,
-      segments,
-      activeFd,
-      activeBytes: rec.lastSegmentBytes,
-      index: rec.index,
-      snapshot,
-      tornBytesTruncated: rec.tornBytesTruncated,
-      zeroTailBytesTruncated: rec.zeroBytesTruncated,
-    });
+    const init = recoverFileLog(dir, opts);
+    const storage = new FileLogStorage(dir, init);
     // Always started (it idles under FSYNC): ALTER TABLE may weaken the level later.
-    storage.startIntervalSync(flags.get(INTERVAL_DURABLE_WAL_WRITE_MS));
+    storage.startIntervalSync(init.intervalSyncMs);
     return storage;
   }
 
@@ -373,7 +152,7 @@ export class FileLogStorage implements LogStorage {
   }
 
   entries(lo: number, hi: number, bytesMax?: number): Entry[] {
-    this.checkAlive();
+    this.failStop.checkAlive(this.closed);
     if (lo <= this.meta.logStart.index) throw compactedError(lo, this.firstIndex());
     assert(hi <= this.lastIndex() + 1, `entries hi ${hi} is beyond last index ${this.lastIndex()}`);
     assert(lo <= hi, `entries lo ${lo} > hi ${hi}`);
@@ -387,13 +166,7 @@ export class FileLogStorage implements LogStorage {
     const cacheStart = this.cache.startIndex();
     if (i < cacheStart) {
       const diskEnd = Math.min(end, cacheStart);
-      try {
-        this.flushPending(); // (the newest records are normally cached; this only guards a tiny cache)
-        this.reader.read(this.index, i, diskEnd, { seq: this.segments[this.segments.length - 1]!.seq, fd: this.activeFd }, out);
-      } catch (e) {
-        this.fatal(e);
-        throw this.failed;
-      }
+      this.files.readBack(this.index, i, diskEnd, out);
       i = diskEnd;
     }
     for (; i < end; i++) {
@@ -419,36 +192,29 @@ export class FileLogStorage implements LogStorage {
    * is ahead of the durable log (recovery may then again treat that as corruption).
    */
   setDurability(level: WalDurability): void {
-    this.checkAlive();
+    this.failStop.checkAlive(this.closed);
     const next = this.serverDurable ? level : weakerDurability(level, Dur.FLUSH);
     if (next === this.mode) return;
     const was = this.mode;
     this.mode = next;
-    if (next === Dur.FSYNC && !this.syncing) {
-      this.guard(() => {
-        this.flushPending();
-        if (this.activeBytes > this.activeSyncedBytes) {
-          const t0 = performance.now();
-          this.fs.fdatasyncSync(this.activeFd);
-          this.countSync(performance.now() - t0);
-          this.activeSyncedBytes = this.activeBytes;
-          this.durableLoggedCommit = Math.max(this.durableLoggedCommit, this.loggedCommit);
-        }
+    if (next === Dur.FSYNC && !this.files.syncing()) {
+      this.failStop.guard(() => {
+        if (this.files.flushAndSyncNow()) this.durableLoggedCommit = Math.max(this.durableLoggedCommit, this.loggedCommit);
       });
-    } else if (next === Dur.FLUSH && !this.syncing) {
-      this.guard(() => this.flushPending());
+    } else if (next === Dur.FLUSH && !this.files.syncing()) {
+      this.failStop.guard(() => this.files.flushPending());
     }
     this.log.info({ dir: this.dir, from: was, to: next }, 'WAL durability changed');
   }
 
   stats(): FileLogStorageStats {
-    return { ...this.st, segments: this.segments.length, cacheBytes: this.cache.cachedBytes() };
+    return { ...this.st, segments: this.files.segmentCount(), cacheBytes: this.cache.cachedBytes() };
   }
 
   // ---- writes ----
 
   append(entries: readonly Entry[]): void {
-    this.checkAlive();
+    this.failStop.checkAlive(this.closed);
     if (entries.length === 0) return;
     assertContiguous(entries);
     let es = entries;
@@ -462,21 +228,21 @@ export class FileLogStorage implements LogStorage {
 
     let total = 0;
     for (const e of es) total += recordBytes(e.data.length);
-    if (this.activeBytes > SEGMENT_HEADER_BYTES && this.activeBytes + total > this.segmentBytes) this.roll(true);
+    if (this.files.wouldOverflow(total)) this.roll(true);
 
     const buf = Buffer.allocUnsafe(total);
-    const seq = this.segments[this.segments.length - 1]!.seq;
+    const seg = this.files.activeSegment();
+    const offset = this.files.endOffset();
     const cached: Entry[] = [];
     let pos = 0;
     for (const e of es) {
       const at = pos;
       pos = encodeRecord(buf, pos, e.term, e.index, recordTypeOf(e.type), e.data);
-      this.index.put(e.index, e.term, seq, this.activeBytes + at, pos - at);
+      this.index.put(e.index, e.term, seg.seq, offset + at, pos - at);
       // The cache keeps a view of the encoded buffer: the caller may reuse its own arrays.
       cached.push({ term: e.term, index: e.index, type: e.type, data: buf.subarray(at + RECORD_HEADER_BYTES, pos) });
     }
-    this.writeActive(buf);
-    const seg = this.segments[this.segments.length - 1]!;
+    this.files.write(buf);
     if (seg.firstEntryIndex === undefined) seg.firstEntryIndex = start;
     this.cache.append(cached);
     this.writeGen++;
@@ -485,7 +251,7 @@ export class FileLogStorage implements LogStorage {
   }
 
   setHardState(hs: HardState): void {
-    this.checkAlive();
+    this.failStop.checkAlive(this.closed);
     const cur = this.hardState;
     if (hs.term === cur.term && hs.vote === cur.vote && hs.commit === cur.commit) return;
     if (hs.term !== cur.term || hs.vote !== cur.vote) this.metaDirty = true;
@@ -494,23 +260,23 @@ export class FileLogStorage implements LogStorage {
   }
 
   setConfState(conf: ConfState): void {
-    this.checkAlive();
+    this.failStop.checkAlive(this.closed);
     this.conf = cloneConf(conf);
     this.metaDirty = true;
     this.writeGen++;
   }
 
   compact(index: number, snapshot?: Snapshot): void {
-    this.checkAlive();
+    this.failStop.checkAlive(this.closed);
     const start = this.meta.logStart;
     if (index <= start.index) throw compactedError(index, start.index + 1);
     assert(index <= this.lastIndex(), `compact ${index} is beyond last index ${this.lastIndex()}`);
     const term = this.term(index);
-    this.guard(() => {
+    this.failStop.guard(() => {
       if (snapshot) writeSnapshotFile(this.fs, this.dir, snapshot);
       // The new log start must be durable before any segment it makes unnecessary is deleted.
       this.writeMeta({ ...this.meta, hardState: this.durableHardStateForMeta(), logStart: { index, term } });
-      this.deleteSegmentsCoveredBy(index);
+      this.files.deleteCoveredBy(index);
     });
     if (snapshot) this.snap = snapshot;
     this.index.compactTo(index);
@@ -518,26 +284,19 @@ export class FileLogStorage implements LogStorage {
   }
 
   applySnapshot(snap: Snapshot): void {
-    this.checkAlive();
+    this.failStop.checkAlive(this.closed);
     const cur = this.meta.logStart.index;
     if (snap.meta.index <= cur) throw snapshotOutOfDateError(snap.meta.index, cur);
-    this.guard(() => {
+    this.failStop.guard(() => {
       writeSnapshotFile(this.fs, this.dir, snap);
       // A fresh segment starts the new log; the metadata then declares every older one obsolete, so a
       // crash before they are deleted cannot bring their entries back.
       this.roll(false);
-      const fresh = this.segments[this.segments.length - 1]!;
+      const fresh = this.files.activeSegment();
       const hs = this.durableHardStateForMeta();
       if (hs.commit < snap.meta.index) hs.commit = snap.meta.index;
       this.writeMeta({ hardState: hs, conf: cloneConf(snap.meta.conf), logStart: { index: snap.meta.index, term: snap.meta.term }, firstSegmentSeq: fresh.seq });
-      for (const s of this.segments) {
-        if (s.seq === fresh.seq) continue;
-        this.reader.close(s.seq);
-        this.archive(s.path);
-        this.fs.unlink(s.path);
-      }
-      this.segments = [fresh];
-      this.fs.fsyncDir(this.dir);
+      this.files.deleteAllButActive();
     });
     this.snap = snap;
     this.conf = cloneConf(snap.meta.conf);
@@ -547,7 +306,7 @@ export class FileLogStorage implements LogStorage {
   }
 
   sync(): Promise<void> {
-    if (this.failed) return Promise.reject(this.failed);
+    if (this.failStop.failed) return Promise.reject(this.failStop.failed);
     if (this.closed) return Promise.reject(new DbError(ErrorCode.SHUTTING_DOWN, `WAL ${this.dir} is closed`));
     if (this.mode !== Dur.FSYNC) {
       // ASYNC / FLUSH: metadata (term/vote) is still made durable; log bytes are written (FLUSH: now,
@@ -561,8 +320,8 @@ export class FileLogStorage implements LogStorage {
         } else this.writeCommitRecord(hs);
         this.durableHs = hs;
       } catch (e) {
-        this.fatal(e);
-        return Promise.reject(this.failed);
+        this.failStop.fatal(e);
+        return Promise.reject(this.failStop.failed);
       }
       this.syncedGen = this.writeGen;
       return Promise.resolve();
@@ -580,7 +339,7 @@ export class FileLogStorage implements LogStorage {
 
   async close(): Promise<void> {
     if (this.closed) return;
-    if (!this.failed) {
+    if (!this.failStop.failed) {
       try {
         await this.sync();
       } catch {
@@ -588,9 +347,9 @@ export class FileLogStorage implements LogStorage {
       }
     }
     if (this.roundInFlight) await this.roundInFlight;
-    if (!this.failed) {
+    if (!this.failStop.failed) {
       try {
-        this.flushPending();
+        this.files.flushPending();
       } catch {
         // Reported through onFatal.
       }
@@ -599,42 +358,14 @@ export class FileLogStorage implements LogStorage {
     this.cache.release();
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    const fds = [this.activeFd, ...this.deferredClose, ...this.reader.takeAll()];
-    this.deferredClose = [];
-    for (const fd of fds) {
-      try {
-        this.fs.close(fd);
-      } catch {
-        // The fd may already be gone (a simulated crash closes everything).
-      }
-    }
-  }
-
-  // ---- group commit ----
-
-  /** One fdatasync of a log segment, counted and timed (stats: logFsyncs, syncMicros, slowSyncs). */
-  private async timedFdatasync(fd: number): Promise<void> {
-    const t0 = performance.now();
-    try {
-      await this.fs.fdatasync(fd);
-    } finally {
-      this.countSync(performance.now() - t0);
-    }
-  }
-
-  private countSync(ms: number): void {
-    const us = Math.round(ms * 1000);
-    this.st.logFsyncs++;
-    this.st.syncMicros += us;
-    if (us > this.st.syncMaxMicros) this.st.syncMaxMicros = us;
-    if (ms >= WAL_SLOW_SYNC_MS) this.st.slowSyncs++;
+    this.files.closeAll();
   }
 
   private kick(): void {
-    if (this.roundInFlight || this.failed || this.waiters.length === 0) return;
+    if (this.roundInFlight || this.failStop.failed || this.waiters.length === 0) return;
     this.roundInFlight = this.runRound().finally(() => {
       this.roundInFlight = undefined;
-      this.closeDeferred();
+      this.files.closeDeferred();
       this.kick();
     });
   }
@@ -651,21 +382,10 @@ export class FileLogStorage implements LogStorage {
       // The commit record goes before the fdatasync so the same flush covers it, and into the same
       // write as the entries appended since the last round.
       if (!needMeta) this.writeCommitRecord(hs);
-      this.flushPending();
-      const fd = this.activeFd;
-      const bytes = this.activeBytes;
-      if (bytes > this.activeSyncedBytes) {
-        this.syncing = true;
-        try {
-          await this.timedFdatasync(fd);
-        } finally {
-          this.syncing = false;
-        }
-        // A roll during the await synced the old segment itself and reset these counters.
-        if (fd === this.activeFd && bytes > this.activeSyncedBytes) this.activeSyncedBytes = bytes;
-        // What was appended during the fdatasync waits for the next round's write (see `syncing`).
-      }
-      if (this.failed) throw this.failed;
+      this.files.flushPending();
+      // What is appended during the fdatasync waits for the next round's write (WalSegmentFiles.syncing).
+      await this.files.syncActive(true);
+      if (this.failStop.failed) throw this.failStop.failed;
       // Term/vote go to the metadata file only after the entries they may vouch for are durable.
       if (needMeta) {
         // Re-read meta and conf now: a snapshot installed during the await replaced both, and commit
@@ -680,10 +400,10 @@ export class FileLogStorage implements LogStorage {
       this.waiters = this.waiters.filter((w) => w.gen > gen);
       for (const w of ready) w.resolve();
     } catch (e) {
-      this.fatal(e);
+      this.failStop.fatal(e);
       const all = this.waiters;
       this.waiters = [];
-      for (const w of all) w.reject(this.failed ?? DbError.from(e));
+      for (const w of all) w.reject(this.failStop.failed ?? DbError.from(e));
     }
   }
 
@@ -693,163 +413,30 @@ export class FileLogStorage implements LogStorage {
     const vote = Buffer.from(hs.vote, 'utf8');
     const buf = Buffer.allocUnsafe(recordBytes(vote.length));
     encodeRecord(buf, 0, hs.term, hs.commit, RecordType.hardState, vote);
-    this.writeActive(buf);
+    this.files.write(buf);
     this.loggedCommit = hs.commit;
   }
 
   private startIntervalSync(intervalMs: number): void {
     this.timer = setInterval(() => {
-      if (this.mode === Dur.FSYNC || this.roundInFlight || this.failed || this.closed) return;
+      if (this.mode === Dur.FSYNC || this.roundInFlight || this.failStop.failed || this.closed) return;
       if (this.mode === Dur.ASYNC) {
         try {
-          this.flushPending();
+          this.files.flushPending();
         } catch {
           return; // reported through onFatal
         }
       }
-      if (this.activeBytes <= this.activeSyncedBytes) return;
-      const fd = this.activeFd;
-      const bytes = this.activeBytes;
-      this.roundInFlight = this.timedFdatasync(fd)
-        .then(
-          () => {
-            if (fd === this.activeFd && bytes > this.activeSyncedBytes) this.activeSyncedBytes = bytes;
-          },
-          (e: unknown) => this.fatal(e),
-        )
+      if (!this.files.hasUnsynced()) return;
+      this.roundInFlight = this.files
+        .syncActive(false)
+        .catch((e: unknown) => this.failStop.fatal(e))
         .finally(() => {
           this.roundInFlight = undefined;
-          this.closeDeferred();
+          this.files.closeDeferred();
         });
     }, intervalMs);
     this.timer.unref();
-  }
-
-  // ---- segments ----
-
-  private writeActive(buf: Buffer): void {
-    // FSYNC holds records for its round's write, ASYNC for the interval flush; FLUSH writes now.
-    if (this.syncing || this.mode !== Dur.FLUSH) {
-      this.pendingBufs.push(buf);
-      this.pendingBytes += buf.length;
-    } else {
-      try {
-        this.flushPending();
-        this.fs.write(this.activeFd, buf, 0, buf.length, this.activeBytes);
-        this.allocateAhead(this.activeBytes + buf.length);
-      } catch (e) {
-        this.fatal(e);
-        throw this.failed;
-      }
-    }
-    this.activeBytes += buf.length;
-    this.st.bytesWritten += buf.length;
-  }
-
-  /** Write the records held back during an fdatasync (they end at activeBytes), as one write. */
-  private flushPending(): void {
-    if (this.pendingBytes === 0) return;
-    const buf = this.pendingBufs.length === 1 ? this.pendingBufs[0]! : Buffer.concat(this.pendingBufs, this.pendingBytes);
-    const at = this.activeBytes - this.pendingBytes;
-    this.pendingBufs = [];
-    this.pendingBytes = 0;
-    try {
-      this.fs.write(this.activeFd, buf, 0, buf.length, at);
-      this.allocateAhead(at + buf.length);
-    } catch (e) {
-      this.fatal(e);
-      throw this.failed;
-    }
-    this.st.deferredWrites++;
-  }
-
-  /**
-   * Records now end at `end` of the active segment: when that reached the zeros written ahead (or the
-   * file's end), write the next chunk of zeros after it (never past the segment size, unless one
-   * record is larger). Called where records are written — never while an fdatasync runs (a write into
-   * pages under writeback would wait for it) — so the next fdatasync flushes these zeros together
-   * with the records, once per chunk.
-   */
-  private allocateAhead(end: number): void {
-    if (end > this.activeAllocated) this.activeAllocated = end;
-    if (!this.preallocate || end < this.activeAllocated) return;
-    const target = Math.min(end + WAL_PREALLOCATE_CHUNK_BYTES, Math.max(end, this.segmentBytes));
-    if (target <= end) return;
-    const zeros = (zeroChunk ??= Buffer.alloc(WAL_PREALLOCATE_CHUNK_BYTES));
-    this.fs.write(this.activeFd, zeros, 0, target - end, end);
-    this.activeAllocated = target;
-    this.st.preallocations++;
-    this.st.preallocatedBytes += target - end;
-  }
-
-  /**
-   * Start a new segment. The old one is fsynced first (when its entries stay live), so every segment
-   * but the last is complete on disk and a bad record in one of them is corruption, never a torn tail.
-   */
-  private roll(syncOld: boolean): void {
-    const old = this.activeFd;
-    const oldSeq = this.segments[this.segments.length - 1]!.seq;
-    try {
-      // Held-back records belong to the old segment.
-      this.flushPending();
-      if (syncOld && this.activeBytes > this.activeSyncedBytes) {
-        const t0 = performance.now();
-        this.fs.fdatasyncSync(old);
-        this.countSync(performance.now() - t0);
-        this.durableLoggedCommit = Math.max(this.durableLoggedCommit, this.loggedCommit);
-      }
-      // The zeros written ahead in the old segment are not needed any more. Not fsynced: recovery
-      // accepts an all-zero tail in any segment.
-      if (this.activeAllocated > this.activeBytes) this.fs.ftruncate(old, this.activeBytes);
-      const seq = oldSeq + 1;
-      const fd = createSegmentFile(this.fs, this.dir, seq, false);
-      this.segments.push({ seq, path: segmentPath(this.dir, seq), firstEntryIndex: undefined });
-      this.activeFd = fd;
-      this.activeBytes = SEGMENT_HEADER_BYTES;
-      this.activeSyncedBytes = SEGMENT_HEADER_BYTES;
-      this.activeAllocated = SEGMENT_HEADER_BYTES;
-    } catch (e) {
-      this.fatal(e);
-      throw this.failed;
-    }
-    this.archive(segmentPath(this.dir, oldSeq));
-    // An fdatasync may be running on the old fd right now: close it only when none can be.
-    this.deferredClose.push(old);
-    if (!this.roundInFlight) this.closeDeferred();
-  }
-
-  /** Delete the oldest segments while the next one starts at or below index + 1 (see SegmentInfo). */
-  private deleteSegmentsCoveredBy(index: number): void {
-    let deleted = 0;
-    while (this.segments.length >= 2) {
-      const next = this.segments[1]!;
-      if (next.firstEntryIndex === undefined || next.firstEntryIndex > index + 1) break;
-      const s = this.segments.shift()!;
-      this.reader.close(s.seq);
-      this.archive(s.path);
-      this.fs.unlink(s.path);
-      deleted++;
-    }
-    if (deleted > 0) this.fs.fsyncDir(this.dir);
-  }
-
-  /**
-   * Keep a copy of a closed segment in the archive. A failure is logged and the log goes on: the
-   * archive is a backup aid, not the log (replay-wal reports the gap it leaves).
-   */
-  private archive(segmentFile: string): void {
-    if (!this.archiveDir) return;
-    try {
-      archiveSegment(segmentFile, this.archiveDir);
-    } catch (e) {
-      this.log.error({ err: e, segment: segmentFile, archiveDir: this.archiveDir }, 'WAL archive: copying a segment failed; the archive has a gap');
-    }
-  }
-
-  private closeDeferred(): void {
-    const fds = this.deferredClose;
-    this.deferredClose = [];
-    for (const fd of fds) this.fs.close(fd);
   }
 
   // ---- reading back ----
@@ -882,47 +469,9 @@ export class FileLogStorage implements LogStorage {
     return hs;
   }
 
-  private guard(fn: () => void): void {
-    try {
-      fn();
-    } catch (e) {
-      if (e instanceof DbError && this.failed === e) throw e;
-      this.fatal(e);
-      throw this.failed;
-    }
+  /** Start a new segment (WalSegmentFiles.roll); its old fd closes now unless an fdatasync may use it. */
+  private roll(syncOld: boolean): void {
+    if (this.files.roll(syncOld)) this.durableLoggedCommit = Math.max(this.durableLoggedCommit, this.loggedCommit);
+    if (!this.roundInFlight) this.files.closeDeferred();
   }
-
-  private fatal(e: unknown): void {
-    if (this.failed) return;
-    const cause = e instanceof Error ? e : new Error(String(e));
-    this.failed = e instanceof DbError ? e : new DbError(ErrorCode.IO_ERROR, `WAL ${this.dir}: ${cause.message}`, { dir: this.dir }, { cause });
-    this.log.error({ err: cause, dir: this.dir }, 'WAL I/O failure (fail-stop)');
-    this.onFatal(cause);
-  }
-
-  private checkAlive(): void {
-    if (this.failed) throw this.failed;
-    if (this.closed) throw new DbError(ErrorCode.SHUTTING_DOWN, `WAL ${this.dir} is closed`);
-  }
-}
-
-function createSegmentFile(fs: WalFs, dir: string, seq: number, closeIt: true): undefined;
-function createSegmentFile(fs: WalFs, dir: string, seq: number, closeIt: false): number;
-function createSegmentFile(fs: WalFs, dir: string, seq: number, closeIt: boolean): number | undefined {
-  // Header fsynced and directory fsynced before any record goes in: recovery may then treat only the
-  // header of the last segment as possibly torn.
-  const fd = fs.createNew(segmentPath(dir, seq));
-  const h = encodeSegmentHeader();
-  fs.write(fd, h, 0, h.length, 0);
-  fs.fdatasyncSync(fd);
-  fs.fsyncDir(dir);
-  if (closeIt) {
-    fs.close(fd);
-    return undefined;
-  }
-  return fd;
-}
-
-function cloneConf(c: ConfState): ConfState {
-  return { voters: [...c.voters], learners: [...c.learners] };
 }
