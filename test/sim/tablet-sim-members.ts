@@ -33,9 +33,8 @@ export const DELETE_REMOVED = process.env['TABLET_SIM_DELETE_REMOVED'] === '1';
 
 /**
  * Add the fresh replica without compacting the leader's log first: it catches up by replaying the
- * whole log instead of by remote bootstrap. The simulator found that then the apply of a committed
- * transaction can stay unfinished on it for good (its intents and apply-pending mark stay; TabletPeer
- * still resolves reads of them as committed, so only liveness suffers): seed 13 of the 200 replays it.
+ * whole log instead of by remote bootstrap. That makes the unfinished applies of tablet-sim.ts
+ * (STRICT_APPLIES) likelier: with TABLET_SIM_STRICT_APPLIES=1 too, seed 13 of the 200 replays one.
  */
 export const ADD_WITHOUT_COMPACTION = process.env['TABLET_SIM_ADD_WITHOUT_COMPACTION'] === '1';
 

@@ -28,7 +28,7 @@ const HOT_KEYS = [-1, -2, -3, -4];
 /** Transactions open at once at most. */
 const OPEN_MAX = 3;
 /** Steps a transaction stays under watch after its decision reached the tablet (per-step checks). */
-const WATCH_AFTER_DONE_STEPS = 30;
+const WATCH_AFTER_DONE_STEPS = 10;
 /**
  * Steps after which an unanswered APPLY / REMOVE is sent again to whoever leads now (the coordinator
  * resends on a timer, whatever became of the first: its leader may be partitioned away for good).
@@ -89,6 +89,8 @@ export class TxnSim {
   /** The coordinator's clock: commit times come from it, above every intent and every PENDING answer. */
   private readonly clock: HybridClock;
   private nextId = 1;
+  /** Bumped whenever what a replica should show changes (a decision, an acknowledgement, the watch window). */
+  generation = 0;
 
   constructor(private readonly deps: TxnSimDeps) {
     this.clock = new HybridClock(deps.wall);
@@ -153,6 +155,7 @@ export class TxnSim {
         () => {
           if (t.doneAt !== undefined) return;
           t.doneAt = this.deps.step();
+          this.generation++;
           if (t.firstEpoch !== undefined && t.firstEpoch !== this.deps.faultEpoch()) this.counts.txnsAcrossFaults++;
           this.deps.trace(`step ${this.deps.step()}: ${t.meta.txnId} ${t.state === 'COMMITTED' ? 'applied' : 'removed'} (acknowledged)`);
         },
@@ -178,7 +181,9 @@ export class TxnSim {
   async checkStep(name: string, peer: TabletPeer): Promise<void> {
     const now = this.deps.step();
     for (const t of this.txns.values()) {
-      if (t.doneAt !== undefined && now - t.doneAt > WATCH_AFTER_DONE_STEPS) continue;
+      // Watched from its decision until a while after the tablet acknowledged it: where rows appear
+      // or vanish. (An open transaction's rows are first checked at its decision, still unapplied.)
+      if (t.state === 'WRITING' || (t.doneAt !== undefined && now - t.doneAt > WATCH_AFTER_DONE_STEPS)) continue;
       if (t.own.size === 0) continue;
       await this.checkOwnRows(name, peer, t, false);
     }
@@ -196,7 +201,8 @@ export class TxnSim {
       const got = await this.readValue(peer, k);
       if (got !== want?.v) this.deps.fail(`${name}: hot key ${k} holds ${String(got)}, its latest committed writer wrote ${String(want?.v)}`);
     }
-    const left = (await peer.transactions()).filter((x) => this.txns.has(x.meta.txnId));
+    // An apply that never finished (counted by the caller: stuckApplies) still holds its intents.
+    const left = (await peer.transactions()).filter((x) => this.txns.has(x.meta.txnId) && peer.applyInProgress(x.meta.txnId) === undefined);
     if (left.length > 0) this.deps.fail(`${name}: intents left behind of resolved transaction(s) ${left.map((x) => `${x.meta.txnId} (${this.txns.get(x.meta.txnId)!.state}, ${x.intentCount} intents)`).join(', ')}`);
   }
 
@@ -219,7 +225,13 @@ export class TxnSim {
   /** The row's value as a reader sees it above every commit so far (intents of pending transactions unseen). */
   private async readValue(peer: TabletPeer, k: number): Promise<bigint | undefined> {
     const readHt = this.clock.now() > peer.hybridNow() ? this.clock.now() : peer.hybridNow();
-    const row = await peer.db().getRow(this.deps.keyOf(k), { readHt, resolveStatus: () => Promise.resolve({ status: 'PENDING' as const }) });
+    // An intent reads as committed only while this replica's own apply of it runs (localOutcome from
+    // pendingApplies, as TabletPeer's readers resolve it); otherwise as pending: unseen.
+    const resolveStatus = (txnId: TxnId): Promise<{ status: 'PENDING' } | { status: 'COMMITTED'; commitHt: HybridTime }> => {
+      const o = peer.applyInProgress(txnId) ? peer.localOutcome(txnId) : undefined;
+      return Promise.resolve(o?.status === 'COMMITTED' ? { status: 'COMMITTED', commitHt: o.commitHt } : { status: 'PENDING' });
+    };
+    const row = await peer.db().getRow(this.deps.keyOf(k), { readHt, resolveStatus });
     const v = row?.columns.get(1);
     return typeof v === 'bigint' ? v : undefined;
   }
@@ -272,6 +284,7 @@ export class TxnSim {
 
   private decide(t: SimTxn, to: 'COMMITTED' | 'ABORTED'): void {
     t.state = to;
+    this.generation++;
     if (to === 'COMMITTED') {
       t.commitHt = this.clock.now();
       this.counts.txnsCommitted++;
