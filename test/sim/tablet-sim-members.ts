@@ -26,8 +26,9 @@ import type { TabletPeer } from '../../tserver/tablet/tablet-peer';
  * replica whose databases it copied (SnapshotDescriptor.sourceUuid), and a replica that installed
  * one and then leads hands that same descriptor to the followers it bootstraps until it compacts
  * its own log again: once the named replica is deleted, a fresh replica's remote bootstrap fails
- * until then — forever on an idle tablet, where log GC finds nothing to compact (seed 30 of the 200
- * replays it). By default the simulator keeps removed replicas' databases serving remote bootstrap.
+ * until then — forever on an idle tablet, where log GC finds nothing to compact (seen in one campaign
+ * run, at seed 30; that interleaving does not replay reliably). By default the simulator keeps
+ * removed replicas' databases serving remote bootstrap.
  */
 export const DELETE_REMOVED = process.env['TABLET_SIM_DELETE_REMOVED'] === '1';
 
