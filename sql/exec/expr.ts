@@ -33,6 +33,8 @@ export function compareValues(a: SqlValue, b: SqlValue): number {
   if ((typeof a === 'number' || typeof a === 'bigint') && (typeof b === 'number' || typeof b === 'bigint')) {
     const x = Number(a);
     const y = Number(b);
+    // PostgreSQL's order: NaN equals NaN and is above every other number (as the tablets order it).
+    if (Number.isNaN(x) || Number.isNaN(y)) return Number.isNaN(x) === Number.isNaN(y) ? 0 : Number.isNaN(x) ? 1 : -1;
     return x < y ? -1 : x > y ? 1 : 0;
   }
   if (typeof a === 'boolean' && typeof b === 'boolean') return a === b ? 0 : a ? 1 : -1;
