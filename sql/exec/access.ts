@@ -73,6 +73,8 @@ export function chooseAccess(def: SqlTableDef, alias: string, where: Node | unde
 function indexAccess(def: SqlTableDef, conds: Array<{ col: string; op: string; value: SqlValue }>): AccessPath | undefined {
   let best: { score: number; path: AccessPath } | undefined;
   for (const ix of def.indexes ?? []) {
+    // An index still being built (index-build.ts) may lack rows: not read until it is ready.
+    if ((ix.state ?? 'ready') !== 'ready') continue;
     const eq: Row = {};
     let n = 0;
     for (const c of ix.columns) {

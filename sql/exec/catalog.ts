@@ -43,7 +43,15 @@ export interface SqlIndexDef {
   columns: string[];
   unique: boolean;
   storage: string;
+  /**
+   * YugabyteDB's index permissions while CREATE INDEX builds it online (index-build.ts): writers
+   * only delete entries, then maintain them fully, then the backfill runs; absent or 'ready':
+   * queries may read it.
+   */
+  state?: IndexState;
 }
+
+export type IndexState = 'delete_only' | 'write_and_delete' | 'backfilling' | 'ready';
 
 export interface SqlTableDef {
   name: string;
