@@ -484,7 +484,7 @@ describe('SQL over the PostgreSQL protocol', () => {
       await Promise.all([...writers, watcher].map((w) => w.end()));
       await c.end();
     }
-  });
+  }, 240_000);
 
   it('sql: a bank of transfers (BEGIN … UPDATE … UPDATE … COMMIT) from 4 sessions keeps its total while a tserver is killed -9 and restarted', async () => {
     const setup = await connect();
