@@ -448,6 +448,7 @@ describe('SQL over the PostgreSQL protocol', () => {
       building = false;
       await Promise.all(work);
       expect(writes).toBeGreaterThan(20);
+      console.log(`sql online index build: ${writes} writes committed by 4 sessions during the build`);
       expect((await watcher.query('select * from pg_stat_progress_create_index')).rows).toEqual([]);
       const all = (await c.query('select id, k from ob')).rows as Array<{ id: number; k: number }>;
       const ks = [...new Set(all.map((r) => r.k))];
