@@ -52,6 +52,8 @@ export function emptyPartials(specs: readonly AggregateWireSpec[]): AggregatePar
 
 function compare(a: Value, b: Value): number {
   if (a instanceof Uint8Array && b instanceof Uint8Array) return Buffer.compare(a, b);
+  // NaN above every other double, as DocDB orders doubles and PostgreSQL's max/min take it.
+  if (typeof a === 'number' && typeof b === 'number' && (Number.isNaN(a) || Number.isNaN(b))) return Number.isNaN(a) === Number.isNaN(b) ? 0 : Number.isNaN(a) ? 1 : -1;
   return (a as string) < (b as string) ? -1 : (a as string) > (b as string) ? 1 : 0;
 }
 
@@ -99,12 +101,18 @@ export function mergePartials(specs: readonly AggregateWireSpec[], acc: Aggregat
 }
 
 export function encodePartials(p: readonly AggregatePartial[]): string {
-  return JSON.stringify(p.map(({ n, v }) => ({ n, v: typeof v === 'bigint' ? { i: v.toString() } : v instanceof Uint8Array ? { b: Buffer.from(v).toString('hex') } : v })));
+  // JSON has no NaN or infinities: a double that is not finite travels as its text.
+  return JSON.stringify(p.map(({ n, v }) => ({ n, v: typeof v === 'bigint' ? { i: v.toString() } : v instanceof Uint8Array ? { b: Buffer.from(v).toString('hex') } : typeof v === 'number' && !Number.isFinite(v) ? { d: String(v) } : v })));
 }
 
 export function decodePartials(s: string): AggregatePartial[] {
-  const raw = JSON.parse(s) as Array<{ n: number; v: Value | { i: string } | { b: string } }>;
-  return raw.map(({ n, v }) => ({ n, v: v !== null && typeof v === 'object' && 'i' in v ? BigInt(v.i) : v !== null && typeof v === 'object' && 'b' in v ? new Uint8Array(Buffer.from(v.b, 'hex')) : (v as Value) }));
+  const raw = JSON.parse(s) as Array<{ n: number; v: Value | { i: string } | { b: string } | { d: string } }>;
+  return raw.map(({ n, v }) => {
+    if (v === null || typeof v !== 'object' || v instanceof Uint8Array) return { n, v };
+    if ('i' in v) return { n, v: BigInt(v.i) };
+    if ('b' in v) return { n, v: new Uint8Array(Buffer.from(v.b, 'hex')) };
+    return { n, v: Number(v.d) };
+  });
 }
 
 /** The final value of each aggregate: count → its count, the others → their value (null over no values). */

@@ -79,6 +79,14 @@ export const YSQL_ENABLE_AGGREGATE_PUSHDOWN = defineFlag({
   tags: [FlagTag.runtime],
 });
 
+export const YSQL_ENABLE_EXPRESSION_PUSHDOWN = defineFlag({
+  name: 'ysql_enable_expression_pushdown',
+  type: 'bool',
+  default: true,
+  help: 'Evaluate the comparisons of a WHERE that a scan filter can express on the tablets (rows they reject are not sent), and compute aggregates with such a WHERE there; the session setting yb_enable_expression_pushdown = off turns it off for one session.',
+  tags: [FlagTag.runtime],
+});
+
 export const YSQL_ROWS_MAX = defineFlag({
   name: 'ysql_rows_in_memory_max',
   type: 'int',

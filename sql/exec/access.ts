@@ -5,6 +5,7 @@
  * applied to what comes back, so a path only has to return a superset.
  */
 import type { ColumnValue as Primitive, Row, Table } from '../../client';
+import type { FilterAst } from '../../common/filter-ast';
 import type { Node } from '../sql-parser';
 import { baseName, names } from './ast';
 import { compareValues, compileExpr, type CompileEnv } from './expr';
@@ -72,6 +73,8 @@ export function chooseAccess(def: SqlTableDef, alias: string, where: Node | unde
 function indexAccess(def: SqlTableDef, conds: Array<{ col: string; op: string; value: SqlValue }>): AccessPath | undefined {
   let best: { score: number; path: AccessPath } | undefined;
   for (const ix of def.indexes ?? []) {
+    // An index still being built (index-build.ts) may lack rows: not read until it is ready.
+    if ((ix.state ?? 'ready') !== 'ready') continue;
     const eq: Row = {};
     let n = 0;
     for (const c of ix.columns) {
@@ -201,11 +204,12 @@ export function pointReaderAt(def: SqlTableDef, readHt: bigint): (t: Table, key:
  * Rows of `def` through `path`, as tuples in the table's column order (`tableOf` opens the table and
  * its indexes); with `readHt`, as of that hybrid time (yb_read_time), outside any transaction.
  */
-export async function readRows(tableOf: (name: string) => Table, def: SqlTableDef, path: AccessPath, rowsMax: number, columns?: string[], readHt?: bigint): Promise<Tuple[]> {
+export async function readRows(tableOf: (name: string) => Table, def: SqlTableDef, path: AccessPath, rowsMax: number, columns?: string[], readHt?: bigint, filter?: FilterAst): Promise<Tuple[]> {
   let rows: Row[];
   const table = tableOf(def.name);
   const proj = { ...(columns ? { columns } : {}), timeoutMs: SCAN_TIMEOUT_MS };
-  const at = readHt !== undefined ? { readHt } : {};
+  // The filter (where-pushdown.ts) rides on scans; point reads and index lookups fetch rows by key.
+  const at = { ...(readHt !== undefined ? { readHt } : {}), ...(filter ? { filter } : {}) };
   const getRow = readHt !== undefined ? pointReaderAt(def, readHt) : (t: Table, key: Row, o: typeof proj) => t.get(key, o);
   if (path.type === 'index') {
     rows = await readThroughIndex(tableOf, def, path, rowsMax, proj, readHt, getRow);

@@ -43,7 +43,15 @@ export interface SqlIndexDef {
   columns: string[];
   unique: boolean;
   storage: string;
+  /**
+   * YugabyteDB's index permissions while CREATE INDEX builds it online (index-build.ts): writers
+   * only delete entries, then maintain them fully, then the backfill runs; absent or 'ready':
+   * queries may read it.
+   */
+  state?: IndexState;
 }
+
+export type IndexState = 'delete_only' | 'write_and_delete' | 'backfilling' | 'ready';
 
 export interface SqlTableDef {
   name: string;
@@ -93,14 +101,22 @@ export class SqlCatalog {
     if (name === undefined) this.cache.clear();
     else this.cache.delete(name);
     this.listCache = undefined;
+    this.generation++;
   }
+
+  /** Bumped by every invalidation: a read that began before one may hold the old definition. */
+  private generation = 0;
 
   async get(name: string): Promise<SqlTableDef | undefined> {
     const c = this.cache.get(name);
     if (c && performance.now() - c.atMs < CATALOG_CACHE_TTL_MS) return c.def;
+    // Aged from when the read began, and not kept when DDL here changed the catalog meanwhile: the
+    // online index build (index-build.ts) counts on no definition outliving its store by more than the TTL.
+    const atMs = performance.now();
+    const gen = this.generation;
     const def = await this.load(name);
     if (this.cache.size > 10_000) this.cache.clear();
-    this.cache.set(name, { def, atMs: performance.now() });
+    if (gen === this.generation) this.cache.set(name, { def, atMs });
     return def;
   }
 
@@ -126,6 +142,8 @@ export class SqlCatalog {
 
   async list(): Promise<SqlTableDef[]> {
     if (this.listCache && performance.now() - this.listCache.atMs < CATALOG_CACHE_TTL_MS) return this.listCache.defs;
+    const atMs = performance.now();
+    const gen = this.generation;
     await this.ensureTables();
     const tables = await this.client.listTables();
     const stored = new Map<string, SqlTableDef>();
@@ -137,7 +155,7 @@ export class SqlCatalog {
       if (d) defs.push(d);
     }
     defs.sort((a, b) => a.name.localeCompare(b.name));
-    this.listCache = { defs, atMs: performance.now() };
+    if (gen === this.generation) this.listCache = { defs, atMs };
     return defs;
   }
 

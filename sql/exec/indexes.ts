@@ -15,12 +15,7 @@
 import type { Row, Table, TesseraClient } from '../../client';
 import { DbError, ErrorCode } from '../../common/errors';
 import { INDEX_TABLE_PREFIX, type SqlCatalog, type SqlIndexDef, type SqlTableDef } from './catalog';
-import { notSupported, SqlError, SqlState } from './sql-error';
-import { TYPES } from './sql-types';
-
-/** Deadline of the backfill scan and of each of its batches. */
-export const BACKFILL_TIMEOUT_MS = 600_000;
-const BACKFILL_BATCH_ROWS = 2_000;
+import { SqlError, SqlState } from './sql-error';
 
 export function indexTableName(index: string): string {
   return INDEX_TABLE_PREFIX + index;
@@ -31,7 +26,7 @@ export function isIndexTable(name: string): boolean {
 }
 
 /** Primary key columns kept in the index entry beside the indexed ones (those not indexed already). */
-function pkRest(def: SqlTableDef, ix: SqlIndexDef): string[] {
+export function pkRest(def: SqlTableDef, ix: SqlIndexDef): string[] {
   return [...def.hash, ...def.range].filter((c) => !ix.columns.includes(c));
 }
 
@@ -58,7 +53,7 @@ function entriesOf(def: SqlTableDef, ix: SqlIndexDef, rows: readonly Row[]): Row
 }
 
 /** The key of an index entry (what identifies it for a delete). */
-function entryKey(def: SqlTableDef, ix: SqlIndexDef, e: Row): Row {
+export function entryKey(def: SqlTableDef, ix: SqlIndexDef, e: Row): Row {
   const cols = ix.unique ? ix.columns : [...ix.columns, ...pkRest(def, ix)];
   return Object.fromEntries(cols.map((c) => [c, e[c]!]));
 }
@@ -68,7 +63,7 @@ export function baseKeyOf(def: SqlTableDef, e: Row): Row {
   return Object.fromEntries([...def.hash, ...def.range].map((c) => [c, e[c]!]));
 }
 
-function uniqueViolation(ix: SqlIndexDef, e: Row): SqlError {
+export function uniqueViolation(ix: SqlIndexDef, e: Row): SqlError {
   return new SqlError(SqlState.UNIQUE_VIOLATION, `duplicate key value violates unique constraint "${ix.name}"`, { detail: `Key (${ix.columns.join(', ')})=(${ix.columns.map((c) => String(e[c])).join(', ')}) already exists.` });
 }
 
@@ -93,6 +88,7 @@ export type TableOf = (name: string) => Table;
 /** Entries for new rows (after the rows themselves were written, in the same transaction). */
 export async function indexInsert(def: SqlTableDef, tableOf: TableOf, rows: readonly Row[]): Promise<void> {
   for (const ix of def.indexes ?? []) {
+    if (ix.state === 'delete_only') continue;
     const entries = entriesOf(def, ix, rows);
     checkUniqueInStatement(ix, entries);
     await putEntries(ix, tableOf(ix.storage), entries);
@@ -114,6 +110,7 @@ export async function indexUpdate(def: SqlTableDef, tableOf: TableOf, pairs: Rea
     const moved = pairs.filter((p) => ix.columns.some((c) => !sameValue(p.old[c], p.next[c])));
     if (moved.length === 0) continue;
     await Promise.all(entriesOf(def, ix, moved.map((p) => p.old)).map((e) => t.delete(entryKey(def, ix, e))));
+    if (ix.state === 'delete_only') continue;
     const fresh = entriesOf(def, ix, moved.map((p) => p.next));
     checkUniqueInStatement(ix, fresh);
     await putEntries(ix, t, fresh);
@@ -136,7 +133,7 @@ function checkUniqueInStatement(ix: SqlIndexDef, entries: readonly Row[]): void 
   }
 }
 
-function valueText(v: unknown): string {
+export function valueText(v: unknown): string {
   if (v instanceof Uint8Array) return `\\x${Buffer.from(v).toString('hex')}`;
   return typeof v === 'bigint' ? `${v}n` : JSON.stringify(v);
 }
@@ -144,73 +141,8 @@ function valueText(v: unknown): string {
 export interface IndexDdlDeps {
   client: TesseraClient;
   catalog: SqlCatalog;
-}
-
-type IndexStmt = Extract<import('../sql-parser').Node, { IndexStmt: unknown }>['IndexStmt'];
-
-/**
- * CREATE [UNIQUE] INDEX [IF NOT EXISTS] [name] ON t (c, …): the index table, then a backfill of the
- * rows already there, then the catalog entry (from then on every write maintains it). Not online:
- * rows written by other sessions during the backfill may be missed (docs/sql.md says so).
- */
-export async function createIndex(stmt: IndexStmt, deps: IndexDdlDeps): Promise<{ notice?: string }> {
-  const tableName = stmt.relation?.relname ?? '';
-  const def = await deps.catalog.require(tableName, stmt.relation?.location);
-  if (stmt.whereClause) throw notSupported('partial indexes (CREATE INDEX … WHERE)');
-  if ((stmt.indexIncludingParams?.length ?? 0) > 0) throw notSupported('INCLUDE columns of an index');
-  if (stmt.accessMethod && !['btree', 'lsm', 'hash'].includes(stmt.accessMethod)) throw notSupported(`index access method "${stmt.accessMethod}"`);
-  const columns = (stmt.indexParams ?? []).map((p) => {
-    if (!('IndexElem' in p) || !p.IndexElem.name) throw notSupported('indexes on expressions');
-    const name = p.IndexElem.name;
-    if (!def.columns.some((c) => c.name === name && !c.hidden)) throw new SqlError(SqlState.UNDEFINED_COLUMN, `column "${name}" does not exist`);
-    return name;
-  });
-  if (columns.length === 0 || new Set(columns).size !== columns.length) throw new SqlError(SqlState.SYNTAX_ERROR, 'an index needs distinct columns');
-  const name = stmt.idxname || `${tableName}_${columns.join('_')}_${stmt.unique ? 'key' : 'idx'}`;
-  const owner = await indexOwner(name, deps.catalog);
-  if (owner || (await deps.catalog.get(name))) {
-    if (stmt.if_not_exists) return { notice: `relation "${name}" already exists, skipping` };
-    throw new SqlError(SqlState.DUPLICATE_TABLE, `relation "${name}" already exists`);
-  }
-  const ix: SqlIndexDef = { name, columns, unique: stmt.unique === true, storage: indexTableName(name) };
-  const rest = pkRest(def, ix);
-  const colType = (c: string): (typeof TYPES)[keyof typeof TYPES]['storage'] => TYPES[def.columns.find((x) => x.name === c)!.type].storage;
-  await deps.client.createTable({
-    name: ix.storage,
-    columns: [...columns, ...rest].map((c) => ({ name: c, type: colType(c), nullable: true })),
-    primaryKey: { hash: [], range: ix.unique ? columns : [...columns, ...rest] },
-    ifNotExists: true,
-  });
-  try {
-    await backfill(def, ix, deps.client);
-  } catch (e) {
-    await deps.client.dropTable(ix.storage, { ifExists: true }).catch(() => undefined);
-    throw e;
-  }
-  await deps.catalog.store({ ...def, stored: true, indexes: [...(def.indexes ?? []), ix] });
-  return {};
-}
-
-async function backfill(def: SqlTableDef, ix: SqlIndexDef, client: TesseraClient): Promise<void> {
-  const t = client.table(ix.storage);
-  const seen = new Set<string>();
-  let batch: Row[] = [];
-  const flush = async (): Promise<void> => {
-    if (batch.length > 0) await t.upsertMany(batch.splice(0), { timeoutMs: BACKFILL_TIMEOUT_MS });
-    batch = [];
-  };
-  for await (const r of client.table(def.name).scanRows({ timeoutMs: BACKFILL_TIMEOUT_MS })) {
-    const e = indexEntry(def, ix, r);
-    if (!e) continue;
-    if (ix.unique) {
-      const k = JSON.stringify(ix.columns.map((c) => valueText(e[c])));
-      if (seen.has(k)) throw new SqlError(SqlState.UNIQUE_VIOLATION, `could not create unique index "${ix.name}"`, { detail: `Key (${ix.columns.join(', ')})=(${ix.columns.map((c) => String(e[c])).join(', ')}) is duplicated.` });
-      seen.add(k);
-    }
-    batch.push(e);
-    if (batch.length >= BACKFILL_BATCH_ROWS) await flush();
-  }
-  await flush();
+  /** How long each build step waits to reach every server (index-build.ts; default the catalog cache's lifetime). */
+  stateWaitMs?: number;
 }
 
 /** The table that owns index `name`, if any. */

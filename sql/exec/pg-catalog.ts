@@ -3,8 +3,9 @@
  * (\dt, \d NAME, \l) and drivers read, built from the SQL catalog's table definitions when a statement
  * names them, and queried by the executor like any table. Only the columns those clients read exist.
  */
-import type { SqlCatalog, SqlTableDef } from './catalog';
+import { tableOid, type SqlCatalog, type SqlIndexDef, type SqlTableDef } from './catalog';
 import { registerFunction } from './functions';
+import { indexBuilds } from './index-build';
 import type { EvalContext, ScopeColumn, Tuple } from './scope';
 import { TYPES, typeByOid, textOf, type SqlTypeName, type SqlValue } from './sql-types';
 import type { LoadedRelation } from './select';
@@ -28,6 +29,8 @@ const n = (v: number | bigint): bigint => BigInt(v);
 /** The definitions the last catalog relation was built from (pg_get_indexdef reads them: it has no catalog access of its own). */
 let lastDefs: SqlTableDef[] = [];
 const indexOid = (d: SqlTableDef): bigint => n(d.oid) + 1n;
+/** A secondary index's OID: its storage table's name hashed as a table's is. */
+const secondaryOid = (ix: SqlIndexDef): bigint => n(tableOid(ix.storage));
 
 const TABLES: Record<string, VirtualTable> = {
   pg_namespace: {
@@ -47,10 +50,10 @@ const TABLES: Record<string, VirtualTable> = {
     ],
     rows: (defs) => defs.flatMap((d) => {
       const visible = d.columns.filter((c) => !c.hidden).length;
-      const table: SqlValue[] = [n(d.oid), d.name, PUBLIC_NAMESPACE_OID, 0n, 0n, BOOTSTRAP_USER_OID, HEAP_AM_OID, 0n, -1, d.hasPrimaryKey, 'p', 'r', n(visible), 0n, false, false, false, false, false, 'd', null, null, null, false, 0n, 0n, 0n, false, false];
-      if (!d.hasPrimaryKey) return [table];
-      const pkey: SqlValue[] = [indexOid(d), `${d.name}_pkey`, PUBLIC_NAMESPACE_OID, 0n, 0n, BOOTSTRAP_USER_OID, LSM_AM_OID, 0n, -1, false, 'p', 'i', n(d.hash.length + d.range.length), 0n, false, false, false, false, false, 'n', null, null, null, false, 0n, 0n, 0n, false, false];
-      return [table, pkey];
+      const table: SqlValue[] = [n(d.oid), d.name, PUBLIC_NAMESPACE_OID, 0n, 0n, BOOTSTRAP_USER_OID, HEAP_AM_OID, 0n, -1, d.hasPrimaryKey || (d.indexes?.length ?? 0) > 0, 'p', 'r', n(visible), 0n, false, false, false, false, false, 'd', null, null, null, false, 0n, 0n, 0n, false, false];
+      const index = (oid: bigint, name: string, cols: number): SqlValue[] => [oid, name, PUBLIC_NAMESPACE_OID, 0n, 0n, BOOTSTRAP_USER_OID, LSM_AM_OID, 0n, -1, false, 'p', 'i', n(cols), 0n, false, false, false, false, false, 'n', null, null, null, false, 0n, 0n, 0n, false, false];
+      const secondary = (d.indexes ?? []).map((ix) => index(secondaryOid(ix), ix.name, ix.columns.length));
+      return [table, ...(d.hasPrimaryKey ? [index(indexOid(d), `${d.name}_pkey`, d.hash.length + d.range.length)] : []), ...secondary];
     }),
   },
   pg_attribute: {
@@ -61,7 +64,11 @@ const TABLES: Record<string, VirtualTable> = {
         const c = d.columns.find((x) => x.name === k)!;
         return [indexOid(d), k, n(TYPES[c.type].oid), n(i + 1), -1n, false, false, false, '', '', 0n, n(TYPES[c.type].size), 'p', '', -1n, null, 0n, true, 0n];
       });
-      return d.hasPrimaryKey ? [...cols, ...keyCols] : cols;
+      const ixCols = (d.indexes ?? []).flatMap((ix) => ix.columns.map((k, i): SqlValue[] => {
+        const c = d.columns.find((x) => x.name === k)!;
+        return [secondaryOid(ix), k, n(TYPES[c.type].oid), n(i + 1), -1n, false, false, false, '', '', 0n, n(TYPES[c.type].size), 'p', '', -1n, null, 0n, true, 0n];
+      }));
+      return [...cols, ...(d.hasPrimaryKey ? keyCols : []), ...ixCols];
     }),
   },
   pg_attrdef: {
@@ -78,7 +85,12 @@ const TABLES: Record<string, VirtualTable> = {
   },
   pg_index: {
     columns: [['indexrelid', 'oid'], ['indrelid', 'oid'], ['indnatts', 'int2'], ['indisunique', 'bool'], ['indisprimary', 'bool'], ['indisclustered', 'bool'], ['indisvalid', 'bool'], ['indisreplident', 'bool'], ['indimmediate', 'bool'], ['indnullsnotdistinct', 'bool'], ['indisexclusion', 'bool'], ['indkey', 'text'], ['indexprs', 'text'], ['indpred', 'text']],
-    rows: (defs) => defs.filter((d) => d.hasPrimaryKey).map((d) => [indexOid(d), n(d.oid), n(d.hash.length + d.range.length), true, true, false, true, false, true, false, false, [...d.hash, ...d.range].map((k) => d.columns.filter((c) => !c.hidden).findIndex((c) => c.name === k) + 1).join(' '), null, null]),
+    rows: (defs) => defs.flatMap((d) => {
+      const attnums = (cols: string[]): string => cols.map((k) => d.columns.filter((c) => !c.hidden).findIndex((c) => c.name === k) + 1).join(' ');
+      const pkey: SqlValue[][] = d.hasPrimaryKey ? [[indexOid(d), n(d.oid), n(d.hash.length + d.range.length), true, true, false, true, false, true, false, false, attnums([...d.hash, ...d.range]), null, null]] : [];
+      // indisvalid: an index still being built (indexes.ts) is not yet used by queries, as in PostgreSQL.
+      return [...pkey, ...(d.indexes ?? []).map((ix): SqlValue[] => [secondaryOid(ix), n(d.oid), n(ix.columns.length), ix.unique, false, false, (ix.state ?? 'ready') === 'ready', false, true, false, false, attnums(ix.columns), null, null])];
+    }),
   },
   pg_constraint: {
     columns: [['oid', 'oid'], ['conname', 'name'], ['connamespace', 'oid'], ['contype', 'char'], ['conrelid', 'oid'], ['conindid', 'oid'], ['confrelid', 'oid'], ['condeferrable', 'bool'], ['condeferred', 'bool'], ['convalidated', 'bool'], ['conislocal', 'bool'], ['conparentid', 'oid'], ['conkey', 'text']],
@@ -109,6 +121,11 @@ const TABLES: Record<string, VirtualTable> = {
   pg_rewrite: { columns: [['oid', 'oid'], ['rulename', 'name'], ['ev_class', 'oid']], rows: () => [] },
   pg_foreign_table: { columns: [['ftrelid', 'oid'], ['ftserver', 'oid'], ['ftoptions', 'text']], rows: () => [] },
   pg_sequence: { columns: [['seqrelid', 'oid'], ['seqtypid', 'oid'], ['seqstart', 'int8'], ['seqincrement', 'int8'], ['seqmax', 'int8'], ['seqmin', 'int8'], ['seqcache', 'int8'], ['seqcycle', 'bool']], rows: () => [] },
+  pg_stat_progress_create_index: {
+    columns: [['pid', 'int4'], ['datname', 'name'], ['relid', 'oid'], ['index_relid', 'oid'], ['command', 'text'], ['phase', 'text'], ['tuples_total', 'int8'], ['tuples_done', 'int8']],
+    // Builds running on this server (index-build.ts): rows found so far by the backfill's scan, and indexed.
+    rows: (_d, ctx) => [...indexBuilds.values()].map((b) => [0n, ctx.session.database, n(b.table.oid), secondaryOid(b.index), b.index.unique ? 'CREATE UNIQUE INDEX' : 'CREATE INDEX', b.phase, n(b.rowsSeen), n(b.rowsDone)]),
+  },
   pg_tablespace: { columns: [['oid', 'oid'], ['spcname', 'name']], rows: () => [[1663n, 'pg_default']] },
   'information_schema.tables': {
     columns: [['table_catalog', 'name'], ['table_schema', 'name'], ['table_name', 'name'], ['table_type', 'text']],
@@ -158,6 +175,11 @@ registerFunction('has_table_privilege', () => true);
 registerFunction('has_schema_privilege', () => true);
 registerFunction('has_database_privilege', () => true);
 registerFunction('pg_get_indexdef', (a) => {
+  for (const t of lastDefs) {
+    const ix = (t.indexes ?? []).find((x) => secondaryOid(x) === a[0]);
+    // Range-partitioned on its columns (indexes.ts): every column ascending.
+    if (ix) return `CREATE ${ix.unique ? 'UNIQUE ' : ''}INDEX ${ix.name} ON public.${t.name} USING lsm (${ix.columns.map((c) => `${c} ASC`).join(', ')})`;
+  }
   const d = lastDefs.find((x) => indexOid(x) === a[0]);
   if (!d) return null;
   const cols = [...(d.hash.length > 0 ? [`${d.hash.length > 1 ? `(${d.hash.join(', ')})` : d.hash[0]} HASH`] : []), ...d.range.map((r) => `${r} ASC`)];

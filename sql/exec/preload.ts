@@ -9,6 +9,7 @@ import type { Node } from '../sql-parser';
 import { chooseAccess, describePath, readRows } from './access';
 import type { SqlCatalog, SqlTableDef } from './catalog';
 import type { CompileEnv } from './expr';
+import { describeFilter, tabletFilter } from './where-pushdown';
 import { virtualRelation, isVirtualRelation } from './pg-catalog';
 import type { EvalContext, ScopeColumn } from './scope';
 import type { LoadedRelation } from './select';
@@ -21,6 +22,8 @@ export interface PreloadDeps {
   rowsMax: number;
   /** yb_read_time: every table is read as of this hybrid time. */
   readHt?: bigint;
+  /** Evaluate what WHERE can on the tablets (where-pushdown.ts). */
+  pushFilters?: boolean;
 }
 
 type RangeVarBody = Extract<Node, { RangeVar: unknown }>['RangeVar'];
@@ -101,8 +104,9 @@ export async function preload(stmt: Node, deps: PreloadDeps, explainOnly = false
       const def = await deps.catalog.require(name, rv.location);
       const alias = rv.alias?.aliasname ?? name;
       const path = chooseAccess(def, alias, where, deps.env, deps.ctx);
-      plan.push(describePath(def, path));
-      const rows = explainOnly ? [] : await readRows(deps.table, def, path, deps.rowsMax, projection(def, used), deps.readHt);
+      const filter = deps.pushFilters && (path.type === 'full' || path.type === 'hashScan') ? tabletFilter(def, alias, where, deps.env, deps.ctx) : undefined;
+      plan.push(describePath(def, path) + describeFilter(filter, where));
+      const rows = explainOnly ? [] : await readRows(deps.table, def, path, deps.rowsMax, projection(def, used), deps.readHt, filter?.ast);
       relations.set(rv, { columns: columnsOf(def, alias), rows, tableOid: def.oid });
     }),
   );

@@ -1,7 +1,8 @@
 /**
  * Aggregates on the tablets (docs/sql.md, "Aggregates on the tablets"): `SELECT count(*), sum(c),
- * min(c), max(c), count(c) FROM t` — one table, no WHERE, GROUP BY, HAVING or DISTINCT, each output an
- * aggregate of a column (or a cast of one) — is answered by Table.aggregate: every tablet folds its
+ * min(c), max(c), count(c) FROM t [WHERE …]` — one table, no GROUP BY, HAVING or DISTINCT, a WHERE
+ * the tablets' scan filter can evaluate entirely (where-pushdown.ts), each output an aggregate of a
+ * column (or a cast of one) — is answered by Table.aggregate: every tablet folds its
  * rows and only partial results cross the network, instead of every row coming to the SQL layer.
  * The statement is then run with each aggregate replaced by its value as a typed constant, so names,
  * types, casts and output formatting are the executor's own.
@@ -11,6 +12,9 @@ import type { Node } from '../sql-parser';
 import { baseName, names } from './ast';
 import { aggregateType } from './aggregates';
 import type { SqlCatalog, SqlTableDef } from './catalog';
+import type { CompileEnv } from './expr';
+import type { EvalContext } from './scope';
+import { tabletFilter, type TabletFilter } from './where-pushdown';
 import { isFloatType, isIntegerType, textOf, type SqlTypeName, type SqlValue } from './sql-types';
 
 type SelectStmt = Extract<Node, { SelectStmt: unknown }>['SelectStmt'];
@@ -18,8 +22,15 @@ type FuncCall = Extract<Node, { FuncCall: unknown }>['FuncCall'];
 
 const FNS = new Set(['count', 'sum', 'min', 'max']);
 
+/** What evaluating a WHERE's constants needs. */
+export interface WhereEnv {
+  env: CompileEnv;
+  ctx: EvalContext;
+}
+
 interface Pushed {
   def: SqlTableDef;
+  filter?: TabletFilter;
   calls: Array<{ target: number; call: FuncCall; spec: AggregateSpec; type: SqlTypeName }>;
 }
 
@@ -32,13 +43,16 @@ function aggregateCall(n: Node | undefined): FuncCall | undefined {
 }
 
 /** Whether `sel` can be answered on the tablets, and how. */
-export async function pushdownPlan(sel: SelectStmt, catalog: SqlCatalog): Promise<Pushed | undefined> {
-  if (sel.whereClause || sel.groupClause || sel.havingClause || sel.distinctClause || sel.withClause || sel.valuesLists || sel.op !== 'SETOP_NONE' || sel.windowClause || sel.lockingClause) return undefined;
+export async function pushdownPlan(sel: SelectStmt, catalog: SqlCatalog, w?: WhereEnv): Promise<Pushed | undefined> {
+  if ((sel.whereClause && !w) || sel.groupClause || sel.havingClause || sel.distinctClause || sel.withClause || sel.valuesLists || sel.op !== 'SETOP_NONE' || sel.windowClause || sel.lockingClause) return undefined;
   const from = sel.fromClause ?? [];
   if (from.length !== 1 || !('RangeVar' in from[0]!) || from[0].RangeVar.schemaname) return undefined;
   const def = await catalog.get(from[0].RangeVar.relname ?? '');
   if (!def) return undefined;
   const alias = from[0].RangeVar.alias?.aliasname ?? def.name;
+  // A WHERE goes along only when the tablets can evaluate all of it.
+  const filter = sel.whereClause && w ? tabletFilter(def, alias, sel.whereClause, w.env, w.ctx) : undefined;
+  if (sel.whereClause && (!filter || filter.residual > 0)) return undefined;
   const calls: Pushed['calls'] = [];
   for (const [i, t] of (sel.targetList ?? []).entries()) {
     if (!('ResTarget' in t)) return undefined;
@@ -63,7 +77,7 @@ export async function pushdownPlan(sel: SelectStmt, catalog: SqlCatalog): Promis
     if ((fn === 'min' || fn === 'max') && !numeric && col.type !== 'text' && col.type !== 'varchar') return undefined;
     calls.push({ target: i, call, spec: { fn: fn as AggregateSpec['fn'], column: col.name }, type: fn === 'count' ? 'int8' : aggregateType(fn, col.type) });
   }
-  return calls.length > 0 ? { def, calls } : undefined;
+  return calls.length > 0 ? { def, calls, ...(filter ? { filter } : {}) } : undefined;
 }
 
 /** A typed constant: `'text'::type`, or NULL of that type. */
@@ -78,7 +92,9 @@ function constant(v: SqlValue, type: SqlTypeName): Node {
  * (a copy; FROM dropped). `table` reads in the session's transaction or at its read time.
  */
 export async function runPushdown(sel: SelectStmt, p: Pushed, table: Table, o: { readHt?: bigint; timeoutMs: number }): Promise<SelectStmt> {
-  const values = await table.aggregate(p.calls.map((c) => c.spec), { timeoutMs: o.timeoutMs, ...(o.readHt !== undefined ? { readHt: o.readHt } : {}) });
+  // With no aggregate of a column (count(*) only), the tablets read keys and no value column.
+  const keysOnly = p.calls.every((c) => c.spec.column === undefined) ? { columns: [...p.def.hash, ...p.def.range].slice(0, 1) } : {};
+  const values = await table.aggregate(p.calls.map((c) => c.spec), { timeoutMs: o.timeoutMs, ...keysOnly, ...(p.filter ? { filter: p.filter.ast } : {}), ...(o.readHt !== undefined ? { readHt: o.readHt } : {}) });
   const copy = structuredClone(sel);
   const targets = copy.targetList!;
   p.calls.forEach((c, k) => {
@@ -95,11 +111,13 @@ export async function runPushdown(sel: SelectStmt, p: Pushed, table: Table, o: {
     t.ResTarget.name ??= baseName(c.call.funcname);
   });
   delete copy.fromClause;
+  delete copy.whereClause;
   return copy;
 }
 
 /** EXPLAIN's line for a pushed-down statement. */
 export function describePushdown(p: Pushed): string {
   const what = p.calls.map((c) => `${c.spec.fn}(${c.spec.column ?? '*'})`).join(', ');
-  return `Aggregate on the tablets of ${p.def.name} (${what}; every tablet folds its rows, only partial results are sent)`;
+  const where = p.filter ? `; filter on the tablets: ${p.filter.pushed.join(' AND ')}` : '';
+  return `Aggregate on the tablets of ${p.def.name} (${what}${where}; every tablet folds its rows, only partial results are sent)`;
 }

@@ -7,7 +7,7 @@
 import type { Table, TesseraClient, Transaction } from '../../client';
 import type { Flags } from '../../common/flags';
 import type { Node, ParsedStatement } from '../sql-parser';
-import { YSQL_ENABLE_AGGREGATE_PUSHDOWN, YSQL_ROWS_MAX } from '../sql-flags';
+import { YSQL_ENABLE_AGGREGATE_PUSHDOWN, YSQL_ENABLE_EXPRESSION_PUSHDOWN, YSQL_ROWS_MAX } from '../sql-flags';
 import { names } from './ast';
 import type { SqlCatalog, SqlTableDef } from './catalog';
 import { addPrimaryKey, createTable, dropTables, truncateTable, type DdlDeps } from './ddl';
@@ -21,7 +21,9 @@ import { notSupported, SqlError, SqlState } from './sql-error';
 import { typeOfValue, type SqlTypeName, type SqlValue } from './sql-types';
 import { chooseAccess, describePath, readRows, SCAN_TIMEOUT_MS } from './access';
 import { describePushdown, pushdownPlan, runPushdown } from './pushdown';
-import { createIndex, dropIndexes } from './indexes';
+import { describeFilter, tabletFilter } from './where-pushdown';
+import { createIndex } from './index-build';
+import { dropIndexes } from './indexes';
 import { Savepoints } from './savepoints';
 import { copyStatement, type CopyIn, type CopyOut } from './copy';
 import { readTimeOf, showVariable, setVariable } from './settings';
@@ -78,6 +80,11 @@ export class SqlSession {
 
   status(): TxnStatus {
     return this.txnFailed ? 'E' : this.inBlock ? 'T' : 'I';
+  }
+
+  /** WHERE on the tablets: the flag, unless the session turned it off (`SET yb_enable_expression_pushdown = off`). */
+  private pushFilters(): boolean {
+    return this.deps.flags.get(YSQL_ENABLE_EXPRESSION_PUSHDOWN) && !/^(off|false|0|no)$/i.test(this.info.settings.get('yb_enable_expression_pushdown') ?? 'on');
   }
 
   private rowsMax(): number {
@@ -222,9 +229,9 @@ export class SqlSession {
     // yb_read_time: every table as of that time, outside the block's transaction (which reads the present).
     const readHt = readTimeOf(this.info);
     const table = readHt !== undefined ? this.tableFor(undefined) : this.tableFor(this.txn);
-    const pushed = this.deps.flags.get(YSQL_ENABLE_AGGREGATE_PUSHDOWN) ? await pushdownPlan((s as Extract<Node, { SelectStmt: unknown }>).SelectStmt, this.deps.catalog) : undefined;
+    const pushed = this.deps.flags.get(YSQL_ENABLE_AGGREGATE_PUSHDOWN) ? await pushdownPlan((s as Extract<Node, { SelectStmt: unknown }>).SelectStmt, this.deps.catalog, this.pushFilters() ? { env, ctx } : undefined) : undefined;
     if (pushed) s = { SelectStmt: await runPushdown((s as Extract<Node, { SelectStmt: unknown }>).SelectStmt, pushed, table(pushed.def.name), { timeoutMs: SCAN_TIMEOUT_MS, ...(readHt !== undefined ? { readHt } : {}) }) };
-    const pre = await preload(s, { catalog: this.deps.catalog, table, env, ctx, rowsMax: this.rowsMax(), ...(readHt !== undefined ? { readHt } : {}) });
+    const pre = await preload(s, { catalog: this.deps.catalog, table, env, ctx, rowsMax: this.rowsMax(), pushFilters: this.pushFilters(), ...(readHt !== undefined ? { readHt } : {}) });
     const plan = compileSelect((s as Extract<Node, { SelectStmt: unknown }>).SelectStmt, this.planEnv(paramTypes, pre.relations));
     const rows = plan.runAsync ? await plan.runAsync(ctx) : plan.run(ctx);
     return { tag: `SELECT ${rows.length}`, fields: plan.fields, rows };
@@ -233,17 +240,19 @@ export class SqlSession {
   private async explain(q: Node, params: SqlValue[], paramTypes: SqlTypeName[]): Promise<StatementResult> {
     const ctx = this.context(params);
     const env: CompileEnv = { paramTypes, subquery: () => { throw new Error('unreachable'); } };
-    const pushed = 'SelectStmt' in q && this.deps.flags.get(YSQL_ENABLE_AGGREGATE_PUSHDOWN) ? await pushdownPlan(q.SelectStmt, this.deps.catalog) : undefined;
+    const pushed = 'SelectStmt' in q && this.deps.flags.get(YSQL_ENABLE_AGGREGATE_PUSHDOWN) ? await pushdownPlan(q.SelectStmt, this.deps.catalog, this.pushFilters() ? { env, ctx } : undefined) : undefined;
     if (pushed) return { tag: 'EXPLAIN', fields: [{ name: 'QUERY PLAN', type: 'text', tableOid: 0, attnum: 0 }], rows: [[describePushdown(pushed)]] };
-    const pre = await preload(q, { catalog: this.deps.catalog, table: this.tableFor(this.txn), env, ctx, rowsMax: this.rowsMax() }, true);
+    const pre = await preload(q, { catalog: this.deps.catalog, table: this.tableFor(this.txn), env, ctx, rowsMax: this.rowsMax(), pushFilters: this.pushFilters() }, true);
     const lines = [...pre.plan];
     const rel = 'InsertStmt' in q || 'UpdateStmt' in q || 'DeleteStmt' in q ? dmlRelation(q) : undefined;
     if (rel) {
       const def = await this.deps.catalog.require(rel.relname ?? '', rel.location);
       const where = 'UpdateStmt' in q ? q.UpdateStmt.whereClause : 'DeleteStmt' in q ? q.DeleteStmt.whereClause : undefined;
       const verb = Object.keys(q)[0]!.replace('Stmt', '');
-      const path = 'InsertStmt' in q ? undefined : chooseAccess(def, rel.alias?.aliasname ?? def.name, where, env, ctx);
-      lines.unshift(`${verb} on ${def.name}${path ? ` via ${describePath(def, path)}` : ''}`);
+      const alias = rel.alias?.aliasname ?? def.name;
+      const path = 'InsertStmt' in q ? undefined : chooseAccess(def, alias, where, env, ctx);
+      const filter = path && this.pushFilters() && (path.type === 'full' || path.type === 'hashScan') ? tabletFilter(def, alias, where, env, ctx) : undefined;
+      lines.unshift(`${verb} on ${def.name}${path ? ` via ${describePath(def, path)}${describeFilter(filter, where)}` : ''}`);
     }
     if (lines.length === 0) lines.push('Result (no table read)');
     return { tag: 'EXPLAIN', fields: [{ name: 'QUERY PLAN', type: 'text', tableOid: 0, attnum: 0 }], rows: lines.map((l) => [l]) };
@@ -283,7 +292,8 @@ export class SqlSession {
     const alias = rel.alias?.aliasname ?? def.name;
     const body = 'UpdateStmt' in s ? s.UpdateStmt : (s as Extract<Node, { DeleteStmt: unknown }>).DeleteStmt;
     const path = chooseAccess(def, alias, body.whereClause, env, ctx);
-    const candidates = await readRows(table, def, path, this.rowsMax());
+    const filter = this.pushFilters() && (path.type === 'full' || path.type === 'hashScan') ? tabletFilter(def, alias, body.whereClause, env, ctx) : undefined;
+    const candidates = await readRows(table, def, path, this.rowsMax(), undefined, undefined, filter?.ast);
     return updateOrDelete('UpdateStmt' in s ? 'update' : 'delete', body, def, alias, candidates, deps);
   }
 

@@ -118,8 +118,21 @@ export class PgConnection {
   }
 
   private send(b: Buffer): void {
-    if (!this.closed) this.socket.write(b);
+    if (this.closed) return;
+    // The messages of one answer (RowDescription, DataRows, CommandComplete, ReadyForQuery) leave in
+    // one write: corked until the current run of callbacks ends, instead of a syscall per message.
+    if (!this.corked) {
+      this.corked = true;
+      this.socket.cork();
+      process.nextTick(() => {
+        this.corked = false;
+        this.socket.uncork();
+      });
+    }
+    this.socket.write(b);
   }
+
+  private corked = false;
 
   private async drain(): Promise<void> {
     if (this.socket.writableNeedDrain && !this.closed) await new Promise<void>((r) => { this.socket.once('drain', r); this.socket.once('close', r); });

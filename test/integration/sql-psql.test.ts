@@ -379,6 +379,114 @@ describe('SQL over the PostgreSQL protocol', () => {
     }
   });
 
+  it('sql: WHERE on the tablets — pushed comparisons (EXPLAIN shows them) give the same rows, counts and updates as the executor alone; aggregates with such a WHERE are computed on the tablets', async () => {
+    const c = await connect();
+    const plan = async (sql: string): Promise<string> => (await c.query(`explain ${sql}`)).rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
+    try {
+      await c.query('create table wp (id int primary key, v int, f double precision, s text, b boolean, n numeric) split into 3 tablets');
+      const vals = Array.from({ length: 90 }, (_, k) => `(${k}, ${k % 9 === 0 ? 'null' : k % 13}, ${k % 4 === 0 ? "'NaN'" : k % 11 === 0 ? 'null' : (k - 40) / 8}, ${k % 6 === 0 ? 'null' : `'${['a', 'b', 'x', 'é', 'ab'][k % 5]}'`}, ${k % 7 === 0 ? 'null' : k % 2 === 0}, ${k / 2})`);
+      await c.query(`insert into wp values ${vals.join(', ')}`);
+      const queries = [
+        'select id from wp where v > 5 order by id',
+        "select id, v from wp where v <= 3 and s = 'x' order by id",
+        "select id from wp where s >= 'b' and b = true and id < 70 order by id",
+        'select id from wp where f > 1.5 and v <> 4 order by id',
+        "select id from wp where (v > 10 or s = 'a') and f < 2 order by id",
+        'select id from wp where n > 20 and v > 1 order by id',
+        'select count(*) as c, sum(v) as s, max(f) as m from wp where v > 2 and f >= -1',
+        "select count(*) as c from wp where s = 'ab'",
+        'select v, count(*) as c from wp where b <> false group by v order by v',
+      ];
+      const on = [];
+      for (const q of queries) on.push((await c.query(q)).rows);
+      expect(on[0]!.length).toBeGreaterThan(10);
+      expect(await plan('select id from wp where v > 5 and upper(s) = \'X\'')).toContain("Full scan on wp (every tablet); filter on the tablets: v > 5; the other 1 condition of WHERE in the executor");
+      expect(await plan("select count(*), sum(v) from wp where v > 2 and s = 'x'")).toContain("Aggregate on the tablets of wp (count(*), sum(v); filter on the tablets: v > 2 AND s = 'x'");
+      expect(await plan('select count(*) from wp where n > 20')).not.toContain('Aggregate on the tablets');
+      expect(await plan('update wp set v = v + 100 where f > 3')).toContain('filter on the tablets: f > 3');
+      await c.query('set yb_enable_expression_pushdown = off');
+      expect(await plan('select id from wp where v > 5')).not.toContain('filter on the tablets');
+      for (const [i, q] of queries.entries()) expect((await c.query(q)).rows, q).toEqual(on[i]);
+      await c.query('reset yb_enable_expression_pushdown');
+      // A block's own writes pass through the tablet's filter too; UPDATE and DELETE find their rows through it.
+      await c.query('begin');
+      await c.query("insert into wp values (500, 77, 1, 'zz', true, 1)");
+      expect((await c.query('select id from wp where v > 70')).rows).toEqual([{ id: 500 }]);
+      expect((await c.query('select count(*)::int as n from wp where v > 70')).rows).toEqual([{ n: 1 }]);
+      await c.query('rollback');
+      const before = (await c.query('select id from wp where f > 3 order by id')).rows;
+      expect((await c.query('update wp set v = 1000 where f > 3')).rowCount).toBe(before.length);
+      expect((await c.query('select id from wp where v >= 1000 order by id')).rows).toEqual(before);
+      expect((await c.query('delete from wp where v >= 1000')).rowCount).toBe(before.length);
+      await c.query('drop table wp');
+    } finally {
+      await c.end();
+    }
+  });
+
+  it('sql: CREATE INDEX online — rows inserted, moved and deleted by 4 sessions during the build are all found through the index afterwards (EXPLAIN uses it); progress in pg_stat_progress_create_index; \\d and \\di list indexes; UNIQUE over duplicates fails with 23505 and leaves no index', async () => {
+    const c = await connect();
+    const writers = await Promise.all(Array.from({ length: 4 }, () => connect()));
+    const watcher = await connect();
+    try {
+      await c.query('create table ob (id int primary key, k int, note text) split into 3 tablets');
+      await c.query(`insert into ob select g, g % 50, 'n' || g from generate_series(1, 300) g`);
+      let building = true;
+      let writes = 0;
+      const work = writers.map(async (w, wi) => {
+        for (let i = 0; building && i < 3000; i++) {
+          const id = 1000 + wi * 10_000 + i;
+          const op = i % 4 === 3 ? `update ob set k = k + 100 where id = ${1 + ((i * 7 + wi) % 300)}` : i % 4 === 2 ? `delete from ob where id = ${id - 2}` : `insert into ob values (${id}, ${i % 60}, 'w')`;
+          // Conflicts with the backfill's batches are 40001, retryable as for any writer.
+          const ok = await w.query(op).then(() => true, (e: { code?: string }) => { if (e.code !== '40001') throw e; return false; });
+          if (ok) writes++;
+        }
+      });
+      const build = c.query('create index ob_k on ob (k)');
+      await waitFor('the build shows in pg_stat_progress_create_index', 60_000, async () => (await watcher.query("select phase from pg_stat_progress_create_index where command = 'CREATE INDEX'")).rows.length > 0, 50);
+      await build;
+      building = false;
+      await Promise.all(work);
+      expect(writes).toBeGreaterThan(20);
+      console.log(`sql online index build: ${writes} writes committed by 4 sessions during the build`);
+      expect((await watcher.query('select * from pg_stat_progress_create_index')).rows).toEqual([]);
+      const all = (await c.query('select id, k from ob')).rows as Array<{ id: number; k: number }>;
+      const ks = [...new Set(all.map((r) => r.k))];
+      expect((await c.query(`explain select id from ob where k = ${ks[0]}`)).rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n')).toContain('Index scan using ob_k on ob');
+      let found = 0;
+      for (const k of ks) {
+        const ids = ((await c.query('select id from ob where k = $1', [k])).rows as Array<{ id: number }>).map((r) => r.id).sort((a, b) => a - b);
+        expect(ids, `k = ${k}`).toEqual(all.filter((r) => r.k === k).map((r) => r.id).sort((a, b) => a - b));
+        found += ids.length;
+      }
+      expect(found).toBe(all.length);
+      // No entry outlives its row: the index table holds exactly one entry per row.
+      const client = await TesseraClient.connect({ masterAddresses: cluster!.masterAddresses, timeoutMs: 30_000 });
+      try {
+        expect(await client.table('sql_index__ob_k').aggregate([{ fn: 'count' }])).toEqual([BigInt(all.length)]);
+      } finally {
+        await client.close();
+      }
+      if (havePsql) {
+        const d = psql('\\d ob');
+        expect(d.status).toBe(0);
+        expect(d.stdout).toMatch(/Indexes:\n +"ob_pkey" PRIMARY KEY, lsm \(id HASH\)\n +"ob_k" lsm \(k ASC\)\n/);
+        const di = psql('\\di');
+        expect(di.stdout).toMatch(/ob_k +\| index \| yugabyte \| ob/);
+      }
+      const dup = await c.query('create unique index ob_note on ob (note)').then(() => undefined, (e: { code?: string; message?: string }) => e);
+      expect(dup?.code).toBe('23505');
+      expect(dup?.message).toContain('could not create unique index "ob_note"');
+      expect((await c.query("select relname from pg_class where relname = 'ob_note'")).rows).toEqual([]);
+      await c.query('create unique index ob_id_k on ob (id, k)');
+      if (havePsql) expect(psql('\\d ob').stdout).toContain('"ob_id_k" UNIQUE, lsm (id ASC, k ASC)');
+      await c.query('drop table ob');
+    } finally {
+      await Promise.all([...writers, watcher].map((w) => w.end()));
+      await c.end();
+    }
+  }, 240_000);
+
   it('sql: a bank of transfers (BEGIN … UPDATE … UPDATE … COMMIT) from 4 sessions keeps its total while a tserver is killed -9 and restarted', async () => {
     const setup = await connect();
     await setup.query('create table bank (id int primary key, balance bigint) split into 3 tablets');

@@ -36,6 +36,24 @@ describe('scan aggregates', () => {
     }));
   });
 
+  it('scan aggregate: NaN is the largest double (as DocDB orders it and PostgreSQL takes it for max) and NaN / infinities cross the wire intact', () => {
+    const specs: AggregateWireSpec[] = [{ fn: 'max', columnId: 3 }, { fn: 'min', columnId: 3 }, { fn: 'sum', columnId: 3 }];
+    const pages = [[1.5, NaN], [-Infinity, 2], [Infinity]];
+    const merged = emptyPartials(specs);
+    for (const p of pages) {
+      const acc = emptyPartials(specs);
+      foldRows(specs, acc, p.map((f) => ({ columns: new Map<number, unknown>([[3, f]]) })));
+      mergePartials(specs, merged, decodePartials(encodePartials(acc)));
+    }
+    const [max, min, sum] = finalValues(specs, merged);
+    expect(max).toBeNaN();
+    expect(min).toBe(-Infinity);
+    expect(sum).toBeNaN();
+    const noNaN = emptyPartials(specs);
+    mergePartials(specs, noNaN, decodePartials(encodePartials([{ n: 2, v: Infinity }, { n: 2, v: -Infinity }, { n: 2, v: 3 }])));
+    expect(finalValues(specs, noNaN)).toEqual([Infinity, -Infinity, 3]);
+  });
+
   it('scan aggregate: malformed or unknown specs are INVALID_ARGUMENT; sum of a string column too', () => {
     const ids = new Set([0, 1, 2]);
     for (const bad of ['not json', '[]', '[{"fn":"avg","columnId":1}]', '[{"fn":"sum"}]', '[{"fn":"min","columnId":9}]', '{"fn":"count"}']) {
