@@ -1,6 +1,6 @@
 /**
  * The read time a client read sends and what a READ_RESTART answer carries back (see table.ts on
- * read restarts and tserver/transaction/uncertainty.ts on the uncertainty window).
+ * read restarts and tserver/tablet/participant/uncertainty.ts on the uncertainty window).
  */
 import { DbError, ErrorCode } from '../common/errors';
 

@@ -19,7 +19,7 @@ import { TxnId } from '../../common/ids';
 import type { SeededRng } from '../../common/rng';
 import { Isolation, type DocKey, type TxnMeta } from '../../docdb';
 import type { TabletPeer } from '../../tserver/tablet/tablet-peer';
-import type { PeerTxnEnv, TxnStatusInfo } from '../../tserver/transaction/txn-env';
+import type { PeerTxnEnv, TxnStatusInfo } from '../../tserver/tablet/participant/txn-env';
 
 /** The status tablet the simulated transactions name (no such tablet: the simulator answers for it). */
 const STATUS_TABLET = 'sim-status';
