@@ -31,6 +31,8 @@
  * and remote bootstraps (whose raw copy carries the versions).
  */
 import { notFound, type TxnInfo } from './coordinator-answers';
+import { ForgetBatcher } from './forget-batcher';
+import { driveParticipants } from './participant-driver';
 export { parseIsolation, type TxnInfo } from './coordinator-answers';
 import { DbError, ErrorCode } from '../../common/errors';
 import type { Flags } from '../../common/flags';
@@ -46,10 +48,8 @@ import {
   TEST_FAIL_BEFORE_COMMIT_MS,
   TEST_INJECT_TXN_GET_STATUS_DELAY_MS,
   TRANSACTION_CHECK_INTERVAL_MS,
-  TRANSACTION_FORGET_DELAY_MS,
   TRANSACTION_HEARTBEAT_USEC,
   TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS,
-  TRANSACTION_RESEND_APPLYING_INTERVAL_MS,
 } from './txn-flags';
 import { decodeRecordPayload, decodeRecordRow, encodeForgetPayload, encodeRecordPayload, forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey, type TxnRecord } from '../tablet/participant/txn-record';
 
@@ -57,11 +57,6 @@ import { decodeRecordPayload, decodeRecordRow, encodeForgetPayload, encodeRecord
 export const TXN_RECORDS_MAX = 100_000;
 /** Participants one transaction may name. */
 export const TXN_PARTICIPANTS_MAX = 100_000;
-/** Resend rounds of one APPLY/REMOVE drive before it gives up until the next leader term. */
-const DRIVE_ROUNDS_MAX = 1_000_000;
-const UPDATE_RPC_TIMEOUT_MS = 10_000;
-/** Finished transactions forgotten by one FORGOTTEN entry at most (ids ≤ 129 bytes each in its payload). */
-const FORGET_BATCH_MAX = 1_000;
 /** How long after a requested leadership transfer began new records are replicated at once. */
 const TRANSFER_HOLD_MS = 5_000;
 
@@ -116,6 +111,12 @@ export class TransactionCoordinator {
 
   constructor(private readonly deps: CoordinatorDeps) {
     this.now = deps.nowMs ?? (() => performance.now());
+    this.forgets = new ForgetBatcher({
+      flags: deps.flags,
+      isStopped: () => this.stopped,
+      withTxnLock: (id, f) => this.withTxnLock(id, f),
+      proposeForget: (ids) => deps.peer.proposeOp({ type: 'TXN_STATUS', txnId: ids[0]!, status: RecordStatus.FORGOTTEN, ht: deps.peer.nextHt(), payload: encodeForgetPayload(ids.slice(1)) }),
+    });
   }
 
   get tabletId(): string {
@@ -263,47 +264,8 @@ export class TransactionCoordinator {
     await this.deps.peer.proposeOp({ type: 'TXN_STATUS', txnId: rec.txnId, status: rec.status, ht, payload: encodeRecordPayload(rec) });
   }
 
-  /** Finished transactions waiting to be forgotten, and the batch being replicated (at most one). */
-  private forgetQueue: Array<{ txnId: TxnId; resolve: () => void; reject: (e: unknown) => void }> = [];
-  private forgetting = false;
-
-  /**
-   * Replicate FORGOTTEN for `txnId`, together with every other transaction finished meanwhile: one
-   * Raft entry (one RegularDB batch of tombstones per replica) for all of them instead of one each.
-   * A batch holds each transaction's lock, like every other status change.
-   */
-  private forget(txnId: TxnId): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.forgetQueue.push({ txnId, resolve, reject });
-      if (!this.forgetting) void this.forgetLoop();
-    });
-  }
-
-  private async forgetLoop(): Promise<void> {
-    this.forgetting = true;
-    try {
-      while (this.forgetQueue.length > 0) {
-        // Collect for a while first: at low load each transaction would otherwise cost a Raft round
-        // of its own (frames, an fsync and a RegularDB batch on every replica) just to be forgotten.
-        const delayMs = this.deps.flags.get(TRANSACTION_FORGET_DELAY_MS);
-        if (delayMs > 0 && this.forgetQueue.length < FORGET_BATCH_MAX && !this.stopped) await new Promise((r) => setTimeout(r, delayMs).unref());
-        const batch = this.forgetQueue.splice(0, FORGET_BATCH_MAX);
-        const ids = [...new Set(batch.map((b) => b.txnId))];
-        const run = (i: number): Promise<void> =>
-          i < ids.length
-            ? this.withTxnLock(ids[i]!, () => run(i + 1))
-            : this.deps.peer.proposeOp({ type: 'TXN_STATUS', txnId: ids[0]!, status: RecordStatus.FORGOTTEN, ht: this.deps.peer.nextHt(), payload: encodeForgetPayload(ids.slice(1)) });
-        try {
-          await run(0);
-          for (const b of batch) b.resolve();
-        } catch (e) {
-          for (const b of batch) b.reject(e);
-        }
-      }
-    } finally {
-      this.forgetting = false;
-    }
-  }
+  /** FORGOTTEN entries, each for every transaction finished meanwhile (forget-batcher.ts). */
+  private readonly forgets: ForgetBatcher;
 
   // ---- RPCs ------------------------------------------------------------------------------------
 
@@ -510,31 +472,13 @@ export class TransactionCoordinator {
     if (r.status === 'COMMITTED' && this.deps.flags.get(TEST_DISABLE_APPLY_COMMITTED_TRANSACTIONS)) return;
     const pending = new Set(r.participants);
     this.driving.set(txnId, pending);
+    const stillDriving = (): boolean => !this.stopped && this.driving.get(txnId) === pending && this.deps.peer.isLeaderReady();
     void (async () => {
       const type = r.status === 'COMMITTED' ? 'APPLY' : 'REMOVE';
-      for (let round = 0; round < DRIVE_ROUNDS_MAX && pending.size > 0; round++) {
-        if (this.stopped || this.driving.get(txnId) !== pending || !this.deps.peer.isLeaderReady()) return;
-        await Promise.all(
-          [...pending].map(async (tablet) => {
-            this.metrics.applyRpcs++;
-            try {
-              await this.deps.updateParticipant(tablet, txnId, type, r.commitHt, UPDATE_RPC_TIMEOUT_MS);
-              pending.delete(tablet);
-            } catch (err) {
-              // A deleted participant tablet has nothing left to apply; nor has a split one: a tablet
-              // splits only when no transaction has intents on it, and applies nothing after SPLIT
-              // (docs/splitting.md), so this transaction's writes there were applied or never made —
-              // a write that met the split went to a child, itself a participant.
-              if (err instanceof DbError && (err.code === ErrorCode.TABLET_NOT_FOUND || err.code === ErrorCode.TABLE_NOT_FOUND || err.code === ErrorCode.TABLET_SPLIT)) pending.delete(tablet);
-              else this.deps.log.debug({ err, txnId, tablet, type }, 'UpdateTransaction not acknowledged; resending');
-            }
-          }),
-        );
-        if (pending.size > 0) await new Promise((res) => setTimeout(res, this.deps.flags.get(TRANSACTION_RESEND_APPLYING_INTERVAL_MS)));
-      }
+      await driveParticipants({ flags: this.deps.flags, log: this.deps.log, stillDriving, updateParticipant: (tablet, id, type, commitHt, timeoutMs) => this.deps.updateParticipant(tablet, id, type, commitHt, timeoutMs), onSend: () => this.metrics.applyRpcs++ }, txnId, type, r.commitHt, pending);
       if (pending.size > 0 || this.stopped || this.driving.get(txnId) !== pending) return;
       try {
-        await this.forget(txnId);
+        await this.forgets.forget(txnId);
         this.metrics.forgotten++;
       } catch (err) {
         this.deps.log.debug({ err, txnId }, 'forgetting a finished transaction failed; retried next check');
