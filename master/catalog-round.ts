@@ -67,6 +67,20 @@ interface TabletRound {
   failed: string[];
 }
 
+/**
+ * The peer list a CreateTablet of `uuid`'s replica carries: the group's voters and the catalog's
+ * replicas. A replica added to a running group (`voters` known, it not among them) knows itself as
+ * a learner until the log or a snapshot says otherwise: as a voter of this list — a configuration no
+ * log holds — it could campaign with an empty log and win with the votes of other empty replicas,
+ * two leaders of one term (found by the tablet simulator, TABLET_SIM_FRESH_AS_VOTER; docs/architecture.md
+ * "Simulation"). Raft's ADD_VOTER (step 3) then makes it a voter through the log. At the tablet's
+ * creation (no voters yet) every replica is an initial voter.
+ */
+export function createTabletPeers(voters: readonly string[], wanted: readonly string[], uuid: string, addressOf: (uuid: string) => string): Array<{ uuid: string; rpcAddress: string; memberType: 'VOTER' | 'LEARNER' }> {
+  const joining = voters.length > 0 && !voters.includes(uuid);
+  return [...new Set([...voters, ...wanted])].map((u) => ({ uuid: u, rpcAddress: addressOf(u), memberType: joining && u === uuid ? 'LEARNER' : 'VOTER' }));
+}
+
 export class CatalogRound {
   /** When a CreateTablet, DeleteTablet or AlterSchema was last sent (key: tablet/tserver[/op]). */
   readonly createAttempts = new Map<string, number>();
@@ -147,7 +161,7 @@ export class CatalogRound {
       if (!this.attemptDue(`${tablet.id}/${uuid}`, ctx.now, CREATE_TABLET_RETRY_MS)) continue;
       const addr = this.deps.addressOf(uuid);
       if (!addr) continue;
-      const peers = [...new Set([...voters, ...wanted])].map((u) => ({ uuid: u, rpcAddress: this.deps.addressOf(u) ?? '', memberType: 'VOTER' }));
+      const peers = createTabletPeers(voters, wanted, uuid, (u) => this.deps.addressOf(u) ?? '');
       ctx.call(addr, ctx.m.createTablet, { tabletId: tablet.id, tableId: table.id, tableName: table.name, schema: schemaToPb(table), partition: partitionToPb(tablet.partition), peers, schemaVersion: schemaVersionOf(table), durability: durabilityOf(table) }, { tablet: tablet.id, tserver: uuid, op: 'CreateTablet' });
     }
   }

@@ -10,8 +10,9 @@
  * lost is reconciled from the ready leader's applied configuration.
  *
  * TABLET_SIM_FRESH_AS_VOTER=1 creates the fresh replica as a voter of its own peer list and adds it
- * with ADD_VOTER, as the master's catalog manager does today. The simulator found that this is
- * unsafe (seed 47 of the 200 replays it): the fresh replica campaigns with an empty log under a
+ * with ADD_VOTER, as the master's catalog manager did until this was found (it now creates a joining
+ * replica as a learner of its own list: master/catalog-round.ts createTabletPeers). The simulator
+ * found that this is unsafe (seed 47 of the 200 replays it): the fresh replica campaigns with an empty log under a
  * configuration no log holds, a voter whose own log is empty (one waiting for a remote bootstrap
  * after a partition) grants it the vote in a term whose leader it never voted for, and two leaders
  * of one term lose acknowledged writes.
@@ -51,7 +52,7 @@ export const RESTART_NEAR_CONF = process.env['TABLET_SIM_RESTART_NEAR_CONF'] ===
 /** Steps after a configuration change took effect during which no replica restarts (unless RESTART_NEAR_CONF). */
 const QUIET_STEPS = 30;
 
-/** Fresh replicas as voters of their own peer list (the master's way today; unsafe, see above). */
+/** Fresh replicas as voters of their own peer list (the master's way until it was found unsafe, see above). */
 export const FRESH_AS_VOTER = process.env['TABLET_SIM_FRESH_AS_VOTER'] === '1';
 
 /** A replica as the membership driver sees it. */

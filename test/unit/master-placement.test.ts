@@ -1,3 +1,4 @@
+import { createTabletPeers } from '../../master/catalog-round';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { placeNewTablets, planLeaderMoves, planReplacements, type TServerLoad, type TabletView } from '../../master/placement';
@@ -131,3 +132,15 @@ function settle(tablets: TabletView[], servers: string[], movesMax = 2): { table
 function leadersOf(tablets: readonly TabletView[], servers: string[]): number[] {
   return servers.map((u) => tablets.filter((t) => t.leader === u).length);
 }
+
+describe('master: the peer list of a CreateTablet', () => {
+  const addr = (u: string): string => `${u}:9100`;
+  it('master: a replica added to a running group is created as a learner of its own list (ADD_VOTER through the log makes it a voter); at the tablet\'s creation every replica is a voter', () => {
+    expect(createTabletPeers([], ['a', 'b', 'c'], 'b', addr).map((p) => `${p.uuid}:${p.memberType}`)).toEqual(['a:VOTER', 'b:VOTER', 'c:VOTER']);
+    // c died; d replaces it: d must not believe it is a voter of {a, b, d}, a configuration no log holds.
+    expect(createTabletPeers(['a', 'b', 'c'], ['a', 'b', 'd'], 'd', addr).map((p) => `${p.uuid}:${p.memberType}`)).toEqual(['a:VOTER', 'b:VOTER', 'c:VOTER', 'd:LEARNER']);
+    // A voter of the group created again on its host (its replica was lost) rejoins as what Raft says it is.
+    expect(createTabletPeers(['a', 'b', 'c'], ['a', 'b', 'c'], 'c', addr).find((p) => p.uuid === 'c')?.memberType).toBe('VOTER');
+    expect(createTabletPeers(['a'], ['a', 'b'], 'b', addr)[1]).toEqual({ uuid: 'b', rpcAddress: 'b:9100', memberType: 'LEARNER' });
+  });
+});
