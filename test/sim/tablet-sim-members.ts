@@ -55,6 +55,12 @@ const QUIET_STEPS = 30;
 /** Fresh replicas as voters of their own peer list (the master's way until it was found unsafe, see above). */
 export const FRESH_AS_VOTER = process.env['TABLET_SIM_FRESH_AS_VOTER'] === '1';
 
+/**
+ * The master's way now (master/catalog-round.ts createTabletPeers): the fresh replica is a learner of
+ * its own peer list, and the leader adds it with ADD_VOTER at once (no learner phase in Raft).
+ */
+export const ADD_AS_VOTER = FRESH_AS_VOTER || process.env['TABLET_SIM_ADD_AS_VOTER'] === '1';
+
 /** A replica as the membership driver sees it. */
 export interface MemberReplica {
   uuid: string;
@@ -176,14 +182,14 @@ export class MembershipSim {
   }
 
   private async driveAdd(leader: TabletPeer, voters: ReadonlySet<string>, learners: ReadonlySet<string>, uuid: string): Promise<void> {
-    if (FRESH_AS_VOTER ? voters.has(uuid) : learners.has(uuid)) {
-      this.phase = FRESH_AS_VOTER ? { kind: 'idle' } : { kind: 'promoting', uuid };
-      if (FRESH_AS_VOTER) this.counts.additions++;
-      this.deps.trace(`step ${this.deps.step()}: membership: ${uuid} added as a ${FRESH_AS_VOTER ? 'voter' : 'learner'}`);
+    if (ADD_AS_VOTER ? voters.has(uuid) : learners.has(uuid)) {
+      this.phase = ADD_AS_VOTER ? { kind: 'idle' } : { kind: 'promoting', uuid };
+      if (ADD_AS_VOTER) this.counts.additions++;
+      this.deps.trace(`step ${this.deps.step()}: membership: ${uuid} added as a ${ADD_AS_VOTER ? 'voter' : 'learner'}`);
       this.deps.fault();
       return;
     }
-    await this.change(leader, { type: FRESH_AS_VOTER ? 'addVoter' : 'addLearner', node: NodeId(uuid) });
+    await this.change(leader, { type: ADD_AS_VOTER ? 'addVoter' : 'addLearner', node: NodeId(uuid) });
   }
 
   private async drivePromote(leader: TabletPeer, voters: ReadonlySet<string>, uuid: string): Promise<void> {

@@ -370,7 +370,7 @@ class TabletSim {
   /**
    * A fresh, empty replica (CreateTablet on a new tserver), opened and ticking, not yet a member: it
    * knows itself as a learner, so it never campaigns before the leader's log makes it a voter.
-   * (TABLET_SIM_FRESH_AS_VOTER=1: as a voter, the way the master's CreateTablet lists it today — see
+   * (TABLET_SIM_FRESH_AS_VOTER=1: as a voter, the way the master's CreateTablet listed it before — see
    * tablet-sim-members.ts for what that lets happen.)
    */
   private async createFresh(uuid: string, members: readonly string[]): Promise<void> {
