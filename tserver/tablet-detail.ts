@@ -3,18 +3,9 @@ import type { BackgroundWork } from '../docdb';
 import type { TabletManager } from './tablet-manager';
 import type { TabletPeer, WalSyncTimes } from './tablet/tablet-peer';
 import { sizesOf, type Sizes, type TabletMemTrackers } from './tablet-mem-trackers';
+import { tabletSummary, type TabletSummary } from './tserver-json';
 
-export interface TabletDetail {
-  tabletId: string;
-  table: string;
-  tableId: string;
-  partition: { start: number; end: number };
-  state: string;
-  role: string;
-  term: number;
-  leaderUuid: string;
-  commitIndex: number;
-  appliedIndex: number;
+export interface TabletDetail extends TabletSummary {
   lastIndex: number;
   /** RocksDB's background work per database since the replica opened (a database on an engine without any is left out). */
   background: { regulardb?: BackgroundWork; intentsdb?: BackgroundWork };
@@ -73,16 +64,7 @@ export async function detailOf(p: TabletPeer, manager: TabletManager, trackers: 
     };
   };
   return {
-    tabletId: p.tabletId,
-    table: p.meta.tableName,
-    tableId: p.meta.tableId,
-    partition: p.meta.partition,
-    state: p.state,
-    role: st.role,
-    term: st.term,
-    leaderUuid: st.leader,
-    commitIndex: st.commit,
-    appliedIndex: st.appliedIndex,
+    ...tabletSummary(p, st),
     lastIndex: st.lastIndex,
     firstIndex: p.logFirstIndex(),
     frontier: { regular: { term: f.regular.term, index: f.regular.index }, intents: { term: f.intents.term, index: f.intents.index } },

@@ -29,7 +29,7 @@ import { armSimulatedPowerLoss } from './simulated-power-loss';
 import { TabletService, type TServerMethods } from './tablet-service';
 import { TabletState, type TabletPeer } from './tablet/tablet-peer';
 import type { DbName } from './tablet/tablet-peer';
-import type { TabletsJson } from './tserver-json';
+import { tabletSummary, type TabletsJson } from './tserver-json';
 import {
   FS_DATA_DIRS,
   LOG_GC_INTERVAL_MS,
@@ -329,16 +329,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
       const background = p.backgroundWork();
       const wal = p.walSync();
       tablets.push({
-        tabletId: p.tabletId,
-        table: p.meta.tableName,
-        tableId: p.meta.tableId,
-        partition: p.meta.partition,
-        state: p.state,
-        role: st.role,
-        term: st.term,
-        leaderUuid: st.leader,
-        commitIndex: st.commit,
-        appliedIndex: st.appliedIndex,
+        ...tabletSummary(p, st),
         regulardb: sizes.regulardb,
         intentsdb: sizes.intentsdb,
         ...(background && (background.regulardb || background.intentsdb) ? { background } : {}),
