@@ -154,6 +154,7 @@ function sameSetup(a: AbSide, b: AbSide): boolean {
   return a.tree === b.tree && a.tserverFlags.join(' ') === b.tserverFlags.join(' ') && a.nodeOptions.join(' ') === b.nodeOptions.join(' ');
 }
 
+// Long by design (docs/conventions.md): a benchmark's run in the order its report prints, phase after phase.
 export async function runAb(o: AbOptions): Promise<{ jsonPath: string; mdPath: string; runs: AbRun[] }> {
   const sides = [o.a, o.b];
   const clusters = new Map<AbLabel, BenchCluster>(sides.map((s) => [s.label, new BenchCluster()]));

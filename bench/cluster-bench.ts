@@ -76,6 +76,7 @@ async function phase(name: string, concurrency: number, op: (i: number) => Promi
   return r;
 }
 
+// Long by design (docs/conventions.md): a benchmark's run in the order its report prints, phase after phase.
 export async function runClusterBench(): Promise<void> {
   const cluster = new BenchCluster();
   let client: TesseraClient | undefined;

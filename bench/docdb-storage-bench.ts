@@ -51,6 +51,7 @@ function cpuUs(since: NodeJS.CpuUsage): number {
   return c.user + c.system;
 }
 
+// Long by design (docs/conventions.md): a benchmark's run in the order its report prints, phase after phase.
 export async function runStorageBench(rows = 100_000, print: (s: string) => void = console.log): Promise<StorageFigures> {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-docdb-bench-'));
   try {

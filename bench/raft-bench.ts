@@ -114,6 +114,7 @@ interface RaftFigures {
   metaFsyncsPerEntry: number;
 }
 
+// Long by design (docs/conventions.md): a benchmark's run in the order its report prints, phase after phase.
 async function benchRaft(concurrency: number, seconds: number, root: string): Promise<RaftFigures> {
   const ids = ['n1', 'n2', 'n3'] as NodeId[];
   const nodes = new Map<NodeId, BenchNode>();

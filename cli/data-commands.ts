@@ -113,6 +113,7 @@ function parseDurability(s: string): TableDurability {
 const collectFamily = (v: string, prev: ColumnFamily[] = []): ColumnFamily[] => [...prev, parseFamilySpec(v)];
 const FAMILY_HELP = "a column family and its retention, repeatable: 'cf1:VERSIONS=3,TTL=10,MIN_VERSIONS=1,KEEP_DELETED_CELLS=true' (docs/cells.md)";
 
+// Long by design (docs/conventions.md): a table of commands, each a few lines of options and one call; splitting it by size would only scatter the table.
 export function registerDataCommands(program: Command): void {
   common(program.command('create-table <name>').description('create a table: --columns "id:int64,value:string" --hash id [--range c] [--tablets N] [--rf N]'))
     .requiredOption('--columns <list>', 'name:type[:family],... (types: int64, double, string, bytes, bool)')

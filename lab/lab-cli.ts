@@ -75,6 +75,7 @@ function statusTable(st: LabStatus): string {
   return `lab in ${st.baseDir} (${st.driver} driver)\n${table}\n${cut}${note}`;
 }
 
+// Long by design (docs/conventions.md): a table of commands, each a few lines of options and one call; splitting it by size would only scatter the table.
 export function registerLabCommands(program: Command, io: LabCliIo = defaultIo): Command {
   const lab = program.command('lab').description('start and disturb lab clusters of local processes or Docker containers');
   const baseDirOpt = (c: Command): Command => c.option('--base_dir <dir>', 'folder holding lab.json, node data and logs', defaultLabBaseDir());

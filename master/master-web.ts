@@ -21,6 +21,7 @@ export interface MasterWebDeps {
   leaderWebAddress(): Promise<string>;
 }
 
+// Long by design (docs/conventions.md): a table of the console's pages, each a few lines; splitting it by size would only scatter the table.
 export function registerMasterPages(d: MasterWebDeps): void {
   const { web, manager } = d;
 

@@ -51,6 +51,7 @@ async function compacted(lab: ExperimentLab, above: bigint, what: string): Promi
   return views;
 }
 
+// Long by design (docs/conventions.md): an experiment is a script read top to bottom, its steps the sections of its report; cutting it into functions would hide the order the report follows.
 export async function hbaseVersions(o: ExperimentOptions): Promise<ExperimentResult> {
   // GC off until the forced compaction; a 1 s retention so it may collect right after.
   const lab = await openExperimentLab(o, 'hbase-versions', { timestamp_history_retention_interval_sec: '1', history_gc_interval_sec: '0', history_gc_min_new_versions_pct: '0' });

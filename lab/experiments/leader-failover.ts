@@ -17,6 +17,7 @@ const CATCH_UP_TIMEOUT_MS = 60_000;
 /** Writer stalls are looked for from the kill until this long after the new leader was seen. */
 const STALL_WINDOW_AFTER_LEADER_MS = 2_000;
 
+// Long by design (docs/conventions.md): an experiment is a script read top to bottom, its steps the sections of its report; cutting it into functions would hide the order the report follows.
 export async function leaderFailover(o: ExperimentOptions): Promise<ExperimentResult> {
   const lab = await openExperimentLab(o, 'leader-failover');
   const checks: Check[] = [];

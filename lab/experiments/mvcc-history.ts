@@ -46,6 +46,7 @@ async function gcViews(lab: ExperimentLab): Promise<GcView[]> {
   return out;
 }
 
+// Long by design (docs/conventions.md): an experiment is a script read top to bottom, its steps the sections of its report; cutting it into functions would hide the order the report follows.
 export async function mvccHistory(o: ExperimentOptions): Promise<ExperimentResult> {
   const lab = await openExperimentLab(o, 'mvcc-history', { timestamp_history_retention_interval_sec: String(RETENTION_SEC), history_gc_interval_sec: '1' });
   const checks: Check[] = [];

@@ -33,6 +33,7 @@ interface Load {
   withNote: Record<string, number>;
 }
 
+// Long by design (docs/conventions.md): an experiment is a script read top to bottom, its steps the sections of its report; cutting it into functions would hide the order the report follows.
 export async function onlineSchemaChange(o: ExperimentOptions): Promise<ExperimentResult> {
   const lab = await openExperimentLab(o, 'online-schema-change');
   const checks: Check[] = [];

@@ -33,6 +33,7 @@ const CATCH_UP_TIMEOUT_MS = 60_000;
 /** A table nobody writes during the cut (its replicas' logs stay equal). */
 const IDLE_TABLE = 'idle';
 
+// Long by design (docs/conventions.md): an experiment is a script read top to bottom, its steps the sections of its report; cutting it into functions would hide the order the report follows.
 export async function partialPartition(o: ExperimentOptions): Promise<ExperimentResult> {
   const lab = await openExperimentLab(o, 'partial-partition');
   const checks: Check[] = [];

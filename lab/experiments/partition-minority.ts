@@ -36,6 +36,7 @@ const HOLD_MS_MAX = 600_000;
 const LEADERS_MOVE_TIMEOUT_MS = 30_000;
 const CATCH_UP_TIMEOUT_MS = 60_000;
 
+// Long by design (docs/conventions.md): an experiment is a script read top to bottom, its steps the sections of its report; cutting it into functions would hide the order the report follows.
 export async function partitionMinority(o: ExperimentOptions): Promise<ExperimentResult> {
   const holdMs = o.params?.['holdMs'] ?? PARTITION_HOLD_MS;
   if (!Number.isInteger(holdMs) || holdMs < 1_000 || holdMs > HOLD_MS_MAX) throw new DbError(ErrorCode.INVALID_ARGUMENT, `partition-minority: --hold-ms must be a whole number of ms in [1000, ${HOLD_MS_MAX}], got ${holdMs}`);

@@ -27,6 +27,7 @@ const AFTER_MS = 2_000;
 /** INSERTs per writer at most (the load's time usually ends it first). */
 const INSERTS_MAX = 20_000;
 
+// Long by design (docs/conventions.md): an experiment is a script read top to bottom, its steps the sections of its report; cutting it into functions would hide the order the report follows.
 export async function pausedLeader(o: ExperimentOptions): Promise<ExperimentResult> {
   const lab = await openExperimentLab(o, 'paused-leader');
   const checks: Check[] = [];

@@ -36,6 +36,7 @@ const TXNS_MAX = 10_000;
 /** Transactions that write their rows just before the pause and commit just after it. */
 const HELD = 4;
 
+// Long by design (docs/conventions.md): an experiment is a script read top to bottom, its steps the sections of its report; cutting it into functions would hide the order the report follows.
 export async function pausedStatusLeader(o: ExperimentOptions): Promise<ExperimentResult> {
   const lab = await openExperimentLab(o, 'paused-status-leader');
   const checks: Check[] = [];

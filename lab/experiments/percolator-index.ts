@@ -89,6 +89,7 @@ class Workers {
 /** Raw rows of a Percolator table (hidden columns included). */
 const rawRows = (lab: ExperimentLab, table: string): Promise<Row[]> => lab.client.table(table).scan({ timeoutMs: 30_000 });
 
+// Long by design (docs/conventions.md): an experiment is a script read top to bottom, its steps the sections of its report; cutting it into functions would hide the order the report follows.
 export async function percolatorIndex(o: ExperimentOptions): Promise<ExperimentResult> {
   const lab = await openExperimentLab(o, 'percolator-index');
   const checks: Check[] = [];

@@ -25,6 +25,7 @@ interface TabletRow {
   state: string;
 }
 
+// Long by design (docs/conventions.md): an experiment is a script read top to bottom, its steps the sections of its report; cutting it into functions would hide the order the report follows.
 export async function replicaDivergence(o: ExperimentOptions): Promise<ExperimentResult> {
   const lab = await openExperimentLab(o, 'replica-divergence');
   const checks: Check[] = [];

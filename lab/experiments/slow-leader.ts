@@ -67,6 +67,7 @@ async function whilePolling<T>(work: Promise<T>, poll: () => Promise<void>): Pro
   }
 }
 
+// Long by design (docs/conventions.md): an experiment is a script read top to bottom, its steps the sections of its report; cutting it into functions would hide the order the report follows.
 export async function slowLeader(o: ExperimentOptions): Promise<ExperimentResult> {
   const lab = await openExperimentLab(o, 'slow-leader');
   const checks: Check[] = [];

@@ -57,6 +57,7 @@ async function readIn(t: Transaction, id: bigint): Promise<string | undefined> {
   return (await t.table(EXPERIMENT_TABLE).get({ id }))?.['v'] as string | undefined;
 }
 
+// Long by design (docs/conventions.md): an experiment is a script read top to bottom, its steps the sections of its report; cutting it into functions would hide the order the report follows.
 export async function snapshotIsolation(o: ExperimentOptions): Promise<ExperimentResult> {
   const lab = await openExperimentLab(o, 'snapshot-isolation');
   const checks: Check[] = [];

@@ -37,6 +37,7 @@ function masterFlags(thresholdBytes: number): Record<string, string> {
   };
 }
 
+// Long by design (docs/conventions.md): an experiment is a script read top to bottom, its steps the sections of its report; cutting it into functions would hide the order the report follows.
 export function tabletSplit(params: Record<string, number> = {}): (o: ExperimentOptions) => Promise<ExperimentResult> {
   const thresholdBytes = params['thresholdBytes'] ?? 256 * 1024;
   return async (o) => {

@@ -138,6 +138,7 @@ async function recover(client: TesseraClient, p: Protocol, from: number, to: num
 const showLoad = (l: Load): string => `${l.ok} transfers (${((l.ok * 1000) / PHASE_MS).toFixed(0)}/s), p50 ${l.p50Ms.toFixed(1)} ms, p99 ${l.p99Ms.toFixed(1)} ms, failed: ${Object.entries(l.failures).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`;
 const showFailures = (f: Record<string, number>): string => Object.entries(f).map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
 
+// Long by design (docs/conventions.md): an experiment is a script read top to bottom, its steps the sections of its report; cutting it into functions would hide the order the report follows.
 export async function txnProtocols(o: ExperimentOptions): Promise<ExperimentResult> {
   const lab = await openExperimentLab(o, 'txn-protocols');
   const checks: Check[] = [];

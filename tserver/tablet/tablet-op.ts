@@ -123,6 +123,7 @@ function encodeWriteIntents(op: Extract<TabletOp, { type: 'WRITE_INTENTS' }>): U
   return o.buf.subarray(0, o.pos);
 }
 
+// Long by design (docs/conventions.md): one switch over the op kinds, a few lines each; the kinds belong side by side.
 export function encodeTabletOp(op: TabletOp): Uint8Array {
   switch (op.type) {
     case 'WRITE': {
