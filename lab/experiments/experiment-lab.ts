@@ -36,6 +36,75 @@ export interface ExperimentLab {
   close(): Promise<void>;
 }
 
+/** Samples memtable bytes of the experiment table per node, for the report's chart. */
+class MemSampler {
+  private readonly series = new Map<string, Array<[number, number]>>();
+  private timer: NodeJS.Timeout | undefined;
+  private sampling = false;
+
+  constructor(
+    private readonly driver: ClusterDriver,
+    private readonly t0: number,
+  ) {}
+
+  /** Sample every intervalMs (a sample still in flight makes the next tick skip). */
+  start(intervalMs: number): void {
+    this.timer = setInterval(() => {
+      if (this.sampling) return;
+      this.sampling = true;
+      void replicasViaDriver(this.driver)
+        .then((all) => {
+          const at = performance.now() - this.t0;
+          for (const n of all) {
+            if (!n.tablets) continue;
+            const bytes = n.tablets.filter((t) => t.table === EXPERIMENT_TABLE).reduce((s, t) => s + t.regulardb.memtableBytes + t.intentsdb.memtableBytes, 0);
+            const pts = this.series.get(n.node) ?? [];
+            if (pts.length < SAMPLES_MAX) pts.push([at, bytes]);
+            this.series.set(n.node, pts);
+          }
+        })
+        .finally(() => (this.sampling = false));
+    }, intervalMs);
+  }
+
+  /** The samples as chart series, one per node in name order. */
+  memSeries(): ChartSeries[] {
+    return [...this.series.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([n, points]) => ({ name: `${n} memtable bytes`, points }));
+  }
+
+  /** Stop sampling. */
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+}
+
+/** The leader of each of the experiment table's tablets, once every one has one (bounded wait). */
+function experimentLeaders(driver: ClusterDriver): Promise<Array<[string, { node: NodeName; row: ReplicaRow }]>> {
+  return waitUntil(
+    async () => {
+      // Only the experiment's table: the system status tablets (transactions) have leaders too.
+      const mine = [...leadersByTablet(await replicasViaDriver(driver)).entries()].filter(([, x]) => x.row.table === EXPERIMENT_TABLE);
+      return mine.length >= 3 ? mine : undefined;
+    },
+    { timeoutMs: 20_000, what: 'a leader for every tablet' },
+  );
+}
+
+/** Connect a client and create the experiment table; on failure close the client and take the lab down. */
+async function connectAndCreateTable(driver: ClusterDriver, log: (line: string) => void): Promise<TesseraClient> {
+  let client: TesseraClient | undefined;
+  try {
+    client = await TesseraClient.connect({ ...labConnectOptions(driver.addresses()), timeoutMs: 30_000 });
+    await client.createTable({ name: EXPERIMENT_TABLE, columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: 3 });
+    log(`table ${EXPERIMENT_TABLE} created (3 tablets, RF 3)`);
+  } catch (e) {
+    await client?.close().catch(() => undefined);
+    await driver.down().catch(() => undefined);
+    throw e;
+  }
+  return client;
+}
+
 export async function openExperimentLab(o: ExperimentOptions, name: string, tserverFlags: Record<string, string> = {}): Promise<ExperimentLab> {
   const kind = o.driver ?? 'process';
   const spec = defaultSpec({
@@ -61,30 +130,10 @@ export async function openExperimentLab(o: ExperimentOptions, name: string, tser
   log(`starting a 3-node ${kind} lab in ${spec.baseDir}`);
   await driver.up(spec);
   log(`lab up (${kind} driver)`);
-  const series = new Map<string, Array<[number, number]>>();
-  let sampler: NodeJS.Timeout | undefined;
-  let sampling = false;
-  let client: TesseraClient | undefined;
-  try {
-    client = await TesseraClient.connect({ ...labConnectOptions(driver.addresses()), timeoutMs: 30_000 });
-    await client.createTable({ name: EXPERIMENT_TABLE, columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: 3 });
-    log(`table ${EXPERIMENT_TABLE} created (3 tablets, RF 3)`);
-  } catch (e) {
-    await client?.close().catch(() => undefined);
-    await driver.down().catch(() => undefined);
-    throw e;
-  }
-  const c = client;
+  const sampler = new MemSampler(driver, t0);
+  const c = await connectAndCreateTable(driver, log);
   return {
-    leaders: () =>
-      waitUntil(
-        async () => {
-          // Only the experiment's table: the system status tablets (transactions) have leaders too.
-          const mine = [...leadersByTablet(await replicasViaDriver(driver)).entries()].filter(([, x]) => x.row.table === EXPERIMENT_TABLE);
-          return mine.length >= 3 ? mine : undefined;
-        },
-        { timeoutMs: 20_000, what: 'a leader for every tablet' },
-      ),
+    leaders: () => experimentLeaders(driver),
     driver,
     client: c,
     t0,
@@ -92,26 +141,11 @@ export async function openExperimentLab(o: ExperimentOptions, name: string, tser
     log,
     timeline,
     startMemSampler(intervalMs: number): void {
-      sampler = setInterval(() => {
-        if (sampling) return;
-        sampling = true;
-        void replicasViaDriver(driver)
-          .then((all) => {
-            const at = performance.now() - t0;
-            for (const n of all) {
-              if (!n.tablets) continue;
-              const bytes = n.tablets.filter((t) => t.table === EXPERIMENT_TABLE).reduce((s, t) => s + t.regulardb.memtableBytes + t.intentsdb.memtableBytes, 0);
-              const pts = series.get(n.node) ?? [];
-              if (pts.length < SAMPLES_MAX) pts.push([at, bytes]);
-              series.set(n.node, pts);
-            }
-          })
-          .finally(() => (sampling = false));
-      }, intervalMs);
+      sampler.start(intervalMs);
     },
-    memSeries: () => [...series.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([n, points]) => ({ name: `${n} memtable bytes`, points })),
+    memSeries: () => sampler.memSeries(),
     async close(): Promise<void> {
-      if (sampler) clearInterval(sampler);
+      sampler.stop();
       await c.close().catch(() => undefined);
       if (o.keep) log(`lab kept in ${spec.baseDir} (tessera lab down --base_dir ${spec.baseDir})`);
       else await driver.down();

@@ -38,10 +38,80 @@ export interface CrashLoopOptions {
   log?: (line: string) => void;
 }
 
+/** The cluster the crash loop kills. */
+type CrashCluster = Awaited<ReturnType<typeof planVerifyCluster>>;
+
+/** The insert load: CRASH_CONCURRENCY processes writing until stopped, noting when a write was last acknowledged. */
+class CrashWriters {
+  /** History time of the last acknowledged write. */
+  lastOkNs = 0;
+  private stopped = false;
+  private readonly done: Promise<void[]>;
+
+  constructor(w: SetWorkload, client: TesseraClient, recorder: HistoryRecorder, rng: SeededRng) {
+    const worker = async (slot: number): Promise<void> => {
+      let proc = slot;
+      // Bounded by the cycle count: the loop sets `stopped` after the last cycle.
+      while (!this.stopped) {
+        const type = await w.step({ client, recorder, process: proc, rng, opTimeoutMs: CRASH_OP_TIMEOUT_MS });
+        if (type === 'ok') this.lastOkNs = recorder.nowNs();
+        if (type === 'info') {
+          proc += CRASH_CONCURRENCY;
+          // Do not spin while everything is down.
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      }
+    };
+    this.done = Promise.all(Array.from({ length: CRASH_CONCURRENCY }, (_, i) => worker(i)));
+  }
+
+  /** Stop the processes and wait for their last operations. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.done;
+  }
+}
+
+/** Restart every server and wait until the cluster is healthy and a write is acknowledged again; throws past RECOVERY_TIMEOUT_MS. */
+async function restartAndRecover(cluster: CrashCluster, recorder: HistoryRecorder, writers: CrashWriters): Promise<void> {
+  for (const s of cluster.servers) await cluster.start(s);
+  await cluster.waitHealthy(RECOVERY_TIMEOUT_MS);
+  const since = recorder.nowNs();
+  const deadline = Date.now() + RECOVERY_TIMEOUT_MS;
+  while (writers.lastOkNs < since && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  if (writers.lastOkNs < since) throw new Error(`no write acknowledged within ${RECOVERY_TIMEOUT_MS} ms after the restart`);
+}
+
+/** Kill every process `cycles` times under the load; returns the fault windows and the cycles that did not recover. */
+async function runCycles(o: CrashLoopOptions, cluster: CrashCluster, recorder: HistoryRecorder, rng: SeededRng, writers: CrashWriters, log: (line: string) => void): Promise<{ windows: FaultWindow[]; recoveryFailures: string[] }> {
+  const [upLo, upHi] = o.uptimeMs ?? [800, 2_000];
+  const windows: FaultWindow[] = [];
+  const recoveryFailures: string[] = [];
+  try {
+    for (let cycle = 0; cycle < o.cycles; cycle++) {
+      await new Promise((r) => setTimeout(r, upLo + rng.int(upHi - upLo + 1)));
+      const win: FaultWindow = { kind: 'kill', target: 'every process', startNs: recorder.nowNs(), endNs: 0, note: `cycle ${cycle + 1}` };
+      windows.push(win);
+      await Promise.all(cluster.servers.map((s) => cluster.kill9(s)));
+      try {
+        await restartAndRecover(cluster, recorder, writers);
+      } catch (e) {
+        recoveryFailures.push(`cycle ${cycle + 1}: ${(e as Error).message}`);
+        win.endNs = recorder.nowNs();
+        break;
+      }
+      win.endNs = recorder.nowNs();
+      log(`crash cycle ${cycle + 1}/${o.cycles}: recovered in ${Math.round((win.endNs - win.startNs) / 1e6)} ms`);
+    }
+  } finally {
+    await writers.stop();
+  }
+  return { windows, recoveryFailures };
+}
+
 export async function runCrashLoop(o: CrashLoopOptions): Promise<WorkloadReport> {
   const log = o.log ?? (() => undefined);
   const rng = new SeededRng(o.seed);
-  const [upLo, upHi] = o.uptimeMs ?? [800, 2_000];
   const clusterDir = path.join(o.dir, 'cluster-crash');
   fs.rmSync(clusterDir, { recursive: true, force: true });
   const driver = o.driver ?? 'process';
@@ -54,50 +124,8 @@ export async function runCrashLoop(o: CrashLoopOptions): Promise<WorkloadReport>
     const w = new SetWorkload('verify_crash');
     await w.setup(client);
     const recorder = new HistoryRecorder();
-    const windows: FaultWindow[] = [];
-    const recoveryFailures: string[] = [];
-    let stopped = false;
-    let lastOkNs = 0;
-    const c = client;
-    const worker = async (slot: number): Promise<void> => {
-      let proc = slot;
-      // Bounded by the cycle count: the loop below sets `stopped` after the last cycle.
-      while (!stopped) {
-        const type = await w.step({ client: c, recorder, process: proc, rng, opTimeoutMs: CRASH_OP_TIMEOUT_MS });
-        if (type === 'ok') lastOkNs = recorder.nowNs();
-        if (type === 'info') {
-          proc += CRASH_CONCURRENCY;
-          // Do not spin while everything is down.
-          await new Promise((r) => setTimeout(r, 50));
-        }
-      }
-    };
-    const workers = Promise.all(Array.from({ length: CRASH_CONCURRENCY }, (_, i) => worker(i)));
-    try {
-      for (let cycle = 0; cycle < o.cycles; cycle++) {
-        await new Promise((r) => setTimeout(r, upLo + rng.int(upHi - upLo + 1)));
-        const win: FaultWindow = { kind: 'kill', target: 'every process', startNs: recorder.nowNs(), endNs: 0, note: `cycle ${cycle + 1}` };
-        windows.push(win);
-        await Promise.all(cluster.servers.map((s) => cluster.kill9(s)));
-        try {
-          for (const s of cluster.servers) await cluster.start(s);
-          await cluster.waitHealthy(RECOVERY_TIMEOUT_MS);
-          const since = recorder.nowNs();
-          const deadline = Date.now() + RECOVERY_TIMEOUT_MS;
-          while (lastOkNs < since && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-          if (lastOkNs < since) throw new Error(`no write acknowledged within ${RECOVERY_TIMEOUT_MS} ms after the restart`);
-        } catch (e) {
-          recoveryFailures.push(`cycle ${cycle + 1}: ${(e as Error).message}`);
-          win.endNs = recorder.nowNs();
-          break;
-        }
-        win.endNs = recorder.nowNs();
-        log(`crash cycle ${cycle + 1}/${o.cycles}: recovered in ${Math.round((win.endNs - win.startNs) / 1e6)} ms`);
-      }
-    } finally {
-      stopped = true;
-      await workers;
-    }
+    const writers = new CrashWriters(w, client, recorder, rng);
+    const { windows, recoveryFailures } = await runCycles(o, cluster, recorder, rng, writers, log);
     await w.final(client, recorder, 1_000_000_000);
     // Replay and remote bootstrap after every crash must leave the replicas equal.
     const convergence = await checkReplicaConvergence({ tservers: cluster.tservers, replicationFactor: 3, timeoutMs: RECOVERY_TIMEOUT_MS });

@@ -36,9 +36,27 @@ const ALL: ReadonlySet<EdgeKind> = new Set<EdgeKind>(['ww', 'wr', 'rw']);
 const WW: ReadonlySet<EdgeKind> = new Set<EdgeKind>(['ww']);
 const WWWR: ReadonlySet<EdgeKind> = new Set<EdgeKind>(['ww', 'wr']);
 
+/** Records one anomaly with its detail. */
+type Report = (a: Anomaly, detail: unknown) => void;
+/** A list value: the elements appended to a key. */
+type ListValue = Array<number | string>;
+/** Who wrote a (key, value), and whether it was that txn's last append to the key. */
+type WriterIndex = Map<string, { txn: Txn; final: boolean }>;
+/** A read of a key before the txn's own appends to it. */
+interface ExternalRead {
+  txn: Txn;
+  key: string;
+  list: ListValue;
+}
+
+/** The writer-index key for (key, value). */
+function vk(k: string, v: unknown): string {
+  return `${k}\u0000${String(v)}`;
+}
+
 export function checkListAppend(history: readonly HistoryOp[], model: 'snapshot-isolation' | 'serializable' = 'snapshot-isolation'): AppendResult {
   const anomalies: Partial<Record<Anomaly, unknown[]>> = {};
-  const report = (a: Anomaly, detail: unknown): void => {
+  const report: Report = (a, detail) => {
     (anomalies[a] ??= []).push(detail);
   };
   const txns: Txn[] = pairCalls(history)
@@ -47,22 +65,53 @@ export function checkListAppend(history: readonly HistoryOp[], model: 'snapshot-
   const counts = { ok: 0, fail: 0, info: 0 };
   for (const t of txns) counts[t.call.type]++;
 
-  // Who wrote each (key, value), and was it that txn's last append to the key?
-  const writer = new Map<string, { txn: Txn; final: boolean }>();
-  const vk = (k: string, v: unknown): string => `${k}\u0000${String(v)}`;
+  const writer = indexWriters(txns);
+  const { externalReads, longest } = checkReads(txns, writer, report);
+  checkVersionOrders(externalReads, longest, report);
+  const { g, readsByKeyVersion } = buildDepGraph(longest, externalReads, writer);
+  checkLostUpdates(readsByKeyVersion, txns, report);
+
+  classifyCycles(g, report);
+  const allowed: Anomaly[] = model === 'snapshot-isolation' ? ['G2-item'] : [];
+  const bad = (Object.keys(anomalies) as Anomaly[]).filter((a) => !allowed.includes(a));
+  return { valid: bad.length === 0, allowed: allowed.filter((a) => anomalies[a]), anomalies, txns: counts };
+}
+
+/** Index who wrote each (key, value), and whether it was that txn's last append to the key. */
+function indexWriters(txns: readonly Txn[]): WriterIndex {
+  const writer: WriterIndex = new Map();
   for (const t of txns) {
     const lastByKey = new Map<string, unknown>();
     for (const m of t.mops) if (m[0] === 'append') lastByKey.set(m[1], m[2]);
     for (const m of t.mops) if (m[0] === 'append') writer.set(vk(m[1], m[2]), { txn: t, final: lastByKey.get(m[1]) === m[2] });
   }
+  return writer;
+}
 
+/** Check each read's values: duplicates, garbage reads, G1a (aborted write) and G1b (intermediate write). */
+function checkReadValues(t: Txn, key: string, list: ListValue, writer: WriterIndex, report: Report): void {
+  if (new Set(list.map(String)).size !== list.length) report('duplicate-elements', { txn: t.id, key, list });
+  for (const v of list) {
+    const w = writer.get(vk(key, v));
+    if (!w) report('garbage-read', { txn: t.id, key, value: v });
+    else if (w.txn.call.type === 'fail') report('G1a', { txn: t.id, key, value: v, writer: w.txn.id });
+  }
+  const last = list[list.length - 1];
+  if (last !== undefined) {
+    const w = writer.get(vk(key, last));
+    if (w && w.txn !== t && !w.final) report('G1b', { txn: t.id, key, value: last, writer: w.txn.id });
+  }
+}
+
+/** Walk ok txns' reads: collect external reads and the longest read per key, check reads and internal consistency. */
+function checkReads(txns: readonly Txn[], writer: WriterIndex, report: Report): { externalReads: ExternalRead[]; longest: Map<string, ListValue> } {
   // External reads (before the txn's own appends to that key), internal consistency, read checks.
-  const externalReads: Array<{ txn: Txn; key: string; list: Array<number | string> }> = [];
-  const longest = new Map<string, Array<number | string>>();
+  const externalReads: ExternalRead[] = [];
+  const longest = new Map<string, ListValue>();
   for (const t of txns) {
     if (t.call.type !== 'ok') continue;
-    const known = new Map<string, Array<number | string> | undefined>();
-    const ownAppends = new Map<string, Array<number | string>>();
+    const known = new Map<string, ListValue | undefined>();
+    const ownAppends = new Map<string, ListValue>();
     for (const m of t.mops) {
       if (m[0] === 'append') {
         const own = ownAppends.get(m[1]) ?? [];
@@ -72,17 +121,7 @@ export function checkListAppend(history: readonly HistoryOp[], model: 'snapshot-
       }
       const [, key, listRaw] = m;
       const list = listRaw ?? [];
-      if (new Set(list.map(String)).size !== list.length) report('duplicate-elements', { txn: t.id, key, list });
-      for (const v of list) {
-        const w = writer.get(vk(key, v));
-        if (!w) report('garbage-read', { txn: t.id, key, value: v });
-        else if (w.txn.call.type === 'fail') report('G1a', { txn: t.id, key, value: v, writer: w.txn.id });
-      }
-      const last = list[list.length - 1];
-      if (last !== undefined) {
-        const w = writer.get(vk(key, last));
-        if (w && w.txn !== t && !w.final) report('G1b', { txn: t.id, key, value: last, writer: w.txn.id });
-      }
+      checkReadValues(t, key, list, writer, report);
       const own = ownAppends.get(key) ?? [];
       if (own.length === 0 && !known.has(key)) {
         externalReads.push({ txn: t, key, list });
@@ -99,13 +138,20 @@ export function checkListAppend(history: readonly HistoryOp[], model: 'snapshot-
       if (list.length > (longest.get(key)?.length ?? -1)) longest.set(key, list);
     }
   }
+  return { externalReads, longest };
+}
 
+/** Report external reads that are not a prefix of their key's longest read. */
+function checkVersionOrders(externalReads: readonly ExternalRead[], longest: Map<string, ListValue>, report: Report): void {
   // Version order per key = the longest read; every read must be a prefix of it.
   for (const r of externalReads) {
     const lo = longest.get(r.key) ?? [];
     if (JSON.stringify(lo.slice(0, r.list.length)) !== JSON.stringify(r.list)) report('incompatible-order', { key: r.key, read: r.list, longest: lo });
   }
+}
 
+/** Build the ww/wr/rw dependency graph, and group external readers by (key, version read). */
+function buildDepGraph(longest: Map<string, ListValue>, externalReads: readonly ExternalRead[], writer: WriterIndex): { g: DepGraph; readsByKeyVersion: Map<string, number[]> } {
   // Dependency graph over transactions that committed (ok) or whose writes were observed (info).
   const g = new DepGraph();
   for (const [key, order] of longest) {
@@ -133,18 +179,16 @@ export function checkListAppend(history: readonly HistoryOp[], model: 'snapshot-
     arr.push(r.txn.id);
     readsByKeyVersion.set(sig, arr);
   }
+  return { g, readsByKeyVersion };
+}
 
-  // Lost update: two committed txns read the same version of a key and both appended to it.
+/** Report lost updates: two committed txns read the same version of a key and both appended to it. */
+function checkLostUpdates(readsByKeyVersion: Map<string, number[]>, txns: readonly Txn[], report: Report): void {
   for (const [sig, readers] of readsByKeyVersion) {
     const key = sig.split('\u0000')[0]!;
     const appenders = readers.filter((id) => txns[id]!.mops.some((m) => m[0] === 'append' && m[1] === key));
     if (appenders.length > 1) report('lost-update', { key, txns: appenders });
   }
-
-  classifyCycles(g, report);
-  const allowed: Anomaly[] = model === 'snapshot-isolation' ? ['G2-item'] : [];
-  const bad = (Object.keys(anomalies) as Anomaly[]).filter((a) => !allowed.includes(a));
-  return { valid: bad.length === 0, allowed: allowed.filter((a) => anomalies[a]), anomalies, txns: counts };
 }
 
 function classifyCycles(g: DepGraph, report: (a: Anomaly, d: unknown) => void): void {

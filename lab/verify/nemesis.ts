@@ -115,108 +115,137 @@ export class Nemesis {
     return [];
   }
 
+  /** Apply one fault for its window, heal it, and record the window (skipped with the reason when it failed). */
   private async one(f: ScheduledFault, stop: () => boolean): Promise<void> {
     const w: FaultWindow = { kind: f.kind, target: describeTarget(f.target), startNs: this.d.nowNs(), endNs: 0 };
     this.windows.push(w);
-    const c = this.d.cluster;
     try {
       const targets = await this.serversOf(f, w);
-      switch (f.kind) {
-        case 'kill':
-          this.noteHow(w, f.kind, targets);
-          for (const s of targets) await c.kill9(s);
-          await sleep(f.durationMs, stop);
-          for (const s of targets) await c.start(s);
-          await c.waitHealthy(RESTART_HEALTH_TIMEOUT_MS);
-          break;
-        case 'pause':
-          this.noteHow(w, f.kind, targets);
-          for (const s of targets) await c.pause(s);
-          await sleep(f.durationMs, stop);
-          for (const s of targets) await c.resume(s);
-          break;
-        case 'partition': {
-          const node = f.target.role === 'tserver' ? f.target.node : f.target.role === 'leader' ? await this.leaderNode() : 0;
-          w.target = `node ${node} isolated${f.target.role === 'leader' ? ' (a tablet leader)' : ''}`;
-          this.noteHow(w, f.kind, c.servers.filter((s) => s.node === node));
-          await this.partition([node]);
-          await sleep(f.durationMs, stop);
-          await this.partition([]);
-          break;
-        }
-        case 'bridge': {
-          const n = c.tservers.length;
-          const a = f.target.role === 'tserver' ? f.target.node : await this.leaderNode();
-          const b = (a + (f.peerOffset ?? 1)) % n;
-          if (n < 3 || a === b) throw new DbError(ErrorCode.INVALID_ARGUMENT, `a bridge needs 3 nodes or more (${n})`);
-          const third = [...Array(n).keys()].filter((x) => x !== a && x !== b);
-          w.target = `nodes ${a} and ${b} cut apart${f.target.role === 'leader' ? ` (node ${a} leads a tablet)` : ''}, node${third.length > 1 ? 's' : ''} ${third.join(', ')} reaching both`;
-          const before = await this.raftDropped([a, b]);
-          try {
-            await this.bridge(a, b);
-            await sleep(f.durationMs, stop);
-          } finally {
-            await this.bridge(undefined, undefined);
-          }
-          // Evidence the cut took effect: the two nodes' tservers dropped Raft messages meanwhile
-          // (each tablet's leader sends to both followers at least every heartbeat).
-          const after = await this.raftDropped([a, b]);
-          if (before === undefined || after === undefined) w.note = 'Raft traffic and heartbeats dropped between the two (TEST_drop_traffic_peers; count unknown: a console did not answer)';
-          else if (after > before) w.note = `${after - before} Raft messages dropped between the two (TEST_drop_traffic_peers)`;
-          else w.skipped = 'TEST_drop_traffic_peers was accepted but no Raft message was dropped (tserver_raft_messages{direction="dropped"} did not move)';
-          break;
-        }
-        case 'rebuild': {
-          await this.rebuild(f, w, stop);
-          break;
-        }
-        case 'skew':
-        case 'skew-beyond': {
-          const node = f.target.role === 'tserver' ? f.target.node : 0;
-          const skewMs = f.skewMs ?? 0;
-          w.target = `node ${node}`;
-          w.note = `${skewMs > 0 ? '+' : ''}${skewMs} ms ${f.kind === 'skew' ? 'within' : 'BEYOND'} max_clock_skew_usec`;
-          try {
-            w.note += `; ${await this.applySkew(node, skewMs)}`;
-            await sleep(f.durationMs, stop);
-          } finally {
-            await this.setSkew(node, 0);
-          }
-          break;
-        }
-        case 'stepdown':
-          w.note = await this.stepdown();
-          await sleep(f.durationMs, stop);
-          break;
-        case 'split':
-          w.target = `table ${this.d.table}`;
-          w.note = await this.split();
-          await sleep(f.durationMs, stop);
-          break;
-        case 'alter': {
-          // A column nobody writes, added and dropped again: two schema versions under the load.
-          const col = `nemesis_${this.alters++}`;
-          w.target = `table ${this.d.table}`;
-          const added = await this.d.client.alterTable(this.d.table, { addColumns: [{ name: col, type: 'string' }] }, { timeoutMs: ALTER_TIMEOUT_MS });
-          w.note = `added column ${col} (schema version ${added.schemaVersion})`;
-          await sleep(f.durationMs, stop);
-          const dropped = await this.d.client.alterTable(this.d.table, { dropColumns: [col] }, { timeoutMs: ALTER_TIMEOUT_MS });
-          w.note += `, dropped it (version ${dropped.schemaVersion})`;
-          break;
-        }
-      }
+      await this.play(f, w, targets, stop);
     } catch (e) {
       w.skipped = (e as Error).message.split('\n')[0];
       this.d.log(`nemesis: ${f.kind} on ${w.target} could not be applied: ${w.skipped}`);
-      // Leave nothing half-applied behind (best effort: the final settle waits for health anyway).
-      for (const s of c.servers) await Promise.resolve(c.resume(s)).catch(() => undefined);
-      for (const s of c.servers) if (!c.isRunning(s)) await Promise.resolve(c.start(s)).catch(() => undefined);
-      if (f.kind === 'partition') await this.partition([]).catch(() => undefined);
-      if (f.kind === 'bridge') await this.bridge(undefined, undefined).catch(() => undefined);
-      if (f.kind === 'rebuild') for (const t of c.tservers) if (c.isRunning(t) && !t.paused) await c.setFlag(t, FAIL_REPLICA_FLAG, '', this.d.client.rpcClient()).catch(() => undefined);
+      await this.undoHalfApplied(f);
     }
     w.endNs = this.d.nowNs();
     this.d.log(`nemesis: ${f.kind} ${w.target}${w.note ? ` (${w.note})` : ''} ${w.skipped ? 'SKIPPED' : 'done'} in ${Math.round((w.endNs - w.startNs) / 1e6)} ms`);
+  }
+
+  /** Dispatch on the fault's kind: apply it, hold it for its duration, heal it. */
+  private async play(f: ScheduledFault, w: FaultWindow, targets: VerifyServerRef[], stop: () => boolean): Promise<void> {
+    const c = this.d.cluster;
+    switch (f.kind) {
+      case 'kill':
+        this.noteHow(w, f.kind, targets);
+        for (const s of targets) await c.kill9(s);
+        await sleep(f.durationMs, stop);
+        for (const s of targets) await c.start(s);
+        await c.waitHealthy(RESTART_HEALTH_TIMEOUT_MS);
+        break;
+      case 'pause':
+        this.noteHow(w, f.kind, targets);
+        for (const s of targets) await c.pause(s);
+        await sleep(f.durationMs, stop);
+        for (const s of targets) await c.resume(s);
+        break;
+      case 'partition':
+        await this.playPartition(f, w, stop);
+        break;
+      case 'bridge':
+        await this.playBridge(f, w, stop);
+        break;
+      case 'rebuild': {
+        await this.rebuild(f, w, stop);
+        break;
+      }
+      case 'skew':
+      case 'skew-beyond':
+        await this.playSkew(f, w, stop);
+        break;
+      case 'stepdown':
+        w.note = await this.stepdown();
+        await sleep(f.durationMs, stop);
+        break;
+      case 'split':
+        w.target = `table ${this.d.table}`;
+        w.note = await this.split();
+        await sleep(f.durationMs, stop);
+        break;
+      case 'alter':
+        await this.playAlter(f, w, stop);
+        break;
+    }
+  }
+
+  /** The partition nemesis: isolate one node for the window. */
+  private async playPartition(f: ScheduledFault, w: FaultWindow, stop: () => boolean): Promise<void> {
+    const c = this.d.cluster;
+    const node = f.target.role === 'tserver' ? f.target.node : f.target.role === 'leader' ? await this.leaderNode() : 0;
+    w.target = `node ${node} isolated${f.target.role === 'leader' ? ' (a tablet leader)' : ''}`;
+    this.noteHow(w, f.kind, c.servers.filter((s) => s.node === node));
+    await this.partition([node]);
+    await sleep(f.durationMs, stop);
+    await this.partition([]);
+  }
+
+  /** The bridge nemesis: cut two nodes apart while the others reach both, and check Raft traffic was dropped. */
+  private async playBridge(f: ScheduledFault, w: FaultWindow, stop: () => boolean): Promise<void> {
+    const n = this.d.cluster.tservers.length;
+    const a = f.target.role === 'tserver' ? f.target.node : await this.leaderNode();
+    const b = (a + (f.peerOffset ?? 1)) % n;
+    if (n < 3 || a === b) throw new DbError(ErrorCode.INVALID_ARGUMENT, `a bridge needs 3 nodes or more (${n})`);
+    const third = [...Array(n).keys()].filter((x) => x !== a && x !== b);
+    w.target = `nodes ${a} and ${b} cut apart${f.target.role === 'leader' ? ` (node ${a} leads a tablet)` : ''}, node${third.length > 1 ? 's' : ''} ${third.join(', ')} reaching both`;
+    const before = await this.raftDropped([a, b]);
+    try {
+      await this.bridge(a, b);
+      await sleep(f.durationMs, stop);
+    } finally {
+      await this.bridge(undefined, undefined);
+    }
+    // Evidence the cut took effect: the two nodes' tservers dropped Raft messages meanwhile
+    // (each tablet's leader sends to both followers at least every heartbeat).
+    const after = await this.raftDropped([a, b]);
+    if (before === undefined || after === undefined) w.note = 'Raft traffic and heartbeats dropped between the two (TEST_drop_traffic_peers; count unknown: a console did not answer)';
+    else if (after > before) w.note = `${after - before} Raft messages dropped between the two (TEST_drop_traffic_peers)`;
+    else w.skipped = 'TEST_drop_traffic_peers was accepted but no Raft message was dropped (tserver_raft_messages{direction="dropped"} did not move)';
+  }
+
+  /** The skew nemeses: move one node's clock for the window, then set it back. */
+  private async playSkew(f: ScheduledFault, w: FaultWindow, stop: () => boolean): Promise<void> {
+    const node = f.target.role === 'tserver' ? f.target.node : 0;
+    const skewMs = f.skewMs ?? 0;
+    w.target = `node ${node}`;
+    w.note = `${skewMs > 0 ? '+' : ''}${skewMs} ms ${f.kind === 'skew' ? 'within' : 'BEYOND'} max_clock_skew_usec`;
+    try {
+      w.note += `; ${await this.applySkew(node, skewMs)}`;
+      await sleep(f.durationMs, stop);
+    } finally {
+      await this.setSkew(node, 0);
+    }
+  }
+
+  /** The alter nemesis: add a column for the window, then drop it. */
+  private async playAlter(f: ScheduledFault, w: FaultWindow, stop: () => boolean): Promise<void> {
+    // A column nobody writes, added and dropped again: two schema versions under the load.
+    const col = `nemesis_${this.alters++}`;
+    w.target = `table ${this.d.table}`;
+    const added = await this.d.client.alterTable(this.d.table, { addColumns: [{ name: col, type: 'string' }] }, { timeoutMs: ALTER_TIMEOUT_MS });
+    w.note = `added column ${col} (schema version ${added.schemaVersion})`;
+    await sleep(f.durationMs, stop);
+    const dropped = await this.d.client.alterTable(this.d.table, { dropColumns: [col] }, { timeoutMs: ALTER_TIMEOUT_MS });
+    w.note += `, dropped it (version ${dropped.schemaVersion})`;
+  }
+
+  /** After a fault failed part-way: resume, restart and heal everything it may have left behind. */
+  private async undoHalfApplied(f: ScheduledFault): Promise<void> {
+    const c = this.d.cluster;
+    // Leave nothing half-applied behind (best effort: the final settle waits for health anyway).
+    for (const s of c.servers) await Promise.resolve(c.resume(s)).catch(() => undefined);
+    for (const s of c.servers) if (!c.isRunning(s)) await Promise.resolve(c.start(s)).catch(() => undefined);
+    if (f.kind === 'partition') await this.partition([]).catch(() => undefined);
+    if (f.kind === 'bridge') await this.bridge(undefined, undefined).catch(() => undefined);
+    if (f.kind === 'rebuild') for (const t of c.tservers) if (c.isRunning(t) && !t.paused) await c.setFlag(t, FAIL_REPLICA_FLAG, '', this.d.client.rpcClient()).catch(() => undefined);
   }
 
   /** The driver's own account of how it applies the fault, when it has one. */

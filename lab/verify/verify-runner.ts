@@ -132,15 +132,93 @@ function secureFlags(o: RunOptions, dir: string): string[] {
   return [`--certs_dir=${dir}`, `--cluster_secret_file=${secret}`];
 }
 
-export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
-  const log = o.log ?? (() => undefined);
+/** The cluster a run plays against. */
+type RunCluster = Awaited<ReturnType<typeof planVerifyCluster>>;
+
+/** What the report says of the cluster. */
+function reportShape(o: RunOptions, driver: DriverKind) {
+  return { driver, ...(o.masters && o.masters > 1 ? { masters: o.masters } : {}), ...(o.isolation === 'serializable' && o.workload !== 'set' ? { isolation: o.isolation } : {}), ...(o.deferTxnWrites === true && o.workload !== 'set' ? { deferTxnWrites: true } : {}) };
+}
+
+/** What the op phase leaves for the checks: the history, the fault windows, its start, and the middle of the run. */
+interface OpsPhase {
+  recorder: HistoryRecorder;
+  nemesis: Nemesis;
+  t0: number;
+  midHt: bigint;
+}
+
+/** Run the workload's processes while the nemesis plays its schedule; returns once both are done. */
+async function runOpsUnderNemesis(o: RunOptions, cluster: RunCluster, client: TesseraClient, w: Workload, log: (line: string) => void): Promise<OpsPhase> {
   const concurrency = o.concurrency ?? DEFAULT_CONCURRENCY;
   const opsMax = o.opsMax ?? DEFAULT_OPS_MAX;
+  const driver = o.driver ?? 'process';
+  const recorder = new HistoryRecorder();
+  const schedule = buildSchedule({ seed: o.seed, kinds: o.nemesis, timeMs: o.timeMs, tservers: 3, ...(o.skewBeyond ? { skewBeyond: true } : {}) });
+  log(`${o.workload}: ${schedule.length} fault window(s) scheduled over ${o.timeMs} ms (seed ${o.seed}, ${driver} driver)`);
+  const nemesis = new Nemesis({ cluster, client, table: w.table, nowNs: () => recorder.nowNs(), log, seed: o.seed });
+  const t0 = Date.now();
+  const end = t0 + o.timeMs;
+  let started = 0;
+  let okOps = 0;
+  let stopped = false;
+  const counted = (): boolean => historyCounts(okOps, nemesis.windows, recorder.nowNs(), RECOVERY_AFTER_FAULT_MS);
+  const stop = (): boolean => {
+    if (!stopped && o.endWhenCounted && counted()) {
+      stopped = true;
+      log(`${o.workload}: history counts (${okOps} ok ops, fault window(s) passed) after ${Date.now() - t0} ms: ending early`);
+    }
+    return stopped || Date.now() >= end;
+  };
+  const nemesisDone = nemesis.run(schedule, t0, stop);
+  const rng = new SeededRng(o.seed ^ 0x0b5);
+  const worker = async (slot: number): Promise<void> => {
+    let proc = slot;
+    while (!stop() && started < opsMax) {
+      started++;
+      const type = await w.step({ client, recorder, process: proc, rng, opTimeoutMs: o.opTimeoutMs ?? DEFAULT_OP_TIMEOUT_MS });
+      // An indeterminate op retires its process (Jepsen): a new process id takes the slot.
+      if (type === 'ok') okOps++;
+      if (type === 'info') proc += concurrency;
+      // A failing cluster must not be hammered in a tight loop (and fill the history with fails).
+      if (type !== 'ok') await new Promise((r) => setTimeout(r, FAIL_BACKOFF_MS));
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, (_, i) => worker(i)));
+  // The middle of the history: the replicas must agree on what was there then too (MVCC history).
+  const midHt = htFrom(Math.round(((t0 + Date.now()) / 2) * 1000));
+  stopped = true;
+  await nemesisDone;
+  return { recorder, nemesis, t0, midHt };
+}
+
+/** Heal, settle, do the final read, then check replica convergence (now and at the middle of the run) and intents drained. */
+async function settleAndCheckReplicas(o: RunOptions, cluster: RunCluster, client: TesseraClient, w: Workload, ops: OpsPhase, log: (line: string) => void) {
+  const concurrency = o.concurrency ?? DEFAULT_CONCURRENCY;
+  // Heal whatever the last window left behind, then let the cluster settle before the final read.
+  const problem = await cluster.settle(client.rpcClient(), CLUSTER_UP_TIMEOUT_MS);
+  if (problem) log(problem);
+  await w.final(client, ops.recorder, concurrency * 1_000_000);
+  // Every replica of every tablet must show the same rows (what client histories cannot see).
+  const convergence = await checkReplicaConvergence({ tservers: cluster.tservers, replicationFactor: 3, timeoutMs: CONVERGENCE_TIMEOUT_MS });
+  log(`${o.workload}: ${convergenceLine(convergence)}`);
+  // Below a replica's history floor (aggressive history GC flags) the past is unreadable: unsettled, not an anomaly.
+  const past = await checkReplicaConvergence({ tservers: cluster.tservers, replicationFactor: 3, timeoutMs: CONVERGENCE_PAST_TIMEOUT_MS, readHt: ops.midHt });
+  const pastAt = 'at the middle of the run';
+  log(`${o.workload}: ${convergenceLine(past, pastAt)}`);
+  // Every transaction ended: no replica may keep any of their provisional records.
+  const drain = await checkIntentsDrained({ tservers: cluster.tservers, timeoutMs: INTENTS_DRAIN_TIMEOUT_MS });
+  log(`${o.workload}: ${drainLine(drain)}`);
+  if (o.deferTxnWrites === true) log(`${o.workload}: transaction commits: ${client.txnCommits.singleTablet} by the single-tablet fast path, ${client.txnCommits.distributed} distributed`);
+  return { convergence, past, pastAt, drain };
+}
+
+export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
+  const log = o.log ?? (() => undefined);
   const clusterDir = path.join(o.dir, `cluster-${o.workload}`);
   fs.rmSync(clusterDir, { recursive: true, force: true });
   const driver = o.driver ?? 'process';
-  // What the report says of the cluster.
-  const shape = { driver, ...(o.masters && o.masters > 1 ? { masters: o.masters } : {}), ...(o.isolation === 'serializable' && o.workload !== 'set' ? { isolation: o.isolation } : {}), ...(o.deferTxnWrites === true && o.workload !== 'set' ? { deferTxnWrites: true } : {}) };
+  const shape = reportShape(o, driver);
   const serverFlags = [...(o.serverFlags ?? []), ...(o.secure ? secureFlags(o, `${clusterDir}-secure`) : [])];
   const cluster = await planVerifyCluster({ driver, baseDir: clusterDir, tservers: 3, ...(o.masters ? { masters: o.masters } : {}), hostBase: o.hostBase, portOffset: o.portOffset, ...(serverFlags.length ? { serverFlags } : {}), log });
   let client: TesseraClient | undefined;
@@ -155,58 +233,9 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
       if (o.workload === 'bank' || o.workload === 'append') return { ...unavailableReport(o.workload, `${o.workload}: setup failed: ${(e as Error).message}`, o.seed, 0), ...shape };
       throw e;
     }
-    const recorder = new HistoryRecorder();
-    const schedule = buildSchedule({ seed: o.seed, kinds: o.nemesis, timeMs: o.timeMs, tservers: 3, ...(o.skewBeyond ? { skewBeyond: true } : {}) });
-    log(`${o.workload}: ${schedule.length} fault window(s) scheduled over ${o.timeMs} ms (seed ${o.seed}, ${driver} driver)`);
-    const nemesis = new Nemesis({ cluster, client, table: w.table, nowNs: () => recorder.nowNs(), log, seed: o.seed });
-    const t0 = Date.now();
-    const end = t0 + o.timeMs;
-    let started = 0;
-    let okOps = 0;
-    let stopped = false;
-    const counted = (): boolean => historyCounts(okOps, nemesis.windows, recorder.nowNs(), RECOVERY_AFTER_FAULT_MS);
-    const stop = (): boolean => {
-      if (!stopped && o.endWhenCounted && counted()) {
-        stopped = true;
-        log(`${o.workload}: history counts (${okOps} ok ops, fault window(s) passed) after ${Date.now() - t0} ms: ending early`);
-      }
-      return stopped || Date.now() >= end;
-    };
-    const nemesisDone = nemesis.run(schedule, t0, stop);
-    const rng = new SeededRng(o.seed ^ 0x0b5);
-    const c = client;
-    const worker = async (slot: number): Promise<void> => {
-      let proc = slot;
-      while (!stop() && started < opsMax) {
-        started++;
-        const type = await w.step({ client: c, recorder, process: proc, rng, opTimeoutMs: o.opTimeoutMs ?? DEFAULT_OP_TIMEOUT_MS });
-        // An indeterminate op retires its process (Jepsen): a new process id takes the slot.
-        if (type === 'ok') okOps++;
-        if (type === 'info') proc += concurrency;
-        // A failing cluster must not be hammered in a tight loop (and fill the history with fails).
-        if (type !== 'ok') await new Promise((r) => setTimeout(r, FAIL_BACKOFF_MS));
-      }
-    };
-    await Promise.all(Array.from({ length: concurrency }, (_, i) => worker(i)));
-    // The middle of the history: the replicas must agree on what was there then too (MVCC history).
-    const midHt = htFrom(Math.round(((t0 + Date.now()) / 2) * 1000));
-    stopped = true;
-    await nemesisDone;
-    // Heal whatever the last window left behind, then let the cluster settle before the final read.
-    const problem = await cluster.settle(client.rpcClient(), CLUSTER_UP_TIMEOUT_MS);
-    if (problem) log(problem);
-    await w.final(client, recorder, concurrency * 1_000_000);
-    // Every replica of every tablet must show the same rows (what client histories cannot see).
-    const convergence = await checkReplicaConvergence({ tservers: cluster.tservers, replicationFactor: 3, timeoutMs: CONVERGENCE_TIMEOUT_MS });
-    log(`${o.workload}: ${convergenceLine(convergence)}`);
-    // Below a replica's history floor (aggressive history GC flags) the past is unreadable: unsettled, not an anomaly.
-    const past = await checkReplicaConvergence({ tservers: cluster.tservers, replicationFactor: 3, timeoutMs: CONVERGENCE_PAST_TIMEOUT_MS, readHt: midHt });
-    const pastAt = 'at the middle of the run';
-    log(`${o.workload}: ${convergenceLine(past, pastAt)}`);
-    // Every transaction ended: no replica may keep any of their provisional records.
-    const drain = await checkIntentsDrained({ tservers: cluster.tservers, timeoutMs: INTENTS_DRAIN_TIMEOUT_MS });
-    log(`${o.workload}: ${drainLine(drain)}`);
-    if (o.deferTxnWrites === true) log(`${o.workload}: transaction commits: ${client.txnCommits.singleTablet} by the single-tablet fast path, ${client.txnCommits.distributed} distributed`);
+    const ops = await runOpsUnderNemesis(o, cluster, client, w, log);
+    const { recorder, nemesis, t0, midHt } = ops;
+    const { convergence, past, pastAt, drain } = await settleAndCheckReplicas(o, cluster, client, w, ops, log);
     makeDirs(o.dir, 'report directory');
     fs.writeFileSync(path.join(o.dir, `history-${o.workload}.json`), JSON.stringify({ workload: o.workload, seed: o.seed, driver, faults: nemesis.windows, history: recorder.ops }));
     return { ...judge(o.workload, recorder.ops, nemesis.windows, withDrain(withConvergence(withConvergence(w.check(recorder.ops), convergence), past, pastAt), drain), o.seed, Date.now() - t0), convergence, convergenceMidRun: { ...past, readHt: String(midHt) }, drain, ...shape };
@@ -215,4 +244,3 @@ export async function runWorkload(o: RunOptions): Promise<WorkloadReport> {
     await cluster.destroy(o.keepData ?? false);
   }
 }
-
