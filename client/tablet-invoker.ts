@@ -28,6 +28,17 @@ interface InvokeOptions {
   alsoRetry?: ReadonlySet<string> | undefined;
 }
 
+/** A failed attempt, as afterFailure needs it. */
+interface FailedAttempt {
+  table: string;
+  where: RowRoute | { tabletId: string };
+  tabletId: string;
+  target: string;
+  attempt: number;
+  deadline: Deadline;
+  o: InvokeOptions;
+}
+
 export class TabletInvoker {
   /** Highest hybrid time seen from any server: sent along so causally later ops get later times. */
   propagatedHt = 0n;
@@ -97,17 +108,12 @@ export class TabletInvoker {
   }
 
   private async invoke<Req, Resp>(table: string, where: RowRoute | { tabletId: string }, m: MethodDef<Req, Resp>, makeReq: (t: TabletLocation) => Req, deadline: Deadline, o: InvokeOptions): Promise<Resp> {
-    const { idempotent, fatal, alsoRetry } = o;
     let last: DbError | undefined;
     let loc: TableLocations = await this.cache.get(table, deadline);
     let rotate = 0;
     for (let attempt = 0; attempt < ATTEMPTS_MAX; attempt++) {
       if (deadline.expired()) throw deadline.timedOut(`${m.method} on table ${table}`, last);
-      const tablet = 'hash' in where ? tabletForHash(loc, where.hash, where.key) : loc.tablets.find((t) => t.tabletId === where.tabletId);
-      // A request planned for a tablet the locations no longer list: it was split (and its split
-      // completed) since the caller planned. TABLET_SPLIT sends the caller back to plan again with
-      // the children (a scan page, a batch), as when the parent itself answers it.
-      if (!tablet) throw new DbError(ErrorCode.TABLET_SPLIT, `tablet ${(where as { tabletId: string }).tabletId} is no longer part of table ${table} (split); plan the request again`, { tabletId: (where as { tabletId: string }).tabletId });
+      const tablet = tabletOf(loc, where, table);
       const replicas = tablet.replicas.filter((r) => r.rpcAddress);
       const target = this.cache.leaderOf(tablet.tabletId) ?? this.health.pick(replicas.map((r) => r.rpcAddress), rotate++);
       if (!target) {
@@ -117,66 +123,89 @@ export class TabletInvoker {
         continue;
       }
       try {
-        const left = deadline.remainingMs();
-        const attemptMs = o.capAttempts && this.singleCallTimeoutMs > 0 ? Math.min(left, this.singleCallTimeoutMs) : left;
-        // The server keeps the whole remaining time (a transactional write or serializable read may
-        // wait on a conflict that long); only this attempt's wait for the answer is capped.
-        const r = await this.rpc.call(target, m, makeReq(tablet), { timeoutMs: Math.max(1, attemptMs), serverTimeoutMs: Math.max(1, left) });
-        this.health.noteAnswer(target);
-        return r;
+        return await this.attemptOn(target, m, makeReq, tablet, deadline, o.capAttempts);
       } catch (e) {
         const err = DbError.from(e);
         last = err;
         this.health.noteFailure(target, err);
-        if (fatal?.has(err.code)) throw err;
-        switch (err.code) {
-          case ErrorCode.NOT_THE_LEADER: {
-            const hint = err.details['leaderHint'];
-            if (typeof hint === 'string' && hint && hint !== target) this.cache.setLeader(tablet.tabletId, hint);
-            else this.cache.dropLeader(tablet.tabletId, target);
-            if (!(typeof hint === 'string' && hint && hint !== target)) {
-              await sleep(backoffMs(attempt));
-              if (attempt % 3 === 2) loc = await this.cache.refresh(table, deadline);
-            }
-            continue;
-          }
-          case ErrorCode.TABLET_SPLIT:
-            // The tablet was split (docs/splitting.md): a one-row request goes to the child that
-            // holds its row once the locations show the children; a request named by tablet id
-            // (a scan page, a batch) goes back to its caller, which plans it again.
-            this.cache.invalidate(table);
-            if (!('hash' in where)) throw err;
-            await sleep(backoffMs(Math.min(attempt, 4)));
-            loc = await this.cache.refresh(table, deadline);
-            continue;
-          case ErrorCode.TABLET_NOT_FOUND:
-            this.cache.dropLeader(tablet.tabletId, target);
-            await sleep(backoffMs(attempt));
-            loc = await this.cache.refresh(table, deadline);
-            continue;
-          case ErrorCode.SERVICE_UNAVAILABLE:
-            // This replica is not running (FAILED after a storage failure, or being bootstrapped):
-            // whatever it led, another replica leads now or soon. Ask the others.
-            if (!isRetryable(err, idempotent) && !alsoRetry?.has(err.code)) throw err;
-            this.cache.dropLeader(tablet.tabletId, target);
-            await sleep(backoffMs(Math.min(attempt, 4)));
-            if (attempt % 3 === 2) loc = await this.cache.refresh(table, deadline).catch(() => loc);
-            continue;
-          case ErrorCode.NETWORK_ERROR:
-          case ErrorCode.TIMED_OUT:
-          case ErrorCode.SHUTTING_DOWN:
-            if (!isRetryable(err, idempotent)) throw err;
-            this.cache.dropLeader(tablet.tabletId, target);
-            await sleep(backoffMs(Math.min(attempt, 4)));
-            if (attempt % 2 === 1) loc = await this.cache.refresh(table, deadline).catch(() => loc);
-            continue;
-          default:
-            if (!isRetryable(err, idempotent) && !alsoRetry?.has(err.code)) throw err;
-            await sleep(backoffMs(attempt));
-            continue;
-        }
+        loc = await this.afterFailure(err, { table, where, tabletId: tablet.tabletId, target, attempt, deadline, o }, loc);
       }
     }
     throw deadline.timedOut(`${m.method} on table ${table}`, last);
   }
+
+  /** One attempt: `m` on `target`, its wait for the answer capped when `capAttempts`. */
+  private async attemptOn<Req, Resp>(target: string, m: MethodDef<Req, Resp>, makeReq: (t: TabletLocation) => Req, tablet: TabletLocation, deadline: Deadline, capAttempts: boolean): Promise<Resp> {
+    const left = deadline.remainingMs();
+    const attemptMs = capAttempts && this.singleCallTimeoutMs > 0 ? Math.min(left, this.singleCallTimeoutMs) : left;
+    // The server keeps the whole remaining time (a transactional write or serializable read may
+    // wait on a conflict that long); only this attempt's wait for the answer is capped.
+    const r = await this.rpc.call(target, m, makeReq(tablet), { timeoutMs: Math.max(1, attemptMs), serverTimeoutMs: Math.max(1, left) });
+    this.health.noteAnswer(target);
+    return r;
+  }
+
+  /**
+   * What a failed attempt leads to: throws `err` when it may not be retried, else backs off, updates
+   * the leader cache and returns the table's locations for the next attempt (refreshed when due).
+   */
+  private async afterFailure(err: DbError, a: FailedAttempt, loc: TableLocations): Promise<TableLocations> {
+    const { table, where, tabletId, target, attempt, deadline } = a;
+    const { idempotent, fatal, alsoRetry } = a.o;
+    if (fatal?.has(err.code)) throw err;
+    switch (err.code) {
+      case ErrorCode.NOT_THE_LEADER: {
+        const hint = err.details['leaderHint'];
+        if (typeof hint === 'string' && hint && hint !== target) this.cache.setLeader(tabletId, hint);
+        else this.cache.dropLeader(tabletId, target);
+        if (!(typeof hint === 'string' && hint && hint !== target)) {
+          await sleep(backoffMs(attempt));
+          if (attempt % 3 === 2) loc = await this.cache.refresh(table, deadline);
+        }
+        return loc;
+      }
+      case ErrorCode.TABLET_SPLIT:
+        // The tablet was split (docs/splitting.md): a one-row request goes to the child that
+        // holds its row once the locations show the children; a request named by tablet id
+        // (a scan page, a batch) goes back to its caller, which plans it again.
+        this.cache.invalidate(table);
+        if (!('hash' in where)) throw err;
+        await sleep(backoffMs(Math.min(attempt, 4)));
+        return await this.cache.refresh(table, deadline);
+      case ErrorCode.TABLET_NOT_FOUND:
+        this.cache.dropLeader(tabletId, target);
+        await sleep(backoffMs(attempt));
+        return await this.cache.refresh(table, deadline);
+      case ErrorCode.SERVICE_UNAVAILABLE:
+        // This replica is not running (FAILED after a storage failure, or being bootstrapped):
+        // whatever it led, another replica leads now or soon. Ask the others.
+        if (!isRetryable(err, idempotent) && !alsoRetry?.has(err.code)) throw err;
+        this.cache.dropLeader(tabletId, target);
+        await sleep(backoffMs(Math.min(attempt, 4)));
+        if (attempt % 3 === 2) loc = await this.cache.refresh(table, deadline).catch(() => loc);
+        return loc;
+      case ErrorCode.NETWORK_ERROR:
+      case ErrorCode.TIMED_OUT:
+      case ErrorCode.SHUTTING_DOWN:
+        if (!isRetryable(err, idempotent)) throw err;
+        this.cache.dropLeader(tabletId, target);
+        await sleep(backoffMs(Math.min(attempt, 4)));
+        if (attempt % 2 === 1) loc = await this.cache.refresh(table, deadline).catch(() => loc);
+        return loc;
+      default:
+        if (!isRetryable(err, idempotent) && !alsoRetry?.has(err.code)) throw err;
+        await sleep(backoffMs(attempt));
+        return loc;
+    }
+  }
+}
+
+/** The tablet a request goes to: the one holding its row, or the one it names. */
+function tabletOf(loc: TableLocations, where: RowRoute | { tabletId: string }, table: string): TabletLocation {
+  const tablet = 'hash' in where ? tabletForHash(loc, where.hash, where.key) : loc.tablets.find((t) => t.tabletId === where.tabletId);
+  // A request planned for a tablet the locations no longer list: it was split (and its split
+  // completed) since the caller planned. TABLET_SPLIT sends the caller back to plan again with
+  // the children (a scan page, a batch), as when the parent itself answers it.
+  if (!tablet) throw new DbError(ErrorCode.TABLET_SPLIT, `tablet ${(where as { tabletId: string }).tabletId} is no longer part of table ${table} (split); plan the request again`, { tabletId: (where as { tabletId: string }).tabletId });
+  return tablet;
 }

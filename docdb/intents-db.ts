@@ -116,6 +116,102 @@ interface TxnEntry {
   bytes: number;
 }
 
+/** One Raft entry's intents, as writeIntentsMany takes them. */
+type IntentItem = { txn: TxnMeta; ops: readonly RowOp[]; ht: HybridTime; opId: OpId; reads?: ReadLocks };
+/** A record staged for the batch, with what the intent index needs. */
+type StagedRecord = CachedRecord & { subKey: Buffer; typeset: number };
+/** What one batch adds for one transaction: its new metadata, records, bytes and strong intents. */
+type StagedTxn = { stored: StoredTxnMeta; recs: StagedRecord[]; bytes: number; strong: number };
+
+/** Puts one Raft entry's intent records into the batch, numbering them with consecutive write ids. */
+class ItemWriter {
+  /** The intent keys of this entry, for its reverse-index entry. */
+  readonly itemKeys: Buffer[] = [];
+
+  constructor(
+    private readonly kv: KvOp[],
+    private readonly t: StagedTxn,
+    private readonly txnId: TxnId,
+    private readonly ht: HybridTime,
+    readonly rkey: Buffer,
+    public wid: number,
+  ) {}
+
+  /** One intent record on `subKey` carrying `value` (undefined: a weak or read intent). */
+  put(subKey: Buffer, typeset: number, value: Parameters<typeof encodeIntentValue>[2]): void {
+    const v = encodeIntentValue(this.txnId, this.wid, value);
+    const ikey = intentKey(subKey, typeset, this.ht, this.wid);
+    this.kv.push({ type: 'put', key: ikey, value: v });
+    this.itemKeys.push(ikey);
+    this.t.recs.push({ intentKey: ikey, reverseKey: this.rkey, value: v, subKey, typeset });
+    this.t.bytes += ikey.length + v.length;
+    this.wid++;
+  }
+}
+
+/** Strong intents on every cell `ops` write, and a weak one on the DocKey of each row with a column write. */
+function putWriteIntents(w: ItemWriter, t: StagedTxn, ops: readonly RowOp[], sets: { strong: number; weak: number }): void {
+  const weakDone = new Set<string>();
+  for (const op of ops) {
+    for (const c of cellsOf(op)) {
+      w.put(c.subKey, sets.strong, c.value);
+      t.strong++;
+      // Weak intent on the ancestor DocKey, once per row per batch (a row tombstone is itself at
+      // the DocKey level and has no ancestor inside the row).
+      const hex = c.docKeyBuf.toString('hex');
+      if (c.sub.kind !== 'row' && !weakDone.has(hex)) {
+        weakDone.add(hex);
+        w.put(subDocKey(c.docKeyBuf, { kind: 'row' }), sets.weak, undefined);
+      }
+    }
+  }
+}
+
+/** Strong read intents on each row read (once per batch) and on the tablet lock key for a scan. */
+function putReadIntents(w: ItemWriter, t: StagedTxn, txn: TxnMeta, reads: ReadLocks | undefined): void {
+  // Read locks (serializable). Apply moves no value for them; apply and abort delete them.
+  const readSet = reads ? intentTypesForRead(txn.isolation, true) : 0;
+  if (!reads || readSet === 0) return;
+  const done = new Set<string>();
+  for (const k of readLockKeys(reads)) {
+    const sk = subDocKey(encodeRowDocKey(k), { kind: 'row' });
+    const h = sk.toString('latin1');
+    if (done.has(h)) continue;
+    done.add(h);
+    w.put(sk, readSet, undefined);
+    t.strong++;
+  }
+  if (reads.tablet) {
+    w.put(TABLET_LOCK_SUBKEY, readSet, undefined);
+    t.strong++;
+  }
+}
+
+/**
+ * Stages one Raft entry: its intents, its reverse-index entry and the txn's new metadata go into
+ * `kv`; `staged` keeps what the batch adds per transaction. `known` is the txn's metadata already stored
+ * (what this batch staged comes first).
+ */
+function stageIntentItem(kv: KvOp[], staged: Map<TxnId, StagedTxn>, known: StoredTxnMeta | undefined, item: IntentItem): void {
+  const { txn, ops, ht, reads } = item;
+  const mkey = txnKey(txn.txnId);
+  const st = staged.get(txn.txnId);
+  const prev = st?.stored ?? known;
+  const wid = prev === undefined ? 0 : prev.nextWriteId;
+  const t = st ?? { stored: prev ?? { meta: txn, nextWriteId: 0 }, recs: [], bytes: 0, strong: 0 };
+  // One reverse-index entry for this item's intents, keyed by its first write id.
+  const w = new ItemWriter(kv, t, txn.txnId, ht, reverseIndexKey(mkey, ht, wid), wid);
+  putWriteIntents(w, t, ops, intentTypeSets(txn.isolation));
+  putReadIntents(w, t, txn, reads);
+  if (w.itemKeys.length > 0) {
+    kv.push({ type: 'put', key: w.rkey, value: encodeReverseValue(w.itemKeys) });
+    t.bytes += w.rkey.length;
+  }
+  t.stored = { meta: prev === undefined ? txn : prev.meta, nextWriteId: w.wid };
+  kv.push({ type: 'put', key: mkey, value: encodeStoredMeta(t.stored) });
+  staged.set(txn.txnId, t);
+}
+
 export class IntentsDb {
   /**
    * In memory, authoritative from open on (every change goes through this class or apply.ts):
@@ -197,70 +293,20 @@ export class IntentsDb {
    */
   async writeIntentsMany(items: ReadonlyArray<{ txn: TxnMeta; ops: readonly RowOp[]; ht: HybridTime; opId: OpId; reads?: ReadLocks }>): Promise<void> {
     const kv: KvOp[] = [];
-    const staged = new Map<TxnId, { stored: StoredTxnMeta; recs: Array<CachedRecord & { subKey: Buffer; typeset: number }>; bytes: number; strong: number }>();
+    const staged = new Map<TxnId, StagedTxn>();
     let last: OpId | undefined;
-    for (const { txn, ops, ht, opId, reads } of items) {
-      if (alreadyHolds(this.db.frontier, opId)) continue;
-      last = opId;
-      const mkey = txnKey(txn.txnId);
-      const st = staged.get(txn.txnId);
-      const prev = st?.stored ?? this.txns.get(txn.txnId)?.stored;
-      let wid = prev === undefined ? 0 : prev.nextWriteId;
-      const sets = intentTypeSets(txn.isolation);
-      const t = st ?? { stored: prev ?? { meta: txn, nextWriteId: 0 }, recs: [], bytes: 0, strong: 0 };
-      const weakDone = new Set<string>();
-      // One reverse-index entry for this item's intents, keyed by its first write id.
-      const rkey = reverseIndexKey(mkey, ht, wid);
-      const itemKeys: Buffer[] = [];
-      const put = (subKey: Buffer, typeset: number, value: Buffer): void => {
-        const ikey = intentKey(subKey, typeset, ht, wid);
-        kv.push({ type: 'put', key: ikey, value });
-        itemKeys.push(ikey);
-        t.recs.push({ intentKey: ikey, reverseKey: rkey, value, subKey, typeset });
-        t.bytes += ikey.length + value.length;
-        wid++;
-      };
-      for (const op of ops) {
-        for (const c of cellsOf(op)) {
-          put(c.subKey, sets.strong, encodeIntentValue(txn.txnId, wid, c.value));
-          t.strong++;
-          // Weak intent on the ancestor DocKey, once per row per batch (a row tombstone is itself at
-          // the DocKey level and has no ancestor inside the row).
-          const hex = c.docKeyBuf.toString('hex');
-          if (c.sub.kind !== 'row' && !weakDone.has(hex)) {
-            weakDone.add(hex);
-            put(subDocKey(c.docKeyBuf, { kind: 'row' }), sets.weak, encodeIntentValue(txn.txnId, wid, undefined));
-          }
-        }
-      }
-      // Read locks (serializable): a strong read intent on each row read, once per batch, and on the
-      // tablet lock key for a scan. Apply moves no value for them; apply and abort delete them.
-      const readSet = reads ? intentTypesForRead(txn.isolation, true) : 0;
-      if (reads && readSet !== 0) {
-        const done = new Set<string>();
-        for (const k of readLockKeys(reads)) {
-          const sk = subDocKey(encodeRowDocKey(k), { kind: 'row' });
-          const h = sk.toString('latin1');
-          if (done.has(h)) continue;
-          done.add(h);
-          put(sk, readSet, encodeIntentValue(txn.txnId, wid, undefined));
-          t.strong++;
-        }
-        if (reads.tablet) {
-          put(TABLET_LOCK_SUBKEY, readSet, encodeIntentValue(txn.txnId, wid, undefined));
-          t.strong++;
-        }
-      }
-      if (itemKeys.length > 0) {
-        kv.push({ type: 'put', key: rkey, value: encodeReverseValue(itemKeys) });
-        t.bytes += rkey.length;
-      }
-      t.stored = { meta: prev === undefined ? txn : prev.meta, nextWriteId: wid };
-      kv.push({ type: 'put', key: mkey, value: encodeStoredMeta(t.stored) });
-      staged.set(txn.txnId, t);
+    for (const item of items) {
+      if (alreadyHolds(this.db.frontier, item.opId)) continue;
+      last = item.opId;
+      stageIntentItem(kv, staged, this.txns.get(item.txn.txnId)?.stored, item);
     }
     if (last === undefined) return;
     await this.db.write(kv, last);
+    this.noteWritten(staged);
+  }
+
+  /** After the batch is durable: counts, indexes and (within budget) caches what it added per txn. */
+  private noteWritten(staged: Map<TxnId, StagedTxn>): void {
     for (const [txnId, t] of staged) {
       this.intentCount += t.strong;
       for (const r of t.recs) this.indexAdd(r.subKey, r.typeset, r.intentKey, txnId);

@@ -28,76 +28,75 @@ export interface CompileEnv {
 }
 
 
-function compileAExpr(e: Extract<Node, { A_Expr: unknown }>['A_Expr'], scope: Scope, env: CompileEnv): Compiled {
-  const op = baseName(e.name);
-  const kind = e.kind ?? 'AEXPR_OP';
-  if (kind === 'AEXPR_IN') {
-    const l = compileExpr(e.lexpr!, scope, env);
-    const list = ('List' in e.rexpr! ? e.rexpr.List.items ?? [] : [e.rexpr!]).map((x) => compileExpr(x, scope, env));
-    const tests = list.map((x) => compareOp('=', l, x));
-    const negate = op === '<>';
-    return { type: 'bool', name: '?column?', eval: (row, ctx) => {
-      let sawNull = false;
-      for (const t of tests) {
-        const v = t(row, ctx);
-        if (v === true) return !negate;
-        if (v === null) sawNull = true;
-      }
-      return sawNull ? null : negate;
-    } };
-  }
-  if (kind === 'AEXPR_BETWEEN' || kind === 'AEXPR_NOT_BETWEEN') {
-    const x = compileExpr(e.lexpr!, scope, env);
-    const [lo, hi] = ('List' in e.rexpr! ? e.rexpr.List.items ?? [] : []).map((n) => compileExpr(n, scope, env));
-    const ge = compareOp('>=', x, lo!);
-    const le = compareOp('<=', x, hi!);
-    const neg = kind === 'AEXPR_NOT_BETWEEN';
-    return { type: 'bool', name: '?column?', eval: (row, ctx) => {
-      const a = ge(row, ctx);
-      const b = le(row, ctx);
-      const v = a === false || b === false ? false : a === null || b === null ? null : true;
-      return v === null ? null : v !== neg;
-    } };
-  }
-  if (kind === 'AEXPR_LIKE' || kind === 'AEXPR_ILIKE') {
-    const mop = kind === 'AEXPR_ILIKE' ? (op === '!~~*' ? '!~~*' : '~~*') : op === '!~~' ? '!~~' : '~~';
-    return { type: 'bool', name: '?column?', eval: matchOp(mop, compileExpr(e.lexpr!, scope, env), compileExpr(e.rexpr!, scope, env))! };
-  }
-  if (kind === 'AEXPR_NULLIF') {
-    const l = compileExpr(e.lexpr!, scope, env);
-    const eq = compareOp('=', l, compileExpr(e.rexpr!, scope, env));
-    return { type: l.type, name: 'nullif', eval: (row, ctx) => (eq(row, ctx) === true ? null : l.eval(row, ctx)) };
-  }
-  if (kind === 'AEXPR_DISTINCT' || kind === 'AEXPR_NOT_DISTINCT') {
-    const l = compileExpr(e.lexpr!, scope, env);
-    const r = compileExpr(e.rexpr!, scope, env);
-    const eq = compareOp('=', l, r);
-    const want = kind === 'AEXPR_NOT_DISTINCT';
-    return { type: 'bool', name: '?column?', eval: (row, ctx) => {
-      const a = l.eval(row, ctx);
-      const b = r.eval(row, ctx);
-      if (a === null || b === null) return (a === null && b === null) === want;
-      return (eq(row, ctx) === true) === want;
-    } };
-  }
-  if (kind === 'AEXPR_OP_ANY' || kind === 'AEXPR_OP_ALL') {
-    // Arrays exist only as PostgreSQL's text form ('{a,b}', catalog columns and ARRAY(subquery)).
-    const l = compileExpr(e.lexpr!, scope, env);
-    const r = compileExpr(e.rexpr!, scope, env);
-    const holder: SqlValue[] = [null];
-    const test = compareOp(op, l, { type: l.type, name: '', eval: () => holder[0]! });
-    const any = kind === 'AEXPR_OP_ANY';
-    return { type: 'bool', name: '?column?', eval: (row, ctx) => {
-      const arr = r.eval(row, ctx);
-      if (arr === null) return null;
-      for (const el of parseArrayText(textOf(arr))) {
-        holder[0] = el;
-        if ((test(row, ctx) === true) === any) return any;
-      }
-      return !any;
-    } };
-  }
-  if (kind !== 'AEXPR_OP') throw notSupported(`the expression ${kind}`);
+type AExpr = Extract<Node, { A_Expr: unknown }>['A_Expr'];
+
+/** `x [NOT] IN (list)`: true on a match, else NULL if any comparison was NULL. */
+function compileInList(e: AExpr, op: string, scope: Scope, env: CompileEnv): Compiled {
+  const l = compileExpr(e.lexpr!, scope, env);
+  const list = ('List' in e.rexpr! ? e.rexpr.List.items ?? [] : [e.rexpr!]).map((x) => compileExpr(x, scope, env));
+  const tests = list.map((x) => compareOp('=', l, x));
+  const negate = op === '<>';
+  return { type: 'bool', name: '?column?', eval: (row, ctx) => {
+    let sawNull = false;
+    for (const t of tests) {
+      const v = t(row, ctx);
+      if (v === true) return !negate;
+      if (v === null) sawNull = true;
+    }
+    return sawNull ? null : negate;
+  } };
+}
+
+/** `x [NOT] BETWEEN lo AND hi`, with SQL's three-valued logic. */
+function compileBetween(e: AExpr, kind: string, scope: Scope, env: CompileEnv): Compiled {
+  const x = compileExpr(e.lexpr!, scope, env);
+  const [lo, hi] = ('List' in e.rexpr! ? e.rexpr.List.items ?? [] : []).map((n) => compileExpr(n, scope, env));
+  const ge = compareOp('>=', x, lo!);
+  const le = compareOp('<=', x, hi!);
+  const neg = kind === 'AEXPR_NOT_BETWEEN';
+  return { type: 'bool', name: '?column?', eval: (row, ctx) => {
+    const a = ge(row, ctx);
+    const b = le(row, ctx);
+    const v = a === false || b === false ? false : a === null || b === null ? null : true;
+    return v === null ? null : v !== neg;
+  } };
+}
+
+/** `a IS [NOT] DISTINCT FROM b`: NULLs compare equal to each other, never NULL. */
+function compileIsDistinct(e: AExpr, kind: string, scope: Scope, env: CompileEnv): Compiled {
+  const l = compileExpr(e.lexpr!, scope, env);
+  const r = compileExpr(e.rexpr!, scope, env);
+  const eq = compareOp('=', l, r);
+  const want = kind === 'AEXPR_NOT_DISTINCT';
+  return { type: 'bool', name: '?column?', eval: (row, ctx) => {
+    const a = l.eval(row, ctx);
+    const b = r.eval(row, ctx);
+    if (a === null || b === null) return (a === null && b === null) === want;
+    return (eq(row, ctx) === true) === want;
+  } };
+}
+
+/** `x op ANY (array)` / `x op ALL (array)`. */
+function compileOpAnyAll(e: AExpr, op: string, kind: string, scope: Scope, env: CompileEnv): Compiled {
+  // Arrays exist only as PostgreSQL's text form ('{a,b}', catalog columns and ARRAY(subquery)).
+  const l = compileExpr(e.lexpr!, scope, env);
+  const r = compileExpr(e.rexpr!, scope, env);
+  const holder: SqlValue[] = [null];
+  const test = compareOp(op, l, { type: l.type, name: '', eval: () => holder[0]! });
+  const any = kind === 'AEXPR_OP_ANY';
+  return { type: 'bool', name: '?column?', eval: (row, ctx) => {
+    const arr = r.eval(row, ctx);
+    if (arr === null) return null;
+    for (const el of parseArrayText(textOf(arr))) {
+      holder[0] = el;
+      if ((test(row, ctx) === true) === any) return any;
+    }
+    return !any;
+  } };
+}
+
+/** A plain operator: prefix `-` / `+`, comparison, pattern match or arithmetic. */
+function compileOperator(e: AExpr, op: string, scope: Scope, env: CompileEnv): Compiled {
   if (!e.lexpr) {
     const r = compileExpr(e.rexpr!, scope, env);
     if (op === '-') {
@@ -113,6 +112,27 @@ function compileAExpr(e: Extract<Node, { A_Expr: unknown }>['A_Expr'], scope: Sc
   const m = matchOp(op, l, r);
   if (m) return { type: 'bool', name: '?column?', eval: m };
   return arith(op, l, r);
+}
+
+/** An A_Expr node: dispatches on its kind to the step that compiles it. */
+function compileAExpr(e: AExpr, scope: Scope, env: CompileEnv): Compiled {
+  const op = baseName(e.name);
+  const kind = e.kind ?? 'AEXPR_OP';
+  if (kind === 'AEXPR_IN') return compileInList(e, op, scope, env);
+  if (kind === 'AEXPR_BETWEEN' || kind === 'AEXPR_NOT_BETWEEN') return compileBetween(e, kind, scope, env);
+  if (kind === 'AEXPR_LIKE' || kind === 'AEXPR_ILIKE') {
+    const mop = kind === 'AEXPR_ILIKE' ? (op === '!~~*' ? '!~~*' : '~~*') : op === '!~~' ? '!~~' : '~~';
+    return { type: 'bool', name: '?column?', eval: matchOp(mop, compileExpr(e.lexpr!, scope, env), compileExpr(e.rexpr!, scope, env))! };
+  }
+  if (kind === 'AEXPR_NULLIF') {
+    const l = compileExpr(e.lexpr!, scope, env);
+    const eq = compareOp('=', l, compileExpr(e.rexpr!, scope, env));
+    return { type: l.type, name: 'nullif', eval: (row, ctx) => (eq(row, ctx) === true ? null : l.eval(row, ctx)) };
+  }
+  if (kind === 'AEXPR_DISTINCT' || kind === 'AEXPR_NOT_DISTINCT') return compileIsDistinct(e, kind, scope, env);
+  if (kind === 'AEXPR_OP_ANY' || kind === 'AEXPR_OP_ALL') return compileOpAnyAll(e, op, kind, scope, env);
+  if (kind !== 'AEXPR_OP') throw notSupported(`the expression ${kind}`);
+  return compileOperator(e, op, scope, env);
 }
 
 function compileColumnRef(fields: string[], scope: Scope, location: number | undefined): Compiled {

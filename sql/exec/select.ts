@@ -233,20 +233,29 @@ interface AggSlot {
   separator?: string;
 }
 
-/** A SELECT's plan. `outer` is the enclosing query's scope (correlated subqueries). */
-export function compileSelect(sel: SelectStmt, env: PlanEnv, outer?: Scope): SelectPlan {
-  if (sel.op && sel.op !== 'SETOP_NONE') return setOpPlan(sel, env, outer);
-  if (sel.withClause) throw notSupported('WITH');
-  if (sel.valuesLists) return valuesPlan(sel.valuesLists, env, outer);
-  const from = crossJoin((sel.fromClause ?? []).map((f) => fromItem(f, env, outer)), env);
-  const scope = new Scope(from.columns, outer);
-  const relOids = new Map<string, number>();
-  const baseEnv = compileEnv(env);
-  const where = sel.whereClause ? compileExpr(sel.whereClause, scope, baseEnv) : undefined;
+type SortKey = ReturnType<typeof sortKey>;
+/** A target row and its sort keys, before DISTINCT, ORDER BY and LIMIT. */
+type Projected = { out: Tuple; keys: SqlValue[] };
 
-  const slots: AggSlot[] = [];
-  const base = from.columns.length;
-  const aggregate: CompileEnv['aggregate'] = (call) => {
+/** The compiled parts of a plain SELECT that its run steps share. */
+interface SelectParts {
+  from: FromItem;
+  where: Compiled | undefined;
+  grouped: boolean;
+  groupExprs: Compiled[];
+  slots: AggSlot[];
+  base: number;
+  having: Compiled | undefined;
+  targets: Target[];
+  sorts: SortKey[];
+  distinct: boolean;
+  limit: Compiled | undefined;
+  offset: Compiled | undefined;
+}
+
+/** The aggregate hook of a CompileEnv: each aggregate call takes the next slot after the FROM columns. */
+function aggregateSlots(slots: AggSlot[], base: number, scope: Scope, baseEnv: CompileEnv): CompileEnv['aggregate'] {
+  return (call) => {
     if (!('FuncCall' in call)) throw syntax('malformed aggregate');
     const f = call.FuncCall;
     const fn = baseName(f.funcname);
@@ -256,7 +265,19 @@ export function compileSelect(sel: SelectStmt, env: PlanEnv, outer?: Scope): Sel
     slots.push({ fn, ...(args[0] ? { arg: args[0] } : {}), star: f.agg_star === true, distinct: f.agg_distinct === true, ...(sep !== undefined ? { separator: sep } : {}) });
     return { type: aggregateType(fn, args[0]?.type), name: fn, eval: (row) => row[base + slot] ?? null };
   };
-  const aggEnv = compileEnv(env, aggregate);
+}
+
+/** Compiles the clauses of a plain SELECT (no set operation, no VALUES) into its parts. */
+function compileSelectParts(sel: SelectStmt, env: PlanEnv, outer: Scope | undefined): SelectParts {
+  const from = crossJoin((sel.fromClause ?? []).map((f) => fromItem(f, env, outer)), env);
+  const scope = new Scope(from.columns, outer);
+  const relOids = new Map<string, number>();
+  const baseEnv = compileEnv(env);
+  const where = sel.whereClause ? compileExpr(sel.whereClause, scope, baseEnv) : undefined;
+
+  const slots: AggSlot[] = [];
+  const base = from.columns.length;
+  const aggEnv = compileEnv(env, aggregateSlots(slots, base, scope, baseEnv));
   const targets = expandTargets(sel.targetList ?? [], scope, aggEnv, relOids);
   const having = sel.havingClause ? compileExpr(sel.havingClause, scope, aggEnv) : undefined;
   const groupExprs = (sel.groupClause ?? []).map((g) => groupExpr(g, targets, scope, baseEnv));
@@ -266,86 +287,109 @@ export function compileSelect(sel: SelectStmt, env: PlanEnv, outer?: Scope): Sel
   if (sel.distinctClause && sel.distinctClause.some((d) => Object.keys(d).length > 0)) throw notSupported('DISTINCT ON');
   const limit = sel.limitCount ? compileExpr(sel.limitCount, new Scope([], outer), baseEnv) : undefined;
   const offset = sel.limitOffset ? compileExpr(sel.limitOffset, new Scope([], outer), baseEnv) : undefined;
+  return { from, where, grouped, groupExprs, slots, base, having, targets, sorts, distinct, limit, offset };
+}
 
-  type Projected = { out: Tuple; keys: SqlValue[] };
-  const source = (ctx: EvalContext): Tuple[] => {
-    let rows = from.rows(ctx);
-    if (where) rows = rows.filter((r) => truth(where.eval(r, ctx)) === true);
-    if (grouped) rows = aggregateRows(rows, groupExprs, slots, base, ctx, groupExprs.length === 0);
-    if (having) rows = rows.filter((r) => truth(having.eval(r, ctx)) === true);
-    return rows;
-  };
-  const project = (r: Tuple, ctx: EvalContext): Projected => {
-    const out = targets.map((t) => t.compiled.eval(r, ctx));
-    return { out, keys: sorts.map((s) => (s.output !== undefined ? out[s.output]! : s.expr.eval(r, ctx))) };
-  };
-  const finish = (projected: Projected[], ctx: EvalContext): Tuple[] => {
-    let out = projected;
-    if (distinct) {
-      const seen = new Set<string>();
-      out = out.filter((o) => { const k = JSON.stringify(o.out.map((v) => (v === null ? null : textOf(v)))); if (seen.has(k)) return false; seen.add(k); return true; });
+/** The rows FROM yields, filtered by WHERE, grouped and aggregated, filtered by HAVING. */
+function selectSource(p: SelectParts, ctx: EvalContext): Tuple[] {
+  let rows = p.from.rows(ctx);
+  if (p.where) { const where = p.where; rows = rows.filter((r) => truth(where.eval(r, ctx)) === true); }
+  if (p.grouped) rows = aggregateRows(rows, p.groupExprs, p.slots, p.base, ctx, p.groupExprs.length === 0);
+  if (p.having) { const having = p.having; rows = rows.filter((r) => truth(having.eval(r, ctx)) === true); }
+  return rows;
+}
+
+/** One source row's target values and sort keys. */
+function selectProject(p: SelectParts, r: Tuple, ctx: EvalContext): Projected {
+  const out = p.targets.map((t) => t.compiled.eval(r, ctx));
+  return { out, keys: p.sorts.map((s) => (s.output !== undefined ? out[s.output]! : s.expr.eval(r, ctx))) };
+}
+
+/** Sorts projected rows in place by ORDER BY (NULLS FIRST / LAST, DESC). */
+function sortProjected(out: Projected[], sorts: SortKey[]): void {
+  out.sort((a, b) => {
+    for (let i = 0; i < sorts.length; i++) {
+      const x = a.keys[i]!;
+      const y = b.keys[i]!;
+      const s = sorts[i]!;
+      if (x === null || y === null) {
+        if (x === y) continue;
+        return (x === null) === s.nullsFirst ? -1 : 1;
+      }
+      const c = compareValues(x, y);
+      if (c !== 0) return s.desc ? -c : c;
     }
-    if (sorts.length > 0) out.sort((a, b) => {
-      for (let i = 0; i < sorts.length; i++) {
-        const x = a.keys[i]!;
-        const y = b.keys[i]!;
-        const s = sorts[i]!;
-        if (x === null || y === null) {
-          if (x === y) continue;
-          return (x === null) === s.nullsFirst ? -1 : 1;
-        }
-        const c = compareValues(x, y);
-        if (c !== 0) return s.desc ? -c : c;
-      }
-      return 0;
-    });
-    let result = out.map((o) => o.out);
-    const off = offset ? Number(coerce(offset.eval([], ctx), 'int8') ?? 0) : 0;
-    const lim = limit ? limit.eval([], ctx) : null;
-    if (off > 0 || lim !== null) result = result.slice(off, lim === null ? undefined : off + Number(coerce(lim, 'int8')));
-    return result;
-  };
+    return 0;
+  });
+}
+
+/** DISTINCT, ORDER BY, OFFSET and LIMIT over the projected rows. */
+function selectFinish(p: SelectParts, projected: Projected[], ctx: EvalContext): Tuple[] {
+  let out = projected;
+  if (p.distinct) {
+    const seen = new Set<string>();
+    out = out.filter((o) => { const k = JSON.stringify(o.out.map((v) => (v === null ? null : textOf(v)))); if (seen.has(k)) return false; seen.add(k); return true; });
+  }
+  if (p.sorts.length > 0) sortProjected(out, p.sorts);
+  let result = out.map((o) => o.out);
+  const off = p.offset ? Number(coerce(p.offset.eval([], ctx), 'int8') ?? 0) : 0;
+  const lim = p.limit ? p.limit.eval([], ctx) : null;
+  if (off > 0 || lim !== null) result = result.slice(off, lim === null ? undefined : off + Number(coerce(lim, 'int8')));
+  return result;
+}
+
+/** Runs the SELECT, yielding to the event loop during the projection. */
+async function runSelectAsync(p: SelectParts, ctx: EvalContext): Promise<Tuple[]> {
+  // The projection is where the work is (dbms_random.string of 1 MiB per row): yield to the event
+  // loop every PROJECTION_SLICE_MS so the tserver sharing this process keeps serving (Raft, heartbeats).
+  const rows = selectSource(p, ctx);
+  const out: Projected[] = [];
+  let slice = performance.now();
+  for (const r of rows) {
+    out.push(selectProject(p, r, ctx));
+    if (performance.now() - slice > PROJECTION_SLICE_MS) {
+      await new Promise((res) => setImmediate(res));
+      slice = performance.now();
+    }
+  }
+  return selectFinish(p, out, ctx);
+}
+
+/** Streams the projected rows in chunks of at most STREAM_CHUNK_BYTES / STREAM_CHUNK_ROWS. */
+async function streamSelect(p: SelectParts, ctx: EvalContext, onChunk: (rows: Tuple[]) => Promise<void>): Promise<void> {
+  let chunk: Tuple[] = [];
+  let bytes = 0;
+  let slice = performance.now();
+  for (const r of selectSource(p, ctx)) {
+    const out = selectProject(p, r, ctx).out;
+    chunk.push(out);
+    bytes += approxBytes(out);
+    if (bytes >= STREAM_CHUNK_BYTES || chunk.length >= STREAM_CHUNK_ROWS) {
+      await onChunk(chunk);
+      chunk = [];
+      bytes = 0;
+      slice = performance.now();
+    } else if (performance.now() - slice > PROJECTION_SLICE_MS) {
+      await new Promise((res) => setImmediate(res));
+      slice = performance.now();
+    }
+  }
+  if (chunk.length > 0) await onChunk(chunk);
+}
+
+/** A SELECT's plan. `outer` is the enclosing query's scope (correlated subqueries). */
+export function compileSelect(sel: SelectStmt, env: PlanEnv, outer?: Scope): SelectPlan {
+  if (sel.op && sel.op !== 'SETOP_NONE') return setOpPlan(sel, env, outer);
+  if (sel.withClause) throw notSupported('WITH');
+  if (sel.valuesLists) return valuesPlan(sel.valuesLists, env, outer);
+  const p = compileSelectParts(sel, env, outer);
   return {
-    fields: targets.map((t) => t.field),
-    run: (ctx) => finish(source(ctx).map((r) => project(r, ctx)), ctx),
-    runAsync: async (ctx) => {
-      // The projection is where the work is (dbms_random.string of 1 MiB per row): yield to the event
-      // loop every PROJECTION_SLICE_MS so the tserver sharing this process keeps serving (Raft, heartbeats).
-      const rows = source(ctx);
-      const out: Projected[] = [];
-      let slice = performance.now();
-      for (const r of rows) {
-        out.push(project(r, ctx));
-        if (performance.now() - slice > PROJECTION_SLICE_MS) {
-          await new Promise((res) => setImmediate(res));
-          slice = performance.now();
-        }
-      }
-      return finish(out, ctx);
-    },
-    ...(!distinct && sorts.length === 0 && !limit && !offset
-      ? {
-          stream: async (ctx: EvalContext, onChunk: (rows: Tuple[]) => Promise<void>): Promise<void> => {
-            let chunk: Tuple[] = [];
-            let bytes = 0;
-            let slice = performance.now();
-            for (const r of source(ctx)) {
-              const out = project(r, ctx).out;
-              chunk.push(out);
-              bytes += approxBytes(out);
-              if (bytes >= STREAM_CHUNK_BYTES || chunk.length >= STREAM_CHUNK_ROWS) {
-                await onChunk(chunk);
-                chunk = [];
-                bytes = 0;
-                slice = performance.now();
-              } else if (performance.now() - slice > PROJECTION_SLICE_MS) {
-                await new Promise((res) => setImmediate(res));
-                slice = performance.now();
-              }
-            }
-            if (chunk.length > 0) await onChunk(chunk);
-          },
-        }
+    fields: p.targets.map((t) => t.field),
+    run: (ctx) => selectFinish(p, selectSource(p, ctx).map((r) => selectProject(p, r, ctx)), ctx),
+    runAsync: (ctx) => runSelectAsync(p, ctx),
+    // Streaming needs no DISTINCT, ORDER BY or LIMIT: every row is final as soon as it is projected.
+    ...(!p.distinct && p.sorts.length === 0 && !p.limit && !p.offset
+      ? { stream: (ctx: EvalContext, onChunk: (rows: Tuple[]) => Promise<void>): Promise<void> => streamSelect(p, ctx, onChunk) }
       : {}),
   };
 }
