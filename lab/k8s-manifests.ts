@@ -126,6 +126,7 @@ function probe(port: number, periodSeconds: number, failureThreshold: number): O
   return { httpGet: { path: '/healthz', port }, periodSeconds, timeoutSeconds: 3, failureThreshold };
 }
 
+// Long by design (docs/conventions.md): one Kubernetes manifest, written out as the YAML it becomes.
 function statefulSet(v: K8sValues, role: 'master' | 'tserver'): Obj {
   const master = role === 'master';
   const rpc = master ? PORTS.masterRpc : PORTS.tserverRpc;

@@ -245,6 +245,7 @@ function compileBool(b: Extract<Node, { BoolExpr: unknown }>['BoolExpr'], scope:
   } };
 }
 
+// Long by design (docs/conventions.md): one switch over the parse tree's node kinds, each a few lines or a call.
 export function compileExpr(n: Node, scope: Scope, env: CompileEnv): Compiled {
   if ('A_Const' in n) return constValue(n.A_Const);
   if ('ColumnRef' in n) return compileColumnRef(names(n.ColumnRef.fields), scope, n.ColumnRef.location);

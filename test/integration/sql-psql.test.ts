@@ -550,7 +550,7 @@ describe('SQL over the PostgreSQL protocol', () => {
     expect(atKill).toBeGreaterThanOrEqual(10);
     expect(committed).toBeGreaterThan(atKill);
     console.log(`sql bank under kill -9: ${committed} transfers committed (${committed - atKill} after the kill), ${failed} failed (retryable), ${totals.length} totals read, all 800`);
-  });
+  }, 240_000);
 
   it('sql: ysql_connections_per_ip_max refuses a connection past it with 53300 (counted before authentication); ysql_authentication_timeout_ms closes a silent one with 57014', async () => {
     const client = await TesseraClient.connect({ masterAddresses: cluster!.masterAddresses, timeoutMs: 30_000 });
