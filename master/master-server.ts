@@ -6,7 +6,6 @@ import { skewableSystemClock } from '../common/clock';
 import { DbError, ErrorCode } from '../common/errors';
 import { Flags, parseFlagArgs } from '../common/flags';
 import { HybridClock } from '../common/hybrid-clock';
-import type { LogRing, Logger } from '../common/log';
 import { peerClient, raftBatchMethod, type RpcClient, type RpcServer, type Transport } from '../rpc';
 import { CatalogManager } from './catalog-manager';
 import { ORACLE_RANGE_MS } from './master-flags';
@@ -31,13 +30,8 @@ import {
   type MasterRefs,
 } from './master-start';
 
-export interface MasterOptions {
-  flags: Flags;
-  /** Default: the WebSocket transport. */
-  transport?: Transport;
-  log?: Logger;
-  logRing?: LogRing;
-}
+export type { MasterOptions } from './master-options';
+import type { MasterOptions } from './master-options';
 
 export interface Master {
   readonly uuid: string;

@@ -35,7 +35,7 @@ import { TimestampOracle } from './timestamp-oracle';
 import { ORACLE_RANGE_MS } from './master-flags';
 import { advertisedAddress, loadOrCreateUuid, splitHostPort } from '../common/server-identity';
 import { makeDirs } from '../common/fs-dirs';
-import type { MasterOptions } from './master-server';
+import type { MasterOptions } from './master-options';
 
 /** How long a master's self description fetched from a peer is reused. */
 const PEER_INFO_TTL_MS = 5_000;

@@ -5,18 +5,15 @@
  * The RPC transport and the protobuf method table are injected (rpc/ provides the WebSocket transport
  * and the codecs; tests may pass an in-memory transport).
  */
-import type { Clock } from '../common/clock';
 import { DbError, ErrorCode } from '../common/errors';
 import { Flags, parseFlagArgs } from '../common/flags';
 import type { HybridClock } from '../common/hybrid-clock';
-import type { Metrics, WebServer, MasterMethods, RpcClient, Transport, TxnCoordinatorMethods, TxnParticipantMethods } from '../rpc';
+import type { Metrics, WebServer, Transport } from '../rpc';
 import type { LogRing, Logger } from '../common/log';
-import type { Rng } from '../common/rng';
 import type { TxnService } from './transaction/txn-service';
 import { CERTS_DIR } from '../rpc';
 import type { ConsensusTransport } from './consensus-transport';
-import type { HeartbeatRequest, HeartbeatResponse } from './heartbeater';
-import type { TabletManager, TabletManagerDeps } from './tablet-manager';
+import type { TabletManager } from './tablet-manager';
 import type { TabletService, TServerMethods } from './tablet-service';
 import type { TabletsJson } from './tserver-json';
 import type { TabletReportPB } from './tserver-pb';
@@ -40,27 +37,8 @@ import {
 /** How often memtable sizes are sampled for the memory trackers' peaks. */
 export const MEM_TRACKER_SAMPLE_INTERVAL_MS = 1_000;
 
-export interface TServerOptions {
-  flags: Flags;
-  transport: Transport;
-  methods: TServerMethods;
-  /** TSHeartbeat RPC to a master (absent: no heartbeats, e.g. tests without a master). */
-  heartbeat?: (client: RpcClient, address: string, req: HeartbeatRequest, timeoutMs: number) => Promise<HeartbeatResponse>;
-  clock?: Clock;
-  rng?: Rng;
-  log?: Logger;
-  logRing?: LogRing;
-  /** Transaction service method tables (default: rpc/service-methods over rpc/protos/txn.proto). */
-  txnMethods?: { coordinator: TxnCoordinatorMethods; participant: TxnParticipantMethods; master: Pick<MasterMethods, 'listTables' | 'getTableLocations'> };
-  /** Storage seams for tests (defaults: files and RocksDB). */
-  storage?: Pick<TabletManagerDeps, 'openLogStorage' | 'openEngine' | 'openDocDb' | 'newRaftCore'>;
-  /**
-   * Serve the web console on --webserver_interface:--webserver_port. Default false here because
-   * in-process tests run several tservers on one host (they would all want port 9000); tserverMain
-   * turns it on.
-   */
-  webConsole?: boolean;
-}
+export type { TServerOptions } from './tserver-options';
+import type { TServerOptions } from './tserver-options';
 
 export type { TabletsJson } from './tserver-json';
 

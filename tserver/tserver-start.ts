@@ -46,7 +46,7 @@ import type { TabletReportPB } from './tserver-pb';
 import { countingServer, registerTServerPages, sizesOf, TabletMemTrackers } from './tserver-web';
 import { advertisedAddress, loadOrCreateUuid, splitHostPort } from '../common/server-identity';
 import { makeDirs } from '../common/fs-dirs';
-import type { TServerOptions } from './tserver-server';
+import type { TServerOptions } from './tserver-options';
 
 /** What the process is before anything listens: data dir, uuid, logger, clocks, bind address. */
 export interface TServerIdentity {
