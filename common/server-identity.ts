@@ -4,8 +4,13 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { LOG_LEVEL } from './common-flags';
 import { DbError, ErrorCode } from './errors';
+import type { Flags } from './flags';
+import { makeDirs } from './fs-dirs';
 import { newId } from './ids';
+import { createLogger, followLogLevel, LogRing, type Logger } from './log';
+import { FS_DATA_DIRS } from './server-flags';
 
 /** The first `host:port` of a comma list; a missing port takes `defPort`, a missing host 127.0.0.1. */
 export function splitHostPort(s: string, defPort: number): { host: string; port: number } {
@@ -57,4 +62,20 @@ export function loadOrCreateUuid(dataDir: string): string {
   fs.writeFileSync(file + '.tmp', JSON.stringify({ uuid, createdAt: new Date().toISOString() }));
   fs.renameSync(file + '.tmp', file);
   return uuid;
+}
+
+/**
+ * A server's data directory (made if missing), permanent uuid and logger, from its flags — the first
+ * step of a master's and a tserver's start alike. A logger handed in (tests) keeps its own level;
+ * ours follows --log_level, also at run time.
+ */
+export function serverBasics(name: 'master' | 'tserver', flags: Flags, o: { log?: Logger; logRing?: LogRing }): { dataDir: string; uuid: string; logRing: LogRing; log: Logger } {
+  const dataDir = flags.get(FS_DATA_DIRS).split(',')[0]!.trim();
+  if (!dataDir) throw new DbError(ErrorCode.INVALID_ARGUMENT, '--fs_data_dirs is required');
+  makeDirs(dataDir, 'data directory');
+  const uuid = loadOrCreateUuid(dataDir);
+  const logRing = o.logRing ?? new LogRing();
+  const log = (o.log ?? createLogger({ name, ring: logRing })).child({ uuid });
+  if (!o.log) followLogLevel(log, () => flags.get(LOG_LEVEL), (l) => flags.onChange(LOG_LEVEL, l));
+  return { dataDir, uuid, logRing, log };
 }

@@ -7,8 +7,7 @@
 import { DbError, ErrorCode } from '../common/errors';
 import type { Flags } from '../common/flags';
 import { setFlagByOperator } from '../common/flag-policy';
-import { LOG_LEVEL } from '../common/common-flags';
-import { createLogger, followLogLevel, LogRing, type Logger } from '../common/log';
+import { LogRing, type Logger } from '../common/log';
 import { MathRng } from '../common/rng';
 import { decodeMessage, encodeMessage, type Message } from '../raft';
 import { masterMethods, Metrics, rpcConnectionsOf, rpczOf, tabletServerMethods, WebServer, WsTransport, type ListMastersResponsePB, type RaftEnvelopePB, type RpcClient, type RpcServer, type Transport } from '../rpc';
@@ -16,7 +15,6 @@ import type { raftBatchMethod } from '../rpc';
 import { tableToPb, type CatalogManager } from './catalog-manager';
 import {
   CATALOG_RECONCILE_INTERVAL_MS,
-  FS_DATA_DIRS,
   MASTER_ADDRESSES,
   MASTER_RAFT_TICK_INTERVAL_MS,
   MASTER_RPC_PORT_DEFAULT,
@@ -33,8 +31,7 @@ import { oracleMethods, splitMethods } from '../rpc';
 import { oracleBoundOf } from './catalog-state';
 import { TimestampOracle } from './timestamp-oracle';
 import { ORACLE_RANGE_MS } from './master-flags';
-import { advertisedAddress, loadOrCreateUuid, splitHostPort } from '../common/server-identity';
-import { makeDirs } from '../common/fs-dirs';
+import { advertisedAddress, serverBasics, splitHostPort } from '../common/server-identity';
 import type { MasterOptions } from './master-options';
 
 /** How long a master's self description fetched from a peer is reused. */
@@ -58,14 +55,7 @@ export interface MasterIdentity {
 /** Reads the data dir and identity flags, creates the logger and transport, checks --master_addresses. */
 export function masterIdentity(opts: MasterOptions): MasterIdentity {
   const flags = opts.flags;
-  const dataDir = flags.get(FS_DATA_DIRS).split(',')[0]!.trim();
-  if (!dataDir) throw new DbError(ErrorCode.INVALID_ARGUMENT, '--fs_data_dirs is required');
-  makeDirs(dataDir, 'data directory');
-  const uuid = loadOrCreateUuid(dataDir);
-  const logRing = opts.logRing ?? new LogRing();
-  const log = (opts.log ?? createLogger({ name: 'master', ring: logRing })).child({ uuid });
-  // A logger handed in (tests) keeps its own level; ours follows --log_level, also at run time.
-  if (!opts.log) followLogLevel(log, () => flags.get(LOG_LEVEL), (l) => flags.onChange(LOG_LEVEL, l));
+  const { dataDir, uuid, logRing, log } = serverBasics('master', flags, opts);
   const transport = opts.transport ?? new WsTransport({ flags, log });
   const bind = splitHostPort(flags.get(RPC_BIND_ADDRESSES), MASTER_RPC_PORT_DEFAULT);
   if (bind.port === 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'a master needs a fixed --rpc_bind_addresses port (it is its identity in --master_addresses)');

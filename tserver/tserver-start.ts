@@ -9,8 +9,7 @@ import type { Flags } from '../common/flags';
 import { HybridClock } from '../common/hybrid-clock';
 import { droppedPeers, LAB_NODE_NAME } from '../common/server-flags';
 import { masterMethods, Metrics, peerClient, rpcConnectionsOf, rpczOf, txnCoordinatorMethods, txnParticipantMethods, WebServer, type RpcClient, type RpcServer } from '../rpc';
-import { LOG_LEVEL } from '../common/common-flags';
-import { createLogger, followLogLevel, LogRing, type Logger } from '../common/log';
+import { LogRing, type Logger } from '../common/log';
 import { MathRng, type Rng } from '../common/rng';
 import { TxnService } from './transaction/txn-service';
 import { RowService } from './row-service';
@@ -28,7 +27,6 @@ import { TabletState, type TabletPeer } from './tablet/tablet-peer';
 import type { DbName } from './tablet/tablet-peer';
 import { tabletSummary, type TabletsJson } from './tserver-json';
 import {
-  FS_DATA_DIRS,
   LOG_GC_INTERVAL_MS,
   HISTORY_GC_INTERVAL_SEC,
   PLACEMENT_ZONE,
@@ -44,8 +42,7 @@ import {
 } from './tserver-flags';
 import type { TabletReportPB } from './tserver-pb';
 import { countingServer, registerTServerPages, sizesOf, TabletMemTrackers } from './tserver-web';
-import { advertisedAddress, loadOrCreateUuid, splitHostPort } from '../common/server-identity';
-import { makeDirs } from '../common/fs-dirs';
+import { advertisedAddress, serverBasics, splitHostPort } from '../common/server-identity';
 import type { TServerOptions } from './tserver-options';
 
 /** What the process is before anything listens: data dir, uuid, logger, clocks, bind address. */
@@ -73,14 +70,7 @@ export interface TServerRefs {
 /** Reads the data dir and identity flags, creates the logger and clocks, checks the bind address. */
 export function tserverIdentity(opts: TServerOptions): TServerIdentity {
   const flags = opts.flags;
-  const dataDir = flags.get(FS_DATA_DIRS).split(',')[0]!.trim();
-  if (!dataDir) throw new DbError(ErrorCode.INVALID_ARGUMENT, '--fs_data_dirs is required');
-  makeDirs(dataDir, 'data directory');
-  const uuid = loadOrCreateUuid(dataDir);
-  const logRing = opts.logRing ?? new LogRing();
-  const log = (opts.log ?? createLogger({ name: 'tserver', ring: logRing })).child({ uuid });
-  // A logger handed in (tests) keeps its own level; ours follows --log_level, also at run time.
-  if (!opts.log) followLogLevel(log, () => flags.get(LOG_LEVEL), (l) => flags.onChange(LOG_LEVEL, l));
+  const { dataDir, uuid, logRing, log } = serverBasics('tserver', flags, opts);
   const clock = new HybridClock(opts.clock ?? skewableSystemClock(flags));
   const rng = opts.rng ?? new MathRng();
   const bind = splitHostPort(flags.get(RPC_BIND_ADDRESSES), TSERVER_RPC_PORT_DEFAULT);
