@@ -5,8 +5,11 @@
  * with every tserver's RSS sampled every 200 ms (the peak printed). Figures only: nothing asserted.
  *
  *   node dist/bench/backup-bench.js [--rows 1000000] [--tablets 3] [--tserver_flags "a=1,b=2"] [--host_base 159]
- * (env BENCH_BACKUP_ROWS, BENCH_BACKUP_TABLETS, BENCH_BACKUP_TSERVER_FLAGS). Servers on 127.0.0.159-161
- * (or host_base..+2).
+ *     [--cpu_prof DIR] [--export_only]
+ * (env BENCH_BACKUP_ROWS, BENCH_BACKUP_TABLETS, BENCH_BACKUP_TSERVER_FLAGS, BENCH_BACKUP_CPU_PROF). Servers on
+ * 127.0.0.159-161 (or host_base..+2). `--cpu_prof DIR`: V8 CPU profiles into DIR — the client's of the export
+ * alone (export-client.cpuprofile), each tserver's of its whole life (load included; the export's own
+ * functions — scans, row pages — are told apart by name); summarise one with `npm run bench profile FILE`.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -16,6 +19,7 @@ import { TesseraClient } from '../client/tessera-client';
 import { BenchCluster } from './bench-cluster';
 import { sectionNumber, sectionString } from './section-args';
 import { cpuSeconds } from './proc-stats';
+import { profileWhile } from './profiling';
 
 const HOST_BASE = 159;
 const NO_ALIAS_PORT_SHIFT = 15_900;
@@ -95,13 +99,16 @@ async function main(): Promise<void> {
   const rows = Math.floor(sectionNumber(args, 'rows', 'BENCH_BACKUP_ROWS', 1_000_000, 1));
   const tablets = Math.floor(sectionNumber(args, 'tablets', 'BENCH_BACKUP_TABLETS', 3, 1));
   const hostBase = Math.floor(sectionNumber(args, 'host_base', 'BENCH_BACKUP_HOST_BASE', HOST_BASE, 1));
+  const profDir = sectionString(args, 'cpu_prof', 'BENCH_BACKUP_CPU_PROF');
   const tserverFlags = (sectionString(args, 'tserver_flags', 'BENCH_BACKUP_TSERVER_FLAGS') ?? '').split(',').map((f) => f.trim()).filter(Boolean).map((f) => `--${f.replace(/^--/, '')}`);
   const cluster = new BenchCluster();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-backup-bench-'));
   let client: TesseraClient | undefined;
   try {
     process.stdout.write(`backup: 1 master + 3 tservers (RF 3); ${rows} rows of ~100 B in ${tablets} tablets${tserverFlags.length ? `; tserver flags ${tserverFlags.join(' ')}` : ''}\n`);
-    await cluster.start(3, hostBase, tserverFlags, { noAliasPortShift: NO_ALIAS_PORT_SHIFT + (hostBase - HOST_BASE) * 10 });
+    if (profDir) fs.mkdirSync(profDir, { recursive: true });
+    const profArgs = (i: number): string[] => (profDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profDir)}`, `--cpu-prof-name=tserver-${i}.cpuprofile`] : []);
+    await cluster.start(3, hostBase, tserverFlags, { noAliasPortShift: NO_ALIAS_PORT_SHIFT + (hostBase - HOST_BASE) * 10, tserverNodeArgs: profArgs });
     client = await TesseraClient.connect({ masterAddresses: [cluster.masterAddress], timeoutMs: 30_000 });
     await client.createTable({ name: 'bench_backup', columns: [{ name: 'id', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: tablets, replicationFactor: 3 });
     const t0 = performance.now();
@@ -109,14 +116,16 @@ async function main(): Promise<void> {
     process.stdout.write(`load (untimed): ${Math.round((performance.now() - t0) / 100) / 10} s\n`);
     const c = client;
     const idle = await idleCpuPerSecond(cluster);
-    const ex = await withRss(cluster, () => exportTables(c, { tables: ['bench_backup'], to: path.join(dir, 'full') }));
+    const runExport = (): Promise<Awaited<ReturnType<typeof exportTables>>> => exportTables(c, { tables: ['bench_backup'], to: path.join(dir, 'full') });
+    const ex = await withRss(cluster, () => (profDir ? profileWhile(path.join(profDir, 'export-client.cpuprofile'), runExport) : runExport()));
     const bytes = ex.result.tables[0]!.parts.reduce((n, p) => n + p.bytes, 0);
     process.stdout.write(`export: ${ex.seconds} s (${Math.round(rows / ex.seconds)} rows/s, ${Math.round(bytes / MIB)} MiB); tserver peak RSS ${ex.peakRssMiB.join(' / ')} MiB; ${cpuPerRow(ex, rows, idle)}\n`);
+    if (args.includes('--export_only')) return;
     const im = await withRss(cluster, () => importTables(c, { from: path.join(dir, 'full'), into: 'bench_backup_copy' }));
     process.stdout.write(`import: ${im.seconds} s (${Math.round(rows / im.seconds)} rows/s, digest checked); tserver peak RSS ${im.peakRssMiB.join(' / ')} MiB; ${cpuPerRow(im, rows, idle)}\n`);
   } finally {
     await client?.close().catch(() => undefined);
-    await cluster.stop();
+    await cluster.stop(profDir ? { graceMs: 15_000 } : {});
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }

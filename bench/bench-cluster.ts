@@ -175,7 +175,11 @@ export class BenchCluster {
     fs.rmSync(this.baseDir, { recursive: true, force: true });
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Kill every server (SIGKILL: a benchmark's servers hold nothing worth a clean stop). `graceMs`: send
+   * SIGTERM first and wait that long, so a server run with `--cpu-prof` writes its profile at exit.
+   */
+  async stop(o: { graceMs?: number } = {}): Promise<void> {
     this.unguard?.();
     this.unguard = undefined;
     await Promise.all(
@@ -184,7 +188,9 @@ export class BenchCluster {
           new Promise<void>((r) => {
             if (s.child.exitCode !== null || s.child.signalCode !== null) return r();
             s.child.once('exit', () => r());
-            s.child.kill('SIGKILL');
+            if (!o.graceMs) return void s.child.kill('SIGKILL');
+            s.child.kill('SIGTERM');
+            setTimeout(() => s.child.kill('SIGKILL'), o.graceMs).unref();
           }),
       ),
     );

@@ -79,18 +79,26 @@ export async function runStorageBench(rows = 100_000, print: (s: string) => void
     const readMs = performance.now() - t0;
     print(`regulardb point reads: ${POINT_READS} random getRow in ${readMs.toFixed(0)} ms = ${rate(POINT_READS, readMs)}`);
 
-    t0 = performance.now();
+    // Three passes, the quickest kept: a scan is short, and a busy machine's other work lands in one.
+    let scanMs = Infinity;
+    let scanCpuUs = Infinity;
     let scanned = 0;
-    let resume: Uint8Array | undefined;
-    for (let page = 0; page <= rows / SCAN_PAGE_ROWS + 1; page++) {
-      const r = await db.scan({ readHt, resolveStatus: noStatus, limit: SCAN_PAGE_ROWS, ...(resume ? { startKey: resume } : {}) });
-      scanned += r.rows.length;
-      resume = r.resumeKey;
-      if (!resume) break;
+    for (let pass = 0; pass < 3; pass++) {
+      t0 = performance.now();
+      const cpu0 = process.cpuUsage();
+      scanned = 0;
+      let resume: Uint8Array | undefined;
+      for (let page = 0; page <= rows / SCAN_PAGE_ROWS + 1; page++) {
+        const r = await db.scan({ readHt, resolveStatus: noStatus, limit: SCAN_PAGE_ROWS, ...(resume ? { startKey: resume } : {}) });
+        scanned += r.rows.length;
+        resume = r.resumeKey;
+        if (!resume) break;
+      }
+      if (scanned !== rows) throw new Error(`bench: scanned ${scanned} of ${rows}`);
+      scanCpuUs = Math.min(scanCpuUs, cpuUs(cpu0));
+      scanMs = Math.min(scanMs, performance.now() - t0);
     }
-    const scanMs = performance.now() - t0;
-    if (scanned !== rows) throw new Error(`bench: scanned ${scanned} of ${rows}`);
-    print(`regulardb scan: ${scanned} rows in pages of ${SCAN_PAGE_ROWS} in ${scanMs.toFixed(0)} ms = ${rate(scanned, scanMs)}`);
+    print(`regulardb scan: ${scanned} rows in pages of ${SCAN_PAGE_ROWS} in ${scanMs.toFixed(0)} ms = ${rate(scanned, scanMs)}; process CPU ${(scanCpuUs / scanned).toFixed(2)} µs per row (quickest of 3 passes)`);
     await db.close();
 
     // Apply: a fresh tablet, one transaction of `rows` rows.

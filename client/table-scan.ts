@@ -7,7 +7,7 @@ import { toFilterAst } from '../common/filter-expression';
 import { DbError, ErrorCode } from '../common/errors';
 import { decodePartials, emptyPartials, mergePartials } from '../common/scan-aggregate';
 import { compareKeyBytes, maxLowerBound, minUpperBound } from '../common/key-bounds';
-import { tabletServerMethods, type ScanResponsePB, type TxnContextPB } from '../rpc';
+import { ROW_FORMAT_EXPORT_LINES, ROW_FORMAT_ROWS, tabletServerMethods, type ScanResponsePB, type TxnContextPB } from '../rpc';
 import type { Row, ScanOptions } from './client-types';
 import type { TableLocations, TabletLocation } from './meta-cache';
 import { readTimeMoved, type ReadTime } from './read-time';
@@ -80,7 +80,38 @@ export function scanPlan(loc: TableLocations, o: ScanOptions, d: Deadline): Scan
  * time the pass started with; the transaction's read time is fixed when the first row is handed
  * on (`collect`: when the pass ends, since nothing reached the caller before).
  */
-export async function* scanPass(t: ScanDeps, plan: ScanPlan, rt: ReadTime, collect: boolean): AsyncGenerator<Row[]> {
+export function scanPass(t: ScanDeps, plan: ScanPlan, rt: ReadTime, collect: boolean): AsyncGenerator<Row[]> {
+  return scanPassOf(t, plan, rt, collect, ROW_FORMAT_ROWS, (r, room) => {
+    const rows: Row[] = [];
+    for (const row of r.rows ?? []) {
+      if (rows.length >= room) break;
+      rows.push(plan.schema.rowFromPb(row, plan.o.columns));
+    }
+    return { page: rows, count: rows.length };
+  });
+}
+
+/** A page of export lines (common/export-line.ts) as the tablet server wrote them. */
+export interface LinePage {
+  lines: Uint8Array;
+  rows: number;
+}
+
+/** scanPass with the rows as export lines written by the tablet servers (no row objects on this side). */
+export function scanLinePass(t: ScanDeps, plan: ScanPlan, rt: ReadTime): AsyncGenerator<LinePage> {
+  if (plan.aggregateJson) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'a scan of export lines computes no aggregates');
+  return scanPassOf(t, plan, rt, false, ROW_FORMAT_EXPORT_LINES, (r, room) => {
+    const rows = r.lineCount ?? 0;
+    if (rows > 0 && !r.lines) throw new DbError(ErrorCode.NOT_SUPPORTED, 'the tablet server sent rows, not export lines (a server older than this client)');
+    if (rows > room) throw new DbError(ErrorCode.INTERNAL, `a scan page of ${rows} export lines where ${room} were asked for`);
+    return { page: { lines: r.lines ?? new Uint8Array(0), rows }, count: rows };
+  });
+}
+
+/** Of one scan response: what to hand on (at most `room` rows of it) and how many rows that is. */
+type PageTake<T> = (r: ScanResponsePB, room: number) => { page: T; count: number };
+
+async function* scanPassOf<T>(t: ScanDeps, plan: ScanPlan, rt: ReadTime, collect: boolean, rowFormat: number, take: PageTake<T>): AsyncGenerator<T> {
   const { schema, limit, page, columns, bounds, o, d } = plan;
   const sv = schema.version;
   let at = rt;
@@ -109,7 +140,7 @@ export async function* scanPass(t: ScanDeps, plan: ScanPlan, rt: ReadTime, colle
         t.name,
         { tabletId: tablet.tabletId },
         tabletServerMethods().scan,
-        (tl) => ({ tabletId: tl.tabletId, startKey: from, endKey: end, limit: want, columns, propagatedHt: t.invoker.propagatedHt, schemaVersion: sv, ...(plan.filterJson ? { filter: plan.filterJson } : {}), ...(plan.aggregateJson ? { aggregate: plan.aggregateJson } : {}), ...t.readFields(tl.tabletId, pageAt) }),
+        (tl) => ({ tabletId: tl.tabletId, startKey: from, endKey: end, limit: want, columns, propagatedHt: t.invoker.propagatedHt, schemaVersion: sv, ...(plan.filterJson ? { filter: plan.filterJson } : {}), ...(plan.aggregateJson ? { aggregate: plan.aggregateJson } : {}), ...(rowFormat ? { rowFormat } : {}), ...t.readFields(tl.tabletId, pageAt) }),
         d,
         true,
         t.readFatal,
@@ -133,15 +164,11 @@ export async function* scanPass(t: ScanDeps, plan: ScanPlan, rt: ReadTime, colle
       }
       // A page at a time: one hand-off per page, not per row (an export's rows pass several
       // generators; a per-row yield cost a promise and a microtask at each).
-      const rows: Row[] = [];
-      for (const row of r.rows ?? []) {
-        if (returned >= limit) break;
-        returned++;
-        rows.push(schema.rowFromPb(row, o.columns));
-      }
-      if (rows.length > 0) {
+      const { page: out, count } = take(r, limit - returned);
+      returned += count;
+      if (count > 0) {
         if (!collect) accept();
-        yield rows;
+        yield out;
       }
       if (!r.resumeKey || r.resumeKey.length === 0) break;
       start = new Uint8Array(r.resumeKey);

@@ -22,7 +22,7 @@ import { finalValues } from '../common/scan-aggregate';
 import { tabletForRoute, type MetaCache, type RowRoute } from './meta-cache';
 import { backoffMs, Deadline } from './retry-policy';
 import { isSchemaMismatch, readTimeMoved, restartOf, SERVER_PICKS, type ReadTime } from './read-time';
-import { SCAN_PAGE_MAX, scanPass, scanPlan, type ScanDeps, type ScanPlan } from './table-scan';
+import { SCAN_PAGE_MAX, scanLinePass, scanPass, scanPlan, type LinePage, type ScanDeps, type ScanPlan } from './table-scan';
 import type { TabletInvoker } from './tablet-invoker';
 import { PLAIN_WRITE_RETRY_CODES, SPLIT_FATAL_CODES, TurnBatcher } from './turn-batcher';
 import { READ_FATAL_CODES, TXN_FATAL_CODES, type TxnBinding } from './txn-binding';
@@ -437,7 +437,20 @@ export class Table {
    * scanRows a page at a time (each page: the rows of one scan RPC, at most `pageSize`, never
    * empty): for callers that move many rows, one hand-off per page instead of per row.
    */
-  async *scanRowPages(o: ScanOptions = {}): AsyncGenerator<Row[]> {
+  scanRowPages(o: ScanOptions = {}): AsyncGenerator<Row[]> {
+    return this.scanPages(o, (plan, rt) => scanPass(this.scanDeps(), plan, rt, false), (page) => page.length);
+  }
+
+  /**
+   * scanRowPages with each page's rows as export-format lines the tablet servers wrote
+   * (common/export-line.ts; docs/backup.md): what an export writes and digests, without a row object
+   * per row on either side. Rows and order are scanRows'.
+   */
+  scanLinePages(o: ScanOptions = {}): AsyncGenerator<LinePage> {
+    return this.scanPages(o, (plan, rt) => scanLinePass(this.scanDeps(), plan, rt), (page) => page.rows);
+  }
+
+  private async *scanPages<T>(o: ScanOptions, pass: (plan: ScanPlan, rt: ReadTime) => AsyncGenerator<T>, rowsOf: (page: T) => number): AsyncGenerator<T> {
     await this.flushTxnWrites();
     const d = this.deadline(o);
     const schemaState = { reloadedForColumn: false, attempt: 0 };
@@ -449,8 +462,8 @@ export class Table {
     for (let restarts = 0; ; restarts++) {
       try {
         plan ??= scanPlan(loc, o, d);
-        for await (const page of scanPass(this.scanDeps(), plan, rt, false)) {
-          yielded += page.length;
+        for await (const page of pass(plan, rt)) {
+          yielded += rowsOf(page);
           yield page;
         }
         return;

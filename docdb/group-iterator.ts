@@ -20,19 +20,38 @@ const GROUP_ENTRIES_MAX = 50_000_000;
 
 export class GroupIterator {
   private pending: [Buffer, Buffer] | undefined;
+  /** Entries the engine handed over in one batch (KvIterator.nextBatch), not read yet: `batch[batchAt..]`. */
+  private batch: Array<[Uint8Array, Uint8Array]> = [];
+  private batchAt = 0;
   private done = false;
   private peeked: DocKeyGroup | undefined;
 
   constructor(private readonly it: KvIterator) {}
 
-  private async raw(): Promise<[Buffer, Buffer] | undefined> {
+  /** The next entry already in hand (one pushed back, or the rest of the engine's last batch). */
+  private buffered(): [Buffer, Buffer] | undefined {
     if (this.pending) {
       const p = this.pending;
       this.pending = undefined;
       return p;
     }
-    if (this.done) return undefined;
-    const e = await this.it.next();
+    if (this.batchAt < this.batch.length) {
+      const e = this.batch[this.batchAt++]!;
+      return [buf(e[0]), buf(e[1])];
+    }
+    return undefined;
+  }
+
+  private async raw(): Promise<[Buffer, Buffer] | undefined> {
+    const b = this.buffered();
+    if (b !== undefined || this.done) return b;
+    let e: [Uint8Array, Uint8Array] | undefined;
+    if (this.it.nextBatch) {
+      const batch = await this.it.nextBatch();
+      this.batch = batch ?? [];
+      this.batchAt = batch ? 1 : 0;
+      e = batch?.[0];
+    } else e = await this.it.next();
     if (e === undefined) {
       this.done = true;
       return undefined;
@@ -52,12 +71,13 @@ export class GroupIterator {
   }
 
   private async read(): Promise<DocKeyGroup | undefined> {
-    const first = await this.raw();
+    const first = this.buffered() ?? (await this.raw());
     if (first === undefined) return undefined;
     const docKeyBuf = first[0].subarray(0, docKeyLength(first[0]));
     const entries: Array<[Buffer, Buffer]> = [first];
     for (let i = 0; i < GROUP_ENTRIES_MAX; i++) {
-      const e = await this.raw();
+      // In hand without an await: no promise and microtask per entry of a long scan.
+      const e = this.buffered() ?? (await this.raw());
       if (e === undefined) break;
       if (e[0].length > docKeyBuf.length && e[0].subarray(0, docKeyBuf.length).equals(docKeyBuf)) entries.push(e);
       else {
@@ -72,6 +92,8 @@ export class GroupIterator {
   seek(target: Uint8Array): void {
     this.it.seek(target);
     this.pending = undefined;
+    this.batch = [];
+    this.batchAt = 0;
     this.peeked = undefined;
     this.done = false;
   }

@@ -19,6 +19,12 @@ export interface KvIterator {
   seek(target: Uint8Array): void;
   /** Next entry in iteration order, or undefined at the end/bound. */
   next(): Promise<[Uint8Array, Uint8Array] | undefined>;
+  /**
+   * The next entries in iteration order, at least one, as many as the engine already holds (RocksDB:
+   * the rest of the batch its last native read fetched), or undefined at the end/bound: a long scan's
+   * entries without one promise and event-loop turn each. Optional; callers fall back to next().
+   */
+  nextBatch?(): Promise<Array<[Uint8Array, Uint8Array]> | undefined>;
   close(): Promise<void>;
 }
 

@@ -164,6 +164,22 @@ class SegmentsIterator implements KvIterator {
     return undefined;
   }
 
+  async nextBatch(): Promise<Array<[Uint8Array, Uint8Array]> | undefined> {
+    while (this.idx >= 0 && this.idx < this.segs.length) {
+      if (!this.cur) {
+        this.cur = this.open(this.idx);
+        if (this.pendingSeek) this.cur.seek(this.pendingSeek);
+        this.pendingSeek = undefined;
+      }
+      const kvs = this.cur.nextBatch ? await this.cur.nextBatch() : await this.cur.next().then((kv) => (kv ? [kv] : undefined));
+      if (kvs) return kvs;
+      await this.cur.close();
+      this.cur = undefined;
+      this.idx += this.reverse ? -1 : 1;
+    }
+    return undefined;
+  }
+
   async close(): Promise<void> {
     const c = this.cur;
     this.cur = undefined;

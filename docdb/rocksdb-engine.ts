@@ -47,6 +47,13 @@ interface LevelDownBatch {
   _write(opts: { sync: boolean }, cb: Cb): void;
 }
 interface LevelDownIterator {
+  /**
+   * The binding's read-ahead (node_modules/rocksdb/iterator.js): the entries its last native read
+   * fetched and next() has not handed out yet, newest-last as [.., value, key] (next() pops key, then
+   * value); null after a seek. `finished`: that read reached the end.
+   */
+  cache?: Buffer[] | null;
+  finished?: boolean;
   seek(target: Buffer): void;
   next(cb: (err: Error | null | undefined, key?: Buffer, value?: Buffer) => void): void;
   end(cb: Cb): void;
@@ -363,6 +370,21 @@ class RocksIterator implements KvIterator {
     if (e !== undefined && this.reverse && this.lt && e[0].equals(this.lt)) e = await this.rawNext();
     if (e === undefined) this.exhausted = true;
     return e;
+  }
+
+  async nextBatch(): Promise<Array<[Uint8Array, Uint8Array]> | undefined> {
+    const first = await this.next();
+    if (first === undefined) return undefined;
+    const out: Array<[Uint8Array, Uint8Array]> = [first];
+    // What the binding's last native read fetched beyond `first`, taken as its next() would hand it out.
+    const cache = this.it.cache;
+    while (cache && cache.length >= 2) {
+      const key = cache.pop()!;
+      const value = cache.pop()!;
+      if (this.reverse && this.lt && key.equals(this.lt)) continue;
+      out.push([key, value]);
+    }
+    return out;
   }
 
   async close(): Promise<void> {

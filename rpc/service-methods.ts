@@ -293,7 +293,13 @@ export interface ScanRequestPB {
   filter?: string;
   /** Aggregates to fold each page into, as JSON (common/scan-aggregate.ts); empty: rows are sent. */
   aggregate?: string;
+  /** ROW_FORMAT_EXPORT_LINES: the rows come back as export lines (`lines`), not RowPBs. */
+  rowFormat?: number;
 }
+/** ScanRequestPB.row_format: rows as RowPB messages (the default). */
+export const ROW_FORMAT_ROWS = 0;
+/** ScanRequestPB.row_format: rows as export-format lines (common/export-line.ts) in one bytes field. */
+export const ROW_FORMAT_EXPORT_LINES = 1;
 export interface ScanResponsePB {
   rows?: RowPB[];
   resumeKey?: Uint8Array;
@@ -304,6 +310,9 @@ export interface ScanResponsePB {
   cellsSkipped?: bigint;
   /** With `aggregate`: the page's partial results as JSON (no rows are sent). */
   aggregates?: string;
+  /** With row_format EXPORT_LINES: the page's rows as export lines (UTF-8), and how many. */
+  lines?: Uint8Array;
+  lineCount?: number;
 }
 export interface CreateTabletRequestPB {
   tabletId?: string;

@@ -17,7 +17,7 @@ import { ENABLE_TXN_FAST_PATH } from './transaction/txn-flags';
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
 import { Isolation, type TxnMeta } from '../docdb';
 import type { ConfChange } from '../raft';
-import { familiesFromPb, RPC_MAX_MESSAGE_SIZE, type MethodDef, type RpcServer } from '../rpc';
+import { familiesFromPb, ROW_FORMAT_EXPORT_LINES, RPC_MAX_MESSAGE_SIZE, type MethodDef, type RpcServer } from '../rpc';
 import type { TabletManager } from './tablet-manager';
 import type { TabletMeta } from './tablet/tablet-meta';
 import { parseTabletMeta } from './tablet/tablet-meta';
@@ -26,6 +26,7 @@ import type { TabletPeer, WriteRequest } from './tablet/tablet-peer';
 import type { RequestTag } from './tablet/tablet-op';
 import { CLIENT_ID_MAX_BYTES } from './tablet/retryable-requests';
 import { scanFilter } from './tablet/scan-filter';
+import { rowsToExportLines } from './export-lines';
 import type * as pb from './tserver-pb';
 import { invalid, keyFromPb, keyToPb, rowOpFromPb, rowToPb } from './row-pb';
 
@@ -306,6 +307,7 @@ export class TabletService {
     const r = txn?.isolation === Isolation.SERIALIZABLE ? await t.scanSerializable(txn, { ...common, ...(ctx ? { deadlineMonoMs: ctx.deadlineMonoMs } : {}) }) : await t.scan({ ...common, ...readTimeFields(t, req, txn) });
     const counters = filter ? { cellsRead: BigInt(r.cellsRead ?? 0), cellsSkipped: BigInt(r.cellsSkipped ?? 0) } : {};
     const page = { resumeKey: r.resumeKey ?? new Uint8Array(0), readHt: r.readHt, propagatedHt: this.deps.clock.now(), globalLimitHt: r.globalLimitHt ?? 0n, ...counters };
+    if (!aggregate && req.rowFormat === ROW_FORMAT_EXPORT_LINES) return { rows: [], lines: rowsToExportLines(t.meta.schema, r.rows, columns), lineCount: r.rows.length, ...page };
     if (!aggregate) return { rows: r.rows.map(rowToPb), ...page };
     // Folded here: the page's rows never leave the tablet server, only their partial results.
     const acc = emptyPartials(aggregate);

@@ -7,3 +7,4 @@ export { runProfileSection, parseProfileArgs } from './profile-section';
 export { summarizeProfileFile, summarizeCpuProfile, parseCpuProfile, renderProfileSummary, type CpuProfile } from './cpu-profile-summary';
 export { writeFlameGraphs } from './flame-graph';
 export { analyzeBusy, MainThreadCpuSampler, renderBusyTimeline, type BusyWindow, type ProfiledServer, type ThreadCpuSamples } from './busy-timeline';
+export { profileWhile } from './profile-while';

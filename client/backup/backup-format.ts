@@ -11,6 +11,7 @@ import { createHash, type Hash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DbError, ErrorCode } from '../../common/errors';
+import { encodeLine, encodeLineValue } from '../../common/export-line';
 import type { ColumnSpec, ColumnValue, Row } from '../client-types';
 
 export const EXPORT_FORMAT = 'tessera-export';
@@ -59,10 +60,7 @@ export interface Manifest {
 }
 
 export function encodeValue(v: ColumnValue): unknown {
-  if (typeof v === 'bigint') return { $i: v.toString() };
-  if (v instanceof Uint8Array) return { $b: Buffer.from(v).toString('base64') };
-  if (typeof v === 'number' && !Number.isFinite(v)) return { $d: String(v) };
-  return v;
+  return encodeLineValue(v);
 }
 
 export function decodeValue(v: unknown, where: string): ColumnValue {
@@ -76,11 +74,9 @@ export function decodeValue(v: unknown, where: string): ColumnValue {
   throw new DbError(ErrorCode.CORRUPTION, `${where}: a value of an unknown shape: ${JSON.stringify(v).slice(0, 80)}`);
 }
 
-/** One row as its line (with the newline). */
+/** One row as its line (with the newline): common/export-line.ts, which a tablet server's export scan uses too. */
 export function encodeRow(row: Row): string {
-  const o: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(row)) o[k] = encodeValue(v);
-  return `${JSON.stringify(o)}\n`;
+  return encodeLine(row);
 }
 
 export function decodeRow(line: string, where: string): Row {
@@ -103,6 +99,11 @@ export class RowDigest {
   add(line: string): void {
     this.h.update(line);
     this.rows++;
+  }
+  /** `rows` lines at once, as their UTF-8 bytes (the same digest as adding each line). */
+  addLines(bytes: Uint8Array, rows: number): void {
+    this.h.update(bytes);
+    this.rows += rows;
   }
   hex(): string {
     return this.h.digest('hex');

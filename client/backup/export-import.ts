@@ -13,12 +13,12 @@ import * as readline from 'node:readline';
 import { DbError, ErrorCode } from '../../common/errors';
 import type { Row } from '../client-types';
 import type { TesseraClient } from '../tessera-client';
-import { decodeRow, encodeRow, readManifest, RowDigest, verifyParts, type TableEntry } from './backup-format';
+import { decodeRow, readManifest, RowDigest, verifyParts, type TableEntry } from './backup-format';
 import { checkChain, type ChainLink, type ChainPlan } from './chain';
 import { SCAN_PAGE_ROWS, TABLE_TIMEOUT_MS, type BackupProgress } from './export-tables';
 import { decodeChangedRow, materializeRow, type ChangedRow } from './increment-lines';
 import { RowLoader } from './row-loader';
-import { scanTabletsAhead } from './tablet-scan-ahead';
+import { scanLinesAhead } from './tablet-scan-ahead';
 
 export { exportTables, type BackupProgress, type ExportOptions } from './export-tables';
 
@@ -49,7 +49,7 @@ export async function tableDigest(client: TesseraClient, name: string): Promise<
   const probe = await client.beginTransaction();
   const readHt = probe.readHt;
   await probe.abort().catch(() => undefined);
-  for await (const page of scanTabletsAhead(client, name, { readHt, timeoutMs: TABLE_TIMEOUT_MS, pageSize: SCAN_PAGE_ROWS })) for (const row of page) d.add(encodeRow(row));
+  for await (const page of scanLinesAhead(client, name, { readHt, timeoutMs: TABLE_TIMEOUT_MS, pageSize: SCAN_PAGE_ROWS })) d.addLines(page.lines, page.rows);
   return { rows: d.rows, digest: d.hex() };
 }
 

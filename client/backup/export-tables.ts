@@ -17,10 +17,10 @@ import { DbError, ErrorCode } from '../../common/errors';
 import { htToJson } from '../../common/hybrid-time';
 import type { ColumnType } from '../client-types';
 import type { TesseraClient } from '../tessera-client';
-import { encodeRow, EXPORT_FORMAT, EXPORT_FORMAT_VERSION, MANIFEST_FILE, RowDigest, verifyParts, type ExportKind, type Manifest, type TableEntry } from './backup-format';
+import { EXPORT_FORMAT, EXPORT_FORMAT_VERSION, MANIFEST_FILE, RowDigest, verifyParts, type ExportKind, type Manifest, type TableEntry } from './backup-format';
 import { encodeChangedRow } from './increment-lines';
 import { PartWriter } from './part-writer';
-import { scanTabletsAhead } from './tablet-scan-ahead';
+import { scanLinesAhead } from './tablet-scan-ahead';
 
 export const EXPORT_STATE_FILE = 'export-state.json';
 /** Deadline of a whole table's scan or load (a large table takes minutes). */
@@ -87,8 +87,9 @@ async function exportFull(client: TesseraClient, base: TableBase, cutHt: bigint,
   const every = o.progressEveryRows ?? 100_000;
   try {
     let reported = 0;
-    for await (const page of scanTabletsAhead(client, base.name, { readHt: cutHt, timeoutMs: TABLE_TIMEOUT_MS, pageSize: SCAN_PAGE_ROWS })) {
-      for (const row of page) w.add(encodeRow(row));
+    // The tablet servers write the lines (ScanRequestPB.row_format): the bytes go to the part as they come.
+    for await (const page of scanLinesAhead(client, base.name, { readHt: cutHt, timeoutMs: TABLE_TIMEOUT_MS, pageSize: SCAN_PAGE_ROWS })) {
+      w.addLines(page.lines, page.rows);
       if (w.lines - reported >= every) {
         reported = w.lines - (w.lines % every);
         o.progress?.(`export ${base.name}: ${reported} rows`);
@@ -120,7 +121,7 @@ async function exportWindow(client: TesseraClient, base: TableBase, sinceHt: big
   // scan (RegularDB only) runs, transactions committed below the cut have had time to be applied; the
   // import checks the chain's result against this digest, so a cell the scan missed is caught there.
   const d = new RowDigest();
-  for await (const page of scanTabletsAhead(client, base.name, { readHt: cutHt, timeoutMs: TABLE_TIMEOUT_MS, pageSize: SCAN_PAGE_ROWS })) for (const row of page) d.add(encodeRow(row));
+  for await (const page of scanLinesAhead(client, base.name, { readHt: cutHt, timeoutMs: TABLE_TIMEOUT_MS, pageSize: SCAN_PAGE_ROWS })) d.addLines(page.lines, page.rows);
   checkAbort(o);
   const w = new PartWriter(o.to, base.name, 'cells');
   try {

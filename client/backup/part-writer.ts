@@ -1,8 +1,9 @@
 /**
  * Writes one table's lines into part files `<table>/<prefix>-NNNNN.ndjson` of an export directory,
  * a new part every PART_BYTES_MAX bytes, each fsynced and closed with its byte count and sha256
- * (docs/backup.md). Lines are gathered into a buffer of WRITE_BYTES bytes before each write: one
- * write call per line made the export's cost mostly system calls.
+ * (docs/backup.md); a part closes once it reaches that size, after the line or page that got it
+ * there. Lines are gathered into a buffer of WRITE_BYTES bytes before each write: one write call per
+ * line made the export's cost mostly system calls.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -18,7 +19,7 @@ export class PartWriter {
   /** Every line in order (a full export's table digest). */
   readonly digest = new RowDigest();
   private part: { file: string; fd: number; rows: number; bytes: number; hash: RowDigest } | undefined;
-  private pending: string[] = [];
+  private pending: Uint8Array[] = [];
   private pendingBytes = 0;
 
   constructor(
@@ -34,24 +35,29 @@ export class PartWriter {
   }
 
   add(line: string): void {
+    this.addLines(Buffer.from(line, 'utf8'), 1);
+  }
+
+  /** `rows` whole lines at once, as UTF-8 bytes (a scan page of export lines). */
+  addLines(bytes: Uint8Array, rows: number): void {
+    if (rows === 0) return;
     if (!this.part) {
       const file = path.join(this.table, `${this.prefix}-${String(this.parts.length).padStart(5, '0')}.ndjson`);
       this.part = { file, fd: fs.openSync(path.join(this.dir, file), 'w'), rows: 0, bytes: 0, hash: new RowDigest() };
     }
-    const n = Buffer.byteLength(line);
-    this.pending.push(line);
-    this.pendingBytes += n;
-    this.part.rows++;
-    this.part.bytes += n;
-    this.part.hash.add(line);
-    this.digest.add(line);
+    this.pending.push(bytes);
+    this.pendingBytes += bytes.byteLength;
+    this.part.rows += rows;
+    this.part.bytes += bytes.byteLength;
+    this.part.hash.addLines(bytes, rows);
+    this.digest.addLines(bytes, rows);
     if (this.pendingBytes >= WRITE_BYTES) this.writePending();
     if (this.part.bytes >= PART_BYTES_MAX) this.closePart();
   }
 
   private writePending(): void {
     if (this.pending.length === 0 || !this.part) return;
-    fs.writeSync(this.part.fd, this.pending.join(''));
+    fs.writeSync(this.part.fd, this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending));
     this.pending = [];
     this.pendingBytes = 0;
   }

@@ -5,8 +5,9 @@
  * its time waiting for the tservers to read and answer pages; this lets the leaders of several
  * tablets read at once. Memory: (1 + aheadTablets) buffers (each one page over `bufferRows` at most).
  */
-import type { Row, ScanOptions } from '../client-types';
+import type { ScanOptions } from '../client-types';
 import type { TesseraClient } from '../tessera-client';
+import type { LinePage } from '../table-scan';
 
 class Pump<T> {
   private q: T[] = [];
@@ -78,8 +79,8 @@ export async function* orderedAhead<T>(n: number, open: (i: number) => AsyncGene
   }
 }
 
-/** The table's rows in scanRows' order, a page at a time. */
-export async function* scanTabletsAhead(client: TesseraClient, table: string, o: ScanOptions, aheadTablets = 2, bufferRows = 20_000): AsyncGenerator<Row[]> {
+/** The table's rows in scanRows' order, a page of export lines at a time (Table.scanLinePages), tablets read ahead. */
+export async function* scanLinesAhead(client: TesseraClient, table: string, o: ScanOptions, aheadTablets = 2, bufferRows = 20_000): AsyncGenerator<LinePage> {
   const n = (await client.tableLocations(table)).tablets.length;
-  yield* orderedAhead(n, (i) => client.table(table).scanRowPages({ ...o, tabletOrdinal: i }), aheadTablets, bufferRows, (page) => page.length);
+  yield* orderedAhead(n, (i) => client.table(table).scanLinePages({ ...o, tabletOrdinal: i }), aheadTablets, bufferRows, (page) => page.rows);
 }

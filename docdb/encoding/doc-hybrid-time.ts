@@ -17,15 +17,13 @@
 import { assert } from '../../common/assert';
 import { DbError, ErrorCode } from '../../common/errors';
 import { HT_MAX, type HybridTime } from '../../common/hybrid-time';
-import { ByteReader, ByteWriter } from './byte-buffer';
-import { decodeOrderedVarint, encodeOrderedVarint, orderedVarintLength } from './ordered-varint';
+import { ByteWriter } from './byte-buffer';
+import { encodeOrderedVarint, orderedVarintLength } from './ordered-varint';
 import { Tag } from './tags';
 
 export const WRITE_ID_MAX = 0xffffffff;
 /** The largest encoded DocHybridTime, without the '#'. */
 export const DOC_HT_MAX_BYTES = 8 + 5;
-
-const MASK64 = (1n << 64n) - 1n;
 
 function writeIdVarint(writeId: number): { value: number; len: number } {
   // Smallest L such that writeId*8 + L still fits in an L-byte ordered varint.
@@ -86,18 +84,29 @@ export function decodeDocHybridTimeFromEnd(key: Uint8Array): { ht: HybridTime; w
   return { ht, writeId, timeStart };
 }
 
-/** Decode an encoded DocHybridTime occupying exactly [from, to) of `buf`. */
+/** Bytes [at, at+4) of `buf`, each complemented, as an unsigned big-endian 32-bit number. */
+function complementedU32(buf: Uint8Array, at: number): number {
+  return (~buf[at]! & 0xff) * 0x1000000 + (((~buf[at + 1]! & 0xff) << 16) | ((~buf[at + 2]! & 0xff) << 8) | (~buf[at + 3]! & 0xff));
+}
+
+/**
+ * Decode an encoded DocHybridTime occupying exactly [from, to) of `buf`. Read in place, complementing
+ * byte by byte (no copy, no reader object: every version a scan meets passes through here).
+ */
 export function decodeDocHybridTimeAt(buf: Uint8Array, from: number, to: number): { ht: HybridTime; writeId: number } {
   const len = to - from;
   if (len < 9 || len > DOC_HT_MAX_BYTES) throw new DbError(ErrorCode.CORRUPTION, `bad DocHybridTime length ${len}`);
-  const plain = Buffer.allocUnsafe(len);
-  for (let i = 0; i < len; i++) plain[i] = ~buf[from + i] & 0xff;
-  const r = new ByteReader(plain);
-  const ht = r.u64BE() & MASK64;
-  const v = decodeOrderedVarint(r);
-  if (r.remaining !== 0 || v % 8 !== len - 8) {
-    throw new DbError(ErrorCode.CORRUPTION, `inconsistent DocHybridTime length (${len} bytes, length bits ${v % 8})`);
-  }
+  const ht = (BigInt(complementedU32(buf, from)) << 32n) | BigInt(complementedU32(buf, from + 4));
+  // The write id's ordered varint (docdb/encoding/ordered-varint.ts), complemented, fills the rest.
+  const first = ~buf[from + 8]! & 0xff;
+  const n = first < 0x80 ? 1 : first < 0xc0 ? 2 : first < 0xe0 ? 3 : first < 0xf0 ? 4 : first < 0xf8 ? 5 : 0;
+  if (n === 0) throw new DbError(ErrorCode.CORRUPTION, `bad ordered varint first byte 0x${first.toString(16)} in a DocHybridTime`);
+  if (n !== len - 8) throw new DbError(ErrorCode.CORRUPTION, `inconsistent DocHybridTime length (${len} bytes, a ${n}-byte write id)`);
+  let v = first & (0xff >> n);
+  for (let i = 1; i < n; i++) v = v * 256 + (~buf[from + 8 + i]! & 0xff);
+  // A value stored longer than needed would break "one value, one encoding" and hence equality.
+  if (orderedVarintLength(v) !== n) throw new DbError(ErrorCode.CORRUPTION, `non-canonical ordered varint (${n} bytes for ${v}) in a DocHybridTime`);
+  if (v % 8 !== len - 8) throw new DbError(ErrorCode.CORRUPTION, `inconsistent DocHybridTime length (${len} bytes, length bits ${v % 8})`);
   return { ht, writeId: Math.floor(v / 8) };
 }
 
