@@ -3,6 +3,7 @@
  * tservers, RF 3), a table of N rows of about 100 bytes (3 tablets), loaded untimed; then a full
  * export of it into a temp directory and an import of that export into a new table, each timed,
  * with every tserver's RSS sampled every 200 ms (the peak printed). Figures only: nothing asserted.
+ * Each tserver runs with memory_limit_hard_bytes = 512 MiB unless --tserver_flags gives another.
  *
  *   node dist/bench/backup-bench.js [--rows 1000000] [--tablets 3] [--tserver_flags "a=1,b=2"] [--host_base 159]
  *     [--cpu_prof DIR] [--export_only]
@@ -26,6 +27,12 @@ const NO_ALIAS_PORT_SHIFT = 15_900;
 const LOAD_BATCH_ROWS = 2000;
 const LOAD_IN_FLIGHT = 4;
 const MIB = 1024 * 1024;
+/**
+ * Each tserver's memory limit unless --tserver_flags names one: the target is RSS ≤ 512 MiB per
+ * server, and three tservers on one machine each take 85 % of its RAM as their limit by default
+ * (tserver/memory-limit.ts) — a limit is how servers sharing a machine are told their part.
+ */
+const DEFAULT_MEMORY_LIMIT_FLAG = `--memory_limit_hard_bytes=${512 * MIB}`;
 
 interface Measured<T> {
   result: T;
@@ -100,7 +107,8 @@ async function main(): Promise<void> {
   const tablets = Math.floor(sectionNumber(args, 'tablets', 'BENCH_BACKUP_TABLETS', 3, 1));
   const hostBase = Math.floor(sectionNumber(args, 'host_base', 'BENCH_BACKUP_HOST_BASE', HOST_BASE, 1));
   const profDir = sectionString(args, 'cpu_prof', 'BENCH_BACKUP_CPU_PROF');
-  const tserverFlags = (sectionString(args, 'tserver_flags', 'BENCH_BACKUP_TSERVER_FLAGS') ?? '').split(',').map((f) => f.trim()).filter(Boolean).map((f) => `--${f.replace(/^--/, '')}`);
+  const givenFlags = (sectionString(args, 'tserver_flags', 'BENCH_BACKUP_TSERVER_FLAGS') ?? '').split(',').map((f) => f.trim()).filter(Boolean).map((f) => `--${f.replace(/^--/, '')}`);
+  const tserverFlags = givenFlags.some((f) => f.startsWith('--memory_limit_hard_bytes=')) ? givenFlags : [DEFAULT_MEMORY_LIMIT_FLAG, ...givenFlags];
   const cluster = new BenchCluster();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-backup-bench-'));
   let client: TesseraClient | undefined;

@@ -12,8 +12,12 @@ export interface ApplyStageDeps {
   applyEntries(entries: readonly Entry[]): Promise<void>;
   /** What the state machine holds: queued entries at or below it are skipped. */
   appliedIndex(): number;
-  /** A conf change ends the next batch: put it in force in the core before the batch applies. */
-  applyConfChange(e: Entry): void;
+  /**
+   * A conf change ends the next batch: put it in force in the core before the batch applies. The
+   * batch (and every later one) waits for its promise: the change must be durable in the log before
+   * anything the state machine writes after it can be.
+   */
+  applyConfChange(e: Entry): Promise<void>;
   /** This batch (fresh entries, in order) is applied. */
   applied(batch: readonly Entry[]): void;
   stopped(): boolean;
@@ -89,7 +93,7 @@ export class ApplyStage {
       const fresh = batch[0]!.index <= skipBelow ? batch.filter((e) => e.index > skipBelow) : batch;
       if (fresh.length === 0) continue;
       const last = fresh[fresh.length - 1]!;
-      if (last.type === 'confChange') this.deps.applyConfChange(last);
+      if (last.type === 'confChange') await this.deps.applyConfChange(last);
       const start = performance.now();
       await this.deps.applyEntries(fresh);
       const st = this.counts;
