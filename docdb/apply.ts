@@ -79,7 +79,7 @@ function moveRecords(
 function moveWholeTxn(intents: IntentsDb, txnId: TxnId, commitHt: HybridTime, records: readonly CachedRecord[], rops: KvOp[], iops: KvOp[]): () => void {
   const strong = moveRecords(txnId, commitHt, records, records.map((r) => r.value), rops, iops);
   for (const o of chunkOf(records, records.length, false).reverseOps) iops.push(o);
-  iops.push({ type: 'del', key: txnKey(txnId) });
+  if (intents.hasMetaKey(txnId)) iops.push({ type: 'del', key: txnKey(txnId) });
   const intentKeys = records.map((r) => r.intentKey);
   return () => {
     intents.intentCount -= strong;
@@ -113,13 +113,13 @@ export async function applyIntents(
     let values: Array<Uint8Array | undefined>;
     let c: { reverseOps: KvOp[]; last: boolean };
     if (cached) {
-      const cc = chunkOf(cached, chunkRecordsMax, false);
+      const cc = chunkOf(cached, chunkRecordsMax, false, intents.encodedMeta(txnId));
       c = cc;
       mine = cc.part;
       values = cc.part.map((r) => r.value);
     } else {
       const r = await intents.reverseEntries(txnId, chunkRecordsMax);
-      const cc = chunkOf(r.entries, chunkRecordsMax, r.more);
+      const cc = chunkOf(r.entries, chunkRecordsMax, r.more, intents.encodedMeta(txnId));
       c = cc;
       mine = cc.part;
       values = await getMany(intents.db.engine, mine.map((e) => e.intentKey));
@@ -137,7 +137,7 @@ export async function applyIntents(
     await regular.db.write(rops, opId);
     await regular.db.syncBarrier();
     regular.setApplyState(state);
-    if (last) iops.push({ type: 'del', key: txnKey(txnId) });
+    if (last && intents.hasMetaKey(txnId)) iops.push({ type: 'del', key: txnKey(txnId) });
     await intents.db.write(iops, opId);
     intents.intentCount -= strong;
     intents.noteDeleted(txnId, last, mine.map((e) => e.intentKey));
@@ -360,7 +360,8 @@ export async function removeIntents(intents: IntentsDb, txnId: TxnId, opId: OpId
   for (;;) {
     const cached = intents.cachedRecords(txnId);
     const walked = cached ? undefined : await intents.reverseEntries(txnId, chunkRecordsMax);
-    const { part: entries, reverseOps, last } = cached ? chunkOf(cached, chunkRecordsMax, false) : chunkOf(walked!.entries, chunkRecordsMax, walked!.more);
+    const meta = intents.encodedMeta(txnId);
+    const { part: entries, reverseOps, last } = cached ? chunkOf(cached, chunkRecordsMax, false, meta) : chunkOf(walked!.entries, chunkRecordsMax, walked!.more, meta);
     const ops: KvOp[] = [];
     let strong = 0;
     for (const e of entries) {
@@ -369,7 +370,8 @@ export async function removeIntents(intents: IntentsDb, txnId: TxnId, opId: OpId
       ops.push({ type: 'del', key: e.intentKey });
     }
     for (const o of reverseOps) ops.push(o);
-    if (last) ops.push({ type: 'del', key: txnKey(txnId) });
+    // Leftovers of a transaction the in-memory view already dropped may include a metadata record.
+    if (last && (intents.hasMetaKey(txnId) || !live)) ops.push({ type: 'del', key: txnKey(txnId) });
     await intents.db.write(ops, opId);
     if (live) intents.intentCount -= strong;
     intents.noteDeleted(txnId, last, entries.map((e) => e.intentKey));

@@ -46,7 +46,7 @@ import { HT_UNKNOWN } from './version-bounds';
 import { RegularDb } from './regular-db';
 import { contentChecksum, type ContentChecksum } from './content-checksum';
 import { TxnLocks } from './txn-locks';
-import { REGULAR_DATA_END, REGULAR_DATA_START, encodeRowDocKey, parseIntentKeyToSubKey, decodeReverseValue } from './storage-keys';
+import { REGULAR_DATA_END, REGULAR_DATA_START, encodeRowDocKey, parseIntentKeyToSubKey, decodeReverseValue, reverseValueMeta } from './storage-keys';
 import { decodeStoredMeta, decodeTxnKey, prefixEnd, TXN_PREFIX, type ApplyState } from './txn-records';
 import { filteredScan } from './filters/filtered-scan';
 import type { CellFilter } from './filters/evaluator';
@@ -276,9 +276,12 @@ export class DocDb implements DocDbApi {
         if (e[0].length === end) {
           byId.set(txnId, { meta: decodeStoredMeta(e[1]).meta, intentCount: 0 });
         } else {
+          // Reverse entries (one per write batch, listing its intent keys) sort after a metadata
+          // record, and carry the metadata themselves when there is none; count strong intents
+          // like sizes() does.
+          const m = byId.has(txnId) ? undefined : reverseValueMeta(e[1]);
+          if (m !== undefined) byId.set(txnId, { meta: decodeStoredMeta(m).meta, intentCount: 0 });
           const t = byId.get(txnId);
-          // Reverse entries (one per write batch, listing its intent keys) sort after their
-          // metadata key; count strong intents like sizes() does.
           if (t) for (const k of decodeReverseValue(e[1])) if (isStrongIntent(parseIntentKeyToSubKey(k).typeset)) t.intentCount++;
         }
       }

@@ -1,10 +1,13 @@
 /**
  * IntentsDB: provisional records of running transactions (docs/architecture.md §DocDB), three kinds of record:
  *   intent          SubDocKey-without-time + 13 + intent-type-set + DocHybridTime → txn id, write id, value
- *   reverse index   'x' + txn id + DocHybridTime → intent keys     (lets apply/abort find every intent;
- *                   one entry per write batch of the transaction, at its first write id: issue 62,
- *                   where one entry per intent made a transactional row 9 puts instead of 6)
- *   metadata        'x' + txn id → TxnMeta + next write id
+ *   reverse index   'x' + txn id + DocHybridTime → TxnMeta + next write id, intent keys (lets
+ *                   apply/abort find every intent; one entry per write batch of the transaction, at
+ *                   its first write id: issue 62, where one entry per intent made a transactional
+ *                   row 9 puts instead of 6; the metadata as of that batch rides in it, so a
+ *                   transaction costs no record of its own: one put and one delete fewer)
+ *   metadata        'x' + txn id → TxnMeta + next write id: only for a batch without intents, and
+ *                   in data written before the metadata moved into the reverse entries
  * Strong intents go on the written sub-keys, weak ones on the ancestor (the DocKey), so two writers
  * meet at the DocKey whenever one of them touches the whole row.
  *
@@ -26,7 +29,9 @@ import {
   encodeIntentValue,
   encodeRowDocKey,
   encodeReverseValue,
+  encodeReverseValueWithMeta,
   decodeReverseValue,
+  reverseValueMeta,
   intentKey,
   parseIntentKey,
   parseIntentKeyToSubKey,
@@ -73,7 +78,7 @@ export interface CachedRecord {
  * chunk ends inside an entry — a rewrite of that entry listing the intents left, so no entry ever
  * outlives its intents nor loses one that is still there. `last`: nothing is left after it.
  */
-export function chunkOf<T extends { intentKey: Buffer; reverseKey: Buffer }>(records: readonly T[], max: number, more: boolean): { part: T[]; reverseOps: KvOp[]; last: boolean } {
+export function chunkOf<T extends { intentKey: Buffer; reverseKey: Buffer }>(records: readonly T[], max: number, more: boolean, meta?: Buffer): { part: T[]; reverseOps: KvOp[]; last: boolean } {
   const n = Math.min(max, records.length);
   const part = records.slice(0, n);
   const reverseOps: KvOp[] = [];
@@ -83,7 +88,8 @@ export function chunkOf<T extends { intentKey: Buffer; reverseKey: Buffer }>(rec
     if (n < records.length && i === n - 1 && sameKey(records[n]!.reverseKey, k)) {
       const rest: Buffer[] = [];
       for (let j = n; j < records.length && sameKey(records[j]!.reverseKey, k); j++) rest.push(records[j]!.intentKey);
-      reverseOps.push({ type: 'put', key: k, value: encodeReverseValue(rest) });
+      // The rewrite keeps the transaction's metadata (`meta`, encoded) when the entries carry it.
+      reverseOps.push({ type: 'put', key: k, value: meta === undefined ? encodeReverseValue(rest) : encodeReverseValueWithMeta(meta, rest) });
     } else {
       reverseOps.push({ type: 'del', key: k });
     }
@@ -114,6 +120,8 @@ interface TxnEntry {
   /** Every record of the txn, in write order; undefined when not all are in memory (written before open, or over budget). */
   records: CachedRecord[] | undefined;
   bytes: number;
+  /** The metadata has a record of its own ('x' + txn id) on disk, which the last delete must take. */
+  metaKey: boolean;
 }
 
 /** One Raft entry's intents, as writeIntentsMany takes them. */
@@ -121,7 +129,7 @@ type IntentItem = { txn: TxnMeta; ops: readonly RowOp[]; ht: HybridTime; opId: O
 /** A record staged for the batch, with what the intent index needs. */
 type StagedRecord = CachedRecord & { subKey: Buffer; typeset: number };
 /** What one batch adds for one transaction: its new metadata, records, bytes and strong intents. */
-type StagedTxn = { stored: StoredTxnMeta; recs: StagedRecord[]; bytes: number; strong: number };
+type StagedTxn = { stored: StoredTxnMeta; recs: StagedRecord[]; bytes: number; strong: number; metaKey: boolean };
 
 /** Puts one Raft entry's intent records into the batch, numbering them with consecutive write ids. */
 class ItemWriter {
@@ -198,17 +206,20 @@ function stageIntentItem(kv: KvOp[], staged: Map<TxnId, StagedTxn>, known: Store
   const st = staged.get(txn.txnId);
   const prev = st?.stored ?? known;
   const wid = prev === undefined ? 0 : prev.nextWriteId;
-  const t = st ?? { stored: prev ?? { meta: txn, nextWriteId: 0 }, recs: [], bytes: 0, strong: 0 };
+  const t = st ?? { stored: prev ?? { meta: txn, nextWriteId: 0 }, recs: [], bytes: 0, strong: 0, metaKey: false };
   // One reverse-index entry for this item's intents, keyed by its first write id.
   const w = new ItemWriter(kv, t, txn.txnId, ht, reverseIndexKey(mkey, ht, wid), wid);
   putWriteIntents(w, t, ops, intentTypeSets(txn.isolation));
   putReadIntents(w, t, txn, reads);
-  if (w.itemKeys.length > 0) {
-    kv.push({ type: 'put', key: w.rkey, value: encodeReverseValue(w.itemKeys) });
-    t.bytes += w.rkey.length;
-  }
   t.stored = { meta: prev === undefined ? txn : prev.meta, nextWriteId: w.wid };
-  kv.push({ type: 'put', key: mkey, value: encodeStoredMeta(t.stored) });
+  if (w.itemKeys.length > 0) {
+    kv.push({ type: 'put', key: w.rkey, value: encodeReverseValueWithMeta(encodeStoredMeta(t.stored), w.itemKeys) });
+    t.bytes += w.rkey.length;
+  } else {
+    // No intents, so no reverse entry to carry the metadata: it gets its own record.
+    kv.push({ type: 'put', key: mkey, value: encodeStoredMeta(t.stored) });
+    t.metaKey = true;
+  }
   staged.set(txn.txnId, t);
 }
 
@@ -252,13 +263,41 @@ export class IntentsDb {
           if (isStrongIntent(p.typeset)) this.intentCount++;
           this.indexAdd(p.subKey, p.typeset, k, decodeIntentValue(e[1]).txnId);
         } else if (k[0] === TXN_PREFIX) {
-          const { txnId, end } = decodeTxnKey(k);
-          if (end === k.length) this.txns.set(txnId, { stored: decodeStoredMeta(e[1]), records: undefined, bytes: 0 });
+          this.loadTxnRecord(k, e[1]);
         }
       }
     } finally {
       await it.close();
     }
+  }
+
+  /**
+   * A metadata record or a reverse entry at open: the transaction's metadata is its own record's or
+   * that of its reverse entries (each carries it as of its batch: the highest next write id wins).
+   */
+  private loadTxnRecord(k: Buffer, value: Uint8Array): void {
+    const { txnId, end } = decodeTxnKey(k);
+    const own = end === k.length;
+    const m = own ? value : reverseValueMeta(value);
+    if (m === undefined) return; // an older reverse entry: its transaction's metadata has its own record
+    const stored = decodeStoredMeta(m);
+    const t = this.txns.get(txnId);
+    if (t === undefined) this.txns.set(txnId, { stored, records: undefined, bytes: 0, metaKey: own });
+    else {
+      if (stored.nextWriteId > t.stored.nextWriteId) t.stored = stored;
+      t.metaKey ||= own;
+    }
+  }
+
+  /** Must the last delete of `txnId`'s records take a metadata record of its own ('x' + txn id)? */
+  hasMetaKey(txnId: TxnId): boolean {
+    return this.txns.get(txnId)?.metaKey ?? false;
+  }
+
+  /** `txnId`'s metadata encoded as the reverse entries carry it (a rewritten entry keeps it). */
+  encodedMeta(txnId: TxnId): Buffer | undefined {
+    const t = this.txns.get(txnId);
+    return t === undefined ? undefined : encodeStoredMeta(t.stored);
   }
 
   /** Stored metadata of `txnId`, or undefined when it has no records here. */
@@ -311,8 +350,9 @@ export class IntentsDb {
       this.intentCount += t.strong;
       for (const r of t.recs) this.indexAdd(r.subKey, r.typeset, r.intentKey, txnId);
       // Cache the records for apply while within budget; a txn that ever misses keeps walking the index.
-      const entry: TxnEntry = this.txns.get(txnId) ?? { stored: t.stored, records: [], bytes: 0 };
+      const entry: TxnEntry = this.txns.get(txnId) ?? { stored: t.stored, records: [], bytes: 0, metaKey: false };
       entry.stored = t.stored;
+      entry.metaKey ||= t.metaKey;
       if (entry.records && this.cachedBytes + t.bytes <= RECORD_CACHE_BYTES_MAX) {
         for (const r of t.recs) entry.records.push({ intentKey: r.intentKey, reverseKey: r.reverseKey, value: r.value });
         entry.bytes += t.bytes;

@@ -151,13 +151,49 @@ export function encodeReverseValue(intentKeys: readonly Buffer[]): Buffer {
   return out;
 }
 
-/** The intent keys of a reverse-index value (either format). */
+/**
+ * Marks a reverse-index value that also carries the transaction's stored metadata (issue 62: the
+ * metadata rides in each batch's reverse entry instead of a record of its own, one put and one delete
+ * fewer per transaction and tablet): [marker][u32 length][metadata][(u32 length, intent key)…].
+ */
+const REVERSE_META_MARKER = 0xfe;
+
+/** A reverse-index value carrying `meta` (an encoded StoredTxnMeta) and the batch's intent keys (at least one). */
+export function encodeReverseValueWithMeta(meta: Buffer, intentKeys: readonly Buffer[]): Buffer {
+  let n = 5 + meta.length;
+  for (const k of intentKeys) n += 4 + k.length;
+  const out = Buffer.allocUnsafe(n);
+  out[0] = REVERSE_META_MARKER;
+  out.writeUInt32BE(meta.length, 1);
+  meta.copy(out, 5);
+  let at = 5 + meta.length;
+  for (const k of intentKeys) {
+    out.writeUInt32BE(k.length, at);
+    k.copy(out, at + 4);
+    at += 4 + k.length;
+  }
+  return out;
+}
+
+/** The encoded metadata a reverse-index value carries, or undefined (older formats carry none). */
+export function reverseValueMeta(u: Uint8Array): Buffer | undefined {
+  const b = Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+  if (b.length === 0 || b[0] !== REVERSE_META_MARKER) return undefined;
+  assert(b.length >= 5 && 5 + b.readUInt32BE(1) <= b.length, 'truncated reverse-index metadata');
+  return b.subarray(5, 5 + b.readUInt32BE(1));
+}
+
+/** The intent keys of a reverse-index value (any format). */
 export function decodeReverseValue(u: Uint8Array): Buffer[] {
   const b = Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
   assert(b.length > 0, 'empty reverse-index value');
-  if (b[0] !== REVERSE_LIST_MARKER) return [Buffer.from(b)];
+  if (b[0] !== REVERSE_LIST_MARKER && b[0] !== REVERSE_META_MARKER) return [Buffer.from(b)];
   const out: Buffer[] = [];
   let at = 1;
+  if (b[0] === REVERSE_META_MARKER) {
+    assert(b.length >= 5, 'truncated reverse-index metadata');
+    at = 5 + b.readUInt32BE(1);
+  }
   while (at < b.length) {
     assert(at + 4 <= b.length, 'truncated reverse-index value');
     const len = b.readUInt32BE(at);

@@ -281,11 +281,35 @@ export class RaftGroup {
     return upTo;
   }
 
+  /**
+   * Run `fn` once, right before the running pass takes its next Ready (or as it ends), so what `fn`
+   * proposes joins that Ready's append and sync: a host may hold proposals that arrive while a pass
+   * awaits its fsync and send them as ONE entry in the same round they would have had (the
+   * participant's APPLY entries). Without a running pass, `fn` runs on the next one (kicked now);
+   * on a stopped group at once (its proposals then fail as any would).
+   */
+  beforeNextReady(fn: () => void): void {
+    if (this.stopped) {
+      fn();
+      return;
+    }
+    this.beforeReady.push(fn);
+    if (this.processing === undefined) this.kick();
+  }
+
+  private readonly beforeReady: Array<() => void> = [];
+
+  private runBeforeReady(): void {
+    // A hook's failure is its own (it answers its callers): it must not stop this group.
+    for (const fn of this.beforeReady.splice(0, this.beforeReady.length)) try { fn(); } catch { /* see above */ }
+  }
+
   /** Stop processing; pending calls fail with SHUTTING_DOWN. Does not close the storage (the host owns it). */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
     this.failAll(new DbError(ErrorCode.SHUTTING_DOWN, `${this.deps.groupId}: raft group stopped`));
+    this.runBeforeReady(); // held proposals fail now, as any would
     await this.processing;
     await this.applyStage.idle();
   }
@@ -334,6 +358,7 @@ export class RaftGroup {
       }
       this.processing = this.processPass().finally(() => {
         this.processing = undefined;
+        this.runBeforeReady();
         if (!this.stopped && (this.core.hasReady() || this.reads.hasUnissued())) this.kick();
       });
     });
@@ -343,6 +368,7 @@ export class RaftGroup {
     try {
       for (let round = 0; round < READY_ROUNDS_PER_PASS_MAX && !this.stopped; round++) {
         this.reads.issue(this.core, this.ticks);
+        this.runBeforeReady();
         if (!this.core.hasReady()) break;
         if (this.applyStage.length() > APPLY_QUEUE_ENTRIES_MAX) await this.applyStage.waitBelow(APPLY_QUEUE_ENTRIES_MAX / 2);
         const rd = this.core.ready();

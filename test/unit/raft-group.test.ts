@@ -205,6 +205,40 @@ describe('RaftGroup', () => {
     expect(normal().slice(-3)).toEqual(['warm', 'x', 'y']);
   });
 
+  it('raft-group: beforeNextReady runs a hook registered during a sync right before the next Ready, so what it proposes joins that Ready (no extra round); on an idle group it kicks a pass; on a stopped one it runs at once', async () => {
+    const { c, l, held, realSync, normal } = await leaderWithHeldSyncs();
+    const x = l.group.propose(bytes('x'));
+    await c.until(() => held.length === 1);
+    // During x's sync: a direct proposal and a hook's proposal both go to the next Ready.
+    const y = l.group.propose(bytes('y'));
+    let z: Promise<{ index: number }> | undefined;
+    let ranWhileSyncing = false;
+    l.group.beforeNextReady(() => {
+      ranWhileSyncing = held.length === 0; // the held sync was released: this is the next round
+      z = l.group.propose(bytes('z'));
+    });
+    expect(z).toBeUndefined();
+    held.shift()!();
+    await c.until(() => held.length === 1 && z !== undefined);
+    expect(ranWhileSyncing).toBe(true);
+    // y and z were appended by the same Ready, before the one sync now held.
+    expect(l.storage.lastIndex()).toBe((await x).index + 2);
+    l.storage.sync = realSync;
+    held.shift()!();
+    expect([(await y).index, (await z!).index]).toEqual([(await x).index + 1, (await x).index + 2]);
+    await c.until(() => normal().includes('z'));
+    // Idle group: the hook runs on a pass kicked for it.
+    let w: Promise<{ index: number }> | undefined;
+    l.group.beforeNextReady(() => (w = l.group.propose(bytes('w'))));
+    await c.until(() => w !== undefined);
+    await w;
+    expect(normal().slice(-4)).toEqual(['x', 'y', 'z', 'w']);
+    await l.group.stop();
+    let ran = false;
+    l.group.beforeNextReady(() => (ran = true));
+    expect(ran).toBe(true);
+  });
+
   it('raft-group: entries committed while the sync of newer entries runs are applied during that sync, not after it', async () => {
     const { c, l, held, realSync, normal } = await leaderWithHeldSyncs();
     const followers = [...c.nodes.values()].filter((n) => n !== l);

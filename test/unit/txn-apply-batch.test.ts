@@ -1,6 +1,8 @@
 /**
  * One UpdateTransaction carrying several APPLYs becomes ONE Raft entry (APPLY_TXNS) on the participant
  * tablet, and every transaction in it is applied as if by an entry of its own — also after a restart.
+ * Separate requests whose APPLYs reach the leader before its Raft takes its next Ready share one
+ * entry too (apply-coalescer.ts; txn_coalesce_applies off: one entry per request).
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -20,6 +22,7 @@ import { TabletPeer } from '../../tserver/tablet/tablet-peer';
 import type { TabletManager } from '../../tserver/tablet-manager';
 import type { PeerTxnEnv, TxnStatusInfo } from '../../tserver/tablet/participant/txn-env';
 import { TxnService } from '../../tserver/transaction/txn-service';
+import { TXN_COALESCE_APPLIES } from '../../tserver/transaction/txn-flags';
 import { PeerJanitor, testPeerDeps, untilLeaderReady } from './tablet-peer-harness';
 
 const janitor = new PeerJanitor();
@@ -47,12 +50,12 @@ async function openPeer(dir: string, env: PeerTxnEnv): Promise<TabletPeer> {
   return p;
 }
 
-function serviceOver(p: TabletPeer): TxnService {
+function serviceOver(p: TabletPeer, flags = new Flags()): TxnService {
   const manager = { get: () => p, has: () => true, list: () => [p], addressOf: () => undefined } as unknown as TabletManager;
   const noRpc = { call: () => Promise.reject(new Error('no RPCs in this test')) } as unknown as RpcClient;
   return new TxnService({
     manager: () => manager,
-    flags: new Flags(),
+    flags,
     clock: new HybridClock(new SystemClock()),
     log: silentLogger(),
     rng: new SeededRng(1),
@@ -134,4 +137,33 @@ describe('APPLY batches', () => {
     expect((await p.read([key(9)], {})).rows[0]?.columns.get(1)).toBe('lone');
     svc.stop();
   });
+
+  for (const coalesce of [true, false]) {
+    it(`txn-apply-batch: 3 separate UpdateTransaction requests sent together are ${coalesce ? 'ONE entry (held until the next Ready)' : '3 entries with txn_coalesce_applies off'}; each is applied and answered`, async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-apply-batch-'));
+      dirs.push(dir);
+      const statuses = new Map<string, TxnStatusInfo>();
+      const p = await openPeer(dir, statusEnv(statuses));
+      const ids = ['c-1', 'c-2', 'c-3'];
+      for (const [n, id] of ids.entries()) {
+        statuses.set(id, { status: 'PENDING', priority: 0.5 });
+        await p.writeIntents({ txn: txn(id, p.safeTime()), readHt: p.safeTime(), ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(20 + n), columns: [{ columnId: 1, value: `v-${id}` }] } }] });
+      }
+      const commits = ids.map(() => p.nextHt());
+      ids.forEach((id, n) => statuses.set(id, { status: 'COMMITTED', commitHt: commits[n]!, priority: 0.5 }));
+      const flags = new Flags();
+      flags.set(TXN_COALESCE_APPLIES, coalesce);
+      const svc = serviceOver(p, flags);
+      const before = p.status().lastIndex;
+      const answers = await Promise.all(ids.map((id, n) => svc.updateTransaction({ tabletId: p.tabletId, txnId: id, type: 'APPLY', commitHt: commits[n] })));
+      expect(answers).toEqual([{}, {}, {}]);
+      expect(p.status().lastIndex - before).toBe(coalesce ? 1 : 3);
+      for (const id of ids) await p.applyInProgress(TxnId(id));
+      for (const [n, id] of ids.entries()) {
+        expect(p.localOutcome(TxnId(id))).toMatchObject({ status: 'COMMITTED', commitHt: commits[n] });
+        expect((await p.read([key(20 + n)], {})).rows[0]?.columns.get(1)).toBe(`v-${id}`);
+      }
+      svc.stop();
+    });
+  }
 });

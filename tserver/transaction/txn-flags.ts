@@ -95,3 +95,11 @@ export const ENABLE_TXN_FAST_PATH = defineFlag({
     "Single-tablet transactions (YugabyteDB's fast path, TiKV's 1PC): a transaction whose deferred writes all fall in this tablet commits as one Raft entry straight into RegularDB, with the distributed path's conflict rules and no intents. Off: such a commit is refused with NOT_SUPPORTED and the client commits through the status tablet (A/B).",
   tags: [FlagTag.runtime],
 });
+
+export const TXN_COALESCE_APPLIES = defineFlag({
+  name: 'txn_coalesce_applies',
+  type: 'bool',
+  default: true,
+  help: "A participant leader holds the APPLYs that arrive while its tablet's Raft awaits an fsync and proposes them as one entry in the next round (the round they would have had). Off: one APPLY entry per UpdateTransaction request (A/B).",
+  tags: [FlagTag.runtime],
+});

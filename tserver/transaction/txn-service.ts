@@ -21,7 +21,9 @@ import type { TabletPeer } from '../tablet/tablet-peer';
 import { parseIsolation, TransactionCoordinator, type TxnInfo } from './coordinator';
 import { TabletLocator } from './tablet-locator';
 import { UpdateBatcher } from './update-batcher';
-import { TEST_TRANSACTION_IGNORE_APPLYING_PROBABILITY, TRANSACTION_CHECK_INTERVAL_MS, TRANSACTION_HEARTBEAT_USEC, TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS } from './txn-flags';
+import { ApplyCoalescer, type ApplyTarget } from './apply-coalescer';
+import type { TabletOp } from '../tablet/tablet-op';
+import { TEST_TRANSACTION_IGNORE_APPLYING_PROBABILITY, TXN_COALESCE_APPLIES, TRANSACTION_CHECK_INTERVAL_MS, TRANSACTION_HEARTBEAT_USEC, TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS } from './txn-flags';
 import { isValidTxnId } from '../tablet/participant/txn-record';
 import { uncertaintyLimit } from '../tablet/participant/uncertainty';
 import { MAX_CLOCK_SKEW_USEC } from '../../common/common-flags';
@@ -261,12 +263,11 @@ export class TxnService {
         applies.push(st.apply);
       }
     }
-    const entry: Promise<void> | undefined =
-      applies.length === 0 ? undefined : peer.proposeOp(applies.length === 1 ? { type: 'APPLY_TXN', txnId: applies[0]!.txnId, commitHt: applies[0]!.commitHt } : { type: 'APPLY_TXNS', txns: applies });
+    const entryOf = this.applyEntries(peer, applies);
     const settled = await Promise.allSettled(
       steps.map(async (st) => {
         if ('error' in st) throw st.error;
-        if ('apply' in st) return entry;
+        if ('apply' in st) return entryOf(st.apply.txnId);
         if ('wait' in st) return st.wait;
         return undefined;
       }),
@@ -279,6 +280,31 @@ export class TxnService {
       results: settled.map((r) => (r.status === 'fulfilled' ? {} : DbError.from(r.reason).toResult())),
     };
   }
+
+  /**
+   * The entries that carry `applies` (one request's): held and joined with other requests' APPLYs
+   * for this tablet until its Raft takes its next Ready (apply-coalescer.ts), or with
+   * txn_coalesce_applies off ONE entry for the request. Returns each transaction's entry.
+   */
+  private applyEntries(peer: TabletPeer, applies: ReadonlyArray<{ txnId: TxnId; commitHt: HybridTime }>): (txnId: TxnId) => Promise<void> | undefined {
+    if (applies.length === 0) return () => undefined;
+    if (this.deps.flags.get(TXN_COALESCE_APPLIES)) {
+      let target = this.applyTargets.get(peer);
+      if (target === undefined) {
+        const p = peer;
+        target = { proposeOp: (op: TabletOp) => p.proposeOp(op), beforeNextReady: (fn: () => void) => p.raftGroup().beforeNextReady(fn) };
+        this.applyTargets.set(peer, target);
+      }
+      const t = target;
+      const byTxn = new Map(applies.map((a) => [a.txnId, this.applyCoalescer.apply(peer.tabletId, t, a.txnId, a.commitHt)] as const));
+      return (txnId) => byTxn.get(txnId);
+    }
+    const entry = peer.proposeOp(applies.length === 1 ? { type: 'APPLY_TXN', txnId: applies[0]!.txnId, commitHt: applies[0]!.commitHt } : { type: 'APPLY_TXNS', txns: [...applies] });
+    return () => entry;
+  }
+
+  private readonly applyCoalescer = new ApplyCoalescer();
+  private readonly applyTargets = new WeakMap<TabletPeer, ApplyTarget>();
 
   /**
    * What one update needs, decided without waiting: nothing (done already, or dropped by the test
