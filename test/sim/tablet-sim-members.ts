@@ -35,8 +35,9 @@ export const DELETE_REMOVED = process.env['TABLET_SIM_DELETE_REMOVED'] === '1';
 
 /**
  * Add the fresh replica without compacting the leader's log first: it catches up by replaying the
- * whole log instead of by remote bootstrap. That makes the unfinished applies of tablet-sim.ts
- * (STRICT_APPLIES) likelier: with TABLET_SIM_STRICT_APPLIES=1 too, seed 13 of the 200 replays one.
+ * whole log instead of by remote bootstrap. That made the unfinished applies of tablet-sim.ts
+ * (APPLY_GRACE_TICKS; fixed) likelier: with TABLET_SIM_STRICT_APPLIES=1 too, seed 13 of the 200
+ * replayed one now and then (the interleaving is not exact).
  */
 export const ADD_WITHOUT_COMPACTION = process.env['TABLET_SIM_ADD_WITHOUT_COMPACTION'] === '1';
 

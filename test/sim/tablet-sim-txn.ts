@@ -201,7 +201,7 @@ export class TxnSim {
       const got = await this.readValue(peer, k);
       if (got !== want?.v) this.deps.fail(`${name}: hot key ${k} holds ${String(got)}, its latest committed writer wrote ${String(want?.v)}`);
     }
-    // An apply that never finished (counted by the caller: stuckApplies) still holds its intents.
+    // A running apply still holds its intents (the final check runs once every apply ended: heal).
     const left = (await peer.transactions()).filter((x) => this.txns.has(x.meta.txnId) && peer.applyInProgress(x.meta.txnId) === undefined);
     if (left.length > 0) this.deps.fail(`${name}: intents left behind of resolved transaction(s) ${left.map((x) => `${x.meta.txnId} (${this.txns.get(x.meta.txnId)!.state}, ${x.intentCount} intents)`).join(', ')}`);
   }

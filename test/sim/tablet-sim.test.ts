@@ -38,7 +38,6 @@ describe('tablet simulator', () => {
       additions: sum((r) => r.additions),
       changesFailed: sum((r) => r.changesFailed),
       healTicks: sum((r) => r.healTicks),
-      stuckApplies: sum((r) => r.stuckApplies),
     };
     console.log(`tablet sim: ${JSON.stringify(totals)}`);
     // The faults must have happened for the campaign to mean anything.

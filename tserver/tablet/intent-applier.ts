@@ -37,6 +37,14 @@ export class IntentApplier {
   /** Applies waiting for the apply worker, and the worker (one per replica) while it runs. */
   private queue: Array<ApplyItem & { resolve: () => void; reject: (e: unknown) => void }> = [];
   private worker: Promise<void> | undefined;
+  /**
+   * The worker runs: set when it starts and cleared in the same synchronous step in which it finds
+   * the queue empty. (Cleared in a `.finally` of its promise, as it was, an apply queued between the
+   * worker's return and that callback — an ordered batch's continuation in the same microtask drain,
+   * likeliest on a replica catching up through many entries — found a worker set, started none, and
+   * waited forever: the tablet simulator's unfinished applies.)
+   */
+  private workerActive = false;
   private deferredTimer: NodeJS.Timeout | undefined;
   private deferredFlush: Promise<void> | undefined;
   /** A flush was asked for while one ran (what was deferred meanwhile needs another). */
@@ -67,7 +75,7 @@ export class IntentApplier {
 
   /** Applied in the ordered batch itself (small, undelayed): its clean-ups follow later, shared (as the worker's). */
   appliedInBatch(): void {
-    if (!this.flushDeferredIfDue() && this.worker === undefined) this.scheduleDeferredFlush();
+    if (!this.flushDeferredIfDue() && !this.workerActive) this.scheduleDeferredFlush();
   }
 
   /** Move `a`'s intents off the ordered apply path (its apply-pending mark is durable). */
@@ -98,28 +106,35 @@ export class IntentApplier {
   private enqueue(a: ApplyItem): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ txnId: a.txnId, commitHt: a.commitHt, opId: a.opId, resolve, reject }); // not { ...a, resolve, reject }: see update-batcher.ts
-      this.worker ??= this.runWorker().finally(() => (this.worker = undefined));
+      if (this.workerActive) return;
+      this.workerActive = true;
+      this.worker = this.runWorker();
     });
   }
 
   private async runWorker(): Promise<void> {
-    for (;;) {
-      if (this.queue.length === 0) {
-        // Nothing follows: the deferred clean-ups (intent deletes, apply-state deletes) ride along
-        // with this replica's next writes, or get written after apply_cleanup_delay_ms.
-        this.scheduleDeferredFlush();
-        return;
+    try {
+      for (;;) {
+        // An empty queue ends the worker in this very step (the finally clears workerActive).
+        if (this.queue.length === 0) {
+          // Nothing follows: the deferred clean-ups (intent deletes, apply-state deletes) ride along
+          // with this replica's next writes, or get written after apply_cleanup_delay_ms.
+          this.scheduleDeferredFlush();
+          return;
+        }
+        const items = this.queue.splice(0, APPLY_GROUP_MAX);
+        try {
+          if (this.deps.running()) await this.deps.db().applyIntentsMany(items);
+          for (const i of items) i.resolve();
+        } catch (e) {
+          for (const i of items) i.reject(e);
+        }
+        // Under steady load the worker never runs out of work: clean-ups that waited long enough are
+        // written beside the next applies.
+        this.flushDeferredIfDue();
       }
-      const items = this.queue.splice(0, APPLY_GROUP_MAX);
-      try {
-        if (this.deps.running()) await this.deps.db().applyIntentsMany(items);
-        for (const i of items) i.resolve();
-      } catch (e) {
-        for (const i of items) i.reject(e);
-      }
-      // Under steady load the worker never runs out of work: clean-ups that waited long enough are
-      // written beside the next applies.
-      this.flushDeferredIfDue();
+    } finally {
+      this.workerActive = false;
     }
   }
 
