@@ -2,10 +2,9 @@
  * Membership changes in the tablet simulator (docs/architecture.md, "Simulation"), one at a time
  * through the production config-change path (`RaftGroup.changeConfig` on the leader, as
  * TabletService.changeConfig makes it): remove a voter that is not the leader (REMOVE), delete the
- * removed replica once the leader's applied configuration no longer holds it (its Raft stops; see
- * DELETE_REMOVED), create
- * a fresh, empty replica (CreateTablet) that knows itself as a learner, compact the leader's log so
- * it cannot replay the log from the start, add it (ADD_LEARNER): it catches up by remote bootstrap —
+ * removed replica once the leader's applied configuration no longer holds it (its Raft stops and
+ * its databases are gone, see below), create a fresh, empty replica (CreateTablet) that knows
+ * itself as a learner, compact the leader's log so it cannot replay the log from the start, add it (ADD_LEARNER): it catches up by remote bootstrap —
  * and promote it once it applied what the leader had committed (PROMOTE). A change whose answer was
  * lost is reconciled from the ready leader's applied configuration.
  *
@@ -22,16 +21,17 @@ import type { SeededRng } from '../../common/rng';
 import type { ConfChange } from '../../raft';
 import type { TabletPeer } from '../../tserver/tablet/tablet-peer';
 
-/**
- * Removed replicas deleted at once. The simulator found that a replica's Raft snapshot names the
- * replica whose databases it copied (SnapshotDescriptor.sourceUuid), and a replica that installed
- * one and then leads hands that same descriptor to the followers it bootstraps until it compacts
- * its own log again: once the named replica is deleted, a fresh replica's remote bootstrap fails
- * until then — forever on an idle tablet, where log GC finds nothing to compact (seen in one campaign
- * run, at seed 30; that interleaving does not replay reliably). By default the simulator keeps
- * removed replicas' databases serving remote bootstrap.
+/*
+ * Removed replicas are deleted at once (tablet-sim.ts destroy). The simulator found, then behind
+ * TABLET_SIM_DELETE_REMOVED=1, that a replica's Raft snapshot named the replica whose databases it
+ * copied (SnapshotDescriptor.sourceUuid), and a replica that installed one and then led handed that
+ * same descriptor to the followers it bootstrapped until it compacted its own log again: once the
+ * named replica was deleted, a fresh replica's remote bootstrap failed until then — forever on an
+ * idle tablet, where log GC finds nothing to compact (seen in one campaign run, at seed 30; that
+ * interleaving does not replay reliably). A leader now sends every snapshot naming itself
+ * (TabletSnapshots.ownSnapshots in tserver/tablet/tablet-snapshots.ts), and the fetch of
+ * tablet-sim.ts traces the leader beside the source it copies from.
  */
-export const DELETE_REMOVED = process.env['TABLET_SIM_DELETE_REMOVED'] === '1';
 
 /**
  * Add the fresh replica without compacting the leader's log first: it catches up by replaying the
@@ -75,7 +75,7 @@ export interface MembershipDeps {
   leader(): MemberReplica | undefined;
   /** Create and open a fresh, empty replica named `uuid` beside the voters `members`. */
   createFresh(uuid: string, members: readonly string[]): Promise<void>;
-  /** Take the removed replica out of the group (and delete it under DELETE_REMOVED). */
+  /** Take the removed replica out of the group and delete it. */
   destroy(uuid: string): Promise<void>;
   step(): number;
   trace(line: string): void;

@@ -30,7 +30,7 @@ import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
 import { SnapshotSessions } from '../../tserver/tablet/snapshot-sessions';
 import { ENABLE_WAIT_QUEUES } from '../../tserver/transaction/txn-flags';
 import { TxnSim, type TxnSimCounts } from './tablet-sim-txn';
-import { DELETE_REMOVED, FRESH_AS_VOTER, MembershipSim, type MembershipCounts } from './tablet-sim-members';
+import { FRESH_AS_VOTER, MembershipSim, type MembershipCounts } from './tablet-sim-members';
 
 export interface TabletSimOptions {
   seed: number;
@@ -137,8 +137,6 @@ class TabletSim {
   private readonly trace: (line: string) => void;
   /** The current members (and a fresh replica being added); a removed replica leaves this list. */
   private replicas: Replica[] = [];
-  /** Removed replicas' databases, kept only to serve remote bootstrap (unless DELETE_REMOVED). */
-  private readonly retired = new Map<string, { regular: MemoryEngine; intents: MemoryEngine }>();
   private readonly net: InFlight[] = [];
   private readonly sessions = new SnapshotSessions();
   /** A replica cut off from the others until `until` (step), if any. */
@@ -302,10 +300,10 @@ class TabletSim {
   /** Remote bootstrap from the source replica's own databases, chunk by chunk, as the tserver serves it. */
   private async fetchSnapshot(rep: Replica, desc: Parameters<Parameters<typeof TabletPeer.open>[0]['fetchSnapshot']>[0], onChunk: Parameters<Parameters<typeof TabletPeer.open>[0]['fetchSnapshot']>[1]): Promise<void> {
     const member = this.replicas.find((x) => x.uuid === desc.sourceUuid && !x.down);
-    const engines = member?.peer?.engines() ?? this.retired.get(desc.sourceUuid);
+    const engines = member?.peer?.engines();
     if (!engines) throw new Error(`snapshot source ${desc.sourceUuid} is down or deleted`);
     this.r.snapshots++;
-    this.trace(`step ${this.step}: ${rep.uuid} fetches a snapshot at index ${desc.index} from ${desc.sourceUuid}`);
+    this.trace(`step ${this.step}: ${rep.uuid} fetches a snapshot at index ${desc.index} from ${desc.sourceUuid} (leader: ${this.leader()?.uuid ?? 'none'})`);
     rep.bootstrapping = true;
     try {
       const id = this.sessions.open(desc.tabletId, engines);
@@ -380,9 +378,8 @@ class TabletSim {
   }
 
   /**
-   * A replica the configuration no longer holds leaves the group: stopped (its pending proposals
-   * fail). Its databases keep serving remote bootstrap, as a tserver that still holds them would;
-   * with TABLET_SIM_DELETE_REMOVED=1 it is deleted at once (DeleteTablet) — see tablet-sim-members.ts.
+   * A replica the configuration no longer holds leaves the group: deleted at once (DeleteTablet;
+   * its pending proposals fail), so no remote bootstrap can copy from it — see tablet-sim-members.ts.
    */
   private async destroy(uuid: string): Promise<void> {
     const rep = this.replicas.find((x) => x.uuid === uuid);
@@ -392,11 +389,7 @@ class TabletSim {
     rep.down = true;
     const p = rep.peer;
     rep.peer = undefined;
-    if (DELETE_REMOVED) return p?.destroy();
-    await p?.stop();
-    const reg = rep.engines.get(path.join(rep.dir, 'regular'));
-    const int = rep.engines.get(path.join(rep.dir, 'intents'));
-    if (reg && int) this.retired.set(uuid, { regular: reg.reopen(), intents: int.reopen() });
+    await p?.destroy();
   }
 
   private deliver(): void {

@@ -145,7 +145,7 @@ export class TabletPeer {
       storage,
       core,
       appliedIndex,
-      send: (msgs) => this.deps.send(msgs),
+      send: (msgs) => this.deps.send(this.parts.snapshots.ownSnapshots(msgs)),
       applyEntries: (ents) => this.parts.pipeline.applyEntries(ents),
       createSnapshot: (index) => Promise.resolve(this.parts.snapshots.create(index)),
       installSnapshot: (snap) => this.parts.snapshots.install(snap),

@@ -2,14 +2,16 @@
  * Raft snapshots of a tablet (remote bootstrap, docs/architecture.md §Raft): a snapshot is a small
  * descriptor (where to copy the databases from, the schema, the retryable requests and row locks);
  * installing one copies the source replica's databases over this replica's. A marker file makes an
- * interrupted install start again from empty databases at the next open.
+ * interrupted install start again from empty databases at the next open. A leader sends every
+ * snapshot as its own (ownSnapshots): the descriptor it installed names the replica it copied from,
+ * which may be gone since.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DbError, ErrorCode } from '../../common/errors';
 import type { Logger } from '../../common/log';
 import type { OpId } from '../../docdb';
-import type { Snapshot } from '../../raft';
+import type { Message, Snapshot } from '../../raft';
 import { parseRetryableImage, type RetryableRequests } from './retryable-requests';
 import { parseRowLockImage, type RowLockTable } from './row-locks';
 import { saveRowLocks } from './replicated-state';
@@ -44,6 +46,9 @@ export interface TabletSnapshotsDeps {
 }
 
 export class TabletSnapshots {
+  /** The last descriptor ownSnapshots renamed, and its renamed copy (one snapshot is resent to each follower that needs it). */
+  private renamed: { from: Uint8Array; to: Uint8Array } | undefined;
+
   constructor(private readonly deps: TabletSnapshotsDeps) {}
 
   /** A remote bootstrap was interrupted (the databases are partial). */
@@ -55,6 +60,35 @@ export class TabletSnapshots {
     const m = this.deps.meta();
     const d: SnapshotDescriptor = { tabletId: m.tabletId, sourceUuid: this.deps.selfUuid, index, schema: { schemaVersion: m.schemaVersion, tableName: m.tableName, schema: m.schema }, retryable: this.deps.retryable.image(), rowLocks: this.deps.rowLocks.image() };
     return new TextEncoder().encode(JSON.stringify(d));
+  }
+
+  /**
+   * Outgoing Raft messages with every snapshot naming this replica as the one to copy from. The
+   * log's snapshot of a replica that installed one is the descriptor it received, naming the replica
+   * it copied from; as a leader it handed that on, and a follower's remote bootstrap failed once
+   * that replica was deleted (forever on an idle tablet, whose log GC makes no new snapshot: the
+   * tablet simulator's TABLET_SIM_DELETE_REMOVED). This replica's databases serve as well: they
+   * hold at least everything up to the snapshot's index, and the follower replays what follows
+   * idempotently (the floors of the apply pipeline); the descriptor's schema and images stand for
+   * that index whoever serves the databases.
+   */
+  ownSnapshots(msgs: Message[]): Message[] {
+    if (!msgs.some((m) => m.type === 'snapshot')) return msgs;
+    return msgs.map((m) => (m.type === 'snapshot' ? { ...m, snapshot: { meta: m.snapshot.meta, data: this.ownDescriptor(m.snapshot.data) } } : m));
+  }
+
+  private ownDescriptor(data: Uint8Array): Uint8Array {
+    if (this.renamed?.from === data) return this.renamed.to;
+    let desc: SnapshotDescriptor;
+    try {
+      desc = JSON.parse(new TextDecoder().decode(data)) as SnapshotDescriptor;
+    } catch {
+      return data; // the follower's install reports it (CORRUPTION)
+    }
+    if (desc.sourceUuid === this.deps.selfUuid) return data;
+    const to = new TextEncoder().encode(JSON.stringify({ ...desc, sourceUuid: this.deps.selfUuid }));
+    this.renamed = { from: data, to };
+    return to;
   }
 
   async install(snap: Snapshot): Promise<void> {

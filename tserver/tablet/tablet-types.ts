@@ -23,7 +23,7 @@ export type TabletState = (typeof TabletState)[keyof typeof TabletState];
 /** What a Raft snapshot of a tablet carries: where to fetch the databases from (remote bootstrap). */
 export interface SnapshotDescriptor {
   tabletId: string;
-  /** Replica whose databases are copied (the leader that made the snapshot). */
+  /** Replica whose databases are copied: the leader that sends the snapshot (TabletSnapshots.ownSnapshots). */
   sourceUuid: string;
   index: number;
   /**
