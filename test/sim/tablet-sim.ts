@@ -454,7 +454,7 @@ class TabletSim {
       await this.tick();
       await this.checkStep();
     }
-    throw new TabletSimFailure(this.o.seed, `did not settle within ${SETTLE_TICKS_MAX} ticks of healing (transactions resolved: ${this.txns.allResolved()}, membership: ${this.members.describe()}, leader: ${this.leader()?.uuid ?? 'none'}, replicas: ${this.replicas.map((x) => `${x.uuid} ${x.peer ? `applying [${this.txns.applying(x.peer).join(',')}] ${x.peer.status().role} t${x.peer.status().term} applied ${x.peer.status().applied} conf ${x.peer.status().conf.voters.join('+')}/${x.peer.status().conf.learners.join('+')}` : 'down'}`).join('; ')})`);
+    throw new TabletSimFailure(this.o.seed, `did not settle within ${SETTLE_TICKS_MAX} ticks of healing (transactions resolved: ${this.txns.allResolved()}, membership: ${this.members.describe()}, leader: ${this.leader()?.uuid ?? 'none'}, replicas: ${this.replicas.map((x) => `${x.uuid} ${x.peer ? `applying [${this.txns.applying(x.peer).join(',')}] ${x.peer.status().role} t${x.peer.status().term}${x.bootstrapping ? ' bootstrapping' : ''} commit ${x.peer.raftGroup().status().commit} applied ${x.peer.status().applied} conf ${x.peer.status().conf.voters.join('+')}/${x.peer.status().conf.learners.join('+')}` : 'down'}`).join('; ')})`);
   }
 
   /** Every write answered, a leader, and every replica applied the same last index. */
