@@ -109,6 +109,7 @@ async function stopForProfiles(cluster: BenchCluster): Promise<void> {
 /** Ratios the targets name, within one round (the load is about the same inside it). */
 const RATIOS: ReadonlyArray<{ name: string; of: string; to: string; target: number }> = [
   { name: 'increment / upsert at c64 (rates)', of: 'increment c64 (ops/s)', to: 'upsert c64 (ops/s, client coalescing on: default)', target: 0.9 },
+  { name: 'increment of 4096 hot counters / upsert at c64 (rates)', of: 'increment c64, 4096 hot counters (ops/s)', to: 'upsert c64 (ops/s, client coalescing on: default)', target: 0.9 },
   { name: 'mutateRows(10) / 10 upserts one after the other (rows/s)', of: 'mutateRows(10 rows) c16 (rows/s)', to: '10 upserts one after the other c16 (rows/s)', target: 5 },
 ];
 
@@ -138,6 +139,8 @@ function benchCases(t: BenchTable, tp: BenchTable, sameTablet: readonly bigint[]
     { name: 'upsert c64 (ops/s, coalescing off)', workers: 64, op: (w, i) => tp.upsert({ id: key(w, i), v: 'x' }) },
     { name: 'increment c64 (ops/s)', workers: 64, op: (w, i) => t.increment({ id: key(w, i) }, { n: 1 }) },
     { name: 'increment c64 (ops/s, coalescing off)', workers: 64, op: (w, i) => tp.increment({ id: key(w, i) }, { n: 1 }) },
+    // Counters incremented over and over (4096 of them): their rows stay in the row cache (write-through).
+    { name: 'increment c64, 4096 hot counters (ops/s)', workers: 64, op: (w, i) => t.increment({ id: BigInt(200_000 + ((w * 64 + i) % 4096)) }, { n: 1 }) },
     {
       name: '10 upserts one after the other c16 (rows/s)',
       workers: 16,
