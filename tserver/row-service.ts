@@ -94,6 +94,10 @@ export function parseRowMutations(meta: TabletMeta, rows: rpb.RowMutationPB[] | 
     if (conditions.length + mutations.length > ROW_CELL_OPS_MAX) throw invalid(`a row has ${conditions.length + mutations.length} conditions and mutations; at most ${ROW_CELL_OPS_MAX}`);
     const out: RowMutation = { key, conditions, mutations };
     if (r.lockId) out.lock = { lockId: r.lockId, token: Number(r.lockToken ?? 0n) };
+    if (r.unlockAfter) {
+      if (!r.lockId) throw invalid('unlock_after needs the lock the write carries (lock_id)');
+      out.unlockAfter = true;
+    }
     return out;
   });
 }
@@ -171,6 +175,7 @@ export class RowService {
         },
       },
       heldLocks: rows.map((r) => r.lock),
+      ...(rows.some((r) => r.unlockAfter) ? { unlockAfter: rows.map((r) => r.unlockAfter === true) } : {}),
       waitForLocks,
       deadlineMonoMs: this.deadline(ctx),
       ...(request ? { request } : {}),
