@@ -137,6 +137,12 @@ async function main(): Promise<void> {
         await rowOp([{ key: k, conditions: [], mutations: [{ type: 'INCREMENT', columnId: 1, by: 1n }], lock: { lockId: g.lockId, token: g.token } }]);
         await locks.unlock(k, g.lockId);
       }));
+      await add('lock + increment with unlockAfter c16 (cycles/s)', measure(ops / 5, 16, async (i) => {
+        const k = key(base + 4_000_000 + i);
+        const g = await locks.lock(k, { leaseMs: 10_000, holder: 'bench', wait: false, deadlineMonoMs: performance.now() + 10_000 });
+        const rows: RowMutation[] = [{ key: k, conditions: [], mutations: [{ type: 'INCREMENT', columnId: 1, by: 1n }], lock: { lockId: g.lockId, token: g.token } }];
+        await p.write({ ops: [], computed: { keys: [k], compute: (cur) => evaluateRowMutations(rows, cur, 1 << 20).ops }, heldLocks: [rows[0]!.lock], unlockAfter: [true] });
+      }));
     }
     const mean = (xs: number[]): number => Math.round(xs.reduce((x, y) => x + y, 0) / xs.length);
     process.stdout.write('\n| figure | rate per round | mean | CPU µs per unit (mean) |\n|---|---|---|---|\n');
