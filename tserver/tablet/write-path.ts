@@ -11,6 +11,7 @@ import type { HybridClock } from '../../common/hybrid-clock';
 import type { HybridTime } from '../../common/hybrid-time';
 import type { DocDbApi, DocKey, Row, RowOp } from '../../docdb';
 import { WRITE_TIMEOUT_MS } from '../tserver-flags';
+import { writeCombined } from './combined-writes';
 import { checkFastPathConflicts } from './fast-path';
 import { LockTable } from './lock-table';
 import type { MvccClock } from './mvcc-clock';
@@ -122,6 +123,22 @@ export class WritePath {
   async write(req: WriteRequest): Promise<HybridTime> {
     const deadlineMonoMs = req.deadlineMonoMs ?? performance.now() + this.deps.flags.get(WRITE_TIMEOUT_MS);
     return this.deduped(req.request, (track) => this.deps.rowLocks.waitingForLocks(req.waitForLocks === true, deadlineMonoMs, () => this.deps.clock.now(), () => this.writeOnce(req, track)));
+  }
+
+  /** Read-modify-writes of several callers, sharing one entry where they can (combined-writes.ts); one answer per request. */
+  writeCombined(reqs: readonly WriteRequest[]): Array<Promise<HybridTime>> {
+    const timeoutMs = (req: WriteRequest): number => req.deadlineMs ?? this.deps.flags.get(WRITE_TIMEOUT_MS);
+    return writeCombined(
+      {
+        ...this.deps,
+        locks: this.locks,
+        opsToWrite: (req, keys) => this.opsToWrite(req, keys),
+        settledWithin: (p, ms, what) => this.settledWithin(p, ms, what),
+        timeoutMs,
+        writeAlone: (req) => this.write(req),
+      },
+      reqs,
+    );
   }
 
   private async writeOnce(req: WriteRequest, track: ProposalTracker): Promise<HybridTime> {
