@@ -8,7 +8,11 @@
  * tservers and this client spent per unit (utime+stime from /proc): on a machine shared with other
  * work the rates swing with the load, the CPU per unit much less. Prints tables; asserts nothing.
  *
- *   node dist/bench/row-ops-bench.js [--host_base 150] [--seconds 8] [--rounds 2]
+ *   node dist/bench/row-ops-bench.js [--host_base 150] [--seconds 8] [--rounds 2] [--only TEXT] [--cpu_prof_dir DIR]
+ *
+ * --only runs the figures whose name contains TEXT; --cpu_prof_dir profiles the tservers (node
+ * --cpu-prof, written there when they are stopped by SIGTERM at the end; summarise each with
+ * `node dist/bench/main.js profile FILE`).
  */
 import { TesseraClient } from '../client/tessera-client';
 import { partitionHash } from '../common/partition-hash';
@@ -19,6 +23,8 @@ interface Args {
   hostBase: number;
   seconds: number;
   rounds: number;
+  only: string;
+  cpuProfDir: string;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -29,7 +35,11 @@ function parseArgs(argv: string[]): Args {
     if (!Number.isFinite(v) || v <= 0) throw new Error(`--${name} needs a positive number`);
     return v;
   };
-  return { hostBase: get('host_base', 150), seconds: get('seconds', 8), rounds: get('rounds', 2) };
+  const text = (name: string): string => {
+    const i = argv.indexOf(`--${name}`);
+    return i < 0 ? '' : argv[i + 1] ?? '';
+  };
+  return { hostBase: get('host_base', 150), seconds: get('seconds', 8), rounds: get('rounds', 2), only: text('only'), cpuProfDir: text('cpu_prof_dir') };
 }
 
 interface Figure {
@@ -78,13 +88,75 @@ async function idleCpuUsPerS(servers: ReadonlyArray<number | undefined>, ms: num
   return ((cpuOf(servers) - s0) * 1e6) / ((performance.now() - t0) / 1000);
 }
 
+/** SIGTERM the tservers and wait (bounded) for them to exit: node writes --cpu-prof profiles on a clean exit. */
+async function stopForProfiles(cluster: BenchCluster): Promise<void> {
+  const ts = cluster.servers.filter((x) => x.role === 'tserver' && x.child.exitCode === null);
+  await Promise.all(
+    ts.map(
+      (x) =>
+        new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, 20_000);
+          x.child.once('exit', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+          x.child.kill('SIGTERM');
+        }),
+    ),
+  );
+}
+
 /** Ratios the issue's targets name, within one round (the load is about the same inside it). */
 const RATIOS: ReadonlyArray<{ name: string; of: string; to: string; target: number }> = [
   { name: 'increment / upsert at c64 (rates)', of: 'increment c64 (ops/s)', to: 'upsert c64 (ops/s, client coalescing on: default)', target: 0.9 },
+  { name: 'increment of 4096 hot counters / upsert at c64 (rates)', of: 'increment c64, 4096 hot counters (ops/s)', to: 'upsert c64 (ops/s, client coalescing on: default)', target: 0.9 },
   { name: 'mutateRows(10) / 10 upserts one after the other (rows/s)', of: 'mutateRows(10 rows) c16 (rows/s)', to: '10 upserts one after the other c16 (rows/s)', target: 5 },
 ];
 
 const KEYS = 100_000;
+
+type BenchTable = ReturnType<TesseraClient['table']>;
+interface BenchCase {
+  name: string;
+  workers: number;
+  op: (w: number, i: number) => Promise<unknown>;
+  weight?: number;
+}
+
+const key = (w: number, i: number): bigint => BigInt((w * 7919 + i * 104_729) % KEYS);
+
+/** The figures: `t` coalesces (the client default), `tp` does not; `sameTablet`: ids of one tablet. */
+function benchCases(t: BenchTable, tp: BenchTable, sameTablet: readonly bigint[]): BenchCase[] {
+  const rows10 = (w: number, i: number): bigint[] => Array.from({ length: 10 }, (_, k) => sameTablet[(w * 977 + i * 10 + k) % sameTablet.length]!);
+  // unlockAfter: the unlock rides the increment's Raft round (docs/rows.md), two rounds a cycle instead of three.
+  const lockCycle = (table: typeof t, base: number, unlockAfter = false) => async (w: number, i: number): Promise<void> => {
+    const k = { id: BigInt(base + w * 1000 + (i % 1000)) };
+    const lock = await table.lockRow(k, { leaseMs: 10_000 });
+    await table.increment(k, { n: 1 }, { lock, unlockAfter });
+    if (!unlockAfter) await table.unlockRow(lock);
+  };
+  return [
+    { name: 'upsert c64 (ops/s, client coalescing on: default)', workers: 64, op: (w, i) => t.upsert({ id: key(w, i), v: 'x' }) },
+    { name: 'upsert c64 (ops/s, coalescing off)', workers: 64, op: (w, i) => tp.upsert({ id: key(w, i), v: 'x' }) },
+    { name: 'increment c64 (ops/s)', workers: 64, op: (w, i) => t.increment({ id: key(w, i) }, { n: 1 }) },
+    { name: 'increment c64 (ops/s, coalescing off)', workers: 64, op: (w, i) => tp.increment({ id: key(w, i) }, { n: 1 }) },
+    // Counters incremented over and over (4096 of them): their rows stay in the row cache (write-through).
+    { name: 'increment c64, 4096 hot counters (ops/s)', workers: 64, op: (w, i) => t.increment({ id: BigInt(200_000 + ((w * 64 + i) % 4096)) }, { n: 1 }) },
+    {
+      name: '10 upserts one after the other c16 (rows/s)',
+      workers: 16,
+      weight: 10,
+      op: async (w, i) => {
+        for (const id of rows10(w, i)) await t.upsert({ id, v: 'y' });
+      },
+    },
+    { name: 'mutateRows(10 rows) c16 (rows/s)', workers: 16, weight: 10, op: (w, i) => t.mutateRows(rows10(w, i).map((id) => ({ key: { id }, put: { v: 'y' } }))) },
+    { name: 'mutateRows(10 rows) c16 (rows/s, coalescing off)', workers: 16, weight: 10, op: (w, i) => tp.mutateRows(rows10(w, i).map((id) => ({ key: { id }, put: { v: 'y' } }))) },
+    { name: 'lock + increment + unlock c16 (cycles/s)', workers: 16, op: lockCycle(t, 50_000) },
+    { name: 'lock + increment with unlockAfter c16 (cycles/s)', workers: 16, op: lockCycle(t, 90_000, true) },
+    { name: 'lock + increment + unlock c16 (cycles/s, coalescing off)', workers: 16, op: lockCycle(tp, 70_000) },
+  ];
+}
 
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
@@ -92,7 +164,7 @@ async function main(): Promise<void> {
   const clients: TesseraClient[] = [];
   try {
     process.stdout.write(`row-ops bench: 1 master + 3 tservers (RF 3) on 127.0.0.${a.hostBase}+; ${a.rounds} round(s) of ${a.seconds} s per figure\n`);
-    await cluster.start(3, a.hostBase);
+    await cluster.start(3, a.hostBase, [], a.cpuProfDir ? { tserverNodeArgs: () => ['--cpu-prof', `--cpu-prof-dir=${a.cpuProfDir}`] } : {});
     const c = await TesseraClient.connect({ masterAddresses: [cluster.masterAddress], timeoutMs: 30_000 });
     const plain = await TesseraClient.connect({ masterAddresses: [cluster.masterAddress], timeoutMs: 30_000, batchWrites: false });
     clients.push(c, plain);
@@ -107,7 +179,6 @@ async function main(): Promise<void> {
     const ms = a.seconds * 1000;
     const t = c.table('bench_rows');
     const tp = plain.table('bench_rows');
-    const key = (w: number, i: number): bigint => BigInt((w * 7919 + i * 104_729) % KEYS);
     const servers = cluster.servers.filter((x) => x.role === 'tserver').map((x) => x.child.pid);
     const figures = new Map<string, Figure[]>();
     const add = (name: string, f: Figure): void => {
@@ -118,25 +189,9 @@ async function main(): Promise<void> {
     const idle = await idleCpuUsPerS(servers, 3000);
     process.stdout.write(`  tservers idle: ${Math.round(idle / 1000)} ms CPU per second (all three)\n`);
     const run = (workers: number, op: (w: number, i: number) => Promise<unknown>, weight = 1): Promise<Figure> => measure(servers, workers, ms, op, weight, idle);
-    const rows10 = (w: number, i: number): bigint[] => Array.from({ length: 10 }, (_, k) => sameTablet[(w * 977 + i * 10 + k) % sameTablet.length]!);
-    const lockCycle = (table: typeof t, base: number) => async (w: number, i: number): Promise<void> => {
-      const k = { id: BigInt(base + w * 1000 + (i % 1000)) };
-      const lock = await table.lockRow(k, { leaseMs: 10_000 });
-      await table.increment(k, { n: 1 }, { lock });
-      await table.unlockRow(lock);
-    };
+    const cases = benchCases(t, tp, sameTablet);
     for (let r = 0; r < a.rounds; r++) {
-      add('upsert c64 (ops/s, client coalescing on: default)', await run(64, (w, i) => t.upsert({ id: key(w, i), v: 'x' })));
-      add('upsert c64 (ops/s, coalescing off)', await run(64, (w, i) => tp.upsert({ id: key(w, i), v: 'x' })));
-      add('increment c64 (ops/s)', await run(64, (w, i) => t.increment({ id: key(w, i) }, { n: 1 })));
-      add('increment c64 (ops/s, coalescing off)', await run(64, (w, i) => tp.increment({ id: key(w, i) }, { n: 1 })));
-      add('10 upserts one after the other c16 (rows/s)', await run(16, async (w, i) => {
-        for (const id of rows10(w, i)) await t.upsert({ id, v: 'y' });
-      }, 10));
-      add('mutateRows(10 rows) c16 (rows/s)', await run(16, (w, i) => t.mutateRows(rows10(w, i).map((id) => ({ key: { id }, put: { v: 'y' } }))), 10));
-      add('mutateRows(10 rows) c16 (rows/s, coalescing off)', await run(16, (w, i) => tp.mutateRows(rows10(w, i).map((id) => ({ key: { id }, put: { v: 'y' } }))), 10));
-      add('lock + increment + unlock c16 (cycles/s)', await run(16, lockCycle(t, 50_000)));
-      add('lock + increment + unlock c16 (cycles/s, coalescing off)', await run(16, lockCycle(tp, 70_000)));
+      for (const x of cases) if (x.name.includes(a.only)) add(x.name, await run(x.workers, x.op, x.weight));
     }
     const mean = (xs: number[]): number => xs.reduce((x, y) => x + y, 0) / xs.length;
     process.stdout.write('\n| figure | rate per round | mean rate | tserver CPU µs per unit (net of idle) | client CPU µs per unit |\n|---|---|---|---|---|\n');
@@ -151,6 +206,7 @@ async function main(): Promise<void> {
     }
   } finally {
     for (const x of clients) await x.close().catch(() => undefined);
+    if (a.cpuProfDir) await stopForProfiles(cluster);
     await cluster.stop();
   }
 }

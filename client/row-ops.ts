@@ -53,11 +53,15 @@ export interface RowMutationSpec {
   append?: Record<string, string | Uint8Array>;
   /** The row lock this write carries. */
   lock?: RowLock;
+  /** Release `lock` with this write: its unlock rides the write's Raft round (no unlockRow call). */
+  unlockAfter?: boolean;
 }
 
 export interface RowOpOptions extends CallOptions {
   /** The row lock the write carries. */
   lock?: RowLock;
+  /** Release `lock` with this write: its unlock rides the write's Raft round (no unlockRow call). */
+  unlockAfter?: boolean;
   /** Wait (up to the deadline) for a row locked by someone else instead of failing ROW_LOCKED. */
   waitForLocks?: boolean;
 }
@@ -110,7 +114,8 @@ export class RowOps {
       const s = loc.schema;
       // The call's `lock` goes with the row it locks.
       const lockKey = o.lock ? keyText(s, o.lock.key) : undefined;
-      const built = rows.map((r) => ({ route: routeOf(s, r.key), pb: rowMutationPb(s, r.key, !r.lock && o.lock && keyText(s, r.key) === lockKey ? { ...r, lock: o.lock } : r) }));
+      const built = rows.map((r) => ({ route: routeOf(s, r.key), pb: rowMutationPb(s, r.key, !r.lock && o.lock && keyText(s, r.key) === lockKey ? { ...r, lock: o.lock, ...(o.unlockAfter ? { unlockAfter: true } : {}) } : r) }));
+      if ((o.unlockAfter && !o.lock) || built.some((b) => b.pb.unlockAfter && !b.pb.lockId)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'unlockAfter needs the lock the write carries');
       const tablets = new Set(built.map((b) => tabletForRoute(loc, b.route)?.tabletId ?? `hash ${b.route.hash}`));
       if (tablets.size > 1) {
         throw new DbError(ErrorCode.CROSS_TABLET_MUTATION, `mutateRows on table ${this.deps.table}: the rows fall in ${tablets.size} tablets (${[...tablets].join(', ')}); it is atomic inside one tablet only`, { table: this.deps.table, tablets: [...tablets] });
@@ -232,6 +237,7 @@ export function rowMutationPb(s: TableSchema, key: Row, m: RowMutationSpec): Row
     out.lockId = m.lock.lockId;
     out.lockToken = m.lock.token;
   }
+  if (m.unlockAfter) out.unlockAfter = true; // without a lock: INVALID_ARGUMENT
   return out;
 }
 

@@ -74,8 +74,8 @@ export class FrontierDb {
       });
   }
 
-  /** Told before and after every write() (a row cache above this database keeps itself exact). */
-  writeObserver: { beginWrite(ops: readonly KvOp[]): void; endWrite(ops: readonly KvOp[]): void } | undefined;
+  /** Told before and after every write() (a row cache above this database keeps itself exact); `written`: the engine write succeeded. */
+  writeObserver: { beginWrite(ops: readonly KvOp[]): void; endWrite(ops: readonly KvOp[], written: boolean): void } | undefined;
 
   /**
    * Deferred clean-ups (ops whose exact timing does not matter, only that they land after what was
@@ -111,10 +111,12 @@ export class FrontierDb {
     const obs = this.writeObserver;
     this.count(ops, sync);
     obs?.beginWrite(ops);
+    let written = false;
     try {
       await this.engine.write(ops, { sync });
+      written = true;
     } finally {
-      obs?.endWrite(ops);
+      obs?.endWrite(ops, written);
     }
     this.current = opIdMax(this.current, f);
   }

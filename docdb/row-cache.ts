@@ -4,13 +4,17 @@
  * (iterator next + end) saved, the largest share of a point read's server CPU in the profile.
  * (RocksDB's own row_cache still needs those hops; this one lives on the JS side.)
  *
- * Invariant: a cached entry equals what an iterator over the row's range would return now.
+ * Invariant: a cached entry holds the versions an iterator over the row's range would return now.
  *  - Every write to the RegularDB goes through FrontierDb.write, which calls beginWrite() before the
- *    engine write (no fills from then on) and endWrite() after it (also on failure), which drops the
- *    written rows' entries (a batch larger than INVALIDATE_KEYS_MAX drops the whole cache).
- *  - A reader fills the cache only when no write began or was in flight since it took its
- *    generation (before opening its iterator): a version it could have missed would otherwise stay
- *    cached.
+ *    engine write and endWrite() after it (also on failure). endWrite writes the new versions
+ *    THROUGH into the written rows' cached entries (a put adds its parsed version, replacing one
+ *    with the same key); what it cannot apply exactly drops the row (a version delete: history GC)
+ *    or the whole cache (a range delete, a key it cannot place, a batch over ROW_OPS_TRACKED_MAX).
+ *    A read-modify-write's next read of its row (an increment's) then hits.
+ *  - A reader fills a row only if no write of THAT row began since it took its token (before
+ *    opening its iterator) and none is in flight: a version it could have missed would otherwise
+ *    stay cached. Writes of other rows do not stop it (per-row write generations), so fills happen
+ *    under a steady write load too; a write that cannot be placed by row stops every fill.
  * Reads at any read time use the entry (it holds every version, like the iterator), so MVCC reads,
  * read restarts and TTL behave as without it. The owner bypasses the cache whenever IntentsDB holds
  * intents (they are merged by the iterator path).
@@ -19,10 +23,12 @@ import { OldestKeys } from '../common/oldest-keys';
 import type { DocKey } from './doc-db-api';
 import type { KvOp } from './kv-engine';
 import type { CellVersion } from './row-assembler';
-import { docKeyLength, REGULAR_DATA_START } from './storage-keys';
+import { decodeStored, docKeyLength, parseRegularKey, REGULAR_DATA_END, REGULAR_DATA_START } from './storage-keys';
 
-/** Rows invalidated one by one per write batch; a larger batch clears the cache. */
-const INVALIDATE_KEYS_MAX = 256;
+/** Ops of one write placed row by row; a larger write clears the cache and stops fills while in flight. */
+const ROW_OPS_TRACKED_MAX = 4096;
+/** Rows whose last write generation is remembered; past it the map restarts (older tokens refused). */
+const LAST_WRITE_ROWS_MAX = 8192;
 /** Bytes charged per cached version beyond its value (keys, objects). */
 const VERSION_OVERHEAD_BYTES = 96;
 
@@ -32,13 +38,64 @@ export interface CachedRow {
   bytes: number;
 }
 
+/** Per op of a write, the hex DocKey of its row (undefined: a meta key); undefined as a whole: not placeable. */
+type PlacedOps = Array<string | undefined> | undefined;
+
+function opKey(k: Uint8Array): Buffer {
+  return Buffer.isBuffer(k) ? k : Buffer.from(k.buffer, k.byteOffset, k.byteLength);
+}
+
+/** The row of every op, or undefined when one cannot be placed (range delete, unparsable key, too many). */
+function placeOps(ops: readonly KvOp[]): PlacedOps {
+  if (ops.length > ROW_OPS_TRACKED_MAX) return undefined;
+  const out: Array<string | undefined> = [];
+  let prev: Buffer | undefined;
+  let prevHex = '';
+  for (const op of ops) {
+    if (op.type === 'delRange') return undefined;
+    const k = opKey(op.key);
+    if (k.length === 0 || k[0]! < REGULAR_DATA_START[0]! || k[0]! >= REGULAR_DATA_END[0]!) {
+      out.push(undefined); // meta keys (frontier, history floor, apply states)
+      continue;
+    }
+    // Consecutive ops of one row (its liveness and columns) share the previous op's DocKey.
+    if (prev && k.length > prev.length && k.subarray(0, prev.length).equals(prev) && docKeyLengthSafe(k) === prev.length) {
+      out.push(prevHex);
+      continue;
+    }
+    const len = docKeyLengthSafe(k);
+    if (len === undefined) return undefined;
+    prev = k.subarray(0, len);
+    prevHex = prev.toString('hex');
+    out.push(prevHex);
+  }
+  return out;
+}
+
+function docKeyLengthSafe(k: Buffer): number | undefined {
+  try {
+    return docKeyLength(k);
+  } catch {
+    return undefined;
+  }
+}
+
 export class RowCache {
   private readonly rows = new Map<string, CachedRow>();
   private readonly oldest = new OldestKeys(this.rows);
   private bytes = 0;
   private generation = 0;
-  private inflight = 0;
-  readonly metrics = { hits: 0, misses: 0, fills: 0, skippedFills: 0, evictions: 0, clears: 0 };
+  /** Tokens below it are refused: a write that could not be placed by row, or lastWrite restarted. */
+  private floor = 0;
+  /** Writes in flight that could not be placed by row: nobody fills. */
+  private unplacedInflight = 0;
+  /** Rows being written now, with how many writes of each. */
+  private readonly inflightRows = new Map<string, number>();
+  /** Per row, the generation of its last write's begin or end. */
+  private readonly lastWrite = new Map<string, number>();
+  /** Each in-flight write's placement, computed once at beginWrite (FrontierDb passes the same array to both). */
+  private readonly placed = new WeakMap<readonly KvOp[], PlacedOps>();
+  readonly metrics = { hits: 0, misses: 0, fills: 0, skippedFills: 0, evictions: 0, clears: 0, writtenThrough: 0 };
 
   constructor(private readonly maxBytes: () => number) {}
 
@@ -61,13 +118,13 @@ export class RowCache {
     return r;
   }
 
-  /** Taken by a reader before it opens its iterator; fill() accepts its result only if still current. */
+  /** Taken by a reader before it opens its iterator; fill() accepts its result only if still current for the row. */
   token(): number {
-    return this.inflight > 0 ? -1 : this.generation;
+    return this.unplacedInflight > 0 ? -1 : this.generation;
   }
 
   fill(token: number, docKeyHex: string, key: DocKey, versions: CellVersion[]): void {
-    if (token < 0 || token !== this.generation || this.inflight > 0) {
+    if (token < this.floor || this.unplacedInflight > 0 || this.inflightRows.has(docKeyHex) || (this.lastWrite.get(docKeyHex) ?? -1) > token) {
       this.metrics.skippedFills++;
       return;
     }
@@ -79,60 +136,112 @@ export class RowCache {
     this.rows.set(docKeyHex, { key, versions, bytes });
     this.bytes += bytes;
     this.metrics.fills++;
-    while (this.bytes > max) {
-      const oldest = this.oldest.take();
-      if (oldest === undefined) break;
-      this.drop(oldest);
-      this.metrics.evictions++;
-    }
+    this.evictOverBudget(max);
   }
 
   /**
-   * Before a RegularDB write: readers that started earlier must not fill. The written rows stay
-   * until endWrite drops them: until the write is done nobody may need its versions (a read at or
-   * above its hybrid time waits for the apply to finish; a transaction's apply happens while the
-   * tablet holds intents, when the cache is not used), so dropping them once is enough.
+   * Before a RegularDB write: readers of its rows that started earlier must not fill. The written
+   * rows' entries stay as they are until endWrite: until the write is done nobody may need its
+   * versions (a read at or above its hybrid time waits for the apply to finish; a transaction's
+   * apply happens while the tablet holds intents, when the cache is not used).
    */
-  beginWrite(_ops: readonly KvOp[]): void {
+  beginWrite(ops: readonly KvOp[]): void {
     this.generation++;
-    this.inflight++;
+    const placed = placeOps(ops);
+    this.placed.set(ops, placed);
+    if (placed === undefined) {
+      this.unplacedInflight++;
+      this.floor = this.generation;
+      return;
+    }
+    if (this.lastWrite.size > LAST_WRITE_ROWS_MAX) {
+      this.lastWrite.clear();
+      this.floor = this.generation;
+    }
+    for (const hex of new Set(placed)) {
+      if (hex === undefined) continue;
+      this.inflightRows.set(hex, (this.inflightRows.get(hex) ?? 0) + 1);
+      this.lastWrite.set(hex, this.generation);
+    }
   }
 
-  /** After the write finished (or failed): drop the written rows again, then allow fills. */
-  endWrite(ops: readonly KvOp[]): void {
+  /** After the write finished (or failed: `written` false, its rows dropped): its versions written through into cached rows, then fills allowed again. */
+  endWrite(ops: readonly KvOp[], written = true): void {
     this.generation++;
-    this.invalidate(ops);
-    this.inflight--;
+    const placed = this.placed.has(ops) ? this.placed.get(ops) : placeOps(ops);
+    this.placed.delete(ops);
+    if (placed === undefined) {
+      this.unplacedInflight = Math.max(0, this.unplacedInflight - 1);
+      this.floor = this.generation;
+      this.clear();
+      return;
+    }
+    const rows = new Set<string>();
+    placed.forEach((hex, i) => {
+      if (hex === undefined) return;
+      rows.add(hex);
+      if (written) this.writeThrough(hex, ops[i]!);
+      else this.drop(hex);
+    });
+    for (const hex of rows) {
+      const n = (this.inflightRows.get(hex) ?? 1) - 1;
+      if (n > 0) this.inflightRows.set(hex, n);
+      else this.inflightRows.delete(hex);
+      this.lastWrite.set(hex, this.generation);
+    }
   }
 
   clear(): void {
     this.rows.clear();
     this.bytes = 0;
     this.generation++;
+    this.floor = this.generation;
     this.metrics.clears++;
   }
 
-  private invalidate(ops: readonly KvOp[]): void {
-    if (this.rows.size === 0) return;
-    if (ops.length > INVALIDATE_KEYS_MAX) {
-      this.clear();
+  /**
+   * One written op into its row's cached entry, if cached: a put adds (or replaces) its version as
+   * an iterator would now read it; anything else drops the row.
+   */
+  private writeThrough(hex: string, op: KvOp): void {
+    const r = this.rows.get(hex);
+    if (!r) return;
+    if (op.type !== 'put') {
+      this.drop(hex);
       return;
     }
-    for (const op of ops) {
-      if (op.type === 'delRange') {
-        this.clear();
-        return;
-      }
-      const k = Buffer.isBuffer(op.key) ? op.key : Buffer.from(op.key.buffer, op.key.byteOffset, op.key.byteLength);
-      if (k.length === 0 || k[0]! < REGULAR_DATA_START[0]!) continue; // meta keys (frontier, apply states)
-      let len: number;
-      try {
-        len = docKeyLength(k);
-      } catch {
-        this.clear(); // not a row key we can place: be safe
-        return;
-      }
-      this.drop(k.subarray(0, len).toString('hex'));
+    let v: CellVersion;
+    try {
+      const p = parseRegularKey(opKey(op.key), hex.length / 2);
+      v = { sub: p.sub, ht: p.ht, writeId: p.writeId, own: false, value: decodeStored(op.value) };
+    } catch {
+      this.drop(hex);
+      return;
+    }
+    const same = r.versions.findIndex((x) => x.ht === v.ht && x.writeId === v.writeId && sameSub(x, v));
+    const added = VERSION_OVERHEAD_BYTES + valueBytes(v);
+    if (same >= 0) {
+      const old = VERSION_OVERHEAD_BYTES + valueBytes(r.versions[same]!);
+      r.versions[same] = v;
+      r.bytes += added - old;
+      this.bytes += added - old;
+    } else {
+      r.versions.push(v);
+      r.bytes += added;
+      this.bytes += added;
+    }
+    this.metrics.writtenThrough++;
+    const max = this.maxBytes();
+    if (r.bytes > max / 4) this.drop(hex);
+    else this.evictOverBudget(max);
+  }
+
+  private evictOverBudget(max: number): void {
+    while (this.bytes > max) {
+      const oldest = this.oldest.take();
+      if (oldest === undefined) break;
+      this.drop(oldest);
+      this.metrics.evictions++;
     }
   }
 
@@ -142,6 +251,10 @@ export class RowCache {
     this.rows.delete(hex);
     this.bytes -= r.bytes;
   }
+}
+
+function sameSub(a: CellVersion, b: CellVersion): boolean {
+  return a.sub.kind === b.sub.kind && (a.sub.kind !== 'column' || (b.sub.kind === 'column' && a.sub.id === b.sub.id));
 }
 
 function valueBytes(v: CellVersion): number {

@@ -25,6 +25,7 @@ export interface RowMutationPB {
   mutations?: CellMutationPB[];
   lockId?: string;
   lockToken?: bigint;
+  unlockAfter?: boolean;
 }
 export interface MutateRowsRequestPB {
   tabletId?: string;

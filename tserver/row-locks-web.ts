@@ -85,6 +85,8 @@ export function registerRowLockPages(d: RowLocksWebDeps): void {
           ['rejected_fenced', m.rejectedFenced],
           ['waits', m.waits],
           ['waits_timed_out', m.waitsTimedOut],
+          ['unlocks_after_write', m.unlocksAfterWrite],
+          ['unlocks_after_write_lost', m.unlocksAfterWriteLost],
           ['waiting', t.waitingNow()],
         ];
         for (const [kind, v] of kinds) g.set({ tablet_id: p.tabletId, kind }, v);

@@ -17,6 +17,7 @@ import { checkSchemaVersion, checkType, keyFromPb, keyToPb, requestTag, valueFro
 import type { TabletManager } from './tablet-manager';
 import type { ColumnSchema, TabletMeta } from './tablet/tablet-meta';
 import type { TabletPeer } from './tablet/tablet-peer';
+import type { WriteRequest } from './tablet/tablet-types';
 import { CompareOp, evaluateRowMutations, readsRows, resultColumns, type CellMutation, type RowCondition, type RowMutation } from './tablet/row-ops';
 import { ROW_CELL_BYTES_MAX, ROW_LOCK_LEASE_MS } from './tablet/row-flags';
 import { docKeyString } from './tablet/tablet-op';
@@ -94,6 +95,10 @@ export function parseRowMutations(meta: TabletMeta, rows: rpb.RowMutationPB[] | 
     if (conditions.length + mutations.length > ROW_CELL_OPS_MAX) throw invalid(`a row has ${conditions.length + mutations.length} conditions and mutations; at most ${ROW_CELL_OPS_MAX}`);
     const out: RowMutation = { key, conditions, mutations };
     if (r.lockId) out.lock = { lockId: r.lockId, token: Number(r.lockToken ?? 0n) };
+    if (r.unlockAfter) {
+      if (!r.lockId) throw invalid('unlock_after needs the lock the write carries (lock_id)');
+      out.unlockAfter = true;
+    }
     return out;
   });
 }
@@ -109,6 +114,19 @@ function detailsJson(details: Record<string, unknown>): string {
 
 function resultPb(key: DocKey, cells: Map<number, Primitive>): RowPB {
   return { key: keyToPb(key), columns: [...cells].map(([columnId, v]) => ({ columnId, value: valueToPb(v) })), writeHt: 0n };
+}
+
+interface PreparedCall {
+  rows: RowMutation[];
+  write: WriteRequest;
+  /** Set by the computation under the rows' latches (absent for a resent copy answered from history). */
+  results?: Array<Map<number, Primitive>>;
+}
+
+interface CallAnswer {
+  applied: boolean;
+  writeHt: bigint;
+  results: RowPB[];
 }
 
 export class RowService {
@@ -143,7 +161,18 @@ export class RowService {
     // Not the (ready) leader: the whole request goes elsewhere, as one (not one answer per call).
     t.checkLeader();
     // A waiting call would hold every other call's answer: coalesced calls never wait for locks.
-    const settled = await Promise.allSettled(items.map((i) => this.mutateOne(t, req, i.rows, i.requestId, false, ctx)));
+    // Calls that parse go to the tablet together: their writes share one Raft entry where they can.
+    const prepared = items.map((i) => {
+      try {
+        return this.prepare(t, req, i.rows, i.requestId, false, ctx);
+      } catch (e) {
+        return e instanceof Error ? e : new Error(String(e));
+      }
+    });
+    const ok = prepared.filter((p): p is PreparedCall => !(p instanceof Error));
+    const hts = t.writeCombined(ok.map((p) => p.write));
+    const answers = new Map(ok.map((p, n) => [p, this.finish(t, p, hts[n]!)]));
+    const settled = await Promise.allSettled(prepared.map((p) => (p instanceof Error ? Promise.reject(p) : answers.get(p)!)));
     const out: rpb.MutateRowsResultPB[] = settled.map((r) => {
       if (r.status === 'fulfilled') return r.value;
       const e = DbError.from(r.reason);
@@ -152,33 +181,45 @@ export class RowService {
     return { propagatedHt: this.deps.clock.now(), items: out };
   }
 
-  /** One call's rows: one computed write (tablet/row-ops.ts); async, so bad input rejects only its own call. */
-  private async mutateOne(t: TabletPeer, req: rpb.MutateRowsRequestPB, rowsPb: rpb.RowMutationPB[] | undefined, requestId: bigint | undefined, waitForLocks: boolean, ctx?: { deadlineMonoMs: number }): Promise<{ applied: boolean; writeHt: bigint; results: RowPB[] }> {
+  /** One call's rows: one computed write (tablet/row-ops.ts). */
+  private async mutateOne(t: TabletPeer, req: rpb.MutateRowsRequestPB, rowsPb: rpb.RowMutationPB[] | undefined, requestId: bigint | undefined, waitForLocks: boolean, ctx?: { deadlineMonoMs: number }): Promise<CallAnswer> {
+    const p = this.prepare(t, req, rowsPb, requestId, waitForLocks, ctx);
+    return this.finish(t, p, t.write(p.write));
+  }
+
+  /** A call parsed into its computed write (throws INVALID_ARGUMENT for bad input). */
+  private prepare(t: TabletPeer, req: rpb.MutateRowsRequestPB, rowsPb: rpb.RowMutationPB[] | undefined, requestId: bigint | undefined, waitForLocks: boolean, ctx?: { deadlineMonoMs: number }): PreparedCall {
     const request = requestTag(req, requestId);
     const rows = parseRowMutations(t.meta, rowsPb);
-    const keys = rows.map((r) => r.key);
     const cellBytesMax = this.deps.flags.get(ROW_CELL_BYTES_MAX);
-    let results: Array<Map<number, Primitive>> | undefined;
-    const ht = await t.write({
+    const p: PreparedCall = { rows, write: { ops: [] } };
+    p.write = {
       ops: [],
       computed: {
-        keys,
+        keys: rows.map((r) => r.key),
         readsRows: readsRows(rows),
         compute: (current) => {
           const ev = evaluateRowMutations(rows, current, cellBytesMax);
-          results = ev.results;
+          p.results = ev.results;
           return ev.ops;
         },
       },
       heldLocks: rows.map((r) => r.lock),
+      ...(rows.some((r) => r.unlockAfter) ? { unlockAfter: rows.map((r) => r.unlockAfter === true) } : {}),
       waitForLocks,
       deadlineMonoMs: this.deadline(ctx),
       ...(request ? { request } : {}),
-    });
+    };
+    return p;
+  }
+
+  /** The call's answer once its write settled: applied or not, and the new values it computed. */
+  private async finish(t: TabletPeer, p: PreparedCall, written: Promise<bigint>): Promise<CallAnswer> {
+    const ht = await written;
     if (ht === 0n) return { applied: false, writeHt: 0n, results: [] };
     // A resent copy of a request applied before: its new values are the row's at its entry's time.
-    results ??= await this.readBack(t, rows, ht);
-    return { applied: true, writeHt: ht, results: rows.map((r, i) => resultPb(r.key, results![i]!)) };
+    const results = p.results ?? (await this.readBack(t, p.rows, ht));
+    return { applied: true, writeHt: ht, results: p.rows.map((r, i) => resultPb(r.key, results[i]!)) };
   }
 
   private async readBack(t: TabletPeer, rows: RowMutation[], ht: bigint): Promise<Array<Map<number, Primitive>>> {

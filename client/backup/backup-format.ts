@@ -1,7 +1,7 @@
 /**
- * tessera's export format, version 1 (docs/backup.md): a directory with `manifest.json` (written
- * last: an export without it is incomplete) and, per table, part files `<table>/part-NNNNN.ndjson`
- * of one JSON object per row in the table's key order. Values keep their types: int64 as
+ * tessera's export format (docs/backup.md): a directory with `manifest.json` (written last: an export
+ * without it is incomplete) and, per table, part files `<table>/part-tTTTTT-NNNNN.ndjson` (a full
+ * export's, per tablet; increments' `cells-NNNNN.ndjson`) of one JSON object per row in key order. Values keep their types: int64 as
  * {"$i":"…"}, bytes as {"$b":"base64"}, doubles that JSON cannot hold as {"$d":"NaN"|"Infinity"|
  * "-Infinity"}; strings, finite doubles, booleans and null as themselves. Each part has its byte
  * count and sha256; each table a digest over all its lines in order, which an import recomputes
@@ -26,6 +26,8 @@ export interface PartEntry {
   rows: number;
   bytes: number;
   sha256: string;
+  /** A full export's part holds the rows of one tablet: its ordinal in the table's partition order. */
+  tablet?: number;
 }
 
 export interface TableEntry {

@@ -89,6 +89,7 @@ async function exportFull(client: TesseraClient, base: TableBase, cutHt: bigint,
     let reported = 0;
     // The tablet servers write the lines (ScanRequestPB.row_format): the bytes go to the part as they come.
     for await (const page of scanLinesAhead(client, base.name, { readHt: cutHt, timeoutMs: TABLE_TIMEOUT_MS, pageSize: SCAN_PAGE_ROWS })) {
+      w.startTablet(page.tablet);
       w.addLines(page.lines, page.rows);
       if (w.lines - reported >= every) {
         reported = w.lines - (w.lines % every);

@@ -18,8 +18,10 @@ export class PartWriter {
   readonly parts: PartEntry[] = [];
   /** Every line in order (a full export's table digest). */
   readonly digest = new RowDigest();
-  private part: { file: string; fd: number; rows: number; bytes: number; hash: RowDigest } | undefined;
+  private part: { file: string; fd: number; rows: number; bytes: number; hash: RowDigest; tablet?: number } | undefined;
   private pending: Uint8Array[] = [];
+  /** The tablet (its ordinal) whose lines the parts hold now: a full export's parts are per tablet. */
+  private tablet: number | undefined;
   private pendingBytes = 0;
 
   constructor(
@@ -38,12 +40,20 @@ export class PartWriter {
     this.addLines(Buffer.from(line, 'utf8'), 1);
   }
 
+  /** The lines from here on are tablet `ordinal`'s: the part open now is closed, the next is named after it. */
+  startTablet(ordinal: number): void {
+    if (this.tablet === ordinal) return;
+    this.closePart();
+    this.tablet = ordinal;
+  }
+
   /** `rows` whole lines at once, as UTF-8 bytes (a scan page of export lines). */
   addLines(bytes: Uint8Array, rows: number): void {
     if (rows === 0) return;
     if (!this.part) {
-      const file = path.join(this.table, `${this.prefix}-${String(this.parts.length).padStart(5, '0')}.ndjson`);
-      this.part = { file, fd: fs.openSync(path.join(this.dir, file), 'w'), rows: 0, bytes: 0, hash: new RowDigest() };
+      const tablet = this.tablet === undefined ? '' : `-t${String(this.tablet).padStart(5, '0')}`;
+      const file = path.join(this.table, `${this.prefix}${tablet}-${String(this.parts.length).padStart(5, '0')}.ndjson`);
+      this.part = { file, fd: fs.openSync(path.join(this.dir, file), 'w'), rows: 0, bytes: 0, hash: new RowDigest(), ...(this.tablet !== undefined ? { tablet: this.tablet } : {}) };
     }
     this.pending.push(bytes);
     this.pendingBytes += bytes.byteLength;
@@ -67,7 +77,7 @@ export class PartWriter {
     this.writePending();
     fs.fsyncSync(this.part.fd);
     fs.closeSync(this.part.fd);
-    this.parts.push({ file: this.part.file, rows: this.part.rows, bytes: this.part.bytes, sha256: this.part.hash.hex() });
+    this.parts.push({ file: this.part.file, rows: this.part.rows, bytes: this.part.bytes, sha256: this.part.hash.hex(), ...(this.part.tablet !== undefined ? { tablet: this.part.tablet } : {}) });
     this.part = undefined;
   }
 

@@ -80,7 +80,10 @@ export async function* orderedAhead<T>(n: number, open: (i: number) => AsyncGene
 }
 
 /** The table's rows in scanRows' order, a page of export lines at a time (Table.scanLinePages), tablets read ahead. */
-export async function* scanLinesAhead(client: TesseraClient, table: string, o: ScanOptions, aheadTablets = 2, bufferRows = 20_000): AsyncGenerator<LinePage> {
+export async function* scanLinesAhead(client: TesseraClient, table: string, o: ScanOptions, aheadTablets = 2, bufferRows = 20_000): AsyncGenerator<LinePage & { tablet: number }> {
   const n = (await client.tableLocations(table)).tablets.length;
-  yield* orderedAhead(n, (i) => client.table(table).scanLinePages({ ...o, tabletOrdinal: i }), aheadTablets, bufferRows, (page) => page.rows);
+  async function* tablet(i: number): AsyncGenerator<LinePage & { tablet: number }> {
+    for await (const page of client.table(table).scanLinePages({ ...o, tabletOrdinal: i })) yield { ...page, tablet: i };
+  }
+  yield* orderedAhead(n, tablet, aheadTablets, bufferRows, (page) => page.rows);
 }

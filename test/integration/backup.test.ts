@@ -96,6 +96,10 @@ describe('export and import', () => {
     const asOf = await cli(['admin', 'export', '--tables', 'acct', '--to', path.join(DIR, 'as-of'), '--as_of', m.cutHt]);
     expect(asOf.code, asOf.out).toBe(0);
     expect(readManifest(path.join(DIR, 'as-of')).tables[0]!.digest).toBe(m.tables[0]!.digest);
+    // A full export's parts are per tablet, in partition order, each file named after its tablet.
+    const acctParts = m.tables.find((t) => t.name === 'acct')!.parts;
+    expect(acctParts.map((p) => p.tablet)).toEqual([0, 1, 2]);
+    for (const p of acctParts) expect(p.file).toMatch(new RegExp(`^acct/part-t0000${p.tablet}-\\d{5}\\.ndjson$`));
     const future = await cli(['admin', 'export', '--tables', 'acct', '--to', path.join(DIR, 'future'), '--as_of', '2999-01-01T00:00:00Z']);
     expect(future.out).toMatch(/INVALID_ARGUMENT.*in the future/);
     const imp = await cli(['admin', 'import', '--from', exportDir, '--tables', 'kinds', '--into', 'kinds2']);
@@ -120,7 +124,7 @@ describe('export and import', () => {
     const bytes = fs.readFileSync(part);
     bytes[5] = bytes[5]! ^ 0x01;
     fs.writeFileSync(part, bytes);
-    await expect(importTables(c, { from: bad, tables: ['acct'], into: 'acct_bad' })).rejects.toMatchObject({ code: ErrorCode.CORRUPTION, message: expect.stringMatching(/part acct\/part-00000\.ndjson is damaged/) });
+    await expect(importTables(c, { from: bad, tables: ['acct'], into: 'acct_bad' })).rejects.toMatchObject({ code: ErrorCode.CORRUPTION, message: expect.stringMatching(/part acct\/part-t00000-00000\.ndjson is damaged/) });
     fs.rmSync(path.join(bad, 'manifest.json'));
     await expect(importTables(c, { from: bad })).rejects.toMatchObject({ code: ErrorCode.NOT_FOUND, message: expect.stringMatching(/did not finish/) });
     await expect(importTables(c, { from: dir, tables: ['acct'] })).rejects.toMatchObject({ code: ErrorCode.ALREADY_EXISTS });
@@ -193,9 +197,10 @@ describe('export and import', () => {
     };
     await expect(exportTables(c, { tables: ['acct', 'kinds', 'inc'], to: dir, signal: ac.signal, progress })).rejects.toMatchObject({ code: ErrorCode.SHUTTING_DOWN, message: expect.stringMatching(/--resume/) });
     expect(fs.existsSync(path.join(dir, 'manifest.json'))).toBe(false);
-    const acctPart = path.join(dir, 'acct', 'part-00000.ndjson');
+    const firstPart = (table: string): string => path.join(dir, table, fs.readdirSync(path.join(dir, table)).sort()[0]!);
+    const acctPart = firstPart('acct');
     const acctStat = fs.statSync(acctPart);
-    const kindsPart = path.join(dir, 'kinds', 'part-00000.ndjson');
+    const kindsPart = firstPart('kinds');
     const bytes = fs.readFileSync(kindsPart);
     bytes[3] = bytes[3]! ^ 0x01;
     fs.writeFileSync(kindsPart, bytes);

@@ -11,6 +11,8 @@ import { DOCDB_ROW_CACHE_BYTES } from '../../docdb/docdb-flags';
 import { MemoryEngine } from '../../docdb/memory-engine';
 import { RowCache } from '../../docdb/row-cache';
 import { RocksDbEngine } from '../../docdb/rocksdb-engine';
+import { encodeRowDocKey } from '../../docdb/storage-keys';
+import type { CellWrite, RowOp } from '../../docdb/doc-db-api';
 import { ht, key, op, Statuses, txnMeta } from './docdb-helpers';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -67,19 +69,35 @@ describe('docdb row cache', () => {
     expect(val(await read(db, 1, 33))).toBe('mine');
   });
 
-  it('row cache: a reader that started before a write (began or in flight) never fills the cache with what it read', () => {
+  it('row cache: a reader that started before a write of its row (began or in flight) never fills the cache with what it read; writes of other rows do not stop fills', () => {
     const c = new RowCache(() => 1 << 20);
     const k = key(1);
     const v = [{ sub: { kind: 'column' as const, id: 1 }, ht: ht(1), writeId: 0, own: false, value: { type: 'primitive' as const, value: 'old' } }];
+    const rowA = encodeRowDocKey(key(1));
+    const rowB = encodeRowDocKey(key(2));
+    const ha = rowA.toString('hex');
+    const hb = rowB.toString('hex');
+    const writeA = [{ type: 'put' as const, key: Buffer.concat([rowA, Buffer.from([0x40])]), value: Buffer.alloc(0) }];
     const t1 = c.token();
-    c.beginWrite([{ type: 'put', key: Buffer.from([0x30]), value: Buffer.alloc(0) }]);
-    c.fill(t1, 'aa', k, v); // generation moved: refused
-    expect(c.get('aa')).toBeUndefined();
-    expect(c.token()).toBe(-1); // a write in flight: nobody fills
-    c.endWrite([]);
+    c.beginWrite(writeA);
+    c.fill(t1, ha, k, v); // a write of the row began after the token: refused
+    c.fill(c.token(), ha, k, v); // a write of the row in flight: refused
+    expect(c.get(ha)).toBeUndefined();
+    c.fill(c.token(), hb, key(2), v); // another row: filled while A's write is in flight
+    expect(c.get(hb)?.versions).toEqual(v);
     const t2 = c.token();
-    c.fill(t2, 'aa', k, v);
-    expect(c.get('aa')?.versions).toEqual(v);
+    c.endWrite(writeA);
+    c.fill(t2, ha, k, v); // taken while the write was in flight: refused after it too
+    expect(c.get(ha)).toBeUndefined();
+    c.fill(c.token(), ha, k, v);
+    expect(c.get(ha)?.versions).toEqual(v);
+    // A key that cannot be placed by row stops every fill while in flight, and clears the cache.
+    const odd = [{ type: 'put' as const, key: Buffer.from([0x30]), value: Buffer.alloc(0) }];
+    c.beginWrite(odd);
+    expect(c.token()).toBe(-1);
+    c.endWrite(odd);
+    expect(c.get(ha)).toBeUndefined();
+    c.fill(c.token(), ha, k, v);
     const ranged = [{ type: 'delRange' as const, start: Buffer.from([0x20]), end: Buffer.from([0xff]) }];
     c.beginWrite(ranged); // FrontierDb passes the same ops to both
     c.endWrite(ranged);
@@ -119,5 +137,64 @@ describe('docdb row cache', () => {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('row cache: writes of a cached row are written through (the next read hits) and every read equals a read without the cache, at every read time', async () => {
+    const flagsOff = new Flags();
+    flagsOff.set(DOCDB_ROW_CACHE_BYTES, 0);
+    const on = await DocDb.open({ regular: new MemoryEngine(), intents: new MemoryEngine() });
+    const off = await DocDb.open({ regular: new MemoryEngine(), intents: new MemoryEngine(), flags: flagsOff });
+    const both = async (ops: RowOp[], at: number, n: number): Promise<void> => {
+      await on.writeRegular(ops, ht(at), op(n));
+      await off.writeRegular(ops, ht(at), op(n));
+    };
+    const cells = (k: number, c: CellWrite[]): RowOp => ({ type: 'cells', key: key(k), cells: c });
+    // Deterministic pseudo-random history of upserts, cell puts and deletes, row deletes and GC over 4 rows.
+    let seed = 7;
+    const rnd = (n: number): number => ((seed = (seed * 1103515245 + 12345) % 2147483648) % n);
+    let at = 10;
+    for (let step = 1; step <= 160; step++) {
+      const k = rnd(4);
+      const choice = rnd(10);
+      at += 1 + rnd(3);
+      if (choice < 4) await both([put(k, `v${step}`)], at, step);
+      else if (choice < 6) await both([cells(k, [{ kind: 'put', columnId: 2, value: BigInt(step) }, { kind: 'deleteColumn', columnId: 1 }])], at, step);
+      else if (choice < 7) await both([{ type: 'delete', key: key(k) }], at, step);
+      else if (choice < 8) await both([cells(k, [{ kind: 'deleteVersion', columnId: 1, ht: ht(at - 1 - rnd(3)) }])], at, step);
+      else if (choice < 9) await both([put(k, `a${step}`), put((k + 1) % 4, `b${step}`)], at, step);
+      else {
+        await on.compact(ht(at - 5));
+        await off.compact(ht(at - 5));
+      }
+      // Reads of every row at the newest time and at older ones: the cached answer is the uncached one.
+      for (let r = 0; r < 4; r++) {
+        for (const t of [at + 1, at, at - 2, at - 7]) {
+          const a = await on.getRow(key(r), { readHt: ht(t), resolveStatus: none.resolve });
+          const b = await off.getRow(key(r), { readHt: ht(t), resolveStatus: none.resolve });
+          expect(a && { c: Object.fromEntries(a.columns), w: a.writeHt }, `row ${r} at ${t} after step ${step}`).toEqual(b && { c: Object.fromEntries(b.columns), w: b.writeHt });
+        }
+      }
+    }
+    expect(on.rowCache.metrics.writtenThrough).toBeGreaterThan(100);
+    // A read-modify-write's pattern: read (fills), write, read again — a hit that sees the write.
+    await on.writeRegular([put(9, 'x')], ht(1000), op(500));
+    expect(val(await read(on, 9, 1001))).toBe('x');
+    await on.writeRegular([put(9, 'y')], ht(1002), op(501));
+    const hits = on.rowCache.metrics.hits;
+    expect(val(await read(on, 9, 1003))).toBe('y');
+    expect(on.rowCache.metrics.hits).toBe(hits + 1);
+    expect(val(await read(on, 9, 1001))).toBe('x');
+  });
+
+  it('row cache: a failed engine write drops its rows instead of writing them through', () => {
+    const c = new RowCache(() => 1 << 20);
+    const row = encodeRowDocKey(key(1));
+    const hex = row.toString('hex');
+    c.fill(c.token(), hex, key(1), []);
+    expect(c.get(hex)).toBeDefined();
+    const w = [{ type: 'put' as const, key: Buffer.concat([row, Buffer.from([0x40])]), value: Buffer.alloc(0) }];
+    c.beginWrite(w);
+    c.endWrite(w, false);
+    expect(c.get(hex)).toBeUndefined();
   });
 });

@@ -36,13 +36,14 @@ async function open(dir?: string): Promise<{ p: TabletPeer; dir: string }> {
   return { p, dir: d };
 }
 
-/** Put column 1 (string) of row i, carrying `lock` when given. */
-function put(p: TabletPeer, i: number, v: string, lock?: HeldLock, waitMs?: number): Promise<bigint> {
+/** Put column 1 (string) of row i, carrying `lock` when given (and releasing it with the write: `unlockAfter`). */
+function put(p: TabletPeer, i: number, v: string, lock?: HeldLock, waitMs?: number, unlockAfter?: boolean): Promise<bigint> {
   const rows: RowMutation[] = [{ key: key(i), conditions: [], mutations: [{ type: 'PUT', columnId: 1, value: v }] }];
   return p.write({
     ops: [],
     computed: { keys: [key(i)], compute: (cur) => evaluateRowMutations(rows, cur, 1 << 20).ops },
     heldLocks: [lock],
+    ...(unlockAfter ? { unlockAfter: [true] } : {}),
     ...(waitMs !== undefined ? { waitForLocks: true, deadlineMonoMs: performance.now() + waitMs } : {}),
   });
 }
@@ -174,5 +175,30 @@ describe('row locks (tablet)', () => {
     await p.writeIntents({ txn: txn('t-2'), readHt: p.safeTime(), ops: [upsert(11)] });
     expect(await code(ops.lock(key(11), { leaseMs: 60_000, holder: 'B', wait: false, deadlineMonoMs: far() }))).toBe(ErrorCode.TXN_CONFLICT);
     expect(p.rowLocks.list(p.hybridNow())).toEqual([]);
+  }, 30_000);
+
+  it('row locks: a write with unlockAfter releases its lock behind it (write entry, then UNLOCK); a stale lock with unlockAfter is FENCED and releases nothing; a restart keeps the outcome', async () => {
+    const { p, dir } = await open();
+    const ops = p.rowLockOps();
+    const a = await ops.lock(key(5), { leaseMs: 60_000, holder: 'A', wait: false, deadlineMonoMs: far() });
+    const before = p.raftGroup().appliedOpId().index;
+    expect(await code(put(p, 5, 'and unlock', { lockId: a.lockId, token: a.token }, undefined, true))).toBe('OK');
+    // Two entries, the write first: when the write is answered the row is free already.
+    expect(p.raftGroup().appliedOpId().index).toBe(before + 2);
+    expect(p.rowLocks.size()).toBe(0);
+    expect(await code(put(p, 5, 'anyone'))).toBe('OK');
+    expect(await code(put(p, 5, 'late', { lockId: a.lockId, token: a.token }, undefined, true))).toBe(ErrorCode.FENCED);
+    // Someone else's lock on the row: a stale holder's unlockAfter neither writes nor unlocks it.
+    const b = await ops.lock(key(5), { leaseMs: 60_000, holder: 'B', wait: false, deadlineMonoMs: far() });
+    expect(await code(put(p, 5, 'stale', { lockId: a.lockId, token: a.token }, undefined, true))).toBe(ErrorCode.FENCED);
+    expect(p.rowLocks.list(p.hybridNow()).map((l) => l.lockId)).toEqual([b.lockId]);
+    expect(p.rowLocks.metrics).toMatchObject({ released: 1, unlocksAfterWrite: 1, unlocksAfterWriteLost: 0 });
+    expect(await value(p, 5)).toBe('anyone');
+    await p.stop();
+    const again = await open(dir);
+    janitor.peers.push(again.p);
+    await untilLeaderReady(again.p);
+    expect(again.p.rowLocks.list(again.p.hybridNow()).map((l) => l.lockId)).toEqual([b.lockId]);
+    expect(await value(again.p, 5)).toBe('anyone');
   }, 30_000);
 });

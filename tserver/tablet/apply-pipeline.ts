@@ -23,7 +23,7 @@ import type { RetryableRequests } from './retryable-requests';
 import type { RowLockTable } from './row-locks';
 import type { TabletEvents } from './tablet-events';
 import type { TabletFaults } from './test-faults';
-import { decodeTabletOp, type RequestTag, type TabletOp } from './tablet-op';
+import { decodeTabletOp, requestsOf, type RequestTag, type TabletOp } from './tablet-op';
 
 /** One WRITE_INTENTS entry waiting in the batch's IntentsDB write group. */
 interface IntentsGroupItem {
@@ -95,7 +95,7 @@ export class ApplyPipeline {
         this.deps.log.error({ tablet: this.deps.tabletId, index: e.index, type: op.type }, 'entry after SPLIT ignored');
         continue;
       }
-      if ((op.type === 'WRITE' || op.type === 'WRITE_INTENTS') && op.request) requests.push({ request: op.request, ht: op.ht });
+      if (op.type === 'WRITE' || op.type === 'WRITE_INTENTS') for (const request of requestsOf(op)) requests.push({ request, ht: op.ht });
       await this.applyOne(op, { term: e.term, index: e.index }, g);
       this.deps.metrics.entriesApplied++;
     }

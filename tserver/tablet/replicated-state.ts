@@ -10,7 +10,7 @@ import { writeFileDurablyAsync } from '../../common/fs-dirs';
 import type { LogStorage } from '../../raft';
 import { parseRetryableImage, type RetryableRequests } from './retryable-requests';
 import { parseRowLockImage, type RowLockTable } from './row-locks';
-import { decodeTabletOp, TabletOpKind } from './tablet-op';
+import { decodeTabletOp, requestsOf, TabletOpKind } from './tablet-op';
 
 /** The retryable requests as of the last log GC. */
 const RETRYABLE_FILE = 'retryable.json';
@@ -61,7 +61,7 @@ export function loadReplicatedState(d: ReplicatedStateDeps, storage: LogStorage,
       }
       if (e.data[0] !== TabletOpKind.REQUEST) continue;
       const op = decodeTabletOp(e.data);
-      if ((op.type === 'WRITE' || op.type === 'WRITE_INTENTS') && op.request) d.retryable.replicated(op.request, op.ht);
+      if (op.type === 'WRITE' || op.type === 'WRITE_INTENTS') for (const r of requestsOf(op)) d.retryable.replicated(r, op.ht);
     }
   }
 }

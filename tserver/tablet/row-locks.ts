@@ -82,7 +82,7 @@ export class RowLockTable {
   appliedIndex = 0;
   private readonly waiters = new Map<string, Set<() => void>>();
   private waiting = 0;
-  readonly metrics = { granted: 0, renewed: 0, released: 0, expired: 0, lostRaces: 0, rejectedLocked: 0, rejectedFenced: 0, waits: 0, waitsTimedOut: 0 };
+  readonly metrics = { granted: 0, renewed: 0, released: 0, expired: 0, lostRaces: 0, rejectedLocked: 0, rejectedFenced: 0, waits: 0, waitsTimedOut: 0, unlocksAfterWrite: 0, unlocksAfterWriteLost: 0 };
 
   /** Every replica, for each ROW_LOCK entry in log order. */
   apply(op: RowLockOp, index: number): void {
@@ -169,6 +169,25 @@ export class RowLockTable {
         throw new RowLocked(tabletId, k, cur, atHt);
       }
     });
+  }
+
+  /**
+   * Leader, right after check() passed at `atHt` and the write's entry was proposed: the UNLOCK
+   * entries of the rows whose carried lock the write releases (`unlockAfter[i]`), each at a fresh
+   * hybrid time above the write's. They follow the write in the log, so the write is applied while
+   * the lock holds, and an unlock never commits without the write before it.
+   */
+  unlocksAfter(keys: readonly DocKey[], held: ReadonlyArray<HeldLock | undefined> | undefined, unlockAfter: readonly boolean[] | undefined, atHt: HybridTime, nextHt: () => HybridTime): RowLockOp[] {
+    const out: RowLockOp[] = [];
+    keys.forEach((key, i) => {
+      const h = held?.[i];
+      if (!h || unlockAfter?.[i] !== true) return;
+      const cur = this.live(docKeyString(key), atHt);
+      if (cur?.lockId !== h.lockId) return; // check() would have thrown FENCED
+      out.push({ type: 'ROW_LOCK', action: RowLockAction.UNLOCK, ht: nextHt(), key, lockId: h.lockId, holder: cur.holder, leaseMs: 0 });
+    });
+    this.metrics.unlocksAfterWrite += out.length;
+    return out;
   }
 
   /**

@@ -41,6 +41,8 @@ export interface RowMutation {
   mutations: CellMutation[];
   /** The row lock this write carries (row-locks.ts). */
   lock?: HeldLock;
+  /** Release `lock` with this write (its UNLOCK entry right behind the write's, one Raft round). */
+  unlockAfter?: boolean;
 }
 
 export interface Evaluated {

@@ -55,7 +55,11 @@ export interface RequestTag {
 
 export type TabletOp =
   /** Single-tablet write: rows straight into RegularDB at `ht` (atomic, one batch). */
-  | { type: 'WRITE'; ht: HybridTime; ops: RowOp[]; request?: RequestTag }
+  /**
+   * `moreRequests`: further retryable requests this one entry answers (row operations of several
+   * callers combined by the leader, combined-writes.ts); encoded after the ops.
+   */
+  | { type: 'WRITE'; ht: HybridTime; ops: RowOp[]; request?: RequestTag; moreRequests?: RequestTag[] }
   /** Provisional records of a distributed transaction; `reads`: a serializable transaction's read locks. */
   | { type: 'WRITE_INTENTS'; txn: TxnMeta; ht: HybridTime; ops: RowOp[]; reads?: ReadLocks; request?: RequestTag }
   /** Move a committed transaction's intents into RegularDB at its commit time (transactions issue). */
@@ -127,11 +131,17 @@ function encodeWriteIntents(op: Extract<TabletOp, { type: 'WRITE_INTENTS' }>): U
 export function encodeTabletOp(op: TabletOp): Uint8Array {
   switch (op.type) {
     case 'WRITE': {
-      const o = new Out(16 + requestBytes(op.request) + rowOpsBytes(op.ops));
+      const more = op.moreRequests ?? [];
+      const o = new Out(24 + requestBytes(op.request) + rowOpsBytes(op.ops) + more.reduce((n, r) => n + requestBytes(r), 0));
       writeRequest(o, op.request);
       o.u8(TabletOpKind.WRITE);
       o.u64(op.ht);
       writeRowOps(o, op.ops);
+      if (more.length > 0) {
+        if (!op.request) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'a WRITE with moreRequests needs request');
+        o.uv(more.length);
+        for (const r of more) writeRequest(o, r);
+      }
       return o.buf.subarray(0, o.pos);
     }
     case 'WRITE_INTENTS':
@@ -252,6 +262,31 @@ function decodeChangeSchema(i: In, b: Uint8Array): TabletOp {
 }
 
 // Long by design (docs/conventions.md): one switch over the format's kinds, a few lines each; the kinds belong side by side.
+function decodeWrite(i: In, b: Uint8Array, request: RequestTag | undefined): TabletOp {
+  const ht = i.u64();
+  const ops = readRowOps(i);
+  const op: TabletOp = request ? { type: 'WRITE', ht, ops, request } : { type: 'WRITE', ht, ops };
+  if (i.pos < b.byteLength && request) op.moreRequests = readMoreRequests(i);
+  if (i.pos !== b.byteLength) throw bad('trailing bytes');
+  return op;
+}
+
+function readMoreRequests(i: In): RequestTag[] {
+  const out: RequestTag[] = [];
+  for (let n = i.uv(); n > 0; n--) {
+    if (i.u8() !== TabletOpKind.REQUEST) throw bad('request tag expected');
+    out.push({ clientId: i.str(), requestId: i.uv(), minRunning: i.uv() });
+  }
+  return out;
+}
+
+/** Every retryable request a WRITE / WRITE_INTENTS entry answers (none for other entries). */
+export function requestsOf(op: TabletOp): RequestTag[] {
+  if (op.type !== 'WRITE' && op.type !== 'WRITE_INTENTS') return [];
+  if (!op.request) return [];
+  return op.type === 'WRITE' && op.moreRequests ? [op.request, ...op.moreRequests] : [op.request];
+}
+
 export function decodeTabletOp(b: Uint8Array): TabletOp {
   const i = new In(b);
   let kind = i.u8();
@@ -262,12 +297,8 @@ export function decodeTabletOp(b: Uint8Array): TabletOp {
     if (kind !== TabletOpKind.WRITE && kind !== TabletOpKind.WRITE_INTENTS) throw bad(`request tag before kind ${kind}`);
   }
   switch (kind) {
-    case TabletOpKind.WRITE: {
-      const ht = i.u64();
-      const ops = readRowOps(i);
-      if (i.pos !== b.byteLength) throw bad('trailing bytes');
-      return request ? { type: 'WRITE', ht, ops, request } : { type: 'WRITE', ht, ops };
-    }
+    case TabletOpKind.WRITE:
+      return decodeWrite(i, b, request);
     case TabletOpKind.WRITE_INTENTS:
       return decodeWriteIntents(i, b, request);
     case TabletOpKind.APPLY_TXN: {

@@ -325,6 +325,11 @@ export class TabletPeer {
     return this.parts.writes.write(req);
   }
 
+  /** Several callers' read-modify-writes, in one entry where they can share it (combined-writes.ts). */
+  writeCombined(reqs: readonly WriteRequest[]): Array<Promise<HybridTime>> {
+    return this.parts.writes.writeCombined(reqs);
+  }
+
   writeIntents(req: TxnWriteRequest): Promise<HybridTime> {
     return this.parts.intentWrites.writeIntents(req);
   }

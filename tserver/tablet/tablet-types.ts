@@ -58,6 +58,8 @@ export interface WriteRequest {
   };
   /** Per row of the write (`computed.keys`, else `ops`), the row lock it carries (row-locks.ts). */
   heldLocks?: Array<HeldLock | undefined>;
+  /** Per row: release its carried lock with this write (UNLOCK entries proposed right behind the write's). */
+  unlockAfter?: boolean[];
   /** Wait (until deadlineMonoMs) for rows locked by others instead of failing ROW_LOCKED. */
   waitForLocks?: boolean;
   deadlineMonoMs?: number;

@@ -11,6 +11,7 @@ import type { HybridClock } from '../../common/hybrid-clock';
 import type { HybridTime } from '../../common/hybrid-time';
 import type { DocDbApi, DocKey, Row, RowOp } from '../../docdb';
 import { WRITE_TIMEOUT_MS } from '../tserver-flags';
+import { writeCombined } from './combined-writes';
 import { checkFastPathConflicts } from './fast-path';
 import { LockTable } from './lock-table';
 import type { MvccClock } from './mvcc-clock';
@@ -124,6 +125,22 @@ export class WritePath {
     return this.deduped(req.request, (track) => this.deps.rowLocks.waitingForLocks(req.waitForLocks === true, deadlineMonoMs, () => this.deps.clock.now(), () => this.writeOnce(req, track)));
   }
 
+  /** Read-modify-writes of several callers, sharing one entry where they can (combined-writes.ts); one answer per request. */
+  writeCombined(reqs: readonly WriteRequest[]): Array<Promise<HybridTime>> {
+    const timeoutMs = (req: WriteRequest): number => req.deadlineMs ?? this.deps.flags.get(WRITE_TIMEOUT_MS);
+    return writeCombined(
+      {
+        ...this.deps,
+        locks: this.locks,
+        opsToWrite: (req, keys) => this.opsToWrite(req, keys),
+        settledWithin: (p, ms, what) => this.settledWithin(p, ms, what),
+        timeoutMs,
+        writeAlone: (req) => this.write(req),
+      },
+      reqs,
+    );
+  }
+
   private async writeOnce(req: WriteRequest, track: ProposalTracker): Promise<HybridTime> {
     const { clock, mvcc } = this.deps;
     this.deps.checkServing();
@@ -146,8 +163,15 @@ export class WritePath {
       proposal.catch(() => mvcc.markApplied(ht));
       track(proposal, ht);
       unsettled = proposal;
+      // unlockAfter: the UNLOCK entries go right behind the write's, in the same append (one Raft round).
+      const unlocks = this.deps.rowLocks.unlocksAfter(keys, req.heldLocks, req.unlockAfter, ht, () => mvcc.nextHt()).map((op) => {
+        const p = this.deps.propose(encodeTabletOp(op));
+        p.catch(() => undefined); // awaited after the write's, if the write commits
+        return p;
+      });
       await this.settledWithin(proposal, req.deadlineMs ?? this.deps.flags.get(WRITE_TIMEOUT_MS), 'write');
       unsettled = undefined;
+      if (unlocks.length > 0) await this.unlocksSettled(unlocks, req.deadlineMs);
       this.deps.metrics.writeOps++;
       this.deps.metrics.rowsWritten += keys.length;
       return ht;
@@ -155,6 +179,19 @@ export class WritePath {
       throw this.deps.withLeaderHint(e);
     } finally {
       releaseWhenSettled(release, unsettled);
+    }
+  }
+
+  /**
+   * The write committed; its UNLOCK entries follow (under the rows' latches still, so the next writer
+   * of the row finds it unlocked). One that does not commit (a leader change between the two) leaves
+   * the lock to its lease: the write stands, and is answered as written.
+   */
+  private async unlocksSettled(unlocks: Array<Promise<unknown>>, deadlineMs: number | undefined): Promise<void> {
+    try {
+      await this.settledWithin(Promise.all(unlocks), deadlineMs ?? this.deps.flags.get(WRITE_TIMEOUT_MS), 'unlock after write');
+    } catch {
+      this.deps.rowLocks.metrics.unlocksAfterWriteLost++;
     }
   }
 

@@ -1,0 +1,100 @@
+/**
+ * Several callers' row operations in ONE Raft entry (tserver/tablet/combined-writes.ts, docs/rows.md),
+ * on one replica with real RocksDB and the file WAL: each call is evaluated and answered on its own
+ * (applied, condition failed, FENCED), calls on rows another call of the batch writes go alone, the
+ * entry answers every request id it carries — a resent copy of any of them is answered, not applied
+ * again, also after a restart replays the log.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { DbError, ErrorCode } from '../../common/errors';
+import { partitionHash } from '../../common/partition-hash';
+import type { DocKey, Primitive } from '../../docdb/doc-db-api';
+import { CompareOp, evaluateRowMutations, readsRows, type RowMutation } from '../../tserver/tablet/row-ops';
+import { decodeTabletOp, encodeTabletOp, type TabletOp } from '../../tserver/tablet/tablet-op';
+import type { TabletPeer } from '../../tserver/tablet/tablet-peer';
+import type { WriteRequest } from '../../tserver/tablet/tablet-types';
+import { demoTabletMeta, openTestPeer, PeerJanitor, untilLeaderReady } from './tablet-peer-harness';
+import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
+
+const janitor = new PeerJanitor();
+afterEach(() => janitor.cleanup());
+
+/** The demo table (id, v string) plus n int64 (column 2). */
+function meta(): TabletMeta {
+  const m = demoTabletMeta('combined1');
+  return { ...m, schema: { ...m.schema, columns: [...m.schema.columns, { name: 'n', id: 2, type: 'int64', nullable: true }] } };
+}
+
+const key = (i: number): DocKey => ({ hash: partitionHash([BigInt(i)]), hashed: [BigInt(i)], range: [] });
+const tag = (n: number) => ({ clientId: 'client-a', requestId: n, minRunning: 1 });
+
+function call(rows: RowMutation[], requestId: number): WriteRequest {
+  return {
+    ops: [],
+    computed: { keys: rows.map((r) => r.key), readsRows: readsRows(rows), compute: (cur) => evaluateRowMutations(rows, cur, 1 << 20).ops },
+    heldLocks: rows.map((r) => r.lock),
+    request: tag(requestId),
+  };
+}
+
+const inc = (i: number, by: bigint, requestId: number): WriteRequest => call([{ key: key(i), conditions: [], mutations: [{ type: 'INCREMENT', columnId: 2, by }] }], requestId);
+
+async function n(p: TabletPeer, i: number): Promise<Primitive | undefined> {
+  return (await p.read([key(i)], {})).rows[0]?.columns.get(2);
+}
+
+async function outcome(x: Promise<bigint>): Promise<bigint | string> {
+  try {
+    return await x;
+  } catch (e) {
+    return (e as DbError).code;
+  }
+}
+
+describe('row ops combined into one entry', () => {
+  it('combined: a WRITE entry carrying several request ids round-trips through the op codec', () => {
+    const op: TabletOp = { type: 'WRITE', ht: 77n, ops: [{ type: 'delete', key: key(1) }], request: tag(1), moreRequests: [tag(2), { clientId: 'client-b', requestId: 9, minRunning: 3 }] };
+    expect(decodeTabletOp(encodeTabletOp(op))).toEqual(op);
+    expect(() => encodeTabletOp({ type: 'WRITE', ht: 1n, ops: [], moreRequests: [tag(2)] })).toThrow(DbError);
+  });
+
+  it('combined: calls share one entry and are answered one by one; overlapping rows go alone; copies are answered, not applied again, also after a restart', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-combined-'));
+    janitor.dirs.push(dir);
+    const p = await openTestPeer(dir, { meta: meta() });
+    const before = p.raftGroup().appliedOpId().index;
+    const reqs = [
+      inc(1, 2n, 1),
+      inc(2, 3n, 2),
+      call([{ key: key(3), conditions: [{ columnId: 2, op: CompareOp.EXISTS }], mutations: [{ type: 'PUT', columnId: 1, value: 'never' }] }], 3),
+      inc(1, 10n, 4), // row 1 again: its own entry
+      inc(5, 1n, 5),
+      call([{ key: key(6), conditions: [], mutations: [{ type: 'PUT', columnId: 1, value: 'x' }], lock: { lockId: 'nobody', token: 1 } }], 6),
+    ];
+    const got = await Promise.all(p.writeCombined(reqs).map(outcome));
+    const [h1, h2, h3, h4, h5, h6] = got;
+    expect(typeof h1).toBe('bigint');
+    expect(h2).toBe(h1);
+    expect(h5).toBe(h1);
+    expect(h3).toBe(0n);
+    expect(h6).toBe(ErrorCode.FENCED);
+    expect(typeof h4 === 'bigint' && h4 !== h1).toBe(true); // its own entry (concurrent with the shared one)
+    expect(p.raftGroup().appliedOpId().index).toBe(before + 2);
+    expect([await n(p, 1), await n(p, 2), await n(p, 5)]).toEqual([12n, 3n, 1n]);
+    expect((await p.read([key(3)], {})).rows[0]).toBeUndefined();
+    // Copies of calls that rode along: answered with the shared entry's time, nothing applied twice.
+    const again = await Promise.all(p.writeCombined([inc(2, 3n, 2), inc(5, 1n, 5)]).map(outcome));
+    expect(again).toEqual([h1, h1]);
+    expect(p.raftGroup().appliedOpId().index).toBe(before + 2);
+    await p.stop();
+    // After a restart the log replay (or its image) knows every request id of the entry.
+    const q = await openTestPeer(dir, { meta: meta() });
+    janitor.peers.push(q);
+    await untilLeaderReady(q);
+    expect(await outcome(q.write(inc(5, 1n, 5)))).toBe(h1);
+    expect([await n(q, 1), await n(q, 2), await n(q, 5)]).toEqual([12n, 3n, 1n]);
+  }, 30_000);
+});

@@ -1,0 +1,187 @@
+/**
+ * Several callers' read-modify-writes in ONE Raft entry (docs/rows.md): the row operations a client
+ * coalesced into one MutateRows request, each a retryable request of its own. The leader takes the
+ * latches of all their rows at once, evaluates each call on its own (its conditions, its row
+ * locks: a call that fails or whose condition does not hold is answered alone and left out), and
+ * proposes one WRITE entry carrying every remaining call's ops and request ids (`moreRequests`):
+ * one entry, one apply batch on each replica, instead of one per call. Each request is recorded as
+ * replicated when the entry is applied, so a resent copy of any call is answered, not applied again.
+ * Calls that cannot share (a copy of a request replicated or running here, rows another call of
+ * the batch writes, waiting for locks, unlockAfter) take the ordinary single-write path.
+ */
+import type { HybridTime } from '../../common/hybrid-time';
+import type { DocKey, RowOp } from '../../docdb';
+import type { LockTable } from './lock-table';
+import type { MvccClock } from './mvcc-clock';
+import type { RetryableRequests } from './retryable-requests';
+import type { RowLockTable } from './row-locks';
+import { docKeyString, encodeTabletOp, type RequestTag } from './tablet-op';
+import { releaseWhenSettled, type WriteRequest } from './tablet-types';
+
+export interface CombinedWritesDeps {
+  tabletId: string;
+  mvcc: MvccClock;
+  retryable: RetryableRequests;
+  rowLocks: RowLockTable;
+  locks: LockTable;
+  checkServing(): void;
+  withLeaderHint(e: unknown): unknown;
+  propose(data: Uint8Array): Promise<unknown>;
+  metrics: { writeOps: number; rowsWritten: number };
+  /** Under the latches: the call's ops (undefined: its condition failed, nothing to write). */
+  opsToWrite(req: WriteRequest, keys: DocKey[]): Promise<RowOp[] | undefined>;
+  /** `proposal`, or TIMED_OUT after `ms`. */
+  settledWithin(proposal: Promise<unknown>, ms: number, what: string): Promise<void>;
+  timeoutMs(req: WriteRequest): number;
+  /** The ordinary path: one entry for this call. */
+  writeAlone(req: WriteRequest): Promise<HybridTime>;
+}
+
+interface Deferred<T> {
+  promise: Promise<T>;
+  resolve(v: T): void;
+  reject(e: unknown): void;
+}
+
+function deferred<T>(): Deferred<T> {
+  let resolve!: (v: T) => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<T>((res, rej) => ((resolve = res), (reject = rej)));
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
+}
+
+interface Call {
+  req: WriteRequest;
+  request: RequestTag;
+  keys: DocKey[];
+  ops?: RowOp[];
+  /** What a copy of the request waits for: the entry's fate (or the failure before it). */
+  outcome: Deferred<HybridTime>;
+  /** What the caller gets (a timeout too). */
+  result: Deferred<HybridTime>;
+  done: boolean;
+}
+
+function canShare(req: WriteRequest): boolean {
+  return req.computed !== undefined && req.request !== undefined && req.waitForLocks !== true && !req.unlockAfter?.some((u) => u) && !req.fastPathTxn;
+}
+
+/**
+ * Run `reqs` (one tablet's), sharing one entry where they can; one answer per request, in order.
+ * A call of the batch on a row another call of it writes goes alone, in its own entry; the two are
+ * concurrent (the client issued them in one turn without waiting), so either may be applied first.
+ */
+export function writeCombined(d: CombinedWritesDeps, reqs: readonly WriteRequest[]): Array<Promise<HybridTime>> {
+  const out: Array<Promise<HybridTime> | undefined> = [];
+  const alone: Array<{ at: number; req: WriteRequest }> = [];
+  const calls: Call[] = [];
+  const taken = new Set<string>();
+  for (const req of reqs) {
+    const ks = (req.computed?.keys ?? []).map((k) => docKeyString(k));
+    let fresh = false;
+    try {
+      fresh = canShare(req) && !ks.some((k) => taken.has(k)) && d.retryable.check(req.request!, d.tabletId).kind === 'new';
+    } catch {
+      fresh = false; // not serving, or a late copy: the ordinary path answers it
+    }
+    if (!fresh) {
+      alone.push({ at: out.length, req });
+      out.push(undefined);
+      continue;
+    }
+    for (const k of ks) taken.add(k);
+    const call: Call = { req, request: req.request!, keys: req.computed!.keys, outcome: deferred(), result: deferred(), done: false };
+    d.retryable.start(call.request, call.outcome.promise);
+    calls.push(call);
+    out.push(call.result.promise);
+  }
+  if (calls.length > 0) {
+    runCalls(d, calls).catch((e: unknown) => {
+      for (const c of calls) fail(c, d.withLeaderHint(e));
+    });
+  }
+  for (const a of alone) out[a.at] = d.writeAlone(a.req);
+  return out as Array<Promise<HybridTime>>;
+}
+
+function fail(c: Call, e: unknown): void {
+  if (c.done) return;
+  c.done = true;
+  c.outcome.reject(e);
+  c.result.reject(e);
+}
+
+function answerWithoutWrite(c: Call): void {
+  c.done = true;
+  c.outcome.resolve(0n);
+  c.result.resolve(0n);
+}
+
+async function runCalls(d: CombinedWritesDeps, calls: Call[]): Promise<void> {
+  d.checkServing();
+  const release = await d.locks.acquire(calls.flatMap((c) => c.keys.map((k) => docKeyString(k))));
+  let unsettled: Promise<unknown> | undefined;
+  try {
+    await Promise.all(
+      calls.map(async (c) => {
+        try {
+          const ops = await d.opsToWrite(c.req, c.keys);
+          if (ops) c.ops = ops;
+          else answerWithoutWrite(c);
+        } catch (e) {
+          fail(c, d.withLeaderHint(e));
+        }
+      }),
+    );
+    d.checkServing();
+    const ht = d.mvcc.nextHt();
+    for (const c of calls) {
+      if (c.done) continue;
+      try {
+        d.rowLocks.check(d.tabletId, c.keys, c.req.heldLocks, ht);
+      } catch (e) {
+        fail(c, e);
+      }
+    }
+    const live = calls.filter((c) => !c.done);
+    if (live.length === 0) return;
+    unsettled = proposeCalls(d, live, ht);
+    await settleCalls(d, live, unsettled, ht);
+  } finally {
+    releaseWhenSettled(release, unsettled);
+  }
+}
+
+/** One WRITE entry for every live call: the first call's request leads, the others ride along. */
+function proposeCalls(d: CombinedWritesDeps, live: Call[], ht: HybridTime): Promise<unknown> {
+  d.mvcc.addInflight(ht);
+  const [first, ...rest] = live;
+  const ops = live.flatMap((c) => c.ops ?? []);
+  const proposal = d.propose(encodeTabletOp({ type: 'WRITE', ht, ops, request: first!.request, ...(rest.length > 0 ? { moreRequests: rest.map((c) => c.request) } : {}) }));
+  proposal.catch(() => d.mvcc.markApplied(ht));
+  for (const c of live) {
+    c.done = true;
+    proposal.then(
+      () => c.outcome.resolve(ht),
+      (e: unknown) => c.outcome.reject(d.withLeaderHint(e)),
+    );
+  }
+  return proposal;
+}
+
+/** Each caller's answer: the hybrid time once committed and applied, or TIMED_OUT after its own timeout. */
+async function settleCalls(d: CombinedWritesDeps, live: Call[], proposal: Promise<unknown>, ht: HybridTime): Promise<void> {
+  await Promise.all(
+    live.map(async (c) => {
+      try {
+        await d.settledWithin(proposal, d.timeoutMs(c.req), 'write');
+        c.result.resolve(ht);
+      } catch (e) {
+        c.result.reject(d.withLeaderHint(e));
+      }
+    }),
+  );
+  d.metrics.writeOps += live.length;
+  d.metrics.rowsWritten += live.reduce((n, c) => n + c.keys.length, 0);
+}
