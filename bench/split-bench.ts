@@ -15,8 +15,11 @@
  * BENCH_SPLIT_KEEP_LOGS=DIR keeps the servers' logs there.
  * Nothing is asserted; every loop is bounded (row counts, windows, --max-seconds per load).
  */
+import { randomBytes } from 'node:crypto';
 import { TesseraClient } from '../client/tessera-client';
 import type { Row } from '../client/client-types';
+import { compareKeyBytes } from '../common/key-bounds';
+import { encodeDocKeyBytes } from '../common/partition-hash';
 import { getJson } from '../lab/console-http';
 import type { ReplicaRow } from '../lab/tablet-view';
 import { BenchCluster } from './bench-cluster';
@@ -27,11 +30,14 @@ const HOST_BASE = 176;
 const NO_ALIAS_PORT_SHIFT = 21_400;
 const MIB = 1 << 20;
 const BATCH_ROWS = 1000;
+const LOAD_BATCH_BYTES = 2 * MIB;
 const LOAD_IN_FLIGHT = 4;
 const WRITERS = 4;
 const LOAD_MAX_SECONDS = 1200;
 const SPLIT_TIMEOUT_MS = 120_000;
 const SETTLE_MAX_MS = 120_000;
+/** Polls (2 s apart) the tablet count must hold still before the seq part reads the sizes. */
+const SETTLE_STILL_POLLS = 3;
 
 export interface SplitBenchParams {
   sizesMib: number[];
@@ -56,10 +62,14 @@ function params(): SplitBenchParams {
   };
 }
 
+/** Random text (base64 of random bytes: about 6 bits of entropy a byte, so compression barely shrinks it). */
 function randomValue(bytes: number): string {
-  let s = '';
-  while (s.length < bytes) s += Math.random().toString(36).slice(2);
-  return s.slice(0, bytes);
+  return randomBytes(Math.ceil((bytes * 3) / 4)).toString('base64').slice(0, bytes);
+}
+
+/** Rows a load batch carries: LOAD_BATCH_BYTES of values at most (a 1 GiB load uses large values, few rows a batch). */
+function batchRows(valueBytes: number): number {
+  return Math.max(1, Math.min(BATCH_ROWS, Math.floor(LOAD_BATCH_BYTES / (valueBytes + 20))));
 }
 
 /** Rows [from, to) in batches, LOAD_IN_FLIGHT batches at once, bounded by LOAD_MAX_SECONDS. */
@@ -71,7 +81,7 @@ async function load(client: TesseraClient, table: string, from: number, to: numb
   const worker = async (): Promise<void> => {
     while (next < to && performance.now() - t0 < LOAD_MAX_SECONDS * 1000) {
       const first = next;
-      next = Math.min(to, next + BATCH_ROWS);
+      next = Math.min(to, next + batchRows(valueBytes));
       const rows: Row[] = [];
       for (let k = first; k < next; k++) rows.push({ k: BigInt(k), v: randomValue(valueBytes) });
       await t.upsertMany(rows, { timeoutMs: 120_000 });
@@ -149,18 +159,37 @@ async function seqPart(client: TesseraClient, cluster: BenchCluster, p: SplitBen
   const table = 'seq';
   await createRange(client, table);
   const loadS = await load(client, table, 0, p.seqRows, 100, log);
-  // Splits still under way finish (the sizes the master sees go under the threshold).
-  const sizes = await settledSizes(client, cluster, table, p.thresholdMib * MIB);
-  const mibs = sizes.map((b) => (b / MIB).toFixed(1));
-  const ratio = sizes.length ? Math.max(...sizes) / Math.max(1, Math.min(...sizes)) : 0;
-  const line = `seq: ${p.seqRows} sequential rows in ${loadS.toFixed(0)} s; ${sizes.length} tablets, RegularDB MiB in key order: ${mibs.join(' ')}; max/min ${ratio.toFixed(2)}`;
-  log(line);
-  return [line];
+  // Splits still under way finish (the tablet count stays put and the sizes go under the threshold).
+  const settled = await settledSizes(client, cluster, table, p.thresholdMib * MIB);
+  const rows = settled.tablets.map((t) => rowsBelow(t.keyEnd, p.seqRows) - rowsBelow(t.keyStart, 0));
+  const ratio = (l: number[]) => (l.length ? (Math.max(...l) / Math.max(1, Math.min(...l))).toFixed(2) : '-');
+  const lines = [
+    `seq: ${p.seqRows} sequential rows (100-byte values) in ${loadS.toFixed(0)} s, threshold ${p.thresholdMib} MiB; ${rows.length} tablets after ${settled.waitS.toFixed(0)} s of settling`,
+    `seq: rows per tablet, key order (exact: every key 0..N-1 was written, counted from the tablets' key bounds): ${rows.join(' ')}; max/min ${ratio(rows)}`,
+    `seq: leaders' RegularDB MiB (table files of the own range + memtable), key order: ${settled.bytes.map((b) => (b / MIB).toFixed(1)).join(' ')}; max/min ${ratio(settled.bytes)}`,
+  ];
+  for (const l of lines) log(l);
+  return lines;
 }
 
-/** The leaders' RegularDB bytes of the table's tablets in key order, once no tablet is over the threshold (bounded wait). */
-async function settledSizes(client: TesseraClient, cluster: BenchCluster, table: string, thresholdBytes: number): Promise<number[]> {
-  const end = Date.now() + SETTLE_MAX_MS;
+/** How many of the keys 0..n-1 encode below `bound` (empty: `empty`); the encoding keeps the order. */
+function rowsBelow(bound: Uint8Array | undefined, empty: number): number {
+  if (!bound || bound.length === 0) return empty;
+  let lo = 0;
+  let hi = 1 << 30;
+  while (lo < hi) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (compareKeyBytes(encodeDocKeyBytes(0, [], [BigInt(mid)]), bound) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The leaders' RegularDB bytes of the table's tablets in key order, once the tablet count held still and none is over the threshold (bounded wait). */
+async function settledSizes(client: TesseraClient, cluster: BenchCluster, table: string, thresholdBytes: number): Promise<{ tablets: Array<{ keyStart?: Uint8Array; keyEnd?: Uint8Array }>; bytes: number[]; waitS: number }> {
+  const t0 = Date.now();
+  let still = 0;
+  let lastCount = -1;
   for (;;) {
     const loc = await client.tableLocations(table);
     const bytes = new Map<string, number>();
@@ -172,7 +201,9 @@ async function settledSizes(client: TesseraClient, cluster: BenchCluster, table:
       }
     }
     const sizes = loc.tablets.map((t) => bytes.get(t.tabletId) ?? 0);
-    if (Date.now() > end || sizes.every((b) => b > 0 && b <= thresholdBytes)) return sizes;
+    still = loc.tablets.length === lastCount ? still + 1 : 0;
+    lastCount = loc.tablets.length;
+    if (Date.now() - t0 > SETTLE_MAX_MS || (still >= SETTLE_STILL_POLLS && sizes.every((b) => b > 0 && b <= thresholdBytes))) return { tablets: loc.tablets, bytes: sizes, waitS: (Date.now() - t0) / 1000 };
     await new Promise((r) => setTimeout(r, 2000));
   }
 }

@@ -236,6 +236,12 @@ export class RocksDbEngine implements KvEngine {
     return parseBackgroundWork(this.ld.getProperty('rocksdb.cfstats-no-file-histogram'), this.ld.getProperty('rocksdb.dbstats'));
   }
 
+  /** Entries in the memtables (active and immutable): what a flush would write, and what an open replays from the WAL. */
+  memtableEntries(): number {
+    this.checkOpen();
+    return this.prop('rocksdb.num-entries-active-mem-table') + this.prop('rocksdb.num-entries-imm-mem-tables');
+  }
+
   /**
    * RocksDB flushes the memtables as the first step of a CompactRange whose range they overlap (see
    * header): the range is the newest key written, which they hold. Nothing to flush, nothing done.
@@ -244,7 +250,7 @@ export class RocksDbEngine implements KvEngine {
   async flush(): Promise<void> {
     this.checkOpen();
     await this.writeLock;
-    if (this.prop('rocksdb.num-entries-active-mem-table') + this.prop('rocksdb.num-entries-imm-mem-tables') === 0) return;
+    if (this.memtableEntries() === 0) return;
     const k = this.newestKey;
     return k ? this.compactRange(k, k) : this.compactRange();
   }

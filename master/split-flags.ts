@@ -52,8 +52,8 @@ export const TABLET_SPLIT_LIMIT_PER_TABLE = defineFlag({
 export const OUTSTANDING_TABLET_SPLIT_LIMIT = defineFlag({
   name: 'outstanding_tablet_split_limit',
   type: 'int',
-  default: 1,
-  help: 'Automatic splits under way at once, cluster-wide.',
+  default: 4,
+  help: 'Automatic splits under way at once, cluster-wide (several tablets over the threshold split together; one tablet splits once at a time).',
   tags: [FlagTag.runtime],
   validate: (v) => (v >= 1 && v <= 64 ? undefined : 'between 1 and 64'),
 });

@@ -28,10 +28,14 @@ import type { TServerRegistry } from './tserver-registry';
 
 /** The leader's SplitTablet (the SPLIT entry replicated and applied there) waits at most this long. */
 const SPLIT_RPC_TIMEOUT_MS = 35_000;
+/** Each replica's flush before a split waits at most this long (a full memtable: a second or two). */
+const SPLIT_FLUSH_TIMEOUT_MS = 20_000;
 /** A registered split whose children do not run yet is re-sent to the parent's leader this often. */
 const SPLIT_RESEND_MS = 5_000;
 /** The admin call waits this long for the children to elect leaders (the round completes it otherwise). */
 const SPLIT_COMPLETE_WAIT_MS = 15_000;
+/** A tablet found under its threshold once flushed is not flushed for a split again for this long (a few heartbeats). */
+const UNDER_THRESHOLD_QUIET_MS = 5_000;
 /** Completed splits remembered for the split counter's rate (bounded ring). */
 const RECENT_SPLITS_MAX = 1024;
 
@@ -94,7 +98,10 @@ export function recentSplitParents(c: CatalogState, nowWallMs: number): Set<stri
 export class SplitManager {
   /** Splits completed by this master since it started (the split counter metric). */
   splitsCompleted = 0;
-  private autoInflight = 0;
+  /** Tablets whose automatic split was started here and has not answered yet. */
+  private readonly autoInflight = new Set<string>();
+  /** Tablets found under their threshold once flushed: left alone until then (their reports catch up). */
+  private readonly underThresholdUntil = new Map<string, number>();
   private readonly lastSent = new Map<string, number>();
 
   constructor(private readonly deps: SplitManagerDeps) {}
@@ -111,7 +118,7 @@ export class SplitManager {
   }
 
   /** `tessera admin split_tablet`: split now, at the given point or the middle of the data. */
-  async split(req: MasterSplitTabletRequestPB): Promise<MasterSplitTabletResponsePB> {
+  async split(req: MasterSplitTabletRequestPB, o: { minBytes?: number } = {}): Promise<MasterSplitTabletResponsePB> {
     this.deps.requireLeader();
     const id = req.tabletId ?? '';
     const c = this.catalog();
@@ -122,28 +129,59 @@ export class SplitManager {
     if (table.name === TRANSACTIONS_TABLE) throw new DbError(ErrorCode.NOT_SUPPORTED, `tablets of the ${TRANSACTIONS_TABLE} system table are not split`);
     if (tablet.splitChildren) throw new DbError(ErrorCode.TRY_AGAIN, `tablet ${id} is already being split into ${tablet.splitChildren.join(', ')}`);
     const given = req.splitKey?.length ? { key: new Uint8Array(req.splitKey) } : req.hasSplitHash ? { hash: req.splitHash ?? 0 } : undefined;
+    // Automatic splits decide on the reported memtable + table-file bytes; a memtable's arena
+    // overstates its data (several times for small rows), so the size once flushed decides. (Not
+    // for manual splits: the binding's flush is a CompactRange, which may rewrite the whole tablet.)
+    const bytes = o.minBytes !== undefined ? await this.flushReplicas(tablet) : undefined;
+    if (o.minBytes !== undefined && bytes !== undefined && bytes < o.minBytes) {
+      throw new DbError(ErrorCode.TRY_AGAIN, `tablet ${id} holds ${bytes} bytes once flushed, under the split threshold ${o.minBytes}`, { underThreshold: true });
+    }
     const point = given ?? (await this.middle(tablet, table));
     const parts = splitPartitions(table, tablet.partition, point);
     const children: TabletInfo[] = parts.map((partition) => ({ id: newId(), tableId: table.id, partition, replicas: tablet.replicas.map((r) => ({ ...r })) }));
     await this.deps.sys.propose({ type: 'registerSplit', parentId: id, children, at: point.hash !== undefined ? String(point.hash) : hexOf(point.key) });
     this.deps.log.info({ tablet: id, table: table.name, children: children.map((x) => x.id), at: point.hash ?? hexOf(point.key) }, 'tablet split registered');
+    let sendError: unknown;
     try {
       await this.sendSplit(this.catalog().tablets.get(id) ?? tablet);
     } catch (e) {
       // Refused before anything was replicated (TRY_AGAIN: transactions with intents; a bad point):
-      // forget the children. Other failures (an answer lost) are finished by the background round.
+      // forget the children. Other failures (an answer lost, a leader that answered while it
+      // stepped down) may hide a split that happened: the wait below tells, and the background
+      // round finishes it otherwise. (Thrown at once, a retryable code made the client send the
+      // split again, which then found the parent gone: TABLET_NOT_FOUND.)
       if (e instanceof DbError && (e.code === ErrorCode.TRY_AGAIN || e.code === ErrorCode.INVALID_ARGUMENT || e.code === ErrorCode.NOT_SUPPORTED)) {
         await this.deps.sys.propose({ type: 'abortSplit', parentId: id }).catch(() => undefined);
+        throw e;
       }
-      throw e;
+      sendError = e;
     }
     const deadline = this.deps.now() + SPLIT_COMPLETE_WAIT_MS;
     while (this.deps.now() < deadline && this.catalog().tablets.has(id)) {
       await this.maybeComplete(id);
       if (this.catalog().tablets.has(id)) await new Promise((r) => setTimeout(r, 50));
     }
+    if (sendError !== undefined && this.catalog().tablets.has(id)) throw sendError;
     const pb: SplitPointPB = point.hash !== undefined ? { hash: point.hash } : { key: point.key ?? new Uint8Array(0) };
     return { children: children.map((x) => x.id), splitPoint: pb };
+  }
+
+  /**
+   * Every replica flushes the tablet's memtable (while it still takes writes): the size once flushed
+   * (largest answer; undefined when none answered), and the split point is then found on table-file
+   * size estimates. Best effort: a replica that does not answer is not waited for beyond the timeout.
+   */
+  private async flushReplicas(tablet: TabletInfo): Promise<number | undefined> {
+    const t0 = this.deps.now();
+    const calls = tablet.replicas.map((r) => {
+      const addr = this.deps.addressOf(r.tserverUuid);
+      return addr ? this.deps.client.call(addr, splitMethods().tabletSplit, { tabletId: tablet.id, flushOnly: true }, { timeoutMs: SPLIT_FLUSH_TIMEOUT_MS }) : Promise.reject(new Error('no address'));
+    });
+    const answers = await Promise.allSettled(calls);
+    const sizes = answers.flatMap((a) => (a.status === 'fulfilled' && a.value.dataBytes !== undefined ? [Number(a.value.dataBytes)] : []));
+    const bytes = sizes.length > 0 ? Math.max(...sizes) : undefined;
+    this.deps.log.info({ tablet: tablet.id, ms: Math.round(this.deps.now() - t0), failed: answers.length - sizes.length, bytes }, 'split: replicas flushed their memtables');
+    return bytes;
   }
 
   /** The middle of the tablet's data, as its leader finds it. */
@@ -190,32 +228,48 @@ export class SplitManager {
       if (this.deps.now() - (this.lastSent.get(parent.id) ?? -Infinity) < SPLIT_RESEND_MS) continue;
       void this.sendSplit(parent).catch((err: unknown) => this.deps.log.debug({ err, tablet: parent.id }, 'SplitTablet to the leader failed; re-sent next round'));
     }
-    const outstanding = Math.max(pending.length, this.autoInflight);
-    if (this.deps.flags.get(ENABLE_AUTOMATIC_TABLET_SPLITTING) && outstanding < this.deps.flags.get(OUTSTANDING_TABLET_SPLIT_LIMIT)) this.autoSplit(c);
+    // Registered splits and automatic ones still choosing their point (not registered yet) count alike.
+    const outstanding = pending.length + [...this.autoInflight].filter((id) => !c.tablets.get(id)?.splitChildren).length;
+    const room = this.deps.flags.get(OUTSTANDING_TABLET_SPLIT_LIMIT) - outstanding;
+    if (this.deps.flags.get(ENABLE_AUTOMATIC_TABLET_SPLITTING) && room > 0) this.autoSplit(c, room);
     if (this.lastSent.size > RECENT_SPLITS_MAX) this.lastSent.clear();
+    for (const [id, until] of this.underThresholdUntil) if (until < this.deps.now()) this.underThresholdUntil.delete(id);
   }
 
-  /** The largest tablet over its phase's threshold, split at the middle of its data. */
-  private autoSplit(c: CatalogState): void {
+  /** Tablets over their phase's threshold, largest first: up to `room` of them split at once (each at the middle of its data). */
+  private autoSplit(c: CatalogState, room: number): void {
     const now = this.deps.now();
     const live = Math.max(1, this.deps.liveTServers());
-    let best: { tablet: TabletInfo; bytes: number } | undefined;
+    const over: Array<{ tablet: TabletInfo; bytes: number; threshold: number }> = [];
     for (const table of c.tables.values()) {
-      if (table.name === TRANSACTIONS_TABLE || table.tabletIds.length >= this.deps.flags.get(TABLET_SPLIT_LIMIT_PER_TABLE)) continue;
+      if (table.name === TRANSACTIONS_TABLE) continue;
       const low = table.tabletIds.length < this.deps.flags.get(TABLET_SPLIT_LOW_PHASE_SHARD_COUNT_PER_NODE) * live;
       const threshold = this.deps.flags.get(low ? TABLET_SPLIT_LOW_PHASE_SIZE_THRESHOLD_BYTES : TABLET_SPLIT_SIZE_THRESHOLD_BYTES);
+      // The per-table limit counts the splits under way too (each adds one tablet).
+      let left = this.deps.flags.get(TABLET_SPLIT_LIMIT_PER_TABLE) - table.tabletIds.length - table.tabletIds.filter((id) => c.tablets.get(id)?.splitChildren).length;
+      const mine: typeof over = [];
       for (const id of table.tabletIds) {
+        const t = c.tablets.get(id);
+        if (!t || t.splitChildren || this.autoInflight.has(id) || (this.underThresholdUntil.get(id) ?? 0) > now) continue;
         const r = this.deps.registry.leaderReport(id, now, this.deps.timeoutMs())?.report;
         const bytes = Number(r?.regularMemtableBytes ?? 0n) + Number(r?.regularSstBytes ?? 0n);
-        if (bytes > threshold && (!best || bytes > best.bytes)) best = { tablet: c.tablets.get(id)!, bytes };
+        if (bytes > threshold) mine.push({ tablet: t, bytes, threshold });
       }
+      for (const x of mine.sort((a, b) => b.bytes - a.bytes)) if (left-- > 0) over.push(x);
     }
-    if (!best || best.tablet.splitChildren) return;
-    this.deps.log.info({ tablet: best.tablet.id, bytes: best.bytes }, 'automatic split: tablet over its size threshold');
+    for (const x of over.sort((a, b) => b.bytes - a.bytes).slice(0, room)) this.startAutoSplit(x.tablet, x.bytes, x.threshold);
+  }
+
+  private startAutoSplit(tablet: TabletInfo, bytes: number, threshold: number): void {
+    this.deps.log.info({ tablet: tablet.id, bytes, threshold }, 'automatic split: tablet over its size threshold');
     // Not awaited: the split waits for its children, the catalog round must not.
-    this.autoInflight++;
-    void this.split({ tabletId: best.tablet.id })
-      .catch((err: unknown) => this.deps.log.info({ err, tablet: best!.tablet.id }, 'automatic split not done; tried again later'))
-      .finally(() => this.autoInflight--);
+    this.autoInflight.add(tablet.id);
+    void this.split({ tabletId: tablet.id }, { minBytes: threshold })
+      .catch((err: unknown) => {
+        // Under the threshold once flushed: not asked again until the heartbeats report the flushed size.
+        if (err instanceof DbError && err.details['underThreshold']) this.underThresholdUntil.set(tablet.id, this.deps.now() + UNDER_THRESHOLD_QUIET_MS);
+        this.deps.log.info({ err, tablet: tablet.id }, 'automatic split not done; tried again later');
+      })
+      .finally(() => this.autoInflight.delete(tablet.id));
   }
 }

@@ -32,9 +32,11 @@ export interface TabletSplitRequestPB {
   children?: TabletSplitChildPB[];
   peers?: RaftPeerPB[];
   splitPrefix?: number;
+  flushOnly?: boolean;
 }
 export interface TabletSplitResponsePB {
   splitPoint?: SplitPointPB;
+  dataBytes?: bigint;
 }
 
 export interface SplitMethods {

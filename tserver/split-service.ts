@@ -41,6 +41,7 @@ export class SplitService {
     const peer = this.deps.manager().get(req.tabletId ?? '');
     const meta = peer.meta;
     if (meta.tableName === TRANSACTIONS_TABLE) throw new DbError(ErrorCode.NOT_SUPPORTED, `tablet ${meta.tabletId} belongs to the ${TRANSACTIONS_TABLE} system table, which is not split`);
+    if (req.flushOnly) return this.flush(peer);
     const wanted = (req.children ?? []).map((c): SplitChildMeta => ({
       tabletId: c.tabletId ?? '',
       partition: { start: c.partition?.start ?? 0, end: c.partition?.end || 65536, keyStart: hexOf(c.partition?.keyStart), keyEnd: hexOf(c.partition?.keyEnd) },
@@ -78,5 +79,25 @@ export class SplitService {
     }
     if (!peer.meta.splitInto) throw new DbError(ErrorCode.TRY_AGAIN, `tablet ${meta.tabletId}: a transaction wrote intents before the SPLIT entry; the split was not carried out`);
     return {};
+  }
+
+  /**
+   * This replica's RegularDB memtable to table files, and its data bytes then (the master asks
+   * every replica before an automatic split: a memtable's arena overstates its data several times
+   * for small rows, and the split point is then found on table-file size estimates). Any replica,
+   * leader or not; a split parent has nothing left to do.
+   */
+  private async flush(peer: ReturnType<TabletManager['get']>): Promise<TabletSplitResponsePB> {
+    if (peer.meta.splitInto) return { dataBytes: 0n };
+    const t0 = performance.now();
+    const regular = peer.engines().regular;
+    const before = (await regular.stats()).memtableBytes;
+    await regular.flush();
+    // A linked child's view counts only its own range (docs/splitting.md): the parent's rows it
+    // still holds on disk until its clean-up are not its size.
+    const s = await regular.stats();
+    const dataBytes = s.sstBytes + s.memtableBytes;
+    this.deps.log?.info({ tablet: peer.meta.tabletId, memtableBytes: before, dataBytes, ms: Math.round(performance.now() - t0) }, 'split: memtable flushed before the split');
+    return { dataBytes: BigInt(dataBytes) };
   }
 }

@@ -23,12 +23,16 @@ import { SeededRng } from '../../common/rng';
  * `rebuild` are not part of `all` (the seeds of recorded runs keep their schedules) and must be named.
  * `split` (docs/splitting.md) splits a random tablet of the workload's table at a random point (a
  * random hash code inside a hash tablet's range; the middle of the data for a range tablet) under
- * the load; not part of `all` either.
+ * the load; part of `all` (not of the default list) since bank, append and register were valid
+ * under it on three seeds (bench/results/2026-12-07-split.md), except for the lock workload: row
+ * locks are not carried into a split's children (docs/splitting.md), so it never runs under it.
  */
 export const NEMESIS_KINDS = ['kill', 'pause', 'partition', 'skew', 'stepdown', 'alter', 'skew-beyond', 'bridge', 'rebuild', 'split'] as const;
 export type NemesisKind = (typeof NEMESIS_KINDS)[number];
 /** What `all` means: every fault the database must survive without an anomaly. */
 export const SAFE_NEMESIS_KINDS: readonly NemesisKind[] = ['kill', 'pause', 'partition', 'skew', 'stepdown', 'alter'];
+/** `all`: the safe faults and tablet splits (the default list stays SAFE_NEMESIS_KINDS, so default runs keep their schedules). */
+export const ALL_NEMESIS_KINDS: readonly NemesisKind[] = [...SAFE_NEMESIS_KINDS, 'split'];
 /** The cluster's max_clock_skew_usec (verify clusters run with the default), in ms. */
 export const DEFAULT_MAX_CLOCK_SKEW_MS = MAX_CLOCK_SKEW_USEC.default / 1000;
 /** skew stays within [low, high] x max skew; skew-beyond within its own range. */
@@ -76,10 +80,10 @@ export function parseNemesisKinds(list: string): NemesisKind[] {
   for (const raw of list.split(',').map((s) => s.trim()).filter(Boolean)) {
     if (raw === 'none') continue;
     if (raw === 'all') {
-      out.push(...SAFE_NEMESIS_KINDS);
+      out.push(...ALL_NEMESIS_KINDS);
       continue;
     }
-    if (!(NEMESIS_KINDS as readonly string[]).includes(raw)) throw new Error(`unknown nemesis '${raw}' (one of ${NEMESIS_KINDS.join(', ')}, all, none; all = ${SAFE_NEMESIS_KINDS.join(',')})`);
+    if (!(NEMESIS_KINDS as readonly string[]).includes(raw)) throw new Error(`unknown nemesis '${raw}' (one of ${NEMESIS_KINDS.join(', ')}, all, none; all = ${ALL_NEMESIS_KINDS.join(',')})`);
     out.push(raw as NemesisKind);
   }
   return [...new Set(out)];

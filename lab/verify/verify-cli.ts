@@ -14,7 +14,7 @@ import { DbError, ErrorCode } from '../../common/errors';
 import { flagAssignment } from '../../common/flags';
 import type { DriverKind } from '../cluster-spec';
 import { VERIFY_DOCKER_PORT_OFFSET } from './docker-verify-cluster';
-import { NEMESIS_KINDS, parseNemesisKinds, SAFE_NEMESIS_KINDS } from './nemesis-schedule';
+import { ALL_NEMESIS_KINDS, NEMESIS_KINDS, parseNemesisKinds, SAFE_NEMESIS_KINDS } from './nemesis-schedule';
 import { REGISTER_WRITE_MODES, type RegisterWriteMode } from './register-workload';
 import { runCrashLoop } from './crash-loop';
 import { DEFAULT_OP_TIMEOUT_MS, runWorkload, TXN_PROTOCOLS, WORKLOAD_NAMES, type TxnProtocol, type WorkloadName } from './verify-runner';
@@ -97,7 +97,7 @@ export function registerVerifyCommand(program: Command): void {
     .command('verify')
     .description('Jepsen-style verification on a fresh cluster (local processes or a Docker lab): workloads register|set|bank|append|counter|lock|crash|all under a seeded nemesis')
     .option('--workload <list>', 'register, set, bank, append, counter (increments), lock (row locks and fencing tokens: docs/rows.md), crash (kill -9 loop), all', 'all')
-    .option('--nemesis <list>', `${NEMESIS_KINDS.join(', ')}, all (= ${SAFE_NEMESIS_KINDS.join(',')}), none; with --txn_protocol percolator also client-crash`, SAFE_NEMESIS_KINDS.join(','))
+    .option('--nemesis <list>', `${NEMESIS_KINDS.join(', ')}, all (= ${ALL_NEMESIS_KINDS.join(',')}), none; with --txn_protocol percolator also client-crash`, SAFE_NEMESIS_KINDS.join(','))
     .option('--secure', 'a secured cluster: TLS on every RPC and console (certificates made for the run) and a cluster secret (docs/security.md); process driver')
     .option('--txn_protocol <p>', 'bank: yugabyte (default) or percolator (client-built Percolator transactions: docs/percolator.md)', 'yugabyte')
     .option('--time <seconds>', 'run time per workload (the most, with --until_counted)', '60')

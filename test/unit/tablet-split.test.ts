@@ -101,6 +101,18 @@ for (const engine of ['rocksdb', 'memory'] as const) {
         await parent.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: keyOf(kind, 0), columns: [{ columnId: 1, value: 'again' }] } }] });
       }
       const svc = new SplitService({ manager: () => m });
+      if (engine === 'rocksdb') {
+        // The master's flush of every replica before an automatic split (any replica: no leader
+        // check) answers the size once flushed; then rows it did not see stay in the memtable.
+        const rocks = parent.engines().regular as RocksDbEngine;
+        expect(rocks.memtableEntries()).toBeGreaterThan(0);
+        const { dataBytes } = await svc.split({ tabletId: 'parent', flushOnly: true });
+        expect(rocks.memtableEntries()).toBe(0);
+        expect(Number(dataBytes)).toBe((await rocks.stats()).sstBytes + (await rocks.stats()).memtableBytes);
+        expect(Number(dataBytes)).toBeGreaterThan(0);
+        await parent.write({ ops: Array.from({ length: 100 }, (_, j) => ({ kind: 'UPSERT' as const, op: { type: 'upsert' as const, key: keyOf(kind, j), columns: [{ columnId: 1, value: `v${j}` }] } })) });
+        expect(rocks.memtableEntries()).toBeGreaterThanOrEqual(100);
+      }
       const { splitPoint } = await svc.split({ tabletId: 'parent' });
       const point = kind === 'hash' ? { hash: splitPoint!.hash! } : { key: new Uint8Array(splitPoint!.key!) };
       const [left, right] = childPartitions(parent.meta, point);

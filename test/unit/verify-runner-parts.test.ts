@@ -64,9 +64,10 @@ describe('verify: nemesis schedule', () => {
     for (const f of small) expect(f.kind === 'skew' ? Math.abs(f.skewMs!) <= 50 : Math.abs(f.skewMs!) > 100).toBe(true);
   });
 
-  it('verify: all means the safe nemeses; skew-beyond must be named', () => {
+  it('verify: all means the safe nemeses and splits; skew-beyond must be named', () => {
     expect(parseNemesisKinds('all')).not.toContain('skew-beyond');
     expect(parseNemesisKinds('all')).toContain('skew');
+    expect(parseNemesisKinds('all')).toContain('split');
     expect(parseNemesisKinds('kill,skew-beyond')).toEqual(['kill', 'skew-beyond']);
   });
 
