@@ -111,6 +111,12 @@ export interface ScanOptions extends ReadOptions {
    * last tablet: nothing.
    */
   tabletOrdinal?: number;
+  /**
+   * Only the keys of this hash-code range [from, to) (0..65536) of a hash-sharded table: a slice of
+   * a tablet, so one tablet's rows can be read by several scans side by side (an export, an
+   * import's digest check). Ignored on a table without hash columns.
+   */
+  hashSlice?: { from: number; to: number };
   /** A server-side filter (docs/filters.md): an expression such as "PrefixFilter('a')", or a filter tree. */
   filter?: string | FilterAst;
   /** Filled by the scan: the tablets' filter counters summed over its calls. */

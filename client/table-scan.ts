@@ -7,6 +7,7 @@ import { toFilterAst } from '../common/filter-expression';
 import { DbError, ErrorCode } from '../common/errors';
 import { decodePartials, emptyPartials, mergePartials } from '../common/scan-aggregate';
 import { compareKeyBytes, maxLowerBound, minUpperBound } from '../common/key-bounds';
+import { hashPrefixBytes } from '../common/partition-hash';
 import { ROW_FORMAT_EXPORT_LINES, ROW_FORMAT_ROWS, tabletServerMethods, type ScanResponsePB, type TxnContextPB } from '../rpc';
 import type { Row, ScanOptions } from './client-types';
 import type { TableLocations, TabletLocation } from './meta-cache';
@@ -62,9 +63,14 @@ export function scanPlan(loc: TableLocations, o: ScanOptions, d: Deadline): Scan
   if (!(limit >= 0)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'scan limit must be >= 0');
   const page = Math.min(SCAN_PAGE_MAX, Math.max(1, o.pageSize ?? SCAN_PAGE_DEFAULT));
   const columns = schema.columnIds(o.columns);
-  const bounds = schema.scanBounds(o.hashKey, o.rangeStart, o.rangeEnd);
-  const all = bounds.hash !== undefined ? loc.tablets.filter((t) => bounds.hash! >= t.start && bounds.hash! < t.end) : loc.tablets.filter((t) => rangeOverlaps(t, bounds));
-  const tablets = o.tabletOrdinal === undefined ? all : all.slice(o.tabletOrdinal, o.tabletOrdinal + 1);
+  const keyBounds = schema.scanBounds(o.hashKey, o.rangeStart, o.rangeEnd);
+  const slice = o.hashSlice && schema.hash.length > 0 ? o.hashSlice : undefined;
+  // A hash slice: every DocKey of a hash table starts with its hash code ('G' + u16), so the codes
+  // [from, to) are the keys between their prefixes.
+  const bounds = slice ? { ...keyBounds, start: maxLowerBound(keyBounds.start, hashPrefixBytes(slice.from)), end: minUpperBound(keyBounds.end, hashPrefixBytes(slice.to)) } : keyBounds;
+  const all = bounds.hash !== undefined ? loc.tablets.filter((t) => bounds.hash! >= t.start && bounds.hash! < t.end) : loc.tablets.filter((t) => rangeOverlaps(t, keyBounds));
+  const picked = o.tabletOrdinal === undefined ? all : all.slice(o.tabletOrdinal, o.tabletOrdinal + 1);
+  const tablets = slice ? picked.filter((t) => slice.from < t.end && slice.to > t.start) : picked;
   // Checked here for a clear error before any RPC; the tablet checks again (any client may send JSON).
   const filter = o.filter === undefined ? undefined : toFilterAst(o.filter);
   const filterJson = filter ? JSON.stringify(filter) : '';

@@ -23,7 +23,7 @@ import { scanLinesAhead } from './tablet-scan-ahead';
 export { exportTables, type BackupProgress, type ExportOptions } from './export-tables';
 
 /** Rows per write RPC and write RPCs in flight while importing. */
-const IMPORT_BATCH_ROWS = 1000;
+const IMPORT_BATCH_ROWS = 3000;
 const IMPORT_CONCURRENCY = 4;
 /** Changed rows of an increment applied per round (their current rows read, then one write each way). */
 const APPLY_BATCH_ROWS = 500;

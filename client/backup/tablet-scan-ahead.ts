@@ -79,11 +79,27 @@ export async function* orderedAhead<T>(n: number, open: (i: number) => AsyncGene
   }
 }
 
-/** The table's rows in scanRows' order, a page of export lines at a time (Table.scanLinePages), tablets read ahead. */
+/** Slices each tablet of a hash table is read in, side by side (a tablet server works on one page of a scan at a time). */
+export const SCAN_SLICES_PER_TABLET = 2;
+
+/**
+ * The table's rows in scanRows' order, a page of export lines at a time (Table.scanLinePages): each
+ * tablet of a hash table read as SCAN_SLICES_PER_TABLET hash-code slices, and the slices after the
+ * one being consumed already read into buffers — `aheadTablets` tablets' worth of them.
+ */
 export async function* scanLinesAhead(client: TesseraClient, table: string, o: ScanOptions, aheadTablets = 2, bufferRows = 20_000): AsyncGenerator<LinePage & { tablet: number }> {
-  const n = (await client.tableLocations(table)).tablets.length;
-  async function* tablet(i: number): AsyncGenerator<LinePage & { tablet: number }> {
-    for await (const page of client.table(table).scanLinePages({ ...o, tabletOrdinal: i })) yield { ...page, tablet: i };
+  const loc = await client.tableLocations(table);
+  const hashed = loc.schema.hash.length > 0;
+  const sources: Array<{ tablet: number; slice?: { from: number; to: number } }> = [];
+  loc.tablets.forEach((t, i) => {
+    if (!hashed) return void sources.push({ tablet: i });
+    const step = Math.ceil((t.end - t.start) / SCAN_SLICES_PER_TABLET);
+    for (let from = t.start; from < t.end; from += step) sources.push({ tablet: i, slice: { from, to: Math.min(t.end, from + step) } });
+  });
+  async function* source(k: number): AsyncGenerator<LinePage & { tablet: number }> {
+    const { tablet, slice } = sources[k]!;
+    for await (const page of client.table(table).scanLinePages({ ...o, tabletOrdinal: tablet, ...(slice ? { hashSlice: slice } : {}) })) yield { ...page, tablet };
   }
-  yield* orderedAhead(n, tablet, aheadTablets, bufferRows, (page) => page.rows);
+  const ahead = hashed ? aheadTablets * SCAN_SLICES_PER_TABLET + (SCAN_SLICES_PER_TABLET - 1) : aheadTablets;
+  yield* orderedAhead(sources.length, source, ahead, bufferRows, (page) => page.rows);
 }
