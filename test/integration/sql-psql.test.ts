@@ -608,7 +608,15 @@ describe('SQL over the PostgreSQL protocol', () => {
 
   it.skipIf(!havePsql || !havePgbench)('sql: pgbench -i -s 1, then -S and -N runs with no failed transaction', () => {
     const args = ['-h', host, '-p', String(port), '-U', 'yugabyte'];
-    const init = spawnSync('pgbench', ['-i', '-s', '1', ...args, 'yugabyte'], { encoding: 'utf8', timeout: 400_000 });
+    const initOnce = (): ReturnType<typeof spawnSync> => spawnSync('pgbench', ['-i', '-s', '1', ...args, 'yugabyte'], { encoding: 'utf8', timeout: 400_000 });
+    let init = initOnce();
+    // pgbench -i has no --max-tries: its one transaction (TRUNCATE + COPY of 100,000 rows) answered
+    // SQLSTATE 40001 — the retryable serialization failure PostgreSQL clients run again — is run
+    // again once, said here; -S and -N below must have no failed transaction at all.
+    if (init.status !== 0 && String(init.stderr).includes('could not serialize access')) {
+      process.stdout.write(`sql-psql: pgbench -i answered 40001, run again once: ${String(init.stderr).split('\n').filter((l) => l.includes('error')).join(' | ')}\n`);
+      init = initOnce();
+    }
     expect(init.stderr).toContain('done in');
     expect(init.status).toBe(0);
     for (const mode of ['-S', '-N']) {

@@ -47,7 +47,7 @@ interface Update {
   commitHt: HybridTime;
 }
 
-async function openCoordinator(dir: string, flags: Flags, failUpdates: { n: number }): Promise<{ c: TransactionCoordinator; peer: TabletPeer; updates: Update[]; close: () => Promise<void> }> {
+async function openCoordinator(dir: string, flags: Flags, failUpdates: { n: number }, nowMs?: () => number): Promise<{ c: TransactionCoordinator; peer: TabletPeer; updates: Update[]; close: () => Promise<void> }> {
   const clock = new HybridClock(new SystemClock());
   const peer = await TabletPeer.open(testPeerDeps(dir, { meta, flags, clock, seed: 3 }));
   await untilLeaderReady(peer);
@@ -57,6 +57,7 @@ async function openCoordinator(dir: string, flags: Flags, failUpdates: { n: numb
     flags,
     clock,
     log: silentLogger(),
+    ...(nowMs ? { nowMs } : {}),
     updateParticipant: (tablet, txnId, type, commitHt) => {
       if (failUpdates.n > 0) {
         failUpdates.n--;
@@ -226,6 +227,29 @@ describe('TransactionCoordinator', () => {
     await until('APPLY re-driven after restart', () => second.updates.length === 1);
     expect(second.updates[0]).toEqual({ tablet: 'p1', txnId: 'done', type: 'APPLY', commitHt });
     await until('the applied record forgotten', () => !second.c.snapshot().some((t) => t.txnId === 'done'));
+  });
+
+  it('txn-coordinator: the leader\'s own stall (checks far apart) is not counted against heartbeats; silence after it is', async () => {
+    const flags = testFlags(); // checks every 20 ms
+    flags.setAtRuntime(TRANSACTION_HEARTBEAT_USEC.name, '100000', true);
+    flags.setAtRuntime(TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS.name, '5', true); // 500 ms
+    // The coordinator's clock, moved by hand; in the second phase each read of it moves it 5 ms, so
+    // consecutive checks are always close in its time, however the real timer runs.
+    let fake = 1_000_000;
+    let stepMs = 0;
+    const { c } = await openCoordinator(tmp(), flags, { n: 0 }, () => (fake += stepMs));
+    await c.create(TxnId('t'), 'snapshot', 0.5);
+    expect(await c.heartbeat(TxnId('t'))).toBe('PENDING');
+    const checksRun = (): Promise<void> => new Promise((r) => setTimeout(r, 200)); // about 10 checks
+    await checksRun();
+    fake += 10_000; // the leader stalled 10 s (20 times the limit) between two checks
+    await checksRun();
+    expect((await c.getStatus([TxnId('t')]))[0]!.status).toBe('PENDING');
+    expect(c.metrics.expired).toBe(0);
+    // Time moves on with the checks, none far apart, and no heartbeat comes: it expires.
+    stepMs = 5;
+    await until('the silent transaction to expire', async () => (await c.getStatus([TxnId('t')]))[0]!.status === 'ABORTED', 20_000);
+    expect(c.metrics.expired).toBeGreaterThan(0);
   });
 
   it('txn-coordinator: a new record lives on the leader only (no Raft entry) until commit, abort or its first heartbeat replicates it', async () => {

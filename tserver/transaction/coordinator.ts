@@ -73,6 +73,8 @@ export interface CoordinatorDeps {
 export class TransactionCoordinator {
   private readonly records = new Map<TxnId, TxnRecord>();
   private readonly heartbeats = new Map<TxnId, number>();
+  /** When tick() last ran (now()): a long gap is this leader's own stall. */
+  private lastTickMs: number | undefined;
   private readonly createdMs = new Map<TxnId, number>();
   /** Until this time (now()), new records are replicated at once: a requested leadership transfer is under way. */
   private transferringUntilMs = 0;
@@ -440,9 +442,16 @@ export class TransactionCoordinator {
   // ---- background: expiry and APPLY/REMOVE driving ----------------------------------------------
 
   private tick(): void {
+    const t = this.now();
+    const last = this.lastTickMs ?? t;
+    this.lastTickMs = t;
     if (this.stopped || !this.deps.peer.isLeaderReady()) return;
     const limitMs = (this.deps.flags.get(TRANSACTION_HEARTBEAT_USEC) / 1000) * this.deps.flags.get(TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS);
-    const t = this.now();
+    // This leader's own stall (its event loop held, checks far apart): heartbeats sent meanwhile sit
+    // unread in its sockets, not missed — give every pending transaction that time back rather than
+    // expiring it on the first check after the stall.
+    const stalledMs = t - last - 2 * this.deps.flags.get(TRANSACTION_CHECK_INTERVAL_MS);
+    if (stalledMs > 0) for (const [id, hb] of this.heartbeats) this.heartbeats.set(id, hb + stalledMs);
     for (const [id, r] of this.records) {
       if (r.status === 'PENDING') {
         const hb = this.heartbeats.get(id) ?? t;
@@ -456,6 +465,7 @@ export class TransactionCoordinator {
           });
         } else if (t - hb > limitMs) {
           this.metrics.expired++;
+          this.deps.log.info({ txnId: id, lastHeartbeatMsAgo: Math.round(t - hb), limitMs }, 'transaction expired: no heartbeat within the limit; aborting it');
           void this.abort(id, [], 'expired').catch((err: unknown) => this.deps.log.debug({ err, txnId: id }, 'expiry abort failed; retried next check'));
         }
       } else {
