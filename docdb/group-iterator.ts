@@ -42,9 +42,9 @@ export class GroupIterator {
     return undefined;
   }
 
-  private async raw(): Promise<[Buffer, Buffer] | undefined> {
-    const b = this.buffered();
-    if (b !== undefined || this.done) return b;
+  /** The next entry from the engine, once nothing is in hand (buffered() gave undefined). */
+  private async fetch(): Promise<[Buffer, Buffer] | undefined> {
+    if (this.done) return undefined;
     let e: [Uint8Array, Uint8Array] | undefined;
     if (this.it.nextBatch) {
       const batch = await this.it.nextBatch();
@@ -71,13 +71,13 @@ export class GroupIterator {
   }
 
   private async read(): Promise<DocKeyGroup | undefined> {
-    const first = this.buffered() ?? (await this.raw());
+    const first = this.buffered() ?? (await this.fetch());
     if (first === undefined) return undefined;
     const docKeyBuf = first[0].subarray(0, docKeyLength(first[0]));
     const entries: Array<[Buffer, Buffer]> = [first];
     for (let i = 0; i < GROUP_ENTRIES_MAX; i++) {
       // In hand without an await: no promise and microtask per entry of a long scan.
-      const e = this.buffered() ?? (await this.raw());
+      const e = this.buffered() ?? (await this.fetch());
       if (e === undefined) break;
       if (e[0].length > docKeyBuf.length && e[0].subarray(0, docKeyBuf.length).equals(docKeyBuf)) entries.push(e);
       else {

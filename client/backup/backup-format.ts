@@ -11,7 +11,6 @@ import { createHash, type Hash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DbError, ErrorCode } from '../../common/errors';
-import { encodeLine, encodeLineValue } from '../../common/export-line';
 import type { ColumnSpec, ColumnValue, Row } from '../client-types';
 
 export const EXPORT_FORMAT = 'tessera-export';
@@ -61,9 +60,8 @@ export interface Manifest {
   tables: TableEntry[];
 }
 
-export function encodeValue(v: ColumnValue): unknown {
-  return encodeLineValue(v);
-}
+/** One value as the export format writes it (common/export-line.ts). */
+export { encodeLineValue as encodeValue } from '../../common/export-line';
 
 export function decodeValue(v: unknown, where: string): ColumnValue {
   if (v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') return v;
@@ -77,9 +75,7 @@ export function decodeValue(v: unknown, where: string): ColumnValue {
 }
 
 /** One row as its line (with the newline): common/export-line.ts, which a tablet server's export scan uses too. */
-export function encodeRow(row: Row): string {
-  return encodeLine(row);
-}
+export { encodeLine as encodeRow } from '../../common/export-line';
 
 export function decodeRow(line: string, where: string): Row {
   let o: unknown;
