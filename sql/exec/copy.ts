@@ -17,6 +17,11 @@ import { readRows, SCAN_TIMEOUT_MS } from './access';
 import { indexInsert } from './indexes';
 
 export const COPY_BATCH_ROWS = 5000;
+/**
+ * Batches of one COPY written at the same time: parsing the next batch and the tablets' Raft rounds
+ * for the previous ones overlap, instead of the connection waiting out each batch's round trip.
+ */
+export const COPY_BATCHES_IN_FLIGHT = 4;
 /** A COPY line longer than this is refused (54000): it protects the server's memory. */
 export const COPY_LINE_BYTES_MAX = 64 * 1024 * 1024;
 
@@ -130,6 +135,8 @@ class CopyInSink implements CopyIn {
   private count = 0;
   private ended = false;
   private skipHeader: boolean;
+  private readonly inFlight: Array<Promise<void>> = [];
+  private failure: { error: unknown } | undefined;
 
   constructor(private readonly def: SqlTableDef, private readonly idx: number[], private readonly f: Format, private readonly deps: CopyDeps) {
     this.columns = idx.length;
@@ -142,7 +149,22 @@ class CopyInSink implements CopyIn {
     this.partial = lines.pop() ?? '';
     if (this.partial.length > COPY_LINE_BYTES_MAX) throw new SqlError(SqlState.PROGRAM_LIMIT, `COPY line longer than ${COPY_LINE_BYTES_MAX} bytes`);
     for (const raw of lines) this.line(raw);
-    if (this.pending.length >= COPY_BATCH_ROWS) await this.flush();
+    if (this.pending.length >= COPY_BATCH_ROWS) await this.startFlush();
+  }
+
+  /** Send the pending rows as one batch; wait only when COPY_BATCHES_IN_FLIGHT are under way. */
+  private async startFlush(): Promise<void> {
+    this.throwIfFailed();
+    const p = this.flush().catch((e: unknown) => {
+      this.failure ??= { error: e };
+    });
+    this.inFlight.push(p);
+    while (this.inFlight.length >= COPY_BATCHES_IN_FLIGHT) await this.inFlight.shift();
+    this.throwIfFailed();
+  }
+
+  private throwIfFailed(): void {
+    if (this.failure) throw this.failure.error;
   }
 
   private line(raw: string): void {
@@ -163,7 +185,9 @@ class CopyInSink implements CopyIn {
   async done(): Promise<string> {
     if (this.partial !== '') this.line(this.partial);
     this.partial = '';
-    await this.flush();
+    await this.startFlush();
+    while (this.inFlight.length > 0) await this.inFlight.shift();
+    this.throwIfFailed();
     return `COPY ${this.count}`;
   }
 
@@ -180,7 +204,10 @@ class CopyInSink implements CopyIn {
     const generated = new Set<string>();
     for (const [ci, c] of def.columns.entries()) {
       if (this.idx.includes(ci)) continue;
-      if (c.hidden) full.forEach((r) => (r[ci] = crypto.randomBytes(8).readBigInt64BE()));
+      if (c.hidden) {
+        const rnd = crypto.randomBytes(8 * full.length);
+        full.forEach((r, i) => (r[ci] = rnd.readBigInt64BE(8 * i)));
+      }
       else if (c.sequence) {
         const vals = await this.deps.takeSequence(c.sequence, full.length);
         full.forEach((r, i) => (r[ci] = vals[i]!));

@@ -22,6 +22,8 @@ export interface DdlDeps {
 
 /** Deadline of the scan and of each batch of a table rebuild (ALTER TABLE ADD PRIMARY KEY). */
 export const REBUILD_TIMEOUT_MS = 600_000;
+/** Batches of a table rebuild (ADD PRIMARY KEY) written at the same time while the scan reads on. */
+export const REBUILD_BATCHES_IN_FLIGHT = 4;
 
 type CreateStmt = Extract<Node, { CreateStmt: unknown }>['CreateStmt'];
 
@@ -179,13 +181,19 @@ export async function addPrimaryKey(name: string, cols: string[], deps: DdlDeps)
   await storeTable(next, deps, locs.tablets.length, false);
   const seen = new Set<string>();
   const batch: Array<Record<string, import('../../client').ColumnValue>> = [];
+  // Up to REBUILD_BATCHES_IN_FLIGHT batches are written while the scan reads on.
+  const inFlight: Array<Promise<void>> = [];
+  let failed: { error: unknown } | undefined;
   const flush = async (): Promise<void> => {
-    if (batch.length > 0) await deps.client.table(tmp).upsertMany(batch.splice(0), { timeoutMs: REBUILD_TIMEOUT_MS });
+    if (batch.length > 0) inFlight.push(deps.client.table(tmp).upsertMany(batch.splice(0), { timeoutMs: REBUILD_TIMEOUT_MS }).catch((e: unknown) => void (failed ??= { error: e })));
+    while (inFlight.length >= REBUILD_BATCHES_IN_FLIGHT) await inFlight.shift();
+    if (failed) throw failed.error;
   };
   for await (const r of deps.client.table(name).scanRows({ timeoutMs: REBUILD_TIMEOUT_MS })) {
     const k = JSON.stringify(cols.map((c) => String(r[c])));
     if (cols.some((c) => r[c] === null || r[c] === undefined)) throw new SqlError(SqlState.NOT_NULL_VIOLATION, `column "${cols.find((c) => r[c] === null)}" of relation "${name}" contains null values`);
     if (seen.has(k)) {
+      await Promise.all(inFlight.splice(0));
       await deps.client.dropTable(tmp, { ifExists: true });
       await deps.catalog.remove(tmp);
       throw new SqlError(SqlState.UNIQUE_VIOLATION, `could not create unique index "${name}_pkey"`, { detail: `Key (${cols.join(', ')})=(${cols.map((c) => String(r[c])).join(', ')}) is duplicated.` });
@@ -197,6 +205,8 @@ export async function addPrimaryKey(name: string, cols: string[], deps: DdlDeps)
     if (batch.length >= 2000) await flush();
   }
   await flush();
+  await Promise.all(inFlight.splice(0));
+  if (failed) throw failed.error;
   await deps.client.dropTable(name);
   await deps.client.alterTable(tmp, { renameTo: name });
   await deps.catalog.remove(tmp);

@@ -14,6 +14,22 @@ import { coerce, outputText, TYPES, typeByOid, type SqlTypeName, type SqlValue }
 import type { OutputField } from '../exec/select';
 import { md5Expected, scramServerFinal, scramServerFirst } from './pg-auth';
 import { backend, decodeFrontend, decodeStartup, FrameSplitter, ProtocolError, type FrontendMessage } from './pg-messages';
+import { MessageQueue } from './message-queue';
+
+/** Roughly what a queued message holds in memory (for the queue's backpressure). */
+function messageBytes(m: FrontendMessage): number {
+  switch (m.type) {
+    case 'copyData':
+      return m.data.length + 64;
+    case 'query':
+    case 'parse':
+      return m.sql.length + 64;
+    case 'bind':
+      return m.params.reduce((n, p) => n + (p?.length ?? 0), 64);
+    default:
+      return 64;
+  }
+}
 
 /** Prepared statements and portals one connection may hold. */
 export const PREPARED_STATEMENTS_MAX = 10_000;
@@ -48,7 +64,7 @@ interface Portal {
 
 export class PgConnection {
   private readonly splitter = new FrameSplitter();
-  private readonly queue: FrontendMessage[] = [];
+  private readonly queue: MessageQueue<FrontendMessage>;
   private waiter: ((m: FrontendMessage | undefined) => void) | undefined;
   private closed = false;
   private session: SqlSession | undefined;
@@ -59,6 +75,7 @@ export class PgConnection {
 
   constructor(private readonly socket: net.Socket, private readonly deps: ConnectionDeps) {
     socket.setNoDelay(true);
+    this.queue = new MessageQueue<FrontendMessage>({ pause: () => socket.pause(), resume: () => socket.resume() }, messageBytes);
     socket.on('data', (d: Buffer) => this.onData(d));
     socket.on('close', () => this.onClose());
     socket.on('error', () => this.onClose());

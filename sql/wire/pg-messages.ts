@@ -171,17 +171,21 @@ export class FrameSplitter {
   next(): { type: number; body: Buffer } | undefined {
     const head = this.startup ? 4 : 5;
     if (this.buffered < head) return undefined;
-    const buf = this.flatten();
-    const type = this.startup ? 0 : buf[0]!;
-    const len = buf.readInt32BE(this.startup ? 0 : 1);
+    // Only the header is made contiguous until the whole message is here: a large message arriving
+    // in many chunks is copied once, not once per chunk.
+    if (this.chunks[0]!.length < head) this.chunks = [Buffer.concat(this.chunks)];
+    const first = this.chunks[0]!;
+    const type = this.startup ? 0 : first[0]!;
+    const len = first.readInt32BE(this.startup ? 0 : 1);
     const max = this.startup ? STARTUP_MESSAGE_BYTES_MAX : FRONTEND_MESSAGE_BYTES_MAX;
     if (len < 4 || len > max) throw new ProtocolError(this.startup ? `invalid length of startup packet ${len}` : `invalid message length ${len}`);
     const total = len + (this.startup ? 0 : 1);
-    if (buf.length < total) return undefined;
+    if (this.buffered < total) return undefined;
+    const buf = first.length >= total ? first : this.flatten();
     const body = buf.subarray(head, total);
-    const rest = buf.subarray(total);
-    this.chunks = rest.length > 0 ? [rest] : [];
-    this.buffered = rest.length;
+    if (buf.length > total) this.chunks[0] = buf.subarray(total);
+    else this.chunks.shift();
+    this.buffered -= total;
     return { type, body };
   }
 

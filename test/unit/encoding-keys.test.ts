@@ -164,6 +164,22 @@ describe('encoding: SubDocKey and DocHybridTime', () => {
     expect(encodeDocHybridTime(1n, WRITE_ID_MAX).length).toBe(13);
   });
 
+  it('encoding: appendDocHybridTime = key + "#" + the DocHybridTime, whatever times and write ids came before (its suffix cache)', () => {
+    // Calls alternate between times and write ids so that a suffix kept for one time would show
+    // up under another if the cache were keyed wrongly.
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.uint8Array({ maxLength: 12 }), fc.oneof(htArb, fc.constantFrom(7n, 8n)), fc.oneof(writeIdArb, fc.integer({ min: 0, max: 70 }))), { minLength: 1, maxLength: 30 }), (calls) => {
+        for (const [key, ht, writeId] of calls) {
+          const got = appendDocHybridTime(key, ht, writeId);
+          expect(got.equals(Buffer.concat([Buffer.from(key), Buffer.from([0x23]), encodeDocHybridTime(ht, writeId)]))).toBe(true);
+        }
+      }),
+      { numRuns: RUNS },
+    );
+    expect(() => appendDocHybridTime(Buffer.alloc(1), HT_MAX + 1n, 0)).toThrow();
+    expect(() => appendDocHybridTime(Buffer.alloc(1), 1n, 1.5)).toThrow();
+  });
+
   it('encoding: decodeDocHybridTimeFromEnd splits the time off full regular and intent keys', () => {
     fc.assert(
       fc.property(realDocKeyArb, columnArb, fc.option(fc.integer({ min: 1, max: 15 }), { nil: undefined }), htArb, writeIdArb, (k, col, types, ht, writeId) => {
