@@ -17,7 +17,7 @@ import { parseRowLockImage, RowLockTable, TOKEN_EPOCH_FACTOR, type HeldLock } fr
 import { decodeTabletOp, docKeyString, encodeTabletOp, RowLockAction, type TabletOp } from '../../tserver/tablet/tablet-op';
 import { TabletPeer } from '../../tserver/tablet/tablet-peer';
 import { demoTabletMeta, openTestPeer, PeerJanitor, testPeerDeps, untilLeaderReady } from './tablet-peer-harness';
-import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
+import { parseTabletMeta, type TabletMeta } from '../../tserver/tablet/tablet-meta';
 
 const janitor = new PeerJanitor();
 afterEach(() => janitor.cleanup());
@@ -190,6 +190,10 @@ describe('row locks (tablet)', () => {
     // An image of the replicated lock table (before) still reads; its locks are gone.
     expect(parseRowLockImage({ index: 9, locks: [{ op: 'AA==', token: 5, expiresHt: '1' }] })).toEqual({ index: 9, locks: [] });
     expect(() => parseRowLockImage({ index: 9, locks: [], epochBase: -1 })).toThrow(/epoch base/);
+    // The tablet meta keeps the base (a split child's meta.json), and refuses a bad one.
+    expect(parseTabletMeta(JSON.parse(JSON.stringify({ ...lockMeta(), rowLockEpochBase: 15 }))).rowLockEpochBase).toBe(15);
+    expect(parseTabletMeta(JSON.parse(JSON.stringify(lockMeta()))).rowLockEpochBase).toBeUndefined();
+    expect(() => parseTabletMeta({ ...lockMeta(), rowLockEpochBase: 1.5 })).toThrow(/rowLockEpochBase/);
   });
 
   it('row locks: a transaction cannot write a locked row (ROW_LOCKED), and lockRow does not take a row holding a pending transaction\'s provisional records', async () => {
