@@ -196,6 +196,26 @@ describe('row locks (tablet)', () => {
     expect(() => parseTabletMeta({ ...lockMeta(), rowLockEpochBase: 1.5 })).toThrow(/rowLockEpochBase/);
   });
 
+  it('row locks: coalesced calls with unlockAfter share ONE entry and each releases its own lock once it committed; a stale one is FENCED alone', async () => {
+    const { p } = await open();
+    janitor.peers.push(p);
+    const ops = p.rowLockOps();
+    const a = await ops.lock(key(20), { leaseMs: 60_000, holder: 'A', wait: false, deadlineMonoMs: far() });
+    const b = await ops.lock(key(21), { leaseMs: 60_000, holder: 'B', wait: false, deadlineMonoMs: far() });
+    const c = await ops.lock(key(22), { leaseMs: 60_000, holder: 'C', wait: false, deadlineMonoMs: far() });
+    const call = (i: number, lock: HeldLock, requestId: number) => {
+      const rows: RowMutation[] = [{ key: key(i), conditions: [], mutations: [{ type: 'PUT', columnId: 1, value: `v${i}` }], lock }];
+      return { ops: [], computed: { keys: [key(i)], compute: (cur: Parameters<typeof evaluateRowMutations>[1]) => evaluateRowMutations(rows, cur, 1 << 20).ops }, heldLocks: [lock], unlockAfter: [true], request: { clientId: 'c1', requestId, minRunning: 1 } };
+    };
+    const before = p.raftGroup().appliedOpId().index;
+    const got = await Promise.all(p.writeCombined([call(20, a, 1), call(21, b, 2), call(22, { lockId: c.lockId, token: c.token + 1 }, 3)]).map((x) => code(x)));
+    expect(got).toEqual(['OK', 'OK', ErrorCode.FENCED]);
+    expect(p.raftGroup().appliedOpId().index).toBe(before + 1);
+    expect(p.rowLocks.list(p.hybridNow()).map((l) => l.lockId)).toEqual([c.lockId]);
+    expect(p.rowLocks.metrics.unlocksAfterWrite).toBe(2);
+    expect([await value(p, 20), await value(p, 21), await value(p, 22)]).toEqual(['v20', 'v21', undefined]);
+  }, 30_000);
+
   it('row locks: a transaction cannot write a locked row (ROW_LOCKED), and lockRow does not take a row holding a pending transaction\'s provisional records', async () => {
     const { p } = await open();
     janitor.peers.push(p);
