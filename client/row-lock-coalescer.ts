@@ -1,7 +1,7 @@
 /**
  * lockRow, renewRowLock and unlockRow calls issued in the same event-loop turn for the same tablet
  * travel in ONE LockRow (or RowLock) request (`more`), as row operations do (row-ops-coalescer.ts):
- * one RPC instead of one each, and the leader proposes their ROW_LOCK entries together. Each call
+ * one RPC instead of one each (the leader handles each in its memory, no Raft entry). Each call
  * keeps its own outcome; a call whose own outcome is a retryable code (nothing was done) goes again
  * alone through the caller's single-call path; a request-level failure is every call's failure, as
  * if each had been sent alone (a LockRow request is resent after an unknown outcome — every lockRow

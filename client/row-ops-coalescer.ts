@@ -11,6 +11,12 @@
  * the same request id, through the caller's single-call path. A request-level failure is every
  * call's failure, as if each had been sent alone. Calls that wait for locked rows never coalesce
  * (a waiting call would hold the others' answers).
+ *
+ * Adaptive: a call goes at once, alone, while fewer than ROW_REQUESTS_ALONE_INFLIGHT requests of
+ * this coalescer to its tablet are in flight; only beyond that does it wait for the turn's end and
+ * share a request. A batch per turn alone left each tablet about one big request in flight at a
+ * time — the leader's pipeline idle between them — and made c64 increments slower and dearer than
+ * sending each alone (bench/results/2026-12-07-rows-2.md).
  */
 import { TurnBatches } from './turn-batches';
 import { DbError, ErrorCode } from '../common/errors';
@@ -25,6 +31,9 @@ export const COALESCED_ROW_CALLS_MAX = 128;
 export const COALESCED_ROW_ROWS_MAX = 1024;
 /** Approximate value bytes one coalesced request carries at most (keeps frames and entries small). */
 export const COALESCED_ROW_BYTES_MAX = 4 * 1024 * 1024;
+
+/** Requests to one tablet in flight below which a call is sent at once, alone. */
+export const ROW_REQUESTS_ALONE_INFLIGHT = 4;
 
 /** One call's outcome, as a lone MutateRows answers it. */
 export type RowCallAnswer = Pick<MutateRowsResponsePB, 'applied' | 'results'>;
@@ -67,6 +76,8 @@ export class RowOpsCoalescer {
   private readonly pending = new TurnBatches<Pending>((p) => this.send(p));
   /** Requests sent, and calls they carried (tests, diagnostics). */
   readonly stats = { requests: 0, calls: 0 };
+  /** Requests in flight per tablet. */
+  private readonly inflight = new Map<string, number>();
 
   constructor(
     private readonly invoker: TabletInvoker,
@@ -74,6 +85,8 @@ export class RowOpsCoalescer {
     private readonly alsoRetry: ReadonlySet<string>,
     /** Codes that end a request at once (TABLET_SPLIT: the caller routes its rows again). */
     private readonly fatal: ReadonlySet<string>,
+    /** Requests per tablet in flight below which a call goes at once, alone (0: always coalesce per turn). */
+    private readonly aloneInflight: number = ROW_REQUESTS_ALONE_INFLIGHT,
   ) {}
 
   /**
@@ -89,13 +102,18 @@ export class RowOpsCoalescer {
       // Calls built with one schema version travel together (the request carries it).
       const key = `${table}\u0000${tabletId}\u0000${schemaVersion}`;
       let p = this.pending.get(key);
+      const item: Item = { rows, bytes, deadline, requestId, resendAlone, resolve, reject };
+      if (!p && (this.inflight.get(tabletId) ?? 0) < this.aloneInflight) {
+        this.send({ table, tabletId, route, schemaVersion, rows: rows.length, bytes, items: [item] });
+        return;
+      }
       if (p && (p.items.length >= COALESCED_ROW_CALLS_MAX || p.rows + rows.length > COALESCED_ROW_ROWS_MAX || p.bytes + bytes > COALESCED_ROW_BYTES_MAX)) {
         this.pending.take(key);
         this.send(p);
         p = undefined;
       }
       p ??= this.pending.add(key, { table, tabletId, route, schemaVersion, rows: 0, bytes: 0, items: [] });
-      p.items.push({ rows, bytes, deadline, requestId, resendAlone, resolve, reject });
+      p.items.push(item);
       p.rows += rows.length;
       p.bytes += bytes;
     });
@@ -110,6 +128,7 @@ export class RowOpsCoalescer {
     if (!first) return;
     this.stats.requests++;
     this.stats.calls += items.length;
+    this.inflight.set(p.tabletId, (this.inflight.get(p.tabletId) ?? 0) + 1);
     const inv = this.invoker;
     // The request must finish by the earliest deadline among its calls.
     const deadline = items.reduce((d, i) => (i.deadline.atMs < d.atMs ? i.deadline : d), first.deadline);
@@ -126,7 +145,14 @@ export class RowOpsCoalescer {
       if (rest.length > 0) req.more = rest.map((i) => ({ rows: i.rows, requestId: BigInt(i.requestId) }));
       return req;
     };
-    inv.call(p.table, p.route, rowMethods().mutateRows, make, deadline, true, this.fatal, this.alsoRetry).then(
+    const sent = inv.call(p.table, p.route, rowMethods().mutateRows, make, deadline, true, this.fatal, this.alsoRetry);
+    const done = (): void => {
+      const n = (this.inflight.get(p.tabletId) ?? 1) - 1;
+      if (n <= 0) this.inflight.delete(p.tabletId);
+      else this.inflight.set(p.tabletId, n);
+    };
+    sent.then(done, done);
+    sent.then(
       (r) => {
         inv.observeHt(r.propagatedHt);
         if (rest.length === 0) return first.resolve(r);

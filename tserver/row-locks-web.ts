@@ -67,7 +67,7 @@ export function registerRowLockPages(d: RowLocksWebDeps): void {
   });
   d.metrics.gauge(
     'tserver_row_locks',
-    'Row locks per tablet replica (docs/rows.md): held now (kind="held"), granted / renewed / released / expired since the replica opened, LOCK entries that lost a race ("lost_races"), writes refused because another holder has the row ("rejected_locked") or carrying a lock that no longer holds it ("rejected_fenced"), writers that waited for a lock ("waits", of which gave up at their deadline: "waits_timed_out"), waiting now ("waiting")',
+    'Row locks per tablet replica (docs/rows.md): held now (kind="held"), granted / renewed / released / expired since the replica opened, locks ended by a leader change, restart or split ("ended_by_leader_change"), writes refused because another holder has the row ("rejected_locked") or carrying a lock that no longer holds it ("rejected_fenced"), writers that waited for a lock ("waits", of which gave up at their deadline: "waits_timed_out"), waiting now ("waiting")',
     ['tablet_id', 'kind'],
     (g) => {
       g.reset();
@@ -80,13 +80,12 @@ export function registerRowLockPages(d: RowLocksWebDeps): void {
           ['renewed', m.renewed],
           ['released', m.released],
           ['expired', m.expired],
-          ['lost_races', m.lostRaces],
+          ['ended_by_leader_change', m.endedByLeaderChange],
           ['rejected_locked', m.rejectedLocked],
           ['rejected_fenced', m.rejectedFenced],
           ['waits', m.waits],
           ['waits_timed_out', m.waitsTimedOut],
           ['unlocks_after_write', m.unlocksAfterWrite],
-          ['unlocks_after_write_lost', m.unlocksAfterWriteLost],
           ['waiting', t.waitingNow()],
         ];
         for (const [kind, v] of kinds) g.set({ tablet_id: p.tabletId, kind }, v);

@@ -239,7 +239,7 @@ export class RowService {
     const t = this.tablet(req.tabletId, req.schemaVersion, req.propagatedHt);
     const more = req.more ?? [];
     if (more.length === 0) return this.grantPb(await this.lockOne(t, req, req.wait === true, ctx));
-    // Coalesced lockRow calls (never waiting ones): each on its own, their entries in one append.
+    // Coalesced lockRow calls (never waiting ones): each on its own.
     return this.coalescedLocks(t, [req, ...more], (i) => this.lockOne(t, i, false, ctx));
   }
 

@@ -99,7 +99,9 @@ export async function applySplit(deps: SplitApplyDeps, parent: TabletPeer, op: E
   const campaign = parent.raftGroup().isLeader();
   // Built before a restart, or by remote bootstrap: skipped.
   const todo = op.children.filter((c) => !deps.hasTablet(c.tabletId));
-  const metas = todo.map((child): TabletMeta => ({ tabletId: child.tabletId, tableId: meta.tableId, tableName: meta.tableName, schema: meta.schema, partition: child.partition, peers: op.peers, schemaVersion: meta.schemaVersion, ...(meta.durability ? { durability: meta.durability } : {}) }));
+  // rowLockEpochBase: the children's row lock fencing tokens start above the parent's (docs/rows.md).
+  const epochBase = parent.rowLocks.childEpochBase();
+  const metas = todo.map((child): TabletMeta => ({ tabletId: child.tabletId, tableId: meta.tableId, tableName: meta.tableName, schema: meta.schema, partition: child.partition, peers: op.peers, schemaVersion: meta.schemaVersion, ...(meta.durability ? { durability: meta.durability } : {}), rowLockEpochBase: epochBase }));
   const built = await deps.createChildren(metas, parent.engines().regular, { campaign });
   built.forEach((r, i) => deps.log.info({ parent: meta.tabletId, child: metas[i]!.tabletId, linked: r.linked, entries: r.rows, checkpointMs: r.checkpointMs, index }, 'split child built from the parent data'));
   parent.markSplit(op.children);

@@ -7,7 +7,7 @@
  * commit point is the primary's single-row transaction, so a probe that is wrong only aborts.
  */
 import { randomUUID } from 'node:crypto';
-import { DbError } from '../../common/errors';
+import { DbError, ErrorCode } from '../../common/errors';
 import type { CallOptions, CreateTableOptions } from '../client-types';
 import type { RowLock } from '../row-ops';
 import type { Table } from '../table';
@@ -71,9 +71,17 @@ export class OwnerLease {
         .renewRowLock(this.lock, { leaseMs: OWNER_LEASE_MS })
         .then((l) => (this.lock = l))
         // A lost lease means others may already treat our locks as dead: our commits then abort at the primary.
+        // Row locks end with their tablet's leader (docs/rows.md): take the token again, so this client is alive again.
+        .catch((e: unknown) => (DbError.from(e).code === ErrorCode.ROW_LOCK_NOT_HELD ? this.retake() : undefined))
         .catch(() => undefined);
     }, OWNER_LEASE_MS / 3);
     this.timer.unref();
+  }
+
+  private async retake(): Promise<void> {
+    const l = await this.host.table(OWNERS_TABLE).lockRow({ id: this.ownerId }, { leaseMs: OWNER_LEASE_MS, holder: `percolator ${this.ownerId}` });
+    if (this.closed) await this.host.table(OWNERS_TABLE).unlockRow(l).catch(() => undefined);
+    else this.lock = l;
   }
 
   /** Whether `owner` still holds its liveness lock (true when that cannot be told: wait rather than guess). */

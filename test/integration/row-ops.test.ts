@@ -3,8 +3,8 @@
  * loopback): concurrent increments from several clients sum exactly and each answers a distinct new
  * value; a resent increment (same request id) is applied once, also after a leader change;
  * checkAndMutate; mutateRows across tablets refused; row locks — ROW_LOCKED for others, a waiting
- * writer, wrong-id unlock, lease expiry, FENCED stale token, /locks, and the lock carried over a
- * leader stepdown.
+ * writer, wrong-id unlock, lease expiry, FENCED stale token, /locks, and every lock ended by a
+ * leader stepdown (locks are the leader's alone).
  */
 import { execFile } from 'node:child_process';
 import * as path from 'node:path';
@@ -193,7 +193,7 @@ describe('row operations and row locks (real processes)', () => {
     for (const id of same) expect((await t.get({ id }))?.['n']).toBe(1n);
   }, 60_000);
 
-  it('rows: row locks — ROW_LOCKED for others, a waiting writer, wrong-id unlock, /locks, carried over a leader stepdown, lease expiry and FENCED stale token', async () => {
+  it('rows: row locks — ROW_LOCKED for others, a waiting writer, wrong-id unlock, /locks, ended by a leader stepdown, lease expiry and FENCED stale token', async () => {
     const a: Table = clients[1]!.table('ctr');
     const b: Table = clients[2]!.table('ctr');
     const id = 5n;
@@ -210,20 +210,23 @@ describe('row operations and row locks (real processes)', () => {
     const listed = (await (await fetch(`http://${web}/api/v1/locks`)).json()) as { locks: Array<{ tabletId: string; holder: string; token: number; leaseLeftMs: number; leader: boolean }> };
     expect(listed.locks.find((l) => l.tabletId === tabletId && l.leader)).toMatchObject({ holder: 'client-a', token: Number(lock.token) });
 
-    // A leader change carries the lock over (it is replicated state): same token, still exclusive.
+    // A leader change ends every lock of the tablet (they were the old leader's): the holder's write
+    // is FENCED, the row is free, and a lock of the new leader has a higher token.
     await stepDown(tabletId, leader);
-    expect(await codeOf(b.increment({ id }, { n: 1 }))).toBe(ErrorCode.ROW_LOCKED);
-    expect((await a.increment({ id }, { n: 1 }, { lock }))['n']).toBe(2n);
+    expect(await codeOf(a.increment({ id }, { n: 1 }, { lock }))).toBe(ErrorCode.FENCED);
+    expect((await b.increment({ id }, { n: 1 }))['n']).toBe(2n);
+    const lock2 = await a.lockRow({ id }, { leaseMs: 60_000, holder: 'client-a' });
+    expect(lock2.token).toBeGreaterThan(lock.token);
 
     // A writer that waits gets the row once the holder unlocks.
     const waiting = b.increment({ id }, { n: 10 }, { waitForLocks: true, timeoutMs: 15_000 });
-    await a.unlockRow(lock);
+    await a.unlockRow(lock2);
     expect((await waiting)['n']).toBe(12n);
-    expect(await codeOf(a.increment({ id }, { n: 1 }, { lock }))).toBe(ErrorCode.FENCED);
+    expect(await codeOf(a.increment({ id }, { n: 1 }, { lock: lock2 }))).toBe(ErrorCode.FENCED);
 
     // Lease expiry: a short lease ends by itself; the paused holder's late write is fenced, and a new lock's token is higher.
     const short = await a.lockRow({ id }, { leaseMs: 500 });
-    expect(short.token).toBeGreaterThan(lock.token);
+    expect(short.token).toBeGreaterThan(lock2.token);
     await waitFor('the short lease to run out', 20_000, async () => (await codeOf(b.increment({ id }, { n: 100 }))) === 'OK', 50);
     const next = await b.lockRow({ id }, { leaseMs: 60_000 });
     expect(next.token).toBeGreaterThan(short.token);

@@ -10,7 +10,7 @@ import type { LockRowRequestPB, MutateRowsRequestPB, MutateRowsResponsePB, RowLo
 import { Deadline } from '../../client/retry-policy';
 import type { TabletInvoker } from '../../client/tablet-invoker';
 import { RequestIds } from '../../client/request-ids';
-import { COALESCED_ROW_CALLS_MAX, RowOpsCoalescer, type RowCallAnswer } from '../../client/row-ops-coalescer';
+import { COALESCED_ROW_CALLS_MAX, ROW_REQUESTS_ALONE_INFLIGHT, RowOpsCoalescer, type RowCallAnswer } from '../../client/row-ops-coalescer';
 import { RowLockCoalescer } from '../../client/row-lock-coalescer';
 
 type Req = MutateRowsRequestPB | LockRowRequestPB | RowLockRequestPB;
@@ -39,7 +39,7 @@ const noSet: ReadonlySet<string> = new Set();
 describe('RowOpsCoalescer', () => {
   it('row coalescer: calls of one turn to one tablet go in one request, in order, each with its own request id; other tablets get their own', async () => {
     const { invoker, sent } = scripted((req) => ('more' in req && req.more ? itemsOk(1 + req.more.length) : { applied: true, writeHt: 3n, results: [] }));
-    const c = new RowOpsCoalescer(invoker, noSet, noSet);
+    const c = new RowOpsCoalescer(invoker, noSet, noSet, 0);
     const d = new Deadline(1000);
     const answers = await Promise.all([1, 2, 3].map((k) => c.call('t', 'A', route, 0, row(k), d, none)).concat([c.call('t', 'B', route, 0, row(4), d, none)]));
     expect(answers.every((a) => a.applied === true)).toBe(true);
@@ -64,7 +64,7 @@ describe('RowOpsCoalescer', () => {
         { applied: false, writeHt: 0n, results: [] },
       ],
     }));
-    const c = new RowOpsCoalescer(invoker, noSet, noSet);
+    const c = new RowOpsCoalescer(invoker, noSet, noSet, 0);
     const d = new Deadline(1000);
     const resent: number[] = [];
     const p = [1, 2, 3, 4].map((k) =>
@@ -86,7 +86,7 @@ describe('RowOpsCoalescer', () => {
 
   it('row coalescer: a server without `more` did the first call only (the rest go alone); a request failure is every call\'s', async () => {
     const old = scripted(() => ({ applied: true, writeHt: 3n, results: [] }));
-    const c = new RowOpsCoalescer(old.invoker, noSet, noSet);
+    const c = new RowOpsCoalescer(old.invoker, noSet, noSet, 0);
     const d = new Deadline(1000);
     let alone = 0;
     const resend = (): Promise<RowCallAnswer> => {
@@ -97,17 +97,40 @@ describe('RowOpsCoalescer', () => {
     expect(alone).toBe(2);
 
     const down = scripted(() => Promise.reject(new DbError(ErrorCode.TIMED_OUT, 'no answer')));
-    const c2 = new RowOpsCoalescer(down.invoker, noSet, noSet);
+    const c2 = new RowOpsCoalescer(down.invoker, noSet, noSet, 0);
     const codes = await Promise.all([1, 2].map((k) => c2.call('t', 'A', route, 0, row(k), d, none).then(() => 'OK', (e: unknown) => DbError.from(e).code)));
     expect(codes).toEqual([ErrorCode.TIMED_OUT, ErrorCode.TIMED_OUT]);
   });
 
   it('row coalescer: at most COALESCED_ROW_CALLS_MAX calls per request', async () => {
     const { invoker, sent } = scripted((req) => ('more' in req && req.more ? itemsOk(1 + req.more.length) : { applied: true, writeHt: 3n, results: [] }));
-    const c = new RowOpsCoalescer(invoker, noSet, noSet);
+    const c = new RowOpsCoalescer(invoker, noSet, noSet, 0);
     const d = new Deadline(1000);
     await Promise.all(Array.from({ length: COALESCED_ROW_CALLS_MAX + 5 }, (_, k) => c.call('t', 'A', route, 0, row(k), d, none)));
     expect(sent.map((s) => 1 + ((s.req as MutateRowsRequestPB).more?.length ?? 0))).toEqual([COALESCED_ROW_CALLS_MAX, 5]);
+  });
+
+  it('row coalescer (adaptive, the default): calls go alone at once while fewer than ROW_REQUESTS_ALONE_INFLIGHT requests to the tablet are in flight, then share one request per turn; a tablet with none in flight sends alone again', async () => {
+    const gates: Array<() => void> = [];
+    const { invoker, sent } = scripted(async (req) => {
+      await new Promise<void>((r) => gates.push(r));
+      return 'more' in req && req.more ? itemsOk(1 + req.more.length) : { applied: true, writeHt: 3n, results: [] };
+    });
+    const c = new RowOpsCoalescer(invoker, noSet, noSet);
+    const d = new Deadline(1000);
+    const n = ROW_REQUESTS_ALONE_INFLIGHT + 3;
+    const first = Promise.all(Array.from({ length: n }, (_, k) => c.call('t', 'A', route, 0, row(k), d, none)));
+    // Sent at once (before the turn ends): the lone calls.
+    expect(sent.length).toBe(ROW_REQUESTS_ALONE_INFLIGHT);
+    await new Promise((r) => setImmediate(r));
+    expect(sent.map((s) => 1 + ((s.req as MutateRowsRequestPB).more?.length ?? 0))).toEqual([...Array.from({ length: ROW_REQUESTS_ALONE_INFLIGHT }, () => 1), 3]);
+    while (gates.length > 0) gates.shift()!();
+    expect((await first).every((a) => a.applied)).toBe(true);
+    // Nothing in flight any more: the next call goes alone, at once.
+    const again = c.call('t', 'A', route, 0, row(99), d, none);
+    expect(sent.length).toBe(ROW_REQUESTS_ALONE_INFLIGHT + 2);
+    gates.shift()!();
+    expect((await again).applied).toBe(true);
   });
 });
 

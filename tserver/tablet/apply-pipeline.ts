@@ -138,6 +138,7 @@ export class ApplyPipeline {
       case 'CHANGE_SCHEMA':
         return this.deps.changeSchema(op, opId);
       case 'ROW_LOCK':
+        // Only in logs written while row locks were replicated (they are leader-only now).
         this.deps.mvcc.observe(op.ht);
         this.deps.rowLocks.apply(op, opId.index);
         return;
@@ -147,6 +148,8 @@ export class ApplyPipeline {
         await this.flushIntents(g.intents);
         await this.flushRegular(g.regular);
         await this.deps.applier.settled();
+        // The children's row lock epochs start above this tablet's (row-locks.ts noteSplit).
+        this.deps.rowLocks.noteSplit(opId.term);
         return this.deps.split(op, opId.index);
     }
   }

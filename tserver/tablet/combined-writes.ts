@@ -7,7 +7,8 @@
  * one entry, one apply batch on each replica, instead of one per call. Each request is recorded as
  * replicated when the entry is applied, so a resent copy of any call is answered, not applied again.
  * Calls that cannot share (a copy of a request replicated or running here, rows another call of
- * the batch writes, waiting for locks, unlockAfter) take the ordinary single-write path.
+ * the batch writes, waiting for locks) take the ordinary single-write path. A call with unlockAfter
+ * releases its locks once the shared entry committed, under the latches still (leader-local locks).
  */
 import type { HybridTime } from '../../common/hybrid-time';
 import type { DocKey, RowOp } from '../../docdb';
@@ -61,10 +62,12 @@ interface Call {
   /** What the caller gets (a timeout too). */
   result: Deferred<HybridTime>;
   done: boolean;
+  /** The locks this call releases once written (unlockAfter). */
+  unlocks?: Array<{ rowKey: string; lockId: string }>;
 }
 
 function canShare(req: WriteRequest): boolean {
-  return req.computed !== undefined && req.request !== undefined && req.waitForLocks !== true && !req.unlockAfter?.some((u) => u) && !req.fastPathTxn;
+  return req.computed !== undefined && req.request !== undefined && req.waitForLocks !== true && !req.fastPathTxn;
 }
 
 /**
@@ -140,6 +143,7 @@ async function runCalls(d: CombinedWritesDeps, calls: Call[]): Promise<void> {
       if (c.done) continue;
       try {
         d.rowLocks.check(d.tabletId, c.keys, c.req.heldLocks, ht);
+        if (c.req.unlockAfter) c.unlocks = d.rowLocks.unlocksAfter(c.keys, c.req.heldLocks, c.req.unlockAfter, ht);
       } catch (e) {
         fail(c, e);
       }
@@ -176,6 +180,7 @@ async function settleCalls(d: CombinedWritesDeps, live: Call[], proposal: Promis
     live.map(async (c) => {
       try {
         await d.settledWithin(proposal, d.timeoutMs(c.req), 'write');
+        if (c.unlocks) d.rowLocks.releaseAfterWrite(c.unlocks);
         c.result.resolve(ht);
       } catch (e) {
         c.result.reject(d.withLeaderHint(e));

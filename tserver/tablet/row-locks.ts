@@ -1,25 +1,29 @@
 /**
  * Row locks with leases and fencing tokens (docs/rows.md), HBase's pre-0.96 `lockRow` made safe:
  *
- * - The lock table is REPLICATED state: ROW_LOCK entries (lock, renew, unlock) are applied by every
- *   replica in log order, so a new leader holds exactly the locks its predecessor granted, and a
- *   restart or remote bootstrap rebuilds them (image + log, see RowLockImage).
- * - A lock's fencing token is the Raft index of its LOCK entry: strictly increasing for a row (for
- *   the whole tablet, in fact), whatever leader granted it.
- * - A lease ends at the LOCK (or last RENEW) entry's hybrid time + its lease: expiry is a comparison
- *   of hybrid times, the same on every replica; no entry is needed to end a lock.
+ * - The lock table lives in the TABLET LEADER's memory only, as HBase kept row locks in the region
+ *   server: lockRow, renew and unlock write no Raft entry. A leader change, a restart or a split ends
+ *   every lock; writes that still carry one are FENCED.
+ * - A lock's fencing token is `epoch × 2^32 + n`: `n` counts the leader's grants, `epoch` is the
+ *   tablet's epoch base (tablet meta; a split child's is above its parent's, see childEpochBase) plus
+ *   the leader's Raft term. A leader grants only once it is ready — its own first entry of the term
+ *   applied — so the tokens of a row grow strictly across leaders and splits.
+ * - A lease ends at the grant's (or last renewal's) hybrid time + its lease, judged at each write's own
+ *   hybrid time.
  * - The leader checks every write of a row under that row's in-memory lock (LockTable), against the
  *   write's own hybrid time: a write carrying the row's live lock (id and token) goes on, one carrying
- *   any other lock is FENCED (expired, released or superseded), one carrying none is ROW_LOCKED — or
- *   waits, when its caller asked, holding no lock: a waiter is a promise and a timer, at most
- *   ROW_LOCK_WAITERS_MAX per tablet and never past its caller's deadline, so stalled lock holders
- *   cannot starve the tserver the way blocked handler threads starved an HBase region server.
+ *   any other lock is FENCED (expired, released, superseded, or granted by an earlier leader), one
+ *   carrying none is ROW_LOCKED — or waits, when its caller asked, holding no lock: a waiter is a
+ *   promise and a timer, at most ROW_LOCK_WAITERS_MAX per tablet and never past its caller's
+ *   deadline, so stalled lock holders cannot starve the tserver the way blocked handler threads
+ *   starved an HBase region server.
+ * Why no write of an ended lock can commit after a new leader's grant: docs/rows.md ("Fencing").
  */
 import { randomBytes } from 'node:crypto';
 import { DbError, ErrorCode } from '../../common/errors';
 import { htAddMicros, htPhysicalMicros, type HybridTime } from '../../common/hybrid-time';
 import type { DocKey } from '../../docdb';
-import { decodeTabletOp, docKeyString, encodeTabletOp, RowLockAction, type TabletOp } from './tablet-op';
+import { docKeyString, type TabletOp } from './tablet-op';
 
 export type RowLockOp = Extract<TabletOp, { type: 'ROW_LOCK' }>;
 
@@ -33,7 +37,7 @@ export interface RowLockEntry {
   key: DocKey;
   lockId: string;
   holder: string;
-  /** Raft index of the LOCK entry. */
+  /** Fencing token: epoch × 2^32 + the leader's grant count. */
   token: number;
   grantedHt: HybridTime;
   expiresHt: HybridTime;
@@ -50,13 +54,27 @@ const WAIT_MARGIN_MS = 100;
 export const LOCK_ID_BYTES_MAX = 64;
 export const HOLDER_BYTES_MAX = 128;
 export const ROW_LOCK_LEASE_MS_MAX = 3_600_000;
+/** Tokens are epoch × 2^32 + n, exact in a double while the epoch stays below 2^21. */
+export const TOKEN_EPOCH_FACTOR = 2 ** 32;
+export const TOKEN_EPOCH_MAX = 2 ** 21 - 1;
 
-/** What retryable.json's sibling row-locks.json and a snapshot descriptor hold. */
+/**
+ * What row-locks.json and a snapshot descriptor hold: since locks are leader-only, no lock — only
+ * the epoch base, so a replica made by remote bootstrap (whose meta may lack it) keeps its tablet's
+ * epochs. `locks` is read and ignored (images of the replicated lock table, before).
+ */
 export interface RowLockImage {
-  /** Raft index up to which the image has applied ROW_LOCK entries. */
   index: number;
-  /** Each lock as its LOCK entry (base64 of the tablet op) plus what the entry alone does not say. */
-  locks: Array<{ op: string; token: number; expiresHt: string }>;
+  locks: unknown[];
+  epochBase?: number;
+}
+
+/** Where the current fencing epoch comes from (bound by the tablet, see bindEpoch). */
+export interface RowLockEpochSource {
+  /** The epoch base the tablet meta records (0 when absent). */
+  metaBase(): number;
+  /** The Raft term while this replica is a READY leader (its own-term entry applied); else undefined. */
+  readyLeaderTerm(): number | undefined;
 }
 
 /** ROW_LOCKED for a row (the writer may wait for it). */
@@ -78,68 +96,121 @@ export function leaseLeftMs(l: RowLockEntry, atHt: HybridTime): number {
 
 export class RowLockTable {
   private readonly byKey = new Map<string, RowLockEntry>();
-  /** ROW_LOCK entries at or below this index are in the table (a replay after an image skips them). */
+  /** Highest log index whose ROW_LOCK entry (an older log's) or image this replica has seen. */
   appliedIndex = 0;
   private readonly waiters = new Map<string, Set<() => void>>();
   private waiting = 0;
-  readonly metrics = { granted: 0, renewed: 0, released: 0, expired: 0, lostRaces: 0, rejectedLocked: 0, rejectedFenced: 0, waits: 0, waitsTimedOut: 0, unlocksAfterWrite: 0, unlocksAfterWriteLost: 0 };
+  /** The epoch the locks in byKey were granted in (0: none). */
+  private epoch = 0;
+  /** Grants in `epoch` so far (the low part of the tokens). */
+  private granted = 0;
+  /** The epoch base an image brought (remote bootstrap; a meta may lack it). */
+  private restoredBase = 0;
+  private source: RowLockEpochSource = { metaBase: () => 0, readyLeaderTerm: () => undefined };
+  /** The epoch of the SPLIT entry this replica applied (childEpochBase). */
+  private splitEpoch: number | undefined;
+  readonly metrics = { granted: 0, renewed: 0, released: 0, expired: 0, endedByLeaderChange: 0, rejectedLocked: 0, rejectedFenced: 0, waits: 0, waitsTimedOut: 0, unlocksAfterWrite: 0 };
 
-  /** Every replica, for each ROW_LOCK entry in log order. */
-  apply(op: RowLockOp, index: number): void {
-    if (index <= this.appliedIndex) return;
-    this.appliedIndex = index;
-    this.prune(op.ht);
-    const k = docKeyString(op.key);
-    const cur = this.live(k, op.ht);
-    switch (op.action) {
-      case RowLockAction.LOCK:
-        if (cur) {
-          // A second LOCK of the same lock (a resent lockRow) changes nothing; of another one, the
-          // leader saw the row free while this entry was under way elsewhere: not granted.
-          if (cur.lockId !== op.lockId) this.metrics.lostRaces++;
-          return;
-        }
-        this.byKey.set(k, { key: op.key, lockId: op.lockId, holder: op.holder, token: index, grantedHt: op.ht, expiresHt: htAddMicros(op.ht, op.leaseMs * 1000) });
-        this.metrics.granted++;
-        return;
-      case RowLockAction.RENEW:
-        if (cur?.lockId === op.lockId) {
-          cur.expiresHt = htAddMicros(op.ht, op.leaseMs * 1000);
-          this.metrics.renewed++;
-        }
-        return;
-      case RowLockAction.UNLOCK:
-        if (cur?.lockId === op.lockId) {
-          this.byKey.delete(k);
-          this.metrics.released++;
-          this.wake(k);
-        }
-        return;
-    }
+  bindEpoch(source: RowLockEpochSource): void {
+    this.source = source;
   }
 
-  /** Forget locks whose lease ended at or before `atHt` (deterministic: called with entry times). */
-  private prune(atHt: HybridTime): void {
-    for (const [k, l] of this.byKey) {
-      if (l.expiresHt > atHt) continue;
-      this.byKey.delete(k);
-      this.metrics.expired++;
-      this.wake(k);
-    }
+  private base(): number {
+    return Math.max(this.source.metaBase(), this.restoredBase);
   }
 
-  /** The row's lock if its lease still runs at `atHt`. */
+  /**
+   * The current fencing epoch, ending every lock of another one (a leader change, or no longer the
+   * ready leader: then undefined and the table is empty).
+   */
+  private sync(): number | undefined {
+    const term = this.source.readyLeaderTerm();
+    const epoch = term === undefined ? 0 : this.base() + term;
+    if (epoch !== this.epoch) {
+      this.metrics.endedByLeaderChange += this.byKey.size;
+      this.byKey.clear();
+      for (const k of [...this.waiters.keys()]) this.wake(k);
+      this.epoch = epoch;
+      this.granted = 0;
+    }
+    return term === undefined ? undefined : epoch;
+  }
+
+  /**
+   * Every replica, for each ROW_LOCK entry of a log written while locks were replicated: those locks
+   * ended with their leader, nothing to do.
+   */
+  apply(_op: RowLockOp, index: number): void {
+    if (index > this.appliedIndex) this.appliedIndex = index;
+  }
+
+  /**
+   * A SPLIT entry of term `term` is being applied: a child's epoch base is this tablet's epoch in that
+   * term. Every lock of this tablet was granted in a term ≤ `term` (a later leader is ready only after
+   * applying SPLIT, and a split tablet serves nothing), and a child's terms start at 1, so the child's
+   * epochs are above every epoch here. Deterministic: the same entry, the same meta, on every replica.
+   */
+  noteSplit(term: number): void {
+    this.splitEpoch = this.base() + term;
+  }
+
+  /** The epoch base of the children of the SPLIT just applied (split-apply.ts). */
+  childEpochBase(): number {
+    return this.splitEpoch ?? this.base();
+  }
+
+  /** A new lock of this leader (the caller checked the row is free, under its latch). */
+  grant(key: DocKey, rowKey: string, o: { lockId: string; holder: string; ht: HybridTime; leaseMs: number }, tabletId: string): RowLockEntry {
+    const epoch = this.sync();
+    if (epoch === undefined) throw new DbError(ErrorCode.LEADER_NOT_READY, `tablet ${tabletId}: not the ready leader; no row lock granted`, { tabletId });
+    if (epoch > TOKEN_EPOCH_MAX || this.granted + 1 >= TOKEN_EPOCH_FACTOR) throw new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${tabletId}: fencing tokens of epoch ${epoch} are used up; a new leader term starts a new epoch`, { tabletId, epoch });
+    if (this.byKey.size >= ROW_LOCKS_MAX) throw new DbError(ErrorCode.BACKPRESSURE, `tablet ${tabletId} holds ${this.byKey.size} row locks; at most ${ROW_LOCKS_MAX}`);
+    this.granted++;
+    const l: RowLockEntry = { key, lockId: o.lockId, holder: o.holder, token: epoch * TOKEN_EPOCH_FACTOR + this.granted, grantedHt: o.ht, expiresHt: htAddMicros(o.ht, o.leaseMs * 1000) };
+    this.byKey.set(rowKey, l);
+    this.metrics.granted++;
+    return l;
+  }
+
+  renew(l: RowLockEntry, atHt: HybridTime, leaseMs: number): void {
+    l.expiresHt = htAddMicros(atHt, leaseMs * 1000);
+    this.metrics.renewed++;
+  }
+
+  /** Release the row's lock if it is still `lockId`'s. */
+  release(rowKey: string, lockId: string): boolean {
+    const cur = this.byKey.get(rowKey);
+    if (cur?.lockId !== lockId) return false;
+    this.byKey.delete(rowKey);
+    this.metrics.released++;
+    this.wake(rowKey);
+    return true;
+  }
+
+  /** Forget a lock whose lease ended at or before `atHt`. */
+  private expire(rowKey: string, l: RowLockEntry, atHt: HybridTime): boolean {
+    if (l.expiresHt > atHt) return false;
+    this.byKey.delete(rowKey);
+    this.metrics.expired++;
+    this.wake(rowKey);
+    return true;
+  }
+
+  /** The row's lock if it is of the current leader and its lease still runs at `atHt`. */
   live(rowKey: string, atHt: HybridTime): RowLockEntry | undefined {
+    this.sync();
     const l = this.byKey.get(rowKey);
-    return l && l.expiresHt > atHt ? l : undefined;
+    return l && !this.expire(rowKey, l, atHt) ? l : undefined;
   }
 
-  /** Locks whose lease still runs at `atHt`, oldest token first (console). */
+  /** Locks whose lease still runs at `atHt`, oldest token first (console; none unless the ready leader). */
   list(atHt: HybridTime): RowLockEntry[] {
+    this.sync();
     return [...this.byKey.values()].filter((l) => l.expiresHt > atHt).sort((a, b) => a.token - b.token);
   }
 
   size(): number {
+    this.sync();
     return this.byKey.size;
   }
 
@@ -153,6 +224,7 @@ export class RowLockTable {
    * live lock. `held[i]` is the lock carried for `keys[i]`.
    */
   check(tabletId: string, keys: readonly DocKey[], held: ReadonlyArray<HeldLock | undefined> | undefined, atHt: HybridTime): void {
+    this.sync();
     if (this.byKey.size === 0 && !held?.some((h) => h)) return;
     keys.forEach((key, i) => {
       const k = docKeyString(key);
@@ -161,7 +233,7 @@ export class RowLockTable {
       if (h) {
         if (cur && cur.lockId === h.lockId && cur.token === h.token) return;
         this.metrics.rejectedFenced++;
-        const why = !cur ? 'its lease ran out or it was released' : cur.lockId === h.lockId ? `the lock's token is ${cur.token}` : `a newer lock (token ${cur.token}) holds the row`;
+        const why = !cur ? 'its lease ran out, it was released, or its leader changed' : cur.lockId === h.lockId ? `the lock's token is ${cur.token}` : `a newer lock (token ${cur.token}) holds the row`;
         throw new DbError(ErrorCode.FENCED, `tablet ${tabletId}: the write carries lock ${h.lockId} with token ${h.token}, which no longer holds the row: ${why}`, { tabletId, lockId: h.lockId, token: h.token, currentToken: cur?.token ?? null });
       }
       if (cur) {
@@ -172,22 +244,24 @@ export class RowLockTable {
   }
 
   /**
-   * Leader, right after check() passed at `atHt` and the write's entry was proposed: the UNLOCK
-   * entries of the rows whose carried lock the write releases (`unlockAfter[i]`), each at a fresh
-   * hybrid time above the write's. They follow the write in the log, so the write is applied while
-   * the lock holds, and an unlock never commits without the write before it.
+   * Leader, right after check() passed at `atHt`: the locks the write releases once it committed
+   * (`unlockAfter[i]`) — release them with releaseAfterWrite, under the rows' latches still, so the
+   * next writer of the row finds it free. A write that does not commit releases nothing: its lock
+   * holds until unlocked or its lease runs out.
    */
-  unlocksAfter(keys: readonly DocKey[], held: ReadonlyArray<HeldLock | undefined> | undefined, unlockAfter: readonly boolean[] | undefined, atHt: HybridTime, nextHt: () => HybridTime): RowLockOp[] {
-    const out: RowLockOp[] = [];
+  unlocksAfter(keys: readonly DocKey[], held: ReadonlyArray<HeldLock | undefined> | undefined, unlockAfter: readonly boolean[] | undefined, atHt: HybridTime): Array<{ rowKey: string; lockId: string }> {
+    const out: Array<{ rowKey: string; lockId: string }> = [];
     keys.forEach((key, i) => {
       const h = held?.[i];
       if (!h || unlockAfter?.[i] !== true) return;
-      const cur = this.live(docKeyString(key), atHt);
-      if (cur?.lockId !== h.lockId) return; // check() would have thrown FENCED
-      out.push({ type: 'ROW_LOCK', action: RowLockAction.UNLOCK, ht: nextHt(), key, lockId: h.lockId, holder: cur.holder, leaseMs: 0 });
+      const rowKey = docKeyString(key);
+      if (this.live(rowKey, atHt)?.lockId === h.lockId) out.push({ rowKey, lockId: h.lockId });
     });
-    this.metrics.unlocksAfterWrite += out.length;
     return out;
+  }
+
+  releaseAfterWrite(unlocks: ReadonlyArray<{ rowKey: string; lockId: string }>): void {
+    for (const u of unlocks) if (this.release(u.rowKey, u.lockId)) this.metrics.unlocksAfterWrite++;
   }
 
   /**
@@ -240,25 +314,15 @@ export class RowLockTable {
     for (const w of s) w();
   }
 
+  /** No lock (they are the leader's alone): the epoch base, for a replica that starts from it. */
   image(): RowLockImage {
-    return {
-      index: this.appliedIndex,
-      locks: [...this.byKey.values()].map((l) => ({
-        op: Buffer.from(encodeTabletOp({ type: 'ROW_LOCK', action: RowLockAction.LOCK, ht: l.grantedHt, key: l.key, lockId: l.lockId, holder: l.holder, leaseMs: 0 })).toString('base64'),
-        token: l.token,
-        expiresHt: l.expiresHt.toString(),
-      })),
-    };
+    return { index: this.appliedIndex, locks: [], epochBase: this.base() };
   }
 
-  /** Replace the table with an image (start, remote bootstrap). */
+  /** Start, remote bootstrap: no lock survives; the epoch base never goes down. */
   restore(img: RowLockImage): void {
     this.byKey.clear();
-    for (const x of img.locks) {
-      const op = decodeTabletOp(Buffer.from(x.op, 'base64'));
-      if (op.type !== 'ROW_LOCK') throw new DbError(ErrorCode.CORRUPTION, 'row lock image: an entry is not a ROW_LOCK');
-      this.byKey.set(docKeyString(op.key), { key: op.key, lockId: op.lockId, holder: op.holder, token: x.token, grantedHt: op.ht, expiresHt: BigInt(x.expiresHt) });
-    }
+    this.restoredBase = Math.max(this.restoredBase, img.epochBase ?? 0);
     this.appliedIndex = img.index;
   }
 }
@@ -266,15 +330,10 @@ export class RowLockTable {
 /** An image read from disk or a descriptor (untrusted shape): CORRUPTION when it is not one. */
 export function parseRowLockImage(v: unknown): RowLockImage {
   const bad = (why: string): DbError => new DbError(ErrorCode.CORRUPTION, `row lock image: ${why}`);
-  const x = v as { index?: unknown; locks?: unknown };
+  const x = v as { index?: unknown; locks?: unknown; epochBase?: unknown };
   if (typeof x !== 'object' || x === null || !Number.isSafeInteger(x.index) || !Array.isArray(x.locks)) throw bad('no index or locks');
-  const locks: RowLockImage['locks'] = [];
-  for (const l of x.locks as unknown[]) {
-    const y = l as { op?: unknown; token?: unknown; expiresHt?: unknown };
-    if (typeof y.op !== 'string' || !Number.isSafeInteger(y.token) || typeof y.expiresHt !== 'string' || !/^\d+$/.test(y.expiresHt)) throw bad('bad lock entry');
-    locks.push({ op: y.op, token: y.token as number, expiresHt: y.expiresHt });
-  }
-  return { index: x.index as number, locks };
+  if (x.epochBase !== undefined && (!Number.isSafeInteger(x.epochBase) || (x.epochBase as number) < 0 || (x.epochBase as number) > TOKEN_EPOCH_MAX)) throw bad('bad epoch base');
+  return { index: x.index as number, locks: [], ...(x.epochBase !== undefined ? { epochBase: x.epochBase as number } : {}) };
 }
 
 /** What the leader's lock operations need from the tablet. */
@@ -283,7 +342,7 @@ export interface RowLockOpsDeps {
   table: RowLockTable;
   /** NOT_THE_LEADER / LEADER_NOT_READY / not serving. */
   checkServing(): void;
-  /** The rows' in-memory write locks (LockTable): a lock entry and the rows' writes never interleave. */
+  /** The rows' in-memory write locks (LockTable): a grant or release never lands inside a write of the row. */
   acquire(rowKeys: string[]): Promise<() => void>;
   /**
    * Settle other transactions' provisional records on the row as a plain write does (committed ones
@@ -291,11 +350,9 @@ export interface RowLockOpsDeps {
    * after it wrote.
    */
   settleIntents(key: DocKey): Promise<void>;
-  /** A fresh hybrid time above every earlier entry's. */
+  /** A fresh hybrid time above every earlier write's. */
   nextHt(): HybridTime;
   now(): HybridTime;
-  /** Replicate and apply here (bounded by the tablet's write timeout). */
-  propose(op: RowLockOp): Promise<void>;
 }
 
 export interface LockGrant {
@@ -305,7 +362,7 @@ export interface LockGrant {
   leaseMs: number;
 }
 
-/** Leader side of lockRow / renewRowLock / unlockRow: check under the row's lock, then one entry. */
+/** Leader side of lockRow / renewRowLock / unlockRow: in the leader's memory, under the row's latch. */
 export class RowLockOps {
   constructor(private readonly deps: RowLockOpsDeps) {}
 
@@ -321,6 +378,8 @@ export class RowLockOps {
       const release = await this.deps.acquire([k]);
       try {
         await this.deps.settleIntents(key);
+        // Ready leader still (the latch or the intents may have waited across a leader change).
+        this.deps.checkServing();
         const ht = this.deps.nextHt();
         const cur = t.live(k, ht);
         // A resent lockRow whose first copy took the lock: answer that lock.
@@ -329,11 +388,7 @@ export class RowLockOps {
           t.metrics.rejectedLocked++;
           throw new RowLocked(this.deps.tabletId, k, cur, ht);
         }
-        if (t.size() >= ROW_LOCKS_MAX) throw new DbError(ErrorCode.BACKPRESSURE, `tablet ${this.deps.tabletId} holds ${t.size()} row locks; at most ${ROW_LOCKS_MAX}`);
-        await this.deps.propose({ type: 'ROW_LOCK', action: RowLockAction.LOCK, ht, key, lockId, holder: o.holder, leaseMs: o.leaseMs });
-        const got = t.live(k, ht);
-        if (got?.lockId !== lockId) throw new DbError(ErrorCode.ROW_LOCKED, `tablet ${this.deps.tabletId}: the row was locked by another holder first`, { tabletId: this.deps.tabletId });
-        return grant(got, o.leaseMs);
+        return grant(t.grant(key, k, { lockId, holder: o.holder, ht, leaseMs: o.leaseMs }, this.deps.tabletId), o.leaseMs);
       } finally {
         release();
       }
@@ -342,28 +397,30 @@ export class RowLockOps {
 
   async renew(key: DocKey, lockId: string, leaseMs: number): Promise<LockGrant> {
     checkLease(leaseMs);
-    return this.held(key, lockId, RowLockAction.RENEW, leaseMs);
+    return this.held(key, lockId, 'renew', leaseMs);
   }
 
   async unlock(key: DocKey, lockId: string): Promise<LockGrant> {
-    return this.held(key, lockId, RowLockAction.UNLOCK, 0);
+    return this.held(key, lockId, 'unlock', 0);
   }
 
-  private async held(key: DocKey, lockId: string, action: RowLockAction, leaseMs: number): Promise<LockGrant> {
+  private async held(key: DocKey, lockId: string, what: 'renew' | 'unlock', leaseMs: number): Promise<LockGrant> {
     this.deps.checkServing();
     checkLockId(lockId);
     const k = docKeyString(key);
+    // Behind the row's writes in flight: an unlock answered means no write of the lock is pending here.
     const release = await this.deps.acquire([k]);
     try {
+      this.deps.checkServing();
       const ht = this.deps.nextHt();
-      const cur = this.deps.table.live(k, ht);
+      const t = this.deps.table;
+      const cur = t.live(k, ht);
       if (cur?.lockId !== lockId) {
-        const what = action === RowLockAction.UNLOCK ? 'unlock' : 'renew';
-        throw new DbError(ErrorCode.ROW_LOCK_NOT_HELD, `tablet ${this.deps.tabletId}: cannot ${what}: lock ${lockId} does not hold the row (${cur ? `lock token ${cur.token} of another holder does` : 'it is not locked: released, or its lease ran out'})`, { tabletId: this.deps.tabletId, lockId });
+        throw new DbError(ErrorCode.ROW_LOCK_NOT_HELD, `tablet ${this.deps.tabletId}: cannot ${what}: lock ${lockId} does not hold the row (${cur ? `lock token ${cur.token} of another holder does` : 'it is not locked: released, its lease ran out, or its leader changed'})`, { tabletId: this.deps.tabletId, lockId });
       }
-      const token = cur.token;
-      await this.deps.propose({ type: 'ROW_LOCK', action, ht, key, lockId, holder: cur.holder, leaseMs });
-      return { lockId, token, expiresHt: action === RowLockAction.UNLOCK ? ht : cur.expiresHt, leaseMs };
+      if (what === 'unlock') t.release(k, lockId);
+      else t.renew(cur, ht, leaseMs);
+      return { lockId, token: cur.token, expiresHt: what === 'unlock' ? ht : cur.expiresHt, leaseMs };
     } finally {
       release();
     }

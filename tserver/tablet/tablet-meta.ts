@@ -56,6 +56,8 @@ export interface TabletMeta {
    * deleted in the background after it opens.
    */
   splitLinked?: boolean;
+  /** Row lock fencing epochs are this + the Raft term (docs/rows.md); a split child's is above its parent's. */
+  rowLockEpochBase?: number;
 }
 
 /** A child of a split tablet as its parent remembers it (the answer TABLET_SPLIT carries). */
@@ -105,7 +107,9 @@ export function parseTabletMeta(v: unknown): TabletMeta {
   if (d !== undefined && d !== '' && !isWalDurability(d)) throw bad('durability must be ASYNC, FLUSH or FSYNC');
   const durability = isWalDurability(d) ? { durability: d } : {};
   const splitInto = parseSplitInto(o['splitInto'], bad);
-  return { tabletId, tableId: str('tableId'), tableName: str('tableName'), schema, partition: { start, end, ...keyBounds }, peers, schemaVersion: sv, ...durability, ...(splitInto ? { splitInto } : {}), ...(o['splitLinked'] === true ? { splitLinked: true } : {}) };
+  const eb = o['rowLockEpochBase'];
+  if (eb !== undefined && (typeof eb !== 'number' || !Number.isSafeInteger(eb) || eb < 0)) throw bad('rowLockEpochBase must be a non-negative integer');
+  return { tabletId, tableId: str('tableId'), tableName: str('tableName'), schema, partition: { start, end, ...keyBounds }, peers, schemaVersion: sv, ...durability, ...(splitInto ? { splitInto } : {}), ...(o['splitLinked'] === true ? { splitLinked: true } : {}), ...(eb !== undefined ? { rowLockEpochBase: eb } : {}) };
 }
 
 function parseKeyBounds(p: Record<string, unknown> | undefined, bad: (why: string) => DbError): { keyStart?: string; keyEnd?: string } {

@@ -127,7 +127,13 @@ export function buildTabletParts(c: TabletPartsContext): TabletParts {
     settleIntents: (key) => participant.orderAfterIntents([{ type: 'delete', key }]),
     nextHt: () => mvcc.nextHt(),
     now: () => clock.now(),
-    propose: (op) => writes.proposeOp(op),
   });
+  // Row locks are the ready leader's (row-locks.ts): their epoch is the meta's base + the Raft term.
+  c.rowLocks.bindEpoch({ metaBase: () => c.meta().rowLockEpochBase ?? 0, readyLeaderTerm: () => readyLeaderTerm(c.raft() as RaftGroup | undefined) });
   return { mvcc, participant, writes, intentWrites, reads, applier, pipeline, gc, snapshots, rowLockOps };
+}
+
+/** The Raft term while `raft` (undefined before the tablet opened it) leads and is ready. */
+function readyLeaderTerm(raft: RaftGroup | undefined): number | undefined {
+  return raft?.isLeaderReady() ? raft.currentTerm() : undefined;
 }

@@ -163,15 +163,11 @@ export class WritePath {
       proposal.catch(() => mvcc.markApplied(ht));
       track(proposal, ht);
       unsettled = proposal;
-      // unlockAfter: the UNLOCK entries go right behind the write's, in the same append (one Raft round).
-      const unlocks = this.deps.rowLocks.unlocksAfter(keys, req.heldLocks, req.unlockAfter, ht, () => mvcc.nextHt()).map((op) => {
-        const p = this.deps.propose(encodeTabletOp(op));
-        p.catch(() => undefined); // awaited after the write's, if the write commits
-        return p;
-      });
+      // unlockAfter: the lock ends once the write committed (leader-local, under the rows' latches still).
+      const unlocks = this.deps.rowLocks.unlocksAfter(keys, req.heldLocks, req.unlockAfter, ht);
       await this.settledWithin(proposal, req.deadlineMs ?? this.deps.flags.get(WRITE_TIMEOUT_MS), 'write');
       unsettled = undefined;
-      if (unlocks.length > 0) await this.unlocksSettled(unlocks, req.deadlineMs);
+      if (unlocks.length > 0) this.deps.rowLocks.releaseAfterWrite(unlocks);
       this.deps.metrics.writeOps++;
       this.deps.metrics.rowsWritten += keys.length;
       return ht;
@@ -179,19 +175,6 @@ export class WritePath {
       throw this.deps.withLeaderHint(e);
     } finally {
       releaseWhenSettled(release, unsettled);
-    }
-  }
-
-  /**
-   * The write committed; its UNLOCK entries follow (under the rows' latches still, so the next writer
-   * of the row finds it unlocked). One that does not commit (a leader change between the two) leaves
-   * the lock to its lease: the write stands, and is answered as written.
-   */
-  private async unlocksSettled(unlocks: Array<Promise<unknown>>, deadlineMs: number | undefined): Promise<void> {
-    try {
-      await this.settledWithin(Promise.all(unlocks), deadlineMs ?? this.deps.flags.get(WRITE_TIMEOUT_MS), 'unlock after write');
-    } catch {
-      this.deps.rowLocks.metrics.unlocksAfterWriteLost++;
     }
   }
 
