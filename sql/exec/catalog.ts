@@ -107,6 +107,11 @@ export class SqlCatalog {
   /** Bumped by every invalidation: a read that began before one may hold the old definition. */
   private generation = 0;
 
+  /** The current generation (a description computed under another one may be stale). */
+  get currentGeneration(): number {
+    return this.generation;
+  }
+
   async get(name: string): Promise<SqlTableDef | undefined> {
     const c = this.cache.get(name);
     if (c && performance.now() - c.atMs < CATALOG_CACHE_TTL_MS) return c.def;

@@ -117,6 +117,11 @@ export class SqlSession {
     };
   }
 
+  /** Changes whenever this server's catalog cache drops a definition (local DDL): cached descriptions are stale then. */
+  catalogGeneration(): number {
+    return this.deps.catalog.currentGeneration;
+  }
+
   /** Output columns of a statement without running it (Describe). */
   async describe(ps: ParsedStatement, paramTypes: SqlTypeName[]): Promise<OutputField[] | undefined> {
     const s = ps.stmt;

@@ -10,26 +10,13 @@ import type * as net from 'node:net';
 import { parseSql, type ParsedStatement } from '../sql-parser';
 import type { SqlSession, StatementResult } from '../exec/session';
 import { SqlError, SqlState, toSqlError } from '../exec/sql-error';
-import { coerce, outputText, TYPES, typeByOid, type SqlTypeName, type SqlValue } from '../exec/sql-types';
+import { TYPES, typeByOid, type SqlTypeName, type SqlValue } from '../exec/sql-types';
 import type { OutputField } from '../exec/select';
+import { CATALOG_CACHE_TTL_MS } from '../exec/catalog';
 import { md5Expected, scramServerFinal, scramServerFirst } from './pg-auth';
 import { backend, decodeFrontend, decodeStartup, FrameSplitter, ProtocolError, type FrontendMessage } from './pg-messages';
 import { MessageQueue } from './message-queue';
-
-/** Roughly what a queued message holds in memory (for the queue's backpressure). */
-function messageBytes(m: FrontendMessage): number {
-  switch (m.type) {
-    case 'copyData':
-      return m.data.length + 64;
-    case 'query':
-    case 'parse':
-      return m.sql.length + 64;
-    case 'bind':
-      return m.params.reduce((n, p) => n + (p?.length ?? 0), 64);
-    default:
-      return 64;
-  }
-}
+import { decodeParam, encodeValue, fieldDescription, maxParam, messageBytes, sameFields } from './pg-values';
 
 /** Buffered answers are written once they reach this many bytes, even if more are coming. */
 export const OUTPUT_FLUSH_BYTES = 64 * 1024;
@@ -55,12 +42,16 @@ interface Prepared {
   parsed: ParsedStatement | undefined;
   paramTypes: SqlTypeName[];
   paramOids: number[];
+  /** The output columns of its last execution or description (see describedFields). */
+  fields?: { value: OutputField[] | undefined; generation: number; atMs: number };
 }
 
 interface Portal {
   prepared: Prepared;
   params: SqlValue[];
   resultFormats: number[];
+  /** What Describe answered for this portal: its Execute must return the same columns. */
+  described?: OutputField[] | undefined;
   /** Rows not yet sent (Execute with a row limit). */
   remaining?: { fields: OutputField[] | undefined; rows: SqlValue[][]; tag: string };
 }
@@ -434,7 +425,8 @@ export class PgConnection {
         }
         const portal = this.portals.get(m.name);
         if (!portal) throw new SqlError(SqlState.INVALID_CURSOR, `portal "${m.name}" does not exist`);
-        const fields = portal.prepared.parsed ? await this.session!.describe(portal.prepared.parsed, portal.prepared.paramTypes) : undefined;
+        const fields = await this.describedFields(portal.prepared);
+        portal.described = fields;
         this.send(fields ? backend.rowDescription(fields.map(fieldDescription), portal.resultFormats) : backend.noData());
         return;
       }
@@ -450,6 +442,23 @@ export class PgConnection {
     }
   }
 
+  /**
+   * A prepared statement's output columns for Describe(portal): libpq's PQexecPrepared sends Bind,
+   * Describe, Execute for every execution, and describing anew (catalog look-ups, a plan) cost as much
+   * as a point SELECT's own planning. The columns of its last execution or description are reused
+   * while as fresh as the catalog cache itself (CATALOG_CACHE_TTL_MS, and no local DDL since);
+   * executePortal refuses an execution whose columns differ from what was described.
+   */
+  private async describedFields(p: Prepared): Promise<OutputField[] | undefined> {
+    if (!p.parsed) return undefined;
+    const generation = this.session!.catalogGeneration();
+    const c = p.fields;
+    if (c && c.generation === generation && performance.now() - c.atMs < CATALOG_CACHE_TTL_MS) return c.value;
+    const value = await this.session!.describe(p.parsed, p.paramTypes);
+    p.fields = { value, generation, atMs: performance.now() };
+    return value;
+  }
+
   private async executePortal(name: string, maxRows: number): Promise<void> {
     const portal = this.portals.get(name);
     if (!portal) throw new SqlError(SqlState.INVALID_CURSOR, `portal "${name}" does not exist`);
@@ -461,6 +470,13 @@ export class PgConnection {
       const r = await this.run1(portal.prepared.parsed, portal.params, portal.prepared.paramTypes);
       this.notices(r);
       if (r.copyIn || r.copyOut) throw new SqlError(SqlState.FEATURE_NOT_SUPPORTED, 'COPY through the extended query protocol is not supported by tessera (use a simple query)');
+      // The client was told the columns at Describe (possibly from the cache): a table changed since
+      // must not go out under the old description — PostgreSQL's own error for a replanned statement.
+      if ('described' in portal && !sameFields(portal.described, r.fields)) {
+        portal.prepared.fields = undefined;
+        throw new SqlError(SqlState.FEATURE_NOT_SUPPORTED, 'cached plan must not change result type');
+      }
+      portal.prepared.fields = { value: r.fields, generation: this.session!.catalogGeneration(), atMs: performance.now() };
       portal.remaining = { fields: r.fields, rows: r.rows ?? [], tag: r.tag };
     }
     const rem = portal.remaining;
@@ -468,53 +484,5 @@ export class PgConnection {
     await this.sendRows(rem.fields, take, portal.resultFormats);
     if (rem.rows.length > 0) this.send(backend.portalSuspended());
     else this.send(backend.commandComplete(rem.tag));
-  }
-}
-
-function maxParam(sql: string): number {
-  let max = 0;
-  for (const m of sql.matchAll(/\$(\d+)/g)) max = Math.max(max, Number(m[1]));
-  return max;
-}
-
-export function fieldDescription(f: OutputField): import('./pg-messages').FieldDescription {
-  return { name: f.name, tableOid: f.tableOid, columnAttr: f.attnum, typeOid: TYPES[f.type].oid, typeSize: TYPES[f.type].size, typeMod: -1 };
-}
-
-function encodeValue(v: SqlValue, type: SqlTypeName, format: number): Buffer | null {
-  if (v === null) return null;
-  if (format === 1) return encodeBinary(v, type);
-  const t = outputText(v, type);
-  return t === null ? null : Buffer.from(t, 'utf8');
-}
-
-function encodeBinary(v: SqlValue, type: SqlTypeName): Buffer {
-  const b = Buffer.alloc(8);
-  switch (type) {
-    case 'int2': b.writeInt16BE(Number(coerce(v, 'int2'))); return b.subarray(0, 2);
-    case 'int4': case 'oid': b.writeInt32BE(Number(coerce(v, 'int4'))); return b.subarray(0, 4);
-    case 'int8': b.writeBigInt64BE(coerce(v, 'int8') as bigint); return b;
-    case 'float8': b.writeDoubleBE(Number(v)); return b;
-    case 'float4': b.writeFloatBE(Number(v)); return b.subarray(0, 4);
-    case 'bool': return Buffer.from([coerce(v, 'bool') ? 1 : 0]);
-    case 'bytea': return Buffer.from(v as Uint8Array);
-    case 'text': case 'varchar': case 'bpchar': case 'name': case 'unknown': case 'jsonb': return Buffer.from(outputText(v, type) ?? '', 'utf8');
-    default: throw new SqlError(SqlState.FEATURE_NOT_SUPPORTED, `binary output of type ${type} is not supported by tessera`);
-  }
-}
-
-function decodeParam(b: Buffer | null, format: number, type: SqlTypeName): SqlValue {
-  if (b === null) return null;
-  if (format === 0) return b.toString('utf8');
-  switch (type) {
-    case 'int2': return BigInt(b.readInt16BE());
-    case 'int4': case 'oid': return BigInt(b.readInt32BE());
-    case 'int8': return b.readBigInt64BE();
-    case 'float8': return b.readDoubleBE();
-    case 'float4': return b.readFloatBE();
-    case 'bool': return b[0] !== 0;
-    case 'bytea': return Uint8Array.from(b);
-    case 'unknown': case 'text': case 'varchar': case 'name': case 'bpchar': case 'jsonb': return b.toString('utf8');
-    default: throw new SqlError(SqlState.FEATURE_NOT_SUPPORTED, `binary parameters of type ${type} are not supported by tessera`);
   }
 }
