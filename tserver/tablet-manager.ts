@@ -15,7 +15,7 @@ import { walArchiveDirOf } from './wal-archive';
 import { DEFAULT_WAL_DURABILITY, FileLogStorage, LogCacheBudget, RawNode, type LeaderChange, type LogStorage, type Message, type RaftCore, type RaftOptions, type WalDurability, type WalFs } from '../raft';
 import { LOG_MIN_ENTRIES_TO_RETAIN, RAFT_ELECTION_TIMEOUT_TICKS, SPLIT_HARD_LINKS } from './tserver-flags';
 import { readTabletMeta, writeTabletMeta, type TabletMeta } from './tablet/tablet-meta';
-import { TabletPeer, type DbName, type SnapshotDescriptor } from './tablet/tablet-peer';
+import { TabletPeer, TabletState, type DbName, type SnapshotDescriptor } from './tablet/tablet-peer';
 import { SnapshotSessions } from './tablet/snapshot-sessions';
 import { applySplit, copyRows, rowRangeOf } from './split-apply';
 import type { PeerTxnEnv } from './tablet/participant/txn-env';
@@ -99,6 +99,8 @@ function checkpointSource(e: KvEngine): RocksDbEngine | undefined {
   return e instanceof RangeHidingEngine ? checkpointSource(e.inner) : undefined;
 }
 
+/** How often the parent's leader looks whether the split children it campaigns for have elected. */
+const CHILD_LEADER_POLL_MS = 5;
 /** A split child on the parent leader's server campaigns this often while it has no leader. */
 const CHILD_CAMPAIGN_EVERY_TICKS = 2;
 /** The log index a split child's databases stand for (its log starts after it). */
@@ -214,7 +216,7 @@ export class TabletManager {
       },
     });
     this.peers.set(meta.tabletId, peer);
-    peer.setSplitHandler((op, index) => applySplit({ log: d.log, hasTablet: (id) => this.peers.has(id), createChildren: (m, from, o) => this.createSplitChildren(m, from, o) }, peer, op, index));
+    peer.setSplitHandler((op, index) => applySplit({ log: d.log, hasTablet: (id) => this.peers.has(id), createChildren: (m, from, o) => this.createSplitChildren(m, from, o), childLeaders: (ids, untilMs) => this.childLeaders(ids, untilMs) }, peer, op, index));
     await d.onPeerOpened?.(peer);
     if (meta.splitLinked && !meta.splitInto) this.cleanUpLinkedChild(peer);
     return peer;
@@ -289,6 +291,22 @@ export class TabletManager {
     // for the other replicas to build their copy of the child and answer the vote.
     if (o.campaign) child.campaignSoon({ forTicks: 2 * d.flags.get(RAFT_ELECTION_TIMEOUT_TICKS), everyTicks: CHILD_CAMPAIGN_EVERY_TICKS });
     return { linked: checkpoint !== undefined, rows };
+  }
+
+  /** The addresses of split children's leaders here: a ready leader on this server, or the one a replica follows (polled, until `untilMs`). */
+  private async childLeaders(ids: readonly string[], untilMs: number): Promise<Record<string, string>> {
+    const found: Record<string, string> = {};
+    for (;;) {
+      for (const id of ids) {
+        const child = this.peers.get(id);
+        if (!child || found[id] || child.state !== TabletState.RUNNING) continue;
+        const uuid = child.raftGroup().leaderId();
+        const addr = child.isLeaderReady() ? this.deps.selfAddress : uuid && uuid !== this.deps.selfUuid ? this.addresses.get(uuid) : undefined;
+        if (addr) found[id] = addr;
+      }
+      if (ids.every((id) => found[id] || !this.peers.has(id)) || performance.now() >= untilMs) return found;
+      await new Promise((r) => setTimeout(r, CHILD_LEADER_POLL_MS));
+    }
   }
 
   private engineOpener(): (dir: string) => Promise<KvEngine> {
