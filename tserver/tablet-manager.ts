@@ -63,16 +63,6 @@ const SPLIT_CLEANUP_CHUNK_KEYS = 5_000;
 /** Pause between two chunks: the libuv threads serve the tablets' reads and writes meanwhile. */
 const SPLIT_CLEANUP_PAUSE_MS = 20;
 const SPLIT_CLEANUP_CHUNKS_MAX = 100_000;
-/** A split's checkpoint with at least this much RocksDB WAL (the parent's memtable) is opened once before the children are cloned from it. */
-const SPLIT_RECOVER_WAL_BYTES_MIN = 8 << 20;
-
-/** Bytes of RocksDB WAL files (`*.log`) in a database directory. */
-function walBytes(dir: string): number {
-  let n = 0;
-  for (const name of fs.readdirSync(dir)) if (name.endsWith('.log')) n += fs.statSync(path.join(dir, name)).size;
-  return n;
-}
-
 /** A split's checkpoint of its parent, under the tablets directory while the children are made from it. */
 const SPLIT_SCRATCH_PREFIX = '.split-checkpoint-';
 /** Above every key tessera stores (DocKeys and meta keys start below 0xff). */
@@ -236,7 +226,8 @@ export class TabletManager {
     const t0 = performance.now();
     const cp = source && this.deps.flags.get(SPLIT_HARD_LINKS) ? await source.checkpointTo(scratch) : undefined;
     // A small WAL replays faster than a database opens (a second open costs hundreds of ms on a busy server).
-    if (cp && walBytes(scratch) >= SPLIT_RECOVER_WAL_BYTES_MIN) await this.recoverCheckpoint(scratch);
+    // Opened once whatever its WAL: the parent's meta keys are deleted there, so neither child opens its copy before its peer does.
+    if (cp) await this.recoverCheckpoint(scratch);
     const checkpointMs = Math.round(performance.now() - t0);
     if (source && !cp) this.deps.log.warn({ attempts: 'all' }, 'split: no consistent checkpoint of the parent (RocksDB kept changing its files); copying rows');
     const out: Array<{ linked: boolean; rows: number; checkpointMs: number }> = [];
@@ -271,16 +262,19 @@ export class TabletManager {
     makeDirs(dir);
     const d = this.deps;
     const regularDir = path.join(dir, 'regular');
-    if (checkpoint) cloneCheckpoint(checkpoint, regularDir);
-    const regular = await this.engineOpener()(regularDir);
     let rows = 0;
-    try {
-      // The parent's meta keys (frontier, apply state) stay behind, as a copy leaves them.
-      // (No flush here: on RocksDB it is a compaction of the whole range, the very cost links avoid.)
-      if (checkpoint) await regular.write([{ type: 'delRange', start: Uint8Array.of(0x00), end: DATA_START }], { sync: true });
-      else rows = await copyRows(parentRegular, regular, rowRangeOf(meta));
-    } finally {
-      await regular.close();
+    // The parent's meta keys (frontier, apply state) stay behind, as a copy leaves them: a checkpoint
+    // had them deleted when it was opened (recoverCheckpoint), so a linked child is not opened here —
+    // each open of a database costs hundreds of ms on a busy server, and writes wait for the split.
+    // (No flush here: on RocksDB it is a compaction of the whole range, the very cost links avoid.)
+    if (checkpoint) cloneCheckpoint(checkpoint, regularDir);
+    else {
+      const regular = await this.engineOpener()(regularDir);
+      try {
+        rows = await copyRows(parentRegular, regular, rowRangeOf(meta));
+      } finally {
+        await regular.close();
+      }
     }
     const childMeta: TabletMeta = checkpoint ? { ...meta, splitLinked: true } : meta;
     await this.baseChildLog(dir, childMeta);

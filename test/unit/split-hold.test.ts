@@ -150,3 +150,21 @@ describe('split: writes held at the parent, routed from the answer', () => {
     expect(cache.leaderOf('right')).toBe(SELF);
   }, 30_000);
 });
+
+import { settlingSplitChildren, SPLIT_CHILD_SETTLE_MS } from '../../master/split-catalog';
+import type { CatalogState } from '../../master/catalog-types';
+
+describe('split: the leader balancer leaves fresh children alone', () => {
+  it('children of a split in progress or completed within SPLIT_CHILD_SETTLE_MS are settling; older ones and other tablets are not', () => {
+    const now = 1_000_000;
+    const tablet = (id: string, parentId?: string) => [id, { id, tableId: 't', partition: { start: 0, end: 65536 }, replicas: [], ...(parentId ? { parentId } : {}) }] as const;
+    const state = {
+      tables: new Map([['t', { id: 't', splitHistory: [
+        { parentId: 'old', children: ['o1', 'o2'], at: '', atMs: now - SPLIT_CHILD_SETTLE_MS - 1 },
+        { parentId: 'recent', children: ['r1', 'r2'], at: '', atMs: now - 1000 },
+      ] }]]),
+      tablets: new Map([tablet('o1', 'old'), tablet('r1', 'recent'), tablet('p'), tablet('c1', 'p'), tablet('c2', 'p'), tablet('plain')]),
+    } as unknown as CatalogState;
+    expect([...settlingSplitChildren(state, now)].sort()).toEqual(['c1', 'c2', 'r1', 'r2']);
+  });
+});
