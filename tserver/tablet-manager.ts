@@ -91,8 +91,13 @@ function checkpointSource(e: KvEngine): RocksDbEngine | undefined {
 
 /** How often the parent's leader looks whether the split children it campaigns for have elected. */
 const CHILD_LEADER_POLL_MS = 5;
-/** A split child on the parent leader's server campaigns this often while it has no leader. */
-const CHILD_CAMPAIGN_EVERY_TICKS = 2;
+/**
+ * A split child on the parent leader's server campaigns again this often while it has no leader.
+ * Not shorter than a pre-vote and a vote round trip on a busy server: every 2 ticks (100 ms) a new
+ * campaign started before the last one's votes came back, and the votes answered the old term —
+ * one benchmark split went to term 9 and took 1.4 s to elect.
+ */
+const CHILD_CAMPAIGN_EVERY_TICKS = 6;
 /** The log index a split child's databases stand for (its log starts after it). */
 const SPLIT_CHILD_BASE_INDEX = 1;
 /** Chunks of one remote bootstrap before it gives up (bounds a runaway copy). */
@@ -281,7 +286,7 @@ export class TabletManager {
     writeTabletMeta(dir, childMeta);
     const child = await this.openPeer(childMeta);
     // Without this the child would wait a whole election timeout for a leader while the parent
-    // already refuses writes (TABLET_SPLIT): retry every 2 ticks for two election timeouts, enough
+    // already refuses writes (TABLET_SPLIT): retry every CHILD_CAMPAIGN_EVERY_TICKS for two election timeouts, enough
     // for the other replicas to build their copy of the child and answer the vote.
     if (o.campaign) child.campaignSoon({ forTicks: 2 * d.flags.get(RAFT_ELECTION_TIMEOUT_TICKS), everyTicks: CHILD_CAMPAIGN_EVERY_TICKS });
     return { linked: checkpoint !== undefined, rows };
