@@ -107,6 +107,7 @@ export async function applySplit(deps: SplitApplyDeps, parent: TabletPeer, op: E
     return undefined;
   }
   assert(op.children.length === 2, 'a split has two children');
+  deps.log.info({ tablet: meta.tabletId, index }, 'split: SPLIT applying (every earlier entry applied)');
   // Read before building: the children take minutes to build at worst, leadership may move meanwhile,
   // and a stale answer only costs an early (safe) election.
   const campaign = parent.raftGroup().isLeader();
