@@ -168,3 +168,23 @@ describe('split: the leader balancer leaves fresh children alone', () => {
     expect([...settlingSplitChildren(state, now)].sort()).toEqual(['c1', 'c2', 'r1', 'r2']);
   });
 });
+
+import { recentSplitOf, SPLIT_PARENT_RETENTION_MS } from '../../master/split-manager';
+
+describe('split: a resent split request of a split just completed', () => {
+  it('is answered with the children it made, within SPLIT_PARENT_RETENTION_MS; later, or for another tablet, nothing', () => {
+    const now = 5_000_000;
+    const state = {
+      tables: new Map([
+        ['r', { id: 'r', schema: { hashColumns: [] }, splitHistory: [{ parentId: 'p', children: ['a', 'b'], at: '4980', atMs: now - 1000 }] }],
+        ['h', { id: 'h', schema: { hashColumns: ['k'] }, splitHistory: [{ parentId: 'q', children: ['c', 'd'], at: '32768', atMs: now - SPLIT_PARENT_RETENTION_MS - 1 }] }],
+      ]),
+      tablets: new Map(),
+    } as unknown as CatalogState;
+    const r = recentSplitOf(state, 'p', now);
+    expect(r?.children).toEqual(['a', 'b']);
+    expect(Buffer.from(r!.splitPoint!.key!).toString('hex')).toBe('4980');
+    expect(recentSplitOf(state, 'q', now)).toBeUndefined();
+    expect(recentSplitOf(state, 'x', now)).toBeUndefined();
+  });
+});
