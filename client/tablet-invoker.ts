@@ -152,6 +152,8 @@ export class TabletInvoker {
   private async afterFailure(err: DbError, a: FailedAttempt, loc: TableLocations): Promise<TableLocations> {
     const { table, where, tabletId, target, attempt, deadline } = a;
     const { idempotent, fatal, alsoRetry } = a.o;
+    // A split parent's answer names its children: they replace it in the cached locations (no master call).
+    const routed = err.code === ErrorCode.TABLET_SPLIT && this.cache.installSplit(table, err);
     if (fatal?.has(err.code)) throw err;
     switch (err.code) {
       case ErrorCode.NOT_THE_LEADER: {
@@ -166,8 +168,13 @@ export class TabletInvoker {
       }
       case ErrorCode.TABLET_SPLIT:
         // The tablet was split (docs/splitting.md): a one-row request goes to the child that
-        // holds its row once the locations show the children; a request named by tablet id
-        // (a scan page, a batch) goes back to its caller, which plans it again.
+        // holds its row once the locations show the children — at once when the answer named them
+        // (routed); a request named by tablet id (a scan page, a batch) goes back to its caller,
+        // which plans it again.
+        if (routed) {
+          if (!('hash' in where)) throw err;
+          return await this.cache.get(table, deadline);
+        }
         this.cache.invalidate(table);
         if (!('hash' in where)) throw err;
         await sleep(backoffMs(Math.min(attempt, 4)));

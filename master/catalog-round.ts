@@ -14,6 +14,7 @@ import { ENABLE_LOAD_BALANCING, LEADER_BALANCE_MOVES_MAX } from './master-flags'
 import { planLeaderMoves, planReplacements, type TServerLoad, type TabletView } from './placement';
 import { partitionToPb } from './range-partitions';
 import type { SplitManager } from './split-manager';
+import { settlingSplitChildren } from './split-catalog';
 import type { SysCatalog } from './sys-catalog';
 import type { TServerRegistry } from './tserver-registry';
 
@@ -252,7 +253,8 @@ export class CatalogRound {
   }
 
   private balanceLeaders(ctx: RoundContext, loads: TServerLoad[], views: TabletView[]): void {
-    const movable = views.filter((v) => ctx.now >= (this.cooldown.get(v.id) ?? 0));
+    const settling = settlingSplitChildren(ctx.c, Date.now());
+    const movable = views.filter((v) => ctx.now >= (this.cooldown.get(v.id) ?? 0) && !settling.has(v.id));
     for (const mv of planLeaderMoves(loads, movable, this.deps.flags.get(LEADER_BALANCE_MOVES_MAX))) {
       if (mv.type !== 'stepdown') continue;
       const addr = this.deps.addressOf(mv.from);

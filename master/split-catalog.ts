@@ -61,3 +61,19 @@ export function applySplitOp(state: CatalogState, op: SplitOp): SplitApply {
 export function splittingParentOf(state: CatalogState, t: TabletInfo): TabletInfo | undefined {
   return t.parentId ? state.tablets.get(t.parentId) : undefined;
 }
+
+/**
+ * A split's children keep their leaders where they are this long after the split completed (and
+ * while it is not completed): the leader balancer leaves them alone. On the parent leader's tserver
+ * the children campaign at once and clients are sent there; a leader move right after the split
+ * would add an election to the split's hold for the very writes it just released.
+ */
+export const SPLIT_CHILD_SETTLE_MS = 30_000;
+
+/** Tablets the leader balancer leaves alone: children of splits not completed, or completed within SPLIT_CHILD_SETTLE_MS. */
+export function settlingSplitChildren(state: CatalogState, nowWallMs: number): Set<string> {
+  const out = new Set<string>();
+  for (const t of state.tables.values()) for (const h of t.splitHistory ?? []) if (nowWallMs - h.atMs < SPLIT_CHILD_SETTLE_MS) for (const id of h.children) out.add(id);
+  for (const t of state.tablets.values()) if (splittingParentOf(state, t)) out.add(t.id);
+  return out;
+}

@@ -88,6 +88,15 @@ export function splitPartitions(table: TableInfo, p: Partition, point: SplitPoin
  */
 export const SPLIT_PARENT_RETENTION_MS = 30_000;
 
+/** The answer to a split of `parentId` completed within SPLIT_PARENT_RETENTION_MS (undefined: none). */
+export function recentSplitOf(c: CatalogState, parentId: string, nowWallMs: number): MasterSplitTabletResponsePB | undefined {
+  for (const t of c.tables.values()) {
+    const h = (t.splitHistory ?? []).find((r) => r.parentId === parentId && nowWallMs - r.atMs < SPLIT_PARENT_RETENTION_MS);
+    if (h) return { children: [...h.children], splitPoint: isHashTable(t) ? { hash: Number(h.at) } : { key: bytesOfHex(h.at) } };
+  }
+  return undefined;
+}
+
 /** Parents of splits completed within SPLIT_PARENT_RETENTION_MS (not deleted from their tservers yet). */
 export function recentSplitParents(c: CatalogState, nowWallMs: number): Set<string> {
   const out = new Set<string>();
@@ -123,7 +132,13 @@ export class SplitManager {
     const id = req.tabletId ?? '';
     const c = this.catalog();
     const tablet = c.tablets.get(id);
-    if (!tablet) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `tablet ${id} not found`);
+    if (!tablet) {
+      // A copy of a request whose split completed (its answer was lost, the connection dropped
+      // before the client knew the request went out): the split it asked for is done.
+      const done = recentSplitOf(c, id, Date.now());
+      if (done) return done;
+      throw new DbError(ErrorCode.TABLET_NOT_FOUND, `tablet ${id} not found`);
+    }
     const table = c.tables.get(tablet.tableId);
     if (!table || !table.tabletIds.includes(id)) throw new DbError(ErrorCode.TABLET_NOT_FOUND, `tablet ${id} is not a serving tablet of a table (a child of a split under way?)`);
     if (table.name === TRANSACTIONS_TABLE) throw new DbError(ErrorCode.NOT_SUPPORTED, `tablets of the ${TRANSACTIONS_TABLE} system table are not split`);

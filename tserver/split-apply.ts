@@ -27,6 +27,7 @@ import { decodeDocKey, type KvEngine, type KvOp } from '../docdb';
 import type { SplitChildMeta, TabletMeta } from './tablet/tablet-meta';
 import type { TabletOp } from './tablet/tablet-op';
 import type { TabletPeer } from './tablet/tablet-peer';
+import type { SplitRoutes } from './tablet/tablet-split';
 
 /** Rows one copy batch carries at most (each batch is one engine write; the loop yields between). */
 const COPY_BATCH_ENTRIES = 2000;
@@ -46,7 +47,19 @@ export interface SplitApplyDeps {
    * parent did).
    */
   createChildren(metas: TabletMeta[], parentRegular: KvEngine, o: { campaign: boolean }): Promise<Array<{ linked: boolean; rows: number; checkpointMs: number }>>;
+  /**
+   * The RPC addresses of the children's leaders, waited for until performance.now() reaches
+   * `untilMs` (those still without one are left out). Absent: not waited for.
+   */
+  childLeaders?(tabletIds: readonly string[], untilMs: number): Promise<Record<string, string>>;
 }
+
+/**
+ * On the parent's leader, marking the parent split waits this long at most for the children (which
+ * campaign at once there) to elect: the writes held meanwhile then meet TABLET_SPLIT naming the
+ * children's leaders, and go to a child that serves instead of one still electing.
+ */
+export const SPLIT_CHILD_LEADER_WAIT_MS = 2_000;
 
 /** The RegularDB key range [start, end) of a tablet's rows. */
 export function rowRangeOf(meta: Pick<TabletMeta, 'schema' | 'partition'>): { start: Uint8Array; end: Uint8Array } {
@@ -86,14 +99,15 @@ export async function copyRows(from: KvEngine, to: KvEngine, range: { start: Uin
 }
 
 /** SPLIT on one replica: both children built from this replica's data, then the parent retired. */
-export async function applySplit(deps: SplitApplyDeps, parent: TabletPeer, op: Extract<TabletOp, { type: 'SPLIT' }>, index: number): Promise<void> {
+export async function applySplit(deps: SplitApplyDeps, parent: TabletPeer, op: Extract<TabletOp, { type: 'SPLIT' }>, index: number): Promise<SplitRoutes | undefined> {
   const meta = parent.meta;
-  if (meta.splitInto) return; // replayed after a restart: done before
+  if (meta.splitInto) return undefined; // replayed after a restart: done before
   if (parent.txnsWithAppliedIntents() > 0) {
     deps.log.warn({ tablet: meta.tabletId, index, txns: parent.txnsWithAppliedIntents() }, 'SPLIT not carried out: transactions have intents on the tablet (the master tries again)');
-    return;
+    return undefined;
   }
   assert(op.children.length === 2, 'a split has two children');
+  deps.log.info({ tablet: meta.tabletId, index }, 'split: SPLIT applying (every earlier entry applied)');
   // Read before building: the children take minutes to build at worst, leadership may move meanwhile,
   // and a stale answer only costs an early (safe) election.
   const campaign = parent.raftGroup().isLeader();
@@ -104,8 +118,12 @@ export async function applySplit(deps: SplitApplyDeps, parent: TabletPeer, op: E
   const metas = todo.map((child): TabletMeta => ({ tabletId: child.tabletId, tableId: meta.tableId, tableName: meta.tableName, schema: meta.schema, partition: child.partition, peers: op.peers, schemaVersion: meta.schemaVersion, ...(meta.durability ? { durability: meta.durability } : {}), rowLockEpochBase: epochBase }));
   const built = await deps.createChildren(metas, parent.engines().regular, { campaign });
   built.forEach((r, i) => deps.log.info({ parent: meta.tabletId, child: metas[i]!.tabletId, linked: r.linked, entries: r.rows, checkpointMs: r.checkpointMs, index }, 'split child built from the parent data'));
+  const ids = op.children.map((c) => c.tabletId);
+  const t0 = performance.now();
+  const leaders = campaign && deps.childLeaders ? await deps.childLeaders(ids, t0 + SPLIT_CHILD_LEADER_WAIT_MS) : {};
   parent.markSplit(op.children);
-  deps.log.info({ tablet: meta.tabletId, children: op.children.map((c) => c.tabletId), index }, 'tablet split');
+  deps.log.info({ tablet: meta.tabletId, children: ids, index, leaders, leaderWaitMs: Math.round(performance.now() - t0) }, 'tablet split');
+  return { replicas: op.peers.map((p) => ({ uuid: p.uuid, rpcAddress: p.rpcAddress ?? '' })).filter((p) => p.rpcAddress), leaders };
 }
 
 export interface SplitPoint {

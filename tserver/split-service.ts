@@ -64,7 +64,8 @@ export class SplitService {
     for (const w of wanted) parseTabletMeta({ ...meta, tabletId: w.tabletId, partition: w.partition });
     // Transactions with intents here finish first (new ones are held back meanwhile, bounded):
     // a split never carries intents into the children.
-    const drainUntil = performance.now() + SPLIT_DRAIN_MS;
+    const t0 = performance.now();
+    const drainUntil = t0 + SPLIT_DRAIN_MS;
     peer.holdNewTransactions(drainUntil);
     try {
       while (peer.txnsWithIntentsCount() > 0 && performance.now() < drainUntil) await new Promise((r) => setTimeout(r, DRAIN_POLL_MS));
@@ -73,7 +74,11 @@ export class SplitService {
       }
       peer.checkLeader();
       // Synchronously from the check on: nothing can write intents between it and the proposal.
-      await peer.proposeOp({ type: 'SPLIT', children: wanted, peers }, SPLIT_APPLY_TIMEOUT_MS, () => peer.markSplitPending());
+      await peer.proposeOp({ type: 'SPLIT', children: wanted, peers }, SPLIT_APPLY_TIMEOUT_MS, () => {
+        peer.markSplitPending();
+        // From here writes are held (tablet-split.ts): the time to the 'tablet split' line is the hold.
+        this.deps.log?.info({ tablet: meta.tabletId, drainMs: Math.round(performance.now() - t0) }, 'split: SPLIT proposed');
+      });
     } finally {
       peer.holdNewTransactions(0);
     }

@@ -15,7 +15,7 @@ import { walArchiveDirOf } from './wal-archive';
 import { DEFAULT_WAL_DURABILITY, FileLogStorage, LogCacheBudget, RawNode, type LeaderChange, type LogStorage, type Message, type RaftCore, type RaftOptions, type WalDurability, type WalFs } from '../raft';
 import { LOG_MIN_ENTRIES_TO_RETAIN, RAFT_ELECTION_TIMEOUT_TICKS, SPLIT_HARD_LINKS } from './tserver-flags';
 import { readTabletMeta, writeTabletMeta, type TabletMeta } from './tablet/tablet-meta';
-import { TabletPeer, type DbName, type SnapshotDescriptor } from './tablet/tablet-peer';
+import { TabletPeer, TabletState, type DbName, type SnapshotDescriptor } from './tablet/tablet-peer';
 import { SnapshotSessions } from './tablet/snapshot-sessions';
 import { applySplit, copyRows, rowRangeOf } from './split-apply';
 import type { PeerTxnEnv } from './tablet/participant/txn-env';
@@ -63,16 +63,6 @@ const SPLIT_CLEANUP_CHUNK_KEYS = 5_000;
 /** Pause between two chunks: the libuv threads serve the tablets' reads and writes meanwhile. */
 const SPLIT_CLEANUP_PAUSE_MS = 20;
 const SPLIT_CLEANUP_CHUNKS_MAX = 100_000;
-/** A split's checkpoint with at least this much RocksDB WAL (the parent's memtable) is opened once before the children are cloned from it. */
-const SPLIT_RECOVER_WAL_BYTES_MIN = 8 << 20;
-
-/** Bytes of RocksDB WAL files (`*.log`) in a database directory. */
-function walBytes(dir: string): number {
-  let n = 0;
-  for (const name of fs.readdirSync(dir)) if (name.endsWith('.log')) n += fs.statSync(path.join(dir, name)).size;
-  return n;
-}
-
 /** A split's checkpoint of its parent, under the tablets directory while the children are made from it. */
 const SPLIT_SCRATCH_PREFIX = '.split-checkpoint-';
 /** Above every key tessera stores (DocKeys and meta keys start below 0xff). */
@@ -99,8 +89,15 @@ function checkpointSource(e: KvEngine): RocksDbEngine | undefined {
   return e instanceof RangeHidingEngine ? checkpointSource(e.inner) : undefined;
 }
 
-/** A split child on the parent leader's server campaigns this often while it has no leader. */
-const CHILD_CAMPAIGN_EVERY_TICKS = 2;
+/** How often the parent's leader looks whether the split children it campaigns for have elected. */
+const CHILD_LEADER_POLL_MS = 5;
+/**
+ * A split child on the parent leader's server campaigns again this often while it has no leader.
+ * Not shorter than a pre-vote and a vote round trip on a busy server: every 2 ticks (100 ms) a new
+ * campaign started before the last one's votes came back, and the votes answered the old term —
+ * one benchmark split went to term 9 and took 1.4 s to elect.
+ */
+const CHILD_CAMPAIGN_EVERY_TICKS = 6;
 /** The log index a split child's databases stand for (its log starts after it). */
 const SPLIT_CHILD_BASE_INDEX = 1;
 /** Chunks of one remote bootstrap before it gives up (bounds a runaway copy). */
@@ -214,7 +211,7 @@ export class TabletManager {
       },
     });
     this.peers.set(meta.tabletId, peer);
-    peer.setSplitHandler((op, index) => applySplit({ log: d.log, hasTablet: (id) => this.peers.has(id), createChildren: (m, from, o) => this.createSplitChildren(m, from, o) }, peer, op, index));
+    peer.setSplitHandler((op, index) => applySplit({ log: d.log, hasTablet: (id) => this.peers.has(id), createChildren: (m, from, o) => this.createSplitChildren(m, from, o), childLeaders: (ids, untilMs) => this.childLeaders(ids, untilMs) }, peer, op, index));
     await d.onPeerOpened?.(peer);
     if (meta.splitLinked && !meta.splitInto) this.cleanUpLinkedChild(peer);
     return peer;
@@ -234,7 +231,8 @@ export class TabletManager {
     const t0 = performance.now();
     const cp = source && this.deps.flags.get(SPLIT_HARD_LINKS) ? await source.checkpointTo(scratch) : undefined;
     // A small WAL replays faster than a database opens (a second open costs hundreds of ms on a busy server).
-    if (cp && walBytes(scratch) >= SPLIT_RECOVER_WAL_BYTES_MIN) await this.recoverCheckpoint(scratch);
+    // Opened once whatever its WAL: the parent's meta keys are deleted there, so neither child opens its copy before its peer does.
+    if (cp) await this.recoverCheckpoint(scratch);
     const checkpointMs = Math.round(performance.now() - t0);
     if (source && !cp) this.deps.log.warn({ attempts: 'all' }, 'split: no consistent checkpoint of the parent (RocksDB kept changing its files); copying rows');
     const out: Array<{ linked: boolean; rows: number; checkpointMs: number }> = [];
@@ -269,26 +267,45 @@ export class TabletManager {
     makeDirs(dir);
     const d = this.deps;
     const regularDir = path.join(dir, 'regular');
-    if (checkpoint) cloneCheckpoint(checkpoint, regularDir);
-    const regular = await this.engineOpener()(regularDir);
     let rows = 0;
-    try {
-      // The parent's meta keys (frontier, apply state) stay behind, as a copy leaves them.
-      // (No flush here: on RocksDB it is a compaction of the whole range, the very cost links avoid.)
-      if (checkpoint) await regular.write([{ type: 'delRange', start: Uint8Array.of(0x00), end: DATA_START }], { sync: true });
-      else rows = await copyRows(parentRegular, regular, rowRangeOf(meta));
-    } finally {
-      await regular.close();
+    // The parent's meta keys (frontier, apply state) stay behind, as a copy leaves them: a checkpoint
+    // had them deleted when it was opened (recoverCheckpoint), so a linked child is not opened here —
+    // each open of a database costs hundreds of ms on a busy server, and writes wait for the split.
+    // (No flush here: on RocksDB it is a compaction of the whole range, the very cost links avoid.)
+    if (checkpoint) cloneCheckpoint(checkpoint, regularDir);
+    else {
+      const regular = await this.engineOpener()(regularDir);
+      try {
+        rows = await copyRows(parentRegular, regular, rowRangeOf(meta));
+      } finally {
+        await regular.close();
+      }
     }
     const childMeta: TabletMeta = checkpoint ? { ...meta, splitLinked: true } : meta;
     await this.baseChildLog(dir, childMeta);
     writeTabletMeta(dir, childMeta);
     const child = await this.openPeer(childMeta);
     // Without this the child would wait a whole election timeout for a leader while the parent
-    // already refuses writes (TABLET_SPLIT): retry every 2 ticks for two election timeouts, enough
+    // already refuses writes (TABLET_SPLIT): retry every CHILD_CAMPAIGN_EVERY_TICKS for two election timeouts, enough
     // for the other replicas to build their copy of the child and answer the vote.
     if (o.campaign) child.campaignSoon({ forTicks: 2 * d.flags.get(RAFT_ELECTION_TIMEOUT_TICKS), everyTicks: CHILD_CAMPAIGN_EVERY_TICKS });
     return { linked: checkpoint !== undefined, rows };
+  }
+
+  /** The addresses of split children's leaders here: a ready leader on this server, or the one a replica follows (polled, until `untilMs`). */
+  private async childLeaders(ids: readonly string[], untilMs: number): Promise<Record<string, string>> {
+    const found: Record<string, string> = {};
+    for (;;) {
+      for (const id of ids) {
+        const child = this.peers.get(id);
+        if (!child || found[id] || child.state !== TabletState.RUNNING) continue;
+        const uuid = child.raftGroup().leaderId();
+        const addr = child.isLeaderReady() ? this.deps.selfAddress : uuid && uuid !== this.deps.selfUuid ? this.addresses.get(uuid) : undefined;
+        if (addr) found[id] = addr;
+      }
+      if (ids.every((id) => found[id] || !this.peers.has(id)) || performance.now() >= untilMs) return found;
+      await new Promise((r) => setTimeout(r, CHILD_LEADER_POLL_MS));
+    }
   }
 
   private engineOpener(): (dir: string) => Promise<KvEngine> {

@@ -322,7 +322,9 @@ export class TabletPeer {
   // ---- writes: WritePath (plain writes, retryable requests, proposals), IntentWrites (transactions) -
 
   write(req: WriteRequest): Promise<HybridTime> {
-    return this.parts.writes.write(req);
+    // While this leader's SPLIT is in flight the write waits for it, then meets TABLET_SPLIT with the children's routes (tablet-split.ts).
+    const held = this.split.hold(this.meta, () => this.currentTerm(), req.deadlineMonoMs);
+    return held ? held.then(() => this.parts.writes.write(req)) : this.parts.writes.write(req);
   }
 
   /** Several callers' read-modify-writes, in one entry where they can share it (combined-writes.ts). */
