@@ -46,6 +46,8 @@ import { ApplyStage } from './apply-stage';
 import { FastCampaign } from './fast-campaign';
 import type { LogStorage } from './wal/log-storage';
 import type { ConfChange, Entry, Message, ProposeResult, Ready, Role, Snapshot } from './types';
+import { STAGE_TRACE_ON, traceStage } from '../common/stage-trace';
+import { mostCaughtUpOther, traceMessages } from './group-helpers';
 
 export type { LeaderChange, RaftCore, RaftGroupDeps, RaftGroupStatus } from './raft-group-types';
 export { APPLY_BATCH_ENTRIES_MAX, APPLY_QUEUE_ENTRIES_MAX, PENDING_PROPOSALS_MAX, READ_INDEX_TIMEOUT_TICKS } from './raft-group-types';
@@ -98,6 +100,7 @@ export class RaftGroup {
     this.pending = new ProposalTracker(deps.groupId, () => this.leader);
     this.reads = new ReadIndexQueue(deps.groupId);
     this.applyStage = new ApplyStage({
+      groupId: deps.groupId,
       applyEntries: (es) => this.deps.applyEntries(es),
       appliedIndex: () => this.appliedIndex,
       applyConfChange: (e) => this.applyConfChange(e),
@@ -137,6 +140,7 @@ export class RaftGroup {
 
   step(m: Message): void {
     if (this.stopped) return;
+    if (STAGE_TRACE_ON) traceMessages('step', this.deps.groupId, [m]);
     this.core.step(m);
     this.kick();
   }
@@ -202,20 +206,8 @@ export class RaftGroup {
   /** Hand leadership to `to`, or to the most caught-up other voter. */
   transferLeadership(to?: NodeId): void {
     if (this.role !== 'LEADER') throw this.notLeader();
-    let target = to;
-    if (target === undefined) {
-      const st = this.core.status();
-      let best = -1;
-      for (const v of st.conf.voters) {
-        if (v === this.deps.id) continue;
-        const m = st.progress?.[v]?.match ?? -1;
-        if (m > best) {
-          best = m;
-          target = v;
-        }
-      }
-      if (target === undefined) throw new DbError(ErrorCode.INVALID_ARGUMENT, `${this.deps.groupId}: no other voter to transfer leadership to`);
-    }
+    const target = to ?? mostCaughtUpOther(this.core.status(), this.deps.id);
+    if (target === undefined) throw new DbError(ErrorCode.INVALID_ARGUMENT, `${this.deps.groupId}: no other voter to transfer leadership to`);
     this.core.transferLeader(target);
     this.kick();
   }
@@ -335,6 +327,7 @@ export class RaftGroup {
   private track(r: ProposeResult): Promise<OpId> {
     if (!r.ok) return Promise.reject(proposeError(this.deps.groupId, r));
     const outcome = this.pending.add(r.index, r.term);
+    traceStage('propose', this.deps.groupId, r.index);
     this.kick();
     return outcome;
   }
@@ -389,6 +382,7 @@ export class RaftGroup {
     if (rd.entries.length > 0) {
       this.pending.rejectOverwritten(rd.entries);
       this.storage.append(rd.entries);
+      traceStage('append', this.deps.groupId, rd.entries[rd.entries.length - 1]!.index);
     }
     if (rd.hardState) this.storage.setHardState(rd.hardState);
     // Committed entries go to the apply stage now, not after this Ready's sync: the core hands out
@@ -407,7 +401,7 @@ export class RaftGroup {
         const early = rd.messages.filter((m) => m.type === 'append' || m.type === 'heartbeat');
         if (early.length > 0) {
           late = rd.messages.filter((m) => m.type !== 'append' && m.type !== 'heartbeat');
-          this.deps.send(early);
+          this.sendTraced('send', early);
         }
       }
       // Group commit: one sync covers every entry and hard state appended since the last one.
@@ -416,6 +410,7 @@ export class RaftGroup {
         await this.storage.sync();
       } finally {
         this.syncing = false;
+        if (STAGE_TRACE_ON) traceStage('synced', this.deps.groupId, rd.entries.length > 0 ? rd.entries[rd.entries.length - 1]!.index : 0);
         const d = this.earlyDuringSync;
         if (d.entries > 0) {
           this.early.savedMs += d.entries * performance.now() - d.atMsSum;
@@ -426,7 +421,7 @@ export class RaftGroup {
     }
     if (this.stopped) return;
     if (late.length > 0) {
-      this.deps.send(late);
+      this.sendTraced('send', late);
       for (const m of late) if (m.type === 'snapshot') this.core.reportSnapshot?.(m.to, true);
     }
     this.reads.confirm(rd.readStates);
@@ -448,8 +443,13 @@ export class RaftGroup {
     }
     if (e.messages.length > 0) {
       this.early.sends++;
-      this.deps.send(e.messages);
+      this.sendTraced('send.early', e.messages);
     }
+  }
+
+  private sendTraced(stage: string, msgs: Message[]): void {
+    if (STAGE_TRACE_ON) traceMessages(stage, this.deps.groupId, msgs);
+    this.deps.send(msgs);
   }
 
   private onSoftState(role: Role, leader: NodeId | ''): void {

@@ -14,6 +14,7 @@ import type { Rng } from '../common/rng';
 import { decodeMessage, encodeMessage, type Message } from '../raft';
 import type { OnewayDef, RpcClient, RpcContext, RpcServer } from '../rpc';
 import { raftBatchCodec, type RaftBatch, type RaftEnvelope } from './raft-batch-codec';
+import { traceStage } from '../common/stage-trace';
 import { TEST_DROP_RAFT_MESSAGES_PROBABILITY, TEST_DROP_TRAFFIC_PEERS, TEST_FOLLOWER_REJECT_UPDATE_CONSENSUS_REQUESTS } from './tserver-flags';
 
 export const RAFT_BATCH: OnewayDef<RaftBatch> = { service: 'tessera.ConsensusService', method: 'RaftBatch', msg: raftBatchCodec };
@@ -108,6 +109,7 @@ export class ConsensusTransport {
     const q = this.queues.get(addr)?.envelopes;
     this.queues.delete(addr);
     if (!q || q.length === 0 || this.stopped) return;
+    traceStage('transport.flush', '-', q.length);
     try {
       this.deps.client.send(addr, RAFT_BATCH, { fromUuid: this.deps.selfUuid, fromAddress: this.deps.selfAddress(), messages: q });
       this.metrics.batchesSent++;
