@@ -58,7 +58,7 @@ export interface RaftGroupDeps {
   /** Storage or state-machine failure: the replica must stop (default: rethrow, crashing the process). */
   onFatal?(e: unknown): void;
   log?: Logger;
-  /** How to run a processing pass later in this turn (default setImmediate). */
+  /** How to run a processing pass later in this turn (default raft-turn.ts: one setImmediate for every group). */
   schedule?(fn: () => void): void;
   /**
    * Bound the lease in wall time too: the host calls tick() every tickIntervalMs; a lease lasts at

@@ -5,7 +5,7 @@
  *
  * Processing contract (etcd's Ready contract, with an asynchronous apply stage):
  *  1. Inputs (tick, step, propose, readIndex) only mutate the core and schedule one processing pass
- *     (setImmediate by default), so every proposal arriving in one event-loop turn lands in ONE Ready:
+ *     (raft-turn.ts by default: one setImmediate for all groups), so every proposal arriving in one event-loop turn lands in ONE Ready:
  *     one append and one storage.sync() (group commit) cover them all.
  *  2. A pass takes ready() and, in order: installs a received snapshot (after draining the apply
  *     queue), appends entries and sets the hard state, queues the committed entries for the apply
@@ -48,6 +48,7 @@ import type { LogStorage } from './wal/log-storage';
 import type { ConfChange, Entry, Message, ProposeResult, Ready, Role, Snapshot } from './types';
 import { STAGE_TRACE_ON, traceStage } from '../common/stage-trace';
 import { mostCaughtUpOther, traceMessages } from './group-helpers';
+import { scheduleRaftPass } from './raft-turn';
 
 export type { LeaderChange, RaftCore, RaftGroupDeps, RaftGroupStatus } from './raft-group-types';
 export { APPLY_BATCH_ENTRIES_MAX, APPLY_QUEUE_ENTRIES_MAX, PENDING_PROPOSALS_MAX, READ_INDEX_TIMEOUT_TICKS } from './raft-group-types';
@@ -94,7 +95,7 @@ export class RaftGroup {
   constructor(private readonly deps: RaftGroupDeps) {
     this.core = deps.core;
     this.storage = deps.storage;
-    this.schedule = deps.schedule ?? ((fn) => void setImmediate(fn));
+    this.schedule = deps.schedule ?? scheduleRaftPass;
     this.leaseBound = new LeaseWallBound(deps.leaseClock);
     this.appliedIndex = deps.appliedIndex;
     this.pending = new ProposalTracker(deps.groupId, () => this.leader);

@@ -2,6 +2,8 @@
  * Raft traffic between servers. Every Raft message this server produces for one destination during
  * one event-loop turn — across all tablets — goes out as ONE RaftBatchPB on the one connection to that
  * server (rpc oneway: best effort and ordered per connection, which is what Raft expects of a network).
+ * What the processing passes of a Raft turn send (raft/raft-turn.ts) leaves as that turn ends, not a
+ * loop iteration later (a leader's AppendEntries are on every write's critical path).
  * Incoming batches are decoded and dispatched to their groups; a message for an unknown group is
  * dropped with a log line (the master will create or delete the replica).
  *
@@ -11,7 +13,7 @@
 import type { Flags } from '../common/flags';
 import type { Logger } from '../common/log';
 import type { Rng } from '../common/rng';
-import { decodeMessage, encodeMessage, type Message } from '../raft';
+import { decodeMessage, encodeMessage, inRaftTurn, onRaftTurnEnd, type Message } from '../raft';
 import type { OnewayDef, RpcClient, RpcContext, RpcServer } from '../rpc';
 import { raftBatchCodec, type RaftBatch, type RaftEnvelope } from './raft-batch-codec';
 import { traceStage } from '../common/stage-trace';
@@ -50,10 +52,19 @@ export interface ConsensusTransportDeps {
 export class ConsensusTransport {
   private readonly queues = new Map<string, { envelopes: RaftEnvelope[]; bytes: number }>();
   private flushScheduled = false;
+  /** Queued during a Raft turn (raft/raft-turn.ts): flushed as that turn ends. */
+  private flushAtTurnEnd = false;
+  private readonly stopTurnHook: () => void;
   private stopped = false;
   readonly metrics = { batchesSent: 0, messagesSent: 0, batchesReceived: 0, messagesReceived: 0, dropped: 0, unknownGroup: 0, unknownPeer: 0 };
 
-  constructor(private readonly deps: ConsensusTransportDeps) {}
+  constructor(private readonly deps: ConsensusTransportDeps) {
+    this.stopTurnHook = onRaftTurnEnd(() => {
+      if (!this.flushAtTurnEnd) return;
+      this.flushAtTurnEnd = false;
+      this.flush();
+    });
+  }
 
   register(server: RpcServer): void {
     server.onOneway(RAFT_BATCH, (batch, ctx) => this.onBatch(batch, ctx));
@@ -69,7 +80,7 @@ export class ConsensusTransport {
     return p > 0 && this.deps.rng.next() < p;
   }
 
-  /** Queue messages of one group; they leave at the end of this event-loop turn. */
+  /** Queue messages of one group; they leave at the end of this Raft turn, or of this event-loop iteration. */
   send(groupId: string, msgs: readonly Message[]): void {
     if (this.stopped) return;
     const drop = this.dropPeers();
@@ -94,14 +105,20 @@ export class ConsensusTransport {
       q.bytes += message.length;
       if (q.envelopes.length >= RAFT_BATCH_MESSAGES_MAX) this.flushOne(addr);
     }
-    if (!this.flushScheduled && this.queues.size > 0) {
+    if (this.queues.size === 0) return;
+    // Sent by a processing pass: the frames leave when the turn's passes are done, in this loop
+    // iteration (a setImmediate queued now would wait for the next one). Else at this iteration's end.
+    if (inRaftTurn()) this.flushAtTurnEnd = true;
+    else if (!this.flushScheduled) {
       this.flushScheduled = true;
-      setImmediate(() => this.flush());
+      setImmediate(() => {
+        this.flushScheduled = false;
+        this.flush();
+      });
     }
   }
 
   private flush(): void {
-    this.flushScheduled = false;
     for (const addr of [...this.queues.keys()]) this.flushOne(addr);
   }
 
@@ -153,6 +170,7 @@ export class ConsensusTransport {
 
   stop(): void {
     this.stopped = true;
+    this.stopTurnHook();
     this.queues.clear();
   }
 }

@@ -9,6 +9,7 @@ import { NodeId } from '../../common/ids';
 import { silentLogger } from '../../common/log';
 import { SeededRng } from '../../common/rng';
 import { encodeMessage } from '../../raft/message-codec';
+import { scheduleRaftPass } from '../../raft/raft-turn';
 import type { Message } from '../../raft/types';
 import type { RpcClient } from '../../rpc/types';
 import { ConsensusTransport, RAFT_BATCH_BYTES_MAX } from '../../tserver/consensus-transport';
@@ -71,5 +72,28 @@ describe('consensus transport', () => {
     const all = sent.flatMap((s) => s.batch.messages.map((m) => m.message));
     expect(all.length).toBe(22);
     for (const [i, m] of all.entries()) expect(Buffer.from(m).equals(Buffer.from(encodeMessage(append('b', i + 1, i === 20 ? 10 * mib : i === 21 ? 100 : 3 * mib))))).toBe(true);
+  });
+
+  it('transport: what the passes of one Raft turn send leaves as that turn ends, one batch per server, before the next loop iteration', async () => {
+    const { t, sent } = transport();
+    const seen: string[] = [];
+    // Two groups' passes in one turn (raft/raft-turn.ts), each sending; a setImmediate the first pass
+    // queues before it sends runs in the next loop iteration: the frames must be out before it.
+    scheduleRaftPass(() => {
+      setImmediate(() => seen.push(`next iteration: ${sent.length} batch(es) sent`));
+      t.send('g1', [append('b', 1, 10)]);
+    });
+    scheduleRaftPass(() => {
+      seen.push(`in turn: ${sent.length} batch(es) sent`);
+      t.send('g2', [append('b', 7, 10), append('c', 7, 10)]);
+    });
+    await turn();
+    await turn();
+    expect(seen).toEqual(['in turn: 0 batch(es) sent', 'next iteration: 2 batch(es) sent']);
+    expect(sent.map((s) => [s.addr, s.batch.messages.map((m) => m.groupId)])).toEqual([
+      ['127.0.0.2:9100', ['g1', 'g2']],
+      ['127.0.0.3:9100', ['g2']],
+    ]);
+    t.stop();
   });
 });
