@@ -48,7 +48,7 @@ import type { LogStorage } from './wal/log-storage';
 import type { ConfChange, Entry, Message, ProposeResult, Ready, Role, Snapshot } from './types';
 import { STAGE_TRACE_ON, traceStage } from '../common/stage-trace';
 import { mostCaughtUpOther, traceMessages } from './group-helpers';
-import { scheduleRaftPass } from './raft-turn';
+import { flushTurnNow, scheduleRaftPass } from './raft-turn';
 
 export type { LeaderChange, RaftCore, RaftGroupDeps, RaftGroupStatus } from './raft-group-types';
 export { APPLY_BATCH_ENTRIES_MAX, APPLY_QUEUE_ENTRIES_MAX, PENDING_PROPOSALS_MAX, READ_INDEX_TIMEOUT_TICKS } from './raft-group-types';
@@ -403,6 +403,7 @@ export class RaftGroup {
         if (early.length > 0) {
           late = rd.messages.filter((m) => m.type !== 'append' && m.type !== 'heartbeat');
           this.sendTraced('send', early);
+          flushTurnNow();
         }
       }
       // Group commit: one sync covers every entry and hard state appended since the last one.

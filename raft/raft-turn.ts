@@ -6,8 +6,8 @@
  * queued while the check phase ran and so run only in the next loop iteration — after a poll phase
  * (every socket and disk completion ready by then): a c1 put paid that turn on its critical path
  * (0.2 ms p50 on a loaded 2-core machine, bench/results/2026-12-07-put-latency.md). With it the
- * frames leave as soon as every pass of the turn has queued its messages (and dispatched its
- * fdatasync), still one batch per destination for all tablets of the turn.
+ * frames leave as soon as every pass of the turn has queued its messages, still one batch per
+ * destination for all tablets of the turn — or, for a leader's new entries, at once (flushTurnNow).
  */
 
 const queued: Array<() => void> = [];
@@ -32,6 +32,16 @@ export function inRaftTurn(): boolean {
 export function onRaftTurnEnd(hook: () => void): () => void {
   turnEndHooks.add(hook);
   return () => void turnEndHooks.delete(hook);
+}
+
+/**
+ * Run the turn-end hooks now, from inside a pass: a leader about to write and fdatasync its own copy
+ * of new entries sends the AppendEntries first (the frames then leave before the log's positioned
+ * write and the fdatasync's hand-off to the thread pool, which on a busy machine can each cost a
+ * context switch). What later passes of the turn send still leaves at its end.
+ */
+export function flushTurnNow(): void {
+  for (const hook of turnEndHooks) hook();
 }
 
 function runTurn(): void {

@@ -52,17 +52,15 @@ export interface ConsensusTransportDeps {
 export class ConsensusTransport {
   private readonly queues = new Map<string, { envelopes: RaftEnvelope[]; bytes: number }>();
   private flushScheduled = false;
-  /** Queued during a Raft turn (raft/raft-turn.ts): flushed as that turn ends. */
-  private flushAtTurnEnd = false;
   private readonly stopTurnHook: () => void;
   private stopped = false;
   readonly metrics = { batchesSent: 0, messagesSent: 0, batchesReceived: 0, messagesReceived: 0, dropped: 0, unknownGroup: 0, unknownPeer: 0 };
 
   constructor(private readonly deps: ConsensusTransportDeps) {
+    // Everything queued goes: at a turn's end, or when a leader's pass sends before its fdatasync
+    // (raft/raft-turn.ts flushTurnNow; then also what a pass outside a turn queued).
     this.stopTurnHook = onRaftTurnEnd(() => {
-      if (!this.flushAtTurnEnd) return;
-      this.flushAtTurnEnd = false;
-      this.flush();
+      if (this.queues.size > 0) this.flush();
     });
   }
 
@@ -108,8 +106,7 @@ export class ConsensusTransport {
     if (this.queues.size === 0) return;
     // Sent by a processing pass: the frames leave when the turn's passes are done, in this loop
     // iteration (a setImmediate queued now would wait for the next one). Else at this iteration's end.
-    if (inRaftTurn()) this.flushAtTurnEnd = true;
-    else if (!this.flushScheduled) {
+    if (!inRaftTurn() && !this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(() => {
         this.flushScheduled = false;

@@ -9,7 +9,7 @@ import { NodeId } from '../../common/ids';
 import { silentLogger } from '../../common/log';
 import { SeededRng } from '../../common/rng';
 import { encodeMessage } from '../../raft/message-codec';
-import { scheduleRaftPass } from '../../raft/raft-turn';
+import { flushTurnNow, scheduleRaftPass } from '../../raft/raft-turn';
 import type { Message } from '../../raft/types';
 import type { RpcClient } from '../../rpc/types';
 import { ConsensusTransport, RAFT_BATCH_BYTES_MAX } from '../../tserver/consensus-transport';
@@ -93,6 +93,26 @@ describe('consensus transport', () => {
     expect(sent.map((s) => [s.addr, s.batch.messages.map((m) => m.groupId)])).toEqual([
       ['127.0.0.2:9100', ['g1', 'g2']],
       ['127.0.0.3:9100', ['g2']],
+    ]);
+    t.stop();
+  });
+
+  it('transport: a leader pass that sends before its fdatasync (flushTurnNow) gets its frames out at once, with what was queued before', async () => {
+    const { t, sent } = transport();
+    const seen: number[] = [];
+    scheduleRaftPass(() => t.send('g1', [append('c', 3, 10)]));
+    scheduleRaftPass(() => {
+      t.send('g2', [append('b', 4, 10), append('c', 4, 10)]);
+      flushTurnNow();
+      seen.push(sent.length);
+      t.send('g3', [append('b', 9, 10)]);
+    });
+    await turn();
+    expect(seen).toEqual([2]);
+    expect(sent.map((s) => [s.addr, s.batch.messages.map((m) => m.groupId)])).toEqual([
+      ['127.0.0.3:9100', ['g1', 'g2']],
+      ['127.0.0.2:9100', ['g2']],
+      ['127.0.0.2:9100', ['g3']],
     ]);
     t.stop();
   });
