@@ -291,7 +291,6 @@ export class RaftGroup {
   }
 
   private readonly beforeReady: Array<() => void> = [];
-
   private runBeforeReady(): void {
     // A hook's failure is its own (it answers its callers): it must not stop this group.
     for (const fn of this.beforeReady.splice(0, this.beforeReady.length)) try { fn(); } catch { /* see above */ }
@@ -424,6 +423,7 @@ export class RaftGroup {
     if (this.stopped) return;
     if (late.length > 0) {
       this.sendTraced('send', late);
+      if (rd.mustSync) flushTurnNow(); // after a sync, outside a turn: a follower's ack is what its leader waits for
       for (const m of late) if (m.type === 'snapshot') this.core.reportSnapshot?.(m.to, true);
     }
     this.reads.confirm(rd.readStates);
