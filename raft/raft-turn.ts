@@ -1,17 +1,16 @@
 /**
  * The processing passes of every RaftGroup of this process that are scheduled in one event-loop turn
- * run in ONE setImmediate callback, and hooks run right after them (the tserver's consensus transport
- * flushes its Raft batches there). Without it, the messages a pass hands out (a leader's
- * AppendEntries, sent before its own fdatasync) waited for a setImmediate of the transport's own,
- * queued while the check phase ran and so run only in the next loop iteration — after a poll phase
- * (every socket and disk completion ready by then): a c1 put paid that turn on its critical path
- * (0.2 ms p50 on a loaded 2-core machine, bench/results/2026-12-07-put-latency.md). With it the
- * frames leave as soon as every pass of the turn has queued its messages, still one batch per
- * destination for all tablets of the turn — or, for a leader's new entries, at once (flushTurnNow).
+ * run in ONE setImmediate callback, and hooks run right after them; a pass may also run the hooks at
+ * once (flushTurnNow) when it has sent what a write waits for. The tserver's consensus transport
+ * flushes there: otherwise the messages a pass hands out (a leader's AppendEntries, sent before its
+ * own fdatasync) waited for a setImmediate of the transport's own, queued while the check phase ran
+ * and so run only in the next loop iteration — after a poll phase (every socket and disk completion
+ * ready by then): a c1 put paid that on its critical path (0.2 ms p50 on a loaded 2-core machine,
+ * bench/results/2026-12-07-put-latency.md).
  */
 
 const queued: Array<() => void> = [];
-const turnEndHooks = new Set<() => void>();
+const turnEndHooks = new Set<(urgent: boolean) => void>();
 let armed = false;
 let running = false;
 
@@ -28,20 +27,24 @@ export function inRaftTurn(): boolean {
   return running;
 }
 
-/** Call `hook` after the passes of every turn; returns its removal. */
-export function onRaftTurnEnd(hook: () => void): () => void {
+/**
+ * Call `hook(false)` after the passes of every turn, and `hook(true)` when a pass has sent something
+ * a peer waits for (flushTurnNow); returns its removal.
+ */
+export function onRaftTurnEnd(hook: (urgent: boolean) => void): () => void {
   turnEndHooks.add(hook);
   return () => void turnEndHooks.delete(hook);
 }
 
 /**
- * Run the turn-end hooks now, from inside a pass: a leader about to write and fdatasync its own copy
- * of new entries sends the AppendEntries first (the frames then leave before the log's positioned
- * write and the fdatasync's hand-off to the thread pool, which on a busy machine can each cost a
- * context switch). What later passes of the turn send still leaves at its end.
+ * Run the turn-end hooks now (urgent), from inside a pass: a leader about to write and fdatasync its
+ * own copy of new entries sends the AppendEntries first (the frames then leave before the log's
+ * positioned write and the fdatasync's hand-off to the thread pool, which on a busy machine can each
+ * cost a context switch), and a follower's ack goes right after its fdatasync (with what else is
+ * queued then; tserver/consensus-transport.ts raft_send_at_once).
  */
 export function flushTurnNow(): void {
-  for (const hook of turnEndHooks) hook();
+  for (const hook of turnEndHooks) hook(true);
 }
 
 function runTurn(): void {
@@ -60,7 +63,7 @@ function runTurn(): void {
   running = false;
   for (const hook of turnEndHooks) {
     try {
-      hook();
+      hook(false);
     } catch (e) {
       failure ??= { e };
     }

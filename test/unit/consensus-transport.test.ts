@@ -12,10 +12,10 @@ import { encodeMessage } from '../../raft/message-codec';
 import { flushTurnNow, scheduleRaftPass } from '../../raft/raft-turn';
 import type { Message } from '../../raft/types';
 import type { RpcClient } from '../../rpc/types';
-import { ConsensusTransport, RAFT_BATCH_BYTES_MAX } from '../../tserver/consensus-transport';
+import { ConsensusTransport, RAFT_BATCH_BYTES_MAX, RAFT_SEND_AT_ONCE } from '../../tserver/consensus-transport';
 import type { RaftBatch } from '../../tserver/raft-batch-codec';
 
-function transport(): { t: ConsensusTransport; sent: Array<{ addr: string; batch: RaftBatch }> } {
+function transport(flags = new Flags()): { t: ConsensusTransport; sent: Array<{ addr: string; batch: RaftBatch }> } {
   const sent: Array<{ addr: string; batch: RaftBatch }> = [];
   const client = { send: (addr: string, _m: unknown, batch: RaftBatch) => sent.push({ addr, batch }) } as unknown as RpcClient;
   const t = new ConsensusTransport({
@@ -23,7 +23,7 @@ function transport(): { t: ConsensusTransport; sent: Array<{ addr: string; batch
     selfAddress: () => '127.0.0.1:9100',
     learnAddress: () => undefined,
     client,
-    flags: new Flags(),
+    flags,
     rng: new SeededRng(1),
     log: silentLogger(),
     addressOf: (uuid) => (uuid === 'b' ? '127.0.0.2:9100' : uuid === 'c' ? '127.0.0.3:9100' : undefined),
@@ -74,29 +74,6 @@ describe('consensus transport', () => {
     for (const [i, m] of all.entries()) expect(Buffer.from(m).equals(Buffer.from(encodeMessage(append('b', i + 1, i === 20 ? 10 * mib : i === 21 ? 100 : 3 * mib))))).toBe(true);
   });
 
-  it('transport: what the passes of one Raft turn send leaves as that turn ends, one batch per server, before the next loop iteration', async () => {
-    const { t, sent } = transport();
-    const seen: string[] = [];
-    // Two groups' passes in one turn (raft/raft-turn.ts), each sending; a setImmediate the first pass
-    // queues before it sends runs in the next loop iteration: the frames must be out before it.
-    scheduleRaftPass(() => {
-      setImmediate(() => seen.push(`next iteration: ${sent.length} batch(es) sent`));
-      t.send('g1', [append('b', 1, 10)]);
-    });
-    scheduleRaftPass(() => {
-      seen.push(`in turn: ${sent.length} batch(es) sent`);
-      t.send('g2', [append('b', 7, 10), append('c', 7, 10)]);
-    });
-    await turn();
-    await turn();
-    expect(seen).toEqual(['in turn: 0 batch(es) sent', 'next iteration: 2 batch(es) sent']);
-    expect(sent.map((s) => [s.addr, s.batch.messages.map((m) => m.groupId)])).toEqual([
-      ['127.0.0.2:9100', ['g1', 'g2']],
-      ['127.0.0.3:9100', ['g2']],
-    ]);
-    t.stop();
-  });
-
   it('transport: a leader pass that sends before its fdatasync (flushTurnNow) gets its frames out at once, with what was queued before', async () => {
     const { t, sent } = transport();
     const seen: number[] = [];
@@ -108,11 +85,33 @@ describe('consensus transport', () => {
       t.send('g3', [append('b', 9, 10)]);
     });
     await turn();
+    await turn();
     expect(seen).toEqual([2]);
     expect(sent.map((s) => [s.addr, s.batch.messages.map((m) => m.groupId)])).toEqual([
       ['127.0.0.3:9100', ['g1', 'g2']],
       ['127.0.0.2:9100', ['g2']],
       ['127.0.0.2:9100', ['g3']],
+    ]);
+    t.stop();
+  });
+
+  it('transport: with raft_send_at_once off, flushTurnNow sends nothing: every message waits for the iteration batch', async () => {
+    const flags = new Flags();
+    flags.setFromString(RAFT_SEND_AT_ONCE.name, false);
+    const { t, sent } = transport(flags);
+    const seen: number[] = [];
+    scheduleRaftPass(() => {
+      t.send('g2', [append('b', 4, 10), append('c', 4, 10)]);
+      flushTurnNow();
+      seen.push(sent.length);
+      t.send('g3', [append('b', 9, 10)]);
+    });
+    await turn();
+    await turn();
+    expect(seen).toEqual([0]);
+    expect(sent.map((s) => [s.addr, s.batch.messages.map((m) => m.groupId)])).toEqual([
+      ['127.0.0.2:9100', ['g2', 'g3']],
+      ['127.0.0.3:9100', ['g2']],
     ]);
     t.stop();
   });
