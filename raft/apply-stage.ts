@@ -58,7 +58,8 @@ export class ApplyStage {
 
   /** Queue committed entries handed out at `atMs` (performance.now()) and start applying. */
   enqueue(entries: readonly Entry[], atMs: number): void {
-    if (entries.length > 0) traceStage('commit', this.deps.groupId ?? '-', entries[entries.length - 1]!.index);
+    if (entries.length === 0) return;
+    traceStage('commit', this.deps.groupId ?? '-', entries[entries.length - 1]!.index);
     for (const e of entries) {
       this.queue.push(e);
       this.queueAt.push(atMs);

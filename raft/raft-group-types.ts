@@ -22,6 +22,8 @@ export interface RaftCore {
   advance(rd: Ready): void;
   /** While the outstanding Ready's sync runs: committed entries and leader messages that need not wait for it (RawNode.takeEarly). */
   takeEarly?(withEntries: boolean): { committedEntries: Entry[]; messages: Message[] } | undefined;
+  /** Committed entries persisted and not yet handed out, at any time (RawNode.takeCommitted). */
+  takeCommitted?(): Entry[];
   status(): RaftStatus;
   /** True while this leader holds a lease: no other leader can exist, lease reads are safe. */
   hasLease?(): boolean;

@@ -24,8 +24,7 @@
  *  4. appliedIndex is what the host's state machine has applied (not what the core believes); it gates
  *     proposal acknowledgement, ReadIndex reads, leader readiness and log compaction.
  *
- * Proposal outcomes are exact: propose() resolves only after the entry is committed AND applied
- * locally; it rejects with NOT_THE_LEADER (retry-safe) when the core refused it or when its log slot
+ * Proposal outcomes are exact: propose() resolves only after the entry is committed AND applied locally; it rejects with NOT_THE_LEADER (retry-safe) when the core refused it or when its log slot
  * was overwritten by another leader's entry (so it can never commit). A proposal whose leader lost
  * leadership stays pending until its fate is known (committed under the next leader, or overwritten);
  * the caller bounds the wait with its own deadline (outcome unknown = TIMED_OUT, not retry-safe).
@@ -59,8 +58,7 @@ export class RaftGroup {
   private readonly schedule: (fn: () => void) => void;
 
   private stopped = false;
-  /** campaignSoon's retries (fast-campaign.ts). */
-  private readonly fastCampaign = new FastCampaign();
+  private readonly fastCampaign = new FastCampaign(); // campaignSoon's retries
   private failed: unknown = undefined;
   private scheduled = false;
   private processing: Promise<void> | undefined;
@@ -72,13 +70,11 @@ export class RaftGroup {
    * handed it out at the earliest), and leader message batches sent.
    */
   private readonly early = { entries: 0, savedMs: 0, sends: 0 };
-  /** Entries handed out early during the sync now running, and the sum of their hand-off times. */
-  private readonly earlyDuringSync = { entries: 0, atMsSum: 0 };
+  private readonly earlyDuringSync = { entries: 0, atMsSum: 0 }; // handed out during the sync now running, and the sum of their hand-off times
 
   private appliedIndex: number;
   private appliedTerm = 0;
-  /** Committed entries on their way to the state machine (apply-stage.ts). */
-  private readonly applyStage: ApplyStage;
+  private readonly applyStage: ApplyStage; // committed entries on their way to the state machine
 
   private readonly pending: ProposalTracker;
   private readonly reads: ReadIndexQueue;
@@ -143,6 +139,8 @@ export class RaftGroup {
     if (this.stopped) return;
     if (STAGE_TRACE_ON) traceMessages('step', this.deps.groupId, [m]);
     this.core.step(m);
+    // An ack may commit: what it commits goes to the apply stage now, not a loop turn later.
+    if (m.type === 'appendResp' && this.role === 'LEADER') this.takeCommittedNow();
     this.kick();
   }
 
@@ -213,9 +211,7 @@ export class RaftGroup {
     this.kick();
   }
 
-  reportUnreachable(to: NodeId): void {
-    this.core.reportUnreachable?.(to);
-  }
+  reportUnreachable(to: NodeId): void { this.core.reportUnreachable?.(to); }
 
   /** The newest term this replica has seen (every election, won or not, moves it). */
   currentTerm(): number {
@@ -429,6 +425,11 @@ export class RaftGroup {
     this.reads.confirm(rd.readStates);
     this.reads.serve(this.appliedIndex);
     this.core.advance(rd);
+  }
+
+  private takeCommittedNow(): void {
+    if (this.syncing) this.handOutEarly();
+    else if (this.applyStage.length() <= APPLY_QUEUE_ENTRIES_MAX) this.applyStage.enqueue(this.core.takeCommitted?.() ?? [], performance.now());
   }
 
   /** See kick(): committed entries to the apply stage (unless it is full), a leader's appends out. */
