@@ -6,8 +6,11 @@
  */
 import { APPLY_BATCH_ENTRIES_MAX } from './raft-group-types';
 import type { Entry } from './types';
+import { traceStage } from '../common/stage-trace';
 
 export interface ApplyStageDeps {
+  /** For the stage trace (common/stage-trace.ts). */
+  groupId?: string;
   /** The state machine (RaftGroupDeps.applyEntries); the next batch waits for this one. */
   applyEntries(entries: readonly Entry[]): Promise<void>;
   /** What the state machine holds: queued entries at or below it are skipped. */
@@ -55,6 +58,8 @@ export class ApplyStage {
 
   /** Queue committed entries handed out at `atMs` (performance.now()) and start applying. */
   enqueue(entries: readonly Entry[], atMs: number): void {
+    if (entries.length === 0) return;
+    traceStage('commit', this.deps.groupId ?? '-', entries[entries.length - 1]!.index);
     for (const e of entries) {
       this.queue.push(e);
       this.queueAt.push(atMs);
@@ -95,7 +100,9 @@ export class ApplyStage {
       const last = fresh[fresh.length - 1]!;
       if (last.type === 'confChange') await this.deps.applyConfChange(last);
       const start = performance.now();
+      traceStage('apply.start', this.deps.groupId ?? '-', last.index);
       await this.deps.applyEntries(fresh);
+      traceStage('apply.end', this.deps.groupId ?? '-', last.index);
       const st = this.counts;
       st.batches++;
       st.entries += fresh.length;

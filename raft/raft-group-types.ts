@@ -22,6 +22,8 @@ export interface RaftCore {
   advance(rd: Ready): void;
   /** While the outstanding Ready's sync runs: committed entries and leader messages that need not wait for it (RawNode.takeEarly). */
   takeEarly?(withEntries: boolean): { committedEntries: Entry[]; messages: Message[] } | undefined;
+  /** Committed entries persisted and not yet handed out, at any time (RawNode.takeCommitted). */
+  takeCommitted?(): Entry[];
   status(): RaftStatus;
   /** True while this leader holds a lease: no other leader can exist, lease reads are safe. */
   hasLease?(): boolean;
@@ -58,7 +60,7 @@ export interface RaftGroupDeps {
   /** Storage or state-machine failure: the replica must stop (default: rethrow, crashing the process). */
   onFatal?(e: unknown): void;
   log?: Logger;
-  /** How to run a processing pass later in this turn (default setImmediate). */
+  /** How to run a processing pass later in this turn (default raft-turn.ts: one setImmediate for every group). */
   schedule?(fn: () => void): void;
   /**
    * Bound the lease in wall time too: the host calls tick() every tickIntervalMs; a lease lasts at

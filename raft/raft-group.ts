@@ -5,7 +5,7 @@
  *
  * Processing contract (etcd's Ready contract, with an asynchronous apply stage):
  *  1. Inputs (tick, step, propose, readIndex) only mutate the core and schedule one processing pass
- *     (setImmediate by default), so every proposal arriving in one event-loop turn lands in ONE Ready:
+ *     (raft-turn.ts by default: one setImmediate for all groups), so every proposal arriving in one event-loop turn lands in ONE Ready:
  *     one append and one storage.sync() (group commit) cover them all.
  *  2. A pass takes ready() and, in order: installs a received snapshot (after draining the apply
  *     queue), appends entries and sets the hard state, queues the committed entries for the apply
@@ -24,8 +24,7 @@
  *  4. appliedIndex is what the host's state machine has applied (not what the core believes); it gates
  *     proposal acknowledgement, ReadIndex reads, leader readiness and log compaction.
  *
- * Proposal outcomes are exact: propose() resolves only after the entry is committed AND applied
- * locally; it rejects with NOT_THE_LEADER (retry-safe) when the core refused it or when its log slot
+ * Proposal outcomes are exact: propose() resolves only after the entry is committed AND applied locally; it rejects with NOT_THE_LEADER (retry-safe) when the core refused it or when its log slot
  * was overwritten by another leader's entry (so it can never commit). A proposal whose leader lost
  * leadership stays pending until its fate is known (committed under the next leader, or overwritten);
  * the caller bounds the wait with its own deadline (outcome unknown = TIMED_OUT, not retry-safe).
@@ -46,6 +45,9 @@ import { ApplyStage } from './apply-stage';
 import { FastCampaign } from './fast-campaign';
 import type { LogStorage } from './wal/log-storage';
 import type { ConfChange, Entry, Message, ProposeResult, Ready, Role, Snapshot } from './types';
+import { STAGE_TRACE_ON, traceStage } from '../common/stage-trace';
+import { mostCaughtUpOther, traceMessages } from './group-helpers';
+import { flushTurnNow, scheduleRaftPass } from './raft-turn';
 
 export type { LeaderChange, RaftCore, RaftGroupDeps, RaftGroupStatus } from './raft-group-types';
 export { APPLY_BATCH_ENTRIES_MAX, APPLY_QUEUE_ENTRIES_MAX, PENDING_PROPOSALS_MAX, READ_INDEX_TIMEOUT_TICKS } from './raft-group-types';
@@ -56,8 +58,7 @@ export class RaftGroup {
   private readonly schedule: (fn: () => void) => void;
 
   private stopped = false;
-  /** campaignSoon's retries (fast-campaign.ts). */
-  private readonly fastCampaign = new FastCampaign();
+  private readonly fastCampaign = new FastCampaign(); // campaignSoon's retries
   private failed: unknown = undefined;
   private scheduled = false;
   private processing: Promise<void> | undefined;
@@ -69,13 +70,11 @@ export class RaftGroup {
    * handed it out at the earliest), and leader message batches sent.
    */
   private readonly early = { entries: 0, savedMs: 0, sends: 0 };
-  /** Entries handed out early during the sync now running, and the sum of their hand-off times. */
-  private readonly earlyDuringSync = { entries: 0, atMsSum: 0 };
+  private readonly earlyDuringSync = { entries: 0, atMsSum: 0 }; // handed out during the sync now running, and the sum of their hand-off times
 
   private appliedIndex: number;
   private appliedTerm = 0;
-  /** Committed entries on their way to the state machine (apply-stage.ts). */
-  private readonly applyStage: ApplyStage;
+  private readonly applyStage: ApplyStage; // committed entries on their way to the state machine
 
   private readonly pending: ProposalTracker;
   private readonly reads: ReadIndexQueue;
@@ -92,12 +91,13 @@ export class RaftGroup {
   constructor(private readonly deps: RaftGroupDeps) {
     this.core = deps.core;
     this.storage = deps.storage;
-    this.schedule = deps.schedule ?? ((fn) => void setImmediate(fn));
+    this.schedule = deps.schedule ?? scheduleRaftPass;
     this.leaseBound = new LeaseWallBound(deps.leaseClock);
     this.appliedIndex = deps.appliedIndex;
     this.pending = new ProposalTracker(deps.groupId, () => this.leader);
     this.reads = new ReadIndexQueue(deps.groupId);
     this.applyStage = new ApplyStage({
+      groupId: deps.groupId,
       applyEntries: (es) => this.deps.applyEntries(es),
       appliedIndex: () => this.appliedIndex,
       applyConfChange: (e) => this.applyConfChange(e),
@@ -137,7 +137,10 @@ export class RaftGroup {
 
   step(m: Message): void {
     if (this.stopped) return;
+    if (STAGE_TRACE_ON) traceMessages('step', this.deps.groupId, [m]);
     this.core.step(m);
+    // An ack may commit: what it commits goes to the apply stage now, not a loop turn later.
+    if (m.type === 'appendResp' && this.role === 'LEADER') this.takeCommittedNow();
     this.kick();
   }
 
@@ -202,27 +205,13 @@ export class RaftGroup {
   /** Hand leadership to `to`, or to the most caught-up other voter. */
   transferLeadership(to?: NodeId): void {
     if (this.role !== 'LEADER') throw this.notLeader();
-    let target = to;
-    if (target === undefined) {
-      const st = this.core.status();
-      let best = -1;
-      for (const v of st.conf.voters) {
-        if (v === this.deps.id) continue;
-        const m = st.progress?.[v]?.match ?? -1;
-        if (m > best) {
-          best = m;
-          target = v;
-        }
-      }
-      if (target === undefined) throw new DbError(ErrorCode.INVALID_ARGUMENT, `${this.deps.groupId}: no other voter to transfer leadership to`);
-    }
+    const target = to ?? mostCaughtUpOther(this.core.status(), this.deps.id);
+    if (target === undefined) throw new DbError(ErrorCode.INVALID_ARGUMENT, `${this.deps.groupId}: no other voter to transfer leadership to`);
     this.core.transferLeader(target);
     this.kick();
   }
 
-  reportUnreachable(to: NodeId): void {
-    this.core.reportUnreachable?.(to);
-  }
+  reportUnreachable(to: NodeId): void { this.core.reportUnreachable?.(to); }
 
   /** The newest term this replica has seen (every election, won or not, moves it). */
   currentTerm(): number {
@@ -298,7 +287,6 @@ export class RaftGroup {
   }
 
   private readonly beforeReady: Array<() => void> = [];
-
   private runBeforeReady(): void {
     // A hook's failure is its own (it answers its callers): it must not stop this group.
     for (const fn of this.beforeReady.splice(0, this.beforeReady.length)) try { fn(); } catch { /* see above */ }
@@ -335,6 +323,7 @@ export class RaftGroup {
   private track(r: ProposeResult): Promise<OpId> {
     if (!r.ok) return Promise.reject(proposeError(this.deps.groupId, r));
     const outcome = this.pending.add(r.index, r.term);
+    traceStage('propose', this.deps.groupId, r.index);
     this.kick();
     return outcome;
   }
@@ -389,6 +378,7 @@ export class RaftGroup {
     if (rd.entries.length > 0) {
       this.pending.rejectOverwritten(rd.entries);
       this.storage.append(rd.entries);
+      traceStage('append', this.deps.groupId, rd.entries[rd.entries.length - 1]!.index);
     }
     if (rd.hardState) this.storage.setHardState(rd.hardState);
     // Committed entries go to the apply stage now, not after this Ready's sync: the core hands out
@@ -407,7 +397,8 @@ export class RaftGroup {
         const early = rd.messages.filter((m) => m.type === 'append' || m.type === 'heartbeat');
         if (early.length > 0) {
           late = rd.messages.filter((m) => m.type !== 'append' && m.type !== 'heartbeat');
-          this.deps.send(early);
+          this.sendTraced('send', early);
+          flushTurnNow();
         }
       }
       // Group commit: one sync covers every entry and hard state appended since the last one.
@@ -416,6 +407,7 @@ export class RaftGroup {
         await this.storage.sync();
       } finally {
         this.syncing = false;
+        if (STAGE_TRACE_ON) traceStage('synced', this.deps.groupId, rd.entries.length > 0 ? rd.entries[rd.entries.length - 1]!.index : 0);
         const d = this.earlyDuringSync;
         if (d.entries > 0) {
           this.early.savedMs += d.entries * performance.now() - d.atMsSum;
@@ -426,12 +418,18 @@ export class RaftGroup {
     }
     if (this.stopped) return;
     if (late.length > 0) {
-      this.deps.send(late);
+      this.sendTraced('send', late);
+      if (rd.mustSync) flushTurnNow(); // after a sync, outside a turn: a follower's ack is what its leader waits for
       for (const m of late) if (m.type === 'snapshot') this.core.reportSnapshot?.(m.to, true);
     }
     this.reads.confirm(rd.readStates);
     this.reads.serve(this.appliedIndex);
     this.core.advance(rd);
+  }
+
+  private takeCommittedNow(): void {
+    if (this.syncing) this.handOutEarly();
+    else if (this.applyStage.length() <= APPLY_QUEUE_ENTRIES_MAX) this.applyStage.enqueue(this.core.takeCommitted?.() ?? [], performance.now());
   }
 
   /** See kick(): committed entries to the apply stage (unless it is full), a leader's appends out. */
@@ -448,8 +446,13 @@ export class RaftGroup {
     }
     if (e.messages.length > 0) {
       this.early.sends++;
-      this.deps.send(e.messages);
+      this.sendTraced('send.early', e.messages);
     }
+  }
+
+  private sendTraced(stage: string, msgs: Message[]): void {
+    if (STAGE_TRACE_ON) traceMessages(stage, this.deps.groupId, msgs);
+    this.deps.send(msgs);
   }
 
   private onSoftState(role: Role, leader: NodeId | ''): void {

@@ -206,6 +206,15 @@ export class RawNode {
     return { committedEntries, messages };
   }
 
+  /**
+   * Committed entries ready to apply (persisted, not yet handed out), at any time — with or without
+   * an outstanding Ready: a leader's host takes them as soon as an acknowledgement moved the commit
+   * index, instead of with the next Ready (the new commit index still goes out with that Ready).
+   */
+  takeCommitted(): Entry[] {
+    return this.handOutCommitted();
+  }
+
   /** Committed entries ready to apply (persisted, not yet handed out), now counted as applied. */
   private handOutCommitted(): Entry[] {
     const log = this.raft.log;

@@ -13,6 +13,7 @@ import { hostResolver, type HostResolver } from './host-resolver';
 import { KeepaliveTicker, keepaliveStep, keepaliveTiming, type KeepaliveState } from './keepalive';
 import { round1, inFlightRows, type RpczConnection, type TrackedCall } from './rpcz';
 import { sendCoalesced } from './send-coalescer';
+import { STAGE_TRACE_ON, traceStage } from '../common/stage-trace';
 import { CALLER_HEADER, FRAME_OVERHEAD_BYTES_MAX, toBytes } from './ws-server';
 import { AUTH_NONCE_HEADER, authMessage, CLOSE_UNAUTHENTICATED } from './rpc-auth';
 import type { ClientTls } from './tls';
@@ -361,6 +362,7 @@ export class WsConnection {
     const f = r.frame;
     const p = this.pending.get(f.callId);
     if (!p) return; // late answer to a call that timed out
+    if (STAGE_TRACE_ON) traceStage(`rpc.answer.${p.method}`, '-', f.callId);
     this.pending.delete(f.callId);
     if (p.timer) clearTimeout(p.timer);
     if (f.kind === FrameKind.RESPONSE) {
@@ -420,6 +422,7 @@ export class WsConnection {
         reject(new DbError(ErrorCode.TIMED_OUT, `${service}.${method} to ${this.address} timed out after ${timeoutMs} ms`, { address: this.address, timeoutMs, sent: p.sent, heard: this.framesReceived > framesAtStart }));
       }, timeoutMs);
       this.pending.set(callId, p);
+      if (STAGE_TRACE_ON) traceStage(`rpc.call.${method}`, '-', callId);
       this.write(callId, bytes);
     });
   }

@@ -13,6 +13,7 @@ import { decodeFrame, encodeFrame, FrameKind } from './frame-codec';
 import { HandlerRegistry } from './handler-registry';
 import { KeepaliveTicker, keepaliveStep, keepaliveTiming, type KeepaliveState } from './keepalive';
 import { sendCoalesced } from './send-coalescer';
+import { STAGE_TRACE_ON, traceStage } from '../common/stage-trace';
 import { byRemote, inFlightRows, round1, type RpczConnection, type TrackedCall } from './rpcz';
 import { FrameBoundaryTracker } from './frame-watch';
 import { answerClientError, checkingIntervalMs, HTTP_HEADER_BYTES_MAX } from './listener-limits';
@@ -430,6 +431,7 @@ export class WsRpcServer implements RpcServer {
       return;
     }
     const f = r.frame;
+    if (STAGE_TRACE_ON) traceStage(`rpc.in.${f.method}`, '-', f.callId);
     if (f.kind === FrameKind.ONEWAY) {
       if (f.payload.length > this.messageBytesMax) {
         this.deps.log.warn({ peer: conn.peer, bytes: f.payload.length }, 'oversized one-way message dropped');
@@ -488,6 +490,7 @@ export class WsRpcServer implements RpcServer {
       this.closeConn(conn, CLOSE_POLICY_VIOLATION, 'client does not read its responses (outbound queue full)');
       return;
     }
+    if (STAGE_TRACE_ON) traceStage('rpc.out', '-', 0);
     sendCoalesced(conn.ws, bytes);
   }
 }

@@ -2,18 +2,20 @@
  * Raft traffic between servers. Every Raft message this server produces for one destination during
  * one event-loop turn — across all tablets — goes out as ONE RaftBatchPB on the one connection to that
  * server (rpc oneway: best effort and ordered per connection, which is what Raft expects of a network).
+ * The two messages a write waits for leave at once (raft_send_at_once, raft/raft-turn.ts flushTurnNow).
  * Incoming batches are decoded and dispatched to their groups; a message for an unknown group is
  * dropped with a log line (the master will create or delete the replica).
  *
  * Fault injection (runtime TEST_ flags): TEST_drop_traffic_peers (drop everything to/from those RPC
  * addresses), TEST_drop_raft_messages_probability, TEST_follower_reject_update_consensus_requests.
  */
-import type { Flags } from '../common/flags';
+import { defineFlag, FlagTag, type Flags } from '../common/flags';
 import type { Logger } from '../common/log';
 import type { Rng } from '../common/rng';
-import { decodeMessage, encodeMessage, type Message } from '../raft';
+import { decodeMessage, encodeMessage, onRaftTurnEnd, type Message } from '../raft';
 import type { OnewayDef, RpcClient, RpcContext, RpcServer } from '../rpc';
 import { raftBatchCodec, type RaftBatch, type RaftEnvelope } from './raft-batch-codec';
+import { traceStage } from '../common/stage-trace';
 import { TEST_DROP_RAFT_MESSAGES_PROBABILITY, TEST_DROP_TRAFFIC_PEERS, TEST_FOLLOWER_REJECT_UPDATE_CONSENSUS_REQUESTS } from './tserver-flags';
 
 export const RAFT_BATCH: OnewayDef<RaftBatch> = { service: 'tessera.ConsensusService', method: 'RaftBatch', msg: raftBatchCodec };
@@ -27,6 +29,21 @@ export const RAFT_BATCH_MESSAGES_MAX = 4096;
  * over rpc_max_message_size, which would be refused and dropped each time Raft resends it.
  */
 export const RAFT_BATCH_BYTES_MAX = 8 * 1024 * 1024;
+/**
+ * `raft_send_at_once` (runtime, default true): the two messages a write waits for — a leader's
+ * AppendEntries before its own fdatasync, a follower's ack after one — leave at once
+ * (raft/raft-turn.ts flushTurnNow) instead of with the loop iteration's batch. Off: every message
+ * waits for the batch (a setImmediate; one queued while the check phase runs is the next iteration's),
+ * which merges a server's appends with its acks of other tablets: at c64 the messages per batch were
+ * 2.1 with it off and 1.4 with it on (bench/results/2026-12-07-put-latency.md) — the A/B switch.
+ */
+export const RAFT_SEND_AT_ONCE = defineFlag({
+  name: 'raft_send_at_once',
+  type: 'bool',
+  default: true,
+  help: "Send a leader's AppendEntries before its own fdatasync, and a follower's ack right after its fdatasync, each in a frame of its own instead of the event-loop iteration's batch per destination.",
+  tags: [FlagTag.runtime],
+});
 /** At most one "unknown group" / "unknown peer" log line per this many drops. */
 const DROP_LOG_EVERY = 1000;
 
@@ -49,10 +66,16 @@ export interface ConsensusTransportDeps {
 export class ConsensusTransport {
   private readonly queues = new Map<string, { envelopes: RaftEnvelope[]; bytes: number }>();
   private flushScheduled = false;
+  private readonly stopTurnHook: () => void;
   private stopped = false;
   readonly metrics = { batchesSent: 0, messagesSent: 0, batchesReceived: 0, messagesReceived: 0, dropped: 0, unknownGroup: 0, unknownPeer: 0 };
 
-  constructor(private readonly deps: ConsensusTransportDeps) {}
+  constructor(private readonly deps: ConsensusTransportDeps) {
+    // A message a write waits for (raft/raft-turn.ts flushTurnNow) takes what is queued with it.
+    this.stopTurnHook = onRaftTurnEnd((urgent) => {
+      if (urgent && this.queues.size > 0 && this.deps.flags.get(RAFT_SEND_AT_ONCE)) this.flush();
+    });
+  }
 
   register(server: RpcServer): void {
     server.onOneway(RAFT_BATCH, (batch, ctx) => this.onBatch(batch, ctx));
@@ -68,7 +91,7 @@ export class ConsensusTransport {
     return p > 0 && this.deps.rng.next() < p;
   }
 
-  /** Queue messages of one group; they leave at the end of this event-loop turn. */
+  /** Queue messages of one group; they leave with this loop iteration's batch (or at once: flushTurnNow). */
   send(groupId: string, msgs: readonly Message[]): void {
     if (this.stopped) return;
     const drop = this.dropPeers();
@@ -93,14 +116,18 @@ export class ConsensusTransport {
       q.bytes += message.length;
       if (q.envelopes.length >= RAFT_BATCH_MESSAGES_MAX) this.flushOne(addr);
     }
-    if (!this.flushScheduled && this.queues.size > 0) {
-      this.flushScheduled = true;
-      setImmediate(() => this.flush());
-    }
+    if (this.queues.size > 0 && !this.flushScheduled) this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      this.flush();
+    });
   }
 
   private flush(): void {
-    this.flushScheduled = false;
     for (const addr of [...this.queues.keys()]) this.flushOne(addr);
   }
 
@@ -108,6 +135,7 @@ export class ConsensusTransport {
     const q = this.queues.get(addr)?.envelopes;
     this.queues.delete(addr);
     if (!q || q.length === 0 || this.stopped) return;
+    traceStage('transport.flush', '-', q.length);
     try {
       this.deps.client.send(addr, RAFT_BATCH, { fromUuid: this.deps.selfUuid, fromAddress: this.deps.selfAddress(), messages: q });
       this.metrics.batchesSent++;
@@ -151,6 +179,7 @@ export class ConsensusTransport {
 
   stop(): void {
     this.stopped = true;
+    this.stopTurnHook();
     this.queues.clear();
   }
 }

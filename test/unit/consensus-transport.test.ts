@@ -9,12 +9,13 @@ import { NodeId } from '../../common/ids';
 import { silentLogger } from '../../common/log';
 import { SeededRng } from '../../common/rng';
 import { encodeMessage } from '../../raft/message-codec';
+import { flushTurnNow, scheduleRaftPass } from '../../raft/raft-turn';
 import type { Message } from '../../raft/types';
 import type { RpcClient } from '../../rpc/types';
-import { ConsensusTransport, RAFT_BATCH_BYTES_MAX } from '../../tserver/consensus-transport';
+import { ConsensusTransport, RAFT_BATCH_BYTES_MAX, RAFT_SEND_AT_ONCE } from '../../tserver/consensus-transport';
 import type { RaftBatch } from '../../tserver/raft-batch-codec';
 
-function transport(): { t: ConsensusTransport; sent: Array<{ addr: string; batch: RaftBatch }> } {
+function transport(flags = new Flags()): { t: ConsensusTransport; sent: Array<{ addr: string; batch: RaftBatch }> } {
   const sent: Array<{ addr: string; batch: RaftBatch }> = [];
   const client = { send: (addr: string, _m: unknown, batch: RaftBatch) => sent.push({ addr, batch }) } as unknown as RpcClient;
   const t = new ConsensusTransport({
@@ -22,7 +23,7 @@ function transport(): { t: ConsensusTransport; sent: Array<{ addr: string; batch
     selfAddress: () => '127.0.0.1:9100',
     learnAddress: () => undefined,
     client,
-    flags: new Flags(),
+    flags,
     rng: new SeededRng(1),
     log: silentLogger(),
     addressOf: (uuid) => (uuid === 'b' ? '127.0.0.2:9100' : uuid === 'c' ? '127.0.0.3:9100' : undefined),
@@ -71,5 +72,47 @@ describe('consensus transport', () => {
     const all = sent.flatMap((s) => s.batch.messages.map((m) => m.message));
     expect(all.length).toBe(22);
     for (const [i, m] of all.entries()) expect(Buffer.from(m).equals(Buffer.from(encodeMessage(append('b', i + 1, i === 20 ? 10 * mib : i === 21 ? 100 : 3 * mib))))).toBe(true);
+  });
+
+  it('transport: a leader pass that sends before its fdatasync (flushTurnNow) gets its frames out at once, with what was queued before', async () => {
+    const { t, sent } = transport();
+    const seen: number[] = [];
+    scheduleRaftPass(() => t.send('g1', [append('c', 3, 10)]));
+    scheduleRaftPass(() => {
+      t.send('g2', [append('b', 4, 10), append('c', 4, 10)]);
+      flushTurnNow();
+      seen.push(sent.length);
+      t.send('g3', [append('b', 9, 10)]);
+    });
+    await turn();
+    await turn();
+    expect(seen).toEqual([2]);
+    expect(sent.map((s) => [s.addr, s.batch.messages.map((m) => m.groupId)])).toEqual([
+      ['127.0.0.3:9100', ['g1', 'g2']],
+      ['127.0.0.2:9100', ['g2']],
+      ['127.0.0.2:9100', ['g3']],
+    ]);
+    t.stop();
+  });
+
+  it('transport: with raft_send_at_once off, flushTurnNow sends nothing: every message waits for the iteration batch', async () => {
+    const flags = new Flags();
+    flags.setFromString(RAFT_SEND_AT_ONCE.name, false);
+    const { t, sent } = transport(flags);
+    const seen: number[] = [];
+    scheduleRaftPass(() => {
+      t.send('g2', [append('b', 4, 10), append('c', 4, 10)]);
+      flushTurnNow();
+      seen.push(sent.length);
+      t.send('g3', [append('b', 9, 10)]);
+    });
+    await turn();
+    await turn();
+    expect(seen).toEqual([0]);
+    expect(sent.map((s) => [s.addr, s.batch.messages.map((m) => m.groupId)])).toEqual([
+      ['127.0.0.2:9100', ['g2', 'g3']],
+      ['127.0.0.3:9100', ['g2']],
+    ]);
+    t.stop();
   });
 });

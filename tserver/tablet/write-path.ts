@@ -10,6 +10,7 @@ import type { Flags } from '../../common/flags';
 import type { HybridClock } from '../../common/hybrid-clock';
 import type { HybridTime } from '../../common/hybrid-time';
 import type { DocDbApi, DocKey, Row, RowOp } from '../../docdb';
+import { traceStage } from '../../common/stage-trace';
 import { WRITE_TIMEOUT_MS } from '../tserver-flags';
 import { writeCombined } from './combined-writes';
 import { checkFastPathConflicts } from './fast-path';
@@ -143,6 +144,7 @@ export class WritePath {
 
   private async writeOnce(req: WriteRequest, track: ProposalTracker): Promise<HybridTime> {
     const { clock, mvcc } = this.deps;
+    traceStage('write.start', this.deps.tabletId, 0);
     this.deps.checkServing();
     if (req.propagatedHt) clock.update(req.propagatedHt);
     const keys = req.computed ? req.computed.keys : req.ops.map((o) => o.op.key);
@@ -167,6 +169,7 @@ export class WritePath {
       const unlocks = this.deps.rowLocks.unlocksAfter(keys, req.heldLocks, req.unlockAfter, ht);
       await this.settledWithin(proposal, req.deadlineMs ?? this.deps.flags.get(WRITE_TIMEOUT_MS), 'write');
       unsettled = undefined;
+      traceStage('write.end', this.deps.tabletId, 0);
       if (unlocks.length > 0) this.deps.rowLocks.releaseAfterWrite(unlocks);
       this.deps.metrics.writeOps++;
       this.deps.metrics.rowsWritten += keys.length;
