@@ -85,7 +85,7 @@ describe('lab experiments under the docker driver (real servers)', () => {
   });
 
   it('docker experiment intents-apply: tessera lab experiment --driver docker passes every check with real servers and writes its report', async (ctx) => {
-    if (!engine.ok) return ctx.skip();
+    if (!engine.ok) return ctx.skip(`no Docker engine reachable: ${engine.reason}`);
     const r = await runCli(['lab', 'experiment', 'intents-apply', '--driver', 'docker', '--rows', '20', '--row-bytes', '65536', '--delay-ms', '5000', '--port_offset', String(PORT_OFFSET), '--base_dir', baseDir, '--keep', '--json']);
     // With --json a failed check exits 1 with the checks on stdout: show both.
     expect(r.status, `${r.stderr.slice(-3000)}\n${r.stdout.slice(-3000)}`).toBe(0);
@@ -104,11 +104,11 @@ describe('lab experiments under the docker driver (real servers)', () => {
   }, CLI_TIMEOUT_MS + 10_000);
 
   it('docker lab from this machine: data and admin commands with --lab_dir reach the masters and tservers through the published ports', async (ctx) => {
-    if (!engine.ok) return ctx.skip();
+    if (!engine.ok) return ctx.skip(`no Docker engine reachable: ${engine.reason}`);
     const dir = labDir('intents-apply');
     if (!readLabState(dir)) {
       console.warn('SKIP lab-docker-experiments (the kept lab): the intents-apply experiment above failed before keeping its lab; its own failure says why');
-      return ctx.skip();
+      return ctx.skip('the intents-apply experiment above failed before keeping its lab; its own failure says why');
     }
     const scan = await runCli(['scan', 'demo', '--lab_dir', dir, '--limit', '100', '--json'], 60_000);
     expect(scan.status, scan.stderr).toBe(0);
@@ -135,7 +135,7 @@ describe('lab experiments under the docker driver (real servers)', () => {
   const opts = (): ExperimentOptions => ({ baseDir, driver: 'docker', hostBase: 1, portOffset: PORT_OFFSET, serverEntry: 'dist/cli/main.js', keep: false, progress: (l) => progress.push(l) });
 
   it('docker experiment leader-failover: the killed tserver (alone, inside its container) loses leadership, restarts and catches up; no acknowledged write lost', async (ctx) => {
-    if (!engine.ok) return ctx.skip();
+    if (!engine.ok) return ctx.skip(`no Docker engine reachable: ${engine.reason}`);
     const r = await runExperiment(findExperiment('leader-failover')!, opts());
     expectPassed(r);
     // Progress for a person: the image step (built or reused) and the containers.
@@ -146,7 +146,7 @@ describe('lab experiments under the docker driver (real servers)', () => {
   }, 240_000);
 
   it('docker experiment partition-minority: a node disconnected from the lab network for 25 s falls behind (read inside its container), RPC keepalive closes the connections whose pings went unanswered, connects whose SYN went unanswered are given up after rpc_tcp_connect_timeout_ms, and the node catches up after heal', async (ctx) => {
-    if (!engine.ok) return ctx.skip();
+    if (!engine.ok) return ctx.skip(`no Docker engine reachable: ${engine.reason}`);
     // Longer than rpc_connection_timeout_ms (15 s) from the first unanswered ping (sent within two
     // 2 s keepalive ticks of the cut), so keepalive closes connections before the heal.
     const r = await runExperiment(findExperiment('partition-minority')!, { ...opts(), params: { holdMs: 25_000 } });
@@ -159,7 +159,7 @@ describe('lab experiments under the docker driver (real servers)', () => {
   }, 240_000);
 
   it('docker experiment replica-divergence: a follower container\'s silent wrong value is found by the convergence check through the published console ports, and re-creating the replica repairs it', async (ctx) => {
-    if (!engine.ok) return ctx.skip();
+    if (!engine.ok) return ctx.skip(`no Docker engine reachable: ${engine.reason}`);
     const r = await runExperiment(findExperiment('replica-divergence')!, opts());
     expect(r.checks.filter((c) => !c.ok), JSON.stringify(r.checks)).toEqual([]);
     expect(passed(r)).toBe(true);

@@ -79,7 +79,7 @@ describe('lab docker driver', () => {
   });
 
   it('lab docker: the offline image builds once (with progress) and is reused by tag', async (ctx) => {
-    if (!engine.ok) return ctx.skip();
+    if (!engine.ok) return ctx.skip(`no Docker engine reachable: ${engine.reason}`);
     const lines: string[] = [];
     const first = await ensureLabImage({ docker, onProgress: (l) => lines.push(l) });
     expect(first.tag).toMatch(/^tessera-lab:[0-9a-f]{12}$/);
@@ -92,7 +92,7 @@ describe('lab docker driver', () => {
   }, 300_000);
 
   it('lab docker: up starts 3 containers whose consoles answer on published 127.0.0.1 ports', async (ctx) => {
-    if (!engine.ok) return ctx.skip();
+    if (!engine.ok) return ctx.skip(`no Docker engine reachable: ${engine.reason}`);
     const addrs = await driver.up(
       defaultSpec({ baseDir, driver: 'docker', nodes: 3, masters: 1, serverEntry: ENTRY, portOffset: PORT_OFFSET, healthTimeoutMs: 60_000, nodeFlags: { n0: { [MARKER.name]: MARKER.value } } }),
     );
@@ -106,7 +106,7 @@ describe('lab docker driver', () => {
   }, 300_000);
 
   it('lab docker: partition n0 makes its name unresolvable from n1 and its console unreachable from here (readable inside); a restart while cut off brings its servers up; heal restores both', async (ctx) => {
-    if (!engine.ok) return ctx.skip();
+    if (!engine.ok) return ctx.skip(`no Docker engine reachable: ${engine.reason}`);
     const a = driver.addresses();
     await driver.partition(['n0']);
     const cut = await lookupFrom('n1', 'n0');
@@ -133,7 +133,7 @@ describe('lab docker driver', () => {
   }, 120_000);
 
   it('lab docker: a partial partition (n0 --from n1) sets drop lists on both ends only, keeps the network, is set again after a restart, and heal clears it', async (ctx) => {
-    if (!engine.ok) return ctx.skip();
+    if (!engine.ok) return ctx.skip(`no Docker engine reachable: ${engine.reason}`);
     const a = driver.addresses();
     const drops = async (url: string): Promise<string[]> => String(await flagValue(url, 'TEST_drop_traffic_peers')).split(',').filter(Boolean).sort();
     const n0 = [a[0]!.master!.rpcAddress, a[0]!.tserver.rpcAddress].sort();
@@ -157,7 +157,7 @@ describe('lab docker driver', () => {
   }, 180_000);
 
   it('lab docker: flags at run time, kill/start and pause/resume (of a container or one server in it, status showing each server\'s state) and logs act on one container', async (ctx) => {
-    if (!engine.ok) return ctx.skip();
+    if (!engine.ok) return ctx.skip(`no Docker engine reachable: ${engine.reason}`);
     const a = driver.addresses();
     expect((await driver.setFlag('n1', RUNTIME.name, RUNTIME.value, true)).every((r) => r.ok)).toBe(true);
     expect(String(await flagValue(a[1]!.tserver.webUrl, RUNTIME.name))).toBe(RUNTIME.value);
@@ -199,7 +199,7 @@ describe('lab docker driver', () => {
   }, 120_000);
 
   it('lab docker: down removes every container and the network', async (ctx) => {
-    if (!engine.ok) return ctx.skip();
+    if (!engine.ok) return ctx.skip(`no Docker engine reachable: ${engine.reason}`);
     const st = readLabState(baseDir)!;
     await driver.down();
     const left = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tessera.lab=${st.docker!.labId}`] }) });
@@ -209,7 +209,7 @@ describe('lab docker driver', () => {
   }, 60_000);
 
   it('lab docker: a server that exits at start inside a container its other server keeps running fails up at once, naming the exit and showing its log', async (ctx) => {
-    if (!engine.ok) return ctx.skip();
+    if (!engine.ok) return ctx.skip(`no Docker engine reachable: ${engine.reason}`);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-lab-docker-fail-'));
     const d = new DockerDriver(undefined, { docker, onProgress: () => undefined });
     try {

@@ -105,7 +105,7 @@ describe('tessera verify --driver docker (real servers in a Docker lab of its ow
   // Seed 23 starts with a docker kill of n2's container (its only server), then a SIGKILL of n0's
   // tserver inside its container; the run may end after the first window once it counts.
   it('verify docker set: no acknowledged insert lost when tservers die by docker kill of their container or SIGKILL inside it; the lab is removed', async (ctx) => {
-    if (!engine.ok) return ctx.skip();
+    if (!engine.ok) return ctx.skip(`no Docker engine reachable: ${engine.reason}`);
     const r = await run('set', 23, 16);
     expectCounted(r);
     expect(r.faults[0]).toMatchObject({ kind: 'kill', note: expect.stringContaining('docker kill of container') });
@@ -114,7 +114,7 @@ describe('tessera verify --driver docker (real servers in a Docker lab of its ow
 
   // Seed 25: SIGKILL of n0's tserver inside its container, docker pause of n0 (master and tserver), of n2.
   it('verify docker register: linearizable under a kill inside a container and a docker pause; the lab is removed', async (ctx) => {
-    if (!engine.ok) return ctx.skip();
+    if (!engine.ok) return ctx.skip(`no Docker engine reachable: ${engine.reason}`);
     const r = await run('register', 25, 20);
     expectCounted(r);
     expect(r.faults[0]).toMatchObject({ kind: 'kill', note: expect.stringContaining('inside container') });

@@ -56,7 +56,7 @@ async function checkPages(base: string, paths: readonly string[]): Promise<strin
   return problems;
 }
 
-describe.skipIf(!browserPath && !required)('consoles in a real browser', () => {
+describe.skipIf(!browserPath && !required)(`consoles in a real browser${browserPath || required ? '' : ' (skipped: no Chromium found)'}`, () => {
   beforeAll(async () => {
     const b = await openBrowser();
     if ('reason' in b) throw new Error(`TESSERA_REQUIRE_BROWSER=1 but ${b.reason}`);

@@ -59,7 +59,7 @@ afterAll(async () => {
 });
 
 describe('SQL over the PostgreSQL protocol', () => {
-  it.skipIf(!havePsql)('sql: the blog statements verbatim in psql, then \\dt and \\d demo', () => {
+  it.skipIf(!havePsql)(`sql: the blog statements verbatim in psql, then \\dt and \\d demo${havePsql ? '' : ' (skipped: psql is not installed)'}`, () => {
     const blog = [
       'create extension orafce;',
       'create table demo (id bigserial primary key, value text);',
@@ -606,7 +606,7 @@ describe('SQL over the PostgreSQL protocol', () => {
     }
   });
 
-  it.skipIf(!havePsql || !havePgbench)('sql: pgbench -i -s 1, then -S and -N runs with no failed transaction', () => {
+  it.skipIf(!havePsql || !havePgbench)(`sql: pgbench -i -s 1, then -S and -N runs with no failed transaction${havePsql && havePgbench ? '' : ' (skipped: psql or pgbench is not installed)'}`, () => {
     const args = ['-h', host, '-p', String(port), '-U', 'yugabyte'];
     const initOnce = (): ReturnType<typeof spawnSync> => spawnSync('pgbench', ['-i', '-s', '1', ...args, 'yugabyte'], { encoding: 'utf8', timeout: 400_000 });
     let init = initOnce();
