@@ -12,6 +12,6 @@ export { committedIndex, majority } from './quorum';
 export * from './wal';
 export { RaftGroup, type LeaderChange, type RaftCore, type RaftGroupStatus } from './raft-group';
 export { encodeMessage, decodeMessage } from './message-codec';
-export { inRaftTurn, onRaftTurnEnd } from './raft-turn';
+export { onRaftSendNow } from './raft-turn';
 export { LogCacheBudget, type BudgetedCache } from './wal/log-cache-budget';
 export { WalDurability, WAL_DURABILITY_LEVELS, DEFAULT_WAL_DURABILITY, isWalDurability, parseWalDurability, weakerDurability } from './wal/wal-durability';

@@ -12,7 +12,7 @@
 import { defineFlag, FlagTag, type Flags } from '../common/flags';
 import type { Logger } from '../common/log';
 import type { Rng } from '../common/rng';
-import { decodeMessage, encodeMessage, onRaftTurnEnd, type Message } from '../raft';
+import { decodeMessage, encodeMessage, onRaftSendNow, type Message } from '../raft';
 import type { OnewayDef, RpcClient, RpcContext, RpcServer } from '../rpc';
 import { raftBatchCodec, type RaftBatch, type RaftEnvelope } from './raft-batch-codec';
 import { traceStage } from '../common/stage-trace';
@@ -31,11 +31,11 @@ export const RAFT_BATCH_MESSAGES_MAX = 4096;
 export const RAFT_BATCH_BYTES_MAX = 8 * 1024 * 1024;
 /**
  * `raft_send_at_once` (runtime, default true): the two messages a write waits for — a leader's
- * AppendEntries before its own fdatasync, a follower's ack after one — leave at once
- * (raft/raft-turn.ts flushTurnNow) instead of with the loop iteration's batch. Off: every message
- * waits for the batch (a setImmediate; one queued while the check phase runs is the next iteration's),
- * which merges a server's appends with its acks of other tablets: at c64 the messages per batch were
- * 2.1 with it off and 1.4 with it on (bench/results/2026-12-07-put-latency.md) — the A/B switch.
+ * AppendEntries before its own fdatasync, a follower's ack after one — leave at once, with whatever
+ * is queued then (raft/raft-turn.ts flushTurnNow); every other message goes with the loop
+ * iteration's batch per destination, which merges a server's appends with its acks of other tablets.
+ * Off: those two wait for the batch too (a setImmediate; one queued while the check phase runs is
+ * the next iteration's). The A/B switch; figures in bench/results/2026-12-07-put-latency.md.
  */
 export const RAFT_SEND_AT_ONCE = defineFlag({
   name: 'raft_send_at_once',
@@ -72,8 +72,8 @@ export class ConsensusTransport {
 
   constructor(private readonly deps: ConsensusTransportDeps) {
     // A message a write waits for (raft/raft-turn.ts flushTurnNow) takes what is queued with it.
-    this.stopTurnHook = onRaftTurnEnd((urgent) => {
-      if (urgent && this.queues.size > 0 && this.deps.flags.get(RAFT_SEND_AT_ONCE)) this.flush();
+    this.stopTurnHook = onRaftSendNow(() => {
+      if (this.queues.size > 0 && this.deps.flags.get(RAFT_SEND_AT_ONCE)) this.flush();
     });
   }
 

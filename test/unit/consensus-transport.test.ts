@@ -44,6 +44,23 @@ const append = (to: string, index: number, bytes: number): Message => ({
 });
 const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
+/**
+ * A pass that queues appends for two followers, calls flushTurnNow, then queues one more; returns how
+ * many frames had left when flushTurnNow returned, after the turn and the iteration batch ran.
+ */
+async function passSendingNow(t: ConsensusTransport, sent: unknown[]): Promise<number[]> {
+  const seen: number[] = [];
+  scheduleRaftPass(() => {
+    t.send('g2', [append('b', 4, 10), append('c', 4, 10)]);
+    flushTurnNow();
+    seen.push(sent.length);
+    t.send('g3', [append('b', 9, 10)]);
+  });
+  await turn();
+  await turn();
+  return seen;
+}
+
 describe('consensus transport', () => {
   it('transport: one turn to one server is one batch; per server, in order', async () => {
     const { t, sent } = transport();
@@ -76,16 +93,8 @@ describe('consensus transport', () => {
 
   it('transport: a leader pass that sends before its fdatasync (flushTurnNow) gets its frames out at once, with what was queued before', async () => {
     const { t, sent } = transport();
-    const seen: number[] = [];
     scheduleRaftPass(() => t.send('g1', [append('c', 3, 10)]));
-    scheduleRaftPass(() => {
-      t.send('g2', [append('b', 4, 10), append('c', 4, 10)]);
-      flushTurnNow();
-      seen.push(sent.length);
-      t.send('g3', [append('b', 9, 10)]);
-    });
-    await turn();
-    await turn();
+    const seen = await passSendingNow(t, sent);
     expect(seen).toEqual([2]);
     expect(sent.map((s) => [s.addr, s.batch.messages.map((m) => m.groupId)])).toEqual([
       ['127.0.0.3:9100', ['g1', 'g2']],
@@ -99,15 +108,7 @@ describe('consensus transport', () => {
     const flags = new Flags();
     flags.setFromString(RAFT_SEND_AT_ONCE.name, false);
     const { t, sent } = transport(flags);
-    const seen: number[] = [];
-    scheduleRaftPass(() => {
-      t.send('g2', [append('b', 4, 10), append('c', 4, 10)]);
-      flushTurnNow();
-      seen.push(sent.length);
-      t.send('g3', [append('b', 9, 10)]);
-    });
-    await turn();
-    await turn();
+    const seen = await passSendingNow(t, sent);
     expect(seen).toEqual([0]);
     expect(sent.map((s) => [s.addr, s.batch.messages.map((m) => m.groupId)])).toEqual([
       ['127.0.0.2:9100', ['g2', 'g3']],
