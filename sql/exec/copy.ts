@@ -15,6 +15,7 @@ import { notSupported, SqlError, SqlState } from './sql-error';
 import { outputText, type SqlValue } from './sql-types';
 import { readRows, SCAN_TIMEOUT_MS } from './access';
 import { indexInsert } from './indexes';
+import { WritePipeline } from './write-pipeline';
 
 export const COPY_BATCH_ROWS = 5000;
 /**
@@ -135,8 +136,7 @@ class CopyInSink implements CopyIn {
   private count = 0;
   private ended = false;
   private skipHeader: boolean;
-  private readonly inFlight: Array<Promise<void>> = [];
-  private failure: { error: unknown } | undefined;
+  private readonly writes = new WritePipeline(COPY_BATCHES_IN_FLIGHT);
 
   constructor(private readonly def: SqlTableDef, private readonly idx: number[], private readonly f: Format, private readonly deps: CopyDeps) {
     this.columns = idx.length;
@@ -149,22 +149,7 @@ class CopyInSink implements CopyIn {
     this.partial = lines.pop() ?? '';
     if (this.partial.length > COPY_LINE_BYTES_MAX) throw new SqlError(SqlState.PROGRAM_LIMIT, `COPY line longer than ${COPY_LINE_BYTES_MAX} bytes`);
     for (const raw of lines) this.line(raw);
-    if (this.pending.length >= COPY_BATCH_ROWS) await this.startFlush();
-  }
-
-  /** Send the pending rows as one batch; wait only when COPY_BATCHES_IN_FLIGHT are under way. */
-  private async startFlush(): Promise<void> {
-    this.throwIfFailed();
-    const p = this.flush().catch((e: unknown) => {
-      this.failure ??= { error: e };
-    });
-    this.inFlight.push(p);
-    while (this.inFlight.length >= COPY_BATCHES_IN_FLIGHT) await this.inFlight.shift();
-    this.throwIfFailed();
-  }
-
-  private throwIfFailed(): void {
-    if (this.failure) throw this.failure.error;
+    if (this.pending.length >= COPY_BATCH_ROWS) await this.writes.add(this.flush());
   }
 
   private line(raw: string): void {
@@ -185,9 +170,8 @@ class CopyInSink implements CopyIn {
   async done(): Promise<string> {
     if (this.partial !== '') this.line(this.partial);
     this.partial = '';
-    await this.startFlush();
-    while (this.inFlight.length > 0) await this.inFlight.shift();
-    this.throwIfFailed();
+    await this.writes.add(this.flush());
+    await this.writes.drain();
     return `COPY ${this.count}`;
   }
 

@@ -13,6 +13,7 @@ import { typeOfTypeName } from './expr';
 import type { SequenceCache } from './sequences';
 import { notSupported, SqlError, SqlState } from './sql-error';
 import { TYPES } from './sql-types';
+import { WritePipeline } from './write-pipeline';
 
 export interface DdlDeps {
   client: TesseraClient;
@@ -182,18 +183,15 @@ export async function addPrimaryKey(name: string, cols: string[], deps: DdlDeps)
   const seen = new Set<string>();
   const batch: Array<Record<string, import('../../client').ColumnValue>> = [];
   // Up to REBUILD_BATCHES_IN_FLIGHT batches are written while the scan reads on.
-  const inFlight: Array<Promise<void>> = [];
-  let failed: { error: unknown } | undefined;
+  const writes = new WritePipeline(REBUILD_BATCHES_IN_FLIGHT);
   const flush = async (): Promise<void> => {
-    if (batch.length > 0) inFlight.push(deps.client.table(tmp).upsertMany(batch.splice(0), { timeoutMs: REBUILD_TIMEOUT_MS }).catch((e: unknown) => void (failed ??= { error: e })));
-    while (inFlight.length >= REBUILD_BATCHES_IN_FLIGHT) await inFlight.shift();
-    if (failed) throw failed.error;
+    if (batch.length > 0) await writes.add(deps.client.table(tmp).upsertMany(batch.splice(0), { timeoutMs: REBUILD_TIMEOUT_MS }));
   };
   for await (const r of deps.client.table(name).scanRows({ timeoutMs: REBUILD_TIMEOUT_MS })) {
     const k = JSON.stringify(cols.map((c) => String(r[c])));
     if (cols.some((c) => r[c] === null || r[c] === undefined)) throw new SqlError(SqlState.NOT_NULL_VIOLATION, `column "${cols.find((c) => r[c] === null)}" of relation "${name}" contains null values`);
     if (seen.has(k)) {
-      await Promise.all(inFlight.splice(0));
+      await writes.settle();
       await deps.client.dropTable(tmp, { ifExists: true });
       await deps.catalog.remove(tmp);
       throw new SqlError(SqlState.UNIQUE_VIOLATION, `could not create unique index "${name}_pkey"`, { detail: `Key (${cols.join(', ')})=(${cols.map((c) => String(r[c])).join(', ')}) is duplicated.` });
@@ -205,8 +203,7 @@ export async function addPrimaryKey(name: string, cols: string[], deps: DdlDeps)
     if (batch.length >= 2000) await flush();
   }
   await flush();
-  await Promise.all(inFlight.splice(0));
-  if (failed) throw failed.error;
+  await writes.drain();
   await deps.client.dropTable(name);
   await deps.client.alterTable(tmp, { renameTo: name });
   await deps.catalog.remove(tmp);

@@ -20,6 +20,7 @@ import { toStorage, type SqlValue } from './sql-types';
 import { charLength } from './functions';
 import { columnsOf } from './preload';
 import { indexDelete, indexInsert, indexUpdate } from './indexes';
+import { WritePipeline } from './write-pipeline';
 
 /** Single-row writes in flight at once for one statement. */
 export const STATEMENT_WRITES_IN_FLIGHT_MAX = 32;
@@ -264,26 +265,21 @@ export const STREAM_BATCHES_IN_FLIGHT_MAX = 2;
 
 async function streamInsert(stmt: InsertStmt, def: SqlTableDef, idx: number[], stream: NonNullable<SelectPlan['stream']>, deps: DmlDeps): Promise<DmlResult> {
   const t = deps.table(def.name);
-  const inflight: Array<Promise<void>> = [];
-  let failure: unknown;
+  const writes = new WritePipeline(STREAM_BATCHES_IN_FLIGHT_MAX);
   let count = 0;
   const written: SqlValue[][] = [];
   const keepRows = (stmt.returningClause?.exprs?.length ?? 0) > 0;
   await stream(deps.ctx, async (chunk) => {
-    if (failure !== undefined) throw failure;
+    writes.throwIfFailed();
     const { full } = await completeRows(def, chunk, idx, deps);
     const rows = full.map((v) => checkRow(def, v));
-    // Large rows go a few RPCs at a time: the SQL endpoint shares its process with a tserver, whose Raft
-    // work and this transaction's heartbeats must not starve behind tens of MiB in flight.
-    inflight.push(t.upsertMany(rows, { concurrency: BIG_WRITE_CONCURRENCY }).then(() => indexInsert(def, deps.table, rows)).catch((e: unknown) => {
-      failure ??= e;
-    }));
     count += rows.length;
     if (keepRows) written.push(...full);
-    if (inflight.length >= STREAM_BATCHES_IN_FLIGHT_MAX) await inflight.shift();
+    // Large rows go a few RPCs at a time: the SQL endpoint shares its process with a tserver, whose Raft
+    // work and this transaction's heartbeats must not starve behind tens of MiB in flight.
+    await writes.add(t.upsertMany(rows, { concurrency: BIG_WRITE_CONCURRENCY }).then(() => indexInsert(def, deps.table, rows)));
   });
-  await Promise.all(inflight);
-  if (failure !== undefined) throw failure;
+  await writes.drain();
   const ret = returning(stmt.returningClause?.exprs, def, written, deps);
   return { count, ...(ret ? { returning: ret } : {}) };
 }
