@@ -33,6 +33,8 @@ type Cb<T = void> = (err: Error | null | undefined, v?: T) => void;
 interface LevelDown {
   /** The binding's native write batch (leveldown's ChainedBatch; its underscore methods skip abstract-leveldown's per-op checks). */
   _chainedBatch(): LevelDownBatch;
+  /** The binding's array batch: its native WriteBatch is freed as soon as the write is done. */
+  _batch(ops: Array<{ type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer }>, opts: { sync: boolean }, cb: Cb): void;
   getMany(keys: Buffer[], opts: object, cb: Cb<Array<Buffer | undefined>>): void;
   iterator(opts: object): LevelDownIterator;
   getProperty(name: string): string;
@@ -93,11 +95,33 @@ function toBuf(u: Uint8Array): Buffer {
   return Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
 }
 
+/** Whether the puts' and deletes' keys and values add up to `min` bytes or more. */
+function batchBytesAtLeast(ops: readonly KvOp[], min: number): boolean {
+  let n = 0;
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i]!;
+    if (op.type === 'put') n += op.key.byteLength + op.value.byteLength;
+    else if (op.type === 'del') n += op.key.byteLength;
+    if (n >= min) return true;
+  }
+  return false;
+}
+
 /** A key above every key we write (DocDB keys start with bytes < 0xff; intents 'x' or lower). */
 const KEYSPACE_END = Buffer.alloc(64, 0xff);
 const KEYSPACE_START = Buffer.from([0x00]);
 /** Keys read per chunk while expanding a delRange (bounds memory per step, not the total). */
 const DEL_RANGE_KEYS_MAX = 10_000_000;
+/**
+ * Key and value bytes from which a write goes through the binding's array batch instead of its
+ * chained batch. A chained batch's native WriteBatch lives until V8 collects its JS object, and V8
+ * does not know its size: under a stream of large writes (the blog's 1 MiB values) every batch is
+ * built in fresh memory, page fault by page fault — measured 9–14 ms of the main thread per MiB,
+ * against ~1 ms for the array form, whose WriteBatch is freed when the write completes and its
+ * memory reused (docs/raft-write-path.md, "Large values"). Below it the chained form is cheaper
+ * (the array form reads three properties of every op through N-API).
+ */
+const ARRAY_BATCH_BYTES_MIN = 256 << 10;
 
 export interface RocksDbEngineOptions {
   /** Memtable size before RocksDB flushes on its own (RocksDB write_buffer_size). */
@@ -175,8 +199,17 @@ export class RocksDbEngine implements KvEngine {
   }
 
   private async doWrite(ops: readonly KvOp[], sync: boolean): Promise<void> {
-    // One native WriteBatch filled op by op: the binding's array form (`batch(ops)`) reads three
-    // properties of every op object through N-API, about twice the CPU per op of a direct put/del.
+    if (batchBytesAtLeast(ops, ARRAY_BATCH_BYTES_MIN)) await this.writeArrayBatch(ops, sync);
+    else if (!(await this.writeChainedBatch(ops, sync))) return;
+    const last = ops[ops.length - 1]!;
+    if (last.type !== 'delRange') this.newestKey = Buffer.from(last.key); // a copy: the caller may reuse its buffer
+    else this.newestKey = undefined; // its last expanded key is not at hand: the next flush takes the whole range
+  }
+
+  /** One native WriteBatch filled op by op; false when there was nothing to write. */
+  private async writeChainedBatch(ops: readonly KvOp[], sync: boolean): Promise<boolean> {
+    // The binding's array form (`batch(ops)`) reads three properties of every op object through
+    // N-API, about twice the CPU per op of a direct put/del.
     let batch: LevelDownBatch | undefined;
     // An indexed loop: a for-of here keeps its iterator alive across the await below, so every step
     // allocates a result object (measured: ~1.4 % of all a tserver allocates under load).
@@ -189,24 +222,44 @@ export class RocksDbEngine implements KvEngine {
         assert(op.key.length > 0, 'empty key');
         (batch ??= this.ld._chainedBatch())._del(toBuf(op.key));
       } else {
-        const it = new RocksIterator(this.ld, { gte: op.start, lt: op.end }, () => undefined);
-        try {
-          for (let i = 0; i < DEL_RANGE_KEYS_MAX; i++) {
-            const e = await it.next();
-            if (e === undefined) break;
-            (batch ??= this.ld._chainedBatch())._del(toBuf(e[0]));
-          }
-        } finally {
-          await it.close();
-        }
+        const b = (batch ??= this.ld._chainedBatch());
+        await this.expandDelRange(op.start, op.end, (k) => b._del(k));
       }
     }
-    if (batch === undefined) return;
+    if (batch === undefined) return false;
     const b = batch;
     await promisify<void>((cb) => b._write({ sync }, cb));
-    const last = ops[ops.length - 1]!;
-    if (last.type !== 'delRange') this.newestKey = Buffer.from(last.key); // a copy: the caller may reuse its buffer
-    else this.newestKey = undefined; // its last expanded key is not at hand: the next flush takes the whole range
+    return true;
+  }
+
+  /** The same write through the array batch (large writes: see ARRAY_BATCH_BYTES_MIN). */
+  private async writeArrayBatch(ops: readonly KvOp[], sync: boolean): Promise<void> {
+    const arr: Parameters<LevelDown['_batch']>[0] = [];
+    for (let i = 0; i < ops.length; i++) {
+      const op = ops[i]!;
+      if (op.type === 'put') {
+        assert(op.key.length > 0, 'empty key');
+        arr.push({ type: 'put', key: toBuf(op.key), value: toBuf(op.value) });
+      } else if (op.type === 'del') {
+        assert(op.key.length > 0, 'empty key');
+        arr.push({ type: 'del', key: toBuf(op.key) });
+      } else await this.expandDelRange(op.start, op.end, (key) => arr.push({ type: 'del', key }));
+    }
+    await promisify<void>((cb) => this.ld._batch(arr, { sync }, cb));
+  }
+
+  /** The keys in [start, end) handed to `del` one by one (the binding has no DeleteRange). */
+  private async expandDelRange(start: Uint8Array, end: Uint8Array, del: (key: Buffer) => void): Promise<void> {
+    const it = new RocksIterator(this.ld, { gte: start, lt: end }, () => undefined);
+    try {
+      for (let i = 0; i < DEL_RANGE_KEYS_MAX; i++) {
+        const e = await it.next();
+        if (e === undefined) break;
+        del(toBuf(e[0]));
+      }
+    } finally {
+      await it.close();
+    }
   }
 
   iterator(opts: IteratorOptions = {}): KvIterator {

@@ -172,6 +172,25 @@ export function kvEngineCompliance(name: string, factory: EngineFactory): void {
       expect((await drain(it, 1000)).length).toBe(200);
     });
 
+    it(`${name}: a large write (MiB values, deletes and a range delete in one batch) is applied whole and in order`, async () => {
+      const e = await make();
+      await e.write(['a', 'b', 'c', 'd'].map((k) => ({ type: 'put' as const, key: b(k), value: b('small') })));
+      const big = (c: string): Uint8Array => Buffer.alloc(1 << 20, c);
+      await e.write([
+        { type: 'put', key: b('big1'), value: big('x') },
+        { type: 'del', key: b('a') },
+        { type: 'delRange', start: b('b'), end: b('d') },
+        { type: 'put', key: b('c'), value: b('back') },
+        { type: 'put', key: b('big2'), value: big('y') },
+        { type: 'put', key: b('big1'), value: big('z') },
+      ]);
+      const keys = (await drain(e.iterator())).map((x) => x.split('=')[0]);
+      expect(keys).toEqual(['big1', 'big2', 'c', 'd']);
+      expect(Buffer.from((await e.get(b('big1')))!).equals(Buffer.alloc(1 << 20, 'z'))).toBe(true);
+      expect(Buffer.from((await e.get(b('big2')))!).equals(Buffer.alloc(1 << 20, 'y'))).toBe(true);
+      expect(s(await e.get(b('c')))).toBe('back');
+    });
+
     it(`${name}: values are copied (mutating the caller's buffer after write changes nothing)`, async () => {
       const e = await make();
       const v = b('abc');
