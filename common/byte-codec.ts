@@ -206,7 +206,11 @@ export class BinaryReader {
 
   /** Length (varint) and UTF-8, refused when not well-formed. */
   str(): string {
-    const n = this.count();
+    return this.utf8(this.count());
+  }
+
+  /** `n` bytes of UTF-8 (no length before them), refused when not well-formed. */
+  utf8(n: number): string {
     this.need(n, 'truncated string');
     let s: string;
     try {

@@ -20,6 +20,12 @@ export interface ColumnWrite {
   columnId: number;
   /** null stores a tombstone for that column (the column reads as null). */
   value: Primitive;
+  /**
+   * A string value's UTF-8 bytes, when the column was read from a log entry with a large string
+   * (tserver/tablet/tablet-op-rows.ts): `value` is then a getter that decodes them on first use,
+   * and the storage writes these bytes as they are (docdb/encoding/value.ts).
+   */
+  utf8?: Uint8Array;
 }
 
 /**
@@ -55,7 +61,8 @@ export interface Row {
 
 /** A stored value, independent of its byte encoding. */
 export type StoredValue =
-  | { type: 'primitive'; value: Primitive; ttlMs?: number }
+  /** `utf8`: as ColumnWrite's (the bytes of a string value, written as they are). */
+  | { type: 'primitive'; value: Primitive; ttlMs?: number; utf8?: Uint8Array }
   | { type: 'tombstone' }
   | { type: 'versionTombstone' }
   | { type: 'liveness'; ttlMs?: number };

@@ -11,7 +11,7 @@
  * version and masks the put (HBase: a delete masks puts at or before its timestamp).
  */
 import type { HybridTime } from '../common/hybrid-time';
-import type { CellWrite, DocKey, RowOp } from './doc-db-api';
+import type { CellWrite, ColumnWrite, DocKey, RowOp } from './doc-db-api';
 import type { StoredValue, SubKind } from './row-assembler';
 import { encodeRowDocKey, subDocKey } from './storage-keys';
 
@@ -41,12 +41,18 @@ export function cellsOf(op: RowOp): Cell[] {
   if (op.type === 'cells') return op.cells.map((c) => cellOf(c, mk));
   const ttl = op.ttlMs;
   const out: Cell[] = [mk({ kind: 'liveness' }, ttl === undefined ? { type: 'liveness' } : { type: 'liveness', ttlMs: ttl })];
-  for (const c of op.columns) {
-    const value: StoredValue =
-      c.value === null ? { type: 'tombstone' } : ttl === undefined ? { type: 'primitive', value: c.value } : { type: 'primitive', value: c.value, ttlMs: ttl };
-    out.push(mk({ kind: 'column', id: c.columnId }, value));
-  }
+  for (const c of op.columns) out.push(mk({ kind: 'column', id: c.columnId }, columnValue(c, ttl)));
   return out;
+}
+
+/** A column write's stored value; a string's UTF-8 bytes, when at hand, go along without decoding them. */
+function columnValue(c: ColumnWrite, ttl: number | undefined): StoredValue {
+  if (c.utf8 !== undefined) {
+    const utf8 = c.utf8;
+    // `value` stays a getter: whoever looks at it decodes (the column's own getter, cached there).
+    return ttl === undefined ? { type: 'primitive', utf8, get value() { return c.value; } } : { type: 'primitive', utf8, ttlMs: ttl, get value() { return c.value; } };
+  }
+  return c.value === null ? { type: 'tombstone' } : ttl === undefined ? { type: 'primitive', value: c.value } : { type: 'primitive', value: c.value, ttlMs: ttl };
 }
 
 function cellOf(c: CellWrite, mk: (sub: SubKind, value: StoredValue, at?: Cell['at']) => Cell): Cell {

@@ -17,7 +17,12 @@ import type { Primitive } from './types';
 import { ByteReader, ByteWriter } from './byte-buffer';
 import { Tag, ValueTag } from './tags';
 
-export type DocValue = { type: 'primitive'; value: Primitive; ttlMs?: number } | { type: 'tombstone' } | { type: 'versionTombstone' } | { type: 'liveness'; ttlMs?: number };
+/**
+ * `utf8`: a string value's UTF-8 bytes when they are at hand (a large string read from a log entry,
+ * tserver/tablet/tablet-op-rows.ts): written as they are, so `value` — then a getter that decodes on
+ * first use — is never turned into a JavaScript string on the way from the log to RocksDB.
+ */
+export type DocValue = { type: 'primitive'; value: Primitive; ttlMs?: number; utf8?: Uint8Array } | { type: 'tombstone' } | { type: 'versionTombstone' } | { type: 'liveness'; ttlMs?: number };
 
 /** u64 milliseconds would outlive a Number; cap TTLs at what a JavaScript number holds exactly. */
 const TTL_MS_MAX = Number.MAX_SAFE_INTEGER;
@@ -46,6 +51,10 @@ export function writeValue(w: ByteWriter, v: DocValue, utf8Bytes?: number): void
       return;
     case 'primitive':
       writeTtl(w, v.ttlMs);
+      if (v.utf8 !== undefined) {
+        w.u8(Tag.STRING);
+        return w.bytes(v.utf8);
+      }
       writeRawPrimitive(w, v.value, utf8Bytes);
       return;
   }
@@ -83,6 +92,7 @@ function writeRawPrimitive(w: ByteWriter, p: Primitive, utf8Bytes?: number): voi
 export function encodedValueBytes(v: DocValue, utf8Bytes?: number): number {
   const ttl = (v.type === 'primitive' || v.type === 'liveness') && v.ttlMs !== undefined ? 9 : 0;
   if (v.type !== 'primitive') return ttl + 1;
+  if (v.utf8 !== undefined) return ttl + 1 + v.utf8.byteLength;
   const p = v.value;
   if (p === null) return ttl + 1;
   switch (typeof p) {
@@ -105,7 +115,7 @@ export function encodedValueBytes(v: DocValue, utf8Bytes?: number): number {
  */
 export function encodeValue(v: DocValue, prefix?: Uint8Array): Buffer {
   // A string is measured once, for the size and for the write.
-  const utf8Bytes = v.type === 'primitive' && typeof v.value === 'string' ? Buffer.byteLength(v.value, 'utf8') : undefined;
+  const utf8Bytes = v.type === 'primitive' && v.utf8 === undefined && typeof v.value === 'string' ? Buffer.byteLength(v.value, 'utf8') : undefined;
   const w = new ByteWriter((prefix?.length ?? 0) + encodedValueBytes(v, utf8Bytes));
   if (prefix !== undefined) w.bytes(prefix);
   writeValue(w, v, utf8Bytes);

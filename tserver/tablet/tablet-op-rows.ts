@@ -4,7 +4,7 @@
  */
 import { BinaryReader, BinaryWriter } from '../../common/byte-codec';
 import { DbError, ErrorCode } from '../../common/errors';
-import type { CellWrite, DocKey, Primitive, RowOp } from '../../docdb';
+import type { CellWrite, ColumnWrite, DocKey, Primitive, RowOp } from '../../docdb';
 
 /** The shared writer (common/byte-codec.ts) with tablet ops' tagged primitives; integers of 8 bytes are big-endian. */
 export class Out extends BinaryWriter {
@@ -183,6 +183,42 @@ export function writeRowOps(o: Out, ops: readonly RowOp[]): void {
   }
 }
 
+/**
+ * Strings of at least this many UTF-8 bytes are read as a view of their bytes and decoded only if
+ * someone looks at them: the apply path writes the bytes to RocksDB as they are (ColumnWrite.utf8),
+ * instead of every replica decoding each of the blog's 1 MiB values into a string and encoding it
+ * back (docs/raft-write-path.md, "Large values").
+ */
+export const LAZY_STRING_BYTES_MIN = 16 << 10;
+
+/** One upsert column; a large string stays bytes (LAZY_STRING_BYTES_MIN). */
+function readColumn(i: In): ColumnWrite {
+  const columnId = i.uv();
+  if (i.buf[i.pos] !== 5) return { columnId, value: i.prim() };
+  const at = i.pos;
+  i.pos++;
+  const n = i.count();
+  if (n < LAZY_STRING_BYTES_MIN) {
+    i.pos = at;
+    return { columnId, value: i.prim() };
+  }
+  i.need(n, 'truncated string');
+  // A view: the entry's buffer is its own (a log read or a decoded message's copy) and never reused.
+  const utf8 = i.buf.subarray(i.pos, i.pos + n);
+  i.pos += n;
+  let decoded: string | undefined;
+  const col: ColumnWrite = {
+    columnId,
+    get value(): string {
+      return (decoded ??= new In(utf8).utf8(utf8.byteLength));
+    },
+  };
+  // Not enumerable: a copy ({ ...col }), a comparison or a JSON dump sees the column as a string
+  // value (the getter), never as a megabyte of bytes.
+  Object.defineProperty(col, 'utf8', { value: utf8, enumerable: false });
+  return col;
+}
+
 export function readRowOps(i: In): RowOp[] {
   const n = i.uv();
   const ops: RowOp[] = [];
@@ -191,7 +227,7 @@ export function readRowOps(i: In): RowOp[] {
     if (t === 0) {
       const key = readKey(i);
       const columns = [];
-      for (let c = i.uv(); c > 0; c--) columns.push({ columnId: i.uv(), value: i.prim() });
+      for (let c = i.uv(); c > 0; c--) columns.push(readColumn(i));
       const ttl = i.uv();
       ops.push(ttl > 0 ? { type: 'upsert', key, columns, ttlMs: ttl } : { type: 'upsert', key, columns });
     } else if (t === 1) ops.push({ type: 'delete', key: readKey(i) });

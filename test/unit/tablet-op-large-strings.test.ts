@@ -1,0 +1,60 @@
+/**
+ * Large strings in tablet log entries stay bytes from the log to RocksDB (docs/raft-write-path.md,
+ * "Large values"): the decoded column carries a view of their UTF-8 and decodes only when read; the
+ * stored value is byte for byte what a string value encodes to; corrupt UTF-8 is still refused.
+ */
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { ErrorCode } from '../../common/errors';
+import { encodeStored } from '../../docdb/storage-keys';
+import { cellsOf } from '../../docdb/row-cells';
+import type { RowOp } from '../../docdb';
+import { decodeTabletOp, encodeTabletOp } from '../../tserver/tablet/tablet-op';
+import { LAZY_STRING_BYTES_MIN } from '../../tserver/tablet/tablet-op-rows';
+
+const key = { hash: 7, hashed: [1n], range: [] };
+
+function roundTrip(ops: RowOp[]): RowOp[] {
+  const op = decodeTabletOp(encodeTabletOp({ type: 'WRITE', ht: 123n, ops }));
+  if (op.type !== 'WRITE') throw new Error(`decoded ${op.type}`);
+  return op.ops;
+}
+
+describe('tablet op: large strings', () => {
+  it('a string of LAZY_STRING_BYTES_MIN bytes or more decodes lazily to the same string and stores the same bytes', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', minLength: 0, maxLength: 40 }), fc.integer({ min: LAZY_STRING_BYTES_MIN - 2, max: LAZY_STRING_BYTES_MIN * 3 }), fc.option(fc.integer({ min: 1, max: 1e9 }), { nil: undefined }), (tail, pad, ttlMs) => {
+        const value = 'é'.repeat(Math.ceil(pad / 2)).slice(0, Math.ceil(pad / 2)) + tail;
+        const op: RowOp = ttlMs === undefined ? { type: 'upsert', key, columns: [{ columnId: 1, value }, { columnId: 2, value: 5n }] } : { type: 'upsert', key, columns: [{ columnId: 1, value }], ttlMs };
+        const [got] = roundTrip([op]);
+        if (got?.type !== 'upsert') throw new Error('not an upsert');
+        const col = got.columns[0]!;
+        const big = Buffer.byteLength(value) >= LAZY_STRING_BYTES_MIN;
+        expect(col.utf8 !== undefined).toBe(big);
+        if (col.utf8) expect(Buffer.from(col.utf8).equals(Buffer.from(value, 'utf8'))).toBe(true);
+        const stored = cellsOf(got).map((c) => encodeStored(c.value));
+        const expected = cellsOf(op).map((c) => encodeStored(c.value));
+        expect(stored.map((b) => b.toString('hex'))).toEqual(expected.map((b) => b.toString('hex')));
+        expect(col.value).toBe(value);
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('corrupt UTF-8 in a large string is CORRUPTION when the value is read', () => {
+    const value = 'a'.repeat(LAZY_STRING_BYTES_MIN + 10);
+    const bytes = Buffer.from(encodeTabletOp({ type: 'WRITE', ht: 1n, ops: [{ type: 'upsert', key, columns: [{ columnId: 1, value }] }] }));
+    const at = bytes.indexOf(Buffer.from('aaaa'));
+    bytes[at + 5] = 0xff;
+    const op = decodeTabletOp(bytes);
+    if (op.type !== 'WRITE' || op.ops[0]?.type !== 'upsert') throw new Error('not a write');
+    const col = op.ops[0].columns[0]!;
+    expect(() => col.value).toThrow(expect.objectContaining({ code: ErrorCode.CORRUPTION }));
+  });
+
+  it('a truncated large string is CORRUPTION at decode', () => {
+    const value = 'b'.repeat(LAZY_STRING_BYTES_MIN + 10);
+    const bytes = Buffer.from(encodeTabletOp({ type: 'WRITE', ht: 1n, ops: [{ type: 'upsert', key, columns: [{ columnId: 1, value }] }] }));
+    expect(() => decodeTabletOp(bytes.subarray(0, bytes.length - 100))).toThrow(expect.objectContaining({ code: ErrorCode.CORRUPTION }));
+  });
+});
