@@ -107,7 +107,8 @@ export function assembleRow(
   const cols = new Map<number, Primitive>();
   for (const v of best.values()) {
     if (v.sub.kind !== 'column' || !live(v)) continue;
-    if (v.value.type === 'primitive' && v.value.value !== null) {
+    // A large string's bytes (utf8) answer "not null" without decoding it (docdb/encoding/value.ts).
+    if (v.value.type === 'primitive' && (v.value.utf8 !== undefined || v.value.value !== null)) {
       exists = true;
       if (columns === undefined || columns.includes(v.sub.id)) {
         cols.set(v.sub.id, v.value.value);

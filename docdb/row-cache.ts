@@ -259,6 +259,7 @@ function sameSub(a: CellVersion, b: CellVersion): boolean {
 
 function valueBytes(v: CellVersion): number {
   if (v.value.type !== 'primitive') return 8;
+  if (v.value.utf8 !== undefined) return v.value.utf8.byteLength * 2; // a large string, not decoded yet
   const p = v.value.value;
   if (typeof p === 'string') return p.length * 2;
   if (p instanceof Uint8Array) return p.byteLength;

@@ -141,11 +141,34 @@ export function decodeValue(b: Uint8Array): DocValue {
     v = { type: 'versionTombstone' };
   } else if (tag === ValueTag.LIVENESS) {
     v = ttlMs === undefined ? { type: 'liveness' } : { type: 'liveness', ttlMs };
+  } else if (tag === Tag.STRING && r.remaining >= LAZY_STRING_BYTES_MIN) {
+    v = lazyString(r.bytes(r.remaining), ttlMs);
   } else {
     const value = readRawPrimitive(r, tag);
     v = ttlMs === undefined ? { type: 'primitive', value } : { type: 'primitive', value, ttlMs };
   }
   if (r.remaining !== 0) throw r.corruption('trailing bytes after value');
+  return v;
+}
+
+/**
+ * Stored strings of at least this many bytes decode only when their value is looked at: a read
+ * that does not return the column (count(*), a projection, a filter on other columns) never turns
+ * a megabyte into a string (docs/raft-write-path.md, "Large values").
+ */
+export const LAZY_STRING_BYTES_MIN = 16 << 10;
+
+/** A string value kept as its UTF-8 bytes (`utf8`, not enumerable); `value` decodes them on first use. */
+function lazyString(utf8: Buffer, ttlMs: number | undefined): DocValue {
+  let decoded: string | undefined;
+  const v: DocValue = {
+    type: 'primitive',
+    get value(): string {
+      return (decoded ??= utf8.toString('utf8'));
+    },
+    ...(ttlMs === undefined ? {} : { ttlMs }),
+  };
+  Object.defineProperty(v, 'utf8', { value: utf8, enumerable: false });
   return v;
 }
 

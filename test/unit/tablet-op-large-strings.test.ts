@@ -58,3 +58,33 @@ describe('tablet op: large strings', () => {
     expect(() => decodeTabletOp(bytes.subarray(0, bytes.length - 100))).toThrow(expect.objectContaining({ code: ErrorCode.CORRUPTION }));
   });
 });
+
+describe('stored values: large strings', () => {
+  it('decodeStored keeps a large string as bytes until read; the row assembles the same; a projection without it never decodes it', async () => {
+    const { decodeStored } = await import('../../docdb/storage-keys');
+    const { assembleRow } = await import('../../docdb/row-assembler');
+    const value = 'x'.repeat(LAZY_STRING_BYTES_MIN) + 'ü';
+    for (const ttlMs of [undefined, 5000]) {
+      const stored = encodeStored(ttlMs === undefined ? { type: 'primitive', value } : { type: 'primitive', value, ttlMs });
+      const v = decodeStored(stored);
+      expect(v.type === 'primitive' && v.utf8 !== undefined).toBe(true);
+      expect(v).toEqual(ttlMs === undefined ? { type: 'primitive', value } : { type: 'primitive', value, ttlMs });
+      expect(encodeStored(v).equals(stored)).toBe(true);
+    }
+    let reads = 0;
+    const lazy = decodeStored(encodeStored({ type: 'primitive', value }));
+    const counted = Object.defineProperty({ type: 'primitive' as const, value: null }, 'value', { get: () => (reads++, value), enumerable: true });
+    Object.defineProperty(counted, 'utf8', { value: lazy.type === 'primitive' ? lazy.utf8 : undefined, enumerable: false });
+    const versions = [
+      { sub: { kind: 'liveness' as const }, ht: 10n, writeId: 0, own: false, value: { type: 'liveness' as const } },
+      { sub: { kind: 'column' as const, id: 1 }, ht: 10n, writeId: 1, own: false, value: counted },
+      { sub: { kind: 'column' as const, id: 2 }, ht: 10n, writeId: 2, own: false, value: { type: 'primitive' as const, value: 7n } },
+    ];
+    const onlyKey = assembleRow(key, versions, 20n, undefined, [2]);
+    expect(onlyKey.type === 'row' && [...onlyKey.row.columns]).toEqual([[2, 7n]]);
+    expect(reads).toBe(0);
+    const all = assembleRow(key, versions, 20n, undefined);
+    expect(all.type === 'row' && all.row.columns.get(1)).toBe(value);
+    expect(reads).toBe(1);
+  });
+});

@@ -5,6 +5,9 @@
 import { BinaryReader, BinaryWriter } from '../../common/byte-codec';
 import { DbError, ErrorCode } from '../../common/errors';
 import type { CellWrite, ColumnWrite, DocKey, Primitive, RowOp } from '../../docdb';
+import { LAZY_STRING_BYTES_MIN } from '../../docdb/encoding/value';
+
+export { LAZY_STRING_BYTES_MIN };
 
 /** The shared writer (common/byte-codec.ts) with tablet ops' tagged primitives; integers of 8 bytes are big-endian. */
 export class Out extends BinaryWriter {
@@ -184,14 +187,11 @@ export function writeRowOps(o: Out, ops: readonly RowOp[]): void {
 }
 
 /**
- * Strings of at least this many UTF-8 bytes are read as a view of their bytes and decoded only if
- * someone looks at them: the apply path writes the bytes to RocksDB as they are (ColumnWrite.utf8),
- * instead of every replica decoding each of the blog's 1 MiB values into a string and encoding it
- * back (docs/raft-write-path.md, "Large values").
+ * One upsert column. A string of LAZY_STRING_BYTES_MIN bytes or more (the storage's bound too) is
+ * read as a view of its bytes and decoded only if someone looks at it: the apply path writes the
+ * bytes to RocksDB as they are (ColumnWrite.utf8), instead of every replica decoding each of the
+ * blog's 1 MiB values into a string and encoding it back (docs/raft-write-path.md, "Large values").
  */
-export const LAZY_STRING_BYTES_MIN = 16 << 10;
-
-/** One upsert column; a large string stays bytes (LAZY_STRING_BYTES_MIN). */
 function readColumn(i: In): ColumnWrite {
   const columnId = i.uv();
   if (i.buf[i.pos] !== 5) return { columnId, value: i.prim() };
