@@ -130,7 +130,7 @@ export class TableSchema {
         const c = this.byName.get(name)!;
         const val = this.value(c, v);
         if (val === null && !c.nullable) throw invalid(`column ${name} of table ${this.name} must not be null`);
-        columns.push({ columnId: c.id, value: valueToPb(val) });
+        columns.push({ columnId: c.id, value: columnValueToPb(val) });
       }
     }
     return { hash: k.hash, op: { type, key: this.keyPb(k), columns }, key: this.routeKey(k) };
@@ -215,6 +215,20 @@ export function valueToPb(v: ColumnValue): ValuePB {
   return { bytesValue: v };
 }
 
+/** The tablet's bound for keeping a string as bytes (docdb's LAZY_STRING_BYTES_MIN). */
+export const UTF8_VALUE_BYTES_MIN = 16 << 10;
+
+/**
+ * A column value as sent in a write: a string of UTF8_VALUE_BYTES_MIN bytes or more goes as its
+ * UTF-8 bytes (utf8Value), which the tablet carries into its log entry as they are instead of
+ * decoding them into a string and encoding it again (docs/raft-write-path.md, "Large values").
+ */
+export function columnValueToPb(v: ColumnValue): ValuePB {
+  // At most 3 UTF-8 bytes per UTF-16 unit: shorter strings are not measured.
+  if (typeof v === 'string' && v.length * 3 >= UTF8_VALUE_BYTES_MIN && Buffer.byteLength(v, 'utf8') >= UTF8_VALUE_BYTES_MIN) return { utf8Value: Buffer.from(v, 'utf8') };
+  return valueToPb(v);
+}
+
 export function valueFromPb(v: ValuePB | undefined | null): ColumnValue {
   if (!v) return null;
   if (v.int64Value !== undefined && v.int64Value !== null) return BigInt(v.int64Value);
@@ -222,5 +236,6 @@ export function valueFromPb(v: ValuePB | undefined | null): ColumnValue {
   if (v.stringValue !== undefined && v.stringValue !== null) return v.stringValue;
   if (v.bytesValue !== undefined && v.bytesValue !== null) return new Uint8Array(v.bytesValue);
   if (v.boolValue !== undefined && v.boolValue !== null) return v.boolValue;
+  if (v.utf8Value !== undefined && v.utf8Value !== null) return Buffer.from(v.utf8Value.buffer, v.utf8Value.byteOffset, v.utf8Value.byteLength).toString('utf8');
   return null;
 }

@@ -19,6 +19,7 @@ export function approxOpBytes(op: RowOpPB): number {
     if (!v) continue;
     if (typeof v.stringValue === 'string') n += v.stringValue.length * 3 > 1024 ? Buffer.byteLength(v.stringValue) : v.stringValue.length * 3;
     else if (v.bytesValue) n += v.bytesValue.length;
+    else if (v.utf8Value) n += v.utf8Value.length;
     else n += 9;
   }
   return n;

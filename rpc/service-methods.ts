@@ -19,6 +19,8 @@ export interface ValuePB {
   stringValue?: string | null;
   bytesValue?: Uint8Array | null;
   boolValue?: boolean | null;
+  /** A string as its UTF-8 bytes (large column values; see common.proto). */
+  utf8Value?: Uint8Array | null;
 }
 export interface ColumnSchemaPB {
   name?: string;

@@ -2,8 +2,9 @@
  * Rows on the wire: protobuf values, keys and row ops to DocDB's and back, checked against the
  * tablet's schema (INVALID_ARGUMENT for what does not fit).
  */
+import { isUtf8 } from 'node:buffer';
 import { DbError, ErrorCode } from '../common/errors';
-import { partitionHash, type DocKey, type Primitive, type Row, type RowOp } from '../docdb';
+import { partitionHash, type ColumnWrite, type DocKey, type Primitive, type Row, type RowOp } from '../docdb';
 import type { ColumnSchema, TableSchema, TabletMeta } from './tablet/tablet-meta';
 import { checkKeyInRange } from './tablet/tablet-split';
 import type { WriteRequest } from './tablet/tablet-peer';
@@ -20,7 +21,39 @@ export function valueFromPb(v: pb.ValuePB | null | undefined): Primitive {
   if (v.stringValue !== undefined && v.stringValue !== null) return v.stringValue;
   if (v.bytesValue !== undefined && v.bytesValue !== null) return v.bytesValue;
   if (v.boolValue !== undefined && v.boolValue !== null) return v.boolValue;
+  if (v.utf8Value !== undefined && v.utf8Value !== null) return utf8FromPb(v.utf8Value).toString('utf8');
   return null;
+}
+
+/** A utf8Value's bytes, refused (INVALID_ARGUMENT) when they are not well-formed UTF-8. */
+function utf8FromPb(b: Uint8Array): Buffer {
+  const buf = Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  if (!isUtf8(buf)) throw invalid('utf8_value is not well-formed UTF-8');
+  return buf;
+}
+
+/**
+ * A column write from its ValuePB. A string sent as bytes (utf8Value) stays bytes — checked, but
+ * decoded only if something reads `value` — so the tablet's log entry gets them as they came
+ * (docs/raft-write-path.md, "Large values").
+ */
+function columnWriteFromPb(col: ColumnSchema, v: pb.ValuePB | null | undefined): ColumnWrite {
+  if (v?.utf8Value === undefined || v.utf8Value === null) {
+    const value = valueFromPb(v);
+    checkType(col, value, col.nullable);
+    return { columnId: col.id, value };
+  }
+  if (col.type !== 'string') throw invalid(`column ${col.name} has type ${col.type}, got a string`);
+  const utf8 = utf8FromPb(v.utf8Value);
+  let decoded: string | undefined;
+  const out: ColumnWrite = {
+    columnId: col.id,
+    get value(): string {
+      return (decoded ??= utf8.toString('utf8'));
+    },
+  };
+  Object.defineProperty(out, 'utf8', { value: utf8, enumerable: false });
+  return out;
 }
 
 export function valueToPb(v: Primitive): pb.ValuePB {
@@ -84,9 +117,7 @@ export function rowOpFromPb(meta: TabletMeta, o: pb.RowOpPB): WriteRequest['ops'
     if (keyNames.has(col.name)) throw invalid(`column ${col.name} is part of the primary key; it is given in the key`);
     if (seen.has(id)) throw invalid(`column ${col.name} given twice`);
     seen.add(id);
-    const value = valueFromPb(c.value);
-    checkType(col, value, col.nullable);
-    return { columnId: id, value };
+    return columnWriteFromPb(col, c.value);
   });
   if (kind === 'INSERT') {
     for (const col of meta.schema.columns) {

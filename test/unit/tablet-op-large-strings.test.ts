@@ -88,3 +88,40 @@ describe('stored values: large strings', () => {
     expect(reads).toBe(1);
   });
 });
+
+describe('write RPCs: large strings as bytes (utf8Value)', () => {
+  const SCHEMA = { columns: [{ name: 'k', id: 0, type: 'int64' as const, nullable: false }, { name: 'v', id: 1, type: 'string' as const, nullable: true }, { name: 'n', id: 2, type: 'int64' as const, nullable: true }], hashColumns: [], rangeColumns: ['k'] };
+  const meta = { tabletId: 't', tableId: 'tbl', tableName: 'demo', schema: SCHEMA, partition: { start: 0, end: 65536 }, peers: [], schemaVersion: 0 };
+  const pbKey = { hash: 0, hashed: [], range: [{ int64Value: 1n }] };
+
+  it('the client sends strings of 16 KiB or more as bytes; the tablet keeps them as bytes into a log entry identical to the string form', async () => {
+    const { columnValueToPb, valueFromPb, UTF8_VALUE_BYTES_MIN } = await import('../../client/table-schema');
+    const { rowOpFromPb } = await import('../../tserver/row-pb');
+    expect(UTF8_VALUE_BYTES_MIN).toBe(LAZY_STRING_BYTES_MIN);
+    for (const value of ['short', 'ä'.repeat(LAZY_STRING_BYTES_MIN / 2 - 1), 'ä'.repeat(LAZY_STRING_BYTES_MIN / 2), 'z'.repeat(3 * LAZY_STRING_BYTES_MIN) + '€']) {
+      const pbValue = columnValueToPb(value);
+      const big = Buffer.byteLength(value) >= LAZY_STRING_BYTES_MIN;
+      expect(pbValue.utf8Value !== undefined).toBe(big);
+      expect(valueFromPb(pbValue)).toBe(value);
+      const viaBytes = rowOpFromPb(meta as never, { type: 'UPSERT', key: pbKey, columns: [{ columnId: 1, value: pbValue }] });
+      const viaString = rowOpFromPb(meta as never, { type: 'UPSERT', key: pbKey, columns: [{ columnId: 1, value: { stringValue: value } }] });
+      if (viaBytes.op.type !== 'upsert') throw new Error('not an upsert');
+      expect(viaBytes.op.columns[0]!.utf8 !== undefined).toBe(big);
+      const a = Buffer.from(encodeTabletOp({ type: 'WRITE', ht: 9n, ops: [viaBytes.op] }));
+      const b = Buffer.from(encodeTabletOp({ type: 'WRITE', ht: 9n, ops: [viaString.op] }));
+      expect(a.equals(b)).toBe(true);
+      expect(viaBytes.op.columns[0]!.value).toBe(value);
+    }
+  });
+
+  it('utf8Value that is not UTF-8, or on a column that is not a string, is INVALID_ARGUMENT', async () => {
+    const { rowOpFromPb, valueFromPb } = await import('../../tserver/row-pb');
+    const bad = Buffer.alloc(LAZY_STRING_BYTES_MIN, 0x61);
+    bad[100] = 0xc3; // a lead byte followed by an ASCII byte
+    const invalid = expect.objectContaining({ code: ErrorCode.INVALID_ARGUMENT });
+    expect(() => rowOpFromPb(meta as never, { type: 'UPSERT', key: pbKey, columns: [{ columnId: 1, value: { utf8Value: bad } }] })).toThrow(invalid);
+    expect(() => rowOpFromPb(meta as never, { type: 'UPSERT', key: pbKey, columns: [{ columnId: 2, value: { utf8Value: Buffer.from('x'.repeat(LAZY_STRING_BYTES_MIN)) } }] })).toThrow(invalid);
+    expect(() => valueFromPb({ utf8Value: bad })).toThrow(invalid);
+    expect(valueFromPb({ utf8Value: Buffer.from('ok') })).toBe('ok');
+  });
+});

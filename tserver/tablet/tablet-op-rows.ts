@@ -118,7 +118,7 @@ export function rowOpsBytes(ops: readonly RowOp[]): number {
     for (const p of op.key.range) n += primBytes(p);
     if (op.type === 'upsert') {
       n += 18;
-      for (const c of op.columns) n += 9 + primBytes(c.value);
+      for (const c of op.columns) n += 9 + (c.utf8 !== undefined ? 10 + c.utf8.byteLength : primBytes(c.value));
     }
     if (op.type === 'cells') for (const c of op.cells) n += 32 + (c.kind === 'put' ? primBytes(c.value) : 0);
   }
@@ -172,7 +172,11 @@ export function writeRowOps(o: Out, ops: readonly RowOp[]): void {
       o.uv(op.columns.length);
       for (const c of op.columns) {
         o.uv(c.columnId);
-        o.prim(c.value);
+        if (c.utf8 !== undefined) {
+          // A string kept as its bytes (sent as utf8Value, or read from a log entry): as Out.prim writes a string.
+          o.u8(5);
+          o.bytes(c.utf8);
+        } else o.prim(c.value);
       }
       o.uv(op.ttlMs ?? 0);
     } else if (op.type === 'cells') {
