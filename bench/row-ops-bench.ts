@@ -16,6 +16,7 @@
  */
 import { TesseraClient } from '../client/tessera-client';
 import { partitionHash } from '../common/partition-hash';
+import { httpRequest } from '../lab/console-http';
 import { BenchCluster } from './bench-cluster';
 import { cpuSeconds } from './proc-stats';
 
@@ -50,6 +51,25 @@ interface Figure {
   clientCpuUs: number;
   /** serverCpuUs less what the tservers spend anyway (heartbeats, ticks: measured idle before the rounds). */
   serverNetCpuUs: number;
+  /** Client RPCs the tservers handled (MutateRows, Write, LockRow, RowLock) and Raft entries applied (per replica), per unit. */
+  rpcs: number;
+  entries: number;
+}
+
+/** Client RPCs handled and Raft entries applied so far, summed over the tservers (their /prometheus-metrics). */
+async function counters(webAddresses: readonly string[]): Promise<{ rpcs: number; entries: number }> {
+  let rpcs = 0;
+  let applied = 0;
+  for (const w of webAddresses) {
+    const body = (await httpRequest(`http://${w}/prometheus-metrics`)).body;
+    for (const line of body.split('\n')) {
+      const v = Number(line.slice(line.lastIndexOf(' ') + 1));
+      if (/^tserver_rpc_ops_total\{method="(MutateRows|Write|LockRow|RowLock)"/.test(line)) rpcs += v;
+      else if (line.startsWith('tserver_raft_apply{') && line.includes('kind="entries"')) applied += v;
+    }
+  }
+  // Every replica applies each entry: three of them (RF 3).
+  return { rpcs, entries: applied / 3 };
 }
 
 /** CPU seconds of these processes together (NaN when one is unreadable). */
@@ -60,7 +80,8 @@ function cpuOf(pids: ReadonlyArray<number | undefined>): number {
 }
 
 /** `workers` loops of `op` for `ms`; units done per second (each op counts `weight` units) and CPU per unit. */
-async function measure(servers: ReadonlyArray<number | undefined>, workers: number, ms: number, op: (w: number, i: number) => Promise<unknown>, weight = 1, idleCpuUsPerS = 0): Promise<Figure> {
+async function measure(servers: ReadonlyArray<number | undefined>, webs: readonly string[], workers: number, ms: number, op: (w: number, i: number) => Promise<unknown>, weight = 1, idleCpuUsPerS = 0): Promise<Figure> {
+  const n0 = await counters(webs);
   const end = performance.now() + ms;
   let done = 0;
   const s0 = cpuOf(servers);
@@ -77,7 +98,8 @@ async function measure(servers: ReadonlyArray<number | undefined>, workers: numb
   const c = process.cpuUsage(c0);
   const seconds = (performance.now() - t0) / 1000;
   const serverUs = (cpuOf(servers) - s0) * 1e6;
-  return { rate: done / seconds, serverCpuUs: serverUs / done, clientCpuUs: (c.user + c.system) / done, serverNetCpuUs: (serverUs - idleCpuUsPerS * seconds) / done };
+  const n1 = await counters(webs);
+  return { rpcs: (n1.rpcs - n0.rpcs) / done, entries: (n1.entries - n0.entries) / done, rate: done / seconds, serverCpuUs: serverUs / done, clientCpuUs: (c.user + c.system) / done, serverNetCpuUs: (serverUs - idleCpuUsPerS * seconds) / done };
 }
 
 /** CPU µs per second the tservers spend with no client load (heartbeats, Raft ticks, metrics). */
@@ -183,23 +205,24 @@ async function main(): Promise<void> {
     const t = c.table('bench_rows');
     const tp = plain.table('bench_rows');
     const servers = cluster.servers.filter((x) => x.role === 'tserver').map((x) => x.child.pid);
+    const webs = cluster.servers.filter((x) => x.role === 'tserver').map((x) => x.webAddress);
     const figures = new Map<string, Figure[]>();
     const add = (name: string, f: Figure): void => {
       figures.set(name, [...(figures.get(name) ?? []), f]);
-      process.stdout.write(`  ${name}: ${Math.round(f.rate)} (tserver CPU ${Math.round(f.serverCpuUs)} µs, ${Math.round(f.serverNetCpuUs)} µs net of idle; client CPU ${Math.round(f.clientCpuUs)} µs per unit)\n`);
+      process.stdout.write(`  ${name}: ${Math.round(f.rate)} (tserver CPU ${Math.round(f.serverCpuUs)} µs, ${Math.round(f.serverNetCpuUs)} µs net of idle; client CPU ${Math.round(f.clientCpuUs)} µs; ${f.rpcs.toFixed(2)} RPCs, ${f.entries.toFixed(2)} Raft entries per unit)\n`);
     };
-    await measure(servers, 16, 2000, (w, i) => t.upsert({ id: key(w, i), v: 'warm' })); // warm-up
+    await measure(servers, webs, 16, 2000, (w, i) => t.upsert({ id: key(w, i), v: 'warm' })); // warm-up
     const idle = await idleCpuUsPerS(servers, 3000);
     process.stdout.write(`  tservers idle: ${Math.round(idle / 1000)} ms CPU per second (all three)\n`);
-    const run = (workers: number, op: (w: number, i: number) => Promise<unknown>, weight = 1): Promise<Figure> => measure(servers, workers, ms, op, weight, idle);
+    const run = (workers: number, op: (w: number, i: number) => Promise<unknown>, weight = 1): Promise<Figure> => measure(servers, webs, workers, ms, op, weight, idle);
     const cases = benchCases(t, tp, sameTablet);
     for (let r = 0; r < a.rounds; r++) {
       for (const x of cases) if (x.name.includes(a.only)) add(x.name, await run(x.workers, x.op, x.weight));
     }
     const mean = (xs: number[]): number => xs.reduce((x, y) => x + y, 0) / xs.length;
-    process.stdout.write('\n| figure | rate per round | mean rate | tserver CPU µs per unit (net of idle) | client CPU µs per unit |\n|---|---|---|---|---|\n');
+    process.stdout.write('\n| figure | rate per round | mean rate | tserver CPU µs per unit (net of idle) | client CPU µs per unit | RPCs / Raft entries per unit |\n|---|---|---|---|---|---|\n');
     for (const [name, fs] of figures) {
-      process.stdout.write(`| ${name} | ${fs.map((f) => Math.round(f.rate)).join(', ')} | ${Math.round(mean(fs.map((f) => f.rate)))} | ${Math.round(mean(fs.map((f) => f.serverCpuUs)))} (${Math.round(mean(fs.map((f) => f.serverNetCpuUs)))}) | ${Math.round(mean(fs.map((f) => f.clientCpuUs)))} |\n`);
+      process.stdout.write(`| ${name} | ${fs.map((f) => Math.round(f.rate)).join(', ')} | ${Math.round(mean(fs.map((f) => f.rate)))} | ${Math.round(mean(fs.map((f) => f.serverCpuUs)))} (${Math.round(mean(fs.map((f) => f.serverNetCpuUs)))}) | ${Math.round(mean(fs.map((f) => f.clientCpuUs)))} | ${mean(fs.map((f) => f.rpcs)).toFixed(2)} / ${mean(fs.map((f) => f.entries)).toFixed(2)} |\n`);
     }
     process.stdout.write('\n| ratio | per round | target |\n|---|---|---|\n');
     for (const x of RATIOS) {
