@@ -10,9 +10,10 @@
  *
  * Adaptive, as row operations are (row-ops-coalescer.ts): a call goes at once, alone, while fewer
  * than ROW_REQUESTS_ALONE_INFLIGHT lock requests of this coalescer to its tablet are in flight, and
- * waits for the turn's end to share a request only beyond that. Batching every call per turn made
- * the lock + write + unlock cycle slower and dearer (each lockRow and unlockRow waited a turn, and
- * the client spent more CPU per cycle) than sending each alone (bench/results/2026-12-07-rows-3.md).
+ * waits for the turn's end to share a request only beyond that. Batched per turn always, every
+ * lockRow and unlockRow of a c16 lock + write + unlock cycle waited a turn to save about 0.2 RPCs a
+ * cycle, with no CPU per cycle saved that the shared machine could measure (an apparent slowdown
+ * was the bench's figure order, bench/results/2026-12-07-rows-3.md).
  */
 import { TurnBatches } from './turn-batches';
 import { DbError, ErrorCode } from '../common/errors';
