@@ -6,7 +6,10 @@
  * with the client's default coalescing (calls to one tablet in one turn share a request) and without
  * it (a request per call, as before coalescing existed). Beside each rate it prints the CPU the three
  * tservers and this client spent per unit (utime+stime from /proc): on a machine shared with other
- * work the rates swing with the load, the CPU per unit much less. Prints tables; asserts nothing.
+ * work the rates swing with the load, the CPU per unit much less; and the client RPCs the tservers
+ * handled and the Raft entries they applied per unit (their /prometheus-metrics). Each figure is
+ * warmed up first on a table of its own, and odd rounds run the figures in reverse order (the first
+ * ones measured dearer): compare over an even number of rounds. Prints tables; asserts nothing.
  *
  *   node dist/bench/row-ops-bench.js [--host_base 150] [--seconds 8] [--rounds 2] [--only TEXT] [--cpu_prof_dir DIR]
  *
@@ -16,6 +19,7 @@
  */
 import { TesseraClient } from '../client/tessera-client';
 import { partitionHash } from '../common/partition-hash';
+import { httpRequest } from '../lab/console-http';
 import { BenchCluster } from './bench-cluster';
 import { cpuSeconds } from './proc-stats';
 
@@ -50,6 +54,25 @@ interface Figure {
   clientCpuUs: number;
   /** serverCpuUs less what the tservers spend anyway (heartbeats, ticks: measured idle before the rounds). */
   serverNetCpuUs: number;
+  /** Client RPCs the tservers handled (MutateRows, Write, LockRow, RowLock) and Raft entries applied (per replica), per unit. */
+  rpcs: number;
+  entries: number;
+}
+
+/** Client RPCs handled and Raft entries applied so far, summed over the tservers (their /prometheus-metrics). */
+async function counters(webAddresses: readonly string[]): Promise<{ rpcs: number; entries: number }> {
+  let rpcs = 0;
+  let applied = 0;
+  for (const w of webAddresses) {
+    const body = (await httpRequest(`http://${w}/prometheus-metrics`)).body;
+    for (const line of body.split('\n')) {
+      const v = Number(line.slice(line.lastIndexOf(' ') + 1));
+      if (/^tserver_rpc_ops_total\{method="(MutateRows|Write|LockRow|RowLock)"/.test(line)) rpcs += v;
+      else if (line.startsWith('tserver_raft_apply{') && line.includes('kind="entries"')) applied += v;
+    }
+  }
+  // Every replica applies each entry: three of them (RF 3).
+  return { rpcs, entries: applied / 3 };
 }
 
 /** CPU seconds of these processes together (NaN when one is unreadable). */
@@ -60,7 +83,8 @@ function cpuOf(pids: ReadonlyArray<number | undefined>): number {
 }
 
 /** `workers` loops of `op` for `ms`; units done per second (each op counts `weight` units) and CPU per unit. */
-async function measure(servers: ReadonlyArray<number | undefined>, workers: number, ms: number, op: (w: number, i: number) => Promise<unknown>, weight = 1, idleCpuUsPerS = 0): Promise<Figure> {
+async function measure(servers: ReadonlyArray<number | undefined>, webs: readonly string[], workers: number, ms: number, op: (w: number, i: number) => Promise<unknown>, weight = 1, idleCpuUsPerS = 0): Promise<Figure> {
+  const n0 = await counters(webs);
   const end = performance.now() + ms;
   let done = 0;
   const s0 = cpuOf(servers);
@@ -77,7 +101,8 @@ async function measure(servers: ReadonlyArray<number | undefined>, workers: numb
   const c = process.cpuUsage(c0);
   const seconds = (performance.now() - t0) / 1000;
   const serverUs = (cpuOf(servers) - s0) * 1e6;
-  return { rate: done / seconds, serverCpuUs: serverUs / done, clientCpuUs: (c.user + c.system) / done, serverNetCpuUs: (serverUs - idleCpuUsPerS * seconds) / done };
+  const n1 = await counters(webs);
+  return { rpcs: (n1.rpcs - n0.rpcs) / done, entries: (n1.entries - n0.entries) / done, rate: done / seconds, serverCpuUs: serverUs / done, clientCpuUs: (c.user + c.system) / done, serverNetCpuUs: (serverUs - idleCpuUsPerS * seconds) / done };
 }
 
 /** CPU µs per second the tservers spend with no client load (heartbeats, Raft ticks, metrics). */
@@ -111,6 +136,7 @@ const RATIOS: ReadonlyArray<{ name: string; of: string; to: string; target: numb
   { name: 'increment / upsert at c64 (rates)', of: 'increment c64 (ops/s)', to: 'upsert c64 (ops/s, client coalescing on: default)', target: 0.9 },
   { name: 'increment of 4096 hot counters / upsert at c64 (rates)', of: 'increment c64, 4096 hot counters (ops/s)', to: 'upsert c64 (ops/s, client coalescing on: default)', target: 0.9 },
   { name: 'mutateRows(10) / 10 upserts one after the other (rows/s)', of: 'mutateRows(10 rows) c16 (rows/s)', to: '10 upserts one after the other c16 (rows/s)', target: 5 },
+  { name: 'mutateRows(10) / 10 upserts one after the other, coalescing off (rows/s; not the target\'s baseline)', of: 'mutateRows(10 rows) c16 (rows/s)', to: '10 upserts one after the other c16 (rows/s, coalescing off)', target: 5 },
 ];
 
 const KEYS = 100_000;
@@ -153,6 +179,16 @@ function benchCases(t: BenchTable, tp: BenchTable, sameTablet: readonly bigint[]
         for (const id of rows10(w, i)) await t.upsert({ id, v: 'y' });
       },
     },
+    // The same without the client's coalescing: each upsert its own RPC and Raft entry (what "10
+    // separate upserts" cost a client that does not batch; the ratio's baseline stays the default).
+    {
+      name: '10 upserts one after the other c16 (rows/s, coalescing off)',
+      workers: 16,
+      weight: 10,
+      op: async (w, i) => {
+        for (const id of rows10(w, i)) await tp.upsert({ id, v: 'y' });
+      },
+    },
     { name: 'mutateRows(10 rows) c16 (rows/s)', workers: 16, weight: 10, op: (w, i) => t.mutateRows(rows10(w, i).map((id) => ({ key: { id }, put: { v: 'y' } }))) },
     { name: 'mutateRows(10 rows) c16 (rows/s, coalescing off)', workers: 16, weight: 10, op: (w, i) => tp.mutateRows(rows10(w, i).map((id) => ({ key: { id }, put: { v: 'y' } }))) },
     { name: 'lock + increment + unlock c16 (cycles/s)', workers: 16, op: lockCycle(t, 50_000) },
@@ -172,6 +208,7 @@ async function main(): Promise<void> {
     const plain = await TesseraClient.connect({ masterAddresses: [cluster.masterAddress], timeoutMs: 30_000, batchWrites: false });
     clients.push(c, plain);
     await c.createTable({ name: 'bench_rows', columns: [{ name: 'id', type: 'int64' }, { name: 'n', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: 3 });
+    await c.createTable({ name: 'bench_warm', columns: [{ name: 'id', type: 'int64' }, { name: 'n', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: 3 });
     const loc = await c.tableLocations('bench_rows');
     // Ids grouped by tablet: a mutateRows call takes 10 ids of one tablet.
     const first = loc.tablets[0]!;
@@ -183,29 +220,38 @@ async function main(): Promise<void> {
     const t = c.table('bench_rows');
     const tp = plain.table('bench_rows');
     const servers = cluster.servers.filter((x) => x.role === 'tserver').map((x) => x.child.pid);
+    const webs = cluster.servers.filter((x) => x.role === 'tserver').map((x) => x.webAddress);
     const figures = new Map<string, Figure[]>();
     const add = (name: string, f: Figure): void => {
       figures.set(name, [...(figures.get(name) ?? []), f]);
-      process.stdout.write(`  ${name}: ${Math.round(f.rate)} (tserver CPU ${Math.round(f.serverCpuUs)} µs, ${Math.round(f.serverNetCpuUs)} µs net of idle; client CPU ${Math.round(f.clientCpuUs)} µs per unit)\n`);
+      process.stdout.write(`  ${name}: ${Math.round(f.rate)} (tserver CPU ${Math.round(f.serverCpuUs)} µs, ${Math.round(f.serverNetCpuUs)} µs net of idle; client CPU ${Math.round(f.clientCpuUs)} µs; ${f.rpcs.toFixed(2)} RPCs, ${f.entries.toFixed(2)} Raft entries per unit)\n`);
     };
-    await measure(servers, 16, 2000, (w, i) => t.upsert({ id: key(w, i), v: 'warm' })); // warm-up
+    await measure(servers, webs, 16, 2000, (w, i) => t.upsert({ id: key(w, i), v: 'warm' })); // warm-up
     const idle = await idleCpuUsPerS(servers, 3000);
     process.stdout.write(`  tservers idle: ${Math.round(idle / 1000)} ms CPU per second (all three)\n`);
-    const run = (workers: number, op: (w: number, i: number) => Promise<unknown>, weight = 1): Promise<Figure> => measure(servers, workers, ms, op, weight, idle);
-    const cases = benchCases(t, tp, sameTablet);
+    const run = (workers: number, op: (w: number, i: number) => Promise<unknown>, weight = 1): Promise<Figure> => measure(servers, webs, workers, ms, op, weight, idle);
+    const cases = benchCases(t, tp, sameTablet).filter((x) => x.name.includes(a.only));
+    // Each figure's code paths warmed up first (JIT, connections), for up to 2 s each.
+    // On a table of their own, so the figures' rows stay as they were (not read into the row cache).
+    const warm = benchCases(c.table('bench_warm'), plain.table('bench_warm'), sameTablet).filter((x) => x.name.includes(a.only));
+    for (const x of warm) await measure(servers, webs, x.workers, Math.min(2000, ms), x.op, x.weight);
     for (let r = 0; r < a.rounds; r++) {
-      for (const x of cases) if (x.name.includes(a.only)) add(x.name, await run(x.workers, x.op, x.weight));
+      // Odd rounds run the figures in reverse: whatever ran first measured dearer and slower even
+      // after the warm-up (the lock cycle's coalescing-off figure, put first, cost 4,474 µs a cycle
+      // against the default's 2,343 µs last; in the usual order it was the other way round), so
+      // compare figures over an even number of rounds (bench/results/2026-12-07-rows-3.md).
+      for (const x of r % 2 === 0 ? cases : [...cases].reverse()) add(x.name, await run(x.workers, x.op, x.weight));
     }
     const mean = (xs: number[]): number => xs.reduce((x, y) => x + y, 0) / xs.length;
-    process.stdout.write('\n| figure | rate per round | mean rate | tserver CPU µs per unit (net of idle) | client CPU µs per unit |\n|---|---|---|---|---|\n');
+    process.stdout.write('\n| figure | rate per round | mean rate | tserver CPU µs per unit (net of idle) | client CPU µs per unit | RPCs / Raft entries per unit |\n|---|---|---|---|---|---|\n');
     for (const [name, fs] of figures) {
-      process.stdout.write(`| ${name} | ${fs.map((f) => Math.round(f.rate)).join(', ')} | ${Math.round(mean(fs.map((f) => f.rate)))} | ${Math.round(mean(fs.map((f) => f.serverCpuUs)))} (${Math.round(mean(fs.map((f) => f.serverNetCpuUs)))}) | ${Math.round(mean(fs.map((f) => f.clientCpuUs)))} |\n`);
+      process.stdout.write(`| ${name} | ${fs.map((f) => Math.round(f.rate)).join(', ')} | ${Math.round(mean(fs.map((f) => f.rate)))} | ${Math.round(mean(fs.map((f) => f.serverCpuUs)))} (${Math.round(mean(fs.map((f) => f.serverNetCpuUs)))}) | ${Math.round(mean(fs.map((f) => f.clientCpuUs)))} | ${mean(fs.map((f) => f.rpcs)).toFixed(2)} / ${mean(fs.map((f) => f.entries)).toFixed(2)} |\n`);
     }
     process.stdout.write('\n| ratio | per round | target |\n|---|---|---|\n');
     for (const x of RATIOS) {
       const of = figures.get(x.of) ?? [];
       const to = figures.get(x.to) ?? [];
-      process.stdout.write(`| ${x.name} | ${of.map((f, i) => (f.rate / to[i]!.rate).toFixed(2)).join(', ')} | ≥ ${x.target} |\n`);
+      process.stdout.write(`| ${x.name} | ${of.map((f, i) => (to[i] ? (f.rate / to[i].rate).toFixed(2) : 'n/a')).join(', ')} | ≥ ${x.target} |\n`);
     }
   } finally {
     for (const x of clients) await x.close().catch(() => undefined);

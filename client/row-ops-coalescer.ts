@@ -32,8 +32,13 @@ export const COALESCED_ROW_ROWS_MAX = 1024;
 /** Approximate value bytes one coalesced request carries at most (keeps frames and entries small). */
 export const COALESCED_ROW_BYTES_MAX = 4 * 1024 * 1024;
 
-/** Requests to one tablet in flight below which a call is sent at once, alone. */
-export const ROW_REQUESTS_ALONE_INFLIGHT = 4;
+/**
+ * Requests to one tablet in flight below which a call is sent at once, alone. 8: a c16 lock + write +
+ * unlock cycle (about 5 calls in flight per tablet of 3) goes uncoalesced — waiting a turn to share a
+ * request made it slower and dearer there — while c64 loads (about 21 per tablet) still share
+ * requests (bench/results/2026-12-07-rows-3.md).
+ */
+export const ROW_REQUESTS_ALONE_INFLIGHT = 8;
 
 /** One call's outcome, as a lone MutateRows answers it. */
 export type RowCallAnswer = Pick<MutateRowsResponsePB, 'applied' | 'results'>;

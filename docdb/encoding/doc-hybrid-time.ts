@@ -58,31 +58,48 @@ function encodeSuffix(ht: HybridTime, writeId: number): Buffer {
   return w.finish();
 }
 
-/** Write ids below this have their suffix for the newest hybrid time kept (a batch's cells share one time). */
+/** Write ids below this take their (time-independent) encoded tail from a table (a batch's cells have small ones). */
 const SUFFIX_CACHE_WRITE_IDS = 64;
-let cachedHt: HybridTime | undefined;
-let cachedSuffixes: Array<Buffer | undefined> = [];
+/** Per write id below SUFFIX_CACHE_WRITE_IDS: the complemented varint that ends its DocHybridTime. */
+const writeIdTails: Array<Buffer | undefined> = [];
+/** '#' + the complemented u64 of the newest hybrid time encoded (every cell of a batch shares it). */
+let prefixHt: HybridTime | undefined;
+let htPrefix: Buffer = Buffer.alloc(0);
 
-/**
- * '#' + DocHybridTime: every cell of a write batch has the same hybrid time and a small write id, so
- * the suffixes of the newest time are kept and copied instead of encoded per key (the u64 of a
- * BigInt, the varint and the complement were a few percent of a tablet server's write path).
- */
-function docHtSuffix(ht: HybridTime, writeId: number): Buffer {
-  if (!(writeId >= 0 && writeId < SUFFIX_CACHE_WRITE_IDS)) return encodeSuffix(ht, writeId);
-  if (ht !== cachedHt) {
-    cachedSuffixes = [];
-    cachedHt = ht;
-  }
-  return (cachedSuffixes[writeId] ??= encodeSuffix(ht, writeId));
+/** '#' + the 8 complemented bytes of `ht`, kept for the newest time. */
+function hashAndTime(ht: HybridTime): Buffer {
+  if (ht === prefixHt) return htPrefix;
+  if (ht < 0n || ht > HT_MAX) throw new DbError(ErrorCode.INVALID_ARGUMENT, `hybrid time out of range: ${ht}`);
+  const b = Buffer.allocUnsafe(9);
+  b[0] = Tag.HYBRID_TIME;
+  b.writeBigUInt64BE(ht, 1);
+  for (let i = 1; i < 9; i++) b[i] = ~b[i]! & 0xff;
+  prefixHt = ht;
+  htPrefix = b;
+  return b;
 }
 
-/** `keyWithoutTime` + '#' + DocHybridTime. */
+/**
+ * `keyWithoutTime` + '#' + DocHybridTime. Every cell of a write batch has the same hybrid time and a
+ * small write id, so the time's 9 bytes are encoded once per time and a small write id's tail comes
+ * from a table: each key is three copies into one buffer (encoding the u64 of a BigInt, the varint
+ * and the complement per key were a few percent of a tablet server's write path, and every replica
+ * applies each entry's cells at a new time, bench/results/2026-12-07-rows-3.md).
+ */
 export function appendDocHybridTime(keyWithoutTime: Uint8Array, ht: HybridTime, writeId: number): Buffer {
-  const suffix = docHtSuffix(ht, writeId);
-  const out = Buffer.allocUnsafe(keyWithoutTime.length + suffix.length);
+  if (!(writeId >= 0 && writeId < SUFFIX_CACHE_WRITE_IDS && Number.isInteger(writeId))) {
+    const suffix = encodeSuffix(ht, writeId);
+    const out = Buffer.allocUnsafe(keyWithoutTime.length + suffix.length);
+    out.set(keyWithoutTime, 0);
+    out.set(suffix, keyWithoutTime.length);
+    return out;
+  }
+  const head = hashAndTime(ht);
+  const tail = (writeIdTails[writeId] ??= encodeDocHybridTime(0n, writeId).subarray(8));
+  const out = Buffer.allocUnsafe(keyWithoutTime.length + 9 + tail.length);
   out.set(keyWithoutTime, 0);
-  out.set(suffix, keyWithoutTime.length);
+  out.set(head, keyWithoutTime.length);
+  out.set(tail, keyWithoutTime.length + 9);
   return out;
 }
 
@@ -92,6 +109,19 @@ export function appendDocHybridTime(keyWithoutTime: Uint8Array, ht: HybridTime, 
  */
 export function versionSeekKey(keyWithoutTime: Uint8Array, readHt: HybridTime): Buffer {
   return appendDocHybridTime(keyWithoutTime, readHt, WRITE_ID_MAX);
+}
+
+/**
+ * Offset of the '#' before a key's DocHybridTime, read from its last byte (as decodeDocHybridTimeFromEnd
+ * does, without decoding the time); -1 when the key cannot end in one.
+ */
+export function docHybridTimeStart(key: Uint8Array): number {
+  const n = key.length;
+  if (n < 1 + 8 + 1) return -1;
+  const len = ~key[n - 1]! & 7;
+  if (len < 1 || len > 5) return -1;
+  const at = n - 1 - 8 - len;
+  return at >= 0 && key[at] === Tag.HYBRID_TIME ? at : -1;
 }
 
 /**

@@ -141,7 +141,7 @@ describe('RowLockCoalescer', () => {
       if (method === 'LockRow') return { propagatedHt: 9n, items: Array.from({ length: n }, (_, i) => (i === 1 ? { code: ErrorCode.ROW_LOCKED, message: 'locked', detailsJson: '{"token":3}' } : { lockId: `L${i}`, token: BigInt(100 + i), expiresHt: 5n, leaseMs: 1000 })) };
       return { propagatedHt: 9n, items: Array.from({ length: n }, (_, i) => ({ lockId: `U${i}`, token: 1n, expiresHt: 5n, leaseMs: 0 })) };
     });
-    const c = new RowLockCoalescer(invoker, 't');
+    const c = new RowLockCoalescer(invoker, 't', 0);
     const d = new Deadline(1000);
     const key = {} as never; // the coalescer passes keys through untouched
     const alone = (): Promise<RowLockResponsePB> => Promise.reject(new Error('not expected'));
@@ -159,5 +159,39 @@ describe('RowLockCoalescer', () => {
     ]);
     expect((sent[0]!.req as LockRowRequestPB).more!.map((m) => m.lockId)).toEqual(['id1', 'id2']);
     expect(c.stats).toEqual({ requests: 2, calls: 5 });
+  });
+
+  it('lock coalescer (adaptive, the default): lock calls go alone at once while fewer than ROW_REQUESTS_ALONE_INFLIGHT lock requests to the tablet are in flight, then share one request per turn; unlocks count too', async () => {
+    const gates: Array<() => void> = [];
+    const { invoker, sent } = scripted(async (req): Promise<RowLockResponsePB> => {
+      await new Promise<void>((r) => gates.push(r));
+      const n = 1 + (req.more?.length ?? 0);
+      return n === 1 ? { lockId: 'L', token: 1n, expiresHt: 5n, leaseMs: 1000, propagatedHt: 9n } : { propagatedHt: 9n, items: Array.from({ length: n }, () => ({ lockId: 'L', token: 1n, expiresHt: 5n, leaseMs: 1000 })) };
+    });
+    const c = new RowLockCoalescer(invoker, 't');
+    const d = new Deadline(1000);
+    const key = {} as never;
+    const alone = (): Promise<RowLockResponsePB> => Promise.reject(new Error('not expected'));
+    const n = ROW_REQUESTS_ALONE_INFLIGHT + 2;
+    const locks = Array.from({ length: n - 1 }, (_, i) => c.lock('A', route, 0, { key, leaseMs: 1000, holder: 'h', lockId: `id${i}` }, d, alone));
+    const unlock = c.held('A', route, 0, { key, lockId: 'id0', action: 'UNLOCK', leaseMs: 0 }, d, alone);
+    // Sent at once (before the turn ends): the lone calls, up to the in-flight bound.
+    expect(sent.length).toBe(ROW_REQUESTS_ALONE_INFLIGHT);
+    expect(sent.every((s) => s.req.more === undefined)).toBe(true);
+    await new Promise((r) => setImmediate(r));
+    // The rest at the turn's end: one LockRow carrying the remaining lock, one RowLock the unlock.
+    expect(sent.slice(ROW_REQUESTS_ALONE_INFLIGHT).map((s) => [s.method, 1 + (s.req.more?.length ?? 0)])).toEqual([
+      ['LockRow', 1],
+      ['RowLock', 1],
+    ]);
+    while (gates.length > 0) gates.shift()!();
+    expect((await Promise.all(locks)).every((l) => l.lockId === 'L')).toBe(true);
+    await unlock;
+    // Nothing in flight: the next call goes alone, at once.
+    const again = c.lock('A', route, 0, { key, leaseMs: 1000, holder: 'h', lockId: 'x' }, d, alone);
+    expect(sent.length).toBe(ROW_REQUESTS_ALONE_INFLIGHT + 3);
+    gates.shift()!();
+    expect((await again).token).toBe(1n);
+    expect(c.stats).toEqual({ requests: ROW_REQUESTS_ALONE_INFLIGHT + 3, calls: n + 1 });
   });
 });

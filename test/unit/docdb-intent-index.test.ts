@@ -218,6 +218,37 @@ describe('docdb intent index', () => {
     expect(old.oldestVersionBound()).toBe(0n); // nor is its oldest version known
   });
 
+  it('version bounds: a batch raises the same bounds, maximum and minimum as its puts one by one (runs of one row and one time share their hash and decode)', () => {
+    const cell = (k: number, sub: 'row' | 'liveness' | number, t: number, w: number): KvOp => ({
+      type: 'put',
+      key: versionKey(subDocKey(encodeRowDocKey(key(k)), sub === 'row' ? { kind: 'row' } : sub === 'liveness' ? { kind: 'liveness' } : { kind: 'column', id: sub }), ht(t), w),
+      value: Buffer.from([1]),
+    });
+    const arb = fc.array(fc.record({ k: fc.integer({ min: 0, max: 6 }), sub: fc.constantFrom<'row' | 'liveness' | number>('row', 'liveness', 1, 2, 300), t: fc.integer({ min: 1, max: 4 }), w: fc.integer({ min: 0, max: 70 }) }), { minLength: 1, maxLength: 40 });
+    fc.assert(
+      fc.property(arb, fc.constantFrom(1, 4, VERSION_BOUND_BUCKETS), (cells, buckets) => {
+        const ops = cells.map((c) => cell(c.k, c.sub, c.t, c.w));
+        const batched = new VersionBounds(ht(2), buckets, HT_UNKNOWN);
+        const single = new VersionBounds(ht(2), buckets, HT_UNKNOWN);
+        const extra = (o: KvOp[], n: number): KvOp[] => o.slice(n);
+        const b = [...ops];
+        batched.prepare(b);
+        const singles: KvOp[] = [];
+        for (const o of ops) {
+          const one = [o];
+          single.prepare(one);
+          singles.push(...extra(one, 1));
+        }
+        for (let k = 0; k <= 7; k++) expect(batched.bound(encodeRowDocKey(key(k)))).toBe(single.bound(encodeRowDocKey(key(k))));
+        expect(batched.stats()).toEqual(single.stats());
+        // The batch carries the final maximum / minimum once each; one by one, the last of each is the same.
+        const last = (xs: KvOp[], k: Buffer): KvOp | undefined => xs.filter((o) => o.type === 'put' && Buffer.compare(Buffer.from(o.key), k) === 0).at(-1);
+        for (const k of [MAX_VERSION_HT_KEY, MIN_VERSION_HT_KEY]) expect(last(extra(b, ops.length), k)).toEqual(last(singles, k));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
   it('version bounds: the oldest version time is none (above every time) until the first write, falls with older versions only, and persists across reopen', async () => {
     const put = (k: number, t: number): KvOp => ({ type: 'put', key: versionKey(subDocKey(encodeRowDocKey(key(k)), { kind: 'row' }), ht(t), 0), value: Buffer.from([1]) });
     const b = new VersionBounds(0n, VERSION_BOUND_BUCKETS, HT_UNKNOWN);
