@@ -24,11 +24,11 @@ import type { HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
 import type { ApplyProgress, OpId } from './doc-db-api';
 import type { IntentsDb } from './intents-db';
-import { chunkOf, isStrongIntent, isStrongWrite, type CachedRecord } from './intents-db';
+import { chunkOf, intentSubKey, isStrongIntent, isStrongWrite, type CachedRecord } from './intents-db';
 import type { KvEngine, KvOp } from './kv-engine';
 import { OP_ID_ZERO, opIdMax } from './frontier';
 import type { RegularDb } from './regular-db';
-import { parseIntentKeyToSubKey, splitIntentValue, versionKey } from './storage-keys';
+import { splitIntentValue, versionKey } from './storage-keys';
 import { applyGroupKey, applyStateKey, encodeApplyGroup, encodeApplyState, txnKey, type ApplyState } from './txn-records';
 
 export interface ApplyHooks {
@@ -51,7 +51,7 @@ const yieldToLoop = (): Promise<void> => new Promise((r) => setImmediate(r));
 function moveRecords(
   txnId: TxnId,
   commitHt: HybridTime,
-  records: ReadonlyArray<{ intentKey: Buffer; reverseKey: Buffer }>,
+  records: ReadonlyArray<{ intentKey: Buffer; reverseKey: Buffer; subKeyLen?: number; typeset?: number }>,
   values: ReadonlyArray<Uint8Array | undefined>,
   rops: KvOp[],
   iops: KvOp[],
@@ -61,7 +61,7 @@ function moveRecords(
     const e = records[i]!;
     const raw = values[i];
     assert(raw !== undefined, `reverse index of ${txnId} points at a missing intent`);
-    const { subKey, typeset } = parseIntentKeyToSubKey(e.intentKey);
+    const { subKey, typeset } = intentSubKey(e);
     if (isStrongWrite(typeset)) {
       // The value moves as encoded: an intent holds it in RegularDB's own format.
       const v = splitIntentValue(raw);
@@ -83,10 +83,10 @@ function moveWholeTxn(intents: IntentsDb, txnId: TxnId, commitHt: HybridTime, re
   const strong = moveRecords(txnId, commitHt, records, records.map((r) => r.value), rops, iops);
   for (const o of chunkOf(records, records.length, false).reverseOps) iops.push(o);
   if (intents.hasMetaKey(txnId)) iops.push({ type: 'del', key: txnKey(txnId) });
-  const intentKeys = records.map((r) => r.intentKey);
+  const recs = records.slice();
   return () => {
     intents.intentCount -= strong;
-    intents.noteDeleted(txnId, true, intentKeys);
+    intents.noteDeleted(txnId, true, recs);
   };
 }
 
@@ -143,7 +143,7 @@ export async function applyIntents(
     if (last && intents.hasMetaKey(txnId)) iops.push({ type: 'del', key: txnKey(txnId) });
     await intents.db.write(iops, opId);
     intents.intentCount -= strong;
-    intents.noteDeleted(txnId, last, mine.map((e) => e.intentKey));
+    intents.noteDeleted(txnId, last, mine);
     if (cached && !last) (cached as CachedRecord[]).splice(0, mine.length);
     if (last) {
       await regular.db.write([{ type: 'del', key: stateKey }], opId);
@@ -394,7 +394,7 @@ export async function removeIntents(intents: IntentsDb, txnId: TxnId, opId: OpId
     const ops: KvOp[] = [];
     let strong = 0;
     for (const e of entries) {
-      const { typeset } = parseIntentKeyToSubKey(e.intentKey);
+      const { typeset } = intentSubKey(e);
       if (isStrongIntent(typeset)) strong++;
       ops.push({ type: 'del', key: e.intentKey });
     }
@@ -403,7 +403,7 @@ export async function removeIntents(intents: IntentsDb, txnId: TxnId, opId: OpId
     if (last && (intents.hasMetaKey(txnId) || !live)) ops.push({ type: 'del', key: txnKey(txnId) });
     await intents.db.write(ops, opId);
     if (live) intents.intentCount -= strong;
-    intents.noteDeleted(txnId, last, entries.map((e) => e.intentKey));
+    intents.noteDeleted(txnId, last, entries);
     if (cached && !last) (cached as CachedRecord[]).splice(0, entries.length);
     if (last) return;
     await yieldToLoop();
