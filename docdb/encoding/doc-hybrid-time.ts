@@ -77,8 +77,31 @@ function docHtSuffix(ht: HybridTime, writeId: number): Buffer {
   return (cachedSuffixes[writeId] ??= encodeSuffix(ht, writeId));
 }
 
+/** Write ids whose ordered varint (writeId * 8 + 1) is one byte: the suffix is '#' + 8 + 1 bytes. */
+const ONE_BYTE_WRITE_IDS = 16;
+/** '#' + the complemented u64 of the two newest hybrid times (an intent write and an apply interleave two). */
+const htPrefixes: Array<{ ht: HybridTime; prefix: Buffer }> = [];
+
+function htPrefix(ht: HybridTime): Buffer {
+  for (const p of htPrefixes) if (p.ht === ht) return p.prefix;
+  const prefix = encodeSuffix(ht, 0).subarray(0, 9); // checks the range of ht
+  if (htPrefixes.length >= 2) htPrefixes.shift();
+  htPrefixes.push({ ht, prefix });
+  return prefix;
+}
+
 /** `keyWithoutTime` + '#' + DocHybridTime. */
 export function appendDocHybridTime(keyWithoutTime: Uint8Array, ht: HybridTime, writeId: number): Buffer {
+  if (Number.isInteger(writeId) && writeId >= 0 && writeId < ONE_BYTE_WRITE_IDS) {
+    // Every key of a batch shares the time, and the write id is one varint byte (L = 1): the
+    // time's 9 bytes are copied, the last byte is the complemented varint (see the layout above).
+    const n = keyWithoutTime.length;
+    const out = Buffer.allocUnsafe(n + 10);
+    out.set(keyWithoutTime, 0);
+    out.set(htPrefix(ht), n);
+    out[n + 9] = ~(writeId * 8 + 1) & 0xff;
+    return out;
+  }
   const suffix = docHtSuffix(ht, writeId);
   const out = Buffer.allocUnsafe(keyWithoutTime.length + suffix.length);
   out.set(keyWithoutTime, 0);
