@@ -14,19 +14,22 @@
  * APPLY entry's Raft round (applyNowOps) — may defer steps 2 and 3 (DeferredCleanup): their versions
  * are written without a sync, and their intent deletes wait until one RegularDB sync covers many
  * applies; the apply-state deletes follow the intent deletes. Nothing reads the lingering intents as
- * pending meanwhile: in memory they are gone at once (see applyIntentsMany).
+ * pending meanwhile: in memory they are gone at once (see applyIntentsMany). The transactions applied
+ * inside one batch share ONE apply-group record in it instead of an apply state each (applyGroupOps):
+ * a restart turns the record's transactions whose intents are still on disk back into apply states
+ * and resumes them (DocDb.open, resumeApplies).
  */
 import { assert } from '../common/assert';
 import type { HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
 import type { ApplyProgress, OpId } from './doc-db-api';
 import type { IntentsDb } from './intents-db';
-import { chunkOf, isStrongIntent, isStrongWrite, type CachedRecord } from './intents-db';
+import { chunkOf, intentSubKey, isStrongIntent, isStrongWrite, type CachedRecord } from './intents-db';
 import type { KvEngine, KvOp } from './kv-engine';
 import { OP_ID_ZERO, opIdMax } from './frontier';
 import type { RegularDb } from './regular-db';
-import { parseIntentKeyToSubKey, splitIntentValue, versionKey } from './storage-keys';
-import { applyStateKey, encodeApplyState, txnKey, type ApplyState } from './txn-records';
+import { splitIntentValue, versionKey } from './storage-keys';
+import { applyGroupKey, applyStateKey, encodeApplyGroup, encodeApplyState, txnKey, type ApplyState } from './txn-records';
 
 export interface ApplyHooks {
   /** Called after each chunk is durable in both databases (tests, fault injection). */
@@ -48,7 +51,7 @@ const yieldToLoop = (): Promise<void> => new Promise((r) => setImmediate(r));
 function moveRecords(
   txnId: TxnId,
   commitHt: HybridTime,
-  records: ReadonlyArray<{ intentKey: Buffer; reverseKey: Buffer }>,
+  records: ReadonlyArray<{ intentKey: Buffer; reverseKey: Buffer; subKeyLen?: number; typeset?: number }>,
   values: ReadonlyArray<Uint8Array | undefined>,
   rops: KvOp[],
   iops: KvOp[],
@@ -58,7 +61,7 @@ function moveRecords(
     const e = records[i]!;
     const raw = values[i];
     assert(raw !== undefined, `reverse index of ${txnId} points at a missing intent`);
-    const { subKey, typeset } = parseIntentKeyToSubKey(e.intentKey);
+    const { subKey, typeset } = intentSubKey(e);
     if (isStrongWrite(typeset)) {
       // The value moves as encoded: an intent holds it in RegularDB's own format.
       const v = splitIntentValue(raw);
@@ -80,10 +83,10 @@ function moveWholeTxn(intents: IntentsDb, txnId: TxnId, commitHt: HybridTime, re
   const strong = moveRecords(txnId, commitHt, records, records.map((r) => r.value), rops, iops);
   for (const o of chunkOf(records, records.length, false).reverseOps) iops.push(o);
   if (intents.hasMetaKey(txnId)) iops.push({ type: 'del', key: txnKey(txnId) });
-  const intentKeys = records.map((r) => r.intentKey);
+  const recs = records.slice();
   return () => {
     intents.intentCount -= strong;
-    intents.noteDeleted(txnId, true, intentKeys);
+    intents.noteDeleted(txnId, true, recs);
   };
 }
 
@@ -140,7 +143,7 @@ export async function applyIntents(
     if (last && intents.hasMetaKey(txnId)) iops.push({ type: 'del', key: txnKey(txnId) });
     await intents.db.write(iops, opId);
     intents.intentCount -= strong;
-    intents.noteDeleted(txnId, last, mine.map((e) => e.intentKey));
+    intents.noteDeleted(txnId, last, mine);
     if (cached && !last) (cached as CachedRecord[]).splice(0, mine.length);
     if (last) {
       await regular.db.write([{ type: 'del', key: stateKey }], opId);
@@ -166,15 +169,18 @@ export class DeferredCleanup {
   private ops: KvOp[] = [];
   private opId: OpId = OP_ID_ZERO;
   private txnIds: TxnId[] = [];
+  /** RegularDB records (apply states, apply-group records) to delete once the intent deletes are written. */
+  private afterKeys: Buffer[] = [];
   private firstAtMs = 0;
   /** Applied transactions whose intents are still on disk (waiting, or being deleted) → commit time. */
   private readonly applied = new Map<TxnId, HybridTime>();
   /** Transactions whose clean-up waits. */
   txns = 0;
 
-  add(txns: ReadonlyArray<{ txnId: TxnId; commitHt: HybridTime }>, iops: readonly KvOp[], opId: OpId, nowMs: number): void {
+  add(txns: ReadonlyArray<{ txnId: TxnId; commitHt: HybridTime }>, iops: readonly KvOp[], opId: OpId, nowMs: number, afterKeys: readonly Buffer[]): void {
     if (this.txns === 0) this.firstAtMs = nowMs;
     for (const o of iops) this.ops.push(o);
+    for (const k of afterKeys) this.afterKeys.push(k);
     for (const t of txns) {
       this.txnIds.push(t.txnId);
       this.applied.set(t.txnId, t.commitHt);
@@ -194,12 +200,13 @@ export class DeferredCleanup {
   }
 
   /** Everything waiting, handed to the caller (which must write it: flushDeferredCleanup). */
-  take(): { ops: KvOp[]; opId: OpId; txnIds: TxnId[] } | undefined {
+  take(): { ops: KvOp[]; opId: OpId; txnIds: TxnId[]; afterKeys: Buffer[] } | undefined {
     if (this.txns === 0) return undefined;
-    const t = { ops: this.ops, opId: this.opId, txnIds: this.txnIds };
+    const t = { ops: this.ops, opId: this.opId, txnIds: this.txnIds, afterKeys: this.afterKeys };
     this.ops = [];
     this.opId = OP_ID_ZERO;
     this.txnIds = [];
+    this.afterKeys = [];
     this.txns = 0;
     return t;
   }
@@ -212,7 +219,8 @@ export class DeferredCleanup {
 
 /**
  * Write the waiting clean-ups: one RegularDB sync (shared with any other running), the intent
- * deletes as one IntentsDB batch, then the apply-state deletes as riders of the next RegularDB write.
+ * deletes as one IntentsDB batch, then the apply-state and apply-group deletes as riders of the next
+ * RegularDB write.
  */
 export async function flushDeferredCleanup(regular: RegularDb, intents: IntentsDb, d: DeferredCleanup): Promise<void> {
   const t = d.take();
@@ -220,7 +228,7 @@ export async function flushDeferredCleanup(regular: RegularDb, intents: IntentsD
   await regular.db.syncBarrier();
   await intents.db.write(t.ops, t.opId);
   d.deleted(t.txnIds);
-  regular.db.addRiders(t.txnIds.map((id) => ({ type: 'del' as const, key: applyStateKey(id) })));
+  regular.db.addRiders(t.afterKeys.map((key) => ({ type: 'del' as const, key })));
 }
 
 /**
@@ -275,29 +283,34 @@ export async function applyIntentsMany(
       regular.deleteApplyState(g.txnId);
     });
     if (deferred === undefined) regular.db.addRiders(group.map((g) => ({ type: 'del' as const, key: applyStateKey(g.txnId) })));
-    else deferred.add(group, iops, opId, performance.now());
+    else deferred.add(group, iops, opId, performance.now(), group.map((g) => applyStateKey(g.txnId)));
     for (const g of group) await hooks.afterApplyChunk?.(g.txnId, g.records.length);
   }
   for (const it of rest) await one(it.txnId, it.commitHt, it.opId);
 }
 
+/** A small transaction applied inside another RegularDB batch (applyNowOps). */
+export interface InPlaceApply {
+  txnId: TxnId;
+  commitHt: HybridTime;
+  opId: OpId;
+  /** Its versions: into the batch. */
+  ops: KvOp[];
+  /** Its intent, reverse-entry and metadata deletes: deferred (DeferredCleanup). */
+  iops: KvOp[];
+  /** Drops it from IntentsDB's in-memory view; call after the batch is written. */
+  forget: () => void;
+}
+
 /**
  * The writes that apply a small committed transaction inside another RegularDB batch (the one of the
  * Raft round that carries its APPLY entry), instead of marking it pending for a later apply: its
- * versions and its apply state, which stays on disk until the deferred intent deletes are written
- * (see DeferredCleanup: a restart in between resumes the apply). Undefined when the transaction is
- * already marked, has nothing to apply, or its records are not all in memory or exceed one chunk —
- * then mark it (applyPendingOps). Call `done` after the batch is written.
+ * versions. The batch also carries the apply-group record of all such transactions (applyGroupOps),
+ * which stays on disk until their deferred intent deletes are written (a restart in between resumes
+ * their applies). Undefined when the transaction is already marked, has nothing to apply, or its
+ * records are not all in memory or exceed one chunk — then mark it (applyPendingOps).
  */
-export function applyNowOps(
-  regular: RegularDb,
-  intents: IntentsDb,
-  txnId: TxnId,
-  commitHt: HybridTime,
-  opId: OpId,
-  chunkRecordsMax: number,
-  deferred: DeferredCleanup,
-): { ops: KvOp[]; done: () => void } | undefined {
+export function applyNowOps(regular: RegularDb, intents: IntentsDb, txnId: TxnId, commitHt: HybridTime, opId: OpId, chunkRecordsMax: number): InPlaceApply | undefined {
   if (regular.applyState(txnId) !== undefined) return undefined;
   const stored = intents.storedMeta(txnId);
   const records = intents.cachedRecords(txnId);
@@ -305,12 +318,28 @@ export function applyNowOps(
   const ops: KvOp[] = [];
   const iops: KvOp[] = [];
   const forget = moveWholeTxn(intents, txnId, commitHt, records, ops, iops);
-  ops.push({ type: 'put', key: applyStateKey(txnId), value: encodeApplyState({ meta: stored.meta, commitHt, opId, recordsApplied: records.length }) });
+  return { txnId, commitHt, opId, ops, iops, forget };
+}
+
+/**
+ * The apply-group record of the in-place applies of one RegularDB batch (write it in that batch)
+ * and `done`, to call after the batch is written: it drops them from IntentsDB's in-memory view and
+ * hands their intent deletes, and the record's own delete after those, to `deferred`.
+ */
+export function applyGroupOps(items: readonly InPlaceApply[], seq: number, deferred: DeferredCleanup): { op: KvOp; done: () => void } {
+  assert(items.length > 0, 'an apply group needs a transaction');
+  let opId: OpId = OP_ID_ZERO;
+  for (const i of items) opId = opIdMax(opId, i.opId);
+  const key = applyGroupKey(opId.index, seq);
   return {
-    ops,
+    op: { type: 'put', key, value: encodeApplyGroup(items) },
     done: () => {
-      forget();
-      deferred.add([{ txnId, commitHt }], iops, opId, performance.now());
+      const iops: KvOp[] = [];
+      for (const i of items) {
+        i.forget();
+        for (const o of i.iops) iops.push(o);
+      }
+      deferred.add(items, iops, opId, performance.now(), [key]);
     },
   };
 }
@@ -365,7 +394,7 @@ export async function removeIntents(intents: IntentsDb, txnId: TxnId, opId: OpId
     const ops: KvOp[] = [];
     let strong = 0;
     for (const e of entries) {
-      const { typeset } = parseIntentKeyToSubKey(e.intentKey);
+      const { typeset } = intentSubKey(e);
       if (isStrongIntent(typeset)) strong++;
       ops.push({ type: 'del', key: e.intentKey });
     }
@@ -374,7 +403,7 @@ export async function removeIntents(intents: IntentsDb, txnId: TxnId, opId: OpId
     if (last && (intents.hasMetaKey(txnId) || !live)) ops.push({ type: 'del', key: txnKey(txnId) });
     await intents.db.write(ops, opId);
     if (live) intents.intentCount -= strong;
-    intents.noteDeleted(txnId, last, entries.map((e) => e.intentKey));
+    intents.noteDeleted(txnId, last, entries);
     if (cached && !last) (cached as CachedRecord[]).splice(0, entries.length);
     if (last) return;
     await yieldToLoop();

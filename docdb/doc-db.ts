@@ -10,7 +10,7 @@ import { DbError, ErrorCode } from '../common/errors';
 import { Flags } from '../common/flags';
 import { htAddMicros, type HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
-import { applyIntents, applyIntentsMany, applyNowOps, applyPendingOps, DeferredCleanup, flushDeferredCleanup, markApplyPending, removeIntents, type ApplyHooks } from './apply';
+import { applyGroupOps, applyIntents, applyIntentsMany, applyNowOps, applyPendingOps, DeferredCleanup, flushDeferredCleanup, markApplyPending, removeIntents, type ApplyHooks, type InPlaceApply } from './apply';
 import { OP_ID_ZERO, opIdMax } from './frontier';
 import { findConflicts } from './conflict';
 import type {
@@ -106,7 +106,25 @@ export class DocDb implements DocDbApi {
   static async open(deps: DocDbDeps, options: DocDbOptions = {}): Promise<DocDb> {
     const regular = await RegularDb.open(await FrontierDb.open(deps.regular), { versionBounds: options.versionBounds });
     const intents = await IntentsDb.open(await FrontierDb.open(deps.intents), { indexBytesMax: options.intentIndexBytesMax });
-    return new DocDb(regular, intents, deps.flags ?? new Flags(), options);
+    const d = new DocDb(regular, intents, deps.flags ?? new Flags(), options);
+    d.adoptApplyGroups();
+    return d;
+  }
+
+  /**
+   * Apply-group records found at open (a crash came before their deferred intent deletes): each
+   * transaction of theirs whose intents are still on disk becomes an unfinished apply again, as
+   * if it had an apply state (in memory: resumeApplies finishes it, then deletes the records).
+   */
+  private adoptApplyGroups(): void {
+    for (const g of this.regularDb.storedApplyGroups) {
+      this.applyGroupSeq = Math.max(this.applyGroupSeq, Number(g.key.readBigUInt64BE(9)) + 1);
+      for (const e of g.entries) {
+        const stored = this.intentsDb.storedMeta(e.txnId);
+        if (stored === undefined || this.regularDb.applyState(e.txnId) !== undefined) continue;
+        this.regularDb.setApplyState({ meta: stored.meta, commitHt: e.commitHt, opId: e.opId, recordsApplied: 0 });
+      }
+    }
   }
 
   /**
@@ -156,21 +174,37 @@ export class DocDb implements DocDbApi {
     return this.txnLocks.runMany(marks.map((m) => m.txnId), async () => {
       const extra: KvOp[] = [];
       const done: Array<() => void> = [];
+      const inPlace: InPlaceApply[] = [];
       let opId: OpId = OP_ID_ZERO;
       const out = marks.map((m): ApplyMark => {
-        const now = deferred ? applyNowOps(this.regularDb, this.intentsDb, m.txnId, m.commitHt, m.opId, Math.min(chunk, APPLY_IN_BATCH_RECORDS_MAX), deferred) : undefined;
-        const w = now ?? applyPendingOps(this.regularDb, this.intentsDb, m.txnId, m.commitHt, m.opId);
+        const now = deferred ? applyNowOps(this.regularDb, this.intentsDb, m.txnId, m.commitHt, m.opId, Math.min(chunk, APPLY_IN_BATCH_RECORDS_MAX)) : undefined;
+        if (now) {
+          opId = opIdMax(opId, m.opId);
+          for (const o of now.ops) extra.push(o);
+          inPlace.push(now);
+          return 'applied';
+        }
+        const w = applyPendingOps(this.regularDb, this.intentsDb, m.txnId, m.commitHt, m.opId);
         if (w === undefined) return 'none';
         for (const o of w.ops) extra.push(o);
         done.push(w.done);
         opId = opIdMax(opId, m.opId);
-        return now ? 'applied' : 'pending';
+        return 'pending';
       });
+      if (inPlace.length > 0 && deferred) {
+        // One apply-group record for the batch's in-place applies, not an apply state each (apply.ts).
+        const g = applyGroupOps(inPlace, this.applyGroupSeq++, deferred);
+        extra.push(g.op);
+        done.push(g.done);
+      }
       await this.regularDb.writeRowsMany(batches, { ops: extra, opId });
       for (const d of done) d();
       return out;
     });
   }
+
+  /** Keeps apply-group record keys of one op id apart (txn-records.ts applyGroupKey). */
+  private applyGroupSeq = 0;
 
   writeIntents(txn: TxnMeta, ops: readonly RowOp[], ht: HybridTime, opId: OpId, reads?: ReadLocks): Promise<void> {
     return this.txnLocks.run(txn.txnId, () => this.intentsDb.writeIntents(txn, ops, ht, opId, reads));
@@ -324,6 +358,11 @@ export class DocDb implements DocDbApi {
   async resumeApplies(): Promise<number> {
     const states = await this.applyStates();
     for (const s of states) await this.applyIntents(s.meta.txnId, s.commitHt, s.opId);
+    // Every transaction of the apply-group records found at open is applied now: the records go.
+    const groups = this.regularDb.storedApplyGroups;
+    if (groups.some((g) => g.entries.some((e) => this.regularDb.applyState(e.txnId) !== undefined))) return states.length; // more than one listing: the next restart goes on
+    const done = groups.splice(0);
+    if (done.length > 0) await this.regularDb.db.write(done.map((g) => ({ type: 'del' as const, key: g.key })), this.regularDb.db.frontier);
     return states.length;
   }
 

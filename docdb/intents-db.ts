@@ -69,6 +69,19 @@ export interface CachedRecord {
   intentKey: Buffer;
   reverseKey: Buffer;
   value: Buffer;
+  /**
+   * Known when the record was written by this process: the length of the intent key's SubDocKey
+   * prefix and its intent type set, so apply and the index need not parse the key again
+   * (intentSubKey).
+   */
+  subKeyLen?: number;
+  typeset?: number;
+}
+
+/** The SubDocKey (a view into the intent key) and type set of a record's intent. */
+export function intentSubKey(r: { intentKey: Buffer; subKeyLen?: number; typeset?: number }): { subKey: Buffer; typeset: number } {
+  if (r.subKeyLen !== undefined && r.typeset !== undefined) return { subKey: r.intentKey.subarray(0, r.subKeyLen), typeset: r.typeset };
+  return parseIntentKeyToSubKey(r.intentKey);
 }
 
 /**
@@ -311,8 +324,8 @@ export class IntentsDb {
   }
 
   /** apply.ts deleted some of the txn's records (and, when `metaDeleted`, its metadata) durably. */
-  noteDeleted(txnId: TxnId, metaDeleted: boolean, intentKeys: readonly Buffer[]): void {
-    this.indexRemove(intentKeys);
+  noteDeleted(txnId: TxnId, metaDeleted: boolean, records: ReadonlyArray<{ intentKey: Buffer; subKeyLen?: number; typeset?: number }>): void {
+    this.indexRemove(records);
     if (metaDeleted) {
       const t = this.txns.get(txnId);
       if (t) this.cachedBytes -= t.bytes;
@@ -354,7 +367,7 @@ export class IntentsDb {
       entry.stored = t.stored;
       entry.metaKey ||= t.metaKey;
       if (entry.records && this.cachedBytes + t.bytes <= RECORD_CACHE_BYTES_MAX) {
-        for (const r of t.recs) entry.records.push({ intentKey: r.intentKey, reverseKey: r.reverseKey, value: r.value });
+        for (const r of t.recs) entry.records.push({ intentKey: r.intentKey, reverseKey: r.reverseKey, value: r.value, subKeyLen: r.subKey.length, typeset: r.typeset });
         entry.bytes += t.bytes;
         this.cachedBytes += t.bytes;
       } else if (entry.records) {
@@ -420,14 +433,16 @@ export class IntentsDb {
     }
   }
 
-  private indexRemove(intentKeys: readonly Buffer[]): void {
+  private indexRemove(records: ReadonlyArray<{ intentKey: Buffer; subKeyLen?: number; typeset?: number }>): void {
     if (!this.indexComplete) return;
-    for (const key of intentKeys) {
-      const { subKey } = parseIntentKeyToSubKey(key);
-      const k = subKey.toString('latin1');
+    for (const r of records) {
+      const key = r.intentKey;
+      const k = r.subKeyLen !== undefined ? key.toString('latin1', 0, r.subKeyLen) : parseIntentKeyToSubKey(key).subKey.toString('latin1');
       const l = this.bySubKey.get(k);
       if (l === undefined) continue;
-      const i = l.findIndex((e) => e.key.equals(key));
+      // The index holds the very Buffer the record was written with (noteWritten), unless loaded at open.
+      let i = l.findIndex((e) => e.key === key);
+      if (i < 0) i = l.findIndex((e) => e.key.equals(key));
       if (i < 0) continue;
       l.splice(i, 1);
       this.indexBytes -= INDEX_ENTRY_OVERHEAD_BYTES + key.length;

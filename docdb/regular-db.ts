@@ -6,7 +6,7 @@
 import { assert } from '../common/assert';
 import type { HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
-import { APPLY_STATE_PREFIX, decodeApplyState, prefixEnd, type ApplyState } from './txn-records';
+import { APPLY_GROUP_PREFIX, APPLY_STATE_PREFIX, decodeApplyGroup, decodeApplyState, prefixEnd, type ApplyGroupEntry, type ApplyState } from './txn-records';
 import type { KvOp } from './kv-engine';
 import type { OpId, RowOp } from './doc-db-api';
 import { alreadyHolds, opIdMax } from './frontier';
@@ -128,12 +128,16 @@ export class RegularDb {
       r.bounds = bounds;
       db.prepareWrite = (ops) => bounds.prepare(ops);
     }
-    const p = Buffer.from([APPLY_STATE_PREFIX]);
-    const it = db.engine.iterator({ gte: p, lt: prefixEnd(p) });
+    // Apply states (prefix 7) and apply-group records (prefix 8) are adjacent: one walk reads both.
+    const it = db.engine.iterator({ gte: Buffer.from([APPLY_STATE_PREFIX]), lt: prefixEnd(Buffer.from([APPLY_GROUP_PREFIX])) });
     try {
       for (;;) {
         const e = await it.next();
         if (e === undefined) break;
+        if (e[0][0] === APPLY_GROUP_PREFIX) {
+          r.storedApplyGroups.push({ key: Buffer.from(e[0]), entries: decodeApplyGroup(e[1]) });
+          continue;
+        }
         const st = decodeApplyState(e[1]);
         r.applyStates.set(st.meta.txnId, st);
       }
@@ -142,6 +146,13 @@ export class RegularDb {
     }
     return r;
   }
+
+  /**
+   * Apply-group records found at open (txn-records.ts applyGroupKey): batches whose in-place applies
+   * may still have intents on disk. The owner turns them into apply states (DocDb.open) and deletes
+   * them once those applies are finished (resumeApplies).
+   */
+  readonly storedApplyGroups: Array<{ key: Buffer; entries: ApplyGroupEntry[] }> = [];
 
   applyState(txnId: TxnId): ApplyState | undefined {
     return this.applyStates.get(txnId);

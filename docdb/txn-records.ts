@@ -11,6 +11,8 @@ import { Isolation, type OpId, type TxnMeta } from './doc-db-api';
 
 export const TXN_PREFIX = 0x78; // 'x'
 export const APPLY_STATE_PREFIX = 0x07;
+/** RegularDB: one record per batch that applied small transactions in place (applyNowOps). */
+export const APPLY_GROUP_PREFIX = 0x08;
 
 /** `prefix` + the txn id, length-prefixed so no txn id key is a prefix of another's (the reverse index extends it). */
 function prefixedTxnId(prefix: number, txnId: TxnId): Buffer {
@@ -38,6 +40,48 @@ export function decodeTxnKey(key: Uint8Array): { txnId: TxnId; end: number } {
 
 export function applyStateKey(txnId: TxnId): Buffer {
   return prefixedTxnId(APPLY_STATE_PREFIX, txnId);
+}
+
+/**
+ * The apply-group record of one RegularDB batch that applied small transactions in place (their
+ * versions in that batch): which transactions, at which commit time and op id. It stands in for a
+ * per-transaction apply state while their intent deletes wait (DeferredCleanup in apply.ts) — one
+ * put and one delete per batch instead of per transaction. `seq` keeps two batches of one op id
+ * (a replay) from sharing a key.
+ */
+export function applyGroupKey(index: number, seq: number): Buffer {
+  assert(Number.isSafeInteger(index) && index >= 0 && Number.isSafeInteger(seq) && seq >= 0, 'apply group key numbers must be non-negative integers');
+  const b = Buffer.allocUnsafe(17);
+  b[0] = APPLY_GROUP_PREFIX;
+  b.writeBigUInt64BE(BigInt(index), 1);
+  b.writeBigUInt64BE(BigInt(seq), 9);
+  return b;
+}
+
+export interface ApplyGroupEntry {
+  txnId: TxnId;
+  commitHt: HybridTime;
+  opId: OpId;
+}
+
+export function encodeApplyGroup(entries: readonly ApplyGroupEntry[]): Buffer {
+  assert(entries.length > 0, 'empty apply group');
+  const parts = entries.map((e) => {
+    assert(Number.isSafeInteger(e.opId.term) && Number.isSafeInteger(e.opId.index), 'apply group op id must be integers');
+    return `[${JSON.stringify(e.txnId)},"${e.commitHt.toString()}",${e.opId.term},${e.opId.index}]`;
+  });
+  return Buffer.from(`[${parts.join(',')}]`, 'utf8');
+}
+
+export function decodeApplyGroup(b: Uint8Array): ApplyGroupEntry[] {
+  const v: unknown = JSON.parse(Buffer.from(b).toString('utf8'));
+  assert(Array.isArray(v) && v.length > 0, 'apply group record is not a non-empty array');
+  return v.map((e: unknown) => {
+    assert(Array.isArray(e) && e.length === 4, 'apply group entry must have 4 fields');
+    const [id, ht, term, index] = e as unknown[];
+    assert(typeof id === 'string' && typeof ht === 'string' && Number.isSafeInteger(term) && Number.isSafeInteger(index), 'bad apply group entry');
+    return { txnId: TxnId(id), commitHt: BigInt(ht), opId: { term: term as number, index: index as number } };
+  });
 }
 
 /** Persisted metadata: TxnMeta plus the next intra-transaction write id (unique across batches). */
@@ -71,10 +115,6 @@ function num(o: Record<string, unknown>, k: string): number {
   return v;
 }
 
-function metaToJson(m: TxnMeta): Record<string, unknown> {
-  return { txnId: m.txnId, statusTablet: m.statusTablet, isolation: m.isolation, priority: m.priority, startHt: m.startHt.toString() };
-}
-
 /**
  * JSON text of a TxnMeta, kept per transaction id: every intent batch and apply of a transaction
  * re-encodes the same metadata, each time from a TxnMeta object of its own (decoded from the Raft
@@ -85,7 +125,10 @@ const META_JSON_CACHE_MAX = 4096;
 function metaJson(m: TxnMeta): string {
   const c = metaJsonCache.get(m.txnId);
   if (c !== undefined && (c.m === m || (c.m.startHt === m.startHt && c.m.priority === m.priority && c.m.statusTablet === m.statusTablet && c.m.isolation === m.isolation))) return c.json;
-  const json = JSON.stringify(metaToJson(m));
+  // The text JSON.stringify gives for { txnId, statusTablet, isolation, priority, startHt: string }, without building the object (a transaction of one
+  // batch misses the cache every time): strings quoted by JSON.stringify, the rest plain.
+  assert(Number.isFinite(m.priority) && (m.isolation === Isolation.SNAPSHOT || m.isolation === Isolation.SERIALIZABLE), 'txn meta priority and isolation');
+  const json = `{"txnId":${JSON.stringify(m.txnId)},"statusTablet":${JSON.stringify(m.statusTablet)},"isolation":"${m.isolation}","priority":${JSON.stringify(m.priority)},"startHt":"${m.startHt.toString()}"}`;
   if (metaJsonCache.size >= META_JSON_CACHE_MAX) metaJsonCache.clear();
   metaJsonCache.set(m.txnId, { m, json });
   return json;

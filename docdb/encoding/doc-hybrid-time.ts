@@ -62,20 +62,22 @@ function encodeSuffix(ht: HybridTime, writeId: number): Buffer {
 const SUFFIX_CACHE_WRITE_IDS = 64;
 /** Per write id below SUFFIX_CACHE_WRITE_IDS: the complemented varint that ends its DocHybridTime. */
 const writeIdTails: Array<Buffer | undefined> = [];
-/** '#' + the complemented u64 of the newest hybrid time encoded (every cell of a batch shares it). */
-let prefixHt: HybridTime | undefined;
-let htPrefix: Buffer = Buffer.alloc(0);
+/**
+ * '#' + the complemented u64 of the two newest hybrid times encoded (every cell of a batch shares
+ * its time; an intent write and an apply interleave two).
+ */
+const htPrefixes: Array<{ ht: HybridTime; prefix: Buffer }> = [];
 
-/** '#' + the 8 complemented bytes of `ht`, kept for the newest time. */
+/** '#' + the 8 complemented bytes of `ht`, kept for the two newest times. */
 function hashAndTime(ht: HybridTime): Buffer {
-  if (ht === prefixHt) return htPrefix;
+  for (let i = 0; i < htPrefixes.length; i++) if (htPrefixes[i]!.ht === ht) return htPrefixes[i]!.prefix;
   if (ht < 0n || ht > HT_MAX) throw new DbError(ErrorCode.INVALID_ARGUMENT, `hybrid time out of range: ${ht}`);
   const b = Buffer.allocUnsafe(9);
   b[0] = Tag.HYBRID_TIME;
   b.writeBigUInt64BE(ht, 1);
   for (let i = 1; i < 9; i++) b[i] = ~b[i]! & 0xff;
-  prefixHt = ht;
-  htPrefix = b;
+  if (htPrefixes.length >= 2) htPrefixes.shift();
+  htPrefixes.push({ ht, prefix: b });
   return b;
 }
 
