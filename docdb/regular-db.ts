@@ -3,16 +3,15 @@
  * descending DocHybridTime puts the newest version of each sub-key first. Meta keys (frontier, apply
  * states) use bytes below every DocKey.
  */
-import { assert } from '../common/assert';
 import type { HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
 import { APPLY_GROUP_PREFIX, APPLY_STATE_PREFIX, decodeApplyGroup, decodeApplyState, prefixEnd, type ApplyGroupEntry, type ApplyState } from './txn-records';
 import type { KvOp } from './kv-engine';
 import type { OpId, RowOp } from './doc-db-api';
 import { alreadyHolds, opIdMax } from './frontier';
+import { rowOpsToKv } from './row-kv';
 import type { FrontierDb } from './frontier-db';
-import { cellsOf } from './row-cells';
-import { decodeStored, docKeyLength, encodeStored, parseRegularKey, REGULAR_DATA_END, REGULAR_DATA_START, versionKey } from './storage-keys';
+import { decodeStored, docKeyLength, parseRegularKey, REGULAR_DATA_END, REGULAR_DATA_START } from './storage-keys';
 import type { StoredValue, SubKind } from './row-assembler';
 import { DbError, ErrorCode } from '../common/errors';
 import { decodeHt, encodeHt, HT_UNKNOWN, MAX_VERSION_HT_KEY, MIN_VERSION_HT_KEY, VERSION_BOUND_BUCKETS, VersionBounds } from './version-bounds';
@@ -27,8 +26,8 @@ export const HISTORY_FLOOR_KEY = Buffer.from([0x01, 0x43]); // "\x01C"
 /** Versions rowVersions() reads of one row at most (bounds memory). */
 const ROW_VERSIONS_MAX = 1_000_000;
 
-/** Largest intra-batch write id (the DocHybridTime field is 32-bit). */
-export const WRITE_ID_MAX = 0xffff_ffff;
+/** Largest intra-batch write id (the DocHybridTime field is 32-bit): docdb/row-kv.ts. */
+export { WRITE_ID_MAX } from './row-kv';
 
 export class RegularDb {
   /**
@@ -171,22 +170,9 @@ export class RegularDb {
     this.applyStates.delete(txnId);
   }
 
-  /** KvOps writing `ops` at `ht` with write ids from `firstWriteId` (in op order); returns them and the next id. */
+  /** KvOps writing `ops` at `ht` with write ids from `firstWriteId` (in op order); returns them and the next id (docdb/row-kv.ts). */
   static rowOpsToKv(ops: readonly RowOp[], ht: HybridTime, firstWriteId: number): { kv: KvOp[]; nextWriteId: number } {
-    const kv: KvOp[] = [];
-    let wid = firstWriteId;
-    for (const op of ops) {
-      for (const c of cellsOf(op)) {
-        if (c.at !== undefined) {
-          // A cell of a cells op: its own timestamp (or the batch's) and its reserved write id.
-          kv.push({ type: 'put', key: versionKey(c.subKey, c.at.ht ?? ht, c.at.writeId), value: encodeStored(c.value) });
-          continue;
-        }
-        assert(wid <= WRITE_ID_MAX, 'too many writes in one batch');
-        kv.push({ type: 'put', key: versionKey(c.subKey, ht, wid++), value: encodeStored(c.value) });
-      }
-    }
-    return { kv, nextWriteId: wid };
+    return rowOpsToKv(ops, ht, firstWriteId);
   }
 
   /** The single-tablet fast path; a replayed op (already below the frontier) is skipped. */

@@ -46,7 +46,7 @@ export function cellsOf(op: RowOp): Cell[] {
 }
 
 /** A column write's stored value; a string's UTF-8 bytes, when at hand, go along without decoding them. */
-function columnValue(c: ColumnWrite, ttl: number | undefined): StoredValue {
+export function columnValue(c: ColumnWrite, ttl: number | undefined): StoredValue {
   if (c.utf8 !== undefined) {
     const utf8 = c.utf8;
     // `value` stays a getter: whoever looks at it decodes (the column's own getter, cached there).

@@ -105,6 +105,13 @@ export function appendDocHybridTime(keyWithoutTime: Uint8Array, ht: HybridTime, 
   return out;
 }
 
+/** '#' + DocHybridTime written into `w` (appendDocHybridTime's bytes, without a buffer of their own). */
+export function writeDocHybridTimeSuffix(w: ByteWriter, ht: HybridTime, writeId: number): void {
+  if (!(writeId >= 0 && writeId < SUFFIX_CACHE_WRITE_IDS && Number.isInteger(writeId))) return w.bytes(encodeSuffix(ht, writeId));
+  w.bytes(hashAndTime(ht));
+  w.bytes((writeIdTails[writeId] ??= encodeDocHybridTime(0n, writeId).subarray(8)));
+}
+
 /**
  * The seek key for a read at `readHt`: sorts before every version of `keyWithoutTime` at or before
  * `readHt` and after every newer one.

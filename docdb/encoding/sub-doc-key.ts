@@ -26,7 +26,8 @@ export const COLUMN_ID_MAX = 0xffffffff;
 
 export type SubKey = number | 'liveness' | undefined;
 
-function writeSubKey(out: ByteWriter, column: SubKey): void {
+/** The column (or liveness) entry of a SubDocKey, after its DocKey. */
+export function writeSubKey(out: ByteWriter, column: SubKey): void {
   if (column === undefined) return;
   if (column === 'liveness') {
     out.u8(Tag.SYSTEM_COLUMN);
