@@ -96,6 +96,9 @@ export class Raft extends RaftState {
     if (this.term <= BOOTSTRAP_TERM || this.log.lastIndex() !== this.log.firstIndex() - 1) return false;
     this.role = Role.candidate; // becomeLeader's precondition: this term's votes are ours
     this.becomeLeader();
+    // The voters may still be building their copies: they count as active for the first check-quorum
+    // period (as a new member does), so the leader is not deposed before they can answer at all.
+    for (const pr of this.prs.values()) pr.recentActive = true;
     this.bcastAppend();
     return true;
   }

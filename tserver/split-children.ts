@@ -65,7 +65,7 @@ export interface ChildBuilt {
   /** Checkpoint (links) and its one open, shared by both children. */
   checkpointMs: number;
   recoverMs: number;
-  /** This child: its RegularDB clone (or copy), its log, its open; `led`: it leads the first term now. */
+  /** This child: its RegularDB clone (or copy) and meta.json, its log (written during the checkpoint), its open; `led`: it leads the first term now. */
   cloneMs: number;
   walMs: number;
   openMs: number;
@@ -103,6 +103,9 @@ export class SplitChildren {
     const source = checkpointSource(parentRegular);
     // Not a tablet directory (no meta.json): openAll removes one a crash left behind.
     const scratch = path.join(this.deps.tabletsDir, `${SPLIT_SCRATCH_PREFIX}${metas[0]!.tabletId}`);
+    // The children's logs do not depend on the data: written while the checkpoint is taken and opened.
+    const logs = metas.map((m) => this.prepareChild(m, o.leader));
+    for (const l of logs) l.catch(() => undefined); // awaited below; a failure must not go unhandled meanwhile
     try {
       const t0 = performance.now();
       const cp = source && this.deps.flags.get(SPLIT_HARD_LINKS) ? await source.checkpointTo(scratch) : undefined;
@@ -111,10 +114,12 @@ export class SplitChildren {
       if (cp) await this.recoverCheckpoint(scratch);
       const shared = { checkpointMs: Math.round(t1 - t0), recoverMs: Math.round(performance.now() - t1) };
       if (source && !cp) this.deps.log.warn({ attempts: 'all' }, 'split: no consistent checkpoint of the parent (RocksDB kept changing its files); copying rows');
-      // Both children at once: their RocksDB opens and log syncs overlap in the libuv pool.
-      const built = await Promise.all(metas.map((m) => this.createChild(m, parentRegular, cp ? scratch : undefined, o)));
+      const prepared = await Promise.all(logs);
+      // Both children at once: their log writes and opens overlap (RocksDB calls queue on the libuv pool).
+      const built = await Promise.all(metas.map((m, i) => this.createChild(m, parentRegular, cp ? scratch : undefined, o, prepared[i]!)));
       return built.map((b) => ({ ...b, ...shared }));
     } finally {
+      await Promise.allSettled(logs);
       fs.rmSync(scratch, { recursive: true, force: true });
       for (const m of metas) this.building.delete(m.tabletId);
     }
@@ -137,11 +142,21 @@ export class SplitChildren {
     }
   }
 
-  private async createChild(meta: TabletMeta, parentRegular: KvEngine, checkpoint: string | undefined, o: { leader?: string; campaign: boolean }): Promise<Omit<ChildBuilt, 'checkpointMs' | 'recoverMs'>> {
+  /** The child's directory afresh and its log (based at index 1, the first term's vote): what its data does not change. */
+  private async prepareChild(meta: TabletMeta, named: string | undefined): Promise<{ leader: string | undefined; walMs: number }> {
     const t0 = performance.now();
     const dir = path.join(this.deps.tabletsDir, meta.tabletId);
     fs.rmSync(dir, { recursive: true, force: true });
     makeDirs(dir);
+    const leader = named && meta.peers.some((p) => p.uuid === named && p.memberType === 'VOTER') ? named : undefined;
+    await this.baseChildLog(dir, meta, leader);
+    return { leader, walMs: Math.round(performance.now() - t0) };
+  }
+
+  private async createChild(meta: TabletMeta, parentRegular: KvEngine, checkpoint: string | undefined, o: { campaign: boolean }, prepared: { leader: string | undefined; walMs: number }): Promise<Omit<ChildBuilt, 'checkpointMs' | 'recoverMs'>> {
+    const t0 = performance.now();
+    const dir = path.join(this.deps.tabletsDir, meta.tabletId);
+    const { leader, walMs } = prepared;
     const regularDir = path.join(dir, 'regular');
     let rows = 0;
     // A checkpoint had the parent's meta keys deleted when it was opened (recoverCheckpoint), so a
@@ -156,21 +171,18 @@ export class SplitChildren {
         await regular.close();
       }
     }
-    const t1 = performance.now();
     const childMeta: TabletMeta = checkpoint ? { ...meta, splitLinked: true } : meta;
-    const leader = o.leader && meta.peers.some((p) => p.uuid === o.leader && p.memberType === 'VOTER') ? o.leader : undefined;
-    await this.baseChildLog(dir, childMeta, leader);
     writeTabletMeta(dir, childMeta);
-    const t2 = performance.now();
+    const t1 = performance.now();
     const child = await this.deps.openPeer(childMeta);
-    const t3 = performance.now();
+    const t2 = performance.now();
     // Fresh from this build: it cannot have led the first term before (the directory was wiped).
     const led = leader === this.deps.selfUuid && child.raftGroup().leadAssignedTerm();
     for (const m of this.building.get(meta.tabletId)?.splice(0) ?? []) child.step(m);
     // Without a named leader the child would wait a whole election timeout while the parent refuses
     // writes: campaign every CHILD_CAMPAIGN_EVERY_TICKS for two election timeouts.
     if (!leader && o.campaign) child.campaignSoon({ forTicks: 2 * this.deps.flags.get(RAFT_ELECTION_TIMEOUT_TICKS), everyTicks: CHILD_CAMPAIGN_EVERY_TICKS });
-    return { linked: checkpoint !== undefined, rows, cloneMs: Math.round(t1 - t0), walMs: Math.round(t2 - t1), openMs: Math.round(t3 - t2), led };
+    return { linked: checkpoint !== undefined, rows, cloneMs: Math.round(t1 - t0), walMs, openMs: Math.round(t2 - t1), led };
   }
 
   /**

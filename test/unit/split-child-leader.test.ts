@@ -76,6 +76,14 @@ describe('split child: the first term without an election (Raft)', () => {
     const rd = nodes.get('c')!.ready();
     expect(rd.messages.slice(before)).toEqual([expect.objectContaining({ type: 'voteResp', to: 'b', reject: true })]);
     nodes.get('c')!.advance(rd);
+    // Followers still building their copies do not depose it at the first check-quorum tick; silence
+    // for a second election timeout does (then the replicas elect as usual, at a later term).
+    const lone = new RawNode({ id: NodeId('a'), storage: childStorage('a'), rng: new SeededRng(5), preVote: true, checkQuorum: true, electionTicks: 10, heartbeatTicks: 1 });
+    expect(lone.leadAssignedTerm()).toBe(true);
+    for (let i = 0; i < 10; i++) lone.tick();
+    expect(lone.status().role).toBe('LEADER');
+    for (let i = 0; i < 10; i++) lone.tick();
+    expect(lone.status()).toMatchObject({ role: 'FOLLOWER', term: SPLIT_CHILD_TERM });
     // Once it appended in the term, the leader never leads it again "at once" (restarted on its synced log).
     const again = new RawNode({ id: NodeId('a'), storage: stores.get('a')!, rng: new SeededRng(9), preVote: true, checkQuorum: true });
     expect(again.leadAssignedTerm()).toBe(false);
