@@ -56,9 +56,10 @@ export interface SplitApplyDeps {
 }
 
 /**
- * On the parent's leader, marking the parent split waits this long at most for the children (which
- * campaign at once there) to elect: the writes held meanwhile then meet TABLET_SPLIT naming the
- * children's leaders, and go to a child that serves instead of one still electing.
+ * On the parent's leader, marking the parent split waits this long at most for the children's leaders
+ * to be ready (the SPLIT's named replica leads their first term at once, split-children.ts; it is
+ * ready once a follower's copy holds its no-op): the writes held meanwhile then meet TABLET_SPLIT
+ * naming the children's leaders, and go to a child that serves instead of one still starting.
  */
 export const SPLIT_CHILD_LEADER_WAIT_MS = 2_000;
 
@@ -109,8 +110,9 @@ export async function applySplit(deps: SplitApplyDeps, parent: TabletPeer, op: E
   }
   assert(op.children.length === 2, 'a split has two children');
   deps.log.info({ tablet: meta.tabletId, index }, 'split: SPLIT applying (every earlier entry applied)');
-  // Read before building: the children take minutes to build at worst, leadership may move meanwhile,
-  // and a stale answer only costs an early (safe) election.
+  // Read before building (the children take minutes to build at worst, leadership may move meanwhile):
+  // whether the held writes wait here for the children's leaders, and for entries without a named
+  // leader whether the children campaign at once (a stale answer only costs an early, safe, election).
   const campaign = parent.raftGroup().isLeader();
   // Built before a restart, or by remote bootstrap: skipped.
   const todo = op.children.filter((c) => !deps.hasTablet(c.tabletId));
