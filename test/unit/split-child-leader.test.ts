@@ -21,7 +21,7 @@ import { MemoryLogStorage } from '../../raft/wal/memory-log-storage';
 import { TabletManager } from '../../tserver/tablet-manager';
 import { SplitService } from '../../tserver/split-service';
 import { childPartitions } from '../../tserver/split-apply';
-import { SPLIT_CHILD_TERM } from '../../tserver/split-children';
+import { SPLIT_CHILD_TERM, SplitChildren } from '../../tserver/split-children';
 import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
 import type { TabletPeer } from '../../tserver/tablet/tablet-peer';
 
@@ -213,4 +213,48 @@ describe('split child: the first term without an election (tablet managers)', ()
     const got = await c.ms.get(now)!.get('left').read([key], { columns: [1] });
     expect(got.rows[0]?.columns.get(1)).toBe('after');
   }, 60_000);
+});
+
+describe('split child: building', () => {
+  it('split: raft messages for a child still being built are kept and delivered when it opens; its log holds the first term\'s vote for the named leader', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-split-build-'));
+    dirs.push(root);
+    const wals = new Map<string, MemoryLogStorage>();
+    const stepped: Message[] = [];
+    let opened!: () => void;
+    const gate = new Promise<void>((r) => (opened = r));
+    const meta: TabletMeta = { ...parentMeta(), tabletId: 'left', partition: { start: 0, end: 100 } };
+    const children = new SplitChildren({
+      tabletsDir: root,
+      selfUuid: 'ts2',
+      selfAddress: '127.0.0.1:2',
+      flags: new Flags(),
+      log: silentLogger(),
+      openEngine: async () => new MemoryEngine(),
+      openWal: async (dir) => {
+        const w = new MemoryLogStorage();
+        wals.set(dir, w);
+        return w;
+      },
+      openPeer: async () => {
+        await gate; // the child's open takes a while: messages arrive meanwhile
+        return { raftGroup: () => ({ leadAssignedTerm: () => true }), step: (m: Message) => void stepped.push(m) } as unknown as TabletPeer;
+      },
+      peer: () => undefined,
+      addressOf: () => undefined,
+    });
+    const m: Message = { type: 'heartbeat', from: NodeId('ts1'), to: NodeId('ts2'), term: SPLIT_CHILD_TERM, commit: 1 } as unknown as Message;
+    expect(children.keep('left', m)).toBe(false); // not being built: the transport drops it
+    const building = children.create([meta], new MemoryEngine(), { leader: 'ts1', campaign: false });
+    expect(children.keep('left', m)).toBe(true); // registered as being built before its first await
+    expect(stepped).toEqual([]);
+    opened();
+    const [built] = await building;
+    expect(stepped).toEqual([m]);
+    expect(built!.led).toBe(false); // this replica is not the named one
+    expect(children.keep('left', m)).toBe(false);
+    const wal = wals.get(path.join(root, 'left', 'wal'))!;
+    expect(wal.initialState().hardState).toMatchObject({ term: SPLIT_CHILD_TERM, vote: 'ts1' });
+    expect(fs.existsSync(path.join(root, 'left', 'meta.json'))).toBe(true);
+  });
 });
