@@ -125,7 +125,10 @@ export class TxnWriteCoalescer {
         });
       },
       (e: unknown) => {
-        for (const i of items) i.reject(e);
+        // The tablet split (docs/splitting.md: held there, then answered TABLET_SPLIT; nothing was
+        // written): each write goes again alone, routed by its row to the child that holds it.
+        const split = e instanceof DbError && e.code === ErrorCode.TABLET_SPLIT && !p.fastPath;
+        for (const i of items) split ? again(i) : i.reject(e);
       },
     );
   }

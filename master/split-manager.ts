@@ -219,12 +219,18 @@ export class SplitManager {
     );
   }
 
-  /** Both children lead somewhere: they replace the parent in the catalog. */
+  /**
+   * Both children lead somewhere and have committed an entry past their base (index 1): a majority
+   * of their replicas built them from SPLIT. Only then may the catalog round create a missing replica
+   * empty — a child's first term is led without an election (docs/splitting.md), and empty replicas
+   * of a minority cannot win it.
+   */
   private async maybeComplete(parentId: string): Promise<void> {
     const parent = this.catalog().tablets.get(parentId);
     if (!parent?.splitChildren) return;
     const now = this.deps.now();
-    if (!parent.splitChildren.every((cid) => this.deps.registry.leaderReport(cid, now, this.deps.timeoutMs()))) return;
+    const serving = (cid: string): boolean => (this.deps.registry.leaderReport(cid, now, this.deps.timeoutMs())?.report.commitIndex ?? 0n) > 1n;
+    if (!parent.splitChildren.every(serving)) return;
     await this.deps.sys.propose({ type: 'completeSplit', parentId, atMs: Date.now() });
     if (!this.catalog().tablets.has(parentId)) {
       this.splitsCompleted++;

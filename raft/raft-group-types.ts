@@ -17,6 +17,8 @@ export interface RaftCore {
   transferLeader(to: NodeId): void;
   /** Start an election now (pre-vote first when enabled); no-op on a leader or a non-voter. */
   campaign?(): void;
+  /** Lead the current term at once: the host assigned this replica every voter's vote of it (RawNode.leadAssignedTerm). */
+  leadAssignedTerm?(): boolean;
   hasReady(): boolean;
   ready(): Ready;
   advance(rd: Ready): void;

@@ -5,8 +5,8 @@
  *
  * Processing contract (etcd's Ready contract, with an asynchronous apply stage):
  *  1. Inputs (tick, step, propose, readIndex) only mutate the core and schedule one processing pass
- *     (raft-turn.ts by default: one setImmediate for all groups), so every proposal arriving in one event-loop turn lands in ONE Ready:
- *     one append and one storage.sync() (group commit) cover them all.
+ *     (raft-turn.ts by default: one setImmediate for all groups), so every proposal arriving in one event-loop turn lands in ONE
+ *     Ready: one append and one storage.sync() (group commit) cover them all.
  *  2. A pass takes ready() and, in order: installs a received snapshot (after draining the apply
  *     queue), appends entries and sets the hard state, queues the committed entries for the apply
  *     stage (they were persisted by earlier passes), awaits storage.sync() when mustSync, THEN hands
@@ -35,10 +35,8 @@ import { DbError, ErrorCode } from '../common/errors';
 import type { NodeId } from '../common/ids';
 import { decodeConfChange, encodeConfChange } from './conf-change';
 import { ConfHistory } from './conf-history';
-import { ProposalTracker, proposeError } from './proposal-tracker';
-import type { OpId } from './proposal-tracker';
-import type { RaftCore, RaftGroupDeps, RaftGroupStatus } from './raft-group-types';
-import { APPLY_QUEUE_ENTRIES_MAX, PENDING_PROPOSALS_MAX, READY_ROUNDS_PER_PASS_MAX } from './raft-group-types';
+import { ProposalTracker, proposeError, type OpId } from './proposal-tracker';
+import { APPLY_QUEUE_ENTRIES_MAX, PENDING_PROPOSALS_MAX, READY_ROUNDS_PER_PASS_MAX, type RaftCore, type RaftGroupDeps, type RaftGroupStatus } from './raft-group-types';
 import { LeaseWallBound } from './lease-wall-bound';
 import { ReadIndexQueue } from './read-index-queue';
 import { ApplyStage } from './apply-stage';
@@ -62,12 +60,10 @@ export class RaftGroup {
   private failed: unknown = undefined;
   private scheduled = false;
   private processing: Promise<void> | undefined;
-  /** The processing pass is awaiting storage.sync() (inputs meanwhile may use takeEarly). */
-  private syncing = false;
+  private syncing = false; // the processing pass awaits storage.sync() (inputs meanwhile may use takeEarly)
   /**
-   * What went out while a sync ran (earlyCounts(): metrics, tests): committed entries handed to the apply stage, how
-   * much sooner in all (ms from each hand-off to the end of that sync, when the next pass would have
-   * handed it out at the earliest), and leader message batches sent.
+   * What went out while a sync ran (earlyCounts(): metrics, tests): committed entries handed to the apply stage, how much
+   * sooner in all (ms from each hand-off to the end of that sync, the next pass's earliest), and leader message batches sent.
    */
   private readonly early = { entries: 0, savedMs: 0, sends: 0 };
   private readonly earlyDuringSync = { entries: 0, atMsSum: 0 }; // handed out during the sync now running, and the sum of their hand-off times
@@ -79,8 +75,7 @@ export class RaftGroup {
   private readonly pending: ProposalTracker;
   private readonly reads: ReadIndexQueue;
   private ticks = 0;
-  /** The lease's bound in wall time (lease-wall-bound.ts). */
-  private readonly leaseBound: LeaseWallBound;
+  private readonly leaseBound: LeaseWallBound; // the lease's bound in wall time (lease-wall-bound.ts)
 
   private role: Role;
   private leader: NodeId | '' = '';
@@ -190,16 +185,21 @@ export class RaftGroup {
 
   /**
    * Campaign at once, and again every `everyTicks` ticks while no leader is known, for at most
-   * `forTicks` ticks (YugabyteDB: a split child on the parent leader's server starts an election
-   * immediately instead of waiting out an election timeout). Each attempt is an ordinary campaign —
-   * a pre-vote first when enabled — so it is as safe as the election timer firing early: a peer that
-   * hears from a leader, or whose log is ahead, refuses it (the retries: fast-campaign.ts).
+   * `forTicks` ticks: ordinary campaigns (pre-vote first), as safe as the election timer firing early
+   * (the retries: fast-campaign.ts).
    */
   campaignSoon(o: { forTicks: number; everyTicks: number }): void {
     if (this.stopped || !this.core.campaign) return;
     this.fastCampaign.start(this.ticks, o);
     this.core.campaign();
     this.kick();
+  }
+
+  /** Lead the current term at once: the host assigned this replica its every vote (Raft.leadAssignedTerm). */
+  leadAssignedTerm(): boolean {
+    const led = !this.stopped && (this.core.leadAssignedTerm?.() ?? false);
+    if (led) this.kick();
+    return led;
   }
 
   /** Hand leadership to `to`, or to the most caught-up other voter. */

@@ -5,6 +5,7 @@
  * The state and the transitions all parts share (roles, membership, quorum, lease, sending) are in raft-state.ts.
  */
 import type { NodeId } from '../common/ids';
+import { BOOTSTRAP_TERM } from './bootstrap';
 import { confChangeError, encodeConfChange } from './conf-change';
 import { Progress } from './progress';
 import { PENDING_READ_INDEX_MAX } from './read-only';
@@ -79,6 +80,27 @@ export class Raft extends RaftState {
     if (this.role === Role.leader || !this.promotable()) return;
     if (kind === 'election' && this.opts.preVote) this.campaign('pre');
     else this.campaign(kind);
+  }
+
+  /**
+   * Lead the current term without an election, when the host assigned every voter's vote of this
+   * term to this replica before any of them could cast it (a split child: every replica builds it
+   * from the same SPLIT entry with term BOOTSTRAP_TERM + 1's vote for the entry's named leader —
+   * docs/splitting.md). Safe as an election: no other replica can win this term. Only from the
+   * base state that assignment wrote (follower, own vote, no leader, nothing after the log's base):
+   * a replica that already appended in this term must never lead it again (its successor entries
+   * could differ from what it sent before). False when any of that does not hold.
+   */
+  leadAssignedTerm(): boolean {
+    if (this.role !== Role.follower || this.vote !== this.id || this.lead !== '' || !this.promotable()) return false;
+    if (this.term <= BOOTSTRAP_TERM || this.log.lastIndex() !== this.log.firstIndex() - 1) return false;
+    this.role = Role.candidate; // becomeLeader's precondition: this term's votes are ours
+    this.becomeLeader();
+    // The voters may still be building their copies: they count as active for the first check-quorum
+    // period (as a new member does), so the leader is not deposed before they can answer at all.
+    for (const pr of this.prs.values()) pr.recentActive = true;
+    this.bcastAppend();
+    return true;
   }
 
   private campaign(kind: CampaignKind): void {

@@ -83,6 +83,11 @@ export class RawNode {
     this.raft.hup('election');
   }
 
+  /** Lead the current term without an election (its votes were assigned to this replica: Raft.leadAssignedTerm). */
+  leadAssignedTerm(): boolean {
+    return this.raft.leadAssignedTerm();
+  }
+
   readIndex(context: Uint8Array): ReadIndexResult {
     return this.raft.readIndex(context);
   }

@@ -28,6 +28,7 @@ import type { SplitChildMeta, TabletMeta } from './tablet/tablet-meta';
 import type { TabletOp } from './tablet/tablet-op';
 import type { TabletPeer } from './tablet/tablet-peer';
 import type { SplitRoutes } from './tablet/tablet-split';
+import type { ChildBuilt } from './split-children';
 
 /** Rows one copy batch carries at most (each batch is one engine write; the loop yields between). */
 const COPY_BATCH_ENTRIES = 2000;
@@ -42,11 +43,11 @@ export interface SplitApplyDeps {
   hasTablet(tabletId: string): boolean;
   /**
    * Create and open child replicas whose RegularDBs hold the rows of their ranges in `parentRegular`
-   * (hard links of one checkpoint of its files, or a copy of the rows: `rows` copied); `campaign`:
-   * they start an election at once (the parent's leader replica, so the children lead where the
-   * parent did).
+   * (hard links of one checkpoint of its files, or a copy of the rows: `rows` copied). `leader`: the
+   * SPLIT entry's named leader, which leads their first term at once (split-children.ts); without
+   * one, `campaign` (the parent's leader replica) makes them start an election at once.
    */
-  createChildren(metas: TabletMeta[], parentRegular: KvEngine, o: { campaign: boolean }): Promise<Array<{ linked: boolean; rows: number; checkpointMs: number }>>;
+  createChildren(metas: TabletMeta[], parentRegular: KvEngine, o: { leader?: string; campaign: boolean }): Promise<ChildBuilt[]>;
   /**
    * The RPC addresses of the children's leaders, waited for until performance.now() reaches
    * `untilMs` (those still without one are left out). Absent: not waited for.
@@ -55,9 +56,10 @@ export interface SplitApplyDeps {
 }
 
 /**
- * On the parent's leader, marking the parent split waits this long at most for the children (which
- * campaign at once there) to elect: the writes held meanwhile then meet TABLET_SPLIT naming the
- * children's leaders, and go to a child that serves instead of one still electing.
+ * On the parent's leader, marking the parent split waits this long at most for the children's leaders
+ * to be ready (the SPLIT's named replica leads their first term at once, split-children.ts; it is
+ * ready once a follower's copy holds its no-op): the writes held meanwhile then meet TABLET_SPLIT
+ * naming the children's leaders, and go to a child that serves instead of one still starting.
  */
 export const SPLIT_CHILD_LEADER_WAIT_MS = 2_000;
 
@@ -108,21 +110,24 @@ export async function applySplit(deps: SplitApplyDeps, parent: TabletPeer, op: E
   }
   assert(op.children.length === 2, 'a split has two children');
   deps.log.info({ tablet: meta.tabletId, index }, 'split: SPLIT applying (every earlier entry applied)');
-  // Read before building: the children take minutes to build at worst, leadership may move meanwhile,
-  // and a stale answer only costs an early (safe) election.
+  // Read before building (the children take minutes to build at worst, leadership may move meanwhile):
+  // whether the held writes wait here for the children's leaders, and for entries without a named
+  // leader whether the children campaign at once (a stale answer only costs an early, safe, election).
   const campaign = parent.raftGroup().isLeader();
   // Built before a restart, or by remote bootstrap: skipped.
   const todo = op.children.filter((c) => !deps.hasTablet(c.tabletId));
   // rowLockEpochBase: the children's row lock fencing tokens start above the parent's (docs/rows.md).
   const epochBase = parent.rowLocks.childEpochBase();
   const metas = todo.map((child): TabletMeta => ({ tabletId: child.tabletId, tableId: meta.tableId, tableName: meta.tableName, schema: meta.schema, partition: child.partition, peers: op.peers, schemaVersion: meta.schemaVersion, ...(meta.durability ? { durability: meta.durability } : {}), rowLockEpochBase: epochBase }));
-  const built = await deps.createChildren(metas, parent.engines().regular, { campaign });
-  built.forEach((r, i) => deps.log.info({ parent: meta.tabletId, child: metas[i]!.tabletId, linked: r.linked, entries: r.rows, checkpointMs: r.checkpointMs, index }, 'split child built from the parent data'));
-  const ids = op.children.map((c) => c.tabletId);
   const t0 = performance.now();
-  const leaders = campaign && deps.childLeaders ? await deps.childLeaders(ids, t0 + SPLIT_CHILD_LEADER_WAIT_MS) : {};
+  const built = await deps.createChildren(metas, parent.engines().regular, { ...(op.leader ? { leader: op.leader } : {}), campaign });
+  const buildMs = Math.round(performance.now() - t0);
+  built.forEach((r, i) => deps.log.info({ parent: meta.tabletId, child: metas[i]!.tabletId, ...r, entries: r.rows, buildMs, index }, 'split child built from the parent data'));
+  const ids = op.children.map((c) => c.tabletId);
+  const t1 = performance.now();
+  const leaders = campaign && deps.childLeaders ? await deps.childLeaders(ids, t1 + SPLIT_CHILD_LEADER_WAIT_MS) : {};
   parent.markSplit(op.children);
-  deps.log.info({ tablet: meta.tabletId, children: ids, index, leaders, leaderWaitMs: Math.round(performance.now() - t0) }, 'tablet split');
+  deps.log.info({ tablet: meta.tabletId, children: ids, index, leaders, buildMs, leaderWaitMs: Math.round(performance.now() - t1) }, 'tablet split');
   return { replicas: op.peers.map((p) => ({ uuid: p.uuid, rpcAddress: p.rpcAddress ?? '' })).filter((p) => p.rpcAddress), leaders };
 }
 

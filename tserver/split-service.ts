@@ -74,8 +74,12 @@ export class SplitService {
       }
       peer.checkLeader();
       // Synchronously from the check on: nothing can write intents between it and the proposal.
-      await peer.proposeOp({ type: 'SPLIT', children: wanted, peers }, SPLIT_APPLY_TIMEOUT_MS, () => {
+      // This replica, the proposer, leads the children's first term without an election (split-children.ts).
+      const leader = peer.raftGroup().leaderId();
+      await peer.proposeOp({ type: 'SPLIT', children: wanted, peers, ...(leader ? { leader } : {}) }, SPLIT_APPLY_TIMEOUT_MS, () => {
         peer.markSplitPending();
+        // The split gate holds every write from here, transactional ones too (then TABLET_SPLIT): the drain's TRY_AGAIN ends.
+        peer.holdNewTransactions(0);
         // From here writes are held (tablet-split.ts): the time to the 'tablet split' line is the hold.
         this.deps.log?.info({ tablet: meta.tabletId, drainMs: Math.round(performance.now() - t0) }, 'split: SPLIT proposed');
       });

@@ -10,17 +10,17 @@ import type { Flags } from '../common/flags';
 import type { HybridClock } from '../common/hybrid-clock';
 import type { Logger } from '../common/log';
 import type { Rng } from '../common/rng';
-import { DocDb, MEMSTORE_SIZE_MB, MEMSTORE_SIZE_SPREAD_PCT, memtableBytes, RangeHidingEngine, RocksDbEngine, cloneCheckpoint, type DocDbApi, type KeySegment, type KvEngine } from '../docdb';
+import { DocDb, MEMSTORE_SIZE_MB, MEMSTORE_SIZE_SPREAD_PCT, memtableBytes, RangeHidingEngine, RocksDbEngine, type DocDbApi, type KeySegment, type KvEngine } from '../docdb';
 import { walArchiveDirOf } from './wal-archive';
-import { DEFAULT_WAL_DURABILITY, FileLogStorage, LogCacheBudget, RawNode, type LeaderChange, type LogStorage, type Message, type RaftCore, type RaftOptions, type WalDurability, type WalFs } from '../raft';
-import { LOG_MIN_ENTRIES_TO_RETAIN, RAFT_ELECTION_TIMEOUT_TICKS, SPLIT_HARD_LINKS } from './tserver-flags';
+import { FileLogStorage, LogCacheBudget, RawNode, type LeaderChange, type LogStorage, type Message, type RaftCore, type RaftOptions, type WalDurability, type WalFs } from '../raft';
+import { LOG_MIN_ENTRIES_TO_RETAIN } from './tserver-flags';
 import { readTabletMeta, writeTabletMeta, type TabletMeta } from './tablet/tablet-meta';
-import { TabletPeer, TabletState, type DbName, type SnapshotDescriptor } from './tablet/tablet-peer';
+import { TabletPeer, type DbName, type SnapshotDescriptor } from './tablet/tablet-peer';
 import { SnapshotSessions } from './tablet/snapshot-sessions';
-import { applySplit, copyRows, rowRangeOf } from './split-apply';
+import { applySplit, rowRangeOf } from './split-apply';
+import { SplitChildren, SPLIT_SCRATCH_PREFIX } from './split-children';
 import type { PeerTxnEnv } from './tablet/participant/txn-env';
 import { makeDirs } from '../common/fs-dirs';
-import { NodeId } from '../common/ids';
 import { globalLogCacheLimitBytes } from './memory-limit';
 
 /** Tablets one server hosts before CreateTablet answers SERVICE_UNAVAILABLE. */
@@ -47,6 +47,8 @@ export interface TabletManagerDeps {
   openDocDb?(regular: KvEngine, intents: KvEngine): Promise<DocDbApi>;
   newRaftCore?(opts: RaftOptions): RaftCore;
   onLeaderChange?(tabletId: string, c: LeaderChange): void;
+  /** A SPLIT entry was carried out here (on the parent's leader: once the children lead, ready, or the wait ended). */
+  onSplitApplied?(tabletId: string): void;
   /** Transaction status lookups for every replica (tserver/transaction). */
   txnEnv?: PeerTxnEnv;
   /** A replica opened / is about to close (status tablets attach their coordinator here). */
@@ -63,8 +65,6 @@ const SPLIT_CLEANUP_CHUNK_KEYS = 5_000;
 /** Pause between two chunks: the libuv threads serve the tablets' reads and writes meanwhile. */
 const SPLIT_CLEANUP_PAUSE_MS = 20;
 const SPLIT_CLEANUP_CHUNKS_MAX = 100_000;
-/** A split's checkpoint of its parent, under the tablets directory while the children are made from it. */
-const SPLIT_SCRATCH_PREFIX = '.split-checkpoint-';
 /** Above every key tessera stores (DocKeys and meta keys start below 0xff). */
 const KEYSPACE_END = new Uint8Array(64).fill(0xff);
 
@@ -83,23 +83,6 @@ function hiddenRowRanges(meta: TabletMeta): KeySegment[] {
   ].filter((h) => Buffer.compare(Buffer.from(h.start), Buffer.from(h.end)) < 0);
 }
 
-/** The RocksDB engine behind a RegularDB view, when it can take a checkpoint. */
-function checkpointSource(e: KvEngine): RocksDbEngine | undefined {
-  if (e instanceof RocksDbEngine) return e;
-  return e instanceof RangeHidingEngine ? checkpointSource(e.inner) : undefined;
-}
-
-/** How often the parent's leader looks whether the split children it campaigns for have elected. */
-const CHILD_LEADER_POLL_MS = 5;
-/**
- * A split child on the parent leader's server campaigns again this often while it has no leader.
- * Not shorter than a pre-vote and a vote round trip on a busy server: every 2 ticks (100 ms) a new
- * campaign started before the last one's votes came back, and the votes answered the old term —
- * one benchmark split went to term 9 and took 1.4 s to elect.
- */
-const CHILD_CAMPAIGN_EVERY_TICKS = 6;
-/** The log index a split child's databases stand for (its log starts after it). */
-const SPLIT_CHILD_BASE_INDEX = 1;
 /** Chunks of one remote bootstrap before it gives up (bounds a runaway copy). */
 const SNAPSHOT_CHUNKS_MAX = 10_000_000;
 
@@ -125,10 +108,24 @@ export class TabletManager {
   private stopped = false;
   /** Linked split children's clean-ups, one at a time. */
   private cleanups: Promise<void> = Promise.resolve();
+  /** Building split children (split-children.ts). */
+  private readonly children: SplitChildren;
 
   constructor(private readonly deps: TabletManagerDeps) {
     this.addresses.set(deps.selfUuid, deps.selfAddress);
     this.logCacheBudget = new LogCacheBudget(() => globalLogCacheLimitBytes(deps.flags));
+    this.children = new SplitChildren({
+      tabletsDir: this.tabletsDir(),
+      selfUuid: deps.selfUuid,
+      selfAddress: deps.selfAddress,
+      flags: deps.flags,
+      log: deps.log,
+      openEngine: (dir) => this.engineOpener()(dir),
+      openWal: (dir, durability) => (deps.openLogStorage ?? ((p: string, o?: { durability: WalDurability }) => FileLogStorage.open(p, { flags: deps.flags, logger: deps.log, cacheBudget: this.logCacheBudget, ...(deps.walFs ? { fs: deps.walFs } : {}), ...(o ? { durability: o.durability } : {}) })))(dir, { durability }),
+      openPeer: (meta) => this.openPeer(meta),
+      peer: (id) => this.peers.get(id),
+      addressOf: (uuid) => this.addresses.get(uuid),
+    });
   }
 
   private tabletsDir(): string {
@@ -211,101 +208,14 @@ export class TabletManager {
       },
     });
     this.peers.set(meta.tabletId, peer);
-    peer.setSplitHandler((op, index) => applySplit({ log: d.log, hasTablet: (id) => this.peers.has(id), createChildren: (m, from, o) => this.createSplitChildren(m, from, o), childLeaders: (ids, untilMs) => this.childLeaders(ids, untilMs) }, peer, op, index));
+    peer.setSplitHandler(async (op, index) => {
+      const routes = await applySplit({ log: d.log, hasTablet: (id) => this.peers.has(id), createChildren: (m, from, o) => this.children.create(m, from, o), childLeaders: (ids, untilMs) => this.children.leaders(ids, untilMs) }, peer, op, index);
+      d.onSplitApplied?.(meta.tabletId);
+      return routes;
+    });
     await d.onPeerOpened?.(peer);
     if (meta.splitLinked && !meta.splitInto) this.cleanUpLinkedChild(peer);
     return peer;
-  }
-
-  /**
-   * Split children (docs/splitting.md), their RegularDBs made before they open: one checkpoint of
-   * the parent's (hard links; each child hides the parent's other rows and deletes them in the
-   * background) cloned for each, or, when the engine has none or it cannot be taken, a copy of their
-   * rows. meta.json is written last, so a crash midway leaves a directory the next attempt wipes.
-   */
-  private async createSplitChildren(metas: TabletMeta[], parentRegular: KvEngine, o: { campaign: boolean }): Promise<Array<{ linked: boolean; rows: number; checkpointMs: number }>> {
-    if (metas.length === 0) return [];
-    const source = checkpointSource(parentRegular);
-    // Not a tablet directory (no meta.json): openAll removes one a crash left behind.
-    const scratch = path.join(this.tabletsDir(), `${SPLIT_SCRATCH_PREFIX}${metas[0]!.tabletId}`);
-    const t0 = performance.now();
-    const cp = source && this.deps.flags.get(SPLIT_HARD_LINKS) ? await source.checkpointTo(scratch) : undefined;
-    // A small WAL replays faster than a database opens (a second open costs hundreds of ms on a busy server).
-    // Opened once whatever its WAL: the parent's meta keys are deleted there, so neither child opens its copy before its peer does.
-    if (cp) await this.recoverCheckpoint(scratch);
-    const checkpointMs = Math.round(performance.now() - t0);
-    if (source && !cp) this.deps.log.warn({ attempts: 'all' }, 'split: no consistent checkpoint of the parent (RocksDB kept changing its files); copying rows');
-    const out: Array<{ linked: boolean; rows: number; checkpointMs: number }> = [];
-    try {
-      for (const m of metas) out.push({ ...(await this.createSplitChild(m, parentRegular, cp ? scratch : undefined, o)), checkpointMs });
-    } finally {
-      fs.rmSync(scratch, { recursive: true, force: true });
-    }
-    return out;
-  }
-
-  /**
-   * The checkpoint opened once: RocksDB replays the copied WAL (the parent's memtable, up to
-   * memstore_size_mb) and writes it to a table file, and the parent's meta keys are deleted — once
-   * for both children, which then open with a nearly empty WAL, instead of each replaying and
-   * flushing the memtable under the split's write hold. (A flush of the parent itself is no way out:
-   * the binding's only flush is a CompactRange, which rewrites every file a memtable of random keys
-   * overlaps — seconds to tens of seconds for a large tablet.)
-   */
-  private async recoverCheckpoint(dir: string): Promise<void> {
-    const e = await this.engineOpener()(dir);
-    try {
-      await e.write([{ type: 'delRange', start: Uint8Array.of(0x00), end: DATA_START }], { sync: true });
-    } finally {
-      await e.close();
-    }
-  }
-
-  private async createSplitChild(meta: TabletMeta, parentRegular: KvEngine, checkpoint: string | undefined, o: { campaign: boolean }): Promise<{ linked: boolean; rows: number }> {
-    const dir = path.join(this.tabletsDir(), meta.tabletId);
-    fs.rmSync(dir, { recursive: true, force: true });
-    makeDirs(dir);
-    const d = this.deps;
-    const regularDir = path.join(dir, 'regular');
-    let rows = 0;
-    // The parent's meta keys (frontier, apply state) stay behind, as a copy leaves them: a checkpoint
-    // had them deleted when it was opened (recoverCheckpoint), so a linked child is not opened here —
-    // each open of a database costs hundreds of ms on a busy server, and writes wait for the split.
-    // (No flush here: on RocksDB it is a compaction of the whole range, the very cost links avoid.)
-    if (checkpoint) cloneCheckpoint(checkpoint, regularDir);
-    else {
-      const regular = await this.engineOpener()(regularDir);
-      try {
-        rows = await copyRows(parentRegular, regular, rowRangeOf(meta));
-      } finally {
-        await regular.close();
-      }
-    }
-    const childMeta: TabletMeta = checkpoint ? { ...meta, splitLinked: true } : meta;
-    await this.baseChildLog(dir, childMeta);
-    writeTabletMeta(dir, childMeta);
-    const child = await this.openPeer(childMeta);
-    // Without this the child would wait a whole election timeout for a leader while the parent
-    // already refuses writes (TABLET_SPLIT): retry every CHILD_CAMPAIGN_EVERY_TICKS for two election timeouts, enough
-    // for the other replicas to build their copy of the child and answer the vote.
-    if (o.campaign) child.campaignSoon({ forTicks: 2 * d.flags.get(RAFT_ELECTION_TIMEOUT_TICKS), everyTicks: CHILD_CAMPAIGN_EVERY_TICKS });
-    return { linked: checkpoint !== undefined, rows };
-  }
-
-  /** The addresses of split children's leaders here: a ready leader on this server, or the one a replica follows (polled, until `untilMs`). */
-  private async childLeaders(ids: readonly string[], untilMs: number): Promise<Record<string, string>> {
-    const found: Record<string, string> = {};
-    for (;;) {
-      for (const id of ids) {
-        const child = this.peers.get(id);
-        if (!child || found[id] || child.state !== TabletState.RUNNING) continue;
-        const uuid = child.raftGroup().leaderId();
-        const addr = child.isLeaderReady() ? this.deps.selfAddress : uuid && uuid !== this.deps.selfUuid ? this.addresses.get(uuid) : undefined;
-        if (addr) found[id] = addr;
-      }
-      if (ids.every((id) => found[id] || !this.peers.has(id)) || performance.now() >= untilMs) return found;
-      await new Promise((r) => setTimeout(r, CHILD_LEADER_POLL_MS));
-    }
   }
 
   private engineOpener(): (dir: string) => Promise<KvEngine> {
@@ -348,26 +258,6 @@ export class TabletManager {
       // background compactions drop the tombstones and reclaim the space in their own threads.
     }
     this.deps.log.info({ tablet: peer.tabletId, chunks, ms: Math.round(performance.now() - t0) }, 'split child: the parent rows outside its range deleted');
-  }
-
-  /**
-   * A split child's log starts from a snapshot at index 1: its databases are that snapshot. A replica
-   * created empty later (the master's CreateTablet, a replica that missed the split) is behind the
-   * log's first index, so it gets the child's data by remote bootstrap, never by replaying entries.
-   */
-  private async baseChildLog(dir: string, meta: TabletMeta): Promise<void> {
-    const d = this.deps;
-    const durability = meta.durability ?? DEFAULT_WAL_DURABILITY;
-    const wal = await (d.openLogStorage ?? ((p: string, o?: { durability: WalDurability }) => FileLogStorage.open(p, { flags: d.flags, logger: d.log, cacheBudget: this.logCacheBudget, ...(d.walFs ? { fs: d.walFs } : {}), ...(o ? { durability: o.durability } : {}) })))(path.join(dir, 'wal'), { durability });
-    try {
-      const conf = { voters: meta.peers.filter((p) => p.memberType === 'VOTER').map((p) => NodeId(p.uuid)), learners: meta.peers.filter((p) => p.memberType === 'LEARNER').map((p) => NodeId(p.uuid)) };
-      const desc: SnapshotDescriptor = { tabletId: meta.tabletId, sourceUuid: d.selfUuid, index: SPLIT_CHILD_BASE_INDEX, schema: { schemaVersion: meta.schemaVersion, tableName: meta.tableName, schema: meta.schema } };
-      wal.setConfState(conf);
-      wal.applySnapshot({ meta: { index: SPLIT_CHILD_BASE_INDEX, term: 1, conf }, data: new TextEncoder().encode(JSON.stringify(desc)) });
-      await wal.sync();
-    } finally {
-      await wal.close();
-    }
   }
 
   private async fetchSnapshot(desc: SnapshotDescriptor, onChunk: (db: DbName, pairs: Array<[Uint8Array, Uint8Array]>) => Promise<void>): Promise<void> {
@@ -453,7 +343,7 @@ export class TabletManager {
   /** Deliver an incoming Raft message; false if the group is not hosted here. */
   dispatch(groupId: string, m: Message): boolean {
     const p = this.peers.get(groupId);
-    if (!p) return false;
+    if (!p) return this.children.keep(groupId, m);
     p.step(m);
     return true;
   }

@@ -218,6 +218,8 @@ export class TabletService {
       const items = [{ ops: req.ops, txn: req.txn, requestId: req.requestId }, ...more];
       const total = items.reduce((n, i) => n + (i.ops?.length ?? 0), 0);
       if (total > WRITE_OPS_MAX) throw invalid(`write has ${total} ops; at most ${WRITE_OPS_MAX}`);
+      // Held while the tablet's SPLIT is in flight, then TABLET_SPLIT: the client sends each write again alone, to its row's child.
+      await t.splitHold(ctx?.deadlineMonoMs);
       // Not the (ready) leader: the whole request goes elsewhere, as one (not one answer per write).
       t.checkLeader();
       const fastPath = req.singleTabletCommit === true;

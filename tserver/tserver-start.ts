@@ -212,6 +212,8 @@ export async function openManager(d: OpenManagerDeps): Promise<TabletManager> {
     onLeaderChange: (_tabletId, c) => {
       if (c.isLeader) refs.heartbeater?.soon();
     },
+    // ... and once a split's children are ready (the master completes it when their leaders committed).
+    onSplitApplied: () => refs.heartbeater?.soon(),
     ...(walFs ? { walFs } : {}),
     ...(opts.storage ?? {}),
   });

@@ -135,6 +135,10 @@ describe('split encodings', () => {
     for (const op of [{ type: 'completeSplit', parentId: 'p', atMs: 3 }, { type: 'abortSplit', parentId: 'p' }] as CatalogOp[]) expect(decodeCatalogOp(encodeCatalogOp(op))).toEqual(op);
     const split = { type: 'SPLIT' as const, children: [{ tabletId: 'a', partition: { start: 0, end: 100 } }, { tabletId: 'b', partition: { start: 100, end: 65536 } }], peers: [{ uuid: 'u', rpcAddress: '127.0.0.1:1', memberType: 'VOTER' as const }] };
     expect(decodeTabletOp(encodeTabletOp(split))).toEqual(split);
+    // The named leader of the children's first term (docs/splitting.md) round-trips; a malformed one is refused.
+    const named = { ...split, leader: 'u' };
+    expect(decodeTabletOp(encodeTabletOp(named))).toEqual(named);
+    expect(() => decodeTabletOp(encodeTabletOp({ ...split, leader: 7 as unknown as string }))).toThrow(/leader/);
   });
 
   it('split points on the master: a point must lie strictly inside the tablet (hash or key range)', async () => {

@@ -27,6 +27,10 @@ import { TabletInvoker } from '../../client/tablet-invoker';
 import { Deadline } from '../../client/retry-policy';
 import { encodeDocKeyBytes } from '../../common/partition-hash';
 import type { MethodDef, RpcClient } from '../../rpc/types';
+import type { TxnContextPB } from '../../rpc';
+import { TxnWriteCoalescer } from '../../client/txn-write-coalescer';
+import { TxnId } from '../../common/ids';
+import type { TxnMeta } from '../../docdb';
 
 const dirs: string[] = [];
 const managers: TabletManager[] = [];
@@ -148,6 +152,44 @@ describe('split: writes held at the parent, routed from the answer', () => {
     expect(loc.tablets.map((t) => t.tabletId)).toEqual(['left', 'right']);
     expect(tabletForHash(loc, 0, encodeDocKeyBytes(0, [], [3n])).tabletId).toBe('left');
     expect(cache.leaderOf('right')).toBe(SELF);
+  }, 30_000);
+});
+
+describe('split: transactional writes held and routed like plain ones', () => {
+  it('a transactional write arriving while the SPLIT is in flight waits for it, is answered TABLET_SPLIT (nothing written), and writes its intents on the child', async () => {
+    const { m, parent, svc, req } = await splittable();
+    const txn = (id: string): TxnMeta => ({ txnId: TxnId(id), statusTablet: 'st1', isolation: 'snapshot', priority: 0.5, startHt: parent.safeTime() });
+    const upsert = { kind: 'UPSERT' as const, op: { type: 'upsert' as const, key: rangeKey(7), columns: [{ columnId: 1, value: 'txn' }] } };
+    const splitting = svc.split(req);
+    const outcome = await parent.writeIntents({ txn: txn('t-1'), readHt: parent.safeTime(), ops: [upsert] }).then(() => undefined, (e: unknown) => e);
+    await splitting;
+    expect(outcome).toBeInstanceOf(DbError);
+    expect((outcome as DbError).code).toBe(ErrorCode.TABLET_SPLIT);
+    expect(((outcome as DbError).details['children'] as Array<Record<string, unknown>>).map((c) => c['leaderHint'])).toEqual([SELF, SELF]);
+    expect(parent.txnsWithIntentsCount()).toBe(0);
+    const left = await untilLeader(m, 'left');
+    await left.writeIntents({ txn: txn('t-1'), readHt: left.safeTime(), ops: [upsert] });
+    expect(left.txnsWithIntentsCount()).toBe(1);
+  }, 30_000);
+
+  it('coalesced transactional writes answered TABLET_SPLIT as a request are each sent again alone (routed to their row\'s child), not failed', async () => {
+    const wire = DbError.fromWire(JSON.parse(JSON.stringify(new DbError(ErrorCode.TABLET_SPLIT, 'tablet parent was split', { tabletId: 'parent', children: [] }).toWire())));
+    const sent: string[] = [];
+    const rpc = {
+      call: async (_addr: string, _m: MethodDef<unknown, unknown>, r: { tabletId: string }) => {
+        sent.push(r.tabletId);
+        throw wire;
+      },
+    } as unknown as RpcClient;
+    const master = { call: async () => ({ table: { id: 'tbl', name: 'demo', schema: SCHEMA, version: 0 }, tablets: [{ tabletId: 'parent', partition: { start: 0, end: 65536 }, replicas: [{ tserverUuid: 'ts1', rpcAddress: SELF, role: 'LEADER' }] }] }) } as unknown as MasterProxy;
+    const invoker = new TabletInvoker(rpc, new MetaCache(master));
+    const coalescer = new TxnWriteCoalescer(invoker);
+    const alone: number[] = [];
+    const ctx = { txnId: 't-1' } as TxnContextPB;
+    const writes = [1, 2].map((i) => coalescer.write('demo', 'parent', 0, [], ctx, new Deadline(10_000), async () => void alone.push(i)));
+    await Promise.all(writes);
+    expect(sent).toEqual(['parent']);
+    expect(alone).toEqual([1, 2]);
   }, 30_000);
 });
 

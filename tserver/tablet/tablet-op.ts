@@ -83,9 +83,12 @@ export type TabletOp =
   | { type: 'ROW_LOCK'; action: RowLockAction; ht: HybridTime; key: DocKey; lockId: string; holder: string; leaseMs: number }
   /**
    * Split this tablet in two (docs/splitting.md): every replica builds both children from its own
-   * data at this entry and serves nothing more. SPLIT: [json str] ({ children: SplitChildMeta[2] }).
+   * data at this entry and serves nothing more. SPLIT: [json str] ({ children: SplitChildMeta[2], peers,
+   * leader }). `leader`: the uuid of the replica that proposed it, which leads the children's first
+   * term without an election (every replica records its vote for it when building them; absent in
+   * entries written before it existed: the children elect).
    */
-  | { type: 'SPLIT'; children: SplitChildMeta[]; peers: RaftPeer[] };
+  | { type: 'SPLIT'; children: SplitChildMeta[]; peers: RaftPeer[]; leader?: string };
 
 
 function requestBytes(r: RequestTag | undefined): number {
@@ -191,7 +194,7 @@ export function encodeTabletOp(op: TabletOp): Uint8Array {
       return o.buf.subarray(0, o.pos);
     }
     case 'SPLIT': {
-      const json = JSON.stringify({ children: op.children, peers: op.peers });
+      const json = JSON.stringify({ children: op.children, peers: op.peers, ...(op.leader ? { leader: op.leader } : {}) });
       const o = new Out(16 + Buffer.byteLength(json));
       o.u8(TabletOpKind.SPLIT);
       o.str(json);
@@ -349,8 +352,9 @@ export function decodeTabletOp(b: Uint8Array): TabletOp {
         throw bad(`split is not JSON: ${(e as Error).message}`);
       }
       end(i, b);
-      const o = v as { children?: unknown; peers?: unknown };
-      return { type: 'SPLIT', children: parseSplitChildren(o?.children), peers: parseSplitPeers(o?.peers) };
+      const o = v as { children?: unknown; peers?: unknown; leader?: unknown };
+      if (o?.leader !== undefined && (typeof o.leader !== 'string' || o.leader === '')) throw bad('split leader is not a uuid');
+      return { type: 'SPLIT', children: parseSplitChildren(o?.children), peers: parseSplitPeers(o?.peers), ...(typeof o?.leader === 'string' ? { leader: o.leader } : {}) };
     }
     default:
       throw bad(`kind ${kind}`);

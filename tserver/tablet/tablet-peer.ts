@@ -97,8 +97,7 @@ export class TabletPeer {
     try {
       await p.start();
     } catch (e) {
-      // Whatever opened is closed again, so the files can be deleted and the tablet created afresh
-      // in this process (RocksDB refuses a second open of a directory this process still holds).
+      // Whatever opened is closed again, so the files can be deleted and the tablet created afresh in this process (RocksDB refuses a second open of a directory this process still holds).
       await p.closeOpened();
       throw e;
     }
@@ -118,8 +117,7 @@ export class TabletPeer {
     makeDirs(dir);
     const interrupted = this.parts.snapshots.interrupted();
     if (interrupted) {
-      // A remote bootstrap was interrupted: the databases are partial. Start empty so that the
-      // leader's snapshot (which the log's base still requires) replaces them again.
+      // A remote bootstrap was interrupted: the databases are partial. Start empty so that the leader's snapshot (which the log's base still requires) replaces them again.
       this.deps.log.warn({ tablet: meta.tabletId }, 'interrupted remote bootstrap: wiping partial databases');
       this.dbs.wipeDirs();
     }
@@ -321,9 +319,13 @@ export class TabletPeer {
 
   // ---- writes: WritePath (plain writes, retryable requests, proposals), IntentWrites (transactions) -
 
+  /** While this leader's SPLIT is in flight a write, plain or transactional, waits for it, then meets TABLET_SPLIT with the children's routes (tablet-split.ts); undefined: not held. */
+  splitHold(deadlineMonoMs?: number): Promise<void> | undefined {
+    return this.split.hold(this.meta, () => this.currentTerm(), deadlineMonoMs);
+  }
+
   write(req: WriteRequest): Promise<HybridTime> {
-    // While this leader's SPLIT is in flight the write waits for it, then meets TABLET_SPLIT with the children's routes (tablet-split.ts).
-    const held = this.split.hold(this.meta, () => this.currentTerm(), req.deadlineMonoMs);
+    const held = this.splitHold(req.deadlineMonoMs);
     return held ? held.then(() => this.parts.writes.write(req)) : this.parts.writes.write(req);
   }
 
@@ -333,7 +335,8 @@ export class TabletPeer {
   }
 
   writeIntents(req: TxnWriteRequest): Promise<HybridTime> {
-    return this.parts.intentWrites.writeIntents(req);
+    const held = this.splitHold(req.deadlineMonoMs);
+    return held ? held.then(() => this.parts.intentWrites.writeIntents(req)) : this.parts.intentWrites.writeIntents(req);
   }
 
   proposeOp(op: TabletOp, timeoutMs?: number, onProposed?: (proposal: Promise<unknown>) => void): Promise<void> {
@@ -517,8 +520,7 @@ export class TabletPeer {
 
   async stop(): Promise<void> {
     if (this.raft) await this.raft.stop();
-    // The applies queued so far finish first (no new ones come once Raft stopped): closing the
-    // databases under them would read as a storage failure.
+    // The applies queued so far finish first (no new ones come once Raft stopped): closing the databases under them would read as a storage failure.
     await this.parts.applier.drain();
     await this.parts.applier.cancelDeferredFlush();
     await this.parts.gc.settled();

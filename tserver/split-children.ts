@@ -1,0 +1,224 @@
+/**
+ * Building a split's children on one replica (docs/splitting.md, "How a split happens"): their
+ * RegularDBs made from the parent's before they open (one checkpoint with hard links, cloned for
+ * each, or a copy of the rows), their logs based at index 1, both built at once; then each opens,
+ * and the replica the SPLIT entry names leads the children's first term without an election.
+ *
+ * The first term: every replica that builds a child writes the hard state {term: SPLIT_CHILD_TERM,
+ * vote: the named leader} durably before the child's meta.json, so no replica can vote for anyone
+ * else in that term, and the named replica leads it as soon as its freshly built child opens
+ * (Raft.leadAssignedTerm) — no pre-vote, no vote round, no wait for a second replica's copy. Only a
+ * fresh build leads at once: a child reopened after a restart (it may have led that term and sent
+ * entries it did not persist) elects as usual, at a later term. It still needs a majority to commit
+ * its no-op, so it is ready (and the master completes the split) only once a follower's copy exists.
+ * Raft messages that reach this server for a child still being built are kept (bounded) and
+ * delivered when it opens, so the leader's first append is not lost to a follower building slower.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Flags } from '../common/flags';
+import { NodeId } from '../common/ids';
+import type { Logger } from '../common/log';
+import { makeDirs } from '../common/fs-dirs';
+import { cloneCheckpoint, RangeHidingEngine, RocksDbEngine, type KvEngine } from '../docdb';
+import { BOOTSTRAP_TERM, DEFAULT_WAL_DURABILITY, type LogStorage, type Message, type WalDurability } from '../raft';
+import { copyRows, rowRangeOf } from './split-apply';
+import { RAFT_ELECTION_TIMEOUT_TICKS, SPLIT_HARD_LINKS } from './tserver-flags';
+import { writeTabletMeta, type TabletMeta } from './tablet/tablet-meta';
+import { TabletState, type SnapshotDescriptor, type TabletPeer } from './tablet/tablet-peer';
+
+/** A split's checkpoint of its parent, under the tablets directory while the children are made from it. */
+export const SPLIT_SCRATCH_PREFIX = '.split-checkpoint-';
+/** The log index a split child's databases stand for (its log starts after it). */
+export const SPLIT_CHILD_BASE_INDEX = 1;
+/** The children's first term, led by the SPLIT entry's named replica: above BOOTSTRAP_TERM (raft-state.ts: a replica at a higher term may have acked a leader, so it honours the startup lease). */
+export const SPLIT_CHILD_TERM = BOOTSTRAP_TERM + 1;
+/** Raft messages kept per child while it is built (more are dropped: Raft resends). */
+const BUILDING_MESSAGES_MAX = 256;
+/** How often the parent's leader looks whether the split children have elected. */
+const CHILD_LEADER_POLL_MS = 5;
+/**
+ * Entries without a named leader (written before it existed): the child on the parent leader's
+ * server campaigns again this often while it has no leader — not shorter than a pre-vote and a vote
+ * round trip on a busy server.
+ */
+const CHILD_CAMPAIGN_EVERY_TICKS = 6;
+const DATA_START = Uint8Array.of(0x20);
+
+export interface SplitChildrenDeps {
+  tabletsDir: string;
+  selfUuid: string;
+  selfAddress: string;
+  flags: Flags;
+  log: Logger;
+  openEngine(dir: string): Promise<KvEngine>;
+  openWal(dir: string, durability: WalDurability): Promise<LogStorage>;
+  openPeer(meta: TabletMeta): Promise<TabletPeer>;
+  peer(tabletId: string): TabletPeer | undefined;
+  addressOf(uuid: string): string | undefined;
+}
+
+/** How one child was built, and where its milliseconds went (logged with 'split child built'). */
+export interface ChildBuilt {
+  linked: boolean;
+  rows: number;
+  /** Checkpoint (links) and its one open, shared by both children. */
+  checkpointMs: number;
+  recoverMs: number;
+  /** This child: its RegularDB clone (or copy) and meta.json, its log (written during the checkpoint), its open; `led`: it leads the first term now. */
+  cloneMs: number;
+  walMs: number;
+  openMs: number;
+  led: boolean;
+}
+
+/** The RocksDB engine behind a RegularDB view, when it can take a checkpoint. */
+function checkpointSource(e: KvEngine): RocksDbEngine | undefined {
+  if (e instanceof RocksDbEngine) return e;
+  return e instanceof RangeHidingEngine ? checkpointSource(e.inner) : undefined;
+}
+
+export class SplitChildren {
+  /** Children being built here: the Raft messages that arrived for them meanwhile. */
+  private readonly building = new Map<string, Message[]>();
+
+  constructor(private readonly deps: SplitChildrenDeps) {}
+
+  /** A message for a tablet not hosted here: kept when it is a child being built (true), else false. */
+  keep(tabletId: string, m: Message): boolean {
+    const q = this.building.get(tabletId);
+    if (!q) return false;
+    if (q.length < BUILDING_MESSAGES_MAX) q.push(m);
+    return true;
+  }
+
+  /**
+   * Build and open the children (meta.json written last, so a crash midway leaves a directory the
+   * next attempt wipes). `leader`: the SPLIT entry's named leader (absent: the children elect;
+   * `campaign` then makes them campaign at once here).
+   */
+  async create(metas: TabletMeta[], parentRegular: KvEngine, o: { leader?: string; campaign: boolean }): Promise<ChildBuilt[]> {
+    if (metas.length === 0) return [];
+    for (const m of metas) this.building.set(m.tabletId, []);
+    const source = checkpointSource(parentRegular);
+    // Not a tablet directory (no meta.json): openAll removes one a crash left behind.
+    const scratch = path.join(this.deps.tabletsDir, `${SPLIT_SCRATCH_PREFIX}${metas[0]!.tabletId}`);
+    // The children's logs do not depend on the data: written while the checkpoint is taken and opened.
+    const logs = metas.map((m) => this.prepareChild(m, o.leader));
+    for (const l of logs) l.catch(() => undefined); // awaited below; a failure must not go unhandled meanwhile
+    try {
+      const t0 = performance.now();
+      const cp = source && this.deps.flags.get(SPLIT_HARD_LINKS) ? await source.checkpointTo(scratch) : undefined;
+      const t1 = performance.now();
+      // Opened once whatever its WAL: the parent's meta keys are deleted there, so neither child opens its copy before its peer does.
+      if (cp) await this.recoverCheckpoint(scratch);
+      const shared = { checkpointMs: Math.round(t1 - t0), recoverMs: Math.round(performance.now() - t1) };
+      if (source && !cp) this.deps.log.warn({ attempts: 'all' }, 'split: no consistent checkpoint of the parent (RocksDB kept changing its files); copying rows');
+      const prepared = await Promise.all(logs);
+      // Both children at once: their log writes and opens overlap (RocksDB calls queue on the libuv pool).
+      const built = await Promise.all(metas.map((m, i) => this.createChild(m, parentRegular, cp ? scratch : undefined, o, prepared[i]!)));
+      return built.map((b) => ({ ...b, ...shared }));
+    } finally {
+      await Promise.allSettled(logs);
+      fs.rmSync(scratch, { recursive: true, force: true });
+      for (const m of metas) this.building.delete(m.tabletId);
+    }
+  }
+
+  /**
+   * The checkpoint opened once: RocksDB replays the copied WAL (the parent's memtable, up to
+   * memstore_size_mb) and writes it to a table file, and the parent's meta keys are deleted — once
+   * for both children, which then open with a nearly empty WAL, instead of each replaying and
+   * flushing the memtable under the split's write hold. (A flush of the parent itself is no way out:
+   * the binding's only flush is a CompactRange, which rewrites every file a memtable of random keys
+   * overlaps — seconds to tens of seconds for a large tablet.)
+   */
+  private async recoverCheckpoint(dir: string): Promise<void> {
+    const e = await this.deps.openEngine(dir);
+    try {
+      await e.write([{ type: 'delRange', start: Uint8Array.of(0x00), end: DATA_START }], { sync: true });
+    } finally {
+      await e.close();
+    }
+  }
+
+  /** The child's directory afresh and its log (based at index 1, the first term's vote): what its data does not change. */
+  private async prepareChild(meta: TabletMeta, named: string | undefined): Promise<{ leader: string | undefined; walMs: number }> {
+    const t0 = performance.now();
+    const dir = path.join(this.deps.tabletsDir, meta.tabletId);
+    fs.rmSync(dir, { recursive: true, force: true });
+    makeDirs(dir);
+    const leader = named && meta.peers.some((p) => p.uuid === named && p.memberType === 'VOTER') ? named : undefined;
+    await this.baseChildLog(dir, meta, leader);
+    return { leader, walMs: Math.round(performance.now() - t0) };
+  }
+
+  private async createChild(meta: TabletMeta, parentRegular: KvEngine, checkpoint: string | undefined, o: { campaign: boolean }, prepared: { leader: string | undefined; walMs: number }): Promise<Omit<ChildBuilt, 'checkpointMs' | 'recoverMs'>> {
+    const t0 = performance.now();
+    const dir = path.join(this.deps.tabletsDir, meta.tabletId);
+    const { leader, walMs } = prepared;
+    const regularDir = path.join(dir, 'regular');
+    let rows = 0;
+    // A checkpoint had the parent's meta keys deleted when it was opened (recoverCheckpoint), so a
+    // linked child is not opened here: each open costs hundreds of ms on a busy server. (No flush:
+    // on RocksDB it is a compaction of the whole range, the very cost links avoid.)
+    if (checkpoint) cloneCheckpoint(checkpoint, regularDir);
+    else {
+      const regular = await this.deps.openEngine(regularDir);
+      try {
+        rows = await copyRows(parentRegular, regular, rowRangeOf(meta));
+      } finally {
+        await regular.close();
+      }
+    }
+    const childMeta: TabletMeta = checkpoint ? { ...meta, splitLinked: true } : meta;
+    writeTabletMeta(dir, childMeta);
+    const t1 = performance.now();
+    const child = await this.deps.openPeer(childMeta);
+    const t2 = performance.now();
+    // Fresh from this build: it cannot have led the first term before (the directory was wiped).
+    const led = leader === this.deps.selfUuid && child.raftGroup().leadAssignedTerm();
+    for (const m of this.building.get(meta.tabletId)?.splice(0) ?? []) child.step(m);
+    // Without a named leader the child would wait a whole election timeout while the parent refuses
+    // writes: campaign every CHILD_CAMPAIGN_EVERY_TICKS for two election timeouts.
+    if (!leader && o.campaign) child.campaignSoon({ forTicks: 2 * this.deps.flags.get(RAFT_ELECTION_TIMEOUT_TICKS), everyTicks: CHILD_CAMPAIGN_EVERY_TICKS });
+    return { linked: checkpoint !== undefined, rows, cloneMs: Math.round(t1 - t0), walMs, openMs: Math.round(t2 - t1), led };
+  }
+
+  /**
+   * A split child's log starts from a snapshot at index 1: its databases are that snapshot. A replica
+   * created empty later (the master's CreateTablet, a replica that missed the split) is behind the
+   * log's first index, so it gets the child's data by remote bootstrap, never by replaying entries.
+   * With a named leader the hard state holds this replica's vote for it in SPLIT_CHILD_TERM, synced
+   * with the log (before meta.json makes the child exist).
+   */
+  private async baseChildLog(dir: string, meta: TabletMeta, leader: string | undefined): Promise<void> {
+    const wal = await this.deps.openWal(path.join(dir, 'wal'), meta.durability ?? DEFAULT_WAL_DURABILITY);
+    try {
+      const conf = { voters: meta.peers.filter((p) => p.memberType === 'VOTER').map((p) => NodeId(p.uuid)), learners: meta.peers.filter((p) => p.memberType === 'LEARNER').map((p) => NodeId(p.uuid)) };
+      const desc: SnapshotDescriptor = { tabletId: meta.tabletId, sourceUuid: this.deps.selfUuid, index: SPLIT_CHILD_BASE_INDEX, schema: { schemaVersion: meta.schemaVersion, tableName: meta.tableName, schema: meta.schema } };
+      wal.setConfState(conf);
+      wal.applySnapshot({ meta: { index: SPLIT_CHILD_BASE_INDEX, term: BOOTSTRAP_TERM, conf }, data: new TextEncoder().encode(JSON.stringify(desc)) });
+      if (leader) wal.setHardState({ term: SPLIT_CHILD_TERM, vote: NodeId(leader), commit: SPLIT_CHILD_BASE_INDEX });
+      await wal.sync();
+    } finally {
+      await wal.close();
+    }
+  }
+
+  /** The addresses of split children's leaders here: a ready leader on this server, or the one a replica follows (polled, until `untilMs`). */
+  async leaders(ids: readonly string[], untilMs: number): Promise<Record<string, string>> {
+    const found: Record<string, string> = {};
+    for (;;) {
+      for (const id of ids) {
+        const child = this.deps.peer(id);
+        if (!child || found[id] || child.state !== TabletState.RUNNING) continue;
+        const uuid = child.raftGroup().leaderId();
+        const addr = child.isLeaderReady() ? this.deps.selfAddress : uuid && uuid !== this.deps.selfUuid ? this.deps.addressOf(uuid) : undefined;
+        if (addr) found[id] = addr;
+      }
+      if (ids.every((id) => found[id] || !this.deps.peer(id)) || performance.now() >= untilMs) return found;
+      await new Promise((r) => setTimeout(r, CHILD_LEADER_POLL_MS));
+    }
+  }
+}
