@@ -28,7 +28,6 @@ import type { SplitChildMeta, TabletMeta } from './tablet/tablet-meta';
 import type { TabletOp } from './tablet/tablet-op';
 import type { TabletPeer } from './tablet/tablet-peer';
 import type { SplitRoutes } from './tablet/tablet-split';
-import type { ChildBuilt } from './split-children';
 
 /** Rows one copy batch carries at most (each batch is one engine write; the loop yields between). */
 const COPY_BATCH_ENTRIES = 2000;
@@ -62,6 +61,20 @@ export interface SplitApplyDeps {
  * naming the children's leaders, and go to a child that serves instead of one still starting.
  */
 export const SPLIT_CHILD_LEADER_WAIT_MS = 2_000;
+
+/** How one child was built, and where its milliseconds went (logged with 'split child built'). */
+export interface ChildBuilt {
+  linked: boolean;
+  rows: number;
+  /** Checkpoint (links) and its one open, shared by both children. */
+  checkpointMs: number;
+  recoverMs: number;
+  /** This child: its RegularDB clone (or copy) and meta.json, its log (written during the checkpoint), its open; `led`: it leads the first term now. */
+  cloneMs: number;
+  walMs: number;
+  openMs: number;
+  led: boolean;
+}
 
 /** The RegularDB key range [start, end) of a tablet's rows. */
 export function rowRangeOf(meta: Pick<TabletMeta, 'schema' | 'partition'>): { start: Uint8Array; end: Uint8Array } {

@@ -22,7 +22,7 @@ import type { Logger } from '../common/log';
 import { makeDirs } from '../common/fs-dirs';
 import { cloneCheckpoint, RangeHidingEngine, RocksDbEngine, type KvEngine } from '../docdb';
 import { BOOTSTRAP_TERM, DEFAULT_WAL_DURABILITY, type LogStorage, type Message, type WalDurability } from '../raft';
-import { copyRows, rowRangeOf } from './split-apply';
+import { copyRows, rowRangeOf, type ChildBuilt } from './split-apply';
 import { RAFT_ELECTION_TIMEOUT_TICKS, SPLIT_HARD_LINKS } from './tserver-flags';
 import { writeTabletMeta, type TabletMeta } from './tablet/tablet-meta';
 import { TabletState, type SnapshotDescriptor, type TabletPeer } from './tablet/tablet-peer';
@@ -58,19 +58,6 @@ export interface SplitChildrenDeps {
   addressOf(uuid: string): string | undefined;
 }
 
-/** How one child was built, and where its milliseconds went (logged with 'split child built'). */
-export interface ChildBuilt {
-  linked: boolean;
-  rows: number;
-  /** Checkpoint (links) and its one open, shared by both children. */
-  checkpointMs: number;
-  recoverMs: number;
-  /** This child: its RegularDB clone (or copy) and meta.json, its log (written during the checkpoint), its open; `led`: it leads the first term now. */
-  cloneMs: number;
-  walMs: number;
-  openMs: number;
-  led: boolean;
-}
 
 /** The RocksDB engine behind a RegularDB view, when it can take a checkpoint. */
 function checkpointSource(e: KvEngine): RocksDbEngine | undefined {

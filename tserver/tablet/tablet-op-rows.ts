@@ -4,8 +4,7 @@
  */
 import { BinaryReader, BinaryWriter } from '../../common/byte-codec';
 import { DbError, ErrorCode } from '../../common/errors';
-import type { CellWrite, ColumnWrite, DocKey, Primitive, RowOp } from '../../docdb';
-import { LAZY_STRING_BYTES_MIN } from '../../docdb/encoding/value';
+import { LAZY_STRING_BYTES_MIN, type CellWrite, type ColumnWrite, type DocKey, type Primitive, type RowOp } from '../../docdb';
 
 export { LAZY_STRING_BYTES_MIN };
 
