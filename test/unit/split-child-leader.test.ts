@@ -8,17 +8,16 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Flags } from '../../common/flags';
-import { HybridClock } from '../../common/hybrid-clock';
-import { SystemClock } from '../../common/clock';
 import { NodeId } from '../../common/ids';
 import { silentLogger } from '../../common/log';
 import { SeededRng } from '../../common/rng';
 import { partitionHash } from '../../common/partition-hash';
 import { bytesOfHex } from '../../common/key-bounds';
-import { MemoryEngine, type KvEngine } from '../../docdb';
+import { MemoryEngine } from '../../docdb';
 import { RawNode, type Message } from '../../raft';
 import { MemoryLogStorage } from '../../raft/wal/memory-log-storage';
-import { TabletManager } from '../../tserver/tablet-manager';
+import type { TabletManager } from '../../tserver/tablet-manager';
+import { testTabletManager } from './tablet-manager-harness';
 import { SplitService } from '../../tserver/split-service';
 import { childPartitions } from '../../tserver/split-apply';
 import { SPLIT_CHILD_TERM, SplitChildren } from '../../tserver/split-children';
@@ -127,23 +126,12 @@ class Cluster {
   start(uuid: string): TabletManager {
     const engines = this.engines.get(uuid) ?? new Map<string, MemoryEngine>();
     this.engines.set(uuid, engines);
-    const m = new TabletManager({
-      dataDir: path.join(this.root, uuid),
+    const m = testTabletManager(path.join(this.root, uuid), {
       selfUuid: uuid,
       selfAddress: peers.find((p) => p.uuid === uuid)!.rpcAddress,
-      flags: new Flags(),
-      clock: new HybridClock(new SystemClock()),
-      log: silentLogger(),
-      rng: new SeededRng(uuids.indexOf(uuid) + 11),
+      seed: uuids.indexOf(uuid) + 11,
       send: (g, msgs) => setImmediate(() => msgs.forEach((x) => !this.down.has(x.to) && !this.down.has(uuid) && this.ms.get(x.to)?.dispatch(g, x))),
-      fetchChunk: () => Promise.reject(new Error('no remote bootstrap in this test')),
-      chunkBytes: () => 1 << 20,
-      openEngine: async (d: string): Promise<KvEngine> => {
-        const prev = engines.get(d);
-        const e = prev ? prev.reopen() : new MemoryEngine();
-        engines.set(d, e);
-        return e;
-      },
+      engines,
     });
     this.ms.set(uuid, m);
     managers.push(m);

@@ -8,15 +8,11 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Flags } from '../../common/flags';
-import { HybridClock } from '../../common/hybrid-clock';
-import { SystemClock } from '../../common/clock';
-import { silentLogger } from '../../common/log';
-import { SeededRng } from '../../common/rng';
 import { bytesOfHex } from '../../common/key-bounds';
 import { DbError, ErrorCode } from '../../common/errors';
-import { MemoryEngine, type DocKey, type KvEngine } from '../../docdb';
-import { TabletManager } from '../../tserver/tablet-manager';
+import type { DocKey } from '../../docdb';
+import type { TabletManager } from '../../tserver/tablet-manager';
+import { testTabletManager, untilTabletLeader } from './tablet-manager-harness';
 import { SplitService } from '../../tserver/split-service';
 import { childPartitions } from '../../tserver/split-apply';
 import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
@@ -47,32 +43,12 @@ function rangeKey(i: number): DocKey {
 }
 
 function manager(dir: string): TabletManager {
-  const engines = new Map<string, MemoryEngine>();
-  const m = new TabletManager({
-    dataDir: dir, selfUuid: 'ts1', selfAddress: SELF, flags: new Flags(), clock: new HybridClock(new SystemClock()), log: silentLogger(), rng: new SeededRng(5),
-    send: () => undefined,
-    fetchChunk: () => Promise.reject(new Error('no remote bootstrap in this test')),
-    chunkBytes: () => 1 << 20,
-    splitCleanupDelayMs: 0,
-    openEngine: async (d: string): Promise<KvEngine> => {
-      const prev = engines.get(d);
-      const e = prev ? prev.reopen() : new MemoryEngine();
-      engines.set(d, e);
-      return e;
-    },
-  });
+  const m = testTabletManager(dir, { selfAddress: SELF, seed: 5, splitCleanupDelayMs: 0, engines: new Map() });
   managers.push(m);
   return m;
 }
 
-async function untilLeader(m: TabletManager, id: string): Promise<TabletPeer> {
-  for (let i = 0; i < 400; i++) {
-    if (m.has(id) && m.get(id).raftGroup().isLeaderReady()) return m.get(id);
-    m.tickAll();
-    await new Promise((r) => setTimeout(r, 2));
-  }
-  throw new Error(`tablet ${id} never led`);
-}
+const untilLeader = untilTabletLeader;
 
 /** A one-replica range tablet with 100 rows, and the SplitTablet request that splits it at its middle. */
 async function splittable(): Promise<{ m: TabletManager; parent: TabletPeer; svc: SplitService; req: Parameters<SplitService['split']>[0] }> {

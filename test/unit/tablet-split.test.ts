@@ -2,15 +2,12 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Flags } from '../../common/flags';
-import { HybridClock } from '../../common/hybrid-clock';
-import { SystemClock } from '../../common/clock';
-import { silentLogger } from '../../common/log';
 import { SeededRng } from '../../common/rng';
 import { encodeDocKeyBytes, partitionHash } from '../../common/partition-hash';
 import { keyInBounds, bytesOfHex } from '../../common/key-bounds';
-import { MemoryEngine, RangeHidingEngine, RocksDbEngine, type DocKey, type KvEngine } from '../../docdb';
-import { TabletManager } from '../../tserver/tablet-manager';
+import { MemoryEngine, RangeHidingEngine, RocksDbEngine, type DocKey } from '../../docdb';
+import type { TabletManager } from '../../tserver/tablet-manager';
+import { testTabletManager, untilTabletLeader } from './tablet-manager-harness';
 import { SplitService } from '../../tserver/split-service';
 import { childPartitions, findSplitPoint, rowRangeOf } from '../../tserver/split-apply';
 import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
@@ -41,41 +38,12 @@ function keyOf(kind: 'hash' | 'range', i: number): DocKey {
 }
 
 function manager(dataDir: string, engines?: Map<string, MemoryEngine>): TabletManager {
-  const m = new TabletManager({
-    dataDir,
-    selfUuid: 'ts1',
-    selfAddress: '127.0.0.1:1',
-    flags: new Flags(),
-    clock: new HybridClock(new SystemClock()),
-    log: silentLogger(),
-    rng: new SeededRng(3),
-    send: () => undefined,
-    fetchChunk: () => Promise.reject(new Error('no remote bootstrap in this test')),
-    chunkBytes: () => 1 << 20,
-    splitCleanupDelayMs: 0,
-    ...(engines
-      ? {
-          openEngine: async (d: string): Promise<KvEngine> => {
-            const prev = engines.get(d);
-            const e = prev ? prev.reopen() : new MemoryEngine();
-            engines.set(d, e);
-            return e;
-          },
-        }
-      : {}),
-  });
+  const m = testTabletManager(dataDir, { splitCleanupDelayMs: 0, ...(engines ? { engines } : {}) });
   managers.push(m);
   return m;
 }
 
-async function untilLeader(m: TabletManager, id: string): Promise<TabletPeer> {
-  for (let i = 0; i < 400; i++) {
-    if (m.has(id) && m.get(id).raftGroup().isLeaderReady()) return m.get(id);
-    m.tickAll();
-    await new Promise((r) => setTimeout(r, 2));
-  }
-  throw new Error(`tablet ${id} never led`);
-}
+const untilLeader = untilTabletLeader;
 
 async function rowsOf(p: TabletPeer): Promise<DocKey[]> {
   const r = await p.scan({ limit: 100_000 });
