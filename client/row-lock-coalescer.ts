@@ -15,6 +15,7 @@
  * cycle, with no CPU per cycle saved that the shared machine could measure (an apparent slowdown
  * was the bench's figure order, bench/results/2026-12-07-rows-3.md).
  */
+import { InflightCounts } from './inflight-counts';
 import { TurnBatches } from './turn-batches';
 import { DbError, ErrorCode } from '../common/errors';
 import { rowMethods, type LockRowItemPB, type LockRowRequestPB, type RowLockItemPB, type RowLockRequestPB, type RowLockResponsePB, type RowLockResultPB } from '../rpc';
@@ -52,7 +53,7 @@ export class RowLockCoalescer {
   /** Requests sent, and calls they carried (tests, diagnostics). */
   readonly stats = { requests: 0, calls: 0 };
   /** Lock requests in flight per tablet. */
-  private readonly inflight = new Map<string, number>();
+  private readonly inflight = new InflightCounts();
 
   constructor(
     private readonly invoker: TabletInvoker,
@@ -76,7 +77,7 @@ export class RowLockCoalescer {
       const key = `${kind}\u0000${tabletId}\u0000${schemaVersion}`;
       let p = this.pending.get(key);
       const item = { pb, deadline, resendAlone, resolve, reject };
-      if (!p && (this.inflight.get(tabletId) ?? 0) < this.aloneInflight) {
+      if (!p && this.inflight.get(tabletId) < this.aloneInflight) {
         this.send({ kind, tabletId, route, schemaVersion, items: [item] } as Pending);
         return;
       }
@@ -96,7 +97,6 @@ export class RowLockCoalescer {
     if (!first) return;
     this.stats.requests++;
     this.stats.calls += items.length;
-    this.inflight.set(p.tabletId, (this.inflight.get(p.tabletId) ?? 0) + 1);
     const inv = this.invoker;
     const deadline = items.reduce((d, i) => (i.deadline.atMs < d.atMs ? i.deadline : d), first.deadline);
     const head = { schemaVersion: p.schemaVersion, propagatedHt: inv.propagatedHt };
@@ -104,12 +104,7 @@ export class RowLockCoalescer {
       p.kind === 'lock'
         ? inv.call(this.table, p.route, rowMethods().lockRow, (t): LockRowRequestPB => ({ tabletId: t.tabletId, ...(first.pb as LockRowItemPB), ...head, ...(items.length > 1 ? { more: items.slice(1).map((i) => i.pb as LockRowItemPB) } : {}) }), deadline, true, FATAL)
         : inv.call(this.table, p.route, rowMethods().rowLock, (t): RowLockRequestPB => ({ tabletId: t.tabletId, ...(first.pb as RowLockItemPB), ...head, ...(items.length > 1 ? { more: items.slice(1).map((i) => i.pb as RowLockItemPB) } : {}) }), deadline, false, FATAL);
-    const done = (): void => {
-      const n = (this.inflight.get(p.tabletId) ?? 1) - 1;
-      if (n <= 0) this.inflight.delete(p.tabletId);
-      else this.inflight.set(p.tabletId, n);
-    };
-    call.then(done, done);
+    this.inflight.track(p.tabletId, call);
     call.then(
       (r) => {
         if (items.length === 1) return first.resolve(r);

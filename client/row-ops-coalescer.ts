@@ -18,6 +18,7 @@
  * time — the leader's pipeline idle between them — and made c64 increments slower and dearer than
  * sending each alone (bench/results/2026-12-07-rows-2.md).
  */
+import { InflightCounts } from './inflight-counts';
 import { TurnBatches } from './turn-batches';
 import { DbError, ErrorCode } from '../common/errors';
 import { rowMethods, type MutateRowsRequestPB, type MutateRowsResponsePB, type MutateRowsResultPB, type RowMutationPB } from '../rpc';
@@ -82,7 +83,7 @@ export class RowOpsCoalescer {
   /** Requests sent, and calls they carried (tests, diagnostics). */
   readonly stats = { requests: 0, calls: 0 };
   /** Requests in flight per tablet. */
-  private readonly inflight = new Map<string, number>();
+  private readonly inflight = new InflightCounts();
 
   constructor(
     private readonly invoker: TabletInvoker,
@@ -108,7 +109,7 @@ export class RowOpsCoalescer {
       const key = `${table}\u0000${tabletId}\u0000${schemaVersion}`;
       let p = this.pending.get(key);
       const item: Item = { rows, bytes, deadline, requestId, resendAlone, resolve, reject };
-      if (!p && (this.inflight.get(tabletId) ?? 0) < this.aloneInflight) {
+      if (!p && this.inflight.get(tabletId) < this.aloneInflight) {
         this.send({ table, tabletId, route, schemaVersion, rows: rows.length, bytes, items: [item] });
         return;
       }
@@ -133,7 +134,6 @@ export class RowOpsCoalescer {
     if (!first) return;
     this.stats.requests++;
     this.stats.calls += items.length;
-    this.inflight.set(p.tabletId, (this.inflight.get(p.tabletId) ?? 0) + 1);
     const inv = this.invoker;
     // The request must finish by the earliest deadline among its calls.
     const deadline = items.reduce((d, i) => (i.deadline.atMs < d.atMs ? i.deadline : d), first.deadline);
@@ -151,12 +151,7 @@ export class RowOpsCoalescer {
       return req;
     };
     const sent = inv.call(p.table, p.route, rowMethods().mutateRows, make, deadline, true, this.fatal, this.alsoRetry);
-    const done = (): void => {
-      const n = (this.inflight.get(p.tabletId) ?? 1) - 1;
-      if (n <= 0) this.inflight.delete(p.tabletId);
-      else this.inflight.set(p.tabletId, n);
-    };
-    sent.then(done, done);
+    this.inflight.track(p.tabletId, sent);
     sent.then(
       (r) => {
         inv.observeHt(r.propagatedHt);
