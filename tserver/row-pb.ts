@@ -4,7 +4,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { DbError, ErrorCode } from '../common/errors';
-import { partitionHash, type ColumnWrite, type DocKey, type Primitive, type Row, type RowOp } from '../docdb';
+import { partitionHash, withLazyUtf8, type ColumnWrite, type DocKey, type Primitive, type Row, type RowOp } from '../docdb';
 import type { ColumnSchema, TableSchema, TabletMeta } from './tablet/tablet-meta';
 import { checkKeyInRange } from './tablet/tablet-split';
 import type { WriteRequest } from './tablet/tablet-peer';
@@ -44,16 +44,7 @@ function columnWriteFromPb(col: ColumnSchema, v: pb.ValuePB | null | undefined):
     return { columnId: col.id, value };
   }
   if (col.type !== 'string') throw invalid(`column ${col.name} has type ${col.type}, got a string`);
-  const utf8 = utf8FromPb(v.utf8Value);
-  let decoded: string | undefined;
-  const out: ColumnWrite = {
-    columnId: col.id,
-    get value(): string {
-      return (decoded ??= utf8.toString('utf8'));
-    },
-  };
-  Object.defineProperty(out, 'utf8', { value: utf8, enumerable: false });
-  return out;
+  return withLazyUtf8({ columnId: col.id }, utf8FromPb(v.utf8Value), (b) => b.toString('utf8'));
 }
 
 export function valueToPb(v: Primitive): pb.ValuePB {

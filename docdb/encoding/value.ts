@@ -158,18 +158,23 @@ export function decodeValue(b: Uint8Array): DocValue {
  */
 export const LAZY_STRING_BYTES_MIN = 16 << 10;
 
-/** A string value kept as its UTF-8 bytes (`utf8`, not enumerable); `value` decodes them on first use. */
-function lazyString(utf8: Buffer, ttlMs: number | undefined): DocValue {
+/**
+ * `base` with a string `value` kept as its UTF-8 bytes: `utf8` (not enumerable: a copy, a
+ * comparison or a JSON dump sees only the string) and a `value` getter that decodes them on first
+ * use with `decode` (the log's and the wire's decoders refuse bad UTF-8, the storage's does not).
+ * Used for stored values here, for log entries' columns (tserver/tablet/tablet-op-rows.ts) and for
+ * columns sent as bytes (tserver/row-pb.ts).
+ */
+export function withLazyUtf8<T extends object>(base: T, utf8: Buffer, decode: (b: Buffer) => string): T & { value: string; utf8: Buffer } {
   let decoded: string | undefined;
-  const v: DocValue = {
-    type: 'primitive',
-    get value(): string {
-      return (decoded ??= utf8.toString('utf8'));
-    },
-    ...(ttlMs === undefined ? {} : { ttlMs }),
-  };
-  Object.defineProperty(v, 'utf8', { value: utf8, enumerable: false });
-  return v;
+  Object.defineProperty(base, 'value', { get: () => (decoded ??= decode(utf8)), enumerable: true, configurable: true });
+  Object.defineProperty(base, 'utf8', { value: utf8, enumerable: false });
+  return base as T & { value: string; utf8: Buffer };
+}
+
+/** A string value kept as its UTF-8 bytes; `value` decodes them on first use. */
+function lazyString(utf8: Buffer, ttlMs: number | undefined): DocValue {
+  return withLazyUtf8(ttlMs === undefined ? { type: 'primitive' as const } : { type: 'primitive' as const, ttlMs }, utf8, (b) => b.toString('utf8'));
 }
 
 function readRawPrimitive(r: ByteReader, tag: number): Primitive {

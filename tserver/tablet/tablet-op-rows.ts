@@ -4,7 +4,7 @@
  */
 import { BinaryReader, BinaryWriter } from '../../common/byte-codec';
 import { DbError, ErrorCode } from '../../common/errors';
-import { LAZY_STRING_BYTES_MIN, type CellWrite, type ColumnWrite, type DocKey, type Primitive, type RowOp } from '../../docdb';
+import { LAZY_STRING_BYTES_MIN, withLazyUtf8, type CellWrite, type ColumnWrite, type DocKey, type Primitive, type RowOp } from '../../docdb';
 
 export { LAZY_STRING_BYTES_MIN };
 
@@ -209,17 +209,7 @@ function readColumn(i: In): ColumnWrite {
   // A view: the entry's buffer is its own (a log read or a decoded message's copy) and never reused.
   const utf8 = i.buf.subarray(i.pos, i.pos + n);
   i.pos += n;
-  let decoded: string | undefined;
-  const col: ColumnWrite = {
-    columnId,
-    get value(): string {
-      return (decoded ??= new In(utf8).utf8(utf8.byteLength));
-    },
-  };
-  // Not enumerable: a copy ({ ...col }), a comparison or a JSON dump sees the column as a string
-  // value (the getter), never as a megabyte of bytes.
-  Object.defineProperty(col, 'utf8', { value: utf8, enumerable: false });
-  return col;
+  return withLazyUtf8({ columnId }, utf8, (b) => new In(b).utf8(b.byteLength));
 }
 
 export function readRowOps(i: In): RowOp[] {
