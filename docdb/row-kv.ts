@@ -10,7 +10,7 @@
  */
 import { assert } from '../common/assert';
 import type { HybridTime } from '../common/hybrid-time';
-import type { RowOp } from './doc-db-api';
+import type { RowOp, StoredValue } from './doc-db-api';
 import { ByteWriter, writeDocHybridTimeSuffix, writeSubKey, writeValue } from './encoding';
 import type { KvOp } from './kv-engine';
 import { cellsOf, columnValue } from './row-cells';
@@ -61,18 +61,20 @@ function upsertToArena(op: Extract<RowOp, { type: 'upsert' }>, ht: HybridTime, f
   const docKey = encodeRowDocKey(op.key);
   const ttl = op.ttlMs;
   let wid = firstWriteId;
-  const cell = (column: 'liveness' | number, write: () => void): void => {
-    assert(wid <= WRITE_ID_MAX, 'too many writes in one batch');
-    const keyStart = w.length;
-    w.bytes(docKey);
-    writeSubKey(w, column);
-    writeDocHybridTimeSuffix(w, ht, wid++);
-    const valueStart = w.length;
-    write();
-    spans.push(kv.length, keyStart, valueStart, w.length);
-    kv.push({ type: 'put', key: EMPTY, value: EMPTY });
-  };
-  cell('liveness', () => writeValue(w, ttl === undefined ? { type: 'liveness' } : { type: 'liveness', ttlMs: ttl }));
-  for (const c of op.columns) cell(c.columnId, () => writeValue(w, columnValue(c, ttl)));
+  writeCell(w, docKey, 'liveness', ht, wid++, ttl === undefined ? { type: 'liveness' } : { type: 'liveness', ttlMs: ttl }, kv, spans);
+  for (const c of op.columns) writeCell(w, docKey, c.columnId, ht, wid++, columnValue(c, ttl), kv, spans);
   return wid;
+}
+
+/** One cell's version key and value into `w`; its KvOp (filled in later) into `kv`, its span into `spans`. */
+function writeCell(w: ByteWriter, docKey: Buffer, column: 'liveness' | number, ht: HybridTime, wid: number, value: StoredValue, kv: KvOp[], spans: number[]): void {
+  assert(wid <= WRITE_ID_MAX, 'too many writes in one batch');
+  const keyStart = w.length;
+  w.bytes(docKey);
+  writeSubKey(w, column);
+  writeDocHybridTimeSuffix(w, ht, wid);
+  const valueStart = w.length;
+  writeValue(w, value);
+  spans.push(kv.length, keyStart, valueStart, w.length);
+  kv.push({ type: 'put', key: EMPTY, value: EMPTY });
 }
