@@ -3,6 +3,7 @@
  * wire (ValuePB, DocKeyPB, RowOpPB, RowPB). Bad rows fail here with INVALID_ARGUMENT, before any RPC.
  */
 import { DbError, ErrorCode } from '../common/errors';
+import { LARGE_STRING_BYTES_MIN } from '../common/large-strings';
 import { encodeDocKeyBytes, partitionHash, type KeyValue } from '../common/partition-hash';
 import { familiesFromPb, type ColumnValuePB, type DocKeyPB, type RowOpPB, type RowPB, type TableInfoPB, type ValuePB } from '../rpc';
 import { checkFamilies, type ColumnFamily } from '../common/column-families';
@@ -215,8 +216,8 @@ export function valueToPb(v: ColumnValue): ValuePB {
   return { bytesValue: v };
 }
 
-/** The tablet's bound for keeping a string as bytes (docdb's LAZY_STRING_BYTES_MIN). */
-export const UTF8_VALUE_BYTES_MIN = 16 << 10;
+/** The bound for sending a string as bytes: the tablet's for keeping it so (common/large-strings.ts). */
+export const UTF8_VALUE_BYTES_MIN = LARGE_STRING_BYTES_MIN;
 
 /**
  * A column value as sent in a write: a string of UTF8_VALUE_BYTES_MIN bytes or more goes as its

@@ -13,6 +13,7 @@
  * The TTL counts from the version's hybrid time (the storage layer applies it at read and GC time).
  */
 import { DbError, ErrorCode } from '../../common/errors';
+import { LARGE_STRING_BYTES_MIN } from '../../common/large-strings';
 import type { Primitive } from './types';
 import { ByteReader, ByteWriter } from './byte-buffer';
 import { Tag, ValueTag } from './tags';
@@ -156,7 +157,7 @@ export function decodeValue(b: Uint8Array): DocValue {
  * that does not return the column (count(*), a projection, a filter on other columns) never turns
  * a megabyte into a string (docs/raft-write-path.md, "Large values").
  */
-export const LAZY_STRING_BYTES_MIN = 16 << 10;
+export const LAZY_STRING_BYTES_MIN = LARGE_STRING_BYTES_MIN;
 
 /**
  * `base` with a string `value` kept as its UTF-8 bytes: `utf8` (not enumerable: a copy, a
