@@ -59,6 +59,11 @@ export class LocalPostgres {
 
   constructor(private readonly binDir: string) {}
 
+  /** The postmaster's pid (its backends are its children), while it runs. */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
   async start(firstPort = 55432): Promise<void> {
     this.unguard ??= guardChildren(() => this.killNow());
     const as = runAs();

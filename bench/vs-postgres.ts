@@ -15,6 +15,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { BenchCluster } from './bench-cluster';
 import { guardChildren } from './exit-guard';
+import { readCpu, runCpu, type CpuReading, type RunCpu } from './pg-cpu';
 import { findPostgresBin, LocalPostgres, POSTGRES_NOT_INSTALLED } from './postgres-local';
 import { latencyPercentilesMs, parseInitDoneSeconds, parsePgbenchSummary } from './pgbench-output';
 import { writeReports } from './vs-etcd';
@@ -61,7 +62,12 @@ export interface PgbenchRun {
   transactions: number;
   failed: number;
   retried: number;
+  /** CPU µs per transaction (bench/pg-cpu.ts); empty without /proc. */
+  cpu: RunCpu;
 }
+
+/** SQL statements of one pgbench transaction: -S one SELECT; -N BEGIN, UPDATE, SELECT, INSERT, END. */
+export const STATEMENTS_PER_TXN: Record<Workload, number> = { select: 1, 'simple-update': 5 };
 
 export function parseVsPostgresArgs(argv: readonly string[]): VsPostgresOptions {
   const o: VsPostgresOptions = { scale: 10, clients: [1, 16, 64], seconds: 10, rounds: 3, blog: true, outDir: path.resolve(__dirname, '../../bench/results') };
@@ -126,17 +132,19 @@ async function pgbenchInit(t: Target, scale: number): Promise<{ seconds: number;
   return { seconds: r.seconds, ...(pgbenchSeconds !== undefined ? { pgbenchSeconds } : {}), detail: done };
 }
 
-async function pgbenchRun(t: Target, w: Workload, clients: number, round: number, o: VsPostgresOptions, logDir: string): Promise<PgbenchRun> {
+async function pgbenchRun(t: Target, w: Workload, clients: number, round: number, o: VsPostgresOptions, logDir: string, cpuNow: () => CpuReading): Promise<PgbenchRun> {
   const prefix = `${t.system}-${w}-c${clients}-r${round}`;
   const args = [PG_WORKLOADS[w], '-T', String(o.seconds), '-c', String(clients), '-j', String(Math.min(clients, 2)), '-l', `--log-prefix=${path.join(logDir, prefix)}`];
   if (w === 'simple-update' && t.system === 'tessera') args.push(`--max-tries=${TESSERA_MAX_TRIES}`);
+  const before = cpuNow();
   const r = await runTool('pgbench', [...args, ...t.args], o.seconds * 1000 + RUN_GRACE_MS);
+  const after = cpuNow();
   // pgbench exits 2 when some transaction failed; the summary still counts them.
   if (r.code !== 0 && !/^tps = /m.test(r.stdout)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `pgbench ${PG_WORKLOADS[w]} -c ${clients} on ${t.system} failed (${r.code}): ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`);
   const s = parsePgbenchSummary(r.stdout);
   const logs = fs.readdirSync(logDir).filter((f) => f.startsWith(`${prefix}.`)).map((f) => fs.readFileSync(path.join(logDir, f), 'utf8'));
   const lat = latencyPercentilesMs(logs);
-  return { system: t.system, workload: w, clients, round, tps: s.tps, latencyAverageMs: s.latencyAverageMs, p50Ms: lat.p50Ms, p99Ms: lat.p99Ms, transactions: s.transactions, failed: s.failed, retried: s.retried };
+  return { system: t.system, workload: w, clients, round, tps: s.tps, latencyAverageMs: s.latencyAverageMs, p50Ms: lat.p50Ms, p99Ms: lat.p99Ms, transactions: s.transactions, failed: s.failed, retried: s.retried, cpu: runCpu(t.system, before, after, s.transactions) };
 }
 
 /** The blog's statements through psql on tessera: seconds of the INSERT … SELECT and of the COMMIT. */
@@ -159,6 +167,8 @@ export interface PgRow {
   postgres: { tps: number; p50Ms: number; p99Ms: number; failed: number; retried: number };
   /** tessera tps / postgres tps, median over the rounds. */
   ratio: number;
+  /** CPU µs per transaction, median over the rounds of each figure (tessera's from its runs, PostgreSQL's from its). */
+  cpu: RunCpu;
 }
 
 /** One row per workload and client count: medians over the rounds, failures summed. */
@@ -171,8 +181,18 @@ export function summarizeRuns(runs: readonly PgbenchRun[]): PgRow[] {
     const t = of('tessera');
     const p = of('postgres');
     const ratios = t.map((tr) => tr.tps / (p.find((pr) => pr.round === tr.round)?.tps ?? Number.NaN)).filter((x) => Number.isFinite(x));
-    return { workload, clients, tessera: fig(t), postgres: fig(p), ratio: spread(ratios).median };
+    return { workload, clients, tessera: fig(t), postgres: fig(p), ratio: spread(ratios).median, cpu: medianCpu([...t, ...p]) };
   });
+}
+
+/** Each CPU figure's median over the runs that have it. */
+function medianCpu(runs: readonly PgbenchRun[]): RunCpu {
+  const out: RunCpu = {};
+  for (const k of ['tesseraUs', 'endpointUs', 'tabletNodeUs', 'sqlLayerUs', 'postgresUs'] as const) {
+    const xs = runs.map((r) => r.cpu[k]).filter((x): x is number => x !== undefined && Number.isFinite(x));
+    if (xs.length > 0) out[k] = spread(xs).median;
+  }
+  return out;
 }
 
 const n1 = (x: number): string => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');
@@ -182,6 +202,24 @@ export function renderPgTable(rows: readonly PgRow[]): string[] {
   const out = ['| workload | clients | tessera tps | postgres tps | ratio | tessera p50 / p99 ms | postgres p50 / p99 ms | failed (tessera / postgres) | retried (tessera) |', '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |'];
   for (const r of rows) {
     out.push(`| ${PG_WORKLOADS[r.workload]} ${r.workload} | ${r.clients} | ${n1(r.tessera.tps)} | ${n1(r.postgres.tps)} | ${n2(r.ratio)} | ${n2(r.tessera.p50Ms)} / ${n2(r.tessera.p99Ms)} | ${n2(r.postgres.p50Ms)} / ${n2(r.postgres.p99Ms)} | ${r.tessera.failed} / ${r.postgres.failed} | ${r.tessera.retried} |`);
+  }
+  return out;
+}
+
+const n0 = (x: number | undefined): string => (x !== undefined && Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : 'n/a');
+
+/** CPU per transaction and the SQL layer's estimate per statement (bench/pg-cpu.ts says how each is read). */
+export function renderCpuTable(rows: readonly PgRow[]): string[] {
+  const out = [
+    'CPU per transaction, µs (median over the rounds; from /proc around each run). tessera: all three tservers; node 0 (pgbench\'s endpoint: the SQL layer and a third of the tablet leaders); the other tservers (mean: tablet work only); the SQL layer = node 0 minus that mean, also per statement. PostgreSQL: the postmaster and its backends.',
+    '',
+    '| workload | clients | statements / txn | tessera all tservers | node 0 | other tservers (mean) | SQL layer per txn | SQL layer per statement | PostgreSQL all processes |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+  ];
+  for (const r of rows) {
+    const n = STATEMENTS_PER_TXN[r.workload];
+    const c = r.cpu;
+    out.push(`| ${PG_WORKLOADS[r.workload]} ${r.workload} | ${r.clients} | ${n} | ${n0(c.tesseraUs)} | ${n0(c.endpointUs)} | ${n0(c.tabletNodeUs)} | ${n0(c.sqlLayerUs)} | ${n0(c.sqlLayerUs === undefined ? undefined : c.sqlLayerUs / n)} | ${n0(c.postgresUs)} |`);
   }
   return out;
 }
@@ -206,6 +244,7 @@ export async function runVsPostgres(o: VsPostgresOptions): Promise<void> {
       { system: 'tessera', args: ['-h', sqlHost, '-p', '5433', '-U', 'yugabyte', 'yugabyte'] },
       { system: 'postgres', args: ['-h', '127.0.0.1', '-p', String(pg.port), '-U', pg.user, 'postgres'] },
     ];
+    const cpuNow = (): CpuReading => readCpu(tessera.tservers().map((s) => s.child.pid), pg.pid);
     const init: Record<string, Awaited<ReturnType<typeof pgbenchInit>>> = {};
     for (const t of [...targets].reverse()) {
       say(`pgbench -i -s ${o.scale} on ${t.system} …`);
@@ -217,9 +256,9 @@ export async function runVsPostgres(o: VsPostgresOptions): Promise<void> {
       for (const w of Object.keys(PG_WORKLOADS) as Workload[]) {
         for (const c of o.clients) {
           for (const t of round % 2 ? targets : [...targets].reverse()) {
-            const r = await pgbenchRun(t, w, c, round, o, logDir);
+            const r = await pgbenchRun(t, w, c, round, o, logDir, cpuNow);
             runs.push(r);
-            say(`  round ${round} ${PG_WORKLOADS[w]} -c ${c} ${t.system}: ${n1(r.tps)} tps, p50 ${n2(r.p50Ms)} ms, p99 ${n2(r.p99Ms)} ms, failed ${r.failed}, retried ${r.retried}`);
+            say(`  round ${round} ${PG_WORKLOADS[w]} -c ${c} ${t.system}: ${n1(r.tps)} tps, p50 ${n2(r.p50Ms)} ms, p99 ${n2(r.p99Ms)} ms, failed ${r.failed}, retried ${r.retried}, CPU ${n0(r.cpu.tesseraUs ?? r.cpu.postgresUs)} µs/txn`);
           }
         }
       }
@@ -227,7 +266,7 @@ export async function runVsPostgres(o: VsPostgresOptions): Promise<void> {
     const blog = o.blog ? await timeBlog(targets[0]!) : undefined;
     const rows = summarizeRuns(runs);
     const header = `pgbench: tessera (RF 3, fsync on, ${TSERVERS} tservers) vs PostgreSQL (one node, default fsync); scale ${o.scale}, ${o.seconds} s per run, ${o.rounds} round(s), ${os.cpus().length} cores, load average ${os.loadavg()[0]!.toFixed(1)} at the end`;
-    const lines = [`# tessera vs PostgreSQL (pgbench)`, '', header, '', ...renderPgTable(rows), ''];
+    const lines = [`# tessera vs PostgreSQL (pgbench)`, '', header, '', ...renderPgTable(rows), '', ...renderCpuTable(rows), ''];
     for (const s of ['postgres', 'tessera']) lines.push(`- \`pgbench -i -s ${o.scale}\` on ${s}: ${init[s]!.seconds.toFixed(1)} s wall (${init[s]!.detail})`);
     if (blog) lines.push(`- blog on tessera (psql): INSERT … SELECT of 100 × 1 MiB ${(blog.insertMs / 1000).toFixed(2)} s, COMMIT ${(blog.commitMs / 1000).toFixed(2)} s, psql session ${blog.wallSeconds.toFixed(1)} s, ${blog.rows} rows`);
     const md = `${lines.join('\n')}\n`;

@@ -4,7 +4,8 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { latencyPercentilesMs, parseInitDoneSeconds, parseLogLatenciesUs, parsePgbenchSummary, percentile } from '../../bench/pgbench-output';
 import { findPostgresBin } from '../../bench/postgres-local';
-import { parseVsPostgresArgs, summarizeRuns, type PgbenchRun } from '../../bench/vs-postgres';
+import { parseVsPostgresArgs, renderCpuTable, summarizeRuns, type PgbenchRun } from '../../bench/vs-postgres';
+import { readCpu, runCpu, treeCpuSeconds } from '../../bench/pg-cpu';
 import { vsTarget } from '../../bench/vs';
 
 // pgbench 15's summary of `-N --max-tries=20` (stdout), as it prints it.
@@ -86,12 +87,48 @@ describe('bench --vs postgres options and summary', () => {
   });
 
   it('summarizes rounds: median tps and ratio per round pair, failures summed', () => {
-    const run = (system: PgbenchRun['system'], round: number, tps: number, failed = 0): PgbenchRun => ({ system, workload: 'select', clients: 16, round, tps, latencyAverageMs: 1, p50Ms: 1, p99Ms: 2, transactions: 10, failed, retried: 0 });
+    const run = (system: PgbenchRun['system'], round: number, tps: number, failed = 0): PgbenchRun => ({ system, workload: 'select', clients: 16, round, tps, latencyAverageMs: 1, p50Ms: 1, p99Ms: 2, transactions: 10, failed, retried: 0, cpu: {} });
     const [row] = summarizeRuns([run('tessera', 1, 100, 1), run('postgres', 1, 400), run('tessera', 2, 300, 2), run('postgres', 2, 600), run('tessera', 3, 200), run('postgres', 3, 1000)]);
     expect(row?.tessera.tps).toBe(200);
     expect(row?.postgres.tps).toBe(600);
     expect(row?.ratio).toBe(0.25); // per round 0.25, 0.5, 0.2
     expect(row?.tessera.failed).toBe(3);
+  });
+});
+
+describe('CPU per transaction', () => {
+  it("splits tessera's CPU into node 0, the other tservers' mean and the SQL layer's estimate", () => {
+    const before = { tservers: [10, 20, 30], postgres: undefined };
+    const after = { tservers: [13, 21, 31.5], postgres: undefined };
+    // 1,000 transactions: node 0 3 s, others 1 s and 1.5 s (mean 1.25 s).
+    expect(runCpu('tessera', before, after, 1000)).toEqual({ tesseraUs: 5500, endpointUs: 3000, tabletNodeUs: 1250, sqlLayerUs: 1750 });
+    expect(runCpu('postgres', { tservers: [], postgres: 5 }, { tservers: [], postgres: 7 }, 4000)).toEqual({ postgresUs: 500 });
+  });
+
+  it('gives nothing it cannot read, or for a run without transactions', () => {
+    expect(runCpu('tessera', { tservers: [1, undefined], postgres: 1 }, { tservers: [2, 3], postgres: 2 }, 10)).toEqual({});
+    expect(runCpu('tessera', { tservers: [1, 1], postgres: 1 }, { tservers: [2, 2], postgres: 2 }, 0)).toEqual({});
+    expect(runCpu('postgres', { tservers: [], postgres: undefined }, { tservers: [], postgres: 2 }, 10)).toEqual({});
+  });
+
+  it.skipIf(!fs.existsSync('/proc/self/stat'))('reads a process tree from /proc: at least the process itself, growing as it works', () => {
+    const a = treeCpuSeconds(process.pid)!;
+    let x = 0;
+    for (const end = process.cpuUsage().user + 30_000; process.cpuUsage().user < end; ) x += Math.sqrt(x + 1);
+    const b = treeCpuSeconds(process.pid)!;
+    expect(x).toBeGreaterThan(0);
+    expect(b).toBeGreaterThan(a);
+    expect(b).toBeGreaterThanOrEqual(process.cpuUsage().user / 1e6 - 0.05);
+    expect(treeCpuSeconds(2 ** 22 + 12345)).toBeUndefined();
+    expect(readCpu([process.pid], undefined).tservers[0]).toBeGreaterThan(0);
+  });
+
+  it('reports the medians per workload, the SQL layer per statement (-N: 5 statements)', () => {
+    const run = (system: PgbenchRun['system'], round: number, cpu: PgbenchRun['cpu']): PgbenchRun => ({ system, workload: 'simple-update', clients: 1, round, tps: 1, latencyAverageMs: 1, p50Ms: 1, p99Ms: 2, transactions: 10, failed: 0, retried: 0, cpu });
+    const rows = summarizeRuns([run('tessera', 1, { tesseraUs: 900, endpointUs: 500, tabletNodeUs: 200, sqlLayerUs: 300 }), run('postgres', 1, { postgresUs: 50 }), run('tessera', 2, { tesseraUs: 1100, endpointUs: 700, tabletNodeUs: 200, sqlLayerUs: 500 }), run('postgres', 2, { postgresUs: 70 })]);
+    expect(rows[0]!.cpu).toEqual({ tesseraUs: 1000, endpointUs: 600, tabletNodeUs: 200, sqlLayerUs: 400, postgresUs: 60 });
+    const line = renderCpuTable(rows).find((l) => l.startsWith('| -N'));
+    expect(line).toBe('| -N simple-update | 1 | 5 | 1,000 | 600 | 200 | 400 | 80 | 60 |');
   });
 });
 
