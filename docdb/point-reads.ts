@@ -24,7 +24,7 @@ import { decodeDocKeyBuf, decodeStored, parseRegularKey, REGULAR_DATA_END, REGUL
 /** Idle reused iterators kept at most (one per concurrent reader, up to this; the extra ones are ended). */
 export const POINT_ITERATORS_IDLE_MAX = 64;
 /** A reused iterator is ended once this old (its snapshot pins memtables and SST files). */
-export const POINT_ITERATOR_AGE_MS = 100;
+export const POINT_ITERATOR_AGE_MS = 1000;
 /** Read-ahead per native call after the first entry: a few versions of a row, little past it. */
 export const POINT_READ_AHEAD_BYTES = 512;
 /** Native reads one row may take on a reused iterator; a longer row is read with its own iterator. */
