@@ -50,6 +50,8 @@ export class PointReads {
   constructor(
     private readonly engine: KvEngine,
     private readonly cache: RowCache,
+    /** docdb_point_read_iterators: false sends every read the caller's way (A/B). */
+    private readonly enabled: () => boolean = () => true,
   ) {}
 
   /**
@@ -58,7 +60,7 @@ export class PointReads {
    * cannot tell (the caller reads the row with a fresh iterator).
    */
   async read(docKey: Buffer, hex: string, key: DocKey): Promise<{ key: DocKey; versions: CellVersion[] } | undefined> {
-    const p = this.take(hex);
+    const p = this.enabled() ? this.take(hex) : undefined;
     if (!p) return undefined;
     let versions: CellVersion[] | undefined;
     try {

@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Flags } from '../../common/flags';
 import { DocDb } from '../../docdb/doc-db';
-import { DOCDB_ROW_CACHE_BYTES } from '../../docdb/docdb-flags';
+import { DOCDB_POINT_READ_ITERATORS, DOCDB_ROW_CACHE_BYTES } from '../../docdb/docdb-flags';
 import { MemoryEngine } from '../../docdb/memory-engine';
 import { RocksDbEngine } from '../../docdb/rocksdb-engine';
 import { ht, key, op, Statuses } from './docdb-helpers';
@@ -30,8 +30,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
 );
 
 /** A DocDB whose row cache is on but holds nothing (every read misses: the reused-iterator path), or off. */
-async function open(dir: string | undefined, name: string, cacheBytes: number): Promise<DocDb> {
-  const flags = new Flags();
+async function open(dir: string | undefined, name: string, cacheBytes: number, flags = new Flags()): Promise<DocDb> {
   flags.set(DOCDB_ROW_CACHE_BYTES, cacheBytes);
   if (!dir) return DocDb.open({ regular: new MemoryEngine(), intents: new MemoryEngine(), flags });
   return DocDb.open({ regular: await RocksDbEngine.open(path.join(dir, name, 'r')), intents: await RocksDbEngine.open(path.join(dir, name, 'i')), flags });
@@ -98,8 +97,9 @@ describe('docdb point reads on reused iterators', () => {
     });
   }
 
-  it('point reads: a row written after the reused iterator opened is read on a new one; a row being written falls back', async () => {
-    const db = await open(undefined, '', 1);
+  it('point reads: a row written after the reused iterator opened is read on a new one; docdb_point_read_iterators false reads the old way', async () => {
+    const flags = new Flags();
+    const db = await open(undefined, '', 1, flags);
     try {
       await db.writeRegular([{ type: 'upsert', key: key(1), columns: [{ columnId: 1, value: 1n }] }, { type: 'upsert', key: key(2), columns: [{ columnId: 1, value: 2n }] }], ht(10), op(1));
       expect((await read(db, 1, 20))?.columns.get(1)).toBe(1n);
@@ -114,6 +114,12 @@ describe('docdb point reads on reused iterators', () => {
       expect((await read(db, 2, 20))?.columns.get(1)).toBe(22n);
       expect(db.pointReads.metrics.opened).toBe(2);
       expect(db.pointReads.metrics.stale).toBe(0);
+      // docdb_point_read_iterators false: every read opens its own iterator (the old path), same answers.
+      flags.set(DOCDB_POINT_READ_ITERATORS, false);
+      const reads = db.pointReads.metrics.reads;
+      expect((await read(db, 2, 20))?.columns.get(1)).toBe(22n);
+      expect((await read(db, 3, 20))).toBeUndefined();
+      expect(db.pointReads.metrics.reads).toBe(reads);
     } finally {
       await db.close();
     }
