@@ -126,9 +126,11 @@ export class PointReads {
       this.end(p);
       return;
     }
-    // Newest last: take() reuses the youngest first, whose token is the most likely still current.
-    this.idle.push(p);
-    this.idle.sort((a, b) => a.bornMs - b.bornMs);
+    // Oldest first, youngest last: take() reuses the youngest, whose token is the most likely still
+    // current. Readers give back in about the order they took, so the place is near the end.
+    let at = this.idle.length;
+    while (at > 0 && this.idle[at - 1]!.bornMs > p.bornMs) at--;
+    this.idle.splice(at, 0, p);
     this.sweepTimer ??= setTimeout(() => this.sweep(), POINT_ITERATOR_AGE_MS).unref();
   }
 
