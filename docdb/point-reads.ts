@@ -88,7 +88,10 @@ export class PointReads {
   private async versionsOf(it: KvIterator, docKey: Buffer): Promise<CellVersion[] | undefined> {
     it.seek(docKey);
     const versions: CellVersion[] = [];
-    for (let call = 0; call < POINT_READ_CALLS_MAX; call++) {
+    // An engine without nextBatch hands over one entry a call, most of them without a native read
+    // (RocksDB under a split child's view): a budget in entries instead.
+    const calls = it.nextBatch ? POINT_READ_CALLS_MAX : POINT_READ_CALLS_MAX * 16;
+    for (let call = 0; call < calls; call++) {
       const batch = it.nextBatch ? await it.nextBatch() : await it.next().then((e) => (e ? [e] : undefined));
       if (batch === undefined) return versions;
       for (const [k, v] of batch) {
