@@ -11,11 +11,12 @@
  * warmed up first on a table of its own, and odd rounds run the figures in reverse order (the first
  * ones measured dearer): compare over an even number of rounds. Prints tables; asserts nothing.
  *
- *   node dist/bench/row-ops-bench.js [--host_base 150] [--seconds 8] [--rounds 2] [--only TEXT] [--cpu_prof_dir DIR]
+ *   node dist/bench/row-ops-bench.js [--host_base 150] [--seconds 8] [--rounds 2] [--only TEXT] [--cpu_prof_dir DIR] [--tserver_flag NAME=VALUE ...]
  *
  * --only runs the figures whose name contains TEXT; --cpu_prof_dir profiles the tservers (node
  * --cpu-prof, written there when they are stopped by SIGTERM at the end; summarise each with
- * `node dist/bench/main.js profile FILE`).
+ * `node dist/bench/main.js profile FILE`); --tserver_flag passes a flag to every tserver (repeatable:
+ * `--tserver_flag docdb_point_read_iterators=false` is the A/B of bench/results/2026-12-07-rows-4.md).
  */
 import { TesseraClient } from '../client/tessera-client';
 import { partitionHash } from '../common/partition-hash';
@@ -29,6 +30,8 @@ interface Args {
   rounds: number;
   only: string;
   cpuProfDir: string;
+  /** Flags given to every tserver (--tserver_flag, repeatable), e.g. docdb_point_read_iterators=false for an A/B. */
+  tserverFlags: string[];
 }
 
 function parseArgs(argv: string[]): Args {
@@ -43,7 +46,8 @@ function parseArgs(argv: string[]): Args {
     const i = argv.indexOf(`--${name}`);
     return i < 0 ? '' : argv[i + 1] ?? '';
   };
-  return { hostBase: get('host_base', 150), seconds: get('seconds', 8), rounds: get('rounds', 2), only: text('only'), cpuProfDir: text('cpu_prof_dir') };
+  const tserverFlags = argv.flatMap((x, i) => (x === '--tserver_flag' && argv[i + 1] ? [`--${argv[i + 1]!.replace(/^--/, '')}`] : []));
+  return { hostBase: get('host_base', 150), seconds: get('seconds', 8), rounds: get('rounds', 2), only: text('only'), cpuProfDir: text('cpu_prof_dir'), tserverFlags };
 }
 
 interface Figure {
@@ -203,7 +207,7 @@ async function main(): Promise<void> {
   const clients: TesseraClient[] = [];
   try {
     process.stdout.write(`row-ops bench: 1 master + 3 tservers (RF 3) on 127.0.0.${a.hostBase}+; ${a.rounds} round(s) of ${a.seconds} s per figure\n`);
-    await cluster.start(3, a.hostBase, [], a.cpuProfDir ? { tserverNodeArgs: () => ['--cpu-prof', `--cpu-prof-dir=${a.cpuProfDir}`] } : {});
+    await cluster.start(3, a.hostBase, a.tserverFlags, a.cpuProfDir ? { tserverNodeArgs: () => ['--cpu-prof', `--cpu-prof-dir=${a.cpuProfDir}`] } : {});
     const c = await TesseraClient.connect({ masterAddresses: [cluster.masterAddress], timeoutMs: 30_000 });
     const plain = await TesseraClient.connect({ masterAddresses: [cluster.masterAddress], timeoutMs: 30_000, batchWrites: false });
     clients.push(c, plain);

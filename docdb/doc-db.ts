@@ -31,11 +31,12 @@ import type {
   StatusResolver,
   TxnMeta,
 } from './doc-db-api';
-import { APPLY_CLEANUP_DELAY_MS, DOCDB_ROW_CACHE_BYTES, TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC, TXN_MAX_APPLY_BATCH_RECORDS } from './docdb-flags';
+import { APPLY_CLEANUP_DELAY_MS, DOCDB_POINT_READ_ITERATORS, DOCDB_ROW_CACHE_BYTES, TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC, TXN_MAX_APPLY_BATCH_RECORDS } from './docdb-flags';
 import { FrontierDb, type WriteCounts } from './frontier-db';
 import { gcRegular, type GcResult } from './gc';
 import { IntentAwareReader, readRestart } from './intent-aware-reader';
 import { RowCache } from './row-cache';
+import { PointReads } from './point-reads';
 import { assembleRow, type CellVersion, type ColumnTtls } from './row-assembler';
 import { DEFAULT_CELL_RULES, type CellReadOptions, type CellReadResult, type CellRules } from './cell-versions';
 import { readCellRows } from './cell-reader';
@@ -92,6 +93,8 @@ export class DocDb implements DocDbApi {
 
   /** Parsed committed rows for point reads while no intents are held (see row-cache.ts). */
   readonly rowCache: RowCache;
+  /** Point reads of rows the row cache misses, on reused iterators (point-reads.ts). */
+  readonly pointReads: PointReads;
 
   private constructor(
     readonly regularDb: RegularDb,
@@ -100,6 +103,7 @@ export class DocDb implements DocDbApi {
     private readonly options: DocDbOptions,
   ) {
     this.rowCache = new RowCache(() => this.flags.get(DOCDB_ROW_CACHE_BYTES));
+    this.pointReads = new PointReads(regularDb.db.engine, this.rowCache, () => this.flags.get(DOCDB_POINT_READ_ITERATORS));
     regularDb.db.writeObserver = this.rowCache;
   }
 
@@ -372,14 +376,16 @@ export class DocDb implements DocDbApi {
     const readIntents = this.intentsDb.intentCount > 0;
     const cache = !readIntents && this.rowCache.enabled ? this.rowCache : undefined;
     const hex = cache ? k.toString('hex') : '';
-    const hit = cache?.get(hex);
-    if (hit) {
-      const res = assembleRow(hit.key, hit.versions, opts.readHt, opts.globalLimitHt, opts.columns, this.schemaColumns, undefined, this.columnTtls);
-      if (res.type === 'restart') throw readRestart(opts.readHt, res.restartHt, opts.globalLimitHt);
-      return res.type === 'row' ? res.row : undefined;
-    }
-    const release = this.readers.register(opts.readHt);
+    let hit: { key: DocKey; versions: CellVersion[] } | undefined = cache?.get(hex);
+    const release = hit ? undefined : this.readers.register(opts.readHt);
     try {
+      // A miss: read on a reused iterator when it can tell the row as it is now (point-reads.ts).
+      hit ??= cache ? await this.pointReads.read(k, hex, key) : undefined;
+      if (hit) {
+        const res = assembleRow(hit.key, hit.versions, opts.readHt, opts.globalLimitHt, opts.columns, this.schemaColumns, undefined, this.columnTtls);
+        if (res.type === 'restart') throw readRestart(opts.readHt, res.restartHt, opts.globalLimitHt);
+        return res.type === 'row' ? res.row : undefined;
+      }
       const token = cache ? cache.token() : -1;
       let seen = false;
       const onRow = cache
@@ -393,7 +399,7 @@ export class DocDb implements DocDbApi {
       if (cache && !seen) cache.fill(token, hex, key, []);
       return r.rows[0];
     } finally {
-      release();
+      release?.();
     }
   }
 
@@ -526,6 +532,7 @@ export class DocDb implements DocDbApi {
     this.closed = true;
     // Deferred clean-ups (a crash would leave them for a resume at open: the same versions again).
     await this.flushDeferred().catch(() => undefined);
+    this.pointReads.close();
     await this.regularDb.db.engine.close();
     await this.intentsDb.db.engine.close();
   }

@@ -19,6 +19,14 @@ export const TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC = defineFlag({
   validate: (v) => (v >= 0 ? undefined : 'a non-negative number of seconds'),
 });
 
+export const DOCDB_POINT_READ_ITERATORS = defineFlag({
+  name: 'docdb_point_read_iterators',
+  type: 'bool',
+  default: true,
+  help: 'Point reads of rows the row cache misses reuse RocksDB iterators (docdb/point-reads.ts: no iterator opened and ended per row; a read is used only when the row was not written since the iterator opened). false opens one per read, as before (A/B). Needs the row cache on.',
+  tags: [FlagTag.runtime],
+});
+
 export const DOCDB_ROW_CACHE_BYTES = defineFlag({
   name: 'docdb_row_cache_bytes',
   type: 'int',

@@ -12,6 +12,14 @@ export interface IteratorOptions {
   /** Exclusive upper bound. */
   lt?: Uint8Array;
   reverse?: boolean;
+  /**
+   * Bytes the engine reads ahead per native call after the first entry (RocksDB: the binding's
+   * highWaterMark, 16 KiB by default). Small for an iterator reused for point reads after seeks
+   * (docdb/point-reads.ts): what it reads past the row is thrown away at the next seek.
+   */
+  readAheadBytes?: number;
+  /** Keep the blocks this iterator reads in the engine's block cache (RocksDB fill_cache; default off, as for scans). */
+  fillCache?: boolean;
 }
 
 export interface KvIterator {

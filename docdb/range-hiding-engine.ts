@@ -79,7 +79,7 @@ export class RangeHidingEngine implements KvEngine {
   }
 
   iterator(opts: IteratorOptions = {}): KvIterator {
-    return new SegmentsIterator(this.inner, this.segmentsFor(opts.gte, opts.lt), opts.reverse ?? false);
+    return new SegmentsIterator(this.inner, this.segmentsFor(opts.gte, opts.lt), opts.reverse ?? false, opts);
   }
 
   async stats(): Promise<KvStats> {
@@ -117,13 +117,16 @@ class SegmentsIterator implements KvIterator {
     private readonly inner: KvEngine,
     private readonly segs: KeySegment[],
     private readonly reverse: boolean,
+    /** readAheadBytes and fillCache go to every inner iterator (a point-read iterator reads little ahead). */
+    private readonly tuning: Pick<IteratorOptions, 'readAheadBytes' | 'fillCache'> = {},
   ) {
     this.idx = reverse ? segs.length - 1 : 0;
   }
 
   private open(i: number): KvIterator {
     const s = this.segs[i]!;
-    return this.inner.iterator({ gte: s.start, ...(s.end.length > 0 ? { lt: s.end } : {}), reverse: this.reverse });
+    const { readAheadBytes, fillCache } = this.tuning;
+    return this.inner.iterator({ gte: s.start, ...(s.end.length > 0 ? { lt: s.end } : {}), reverse: this.reverse, ...(readAheadBytes !== undefined ? { readAheadBytes } : {}), ...(fillCache ? { fillCache } : {}) });
   }
 
   seek(target: Uint8Array): void {

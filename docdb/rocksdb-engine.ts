@@ -387,6 +387,8 @@ class RocksIterator implements KvIterator {
     this.lt = opts.lt ? Buffer.from(opts.lt) : undefined;
     this.reverse = opts.reverse ?? false;
     const o: Record<string, unknown> = { reverse: this.reverse, keyAsBuffer: true, valueAsBuffer: true };
+    if (opts.readAheadBytes !== undefined) o['highWaterMark'] = opts.readAheadBytes;
+    if (opts.fillCache) o['fillCache'] = true;
     if (this.gte) o['gte'] = this.gte;
     // Reverse: inclusive upper bound so seek(lt) is in range; the key == lt is filtered in next().
     if (this.lt) o[this.reverse ? 'lte' : 'lt'] = this.lt;

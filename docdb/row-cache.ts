@@ -123,8 +123,22 @@ export class RowCache {
     return this.unplacedInflight > 0 ? -1 : this.generation;
   }
 
+  /**
+   * True when no write of the row is in flight and none began or ended since `token` was taken (and
+   * no write that could not be placed by row, nor a restart of the per-row generations, came since):
+   * what an iterator opened after taking `token` reads of the row is what the RegularDB holds now.
+   */
+  current(token: number, docKeyHex: string): boolean {
+    return token >= this.floor && this.unplacedInflight === 0 && !this.inflightRows.has(docKeyHex) && (this.lastWrite.get(docKeyHex) ?? -1) <= token;
+  }
+
+  /** False once no row can be current for `token` any more (see current()). */
+  tokenLive(token: number): boolean {
+    return token >= this.floor;
+  }
+
   fill(token: number, docKeyHex: string, key: DocKey, versions: CellVersion[]): void {
-    if (token < this.floor || this.unplacedInflight > 0 || this.inflightRows.has(docKeyHex) || (this.lastWrite.get(docKeyHex) ?? -1) > token) {
+    if (!this.current(token, docKeyHex)) {
       this.metrics.skippedFills++;
       return;
     }
