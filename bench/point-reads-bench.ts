@@ -13,8 +13,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Flags } from '../common/flags';
 import { htFrom } from '../common/hybrid-time';
-import { DocDb, RocksDbEngine, type DocKey } from '../docdb';
-import { DOCDB_POINT_READ_ITERATORS } from '../docdb/docdb-flags';
+import { DocDb, DOCDB_POINT_READ_ITERATORS, RocksDbEngine, type DocKey } from '../docdb';
 
 function arg(name: string, dflt: number): number {
   const i = process.argv.indexOf(`--${name}`);

@@ -193,6 +193,8 @@ export class MemoryEngine implements KvEngine {
   private closed = false;
   private readonly store: SkipListStore;
 
+  private readonly openIterators = new Set<MemoryIterator>();
+
   constructor(store?: SkipListStore) {
     this.store = store ?? new SkipListStore();
   }
@@ -257,7 +259,12 @@ export class MemoryEngine implements KvEngine {
 
   iterator(opts: IteratorOptions = {}): KvIterator {
     this.checkOpen();
-    return new MemoryIterator(this.store, opts, () => this.afterIteratorClose());
+    const it: MemoryIterator = new MemoryIterator(this.store, opts, () => {
+      this.openIterators.delete(it);
+      this.afterIteratorClose();
+    });
+    this.openIterators.add(it);
+    return it;
   }
 
   private afterIteratorClose(): void {
@@ -285,9 +292,10 @@ export class MemoryEngine implements KvEngine {
     return this.flush();
   }
 
-  close(): Promise<void> {
+  /** Like RocksDbEngine.close: iterators still open end with the engine (a reused point-read iterator, a crash's). */
+  async close(): Promise<void> {
     this.closed = true;
-    return Promise.resolve();
+    for (const it of [...this.openIterators]) await it.close();
   }
 }
 
