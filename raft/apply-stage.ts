@@ -21,6 +21,8 @@ export interface ApplyStageDeps {
    * anything the state machine writes after it can be.
    */
   applyConfChange(e: Entry): Promise<void>;
+  /** These entries are committed and now queued (before they apply): proposals told at commit. */
+  committed?(entries: readonly Entry[]): void;
   /** This batch (fresh entries, in order) is applied. */
   applied(batch: readonly Entry[]): void;
   stopped(): boolean;
@@ -64,6 +66,7 @@ export class ApplyStage {
       this.queue.push(e);
       this.queueAt.push(atMs);
     }
+    this.deps.committed?.(entries);
     this.start();
   }
 
