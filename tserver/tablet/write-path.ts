@@ -49,14 +49,25 @@ export class WritePath {
 
   /**
    * Propose one tablet op as leader and wait (bounded) until it is Raft-committed and applied here.
-   * Used by the coordinator (TXN_STATUS) and the participant (APPLY_TXN / REMOVE_TXN).
+   * Used by the coordinator (TXN_STATUS) and the participant (APPLY_TXN / REMOVE_TXN). With
+   * `atCommit`, when answerAtCommit() holds: `atCommit` runs as the entry commits and the wait ends
+   * there (the caller makes what the apply will show visible itself: coordinator.ts commit).
    */
-  async proposeOp(op: TabletOp, timeoutMs?: number, onProposed?: (proposal: Promise<unknown>) => void): Promise<void> {
+  async proposeOp(op: TabletOp, timeoutMs?: number, onProposed?: (proposal: Promise<unknown>) => void, atCommit?: () => void): Promise<void> {
     this.deps.checkServing();
-    const proposal = this.deps.propose(encodeTabletOp(op));
+    const onCommit = atCommit !== undefined && this.deps.answerAtCommit() ? atCommit : undefined;
+    let committed!: () => void;
+    const whenCommitted = onCommit ? new Promise<void>((resolve) => (committed = resolve)) : undefined;
+    const data = encodeTabletOp(op);
+    const proposal = onCommit
+      ? this.deps.propose(data, () => {
+          onCommit();
+          committed();
+        })
+      : this.deps.propose(data);
     onProposed?.(proposal);
     try {
-      await this.settledWithin(proposal, timeoutMs ?? this.deps.flags.get(WRITE_TIMEOUT_MS), op.type);
+      await this.settledWithin(whenCommitted ? Promise.race([whenCommitted, proposal]) : proposal, timeoutMs ?? this.deps.flags.get(WRITE_TIMEOUT_MS), op.type);
     } catch (e) {
       throw this.deps.withLeaderHint(e);
     }
