@@ -14,7 +14,7 @@ export interface OpId {
 
 interface PendingProposal {
   term: number;
-  /** Called once, when the entry is committed with this term (handed to the apply stage), before it is applied. */
+  /** Called once, when the entry is committed with this term behind other applies (raft-group.ts), before it is applied. */
   onCommitted?: (() => void) | undefined;
   resolve: (r: OpId) => void;
   reject: (e: DbError) => void;

@@ -97,7 +97,7 @@ export class RaftGroup {
       appliedIndex: () => this.appliedIndex,
       applyConfChange: (e) => this.applyConfChange(e),
       applied: (batch) => this.onApplied(batch),
-      committed: (es) => this.pending.settleCommitted(es),
+      committed: (es, behind) => (behind ? this.pending.settleCommitted(es) : undefined),
       stopped: () => this.stopped,
       fail: (e) => this.fail(e),
     });
@@ -140,7 +140,7 @@ export class RaftGroup {
     this.kick();
   }
 
-  /** Resolves once committed and applied locally (file comment: failures); `onCommitted` runs at commit (durable on a majority), before the apply. */
+  /** Resolves once committed and applied locally (file comment: failures); `onCommitted` runs at commit (durable on a majority) if it must wait for earlier applies. */
   propose(data: Uint8Array, onCommitted?: () => void): Promise<{ index: number; term: number }> {
     const early = this.checkCanPropose();
     if (early) return Promise.reject(early);

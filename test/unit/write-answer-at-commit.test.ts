@@ -1,6 +1,6 @@
 /**
- * A plain write is answered at Raft commit, before its apply (tablet_write_answer_at_commit,
- * docs/raft-write-path.md): what must still hold while the apply is held back — a read after the
+ * A plain write committed behind other applies is answered at Raft commit, before its apply
+ * (tablet_write_answer_at_commit, docs/raft-write-path.md): what must still hold while the apply is held back — a read after the
  * answer sees the write, a copy of the request is answered with its time, the next write of the row
  * waits for the first one's apply (latches).
  */
@@ -21,6 +21,12 @@ const key = (i: number): DocKey => ({ hash: (i * 7919) % 65536, hashed: [BigInt(
 const upsert = (p: TabletPeer, i: number, v: string, request?: { clientId: string; requestId: number; minRunning: number }) =>
   p.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(i), columns: [{ columnId: 1, value: v }] } }], ...(request ? { request } : {}) });
 
+/** Until the entry after `index` is committed, i.e. handed to the (held) apply stage: bounded polling. */
+async function untilCommittedPast(p: TabletPeer, index: number): Promise<void> {
+  for (let i = 0; i < 500 && p.raftGroup().status().commit <= index; i++) await new Promise((r) => setTimeout(r, 2));
+  expect(p.raftGroup().status().commit).toBeGreaterThan(index);
+}
+
 /** Long enough that an answer given at commit comes well before the apply ends. */
 const APPLY_HELD_MS = 1500;
 
@@ -35,20 +41,32 @@ async function peer(answerAtCommit: boolean): Promise<{ p: TabletPeer; flags: Fl
 }
 
 describe('write answered at commit', () => {
-  it('write path: answered at Raft commit before its apply; a read after the answer waits for the apply and sees it; a copy gets the same time', async () => {
+  it('write path: a write committed behind another apply is answered at commit; a read after the answer waits for the apply and sees it; a copy gets the same time', async () => {
     const { p, flags } = await peer(true);
     await upsert(p, 1, 'old');
-    await p.read([key(1)], {}); // waits for that write's apply: the baseline below is settled
     flags.set(TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, APPLY_HELD_MS);
     const appliedBefore = p.raftGroup().appliedOpId().index;
+    // The first write's apply is held: the second one commits behind it.
+    const first = upsert(p, 2, 'first');
+    await untilCommittedPast(p, appliedBefore);
     const request = { clientId: 'c1', requestId: 1, minRunning: 1 };
     const ht = await upsert(p, 1, 'new', request);
-    // Answered while the entry waits in the apply stage.
+    // Answered while both entries wait in the apply stage.
     expect(p.raftGroup().appliedOpId().index).toBe(appliedBefore);
     // A copy of the request is answered with the first one's time, not run again.
     expect(await upsert(p, 1, 'new', request)).toBe(ht);
     const read = await p.read([key(1)], {});
     expect(read.rows[0]?.columns.get(1)).toBe('new');
+    expect(p.raftGroup().appliedOpId().index).toBeGreaterThan(appliedBefore);
+    await first;
+  }, 30_000);
+
+  it('write path: a write committed with nothing to wait for is answered after its apply (one wake-up, not two)', async () => {
+    const { p, flags } = await peer(true);
+    await upsert(p, 3, 'a');
+    flags.set(TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, 200);
+    const appliedBefore = p.raftGroup().appliedOpId().index;
+    await upsert(p, 3, 'b');
     expect(p.raftGroup().appliedOpId().index).toBeGreaterThan(appliedBefore);
   }, 30_000);
 
@@ -58,6 +76,8 @@ describe('write answered at commit', () => {
     await p.read([key(2)], {});
     flags.set(TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, APPLY_HELD_MS);
     const appliedBefore = p.raftGroup().appliedOpId().index;
+    const first = upsert(p, 4, 'held');
+    await untilCommittedPast(p, appliedBefore);
     await upsert(p, 2, 'b');
     expect(p.raftGroup().appliedOpId().index).toBe(appliedBefore);
     flags.set(TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, 0);
@@ -65,6 +85,7 @@ describe('write answered at commit', () => {
     const insert = await p.write({ ops: [{ kind: 'INSERT', op: { type: 'upsert', key: key(2), columns: [{ columnId: 1, value: 'c' }] } }] }).catch((e: unknown) => (e as { code?: string }).code);
     expect(insert).toBe('ALREADY_EXISTS');
     expect((await p.read([key(2)], {})).rows[0]?.columns.get(1)).toBe('b');
+    await first;
   }, 30_000);
 
   it('write path: with tablet_write_answer_at_commit off the answer comes after the local apply', async () => {
