@@ -143,8 +143,7 @@ export class RaftGroup {
   /** Resolves once committed and applied locally (file comment: failures); `onCommitted` runs at commit (durable on a majority) if it must wait for earlier applies. */
   propose(data: Uint8Array, onCommitted?: () => void): Promise<{ index: number; term: number }> {
     const early = this.checkCanPropose();
-    if (early) return Promise.reject(early);
-    return this.track(this.core.propose(data), onCommitted);
+    return early ? Promise.reject(early) : this.track(this.core.propose(data), onCommitted);
   }
 
   changeConfig(cc: ConfChange): Promise<{ index: number; term: number }> {

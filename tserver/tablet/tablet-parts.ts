@@ -8,7 +8,7 @@ import type { Flags } from '../../common/flags';
 import type { HybridClock } from '../../common/hybrid-clock';
 import type { Logger } from '../../common/log';
 import type { DocDbApi, OpId } from '../../docdb';
-import type { RaftGroup } from '../../raft';
+import { WalDurability, type RaftGroup } from '../../raft';
 import type { ApplyLagLog } from './apply-lag-log';
 import { ApplyPipeline } from './apply-pipeline';
 import { applySchemaToDocDb } from './cell-schema';
@@ -29,7 +29,6 @@ import { TabletSnapshots, type TabletSnapshotsDeps } from './tablet-snapshots';
 import type { TabletMetrics, TabletState } from './tablet-types';
 import { TabletFaults } from './test-faults';
 import { WritePath } from './write-path';
-import { WalDurability } from '../../raft/wal/wal-durability';
 import { WRITE_ANSWER_AT_COMMIT } from '../tserver-flags';
 
 /** What the owner gives the parts: its identity, shared tables and counters, and its own checks as functions. */
