@@ -95,7 +95,8 @@ function leaderInstants(l: Proc, group: string, index: number, propose: number):
   i['leader commit'] = c1 === undefined ? c2 : c2 === undefined ? c1 : Math.min(c1, c2);
   i['leader apply.start'] = after(l, 'apply.start', group, index, i['leader commit']);
   i['leader apply.end'] = after(l, 'apply.end', group, index, i['leader commit']);
-  i['write.end'] = firstAfterAny(l, 'write.end', group, i['leader apply.end'], WINDOW_MS);
+  // From the commit: a write answered at commit (tablet_write_answer_at_commit) ends before its apply.
+  i['write.end'] = firstAfterAny(l, 'write.end', group, i['leader commit'], WINDOW_MS);
   i['leader rpc.out'] = firstAfterAny(l, 'rpc.out', '-', i['write.end'], WINDOW_MS);
   i['leader send commit'] = after(l, 'send.append0', group, index, i['leader commit']);
   return i;
@@ -134,7 +135,7 @@ const STAGES: Array<[string, string, string]> = [
   ['leader: ack step → commit (to apply stage)', 'leader ack in', 'leader commit'],
   ['leader: commit → apply start', 'leader commit', 'leader apply.start'],
   ['leader: apply (RocksDB write)', 'leader apply.start', 'leader apply.end'],
-  ['leader: applied → write path done', 'leader apply.end', 'write.end'],
+  ['leader: commit → write path done (after the apply, or at commit)', 'leader commit', 'write.end'],
   ['leader: write path done → reply frame', 'write.end', 'leader rpc.out'],
   ['leader → client reply', 'leader rpc.out', 'client answer'],
   ['total: client call → answer', 'client call', 'client answer'],

@@ -21,6 +21,8 @@ export interface ApplyStageDeps {
    * anything the state machine writes after it can be.
    */
   applyConfChange(e: Entry): Promise<void>;
+  /** These entries are committed and queued; `behind`: they wait for an apply already running or queued. */
+  committed?(entries: readonly Entry[], behind: boolean): void;
   /** This batch (fresh entries, in order) is applied. */
   applied(batch: readonly Entry[]): void;
   stopped(): boolean;
@@ -60,10 +62,12 @@ export class ApplyStage {
   enqueue(entries: readonly Entry[], atMs: number): void {
     if (entries.length === 0) return;
     traceStage('commit', this.deps.groupId ?? '-', entries[entries.length - 1]!.index);
+    const behind = this.applying !== undefined || this.queue.length > 0;
     for (const e of entries) {
       this.queue.push(e);
       this.queueAt.push(atMs);
     }
+    this.deps.committed?.(entries, behind);
     this.start();
   }
 

@@ -14,6 +14,8 @@ export interface OpId {
 
 interface PendingProposal {
   term: number;
+  /** Called once, when the entry is committed with this term behind other applies (raft-group.ts), before it is applied. */
+  onCommitted?: (() => void) | undefined;
   resolve: (r: OpId) => void;
   reject: (e: DbError) => void;
 }
@@ -32,10 +34,26 @@ export class ProposalTracker {
   }
 
   /** Wait for the outcome of the proposal the core accepted at `index` in `term`. */
-  add(index: number, term: number): Promise<OpId> {
+  add(index: number, term: number, onCommitted?: () => void): Promise<OpId> {
     return new Promise((resolve, reject) => {
-      this.pending.set(index, { term, resolve, reject });
+      this.pending.set(index, { term, onCommitted, resolve, reject });
     });
+  }
+
+  /**
+   * These entries are committed (on their way to the apply stage): tell the proposals that asked
+   * (onCommitted) and carry the same term. An entry of another term leaves its proposal to
+   * settleApplied (rejected there).
+   */
+  settleCommitted(committed: readonly Entry[]): void {
+    if (this.pending.size === 0) return;
+    for (const e of committed) {
+      const p = this.pending.get(e.index);
+      if (!p?.onCommitted || p.term !== e.term) continue;
+      const cb = p.onCommitted;
+      p.onCommitted = undefined;
+      cb();
+    }
   }
 
   /** New entries replace the log from their first index on: pending proposals there can never commit. */

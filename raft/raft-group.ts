@@ -97,6 +97,7 @@ export class RaftGroup {
       appliedIndex: () => this.appliedIndex,
       applyConfChange: (e) => this.applyConfChange(e),
       applied: (batch) => this.onApplied(batch),
+      committed: (es, behind) => (behind ? this.pending.settleCommitted(es) : undefined),
       stopped: () => this.stopped,
       fail: (e) => this.fail(e),
     });
@@ -139,11 +140,10 @@ export class RaftGroup {
     this.kick();
   }
 
-  /** Resolves once the entry is committed and applied locally (see the file comment for failures). */
-  propose(data: Uint8Array): Promise<{ index: number; term: number }> {
+  /** Resolves once committed and applied locally (file comment: failures); `onCommitted` runs at commit (durable on a majority) if it must wait for earlier applies. */
+  propose(data: Uint8Array, onCommitted?: () => void): Promise<{ index: number; term: number }> {
     const early = this.checkCanPropose();
-    if (early) return Promise.reject(early);
-    return this.track(this.core.propose(data));
+    return early ? Promise.reject(early) : this.track(this.core.propose(data), onCommitted);
   }
 
   changeConfig(cc: ConfChange): Promise<{ index: number; term: number }> {
@@ -320,9 +320,9 @@ export class RaftGroup {
     return new DbError(ErrorCode.NOT_THE_LEADER, `${this.deps.groupId}: not the leader${this.leader ? ` (leader is ${this.leader})` : ''}`, { leaderUuid: this.leader });
   }
 
-  private track(r: ProposeResult): Promise<OpId> {
+  private track(r: ProposeResult, onCommitted?: () => void): Promise<OpId> {
     if (!r.ok) return Promise.reject(proposeError(this.deps.groupId, r));
-    const outcome = this.pending.add(r.index, r.term);
+    const outcome = this.pending.add(r.index, r.term, onCommitted);
     traceStage('propose', this.deps.groupId, r.index);
     this.kick();
     return outcome;

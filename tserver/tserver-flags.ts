@@ -56,6 +56,14 @@ export const WRITE_TIMEOUT_MS = defineFlag({
   validate: (v) => (v >= 1 ? undefined : 'positive'),
 });
 
+export const WRITE_ANSWER_AT_COMMIT = defineFlag({
+  name: 'tablet_write_answer_at_commit',
+  type: 'bool',
+  default: true,
+  help: 'A leader answers a plain write once its entry is Raft-committed (durable on a majority) instead of after its local apply; reads that name no time then wait for the apply of every write already answered (docs/raft-write-path.md). Row latches are held until the apply either way.',
+  tags: [FlagTag.runtime],
+});
+
 export const LOG_MIN_ENTRIES_TO_RETAIN = defineFlag({
   name: 'log_min_entries_to_retain',
   type: 'int',

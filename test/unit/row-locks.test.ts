@@ -238,8 +238,9 @@ describe('row locks (tablet)', () => {
     const before = p.raftGroup().appliedOpId().index;
     expect(await code(put(p, 5, 'and unlock', { lockId: a.lockId, token: a.token }, undefined, true))).toBe('OK');
     // One entry, the write's: when the write is answered the row is free already.
-    expect(p.raftGroup().appliedOpId().index).toBe(before + 1);
     expect(p.rowLocks.size()).toBe(0);
+    expect(await value(p, 5)).toBe('and unlock'); // the read waits for the write's apply (answered at commit)
+    expect(p.raftGroup().appliedOpId().index).toBe(before + 1);
     expect(await code(put(p, 5, 'anyone'))).toBe('OK');
     expect(await code(put(p, 5, 'late', { lockId: a.lockId, token: a.token }, undefined, true))).toBe(ErrorCode.FENCED);
     // Someone else's lock on the row: a stale holder's unlockAfter neither writes nor unlocks it.

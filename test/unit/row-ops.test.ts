@@ -16,7 +16,7 @@ import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
 import type { TabletPeer } from '../../tserver/tablet/tablet-peer';
 import { openTestPeer, PeerJanitor } from './tablet-peer-harness';
 import { Flags } from '../../common/flags';
-import { TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS } from '../../tserver/tserver-flags';
+import { TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, WRITE_ANSWER_AT_COMMIT } from '../../tserver/tserver-flags';
 import { parseRowMutations } from '../../tserver/row-service';
 import type { RowMutationPB } from '../../rpc/row-methods';
 
@@ -224,7 +224,9 @@ describe('row operations (tablet)', () => {
   it('row ops: a checkAndMutate that timed out keeps its row locked until its entry settles; the next one sees it (no lost update)', async () => {
     const flags = new Flags();
     const p = await open(flags);
-    // Every write batch waits before it is applied: the first write's caller gives up first.
+    // Every write batch waits before it is applied: the first write's caller gives up first (its
+    // answer waits for the apply; at commit it would come before the 20 ms deadline).
+    flags.set(WRITE_ANSWER_AT_COMMIT, false);
     flags.set(TEST_INJECT_SLEEP_BEFORE_APPLYING_WRITE_BATCH_MS, 300);
     const cas = (value: bigint, deadlineMs?: number): Promise<bigint> =>
       p.write({

@@ -67,6 +67,7 @@ for (const engine of ['rocksdb', 'memory'] as const) {
       if (engine === 'rocksdb') {
         await parent.engines().regular.flush();
         await parent.write({ ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: keyOf(kind, 0), columns: [{ columnId: 1, value: 'again' }] } }] });
+        await parent.read([keyOf(kind, 0)], {}); // answered at commit: the read waits for its apply (in the memtable)
       }
       const svc = new SplitService({ manager: () => m });
       if (engine === 'rocksdb') {
@@ -79,6 +80,7 @@ for (const engine of ['rocksdb', 'memory'] as const) {
         expect(Number(dataBytes)).toBe((await rocks.stats()).sstBytes + (await rocks.stats()).memtableBytes);
         expect(Number(dataBytes)).toBeGreaterThan(0);
         await parent.write({ ops: Array.from({ length: 100 }, (_, j) => ({ kind: 'UPSERT' as const, op: { type: 'upsert' as const, key: keyOf(kind, j), columns: [{ columnId: 1, value: `v${j}` }] } })) });
+        await parent.read([keyOf(kind, 0)], {}); // waits for that write's apply
         expect(rocks.memtableEntries()).toBeGreaterThanOrEqual(100);
       }
       const { splitPoint } = await svc.split({ tabletId: 'parent' });

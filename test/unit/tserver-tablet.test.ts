@@ -224,6 +224,7 @@ describe('TabletPeer', () => {
       await it.close();
       return ids.sort();
     };
+    await p.read([key(1)], {}); // a write is answered at commit: the read waits for its apply before the storage is looked at
     expect(await stored()).toEqual([1, 1, 1, 2, 2, 2, 2]);
     const rows = async () => (await p.read([key(0), key(1), key(2)], {})).rows.map((r) => (r ? Object.fromEntries(r.columns) : undefined));
     expect(await rows()).toEqual([{ 1: 'v0', 2: 0n }, { 1: 'v1', 2: 10n }, { 1: 'v2', 2: 2n }]);

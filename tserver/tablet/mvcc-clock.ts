@@ -25,6 +25,8 @@ export class MvccClock {
   /** Hybrid times proposed but not yet applied, in increasing order (for the safe time). */
   private readonly inflightHts: HybridTime[] = [];
   private readonly inflightDone = new Set<HybridTime>();
+  /** Highest time of a WRITE answered at Raft commit, before its apply here (WritePath, markAcked). */
+  private ackedHt: HybridTime = 0n;
   /** Reads waiting for the safe time (woken after every applied batch). */
   private applyWaiters: Array<() => void> = [];
 
@@ -54,6 +56,21 @@ export class MvccClock {
     if (this.inflightHts.length === 0) return;
     this.inflightDone.add(ht);
     while (this.inflightHts.length > 0 && this.inflightDone.has(this.inflightHts[0]!)) this.inflightDone.delete(this.inflightHts.shift()!);
+  }
+
+  /** The WRITE at `ht` was answered at Raft commit: leader reads wait for its apply (waitForAnswered). */
+  markAcked(ht: HybridTime): void {
+    if (ht > this.ackedHt) this.ackedHt = ht;
+  }
+
+  /**
+   * Before a leader read picks its time: wait until the safe time has reached every write already
+   * answered (a write answered at commit may still be unapplied here; it is committed, so the wait
+   * is its apply, not a Raft round). Without it a read that follows an answered write could pick a
+   * time below it (the safe time), or miss it inside its uncertainty window.
+   */
+  waitForAnswered(): Promise<void> | undefined {
+    return this.safeTime() < this.ackedHt ? this.waitForSafeTime(this.ackedHt) : undefined;
   }
 
   /** A read time no write can later land at or below. */

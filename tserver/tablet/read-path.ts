@@ -70,6 +70,8 @@ export class ReadPath {
     this.deps.checkServing();
     if (propagated) this.deps.clock.update(propagated);
     if (!this.deps.hasLease()) await this.deps.readIndex();
+    // Writes answered at Raft commit (write-path.ts proposeWrite) are visible to every read after.
+    await this.deps.mvcc.waitForAnswered();
     if (!requested) {
       const readHt = this.deps.mvcc.safeTime();
       return { readHt, globalLimitHt: this.globalLimitFor(readHt) };

@@ -8,7 +8,7 @@ import type { Flags } from '../../common/flags';
 import type { HybridClock } from '../../common/hybrid-clock';
 import type { Logger } from '../../common/log';
 import type { DocDbApi, OpId } from '../../docdb';
-import type { RaftGroup } from '../../raft';
+import { WalDurability, type RaftGroup } from '../../raft';
 import type { ApplyLagLog } from './apply-lag-log';
 import { ApplyPipeline } from './apply-pipeline';
 import { applySchemaToDocDb } from './cell-schema';
@@ -29,6 +29,7 @@ import { TabletSnapshots, type TabletSnapshotsDeps } from './tablet-snapshots';
 import type { TabletMetrics, TabletState } from './tablet-types';
 import { TabletFaults } from './test-faults';
 import { WritePath } from './write-path';
+import { WRITE_ANSWER_AT_COMMIT } from '../tserver-flags';
 
 /** What the owner gives the parts: its identity, shared tables and counters, and its own checks as functions. */
 export interface TabletPartsContext {
@@ -82,7 +83,10 @@ export function buildTabletParts(c: TabletPartsContext): TabletParts {
   const mvcc = new MvccClock({ clock, tabletId });
   const participant = new TxnParticipant({ tabletId, clock, db, ...(c.txnEnv ? { txnEnv: c.txnEnv } : {}) });
   const common = { tabletId, flags, clock, db, mvcc, participant, checkServing, metrics };
-  const writes = new WritePath({ ...common, retryable: c.retryable, rowLocks: c.rowLocks, withLeaderHint: c.withLeaderHint, propose: (data) => c.raft().propose(data) });
+  // An ASYNC table's log keeps an entry only in memory at commit: its writes are answered after the
+  // apply (RocksDB's own log), as before tablet_write_answer_at_commit (docs/durability.md).
+  const answerAtCommit = (): boolean => flags.get(WRITE_ANSWER_AT_COMMIT) && c.meta().durability !== WalDurability.ASYNC;
+  const writes = new WritePath({ ...common, retryable: c.retryable, rowLocks: c.rowLocks, withLeaderHint: c.withLeaderHint, answerAtCommit, propose: (data, onCommitted) => c.raft().propose(data, onCommitted) });
   const intentWrites = new IntentWrites({ ...common, log, locks: writes.locks, rowLocks: c.rowLocks, deduped: (r, run) => writes.deduped(r, run), proposeOp: (op, ms, onProposed) => writes.proposeOp(op, ms, onProposed) });
   const reads = new ReadPath({
     ...common,

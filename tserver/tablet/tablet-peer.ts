@@ -339,8 +339,8 @@ export class TabletPeer {
     return held ? held.then(() => this.parts.intentWrites.writeIntents(req)) : this.parts.intentWrites.writeIntents(req);
   }
 
-  proposeOp(op: TabletOp, timeoutMs?: number, onProposed?: (proposal: Promise<unknown>) => void): Promise<void> {
-    return this.parts.writes.proposeOp(op, timeoutMs, onProposed);
+  proposeOp(op: TabletOp, timeoutMs?: number, onProposed?: (proposal: Promise<unknown>) => void, atCommit?: () => void): Promise<void> {
+    return this.parts.writes.proposeOp(op, timeoutMs, onProposed, atCommit);
   }
 
   seenRequest(request: RequestTag): HybridTime | Promise<HybridTime> | undefined {

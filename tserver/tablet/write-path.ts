@@ -34,8 +34,10 @@ export interface WritePathDeps {
   checkServing(): void;
   /** NOT_THE_LEADER errors get the leader's address. */
   withLeaderHint(e: unknown): unknown;
-  /** Propose an entry to the tablet's Raft group (resolves once committed and applied here). */
-  propose(data: Uint8Array): Promise<unknown>;
+  /** Answer plain writes at Raft commit (tablet_write_answer_at_commit, and a table whose log is not ASYNC). */
+  answerAtCommit(): boolean;
+  /** Propose an entry to the tablet's Raft group (resolves once committed and applied here; `onCommitted` at commit). */
+  propose(data: Uint8Array, onCommitted?: () => void): Promise<unknown>;
   metrics: { writeOps: number; rowsWritten: number };
 }
 
@@ -47,14 +49,25 @@ export class WritePath {
 
   /**
    * Propose one tablet op as leader and wait (bounded) until it is Raft-committed and applied here.
-   * Used by the coordinator (TXN_STATUS) and the participant (APPLY_TXN / REMOVE_TXN).
+   * Used by the coordinator (TXN_STATUS) and the participant (APPLY_TXN / REMOVE_TXN). With
+   * `atCommit`, when answerAtCommit() holds: `atCommit` runs as the entry commits and the wait ends
+   * there (the caller makes what the apply will show visible itself: coordinator.ts commit).
    */
-  async proposeOp(op: TabletOp, timeoutMs?: number, onProposed?: (proposal: Promise<unknown>) => void): Promise<void> {
+  async proposeOp(op: TabletOp, timeoutMs?: number, onProposed?: (proposal: Promise<unknown>) => void, atCommit?: () => void): Promise<void> {
     this.deps.checkServing();
-    const proposal = this.deps.propose(encodeTabletOp(op));
+    const onCommit = atCommit !== undefined && this.deps.answerAtCommit() ? atCommit : undefined;
+    let committed!: () => void;
+    const whenCommitted = onCommit ? new Promise<void>((resolve) => (committed = resolve)) : undefined;
+    const data = encodeTabletOp(op);
+    const proposal = onCommit
+      ? this.deps.propose(data, () => {
+          onCommit();
+          committed();
+        })
+      : this.deps.propose(data);
     onProposed?.(proposal);
     try {
-      await this.settledWithin(proposal, timeoutMs ?? this.deps.flags.get(WRITE_TIMEOUT_MS), op.type);
+      await this.settledWithin(whenCommitted ? Promise.race([whenCommitted, proposal]) : proposal, timeoutMs ?? this.deps.flags.get(WRITE_TIMEOUT_MS), op.type);
     } catch (e) {
       throw this.deps.withLeaderHint(e);
     }
@@ -161,14 +174,15 @@ export class WritePath {
       // Row locks are judged at the write's own time (a lease may run out between check and write).
       this.deps.rowLocks.check(this.deps.tabletId, keys, req.heldLocks, ht);
       mvcc.addInflight(ht);
-      const proposal = this.deps.propose(encodeTabletOp(req.request ? { type: 'WRITE', ht, ops, request: req.request } : { type: 'WRITE', ht, ops }));
+      const { proposal, answerable } = this.proposeWrite(encodeTabletOp(req.request ? { type: 'WRITE', ht, ops, request: req.request } : { type: 'WRITE', ht, ops }), ht, req.request);
       proposal.catch(() => mvcc.markApplied(ht));
       track(proposal, ht);
+      // The latches are held until the entry is applied here, even when the answer goes at commit:
+      // the next write of these rows reads (existence checks, intents) what this one wrote.
       unsettled = proposal;
       // unlockAfter: the lock ends once the write committed (leader-local, under the rows' latches still).
       const unlocks = this.deps.rowLocks.unlocksAfter(keys, req.heldLocks, req.unlockAfter, ht);
-      await this.settledWithin(proposal, req.deadlineMs ?? this.deps.flags.get(WRITE_TIMEOUT_MS), 'write');
-      unsettled = undefined;
+      await this.settledWithin(answerable, req.deadlineMs ?? this.deps.flags.get(WRITE_TIMEOUT_MS), 'write');
       traceStage('write.end', this.deps.tabletId, 0);
       if (unlocks.length > 0) this.deps.rowLocks.releaseAfterWrite(unlocks);
       this.deps.metrics.writeOps++;
@@ -179,6 +193,28 @@ export class WritePath {
     } finally {
       releaseWhenSettled(release, unsettled);
     }
+  }
+
+  /**
+   * Propose a WRITE at `ht`. `answerable` settles when the client may be answered: at Raft commit
+   * (answerAtCommit; mvcc.markAcked makes leader reads wait for its apply), else with `proposal` (applied here). A commit never outruns a failure: a proposal that
+   * fails was never committed with its term (raft/proposal-tracker.ts).
+   */
+  private proposeWrite(data: Uint8Array, ht: HybridTime, request: RequestTag | undefined): { proposal: Promise<unknown>; answerable: Promise<unknown> } {
+    if (!this.deps.answerAtCommit()) {
+      const proposal = this.deps.propose(data);
+      return { proposal, answerable: proposal };
+    }
+    let committed!: () => void;
+    const atCommit = new Promise<void>((resolve) => (committed = resolve));
+    const proposal = this.deps.propose(data, () => {
+      this.deps.mvcc.markAcked(ht);
+      // What the apply will record (idempotent there), now: the client's next request may carry a
+      // min_running that makes a late copy of an older one stale before this entry is applied.
+      if (request) this.deps.retryable.replicated(request, ht);
+      committed();
+    });
+    return { proposal, answerable: Promise.race([atCommit, proposal]) };
   }
 
   /**

@@ -191,6 +191,8 @@ export class TransactionCoordinator {
     }
     if (op.status !== 'PENDING' && op.status !== 'COMMITTED' && op.status !== 'ABORTED') return;
     const rec = decodeRecordPayload(op.txnId, op.status, op.payload);
+    // A final record put in force at its commit (replicate) stays: an older PENDING entry applied after it is stale.
+    if (rec.status === 'PENDING' && this.records.get(op.txnId)?.status === 'COMMITTED') return;
     this.records.set(op.txnId, rec);
     this.unreplicated.delete(op.txnId);
     if (!this.createdMs.has(op.txnId)) this.createdMs.set(op.txnId, this.now());
@@ -262,8 +264,14 @@ export class TransactionCoordinator {
     return run;
   }
 
-  private async replicate(rec: TxnRecord, ht: HybridTime): Promise<void> {
-    await this.deps.peer.proposeOp({ type: 'TXN_STATUS', txnId: rec.txnId, status: rec.status, ht, payload: encodeRecordPayload(rec) });
+  /**
+   * `atCommit`: the record is in force (the map, status answers, driving) once its entry is
+   * Raft-committed, not after this leader's apply — as a committed entry it is what every replica
+   * will apply (tablet_write_answer_at_commit; onApplied never takes a record back to PENDING).
+   */
+  private async replicate(rec: TxnRecord, ht: HybridTime, atCommit = false): Promise<void> {
+    const op = { type: 'TXN_STATUS' as const, txnId: rec.txnId, status: rec.status, ht, payload: encodeRecordPayload(rec) };
+    await this.deps.peer.proposeOp(op, undefined, undefined, atCommit ? () => this.onApplied(op) : undefined);
   }
 
   /** FORGOTTEN entries, each for every transaction finished meanwhile (forget-batcher.ts). */
@@ -329,7 +337,7 @@ export class TransactionCoordinator {
       this.requireLeader();
       // The leader's clock already passed every read time a PENDING answer was given for.
       const ht = this.deps.peer.nextHt();
-      await this.replicate({ ...r, status: 'COMMITTED', commitHt: ht, participants: [...new Set(participants)] }, ht);
+      await this.replicate({ ...r, status: 'COMMITTED', commitHt: ht, participants: [...new Set(participants)] }, ht, true);
       if (this.deps.log.isLevelEnabled('debug')) this.deps.log.debug({ trace: 'txn', txn: txnId, commitHt: String(ht), participants }, 'committed');
       this.metrics.committed++;
       return ht;
