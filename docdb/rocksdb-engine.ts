@@ -327,14 +327,14 @@ export class RocksDbEngine implements KvEngine {
   /**
    * A checkpoint of this database in `dir` (docdb/rocksdb-checkpoint.ts: table files hard-linked),
    * taken with every write of this engine held back; undefined when RocksDB's background work kept
-   * changing the files (the caller falls back to copying rows).
+   * changing the files for `attemptsMax` attempts (the caller falls back to copying rows).
    */
-  async checkpointTo(dir: string): Promise<CheckpointResult | undefined> {
+  async checkpointTo(dir: string, attemptsMax?: number): Promise<CheckpointResult | undefined> {
     this.checkOpen();
     // A manual compaction under way rewrites files for seconds: let it finish rather than retry.
     const run = this.writeLock.then(async () => {
       while (this.compactions.size > 0) await Promise.allSettled([...this.compactions]);
-      return checkpointRocksDir(this.location, dir);
+      return checkpointRocksDir(this.location, dir, attemptsMax);
     });
     this.writeLock = run.then(
       () => undefined,

@@ -20,7 +20,7 @@ import type { Flags } from '../common/flags';
 import { NodeId } from '../common/ids';
 import type { Logger } from '../common/log';
 import { makeDirs } from '../common/fs-dirs';
-import { RangeHidingEngine, RocksDbEngine, type KvEngine } from '../docdb';
+import { cloneCheckpoint, RangeHidingEngine, RocksDbEngine, type KvEngine } from '../docdb';
 import { BOOTSTRAP_TERM, DEFAULT_WAL_DURABILITY, type LogStorage, type Message, type WalDurability } from '../raft';
 import { copyRows, rowRangeOf, type ChildBuilt } from './split-apply';
 import { RAFT_ELECTION_TIMEOUT_TICKS, SPLIT_HARD_LINKS } from './tserver-flags';
@@ -138,24 +138,32 @@ export class SplitChildren {
    * the memtable is replayed and written once for both, and no database is opened, closed and
    * opened again under the split's write hold. (A flush of the parent beforehand is no way out: the
    * binding's only flush is a CompactRange, which rewrites every file a memtable of random keys
-   * overlaps, holding the server's libuv thread for seconds.) Undefined for a child whose
-   * RegularDB could not be linked (RocksDB kept changing the files): it gets a copy of its rows.
+   * overlaps, holding the server's libuv thread for seconds.)
    */
-  private async openLinked(scratch: string, metas: TabletMeta[]): Promise<Array<KvEngine | undefined>> {
+  private async openLinked(scratch: string, metas: TabletMeta[]): Promise<KvEngine[]> {
     const dirs = metas.map((m) => path.join(this.deps.tabletsDir, m.tabletId, 'regular'));
     fs.renameSync(scratch, dirs[0]!);
-    const first = await this.deps.openEngine(dirs[0]!);
-    const out: Array<KvEngine | undefined> = [first];
+    const out: KvEngine[] = [await this.deps.openEngine(dirs[0]!)];
     try {
-      await first.write([{ type: 'delRange', start: Uint8Array.of(0x00), end: DATA_START }], { sync: true });
-      for (const dir of dirs.slice(1)) {
-        const cp = first instanceof RocksDbEngine ? await first.checkpointTo(dir) : undefined;
-        if (!cp) fs.rmSync(dir, { recursive: true, force: true });
-        out.push(cp ? await this.deps.openEngine(dir) : undefined);
+      await out[0]!.write([{ type: 'delRange', start: Uint8Array.of(0x00), end: DATA_START }], { sync: true });
+      if (dirs.length < 2) return out;
+      const t0 = performance.now();
+      const first = out[0]!;
+      // One attempt: the database was opened a moment ago and RocksDB may have started a compaction
+      // (its files change, the listings differ). Then closed and cloned, nothing can change the files
+      // (the earlier way: one open and one close more, no retries with pauses).
+      const cp = first instanceof RocksDbEngine ? await first.checkpointTo(dirs[1]!, 1) : undefined;
+      if (!cp) {
+        out.pop();
+        await first.close();
+        cloneCheckpoint(dirs[0]!, dirs[1]!);
+        out.push(await this.deps.openEngine(dirs[0]!));
       }
+      out.push(await this.deps.openEngine(dirs[1]!));
+      this.deps.log.info({ tablet: metas[1]!.tabletId, from: metas[0]!.tabletId, cloned: cp ? 'checkpoint of the open database' : 'closed and cloned', ms: Math.round(performance.now() - t0) }, 'split: second child\'s RegularDB made');
       return out;
     } catch (e) {
-      for (const x of out) await x?.close().catch(() => undefined);
+      for (const x of out) await x.close().catch(() => undefined);
       throw e;
     }
   }

@@ -38,14 +38,19 @@ async function all(e: KvEngine): Promise<string[]> {
   return out;
 }
 
-function builder(root: string, given: Map<string, KvEngine | undefined>): SplitChildren {
+/** `busy`: the first child's open RegularDB cannot be checkpointed (RocksDB's background work changed its files). */
+function builder(root: string, given: Map<string, KvEngine | undefined>, busy = false): SplitChildren {
   return new SplitChildren({
     tabletsDir: root,
     selfUuid: 'ts1',
     selfAddress: '127.0.0.1:1',
     flags: new Flags(),
     log: silentLogger(),
-    openEngine: async (dir) => RocksDbEngine.open(dir),
+    openEngine: async (dir) => {
+      const e = await RocksDbEngine.open(dir);
+      if (busy && dir === path.join(root, 'left', 'regular')) e.checkpointTo = async () => undefined;
+      return e;
+    },
     openWal: async () => new MemoryLogStorage(),
     openPeer: async (meta, engines) => {
       given.set(meta.tabletId, engines?.regular);
@@ -58,7 +63,7 @@ function builder(root: string, given: Map<string, KvEngine | undefined>): SplitC
   });
 }
 
-it('split (rocksdb): the checkpoint is opened once as the first child\'s RegularDB, the second\'s is a checkpoint of it; both are handed over open (with empty IntentsDBs), with the parent\'s rows (table files and memtable) and without its meta keys', async () => {
+for (const busy of [false, true]) it(`split (rocksdb${busy ? ', the first child\'s files changing' : ''}): the checkpoint is opened once as the first child's RegularDB, the second's is ${busy ? 'a clone of it closed' : 'a checkpoint of it'}; both are handed over open (with empty IntentsDBs), with the parent's rows (table files and memtable) and without its meta keys`, async () => {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-split-linked-'));
   dirs.push(root);
   const parent = await RocksDbEngine.open(path.join(root, 'parent', 'regular'), { writeBufferBytes: 64 << 20 });
@@ -70,7 +75,7 @@ it('split (rocksdb): the checkpoint is opened once as the first child\'s Regular
   await parent.write(Array.from({ length: 200 }, (_, i) => ({ type: 'put' as const, key: rowKey(40000, i), value })));
   expect(parent.memtableEntries()).toBe(200); // these only in the memtable and the WAL (copied)
   const given = new Map<string, KvEngine | undefined>();
-  const built = await builder(root, given).create([child('left', 0, 30000), child('right', 30000, 65536)], parent, { campaign: false });
+  const built = await builder(root, given, busy).create([child('left', 0, 30000), child('right', 30000, 65536)], parent, { campaign: false });
   expect(built.map((b) => b.linked)).toEqual([true, true]);
   const left = given.get('left')!;
   const right = given.get('right')!;
