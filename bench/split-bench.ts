@@ -12,7 +12,8 @@
  * - seq: a range table loaded with --seq-rows sequential keys, automatic splitting on (one
  *   threshold for both phases); printed: every tablet's RegularDB bytes and max/min (target ≤ 2).
  *
- * BENCH_SPLIT_KEEP_LOGS=DIR keeps the servers' logs there.
+ * BENCH_SPLIT_KEEP_LOGS=DIR keeps the servers' logs there; BENCH_SPLIT_TSERVER_FLAGS='--a=1 --b=2'
+ * starts the tservers with those flags.
  * Nothing is asserted; every loop is bounded (row counts, windows, --max-seconds per load).
  */
 import { randomBytes } from 'node:crypto';
@@ -230,7 +231,9 @@ async function settledSizes(client: TesseraClient, cluster: BenchCluster, table:
 async function withCluster<T>(masterFlags: string[], f: (client: TesseraClient, cluster: BenchCluster) => Promise<T>): Promise<T> {
   const cluster = new BenchCluster();
   try {
-    await cluster.start(3, HOST_BASE, [], { noAliasPortShift: NO_ALIAS_PORT_SHIFT, logLevel: 'info', masterFlags });
+    // BENCH_SPLIT_TSERVER_FLAGS: extra tserver flags, space-separated (e.g. --uv_threadpool_size=2).
+    const tserverFlags = (process.env['BENCH_SPLIT_TSERVER_FLAGS'] ?? '').split(' ').filter(Boolean);
+    await cluster.start(3, HOST_BASE, tserverFlags, { noAliasPortShift: NO_ALIAS_PORT_SHIFT, logLevel: 'info', masterFlags });
     const client = await TesseraClient.connect({ masterAddresses: [cluster.masterAddress], timeoutMs: 30_000 });
     try {
       return await f(client, cluster);
