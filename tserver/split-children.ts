@@ -107,10 +107,10 @@ export class SplitChildren {
     let intents: Array<Promise<KvEngine> | undefined> = intentsOpens;
     try {
       const t0 = performance.now();
-      const cp = source && this.deps.flags.get(SPLIT_HARD_LINKS) ? await source.checkpointTo(scratch) : undefined;
-      const t1 = performance.now();
-      if (cp) linked = await this.openLinked(scratch, metas);
-      const shared = { checkpointMs: Math.round(t1 - t0), recoverMs: Math.round(performance.now() - t1) };
+      // The parent's writes stay held until the checkpoint was opened: its WAL is linked, not copied.
+      const cp = source && this.deps.flags.get(SPLIT_HARD_LINKS) ? await source.checkpointLinkedThen(scratch, () => this.openLinked(scratch, metas)) : undefined;
+      if (cp) linked = cp.value;
+      const shared = { checkpointMs: cp?.checkpointMs ?? 0, recoverMs: Math.round(performance.now() - t0) - (cp?.checkpointMs ?? 0) };
       if (source && !cp) this.deps.log.warn({ attempts: 'all' }, 'split: no consistent checkpoint of the parent (RocksDB kept changing its files); copying rows');
       const prepared = await Promise.all(logs);
       // Both children at once: their log writes and opens overlap (RocksDB calls queue on the libuv pool).

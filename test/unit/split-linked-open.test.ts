@@ -95,6 +95,16 @@ for (const busy of [false, true]) it(`split (rocksdb${busy ? ', the first child\
   expect(await all(left)).toHaveLength(401);
   expect(fs.readdirSync(root).filter((n) => n.startsWith(SPLIT_SCRATCH_PREFIX))).toEqual([]);
   for (const id of ['left', 'right']) expect(fs.existsSync(path.join(root, id, 'meta.json'))).toBe(true);
+  // The parent's WAL was linked, not copied, and replayed in the first child: the parent's own is
+  // intact — it takes a write and, reopened, replays its memtable with every row.
+  await parent.write([{ type: 'put', key: rowKey(300, 1), value }]);
+  await parent.close();
+  open.splice(open.indexOf(parent), 1);
+  const again = await RocksDbEngine.open(path.join(root, 'parent', 'regular'), { writeBufferBytes: 64 << 20 });
+  open.push(again);
+  expect(again.memtableEntries()).toBe(0); // replayed and written out at the open
+  expect(await all(again)).toHaveLength(402);
+  expect(await all(left)).toHaveLength(401); // and the children do not see that write
 });
 
 it('split (rocksdb): a child left without meta.json by a crash mid-build is rebuilt from the parent, alone', async () => {
