@@ -100,7 +100,7 @@ export class SplitChildren {
     // The children's logs do not depend on the data: written while the checkpoint is taken and opened.
     // (Each child's directory is wiped and made again synchronously, before their first await.)
     const logs = metas.map((m) => this.prepareChild(m, o.leader));
-    // Their IntentsDBs start empty: opened now, on the libuv thread while this one copies the checkpoint.
+    // Their IntentsDBs start empty: opened now (queued on the libuv thread ahead of the checkpoint's open).
     const intentsOpens = metas.map((m) => this.deps.openEngine(path.join(this.deps.tabletsDir, m.tabletId, 'intents')));
     for (const p of [...logs, ...intentsOpens]) p.catch(() => undefined); // awaited below; a failure must not go unhandled meanwhile
     let linked: Array<KvEngine | undefined> = [];
