@@ -132,7 +132,8 @@ export class SplitChildren {
   /**
    * The children's RegularDBs made from the checkpoint, left open for the children to take over.
    * The checkpoint becomes the first child's RegularDB (a rename) and is opened once: RocksDB replays
-   * the copied WAL (the parent's memtable, up to memstore_size_mb) and writes it to a table file, and
+   * the WAL, linked from the parent's (its memtable, up to memstore_size_mb; the parent's writes are
+   * held until this open is done), writes it to a table file and drops the link, and
    * the parent's meta keys are deleted, so the child's databases start at op id 0. The other child's
    * is a checkpoint of that open database (its table files linked again, its small WAL copied), so
    * the memtable is replayed and written once for both, and no database is opened, closed and
