@@ -12,7 +12,8 @@
  * - seq: a range table loaded with --seq-rows sequential keys, automatic splitting on (one
  *   threshold for both phases); printed: every tablet's RegularDB bytes and max/min (target ≤ 2).
  *
- * BENCH_SPLIT_KEEP_LOGS=DIR keeps the servers' logs there.
+ * BENCH_SPLIT_KEEP_LOGS=DIR keeps the servers' logs there; BENCH_SPLIT_TSERVER_FLAGS='--a=1 --b=2'
+ * starts the tservers with those flags.
  * Nothing is asserted; every loop is bounded (row counts, windows, --max-seconds per load).
  */
 import { randomBytes } from 'node:crypto';
@@ -96,23 +97,40 @@ async function load(client: TesseraClient, table: string, from: number, to: numb
 }
 
 /** Single-row upserts at random keys of [0, rows) by WRITERS workers until `stop()`; latencies in ms. */
-async function writeWindow(client: TesseraClient, table: string, rows: number, stop: () => boolean): Promise<{ lat: number[]; errors: number }> {
+async function writeWindow(client: TesseraClient, table: string, rows: number, stop: () => boolean): Promise<{ lat: number[]; errors: number; timeline: Array<[number, number]> }> {
   const t = client.table(table);
-  const lat: number[] = [];
+  const timeline: Array<[number, number]> = [];
+  const t0 = performance.now();
   let errors = 0;
   const worker = async (): Promise<void> => {
     while (!stop()) {
       const s = performance.now();
       try {
         await t.upsert({ k: BigInt(Math.floor(Math.random() * rows)), v: 'w' }, { timeoutMs: 30_000 });
-        lat.push(performance.now() - s);
+        timeline.push([s - t0, performance.now() - s]);
       } catch {
         errors++;
       }
     }
   };
   await Promise.all(Array.from({ length: WRITERS }, worker));
-  return { lat: lat.sort((a, b) => a - b), errors };
+  return { lat: timeline.map((x) => x[1]).sort((a, b) => a - b), errors, timeline };
+}
+
+/**
+ * Where the slow writes of the split window were: how many took over `slowMs` (3× the baseline
+ * p99, the target), when they started (ms after the split was asked for), and writes and p99 per
+ * second of the window — a p99 is set by its slowest 1 %, which need not be the held writes.
+ */
+function slowWrites(timeline: Array<[number, number]>, slowMs: number): string {
+  const slow = timeline.filter((x) => x[1] > slowMs);
+  const starts = slow.map((x) => Math.round(x[0]));
+  const perSecond: string[] = [];
+  for (let s = 0; s * 1000 < Math.max(0, ...timeline.map((x) => x[0])) + 1; s++) {
+    const l = timeline.filter((x) => x[0] >= s * 1000 && x[0] < (s + 1) * 1000).map((x) => x[1]).sort((a, b) => a - b);
+    perSecond.push(`${s}s: ${l.length} p99 ${l.length ? percentile(l, 99).toFixed(0) : '-'}`);
+  }
+  return `${slow.length} of ${timeline.length} writes over ${slowMs.toFixed(0)} ms (started at ${starts.length ? `${Math.min(...starts)}..${Math.max(...starts)}` : '-'} ms); per second: ${perSecond.join(', ')}`;
 }
 
 function createRange(client: TesseraClient, name: string): Promise<string> {
@@ -144,6 +162,7 @@ async function sizePart(client: TesseraClient, p: SplitBenchParams, log: (s: str
     const ratio = base.lat.length && withSplit.lat.length ? (percentile(withSplit.lat, 99) / percentile(base.lat, 99)).toFixed(2) : '-';
     const line = `| ${mib} MiB (${rows} rows) | ${loadS.toFixed(0)} | ${answered.toFixed(2)} | ${served.toFixed(2)} | ${q(base.lat, 50)} / ${q(base.lat, 99)} (${base.lat.length} writes) | ${q(withSplit.lat, 50)} / ${q(withSplit.lat, 99)} (${withSplit.lat.length} writes) | ${ratio} | ${base.errors + withSplit.errors} |`;
     log(line);
+    if (base.lat.length) log(`  ${mib} MiB split window: ${slowWrites(withSplit.timeline, 3 * percentile(base.lat, 99))}`);
     out.push(line);
   }
   return out;
@@ -212,7 +231,9 @@ async function settledSizes(client: TesseraClient, cluster: BenchCluster, table:
 async function withCluster<T>(masterFlags: string[], f: (client: TesseraClient, cluster: BenchCluster) => Promise<T>): Promise<T> {
   const cluster = new BenchCluster();
   try {
-    await cluster.start(3, HOST_BASE, [], { noAliasPortShift: NO_ALIAS_PORT_SHIFT, logLevel: 'info', masterFlags });
+    // BENCH_SPLIT_TSERVER_FLAGS: extra tserver flags, space-separated (e.g. --uv_threadpool_size=2).
+    const tserverFlags = (process.env['BENCH_SPLIT_TSERVER_FLAGS'] ?? '').split(' ').filter(Boolean);
+    await cluster.start(3, HOST_BASE, tserverFlags, { noAliasPortShift: NO_ALIAS_PORT_SHIFT, logLevel: 'info', masterFlags });
     const client = await TesseraClient.connect({ masterAddresses: [cluster.masterAddress], timeoutMs: 30_000 });
     try {
       return await f(client, cluster);

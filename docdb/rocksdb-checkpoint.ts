@@ -52,14 +52,14 @@ function sameListing(a: Map<string, number>, b: Map<string, number>): boolean {
   return true;
 }
 
-/** One attempt; undefined when a file vanished mid-way (a compaction deleted it). */
-function copyOnce(src: string, dst: string, files: Map<string, number>): Omit<CheckpointResult, 'attempts'> | undefined {
+/** One attempt; undefined when a file vanished mid-way (a compaction deleted it). `linkWal`: the WAL files linked too. */
+function copyOnce(src: string, dst: string, files: Map<string, number>, linkWal: boolean): Omit<CheckpointResult, 'attempts'> | undefined {
   const r = { linkedFiles: 0, copiedFiles: 0, copiedBytes: 0 };
   for (const [name, size] of files) {
     const from = path.join(src, name);
     const to = path.join(dst, name);
     try {
-      if (name.endsWith('.sst')) {
+      if (name.endsWith('.sst') || (linkWal && name.endsWith('.log'))) {
         try {
           fs.linkSync(from, to);
           r.linkedFiles++;
@@ -82,13 +82,17 @@ function copyOnce(src: string, dst: string, files: Map<string, number>): Omit<Ch
 /**
  * Make `dst` (absent or empty) a checkpoint of the open RocksDB at `src`, whose writes the caller
  * holds back. Undefined when background work kept changing the files for every attempt.
+ * `linkWal`: the WAL hard-linked instead of copied — only for a caller that keeps the source's
+ * writes held until the checkpoint was opened once (RocksDB then replays the WAL, writes it to a
+ * table file and drops its link; it never writes to an old WAL: with flushes on recovery, RocksDB's
+ * default, it does not even truncate one), since later appends to the source's WAL would show there.
  */
-export async function checkpointRocksDir(src: string, dst: string, attemptsMax = CHECKPOINT_ATTEMPTS_MAX): Promise<CheckpointResult | undefined> {
+export async function checkpointRocksDir(src: string, dst: string, attemptsMax = CHECKPOINT_ATTEMPTS_MAX, o: { linkWal?: boolean } = {}): Promise<CheckpointResult | undefined> {
   for (let attempt = 1; attempt <= attemptsMax; attempt++) {
     fs.rmSync(dst, { recursive: true, force: true });
     makeDirs(dst);
     const before = listing(src);
-    const r = copyOnce(src, dst, before);
+    const r = copyOnce(src, dst, before, o.linkWal ?? false);
     if (r && sameListing(before, listing(src))) return { ...r, attempts: attempt };
     // Background work is under way: give it a moment (a flush or a compaction step is short).
     await new Promise((res) => setTimeout(res, 50 * attempt));

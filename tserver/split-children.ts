@@ -45,6 +45,12 @@ const CHILD_LEADER_POLL_MS = 5;
 const CHILD_CAMPAIGN_EVERY_TICKS = 6;
 const DATA_START = Uint8Array.of(0x20);
 
+/** A child's databases opened by its build, by directory name (`regular`, `intents`). */
+export interface OpenEngines {
+  regular?: KvEngine | undefined;
+  intents?: KvEngine | undefined;
+}
+
 export interface SplitChildrenDeps {
   tabletsDir: string;
   selfUuid: string;
@@ -53,7 +59,8 @@ export interface SplitChildrenDeps {
   log: Logger;
   openEngine(dir: string): Promise<KvEngine>;
   openWal(dir: string, durability: WalDurability): Promise<LogStorage>;
-  openPeer(meta: TabletMeta): Promise<TabletPeer>;
+  /** Open a child; `engines`: its databases open already, which the tablet takes over (and closes also when its open fails). */
+  openPeer(meta: TabletMeta, engines?: OpenEngines): Promise<TabletPeer>;
   peer(tabletId: string): TabletPeer | undefined;
   addressOf(uuid: string): string | undefined;
 }
@@ -91,41 +98,74 @@ export class SplitChildren {
     // Not a tablet directory (no meta.json): openAll removes one a crash left behind.
     const scratch = path.join(this.deps.tabletsDir, `${SPLIT_SCRATCH_PREFIX}${metas[0]!.tabletId}`);
     // The children's logs do not depend on the data: written while the checkpoint is taken and opened.
+    // (Each child's directory is wiped and made again synchronously, before their first await.)
     const logs = metas.map((m) => this.prepareChild(m, o.leader));
-    for (const l of logs) l.catch(() => undefined); // awaited below; a failure must not go unhandled meanwhile
+    // Their IntentsDBs start empty: opened now (queued on the libuv thread ahead of the checkpoint's open).
+    const intentsOpens = metas.map((m) => this.deps.openEngine(path.join(this.deps.tabletsDir, m.tabletId, 'intents')));
+    for (const p of [...logs, ...intentsOpens]) p.catch(() => undefined); // awaited below; a failure must not go unhandled meanwhile
+    let linked: Array<KvEngine | undefined> = [];
+    let intents: Array<Promise<KvEngine> | undefined> = intentsOpens;
     try {
       const t0 = performance.now();
-      const cp = source && this.deps.flags.get(SPLIT_HARD_LINKS) ? await source.checkpointTo(scratch) : undefined;
-      const t1 = performance.now();
-      // Opened once whatever its WAL: the parent's meta keys are deleted there, so neither child opens its copy before its peer does.
-      if (cp) await this.recoverCheckpoint(scratch);
-      const shared = { checkpointMs: Math.round(t1 - t0), recoverMs: Math.round(performance.now() - t1) };
+      // The parent's writes stay held until the checkpoint was opened: its WAL is linked, not copied.
+      const cp = source && this.deps.flags.get(SPLIT_HARD_LINKS) ? await source.checkpointLinkedThen(scratch, () => this.openLinked(scratch, metas)) : undefined;
+      if (cp) linked = cp.value;
+      const shared = { checkpointMs: cp?.checkpointMs ?? 0, recoverMs: Math.round(performance.now() - t0) - (cp?.checkpointMs ?? 0) };
       if (source && !cp) this.deps.log.warn({ attempts: 'all' }, 'split: no consistent checkpoint of the parent (RocksDB kept changing its files); copying rows');
       const prepared = await Promise.all(logs);
       // Both children at once: their log writes and opens overlap (RocksDB calls queue on the libuv pool).
-      const built = await Promise.all(metas.map((m, i) => this.createChild(m, parentRegular, cp ? scratch : undefined, o, prepared[i]!)));
+      const handed = { regular: linked, intents: await Promise.all(intentsOpens) };
+      linked = []; // from here each child's tablet owns its engines (closed with it, also if its open fails)
+      intents = [];
+      const built = await Promise.all(metas.map((m, i) => this.createChild(m, parentRegular, { regular: handed.regular[i], intents: handed.intents[i]! }, o, prepared[i]!)));
       return built.map((b) => ({ ...b, ...shared }));
     } finally {
       await Promise.allSettled(logs);
+      // Engines not handed to a child (a failure on the way): closed, so the next attempt can open the directories again.
+      for (const e of linked) await e?.close().catch(() => undefined);
+      for (const p of intents) await p?.then((e) => e.close()).catch(() => undefined);
       fs.rmSync(scratch, { recursive: true, force: true });
       for (const m of metas) this.building.delete(m.tabletId);
     }
   }
 
   /**
-   * The checkpoint opened once: RocksDB replays the copied WAL (the parent's memtable, up to
-   * memstore_size_mb) and writes it to a table file, and the parent's meta keys are deleted — once
-   * for both children, which then open with a nearly empty WAL, instead of each replaying and
-   * flushing the memtable under the split's write hold. (A flush of the parent itself is no way out:
-   * the binding's only flush is a CompactRange, which rewrites every file a memtable of random keys
-   * overlaps — seconds to tens of seconds for a large tablet.)
+   * The children's RegularDBs made from the checkpoint, left open for the children to take over.
+   * The checkpoint becomes the first child's RegularDB (a rename) and is opened once: RocksDB replays
+   * the WAL, linked from the parent's (its memtable, up to memstore_size_mb; the parent's writes are
+   * held until this open is done), writes it to a table file and drops the link, and
+   * the parent's meta keys are deleted, so the child's databases start at op id 0. The other child's
+   * is a checkpoint of that open database (its table files linked again, its small WAL copied), so
+   * the memtable is replayed and written once for both, and no database is opened, closed and
+   * opened again under the split's write hold. (A flush of the parent beforehand is no way out: the
+   * binding's only flush is a CompactRange, which rewrites every file a memtable of random keys
+   * overlaps, holding the server's libuv thread for seconds.)
    */
-  private async recoverCheckpoint(dir: string): Promise<void> {
-    const e = await this.deps.openEngine(dir);
+  private async openLinked(scratch: string, metas: TabletMeta[]): Promise<KvEngine[]> {
+    const dirs = metas.map((m) => path.join(this.deps.tabletsDir, m.tabletId, 'regular'));
+    fs.renameSync(scratch, dirs[0]!);
+    const out: KvEngine[] = [await this.deps.openEngine(dirs[0]!)];
     try {
-      await e.write([{ type: 'delRange', start: Uint8Array.of(0x00), end: DATA_START }], { sync: true });
-    } finally {
-      await e.close();
+      await out[0]!.write([{ type: 'delRange', start: Uint8Array.of(0x00), end: DATA_START }], { sync: true });
+      if (dirs.length < 2) return out;
+      const t0 = performance.now();
+      const first = out[0]!;
+      // One attempt: the database was opened a moment ago and RocksDB may have started a compaction
+      // (its files change, the listings differ). Then closed and cloned, nothing can change the files
+      // (the earlier way: one open and one close more, no retries with pauses).
+      const cp = first instanceof RocksDbEngine ? await first.checkpointTo(dirs[1]!, 1) : undefined;
+      if (!cp) {
+        out.pop();
+        await first.close();
+        cloneCheckpoint(dirs[0]!, dirs[1]!);
+        out.push(await this.deps.openEngine(dirs[0]!));
+      }
+      out.push(await this.deps.openEngine(dirs[1]!));
+      this.deps.log.info({ tablet: metas[1]!.tabletId, from: metas[0]!.tabletId, cloned: cp ? 'checkpoint of the open database' : 'closed and cloned', ms: Math.round(performance.now() - t0) }, 'split: second child\'s RegularDB made');
+      return out;
+    } catch (e) {
+      for (const x of out) await x.close().catch(() => undefined);
+      throw e;
     }
   }
 
@@ -140,28 +180,30 @@ export class SplitChildren {
     return { leader, walMs: Math.round(performance.now() - t0) };
   }
 
-  private async createChild(meta: TabletMeta, parentRegular: KvEngine, checkpoint: string | undefined, o: { campaign: boolean }, prepared: { leader: string | undefined; walMs: number }): Promise<Omit<ChildBuilt, 'checkpointMs' | 'recoverMs'>> {
+  private async createChild(meta: TabletMeta, parentRegular: KvEngine, engines: { regular: KvEngine | undefined; intents: KvEngine }, o: { campaign: boolean }, prepared: { leader: string | undefined; walMs: number }): Promise<Omit<ChildBuilt, 'checkpointMs' | 'recoverMs'>> {
     const t0 = performance.now();
+    const linked = engines.regular;
     const dir = path.join(this.deps.tabletsDir, meta.tabletId);
     const { leader, walMs } = prepared;
-    const regularDir = path.join(dir, 'regular');
     let rows = 0;
-    // A checkpoint had the parent's meta keys deleted when it was opened (recoverCheckpoint), so a
-    // linked child is not opened here: each open costs hundreds of ms on a busy server. (No flush:
-    // on RocksDB it is a compaction of the whole range, the very cost links avoid.)
-    if (checkpoint) cloneCheckpoint(checkpoint, regularDir);
-    else {
-      const regular = await this.deps.openEngine(regularDir);
+    if (!linked) {
       try {
-        rows = await copyRows(parentRegular, regular, rowRangeOf(meta));
-      } finally {
-        await regular.close();
+        const regular = await this.deps.openEngine(path.join(dir, 'regular'));
+        try {
+          rows = await copyRows(parentRegular, regular, rowRangeOf(meta));
+        } finally {
+          await regular.close();
+        }
+      } catch (e) {
+        await engines.intents.close().catch(() => undefined);
+        throw e;
       }
     }
-    const childMeta: TabletMeta = checkpoint ? { ...meta, splitLinked: true } : meta;
+    const childMeta: TabletMeta = linked ? { ...meta, splitLinked: true } : meta;
     writeTabletMeta(dir, childMeta);
     const t1 = performance.now();
-    const child = await this.deps.openPeer(childMeta);
+    // Its IntentsDB, and a linked child's RegularDB (openLinked), are open already: its tablet takes them over.
+    const child = await this.deps.openPeer(childMeta, engines);
     const t2 = performance.now();
     // Fresh from this build: it cannot have led the first term before (the directory was wiped).
     const led = leader === this.deps.selfUuid && child.raftGroup().leadAssignedTerm();
@@ -169,7 +211,7 @@ export class SplitChildren {
     // Without a named leader the child would wait a whole election timeout while the parent refuses
     // writes: campaign every CHILD_CAMPAIGN_EVERY_TICKS for two election timeouts.
     if (!leader && o.campaign) child.campaignSoon({ forTicks: 2 * this.deps.flags.get(RAFT_ELECTION_TIMEOUT_TICKS), everyTicks: CHILD_CAMPAIGN_EVERY_TICKS });
-    return { linked: checkpoint !== undefined, rows, cloneMs: Math.round(t1 - t0), walMs, openMs: Math.round(t2 - t1), led };
+    return { linked: linked !== undefined, rows, cloneMs: Math.round(t1 - t0), walMs, openMs: Math.round(t2 - t1), led };
   }
 
   /**

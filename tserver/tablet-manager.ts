@@ -18,7 +18,7 @@ import { readTabletMeta, writeTabletMeta, type TabletMeta } from './tablet/table
 import { TabletPeer, type DbName, type SnapshotDescriptor } from './tablet/tablet-peer';
 import { SnapshotSessions } from './tablet/snapshot-sessions';
 import { applySplit, rowRangeOf } from './split-apply';
-import { SplitChildren, SPLIT_SCRATCH_PREFIX } from './split-children';
+import { SplitChildren, SPLIT_SCRATCH_PREFIX, type OpenEngines } from './split-children';
 import type { PeerTxnEnv } from './tablet/participant/txn-env';
 import { makeDirs } from '../common/fs-dirs';
 import { globalLogCacheLimitBytes } from './memory-limit';
@@ -122,7 +122,7 @@ export class TabletManager {
       log: deps.log,
       openEngine: (dir) => this.engineOpener()(dir),
       openWal: (dir, durability) => (deps.openLogStorage ?? ((p: string, o?: { durability: WalDurability }) => FileLogStorage.open(p, { flags: deps.flags, logger: deps.log, cacheBudget: this.logCacheBudget, ...(deps.walFs ? { fs: deps.walFs } : {}), ...(o ? { durability: o.durability } : {}) })))(dir, { durability }),
-      openPeer: (meta) => this.openPeer(meta),
+      openPeer: (meta, engines) => this.openPeer(meta, engines),
       peer: (id) => this.peers.get(id),
       addressOf: (uuid) => this.addresses.get(uuid),
     });
@@ -176,11 +176,18 @@ export class TabletManager {
     return new DbError(ErrorCode.SERVICE_UNAVAILABLE, `tablet ${f.tabletId} is FAILED on this server (${f.error})`, { tabletId: f.tabletId, state: 'FAILED' });
   }
 
-  private async openPeer(meta: TabletMeta): Promise<TabletPeer> {
+  /** `engines`: databases open already (a split child's, split-children.ts), taken over by the tablet. */
+  private async openPeer(meta: TabletMeta, engines: OpenEngines = {}): Promise<TabletPeer> {
     for (const p of meta.peers) this.learnAddress(p.uuid, p.rpcAddress);
     const d = this.deps;
     const archiveDir = walArchiveDirOf(d.flags, meta, d.selfUuid);
-    const openEngine = this.engineOpener();
+    const opener = this.engineOpener();
+    const given = new Map(Object.entries(engines).filter((x): x is [string, KvEngine] => x[1] !== undefined));
+    const openEngine = (dir: string): Promise<KvEngine> => {
+      const e = given.get(path.basename(dir));
+      given.delete(path.basename(dir)); // taken once: a later open (a remote bootstrap's) opens the directory anew
+      return e ? Promise.resolve(e) : opener(dir);
+    };
     const peer = await TabletPeer.open({
       dir: path.join(this.tabletsDir(), meta.tabletId),
       meta,
@@ -206,6 +213,8 @@ export class TabletManager {
         // A storage failure stops this replica; the master sees it FAILED and re-replicates.
         d.log.error({ err: e, tablet: tabletId }, 'tablet replica failed and stopped');
       },
+    }).finally(async () => {
+      for (const e of given.values()) await e.close().catch(() => undefined); // not taken (the open failed before): closed
     });
     this.peers.set(meta.tabletId, peer);
     peer.setSplitHandler(async (op, index) => {

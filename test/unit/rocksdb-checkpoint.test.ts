@@ -46,3 +46,47 @@ it('checkpoint: table files linked, the memtable in the copied WAL; one open of 
     await child.close();
   }
 });
+
+// A split's checkpoint (tserver/split-children.ts) links the parent's WAL instead of copying it, and
+// keeps the parent's writes held until the checkpoint was opened once (replayed, written out).
+it('checkpoint with the WAL linked: the same file as the source\'s, the source\'s writes held until the checkpoint was opened; the source keeps its own rows', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-checkpoint-'));
+  dirs.push(dir);
+  const e = await RocksDbEngine.open(path.join(dir, 'db'), { writeBufferBytes: 64 << 20 });
+  const key = (i: number) => Buffer.from(`k${String(i).padStart(6, '0')}`);
+  const value = Buffer.alloc(1000, 7);
+  await e.write(Array.from({ length: 500 }, (_, j) => ({ type: 'put' as const, key: key(j), value })));
+  const cp = path.join(dir, 'cp');
+  let written = false;
+  const r = await e.checkpointLinkedThen(cp, async () => {
+    const wal = fs.readdirSync(cp).find((n) => n.endsWith('.log'))!;
+    expect(fs.statSync(path.join(cp, wal)).ino).toBe(fs.statSync(path.join(dir, 'db', wal)).ino);
+    const late = e.write([{ type: 'put', key: key(999), value }]).then(() => (written = true));
+    await new Promise((res) => setTimeout(res, 50));
+    expect(written).toBe(false); // held: it cannot reach the shared WAL before the open below
+    const opened = await RocksDbEngine.open(cp);
+    try {
+      let n = 0;
+      const it = opened.iterator({});
+      for (let kv = await it.next(); kv; kv = await it.next()) n++;
+      await it.close();
+      return { n, late };
+    } finally {
+      await opened.close();
+    }
+  });
+  expect(r?.value.n).toBe(500);
+  await r?.value.late;
+  expect(written).toBe(true);
+  await e.close();
+  const again = await RocksDbEngine.open(path.join(dir, 'db'));
+  try {
+    let n = 0;
+    const it = again.iterator({});
+    for (let kv = await it.next(); kv; kv = await it.next()) n++;
+    await it.close();
+    expect(n).toBe(501);
+  } finally {
+    await again.close();
+  }
+});
