@@ -67,6 +67,25 @@ export function treeCpuSeconds(root: number | undefined): number | undefined {
   return Number.isFinite(ticks) ? ticks / USER_HZ : undefined;
 }
 
+/** Live children of `pid` (empty without /proc). */
+export function childCount(pid: number | undefined): number {
+  if (!pid) return 0;
+  let n = 0;
+  for (const parent of parents().values()) if (parent === pid) n++;
+  return n;
+}
+
+/**
+ * After a pgbench run: wait until the postmaster has no more children than `before` (pgbench's
+ * backends have exited and been reaped, so their CPU is in its cutime), at most `maxMs`. Read before
+ * that, a backend that exits between the scan of live processes and the read of cutime is in
+ * neither (a c1 run once read 1 µs a transaction).
+ */
+export async function settleChildren(pid: number | undefined, before: number, maxMs = 5000): Promise<void> {
+  const end = Date.now() + maxMs;
+  while (pid && childCount(pid) > before && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+}
+
 /** A reading of every process a run measures. */
 export interface CpuReading {
   /** Per tserver (node 0 first: the SQL endpoint), seconds of all its threads. */

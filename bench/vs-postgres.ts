@@ -15,7 +15,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { BenchCluster } from './bench-cluster';
 import { guardChildren } from './exit-guard';
-import { readCpu, runCpu, type CpuReading, type RunCpu } from './pg-cpu';
+import { childCount, readCpu, runCpu, settleChildren, type CpuReading, type RunCpu } from './pg-cpu';
 import { findPostgresBin, LocalPostgres, POSTGRES_NOT_INSTALLED } from './postgres-local';
 import { latencyPercentilesMs, parseInitDoneSeconds, parsePgbenchSummary } from './pgbench-output';
 import { writeReports } from './vs-etcd';
@@ -132,12 +132,14 @@ async function pgbenchInit(t: Target, scale: number): Promise<{ seconds: number;
   return { seconds: r.seconds, ...(pgbenchSeconds !== undefined ? { pgbenchSeconds } : {}), detail: done };
 }
 
-async function pgbenchRun(t: Target, w: Workload, clients: number, round: number, o: VsPostgresOptions, logDir: string, cpuNow: () => CpuReading): Promise<PgbenchRun> {
+async function pgbenchRun(t: Target, w: Workload, clients: number, round: number, o: VsPostgresOptions, logDir: string, cpuNow: () => CpuReading, pgPid: number | undefined): Promise<PgbenchRun> {
   const prefix = `${t.system}-${w}-c${clients}-r${round}`;
   const args = [PG_WORKLOADS[w], '-T', String(o.seconds), '-c', String(clients), '-j', String(Math.min(clients, 2)), '-l', `--log-prefix=${path.join(logDir, prefix)}`];
   if (w === 'simple-update' && t.system === 'tessera') args.push(`--max-tries=${TESSERA_MAX_TRIES}`);
   const before = cpuNow();
+  const children = childCount(pgPid);
   const r = await runTool('pgbench', [...args, ...t.args], o.seconds * 1000 + RUN_GRACE_MS);
+  if (t.system === 'postgres') await settleChildren(pgPid, children);
   const after = cpuNow();
   // pgbench exits 2 when some transaction failed; the summary still counts them.
   if (r.code !== 0 && !/^tps = /m.test(r.stdout)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `pgbench ${PG_WORKLOADS[w]} -c ${clients} on ${t.system} failed (${r.code}): ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`);
@@ -256,7 +258,7 @@ export async function runVsPostgres(o: VsPostgresOptions): Promise<void> {
       for (const w of Object.keys(PG_WORKLOADS) as Workload[]) {
         for (const c of o.clients) {
           for (const t of round % 2 ? targets : [...targets].reverse()) {
-            const r = await pgbenchRun(t, w, c, round, o, logDir, cpuNow);
+            const r = await pgbenchRun(t, w, c, round, o, logDir, cpuNow, pg.pid);
             runs.push(r);
             say(`  round ${round} ${PG_WORKLOADS[w]} -c ${c} ${t.system}: ${n1(r.tps)} tps, p50 ${n2(r.p50Ms)} ms, p99 ${n2(r.p99Ms)} ms, failed ${r.failed}, retried ${r.retried}, CPU ${n0(r.cpu.tesseraUs ?? r.cpu.postgresUs)} µs/txn`);
           }

@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { latencyPercentilesMs, parseInitDoneSeconds, parseLogLatenciesUs, parsePgbenchSummary, percentile } from '../../bench/pgbench-output';
 import { findPostgresBin } from '../../bench/postgres-local';
 import { parseVsPostgresArgs, renderCpuTable, summarizeRuns, type PgbenchRun } from '../../bench/vs-postgres';
-import { readCpu, runCpu, treeCpuSeconds } from '../../bench/pg-cpu';
+import { childCount, readCpu, runCpu, settleChildren, treeCpuSeconds } from '../../bench/pg-cpu';
+import { spawn } from 'node:child_process';
 import { vsTarget } from '../../bench/vs';
 
 // pgbench 15's summary of `-N --max-tries=20` (stdout), as it prints it.
@@ -121,6 +122,15 @@ describe('CPU per transaction', () => {
     expect(b).toBeGreaterThanOrEqual(process.cpuUsage().user / 1e6 - 0.05);
     expect(treeCpuSeconds(2 ** 22 + 12345)).toBeUndefined();
     expect(readCpu([process.pid], undefined).tservers[0]).toBeGreaterThan(0);
+  });
+
+  it.skipIf(!fs.existsSync('/proc/self/stat'))("waits for a run's children to be gone, so their CPU is in the parent's cutime", async () => {
+    const before = childCount(process.pid);
+    const child = spawn(process.execPath, ['-e', 'let x = 0; for (const end = Date.now() + 150; Date.now() < end; ) x++;']);
+    expect(childCount(process.pid)).toBe(before + 1);
+    await settleChildren(process.pid, before, 30_000);
+    expect(childCount(process.pid)).toBe(before);
+    expect(child.pid).toBeGreaterThan(0);
   });
 
   it('reports the medians per workload, the SQL layer per statement (-N: 5 statements)', () => {
