@@ -107,6 +107,8 @@ export function recentSplitParents(c: CatalogState, nowWallMs: number): Set<stri
 export class SplitManager {
   /** Splits completed by this master since it started (the split counter metric). */
   splitsCompleted = 0;
+  /** Completions under way, by parent (maybeComplete). */
+  private readonly completing = new Map<string, Promise<void>>();
   /** Tablets whose automatic split was started here and has not answered yet. */
   private readonly autoInflight = new Set<string>();
   /** Tablets found under their threshold once flushed: left alone until then (their reports catch up). */
@@ -225,13 +227,33 @@ export class SplitManager {
    * empty — a child's first term is led without an election (docs/splitting.md), and empty replicas
    * of a minority cannot win it.
    */
-  private async maybeComplete(parentId: string): Promise<void> {
+  /**
+   * Complete the split of `parentId` once both children serve. One completion at a time per parent:
+   * split()'s wait and the background round() both call this, and a second completeSplit proposed
+   * for a parent the first already removed was refused (TABLET_NOT_FOUND) and reached the caller of
+   * split() as its error, though the split had succeeded.
+   */
+  private maybeComplete(parentId: string): Promise<void> {
+    const running = this.completing.get(parentId);
+    if (running) return running;
+    const run = this.completeOnce(parentId).finally(() => this.completing.delete(parentId));
+    this.completing.set(parentId, run);
+    return run;
+  }
+
+  private async completeOnce(parentId: string): Promise<void> {
     const parent = this.catalog().tablets.get(parentId);
     if (!parent?.splitChildren) return;
     const now = this.deps.now();
     const serving = (cid: string): boolean => (this.deps.registry.leaderReport(cid, now, this.deps.timeoutMs())?.report.commitIndex ?? 0n) > 1n;
     if (!parent.splitChildren.every(serving)) return;
-    await this.deps.sys.propose({ type: 'completeSplit', parentId, atMs: Date.now() });
+    try {
+      await this.deps.sys.propose({ type: 'completeSplit', parentId, atMs: Date.now() });
+    } catch (e) {
+      // Completed meanwhile another way (a master that took over, say): the split is done.
+      if (!this.catalog().tablets.has(parentId)) return;
+      throw e;
+    }
     if (!this.catalog().tablets.has(parentId)) {
       this.splitsCompleted++;
       this.lastSent.delete(parentId);
