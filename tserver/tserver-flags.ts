@@ -59,8 +59,8 @@ export const WRITE_TIMEOUT_MS = defineFlag({
 export const WRITE_ANSWER_AT_COMMIT = defineFlag({
   name: 'tablet_write_answer_at_commit',
   type: 'bool',
-  default: true,
-  help: 'A leader answers a plain write once its entry is Raft-committed (durable on a majority) instead of after its local apply; reads that name no time then wait for the apply of every write already answered (docs/raft-write-path.md). Row latches are held until the apply either way.',
+  default: false,
+  help: 'A leader answers a plain write once its entry is Raft-committed (durable on a majority) instead of after its local apply, when the apply stage is busy; reads that name no time then wait for the apply of every write already answered (docs/raft-write-path.md). Row latches are held until the apply either way. Off by default: no gain measured on a quiet machine, and with it on a leader with a slow apply no longer slows its writes (the slow-leader lab experiment shows the default).',
   tags: [FlagTag.runtime],
 });
 
