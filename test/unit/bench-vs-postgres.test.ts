@@ -112,7 +112,7 @@ describe('CPU per transaction', () => {
     expect(runCpu('postgres', { tservers: [], postgres: undefined }, { tservers: [], postgres: 2 }, 10)).toEqual({});
   });
 
-  it.skipIf(!fs.existsSync('/proc/self/stat'))('reads a process tree from /proc: at least the process itself, growing as it works', () => {
+  it.skipIf(!fs.existsSync('/proc/self/stat'))('reads a process tree from /proc: at least the process itself, growing as it works (skipped: no /proc here)', () => {
     const a = treeCpuSeconds(process.pid)!;
     let x = 0;
     for (const end = process.cpuUsage().user + 30_000; process.cpuUsage().user < end; ) x += Math.sqrt(x + 1);
@@ -124,7 +124,7 @@ describe('CPU per transaction', () => {
     expect(readCpu([process.pid], undefined).tservers[0]).toBeGreaterThan(0);
   });
 
-  it.skipIf(!fs.existsSync('/proc/self/stat'))("waits for a run's children to be gone, so their CPU is in the parent's cutime", async () => {
+  it.skipIf(!fs.existsSync('/proc/self/stat'))("waits for a run's children to be gone, so their CPU is in the parent's cutime (skipped: no /proc here)", async () => {
     const before = childCount(process.pid);
     const child = spawn(process.execPath, ['-e', 'let x = 0; for (const end = Date.now() + 150; Date.now() < end; ) x++;']);
     expect(childCount(process.pid)).toBe(before + 1);
