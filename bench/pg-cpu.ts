@@ -10,10 +10,8 @@
  * Elsewhere (no /proc) every figure is undefined and the report says n/a.
  */
 import * as fs from 'node:fs';
+import { USER_HZ } from '../common/proc-threads';
 import { cpuSeconds } from './proc-stats';
-
-/** Clock ticks per second of /proc's times (USER_HZ, fixed at 100 by Linux for user space). */
-const USER_HZ = 100;
 
 /** Fields after the command name of a /proc/PID/stat line (rest[0] is field 3, the state). */
 function statFields(pid: number): string[] | undefined {

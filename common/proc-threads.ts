@@ -11,7 +11,7 @@ import * as fs from 'node:fs';
  * fixes at 100 for user space on every architecture Node runs on. A constant, so that a server never
  * spawns `getconf` to learn it.
  */
-const USER_HZ = 100;
+export const USER_HZ = 100;
 
 /**
  * User and kernel CPU seconds from a /proc stat file (a process's /proc/PID/stat or a thread's
