@@ -124,8 +124,11 @@ export class StatusTabletProxy {
         }
         if (err.code === ErrorCode.NETWORK_ERROR || err.code === ErrorCode.TIMED_OUT || err.code === ErrorCode.SHUTTING_DOWN) {
           // (Whatever comes next — a resend, or a status query that settles the outcome — asks the
-          // other replicas too: this one may be hung.)
-          this.dropLeader(tabletId, target);
+          // other replicas too: this one may be hung.) Not when it timed out on a connection the
+          // server kept answering on: it is alive and slow (a busy event loop), still the leader as
+          // far as anyone knows, and the next call going elsewhere would only add a NOT_THE_LEADER
+          // round trip (heartbeats under load expired transactions so: docs/transactions.md).
+          if (!(err.code === ErrorCode.TIMED_OUT && err.details['heard'] === true)) this.dropLeader(tabletId, target);
           if (!err.retryable && !idempotent) throw err;
           await sleep(backoffMs(Math.min(attempt, 4)));
           if (attempt % 2 === 1) await this.locations(deadline, true).catch(() => undefined);

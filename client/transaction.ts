@@ -43,6 +43,11 @@ export const TXN_PARTICIPANTS_MAX = 100_000;
 /** Table handles per transaction. */
 const TXN_TABLES_MAX = 1000;
 /** Codes that end a transaction: it cannot commit any more. */
+/**
+ * Heartbeats of one transaction unanswered at once; also how many periods one may take before it is
+ * given up (a later one is on its way by then).
+ */
+const HEARTBEATS_IN_FLIGHT_MAX = 3;
 const ENDING_CODES: ReadonlySet<string> = new Set<string>([ErrorCode.TXN_CONFLICT, ErrorCode.TXN_ABORTED, ErrorCode.TXN_EXPIRED, ErrorCode.TXN_NOT_FOUND, ErrorCode.READ_RESTART]);
 
 
@@ -53,7 +58,8 @@ export class Transaction implements TxnBinding {
   private readonly participantSet = new Set<string>();
   private readonly tables = new Map<string, Table>();
   private heartbeatTimer: NodeJS.Timeout | undefined;
-  private heartbeatInFlight = false;
+  /** Heartbeats sent and not yet answered (at most HEARTBEATS_IN_FLIGHT_MAX). */
+  private heartbeatsInFlight = 0;
   readonly registersReads: boolean;
   /** The snapshot every read uses; moves forward only while readTimeFixed is false. */
   private readHtValue: bigint;
@@ -442,13 +448,19 @@ export class Transaction implements TxnBinding {
     this.heartbeatTimer = undefined;
   }
 
-  /** One heartbeat at a time; a lost one is harmless (the coordinator allows several missed periods). */
+  /**
+   * One heartbeat per period. Normally each is answered within the period; when the servers are slow
+   * (a busy event loop, an overloaded machine) the next one goes out on time anyway, up to
+   * HEARTBEATS_IN_FLIGHT_MAX unanswered: the coordinator expires a transaction by the gap between
+   * heartbeats it *received* (docs/transactions.md, "Heartbeats under load"), and waiting for each
+   * answer before sending the next would stretch that gap to two round trips. A lost one is harmless.
+   */
   private heartbeat(): void {
     const statusTablet = this.statusTabletValue;
-    if (this.heartbeatInFlight || this.endError || statusTablet === undefined) return;
-    this.heartbeatInFlight = true;
+    if (this.heartbeatsInFlight >= HEARTBEATS_IN_FLIGHT_MAX || this.endError || statusTablet === undefined) return;
+    this.heartbeatsInFlight++;
     this.deps.statusTablets
-      .call(statusTablet, txnCoordinatorMethods().heartbeatTransaction, { statusTablet, txnId: this.txnId }, new Deadline(Math.max(100, this.deps.heartbeatMs * 2)), true)
+      .call(statusTablet, txnCoordinatorMethods().heartbeatTransaction, { statusTablet, txnId: this.txnId }, new Deadline(Math.max(100, this.deps.heartbeatMs * HEARTBEATS_IN_FLIGHT_MAX)), true)
       .then((r) => {
         if (r.status === 'ABORTED' && this.stateValue === 'pending') this.end(new DbError(ErrorCode.TXN_ABORTED, `transaction ${this.txnId} was aborted by its coordinator (expired or lost a conflict)`));
       })
@@ -457,7 +469,7 @@ export class Transaction implements TxnBinding {
         if (ENDING_CODES.has(err.code) && this.stateValue === 'pending') this.end(err);
       })
       .finally(() => {
-        this.heartbeatInFlight = false;
+        this.heartbeatsInFlight--;
       });
   }
 }

@@ -187,8 +187,8 @@ describe('TransactionCoordinator', () => {
 
   it('txn-coordinator: a transaction without heartbeats is aborted after max missed periods; a heartbeating one is not', async () => {
     const flags = testFlags();
-    flags.setAtRuntime(TRANSACTION_HEARTBEAT_USEC.name, '20000', true);
-    flags.setAtRuntime(TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS.name, '3', true);
+    flags.setAtRuntime(TRANSACTION_HEARTBEAT_USEC.name, '50000', true);
+    flags.setAtRuntime(TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS.name, '4', true);
     const { c } = await openCoordinator(tmp(), flags, { n: 0 });
     await c.create(TxnId('silent'), 'snapshot', 0.5);
     await c.create(TxnId('alive'), 'snapshot', 0.5);
