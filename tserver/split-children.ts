@@ -145,9 +145,17 @@ export class SplitChildren {
     const dirs = metas.map((m) => path.join(this.deps.tabletsDir, m.tabletId, 'regular'));
     fs.renameSync(scratch, dirs[0]!);
     const out: KvEngine[] = [await this.deps.openEngine(dirs[0]!)];
+    // The parent's meta keys are deleted in each child once it is open, not in the first before the
+    // second is made from it: that deletion would sit in the WAL the second child's copy replays,
+    // and its open would write it out as one more L0 file — the fourth of a tablet whose parent had
+    // two, RocksDB's trigger for compacting L0, so that child rewrote all of the parent's data (both
+    // halves) at once on every replica (docs/splitting.md, "What the seconds after a split cost").
+    const dropMeta = (e: KvEngine): Promise<void> => e.write([{ type: 'delRange', start: Uint8Array.of(0x00), end: DATA_START }], { sync: true });
     try {
-      await out[0]!.write([{ type: 'delRange', start: Uint8Array.of(0x00), end: DATA_START }], { sync: true });
-      if (dirs.length < 2) return out;
+      if (dirs.length < 2) {
+        await dropMeta(out[0]!);
+        return out;
+      }
       const t0 = performance.now();
       const first = out[0]!;
       // One attempt: the database was opened a moment ago and RocksDB may have started a compaction
@@ -161,6 +169,7 @@ export class SplitChildren {
         out.push(await this.deps.openEngine(dirs[0]!));
       }
       out.push(await this.deps.openEngine(dirs[1]!));
+      await Promise.all(out.map(dropMeta));
       this.deps.log.info({ tablet: metas[1]!.tabletId, from: metas[0]!.tabletId, cloned: cp ? 'checkpoint of the open database' : 'closed and cloned', ms: Math.round(performance.now() - t0) }, 'split: second child\'s RegularDB made');
       return out;
     } catch (e) {
