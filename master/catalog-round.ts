@@ -147,6 +147,10 @@ export class CatalogRound {
   private ensureReplicas(ctx: RoundContext, t: TabletRound): void {
     const reg = this.deps.registry;
     const { tablet, table, leader, voters, wanted, failed } = t;
+    // A new tablet (no leader, no replica reported anywhere): its first replica — placeNewTablets
+    // rotates it across servers, so leaders start balanced — campaigns at once (YugabyteDB's protege)
+    // instead of every replica waiting out an election timeout; CREATE TABLE answers that much sooner.
+    const fresh = !leader && wanted.every((u) => !reg.hosts(u, tablet.id));
     for (const uuid of wanted) {
       if (!reg.isAlive(uuid, ctx.now, ctx.timeout)) continue;
       if (failed.includes(uuid)) {
@@ -163,7 +167,7 @@ export class CatalogRound {
       const addr = this.deps.addressOf(uuid);
       if (!addr) continue;
       const peers = createTabletPeers(voters, wanted, uuid, (u) => this.deps.addressOf(u) ?? '');
-      ctx.call(addr, ctx.m.createTablet, { tabletId: tablet.id, tableId: table.id, tableName: table.name, schema: schemaToPb(table), partition: partitionToPb(tablet.partition), peers, schemaVersion: schemaVersionOf(table), durability: durabilityOf(table) }, { tablet: tablet.id, tserver: uuid, op: 'CreateTablet' });
+      ctx.call(addr, ctx.m.createTablet, { tabletId: tablet.id, tableId: table.id, tableName: table.name, schema: schemaToPb(table), partition: partitionToPb(tablet.partition), peers, schemaVersion: schemaVersionOf(table), durability: durabilityOf(table), campaign: fresh && uuid === wanted[0] }, { tablet: tablet.id, tserver: uuid, op: 'CreateTablet' });
     }
   }
 

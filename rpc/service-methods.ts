@@ -325,6 +325,8 @@ export interface CreateTabletRequestPB {
   peers?: RaftPeerPB[];
   schemaVersion?: number;
   durability?: string;
+  /** One replica of a new tablet campaigns at once (master/catalog-round.ts). */
+  campaign?: boolean;
 }
 export interface DeleteTabletRequestPB {
   tabletId?: string;

@@ -27,6 +27,7 @@ import type { RequestTag } from './tablet/tablet-op';
 import { CLIENT_ID_MAX_BYTES } from './tablet/retryable-requests';
 import { scanFilter } from './tablet/scan-filter';
 import { rowsToExportLines } from './export-lines';
+import { RAFT_ELECTION_TIMEOUT_TICKS } from './tserver-flags';
 import type * as pb from './tserver-pb';
 import { invalid, keyFromPb, keyToPb, rowOpFromPb, rowToPb } from './row-pb';
 
@@ -47,6 +48,11 @@ export interface TServerMethods {
 }
 
 /** Rows per Write request and keys per Read request (bigger requests: INVALID_ARGUMENT). */
+/**
+ * A new tablet's campaigning replica (CreateTablet's campaign) tries again this often while no leader
+ * is known: its peers may not be created yet. Not shorter than a pre-vote and a vote round trip.
+ */
+const NEW_TABLET_CAMPAIGN_EVERY_TICKS = 6;
 export const WRITE_OPS_MAX = 10_000;
 export const READ_KEYS_MAX = 10_000;
 export const SCAN_LIMIT_MAX = 10_000;
@@ -328,7 +334,10 @@ export class TabletService {
       schemaVersion: req.schemaVersion ?? 0,
       durability: req.durability || undefined,
     });
-    await this.deps.manager.createTablet(meta);
+    const peer = await this.deps.manager.createTablet(meta);
+    // The master's pick among a new tablet's replicas (master/catalog-round.ts): campaign now, and again
+    // every few ticks for two election timeouts while the other replicas are still being created.
+    if (req.campaign === true && !peer.isLeaderReady()) peer.campaignSoon({ forTicks: 2 * this.deps.flags.get(RAFT_ELECTION_TIMEOUT_TICKS), everyTicks: NEW_TABLET_CAMPAIGN_EVERY_TICKS });
     return {};
   }
 

@@ -72,6 +72,8 @@ function format(options: Node[] | undefined): Format {
 }
 
 function unescapeText(s: string): string {
+  // Most fields of a bulk load have no escapes: skip the regular expression for them.
+  if (!s.includes('\\')) return s;
   return s.replace(/\\(.)/g, (_m, c: string) => ({ t: '\t', n: '\n', r: '\r', b: '\b', f: '\f', v: '\v' })[c] ?? c);
 }
 
@@ -149,7 +151,8 @@ class CopyInSink implements CopyIn {
     this.partial = lines.pop() ?? '';
     if (this.partial.length > COPY_LINE_BYTES_MAX) throw new SqlError(SqlState.PROGRAM_LIMIT, `COPY line longer than ${COPY_LINE_BYTES_MAX} bytes`);
     for (const raw of lines) this.line(raw);
-    if (this.pending.length >= COPY_BATCH_ROWS) await this.writes.add(this.flush());
+    // Batches of exactly COPY_BATCH_ROWS, however many lines one CopyData message carried.
+    while (this.pending.length >= COPY_BATCH_ROWS) await this.writes.add(this.flush(this.pending.splice(0, COPY_BATCH_ROWS)));
   }
 
   private line(raw: string): void {
@@ -170,13 +173,12 @@ class CopyInSink implements CopyIn {
   async done(): Promise<string> {
     if (this.partial !== '') this.line(this.partial);
     this.partial = '';
-    await this.writes.add(this.flush());
+    await this.writes.add(this.flush(this.pending.splice(0)));
     await this.writes.drain();
     return `COPY ${this.count}`;
   }
 
-  private async flush(): Promise<void> {
-    const batch = this.pending.splice(0);
+  private async flush(batch: Array<Array<string | null>>): Promise<void> {
     if (batch.length === 0) return;
     const def = this.def;
     const full: SqlValue[][] = batch.map((fields) => {

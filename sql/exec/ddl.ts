@@ -4,7 +4,7 @@
  * KEY (a rebuild, as YugabyteDB does it: the key is the table's storage order).
  * DDL is not transactional: it runs at once, also inside BEGIN (as YugabyteDB's did before 2.x).
  */
-import type { ColumnSpec, TesseraClient } from '../../client';
+import type { ColumnSpec, Row, TesseraClient } from '../../client';
 import { DbError, ErrorCode } from '../../common/errors';
 import type { Node, YbTableOptions } from '../sql-parser';
 import { constInt, names } from './ast';
@@ -23,6 +23,8 @@ export interface DdlDeps {
 
 /** Deadline of the scan and of each batch of a table rebuild (ALTER TABLE ADD PRIMARY KEY). */
 export const REBUILD_TIMEOUT_MS = 600_000;
+/** Rows a table rebuild (ADD PRIMARY KEY) reads per scan page and writes per batch (COPY's batch size). */
+export const REBUILD_BATCH_ROWS = 5000;
 /** Batches of a table rebuild (ADD PRIMARY KEY) written at the same time while the scan reads on. */
 export const REBUILD_BATCHES_IN_FLIGHT = 4;
 
@@ -187,20 +189,23 @@ export async function addPrimaryKey(name: string, cols: string[], deps: DdlDeps)
   const flush = async (): Promise<void> => {
     if (batch.length > 0) await writes.add(deps.client.table(tmp).upsertMany(batch.splice(0), { timeoutMs: REBUILD_TIMEOUT_MS }));
   };
-  for await (const r of deps.client.table(name).scanRows({ timeoutMs: REBUILD_TIMEOUT_MS })) {
-    const k = JSON.stringify(cols.map((c) => String(r[c])));
-    if (cols.some((c) => r[c] === null || r[c] === undefined)) throw new SqlError(SqlState.NOT_NULL_VIOLATION, `column "${cols.find((c) => r[c] === null)}" of relation "${name}" contains null values`);
-    if (seen.has(k)) {
-      await writes.settle();
-      await deps.client.dropTable(tmp, { ifExists: true });
-      await deps.catalog.remove(tmp);
-      throw new SqlError(SqlState.UNIQUE_VIOLATION, `could not create unique index "${name}_pkey"`, { detail: `Key (${cols.join(', ')})=(${cols.map((c) => String(r[c])).join(', ')}) is duplicated.` });
+  // One key column (pgbench's): its text is the duplicate check's key, no JSON per row.
+  const keyOf = cols.length === 1 ? (r: Row): string => String(r[cols[0]!]) : (r: Row): string => JSON.stringify(cols.map((c) => String(r[c])));
+  for await (const page of deps.client.table(name).scanRowPages({ timeoutMs: REBUILD_TIMEOUT_MS, pageSize: REBUILD_BATCH_ROWS })) {
+    for (const r of page) {
+      if (cols.some((c) => r[c] === null || r[c] === undefined)) throw new SqlError(SqlState.NOT_NULL_VIOLATION, `column "${cols.find((c) => r[c] === null)}" of relation "${name}" contains null values`);
+      const k = keyOf(r);
+      if (seen.has(k)) {
+        await writes.settle();
+        await deps.client.dropTable(tmp, { ifExists: true });
+        await deps.catalog.remove(tmp);
+        throw new SqlError(SqlState.UNIQUE_VIOLATION, `could not create unique index "${name}_pkey"`, { detail: `Key (${cols.join(', ')})=(${cols.map((c) => String(r[c])).join(', ')}) is duplicated.` });
+      }
+      seen.add(k);
+      delete r[ROW_ID_COLUMN]; // the page's rows are this loop's own
+      batch.push(r);
     }
-    seen.add(k);
-    const row = { ...r };
-    delete row[ROW_ID_COLUMN];
-    batch.push(row);
-    if (batch.length >= 2000) await flush();
+    if (batch.length >= REBUILD_BATCH_ROWS) await flush();
   }
   await flush();
   await writes.drain();

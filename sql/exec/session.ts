@@ -25,6 +25,7 @@ import { describeFilter, tabletFilter } from './where-pushdown';
 import { createIndex } from './index-build';
 import { dropIndexes } from './indexes';
 import { Savepoints } from './savepoints';
+import { BulkLoads } from './bulk-load';
 import { copyStatement, type CopyIn, type CopyOut } from './copy';
 import { readTimeOf, showVariable, setVariable } from './settings';
 
@@ -60,6 +61,8 @@ export class SqlSession {
   private blockIsolation: 'snapshot' | 'serializable' = 'snapshot';
   private txnFailed = false;
   private isolation: 'snapshot' | 'serializable' = 'snapshot';
+  /** COPY FROM into tables this block created or truncated: emptied again unless the block commits (bulk-load.ts). */
+  private readonly bulk = new BulkLoads();
   readonly info: SessionInfo;
 
   constructor(private readonly deps: SessionDeps, user: string, database: string, pid: number) {
@@ -177,6 +180,7 @@ export class SqlSession {
     if ('InsertStmt' in s || 'UpdateStmt' in s || 'DeleteStmt' in s) return this.dml(s, params, paramTypes);
     if ('CreateStmt' in s) {
       const r = await createTable(s.CreateStmt, ps.yb, ddl);
+      if (this.inBlock && !r.notice) this.bulk.emptiedInBlock(s.CreateStmt.relation?.relname ?? '');
       return { tag: 'CREATE TABLE', ...(r.notice ? { notices: [r.notice] } : {}) };
     }
     if ('IndexStmt' in s) {
@@ -192,10 +196,15 @@ export class SqlSession {
       const d = s.DropStmt;
       if (d.removeType !== 'OBJECT_TABLE') throw notSupported(`DROP ${(d.removeType ?? '').replace('OBJECT_', '')}`);
       const objs = (d.objects ?? []).map((o) => { const p = 'List' in o ? names(o.List.items) : []; return p[p.length - 1] ?? ''; });
+      for (const o of objs) this.bulk.dropped(o);
       return { tag: 'DROP TABLE', notices: await dropTables(objs, d.missing_ok === true, ddl) };
     }
     if ('TruncateStmt' in s) {
-      for (const r of s.TruncateStmt.relations ?? []) if ('RangeVar' in r) await truncateTable(r.RangeVar.relname ?? '', ddl);
+      for (const r of s.TruncateStmt.relations ?? []) {
+        if (!('RangeVar' in r)) continue;
+        await truncateTable(r.RangeVar.relname ?? '', ddl);
+        if (this.inBlock) this.bulk.emptiedInBlock(r.RangeVar.relname ?? '');
+      }
       return { tag: 'TRUNCATE TABLE' };
     }
     if ('AlterTableStmt' in s) return this.alterTable(s.AlterTableStmt, ddl);
@@ -223,6 +232,7 @@ export class SqlSession {
     if ('ExplainStmt' in s) return this.explain(s.ExplainStmt.query!, params, paramTypes);
     // COPY FROM writes batches as plain writes, outside the session's transaction (YugabyteDB's COPY also
     // commits every ROWS_PER_TRANSACTION rows on its own): a bulk load is not held as intents.
+    if ('CopyStmt' in s && s.CopyStmt.is_from && this.inBlock) this.bulk.copyInto(s.CopyStmt.relation?.relname ?? '');
     if ('CopyStmt' in s) return copyStatement(s.CopyStmt, { catalog: this.deps.catalog, table: this.tableFor(s.CopyStmt.is_from ? undefined : this.txn), rowsMax: this.rowsMax(), takeSequence: (n, k) => this.deps.sequences.take(n, k) });
     if ('DiscardStmt' in s || 'DeallocateStmt' in s || 'ListenStmt' in s || 'CheckPointStmt' in s) return { tag: Object.keys(s)[0]!.replace('Stmt', '').toUpperCase() };
     throw notSupported(`the statement ${Object.keys(s)[0]!.replace('Stmt', '')}`);
@@ -335,13 +345,21 @@ export class SqlSession {
         this.txn = undefined;
         this.txnFailed = false;
         this.inBlock = false;
-        if (failed) await txn?.abort().catch(() => undefined);
-        if (!txn) return failed ? { tag: 'ROLLBACK' } : { tag: 'COMMIT', notices: wasInBlock ? [] : ['there is no transaction in progress'] };
         if (failed) {
-          await txn.abort().catch(() => undefined);
-          return { tag: 'ROLLBACK' };
+          await txn?.abort().catch(() => undefined);
+          return { tag: 'ROLLBACK', notices: await this.undoBulkLoads() };
         }
-        await txn.commit();
+        if (!txn) {
+          this.bulk.committed();
+          return { tag: 'COMMIT', notices: wasInBlock ? [] : ['there is no transaction in progress'] };
+        }
+        try {
+          await txn.commit();
+        } catch (e) {
+          await this.undoBulkLoads();
+          throw e;
+        }
+        this.bulk.committed();
         return { tag: 'COMMIT' };
       }
       case 'TRANS_STMT_ROLLBACK': {
@@ -351,9 +369,9 @@ export class SqlSession {
         this.txn = undefined;
         this.txnFailed = false;
         this.inBlock = false;
-        if (!txn) return { tag: 'ROLLBACK', notices: wasInBlock ? [] : ['there is no transaction in progress'] };
-        await txn.abort().catch(() => undefined);
-        return { tag: 'ROLLBACK' };
+        await txn?.abort().catch(() => undefined);
+        const undone = await this.undoBulkLoads();
+        return { tag: 'ROLLBACK', notices: txn || wasInBlock ? undone : ['there is no transaction in progress'] };
       }
       case 'TRANS_STMT_SAVEPOINT':
       case 'TRANS_STMT_RELEASE':
@@ -402,6 +420,12 @@ export class SqlSession {
     this.txn = undefined;
     this.inBlock = false;
     if (txn) await txn.abort().catch(() => undefined);
+    await this.undoBulkLoads();
+  }
+
+  /** The block ended without a COMMIT: COPY's loads into tables it created or truncated are emptied again. */
+  private undoBulkLoads(): Promise<string[]> {
+    return this.bulk.aborted((name) => truncateTable(name, { client: this.deps.client, catalog: this.deps.catalog, sequences: this.deps.sequences }));
   }
 }
 

@@ -606,6 +606,25 @@ describe('SQL over the PostgreSQL protocol', () => {
     }
   });
 
+  it.skipIf(!havePsql)(`sql: COPY FROM in a block into a table the block truncated leaves nothing when the block rolls back, and stays when it commits${havePsql ? '' : ' (skipped: psql is not installed)'}`, () => {
+    const script = [
+      'create table bl (k int primary key, v text);',
+      'create table bl2 (k int, v text);',
+      "insert into bl values (1, 'before');",
+      'begin;', 'truncate bl;', 'copy bl from stdin;', '2\ta', '3\tb', '\\.', 'rollback;',
+      'select count(*) from bl;',
+      // Not emptied in the block: COPY writes outside the block's transaction, a ROLLBACK keeps it.
+      'begin;', 'copy bl2 from stdin;', '7\tx', '\\.', 'rollback;',
+      'select count(*) from bl2;',
+      'begin;', 'truncate bl;', 'copy bl from stdin;', '4\tc', '5\td', '\\.', 'commit;',
+      'select v from bl order by k;',
+    ].join('\n');
+    const r = psql(script, ['-At']);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout.trim().split('\n').filter((l) => /^[0-9a-z]+$/.test(l))).toEqual(['0', '1', 'c', 'd']);
+  }, 120_000);
+
   it.skipIf(!havePsql || !havePgbench)(`sql: pgbench -i -s 1, then -S and -N runs with no failed transaction${havePsql && havePgbench ? '' : ' (skipped: psql or pgbench is not installed)'}`, () => {
     const args = ['-h', host, '-p', String(port), '-U', 'yugabyte'];
     const initOnce = (): ReturnType<typeof spawnSync> => spawnSync('pgbench', ['-i', '-s', '1', ...args, 'yugabyte'], { encoding: 'utf8', timeout: 400_000 });

@@ -23,6 +23,8 @@ import {
   partitionHash,
   versionSeekKey,
   WRITE_ID_MAX,
+  ByteWriter,
+  writeDocHybridTimeSuffix,
 } from '../../docdb/encoding';
 import { hashedDocKeyArb, isPrefix, rangeDocKeyArb, realDocKeyArb, sign } from './encoding-arbitraries';
 
@@ -128,6 +130,23 @@ describe('encoding: SubDocKey and DocHybridTime', () => {
         if (logical === 0) logical = sign(columnRank(a.col) - columnRank(b.col));
         if (logical === 0) logical = compareDocHybridTimesNewestFirst(a, b);
         expect(sign(Buffer.compare(ea, eb))).toBe(sign(logical));
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('encoding: the suffix written into a batch buffer is appendDocHybridTime\'s, for small (cached) and large write ids', () => {
+    const ids = fc.oneof(writeIdArb, fc.integer({ min: 60, max: 70_000 }));
+    fc.assert(
+      fc.property(htArb, ids, ids, (ht, a, b) => {
+        const w = new ByteWriter(8);
+        w.bytes(Buffer.from('k'));
+        writeDocHybridTimeSuffix(w, ht, a);
+        const mid = w.length;
+        writeDocHybridTimeSuffix(w, ht, b);
+        const out = w.finish();
+        expect(Buffer.from(out.subarray(0, mid))).toEqual(appendDocHybridTime(Buffer.from('k'), ht, a));
+        expect(Buffer.from(out.subarray(mid))).toEqual(appendDocHybridTime(Buffer.alloc(0), ht, b));
       }),
       { numRuns: RUNS },
     );

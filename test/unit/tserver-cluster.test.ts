@@ -295,4 +295,28 @@ describe('tserver cluster (in-memory transport)', () => {
     expect(r.found?.filter(Boolean).length).toBe(300);
     expect((await client.call(fresh.rpcAddress, methods.write, { ...tagged, schemaVersion: 1 })).writeHt).toBe(firstAnswer.writeHt);
   }, 60_000);
+
+  it('tserver: the replica a CreateTablet marks campaign leads the new tablet without waiting out an election timeout', async () => {
+    const transport = new MemTransport();
+    for (let i = 0; i < 3; i++) {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-ts-campaign-'));
+      dirs.push(dir);
+      const flags = new Flags();
+      flags.setFromString('fs_data_dirs', dir);
+      flags.setFromString('rpc_bind_addresses', `127.0.0.1:${9300 + i}`);
+      flags.setFromString('raft_tick_interval_ms', '10');
+      // An election timeout of at least 30 s: within the wait below only the campaign can elect.
+      flags.setFromString('raft_election_timeout_ticks', '3000');
+      servers.push(await startTServer({ flags, transport, methods, log: silentLogger() }));
+    }
+    const client = transport.createClient();
+    const peers = servers.map((s) => ({ uuid: s.uuid, rpcAddress: s.rpcAddress, memberType: 'VOTER' }));
+    // The campaigning replica is created first: its peers do not exist yet, so it campaigns again later.
+    for (const s of [servers[1]!, servers[0]!, servers[2]!]) {
+      await client.call(s.rpcAddress, methods.createTablet, { tabletId: 'tabc', tableId: 'c-id', tableName: 'c', schema, partition: { start: 0, end: 65536 }, peers, campaign: s === servers[1] });
+    }
+    const leader = await until(() => servers.find((s) => s.manager.get('tabc').raftGroup().isLeaderReady()), 10_000, 'the campaigning replica to lead');
+    expect(leader).toBe(servers[1]);
+    await client.call(leader.rpcAddress, methods.write, { tabletId: 'tabc', ops: [{ type: 'UPSERT', key: keyPb(1), columns: [{ columnId: 1, value: { stringValue: 'x' } }] }] });
+  });
 });
