@@ -8,8 +8,8 @@
  * carries its own lock id, so a copy answers the lock its first copy took — a RowLock request is not,
  * as a single renew/unlock is not). Waiting lockRow calls never coalesce.
  *
- * Adaptive, as row operations are (row-ops-coalescer.ts): a call goes at once, alone, while fewer
- * than ROW_REQUESTS_ALONE_INFLIGHT lock requests of this coalescer to its tablet are in flight, and
+ * Adaptive (row operations are not, row-ops-coalescer.ts): a call goes at once, alone, while fewer
+ * than LOCK_REQUESTS_ALONE_INFLIGHT lock requests of this coalescer to its tablet are in flight, and
  * waits for the turn's end to share a request only beyond that. Batched per turn always, every
  * lockRow and unlockRow of a c16 lock + write + unlock cycle waited a turn to save about 0.2 RPCs a
  * cycle, with no CPU per cycle saved that the shared machine could measure (an apparent slowdown
@@ -21,7 +21,7 @@ import { DbError, ErrorCode } from '../common/errors';
 import { rowMethods, type LockRowItemPB, type LockRowRequestPB, type RowLockItemPB, type RowLockRequestPB, type RowLockResponsePB, type RowLockResultPB } from '../rpc';
 import type { RowRoute } from './meta-cache';
 import type { Deadline } from './retry-policy';
-import { ROW_REQUESTS_ALONE_INFLIGHT } from './row-ops-coalescer';
+import { LOCK_REQUESTS_ALONE_INFLIGHT } from './row-ops-coalescer';
 import type { TabletInvoker } from './tablet-invoker';
 
 /** Lock calls one coalesced request carries at most (the tserver accepts 256). */
@@ -59,7 +59,7 @@ export class RowLockCoalescer {
     private readonly invoker: TabletInvoker,
     private readonly table: string,
     /** Requests per tablet in flight below which a call goes at once, alone (0: always coalesce per turn). */
-    private readonly aloneInflight: number = ROW_REQUESTS_ALONE_INFLIGHT,
+    private readonly aloneInflight: number = LOCK_REQUESTS_ALONE_INFLIGHT,
   ) {}
 
   /** Queue one (non-waiting) lockRow for `tabletId`; resolves with its answer. */
