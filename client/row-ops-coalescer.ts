@@ -35,16 +35,13 @@ export const COALESCED_ROW_ROWS_MAX = 1024;
 export const COALESCED_ROW_BYTES_MAX = 4 * 1024 * 1024;
 
 /**
- * Requests to one tablet in flight below which a row operation is sent at once, alone: 0, every
- * call shares its turn's request (see the file comment; bench/results/2026-12-07-rows-5.md).
+ * Requests to one tablet in flight below which a row operation or lock call is sent at once,
+ * alone: 0, every call shares its turn's request (see the file comment). Lock calls too: once the
+ * cycle's increments share entries, the callers whose increments were answered together unlock
+ * together and lock again together — 1.5-1.6 RPCs a c16 lock + increment + unlock cycle against
+ * 2.5-2.6 with lock calls sent alone below 8 in flight (bench/results/2026-12-07-rows-5.md).
  */
 export const ROW_REQUESTS_ALONE_INFLIGHT = 0;
-/**
- * The same for lock calls (row-lock-coalescer.ts): 8, a c16 lock + write + unlock cycle's lock
- * calls (about 5 in flight per tablet of 3) go alone; batched per turn they saved about 0.2 RPCs a
- * cycle and no CPU the shared machine could measure (bench/results/2026-12-07-rows-3.md).
- */
-export const LOCK_REQUESTS_ALONE_INFLIGHT = 8;
 
 /** One call's outcome, as a lone MutateRows answers it. */
 export type RowCallAnswer = Pick<MutateRowsResponsePB, 'applied' | 'results'>;

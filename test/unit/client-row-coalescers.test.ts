@@ -10,7 +10,7 @@ import type { LockRowRequestPB, MutateRowsRequestPB, MutateRowsResponsePB, RowLo
 import { Deadline } from '../../client/retry-policy';
 import type { TabletInvoker } from '../../client/tablet-invoker';
 import { RequestIds } from '../../client/request-ids';
-import { COALESCED_ROW_CALLS_MAX, LOCK_REQUESTS_ALONE_INFLIGHT, ROW_REQUESTS_ALONE_INFLIGHT, RowOpsCoalescer, type RowCallAnswer } from '../../client/row-ops-coalescer';
+import { COALESCED_ROW_CALLS_MAX, ROW_REQUESTS_ALONE_INFLIGHT, RowOpsCoalescer, type RowCallAnswer } from '../../client/row-ops-coalescer';
 import { RowLockCoalescer } from '../../client/row-lock-coalescer';
 
 type Req = MutateRowsRequestPB | LockRowRequestPB | RowLockRequestPB;
@@ -177,14 +177,36 @@ describe('RowLockCoalescer', () => {
     expect(c.stats).toEqual({ requests: 2, calls: 5 });
   });
 
-  it('lock coalescer (adaptive, the default): lock calls go alone at once while fewer than LOCK_REQUESTS_ALONE_INFLIGHT lock requests to the tablet are in flight, then share one request per turn; unlocks count too', async () => {
+  it('lock coalescer (the default): per turn — lock and unlock calls of one turn go in one LockRow and one RowLock request, none before the turn ends', async () => {
+    const { invoker, sent } = scripted((req, method): RowLockResponsePB => {
+      const n = 1 + (req.more?.length ?? 0);
+      const one = { lockId: method === 'LockRow' ? 'L' : 'U', token: 1n, expiresHt: 5n, leaseMs: 1000 };
+      return n === 1 ? { ...one, propagatedHt: 9n } : { propagatedHt: 9n, items: Array.from({ length: n }, () => one) };
+    });
+    const c = new RowLockCoalescer(invoker, 't');
+    const d = new Deadline(1000);
+    const key = {} as never;
+    const alone = (): Promise<RowLockResponsePB> => Promise.reject(new Error('not expected'));
+    const locks = Array.from({ length: 3 }, (_, i) => c.lock('A', route, 0, { key, leaseMs: 1000, holder: 'h', lockId: `id${i}` }, d, alone));
+    const unlocks = Array.from({ length: 2 }, (_, i) => c.held('A', route, 0, { key, lockId: `id${i}`, action: 'UNLOCK', leaseMs: 0 }, d, alone));
+    expect(sent.length).toBe(0);
+    expect((await Promise.all(locks)).map((l) => l.lockId)).toEqual(['L', 'L', 'L']);
+    expect((await Promise.all(unlocks)).map((l) => l.lockId)).toEqual(['U', 'U']);
+    expect(sent.map((s) => [s.method, 1 + (s.req.more?.length ?? 0)])).toEqual([
+      ['LockRow', 3],
+      ['RowLock', 2],
+    ]);
+  });
+
+  it('lock coalescer (adaptive, when asked): lock calls go alone at once while fewer than aloneInflight lock requests to the tablet are in flight, then share one request per turn; unlocks count too', async () => {
+    const LOCK_REQUESTS_ALONE_INFLIGHT = 8;
     const gates: Array<() => void> = [];
     const { invoker, sent } = scripted(async (req): Promise<RowLockResponsePB> => {
       await new Promise<void>((r) => gates.push(r));
       const n = 1 + (req.more?.length ?? 0);
       return n === 1 ? { lockId: 'L', token: 1n, expiresHt: 5n, leaseMs: 1000, propagatedHt: 9n } : { propagatedHt: 9n, items: Array.from({ length: n }, () => ({ lockId: 'L', token: 1n, expiresHt: 5n, leaseMs: 1000 })) };
     });
-    const c = new RowLockCoalescer(invoker, 't');
+    const c = new RowLockCoalescer(invoker, 't', LOCK_REQUESTS_ALONE_INFLIGHT);
     const d = new Deadline(1000);
     const key = {} as never;
     const alone = (): Promise<RowLockResponsePB> => Promise.reject(new Error('not expected'));
