@@ -12,11 +12,12 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DbError, ErrorCode } from '../../common/errors';
 import { partitionHash } from '../../common/partition-hash';
-import type { DocKey, Primitive } from '../../docdb/doc-db-api';
+import type { DocKey, Primitive, TxnMeta } from '../../docdb/doc-db-api';
 import { CompareOp, evaluateRowMutations, INT64_MAX, readsRows, type RowMutation } from '../../tserver/tablet/row-ops';
 import { decodeTabletOp, encodeTabletOp, type TabletOp } from '../../tserver/tablet/tablet-op';
 import type { TabletPeer } from '../../tserver/tablet/tablet-peer';
 import type { WriteRequest } from '../../tserver/tablet/tablet-types';
+import { TxnId } from '../../common/ids';
 import { demoTabletMeta, openTestPeer, PeerJanitor, untilLeaderReady } from './tablet-peer-harness';
 import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
 
@@ -160,4 +161,22 @@ describe('row ops combined into one entry', () => {
       { numRuns: 25 },
     );
   }, 120_000);
+
+  it('combined: a call on a row holding a pending transaction\'s provisional records fails alone (TXN_CONFLICT: the joint pass fails, each call then settles its own rows); the other calls apply in one entry', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-combined-intents-'));
+    janitor.dirs.push(dir);
+    const p = await openTestPeer(dir, { meta: meta() });
+    janitor.peers.push(p);
+    // A pending transaction (no status tablet here to settle it) holds row 3.
+    const txn: TxnMeta = { txnId: TxnId('t-pending'), statusTablet: 'st1', isolation: 'snapshot', priority: 0.5, startHt: p.safeTime() };
+    await p.writeIntents({ txn, readHt: p.safeTime(), ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(3), columns: [{ columnId: 1, value: 'txn' }] } }] });
+    const before = p.raftGroup().appliedOpId().index;
+    const got = await Promise.all(p.writeCombined([inc(1, 2n, 1), inc(3, 5n, 2), inc(4, 7n, 3)]).map(outcome));
+    expect(got[1]).toBe(ErrorCode.TXN_CONFLICT);
+    expect(typeof got[0]).toBe('bigint');
+    expect(got[2]).toBe(got[0]);
+    expect(p.raftGroup().appliedOpId().index).toBe(before + 1);
+    expect([await n(p, 1), await n(p, 4)]).toEqual([2n, 7n]);
+  }, 30_000);
 });
+
