@@ -19,6 +19,10 @@ import { partitionHash } from '../common/partition-hash';
 import { SeededRng } from '../common/rng';
 import { DocDb, RocksDbEngine, type DocKey } from '../docdb';
 import { FileLogStorage, RawNode } from '../raft';
+import { rowMethods, tabletServerMethods, type DocKeyPB, type MethodDef, type MutateRowsRequestPB, type WriteRequestPB } from '../rpc';
+import { RowService } from '../tserver/row-service';
+import { TabletService } from '../tserver/tablet-service';
+import type { TabletManager } from '../tserver/tablet-manager';
 import { evaluateRowMutations, readsRows, type RowMutation } from '../tserver/tablet/row-ops';
 import type { TabletMeta } from '../tserver/tablet/tablet-meta';
 import { TabletPeer } from '../tserver/tablet/tablet-peer';
@@ -64,14 +68,13 @@ async function measure(total: number, workers: number, op: (i: number) => Promis
   return { rate: (total * weight) / ((performance.now() - t0) / 1000), cpuUs: (c.user + c.system) / (total * weight) };
 }
 
-async function openPeer(dir: string): Promise<TabletPeer> {
-  const flags = new Flags();
+async function openPeer(dir: string, flags: Flags, clock: HybridClock): Promise<TabletPeer> {
   const p = await TabletPeer.open({
     dir,
     meta: META,
     selfUuid: 'ts1',
     flags,
-    clock: new HybridClock(new SystemClock()),
+    clock,
     log: silentLogger(),
     rng: new SeededRng(7),
     send: () => undefined,
@@ -94,11 +97,38 @@ async function openPeer(dir: string): Promise<TabletPeer> {
   return p;
 }
 
+/** Calls one coalesced request carries in the service figures (a c64 load over 3 tablets shares about this many). */
+const SERVICE_BATCH = 16;
+
+/** The services' figures: requests of SERVICE_BATCH calls through the wire codec, 4 in flight. */
+function serviceFigures(p: TabletPeer, flags: Flags, clock: HybridClock): { upserts: (base: number, requests: number) => Promise<{ rate: number; cpuUs: number }>; increments: (base: number, requests: number) => Promise<{ rate: number; cpuUs: number }> } {
+  const manager = { get: () => p } as unknown as TabletManager;
+  const rows = new RowService({ manager: () => manager, flags, clock });
+  const ts = new TabletService({ manager, flags, clock, selfUuid: 'ts1', reports: () => Promise.resolve([]) });
+  const keyPb = (i: number): DocKeyPB => ({ hash: partitionHash([BigInt(i)]), hashed: [{ int64Value: BigInt(i) }], range: [] });
+  let requestId = 1;
+  // As a client and the server see them: the request encoded and decoded, the answer too.
+  const wire = async <Q, A>(m: MethodDef<Q, A>, handle: (q: Q) => Promise<A>, q: Q): Promise<A> => m.resp.decode(m.resp.encode(await handle(m.req.decode(m.req.encode(q)))));
+  const head = { tabletId: META.tabletId, schemaVersion: 0, clientId: 'bench-client', minRunningRequestId: 1n };
+  const upsertReq = (base: number): WriteRequestPB => ({ ...head, requestId: BigInt(requestId++), ops: Array.from({ length: SERVICE_BATCH }, (_, k) => ({ type: 'UPSERT', key: keyPb(base + k), columns: [{ columnId: 2, value: { stringValue: 'x' } }] })) });
+  const incReq = (base: number): MutateRowsRequestPB => {
+    const callOf = (k: number) => ({ rows: [{ key: keyPb(base + k), conditions: [], mutations: [{ type: 'INCREMENT', columnId: 1, by: 1n }] }], requestId: BigInt(requestId++) });
+    const [first, ...more] = Array.from({ length: SERVICE_BATCH }, (_, k) => callOf(k));
+    return { ...head, rows: first!.rows, requestId: first!.requestId, more };
+  };
+  return {
+    upserts: (base, requests) => measure(requests, 4, (i) => wire(tabletServerMethods().write, (q) => ts.write(q), upsertReq(base + i * SERVICE_BATCH)), SERVICE_BATCH),
+    increments: (base, requests) => measure(requests, 4, (i) => wire(rowMethods().mutateRows, (q) => rows.mutateRows(q), incReq(base + i * SERVICE_BATCH)), SERVICE_BATCH),
+  };
+}
+
 async function main(): Promise<void> {
   const ops = arg('ops', 5000);
   const rounds = arg('rounds', 2);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-rowops-bench-'));
-  const p = await openPeer(dir);
+  const flags = new Flags();
+  const clock = new HybridClock(new SystemClock());
+  const p = await openPeer(dir, flags, clock);
   const ticker = setInterval(() => p.tick(), 50);
   try {
     const rowOp = (rows: RowMutation[]): Promise<bigint> =>
@@ -143,6 +173,12 @@ async function main(): Promise<void> {
         const rows: RowMutation[] = [{ key: k, conditions: [], mutations: [{ type: 'INCREMENT', columnId: 1, by: 1n }], lock: { lockId: g.lockId, token: g.token } }];
         await p.write({ ops: [], computed: { keys: [k], compute: (cur) => evaluateRowMutations(rows, cur, 1 << 20).ops }, heldLocks: [rows[0]!.lock], unlockAfter: [true] });
       }));
+      // Through the services (wire codec, no socket): the rows upserted first, so the increments read present rows.
+      const svc = serviceFigures(p, flags, clock);
+      const requests = Math.max(1, Math.floor(ops / SERVICE_BATCH));
+      await add(`upsert, ${SERVICE_BATCH} rows per Write request, service + codec (rows/s)`, svc.upserts(base + 6_000_000, requests));
+      await add(`increment, ${SERVICE_BATCH} coalesced calls per MutateRows, rows not cached, service + codec (ops/s)`, svc.increments(base + 6_000_000, requests));
+      await add(`increment, ${SERVICE_BATCH} coalesced calls per MutateRows, rows cached, service + codec (ops/s)`, svc.increments(base + 6_000_000, requests));
     }
     const mean = (xs: number[]): number => Math.round(xs.reduce((x, y) => x + y, 0) / xs.length);
     process.stdout.write('\n| figure | rate per round | mean | CPU µs per unit (mean) |\n|---|---|---|---|\n');

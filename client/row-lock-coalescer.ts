@@ -8,12 +8,10 @@
  * carries its own lock id, so a copy answers the lock its first copy took — a RowLock request is not,
  * as a single renew/unlock is not). Waiting lockRow calls never coalesce.
  *
- * Adaptive, as row operations are (row-ops-coalescer.ts): a call goes at once, alone, while fewer
- * than ROW_REQUESTS_ALONE_INFLIGHT lock requests of this coalescer to its tablet are in flight, and
- * waits for the turn's end to share a request only beyond that. Batched per turn always, every
- * lockRow and unlockRow of a c16 lock + write + unlock cycle waited a turn to save about 0.2 RPCs a
- * cycle, with no CPU per cycle saved that the shared machine could measure (an apparent slowdown
- * was the bench's figure order, bench/results/2026-12-07-rows-3.md).
+ * Per turn, as row operations (row-ops-coalescer.ts, ROW_REQUESTS_ALONE_INFLIGHT): every call
+ * waits for the turn's end and shares its tablet's request. Sent alone while fewer than 8 lock
+ * requests were in flight (until round 7), a c16 lock + write + unlock cycle took 2.5-2.6 RPCs;
+ * per turn 1.5-1.6 (bench/results/2026-12-07-rows-5.md).
  */
 import { InflightCounts } from './inflight-counts';
 import { TurnBatches } from './turn-batches';

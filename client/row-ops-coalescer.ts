@@ -12,11 +12,12 @@
  * call's failure, as if each had been sent alone. Calls that wait for locked rows never coalesce
  * (a waiting call would hold the others' answers).
  *
- * Adaptive: a call goes at once, alone, while fewer than ROW_REQUESTS_ALONE_INFLIGHT requests of
- * this coalescer to its tablet are in flight; only beyond that does it wait for the turn's end and
- * share a request. A batch per turn alone left each tablet about one big request in flight at a
- * time — the leader's pipeline idle between them — and made c64 increments slower and dearer than
- * sending each alone (bench/results/2026-12-07-rows-2.md).
+ * Per turn, as plain upserts coalesce (client/turn-batcher.ts): every call waits for the turn's
+ * end and shares its tablet's request. The constructor can still send calls alone while fewer
+ * than `aloneInflight` requests to their tablet are in flight (the default until round 7, at 8):
+ * that left c64 increments at 0.44-0.49 requests (and Raft entries) per call against the upserts'
+ * 0.22-0.32, and the reading it answered — waiting a turn made the c16 lock cycle dearer — was the
+ * bench's figure order (bench/results/2026-12-07-rows-3.md, bench/results/2026-12-07-rows-5.md).
  */
 import { InflightCounts } from './inflight-counts';
 import { TurnBatches } from './turn-batches';
@@ -34,12 +35,13 @@ export const COALESCED_ROW_ROWS_MAX = 1024;
 export const COALESCED_ROW_BYTES_MAX = 4 * 1024 * 1024;
 
 /**
- * Requests to one tablet in flight below which a call is sent at once, alone. 8: a c16 lock + write +
- * unlock cycle (about 5 calls in flight per tablet of 3) goes uncoalesced — waiting a turn to share a
- * request made it slower and dearer there — while c64 loads (about 21 per tablet) still share
- * requests (bench/results/2026-12-07-rows-3.md).
+ * Requests to one tablet in flight below which a row operation or lock call is sent at once,
+ * alone: 0, every call shares its turn's request (see the file comment). Lock calls too: once the
+ * cycle's increments share entries, the callers whose increments were answered together unlock
+ * together and lock again together — 1.5-1.6 RPCs a c16 lock + increment + unlock cycle against
+ * 2.5-2.6 with lock calls sent alone below 8 in flight (bench/results/2026-12-07-rows-5.md).
  */
-export const ROW_REQUESTS_ALONE_INFLIGHT = 8;
+export const ROW_REQUESTS_ALONE_INFLIGHT = 0;
 
 /** One call's outcome, as a lone MutateRows answers it. */
 export type RowCallAnswer = Pick<MutateRowsResponsePB, 'applied' | 'results'>;

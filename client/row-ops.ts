@@ -114,16 +114,21 @@ export class RowOps {
       const s = loc.schema;
       // The call's `lock` goes with the row it locks.
       const lockKey = o.lock ? keyText(s, o.lock.key) : undefined;
-      const built = rows.map((r) => ({ route: routeOf(s, r.key), pb: rowMutationPb(s, r.key, !r.lock && o.lock && keyText(s, r.key) === lockKey ? { ...r, lock: o.lock, ...(o.unlockAfter ? { unlockAfter: true } : {}) } : r) }));
+      // Each row's key (its hash) is computed once: for its route and its mutations.
+      const built = rows.map((r) => {
+        const k = s.key(r.key);
+        const route: RowRoute = { hash: k.hash, key: s.routeKey(k) };
+        return { route, tabletId: tabletForRoute(loc, route)?.tabletId, pb: rowMutationPb(s, r.key, !r.lock && o.lock && keyText(s, r.key) === lockKey ? { ...r, lock: o.lock, ...(o.unlockAfter ? { unlockAfter: true } : {}) } : r, k) };
+      });
       if ((o.unlockAfter && !o.lock) || built.some((b) => b.pb.unlockAfter && !b.pb.lockId)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'unlockAfter needs the lock the write carries');
-      const tablets = new Set(built.map((b) => tabletForRoute(loc, b.route)?.tabletId ?? `hash ${b.route.hash}`));
+      const tablets = new Set(built.map((b) => b.tabletId ?? `hash ${b.route.hash}`));
       if (tablets.size > 1) {
         throw new DbError(ErrorCode.CROSS_TABLET_MUTATION, `mutateRows on table ${this.deps.table}: the rows fall in ${tablets.size} tablets (${[...tablets].join(', ')}); it is atomic inside one tablet only`, { table: this.deps.table, tablets: [...tablets] });
       }
       const route = built[0]!.route;
       const pbs = built.map((b) => b.pb);
       const waitForLocks = o.waitForLocks === true;
-      const tabletId = tabletForRoute(loc, route)?.tabletId;
+      const tabletId = built[0]!.tabletId;
       const r =
         this.coalescer && !waitForLocks && tabletId
           ? await this.coalescer.call(this.deps.table, tabletId, route, s.version, pbs, d, (requestId) => this.call(route, s.version, pbs, false, d, requestId))
@@ -212,9 +217,8 @@ function column(s: TableSchema, name: string): { id: number; type: string } {
   return c;
 }
 
-/** One row's mutations on the wire, in the documented order. */
-export function rowMutationPb(s: TableSchema, key: Row, m: RowMutationSpec): RowMutationPB {
-  const k = s.key(key);
+/** One row's mutations on the wire, in the documented order (`k`: the row's key, when computed already). */
+export function rowMutationPb(s: TableSchema, key: Row, m: RowMutationSpec, k: ReturnType<TableSchema['key']> = s.key(key)): RowMutationPB {
   const conditions: RowConditionPB[] = (m.if ?? []).map((c) => {
     const col = column(s, c.column);
     const withValue = c.op !== 'EXISTS' && c.op !== 'ABSENT';
@@ -243,7 +247,3 @@ export function rowMutationPb(s: TableSchema, key: Row, m: RowMutationSpec): Row
 
 const SPLIT_FATAL: ReadonlySet<string> = new Set([ErrorCode.TABLET_SPLIT]);
 
-function routeOf(s: TableSchema, key: Row): RowRoute {
-  const k = s.key(key);
-  return { hash: k.hash, key: s.routeKey(k) };
-}

@@ -8,12 +8,12 @@ import { DbError, ErrorCode } from '../common/errors';
 import type { Flags } from '../common/flags';
 import type { HybridClock } from '../common/hybrid-clock';
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
-import type { DocKey, Primitive, Row } from '../docdb';
+import type { Primitive, Row } from '../docdb';
 import type { RowMethods } from '../rpc';
 import type * as rpb from '../rpc';
 import type { RowPB } from '../rpc';
 import type { RpcServer } from '../rpc';
-import { checkSchemaVersion, checkType, keyFromPb, keyToPb, requestTag, valueFromPb, valueToPb, WRITE_ITEMS_MAX, WRITE_OPS_MAX } from './tablet-service';
+import { checkSchemaVersion, checkType, keyFromPb, requestTag, valueFromPb, valueToPb, WRITE_ITEMS_MAX, WRITE_OPS_MAX } from './tablet-service';
 import type { TabletManager } from './tablet-manager';
 import type { ColumnSchema, TabletMeta } from './tablet/tablet-meta';
 import type { TabletPeer } from './tablet/tablet-peer';
@@ -80,7 +80,7 @@ function parseMutation(meta: TabletMeta, m: rpb.CellMutationPB): CellMutation {
 }
 
 /** The rows of a MutateRows request, checked (one mutation list per distinct row). */
-export function parseRowMutations(meta: TabletMeta, rows: rpb.RowMutationPB[] | undefined): RowMutation[] {
+export function parseRowMutations(meta: TabletMeta, rows: rpb.RowMutationPB[] | undefined, rowKeys: string[] = []): RowMutation[] {
   const list = rows ?? [];
   if (list.length === 0) throw invalid('mutate_rows has no rows');
   if (list.length > WRITE_OPS_MAX) throw invalid(`mutate_rows has ${list.length} rows; at most ${WRITE_OPS_MAX}`);
@@ -90,6 +90,7 @@ export function parseRowMutations(meta: TabletMeta, rows: rpb.RowMutationPB[] | 
     const k = docKeyString(key);
     if (seen.has(k)) throw invalid('mutate_rows names a row twice: give all of its mutations in one entry');
     seen.add(k);
+    rowKeys.push(k);
     const conditions = (r.conditions ?? []).map((c) => parseCondition(meta, c));
     const mutations = (r.mutations ?? []).map((m) => parseMutation(meta, m));
     if (conditions.length + mutations.length > ROW_CELL_OPS_MAX) throw invalid(`a row has ${conditions.length + mutations.length} conditions and mutations; at most ${ROW_CELL_OPS_MAX}`);
@@ -112,8 +113,15 @@ function detailsJson(details: Record<string, unknown>): string {
   }
 }
 
-function resultPb(key: DocKey, cells: Map<number, Primitive>): RowPB {
-  return { key: keyToPb(key), columns: [...cells].map(([columnId, v]) => ({ columnId, value: valueToPb(v) })), writeHt: 0n };
+/**
+ * The new values of one row's changed cells. Without the row's key: the caller knows which row it
+ * asked about (results are in the request's row order), and encoding and decoding a key per answer
+ * was a share of a coalesced increment's cost on both sides.
+ */
+function resultPb(cells: Map<number, Primitive>): RowPB {
+  const columns: rpb.ColumnValuePB[] = [];
+  for (const [columnId, v] of cells) columns.push({ columnId, value: valueToPb(v) });
+  return { columns };
 }
 
 interface PreparedCall {
@@ -190,13 +198,15 @@ export class RowService {
   /** A call parsed into its computed write (throws INVALID_ARGUMENT for bad input). */
   private prepare(t: TabletPeer, req: rpb.MutateRowsRequestPB, rowsPb: rpb.RowMutationPB[] | undefined, requestId: bigint | undefined, waitForLocks: boolean, ctx?: { deadlineMonoMs: number }): PreparedCall {
     const request = requestTag(req, requestId);
-    const rows = parseRowMutations(t.meta, rowsPb);
+    const rowKeys: string[] = [];
+    const rows = parseRowMutations(t.meta, rowsPb, rowKeys);
     const cellBytesMax = this.deps.flags.get(ROW_CELL_BYTES_MAX);
     const p: PreparedCall = { rows, write: { ops: [] } };
     p.write = {
       ops: [],
       computed: {
         keys: rows.map((r) => r.key),
+        rowKeys,
         readsRows: readsRows(rows),
         compute: (current) => {
           const ev = evaluateRowMutations(rows, current, cellBytesMax);
@@ -219,7 +229,7 @@ export class RowService {
     if (ht === 0n) return { applied: false, writeHt: 0n, results: [] };
     // A resent copy of a request applied before: its new values are the row's at its entry's time.
     const results = p.results ?? (await this.readBack(t, p.rows, ht));
-    return { applied: true, writeHt: ht, results: p.rows.map((r, i) => resultPb(r.key, results[i]!)) };
+    return { applied: true, writeHt: ht, results: p.rows.map((_r, i) => resultPb(results[i]!)) };
   }
 
   private async readBack(t: TabletPeer, rows: RowMutation[], ht: bigint): Promise<Array<Map<number, Primitive>>> {

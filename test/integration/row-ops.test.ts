@@ -137,8 +137,8 @@ describe('row operations and row locks (real processes)', () => {
     expect((await c.table('ctr').get({ id }))?.['n']).toBe(47n);
 
     // Lock calls coalesce too: 30 lockRows in one turn (one of a row already locked), then 30 unlocks
-    // (one with a wrong id). Calls go alone until ROW_REQUESTS_ALONE_INFLIGHT requests are in flight to
-    // their tablet: 30 over the 3 tablets leave at least one tablet with calls that share a request.
+    // (one with a wrong id). Lock calls of one turn to one tablet share a request (per turn, as row
+    // operations): 30 over the 3 tablets go in far fewer requests.
     const before = t.rowCallStats()!;
     const held = await c.table('ctr').lockRow({ id: 30n }, { leaseMs: 60_000 });
     const ids = Array.from({ length: 29 }, (_, i) => BigInt(31 + i));

@@ -110,13 +110,29 @@ describe('RowOpsCoalescer', () => {
     expect(sent.map((s) => 1 + ((s.req as MutateRowsRequestPB).more?.length ?? 0))).toEqual([COALESCED_ROW_CALLS_MAX, 5]);
   });
 
-  it('row coalescer (adaptive, the default): calls go alone at once while fewer than ROW_REQUESTS_ALONE_INFLIGHT requests to the tablet are in flight, then share one request per turn; a tablet with none in flight sends alone again', async () => {
+  it('row coalescer (the default): per turn — nothing goes before the turn ends, then one request carries every call of the turn, also with nothing in flight', async () => {
+    expect(ROW_REQUESTS_ALONE_INFLIGHT).toBe(0);
+    const { invoker, sent } = scripted((req) => ('more' in req && req.more ? itemsOk(1 + req.more.length) : { applied: true, writeHt: 3n, results: [] }));
+    const c = new RowOpsCoalescer(invoker, noSet, noSet);
+    const d = new Deadline(1000);
+    const calls = Promise.all(Array.from({ length: 5 }, (_, k) => c.call('t', 'A', route, 0, row(k), d, none)));
+    expect(sent.length).toBe(0);
+    expect((await calls).every((a) => a.applied)).toBe(true);
+    expect(sent.map((s) => 1 + ((s.req as MutateRowsRequestPB).more?.length ?? 0))).toEqual([5]);
+    const lone = c.call('t', 'A', route, 0, row(9), d, none);
+    expect(sent.length).toBe(1);
+    expect((await lone).applied).toBe(true);
+    expect(sent.length).toBe(2);
+  });
+
+  it('row coalescer (adaptive, when asked): calls go alone at once while fewer than aloneInflight requests to the tablet are in flight, then share one request per turn; a tablet with none in flight sends alone again', async () => {
     const gates: Array<() => void> = [];
     const { invoker, sent } = scripted(async (req) => {
       await new Promise<void>((r) => gates.push(r));
       return 'more' in req && req.more ? itemsOk(1 + req.more.length) : { applied: true, writeHt: 3n, results: [] };
     });
-    const c = new RowOpsCoalescer(invoker, noSet, noSet);
+    const ROW_REQUESTS_ALONE_INFLIGHT = 8;
+    const c = new RowOpsCoalescer(invoker, noSet, noSet, ROW_REQUESTS_ALONE_INFLIGHT);
     const d = new Deadline(1000);
     const n = ROW_REQUESTS_ALONE_INFLIGHT + 3;
     const first = Promise.all(Array.from({ length: n }, (_, k) => c.call('t', 'A', route, 0, row(k), d, none)));
@@ -161,26 +177,48 @@ describe('RowLockCoalescer', () => {
     expect(c.stats).toEqual({ requests: 2, calls: 5 });
   });
 
-  it('lock coalescer (adaptive, the default): lock calls go alone at once while fewer than ROW_REQUESTS_ALONE_INFLIGHT lock requests to the tablet are in flight, then share one request per turn; unlocks count too', async () => {
+  it('lock coalescer (the default): per turn — lock and unlock calls of one turn go in one LockRow and one RowLock request, none before the turn ends', async () => {
+    const { invoker, sent } = scripted((req, method): RowLockResponsePB => {
+      const n = 1 + (req.more?.length ?? 0);
+      const one = { lockId: method === 'LockRow' ? 'L' : 'U', token: 1n, expiresHt: 5n, leaseMs: 1000 };
+      return n === 1 ? { ...one, propagatedHt: 9n } : { propagatedHt: 9n, items: Array.from({ length: n }, () => one) };
+    });
+    const c = new RowLockCoalescer(invoker, 't');
+    const d = new Deadline(1000);
+    const key = {} as never;
+    const alone = (): Promise<RowLockResponsePB> => Promise.reject(new Error('not expected'));
+    const locks = Array.from({ length: 3 }, (_, i) => c.lock('A', route, 0, { key, leaseMs: 1000, holder: 'h', lockId: `id${i}` }, d, alone));
+    const unlocks = Array.from({ length: 2 }, (_, i) => c.held('A', route, 0, { key, lockId: `id${i}`, action: 'UNLOCK', leaseMs: 0 }, d, alone));
+    expect(sent.length).toBe(0);
+    expect((await Promise.all(locks)).map((l) => l.lockId)).toEqual(['L', 'L', 'L']);
+    expect((await Promise.all(unlocks)).map((l) => l.lockId)).toEqual(['U', 'U']);
+    expect(sent.map((s) => [s.method, 1 + (s.req.more?.length ?? 0)])).toEqual([
+      ['LockRow', 3],
+      ['RowLock', 2],
+    ]);
+  });
+
+  it('lock coalescer (adaptive, when asked): lock calls go alone at once while fewer than aloneInflight lock requests to the tablet are in flight, then share one request per turn; unlocks count too', async () => {
+    const LOCK_REQUESTS_ALONE_INFLIGHT = 8;
     const gates: Array<() => void> = [];
     const { invoker, sent } = scripted(async (req): Promise<RowLockResponsePB> => {
       await new Promise<void>((r) => gates.push(r));
       const n = 1 + (req.more?.length ?? 0);
       return n === 1 ? { lockId: 'L', token: 1n, expiresHt: 5n, leaseMs: 1000, propagatedHt: 9n } : { propagatedHt: 9n, items: Array.from({ length: n }, () => ({ lockId: 'L', token: 1n, expiresHt: 5n, leaseMs: 1000 })) };
     });
-    const c = new RowLockCoalescer(invoker, 't');
+    const c = new RowLockCoalescer(invoker, 't', LOCK_REQUESTS_ALONE_INFLIGHT);
     const d = new Deadline(1000);
     const key = {} as never;
     const alone = (): Promise<RowLockResponsePB> => Promise.reject(new Error('not expected'));
-    const n = ROW_REQUESTS_ALONE_INFLIGHT + 2;
+    const n = LOCK_REQUESTS_ALONE_INFLIGHT + 2;
     const locks = Array.from({ length: n - 1 }, (_, i) => c.lock('A', route, 0, { key, leaseMs: 1000, holder: 'h', lockId: `id${i}` }, d, alone));
     const unlock = c.held('A', route, 0, { key, lockId: 'id0', action: 'UNLOCK', leaseMs: 0 }, d, alone);
     // Sent at once (before the turn ends): the lone calls, up to the in-flight bound.
-    expect(sent.length).toBe(ROW_REQUESTS_ALONE_INFLIGHT);
+    expect(sent.length).toBe(LOCK_REQUESTS_ALONE_INFLIGHT);
     expect(sent.every((s) => s.req.more === undefined)).toBe(true);
     await new Promise((r) => setImmediate(r));
     // The rest at the turn's end: one LockRow carrying the remaining lock, one RowLock the unlock.
-    expect(sent.slice(ROW_REQUESTS_ALONE_INFLIGHT).map((s) => [s.method, 1 + (s.req.more?.length ?? 0)])).toEqual([
+    expect(sent.slice(LOCK_REQUESTS_ALONE_INFLIGHT).map((s) => [s.method, 1 + (s.req.more?.length ?? 0)])).toEqual([
       ['LockRow', 1],
       ['RowLock', 1],
     ]);
@@ -189,9 +227,9 @@ describe('RowLockCoalescer', () => {
     await unlock;
     // Nothing in flight: the next call goes alone, at once.
     const again = c.lock('A', route, 0, { key, leaseMs: 1000, holder: 'h', lockId: 'x' }, d, alone);
-    expect(sent.length).toBe(ROW_REQUESTS_ALONE_INFLIGHT + 3);
+    expect(sent.length).toBe(LOCK_REQUESTS_ALONE_INFLIGHT + 3);
     gates.shift()!();
     expect((await again).token).toBe(1n);
-    expect(c.stats).toEqual({ requests: ROW_REQUESTS_ALONE_INFLIGHT + 3, calls: n + 1 });
+    expect(c.stats).toEqual({ requests: LOCK_REQUESTS_ALONE_INFLIGHT + 3, calls: n + 1 });
   });
 });

@@ -8,14 +8,16 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DbError, ErrorCode } from '../../common/errors';
 import { partitionHash } from '../../common/partition-hash';
-import type { DocKey, Primitive } from '../../docdb/doc-db-api';
-import { CompareOp, evaluateRowMutations, readsRows, type RowMutation } from '../../tserver/tablet/row-ops';
+import type { DocKey, Primitive, TxnMeta } from '../../docdb/doc-db-api';
+import { CompareOp, evaluateRowMutations, INT64_MAX, readsRows, type RowMutation } from '../../tserver/tablet/row-ops';
 import { decodeTabletOp, encodeTabletOp, type TabletOp } from '../../tserver/tablet/tablet-op';
 import type { TabletPeer } from '../../tserver/tablet/tablet-peer';
 import type { WriteRequest } from '../../tserver/tablet/tablet-types';
+import { TxnId } from '../../common/ids';
 import { demoTabletMeta, openTestPeer, PeerJanitor, untilLeaderReady } from './tablet-peer-harness';
 import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
 
@@ -97,4 +99,84 @@ describe('row ops combined into one entry', () => {
     expect(await outcome(q.write(inc(5, 1n, 5)))).toBe(h1);
     expect([await n(q, 1), await n(q, 2), await n(q, 5)]).toEqual([12n, 3n, 1n]);
   }, 30_000);
+
+  it('combined: model-based — batches of calls on distinct rows (increments, conditional puts, an increment past int64, failing alone) answer and write exactly what the calls applied one by one would', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-combined-model-'));
+    janitor.dirs.push(dir);
+    const p = await openTestPeer(dir, { meta: meta() });
+    janitor.peers.push(p);
+        const spec = fc.oneof(
+      fc.record({ kind: fc.constant('inc' as const), by: fc.integer({ min: -3, max: 5 }) }),
+      fc.record({ kind: fc.constant('putIf' as const), eq: fc.oneof(fc.integer({ min: 0, max: 4 }), fc.constant('absent' as const)), v: fc.constantFrom('a', 'b') }),
+      fc.constant({ kind: 'bad' as const }),
+    );
+    // A batch: up to 6 calls, each on its own row of 8 (calls of one batch never share a row).
+    const batch = fc.uniqueArray(fc.tuple(fc.integer({ min: 0, max: 7 }), spec), { minLength: 1, maxLength: 6, selector: (x) => x[0] });
+    let run = 0;
+    let requestId = 1000;
+    await fc.assert(
+      fc.asyncProperty(fc.array(batch, { minLength: 1, maxLength: 4 }), async (batches) => {
+        const base = 100 * run++;
+        const model = new Map<number, { n?: bigint; v?: string }>();
+        for (const b of batches) {
+          const reqs = b.map(([r, x]) => {
+            const k = key(base + r);
+            const m: RowMutation =
+              x.kind === 'inc'
+                ? { key: k, conditions: [], mutations: [{ type: 'INCREMENT', columnId: 2, by: BigInt(x.by) }] }
+                : x.kind === 'bad' // twice int64's max: past int64 whatever the cell holds
+                  ? { key: k, conditions: [], mutations: [{ type: 'INCREMENT', columnId: 2, by: INT64_MAX }, { type: 'INCREMENT', columnId: 2, by: INT64_MAX }] }
+                  : { key: k, conditions: [x.eq === 'absent' ? { columnId: 2, op: CompareOp.ABSENT } : { columnId: 2, op: CompareOp.EQ, value: BigInt(x.eq) }], mutations: [{ type: 'PUT', columnId: 1, value: x.v }] };
+            return call([m], requestId++);
+          });
+          const got = await Promise.all(p.writeCombined(reqs).map(outcome));
+          const want = b.map(([r, x]): 'applied' | bigint | string => {
+            const row = model.get(r) ?? {};
+            if (x.kind === 'inc') {
+              model.set(r, { ...row, n: (row.n ?? 0n) + BigInt(x.by) });
+              return 'applied';
+            }
+            if (x.kind === 'bad') return ErrorCode.INVALID_ARGUMENT;
+            const holds = x.eq === 'absent' ? row.n === undefined : row.n === BigInt(x.eq);
+            if (!holds) return 0n;
+            model.set(r, { ...row, v: x.v });
+            return 'applied';
+          });
+          const applied = got.filter((g) => typeof g === 'bigint' && g > 0n);
+          // Every applied call of the batch rode the same entry.
+          expect(new Set(applied).size).toBeLessThanOrEqual(1);
+          got.forEach((g, i) => {
+            const w = want[i]!;
+            if (w === 'applied') expect(typeof g === 'bigint' && g > 0n).toBe(true);
+            else expect(g).toBe(w);
+          });
+        }
+        for (let r = 0; r < 8; r++) {
+          const row = (await p.read([key(base + r)], {})).rows[0];
+          const m = model.get(r);
+          expect(row?.columns.get(2) ?? undefined).toBe(m?.n);
+          expect(row?.columns.get(1) ?? undefined).toBe(m?.v);
+        }
+      }),
+      { numRuns: 25 },
+    );
+  }, 120_000);
+
+  it('combined: a call on a row holding a pending transaction\'s provisional records fails alone (TXN_CONFLICT: the joint pass fails, each call then settles its own rows); the other calls apply in one entry', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-combined-intents-'));
+    janitor.dirs.push(dir);
+    const p = await openTestPeer(dir, { meta: meta() });
+    janitor.peers.push(p);
+    // A pending transaction (no status tablet here to settle it) holds row 3.
+    const txn: TxnMeta = { txnId: TxnId('t-pending'), statusTablet: 'st1', isolation: 'snapshot', priority: 0.5, startHt: p.safeTime() };
+    await p.writeIntents({ txn, readHt: p.safeTime(), ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(3), columns: [{ columnId: 1, value: 'txn' }] } }] });
+    const before = p.raftGroup().appliedOpId().index;
+    const got = await Promise.all(p.writeCombined([inc(1, 2n, 1), inc(3, 5n, 2), inc(4, 7n, 3)]).map(outcome));
+    expect(got[1]).toBe(ErrorCode.TXN_CONFLICT);
+    expect(typeof got[0]).toBe('bigint');
+    expect(got[2]).toBe(got[0]);
+    expect(p.raftGroup().appliedOpId().index).toBe(before + 1);
+    expect([await n(p, 1), await n(p, 4)]).toEqual([2n, 7n]);
+  }, 30_000);
 });
+

@@ -11,7 +11,7 @@
  * releases its locks once the shared entry committed, under the latches still (leader-local locks).
  */
 import type { HybridTime } from '../../common/hybrid-time';
-import type { DocKey, RowOp } from '../../docdb';
+import type { DocKey, Row, RowOp } from '../../docdb';
 import type { LockTable } from './lock-table';
 import type { MvccClock } from './mvcc-clock';
 import type { RetryableRequests } from './retryable-requests';
@@ -31,6 +31,11 @@ export interface CombinedWritesDeps {
   metrics: { writeOps: number; rowsWritten: number };
   /** Under the latches: the call's ops (undefined: its condition failed, nothing to write). */
   opsToWrite(req: WriteRequest, keys: DocKey[]): Promise<RowOp[] | undefined>;
+  /**
+   * Under the latches, for every call at once: other transactions' intents on the rows of `keys`
+   * settled as opsToWrite settles them, then the rows of `read` as they are now (in order).
+   */
+  rowsForCalls(keys: readonly DocKey[], read: readonly DocKey[]): Promise<Array<Row | undefined>>;
   /** `proposal`, or TIMED_OUT after `ms`. */
   settledWithin(proposal: Promise<unknown>, ms: number, what: string): Promise<void>;
   timeoutMs(req: WriteRequest): number;
@@ -56,6 +61,8 @@ interface Call {
   req: WriteRequest;
   request: RequestTag;
   keys: DocKey[];
+  /** docKeyString of each of `keys` (the latches' keys). */
+  rowKeys: string[];
   ops?: RowOp[];
   /** What a copy of the request waits for: the entry's fate (or the failure before it). */
   outcome: Deferred<HybridTime>;
@@ -81,7 +88,7 @@ export function writeCombined(d: CombinedWritesDeps, reqs: readonly WriteRequest
   const calls: Call[] = [];
   const taken = new Set<string>();
   for (const req of reqs) {
-    const ks = (req.computed?.keys ?? []).map((k) => docKeyString(k));
+    const ks = req.computed?.rowKeys ?? (req.computed?.keys ?? []).map((k) => docKeyString(k));
     let fresh = false;
     try {
       fresh = canShare(req) && !ks.some((k) => taken.has(k)) && d.retryable.check(req.request!, d.tabletId).kind === 'new';
@@ -94,7 +101,7 @@ export function writeCombined(d: CombinedWritesDeps, reqs: readonly WriteRequest
       continue;
     }
     for (const k of ks) taken.add(k);
-    const call: Call = { req, request: req.request!, keys: req.computed!.keys, outcome: deferred(), result: deferred(), done: false };
+    const call: Call = { req, request: req.request!, keys: req.computed!.keys, rowKeys: ks, outcome: deferred(), result: deferred(), done: false };
     d.retryable.start(call.request, call.outcome.promise);
     calls.push(call);
     out.push(call.result.promise);
@@ -123,20 +130,10 @@ function answerWithoutWrite(c: Call): void {
 
 async function runCalls(d: CombinedWritesDeps, calls: Call[]): Promise<void> {
   d.checkServing();
-  const release = await d.locks.acquire(calls.flatMap((c) => c.keys.map((k) => docKeyString(k))));
+  const release = await d.locks.acquire(calls.flatMap((c) => c.rowKeys));
   let unsettled: Promise<unknown> | undefined;
   try {
-    await Promise.all(
-      calls.map(async (c) => {
-        try {
-          const ops = await d.opsToWrite(c.req, c.keys);
-          if (ops) c.ops = ops;
-          else answerWithoutWrite(c);
-        } catch (e) {
-          fail(c, d.withLeaderHint(e));
-        }
-      }),
-    );
+    await computeCalls(d, calls);
     d.checkServing();
     const ht = d.mvcc.nextHt();
     for (const c of calls) {
@@ -157,6 +154,56 @@ async function runCalls(d: CombinedWritesDeps, calls: Call[]): Promise<void> {
   }
 }
 
+/**
+ * Every call's ops, under the latches. Together: the intents on all the calls' rows settled in one
+ * pass and the rows that are read, read at one read time (rowsForCalls), then each call computed on
+ * its own rows (a call that throws fails alone). When the joint pass fails (a transaction's intent
+ * that cannot be settled, ...), each call goes its own way as a lone write would (opsToWrite), so a
+ * call fails only for its own rows.
+ */
+async function computeCalls(d: CombinedWritesDeps, calls: Call[]): Promise<void> {
+  // A call that also carries plain ops (INSERT/UPDATE existence checks) goes the lone write's way.
+  const own = calls.filter((c) => c.req.ops.length > 0);
+  if (own.length > 0) {
+    await Promise.all(own.map((c) => computeAlone(d, c)));
+    calls = calls.filter((c) => c.req.ops.length === 0);
+    if (calls.length === 0) return;
+  }
+  const reading = calls.filter((c) => c.req.computed!.readsRows !== false);
+  let rows: Array<Row | undefined>;
+  try {
+    rows = await d.rowsForCalls(
+      calls.flatMap((c) => c.keys),
+      reading.flatMap((c) => c.keys),
+    );
+  } catch {
+    await Promise.all(calls.map((c) => computeAlone(d, c)));
+    return;
+  }
+  let at = 0;
+  for (const c of calls) {
+    const computed = c.req.computed!;
+    const mine = computed.readsRows === false ? c.keys.map(() => undefined) : rows.slice(at, (at += c.keys.length));
+    try {
+      const ops = computed.compute(mine);
+      if (ops) c.ops = ops;
+      else answerWithoutWrite(c);
+    } catch (e) {
+      fail(c, d.withLeaderHint(e));
+    }
+  }
+}
+
+async function computeAlone(d: CombinedWritesDeps, c: Call): Promise<void> {
+  try {
+    const ops = await d.opsToWrite(c.req, c.keys);
+    if (ops) c.ops = ops;
+    else answerWithoutWrite(c);
+  } catch (e) {
+    fail(c, d.withLeaderHint(e));
+  }
+}
+
 /** One WRITE entry for every live call: the first call's request leads, the others ride along. */
 function proposeCalls(d: CombinedWritesDeps, live: Call[], ht: HybridTime): Promise<unknown> {
   d.mvcc.addInflight(ht);
@@ -174,16 +221,28 @@ function proposeCalls(d: CombinedWritesDeps, live: Call[], ht: HybridTime): Prom
   return proposal;
 }
 
-/** Each caller's answer: the hybrid time once committed and applied, or TIMED_OUT after its own timeout. */
+/**
+ * Each caller's answer: the hybrid time once committed and applied, or TIMED_OUT after its own
+ * timeout. Calls with the same timeout (all of a client's coalesced calls) share one timer.
+ */
 async function settleCalls(d: CombinedWritesDeps, live: Call[], proposal: Promise<unknown>, ht: HybridTime): Promise<void> {
+  const byTimeout = new Map<number, Call[]>();
+  for (const c of live) {
+    const ms = d.timeoutMs(c.req);
+    const group = byTimeout.get(ms);
+    if (group) group.push(c);
+    else byTimeout.set(ms, [c]);
+  }
   await Promise.all(
-    live.map(async (c) => {
+    [...byTimeout].map(async ([ms, group]) => {
       try {
-        await d.settledWithin(proposal, d.timeoutMs(c.req), 'write');
-        if (c.unlocks) d.rowLocks.releaseAfterWrite(c.unlocks);
-        c.result.resolve(ht);
+        await d.settledWithin(proposal, ms, 'write');
+        for (const c of group) {
+          if (c.unlocks) d.rowLocks.releaseAfterWrite(c.unlocks);
+          c.result.resolve(ht);
+        }
       } catch (e) {
-        c.result.reject(d.withLeaderHint(e));
+        for (const c of group) c.result.reject(d.withLeaderHint(e));
       }
     }),
   );

@@ -52,6 +52,8 @@ export interface WriteRequest {
    */
   computed?: {
     keys: DocKey[];
+    /** docKeyString of each of `keys`, when the caller has them already (the latches' keys). */
+    rowKeys?: string[];
     /** false: the result does not depend on the rows (puts and deletes only): they are not read. */
     readsRows?: boolean;
     compute(rows: Array<Row | undefined>): RowOp[] | undefined;
