@@ -28,6 +28,7 @@ import { chunkOf, intentSubKey, isStrongIntent, isStrongWrite, type CachedRecord
 import type { KvEngine, KvOp } from './kv-engine';
 import { OP_ID_ZERO, opIdMax } from './frontier';
 import type { RegularDb } from './regular-db';
+import { decodePackedCells, isPacked } from './packed-intent';
 import { splitIntentValue, versionKey } from './storage-keys';
 import { applyGroupKey, applyStateKey, encodeApplyGroup, encodeApplyState, txnKey, type ApplyState } from './txn-records';
 
@@ -66,7 +67,12 @@ function moveRecords(
       // The value moves as encoded: an intent holds it in RegularDB's own format.
       const v = splitIntentValue(raw);
       assert(v.encoded !== undefined && v.txnId === txnId, 'strong intent without a value or of another txn');
-      rops.push({ type: 'put', key: versionKey(subKey, commitHt, v.writeId), value: v.encoded });
+      if (isPacked(v.encoded)) {
+        // A packed row: a version per cell, at the write id the per-cell format gives it (packed-intent.ts).
+        for (const c of decodePackedCells(v.encoded)) rops.push({ type: 'put', key: versionKey(Buffer.concat([subKey, c.suffix]), commitHt, c.writeId), value: c.encoded });
+      } else {
+        rops.push({ type: 'put', key: versionKey(subKey, commitHt, v.writeId), value: v.encoded });
+      }
     }
     if (isStrongIntent(typeset)) strong++;
     iops.push({ type: 'del', key: e.intentKey });
