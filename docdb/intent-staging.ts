@@ -43,10 +43,10 @@ class ItemWriter {
     this.wid++;
   }
 
-  /** One packed intent on the row `subKey` (its first cell's write id is the current one). */
-  putPacked(subKey: Buffer, typeset: number, cells: readonly PackCell[]): void {
+  /** One packed intent on the row `subKey` (its first cell's write id is the current one); `nextWid` follows its ids. */
+  putPacked(subKey: Buffer, typeset: number, cells: readonly PackCell[], nextWid: number): void {
     this.putRecord(subKey, typeset, encodePackedIntentValue(this.txnId, cells));
-    this.wid = cells[cells.length - 1]!.writeId + 1;
+    this.wid = nextWid;
   }
 
   private putRecord(subKey: Buffer, typeset: number, v: Buffer): void {
@@ -76,7 +76,7 @@ function putPackedUpsert(w: ItemWriter, cells: readonly Cell[], strong: number, 
       wid++;
     }
   }
-  w.putPacked(subDocKey(docKeyBuf, { kind: 'row' }), strong, pack);
+  w.putPacked(subDocKey(docKeyBuf, { kind: 'row' }), strong, pack, wid);
 }
 
 /** Strong intents on every cell `ops` write, and a weak one on the DocKey of each row with a column write. */
