@@ -271,7 +271,7 @@ export async function applyIntentsMany(
     if (state === undefined && stored === undefined) continue; // applied already
     if (state !== undefined) assert(state.commitHt === it.commitHt, `apply of ${it.txnId} resumed with a different commit time`);
     const records = intents.cachedRecords(it.txnId);
-    if (records === undefined || records.length > chunkRecordsMax || state === undefined) {
+    if (records === undefined || records.length > chunkRecordsMax || intents.cachedCells(it.txnId) > chunkRecordsMax || state === undefined) {
       rest.push(it);
       continue;
     }
@@ -320,7 +320,8 @@ export function applyNowOps(regular: RegularDb, intents: IntentsDb, txnId: TxnId
   if (regular.applyState(txnId) !== undefined) return undefined;
   const stored = intents.storedMeta(txnId);
   const records = intents.cachedRecords(txnId);
-  if (stored === undefined || records === undefined || records.length > chunkRecordsMax) return undefined;
+  // Bounded in cells (a packed intent counts its cells), as the per-cell format's records were.
+  if (stored === undefined || records === undefined || intents.cachedCells(txnId) > chunkRecordsMax) return undefined;
   const ops: KvOp[] = [];
   const iops: KvOp[] = [];
   const forget = moveWholeTxn(intents, txnId, commitHt, records, ops, iops);

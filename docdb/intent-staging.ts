@@ -11,7 +11,7 @@ import { readLockKeys, type OpId, type ReadLocks, type RowOp, type TxnMeta } fro
 import { intentTypesForRead, intentTypesForWrite } from './encoding';
 import type { CachedRecord } from './intents-db';
 import type { KvOp } from './kv-engine';
-import { encodePackedIntentValue, type PackCell } from './packed-intent';
+import { encodePackedIntentValue, PACKED_CELLS_MAX, type PackCell } from './packed-intent';
 import { cellsOf, type Cell } from './row-cells';
 import { encodeIntentValue, encodeReverseValueWithMeta, encodeRowDocKey, intentKey, reverseIndexKey, subDocKey, TABLET_LOCK_SUBKEY } from './storage-keys';
 import { encodeStoredMeta, txnKey, type StoredTxnMeta } from './txn-records';
@@ -21,7 +21,7 @@ export type IntentItem = { txn: TxnMeta; ops: readonly RowOp[]; ht: HybridTime; 
 /** A record staged for the batch, with what the intent index needs. */
 export type StagedRecord = CachedRecord & { subKey: Buffer; typeset: number };
 /** What one batch adds for one transaction: its new metadata, records, bytes and strong intents. */
-export type StagedTxn = { stored: StoredTxnMeta; recs: StagedRecord[]; bytes: number; strong: number; metaKey: boolean };
+export type StagedTxn = { stored: StoredTxnMeta; recs: StagedRecord[]; bytes: number; strong: number; metaKey: boolean; cells: number };
 
 /** Puts one Raft entry's intent records into the batch, numbering them with consecutive write ids. */
 class ItemWriter {
@@ -40,12 +40,14 @@ class ItemWriter {
   /** One intent record on `subKey` carrying `value` (undefined: a weak or read intent). */
   put(subKey: Buffer, typeset: number, value: Parameters<typeof encodeIntentValue>[2]): void {
     this.putRecord(subKey, typeset, encodeIntentValue(this.txnId, this.wid, value));
+    this.t.cells++;
     this.wid++;
   }
 
   /** One packed intent on the row `subKey` (its first cell's write id is the current one); `nextWid` follows its ids. */
   putPacked(subKey: Buffer, typeset: number, cells: readonly PackCell[], nextWid: number): void {
     this.putRecord(subKey, typeset, encodePackedIntentValue(this.txnId, cells));
+    this.t.cells += cells.length;
     this.wid = nextWid;
   }
 
@@ -84,7 +86,8 @@ function putWriteIntents(w: ItemWriter, t: StagedTxn, ops: readonly RowOp[], set
   const weakDone = new Set<string>();
   for (const op of ops) {
     const cells = cellsOf(op);
-    if (pack && op.type === 'upsert') {
+    // An upsert of more cells than one packed intent holds keeps the per-cell format.
+    if (pack && op.type === 'upsert' && cells.length <= PACKED_CELLS_MAX) {
       putPackedUpsert(w, cells, sets.strong, weakDone);
       t.strong++;
       continue;
@@ -134,7 +137,7 @@ export function stageIntentItem(kv: KvOp[], staged: Map<TxnId, StagedTxn>, known
   const st = staged.get(txn.txnId);
   const prev = st?.stored ?? known;
   const wid = prev === undefined ? 0 : prev.nextWriteId;
-  const t = st ?? { stored: prev ?? { meta: txn, nextWriteId: 0 }, recs: [], bytes: 0, strong: 0, metaKey: false };
+  const t = st ?? { stored: prev ?? { meta: txn, nextWriteId: 0 }, recs: [], bytes: 0, strong: 0, metaKey: false, cells: 0 };
   // One reverse-index entry for this item's intents, keyed by its first write id.
   const w = new ItemWriter(kv, t, txn.txnId, ht, reverseIndexKey(mkey, ht, wid), wid);
   putWriteIntents(w, t, ops, { strong: intentTypesForWrite(txn.isolation, true), weak: intentTypesForWrite(txn.isolation, false) }, pack);

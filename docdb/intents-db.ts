@@ -135,6 +135,12 @@ interface TxnEntry {
   /** Every record of the txn, in write order; undefined when not all are in memory (written before open, or over budget). */
   records: CachedRecord[] | undefined;
   bytes: number;
+  /**
+   * Cells the cached records carry (a packed intent counts its cells, any other record 1): what an
+   * apply inside another batch writes, bounded like the per-cell format's records (applyNowOps).
+   * Never lowered by a partial apply: an upper bound.
+   */
+  cells: number;
   /** The metadata has a record of its own ('x' + txn id) on disk, which the last delete must take. */
   metaKey: boolean;
 }
@@ -208,7 +214,7 @@ export class IntentsDb {
     if (m === undefined) return; // an older reverse entry: its transaction's metadata has its own record
     const stored = decodeStoredMeta(m);
     const t = this.txns.get(txnId);
-    if (t === undefined) this.txns.set(txnId, { stored, records: undefined, bytes: 0, metaKey: own });
+    if (t === undefined) this.txns.set(txnId, { stored, records: undefined, bytes: 0, cells: 0, metaKey: own });
     else {
       if (stored.nextWriteId > t.stored.nextWriteId) t.stored = stored;
       t.metaKey ||= own;
@@ -234,6 +240,12 @@ export class IntentsDb {
   /** Every record of `txnId` when all are in memory (else walk reverseEntries). */
   cachedRecords(txnId: TxnId): readonly CachedRecord[] | undefined {
     return this.txns.get(txnId)?.records;
+  }
+
+  /** The cells `txnId`'s cached records carry (see TxnEntry.cells); 0 when not all are in memory. */
+  cachedCells(txnId: TxnId): number {
+    const t = this.txns.get(txnId);
+    return t?.records === undefined ? 0 : t.cells;
   }
 
   /** apply.ts deleted some of the txn's records (and, when `metaDeleted`, its metadata) durably. */
@@ -277,12 +289,13 @@ export class IntentsDb {
       this.intentCount += t.strong;
       for (const r of t.recs) this.indexAdd(r.subKey, r.typeset, r.intentKey, txnId);
       // Cache the records for apply while within budget; a txn that ever misses keeps walking the index.
-      const entry: TxnEntry = this.txns.get(txnId) ?? { stored: t.stored, records: [], bytes: 0, metaKey: false };
+      const entry: TxnEntry = this.txns.get(txnId) ?? { stored: t.stored, records: [], bytes: 0, cells: 0, metaKey: false };
       entry.stored = t.stored;
       entry.metaKey ||= t.metaKey;
       if (entry.records && this.cachedBytes + t.bytes <= RECORD_CACHE_BYTES_MAX) {
         for (const r of t.recs) entry.records.push({ intentKey: r.intentKey, reverseKey: r.reverseKey, value: r.value, subKeyLen: r.subKey.length, typeset: r.typeset });
         entry.bytes += t.bytes;
+        entry.cells += t.cells;
         this.cachedBytes += t.bytes;
       } else if (entry.records) {
         this.cachedBytes -= entry.bytes;
