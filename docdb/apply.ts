@@ -29,7 +29,7 @@ import type { KvEngine, KvOp } from './kv-engine';
 import { OP_ID_ZERO, opIdMax } from './frontier';
 import type { RegularDb } from './regular-db';
 import { decodePackedCells, isPacked } from './packed-intent';
-import { splitIntentValue, versionKey } from './storage-keys';
+import { cellVersionKey, splitIntentValue, versionKey } from './storage-keys';
 import { applyGroupKey, applyStateKey, encodeApplyGroup, encodeApplyState, txnKey, type ApplyState } from './txn-records';
 
 export interface ApplyHooks {
@@ -69,7 +69,7 @@ function moveRecords(
       assert(v.encoded !== undefined && v.txnId === txnId, 'strong intent without a value or of another txn');
       if (isPacked(v.encoded)) {
         // A packed row: a version per cell, at the write id the per-cell format gives it (packed-intent.ts).
-        for (const c of decodePackedCells(v.encoded)) rops.push({ type: 'put', key: versionKey(Buffer.concat([subKey, c.suffix]), commitHt, c.writeId), value: c.encoded });
+        for (const c of decodePackedCells(v.encoded)) rops.push({ type: 'put', key: cellVersionKey(subKey, c.suffix, commitHt, c.writeId), value: c.encoded });
       } else {
         rops.push({ type: 'put', key: versionKey(subKey, commitHt, v.writeId), value: v.encoded });
       }

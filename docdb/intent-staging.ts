@@ -8,11 +8,12 @@
 import type { HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
 import { readLockKeys, type OpId, type ReadLocks, type RowOp, type TxnMeta } from './doc-db-api';
+import * as enc from './encoding';
 import { intentTypesForRead, intentTypesForWrite } from './encoding';
 import type { CachedRecord } from './intents-db';
 import type { KvOp } from './kv-engine';
 import { encodePackedIntentValue, PACKED_CELLS_MAX, type PackCell } from './packed-intent';
-import { cellsOf, type Cell } from './row-cells';
+import { cellsOf, columnValue } from './row-cells';
 import { encodeIntentValue, encodeReverseValueWithMeta, encodeRowDocKey, intentKey, reverseIndexKey, subDocKey, TABLET_LOCK_SUBKEY } from './storage-keys';
 import { encodeStoredMeta, txnKey, type StoredTxnMeta } from './txn-records';
 
@@ -60,39 +61,54 @@ class ItemWriter {
   }
 }
 
+/** The liveness column's SubDocKey suffix, and column ids' ('K' + ordered varint), kept per id. */
+const LIVENESS_SUFFIX = enc.encodeSubDocKey(Buffer.alloc(0), 'liveness');
+const columnSuffixes = new Map<number, Buffer>();
+/** Column ids whose suffixes are kept at most (cleared when full). */
+const COLUMN_SUFFIXES_MAX = 4096;
+function columnSuffix(id: number): Buffer {
+  let b = columnSuffixes.get(id);
+  if (b === undefined) {
+    b = enc.encodeSubDocKey(Buffer.alloc(0), id); // validates the id (INVALID_ARGUMENT)
+    if (columnSuffixes.size >= COLUMN_SUFFIXES_MAX) columnSuffixes.clear();
+    columnSuffixes.set(id, b);
+  }
+  return b;
+}
+
 /**
  * An upsert as ONE packed intent on its row (strong: it stands for the strong intents of its cells
- * and the weak one on the row, docs/transactions.md "One intent per row"). The cells get the write
- * ids the per-cell format gives them — liveness, then the weak intent's (reserved, the first time
- * the row is seen in this batch), then the columns — so apply writes the same versions.
+ * and the weak one on the row, docs/transactions.md "One intent per row"). Its cells are the ones
+ * cellsOf gives (liveness, then each column; row-cells.ts), with the write ids the per-cell format
+ * gives them — liveness, then the weak intent's (reserved, the first time the row is seen in this
+ * batch), then the columns — so apply writes the same versions.
  */
-function putPackedUpsert(w: ItemWriter, cells: readonly Cell[], strong: number, weakDone: Set<string>): void {
-  const docKeyBuf = cells[0]!.docKeyBuf;
+function putPackedUpsert(w: ItemWriter, op: RowOp & { type: 'upsert' }, strong: number, weakDone: Set<string>): void {
+  const docKeyBuf = encodeRowDocKey(op.key);
   const hex = docKeyBuf.toString('latin1');
+  const ttl = op.ttlMs;
   let wid = w.wid;
-  const pack: PackCell[] = [];
-  for (const c of cells) {
-    pack.push({ suffix: c.subKey.subarray(docKeyBuf.length), writeId: wid++, value: c.value });
-    if (pack.length === 1 && !weakDone.has(hex)) {
-      weakDone.add(hex);
-      wid++;
-    }
+  const pack: PackCell[] = [{ suffix: LIVENESS_SUFFIX, writeId: wid++, value: ttl === undefined ? { type: 'liveness' } : { type: 'liveness', ttlMs: ttl } }];
+  if (!weakDone.has(hex)) {
+    weakDone.add(hex);
+    wid++;
   }
-  w.putPacked(subDocKey(docKeyBuf, { kind: 'row' }), strong, pack, wid);
+  for (const c of op.columns) pack.push({ suffix: columnSuffix(c.columnId), writeId: wid++, value: columnValue(c, ttl) });
+  // The row-level SubDocKey is the DocKey itself.
+  w.putPacked(docKeyBuf, strong, pack, wid);
 }
 
 /** Strong intents on every cell `ops` write, and a weak one on the DocKey of each row with a column write. */
 function putWriteIntents(w: ItemWriter, t: StagedTxn, ops: readonly RowOp[], sets: { strong: number; weak: number }, pack: boolean): void {
   const weakDone = new Set<string>();
   for (const op of ops) {
-    const cells = cellsOf(op);
     // An upsert of more cells than one packed intent holds keeps the per-cell format.
-    if (pack && op.type === 'upsert' && cells.length <= PACKED_CELLS_MAX) {
-      putPackedUpsert(w, cells, sets.strong, weakDone);
+    if (pack && op.type === 'upsert' && op.columns.length < PACKED_CELLS_MAX) {
+      putPackedUpsert(w, op, sets.strong, weakDone);
       t.strong++;
       continue;
     }
-    for (const c of cells) {
+    for (const c of cellsOf(op)) {
       w.put(c.subKey, sets.strong, c.value);
       t.strong++;
       // Weak intent on the ancestor DocKey, once per row per batch (a row tombstone is itself at
