@@ -43,8 +43,10 @@ export interface PackedCell {
 /** The intent value of a packed row: header (txn id, the first cell's write id), then the cells. */
 export function encodePackedIntentValue(txnId: TxnId, cells: readonly PackCell[]): Buffer {
   assert(cells.length > 0 && cells.length <= PACKED_CELLS_MAX, 'a packed intent needs 1..65535 cells');
-  const head = encodeIntentValue(txnId, cells[0]!.writeId, undefined);
-  let n = head.length + 3;
+  // The header encodeIntentValue writes ('x' len txn id 'w' u32 write id), into the same buffer.
+  const idBytes = Buffer.byteLength(txnId, 'utf8');
+  assert(idBytes < 256, 'txn id too long');
+  let n = 7 + idBytes + 3;
   const sizes: number[] = [];
   for (const c of cells) {
     assert(c.suffix.length > 0 && c.suffix.length < 256, 'packed cell suffix out of range');
@@ -53,7 +55,13 @@ export function encodePackedIntentValue(txnId: TxnId, cells: readonly PackCell[]
     n += 1 + c.suffix.length + 8 + s;
   }
   const w = new enc.ByteWriter(n);
-  w.bytes(head);
+  w.u8(0x78);
+  w.u8(idBytes);
+  w.ensure(idBytes);
+  w.raw().write(txnId, w.length, 'utf8');
+  w.advance(idBytes);
+  w.u8(0x77);
+  w.u32BE(cells[0]!.writeId);
   w.u8(PACKED_ROW_TAG);
   w.u16BE(cells.length);
   cells.forEach((c, i) => {
