@@ -6,7 +6,8 @@
  *  - committed versions newer than our read time on the keys we write (snapshot isolation's
  *    write-write rule: first committer wins).
  * With a status resolver, intents of committed transactions count as committed versions at their
- * commit time, and aborted transactions' intents are ignored.
+ * commit time, and aborted transactions' intents are ignored. A packed intent (one per upserted row,
+ * packed-intent.ts) is a strong intent on the row's DocKey, met there by every write of the row.
  *
  * Read locks (a serializable transaction's `reads`): a strong read intent on each row read meets the
  * weak write intent every write of a row's column leaves on its DocKey, and a row delete's strong
