@@ -110,8 +110,7 @@ export class DocDb implements DocDbApi {
   static async open(deps: DocDbDeps, options: DocDbOptions = {}): Promise<DocDb> {
     const regular = await RegularDb.open(await FrontierDb.open(deps.regular), { versionBounds: options.versionBounds });
     const flags = deps.flags ?? new Flags();
-    const intents = await IntentsDb.open(await FrontierDb.open(deps.intents), { indexBytesMax: options.intentIndexBytesMax, packRows: () => flags.get(TXN_PACKED_INTENTS) });
-    const d = new DocDb(regular, intents, flags, options);
+    const d = new DocDb(regular, await IntentsDb.open(await FrontierDb.open(deps.intents), { indexBytesMax: options.intentIndexBytesMax, packRows: () => flags.get(TXN_PACKED_INTENTS) }), flags, options);
     d.adoptApplyGroups();
     return d;
   }
