@@ -85,12 +85,12 @@ function columnSuffix(id: number): Buffer {
  */
 function putPackedUpsert(w: ItemWriter, op: RowOp & { type: 'upsert' }, strong: number, weakDone: Set<string>): void {
   const docKeyBuf = encodeRowDocKey(op.key);
-  const hex = docKeyBuf.toString('latin1');
+  const row = docKeyBuf.toString('latin1');
   const ttl = op.ttlMs;
   let wid = w.wid;
   const pack: PackCell[] = [{ suffix: LIVENESS_SUFFIX, writeId: wid++, value: ttl === undefined ? { type: 'liveness' } : { type: 'liveness', ttlMs: ttl } }];
-  if (!weakDone.has(hex)) {
-    weakDone.add(hex);
+  if (!weakDone.has(row)) {
+    weakDone.add(row);
     wid++;
   }
   for (const c of op.columns) pack.push({ suffix: columnSuffix(c.columnId), writeId: wid++, value: columnValue(c, ttl) });
@@ -113,9 +113,9 @@ function putWriteIntents(w: ItemWriter, t: StagedTxn, ops: readonly RowOp[], set
       t.strong++;
       // Weak intent on the ancestor DocKey, once per row per batch (a row tombstone is itself at
       // the DocKey level and has no ancestor inside the row).
-      const hex = c.docKeyBuf.toString('latin1');
-      if (c.sub.kind !== 'row' && !weakDone.has(hex)) {
-        weakDone.add(hex);
+      const row = c.docKeyBuf.toString('latin1');
+      if (c.sub.kind !== 'row' && !weakDone.has(row)) {
+        weakDone.add(row);
         w.put(subDocKey(c.docKeyBuf, { kind: 'row' }), sets.weak, undefined);
       }
     }
