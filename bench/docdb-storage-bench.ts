@@ -8,11 +8,13 @@
  * against the same rows written as plain RegularDB writes in the same groups (3 rounds, each side's
  * quickest kept): process CPU µs per row,
  * the RocksDB thread pool's (memtable inserts, flushes, compactions) included. Called from bench/docdb-bench.ts; also runs alone:
- * `node dist/bench/docdb-storage-bench.js [--rows=N]`.
+ * `node dist/bench/docdb-storage-bench.js [--rows=N] [--txn_packed_intents=false]` (the flag: the
+ * per-cell intent format instead of packed rows, for an A/B; docs/transactions.md).
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { Flags } from '../common/flags';
 import { TxnId } from '../common/ids';
 import { DocDb, RocksDbEngine, type DocKey, type RowOp } from '../docdb';
 
@@ -32,8 +34,11 @@ const rowKey = (i: number): DocKey => ({ hash: (i * 40503) & 0xffff, hashed: [Bi
 const upsert = (i: number): RowOp => ({ type: 'upsert', key: rowKey(i), columns: [{ columnId: 1, value: `value-${i}` }, { columnId: 2, value: BigInt(i) }] });
 const noStatus = () => Promise.resolve({ status: 'PENDING' as const });
 
+/** Flag values the bench's databases open with (--txn_packed_intents=false for the A/B). */
+const benchFlags = new Flags();
+
 async function openDb(dir: string): Promise<DocDb> {
-  return DocDb.open({ regular: await RocksDbEngine.open(path.join(dir, 'regular')), intents: await RocksDbEngine.open(path.join(dir, 'intents')) });
+  return DocDb.open({ regular: await RocksDbEngine.open(path.join(dir, 'regular')), intents: await RocksDbEngine.open(path.join(dir, 'intents')), flags: benchFlags });
 }
 
 function rate(n: number, ms: number): string {
@@ -210,6 +215,8 @@ export async function runStorageBench(rows = 100_000, print: (s: string) => void
 
 if (require.main === module) {
   const arg = process.argv.find((a) => a.startsWith('--rows='));
+  const packed = process.argv.find((a) => a.startsWith('--txn_packed_intents='));
+  if (packed !== undefined) benchFlags.setFromString('txn_packed_intents', packed.slice('--txn_packed_intents='.length));
   runStorageBench(arg ? Number(arg.slice(7)) : 100_000).catch((e: unknown) => {
     console.error(e);
     process.exit(1);

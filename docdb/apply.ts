@@ -28,7 +28,8 @@ import { chunkOf, intentSubKey, isStrongIntent, isStrongWrite, type CachedRecord
 import type { KvEngine, KvOp } from './kv-engine';
 import { OP_ID_ZERO, opIdMax } from './frontier';
 import type { RegularDb } from './regular-db';
-import { splitIntentValue, versionKey } from './storage-keys';
+import { decodePackedCells, isPacked } from './packed-intent';
+import { cellVersionKey, splitIntentValue, versionKey } from './storage-keys';
 import { applyGroupKey, applyStateKey, encodeApplyGroup, encodeApplyState, txnKey, type ApplyState } from './txn-records';
 
 export interface ApplyHooks {
@@ -66,7 +67,12 @@ function moveRecords(
       // The value moves as encoded: an intent holds it in RegularDB's own format.
       const v = splitIntentValue(raw);
       assert(v.encoded !== undefined && v.txnId === txnId, 'strong intent without a value or of another txn');
-      rops.push({ type: 'put', key: versionKey(subKey, commitHt, v.writeId), value: v.encoded });
+      if (isPacked(v.encoded)) {
+        // A packed row: a version per cell, at the write id the per-cell format gives it (packed-intent.ts).
+        for (const c of decodePackedCells(v.encoded)) rops.push({ type: 'put', key: cellVersionKey(subKey, c.suffix, commitHt, c.writeId), value: c.encoded });
+      } else {
+        rops.push({ type: 'put', key: versionKey(subKey, commitHt, v.writeId), value: v.encoded });
+      }
     }
     if (isStrongIntent(typeset)) strong++;
     iops.push({ type: 'del', key: e.intentKey });
@@ -265,7 +271,7 @@ export async function applyIntentsMany(
     if (state === undefined && stored === undefined) continue; // applied already
     if (state !== undefined) assert(state.commitHt === it.commitHt, `apply of ${it.txnId} resumed with a different commit time`);
     const records = intents.cachedRecords(it.txnId);
-    if (records === undefined || records.length > chunkRecordsMax || state === undefined) {
+    if (records === undefined || records.length > chunkRecordsMax || intents.cachedCells(it.txnId) > chunkRecordsMax || state === undefined) {
       rest.push(it);
       continue;
     }
@@ -314,7 +320,8 @@ export function applyNowOps(regular: RegularDb, intents: IntentsDb, txnId: TxnId
   if (regular.applyState(txnId) !== undefined) return undefined;
   const stored = intents.storedMeta(txnId);
   const records = intents.cachedRecords(txnId);
-  if (stored === undefined || records === undefined || records.length > chunkRecordsMax) return undefined;
+  // Bounded in cells (a packed intent counts its cells), as the per-cell format's records were.
+  if (stored === undefined || records === undefined || intents.cachedCells(txnId) > chunkRecordsMax) return undefined;
   const ops: KvOp[] = [];
   const iops: KvOp[] = [];
   const forget = moveWholeTxn(intents, txnId, commitHt, records, ops, iops);

@@ -6,7 +6,8 @@
  *  - committed versions newer than our read time on the keys we write (snapshot isolation's
  *    write-write rule: first committer wins).
  * With a status resolver, intents of committed transactions count as committed versions at their
- * commit time, and aborted transactions' intents are ignored.
+ * commit time, and aborted transactions' intents are ignored. A packed intent (one per upserted row,
+ * packed-intent.ts) is a strong intent on the row's DocKey, met there by every write of the row.
  *
  * Read locks (a serializable transaction's `reads`): a strong read intent on each row read meets the
  * weak write intent every write of a row's column leaves on its DocKey, and a row delete's strong
@@ -28,7 +29,7 @@ import type { RegularDb } from './regular-db';
 import { cellsOf } from './row-cells';
 import {
   decodeDocKeyBuf,
-  decodeIntentValue,
+  splitIntentValue,
   docKeyLength,
   encodeRowDocKey,
   hashKeyLock,
@@ -97,19 +98,29 @@ function orLock(locks: Map<string, Lock>, subKey: Buffer, typeset: number, cell:
   locks.set(h, { subKey, typeset: (prev?.typeset ?? 0) | typeset, cell: keepCell ? (prev?.cell ?? cell) : cell });
 }
 
-/** The write locks of `ops` (strong on each cell, weak on the row of a column write) and the cells of each row. */
-function writeLocks(ops: readonly RowOp[], sets: { strong: number; weak: number }): { locks: Map<string, Lock>; rows: Map<string, RowWrites> } {
+/**
+ * The write locks of `ops` (strong on each cell, weak on the row of a column write) and the cells of
+ * each row. `packed`: an upsert is stored as one packed intent, strong on its row, and checked so:
+ * strong on the row stands for the strong intents on its cells and the weak one on the row (any
+ * intent on a cell of the row comes with a weak one on the row, which a strong one meets whenever
+ * the cell's would), and is stricter — it also meets another transaction's writes of other columns
+ * of the row (docs/transactions.md "One intent per row").
+ */
+function writeLocks(ops: readonly RowOp[], sets: { strong: number; weak: number }, packed: boolean): { locks: Map<string, Lock>; rows: Map<string, RowWrites> } {
   const locks = new Map<string, Lock>();
   const rows = new Map<string, RowWrites>();
   for (const op of ops) {
-    for (const c of cellsOf(op)) {
-      locks.set(c.subKey.toString('hex'), { subKey: c.subKey, typeset: sets.strong, cell: c });
+    const pack = packed && op.type === 'upsert';
+    const cells = cellsOf(op);
+    if (pack && cells.length > 0) orLock(locks, subDocKey(cells[0]!.docKeyBuf, { kind: 'row' }), sets.strong, cells[0]!, true);
+    for (const c of cells) {
+      if (!pack) locks.set(c.subKey.toString('hex'), { subKey: c.subKey, typeset: sets.strong, cell: c });
       const rk = c.docKeyBuf.toString('hex');
       const r = rows.get(rk) ?? { cells: [], deletes: false };
       r.cells.push(c);
       if (c.sub.kind === 'row') r.deletes = true;
       rows.set(rk, r);
-      if (c.sub.kind !== 'row') orLock(locks, subDocKey(c.docKeyBuf, { kind: 'row' }), sets.weak, c, false);
+      if (c.sub.kind !== 'row' && !pack) orLock(locks, subDocKey(c.docKeyBuf, { kind: 'row' }), sets.weak, c, false);
     }
   }
   return { locks, rows };
@@ -153,7 +164,7 @@ async function checkLocks(intents: IntentsDb, txn: TxnMeta, locks: Map<string, L
         if (e === undefined) break;
         const theirs = e[0][p.length]!;
         if (!intentTypesConflict(typeset, theirs)) continue;
-        const v = decodeIntentValue(e[1]);
+        const v = splitIntentValue(e[1]);
         if (v.txnId === txn.txnId) continue;
         await sink.meet(cell, v.txnId);
       }
@@ -192,7 +203,7 @@ async function checkScanLocks(intents: IntentsDb, txn: TxnMeta, reads: ReadLocks
         const e = await it.next();
         if (e === undefined) break;
         const key = Buffer.from(e[0]);
-        await check(key, parseIntentKeyToSubKey(key).typeset, decodeIntentValue(e[1]).txnId);
+        await check(key, parseIntentKeyToSubKey(key).typeset, splitIntentValue(e[1]).txnId);
       }
     } finally {
       await it.close();
@@ -246,7 +257,8 @@ export async function findConflicts(
   const sink = new ConflictSink(readHt, resolveStatus);
   const sets = intentTypeSets(txn.isolation);
   // Sub-keys we would lock, with our type set on each (and the row a conflict there is reported on).
-  const { locks, rows } = writeLocks(ops, sets);
+  // A plain write stores nothing: it checks as the per-cell format would (intentsOnly).
+  const { locks, rows } = writeLocks(ops, sets, !intentsOnly && intents.packsRows());
   const readSet = intentTypesForRead(txn.isolation, true);
   impliedAndReadLocks(locks, rows, sets.weak, reads, readSet);
   // Every write implies a weak write intent on the tablet lock key: a serializable scan's read lock.

@@ -31,7 +31,7 @@ import type {
   StatusResolver,
   TxnMeta,
 } from './doc-db-api';
-import { APPLY_CLEANUP_DELAY_MS, DOCDB_POINT_READ_ITERATORS, DOCDB_ROW_CACHE_BYTES, TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC, TXN_MAX_APPLY_BATCH_RECORDS } from './docdb-flags';
+import { APPLY_CLEANUP_DELAY_MS, DOCDB_POINT_READ_ITERATORS, DOCDB_ROW_CACHE_BYTES, TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC, TXN_MAX_APPLY_BATCH_RECORDS, TXN_PACKED_INTENTS } from './docdb-flags';
 import { FrontierDb, type WriteCounts } from './frontier-db';
 import { gcRegular, type GcResult } from './gc';
 import { IntentAwareReader, readRestart } from './intent-aware-reader';
@@ -109,8 +109,8 @@ export class DocDb implements DocDbApi {
 
   static async open(deps: DocDbDeps, options: DocDbOptions = {}): Promise<DocDb> {
     const regular = await RegularDb.open(await FrontierDb.open(deps.regular), { versionBounds: options.versionBounds });
-    const intents = await IntentsDb.open(await FrontierDb.open(deps.intents), { indexBytesMax: options.intentIndexBytesMax });
-    const d = new DocDb(regular, intents, deps.flags ?? new Flags(), options);
+    const flags = deps.flags ?? new Flags();
+    const d = new DocDb(regular, await IntentsDb.open(await FrontierDb.open(deps.intents), { indexBytesMax: options.intentIndexBytesMax, packRows: () => flags.get(TXN_PACKED_INTENTS) }), flags, options);
     d.adoptApplyGroups();
     return d;
   }

@@ -77,3 +77,11 @@ export function memtableBytes(baseMb: number, spreadPct: number, who: string): n
   const spread = spreadPct / 100;
   return Math.round(baseMb * 1024 * 1024 * (1 - spread + 2 * spread * u));
 }
+
+export const TXN_PACKED_INTENTS = defineFlag({
+  name: 'txn_packed_intents',
+  type: 'bool',
+  default: true,
+  help: "A transactional upsert of a row is written as ONE packed intent on the row (its cells and values in one record, docdb/packed-intent.ts) instead of a strong intent per cell plus a weak one on the row: 1 IntentsDB put and 1 delete per row instead of 3+3 for 2 columns. Conflicts are then checked at row granularity for such writes (two transactions upserting different columns of one row conflict; stricter, never weaker). Intents of either format are read, applied and removed whatever the flag says. false: the per-cell format (A/B).",
+  tags: [FlagTag.runtime],
+});

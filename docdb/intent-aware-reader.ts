@@ -16,7 +16,8 @@ import { GroupIterator, type DocKeyGroup } from './group-iterator';
 import { isStrongWrite } from './intents-db';
 import type { KvEngine, KvIterator } from './kv-engine';
 import { assembleRow, type CellVersion, type ColumnTtls } from './row-assembler';
-import { decodeDocKeyBuf, decodeIntentValue, decodeStored, INTENTS_DATA_END, INTENTS_DATA_START, parseIntentKey, parseRegularKey, REGULAR_DATA_END, REGULAR_DATA_START } from './storage-keys';
+import { decodePackedCells, isPacked, subKindOfSuffix } from './packed-intent';
+import { decodeDocKeyBuf, splitIntentValue, decodeStored, INTENTS_DATA_END, INTENTS_DATA_START, parseIntentKey, parseRegularKey, REGULAR_DATA_END, REGULAR_DATA_START } from './storage-keys';
 
 export interface ReadRange {
   /** Inclusive lower bound (encoded DocKey). */
@@ -117,15 +118,20 @@ export class IntentAwareReader {
     for (const [k, v] of int?.entries ?? []) {
       const p = parseIntentKey(k, docKeyBuf.length);
       if (!isStrongWrite(p.typeset)) continue;
-      const iv = decodeIntentValue(v);
-      if (iv.value === undefined) continue;
-      if (this.opts.txnId !== undefined && iv.txnId === this.opts.txnId) {
-        versions.push({ sub: p.sub, ht: p.ht, writeId: iv.writeId, own: true, value: iv.value });
+      const iv = splitIntentValue(v);
+      if (iv.encoded === undefined) continue;
+      const own = this.opts.txnId !== undefined && iv.txnId === this.opts.txnId;
+      // Another transaction's intent counts once it committed (after the read time too: still a
+      // version, for the read-restart check).
+      const st = own ? undefined : await this.status(iv.txnId);
+      if (st !== undefined && st.status !== 'COMMITTED') continue;
+      const at = st === undefined ? p.ht : st.commitHt;
+      if (!isPacked(iv.encoded)) {
+        versions.push({ sub: p.sub, ht: at, writeId: iv.writeId, own, value: decodeStored(iv.encoded) });
         continue;
       }
-      const st = await this.status(iv.txnId);
-      // Committed after the read time: still a version, for the read-restart check.
-      if (st.status === 'COMMITTED') versions.push({ sub: p.sub, ht: st.commitHt, writeId: iv.writeId, own: false, value: iv.value });
+      // A packed row (packed-intent.ts): a version per cell it carries.
+      for (const c of decodePackedCells(iv.encoded)) versions.push({ sub: subKindOfSuffix(c.suffix), ht: at, writeId: c.writeId, own, value: decodeStored(c.encoded) });
     }
     const res = assembleRow(key, versions, this.opts.readHt, this.opts.globalLimitHt, this.opts.columns, this.opts.schemaColumns, cellHts, this.opts.columnTtls);
     if (res.type === 'restart') throw readRestart(this.opts.readHt, res.restartHt, this.opts.globalLimitHt);

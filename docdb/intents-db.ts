@@ -20,22 +20,20 @@ import type { TxnId } from '../common/ids';
 import { readLockKeys, type Isolation, type OpId, type ReadLocks, type RowOp, type TxnMeta } from './doc-db-api';
 import { alreadyHolds } from './frontier';
 import type { FrontierDb } from './frontier-db';
+import { stageIntentItem, type StagedTxn } from './intent-staging';
 import type { KvOp } from './kv-engine';
-import { cellsOf } from './row-cells';
-import { intentTypesForRead, intentTypesForWrite } from './encoding';
+import { intentTypesForWrite } from './encoding';
+import { perCellRecords } from './packed-intent';
 import {
   subDocKey,
-  decodeIntentValue,
-  encodeIntentValue,
+  splitIntentValue,
   encodeRowDocKey,
   encodeReverseValue,
   encodeReverseValueWithMeta,
   decodeReverseValue,
   reverseValueMeta,
-  intentKey,
   parseIntentKey,
   parseIntentKeyToSubKey,
-  reverseIndexKey,
   docKeyLength,
   INTENTS_DATA_START,
   INTENT_BITS,
@@ -110,6 +108,10 @@ export function chunkOf<T extends { intentKey: Buffer; reverseKey: Buffer }>(rec
   return { part, reverseOps, last: n === records.length && !more };
 }
 
+function toBuf(u: Uint8Array): Buffer {
+  return Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+}
+
 function sameKey(a: Buffer, b: Buffer): boolean {
   return a === b || a.equals(b);
 }
@@ -133,107 +135,14 @@ interface TxnEntry {
   /** Every record of the txn, in write order; undefined when not all are in memory (written before open, or over budget). */
   records: CachedRecord[] | undefined;
   bytes: number;
+  /**
+   * Cells the cached records carry (a packed intent counts its cells, any other record 1): what an
+   * apply inside another batch writes, bounded like the per-cell format's records (applyNowOps).
+   * Never lowered by a partial apply: an upper bound.
+   */
+  cells: number;
   /** The metadata has a record of its own ('x' + txn id) on disk, which the last delete must take. */
   metaKey: boolean;
-}
-
-/** One Raft entry's intents, as writeIntentsMany takes them. */
-type IntentItem = { txn: TxnMeta; ops: readonly RowOp[]; ht: HybridTime; opId: OpId; reads?: ReadLocks };
-/** A record staged for the batch, with what the intent index needs. */
-type StagedRecord = CachedRecord & { subKey: Buffer; typeset: number };
-/** What one batch adds for one transaction: its new metadata, records, bytes and strong intents. */
-type StagedTxn = { stored: StoredTxnMeta; recs: StagedRecord[]; bytes: number; strong: number; metaKey: boolean };
-
-/** Puts one Raft entry's intent records into the batch, numbering them with consecutive write ids. */
-class ItemWriter {
-  /** The intent keys of this entry, for its reverse-index entry. */
-  readonly itemKeys: Buffer[] = [];
-
-  constructor(
-    private readonly kv: KvOp[],
-    private readonly t: StagedTxn,
-    private readonly txnId: TxnId,
-    private readonly ht: HybridTime,
-    readonly rkey: Buffer,
-    public wid: number,
-  ) {}
-
-  /** One intent record on `subKey` carrying `value` (undefined: a weak or read intent). */
-  put(subKey: Buffer, typeset: number, value: Parameters<typeof encodeIntentValue>[2]): void {
-    const v = encodeIntentValue(this.txnId, this.wid, value);
-    const ikey = intentKey(subKey, typeset, this.ht, this.wid);
-    this.kv.push({ type: 'put', key: ikey, value: v });
-    this.itemKeys.push(ikey);
-    this.t.recs.push({ intentKey: ikey, reverseKey: this.rkey, value: v, subKey, typeset });
-    this.t.bytes += ikey.length + v.length;
-    this.wid++;
-  }
-}
-
-/** Strong intents on every cell `ops` write, and a weak one on the DocKey of each row with a column write. */
-function putWriteIntents(w: ItemWriter, t: StagedTxn, ops: readonly RowOp[], sets: { strong: number; weak: number }): void {
-  const weakDone = new Set<string>();
-  for (const op of ops) {
-    for (const c of cellsOf(op)) {
-      w.put(c.subKey, sets.strong, c.value);
-      t.strong++;
-      // Weak intent on the ancestor DocKey, once per row per batch (a row tombstone is itself at
-      // the DocKey level and has no ancestor inside the row).
-      const hex = c.docKeyBuf.toString('hex');
-      if (c.sub.kind !== 'row' && !weakDone.has(hex)) {
-        weakDone.add(hex);
-        w.put(subDocKey(c.docKeyBuf, { kind: 'row' }), sets.weak, undefined);
-      }
-    }
-  }
-}
-
-/** Strong read intents on each row read (once per batch) and on the tablet lock key for a scan. */
-function putReadIntents(w: ItemWriter, t: StagedTxn, txn: TxnMeta, reads: ReadLocks | undefined): void {
-  // Read locks (serializable). Apply moves no value for them; apply and abort delete them.
-  const readSet = reads ? intentTypesForRead(txn.isolation, true) : 0;
-  if (!reads || readSet === 0) return;
-  const done = new Set<string>();
-  for (const k of readLockKeys(reads)) {
-    const sk = subDocKey(encodeRowDocKey(k), { kind: 'row' });
-    const h = sk.toString('latin1');
-    if (done.has(h)) continue;
-    done.add(h);
-    w.put(sk, readSet, undefined);
-    t.strong++;
-  }
-  if (reads.tablet) {
-    w.put(TABLET_LOCK_SUBKEY, readSet, undefined);
-    t.strong++;
-  }
-}
-
-/**
- * Stages one Raft entry: its intents, its reverse-index entry and the txn's new metadata go into
- * `kv`; `staged` keeps what the batch adds per transaction. `known` is the txn's metadata already stored
- * (what this batch staged comes first).
- */
-function stageIntentItem(kv: KvOp[], staged: Map<TxnId, StagedTxn>, known: StoredTxnMeta | undefined, item: IntentItem): void {
-  const { txn, ops, ht, reads } = item;
-  const mkey = txnKey(txn.txnId);
-  const st = staged.get(txn.txnId);
-  const prev = st?.stored ?? known;
-  const wid = prev === undefined ? 0 : prev.nextWriteId;
-  const t = st ?? { stored: prev ?? { meta: txn, nextWriteId: 0 }, recs: [], bytes: 0, strong: 0, metaKey: false };
-  // One reverse-index entry for this item's intents, keyed by its first write id.
-  const w = new ItemWriter(kv, t, txn.txnId, ht, reverseIndexKey(mkey, ht, wid), wid);
-  putWriteIntents(w, t, ops, intentTypeSets(txn.isolation));
-  putReadIntents(w, t, txn, reads);
-  t.stored = { meta: prev === undefined ? txn : prev.meta, nextWriteId: w.wid };
-  if (w.itemKeys.length > 0) {
-    kv.push({ type: 'put', key: w.rkey, value: encodeReverseValueWithMeta(encodeStoredMeta(t.stored), w.itemKeys) });
-    t.bytes += w.rkey.length;
-  } else {
-    // No intents, so no reverse entry to carry the metadata: it gets its own record.
-    kv.push({ type: 'put', key: mkey, value: encodeStoredMeta(t.stored) });
-    t.metaKey = true;
-  }
-  staged.set(txn.txnId, t);
 }
 
 export class IntentsDb {
@@ -253,11 +162,21 @@ export class IntentsDb {
     /** Strong intents stored (exact: maintained on every write and recounted on open). */
     public intentCount: number,
     private readonly indexBytesMax: number,
+    /** Write upserts as packed intents (docdb/packed-intent.ts; flag txn_packed_intents)? */
+    private readonly packRows: () => boolean,
   ) {}
 
-  /** `indexBytesMax`: budget of the intent index (0: never indexed; conflict checks iterate). */
-  static async open(db: FrontierDb, opts: { indexBytesMax?: number } = {}): Promise<IntentsDb> {
-    const idb = new IntentsDb(db, 0, opts.indexBytesMax ?? INTENT_INDEX_BYTES_MAX);
+  /** Are upserts written as packed intents now (conflict checks then lock their rows: conflict.ts)? */
+  packsRows(): boolean {
+    return this.packRows();
+  }
+
+  /**
+   * `indexBytesMax`: budget of the intent index (0: never indexed; conflict checks iterate).
+   * `packRows`: write upserts as packed intents (read at each write; default: yes).
+   */
+  static async open(db: FrontierDb, opts: { indexBytesMax?: number; packRows?: () => boolean } = {}): Promise<IntentsDb> {
+    const idb = new IntentsDb(db, 0, opts.indexBytesMax ?? INTENT_INDEX_BYTES_MAX, opts.packRows ?? (() => true));
     idb.indexComplete = idb.indexBytesMax > 0;
     await idb.load();
     return idb;
@@ -274,7 +193,7 @@ export class IntentsDb {
         if (k[0]! < TXN_PREFIX) {
           const p = parseIntentKey(k, docKeyLength(k));
           if (isStrongIntent(p.typeset)) this.intentCount++;
-          this.indexAdd(p.subKey, p.typeset, k, decodeIntentValue(e[1]).txnId);
+          this.indexAdd(p.subKey, p.typeset, k, splitIntentValue(e[1]).txnId);
         } else if (k[0] === TXN_PREFIX) {
           this.loadTxnRecord(k, e[1]);
         }
@@ -295,7 +214,7 @@ export class IntentsDb {
     if (m === undefined) return; // an older reverse entry: its transaction's metadata has its own record
     const stored = decodeStoredMeta(m);
     const t = this.txns.get(txnId);
-    if (t === undefined) this.txns.set(txnId, { stored, records: undefined, bytes: 0, metaKey: own });
+    if (t === undefined) this.txns.set(txnId, { stored, records: undefined, bytes: 0, cells: 0, metaKey: own });
     else {
       if (stored.nextWriteId > t.stored.nextWriteId) t.stored = stored;
       t.metaKey ||= own;
@@ -323,6 +242,12 @@ export class IntentsDb {
     return this.txns.get(txnId)?.records;
   }
 
+  /** The cells `txnId`'s cached records carry (see TxnEntry.cells); 0 when not all are in memory. */
+  cachedCells(txnId: TxnId): number {
+    const t = this.txns.get(txnId);
+    return t?.records === undefined ? 0 : t.cells;
+  }
+
   /** apply.ts deleted some of the txn's records (and, when `metaDeleted`, its metadata) durably. */
   noteDeleted(txnId: TxnId, metaDeleted: boolean, records: ReadonlyArray<{ intentKey: Buffer; subKeyLen?: number; typeset?: number }>): void {
     this.indexRemove(records);
@@ -347,10 +272,11 @@ export class IntentsDb {
     const kv: KvOp[] = [];
     const staged = new Map<TxnId, StagedTxn>();
     let last: OpId | undefined;
+    const pack = this.packRows();
     for (const item of items) {
       if (alreadyHolds(this.db.frontier, item.opId)) continue;
       last = item.opId;
-      stageIntentItem(kv, staged, this.txns.get(item.txn.txnId)?.stored, item);
+      stageIntentItem(kv, staged, this.txns.get(item.txn.txnId)?.stored, item, pack);
     }
     if (last === undefined) return;
     await this.db.write(kv, last);
@@ -363,12 +289,13 @@ export class IntentsDb {
       this.intentCount += t.strong;
       for (const r of t.recs) this.indexAdd(r.subKey, r.typeset, r.intentKey, txnId);
       // Cache the records for apply while within budget; a txn that ever misses keeps walking the index.
-      const entry: TxnEntry = this.txns.get(txnId) ?? { stored: t.stored, records: [], bytes: 0, metaKey: false };
+      const entry: TxnEntry = this.txns.get(txnId) ?? { stored: t.stored, records: [], bytes: 0, cells: 0, metaKey: false };
       entry.stored = t.stored;
       entry.metaKey ||= t.metaKey;
       if (entry.records && this.cachedBytes + t.bytes <= RECORD_CACHE_BYTES_MAX) {
         for (const r of t.recs) entry.records.push({ intentKey: r.intentKey, reverseKey: r.reverseKey, value: r.value, subKeyLen: r.subKey.length, typeset: r.typeset });
         entry.bytes += t.bytes;
+        entry.cells += t.cells;
         this.cachedBytes += t.bytes;
       } else if (entry.records) {
         this.cachedBytes -= entry.bytes;
@@ -466,7 +393,8 @@ export class IntentsDb {
    * A digest of the provisional records of every transaction in IntentsDB's view except those
    * `skip` names (the caller's: committed ones being applied, whose records each replica moves on its
    * own schedule): per transaction in id order, its id, then each record's intent key and value in
-   * key order. Replicas that applied the same Raft log hold the same records of the transactions
+   * key order — as the per-cell format holds them, weak intents left out (perCellRecords: a replica
+   * that packed the rows agrees with one that did not). Replicas that applied the same Raft log hold the same records of the transactions
    * nobody committed or removed yet, so their digests are equal; the records come from memory when
    * cached, else from the engine (reverse index, then the values).
    */
@@ -492,6 +420,7 @@ export class IntentsDb {
         const values = keys.length === 0 ? [] : this.db.engine.getMany ? await this.db.engine.getMany(keys) : await Promise.all(keys.map((k) => this.db.engine.get(k)));
         recs = keys.map((key, i) => ({ key, value: values[i] }));
       }
+      recs = recs.flatMap((r) => (r.value === undefined ? [r] : perCellRecords(r.key, toBuf(r.value), isStrongIntent)));
       recs.sort((a, b) => Buffer.compare(a.key, b.key));
       part(Buffer.from(id, 'latin1'));
       for (const r of recs) {

@@ -1,4 +1,5 @@
 /** Shared helpers for DocDB tests. */
+import { Flags } from '../../common/flags';
 import { htFrom, type HybridTime } from '../../common/hybrid-time';
 import { TxnId } from '../../common/ids';
 import { DocDb } from '../../docdb/doc-db';
@@ -26,8 +27,19 @@ export class Statuses {
   readonly resolve: StatusResolver = (id) => Promise.resolve(this.map.get(id) ?? { status: 'PENDING' });
 }
 
-export async function memoryDocDb(): Promise<DocDb> {
-  return DocDb.open({ regular: new MemoryEngine(), intents: new MemoryEngine() });
+export async function memoryDocDb(flags?: Flags): Promise<DocDb> {
+  return DocDb.open({ regular: new MemoryEngine(), intents: new MemoryEngine(), ...(flags ? { flags } : {}) });
+}
+
+/**
+ * Flags that write transactional upserts in the per-cell format (txn_packed_intents=false): for tests
+ * of what that format stores (a strong intent per cell, a weak one per row), which IntentsDB still
+ * reads, applies and removes (docdb/packed-intent.ts).
+ */
+export function perCellFlags(): Flags {
+  const f = new Flags();
+  f.setFromString('txn_packed_intents', false);
+  return f;
 }
 
 /** Stored RegularDB versions per sub-key ('c<id>', 'liveness', 'row'), read from the engine's raw keys. */

@@ -115,9 +115,9 @@ describe('docdb read locks: storage', () => {
     await db.writeIntents(ser('t'), [upsert(1, 'new')], ht(10), op(1), rows(1, 2));
     await db.writeIntents(ser('t'), [], ht(11), op(2), TABLET);
     await db.writeIntents(ser('ro'), [], ht(12), op(3), { rows: [key(3)], tablet: true });
-    // Strong intents: the upsert's 2 cells (liveness, column 1) + 2 row locks + 1 tablet lock, and
-    // the read-only txn's 2 locks.
-    expect((await db.sizes()).intentsdb.intentCount).toBe(7);
+    // Strong intents: the upsert's packed intent (liveness and column 1 in one record) + 2 row locks
+    // + 1 tablet lock, and the read-only txn's 2 locks.
+    expect((await db.sizes()).intentsdb.intentCount).toBe(6);
     expect(db.holdsReadLocks(TxnId('t'), { rows: [key(1), key(2)], tablet: true })).toBe(true);
     expect(db.holdsReadLocks(TxnId('t'), rows(3))).toBe(false);
     expect(db.holdsReadLocks(TxnId('ro'), rows(1))).toBe(false);

@@ -14,7 +14,7 @@ import { DocDb } from '../../docdb/doc-db';
 import { MemoryEngine } from '../../docdb/memory-engine';
 import { decodeReverseValue, encodeReverseValue, encodeReverseValueWithMeta, intentKey, reverseValueMeta, subDocKey } from '../../docdb/storage-keys';
 import { decodeStoredMeta, decodeTxnKey, encodeStoredMeta, txnKey } from '../../docdb/txn-records';
-import { ht, key, op, Statuses, txnMeta } from './docdb-helpers';
+import { ht, key, op, perCellFlags, Statuses, txnMeta } from './docdb-helpers';
 
 const rows = (from: number, n: number, tag: string) => Array.from({ length: n }, (_, i) => ({ type: 'upsert' as const, key: key(from + i), columns: [{ columnId: 1, value: `${tag}${from + i}` }, { columnId: 2, value: BigInt(from + i) }] }));
 
@@ -61,7 +61,7 @@ describe('reverse index: one entry per write batch', () => {
     intents = intents.reopen();
     db = await DocDb.open({ regular: regular.reopen(), intents });
     const listed = (await db.listTransactions()).map((t) => [t.meta.txnId, t.intentCount]).sort();
-    expect(listed).toEqual([['t2', 6], ['t3', 0]]); // 2 rows x (liveness + 2 columns)
+    expect(listed).toEqual([['t2', 2], ['t3', 0]]); // 2 rows, one packed intent each
     // Same rows again in a second batch: its write ids must follow the first batch's (from the entry's metadata).
     await db.writeIntents(txnMeta('t2'), rows(0, 2, 'b'), ht(11), op(3));
     await db.markApplyPending(TxnId('t2'), ht(12), op(4));
@@ -106,7 +106,7 @@ describe('reverse index: one entry per write batch', () => {
     const db = await DocDb.open({ regular: new MemoryEngine(), intents });
     await db.writeIntents(txnMeta('t1'), rows(0, 3, 'a'), ht(10), op(1));
     const r = await txnRecords(intents);
-    expect(r).toEqual({ txnKeys: 1, intents: 12 }); // 3 rows x (liveness + 2 columns + weak row intent)
+    expect(r).toEqual({ txnKeys: 1, intents: 3 }); // 3 rows, one packed intent each (per cell: 3 x (liveness + 2 columns + weak row intent))
     expect(await intents.get(txnKey(TxnId('t1')))).toBeUndefined();
     await db.writeIntents(txnMeta('t1'), rows(3, 1, 'b'), ht(11), op(2));
     expect((await txnRecords(intents)).txnKeys).toBe(2);
@@ -117,8 +117,9 @@ describe('reverse index: one entry per write batch', () => {
   it('reverse index: a chunked apply and a chunked abort that end inside a batch rewrite its entry; after a reopen the rest is found and nothing is left', async () => {
     let regular = new MemoryEngine();
     let intents = new MemoryEngine();
-    let db = await DocDb.open({ regular, intents });
-    await db.writeIntents(txnMeta('ap'), rows(0, 5, 'a'), ht(10), op(1)); // 20 records, one entry
+    // Per cell (txn_packed_intents=false), so a batch has many records: 20 records, one entry.
+    let db = await DocDb.open({ regular, intents, flags: perCellFlags() });
+    await db.writeIntents(txnMeta('ap'), rows(0, 5, 'a'), ht(10), op(1));
     await db.writeIntents(txnMeta('ab'), rows(100, 5, 'b'), ht(11), op(2));
     await db.markApplyPending(TxnId('ap'), ht(12), op(3));
     const first = await db.applyIntents(TxnId('ap'), ht(12), op(3), 7, 1);

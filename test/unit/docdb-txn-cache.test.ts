@@ -46,15 +46,15 @@ describe('docdb transaction bookkeeping in memory', () => {
     const db = await DocDb.open({ regular: new MemoryEngine(), intents: new MemoryEngine() });
     await db.writeIntents(txnMeta('t1'), rows(0, 2, 'a'), ht(10), op(1));
     await db.writeIntents(txnMeta('t2'), rows(10, 1, 'b'), ht(11), op(2));
-    expect((await db.sizes()).intentsdb.intentCount).toBe(6); // liveness + column per row
+    expect((await db.sizes()).intentsdb.intentCount).toBe(3); // one packed intent per row
     // t1 applied with the default apply_cleanup_delay_ms: its intents stay on disk for a while.
     await db.markApplyPending(TxnId('t1'), ht(12), op(3));
     await db.applyIntentsMany([{ txnId: TxnId('t1'), commitHt: ht(12), opId: op(3) }]);
     expect(db.deferredAgeMs()).toBeGreaterThanOrEqual(0);
-    expect((await db.sizes()).intentsdb.intentCount).toBe(2);
+    expect((await db.sizes()).intentsdb.intentCount).toBe(1);
     // A REMOVE of t1 (a leader's sweep that lost track of its commit) meets only leftovers: nothing to count.
     await db.removeIntents(TxnId('t1'), op(4));
-    expect((await db.sizes()).intentsdb.intentCount).toBe(2);
+    expect((await db.sizes()).intentsdb.intentCount).toBe(1);
     // t2's provisional write is still read as pending (not skipped as if IntentsDB were empty).
     const pending = new Statuses();
     expect(cols(await db.getRow(key(10), { readHt: ht(20), resolveStatus: pending.resolve }))).toBeUndefined();
@@ -71,7 +71,7 @@ describe('docdb transaction bookkeeping in memory', () => {
     const before = intents.reads();
     expect(await db.markApplyPending(TxnId('t1'), ht(12), op(3))).toBe(true);
     const p = await db.applyIntents(TxnId('t1'), ht(12), op(3), 3); // chunks of 3 records
-    expect(p).toEqual({ done: true, recordsApplied: 30 }); // 3 records per row: liveness + column (strong), row (weak)
+    expect(p).toEqual({ done: true, recordsApplied: 10 }); // 1 record per row: its packed intent
     expect(intents.reads() - before).toBe(0);
     for (let i = 0; i < 10; i++) expect(cols(await db.getRow(key(i), { readHt: ht(13), resolveStatus: none.resolve }))).toEqual({ 1: `a${i}` });
     expect((await db.sizes()).intentsdb.intentCount).toBe(0);
@@ -107,15 +107,16 @@ describe('docdb transaction bookkeeping in memory', () => {
     const db = await DocDb.open({ regular: r, intents: i });
     await db.writeIntents(txnMeta('t1'), rows(0, 6, 'b'), ht(10), op(1));
     expect(await db.markApplyPending(TxnId('t1'), ht(12), op(2))).toBe(true);
-    expect(await db.applyIntents(TxnId('t1'), ht(12), op(2), 4, 1)).toEqual({ done: false, recordsApplied: 4 });
-    expect(await db.applyIntents(TxnId('t1'), ht(12), op(2), 4, 1)).toEqual({ done: false, recordsApplied: 8 });
-    expect((await db.applyStates()).map((s) => s.recordsApplied)).toEqual([8]);
+    // One packed intent per row: 6 records, chunks of 2.
+    expect(await db.applyIntents(TxnId('t1'), ht(12), op(2), 2, 1)).toEqual({ done: false, recordsApplied: 2 });
+    expect(await db.applyIntents(TxnId('t1'), ht(12), op(2), 2, 1)).toEqual({ done: false, recordsApplied: 4 });
+    expect((await db.applyStates()).map((s) => s.recordsApplied)).toEqual([4]);
     await db.close();
     // After a restart nothing is cached: the resumed apply walks the disk and finishes.
     const db2 = await DocDb.open({ regular: r.reopen(), intents: i.reopen() });
-    expect((await db2.applyStates()).map((s) => [s.meta.txnId, s.recordsApplied])).toEqual([['t1', 8]]);
+    expect((await db2.applyStates()).map((s) => [s.meta.txnId, s.recordsApplied])).toEqual([['t1', 4]]);
     expect(await db2.markApplyPending(TxnId('t1'), ht(12), op(2))).toBe(true);
-    expect(await db2.applyIntents(TxnId('t1'), ht(12), op(2), 4)).toEqual({ done: true, recordsApplied: 18 });
+    expect(await db2.applyIntents(TxnId('t1'), ht(12), op(2), 1)).toEqual({ done: true, recordsApplied: 6 });
     for (let k = 0; k < 6; k++) expect(cols(await db2.getRow(key(k), { readHt: ht(13), resolveStatus: none.resolve }))).toEqual({ 1: `b${k}` });
     expect(await db2.applyStates()).toEqual([]);
     expect((await db2.sizes()).intentsdb.intentCount).toBe(0);
@@ -138,7 +139,7 @@ describe('docdb transaction bookkeeping in memory', () => {
     // t1 writes more after the restart: its metadata (next write id) came from disk, not a fresh start.
     await db2.writeIntents(txnMeta('t1'), [{ type: 'upsert', key: key(1), columns: [{ columnId: 1, value: 'c1-again' }] }], ht(11), op(5));
     expect(await db2.markApplyPending(TxnId('t1'), ht(12), op(6))).toBe(true);
-    expect(await db2.applyIntents(TxnId('t1'), ht(12), op(6))).toEqual({ done: true, recordsApplied: 6 });
+    expect(await db2.applyIntents(TxnId('t1'), ht(12), op(6))).toEqual({ done: true, recordsApplied: 2 }); // a packed intent per write
     expect(cols(await db2.getRow(key(1), { readHt: ht(13), resolveStatus: none.resolve }))).toEqual({ 1: 'c1-again' });
     expect(await conflictsOf(db2, 'me', 1)).toEqual(['committedAfterRead']);
     expect((await db2.sizes()).intentsdb.intentCount).toBe(0);

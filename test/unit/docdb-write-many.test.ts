@@ -83,7 +83,7 @@ for (const kind of ['memory', 'rocksdb'] as const) {
       const open = async (sub: string): Promise<KvEngine> => (kind === 'memory' ? new MemoryEngine() : RocksDbEngine.open(path.join(dir, sub)));
       const db = await DocDb.open({ regular: await open('r'), intents: await open('i') });
       try {
-        const bigRows = Math.ceil(APPLY_IN_BATCH_RECORDS_MAX / 3) + 1; // 3 records per row: liveness, column, weak row intent
+        const bigRows = APPLY_IN_BATCH_RECORDS_MAX + 1; // 1 record per row: its packed intent (docdb/packed-intent.ts)
         const rows = (from: number, n: number, v: string) => Array.from({ length: n }, (_, i) => upsert(from + i, v)[0]!);
         await db.writeIntents(txnMeta('small'), rows(0, 2, 's'), ht(10), op(1));
         await db.writeIntents(txnMeta('big'), rows(100, bigRows, 'b'), ht(11), op(2));

@@ -13,7 +13,7 @@ import { visibleChecksum } from '../../tserver/tablet/visible-checksum';
 import { parseReadHt } from '../../tserver/tserver-web';
 import { htFrom } from '../../common/hybrid-time';
 import { judgeAttempt, withConvergence, type ConvergenceReport, type ReplicaDigest } from '../../lab/verify/replica-convergence';
-import { ht, key, memoryDocDb, op, Statuses, txnMeta } from './docdb-helpers';
+import { ht, key, memoryDocDb, op, perCellFlags, Statuses, txnMeta } from './docdb-helpers';
 
 const upsert = (id: number, v: string | null | bigint): RowOp => ({ type: 'upsert', key: key(id), columns: [{ columnId: 1, value: v }, { columnId: 2, value: BigInt(id) }] });
 
@@ -166,9 +166,9 @@ describe('visible checksum: property', () => {
 const reopen = (db: DocDb): Promise<DocDb> => DocDb.open({ regular: db.regularDb.db.engine, intents: db.intentsDb.db.engine });
 
 describe('pending provisional records digest', () => {
-  it('replicas holding the same provisional records digest equal, read from memory or from the engine; one changed value, a missing record or one more transaction differ', async () => {
-    const build = async (v: string, extra = false): Promise<DocDb> => {
-      const db = await memoryDocDb();
+  it('replicas holding the same provisional records digest equal, read from memory or from the engine, packed or per cell; one changed value, a missing record or one more transaction differ', async () => {
+    const build = async (v: string, extra = false, perCell = false): Promise<DocDb> => {
+      const db = await memoryDocDb(perCell ? perCellFlags() : undefined);
       await db.writeRegular([upsert(1, 'a')], ht(10), op(1));
       await db.writeIntents(txnMeta('t1', ht(11)), [upsert(2, v), upsert(3, 'b')], ht(12), op(2));
       await db.writeIntents(txnMeta('t2', ht(11)), [{ type: 'delete', key: key(1) }], ht(13), op(3));
@@ -179,9 +179,14 @@ describe('pending provisional records digest', () => {
     const a = await build('x');
     const base = await a.pendingIntentsDigest();
     expect(base.txns).toBe(2);
-    // t1: 3 rows × (liveness + 2 columns strong, 1 weak on the row) = 12; t2: a row tombstone = 1.
-    expect(base.records).toBe(13);
+    // Digested as the per-cell format holds them, weak intents left out: t1 3 rows × (liveness + 2
+    // columns) = 9; t2: a row tombstone = 1.
+    expect(base.records).toBe(10);
     expect(await (await build('x')).pendingIntentsDigest()).toEqual(base);
+    // A replica that wrote the same log without packing rows (txn_packed_intents=false) agrees.
+    const perCell = await build('x', false, true);
+    expect(await perCell.pendingIntentsDigest()).toEqual(base);
+    expect(await (await reopen(perCell)).pendingIntentsDigest()).toEqual(base);
     expect(await (await reopen(a)).pendingIntentsDigest()).toEqual(base);
     expect((await (await build('y')).pendingIntentsDigest()).sha256).not.toBe(base.sha256);
     expect((await (await build('x', true)).pendingIntentsDigest()).txns).toBe(3);
@@ -189,7 +194,7 @@ describe('pending provisional records digest', () => {
     const victim = (await lost.intentsDb.reverseEntries(TxnId('t1'), 100)).entries[0]!.intentKey;
     await lost.intentsDb.db.engine.write([{ type: 'del', key: victim }]);
     const lostDigest = await (await reopen(lost)).pendingIntentsDigest();
-    expect(lostDigest.records).toBe(13); // the reverse entry still names it: the digest marks it missing
+    expect(lostDigest.records).toBe(8); // the reverse entry still names the packed row (3 cells): the digest marks it missing
     expect(lostDigest.sha256).not.toBe(base.sha256);
   });
 
