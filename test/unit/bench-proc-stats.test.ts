@@ -33,10 +33,13 @@ describe.skipIf(!hasProc)('bench proc-stats (needs /proc: Linux)', () => {
   it('threadCpuTable: the main thread is the one whose id is the pid, and its work shows as main in the delta', () => {
     const a = threadCpuTable([process.pid]);
     expect(a.get(`${process.pid}/${process.pid}`)?.kind).toBe('main');
-    for (const until = Date.now() + 150; Date.now() < until; ) Math.sqrt(Math.random());
+    // Spin until this process has used 60 ms of CPU (not for a wall time: on a loaded machine a
+    // 150 ms spin got 10 ms of CPU), bounded by 20 s of wall time.
+    const cpu0 = process.cpuUsage();
+    for (const until = Date.now() + 20_000; Date.now() < until && process.cpuUsage(cpu0).user < 60_000; ) Math.sqrt(Math.random());
     const b = threadCpuTable([process.pid]);
     const d = threadCpuDelta(a, b);
-    expect(d.main, 'main-thread CPU of a 150 ms spin').toBeGreaterThan(0.02);
+    expect(d.main, 'main-thread CPU of a 60 ms (CPU) spin').toBeGreaterThan(0.02);
     expect(d.rocksdb).toBe(0);
     expect(d.other).toBeGreaterThanOrEqual(0);
     expect(threadCpuSeconds(process.pid)).toBeCloseTo(b.get(`${process.pid}/${process.pid}`)!.seconds, 1);
