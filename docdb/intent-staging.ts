@@ -10,7 +10,6 @@ import type { TxnId } from '../common/ids';
 import { readLockKeys, type OpId, type ReadLocks, type RowOp, type TxnMeta } from './doc-db-api';
 import * as enc from './encoding';
 import { intentTypesForRead, intentTypesForWrite } from './encoding';
-import type { CachedRecord } from './intents-db';
 import type { KvOp } from './kv-engine';
 import { encodePackedIntentValue, PACKED_CELLS_MAX, type PackCell } from './packed-intent';
 import { cellsOf, columnValue } from './row-cells';
@@ -19,6 +18,24 @@ import { encodeStoredMeta, txnKey, type StoredTxnMeta } from './txn-records';
 
 /** One Raft entry's intents, as writeIntentsMany takes them. */
 export type IntentItem = { txn: TxnMeta; ops: readonly RowOp[]; ht: HybridTime; opId: OpId; reads?: ReadLocks };
+/**
+ * A transaction's records as written by this process (apply/abort then need no index walk). The
+ * records of one write batch share one reverse-index entry (`reverseKey`, the same Buffer) and
+ * are contiguous: a chunk that takes only some of them rewrites the entry with the rest (chunkOf).
+ */
+export interface CachedRecord {
+  intentKey: Buffer;
+  reverseKey: Buffer;
+  value: Buffer;
+  /**
+   * Known when the record was written by this process: the length of the intent key's SubDocKey
+   * prefix and its intent type set, so apply and the index need not parse the key again
+   * (intentSubKey).
+   */
+  subKeyLen?: number;
+  typeset?: number;
+}
+
 /** A record staged for the batch, with what the intent index needs. */
 export type StagedRecord = CachedRecord & { subKey: Buffer; typeset: number };
 /** What one batch adds for one transaction: its new metadata, records, bytes and strong intents. */

@@ -20,7 +20,8 @@ import type { TxnId } from '../common/ids';
 import { readLockKeys, type Isolation, type OpId, type ReadLocks, type RowOp, type TxnMeta } from './doc-db-api';
 import { alreadyHolds } from './frontier';
 import type { FrontierDb } from './frontier-db';
-import { stageIntentItem, type StagedTxn } from './intent-staging';
+import { stageIntentItem, type CachedRecord, type StagedTxn } from './intent-staging';
+export type { CachedRecord } from './intent-staging';
 import type { KvOp } from './kv-engine';
 import { intentTypesForWrite } from './encoding';
 import { perCellRecords } from './packed-intent';
@@ -58,23 +59,6 @@ export function isStrongIntent(typeset: number): boolean {
   return (typeset & (INTENT_BITS.STRONG_READ | INTENT_BITS.STRONG_WRITE)) !== 0;
 }
 
-/**
- * A transaction's records as written by this process (apply/abort then need no index walk). The
- * records of one write batch share one reverse-index entry (`reverseKey`, the same Buffer) and
- * are contiguous: a chunk that takes only some of them rewrites the entry with the rest (chunkOf).
- */
-export interface CachedRecord {
-  intentKey: Buffer;
-  reverseKey: Buffer;
-  value: Buffer;
-  /**
-   * Known when the record was written by this process: the length of the intent key's SubDocKey
-   * prefix and its intent type set, so apply and the index need not parse the key again
-   * (intentSubKey).
-   */
-  subKeyLen?: number;
-  typeset?: number;
-}
 
 /** The SubDocKey (a view into the intent key) and type set of a record's intent. */
 export function intentSubKey(r: { intentKey: Buffer; subKeyLen?: number; typeset?: number }): { subKey: Buffer; typeset: number } {
