@@ -56,6 +56,15 @@ async function outcome(x: Promise<bigint>): Promise<bigint | string> {
   }
 }
 
+/** A tablet peer on a fresh directory, closed and removed after the test. */
+async function freshPeer(name: string): Promise<Awaited<ReturnType<typeof openTestPeer>>> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `tessera-combined-${name}-`));
+  janitor.dirs.push(dir);
+  const p = await openTestPeer(dir, { meta: meta() });
+  janitor.peers.push(p);
+  return p;
+}
+
 describe('row ops combined into one entry', () => {
   it('combined: a WRITE entry carrying several request ids round-trips through the op codec', () => {
     const op: TabletOp = { type: 'WRITE', ht: 77n, ops: [{ type: 'delete', key: key(1) }], request: tag(1), moreRequests: [tag(2), { clientId: 'client-b', requestId: 9, minRunning: 3 }] };
@@ -101,10 +110,7 @@ describe('row ops combined into one entry', () => {
   }, 30_000);
 
   it('combined: model-based — batches of calls on distinct rows (increments, conditional puts, an increment past int64, failing alone) answer and write exactly what the calls applied one by one would', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-combined-model-'));
-    janitor.dirs.push(dir);
-    const p = await openTestPeer(dir, { meta: meta() });
-    janitor.peers.push(p);
+    const p = await freshPeer('model');
         const spec = fc.oneof(
       fc.record({ kind: fc.constant('inc' as const), by: fc.integer({ min: -3, max: 5 }) }),
       fc.record({ kind: fc.constant('putIf' as const), eq: fc.oneof(fc.integer({ min: 0, max: 4 }), fc.constant('absent' as const)), v: fc.constantFrom('a', 'b') }),
@@ -163,10 +169,7 @@ describe('row ops combined into one entry', () => {
   }, 120_000);
 
   it('combined: a call on a row holding a pending transaction\'s provisional records fails alone (TXN_CONFLICT: the joint pass fails, each call then settles its own rows); the other calls apply in one entry', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-combined-intents-'));
-    janitor.dirs.push(dir);
-    const p = await openTestPeer(dir, { meta: meta() });
-    janitor.peers.push(p);
+    const p = await freshPeer('intents');
     // A pending transaction (no status tablet here to settle it) holds row 3.
     const txn: TxnMeta = { txnId: TxnId('t-pending'), statusTablet: 'st1', isolation: 'snapshot', priority: 0.5, startHt: p.safeTime() };
     await p.writeIntents({ txn, readHt: p.safeTime(), ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(3), columns: [{ columnId: 1, value: 'txn' }] } }] });

@@ -116,6 +116,19 @@ async function until<T>(f: () => T | undefined | false, ms: number, what: string
   throw new Error(`timed out waiting for ${what}`);
 }
 
+/** One tserver on `transport` with its own data directory, bound at 127.0.0.1:`port`, with `extra` flags. */
+async function startServer(transport: MemTransport, port: number, extra: Record<string, string>, prefix = 'tessera-ts-'): Promise<TServer> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  dirs.push(dir);
+  const flags = new Flags();
+  flags.setFromString('fs_data_dirs', dir);
+  flags.setFromString('rpc_bind_addresses', `127.0.0.1:${port}`);
+  for (const [k, v] of Object.entries(extra)) flags.setFromString(k, v);
+  const s = await startTServer({ flags, transport, methods, log: silentLogger() });
+  servers.push(s);
+  return s;
+}
+
 const schema: pb.TableSchemaPB = { columns: [{ name: 'id', id: 0, type: 'int64' }, { name: 'v', id: 1, type: 'string', nullable: true }], hashColumns: ['id'] };
 const keyPb = (i: number): pb.DocKeyPB => {
   const k = makeDocKey([BigInt(i)]);
@@ -160,16 +173,7 @@ describe('tserver cluster (in-memory transport)', () => {
 
   it('tserver: 3 replicas replicate writes, fail over when the leader server stops, and lose no acknowledged write', async () => {
     const transport = new MemTransport();
-    for (let i = 0; i < 3; i++) {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-ts-'));
-      dirs.push(dir);
-      const flags = new Flags();
-      flags.setFromString('fs_data_dirs', dir);
-      flags.setFromString('rpc_bind_addresses', `127.0.0.1:${9200 + i}`);
-      flags.setFromString('raft_tick_interval_ms', '10');
-      flags.setFromString('raft_election_timeout_ticks', '10');
-      servers.push(await startTServer({ flags, transport, methods, log: silentLogger() }));
-    }
+    for (let i = 0; i < 3; i++) await startServer(transport, 9200 + i, { raft_tick_interval_ms: '10', raft_election_timeout_ticks: '10' });
     const client = transport.createClient();
     const peers = servers.map((s) => ({ uuid: s.uuid, rpcAddress: s.rpcAddress, memberType: 'VOTER' }));
     for (const s of servers) {
@@ -233,19 +237,7 @@ describe('tserver cluster (in-memory transport)', () => {
 
   it('tserver: a new replica added after log GC catches up by remote bootstrap (snapshot of both databases)', async () => {
     const transport = new MemTransport();
-    const start = async (i: number): Promise<TServer> => {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-ts-'));
-      dirs.push(dir);
-      const flags = new Flags();
-      flags.setFromString('fs_data_dirs', dir);
-      flags.setFromString('rpc_bind_addresses', `127.0.0.1:${9300 + i}`);
-      flags.setFromString('raft_tick_interval_ms', '10');
-      flags.setFromString('raft_election_timeout_ticks', '10');
-      flags.setFromString('remote_bootstrap_chunk_bytes', '2048');
-      const s = await startTServer({ flags, transport, methods, log: silentLogger() });
-      servers.push(s);
-      return s;
-    };
+    const start = (i: number): Promise<TServer> => startServer(transport, 9300 + i, { raft_tick_interval_ms: '10', raft_election_timeout_ticks: '10', remote_bootstrap_chunk_bytes: '2048' });
     const first = [await start(0), await start(1), await start(2)];
     const client = transport.createClient();
     const peers = first.map((s) => ({ uuid: s.uuid, rpcAddress: s.rpcAddress, memberType: 'VOTER' }));
@@ -298,17 +290,8 @@ describe('tserver cluster (in-memory transport)', () => {
 
   it('tserver: the replica a CreateTablet marks campaign leads the new tablet without waiting out an election timeout', async () => {
     const transport = new MemTransport();
-    for (let i = 0; i < 3; i++) {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-ts-campaign-'));
-      dirs.push(dir);
-      const flags = new Flags();
-      flags.setFromString('fs_data_dirs', dir);
-      flags.setFromString('rpc_bind_addresses', `127.0.0.1:${9300 + i}`);
-      flags.setFromString('raft_tick_interval_ms', '10');
-      // An election timeout of at least 30 s: within the wait below only the campaign can elect.
-      flags.setFromString('raft_election_timeout_ticks', '3000');
-      servers.push(await startTServer({ flags, transport, methods, log: silentLogger() }));
-    }
+    // An election timeout of at least 30 s: within the wait below only the campaign can elect.
+    for (let i = 0; i < 3; i++) await startServer(transport, 9300 + i, { raft_tick_interval_ms: '10', raft_election_timeout_ticks: '3000' }, 'tessera-ts-campaign-');
     const client = transport.createClient();
     const peers = servers.map((s) => ({ uuid: s.uuid, rpcAddress: s.rpcAddress, memberType: 'VOTER' }));
     // The campaigning replica is created first: its peers do not exist yet, so it campaigns again later.
