@@ -15,10 +15,10 @@
  * digest does not depend on the format (perCellRecords).
  */
 import { assert } from '../common/assert';
-import { TxnId } from '../common/ids';
+import type { TxnId } from '../common/ids';
 import * as enc from './encoding';
 import type { StoredValue, SubKind } from './row-assembler';
-import { encodeIntentValue, intentKey, parseIntentKey, docKeyLength } from './storage-keys';
+import { encodeIntentValue, intentHeaderBytes, intentKey, parseIntentKey, docKeyLength, splitIntentValue, writeIntentHeader } from './storage-keys';
 
 /** Marks a packed intent's value (after the intent header). */
 export const PACKED_ROW_TAG = 0x50; // 'P'
@@ -43,10 +43,8 @@ export interface PackedCell {
 /** The intent value of a packed row: header (txn id, the first cell's write id), then the cells. */
 export function encodePackedIntentValue(txnId: TxnId, cells: readonly PackCell[]): Buffer {
   assert(cells.length > 0 && cells.length <= PACKED_CELLS_MAX, 'a packed intent needs 1..65535 cells');
-  // The header encodeIntentValue writes ('x' len txn id 'w' u32 write id), into the same buffer.
-  const idBytes = Buffer.byteLength(txnId, 'utf8');
-  assert(idBytes < 256, 'txn id too long');
-  let n = 7 + idBytes + 3;
+  // The header encodeIntentValue writes, into the same buffer, then 'P' and the cell count.
+  let n = intentHeaderBytes(txnId) + 3;
   const sizes: number[] = [];
   for (const c of cells) {
     assert(c.suffix.length > 0 && c.suffix.length < 256, 'packed cell suffix out of range');
@@ -55,13 +53,7 @@ export function encodePackedIntentValue(txnId: TxnId, cells: readonly PackCell[]
     n += 1 + c.suffix.length + 8 + s;
   }
   const w = new enc.ByteWriter(n);
-  w.u8(0x78);
-  w.u8(idBytes);
-  w.ensure(idBytes);
-  w.raw().write(txnId, w.length, 'utf8');
-  w.advance(idBytes);
-  w.u8(0x77);
-  w.u32BE(cells[0]!.writeId);
+  writeIntentHeader(w, txnId, cells[0]!.writeId);
   w.u8(PACKED_ROW_TAG);
   w.u16BE(cells.length);
   cells.forEach((c, i) => {
@@ -120,10 +112,8 @@ export function subKindOfSuffix(suffix: Buffer): SubKind {
 export function perCellRecords(key: Buffer, value: Buffer, isStrong: (typeset: number) => boolean): Array<{ key: Buffer; value: Buffer }> {
   const p = parseIntentKey(key, docKeyLength(key));
   if (!isStrong(p.typeset)) return [];
-  const txnLen = value[1]!;
-  const encoded = value.subarray(7 + txnLen);
+  const { txnId, encoded } = splitIntentValue(value);
   if (!isPacked(encoded)) return [{ key, value }];
-  const txnId = TxnId(value.toString('utf8', 2, 2 + txnLen));
   return decodePackedCells(encoded).map((c) => ({
     key: intentKey(Buffer.concat([p.subKey, c.suffix]), p.typeset, p.ht, c.writeId),
     value: Buffer.concat([encodeIntentValue(txnId, c.writeId, undefined), c.encoded]),

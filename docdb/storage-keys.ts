@@ -240,6 +240,25 @@ export function encodeIntentValue(txnId: TxnId, writeId: number, value: StoredVa
   return value === undefined ? head : enc.encodeValue(value, head);
 }
 
+/** Bytes of an intent value's header for `txnId` ('x' len txn id 'w' u32 write id). */
+export function intentHeaderBytes(txnId: TxnId): number {
+  const idBytes = Buffer.byteLength(txnId, 'utf8');
+  assert(idBytes < 256, 'txn id too long');
+  return 2 + idBytes + 5;
+}
+
+/** The header encodeIntentValue writes, into `w` (a packed intent's value: docdb/packed-intent.ts). */
+export function writeIntentHeader(w: enc.ByteWriter, txnId: TxnId, writeId: number): void {
+  const idBytes = intentHeaderBytes(txnId) - 7;
+  w.u8(0x78);
+  w.u8(idBytes);
+  w.ensure(idBytes);
+  w.raw().write(txnId, w.length, 'utf8');
+  w.advance(idBytes);
+  w.u8(0x77);
+  w.u32BE(writeId);
+}
+
 /**
  * An intent value's header, and its value still encoded (a view into `u`): exactly the bytes a
  * RegularDB version of that value holds (both are encodeStored's format), so an apply moves them
