@@ -185,9 +185,7 @@ async function computeCalls(d: CombinedWritesDeps, calls: Call[]): Promise<void>
     const computed = c.req.computed!;
     const mine = computed.readsRows === false ? c.keys.map(() => undefined) : rows.slice(at, (at += c.keys.length));
     try {
-      const ops = computed.compute(mine);
-      if (ops) c.ops = ops;
-      else answerWithoutWrite(c);
+      takeOps(c, computed.compute(mine));
     } catch (e) {
       fail(c, d.withLeaderHint(e));
     }
@@ -196,12 +194,16 @@ async function computeCalls(d: CombinedWritesDeps, calls: Call[]): Promise<void>
 
 async function computeAlone(d: CombinedWritesDeps, c: Call): Promise<void> {
   try {
-    const ops = await d.opsToWrite(c.req, c.keys);
-    if (ops) c.ops = ops;
-    else answerWithoutWrite(c);
+    takeOps(c, await d.opsToWrite(c.req, c.keys));
   } catch (e) {
     fail(c, d.withLeaderHint(e));
   }
+}
+
+/** A call's computed ops; none (its condition failed): answered at once, nothing to write. */
+function takeOps(c: Call, ops: RowOp[] | undefined): void {
+  if (ops) c.ops = ops;
+  else answerWithoutWrite(c);
 }
 
 /** One WRITE entry for every live call: the first call's request leads, the others ride along. */
