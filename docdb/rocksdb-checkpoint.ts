@@ -26,6 +26,13 @@ export interface CheckpointResult {
   copiedFiles: number;
   copiedBytes: number;
   attempts: number;
+  /** With `walAside`: the WAL files linked there instead, by number, with their sizes at the checkpoint. */
+  walFiles?: Array<{ path: string; number: number; size: number }>;
+}
+
+export interface CheckpointOptions {
+  /** The WAL files hard-linked into this directory instead of the checkpoint (the caller reads them: rocksdb-wal.ts). */
+  walAside?: string;
 }
 
 /** Files of a RocksDB directory a checkpoint leaves out: the lock, the info logs. */
@@ -52,14 +59,21 @@ function sameListing(a: Map<string, number>, b: Map<string, number>): boolean {
   return true;
 }
 
-/** One attempt; undefined when a file vanished mid-way (a compaction deleted it). `linkWal`: the WAL files linked too. */
-function copyOnce(src: string, dst: string, files: Map<string, number>, linkWal: boolean): Omit<CheckpointResult, 'attempts'> | undefined {
-  const r = { linkedFiles: 0, copiedFiles: 0, copiedBytes: 0 };
+/** One attempt; undefined when a file vanished mid-way (a compaction deleted it). */
+function copyOnce(src: string, dst: string, files: Map<string, number>, o: CheckpointOptions): Omit<CheckpointResult, 'attempts'> | undefined {
+  const r: Omit<CheckpointResult, 'attempts'> = { linkedFiles: 0, copiedFiles: 0, copiedBytes: 0 };
+  if (o.walAside) r.walFiles = [];
   for (const [name, size] of files) {
     const from = path.join(src, name);
-    const to = path.join(dst, name);
+    const wal = name.endsWith('.log');
+    const to = wal && o.walAside ? path.join(o.walAside, name) : path.join(dst, name);
     try {
-      if (name.endsWith('.sst') || (linkWal && name.endsWith('.log'))) {
+      if (wal && o.walAside) {
+        fs.linkSync(from, to); // no fallback to a copy: a copy is what the caller's fallback makes
+        r.walFiles!.push({ path: to, number: Number(name.slice(0, -4)), size });
+        continue;
+      }
+      if (name.endsWith('.sst')) {
         try {
           fs.linkSync(from, to);
           r.linkedFiles++;
@@ -82,22 +96,27 @@ function copyOnce(src: string, dst: string, files: Map<string, number>, linkWal:
 /**
  * Make `dst` (absent or empty) a checkpoint of the open RocksDB at `src`, whose writes the caller
  * holds back. Undefined when background work kept changing the files for every attempt.
- * `linkWal`: the WAL hard-linked instead of copied — only for a caller that keeps the source's
- * writes held until the checkpoint was opened once (RocksDB then replays the WAL, writes it to a
- * table file and drops its link; it never writes to an old WAL: with flushes on recovery, RocksDB's
- * default, it does not even truncate one), since later appends to the source's WAL would show there.
+ * `walAside`: the WAL files hard-linked into that directory instead of copied into `dst`, each with
+ * its size at the checkpoint. The source may append to them once its writes go on, never rewrite
+ * what they held (RocksDB does not recycle WAL files unless `recycle_log_file_num` is set, and the
+ * binding does not set it), so their first `size` bytes stay what the checkpoint saw.
  */
-export async function checkpointRocksDir(src: string, dst: string, attemptsMax = CHECKPOINT_ATTEMPTS_MAX, o: { linkWal?: boolean } = {}): Promise<CheckpointResult | undefined> {
+export async function checkpointRocksDir(src: string, dst: string, attemptsMax = CHECKPOINT_ATTEMPTS_MAX, o: CheckpointOptions = {}): Promise<CheckpointResult | undefined> {
   for (let attempt = 1; attempt <= attemptsMax; attempt++) {
-    fs.rmSync(dst, { recursive: true, force: true });
-    makeDirs(dst);
+    for (const d of o.walAside ? [dst, o.walAside] : [dst]) {
+      fs.rmSync(d, { recursive: true, force: true });
+      makeDirs(d);
+    }
     const before = listing(src);
-    const r = copyOnce(src, dst, before, o.linkWal ?? false);
-    if (r && sameListing(before, listing(src))) return { ...r, attempts: attempt };
+    const r = copyOnce(src, dst, before, o);
+    if (r && sameListing(before, listing(src))) {
+      r.walFiles?.sort((a, b) => a.number - b.number);
+      return { ...r, attempts: attempt };
+    }
     // Background work is under way: give it a moment (a flush or a compaction step is short).
     await new Promise((res) => setTimeout(res, 50 * attempt));
   }
-  fs.rmSync(dst, { recursive: true, force: true });
+  for (const d of o.walAside ? [dst, o.walAside] : [dst]) fs.rmSync(d, { recursive: true, force: true });
   return undefined;
 }
 

@@ -126,6 +126,13 @@ const DEL_RANGE_KEYS_MAX = 10_000_000;
 const ARRAY_BATCH_BYTES_MIN = 256 << 10;
 const ARRAY_BATCH_BYTES_PER_OP_MIN = 4 << 10;
 
+/** A checkpoint's WAL, set aside (RocksDbEngine.checkpointWalAside): live files in order, with their sizes then. */
+export interface WalAside {
+  files: Array<{ path: string; number: number; size: number }>;
+  /** Entries in the source's memtables then: what those files' first `size` bytes must hold. */
+  memtableEntries: number;
+}
+
 export interface RocksDbEngineOptions {
   /** Memtable size before RocksDB flushes on its own (RocksDB write_buffer_size). */
   writeBufferBytes?: number;
@@ -344,20 +351,29 @@ export class RocksDbEngine implements KvEngine {
   }
 
   /**
-   * A checkpoint in `dir` whose WAL is hard-linked, not copied (a memtable of up to
-   * memstore_size_mb copied on the main thread took 24–645 ms in the split benchmark), then
-   * `opened()` — which must open it once — with every write of this engine still held back, so
-   * nothing is appended to the shared WAL before that open replayed it (rocksdb-checkpoint.ts).
-   * Undefined (`opened` not called) when RocksDB's background work kept changing the files.
+   * A checkpoint in `dir` without its WAL: the live WAL files (RocksDB's `min-log-number-to-keep`
+   * on) hard-linked into `walDir` instead, with their sizes and the memtables' entry count, all taken
+   * with every write of this engine held back — only for that instant: the source may append to
+   * those files afterwards, never change the bytes they held (rocksdb-checkpoint.ts). The caller
+   * reads them (rocksdb-wal.ts). Undefined when RocksDB's background work kept changing the files.
    */
-  async checkpointLinkedThen<T>(dir: string, opened: () => Promise<T>): Promise<{ checkpointMs: number; value: T } | undefined> {
+  async checkpointWalAside(dir: string, walDir: string): Promise<{ checkpointMs: number; wal: WalAside } | undefined> {
     this.checkOpen();
     const run = this.writeLock.then(async () => {
       while (this.compactions.size > 0) await Promise.allSettled([...this.compactions]);
       const t0 = performance.now();
-      const cp = await checkpointRocksDir(this.location, dir, CHECKPOINT_ATTEMPTS_MAX, { linkWal: true });
-      const checkpointMs = Math.round(performance.now() - t0);
-      return cp ? { checkpointMs, value: await opened() } : undefined;
+      for (let attempt = 1; attempt <= CHECKPOINT_ATTEMPTS_MAX; attempt++) {
+        const entries = this.memtableEntries();
+        const minLog = this.prop('rocksdb.min-log-number-to-keep');
+        const cp = await checkpointRocksDir(this.location, dir, 1, { walAside: walDir });
+        // A flush between the two readings moved entries out of the memtables: take it again.
+        if (cp && entries === this.memtableEntries() && minLog === this.prop('rocksdb.min-log-number-to-keep')) {
+          const files = cp.walFiles!.filter((f) => f.number >= minLog);
+          return { checkpointMs: Math.round(performance.now() - t0), wal: { files, memtableEntries: entries } };
+        }
+        if (cp) await new Promise((res) => setTimeout(res, 50 * attempt)); // (a failed attempt has paused already)
+      }
+      return undefined;
     });
     this.writeLock = run.then(
       () => undefined,

@@ -20,7 +20,7 @@ import type { Flags } from '../common/flags';
 import { NodeId } from '../common/ids';
 import type { Logger } from '../common/log';
 import { makeDirs } from '../common/fs-dirs';
-import { cloneCheckpoint, RangeHidingEngine, RocksDbEngine, type KvEngine } from '../docdb';
+import { cloneCheckpoint, RangeHidingEngine, readFilePrefix, readWalFile, RocksDbEngine, WalFormatError, type KvEngine, type KvOp, type WalAside, type WalOp } from '../docdb';
 import { BOOTSTRAP_TERM, DEFAULT_WAL_DURABILITY, type LogStorage, type Message, type WalDurability } from '../raft';
 import { copyRows, rowRangeOf, type ChildBuilt } from './split-apply';
 import { RAFT_ELECTION_TIMEOUT_TICKS, SPLIT_HARD_LINKS } from './tserver-flags';
@@ -97,6 +97,7 @@ export class SplitChildren {
     const source = checkpointSource(parentRegular);
     // Not a tablet directory (no meta.json): openAll removes one a crash left behind.
     const scratch = path.join(this.deps.tabletsDir, `${SPLIT_SCRATCH_PREFIX}${metas[0]!.tabletId}`);
+    const walDir = `${scratch}.wal`;
     // The children's logs do not depend on the data: written while the checkpoint is taken and opened.
     // (Each child's directory is wiped and made again synchronously, before their first await.)
     const logs = metas.map((m) => this.prepareChild(m, o.leader));
@@ -107,9 +108,9 @@ export class SplitChildren {
     let intents: Array<Promise<KvEngine> | undefined> = intentsOpens;
     try {
       const t0 = performance.now();
-      // The parent's writes stay held until the checkpoint was opened: its WAL is linked, not copied.
-      const cp = source && this.deps.flags.get(SPLIT_HARD_LINKS) ? await source.checkpointLinkedThen(scratch, () => this.openLinked(scratch, metas)) : undefined;
-      if (cp) linked = cp.value;
+      // The parent's writes are held only while the checkpoint is taken: its WAL is set aside (linked, with its size then).
+      const cp = source && this.deps.flags.get(SPLIT_HARD_LINKS) ? await source.checkpointWalAside(scratch, walDir) : undefined;
+      if (cp) linked = await this.openLinked(scratch, cp.wal, metas);
       const shared = { checkpointMs: cp?.checkpointMs ?? 0, recoverMs: Math.round(performance.now() - t0) - (cp?.checkpointMs ?? 0) };
       if (source && !cp) this.deps.log.warn({ attempts: 'all' }, 'split: no consistent checkpoint of the parent (RocksDB kept changing its files); copying rows');
       const prepared = await Promise.all(logs);
@@ -124,57 +125,65 @@ export class SplitChildren {
       // Engines not handed to a child (a failure on the way): closed, so the next attempt can open the directories again.
       for (const e of linked) await e?.close().catch(() => undefined);
       for (const p of intents) await p?.then((e) => e.close()).catch(() => undefined);
-      fs.rmSync(scratch, { recursive: true, force: true });
+      for (const d of [scratch, walDir]) fs.rmSync(d, { recursive: true, force: true });
       for (const m of metas) this.building.delete(m.tabletId);
     }
   }
 
   /**
    * The children's RegularDBs made from the checkpoint, left open for the children to take over.
-   * The checkpoint becomes the first child's RegularDB (a rename) and is opened once: RocksDB replays
-   * the WAL, linked from the parent's (its memtable, up to memstore_size_mb; the parent's writes are
-   * held until this open is done), writes it to a table file and drops the link, and
-   * the parent's meta keys are deleted, so the child's databases start at op id 0. The other child's
-   * is a checkpoint of that open database (its table files linked again, its small WAL copied), so
-   * the memtable is replayed and written once for both, and no database is opened, closed and
-   * opened again under the split's write hold. (A flush of the parent beforehand is no way out: the
-   * binding's only flush is a CompactRange, which rewrites every file a memtable of random keys
-   * overlaps, holding the server's libuv thread for seconds.)
+   * The checkpoint (the parent's table files, linked) becomes the first child's RegularDB (a rename)
+   * and is cloned for the second before either opens; neither has a WAL to replay. The parent's
+   * memtable is read from its WAL, set aside by the checkpoint (docdb/rocksdb-wal.ts), and each
+   * child writes only its own rows of it into its own memtable (synced), with the parent's meta keys
+   * deleted in the same batch, so the child's databases start at op id 0, matching its empty log.
+   * Before, RocksDB replayed the WAL when the checkpoint opened and wrote all of it (both halves) to
+   * one more L0 table file: that pushed a child's L0 over `max_bytes_for_level_base`, and every
+   * replica compacted the whole parent right after the split (docs/splitting.md, "What the seconds
+   * after a split cost"). A WAL that cannot be read that way is copied into the checkpoint instead,
+   * and RocksDB replays it in each child as before.
    */
-  private async openLinked(scratch: string, metas: TabletMeta[]): Promise<KvEngine[]> {
+  private async openLinked(scratch: string, wal: WalAside, metas: TabletMeta[]): Promise<KvEngine[]> {
+    const t0 = performance.now();
     const dirs = metas.map((m) => path.join(this.deps.tabletsDir, m.tabletId, 'regular'));
+    const memtable = this.memtableOf(scratch, wal, metas);
     fs.renameSync(scratch, dirs[0]!);
-    const out: KvEngine[] = [await this.deps.openEngine(dirs[0]!)];
-    // The parent's meta keys are deleted in each child once it is open, not in the first before the
-    // second is made from it: that deletion would sit in the WAL the second child's copy replays,
-    // and its open would write it out as one more L0 file — the fourth of a tablet whose parent had
-    // two, RocksDB's trigger for compacting L0, so that child rewrote all of the parent's data (both
-    // halves) at once on every replica (docs/splitting.md, "What the seconds after a split cost").
-    const dropMeta = (e: KvEngine): Promise<void> => e.write([{ type: 'delRange', start: Uint8Array.of(0x00), end: DATA_START }], { sync: true });
+    for (const d of dirs.slice(1)) cloneCheckpoint(dirs[0]!, d);
+    const opened = await Promise.allSettled(dirs.map((d) => this.deps.openEngine(d)));
+    const out = opened.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));
     try {
-      if (dirs.length < 2) {
-        await dropMeta(out[0]!);
-        return out;
-      }
-      const t0 = performance.now();
-      const first = out[0]!;
-      // One attempt: the database was opened a moment ago and RocksDB may have started a compaction
-      // (its files change, the listings differ). Then closed and cloned, nothing can change the files
-      // (the earlier way: one open and one close more, no retries with pauses).
-      const cp = first instanceof RocksDbEngine ? await first.checkpointTo(dirs[1]!, 1) : undefined;
-      if (!cp) {
-        out.pop();
-        await first.close();
-        cloneCheckpoint(dirs[0]!, dirs[1]!);
-        out.push(await this.deps.openEngine(dirs[0]!));
-      }
-      out.push(await this.deps.openEngine(dirs[1]!));
-      await Promise.all(out.map(dropMeta));
-      this.deps.log.info({ tablet: metas[1]!.tabletId, from: metas[0]!.tabletId, cloned: cp ? 'checkpoint of the open database' : 'closed and cloned', ms: Math.round(performance.now() - t0) }, 'split: second child\'s RegularDB made');
-      return out;
+      for (const o of opened) if (o.status === 'rejected') throw o.reason;
+      const dropMeta: KvOp = { type: 'delRange', start: Uint8Array.of(0x00), end: DATA_START };
+      await Promise.all(out.map((e, i) => e.write([...(memtable?.[i] ?? []), dropMeta], { sync: true })));
     } catch (e) {
       for (const x of out) await x.close().catch(() => undefined);
       throw e;
+    }
+    const rows = memtable?.map((ops) => ops.length) ?? 'replayed by RocksDB';
+    this.deps.log.info({ tablet: metas[0]!.tabletId, walFiles: wal.files.length, memtableRows: rows, ms: Math.round(performance.now() - t0) }, "split: children's RegularDBs made");
+    return out;
+  }
+
+  /**
+   * Each child's rows of the parent's memtable, from the WAL set aside by the checkpoint, in the
+   * order they were written; undefined — the WAL's first bytes then copied into the checkpoint for
+   * RocksDB to replay — when it holds what the reader does not know, or not every memtable entry.
+   */
+  private memtableOf(scratch: string, wal: WalAside, metas: TabletMeta[]): KvOp[][] | undefined {
+    try {
+      let ops: WalOp[] = [];
+      for (const f of wal.files) ops = ops.concat(readWalFile(f.path, f.size).ops);
+      if (ops.length !== wal.memtableEntries) throw new WalFormatError(`the WAL holds ${ops.length} entries, the memtables ${wal.memtableEntries}`);
+      return metas.map((m) => {
+        const r = rowRangeOf(m);
+        const from = Buffer.compare(r.start, DATA_START) > 0 ? r.start : DATA_START;
+        return ops.filter((op) => Buffer.compare(op.key, from) >= 0 && (r.end.length === 0 || Buffer.compare(op.key, r.end) < 0));
+      });
+    } catch (e) {
+      if (!(e instanceof WalFormatError)) throw e;
+      this.deps.log.warn({ err: e, walFiles: wal.files.length }, "split: the parent's WAL could not be read; RocksDB replays it in each child");
+      for (const f of wal.files) fs.writeFileSync(path.join(scratch, path.basename(f.path)), readFilePrefix(f.path, f.size));
+      return undefined;
     }
   }
 
