@@ -80,18 +80,10 @@ function* records(buf: Buffer): Generator<Buffer> {
   let at = 0;
   let parts: Buffer[] | undefined;
   while (at < buf.length) {
-    const left = BLOCK_SIZE - (at % BLOCK_SIZE);
-    if (left < HEADER_SIZE) {
-      at += left; // a block's trailer: padding
-      continue;
-    }
-    if (at + HEADER_SIZE > buf.length) throw new WalFormatError(`a record header cut at ${at}`);
-    const len = buf.readUInt16LE(at + 4);
-    const type = buf[at + 6]!;
-    const from = at + HEADER_SIZE;
-    if (from + len > buf.length || len > left - HEADER_SIZE) throw new WalFormatError(`a record of ${len} bytes at ${at} runs past its block or the log`);
-    const payload = buf.subarray(from, from + len);
-    at = from + len;
+    const rec = physicalRecord(buf, at, buf.length);
+    at = rec.next;
+    if (!rec.payload) continue;
+    const { type, payload } = rec;
     if (type === 1 && !parts) yield payload;
     else if (type === 2 && !parts) parts = [payload];
     else if (type === 3 && parts) parts.push(payload);
@@ -99,9 +91,23 @@ function* records(buf: Buffer): Generator<Buffer> {
       parts.push(payload);
       yield Buffer.concat(parts);
       parts = undefined;
-    } else throw new WalFormatError(`a record of type ${type} at ${at - len - HEADER_SIZE}${parts ? ' inside a fragmented one' : ''}`);
+    } else throw new WalFormatError(`a record of type ${type}${parts ? ' inside a fragmented one' : ''}`);
   }
   if (parts) throw new WalFormatError('the log ends inside a fragmented record');
+}
+
+/**
+ * The physical record at `at` of bytes that start at a block boundary and end at `end`: its type
+ * and payload (a view), or no payload for a block's padding; `next` is where the next one starts.
+ */
+function physicalRecord(buf: Buffer, at: number, end: number): { type: number; payload?: Buffer; next: number } {
+  const left = BLOCK_SIZE - (at % BLOCK_SIZE);
+  if (left < HEADER_SIZE) return { type: 0, next: at + left }; // a block's trailer: padding
+  if (at + HEADER_SIZE > end) throw new WalFormatError(`a record header cut at ${at}`);
+  const len = buf.readUInt16LE(at + 4);
+  const from = at + HEADER_SIZE;
+  if (from + len > end || len > left - HEADER_SIZE) throw new WalFormatError(`a record of ${len} bytes at ${at} runs past its block or the log`);
+  return { type: buf[at + 6]!, payload: buf.subarray(from, from + len), next: from + len };
 }
 
 /** The operations in a WAL's bytes, in the order they were written. */
@@ -115,23 +121,75 @@ export function parseWal(buf: Buffer): WalContents {
   return { ops, batches };
 }
 
-/** The first `size` bytes of a file (a WAL as it was when its database's writes were held back). */
-export function readFilePrefix(file: string, size: number): Buffer {
-  const fd = fs.openSync(file, 'r');
-  try {
-    const buf = Buffer.allocUnsafe(size);
-    for (let got = 0; got < size; ) {
-      const n = fs.readSync(fd, buf, got, size - got, got);
-      if (n === 0) throw new WalFormatError(`${file} holds ${got} bytes, not ${size}`);
-      got += n;
-    }
-    return buf;
-  } finally {
-    fs.closeSync(fd);
+/** File bytes read at once: whole blocks, so a physical record never spans two reads. */
+const CHUNK_BYTES = 128 * BLOCK_SIZE;
+/** Where records made of fragments are put together (grown for a larger one). */
+const ARENA_BYTES = 8 << 20;
+
+function readFully(fd: number, buf: Buffer, len: number, position: number, file: string): void {
+  for (let got = 0; got < len; ) {
+    const n = fs.readSync(fd, buf, got, len - got, position + got);
+    if (n === 0) throw new WalFormatError(`${file} ends before byte ${position + len}`);
+    got += n;
   }
 }
 
-/** The operations in a WAL file's first `size` bytes. */
-export function readWalFile(file: string, size: number): WalContents {
-  return parseWal(readFilePrefix(file, size));
+/**
+ * The operations of WAL files' first `size` bytes, in the order they were written, in groups.
+ * A group's keys and values are views of buffers this reader reuses: valid only until the next
+ * group is asked for. (One fresh buffer of a whole memtable cost this machine ~0.8 s of page
+ * faults per 120 MiB, reused 4 MiB reads ~0.05 s.)
+ */
+export async function* walOpGroups(files: ReadonlyArray<{ path: string; size: number }>): AsyncGenerator<WalOp[], void, void> {
+  const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+  let arena = Buffer.allocUnsafe(ARENA_BYTES);
+  let used = 0; // arena bytes that pending ops or the record being put together point into
+  let recStart = -1; // where in the arena the record being put together starts (-1: none)
+  let pending: WalOp[] = [];
+  for (const f of files) {
+    const fd = fs.openSync(f.path, 'r');
+    try {
+      for (let base = 0; base < f.size; base += CHUNK_BYTES) {
+        const len = Math.min(CHUNK_BYTES, f.size - base);
+        readFully(fd, chunk, len, base, f.path);
+        for (let at = 0; at < len; ) {
+          const { type, payload, next } = physicalRecord(chunk, at, len);
+          at = next;
+          if (!payload) continue;
+          if (type === 1 && recStart < 0) {
+            parseWriteBatch(payload, pending);
+            continue;
+          }
+          if (!((type === 2 && recStart < 0) || ((type === 3 || type === 4) && recStart >= 0))) throw new WalFormatError(`a record of type ${type} in ${f.path}${recStart >= 0 ? ' inside a fragmented one' : ''}`);
+          if (type === 2) recStart = used;
+          if (used + payload.length > arena.length) {
+            // Room for the fragment: hand the pending ops over, keep only the record under way.
+            if (pending.length > 0) yield pending;
+            pending = [];
+            const partial = used - recStart;
+            const bigger = partial + payload.length > arena.length ? Buffer.allocUnsafe(Math.max(2 * arena.length, partial + payload.length)) : arena;
+            arena.copy(bigger, 0, recStart, used);
+            arena = bigger;
+            used = partial;
+            recStart = 0;
+          }
+          payload.copy(arena, used);
+          used += payload.length;
+          if (type === 4) {
+            parseWriteBatch(arena.subarray(recStart, used), pending);
+            recStart = -1;
+          }
+        }
+        // The pending ops may point into the chunk: handed over before it is read into again.
+        if (pending.length > 0) yield pending;
+        pending = [];
+        if (recStart >= 0) arena.copy(arena, 0, recStart, used);
+        used = recStart >= 0 ? used - recStart : 0;
+        recStart = recStart >= 0 ? 0 : -1;
+      }
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+  if (recStart >= 0) throw new WalFormatError('the log ends inside a fragmented record');
 }

@@ -20,7 +20,7 @@ import type { Flags } from '../common/flags';
 import { NodeId } from '../common/ids';
 import type { Logger } from '../common/log';
 import { makeDirs } from '../common/fs-dirs';
-import { cloneCheckpoint, RangeHidingEngine, readFilePrefix, readWalFile, RocksDbEngine, WalFormatError, type KvEngine, type KvOp, type WalAside, type WalOp } from '../docdb';
+import { cloneCheckpoint, RangeHidingEngine, RocksDbEngine, walOpGroups, WalFormatError, type KvEngine, type KvOp, type WalAside } from '../docdb';
 import { BOOTSTRAP_TERM, DEFAULT_WAL_DURABILITY, type LogStorage, type Message, type WalDurability } from '../raft';
 import { copyRows, rowRangeOf, type ChildBuilt } from './split-apply';
 import { RAFT_ELECTION_TIMEOUT_TICKS, SPLIT_HARD_LINKS } from './tserver-flags';
@@ -44,6 +44,40 @@ const CHILD_LEADER_POLL_MS = 5;
  */
 const CHILD_CAMPAIGN_EVERY_TICKS = 6;
 const DATA_START = Uint8Array.of(0x20);
+
+function syncFile(file: string): void {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, 'r');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return; // flushed and deleted: its rows are in a synced table file
+    throw e;
+  }
+  try {
+    fs.fdatasyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * The parent's memtable, read from the WAL set aside by the checkpoint, written into the children:
+ * each only its own rows (unsynced: the caller syncs), in the order they were written. Rows per child.
+ */
+async function carryMemtable(engines: KvEngine[], wal: WalAside, metas: TabletMeta[]): Promise<number[]> {
+  const ranges = metas.map((m) => {
+    const r = rowRangeOf(m);
+    return { from: Buffer.compare(r.start, DATA_START) > 0 ? r.start : DATA_START, end: r.end };
+  });
+  const rows = metas.map(() => 0);
+  for await (const group of walOpGroups(wal.files)) {
+    const parts = ranges.map((r) => group.filter((op) => Buffer.compare(op.key, r.from) >= 0 && (r.end.length === 0 || Buffer.compare(op.key, r.end) < 0)));
+    // Each group's bytes are the reader's to reuse once these writes are done.
+    await Promise.all(engines.map((e, i) => (parts[i]!.length > 0 ? e.write(parts[i]!) : undefined)));
+    parts.forEach((p, i) => (rows[i]! += p.length));
+  }
+  return rows;
+}
 
 /** A child's databases opened by its build, by directory name (`regular`, `intents`). */
 export interface OpenEngines {
@@ -146,44 +180,47 @@ export class SplitChildren {
   private async openLinked(scratch: string, wal: WalAside, metas: TabletMeta[]): Promise<KvEngine[]> {
     const t0 = performance.now();
     const dirs = metas.map((m) => path.join(this.deps.tabletsDir, m.tabletId, 'regular'));
-    const memtable = this.memtableOf(scratch, wal, metas);
+    const readable = await this.walReadable(scratch, wal);
     fs.renameSync(scratch, dirs[0]!);
     for (const d of dirs.slice(1)) cloneCheckpoint(dirs[0]!, d);
     const opened = await Promise.allSettled(dirs.map((d) => this.deps.openEngine(d)));
     const out = opened.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));
     try {
       for (const o of opened) if (o.status === 'rejected') throw o.reason;
+      const rows = readable ? await carryMemtable(out, wal, metas) : 'replayed by RocksDB';
       const dropMeta: KvOp = { type: 'delRange', start: Uint8Array.of(0x00), end: DATA_START };
-      await Promise.all(out.map((e, i) => e.write([...(memtable?.[i] ?? []), dropMeta], { sync: true })));
+      await Promise.all(out.map((e) => e.write([dropMeta], { sync: true })));
+      // The memtable rows went in unsynced; the synced write above made the child's current WAL
+      // durable, and a WAL RocksDB switched away from meanwhile is synced here.
+      for (const d of dirs) for (const n of fs.readdirSync(d)) if (n.endsWith('.log')) syncFile(path.join(d, n));
+      this.deps.log.info({ tablet: metas[0]!.tabletId, walFiles: wal.files.length, memtableRows: rows, ms: Math.round(performance.now() - t0) }, "split: children's RegularDBs made");
+      return out;
     } catch (e) {
       for (const x of out) await x.close().catch(() => undefined);
       throw e;
     }
-    const rows = memtable?.map((ops) => ops.length) ?? 'replayed by RocksDB';
-    this.deps.log.info({ tablet: metas[0]!.tabletId, walFiles: wal.files.length, memtableRows: rows, ms: Math.round(performance.now() - t0) }, "split: children's RegularDBs made");
-    return out;
   }
 
   /**
-   * Each child's rows of the parent's memtable, from the WAL set aside by the checkpoint, in the
-   * order they were written; undefined — the WAL's first bytes then copied into the checkpoint for
-   * RocksDB to replay — when it holds what the reader does not know, or not every memtable entry.
+   * Whether the WAL set aside by the checkpoint can be carried by tessera: it holds only what the
+   * reader knows, and every memtable entry. If not, its first bytes are copied into the checkpoint,
+   * for RocksDB to replay in each child.
    */
-  private memtableOf(scratch: string, wal: WalAside, metas: TabletMeta[]): KvOp[][] | undefined {
+  private async walReadable(scratch: string, wal: WalAside): Promise<boolean> {
     try {
-      let ops: WalOp[] = [];
-      for (const f of wal.files) ops = ops.concat(readWalFile(f.path, f.size).ops);
-      if (ops.length !== wal.memtableEntries) throw new WalFormatError(`the WAL holds ${ops.length} entries, the memtables ${wal.memtableEntries}`);
-      return metas.map((m) => {
-        const r = rowRangeOf(m);
-        const from = Buffer.compare(r.start, DATA_START) > 0 ? r.start : DATA_START;
-        return ops.filter((op) => Buffer.compare(op.key, from) >= 0 && (r.end.length === 0 || Buffer.compare(op.key, r.end) < 0));
-      });
+      let entries = 0;
+      for await (const group of walOpGroups(wal.files)) entries += group.length;
+      if (entries !== wal.memtableEntries) throw new WalFormatError(`the WAL holds ${entries} entries, the memtables ${wal.memtableEntries}`);
+      return true;
     } catch (e) {
       if (!(e instanceof WalFormatError)) throw e;
       this.deps.log.warn({ err: e, walFiles: wal.files.length }, "split: the parent's WAL could not be read; RocksDB replays it in each child");
-      for (const f of wal.files) fs.writeFileSync(path.join(scratch, path.basename(f.path)), readFilePrefix(f.path, f.size));
-      return undefined;
+      for (const f of wal.files) {
+        const to = path.join(scratch, path.basename(f.path));
+        fs.copyFileSync(f.path, to);
+        fs.truncateSync(to, f.size);
+      }
+      return false;
     }
   }
 

@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { parseWal, readWalFile, RocksDbEngine, WalFormatError, type WalOp } from '../../docdb';
+import { parseWal, RocksDbEngine, walOpGroups, WalFormatError, type WalOp } from '../../docdb';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -32,14 +32,16 @@ it('checkpointWalAside: table files in the checkpoint, the WAL linked beside it 
   const e = await RocksDbEngine.open(path.join(dir, 'db'), { writeBufferBytes: 64 << 20 });
   await e.write(Array.from({ length: 500 }, (_, j) => ({ type: 'put' as const, key: key(j), value: Buffer.alloc(100, 1) })));
   await e.flush(); // in a table file: not in the WAL's live part
-  // Small and large values (a record of 100 KiB spans blocks: first, middle and last fragments),
-  // deletions, and a key written twice.
+  // Small and large values (a record of 100 KiB spans blocks: first, middle and last fragments;
+  // the log spans several of the reader's reads), deletions, and a key written twice.
   const written: WalOp[] = [];
   for (let b = 0; b < 40; b++) {
     const ops: WalOp[] = [];
     for (let j = 0; j < 25; j++) {
       const i = 1000 + b * 25 + j;
-      ops.push(j % 7 === 3 ? { type: 'del', key: key(i - 900) } : { type: 'put', key: key(i), value: Buffer.alloc(j === 0 ? 100_000 : 1 + ((i * 37) % 3000), i % 251) });
+      // b 20: one value larger than the reader's 8 MiB arena (it grows), amid records in the 4 MiB reads.
+      const big = j === 0 ? (b === 20 ? 9 << 20 : 100_000) : 1 + ((i * 37) % 3000);
+      ops.push(j % 7 === 3 ? { type: 'del', key: key(i - 900) } : { type: 'put', key: key(i), value: Buffer.alloc(big, i % 251) });
     }
     if (b === 39) ops.push({ type: 'put', key: key(1000), value: Buffer.from('again') });
     await e.write(ops);
@@ -55,12 +57,16 @@ it('checkpointWalAside: table files in the checkpoint, the WAL linked beside it 
   expect(r!.wal.files.length).toBeGreaterThanOrEqual(1);
   const name = path.basename(r!.wal.files.at(-1)!.path);
   expect(fs.statSync(r!.wal.files.at(-1)!.path).ino).toBe(fs.statSync(path.join(dir, 'db', name)).ino); // linked, not copied
-  const read = () => r!.wal.files.flatMap((f) => readWalFile(f.path, f.size).ops);
-  expect(hex(read())).toEqual(hex(written));
+  const read = async (): Promise<string[]> => {
+    const out: string[] = [];
+    for await (const group of walOpGroups(r!.wal.files)) out.push(...hex(group)); // views of reused buffers: read at once
+    return out;
+  };
+  expect(await read()).toEqual(hex(written));
   // The source goes on writing into the same (linked) file: the first `size` bytes read the same.
   await e.write([{ type: 'put', key: key(9999), value: Buffer.alloc(5000, 9) }]);
   expect(fs.statSync(r!.wal.files.at(-1)!.path).size).toBeGreaterThan(r!.wal.files.at(-1)!.size);
-  expect(hex(read())).toEqual(hex(written));
+  expect(await read()).toEqual(hex(written));
   // The checkpoint holds the table files only: opened, it has the flushed rows and replays nothing.
   const opened = await RocksDbEngine.open(cp);
   try {
