@@ -5,6 +5,7 @@
  * on its row when `pack` (docdb/packed-intent.ts, flag txn_packed_intents), else a strong intent per
  * cell plus a weak one on the row.
  */
+import { assert } from '../common/assert';
 import type { HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
 import { readLockKeys, type OpId, type ReadLocks, type RowOp, type TxnMeta } from './doc-db-api';
@@ -13,7 +14,7 @@ import { intentTypesForRead, intentTypesForWrite } from './encoding';
 import type { KvOp } from './kv-engine';
 import { encodePackedIntentValue, PACKED_CELLS_MAX, type PackCell } from './packed-intent';
 import { cellsOf, columnValue } from './row-cells';
-import { encodeIntentValue, encodeReverseValueWithMeta, encodeRowDocKey, intentKey, reverseIndexKey, subDocKey, TABLET_LOCK_SUBKEY } from './storage-keys';
+import { encodeIntentValue, encodeReverseValueWithMeta, encodeRowDocKey, INTENT_BITS, intentKey, reverseIndexKey, subDocKey, TABLET_LOCK_SUBKEY, withIntentMeta } from './storage-keys';
 import { encodeStoredMeta, txnKey, type StoredTxnMeta } from './txn-records';
 
 /** One Raft entry's intents, as writeIntentsMany takes them. */
@@ -38,8 +39,15 @@ export interface CachedRecord {
 
 /** A record staged for the batch, with what the intent index needs. */
 export type StagedRecord = CachedRecord & { subKey: Buffer; typeset: number };
+/**
+ * The reverseKey of a record no reverse-index entry lists: the lone intent of a transaction's first
+ * write batch here, which carries the transaction's metadata itself (IntentsDb finds it from memory).
+ */
+export const NO_REVERSE_KEY: Buffer = Buffer.alloc(0);
+/** The intent that carries its transaction's metadata (no reverse entry lists it), and whether it is strong. */
+export type HeadIntent = { key: Buffer; strong: boolean };
 /** What one batch adds for one transaction: its new metadata, records, bytes and strong intents. */
-export type StagedTxn = { stored: StoredTxnMeta; recs: StagedRecord[]; bytes: number; strong: number; metaKey: boolean; cells: number };
+export type StagedTxn = { stored: StoredTxnMeta; recs: StagedRecord[]; bytes: number; strong: number; metaKey: boolean; cells: number; head?: HeadIntent };
 
 /** Puts one Raft entry's intent records into the batch, numbering them with consecutive write ids. */
 class ItemWriter {
@@ -160,11 +168,29 @@ function putReadIntents(w: ItemWriter, t: StagedTxn, txn: TxnMeta, reads: ReadLo
 }
 
 /**
+ * The lone intent of a transaction's first batch here carries the metadata itself, and no reverse
+ * entry is written (1 put and, at clean-up, 1 delete instead of 2 and 2; flag txn_lone_intent_meta,
+ * docs/transactions.md "A lone intent carries its transaction"). Rewrites the record staged last.
+ */
+function carryMetaInLoneIntent(kv: KvOp[], t: StagedTxn, meta: Buffer): void {
+  const rec = t.recs[t.recs.length - 1]!;
+  const op = kv[kv.length - 1]!;
+  assert(op.type === 'put' && op.key === rec.intentKey, 'the lone intent is the batch op staged last');
+  const v = withIntentMeta(rec.value, meta);
+  kv[kv.length - 1] = { type: 'put', key: rec.intentKey, value: v };
+  t.bytes += v.length - rec.value.length;
+  rec.value = v;
+  rec.reverseKey = NO_REVERSE_KEY;
+  t.head = { key: rec.intentKey, strong: (rec.typeset & (INTENT_BITS.STRONG_READ | INTENT_BITS.STRONG_WRITE)) !== 0 };
+}
+
+/**
  * Stages one Raft entry: its intents, its reverse-index entry and the txn's new metadata go into
  * `kv`; `staged` keeps what the batch adds per transaction. `known` is the txn's metadata already stored
- * (what this batch staged comes first). `pack`: upserts as packed intents.
+ * (what this batch staged comes first). `pack`: upserts as packed intents; `loneMeta`: the lone
+ * intent of a transaction's first batch carries its metadata (carryMetaInLoneIntent).
  */
-export function stageIntentItem(kv: KvOp[], staged: Map<TxnId, StagedTxn>, known: StoredTxnMeta | undefined, item: IntentItem, pack: boolean): void {
+export function stageIntentItem(kv: KvOp[], staged: Map<TxnId, StagedTxn>, known: StoredTxnMeta | undefined, item: IntentItem, pack: boolean, loneMeta = false): void {
   const { txn, ops, ht, reads } = item;
   const mkey = txnKey(txn.txnId);
   const st = staged.get(txn.txnId);
@@ -176,7 +202,9 @@ export function stageIntentItem(kv: KvOp[], staged: Map<TxnId, StagedTxn>, known
   putWriteIntents(w, t, ops, { strong: intentTypesForWrite(txn.isolation, true), weak: intentTypesForWrite(txn.isolation, false) }, pack);
   putReadIntents(w, t, txn, reads);
   t.stored = { meta: prev === undefined ? txn : prev.meta, nextWriteId: w.wid };
-  if (w.itemKeys.length > 0) {
+  if (loneMeta && prev === undefined && w.itemKeys.length === 1) {
+    carryMetaInLoneIntent(kv, t, encodeStoredMeta(t.stored));
+  } else if (w.itemKeys.length > 0) {
     kv.push({ type: 'put', key: w.rkey, value: encodeReverseValueWithMeta(encodeStoredMeta(t.stored), w.itemKeys) });
     t.bytes += w.rkey.length;
   } else {

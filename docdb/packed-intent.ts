@@ -18,7 +18,7 @@ import { assert } from '../common/assert';
 import type { TxnId } from '../common/ids';
 import * as enc from './encoding';
 import type { StoredValue, SubKind } from './row-assembler';
-import { encodeIntentValue, intentHeaderBytes, intentKey, parseIntentKey, docKeyLength, splitIntentValue, writeIntentHeader } from './storage-keys';
+import { encodeIntentValue, intentHeaderBytes, intentKey, parseIntentKey, docKeyLength, splitIntentValue, withoutIntentMeta, writeIntentHeader } from './storage-keys';
 
 /** Marks a packed intent's value (after the intent header). */
 export const PACKED_ROW_TAG = 0x50; // 'P'
@@ -113,7 +113,8 @@ export function perCellRecords(key: Buffer, value: Buffer, isStrong: (typeset: n
   const p = parseIntentKey(key, docKeyLength(key));
   if (!isStrong(p.typeset)) return [];
   const { txnId, encoded } = splitIntentValue(value);
-  if (!isPacked(encoded)) return [{ key, value }];
+  // The metadata a head intent carries is left out: the reverse-index layout keeps it elsewhere.
+  if (!isPacked(encoded)) return [{ key, value: withoutIntentMeta(value) }];
   return decodePackedCells(encoded).map((c) => ({
     key: intentKey(Buffer.concat([p.subKey, c.suffix]), p.typeset, p.ht, c.writeId),
     value: Buffer.concat([encodeIntentValue(txnId, c.writeId, undefined), c.encoded]),
