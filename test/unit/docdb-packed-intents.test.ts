@@ -19,7 +19,7 @@ import { DocDb } from '../../docdb/doc-db';
 import type { ReadLocks, RowOp, TxnMeta } from '../../docdb/doc-db-api';
 import { MemoryEngine } from '../../docdb/memory-engine';
 import { decodePackedCells, encodePackedIntentValue, isPacked, PACKED_ROW_TAG, subKindOfSuffix } from '../../docdb/packed-intent';
-import { splitIntentValue } from '../../docdb/storage-keys';
+import { encodeIntentValue, intentValueMeta, splitIntentValue, withIntentMeta, withoutIntentMeta } from '../../docdb/storage-keys';
 import { ht, key, op, Statuses, txnMeta } from './docdb-helpers';
 
 const KEYS = 4;
@@ -101,6 +101,19 @@ describe('packed intents', () => {
     const cells = decodePackedCells(h.encoded!);
     expect(cells.map((c) => [subKindOfSuffix(c.suffix), c.writeId])).toEqual([[{ kind: 'liveness' }, 4], [{ kind: 'column', id: 2 }, 6]]);
     expect(() => decodePackedCells(h.encoded!.subarray(0, h.encoded!.length - 1))).toThrow();
+  });
+
+  it('head intent value: the carried metadata round-trips, readers of the value skip it, and stripping it gives the value back', () => {
+    const meta = Buffer.from('{"m":1}');
+    for (const v of [encodeIntentValue(TxnId('t-1'), 3, undefined), encodeIntentValue(TxnId('t-1'), 3, { type: 'tombstone' }), encodePackedIntentValue(TxnId('t-1'), [{ suffix: Buffer.from([0x4a, 0x00]), writeId: 3, value: { type: 'liveness' } }])]) {
+      const h = withIntentMeta(v, meta);
+      expect(intentValueMeta(h)).toEqual(meta);
+      expect(intentValueMeta(v)).toBeUndefined();
+      expect(splitIntentValue(h)).toEqual(splitIntentValue(v));
+      expect(withoutIntentMeta(h)).toEqual(v);
+      expect(() => withIntentMeta(h, meta)).toThrow();
+      expect(() => intentValueMeta(h.subarray(0, v[1]! + 9))).toThrow();
+    }
   });
 
   it('property: packed, per-cell and mixed IntentsDBs, with head intents or reverse entries (reopened at random), read, digest, list and apply alike; packed conflicts are never weaker', async () => {
