@@ -15,7 +15,7 @@ import type { KvOp } from './kv-engine';
 import { encodePackedIntentValue, PACKED_CELLS_MAX, type PackCell } from './packed-intent';
 import { cellsOf, columnValue } from './row-cells';
 import { encodeIntentValue, encodeReverseValueWithMeta, encodeRowDocKey, INTENT_BITS, intentKey, reverseIndexKey, subDocKey, TABLET_LOCK_SUBKEY, withIntentMeta } from './storage-keys';
-import { encodeStoredMeta, txnKey, type StoredTxnMeta } from './txn-records';
+import { encodeStoredMeta, encodeStoredMetaBinary, txnKey, type StoredTxnMeta } from './txn-records';
 
 /** One Raft entry's intents, as writeIntentsMany takes them. */
 export type IntentItem = { txn: TxnMeta; ops: readonly RowOp[]; ht: HybridTime; opId: OpId; reads?: ReadLocks };
@@ -59,7 +59,6 @@ class ItemWriter {
     private readonly t: StagedTxn,
     private readonly txnId: TxnId,
     private readonly ht: HybridTime,
-    readonly rkey: Buffer,
     public wid: number,
   ) {}
 
@@ -81,7 +80,8 @@ class ItemWriter {
     const ikey = intentKey(subKey, typeset, this.ht, this.wid);
     this.kv.push({ type: 'put', key: ikey, value: v });
     this.itemKeys.push(ikey);
-    this.t.recs.push({ intentKey: ikey, reverseKey: this.rkey, value: v, subKey, typeset });
+    // The reverse key is set once the entry's fate is known (stageIntentItem): none for a head intent.
+    this.t.recs.push({ intentKey: ikey, reverseKey: NO_REVERSE_KEY, value: v, subKey, typeset });
     this.t.bytes += ikey.length + v.length;
   }
 }
@@ -180,7 +180,6 @@ function carryMetaInLoneIntent(kv: KvOp[], t: StagedTxn, meta: Buffer): void {
   kv[kv.length - 1] = { type: 'put', key: rec.intentKey, value: v };
   t.bytes += v.length - rec.value.length;
   rec.value = v;
-  rec.reverseKey = NO_REVERSE_KEY;
   t.head = { key: rec.intentKey, strong: (rec.typeset & (INTENT_BITS.STRONG_READ | INTENT_BITS.STRONG_WRITE)) !== 0 };
 }
 
@@ -192,24 +191,26 @@ function carryMetaInLoneIntent(kv: KvOp[], t: StagedTxn, meta: Buffer): void {
  */
 export function stageIntentItem(kv: KvOp[], staged: Map<TxnId, StagedTxn>, known: StoredTxnMeta | undefined, item: IntentItem, pack: boolean, loneMeta = false): void {
   const { txn, ops, ht, reads } = item;
-  const mkey = txnKey(txn.txnId);
   const st = staged.get(txn.txnId);
   const prev = st?.stored ?? known;
   const wid = prev === undefined ? 0 : prev.nextWriteId;
   const t = st ?? { stored: prev ?? { meta: txn, nextWriteId: 0 }, recs: [], bytes: 0, strong: 0, metaKey: false, cells: 0 };
-  // One reverse-index entry for this item's intents, keyed by its first write id.
-  const w = new ItemWriter(kv, t, txn.txnId, ht, reverseIndexKey(mkey, ht, wid), wid);
+  // One reverse-index entry for this item's intents (unless a head intent), keyed by its first write id.
+  const firstRec = t.recs.length;
+  const w = new ItemWriter(kv, t, txn.txnId, ht, wid);
   putWriteIntents(w, t, ops, { strong: intentTypesForWrite(txn.isolation, true), weak: intentTypesForWrite(txn.isolation, false) }, pack);
   putReadIntents(w, t, txn, reads);
   t.stored = { meta: prev === undefined ? txn : prev.meta, nextWriteId: w.wid };
   if (loneMeta && prev === undefined && w.itemKeys.length === 1) {
-    carryMetaInLoneIntent(kv, t, encodeStoredMeta(t.stored));
+    carryMetaInLoneIntent(kv, t, encodeStoredMetaBinary(t.stored));
   } else if (w.itemKeys.length > 0) {
-    kv.push({ type: 'put', key: w.rkey, value: encodeReverseValueWithMeta(encodeStoredMeta(t.stored), w.itemKeys) });
-    t.bytes += w.rkey.length;
+    const rkey = reverseIndexKey(txnKey(txn.txnId), ht, wid);
+    for (let i = firstRec; i < t.recs.length; i++) t.recs[i]!.reverseKey = rkey;
+    kv.push({ type: 'put', key: rkey, value: encodeReverseValueWithMeta(encodeStoredMeta(t.stored), w.itemKeys) });
+    t.bytes += rkey.length;
   } else {
     // No intents, so no reverse entry to carry the metadata: it gets its own record.
-    kv.push({ type: 'put', key: mkey, value: encodeStoredMeta(t.stored) });
+    kv.push({ type: 'put', key: txnKey(txn.txnId), value: encodeStoredMeta(t.stored) });
     t.metaKey = true;
   }
   staged.set(txn.txnId, t);
