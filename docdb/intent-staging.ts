@@ -108,14 +108,15 @@ function columnSuffix(id: number): Buffer {
  * gives them — liveness, then the weak intent's (reserved, the first time the row is seen in this
  * batch), then the columns — so apply writes the same versions.
  */
-function putPackedUpsert(w: ItemWriter, op: RowOp & { type: 'upsert' }, strong: number, weakDone: Set<string>): void {
+function putPackedUpsert(w: ItemWriter, op: RowOp & { type: 'upsert' }, strong: number, weakDone: Set<string> | undefined): void {
   const docKeyBuf = encodeRowDocKey(op.key);
-  const row = docKeyBuf.toString('latin1');
   const ttl = op.ttlMs;
   let wid = w.wid;
   const pack: PackCell[] = [{ suffix: LIVENESS_SUFFIX, writeId: wid++, value: ttl === undefined ? { type: 'liveness' } : { type: 'liveness', ttlMs: ttl } }];
-  if (!weakDone.has(row)) {
-    weakDone.add(row);
+  // The row's first write in this batch (always, for a batch of one op: no set kept) reserves the weak intent's id.
+  const row = weakDone === undefined ? undefined : docKeyBuf.toString('latin1');
+  if (row === undefined || !weakDone!.has(row)) {
+    weakDone?.add(row!);
     wid++;
   }
   for (const c of op.columns) pack.push({ suffix: columnSuffix(c.columnId), writeId: wid++, value: columnValue(c, ttl) });
@@ -129,7 +130,7 @@ function putWriteIntents(w: ItemWriter, t: StagedTxn, ops: readonly RowOp[], set
   for (const op of ops) {
     // An upsert of more cells than one packed intent holds keeps the per-cell format.
     if (pack && op.type === 'upsert' && op.columns.length < PACKED_CELLS_MAX) {
-      putPackedUpsert(w, op, sets.strong, weakDone);
+      putPackedUpsert(w, op, sets.strong, ops.length === 1 ? undefined : weakDone);
       t.strong++;
       continue;
     }

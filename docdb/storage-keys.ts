@@ -267,9 +267,9 @@ export function writeIntentHeader(w: enc.ByteWriter, txnId: TxnId, writeId: numb
 export function splitIntentValue(u: Uint8Array): { txnId: TxnId; writeId: number; encoded?: Buffer } {
   const b = Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
   const len = b[1]!;
-  // Metadata a lone intent carries (intentValueMeta) is skipped: no reader of the value needs it.
-  const p = intentValueParts(b);
-  const at = p.meta === undefined ? p.head : p.meta.end;
+  assert(b[0] === 0x78 && b[2 + len] === 0x77, 'intent value must start with a txn id and its write id');
+  // Metadata a head intent carries (intentValueMeta) is skipped: no reader of the value needs it.
+  const at = b.length > 7 + len && b[7 + len] === INTENT_META_TAG ? intentValueParts(b).meta!.end : 7 + len;
   const txnId = TxnId(b.toString('utf8', 2, 2 + len));
   const writeId = b.readUInt32BE(3 + len);
   const rest = b.subarray(at);
