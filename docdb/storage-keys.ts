@@ -4,6 +4,7 @@
  *
  *   RegularDB version   SubDocKey + DocHybridTime(ht, writeId)                → value
  *   intent              SubDocKey + 13 + typeset + DocHybridTime(ht, writeId)   → 'x' txn 'w' writeId value?
+ *   head intent         the same key                                           → 'x' txn 'w' writeId 'M' meta value?
  *   reverse index       'x' + txn id + DocHybridTime(ht, writeId)               → intent key
  * SubDocKey = DocKey (row level) | DocKey + liveness | DocKey + column id.
  */
