@@ -25,10 +25,11 @@ import type { TxnId } from '../common/ids';
 import type { ApplyProgress, OpId, TxnMeta } from './doc-db-api';
 import type { IntentsDb } from './intents-db';
 import { chunkOf, intentSubKey, isStrongIntent, isStrongWrite, type CachedRecord } from './intents-db';
+import { NO_REVERSE_KEY } from './intent-staging';
 import type { KvEngine, KvOp } from './kv-engine';
 import { OP_ID_ZERO, opIdMax } from './frontier';
 import type { RegularDb } from './regular-db';
-import { decodePackedCells, isPacked } from './packed-intent';
+import { forEachPackedCell, isPacked } from './packed-intent';
 import { cellVersionKey, splitIntentValue, versionKey } from './storage-keys';
 import { applyGroupKey, applyStateKey, encodeApplyGroup, encodeApplyState, txnKey, type ApplyState } from './txn-records';
 
@@ -52,15 +53,16 @@ const yieldToLoop = (): Promise<void> => new Promise((r) => setImmediate(r));
 function moveRecords(
   txnId: TxnId,
   commitHt: HybridTime,
-  records: ReadonlyArray<{ intentKey: Buffer; reverseKey: Buffer; subKeyLen?: number; typeset?: number }>,
-  values: ReadonlyArray<Uint8Array | undefined>,
+  records: ReadonlyArray<{ intentKey: Buffer; reverseKey: Buffer; subKeyLen?: number; typeset?: number; value?: Buffer }>,
+  values: ReadonlyArray<Uint8Array | undefined> | undefined,
   rops: KvOp[],
   iops: KvOp[],
 ): number {
   let strong = 0;
   for (let i = 0; i < records.length; i++) {
     const e = records[i]!;
-    const raw = values[i];
+    // `values` undefined: the records are cached ones, each with its value.
+    const raw = values === undefined ? e.value : values[i];
     assert(raw !== undefined, `reverse index of ${txnId} points at a missing intent`);
     const { subKey, typeset } = intentSubKey(e);
     if (isStrongWrite(typeset)) {
@@ -69,7 +71,7 @@ function moveRecords(
       assert(v.encoded !== undefined && v.txnId === txnId, 'strong intent without a value or of another txn');
       if (isPacked(v.encoded)) {
         // A packed row: a version per cell, at the write id the per-cell format gives it (packed-intent.ts).
-        for (const c of decodePackedCells(v.encoded)) rops.push({ type: 'put', key: cellVersionKey(subKey, c.suffix, commitHt, c.writeId), value: c.encoded });
+        forEachPackedCell(v.encoded, (suffix, writeId, value) => rops.push({ type: 'put', key: cellVersionKey(subKey, suffix, commitHt, writeId), value }));
       } else {
         rops.push({ type: 'put', key: versionKey(subKey, commitHt, v.writeId), value: v.encoded });
       }
@@ -86,8 +88,9 @@ function moveRecords(
  * written; the deletes may still wait, see DeferredCleanup).
  */
 function moveWholeTxn(intents: IntentsDb, txnId: TxnId, commitHt: HybridTime, records: readonly CachedRecord[], rops: KvOp[], iops: KvOp[]): { forget: () => void; head?: DeferredHead } {
-  const strong = moveRecords(txnId, commitHt, records, records.map((r) => r.value), rops, iops);
-  for (const o of chunkOf(records, records.length, false).reverseOps) iops.push(o);
+  const strong = moveRecords(txnId, commitHt, records, undefined, rops, iops);
+  // A lone head intent has no reverse entry to delete.
+  if (records.length > 1 || records[0]?.reverseKey !== NO_REVERSE_KEY) for (const o of chunkOf(records, records.length, false).reverseOps) iops.push(o);
   if (intents.hasMetaKey(txnId)) iops.push({ type: 'del', key: txnKey(txnId) });
   const recs = records.slice();
   const head = intents.headOf(txnId);
@@ -128,13 +131,13 @@ export async function applyIntents(
     // The records written by this process are in memory; else walk the reverse index on disk.
     const cached = intents.cachedRecords(txnId);
     let mine: Array<{ intentKey: Buffer; reverseKey: Buffer }>;
-    let values: Array<Uint8Array | undefined>;
+    let values: Array<Uint8Array | undefined> | undefined;
     let c: { reverseOps: KvOp[]; last: boolean };
     if (cached) {
       const cc = chunkOf(cached, chunkRecordsMax, false, intents.encodedMeta(txnId));
       c = cc;
       mine = cc.part;
-      values = cc.part.map((r) => r.value);
+      values = undefined; // cached records carry their values
     } else {
       const r = await intents.reverseEntries(txnId, chunkRecordsMax);
       const cc = chunkOf(r.entries, chunkRecordsMax, r.more, intents.encodedMeta(txnId));
