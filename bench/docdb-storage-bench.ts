@@ -8,8 +8,9 @@
  * against the same rows written as plain RegularDB writes in the same groups (3 rounds, each side's
  * quickest kept): process CPU µs per row,
  * the RocksDB thread pool's (memtable inserts, flushes, compactions) included. Called from bench/docdb-bench.ts; also runs alone:
- * `node dist/bench/docdb-storage-bench.js [--rows=N] [--txn_packed_intents=false]` (the flag: the
- * per-cell intent format instead of packed rows, for an A/B; docs/transactions.md).
+ * `node dist/bench/docdb-storage-bench.js [--rows=N] [--txn_packed_intents=false] [--txn_lone_intent_meta=false]`
+ * (the flags: the per-cell intent format instead of packed rows; a reverse-index entry for every
+ * write batch instead of head intents; for A/Bs, docs/transactions.md).
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -34,7 +35,7 @@ const rowKey = (i: number): DocKey => ({ hash: (i * 40503) & 0xffff, hashed: [Bi
 const upsert = (i: number): RowOp => ({ type: 'upsert', key: rowKey(i), columns: [{ columnId: 1, value: `value-${i}` }, { columnId: 2, value: BigInt(i) }] });
 const noStatus = () => Promise.resolve({ status: 'PENDING' as const });
 
-/** Flag values the bench's databases open with (--txn_packed_intents=false for the A/B). */
+/** Flag values the bench's databases open with (--txn_packed_intents=false, --txn_lone_intent_meta=false for A/Bs). */
 const benchFlags = new Flags();
 
 async function openDb(dir: string): Promise<DocDb> {
@@ -215,8 +216,11 @@ export async function runStorageBench(rows = 100_000, print: (s: string) => void
 
 if (require.main === module) {
   const arg = process.argv.find((a) => a.startsWith('--rows='));
-  const packed = process.argv.find((a) => a.startsWith('--txn_packed_intents='));
-  if (packed !== undefined) benchFlags.setFromString('txn_packed_intents', packed.slice('--txn_packed_intents='.length));
+  // DocDB flags for A/B runs: --txn_packed_intents=false, --txn_lone_intent_meta=false.
+  for (const name of ['txn_packed_intents', 'txn_lone_intent_meta']) {
+    const a = process.argv.find((x) => x.startsWith(`--${name}=`));
+    if (a !== undefined) benchFlags.setFromString(name, a.slice(name.length + 3));
+  }
   runStorageBench(arg ? Number(arg.slice(7)) : 100_000).catch((e: unknown) => {
     console.error(e);
     process.exit(1);

@@ -22,13 +22,14 @@
 import { assert } from '../common/assert';
 import type { HybridTime } from '../common/hybrid-time';
 import type { TxnId } from '../common/ids';
-import type { ApplyProgress, OpId } from './doc-db-api';
+import type { ApplyProgress, OpId, TxnMeta } from './doc-db-api';
 import type { IntentsDb } from './intents-db';
 import { chunkOf, intentSubKey, isStrongIntent, isStrongWrite, type CachedRecord } from './intents-db';
+import { NO_REVERSE_KEY } from './intent-staging';
 import type { KvEngine, KvOp } from './kv-engine';
 import { OP_ID_ZERO, opIdMax } from './frontier';
 import type { RegularDb } from './regular-db';
-import { decodePackedCells, isPacked } from './packed-intent';
+import { forEachPackedCell, isPacked } from './packed-intent';
 import { cellVersionKey, splitIntentValue, versionKey } from './storage-keys';
 import { applyGroupKey, applyStateKey, encodeApplyGroup, encodeApplyState, txnKey, type ApplyState } from './txn-records';
 
@@ -52,15 +53,16 @@ const yieldToLoop = (): Promise<void> => new Promise((r) => setImmediate(r));
 function moveRecords(
   txnId: TxnId,
   commitHt: HybridTime,
-  records: ReadonlyArray<{ intentKey: Buffer; reverseKey: Buffer; subKeyLen?: number; typeset?: number }>,
-  values: ReadonlyArray<Uint8Array | undefined>,
+  records: ReadonlyArray<{ intentKey: Buffer; reverseKey: Buffer; subKeyLen?: number; typeset?: number; value?: Buffer }>,
+  values: ReadonlyArray<Uint8Array | undefined> | undefined,
   rops: KvOp[],
   iops: KvOp[],
 ): number {
   let strong = 0;
   for (let i = 0; i < records.length; i++) {
     const e = records[i]!;
-    const raw = values[i];
+    // `values` undefined: the records are cached ones, each with its value.
+    const raw = values === undefined ? e.value : values[i];
     assert(raw !== undefined, `reverse index of ${txnId} points at a missing intent`);
     const { subKey, typeset } = intentSubKey(e);
     if (isStrongWrite(typeset)) {
@@ -69,7 +71,7 @@ function moveRecords(
       assert(v.encoded !== undefined && v.txnId === txnId, 'strong intent without a value or of another txn');
       if (isPacked(v.encoded)) {
         // A packed row: a version per cell, at the write id the per-cell format gives it (packed-intent.ts).
-        for (const c of decodePackedCells(v.encoded)) rops.push({ type: 'put', key: cellVersionKey(subKey, c.suffix, commitHt, c.writeId), value: c.encoded });
+        forEachPackedCell(v.encoded, (suffix, writeId, value) => rops.push({ type: 'put', key: cellVersionKey(subKey, suffix, commitHt, writeId), value }));
       } else {
         rops.push({ type: 'put', key: versionKey(subKey, commitHt, v.writeId), value: v.encoded });
       }
@@ -85,16 +87,26 @@ function moveRecords(
  * its metadata. Returns what drops it from IntentsDB's in-memory view (call once its versions are
  * written; the deletes may still wait, see DeferredCleanup).
  */
-function moveWholeTxn(intents: IntentsDb, txnId: TxnId, commitHt: HybridTime, records: readonly CachedRecord[], rops: KvOp[], iops: KvOp[]): () => void {
-  const strong = moveRecords(txnId, commitHt, records, records.map((r) => r.value), rops, iops);
-  for (const o of chunkOf(records, records.length, false).reverseOps) iops.push(o);
+function moveWholeTxn(intents: IntentsDb, txnId: TxnId, commitHt: HybridTime, records: readonly CachedRecord[], rops: KvOp[], iops: KvOp[]): { forget: () => void; head?: DeferredHead } {
+  const strong = moveRecords(txnId, commitHt, records, undefined, rops, iops);
+  // A lone head intent has no reverse entry to delete.
+  if (records.length > 1 || records[0]?.reverseKey !== NO_REVERSE_KEY) for (const o of chunkOf(records, records.length, false).reverseOps) iops.push(o);
   if (intents.hasMetaKey(txnId)) iops.push({ type: 'del', key: txnKey(txnId) });
   const recs = records.slice();
-  return () => {
+  const head = intents.headOf(txnId);
+  const forget = (): void => {
     intents.intentCount -= strong;
     intents.noteDeleted(txnId, true, recs);
   };
+  return head === undefined ? { forget } : { forget, head };
 }
+
+/**
+ * A transaction's head intent (it carries the metadata; no reverse entry lists it) waiting for its
+ * deferred delete: listTransactions shows the transaction applying meanwhile, as it shows one whose
+ * reverse entries are still on disk.
+ */
+export type DeferredHead = { meta: TxnMeta; strong: boolean };
 
 export async function applyIntents(
   regular: RegularDb,
@@ -119,13 +131,13 @@ export async function applyIntents(
     // The records written by this process are in memory; else walk the reverse index on disk.
     const cached = intents.cachedRecords(txnId);
     let mine: Array<{ intentKey: Buffer; reverseKey: Buffer }>;
-    let values: Array<Uint8Array | undefined>;
+    let values: Array<Uint8Array | undefined> | undefined;
     let c: { reverseOps: KvOp[]; last: boolean };
     if (cached) {
       const cc = chunkOf(cached, chunkRecordsMax, false, intents.encodedMeta(txnId));
       c = cc;
       mine = cc.part;
-      values = cc.part.map((r) => r.value);
+      values = undefined; // cached records carry their values
     } else {
       const r = await intents.reverseEntries(txnId, chunkRecordsMax);
       const cc = chunkOf(r.entries, chunkRecordsMax, r.more, intents.encodedMeta(txnId));
@@ -178,18 +190,18 @@ export class DeferredCleanup {
   /** RegularDB records (apply states, apply-group records) to delete once the intent deletes are written. */
   private afterKeys: Buffer[] = [];
   private firstAtMs = 0;
-  /** Applied transactions whose intents are still on disk (waiting, or being deleted) → commit time. */
-  private readonly applied = new Map<TxnId, HybridTime>();
+  /** Applied transactions whose intents are still on disk (waiting, or being deleted) → commit time, head intent. */
+  private readonly applied = new Map<TxnId, { commitHt: HybridTime; head?: DeferredHead }>();
   /** Transactions whose clean-up waits. */
   txns = 0;
 
-  add(txns: ReadonlyArray<{ txnId: TxnId; commitHt: HybridTime }>, iops: readonly KvOp[], opId: OpId, nowMs: number, afterKeys: readonly Buffer[]): void {
+  add(txns: ReadonlyArray<{ txnId: TxnId; commitHt: HybridTime; head?: DeferredHead }>, iops: readonly KvOp[], opId: OpId, nowMs: number, afterKeys: readonly Buffer[]): void {
     if (this.txns === 0) this.firstAtMs = nowMs;
     for (const o of iops) this.ops.push(o);
     for (const k of afterKeys) this.afterKeys.push(k);
     for (const t of txns) {
       this.txnIds.push(t.txnId);
-      this.applied.set(t.txnId, t.commitHt);
+      this.applied.set(t.txnId, t.head === undefined ? { commitHt: t.commitHt } : { commitHt: t.commitHt, head: t.head });
     }
     this.opId = opIdMax(this.opId, opId);
     this.txns += txns.length;
@@ -202,7 +214,12 @@ export class DeferredCleanup {
 
   /** The commit time of an applied transaction whose intents are still on disk (listings show it applying). */
   commitHtOf(txnId: TxnId): HybridTime | undefined {
-    return this.applied.get(txnId);
+    return this.applied.get(txnId)?.commitHt;
+  }
+
+  /** The waiting transactions whose head intent is still on disk (no reverse entry lists it). */
+  *heads(): IterableIterator<{ txnId: TxnId; head: DeferredHead }> {
+    for (const [txnId, a] of this.applied) if (a.head) yield { txnId, head: a.head };
   }
 
   /** Everything waiting, handed to the caller (which must write it: flushDeferredCleanup). */
@@ -259,7 +276,7 @@ export async function applyIntentsMany(
   one: (txnId: TxnId, commitHt: HybridTime, opId: OpId) => Promise<unknown>,
   deferred?: DeferredCleanup,
 ): Promise<void> {
-  const group: Array<{ txnId: TxnId; commitHt: HybridTime; records: readonly CachedRecord[] }> = [];
+  const group: Array<{ txnId: TxnId; commitHt: HybridTime; records: readonly CachedRecord[]; head?: DeferredHead }> = [];
   const rest: Array<{ txnId: TxnId; commitHt: HybridTime; opId: OpId }> = [];
   const seen = new Set<TxnId>();
   let opId: OpId | undefined;
@@ -281,7 +298,11 @@ export async function applyIntentsMany(
   if (group.length > 0 && opId !== undefined) {
     const rops: KvOp[] = [];
     const iops: KvOp[] = [];
-    const forget = group.map((g) => moveWholeTxn(intents, g.txnId, g.commitHt, g.records, rops, iops));
+    const forget = group.map((g) => {
+      const m = moveWholeTxn(intents, g.txnId, g.commitHt, g.records, rops, iops);
+      if (m.head) g.head = m.head;
+      return m.forget;
+    });
     await regular.db.write(rops, opId, deferred === undefined);
     if (deferred === undefined) await intents.db.write(iops, opId);
     group.forEach((g, i) => {
@@ -306,6 +327,7 @@ export interface InPlaceApply {
   iops: KvOp[];
   /** Drops it from IntentsDB's in-memory view; call after the batch is written. */
   forget: () => void;
+  head?: DeferredHead;
 }
 
 /**
@@ -324,8 +346,8 @@ export function applyNowOps(regular: RegularDb, intents: IntentsDb, txnId: TxnId
   if (stored === undefined || records === undefined || intents.cachedCells(txnId) > chunkRecordsMax) return undefined;
   const ops: KvOp[] = [];
   const iops: KvOp[] = [];
-  const forget = moveWholeTxn(intents, txnId, commitHt, records, ops, iops);
-  return { txnId, commitHt, opId, ops, iops, forget };
+  const m = moveWholeTxn(intents, txnId, commitHt, records, ops, iops);
+  return { txnId, commitHt, opId, ops, iops, ...m };
 }
 
 /**

@@ -31,7 +31,7 @@ import type {
   StatusResolver,
   TxnMeta,
 } from './doc-db-api';
-import { APPLY_CLEANUP_DELAY_MS, DOCDB_POINT_READ_ITERATORS, DOCDB_ROW_CACHE_BYTES, TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC, TXN_MAX_APPLY_BATCH_RECORDS, TXN_PACKED_INTENTS } from './docdb-flags';
+import { APPLY_CLEANUP_DELAY_MS, DOCDB_POINT_READ_ITERATORS, DOCDB_ROW_CACHE_BYTES, TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC, TXN_LONE_INTENT_META, TXN_MAX_APPLY_BATCH_RECORDS, TXN_PACKED_INTENTS } from './docdb-flags';
 import { FrontierDb, type WriteCounts } from './frontier-db';
 import { gcRegular, type GcResult } from './gc';
 import { IntentAwareReader, readRestart } from './intent-aware-reader';
@@ -40,15 +40,16 @@ import { PointReads } from './point-reads';
 import { assembleRow, type CellVersion, type ColumnTtls } from './row-assembler';
 import { DEFAULT_CELL_RULES, type CellReadOptions, type CellReadResult, type CellRules } from './cell-versions';
 import { readCellRows } from './cell-reader';
-import { IntentsDb, isStrongIntent } from './intents-db';
+import { IntentsDb } from './intents-db';
 import type { KvEngine, KvOp } from './kv-engine';
 import { ReaderRegistry } from './reader-registry';
 import { HT_UNKNOWN } from './version-bounds';
 import { RegularDb } from './regular-db';
 import { contentChecksum, type ContentChecksum } from './content-checksum';
 import { TxnLocks } from './txn-locks';
-import { REGULAR_DATA_END, REGULAR_DATA_START, encodeRowDocKey, parseIntentKeyToSubKey, decodeReverseValue, reverseValueMeta } from './storage-keys';
-import { decodeStoredMeta, decodeTxnKey, prefixEnd, TXN_PREFIX, type ApplyState } from './txn-records';
+import { REGULAR_DATA_END, REGULAR_DATA_START, encodeRowDocKey } from './storage-keys';
+import { prefixEnd, type ApplyState } from './txn-records';
+import { listIntentTxns } from './txn-listing';
 import { filteredScan } from './filters/filtered-scan';
 import type { CellFilter } from './filters/evaluator';
 
@@ -110,7 +111,7 @@ export class DocDb implements DocDbApi {
   static async open(deps: DocDbDeps, options: DocDbOptions = {}): Promise<DocDb> {
     const regular = await RegularDb.open(await FrontierDb.open(deps.regular), { versionBounds: options.versionBounds });
     const flags = deps.flags ?? new Flags();
-    const d = new DocDb(regular, await IntentsDb.open(await FrontierDb.open(deps.intents), { indexBytesMax: options.intentIndexBytesMax, packRows: () => flags.get(TXN_PACKED_INTENTS) }), flags, options);
+    const d = new DocDb(regular, await IntentsDb.open(await FrontierDb.open(deps.intents), { indexBytesMax: options.intentIndexBytesMax, packRows: () => flags.get(TXN_PACKED_INTENTS), loneMeta: () => flags.get(TXN_LONE_INTENT_META) }), flags, options);
     d.adoptApplyGroups();
     return d;
   }
@@ -303,29 +304,7 @@ export class DocDb implements DocDbApi {
   }
 
   async listTransactions(): Promise<Array<{ meta: TxnMeta; intentCount: number; applying?: { commitHt: HybridTime } }>> {
-    const byId = new Map<TxnId, { meta: TxnMeta; intentCount: number; applying?: { commitHt: HybridTime } }>();
-    const p = Buffer.from([TXN_PREFIX]);
-    const it = this.intentsDb.db.engine.iterator({ gte: p, lt: prefixEnd(p) });
-    try {
-      for (let i = 0; byId.size < LIST_TRANSACTIONS_MAX; i++) {
-        const e = await it.next();
-        if (e === undefined) break;
-        const { txnId, end } = decodeTxnKey(e[0]);
-        if (e[0].length === end) {
-          byId.set(txnId, { meta: decodeStoredMeta(e[1]).meta, intentCount: 0 });
-        } else {
-          // Reverse entries (one per write batch, listing its intent keys) sort after a metadata
-          // record, and carry the metadata themselves when there is none; count strong intents
-          // like sizes() does.
-          const m = byId.has(txnId) ? undefined : reverseValueMeta(e[1]);
-          if (m !== undefined) byId.set(txnId, { meta: decodeStoredMeta(m).meta, intentCount: 0 });
-          const t = byId.get(txnId);
-          if (t) for (const k of decodeReverseValue(e[1])) if (isStrongIntent(parseIntentKeyToSubKey(k).typeset)) t.intentCount++;
-        }
-      }
-    } finally {
-      await it.close();
-    }
+    const byId = await listIntentTxns(this.intentsDb, LIST_TRANSACTIONS_MAX, this.deferredCleanup.heads());
     for (const s of await this.applyStates()) {
       const t = byId.get(s.meta.txnId) ?? { meta: s.meta, intentCount: 0 };
       t.applying = { commitHt: s.commitHt };

@@ -85,3 +85,11 @@ export const TXN_PACKED_INTENTS = defineFlag({
   help: "A transactional upsert of a row is written as ONE packed intent on the row (its cells and values in one record, docdb/packed-intent.ts) instead of a strong intent per cell plus a weak one on the row: 1 IntentsDB put and 1 delete per row instead of 3+3 for 2 columns. Conflicts are then checked at row granularity for such writes (two transactions upserting different columns of one row conflict; stricter, never weaker). Intents of either format are read, applied and removed whatever the flag says. false: the per-cell format (A/B).",
   tags: [FlagTag.runtime],
 });
+
+export const TXN_LONE_INTENT_META = defineFlag({
+  name: 'txn_lone_intent_meta',
+  type: 'bool',
+  default: true,
+  help: "When a transaction's first write batch on a tablet stores ONE intent record (a packed row, a row delete, one read lock), that intent carries the transaction's metadata and no reverse-index entry is written: 1 IntentsDB put and 1 delete instead of 2 and 2 (docs/transactions.md \"A lone intent carries its transaction\"). The replica finds such intents from memory (and at open from the intents themselves). Either layout on disk is read, applied and removed whatever the flag says. false: a reverse-index entry per batch (A/B).",
+  tags: [FlagTag.runtime],
+});

@@ -8,6 +8,10 @@
  *                   transaction costs no record of its own: one put and one delete fewer)
  *   metadata        'x' + txn id → TxnMeta + next write id: only for a batch without intents, and
  *                   in data written before the metadata moved into the reverse entries
+ * A transaction's first write batch here whose intents are ONE record writes no reverse entry: that
+ * intent carries the metadata after its header (a "head" intent; intent-staging.ts, flag
+ * txn_lone_intent_meta). Nothing on disk lists it: this class keeps its key in memory (found again
+ * at open, which reads every intent anyway) and hands it out with the reverse entries.
  * Strong intents go on the written sub-keys, weak ones on the ancestor (the DocKey), so two writers
  * meet at the DocKey whenever one of them touches the whole row.
  *
@@ -20,7 +24,7 @@ import type { TxnId } from '../common/ids';
 import { readLockKeys, type Isolation, type OpId, type ReadLocks, type RowOp, type TxnMeta } from './doc-db-api';
 import { alreadyHolds } from './frontier';
 import type { FrontierDb } from './frontier-db';
-import { stageIntentItem, type CachedRecord, type StagedTxn } from './intent-staging';
+import { NO_REVERSE_KEY, stageIntentItem, type CachedRecord, type HeadIntent, type StagedTxn } from './intent-staging';
 export type { CachedRecord } from './intent-staging';
 import type { KvOp } from './kv-engine';
 import { intentTypesForWrite } from './encoding';
@@ -33,6 +37,7 @@ import {
   encodeReverseValueWithMeta,
   decodeReverseValue,
   reverseValueMeta,
+  intentValueMeta,
   parseIntentKey,
   parseIntentKeyToSubKey,
   docKeyLength,
@@ -79,6 +84,7 @@ export function chunkOf<T extends { intentKey: Buffer; reverseKey: Buffer }>(rec
   const reverseOps: KvOp[] = [];
   for (let i = 0; i < n; i++) {
     const k = part[i]!.reverseKey;
+    if (k === NO_REVERSE_KEY) continue; // a head intent: no entry lists it
     if (i + 1 < n && sameKey(part[i + 1]!.reverseKey, k)) continue;
     if (n < records.length && i === n - 1 && sameKey(records[n]!.reverseKey, k)) {
       const rest: Buffer[] = [];
@@ -127,6 +133,8 @@ interface TxnEntry {
   cells: number;
   /** The metadata has a record of its own ('x' + txn id) on disk, which the last delete must take. */
   metaKey: boolean;
+  /** The head intent (it carries the metadata; no reverse entry lists it), until it is deleted. */
+  head?: HeadIntent;
 }
 
 export class IntentsDb {
@@ -148,6 +156,8 @@ export class IntentsDb {
     private readonly indexBytesMax: number,
     /** Write upserts as packed intents (docdb/packed-intent.ts; flag txn_packed_intents)? */
     private readonly packRows: () => boolean,
+    /** Does the lone intent of a transaction's first batch carry its metadata (flag txn_lone_intent_meta)? */
+    private readonly loneMeta: () => boolean,
   ) {}
 
   /** Are upserts written as packed intents now (conflict checks then lock their rows: conflict.ts)? */
@@ -157,10 +167,11 @@ export class IntentsDb {
 
   /**
    * `indexBytesMax`: budget of the intent index (0: never indexed; conflict checks iterate).
-   * `packRows`: write upserts as packed intents (read at each write; default: yes).
+   * `packRows`: write upserts as packed intents (read at each write; default: yes). `loneMeta`: a
+   * lone intent of a transaction's first batch carries its metadata (read at each write; default: yes).
    */
-  static async open(db: FrontierDb, opts: { indexBytesMax?: number; packRows?: () => boolean } = {}): Promise<IntentsDb> {
-    const idb = new IntentsDb(db, 0, opts.indexBytesMax ?? INTENT_INDEX_BYTES_MAX, opts.packRows ?? (() => true));
+  static async open(db: FrontierDb, opts: { indexBytesMax?: number; packRows?: () => boolean; loneMeta?: () => boolean } = {}): Promise<IntentsDb> {
+    const idb = new IntentsDb(db, 0, opts.indexBytesMax ?? INTENT_INDEX_BYTES_MAX, opts.packRows ?? (() => true), opts.loneMeta ?? (() => true));
     idb.indexComplete = idb.indexBytesMax > 0;
     await idb.load();
     return idb;
@@ -176,8 +187,12 @@ export class IntentsDb {
         const k = Buffer.from(e[0]);
         if (k[0]! < TXN_PREFIX) {
           const p = parseIntentKey(k, docKeyLength(k));
-          if (isStrongIntent(p.typeset)) this.intentCount++;
-          this.indexAdd(p.subKey, p.typeset, k, splitIntentValue(e[1]).txnId);
+          const strong = isStrongIntent(p.typeset);
+          if (strong) this.intentCount++;
+          const txnId = splitIntentValue(e[1]).txnId;
+          this.indexAdd(p.subKey, p.typeset, k, txnId);
+          const m = intentValueMeta(e[1]);
+          if (m !== undefined) this.adoptMeta(txnId, decodeStoredMeta(m), false, { key: k, strong });
         } else if (k[0] === TXN_PREFIX) {
           this.loadTxnRecord(k, e[1]);
         }
@@ -196,13 +211,30 @@ export class IntentsDb {
     const own = end === k.length;
     const m = own ? value : reverseValueMeta(value);
     if (m === undefined) return; // an older reverse entry: its transaction's metadata has its own record
-    const stored = decodeStoredMeta(m);
+    this.adoptMeta(txnId, decodeStoredMeta(m), own);
+  }
+
+  /** Metadata found at open (a record, a reverse entry or a head intent): the highest next write id wins. */
+  private adoptMeta(txnId: TxnId, stored: StoredTxnMeta, own: boolean, head?: HeadIntent): void {
     const t = this.txns.get(txnId);
-    if (t === undefined) this.txns.set(txnId, { stored, records: undefined, bytes: 0, cells: 0, metaKey: own });
-    else {
-      if (stored.nextWriteId > t.stored.nextWriteId) t.stored = stored;
-      t.metaKey ||= own;
+    if (t === undefined) {
+      this.txns.set(txnId, { stored, records: undefined, bytes: 0, cells: 0, metaKey: own, ...(head ? { head } : {}) });
+      return;
     }
+    if (stored.nextWriteId > t.stored.nextWriteId) t.stored = stored;
+    t.metaKey ||= own;
+    if (head) t.head = head;
+  }
+
+  /** `txnId`'s head intent with its metadata, while it is in the in-memory view. */
+  headOf(txnId: TxnId): { meta: TxnMeta; strong: boolean } | undefined {
+    const t = this.txns.get(txnId);
+    return t?.head === undefined ? undefined : { meta: t.stored.meta, strong: t.head.strong };
+  }
+
+  /** Transactions whose head intent is on disk (no reverse entry lists it): listTransactions adds them. */
+  *headTxns(): IterableIterator<{ txnId: TxnId; meta: StoredTxnMeta; head: HeadIntent }> {
+    for (const [txnId, t] of this.txns) if (t.head) yield { txnId, meta: t.stored, head: t.head };
   }
 
   /** Must the last delete of `txnId`'s records take a metadata record of its own ('x' + txn id)? */
@@ -235,6 +267,8 @@ export class IntentsDb {
   /** apply.ts deleted some of the txn's records (and, when `metaDeleted`, its metadata) durably. */
   noteDeleted(txnId: TxnId, metaDeleted: boolean, records: ReadonlyArray<{ intentKey: Buffer; subKeyLen?: number; typeset?: number }>): void {
     this.indexRemove(records);
+    const h = this.txns.get(txnId)?.head;
+    if (h !== undefined && !metaDeleted && records.some((r) => r.intentKey === h.key || r.intentKey.equals(h.key))) delete this.txns.get(txnId)!.head;
     if (metaDeleted) {
       const t = this.txns.get(txnId);
       if (t) this.cachedBytes -= t.bytes;
@@ -257,10 +291,11 @@ export class IntentsDb {
     const staged = new Map<TxnId, StagedTxn>();
     let last: OpId | undefined;
     const pack = this.packRows();
+    const loneMeta = this.loneMeta();
     for (const item of items) {
       if (alreadyHolds(this.db.frontier, item.opId)) continue;
       last = item.opId;
-      stageIntentItem(kv, staged, this.txns.get(item.txn.txnId)?.stored, item, pack);
+      stageIntentItem(kv, staged, this.txns.get(item.txn.txnId)?.stored, item, pack, loneMeta);
     }
     if (last === undefined) return;
     await this.db.write(kv, last);
@@ -276,6 +311,7 @@ export class IntentsDb {
       const entry: TxnEntry = this.txns.get(txnId) ?? { stored: t.stored, records: [], bytes: 0, cells: 0, metaKey: false };
       entry.stored = t.stored;
       entry.metaKey ||= t.metaKey;
+      if (t.head) entry.head = t.head;
       if (entry.records && this.cachedBytes + t.bytes <= RECORD_CACHE_BYTES_MAX) {
         for (const r of t.recs) entry.records.push({ intentKey: r.intentKey, reverseKey: r.reverseKey, value: r.value, subKeyLen: r.subKey.length, typeset: r.typeset });
         entry.bytes += t.bytes;
@@ -427,6 +463,9 @@ export class IntentsDb {
     const p = txnKey(txnId);
     const it = this.db.engine.iterator({ gte: Buffer.concat([p, Buffer.from([0x00])]), lt: prefixEnd(p) });
     const entries: Array<{ reverseKey: Buffer; intentKey: Buffer }> = [];
+    // The head intent first (no entry lists it): a chunk always takes it with the first entries.
+    const head = this.txns.get(txnId)?.head;
+    if (head !== undefined) entries.push({ reverseKey: NO_REVERSE_KEY, intentKey: head.key });
     let more = false;
     try {
       for (;;) {

@@ -18,7 +18,7 @@ import { assert } from '../common/assert';
 import type { TxnId } from '../common/ids';
 import * as enc from './encoding';
 import type { StoredValue, SubKind } from './row-assembler';
-import { encodeIntentValue, intentHeaderBytes, intentKey, parseIntentKey, docKeyLength, splitIntentValue, writeIntentHeader } from './storage-keys';
+import { encodeIntentValue, intentHeaderBytes, intentKey, parseIntentKey, docKeyLength, splitIntentValue, withoutIntentMeta, writeIntentHeader } from './storage-keys';
 
 /** Marks a packed intent's value (after the intent header). */
 export const PACKED_ROW_TAG = 0x50; // 'P'
@@ -75,9 +75,18 @@ export function isPacked(encoded: Buffer | undefined): encoded is Buffer {
 
 /** The cells of a packed row (`encoded`: the intent value after its header), as views into it. */
 export function decodePackedCells(encoded: Buffer): PackedCell[] {
+  const out: PackedCell[] = [];
+  forEachPackedCell(encoded, (suffix, writeId, value) => out.push({ suffix, writeId, encoded: value }));
+  return out;
+}
+
+/**
+ * Calls `visit` with each cell of a packed row (views into `encoded`), in order, checking the
+ * layout as it goes: apply walks the cells this way without building a PackedCell per cell.
+ */
+export function forEachPackedCell(encoded: Buffer, visit: (suffix: Buffer, writeId: number, value: Buffer) => void): void {
   assert(encoded[0] === PACKED_ROW_TAG && encoded.length >= 3, 'not a packed intent');
   const n = encoded.readUInt16BE(1);
-  const out: PackedCell[] = [];
   let at = 3;
   for (let i = 0; i < n; i++) {
     assert(at + 1 <= encoded.length, 'truncated packed intent');
@@ -89,11 +98,10 @@ export function decodePackedCells(encoded: Buffer): PackedCell[] {
     const vl = encoded.readUInt32BE(at + 4);
     at += 8;
     assert(vl > 0 && at + vl <= encoded.length, 'truncated packed intent');
-    out.push({ suffix, writeId, encoded: encoded.subarray(at, at + vl) });
+    visit(suffix, writeId, encoded.subarray(at, at + vl));
     at += vl;
   }
   assert(at === encoded.length, 'trailing bytes after a packed intent');
-  return out;
 }
 
 /** What a packed cell's suffix addresses in the row. */
@@ -113,7 +121,8 @@ export function perCellRecords(key: Buffer, value: Buffer, isStrong: (typeset: n
   const p = parseIntentKey(key, docKeyLength(key));
   if (!isStrong(p.typeset)) return [];
   const { txnId, encoded } = splitIntentValue(value);
-  if (!isPacked(encoded)) return [{ key, value }];
+  // The metadata a head intent carries is left out: the reverse-index layout keeps it elsewhere.
+  if (!isPacked(encoded)) return [{ key, value: withoutIntentMeta(value) }];
   return decodePackedCells(encoded).map((c) => ({
     key: intentKey(Buffer.concat([p.subKey, c.suffix]), p.typeset, p.ht, c.writeId),
     value: Buffer.concat([encodeIntentValue(txnId, c.writeId, undefined), c.encoded]),

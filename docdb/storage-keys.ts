@@ -4,6 +4,7 @@
  *
  *   RegularDB version   SubDocKey + DocHybridTime(ht, writeId)                → value
  *   intent              SubDocKey + 13 + typeset + DocHybridTime(ht, writeId)   → 'x' txn 'w' writeId value?
+ *   head intent         the same key                                           → 'x' txn 'w' writeId 'M' meta value?
  *   reverse index       'x' + txn id + DocHybridTime(ht, writeId)               → intent key
  * SubDocKey = DocKey (row level) | DocKey + liveness | DocKey + column id.
  */
@@ -266,13 +267,62 @@ export function writeIntentHeader(w: enc.ByteWriter, txnId: TxnId, writeId: numb
  */
 export function splitIntentValue(u: Uint8Array): { txnId: TxnId; writeId: number; encoded?: Buffer } {
   const b = Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
-  assert(b[0] === 0x78, 'intent value must start with a txn id');
   const len = b[1]!;
-  assert(b[2 + len] === 0x77, 'intent value lacks its write id');
+  assert(b[0] === 0x78 && b[2 + len] === 0x77, 'intent value must start with a txn id and its write id');
+  // Metadata a head intent carries (intentValueMeta) is skipped: no reader of the value needs it.
+  const at = b.length > 7 + len && b[7 + len] === INTENT_META_TAG ? intentValueParts(b).meta!.end : 7 + len;
   const txnId = TxnId(b.toString('utf8', 2, 2 + len));
   const writeId = b.readUInt32BE(3 + len);
-  const rest = b.subarray(7 + len);
+  const rest = b.subarray(at);
   return rest.length === 0 ? { txnId, writeId } : { txnId, writeId, encoded: rest };
+}
+
+/**
+ * Marks, right after an intent value's header, the transaction's metadata carried by the intent
+ * itself: the lone intent of a transaction's first write batch on a tablet stores it there instead
+ * of in a reverse-index entry ([tag][u32 length][encoded StoredTxnMeta], then the value as before;
+ * docs/transactions.md "A lone intent carries its transaction"). 'M' is no value tag and not 'P'.
+ */
+export const INTENT_META_TAG = 0x4d; // 'M'
+
+/** Where an intent value's part after its header (and after carried metadata) starts, and the metadata's bounds. */
+function intentValueParts(b: Buffer): { head: number; meta?: { at: number; end: number } } {
+  assert(b[0] === 0x78, 'intent value must start with a txn id');
+  const idLen = b[1]!;
+  assert(b[2 + idLen] === 0x77, 'intent value lacks its write id');
+  const head = 7 + idLen;
+  if (b.length <= head || b[head] !== INTENT_META_TAG) return { head };
+  assert(b.length >= head + 5, 'truncated intent metadata');
+  const end = head + 5 + b.readUInt32BE(head + 1);
+  assert(end <= b.length, 'truncated intent metadata');
+  return { head, meta: { at: head + 5, end } };
+}
+
+/** The transaction metadata an intent value carries (an encoded StoredTxnMeta), or undefined. */
+export function intentValueMeta(u: Uint8Array): Buffer | undefined {
+  const b = Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+  const m = intentValueParts(b).meta;
+  return m === undefined ? undefined : b.subarray(m.at, m.end);
+}
+
+/** `value` (an intent value without metadata) carrying `meta` after its header, in one new buffer. */
+export function withIntentMeta(value: Buffer, meta: Buffer): Buffer {
+  const head = 7 + value[1]!;
+  assert(intentValueParts(value).meta === undefined, 'intent value already carries metadata');
+  const out = Buffer.allocUnsafe(value.length + 5 + meta.length);
+  value.copy(out, 0, 0, head);
+  out[head] = INTENT_META_TAG;
+  out.writeUInt32BE(meta.length, head + 1);
+  meta.copy(out, head + 5);
+  value.copy(out, head + 5 + meta.length, head);
+  return out;
+}
+
+/** `u` without the metadata it carries (itself when it carries none): the record as the reverse-index layout stores it. */
+export function withoutIntentMeta(u: Uint8Array): Buffer {
+  const b = Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+  const p = intentValueParts(b);
+  return p.meta === undefined ? b : Buffer.concat([b.subarray(0, p.head), b.subarray(p.meta.end)]);
 }
 
 export function decodeIntentValue(u: Uint8Array): { txnId: TxnId; writeId: number; value?: StoredValue } {

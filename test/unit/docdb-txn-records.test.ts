@@ -1,13 +1,14 @@
 /**
  * The transaction bookkeeping records keep their on-disk form: the hand-built JSON of the metadata
  * and the apply state is byte for byte what JSON.stringify of the record object gives (data written
- * before stays readable, and the other way round), and every record decodes back to itself.
+ * before stays readable, and the other way round), and every record decodes back to itself; the
+ * binary metadata of head intents too.
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { TxnId } from '../../common/ids';
 import type { TxnMeta } from '../../docdb/doc-db-api';
-import { applyStateKey, decodeApplyState, decodeStoredMeta, decodeTxnKey, encodeApplyState, encodeStoredMeta, txnKey, APPLY_STATE_PREFIX, TXN_PREFIX } from '../../docdb/txn-records';
+import { applyStateKey, decodeApplyState, decodeStoredMeta, decodeTxnKey, encodeApplyState, encodeStoredMeta, encodeStoredMetaBinary, txnKey, APPLY_STATE_PREFIX, TXN_PREFIX } from '../../docdb/txn-records';
 
 const meta: fc.Arbitrary<TxnMeta> = fc.record({
   txnId: fc.string({ minLength: 1, maxLength: 40 }).map(TxnId),
@@ -39,6 +40,18 @@ describe('docdb transaction records', () => {
         expect(decodeApplyState(applyState)).toEqual(st);
       }),
       { numRuns: 500 },
+    );
+  });
+
+  it('txn records: the binary metadata head intents carry decodes back to itself; decodeStoredMeta reads it beside the JSON; a cut one is refused', () => {
+    fc.assert(
+      fc.property(meta, fc.nat(), (m, nextWriteId) => {
+        const b = encodeStoredMetaBinary({ meta: m, nextWriteId });
+        expect(b.length).toBeLessThan(encodeStoredMeta({ meta: m, nextWriteId }).length);
+        expect(decodeStoredMeta(b)).toEqual({ meta: m, nextWriteId });
+        expect(() => decodeStoredMeta(b.subarray(0, b.length - 1))).toThrow();
+      }),
+      { numRuns: 300 },
     );
   });
 

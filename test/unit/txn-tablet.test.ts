@@ -174,16 +174,16 @@ describe('txn tablet ops', () => {
     const end = performance.now() + 10_000;
     while (counts().rdels < b.rdels + 2 && performance.now() < end) await new Promise((r) => setTimeout(r, 20));
     const c = counts();
-    // One sync, ONE IntentsDB batch deleting both transactions' records (the row's packed intent +
-    // its one reverse entry each, which carries the metadata: no metadata record), then one batch
-    // with both apply-state deletes.
-    expect([c.rsync - b.rsync, c.ib - b.ib, c.idels - b.idels, c.rb - b.rb, c.rdels - b.rdels]).toEqual([1, 1, 4, 2, 2]);
+    // One sync, ONE IntentsDB batch deleting both transactions' records (the row's packed intent
+    // each, which carries the metadata: no reverse entry, no metadata record — flag
+    // txn_lone_intent_meta), then one batch with both apply-state deletes.
+    expect([c.rsync - b.rsync, c.ib - b.ib, c.idels - b.idels, c.rb - b.rb, c.rdels - b.rdels]).toEqual([1, 1, 2, 2, 2]);
     expect(await onDisk()).toEqual([]);
     await applyOne('d-3', 3);
     const d = counts();
     await p.stop();
     const e = counts();
-    expect([e.idels - d.idels, e.rdels - d.rdels]).toEqual([2, 1]); // the stop wrote d-3's clean-ups (1 packed intent, 1 reverse entry carrying the metadata)
+    expect([e.idels - d.idels, e.rdels - d.rdels]).toEqual([1, 1]); // the stop wrote d-3's clean-ups (1 packed intent carrying the metadata)
     peers.splice(peers.indexOf(p), 1);
 
     // 0: the versions are synced and the intents deleted within the apply itself.
@@ -202,7 +202,7 @@ describe('txn tablet ops', () => {
     await q.proposeOp({ type: 'APPLY_TXN', txnId: TxnId('z-1'), commitHt });
     await q.applyInProgress(TxnId('z-1'));
     const z1 = q.ioCounts()!.docdb;
-    expect([z1.regulardb.syncedBatches - z0.regulardb.syncedBatches, z1.intentsdb.dels - z0.intentsdb.dels]).toEqual([1, 2]); // 1 packed intent, 1 reverse entry carrying the metadata
+    expect([z1.regulardb.syncedBatches - z0.regulardb.syncedBatches, z1.intentsdb.dels - z0.intentsdb.dels]).toEqual([1, 1]); // 1 packed intent carrying the metadata
     expect((await q.db().listTransactions()).map((t) => t.meta.txnId)).toEqual([]);
   });
 
