@@ -169,8 +169,8 @@ export class SplitChildren {
    * The checkpoint (the parent's table files, linked) becomes the first child's RegularDB (a rename)
    * and is cloned for the second before either opens; neither has a WAL to replay. The parent's
    * memtable is read from its WAL, set aside by the checkpoint (docdb/rocksdb-wal.ts), and each
-   * child writes only its own rows of it into its own memtable (synced), with the parent's meta keys
-   * deleted in the same batch, so the child's databases start at op id 0, matching its empty log.
+   * child writes only its own rows of it into its own memtable (unsynced, then one synced write
+   * deletes the parent's meta keys), so the child's databases start at op id 0, matching its empty log.
    * Before, RocksDB replayed the WAL when the checkpoint opened and wrote all of it (both halves) to
    * one more L0 table file: that pushed a child's L0 over `max_bytes_for_level_base`, and every
    * replica compacted the whole parent right after the split (docs/splitting.md, "What the seconds
