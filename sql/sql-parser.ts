@@ -166,10 +166,13 @@ function keyColumns(items: Token[]): YbTableOptions['primaryKey'] | undefined {
 /** Templates of statements that differ only in integer literals (sql/parse-cache.ts), for the process. */
 export const parseCache = new ParseCache();
 
-/** Parse a query string into statements; a syntax error is 42601 with the 1-based character position. */
-export function parseSql(sql: string): ParsedStatement[] {
+/**
+ * Parse a query string into statements; a syntax error is 42601 with the 1-based character position.
+ * `useCache`: through the parse cache (--ysql_parse_cache).
+ */
+export function parseSql(sql: string, useCache = true): ParsedStatement[] {
   if (Buffer.byteLength(sql) > STATEMENT_BYTES_MAX) throw new SqlError(SqlState.PROGRAM_LIMIT, `statement is too large: ${Buffer.byteLength(sql)} bytes (at most ${STATEMENT_BYTES_MAX})`);
-  const scan = scanLiterals(sql);
+  const scan = useCache ? scanLiterals(sql) : undefined;
   const cached = scan ? parseCache.lookup(sql, scan) : undefined;
   if (cached) return cached;
   const rw = rewriteYugabyteSyntax(sql);

@@ -81,6 +81,13 @@ describe('sql parse cache', () => {
     expect(parseCache.hits).toBe(before);
   });
 
+  it('sql: with the cache off (--ysql_parse_cache=false) every text is parsed', () => {
+    parseSql('select 1 from t where k = 5');
+    const before = parseCache.hits;
+    expect(parseSql('select 1 from t where k = 6', false)).toEqual(fresh('select 1 from t where k = 6'));
+    expect(parseCache.hits).toBe(before);
+  });
+
   it('sql: a syntax error is still 42601 with its position, cached key or not', () => {
     parseSql('select 1 from t where k = 5');
     for (const sql of ['select 1 from t where k = 5 5', 'select 1 from t where k = 555 555']) {
