@@ -12,6 +12,7 @@ import { getJson } from '../lab/console-http';
 import { loopbackAliasesWork } from '../lab/process-addressing';
 import { guardChildren } from './exit-guard';
 import { makeDirs } from '../common/fs-dirs';
+import { serverEnv } from '../common/server-env';
 
 export interface BenchServer {
   role: 'master' | 'tserver';
@@ -48,7 +49,7 @@ export class BenchCluster {
     this.masterWeb = `${host(0)}:${port(7000, 0)}`;
     const run = (role: 'master' | 'tserver', rpcAddress: string, webAddress: string, argv: string[], nodeArgs: string[] = []): void => {
       const fd = fs.openSync(path.join(this.baseDir, `${role}-${rpcAddress}.log`), 'a');
-      const child = spawn(process.execPath, [...nodeArgs, cli, role, ...argv], { stdio: ['ignore', fd, fd] });
+      const child = spawn(process.execPath, [...nodeArgs, cli, role, ...argv], { stdio: ['ignore', fd, fd], env: serverEnv() });
       fs.closeSync(fd);
       this.servers.push({ role, rpcAddress, webAddress, child });
     };

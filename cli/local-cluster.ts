@@ -16,6 +16,7 @@ import { probeReadiness } from '../lab/health-wait';
 import { loopbackAliasesWork } from '../lab/process-addressing';
 import { LAB_SERVER_FLAGS } from '../lab/flag-setter';
 import { makeDirs } from '../common/fs-dirs';
+import { serverEnv } from '../common/server-env';
 
 export const STATE_FILE = 'cluster.json';
 const STATE_VERSION = 1;
@@ -138,7 +139,7 @@ export function spawnServer(s: ServerPlan, cliEntry: string): ChildProcess {
   const fd = fs.openSync(s.logFile, 'a');
   try {
     fs.writeSync(fd, `==== ${new Date().toISOString()} starting ${s.role}: ${s.argv.join(' ')}\n`);
-    const child = spawn(process.execPath, [cliEntry, ...s.argv], { stdio: ['ignore', fd, fd] });
+    const child = spawn(process.execPath, [cliEntry, ...s.argv], { stdio: ['ignore', fd, fd], env: serverEnv() });
     if (child.pid === undefined) throw new DbError(ErrorCode.INTERNAL, `could not start ${s.role} of node ${s.node}`);
     s.pid = child.pid;
     return child;

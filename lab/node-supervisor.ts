@@ -7,6 +7,7 @@
  *   node node-supervisor.js ENTRY ROLE ARG… [::: ROLE ARG…]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { serverEnv } from '../common/server-env';
 
 export const SUPERVISOR_GROUP_SEPARATOR = ':::';
 /** After SIGTERM, children get this long before SIGKILL (docker stop's own timeout is the outer bound). */
@@ -85,7 +86,7 @@ function main(argv: string[]): void {
     const g = groups[i]!;
     const role = g[0]!;
     failed[i] = false;
-    const child = spawn(process.execPath, [entry, ...g], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [entry, ...g], { stdio: ['ignore', 'pipe', 'pipe'], env: serverEnv() });
     pipePrefixed(child.stdout!, process.stdout, `[${role}] `);
     pipePrefixed(child.stderr!, process.stderr, `[${role}] `);
     child.on('exit', (code, sig) => {

@@ -23,6 +23,7 @@ import { assertAddressesFree, loopbackAliasesWork, planProcessNodes } from './pr
 import { processState, signal } from './process-table';
 import { waitUntil } from './wait-until';
 import { makeDirs } from '../common/fs-dirs';
+import { serverEnv } from '../common/server-env';
 
 /** How long a SIGSTOP / SIGCONT may take to show in /proc before pause / resume fail. */
 const SIGNAL_TAKE_HOLD_MS = 5_000;
@@ -229,7 +230,7 @@ export class ProcessDriver extends LabDriverBase implements ClusterDriver {
     const fd = fs.openSync(log, 'a');
     try {
       fs.writeSync(fd, `==== tessera lab ${new Date().toISOString()}: starting ${s.role}: ${process.execPath} ${entry} ${s.argv.join(' ')}\n`);
-      const child = spawn(process.execPath, [entry, ...s.argv], { detached: true, stdio: ['ignore', fd, fd], cwd: packageRoot() });
+      const child = spawn(process.execPath, [entry, ...s.argv], { detached: true, stdio: ['ignore', fd, fd], cwd: packageRoot(), env: serverEnv() });
       const pid = child.pid;
       if (pid === undefined) throw new DbError(ErrorCode.INTERNAL, `could not start ${s.role} (${entry})`);
       child.on('exit', (code, sig) => this.exits.set(pid, sig ? `was killed by ${sig}` : `exited with status ${String(code)}`));

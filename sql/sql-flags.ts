@@ -79,6 +79,14 @@ export const YSQL_ENABLE_AGGREGATE_PUSHDOWN = defineFlag({
   tags: [FlagTag.runtime],
 });
 
+export const YSQL_PARSE_CACHE = defineFlag({
+  name: 'ysql_parse_cache',
+  type: 'bool',
+  default: true,
+  help: 'Statements that differ only in integer literals share one parse (sql/parse-cache.ts, docs/sql.md "Parse cache"). false: every text is parsed (A/B).',
+  tags: [FlagTag.runtime],
+});
+
 export const YSQL_ENABLE_EXPRESSION_PUSHDOWN = defineFlag({
   name: 'ysql_enable_expression_pushdown',
   type: 'bool',

@@ -8,6 +8,7 @@
 import * as pg from 'libpg-query';
 import type { Node, RawStmt } from 'libpg-query';
 import { SqlError, SqlState } from './exec/sql-error';
+import { ParseCache, scanLiterals } from './parse-cache';
 
 export type { Node } from 'libpg-query';
 
@@ -162,9 +163,18 @@ function keyColumns(items: Token[]): YbTableOptions['primaryKey'] | undefined {
   return yb ? { hash, range } : undefined;
 }
 
-/** Parse a query string into statements; a syntax error is 42601 with the 1-based character position. */
-export function parseSql(sql: string): ParsedStatement[] {
+/** Templates of statements that differ only in integer literals (sql/parse-cache.ts), for the process. */
+export const parseCache = new ParseCache();
+
+/**
+ * Parse a query string into statements; a syntax error is 42601 with the 1-based character position.
+ * `useCache`: through the parse cache (--ysql_parse_cache).
+ */
+export function parseSql(sql: string, useCache = true): ParsedStatement[] {
   if (Buffer.byteLength(sql) > STATEMENT_BYTES_MAX) throw new SqlError(SqlState.PROGRAM_LIMIT, `statement is too large: ${Buffer.byteLength(sql)} bytes (at most ${STATEMENT_BYTES_MAX})`);
+  const scan = useCache ? scanLiterals(sql) : undefined;
+  const cached = scan ? parseCache.lookup(sql, scan) : undefined;
+  if (cached) return cached;
   const rw = rewriteYugabyteSyntax(sql);
   let stmts: RawStmt[];
   try {
@@ -175,11 +185,13 @@ export function parseSql(sql: string): ParsedStatement[] {
     throw new SqlError(SqlState.SYNTAX_ERROR, msg, d?.cursorPosition !== undefined ? { position: d.cursorPosition + 1 } : {});
   }
   let creates = 0;
-  return stmts.map((s) => {
+  const parsed = stmts.map((s) => {
     const start = s.stmt_location ?? 0;
-    const text = s.stmt_len ? rw.sql.slice(start, start + s.stmt_len) : rw.sql.slice(start);
+    const end = s.stmt_len ? start + s.stmt_len : rw.sql.length;
     const stmt = s.stmt!;
     const yb = 'CreateStmt' in stmt ? rw.options[creates++] : undefined;
-    return { stmt, sql: text.trim(), ...(yb ? { yb } : {}) };
+    return { stmt, start, end, yb };
   });
+  if (scan && rw.sql === sql) parseCache.remember(scan, parsed.map((p) => ({ ...p, yb: p.yb !== undefined })));
+  return parsed.map((p) => ({ stmt: p.stmt, sql: rw.sql.slice(p.start, p.end).trim(), ...(p.yb ? { yb: p.yb } : {}) }));
 }

@@ -22,6 +22,7 @@ import { trustConsoleCa } from '../console-http';
 import type { NemesisKind } from './nemesis-schedule';
 import { setServerFlag, type VerifyConnectOptions, type VerifyServerRef, type VerifyTarget, waitVerifyHealthy } from './verify-target';
 import { makeDirs } from '../../common/fs-dirs';
+import { serverEnv } from '../../common/server-env';
 
 export const SERVER_KILL_WAIT_MS = 5_000;
 
@@ -115,7 +116,7 @@ export class VerifyCluster implements VerifyTarget<VerifyServer> {
     const fd = fs.openSync(s.logFile, 'a');
     try {
       fs.writeSync(fd, `==== verify ${new Date().toISOString()}: starting ${s.name}\n`);
-      s.child = spawn(process.execPath, [serverEntryPath('dist/cli/main.js'), ...s.argv], { stdio: ['ignore', fd, fd] });
+      s.child = spawn(process.execPath, [serverEntryPath('dist/cli/main.js'), ...s.argv], { stdio: ['ignore', fd, fd], env: serverEnv() });
       s.paused = false;
     } finally {
       fs.closeSync(fd);

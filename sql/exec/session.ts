@@ -7,7 +7,7 @@
 import type { Table, TesseraClient, Transaction } from '../../client';
 import type { Flags } from '../../common/flags';
 import type { Node, ParsedStatement } from '../sql-parser';
-import { YSQL_ENABLE_AGGREGATE_PUSHDOWN, YSQL_ENABLE_EXPRESSION_PUSHDOWN, YSQL_ROWS_MAX } from '../sql-flags';
+import { YSQL_ENABLE_AGGREGATE_PUSHDOWN, YSQL_ENABLE_EXPRESSION_PUSHDOWN, YSQL_PARSE_CACHE, YSQL_ROWS_MAX } from '../sql-flags';
 import { names } from './ast';
 import type { SqlCatalog, SqlTableDef } from './catalog';
 import { addPrimaryKey, createTable, dropTables, truncateTable, type DdlDeps } from './ddl';
@@ -88,6 +88,11 @@ export class SqlSession {
   /** WHERE on the tablets: the flag, unless the session turned it off (`SET yb_enable_expression_pushdown = off`). */
   private pushFilters(): boolean {
     return this.deps.flags.get(YSQL_ENABLE_EXPRESSION_PUSHDOWN) && !/^(off|false|0|no)$/i.test(this.info.settings.get('yb_enable_expression_pushdown') ?? 'on');
+  }
+
+  /** Whether statement texts go through the parse cache (--ysql_parse_cache, runtime). */
+  get parseCacheOn(): boolean {
+    return this.deps.flags.get(YSQL_PARSE_CACHE);
   }
 
   private rowsMax(): number {

@@ -338,7 +338,7 @@ export class PgConnection {
 
   private async simpleQuery(sql: string): Promise<void> {
     try {
-      const stmts = parseSql(sql);
+      const stmts = parseSql(sql, this.session?.parseCacheOn ?? true);
       if (stmts.length === 0) this.send(backend.emptyQuery());
       for (const ps of stmts) {
         const r = await this.run1(ps, []);
@@ -394,7 +394,7 @@ export class PgConnection {
   private async extended(m: FrontendMessage): Promise<void> {
     switch (m.type) {
       case 'parse': {
-        const stmts = parseSql(m.sql);
+        const stmts = parseSql(m.sql, this.session?.parseCacheOn ?? true);
         if (stmts.length > 1) throw new SqlError(SqlState.SYNTAX_ERROR, 'cannot insert multiple commands into a prepared statement');
         if (m.name !== '' && this.statements.has(m.name)) throw new SqlError(SqlState.DUPLICATE_PSTATEMENT, `prepared statement "${m.name}" already exists`);
         if (this.statements.size >= PREPARED_STATEMENTS_MAX) throw new SqlError(SqlState.PROGRAM_LIMIT, `a connection holds at most ${PREPARED_STATEMENTS_MAX} prepared statements`);

@@ -14,6 +14,7 @@ import { loopbackAliasesWork } from '../../lab/process-addressing';
 import { LAB_SERVER_FLAGS } from '../../lab/flag-setter';
 import { tabletServerMethods } from '../../rpc/service-methods';
 import type { RpcClient } from '../../rpc/types';
+import { serverEnv } from '../../common/server-env';
 
 const CLI = path.resolve(__dirname, '../../dist/cli/main.js');
 
@@ -110,7 +111,7 @@ export class ProcCluster {
   start(p: Proc): void {
     if (p.child && p.child.exitCode === null && p.child.signalCode === null) throw new Error(`${p.role} ${p.index} is already running`);
     const fd = fs.openSync(p.logFile, 'a');
-    p.child = spawn(process.execPath, [CLI, ...p.argv], { stdio: ['ignore', fd, fd] });
+    p.child = spawn(process.execPath, [CLI, ...p.argv], { stdio: ['ignore', fd, fd], env: serverEnv() });
     fs.closeSync(fd);
   }
 

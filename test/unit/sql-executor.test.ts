@@ -77,6 +77,14 @@ describe('sql executor (in memory)', () => {
     const [[s]] = query("select dbms_random.string('U', 64)", [], ['orafce']).rows as [[string]];
     expect(s).toMatch(/^[A-Z]{64}$/);
     expect(dbmsRandomString('p', 1000)).toMatch(/^[ -~]{1000}$/);
+    for (const len of [0, 1, 2, 3, 5, 1025]) expect(dbmsRandomString('x', len)).toMatch(new RegExp(`^[A-Z0-9]{${len}}$`));
+    // A MiB of 'P': every printable character, each near 1/95 of the string.
+    const big = dbmsRandomString('P', 1 << 20);
+    const counts = new Map<string, number>();
+    for (const ch of big) counts.set(ch, (counts.get(ch) ?? 0) + 1);
+    expect(counts.size).toBe(95);
+    for (const c of counts.values()) expect(Math.abs(c - (1 << 20) / 95)).toBeLessThan(0.08 * ((1 << 20) / 95));
+    expect(dbmsRandomString('P', 4096)).not.toBe(dbmsRandomString('P', 4096));
   });
 
   it('sql exec: errors carry their SQLSTATE (syntax with position, unknown column, bad input, division by zero, unsupported)', () => {
