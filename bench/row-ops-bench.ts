@@ -7,7 +7,8 @@
  * it (a request per call, as before coalescing existed). Beside each rate it prints the CPU the three
  * tservers and this client spent per unit (utime+stime from /proc): on a machine shared with other
  * work the rates swing with the load, the CPU per unit much less; and the client RPCs the tservers
- * handled and the Raft entries they applied per unit (their /prometheus-metrics). Each figure is
+ * handled and the Raft entries they applied per unit (their /prometheus-metrics), and what the Raft
+ * rounds cost in calls: log fsyncs, Raft frames sent and apply-stage calls per unit, all tservers. Each figure is
  * warmed up first on a table of its own, and odd rounds run the figures in reverse order (the first
  * ones measured dearer): compare over an even number of rounds. Prints tables; asserts nothing.
  *
@@ -61,22 +62,35 @@ interface Figure {
   /** Client RPCs the tservers handled (MutateRows, Write, LockRow, RowLock) and Raft entries applied (per replica), per unit. */
   rpcs: number;
   entries: number;
+  /**
+   * Per unit, summed over the three tservers: Raft log fdatasyncs, Raft message frames sent (one per
+   * destination and turn), apply-stage calls (one RocksDB write each) — where a Raft round's CPU goes.
+   */
+  fsyncs: number;
+  raftFrames: number;
+  applyBatches: number;
 }
 
-/** Client RPCs handled and Raft entries applied so far, summed over the tservers (their /prometheus-metrics). */
-async function counters(webAddresses: readonly string[]): Promise<{ rpcs: number; entries: number }> {
-  let rpcs = 0;
-  let applied = 0;
+type Counters = { rpcs: number; entries: number; fsyncs: number; raftFrames: number; applyBatches: number };
+
+/** Client RPCs handled, Raft entries applied and the Raft work counters so far, summed over the tservers (their /prometheus-metrics). */
+async function counters(webAddresses: readonly string[]): Promise<Counters> {
+  const c: Counters = { rpcs: 0, entries: 0, fsyncs: 0, raftFrames: 0, applyBatches: 0 };
   for (const w of webAddresses) {
     const body = (await httpRequest(`http://${w}/prometheus-metrics`)).body;
     for (const line of body.split('\n')) {
       const v = Number(line.slice(line.lastIndexOf(' ') + 1));
-      if (/^tserver_rpc_ops_total\{method="(MutateRows|Write|LockRow|RowLock)"/.test(line)) rpcs += v;
-      else if (line.startsWith('tserver_raft_apply{') && line.includes('kind="entries"')) applied += v;
+      if (/^tserver_rpc_ops_total\{method="(MutateRows|Write|LockRow|RowLock)"/.test(line)) c.rpcs += v;
+      else if (line.startsWith('tserver_raft_apply{')) {
+        if (line.includes('kind="entries"')) c.entries += v;
+        else if (line.includes('kind="batches"')) c.applyBatches += v;
+      } else if (line.startsWith('tserver_log_fsyncs{')) c.fsyncs += v;
+      else if (line.startsWith('tserver_raft_batches{') && line.includes('direction="sent"')) c.raftFrames += v;
     }
   }
   // Every replica applies each entry: three of them (RF 3).
-  return { rpcs, entries: applied / 3 };
+  c.entries /= 3;
+  return c;
 }
 
 /** CPU seconds of these processes together (NaN when one is unreadable). */
@@ -106,7 +120,8 @@ async function measure(servers: ReadonlyArray<number | undefined>, webs: readonl
   const seconds = (performance.now() - t0) / 1000;
   const serverUs = (cpuOf(servers) - s0) * 1e6;
   const n1 = await counters(webs);
-  return { rpcs: (n1.rpcs - n0.rpcs) / done, entries: (n1.entries - n0.entries) / done, rate: done / seconds, serverCpuUs: serverUs / done, clientCpuUs: (c.user + c.system) / done, serverNetCpuUs: (serverUs - idleCpuUsPerS * seconds) / done };
+  const per = (k: keyof Counters): number => (n1[k] - n0[k]) / done;
+  return { rpcs: per('rpcs'), entries: per('entries'), fsyncs: per('fsyncs'), raftFrames: per('raftFrames'), applyBatches: per('applyBatches'), rate: done / seconds, serverCpuUs: serverUs / done, clientCpuUs: (c.user + c.system) / done, serverNetCpuUs: (serverUs - idleCpuUsPerS * seconds) / done };
 }
 
 /** CPU µs per second the tservers spend with no client load (heartbeats, Raft ticks, metrics). */
@@ -228,7 +243,7 @@ async function main(): Promise<void> {
     const figures = new Map<string, Figure[]>();
     const add = (name: string, f: Figure): void => {
       figures.set(name, [...(figures.get(name) ?? []), f]);
-      process.stdout.write(`  ${name}: ${Math.round(f.rate)} (tserver CPU ${Math.round(f.serverCpuUs)} µs, ${Math.round(f.serverNetCpuUs)} µs net of idle; client CPU ${Math.round(f.clientCpuUs)} µs; ${f.rpcs.toFixed(2)} RPCs, ${f.entries.toFixed(2)} Raft entries per unit)\n`);
+      process.stdout.write(`  ${name}: ${Math.round(f.rate)} (tserver CPU ${Math.round(f.serverCpuUs)} µs, ${Math.round(f.serverNetCpuUs)} µs net of idle; client CPU ${Math.round(f.clientCpuUs)} µs; ${f.rpcs.toFixed(2)} RPCs, ${f.entries.toFixed(2)} Raft entries per unit; all tservers: ${f.fsyncs.toFixed(2)} log fsyncs, ${f.raftFrames.toFixed(2)} Raft frames sent, ${f.applyBatches.toFixed(2)} apply calls per unit)\n`);
     };
     await measure(servers, webs, 16, 2000, (w, i) => t.upsert({ id: key(w, i), v: 'warm' })); // warm-up
     const idle = await idleCpuUsPerS(servers, 3000);
@@ -247,9 +262,9 @@ async function main(): Promise<void> {
       for (const x of r % 2 === 0 ? cases : [...cases].reverse()) add(x.name, await run(x.workers, x.op, x.weight));
     }
     const mean = (xs: number[]): number => xs.reduce((x, y) => x + y, 0) / xs.length;
-    process.stdout.write('\n| figure | rate per round | mean rate | tserver CPU µs per unit (net of idle) | client CPU µs per unit | RPCs / Raft entries per unit |\n|---|---|---|---|---|---|\n');
+    process.stdout.write('\n| figure | rate per round | mean rate | tserver CPU µs per unit (net of idle) | client CPU µs per unit | RPCs / Raft entries per unit | log fsyncs / Raft frames / apply calls per unit (all tservers) |\n|---|---|---|---|---|---|---|\n');
     for (const [name, fs] of figures) {
-      process.stdout.write(`| ${name} | ${fs.map((f) => Math.round(f.rate)).join(', ')} | ${Math.round(mean(fs.map((f) => f.rate)))} | ${Math.round(mean(fs.map((f) => f.serverCpuUs)))} (${Math.round(mean(fs.map((f) => f.serverNetCpuUs)))}) | ${Math.round(mean(fs.map((f) => f.clientCpuUs)))} | ${mean(fs.map((f) => f.rpcs)).toFixed(2)} / ${mean(fs.map((f) => f.entries)).toFixed(2)} |\n`);
+      process.stdout.write(`| ${name} | ${fs.map((f) => Math.round(f.rate)).join(', ')} | ${Math.round(mean(fs.map((f) => f.rate)))} | ${Math.round(mean(fs.map((f) => f.serverCpuUs)))} (${Math.round(mean(fs.map((f) => f.serverNetCpuUs)))}) | ${Math.round(mean(fs.map((f) => f.clientCpuUs)))} | ${mean(fs.map((f) => f.rpcs)).toFixed(2)} / ${mean(fs.map((f) => f.entries)).toFixed(2)} | ${mean(fs.map((f) => f.fsyncs)).toFixed(2)} / ${mean(fs.map((f) => f.raftFrames)).toFixed(2)} / ${mean(fs.map((f) => f.applyBatches)).toFixed(2)} |\n`);
     }
     process.stdout.write('\n| ratio | per round | target |\n|---|---|---|\n');
     for (const x of RATIOS) {

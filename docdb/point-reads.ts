@@ -25,8 +25,14 @@ import { decodeDocKeyBuf, decodeStored, parseRegularKey, REGULAR_DATA_END, REGUL
 export const POINT_ITERATORS_IDLE_MAX = 64;
 /** A reused iterator is ended once this old (its snapshot pins memtables and SST files). */
 export const POINT_ITERATOR_AGE_MS = 1000;
-/** Read-ahead per native call after the first entry: a few versions of a row, little past it. */
-export const POINT_READ_AHEAD_BYTES = 512;
+/**
+ * Read-ahead per native call after the first entry: a few versions of a row, little past it. The
+ * binding turns every entry it read into two Buffers on the event loop (about 2 us each on the
+ * bench machine): at 512 bytes a row of six ~30-byte entries paid for ~18, at 256 for ~9 (raw
+ * binding, 6 alternated rounds, loaded: median 83 against 106 us CPU per present-row read); a row
+ * of up to ~9 entries still takes two native reads (bench/results/2026-12-07-rows-6.md).
+ */
+export const POINT_READ_AHEAD_BYTES = 256;
 /** Native reads one row may take on a reused iterator; a longer row is read with its own iterator. */
 export const POINT_READ_CALLS_MAX = 4;
 

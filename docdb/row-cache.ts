@@ -18,6 +18,14 @@
  * Reads at any read time use the entry (it holds every version, like the iterator), so MVCC reads,
  * read restarts and TTL behave as without it. The owner bypasses the cache whenever IntentsDB holds
  * intents (they are merged by the iterator path).
+ *
+ * Untracked writes. Placing a write row by row (a hex DocKey per row, two maps) is only of use to
+ * readers: with no cached row to write through and no token taken for ROW_CACHE_TRACK_IDLE_MS (a
+ * follower, or a leader nobody reads from), a write is not placed. It is handled as a write that
+ * cannot be placed, without the clear: every token taken before it dies (the floor) and none is
+ * handed out while it is in flight, so no reader fills what it may have missed. The next reader's
+ * token turns tracking back on for later writes (docs/rows.md, "Rows that are read-modify-written
+ * stay cached").
  */
 import { OldestKeys } from '../common/oldest-keys';
 import type { DocKey } from './doc-db-api';
@@ -31,6 +39,8 @@ const ROW_OPS_TRACKED_MAX = 4096;
 const LAST_WRITE_ROWS_MAX = 8192;
 /** Bytes charged per cached version beyond its value (keys, objects). */
 const VERSION_OVERHEAD_BYTES = 96;
+/** With no cached row and no token taken for this long, writes are not placed row by row (see the file comment). */
+export const ROW_CACHE_TRACK_IDLE_MS = 2000;
 
 export interface CachedRow {
   key: DocKey;
@@ -38,8 +48,12 @@ export interface CachedRow {
   bytes: number;
 }
 
-/** Per op of a write, the hex DocKey of its row (undefined: a meta key); undefined as a whole: not placeable. */
-type PlacedOps = Array<string | undefined> | undefined;
+/**
+ * Per op of a write, the hex DocKey of its row (undefined: a meta key); undefined as a whole: not
+ * placeable; UNTRACKED: not placed on purpose (nobody could use it, see the file comment).
+ */
+type PlacedOps = Array<string | undefined> | undefined | typeof UNTRACKED;
+const UNTRACKED = 'untracked';
 
 function opKey(k: Uint8Array): Buffer {
   return Buffer.isBuffer(k) ? k : Buffer.from(k.buffer, k.byteOffset, k.byteLength);
@@ -95,9 +109,14 @@ export class RowCache {
   private readonly lastWrite = new Map<string, number>();
   /** Each in-flight write's placement, computed once at beginWrite (FrontierDb passes the same array to both). */
   private readonly placed = new WeakMap<readonly KvOp[], PlacedOps>();
-  readonly metrics = { hits: 0, misses: 0, fills: 0, skippedFills: 0, evictions: 0, clears: 0, writtenThrough: 0 };
+  /** When token() was last called (monotonic ms): a reader is around, writes are tracked. */
+  private lastTokenMs = Number.NEGATIVE_INFINITY;
+  readonly metrics = { hits: 0, misses: 0, fills: 0, skippedFills: 0, evictions: 0, clears: 0, writtenThrough: 0, untrackedWrites: 0 };
 
-  constructor(private readonly maxBytes: () => number) {}
+  constructor(
+    private readonly maxBytes: () => number,
+    private readonly nowMs: () => number = () => performance.now(),
+  ) {}
 
   get enabled(): boolean {
     return this.maxBytes() > 0;
@@ -120,6 +139,7 @@ export class RowCache {
 
   /** Taken by a reader before it opens its iterator; fill() accepts its result only if still current for the row. */
   token(): number {
+    this.lastTokenMs = this.nowMs();
     return this.unplacedInflight > 0 ? -1 : this.generation;
   }
 
@@ -161,9 +181,11 @@ export class RowCache {
    */
   beginWrite(ops: readonly KvOp[]): void {
     this.generation++;
-    const placed = placeOps(ops);
+    const untracked = this.rows.size === 0 && this.nowMs() - this.lastTokenMs > ROW_CACHE_TRACK_IDLE_MS;
+    const placed = untracked ? UNTRACKED : placeOps(ops);
     this.placed.set(ops, placed);
-    if (placed === undefined) {
+    if (placed === UNTRACKED) this.metrics.untrackedWrites++;
+    if (placed === undefined || placed === UNTRACKED) {
       this.unplacedInflight++;
       this.floor = this.generation;
       return;
@@ -184,10 +206,11 @@ export class RowCache {
     this.generation++;
     const placed = this.placed.has(ops) ? this.placed.get(ops) : placeOps(ops);
     this.placed.delete(ops);
-    if (placed === undefined) {
+    if (placed === undefined || placed === UNTRACKED) {
       this.unplacedInflight = Math.max(0, this.unplacedInflight - 1);
       this.floor = this.generation;
-      this.clear();
+      // Nothing was filled while it was in flight (no token); an untracked write began with no row cached.
+      if (placed === undefined || this.rows.size > 0) this.clear();
       return;
     }
     const rows = new Set<string>();

@@ -12,6 +12,8 @@ import type { TabletInvoker } from '../../client/tablet-invoker';
 import { RequestIds } from '../../client/request-ids';
 import { COALESCED_ROW_CALLS_MAX, ROW_REQUESTS_ALONE_INFLIGHT, RowOpsCoalescer, type RowCallAnswer } from '../../client/row-ops-coalescer';
 import { RowLockCoalescer } from '../../client/row-lock-coalescer';
+import { sameRow } from '../../client/row-ops';
+import { TableSchema } from '../../client/table-schema';
 
 type Req = MutateRowsRequestPB | LockRowRequestPB | RowLockRequestPB;
 
@@ -231,5 +233,30 @@ describe('RowLockCoalescer', () => {
     gates.shift()!();
     expect((await again).token).toBe(1n);
     expect(c.stats).toEqual({ requests: LOCK_REQUESTS_ALONE_INFLIGHT + 3, calls: n + 1 });
+  });
+});
+
+describe('RowOps helpers', () => {
+  it('row ops: a call\'s lock goes with the row it locks — sameRow tells rows apart by hash and encoded key (hash and range columns, strings, equal hashes)', () => {
+    const s = new TableSchema('t-id', 't', {
+      schema: {
+        columns: [
+          { name: 'id', id: 0, type: 'int64', nullable: false },
+          { name: 'k', id: 1, type: 'string', nullable: false },
+          { name: 'n', id: 2, type: 'int64', nullable: true },
+        ],
+        hashColumns: ['id'],
+        rangeColumns: ['k'],
+      },
+      schemaVersion: 0,
+    });
+    const k = (id: bigint, key: string) => s.key({ id, k: key });
+    expect(sameRow(k(1n, 'a'), k(1n, 'a'))).toBe(true);
+    expect(sameRow(k(1n, 'a'), k(1n, 'b'))).toBe(false); // same hash, other range key
+    expect(sameRow(k(1n, 'a'), k(2n, 'a'))).toBe(false);
+    expect(sameRow(k(1n, ''), k(1n, 'a'))).toBe(false);
+    // A forged equal hash with other hash columns is still another row.
+    const a = k(1n, 'a');
+    expect(sameRow(a, { ...k(2n, 'a'), hash: a.hash })).toBe(false);
   });
 });

@@ -9,7 +9,7 @@ import { TxnId } from '../../common/ids';
 import { DocDb } from '../../docdb/doc-db';
 import { DOCDB_ROW_CACHE_BYTES } from '../../docdb/docdb-flags';
 import { MemoryEngine } from '../../docdb/memory-engine';
-import { RowCache } from '../../docdb/row-cache';
+import { ROW_CACHE_TRACK_IDLE_MS, RowCache } from '../../docdb/row-cache';
 import { RocksDbEngine } from '../../docdb/rocksdb-engine';
 import { encodeRowDocKey } from '../../docdb/storage-keys';
 import type { CellWrite, RowOp } from '../../docdb/doc-db-api';
@@ -196,5 +196,45 @@ describe('docdb row cache', () => {
     c.beginWrite(w);
     c.endWrite(w, false);
     expect(c.get(hex)).toBeUndefined();
+  });
+
+  it('row cache: with no row cached and no reader lately a write is not placed row by row, yet no token from before it or during it can fill; the next reader turns tracking back on', () => {
+    let now = 0;
+    const c = new RowCache(() => 1 << 20, () => now);
+    const v = [{ sub: { kind: 'column' as const, id: 1 }, ht: ht(1), writeId: 0, own: false, value: { type: 'primitive' as const, value: 'old' } }];
+    const rowA = encodeRowDocKey(key(1));
+    const ha = rowA.toString('hex');
+    const hb = encodeRowDocKey(key(2)).toString('hex');
+    const writeA = () => [{ type: 'put' as const, key: Buffer.concat([rowA, Buffer.from([0x40])]), value: Buffer.alloc(0) }];
+    // A reader took a token long ago (a slow one, or a pooled iterator's): the write is untracked.
+    const old = c.token();
+    now += ROW_CACHE_TRACK_IDLE_MS + 1;
+    const w1 = writeA();
+    c.beginWrite(w1);
+    expect(c.metrics.untrackedWrites).toBe(1);
+    expect(c.current(old, ha)).toBe(false);
+    expect(c.current(old, hb)).toBe(false); // every row: the write was not placed
+    expect(c.token()).toBe(-1); // none handed out while it is in flight
+    c.fill(old, ha, key(1), v);
+    expect(c.get(ha)).toBeUndefined();
+    c.endWrite(w1);
+    expect(c.current(old, ha)).toBe(false); // dead after it too
+    expect(c.metrics.clears).toBe(0);
+    // That token() call was a reader: the next write is placed, and fills of other rows go on.
+    const w2 = writeA();
+    const t = c.token();
+    c.beginWrite(w2);
+    expect(c.metrics.untrackedWrites).toBe(1);
+    expect(c.current(t, ha)).toBe(false);
+    expect(c.current(c.token(), hb)).toBe(true);
+    c.endWrite(w2);
+    // A cached row is always written through: a quiet cache with a row tracks its writes.
+    c.fill(c.token(), ha, key(1), []);
+    now += 10 * ROW_CACHE_TRACK_IDLE_MS;
+    const w3 = writeA();
+    c.beginWrite(w3);
+    c.endWrite(w3);
+    expect(c.metrics.untrackedWrites).toBe(1);
+    expect(c.get(ha)).toBeUndefined(); // placed and written through (this bare key does not parse: dropped, never left stale)
   });
 });
