@@ -15,7 +15,6 @@
  * parsed every time.
  */
 import type { Node } from 'libpg-query';
-import type { ParsedStatement } from './sql-parser';
 
 /** Templates kept per process; the oldest is dropped past it. */
 export const PARSE_CACHE_ENTRIES_MAX = 1000;
@@ -32,6 +31,12 @@ export interface Literal {
   start: number;
   end: number;
   value: number;
+}
+
+/** A statement the cache hands out: sql-parser.ts's ParsedStatement without YugabyteDB options (never cached). */
+export interface CachedStatement {
+  stmt: Node;
+  sql: string;
 }
 
 export interface LiteralScan {
@@ -93,7 +98,7 @@ export class ParseCache {
   constructor(private readonly max = PARSE_CACHE_ENTRIES_MAX) {}
 
   /** The statements of `sql` from a template, or undefined (the caller parses, then calls remember). */
-  lookup(sql: string, scan: LiteralScan): ParsedStatement[] | undefined {
+  lookup(sql: string, scan: LiteralScan): CachedStatement[] | undefined {
     const t = this.entries.get(scan.key);
     if (!t || t.literals.length !== scan.literals.length) return undefined;
     this.hits++;
