@@ -4,7 +4,7 @@
  * every field is validated against the tablet's schema and bad input becomes INVALID_ARGUMENT (or
  * TABLET_NOT_FOUND) — never a crash.
  */
-import { emptyPartials, encodePartials, foldRows, parseAggregateSpecs } from '../common/scan-aggregate';
+import { emptyPartials, encodePartials, foldRows, parseAggregateSpecs, type AggregateWireSpec } from '../common/scan-aggregate';
 import { DbError, ErrorCode } from '../common/errors';
 import type { Flags } from '../common/flags';
 import { setFlagByOperator } from '../common/flag-policy';
@@ -15,7 +15,7 @@ import { parseIsolation } from './transaction/coordinator';
 import { isValidTxnId } from './tablet/participant/txn-record';
 import { ENABLE_TXN_FAST_PATH } from './transaction/txn-flags';
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
-import { Isolation, type TxnMeta } from '../docdb';
+import { Isolation, type Row, type TxnMeta } from '../docdb';
 import type { ConfChange } from '../raft';
 import { familiesFromPb, ROW_FORMAT_EXPORT_LINES, RPC_MAX_MESSAGE_SIZE, type MethodDef, type RpcServer } from '../rpc';
 import type { TabletManager } from './tablet-manager';
@@ -185,6 +185,25 @@ export interface TabletServiceDeps {
   reports(): Promise<pb.TabletReportPB[]>;
 }
 
+/**
+ * Rows for aggregates that read primary-key columns (`min(k)`): a scanned row holds its key columns
+ * in its DocKey, not among its columns, so their values are put there for the fold. Rows as they
+ * are when no aggregate reads a key column.
+ */
+export function withKeyColumns(schema: TabletMeta['schema'], specs: readonly AggregateWireSpec[], rows: readonly Row[]): ReadonlyArray<{ columns: ReadonlyMap<number, unknown> }> {
+  const idOf = new Map(schema.columns.map((c) => [c.name, c.id]));
+  const keyCols: Array<[number, (r: Row) => unknown]> = [
+    ...schema.hashColumns.map((n, j): [number, (r: Row) => unknown] => [idOf.get(n)!, (r) => r.key.hashed[j]]),
+    ...schema.rangeColumns.map((n, j): [number, (r: Row) => unknown] => [idOf.get(n)!, (r) => r.key.range[j]]),
+  ].filter(([id]) => specs.some((s) => s.columnId === id));
+  if (keyCols.length === 0) return rows;
+  return rows.map((r) => {
+    const columns = new Map<number, unknown>(r.columns);
+    for (const [id, get] of keyCols) columns.set(id, get(r) ?? null);
+    return { columns };
+  });
+}
+
 export class TabletService {
   constructor(private readonly deps: TabletServiceDeps) {}
 
@@ -319,7 +338,7 @@ export class TabletService {
     if (!aggregate) return { rows: r.rows.map(rowToPb), ...page };
     // Folded here: the page's rows never leave the tablet server, only their partial results.
     const acc = emptyPartials(aggregate);
-    foldRows(aggregate, acc, r.rows);
+    foldRows(aggregate, acc, withKeyColumns(t.meta.schema, aggregate, r.rows));
     return { rows: [], aggregates: encodePartials(acc), ...page };
   }
 

@@ -365,6 +365,8 @@ describe('SQL over the PostgreSQL protocol', () => {
       });
       const named = (await c.query('select count(n) as cn, sum(n) as sn, min(n) as mn, max(n) as xn, sum(i) as si, min(i) as mi from agg')).rows[0];
       expect(named).toEqual({ cn: String(ns.length), sn: String(ns.reduce((a, b) => a + b, 0n)), mn: String(ns.reduce((a, b) => (b < a ? b : a))), xn: String(ns.reduce((a, b) => (b > a ? b : a))), si: String(rows.reduce((a, r) => a + r.i, 0)), mi: -30 });
+      // The primary key column too: its values live in the rows' keys on the tablets (it was NULL).
+      expect((await c.query('select min(id) as lo, max(id) as hi, sum(id) as s from agg')).rows).toEqual([{ lo: 0, hi: 59, s: String((59 * 60) / 2) }]);
       // Inside a transaction the tablets count its own writes.
       await c.query('begin');
       await c.query("insert into agg values (100, 1, 1, 1, 'zz')");
