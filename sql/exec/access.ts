@@ -14,6 +14,7 @@ import { baseKeyOf } from './indexes';
 import { Scope, type EvalContext, type Tuple } from './scope';
 import { isIntegerType, toStorage, type SqlValue } from './sql-types';
 import { SqlError, SqlState } from './sql-error';
+import { conjuncts } from './where-pushdown';
 
 /** Deadline of one table read of a statement (a full scan of a large table takes longer than the client's 10 s default). */
 export const SCAN_TIMEOUT_MS = 120_000;
@@ -23,12 +24,6 @@ export type AccessPath =
   | { type: 'hashScan'; hashKey: Row; rangeStart?: Row; rangeEnd?: Row }
   | { type: 'index'; index: SqlIndexDef; eq: Row; bounds: Array<{ col: string; op: string; value: Primitive }> }
   | { type: 'full' };
-
-function conjuncts(n: Node | undefined): Node[] {
-  if (!n) return [];
-  if ('BoolExpr' in n && n.BoolExpr.boolop === 'AND_EXPR') return (n.BoolExpr.args ?? []).flatMap(conjuncts);
-  return [n];
-}
 
 const FLIP: Record<string, string> = { '=': '=', '<': '>', '<=': '>=', '>': '<', '>=': '<=' };
 

@@ -34,9 +34,20 @@ type Op = '=' | '!=' | '<' | '<=' | '>' | '>=';
 const OPS: Record<string, Op> = { '=': '=', '<>': '!=', '!=': '!=', '<': '<', '<=': '<=', '>': '>', '>=': '>=' };
 const FLIP: Record<Op, Op> = { '=': '=', '!=': '!=', '<': '>', '<=': '>=', '>': '<', '>=': '<=' };
 
+/**
+ * The conditions ANDed in `n`; `x BETWEEN a AND b` counts as `x >= a` and `x <= b` (exactly what it
+ * means; NOT BETWEEN and BETWEEN SYMMETRIC stay whole), so it can bound a scan like those two.
+ */
 export function conjuncts(n: Node | undefined): Node[] {
   if (!n) return [];
   if ('BoolExpr' in n && n.BoolExpr.boolop === 'AND_EXPR') return (n.BoolExpr.args ?? []).flatMap(conjuncts);
+  if ('A_Expr' in n && n.A_Expr.kind === 'AEXPR_BETWEEN' && n.A_Expr.lexpr && n.A_Expr.rexpr && 'List' in n.A_Expr.rexpr) {
+    const [lo, hi, ...more] = n.A_Expr.rexpr.List.items ?? [];
+    if (lo && hi && more.length === 0) {
+      const cmp = (op: string, rexpr: Node): Node => ({ A_Expr: { kind: 'AEXPR_OP', name: [{ String: { sval: op } }], lexpr: n.A_Expr.lexpr, rexpr, location: n.A_Expr.location } });
+      return [cmp('>=', lo), cmp('<=', hi)];
+    }
+  }
   return [n];
 }
 

@@ -126,5 +126,9 @@ describe('sql parser and access paths', () => {
     expect(chooseAccess(def, 't', where('h = 1 and r = 2') as never, env, ctx())).toEqual({ type: 'point', key: { h: 1n, r: 2n } });
     expect(chooseAccess(def, 't', where('h = 1 and r >= 5 and r < 9') as never, env, ctx())).toEqual({ type: 'hashScan', hashKey: { h: 1n }, rangeStart: { r: 5n }, rangeEnd: { r: 9n } });
     expect(chooseAccess(def, 't', where("v = 'x'") as never, env, ctx())).toEqual({ type: 'full' });
+    // BETWEEN bounds a range scan as its two comparisons do.
+    const between = chooseAccess(def, 't', where('h = 1 and r between 5 and 8') as never, env, ctx());
+    expect(between).toEqual(chooseAccess(def, 't', where('h = 1 and r >= 5 and r <= 8') as never, env, ctx()));
+    expect(between).toMatchObject({ type: 'hashScan', rangeStart: { r: 5n } });
   });
 });

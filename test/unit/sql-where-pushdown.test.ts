@@ -52,6 +52,7 @@ const ATOMS = [
   'b = true', 'b <> false', 'b', 'not b',
   'id > 5', 'id <= 3', 'id = 4', 'id <> 2', 't.id >= 7',
   'v is null', 'f is not null', '(v > 1 or s = \'a\')',
+  'id between 3 and 8', 'v between 1 and 4', "s between 'a' and 'b'", 'v not between 1 and 4', 'id between 8 and 3',
 ];
 
 const rowArb = fc.record({
@@ -101,6 +102,8 @@ describe('sql WHERE on the tablets', () => {
     expect(tabletFilter(defOf(false), 't', whereNode("v > 1 or s = 'a'"), env, ctx)).toBeUndefined();
     // A parameter sent as text takes the column's type, as the executor's comparison does.
     expect(tabletFilter(defOf(false), 't', whereNode('v >= $1'), env, ctx)!.pushed).toEqual(['v >= 3']);
+    // BETWEEN is its two bounds; NOT BETWEEN stays in the executor.
+    expect(tabletFilter(defOf(false), 't', whereNode('id between 2 and 7 and v not between 1 and 2'), env, ctx)).toMatchObject({ pushed: ['id >= 2', 'id <= 7'], residual: 1 });
   });
 
   for (const hashed of [false, true]) {
