@@ -18,6 +18,13 @@ import { EXPERIMENT_TABLE, openExperimentLab } from './experiment-lab';
 /** Writers per client; each writes rows of its own id range. */
 const WRITERS = 4;
 const LOAD_MS = 6_000;
+/**
+ * The load goes on past LOAD_MS (up to this) until each client has written this many rows after the
+ * ALTER: on a busy machine the ALTER itself took 5.9 s once, and the load ended before any write
+ * after it (a condition, not a longer fixed time).
+ */
+const LOAD_MS_MAX = 60_000;
+const AFTER_ALTER_MIN_PER_CLIENT = 20;
 /** When the ALTER starts, from the load's start. */
 const ALTER_AT_MS = 2_000;
 /** Writes per writer at most (the load's time usually ends it first). */
@@ -55,7 +62,11 @@ export async function onlineSchemaChange(o: ExperimentOptions): Promise<Experime
       Array.from({ length: WRITERS }, async (_, w) => {
         const client = who === 'altering' ? lab.client : uninformed;
         const base = 1_000_000 * (1 + ci * WRITERS + w);
-        for (let i = 0; i < WRITES_MAX && performance.now() - start < LOAD_MS; i++) {
+        const more = (): boolean => {
+          const t = performance.now() - start;
+          return t < LOAD_MS || (t < LOAD_MS_MAX && (load.withNote[who] ?? 0) < AFTER_ALTER_MIN_PER_CLIENT);
+        };
+        for (let i = 0; i < WRITES_MAX && more(); i++) {
           // After the ALTER each writer also sets the new column (the uninformed client's schema lacks it).
           const withNote = altered;
           const row: Row = { id: BigInt(base + i), v: `${who} ${i}` };
