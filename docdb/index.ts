@@ -8,7 +8,7 @@ export { MemoryEngine } from './memory-engine';
 export { RocksDbEngine, type RocksDbEngineOptions, type WalAside } from './rocksdb-engine';
 export { RangeHidingEngine, type KeySegment } from './range-hiding-engine';
 export { cloneCheckpoint, type CheckpointResult } from './rocksdb-checkpoint';
-export { parseWal, walOpGroups, WalFormatError, type WalOp } from './rocksdb-wal';
+export { walOpGroups, WalFormatError, type WalOp } from './rocksdb-wal';
 export { DocDb, type DocDbDeps, type DocDbOptions } from './doc-db';
 export type { ApplyHooks } from './apply';
 export type { GcResult } from './gc';

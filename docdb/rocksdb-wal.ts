@@ -25,12 +25,6 @@ export class WalFormatError extends Error {}
 
 export type WalOp = { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array };
 
-/** What a WAL's first `size` bytes hold: its write batches' operations in order. */
-export interface WalContents {
-  ops: WalOp[];
-  batches: number;
-}
-
 function varint32(buf: Buffer, at: number): [number, number] {
   let v = 0;
   for (let shift = 0, i = at; shift <= 28 && i < buf.length; shift += 7, i++) {
@@ -75,27 +69,6 @@ export function parseWriteBatch(batch: Buffer, out: WalOp[]): void {
   if (seen !== count) throw new WalFormatError(`write batch says ${count} entries, holds ${seen}`);
 }
 
-/** The records of a WAL's bytes, fragments joined: each is one write batch. */
-function* records(buf: Buffer): Generator<Buffer> {
-  let at = 0;
-  let parts: Buffer[] | undefined;
-  while (at < buf.length) {
-    const rec = physicalRecord(buf, at, buf.length);
-    at = rec.next;
-    if (!rec.payload) continue;
-    const { type, payload } = rec;
-    if (type === 1 && !parts) yield payload;
-    else if (type === 2 && !parts) parts = [payload];
-    else if (type === 3 && parts) parts.push(payload);
-    else if (type === 4 && parts) {
-      parts.push(payload);
-      yield Buffer.concat(parts);
-      parts = undefined;
-    } else throw new WalFormatError(`a record of type ${type}${parts ? ' inside a fragmented one' : ''}`);
-  }
-  if (parts) throw new WalFormatError('the log ends inside a fragmented record');
-}
-
 /**
  * The physical record at `at` of bytes that start at a block boundary and end at `end`: its type
  * and payload (a view), or no payload for a block's padding; `next` is where the next one starts.
@@ -108,17 +81,6 @@ function physicalRecord(buf: Buffer, at: number, end: number): { type: number; p
   const from = at + HEADER_SIZE;
   if (from + len > end || len > left - HEADER_SIZE) throw new WalFormatError(`a record of ${len} bytes at ${at} runs past its block or the log`);
   return { type: buf[at + 6]!, payload: buf.subarray(from, from + len), next: from + len };
-}
-
-/** The operations in a WAL's bytes, in the order they were written. */
-export function parseWal(buf: Buffer): WalContents {
-  const ops: WalOp[] = [];
-  let batches = 0;
-  for (const r of records(buf)) {
-    parseWriteBatch(r, ops);
-    batches++;
-  }
-  return { ops, batches };
 }
 
 /** File bytes read at once: whole blocks, so a physical record never spans two reads. */
