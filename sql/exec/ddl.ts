@@ -124,10 +124,10 @@ export async function createTable(stmt: CreateStmt, yb: YbTableOptions | undefin
   return {};
 }
 
-async function storeTable(def: SqlTableDef, deps: DdlDeps, numTablets: number | undefined, ifNotExists: boolean, splitAt?: unknown[][]): Promise<void> {
+async function storeTable(def: SqlTableDef, deps: DdlDeps, numTablets: number | undefined, ifNotExists: boolean, splitAt?: unknown[][], splitKeys?: Uint8Array[]): Promise<void> {
   const specs: ColumnSpec[] = def.columns.map((c) => ({ name: c.name, type: TYPES[c.type].storage, nullable: !c.notNull || ![...def.hash, ...def.range].includes(c.name) }));
   try {
-    await deps.client.createTable({ name: def.name, columns: specs.map((s) => ({ ...s, nullable: true })), primaryKey: { hash: def.hash, range: def.range }, ...(numTablets ? { numTablets } : {}), ...(splitAt ? { splitAt } : {}), ifNotExists });
+    await deps.client.createTable({ name: def.name, columns: specs.map((s) => ({ ...s, nullable: true })), primaryKey: { hash: def.hash, range: def.range }, ...(numTablets ? { numTablets } : {}), ...(splitAt ? { splitAt } : {}), ...(splitKeys ? { splitKeys } : {}), ifNotExists });
   } catch (e) {
     if (e instanceof DbError && e.code === ErrorCode.ALREADY_EXISTS) throw new SqlError(SqlState.DUPLICATE_TABLE, `relation "${def.name}" already exists`);
     throw e;
@@ -160,8 +160,13 @@ export async function truncateTable(name: string, deps: DdlDeps): Promise<void> 
   const def = await deps.catalog.require(name);
   if (!def.stored) throw notSupported('TRUNCATE of a table created outside SQL');
   const locs = await deps.client.tableLocations(name);
+  // The same tablets again: a range table's by its tablets' boundaries (split points, SPLIT AT
+  // or later splits), a hash table's by their count.
+  const range = def.hash.length === 0 && locs.tablets.length > 1;
+  const splitKeys = range ? locs.tablets.slice(1).map((t) => t.keyStart ?? new Uint8Array(0)) : undefined;
+  if (splitKeys?.some((k) => k.length === 0)) throw new SqlError(SqlState.INTERNAL, `TRUNCATE ${name}: a tablet of the range table has no start key`);
   await deps.client.dropTable(name, { ifExists: true });
-  await storeTable(def, deps, locs.tablets.length, false);
+  await storeTable(def, deps, range ? undefined : locs.tablets.length, false, undefined, splitKeys);
   // Each index table is emptied the same way: dropped and made again with its own key.
   for (const ix of def.indexes ?? []) {
     const loc = await deps.client.tableLocations(ix.storage);

@@ -174,6 +174,12 @@ describe('tablet splitting', () => {
       expect((await sql.query('delete from sr where k >= 290')).rowCount).toBe(11);
       expect(await q("select count(*) as n from sr where v like '%!'")).toEqual([{ n: '21' }]);
       expect(await q('select count(*) as n, max(k) as hi from sr')).toEqual([{ n: '289', hi: '289' }]);
+      // TRUNCATE makes the table again with the same four key ranges.
+      await sql.query('truncate sr');
+      expect(await q('select count(*) as n from sr')).toEqual([{ n: '0' }]);
+      expect((await c.tableLocations('sr')).tablets).toHaveLength(4);
+      await sql.query('insert into sr values (5, \'a\'), (150, \'b\'), (250, \'c\')');
+      expect((await q('select k from sr where k >= 100')).map((r) => Number(r['k']))).toEqual([150, 250]);
     } finally {
       await sql.end().catch(() => undefined);
     }

@@ -8,7 +8,7 @@ import { compileSelect, type LoadedRelation } from '../../sql/exec/select';
 import type { EvalContext, Tuple } from '../../sql/exec/scope';
 import { SqlError } from '../../sql/exec/sql-error';
 import { coerce } from '../../sql/exec/sql-types';
-import { chooseAccess } from '../../sql/exec/access';
+import { chooseAccess, describePath } from '../../sql/exec/access';
 import type { SqlTableDef } from '../../sql/exec/catalog';
 import { dbmsRandomString } from '../../sql/exec/functions';
 
@@ -130,5 +130,13 @@ describe('sql parser and access paths', () => {
     const between = chooseAccess(def, 't', where('h = 1 and r between 5 and 8') as never, env, ctx());
     expect(between).toEqual(chooseAccess(def, 't', where('h = 1 and r >= 5 and r <= 8') as never, env, ctx()));
     expect(between).toMatchObject({ type: 'hashScan', rangeStart: { r: 5n } });
+    // A range table keyed by text first: equality and comparisons on it bound the scan.
+    const tdef: SqlTableDef = { name: 't', oid: 2, columns: [{ name: 'a', type: 'text', typmod: -1, notNull: true }, { name: 'b', type: 'int8', typmod: -1, notNull: true }], hash: [], range: ['a', 'b'], stored: true, hasPrimaryKey: true };
+    expect(chooseAccess(tdef, 't', where("a = 'p'") as never, env, ctx())).toEqual({ type: 'hashScan', hashKey: {}, rangeStart: { a: 'p' }, rangeEnd: { a: 'p\u0000' } });
+    expect(chooseAccess(tdef, 't', where("a > 'f' and a <= 'h' and b = 3") as never, env, ctx())).toEqual({ type: 'hashScan', hashKey: {}, rangeStart: { a: 'f\u0000' }, rangeEnd: { a: 'h\u0000' } });
+    expect(chooseAccess(tdef, 't', where("a = 'p' and b = 3") as never, env, ctx())).toEqual({ type: 'point', key: { a: 'p', b: 3n } });
+    // A bound with a character at or above U+D800 orders differently as UTF-8 and UTF-16: no bound.
+    expect(chooseAccess(tdef, 't', where("a >= '\u{1F600}'") as never, env, ctx())).toEqual({ type: 'full' });
+    expect(describePath(tdef, chooseAccess(tdef, 't', where("a > 'f' and a <= 'it''s'") as never, env, ctx()))).toBe("Range scan on t (range-partitioned; after a = 'f'; through a = 'it''s')");
   });
 });
