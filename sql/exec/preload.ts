@@ -37,8 +37,9 @@ function collect(node: unknown, out: Array<{ rv: RangeVarBody; where: Node | und
   if (!node || typeof node !== 'object') return;
   const o = node as Record<string, unknown>;
   const sel = o['SelectStmt'] as { fromClause?: Node[]; whereClause?: Node } | undefined;
-  // A UNION's branches are SELECT bodies without the SelectStmt wrapper.
-  for (const branch of [o['larg'], o['rarg']]) if (branch && typeof branch === 'object' && !('SelectStmt' in branch) && ('targetList' in branch || 'op' in branch)) collect({ SelectStmt: branch }, out);
+  // A UNION's branches are SELECT bodies without the SelectStmt wrapper (visited once, as SELECTs).
+  const branches = [o['larg'], o['rarg']].filter((b): b is object => !!b && typeof b === 'object' && !('SelectStmt' in b) && ('targetList' in b || 'op' in b));
+  for (const branch of branches) collect({ SelectStmt: branch }, out);
   if (sel) {
     const addFrom = (n: Node): void => {
       if ('RangeVar' in n) out.push({ rv: n.RangeVar, where: sel.whereClause });
@@ -49,7 +50,18 @@ function collect(node: unknown, out: Array<{ rv: RangeVarBody; where: Node | und
     };
     for (const f of sel.fromClause ?? []) addFrom(f);
   }
-  for (const v of Object.values(o)) if (v && typeof v === 'object') collect(v, out);
+  for (const v of Object.values(o)) if (v && typeof v === 'object' && !branches.includes(v)) collect(v, out);
+}
+
+/** Names of the WITH queries anywhere in the statement: a FROM item naming one reads no table. */
+function cteNames(node: unknown, out: Set<string>): Set<string> {
+  if (Array.isArray(node)) node.forEach((x) => cteNames(x, out));
+  else if (node && typeof node === 'object') {
+    const c = (node as Record<string, unknown>)['CommonTableExpr'] as { ctename?: string } | undefined;
+    if (c?.ctename) out.add(c.ctename);
+    for (const v of Object.values(node)) if (v && typeof v === 'object') cteNames(v, out);
+  }
+  return out;
 }
 
 export function columnsOf(def: SqlTableDef, rel: string): ScopeColumn[] {
@@ -89,12 +101,13 @@ export interface Preloaded {
 export async function preload(stmt: Node, deps: PreloadDeps, explainOnly = false): Promise<Preloaded> {
   const refs: Array<{ rv: RangeVarBody; where: Node | undefined }> = [];
   collect(stmt, refs);
+  const ctes = cteNames(stmt, new Set());
   const relations = new Map<object, LoadedRelation>();
   const plan: string[] = [];
   const usedSet = new Set<string>();
   const used = referencedColumns(stmt, usedSet) ? usedSet : undefined;
   await Promise.all(
-    refs.map(async ({ rv, where }) => {
+    refs.filter(({ rv }) => rv.schemaname || !ctes.has(rv.relname ?? '')).map(async ({ rv, where }) => {
       const name = rv.relname ?? '';
       if (isVirtualRelation(rv.schemaname, name)) {
         relations.set(rv, await virtualRelation(rv.schemaname, name, deps.catalog, deps.ctx));

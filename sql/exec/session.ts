@@ -182,7 +182,11 @@ export class SqlSession {
       if (s.SelectStmt.intoClause) throw notSupported('SELECT INTO');
       return this.query(s, params, paramTypes);
     }
-    if ('InsertStmt' in s || 'UpdateStmt' in s || 'DeleteStmt' in s) return this.dml(s, params, paramTypes);
+    if ('InsertStmt' in s || 'UpdateStmt' in s || 'DeleteStmt' in s) {
+      const body = 'InsertStmt' in s ? s.InsertStmt : 'UpdateStmt' in s ? s.UpdateStmt : s.DeleteStmt;
+      if (body.withClause) throw notSupported(`WITH before ${'InsertStmt' in s ? 'INSERT' : 'UpdateStmt' in s ? 'UPDATE' : 'DELETE'} (WITH works before SELECT)`);
+      return this.dml(s, params, paramTypes);
+    }
     if ('CreateStmt' in s) {
       const r = await createTable(s.CreateStmt, ps.yb, ddl);
       if (this.inBlock && !r.notice) this.bulk.emptiedInBlock(s.CreateStmt.relation?.relname ?? '');

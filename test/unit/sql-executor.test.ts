@@ -57,6 +57,25 @@ describe('sql executor (in memory)', () => {
     expect(query('select count(*) from people where id > 100').rows).toEqual([[0n]]);
   });
 
+  it('sql exec: avg() of integers is exact numeric at PostgreSQL\'s division scale; FILTER (WHERE …) and ORDER BY inside an aggregate', () => {
+    // 1/3 in float is 0.333…31483; PostgreSQL's numeric division gives 20 digits here, rounded half away from zero.
+    expect(query('select avg(x), avg(-x) from (values (1), (0), (0)) v(x)').rows).toEqual([['0.33333333333333333333', '-0.33333333333333333333']]);
+    expect(query('select avg(x) from (values (299), (299), (0), (0), (0), (0)) v(x)').rows).toEqual([['99.6666666666666667']]);
+    expect(query('select avg(x) from (values (123456789012), (1)) v(x)').rows).toEqual([['61728394506.50000000']]);
+    expect(query('select sum(id) filter (where team = 1), count(*) filter (where name > \'b\'), count(*) from people').rows).toEqual([['4', 3n, 4n]]);
+    expect(query("select string_agg(name, ',' order by id desc), string_agg(name, '-' order by team nulls first, name desc) from people").rows).toEqual([['dee,cid,bob,ann', 'dee-cid-ann-bob']]);
+    expect(query("select team, string_agg(name, ',' order by name desc) filter (where id > 1) from people group by team order by 1").rows).toEqual([[1n, 'cid'], [2n, 'bob'], [null, 'dee']]);
+  });
+
+  it('sql exec: WITH queries — several, in order, with column names, read twice, under UNION; recursive and duplicate names refused', () => {
+    expect(query('with a as (select id, team from people where id > 1), b(n) as (select count(*) from a) select * from b').rows).toEqual([[3n]]);
+    expect(query('with a as (select id from people where team = 1) select p.name from people p join a on a.id = p.id order by 1').rows).toEqual([['ann'], ['cid']]);
+    expect(query('with a as (select id from people where id < 3) select id from a union all select id from a order by 1').rows).toEqual([[1n], [1n], [2n], [2n]]);
+    expect(query('with teams as (select 9 as id, \'x\' as title) select title from teams').rows).toEqual([['x']]);
+    expect(sqlState(() => query('with recursive r(n) as (select 1 union all select n + 1 from r where n < 3) select * from r'))).toBe('0A000');
+    expect(sqlState(() => query('with a as (select 1), a as (select 2) select * from a'))).toBe('42712');
+  });
+
   it('sql exec: LEFT JOIN keeps unmatched rows; IN and EXISTS subqueries; UNION removes duplicates', () => {
     expect(query('select p.name, t.title from people p left join teams t on t.id = p.team order by p.id').rows).toEqual([['ann', 'red'], ['bob', 'blue'], ['cid', 'red'], ['dee', null]]);
     expect(query("select name from people where team in (select id from teams where title = 'red') order by name").rows).toEqual([['ann'], ['cid']]);
