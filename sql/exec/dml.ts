@@ -16,7 +16,7 @@ import { compileExpr, truth, type CompileEnv } from './expr';
 import { Scope, type Compiled, type EvalContext, type Tuple } from './scope';
 import { compileSelect, type OutputField, type PlanEnv, type SelectPlan } from './select';
 import { notSupported, SqlError, SqlState } from './sql-error';
-import { textOf, toStorage, type SqlValue } from './sql-types';
+import { isIntegerType, numericToInt, textOf, toStorage, type SqlTypeName, type SqlValue } from './sql-types';
 import { charLength } from './functions';
 import { columnsOf } from './preload';
 import { indexDelete, indexInsert, indexUpdate } from './indexes';
@@ -112,7 +112,16 @@ function returning(list: Node[] | undefined, def: SqlTableDef, rows: Tuple[], de
 type InsertStmt = Extract<Node, { InsertStmt: unknown }>['InsertStmt'];
 
 /** The rows an INSERT supplies (VALUES lists or a SELECT), as SQL values per target column; undefined = DEFAULT. */
-async function sourceRows(stmt: InsertStmt, deps: DmlDeps, width: number): Promise<Array<Array<SqlValue | undefined>>> {
+/**
+ * The value for a target column of `to`'s type from an expression of type `from`: a numeric into an
+ * integer column rounds its halves away from zero (PostgreSQL's assignment cast; 2.5 → 3).
+ */
+function assign(v: SqlValue, from: SqlTypeName, to: SqlTypeName): SqlValue {
+  return from === 'numeric' && isIntegerType(to) ? numericToInt(v, to) : v;
+}
+
+async function sourceRows(stmt: InsertStmt, deps: DmlDeps, targets: SqlTypeName[]): Promise<Array<Array<SqlValue | undefined>>> {
+  const width = targets.length;
   const sel = stmt.selectStmt && 'SelectStmt' in stmt.selectStmt ? stmt.selectStmt.SelectStmt : undefined;
   if (!sel) return [new Array<undefined>(width).fill(undefined)];
   if (sel.valuesLists) {
@@ -120,12 +129,18 @@ async function sourceRows(stmt: InsertStmt, deps: DmlDeps, width: number): Promi
     return sel.valuesLists.map((l) => {
       const items = 'List' in l ? l.List.items ?? [] : [];
       if (items.length !== width) throw new SqlError(SqlState.SYNTAX_ERROR, items.length > width ? 'INSERT has more expressions than target columns' : 'INSERT has more target columns than expressions');
-      return items.map((e) => ('SetToDefault' in e ? undefined : compileExpr(e, scope, deps.env).eval([], deps.ctx)));
+      return items.map((e, i) => {
+        if ('SetToDefault' in e) return undefined;
+        const c = compileExpr(e, scope, deps.env);
+        return assign(c.eval([], deps.ctx), c.type, targets[i]!);
+      });
     });
   }
   const p = compileSelect(sel, deps.planEnv);
   if (p.fields.length !== width) throw new SqlError(SqlState.SYNTAX_ERROR, p.fields.length > width ? 'INSERT has more expressions than target columns' : 'INSERT has more target columns than expressions');
-  return p.runAsync ? p.runAsync(deps.ctx) : p.run(deps.ctx);
+  const rows = await (p.runAsync ? p.runAsync(deps.ctx) : p.run(deps.ctx));
+  const numeric = p.fields.map((f, i) => f.type === 'numeric' && isIntegerType(targets[i]!));
+  return numeric.some(Boolean) ? rows.map((r) => r.map((v, i) => (numeric[i] ? assign(v, 'numeric', targets[i]!) : v))) : rows;
 }
 
 /** The length of an INSERT's VALUES lists (they must all be equal), or undefined without VALUES. */
@@ -161,7 +176,7 @@ export async function insertRows(stmt: InsertStmt, def: SqlTableDef, deps: DmlDe
       return streamInsert(stmt, def, idx, p.stream, deps);
     }
   }
-  const src = await sourceRows(stmt, deps, targets.length);
+  const src = await sourceRows(stmt, deps, idx.map((i) => def.columns[i]!.type));
   const { full, generated } = await completeRows(def, src, idx, deps);
   const rows = full.map((v) => checkRow(def, v, deps));
   const t = deps.table(def.name);

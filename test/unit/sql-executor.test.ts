@@ -67,6 +67,17 @@ describe('sql executor (in memory)', () => {
     expect(query("select team, string_agg(name, ',' order by name desc) filter (where id > 1) from people group by team order by 1").rows).toEqual([[1n, 'cid'], [2n, 'bob'], [null, 'dee']]);
   });
 
+  it('sql exec: numeric to integer rounds halves away from zero, float to integer to even; round() likewise, exactly on numeric text; impossible dates refused (22008)', () => {
+    // Each expectation was checked against PostgreSQL 15.
+    expect(query("select 1.5::int, 2.5::int, -2.5::int, 0.5::int, -0.5::int, '1.5'::numeric::int, 2.5::float8::int, 3.5::float8::int, -2.5::float8::int").rows).toEqual([[2n, 3n, -3n, 1n, -1n, 2n, 2n, 4n, -2n]]);
+    expect(sqlState(() => query("select '1.5'::int"))).toBe('22P02');
+    expect(query('select round(2.5), round(-2.5), round(1.2345, 2), round(1.005, 2), round(-1.005, 2), round(99.95, 1)').rows).toEqual([['3', '-3', '1.23', '1.01', '-1.01', '100.0']]);
+    expect(query('select round(2.5::float8), round(3.5::float8), round(-2.5::float8)').rows).toEqual([[2, 4, -2]]);
+    expect(sqlState(() => query("select '2024-02-30'::date"))).toBe('22008');
+    expect(sqlState(() => query("select '2023-02-29 10:00'::timestamp"))).toBe('22008');
+    expect(query("select '2024-02-29'::date").rows).toEqual([['2024-02-29']]);
+  });
+
   it('sql exec: WITH queries — several, in order, with column names, read twice, under UNION; recursive and duplicate names refused', () => {
     expect(query('with a as (select id, team from people where id > 1), b(n) as (select count(*) from a) select * from b').rows).toEqual([[3n]]);
     expect(query('with a as (select id from people where team = 1) select p.name from people p join a on a.id = p.id order by 1').rows).toEqual([['ann'], ['cid']]);
