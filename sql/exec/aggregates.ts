@@ -1,5 +1,6 @@
 /** Aggregate functions: one accumulator per group per aggregate call. */
 import { compareValues } from './expr';
+import { decimalOp, DecimalSum, formatDecimal, parseDecimal } from './decimal';
 import { notSupported } from './sql-error';
 import { coerce, isFloatType, isIntegerType, textOf, type SqlTypeName, type SqlValue } from './sql-types';
 
@@ -34,6 +35,7 @@ export function newAccumulator(fn: string, argType: SqlTypeName | undefined, sta
       return { add: (v) => { if ((star || v !== null) && fresh(v)) n++; }, result: () => n };
     }
     case 'sum': case 'avg': {
+      if (aggregateType(fn, argType) === 'numeric' && !(argType !== undefined && isIntegerType(argType))) return numericSum(fn, fresh);
       const intSum = argType !== undefined && isIntegerType(argType);
       let si = 0n;
       let sf = 0;
@@ -72,6 +74,31 @@ export function newAccumulator(fn: string, argType: SqlTypeName | undefined, sta
     default:
       throw notSupported(`aggregate ${fn}`);
   }
+}
+
+/**
+ * sum() and avg() of numeric, exactly (decimal.ts): the sum at the largest scale of its inputs, the
+ * average at PostgreSQL's division scale. A value that is not plain decimal text (NaN) makes the
+ * result NaN, as in PostgreSQL.
+ */
+function numericSum(fn: string, fresh: (v: SqlValue) => boolean): Accumulator {
+  const sum = new DecimalSum();
+  let n = 0;
+  let nan = false;
+  return {
+    add: (v) => {
+      if (v === null || !fresh(v)) return;
+      n++;
+      const d = typeof v === 'bigint' ? { unscaled: v, scale: 0 } : parseDecimal(textOf(v));
+      if (d) sum.add(d);
+      else nan = true;
+    },
+    result: () => {
+      if (n === 0) return null;
+      if (nan) return 'NaN';
+      return formatDecimal(fn === 'sum' ? sum.total() : decimalOp('/', sum.total(), { unscaled: BigInt(n), scale: 0 }));
+    },
+  };
 }
 
 /** numeric output of an average of non-integers: 16 fractional digits. */

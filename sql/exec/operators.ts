@@ -3,6 +3,7 @@
  * number), the common type of two operands, comparisons, arithmetic, and LIKE / regular expressions.
  */
 import { SqlError, SqlState } from './sql-error';
+import { decimalOp, formatDecimal, parseDecimal, type Decimal } from './decimal';
 import type { Compiled } from './scope';
 import { checkIntRange, coerce, isFloatType, isIntegerType, isNumericType, textOf, type SqlTypeName, type SqlValue } from './sql-types';
 
@@ -70,6 +71,9 @@ export function arith(op: string, l: Compiled, r: Compiled): Compiled {
     else if (!isNumericType(t)) throw new SqlError(SqlState.UNDEFINED_FUNCTION, `operator does not exist: ${l.type} ${op} ${r.type}`);
   }
   if (op === '||') return { type: 'text', name: '?column?', eval: (row, ctx) => { const a = l.eval(row, ctx); const b = r.eval(row, ctx); return a === null || b === null ? null : textOf(a) + textOf(b); } };
+  // int ^ int is double precision in PostgreSQL (there is no integer ^).
+  if (op === '^' && isIntegerType(t)) t = 'float8';
+  if (t === 'numeric' && op !== '^') return numericArith(op, l, r);
   const asInt = isIntegerType(t);
   const le = castTo(l, asInt ? 'int8' : 'float8');
   const re = castTo(r, asInt ? 'int8' : 'float8');
@@ -86,6 +90,25 @@ export function arith(op: string, l: Compiled, r: Compiled): Compiled {
       if (a === null || b === null) return null;
       const v = f(a, b);
       return outType === 'numeric' ? coerce(v, 'numeric') : outType === 'int4' ? checkIntRange('int4', v as bigint) : v;
+    },
+  };
+}
+
+/** numeric op numeric (or with an integer), exactly (decimal.ts); NaN and non-decimal text through a double. */
+function numericArith(op: string, l: Compiled, r: Compiled): Compiled {
+  const dec = (v: SqlValue): Decimal | undefined => (typeof v === 'bigint' ? { unscaled: v, scale: 0 } : typeof v === 'string' ? parseDecimal(v) : typeof v === 'number' && Number.isFinite(v) ? parseDecimal(String(v)) : undefined);
+  const viaFloat = floatOp(op);
+  return {
+    type: 'numeric',
+    name: '?column?',
+    eval: (row, ctx) => {
+      const a = l.eval(row, ctx);
+      const b = r.eval(row, ctx);
+      if (a === null || b === null) return null;
+      const x = dec(a);
+      const y = dec(b);
+      if (x && y) return formatDecimal(decimalOp(op, x, y));
+      return coerce(viaFloat(coerce(a, 'float8'), coerce(b, 'float8')), 'numeric');
     },
   };
 }
