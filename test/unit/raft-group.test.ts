@@ -239,6 +239,44 @@ describe('RaftGroup', () => {
     expect(ran).toBe(true);
   });
 
+  it('raft-group: beforeNextReady(fn, early) during a sync runs the hook in the next turn and sends what it proposes at once — the followers persist it (and can apply it) while the leader\'s sync is still held', async () => {
+    const { c, l, held, realSync, normal } = await leaderWithHeldSyncs();
+    const followers = [...c.nodes.values()].filter((n) => n !== l);
+    const x = l.group.propose(bytes('x'));
+    await c.until(() => held.length === 1);
+    let z: Promise<{ index: number }> | undefined;
+    let ranWhileSyncing = false;
+    l.group.beforeNextReady(() => {
+      ranWhileSyncing = held.length === 1; // x's sync is still held
+      z = l.group.propose(bytes('z'));
+    }, true);
+    await c.until(() => z !== undefined);
+    expect(ranWhileSyncing).toBe(true);
+    // z reached both followers' logs during x's held sync (the leader sends before its own fsync);
+    // with the two of them a majority, they commit and apply x and z before the leader's sync ends.
+    await c.until(() => followers.every((n) => n.applied.some((e) => e.type === 'normal' && text(e.data) === 'z')));
+    expect(held.length).toBe(1);
+    expect(normal()).not.toContain('z');
+    l.storage.sync = realSync;
+    held.shift()!();
+    expect((await z!).index).toBe((await x).index + 1);
+    await c.until(() => normal().includes('z'));
+    expect(normal().slice(-2)).toEqual(['x', 'z']);
+  });
+
+  it('raft-group: a proposal with `always` has onCommitted called at its commit even when nothing is applying (without it, only behind other applies)', async () => {
+    const c = cluster(7);
+    await c.until(() => c.leader() !== undefined);
+    const l = c.leader()!;
+    await l.group.propose(bytes('warm'));
+    const calls: string[] = [];
+    const a = l.group.propose(bytes('a'), () => calls.push('a'), true);
+    await a;
+    const b = l.group.propose(bytes('b'), () => calls.push('b'));
+    await b;
+    expect(calls).toEqual(['a']);
+  });
+
   it('raft-group: entries committed while the sync of newer entries runs are applied during that sync, not after it', async () => {
     const { c, l, held, realSync, normal } = await leaderWithHeldSyncs();
     const followers = [...c.nodes.values()].filter((n) => n !== l);
