@@ -244,7 +244,7 @@ describe('TransactionCoordinator', () => {
     expect(byId.get('pend')?.status).toBe('PENDING');
     expect(byId.get('pend')?.isolation).toBe('serializable');
     await until('APPLY re-driven after restart', () => second.updates.length === 1);
-    expect(second.updates[0]).toEqual({ tablet: 'p1', txnId: 'done', type: 'APPLY', commitHt });
+    expect(second.updates[0]).toMatchObject({ tablet: 'p1', txnId: 'done', type: 'APPLY', commitHt });
     await until('the applied record forgotten', () => !second.c.snapshot().some((t) => t.txnId === 'done'));
   });
 
