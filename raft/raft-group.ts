@@ -341,8 +341,9 @@ export class RaftGroup {
       this.scheduled = false;
       if (this.stopped) return;
       if (this.processing) {
-        if (this.syncing && this.hooks.early) this.hooks.run();
-        if (this.syncing) this.handOutEarly();
+        const early = this.syncing && this.hooks.early;
+        if (early) this.hooks.run();
+        if (this.syncing) this.handOutEarly(early);
         return;
       }
       this.processing = this.processPass().finally(() => {
@@ -433,8 +434,8 @@ export class RaftGroup {
   }
 
   /** See kick(): committed entries to the apply stage (unless it is full), a leader's appends out. */
-  private handOutEarly(): void {
-    const e = this.core.takeEarly?.(this.applyStage.length() <= APPLY_QUEUE_ENTRIES_MAX);
+  private handOutEarly(withProposals = false): void {
+    const e = this.core.takeEarly?.(this.applyStage.length() <= APPLY_QUEUE_ENTRIES_MAX, withProposals);
     if (!e) return;
     if (e.committedEntries.length > 0) {
       const at = performance.now();
