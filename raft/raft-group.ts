@@ -474,8 +474,7 @@ export class RaftGroup {
   }
 
   private async installSnapshot(snap: Snapshot): Promise<void> {
-    // Entries queued before the snapshot are at or below its index: let the apply stage finish them
-    // rather than racing the state-machine wipe.
+    // Entries queued before the snapshot are at or below its index: applied first, not racing the wipe.
     await this.applyStage.waitBelow(1);
     await this.deps.installSnapshot(snap);
     this.storage.applySnapshot(snap);
