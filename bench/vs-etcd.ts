@@ -109,6 +109,10 @@ export interface VsOptions {
   bigTxnRowBytes: number;
   /** Extra flags for every tessera tserver (`--name=value`), after the harness's own: A/B a setting. */
   tserverFlags: string[];
+  /** The tessera cluster's loopback base (127.0.0.N…N+2; default 70): a second run beside another one. */
+  hostBase: number;
+  /** Leave etcd out (`--no-etcd`): tessera's own ratios (transactions against puts) need no etcd. */
+  noEtcd: boolean;
 }
 
 /** Flags the harness sets itself to place its cluster: --tserver-flag may not change them. */
@@ -131,7 +135,7 @@ export function tserverFlagArg(text: string): string {
 }
 
 export function parseVsArgs(argv: readonly string[]): VsOptions {
-  const o: VsOptions = { seconds: 10, warmupSeconds: 3, firstWarmupSeconds: FIRST_WARMUP_SECONDS_DEFAULT, rounds: 3, workloads: ALL_WORKLOADS.filter((w) => !VS_WORKLOADS[w]?.optional), outDir: path.resolve(__dirname, '../../bench/results'), readKeys: 10_000, profile: false, bigTxnRows: BIG_TXN_DEFAULTS.rows, bigTxnRowBytes: BIG_TXN_DEFAULTS.rowBytes, tserverFlags: [] };
+  const o: VsOptions = { seconds: 10, warmupSeconds: 3, firstWarmupSeconds: FIRST_WARMUP_SECONDS_DEFAULT, rounds: 3, workloads: ALL_WORKLOADS.filter((w) => !VS_WORKLOADS[w]?.optional), outDir: path.resolve(__dirname, '../../bench/results'), readKeys: 10_000, profile: false, bigTxnRows: BIG_TXN_DEFAULTS.rows, bigTxnRowBytes: BIG_TXN_DEFAULTS.rowBytes, tserverFlags: [], hostBase: TESSERA_HOST_BASE, noEtcd: false };
   const num = (name: string, v: string | undefined, min: number): number => {
     const n = Number(v);
     if (!Number.isFinite(n) || n < min) throw new DbError(ErrorCode.INVALID_ARGUMENT, `--${name} needs a number >= ${min}, got '${v ?? ''}'`);
@@ -163,6 +167,8 @@ export function parseVsArgs(argv: readonly string[]): VsOptions {
       case '--big-txn-rows': o.bigTxnRows = Math.floor(num('big-txn-rows', val(), 1)); break;
       case '--big-txn-row-bytes': o.bigTxnRowBytes = Math.floor(num('big-txn-row-bytes', val(), 1)); break;
       case '--tserver-flag': o.tserverFlags.push(tserverFlagArg(val() ?? '')); break;
+      case '--host-base': o.hostBase = Math.floor(num('host-base', val(), 2)); break;
+      case '--no-etcd': o.noEtcd = true; break;
       case '--workloads': {
         const ws = (val() ?? '').split(',').map((s) => s.trim()).filter(Boolean);
         const bad = ws.filter((w) => !ALL_WORKLOADS.includes(w));
@@ -171,18 +177,18 @@ export function parseVsArgs(argv: readonly string[]): VsOptions {
         break;
       }
       default:
-        throw new DbError(ErrorCode.INVALID_ARGUMENT, `unknown option '${a}' (known: --vs etcd --seconds --warmup --first-warmup --rounds --workloads --read-keys --out --profile [ts0|all] --big-txn-rows --big-txn-row-bytes --tserver-flag)`);
+        throw new DbError(ErrorCode.INVALID_ARGUMENT, `unknown option '${a}' (known: --vs etcd --seconds --warmup --first-warmup --rounds --workloads --read-keys --out --profile [ts0|all] --big-txn-rows --big-txn-row-bytes --tserver-flag --host-base --no-etcd)`);
     }
   }
   return o;
 }
 
 export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPath: string }> {
-  const etcdBin = findEtcd();
+  const etcdBin = o.noEtcd ? undefined : findEtcd();
   const notes = new Map<string, string>();
   const tessera = new BenchCluster();
   const etcd = etcdBin ? new EtcdCluster(etcdBin) : undefined;
-  if (!etcd) log('etcd: not installed (run .ci/etcd-setup.sh, or set ETCD_BIN) — the etcd comparison is SKIPPED; tessera figures only');
+  if (!etcd) log(o.noEtcd ? 'etcd: left out (--no-etcd); tessera figures only' : 'etcd: not installed (run .ci/etcd-setup.sh, or set ETCD_BIN) — the etcd comparison is SKIPPED; tessera figures only');
   const profileDir = path.join(o.outDir, 'profiles');
   try {
     const firstWarmup = Math.max(o.warmupSeconds, o.firstWarmupSeconds);
@@ -197,7 +203,7 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
     makeDirs(o.outDir, 'output directory');
     if (o.profile) makeDirs(profileDir, 'output directory');
     const profilesBefore = new Set(o.profile ? fs.readdirSync(profileDir) : []);
-    await tessera.start(TSERVERS, TESSERA_HOST_BASE, ['--durable_wal_write=true', ...o.tserverFlags], {
+    await tessera.start(TSERVERS, o.hostBase, ['--durable_wal_write=true', ...o.tserverFlags], {
       noAliasPortShift: TESSERA_NO_ALIAS_PORT_SHIFT,
       ...(o.profile ? { tserverNodeArgs: (i: number) => (i === 0 || o.profile === 'all' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []) } : {}),
       // info: one line per leadership change, counted below (an election under load explains a stall).

@@ -16,6 +16,8 @@ interface PendingProposal {
   term: number;
   /** Called once, when the entry is committed with this term behind other applies (raft-group.ts), before it is applied. */
   onCommitted?: (() => void) | undefined;
+  /** Call onCommitted at every commit, not only behind other applies (RaftGroup.propose `always`). */
+  always: boolean;
   resolve: (r: OpId) => void;
   reject: (e: DbError) => void;
 }
@@ -34,22 +36,23 @@ export class ProposalTracker {
   }
 
   /** Wait for the outcome of the proposal the core accepted at `index` in `term`. */
-  add(index: number, term: number, onCommitted?: () => void): Promise<OpId> {
+  add(index: number, term: number, onCommitted?: () => void, always = false): Promise<OpId> {
     return new Promise((resolve, reject) => {
-      this.pending.set(index, { term, onCommitted, resolve, reject });
+      this.pending.set(index, { term, onCommitted, always, resolve, reject });
     });
   }
 
   /**
    * These entries are committed (on their way to the apply stage): tell the proposals that asked
-   * (onCommitted) and carry the same term. An entry of another term leaves its proposal to
+   * (onCommitted) and carry the same term — every one when `behind` (they wait for other applies),
+   * else those that asked for it always. An entry of another term leaves its proposal to
    * settleApplied (rejected there).
    */
-  settleCommitted(committed: readonly Entry[]): void {
+  settleCommitted(committed: readonly Entry[], behind: boolean): void {
     if (this.pending.size === 0) return;
     for (const e of committed) {
       const p = this.pending.get(e.index);
-      if (!p?.onCommitted || p.term !== e.term) continue;
+      if (!p?.onCommitted || p.term !== e.term || !(behind || p.always)) continue;
       const cb = p.onCommitted;
       p.onCommitted = undefined;
       cb();

@@ -23,7 +23,7 @@ export interface RaftCore {
   ready(): Ready;
   advance(rd: Ready): void;
   /** While the outstanding Ready's sync runs: committed entries and leader messages that need not wait for it (RawNode.takeEarly). */
-  takeEarly?(withEntries: boolean): { committedEntries: Entry[]; messages: Message[] } | undefined;
+  takeEarly?(withEntries: boolean, withProposals?: boolean): { committedEntries: Entry[]; messages: Message[] } | undefined;
   /** Committed entries persisted and not yet handed out, at any time (RawNode.takeCommitted). */
   takeCommitted?(): Entry[];
   status(): RaftStatus;

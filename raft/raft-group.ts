@@ -46,6 +46,7 @@ import type { ConfChange, Entry, Message, ProposeResult, Ready, Role, Snapshot }
 import { STAGE_TRACE_ON, traceStage } from '../common/stage-trace';
 import { mostCaughtUpOther, traceMessages } from './group-helpers';
 import { flushTurnNow, scheduleRaftPass } from './raft-turn';
+import { ReadyHooks } from './ready-hooks';
 
 export type { LeaderChange, RaftCore, RaftGroupDeps, RaftGroupStatus } from './raft-group-types';
 export { APPLY_BATCH_ENTRIES_MAX, APPLY_QUEUE_ENTRIES_MAX, PENDING_PROPOSALS_MAX, READ_INDEX_TIMEOUT_TICKS } from './raft-group-types';
@@ -61,6 +62,7 @@ export class RaftGroup {
   private scheduled = false;
   private processing: Promise<void> | undefined;
   private syncing = false; // the processing pass awaits storage.sync() (inputs meanwhile may use takeEarly)
+  private readonly hooks = new ReadyHooks(); // beforeNextReady
   /**
    * What went out while a sync ran (earlyCounts(): metrics, tests): committed entries handed to the apply stage, how much
    * sooner in all (ms from each hand-off to the end of that sync, the next pass's earliest), and leader message batches sent.
@@ -97,7 +99,7 @@ export class RaftGroup {
       appliedIndex: () => this.appliedIndex,
       applyConfChange: (e) => this.applyConfChange(e),
       applied: (batch) => this.onApplied(batch),
-      committed: (es, behind) => (behind ? this.pending.settleCommitted(es) : undefined),
+      committed: (es, behind) => this.pending.settleCommitted(es, behind),
       stopped: () => this.stopped,
       fail: (e) => this.fail(e),
     });
@@ -140,10 +142,13 @@ export class RaftGroup {
     this.kick();
   }
 
-  /** Resolves once committed and applied locally (file comment: failures); `onCommitted` runs at commit (durable on a majority) if it must wait for earlier applies. */
-  propose(data: Uint8Array, onCommitted?: () => void): Promise<{ index: number; term: number }> {
+  /**
+   * Resolves once committed and applied locally (file comment: failures); `onCommitted` runs at commit
+   * (durable on a majority) if it must wait for earlier applies — or at every commit with `always`.
+   */
+  propose(data: Uint8Array, onCommitted?: () => void, always = false): Promise<{ index: number; term: number }> {
     const early = this.checkCanPropose();
-    return early ? Promise.reject(early) : this.track(this.core.propose(data), onCommitted);
+    return early ? Promise.reject(early) : this.track(this.core.propose(data), onCommitted, always);
   }
 
   changeConfig(cc: ConfChange): Promise<{ index: number; term: number }> {
@@ -272,24 +277,18 @@ export class RaftGroup {
 
   /**
    * Run `fn` once, right before the running pass takes its next Ready (or as it ends), so what `fn`
-   * proposes joins that Ready's append and sync: a host may hold proposals that arrive while a pass
-   * awaits its fsync and send them as ONE entry in the same round they would have had (the
-   * participant's APPLY entries). Without a running pass, `fn` runs on the next one (kicked now);
-   * on a stopped group at once (its proposals then fail as any would).
+   * proposes joins that Ready's append and sync (ready-hooks.ts); without a running pass on the next
+   * one (kicked now); on a stopped group at once. `early`: during a sync, in the next Raft turn, and
+   * what it proposes goes out to the followers at once (a leader sends before its own fsync): they
+   * persist it during this sync, not after it. The hooks of one loop iteration still run together.
    */
-  beforeNextReady(fn: () => void): void {
+  beforeNextReady(fn: () => void, early = false): void {
     if (this.stopped) {
       fn();
       return;
     }
-    this.beforeReady.push(fn);
-    if (this.processing === undefined) this.kick();
-  }
-
-  private readonly beforeReady: Array<() => void> = [];
-  private runBeforeReady(): void {
-    // A hook's failure is its own (it answers its callers): it must not stop this group.
-    for (const fn of this.beforeReady.splice(0, this.beforeReady.length)) try { fn(); } catch { /* see above */ }
+    this.hooks.add(fn, early && this.processing !== undefined);
+    if (this.processing === undefined || early) this.kick();
   }
 
   /** Stop processing; pending calls fail with SHUTTING_DOWN. Does not close the storage (the host owns it). */
@@ -297,7 +296,7 @@ export class RaftGroup {
     if (this.stopped) return;
     this.stopped = true;
     this.failAll(new DbError(ErrorCode.SHUTTING_DOWN, `${this.deps.groupId}: raft group stopped`));
-    this.runBeforeReady(); // held proposals fail now, as any would
+    this.hooks.run(); // held proposals fail now, as any would
     await this.processing;
     await this.applyStage.idle();
   }
@@ -320,9 +319,9 @@ export class RaftGroup {
     return new DbError(ErrorCode.NOT_THE_LEADER, `${this.deps.groupId}: not the leader${this.leader ? ` (leader is ${this.leader})` : ''}`, { leaderUuid: this.leader });
   }
 
-  private track(r: ProposeResult, onCommitted?: () => void): Promise<OpId> {
+  private track(r: ProposeResult, onCommitted?: () => void, always = false): Promise<OpId> {
     if (!r.ok) return Promise.reject(proposeError(this.deps.groupId, r));
-    const outcome = this.pending.add(r.index, r.term, onCommitted);
+    const outcome = this.pending.add(r.index, r.term, onCommitted, always);
     traceStage('propose', this.deps.groupId, r.index);
     this.kick();
     return outcome;
@@ -342,12 +341,14 @@ export class RaftGroup {
       this.scheduled = false;
       if (this.stopped) return;
       if (this.processing) {
-        if (this.syncing) this.handOutEarly();
+        const early = this.syncing && this.hooks.early;
+        if (early) this.hooks.run();
+        if (this.syncing) this.handOutEarly(early);
         return;
       }
       this.processing = this.processPass().finally(() => {
         this.processing = undefined;
-        this.runBeforeReady();
+        this.hooks.run();
         if (!this.stopped && (this.core.hasReady() || this.reads.hasUnissued())) this.kick();
       });
     });
@@ -357,7 +358,7 @@ export class RaftGroup {
     try {
       for (let round = 0; round < READY_ROUNDS_PER_PASS_MAX && !this.stopped; round++) {
         this.reads.issue(this.core, this.ticks);
-        this.runBeforeReady();
+        this.hooks.run();
         if (!this.core.hasReady()) break;
         if (this.applyStage.length() > APPLY_QUEUE_ENTRIES_MAX) await this.applyStage.waitBelow(APPLY_QUEUE_ENTRIES_MAX / 2);
         const rd = this.core.ready();
@@ -433,8 +434,8 @@ export class RaftGroup {
   }
 
   /** See kick(): committed entries to the apply stage (unless it is full), a leader's appends out. */
-  private handOutEarly(): void {
-    const e = this.core.takeEarly?.(this.applyStage.length() <= APPLY_QUEUE_ENTRIES_MAX);
+  private handOutEarly(withProposals = false): void {
+    const e = this.core.takeEarly?.(this.applyStage.length() <= APPLY_QUEUE_ENTRIES_MAX, withProposals);
     if (!e) return;
     if (e.committedEntries.length > 0) {
       const at = performance.now();
@@ -473,8 +474,7 @@ export class RaftGroup {
   }
 
   private async installSnapshot(snap: Snapshot): Promise<void> {
-    // Entries queued before the snapshot are at or below its index: let the apply stage finish them
-    // rather than racing the state-machine wipe.
+    // Entries queued before the snapshot are at or below its index: applied first, not racing the wipe.
     await this.applyStage.waitBelow(1);
     await this.deps.installSnapshot(snap);
     this.storage.applySnapshot(snap);

@@ -197,9 +197,11 @@ export class RawNode {
    * Everything else (responses, votes, snapshots, hard and soft state) waits for the next Ready.
    * Returns undefined when there is nothing to hand out.
    */
-  takeEarly(withEntries: boolean): { committedEntries: Entry[]; messages: Message[] } | undefined {
+  takeEarly(withEntries: boolean, withProposals = false): { committedEntries: Entry[]; messages: Message[] } | undefined {
     assert(this.outstanding !== undefined, 'raft: takeEarly() without an outstanding Ready');
     const r = this.raft;
+    // `withProposals`: the appends of proposals made since go out now too, not with the next Ready.
+    if (withProposals) r.flush();
     const committedEntries = withEntries ? this.handOutCommitted() : [];
     let messages: Message[] = [];
     if (r.role === Role.leader && r.msgs.length > 0) {

@@ -239,6 +239,52 @@ describe('RaftGroup', () => {
     expect(ran).toBe(true);
   });
 
+  it('raft-group: beforeNextReady(fn, early) during a sync runs the hook in the next turn and sends what it proposes at once — the followers persist it (and can apply it) while the leader\'s sync is still held', async () => {
+    const { c, l, held, realSync, normal } = await leaderWithHeldSyncs();
+    const followers = [...c.nodes.values()].filter((n) => n !== l);
+    const x = l.group.propose(bytes('x'));
+    // No ticks from here on: no heartbeat round may carry z; only the early send does.
+    const withoutTicks = async (cond: () => boolean): Promise<void> => {
+      for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setImmediate(r));
+      expect(cond()).toBe(true);
+    };
+    const appliedBy = (n: Node, v: string): boolean => n.applied.some((e) => e.type === 'normal' && text(e.data) === v);
+    // x is committed by the followers and every message about it delivered: nothing else would carry z.
+    await withoutTicks(() => held.length === 1 && followers.every((n) => appliedBy(n, 'x')));
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+    let z: Promise<{ index: number }> | undefined;
+    let ranWhileSyncing = false;
+    l.group.beforeNextReady(() => {
+      ranWhileSyncing = held.length === 1; // x's sync is still held
+      z = l.group.propose(bytes('z'));
+    }, true);
+    await withoutTicks(() => z !== undefined);
+    expect(ranWhileSyncing).toBe(true);
+    // z reached both followers' logs during x's held sync (the leader sends before its own fsync);
+    // with the two of them a majority, they commit and apply x and z before the leader's sync ends.
+    await withoutTicks(() => followers.every((n) => appliedBy(n, 'z')));
+    expect(held.length).toBe(1);
+    expect(normal()).not.toContain('z');
+    l.storage.sync = realSync;
+    held.shift()!();
+    expect((await z!).index).toBe((await x).index + 1);
+    await c.until(() => normal().includes('z'));
+    expect(normal().slice(-2)).toEqual(['x', 'z']);
+  });
+
+  it('raft-group: a proposal with `always` has onCommitted called at its commit even when nothing is applying (without it, only behind other applies)', async () => {
+    const c = cluster(7);
+    await c.until(() => c.leader() !== undefined);
+    const l = c.leader()!;
+    await l.group.propose(bytes('warm'));
+    const calls: string[] = [];
+    const a = l.group.propose(bytes('a'), () => calls.push('a'), true);
+    await a;
+    const b = l.group.propose(bytes('b'), () => calls.push('b'));
+    await b;
+    expect(calls).toEqual(['a']);
+  });
+
   it('raft-group: entries committed while the sync of newer entries runs are applied during that sync, not after it', async () => {
     const { c, l, held, realSync, normal } = await leaderWithHeldSyncs();
     const followers = [...c.nodes.values()].filter((n) => n !== l);

@@ -22,7 +22,8 @@ import { TabletPeer } from '../../tserver/tablet/tablet-peer';
 import type { TabletManager } from '../../tserver/tablet-manager';
 import type { PeerTxnEnv, TxnStatusInfo } from '../../tserver/tablet/participant/txn-env';
 import { TxnService } from '../../tserver/transaction/txn-service';
-import { TXN_COALESCE_APPLIES } from '../../tserver/transaction/txn-flags';
+import { TXN_COALESCE_APPLIES, TXN_LOCAL_UPDATES } from '../../tserver/transaction/txn-flags';
+import type { UpdateBatcher } from '../../tserver/transaction/update-batcher';
 import { PeerJanitor, testPeerDeps, untilLeaderReady } from './tablet-peer-harness';
 
 const janitor = new PeerJanitor();
@@ -117,6 +118,33 @@ describe('APPLY batches', () => {
     const q = await openPeer(dir, env);
     for (const [n, id] of ids.entries()) expect((await q.read([key(n)], {})).rows[0]?.columns.get(1)).toBe(`v-${id}`);
     expect((await q.sizes()).intentsdb.intentCount).toBe(0);
+  });
+
+  it('txn-apply-batch: a status leader hands an APPLY to a participant leader in its own process without an RPC (txn_local_updates); off, it needs the RPC', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-apply-batch-'));
+    dirs.push(dir);
+    const statuses = new Map<string, TxnStatusInfo>();
+    const p = await openPeer(dir, statusEnv(statuses));
+    const flags = new Flags();
+    const svc = serviceOver(p, flags); // its RPC client fails every call
+    const updates = (svc as unknown as { updates: UpdateBatcher }).updates;
+    for (const [n, local] of [true, false].entries()) {
+      flags.set(TXN_LOCAL_UPDATES, local);
+      const id = `local-${n}`;
+      statuses.set(id, { status: 'PENDING', priority: 0.5 });
+      await p.writeIntents({ txn: txn(id, p.safeTime()), readHt: p.safeTime(), ops: [{ kind: 'UPSERT', op: { type: 'upsert', key: key(20 + n), columns: [{ columnId: 1, value: id }] } }] });
+      const commitHt = p.nextHt();
+      statuses.set(id, { status: 'COMMITTED', commitHt, priority: 0.5 });
+      const sent = updates.update(p.tabletId, { txnId: TxnId(id), type: 'APPLY', commitHt }, 2000);
+      if (!local) {
+        await expect(sent).rejects.toThrow();
+        continue;
+      }
+      await sent;
+      await p.applyInProgress(TxnId(id));
+      expect((await p.read([key(20 + n)], {})).rows[0]?.columns.get(1)).toBe(id);
+    }
+    svc.stop();
   });
 
   it('txn-apply-batch: a lone APPLY keeps its own APPLY_TXN entry and its error', async () => {

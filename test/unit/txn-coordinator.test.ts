@@ -21,6 +21,7 @@ import {
   TRANSACTION_HEARTBEAT_USEC,
   TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS,
   TRANSACTION_RESEND_APPLYING_INTERVAL_MS,
+  TXN_STATUS_AT_RAFT_COMMIT,
 } from '../../tserver/transaction/txn-flags';
 
 const dirs: string[] = [];
@@ -45,6 +46,8 @@ interface Update {
   txnId: string;
   type: string;
   commitHt: HybridTime;
+  /** The status replica's applied index when the update went out. */
+  appliedAtSend: number;
 }
 
 async function openCoordinator(dir: string, flags: Flags, failUpdates: { n: number }, nowMs?: () => number): Promise<{ c: TransactionCoordinator; peer: TabletPeer; updates: Update[]; close: () => Promise<void> }> {
@@ -63,7 +66,7 @@ async function openCoordinator(dir: string, flags: Flags, failUpdates: { n: numb
         failUpdates.n--;
         return Promise.reject(new DbError(ErrorCode.NOT_THE_LEADER, 'not yet'));
       }
-      updates.push({ tablet, txnId, type, commitHt });
+      updates.push({ tablet, txnId, type, commitHt, appliedAtSend: peer.raftGroup().status().appliedIndex });
       return Promise.resolve();
     },
   });
@@ -118,6 +121,22 @@ describe('TransactionCoordinator', () => {
     expect(fail.n).toBe(0);
     expect(updates.map((u) => `${u.tablet}:${u.type}:${u.commitHt === commitHt}`).sort()).toEqual(['p1:APPLY:true', 'p2:APPLY:true']);
     expect((await c.getStatus([id]))[0]!.status).toBe('ABORTED');
+  });
+
+  it('txn-coordinator: with txn_status_at_raft_commit the COMMITTED record is in force at its Raft commit — the APPLYs go out before the status leader applied the entry; off (and tablet_write_answer_at_commit off), after its apply', async () => {
+    for (const atCommit of [true, false]) {
+      const flags = testFlags();
+      flags.set(TXN_STATUS_AT_RAFT_COMMIT, atCommit);
+      const { c, peer, updates } = await openCoordinator(tmp(), flags, { n: 0 });
+      const id = TxnId(`at-commit-${String(atCommit)}`);
+      await c.create(id, 'snapshot', 0.5); // leader-only: no entry
+      const entryIndex = peer.raftGroup().status().lastIndex + 1; // the COMMITTED entry's
+      const commitHt = await c.commit(id, ['p1']);
+      expect((await c.getStatus([id]))[0]).toMatchObject({ status: 'COMMITTED', commitHt });
+      await until('the APPLY was sent', () => updates.length === 1);
+      if (atCommit) expect(updates[0]!.appliedAtSend).toBeLessThan(entryIndex);
+      else expect(updates[0]!.appliedAtSend).toBeGreaterThanOrEqual(entryIndex);
+    }
   });
 
   it('txn-coordinator: a status query during an in-flight commit waits for it and answers COMMITTED, never PENDING (fractured-read regression)', async () => {
@@ -225,7 +244,7 @@ describe('TransactionCoordinator', () => {
     expect(byId.get('pend')?.status).toBe('PENDING');
     expect(byId.get('pend')?.isolation).toBe('serializable');
     await until('APPLY re-driven after restart', () => second.updates.length === 1);
-    expect(second.updates[0]).toEqual({ tablet: 'p1', txnId: 'done', type: 'APPLY', commitHt });
+    expect(second.updates[0]).toMatchObject({ tablet: 'p1', txnId: 'done', type: 'APPLY', commitHt });
     await until('the applied record forgotten', () => !second.c.snapshot().some((t) => t.txnId === 'done'));
   });
 

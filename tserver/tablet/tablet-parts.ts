@@ -85,8 +85,9 @@ export function buildTabletParts(c: TabletPartsContext): TabletParts {
   const common = { tabletId, flags, clock, db, mvcc, participant, checkServing, metrics };
   // An ASYNC table's log keeps an entry only in memory at commit: its writes are answered after the
   // apply (RocksDB's own log), as before tablet_write_answer_at_commit (docs/durability.md).
-  const answerAtCommit = (): boolean => flags.get(WRITE_ANSWER_AT_COMMIT) && c.meta().durability !== WalDurability.ASYNC;
-  const writes = new WritePath({ ...common, retryable: c.retryable, rowLocks: c.rowLocks, withLeaderHint: c.withLeaderHint, answerAtCommit, propose: (data, onCommitted) => c.raft().propose(data, onCommitted) });
+  const durableAtCommit = (): boolean => c.meta().durability !== WalDurability.ASYNC;
+  const answerAtCommit = (): boolean => flags.get(WRITE_ANSWER_AT_COMMIT) && durableAtCommit();
+  const writes = new WritePath({ ...common, retryable: c.retryable, rowLocks: c.rowLocks, withLeaderHint: c.withLeaderHint, answerAtCommit, durableAtCommit, propose: (data, onCommitted, always) => c.raft().propose(data, onCommitted, always) });
   const intentWrites = new IntentWrites({ ...common, log, locks: writes.locks, rowLocks: c.rowLocks, deduped: (r, run) => writes.deduped(r, run), proposeOp: (op, ms, onProposed) => writes.proposeOp(op, ms, onProposed) });
   const reads = new ReadPath({
     ...common,

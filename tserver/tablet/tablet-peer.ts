@@ -339,8 +339,8 @@ export class TabletPeer {
     return held ? held.then(() => this.parts.intentWrites.writeIntents(req)) : this.parts.intentWrites.writeIntents(req);
   }
 
-  proposeOp(op: TabletOp, timeoutMs?: number, onProposed?: (proposal: Promise<unknown>) => void, atCommit?: () => void): Promise<void> {
-    return this.parts.writes.proposeOp(op, timeoutMs, onProposed, atCommit);
+  proposeOp(op: TabletOp, timeoutMs?: number, onProposed?: (proposal: Promise<unknown>) => void, atCommit?: () => void, atCommitAlways?: boolean): Promise<void> {
+    return this.parts.writes.proposeOp(op, timeoutMs, onProposed, atCommit, atCommitAlways);
   }
 
   seenRequest(request: RequestTag): HybridTime | Promise<HybridTime> | undefined {

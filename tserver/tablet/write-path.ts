@@ -36,8 +36,10 @@ export interface WritePathDeps {
   withLeaderHint(e: unknown): unknown;
   /** Answer plain writes at Raft commit (tablet_write_answer_at_commit, and a table whose log is not ASYNC). */
   answerAtCommit(): boolean;
-  /** Propose an entry to the tablet's Raft group (resolves once committed and applied here; `onCommitted` at commit). */
-  propose(data: Uint8Array, onCommitted?: () => void): Promise<unknown>;
+  /** The table's log holds an entry durably at Raft commit (not ASYNC): a commit may be acted on before the apply. */
+  durableAtCommit(): boolean;
+  /** Propose an entry to the tablet's Raft group (resolves once committed and applied here; `onCommitted` at commit: when behind other applies, or `always`). */
+  propose(data: Uint8Array, onCommitted?: () => void, always?: boolean): Promise<unknown>;
   metrics: { writeOps: number; rowsWritten: number };
 }
 
@@ -50,20 +52,26 @@ export class WritePath {
   /**
    * Propose one tablet op as leader and wait (bounded) until it is Raft-committed and applied here.
    * Used by the coordinator (TXN_STATUS) and the participant (APPLY_TXN / REMOVE_TXN). With
-   * `atCommit`, when answerAtCommit() holds: `atCommit` runs as the entry commits and the wait ends
-   * there (the caller makes what the apply will show visible itself: coordinator.ts commit).
+   * `atCommit`, when answerAtCommit() holds: `atCommit` runs as the entry commits behind other
+   * applies and the wait ends there (the caller makes what the apply will show visible itself:
+   * coordinator.ts commit); with `atCommitAlways` (and a log durable at commit) at every commit.
    */
-  async proposeOp(op: TabletOp, timeoutMs?: number, onProposed?: (proposal: Promise<unknown>) => void, atCommit?: () => void): Promise<void> {
+  async proposeOp(op: TabletOp, timeoutMs?: number, onProposed?: (proposal: Promise<unknown>) => void, atCommit?: () => void, atCommitAlways = false): Promise<void> {
     this.deps.checkServing();
-    const onCommit = atCommit !== undefined && this.deps.answerAtCommit() ? atCommit : undefined;
+    const always = atCommitAlways && this.deps.durableAtCommit();
+    const onCommit = atCommit !== undefined && (always || this.deps.answerAtCommit()) ? atCommit : undefined;
     let committed!: () => void;
     const whenCommitted = onCommit ? new Promise<void>((resolve) => (committed = resolve)) : undefined;
     const data = encodeTabletOp(op);
     const proposal = onCommit
-      ? this.deps.propose(data, () => {
-          onCommit();
-          committed();
-        })
+      ? this.deps.propose(
+          data,
+          () => {
+            onCommit();
+            committed();
+          },
+          always,
+        )
       : this.deps.propose(data);
     onProposed?.(proposal);
     try {

@@ -7,6 +7,10 @@
  * that Ready is taken (RaftGroup.beforeNextReady) — the same Raft round they would have had, with
  * one entry, log record, apply step and RocksDB batch instead of one per request. With no pass
  * running they go with the next one (kicked at once: the APPLYs of that event-loop turn together).
+ * With txn_apply_propose_during_sync (default) those that arrive during a sync are proposed in the
+ * group's next Raft turn instead, the APPLYs of one loop iteration as one entry: the leader sends it
+ * before its own fsync, so the followers persist it during the running sync rather than after it
+ * (one fsync less on the apply lag's path; docs/transactions.md "Apply lag").
  */
 import type { HybridTime } from '../../common/hybrid-time';
 import type { TxnId } from '../../common/ids';
@@ -15,8 +19,8 @@ import { APPLY_TXNS_MAX, type TabletOp } from '../tablet/tablet-op';
 export interface ApplyTarget {
   /** Propose the entry; resolves once it is applied here (TabletPeer.proposeOp). */
   proposeOp(op: TabletOp): Promise<void>;
-  /** Run `fn` right before the tablet's Raft takes its next Ready (RaftGroup.beforeNextReady). */
-  beforeNextReady(fn: () => void): void;
+  /** Run `fn` right before the tablet's Raft takes its next Ready (RaftGroup.beforeNextReady; `early`: or in its next turn during a sync). */
+  beforeNextReady(fn: () => void, early: boolean): void;
 }
 
 interface Held {
@@ -35,6 +39,9 @@ interface TabletQueue {
 
 export class ApplyCoalescer {
   private readonly queues = new Map<string, TabletQueue>();
+
+  /** `early()`: propose during a sync too (txn_apply_propose_during_sync), see RaftGroup.beforeNextReady. */
+  constructor(private readonly early: () => boolean = () => false) {}
   /** Entries proposed and transactions they carried (tests, metrics). */
   readonly counts = { entries: 0, txns: 0 };
 
@@ -48,7 +55,7 @@ export class ApplyCoalescer {
     if (q === undefined) {
       const nq: TabletQueue = { target, held: [], byTxn: new Map() };
       this.queues.set(tabletId, nq);
-      target.beforeNextReady(() => this.flush(tabletId, nq));
+      target.beforeNextReady(() => this.flush(tabletId, nq), this.early());
       q = nq;
     }
     const dup = q.byTxn.get(txnId);

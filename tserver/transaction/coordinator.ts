@@ -50,6 +50,7 @@ import {
   TRANSACTION_CHECK_INTERVAL_MS,
   TRANSACTION_HEARTBEAT_USEC,
   TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS,
+  TXN_STATUS_AT_RAFT_COMMIT,
 } from './txn-flags';
 import { decodeRecordPayload, decodeRecordRow, encodeForgetPayload, encodeRecordPayload, forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey, type TxnRecord } from '../tablet/participant/txn-record';
 
@@ -267,11 +268,15 @@ export class TransactionCoordinator {
   /**
    * `atCommit`: the record is in force (the map, status answers, driving) once its entry is
    * Raft-committed, not after this leader's apply — as a committed entry it is what every replica
-   * will apply (tablet_write_answer_at_commit; onApplied never takes a record back to PENDING).
+   * will apply, and a new leader applies it before it is ready (onApplied never takes a record back
+   * to PENDING). With txn_status_at_raft_commit (default) at every commit: the leader's own apply
+   * (a RocksDB write through the thread pool, queued behind the tablet's other applies) is then off
+   * the path of the client's answer and of the APPLYs (docs/transactions.md, "Apply lag"); else only
+   * when that apply would wait behind others and tablet_write_answer_at_commit is on.
    */
   private async replicate(rec: TxnRecord, ht: HybridTime, atCommit = false): Promise<void> {
     const op = { type: 'TXN_STATUS' as const, txnId: rec.txnId, status: rec.status, ht, payload: encodeRecordPayload(rec) };
-    await this.deps.peer.proposeOp(op, undefined, undefined, atCommit ? () => this.onApplied(op) : undefined);
+    await this.deps.peer.proposeOp(op, undefined, undefined, atCommit ? () => this.onApplied(op) : undefined, atCommit && this.deps.flags.get(TXN_STATUS_AT_RAFT_COMMIT));
   }
 
   /** FORGOTTEN entries, each for every transaction finished meanwhile (forget-batcher.ts). */

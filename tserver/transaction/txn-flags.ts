@@ -103,3 +103,27 @@ export const TXN_COALESCE_APPLIES = defineFlag({
   help: "A participant leader holds the APPLYs that arrive while its tablet's Raft awaits an fsync and proposes them as one entry in the next round (the round they would have had). Off: one APPLY entry per UpdateTransaction request (A/B).",
   tags: [FlagTag.runtime],
 });
+
+export const TXN_STATUS_AT_RAFT_COMMIT = defineFlag({
+  name: 'txn_status_at_raft_commit',
+  type: 'bool',
+  default: true,
+  help: "A status tablet leader puts a COMMITTED record in force (status answers, the client's answer, the APPLYs to the participants) as soon as its entry is Raft-committed (durable on a majority), not after its own apply. Off: only when that apply would wait behind others and tablet_write_answer_at_commit is on (A/B; docs/transactions.md).",
+  tags: [FlagTag.runtime],
+});
+
+export const TXN_APPLY_PROPOSE_DURING_SYNC = defineFlag({
+  name: 'txn_apply_propose_during_sync',
+  type: 'bool',
+  default: true,
+  help: "With txn_coalesce_applies: a participant leader whose Raft awaits an fsync proposes the APPLYs that arrived in one event-loop iteration at once, so the followers persist the entry during that fsync; off: they are held until the fsync ends and go in the next Ready (fewer entries, one fsync later; A/B).",
+  tags: [FlagTag.runtime],
+});
+
+export const TXN_LOCAL_UPDATES = defineFlag({
+  name: 'txn_local_updates',
+  type: 'bool',
+  default: true,
+  help: 'A status tablet leader hands APPLY/REMOVE to a participant tablet whose leader is on the same server in-process instead of by an UpdateTransaction RPC to itself (A/B).',
+  tags: [FlagTag.runtime],
+});

@@ -23,7 +23,7 @@ import { TabletLocator } from './tablet-locator';
 import { UpdateBatcher } from './update-batcher';
 import { ApplyCoalescer, type ApplyTarget } from './apply-coalescer';
 import type { TabletOp } from '../tablet/tablet-op';
-import { TEST_TRANSACTION_IGNORE_APPLYING_PROBABILITY, TXN_COALESCE_APPLIES, TRANSACTION_CHECK_INTERVAL_MS, TRANSACTION_HEARTBEAT_USEC, TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS } from './txn-flags';
+import { TEST_TRANSACTION_IGNORE_APPLYING_PROBABILITY, TXN_APPLY_PROPOSE_DURING_SYNC, TXN_COALESCE_APPLIES, TXN_LOCAL_UPDATES, TRANSACTION_CHECK_INTERVAL_MS, TRANSACTION_HEARTBEAT_USEC, TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS } from './txn-flags';
 import { isValidTxnId } from '../tablet/participant/txn-record';
 import { uncertaintyLimit } from '../tablet/participant/uncertainty';
 import { MAX_CLOCK_SKEW_USEC } from '../../common/common-flags';
@@ -177,7 +177,7 @@ export class TxnService {
         commitHt: first!.commitHt,
         ...(rest.length > 0 ? { more: rest.map((u) => ({ txnId: u.txnId, type: u.type, commitHt: u.commitHt })) } : {}),
       };
-      const resp = await this.locator.call(tabletId, (addr) => this.deps.client.call(addr, this.deps.participantMethods.updateTransaction, req, { timeoutMs }));
+      const resp = (await this.updateHere(req)) ?? (await this.locator.call(tabletId, (addr) => this.deps.client.call(addr, this.deps.participantMethods.updateTransaction, req, { timeoutMs })));
       return batch.map((_, i) => {
         const r = resp.results?.[i];
         return r?.code ? DbError.fromResult({ code: r.code, message: r.message }) : undefined;
@@ -186,6 +186,23 @@ export class TxnService {
     UPDATE_RPCS_IN_FLIGHT_MAX,
     UPDATES_PER_REQUEST_MAX,
   );
+
+  /**
+   * UpdateTransaction answered in this process when the participant tablet's leader is here (a third
+   * of the participants on a 3-server cluster): no request encoded, sent, decoded and answered over a
+   * socket, and no network hop before the APPLY (txn_local_updates; docs/transactions.md "Apply lag").
+   * Undefined: not the leader here (or it just stopped being it) — the caller sends the RPC.
+   */
+  private async updateHere(req: pb.UpdateTransactionRequestPB): Promise<pb.UpdateTransactionResponsePB | undefined> {
+    const m = this.deps.manager();
+    if (!this.deps.flags.get(TXN_LOCAL_UPDATES) || !m.has(req.tabletId ?? '') || !m.get(req.tabletId!).isLeaderReady()) return undefined;
+    try {
+      return await this.updateTransaction(req);
+    } catch (e) {
+      if (e instanceof DbError && (e.code === ErrorCode.NOT_THE_LEADER || e.code === ErrorCode.LEADER_NOT_READY || e.code === ErrorCode.TABLET_NOT_FOUND)) return undefined;
+      throw e;
+    }
+  }
 
   private coordinator(statusTablet: string | undefined): TransactionCoordinator {
     if (!statusTablet) throw invalid('status_tablet missing');
@@ -292,7 +309,7 @@ export class TxnService {
       let target = this.applyTargets.get(peer);
       if (target === undefined) {
         const p = peer;
-        target = { proposeOp: (op: TabletOp) => p.proposeOp(op), beforeNextReady: (fn: () => void) => p.raftGroup().beforeNextReady(fn) };
+        target = { proposeOp: (op: TabletOp) => p.proposeOp(op), beforeNextReady: (fn: () => void, early: boolean) => p.raftGroup().beforeNextReady(fn, early) };
         this.applyTargets.set(peer, target);
       }
       const t = target;
@@ -303,7 +320,7 @@ export class TxnService {
     return () => entry;
   }
 
-  private readonly applyCoalescer = new ApplyCoalescer();
+  private readonly applyCoalescer = new ApplyCoalescer(() => this.deps.flags.get(TXN_APPLY_PROPOSE_DURING_SYNC));
   private readonly applyTargets = new WeakMap<TabletPeer, ApplyTarget>();
 
   /**
