@@ -28,14 +28,42 @@ export interface PreloadDeps {
 
 type RangeVarBody = Extract<Node, { RangeVar: unknown }>['RangeVar'];
 
-/** Every FROM-list table reference in the tree, with the WHERE of the SELECT that owns it. */
-function collect(node: unknown, out: Array<{ rv: RangeVarBody; where: Node | undefined }>): void {
+type TableRef = { rv: RangeVarBody; where: Node | undefined };
+
+/**
+ * One walk of the statement's tree (every statement pays for it, so it allocates nothing per node):
+ * every FROM-list table reference with the WHERE of the SELECT that owns it (`refs`), and the column
+ * names the statement mentions (`cols`; the answer is false when it uses `*`, i.e. every column).
+ */
+function walk(node: unknown, refs: TableRef[], cols: Set<string>): boolean {
   if (Array.isArray(node)) {
-    for (const x of node) collect(x, out);
-    return;
+    let all = true;
+    for (const x of node) if (!walk(x, refs, cols)) all = false;
+    return all;
   }
-  if (!node || typeof node !== 'object') return;
+  if (!node || typeof node !== 'object') return true;
   const o = node as Record<string, unknown>;
+  let all = columnRef(o, cols);
+  collectHere(o, refs);
+  for (const k in o) {
+    const v = o[k];
+    if (v && typeof v === 'object' && !walk(v, refs, cols)) all = false;
+  }
+  return all;
+}
+
+/** A ColumnRef's column name into `cols`; false for `*`. */
+function columnRef(o: Record<string, unknown>, cols: Set<string>): boolean {
+  const ref = o['ColumnRef'] as { fields?: Node[] } | undefined;
+  if (!ref) return true;
+  const last = ref.fields?.[ref.fields.length - 1];
+  if (!last || 'A_Star' in last) return false;
+  if ('String' in last) cols.add(last.String.sval ?? '');
+  return true;
+}
+
+/** The table references this node itself brings (a SELECT's FROM list; a UNION's branches). */
+function collectHere(o: Record<string, unknown>, out: TableRef[]): void {
   const sel = o['SelectStmt'] as { fromClause?: Node[]; whereClause?: Node } | undefined;
   // A UNION's branches are SELECT bodies without the SelectStmt wrapper.
   for (const branch of [o['larg'], o['rarg']]) if (branch && typeof branch === 'object' && !('SelectStmt' in branch) && ('targetList' in branch || 'op' in branch)) collect({ SelectStmt: branch }, out);
@@ -49,25 +77,15 @@ function collect(node: unknown, out: Array<{ rv: RangeVarBody; where: Node | und
     };
     for (const f of sel.fromClause ?? []) addFrom(f);
   }
-  for (const v of Object.values(o)) if (v && typeof v === 'object') collect(v, out);
+}
+
+/** Every FROM-list table reference under `node` (a UNION branch's, as if it were a statement of its own). */
+function collect(node: unknown, out: TableRef[]): void {
+  walk(node, out, new Set());
 }
 
 export function columnsOf(def: SqlTableDef, rel: string): ScopeColumn[] {
   return def.columns.map((c) => ({ rel, name: c.name, type: c.type, ...(c.hidden ? { hidden: true } : {}) }));
-}
-
-/** Column names a statement mentions anywhere; undefined when it uses `*` (every column). */
-function referencedColumns(node: unknown, out: Set<string>): boolean {
-  if (Array.isArray(node)) return node.every((x) => referencedColumns(x, out));
-  if (!node || typeof node !== 'object') return true;
-  const o = node as Record<string, unknown>;
-  const ref = o['ColumnRef'] as { fields?: Node[] } | undefined;
-  if (ref) {
-    const last = ref.fields?.[ref.fields.length - 1];
-    if (!last || 'A_Star' in last) return false;
-    if ('String' in last) out.add(last.String.sval ?? '');
-  }
-  return Object.values(o).every((v) => (v && typeof v === 'object' ? referencedColumns(v, out) : true));
 }
 
 /** The columns to read of `def` (projection: a scan ships only these), undefined for all. */
@@ -87,25 +105,25 @@ export interface Preloaded {
 }
 
 export async function preload(stmt: Node, deps: PreloadDeps, explainOnly = false): Promise<Preloaded> {
-  const refs: Array<{ rv: RangeVarBody; where: Node | undefined }> = [];
-  collect(stmt, refs);
+  const refs: TableRef[] = [];
+  const usedSet = new Set<string>();
+  const used = walk(stmt, refs, usedSet) ? usedSet : undefined;
   const relations = new Map<object, LoadedRelation>();
   const plan: string[] = [];
-  const usedSet = new Set<string>();
-  const used = referencedColumns(stmt, usedSet) ? usedSet : undefined;
   await Promise.all(
     refs.map(async ({ rv, where }) => {
       const name = rv.relname ?? '';
       if (isVirtualRelation(rv.schemaname, name)) {
         relations.set(rv, await virtualRelation(rv.schemaname, name, deps.catalog, deps.ctx));
-        plan.push(`Catalog scan on ${rv.schemaname ? rv.schemaname + '.' : ''}${name}`);
+        if (explainOnly) plan.push(`Catalog scan on ${rv.schemaname ? rv.schemaname + '.' : ''}${name}`);
         return;
       }
       const def = await deps.catalog.require(name, rv.location);
       const alias = rv.alias?.aliasname ?? name;
       const path = chooseAccess(def, alias, where, deps.env, deps.ctx);
       const filter = deps.pushFilters && (path.type === 'full' || path.type === 'hashScan') ? tabletFilter(def, alias, where, deps.env, deps.ctx) : undefined;
-      plan.push(describePath(def, path) + describeFilter(filter, where));
+      // EXPLAIN's line (only EXPLAIN asks: describing the path costs as much as choosing it).
+      if (explainOnly) plan.push(describePath(def, path) + describeFilter(filter, where));
       const rows = explainOnly ? [] : await readRows(deps.table, def, path, deps.rowsMax, projection(def, used), deps.readHt, filter?.ast);
       relations.set(rv, { columns: columnsOf(def, alias), rows, tableOid: def.oid });
     }),
