@@ -86,7 +86,10 @@ export class LocalCallsClient implements RpcClient {
         if (done) return;
         done = true;
         this.tracker.end(id);
-        reject(new DbError(ErrorCode.TIMED_OUT, `${m.service}.${m.method} to ${address} timed out after ${timeoutMs} ms`, { address, timeoutMs, sent: true, heard: false }));
+        // heard: the server is this process, alive (the call is slow, not lost): as a WebSocket call
+        // whose connection kept delivering frames, the caller keeps the server as the leader
+        // (client/status-tablet-proxy.ts, replica-health.ts; a transaction's heartbeats under load).
+        reject(new DbError(ErrorCode.TIMED_OUT, `${m.service}.${m.method} to ${address} timed out after ${timeoutMs} ms`, { address, timeoutMs, sent: true, heard: true }));
       }, timeoutMs);
       const settle = (r: DispatchResult): void => {
         if (done) return; // late answer to a call that timed out

@@ -82,6 +82,8 @@ describe('rpc local calls: a server called from its own process', () => {
     const e = await failure(p);
     expect(e.code).toBe(ErrorCode.TIMED_OUT);
     expect(e.details['sent']).toBe(true);
+    // The server is this process and alive: a slow call, not a lost leader (client/status-tablet-proxy.ts).
+    expect(e.details['heard']).toBe(true);
     // The server was told the longer deadline (a resent retryable request joins the running original).
     expect(Number(local.notes[0]!.n)).toBeGreaterThan(before + 30_000);
     expect(client.rpcz()[0]!.callsInFlight).toBe(0);
