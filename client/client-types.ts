@@ -37,6 +37,8 @@ export interface CreateTableOptions {
   families?: ColumnFamily[];
   /** Range tables: split points, each a tuple of leading range-column values (docs/splitting.md). */
   splitAt?: ReadonlyArray<readonly unknown[]>;
+  /** Range tables: split points already encoded (DocKey bytes, as tableLocations' keyStart gives them); instead of splitAt. */
+  splitKeys?: ReadonlyArray<Uint8Array>;
   /** Where splits may fall: 'any' (default) or 'prefix:N' (docs/splitting.md). */
   splitPolicy?: string;
 }

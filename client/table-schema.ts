@@ -193,8 +193,9 @@ export class TableSchema {
     let end: Uint8Array;
     if (rangeEnd) end = encodeDocKeyBytes(hash ?? 0, hashed, hi, { closeRange: false });
     else if (hashed.length > 0) {
-      // Every key of this hash key starts with `start` (+ range components): end just past them.
-      end = Uint8Array.from(start);
+      // Every key of this hash key starts with its hash prefix (+ range components): end just past
+      // them — the prefix without rangeStart's values, else only keys equal to rangeStart's would be in.
+      end = lo.length === 0 ? Uint8Array.from(start) : encodeDocKeyBytes(hash ?? 0, hashed, [], { closeRange: false });
       end[end.length - 1] = end[end.length - 1]! + 1;
     } else end = new Uint8Array(0);
     return { ...(hash !== undefined ? { hash } : {}), start, end };

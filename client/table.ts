@@ -171,7 +171,8 @@ export class Table {
       if (t) return this.batcher.enqueue(t.tabletId, { hash, key }, sv, op, d);
     }
     if (mayDefer && this.txn?.deferWrite) {
-      const t = loc.tablets.find((tt) => hash >= tt.start && hash < tt.end);
+      // By hash and key: a range table's tablets all span every hash (docs/splitting.md).
+      const t = tabletForRoute(loc, { hash, key });
       // Sent later as an ordinary transactional write, encoded anew if the schema changed meanwhile.
       const send = (): Promise<void> => {
         const d2 = this.deadline(undefined);

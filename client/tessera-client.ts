@@ -143,7 +143,7 @@ export class TesseraClient {
         replicationFactor: t.replicationFactor ?? 0,
         ifNotExists: t.ifNotExists ?? false,
         durability: t.durability ?? '',
-        splitKeys: encodeSplitPoints(t.columns ?? [], t.primaryKey?.range ?? [], t.splitAt ?? []),
+        splitKeys: t.splitKeys && t.splitKeys.length > 0 ? [...t.splitKeys] : encodeSplitPoints(t.columns ?? [], t.primaryKey?.range ?? [], t.splitAt ?? []),
         splitPolicy: t.splitPolicy ?? '',
       },
       this.deadline(o),

@@ -109,6 +109,18 @@ function keyAccess(def: SqlTableDef, conds: Array<{ col: string; op: string; val
       if (c.op === '<' && !rangeEnd) rangeEnd = { [first]: v };
       if (c.op === '<=' && !rangeEnd) rangeEnd = { [first]: v + 1n };
     }
+  } else if (first && firstDef && (firstDef.type === 'text' || firstDef.type === 'varchar')) {
+    // Text keys are stored as UTF-8 (byte order); the executor compares UTF-16 code units. The two
+    // orders agree on any value against a bound whose characters are all below U+D800, so only such
+    // bounds narrow the scan (a superset either way: the executor checks WHERE again).
+    for (const c of conds.filter((x) => x.col === first && typeof x.value === 'string' && !/[\uD800-\uFFFF]/.test(x.value))) {
+      const v = c.value as string;
+      if (c.op === '=') { rangeStart = { [first]: v }; rangeEnd = { [first]: successor(v)! }; }
+      if (c.op === '>=' && !rangeStart) rangeStart = { [first]: v };
+      if (c.op === '>' && !rangeStart) rangeStart = { [first]: successor(v)! };
+      if (c.op === '<' && !rangeEnd) rangeEnd = { [first]: v };
+      if (c.op === '<=' && !rangeEnd) rangeEnd = { [first]: successor(v)! };
+    }
   }
   if (def.hash.length === 0 && !rangeStart && !rangeEnd) return { type: 'full' };
   return { type: 'hashScan', hashKey, ...(rangeStart ? { rangeStart } : {}), ...(rangeEnd ? { rangeEnd } : {}) };
@@ -219,12 +231,15 @@ export async function readRows(tableOf: (name: string) => Table, def: SqlTableDe
 }
 
 export function describePath(def: SqlTableDef, path: AccessPath): string {
-  const kv = (r: Row): string => Object.entries(r).map(([k, v]) => `${k} = ${String(v)}`).join(' AND ');
+  const show = (v: unknown): string => (typeof v === 'string' ? `'${v.replace(/\u0000$/, '').replace(/'/g, "''")}'` : String(v));
+  const kv = (r: Row): string => Object.entries(r).map(([k, v]) => `${k} = ${show(v)}`).join(' AND ');
+  // A text bound made by successor() (the value and a NUL) is the value itself, the other side of it.
+  const past = (r: Row): boolean => { const v = Object.values(r).at(-1); return typeof v === 'string' && v.endsWith('\u0000'); };
   if (path.type === 'point') return `Point read on ${def.name} (key: ${kv(path.key)}; one tablet)`;
   if (path.type === 'hashScan') {
     const parts = [def.hash.length > 0 ? `hash key: ${kv(path.hashKey)}; one tablet` : 'range-partitioned'];
-    if (path.rangeStart) parts.push(`from ${kv(path.rangeStart)}`);
-    if (path.rangeEnd) parts.push(`before ${kv(path.rangeEnd)}`);
+    if (path.rangeStart) parts.push(`${past(path.rangeStart) ? 'after' : 'from'} ${kv(path.rangeStart)}`);
+    if (path.rangeEnd) parts.push(`${past(path.rangeEnd) ? 'through' : 'before'} ${kv(path.rangeEnd)}`);
     return `Range scan on ${def.name} (${parts.join('; ')})`;
   }
   if (path.type === 'index') {

@@ -65,6 +65,15 @@ export interface SqlTableDef {
   hasPrimaryKey: boolean;
   /** Secondary indexes, maintained by every write of the table (indexes.ts). */
   indexes?: SqlIndexDef[];
+  /** CHECK constraints: each row written must not make one false (dml.ts checkRow). */
+  checks?: SqlCheckDef[];
+}
+
+/** A CHECK constraint: PostgreSQL's name for it, its SQL text and parse tree (JSON). */
+export interface SqlCheckDef {
+  name: string;
+  sql: string;
+  ast: string;
 }
 
 const FROM_COLUMN_TYPE: Record<ColumnType, SqlTypeName> = { int64: 'int8', double: 'float8', string: 'text', bytes: 'bytea', bool: 'bool' };

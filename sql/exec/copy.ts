@@ -10,7 +10,7 @@ import { DbError, ErrorCode } from '../../common/errors';
 import type { Node } from '../sql-parser';
 import { names } from './ast';
 import type { SqlCatalog, SqlTableDef } from './catalog';
-import { checkRow, STATEMENT_WRITES_IN_FLIGHT_MAX } from './dml';
+import { checkRow, STATEMENT_WRITES_IN_FLIGHT_MAX, type CheckEnv } from './dml';
 import { notSupported, SqlError, SqlState } from './sql-error';
 import { outputText, type SqlValue } from './sql-types';
 import { readRows, SCAN_TIMEOUT_MS } from './access';
@@ -43,6 +43,8 @@ export interface CopyDeps {
   table: (name: string) => Table;
   rowsMax: number;
   takeSequence: (name: string, n: number) => Promise<bigint[]>;
+  /** Where the table's CHECK constraints are evaluated. */
+  checks?: CheckEnv;
 }
 
 interface Format {
@@ -200,7 +202,7 @@ class CopyInSink implements CopyIn {
       } else continue;
       generated.add(c.name);
     }
-    const rows: Row[] = full.map((r) => checkRow(def, r));
+    const rows: Row[] = full.map((r) => checkRow(def, r, this.deps.checks));
     const t = this.deps.table(def.name);
     if (keyCols.every((k) => generated.has(k))) await t.upsertMany(rows, { timeoutMs: SCAN_TIMEOUT_MS });
     else {

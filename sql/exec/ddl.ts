@@ -8,8 +8,9 @@ import type { ColumnSpec, Row, TesseraClient } from '../../client';
 import { DbError, ErrorCode } from '../../common/errors';
 import type { Node, YbTableOptions } from '../sql-parser';
 import { constInt, names } from './ast';
-import { ROW_ID_COLUMN, tableOid, type SqlCatalog, type SqlColumnDef, type SqlTableDef } from './catalog';
-import { typeOfTypeName } from './expr';
+import { ROW_ID_COLUMN, tableOid, type SqlCatalog, type SqlCheckDef, type SqlColumnDef, type SqlTableDef } from './catalog';
+import { compileExpr, typeOfTypeName } from './expr';
+import { Scope } from './scope';
 import type { SequenceCache } from './sequences';
 import { notSupported, SqlError, SqlState } from './sql-error';
 import { TYPES } from './sql-types';
@@ -44,6 +45,13 @@ function exprSql(n: Node): string {
   if ('TypeCast' in n) return `${exprSql(n.TypeCast.arg!)}::${names(n.TypeCast.typeName?.names).filter((x) => x !== 'pg_catalog').join('.')}`;
   if ('SQLValueFunction' in n) return (n.SQLValueFunction.op ?? '').replace('SVFOP_', '').toLowerCase();
   if ('A_Expr' in n && n.A_Expr.lexpr === undefined && n.A_Expr.rexpr) return `-${exprSql(n.A_Expr.rexpr)}`;
+  if ('ColumnRef' in n) return names(n.ColumnRef.fields).join('.');
+  if ('A_Expr' in n && (n.A_Expr.kind ?? 'AEXPR_OP') === 'AEXPR_OP' && n.A_Expr.lexpr && n.A_Expr.rexpr) return `(${exprSql(n.A_Expr.lexpr)} ${names(n.A_Expr.name).join('.')} ${exprSql(n.A_Expr.rexpr)})`;
+  if ('BoolExpr' in n) {
+    const args = (n.BoolExpr.args ?? []).map(exprSql);
+    return n.BoolExpr.boolop === 'NOT_EXPR' ? `(NOT ${args[0]})` : `(${args.join(n.BoolExpr.boolop === 'OR_EXPR' ? ' OR ' : ' AND ')})`;
+  }
+  if ('NullTest' in n && n.NullTest.arg) return `(${exprSql(n.NullTest.arg)} IS ${n.NullTest.nulltesttype === 'IS_NOT_NULL' ? 'NOT ' : ''}NULL)`;
   return '(expression)';
 }
 
@@ -65,6 +73,35 @@ function tableKey(stmt: CreateStmt, yb: YbTableOptions | undefined): KeySpec | u
   return { hash: cols.slice(0, 1), range: cols.slice(1) };
 }
 
+/** The one column a table CHECK expression names, if it names exactly one (PostgreSQL names the constraint after it). */
+function onlyColumnRef(n: unknown, seen = new Set<string>()): string | undefined {
+  if (Array.isArray(n)) n.forEach((x) => onlyColumnRef(x, seen));
+  else if (n && typeof n === 'object') {
+    const ref = (n as Record<string, unknown>)['ColumnRef'] as { fields?: Node[] } | undefined;
+    if (ref) seen.add(names(ref.fields).at(-1) ?? '');
+    else for (const v of Object.values(n)) onlyColumnRef(v, seen);
+  }
+  return seen.size === 1 ? [...seen][0] : undefined;
+}
+
+/**
+ * CHECK constraints as stored: PostgreSQL's names (`t_col_check`, `t_check` when no column is named,
+ * a number added when taken) and each expression checked now against the table's columns, so a bad
+ * CHECK fails CREATE TABLE (42703 unknown column), not every later INSERT.
+ */
+function checkDefs(table: string, checks: Array<{ name: string | undefined; column: string | undefined; expr: Node }>, columns: SqlColumnDef[]): SqlCheckDef[] {
+  const taken = new Set<string>();
+  const scope = new Scope(columns.map((c) => ({ rel: table, name: c.name, type: c.type })));
+  return checks.map((c) => {
+    compileExpr(c.expr, scope, { paramTypes: [], subquery: () => { throw notSupported('subqueries in CHECK constraints'); } });
+    const base = c.name ?? `${table}_${c.column ? `${c.column}_` : ''}check`;
+    let name = base;
+    for (let i = 1; taken.has(name); i++) name = `${base}${i}`;
+    taken.add(name);
+    return { name, sql: exprSql(c.expr), ast: JSON.stringify(c.expr) };
+  });
+}
+
 export async function createTable(stmt: CreateStmt, yb: YbTableOptions | undefined, deps: DdlDeps): Promise<{ notice?: string }> {
   const name = stmt.relation?.relname ?? '';
   if (stmt.inhRelations || stmt.partspec || stmt.partbound) throw notSupported('table inheritance and partitioning');
@@ -72,11 +109,15 @@ export async function createTable(stmt: CreateStmt, yb: YbTableOptions | undefin
   const key = tableKey(stmt, yb);
   const columns: SqlColumnDef[] = [];
   const sequences: string[] = [];
+  const checks: Array<{ name: string | undefined; column: string | undefined; expr: Node }> = [];
   for (const elt of stmt.tableElts ?? []) {
     if ('Constraint' in elt) {
       const ct = elt.Constraint.contype;
       if (ct === 'CONSTR_PRIMARY') continue;
-      if (ct === 'CONSTR_CHECK') continue; // accepted, not enforced (docs/sql.md says so)
+      if (ct === 'CONSTR_CHECK' && elt.Constraint.raw_expr) {
+        checks.push({ name: elt.Constraint.conname, column: onlyColumnRef(elt.Constraint.raw_expr), expr: elt.Constraint.raw_expr });
+        continue;
+      }
       throw notSupported(`table constraint ${ct?.replace('CONSTR_', '') ?? ''}`);
     }
     if (!('ColumnDef' in elt)) throw notSupported('this table element');
@@ -94,6 +135,7 @@ export async function createTable(stmt: CreateStmt, yb: YbTableOptions | undefin
         col.defaultSql = exprSql(c.Constraint.raw_expr);
         col.defaultAst = JSON.stringify(c.Constraint.raw_expr);
       }
+      else if (ct === 'CONSTR_CHECK' && c.Constraint.raw_expr) checks.push({ name: c.Constraint.conname, column: colname, expr: c.Constraint.raw_expr });
       else if (ct === 'CONSTR_UNIQUE' || ct === 'CONSTR_FOREIGN') throw notSupported(`${ct === 'CONSTR_UNIQUE' ? 'UNIQUE' : 'FOREIGN KEY'} constraints`);
     }
     if (serial) {
@@ -113,7 +155,7 @@ export async function createTable(stmt: CreateStmt, yb: YbTableOptions | undefin
   const hidden = !key;
   if (hidden) columns.push({ name: ROW_ID_COLUMN, type: 'int8', typmod: -1, notNull: true, hidden: true });
   const spec = hidden ? { hash: [ROW_ID_COLUMN], range: [] } : key;
-  const def: SqlTableDef = { name, oid: tableOid(name), columns, hash: spec.hash, range: spec.range, stored: true, hasPrimaryKey: !hidden };
+  const def: SqlTableDef = { name, oid: tableOid(name), columns, hash: spec.hash, range: spec.range, stored: true, hasPrimaryKey: !hidden, ...(checks.length > 0 ? { checks: checkDefs(name, checks, columns) } : {}) };
   const existing = await deps.catalog.get(name);
   if (existing) {
     if (stmt.if_not_exists) return { notice: `relation "${name}" already exists, skipping` };
@@ -124,10 +166,10 @@ export async function createTable(stmt: CreateStmt, yb: YbTableOptions | undefin
   return {};
 }
 
-async function storeTable(def: SqlTableDef, deps: DdlDeps, numTablets: number | undefined, ifNotExists: boolean, splitAt?: unknown[][]): Promise<void> {
+async function storeTable(def: SqlTableDef, deps: DdlDeps, numTablets: number | undefined, ifNotExists: boolean, splitAt?: unknown[][], splitKeys?: Uint8Array[]): Promise<void> {
   const specs: ColumnSpec[] = def.columns.map((c) => ({ name: c.name, type: TYPES[c.type].storage, nullable: !c.notNull || ![...def.hash, ...def.range].includes(c.name) }));
   try {
-    await deps.client.createTable({ name: def.name, columns: specs.map((s) => ({ ...s, nullable: true })), primaryKey: { hash: def.hash, range: def.range }, ...(numTablets ? { numTablets } : {}), ...(splitAt ? { splitAt } : {}), ifNotExists });
+    await deps.client.createTable({ name: def.name, columns: specs.map((s) => ({ ...s, nullable: true })), primaryKey: { hash: def.hash, range: def.range }, ...(numTablets ? { numTablets } : {}), ...(splitAt ? { splitAt } : {}), ...(splitKeys ? { splitKeys } : {}), ifNotExists });
   } catch (e) {
     if (e instanceof DbError && e.code === ErrorCode.ALREADY_EXISTS) throw new SqlError(SqlState.DUPLICATE_TABLE, `relation "${def.name}" already exists`);
     throw e;
@@ -160,8 +202,13 @@ export async function truncateTable(name: string, deps: DdlDeps): Promise<void> 
   const def = await deps.catalog.require(name);
   if (!def.stored) throw notSupported('TRUNCATE of a table created outside SQL');
   const locs = await deps.client.tableLocations(name);
+  // The same tablets again: a range table's by its tablets' boundaries (split points, SPLIT AT
+  // or later splits), a hash table's by their count.
+  const range = def.hash.length === 0 && locs.tablets.length > 1;
+  const splitKeys = range ? locs.tablets.slice(1).map((t) => t.keyStart ?? new Uint8Array(0)) : undefined;
+  if (splitKeys?.some((k) => k.length === 0)) throw new SqlError(SqlState.INTERNAL, `TRUNCATE ${name}: a tablet of the range table has no start key`);
   await deps.client.dropTable(name, { ifExists: true });
-  await storeTable(def, deps, locs.tablets.length, false);
+  await storeTable(def, deps, range ? undefined : locs.tablets.length, false, undefined, splitKeys);
   // Each index table is emptied the same way: dropped and made again with its own key.
   for (const ix of def.indexes ?? []) {
     const loc = await deps.client.tableLocations(ix.storage);

@@ -16,7 +16,7 @@ import { compileExpr, truth, type CompileEnv } from './expr';
 import { Scope, type Compiled, type EvalContext, type Tuple } from './scope';
 import { compileSelect, type OutputField, type PlanEnv, type SelectPlan } from './select';
 import { notSupported, SqlError, SqlState } from './sql-error';
-import { toStorage, type SqlValue } from './sql-types';
+import { isIntegerType, numericToInt, textOf, toStorage, type SqlTypeName, type SqlValue } from './sql-types';
 import { charLength } from './functions';
 import { columnsOf } from './preload';
 import { indexDelete, indexInsert, indexUpdate } from './indexes';
@@ -54,8 +54,35 @@ function uniqueViolation(def: SqlTableDef, row: Row): SqlError {
   return new SqlError(SqlState.UNIQUE_VIOLATION, `duplicate key value violates unique constraint "${def.name}_pkey"`, { detail: `Key (${keys.join(', ')})=(${keys.map((k) => String(row[k])).join(', ')}) already exists.` });
 }
 
+/** Each definition's CHECK constraints, compiled once (the definition object changes with the table). */
+const compiledChecks = new WeakMap<SqlTableDef, Array<{ name: string; e: Compiled }>>();
+
+/** Where CHECK expressions compile and run (a statement's parameters and session). */
+export interface CheckEnv {
+  env: CompileEnv;
+  ctx: EvalContext;
+}
+
+/** 23514 unless every CHECK constraint is true or NULL for the row (PostgreSQL's rule). */
+function checkConstraints(def: SqlTableDef, values: SqlValue[], ev: CheckEnv): void {
+  let checks = compiledChecks.get(def);
+  if (!checks) {
+    const scope = new Scope(columnsOf(def, def.name));
+    checks = (def.checks ?? []).map((c) => ({ name: c.name, e: compileExpr(JSON.parse(c.ast) as Node, scope, ev.env) }));
+    compiledChecks.set(def, checks);
+  }
+  const row = def.columns.map((_, i) => values[i] ?? null);
+  for (const c of checks) {
+    if (truth(c.e.eval(row, ev.ctx)) === false) throw new SqlError(SqlState.CHECK_VIOLATION, `new row for relation "${def.name}" violates check constraint "${c.name}"`, { detail: `Failing row contains (${row.map((v) => (v === null ? 'null' : textOf(v))).join(', ')}).` });
+  }
+}
+
 /** Check one full row (SQL values in column order) and turn it into a storage row. */
-export function checkRow(def: SqlTableDef, values: SqlValue[]): Row {
+export function checkRow(def: SqlTableDef, values: SqlValue[], ev?: CheckEnv): Row {
+  if (def.checks?.length) {
+    if (!ev) throw new SqlError(SqlState.INTERNAL, `CHECK constraints of ${def.name} not evaluated: no statement context`);
+    checkConstraints(def, values, ev);
+  }
   const row: Row = {};
   def.columns.forEach((c, i) => {
     const v = toStorage(values[i] ?? null, c.type);
@@ -66,16 +93,35 @@ export function checkRow(def: SqlTableDef, values: SqlValue[]): Row {
   return row;
 }
 
+/** RETURNING's `*` (or `t.*`): the table's visible columns, named one by one. */
+function expandStar(list: Node[], def: SqlTableDef): Node[] {
+  return list.flatMap((t) => {
+    const ref = 'ResTarget' in t && t.ResTarget.val && 'ColumnRef' in t.ResTarget.val ? t.ResTarget.val.ColumnRef : undefined;
+    const last = ref?.fields?.at(-1);
+    if (!ref || !last || !('A_Star' in last)) return [t];
+    return def.columns.filter((c) => !c.hidden).map((c) => ({ ResTarget: { val: { ColumnRef: { fields: [{ String: { sval: c.name } }] } } } }) as Node);
+  });
+}
+
 function returning(list: Node[] | undefined, def: SqlTableDef, rows: Tuple[], deps: DmlDeps): DmlResult['returning'] {
   if (!list || list.length === 0) return undefined;
-  const p = compileSelect({ targetList: list, fromClause: [], limitOption: 'LIMIT_OPTION_DEFAULT', op: 'SETOP_NONE' }, deps.planEnv, new Scope(columnsOf(def, def.name)));
+  const p = compileSelect({ targetList: expandStar(list, def), fromClause: [], limitOption: 'LIMIT_OPTION_DEFAULT', op: 'SETOP_NONE' }, deps.planEnv, new Scope(columnsOf(def, def.name)));
   return { fields: p.fields, rows: rows.map((r) => p.run({ ...deps.ctx, outerRows: [r] })[0]!) };
 }
 
 type InsertStmt = Extract<Node, { InsertStmt: unknown }>['InsertStmt'];
 
 /** The rows an INSERT supplies (VALUES lists or a SELECT), as SQL values per target column; undefined = DEFAULT. */
-async function sourceRows(stmt: InsertStmt, deps: DmlDeps, width: number): Promise<Array<Array<SqlValue | undefined>>> {
+/**
+ * The value for a target column of `to`'s type from an expression of type `from`: a numeric into an
+ * integer column rounds its halves away from zero (PostgreSQL's assignment cast; 2.5 → 3).
+ */
+function assign(v: SqlValue, from: SqlTypeName, to: SqlTypeName): SqlValue {
+  return from === 'numeric' && isIntegerType(to) ? numericToInt(v, to) : v;
+}
+
+async function sourceRows(stmt: InsertStmt, deps: DmlDeps, targets: SqlTypeName[]): Promise<Array<Array<SqlValue | undefined>>> {
+  const width = targets.length;
   const sel = stmt.selectStmt && 'SelectStmt' in stmt.selectStmt ? stmt.selectStmt.SelectStmt : undefined;
   if (!sel) return [new Array<undefined>(width).fill(undefined)];
   if (sel.valuesLists) {
@@ -83,12 +129,18 @@ async function sourceRows(stmt: InsertStmt, deps: DmlDeps, width: number): Promi
     return sel.valuesLists.map((l) => {
       const items = 'List' in l ? l.List.items ?? [] : [];
       if (items.length !== width) throw new SqlError(SqlState.SYNTAX_ERROR, items.length > width ? 'INSERT has more expressions than target columns' : 'INSERT has more target columns than expressions');
-      return items.map((e) => ('SetToDefault' in e ? undefined : compileExpr(e, scope, deps.env).eval([], deps.ctx)));
+      return items.map((e, i) => {
+        if ('SetToDefault' in e) return undefined;
+        const c = compileExpr(e, scope, deps.env);
+        return assign(c.eval([], deps.ctx), c.type, targets[i]!);
+      });
     });
   }
   const p = compileSelect(sel, deps.planEnv);
   if (p.fields.length !== width) throw new SqlError(SqlState.SYNTAX_ERROR, p.fields.length > width ? 'INSERT has more expressions than target columns' : 'INSERT has more target columns than expressions');
-  return p.runAsync ? p.runAsync(deps.ctx) : p.run(deps.ctx);
+  const rows = await (p.runAsync ? p.runAsync(deps.ctx) : p.run(deps.ctx));
+  const numeric = p.fields.map((f, i) => f.type === 'numeric' && isIntegerType(targets[i]!));
+  return numeric.some(Boolean) ? rows.map((r) => r.map((v, i) => (numeric[i] ? assign(v, 'numeric', targets[i]!) : v))) : rows;
 }
 
 /** The length of an INSERT's VALUES lists (they must all be equal), or undefined without VALUES. */
@@ -124,9 +176,9 @@ export async function insertRows(stmt: InsertStmt, def: SqlTableDef, deps: DmlDe
       return streamInsert(stmt, def, idx, p.stream, deps);
     }
   }
-  const src = await sourceRows(stmt, deps, targets.length);
+  const src = await sourceRows(stmt, deps, idx.map((i) => def.columns[i]!.type));
   const { full, generated } = await completeRows(def, src, idx, deps);
-  const rows = full.map((v) => checkRow(def, v));
+  const rows = full.map((v) => checkRow(def, v, deps));
   const t = deps.table(def.name);
   if (upsertPlan) return upsertPlan(full, rows);
   let written = full;
@@ -216,7 +268,7 @@ function planOnConflictUpdate(stmt: InsertStmt, def: SqlTableDef, deps: DmlDeps)
       if (where && truth(where.eval(both, deps.ctx)) !== true) return;
       const next = [...old];
       for (const s of sets) next[s.i] = s.e.eval(both, deps.ctx);
-      const checked = checkRow(def, next);
+      const checked = checkRow(def, next, deps);
       const row: Row = { ...key };
       for (const s of sets) row[s.name] = checked[s.name]!;
       if (sets.length > 0) {
@@ -272,7 +324,7 @@ async function streamInsert(stmt: InsertStmt, def: SqlTableDef, idx: number[], s
   await stream(deps.ctx, async (chunk) => {
     writes.throwIfFailed();
     const { full } = await completeRows(def, chunk, idx, deps);
-    const rows = full.map((v) => checkRow(def, v));
+    const rows = full.map((v) => checkRow(def, v, deps));
     count += rows.length;
     if (keepRows) written.push(...full);
     // Large rows go a few RPCs at a time: the SQL endpoint shares its process with a tserver, whose Raft
@@ -308,7 +360,7 @@ export async function updateOrDelete(kind: 'update' | 'delete', stmt: { whereCla
   });
   const pairs: Array<{ old: Row; next: Row }> = [];
   await pool(updated.map((r, i) => [r, i] as const), async ([r, i]) => {
-    const full = checkRow(def, r);
+    const full = checkRow(def, r, deps);
     const row: Row = keyOf(r);
     for (const s of sets) row[def.columns[s.i]!.name] = full[def.columns[s.i]!.name]!;
     if (Object.keys(row).length === keyCols.length) return;

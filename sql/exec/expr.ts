@@ -10,7 +10,7 @@ import { callFunction, isAggregate } from './functions';
 import { Scope, type Compiled, type EvalContext, type Tuple } from './scope';
 import { notSupported, SqlError, SqlState } from './sql-error';
 import { arith, compareOp, compareValues, matchOp, truth, unify } from './operators';
-import { coerce, isFloatType, isIntegerType, sqlTypeFromName, textOf, type SqlTypeName, type SqlValue } from './sql-types';
+import { coerce, isFloatType, isIntegerType, numericToInt, sqlTypeFromName, textOf, type SqlTypeName, type SqlValue } from './sql-types';
 
 /** A compiled subquery: rows for the current outer row. */
 export interface SubPlan {
@@ -264,6 +264,7 @@ export function compileExpr(n: Node, scope: Scope, env: CompileEnv): Compiled {
     const { type } = typeOfTypeName(n.TypeCast.typeName);
     const name = inner.name === '?column?' ? (n.TypeCast.typeName?.names ? baseName(n.TypeCast.typeName.names) : type) : inner.name;
     if (type === 'regclass') return { type: 'oid', name, eval: (row, ctx) => { const v = inner.eval(row, ctx); return v === null ? null : typeof v === 'bigint' ? v : BigInt(tableOid(textOf(v).replace(/^(public|pg_catalog)\./, '').replace(/"/g, ''))); } };
+    if (inner.type === 'numeric' && isIntegerType(type)) return { type, name, eval: (row, ctx) => numericToInt(inner.eval(row, ctx), type) };
     return { type, name, eval: (row, ctx) => coerce(inner.eval(row, ctx), type) };
   }
   if ('CollateClause' in n) return compileExpr(n.CollateClause.arg!, scope, env);

@@ -101,7 +101,16 @@ const FUNCTIONS: Record<string, Fn> = {
   left: (a) => text(a[0]!).slice(0, int(a[1]!)),
   right: (a) => text(a[0]!).slice(-int(a[1]!)),
   abs: (a) => (typeof a[0] === 'bigint' ? (a[0] < 0n ? -a[0] : a[0]) : Math.abs(Number(a[0]))),
-  round: (a) => { const d = a[1] === undefined ? 0 : int(a[1]); const f = 10 ** d; const v = Math.round(Number(a[0]) * f) / f; return typeof a[0] === 'bigint' ? BigInt(v) : d > 0 ? v.toFixed(d) : v; },
+  round: (a) => {
+    const d = a[1] === undefined ? 0 : int(a[1]);
+    if ((typeof a[0] === 'string' || (typeof a[0] === 'bigint' && a[1] !== undefined)) && d >= 0) { const r = roundDecimal(String(a[0]), d); if (r !== undefined) return r; }
+    const f = 10 ** d;
+    const x = Number(a[0]) * f;
+    // float8: rint (halves to even), as PostgreSQL's round(double precision); numeric: halves away from zero.
+    const r = typeof a[0] === 'number' ? (Math.abs(x % 1) === 0.5 ? 2 * Math.round(x / 2) : Math.round(x)) : Math.sign(x) * Math.round(Math.abs(x));
+    const v = r / f;
+    return typeof a[0] === 'bigint' ? BigInt(v) : d > 0 ? v.toFixed(d) : v;
+  },
   floor: (a) => (typeof a[0] === 'bigint' ? a[0] : Math.floor(Number(a[0]))),
   ceil: (a) => (typeof a[0] === 'bigint' ? a[0] : Math.ceil(Number(a[0]))),
   ceiling: (a) => (typeof a[0] === 'bigint' ? a[0] : Math.ceil(Number(a[0]))),
@@ -161,6 +170,18 @@ function substr(s: string, start: number, len?: number): string {
 
 /** Functions registered by other files (the pg_catalog functions, which need the catalog). */
 const EXTRA = new Map<string, Fn>();
+/** round(numeric, d) on the decimal text, exactly: halves away from zero; undefined if `s` is not plain decimal. */
+export function roundDecimal(s: string, d: number): string | undefined {
+  const m = /^\s*([+-]?)(\d*)(?:\.(\d*))?\s*$/.exec(s);
+  if (!m || (m[2] === '' && !m[3])) return undefined;
+  const frac = (m[3] ?? '').padEnd(d + 1, '0');
+  let q = BigInt((m[2] || '0') + frac.slice(0, d));
+  if (frac[d]! >= '5') q += 1n;
+  const digits = q.toString().padStart(d + 1, '0');
+  const text = d === 0 ? digits : `${digits.slice(0, -d)}.${digits.slice(-d)}`;
+  return m[1] === '-' && q !== 0n ? `-${text}` : text;
+}
+
 export function registerFunction(name: string, fn: Fn): void {
   EXTRA.set(name, fn);
 }

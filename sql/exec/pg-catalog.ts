@@ -29,6 +29,8 @@ const n = (v: number | bigint): bigint => BigInt(v);
 /** The definitions the last catalog relation was built from (pg_get_indexdef reads them: it has no catalog access of its own). */
 let lastDefs: SqlTableDef[] = [];
 const indexOid = (d: SqlTableDef): bigint => n(d.oid) + 1n;
+/** A CHECK constraint's OID: after the table's, its primary key index's and that key constraint's. */
+const checkOid = (d: SqlTableDef, i: number): bigint => n(d.oid) + 3n + BigInt(i);
 /** A secondary index's OID: its storage table's name hashed as a table's is. */
 const secondaryOid = (ix: SqlIndexDef): bigint => n(tableOid(ix.storage));
 
@@ -50,7 +52,7 @@ const TABLES: Record<string, VirtualTable> = {
     ],
     rows: (defs) => defs.flatMap((d) => {
       const visible = d.columns.filter((c) => !c.hidden).length;
-      const table: SqlValue[] = [n(d.oid), d.name, PUBLIC_NAMESPACE_OID, 0n, 0n, BOOTSTRAP_USER_OID, HEAP_AM_OID, 0n, -1, d.hasPrimaryKey || (d.indexes?.length ?? 0) > 0, 'p', 'r', n(visible), 0n, false, false, false, false, false, 'd', null, null, null, false, 0n, 0n, 0n, false, false];
+      const table: SqlValue[] = [n(d.oid), d.name, PUBLIC_NAMESPACE_OID, 0n, 0n, BOOTSTRAP_USER_OID, HEAP_AM_OID, 0n, -1, d.hasPrimaryKey || (d.indexes?.length ?? 0) > 0, 'p', 'r', n(visible), n(d.checks?.length ?? 0), false, false, false, false, false, 'd', null, null, null, false, 0n, 0n, 0n, false, false];
       const index = (oid: bigint, name: string, cols: number): SqlValue[] => [oid, name, PUBLIC_NAMESPACE_OID, 0n, 0n, BOOTSTRAP_USER_OID, LSM_AM_OID, 0n, -1, false, 'p', 'i', n(cols), 0n, false, false, false, false, false, 'n', null, null, null, false, 0n, 0n, 0n, false, false];
       const secondary = (d.indexes ?? []).map((ix) => index(secondaryOid(ix), ix.name, ix.columns.length));
       return [table, ...(d.hasPrimaryKey ? [index(indexOid(d), `${d.name}_pkey`, d.hash.length + d.range.length)] : []), ...secondary];
@@ -94,7 +96,10 @@ const TABLES: Record<string, VirtualTable> = {
   },
   pg_constraint: {
     columns: [['oid', 'oid'], ['conname', 'name'], ['connamespace', 'oid'], ['contype', 'char'], ['conrelid', 'oid'], ['conindid', 'oid'], ['confrelid', 'oid'], ['condeferrable', 'bool'], ['condeferred', 'bool'], ['convalidated', 'bool'], ['conislocal', 'bool'], ['conparentid', 'oid'], ['conkey', 'text']],
-    rows: (defs) => defs.filter((d) => d.hasPrimaryKey).map((d) => [indexOid(d) + 1n, `${d.name}_pkey`, PUBLIC_NAMESPACE_OID, 'p', n(d.oid), indexOid(d), 0n, false, false, true, true, 0n, null]),
+    rows: (defs) => [
+      ...defs.filter((d) => d.hasPrimaryKey).map((d) => [indexOid(d) + 1n, `${d.name}_pkey`, PUBLIC_NAMESPACE_OID, 'p', n(d.oid), indexOid(d), 0n, false, false, true, true, 0n, null]),
+      ...defs.flatMap((d) => (d.checks ?? []).map((c, i) => [checkOid(d, i), c.name, PUBLIC_NAMESPACE_OID, 'c', n(d.oid), 0n, 0n, false, false, true, true, 0n, null])),
+    ] as SqlValue[][],
   },
   pg_roles: {
     columns: [['oid', 'oid'], ['rolname', 'name'], ['rolsuper', 'bool'], ['rolinherit', 'bool'], ['rolcreaterole', 'bool'], ['rolcreatedb', 'bool'], ['rolcanlogin', 'bool'], ['rolreplication', 'bool'], ['rolconnlimit', 'int4'], ['rolvaliduntil', 'timestamptz'], ['rolbypassrls', 'bool'], ['rolconfig', 'text']],
@@ -185,7 +190,16 @@ registerFunction('pg_get_indexdef', (a) => {
   const cols = [...(d.hash.length > 0 ? [`${d.hash.length > 1 ? `(${d.hash.join(', ')})` : d.hash[0]} HASH`] : []), ...d.range.map((r) => `${r} ASC`)];
   return `CREATE UNIQUE INDEX ${d.name}_pkey ON public.${d.name} USING lsm (${cols.join(', ')})`;
 });
-registerFunction('pg_get_constraintdef', () => null);
+registerFunction('pg_get_constraintdef', (a) => {
+  if (a[0] === null || !/^\d+$/.test(textOf(a[0]!))) return null;
+  const oid = BigInt(textOf(a[0]!));
+  for (const d of lastDefs) {
+    const i = (d.checks ?? []).findIndex((_, k) => checkOid(d, k) === oid);
+    if (i >= 0) return `CHECK (${d.checks![i]!.sql})`;
+    if (d.hasPrimaryKey && indexOid(d) + 1n === oid) return `PRIMARY KEY (${[...d.hash, ...d.range].join(', ')})`;
+  }
+  return null;
+});
 registerFunction('array_to_string', (a) => (a[0] === null ? null : textOf(a[0])));
 registerFunction('pg_size_pretty', (a) => `${textOf(a[0]!)} bytes`);
 registerFunction('format_type', (a) => {

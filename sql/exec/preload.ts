@@ -30,26 +30,46 @@ type RangeVarBody = Extract<Node, { RangeVar: unknown }>['RangeVar'];
 
 type TableRef = { rv: RangeVarBody; where: Node | undefined };
 
+/** What one walk of a statement's tree finds. */
+interface Found {
+  /** Every FROM-list table reference, with the WHERE of the SELECT that owns it. */
+  refs: TableRef[];
+  /** The column names the statement mentions. */
+  cols: Set<string>;
+  /** Names of the WITH queries anywhere in the statement: a FROM item naming one reads no table. */
+  ctes: Set<string>;
+}
+
 /**
- * One walk of the statement's tree (every statement pays for it, so it allocates nothing per node):
- * every FROM-list table reference with the WHERE of the SELECT that owns it (`refs`), and the column
- * names the statement mentions (`cols`; the answer is false when it uses `*`, i.e. every column).
+ * One walk of the statement's tree (every statement pays for it, so it allocates nothing per plain
+ * node): see Found. Answers false when the statement uses `*` (every column). A UNION's branches
+ * are SELECT bodies without the SelectStmt wrapper: each is visited once, as a SELECT.
  */
-function walk(node: unknown, refs: TableRef[], cols: Set<string>): boolean {
+function walk(node: unknown, f: Found): boolean {
   if (Array.isArray(node)) {
     let all = true;
-    for (const x of node) if (!walk(x, refs, cols)) all = false;
+    for (const x of node) if (!walk(x, f)) all = false;
     return all;
   }
   if (!node || typeof node !== 'object') return true;
   const o = node as Record<string, unknown>;
-  let all = columnRef(o, cols);
-  collectHere(o, refs);
+  let all = columnRef(o, f.cols);
+  const cte = o['CommonTableExpr'] as { ctename?: string } | undefined;
+  if (cte?.ctename) f.ctes.add(cte.ctename);
+  addFromList(o, f.refs);
+  const larg = unionBranch(o['larg']);
+  const rarg = unionBranch(o['rarg']);
+  if (larg && !walk({ SelectStmt: larg }, f)) all = false;
+  if (rarg && !walk({ SelectStmt: rarg }, f)) all = false;
   for (const k in o) {
     const v = o[k];
-    if (v && typeof v === 'object' && !walk(v, refs, cols)) all = false;
+    if (v && typeof v === 'object' && v !== larg && v !== rarg && !walk(v, f)) all = false;
   }
   return all;
+}
+
+function unionBranch(b: unknown): object | undefined {
+  return b && typeof b === 'object' && !('SelectStmt' in b) && ('targetList' in b || 'op' in b) ? b : undefined;
 }
 
 /** A ColumnRef's column name into `cols`; false for `*`. */
@@ -62,26 +82,18 @@ function columnRef(o: Record<string, unknown>, cols: Set<string>): boolean {
   return true;
 }
 
-/** The table references this node itself brings (a SELECT's FROM list; a UNION's branches). */
-function collectHere(o: Record<string, unknown>, out: TableRef[]): void {
+/** The table references of a SELECT's FROM list (joins included), with its WHERE. */
+function addFromList(o: Record<string, unknown>, out: TableRef[]): void {
   const sel = o['SelectStmt'] as { fromClause?: Node[]; whereClause?: Node } | undefined;
-  // A UNION's branches are SELECT bodies without the SelectStmt wrapper.
-  for (const branch of [o['larg'], o['rarg']]) if (branch && typeof branch === 'object' && !('SelectStmt' in branch) && ('targetList' in branch || 'op' in branch)) collect({ SelectStmt: branch }, out);
-  if (sel) {
-    const addFrom = (n: Node): void => {
-      if ('RangeVar' in n) out.push({ rv: n.RangeVar, where: sel.whereClause });
-      else if ('JoinExpr' in n) {
-        addFrom(n.JoinExpr.larg!);
-        addFrom(n.JoinExpr.rarg!);
-      }
-    };
-    for (const f of sel.fromClause ?? []) addFrom(f);
-  }
-}
-
-/** Every FROM-list table reference under `node` (a UNION branch's, as if it were a statement of its own). */
-function collect(node: unknown, out: TableRef[]): void {
-  walk(node, out, new Set());
+  if (!sel) return;
+  const addFrom = (n: Node): void => {
+    if ('RangeVar' in n) out.push({ rv: n.RangeVar, where: sel.whereClause });
+    else if ('JoinExpr' in n) {
+      addFrom(n.JoinExpr.larg!);
+      addFrom(n.JoinExpr.rarg!);
+    }
+  };
+  for (const f of sel.fromClause ?? []) addFrom(f);
 }
 
 export function columnsOf(def: SqlTableDef, rel: string): ScopeColumn[] {
@@ -105,13 +117,13 @@ export interface Preloaded {
 }
 
 export async function preload(stmt: Node, deps: PreloadDeps, explainOnly = false): Promise<Preloaded> {
-  const refs: TableRef[] = [];
-  const usedSet = new Set<string>();
-  const used = walk(stmt, refs, usedSet) ? usedSet : undefined;
+  const found: Found = { refs: [], cols: new Set(), ctes: new Set() };
+  const used = walk(stmt, found) ? found.cols : undefined;
+  const { refs, ctes } = found;
   const relations = new Map<object, LoadedRelation>();
   const plan: string[] = [];
   await Promise.all(
-    refs.map(async ({ rv, where }) => {
+    refs.filter(({ rv }) => rv.schemaname || !ctes.has(rv.relname ?? '')).map(async ({ rv, where }) => {
       const name = rv.relname ?? '';
       if (isVirtualRelation(rv.schemaname, name)) {
         relations.set(rv, await virtualRelation(rv.schemaname, name, deps.catalog, deps.ctx));

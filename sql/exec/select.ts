@@ -23,6 +23,8 @@ export interface PlanEnv {
   /** Rows of each base table reference (keyed by its RangeVar node), read before the statement runs. */
   relation: (rangeVar: object) => LoadedRelation;
   rowsMax: number;
+  /** WITH queries in scope, by name (a later one and the main query may use an earlier one). */
+  ctes?: ReadonlyMap<string, SelectPlan>;
 }
 
 export interface OutputField {
@@ -113,6 +115,12 @@ function generateSeries(fn: Extract<Node, { FuncCall: unknown }>['FuncCall'], en
 
 function fromItem(n: Node, env: PlanEnv, outer: Scope | undefined): FromItem {
   if ('RangeVar' in n) {
+    const cte = !n.RangeVar.schemaname ? env.ctes?.get(n.RangeVar.relname ?? '') : undefined;
+    if (cte) {
+      const rel = aliasName(n.RangeVar.alias, n.RangeVar.relname ?? '');
+      const columns = renameColumns(cte.fields.map((f) => ({ rel, name: f.name, type: f.type })), rel, n.RangeVar.alias?.colnames);
+      return { columns, rows: (ctx) => cte.run(ctx) };
+    }
     const rel = env.relation(n.RangeVar);
     const name = aliasName(n.RangeVar.alias, n.RangeVar.relname ?? '');
     const columns = renameColumns(rel.columns, name, n.RangeVar.alias?.colnames);
@@ -231,6 +239,10 @@ interface AggSlot {
   star: boolean;
   distinct: boolean;
   separator?: string;
+  /** FILTER (WHERE …): only rows for which it is true reach the aggregate. */
+  filter?: Compiled;
+  /** ORDER BY inside the call (string_agg(s, ',' ORDER BY s)): the values reach it in this order. */
+  order?: SortKey[];
 }
 
 type SortKey = ReturnType<typeof sortKey>;
@@ -262,7 +274,9 @@ function aggregateSlots(slots: AggSlot[], base: number, scope: Scope, baseEnv: C
     const args = (f.args ?? []).map((a) => compileExpr(a, scope, baseEnv));
     const sep = fn === 'string_agg' && f.args?.[1] && 'A_Const' in f.args[1] ? f.args[1].A_Const.sval?.sval : undefined;
     const slot = slots.length;
-    slots.push({ fn, ...(args[0] ? { arg: args[0] } : {}), star: f.agg_star === true, distinct: f.agg_distinct === true, ...(sep !== undefined ? { separator: sep } : {}) });
+    const filter = f.agg_filter ? compileExpr(f.agg_filter, scope, baseEnv) : undefined;
+    const order = f.agg_order?.map((o) => sortKey(o, [], scope, baseEnv));
+    slots.push({ fn, ...(args[0] ? { arg: args[0] } : {}), star: f.agg_star === true, distinct: f.agg_distinct === true, ...(sep !== undefined ? { separator: sep } : {}), ...(filter ? { filter } : {}), ...(order?.length ? { order } : {}) });
     return { type: aggregateType(fn, args[0]?.type), name: fn, eval: (row) => row[base + slot] ?? null };
   };
 }
@@ -377,10 +391,35 @@ async function streamSelect(p: SelectParts, ctx: EvalContext, onChunk: (rows: Tu
   if (chunk.length > 0) await onChunk(chunk);
 }
 
+/**
+ * WITH name [(columns)] AS (SELECT …), …: each query is planned once, in order (a later one may read
+ * an earlier one), and read where the main query names it; it is computed once per run of the
+ * statement (PostgreSQL's MATERIALIZED, which keeps a random() or a read consistent across uses).
+ */
+function withCtes(w: NonNullable<SelectStmt['withClause']>, env: PlanEnv, outer: Scope | undefined): PlanEnv {
+  if (w.recursive) throw notSupported('WITH RECURSIVE');
+  const ctes = new Map(env.ctes ?? []);
+  const here = new Set<string>();
+  for (const n of w.ctes ?? []) {
+    const c = 'CommonTableExpr' in n ? n.CommonTableExpr : undefined;
+    if (!c || !c.ctequery || !('SelectStmt' in c.ctequery)) throw notSupported('a WITH query that is not a SELECT (INSERT/UPDATE/DELETE … RETURNING)');
+    const name = c.ctename ?? '';
+    if (here.has(name)) throw new SqlError(SqlState.DUPLICATE_ALIAS, `WITH query name "${name}" specified more than once`);
+    here.add(name);
+    const plan = compileSelect(c.ctequery.SelectStmt, { ...env, ctes }, outer);
+    const cols = names(c.aliascolnames);
+    if (cols.length > plan.fields.length) throw new SqlError(SqlState.INVALID_COLUMN_REFERENCE, `WITH query "${name}" has ${plan.fields.length} columns available but ${cols.length} columns specified`);
+    const fields = plan.fields.map((f, i) => (cols[i] !== undefined ? { ...f, name: cols[i]! } : f));
+    const memo = new WeakMap<EvalContext, Tuple[]>();
+    ctes.set(name, { ...plan, fields, run: (ctx) => { let r = memo.get(ctx); if (!r) memo.set(ctx, (r = plan.run(ctx))); return r; } });
+  }
+  return { ...env, ctes };
+}
+
 /** A SELECT's plan. `outer` is the enclosing query's scope (correlated subqueries). */
 export function compileSelect(sel: SelectStmt, env: PlanEnv, outer?: Scope): SelectPlan {
+  if (sel.withClause) return compileSelect({ ...sel, withClause: undefined }, withCtes(sel.withClause, env, outer), outer);
   if (sel.op && sel.op !== 'SETOP_NONE') return setOpPlan(sel, env, outer);
-  if (sel.withClause) throw notSupported('WITH');
   if (sel.valuesLists) return valuesPlan(sel.valuesLists, env, outer);
   const p = compileSelectParts(sel, env, outer);
   return {
@@ -463,14 +502,28 @@ function sortKey(s: Node, targets: Target[], scope: Scope, env: CompileEnv): { e
 }
 
 function aggregateRows(rows: Tuple[], keys: Compiled[], slots: AggSlot[], base: number, ctx: EvalContext, single: boolean): Tuple[] {
-  const groups = new Map<string, { first: Tuple; accs: Accumulator[] }>();
-  const fresh = (first: Tuple): { first: Tuple; accs: Accumulator[] } => ({ first, accs: slots.map((s) => newAccumulator(s.fn, s.arg?.type, s.star, s.distinct, s.separator)) });
+  type Group = { first: Tuple; accs: Accumulator[]; held: Projected[][] };
+  const groups = new Map<string, Group>();
+  const fresh = (first: Tuple): Group => ({ first, accs: slots.map((s) => newAccumulator(s.fn, s.arg?.type, s.star, s.distinct, s.separator)), held: slots.map(() => []) });
   for (const r of rows) {
     const k = single ? '' : JSON.stringify(keys.map((e) => { const v = e.eval(r, ctx); return v === null ? null : textOf(v as SqlValue); }));
     let g = groups.get(k);
     if (!g) groups.set(k, (g = fresh(r)));
-    slots.forEach((s, i) => g.accs[i]!.add(s.star ? 1n : s.arg ? s.arg.eval(r, ctx) : null));
+    slots.forEach((s, i) => {
+      if (s.filter && truth(s.filter.eval(r, ctx)) !== true) return;
+      const v = s.star ? 1n : s.arg ? s.arg.eval(r, ctx) : null;
+      // An ordered aggregate sees its values once they are all in, sorted.
+      if (s.order) g.held[i]!.push({ out: [v], keys: s.order.map((o) => o.expr.eval(r, ctx)) });
+      else g.accs[i]!.add(v);
+    });
   }
   if (single && groups.size === 0) groups.set('', fresh(new Array<SqlValue>(base).fill(null)));
-  return [...groups.values()].map((g) => [...g.first.slice(0, base), ...g.accs.map((a) => a.result())]);
+  return [...groups.values()].map((g) => {
+    slots.forEach((s, i) => {
+      if (!s.order) return;
+      sortProjected(g.held[i]!, s.order);
+      for (const h of g.held[i]!) g.accs[i]!.add(h.out[0]!);
+    });
+    return [...g.first.slice(0, base), ...g.accs.map((a) => a.result())];
+  });
 }

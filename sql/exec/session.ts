@@ -238,7 +238,7 @@ export class SqlSession {
     // COPY FROM writes batches as plain writes, outside the session's transaction (YugabyteDB's COPY also
     // commits every ROWS_PER_TRANSACTION rows on its own): a bulk load is not held as intents.
     if ('CopyStmt' in s && s.CopyStmt.is_from && this.inBlock) this.bulk.copyInto(s.CopyStmt.relation?.relname ?? '');
-    if ('CopyStmt' in s) return copyStatement(s.CopyStmt, { catalog: this.deps.catalog, table: this.tableFor(s.CopyStmt.is_from ? undefined : this.txn), rowsMax: this.rowsMax(), takeSequence: (n, k) => this.deps.sequences.take(n, k) });
+    if ('CopyStmt' in s) return copyStatement(s.CopyStmt, { catalog: this.deps.catalog, table: this.tableFor(s.CopyStmt.is_from ? undefined : this.txn), rowsMax: this.rowsMax(), takeSequence: (n, k) => this.deps.sequences.take(n, k), checks: { env: { paramTypes: [], subquery: () => { throw notSupported('subqueries in CHECK constraints'); } }, ctx: this.context([]) } });
     if ('DiscardStmt' in s || 'DeallocateStmt' in s || 'ListenStmt' in s || 'CheckPointStmt' in s) return { tag: Object.keys(s)[0]!.replace('Stmt', '').toUpperCase() };
     throw notSupported(`the statement ${Object.keys(s)[0]!.replace('Stmt', '')}`);
   }
@@ -280,6 +280,8 @@ export class SqlSession {
 
   private async dml(s: Node, params: SqlValue[], paramTypes: SqlTypeName[]): Promise<StatementResult> {
     if (readTimeOf(this.info) !== undefined) throw new SqlError(SqlState.READ_ONLY_SQL_TXN, `cannot execute ${Object.keys(s)[0]!.replace('Stmt', '').toUpperCase()} while yb_read_time is set (reads as of a past time are read-only; SET yb_read_time TO 0 first)`);
+    const body = 'InsertStmt' in s ? s.InsertStmt : 'UpdateStmt' in s ? s.UpdateStmt : 'DeleteStmt' in s ? s.DeleteStmt : undefined;
+    if (body?.withClause) throw notSupported('WITH before INSERT, UPDATE or DELETE (WITH works before SELECT)');
     const rel = dmlRelation(s);
     const def = await this.deps.catalog.require(rel.relname ?? '', rel.location);
     // A table with indexes writes its rows and their entries in one transaction, one row or many.

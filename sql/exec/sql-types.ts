@@ -112,6 +112,22 @@ function parseBytea(s: string): Uint8Array {
   return Uint8Array.from(Buffer.from(s, 'latin1'));
 }
 
+/**
+ * A numeric value (its text) as an integer type: PostgreSQL rounds numeric halves away from zero
+ * (2.5 → 3, -2.5 → -3), unlike text input, which takes digits only.
+ */
+export function numericToInt(v: SqlValue, type: SqlTypeName): SqlValue {
+  if (typeof v !== 'string') return coerce(v, type);
+  const m = /^\s*([+-]?)(\d*)(?:\.(\d*))?\s*$/.exec(v);
+  if (!m || (m[2] === '' && !m[3])) {
+    if (v.trim().toLowerCase() === 'nan') throw new SqlError(SqlState.FEATURE_NOT_SUPPORTED, `cannot convert NaN to ${TYPES[type].display}`);
+    return coerce(Number(v), type);
+  }
+  let q = BigInt(m[2] || '0');
+  if ((m[3] ?? '')[0] !== undefined && m[3]![0]! >= '5') q += 1n;
+  return checkIntRange(type, m[1] === '-' ? -q : q);
+}
+
 /** A value of any type converted to `type` (text input for strings): casts and assignments. */
 export function coerce(v: SqlValue, type: SqlTypeName): SqlValue {
   if (v === null) return null;
@@ -120,7 +136,9 @@ export function coerce(v: SqlValue, type: SqlTypeName): SqlValue {
       if (typeof v === 'bigint') return checkIntRange(type, v);
       if (typeof v === 'number') {
         if (!Number.isFinite(v)) throw new SqlError(SqlState.NUMERIC_OUT_OF_RANGE, `${v} is out of range for type ${TYPES[type].display}`);
-        return checkIntRange(type, BigInt(Math.round(v)));
+        // PostgreSQL's float-to-integer cast is rint(): halves go to the even neighbour (2.5 → 2, 3.5 → 4).
+        const r = Math.round(v);
+        return checkIntRange(type, BigInt(r - v === 0.5 && r % 2 !== 0 ? r - 1 : r));
       }
       if (typeof v === 'boolean') return v ? 1n : 0n;
       const s = String(v).trim();
@@ -193,6 +211,12 @@ function pad(n: number, w = 2): string {
 /** Dates and timestamps are kept as PostgreSQL's ISO text (UTC), which also sorts correctly for years 1000-9999. */
 function dateText(type: SqlTypeName, s: string): string {
   let t = s.trim();
+  // new Date() rolls 2024-02-30 over to March 1st; PostgreSQL refuses a day the month does not have.
+  const ymd = /^(\d{4})-(\d{2})-(\d{2})/.exec(t);
+  if (ymd) {
+    const [y, m, d] = [Number(ymd[1]), Number(ymd[2]), Number(ymd[3])];
+    if (m < 1 || m > 12 || d < 1 || d > new Date(Date.UTC(y, m, 0)).getUTCDate()) throw new SqlError(SqlState.DATETIME_FIELD_OVERFLOW, `date/time field value out of range: "${s}"`);
+  }
   if (/^\d{4}-\d{2}-\d{2}$/.test(t)) t += 'T00:00:00Z';
   else {
     t = t.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00').replace(/([+-]\d\d)(\d\d)$/, '$1:$2');

@@ -381,6 +381,37 @@ describe('SQL over the PostgreSQL protocol', () => {
     }
   });
 
+  it('sql: CHECK constraints are enforced on INSERT, UPDATE, ON CONFLICT and COPY (23514 naming the constraint; NULL passes) and listed by \\d; RETURNING * of UPDATE and DELETE; WITH, FILTER and ORDER BY inside aggregates over a table', async () => {
+    const c = await connect();
+    const state = (q: string): Promise<string | undefined> => c.query(q).then(() => undefined, (e: { code?: string; message?: string }) => `${e.code} ${e.message}`);
+    try {
+      await c.query('create table ck (id int primary key, x int check (x > 0), lo int, hi int, check (lo <= hi), constraint small check (x < 100)) split into 2 tablets');
+      await c.query('insert into ck values (1, 5, 1, 2), (2, null, null, 3)');
+      expect(await state('insert into ck values (3, 0, 1, 2)')).toBe('23514 new row for relation "ck" violates check constraint "ck_x_check"');
+      expect(await state('insert into ck values (3, 5, 3, 2)')).toBe('23514 new row for relation "ck" violates check constraint "ck_check"');
+      expect(await state('update ck set x = 200 where id = 1')).toBe('23514 new row for relation "ck" violates check constraint "small"');
+      expect(await state('insert into ck values (1, 5, 1, 2) on conflict (id) do update set lo = 9')).toMatch(/^23514 .*"ck_check"$/);
+      expect(await state('create table ck2 (id int primary key, x int check (nope > 0))')).toMatch(/^42703 /);
+      expect((await c.query('update ck set x = x + 1 where id = 1 returning *')).rows).toEqual([{ id: 1, x: 6, lo: 1, hi: 2 }]);
+      expect((await c.query('select * from ck order by id')).rows).toEqual([{ id: 1, x: 6, lo: 1, hi: 2 }, { id: 2, x: null, lo: null, hi: 3 }]);
+      await c.query('insert into ck values (3, 7, 0, 0), (4, 8, 0, 0), (5, 9, 1, 1)');
+      expect((await c.query('with big as (select id, x from ck where x > 6) select count(*)::int as n, string_agg(id::text, \',\' order by x desc) as ids from big')).rows).toEqual([{ n: 3, ids: '5,4,3' }]);
+      expect((await c.query('select count(*) filter (where x > 7) as f, avg(id) as a from ck')).rows).toEqual([{ f: '2', a: '3.0000000000000000' }]);
+      expect((await c.query('delete from ck where id = 5 returning *')).rows).toEqual([{ id: 5, x: 9, lo: 1, hi: 1 }]);
+      if (havePsql) {
+        const d = psql('\\d ck');
+        expect(d.stdout).toContain('Check constraints:');
+        expect(d.stdout).toContain('"small" CHECK ((x < 100))');
+        const copy = psql(['copy ck from stdin;', '6\t-1\t0\t0', '\\.'].join('\n'));
+        expect(copy.stderr).toContain('violates check constraint "ck_x_check"');
+        expect((await c.query('select count(*)::int as n from ck where id = 6')).rows).toEqual([{ n: 0 }]);
+      }
+      await c.query('drop table ck');
+    } finally {
+      await c.end();
+    }
+  });
+
   it('sql: WHERE on the tablets — pushed comparisons (EXPLAIN shows them) give the same rows, counts and updates as the executor alone; aggregates with such a WHERE are computed on the tablets', async () => {
     const c = await connect();
     const plan = async (sql: string): Promise<string> => (await c.query(`explain ${sql}`)).rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');

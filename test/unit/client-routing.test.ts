@@ -88,6 +88,16 @@ describe('client routing: rows, tablets, leaders', () => {
     expect(() => schema.scanBounds(undefined, { r: 'b' }, undefined)).toThrow(/hashKey/);
   });
 
+  it('routing: a lower range bound alone covers every later key of the hash key, and none of another hash key', () => {
+    const b = schema.scanBounds({ id: 1n }, { r: 'b' }, undefined);
+    const hash = docdbPartitionHash([1n]);
+    const inside = (k: Buffer): boolean => Buffer.compare(k, Buffer.from(b.start)) >= 0 && Buffer.compare(k, Buffer.from(b.end)) < 0;
+    for (const r of ['b', 'ba', 'c', 'zzzz']) expect(inside(encodeDocKey({ hash, hashed: [1n], range: [r] }))).toBe(true);
+    expect(inside(encodeDocKey({ hash, hashed: [1n], range: ['a'] }))).toBe(false);
+    const other = docdbPartitionHash([2n]);
+    expect(inside(encodeDocKey({ hash: other, hashed: [2n], range: ['c'] }))).toBe(false);
+  });
+
   it('routing: the master proxy follows NOT_THE_LEADER hints and skips unreachable masters', async () => {
     const calls: string[] = [];
     const rpc: RpcClient = {

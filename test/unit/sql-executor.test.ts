@@ -8,7 +8,7 @@ import { compileSelect, type LoadedRelation } from '../../sql/exec/select';
 import type { EvalContext, Tuple } from '../../sql/exec/scope';
 import { SqlError } from '../../sql/exec/sql-error';
 import { coerce } from '../../sql/exec/sql-types';
-import { chooseAccess } from '../../sql/exec/access';
+import { chooseAccess, describePath } from '../../sql/exec/access';
 import type { SqlTableDef } from '../../sql/exec/catalog';
 import { dbmsRandomString } from '../../sql/exec/functions';
 
@@ -55,6 +55,36 @@ describe('sql executor (in memory)', () => {
     // sum(bigint) is numeric in PostgreSQL, kept as its text.
     expect(r.rows).toEqual([[null, 1n, '4', '4.0000000000000000', 'dee', 'dee'], [1n, 2n, '4', '2.0000000000000000', 'ann', 'cid'], [2n, 1n, '2', '2.0000000000000000', 'bob', 'bob']]);
     expect(query('select count(*) from people where id > 100').rows).toEqual([[0n]]);
+  });
+
+  it('sql exec: avg() of integers is exact numeric at PostgreSQL\'s division scale; FILTER (WHERE …) and ORDER BY inside an aggregate', () => {
+    // 1/3 in float is 0.333…31483; PostgreSQL's numeric division gives 20 digits here, rounded half away from zero.
+    expect(query('select avg(x), avg(-x) from (values (1), (0), (0)) v(x)').rows).toEqual([['0.33333333333333333333', '-0.33333333333333333333']]);
+    expect(query('select avg(x) from (values (299), (299), (0), (0), (0), (0)) v(x)').rows).toEqual([['99.6666666666666667']]);
+    expect(query('select avg(x) from (values (123456789012), (1)) v(x)').rows).toEqual([['61728394506.50000000']]);
+    expect(query('select sum(id) filter (where team = 1), count(*) filter (where name > \'b\'), count(*) from people').rows).toEqual([['4', 3n, 4n]]);
+    expect(query("select string_agg(name, ',' order by id desc), string_agg(name, '-' order by team nulls first, name desc) from people").rows).toEqual([['dee,cid,bob,ann', 'dee-cid-ann-bob']]);
+    expect(query("select team, string_agg(name, ',' order by name desc) filter (where id > 1) from people group by team order by 1").rows).toEqual([[1n, 'cid'], [2n, 'bob'], [null, 'dee']]);
+  });
+
+  it('sql exec: numeric to integer rounds halves away from zero, float to integer to even; round() likewise, exactly on numeric text; impossible dates refused (22008)', () => {
+    // Each expectation was checked against PostgreSQL 15.
+    expect(query("select 1.5::int, 2.5::int, -2.5::int, 0.5::int, -0.5::int, '1.5'::numeric::int, 2.5::float8::int, 3.5::float8::int, -2.5::float8::int").rows).toEqual([[2n, 3n, -3n, 1n, -1n, 2n, 2n, 4n, -2n]]);
+    expect(sqlState(() => query("select '1.5'::int"))).toBe('22P02');
+    expect(query('select round(2.5), round(-2.5), round(1.2345, 2), round(1.005, 2), round(-1.005, 2), round(99.95, 1)').rows).toEqual([['3', '-3', '1.23', '1.01', '-1.01', '100.0']]);
+    expect(query('select round(2.5::float8), round(3.5::float8), round(-2.5::float8)').rows).toEqual([[2, 4, -2]]);
+    expect(sqlState(() => query("select '2024-02-30'::date"))).toBe('22008');
+    expect(sqlState(() => query("select '2023-02-29 10:00'::timestamp"))).toBe('22008');
+    expect(query("select '2024-02-29'::date").rows).toEqual([['2024-02-29']]);
+  });
+
+  it('sql exec: WITH queries — several, in order, with column names, read twice, under UNION; recursive and duplicate names refused', () => {
+    expect(query('with a as (select id, team from people where id > 1), b(n) as (select count(*) from a) select * from b').rows).toEqual([[3n]]);
+    expect(query('with a as (select id from people where team = 1) select p.name from people p join a on a.id = p.id order by 1').rows).toEqual([['ann'], ['cid']]);
+    expect(query('with a as (select id from people where id < 3) select id from a union all select id from a order by 1').rows).toEqual([[1n], [1n], [2n], [2n]]);
+    expect(query('with teams as (select 9 as id, \'x\' as title) select title from teams').rows).toEqual([['x']]);
+    expect(sqlState(() => query('with recursive r(n) as (select 1 union all select n + 1 from r where n < 3) select * from r'))).toBe('0A000');
+    expect(sqlState(() => query('with a as (select 1), a as (select 2) select * from a'))).toBe('42712');
   });
 
   it('sql exec: LEFT JOIN keeps unmatched rows; IN and EXISTS subqueries; UNION removes duplicates', () => {
@@ -130,5 +160,13 @@ describe('sql parser and access paths', () => {
     const between = chooseAccess(def, 't', where('h = 1 and r between 5 and 8') as never, env, ctx());
     expect(between).toEqual(chooseAccess(def, 't', where('h = 1 and r >= 5 and r <= 8') as never, env, ctx()));
     expect(between).toMatchObject({ type: 'hashScan', rangeStart: { r: 5n } });
+    // A range table keyed by text first: equality and comparisons on it bound the scan.
+    const tdef: SqlTableDef = { name: 't', oid: 2, columns: [{ name: 'a', type: 'text', typmod: -1, notNull: true }, { name: 'b', type: 'int8', typmod: -1, notNull: true }], hash: [], range: ['a', 'b'], stored: true, hasPrimaryKey: true };
+    expect(chooseAccess(tdef, 't', where("a = 'p'") as never, env, ctx())).toEqual({ type: 'hashScan', hashKey: {}, rangeStart: { a: 'p' }, rangeEnd: { a: 'p\u0000' } });
+    expect(chooseAccess(tdef, 't', where("a > 'f' and a <= 'h' and b = 3") as never, env, ctx())).toEqual({ type: 'hashScan', hashKey: {}, rangeStart: { a: 'f\u0000' }, rangeEnd: { a: 'h\u0000' } });
+    expect(chooseAccess(tdef, 't', where("a = 'p' and b = 3") as never, env, ctx())).toEqual({ type: 'point', key: { a: 'p', b: 3n } });
+    // A bound with a character at or above U+D800 orders differently as UTF-8 and UTF-16: no bound.
+    expect(chooseAccess(tdef, 't', where("a >= '\u{1F600}'") as never, env, ctx())).toEqual({ type: 'full' });
+    expect(describePath(tdef, chooseAccess(tdef, 't', where("a > 'f' and a <= 'it''s'") as never, env, ctx()))).toBe("Range scan on t (range-partitioned; after a = 'f'; through a = 'it''s')");
   });
 });
