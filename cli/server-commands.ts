@@ -10,7 +10,7 @@ import { defineMethod, isLoopbackHost, masterMethods, TSERVER_ADMIN_SERVICE, TSE
 import type { TServerMethods } from '../tserver/tablet-service';
 import { tserverMain, type TServerWiring } from '../tserver/tserver-server';
 import { RPC_BIND_ADDRESSES, TSERVER_MASTER_ADDRS } from '../tserver/tserver-flags';
-import { ENABLE_YSQL, PGSQL_PORT_DEFAULT, PGSQL_PROXY_BIND_ADDRESS, SqlServer, YSQL_PASSWORD } from '../sql';
+import { ENABLE_YSQL, PGSQL_PORT_DEFAULT, PGSQL_PROXY_BIND_ADDRESS, SqlServer, YSQL_PASSWORD, type SqlServerOptions } from '../sql';
 import { DbError, ErrorCode } from '../common/errors';
 
 function tserverMethods(): TServerMethods {
@@ -63,7 +63,7 @@ export async function runMaster(argv: readonly string[]): Promise<void> {
  * The tserver process also serves SQL (YugabyteDB runs its YSQL postmaster beside each tserver):
  * on --pgsql_proxy_bind_address, default the RPC host with port 5433, unless --enable_ysql=false.
  */
-export async function startSqlEndpoint(argv: readonly string[], shared?: Flags): Promise<SqlServer | undefined> {
+export async function startSqlEndpoint(argv: readonly string[], shared?: Flags, localTServer?: SqlServerOptions['localTServer']): Promise<SqlServer | undefined> {
   const flags = shared ?? parseFlagArgs(argv, new Flags()).flags;
   const masters = flags.get(TSERVER_MASTER_ADDRS);
   let where: ReturnType<typeof sqlBindOf>;
@@ -79,7 +79,7 @@ export async function startSqlEndpoint(argv: readonly string[], shared?: Flags):
   }
   if (!where || !masters) return undefined;
   const { host, port } = where;
-  const sql = new SqlServer({ host, port, masterAddresses: masters.split(','), flags, log: (m) => process.stderr.write(m + '\n') });
+  const sql = new SqlServer({ host, port, masterAddresses: masters.split(','), flags, log: (m) => process.stderr.write(m + '\n'), ...(localTServer ? { localTServer } : {}) });
   try {
     await sql.start();
   } catch (e) {
@@ -120,5 +120,9 @@ export async function runTServer(argv: readonly string[]): Promise<void> {
   // one follows the RPC host, whose own check comes first, in the tserver's start).
   const { flags } = parseFlagArgs(argv, new Flags());
   if (flags.get(PGSQL_PROXY_BIND_ADDRESS)) sqlBindOf(flags);
-  await tserverMain(argv, tserverWiring(argv), (flags) => startSqlEndpoint(argv, flags));
+  // The SQL layer calls the tablets its own tserver leads inside the process (rpc/local-calls.ts).
+  await tserverMain(argv, tserverWiring(argv), (flags, ts) => {
+    const server = ts.rpcServer;
+    return startSqlEndpoint(argv, flags, server.dispatchLocal ? { address: ts.rpcAddress, server: { dispatchLocal: (s, m, p, t) => server.dispatchLocal!(s, m, p, t) } } : undefined);
+  });
 }

@@ -97,7 +97,11 @@ export class TesseraClient {
   }
 
   /** Connect and check that a master answers (TIMED_OUT when none does within timeoutMs). */
-  static async connect(opts: ConnectOptions & { transport?: Transport }): Promise<TesseraClient> {
+  /**
+   * `wrapRpc`: what the client calls through instead of the transport's client (a tserver's SQL layer
+   * calls its own tablets in-process: rpc/local-calls.ts).
+   */
+  static async connect(opts: ConnectOptions & { transport?: Transport; wrapRpc?: (rpc: RpcClient) => RpcClient }): Promise<TesseraClient> {
     const addrs = (opts.masterAddresses ?? []).flatMap((a) => a.split(',')).map((a) => a.trim()).filter(Boolean);
     if (addrs.length === 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'connect needs masterAddresses, e.g. ["127.0.0.1:7100"]');
     const clusterSecrets = opts.clusterSecret !== undefined ? parseSecrets(opts.clusterSecret, 'the clusterSecret option') : opts.clusterSecretFile ? readSecretFile(opts.clusterSecretFile) : [];
@@ -106,7 +110,8 @@ export class TesseraClient {
     const translate = addressTranslator(opts);
     // Servers' /rpcz names this client's connections by it (several load generators told apart).
     const caller = `client pid ${process.pid}`;
-    const rpc = translate ? translatingRpcClient(transport.createClient({ caller }), translate) : transport.createClient({ caller });
+    const dialled = translate ? translatingRpcClient(transport.createClient({ caller }), translate) : transport.createClient({ caller });
+    const rpc = opts.wrapRpc ? opts.wrapRpc(dialled) : dialled;
     const c = new TesseraClient(rpc, { ...opts, masterAddresses: addrs });
     try {
       await c.master.call(masterMethods().listTables, {}, new Deadline(c.timeoutMs), true, true);

@@ -6,6 +6,7 @@ export * from './rpc-flags';
 export * from './handler-registry';
 export * from './ws-server';
 export * from './ws-client';
+export * from './local-calls';
 export * from './ws-transport';
 export * from './sim-transport';
 export * from './json';

@@ -4,6 +4,7 @@
  * codec) tuple. Errors travel as {code, message, details} and surface as DbError.
  */
 import type { RpczConnection } from './rpcz-types';
+import type { DispatchResult } from './handler-registry';
 
 export interface Codec<T> {
   encode(v: T): Uint8Array;
@@ -62,6 +63,11 @@ export interface RpcServer {
   connectionStats?(): ConnectionStats;
   /** /rpcz: each client connection and the calls being handled on it (transports with connections). */
   rpcz?(): RpczConnection[];
+  /**
+   * A call made inside this server's own process (rpc/local-calls.ts): dispatched as a request that
+   * arrived over the network would be, without a frame or a socket. Transports that have it (WebSocket).
+   */
+  dispatchLocal?(service: string, method: string, payload: Uint8Array, serverTimeoutMs: number): Promise<DispatchResult>;
 }
 
 /** Connections of one RPC client or server (metrics): open now, and closed since start because a keepalive ping stayed unanswered. */

@@ -10,7 +10,8 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import { DbError, ErrorCode, RPC_INFLIGHT_CALLS_MAX, RPC_OUTBOUND_QUEUE_BYTES_MAX, type Logger, type WireError } from '../common';
 import { decodeFrame, encodeFrame, FrameKind } from './frame-codec';
-import { HandlerRegistry } from './handler-registry';
+import { HandlerRegistry, type DispatchResult } from './handler-registry';
+import { IN_PROCESS_PEER, LocalCallTracker } from './local-calls';
 import { KeepaliveTicker, keepaliveStep, keepaliveTiming, type KeepaliveState } from './keepalive';
 import { sendCoalesced } from './send-coalescer';
 import { STAGE_TRACE_ON, traceStage } from '../common/stage-trace';
@@ -148,7 +149,7 @@ export class WsRpcServer implements RpcServer {
   /** /rpcz's inbound side: every client connection and the calls being handled on it. */
   rpcz(): RpczConnection[] {
     const now = performance.now();
-    const out: RpczConnection[] = [];
+    const out: RpczConnection[] = this.local.inFlight > 0 || this.localUsed ? [this.local.rpcz(IN_PROCESS_PEER)] : [];
     for (const c of this.conns) {
       out.push({
         remote: c.peer,
@@ -166,6 +167,30 @@ export class WsRpcServer implements RpcServer {
 
   handle<Req, Resp>(m: MethodDef<Req, Resp>, h: Handler<Req, Resp>): void {
     this.registry.handle(m, h);
+  }
+
+  /** Calls made inside this process (rpc/local-calls.ts), for the bound and /rpcz. */
+  private readonly local = new LocalCallTracker();
+  private localUsed = false;
+
+  /**
+   * A call made inside this process (rpc/local-calls.ts: a tserver's SQL layer calling its own
+   * tablets): the same checks and dispatch as a request frame in onMessage, without the frame.
+   */
+  async dispatchLocal(service: string, method: string, payload: Uint8Array, serverTimeoutMs: number): Promise<DispatchResult> {
+    this.localUsed = true;
+    if (this.stopping) return { ok: false, error: { code: ErrorCode.SHUTTING_DOWN, message: 'server is shutting down', details: {} } };
+    if (payload.length > this.messageBytesMax) {
+      return { ok: false, error: { code: ErrorCode.MESSAGE_TOO_LARGE, message: `request of ${payload.length} bytes exceeds rpc_max_message_size ${this.messageBytesMax}`, details: { bytes: payload.length, limit: this.messageBytesMax } } };
+    }
+    const timeoutMs = serverTimeoutMs || this.deps.defaultTimeoutMs();
+    const id = this.local.begin(service, method, timeoutMs);
+    if (id === undefined) return { ok: false, error: { code: ErrorCode.BACKPRESSURE, message: `${this.local.inFlight} calls in flight in this process`, details: {} } };
+    try {
+      return await this.registry.dispatch(service, method, payload, { peer: IN_PROCESS_PEER, deadlineMonoMs: performance.now() + timeoutMs }, this.messageBytesMax);
+    } finally {
+      this.local.end(id);
+    }
   }
 
   onOneway<M>(m: OnewayDef<M>, h: OnewayHandler<M>): void {

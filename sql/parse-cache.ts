@@ -31,6 +31,8 @@ export interface Literal {
   start: number;
   end: number;
   value: number;
+  /** A `-` right before it: the grammar may fold it into the constant (see remember). */
+  minus: boolean;
 }
 
 /** A statement the cache hands out: sql-parser.ts's ParsedStatement without YugabyteDB options (never cached). */
@@ -48,7 +50,7 @@ interface Template {
   /** The statements of the text the template was made from, with their offsets in that text. */
   stmts: Array<{ stmt: Node; start: number; end: number }>;
   literals: Literal[];
-  /** The A_Const node objects of the template, by literal index. */
+  /** The A_Const node objects of the template: their literal's index, or ~index for a negated one (`-5`). */
   consts: Map<object, number>;
 }
 
@@ -82,7 +84,7 @@ export function scanLiterals(sql: string): LiteralScan | undefined {
       }
       const value = Number(sql.slice(start, i));
       if (c === 46 || value < 1 || value > INT4_MAX || sql.charCodeAt(start - 1) === 36) continue;
-      literals.push({ start, end: i, value });
+      literals.push({ start, end: i, value, minus: sql.charCodeAt(start - 1) === 45 });
       key += sql.slice(from, start) + MARKER;
       from = i;
     } else i++;
@@ -122,12 +124,16 @@ export class ParseCache {
       if (Array.isArray(n)) return n.every(visit);
       if (n === null || typeof n !== 'object') return true;
       const a = (n as { A_Const?: { ival?: { ival?: number }; location?: number } }).A_Const;
-      const at = a?.location !== undefined ? byStart.get(a.location) : undefined;
+      let at = a?.location !== undefined ? byStart.get(a.location) : undefined;
+      // `-5` where the grammar reads a negative constant: one A_Const of -5 at the minus sign (its
+      // doNegate). Every text of the key has the same minus before the same token, so the same fold.
+      const negated = a?.location !== undefined && at === undefined && scan.literals[byStart.get(a.location + 1) ?? -1]?.minus === true;
+      if (negated) at = byStart.get(a!.location! + 1);
       if (a && at !== undefined) {
-        // Exactly the literal's integer, once: else the grammar did something with it (e.g. `-5`).
-        if (a.ival?.ival !== scan.literals[at]!.value || seen.has(at)) return false;
+        // Exactly the literal's integer (or its negation at the minus), once: else the grammar did something else with it.
+        if (a.ival?.ival !== (negated ? -1 : 1) * scan.literals[at]!.value || seen.has(at)) return false;
         seen.add(at);
-        consts.set(a, at);
+        consts.set(a, negated ? ~at : at);
         found++;
       }
       return Object.values(n).every(visit);
@@ -164,6 +170,6 @@ function cloneNode(n: unknown, consts: Map<object, number>, values: Literal[], s
     if (typeof v === 'number' && OFFSET_FIELDS.has(k)) out[k] = shift(v);
     else out[k] = cloneNode(v, consts, values, shift);
   }
-  if (lit !== undefined) (out.A_Const as { ival: { ival: number } }).ival = { ival: values[lit]!.value };
+  if (lit !== undefined) (out.A_Const as { ival: { ival: number } }).ival = { ival: lit >= 0 ? values[lit]!.value : -values[~lit]!.value };
   return out;
 }

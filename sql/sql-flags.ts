@@ -87,6 +87,14 @@ export const YSQL_PARSE_CACHE = defineFlag({
   tags: [FlagTag.runtime],
 });
 
+export const YSQL_LOCAL_CALLS = defineFlag({
+  name: 'ysql_local_calls',
+  type: 'bool',
+  default: true,
+  help: 'The SQL layer calls the tablets its own tserver leads inside the process, without frames or a socket (rpc/local-calls.ts, docs/sql.md). false: every call goes over the network (runtime; A/B).',
+  tags: [FlagTag.runtime],
+});
+
 export const YSQL_ENABLE_EXPRESSION_PUSHDOWN = defineFlag({
   name: 'ysql_enable_expression_pushdown',
   type: 'bool',

@@ -6,7 +6,7 @@
 import * as crypto from 'node:crypto';
 import * as net from 'node:net';
 import { TesseraClient } from '../client';
-import { CERTS_DIR, CLUSTER_SECRET_FILE } from '../rpc';
+import { CERTS_DIR, CLUSTER_SECRET_FILE, LocalCallsClient, RPC_DEFAULT_TIMEOUT_MS, RPC_MAX_MESSAGE_SIZE, type LocalDispatcher, type RpcClient } from '../rpc';
 import { DbError, ErrorCode } from '../common/errors';
 import type { Flags } from '../common/flags';
 import { CATALOG_TABLE, SqlCatalog } from './exec/catalog';
@@ -14,7 +14,7 @@ import { SqlSession } from './exec/session';
 import { SequenceCache } from './exec/sequences';
 import { SqlError, SqlState } from './exec/sql-error';
 import { loadParser } from './sql-parser';
-import { YSQL_AUTH_METHOD, YSQL_AUTHENTICATION_TIMEOUT_MS, YSQL_CONNECTIONS_PER_IP_MAX, YSQL_MAX_CONNECTIONS, YSQL_PASSWORD, YSQL_SEQUENCE_CACHE_MINVAL } from './sql-flags';
+import { YSQL_AUTH_METHOD, YSQL_AUTHENTICATION_TIMEOUT_MS, YSQL_CONNECTIONS_PER_IP_MAX, YSQL_LOCAL_CALLS, YSQL_MAX_CONNECTIONS, YSQL_PASSWORD, YSQL_SEQUENCE_CACHE_MINVAL } from './sql-flags';
 import { PgConnection } from './wire/pg-connection';
 import { backend } from './wire/pg-messages';
 
@@ -34,6 +34,12 @@ export interface SqlServerOptions {
   masterAddresses: string[];
   flags: Flags;
   log?: (msg: string) => void;
+  /**
+   * The tserver this endpoint runs beside: calls to the tablets it leads go to its RPC server inside
+   * the process (rpc/local-calls.ts; docs/sql.md "Calls to the SQL node's own tablets"), unless
+   * --ysql_local_calls is false.
+   */
+  localTServer?: { address: string; server: LocalDispatcher };
 }
 
 export class SqlServer {
@@ -74,7 +80,7 @@ export class SqlServer {
         // The tserver's own credentials: in a secured cluster the SQL layer is a client like any other.
         const secretFile = this.opts.flags.get(CLUSTER_SECRET_FILE);
         const certsDir = this.opts.flags.get(CERTS_DIR);
-        this.client = await TesseraClient.connect({ masterAddresses: this.opts.masterAddresses, timeoutMs: SQL_CLIENT_TIMEOUT_MS, ...(secretFile ? { clusterSecretFile: secretFile } : {}), ...(certsDir ? { certsDir } : {}) });
+        this.client = await TesseraClient.connect({ masterAddresses: this.opts.masterAddresses, timeoutMs: SQL_CLIENT_TIMEOUT_MS, ...(secretFile ? { clusterSecretFile: secretFile } : {}), ...(certsDir ? { certsDir } : {}), ...this.localCalls() });
         break;
       } catch (e) {
         if (this.stopped) throw e;
@@ -85,6 +91,14 @@ export class SqlServer {
     this.sequences = new SequenceCache(this.client, this.catalog, () => this.opts.flags.get(YSQL_SEQUENCE_CACHE_MINVAL));
     // Extensions created in the database are loaded in the background (absent catalog table: none yet).
     void this.loadExtensions().catch(() => undefined);
+  }
+
+  /** The client's calls to this process's own tserver skip the network (see SqlServerOptions.localTServer). */
+  private localCalls(): { wrapRpc?: (rpc: RpcClient) => RpcClient } {
+    const local = this.opts.localTServer;
+    const flags = this.opts.flags;
+    if (!local) return {};
+    return { wrapRpc: (rpc) => new LocalCallsClient(rpc, local.address, local.server, flags.get(RPC_MAX_MESSAGE_SIZE), () => flags.get(RPC_DEFAULT_TIMEOUT_MS), () => flags.get(YSQL_LOCAL_CALLS)) };
   }
 
   /** Read the extensions created so far; creates nothing (a cluster nobody used SQL on keeps no SQL tables). */

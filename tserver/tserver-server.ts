@@ -8,7 +8,7 @@
 import { DbError, ErrorCode } from '../common/errors';
 import { Flags, parseFlagArgs } from '../common/flags';
 import type { HybridClock } from '../common/hybrid-clock';
-import type { Metrics, WebServer, Transport } from '../rpc';
+import type { Metrics, RpcServer, WebServer, Transport } from '../rpc';
 import type { LogRing, Logger } from '../common/log';
 import type { TxnService } from './transaction/txn-service';
 import { CERTS_DIR } from '../rpc';
@@ -45,6 +45,8 @@ export type { TabletsJson } from './tserver-json';
 export interface TServer {
   readonly uuid: string;
   readonly rpcAddress: string;
+  /** Its RPC server: a companion in the same process calls its own tablets through dispatchLocal (rpc/local-calls.ts). */
+  readonly rpcServer: RpcServer;
   readonly webAddress: string;
   readonly flags: Flags;
   readonly manager: TabletManager;
@@ -101,6 +103,7 @@ export async function startTServer(opts: TServerOptions): Promise<TServer> {
   return {
     uuid,
     rpcAddress,
+    rpcServer: rpc,
     webAddress,
     flags,
     manager,
@@ -140,7 +143,7 @@ export interface TServerCompanion {
   stop(): Promise<void>;
 }
 
-export async function tserverMain(argv: readonly string[], wiring: TServerWiring, afterStart?: (flags: Flags) => Promise<TServerCompanion | undefined>): Promise<void> {
+export async function tserverMain(argv: readonly string[], wiring: TServerWiring, afterStart?: (flags: Flags, ts: TServer) => Promise<TServerCompanion | undefined>): Promise<void> {
   const { flags, positional } = parseFlagArgs(argv, new Flags());
   if (positional.length > 0) throw new DbError(ErrorCode.INVALID_ARGUMENT, `unexpected arguments: ${positional.join(' ')}`);
   const ts = await startTServer({ flags, ...wiring, webConsole: true });
@@ -150,7 +153,7 @@ export async function tserverMain(argv: readonly string[], wiring: TServerWiring
   let companion: TServerCompanion | undefined;
   try {
     // The companion shares the tserver's flags: a runtime change (SetFlag, the console) reaches it too.
-    companion = await afterStart?.(flags);
+    companion = await afterStart?.(flags, ts);
   } catch (e) {
     await ts.stop();
     throw e;

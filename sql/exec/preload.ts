@@ -28,58 +28,76 @@ export interface PreloadDeps {
 
 type RangeVarBody = Extract<Node, { RangeVar: unknown }>['RangeVar'];
 
-/** Every FROM-list table reference in the tree, with the WHERE of the SELECT that owns it. */
-function collect(node: unknown, out: Array<{ rv: RangeVarBody; where: Node | undefined }>): void {
-  if (Array.isArray(node)) {
-    for (const x of node) collect(x, out);
-    return;
-  }
-  if (!node || typeof node !== 'object') return;
-  const o = node as Record<string, unknown>;
-  const sel = o['SelectStmt'] as { fromClause?: Node[]; whereClause?: Node } | undefined;
-  // A UNION's branches are SELECT bodies without the SelectStmt wrapper (visited once, as SELECTs).
-  const branches = [o['larg'], o['rarg']].filter((b): b is object => !!b && typeof b === 'object' && !('SelectStmt' in b) && ('targetList' in b || 'op' in b));
-  for (const branch of branches) collect({ SelectStmt: branch }, out);
-  if (sel) {
-    const addFrom = (n: Node): void => {
-      if ('RangeVar' in n) out.push({ rv: n.RangeVar, where: sel.whereClause });
-      else if ('JoinExpr' in n) {
-        addFrom(n.JoinExpr.larg!);
-        addFrom(n.JoinExpr.rarg!);
-      }
-    };
-    for (const f of sel.fromClause ?? []) addFrom(f);
-  }
-  for (const v of Object.values(o)) if (v && typeof v === 'object' && !branches.includes(v)) collect(v, out);
+type TableRef = { rv: RangeVarBody; where: Node | undefined };
+
+/** What one walk of a statement's tree finds. */
+interface Found {
+  /** Every FROM-list table reference, with the WHERE of the SELECT that owns it. */
+  refs: TableRef[];
+  /** The column names the statement mentions. */
+  cols: Set<string>;
+  /** Names of the WITH queries anywhere in the statement: a FROM item naming one reads no table. */
+  ctes: Set<string>;
 }
 
-/** Names of the WITH queries anywhere in the statement: a FROM item naming one reads no table. */
-function cteNames(node: unknown, out: Set<string>): Set<string> {
-  if (Array.isArray(node)) node.forEach((x) => cteNames(x, out));
-  else if (node && typeof node === 'object') {
-    const c = (node as Record<string, unknown>)['CommonTableExpr'] as { ctename?: string } | undefined;
-    if (c?.ctename) out.add(c.ctename);
-    for (const v of Object.values(node)) if (v && typeof v === 'object') cteNames(v, out);
+/**
+ * One walk of the statement's tree (every statement pays for it, so it allocates nothing per plain
+ * node): see Found. Answers false when the statement uses `*` (every column). A UNION's branches
+ * are SELECT bodies without the SelectStmt wrapper: each is visited once, as a SELECT.
+ */
+function walk(node: unknown, f: Found): boolean {
+  if (Array.isArray(node)) {
+    let all = true;
+    for (const x of node) if (!walk(x, f)) all = false;
+    return all;
   }
-  return out;
+  if (!node || typeof node !== 'object') return true;
+  const o = node as Record<string, unknown>;
+  let all = columnRef(o, f.cols);
+  const cte = o['CommonTableExpr'] as { ctename?: string } | undefined;
+  if (cte?.ctename) f.ctes.add(cte.ctename);
+  addFromList(o, f.refs);
+  const larg = unionBranch(o['larg']);
+  const rarg = unionBranch(o['rarg']);
+  if (larg && !walk({ SelectStmt: larg }, f)) all = false;
+  if (rarg && !walk({ SelectStmt: rarg }, f)) all = false;
+  for (const k in o) {
+    const v = o[k];
+    if (v && typeof v === 'object' && v !== larg && v !== rarg && !walk(v, f)) all = false;
+  }
+  return all;
+}
+
+function unionBranch(b: unknown): object | undefined {
+  return b && typeof b === 'object' && !('SelectStmt' in b) && ('targetList' in b || 'op' in b) ? b : undefined;
+}
+
+/** A ColumnRef's column name into `cols`; false for `*`. */
+function columnRef(o: Record<string, unknown>, cols: Set<string>): boolean {
+  const ref = o['ColumnRef'] as { fields?: Node[] } | undefined;
+  if (!ref) return true;
+  const last = ref.fields?.[ref.fields.length - 1];
+  if (!last || 'A_Star' in last) return false;
+  if ('String' in last) cols.add(last.String.sval ?? '');
+  return true;
+}
+
+/** The table references of a SELECT's FROM list (joins included), with its WHERE. */
+function addFromList(o: Record<string, unknown>, out: TableRef[]): void {
+  const sel = o['SelectStmt'] as { fromClause?: Node[]; whereClause?: Node } | undefined;
+  if (!sel) return;
+  const addFrom = (n: Node): void => {
+    if ('RangeVar' in n) out.push({ rv: n.RangeVar, where: sel.whereClause });
+    else if ('JoinExpr' in n) {
+      addFrom(n.JoinExpr.larg!);
+      addFrom(n.JoinExpr.rarg!);
+    }
+  };
+  for (const f of sel.fromClause ?? []) addFrom(f);
 }
 
 export function columnsOf(def: SqlTableDef, rel: string): ScopeColumn[] {
   return def.columns.map((c) => ({ rel, name: c.name, type: c.type, ...(c.hidden ? { hidden: true } : {}) }));
-}
-
-/** Column names a statement mentions anywhere; undefined when it uses `*` (every column). */
-function referencedColumns(node: unknown, out: Set<string>): boolean {
-  if (Array.isArray(node)) return node.every((x) => referencedColumns(x, out));
-  if (!node || typeof node !== 'object') return true;
-  const o = node as Record<string, unknown>;
-  const ref = o['ColumnRef'] as { fields?: Node[] } | undefined;
-  if (ref) {
-    const last = ref.fields?.[ref.fields.length - 1];
-    if (!last || 'A_Star' in last) return false;
-    if ('String' in last) out.add(last.String.sval ?? '');
-  }
-  return Object.values(o).every((v) => (v && typeof v === 'object' ? referencedColumns(v, out) : true));
 }
 
 /** The columns to read of `def` (projection: a scan ships only these), undefined for all. */
@@ -99,26 +117,25 @@ export interface Preloaded {
 }
 
 export async function preload(stmt: Node, deps: PreloadDeps, explainOnly = false): Promise<Preloaded> {
-  const refs: Array<{ rv: RangeVarBody; where: Node | undefined }> = [];
-  collect(stmt, refs);
-  const ctes = cteNames(stmt, new Set());
+  const found: Found = { refs: [], cols: new Set(), ctes: new Set() };
+  const used = walk(stmt, found) ? found.cols : undefined;
+  const { refs, ctes } = found;
   const relations = new Map<object, LoadedRelation>();
   const plan: string[] = [];
-  const usedSet = new Set<string>();
-  const used = referencedColumns(stmt, usedSet) ? usedSet : undefined;
   await Promise.all(
     refs.filter(({ rv }) => rv.schemaname || !ctes.has(rv.relname ?? '')).map(async ({ rv, where }) => {
       const name = rv.relname ?? '';
       if (isVirtualRelation(rv.schemaname, name)) {
         relations.set(rv, await virtualRelation(rv.schemaname, name, deps.catalog, deps.ctx));
-        plan.push(`Catalog scan on ${rv.schemaname ? rv.schemaname + '.' : ''}${name}`);
+        if (explainOnly) plan.push(`Catalog scan on ${rv.schemaname ? rv.schemaname + '.' : ''}${name}`);
         return;
       }
       const def = await deps.catalog.require(name, rv.location);
       const alias = rv.alias?.aliasname ?? name;
       const path = chooseAccess(def, alias, where, deps.env, deps.ctx);
       const filter = deps.pushFilters && (path.type === 'full' || path.type === 'hashScan') ? tabletFilter(def, alias, where, deps.env, deps.ctx) : undefined;
-      plan.push(describePath(def, path) + describeFilter(filter, where));
+      // EXPLAIN's line (only EXPLAIN asks: describing the path costs as much as choosing it).
+      if (explainOnly) plan.push(describePath(def, path) + describeFilter(filter, where));
       const rows = explainOnly ? [] : await readRows(deps.table, def, path, deps.rowsMax, projection(def, used), deps.readHt, filter?.ast);
       relations.set(rv, { columns: columnsOf(def, alias), rows, tableOid: def.oid });
     }),

@@ -47,6 +47,9 @@ export async function pushdownPlan(sel: SelectStmt, catalog: SqlCatalog, w?: Whe
   if ((sel.whereClause && !w) || sel.groupClause || sel.havingClause || sel.distinctClause || sel.withClause || sel.valuesLists || sel.op !== 'SETOP_NONE' || sel.windowClause || sel.lockingClause) return undefined;
   const from = sel.fromClause ?? [];
   if (from.length !== 1 || !('RangeVar' in from[0]!) || from[0].RangeVar.schemaname) return undefined;
+  // Every output must be an aggregate: most statements (pgbench's point SELECT) stop here, before
+  // the catalog and the WHERE are looked at.
+  if (!(sel.targetList ?? []).every((t) => 'ResTarget' in t && aggregateCall(t.ResTarget.val) !== undefined)) return undefined;
   const def = await catalog.get(from[0].RangeVar.relname ?? '');
   if (!def) return undefined;
   const alias = from[0].RangeVar.alias?.aliasname ?? def.name;

@@ -42,7 +42,8 @@ export function showVariable(info: SessionInfo, name: string): string {
  */
 export function readTimeOf(info: SessionInfo): bigint | undefined {
   const v = info.settings.get('yb_read_time');
-  if (v === undefined) return undefined;
+  // The default, asked by every statement: no parse.
+  if (v === undefined || v === '0') return undefined;
   const t = checkReadTime(v);
   return t === 0n ? undefined : t;
 }

@@ -250,6 +250,74 @@ export interface ErrorFields {
   position?: number;
 }
 
+/** A message without fields (built once: the same bytes every time, never written to). */
+function empty(type: string): Buffer {
+  return new MessageWriter(type).build();
+}
+
+const READY: Record<'I' | 'T' | 'E', Buffer> = { I: new MessageWriter('Z').int8(0x49).build(), T: new MessageWriter('Z').int8(0x54).build(), E: new MessageWriter('Z').int8(0x45).build() };
+const PARSE_COMPLETE = empty('1');
+const BIND_COMPLETE = empty('2');
+const CLOSE_COMPLETE = empty('3');
+const NO_DATA = empty('n');
+const PORTAL_SUSPENDED = empty('s');
+const EMPTY_QUERY = empty('I');
+
+/**
+ * The messages of every statement's answer (RowDescription, DataRow, CommandComplete) are written
+ * into one buffer sized up front: MessageWriter's buffer per field and the concatenation were a
+ * visible part of the SQL node's time under pgbench -S (docs/sql.md "Answers on the wire").
+ */
+function rowDescriptionBytes(fields: FieldDescription[], formats: number[]): Buffer {
+  const names = fields.map((f) => Buffer.from(f.name, 'utf8'));
+  let size = 7;
+  for (const n of names) size += n.length + 19;
+  const b = Buffer.allocUnsafe(size);
+  b[0] = 0x54; // 'T'
+  b.writeInt32BE(size - 1, 1);
+  b.writeInt16BE(fields.length, 5);
+  let at = 7;
+  fields.forEach((f, i) => {
+    at += names[i]!.copy(b, at);
+    b[at++] = 0;
+    at = b.writeInt32BE(f.tableOid | 0, at);
+    at = b.writeInt16BE(f.columnAttr, at);
+    at = b.writeInt32BE(f.typeOid | 0, at);
+    at = b.writeInt16BE(f.typeSize, at);
+    at = b.writeInt32BE(f.typeMod | 0, at);
+    at = b.writeInt16BE(formats.length === 1 ? formats[0]! : (formats[i] ?? 0), at);
+  });
+  return b;
+}
+
+function dataRowBytes(values: Array<Buffer | null>): Buffer {
+  let size = 7;
+  for (const v of values) size += 4 + (v === null ? 0 : v.length);
+  const b = Buffer.allocUnsafe(size);
+  b[0] = 0x44; // 'D'
+  b.writeInt32BE(size - 1, 1);
+  b.writeInt16BE(values.length, 5);
+  let at = 7;
+  for (const v of values) {
+    if (v === null) at = b.writeInt32BE(-1, at);
+    else {
+      at = b.writeInt32BE(v.length, at);
+      at += v.copy(b, at);
+    }
+  }
+  return b;
+}
+
+function commandCompleteBytes(tag: string): Buffer {
+  const len = Buffer.byteLength(tag, 'utf8');
+  const b = Buffer.allocUnsafe(len + 6);
+  b[0] = 0x43; // 'C'
+  b.writeInt32BE(len + 5, 1);
+  b.write(tag, 5, 'utf8');
+  b[len + 5] = 0;
+  return b;
+}
+
 export const backend = {
   authOk: (): Buffer => new MessageWriter('R').int32(0).build(),
   authMd5: (salt: Buffer): Buffer => new MessageWriter('R').int32(5).bytes(salt).build(),
@@ -262,35 +330,21 @@ export const backend = {
   authSaslFinal: (data: string): Buffer => new MessageWriter('R').int32(12).bytes(Buffer.from(data)).build(),
   parameterStatus: (k: string, v: string): Buffer => new MessageWriter('S').cstring(k).cstring(v).build(),
   backendKeyData: (pid: number, secret: number): Buffer => new MessageWriter('K').int32(pid).int32(secret).build(),
-  readyForQuery: (status: 'I' | 'T' | 'E'): Buffer => new MessageWriter('Z').int8(status.charCodeAt(0)).build(),
-  parseComplete: (): Buffer => new MessageWriter('1').build(),
-  bindComplete: (): Buffer => new MessageWriter('2').build(),
-  closeComplete: (): Buffer => new MessageWriter('3').build(),
-  noData: (): Buffer => new MessageWriter('n').build(),
-  portalSuspended: (): Buffer => new MessageWriter('s').build(),
-  emptyQuery: (): Buffer => new MessageWriter('I').build(),
-  commandComplete: (tag: string): Buffer => new MessageWriter('C').cstring(tag).build(),
+  readyForQuery: (status: 'I' | 'T' | 'E'): Buffer => READY[status],
+  parseComplete: (): Buffer => PARSE_COMPLETE,
+  bindComplete: (): Buffer => BIND_COMPLETE,
+  closeComplete: (): Buffer => CLOSE_COMPLETE,
+  noData: (): Buffer => NO_DATA,
+  portalSuspended: (): Buffer => PORTAL_SUSPENDED,
+  emptyQuery: (): Buffer => EMPTY_QUERY,
+  commandComplete: commandCompleteBytes,
   parameterDescription: (oids: number[]): Buffer => {
     const w = new MessageWriter('t').int16(oids.length);
     for (const o of oids) w.int32(o);
     return w.build();
   },
-  rowDescription: (fields: FieldDescription[], formats: number[] = []): Buffer => {
-    const w = new MessageWriter('T').int16(fields.length);
-    fields.forEach((f, i) => {
-      w.cstring(f.name).int32(f.tableOid).int16(f.columnAttr).int32(f.typeOid).int16(f.typeSize).int32(f.typeMod);
-      w.int16(formats.length === 1 ? formats[0]! : (formats[i] ?? 0));
-    });
-    return w.build();
-  },
-  dataRow: (values: Array<Buffer | null>): Buffer => {
-    const w = new MessageWriter('D').int16(values.length);
-    for (const v of values) {
-      if (v === null) w.int32(-1);
-      else w.int32(v.length).bytes(v);
-    }
-    return w.build();
-  },
+  rowDescription: (fields: FieldDescription[], formats: number[] = []): Buffer => rowDescriptionBytes(fields, formats),
+  dataRow: dataRowBytes,
   error: (f: ErrorFields): Buffer => {
     const w = new MessageWriter(f.severity === 'NOTICE' || f.severity === 'WARNING' ? 'N' : 'E');
     w.int8(0x53).cstring(f.severity).int8(0x56).cstring(f.severity).int8(0x43).cstring(f.code).int8(0x4d).cstring(f.message);

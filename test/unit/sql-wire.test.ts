@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { MessageQueue, QUEUED_BYTES_HIGH, QUEUED_MESSAGES_HIGH } from '../../sql/wire/message-queue';
 import { md5Expected, scramServerFinal, scramServerFirst } from '../../sql/wire/pg-auth';
-import { backend, decodeFrontend, decodeStartup, FrameSplitter, ProtocolError, SSL_REQUEST_CODE } from '../../sql/wire/pg-messages';
+import { Parser } from 'pg-protocol/dist/parser';
+import { backend, decodeFrontend, decodeStartup, FrameSplitter, MessageWriter, ProtocolError, SSL_REQUEST_CODE } from '../../sql/wire/pg-messages';
 
 function typed(type: string, body: Buffer): Buffer {
   const head = Buffer.alloc(5);
@@ -113,6 +114,47 @@ describe('sql wire framing', () => {
     expect(e.readInt32BE(1)).toBe(e.length - 1);
     const fields = e.subarray(5).toString('utf8').split('\0');
     expect(fields).toEqual(['SERROR', 'VERROR', 'C42601', 'Msyntax error', 'P7', '', '']);
+  });
+});
+
+describe('sql wire answers', () => {
+  /** Messages as node-postgres's own protocol parser reads them. */
+  function parsed(b: Buffer): Array<Record<string, unknown>> {
+    const out: Array<Record<string, unknown>> = [];
+    new Parser().parse(b, (m) => out.push(m as unknown as Record<string, unknown>));
+    return out;
+  }
+  const field = fc.record({ name: fc.string({ maxLength: 20 }), tableOid: fc.nat(), columnAttr: fc.integer({ min: -1, max: 1600 }), typeOid: fc.nat(), typeSize: fc.integer({ min: -2, max: 32767 }), typeMod: fc.integer({ min: -1, max: 100_000 }) });
+
+  it('sql wire: RowDescription, DataRow and CommandComplete written in one buffer are the bytes of the field-by-field writer, and node-postgres reads them back', () => {
+    fc.assert(
+      fc.property(fc.array(field, { maxLength: 6 }), fc.array(fc.option(fc.uint8Array({ maxLength: 40 }), { nil: null }), { maxLength: 6 }), fc.string({ maxLength: 30 }), fc.constantFrom<number[]>([], [1], [0, 1, 0]), (fields, values, tag, formats) => {
+        const ref = new MessageWriter('T').int16(fields.length);
+        fields.forEach((f, i) => ref.cstring(f.name).int32(f.tableOid).int16(f.columnAttr).int32(f.typeOid).int16(f.typeSize).int32(f.typeMod).int16(formats.length === 1 ? formats[0]! : (formats[i] ?? 0)));
+        const rd = backend.rowDescription(fields, formats);
+        expect(rd.equals(ref.build())).toBe(true);
+        const bufs = values.map((v) => (v === null ? null : Buffer.from(v)));
+        const row = new MessageWriter('D').int16(bufs.length);
+        for (const v of bufs) if (v === null) row.int32(-1); else row.int32(v.length).bytes(v);
+        const dr = backend.dataRow(bufs);
+        expect(dr.equals(row.build())).toBe(true);
+        const cc = backend.commandComplete(tag.replace(/\0/g, ''));
+        expect(cc.equals(new MessageWriter('C').cstring(tag.replace(/\0/g, '')).build())).toBe(true);
+        const ms = parsed(Buffer.concat([rd, dr, cc, backend.readyForQuery('T')]));
+        expect(ms.map((m) => m['name'])).toEqual(['rowDescription', 'dataRow', 'commandComplete', 'readyForQuery']);
+        expect((ms[0]!['fields'] as Array<{ name: string }>).map((f) => f.name)).toEqual(fields.map((f) => f.name));
+        expect(ms[1]!['fieldCount']).toBe(bufs.length);
+        expect(ms[3]!['status']).toBe('T');
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('sql wire: the messages without fields are the same bytes on every call and as built field by field', () => {
+    expect(backend.readyForQuery('I').equals(new MessageWriter('Z').int8(0x49).build())).toBe(true);
+    expect(backend.readyForQuery('E').equals(new MessageWriter('Z').int8(0x45).build())).toBe(true);
+    expect(backend.parseComplete()).toBe(backend.parseComplete());
+    expect(parsed(Buffer.concat([backend.parseComplete(), backend.bindComplete(), backend.noData(), backend.emptyQuery(), backend.portalSuspended(), backend.closeComplete()])).map((m) => m['name'])).toEqual(['parseComplete', 'bindComplete', 'noData', 'emptyQuery', 'portalSuspended', 'closeComplete']);
   });
 });
 
