@@ -4,8 +4,8 @@
  * MALFORMED_FRAME, handler DbError -> passed through, any other exception -> INTERNAL (logged), too
  * large a response -> MESSAGE_TOO_LARGE. Nothing a handler or a peer does can throw out of here.
  */
-import { assert, DbError, ErrorCode, type Logger, type WireError } from '../common';
-import type { Handler, MethodDef, OnewayDef, OnewayHandler, RpcContext } from './types';
+import { assert, DbError, ErrorCode, type Logger } from '../common';
+import type { DispatchResult, Handler, MethodDef, OnewayDef, OnewayHandler, RpcContext } from './types';
 
 interface CallEntry {
   readonly kind: 'call';
@@ -19,7 +19,7 @@ interface OnewayEntry {
 }
 type Entry = CallEntry | OnewayEntry;
 
-export type DispatchResult = { ok: true; payload: Uint8Array } | { ok: false; error: WireError };
+export type { DispatchResult } from './types';
 
 function fail(code: ErrorCode, message: string, details: Record<string, unknown> = {}): DispatchResult {
   return { ok: false, error: { code, message, details } };

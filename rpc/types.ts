@@ -4,7 +4,10 @@
  * codec) tuple. Errors travel as {code, message, details} and surface as DbError.
  */
 import type { RpczConnection } from './rpcz-types';
-import type { DispatchResult } from './handler-registry';
+import type { WireError } from '../common';
+
+/** A dispatched call's outcome: the answer's bytes, or the error to send. */
+export type DispatchResult = { ok: true; payload: Uint8Array } | { ok: false; error: WireError };
 
 export interface Codec<T> {
   encode(v: T): Uint8Array;
