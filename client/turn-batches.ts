@@ -2,12 +2,24 @@
  * What the client's coalescers share (docs/client.md, "Request coalescing"): calls issued in one
  * event-loop turn are gathered by key (a tablet and what they are), and when the turn ends each
  * group goes as one request. A group may also be taken early (`take`), when it is full.
+ *
+ * With `hold`, a group the predicate holds at the turn's end stays pending (later calls join it)
+ * until `wake` is called — the row coalescers hold a tablet's group while its requests in flight
+ * are at their bound, and wake when one settles (docs/rows.md, "Coalesced on the wire").
  */
 export class TurnBatches<P> {
   private readonly pending = new Map<string, P>();
   private scheduled = false;
 
-  constructor(private readonly send: (p: P) => void) {}
+  constructor(
+    private readonly send: (p: P) => void,
+    private readonly hold?: (p: P) => boolean,
+  ) {}
+
+  /** Something a held group waits for changed: look at every pending group again at the turn's end. */
+  wake(): void {
+    if (this.pending.size > 0) this.schedule();
+  }
 
   get(key: string): P | undefined {
     return this.pending.get(key);
@@ -30,9 +42,11 @@ export class TurnBatches<P> {
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      const all = [...this.pending.values()];
-      this.pending.clear();
-      for (const p of all) this.send(p);
+      for (const [key, p] of [...this.pending]) {
+        if (this.hold?.(p)) continue; // stays pending: wake() looks again
+        this.pending.delete(key);
+        this.send(p);
+      }
     });
   }
 }
