@@ -12,6 +12,7 @@ import type { TabletInvoker } from '../../client/tablet-invoker';
 import { RequestIds } from '../../client/request-ids';
 import { COALESCED_ROW_CALLS_MAX, ROW_REQUESTS_ALONE_INFLIGHT, ROW_REQUESTS_INFLIGHT_MAX, RowOpsCoalescer, type RowCallAnswer } from '../../client/row-ops-coalescer';
 import { RowLockCoalescer } from '../../client/row-lock-coalescer';
+import { HELD_GROUP_MS_MAX, TurnBatches } from '../../client/turn-batches';
 import { sameRow } from '../../client/row-ops';
 import { TableSchema } from '../../client/table-schema';
 
@@ -180,6 +181,30 @@ describe('RowOpsCoalescer', () => {
     expect(sent.length).toBe(ROW_REQUESTS_ALONE_INFLIGHT + 2);
     gates.shift()!();
     expect((await again).applied).toBe(true);
+  });
+});
+
+describe('TurnBatches', () => {
+  it('turn batches: a held group takes later additions and goes on wake once no longer held — or after heldMsMax even if never woken (a stalled request in flight holds nobody past it)', async () => {
+    expect(HELD_GROUP_MS_MAX).toBeGreaterThan(0);
+    const sent: string[][] = [];
+    let busy = true;
+    const b = new TurnBatches<string[]>((p) => sent.push(p), () => busy, 30);
+    const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
+    b.add('k', ['a']);
+    await turn();
+    expect(sent).toEqual([]);
+    b.get('k')!.push('b'); // joins the held group
+    busy = false;
+    b.wake();
+    await turn();
+    expect(sent).toEqual([['a', 'b']]);
+    busy = true; // held for good, never woken: only the bound sends it
+    b.add('k', ['c']);
+    await turn();
+    expect(sent.length).toBe(1);
+    for (let i = 0; i < 400 && sent.length < 2; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(sent).toEqual([['a', 'b'], ['c']]);
   });
 });
 
