@@ -13,7 +13,7 @@
  * requests were in flight (until round 7), a c16 lock + write + unlock cycle took 2.5-2.6 RPCs;
  * per turn 1.5-1.6 (bench/results/2026-12-07-rows-5.md). At most ROW_REQUESTS_INFLIGHT_MAX
  * requests of a kind to a tablet are in flight: more calls wait for one to be answered and go
- * together.
+ * together (a group of HELD_GROUP_ROWS_MAX calls goes at once).
  */
 import { InflightCounts } from './inflight-counts';
 import { TurnBatches } from './turn-batches';
@@ -21,7 +21,7 @@ import { DbError, ErrorCode } from '../common/errors';
 import { rowMethods, type LockRowItemPB, type LockRowRequestPB, type RowLockItemPB, type RowLockRequestPB, type RowLockResponsePB, type RowLockResultPB } from '../rpc';
 import type { RowRoute } from './meta-cache';
 import type { Deadline } from './retry-policy';
-import { ROW_REQUESTS_ALONE_INFLIGHT, ROW_REQUESTS_INFLIGHT_MAX } from './row-ops-coalescer';
+import { HELD_GROUP_ROWS_MAX, ROW_REQUESTS_ALONE_INFLIGHT, ROW_REQUESTS_INFLIGHT_MAX } from './row-ops-coalescer';
 import type { TabletInvoker } from './tablet-invoker';
 
 /** Lock calls one coalesced request carries at most (the tserver accepts 256). */
@@ -51,7 +51,7 @@ const FATAL: ReadonlySet<string> = new Set([ErrorCode.TABLET_SPLIT]);
 export class RowLockCoalescer {
   private readonly pending = new TurnBatches<Pending>(
     (p) => this.send(p),
-    (p) => this.inflightMax > 0 && this.inflight.get(`${p.kind}\u0000${p.tabletId}`) >= this.inflightMax,
+    (p) => this.inflightMax > 0 && p.items.length < HELD_GROUP_ROWS_MAX && this.inflight.get(`${p.kind}\u0000${p.tabletId}`) >= this.inflightMax,
   );
   /** Requests sent, and calls they carried (tests, diagnostics). */
   readonly stats = { requests: 0, calls: 0 };

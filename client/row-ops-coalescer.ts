@@ -19,7 +19,8 @@
  * 0.22-0.32, and the reading it answered — waiting a turn made the c16 lock cycle dearer — was the
  * bench's figure order (bench/results/2026-12-07-rows-3.md, bench/results/2026-12-07-rows-5.md).
  * At most ROW_REQUESTS_INFLIGHT_MAX requests to a tablet are in flight: more calls wait for one to
- * be answered and go together (a turn's group is held, and later calls join it).
+ * be answered and go together (a turn's group is held, and later calls join it), unless the group
+ * already holds HELD_GROUP_ROWS_MAX rows.
  */
 import { InflightCounts } from './inflight-counts';
 import { TurnBatches } from './turn-batches';
@@ -55,6 +56,15 @@ export const ROW_REQUESTS_ALONE_INFLIGHT = 0;
  * is not delayed (nothing of its own is in flight).
  */
 export const ROW_REQUESTS_INFLIGHT_MAX = 1;
+
+/**
+ * Rows (lock calls: calls) from which a group is not held: it is large enough to be worth its own
+ * request and Raft entry (Nagle sends a full segment at once). mutateRows(10) callers on one tablet
+ * form groups of 60-160 rows: held behind each other they lost the pipelining of two requests in
+ * flight (3,860 against 5,763 rows/s mean over four alternated runs, loaded,
+ * bench/results/2026-12-07-rows-7.md); single-row increments and lock calls stay far below it.
+ */
+export const HELD_GROUP_ROWS_MAX = 32;
 
 /** One call's outcome, as a lone MutateRows answers it. */
 export type RowCallAnswer = Pick<MutateRowsResponsePB, 'applied' | 'results'>;
@@ -96,7 +106,7 @@ export function approxRowMutationBytes(r: RowMutationPB): number {
 export class RowOpsCoalescer {
   private readonly pending = new TurnBatches<Pending>(
     (p) => this.send(p),
-    (p) => this.inflightMax > 0 && this.inflight.get(p.tabletId) >= this.inflightMax,
+    (p) => this.inflightMax > 0 && p.rows < HELD_GROUP_ROWS_MAX && this.inflight.get(p.tabletId) >= this.inflightMax,
   );
   /** Requests sent, and calls they carried (tests, diagnostics). */
   readonly stats = { requests: 0, calls: 0 };

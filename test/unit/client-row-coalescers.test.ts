@@ -10,7 +10,7 @@ import type { LockRowRequestPB, MutateRowsRequestPB, MutateRowsResponsePB, RowLo
 import { Deadline } from '../../client/retry-policy';
 import type { TabletInvoker } from '../../client/tablet-invoker';
 import { RequestIds } from '../../client/request-ids';
-import { COALESCED_ROW_CALLS_MAX, ROW_REQUESTS_ALONE_INFLIGHT, ROW_REQUESTS_INFLIGHT_MAX, RowOpsCoalescer, type RowCallAnswer } from '../../client/row-ops-coalescer';
+import { COALESCED_ROW_CALLS_MAX, HELD_GROUP_ROWS_MAX, ROW_REQUESTS_ALONE_INFLIGHT, ROW_REQUESTS_INFLIGHT_MAX, RowOpsCoalescer, type RowCallAnswer } from '../../client/row-ops-coalescer';
 import { RowLockCoalescer } from '../../client/row-lock-coalescer';
 import { HELD_GROUP_MS_MAX, TurnBatches } from '../../client/turn-batches';
 import { sameRow } from '../../client/row-ops';
@@ -157,6 +157,27 @@ describe('RowOpsCoalescer', () => {
     while (gates.length > 0) gates.shift()!();
     expect((await Promise.all([...later, other])).every((a) => a.applied)).toBe(true);
     expect(c.stats).toEqual({ requests: 3, calls: 5 });
+  });
+
+  it('row coalescer (the default): a group of HELD_GROUP_ROWS_MAX rows or more is not held behind the request in flight (two big requests pipeline)', async () => {
+    const gates: Array<() => void> = [];
+    const { invoker, sent } = scripted(async (req) => {
+      await new Promise<void>((r) => gates.push(r));
+      return 'more' in req && req.more ? itemsOk(1 + req.more.length) : { applied: true, writeHt: 3n, results: [] };
+    });
+    const c = new RowOpsCoalescer(invoker, noSet, noSet);
+    const d = new Deadline(1000);
+    const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
+    const rowsOf = (n: number, at: number) => Array.from({ length: n }, (_, j) => row(at + j)[0]) as never;
+    const big = (at: number) => c.call('t', 'A', route, 0, rowsOf(HELD_GROUP_ROWS_MAX / 2, at), d, none);
+    const first = [big(0), big(100)];
+    await turn();
+    const second = [big(200), big(300)];
+    const small = c.call('t', 'B', route, 0, row(1), d, none);
+    await turn();
+    expect(sent.map((s) => 1 + ((s.req as MutateRowsRequestPB).more?.length ?? 0))).toEqual([2, 2, 1]);
+    while (gates.length > 0) gates.shift()!();
+    expect((await Promise.all([...first, ...second, small])).every((a) => a.applied)).toBe(true);
   });
 
   it('row coalescer (adaptive, when asked): calls go alone at once while fewer than aloneInflight requests to the tablet are in flight, then share one request per turn; a tablet with none in flight sends alone again', async () => {
