@@ -60,9 +60,10 @@ export const ROW_REQUESTS_INFLIGHT_MAX = 1;
 /**
  * Rows (lock calls: calls) from which a group is not held: it is large enough to be worth its own
  * request and Raft entry (Nagle sends a full segment at once). mutateRows(10) callers on one tablet
- * form groups of 60-160 rows: held behind each other they lost the pipelining of two requests in
- * flight (3,860 against 5,763 rows/s mean over four alternated runs, loaded,
- * bench/results/2026-12-07-rows-7.md); single-row increments and lock calls stay far below it.
+ * form groups of 60-160 rows, and two such requests in flight pipeline; with every group held the
+ * figure ran lower in four alternated runs (3,860 against 5,763 rows/s mean, on a loaded machine
+ * that did not separate builds well: bench/results/2026-12-07-rows-7.md). Single-row increments
+ * and lock calls stay far below it.
  */
 export const HELD_GROUP_ROWS_MAX = 32;
 
