@@ -12,12 +12,14 @@
  * warmed up first on a table of its own, and odd rounds run the figures in reverse order (the first
  * ones measured dearer): compare over an even number of rounds. Prints tables; asserts nothing.
  *
- *   node dist/bench/row-ops-bench.js [--host_base 150] [--seconds 8] [--rounds 2] [--only TEXT] [--cpu_prof_dir DIR] [--tserver_flag NAME=VALUE ...]
+ *   node dist/bench/row-ops-bench.js [--host_base 150] [--seconds 8] [--rounds 2] [--only TEXT] [--cpu_prof_dir DIR] [--tserver_flag NAME=VALUE ...] [--row_inflight_max N]
  *
  * --only runs the figures whose name contains TEXT; --cpu_prof_dir profiles the tservers (node
  * --cpu-prof, written there when they are stopped by SIGTERM at the end; summarise each with
  * `node dist/bench/main.js profile FILE`); --tserver_flag passes a flag to every tserver (repeatable:
- * `--tserver_flag docdb_point_read_iterators=false` is the A/B of bench/results/2026-12-07-rows-4.md).
+ * `--tserver_flag docdb_point_read_iterators=false` is the A/B of bench/results/2026-12-07-rows-4.md);
+ * --row_inflight_max sets the coalescing client's rowRequestsInflightMax (0: no bound, the A/B of
+ * bench/results/2026-12-07-rows-7.md).
  */
 import { TesseraClient } from '../client/tessera-client';
 import { partitionHash } from '../common/partition-hash';
@@ -33,6 +35,8 @@ interface Args {
   cpuProfDir: string;
   /** Flags given to every tserver (--tserver_flag, repeatable), e.g. docdb_point_read_iterators=false for an A/B. */
   tserverFlags: string[];
+  /** The coalescing client's rowRequestsInflightMax (--row_inflight_max; undefined: the client's default). */
+  rowInflightMax: number | undefined;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -48,7 +52,9 @@ function parseArgs(argv: string[]): Args {
     return i < 0 ? '' : argv[i + 1] ?? '';
   };
   const tserverFlags = argv.flatMap((x, i) => (x === '--tserver_flag' && argv[i + 1] ? [`--${argv[i + 1]!.replace(/^--/, '')}`] : []));
-  return { hostBase: get('host_base', 150), seconds: get('seconds', 8), rounds: get('rounds', 2), only: text('only'), cpuProfDir: text('cpu_prof_dir'), tserverFlags };
+  const rim = text('row_inflight_max');
+  if (rim !== '' && !(Number.isSafeInteger(Number(rim)) && Number(rim) >= 0)) throw new Error('--row_inflight_max needs an integer >= 0');
+  return { hostBase: get('host_base', 150), seconds: get('seconds', 8), rounds: get('rounds', 2), only: text('only'), cpuProfDir: text('cpu_prof_dir'), tserverFlags, rowInflightMax: rim === '' ? undefined : Number(rim) };
 }
 
 interface Figure {
@@ -223,7 +229,7 @@ async function main(): Promise<void> {
   try {
     process.stdout.write(`row-ops bench: 1 master + 3 tservers (RF 3) on 127.0.0.${a.hostBase}+; ${a.rounds} round(s) of ${a.seconds} s per figure\n`);
     await cluster.start(3, a.hostBase, a.tserverFlags, a.cpuProfDir ? { tserverNodeArgs: () => ['--cpu-prof', `--cpu-prof-dir=${a.cpuProfDir}`] } : {});
-    const c = await TesseraClient.connect({ masterAddresses: [cluster.masterAddress], timeoutMs: 30_000 });
+    const c = await TesseraClient.connect({ masterAddresses: [cluster.masterAddress], timeoutMs: 30_000, ...(a.rowInflightMax !== undefined ? { rowRequestsInflightMax: a.rowInflightMax } : {}) });
     const plain = await TesseraClient.connect({ masterAddresses: [cluster.masterAddress], timeoutMs: 30_000, batchWrites: false });
     clients.push(c, plain);
     await c.createTable({ name: 'bench_rows', columns: [{ name: 'id', type: 'int64' }, { name: 'n', type: 'int64' }, { name: 'v', type: 'string' }], primaryKey: { hash: ['id'] }, numTablets: 3 });

@@ -189,6 +189,12 @@ export interface ConnectOptions {
    */
   batchWrites?: boolean;
   /**
+   * With batchWrites: row operations and row-lock calls keep at most this many requests per tablet
+   * in flight (lock calls: per kind), and calls issued meanwhile wait and go together (docs/rows.md,
+   * "Coalesced on the wire"; default 1, 0: no bound).
+   */
+  rowRequestsInflightMax?: number;
+  /**
    * One RPC attempt of an operation that is safe to resend (reads, upserts, deletes) waits at most
    * this long (default 2500 ms, YugabyteDB's retryable_rpc_single_call_timeout_ms) before the client
    * tries the tablet's other replicas: a leader that stopped answering without closing its

@@ -11,7 +11,9 @@
  * Per turn, as row operations (row-ops-coalescer.ts, ROW_REQUESTS_ALONE_INFLIGHT): every call
  * waits for the turn's end and shares its tablet's request. Sent alone while fewer than 8 lock
  * requests were in flight (until round 7), a c16 lock + write + unlock cycle took 2.5-2.6 RPCs;
- * per turn 1.5-1.6 (bench/results/2026-12-07-rows-5.md).
+ * per turn 1.5-1.6 (bench/results/2026-12-07-rows-5.md). At most ROW_REQUESTS_INFLIGHT_MAX
+ * requests of a kind to a tablet are in flight: more calls wait for one to be answered and go
+ * together (a group of HELD_GROUP_ROWS_MAX calls goes at once).
  */
 import { InflightCounts } from './inflight-counts';
 import { TurnBatches } from './turn-batches';
@@ -19,7 +21,7 @@ import { DbError, ErrorCode } from '../common/errors';
 import { rowMethods, type LockRowItemPB, type LockRowRequestPB, type RowLockItemPB, type RowLockRequestPB, type RowLockResponsePB, type RowLockResultPB } from '../rpc';
 import type { RowRoute } from './meta-cache';
 import type { Deadline } from './retry-policy';
-import { ROW_REQUESTS_ALONE_INFLIGHT } from './row-ops-coalescer';
+import { HELD_GROUP_ROWS_MAX, ROW_REQUESTS_ALONE_INFLIGHT, ROW_REQUESTS_INFLIGHT_MAX } from './row-ops-coalescer';
 import type { TabletInvoker } from './tablet-invoker';
 
 /** Lock calls one coalesced request carries at most (the tserver accepts 256). */
@@ -47,10 +49,13 @@ interface Pending {
 const FATAL: ReadonlySet<string> = new Set([ErrorCode.TABLET_SPLIT]);
 
 export class RowLockCoalescer {
-  private readonly pending = new TurnBatches<Pending>((p) => this.send(p));
+  private readonly pending = new TurnBatches<Pending>(
+    (p) => this.send(p),
+    (p) => this.inflightMax > 0 && p.items.length < HELD_GROUP_ROWS_MAX && this.inflight.get(`${p.kind}\u0000${p.tabletId}`) >= this.inflightMax,
+  );
   /** Requests sent, and calls they carried (tests, diagnostics). */
   readonly stats = { requests: 0, calls: 0 };
-  /** Lock requests in flight per tablet. */
+  /** Lock requests in flight per tablet (all kinds: the alone rule) and per kind and tablet (the bound). */
   private readonly inflight = new InflightCounts();
 
   constructor(
@@ -58,6 +63,8 @@ export class RowLockCoalescer {
     private readonly table: string,
     /** Requests per tablet in flight below which a call goes at once, alone (0: always coalesce per turn). */
     private readonly aloneInflight: number = ROW_REQUESTS_ALONE_INFLIGHT,
+    /** Requests per kind and tablet in flight at most; more calls wait and go together (0: no bound). */
+    private readonly inflightMax: number = ROW_REQUESTS_INFLIGHT_MAX,
   ) {}
 
   /** Queue one (non-waiting) lockRow for `tabletId`; resolves with its answer. */
@@ -103,6 +110,7 @@ export class RowLockCoalescer {
         ? inv.call(this.table, p.route, rowMethods().lockRow, (t): LockRowRequestPB => ({ tabletId: t.tabletId, ...(first.pb as LockRowItemPB), ...head, ...(items.length > 1 ? { more: items.slice(1).map((i) => i.pb as LockRowItemPB) } : {}) }), deadline, true, FATAL)
         : inv.call(this.table, p.route, rowMethods().rowLock, (t): RowLockRequestPB => ({ tabletId: t.tabletId, ...(first.pb as RowLockItemPB), ...head, ...(items.length > 1 ? { more: items.slice(1).map((i) => i.pb as RowLockItemPB) } : {}) }), deadline, false, FATAL);
     this.inflight.track(p.tabletId, call);
+    this.inflight.track(`${p.kind}\u0000${p.tabletId}`, call, () => this.pending.wake());
     call.then(
       (r) => {
         if (items.length === 1) return first.resolve(r);

@@ -18,6 +18,9 @@
  * that left c64 increments at 0.44-0.49 requests (and Raft entries) per call against the upserts'
  * 0.22-0.32, and the reading it answered — waiting a turn made the c16 lock cycle dearer — was the
  * bench's figure order (bench/results/2026-12-07-rows-3.md, bench/results/2026-12-07-rows-5.md).
+ * At most ROW_REQUESTS_INFLIGHT_MAX requests to a tablet are in flight: more calls wait for one to
+ * be answered and go together (a turn's group is held, and later calls join it), unless the group
+ * already holds HELD_GROUP_ROWS_MAX rows.
  */
 import { InflightCounts } from './inflight-counts';
 import { TurnBatches } from './turn-batches';
@@ -42,6 +45,27 @@ export const COALESCED_ROW_BYTES_MAX = 4 * 1024 * 1024;
  * 2.5-2.6 with lock calls sent alone below 8 in flight (bench/results/2026-12-07-rows-5.md).
  */
 export const ROW_REQUESTS_ALONE_INFLIGHT = 0;
+
+/**
+ * Requests of one coalescer to one tablet in flight at most (for lock calls: per kind, lockRow or
+ * renew/unlock): at the bound, the tablet's calls wait for one to be answered and then go
+ * together, with every call issued meanwhile (Nagle's rule). Per turn alone, the callers of a c16
+ * lock + write + unlock cycle fell into ≈ 3 groups per tablet whose phases differed, and each
+ * group's write took a Raft round of its own (bench/results/2026-12-07-rows-6.md); held, calls
+ * that would have gone in separate requests share one request and one Raft entry. A lone caller
+ * is not delayed (nothing of its own is in flight).
+ */
+export const ROW_REQUESTS_INFLIGHT_MAX = 1;
+
+/**
+ * Rows (lock calls: calls) from which a group is not held: it is large enough to be worth its own
+ * request and Raft entry (Nagle sends a full segment at once). mutateRows(10) callers on one tablet
+ * form groups of 60-160 rows, and two such requests in flight pipeline; with every group held the
+ * figure ran lower in four alternated runs (3,860 against 5,763 rows/s mean, on a loaded machine
+ * that did not separate builds well: bench/results/2026-12-07-rows-7.md). Single-row increments
+ * and lock calls stay far below it.
+ */
+export const HELD_GROUP_ROWS_MAX = 32;
 
 /** One call's outcome, as a lone MutateRows answers it. */
 export type RowCallAnswer = Pick<MutateRowsResponsePB, 'applied' | 'results'>;
@@ -81,7 +105,10 @@ export function approxRowMutationBytes(r: RowMutationPB): number {
 }
 
 export class RowOpsCoalescer {
-  private readonly pending = new TurnBatches<Pending>((p) => this.send(p));
+  private readonly pending = new TurnBatches<Pending>(
+    (p) => this.send(p),
+    (p) => this.inflightMax > 0 && p.rows < HELD_GROUP_ROWS_MAX && this.inflight.get(p.tabletId) >= this.inflightMax,
+  );
   /** Requests sent, and calls they carried (tests, diagnostics). */
   readonly stats = { requests: 0, calls: 0 };
   /** Requests in flight per tablet. */
@@ -95,6 +122,8 @@ export class RowOpsCoalescer {
     private readonly fatal: ReadonlySet<string>,
     /** Requests per tablet in flight below which a call goes at once, alone (0: always coalesce per turn). */
     private readonly aloneInflight: number = ROW_REQUESTS_ALONE_INFLIGHT,
+    /** Requests per tablet in flight at most; more calls wait and go together (0: no bound). */
+    private readonly inflightMax: number = ROW_REQUESTS_INFLIGHT_MAX,
   ) {}
 
   /**
@@ -153,7 +182,7 @@ export class RowOpsCoalescer {
       return req;
     };
     const sent = inv.call(p.table, p.route, rowMethods().mutateRows, make, deadline, true, this.fatal, this.alsoRetry);
-    this.inflight.track(p.tabletId, sent);
+    this.inflight.track(p.tabletId, sent, () => this.pending.wake());
     sent.then(
       (r) => {
         inv.observeHt(r.propagatedHt);

@@ -83,6 +83,8 @@ export interface RowOpsDeps {
   defaultTimeoutMs: number;
   /** Coalesce calls to one tablet issued in the same turn into one request (the client's batchWrites). */
   coalesce?: boolean;
+  /** Requests per tablet in flight at most (default ROW_REQUESTS_INFLIGHT_MAX; 0: no bound). */
+  inflightMax?: number;
 }
 
 export class RowOps {
@@ -90,8 +92,8 @@ export class RowOps {
   private readonly lockCoalescer: RowLockCoalescer | undefined;
 
   constructor(private readonly deps: RowOpsDeps) {
-    this.coalescer = deps.coalesce ? new RowOpsCoalescer(deps.invoker, RETRY_CODES, SPLIT_FATAL) : undefined;
-    this.lockCoalescer = deps.coalesce ? new RowLockCoalescer(deps.invoker, deps.table) : undefined;
+    this.coalescer = deps.coalesce ? new RowOpsCoalescer(deps.invoker, RETRY_CODES, SPLIT_FATAL, undefined, deps.inflightMax) : undefined;
+    this.lockCoalescer = deps.coalesce ? new RowLockCoalescer(deps.invoker, deps.table, undefined, deps.inflightMax) : undefined;
   }
 
   /** Coalesced requests sent and the calls they carried, row operations and lock calls together (tests, diagnostics). */

@@ -52,6 +52,8 @@ export class Table {
     private readonly batchWrites = false,
     /** Inside a transaction: coalesce its writes with other transactions' writes to the same tablet. */
     private readonly txnWrites?: TxnWriteCoalescer,
+    /** Row requests per tablet in flight at most (ConnectOptions.rowRequestsInflightMax; default: the coalescers'). */
+    private readonly rowRequestsInflightMax?: number,
   ) {
     this.batcher = new TurnBatcher(name, invoker);
   }
@@ -276,7 +278,7 @@ export class Table {
   private rowOps(): RowOps {
     if (this.txn) throw new DbError(ErrorCode.NOT_SUPPORTED, 'row operations and row locks run outside transactions (use the transaction\'s reads and writes inside one)');
     this.checkWritable();
-    this.rowOpsValue ??= new RowOps({ table: this.name, cache: this.cache, invoker: this.invoker, defaultTimeoutMs: this.defaultTimeoutMs, coalesce: this.batchWrites && !this.txn });
+    this.rowOpsValue ??= new RowOps({ table: this.name, cache: this.cache, invoker: this.invoker, defaultTimeoutMs: this.defaultTimeoutMs, coalesce: this.batchWrites && !this.txn, ...(this.rowRequestsInflightMax !== undefined ? { inflightMax: this.rowRequestsInflightMax } : {}) });
     return this.rowOpsValue;
   }
 

@@ -54,6 +54,7 @@ export class TesseraClient {
   private readonly statusTablets: StatusTabletProxy;
   private readonly heartbeatMs: number;
   private readonly batchWrites: boolean;
+  private readonly rowRequestsInflightMax: number | undefined;
   private readonly deferTxnWrites: boolean;
   /** Commits of this client's transactions by path (tests, `tessera verify --txn_defer_writes`). */
   readonly txnCommits = { singleTablet: 0, distributed: 0 };
@@ -73,6 +74,8 @@ export class TesseraClient {
   ) {
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.batchWrites = opts.batchWrites ?? true;
+    this.rowRequestsInflightMax = opts.rowRequestsInflightMax;
+    if (this.rowRequestsInflightMax !== undefined && !(Number.isSafeInteger(this.rowRequestsInflightMax) && this.rowRequestsInflightMax >= 0)) throw new DbError(ErrorCode.INVALID_ARGUMENT, 'rowRequestsInflightMax must be an integer >= 0');
     this.deferTxnWrites = opts.deferTxnWrites === true;
     this.master = new MasterProxy(rpc, opts.masterAddresses, opts.rpcSingleCallTimeoutMs ?? DEFAULT_RPC_SINGLE_CALL_TIMEOUT_MS);
     const singleCallMs = opts.rpcSingleCallTimeoutMs ?? DEFAULT_RPC_SINGLE_CALL_TIMEOUT_MS;
@@ -242,7 +245,7 @@ export class TesseraClient {
     let t = this.tables.get(name);
     if (!t) {
       if (this.tables.size >= TABLE_HANDLES_MAX) this.tables.clear();
-      t = new Table(name, this.cache, this.invoker, this.timeoutMs, undefined, this.batchWrites);
+      t = new Table(name, this.cache, this.invoker, this.timeoutMs, undefined, this.batchWrites, undefined, this.rowRequestsInflightMax);
       this.tables.set(name, t);
     }
     return t;

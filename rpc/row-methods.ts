@@ -3,6 +3,7 @@
  * TypeScript shapes of its messages as rpc/proto.ts decodes them (see service-methods.ts).
  */
 import { defineMethod } from './proto';
+import { lockRowRequestCodec, mutateRowsRequestCodec, mutateRowsResponseCodec, rowLockRequestCodec, rowLockResponseCodec } from './row-codec';
 import type { MethodDef } from './types';
 import type { DocKeyPB, RowPB, ValuePB } from './service-methods';
 
@@ -124,11 +125,21 @@ export interface RowMethods {
 
 let rows: RowMethods | undefined;
 
+/** The methods with the hand-written codecs of rpc/row-codec.ts (the protobufjs ones: protoRowMethods). */
 export function rowMethods(): RowMethods {
   rows ??= {
+    mutateRows: { service: ROW_SERVICE, method: 'MutateRows', req: mutateRowsRequestCodec, resp: mutateRowsResponseCodec },
+    lockRow: { service: ROW_SERVICE, method: 'LockRow', req: lockRowRequestCodec, resp: rowLockResponseCodec },
+    rowLock: { service: ROW_SERVICE, method: 'RowLock', req: rowLockRequestCodec, resp: rowLockResponseCodec },
+  };
+  return rows;
+}
+
+/** The same methods with rpc/proto.ts's protobufjs codecs: the reference the hand-written ones are tested against (test/unit/row-codec.test.ts). */
+export function protoRowMethods(): RowMethods {
+  return {
     mutateRows: defineMethod(ROW_SERVICE, 'MutateRows', 'MutateRowsRequestPB', 'MutateRowsResponsePB'),
     lockRow: defineMethod(ROW_SERVICE, 'LockRow', 'LockRowRequestPB', 'RowLockResponsePB'),
     rowLock: defineMethod(ROW_SERVICE, 'RowLock', 'RowLockRequestPB', 'RowLockResponsePB'),
   };
-  return rows;
 }

@@ -10,8 +10,9 @@ import type { LockRowRequestPB, MutateRowsRequestPB, MutateRowsResponsePB, RowLo
 import { Deadline } from '../../client/retry-policy';
 import type { TabletInvoker } from '../../client/tablet-invoker';
 import { RequestIds } from '../../client/request-ids';
-import { COALESCED_ROW_CALLS_MAX, ROW_REQUESTS_ALONE_INFLIGHT, RowOpsCoalescer, type RowCallAnswer } from '../../client/row-ops-coalescer';
+import { COALESCED_ROW_CALLS_MAX, HELD_GROUP_ROWS_MAX, ROW_REQUESTS_ALONE_INFLIGHT, ROW_REQUESTS_INFLIGHT_MAX, RowOpsCoalescer, type RowCallAnswer } from '../../client/row-ops-coalescer';
 import { RowLockCoalescer } from '../../client/row-lock-coalescer';
+import { HELD_GROUP_MS_MAX, TurnBatches } from '../../client/turn-batches';
 import { sameRow } from '../../client/row-ops';
 import { TableSchema } from '../../client/table-schema';
 
@@ -127,6 +128,58 @@ describe('RowOpsCoalescer', () => {
     expect(sent.length).toBe(2);
   });
 
+  it('row coalescer (the default): while a request to a tablet is in flight its calls wait — issued over several turns they go in ONE request once it is answered; another tablet is not held', async () => {
+    expect(ROW_REQUESTS_INFLIGHT_MAX).toBe(1);
+    const gates: Array<() => void> = [];
+    const { invoker, sent } = scripted(async (req) => {
+      await new Promise<void>((r) => gates.push(r));
+      return 'more' in req && req.more ? itemsOk(1 + req.more.length) : { applied: true, writeHt: 3n, results: [] };
+    });
+    const c = new RowOpsCoalescer(invoker, noSet, noSet);
+    const d = new Deadline(1000);
+    const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
+    const first = c.call('t', 'A', route, 0, row(0), d, none);
+    await turn();
+    expect(sent.length).toBe(1);
+    const later: Array<Promise<RowCallAnswer>> = [];
+    for (let k = 1; k <= 3; k++) {
+      later.push(c.call('t', 'A', route, 0, row(k), d, none));
+      await turn();
+    }
+    const other = c.call('t', 'B', route, 0, row(9), d, none);
+    await turn();
+    // Tablet A's three calls wait for its request in flight; B's went at its turn's end.
+    expect(sent.length).toBe(2);
+    gates.shift()!(); // A's first request answered: the held calls go together
+    expect((await first).applied).toBe(true);
+    await turn();
+    expect(sent.map((s) => 1 + ((s.req as MutateRowsRequestPB).more?.length ?? 0))).toEqual([1, 1, 3]);
+    while (gates.length > 0) gates.shift()!();
+    expect((await Promise.all([...later, other])).every((a) => a.applied)).toBe(true);
+    expect(c.stats).toEqual({ requests: 3, calls: 5 });
+  });
+
+  it('row coalescer (the default): a group of HELD_GROUP_ROWS_MAX rows or more is not held behind the request in flight (two big requests pipeline)', async () => {
+    const gates: Array<() => void> = [];
+    const { invoker, sent } = scripted(async (req) => {
+      await new Promise<void>((r) => gates.push(r));
+      return 'more' in req && req.more ? itemsOk(1 + req.more.length) : { applied: true, writeHt: 3n, results: [] };
+    });
+    const c = new RowOpsCoalescer(invoker, noSet, noSet);
+    const d = new Deadline(1000);
+    const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
+    const rowsOf = (n: number, at: number) => Array.from({ length: n }, (_, j) => row(at + j)[0]) as never;
+    const big = (at: number) => c.call('t', 'A', route, 0, rowsOf(HELD_GROUP_ROWS_MAX / 2, at), d, none);
+    const first = [big(0), big(100)];
+    await turn();
+    const second = [big(200), big(300)];
+    const small = c.call('t', 'B', route, 0, row(1), d, none);
+    await turn();
+    expect(sent.map((s) => 1 + ((s.req as MutateRowsRequestPB).more?.length ?? 0))).toEqual([2, 2, 1]);
+    while (gates.length > 0) gates.shift()!();
+    expect((await Promise.all([...first, ...second, small])).every((a) => a.applied)).toBe(true);
+  });
+
   it('row coalescer (adaptive, when asked): calls go alone at once while fewer than aloneInflight requests to the tablet are in flight, then share one request per turn; a tablet with none in flight sends alone again', async () => {
     const gates: Array<() => void> = [];
     const { invoker, sent } = scripted(async (req) => {
@@ -134,7 +187,7 @@ describe('RowOpsCoalescer', () => {
       return 'more' in req && req.more ? itemsOk(1 + req.more.length) : { applied: true, writeHt: 3n, results: [] };
     });
     const ROW_REQUESTS_ALONE_INFLIGHT = 8;
-    const c = new RowOpsCoalescer(invoker, noSet, noSet, ROW_REQUESTS_ALONE_INFLIGHT);
+    const c = new RowOpsCoalescer(invoker, noSet, noSet, ROW_REQUESTS_ALONE_INFLIGHT, 0);
     const d = new Deadline(1000);
     const n = ROW_REQUESTS_ALONE_INFLIGHT + 3;
     const first = Promise.all(Array.from({ length: n }, (_, k) => c.call('t', 'A', route, 0, row(k), d, none)));
@@ -149,6 +202,30 @@ describe('RowOpsCoalescer', () => {
     expect(sent.length).toBe(ROW_REQUESTS_ALONE_INFLIGHT + 2);
     gates.shift()!();
     expect((await again).applied).toBe(true);
+  });
+});
+
+describe('TurnBatches', () => {
+  it('turn batches: a held group takes later additions and goes on wake once no longer held — or after heldMsMax even if never woken (a stalled request in flight holds nobody past it)', async () => {
+    expect(HELD_GROUP_MS_MAX).toBeGreaterThan(0);
+    const sent: string[][] = [];
+    let busy = true;
+    const b = new TurnBatches<string[]>((p) => sent.push(p), () => busy, 30);
+    const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
+    b.add('k', ['a']);
+    await turn();
+    expect(sent).toEqual([]);
+    b.get('k')!.push('b'); // joins the held group
+    busy = false;
+    b.wake();
+    await turn();
+    expect(sent).toEqual([['a', 'b']]);
+    busy = true; // held for good, never woken: only the bound sends it
+    b.add('k', ['c']);
+    await turn();
+    expect(sent.length).toBe(1);
+    for (let i = 0; i < 400 && sent.length < 2; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(sent).toEqual([['a', 'b'], ['c']]);
   });
 });
 
@@ -200,6 +277,42 @@ describe('RowLockCoalescer', () => {
     ]);
   });
 
+  it('lock coalescer (the default): a second lockRow to a tablet waits for the one in flight, an unlock does not (bounded per kind); held calls go together once it is answered', async () => {
+    const gates: Array<() => void> = [];
+    const { invoker, sent } = scripted(async (req, method): Promise<RowLockResponsePB> => {
+      await new Promise<void>((r) => gates.push(r));
+      const n = 1 + (req.more?.length ?? 0);
+      const one = { lockId: method === 'LockRow' ? 'L' : 'U', token: 1n, expiresHt: 5n, leaseMs: 1000 };
+      return n === 1 ? { ...one, propagatedHt: 9n } : { propagatedHt: 9n, items: Array.from({ length: n }, () => one) };
+    });
+    const c = new RowLockCoalescer(invoker, 't');
+    const d = new Deadline(1000);
+    const key = {} as never;
+    const alone = (): Promise<RowLockResponsePB> => Promise.reject(new Error('not expected'));
+    const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
+    const l0 = c.lock('A', route, 0, { key, leaseMs: 1000, holder: 'h', lockId: 'id0' }, d, alone);
+    await turn();
+    const l1 = c.lock('A', route, 0, { key, leaseMs: 1000, holder: 'h', lockId: 'id1' }, d, alone);
+    await turn();
+    const l2 = c.lock('A', route, 0, { key, leaseMs: 1000, holder: 'h', lockId: 'id2' }, d, alone);
+    const u = c.held('A', route, 0, { key, lockId: 'id9', action: 'UNLOCK', leaseMs: 0 }, d, alone);
+    await turn();
+    expect(sent.map((s) => [s.method, 1 + (s.req.more?.length ?? 0)])).toEqual([
+      ['LockRow', 1],
+      ['RowLock', 1],
+    ]);
+    gates.shift()!();
+    expect((await l0).lockId).toBe('L');
+    await turn();
+    expect(sent.map((s) => [s.method, 1 + (s.req.more?.length ?? 0)])).toEqual([
+      ['LockRow', 1],
+      ['RowLock', 1],
+      ['LockRow', 2],
+    ]);
+    while (gates.length > 0) gates.shift()!();
+    expect((await Promise.all([l1, l2, u])).map((x) => x.lockId)).toEqual(['L', 'L', 'U']);
+  });
+
   it('lock coalescer (adaptive, when asked): lock calls go alone at once while fewer than aloneInflight lock requests to the tablet are in flight, then share one request per turn; unlocks count too', async () => {
     const LOCK_REQUESTS_ALONE_INFLIGHT = 8;
     const gates: Array<() => void> = [];
@@ -208,7 +321,7 @@ describe('RowLockCoalescer', () => {
       const n = 1 + (req.more?.length ?? 0);
       return n === 1 ? { lockId: 'L', token: 1n, expiresHt: 5n, leaseMs: 1000, propagatedHt: 9n } : { propagatedHt: 9n, items: Array.from({ length: n }, () => ({ lockId: 'L', token: 1n, expiresHt: 5n, leaseMs: 1000 })) };
     });
-    const c = new RowLockCoalescer(invoker, 't', LOCK_REQUESTS_ALONE_INFLIGHT);
+    const c = new RowLockCoalescer(invoker, 't', LOCK_REQUESTS_ALONE_INFLIGHT, 0);
     const d = new Deadline(1000);
     const key = {} as never;
     const alone = (): Promise<RowLockResponsePB> => Promise.reject(new Error('not expected'));
