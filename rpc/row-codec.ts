@@ -7,7 +7,7 @@
  */
 import { DbError, ErrorCode } from '../common/errors';
 import { big, PbReader, PbWriter, readDocKey, readRow, readValue, tag, writeDocKey, writeRow, writeValue, WT } from './pb-wire';
-import type * as r from './row-methods';
+import type * as r from './row-types';
 import type { Codec } from './types';
 
 // ---- field helpers: a field is written only when it differs from its proto3 default ----------------
