@@ -92,10 +92,17 @@ const FUNCTIONS: Record<string, Fn> = {
     return s.repeat(n);
   },
   concat: (a) => a.map((v) => (v === null ? '' : text(v))).join(''),
-  trim: (a) => text(a[0]!).trim(),
-  btrim: (a) => text(a[0]!).trim(),
-  ltrim: (a) => text(a[0]!).replace(/^\s+/, ''),
-  rtrim: (a) => text(a[0]!).replace(/\s+$/, ''),
+  // trim(s) / btrim(s, chars), ltrim, rtrim: PostgreSQL trims spaces only by default, else the given characters.
+  trim: (a) => trimChars(text(a[0]!), a[1] === undefined ? ' ' : text(a[1]!), true, true),
+  btrim: (a) => trimChars(text(a[0]!), a[1] === undefined ? ' ' : text(a[1]!), true, true),
+  ltrim: (a) => trimChars(text(a[0]!), a[1] === undefined ? ' ' : text(a[1]!), true, false),
+  rtrim: (a) => trimChars(text(a[0]!), a[1] === undefined ? ' ' : text(a[1]!), false, true),
+  // position(sub IN s) arrives as position(s, sub).
+  position: (a) => text(a[0]!).indexOf(text(a[1]!)) + 1,
+  reverse: (a) => [...text(a[0]!)].reverse().join(''),
+  lpad: (a) => pad(text(a[0]!), int(a[1]!), a[2] === undefined ? ' ' : text(a[2]!), true),
+  rpad: (a) => pad(text(a[0]!), int(a[1]!), a[2] === undefined ? ' ' : text(a[2]!), false),
+  concat_ws: (a) => (a[0] === null ? null : a.slice(1).filter((v) => v !== null).map((v) => text(v!)).join(text(a[0]!))),
   replace: (a) => text(a[0]!).split(text(a[1]!)).join(text(a[2]!)),
   strpos: (a) => text(a[0]!).indexOf(text(a[1]!)) + 1,
   left: (a) => text(a[0]!).slice(0, int(a[1]!)),
@@ -170,6 +177,27 @@ function substr(s: string, start: number, len?: number): string {
 
 /** Functions registered by other files (the pg_catalog functions, which need the catalog). */
 const EXTRA = new Map<string, Fn>();
+function trimChars(s: string, chars: string, left: boolean, right: boolean): string {
+  const set = new Set(chars);
+  const cs = [...s];
+  let i = 0;
+  let j = cs.length;
+  while (left && i < j && set.has(cs[i]!)) i++;
+  while (right && j > i && set.has(cs[j - 1]!)) j--;
+  return cs.slice(i, j).join('');
+}
+
+/** lpad/rpad: to `len` characters, filled with `fill` repeated, or cut to `len` (PostgreSQL's rules). */
+function pad(s: string, len: number, fill: string, left: boolean): string {
+  const cs = [...s];
+  if (len <= 0) return '';
+  if (len > FUNCTION_RESULT_BYTES_MAX) throw tooLarge(len);
+  if (cs.length >= len || fill === '') return cs.slice(0, len).join('');
+  const f = [...fill];
+  const extra = Array.from({ length: len - cs.length }, (_, i) => f[i % f.length]).join('');
+  return left ? extra + s : s + extra;
+}
+
 /** round(numeric, d) on the decimal text, exactly: halves away from zero; undefined if `s` is not plain decimal. */
 export function roundDecimal(s: string, d: number): string | undefined {
   const m = /^\s*([+-]?)(\d*)(?:\.(\d*))?\s*$/.exec(s);
@@ -187,7 +215,7 @@ export function registerFunction(name: string, fn: Fn): void {
 }
 
 /** Strict functions return null on a null argument, as PostgreSQL's do (concat and a few others are not strict). */
-const NOT_STRICT = new Set(['concat', 'now', 'random', 'version', 'current_database', 'current_schema', 'current_user', 'session_user', 'pg_backend_pid', 'gen_random_uuid', 'pi', 'clock_timestamp', 'transaction_timestamp', 'statement_timestamp', 'dbms_random.value', 'pg_get_expr', 'format_type']);
+const NOT_STRICT = new Set(['concat', 'concat_ws', 'now', 'random', 'version', 'current_database', 'current_schema', 'current_user', 'session_user', 'pg_backend_pid', 'gen_random_uuid', 'pi', 'clock_timestamp', 'transaction_timestamp', 'statement_timestamp', 'dbms_random.value', 'pg_get_expr', 'format_type']);
 
 export function callFunction(name: string, args: SqlValue[], ctx: EvalContext): SqlValue {
   const f = FUNCTIONS[name] ?? EXTRA.get(name);
