@@ -92,8 +92,13 @@ function setup(): { socket: FakeSocket; session: { fields: OutputField[]; descri
   return { socket, session: state };
 }
 
+/**
+ * Until the socket holds `n` writes (or 20 s pass): event-loop turns first, then short timers, as the
+ * first statement may wait for the parser's WebAssembly to load (thread pool; slow on a loaded machine).
+ */
 async function settle(socket: FakeSocket, n: number): Promise<void> {
-  for (let i = 0; i < 200 && socket.writes.length < n; i++) await new Promise((r) => setImmediate(r));
+  const end = Date.now() + 20_000;
+  for (let i = 0; socket.writes.length < n && Date.now() < end; i++) await new Promise((r) => (i < 200 ? setImmediate(r) : setTimeout(r, 2)));
 }
 
 const round = (): Buffer => Buffer.concat([msg('B', cstr(''), cstr('s1'), i16(0), i16(1), i32(1), Buffer.from('1'), i16(0)), msg('D', Buffer.from('P'), cstr('')), msg('E', cstr(''), i32(0)), msg('S')]);
