@@ -6,8 +6,9 @@
  */
 import { EventEmitter } from 'node:events';
 import type * as net from 'node:net';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { PgConnection, type ConnectionDeps } from '../../sql/wire/pg-connection';
+import { loadParser } from '../../sql/sql-parser';
 import type { SqlSession, StatementResult } from '../../sql/exec/session';
 import type { OutputField } from '../../sql/exec/select';
 
@@ -92,10 +93,7 @@ function setup(): { socket: FakeSocket; session: { fields: OutputField[]; descri
   return { socket, session: state };
 }
 
-/**
- * Until the socket holds `n` writes (or 20 s pass): event-loop turns first, then short timers, as the
- * first statement may wait for the parser's WebAssembly to load (thread pool; slow on a loaded machine).
- */
+/** Until the socket holds `n` writes (or 20 s pass): event-loop turns first, then short timers. */
 async function settle(socket: FakeSocket, n: number): Promise<void> {
   const end = Date.now() + 20_000;
   for (let i = 0; socket.writes.length < n && Date.now() < end; i++) await new Promise((r) => (i < 200 ? setImmediate(r) : setTimeout(r, 2)));
@@ -104,6 +102,10 @@ async function settle(socket: FakeSocket, n: number): Promise<void> {
 const round = (): Buffer => Buffer.concat([msg('B', cstr(''), cstr('s1'), i16(0), i16(1), i32(1), Buffer.from('1'), i16(0)), msg('D', Buffer.from('P'), cstr('')), msg('E', cstr(''), i32(0)), msg('S')]);
 
 describe('sql connection', () => {
+  // The server loads the WebAssembly parser before it accepts a connection (sql-server.ts); so does
+  // this test: on a loaded machine the load outlasted the first round, whose Parse then failed.
+  beforeAll(() => loadParser());
+
   it('sql connection: a Bind/Describe/Execute/Sync round is answered in one write; Describe reuses the last execution\'s columns', async () => {
     const { socket, session } = setup();
     socket.emit('data', startup());
