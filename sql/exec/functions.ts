@@ -102,6 +102,8 @@ const FUNCTIONS: Record<string, Fn> = {
   reverse: (a) => [...text(a[0]!)].reverse().join(''),
   lpad: (a) => pad(text(a[0]!), int(a[1]!), a[2] === undefined ? ' ' : text(a[2]!), true),
   rpad: (a) => pad(text(a[0]!), int(a[1]!), a[2] === undefined ? ' ' : text(a[2]!), false),
+  // LIKE … ESCAPE e arrives as like_escape(pattern, e): the pattern rewritten with backslash as its escape.
+  like_escape: (a) => likeEscape(text(a[0]!), text(a[1]!)),
   concat_ws: (a) => (a[0] === null ? null : a.slice(1).filter((v) => v !== null).map((v) => text(v!)).join(text(a[0]!))),
   replace: (a) => text(a[0]!).split(text(a[1]!)).join(text(a[2]!)),
   strpos: (a) => text(a[0]!).indexOf(text(a[1]!)) + 1,
@@ -177,6 +179,21 @@ function substr(s: string, start: number, len?: number): string {
 
 /** Functions registered by other files (the pg_catalog functions, which need the catalog). */
 const EXTRA = new Map<string, Fn>();
+function likeEscape(pattern: string, esc: string): string {
+  if ([...esc].length > 1) throw new SqlError(SqlState.INVALID_ESCAPE_SEQUENCE, 'invalid escape string', { hint: 'Escape string must be empty or one character.' });
+  let out = '';
+  const cs = [...pattern];
+  for (let i = 0; i < cs.length; i++) {
+    const c = cs[i]!;
+    if (esc !== '' && c === esc) {
+      // The escaped character, taken literally; a trailing escape is PostgreSQL's 22025.
+      if (i + 1 >= cs.length) throw new SqlError(SqlState.INVALID_ESCAPE_SEQUENCE, 'LIKE pattern must not end with escape character');
+      out += `\\${cs[++i]!}`;
+    } else out += c === '\\' ? '\\\\' : c;
+  }
+  return out;
+}
+
 function trimChars(s: string, chars: string, left: boolean, right: boolean): string {
   const set = new Set(chars);
   const cs = [...s];

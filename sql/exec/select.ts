@@ -442,23 +442,33 @@ function setOpPlan(sel: SelectStmt, env: PlanEnv, outer: Scope | undefined): Sel
   const fields = l.fields.map((f, i) => ({ ...f, type: f.type === 'unknown' ? r.fields[i]!.type : f.type }));
   const scope = new Scope(fields.map((f) => ({ rel: '', name: f.name, type: f.type })), outer);
   const sorts = (sel.sortClause ?? []).map((s) => sortKey(s, fields.map((f) => ({ compiled: { type: f.type, name: f.name, eval: () => null }, field: f })), scope, compileEnv(env)));
+  // A branch's literals take the column's type ('a' under an integer column is 22P02, as in PostgreSQL).
+  const retype = (p: SelectPlan): ((t: Tuple) => Tuple) | undefined => {
+    const cols = p.fields.flatMap((f, i) => ((f.type === 'unknown' || f.type === 'text') && fields[i]!.type !== f.type && fields[i]!.type !== 'unknown' ? [i] : []));
+    return cols.length === 0 ? undefined : (t) => t.map((v, i) => (cols.includes(i) ? coerce(v, fields[i]!.type) : v));
+  };
+  const lt = retype(l);
+  const rt = retype(r);
+  const limit = sel.limitCount ? compileExpr(sel.limitCount, new Scope([], outer), compileEnv(env)) : undefined;
+  const offset = sel.limitOffset ? compileExpr(sel.limitOffset, new Scope([], outer), compileEnv(env)) : undefined;
   return {
     fields,
     run: (ctx) => {
-      let rows = [...l.run(ctx), ...r.run(ctx)];
+      const lr = l.run(ctx);
+      const rr = r.run(ctx);
+      let rows = [...(lt ? lr.map(lt) : lr), ...(rt ? rr.map(rt) : rr)];
       if (!sel.all) {
         const seen = new Set<string>();
         rows = rows.filter((o) => { const k = JSON.stringify(o.map((v) => (v === null ? null : textOf(v)))); if (seen.has(k)) return false; seen.add(k); return true; });
       }
-      const keyed = rows.map((o) => ({ o, keys: sorts.map((s) => (s.output !== undefined ? o[s.output]! : s.expr.eval(o, ctx))) }));
-      keyed.sort((a, b) => {
-        for (let i = 0; i < sorts.length; i++) {
-          const c = compareValues(a.keys[i]!, b.keys[i]!);
-          if (c !== 0) return sorts[i]!.desc ? -c : c;
-        }
-        return 0;
-      });
-      return keyed.map((k) => k.o);
+      const keyed: Projected[] = rows.map((o) => ({ out: o, keys: sorts.map((s) => (s.output !== undefined ? o[s.output]! : s.expr.eval(o, ctx))) }));
+      if (sorts.length > 0) sortProjected(keyed, sorts);
+      let out = keyed.map((k) => k.out);
+      // ORDER BY, OFFSET and LIMIT of a UNION apply to the whole of it (LIMIT was ignored).
+      const off = offset ? Number(coerce(offset.eval([], ctx), 'int8') ?? 0) : 0;
+      const lim = limit ? limit.eval([], ctx) : null;
+      if (off > 0 || lim !== null) out = out.slice(off, lim === null ? undefined : off + Number(coerce(lim, 'int8')));
+      return out;
     },
   };
 }

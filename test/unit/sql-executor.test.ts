@@ -96,6 +96,14 @@ describe('sql executor (in memory)', () => {
     expect(query("select name from people where team in (select id from teams where title = 'red') order by name").rows).toEqual([['ann'], ['cid']]);
     expect(query('select title from teams t where exists (select 1 from people p where p.team = t.id and p.id > 2)').rows).toEqual([['red']]);
     expect(query('select team from people where team is not null union select id from teams order by 1').rows).toEqual([[1n], [2n]]);
+    // ORDER BY … NULLS, OFFSET and LIMIT apply to the whole UNION (LIMIT was ignored); literals take the column's type.
+    expect(query('select id from people union all select id from teams order by 1 desc limit 3 offset 1').rows).toEqual([[3n], [2n], [2n]]);
+    expect(query('select team from people union select null order by 1 nulls first').rows).toEqual([[null], [1n], [2n]]);
+    expect(query("select 1 union select '2' order by 1").rows).toEqual([[1n], [2n]]);
+    expect(sqlState(() => query("select 1 union select 'a'"))).toBe('22P02');
+    // LIKE … ESCAPE (PostgreSQL's like_escape).
+    expect(query("select 'a%b' like 'a#%b' escape '#', 'axb' like 'a#%b' escape '#', 'a\\b' like 'a\\b' escape ''").rows).toEqual([[true, false, true]]);
+    expect(sqlState(() => query("select 'ab' like 'a#' escape '#'"))).toBe('22025');
   });
 
   it('sql exec: generate_series, parameters as unknown-typed text, casts, CASE, coalesce, string functions', () => {
