@@ -71,7 +71,8 @@ function limitRows(rows: number, max: number): void {
   if (rows > max) throw new SqlError(SqlState.PROGRAM_LIMIT, `statement holds more than ${max} rows in memory (ysql_rows_in_memory_max)`);
 }
 
-function compileEnv(env: PlanEnv, aggregate?: CompileEnv['aggregate']): CompileEnv {
+/** A CompileEnv over `env` whose subqueries are planned against its relations (DML's SET and WHERE use it too). */
+export function compileEnv(env: PlanEnv, aggregate?: CompileEnv['aggregate']): CompileEnv {
   return {
     paramTypes: env.paramTypes,
     subquery: (sel: Node, scope: Scope): SubPlan => {
@@ -391,11 +392,7 @@ async function streamSelect(p: SelectParts, ctx: EvalContext, onChunk: (rows: Tu
   if (chunk.length > 0) await onChunk(chunk);
 }
 
-/**
- * WITH name [(columns)] AS (SELECT …), …: each query is planned once, in order (a later one may read
- * an earlier one), and read where the main query names it; it is computed once per run of the
- * statement (PostgreSQL's MATERIALIZED, which keeps a random() or a read consistent across uses).
- */
+/** WITH name [(cols)] AS (SELECT …), …: planned in order (a later one may read an earlier one), computed once per run (as MATERIALIZED). */
 function withCtes(w: NonNullable<SelectStmt['withClause']>, env: PlanEnv, outer: Scope | undefined): PlanEnv {
   if (w.recursive) throw notSupported('WITH RECURSIVE');
   const ctes = new Map(env.ctes ?? []);

@@ -15,7 +15,7 @@ import { insertRows, updateOrDelete, type DmlDeps, type DmlResult } from './dml'
 import type { CompileEnv } from './expr';
 import { preload, columnsOf } from './preload';
 import { Scope, type EvalContext, type SessionInfo, type Tuple } from './scope';
-import { compileSelect, type LoadedRelation, type OutputField, type PlanEnv } from './select';
+import { compileEnv, compileSelect, type LoadedRelation, type OutputField, type PlanEnv } from './select';
 import type { SequenceCache } from './sequences';
 import { notSupported, SqlError, SqlState } from './sql-error';
 import { typeOfValue, type SqlTypeName, type SqlValue } from './sql-types';
@@ -309,7 +309,9 @@ export class SqlSession {
     const env: CompileEnv = { paramTypes, subquery: () => { throw new Error('unreachable'); } };
     const table = this.tableFor(txn);
     const pre = await preload(s, { catalog: this.deps.catalog, table, env, ctx, rowsMax: this.rowsMax() });
-    const deps: DmlDeps = { table, takeSequence: (n, k) => this.deps.sequences.take(n, k), env, planEnv: this.planEnv(paramTypes, pre.relations), ctx };
+    const planEnv = this.planEnv(paramTypes, pre.relations);
+    // Subqueries in SET, WHERE, VALUES and RETURNING are planned over the relations read above.
+    const deps: DmlDeps = { table, takeSequence: (n, k) => this.deps.sequences.take(n, k), env: compileEnv(planEnv), planEnv, ctx };
     if ('InsertStmt' in s) return insertRows(s.InsertStmt, def, deps);
     const alias = rel.alias?.aliasname ?? def.name;
     const body = 'UpdateStmt' in s ? s.UpdateStmt : (s as Extract<Node, { DeleteStmt: unknown }>).DeleteStmt;

@@ -398,6 +398,8 @@ describe('SQL over the PostgreSQL protocol', () => {
       expect((await c.query('with big as (select id, x from ck where x > 6) select count(*)::int as n, string_agg(id::text, \',\' order by x desc) as ids from big')).rows).toEqual([{ n: 3, ids: '5,4,3' }]);
       expect((await c.query('select count(*) filter (where x > 7) as f, avg(id) as a from ck')).rows).toEqual([{ f: '2', a: '3.0000000000000000' }]);
       expect((await c.query('delete from ck where id = 5 returning *')).rows).toEqual([{ id: 5, x: 9, lo: 1, hi: 1 }]);
+      // A subquery in SET (it failed with XX000 'unreachable').
+      expect((await c.query('update ck set hi = (select max(hi) from ck) where id = 3 returning hi')).rows).toEqual([{ hi: 3 }]);
       if (havePsql) {
         const d = psql('\\d ck');
         expect(d.stdout).toContain('Check constraints:');
