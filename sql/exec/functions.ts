@@ -77,9 +77,9 @@ function needExtension(ctx: EvalContext, ext: string, fname: string): void {
 type Fn = (a: SqlValue[], ctx: EvalContext) => SqlValue;
 
 const FUNCTIONS: Record<string, Fn> = {
-  length: (a) => charLength(text(a[0]!)),
+  length: (a) => (a[0] instanceof Uint8Array ? a[0].length : charLength(text(a[0]!))),
   char_length: (a) => charLength(text(a[0]!)),
-  octet_length: (a) => Buffer.byteLength(text(a[0]!)),
+  octet_length: (a) => (a[0] instanceof Uint8Array ? a[0].length : Buffer.byteLength(text(a[0]!))),
   upper: (a) => text(a[0]!).toUpperCase(),
   lower: (a) => text(a[0]!).toLowerCase(),
   substr: (a) => substr(text(a[0]!), int(a[1]!), a[2] === undefined ? undefined : int(a[2])),

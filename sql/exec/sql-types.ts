@@ -183,7 +183,7 @@ export function coerce(v: SqlValue, type: SqlTypeName): SqlValue {
       const s = textOf(v);
       try {
         const parsed: unknown = JSON.parse(s);
-        return type === 'jsonb' ? JSON.stringify(parsed).replace(/":/g, '": ').replace(/,"/g, ', "') : s;
+        return type === 'jsonb' ? jsonbText(parsed) : s;
       } catch {
         throw new SqlError(SqlState.INVALID_TEXT, `invalid input syntax for type json: "${s}"`);
       }
@@ -195,6 +195,20 @@ export function coerce(v: SqlValue, type: SqlTypeName): SqlValue {
     default:
       return textOf(v);
   }
+}
+
+/**
+ * jsonb's canonical text, as PostgreSQL prints it: object keys ordered by length, then bytewise (the
+ * last of duplicate keys wins), `": "` and `", "` between parts. Equal documents get equal text, so
+ * equality compares the text.
+ */
+export function jsonbText(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(jsonbText).join(', ')}]`;
+  if (v !== null && typeof v === 'object') {
+    const keys = Object.keys(v).sort((a, b) => Buffer.byteLength(a) - Buffer.byteLength(b) || Buffer.compare(Buffer.from(a), Buffer.from(b)));
+    return `{${keys.map((k) => `${JSON.stringify(k)}: ${jsonbText((v as Record<string, unknown>)[k])}`).join(', ')}}`;
+  }
+  return JSON.stringify(v);
 }
 
 function numberText(n: number): string {

@@ -101,6 +101,8 @@ describe('sql executor (in memory)', () => {
     expect(query('select team from people union select null order by 1 nulls first').rows).toEqual([[null], [1n], [2n]]);
     expect(query("select 1 union select '2' order by 1").rows).toEqual([[1n], [2n]]);
     expect(sqlState(() => query("select 1 union select 'a'"))).toBe('22P02');
+    // jsonb compares equal whatever the key order (PostgreSQL's canonical text); length of bytea is its bytes.
+    expect(query(`select '{"b": [1,2], "a": 1}'::jsonb = '{"a":1,"b":[1,2]}'::jsonb, '{"bb":1,"a":{"y":2,"x":"q\\",\\"z"}}'::jsonb::text, length('\\x00ff'::bytea)`).rows).toEqual([[true, '{"a": {"x": "q\\",\\"z", "y": 2}, "bb": 1}', 2n]]);
     // LIKE … ESCAPE (PostgreSQL's like_escape).
     expect(query("select 'a%b' like 'a#%b' escape '#', 'axb' like 'a#%b' escape '#', 'a\\b' like 'a\\b' escape ''").rows).toEqual([[true, false, true]]);
     expect(sqlState(() => query("select 'ab' like 'a#' escape '#'"))).toBe('22025');
