@@ -106,31 +106,10 @@ function formatNumeric(v: number): string {
   return v.toFixed(16);
 }
 
-/** Weight and leading digit of |v| in base 10,000 (PostgreSQL's numeric digits). */
-function base10k(v: bigint): { weight: number; first: bigint } {
-  let a = v < 0n ? -v : v;
-  let weight = 0;
-  while (a >= 10_000n) { a /= 10_000n; weight++; }
-  return { weight, first: a };
-}
-
 /**
- * avg() of integers, exactly as PostgreSQL computes it: the int8 sum divided by the count as numeric,
- * to the scale its division picks (select_div_scale: at least 16 significant digits), rounded half
- * away from zero. 598 / 200 → 2.9900000000000000; 30,150 / 200 → 150.7500000000000000.
+ * avg() of integers, exactly as PostgreSQL computes it: the int8 sum divided by the count as numeric
+ * (decimal.ts: its division scale, rounded half away from zero). 598 / 200 → 2.9900000000000000.
  */
 export function intAverage(sum: bigint, count: bigint): string {
-  const a = base10k(sum);
-  const b = base10k(count);
-  let qweight = a.weight - b.weight;
-  if (a.first <= b.first) qweight--;
-  const scale = Math.min(1000, Math.max(0, 16 - qweight * 4));
-  const m = 10n ** BigInt(scale);
-  const neg = sum < 0n;
-  const abs = neg ? -sum : sum;
-  let q = (abs * m) / count;
-  if (((abs * m) % count) * 2n >= count) q++;
-  const digits = q.toString().padStart(scale + 1, '0');
-  const text = scale === 0 ? digits : `${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
-  return neg && q !== 0n ? `-${text}` : text;
+  return formatDecimal(decimalOp('/', { unscaled: sum, scale: 0 }, { unscaled: count, scale: 0 }));
 }

@@ -56,6 +56,12 @@ function divRound(a: bigint, b: bigint): bigint {
   return neg ? -q : q;
 }
 
+/** `d` at `scale` digits after the point, rounded half away from zero (round(), casts to integers). */
+export function roundTo(d: Decimal, scale: number): Decimal {
+  if (scale >= d.scale) return { unscaled: rescale(d, scale), scale };
+  return { unscaled: divRound(d.unscaled, 10n ** BigInt(d.scale - scale)), scale };
+}
+
 /** Weight and leading digit of |d| in base 10,000 (PostgreSQL's numeric digits). */
 function base10k(d: Decimal): { weight: number; first: bigint } {
   if (d.unscaled === 0n) return { weight: 0, first: 0n };

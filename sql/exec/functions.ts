@@ -5,6 +5,7 @@
 import * as crypto from 'node:crypto';
 import type { EvalContext } from './scope';
 import { SqlError, SqlState } from './sql-error';
+import { formatDecimal, parseDecimal, roundTo } from './decimal';
 import { coerce, formatTimestamp, textOf, type SqlValue } from './sql-types';
 
 /** Longest string a function may build (PostgreSQL's 1 GB field limit, lowered): past it 54000. */
@@ -217,14 +218,8 @@ function pad(s: string, len: number, fill: string, left: boolean): string {
 
 /** round(numeric, d) on the decimal text, exactly: halves away from zero; undefined if `s` is not plain decimal. */
 export function roundDecimal(s: string, d: number): string | undefined {
-  const m = /^\s*([+-]?)(\d*)(?:\.(\d*))?\s*$/.exec(s);
-  if (!m || (m[2] === '' && !m[3])) return undefined;
-  const frac = (m[3] ?? '').padEnd(d + 1, '0');
-  let q = BigInt((m[2] || '0') + frac.slice(0, d));
-  if (frac[d]! >= '5') q += 1n;
-  const digits = q.toString().padStart(d + 1, '0');
-  const text = d === 0 ? digits : `${digits.slice(0, -d)}.${digits.slice(-d)}`;
-  return m[1] === '-' && q !== 0n ? `-${text}` : text;
+  const x = parseDecimal(s);
+  return x ? formatDecimal(roundTo(x, d)) : undefined;
 }
 
 export function registerFunction(name: string, fn: Fn): void {

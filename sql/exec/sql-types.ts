@@ -5,6 +5,7 @@
  */
 import type { ColumnType } from '../../client';
 import { SqlError, SqlState } from './sql-error';
+import { parseDecimal, roundTo } from './decimal';
 
 export type SqlValue = null | bigint | number | string | boolean | Uint8Array;
 
@@ -118,14 +119,10 @@ function parseBytea(s: string): Uint8Array {
  */
 export function numericToInt(v: SqlValue, type: SqlTypeName): SqlValue {
   if (typeof v !== 'string') return coerce(v, type);
-  const m = /^\s*([+-]?)(\d*)(?:\.(\d*))?\s*$/.exec(v);
-  if (!m || (m[2] === '' && !m[3])) {
-    if (v.trim().toLowerCase() === 'nan') throw new SqlError(SqlState.FEATURE_NOT_SUPPORTED, `cannot convert NaN to ${TYPES[type].display}`);
-    return coerce(Number(v), type);
-  }
-  let q = BigInt(m[2] || '0');
-  if ((m[3] ?? '')[0] !== undefined && m[3]![0]! >= '5') q += 1n;
-  return checkIntRange(type, m[1] === '-' ? -q : q);
+  const d = parseDecimal(v);
+  if (d) return checkIntRange(type, roundTo(d, 0).unscaled);
+  if (v.trim().toLowerCase() === 'nan') throw new SqlError(SqlState.FEATURE_NOT_SUPPORTED, `cannot convert NaN to ${TYPES[type].display}`);
+  return coerce(Number(v), type);
 }
 
 /** A value of any type converted to `type` (text input for strings): casts and assignments. */
