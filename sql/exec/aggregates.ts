@@ -1,5 +1,5 @@
 /** Aggregate functions: one accumulator per group per aggregate call. */
-import { compareValues } from './expr';
+import { arrayElementText, compareValues } from './expr';
 import { decimalOp, DecimalSum, formatDecimal, parseDecimal } from './decimal';
 import { notSupported } from './sql-error';
 import { coerce, isFloatType, isIntegerType, textOf, type SqlTypeName, type SqlValue } from './sql-types';
@@ -14,8 +14,9 @@ export function aggregateType(fn: string, arg: SqlTypeName | undefined): SqlType
     case 'count': return 'int8';
     case 'avg': return isFloatType(arg ?? 'numeric') ? 'float8' : 'numeric';
     case 'sum': return arg && isIntegerType(arg) ? (arg === 'int8' ? 'numeric' : 'int8') : arg && isFloatType(arg) ? 'float8' : 'numeric';
-    case 'bool_and': case 'bool_or': return 'bool';
-    case 'string_agg': return 'text';
+    case 'bool_and': case 'bool_or': case 'every': return 'bool';
+    // array_agg's array travels in PostgreSQL's text form ('{1,2,3}'), typed text (docs/sql.md, "Limits").
+    case 'string_agg': case 'array_agg': return 'text';
     default: return arg ?? 'text';
   }
 }
@@ -62,14 +63,19 @@ export function newAccumulator(fn: string, argType: SqlTypeName | undefined, sta
       const want = fn === 'max' ? 1 : -1;
       return { add: (v) => { if (v !== null && (best === null || Math.sign(compareValues(v, best)) === want)) best = v; }, result: () => best };
     }
-    case 'bool_and': case 'bool_or': {
+    case 'bool_and': case 'bool_or': case 'every': {
       let acc: boolean | null = null;
-      const and = fn === 'bool_and';
+      const and = fn !== 'bool_or';
       return { add: (v) => { if (v === null) return; const b = coerce(v, 'bool') as boolean; acc = acc === null ? b : and ? acc && b : acc || b; }, result: () => acc };
     }
     case 'string_agg': {
       const parts: string[] = [];
       return { add: (v) => { if (v !== null && fresh(v)) parts.push(textOf(v)); }, result: () => (parts.length === 0 ? null : parts.join(separator ?? ',')) };
+    }
+    case 'array_agg': {
+      const parts: string[] = [];
+      let any = false;
+      return { add: (v) => { if (fresh(v)) { any = true; parts.push(arrayElementText(v)); } }, result: () => (any ? `{${parts.join(',')}}` : null) };
     }
     default:
       throw notSupported(`aggregate ${fn}`);

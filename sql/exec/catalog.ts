@@ -25,8 +25,10 @@ export const ROW_ID_COLUMN = 'ybrowid';
 export interface SqlColumnDef {
   name: string;
   type: SqlTypeName;
-  /** varchar(n) / char(n) length, -1 when none. */
+  /** varchar(n) / char(n) length, numeric(p, s) precision; -1 when none. */
   typmod: number;
+  /** numeric(p, s)'s scale: values are rounded to it and must fit p digits (dml.ts checkRow). */
+  scale?: number;
   notNull: boolean;
   /** The DEFAULT expression's SQL text. */
   defaultSql?: string;

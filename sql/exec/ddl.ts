@@ -13,7 +13,7 @@ import { compileExpr, typeOfTypeName } from './expr';
 import { Scope } from './scope';
 import type { SequenceCache } from './sequences';
 import { notSupported, SqlError, SqlState } from './sql-error';
-import { TYPES } from './sql-types';
+import { TYPES, type SqlTypeName } from './sql-types';
 import { WritePipeline } from './write-pipeline';
 
 export interface DdlDeps {
@@ -126,7 +126,7 @@ export async function createTable(stmt: CreateStmt, yb: YbTableOptions | undefin
     if (columns.some((c) => c.name === colname)) throw new SqlError(SqlState.DUPLICATE_COLUMN, `column "${colname}" specified more than once`);
     const { type, serial } = typeOfTypeName(cd.typeName);
     const typmod = constInt(cd.typeName?.typmods?.[0]) ?? -1;
-    const col: SqlColumnDef = { name: colname, type, typmod, notNull: false };
+    const col: SqlColumnDef = { name: colname, type, typmod, notNull: false, ...numericScale(type, typmod, cd.typeName?.typmods) };
     for (const c of cd.constraints ?? []) {
       if (!('Constraint' in c)) continue;
       const ct = c.Constraint.contype;
@@ -260,4 +260,15 @@ export async function addPrimaryKey(name: string, cols: string[], deps: DdlDeps)
   await deps.client.alterTable(tmp, { renameTo: name });
   await deps.catalog.remove(tmp);
   await deps.catalog.store({ ...next, name });
+}
+
+/** numeric(p [, s]): the scale (0 when only p is given), checked as PostgreSQL does (22023 outside 1..1000, 0..p). */
+function numericScale(type: SqlTypeName, precision: number, typmods: Node[] | undefined): { scale?: number } {
+  if (type !== 'numeric' || precision < 0) return {};
+  const scale = constInt(typmods?.[1]) ?? 0;
+  if (precision < 1 || precision > 1000) throw new SqlError(SqlState.INVALID_PARAMETER, `NUMERIC precision ${precision} must be between 1 and 1000`);
+  // PostgreSQL 15 allows a scale above the precision (numeric(3, 5) holds 0.00123); a negative one tessera does not round to.
+  if (scale < 0) throw notSupported('a negative NUMERIC scale');
+  if (scale > 1000) throw new SqlError(SqlState.INVALID_PARAMETER, `NUMERIC scale ${scale} must be between -1000 and 1000`);
+  return { scale };
 }

@@ -62,6 +62,13 @@ export function roundTo(d: Decimal, scale: number): Decimal {
   return { unscaled: divRound(d.unscaled, 10n ** BigInt(d.scale - scale)), scale };
 }
 
+/** d cut (toward zero) to `scale` fractional digits; a negative scale cuts whole digits (trunc(1234, -2) = 1200). */
+export function truncTo(d: Decimal, scale: number): Decimal {
+  if (scale >= d.scale) return { unscaled: rescale(d, Math.max(scale, 0)), scale: Math.max(scale, 0) };
+  const cut = d.unscaled / 10n ** BigInt(d.scale - scale);
+  return scale >= 0 ? { unscaled: cut, scale } : { unscaled: cut * 10n ** BigInt(-scale), scale: 0 };
+}
+
 /** Weight and leading digit of |d| in base 10,000 (PostgreSQL's numeric digits). */
 function base10k(d: Decimal): { weight: number; first: bigint } {
   if (d.unscaled === 0n) return { weight: 0, first: 0n };

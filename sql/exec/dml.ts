@@ -16,7 +16,7 @@ import { compileExpr, truth, type CompileEnv } from './expr';
 import { Scope, type Compiled, type EvalContext, type Tuple } from './scope';
 import { compileSelect, type OutputField, type PlanEnv, type SelectPlan } from './select';
 import { notSupported, SqlError, SqlState } from './sql-error';
-import { isIntegerType, numericToInt, textOf, toStorage, type SqlTypeName, type SqlValue } from './sql-types';
+import { fitNumeric, isIntegerType, numericToInt, textOf, toStorage, type SqlTypeName, type SqlValue } from './sql-types';
 import { charLength } from './functions';
 import { columnsOf } from './preload';
 import { indexDelete, indexInsert, indexUpdate } from './indexes';
@@ -87,7 +87,8 @@ export function checkRow(def: SqlTableDef, values: SqlValue[], ev?: CheckEnv): R
   def.columns.forEach((c, i) => {
     const v = toStorage(values[i] ?? null, c.type);
     if (v === null && c.notNull) throw new SqlError(SqlState.NOT_NULL_VIOLATION, `null value in column "${c.name}" of relation "${def.name}" violates not-null constraint`);
-    if (c.typmod >= 0 && typeof v === 'string' && charLength(v) > c.typmod) throw new SqlError(SqlState.STRING_TOO_LONG, `value too long for type ${c.type === 'bpchar' ? 'character' : 'character varying'}(${c.typmod})`);
+    if (c.scale !== undefined && typeof v === 'string') { row[c.name] = fitNumeric(v, c.typmod, c.scale); return; }
+    if (c.typmod >= 0 && typeof v === 'string' && (c.type === 'varchar' || c.type === 'bpchar') && charLength(v) > c.typmod) throw new SqlError(SqlState.STRING_TOO_LONG, `value too long for type ${c.type === 'bpchar' ? 'character' : 'character varying'}(${c.typmod})`);
     row[c.name] = v;
   });
   return row;
@@ -217,7 +218,9 @@ function compileSets(list: Node[] | undefined, def: SqlTableDef, scope: Scope, d
     if (i < 0) throw new SqlError(SqlState.UNDEFINED_COLUMN, `column "${name}" of relation "${def.name}" does not exist`);
     if (keyCols.includes(name)) throw notSupported('updating a primary key column');
     if (n.ResTarget.indirection) throw notSupported(`SET ${names(n.ResTarget.indirection).join('.')}`);
-    return { i, name, e: compileExpr(n.ResTarget.val!, scope, deps.env) };
+    const c = compileExpr(n.ResTarget.val!, scope, deps.env);
+    const to = def.columns[i]!.type;
+    return { i, name, e: c.type === 'numeric' && isIntegerType(to) ? { ...c, eval: (row, ctx) => assign(c.eval(row, ctx), c.type, to) } : c };
   });
 }
 

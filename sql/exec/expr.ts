@@ -4,13 +4,15 @@
  * (quoted literals and untyped parameters, as in PostgreSQL) take the type of what they meet.
  */
 import type { Node } from '../sql-parser';
-import { baseName, names, nodeKind, str, syntax } from './ast';
+import { baseName, constInt, names, nodeKind, str, syntax } from './ast';
 import { tableOid } from './catalog';
+import { datetimeCall } from './datetime-calls';
+import { negateInterval } from './datetime';
 import { callFunction, isAggregate } from './functions';
 import { Scope, type Compiled, type EvalContext, type Tuple } from './scope';
 import { notSupported, SqlError, SqlState } from './sql-error';
 import { arith, compareOp, compareValues, matchOp, truth, unify } from './operators';
-import { coerce, isFloatType, isIntegerType, numericToInt, sqlTypeFromName, textOf, type SqlTypeName, type SqlValue } from './sql-types';
+import { checkIntRange, coerce, fitNumeric, isIntegerType, numericToInt, sqlTypeFromName, textOf, type SqlTypeName, type SqlValue } from './sql-types';
 
 /** A compiled subquery: rows for the current outer row. */
 export interface SubPlan {
@@ -99,6 +101,7 @@ function compileOpAnyAll(e: AExpr, op: string, kind: string, scope: Scope, env: 
 function compileOperator(e: AExpr, op: string, scope: Scope, env: CompileEnv): Compiled {
   if (!e.lexpr) {
     const r = compileExpr(e.rexpr!, scope, env);
+    if (op === '-' && r.type === 'interval') return { type: 'interval', name: '?column?', eval: (row, ctx) => negateInterval(r.eval(row, ctx)) };
     if (op === '-') {
       const t = r.type === 'unknown' ? 'numeric' : r.type;
       return { type: t, name: '?column?', eval: (row, ctx) => { const v = r.eval(row, ctx); if (v === null) return null; const c = coerce(v, t); return typeof c === 'bigint' ? -c : typeof c === 'number' ? -c : coerce(-Number(c), t); } };
@@ -265,6 +268,12 @@ export function compileExpr(n: Node, scope: Scope, env: CompileEnv): Compiled {
     const name = inner.name === '?column?' ? (n.TypeCast.typeName?.names ? baseName(n.TypeCast.typeName.names) : type) : inner.name;
     if (type === 'regclass') return { type: 'oid', name, eval: (row, ctx) => { const v = inner.eval(row, ctx); return v === null ? null : typeof v === 'bigint' ? v : BigInt(tableOid(textOf(v).replace(/^(public|pg_catalog)\./, '').replace(/"/g, ''))); } };
     if (inner.type === 'numeric' && isIntegerType(type)) return { type, name, eval: (row, ctx) => numericToInt(inner.eval(row, ctx), type) };
+    const mods = n.TypeCast.typeName?.typmods;
+    if (type === 'numeric' && mods?.length) {
+      const p = constInt(mods[0]) ?? 0;
+      const sc = constInt(mods[1]) ?? 0;
+      return { type, name, eval: (row, ctx) => { const v = coerce(inner.eval(row, ctx), 'numeric'); return v === null ? null : fitNumeric(textOf(v), p, sc); } };
+    }
     return { type, name, eval: (row, ctx) => coerce(inner.eval(row, ctx), type) };
   }
   if ('CollateClause' in n) return compileExpr(n.CollateClause.arg!, scope, env);
@@ -309,7 +318,8 @@ export function compileExpr(n: Node, scope: Scope, env: CompileEnv): Compiled {
     const ind = n.A_Indirection.indirection?.[0];
     if (!ind || !('A_Indices' in ind) || !ind.A_Indices.uidx) throw notSupported('this subscript');
     const idx = compileExpr(ind.A_Indices.uidx, scope, env);
-    return { type: 'text', name: arr.name, eval: (row, ctx) => {
+    // Elements of a text-form array have no type of their own: like a quoted literal, they take the type they meet.
+    return { type: 'unknown', name: arr.name, eval: (row, ctx) => {
       const a = arr.eval(row, ctx);
       const i = idx.eval(row, ctx);
       if (a === null || i === null) return null;
@@ -346,27 +356,33 @@ function compileFuncCall(n: Extract<Node, { FuncCall: unknown }>, scope: Scope, 
   }
   if (f.over) throw notSupported('window functions');
   const args = (f.args ?? []).map((a) => compileExpr(a, scope, env));
+  const dt = datetimeCall(fname, args);
+  if (dt) return dt;
   const type = returnType(fname, args.map((a) => a.type));
   const evals = args.map((a) => a.eval);
   const name = parts[parts.length - 1]!;
   // Integer results are bigint in the executor, whatever the function computed them as.
-  if (isIntegerType(type)) return { type, name, eval: (row, ctx) => { const v = callFunction(fname, evals.map((e) => e(row, ctx)), ctx); return typeof v === 'number' ? BigInt(Math.trunc(v)) : v; } };
+  if (isIntegerType(type)) return { type, name, eval: (row, ctx) => { const v = callFunction(fname, evals.map((e) => e(row, ctx)), ctx); const b = typeof v === 'number' ? BigInt(Math.trunc(v)) : v; return typeof b === 'bigint' && (type === 'int4' || type === 'int2') ? checkIntRange(type, b) : b; } };
   return { type, name, eval: (row, ctx) => callFunction(fname, evals.map((e) => e(row, ctx)), ctx) };
 }
 
 /** Return types of the scalar functions (functions.ts implements them; an unknown name is 42883 there). */
 function returnType(fname: string, args: SqlTypeName[]): SqlTypeName {
   switch (fname) {
-    case 'length': case 'char_length': case 'octet_length': case 'strpos': case 'position': case 'pg_backend_pid': case 'array_position':
+    case 'length': case 'char_length': case 'octet_length': case 'strpos': case 'position': case 'pg_backend_pid': case 'array_position': case 'ascii':
       return 'int4';
+    case 'starts_with':
+      return 'bool';
+    case 'exp': case 'ln': case 'log': case 'log10': case 'cbrt': case 'degrees': case 'radians':
+      return args[0] === 'numeric' ? 'numeric' : 'float8';
     case 'random': case 'dbms_random.value': case 'pi': case 'sqrt': case 'power':
       return 'float8';
     case 'now': case 'transaction_timestamp': case 'statement_timestamp': case 'clock_timestamp':
       return 'timestamptz';
     case 'nextval': case 'currval': case 'setval': case 'to_regclass': case 'to_regclass_strict':
       return 'int8';
-    case 'abs': case 'round': case 'floor': case 'ceil': case 'ceiling': case 'trunc': case 'mod':
-      return args[0] === 'unknown' || args[0] === undefined ? 'numeric' : fname === 'round' && isFloatType(args[0]) && args.length > 1 ? 'numeric' : args[0];
+    case 'abs': case 'round': case 'floor': case 'ceil': case 'ceiling': case 'trunc': case 'mod': case 'sign':
+      return args[0] === 'unknown' || args[0] === undefined ? 'numeric' : (fname === 'round' || fname === 'trunc') && args.length > 1 ? 'numeric' : args[0];
     case 'pg_table_is_visible': case 'has_table_privilege': case 'has_schema_privilege': case 'pg_is_in_recovery': case 'has_database_privilege':
       return 'bool';
     case 'pg_get_userbyid': case 'current_database': case 'current_schema': case 'current_user': case 'session_user':
@@ -394,7 +410,7 @@ export function parseArrayText(s: string): SqlValue[] {
   return out;
 }
 
-function arrayElementText(v: SqlValue): string {
+export function arrayElementText(v: SqlValue): string {
   if (v === null) return 'NULL';
   const t = textOf(v);
   return /^[^",{}\s\\]+$/.test(t) && t !== 'NULL' ? t : `"${t.replace(/(["\\])/g, '\\$1')}"`;

@@ -5,13 +5,13 @@
 import * as crypto from 'node:crypto';
 import type { EvalContext } from './scope';
 import { SqlError, SqlState } from './sql-error';
-import { formatDecimal, parseDecimal, roundTo } from './decimal';
+import { formatDecimal, parseDecimal, roundTo, truncTo } from './decimal';
 import { coerce, formatTimestamp, textOf, type SqlValue } from './sql-types';
 
 /** Longest string a function may build (PostgreSQL's 1 GB field limit, lowered): past it 54000. */
 export const FUNCTION_RESULT_BYTES_MAX = 64 * 1024 * 1024;
 
-const AGGREGATES = new Set(['count', 'sum', 'avg', 'min', 'max', 'bool_and', 'bool_or', 'string_agg']);
+const AGGREGATES = new Set(['count', 'sum', 'avg', 'min', 'max', 'bool_and', 'bool_or', 'every', 'string_agg', 'array_agg']);
 export const isAggregate = (name: string): boolean => AGGREGATES.has(name);
 
 function tooLarge(n: number): SqlError {
@@ -124,7 +124,44 @@ const FUNCTIONS: Record<string, Fn> = {
   floor: (a) => (typeof a[0] === 'bigint' ? a[0] : Math.floor(Number(a[0]))),
   ceil: (a) => (typeof a[0] === 'bigint' ? a[0] : Math.ceil(Number(a[0]))),
   ceiling: (a) => (typeof a[0] === 'bigint' ? a[0] : Math.ceil(Number(a[0]))),
-  trunc: (a) => (typeof a[0] === 'bigint' ? a[0] : Math.trunc(Number(a[0]))),
+  trunc: (a) => {
+    if (a[1] !== undefined || typeof a[0] === 'string') { const x = parseDecimal(String(a[0])); if (x) return formatDecimal(truncTo(x, a[1] === undefined ? 0 : int(a[1]))); }
+    return typeof a[0] === 'bigint' ? a[0] : Math.trunc(Number(a[0]));
+  },
+  sign: (a) => (typeof a[0] === 'bigint' ? BigInt(Math.sign(Number(a[0]))) : typeof a[0] === 'string' ? String(Math.sign(Number(a[0]))) : Math.sign(Number(a[0]))),
+  exp: (a) => Math.exp(Number(a[0])),
+  ln: (a) => logOf(Number(a[0]), Math.log),
+  log: (a) => (a.length === 2 ? logOf(Number(a[1]), Math.log) / logOf(Number(a[0]), Math.log) : logOf(Number(a[0]), Math.log10)),
+  log10: (a) => logOf(Number(a[0]), Math.log10),
+  cbrt: (a) => Math.cbrt(Number(a[0])),
+  degrees: (a) => (Number(a[0]) * 180) / Math.PI,
+  radians: (a) => (Number(a[0]) * Math.PI) / 180,
+  split_part: (a) => {
+    const n = int(a[2]!);
+    if (n === 0) throw new SqlError(SqlState.INVALID_PARAMETER, 'field position must not be zero');
+    const parts = text(a[1]!) === '' ? [text(a[0]!)] : text(a[0]!).split(text(a[1]!));
+    return (n > 0 ? parts[n - 1] : parts[parts.length + n]) ?? '';
+  },
+  initcap: (a) => text(a[0]!).toLowerCase().replace(/(^|[^\p{L}\p{N}])(\p{L})/gu, (_m, p: string, c: string) => p + c.toUpperCase()),
+  translate: (a) => {
+    const from = [...text(a[1]!)];
+    const to = [...text(a[2]!)];
+    return [...text(a[0]!)].map((c) => { const i = from.indexOf(c); return i < 0 ? c : (to[i] ?? ''); }).join('');
+  },
+  chr: (a) => {
+    const n = int(a[0]!);
+    if (n <= 0 || n > 0x10ffff) throw new SqlError(SqlState.PROGRAM_LIMIT, n === 0 ? 'null character not permitted' : 'requested character too large for encoding: ' + n);
+    return String.fromCodePoint(n);
+  },
+  ascii: (a) => text(a[0]!).codePointAt(0) ?? 0,
+  starts_with: (a) => text(a[0]!).startsWith(text(a[1]!)),
+  regexp_replace: (a) => {
+    const flags = a[3] === undefined ? '' : text(a[3]);
+    let re: RegExp;
+    try { re = new RegExp(text(a[1]!), (flags.includes('g') ? 'g' : '') + (flags.includes('i') ? 'i' : '')); } catch { throw new SqlError(SqlState.INVALID_PARAMETER, `invalid regular expression: ${text(a[1]!)}`); }
+    // PostgreSQL's \1 back-references in the replacement are JavaScript's $1.
+    return text(a[0]!).replace(re, text(a[2]!).replace(/\$/g, '$$$$').replace(/\\(\d)/g, '$$$1').replace(/\\&/g, '$$&'));
+  },
   mod: (a) => (typeof a[0] === 'bigint' && typeof a[1] === 'bigint' ? a[0] % a[1] : Number(a[0]) % Number(a[1])),
   sqrt: (a) => Math.sqrt(Number(a[0])),
   power: (a) => Number(a[0]) ** Number(a[1]),
@@ -164,6 +201,13 @@ const FUNCTIONS: Record<string, Fn> = {
     return Uint8Array.from(crypto.randomBytes(int(a[0]!)));
   },
 };
+
+/** ln/log of a non-positive number: PostgreSQL's 2201E. */
+function logOf(x: number, f: (x: number) => number): number {
+  if (x === 0) throw new SqlError(SqlState.INVALID_LOG_ARGUMENT, 'cannot take logarithm of zero');
+  if (x < 0) throw new SqlError(SqlState.INVALID_LOG_ARGUMENT, 'cannot take logarithm of a negative number');
+  return f(x);
+}
 
 /** Characters (code points), not UTF-16 units; the common case without surrogate pairs is just .length. */
 export function charLength(s: string): number {

@@ -3,9 +3,10 @@
  * number), the common type of two operands, comparisons, arithmetic, and LIKE / regular expressions.
  */
 import { SqlError, SqlState } from './sql-error';
+import { datetimeArith, intervalKey } from './datetime';
 import { decimalOp, formatDecimal, parseDecimal, type Decimal } from './decimal';
 import type { Compiled } from './scope';
-import { checkIntRange, coerce, isFloatType, isIntegerType, isNumericType, textOf, type SqlTypeName, type SqlValue } from './sql-types';
+import { checkIntRange, coerce, isFloatType, isIntegerType, isNumericType, textOf, TYPES, type SqlTypeName, type SqlValue } from './sql-types';
 
 /** Compare two non-null values of comparable types: <0, 0, >0. */
 export function compareValues(a: SqlValue, b: SqlValue): number {
@@ -30,6 +31,9 @@ export function unify(a: SqlTypeName, b: SqlTypeName): SqlTypeName {
   if (a === 'unknown') return b;
   if (b === 'unknown') return a;
   if (a === b) return a;
+  // date < timestamp < timestamptz: the wider one (PostgreSQL's implicit casts).
+  const rank: Partial<Record<SqlTypeName, number>> = { date: 1, timestamp: 2, timestamptz: 3 };
+  if (rank[a] && rank[b]) return rank[a]! > rank[b]! ? a : b;
   if (isNumericType(a) && isNumericType(b)) {
     if (isFloatType(a) || isFloatType(b)) return 'float8';
     if (a === 'numeric' || b === 'numeric') return 'numeric';
@@ -49,10 +53,24 @@ export function truth(v: SqlValue): boolean | null {
   return coerce(v, 'bool') as boolean;
 }
 
+const STRINGS = new Set<SqlTypeName>(['text', 'varchar', 'bpchar']);
+const NUMBERS = new Set<SqlTypeName>(['int2', 'int4', 'int8', 'float4', 'float8', 'numeric']);
+
+/** A string compared with a number has no operator in PostgreSQL (42883): tessera compared their text and found no rows. */
+function checkComparable(op: string, a: SqlTypeName, b: SqlTypeName): void {
+  if ((STRINGS.has(a) && NUMBERS.has(b)) || (NUMBERS.has(a) && STRINGS.has(b))) {
+    throw new SqlError(SqlState.UNDEFINED_FUNCTION, `operator does not exist: ${TYPES[a].display} ${op} ${TYPES[b].display}`, { hint: 'No operator matches the given name and argument types. You might need to add explicit type casts.' });
+  }
+}
+
 export function compareOp(op: string, l: Compiled, r: Compiled): Compiled['eval'] {
+  checkComparable(op, l.type, r.type);
   const t = unify(l.type, r.type);
-  const le = castTo(l, t === 'numeric' ? 'float8' : t);
-  const re = castTo(r, t === 'numeric' ? 'float8' : t);
+  const cl = castTo(l, t === 'numeric' ? 'float8' : t);
+  const cr = castTo(r, t === 'numeric' ? 'float8' : t);
+  // Intervals compare by size (a month as 30 days), not by their text.
+  const le: Compiled['eval'] = t === 'interval' ? (row, ctx) => intervalKey(cl(row, ctx)) : cl;
+  const re: Compiled['eval'] = t === 'interval' ? (row, ctx) => intervalKey(cr(row, ctx)) : cr;
   const test: (c: number) => boolean =
     op === '=' ? (c) => c === 0 : op === '<>' || op === '!=' ? (c) => c !== 0 : op === '<' ? (c) => c < 0 : op === '<=' ? (c) => c <= 0 : op === '>' ? (c) => c > 0 : (c) => c >= 0;
   return (row, ctx) => {
@@ -65,6 +83,8 @@ export function compareOp(op: string, l: Compiled, r: Compiled): Compiled['eval'
 }
 
 export function arith(op: string, l: Compiled, r: Compiled): Compiled {
+  const dt = op === '||' ? undefined : datetimeArith(op, l, r);
+  if (dt) return dt;
   let t = unify(l.type, r.type);
   if (t === 'unknown' || !isNumericType(t)) {
     if (op === '||') t = 'text';

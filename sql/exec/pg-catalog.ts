@@ -3,7 +3,7 @@
  * (\dt, \d NAME, \l) and drivers read, built from the SQL catalog's table definitions when a statement
  * names them, and queried by the executor like any table. Only the columns those clients read exist.
  */
-import { tableOid, type SqlCatalog, type SqlIndexDef, type SqlTableDef } from './catalog';
+import { tableOid, type SqlCatalog, type SqlColumnDef, type SqlIndexDef, type SqlTableDef } from './catalog';
 import { registerFunction } from './functions';
 import { indexBuilds } from './index-build';
 import type { EvalContext, ScopeColumn, Tuple } from './scope';
@@ -61,7 +61,7 @@ const TABLES: Record<string, VirtualTable> = {
   pg_attribute: {
     columns: [['attrelid', 'oid'], ['attname', 'name'], ['atttypid', 'oid'], ['attnum', 'int2'], ['atttypmod', 'int4'], ['attnotnull', 'bool'], ['atthasdef', 'bool'], ['attisdropped', 'bool'], ['attidentity', 'char'], ['attgenerated', 'char'], ['attcollation', 'oid'], ['attlen', 'int2'], ['attstorage', 'char'], ['attcompression', 'char'], ['attstattarget', 'int4'], ['attfdwoptions', 'text'], ['attndims', 'int4'], ['attislocal', 'bool'], ['attinhcount', 'int4']],
     rows: (defs) => defs.flatMap((d) => {
-      const cols = d.columns.filter((c) => !c.hidden).map((c, i): SqlValue[] => [n(d.oid), c.name, n(TYPES[c.type].oid), n(i + 1), n(c.typmod >= 0 ? c.typmod + 4 : -1), c.notNull, c.defaultSql !== undefined, false, '', '', isText(c.type) ? 100n : 0n, n(TYPES[c.type].size), 'p', '', -1n, null, 0n, true, 0n]);
+      const cols = d.columns.filter((c) => !c.hidden).map((c, i): SqlValue[] => [n(d.oid), c.name, n(TYPES[c.type].oid), n(i + 1), n(c.scale !== undefined ? c.typmod * 65536 + c.scale + 4 : c.typmod >= 0 ? c.typmod + 4 : -1), c.notNull, c.defaultSql !== undefined, false, '', '', isText(c.type) ? 100n : 0n, n(TYPES[c.type].size), 'p', '', -1n, null, 0n, true, 0n]);
       const keyCols = [...d.hash, ...d.range].map((k, i): SqlValue[] => {
         const c = d.columns.find((x) => x.name === k)!;
         return [indexOid(d), k, n(TYPES[c.type].oid), n(i + 1), -1n, false, false, false, '', '', 0n, n(TYPES[c.type].size), 'p', '', -1n, null, 0n, true, 0n];
@@ -137,8 +137,8 @@ const TABLES: Record<string, VirtualTable> = {
     rows: (defs, ctx) => defs.map((d) => [ctx.session.database, 'public', d.name, 'BASE TABLE']),
   },
   'information_schema.columns': {
-    columns: [['table_catalog', 'name'], ['table_schema', 'name'], ['table_name', 'name'], ['column_name', 'name'], ['ordinal_position', 'int4'], ['column_default', 'text'], ['is_nullable', 'text'], ['data_type', 'text'], ['character_maximum_length', 'int4']],
-    rows: (defs, ctx) => defs.flatMap((d) => d.columns.filter((c) => !c.hidden).map((c, i) => [ctx.session.database, 'public', d.name, c.name, n(i + 1), c.defaultSql ?? null, c.notNull ? 'NO' : 'YES', TYPES[c.type].display, c.typmod >= 0 ? n(c.typmod) : null])),
+    columns: [['table_catalog', 'name'], ['table_schema', 'name'], ['table_name', 'name'], ['column_name', 'name'], ['ordinal_position', 'int4'], ['column_default', 'text'], ['is_nullable', 'text'], ['data_type', 'text'], ['character_maximum_length', 'int4'], ['numeric_precision', 'int4'], ['numeric_scale', 'int4']],
+    rows: (defs, ctx) => defs.flatMap((d) => d.columns.filter((c) => !c.hidden).map((c, i) => [ctx.session.database, 'public', d.name, c.name, n(i + 1), c.defaultSql ?? null, c.notNull ? 'NO' : 'YES', TYPES[c.type].display, c.typmod >= 0 && c.type !== 'numeric' ? n(c.typmod) : null, ...numericPrecision(c)])),
   },
 };
 
@@ -208,6 +208,7 @@ registerFunction('format_type', (a) => {
   if (!t) return '???';
   const mod = a[1] === null || a[1] === undefined ? -1 : Number(a[1]);
   const base = TYPES[t].display;
+  if (mod > 4 && t === 'numeric') return `${base}(${(mod - 4) >> 16},${(mod - 4) & 0xffff})`;
   return mod > 4 && (t === 'varchar' || t === 'bpchar') ? `${base}(${mod - 4})` : base;
 });
 registerFunction('pg_relation_is_publishable', () => false);
@@ -223,4 +224,12 @@ registerFunction('quote_ident', (a) => { const t = textOf(a[0]!); return /^[a-z_
 function parseArrayLength(v: SqlValue): number {
   const t = textOf(v).replace(/^\{|\}$/g, '');
   return t === '' ? 0 : t.split(',').length;
+}
+
+/** information_schema's numeric_precision and numeric_scale of a column (binary digits for integers and floats). */
+function numericPrecision(c: SqlColumnDef): SqlValue[] {
+  const bits: Partial<Record<string, number>> = { int2: 16, int4: 32, int8: 64, float4: 24, float8: 53 };
+  if (bits[c.type] !== undefined) return [n(bits[c.type]!), c.type.startsWith('float') ? null : 0n];
+  if (c.type === 'numeric' && c.scale !== undefined) return [n(c.typmod), n(c.scale)];
+  return [null, null];
 }

@@ -97,7 +97,8 @@ function addFromList(o: Record<string, unknown>, out: TableRef[]): void {
 }
 
 export function columnsOf(def: SqlTableDef, rel: string): ScopeColumn[] {
-  return def.columns.map((c) => ({ rel, name: c.name, type: c.type, ...(c.hidden ? { hidden: true } : {}) }));
+  const keys = def.hasPrimaryKey ? new Set([...def.hash, ...def.range]) : new Set<string>();
+  return def.columns.map((c) => ({ rel, name: c.name, type: c.type, ...(c.hidden ? { hidden: true } : {}), ...(keys.has(c.name) ? { key: true } : {}) }));
 }
 
 /** The columns to read of `def` (projection: a scan ships only these), undefined for all. */

@@ -1,6 +1,6 @@
 /**
  * Aggregates on the tablets (docs/sql.md, "Aggregates on the tablets"): `SELECT count(*), sum(c),
- * min(c), max(c), count(c) FROM t [WHERE …]` — one table, no GROUP BY, HAVING or DISTINCT, a WHERE
+ * min(c), max(c), count(c) FROM t [WHERE …]` — one table, no GROUP BY, HAVING, DISTINCT or ORDER BY, a WHERE
  * the tablets' scan filter can evaluate entirely (where-pushdown.ts), each output an aggregate of a
  * column (or a cast of one) — is answered by Table.aggregate: every tablet folds its
  * rows and only partial results cross the network, instead of every row coming to the SQL layer.
@@ -44,7 +44,7 @@ function aggregateCall(n: Node | undefined): FuncCall | undefined {
 
 /** Whether `sel` can be answered on the tablets, and how. */
 export async function pushdownPlan(sel: SelectStmt, catalog: SqlCatalog, w?: WhereEnv): Promise<Pushed | undefined> {
-  if ((sel.whereClause && !w) || sel.groupClause || sel.havingClause || sel.distinctClause || sel.withClause || sel.valuesLists || sel.op !== 'SETOP_NONE' || sel.windowClause || sel.lockingClause) return undefined;
+  if ((sel.whereClause && !w) || sel.groupClause || sel.havingClause || sel.distinctClause || sel.sortClause || sel.withClause || sel.valuesLists || sel.op !== 'SETOP_NONE' || sel.windowClause || sel.lockingClause) return undefined;
   const from = sel.fromClause ?? [];
   if (from.length !== 1 || !('RangeVar' in from[0]!) || from[0].RangeVar.schemaname) return undefined;
   // Every output must be an aggregate: most statements (pgbench's point SELECT) stop here, before

@@ -11,6 +11,8 @@ export interface ScopeColumn {
   type: SqlTypeName;
   /** Hidden columns (the row id of a table without primary key) are not part of `*`. */
   hidden?: boolean;
+  /** A primary key column of its table (GROUP BY of the whole key makes its other columns groupable). */
+  key?: boolean;
 }
 
 export type Tuple = SqlValue[];

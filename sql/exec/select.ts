@@ -5,12 +5,15 @@
  * so everything here is synchronous and in memory, bounded by ysql_rows_in_memory_max.
  */
 import type { Node } from '../sql-parser';
-import { newAccumulator, aggregateType, type Accumulator } from './aggregates';
 import { baseName, names, syntax } from './ast';
-import { compareValues, compileExpr, truth, type CompileEnv, type SubPlan } from './expr';
+import { compileExpr, truth, type CompileEnv, type SubPlan } from './expr';
 import { Scope, type Compiled, type EvalContext, type ScopeColumn, type Tuple } from './scope';
 import { notSupported, SqlError, SqlState } from './sql-error';
-import { coerce, textOf, type SqlTypeName, type SqlValue } from './sql-types';
+import { coerce, textOf, type SqlTypeName } from './sql-types';
+import { checkDistinctOrder, checkGrouped, groupingRule } from './grouping-check';
+import { aggregateRows, aggregateSlots, groupExpr, sortKey, sortProjected, targetByRef, type AggSlot, type OutputField, type Projected, type SortKey, type Target } from './select-rows';
+
+export type { OutputField } from './select-rows';
 
 export interface LoadedRelation {
   columns: ScopeColumn[];
@@ -25,13 +28,6 @@ export interface PlanEnv {
   rowsMax: number;
   /** WITH queries in scope, by name (a later one and the main query may use an earlier one). */
   ctes?: ReadonlyMap<string, SelectPlan>;
-}
-
-export interface OutputField {
-  name: string;
-  type: SqlTypeName;
-  tableOid: number;
-  attnum: number;
 }
 
 export interface SelectPlan {
@@ -205,11 +201,6 @@ function crossJoin(items: FromItem[], env: PlanEnv): FromItem {
   }));
 }
 
-interface Target {
-  compiled: Compiled;
-  field: OutputField;
-}
-
 function expandTargets(list: Node[], scope: Scope, cenv: CompileEnv, relOids: Map<string, number>): Target[] {
   const out: Target[] = [];
   for (const t of list) {
@@ -222,33 +213,18 @@ function expandTargets(list: Node[], scope: Scope, cenv: CompileEnv, relOids: Ma
       scope.columns.forEach((c, i) => {
         if (c.hidden || (rel !== undefined && c.rel !== rel)) return;
         any = true;
-        out.push({ compiled: { type: c.type, name: c.name, eval: (row) => row[i] ?? null }, field: { name: c.name, type: c.type, tableOid: relOids.get(c.rel) ?? 0, attnum: 0 } });
+        const node: Node = { ColumnRef: { fields: [{ String: { sval: c.rel } }, { String: { sval: c.name } }] } };
+        out.push({ compiled: { type: c.type, name: c.name, eval: (row) => row[i] ?? null }, field: { name: c.name, type: c.type, tableOid: relOids.get(c.rel) ?? 0, attnum: 0 }, node });
       });
       if (!any && rel !== undefined) throw new SqlError(SqlState.UNDEFINED_TABLE, `missing FROM-clause entry for table "${rel}"`);
       continue;
     }
     const c = compileExpr(val, scope, cenv);
     const type = c.type === 'unknown' ? 'text' : c.type;
-    out.push({ compiled: c, field: { name: t.ResTarget.name ?? c.name, type, tableOid: 0, attnum: 0 } });
+    out.push({ compiled: c, field: { name: t.ResTarget.name ?? c.name, type, tableOid: 0, attnum: 0 }, node: val });
   }
   return out;
 }
-
-interface AggSlot {
-  fn: string;
-  arg?: Compiled;
-  star: boolean;
-  distinct: boolean;
-  separator?: string;
-  /** FILTER (WHERE …): only rows for which it is true reach the aggregate. */
-  filter?: Compiled;
-  /** ORDER BY inside the call (string_agg(s, ',' ORDER BY s)): the values reach it in this order. */
-  order?: SortKey[];
-}
-
-type SortKey = ReturnType<typeof sortKey>;
-/** A target row and its sort keys, before DISTINCT, ORDER BY and LIMIT. */
-type Projected = { out: Tuple; keys: SqlValue[] };
 
 /** The compiled parts of a plain SELECT that its run steps share. */
 interface SelectParts {
@@ -264,22 +240,6 @@ interface SelectParts {
   distinct: boolean;
   limit: Compiled | undefined;
   offset: Compiled | undefined;
-}
-
-/** The aggregate hook of a CompileEnv: each aggregate call takes the next slot after the FROM columns. */
-function aggregateSlots(slots: AggSlot[], base: number, scope: Scope, baseEnv: CompileEnv): CompileEnv['aggregate'] {
-  return (call) => {
-    if (!('FuncCall' in call)) throw syntax('malformed aggregate');
-    const f = call.FuncCall;
-    const fn = baseName(f.funcname);
-    const args = (f.args ?? []).map((a) => compileExpr(a, scope, baseEnv));
-    const sep = fn === 'string_agg' && f.args?.[1] && 'A_Const' in f.args[1] ? f.args[1].A_Const.sval?.sval : undefined;
-    const slot = slots.length;
-    const filter = f.agg_filter ? compileExpr(f.agg_filter, scope, baseEnv) : undefined;
-    const order = f.agg_order?.map((o) => sortKey(o, [], scope, baseEnv));
-    slots.push({ fn, ...(args[0] ? { arg: args[0] } : {}), star: f.agg_star === true, distinct: f.agg_distinct === true, ...(sep !== undefined ? { separator: sep } : {}), ...(filter ? { filter } : {}), ...(order?.length ? { order } : {}) });
-    return { type: aggregateType(fn, args[0]?.type), name: fn, eval: (row) => row[base + slot] ?? null };
-  };
 }
 
 /** Compiles the clauses of a plain SELECT (no set operation, no VALUES) into its parts. */
@@ -300,9 +260,26 @@ function compileSelectParts(sel: SelectStmt, env: PlanEnv, outer: Scope | undefi
   const grouped = slots.length > 0 || groupExprs.length > 0;
   const distinct = sel.distinctClause !== undefined;
   if (sel.distinctClause && sel.distinctClause.some((d) => Object.keys(d).length > 0)) throw notSupported('DISTINCT ON');
+  checkClauses(sel, targets, scope, grouped);
   const limit = sel.limitCount ? compileExpr(sel.limitCount, new Scope([], outer), baseEnv) : undefined;
   const offset = sel.limitOffset ? compileExpr(sel.limitOffset, new Scope([], outer), baseEnv) : undefined;
   return { from, where, grouped, groupExprs, slots, base, having, targets, sorts, distinct, limit, offset };
+}
+
+/** PostgreSQL's refusals of a grouped query's ungrouped columns (42803) and of DISTINCT's ORDER BY (42P10): grouping-check.ts. */
+function checkClauses(sel: SelectStmt, targets: Target[], scope: Scope, grouped: boolean): void {
+  const byTarget = (n: Node): Node | undefined => {
+    const i = targetByRef(n, targets);
+    return i !== undefined && !('ColumnRef' in n && scope.find(undefined, names(n.ColumnRef.fields)[0]!).length > 0) ? targets[i]!.node : undefined;
+  };
+  const sortNodes = (sel.sortClause ?? []).flatMap((s) => ('SortBy' in s && s.SortBy.node ? [s.SortBy.node] : []));
+  if (grouped) {
+    const rule = groupingRule((sel.groupClause ?? []).map((g) => byTarget(g) ?? g), scope);
+    for (const t of targets) checkGrouped(t.node, rule, scope);
+    checkGrouped(sel.havingClause, rule, scope);
+    for (const n of sortNodes) if (targetByRef(n, targets) === undefined) checkGrouped(n, rule, scope);
+  }
+  if (sel.distinctClause) for (const n of sortNodes) if (targetByRef(n, targets) === undefined) checkDistinctOrder(n, targets.flatMap((t) => (t.node ? [t.node] : [])));
 }
 
 /** The rows FROM yields, filtered by WHERE, grouped and aggregated, filtered by HAVING. */
@@ -318,24 +295,6 @@ function selectSource(p: SelectParts, ctx: EvalContext): Tuple[] {
 function selectProject(p: SelectParts, r: Tuple, ctx: EvalContext): Projected {
   const out = p.targets.map((t) => t.compiled.eval(r, ctx));
   return { out, keys: p.sorts.map((s) => (s.output !== undefined ? out[s.output]! : s.expr.eval(r, ctx))) };
-}
-
-/** Sorts projected rows in place by ORDER BY (NULLS FIRST / LAST, DESC). */
-function sortProjected(out: Projected[], sorts: SortKey[]): void {
-  out.sort((a, b) => {
-    for (let i = 0; i < sorts.length; i++) {
-      const x = a.keys[i]!;
-      const y = b.keys[i]!;
-      const s = sorts[i]!;
-      if (x === null || y === null) {
-        if (x === y) continue;
-        return (x === null) === s.nullsFirst ? -1 : 1;
-      }
-      const c = compareValues(x, y);
-      if (c !== 0) return s.desc ? -c : c;
-    }
-    return 0;
-  });
 }
 
 /** DISTINCT, ORDER BY, OFFSET and LIMIT over the projected rows. */
@@ -475,62 +434,4 @@ function valuesPlan(lists: Node[], env: PlanEnv, outer: Scope | undefined): Sele
   const rows = lists.map((l) => ('List' in l ? l.List.items ?? [] : []).map((e) => compileExpr(e, scope, compileEnv(env))));
   const fields = (rows[0] ?? []).map((c, i) => ({ name: `column${i + 1}`, type: (c.type === 'unknown' ? 'text' : c.type) as SqlTypeName, tableOid: 0, attnum: 0 }));
   return { fields, run: (ctx) => rows.map((r) => r.map((c) => c.eval([], ctx))) };
-}
-
-function targetByRef(n: Node, targets: Target[]): number | undefined {
-  if ('A_Const' in n && n.A_Const.ival !== undefined) {
-    const i = (n.A_Const.ival.ival ?? 0) - 1;
-    if (i < 0 || i >= targets.length) throw new SqlError(SqlState.UNDEFINED_COLUMN, `position ${i + 1} is not in select list`);
-    return i;
-  }
-  if ('ColumnRef' in n && n.ColumnRef.fields?.length === 1) {
-    const name = names(n.ColumnRef.fields)[0];
-    const i = targets.findIndex((t) => t.field.name === name);
-    return i >= 0 ? i : undefined;
-  }
-  return undefined;
-}
-
-function groupExpr(g: Node, targets: Target[], scope: Scope, env: CompileEnv): Compiled {
-  const i = targetByRef(g, targets);
-  if (i !== undefined && !('ColumnRef' in g && scope.find(undefined, names(g.ColumnRef.fields)[0]!).length > 0)) return targets[i]!.compiled;
-  return compileExpr(g, scope, env);
-}
-
-function sortKey(s: Node, targets: Target[], scope: Scope, env: CompileEnv): { expr: Compiled; output?: number; desc: boolean; nullsFirst: boolean } {
-  if (!('SortBy' in s)) throw syntax('malformed ORDER BY');
-  const node = s.SortBy.node!;
-  const desc = s.SortBy.sortby_dir === 'SORTBY_DESC';
-  const nullsFirst = s.SortBy.sortby_nulls === 'SORTBY_NULLS_FIRST' ? true : s.SortBy.sortby_nulls === 'SORTBY_NULLS_LAST' ? false : desc;
-  const i = targetByRef(node, targets);
-  const dummy: Compiled = { type: 'text', name: '', eval: () => null };
-  if (i !== undefined) return { expr: dummy, output: i, desc, nullsFirst };
-  return { expr: compileExpr(node, scope, env), desc, nullsFirst };
-}
-
-function aggregateRows(rows: Tuple[], keys: Compiled[], slots: AggSlot[], base: number, ctx: EvalContext, single: boolean): Tuple[] {
-  type Group = { first: Tuple; accs: Accumulator[]; held: Projected[][] };
-  const groups = new Map<string, Group>();
-  const fresh = (first: Tuple): Group => ({ first, accs: slots.map((s) => newAccumulator(s.fn, s.arg?.type, s.star, s.distinct, s.separator)), held: slots.map(() => []) });
-  for (const r of rows) {
-    const k = single ? '' : JSON.stringify(keys.map((e) => { const v = e.eval(r, ctx); return v === null ? null : textOf(v as SqlValue); }));
-    let g = groups.get(k);
-    if (!g) groups.set(k, (g = fresh(r)));
-    slots.forEach((s, i) => {
-      if (s.filter && truth(s.filter.eval(r, ctx)) !== true) return;
-      const v = s.star ? 1n : s.arg ? s.arg.eval(r, ctx) : null;
-      // An ordered aggregate sees its values once they are all in, sorted.
-      if (s.order) g.held[i]!.push({ out: [v], keys: s.order.map((o) => o.expr.eval(r, ctx)) });
-      else g.accs[i]!.add(v);
-    });
-  }
-  if (single && groups.size === 0) groups.set('', fresh(new Array<SqlValue>(base).fill(null)));
-  return [...groups.values()].map((g) => {
-    slots.forEach((s, i) => {
-      if (!s.order) return;
-      sortProjected(g.held[i]!, s.order);
-      for (const h of g.held[i]!) g.accs[i]!.add(h.out[0]!);
-    });
-    return [...g.first.slice(0, base), ...g.accs.map((a) => a.result())];
-  });
 }

@@ -5,13 +5,14 @@
  */
 import type { ColumnType } from '../../client';
 import { SqlError, SqlState } from './sql-error';
-import { parseDecimal, roundTo } from './decimal';
+import { formatDecimal, parseDecimal, roundTo } from './decimal';
+import { intervalText } from './interval';
 
 export type SqlValue = null | bigint | number | string | boolean | Uint8Array;
 
 export type SqlTypeName =
   | 'int2' | 'int4' | 'int8' | 'float4' | 'float8' | 'numeric' | 'text' | 'varchar' | 'bpchar' | 'bool' | 'bytea'
-  | 'timestamp' | 'timestamptz' | 'date' | 'uuid' | 'jsonb' | 'json' | 'name' | 'oid' | 'char' | 'regclass' | 'regtype' | 'regproc' | 'regnamespace' | 'unknown';
+  | 'timestamp' | 'timestamptz' | 'date' | 'interval' | 'uuid' | 'jsonb' | 'json' | 'name' | 'oid' | 'char' | 'regclass' | 'regtype' | 'regproc' | 'regnamespace' | 'unknown';
 
 interface TypeInfo {
   oid: number;
@@ -36,6 +37,7 @@ export const TYPES: Record<SqlTypeName, TypeInfo> = {
   timestamp: { oid: 1114, size: 8, storage: 'string', display: 'timestamp without time zone' },
   timestamptz: { oid: 1184, size: 8, storage: 'string', display: 'timestamp with time zone' },
   date: { oid: 1082, size: 4, storage: 'string', display: 'date' },
+  interval: { oid: 1186, size: 16, storage: 'string', display: 'interval' },
   uuid: { oid: 2950, size: 16, storage: 'string', display: 'uuid' },
   jsonb: { oid: 3802, size: -1, storage: 'string', display: 'jsonb' },
   json: { oid: 114, size: -1, storage: 'string', display: 'json' },
@@ -72,6 +74,7 @@ export function sqlTypeFromName(name: string): { type: SqlTypeName; serial?: boo
     case 'timestamp': return { type: 'timestamp' };
     case 'timestamptz': return { type: 'timestamptz' };
     case 'date': return { type: 'date' };
+    case 'interval': return { type: 'interval' };
     case 'uuid': return { type: 'uuid' };
     case 'jsonb': return { type: 'jsonb' };
     case 'json': return { type: 'json' };
@@ -187,6 +190,8 @@ export function coerce(v: SqlValue, type: SqlTypeName): SqlValue {
     }
     case 'date': case 'timestamp': case 'timestamptz':
       return dateText(type, textOf(v));
+    case 'interval':
+      return intervalText(textOf(v));
     case 'bpchar':
       return textOf(v).replace(/ +$/, '');
     default:
@@ -250,6 +255,21 @@ export function formatTimestamp(type: SqlTypeName, d: Date, micros = d.getUTCMil
   if (frac === '.') frac = '';
   const t = `${date} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}${frac}`;
   return type === 'timestamptz' ? t + '+00' : t;
+}
+
+/**
+ * A numeric value for a numeric(precision, scale) column or cast: rounded to the scale (halves away
+ * from zero), and 22003 if its integer digits do not fit precision - scale (PostgreSQL's rule).
+ */
+export function fitNumeric(v: string, precision: number, scale: number): string {
+  const d = parseDecimal(v);
+  if (!d) return v;
+  const r = roundTo(d, scale);
+  const digits = (r.unscaled < 0n ? -r.unscaled : r.unscaled).toString().length - scale;
+  if (r.unscaled !== 0n && digits > precision - scale) {
+    throw new SqlError(SqlState.NUMERIC_OUT_OF_RANGE, 'numeric field overflow', { detail: `A field with precision ${precision}, scale ${scale} must round to an absolute value less than ${precision - scale === 0 ? '1' : `10^${precision - scale}`}.` });
+  }
+  return formatDecimal(r);
 }
 
 /** Canonical text of any value (PostgreSQL's output functions). */

@@ -409,6 +409,14 @@ describe('SQL over the PostgreSQL protocol', () => {
         expect((await c.query('select count(*)::int as n from ck where id = 6')).rows).toEqual([{ n: 0 }]);
       }
       await c.query('drop table ck');
+      // numeric(p, s) columns round to their scale and refuse what does not fit (22003); an integer column takes a numeric SET rounded.
+      await c.query('create table money (id int primary key, amount numeric(6,2), n int)');
+      await c.query('insert into money values (1, 12.345, 10)');
+      expect(await state('insert into money values (2, 12345.6, 1)')).toBe('22003 numeric field overflow');
+      await c.query('update money set n = n * 1.25 where id = 1');
+      expect((await c.query('select amount, n from money')).rows).toEqual([{ amount: '12.35', n: 13 }]);
+      if (havePsql) expect(psql('\\d money').stdout).toContain('numeric(6,2)');
+      await c.query('drop table money');
     } finally {
       await c.end();
     }

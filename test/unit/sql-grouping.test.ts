@@ -1,0 +1,71 @@
+/**
+ * PostgreSQL's grouping rules in the executor (sql/exec/grouping-check.ts): ungrouped columns are
+ * 42803, a table's columns are groupable once its primary key is grouped, SELECT DISTINCT may only
+ * ORDER BY what it selects (42P10). Expectations checked against PostgreSQL 15.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadParser, parseSql } from '../../sql/sql-parser';
+import { compileSelect, type LoadedRelation } from '../../sql/exec/select';
+import type { EvalContext, Tuple } from '../../sql/exec/scope';
+import { SqlError } from '../../sql/exec/sql-error';
+
+const g: LoadedRelation = {
+  columns: [{ rel: 'g', name: 'id', type: 'int4', key: true }, { rel: 'g', name: 'a', type: 'int4' }, { rel: 'g', name: 'b', type: 'text' }],
+  rows: [[1n, 1n, 'x'], [2n, 1n, 'y'], [3n, 2n, 'x'], [4n, null, 'z']],
+};
+const h: LoadedRelation = { columns: [{ rel: 'h', name: 'k', type: 'int4' }, { rel: 'h', name: 'v', type: 'int4' }], rows: [[1n, 10n], [1n, 20n], [2n, 30n]] };
+
+const ctx: EvalContext = { params: [], session: { user: 'yugabyte', database: 'yugabyte', now: new Date(0), pid: 1, settings: new Map(), extensions: new Set() }, outerRows: [], nextval: () => 1n };
+
+function query(sql: string): Tuple[] {
+  const [ps] = parseSql(sql);
+  if (!ps || !('SelectStmt' in ps.stmt)) throw new Error('not a select');
+  const byName: Record<string, LoadedRelation> = { g, h };
+  return compileSelect(ps.stmt.SelectStmt, { paramTypes: [], rowsMax: 1000, relation: (rv) => byName[(rv as { relname: string }).relname]! }).run(ctx);
+}
+
+function failure(sql: string): { state: string; message: string } | undefined {
+  try {
+    query(sql);
+  } catch (e) {
+    if (e instanceof SqlError) return { state: e.sqlState, message: e.message };
+    throw e;
+  }
+  return undefined;
+}
+
+beforeAll(async () => {
+  await loadParser();
+});
+
+describe('sql grouping rules', () => {
+  it('sql grouping: a column neither grouped nor aggregated is 42803, in the targets, HAVING and ORDER BY', () => {
+    expect(failure('select a, b, count(*) from g group by a')).toEqual({ state: '42803', message: 'column "g.b" must appear in the GROUP BY clause or be used in an aggregate function' });
+    expect(failure('select k, max(v) from h group by k having v > 1')?.state).toBe('42803');
+    expect(failure('select k from h group by k order by v')?.state).toBe('42803');
+    expect(failure('select count(*) from h order by k')?.state).toBe('42803');
+    expect(failure('select * from h group by k')?.state).toBe('42803');
+    expect(failure('select coalesce(a, 0), count(*) from g group by b')?.state).toBe('42803');
+  });
+
+  it('sql grouping: grouped columns, GROUP BY expressions, ordinals and aliases, aggregates and a grouped primary key are accepted', () => {
+    expect(query('select a + 1 as x, count(*) from g group by x order by 1')).toEqual([[2n, 2n], [3n, 1n], [null, 1n]]);
+    expect(query('select coalesce(a, 0), count(*) from g group by coalesce(a, 0) order by 1')).toEqual([[0n, 1n], [1n, 2n], [2n, 1n]]);
+    expect(query('select upper(b), count(*) from g group by b order by 1')).toEqual([['X', 2n], ['Y', 1n], ['Z', 1n]]);
+    expect(query('select k from h group by k order by max(v) desc')).toEqual([[2n], [1n]]);
+    expect(query('select k, max(v) from h group by 1 having max(v) > 15 order by k')).toEqual([[1n, 20n], [2n, 30n]]);
+    // id is g's primary key: its other columns depend on it.
+    expect(query('select id, b, count(*) from g group by id order by id')).toEqual([[1n, 'x', 1n], [2n, 'y', 1n], [3n, 'x', 1n], [4n, 'z', 1n]]);
+    expect(query('select g.*, count(*) from g group by g.id order by 1 limit 1')).toEqual([[1n, 1n, 'x', 1n]]);
+    expect(query('select g.id, g.b, sum(h.v) from g join h on g.a = h.k group by g.id order by 1')).toEqual([[1n, 'x', 30n], [2n, 'y', 30n], [3n, 'x', 30n]]);
+    // …but h has no primary key, so grouping by its k does not make g's columns groupable.
+    expect(failure('select h.k, g.b, sum(h.v) from g join h on g.a = h.k group by h.k')?.state).toBe('42803');
+  });
+
+  it('sql grouping: SELECT DISTINCT orders only by selected expressions (42P10)', () => {
+    expect(failure('select distinct a from g order by b')?.state).toBe('42P10');
+    expect(query('select distinct a + 1 from g order by a + 1')).toEqual([[2n], [3n], [null]]);
+    expect(query('select distinct a as x from g order by x desc')).toEqual([[null], [2n], [1n]]);
+    expect(query('select distinct a, b from g order by b, a')).toEqual([[1n, 'x'], [2n, 'x'], [1n, 'y'], [null, 'z']]);
+  });
+});
