@@ -27,6 +27,8 @@ export interface CompileEnv {
   subquery: (select: Node, scope: Scope) => SubPlan;
   /** Aggregate calls, compiled by the select planner (undefined: aggregates are not allowed here). */
   aggregate?: (call: Node, scope: Scope) => Compiled;
+  /** Window calls (f(…) OVER …), compiled by the select planner (undefined: not allowed here). */
+  window?: (call: Node, scope: Scope) => Compiled;
 }
 
 
@@ -354,7 +356,10 @@ function compileFuncCall(n: Extract<Node, { FuncCall: unknown }>, scope: Scope, 
     if (!env.aggregate) throw new SqlError(SqlState.GROUPING_ERROR, `aggregate functions are not allowed here`, f.location !== undefined ? { position: f.location + 1 } : {});
     return env.aggregate(n, scope);
   }
-  if (f.over) throw notSupported('window functions');
+  if (f.over) {
+    if (!env.window) throw new SqlError(SqlState.WINDOWING_ERROR, 'window functions are not allowed here', f.location !== undefined ? { position: f.location + 1 } : {});
+    return env.window(n, scope);
+  }
   const args = (f.args ?? []).map((a) => compileExpr(a, scope, env));
   const dt = datetimeCall(fname, args);
   if (dt) return dt;

@@ -10,6 +10,7 @@ import { compileExpr, truth, type CompileEnv, type SubPlan } from './expr';
 import { Scope, type Compiled, type EvalContext, type ScopeColumn, type Tuple } from './scope';
 import { notSupported, SqlError, SqlState } from './sql-error';
 import { coerce, textOf, type SqlTypeName } from './sql-types';
+import { computeWindows, windowSlots, type WindowSlot } from './window';
 import { checkDistinctOrder, checkGrouped, groupingRule } from './grouping-check';
 import { aggregateRows, aggregateSlots, groupExpr, sortKey, sortProjected, targetByRef, type AggSlot, type OutputField, type Projected, type SortKey, type Target } from './select-rows';
 
@@ -233,6 +234,8 @@ interface SelectParts {
   grouped: boolean;
   groupExprs: Compiled[];
   slots: AggSlot[];
+  /** Window calls: their values follow the aggregates' in each row (window.ts). */
+  windows: WindowSlot[];
   base: number;
   having: Compiled | undefined;
   targets: Target[];
@@ -253,17 +256,20 @@ function compileSelectParts(sel: SelectStmt, env: PlanEnv, outer: Scope | undefi
   const slots: AggSlot[] = [];
   const base = from.columns.length;
   const aggEnv = compileEnv(env, aggregateSlots(slots, base, scope, baseEnv));
-  const targets = expandTargets(sel.targetList ?? [], scope, aggEnv, relOids);
+  const windows: WindowSlot[] = [];
+  const named = new Map((sel.windowClause ?? []).flatMap((w) => ('WindowDef' in w && w.WindowDef.name ? [[w.WindowDef.name, w.WindowDef] as const] : [])));
+  const winEnv: CompileEnv = { ...aggEnv, window: windowSlots(windows, () => base + slots.length, scope, aggEnv, named) };
+  const targets = expandTargets(sel.targetList ?? [], scope, winEnv, relOids);
   const having = sel.havingClause ? compileExpr(sel.havingClause, scope, aggEnv) : undefined;
   const groupExprs = (sel.groupClause ?? []).map((g) => groupExpr(g, targets, scope, baseEnv));
-  const sorts = (sel.sortClause ?? []).map((s) => sortKey(s, targets, scope, aggEnv));
+  const sorts = (sel.sortClause ?? []).map((s) => sortKey(s, targets, scope, winEnv));
   const grouped = slots.length > 0 || groupExprs.length > 0;
   const distinct = sel.distinctClause !== undefined;
   if (sel.distinctClause && sel.distinctClause.some((d) => Object.keys(d).length > 0)) throw notSupported('DISTINCT ON');
   checkClauses(sel, targets, scope, grouped);
   const limit = sel.limitCount ? compileExpr(sel.limitCount, new Scope([], outer), baseEnv) : undefined;
   const offset = sel.limitOffset ? compileExpr(sel.limitOffset, new Scope([], outer), baseEnv) : undefined;
-  return { from, where, grouped, groupExprs, slots, base, having, targets, sorts, distinct, limit, offset };
+  return { from, where, grouped, groupExprs, slots, windows, base, having, targets, sorts, distinct, limit, offset };
 }
 
 /** PostgreSQL's refusals of a grouped query's ungrouped columns (42803) and of DISTINCT's ORDER BY (42P10): grouping-check.ts. */
@@ -288,6 +294,7 @@ function selectSource(p: SelectParts, ctx: EvalContext): Tuple[] {
   if (p.where) { const where = p.where; rows = rows.filter((r) => truth(where.eval(r, ctx)) === true); }
   if (p.grouped) rows = aggregateRows(rows, p.groupExprs, p.slots, p.base, ctx, p.groupExprs.length === 0);
   if (p.having) { const having = p.having; rows = rows.filter((r) => truth(having.eval(r, ctx)) === true); }
+  if (p.windows.length > 0) rows = computeWindows(rows, p.windows, p.base + p.slots.length, ctx);
   return rows;
 }
 
