@@ -209,14 +209,14 @@ export async function insertRows(stmt: InsertStmt, def: SqlTableDef, deps: DmlDe
 }
 
 /** SET col = expr, … of an UPDATE or an ON CONFLICT DO UPDATE: the column's index and name and its compiled value. */
-function compileSets(list: Node[] | undefined, def: SqlTableDef, scope: Scope, deps: DmlDeps): Array<{ i: number; name: string; e: Compiled }> {
+function compileSets(list: Node[] | undefined, def: SqlTableDef, scope: Scope, deps: DmlDeps, keysToo = false): Array<{ i: number; name: string; e: Compiled }> {
   const keyCols = [...def.hash, ...def.range];
   return (list ?? []).map((n) => {
     if (!('ResTarget' in n)) throw notSupported('this SET clause');
     const name = n.ResTarget.name ?? '';
     const i = def.columns.findIndex((c) => c.name === name && !c.hidden);
     if (i < 0) throw new SqlError(SqlState.UNDEFINED_COLUMN, `column "${name}" of relation "${def.name}" does not exist`);
-    if (keyCols.includes(name)) throw notSupported('updating a primary key column');
+    if (keyCols.includes(name) && !keysToo) throw notSupported('updating a primary key column in ON CONFLICT DO UPDATE');
     if (n.ResTarget.indirection) throw notSupported(`SET ${names(n.ResTarget.indirection).join('.')}`);
     const c = compileExpr(n.ResTarget.val!, scope, deps.env);
     const to = def.columns[i]!.type;
@@ -355,12 +355,17 @@ export async function updateOrDelete(kind: 'update' | 'delete', stmt: { whereCla
     const ret = returning(stmt.returningClause?.exprs, def, matched, deps);
     return { count: matched.length, ...(ret ? { returning: ret } : {}) };
   }
-  const sets = compileSets(stmt.targetList, def, scope, deps);
+  const sets = compileSets(stmt.targetList, def, scope, deps, true);
   const updated = matched.map((r) => {
     const next = [...r];
     for (const s of sets) next[s.i] = s.e.eval(r, deps.ctx);
     return next;
   });
+  if (sets.some((s) => keyCols.includes(s.name))) {
+    await moveRows(def, matched.map(rowOf), updated.map((r) => checkRow(def, r, deps)), deps);
+    const ret = returning(stmt.returningClause?.exprs, def, updated, deps);
+    return { count: updated.length, ...(ret ? { returning: ret } : {}) };
+  }
   const pairs: Array<{ old: Row; next: Row }> = [];
   await pool(updated.map((r, i) => [r, i] as const), async ([r, i]) => {
     const full = checkRow(def, r, deps);
@@ -373,6 +378,34 @@ export async function updateOrDelete(kind: 'update' | 'delete', stmt: { whereCla
   await indexUpdate(def, deps.table, pairs);
   const ret = returning(stmt.returningClause?.exprs, def, updated, deps);
   return { count: updated.length, ...(ret ? { returning: ret } : {}) };
+}
+
+/**
+ * An UPDATE that sets primary key columns moves its rows: each old row is deleted and the new one
+ * written whole, in the statement's transaction, with its index entries. The new keys are checked
+ * first (23505 if two rows get one key, or a row this statement does not move holds it), all of them
+ * before any write, so `SET id = id + 1` over consecutive keys succeeds (PostgreSQL may refuse it,
+ * depending on the order it visits the rows).
+ */
+async function moveRows(def: SqlTableDef, olds: Row[], nexts: Row[], deps: DmlDeps): Promise<void> {
+  const keyCols = [...def.hash, ...def.range];
+  const keyOf = (r: Row): Row => Object.fromEntries(keyCols.map((k) => [k, r[k] ?? null]));
+  const text = (r: Row): string => JSON.stringify(keyCols.map((k) => String(r[k])));
+  const oldKeys = new Set(olds.map(text));
+  const newKeys = new Set<string>();
+  for (const n of nexts) {
+    if (newKeys.has(text(n))) throw uniqueViolation(def, n);
+    newKeys.add(text(n));
+  }
+  const t = deps.table(def.name);
+  await pool(nexts.filter((n) => !oldKeys.has(text(n))), async (n) => {
+    if (await t.get(keyOf(n))) throw uniqueViolation(def, n);
+  });
+  // An old key some row moves to is overwritten whole below; the others are deleted.
+  await pool(olds.filter((o) => !newKeys.has(text(o))), (o) => t.delete(keyOf(o)));
+  await indexDelete(def, deps.table, olds);
+  await pool(nexts, (n) => t.upsert(n));
+  await indexInsert(def, deps.table, nexts);
 }
 
 export { ROW_ID_COLUMN };
