@@ -155,16 +155,17 @@ export class Table {
     }
   }
 
-  private async write(type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', row: Row, o?: CallOptions & { ttlMs?: number }): Promise<void> {
+  private async write(type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', row: Row, o?: CallOptions & { ttlMs?: number; keepBack?: boolean }): Promise<void> {
     this.checkWritable();
     const ttlMs = o?.ttlMs;
     // Row TTL (docs/cells.md): the row's liveness and every column written expire together.
     if (ttlMs !== undefined && (!Number.isSafeInteger(ttlMs) || ttlMs <= 0)) throw new DbError(ErrorCode.INVALID_ARGUMENT, `ttlMs ${String(ttlMs)} must be a positive integer`, { part: 'TTL' });
     const d = this.deadline(o);
-    await this.withSchema(d, (loc) => this.writeWith(loc, type, row, d, true, ttlMs));
+    await this.withSchema(d, (loc) => this.writeWith(loc, type, row, d, true, ttlMs, o?.keepBack !== false));
   }
 
-  private async writeWith(loc: TableLocations, type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', row: Row, d: Deadline, mayDefer = true, ttlMs?: number): Promise<void> {
+  /** mayDefer false: this is a kept-back write being sent; keepBack false: send it now, after the kept-back ones. */
+  private async writeWith(loc: TableLocations, type: 'UPSERT' | 'INSERT' | 'UPDATE' | 'DELETE', row: Row, d: Deadline, mayDefer = true, ttlMs?: number, keepBack = true): Promise<void> {
     const { hash, op, key } = loc.schema.rowOp(type, row);
     if (ttlMs !== undefined && type !== 'DELETE') op.ttlMs = BigInt(ttlMs);
     const sv = loc.schema.version;
@@ -172,7 +173,7 @@ export class Table {
       const t = tabletForRoute(loc, { hash, key });
       if (t) return this.batcher.enqueue(t.tabletId, { hash, key }, sv, op, d);
     }
-    if (mayDefer && this.txn?.deferWrite) {
+    if (mayDefer && keepBack && this.txn?.deferWrite) {
       // By hash and key: a range table's tablets all span every hash (docs/splitting.md).
       const t = tabletForRoute(loc, { hash, key });
       // Sent later as an ordinary transactional write, encoded anew if the schema changed meanwhile.
@@ -220,8 +221,11 @@ export class Table {
     return { txn: ctx };
   }
 
-  /** Insert; fails with ALREADY_EXISTS when the row exists. */
-  insert(row: Row, o?: CallOptions & { ttlMs?: number }): Promise<void> {
+  /**
+   * Insert; fails with ALREADY_EXISTS when the row exists. `keepBack: false`: in a deferWrites transaction, send it at once (after the writes kept back), so
+   * a duplicate key fails this call, not the commit (SQL's INSERT, docs/sql.md "Transactions").
+   */
+  insert(row: Row, o?: CallOptions & { ttlMs?: number; keepBack?: boolean }): Promise<void> {
     return this.write('INSERT', row, o);
   }
   /** Insert or overwrite the given columns (`ttlMs`: they and the row expire that long after the write). */

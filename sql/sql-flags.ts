@@ -111,3 +111,11 @@ export const YSQL_ROWS_MAX = defineFlag({
   tags: [FlagTag.runtime],
   validate: (v) => (v >= 1 ? undefined : 'at least 1'),
 });
+
+export const YSQL_BLOCK_KEEPS_WRITES = defineFlag({
+  name: 'ysql_block_keeps_writes',
+  type: 'bool',
+  default: true,
+  help: 'A BEGIN … COMMIT block keeps its upserts and deletes back to the COMMIT and answers point reads of rows it already read whole from what it knows (sql/exec/own-rows.ts, docs/sql.md "Transactions"). false: every write is sent as intents at its statement and every read goes to the tablet (runtime; A/B).',
+  tags: [FlagTag.runtime],
+});

@@ -186,14 +186,17 @@ export async function insertRows(stmt: InsertStmt, def: SqlTableDef, deps: DmlDe
   if (onConflict !== 'ONCONFLICT_NOTHING' && keyCols.every((k) => generated.has(k))) {
     // Large rows go a few RPCs at a time: the SQL endpoint shares its process with a tserver, whose Raft
     // work and this transaction's heartbeats must not starve behind tens of MiB in flight.
-    await t.upsertMany(rows, { concurrency: BIG_WRITE_CONCURRENCY });
+    // One row (pgbench's history INSERT) as an upsert: a block keeps it back to the COMMIT with its other writes.
+    if (rows.length === 1) await t.upsert(rows[0]!);
+    else await t.upsertMany(rows, { concurrency: BIG_WRITE_CONCURRENCY });
     await indexInsert(def, deps.table, rows);
   } else {
     const ok: boolean[] = rows.map(() => true);
     await pool(rows.map((r, i) => [r, i] as const), async ([r, i]) => {
       try {
         if (onConflict === 'ONCONFLICT_NOTHING' && (await t.get(Object.fromEntries(keyCols.map((k) => [k, r[k]!]))))) ok[i] = false;
-        else await t.insert(r);
+        // Sent at once in a block that keeps writes back: a duplicate key is this statement's error.
+        else await t.insert(r, { keepBack: false });
       } catch (e) {
         if (e instanceof DbError && e.code === ErrorCode.ALREADY_EXISTS) {
           if (onConflict === 'ONCONFLICT_NOTHING') ok[i] = false;
@@ -261,7 +264,7 @@ function planOnConflictUpdate(stmt: InsertStmt, def: SqlTableDef, deps: DmlDeps)
       const key: Row = Object.fromEntries(keyCols.map((k) => [k, rows[i]![k]!]));
       const existing = await t.get(key);
       if (!existing) {
-        await t.insert(rows[i]!);
+        await t.insert(rows[i]!, { keepBack: false });
         await indexInsert(def, deps.table, [rows[i]!]);
         out[i] = full[i]!;
         return;

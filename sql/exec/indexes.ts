@@ -75,7 +75,8 @@ async function putEntries(ix: SqlIndexDef, t: Table, entries: Row[]): Promise<vo
   }
   await Promise.all(entries.map(async (e) => {
     try {
-      await t.insert(e);
+      // Sent at once in a block that keeps writes back: the duplicate is this statement's error.
+      await t.insert(e, { keepBack: false });
     } catch (err) {
       if (err instanceof DbError && err.code === ErrorCode.ALREADY_EXISTS) throw uniqueViolation(ix, e);
       throw err;

@@ -7,7 +7,7 @@
 import type { Table, TesseraClient, Transaction } from '../../client';
 import type { Flags } from '../../common/flags';
 import type { Node, ParsedStatement } from '../sql-parser';
-import { YSQL_ENABLE_AGGREGATE_PUSHDOWN, YSQL_ENABLE_EXPRESSION_PUSHDOWN, YSQL_PARSE_CACHE, YSQL_ROWS_MAX } from '../sql-flags';
+import { YSQL_BLOCK_KEEPS_WRITES, YSQL_ENABLE_AGGREGATE_PUSHDOWN, YSQL_ENABLE_EXPRESSION_PUSHDOWN, YSQL_PARSE_CACHE, YSQL_ROWS_MAX } from '../sql-flags';
 import { names } from './ast';
 import type { SqlCatalog, SqlTableDef } from './catalog';
 import { addPrimaryKey, createTable, dropTables, truncateTable, type DdlDeps } from './ddl';
@@ -25,6 +25,7 @@ import { describeFilter, tabletFilter } from './where-pushdown';
 import { createIndex } from './index-build';
 import { dropIndexes } from './indexes';
 import { Savepoints } from './savepoints';
+import { OwnRows } from './own-rows';
 import { BulkLoads } from './bulk-load';
 import { copyStatement, type CopyIn, type CopyOut } from './copy';
 import { readTimeOf, showVariable, setVariable } from './settings';
@@ -100,10 +101,22 @@ export class SqlSession {
   }
 
   private tableFor(txn: Transaction | undefined): (name: string) => Table {
-    // Inside a block with a savepoint set, writes record what they overwrite (savepoints.ts).
-    if (txn && txn === this.txn && this.savepoints.active) return (name) => this.savepoints.wrap(txn.table(name));
+    // The block's transaction: rows it read whole are answered again from what it knows (own-rows.ts);
+    // with a savepoint set, writes record what they overwrite (savepoints.ts).
+    if (txn && txn === this.txn) {
+      const keeps = this.blockKeeps;
+      return (name) => {
+        const t = this.savepoints.active ? this.savepoints.wrap(txn.table(name)) : txn.table(name);
+        return keeps ? this.ownRows.wrap(t) : t;
+      };
+    }
     return (name) => (txn ? txn.table(name) : this.deps.client.table(name));
   }
+
+  /** Rows the block's transaction knows (cleared whenever the block ends or may have changed them unseen). */
+  private readonly ownRows = new OwnRows();
+  /** Whether the current block's transaction keeps writes back (--ysql_block_keeps_writes when it began). */
+  private blockKeeps = false;
 
   private readonly savepoints = new Savepoints({
     columnsOf: async (table) => {
@@ -167,7 +180,15 @@ export class SqlSession {
     this.info.now = this.inBlock ? this.info.now : new Date();
     this.cancelled = false;
     try {
-      if (this.inBlock && !this.txn && needsTransaction(s)) this.txn = await this.deps.client.beginTransaction({ isolation: this.blockIsolation });
+      // DDL and COPY change rows behind the block's table handles: what it knew of them is dropped.
+      if (!isDml(s)) this.ownRows.clear();
+      // The block keeps its upserts and deletes back to the COMMIT (docs/sql.md "Transactions"): they
+      // leave together, in parallel across tablets, and a block whose writes fall in one tablet commits
+      // by the single-tablet fast path. INSERTs are sent at once (their duplicate key is the statement's error).
+      if (this.inBlock && !this.txn && needsTransaction(s)) {
+        this.blockKeeps = this.deps.flags.get(YSQL_BLOCK_KEEPS_WRITES);
+        this.txn = await this.deps.client.beginTransaction({ isolation: this.blockIsolation, deferWrites: this.blockKeeps });
+      }
       return await this.dispatch(ps, params, paramTypes);
     } catch (e) {
       if (this.inBlock) this.txnFailed = true;
@@ -348,6 +369,7 @@ export class SqlSession {
       }
       case 'TRANS_STMT_COMMIT': {
         this.savepoints.clear();
+        this.ownRows.clear();
         const txn = this.txn;
         const failed = this.txnFailed;
         const wasInBlock = this.inBlock;
@@ -373,6 +395,7 @@ export class SqlSession {
       }
       case 'TRANS_STMT_ROLLBACK': {
         this.savepoints.clear();
+        this.ownRows.clear();
         const txn = this.txn;
         const wasInBlock = this.inBlock;
         this.txn = undefined;
@@ -411,6 +434,8 @@ export class SqlSession {
       this.txnFailed = true;
       throw new SqlError(SqlState.SERIALIZATION_FAILURE, `cannot roll back to savepoint "${name}": the transaction was ${txn.state} by the cluster (a conflict or an expiry), not by a statement; ROLLBACK and retry the block`);
     }
+    // The undo writes go around the block's table handles.
+    this.ownRows.clear();
     try {
       // Images exist only once a statement wrote, and writing began the transaction.
       await this.savepoints.rollbackTo(name, (n) => txn!.table(n));
@@ -425,6 +450,7 @@ export class SqlSession {
   /** The connection ended: a transaction still open is aborted (its intents are cleaned up by the abort). */
   async close(): Promise<void> {
     this.savepoints.clear();
+    this.ownRows.clear();
     const txn = this.txn;
     this.txn = undefined;
     this.inBlock = false;
@@ -436,6 +462,10 @@ export class SqlSession {
   private undoBulkLoads(): Promise<string[]> {
     return this.bulk.aborted((name) => truncateTable(name, { client: this.deps.client, catalog: this.deps.catalog, sequences: this.deps.sequences }));
   }
+}
+
+function isDml(s: Node): boolean {
+  return 'SelectStmt' in s || 'InsertStmt' in s || 'UpdateStmt' in s || 'DeleteStmt' in s;
 }
 
 /** Statements that read or write tables (DDL, COPY FROM, SET … do not use the block's transaction). */

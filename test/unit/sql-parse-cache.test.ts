@@ -39,6 +39,12 @@ describe('sql parse cache', () => {
     expect(hitsOf('delete from t where k between 1 and 9; select 22 from u where x = 333', 'delete from t where k between 10 and 99999; select 2 from u where x = 3')).toBe(1);
   });
 
+  it('sql: transaction statements (pgbench -N\'s BEGIN; and END;) take their template, equal to the parser\'s tree', () => {
+    for (const t of ['BEGIN;', 'END;', 'commit', 'begin isolation level serializable', 'START TRANSACTION ISOLATION LEVEL REPEATABLE READ', 'savepoint s1', 'rollback to savepoint s1', 'ROLLBACK']) {
+      expect(hitsOf(t, t)).toBe(1);
+    }
+  });
+
   it('sql: random literal values of a few templates give exactly the parser\'s trees', () => {
     const templates = [
       (a: number) => `SELECT abalance FROM pgbench_accounts WHERE aid = ${a};`,
