@@ -133,6 +133,18 @@ function serviceFigures(p: TabletPeer, flags: Flags, clock: HybridClock): { upse
   };
 }
 
+/** One round of the services' figures (wire codec, no socket): the rows upserted first, so the increments read present rows. */
+async function serviceRound(svc: ReturnType<typeof serviceFigures>, base: number, ops: number, add: (name: string, f: () => Figure) => Promise<void>): Promise<void> {
+  const requests = Math.max(1, Math.floor(ops / SERVICE_BATCH));
+  await add(`upsert, ${SERVICE_BATCH} rows per Write request, service + codec (rows/s)`, () => svc.upserts(base + 6_000_000, requests));
+  await add(`increment, ${SERVICE_BATCH} coalesced calls per MutateRows, rows not cached, service + codec (ops/s)`, () => svc.increments(base + 6_000_000, requests));
+  await add(`increment, ${SERVICE_BATCH} coalesced calls per MutateRows, rows cached, service + codec (ops/s)`, () => svc.increments(base + 6_000_000, requests));
+  // Per row, a 160-row entry either way: what the row-ops path adds to a blind upsert's row.
+  const big = Math.max(1, Math.floor(ops / (SERVICE_BATCH * 10)));
+  await add(`upsert, ${SERVICE_BATCH * 10} rows per Write request, service + codec (rows/s)`, () => svc.upserts(base + 7_000_000, big, SERVICE_BATCH * 10));
+  await add(`mutateRows(10 puts), ${SERVICE_BATCH} coalesced calls per MutateRows, service + codec (rows/s)`, () => svc.mutateRows10(base + 8_000_000, big));
+}
+
 async function main(): Promise<void> {
   const ops = arg('ops', 5000);
   const rounds = arg('rounds', 2);
@@ -187,16 +199,7 @@ async function main(): Promise<void> {
         const rows: RowMutation[] = [{ key: k, conditions: [], mutations: [{ type: 'INCREMENT', columnId: 1, by: 1n }], lock: { lockId: g.lockId, token: g.token } }];
         await p.write({ ops: [], computed: { keys: [k], compute: (cur) => evaluateRowMutations(rows, cur, 1 << 20).ops }, heldLocks: [rows[0]!.lock], unlockAfter: [true] });
       }));
-      // Through the services (wire codec, no socket): the rows upserted first, so the increments read present rows.
-      const svc = serviceFigures(p, flags, clock);
-      const requests = Math.max(1, Math.floor(ops / SERVICE_BATCH));
-      await add(`upsert, ${SERVICE_BATCH} rows per Write request, service + codec (rows/s)`, () => svc.upserts(base + 6_000_000, requests));
-      await add(`increment, ${SERVICE_BATCH} coalesced calls per MutateRows, rows not cached, service + codec (ops/s)`, () => svc.increments(base + 6_000_000, requests));
-      await add(`increment, ${SERVICE_BATCH} coalesced calls per MutateRows, rows cached, service + codec (ops/s)`, () => svc.increments(base + 6_000_000, requests));
-      // Per row, a 160-row entry either way: what the row-ops path adds to a blind upsert's row.
-      const big = Math.max(1, Math.floor(ops / (SERVICE_BATCH * 10)));
-      await add(`upsert, ${SERVICE_BATCH * 10} rows per Write request, service + codec (rows/s)`, () => svc.upserts(base + 7_000_000, big, SERVICE_BATCH * 10));
-      await add(`mutateRows(10 puts), ${SERVICE_BATCH} coalesced calls per MutateRows, service + codec (rows/s)`, () => svc.mutateRows10(base + 8_000_000, big));
+      await serviceRound(serviceFigures(p, flags, clock), base, ops, add);
     }
     const mean = (xs: number[]): number => Math.round(xs.reduce((x, y) => x + y, 0) / xs.length);
     process.stdout.write('\n| figure | rate per round | mean | CPU µs per unit (mean) |\n|---|---|---|---|\n');
