@@ -6,7 +6,9 @@
  * cache, mutateRows of 10 rows against 10 upserts one after the other, lock + increment + unlock.
  * CPU per op is this process's (all threads: RocksDB's pool included). Prints a table; asserts nothing.
  *
- *   node dist/bench/row-ops-inproc-bench.js [--ops 5000] [--rounds 2]
+ *   node dist/bench/row-ops-inproc-bench.js [--ops 5000] [--rounds 2] [--only TEXT]
+ *
+ * --only runs the figures whose name contains TEXT (the others' rows are not written either).
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -100,8 +102,10 @@ async function openPeer(dir: string, flags: Flags, clock: HybridClock): Promise<
 /** Calls one coalesced request carries in the service figures (a c64 load over 3 tablets shares about this many). */
 const SERVICE_BATCH = 16;
 
+type Figure = Promise<{ rate: number; cpuUs: number }>;
+
 /** The services' figures: requests of SERVICE_BATCH calls through the wire codec, 4 in flight. */
-function serviceFigures(p: TabletPeer, flags: Flags, clock: HybridClock): { upserts: (base: number, requests: number) => Promise<{ rate: number; cpuUs: number }>; increments: (base: number, requests: number) => Promise<{ rate: number; cpuUs: number }> } {
+function serviceFigures(p: TabletPeer, flags: Flags, clock: HybridClock): { upserts: (base: number, requests: number, rows?: number) => Figure; increments: (base: number, requests: number) => Figure; mutateRows10: (base: number, requests: number) => Figure } {
   const manager = { get: () => p } as unknown as TabletManager;
   const rows = new RowService({ manager: () => manager, flags, clock });
   const ts = new TabletService({ manager, flags, clock, selfUuid: 'ts1', reports: () => Promise.resolve([]) });
@@ -110,21 +114,42 @@ function serviceFigures(p: TabletPeer, flags: Flags, clock: HybridClock): { upse
   // As a client and the server see them: the request encoded and decoded, the answer too.
   const wire = async <Q, A>(m: MethodDef<Q, A>, handle: (q: Q) => Promise<A>, q: Q): Promise<A> => m.resp.decode(m.resp.encode(await handle(m.req.decode(m.req.encode(q)))));
   const head = { tabletId: META.tabletId, schemaVersion: 0, clientId: 'bench-client', minRunningRequestId: 1n };
-  const upsertReq = (base: number): WriteRequestPB => ({ ...head, requestId: BigInt(requestId++), ops: Array.from({ length: SERVICE_BATCH }, (_, k) => ({ type: 'UPSERT', key: keyPb(base + k), columns: [{ columnId: 2, value: { stringValue: 'x' } }] })) });
+  const upsertReq = (base: number, rows: number): WriteRequestPB => ({ ...head, requestId: BigInt(requestId++), ops: Array.from({ length: rows }, (_, k) => ({ type: 'UPSERT', key: keyPb(base + k), columns: [{ columnId: 2, value: { stringValue: 'x' } }] })) });
+  // SERVICE_BATCH mutateRows calls of 10 blind puts each in one MutateRows (what 16 mutateRows(10) callers of one tablet send).
+  const rows10Req = (base: number): MutateRowsRequestPB => {
+    const callOf = (c: number) => ({ rows: Array.from({ length: 10 }, (_, k) => ({ key: keyPb(base + c * 10 + k), conditions: [], mutations: [{ type: 'PUT', columnId: 2, value: { stringValue: 'y' } }] })), requestId: BigInt(requestId++) });
+    const [first, ...more] = Array.from({ length: SERVICE_BATCH }, (_, c) => callOf(c));
+    return { ...head, rows: first!.rows, requestId: first!.requestId, more };
+  };
   const incReq = (base: number): MutateRowsRequestPB => {
     const callOf = (k: number) => ({ rows: [{ key: keyPb(base + k), conditions: [], mutations: [{ type: 'INCREMENT', columnId: 1, by: 1n }] }], requestId: BigInt(requestId++) });
     const [first, ...more] = Array.from({ length: SERVICE_BATCH }, (_, k) => callOf(k));
     return { ...head, rows: first!.rows, requestId: first!.requestId, more };
   };
   return {
-    upserts: (base, requests) => measure(requests, 4, (i) => wire(tabletServerMethods().write, (q) => ts.write(q), upsertReq(base + i * SERVICE_BATCH)), SERVICE_BATCH),
+    upserts: (base, requests, rows = SERVICE_BATCH) => measure(requests, 4, (i) => wire(tabletServerMethods().write, (q) => ts.write(q), upsertReq(base + i * rows, rows)), rows),
+    mutateRows10: (base, requests) => measure(requests, 4, (i) => wire(rowMethods().mutateRows, (q) => rows.mutateRows(q), rows10Req(base + i * SERVICE_BATCH * 10)), SERVICE_BATCH * 10),
     increments: (base, requests) => measure(requests, 4, (i) => wire(rowMethods().mutateRows, (q) => rows.mutateRows(q), incReq(base + i * SERVICE_BATCH)), SERVICE_BATCH),
   };
+}
+
+/** One round of the services' figures (wire codec, no socket): the rows upserted first, so the increments read present rows. */
+async function serviceRound(svc: ReturnType<typeof serviceFigures>, base: number, ops: number, add: (name: string, f: () => Figure) => Promise<void>): Promise<void> {
+  const requests = Math.max(1, Math.floor(ops / SERVICE_BATCH));
+  await add(`upsert, ${SERVICE_BATCH} rows per Write request, service + codec (rows/s)`, () => svc.upserts(base + 6_000_000, requests));
+  await add(`increment, ${SERVICE_BATCH} coalesced calls per MutateRows, rows not cached, service + codec (ops/s)`, () => svc.increments(base + 6_000_000, requests));
+  await add(`increment, ${SERVICE_BATCH} coalesced calls per MutateRows, rows cached, service + codec (ops/s)`, () => svc.increments(base + 6_000_000, requests));
+  // Per row, a 160-row entry either way: what the row-ops path adds to a blind upsert's row.
+  const big = Math.max(1, Math.floor(ops / (SERVICE_BATCH * 10)));
+  await add(`upsert, ${SERVICE_BATCH * 10} rows per Write request, service + codec (rows/s)`, () => svc.upserts(base + 7_000_000, big, SERVICE_BATCH * 10));
+  await add(`mutateRows(10 puts), ${SERVICE_BATCH} coalesced calls per MutateRows, service + codec (rows/s)`, () => svc.mutateRows10(base + 8_000_000, big));
 }
 
 async function main(): Promise<void> {
   const ops = arg('ops', 5000);
   const rounds = arg('rounds', 2);
+  const onlyAt = process.argv.indexOf('--only');
+  const only = onlyAt < 0 ? '' : process.argv[onlyAt + 1] ?? '';
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-rowops-bench-'));
   const flags = new Flags();
   const clock = new HybridClock(new SystemClock());
@@ -139,8 +164,9 @@ async function main(): Promise<void> {
     const rows10 = (i: number): RowMutation[] => Array.from({ length: 10 }, (_, k) => ({ key: key(1_000_000 + i * 10 + k), conditions: [], mutations: [{ type: 'PUT' as const, columnId: 2, value: 'z' }] }));
     const locks = p.rowLockOps();
     const figures = new Map<string, Array<{ rate: number; cpuUs: number }>>();
-    const add = async (name: string, f: Promise<{ rate: number; cpuUs: number }>): Promise<void> => {
-      const v = await f;
+    const add = async (name: string, f: () => Promise<{ rate: number; cpuUs: number }>): Promise<void> => {
+      if (!name.includes(only)) return;
+      const v = await f();
       figures.set(name, [...(figures.get(name) ?? []), v]);
       process.stdout.write(`  ${name}: ${Math.round(v.rate)} (CPU ${Math.round(v.cpuUs)} µs per unit)\n`);
     };
@@ -148,37 +174,32 @@ async function main(): Promise<void> {
     await measure(ops, 64, upsert); // warm-up
     for (let r = 0; r < rounds; r++) {
       const base = (r + 1) * 10_000_000; // fresh rows each round: the reads below miss the row cache
-      await add('upsert c64 (ops/s)', measure(ops, 64, (i) => upsert(base + i)));
-      await add('mutateRow put, no read, c64 (ops/s)', measure(ops, 64, (i) => put(base + i)));
+      await add('upsert c64 (ops/s)', () => measure(ops, 64, (i) => upsert(base + i)));
+      await add('mutateRow put, no read, c64 (ops/s)', () => measure(ops, 64, (i) => put(base + i)));
       // Blind writes do not fill the row cache: these increments read rows it does not hold.
-      await add('increment c64, rows just written (ops/s)', measure(ops, 64, (i) => inc(base + i)));
+      await add('increment c64, rows just written (ops/s)', () => measure(ops, 64, (i) => inc(base + i)));
       // Their reads filled it and their writes went through into it: a counter incremented again hits.
-      await add('increment c64, the same rows again (ops/s)', measure(ops, 64, (i) => inc(base + i)));
+      await add('increment c64, the same rows again (ops/s)', () => measure(ops, 64, (i) => inc(base + i)));
       await measure(ops, 64, (i) => upsert(base + 5_000_000 + i)); // rows nobody read yet
-      await add('point read, row-cache miss, c64 (reads/s)', measure(ops, 64, (i) => p.read([key(base + 5_000_000 + i)], {})));
-      await add('point read, row-cache hit, c64 (reads/s)', measure(ops, 64, (i) => p.read([key(base + 5_000_000 + i)], {})));
-      await add('10 upserts one after the other c16 (rows/s)', measure(ops / 10, 16, async (i) => {
+      await add('point read, row-cache miss, c64 (reads/s)', () => measure(ops, 64, (i) => p.read([key(base + 5_000_000 + i)], {})));
+      await add('point read, row-cache hit, c64 (reads/s)', () => measure(ops, 64, (i) => p.read([key(base + 5_000_000 + i)], {})));
+      await add('10 upserts one after the other c16 (rows/s)', () => measure(ops / 10, 16, async (i) => {
         for (let k = 0; k < 10; k++) await upsert(base + 2_000_000 + i * 10 + k);
       }, 10));
-      await add('mutateRows(10 rows) c16 (rows/s)', measure(ops / 10, 16, (i) => rowOp(rows10(base / 10 + i)), 10));
-      await add('lock + increment + unlock c16 (cycles/s)', measure(ops / 5, 16, async (i) => {
+      await add('mutateRows(10 rows) c16 (rows/s)', () => measure(ops / 10, 16, (i) => rowOp(rows10(base / 10 + i)), 10));
+      await add('lock + increment + unlock c16 (cycles/s)', () => measure(ops / 5, 16, async (i) => {
         const k = key(base + 3_000_000 + i);
         const g = await locks.lock(k, { leaseMs: 10_000, holder: 'bench', wait: false, deadlineMonoMs: performance.now() + 10_000 });
         await rowOp([{ key: k, conditions: [], mutations: [{ type: 'INCREMENT', columnId: 1, by: 1n }], lock: { lockId: g.lockId, token: g.token } }]);
         await locks.unlock(k, g.lockId);
       }));
-      await add('lock + increment with unlockAfter c16 (cycles/s)', measure(ops / 5, 16, async (i) => {
+      await add('lock + increment with unlockAfter c16 (cycles/s)', () => measure(ops / 5, 16, async (i) => {
         const k = key(base + 4_000_000 + i);
         const g = await locks.lock(k, { leaseMs: 10_000, holder: 'bench', wait: false, deadlineMonoMs: performance.now() + 10_000 });
         const rows: RowMutation[] = [{ key: k, conditions: [], mutations: [{ type: 'INCREMENT', columnId: 1, by: 1n }], lock: { lockId: g.lockId, token: g.token } }];
         await p.write({ ops: [], computed: { keys: [k], compute: (cur) => evaluateRowMutations(rows, cur, 1 << 20).ops }, heldLocks: [rows[0]!.lock], unlockAfter: [true] });
       }));
-      // Through the services (wire codec, no socket): the rows upserted first, so the increments read present rows.
-      const svc = serviceFigures(p, flags, clock);
-      const requests = Math.max(1, Math.floor(ops / SERVICE_BATCH));
-      await add(`upsert, ${SERVICE_BATCH} rows per Write request, service + codec (rows/s)`, svc.upserts(base + 6_000_000, requests));
-      await add(`increment, ${SERVICE_BATCH} coalesced calls per MutateRows, rows not cached, service + codec (ops/s)`, svc.increments(base + 6_000_000, requests));
-      await add(`increment, ${SERVICE_BATCH} coalesced calls per MutateRows, rows cached, service + codec (ops/s)`, svc.increments(base + 6_000_000, requests));
+      await serviceRound(serviceFigures(p, flags, clock), base, ops, add);
     }
     const mean = (xs: number[]): number => Math.round(xs.reduce((x, y) => x + y, 0) / xs.length);
     process.stdout.write('\n| figure | rate per round | mean | CPU µs per unit (mean) |\n|---|---|---|---|\n');

@@ -31,7 +31,7 @@ import type {
   StatusResolver,
   TxnMeta,
 } from './doc-db-api';
-import { APPLY_CLEANUP_DELAY_MS, DOCDB_POINT_READ_ITERATORS, DOCDB_ROW_CACHE_BYTES, TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC, TXN_LONE_INTENT_META, TXN_MAX_APPLY_BATCH_RECORDS, TXN_PACKED_INTENTS } from './docdb-flags';
+import { APPLY_CLEANUP_DELAY_MS, DOCDB_POINT_READ_AHEAD_BYTES, DOCDB_POINT_READ_ITERATORS, DOCDB_ROW_CACHE_BYTES, TIMESTAMP_HISTORY_RETENTION_INTERVAL_SEC, TXN_LONE_INTENT_META, TXN_MAX_APPLY_BATCH_RECORDS, TXN_PACKED_INTENTS } from './docdb-flags';
 import { FrontierDb, type WriteCounts } from './frontier-db';
 import { gcRegular, type GcResult } from './gc';
 import { IntentAwareReader, readRestart } from './intent-aware-reader';
@@ -104,7 +104,7 @@ export class DocDb implements DocDbApi {
     private readonly options: DocDbOptions,
   ) {
     this.rowCache = new RowCache(() => this.flags.get(DOCDB_ROW_CACHE_BYTES));
-    this.pointReads = new PointReads(regularDb.db.engine, this.rowCache, () => this.flags.get(DOCDB_POINT_READ_ITERATORS));
+    this.pointReads = new PointReads(regularDb.db.engine, this.rowCache, () => this.flags.get(DOCDB_POINT_READ_ITERATORS), () => this.flags.get(DOCDB_POINT_READ_AHEAD_BYTES));
     regularDb.db.writeObserver = this.rowCache;
   }
 

@@ -27,6 +27,15 @@ export const DOCDB_POINT_READ_ITERATORS = defineFlag({
   tags: [FlagTag.runtime],
 });
 
+export const DOCDB_POINT_READ_AHEAD_BYTES = defineFlag({
+  name: 'docdb_point_read_ahead_bytes',
+  type: 'int',
+  default: 256,
+  help: 'Bytes a reused point-read iterator reads ahead per native call after the first entry of a row (docdb/point-reads.ts): the binding makes two Buffers on the event loop for every entry it read, so less reads fewer entries past the row, more takes fewer calls for a row of many versions. Iterators opened after a change use it.',
+  tags: [FlagTag.runtime],
+  validate: (v) => (v >= 0 && v <= 65_536 ? undefined : 'between 0 and 65536 bytes'),
+});
+
 export const DOCDB_ROW_CACHE_BYTES = defineFlag({
   name: 'docdb_row_cache_bytes',
   type: 'int',

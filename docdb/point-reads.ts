@@ -26,7 +26,7 @@ export const POINT_ITERATORS_IDLE_MAX = 64;
 /** A reused iterator is ended once this old (its snapshot pins memtables and SST files). */
 export const POINT_ITERATOR_AGE_MS = 1000;
 /**
- * Read-ahead per native call after the first entry: a few versions of a row, little past it. The
+ * Read-ahead per native call after the first entry (the default of docdb_point_read_ahead_bytes): a few versions of a row, little past it. The
  * binding turns every entry it read into two Buffers on the event loop (about 2 us each on the
  * bench machine): at 512 bytes a row of six ~30-byte entries paid for ~18, at 256 for ~9 (raw
  * binding, 6 alternated rounds, loaded: median 83 against 106 us CPU per present-row read); a row
@@ -58,6 +58,8 @@ export class PointReads {
     private readonly cache: RowCache,
     /** docdb_point_read_iterators: false sends every read the caller's way (A/B). */
     private readonly enabled: () => boolean = () => true,
+    /** docdb_point_read_ahead_bytes: the read-ahead of iterators opened from now on. */
+    private readonly readAheadBytes: () => number = () => POINT_READ_AHEAD_BYTES,
   ) {}
 
   /**
@@ -127,7 +129,7 @@ export class PointReads {
     const token = this.cache.token();
     if (this.closed || !this.cache.current(token, hex)) return undefined;
     this.metrics.opened++;
-    return { it: this.engine.iterator({ gte: REGULAR_DATA_START, lt: REGULAR_DATA_END, readAheadBytes: POINT_READ_AHEAD_BYTES, fillCache: true }), token, bornMs: now };
+    return { it: this.engine.iterator({ gte: REGULAR_DATA_START, lt: REGULAR_DATA_END, readAheadBytes: this.readAheadBytes(), fillCache: true }), token, bornMs: now };
   }
 
   private give(p: Pooled): void {

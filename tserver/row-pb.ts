@@ -70,16 +70,39 @@ export function checkType(col: ColumnSchema, v: Primitive, allowNull: boolean): 
   if (!ok) throw invalid(`column ${col.name} has type ${col.type}, got ${v instanceof Uint8Array ? 'bytes' : typeof v}`);
 }
 
-function keyColumns(schema: TableSchema, names: string[]): ColumnSchema[] {
-  return names.map((n) => schema.columns.find((c) => c.name === n)!);
+/** A schema's columns looked up by id, and its key columns (built once per schema object). */
+export interface SchemaIndex {
+  hashColumns: ColumnSchema[];
+  rangeColumns: ColumnSchema[];
+  byId: Map<number, ColumnSchema>;
+  /** Ids of the key (hash and range) columns. */
+  keyIds: Set<number>;
+}
+
+/**
+ * A schema's index. Schemas are never changed in place (a CHANGE_SCHEMA gives the meta a new
+ * schema object: tablet-schema.ts), so one index per object stays right; finding the key columns
+ * by name for every row of a request was a share of a mutateRows row's cost (docs/rows.md).
+ */
+const schemaIndexes = new WeakMap<TableSchema, SchemaIndex>();
+
+export function schemaIndex(schema: TableSchema): SchemaIndex {
+  let x = schemaIndexes.get(schema);
+  if (x) return x;
+  const byName = new Map(schema.columns.map((c) => [c.name, c]));
+  const keyColumns = (names: string[]): ColumnSchema[] => names.map((n) => byName.get(n)!);
+  const hashColumns = keyColumns(schema.hashColumns);
+  const rangeColumns = keyColumns(schema.rangeColumns);
+  x = { hashColumns, rangeColumns, byId: new Map(schema.columns.map((c) => [c.id, c])), keyIds: new Set([...hashColumns, ...rangeColumns].map((c) => c.id)) };
+  schemaIndexes.set(schema, x);
+  return x;
 }
 
 export function keyFromPb(meta: TabletMeta, k: pb.DocKeyPB | null | undefined): DocKey {
   if (!k) throw invalid('row key missing');
   const hashed = (k.hashed ?? []).map(valueFromPb);
   const range = (k.range ?? []).map(valueFromPb);
-  const hc = keyColumns(meta.schema, meta.schema.hashColumns);
-  const rc = keyColumns(meta.schema, meta.schema.rangeColumns);
+  const { hashColumns: hc, rangeColumns: rc } = schemaIndex(meta.schema);
   if (hashed.length !== hc.length) throw invalid(`key needs ${hc.length} hash components, got ${hashed.length}`);
   if (range.length !== rc.length) throw invalid(`key needs ${rc.length} range components, got ${range.length}`);
   hashed.forEach((v, i) => checkType(hc[i]!, v, false));

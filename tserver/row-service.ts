@@ -22,6 +22,7 @@ import { CompareOp, evaluateRowMutations, readsRows, resultColumns, type CellMut
 import { ROW_CELL_BYTES_MAX, ROW_LOCK_LEASE_MS } from './tablet/row-flags';
 import { docKeyString } from './tablet/tablet-op';
 import { WRITE_TIMEOUT_MS } from './tserver-flags';
+import { schemaIndex } from './row-pb';
 import type { LockGrant } from './tablet/row-locks';
 
 /** Conditions and mutations of one row at most. */
@@ -38,9 +39,10 @@ function invalid(msg: string, details: Record<string, unknown> = {}): DbError {
 }
 
 function column(meta: TabletMeta, id: number | undefined): ColumnSchema {
-  const col = meta.schema.columns.find((c) => c.id === (id ?? -1));
+  const x = schemaIndex(meta.schema);
+  const col = x.byId.get(id ?? -1);
   if (!col) throw invalid(`unknown column id ${String(id)}`, { unknownColumn: true });
-  if (meta.schema.hashColumns.includes(col.name) || meta.schema.rangeColumns.includes(col.name)) throw invalid(`column ${col.name} is part of the primary key; row operations change other columns`);
+  if (x.keyIds.has(col.id)) throw invalid(`column ${col.name} is part of the primary key; row operations change other columns`);
   return col;
 }
 

@@ -58,8 +58,13 @@ function encodeSuffix(ht: HybridTime, writeId: number): Buffer {
   return w.finish();
 }
 
-/** Write ids below this take their (time-independent) encoded tail from a table (a batch's cells have small ones). */
-const SUFFIX_CACHE_WRITE_IDS = 64;
+/**
+ * Write ids below this take their (time-independent) encoded tail from a table (a batch's cells have
+ * small ones), filled as ids are first used. 4096 and not 64: a 160-row mutateRows entry numbers 320
+ * cells, and encoding the varint of every cell past the 64th was a share of each replica's apply
+ * (docs/rows.md, Limits).
+ */
+const SUFFIX_CACHE_WRITE_IDS = 4096;
 /** Per write id below SUFFIX_CACHE_WRITE_IDS: the complemented varint that ends its DocHybridTime. */
 const writeIdTails: Array<Buffer | undefined> = [];
 /**

@@ -26,6 +26,11 @@ export function orderedVarintLength(v: number): number {
 }
 
 export function encodeOrderedVarint(out: ByteWriter, v: number): void {
+  // One byte, the value itself (column ids, the liveness column): every cell key of every write has one.
+  if (v >= 0 && v < 0x80 && (v | 0) === v) {
+    out.u8(v);
+    return;
+  }
   assert(Number.isInteger(v) && v >= 0 && v <= ORDERED_VARINT_MAX, `ordered varint out of range: ${v}`);
   const n = orderedVarintLength(v);
   out.ensure(n);

@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Flags } from '../../common/flags';
 import { DocDb } from '../../docdb/doc-db';
-import { DOCDB_POINT_READ_ITERATORS, DOCDB_ROW_CACHE_BYTES } from '../../docdb/docdb-flags';
+import { DOCDB_POINT_READ_AHEAD_BYTES, DOCDB_POINT_READ_ITERATORS, DOCDB_ROW_CACHE_BYTES } from '../../docdb/docdb-flags';
 import { MemoryEngine } from '../../docdb/memory-engine';
 import { RangeHidingEngine } from '../../docdb/range-hiding-engine';
 import { encodeRowDocKey } from '../../docdb/storage-keys';
@@ -133,6 +133,27 @@ describe('docdb point reads on reused iterators', () => {
       expect(db.pointReads.metrics.reads).toBe(reads);
     } finally {
       await db.close();
+    }
+  });
+
+  it('point reads: docdb_point_read_ahead_bytes sets the read-ahead of new iterators; a row of more native reads than allowed goes to a fresh iterator, same answer', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-point-ahead-'));
+    const flags = new Flags();
+    const db = await open(dir, 'a', 1, flags);
+    try {
+      // Row 5: six versions of column 1 and of its liveness (12 entries of ~20 bytes).
+      for (let v = 1; v <= 6; v++) await db.writeRegular([{ type: 'upsert', key: key(5), columns: [{ columnId: 1, value: BigInt(v) }] }], ht(10 + v), op(v));
+      expect((await read(db, 5, 100))?.columns.get(1)).toBe(6n);
+      expect(db.pointReads.metrics.long).toBe(0); // 256 bytes ahead: two native reads
+      // Read-ahead 0: one entry a native read. The write makes the idle iterator stale for row 5, so a new one (of this read-ahead) reads it.
+      flags.set(DOCDB_POINT_READ_AHEAD_BYTES, 0);
+      await db.writeRegular([{ type: 'upsert', key: key(5), columns: [{ columnId: 1, value: 7n }] }], ht(20), op(7));
+      expect((await read(db, 5, 100))?.columns.get(1)).toBe(7n);
+      expect(db.pointReads.metrics.long).toBe(1);
+      expect((await read(db, 5, 13))?.columns.get(1)).toBe(3n);
+    } finally {
+      await db.close();
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 });

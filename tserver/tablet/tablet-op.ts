@@ -365,9 +365,13 @@ function end(i: In, b: Uint8Array): void {
   if (i.pos !== b.byteLength) throw bad('trailing bytes');
 }
 
+/** docKeyString's writer, reused: a fresh one per key was a share of a mutateRows row's cost on the leader (docs/rows.md). */
+const keyStringOut = new Out(64);
+
 /** A stable string for a row key (lock table key): the op encoding of the DocKey. */
 export function docKeyString(k: DocKey): string {
-  const o = new Out(32);
+  const o = keyStringOut;
+  o.pos = 0;
   writeKey(o, k);
   return o.buf.toString('latin1', 0, o.pos);
 }
