@@ -32,7 +32,7 @@ export const REBUILD_BATCHES_IN_FLIGHT = 4;
 type CreateStmt = Extract<Node, { CreateStmt: unknown }>['CreateStmt'];
 
 /** The DEFAULT expression's text for display (pg_get_expr); the AST itself is what runs. */
-function exprSql(n: Node): string {
+export function exprSql(n: Node): string {
   if ('A_Const' in n) {
     const c = n.A_Const;
     if (c.isnull) return 'NULL';
@@ -89,7 +89,7 @@ function onlyColumnRef(n: unknown, seen = new Set<string>()): string | undefined
  * a number added when taken) and each expression checked now against the table's columns, so a bad
  * CHECK fails CREATE TABLE (42703 unknown column), not every later INSERT.
  */
-function checkDefs(table: string, checks: Array<{ name: string | undefined; column: string | undefined; expr: Node }>, columns: SqlColumnDef[]): SqlCheckDef[] {
+export function checkDefs(table: string, checks: Array<{ name: string | undefined; column: string | undefined; expr: Node }>, columns: SqlColumnDef[]): SqlCheckDef[] {
   const taken = new Set<string>();
   const scope = new Scope(columns.map((c) => ({ rel: table, name: c.name, type: c.type })));
   return checks.map((c) => {
@@ -124,27 +124,10 @@ export async function createTable(stmt: CreateStmt, yb: YbTableOptions | undefin
     const cd = elt.ColumnDef;
     const colname = cd.colname ?? '';
     if (columns.some((c) => c.name === colname)) throw new SqlError(SqlState.DUPLICATE_COLUMN, `column "${colname}" specified more than once`);
-    const { type, serial } = typeOfTypeName(cd.typeName);
-    const typmod = constInt(cd.typeName?.typmods?.[0]) ?? -1;
-    const col: SqlColumnDef = { name: colname, type, typmod, notNull: false, ...numericScale(type, typmod, cd.typeName?.typmods) };
-    for (const c of cd.constraints ?? []) {
-      if (!('Constraint' in c)) continue;
-      const ct = c.Constraint.contype;
-      if (ct === 'CONSTR_NOTNULL' || ct === 'CONSTR_PRIMARY') col.notNull = true;
-      else if (ct === 'CONSTR_DEFAULT' && c.Constraint.raw_expr) {
-        col.defaultSql = exprSql(c.Constraint.raw_expr);
-        col.defaultAst = JSON.stringify(c.Constraint.raw_expr);
-      }
-      else if (ct === 'CONSTR_CHECK' && c.Constraint.raw_expr) checks.push({ name: c.Constraint.conname, column: colname, expr: c.Constraint.raw_expr });
-      else if (ct === 'CONSTR_UNIQUE' || ct === 'CONSTR_FOREIGN') throw notSupported(`${ct === 'CONSTR_UNIQUE' ? 'UNIQUE' : 'FOREIGN KEY'} constraints`);
-    }
-    if (serial) {
-      const seq = `${name}_${colname}_seq`;
-      col.sequence = seq;
-      col.defaultSql = `nextval('${seq}'::regclass)`;
-      col.notNull = true;
-      sequences.push(seq);
-    }
+    const built = buildColumn(cd, name);
+    checks.push(...built.checks);
+    if (built.sequence) sequences.push(built.sequence);
+    const col = built.col;
     columns.push(col);
   }
   if (key) for (const k of [...key.hash, ...key.range]) {
@@ -164,6 +147,37 @@ export async function createTable(stmt: CreateStmt, yb: YbTableOptions | undefin
   await storeTable(def, deps, yb?.splitTablets, stmt.if_not_exists === true, yb?.splitAt);
   for (const s of sequences) await deps.sequences.create(s);
   return {};
+}
+
+type ColumnDefNode = Extract<Node, { ColumnDef: unknown }>['ColumnDef'];
+
+/** A column of CREATE TABLE or ALTER TABLE ADD COLUMN: its SQL definition, CHECKs and the sequence of a serial. */
+export function buildColumn(cd: ColumnDefNode, table: string): { col: SqlColumnDef; checks: Array<{ name: string | undefined; column: string | undefined; expr: Node }>; sequence?: string } {
+  const colname = cd.colname ?? '';
+  const checks: Array<{ name: string | undefined; column: string | undefined; expr: Node }> = [];
+  let sequence: string | undefined;
+  const { type, serial } = typeOfTypeName(cd.typeName);
+  const typmod = constInt(cd.typeName?.typmods?.[0]) ?? -1;
+  const col: SqlColumnDef = { name: colname, type, typmod, notNull: false, ...numericScale(type, typmod, cd.typeName?.typmods) };
+  for (const c of cd.constraints ?? []) {
+    if (!('Constraint' in c)) continue;
+    const ct = c.Constraint.contype;
+    if (ct === 'CONSTR_NOTNULL' || ct === 'CONSTR_PRIMARY') col.notNull = true;
+    else if (ct === 'CONSTR_DEFAULT' && c.Constraint.raw_expr) {
+      col.defaultSql = exprSql(c.Constraint.raw_expr);
+      col.defaultAst = JSON.stringify(c.Constraint.raw_expr);
+    }
+    else if (ct === 'CONSTR_CHECK' && c.Constraint.raw_expr) checks.push({ name: c.Constraint.conname, column: colname, expr: c.Constraint.raw_expr });
+    else if (ct === 'CONSTR_UNIQUE' || ct === 'CONSTR_FOREIGN') throw notSupported(`${ct === 'CONSTR_UNIQUE' ? 'UNIQUE' : 'FOREIGN KEY'} constraints`);
+  }
+  if (serial) {
+    const seq = `${table}_${colname}_seq`;
+    col.sequence = seq;
+    col.defaultSql = `nextval('${seq}'::regclass)`;
+    col.notNull = true;
+    sequence = seq;
+  }
+  return { col, checks, ...(sequence ? { sequence } : {}) };
 }
 
 async function storeTable(def: SqlTableDef, deps: DdlDeps, numTablets: number | undefined, ifNotExists: boolean, splitAt?: unknown[][], splitKeys?: Uint8Array[]): Promise<void> {

@@ -10,7 +10,8 @@ import type { Node, ParsedStatement } from '../sql-parser';
 import { YSQL_BLOCK_KEEPS_WRITES, YSQL_ENABLE_AGGREGATE_PUSHDOWN, YSQL_ENABLE_EXPRESSION_PUSHDOWN, YSQL_PARSE_CACHE, YSQL_ROWS_MAX } from '../sql-flags';
 import { names } from './ast';
 import type { SqlCatalog, SqlTableDef } from './catalog';
-import { addPrimaryKey, createTable, dropTables, truncateTable, type DdlDeps } from './ddl';
+import { createTable, dropTables, truncateTable, type DdlDeps } from './ddl';
+import { alterTable, renameObject } from './alter-table';
 import { insertRows, updateOrDelete, type DmlDeps, type DmlResult } from './dml';
 import type { CompileEnv } from './expr';
 import { preload, columnsOf } from './preload';
@@ -233,7 +234,8 @@ export class SqlSession {
       }
       return { tag: 'TRUNCATE TABLE' };
     }
-    if ('AlterTableStmt' in s) return this.alterTable(s.AlterTableStmt, ddl);
+    if ('AlterTableStmt' in s) return { tag: 'ALTER TABLE', notices: await alterTable(s.AlterTableStmt, ddl, this.context([])) };
+    if ('RenameStmt' in s) return { tag: 'ALTER TABLE', notices: await renameObject(s.RenameStmt, ddl) };
     if ('CreateExtensionStmt' in s) {
       const name = s.CreateExtensionStmt.extname ?? '';
       if (!['orafce', 'pgcrypto', 'plpgsql'].includes(name)) throw notSupported(`extension "${name}" (tessera provides orafce's dbms_random and pgcrypto's gen_random_bytes)`);
@@ -340,18 +342,6 @@ export class SqlSession {
     const filter = this.pushFilters() && (path.type === 'full' || path.type === 'hashScan') ? tabletFilter(def, alias, body.whereClause, env, ctx) : undefined;
     const candidates = await readRows(table, def, path, this.rowsMax(), undefined, undefined, filter?.ast);
     return updateOrDelete('UpdateStmt' in s ? 'update' : 'delete', body, def, alias, candidates, deps);
-  }
-
-  private async alterTable(a: Extract<Node, { AlterTableStmt: unknown }>['AlterTableStmt'], ddl: DdlDeps): Promise<StatementResult> {
-    const name = a.relation?.relname ?? '';
-    for (const c of a.cmds ?? []) {
-      if (!('AlterTableCmd' in c)) continue;
-      const cmd = c.AlterTableCmd;
-      if (cmd.subtype === 'AT_AddConstraint' && cmd.def && 'Constraint' in cmd.def && cmd.def.Constraint.contype === 'CONSTR_PRIMARY') {
-        await addPrimaryKey(name, names(cmd.def.Constraint.keys), ddl);
-      } else throw notSupported(`ALTER TABLE ${(cmd.subtype ?? '').replace('AT_', '')}`);
-    }
-    return { tag: 'ALTER TABLE' };
   }
 
   private async transactionStmt(t: Extract<Node, { TransactionStmt: unknown }>['TransactionStmt']): Promise<StatementResult> {

@@ -444,6 +444,40 @@ describe('SQL over the PostgreSQL protocol', () => {
     }
   });
 
+  it('sql: ALTER TABLE ADD COLUMN (DEFAULT fills existing rows; NOT NULL without one is 23502 and leaves no column), DROP COLUMN (its index and CHECK go too), RENAME COLUMN (index still used), RENAME TO, SET/DROP DEFAULT and NOT NULL', async () => {
+    const c = await connect();
+    const state = (q: string): Promise<string | undefined> => c.query(q).then(() => undefined, (e: { code?: string }) => e.code);
+    try {
+      await c.query("create table alt (id int primary key, v int, s text check (s <> 'bad')) split into 2 tablets");
+      await c.query('create index alt_v on alt (v)');
+      await c.query("insert into alt values (1, 10, 'x'), (2, 20, 'y'), (3, null, 'z')");
+      await c.query("alter table alt add column w text default 'dflt'");
+      expect(await state('alter table alt add column n int not null')).toBe('23502');
+      expect(await state('alter table alt add column w int')).toBe('42701');
+      await c.query('alter table alt rename column v to vv');
+      expect((await c.query('select id, w from alt where vv = 20')).rows).toEqual([{ id: 2, w: 'dflt' }]);
+      expect((await c.query('explain select id from alt where vv = 20')).rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n')).toContain('alt_v');
+      await c.query('alter table alt drop column s');
+      await c.query("insert into alt (id, vv) values (4, 40)");
+      await c.query("alter table alt alter column w set default 'new'");
+      await c.query('insert into alt (id) values (5)');
+      await c.query('alter table alt rename to alt2');
+      expect((await c.query('select id, vv, w from alt2 order by id')).rows).toEqual([
+        { id: 1, vv: 10, w: 'dflt' }, { id: 2, vv: 20, w: 'dflt' }, { id: 3, vv: null, w: 'dflt' }, { id: 4, vv: 40, w: 'dflt' }, { id: 5, vv: null, w: 'new' },
+      ]);
+      expect(await state('select * from alt')).toBe('42P01');
+      expect(await state('alter table alt2 alter column vv set not null')).toBe('23502');
+      if (havePsql) {
+        const d = psql('\\d alt2').stdout;
+        expect(d).toContain('vv');
+        expect(d).not.toContain('check');
+      }
+      await c.query('drop table alt2');
+    } finally {
+      await c.end();
+    }
+  });
+
   it('sql: WHERE on the tablets — pushed comparisons (EXPLAIN shows them) give the same rows, counts and updates as the executor alone; aggregates with such a WHERE are computed on the tablets', async () => {
     const c = await connect();
     const plan = async (sql: string): Promise<string> => (await c.query(`explain ${sql}`)).rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
