@@ -34,6 +34,9 @@ const checkOid = (d: SqlTableDef, i: number): bigint => n(d.oid) + 3n + BigInt(i
 /** A secondary index's OID: its storage table's name hashed as a table's is. */
 const secondaryOid = (ix: SqlIndexDef): bigint => n(tableOid(ix.storage));
 
+/** PostgreSQL's pg_default tablespace. */
+const DEFAULT_TABLESPACE_OID = 1663n;
+
 const TABLES: Record<string, VirtualTable> = {
   pg_namespace: {
     columns: [['oid', 'oid'], ['nspname', 'name'], ['nspowner', 'oid'], ['nspacl', 'text']],
@@ -78,12 +81,19 @@ const TABLES: Record<string, VirtualTable> = {
     rows: (defs) => defs.flatMap((d) => d.columns.filter((c) => !c.hidden).flatMap((c, i) => (c.defaultSql !== undefined ? [[n(d.oid * 100 + i), n(d.oid), n(i + 1), c.defaultSql]] : []))),
   },
   pg_type: {
-    columns: [['oid', 'oid'], ['typname', 'name'], ['typnamespace', 'oid'], ['typlen', 'int2'], ['typtype', 'char'], ['typnotnull', 'bool'], ['typbasetype', 'oid'], ['typelem', 'oid'], ['typrelid', 'oid'], ['typcollation', 'oid']],
-    rows: () => Object.entries(TYPES).filter(([k]) => k !== 'unknown').map(([k, t]) => [n(t.oid), k, PG_CATALOG_NAMESPACE_OID, n(t.size), 'b', false, 0n, 0n, 0n, isText(k as SqlTypeName) ? 100n : 0n]),
+    columns: [['oid', 'oid'], ['typname', 'name'], ['typnamespace', 'oid'], ['typlen', 'int2'], ['typtype', 'char'], ['typnotnull', 'bool'], ['typbasetype', 'oid'], ['typelem', 'oid'], ['typrelid', 'oid'], ['typcollation', 'oid'], ['typarray', 'oid']],
+    rows: () => Object.entries(TYPES).filter(([k]) => k !== 'unknown').map(([k, t]) => [n(t.oid), k, PG_CATALOG_NAMESPACE_OID, n(t.size), 'b', false, 0n, 0n, 0n, isText(k as SqlTypeName) ? 100n : 0n, 0n]),
   },
+  // No roles are members of others, and no functions are defined by users (\du, \df list none).
+  pg_auth_members: { columns: [['roleid', 'oid'], ['member', 'oid'], ['grantor', 'oid'], ['admin_option', 'bool']], rows: () => [] },
+  pg_proc: { columns: [['oid', 'oid'], ['proname', 'name'], ['pronamespace', 'oid'], ['proowner', 'oid'], ['prokind', 'char'], ['prorettype', 'oid'], ['proargtypes', 'text'], ['proretset', 'bool']], rows: () => [] },
   pg_database: {
-    columns: [['oid', 'oid'], ['datname', 'name'], ['datdba', 'oid'], ['encoding', 'int4'], ['datcollate', 'text'], ['datctype', 'text'], ['datacl', 'text'], ['datistemplate', 'bool'], ['datallowconn', 'bool'], ['datlocprovider', 'char'], ['daticulocale', 'text'], ['daticurules', 'text'], ['datconnlimit', 'int4']],
-    rows: () => ['yugabyte', 'postgres'].map((name, i) => [DATABASE_OID + n(i), name, BOOTSTRAP_USER_OID, 6n, 'C.UTF-8', 'C.UTF-8', null, false, true, 'c', null, null, -1n]),
+    columns: [['oid', 'oid'], ['datname', 'name'], ['datdba', 'oid'], ['encoding', 'int4'], ['datcollate', 'text'], ['datctype', 'text'], ['datacl', 'text'], ['datistemplate', 'bool'], ['datallowconn', 'bool'], ['datlocprovider', 'char'], ['daticulocale', 'text'], ['daticurules', 'text'], ['datconnlimit', 'int4'], ['dattablespace', 'oid']],
+    rows: () => ['yugabyte', 'postgres'].map((name, i) => [DATABASE_OID + n(i), name, BOOTSTRAP_USER_OID, 6n, 'C.UTF-8', 'C.UTF-8', null, false, true, 'c', null, null, -1n, DEFAULT_TABLESPACE_OID]),
+  },
+  pg_tablespace: {
+    columns: [['oid', 'oid'], ['spcname', 'name'], ['spcowner', 'oid'], ['spcacl', 'text'], ['spcoptions', 'text']],
+    rows: () => [[DEFAULT_TABLESPACE_OID, 'pg_default', BOOTSTRAP_USER_OID, null, null]],
   },
   pg_index: {
     columns: [['indexrelid', 'oid'], ['indrelid', 'oid'], ['indnatts', 'int2'], ['indisunique', 'bool'], ['indisprimary', 'bool'], ['indisclustered', 'bool'], ['indisvalid', 'bool'], ['indisreplident', 'bool'], ['indimmediate', 'bool'], ['indnullsnotdistinct', 'bool'], ['indisexclusion', 'bool'], ['indkey', 'text'], ['indexprs', 'text'], ['indpred', 'text']],
@@ -131,7 +141,6 @@ const TABLES: Record<string, VirtualTable> = {
     // Builds running on this server (index-build.ts): rows found so far by the backfill's scan, and indexed.
     rows: (_d, ctx) => [...indexBuilds.values()].map((b) => [0n, ctx.session.database, n(b.table.oid), secondaryOid(b.index), b.index.unique ? 'CREATE UNIQUE INDEX' : 'CREATE INDEX', b.phase, n(b.rowsSeen), n(b.rowsDone)]),
   },
-  pg_tablespace: { columns: [['oid', 'oid'], ['spcname', 'name']], rows: () => [[1663n, 'pg_default']] },
   'information_schema.tables': {
     columns: [['table_catalog', 'name'], ['table_schema', 'name'], ['table_name', 'name'], ['table_type', 'text']],
     rows: (defs, ctx) => defs.map((d) => [ctx.session.database, 'public', d.name, 'BASE TABLE']),
@@ -212,6 +221,11 @@ registerFunction('format_type', (a) => {
   return mod > 4 && (t === 'varchar' || t === 'bpchar') ? `${base}(${mod - 4})` : base;
 });
 registerFunction('pg_relation_is_publishable', () => false);
+registerFunction('pg_type_is_visible', () => true);
+registerFunction('pg_function_is_visible', () => true);
+// \d+ and \dt+ ask for sizes: the SQL layer does not know a relation's bytes (its tablets' SST files
+// are on the tservers; the web console shows them), so these answer NULL — unknown — rather than fail.
+for (const f of ['pg_table_size', 'pg_relation_size', 'pg_total_relation_size', 'pg_indexes_size', 'pg_database_size', 'pg_tablespace_size']) registerFunction(f, () => null);
 registerFunction('array_upper', (a) => BigInt(parseArrayLength(a[0]!)));
 registerFunction('array_length', (a) => BigInt(parseArrayLength(a[0]!)));
 registerFunction('pg_get_statisticsobjdef_columns', () => null);

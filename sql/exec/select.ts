@@ -6,7 +6,7 @@
  */
 import type { Node } from '../sql-parser';
 import { baseName, names, syntax } from './ast';
-import { compileExpr, truth, type CompileEnv, type SubPlan } from './expr';
+import { compileExpr, parseArrayText, truth, type CompileEnv, type SubPlan } from './expr';
 import { Scope, type Compiled, type EvalContext, type ScopeColumn, type Tuple } from './scope';
 import { notSupported, SqlError, SqlState } from './sql-error';
 import { coerce, textOf, type SqlTypeName } from './sql-types';
@@ -111,6 +111,22 @@ function generateSeries(fn: Extract<Node, { FuncCall: unknown }>['FuncCall'], en
   };
 }
 
+/** unnest(array) in FROM: a row per element of the array's text form (tessera's arrays), NULL elements kept. */
+function unnestRows(fn: Extract<Node, { FuncCall: unknown }>['FuncCall'], env: PlanEnv, outer: Scope | undefined): { type: SqlTypeName; rows: (ctx: EvalContext) => Tuple[] } {
+  const args = (fn.args ?? []).map((a) => compileExpr(a, new Scope([], outer), compileEnv(env)));
+  if (args.length !== 1) throw notSupported('unnest of several arrays');
+  return {
+    type: 'text',
+    rows: (ctx) => {
+      const v = args[0]!.eval([], ctx);
+      if (v === null) return [];
+      const items = parseArrayText(textOf(v));
+      limitRows(items.length, env.rowsMax);
+      return items.map((x) => [x]);
+    },
+  };
+}
+
 function fromItem(n: Node, env: PlanEnv, outer: Scope | undefined): FromItem {
   if ('RangeVar' in n) {
     const cte = !n.RangeVar.schemaname ? env.ctes?.get(n.RangeVar.relname ?? '') : undefined;
@@ -131,8 +147,8 @@ function fromItem(n: Node, env: PlanEnv, outer: Scope | undefined): FromItem {
     const call = first && 'List' in first ? first.List.items?.[0] : undefined;
     if (!call || !('FuncCall' in call)) throw notSupported('this function in FROM');
     const fname = baseName(call.FuncCall.funcname);
-    if (fname !== 'generate_series') throw notSupported(`function ${fname} in FROM (only generate_series)`);
-    const g = generateSeries(call.FuncCall, env, outer);
+    if (fname !== 'generate_series' && fname !== 'unnest') throw notSupported(`function ${fname} in FROM (only generate_series and unnest)`);
+    const g = fname === 'unnest' ? unnestRows(call.FuncCall, env, outer) : generateSeries(call.FuncCall, env, outer);
     const rel = aliasName(rf.alias, fname);
     const colName = names(rf.alias?.colnames)[0] ?? rel;
     return { columns: [{ rel, name: colName, type: g.type }], rows: g.rows };
@@ -396,12 +412,12 @@ export function compileSelect(sel: SelectStmt, env: PlanEnv, outer?: Scope): Sel
   };
 }
 
-/** UNION [ALL] (INTERSECT / EXCEPT: 0A000), then the set operation's own ORDER BY and LIMIT. */
+/** UNION / INTERSECT / EXCEPT [ALL], then the set operation's own ORDER BY and LIMIT. */
 function setOpPlan(sel: SelectStmt, env: PlanEnv, outer: Scope | undefined): SelectPlan {
-  if (sel.op !== 'SETOP_UNION') throw notSupported(sel.op!.replace('SETOP_', ''));
+  const what = sel.op!.replace('SETOP_', '');
   const l = compileSelect(sel.larg!, env, outer);
   const r = compileSelect(sel.rarg!, env, outer);
-  if (l.fields.length !== r.fields.length) throw new SqlError(SqlState.SYNTAX_ERROR, 'each UNION query must have the same number of columns');
+  if (l.fields.length !== r.fields.length) throw new SqlError(SqlState.SYNTAX_ERROR, `each ${what} query must have the same number of columns`);
   const fields = l.fields.map((f, i) => ({ ...f, type: f.type === 'unknown' ? r.fields[i]!.type : f.type }));
   const scope = new Scope(fields.map((f) => ({ rel: '', name: f.name, type: f.type })), outer);
   const sorts = (sel.sortClause ?? []).map((s) => sortKey(s, fields.map((f) => ({ compiled: { type: f.type, name: f.name, eval: () => null }, field: f })), scope, compileEnv(env)));
@@ -419,11 +435,7 @@ function setOpPlan(sel: SelectStmt, env: PlanEnv, outer: Scope | undefined): Sel
     run: (ctx) => {
       const lr = l.run(ctx);
       const rr = r.run(ctx);
-      let rows = [...(lt ? lr.map(lt) : lr), ...(rt ? rr.map(rt) : rr)];
-      if (!sel.all) {
-        const seen = new Set<string>();
-        rows = rows.filter((o) => { const k = JSON.stringify(o.map((v) => (v === null ? null : textOf(v)))); if (seen.has(k)) return false; seen.add(k); return true; });
-      }
+      const rows = combine(what, sel.all === true, lt ? lr.map(lt) : lr, rt ? rr.map(rt) : rr);
       const keyed: Projected[] = rows.map((o) => ({ out: o, keys: sorts.map((s) => (s.output !== undefined ? o[s.output]! : s.expr.eval(o, ctx))) }));
       if (sorts.length > 0) sortProjected(keyed, sorts);
       let out = keyed.map((k) => k.out);
@@ -434,6 +446,28 @@ function setOpPlan(sel: SelectStmt, env: PlanEnv, outer: Scope | undefined): Sel
       return out;
     },
   };
+}
+
+/**
+ * The rows of `l op r` (NULLs equal, as set operations compare): UNION appends, INTERSECT keeps l's rows
+ * also in r, EXCEPT those not in r; without ALL each distinct row once, with ALL by counts
+ * (INTERSECT ALL min(m, n) copies, EXCEPT ALL max(m − n, 0)).
+ */
+function combine(op: string, all: boolean, l: Tuple[], r: Tuple[]): Tuple[] {
+  const key = (o: Tuple): string => JSON.stringify(o.map((v) => (v === null ? null : textOf(v))));
+  const distinct = (rows: Tuple[]): Tuple[] => { const seen = new Set<string>(); return rows.filter((o) => { const k = key(o); if (seen.has(k)) return false; seen.add(k); return true; }); };
+  if (op === 'UNION') return all ? [...l, ...r] : distinct([...l, ...r]);
+  const counts = new Map<string, number>();
+  for (const o of r) counts.set(key(o), (counts.get(key(o)) ?? 0) + 1);
+  const out: Tuple[] = [];
+  for (const o of all ? l : distinct(l)) {
+    const k = key(o);
+    const n = counts.get(k) ?? 0;
+    if (op === 'INTERSECT' ? n > 0 : n === 0) out.push(o);
+    if (all && n > 0) counts.set(k, n - 1);
+    else if (!all && op === 'INTERSECT' && n > 0) counts.set(k, 0);
+  }
+  return out;
 }
 
 function valuesPlan(lists: Node[], env: PlanEnv, outer: Scope | undefined): SelectPlan {
