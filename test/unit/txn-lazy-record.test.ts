@@ -38,15 +38,15 @@ const meta: TabletMeta = {
   schemaVersion: 0,
 };
 
-/** Creatable for 200 ms (20 ms heartbeats × 10), dead 50 ms (the clock skew) later. */
+/** Creatable for 1 s (100 ms heartbeats × 10), dead 500 ms (the clock skew) later. */
 function testFlags(): Flags {
   const f = new Flags();
   f.setAtRuntime(TRANSACTION_CHECK_INTERVAL_MS.name, '20', true);
   f.setAtRuntime(TRANSACTION_RESEND_APPLYING_INTERVAL_MS.name, '20', true);
   f.setAtRuntime(TRANSACTION_FORGET_DELAY_MS.name, '0', true);
-  f.setAtRuntime(TRANSACTION_HEARTBEAT_USEC.name, '20000', true);
+  f.setAtRuntime(TRANSACTION_HEARTBEAT_USEC.name, '100000', true);
   f.setAtRuntime(TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS.name, '10', true);
-  f.setAtRuntime(MAX_CLOCK_SKEW_USEC.name, '50000', true);
+  f.setAtRuntime(MAX_CLOCK_SKEW_USEC.name, '500000', true);
   return f;
 }
 
@@ -141,8 +141,8 @@ describe('lazily started transactions', () => {
     const second = await open(dir, flags);
     expect(await code(second.c.commit(id, ['p1'], undefined, true))).toBe('TXN_ABORTED');
     expect(first.updates).toContainEqual({ tablet: 'p1', txnId: id, type: 'REMOVE' });
-    await until('the ABORTED record forgotten once the id is dead', () => second.c.snapshot().length === 0);
-    expect(lazyRecordState(decodeLazyTxnId(id)!.startHt, second.clock.wallMicros(), 200, 50)).toBe('dead');
+    await until('the ABORTED record forgotten once the id is dead', () => second.c.snapshot().length === 0, 10_000);
+    expect(lazyRecordState(decodeLazyTxnId(id)!.startHt, second.clock.wallMicros(), 1000, 500)).toBe('dead');
     expect(await code(second.c.commit(id, ['p1'], undefined, true))).toBe('TXN_ABORTED');
   });
 
@@ -156,11 +156,11 @@ describe('lazily started transactions', () => {
 
   it('txn-lazy-record: a dead id without a record reads ABORTED and cannot be created; a young one cannot be created either, but reads PENDING', async () => {
     const { c, clock } = await open(tmp(), testFlags());
-    const dead = lazyId(clock, 0.9, 400).id;
+    const dead = lazyId(clock, 0.9, 3000).id;
     expect((await c.getStatus([dead]))[0]).toMatchObject({ status: 'ABORTED' });
     expect(await code(c.commit(dead, ['p1'], undefined, true))).toBe('TXN_ABORTED');
     expect(await c.heartbeat(dead, true)).toBe('ABORTED');
-    const young = lazyId(clock, 0.9, 225).id;
+    const young = lazyId(clock, 0.9, 1250).id;
     expect((await c.getStatus([young]))[0]).toMatchObject({ status: 'PENDING', priority: 0.9 });
     expect(await code(c.commit(young, ['p1'], undefined, true))).toBe('TXN_ABORTED');
     expect(c.snapshot()).toHaveLength(0);

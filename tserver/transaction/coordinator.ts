@@ -420,8 +420,10 @@ export class TransactionCoordinator {
         continue;
       }
       const startHt = startHts?.[i];
-      const lazy = await this.unknownLazy(txnId, startHt !== undefined && startHt > 0n);
+      const settle = startHt !== undefined && startHt > 0n;
+      const lazy = await this.unknownLazy(txnId, settle);
       if (lazy) {
+        if (settle) this.countSettled(lazy);
         out.push({ txnId, ...lazy });
         continue;
       }
@@ -431,16 +433,21 @@ export class TransactionCoordinator {
       }
       // The caller settles a lost commit answer: a forgotten commit is told as what it was.
       const h = await recordHistory(this.deps.peer.db(), txnId, startHt);
+      const a = h.committedAt !== undefined ? { status: 'COMMITTED', commitHt: h.committedAt } : { status: 'ABORTED', commitHt: 0n };
+      this.countSettled({ ...a, neverCommitted: h.neverCommitted });
       if (h.committedAt !== undefined) {
-        this.metrics.forgottenCommitAnswers++;
-        out.push({ txnId, status: 'COMMITTED', commitHt: h.committedAt, priority: 0, neverCommitted: false });
+        out.push({ txnId, ...a, priority: 0, neverCommitted: false });
         continue;
       }
-      if (h.neverCommitted) this.metrics.neverCommitted++;
-      else this.metrics.uncovered++;
       out.push({ txnId, status: 'ABORTED', commitHt: 0n, priority: 0, neverCommitted: h.neverCommitted });
     }
     return out;
+  }
+
+  private countSettled(a: { status: string; neverCommitted: boolean }): void {
+    if (a.status === 'COMMITTED') this.metrics.forgottenCommitAnswers++;
+    else if (a.neverCommitted) this.metrics.neverCommitted++;
+    else if (a.status === 'ABORTED') this.metrics.uncovered++;
   }
 
   // ---- background: expiry and APPLY/REMOVE driving ----------------------------------------------

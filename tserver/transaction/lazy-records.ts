@@ -83,12 +83,13 @@ export class LazyRecords {
 
   /** A heartbeat's create: PENDING replicated, or what the history says (under the id's lock). */
   async createAtHeartbeat(id: TxnId): Promise<'PENDING' | 'COMMITTED' | 'ABORTED'> {
-    const rec = this.newRecord(id);
-    if (!rec) return 'ABORTED';
+    const s = this.state(id);
+    if (!s) return 'ABORTED';
     // A heartbeat in flight may arrive after the commit, its applies and the forget.
-    const h = await recordHistory(this.host.db(), id, rec.startHt);
+    const h = await recordHistory(this.host.db(), id, s.info.startHt);
     if (h.committedAt !== undefined) return 'COMMITTED';
-    if (h.aborted) return 'ABORTED';
+    const rec = this.newRecord(id);
+    if (h.aborted || !rec) return 'ABORTED';
     await this.host.replicateNew(rec);
     this.metrics.created++;
     return 'PENDING';
