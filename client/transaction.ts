@@ -48,6 +48,13 @@ const TXN_TABLES_MAX = 1000;
  * given up (a later one is on its way by then).
  */
 const HEARTBEATS_IN_FLIGHT_MAX = 3;
+/**
+ * A transaction started without CreateTransaction heartbeats first after this many periods: until
+ * then no record is needed (its status tablet treats it as pending while the id is creatable, 10
+ * periods by default: transaction_max_missed_heartbeat_periods), and a shorter transaction never
+ * costs its status tablet a heartbeat nor the PENDING record's Raft entry that the first one writes.
+ */
+const LAZY_FIRST_HEARTBEAT_PERIODS = 3;
 const ENDING_CODES: ReadonlySet<string> = new Set<string>([ErrorCode.TXN_CONFLICT, ErrorCode.TXN_ABORTED, ErrorCode.TXN_EXPIRED, ErrorCode.TXN_NOT_FOUND, ErrorCode.READ_RESTART]);
 
 
@@ -81,6 +88,8 @@ export class Transaction implements TxnBinding {
    * it to create one (docs/transactions.md, "A status record without its own round trip").
    */
   private recordMayBeMissing = false;
+  /** When the transaction began (performance.now()), for LAZY_FIRST_HEARTBEAT_PERIODS. */
+  private readonly begunMs = performance.now();
 
   private constructor(
     private readonly deps: TransactionDeps,
@@ -468,6 +477,7 @@ export class Transaction implements TxnBinding {
   private heartbeat(): void {
     const statusTablet = this.statusTabletValue;
     if (this.heartbeatsInFlight >= HEARTBEATS_IN_FLIGHT_MAX || this.endError || statusTablet === undefined) return;
+    if (this.recordMayBeMissing && performance.now() - this.begunMs < LAZY_FIRST_HEARTBEAT_PERIODS * this.deps.heartbeatMs) return;
     this.heartbeatsInFlight++;
     this.deps.statusTablets
       .call(statusTablet, txnCoordinatorMethods().heartbeatTransaction, { statusTablet, txnId: this.txnId, ...(this.recordMayBeMissing ? { createIfMissing: true } : {}) }, new Deadline(Math.max(100, this.deps.heartbeatMs * HEARTBEATS_IN_FLIGHT_MAX)), true)
