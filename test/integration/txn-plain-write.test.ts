@@ -100,6 +100,8 @@ describe('plain writes and transactions on a real cluster', () => {
   it('txn-lazy: intents of a transaction whose status record is not yet written are pending to everyone — a lower-priority writer fails, a higher one aborts it for good, a plain write aborts it, readers never see them', async () => {
     const c = client!;
     for (const id of [1n, 2n, 3n]) await c.table('acct').upsert({ id, v: 0n });
+    // txn_lazy_status_record is runtime (off by default): on for every tserver.
+    for (const ts of cluster!.tservers) await c.rpcClient().call(ts.rpcAddress, tabletServerMethods().setFlag, { name: 'txn_lazy_status_record', value: 'true', force: false }, { timeoutMs: 10_000 });
     lazyClient = await TesseraClient.connect({ masterAddresses: cluster!.masterAddresses, timeoutMs: 20_000, transactionHeartbeatUsec: 3_000_000 });
     const lc = lazyClient;
     // The first transaction asks CreateTransaction, whose answer allows the later ones to start lazily.
