@@ -433,13 +433,9 @@ export class TransactionCoordinator {
       }
       // The caller settles a lost commit answer: a forgotten commit is told as what it was.
       const h = await recordHistory(this.deps.peer.db(), txnId, startHt);
-      const a = h.committedAt !== undefined ? { status: 'COMMITTED', commitHt: h.committedAt } : { status: 'ABORTED', commitHt: 0n };
-      this.countSettled({ ...a, neverCommitted: h.neverCommitted });
-      if (h.committedAt !== undefined) {
-        out.push({ txnId, ...a, priority: 0, neverCommitted: false });
-        continue;
-      }
-      out.push({ txnId, status: 'ABORTED', commitHt: 0n, priority: 0, neverCommitted: h.neverCommitted });
+      const a = h.committedAt !== undefined ? { status: 'COMMITTED', commitHt: h.committedAt, neverCommitted: false } : { status: 'ABORTED', commitHt: 0n, neverCommitted: h.neverCommitted };
+      this.countSettled(a);
+      out.push({ txnId, ...a, priority: 0 });
     }
     return out;
   }
