@@ -10,7 +10,7 @@
  */
 import type { HybridTime } from '../../common/hybrid-time';
 import type { TxnId } from '../../common/ids';
-import type { DocDbApi } from '../../docdb/doc-db-api';
+import type { DocDbApi } from '../../docdb';
 import { decodeRecordRow, RECORD_COLUMN_ID, recordKey, type TxnRecord } from '../tablet/participant/txn-record';
 
 export async function recordHistory(db: Pick<DocDbApi, 'historyFloor' | 'rowVersions'>, txnId: TxnId, startHt: HybridTime): Promise<{ committedAt?: HybridTime; neverCommitted: boolean; aborted: boolean }> {
