@@ -27,6 +27,8 @@ export class StatusTabletProxy {
   private loadedAtMs = -Infinity;
   private loading: Promise<StatusTablet[]> | undefined;
   private readonly leaders = new Map<string, string>();
+  /** The last CreateTransaction answer allowed starting without it (client/txn-record.ts): when, and the uncertainty window (a hybrid-time span). */
+  lazyStart: { learnedAtMs: number; skewHt: bigint } | undefined;
 
   constructor(
     private readonly rpc: RpcClient,

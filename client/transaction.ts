@@ -48,6 +48,13 @@ const TXN_TABLES_MAX = 1000;
  * given up (a later one is on its way by then).
  */
 const HEARTBEATS_IN_FLIGHT_MAX = 3;
+/**
+ * A transaction started without CreateTransaction heartbeats first after this many periods: until
+ * then no record is needed (its status tablet treats it as pending while the id is creatable, 10
+ * periods by default: transaction_max_missed_heartbeat_periods), and a shorter transaction never
+ * costs its status tablet a heartbeat nor the PENDING record's Raft entry that the first one writes.
+ */
+const LAZY_FIRST_HEARTBEAT_PERIODS = 3;
 const ENDING_CODES: ReadonlySet<string> = new Set<string>([ErrorCode.TXN_CONFLICT, ErrorCode.TXN_ABORTED, ErrorCode.TXN_EXPIRED, ErrorCode.TXN_NOT_FOUND, ErrorCode.READ_RESTART]);
 
 
@@ -75,6 +82,14 @@ export class Transaction implements TxnBinding {
   commitPath: 'single-tablet' | 'distributed' | undefined;
   /** The status record being created (a deferWrites transaction creates it at its first need). */
   private creating: Promise<void> | undefined;
+  /**
+   * Started without CreateTransaction (txn_lazy_status_record) and no heartbeat has been answered
+   * yet: the status tablet may hold no record, and the commit's first attempt and the heartbeats ask
+   * it to create one (docs/transactions.md, "A status record without its own round trip").
+   */
+  private recordMayBeMissing = false;
+  /** When the transaction began (performance.now()), for LAZY_FIRST_HEARTBEAT_PERIODS. */
+  private readonly begunMs = performance.now();
 
   private constructor(
     private readonly deps: TransactionDeps,
@@ -138,6 +153,7 @@ export class Transaction implements TxnBinding {
     if (o.deferWrites === true) return new Transaction(deps, newTxnId(), undefined, isolation, priority, 0n, undefined, true);
     const r = await createTxnRecord(deps, isolation, priority, newTxnId(), new Deadline(o.timeoutMs ?? deps.timeoutMs));
     const txn = new Transaction(deps, r.txnId, r.statusTablet, isolation, priority, r.readHt, r.globalLimitHt, false);
+    txn.recordMayBeMissing = r.lazy;
     txn.startHeartbeats();
     return txn;
   }
@@ -153,6 +169,7 @@ export class Transaction implements TxnBinding {
       this.startHtValue = r.readHt;
       this.readHtValue = r.readHt;
       this.globalLimitValue = r.globalLimitHt;
+      this.recordMayBeMissing = r.lazy;
       // Ended while the record was being created (closed, aborted): drop the record at once.
       if (this.endError) this.sendAbort(new Deadline(this.deps.timeoutMs)).catch(() => undefined);
       else this.startHeartbeats();
@@ -323,7 +340,8 @@ export class Transaction implements TxnBinding {
       try {
         // One attempt waits at most rpcSingleCallTimeoutMs: a hung status tablet leader (paused, a
         // stuck disk) then costs one such wait, and the outcome is settled with the new leader.
-        const r = await this.deps.statusTablets.call(statusTablet, m.commitTransaction, req, d, false, true);
+        // Only the first attempt may create a lazily started transaction's record: a resend (settleUnknownCommit) never does.
+        const r = await this.deps.statusTablets.call(statusTablet, m.commitTransaction, this.recordMayBeMissing ? { ...req, createIfMissing: true } : req, d, false, true);
         commitHt = BigInt(r.commitHt ?? 0n);
       } catch (e) {
         const err = DbError.from(e);
@@ -395,7 +413,8 @@ export class Transaction implements TxnBinding {
   /** Abort the record on the status tablet (none: nothing of the transaction exists anywhere). */
   private async sendAbort(d: Deadline): Promise<void> {
     const statusTablet = this.statusTabletValue;
-    if (statusTablet === undefined) return;
+    // None, or a lazily started transaction that wrote nowhere and was never heard of: nothing to abort.
+    if (statusTablet === undefined || (this.recordMayBeMissing && this.participantSet.size === 0)) return;
     const r = await this.deps.statusTablets.call(
       statusTablet,
       txnCoordinatorMethods().abortTransaction,
@@ -458,10 +477,12 @@ export class Transaction implements TxnBinding {
   private heartbeat(): void {
     const statusTablet = this.statusTabletValue;
     if (this.heartbeatsInFlight >= HEARTBEATS_IN_FLIGHT_MAX || this.endError || statusTablet === undefined) return;
+    if (this.recordMayBeMissing && performance.now() - this.begunMs < LAZY_FIRST_HEARTBEAT_PERIODS * this.deps.heartbeatMs) return;
     this.heartbeatsInFlight++;
     this.deps.statusTablets
-      .call(statusTablet, txnCoordinatorMethods().heartbeatTransaction, { statusTablet, txnId: this.txnId }, new Deadline(Math.max(100, this.deps.heartbeatMs * HEARTBEATS_IN_FLIGHT_MAX)), true)
+      .call(statusTablet, txnCoordinatorMethods().heartbeatTransaction, { statusTablet, txnId: this.txnId, ...(this.recordMayBeMissing ? { createIfMissing: true } : {}) }, new Deadline(Math.max(100, this.deps.heartbeatMs * HEARTBEATS_IN_FLIGHT_MAX)), true)
       .then((r) => {
+        if (r.status === 'PENDING') this.recordMayBeMissing = false;
         if (r.status === 'ABORTED' && this.stateValue === 'pending') this.end(new DbError(ErrorCode.TXN_ABORTED, `transaction ${this.txnId} was aborted by its coordinator (expired or lost a conflict)`));
       })
       .catch((e: unknown) => {

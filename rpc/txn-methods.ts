@@ -29,10 +29,12 @@ export interface CreateTransactionResponsePB {
   readHt?: bigint;
   propagatedHt?: bigint;
   globalLimitHt?: bigint;
+  lazyRecords?: boolean;
 }
 export interface HeartbeatTransactionRequestPB {
   statusTablet?: string;
   txnId?: string;
+  createIfMissing?: boolean;
 }
 export interface HeartbeatTransactionResponsePB {
   status?: string;
@@ -42,6 +44,7 @@ export interface CommitTransactionRequestPB {
   txnId?: string;
   participantTablets?: string[];
   propagatedHt?: bigint;
+  createIfMissing?: boolean;
 }
 export interface CommitTransactionResponsePB {
   commitHt?: bigint;

@@ -24,11 +24,9 @@
  * A new leader resets every heartbeat to "now" (it never saw the old ones) and re-drives every
  * COMMITTED/ABORTED record (recovery after kill -9 of the old leader).
  *
- * "No record" thus means "never committed" or "committed, applied everywhere and forgotten". A client
- * whose commit answer was lost asks with its transaction's start time, and the leader reads the
- * record row's history in RegularDB (see settleFromHistory): a forget is a row tombstone, so the
- * COMMITTED version stays below it until history GC collects it — on every replica, across restarts
- * and remote bootstraps (whose raw copy carries the versions).
+ * "No record" thus means "never committed" or "committed, applied everywhere and forgotten" (a client
+ * whose commit answer was lost is settled from the record row's history: record-history.ts) — or, for
+ * a transaction started without CreateTransaction, "not created yet" (lazy-records.ts).
  */
 import { notFound, type TxnInfo } from './coordinator-answers';
 import { ForgetBatcher } from './forget-batcher';
@@ -43,16 +41,10 @@ import type { Logger } from '../../common/log';
 import { Isolation } from '../../docdb';
 import type { TabletEvents, TabletPeer } from '../tablet/tablet-peer';
 import type { TabletOp } from '../tablet/tablet-op';
-import {
-  TEST_DISABLE_APPLY_COMMITTED_TRANSACTIONS,
-  TEST_FAIL_BEFORE_COMMIT_MS,
-  TEST_INJECT_TXN_GET_STATUS_DELAY_MS,
-  TRANSACTION_CHECK_INTERVAL_MS,
-  TRANSACTION_HEARTBEAT_USEC,
-  TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS,
-  TXN_STATUS_AT_RAFT_COMMIT,
-} from './txn-flags';
-import { decodeRecordPayload, decodeRecordRow, encodeForgetPayload, encodeRecordPayload, forgottenIds, RECORD_COLUMN_ID, RecordStatus, recordKey, type TxnRecord } from '../tablet/participant/txn-record';
+import { TEST_DISABLE_APPLY_COMMITTED_TRANSACTIONS, TEST_FAIL_BEFORE_COMMIT_MS, TEST_INJECT_TXN_GET_STATUS_DELAY_MS, TRANSACTION_CHECK_INTERVAL_MS, TRANSACTION_HEARTBEAT_USEC, TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS, TXN_STATUS_AT_RAFT_COMMIT } from './txn-flags';
+import { decodeRecordPayload, decodeRecordRow, encodeForgetPayload, encodeRecordPayload, forgottenIds, RECORD_COLUMN_ID, RecordStatus, type TxnRecord } from '../tablet/participant/txn-record';
+import { recordHistory } from './record-history';
+import { LazyRecords, type UnknownAnswer } from './lazy-records';
 
 /** Records one status tablet holds before CreateTransaction answers SERVICE_UNAVAILABLE. */
 export const TXN_RECORDS_MAX = 100_000;
@@ -88,12 +80,11 @@ export class TransactionCoordinator {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private readonly now: () => number;
-  /** madeDurable: unreplicated records a heartbeat replicated as PENDING. */
   /**
-   * neverCommitted: status answers that proved an unknown transaction never committed;
-   * forgottenCommitAnswers: status answers (with the caller's start time) that told a forgotten
-   * transaction COMMITTED from its record's history; uncovered: such answers left indefinite (the
-   * transaction started below the history floor).
+   * madeDurable: unreplicated records a heartbeat replicated as PENDING; neverCommitted: status answers
+   * that proved an unknown transaction never committed; forgottenCommitAnswers: status answers (with
+   * the caller's start time) that told a forgotten transaction COMMITTED from its record's history;
+   * uncovered: such answers left indefinite (the transaction started below the history floor).
    */
   readonly metrics = { created: 0, madeDurable: 0, committed: 0, aborted: 0, expired: 0, forgotten: 0, applyRpcs: 0, neverCommitted: 0, forgottenCommitAnswers: 0, uncovered: 0 };
 
@@ -114,6 +105,7 @@ export class TransactionCoordinator {
 
   constructor(private readonly deps: CoordinatorDeps) {
     this.now = deps.nowMs ?? (() => performance.now());
+    this.lazy = new LazyRecords({ flags: deps.flags, wallMicros: () => deps.clock.wallMicros(), db: () => deps.peer.db(), replicateNew: (rec) => this.replicate(rec, deps.peer.nextHt()) });
     this.forgets = new ForgetBatcher({
       flags: deps.flags,
       isStopped: () => this.stopped,
@@ -281,6 +273,20 @@ export class TransactionCoordinator {
 
   /** FORGOTTEN entries, each for every transaction finished meanwhile (forget-batcher.ts). */
   private readonly forgets: ForgetBatcher;
+  /** Transactions started without CreateTransaction (lazy-records.ts). */
+  readonly lazy: LazyRecords;
+
+  /** The answer for an id without a record that a lazily started transaction may carry (undefined: not such an id). */
+  private async unknownLazy(txnId: TxnId, settle: boolean, participants: string[] = []): Promise<UnknownAnswer | undefined> {
+    if (!this.lazy.state(txnId)) return undefined;
+    const a = await this.withTxnLock(txnId, async () => {
+      const r = this.record(txnId);
+      if (r) return { status: r.status as UnknownAnswer['status'], commitHt: r.commitHt, priority: r.priority, neverCommitted: r.status === 'ABORTED' };
+      return this.lazy.answerUnknown(txnId, settle, participants);
+    });
+    if (a?.status === 'ABORTED') this.drive(txnId);
+    return a;
+  }
 
   // ---- RPCs ------------------------------------------------------------------------------------
 
@@ -317,9 +323,11 @@ export class TransactionCoordinator {
    * A heartbeat keeps a PENDING transaction alive; the first one of a transaction whose record is
    * still unreplicated replicates it (PENDING), so a longer transaction survives a leader change.
    */
-  async heartbeat(txnId: TxnId): Promise<string> {
+  async heartbeat(txnId: TxnId, createIfMissing = false): Promise<string> {
     this.requireLeader();
     const r = this.record(txnId);
+    // A lazily started transaction's first heartbeat creates its record (lazy-records.ts).
+    if (!r && createIfMissing && this.lazy.state(txnId)) return this.withTxnLock(txnId, async () => this.record(txnId)?.status ?? this.lazy.createAtHeartbeat(txnId));
     if (!r) return 'ABORTED';
     if (r.status === 'PENDING') this.heartbeats.set(txnId, this.now());
     if (r.status === 'PENDING' && this.unreplicated.has(txnId)) {
@@ -329,14 +337,15 @@ export class TransactionCoordinator {
     return r.status;
   }
 
-  async commit(txnId: TxnId, participants: string[], propagatedHt?: HybridTime): Promise<HybridTime> {
+  /** `createIfMissing`: the first commit attempt of a lazily started transaction, which creates its record (lazy-records.ts). */
+  async commit(txnId: TxnId, participants: string[], propagatedHt?: HybridTime, createIfMissing = false): Promise<HybridTime> {
     const delay = this.deps.flags.get(TEST_FAIL_BEFORE_COMMIT_MS);
     if (delay > 0) await new Promise((r) => setTimeout(r, delay));
     this.requireLeader();
     if (propagatedHt) this.deps.clock.update(propagatedHt);
     if (participants.length > TXN_PARTICIPANTS_MAX) throw new DbError(ErrorCode.INVALID_ARGUMENT, `at most ${TXN_PARTICIPANTS_MAX} participants`);
     const commitHt = await this.withTxnLock(txnId, async () => {
-      const r = this.record(txnId);
+      const r = this.record(txnId) ?? (createIfMissing ? this.lazy.newRecord(txnId) : undefined);
       if (!r || r.status === 'ABORTED') throw notFound(txnId);
       if (r.status === 'COMMITTED') return r.commitHt; // a retried commit
       this.requireLeader();
@@ -353,6 +362,11 @@ export class TransactionCoordinator {
 
   async abort(txnId: TxnId, participants: string[], why = 'client'): Promise<'ABORTED' | 'COMMITTED'> {
     this.requireLeader();
+    if (!this.record(txnId)) {
+      // A lazily started transaction without a record: an ABORTED record first, so it cannot be created later.
+      const a = await this.unknownLazy(txnId, true, participants);
+      if (a && a.status !== 'PENDING') return a.status;
+    }
     const st = await this.withTxnLock(txnId, async () => {
       const r = this.record(txnId);
       if (!r) return 'ABORTED' as const;
@@ -406,50 +420,30 @@ export class TransactionCoordinator {
         continue;
       }
       const startHt = startHts?.[i];
+      const settle = startHt !== undefined && startHt > 0n;
+      const lazy = await this.unknownLazy(txnId, settle);
+      if (lazy) {
+        if (settle) this.countSettled(lazy);
+        out.push({ txnId, ...lazy });
+        continue;
+      }
       if (startHt === undefined || startHt <= 0n) {
         out.push({ txnId, status: 'ABORTED', commitHt: 0n, priority: 0, neverCommitted: false });
         continue;
       }
       // The caller settles a lost commit answer: a forgotten commit is told as what it was.
-      const h = await this.settleFromHistory(txnId, startHt);
-      if (h.committedAt !== undefined) {
-        this.metrics.forgottenCommitAnswers++;
-        out.push({ txnId, status: 'COMMITTED', commitHt: h.committedAt, priority: 0, neverCommitted: false });
-        continue;
-      }
-      if (h.neverCommitted) this.metrics.neverCommitted++;
-      else this.metrics.uncovered++;
-      out.push({ txnId, status: 'ABORTED', commitHt: 0n, priority: 0, neverCommitted: h.neverCommitted });
+      const h = await recordHistory(this.deps.peer.db(), txnId, startHt);
+      const a = h.committedAt !== undefined ? { status: 'COMMITTED', commitHt: h.committedAt, neverCommitted: false } : { status: 'ABORTED', commitHt: 0n, neverCommitted: h.neverCommitted };
+      this.countSettled(a);
+      out.push({ txnId, ...a, priority: 0 });
     }
     return out;
   }
 
-  /**
-   * What the history of `txnId`'s record row tells a ready leader that holds no record of it. Every
-   * committed transaction's COMMITTED entry wrote the row at its commit time, and its forget is a
-   * row tombstone at a later time: the COMMITTED version stays below the tombstone until history GC
-   * drops both, which needs a cutoff at or above the forget (so above the commit and the start); the
-   * floor (the highest cutoff GC used, carried by remote bootstrap's raw copy) is at or above it then.
-   * So: a COMMITTED version → committed at its time; none, and a start time at or above the floor →
-   * it never committed — and never will: a ready leader has applied every committed entry, and a
-   * record the old leader held alone died with its term. A start time below the floor: unknown.
-   */
-  private async settleFromHistory(txnId: TxnId, startHt: HybridTime): Promise<{ committedAt?: HybridTime; neverCommitted: boolean }> {
-    const db = this.deps.peer.db();
-    const floor = db.historyFloor();
-    let aborted = false;
-    for (const v of await db.rowVersions(recordKey(txnId))) {
-      if (v.sub.kind !== 'column' || v.sub.id !== RECORD_COLUMN_ID || v.value.type !== 'primitive' || !(v.value.value instanceof Uint8Array)) continue;
-      let rec: TxnRecord;
-      try {
-        rec = decodeRecordRow(txnId, v.value.value);
-      } catch {
-        continue; // not a record this version understands: proves nothing
-      }
-      if (rec.status === 'COMMITTED') return { committedAt: rec.commitHt, neverCommitted: false };
-      if (rec.status === 'ABORTED') aborted = true;
-    }
-    return { neverCommitted: aborted || startHt >= floor };
+  private countSettled(a: { status: string; neverCommitted: boolean }): void {
+    if (a.status === 'COMMITTED') this.metrics.forgottenCommitAnswers++;
+    else if (a.neverCommitted) this.metrics.neverCommitted++;
+    else if (a.status === 'ABORTED') this.metrics.uncovered++;
   }
 
   // ---- background: expiry and APPLY/REMOVE driving ----------------------------------------------
@@ -500,6 +494,13 @@ export class TransactionCoordinator {
       const type = r.status === 'COMMITTED' ? 'APPLY' : 'REMOVE';
       await driveParticipants({ flags: this.deps.flags, log: this.deps.log, stillDriving, updateParticipant: (tablet, id, type, commitHt, timeoutMs) => this.deps.updateParticipant(tablet, id, type, commitHt, timeoutMs), onSend: () => this.metrics.applyRpcs++ }, txnId, type, r.commitHt, pending);
       if (pending.size > 0 || this.stopped || this.driving.get(txnId) !== pending) return;
+      // A lazily started transaction's ABORTED record stays until no leader can create the id (lazy-records.ts).
+      const holdMs = this.lazy.holdMs(r);
+      if (holdMs > 0) await new Promise((res) => setTimeout(res, holdMs).unref());
+      if (!stillDriving()) {
+        if (this.driving.get(txnId) === pending) this.driving.delete(txnId);
+        return;
+      }
       try {
         await this.forgets.forget(txnId);
         this.metrics.forgotten++;

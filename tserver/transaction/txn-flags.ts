@@ -127,3 +127,13 @@ export const TXN_LOCAL_UPDATES = defineFlag({
   help: 'A status tablet leader hands APPLY/REMOVE to a participant tablet whose leader is on the same server in-process instead of by an UpdateTransaction RPC to itself (A/B).',
   tags: [FlagTag.runtime],
 });
+
+export const TXN_LAZY_STATUS_RECORD = defineFlag({
+  name: 'txn_lazy_status_record',
+  type: 'bool',
+  // Off by default: on a loaded 2-core machine fewer RPCs, frames and fsyncs per transaction did not
+  // give a higher rate (bench/results/2026-12-07-txn-cost-10.md); to be decided on a quiet machine.
+  default: false,
+  help: "CreateTransaction tells clients they may start later transactions without it: the transaction id carries its start time, priority and isolation, and its record is created by its first commit or heartbeat (a status query for a young id without a record answers PENDING). Off (default): every transaction begins with CreateTransaction (A/B; docs/transactions.md). Ids started lazily are handled either way.",
+  tags: [FlagTag.runtime],
+});

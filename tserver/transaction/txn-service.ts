@@ -23,7 +23,7 @@ import { TabletLocator } from './tablet-locator';
 import { UpdateBatcher } from './update-batcher';
 import { ApplyCoalescer, type ApplyTarget } from './apply-coalescer';
 import type { TabletOp } from '../tablet/tablet-op';
-import { TEST_TRANSACTION_IGNORE_APPLYING_PROBABILITY, TXN_APPLY_PROPOSE_DURING_SYNC, TXN_COALESCE_APPLIES, TXN_LOCAL_UPDATES, TRANSACTION_CHECK_INTERVAL_MS, TRANSACTION_HEARTBEAT_USEC, TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS } from './txn-flags';
+import { TEST_TRANSACTION_IGNORE_APPLYING_PROBABILITY, TXN_APPLY_PROPOSE_DURING_SYNC, TXN_COALESCE_APPLIES, TXN_LAZY_STATUS_RECORD, TXN_LOCAL_UPDATES, TRANSACTION_CHECK_INTERVAL_MS, TRANSACTION_HEARTBEAT_USEC, TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS } from './txn-flags';
 import { isValidTxnId } from '../tablet/participant/txn-record';
 import { uncertaintyLimit } from '../tablet/participant/uncertainty';
 import { MAX_CLOCK_SKEW_USEC } from '../../common/common-flags';
@@ -224,17 +224,17 @@ export class TxnService {
     if (!Number.isFinite(priority)) throw invalid('priority must be a finite number');
     const readHt = await c.create(txnIdOf(req.txnId), parseIsolation(req.isolation), priority, req.propagatedHt || undefined);
     const globalLimitHt = uncertaintyLimit(readHt, this.deps.flags.get(MAX_CLOCK_SKEW_USEC)) ?? 0n;
-    return { readHt, propagatedHt: this.deps.clock.now(), globalLimitHt };
+    return { readHt, propagatedHt: this.deps.clock.now(), globalLimitHt, ...(this.deps.flags.get(TXN_LAZY_STATUS_RECORD) ? { lazyRecords: true } : {}) };
   }
 
   heartbeatTransaction(req: pb.HeartbeatTransactionRequestPB): Promise<pb.HeartbeatTransactionResponsePB> {
-    return this.coordinator(req.statusTablet).heartbeat(txnIdOf(req.txnId)).then((status) => ({ status }));
+    return this.coordinator(req.statusTablet).heartbeat(txnIdOf(req.txnId), req.createIfMissing === true).then((status) => ({ status }));
   }
 
   async commitTransaction(req: pb.CommitTransactionRequestPB): Promise<pb.CommitTransactionResponsePB> {
     const c = this.coordinator(req.statusTablet);
     const parts = (req.participantTablets ?? []).filter((s) => typeof s === 'string' && s.length > 0);
-    return { commitHt: await c.commit(txnIdOf(req.txnId), parts, req.propagatedHt || undefined) };
+    return { commitHt: await c.commit(txnIdOf(req.txnId), parts, req.propagatedHt || undefined, req.createIfMissing === true) };
   }
 
   async abortTransaction(req: pb.AbortTransactionRequestPB): Promise<pb.AbortTransactionResponsePB> {
