@@ -29,6 +29,8 @@ export interface CompileEnv {
   aggregate?: (call: Node, scope: Scope) => Compiled;
   /** Window calls (f(…) OVER …), compiled by the select planner (undefined: not allowed here). */
   window?: (call: Node, scope: Scope) => Compiled;
+  /** Set-returning calls (generate_series, unnest) in a target list (undefined: not allowed here). */
+  setReturning?: (call: Node, scope: Scope) => Compiled;
 }
 
 
@@ -360,7 +362,12 @@ function compileFuncCall(n: Extract<Node, { FuncCall: unknown }>, scope: Scope, 
     if (!env.window) throw new SqlError(SqlState.WINDOWING_ERROR, 'window functions are not allowed here', f.location !== undefined ? { position: f.location + 1 } : {});
     return env.window(n, scope);
   }
-  const args = (f.args ?? []).map((a) => compileExpr(a, scope, env));
+  if (fname === 'generate_series' || fname === 'unnest') {
+    if (!env.setReturning) throw new SqlError(SqlState.FEATURE_NOT_SUPPORTED, `set-returning function ${fname}() is only allowed in FROM or directly in a SELECT list`, f.location !== undefined ? { position: f.location + 1 } : {});
+    return env.setReturning(n, scope);
+  }
+  const { setReturning: _srf, ...inner } = env;
+  const args = (f.args ?? []).map((a) => compileExpr(a, scope, inner));
   const dt = datetimeCall(fname, args);
   if (dt) return dt;
   const type = returnType(fname, args.map((a) => a.type));

@@ -6,10 +6,11 @@
  */
 import type { Node } from '../sql-parser';
 import { baseName, names, syntax } from './ast';
-import { compileExpr, parseArrayText, truth, type CompileEnv, type SubPlan } from './expr';
+import { compileExpr, truth, type CompileEnv, type SubPlan } from './expr';
 import { Scope, type Compiled, type EvalContext, type ScopeColumn, type Tuple } from './scope';
 import { notSupported, SqlError, SqlState } from './sql-error';
 import { coerce, textOf, type SqlTypeName } from './sql-types';
+import { expandSets, limitRows, srfOf, srfSlots, type SrfSlot } from './set-returning';
 import { computeWindows, windowSlots, type WindowSlot } from './window';
 import { checkDistinctOrder, checkGrouped, groupingRule } from './grouping-check';
 import { aggregateRows, aggregateSlots, groupExpr, sortKey, sortProjected, targetByRef, type AggSlot, type OutputField, type Projected, type SortKey, type Target } from './select-rows';
@@ -64,9 +65,6 @@ interface FromItem {
   rows: (ctx: EvalContext) => Tuple[];
 }
 
-function limitRows(rows: number, max: number): void {
-  if (rows > max) throw new SqlError(SqlState.PROGRAM_LIMIT, `statement holds more than ${max} rows in memory (ysql_rows_in_memory_max)`);
-}
 
 /** A CompileEnv over `env` whose subqueries are planned against its relations (DML's SET and WHERE use it too). */
 export function compileEnv(env: PlanEnv, aggregate?: CompileEnv['aggregate']): CompileEnv {
@@ -90,43 +88,6 @@ function renameColumns(cols: ScopeColumn[], rel: string, colnames: Node[] | unde
   return cols.map((c, i) => ({ ...c, rel, name: renames[i] ?? c.name }));
 }
 
-function generateSeries(fn: Extract<Node, { FuncCall: unknown }>['FuncCall'], env: PlanEnv, outer: Scope | undefined): { type: SqlTypeName; rows: (ctx: EvalContext) => Tuple[] } {
-  const args = (fn.args ?? []).map((a) => compileExpr(a, new Scope([], outer), compileEnv(env)));
-  if (args.length < 2 || args.length > 3) throw new SqlError(SqlState.UNDEFINED_FUNCTION, 'generate_series takes 2 or 3 arguments');
-  return {
-    type: 'int4',
-    rows: (ctx) => {
-      const [a, b, s] = args.map((x) => x.eval([], ctx));
-      if (a === null || b === null || s === null) return [];
-      const from = coerce(a, 'int8') as bigint;
-      const to = coerce(b, 'int8') as bigint;
-      const step = s === undefined ? 1n : (coerce(s, 'int8') as bigint);
-      if (step === 0n) throw new SqlError(SqlState.INVALID_PARAMETER, 'step size cannot equal zero');
-      const n = step > 0n ? (to >= from ? (to - from) / step + 1n : 0n) : from >= to ? (from - to) / -step + 1n : 0n;
-      limitRows(Number(n), env.rowsMax);
-      const out: Tuple[] = [];
-      for (let v = from, i = 0n; i < n; i++, v += step) out.push([v]);
-      return out;
-    },
-  };
-}
-
-/** unnest(array) in FROM: a row per element of the array's text form (tessera's arrays), NULL elements kept. */
-function unnestRows(fn: Extract<Node, { FuncCall: unknown }>['FuncCall'], env: PlanEnv, outer: Scope | undefined): { type: SqlTypeName; rows: (ctx: EvalContext) => Tuple[] } {
-  const args = (fn.args ?? []).map((a) => compileExpr(a, new Scope([], outer), compileEnv(env)));
-  if (args.length !== 1) throw notSupported('unnest of several arrays');
-  return {
-    type: 'text',
-    rows: (ctx) => {
-      const v = args[0]!.eval([], ctx);
-      if (v === null) return [];
-      const items = parseArrayText(textOf(v));
-      limitRows(items.length, env.rowsMax);
-      return items.map((x) => [x]);
-    },
-  };
-}
-
 function fromItem(n: Node, env: PlanEnv, outer: Scope | undefined): FromItem {
   if ('RangeVar' in n) {
     const cte = !n.RangeVar.schemaname ? env.ctes?.get(n.RangeVar.relname ?? '') : undefined;
@@ -148,10 +109,11 @@ function fromItem(n: Node, env: PlanEnv, outer: Scope | undefined): FromItem {
     if (!call || !('FuncCall' in call)) throw notSupported('this function in FROM');
     const fname = baseName(call.FuncCall.funcname);
     if (fname !== 'generate_series' && fname !== 'unnest') throw notSupported(`function ${fname} in FROM (only generate_series and unnest)`);
-    const g = fname === 'unnest' ? unnestRows(call.FuncCall, env, outer) : generateSeries(call.FuncCall, env, outer);
+    const args = (call.FuncCall.args ?? []).map((a) => compileExpr(a, new Scope([], outer), compileEnv(env)));
+    const g = srfOf(fname, args.length);
     const rel = aliasName(rf.alias, fname);
     const colName = names(rf.alias?.colnames)[0] ?? rel;
-    return { columns: [{ rel, name: colName, type: g.type }], rows: g.rows };
+    return { columns: [{ rel, name: colName, type: g.type }], rows: (ctx) => g.values(args.map((a) => a.eval([], ctx)), env.rowsMax).map((v) => [v]) };
   }
   if ('RangeSubselect' in n) {
     const sub = n.RangeSubselect;
@@ -252,6 +214,9 @@ interface SelectParts {
   slots: AggSlot[];
   /** Window calls: their values follow the aggregates' in each row (window.ts). */
   windows: WindowSlot[];
+  /** Set-returning calls of the target list: their values follow the windows' (set-returning.ts). */
+  sets: SrfSlot[];
+  rowsMax: number;
   base: number;
   having: Compiled | undefined;
   targets: Target[];
@@ -275,7 +240,8 @@ function compileSelectParts(sel: SelectStmt, env: PlanEnv, outer: Scope | undefi
   const windows: WindowSlot[] = [];
   const named = new Map((sel.windowClause ?? []).flatMap((w) => ('WindowDef' in w && w.WindowDef.name ? [[w.WindowDef.name, w.WindowDef] as const] : [])));
   const winEnv: CompileEnv = { ...aggEnv, window: windowSlots(windows, () => base + slots.length, scope, aggEnv, named) };
-  const targets = expandTargets(sel.targetList ?? [], scope, winEnv, relOids);
+  const sets: SrfSlot[] = [];
+  const targets = expandTargets(sel.targetList ?? [], scope, { ...winEnv, setReturning: srfSlots(sets, () => base + slots.length + windows.length, scope, winEnv) }, relOids);
   const having = sel.havingClause ? compileExpr(sel.havingClause, scope, aggEnv) : undefined;
   const groupExprs = (sel.groupClause ?? []).map((g) => groupExpr(g, targets, scope, baseEnv));
   const sorts = (sel.sortClause ?? []).map((s) => sortKey(s, targets, scope, winEnv));
@@ -285,7 +251,7 @@ function compileSelectParts(sel: SelectStmt, env: PlanEnv, outer: Scope | undefi
   checkClauses(sel, targets, scope, grouped);
   const limit = sel.limitCount ? compileExpr(sel.limitCount, new Scope([], outer), baseEnv) : undefined;
   const offset = sel.limitOffset ? compileExpr(sel.limitOffset, new Scope([], outer), baseEnv) : undefined;
-  return { from, where, grouped, groupExprs, slots, windows, base, having, targets, sorts, distinct, limit, offset };
+  return { from, where, grouped, groupExprs, slots, windows, sets, base, having, targets, sorts, distinct, limit, offset, rowsMax: env.rowsMax };
 }
 
 /** PostgreSQL's refusals of a grouped query's ungrouped columns (42803) and of DISTINCT's ORDER BY (42P10): grouping-check.ts. */
@@ -311,6 +277,7 @@ function selectSource(p: SelectParts, ctx: EvalContext): Tuple[] {
   if (p.grouped) rows = aggregateRows(rows, p.groupExprs, p.slots, p.base, ctx, p.groupExprs.length === 0);
   if (p.having) { const having = p.having; rows = rows.filter((r) => truth(having.eval(r, ctx)) === true); }
   if (p.windows.length > 0) rows = computeWindows(rows, p.windows, p.base + p.slots.length, ctx);
+  if (p.sets.length > 0) rows = expandSets(rows, p.sets, p.base + p.slots.length + p.windows.length, p.rowsMax, ctx);
   return rows;
 }
 

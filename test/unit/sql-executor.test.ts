@@ -117,6 +117,12 @@ describe('sql executor (in memory)', () => {
     expect(query("select v from unnest('{a,NULL,\"b c\"}'::text[]) as t(v)").rows).toEqual([['a'], [null], ['b c']]);
   });
 
+  it('sql exec: generate_series and unnest in the target list expand each row, shorter results padded with NULL (PostgreSQL 10+)', () => {
+    expect(query('select generate_series(1, 3) + 1 as x').rows).toEqual([[2n], [3n], [4n]]);
+    expect(query('select id, generate_series(1, team), generate_series(1, 2) from people where id < 3 order by 1, 2').rows).toEqual([[1n, 1n, 1n], [1n, null, 2n], [2n, 1n, 1n], [2n, 2n, 2n]]);
+    expect(sqlState(() => query('select id from people where generate_series(1, 2) = 1'))).toBe('0A000');
+  });
+
   it('sql exec: generate_series, parameters as unknown-typed text, casts, CASE, coalesce, string functions', () => {
     expect(query('select sum(x) from generate_series(1, $1) as g(x)', ['10']).rows).toEqual([[55n]]);
     expect(query("select '7'::int + 1, coalesce(null, 'z'), case when 1 > 2 then 'a' else 'b' end, length('héllo'), substr('abcdef', 2, 3), md5('a'), repeat('ab', 3)").rows).toEqual([
