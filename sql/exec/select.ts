@@ -343,7 +343,6 @@ async function streamSelect(p: SelectParts, ctx: EvalContext, onChunk: (rows: Tu
 
 /** WITH name [(cols)] AS (SELECT …), …: planned in order (a later one may read an earlier one), computed once per run (as MATERIALIZED). */
 function withCtes(w: NonNullable<SelectStmt['withClause']>, env: PlanEnv, outer: Scope | undefined): PlanEnv {
-  if (w.recursive) throw notSupported('WITH RECURSIVE');
   const ctes = new Map(env.ctes ?? []);
   const here = new Set<string>();
   for (const n of w.ctes ?? []) {
@@ -352,14 +351,45 @@ function withCtes(w: NonNullable<SelectStmt['withClause']>, env: PlanEnv, outer:
     const name = c.ctename ?? '';
     if (here.has(name)) throw new SqlError(SqlState.DUPLICATE_ALIAS, `WITH query name "${name}" specified more than once`);
     here.add(name);
-    const plan = compileSelect(c.ctequery.SelectStmt, { ...env, ctes }, outer);
     const cols = names(c.aliascolnames);
+    const self = w.recursive === true && JSON.stringify(c.ctequery.SelectStmt).includes(`"relname":${JSON.stringify(name)}`);
+    const plan = self ? recursivePlan(c.ctequery.SelectStmt, name, cols, { ...env, ctes }, outer) : compileSelect(c.ctequery.SelectStmt, { ...env, ctes }, outer);
     if (cols.length > plan.fields.length) throw new SqlError(SqlState.INVALID_COLUMN_REFERENCE, `WITH query "${name}" has ${plan.fields.length} columns available but ${cols.length} columns specified`);
     const fields = plan.fields.map((f, i) => (cols[i] !== undefined ? { ...f, name: cols[i]! } : f));
     const memo = new WeakMap<EvalContext, Tuple[]>();
     ctes.set(name, { ...plan, fields, run: (ctx) => { let r = memo.get(ctx); if (!r) memo.set(ctx, (r = plan.run(ctx))); return r; } });
   }
   return { ...env, ctes };
+}
+
+/**
+ * WITH RECURSIVE name AS (base UNION [ALL] step): the base's rows, then the step run again and again
+ * over the rows the previous round added (the working table) until it adds none, as PostgreSQL
+ * evaluates it; UNION drops rows already produced. Bounded by ysql_rows_in_memory_max (54000), so a
+ * recursion that never ends stops there.
+ */
+function recursivePlan(sel: SelectStmt, name: string, cols: string[], env: PlanEnv, outer: Scope | undefined): SelectPlan {
+  if (sel.op !== 'SETOP_UNION' || !sel.larg || !sel.rarg) throw new SqlError(SqlState.INVALID_RECURSION, `recursive query "${name}" does not have the form non-recursive-term UNION [ALL] recursive-term`);
+  const base = compileSelect(sel.larg, env, outer);
+  const fields = base.fields.map((f, i) => (cols[i] !== undefined ? { ...f, name: cols[i]! } : f));
+  let working: Tuple[] = [];
+  const step = compileSelect(sel.rarg, { ...env, ctes: new Map([...(env.ctes ?? []), [name, { fields, run: () => working }]]) }, outer);
+  if (step.fields.length !== fields.length) throw new SqlError(SqlState.SYNTAX_ERROR, 'each UNION query must have the same number of columns');
+  return {
+    fields,
+    run: (ctx) => {
+      const seen = new Set<string>();
+      const keep = (rows: Tuple[]): Tuple[] => (sel.all ? rows : rows.filter((o) => { const k = JSON.stringify(o.map((v) => (v === null ? null : textOf(v)))); if (seen.has(k)) return false; seen.add(k); return true; }));
+      working = keep(base.run(ctx));
+      const out = [...working];
+      while (working.length > 0) {
+        working = keep(step.run(ctx));
+        limitRows(out.length + working.length, env.rowsMax);
+        out.push(...working);
+      }
+      return out;
+    },
+  };
 }
 
 /** A SELECT's plan. `outer` is the enclosing query's scope (correlated subqueries). */

@@ -82,12 +82,17 @@ describe('sql executor (in memory)', () => {
     expect(query('select 0.1 + 0.2, 3.5 * 2, sum(x), avg(x), 2 ^ 10 from (values (0.1), (0.2)) v(x)').rows).toEqual([['0.3', '7.0', '0.3', '0.15000000000000000000', 1024]]);
   });
 
-  it('sql exec: WITH queries — several, in order, with column names, read twice, under UNION; recursive and duplicate names refused', () => {
+  it('sql exec: WITH queries — several, in order, with column names, read twice, under UNION; WITH RECURSIVE; duplicate names refused', () => {
     expect(query('with a as (select id, team from people where id > 1), b(n) as (select count(*) from a) select * from b').rows).toEqual([[3n]]);
     expect(query('with a as (select id from people where team = 1) select p.name from people p join a on a.id = p.id order by 1').rows).toEqual([['ann'], ['cid']]);
     expect(query('with a as (select id from people where id < 3) select id from a union all select id from a order by 1').rows).toEqual([[1n], [1n], [2n], [2n]]);
     expect(query('with teams as (select 9 as id, \'x\' as title) select title from teams').rows).toEqual([['x']]);
-    expect(sqlState(() => query('with recursive r(n) as (select 1 union all select n + 1 from r where n < 3) select * from r'))).toBe('0A000');
+    // WITH RECURSIVE: the step runs over the previous round's rows until it adds none; UNION drops repeats (it would loop forever with ALL).
+    expect(query('with recursive r(n) as (select 1 union all select n + 1 from r where n < 3) select * from r').rows).toEqual([[1n], [2n], [3n]]);
+    expect(query('with recursive c(x) as (select 1 union select x from c) select * from c').rows).toEqual([[1n]]);
+    expect(query('with recursive f(a, b) as (select 0, 1 union all select b, a + b from f where b < 20) select a from f').rows).toEqual([[0n], [1n], [1n], [2n], [3n], [5n], [8n], [13n]]);
+    expect(sqlState(() => query('with recursive r(n) as (select 1 union all select n + 1 from r) select * from r'))).toBe('54000');
+    expect(sqlState(() => query('with recursive bad(n) as (select n from bad) select * from bad'))).toBe('42P19');
     expect(sqlState(() => query('with a as (select 1), a as (select 2) select * from a'))).toBe('42712');
   });
 
