@@ -53,18 +53,44 @@ function compileInList(e: AExpr, op: string, scope: Scope, env: CompileEnv): Com
   } };
 }
 
-/** `x [NOT] BETWEEN lo AND hi`, with SQL's three-valued logic. */
+/** `x [NOT] BETWEEN [SYMMETRIC] lo AND hi`, with SQL's three-valued logic (SYMMETRIC: either order of the bounds). */
 function compileBetween(e: AExpr, kind: string, scope: Scope, env: CompileEnv): Compiled {
   const x = compileExpr(e.lexpr!, scope, env);
   const [lo, hi] = ('List' in e.rexpr! ? e.rexpr.List.items ?? [] : []).map((n) => compileExpr(n, scope, env));
-  const ge = compareOp('>=', x, lo!);
-  const le = compareOp('<=', x, hi!);
-  const neg = kind === 'AEXPR_NOT_BETWEEN';
+  const within = (a: Compiled, b: Compiled): Compiled['eval'] => {
+    const ge = compareOp('>=', x, a);
+    const le = compareOp('<=', x, b);
+    return (row, ctx) => {
+      const p = ge(row, ctx);
+      const q = le(row, ctx);
+      return p === false || q === false ? false : p === null || q === null ? null : true;
+    };
+  };
+  const fwd = within(lo!, hi!);
+  const back = kind.endsWith('_SYM') ? within(hi!, lo!) : undefined;
+  const neg = kind.startsWith('AEXPR_NOT_BETWEEN');
   return { type: 'bool', name: '?column?', eval: (row, ctx) => {
-    const a = ge(row, ctx);
-    const b = le(row, ctx);
-    const v = a === false || b === false ? false : a === null || b === null ? null : true;
+    const a = fwd(row, ctx);
+    const v = back && a !== true ? (back(row, ctx) === true ? true : a === null || back(row, ctx) === null ? null : false) : a;
     return v === null ? null : v !== neg;
+  } };
+}
+
+/** `(a, b) = (c, d)` and `<>`: pairwise, with SQL's three-valued logic. */
+function compileRowCompare(op: string, l: Extract<Node, { RowExpr: unknown }>['RowExpr'], r: Extract<Node, { RowExpr: unknown }>['RowExpr'], scope: Scope, env: CompileEnv): Compiled {
+  const ls = (l.args ?? []).map((n) => compileExpr(n, scope, env));
+  const rs = (r.args ?? []).map((n) => compileExpr(n, scope, env));
+  if (ls.length !== rs.length) throw new SqlError(SqlState.SYNTAX_ERROR, 'unequal number of entries in row expressions');
+  if (op !== '=' && op !== '<>') throw notSupported(`row comparison with ${op}`);
+  const eqs = ls.map((x, i) => compareOp('=', x, rs[i]!));
+  return { type: 'bool', name: '?column?', eval: (row, ctx) => {
+    let sawNull = false;
+    for (const t of eqs) {
+      const v = t(row, ctx);
+      if (v === false) return op === '<>';
+      if (v === null) sawNull = true;
+    }
+    return sawNull ? null : op === '=';
   } };
 }
 
@@ -126,7 +152,8 @@ function compileAExpr(e: AExpr, scope: Scope, env: CompileEnv): Compiled {
   const op = baseName(e.name);
   const kind = e.kind ?? 'AEXPR_OP';
   if (kind === 'AEXPR_IN') return compileInList(e, op, scope, env);
-  if (kind === 'AEXPR_BETWEEN' || kind === 'AEXPR_NOT_BETWEEN') return compileBetween(e, kind, scope, env);
+  if (kind.startsWith('AEXPR_BETWEEN') || kind.startsWith('AEXPR_NOT_BETWEEN')) return compileBetween(e, kind, scope, env);
+  if (kind === 'AEXPR_OP' && e.lexpr && e.rexpr && 'RowExpr' in e.lexpr && 'RowExpr' in e.rexpr) return compileRowCompare(op === '!=' ? '<>' : op, e.lexpr.RowExpr, e.rexpr.RowExpr, scope, env);
   if (kind === 'AEXPR_LIKE' || kind === 'AEXPR_ILIKE') {
     const mop = kind === 'AEXPR_ILIKE' ? (op === '!~~*' ? '!~~*' : '~~*') : op === '!~~' ? '!~~' : '~~';
     return { type: 'bool', name: '?column?', eval: matchOp(mop, compileExpr(e.lexpr!, scope, env), compileExpr(e.rexpr!, scope, env))! };
@@ -215,6 +242,23 @@ function compileSubLink(s: Extract<Node, { SubLink: unknown }>['SubLink'], scope
         if (rows.length > 1) throw new SqlError(SqlState.CARDINALITY, 'more than one row returned by a subquery used as an expression');
         return rows[0]?.[0] ?? null;
       } };
+    case 'ALL_SUBLINK': {
+      // x op ALL (subquery): false at the first false comparison, else NULL if one was NULL, else true.
+      const l = compileExpr(s.testexpr!, scope, env);
+      const probe: Compiled = { type: plan.type, name: '', eval: (row) => row[0] ?? null };
+      const holder: Tuple[] = [[]];
+      const test = compareOp(baseName(s.operName) || '=', { ...l, eval: (_r, ctx) => l.eval(holder[0]!, ctx) }, probe);
+      return { type: 'bool', name: '?column?', eval: (row, ctx) => {
+        let sawNull = false;
+        for (const r of withOuter(row, ctx)) {
+          holder[0] = row;
+          const v = test(r, ctx);
+          if (v === false) return false;
+          if (v === null) sawNull = true;
+        }
+        return sawNull ? null : true;
+      } };
+    }
     case 'ANY_SUBLINK': {
       const l = compileExpr(s.testexpr!, scope, env);
       const op = baseName(s.operName) || '=';
@@ -381,7 +425,7 @@ function compileFuncCall(n: Extract<Node, { FuncCall: unknown }>, scope: Scope, 
 /** Return types of the scalar functions (functions.ts implements them; an unknown name is 42883 there). */
 function returnType(fname: string, args: SqlTypeName[]): SqlTypeName {
   switch (fname) {
-    case 'length': case 'char_length': case 'octet_length': case 'strpos': case 'position': case 'pg_backend_pid': case 'array_position': case 'ascii':
+    case 'length': case 'char_length': case 'octet_length': case 'strpos': case 'position': case 'pg_backend_pid': case 'array_position': case 'ascii': case 'array_length': case 'array_upper':
       return 'int4';
     case 'starts_with':
       return 'bool';
@@ -401,7 +445,7 @@ function returnType(fname: string, args: SqlTypeName[]): SqlTypeName {
       return 'name';
     case 'gen_random_uuid':
       return 'uuid';
-    case 'decode':
+    case 'decode': case 'sha224': case 'sha256': case 'sha384': case 'sha512':
       return 'bytea';
     default:
       return 'text';

@@ -155,6 +155,12 @@ const FUNCTIONS: Record<string, Fn> = {
   },
   ascii: (a) => text(a[0]!).codePointAt(0) ?? 0,
   starts_with: (a) => text(a[0]!).startsWith(text(a[1]!)),
+  // A negative value in two's complement: 32 bits when it fits an integer, else 64 (to_hex(-1) is ffffffff).
+  to_hex: (a) => { const v = coerce(a[0]!, 'int8') as bigint; return (v < 0n ? v + (v >= -(1n << 31n) ? 1n << 32n : 1n << 64n) : v).toString(16); },
+  sha224: (a) => digest('sha224', a[0]!),
+  sha256: (a) => digest('sha256', a[0]!),
+  sha384: (a) => digest('sha384', a[0]!),
+  sha512: (a) => digest('sha512', a[0]!),
   regexp_replace: (a) => {
     const flags = a[3] === undefined ? '' : text(a[3]);
     let re: RegExp;
@@ -201,6 +207,10 @@ const FUNCTIONS: Record<string, Fn> = {
     return Uint8Array.from(crypto.randomBytes(int(a[0]!)));
   },
 };
+
+function digest(alg: string, v: SqlValue): Uint8Array {
+  return Uint8Array.from(crypto.createHash(alg).update(v instanceof Uint8Array ? v : Buffer.from(text(v))).digest());
+}
 
 /** ln/log of a non-positive number: PostgreSQL's 2201E. */
 function logOf(x: number, f: (x: number) => number): number {

@@ -6,7 +6,7 @@ import { SqlError, SqlState } from './sql-error';
 import { datetimeArith, intervalKey } from './datetime';
 import { decimalOp, formatDecimal, parseDecimal, type Decimal } from './decimal';
 import type { Compiled } from './scope';
-import { checkIntRange, coerce, isFloatType, isIntegerType, isNumericType, textOf, TYPES, type SqlTypeName, type SqlValue } from './sql-types';
+import { boolText, checkIntRange, coerce, isFloatType, isIntegerType, isNumericType, textOf, TYPES, type SqlTypeName, type SqlValue } from './sql-types';
 
 /** Compare two non-null values of comparable types: <0, 0, >0. */
 export function compareValues(a: SqlValue, b: SqlValue): number {
@@ -90,7 +90,7 @@ export function arith(op: string, l: Compiled, r: Compiled): Compiled {
     if (op === '||') t = 'text';
     else if (!isNumericType(t)) throw new SqlError(SqlState.UNDEFINED_FUNCTION, `operator does not exist: ${l.type} ${op} ${r.type}`);
   }
-  if (op === '||') return { type: 'text', name: '?column?', eval: (row, ctx) => { const a = l.eval(row, ctx); const b = r.eval(row, ctx); return a === null || b === null ? null : textOf(a) + textOf(b); } };
+  if (op === '||') return { type: 'text', name: '?column?', eval: (row, ctx) => { const a = l.eval(row, ctx); const b = r.eval(row, ctx); return a === null || b === null ? null : boolText(a) + boolText(b); } };
   // int ^ int is double precision in PostgreSQL (there is no integer ^).
   if (op === '^' && isIntegerType(t)) t = 'float8';
   if (t === 'numeric' && op !== '^') return numericArith(op, l, r);
@@ -99,7 +99,8 @@ export function arith(op: string, l: Compiled, r: Compiled): Compiled {
   const re = castTo(r, asInt ? 'int8' : 'float8');
   // int4 op int4 stays int4 (PostgreSQL's int4 operators), anything with int8 is int8.
   const small = (x: SqlTypeName): boolean => x === 'int4' || x === 'int2' || x === 'unknown';
-  const outType: SqlTypeName = asInt ? (small(l.type) && small(r.type) ? 'int4' : 'int8') : t === 'numeric' ? 'numeric' : 'float8';
+  // int2 op int2 is int2 (32767::smallint + 1::smallint is 22003, as in PostgreSQL).
+  const outType: SqlTypeName = asInt ? (l.type === 'int2' && r.type === 'int2' ? 'int2' : small(l.type) && small(r.type) ? 'int4' : 'int8') : t === 'numeric' ? 'numeric' : 'float8';
   const f = asInt ? intOp(op) : floatOp(op);
   return {
     type: outType,
@@ -109,7 +110,7 @@ export function arith(op: string, l: Compiled, r: Compiled): Compiled {
       const b = re(row, ctx);
       if (a === null || b === null) return null;
       const v = f(a, b);
-      return outType === 'numeric' ? coerce(v, 'numeric') : outType === 'int4' ? checkIntRange('int4', v as bigint) : v;
+      return outType === 'numeric' ? coerce(v, 'numeric') : outType === 'int4' || outType === 'int2' ? checkIntRange(outType, v as bigint) : v;
     },
   };
 }

@@ -4,6 +4,7 @@
  * names them, and queried by the executor like any table. Only the columns those clients read exist.
  */
 import { tableOid, type SqlCatalog, type SqlColumnDef, type SqlIndexDef, type SqlTableDef } from './catalog';
+import { parseArrayText } from './expr';
 import { registerFunction } from './functions';
 import { indexBuilds } from './index-build';
 import type { EvalContext, ScopeColumn, Tuple } from './scope';
@@ -209,7 +210,8 @@ registerFunction('pg_get_constraintdef', (a) => {
   }
   return null;
 });
-registerFunction('array_to_string', (a) => (a[0] === null ? null : textOf(a[0])));
+// array_to_string(arr, sep [, null_text]): NULL elements skipped unless null_text is given.
+registerFunction('array_to_string', (a) => (a[0] === null || a[1] === null ? null : parseArrayText(textOf(a[0]!)).flatMap((v) => (v === null ? (a[2] === undefined || a[2] === null ? [] : [textOf(a[2])]) : [textOf(v)])).join(textOf(a[1]!))));
 registerFunction('pg_size_pretty', (a) => `${textOf(a[0]!)} bytes`);
 registerFunction('format_type', (a) => {
   if (a[0] === null) return null;

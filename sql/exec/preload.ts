@@ -54,6 +54,10 @@ function walk(node: unknown, f: Found): boolean {
   if (!node || typeof node !== 'object') return true;
   const o = node as Record<string, unknown>;
   let all = columnRef(o, f.cols);
+  // JOIN … USING names its columns outside any ColumnRef; NATURAL joins on every common one.
+  const join = o['JoinExpr'] as { usingClause?: Node[]; isNatural?: boolean } | undefined;
+  if (join?.isNatural) all = false;
+  for (const u of join?.usingClause ?? []) if ('String' in u) f.cols.add(u.String.sval ?? '');
   const cte = o['CommonTableExpr'] as { ctename?: string } | undefined;
   if (cte?.ctename) f.ctes.add(cte.ctename);
   addFromList(o, f.refs);

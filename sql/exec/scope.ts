@@ -11,6 +11,8 @@ export interface ScopeColumn {
   type: SqlTypeName;
   /** Hidden columns (the row id of a table without primary key) are not part of `*`. */
   hidden?: boolean;
+  /** A JOIN USING side's copy of a joined column: found by `table.column` only (the joined column answers to the bare name). */
+  qualifiedOnly?: boolean;
   /** A primary key column of its table (GROUP BY of the whole key makes its other columns groupable). */
   key?: boolean;
 }
@@ -28,7 +30,7 @@ export class Scope {
   find(rel: string | undefined, name: string): number[] {
     const out: number[] = [];
     this.columns.forEach((c, i) => {
-      if (c.name === name && (rel === undefined || c.rel === rel)) out.push(i);
+      if (c.name === name && (rel === undefined ? !c.qualifiedOnly : c.rel === rel)) out.push(i);
     });
     return out;
   }

@@ -7,6 +7,7 @@
 import type { Node } from '../sql-parser';
 import { baseName, names, syntax } from './ast';
 import { compileExpr, truth, type CompileEnv, type SubPlan } from './expr';
+import { compareOp } from './operators';
 import { Scope, type Compiled, type EvalContext, type ScopeColumn, type Tuple } from './scope';
 import { notSupported, SqlError, SqlState } from './sql-error';
 import { coerce, textOf, type SqlTypeName } from './sql-types';
@@ -128,37 +129,62 @@ function fromItem(n: Node, env: PlanEnv, outer: Scope | undefined): FromItem {
   throw notSupported(`this FROM item`);
 }
 
+/**
+ * JOIN … ON / USING (cols) / NATURAL, INNER, LEFT, RIGHT and FULL, as nested loops. USING and NATURAL
+ * put each joined column once in front (the left's value, the right's for RIGHT, the first non-null
+ * for FULL), as PostgreSQL's `*` shows it; the two sides' own columns stay reachable by table name.
+ */
 function joinItem(j: Extract<Node, { JoinExpr: unknown }>['JoinExpr'], env: PlanEnv, outer: Scope | undefined): FromItem {
   const l = fromItem(j.larg!, env, outer);
   const r = fromItem(j.rarg!, env, outer);
-  const columns = [...l.columns, ...r.columns];
   const kind = j.jointype ?? 'JOIN_INNER';
-  if (kind !== 'JOIN_INNER' && kind !== 'JOIN_LEFT' && kind !== 'JOIN_RIGHT') throw notSupported(`${kind.replace('JOIN_', '')} JOIN`);
-  if (j.usingClause || j.isNatural) throw notSupported('JOIN USING / NATURAL JOIN');
-  const scope = new Scope(columns, outer);
-  const qual = j.quals ? compileExpr(j.quals, scope, compileEnv(env)) : undefined;
+  if (kind !== 'JOIN_INNER' && kind !== 'JOIN_LEFT' && kind !== 'JOIN_RIGHT' && kind !== 'JOIN_FULL') throw notSupported(`${kind.replace('JOIN_', '')} JOIN`);
+  const using = j.isNatural ? l.columns.filter((c) => !c.hidden && r.columns.some((d) => !d.hidden && d.name === c.name)).map((c) => c.name) : names(j.usingClause);
+  const side = (cols: ScopeColumn[], name: string, what: string): number => {
+    const hits = cols.flatMap((c, i) => (c.name === name && !c.hidden ? [i] : []));
+    if (hits.length !== 1) throw new SqlError(hits.length === 0 ? SqlState.UNDEFINED_COLUMN : SqlState.AMBIGUOUS_COLUMN, `column "${name}" specified in USING clause ${hits.length === 0 ? `does not exist in ${what} table` : `appears more than once in ${what} table`}`);
+    return hits[0]!;
+  };
+  const pairs = using.map((name) => ({ name, li: side(l.columns, name, 'left'), ri: side(r.columns, name, 'right') }));
+  const raw = [...l.columns, ...r.columns];
+  const scope = new Scope(raw, outer);
+  const tests = [
+    ...pairs.map((p) => compareOp('=', { type: l.columns[p.li]!.type, name: p.name, eval: (row) => row[p.li] ?? null }, { type: r.columns[p.ri]!.type, name: p.name, eval: (row) => row[l.columns.length + p.ri] ?? null })),
+    ...(j.quals ? [compileExpr(j.quals, scope, compileEnv(env)).eval] : []),
+  ];
   const nullsL = l.columns.map(() => null);
   const nullsR = r.columns.map(() => null);
+  const merged: ScopeColumn[] = pairs.map((p) => ({ rel: j.alias?.aliasname ?? '', name: p.name, type: l.columns[p.li]!.type }));
+  // A joined column is named once: the sides' copies answer only to their table's name.
+  const columns = [...merged, ...raw.map((c) => (using.includes(c.name) && !c.hidden ? { ...c, hidden: true, qualifiedOnly: true } : c))];
+  const front = (row: Tuple): Tuple => [...pairs.map((p) => {
+    const a = row[p.li] ?? null;
+    const b = row[l.columns.length + p.ri] ?? null;
+    return kind === 'JOIN_RIGHT' ? b : kind === 'JOIN_FULL' ? (a ?? b) : a;
+  }), ...row];
   return {
     columns,
     rows: (ctx) => {
       const ls = l.rows(ctx);
       const rs = r.rows(ctx);
       const out: Tuple[] = [];
+      const rightMatched = new Set<number>();
       const outerSide = kind === 'JOIN_RIGHT' ? rs : ls;
       for (const o of outerSide) {
         let matched = false;
-        for (const i of kind === 'JOIN_RIGHT' ? ls : rs) {
+        (kind === 'JOIN_RIGHT' ? ls : rs).forEach((i, k) => {
           const row = kind === 'JOIN_RIGHT' ? [...i, ...o] : [...o, ...i];
-          if (!qual || truth(qual.eval(row, ctx)) === true) {
+          if (tests.every((t) => truth(t(row, ctx)) === true)) {
             matched = true;
-            out.push(row);
+            rightMatched.add(k);
+            out.push(front(row));
             limitRows(out.length, env.rowsMax);
           }
-        }
-        if (!matched && kind === 'JOIN_LEFT') out.push([...o, ...nullsR]);
-        if (!matched && kind === 'JOIN_RIGHT') out.push([...nullsL, ...o]);
+        });
+        if (!matched && (kind === 'JOIN_LEFT' || kind === 'JOIN_FULL')) out.push(front([...o, ...nullsR]));
+        if (!matched && kind === 'JOIN_RIGHT') out.push(front([...nullsL, ...o]));
       }
+      if (kind === 'JOIN_FULL') rs.forEach((i, k) => { if (!rightMatched.has(k)) out.push(front([...nullsL, ...i])); });
       return out;
     },
   };
@@ -190,7 +216,7 @@ function expandTargets(list: Node[], scope: Scope, cenv: CompileEnv, relOids: Ma
       const rel = parts.length > 1 ? parts[parts.length - 2] : undefined;
       let any = false;
       scope.columns.forEach((c, i) => {
-        if (c.hidden || (rel !== undefined && c.rel !== rel)) return;
+        if ((c.hidden && !(rel !== undefined && c.qualifiedOnly)) || (rel !== undefined && c.rel !== rel)) return;
         any = true;
         const node: Node = { ColumnRef: { fields: [{ String: { sval: c.rel } }, { String: { sval: c.name } }] } };
         out.push({ compiled: { type: c.type, name: c.name, eval: (row) => row[i] ?? null }, field: { name: c.name, type: c.type, tableOid: relOids.get(c.rel) ?? 0, attnum: 0 }, node });

@@ -150,8 +150,8 @@ export function coerce(v: SqlValue, type: SqlTypeName): SqlValue {
       if (typeof v === 'bigint') return Number(v);
       const s = String(v).trim().toLowerCase();
       if (s === 'nan') return NaN;
-      if (s === 'infinity' || s === '+infinity') return Infinity;
-      if (s === '-infinity') return -Infinity;
+      if (s === 'infinity' || s === '+infinity' || s === 'inf' || s === '+inf') return Infinity;
+      if (s === '-infinity' || s === '-inf') return -Infinity;
       const n = Number(s);
       if (s === '' || Number.isNaN(n)) throw invalidText(type, String(v));
       return n;
@@ -193,7 +193,9 @@ export function coerce(v: SqlValue, type: SqlTypeName): SqlValue {
     case 'interval':
       return intervalText(textOf(v));
     case 'bpchar':
-      return textOf(v).replace(/ +$/, '');
+      return boolText(v).replace(/ +$/, '');
+    case 'text': case 'varchar': case 'name':
+      return boolText(v);
     default:
       return textOf(v);
   }
@@ -270,6 +272,11 @@ export function fitNumeric(v: string, precision: number, scale: number): string 
     throw new SqlError(SqlState.NUMERIC_OUT_OF_RANGE, 'numeric field overflow', { detail: `A field with precision ${precision}, scale ${scale} must round to an absolute value less than ${precision - scale === 0 ? '1' : `10^${precision - scale}`}.` });
   }
   return formatDecimal(r);
+}
+
+/** A value as text in an expression: a boolean cast to text is 'true' / 'false' in PostgreSQL (its output on the wire is t / f). */
+export function boolText(v: SqlValue): string {
+  return typeof v === 'boolean' ? String(v) : textOf(v);
 }
 
 /** Canonical text of any value (PostgreSQL's output functions). */
