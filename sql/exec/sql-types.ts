@@ -192,10 +192,8 @@ export function coerce(v: SqlValue, type: SqlTypeName): SqlValue {
       return dateText(type, textOf(v));
     case 'interval':
       return intervalText(textOf(v));
-    case 'bpchar':
-      return boolText(v).replace(/ +$/, '');
-    case 'text': case 'varchar': case 'name':
-      return boolText(v);
+    case 'bpchar': case 'text': case 'varchar': case 'name':
+      return type === 'bpchar' ? boolText(v).replace(/ +$/, '') : boolText(v);
     default:
       return textOf(v);
   }
