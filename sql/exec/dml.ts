@@ -211,9 +211,49 @@ export async function insertRows(stmt: InsertStmt, def: SqlTableDef, deps: DmlDe
   return { count: written.length, ...(ret ? { returning: ret } : {}) };
 }
 
+/**
+ * One SET target's value. `SET (a, b) = (x, y)` arrives as a MultiAssignRef per column naming its
+ * place in the row; `SET (a, b) = (SELECT …)` as one whose source is a subquery, run once per row for
+ * all its columns (kept in `multi` by the source's text, per row).
+ */
+function setValue(val: Node, scope: Scope, deps: DmlDeps, multi: Map<string, (row: Tuple, ctx: EvalContext) => Tuple>): Compiled {
+  if (!('MultiAssignRef' in val)) return compileExpr(val, scope, deps.env);
+  const m = val.MultiAssignRef;
+  const k = (m.colno ?? 1) - 1;
+  const src = m.source!;
+  if ('RowExpr' in src) {
+    const args = src.RowExpr.args ?? [];
+    if (args.length !== m.ncolumns) throw new SqlError(SqlState.SYNTAX_ERROR, `number of columns does not match number of values`);
+    return compileExpr(args[k]!, scope, deps.env);
+  }
+  if (!('SubLink' in src) || !src.SubLink.subselect) throw notSupported('this multiple-column SET source');
+  // Each column's MultiAssignRef carries its own copy of the source: the copies are one by their text.
+  const key = JSON.stringify(src);
+  let rowOf = multi.get(key);
+  if (!rowOf) {
+    const plan = deps.env.subquery(src.SubLink.subselect, scope);
+    if (plan.columns !== m.ncolumns) throw new SqlError(SqlState.SYNTAX_ERROR, `number of columns does not match number of values`);
+    const seen = new WeakMap<Tuple, Tuple>();
+    rowOf = (row, ctx) => {
+      let r = seen.get(row);
+      if (!r) {
+        const rows = plan.run({ ...ctx, outerRows: [...ctx.outerRows, row] });
+        if (rows.length > 1) throw new SqlError(SqlState.CARDINALITY, 'more than one row returned by a subquery used as an expression');
+        r = rows[0] ?? new Array<SqlValue>(plan.columns).fill(null);
+        seen.set(row, r);
+      }
+      return r;
+    };
+    multi.set(key, rowOf);
+  }
+  const whole = rowOf;
+  return { type: 'unknown', name: '', eval: (row, ctx) => whole(row, ctx)[k] ?? null };
+}
+
 /** SET col = expr, … of an UPDATE or an ON CONFLICT DO UPDATE: the column's index and name and its compiled value. */
 function compileSets(list: Node[] | undefined, def: SqlTableDef, scope: Scope, deps: DmlDeps, keysToo = false): Array<{ i: number; name: string; e: Compiled }> {
   const keyCols = [...def.hash, ...def.range];
+  const multi = new Map<string, (row: Tuple, ctx: EvalContext) => Tuple>();
   return (list ?? []).map((n) => {
     if (!('ResTarget' in n)) throw notSupported('this SET clause');
     const name = n.ResTarget.name ?? '';
@@ -221,7 +261,7 @@ function compileSets(list: Node[] | undefined, def: SqlTableDef, scope: Scope, d
     if (i < 0) throw new SqlError(SqlState.UNDEFINED_COLUMN, `column "${name}" of relation "${def.name}" does not exist`);
     if (keyCols.includes(name) && !keysToo) throw notSupported('updating a primary key column in ON CONFLICT DO UPDATE');
     if (n.ResTarget.indirection) throw notSupported(`SET ${names(n.ResTarget.indirection).join('.')}`);
-    const c = compileExpr(n.ResTarget.val!, scope, deps.env);
+    const c = setValue(n.ResTarget.val!, scope, deps, multi);
     const to = def.columns[i]!.type;
     return { i, name, e: c.type === 'numeric' && isIntegerType(to) ? { ...c, eval: (row, ctx) => assign(c.eval(row, ctx), c.type, to) } : c };
   });

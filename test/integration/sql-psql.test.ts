@@ -438,6 +438,10 @@ describe('SQL over the PostgreSQL protocol', () => {
       await c.query('rollback');
       expect((await c.query('select id, v, w from mv order by id')).rows).toEqual([{ id: 1, v: 10, w: 'a' }, { id: 102, v: 21, w: 'b' }, { id: 103, v: 31, w: 'c' }]);
       expect((await c.query("select id from mv where w = 'c'")).rows).toEqual([{ id: 103 }]);
+      // SET (a, b) = (…) and = (SELECT …): several columns at once.
+      await c.query("update mv set (v, w) = (v + 1, 'm') where id = 1");
+      await c.query('update mv set (v, w) = (select max(v), min(w) from mv) where id = 102');
+      expect((await c.query('select id, v, w from mv where id in (1, 102) order by id')).rows).toEqual([{ id: 1, v: 11, w: 'm' }, { id: 102, v: 31, w: 'b' }]);
       await c.query('drop table mv');
     } finally {
       await c.end();
