@@ -14,7 +14,7 @@ import { names } from './ast';
 import { ROW_ID_COLUMN, type SqlTableDef } from './catalog';
 import { compileExpr, truth, type CompileEnv } from './expr';
 import { Scope, type Compiled, type EvalContext, type Tuple } from './scope';
-import { compileSelect, type OutputField, type PlanEnv, type SelectPlan } from './select';
+import { compileSelect, fromList, type OutputField, type PlanEnv, type SelectPlan } from './select';
 import { notSupported, SqlError, SqlState } from './sql-error';
 import { fitNumeric, isIntegerType, numericToInt, textOf, toStorage, type SqlTypeName, type SqlValue } from './sql-types';
 import { charLength } from './functions';
@@ -384,10 +384,21 @@ async function streamInsert(stmt: InsertStmt, def: SqlTableDef, idx: number[], s
 
 /** UPDATE / DELETE over rows already read (the target's rows, filtered here by WHERE). */
 export async function updateOrDelete(kind: 'update' | 'delete', stmt: { whereClause?: Node; targetList?: Node[]; returningClause?: { exprs?: Node[] }; fromClause?: Node[]; usingClause?: Node[] }, def: SqlTableDef, alias: string, candidates: Tuple[], deps: DmlDeps): Promise<DmlResult> {
-  if ((stmt.fromClause && stmt.fromClause.length > 0) || (stmt.usingClause && stmt.usingClause.length > 0)) throw notSupported(`${kind.toUpperCase()} with FROM/USING`);
-  const scope = new Scope(columnsOf(def, alias));
+  const others = [...(stmt.fromClause ?? []), ...(stmt.usingClause ?? [])];
+  const from = others.length > 0 ? fromList(others, deps.planEnv) : undefined;
+  const scope = new Scope([...columnsOf(def, alias), ...(from?.columns ?? [])]);
   const where = stmt.whereClause ? compileExpr(stmt.whereClause, scope, deps.env) : undefined;
-  const matched = candidates.filter((r) => !where || truth(where.eval(r, deps.ctx)) === true);
+  // With FROM / USING a target row is matched by its first joined row that passes WHERE (PostgreSQL
+  // leaves which one unspecified); SET sees that joined row.
+  const joined: Tuple[] = [];
+  const fromRows = from ? from.rows(deps.ctx) : [[]];
+  const matched = candidates.filter((r) => {
+    for (const f of fromRows) {
+      const row = from ? [...r, ...f] : r;
+      if (!where || truth(where.eval(row, deps.ctx)) === true) { joined.push(row); return true; }
+    }
+    return false;
+  });
   const keyCols = [...def.hash, ...def.range];
   const keyOf = (r: Tuple): Row => Object.fromEntries(keyCols.map((k) => [k, r[def.columns.findIndex((c) => c.name === k)] ?? null]));
   const t = deps.table(def.name);
@@ -399,9 +410,9 @@ export async function updateOrDelete(kind: 'update' | 'delete', stmt: { whereCla
     return { count: matched.length, ...(ret ? { returning: ret } : {}) };
   }
   const sets = compileSets(stmt.targetList, def, scope, deps, true);
-  const updated = matched.map((r) => {
+  const updated = matched.map((r, k) => {
     const next = [...r];
-    for (const s of sets) next[s.i] = s.e.eval(r, deps.ctx);
+    for (const s of sets) next[s.i] = s.e.eval(joined[k]!, deps.ctx);
     return next;
   });
   if (sets.some((s) => keyCols.includes(s.name))) {

@@ -88,7 +88,9 @@ function columnRef(o: Record<string, unknown>, cols: Set<string>): boolean {
 
 /** The table references of a SELECT's FROM list (joins included), with its WHERE. */
 function addFromList(o: Record<string, unknown>, out: TableRef[]): void {
-  const sel = o['SelectStmt'] as { fromClause?: Node[]; whereClause?: Node } | undefined;
+  // UPDATE … FROM and DELETE … USING read their other tables whole (the WHERE joins them to the target).
+  const dml = (o['UpdateStmt'] ?? o['DeleteStmt']) as { fromClause?: Node[]; usingClause?: Node[] } | undefined;
+  const sel = (o['SelectStmt'] as { fromClause?: Node[]; whereClause?: Node } | undefined) ?? (dml ? { fromClause: dml.fromClause ?? dml.usingClause } : undefined);
   if (!sel) return;
   const addFrom = (n: Node): void => {
     if ('RangeVar' in n) out.push({ rv: n.RangeVar, where: sel.whereClause });

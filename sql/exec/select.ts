@@ -61,7 +61,7 @@ export const PROJECTION_SLICE_MS = 20;
 
 type SelectStmt = Extract<Node, { SelectStmt: unknown }>['SelectStmt'];
 
-interface FromItem {
+export interface FromItem {
   columns: ScopeColumn[];
   rows: (ctx: EvalContext) => Tuple[];
 }
@@ -188,6 +188,11 @@ function joinItem(j: Extract<Node, { JoinExpr: unknown }>['JoinExpr'], env: Plan
       return out;
     },
   };
+}
+
+/** The FROM list's items joined (UPDATE … FROM, DELETE … USING): their columns and rows. */
+export function fromList(list: Node[], env: PlanEnv, outer?: Scope): FromItem {
+  return crossJoin(list.map((f) => fromItem(f, env, outer)), env);
 }
 
 function crossJoin(items: FromItem[], env: PlanEnv): FromItem {

@@ -338,8 +338,11 @@ export class SqlSession {
     if ('InsertStmt' in s) return insertRows(s.InsertStmt, def, deps);
     const alias = rel.alias?.aliasname ?? def.name;
     const body = 'UpdateStmt' in s ? s.UpdateStmt : (s as Extract<Node, { DeleteStmt: unknown }>).DeleteStmt;
-    const path = chooseAccess(def, alias, body.whereClause, env, ctx);
-    const filter = this.pushFilters() && (path.type === 'full' || path.type === 'hashScan') ? tabletFilter(def, alias, body.whereClause, env, ctx) : undefined;
+    // With FROM / USING the WHERE joins tables: the target is read whole, the executor joins.
+    const joins = ('UpdateStmt' in s ? s.UpdateStmt.fromClause : (body as { usingClause?: Node[] }).usingClause)?.length ?? 0;
+    const where = joins > 0 ? undefined : body.whereClause;
+    const path = chooseAccess(def, alias, where, env, ctx);
+    const filter = this.pushFilters() && (path.type === 'full' || path.type === 'hashScan') ? tabletFilter(def, alias, where, env, ctx) : undefined;
     const candidates = await readRows(table, def, path, this.rowsMax(), undefined, undefined, filter?.ast);
     return updateOrDelete('UpdateStmt' in s ? 'update' : 'delete', body, def, alias, candidates, deps);
   }

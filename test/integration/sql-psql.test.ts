@@ -442,6 +442,13 @@ describe('SQL over the PostgreSQL protocol', () => {
       await c.query("update mv set (v, w) = (v + 1, 'm') where id = 1");
       await c.query('update mv set (v, w) = (select max(v), min(w) from mv) where id = 102');
       expect((await c.query('select id, v, w from mv where id in (1, 102) order by id')).rows).toEqual([{ id: 1, v: 11, w: 'm' }, { id: 102, v: 31, w: 'b' }]);
+      // UPDATE … FROM and DELETE … USING join another table.
+      await c.query('create table mvsrc (k int primary key, nv int)');
+      await c.query('insert into mvsrc values (1, 7), (103, 9)');
+      await c.query('update mv set v = mvsrc.nv from mvsrc where mvsrc.k = mv.id');
+      await c.query('delete from mv using mvsrc where mvsrc.k = mv.id and mvsrc.nv = 9');
+      expect((await c.query('select id, v from mv order by id')).rows).toEqual([{ id: 1, v: 7 }, { id: 102, v: 31 }]);
+      await c.query('drop table mvsrc');
       await c.query('drop table mv');
     } finally {
       await c.end();
