@@ -44,6 +44,8 @@ export interface SessionDeps {
 export interface StatementResult {
   tag: string;
   fields?: OutputField[];
+  /** `fields` is a kept plan's own list, the same array every run (plan-cache.ts): its RowDescription may be encoded once. */
+  fieldsKept?: true;
   rows?: Tuple[];
   notices?: string[];
   copyIn?: CopyIn;
@@ -200,7 +202,7 @@ export class SqlSession {
       }
       if (planned) {
         const r = await runPointPlan(planned, ps.template!.values, this.tableFor(this.txn), this.context(params));
-        return { tag: `SELECT ${r.rows.length}`, fields: r.fields, rows: r.rows };
+        return { tag: `SELECT ${r.rows.length}`, fields: r.fields, fieldsKept: true, rows: r.rows };
       }
       const r = await this.dispatch(ps, params, paramTypes);
       if (ps.template && 'SelectStmt' in ps.stmt && this.planCacheOn()) await rememberPointPlan(ps.template, this.deps.catalog, this.rowsMax());
