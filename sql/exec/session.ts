@@ -184,7 +184,7 @@ export class SqlSession {
   async execute(ps: ParsedStatement, params: SqlValue[], paramTypes: SqlTypeName[] = params.map((p) => (p === null ? 'unknown' : typeOfValue(p) === 'text' ? 'unknown' : typeOfValue(p)))): Promise<StatementResult> {
     // A point SELECT of a template with a kept plan (plan-cache.ts) runs without its tree: a SELECT, so
     // no TransactionStmt, DML, and it needs the block's transaction.
-    const planned = ps.template && this.planCacheOn() ? await cachedPointPlan(ps.template, this.deps.catalog, this.rowsMax()) : undefined;
+    const planned = ps.template && this.planCacheOn() ? await cachedPointPlan(ps.template, this.deps.catalog, this.rowsMax(), paramTypes) : undefined;
     const s = planned ? undefined : ps.stmt;
     if (s && 'TransactionStmt' in s) return this.transactionStmt(s.TransactionStmt);
     if (this.txnFailed) throw new SqlError(SqlState.IN_FAILED_TXN, 'current transaction is aborted, commands ignored until end of transaction block');
@@ -200,12 +200,10 @@ export class SqlSession {
         this.blockKeeps = this.deps.flags.get(YSQL_BLOCK_KEEPS_WRITES);
         this.txn = await this.deps.client.beginTransaction({ isolation: this.blockIsolation, deferWrites: this.blockKeeps });
       }
-      if (planned) {
-        const r = await runPointPlan(planned, ps.template!.values, this.tableFor(this.txn), this.context(params));
-        return { tag: `SELECT ${r.rows.length}`, fields: r.fields, fieldsKept: true, rows: r.rows };
-      }
+      const r0 = planned ? await runPointPlan(planned, ps.template!.values, this.tableFor(this.txn), this.context(params)) : undefined;
+      if (r0) return { tag: `SELECT ${r0.rows.length}`, fields: r0.fields, fieldsKept: true, rows: r0.rows };
       const r = await this.dispatch(ps, params, paramTypes);
-      if (ps.template && 'SelectStmt' in ps.stmt && this.planCacheOn()) await rememberPointPlan(ps.template, this.deps.catalog, this.rowsMax());
+      if (ps.template && 'SelectStmt' in ps.stmt && this.planCacheOn()) await rememberPointPlan(ps.template, this.deps.catalog, this.rowsMax(), paramTypes);
       return r;
     } catch (e) {
       if (this.inBlock) this.txnFailed = true;

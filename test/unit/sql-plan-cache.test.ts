@@ -31,8 +31,8 @@ function fakeTable(n: number): { table: Table; reads: Array<{ key: Row; columns?
   return { table, reads, tuples: [...rows.values()].map((r) => [r['aid']!, r['bid']!, r['abalance']!] as Tuple) };
 }
 
-function ctx(): EvalContext {
-  return { params: [], session: { user: 'yugabyte', database: 'yugabyte', now: new Date(0), pid: 1, settings: new Map(), extensions: new Set() }, outerRows: [], nextval: () => 1n };
+function ctx(params: unknown[] = []): EvalContext {
+  return { params: params as EvalContext['params'], session: { user: 'yugabyte', database: 'yugabyte', now: new Date(0), pid: 1, settings: new Map(), extensions: new Set() }, outerRows: [], nextval: () => 1n };
 }
 
 /** The planner's answer over every row (WHERE evaluated). */
@@ -66,8 +66,8 @@ describe('sql plan cache (point SELECT per template)', () => {
       const plan = await cachedPointPlan(ps!.template!, catalog, 1000);
       expect(plan).toBeDefined();
       const r = await runPointPlan(plan!, ps!.template!.values, () => table, ctx());
-      expect(r).toEqual(planned(ps!, def, tuples));
-      expect(r.rows.length).toBe(text.includes('999') ? 0 : 1);
+      expect(r!).toEqual(planned(ps!, def, tuples));
+      expect(r!.rows.length).toBe(text.includes('999') ? 0 : 1);
     }
     expect(reads.map((x) => x.key)).toEqual([{ aid: 17n }, { aid: 42n }, { aid: 999n }]);
     expect(reads[0]!.columns).toEqual(['abalance']);
@@ -87,6 +87,29 @@ describe('sql plan cache (point SELECT per template)', () => {
     expect(await cachedPointPlan(a.template!, catalog, 1000)).toBeDefined();
     // A different ysql_rows_in_memory_max: planned as always.
     expect(await cachedPointPlan(a.template!, catalog, 5)).toBeUndefined();
+  });
+
+  it('sql plan cache: a key given as $1 (extended protocol) keeps the WHERE, is typed by the Bind, and a NULL goes to the planner', async () => {
+    const def = accounts();
+    const catalog = { get: async () => def };
+    const { table, reads, tuples } = fakeTable(50);
+    const ps = templated('select abalance, aid from acc where aid = $1', 'select abalance, aid from acc where aid = $1');
+    await rememberPointPlan(ps.template!, catalog, 1000, ['unknown']);
+    const plan = await cachedPointPlan(ps.template!, catalog, 1000, ['unknown']);
+    expect(plan).toBeDefined();
+    for (const v of ['17', '23', '77']) {
+      const r = await runPointPlan(plan!, ps.template!.values, () => table, ctx([v]));
+      const rel = { columns: columnsOf(def, def.name), rows: tuples, tableOid: def.oid };
+      const p = compileSelect((ps.stmt as { SelectStmt: never }).SelectStmt, { paramTypes: ['unknown'], rowsMax: 1000, relation: () => rel });
+      expect(r).toEqual({ fields: p.fields, rows: p.run(ctx([v])) });
+    }
+    expect(reads.map((x) => x.key)).toEqual([{ aid: 17n }, { aid: 23n }, { aid: 77n }]);
+    expect(await runPointPlan(plan!, ps.template!.values, () => table, ctx([null]))).toBeUndefined();
+    // Other parameter types (another connection's Parse): not this plan.
+    expect(await cachedPointPlan(ps.template!, catalog, 1000, ['int8'])).toBeUndefined();
+    // Literals and parameters mixed: planned as always.
+    const two: SqlTableDef = { ...def, hash: ['aid'], range: ['bid'] };
+    expect(makePointPlan(templated('select abalance from acc where aid = $1 and bid = 4', 'select abalance from acc where aid = $1 and bid = 5').template!, two, 1000, ['unknown'])).toBeNull();
   });
 
   it('sql plan cache: shapes other than a point SELECT of plain columns get no plan', () => {
