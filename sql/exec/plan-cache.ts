@@ -135,7 +135,13 @@ export function makePointPlan(ref: TemplateRef, def: SqlTableDef, rowsMax: numbe
 export async function cachedPointPlan(ref: TemplateRef, catalog: PlanCatalog, rowsMax: number, paramTypes: SqlTypeName[] = []): Promise<PointPlan | undefined> {
   const p = plans.get(ref.stmt);
   if (!p) return undefined;
-  const def = await catalog.get(p.def.name);
+  let def: SqlTableDef | undefined;
+  try {
+    def = await catalog.get(p.def.name);
+  } catch {
+    // The planner reads the catalog again inside the statement, where its error is the statement's.
+    return undefined;
+  }
   if (def !== p.def) {
     // The catalog cache reloads definitions (a new object each time): an equal one keeps the plan.
     if (!def || JSON.stringify(def) !== p.defJson) {
