@@ -40,6 +40,18 @@ export interface Literal {
 export interface CachedStatement {
   stmt: Node;
   sql: string;
+  /** The template this statement was copied from and its literal values (the plan cache's key, sql/exec/plan-cache.ts). */
+  template?: TemplateRef;
+}
+
+/**
+ * A template's statement and its constants: `consts` maps an A_Const node of `stmt` to the index of
+ * its literal in `values` (~index for a negated one). `stmt` is shared: never changed.
+ */
+export interface TemplateRef {
+  stmt: Node;
+  consts: ReadonlyMap<object, number>;
+  values: number[];
 }
 
 export interface LiteralScan {
@@ -106,9 +118,18 @@ export class ParseCache {
     if (!t || t.literals.length !== scan.literals.length) return undefined;
     this.hits++;
     const shift = shifter(t.literals, scan.literals);
+    const values = scan.literals.map((l) => l.value);
     return t.stmts.map((s) => {
-      const stmt = cloneNode(s.stmt, t.consts, scan.literals, shift) as Node;
-      return { stmt, sql: sql.slice(shift(s.start), shift(s.end)).trim() };
+      // The copy is made when the tree is first asked for: a statement the plan cache runs never is.
+      let copy: Node | undefined;
+      const literals = scan.literals;
+      return {
+        get stmt(): Node {
+          return (copy ??= cloneNode(s.stmt, t.consts, literals, shift) as Node);
+        },
+        sql: sql.slice(shift(s.start), shift(s.end)).trim(),
+        template: { stmt: s.stmt, consts: t.consts, values },
+      };
     });
   }
 

@@ -87,6 +87,14 @@ export const YSQL_PARSE_CACHE = defineFlag({
   tags: [FlagTag.runtime],
 });
 
+export const YSQL_PLAN_CACHE = defineFlag({
+  name: 'ysql_plan_cache',
+  type: 'bool',
+  default: true,
+  help: 'A point SELECT by primary key is planned once per parse-cache template and run again with the new constants (sql/exec/plan-cache.ts, docs/sql.md "Plan cache"). false: every statement is planned (A/B).',
+  tags: [FlagTag.runtime],
+});
+
 export const YSQL_LOCAL_CALLS = defineFlag({
   name: 'ysql_local_calls',
   type: 'bool',

@@ -8,7 +8,7 @@
 import * as pg from 'libpg-query';
 import type { Node, RawStmt } from 'libpg-query';
 import { SqlError, SqlState } from './exec/sql-error';
-import { ParseCache, scanLiterals } from './parse-cache';
+import { ParseCache, scanLiterals, type TemplateRef } from './parse-cache';
 
 export type { Node } from 'libpg-query';
 
@@ -25,6 +25,8 @@ export interface ParsedStatement {
   /** The statement's own text (for EXPLAIN and logs). */
   sql: string;
   yb?: YbTableOptions;
+  /** Set when the parse cache made it (sql/parse-cache.ts): the plan cache's key. */
+  template?: TemplateRef;
 }
 
 /** Longest statement text accepted (PostgreSQL's limit is 1 GiB; past this one: 54000). */

@@ -108,7 +108,7 @@ export function columnsOf(def: SqlTableDef, rel: string): ScopeColumn[] {
 }
 
 /** The columns to read of `def` (projection: a scan ships only these), undefined for all. */
-function projection(def: SqlTableDef, used: Set<string> | undefined): string[] | undefined {
+export function projection(def: SqlTableDef, used: Set<string> | undefined): string[] | undefined {
   if (!used) return undefined;
   const keys = [...def.hash, ...def.range];
   const cols = def.columns.filter((c) => !keys.includes(c.name) && used.has(c.name)).map((c) => c.name);

@@ -7,7 +7,8 @@
 import type { Table, TesseraClient, Transaction } from '../../client';
 import type { Flags } from '../../common/flags';
 import type { Node, ParsedStatement } from '../sql-parser';
-import { YSQL_BLOCK_KEEPS_WRITES, YSQL_ENABLE_AGGREGATE_PUSHDOWN, YSQL_ENABLE_EXPRESSION_PUSHDOWN, YSQL_PARSE_CACHE, YSQL_ROWS_MAX } from '../sql-flags';
+import { YSQL_BLOCK_KEEPS_WRITES, YSQL_ENABLE_AGGREGATE_PUSHDOWN, YSQL_ENABLE_EXPRESSION_PUSHDOWN, YSQL_PARSE_CACHE, YSQL_PLAN_CACHE, YSQL_ROWS_MAX } from '../sql-flags';
+import { cachedPointPlan, rememberPointPlan, runPointPlan } from './plan-cache';
 import { names } from './ast';
 import type { SqlCatalog, SqlTableDef } from './catalog';
 import { createTable, dropTables, truncateTable, type DdlDeps } from './ddl';
@@ -44,6 +45,8 @@ export interface SessionDeps {
 export interface StatementResult {
   tag: string;
   fields?: OutputField[];
+  /** `fields` is a kept plan's own list, the same array every run (plan-cache.ts): its RowDescription may be encoded once. */
+  fieldsKept?: true;
   rows?: Tuple[];
   notices?: string[];
   copyIn?: CopyIn;
@@ -95,6 +98,11 @@ export class SqlSession {
   /** Whether statement texts go through the parse cache (--ysql_parse_cache, runtime). */
   get parseCacheOn(): boolean {
     return this.deps.flags.get(YSQL_PARSE_CACHE);
+  }
+
+  /** Point SELECTs planned once per template (--ysql_plan_cache, runtime); never with yb_read_time (planned as always). */
+  private planCacheOn(): boolean {
+    return this.deps.flags.get(YSQL_PLAN_CACHE) && readTimeOf(this.info) === undefined;
   }
 
   private rowsMax(): number {
@@ -175,22 +183,29 @@ export class SqlSession {
   }
 
   async execute(ps: ParsedStatement, params: SqlValue[], paramTypes: SqlTypeName[] = params.map((p) => (p === null ? 'unknown' : typeOfValue(p) === 'text' ? 'unknown' : typeOfValue(p)))): Promise<StatementResult> {
-    const s = ps.stmt;
-    if ('TransactionStmt' in s) return this.transactionStmt(s.TransactionStmt);
+    // A point SELECT of a template with a kept plan (plan-cache.ts) runs without its tree: a SELECT, so
+    // no TransactionStmt, DML, and it needs the block's transaction.
+    const planned = ps.template && this.planCacheOn() ? await cachedPointPlan(ps.template, this.deps.catalog, this.rowsMax(), paramTypes) : undefined;
+    const s = planned ? undefined : ps.stmt;
+    if (s && 'TransactionStmt' in s) return this.transactionStmt(s.TransactionStmt);
     if (this.txnFailed) throw new SqlError(SqlState.IN_FAILED_TXN, 'current transaction is aborted, commands ignored until end of transaction block');
     this.info.now = this.inBlock ? this.info.now : new Date();
     this.cancelled = false;
     try {
       // DDL and COPY change rows behind the block's table handles: what it knew of them is dropped.
-      if (!isDml(s)) this.ownRows.clear();
+      if (s && !isDml(s)) this.ownRows.clear();
       // The block keeps its upserts and deletes back to the COMMIT (docs/sql.md "Transactions"): they
       // leave together, in parallel across tablets, and a block whose writes fall in one tablet commits
       // by the single-tablet fast path. INSERTs are sent at once (their duplicate key is the statement's error).
-      if (this.inBlock && !this.txn && needsTransaction(s)) {
+      if (this.inBlock && !this.txn && (!s || needsTransaction(s))) {
         this.blockKeeps = this.deps.flags.get(YSQL_BLOCK_KEEPS_WRITES);
         this.txn = await this.deps.client.beginTransaction({ isolation: this.blockIsolation, deferWrites: this.blockKeeps });
       }
-      return await this.dispatch(ps, params, paramTypes);
+      const r0 = planned ? await runPointPlan(planned, ps.template!.values, this.tableFor(this.txn), this.context(params)) : undefined;
+      if (r0) return { tag: `SELECT ${r0.rows.length}`, fields: r0.fields, fieldsKept: true, rows: r0.rows };
+      const r = await this.dispatch(ps, params, paramTypes);
+      if (ps.template && 'SelectStmt' in ps.stmt && this.planCacheOn()) await rememberPointPlan(ps.template, this.deps.catalog, this.rowsMax(), paramTypes);
+      return r;
     } catch (e) {
       if (this.inBlock) this.txnFailed = true;
       throw e;

@@ -358,7 +358,7 @@ export class PgConnection {
           this.send(backend.commandComplete(r.tag));
           continue;
         }
-        if (r.fields) this.send(backend.rowDescription(r.fields.map(fieldDescription)));
+        if (r.fields) this.send(rowDescriptionOf(r.fields, r.fieldsKept === true));
         await this.sendRows(r.fields, r.rows ?? [], []);
         this.send(backend.commandComplete(r.tag));
       }
@@ -485,4 +485,16 @@ export class PgConnection {
     if (rem.rows.length > 0) this.send(backend.portalSuspended());
     else this.send(backend.commandComplete(rem.tag));
   }
+}
+
+/** RowDescription bytes of kept plans' field lists (sql/exec/plan-cache.ts), encoded once; weak: they go with the plan. */
+const keptRowDescriptions = new WeakMap<object, Buffer>();
+
+function rowDescriptionOf(fields: OutputField[], kept: boolean): Buffer {
+  let b = kept ? keptRowDescriptions.get(fields) : undefined;
+  if (!b) {
+    b = backend.rowDescription(fields.map(fieldDescription));
+    if (kept) keptRowDescriptions.set(fields, b);
+  }
+  return b;
 }
