@@ -242,38 +242,22 @@ function compileSubLink(s: Extract<Node, { SubLink: unknown }>['SubLink'], scope
         if (rows.length > 1) throw new SqlError(SqlState.CARDINALITY, 'more than one row returned by a subquery used as an expression');
         return rows[0]?.[0] ?? null;
       } };
-    case 'ALL_SUBLINK': {
-      // x op ALL (subquery): false at the first false comparison, else NULL if one was NULL, else true.
+    case 'ALL_SUBLINK': case 'ANY_SUBLINK': {
+      // x op ANY: true at the first true comparison; x op ALL: false at the first false one; else NULL if one was NULL.
       const l = compileExpr(s.testexpr!, scope, env);
       const probe: Compiled = { type: plan.type, name: '', eval: (row) => row[0] ?? null };
       const holder: Tuple[] = [[]];
       const test = compareOp(baseName(s.operName) || '=', { ...l, eval: (_r, ctx) => l.eval(holder[0]!, ctx) }, probe);
+      const decides = s.subLinkType === 'ANY_SUBLINK';
       return { type: 'bool', name: '?column?', eval: (row, ctx) => {
         let sawNull = false;
         for (const r of withOuter(row, ctx)) {
           holder[0] = row;
           const v = test(r, ctx);
-          if (v === false) return false;
+          if (v === decides) return decides;
           if (v === null) sawNull = true;
         }
-        return sawNull ? null : true;
-      } };
-    }
-    case 'ANY_SUBLINK': {
-      const l = compileExpr(s.testexpr!, scope, env);
-      const op = baseName(s.operName) || '=';
-      const probe: Compiled = { type: plan.type, name: '', eval: (row) => row[0] ?? null };
-      const holder: Tuple[] = [[]];
-      const test = compareOp(op, { ...l, eval: (_r, ctx) => l.eval(holder[0]!, ctx) }, probe);
-      return { type: 'bool', name: '?column?', eval: (row, ctx) => {
-        let sawNull = false;
-        for (const r of withOuter(row, ctx)) {
-          holder[0] = row;
-          const v = test(r, ctx);
-          if (v === true) return true;
-          if (v === null) sawNull = true;
-        }
-        return sawNull ? null : false;
+        return sawNull ? null : !decides;
       } };
     }
     default:

@@ -4,28 +4,18 @@
  * for the same statement).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadParser, parseSql } from '../../sql/sql-parser';
-import { compileSelect } from '../../sql/exec/select';
-import type { EvalContext, Tuple } from '../../sql/exec/scope';
-import { SqlError } from '../../sql/exec/sql-error';
-
-const ctx: EvalContext = { params: [], session: { user: 'yugabyte', database: 'yugabyte', now: new Date('2026-01-02T03:04:05Z'), pid: 1, settings: new Map(), extensions: new Set() }, outerRows: [], nextval: () => 1n };
+import { loadParser } from '../../sql/sql-parser';
+import type { Tuple } from '../../sql/exec/scope';
+import { evalContext, failure, runSelect } from './sql-test-helpers';
 
 function one(sql: string): { row: Tuple; types: string[] } {
-  const [ps] = parseSql(sql);
-  if (!ps || !('SelectStmt' in ps.stmt)) throw new Error('not a select');
-  const plan = compileSelect(ps.stmt.SelectStmt, { paramTypes: [], rowsMax: 1000, relation: () => { throw new Error('no tables'); } });
-  return { row: plan.run(ctx)[0]!, types: plan.fields.map((f) => f.type) };
+  const r = runSelect(sql, {}, evalContext(new Date('2026-01-02T03:04:05Z')));
+  return { row: r.rows[0]!, types: r.types };
 }
 
 function state(sql: string): string | undefined {
-  try {
-    one(sql);
-  } catch (e) {
-    if (e instanceof SqlError) return `${e.sqlState} ${e.message}`;
-    throw e;
-  }
-  return undefined;
+  const f = failure(() => one(sql));
+  return f && `${f.state} ${f.message}`;
 }
 
 beforeAll(async () => {

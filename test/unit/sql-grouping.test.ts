@@ -4,10 +4,10 @@
  * ORDER BY what it selects (42P10). Expectations checked against PostgreSQL 15.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadParser, parseSql } from '../../sql/sql-parser';
-import { compileSelect, type LoadedRelation } from '../../sql/exec/select';
-import type { EvalContext, Tuple } from '../../sql/exec/scope';
-import { SqlError } from '../../sql/exec/sql-error';
+import { loadParser } from '../../sql/sql-parser';
+import type { LoadedRelation } from '../../sql/exec/select';
+import type { Tuple } from '../../sql/exec/scope';
+import { failure as failed, runSelect } from './sql-test-helpers';
 
 const g: LoadedRelation = {
   columns: [{ rel: 'g', name: 'id', type: 'int4', key: true }, { rel: 'g', name: 'a', type: 'int4' }, { rel: 'g', name: 'b', type: 'text' }],
@@ -15,24 +15,8 @@ const g: LoadedRelation = {
 };
 const h: LoadedRelation = { columns: [{ rel: 'h', name: 'k', type: 'int4' }, { rel: 'h', name: 'v', type: 'int4' }], rows: [[1n, 10n], [1n, 20n], [2n, 30n]] };
 
-const ctx: EvalContext = { params: [], session: { user: 'yugabyte', database: 'yugabyte', now: new Date(0), pid: 1, settings: new Map(), extensions: new Set() }, outerRows: [], nextval: () => 1n };
-
-function query(sql: string): Tuple[] {
-  const [ps] = parseSql(sql);
-  if (!ps || !('SelectStmt' in ps.stmt)) throw new Error('not a select');
-  const byName: Record<string, LoadedRelation> = { g, h };
-  return compileSelect(ps.stmt.SelectStmt, { paramTypes: [], rowsMax: 1000, relation: (rv) => byName[(rv as { relname: string }).relname]! }).run(ctx);
-}
-
-function failure(sql: string): { state: string; message: string } | undefined {
-  try {
-    query(sql);
-  } catch (e) {
-    if (e instanceof SqlError) return { state: e.sqlState, message: e.message };
-    throw e;
-  }
-  return undefined;
-}
+const query = (sql: string): Tuple[] => runSelect(sql, { g, h }).rows;
+const failure = (sql: string): { state: string; message: string } | undefined => failed(() => query(sql));
 
 beforeAll(async () => {
   await loadParser();

@@ -4,29 +4,17 @@
  * Expectations are PostgreSQL 15's answers for the same rows and statements.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadParser, parseSql } from '../../sql/sql-parser';
-import { compileSelect, type LoadedRelation } from '../../sql/exec/select';
-import type { EvalContext, Tuple } from '../../sql/exec/scope';
-import { SqlError } from '../../sql/exec/sql-error';
+import { loadParser } from '../../sql/sql-parser';
+import type { LoadedRelation } from '../../sql/exec/select';
+import type { Tuple } from '../../sql/exec/scope';
 // array_to_string and the other pg_catalog functions register themselves when the catalog module loads (as the server's does).
 import '../../sql/exec/pg-catalog';
+import { failure, runSelect } from './sql-test-helpers';
 
 const a: LoadedRelation = { columns: [{ rel: 'a', name: 'id', type: 'int4', key: true }, { rel: 'a', name: 'k', type: 'int4' }, { rel: 'a', name: 'x', type: 'int4' }], rows: [[1n, 1n, 10n], [2n, 2n, 20n], [3n, null, null]] };
 const b: LoadedRelation = { columns: [{ rel: 'b', name: 'id', type: 'int4', key: true }, { rel: 'b', name: 'k', type: 'int4' }, { rel: 'b', name: 'y', type: 'int4' }], rows: [[2n, 2n, 200n], [3n, 5n, 300n], [4n, 1n, 400n]] };
-const ctx: EvalContext = { params: [], session: { user: 'yugabyte', database: 'yugabyte', now: new Date(0), pid: 1, settings: new Map(), extensions: new Set() }, outerRows: [], nextval: () => 1n };
-
-function query(sql: string): { names: string[]; rows: Tuple[] } {
-  const [ps] = parseSql(sql);
-  if (!ps || !('SelectStmt' in ps.stmt)) throw new Error('not a select');
-  const byName: Record<string, LoadedRelation> = { a, b };
-  const plan = compileSelect(ps.stmt.SelectStmt, { paramTypes: [], rowsMax: 1000, relation: (rv) => byName[(rv as { relname: string }).relname]! });
-  return { names: plan.fields.map((f) => f.name), rows: plan.run(ctx) };
-}
-
-function state(sql: string): string | undefined {
-  try { query(sql); } catch (e) { return e instanceof SqlError ? e.sqlState : String(e); }
-  return undefined;
-}
+const query = (sql: string): { names: string[]; rows: Tuple[] } => runSelect(sql, { a, b });
+const state = (sql: string): string | undefined => failure(() => query(sql))?.state;
 
 beforeAll(async () => {
   await loadParser();

@@ -4,22 +4,17 @@
  * Expectations are what PostgreSQL 15 answers for the same rows and statements.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadParser, parseSql } from '../../sql/sql-parser';
-import { compileSelect, type LoadedRelation } from '../../sql/exec/select';
-import type { EvalContext, Tuple } from '../../sql/exec/scope';
-import { SqlError } from '../../sql/exec/sql-error';
+import { loadParser } from '../../sql/sql-parser';
+import type { LoadedRelation } from '../../sql/exec/select';
+import type { Tuple } from '../../sql/exec/scope';
+import { failure, runSelect } from './sql-test-helpers';
 
 const e: LoadedRelation = {
   columns: [{ rel: 'e', name: 'id', type: 'int4', key: true }, { rel: 'e', name: 'dept', type: 'text' }, { rel: 'e', name: 'sal', type: 'int4' }],
   rows: [[1n, 'a', 100n], [2n, 'a', 200n], [3n, 'a', 200n], [4n, 'b', 50n], [5n, 'b', 70n], [6n, 'c', null], [7n, 'a', 300n]],
 };
-const ctx: EvalContext = { params: [], session: { user: 'yugabyte', database: 'yugabyte', now: new Date(0), pid: 1, settings: new Map(), extensions: new Set() }, outerRows: [], nextval: () => 1n };
 
-function query(sql: string): Tuple[] {
-  const [ps] = parseSql(sql);
-  if (!ps || !('SelectStmt' in ps.stmt)) throw new Error('not a select');
-  return compileSelect(ps.stmt.SelectStmt, { paramTypes: [], rowsMax: 1000, relation: () => e }).run(ctx);
-}
+const query = (sql: string): Tuple[] => runSelect(sql, { e }).rows;
 
 beforeAll(async () => {
   await loadParser();
@@ -44,7 +39,7 @@ describe('sql window functions', () => {
   });
 
   it('sql window: not allowed in WHERE (42P20); an unknown window name is 42704', () => {
-    const state = (sql: string): string | undefined => { try { query(sql); } catch (err) { return err instanceof SqlError ? err.sqlState : String(err); } return undefined; };
+    const state = (sql: string): string | undefined => failure(() => query(sql))?.state;
     expect(state('select id from e where row_number() over () > 1')).toBe('42P20');
     expect(state('select id, sum(sal) over nowhere from e')).toBe('42704');
   });
