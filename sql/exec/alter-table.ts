@@ -8,7 +8,7 @@
 import type { Row } from '../../client';
 import type { Node } from '../sql-parser';
 import { names } from './ast';
-import type { SqlTableDef } from './catalog';
+import { tableOid, type SqlTableDef } from './catalog';
 import { addPrimaryKey, buildColumn, checkDefs, exprSql, REBUILD_BATCH_ROWS, REBUILD_BATCHES_IN_FLIGHT, REBUILD_TIMEOUT_MS, type DdlDeps } from './ddl';
 import { compileExpr } from './expr';
 import { Scope, type EvalContext } from './scope';
@@ -165,7 +165,8 @@ export async function renameObject(r: RenameStmt, deps: DdlDeps): Promise<string
     await deps.client.alterTable(name, { renameTo: to });
     await deps.catalog.remove(name);
     deps.catalog.invalidate(name);
-    await deps.catalog.store({ ...def, name: to });
+    // tessera's OIDs follow the name ('t'::regclass is computed from it), so a renamed table takes its new name's.
+    await deps.catalog.store({ ...def, name: to, oid: tableOid(to) });
     return [];
   }
   if (r.renameType !== 'OBJECT_COLUMN') throw notSupported(`RENAME of ${(r.renameType ?? '').replace('OBJECT_', '').toLowerCase()}`);
