@@ -1,5 +1,5 @@
 /**
- * PostgreSQL's rules for what a grouped query may name (docs/sql.md, "GROUP BY"): outside an
+ * PostgreSQL's rules for what a grouped query may name (docs/sql.md, "Queries and DML"): outside an
  * aggregate's arguments, a target, HAVING or ORDER BY expression may use a FROM column only if the
  * column is grouped, the expression is a GROUP BY expression, or the column's table has its whole
  * primary key grouped (functional dependency). Else 42803, where PostgreSQL would have refused too
