@@ -10,6 +10,7 @@
  * out longer than 127 bytes; the reader never reads past a message's end (MALFORMED_FRAME) and skips
  * fields it does not know, as protobuf readers do.
  */
+import { BinaryWriter } from '../common/byte-codec';
 import { DbError, ErrorCode } from '../common/errors';
 import type { ColumnValuePB, DocKeyPB, RowPB, ValuePB } from './service-methods';
 
@@ -19,21 +20,10 @@ export const WT = { VARINT: 0, I64: 1, LEN: 2, I32: 5 } as const;
 /** A field's tag byte(s): field number and wire type. */
 export const tag = (field: number, wt: number): number => (field << 3) | wt;
 
-export class PbWriter {
-  buf: Buffer;
-  pos = 0;
-
+/** The protobuf writer: tessera's byte writer (common/byte-codec.ts: buffer, growth, bool, length-prefixed bytes) with protobuf's field encodings. */
+export class PbWriter extends BinaryWriter {
   constructor(initialBytes = 256) {
-    this.buf = Buffer.allocUnsafe(initialBytes);
-  }
-
-  ensure(n: number): void {
-    if (this.pos + n <= this.buf.length) return;
-    let cap = this.buf.length * 2;
-    while (cap < this.pos + n) cap *= 2;
-    const nb = Buffer.allocUnsafe(cap);
-    this.buf.copy(nb, 0, 0, this.pos);
-    this.buf = nb;
+    super(initialBytes, 'protobuf');
   }
 
   /** Varint of a uint32 (a tag, a count, a uint32 field). */
@@ -86,11 +76,6 @@ export class PbWriter {
     this.pos += 8;
   }
 
-  bool(v: boolean): void {
-    this.ensure(1);
-    this.buf[this.pos++] = v ? 1 : 0;
-  }
-
   /** Length and UTF-8 of `s`. */
   string(s: string): void {
     if (s.length < 43) {
@@ -105,13 +90,6 @@ export class PbWriter {
     this.u32(n);
     this.ensure(n);
     this.pos += this.buf.write(s, this.pos);
-  }
-
-  bytes(b: Uint8Array): void {
-    this.u32(b.byteLength);
-    this.ensure(b.byteLength);
-    this.buf.set(b, this.pos);
-    this.pos += b.byteLength;
   }
 
   /** Start a length-delimited nested message (after its tag); returns what `end` takes. */
@@ -134,10 +112,6 @@ export class PbWriter {
     this.pos = at;
     this.u32(len);
     this.pos += len;
-  }
-
-  result(): Uint8Array {
-    return this.buf.subarray(0, this.pos);
   }
 }
 

@@ -6,12 +6,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Flags } from '../../common/flags';
 import { HybridClock } from '../../common/hybrid-clock';
 import { SystemClock } from '../../common/clock';
-import { silentLogger } from '../../common/log';
 import { DbError, ErrorCode } from '../../common/errors';
 import { TxnId } from '../../common/ids';
 import type { HybridTime } from '../../common/hybrid-time';
 import { TabletPeer } from '../../tserver/tablet/tablet-peer';
-import { testPeerDeps, untilLeaderReady } from './tablet-peer-harness';
+import { openTestCoordinator } from './coordinator-harness';
+import { untilLeaderReady } from './tablet-peer-harness';
 import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
 import { TransactionCoordinator } from '../../tserver/transaction/coordinator';
 import {
@@ -51,17 +51,10 @@ interface Update {
 }
 
 async function openCoordinator(dir: string, flags: Flags, failUpdates: { n: number }, nowMs?: () => number): Promise<{ c: TransactionCoordinator; peer: TabletPeer; updates: Update[]; close: () => Promise<void> }> {
-  const clock = new HybridClock(new SystemClock());
-  const peer = await TabletPeer.open(testPeerDeps(dir, { meta, flags, clock, seed: 3 }));
-  await untilLeaderReady(peer);
   const updates: Update[] = [];
-  const c = new TransactionCoordinator({
-    peer,
-    flags,
-    clock,
-    log: silentLogger(),
-    ...(nowMs ? { nowMs } : {}),
-    updateParticipant: (tablet, txnId, type, commitHt) => {
+  const { c, peer, close } = await openTestCoordinator(dir, {
+    meta, flags, clock: new HybridClock(new SystemClock()), seed: 3, ...(nowMs ? { nowMs } : {}),
+    updateParticipant: (peer) => (tablet, txnId, type, commitHt) => {
       if (failUpdates.n > 0) {
         failUpdates.n--;
         return Promise.reject(new DbError(ErrorCode.NOT_THE_LEADER, 'not yet'));
@@ -70,14 +63,6 @@ async function openCoordinator(dir: string, flags: Flags, failUpdates: { n: numb
       return Promise.resolve();
     },
   });
-  await c.start();
-  let closed = false;
-  const close = async (): Promise<void> => {
-    if (closed) return;
-    closed = true;
-    c.stop();
-    await peer.stop();
-  };
   stops.push(close);
   return { c, peer, updates, close };
 }

@@ -14,12 +14,10 @@ import { HybridClock } from '../../common/hybrid-clock';
 import { htFrom, type HybridTime } from '../../common/hybrid-time';
 import { TxnId } from '../../common/ids';
 import { decodeLazyTxnId, encodeLazyTxnId, lazyRecordState } from '../../common/lazy-txn-id';
-import { silentLogger } from '../../common/log';
-import { TabletPeer } from '../../tserver/tablet/tablet-peer';
 import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
 import { TransactionCoordinator } from '../../tserver/transaction/coordinator';
 import { TRANSACTION_CHECK_INTERVAL_MS, TRANSACTION_FORGET_DELAY_MS, TRANSACTION_HEARTBEAT_USEC, TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS, TRANSACTION_RESEND_APPLYING_INTERVAL_MS } from '../../tserver/transaction/txn-flags';
-import { testPeerDeps, untilLeaderReady } from './tablet-peer-harness';
+import { openTestCoordinator } from './coordinator-harness';
 
 const dirs: string[] = [];
 const stops: Array<() => Promise<void>> = [];
@@ -52,27 +50,14 @@ function testFlags(): Flags {
 
 async function open(dir: string, flags: Flags): Promise<{ c: TransactionCoordinator; clock: HybridClock; updates: Array<{ tablet: string; txnId: string; type: string }>; close: () => Promise<void> }> {
   const clock = new HybridClock(new SystemClock());
-  const peer = await TabletPeer.open(testPeerDeps(dir, { meta, flags, clock, seed: 5 }));
-  await untilLeaderReady(peer);
   const updates: Array<{ tablet: string; txnId: string; type: string }> = [];
-  const c = new TransactionCoordinator({
-    peer,
-    flags,
-    clock,
-    log: silentLogger(),
-    updateParticipant: (tablet, txnId, type) => {
+  const { c, close } = await openTestCoordinator(dir, {
+    meta, flags, clock, seed: 5,
+    updateParticipant: () => (tablet, txnId, type) => {
       updates.push({ tablet, txnId, type });
       return Promise.resolve();
     },
   });
-  await c.start();
-  let closed = false;
-  const close = async (): Promise<void> => {
-    if (closed) return;
-    closed = true;
-    c.stop();
-    await peer.stop();
-  };
   stops.push(close);
   return { c, clock, updates, close };
 }
