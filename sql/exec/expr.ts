@@ -8,11 +8,14 @@ import { baseName, constInt, names, nodeKind, str, syntax } from './ast';
 import { tableOid } from './catalog';
 import { datetimeCall } from './datetime-calls';
 import { negateInterval } from './datetime';
-import { callFunction, isAggregate } from './functions';
+import { callFunction, isAggregate, isSetReturning } from './functions';
 import { Scope, type Compiled, type EvalContext, type Tuple } from './scope';
 import { notSupported, SqlError, SqlState } from './sql-error';
-import { arith, compareOp, compareValues, matchOp, truth, unify } from './operators';
-import { checkIntRange, coerce, fitNumeric, isIntegerType, numericToInt, sqlTypeFromName, textOf, type SqlTypeName, type SqlValue } from './sql-types';
+import { arith, compareOp, compareValues, matchOp, prefixOp, truth, unify } from './operators';
+import './functions-extra';
+import { checkIntRange, coerce, fitNumeric, isIntegerType, numericToInt, sqlTypeFromName, textOf, TYPES, type SqlTypeName, type SqlValue } from './sql-types';
+
+const STRING_TYPES = new Set<SqlTypeName>(['text', 'varchar', 'bpchar']);
 
 /** A compiled subquery: rows for the current outer row. */
 export interface SubPlan {
@@ -137,6 +140,8 @@ function compileOperator(e: AExpr, op: string, scope: Scope, env: CompileEnv): C
       return { type: t, name: '?column?', eval: (row, ctx) => { const v = r.eval(row, ctx); if (v === null) return null; const c = coerce(v, t); return typeof c === 'bigint' ? -c : typeof c === 'number' ? -c : coerce(-Number(c), t); } };
     }
     if (op === '+') return r;
+    const p = prefixOp(op, r);
+    if (p) return p;
     throw notSupported(`prefix operator ${op}`);
   }
   const l = compileExpr(e.lexpr, scope, env);
@@ -163,6 +168,8 @@ function compileAExpr(e: AExpr, scope: Scope, env: CompileEnv): Compiled {
     const eq = compareOp('=', l, compileExpr(e.rexpr!, scope, env));
     return { type: l.type, name: 'nullif', eval: (row, ctx) => (eq(row, ctx) === true ? null : l.eval(row, ctx)) };
   }
+  // SIMILAR TO: the parser wraps the pattern in similar_to_escape(), whose result is a regex (functions-extra.ts).
+  if (kind === 'AEXPR_SIMILAR') return { type: 'bool', name: '?column?', eval: matchOp(op === '!~' ? '!~' : '~', compileExpr(e.lexpr!, scope, env), compileExpr(e.rexpr!, scope, env))! };
   if (kind === 'AEXPR_DISTINCT' || kind === 'AEXPR_NOT_DISTINCT') return compileIsDistinct(e, kind, scope, env);
   if (kind === 'AEXPR_OP_ANY' || kind === 'AEXPR_OP_ALL') return compileOpAnyAll(e, op, kind, scope, env);
   if (kind !== 'AEXPR_OP') throw notSupported(`the expression ${kind}`);
@@ -390,7 +397,7 @@ function compileFuncCall(n: Extract<Node, { FuncCall: unknown }>, scope: Scope, 
     if (!env.window) throw new SqlError(SqlState.WINDOWING_ERROR, 'window functions are not allowed here', f.location !== undefined ? { position: f.location + 1 } : {});
     return env.window(n, scope);
   }
-  if (fname === 'generate_series' || fname === 'unnest') {
+  if (isSetReturning(fname)) {
     if (!env.setReturning) throw new SqlError(SqlState.FEATURE_NOT_SUPPORTED, `set-returning function ${fname}() is only allowed in FROM or directly in a SELECT list`, f.location !== undefined ? { position: f.location + 1 } : {});
     return env.setReturning(n, scope);
   }
@@ -398,6 +405,13 @@ function compileFuncCall(n: Extract<Node, { FuncCall: unknown }>, scope: Scope, 
   const args = (f.args ?? []).map((a) => compileExpr(a, scope, inner));
   const dt = datetimeCall(fname, args);
   if (dt) return dt;
+  if (fname === 'pg_typeof') {
+    const t = TYPES[args[0]?.type ?? 'unknown'].display;
+    return { type: 'text', name: 'pg_typeof', eval: () => (args[0]?.type === 'unknown' ? 'unknown' : t) };
+  }
+  // substring(s FROM pattern): a text second argument is a regular expression (PostgreSQL's substring(text, text)).
+  const regex = fname === 'substring' && args.length === 2 && (STRING_TYPES.has(args[1]!.type) || (args[1]!.type === 'unknown' && f.args?.[1] !== undefined && 'A_Const' in f.args[1]));
+  if (regex) return { type: 'text', name: 'substring', eval: (row, ctx) => callFunction('substring_regex', args.map((a) => a.eval(row, ctx)), ctx) };
   const type = returnType(fname, args.map((a) => a.type));
   const evals = args.map((a) => a.eval);
   const name = parts[parts.length - 1]!;
@@ -413,6 +427,12 @@ function returnType(fname: string, args: SqlTypeName[]): SqlTypeName {
       return 'int4';
     case 'starts_with':
       return 'bool';
+    case 'bit_length': case 'width_bucket':
+      return 'int4';
+    case 'gcd': case 'lcm':
+      return args[0] === 'int8' || args[1] === 'int8' ? 'int8' : 'int4';
+    case 'div': case 'factorial':
+      return 'numeric';
     case 'exp': case 'ln': case 'log': case 'log10': case 'cbrt': case 'degrees': case 'radians':
       return args[0] === 'numeric' ? 'numeric' : 'float8';
     case 'random': case 'dbms_random.value': case 'pi': case 'sqrt': case 'power':

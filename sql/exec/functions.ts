@@ -13,6 +13,9 @@ export const FUNCTION_RESULT_BYTES_MAX = 64 * 1024 * 1024;
 
 const AGGREGATES = new Set(['count', 'sum', 'avg', 'min', 'max', 'bool_and', 'bool_or', 'every', 'string_agg', 'array_agg']);
 export const isAggregate = (name: string): boolean => AGGREGATES.has(name);
+/** Set-returning functions (set-returning.ts evaluates them, in FROM and in the target list). */
+const SET_RETURNING = new Set(['generate_series', 'unnest', 'regexp_matches', 'regexp_split_to_table', 'string_to_table']);
+export const isSetReturning = (name: string): boolean => SET_RETURNING.has(name);
 
 function tooLarge(n: number): SqlError {
   return new SqlError(SqlState.PROGRAM_LIMIT, `requested length ${n} is too large (at most ${FUNCTION_RESULT_BYTES_MAX})`);
@@ -164,12 +167,12 @@ const FUNCTIONS: Record<string, Fn> = {
   regexp_replace: (a) => {
     const flags = a[3] === undefined ? '' : text(a[3]);
     let re: RegExp;
-    try { re = new RegExp(text(a[1]!), (flags.includes('g') ? 'g' : '') + (flags.includes('i') ? 'i' : '')); } catch { throw new SqlError(SqlState.INVALID_PARAMETER, `invalid regular expression: ${text(a[1]!)}`); }
+    try { re = new RegExp(text(a[1]!), (flags.includes('g') ? 'g' : '') + (flags.includes('i') ? 'i' : '')); } catch { throw new SqlError(SqlState.INVALID_REGULAR_EXPRESSION, `invalid regular expression: ${text(a[1]!)}`); }
     // PostgreSQL's \1 back-references in the replacement are JavaScript's $1.
     return text(a[0]!).replace(re, text(a[2]!).replace(/\$/g, '$$$$').replace(/\\(\d)/g, '$$$1').replace(/\\&/g, '$$&'));
   },
   mod: (a) => (typeof a[0] === 'bigint' && typeof a[1] === 'bigint' ? a[0] % a[1] : Number(a[0]) % Number(a[1])),
-  sqrt: (a) => Math.sqrt(Number(a[0])),
+  sqrt: (a) => { if (Number(a[0]) < 0) throw new SqlError(SqlState.INVALID_POWER_ARGUMENT, 'cannot take square root of a negative number'); return Math.sqrt(Number(a[0])); },
   power: (a) => Number(a[0]) ** Number(a[1]),
   pi: () => Math.PI,
   random: () => Math.random(),
@@ -281,7 +284,7 @@ export function registerFunction(name: string, fn: Fn): void {
 }
 
 /** Strict functions return null on a null argument, as PostgreSQL's do (concat and a few others are not strict). */
-const NOT_STRICT = new Set(['concat', 'concat_ws', 'now', 'random', 'version', 'current_database', 'current_schema', 'current_user', 'session_user', 'pg_backend_pid', 'gen_random_uuid', 'pi', 'clock_timestamp', 'transaction_timestamp', 'statement_timestamp', 'dbms_random.value', 'pg_get_expr', 'format_type']);
+const NOT_STRICT = new Set(['concat', 'concat_ws', 'now', 'random', 'version', 'current_database', 'current_schema', 'current_user', 'session_user', 'pg_backend_pid', 'gen_random_uuid', 'pi', 'clock_timestamp', 'transaction_timestamp', 'statement_timestamp', 'dbms_random.value', 'pg_get_expr', 'format_type', 'format', 'quote_nullable']);
 
 export function callFunction(name: string, args: SqlValue[], ctx: EvalContext): SqlValue {
   const f = FUNCTIONS[name] ?? EXTRA.get(name);

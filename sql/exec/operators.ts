@@ -101,7 +101,7 @@ export function arith(op: string, l: Compiled, r: Compiled): Compiled {
   const small = (x: SqlTypeName): boolean => x === 'int4' || x === 'int2' || x === 'unknown';
   // int2 op int2 is int2 (32767::smallint + 1::smallint is 22003, as in PostgreSQL).
   const outType: SqlTypeName = asInt ? (l.type === 'int2' && r.type === 'int2' ? 'int2' : small(l.type) && small(r.type) ? 'int4' : 'int8') : t === 'numeric' ? 'numeric' : 'float8';
-  const f = asInt ? intOp(op) : floatOp(op);
+  const f = asInt ? intOp(op, outType === 'int8' ? 64 : 32) : floatOp(op);
   return {
     type: outType,
     name: '?column?',
@@ -134,14 +134,18 @@ function numericArith(op: string, l: Compiled, r: Compiled): Compiled {
   };
 }
 
-function intOp(op: string): (a: SqlValue, b: SqlValue) => SqlValue {
+/** Integer operators; `bits` is the result's width (a shift wraps within it, as PostgreSQL's C shifts do). */
+function intOp(op: string, bits: 32 | 64): (a: SqlValue, b: SqlValue) => SqlValue {
   const div = (x: bigint, y: bigint): bigint => {
     if (y === 0n) throw new SqlError(SqlState.DIVISION_BY_ZERO, 'division by zero');
     return x / y;
   };
+  const shift = (y: bigint): bigint => BigInt(Number(BigInt.asUintN(32, y)) & (bits - 1));
   const ops: Record<string, (x: bigint, y: bigint) => bigint> = {
     '+': (x, y) => x + y, '-': (x, y) => x - y, '*': (x, y) => x * y, '/': div,
     '%': (x, y) => (y === 0n ? div(x, y) : x % y),
+    '&': (x, y) => x & y, '|': (x, y) => x | y, '#': (x, y) => x ^ y,
+    '<<': (x, y) => BigInt.asIntN(bits, x << shift(y)), '>>': (x, y) => x >> shift(y),
   };
   const f = ops[op];
   if (!f) throw new SqlError(SqlState.UNDEFINED_FUNCTION, `operator does not exist: bigint ${op} bigint`);
@@ -192,10 +196,27 @@ export function matchOp(op: string, l: Compiled, r: Compiled): Compiled['eval'] 
       try {
         re = like ? likeRegex(p, ci) : new RegExp(p, ci ? 'i' : '');
       } catch {
-        throw new SqlError(SqlState.INVALID_PARAMETER, `invalid regular expression: ${p}`);
+        throw new SqlError(SqlState.INVALID_REGULAR_EXPRESSION, `invalid regular expression: ${p}`);
       }
       if (cache.size < 64) cache.set(p, re);
     }
     return re.test(textOf(a)) !== negate;
   };
+}
+
+/** Prefix operators besides - and +: ~ (bitwise not), |/ (square root), ||/ (cube root), @ (absolute value). */
+export function prefixOp(op: string, r: Compiled): Compiled | undefined {
+  const t = r.type === 'unknown' ? 'numeric' : r.type;
+  const num = (row: Parameters<Compiled['eval']>[0], ctx: Parameters<Compiled['eval']>[1]): number | null => { const v = r.eval(row, ctx); return v === null ? null : Number(coerce(v, 'float8')); };
+  if (op === '~') {
+    if (!isIntegerType(r.type)) throw new SqlError(SqlState.UNDEFINED_FUNCTION, `operator does not exist: ~ ${TYPES[r.type].display}`);
+    return { type: r.type, name: '?column?', eval: (row, ctx) => { const v = r.eval(row, ctx); return v === null ? null : ~(v as bigint); } };
+  }
+  if (op === '|/') return { type: 'float8', name: '?column?', eval: (row, ctx) => { const x = num(row, ctx); if (x !== null && x < 0) throw new SqlError(SqlState.INVALID_POWER_ARGUMENT, 'cannot take square root of a negative number'); return x === null ? null : Math.sqrt(x); } };
+  if (op === '||/') return { type: 'float8', name: '?column?', eval: (row, ctx) => { const x = num(row, ctx); return x === null ? null : Math.cbrt(x); } };
+  if (op === '@') {
+    if (!isNumericType(t)) throw new SqlError(SqlState.UNDEFINED_FUNCTION, `operator does not exist: @ ${TYPES[t].display}`);
+    return { type: t, name: '?column?', eval: (row, ctx) => { const v = r.eval(row, ctx); if (v === null) return null; const c = coerce(v, t); return typeof c === 'bigint' ? (c < 0n ? -c : c) : typeof c === 'number' ? Math.abs(c) : String(c).replace(/^-/, ''); } };
+  }
+  return undefined;
 }

@@ -54,6 +54,8 @@ export interface EvalContext {
   outerRows: Tuple[];
   /** Sequence values resolved before the statement ran (nextval is async; see dml.ts). */
   nextval: (sequence: string) => bigint;
+  /** pg_sleep's total for the statement (functions-extra.ts): the session waits it out before answering. */
+  sleep?: { ms: number };
 }
 
 export interface Compiled {

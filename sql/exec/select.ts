@@ -12,6 +12,7 @@ import { Scope, type Compiled, type EvalContext, type ScopeColumn, type Tuple } 
 import { notSupported, SqlError, SqlState } from './sql-error';
 import { coerce, textOf, type SqlTypeName } from './sql-types';
 import { expandSets, limitRows, srfOf, srfSlots, type SrfSlot } from './set-returning';
+import { isSetReturning } from './functions';
 import { computeWindows, windowSlots, type WindowSlot } from './window';
 import { checkDistinctOrder, checkGrouped, groupingRule } from './grouping-check';
 import { aggregateRows, aggregateSlots, groupExpr, sortKey, sortProjected, targetByRef, type AggSlot, type OutputField, type Projected, type SortKey, type Target } from './select-rows';
@@ -109,7 +110,7 @@ function fromItem(n: Node, env: PlanEnv, outer: Scope | undefined): FromItem {
     const call = first && 'List' in first ? first.List.items?.[0] : undefined;
     if (!call || !('FuncCall' in call)) throw notSupported('this function in FROM');
     const fname = baseName(call.FuncCall.funcname);
-    if (fname !== 'generate_series' && fname !== 'unnest') throw notSupported(`function ${fname} in FROM (only generate_series and unnest)`);
+    if (!isSetReturning(fname)) throw notSupported(`function ${fname} in FROM (only set-returning functions: generate_series, unnest, regexp_matches, regexp_split_to_table, string_to_table)`);
     const args = (call.FuncCall.args ?? []).map((a) => compileExpr(a, new Scope([], outer), compileEnv(env)));
     const g = srfOf(fname, args.length);
     const rel = aliasName(rf.alias, fname);

@@ -134,11 +134,15 @@ export class SqlSession {
     },
   });
 
+  /** pg_sleep's wait for the running statement (functions-extra.ts), waited out after it ran. */
+  private stmtSleep = { ms: 0 };
+
   private context(params: SqlValue[]): EvalContext {
     return {
       params,
       session: this.info,
       outerRows: [],
+      sleep: this.stmtSleep,
       nextval: (seq) => {
         const v = this.deps.sequences.takeCached(seq);
         if (v === undefined) throw notSupported('nextval() outside a serial column default when the sequence cache is empty');
@@ -203,7 +207,9 @@ export class SqlSession {
       }
       const r0 = planned ? await runPointPlan(planned, ps.template!.values, this.tableFor(this.txn), this.context(params)) : undefined;
       if (r0) return { tag: `SELECT ${r0.rows.length}`, fields: r0.fields, fieldsKept: true, rows: r0.rows };
+      this.stmtSleep = { ms: 0 };
       const r = await this.dispatch(ps, params, paramTypes);
+      if (this.stmtSleep.ms > 0) await this.sleepOut(this.stmtSleep.ms);
       if (ps.template && 'SelectStmt' in ps.stmt && this.planCacheOn()) await rememberPointPlan(ps.template, this.deps.catalog, this.rowsMax(), paramTypes);
       return r;
     } catch (e) {
@@ -293,6 +299,13 @@ export class SqlSession {
     const plan = compileSelect((s as Extract<Node, { SelectStmt: unknown }>).SelectStmt, this.planEnv(paramTypes, pre.relations));
     const rows = plan.runAsync ? await plan.runAsync(ctx) : plan.run(ctx);
     return { tag: `SELECT ${rows.length}`, fields: plan.fields, rows };
+  }
+
+  /** pg_sleep's wait, cut short by a CancelRequest (57014). */
+  private async sleepOut(ms: number): Promise<void> {
+    const end = Date.now() + ms;
+    for (let left = ms; left > 0 && !this.cancelled; left = end - Date.now()) await new Promise((r) => setTimeout(r, Math.min(left, 50)));
+    if (this.cancelled) throw new SqlError(SqlState.QUERY_CANCELED, 'canceling statement due to user request');
   }
 
   private async explain(q: Node, params: SqlValue[], paramTypes: SqlTypeName[]): Promise<StatementResult> {

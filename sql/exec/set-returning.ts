@@ -10,8 +10,7 @@ import { compileExpr, parseArrayText, type CompileEnv } from './expr';
 import type { Compiled, EvalContext, Scope, Tuple } from './scope';
 import { SqlError, SqlState } from './sql-error';
 import { coerce, textOf, type SqlTypeName, type SqlValue } from './sql-types';
-
-export const SET_RETURNING = new Set(['generate_series', 'unnest']);
+import { regexMatches, regexSplit } from './functions-extra';
 
 export function limitRows(rows: number, max: number): void {
   if (rows > max) throw new SqlError(SqlState.PROGRAM_LIMIT, `statement holds more than ${max} rows in memory (ysql_rows_in_memory_max)`);
@@ -52,6 +51,8 @@ export function srfOf(fname: string, argc: number): { type: SqlTypeName; values:
     if (argc < 2 || argc > 3) throw new SqlError(SqlState.UNDEFINED_FUNCTION, 'generate_series takes 2 or 3 arguments');
     return { type: 'int4', values: seriesValues };
   }
+  const text = textSrf(fname, argc);
+  if (text) return { type: 'text', values: text };
   if (argc !== 1) throw new SqlError(SqlState.FEATURE_NOT_SUPPORTED, 'unnest of several arrays is not supported by tessera');
   return { type: 'text', values: (a, max) => unnestValues(a[0]!, max) };
 }
@@ -84,4 +85,31 @@ export function expandSets(rows: Tuple[], slots: SrfSlot[], width: number, rowsM
     limitRows(out.length, rowsMax);
   }
   return out;
+}
+
+/** regexp_matches, regexp_split_to_table, string_to_table: their values, or undefined for another name. */
+function textSrf(fname: string, argc: number): SrfSlot['values'] | undefined {
+  const arity = (lo: number, hi: number): void => {
+    if (argc < lo || argc > hi) throw new SqlError(SqlState.UNDEFINED_FUNCTION, `function ${fname}() does not exist with ${argc} arguments`);
+  };
+  const limited = (f: (a: SqlValue[]) => SqlValue[]): SrfSlot['values'] => (a, max) => {
+    if (a.slice(0, 2).some((v) => v === null)) return [];
+    const out = f(a);
+    limitRows(out.length, max);
+    return out;
+  };
+  if (fname === 'regexp_matches') { arity(2, 3); return limited((a) => regexMatches(textOf(a[0]!), textOf(a[1]!), a[2] == null ? '' : textOf(a[2]))); }
+  if (fname === 'regexp_split_to_table') { arity(2, 3); return limited((a) => regexSplit(textOf(a[0]!), textOf(a[1]!), a[2] == null ? '' : textOf(a[2]))); }
+  if (fname === 'string_to_table') {
+    arity(2, 3);
+    return (a, max) => {
+      if (a[0] === null) return [];
+      const s = textOf(a[0]!);
+      const parts = a[1] === null ? [...s] : textOf(a[1]!) === '' ? [s] : s.split(textOf(a[1]!));
+      limitRows(parts.length, max);
+      const nul = a[2] == null ? undefined : textOf(a[2]);
+      return parts.map((p) => (p === nul ? null : p));
+    };
+  }
+  return undefined;
 }

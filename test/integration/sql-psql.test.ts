@@ -161,7 +161,22 @@ describe('SQL over the PostgreSQL protocol', () => {
     }
   });
 
-  it('sql: a CancelRequest stops a running INSERT with 57014 and none of its rows commit; the session goes on', async () => {
+  /** A CancelRequest on a fresh connection: length 16, code 80877102, the backend key of `c`. */
+  async function sendCancel(c: Client): Promise<void> {
+    const key = c as unknown as { processID: number; secretKey: number };
+    const req = Buffer.alloc(16);
+    req.writeInt32BE(16, 0);
+    req.writeInt32BE(80877102, 4);
+    req.writeInt32BE(key.processID, 8);
+    req.writeInt32BE(key.secretKey, 12);
+    await new Promise<void>((resolve) => {
+      const s = net.connect(port, host, () => s.end(req));
+      s.on('close', () => resolve());
+      s.on('error', () => resolve());
+    });
+  }
+
+  it('sql: a CancelRequest stops a running INSERT, and a pg_sleep, with 57014; none of the INSERT\'s rows commit; the session goes on', async () => {
     const a = await connect();
     const b = await connect();
     try {
@@ -173,20 +188,16 @@ describe('SQL over the PostgreSQL protocol', () => {
       ).finally(() => (answered = true));
       // Cancel once the statement is running on the server (its connection is active, not yet answered).
       await waitFor('insert running', 30_000, async () => (await b.query("select 1 as one")).rows.length === 1 && !answered);
-      // A CancelRequest on a fresh connection: length 16, code 80877102, the backend key of `a`.
-      const key = a as unknown as { processID: number; secretKey: number };
-      const req = Buffer.alloc(16);
-      req.writeInt32BE(16, 0);
-      req.writeInt32BE(80877102, 4);
-      req.writeInt32BE(key.processID, 8);
-      req.writeInt32BE(key.secretKey, 12);
-      await new Promise<void>((resolve) => {
-        const s = net.connect(port, host, () => s.end(req));
-        s.on('close', () => resolve());
-        s.on('error', () => resolve());
-      });
+      await sendCancel(a);
       expect(await running).toBe('57014');
       expect((await a.query('select count(*)::int as n from big')).rows).toEqual([{ n: 0 }]);
+      // pg_sleep waits in the statement and a CancelRequest ends the wait (600 s: the test ends only by the cancel).
+      answered = false;
+      const sleeping = a.query('select pg_sleep(600)').then(() => 'done', (e: { code?: string }) => e.code ?? 'no code').finally(() => (answered = true));
+      await waitFor('pg_sleep running', 30_000, async () => (await b.query('select 1 as one')).rows.length === 1 && !answered);
+      await sendCancel(a);
+      expect(await sleeping).toBe('57014');
+      expect((await a.query("select pg_sleep(0.01) as s, 1 as one")).rows).toEqual([{ s: '', one: 1 }]);
     } finally {
       await a.end();
       await b.end();

@@ -1,0 +1,72 @@
+/**
+ * More scalar and set-returning functions and operators (sql/exec/functions-extra.ts, operators.ts):
+ * regular expressions, SIMILAR TO, format() and quoting, integer functions, bitwise and prefix
+ * operators, pg_typeof, pg_sleep. Expectations are what PostgreSQL 15 answers for the same statements.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadParser } from '../../sql/sql-parser';
+import type { Tuple } from '../../sql/exec/scope';
+import { evalContext, failure, runSelect } from './sql-test-helpers';
+
+const query = (sql: string): Tuple[] => runSelect(sql, {}).rows;
+const one = (sql: string): Tuple => query(sql)[0]!;
+const state = (sql: string): string | undefined => failure(() => query(sql))?.state;
+
+beforeAll(async () => {
+  await loadParser();
+});
+
+describe('sql functions', () => {
+  it('sql functions: regexp_match, regexp_matches (g), regexp_split_to_table, string_to_table, substring FROM pattern', () => {
+    expect(one("select regexp_match('foo123bar', '\\d+'), regexp_match('abc', 'B', 'i'), regexp_match('abc', 'z'), regexp_match('a1', '(\\w)(\\d)')")).toEqual(['{123}', '{b}', null, '{a,1}']);
+    expect(query("select regexp_matches('a1b22c333', '\\d+', 'g')")).toEqual([['{1}'], ['{22}'], ['{333}']]);
+    expect(query("select regexp_matches('a1b22', '\\d+')")).toEqual([['{1}']]);
+    expect(query("select regexp_split_to_table('a, b,c', ',\\s*')")).toEqual([['a'], ['b'], ['c']]);
+    expect(query("select regexp_split_to_table('abc', '')")).toEqual([['a'], ['b'], ['c']]);
+    expect(query("select string_to_table('a|b||c', '|', '')")).toEqual([['a'], ['b'], [null], ['c']]);
+    expect(query("select w from regexp_split_to_table('x y', ' ') as t(w)")).toEqual([['x'], ['y']]);
+    expect(one("select substring('foobar' from 'o+'), substring('foobar' from 'o(b)'), substring('foobar' from 'z'), substring('hello' from 2 for 3)")).toEqual(['oo', 'b', null, 'ell']);
+    expect(state("select 'a' ~ '('")).toBe('2201B');
+    expect(state("select regexp_match('abc', 'b', 'g')")).toBe('22023');
+  });
+
+  it('sql functions: SIMILAR TO is anchored; % _ | () [] are its metacharacters, . is literal; ESCAPE', () => {
+    expect(one("select 'abc' similar to 'a%', 'abc' similar to '(a|b)%', 'abc' not similar to 'a_c', 'a.c' similar to 'a.c', 'abc' similar to 'a.c', 'xabc' similar to 'a%'")).toEqual([true, true, false, true, false, false]);
+    expect(one("select 'ab' similar to 'a[bc]', 'ad' similar to 'a[bc]', 'a%b' similar to 'a#%b' escape '#', 'axb' similar to 'a#%b' escape '#'")).toEqual([true, false, true, false]);
+  });
+
+  it('sql functions: format() with %s %I %L, positions, widths and %%; quote_ident, quote_literal, quote_nullable', () => {
+    expect(one("select format('%s-%s', 'a', 1), format('%I.%L', 'my col', 'it''s'), format('%5s|%-5s|', 'x', 'y'), format('%2$s %1$s', 'a', 'b'), format('%s|%L', null, null), format('100%%')"))
+      .toEqual(['a-1', '"my col".\'it\'\'s\'', '    x|y    |', 'b a', '|NULL', '100%']);
+    expect(state("select format('%s %s', 'a')")).toBe('22023');
+    expect(state("select format('%x', 1)")).toBe('22023');
+    expect(state("select format('%I', null)")).toBe('22004');
+    expect(one("select quote_ident('a b'), quote_ident('abc'), quote_ident('Abc'), quote_literal('it''s'), quote_literal('a\\b'), quote_nullable(null)"))
+      .toEqual(['"a b"', 'abc', '"Abc"', "'it''s'", "E'a\\\\b'", 'NULL']);
+  });
+
+  it('sql functions: div, gcd, lcm, factorial, width_bucket, bit_length, overlay; sqrt of a negative is 2201F', () => {
+    expect(one('select div(7, 2), div(-7, 2), div(7.5, 2), gcd(-12, 18), lcm(-4, 6), gcd(0, 0), factorial(0), factorial(20)')).toEqual(['3', '-3', '3', 6n, 12n, 0n, '1', '2432902008176640000']);
+    expect(one('select width_bucket(5, 0, 10, 4), width_bucket(-1, 0, 10, 5), width_bucket(10, 0, 10, 5), width_bucket(5, 10, 0, 5)')).toEqual([3n, 0n, 6n, 3n]);
+    expect(state('select width_bucket(5.5, 0, 10, 0)')).toBe('2201G');
+    expect(state('select factorial(-1)')).toBe('22003');
+    expect(one("select bit_length('héllo'), overlay('hello' placing 'XX' from 2 for 3), overlay('abcdef' placing 'Z' from 3), overlay('abc' placing 'xyz' from 2 for 0)")).toEqual([48n, 'hXXo', 'abZdef', 'axyzbc']);
+    expect(state('select sqrt(-1)')).toBe('2201F');
+    expect(state('select |/ -1')).toBe('2201F');
+  });
+
+  it('sql functions: bitwise & | # ~ << >> on integers (shifts wrap within the type), prefix |/ ||/ @', () => {
+    expect(one('select 7 & 3, 7 | 8, 5 # 1, ~5, 1 << 4, 256 >> 2, 1 << 31, 1::bigint << 40, -8 >> 1')).toEqual([3n, 15n, 4n, -6n, 16n, 64n, -2147483648n, 1099511627776n, -4n]);
+    expect(one('select |/ 16, @ -5, @ -2.5')).toEqual([4, 5n, '2.5']);
+    expect(state('select 1.5 & 1')).toBe('42883');
+  });
+
+  it('sql functions: pg_typeof names the argument\'s type; pg_sleep adds to the statement\'s wait', () => {
+    expect(one("select pg_typeof(1), pg_typeof(1.5), pg_typeof('a'::text), pg_typeof(1::bigint), pg_typeof(1 + 1.0), pg_typeof(true), pg_typeof('a')"))
+      .toEqual(['integer', 'numeric', 'text', 'bigint', 'numeric', 'boolean', 'unknown']);
+    const ctx = { ...evalContext(), sleep: { ms: 0 } };
+    expect(runSelect('select pg_sleep(0.25), pg_sleep(0.5)', {}, ctx).rows).toEqual([['', '']]);
+    expect(ctx.sleep.ms).toBe(750);
+    expect(state('select pg_sleep(1)')).toBe('0A000');
+  });
+});
