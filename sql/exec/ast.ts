@@ -34,3 +34,21 @@ export function constInt(n: Node | undefined): number | undefined {
   if (n && 'Integer' in n) return n.Integer.ival ?? 0;
   return undefined;
 }
+
+/** RETURNING's targets of an INSERT, UPDATE or DELETE. */
+export function returningOf(s: Node): Node[] | undefined {
+  if ('InsertStmt' in s) return s.InsertStmt.returningClause?.exprs;
+  if ('UpdateStmt' in s) return s.UpdateStmt.returningClause?.exprs;
+  if ('DeleteStmt' in s) return s.DeleteStmt.returningClause?.exprs;
+  return undefined;
+}
+
+export function hasReturning(s: Node): boolean {
+  return (returningOf(s)?.length ?? 0) > 0;
+}
+
+/** INSERT … VALUES of exactly one row. */
+export function isSingleRowValues(i: Extract<Node, { InsertStmt: unknown }>['InsertStmt']): boolean {
+  const sel = i.selectStmt && 'SelectStmt' in i.selectStmt ? i.selectStmt.SelectStmt : undefined;
+  return !!sel?.valuesLists && sel.valuesLists.length === 1;
+}

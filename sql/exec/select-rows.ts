@@ -39,7 +39,8 @@ export interface AggSlot {
 
 export type SortKey = ReturnType<typeof sortKey>;
 /** A target row and its sort keys, before DISTINCT, ORDER BY and LIMIT. */
-export type Projected = { out: Tuple; keys: SqlValue[] };
+/** A projected row: its output, its ORDER BY keys, and its DISTINCT ON values when the SELECT has them. */
+export type Projected = { out: Tuple; keys: SqlValue[]; on?: SqlValue[] };
 
 /** The aggregate hook of a CompileEnv: each aggregate call takes the next slot after the FROM columns. */
 export function aggregateSlots(slots: AggSlot[], base: number, scope: Scope, baseEnv: CompileEnv): CompileEnv['aggregate'] {
@@ -131,5 +132,32 @@ export function aggregateRows(rows: Tuple[], keys: Compiled[], slots: AggSlot[],
       for (const h of g.held[i]!) g.accs[i]!.add(h.out[0]!);
     });
     return [...g.first.slice(0, base), ...g.accs.map((a) => a.result())];
+  });
+}
+
+/**
+ * DISTINCT ON (e, …): its expressions as keys. ORDER BY must start with them, in any order, as
+ * PostgreSQL requires (42P10), so that "the first row of each group" is the ORDER BY's first.
+ */
+export function distinctOnKeys(on: Node[], sortClause: Node[], targets: Target[], scope: Scope, env: CompileEnv): SortKey[] {
+  const keys = on.map((n) => sortKey({ SortBy: { node: n, sortby_dir: 'SORTBY_DEFAULT', sortby_nulls: 'SORTBY_NULLS_DEFAULT' } } as Node, targets, scope, env));
+  const sig = (n: Node): string => { const i = targetByRef(n, targets); return i !== undefined ? `#${i}` : JSON.stringify(n, (k, v: unknown) => (k === 'location' ? undefined : v)); };
+  const onSigs = new Set(on.map(sig));
+  for (const s of sortClause.slice(0, on.length)) {
+    if (!('SortBy' in s) || !s.SortBy.node || !onSigs.has(sig(s.SortBy.node))) {
+      throw new SqlError(SqlState.INVALID_COLUMN_REFERENCE, 'SELECT DISTINCT ON expressions must match initial ORDER BY expressions');
+    }
+  }
+  return keys;
+}
+
+/** The first row of each DISTINCT ON group, in the rows' (sorted) order. */
+export function firstOfEach(rows: Projected[]): Projected[] {
+  const seen = new Set<string>();
+  return rows.filter((o) => {
+    const k = JSON.stringify((o.on ?? []).map((v) => (v === null ? null : textOf(v))));
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
   });
 }

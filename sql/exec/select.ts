@@ -10,12 +10,12 @@ import { compileExpr, truth, type CompileEnv, type SubPlan } from './expr';
 import { compareOp } from './operators';
 import { Scope, type Compiled, type EvalContext, type ScopeColumn, type Tuple } from './scope';
 import { notSupported, SqlError, SqlState } from './sql-error';
-import { coerce, textOf, type SqlTypeName } from './sql-types';
+import { coerce, textOf, type SqlTypeName, type SqlValue } from './sql-types';
 import { expandSets, limitRows, srfOf, srfSlots, type SrfSlot } from './set-returning';
 import { isSetReturning } from './functions';
 import { computeWindows, windowSlots, type WindowSlot } from './window';
 import { checkDistinctOrder, checkGrouped, groupingRule } from './grouping-check';
-import { aggregateRows, aggregateSlots, groupExpr, sortKey, sortProjected, targetByRef, type AggSlot, type OutputField, type Projected, type SortKey, type Target } from './select-rows';
+import { aggregateRows, aggregateSlots, distinctOnKeys, firstOfEach, groupExpr, sortKey, sortProjected, targetByRef, type AggSlot, type OutputField, type Projected, type SortKey, type Target } from './select-rows';
 
 export type { OutputField } from './select-rows';
 
@@ -254,6 +254,8 @@ interface SelectParts {
   targets: Target[];
   sorts: SortKey[];
   distinct: boolean;
+  /** DISTINCT ON's keys: the first row of each group after ORDER BY is kept. */
+  distinctOn: SortKey[] | undefined;
   limit: Compiled | undefined;
   offset: Compiled | undefined;
 }
@@ -279,11 +281,13 @@ function compileSelectParts(sel: SelectStmt, env: PlanEnv, outer: Scope | undefi
   const sorts = (sel.sortClause ?? []).map((s) => sortKey(s, targets, scope, winEnv));
   const grouped = slots.length > 0 || groupExprs.length > 0;
   const distinct = sel.distinctClause !== undefined;
-  if (sel.distinctClause && sel.distinctClause.some((d) => Object.keys(d).length > 0)) throw notSupported('DISTINCT ON');
-  checkClauses(sel, targets, scope, grouped);
+  const onNodes = (sel.distinctClause ?? []).filter((d) => Object.keys(d).length > 0);
+  const distinctOn = onNodes.length > 0 ? distinctOnKeys(onNodes, sel.sortClause ?? [], targets, scope, winEnv) : undefined;
+  if (!distinctOn) checkClauses(sel, targets, scope, grouped);
+  else if (grouped) checkClauses({ ...sel, distinctClause: undefined }, targets, scope, grouped);
   const limit = sel.limitCount ? compileExpr(sel.limitCount, new Scope([], outer), baseEnv) : undefined;
   const offset = sel.limitOffset ? compileExpr(sel.limitOffset, new Scope([], outer), baseEnv) : undefined;
-  return { from, where, grouped, groupExprs, slots, windows, sets, base, having, targets, sorts, distinct, limit, offset, rowsMax: env.rowsMax };
+  return { from, where, grouped, groupExprs, slots, windows, sets, base, having, targets, sorts, distinct, distinctOn, limit, offset, rowsMax: env.rowsMax };
 }
 
 /** PostgreSQL's refusals of a grouped query's ungrouped columns (42803) and of DISTINCT's ORDER BY (42P10): grouping-check.ts. */
@@ -316,17 +320,21 @@ function selectSource(p: SelectParts, ctx: EvalContext): Tuple[] {
 /** One source row's target values and sort keys. */
 function selectProject(p: SelectParts, r: Tuple, ctx: EvalContext): Projected {
   const out = p.targets.map((t) => t.compiled.eval(r, ctx));
-  return { out, keys: p.sorts.map((s) => (s.output !== undefined ? out[s.output]! : s.expr.eval(r, ctx))) };
+  const key = (s: SortKey): SqlValue => (s.output !== undefined ? out[s.output]! : s.expr.eval(r, ctx));
+  return { out, keys: p.sorts.map(key), ...(p.distinctOn ? { on: p.distinctOn.map(key) } : {}) };
 }
 
 /** DISTINCT, ORDER BY, OFFSET and LIMIT over the projected rows. */
 function selectFinish(p: SelectParts, projected: Projected[], ctx: EvalContext): Tuple[] {
   let out = projected;
-  if (p.distinct) {
+  if (p.distinctOn) {
+    sortProjected(out, p.sorts);
+    out = firstOfEach(out);
+  } else if (p.distinct) {
     const seen = new Set<string>();
     out = out.filter((o) => { const k = JSON.stringify(o.out.map((v) => (v === null ? null : textOf(v)))); if (seen.has(k)) return false; seen.add(k); return true; });
   }
-  if (p.sorts.length > 0) sortProjected(out, p.sorts);
+  if (p.sorts.length > 0 && !p.distinctOn) sortProjected(out, p.sorts);
   let result = out.map((o) => o.out);
   const off = p.offset ? Number(coerce(p.offset.eval([], ctx), 'int8') ?? 0) : 0;
   const lim = p.limit ? p.limit.eval([], ctx) : null;

@@ -9,7 +9,7 @@ import type { Flags } from '../../common/flags';
 import type { Node, ParsedStatement } from '../sql-parser';
 import { YSQL_BLOCK_KEEPS_WRITES, YSQL_ENABLE_AGGREGATE_PUSHDOWN, YSQL_ENABLE_EXPRESSION_PUSHDOWN, YSQL_PARSE_CACHE, YSQL_PLAN_CACHE, YSQL_ROWS_MAX } from '../sql-flags';
 import { cachedPointPlan, rememberPointPlan, runPointPlan } from './plan-cache';
-import { names } from './ast';
+import { hasReturning, isSingleRowValues, names, returningOf } from './ast';
 import type { SqlCatalog, SqlTableDef } from './catalog';
 import { createTable, dropTables, truncateTable, type DdlDeps } from './ddl';
 import { alterTable, renameObject } from './alter-table';
@@ -30,7 +30,9 @@ import { Savepoints } from './savepoints';
 import { OwnRows } from './own-rows';
 import { BulkLoads } from './bulk-load';
 import { copyStatement, type CopyIn, type CopyOut } from './copy';
-import { readTimeOf, showVariable, setVariable } from './settings';
+import { SqlPrepared } from './sql-prepare';
+import { createTableAs } from './create-table-as';
+import { defaultSettings, readTimeOf, showAll, showVariable, setVariable } from './settings';
 
 export interface SessionDeps {
   client: TesseraClient;
@@ -41,6 +43,9 @@ export interface SessionDeps {
   extensions: Set<string>;
   saveExtension: (name: string) => Promise<void>;
 }
+
+/** EXECUTE's arguments are constants: a subquery among them is 0A000. */
+const NO_SUBQUERY_ENV: CompileEnv = { paramTypes: [], subquery: () => { throw notSupported('a subquery as an EXECUTE argument'); } };
 
 export interface StatementResult {
   tag: string;
@@ -134,6 +139,9 @@ export class SqlSession {
     },
   });
 
+  /** PREPARE'd statements of this session (sql-prepare.ts). */
+  private readonly prepared = new SqlPrepared();
+
   /** pg_sleep's wait for the running statement (functions-extra.ts), waited out after it ran. */
   private stmtSleep = { ms: 0 };
 
@@ -162,6 +170,7 @@ export class SqlSession {
     const explain = 'ExplainStmt' in s;
     if (explain) return [{ name: 'QUERY PLAN', type: 'text', tableOid: 0, attnum: 0 }];
     if ('VariableShowStmt' in s) return [{ name: s.VariableShowStmt.name ?? '', type: 'text', tableOid: 0, attnum: 0 }];
+    if ('ExecuteStmt' in s) { const b = this.prepared.bind(s.ExecuteStmt, NO_SUBQUERY_ENV, this.context([])); return this.describe(b.ps, b.types); }
     if (!('SelectStmt' in s) && !hasReturning(s)) return undefined;
     const ctx = this.context(paramTypes.map(() => null));
     const env: CompileEnv = { paramTypes, subquery: () => { throw new Error('unreachable'); } };
@@ -187,6 +196,8 @@ export class SqlSession {
   }
 
   async execute(ps: ParsedStatement, params: SqlValue[], paramTypes: SqlTypeName[] = params.map((p) => (p === null ? 'unknown' : typeOfValue(p) === 'text' ? 'unknown' : typeOfValue(p)))): Promise<StatementResult> {
+    // EXECUTE name(args) runs the prepared statement as if sent itself (sql-prepare.ts).
+    if ('ExecuteStmt' in ps.stmt && !this.txnFailed) { const b = this.prepared.bind(ps.stmt.ExecuteStmt, NO_SUBQUERY_ENV, this.context([])); return this.execute(b.ps, b.params, b.types); }
     // A point SELECT of a template with a kept plan (plan-cache.ts) runs without its tree: a SELECT, so
     // no TransactionStmt, DML, and it needs the block's transaction.
     const planned = ps.template && this.planCacheOn() ? await cachedPointPlan(ps.template, this.deps.catalog, this.rowsMax(), paramTypes) : undefined;
@@ -276,6 +287,7 @@ export class SqlSession {
     }
     if ('VariableShowStmt' in s) {
       const name = s.VariableShowStmt.name ?? '';
+      if (name.toLowerCase() === 'all') return { tag: 'SHOW', fields: ['name', 'setting', 'description'].map((n) => ({ name: n, type: 'text' as const, tableOid: 0, attnum: 0 })), rows: showAll(this.info) };
       return { tag: 'SHOW', fields: [{ name, type: 'text', tableOid: 0, attnum: 0 }], rows: [[showVariable(this.info, name)]] };
     }
     if ('ExplainStmt' in s) return this.explain(s.ExplainStmt.query!, params, paramTypes);
@@ -283,7 +295,17 @@ export class SqlSession {
     // commits every ROWS_PER_TRANSACTION rows on its own): a bulk load is not held as intents.
     if ('CopyStmt' in s && s.CopyStmt.is_from && this.inBlock) this.bulk.copyInto(s.CopyStmt.relation?.relname ?? '');
     if ('CopyStmt' in s) return copyStatement(s.CopyStmt, { catalog: this.deps.catalog, table: this.tableFor(s.CopyStmt.is_from ? undefined : this.txn), rowsMax: this.rowsMax(), takeSequence: (n, k) => this.deps.sequences.take(n, k), checks: { env: { paramTypes: [], subquery: () => { throw notSupported('subqueries in CHECK constraints'); } }, ctx: this.context([]) } });
-    if ('DiscardStmt' in s || 'DeallocateStmt' in s || 'ListenStmt' in s || 'CheckPointStmt' in s) return { tag: Object.keys(s)[0]!.replace('Stmt', '').toUpperCase() };
+    return this.otherStatement(ps, ddl);
+  }
+
+  /** PREPARE, DEALLOCATE, DISCARD, CREATE TABLE AS and statements accepted without effect; else 0A000. */
+  private async otherStatement(ps: ParsedStatement, ddl: DdlDeps): Promise<StatementResult> {
+    const s = ps.stmt;
+    if ('PrepareStmt' in s) { this.prepared.prepare(s.PrepareStmt, ps.sql); return { tag: 'PREPARE' }; }
+    if ('DeallocateStmt' in s) { this.prepared.deallocate(s.DeallocateStmt); return { tag: 'DEALLOCATE' }; }
+    if ('DiscardStmt' in s) this.prepared.deallocate({ isall: true });
+    if ('CreateTableAsStmt' in s) return createTableAs(s.CreateTableAsStmt, ps.sql, { describe: (q) => this.describe(q, []), createTable: (c) => createTable(c.CreateStmt, undefined, ddl), insert: (i) => this.dml(i, [], []) });
+    if ('DiscardStmt' in s || 'ListenStmt' in s || 'CheckPointStmt' in s) return { tag: Object.keys(s)[0]!.replace('Stmt', '').toUpperCase() };
     throw notSupported(`the statement ${Object.keys(s)[0]!.replace('Stmt', '')}`);
   }
 
@@ -499,32 +521,4 @@ function dmlRelation(s: Node): { relname?: string; alias?: { aliasname?: string 
   if ('UpdateStmt' in s) return s.UpdateStmt.relation ?? {};
   if ('DeleteStmt' in s) return s.DeleteStmt.relation ?? {};
   return {};
-}
-
-function returningOf(s: Node): Node[] | undefined {
-  if ('InsertStmt' in s) return s.InsertStmt.returningClause?.exprs;
-  if ('UpdateStmt' in s) return s.UpdateStmt.returningClause?.exprs;
-  if ('DeleteStmt' in s) return s.DeleteStmt.returningClause?.exprs;
-  return undefined;
-}
-
-function hasReturning(s: Node): boolean {
-  return (returningOf(s)?.length ?? 0) > 0;
-}
-
-function isSingleRowValues(i: Extract<Node, { InsertStmt: unknown }>['InsertStmt']): boolean {
-  const sel = i.selectStmt && 'SelectStmt' in i.selectStmt ? i.selectStmt.SelectStmt : undefined;
-  return !!sel?.valuesLists && sel.valuesLists.length === 1;
-}
-
-function defaultSettings(user: string): Map<string, string> {
-  return new Map([
-    ['server_version', '15.2-tessera'], ['server_version_num', '150002'], ['server_encoding', 'UTF8'], ['client_encoding', 'UTF8'],
-    ['datestyle', 'ISO, MDY'], ['intervalstyle', 'postgres'], ['timezone', 'UTC'], ['integer_datetimes', 'on'],
-    ['standard_conforming_strings', 'on'], ['application_name', ''], ['search_path', '"$user", public'],
-    ['yb_read_time', '0'],
-    ['transaction_isolation', 'read committed'], ['default_transaction_isolation', 'read committed'], ['is_superuser', 'on'],
-    ['session_authorization', user], ['max_identifier_length', '63'], ['lc_collate', 'C'], ['lc_ctype', 'C'], ['max_index_keys', '32'],
-    ['statement_timeout', '0'], ['extra_float_digits', '1'], ['client_min_messages', 'notice'],
-  ]);
 }

@@ -17,9 +17,17 @@ function argText(n: Node): string {
 
 export function setVariable(info: SessionInfo, st: VariableSetStmt): void {
   const name = (st.name ?? '').toLowerCase();
-  if (st.kind === 'VAR_RESET_ALL') return;
+  const defaults = defaultSettings(info.user);
+  if (st.kind === 'VAR_RESET_ALL') {
+    for (const k of [...info.settings.keys()]) if (!defaults.has(k)) info.settings.delete(k);
+    for (const [k, v] of defaults) info.settings.set(k, v);
+    return;
+  }
   if (st.kind === 'VAR_RESET' || st.kind === 'VAR_SET_DEFAULT') {
-    info.settings.delete(name);
+    // Back to the default (a parameter without one, set by this session, is dropped).
+    const d = defaults.get(name);
+    if (d === undefined) info.settings.delete(name);
+    else info.settings.set(name, d);
     return;
   }
   const value = (st.args ?? []).map(argText).join(', ');
@@ -28,9 +36,24 @@ export function setVariable(info: SessionInfo, st: VariableSetStmt): void {
   info.settings.set(name, value);
 }
 
+/** SHOW ALL: every setting of the session, by name, as PostgreSQL's three columns. */
+export function showAll(info: SessionInfo): string[][] {
+  return [...info.settings.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => [k, v, DESCRIPTIONS[k] ?? '']);
+}
+
+const DESCRIPTIONS: Record<string, string> = {
+  yb_read_time: 'Reads as of a past time: microseconds since the epoch, a hybrid time with the suffix ht, or 0 for the present (docs/sql.md).',
+  timezone: 'Sets the time zone for displaying and interpreting time stamps (UTC only in tessera).',
+  statement_timeout: 'Sets the maximum allowed duration of any statement.',
+  default_transaction_isolation: 'Sets the transaction isolation level of each new transaction.',
+  application_name: 'Sets the application name to be reported in statistics and logs.',
+  client_encoding: "Sets the client's character set encoding.",
+  datestyle: 'Sets the display format for date and time values.',
+  search_path: 'Sets the schema search order for names that are not schema-qualified.',
+};
+
 export function showVariable(info: SessionInfo, name: string): string {
   const n = name.toLowerCase();
-  if (n === 'all') return [...info.settings.entries()].map(([k, v]) => `${k}=${v}`).join(', ');
   const v = info.settings.get(n);
   if (v === undefined) throw new SqlError(SqlState.UNDEFINED_OBJECT, `unrecognized configuration parameter "${name}"`);
   return v;
@@ -55,4 +78,17 @@ function checkReadTime(value: string): bigint {
   if (m[2]) return n;
   // Microseconds since the epoch as a hybrid time (logical part 0).
   return htFrom(n);
+}
+
+/** The settings a session starts with (SHOW answers them; RESET goes back to them). */
+export function defaultSettings(user: string): Map<string, string> {
+  return new Map([
+    ['server_version', '15.2-tessera'], ['server_version_num', '150002'], ['server_encoding', 'UTF8'], ['client_encoding', 'UTF8'],
+    ['datestyle', 'ISO, MDY'], ['intervalstyle', 'postgres'], ['timezone', 'UTC'], ['integer_datetimes', 'on'],
+    ['standard_conforming_strings', 'on'], ['application_name', ''], ['search_path', '"$user", public'],
+    ['yb_read_time', '0'],
+    ['transaction_isolation', 'read committed'], ['default_transaction_isolation', 'read committed'], ['is_superuser', 'on'],
+    ['session_authorization', user], ['max_identifier_length', '63'], ['lc_collate', 'C'], ['lc_ctype', 'C'], ['max_index_keys', '32'],
+    ['statement_timeout', '0'], ['extra_float_digits', '1'], ['client_min_messages', 'notice'],
+  ]);
 }

@@ -204,6 +204,40 @@ describe('SQL over the PostgreSQL protocol', () => {
     }
   });
 
+  it('sql: PREPARE / EXECUTE / DEALLOCATE; CREATE TABLE AS [WITH NO DATA]; RESET goes back to the default; SHOW ALL', async () => {
+    const c = await connect();
+    try {
+      await c.query('create table pe (id int primary key, s text)');
+      await c.query("insert into pe values (1, 'a'), (2, 'b'), (3, 'c')");
+      await c.query('prepare pq (int) as select s from pe where id = $1');
+      expect((await c.query('execute pq(2)')).rows).toEqual([{ s: 'b' }]);
+      await c.query("prepare pu (text, int) as update pe set s = $1 where id = $2");
+      expect((await c.query("execute pu('z', 3)")).rowCount).toBe(1);
+      expect((await c.query('execute pq(3)')).rows).toEqual([{ s: 'z' }]);
+      expect(await c.query('prepare pq as select 1').catch((e: { code?: string }) => e.code)).toBe('42P05');
+      expect(await c.query('execute pq(1, 2)').catch((e: { code?: string }) => e.code)).toBe('42601');
+      await c.query('deallocate pq');
+      expect(await c.query('execute pq(1)').catch((e: { code?: string }) => e.code)).toBe('26000');
+      const ctas = await c.query('create table pe2 as select id, upper(s) as u from pe where id < 3');
+      expect(ctas.command).toBe('SELECT');
+      expect(ctas.rowCount).toBe(2);
+      expect((await c.query('select * from pe2 order by id')).rows).toEqual([{ id: 1, u: 'A' }, { id: 2, u: 'B' }]);
+      await c.query('create table pe3 (k, v) as select id, s from pe with no data');
+      expect((await c.query('select count(*)::int as n from pe3')).rows).toEqual([{ n: 0 }]);
+      expect((await c.query("select column_name from information_schema.columns where table_name = 'pe3' order by ordinal_position")).rows.map((r: { column_name: string }) => r.column_name)).toEqual(['k', 'v']);
+      await c.query('set application_name = x');
+      await c.query('reset application_name');
+      expect((await c.query('show application_name')).rows).toEqual([{ application_name: '' }]);
+      await c.query('reset timezone');
+      expect((await c.query('show timezone')).rows).toEqual([{ timezone: 'UTC' }]);
+      const all = await c.query('show all');
+      expect(all.fields.map((f) => f.name)).toEqual(['name', 'setting', 'description']);
+      expect(all.rows.find((r: { name: string }) => r.name === 'yb_read_time')?.setting).toBe('0');
+    } finally {
+      await c.end();
+    }
+  });
+
   it('sql: garbage on the port closes that connection only', async () => {
     const c = await connect();
     try {

@@ -52,4 +52,13 @@ describe('sql grouping rules', () => {
     expect(query('select distinct a as x from g order by x desc')).toEqual([[null], [2n], [1n]]);
     expect(query('select distinct a, b from g order by b, a')).toEqual([[1n, 'x'], [2n, 'x'], [1n, 'y'], [null, 'z']]);
   });
+
+  it('sql grouping: DISTINCT ON keeps the first row of each group in ORDER BY\'s order; ORDER BY must start with its expressions (42P10)', () => {
+    expect(query('select distinct on (a) a, id, b from g order by a, id desc')).toEqual([[1n, 2n, 'y'], [2n, 3n, 'x'], [null, 4n, 'z']]);
+    expect(query('select distinct on (b) b, id from g order by b, a nulls first, id')).toEqual([['x', 1n], ['y', 2n], ['z', 4n]]);
+    expect(query('select distinct on (1) k, v from h order by 1, v desc')).toEqual([[1n, 20n], [2n, 30n]]);
+    expect(query('select distinct on (k) k from h')).toEqual([[1n], [2n]]);
+    expect(failure('select distinct on (a) a, id from g order by id')?.state).toBe('42P10');
+    expect(failure('select distinct on (a) a, id from g order by id')?.message).toBe('SELECT DISTINCT ON expressions must match initial ORDER BY expressions');
+  });
 });
