@@ -13,6 +13,7 @@ import { Scope, type Compiled, type EvalContext, type Tuple } from './scope';
 import { notSupported, SqlError, SqlState } from './sql-error';
 import { arith, compareOp, compareValues, matchOp, prefixOp, truth, unify } from './operators';
 import './functions-extra';
+import { jsonCall, jsonOperator } from './jsonb';
 import { checkIntRange, coerce, fitNumeric, isIntegerType, numericToInt, sqlTypeFromName, textOf, TYPES, type SqlTypeName, type SqlValue } from './sql-types';
 
 const STRING_TYPES = new Set<SqlTypeName>(['text', 'varchar', 'bpchar']);
@@ -146,6 +147,8 @@ function compileOperator(e: AExpr, op: string, scope: Scope, env: CompileEnv): C
   }
   const l = compileExpr(e.lexpr, scope, env);
   const r = compileExpr(e.rexpr!, scope, env);
+  const json = jsonOperator(op, l, r);
+  if (json) return json;
   if (['=', '<>', '!=', '<', '<=', '>', '>='].includes(op)) return { type: 'bool', name: '?column?', eval: compareOp(op, l, r) };
   const m = matchOp(op, l, r);
   if (m) return { type: 'bool', name: '?column?', eval: m };
@@ -403,7 +406,7 @@ function compileFuncCall(n: Extract<Node, { FuncCall: unknown }>, scope: Scope, 
   }
   const { setReturning: _srf, ...inner } = env;
   const args = (f.args ?? []).map((a) => compileExpr(a, scope, inner));
-  const dt = datetimeCall(fname, args);
+  const dt = datetimeCall(fname, args) ?? jsonCall(fname, args);
   if (dt) return dt;
   if (fname === 'pg_typeof') {
     const t = TYPES[args[0]?.type ?? 'unknown'].display;
@@ -461,19 +464,7 @@ export function evalConstant(n: Node, env: CompileEnv, ctx: EvalContext): SqlVal
   return compileExpr(n, new Scope([]), env).eval([], ctx);
 }
 
-/** Elements of an array's text form ('{a,"b c",NULL}'). */
-export function parseArrayText(s: string): SqlValue[] {
-  const inner = s.trim().replace(/^\{/, '').replace(/\}$/, '');
-  if (inner === '') return [];
-  const out: SqlValue[] = [];
-  for (const m of inner.matchAll(/"((?:[^"\\]|\\.)*)"|([^,]+)/g)) out.push(m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : m[2]!.trim() === 'NULL' ? null : m[2]!.trim());
-  return out;
-}
+import { arrayElementText, parseArrayText } from './array-text';
 
-export function arrayElementText(v: SqlValue): string {
-  if (v === null) return 'NULL';
-  const t = textOf(v);
-  return /^[^",{}\s\\]+$/.test(t) && t !== 'NULL' ? t : `"${t.replace(/(["\\])/g, '\\$1')}"`;
-}
-
+export { arrayElementText, parseArrayText };
 export { compareValues, str, truth };

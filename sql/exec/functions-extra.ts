@@ -6,6 +6,7 @@
  */
 import { SqlError, SqlState } from './sql-error';
 import { registerFunction } from './functions';
+import { arrayElementText } from './array-text';
 import { parseDecimal } from './decimal';
 import { coerce, textOf, type SqlValue } from './sql-types';
 import type { EvalContext } from './scope';
@@ -66,7 +67,7 @@ export function regexSplit(s: string, pattern: string, flags: string): string[] 
 /** An array's text form of regexp_match's result: the capture groups, or the whole match without any. */
 function matchArray(m: RegExpExecArray): string {
   const parts = m.length > 1 ? m.slice(1) : [m[0]];
-  return `{${parts.map((p) => (p === undefined ? 'NULL' : /^[^",{}\s\\]+$/.test(p) && p !== 'NULL' ? p : `"${p.replace(/(["\\])/g, '\\$1')}"`)).join(',')}}`;
+  return `{${parts.map((p) => arrayElementText(p ?? null)).join(',')}}`;
 }
 
 /** SIMILAR TO's pattern as a JavaScript regex source, anchored (PostgreSQL's similar_to_escape). */

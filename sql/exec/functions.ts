@@ -14,7 +14,7 @@ export const FUNCTION_RESULT_BYTES_MAX = 64 * 1024 * 1024;
 const AGGREGATES = new Set(['count', 'sum', 'avg', 'min', 'max', 'bool_and', 'bool_or', 'every', 'string_agg', 'array_agg']);
 export const isAggregate = (name: string): boolean => AGGREGATES.has(name);
 /** Set-returning functions (set-returning.ts evaluates them, in FROM and in the target list). */
-const SET_RETURNING = new Set(['generate_series', 'unnest', 'regexp_matches', 'regexp_split_to_table', 'string_to_table']);
+const SET_RETURNING = new Set(['generate_series', 'unnest', 'regexp_matches', 'regexp_split_to_table', 'string_to_table', 'jsonb_object_keys', 'json_object_keys', 'jsonb_array_elements', 'json_array_elements', 'jsonb_array_elements_text', 'json_array_elements_text']);
 export const isSetReturning = (name: string): boolean => SET_RETURNING.has(name);
 
 function tooLarge(n: number): SqlError {

@@ -11,6 +11,7 @@ import type { Compiled, EvalContext, Scope, Tuple } from './scope';
 import { SqlError, SqlState } from './sql-error';
 import { coerce, textOf, type SqlTypeName, type SqlValue } from './sql-types';
 import { regexMatches, regexSplit } from './functions-extra';
+import { jsonRows } from './jsonb';
 
 export function limitRows(rows: number, max: number): void {
   if (rows > max) throw new SqlError(SqlState.PROGRAM_LIMIT, `statement holds more than ${max} rows in memory (ysql_rows_in_memory_max)`);
@@ -53,6 +54,11 @@ export function srfOf(fname: string, argc: number): { type: SqlTypeName; values:
   }
   const text = textSrf(fname, argc);
   if (text) return { type: 'text', values: text };
+  if (/^jsonb?_(object_keys|array_elements(_text)?)$/.test(fname)) {
+    if (argc !== 1) throw new SqlError(SqlState.UNDEFINED_FUNCTION, `function ${fname}() takes one argument`);
+    const doc: SqlTypeName = fname.startsWith('jsonb') ? 'jsonb' : 'json';
+    return { type: fname.endsWith('_elements') ? doc : 'text', values: (a, max) => { const out = jsonRows(fname, a[0]!); limitRows(out.length, max); return out; } };
+  }
   if (argc !== 1) throw new SqlError(SqlState.FEATURE_NOT_SUPPORTED, 'unnest of several arrays is not supported by tessera');
   return { type: 'text', values: (a, max) => unnestValues(a[0]!, max) };
 }

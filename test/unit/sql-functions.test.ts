@@ -6,6 +6,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadParser } from '../../sql/sql-parser';
 import type { Tuple } from '../../sql/exec/scope';
+import type { LoadedRelation } from '../../sql/exec/select';
 import { evalContext, failure, runSelect } from './sql-test-helpers';
 
 const query = (sql: string): Tuple[] => runSelect(sql, {}).rows;
@@ -68,5 +69,30 @@ describe('sql functions', () => {
     expect(runSelect('select pg_sleep(0.25), pg_sleep(0.5)', {}, ctx).rows).toEqual([['', '']]);
     expect(ctx.sleep.ms).toBe(750);
     expect(state('select pg_sleep(1)')).toBe('0A000');
+  });
+
+  it('sql functions: jsonb -> ->> #> #>> (keys, indexes from either end, paths), ? ?| ?&, @> <@, || and -', () => {
+    const docs: LoadedRelation = { columns: [{ rel: 't', name: 'id', type: 'int4' }, { rel: 't', name: 'j', type: 'jsonb' }], rows: [[1n, '{"s": "str", "x": 1, "y": [1, 2]}'], [4n, '{"y": {"z": "q"}}'], [5n, '[1, "a", {"b": 2}]']] };
+    const q = (sql: string): Tuple[] => runSelect(sql, { t: docs }).rows;
+    expect(q("select j->'x', j->>'x', j->'y'->-1, j->>'s', j->'s', j ? 'x', j @> '{\"x\": 1}' from t where id = 1")).toEqual([['1', '1', '2', 'str', '"str"', true, true]]);
+    expect(q("select j#>'{y,z}', j#>>'{y,z}', j->'nope' from t where id = 4")).toEqual([['"q"', 'q', null]]);
+    expect(q("select j->0, j->>1, j->2->'b', j->5 from t where id = 5")).toEqual([['1', 'a', '2', null]]);
+    expect(q("select id from t where j ? 'y' order by id")).toEqual([[1n], [4n]]);
+    expect(one(`select '{"a":1}'::jsonb || '{"b":2}'::jsonb, '{"a":1,"b":2}'::jsonb - 'a', '[1,2,3]'::jsonb - 1, '["a","b"]'::jsonb - 'a', '[1]'::jsonb || '2'::jsonb`))
+      .toEqual(['{"a": 1, "b": 2}', '{"b": 2}', '[1, 3]', '["b"]', '[1, 2]']);
+    expect(one(`select '{"a":1, "b":{"c":2}}'::jsonb @> '{"b":{}}', '[1,2,[3]]'::jsonb @> '[[3]]', '[1,2]'::jsonb @> '1', '{"a":1}'::jsonb <@ '{"a":1,"b":2}', '{"a":1,"b":2}'::jsonb ?| '{b,c}', '{"a":1,"b":2}'::jsonb ?& '{b,c}'`))
+      .toEqual([true, true, true, true, true, false]);
+    expect(state(`select '{"a":1}'::jsonb - 0`)).toBe('22023');
+  });
+
+  it('sql functions: jsonb_build_object/array and to_jsonb by the arguments\' types; jsonb_typeof, array length, object keys and elements', () => {
+    expect(one("select jsonb_build_object('a', 1, 'b', 'x', 'c', 1.5, 'd', true, 'e', null), jsonb_build_array(1, 'a', null, 2.50), to_jsonb('x'::text), to_jsonb(1)"))
+      .toEqual(['{"a": 1, "b": "x", "c": 1.5, "d": true, "e": null}', '[1, "a", null, 2.5]', '"x"', '1']);
+    expect(one(`select jsonb_typeof('[1]'), jsonb_typeof('{"a":null}'::jsonb->'a'), jsonb_array_length('[1, [2, 3]]'), jsonb_extract_path_text('{"y": {"z": "q"}}', 'y', 'z')`)).toEqual(['array', 'null', 2n, 'q']);
+    expect(state(`select jsonb_array_length('{"a":1}')`)).toBe('22023');
+    expect(state("select jsonb_build_object('a')")).toBe('22023');
+    expect(query(`select jsonb_object_keys('{"bb": 1, "a": 2}')`)).toEqual([['a'], ['bb']]);
+    expect(query(`select * from jsonb_array_elements('[1, "a", {"b": 2}]')`)).toEqual([['1'], ['"a"'], ['{"b": 2}']]);
+    expect(query(`select jsonb_array_elements_text('[1, "a", null]')`)).toEqual([['1'], ['a'], [null]]);
   });
 });
