@@ -31,6 +31,8 @@ export interface DmlDeps {
   table: (name: string) => Table;
   /** Values of a sequence for `n` rows. */
   takeSequence: (name: string, n: number) => Promise<bigint[]>;
+  /** Fills the caches of the sequences a DEFAULT's nextval('name') calls name, for `n` rows (sequence-ddl.ts). */
+  fillSequences?: (ast: Node, n: number) => Promise<void>;
   env: CompileEnv;
   planEnv: PlanEnv;
   ctx: EvalContext;
@@ -351,7 +353,9 @@ async function completeRows(def: SqlTableDef, src: Array<Array<SqlValue | undefi
       missing.forEach((ri, k) => (full[ri]![ci] = vals[k]!));
       if (missing.length === src.length) generated.add(c.name);
     } else if (c.defaultAst) {
-      const e = compileExpr(JSON.parse(c.defaultAst) as Node, new Scope([]), deps.env);
+      const ast = JSON.parse(c.defaultAst) as Node;
+      if (deps.fillSequences && c.defaultSql?.includes('nextval')) await deps.fillSequences(ast, missing.length);
+      const e = compileExpr(ast, new Scope([]), deps.env);
       for (const ri of missing) full[ri]![ci] = e.eval([], deps.ctx);
     }
   }

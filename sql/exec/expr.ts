@@ -442,7 +442,7 @@ function returnType(fname: string, args: SqlTypeName[]): SqlTypeName {
       return 'float8';
     case 'now': case 'transaction_timestamp': case 'statement_timestamp': case 'clock_timestamp':
       return 'timestamptz';
-    case 'nextval': case 'currval': case 'setval': case 'to_regclass': case 'to_regclass_strict': case 'pg_table_size': case 'pg_relation_size': case 'pg_total_relation_size': case 'pg_indexes_size': case 'pg_database_size': case 'pg_tablespace_size':
+    case 'nextval': case 'currval': case 'setval': case 'lastval': case 'to_regclass': case 'to_regclass_strict': case 'pg_table_size': case 'pg_relation_size': case 'pg_total_relation_size': case 'pg_indexes_size': case 'pg_database_size': case 'pg_tablespace_size':
       return 'int8';
     case 'abs': case 'round': case 'floor': case 'ceil': case 'ceiling': case 'trunc': case 'mod': case 'sign':
       return args[0] === 'unknown' || args[0] === undefined ? 'numeric' : (fname === 'round' || fname === 'trunc') && args.length > 1 ? 'numeric' : args[0];

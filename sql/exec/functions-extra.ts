@@ -206,3 +206,19 @@ registerFunction('overlay', (a) => {
   if (from < 1 || len < 0) throw new SqlError(SqlState.SUBSTRING_ERROR, 'negative substring length not allowed');
   return s.slice(0, from - 1).join('') + r + s.slice(from - 1 + len).join('');
 });
+registerFunction('currval', (a, ctx) => {
+  if (!ctx.currval) throw new SqlError(SqlState.FEATURE_NOT_SUPPORTED, 'currval() here');
+  return ctx.currval(textOf(a[0]!));
+});
+registerFunction('lastval', (_a, ctx) => {
+  if (!ctx.currval) throw new SqlError(SqlState.FEATURE_NOT_SUPPORTED, 'lastval() here');
+  return ctx.currval(undefined);
+});
+registerFunction('setval', (a, ctx) => {
+  if (!ctx.setval) throw new SqlError(SqlState.FEATURE_NOT_SUPPORTED, 'setval() outside a SELECT');
+  const v = int(a[1]!);
+  // setval(name, v, false): the next nextval returns v itself.
+  const last = a[2] === false ? v - 1n : v;
+  ctx.setval(textOf(a[0]!), last);
+  return v;
+});

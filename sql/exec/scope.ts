@@ -56,6 +56,10 @@ export interface EvalContext {
   nextval: (sequence: string) => bigint;
   /** pg_sleep's total for the statement (functions-extra.ts): the session waits it out before answering. */
   sleep?: { ms: number };
+  /** currval(name) / lastval() (name undefined): this session's latest nextval (sequence-ddl.ts). */
+  currval?: (sequence: string | undefined) => bigint;
+  /** setval(name, value): written when the statement has run. */
+  setval?: (sequence: string, value: bigint) => void;
 }
 
 export interface Compiled {

@@ -75,10 +75,32 @@ export class SequenceCache {
     }
   }
 
-  /** A new sequence starts at 1 (its row is written with last = 0). */
-  async create(name: string): Promise<void> {
+  /** A new sequence starts at `start` (default 1: its row is written with last = start - 1). */
+  async create(name: string, start = 1n): Promise<void> {
     await this.catalog.ensureTables();
-    await this.client.table(SEQUENCES_TABLE).upsert({ name, last: 0n });
+    await this.client.table(SEQUENCES_TABLE).upsert({ name, last: start - 1n });
+    this.ranges.delete(name);
+  }
+
+  async exists(name: string): Promise<boolean> {
+    await this.catalog.ensureTables();
+    return (await this.client.table(SEQUENCES_TABLE).get({ name })) !== undefined;
+  }
+
+  /** At least `n` values cached here (a statement's nextval calls take them synchronously). */
+  async ensureCached(name: string, n: number): Promise<void> {
+    const r = this.ranges.get(name);
+    if (r && r.end - r.next >= BigInt(n)) return;
+    if (!(await this.exists(name))) throw new DbError(ErrorCode.NOT_FOUND, `relation "${name}" does not exist`);
+    // The few values left here are dropped (a gap, as a sequence may have): a fresh range is consecutive.
+    this.ranges.delete(name);
+    await this.refill(name, BigInt(Math.max(this.cacheSize(), n)));
+  }
+
+  /** setval: the next value handed out anywhere after this is `value + 1`; this server's cache is dropped. */
+  async setval(name: string, value: bigint): Promise<void> {
+    if (!(await this.exists(name))) throw new DbError(ErrorCode.NOT_FOUND, `relation "${name}" does not exist`);
+    await this.client.table(SEQUENCES_TABLE).upsert({ name, last: value });
     this.ranges.delete(name);
   }
 

@@ -32,6 +32,7 @@ import { BulkLoads } from './bulk-load';
 import { copyStatement, type CopyIn, type CopyOut } from './copy';
 import { SqlPrepared } from './sql-prepare';
 import { createTableAs } from './create-table-as';
+import { createSequence, dropSequences, prepareSequences, SessionSequences } from './sequence-ddl';
 import { defaultSettings, readTimeOf, showAll, showVariable, setVariable } from './settings';
 
 export interface SessionDeps {
@@ -139,6 +140,9 @@ export class SqlSession {
     },
   });
 
+  /** nextval / currval / setval of this session (sequence-ddl.ts). */
+  private readonly seqs = new SessionSequences(() => this.deps.sequences);
+
   /** PREPARE'd statements of this session (sql-prepare.ts). */
   private readonly prepared = new SqlPrepared();
 
@@ -151,11 +155,9 @@ export class SqlSession {
       session: this.info,
       outerRows: [],
       sleep: this.stmtSleep,
-      nextval: (seq) => {
-        const v = this.deps.sequences.takeCached(seq);
-        if (v === undefined) throw notSupported('nextval() outside a serial column default when the sequence cache is empty');
-        return v;
-      },
+      nextval: (seq) => this.seqs.nextval(seq),
+      currval: (seq) => this.seqs.currval(seq),
+      setval: (seq, value) => this.seqs.setLater(seq, value),
     };
   }
 
@@ -219,7 +221,10 @@ export class SqlSession {
       const r0 = planned ? await runPointPlan(planned, ps.template!.values, this.tableFor(this.txn), this.context(params)) : undefined;
       if (r0) return { tag: `SELECT ${r0.rows.length}`, fields: r0.fields, fieldsKept: true, rows: r0.rows };
       this.stmtSleep = { ms: 0 };
+      this.seqs.startStatement();
+      if (/nextval/i.test(ps.sql)) await prepareSequences(ps.stmt, this.deps.sequences);
       const r = await this.dispatch(ps, params, paramTypes);
+      await this.seqs.applySetvals();
       if (this.stmtSleep.ms > 0) await this.sleepOut(this.stmtSleep.ms);
       if (ps.template && 'SelectStmt' in ps.stmt && this.planCacheOn()) await rememberPointPlan(ps.template, this.deps.catalog, this.rowsMax(), paramTypes);
       return r;
@@ -251,7 +256,7 @@ export class SqlSession {
       const objs = (d.objects ?? []).map((o) => { const p = 'List' in o ? names(o.List.items) : []; return p[p.length - 1] ?? ''; });
       return { tag: 'DROP INDEX', notices: await dropIndexes(objs, d.missing_ok === true, ddl) };
     }
-    if ('DropStmt' in s) {
+    if ('DropStmt' in s && s.DropStmt.removeType !== 'OBJECT_SEQUENCE') {
       const d = s.DropStmt;
       if (d.removeType !== 'OBJECT_TABLE') throw notSupported(`DROP ${(d.removeType ?? '').replace('OBJECT_', '')}`);
       const objs = (d.objects ?? []).map((o) => { const p = 'List' in o ? names(o.List.items) : []; return p[p.length - 1] ?? ''; });
@@ -302,6 +307,8 @@ export class SqlSession {
   private async otherStatement(ps: ParsedStatement, ddl: DdlDeps): Promise<StatementResult> {
     const s = ps.stmt;
     if ('PrepareStmt' in s) { this.prepared.prepare(s.PrepareStmt, ps.sql); return { tag: 'PREPARE' }; }
+    if ('CreateSeqStmt' in s) { const r = await createSequence(s.CreateSeqStmt, this.deps.sequences); return { tag: 'CREATE SEQUENCE', ...(r.notice ? { notices: [r.notice] } : {}) }; }
+    if ('DropStmt' in s) return { tag: 'DROP SEQUENCE', notices: await dropSequences(s.DropStmt.objects ?? [], s.DropStmt.missing_ok === true, this.deps.sequences) };
     if ('DeallocateStmt' in s) { this.prepared.deallocate(s.DeallocateStmt); return { tag: 'DEALLOCATE' }; }
     if ('DiscardStmt' in s) this.prepared.deallocate({ isall: true });
     if ('CreateTableAsStmt' in s) return createTableAs(s.CreateTableAsStmt, ps.sql, { describe: (q) => this.describe(q, []), createTable: (c) => createTable(c.CreateStmt, undefined, ddl), insert: (i) => this.dml(i, [], []) });
@@ -384,7 +391,7 @@ export class SqlSession {
     const pre = await preload(s, { catalog: this.deps.catalog, table, env, ctx, rowsMax: this.rowsMax() });
     const planEnv = this.planEnv(paramTypes, pre.relations);
     // Subqueries in SET, WHERE, VALUES and RETURNING are planned over the relations read above.
-    const deps: DmlDeps = { table, takeSequence: (n, k) => this.deps.sequences.take(n, k), env: compileEnv(planEnv), planEnv, ctx };
+    const deps: DmlDeps = { table, takeSequence: (n, k) => this.deps.sequences.take(n, k), fillSequences: (ast, n) => prepareSequences(ast, this.deps.sequences, n), env: compileEnv(planEnv), planEnv, ctx };
     if ('InsertStmt' in s) return insertRows(s.InsertStmt, def, deps);
     const alias = rel.alias?.aliasname ?? def.name;
     const body = 'UpdateStmt' in s ? s.UpdateStmt : (s as Extract<Node, { DeleteStmt: unknown }>).DeleteStmt;

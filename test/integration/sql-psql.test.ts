@@ -238,6 +238,33 @@ describe('SQL over the PostgreSQL protocol', () => {
     }
   });
 
+  it('sql: CREATE SEQUENCE [START], nextval in SELECT and in a column DEFAULT, currval, lastval, setval [is_called false], DROP SEQUENCE', async () => {
+    const c = await connect();
+    try {
+      await c.query('create sequence sq1 start 5');
+      expect((await c.query("select nextval('sq1') as a, nextval('sq1') as b")).rows).toEqual([{ a: '5', b: '6' }]);
+      expect((await c.query("select currval('sq1') as c, lastval() as l")).rows).toEqual([{ c: '6', l: '6' }]);
+      await c.query("select setval('sq1', 100)");
+      expect((await c.query("select nextval('sq1') as n")).rows).toEqual([{ n: '101' }]);
+      await c.query("select setval('sq1', 200, false)");
+      expect((await c.query("select nextval('sq1') as n")).rows).toEqual([{ n: '200' }]);
+      expect(await c.query('create sequence sq1').catch((e: { code?: string }) => e.code)).toBe('42P07');
+      expect(await c.query("select nextval('nope')").catch((e: { code?: string }) => e.code)).toBe('42P01');
+      await c.query('create sequence sq2');
+      expect(await c.query("select currval('sq2')").catch((e: { code?: string }) => e.code)).toBe('55000');
+      await c.query("create table sqt (id int primary key default nextval('sq2'), v text)");
+      await c.query("insert into sqt (v) values ('a'), ('b')");
+      await c.query("insert into sqt (v) values ('c')");
+      expect((await c.query('select id, v from sqt order by id')).rows).toEqual([{ id: 1, v: 'a' }, { id: 2, v: 'b' }, { id: 3, v: 'c' }]);
+      await c.query('drop sequence sq1');
+      expect(await c.query("select nextval('sq1')").catch((e: { code?: string }) => e.code)).toBe('42P01');
+      expect(await c.query('drop sequence sq1').catch((e: { code?: string }) => e.code)).toBe('42P01');
+      await c.query('drop sequence if exists sq1');
+    } finally {
+      await c.end();
+    }
+  });
+
   it('sql: garbage on the port closes that connection only', async () => {
     const c = await connect();
     try {
