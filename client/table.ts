@@ -228,8 +228,8 @@ export class Table {
   insert(row: Row, o?: CallOptions & { ttlMs?: number; keepBack?: boolean }): Promise<void> {
     return this.write('INSERT', row, o);
   }
-  /** Insert or overwrite the given columns (`ttlMs`: they and the row expire that long after the write). */
-  upsert(row: Row, o?: CallOptions & { ttlMs?: number }): Promise<void> {
+  /** Insert or overwrite the given columns (`ttlMs`: they and the row expire that long after the write; `keepBack: false` as for insert). */
+  upsert(row: Row, o?: CallOptions & { ttlMs?: number; keepBack?: boolean }): Promise<void> {
     return this.write('UPSERT', row, o);
   }
   /** Change the given columns of an existing row; fails with NOT_FOUND when it does not exist. */

@@ -32,6 +32,7 @@ import { BulkLoads } from './bulk-load';
 import { copyStatement, type CopyIn, type CopyOut } from './copy';
 import { SqlPrepared } from './sql-prepare';
 import { createTableAs } from './create-table-as';
+import { lockReadRows, lockTargets } from './for-update';
 import { createSequence, dropSequences, prepareSequences, SessionSequences } from './sequence-ddl';
 import { defaultSettings, readTimeOf, showAll, showVariable, setVariable } from './settings';
 
@@ -325,6 +326,9 @@ export class SqlSession {
     const pushed = this.deps.flags.get(YSQL_ENABLE_AGGREGATE_PUSHDOWN) ? await pushdownPlan((s as Extract<Node, { SelectStmt: unknown }>).SelectStmt, this.deps.catalog, this.pushFilters() ? { env, ctx } : undefined) : undefined;
     if (pushed) s = { SelectStmt: await runPushdown((s as Extract<Node, { SelectStmt: unknown }>).SelectStmt, pushed, table(pushed.def.name), { timeoutMs: SCAN_TIMEOUT_MS, ...(readHt !== undefined ? { readHt } : {}) }) };
     const pre = await preload(s, { catalog: this.deps.catalog, table, env, ctx, rowsMax: this.rowsMax(), pushFilters: this.pushFilters(), ...(readHt !== undefined ? { readHt } : {}) });
+    const lockOf = lockTargets((s as Extract<Node, { SelectStmt: unknown }>).SelectStmt);
+    if (lockOf !== false && readHt !== undefined) throw new SqlError(SqlState.READ_ONLY_SQL_TXN, 'cannot execute SELECT FOR UPDATE while yb_read_time is set');
+    if (lockOf !== false && this.inBlock && this.txn) await lockReadRows(lockOf, pre.relations, this.deps.catalog, table);
     const plan = compileSelect((s as Extract<Node, { SelectStmt: unknown }>).SelectStmt, this.planEnv(paramTypes, pre.relations));
     const rows = plan.runAsync ? await plan.runAsync(ctx) : plan.run(ctx);
     return { tag: `SELECT ${rows.length}`, fields: plan.fields, rows };

@@ -265,6 +265,36 @@ describe('SQL over the PostgreSQL protocol', () => {
     }
   });
 
+  it('sql: SELECT … FOR UPDATE in a block holds the rows it read — write skew through locked rows is refused (at most one of two crossing blocks commits); SKIP LOCKED is 0A000', async () => {
+    const a = await connect();
+    const b = await connect();
+    const step = (c: Client, sql: string): Promise<string> => c.query(sql).then(() => 'ok', (e: { code?: string }) => e.code ?? 'no code');
+    try {
+      await a.query('create table fu (id int primary key, bal int)');
+      await a.query('insert into fu values (1, 100), (2, 50)');
+      // Each block locks one row and writes the other: under snapshot isolation without the locks both
+      // commit (write skew: no row is written twice). With them the second write meets the other's lock.
+      await a.query('begin');
+      await b.query('begin');
+      expect((await a.query('select bal from fu where id = 1 for update')).rows).toEqual([{ bal: 100 }]);
+      expect((await b.query('select bal from fu where id = 2 for update')).rows).toEqual([{ bal: 50 }]);
+      const aWrite = await step(a, 'update fu set bal = bal + 1 where id = 2');
+      const bWrite = await step(b, 'update fu set bal = bal + 1 where id = 1');
+      const aCommit = await a.query('commit').then((r) => (r.command === 'COMMIT' ? 'ok' : r.command), () => 'failed');
+      const bCommit = await b.query('commit').then((r) => (r.command === 'COMMIT' ? 'ok' : r.command), () => 'failed');
+      const committed = [aWrite === 'ok' && aCommit === 'ok', bWrite === 'ok' && bCommit === 'ok'].filter(Boolean).length;
+      expect(committed).toBeLessThanOrEqual(1);
+      const rows = (await a.query('select id, bal from fu order by id')).rows;
+      expect(rows).toEqual(committed === 0 ? [{ id: 1, bal: 100 }, { id: 2, bal: 50 }] : aWrite === 'ok' && aCommit === 'ok' ? [{ id: 1, bal: 100 }, { id: 2, bal: 51 }] : [{ id: 1, bal: 101 }, { id: 2, bal: 50 }]);
+      expect(await step(a, 'select * from fu for update skip locked')).toBe('0A000');
+      // Outside a block it reads (nothing is held after the statement, as in PostgreSQL).
+      expect((await a.query('select id from fu where id = 2 for share')).rows).toEqual([{ id: 2 }]);
+    } finally {
+      await a.end();
+      await b.end();
+    }
+  });
+
   it('sql: garbage on the port closes that connection only', async () => {
     const c = await connect();
     try {
