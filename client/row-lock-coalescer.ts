@@ -13,7 +13,9 @@
  * requests were in flight (until round 7), a c16 lock + write + unlock cycle took 2.5-2.6 RPCs;
  * per turn 1.5-1.6 (bench/results/2026-12-07-rows-5.md). At most ROW_REQUESTS_INFLIGHT_MAX
  * requests of a kind to a tablet are in flight: more calls wait for one to be answered and go
- * together (a group of HELD_GROUP_ROWS_MAX calls goes at once).
+ * together (a group of HELD_GROUP_ROWS_MAX calls goes at once). With the table's lock phases
+ * (client/lock-phases.ts, usePhases) a group also waits while requests of another phase — the
+ * other kind, or writes carrying row locks — are in flight.
  */
 import { InflightCounts } from './inflight-counts';
 import type { LockPhases } from './lock-phases';
