@@ -13,9 +13,12 @@
  * requests were in flight (until round 7), a c16 lock + write + unlock cycle took 2.5-2.6 RPCs;
  * per turn 1.5-1.6 (bench/results/2026-12-07-rows-5.md). At most ROW_REQUESTS_INFLIGHT_MAX
  * requests of a kind to a tablet are in flight: more calls wait for one to be answered and go
- * together (a group of HELD_GROUP_ROWS_MAX calls goes at once).
+ * together (a group of HELD_GROUP_ROWS_MAX calls goes at once). With the table's lock phases
+ * (client/lock-phases.ts, usePhases) a group also waits while requests of another phase — the
+ * other kind, or writes carrying row locks — are in flight.
  */
 import { InflightCounts } from './inflight-counts';
+import type { LockPhases } from './lock-phases';
 import { TurnBatches } from './turn-batches';
 import { DbError, ErrorCode } from '../common/errors';
 import { rowMethods, type LockRowItemPB, type LockRowRequestPB, type RowLockItemPB, type RowLockRequestPB, type RowLockResponsePB, type RowLockResultPB } from '../rpc';
@@ -51,8 +54,10 @@ const FATAL: ReadonlySet<string> = new Set([ErrorCode.TABLET_SPLIT]);
 export class RowLockCoalescer {
   private readonly pending = new TurnBatches<Pending>(
     (p) => this.send(p),
-    (p) => this.inflightMax > 0 && p.items.length < HELD_GROUP_ROWS_MAX && this.inflight.get(`${p.kind}\u0000${p.tabletId}`) >= this.inflightMax,
+    (p) => this.inflightMax > 0 && p.items.length < HELD_GROUP_ROWS_MAX && (this.inflight.get(`${p.kind}\u0000${p.tabletId}`) >= this.inflightMax || (this.phases?.others(p.kind) ?? 0) > 0),
   );
+  /** The table's lock phases (usePhases): lockRow requests are the 'lock' phase, renew/unlock the 'held' one. */
+  private phases: LockPhases | undefined;
   /** Requests sent, and calls they carried (tests, diagnostics). */
   readonly stats = { requests: 0, calls: 0 };
   /** Lock requests in flight per tablet (all kinds: the alone rule) and per kind and tablet (the bound). */
@@ -66,6 +71,12 @@ export class RowLockCoalescer {
     /** Requests per kind and tablet in flight at most; more calls wait and go together (0: no bound). */
     private readonly inflightMax: number = ROW_REQUESTS_INFLIGHT_MAX,
   ) {}
+
+  /** Move lock calls in step with the table's other lock calls and lock holders' writes (client/lock-phases.ts). */
+  usePhases(phases: LockPhases): void {
+    this.phases = phases;
+    phases.onSettled(() => this.pending.wake());
+  }
 
   /** Queue one (non-waiting) lockRow for `tabletId`; resolves with its answer. */
   lock(tabletId: string, route: RowRoute, schemaVersion: number, pb: LockRowItemPB, deadline: Deadline, resendAlone: () => Promise<RowLockResponsePB>): Promise<RowLockResponsePB> {
@@ -111,6 +122,7 @@ export class RowLockCoalescer {
         : inv.call(this.table, p.route, rowMethods().rowLock, (t): RowLockRequestPB => ({ tabletId: t.tabletId, ...(first.pb as RowLockItemPB), ...head, ...(items.length > 1 ? { more: items.slice(1).map((i) => i.pb as RowLockItemPB) } : {}) }), deadline, false, FATAL);
     this.inflight.track(p.tabletId, call);
     this.inflight.track(`${p.kind}\u0000${p.tabletId}`, call, () => this.pending.wake());
+    this.phases?.track(p.kind, call);
     call.then(
       (r) => {
         if (items.length === 1) return first.resolve(r);

@@ -23,6 +23,7 @@
  * already holds HELD_GROUP_ROWS_MAX rows.
  */
 import { InflightCounts } from './inflight-counts';
+import type { LockPhases } from './lock-phases';
 import { TurnBatches } from './turn-batches';
 import { DbError, ErrorCode } from '../common/errors';
 import { rowMethods, type MutateRowsRequestPB, type MutateRowsResponsePB, type MutateRowsResultPB, type RowMutationPB } from '../rpc';
@@ -85,6 +86,8 @@ interface Pending {
   tabletId: string;
   route: RowRoute;
   schemaVersion: number;
+  /** Its calls carry row locks: the 'write' lock phase. */
+  locked: boolean;
   rows: number;
   bytes: number;
   items: Item[];
@@ -107,8 +110,10 @@ export function approxRowMutationBytes(r: RowMutationPB): number {
 export class RowOpsCoalescer {
   private readonly pending = new TurnBatches<Pending>(
     (p) => this.send(p),
-    (p) => this.inflightMax > 0 && p.rows < HELD_GROUP_ROWS_MAX && this.inflight.get(p.tabletId) >= this.inflightMax,
+    (p) => this.inflightMax > 0 && p.rows < HELD_GROUP_ROWS_MAX && (this.inflight.get(p.tabletId) >= this.inflightMax || (p.locked && (this.phases?.others('write') ?? 0) > 0)),
   );
+  /** The table's lock phases (usePhases): groups carrying row locks are the 'write' phase. */
+  private phases: LockPhases | undefined;
   /** Requests sent, and calls they carried (tests, diagnostics). */
   readonly stats = { requests: 0, calls: 0 };
   /** Requests in flight per tablet. */
@@ -126,6 +131,12 @@ export class RowOpsCoalescer {
     private readonly inflightMax: number = ROW_REQUESTS_INFLIGHT_MAX,
   ) {}
 
+  /** Move calls that carry row locks in step with the table's lock calls (client/lock-phases.ts). */
+  usePhases(phases: LockPhases): void {
+    this.phases = phases;
+    phases.onSettled(() => this.pending.wake());
+  }
+
   /**
    * Queue one call for `tabletId` of `table`; resolves with its outcome. `resendAlone` sends this
    * call by itself as the same retryable request (the request id it had here: a copy of the
@@ -136,12 +147,14 @@ export class RowOpsCoalescer {
     const settled = new Promise<RowCallAnswer>((resolve, reject) => {
       let bytes = 0;
       for (const r of rows) bytes += approxRowMutationBytes(r);
-      // Calls built with one schema version travel together (the request carries it).
-      const key = `${table}\u0000${tabletId}\u0000${schemaVersion}`;
+      // Calls built with one schema version travel together (the request carries it); calls that
+      // carry a row lock apart from those that do not (a lock phase holds them: lock-phases.ts).
+      const locked = rows.some((r) => r.lockId);
+      const key = `${table}\u0000${tabletId}\u0000${schemaVersion}${locked ? '\u0000L' : ''}`;
       let p = this.pending.get(key);
       const item: Item = { rows, bytes, deadline, requestId, resendAlone, resolve, reject };
       if (!p && this.inflight.get(tabletId) < this.aloneInflight) {
-        this.send({ table, tabletId, route, schemaVersion, rows: rows.length, bytes, items: [item] });
+        this.send({ table, tabletId, route, schemaVersion, locked, rows: rows.length, bytes, items: [item] });
         return;
       }
       if (p && (p.items.length >= COALESCED_ROW_CALLS_MAX || p.rows + rows.length > COALESCED_ROW_ROWS_MAX || p.bytes + bytes > COALESCED_ROW_BYTES_MAX)) {
@@ -149,7 +162,7 @@ export class RowOpsCoalescer {
         this.send(p);
         p = undefined;
       }
-      p ??= this.pending.add(key, { table, tabletId, route, schemaVersion, rows: 0, bytes: 0, items: [] });
+      p ??= this.pending.add(key, { table, tabletId, route, schemaVersion, locked, rows: 0, bytes: 0, items: [] });
       p.items.push(item);
       p.rows += rows.length;
       p.bytes += bytes;
@@ -183,6 +196,7 @@ export class RowOpsCoalescer {
     };
     const sent = inv.call(p.table, p.route, rowMethods().mutateRows, make, deadline, true, this.fatal, this.alsoRetry);
     this.inflight.track(p.tabletId, sent, () => this.pending.wake());
+    if (p.locked) this.phases?.track('write', sent);
     sent.then(
       (r) => {
         inv.observeHt(r.propagatedHt);

@@ -13,6 +13,7 @@ import type { DocKeyPB } from '../rpc';
 import type { CallOptions, ColumnValue, Row } from './client-types';
 import { tabletForRoute, type MetaCache, type RowRoute, type TableLocations } from './meta-cache';
 import { Deadline } from './retry-policy';
+import { LockPhases } from './lock-phases';
 import { RowLockCoalescer } from './row-lock-coalescer';
 import { RowOpsCoalescer } from './row-ops-coalescer';
 import { withTableSchema } from './schema-retry';
@@ -94,6 +95,12 @@ export class RowOps {
   constructor(private readonly deps: RowOpsDeps) {
     this.coalescer = deps.coalesce ? new RowOpsCoalescer(deps.invoker, RETRY_CODES, SPLIT_FATAL, undefined, deps.inflightMax) : undefined;
     this.lockCoalescer = deps.coalesce ? new RowLockCoalescer(deps.invoker, deps.table, undefined, deps.inflightMax) : undefined;
+    // Lock calls and the writes carrying locks move in phases (client/lock-phases.ts).
+    if (this.coalescer && this.lockCoalescer) {
+      const phases = new LockPhases();
+      this.coalescer.usePhases(phases);
+      this.lockCoalescer.usePhases(phases);
+    }
   }
 
   /** Coalesced requests sent and the calls they carried, row operations and lock calls together (tests, diagnostics). */
