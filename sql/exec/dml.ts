@@ -16,7 +16,7 @@ import { compileExpr, truth, type CompileEnv } from './expr';
 import { Scope, type Compiled, type EvalContext, type Tuple } from './scope';
 import { compileSelect, fromList, type OutputField, type PlanEnv, type SelectPlan } from './select';
 import { notSupported, SqlError, SqlState } from './sql-error';
-import { fitNumeric, isIntegerType, numericToInt, textOf, toStorage, type SqlTypeName, type SqlValue } from './sql-types';
+import { coerce, fitNumeric, isIntegerType, numericToInt, textOf, toStorage, type SqlTypeName, type SqlValue } from './sql-types';
 import { charLength } from './functions';
 import { columnsOf } from './preload';
 import { indexDelete, indexInsert, indexUpdate } from './indexes';
@@ -265,6 +265,10 @@ function compileSets(list: Node[] | undefined, def: SqlTableDef, scope: Scope, d
     if (n.ResTarget.indirection) throw notSupported(`SET ${names(n.ResTarget.indirection).join('.')}`);
     const c = setValue(n.ResTarget.val!, scope, deps, multi);
     const to = def.columns[i]!.type;
+    // A quoted literal takes the column's type when the statement is planned, as in PostgreSQL: a bad
+    // one is its error (22P02) even when no row matches.
+    const val = n.ResTarget.val!;
+    if (c.type === 'unknown' && 'A_Const' in val && val.A_Const.sval) coerce(val.A_Const.sval.sval ?? '', to);
     return { i, name, e: c.type === 'numeric' && isIntegerType(to) ? { ...c, eval: (row, ctx) => assign(c.eval(row, ctx), c.type, to) } : c };
   });
 }

@@ -203,7 +203,8 @@ function constValue(c: Extract<Node, { A_Const: unknown }>['A_Const']): Compiled
   if (c.ival) { const v = BigInt(c.ival.ival ?? 0); return { type: v >= -2147483648n && v <= 2147483647n ? 'int4' : 'int8', name: '?column?', eval: () => v }; }
   if (c.fval) {
     const s = c.fval.fval ?? '0';
-    if (/^-?\d+$/.test(s)) { const v = BigInt(s); return { type: 'int8', name: '?column?', eval: () => v }; }
+    // An integer the lexer could not take as int4 (2147483648 and up) — once negated, -2147483648 is int4 again, as in PostgreSQL.
+    if (/^-?\d+$/.test(s)) { const v = BigInt(s); return { type: v >= -2147483648n && v <= 2147483647n ? 'int4' : 'int8', name: '?column?', eval: () => v }; }
     return { type: 'numeric', name: '?column?', eval: () => s };
   }
   if (c.boolval) { const v = c.boolval.boolval === true; return { type: 'bool', name: 'bool', eval: () => v }; }

@@ -239,7 +239,8 @@ function dateText(type: SqlTypeName, s: string): string {
     if (!/[zZ]$|[+-]\d\d:\d\d$/.test(t)) t += 'Z';
   }
   const d = new Date(t);
-  if (Number.isNaN(d.getTime())) throw invalidText(type, s);
+  // Bad date/time text is PostgreSQL's 22007 (invalid_datetime_format), not 22P02.
+  if (Number.isNaN(d.getTime())) throw new SqlError(SqlState.INVALID_DATETIME, invalidText(type, s).message);
   return formatTimestamp(type, d, fractionalMicros(s));
 }
 

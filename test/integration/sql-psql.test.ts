@@ -101,6 +101,10 @@ describe('SQL over the PostgreSQL protocol', () => {
       expect(await code('select * from kv, lateral (select 1) x')).toBe('0A000');
       expect(await code('select k, count(*) from kv group by v')).toBe('42803');
       expect(await code('select * from kv where v = 1')).toBe('42883');
+      // A literal that cannot take its column's type fails when planned, also with no row to update.
+      expect(await code("update kv set k = 'x' where k = 99")).toBe('22P02');
+      expect(await code("select 'notadate'::date")).toBe('22007');
+      expect(await code('select abs(-2147483648)')).toBe('22003');
       await c.query('begin');
       expect(await code('select * from no_such_table')).toBe('42P01');
       expect(await code('select 1')).toBe('25P02');
