@@ -382,7 +382,7 @@ async function streamSelect(p: SelectParts, ctx: EvalContext, onChunk: (rows: Tu
 }
 
 /** WITH name [(cols)] AS (SELECT …), …: planned in order (a later one may read an earlier one), computed once per run (as MATERIALIZED). */
-function withCtes(w: NonNullable<SelectStmt['withClause']>, env: PlanEnv, outer: Scope | undefined): PlanEnv {
+export function withCtes(w: NonNullable<SelectStmt['withClause']>, env: PlanEnv, outer: Scope | undefined): PlanEnv {
   const ctes = new Map(env.ctes ?? []);
   const here = new Set<string>();
   for (const n of w.ctes ?? []) {

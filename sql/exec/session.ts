@@ -17,7 +17,7 @@ import { insertRows, updateOrDelete, type DmlDeps, type DmlResult } from './dml'
 import type { CompileEnv } from './expr';
 import { preload, columnsOf } from './preload';
 import { Scope, type EvalContext, type SessionInfo, type Tuple } from './scope';
-import { compileEnv, compileSelect, type LoadedRelation, type OutputField, type PlanEnv } from './select';
+import { compileEnv, compileSelect, withCtes, type LoadedRelation, type OutputField, type PlanEnv } from './select';
 import type { SequenceCache } from './sequences';
 import { notSupported, SqlError, SqlState } from './sql-error';
 import { typeOfValue, type SqlTypeName, type SqlValue } from './sql-types';
@@ -364,8 +364,6 @@ export class SqlSession {
 
   private async dml(s: Node, params: SqlValue[], paramTypes: SqlTypeName[]): Promise<StatementResult> {
     if (readTimeOf(this.info) !== undefined) throw new SqlError(SqlState.READ_ONLY_SQL_TXN, `cannot execute ${Object.keys(s)[0]!.replace('Stmt', '').toUpperCase()} while yb_read_time is set (reads as of a past time are read-only; SET yb_read_time TO 0 first)`);
-    const body = 'InsertStmt' in s ? s.InsertStmt : 'UpdateStmt' in s ? s.UpdateStmt : 'DeleteStmt' in s ? s.DeleteStmt : undefined;
-    if (body?.withClause) throw notSupported('WITH before INSERT, UPDATE or DELETE (WITH works before SELECT)');
     const rel = dmlRelation(s);
     const def = await this.deps.catalog.require(rel.relname ?? '', rel.location);
     // A table with indexes writes its rows and their entries in one transaction, one row or many.
@@ -393,7 +391,9 @@ export class SqlSession {
     const env: CompileEnv = { paramTypes, subquery: () => { throw new Error('unreachable'); } };
     const table = this.tableFor(txn);
     const pre = await preload(s, { catalog: this.deps.catalog, table, env, ctx, rowsMax: this.rowsMax() });
-    const planEnv = this.planEnv(paramTypes, pre.relations);
+    // WITH queries before INSERT, UPDATE or DELETE (SELECTs: a data-modifying one is 0A000 in withCtes).
+    const withClause = ('InsertStmt' in s ? s.InsertStmt : 'UpdateStmt' in s ? s.UpdateStmt : 'DeleteStmt' in s ? s.DeleteStmt : undefined)?.withClause;
+    const planEnv = withClause ? withCtes(withClause, this.planEnv(paramTypes, pre.relations), undefined) : this.planEnv(paramTypes, pre.relations);
     // Subqueries in SET, WHERE, VALUES and RETURNING are planned over the relations read above.
     const deps: DmlDeps = { table, takeSequence: (n, k) => this.deps.sequences.take(n, k), fillSequences: (ast, n) => prepareSequences(ast, this.deps.sequences, n), env: compileEnv(planEnv), planEnv, ctx };
     if ('InsertStmt' in s) return insertRows(s.InsertStmt, def, deps);

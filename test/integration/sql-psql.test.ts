@@ -208,7 +208,7 @@ describe('SQL over the PostgreSQL protocol', () => {
     }
   });
 
-  it('sql: PREPARE / EXECUTE / DEALLOCATE; CREATE TABLE AS [WITH NO DATA]; RESET goes back to the default; SHOW ALL', async () => {
+  it('sql: PREPARE / EXECUTE / DEALLOCATE; CREATE TABLE AS [WITH NO DATA]; WITH before UPDATE, INSERT and DELETE; RESET goes back to the default; SHOW ALL', async () => {
     const c = await connect();
     try {
       await c.query('create table pe (id int primary key, s text)');
@@ -229,6 +229,11 @@ describe('SQL over the PostgreSQL protocol', () => {
       await c.query('create table pe3 (k, v) as select id, s from pe with no data');
       expect((await c.query('select count(*)::int as n from pe3')).rows).toEqual([{ n: 0 }]);
       expect((await c.query("select column_name from information_schema.columns where table_name = 'pe3' order by ordinal_position")).rows.map((r: { column_name: string }) => r.column_name)).toEqual(['k', 'v']);
+      // WITH (SELECT) queries before UPDATE, DELETE and INSERT.
+      await c.query('with x as (select id from pe where id < 3) update pe set s = upper(s) where id in (select id from x)');
+      expect((await c.query('select s from pe order by id')).rows.map((r: { s: string }) => r.s)).toEqual(['A', 'B', 'z']);
+      await c.query('with src as (select id + 10 as id, s from pe) insert into pe select * from src where id = 11');
+      expect((await c.query('with d as (select id from pe where id > 10) delete from pe where id in (select id from d) returning id')).rows).toEqual([{ id: 11 }]);
       await c.query('set application_name = x');
       await c.query('reset application_name');
       expect((await c.query('show application_name')).rows).toEqual([{ application_name: '' }]);
