@@ -52,3 +52,27 @@ export function isSingleRowValues(i: Extract<Node, { InsertStmt: unknown }>['Ins
   const sel = i.selectStmt && 'SelectStmt' in i.selectStmt ? i.selectStmt.SelectStmt : undefined;
   return !!sel?.valuesLists && sel.valuesLists.length === 1;
 }
+
+/** EXPLAIN's ANALYZE option (`EXPLAIN ANALYZE …`, `EXPLAIN (ANALYZE [true|on]) …`). */
+export function explainAnalyze(options: Node[] | undefined): boolean {
+  return (options ?? []).some((o) => {
+    if (!('DefElem' in o) || o.DefElem.defname !== 'analyze') return false;
+    const a = o.DefElem.arg;
+    if (!a) return true;
+    const v = 'String' in a ? a.String.sval : 'Boolean' in a ? String(a.Boolean.boolval ?? false) : 'Integer' in a ? String(a.Integer.ival ?? 0) : 'true';
+    return !/^(false|off|0|no)$/i.test(v ?? '');
+  });
+}
+
+/** Statements that read or write tables (DDL, COPY FROM, SET … do not use the block's transaction). */
+export function needsTransaction(s: Node): boolean {
+  return 'SelectStmt' in s || 'InsertStmt' in s || 'UpdateStmt' in s || 'DeleteStmt' in s || ('CopyStmt' in s && !s.CopyStmt.is_from);
+}
+
+/** The target table of an INSERT, UPDATE or DELETE. */
+export function dmlRelation(s: Node): { relname?: string; alias?: { aliasname?: string }; location?: number } {
+  if ('InsertStmt' in s) return s.InsertStmt.relation ?? {};
+  if ('UpdateStmt' in s) return s.UpdateStmt.relation ?? {};
+  if ('DeleteStmt' in s) return s.DeleteStmt.relation ?? {};
+  return {};
+}

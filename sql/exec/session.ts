@@ -9,7 +9,7 @@ import type { Flags } from '../../common/flags';
 import type { Node, ParsedStatement } from '../sql-parser';
 import { YSQL_BLOCK_KEEPS_WRITES, YSQL_ENABLE_AGGREGATE_PUSHDOWN, YSQL_ENABLE_EXPRESSION_PUSHDOWN, YSQL_PARSE_CACHE, YSQL_PLAN_CACHE, YSQL_ROWS_MAX } from '../sql-flags';
 import { cachedPointPlan, rememberPointPlan, runPointPlan } from './plan-cache';
-import { hasReturning, isSingleRowValues, names, returningOf } from './ast';
+import { dmlRelation, explainAnalyze, hasReturning, isSingleRowValues, names, needsTransaction, returningOf } from './ast';
 import type { SqlCatalog, SqlTableDef } from './catalog';
 import { createTable, dropTables, truncateTable, type DdlDeps } from './ddl';
 import { alterTable, renameObject } from './alter-table';
@@ -296,7 +296,7 @@ export class SqlSession {
       if (name.toLowerCase() === 'all') return { tag: 'SHOW', fields: ['name', 'setting', 'description'].map((n) => ({ name: n, type: 'text' as const, tableOid: 0, attnum: 0 })), rows: showAll(this.info) };
       return { tag: 'SHOW', fields: [{ name, type: 'text', tableOid: 0, attnum: 0 }], rows: [[showVariable(this.info, name)]] };
     }
-    if ('ExplainStmt' in s) return this.explain(s.ExplainStmt.query!, params, paramTypes);
+    if ('ExplainStmt' in s) return this.explain(s.ExplainStmt.query!, params, paramTypes, explainAnalyze(s.ExplainStmt.options));
     // COPY FROM writes batches as plain writes, outside the session's transaction (YugabyteDB's COPY also
     // commits every ROWS_PER_TRANSACTION rows on its own): a bulk load is not held as intents.
     if ('CopyStmt' in s && s.CopyStmt.is_from && this.inBlock) this.bulk.copyInto(s.CopyStmt.relation?.relname ?? '');
@@ -341,7 +341,18 @@ export class SqlSession {
     if (this.cancelled) throw new SqlError(SqlState.QUERY_CANCELED, 'canceling statement due to user request');
   }
 
-  private async explain(q: Node, params: SqlValue[], paramTypes: SqlTypeName[]): Promise<StatementResult> {
+  /** EXPLAIN: the plan; with ANALYZE the statement also runs (an UPDATE changes rows, as in PostgreSQL) and its figures follow. */
+  private async explain(q: Node, params: SqlValue[], paramTypes: SqlTypeName[], analyze: boolean): Promise<StatementResult> {
+    const r = await this.explainPlan(q, params, paramTypes);
+    if (!analyze) return r;
+    const t0 = performance.now();
+    const ran = 'SelectStmt' in q ? await this.query(q, params, paramTypes) : 'InsertStmt' in q || 'UpdateStmt' in q || 'DeleteStmt' in q ? await this.dml(q, params, paramTypes) : undefined;
+    if (!ran) throw notSupported(`EXPLAIN ANALYZE of ${Object.keys(q)[0]!.replace('Stmt', '')}`);
+    const n = ran.rows?.length ?? Number(/\d+$/.exec(ran.tag)?.[0] ?? 0);
+    return { ...r, rows: [...(r.rows ?? []), [`Actual rows: ${n}`], [`Execution Time: ${(performance.now() - t0).toFixed(3)} ms`]] };
+  }
+
+  private async explainPlan(q: Node, params: SqlValue[], paramTypes: SqlTypeName[]): Promise<StatementResult> {
     const ctx = this.context(params);
     const env: CompileEnv = { paramTypes, subquery: () => { throw new Error('unreachable'); } };
     const pushed = 'SelectStmt' in q && this.deps.flags.get(YSQL_ENABLE_AGGREGATE_PUSHDOWN) ? await pushdownPlan(q.SelectStmt, this.deps.catalog, this.pushFilters() ? { env, ctx } : undefined) : undefined;
@@ -520,16 +531,4 @@ export class SqlSession {
 
 function isDml(s: Node): boolean {
   return 'SelectStmt' in s || 'InsertStmt' in s || 'UpdateStmt' in s || 'DeleteStmt' in s;
-}
-
-/** Statements that read or write tables (DDL, COPY FROM, SET … do not use the block's transaction). */
-function needsTransaction(s: Node): boolean {
-  return 'SelectStmt' in s || 'InsertStmt' in s || 'UpdateStmt' in s || 'DeleteStmt' in s || ('CopyStmt' in s && !s.CopyStmt.is_from);
-}
-
-function dmlRelation(s: Node): { relname?: string; alias?: { aliasname?: string }; location?: number } {
-  if ('InsertStmt' in s) return s.InsertStmt.relation ?? {};
-  if ('UpdateStmt' in s) return s.UpdateStmt.relation ?? {};
-  if ('DeleteStmt' in s) return s.DeleteStmt.relation ?? {};
-  return {};
 }

@@ -274,7 +274,7 @@ describe('SQL over the PostgreSQL protocol', () => {
     }
   });
 
-  it('sql: SELECT … FOR UPDATE in a block holds the rows it read — write skew through locked rows is refused (at most one of two crossing blocks commits); SKIP LOCKED is 0A000', async () => {
+  it('sql: SELECT … FOR UPDATE in a block holds the rows it read — write skew through locked rows is refused (at most one of two crossing blocks commits); SKIP LOCKED is 0A000; EXPLAIN ANALYZE runs the statement', async () => {
     const a = await connect();
     const b = await connect();
     const step = (c: Client, sql: string): Promise<string> => c.query(sql).then(() => 'ok', (e: { code?: string }) => e.code ?? 'no code');
@@ -298,6 +298,13 @@ describe('SQL over the PostgreSQL protocol', () => {
       expect(await step(a, 'select * from fu for update skip locked')).toBe('0A000');
       // Outside a block it reads (nothing is held after the statement, as in PostgreSQL).
       expect((await a.query('select id from fu where id = 2 for share')).rows).toEqual([{ id: 2 }]);
+      // EXPLAIN ANALYZE runs the statement (an UPDATE changes the row, as in PostgreSQL) and says what it did.
+      const plan = (await a.query('explain analyze update fu set bal = 7 where id = 2')).rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']);
+      expect(plan[0]).toMatch(/^Update on fu via Point read/);
+      expect(plan).toContain('Actual rows: 1');
+      expect(plan.some((l: string) => /^Execution Time: [\d.]+ ms$/.test(l))).toBe(true);
+      expect((await a.query('select bal from fu where id = 2')).rows).toEqual([{ bal: 7 }]);
+      expect((await a.query('explain (analyze false) select * from fu')).rows.some((r: { 'QUERY PLAN': string }) => r['QUERY PLAN'].startsWith('Actual rows'))).toBe(false);
     } finally {
       await a.end();
       await b.end();
