@@ -13,6 +13,7 @@ import { notSupported, SqlError, SqlState } from './sql-error';
 import { coerce, textOf, type SqlTypeName, type SqlValue } from './sql-types';
 import { expandSets, limitRows, srfOf, srfSlots, type SrfSlot } from './set-returning';
 import { isSetReturning } from './functions';
+import { aggregateBySets, groupingSets, type GroupingSets } from './grouping-sets';
 import { computeWindows, windowSlots, type WindowSlot } from './window';
 import { checkDistinctOrder, checkGrouped, groupingRule } from './grouping-check';
 import { aggregateRows, aggregateSlots, distinctOnKeys, firstOfEach, groupExpr, sortKey, sortProjected, targetByRef, type AggSlot, type OutputField, type Projected, type SortKey, type Target } from './select-rows';
@@ -243,6 +244,8 @@ interface SelectParts {
   where: Compiled | undefined;
   grouped: boolean;
   groupExprs: Compiled[];
+  /** ROLLUP / CUBE / GROUPING SETS: the sets over groupExprs (grouping-sets.ts). */
+  groupSets: GroupingSets | undefined;
   slots: AggSlot[];
   /** Window calls: their values follow the aggregates' in each row (window.ts). */
   windows: WindowSlot[];
@@ -277,17 +280,19 @@ function compileSelectParts(sel: SelectStmt, env: PlanEnv, outer: Scope | undefi
   const sets: SrfSlot[] = [];
   const targets = expandTargets(sel.targetList ?? [], scope, { ...winEnv, setReturning: srfSlots(sets, () => base + slots.length + windows.length, scope, winEnv) }, relOids);
   const having = sel.havingClause ? compileExpr(sel.havingClause, scope, aggEnv) : undefined;
-  const groupExprs = (sel.groupClause ?? []).map((g) => groupExpr(g, targets, scope, baseEnv));
+  const groupSets = groupingSets(sel.groupClause, scope);
+  const groupExprs = (groupSets?.exprs ?? sel.groupClause ?? []).map((g) => groupExpr(g, targets, scope, baseEnv));
   const sorts = (sel.sortClause ?? []).map((s) => sortKey(s, targets, scope, winEnv));
   const grouped = slots.length > 0 || groupExprs.length > 0;
   const distinct = sel.distinctClause !== undefined;
   const onNodes = (sel.distinctClause ?? []).filter((d) => Object.keys(d).length > 0);
   const distinctOn = onNodes.length > 0 ? distinctOnKeys(onNodes, sel.sortClause ?? [], targets, scope, winEnv) : undefined;
-  if (!distinctOn) checkClauses(sel, targets, scope, grouped);
-  else if (grouped) checkClauses({ ...sel, distinctClause: undefined }, targets, scope, grouped);
+  const checked = groupSets ? { ...sel, groupClause: groupSets.exprs } : sel;
+  if (!distinctOn) checkClauses(checked, targets, scope, grouped);
+  else if (grouped) checkClauses({ ...checked, distinctClause: undefined }, targets, scope, grouped);
   const limit = sel.limitCount ? compileExpr(sel.limitCount, new Scope([], outer), baseEnv) : undefined;
   const offset = sel.limitOffset ? compileExpr(sel.limitOffset, new Scope([], outer), baseEnv) : undefined;
-  return { from, where, grouped, groupExprs, slots, windows, sets, base, having, targets, sorts, distinct, distinctOn, limit, offset, rowsMax: env.rowsMax };
+  return { from, where, grouped, groupExprs, groupSets, slots, windows, sets, base, having, targets, sorts, distinct, distinctOn, limit, offset, rowsMax: env.rowsMax };
 }
 
 /** PostgreSQL's refusals of a grouped query's ungrouped columns (42803) and of DISTINCT's ORDER BY (42P10): grouping-check.ts. */
@@ -310,7 +315,7 @@ function checkClauses(sel: SelectStmt, targets: Target[], scope: Scope, grouped:
 function selectSource(p: SelectParts, ctx: EvalContext): Tuple[] {
   let rows = p.from.rows(ctx);
   if (p.where) { const where = p.where; rows = rows.filter((r) => truth(where.eval(r, ctx)) === true); }
-  if (p.grouped) rows = aggregateRows(rows, p.groupExprs, p.slots, p.base, ctx, p.groupExprs.length === 0);
+  if (p.grouped) rows = p.groupSets ? aggregateBySets(rows, p.groupSets, p.groupExprs, p.slots, p.base, ctx) : aggregateRows(rows, p.groupExprs, p.slots, p.base, ctx, p.groupExprs.length === 0);
   if (p.having) { const having = p.having; rows = rows.filter((r) => truth(having.eval(r, ctx)) === true); }
   if (p.windows.length > 0) rows = computeWindows(rows, p.windows, p.base + p.slots.length, ctx);
   if (p.sets.length > 0) rows = expandSets(rows, p.sets, p.base + p.slots.length + p.windows.length, p.rowsMax, ctx);

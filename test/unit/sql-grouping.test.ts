@@ -61,4 +61,21 @@ describe('sql grouping rules', () => {
     expect(failure('select distinct on (a) a, id from g order by id')?.state).toBe('42P10');
     expect(failure('select distinct on (a) a, id from g order by id')?.message).toBe('SELECT DISTINCT ON expressions must match initial ORDER BY expressions');
   });
+
+  it('sql grouping: ROLLUP, CUBE and GROUPING SETS aggregate once per set, NULL in the columns a set does not group by', () => {
+    const t: LoadedRelation = {
+      columns: [{ rel: 't', name: 'id', type: 'int4', key: true }, { rel: 't', name: 'a', type: 'text' }, { rel: 't', name: 'b', type: 'int4' }, { rel: 't', name: 'c', type: 'int4' }],
+      rows: [[1n, 'x', 1n, 10n], [2n, 'x', 2n, 20n], [3n, 'y', 1n, 30n], [4n, 'y', 1n, 40n], [5n, null, 2n, 50n]],
+    };
+    const q = (sql: string): Tuple[] => runSelect(sql, { t }).rows;
+    expect(q('select a, b, sum(c) from t group by rollup (a, b) order by a nulls last, b nulls last, 3'))
+      .toEqual([['x', 1n, 10n], ['x', 2n, 20n], ['x', null, 30n], ['y', 1n, 70n], ['y', null, 70n], [null, 2n, 50n], [null, null, 50n], [null, null, 150n]]);
+    expect(q('select a, b, count(*) from t group by cube (a, b) order by a nulls last, b nulls last, 3')).toHaveLength(10);
+    expect(q('select a, b, sum(c) from t group by grouping sets ((a, b), a, ()) order by a nulls last, b nulls last, 3')).toHaveLength(8);
+    expect(q('select a, b, sum(c) from t group by a, rollup (b) order by a nulls last, b nulls last, 3'))
+      .toEqual([['x', 1n, 10n], ['x', 2n, 20n], ['x', null, 30n], ['y', 1n, 70n], ['y', null, 70n], [null, 2n, 50n], [null, null, 50n]]);
+    expect(runSelect('select b, sum(c) from t where id > 100 group by rollup (b)', { t }).rows).toEqual([[null, null]]);
+    expect(failed(() => q('select b, count(*) from t group by rollup (a)'))?.state).toBe('42803');
+    expect(failed(() => q('select count(*) from t group by rollup (b + 1)'))?.state).toBe('0A000');
+  });
 });
