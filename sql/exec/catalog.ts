@@ -19,6 +19,17 @@ export const SEQUENCES_TABLE = 'sql_sequences';
 export const CATALOG_CACHE_TTL_MS = 2_000;
 /** Index storage tables (indexes.ts) carry this prefix; they are not SQL tables of their own. */
 export const INDEX_TABLE_PREFIX = 'sql_index__';
+/** Views are rows of the SQL catalog under this prefix (views.ts). */
+export const VIEW_PREFIX = 'view:';
+
+/** A view: its query's parse tree (JSON) and text, and the column names CREATE VIEW gave. */
+export interface SqlViewDef {
+  name: string;
+  ast: string;
+  sql: string;
+  columns?: string[];
+}
+
 /** The hidden key column of a table created without PRIMARY KEY (YugabyteDB's ybrowid). */
 export const ROW_ID_COLUMN = 'ybrowid';
 
@@ -91,6 +102,7 @@ export const HIDDEN_TABLES = new Set([CATALOG_TABLE, SEQUENCES_TABLE, TRANSACTIO
 
 export class SqlCatalog {
   private readonly cache = new Map<string, { def: SqlTableDef | undefined; atMs: number }>();
+  private readonly viewCache = new Map<string, { def: SqlViewDef | undefined; atMs: number }>();
   private listCache: { defs: SqlTableDef[]; atMs: number } | undefined;
   private ready: Promise<void> | undefined;
 
@@ -109,8 +121,8 @@ export class SqlCatalog {
   }
 
   invalidate(name?: string): void {
-    if (name === undefined) this.cache.clear();
-    else this.cache.delete(name);
+    if (name === undefined) { this.cache.clear(); this.viewCache.clear(); }
+    else { this.cache.delete(name); this.viewCache.delete(name); }
     this.listCache = undefined;
     this.generation++;
   }
@@ -163,7 +175,7 @@ export class SqlCatalog {
     await this.ensureTables();
     const tables = await this.client.listTables();
     const stored = new Map<string, SqlTableDef>();
-    for (const r of await this.client.table(CATALOG_TABLE).scan()) if (!String(r['name']).startsWith('extension:')) stored.set(String(r['name']), JSON.parse(String(r['def'])) as SqlTableDef);
+    for (const r of await this.client.table(CATALOG_TABLE).scan()) if (!String(r['name']).startsWith('extension:') && !String(r['name']).startsWith(VIEW_PREFIX)) stored.set(String(r['name']), JSON.parse(String(r['def'])) as SqlTableDef);
     const defs: SqlTableDef[] = [];
     for (const t of tables) {
       if (HIDDEN_TABLES.has(t.name) || t.name.startsWith(INDEX_TABLE_PREFIX)) continue;
@@ -173,6 +185,32 @@ export class SqlCatalog {
     defs.sort((a, b) => a.name.localeCompare(b.name));
     if (gen === this.generation) this.listCache = { defs, atMs };
     return defs;
+  }
+
+  /** A view's definition (views.ts), cached as table definitions are; undefined when there is none. */
+  async getView(name: string): Promise<SqlViewDef | undefined> {
+    const c = this.viewCache.get(name);
+    if (c && performance.now() - c.atMs < CATALOG_CACHE_TTL_MS) return c.def;
+    const atMs = performance.now();
+    const gen = this.generation;
+    await this.ensureTables();
+    const row = await this.client.table(CATALOG_TABLE).get({ name: VIEW_PREFIX + name });
+    const def = row && typeof row['def'] === 'string' ? (JSON.parse(row['def']) as SqlViewDef) : undefined;
+    if (this.viewCache.size > 10_000) this.viewCache.clear();
+    if (gen === this.generation) this.viewCache.set(name, { def, atMs });
+    return def;
+  }
+
+  async storeView(def: SqlViewDef): Promise<void> {
+    await this.ensureTables();
+    await this.client.table(CATALOG_TABLE).upsert({ name: VIEW_PREFIX + def.name, def: JSON.stringify(def) });
+    this.invalidate(def.name);
+  }
+
+  async removeView(name: string): Promise<void> {
+    await this.ensureTables();
+    await this.client.table(CATALOG_TABLE).delete({ name: VIEW_PREFIX + name });
+    this.invalidate(name);
   }
 
   async store(def: SqlTableDef): Promise<void> {

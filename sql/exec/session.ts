@@ -33,6 +33,7 @@ import { copyStatement, type CopyIn, type CopyOut } from './copy';
 import { SqlPrepared } from './sql-prepare';
 import { createTableAs } from './create-table-as';
 import { lockReadRows, lockTargets } from './for-update';
+import { createView, dropViews, expandViews } from './views';
 import { createSequence, dropSequences, prepareSequences, SessionSequences } from './sequence-ddl';
 import { defaultSettings, readTimeOf, showAll, showVariable, setVariable } from './settings';
 
@@ -169,7 +170,7 @@ export class SqlSession {
 
   /** Output columns of a statement without running it (Describe). */
   async describe(ps: ParsedStatement, paramTypes: SqlTypeName[]): Promise<OutputField[] | undefined> {
-    const s = ps.stmt;
+    const s = await expandViews(ps.stmt, this.deps.catalog);
     const explain = 'ExplainStmt' in s;
     if (explain) return [{ name: 'QUERY PLAN', type: 'text', tableOid: 0, attnum: 0 }];
     if ('VariableShowStmt' in s) return [{ name: s.VariableShowStmt.name ?? '', type: 'text', tableOid: 0, attnum: 0 }];
@@ -204,6 +205,8 @@ export class SqlSession {
     // A point SELECT of a template with a kept plan (plan-cache.ts) runs without its tree: a SELECT, so
     // no TransactionStmt, DML, and it needs the block's transaction.
     const planned = ps.template && this.planCacheOn() ? await cachedPointPlan(ps.template, this.deps.catalog, this.rowsMax(), paramTypes) : undefined;
+    // Views in FROM become their queries (views.ts); a kept plan reads a table, never a view.
+    if (!planned) { const st = await expandViews(ps.stmt, this.deps.catalog); if (st !== ps.stmt) ps = { stmt: st, sql: ps.sql }; }
     const s = planned ? undefined : ps.stmt;
     if (s && 'TransactionStmt' in s) return this.transactionStmt(s.TransactionStmt);
     if (this.txnFailed) throw new SqlError(SqlState.IN_FAILED_TXN, 'current transaction is aborted, commands ignored until end of transaction block');
@@ -257,7 +260,7 @@ export class SqlSession {
       const objs = (d.objects ?? []).map((o) => { const p = 'List' in o ? names(o.List.items) : []; return p[p.length - 1] ?? ''; });
       return { tag: 'DROP INDEX', notices: await dropIndexes(objs, d.missing_ok === true, ddl) };
     }
-    if ('DropStmt' in s && s.DropStmt.removeType !== 'OBJECT_SEQUENCE') {
+    if ('DropStmt' in s && s.DropStmt.removeType !== 'OBJECT_SEQUENCE' && s.DropStmt.removeType !== 'OBJECT_VIEW') {
       const d = s.DropStmt;
       if (d.removeType !== 'OBJECT_TABLE') throw notSupported(`DROP ${(d.removeType ?? '').replace('OBJECT_', '')}`);
       const objs = (d.objects ?? []).map((o) => { const p = 'List' in o ? names(o.List.items) : []; return p[p.length - 1] ?? ''; });
@@ -309,7 +312,9 @@ export class SqlSession {
     const s = ps.stmt;
     if ('PrepareStmt' in s) { this.prepared.prepare(s.PrepareStmt, ps.sql); return { tag: 'PREPARE' }; }
     if ('CreateSeqStmt' in s) { const r = await createSequence(s.CreateSeqStmt, this.deps.sequences); return { tag: 'CREATE SEQUENCE', ...(r.notice ? { notices: [r.notice] } : {}) }; }
+    if ('DropStmt' in s && s.DropStmt.removeType === 'OBJECT_VIEW') return { tag: 'DROP VIEW', notices: await dropViews(s.DropStmt.objects ?? [], s.DropStmt.missing_ok === true, this.deps.catalog) };
     if ('DropStmt' in s) return { tag: 'DROP SEQUENCE', notices: await dropSequences(s.DropStmt.objects ?? [], s.DropStmt.missing_ok === true, this.deps.sequences) };
+    if ('ViewStmt' in s) { await createView(s.ViewStmt, ps.sql, { catalog: this.deps.catalog, describe: async (q) => ((await this.describe({ stmt: q, sql: '' }, [])) ?? []).map((f) => f.name) }); return { tag: 'CREATE VIEW' }; }
     if ('DeallocateStmt' in s) { this.prepared.deallocate(s.DeallocateStmt); return { tag: 'DEALLOCATE' }; }
     if ('DiscardStmt' in s) this.prepared.deallocate({ isall: true });
     if ('CreateTableAsStmt' in s) return createTableAs(s.CreateTableAsStmt, ps.sql, { describe: (q) => this.describe(q, []), createTable: (c) => createTable(c.CreateStmt, undefined, ddl), insert: (i) => this.dml(i, [], []) });

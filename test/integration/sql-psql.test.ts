@@ -311,6 +311,33 @@ describe('SQL over the PostgreSQL protocol', () => {
     }
   });
 
+  it('sql: CREATE [OR REPLACE] VIEW (column names, views over views, joins), DROP VIEW; writing to a view is 0A000; a bad view is refused when created', async () => {
+    const c = await connect();
+    const code = (sql: string): Promise<string | undefined> => c.query(sql).then(() => undefined, (e: { code?: string }) => e.code);
+    try {
+      await c.query('create table vt (id int primary key, g int, s text)');
+      await c.query("insert into vt select i, i % 3, 'x' || i from generate_series(1, 10) i");
+      await c.query('create view vv as select id, s from vt where g = 1');
+      expect((await c.query('select id from vv order by id')).rows.map((r: { id: number }) => r.id)).toEqual([1, 4, 7, 10]);
+      expect((await c.query('select vv.s, vt.g from vv join vt on vt.id = vv.id where vv.id = 4')).rows).toEqual([{ s: 'x4', g: 1 }]);
+      await c.query('create view vv2 (k, label) as select id, upper(s) from vv where id > 3');
+      expect((await c.query('select label from vv2 where k = 7')).rows).toEqual([{ label: 'X7' }]);
+      expect(await code('create view vv as select 1')).toBe('42P07');
+      expect(await code('create view vt as select 1')).toBe('42P07');
+      await c.query('create or replace view vv as select id, s from vt where g = 2');
+      expect((await c.query('select count(*)::int as n from vv2')).rows).toEqual([{ n: 2 }]);
+      expect(await code("update vv set s = 'y'")).toBe('0A000');
+      expect(await code('create view bad as select nope from vt')).toBe('42703');
+      expect(await code('drop view vt')).toBe('42809');
+      expect(await code('drop view nope')).toBe('42P01');
+      await c.query('drop view if exists nope');
+      await c.query('drop view vv2');
+      expect(await code('select * from vv2')).toBe('42P01');
+    } finally {
+      await c.end();
+    }
+  });
+
   it('sql: garbage on the port closes that connection only', async () => {
     const c = await connect();
     try {
