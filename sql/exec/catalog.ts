@@ -28,6 +28,8 @@ export interface SqlViewDef {
   ast: string;
   sql: string;
   columns?: string[];
+  /** The columns' types (for \d), as planned at CREATE VIEW. */
+  types?: SqlTypeName[];
 }
 
 /** The hidden key column of a table created without PRIMARY KEY (YugabyteDB's ybrowid). */
@@ -80,6 +82,8 @@ export interface SqlTableDef {
   indexes?: SqlIndexDef[];
   /** CHECK constraints: each row written must not make one false (dml.ts checkRow). */
   checks?: SqlCheckDef[];
+  /** A view's query text (views.ts): list() gives views beside tables, for pg_class (relkind 'v') and \d. */
+  viewSql?: string;
 }
 
 /** A CHECK constraint: PostgreSQL's name for it, its SQL text and parse tree (JSON). */
@@ -175,8 +179,12 @@ export class SqlCatalog {
     await this.ensureTables();
     const tables = await this.client.listTables();
     const stored = new Map<string, SqlTableDef>();
-    for (const r of await this.client.table(CATALOG_TABLE).scan()) if (!String(r['name']).startsWith('extension:') && !String(r['name']).startsWith(VIEW_PREFIX)) stored.set(String(r['name']), JSON.parse(String(r['def'])) as SqlTableDef);
     const defs: SqlTableDef[] = [];
+    for (const r of await this.client.table(CATALOG_TABLE).scan()) {
+      const name = String(r['name']);
+      if (name.startsWith(VIEW_PREFIX)) defs.push(viewAsDef(JSON.parse(String(r['def'])) as SqlViewDef));
+      else if (!name.startsWith('extension:')) stored.set(name, JSON.parse(String(r['def'])) as SqlTableDef);
+    }
     for (const t of tables) {
       if (HIDDEN_TABLES.has(t.name) || t.name.startsWith(INDEX_TABLE_PREFIX)) continue;
       const d = stored.get(t.name) ?? (await this.get(t.name));
@@ -224,6 +232,12 @@ export class SqlCatalog {
     await this.client.table(CATALOG_TABLE).delete({ name });
     this.invalidate(name);
   }
+}
+
+/** A view as list() gives it: its columns, no key, its text. */
+function viewAsDef(v: SqlViewDef): SqlTableDef {
+  const columns = (v.columns ?? []).map((c, i): SqlColumnDef => ({ name: c, type: v.types?.[i] ?? 'text', typmod: -1, notNull: false }));
+  return { name: v.name, oid: tableOid(v.name), columns, hash: [], range: [], stored: true, hasPrimaryKey: false, viewSql: v.sql };
 }
 
 function derivedDef(name: string, cols: Array<{ name: string; type: ColumnType; nullable: boolean }>, hash: string[], range: string[]): SqlTableDef {

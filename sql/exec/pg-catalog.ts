@@ -56,7 +56,7 @@ const TABLES: Record<string, VirtualTable> = {
     ],
     rows: (defs) => defs.flatMap((d) => {
       const visible = d.columns.filter((c) => !c.hidden).length;
-      const table: SqlValue[] = [n(d.oid), d.name, PUBLIC_NAMESPACE_OID, 0n, 0n, BOOTSTRAP_USER_OID, HEAP_AM_OID, 0n, -1, d.hasPrimaryKey || (d.indexes?.length ?? 0) > 0, 'p', 'r', n(visible), n(d.checks?.length ?? 0), false, false, false, false, false, 'd', null, null, null, false, 0n, 0n, 0n, false, false];
+      const table: SqlValue[] = [n(d.oid), d.name, PUBLIC_NAMESPACE_OID, 0n, 0n, BOOTSTRAP_USER_OID, d.viewSql !== undefined ? 0n : HEAP_AM_OID, 0n, -1, d.hasPrimaryKey || (d.indexes?.length ?? 0) > 0, 'p', d.viewSql !== undefined ? 'v' : 'r', n(visible), n(d.checks?.length ?? 0), false, false, false, false, false, 'd', null, null, null, false, 0n, 0n, 0n, false, false];
       const index = (oid: bigint, name: string, cols: number): SqlValue[] => [oid, name, PUBLIC_NAMESPACE_OID, 0n, 0n, BOOTSTRAP_USER_OID, LSM_AM_OID, 0n, -1, false, 'p', 'i', n(cols), 0n, false, false, false, false, false, 'n', null, null, null, false, 0n, 0n, 0n, false, false];
       const secondary = (d.indexes ?? []).map((ix) => index(secondaryOid(ix), ix.name, ix.columns.length));
       return [table, ...(d.hasPrimaryKey ? [index(indexOid(d), `${d.name}_pkey`, d.hash.length + d.range.length)] : []), ...secondary];
@@ -232,10 +232,9 @@ registerFunction('array_upper', (a) => BigInt(parseArrayLength(a[0]!)));
 registerFunction('array_length', (a) => BigInt(parseArrayLength(a[0]!)));
 registerFunction('pg_get_statisticsobjdef_columns', () => null);
 registerFunction('pg_get_partkeydef', () => null);
-registerFunction('pg_get_viewdef', () => null);
+registerFunction('pg_get_viewdef', (a) => lastDefs.find((d) => a[0] !== null && BigInt(d.oid) === BigInt(textOf(a[0]!)) && d.viewSql !== undefined)?.viewSql ?? null);
 registerFunction('pg_get_triggerdef', () => null);
 registerFunction('pg_tablespace_location', () => '');
-registerFunction('quote_ident', (a) => { const t = textOf(a[0]!); return /^[a-z_][a-z0-9_]*$/.test(t) ? t : `"${t.replace(/"/g, '""')}"`; });
 
 function parseArrayLength(v: SqlValue): number {
   const t = textOf(v).replace(/^\{|\}$/g, '');

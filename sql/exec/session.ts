@@ -314,7 +314,7 @@ export class SqlSession {
     if ('CreateSeqStmt' in s) { const r = await createSequence(s.CreateSeqStmt, this.deps.sequences); return { tag: 'CREATE SEQUENCE', ...(r.notice ? { notices: [r.notice] } : {}) }; }
     if ('DropStmt' in s && s.DropStmt.removeType === 'OBJECT_VIEW') return { tag: 'DROP VIEW', notices: await dropViews(s.DropStmt.objects ?? [], s.DropStmt.missing_ok === true, this.deps.catalog) };
     if ('DropStmt' in s) return { tag: 'DROP SEQUENCE', notices: await dropSequences(s.DropStmt.objects ?? [], s.DropStmt.missing_ok === true, this.deps.sequences) };
-    if ('ViewStmt' in s) { await createView(s.ViewStmt, ps.sql, { catalog: this.deps.catalog, describe: async (q) => ((await this.describe({ stmt: q, sql: '' }, [])) ?? []).map((f) => f.name) }); return { tag: 'CREATE VIEW' }; }
+    if ('ViewStmt' in s) { await createView(s.ViewStmt, ps.sql, { catalog: this.deps.catalog, describe: async (q) => (await this.describe({ stmt: q, sql: '' }, [])) ?? [] }); return { tag: 'CREATE VIEW' }; }
     if ('DeallocateStmt' in s) { this.prepared.deallocate(s.DeallocateStmt); return { tag: 'DEALLOCATE' }; }
     if ('DiscardStmt' in s) this.prepared.deallocate({ isall: true });
     if ('CreateTableAsStmt' in s) return createTableAs(s.CreateTableAsStmt, ps.sql, { describe: (q) => this.describe(q, []), createTable: (c) => createTable(c.CreateStmt, undefined, ddl), insert: (i) => this.dml(i, [], []) });

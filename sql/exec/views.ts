@@ -9,6 +9,7 @@ import type { Node } from '../sql-parser';
 import { names } from './ast';
 import type { SqlCatalog, SqlViewDef } from './catalog';
 import { notSupported, SqlError, SqlState } from './sql-error';
+import type { SqlTypeName } from './sql-types';
 
 type ViewStmt = Extract<Node, { ViewStmt: unknown }>['ViewStmt'];
 type RangeVar = Extract<Node, { RangeVar: unknown }>['RangeVar'];
@@ -77,8 +78,8 @@ function dmlTarget(s: Node): string | undefined {
 
 export interface ViewDeps {
   catalog: SqlCatalog;
-  /** The query's output column names (planning it checks that its tables and columns exist). */
-  describe(query: Node): Promise<string[]>;
+  /** The query's output columns (planning it checks that its tables and columns exist). */
+  describe(query: Node): Promise<Array<{ name: string; type: SqlTypeName }>>;
 }
 
 /** CREATE [OR REPLACE] VIEW name [(cols)] AS SELECT …; `sql` is the statement's text. */
@@ -93,14 +94,15 @@ export async function createView(s: ViewStmt, sql: string, deps: ViewDeps): Prom
   fromNames(s.query, found, new Set());
   if (found.has(name)) throw new SqlError(SqlState.INVALID_RECURSION, `infinite recursion detected in rules for relation "${name}"`);
   // Planned once now, views inside it expanded: unknown tables and columns are the CREATE's error.
-  const cols = await deps.describe(await expandViews(s.query, deps.catalog));
+  const fields = await deps.describe(await expandViews(s.query, deps.catalog));
+  const cols = fields.map((f) => f.name);
   const given = names(s.aliases);
   if (given.length > cols.length) throw new SqlError(SqlState.SYNTAX_ERROR, 'CREATE VIEW specifies more column names than columns');
   const columns = cols.map((c, i) => given[i] ?? c);
   if (new Set(columns).size !== columns.length) throw new SqlError(SqlState.DUPLICATE_COLUMN, `column "${columns.find((c, i) => columns.indexOf(c) !== i)}" specified more than once`);
   if (old?.columns && old.columns.some((c, i) => columns[i] !== c)) throw new SqlError(SqlState.INVALID_TABLE_DEFINITION, 'cannot change name of view column', { hint: 'Use ALTER VIEW … RENAME COLUMN … to change name of view column instead.' });
   const text = /\bas\s+([\s\S]*?);?\s*$/i.exec(sql)?.[1] ?? '';
-  await deps.catalog.storeView({ name, ast: JSON.stringify(s.query), sql: text, columns });
+  await deps.catalog.storeView({ name, ast: JSON.stringify(s.query), sql: text, columns, types: fields.map((f) => f.type) });
 }
 
 /** DROP VIEW [IF EXISTS] a, b: notices for the missing ones with IF EXISTS. */

@@ -331,6 +331,15 @@ describe('SQL over the PostgreSQL protocol', () => {
       expect(await code('drop view vt')).toBe('42809');
       expect(await code('drop view nope')).toBe('42P01');
       await c.query('drop view if exists nope');
+      if (havePsql) {
+        // psql lists it as a view, with its columns' types and its definition.
+        const d = psql('\\dv\n\\d+ vv2\n');
+        expect(d.status).toBe(0);
+        expect(d.stdout).toMatch(/vv2\s+\|\s+view/);
+        expect(d.stdout).toContain('View "public.vv2"');
+        expect(d.stdout).toMatch(/label\s+\|\s+text/);
+        expect(d.stdout).toContain('View definition:');
+      }
       await c.query('drop view vv2');
       expect(await code('select * from vv2')).toBe('42P01');
     } finally {
