@@ -308,6 +308,11 @@ export function compileExpr(n: Node, scope: Scope, env: CompileEnv): Compiled {
   if ('TypeCast' in n) {
     const inner = compileExpr(n.TypeCast.arg!, scope, env);
     const { type } = typeOfTypeName(n.TypeCast.typeName);
+    // '{1,2}'::int[]: the text form, with its element type known.
+    if ((n.TypeCast.typeName?.arrayBounds?.length ?? 0) > 0) {
+      const { arrayBounds: _b, ...elementName } = n.TypeCast.typeName!;
+      return { type: 'text', name: inner.name === '?column?' ? baseName(n.TypeCast.typeName!.names) : inner.name, elementType: typeOfTypeName(elementName).type, eval: (row, ctx) => coerce(inner.eval(row, ctx), 'text') };
+    }
     const name = inner.name === '?column?' ? (n.TypeCast.typeName?.names ? baseName(n.TypeCast.typeName.names) : type) : inner.name;
     if (type === 'regclass') return { type: 'oid', name, eval: (row, ctx) => { const v = inner.eval(row, ctx); return v === null ? null : typeof v === 'bigint' ? v : BigInt(tableOid(textOf(v).replace(/^(public|pg_catalog)\./, '').replace(/"/g, ''))); } };
     if (inner.type === 'numeric' && isIntegerType(type)) return { type, name, eval: (row, ctx) => numericToInt(inner.eval(row, ctx), type) };
@@ -355,18 +360,26 @@ export function compileExpr(n: Node, scope: Scope, env: CompileEnv): Compiled {
   if ('SubLink' in n) return compileSubLink(n.SubLink, scope, env);
   if ('SQLValueFunction' in n) return compileValueFunction(n.SQLValueFunction.op ?? 'SVFOP_CURRENT_TIMESTAMP');
   if ('FuncCall' in n) return compileFuncCall(n, scope, env);
-  if ('A_ArrayExpr' in n) throw notSupported('arrays');
+  if ('A_ArrayExpr' in n) {
+    // ARRAY[…]: PostgreSQL's text form, typed text as tessera's other arrays (docs/sql.md, "Limits"); an inner ARRAY[…] is a sub-array.
+    const items = (n.A_ArrayExpr.elements ?? []).map((el) => ({ nested: 'A_ArrayExpr' in el, c: compileExpr(el, scope, env) }));
+    const elementType = items.reduce<SqlTypeName>((t, { nested, c }) => unify(t, nested ? c.elementType ?? 'unknown' : c.type), 'unknown');
+    return { type: 'text', name: 'array', ...(elementType !== 'unknown' ? { elementType } : {}), eval: (row, ctx) => `{${items.map(({ nested, c }) => { const v = c.eval(row, ctx); return nested && v !== null ? textOf(v) : arrayElementText(v); }).join(',')}}` };
+  }
   if ('A_Indirection' in n) {
     const arr = compileExpr(n.A_Indirection.arg!, scope, env);
     const ind = n.A_Indirection.indirection?.[0];
     if (!ind || !('A_Indices' in ind) || !ind.A_Indices.uidx) throw notSupported('this subscript');
     const idx = compileExpr(ind.A_Indices.uidx, scope, env);
-    // Elements of a text-form array have no type of their own: like a quoted literal, they take the type they meet.
-    return { type: 'unknown', name: arr.name, eval: (row, ctx) => {
+    // Elements of a text-form array have the array's element type where it is known (ARRAY[…], a cast);
+    // else, like a quoted literal, they take the type they meet.
+    const et = arr.elementType;
+    return { type: et ?? 'unknown', name: arr.name, eval: (row, ctx) => {
       const a = arr.eval(row, ctx);
       const i = idx.eval(row, ctx);
       if (a === null || i === null) return null;
-      return parseArrayText(textOf(a))[Number(coerce(i, 'int8')) - 1] ?? null;
+      const v = parseArrayText(textOf(a))[Number(coerce(i, 'int8')) - 1] ?? null;
+      return et && v !== null ? coerce(v, et) : v;
     } };
   }
   throw notSupported(`the expression ${nodeKind(n)}`);
@@ -431,7 +444,7 @@ function returnType(fname: string, args: SqlTypeName[]): SqlTypeName {
       return 'int4';
     case 'starts_with':
       return 'bool';
-    case 'bit_length': case 'width_bucket':
+    case 'bit_length': case 'width_bucket': case 'cardinality':
       return 'int4';
     case 'gcd': case 'lcm':
       return args[0] === 'int8' || args[1] === 'int8' ? 'int8' : 'int4';

@@ -6,7 +6,7 @@
  */
 import { SqlError, SqlState } from './sql-error';
 import { registerFunction } from './functions';
-import { arrayElementText } from './array-text';
+import { arrayElementText, parseArrayText } from './array-text';
 import { parseDecimal } from './decimal';
 import { coerce, textOf, type SqlValue } from './sql-types';
 import type { EvalContext } from './scope';
@@ -222,3 +222,25 @@ registerFunction('setval', (a, ctx) => {
   ctx.setval(textOf(a[0]!), last);
   return v;
 });
+registerFunction('cardinality', (a) => BigInt((textOf(a[0]!).match(/[^{},]+|"(?:[^"\\]|\\.)*"/g) ?? []).length));
+
+const arrayText = (items: SqlValue[]): string => `{${items.map(arrayElementText).join(',')}}`;
+/** Elements of an array argument (its text form), NULL ones kept. */
+const elements = (v: SqlValue): SqlValue[] => parseArrayText(textOf(v));
+registerFunction('string_to_array', (a) => {
+  if (a[0] === null) return null;
+  const s = textOf(a[0]!);
+  if (s === '') return '{}';
+  const parts = a[1] === null ? [...s] : textOf(a[1]!) === '' ? [s] : s.split(textOf(a[1]!));
+  const nul = a[2] == null ? undefined : textOf(a[2]);
+  return arrayText(parts.map((p) => (p === nul ? null : p)));
+});
+registerFunction('array_position', (a) => {
+  if (a[0] === null) return null;
+  const i = elements(a[0]!).findIndex((v) => v !== null && a[1] !== null && textOf(v) === textOf(a[1]!));
+  return i < 0 ? null : BigInt(i + 1);
+});
+registerFunction('array_append', (a) => (a[0] === null ? arrayText([a[1] ?? null]) : arrayText([...elements(a[0]!), a[1] ?? null])));
+registerFunction('array_prepend', (a) => (a[1] === null ? arrayText([a[0] ?? null]) : arrayText([a[0] ?? null, ...elements(a[1]!)])));
+registerFunction('array_cat', (a) => (a[0] === null ? a[1] ?? null : a[1] === null ? a[0]! : arrayText([...elements(a[0]!), ...elements(a[1]!)])));
+registerFunction('array_remove', (a) => (a[0] === null ? null : arrayText(elements(a[0]!).filter((v) => (a[1] === null ? v !== null : v === null || textOf(v) !== textOf(a[1]!))))));

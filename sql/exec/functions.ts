@@ -284,7 +284,7 @@ export function registerFunction(name: string, fn: Fn): void {
 }
 
 /** Strict functions return null on a null argument, as PostgreSQL's do (concat and a few others are not strict). */
-const NOT_STRICT = new Set(['concat', 'concat_ws', 'now', 'random', 'version', 'current_database', 'current_schema', 'current_user', 'session_user', 'pg_backend_pid', 'gen_random_uuid', 'pi', 'clock_timestamp', 'transaction_timestamp', 'statement_timestamp', 'dbms_random.value', 'pg_get_expr', 'format_type', 'format', 'quote_nullable', 'lastval']);
+const NOT_STRICT = new Set(['concat', 'concat_ws', 'now', 'random', 'version', 'current_database', 'current_schema', 'current_user', 'session_user', 'pg_backend_pid', 'gen_random_uuid', 'pi', 'clock_timestamp', 'transaction_timestamp', 'statement_timestamp', 'dbms_random.value', 'pg_get_expr', 'format_type', 'format', 'quote_nullable', 'lastval', 'string_to_array', 'array_position', 'array_append', 'array_prepend', 'array_cat', 'array_remove']);
 
 export function callFunction(name: string, args: SqlValue[], ctx: EvalContext): SqlValue {
   const f = FUNCTIONS[name] ?? EXTRA.get(name);

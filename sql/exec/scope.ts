@@ -67,4 +67,6 @@ export interface Compiled {
   /** The output column name PostgreSQL would give this expression. */
   name: string;
   eval: (row: Tuple, ctx: EvalContext) => SqlValue;
+  /** An array's element type, where known (its value is the text form): subscripts and unnest give that type. */
+  elementType?: SqlTypeName;
 }

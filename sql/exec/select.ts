@@ -113,7 +113,7 @@ function fromItem(n: Node, env: PlanEnv, outer: Scope | undefined): FromItem {
     const fname = baseName(call.FuncCall.funcname);
     if (!isSetReturning(fname)) throw notSupported(`function ${fname} in FROM (only set-returning functions: generate_series, unnest, regexp_matches, regexp_split_to_table, string_to_table)`);
     const args = (call.FuncCall.args ?? []).map((a) => compileExpr(a, new Scope([], outer), compileEnv(env)));
-    const g = srfOf(fname, args.length);
+    const g = srfOf(fname, args.length, args[0]?.elementType);
     const rel = aliasName(rf.alias, fname);
     const colName = names(rf.alias?.colnames)[0] ?? rel;
     return { columns: [{ rel, name: colName, type: g.type }], rows: (ctx) => g.values(args.map((a) => a.eval([], ctx)), env.rowsMax).map((v) => [v]) };

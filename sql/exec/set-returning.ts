@@ -47,7 +47,7 @@ export interface SrfSlot {
 }
 
 /** Checks a call's arity and gives its result type and value function. */
-export function srfOf(fname: string, argc: number): { type: SqlTypeName; values: SrfSlot['values'] } {
+export function srfOf(fname: string, argc: number, elementType?: SqlTypeName): { type: SqlTypeName; values: SrfSlot['values'] } {
   if (fname === 'generate_series') {
     if (argc < 2 || argc > 3) throw new SqlError(SqlState.UNDEFINED_FUNCTION, 'generate_series takes 2 or 3 arguments');
     return { type: 'int4', values: seriesValues };
@@ -60,6 +60,8 @@ export function srfOf(fname: string, argc: number): { type: SqlTypeName; values:
     return { type: fname.endsWith('_elements') ? doc : 'text', values: (a, max) => { const out = jsonRows(fname, a[0]!); limitRows(out.length, max); return out; } };
   }
   if (argc !== 1) throw new SqlError(SqlState.FEATURE_NOT_SUPPORTED, 'unnest of several arrays is not supported by tessera');
+  // unnest: elements of the array's element type when known (ARRAY[…], a cast), else text.
+  if (elementType) return { type: elementType, values: (a, max) => unnestValues(a[0]!, max).map((v) => (v === null ? null : coerce(v, elementType))) };
   return { type: 'text', values: (a, max) => unnestValues(a[0]!, max) };
 }
 
@@ -69,7 +71,7 @@ export function srfSlots(slots: SrfSlot[], offset: () => number, scope: Scope, e
     if (!('FuncCall' in call)) throw new SqlError(SqlState.SYNTAX_ERROR, 'malformed call');
     const fname = baseName(call.FuncCall.funcname);
     const args = (call.FuncCall.args ?? []).map((a) => compileExpr(a, scope, env));
-    const { type, values } = srfOf(fname, args.length);
+    const { type, values } = srfOf(fname, args.length, args[0]?.elementType);
     const slot = slots.length;
     slots.push({ args, values });
     return { type, name: fname, eval: (row) => row[offset() + slot] ?? null };

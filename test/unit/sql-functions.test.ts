@@ -95,4 +95,13 @@ describe('sql functions', () => {
     expect(query(`select * from jsonb_array_elements('[1, "a", {"b": 2}]')`)).toEqual([['1'], ['"a"'], ['{"b": 2}']]);
     expect(query(`select jsonb_array_elements_text('[1, "a", null]')`)).toEqual([['1'], ['a'], [null]]);
   });
+
+  it('sql functions: ARRAY[…] (nested, NULLs, quoting), = ANY / <> ALL over it, subscripts and unnest with the element type, cardinality', () => {
+    expect(one("select array[1, 2, 3], array['a', 'b c', null], array[array[1, 2], array[3, 4]]")).toEqual(['{1,2,3}', '{a,"b c",NULL}', '{{1,2},{3,4}}']);
+    expect(one('select 2 = any(array[1, 2]), 2 <> all(array[1, 2]), (array[10, 20, 30])[2] + 1, (\'{4,5}\'::int[])[1] * 2, cardinality(array[1, 2, 3])')).toEqual([true, false, 21n, 8n, 3n]);
+    expect(query('select unnest(array[5, 6]) + 1')).toEqual([[6n], [7n]]);
+    expect(query("select * from unnest('{1,NULL,3}'::int[]) as t(v)")).toEqual([[1n], [null], [3n]]);
+    expect(one("select string_to_array('a,,c', ',', ''), string_to_array('abc', null), array_position(array['a', 'b'], 'b'), array_append(array[1, 2], 3), array_prepend(0, array[1]), array_cat(array[1], array[2, 3]), array_remove(array[1, 2, 1], 1)"))
+      .toEqual(['{a,NULL,c}', '{a,b,c}', 2n, '{1,2,3}', '{0,1}', '{1,2,3}', '{2}']);
+  });
 });
