@@ -65,7 +65,10 @@ type SelectStmt = Extract<Node, { SelectStmt: unknown }>['SelectStmt'];
 
 export interface FromItem {
   columns: ScopeColumn[];
-  rows: (ctx: EvalContext) => Tuple[];
+  /** `left`: for a LATERAL item (perLeft), the row of the items before it that it is read for. */
+  rows: (ctx: EvalContext, left?: Tuple) => Tuple[];
+  /** LATERAL: its rows depend on the row of the FROM items to its left (docs/sql.md, "Queries and DML"). */
+  perLeft?: boolean;
 }
 
 
@@ -91,7 +94,8 @@ function renameColumns(cols: ScopeColumn[], rel: string, colnames: Node[] | unde
   return cols.map((c, i) => ({ ...c, rel, name: renames[i] ?? c.name }));
 }
 
-function fromItem(n: Node, env: PlanEnv, outer: Scope | undefined): FromItem {
+/** `left`: the columns of the FROM items before this one, which a LATERAL item (or a function in FROM) may name. */
+function fromItem(n: Node, env: PlanEnv, outer: Scope | undefined, left: ScopeColumn[] = []): FromItem {
   if ('RangeVar' in n) {
     const cte = !n.RangeVar.schemaname ? env.ctes?.get(n.RangeVar.relname ?? '') : undefined;
     if (cte) {
@@ -106,26 +110,28 @@ function fromItem(n: Node, env: PlanEnv, outer: Scope | undefined): FromItem {
   }
   if ('RangeFunction' in n) {
     const rf = n.RangeFunction;
-    if (rf.lateral) throw notSupported('LATERAL');
     const first = rf.functions?.[0];
     const call = first && 'List' in first ? first.List.items?.[0] : undefined;
     if (!call || !('FuncCall' in call)) throw notSupported('this function in FROM');
     const fname = baseName(call.FuncCall.funcname);
     if (!isSetReturning(fname)) throw notSupported(`function ${fname} in FROM (only set-returning functions: generate_series, unnest, regexp_matches, regexp_split_to_table, string_to_table)`);
-    const args = (call.FuncCall.args ?? []).map((a) => compileExpr(a, new Scope([], outer), compileEnv(env)));
+    // A function in FROM may name the columns of the items before it (PostgreSQL's implicit LATERAL).
+    const args = (call.FuncCall.args ?? []).map((a) => compileExpr(a, new Scope(left, outer), compileEnv(env)));
     const g = srfOf(fname, args.length, args[0]?.elementType);
     const rel = aliasName(rf.alias, fname);
     const colName = names(rf.alias?.colnames)[0] ?? rel;
-    return { columns: [{ rel, name: colName, type: g.type }], rows: (ctx) => g.values(args.map((a) => a.eval([], ctx)), env.rowsMax).map((v) => [v]) };
+    return { columns: [{ rel, name: colName, type: g.type }], perLeft: left.length > 0, rows: (ctx, l) => g.values(args.map((a) => a.eval(l ?? [], ctx)), env.rowsMax).map((v) => [v]) };
   }
   if ('RangeSubselect' in n) {
     const sub = n.RangeSubselect;
-    if (sub.lateral) throw notSupported('LATERAL');
     if (!sub.subquery || !('SelectStmt' in sub.subquery)) throw notSupported('this subquery in FROM');
-    const p = compileSelect(sub.subquery.SelectStmt, env, outer);
+    // LATERAL: planned with the items before it as its outer query, run once per row of theirs.
+    const lateral = sub.lateral === true && left.length > 0;
+    const p = compileSelect(sub.subquery.SelectStmt, env, lateral ? new Scope(left, outer) : outer);
     const rel = aliasName(sub.alias, '');
     const columns = renameColumns(p.fields.map((f) => ({ rel, name: f.name, type: f.type })), rel, sub.alias?.colnames);
-    return { columns, rows: (ctx) => p.run(ctx) };
+    if (!lateral) return { columns, rows: (ctx) => p.run(ctx) };
+    return { columns, perLeft: true, rows: (ctx, l) => { ctx.outerRows.push(l ?? []); try { return p.run(ctx); } finally { ctx.outerRows.pop(); } } };
   }
   if ('JoinExpr' in n) return joinItem(n.JoinExpr, env, outer);
   throw notSupported(`this FROM item`);
@@ -138,9 +144,10 @@ function fromItem(n: Node, env: PlanEnv, outer: Scope | undefined): FromItem {
  */
 function joinItem(j: Extract<Node, { JoinExpr: unknown }>['JoinExpr'], env: PlanEnv, outer: Scope | undefined): FromItem {
   const l = fromItem(j.larg!, env, outer);
-  const r = fromItem(j.rarg!, env, outer);
+  const r = fromItem(j.rarg!, env, outer, l.columns);
   const kind = j.jointype ?? 'JOIN_INNER';
   if (kind !== 'JOIN_INNER' && kind !== 'JOIN_LEFT' && kind !== 'JOIN_RIGHT' && kind !== 'JOIN_FULL') throw notSupported(`${kind.replace('JOIN_', '')} JOIN`);
+  if (r.perLeft && kind !== 'JOIN_INNER' && kind !== 'JOIN_LEFT') throw new SqlError(SqlState.INVALID_COLUMN_REFERENCE, 'The combining JOIN type must be INNER or LEFT for a LATERAL reference.');
   const using = j.isNatural ? l.columns.filter((c) => !c.hidden && r.columns.some((d) => !d.hidden && d.name === c.name)).map((c) => c.name) : names(j.usingClause);
   const side = (cols: ScopeColumn[], name: string, what: string): number => {
     const hits = cols.flatMap((c, i) => (c.name === name && !c.hidden ? [i] : []));
@@ -168,13 +175,13 @@ function joinItem(j: Extract<Node, { JoinExpr: unknown }>['JoinExpr'], env: Plan
     columns,
     rows: (ctx) => {
       const ls = l.rows(ctx);
-      const rs = r.rows(ctx);
+      const rs = r.perLeft ? [] : r.rows(ctx);
       const out: Tuple[] = [];
       const rightMatched = new Set<number>();
       const outerSide = kind === 'JOIN_RIGHT' ? rs : ls;
       for (const o of outerSide) {
         let matched = false;
-        (kind === 'JOIN_RIGHT' ? ls : rs).forEach((i, k) => {
+        (kind === 'JOIN_RIGHT' ? ls : r.perLeft ? r.rows(ctx, o) : rs).forEach((i, k) => {
           const row = kind === 'JOIN_RIGHT' ? [...i, ...o] : [...o, ...i];
           if (tests.every((t) => truth(t(row, ctx)) === true)) {
             matched = true;
@@ -194,7 +201,14 @@ function joinItem(j: Extract<Node, { JoinExpr: unknown }>['JoinExpr'], env: Plan
 
 /** The FROM list's items joined (UPDATE … FROM, DELETE … USING): their columns and rows. */
 export function fromList(list: Node[], env: PlanEnv, outer?: Scope): FromItem {
-  return crossJoin(list.map((f) => fromItem(f, env, outer)), env);
+  return crossJoin(fromItems(list, env, outer), env);
+}
+
+/** The FROM list's items in order, each knowing the columns of those before it (for LATERAL). */
+function fromItems(list: Node[], env: PlanEnv, outer: Scope | undefined): FromItem[] {
+  const items: FromItem[] = [];
+  for (const f of list) items.push(fromItem(f, env, outer, items.flatMap((i) => i.columns)));
+  return items;
 }
 
 function crossJoin(items: FromItem[], env: PlanEnv): FromItem {
@@ -203,8 +217,8 @@ function crossJoin(items: FromItem[], env: PlanEnv): FromItem {
     columns: [...a.columns, ...b.columns],
     rows: (ctx) => {
       const out: Tuple[] = [];
-      const bs = b.rows(ctx);
-      for (const x of a.rows(ctx)) for (const y of bs) {
+      const bs = b.perLeft ? [] : b.rows(ctx);
+      for (const x of a.rows(ctx)) for (const y of b.perLeft ? b.rows(ctx, x) : bs) {
         out.push([...x, ...y]);
         limitRows(out.length, env.rowsMax);
       }
@@ -265,7 +279,7 @@ interface SelectParts {
 
 /** Compiles the clauses of a plain SELECT (no set operation, no VALUES) into its parts. */
 function compileSelectParts(sel: SelectStmt, env: PlanEnv, outer: Scope | undefined): SelectParts {
-  const from = crossJoin((sel.fromClause ?? []).map((f) => fromItem(f, env, outer)), env);
+  const from = crossJoin(fromItems(sel.fromClause ?? [], env, outer), env);
   const scope = new Scope(from.columns, outer);
   const relOids = new Map<string, number>();
   const baseEnv = compileEnv(env);

@@ -46,4 +46,13 @@ describe('sql joins and comparisons', () => {
     expect(state('select 32767::smallint + 1::smallint')).toBe('22003');
     expect(Buffer.from(query("select sha256('abc'::bytea)").rows[0]![0] as Uint8Array).toString('hex')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
   });
+
+  it('sql joins: LATERAL subqueries and functions in FROM read the row of the items before them; LEFT JOIN LATERAL keeps rows without a match; RIGHT is refused', () => {
+    expect(query('select a.id, s.y from a, lateral (select y from b where b.k = a.k order by y desc limit 1) s order by 1').rows).toEqual([[1n, 400n], [2n, 200n]]);
+    expect(query('select a.id, s.y from a left join lateral (select y from b where b.k = a.k) s on true order by 1').rows).toEqual([[1n, 400n], [2n, 200n], [3n, null]]);
+    expect(query('select a.id, g from a, generate_series(1, a.k) g order by 1, 2').rows).toEqual([[1n, 1n], [2n, 1n], [2n, 2n]]);
+    expect(query('select a.id, z.ten from a cross join lateral (select a.x * 10 as ten) z order by 1').rows).toEqual([[1n, 100n], [2n, 200n], [3n, null]]);
+    expect(state('select * from a right join lateral (select a.x) s on true')).toBe('42P10');
+    expect(state('select * from a, (select a.x) s')).toBe('42703');
+  });
 });
