@@ -213,6 +213,7 @@ export function toRun(round: number, workload: string, system: VsSystem, r: Load
     ...(r.serverCpuByThread ? { serverCpuByThread: r.serverCpuByThread } : {}),
     ...(r.clientCpu !== undefined ? { clientCpuSeconds: r.clientCpu } : {}),
     clientPeakRssBytes: r.result.maxRssBytes,
+    ...(r.result.commitPaths ? { commitPaths: r.result.commitPaths } : {}),
     ...(r.result.perSecond ? { perSecond: r.result.perSecond } : {}),
     ...(r.measureStartMonoMicros !== undefined ? { measureStartMonoMicros: r.measureStartMonoMicros } : {}),
     ...(secs ? { perSecondSpread: secs } : {}),

@@ -24,6 +24,8 @@ export interface VsRun {
   /** Transactions: the commit() call alone. */
   commitP50Ms?: number;
   commitP99Ms?: number;
+  /** Transactions: the measured window's commits by path (single-tablet fast path or distributed) and the warm-up's. */
+  commitPaths?: CommitPaths;
   /** Transactions: commit → intents applied on every replica (bench/apply-lag.ts). */
   applyLag?: ApplyLagFigures;
   serverCpuSeconds?: number;
@@ -59,6 +61,14 @@ export interface Spread {
   max: number;
 }
 
+/** Commits of a transaction workload by path, in the measured window and in the warm-up (bench/vs-loadgen.ts). */
+export interface CommitPaths {
+  singleTablet: number;
+  distributed: number;
+  warmupSingleTablet: number;
+  warmupDistributed: number;
+}
+
 export interface SystemFigures {
   rounds: number;
   opsPerSec: Spread;
@@ -66,6 +76,8 @@ export interface SystemFigures {
   p99Ms: Spread;
   commitP50Ms?: Spread;
   commitP99Ms?: Spread;
+  /** Summed over the rounds. */
+  commitPaths?: CommitPaths;
   applyLag?: ApplyLagSpread;
   errors: number;
   firstError?: string;
@@ -190,6 +202,8 @@ function figures(runs: readonly VsRun[]): SystemFigures | undefined {
   const commitP50 = defined(runs.map((r) => r.commitP50Ms));
   const commitP99 = defined(runs.map((r) => r.commitP99Ms));
   const applyLag = applyLagSpread(runs);
+  const paths = runs.filter((r) => r.commitPaths).map((r) => r.commitPaths!);
+  const commitPaths = paths.length ? paths.reduce((a, p) => ({ singleTablet: a.singleTablet + p.singleTablet, distributed: a.distributed + p.distributed, warmupSingleTablet: a.warmupSingleTablet + p.warmupSingleTablet, warmupDistributed: a.warmupDistributed + p.warmupDistributed })) : undefined;
   const firstError = runs.find((r) => r.firstError)?.firstError;
   const serverCpu = per1k(runs, (r) => r.serverCpuSeconds);
   const clientCpu = per1k(runs, (r) => r.clientCpuSeconds);
@@ -212,6 +226,7 @@ function figures(runs: readonly VsRun[]): SystemFigures | undefined {
     p99Ms: spread(runs.map((r) => r.p99Ms)),
     ...(commitP50.length ? { commitP50Ms: spread(commitP50) } : {}),
     ...(commitP99.length ? { commitP99Ms: spread(commitP99) } : {}),
+    ...(commitPaths ? { commitPaths } : {}),
     ...(applyLag ? { applyLag } : {}),
     errors: runs.reduce((a, r) => a + r.errors, 0),
     ...(firstError !== undefined ? { firstError } : {}),
@@ -251,6 +266,12 @@ export function aggregate(workloads: readonly string[], runs: readonly VsRun[], 
   });
 }
 
+function commitPathsCell(p: CommitPaths | undefined): string {
+  if (!p) return 'n/a';
+  const n = (x: number): string => x.toLocaleString('en-US');
+  return `${n(p.singleTablet)} / ${n(p.distributed)} (${n(p.warmupSingleTablet)} / ${n(p.warmupDistributed)})`;
+}
+
 const f0 = (x: number | undefined): string => (x === undefined || Number.isNaN(x) ? 'n/a' : Math.round(x).toLocaleString('en-US'));
 const f2 = (x: number | undefined): string => (x === undefined || Number.isNaN(x) ? 'n/a' : x.toFixed(2));
 const f3 = (x: number | undefined): string => (x === undefined || Number.isNaN(x) ? 'n/a' : x.toFixed(3));
@@ -284,14 +305,14 @@ export function renderMarkdown(rows: readonly VsRow[], rss: readonly PeakRss[], 
   if (txnRows.length) {
     lines.push(
       '',
-      '| transactions (tessera) | txn/s | txn p50 ms | txn p99 ms | commit() p50 ms | commit() p99 ms | apply lag p50 ms | apply lag p99 ms | apply lag max ms | first replica applied p50 / p99 ms | txns complete / incomplete |',
-      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+      '| transactions (tessera) | txn/s | txn p50 ms | txn p99 ms | commit() p50 ms | commit() p99 ms | apply lag p50 ms | apply lag p99 ms | apply lag max ms | first replica applied p50 / p99 ms | txns complete / incomplete | commits single-tablet / distributed (warm-up) |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     );
     for (const r of txnRows) {
       const t = r.tessera;
       const l = t?.applyLag;
       lines.push(
-        `| ${r.workload} | ${f0(t?.opsPerSec.median)} | ${f2(t?.p50Ms.median)} | ${f2(t?.p99Ms.median)} | ${f2(t?.commitP50Ms?.median)} | ${f2(t?.commitP99Ms?.median)} | ${f2(l?.p50Ms?.median)} | ${f2(l?.p99Ms?.median)} | ${f2(l?.maxMs)} | ${f2(l?.firstP50Ms?.median)} / ${f2(l?.firstP99Ms?.median)} | ${l ? `${l.complete} / ${l.incomplete}` : 'n/a'} |`,
+        `| ${r.workload} | ${f0(t?.opsPerSec.median)} | ${f2(t?.p50Ms.median)} | ${f2(t?.p99Ms.median)} | ${f2(t?.commitP50Ms?.median)} | ${f2(t?.commitP99Ms?.median)} | ${f2(l?.p50Ms?.median)} | ${f2(l?.p99Ms?.median)} | ${f2(l?.maxMs)} | ${f2(l?.firstP50Ms?.median)} / ${f2(l?.firstP99Ms?.median)} | ${l ? `${l.complete} / ${l.incomplete}` : 'n/a'} | ${commitPathsCell(t?.commitPaths)} |`,
       );
     }
     lines.push('', 'Apply lag: transaction commit (commit hybrid time) → intents applied on every replica of every participant tablet, from each tserver\'s /api/v1/txn-applies; only transactions committed in the measured window and reported by all 3 replicas of each of their (≥ 2) tablets count as complete. First replica applied: commit → the quickest participant replica applied (the status tablet → participant leader → APPLY Raft round path); the rest of the lag is the spread to the last replica.');

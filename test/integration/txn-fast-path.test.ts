@@ -80,12 +80,14 @@ describe('single-tablet fast path', () => {
     expect(reps.length).toBe(3);
     for (const r of reps) expect(r.intentsdb.intentCount).toBe(0);
     // Concurrent fast-path commits to one tablet share Write RPCs (the client's coalescer): each still
-    // commits on its own, with its own commit time, and every row lands.
+    // commits on its own and every row lands; the commits of one RPC share one Raft entry, and so
+    // one commit time (tserver/tablet/fast-path-batch.ts).
     const many = await Promise.all(Array.from({ length: 12 }, () => client.beginTransaction({ deferWrites: true })));
     await Promise.all(many.map((m, i) => m.upsert('one', { id: 100n + BigInt(i), v: BigInt(i) })));
     const times = await Promise.all(many.map((m) => m.commit().then((c) => c.commitHt)));
     expect(many.every((m) => m.commitPath === 'single-tablet')).toBe(true);
-    expect(new Set(times).size).toBe(times.length);
+    expect(times.every((x) => x > 0n)).toBe(true);
+    expect(new Set(times).size).toBeLessThan(times.length);
     for (let i = 0; i < 12; i++) expect(await value('one', 100n + BigInt(i))).toBe(BigInt(i));
     expect(client.txnWrites!.stats.requests).toBeLessThan(client.txnWrites!.stats.writes);
     // A delete kept back commits the same way.

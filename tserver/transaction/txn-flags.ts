@@ -96,6 +96,14 @@ export const ENABLE_TXN_FAST_PATH = defineFlag({
   tags: [FlagTag.runtime],
 });
 
+export const TXN_FAST_PATH_ONE_ENTRY = defineFlag({
+  name: 'txn_fast_path_one_entry',
+  type: 'bool',
+  default: true,
+  help: 'Fast-path commits that a client coalesced into one Write RPC share ONE Raft entry (each checked and answered on its own; tserver/tablet/fast-path-batch.ts) instead of one entry each. Off: one entry per commit (A/B).',
+  tags: [FlagTag.runtime],
+});
+
 export const TXN_COALESCE_APPLIES = defineFlag({
   name: 'txn_coalesce_applies',
   type: 'bool',
