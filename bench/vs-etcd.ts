@@ -239,7 +239,7 @@ export async function runVsEtcd(o: VsOptions): Promise<{ jsonPath: string; mdPat
       log(notes.get('logs') ?? '');
     }
     const rows = aggregate(tableWorkloads, runs, notes);
-    const header = `## tessera vs etcd (${new Date().toISOString()})\n\n${o.rounds} round(s) × ${o.seconds} s after ${o.warmupSeconds} s warm-up (${firstWarmup} s in round 1); ${etcd ? 'etcd ' + (await etcdVersion(etcdBin)) : 'etcd SKIPPED (not installed)'}; ${clusterShape}; values ${VALUE_BYTES} bytes; data on ${fsType ?? 'unknown fs'} (${os.tmpdir()}); medians of rounds; CPU = utime+stime per 1,000 ops; cores busy = CPU seconds of servers and load generators per second of the run, on a machine with ${os.availableParallelism()} CPU core(s).`;
+    const header = `## tessera vs etcd (${new Date().toISOString()})\n\n${o.rounds} round(s) × ${o.seconds} s after ${o.warmupSeconds} s warm-up (${firstWarmup} s in round 1); ${etcd ? 'etcd ' + (await etcdVersion(etcdBin)) : 'etcd SKIPPED (not installed)'}; ${clusterShape}; values ${VALUE_BYTES} bytes; data on ${fsType ?? 'unknown fs'} (${os.tmpdir()}); medians of rounds; CPU = utime+stime per 1,000 ops; cores busy = CPU seconds of servers and load generators per second of the run; other processes' cores: what the rest of the machine (other engineers' work) kept busy meanwhile, /proc/stat less the two, on a machine with ${os.availableParallelism()} CPU core(s).`;
     const extra = ['apply lag', BIG_TXN, 'data dir', 'leader changes', 'logs'].filter((k) => notes.has(k)).map((k) => `- ${k}: ${notes.get(k) ?? ''}\n`).join('');
     const slow = renderSlowSeconds(runs);
     const md = renderMarkdown(rows, rss, header) + extra + (slow.length ? '\n' + slow.join('\n') + '\n' : '') + (bigTxn ? '\n' + renderBigTxn(bigTxn) : '');

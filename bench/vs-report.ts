@@ -38,6 +38,8 @@ export interface VsRun {
   /** The servers' CPU seconds by kind of thread (main: event loops; rocksdb: RocksDB's background; other: libuv pool, V8 workers). */
   serverCpuByThread?: Record<ThreadKind, number>;
   clientCpuSeconds?: number;
+  /** Cores that other processes of the machine kept busy over the measured window (not this system's servers nor its load generator). */
+  otherCores?: number;
   clientPeakRssBytes?: number;
   /** Change of the servers' work counters over the measured window (bench/io-costs.ts; tessera only). */
   counters?: Record<string, number>;
@@ -76,6 +78,8 @@ export interface SystemFigures {
   p99Ms: Spread;
   commitP50Ms?: Spread;
   commitP99Ms?: Spread;
+  /** Cores other processes kept busy while the windows ran (median of rounds). */
+  otherCores?: Spread;
   /** Summed over the rounds. */
   commitPaths?: CommitPaths;
   applyLag?: ApplyLagSpread;
@@ -205,6 +209,7 @@ function figures(runs: readonly VsRun[]): SystemFigures | undefined {
   const paths = runs.filter((r) => r.commitPaths).map((r) => r.commitPaths!);
   const commitPaths = paths.length ? paths.reduce((a, p) => ({ singleTablet: a.singleTablet + p.singleTablet, distributed: a.distributed + p.distributed, warmupSingleTablet: a.warmupSingleTablet + p.warmupSingleTablet, warmupDistributed: a.warmupDistributed + p.warmupDistributed })) : undefined;
   const firstError = runs.find((r) => r.firstError)?.firstError;
+  const other = defined(runs.map((r) => r.otherCores));
   const serverCpu = per1k(runs, (r) => r.serverCpuSeconds);
   const clientCpu = per1k(runs, (r) => r.clientCpuSeconds);
   const cost = costPerOp(runs);
@@ -227,6 +232,7 @@ function figures(runs: readonly VsRun[]): SystemFigures | undefined {
     ...(commitP50.length ? { commitP50Ms: spread(commitP50) } : {}),
     ...(commitP99.length ? { commitP99Ms: spread(commitP99) } : {}),
     ...(commitPaths ? { commitPaths } : {}),
+    ...(other.length ? { otherCores: spread(other) } : {}),
     ...(applyLag ? { applyLag } : {}),
     errors: runs.reduce((a, r) => a + r.errors, 0),
     ...(firstError !== undefined ? { firstError } : {}),
@@ -287,15 +293,15 @@ export function renderMarkdown(rows: readonly VsRow[], rss: readonly PeakRss[], 
   const lines = [
     header,
     '',
-    '| workload | tessera ops/s | p50 ms | p99 ms | etcd ops/s | p50 ms | p99 ms | ratio t/e median (min–max) | server CPU s/1k ops t / e | client CPU s/1k ops t / e | cores busy t / e | errors t / e |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| workload | tessera ops/s | p50 ms | p99 ms | etcd ops/s | p50 ms | p99 ms | ratio t/e median (min–max) | server CPU s/1k ops t / e | client CPU s/1k ops t / e | cores busy t / e | errors t / e | other processes\' cores t / e |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const r of rows) {
     const t = r.tessera;
     const e = r.etcd;
     const ratio = r.ratio ? `${f2(r.ratio.median)} (${f2(r.ratio.min)}–${f2(r.ratio.max)})` : 'n/a';
     lines.push(
-      `| ${r.workload} | ${f0(t?.opsPerSec.median)} | ${f2(t?.p50Ms.median)} | ${f2(t?.p99Ms.median)} | ${f0(e?.opsPerSec.median)} | ${f2(e?.p50Ms.median)} | ${f2(e?.p99Ms.median)} | ${ratio} | ${f3(t?.serverCpuSecPer1kOps)} / ${f3(e?.serverCpuSecPer1kOps)} | ${f3(t?.clientCpuSecPer1kOps)} / ${f3(e?.clientCpuSecPer1kOps)} | ${f2(t?.coresBusy?.median)} / ${f2(e?.coresBusy?.median)} | ${t?.errors ?? 'n/a'} / ${e?.errors ?? 'n/a'} |`,
+      `| ${r.workload} | ${f0(t?.opsPerSec.median)} | ${f2(t?.p50Ms.median)} | ${f2(t?.p99Ms.median)} | ${f0(e?.opsPerSec.median)} | ${f2(e?.p50Ms.median)} | ${f2(e?.p99Ms.median)} | ${ratio} | ${f3(t?.serverCpuSecPer1kOps)} / ${f3(e?.serverCpuSecPer1kOps)} | ${f3(t?.clientCpuSecPer1kOps)} / ${f3(e?.clientCpuSecPer1kOps)} | ${f2(t?.coresBusy?.median)} / ${f2(e?.coresBusy?.median)} | ${t?.errors ?? 'n/a'} / ${e?.errors ?? 'n/a'} | ${f2(t?.otherCores?.median)} / ${f2(e?.otherCores?.median)} |`,
     );
   }
   const mib = (b: number | undefined): string => (b === undefined ? 'n/a' : `${(b / (1024 * 1024)).toFixed(0)} MiB`);
