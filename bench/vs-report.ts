@@ -132,7 +132,25 @@ export interface VsRow {
   etcd?: SystemFigures;
   /** ops/s tessera/etcd, paired by round. */
   ratio?: Spread;
+  /**
+   * A transaction workload (txnN-cC): its tessera ops/s over put-cC's of the same round (the windows
+   * next to each other in time, so load from other processes of the machine mostly cancels).
+   */
+  perPut?: Spread;
   note?: string;
+}
+
+/** txnN-cC's ops/s over put-cC's, paired by round (tessera); undefined without such pairs. */
+function perPutRatios(w: string, runs: readonly VsRun[]): Spread | undefined {
+  const m = /^txn\d+-c(\d+)$/.exec(w);
+  if (!m) return undefined;
+  const puts = runs.filter((r) => r.workload === `put-c${m[1]}` && r.system === 'tessera');
+  const out: number[] = [];
+  for (const t of runs.filter((r) => r.workload === w && r.system === 'tessera')) {
+    const p = puts.find((x) => x.round === t.round);
+    if (p && p.opsPerSec > 0) out.push(t.opsPerSec / p.opsPerSec);
+  }
+  return out.length ? spread(out) : undefined;
 }
 
 /** The spread of a run's 1-second rates; undefined with fewer than 2 whole seconds. */
@@ -262,11 +280,13 @@ export function aggregate(workloads: readonly string[], runs: readonly VsRun[], 
     const tf = figures(t);
     const ef = figures(e);
     const note = notes.get(w);
+    const perPut = perPutRatios(w, runs);
     return {
       workload: w,
       ...(tf ? { tessera: tf } : {}),
       ...(ef ? { etcd: ef } : {}),
       ...(ratios.length ? { ratio: spread(ratios) } : {}),
+      ...(perPut ? { perPut } : {}),
       ...(note !== undefined ? { note } : {}),
     };
   });
@@ -311,14 +331,14 @@ export function renderMarkdown(rows: readonly VsRow[], rss: readonly PeakRss[], 
   if (txnRows.length) {
     lines.push(
       '',
-      '| transactions (tessera) | txn/s | txn p50 ms | txn p99 ms | commit() p50 ms | commit() p99 ms | apply lag p50 ms | apply lag p99 ms | apply lag max ms | first replica applied p50 / p99 ms | txns complete / incomplete | commits single-tablet / distributed (warm-up) |',
-      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+      '| transactions (tessera) | txn/s | txn p50 ms | txn p99 ms | commit() p50 ms | commit() p99 ms | apply lag p50 ms | apply lag p99 ms | apply lag max ms | first replica applied p50 / p99 ms | txns complete / incomplete | commits single-tablet / distributed (warm-up) | txn/s ÷ put/s at the same concurrency, paired by round: median (min–max) |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     );
     for (const r of txnRows) {
       const t = r.tessera;
       const l = t?.applyLag;
       lines.push(
-        `| ${r.workload} | ${f0(t?.opsPerSec.median)} | ${f2(t?.p50Ms.median)} | ${f2(t?.p99Ms.median)} | ${f2(t?.commitP50Ms?.median)} | ${f2(t?.commitP99Ms?.median)} | ${f2(l?.p50Ms?.median)} | ${f2(l?.p99Ms?.median)} | ${f2(l?.maxMs)} | ${f2(l?.firstP50Ms?.median)} / ${f2(l?.firstP99Ms?.median)} | ${l ? `${l.complete} / ${l.incomplete}` : 'n/a'} | ${commitPathsCell(t?.commitPaths)} |`,
+        `| ${r.workload} | ${f0(t?.opsPerSec.median)} | ${f2(t?.p50Ms.median)} | ${f2(t?.p99Ms.median)} | ${f2(t?.commitP50Ms?.median)} | ${f2(t?.commitP99Ms?.median)} | ${f2(l?.p50Ms?.median)} | ${f2(l?.p99Ms?.median)} | ${f2(l?.maxMs)} | ${f2(l?.firstP50Ms?.median)} / ${f2(l?.firstP99Ms?.median)} | ${l ? `${l.complete} / ${l.incomplete}` : 'n/a'} | ${commitPathsCell(t?.commitPaths)} | ${r.perPut ? `${f2(r.perPut.median)} (${f2(r.perPut.min)}–${f2(r.perPut.max)})` : 'n/a'} |`,
       );
     }
     lines.push('', 'Apply lag: transaction commit (commit hybrid time) → intents applied on every replica of every participant tablet, from each tserver\'s /api/v1/txn-applies; only transactions committed in the measured window and reported by all 3 replicas of each of their (≥ 2) tablets count as complete. First replica applied: commit → the quickest participant replica applied (the status tablet → participant leader → APPLY Raft round path); the rest of the lag is the spread to the last replica.');

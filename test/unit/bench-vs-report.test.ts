@@ -178,6 +178,12 @@ describe('bench vs-report', () => {
     const md = renderMarkdown([row!], [], '# t');
     expect(md).toContain('| 3,000 / 3 (30 / 6) |');
     expect(md).toMatch(/\| txn1-c16 \| 100 \|.*\| 0 \/ n\/a \| 0\.50 \/ n\/a \|/);
+    // Paired with put-c16 of the same round: 100/50, 100/400, 100/100.
+    const puts = [run(1, 'tessera', 50), run(2, 'tessera', 400), run(3, 'tessera', 100)].map((r) => ({ ...r, workload: 'put-c16' }));
+    const [paired] = aggregate(['txn1-c16'], [txn(1, 900, 0, 0.1), txn(2, 1100, 2, 0.9), txn(3, 1000, 1, 0.5), ...puts]);
+    expect(paired?.perPut).toEqual({ median: 1, min: 0.25, max: 2 });
+    expect(renderMarkdown([paired!], [], '# t')).toContain('| 3,000 / 3 (30 / 6) | 1.00 (0.25–2.00) |');
+    expect(row?.perPut).toBeUndefined();
   });
 
   it('bench report: the apply lag\'s stages are medians of the rounds that had them, in their own table', () => {
