@@ -220,6 +220,13 @@ function emit(o: object): void {
   process.stdout.write(JSON.stringify(o) + '\n');
 }
 
+type Commits = { singleTablet: number; distributed: number };
+
+/** The measured window's commits by path (end − start) and the warm-up's (start). */
+function commitPaths(start: Commits, end: Commits): NonNullable<LoadResult['commitPaths']> {
+  return { singleTablet: end.singleTablet - start.singleTablet, distributed: end.distributed - start.distributed, warmupSingleTablet: start.singleTablet, warmupDistributed: start.distributed };
+}
+
 export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   const { op, close, commits } = await setup(spec);
   let commitsAtStart = commits?.();
@@ -281,16 +288,7 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
     ...(ch ? { commitHistogram: hdr.encodeIntoCompressedBase64(ch) } : {}),
     perSecond: perSecond.counts(endedAt),
     maxRssBytes: process.resourceUsage().maxRSS * 1024,
-    ...(commitsAtStart && commitsAtEnd
-      ? {
-          commitPaths: {
-            singleTablet: commitsAtEnd.singleTablet - commitsAtStart.singleTablet,
-            distributed: commitsAtEnd.distributed - commitsAtStart.distributed,
-            warmupSingleTablet: commitsAtStart.singleTablet,
-            warmupDistributed: commitsAtStart.distributed,
-          },
-        }
-      : {}),
+    ...(commitsAtStart && commitsAtEnd ? { commitPaths: commitPaths(commitsAtStart, commitsAtEnd) } : {}),
   };
   h.destroy();
   ch?.destroy();
