@@ -99,3 +99,27 @@ export function filesystemType(dir: string): string | undefined {
     return undefined;
   }
 }
+
+/** Clock ticks per second of /proc/stat's counters (USER_HZ, 100 on Linux). */
+const USER_HZ = 100;
+
+/**
+ * CPU seconds the whole machine spent busy so far (every core: /proc/stat's first line, all but idle
+ * and iowait), or undefined without /proc. Less the benchmark's own processes over a window, it is
+ * what other processes took: a window measured while others loaded the machine shows it.
+ */
+export function machineBusySeconds(): number | undefined {
+  let text: string;
+  try {
+    text = fs.readFileSync('/proc/stat', 'latin1');
+  } catch {
+    return undefined;
+  }
+  const first = text.slice(0, text.indexOf('\n'));
+  if (!first.startsWith('cpu ')) return undefined;
+  const f = first.trim().split(/\s+/).slice(1).map(Number);
+  if (f.length < 5 || f.some((x) => !Number.isFinite(x))) return undefined;
+  // user nice system idle iowait irq softirq steal (guest time is already in user)
+  const busy = (f[0] ?? 0) + (f[1] ?? 0) + (f[2] ?? 0) + (f[5] ?? 0) + (f[6] ?? 0) + (f[7] ?? 0);
+  return busy / USER_HZ;
+}

@@ -11,7 +11,7 @@ import { ActivitySampler, type ActivitySample } from './activity';
 import { ApplyLagCollector, COLLECT_WINDOW_MIN_SECONDS, type ApplyLagAccumulator, type ApplyLagFigures } from './apply-lag';
 import { MainThreadCpuSampler, type ThreadCpuSamples } from './profiling';
 import { counterDelta, type LoopDelay, type TserverScrape } from './io-costs';
-import { cpuSeconds, cpuSplitSum, threadCpuDelta, threadCpuTable, threadWakeupsSum, type CpuSplit, type ThreadKind } from './proc-stats';
+import { cpuSeconds, cpuSplitSum, machineBusySeconds, threadCpuDelta, threadCpuTable, threadWakeupsSum, type CpuSplit, type ThreadKind } from './proc-stats';
 import type { LoadResult, LoadSpec, VsSystem } from './vs-loadgen';
 import { perSecondSpread, type VsRun } from './vs-report';
 
@@ -51,6 +51,8 @@ export interface LoadgenRun {
   /** The servers' CPU seconds over the measured window by kind of thread (proc-stats.ThreadKind). */
   serverCpuByThread?: Record<ThreadKind, number>;
   clientCpu?: number;
+  /** CPU seconds the whole machine was busy over the measured window (/proc/stat), every process's. */
+  machineCpu?: number;
   /** Wall clock (µs since the epoch) when the load generator said measure-start / measure-end. */
   measureStartMicros?: number;
   measureEndMicros?: number;
@@ -80,6 +82,7 @@ interface Mark {
   /** CPU seconds of every server thread (by kind). */
   threads: ReturnType<typeof threadCpuTable>;
   client: number | undefined;
+  machine: number | undefined;
   counters: Promise<TserverScrape | undefined> | undefined;
 }
 
@@ -100,7 +103,7 @@ export async function runLoadgen(target: Target, spec: LoadSpec): Promise<Loadge
     });
   const mark = (): Mark => {
     const pids = target.serverPids();
-    return { micros: Date.now() * 1000, cpu: cpuSplitSum(pids), wakeups: threadWakeupsSum(pids), perProcess: pids.map(cpuSeconds), threads: threadCpuTable(pids), client: cpuSeconds(child.pid), counters: readCounters() };
+    return { micros: Date.now() * 1000, cpu: cpuSplitSum(pids), wakeups: threadWakeupsSum(pids), perProcess: pids.map(cpuSeconds), threads: threadCpuTable(pids), client: cpuSeconds(child.pid), machine: machineBusySeconds(), counters: readCounters() };
   };
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   let collector: ApplyLagCollector | undefined;
@@ -180,6 +183,7 @@ async function loadgenFigures(
     ...(byProcess ? { serverCpuByProcess: byProcess } : {}),
     ...(m0 && m1 && m1.threads.size > 0 ? { serverCpuByThread: threadCpuDelta(m0.threads, m1.threads) } : {}),
     ...(m0?.client !== undefined && m1?.client !== undefined ? { clientCpu: m1.client - m0.client } : {}),
+    ...(m0?.machine !== undefined && m1?.machine !== undefined ? { machineCpu: m1.machine - m0.machine } : {}),
     ...(m0 ? { measureStartMicros: m0.micros } : {}),
     ...(m1 ? { measureEndMicros: m1.micros } : {}),
     ...(w.startMono !== undefined ? { measureStartMonoMicros: w.startMono } : {}),
@@ -213,6 +217,8 @@ export function toRun(round: number, workload: string, system: VsSystem, r: Load
     ...(r.serverCpuByThread ? { serverCpuByThread: r.serverCpuByThread } : {}),
     ...(r.clientCpu !== undefined ? { clientCpuSeconds: r.clientCpu } : {}),
     clientPeakRssBytes: r.result.maxRssBytes,
+    ...(r.machineCpu !== undefined && r.serverCpu !== undefined && r.clientCpu !== undefined && r.result.seconds > 0 ? { otherCores: Math.max(0, r.machineCpu - r.serverCpu - r.clientCpu) / r.result.seconds } : {}),
+    ...(r.result.commitPaths ? { commitPaths: r.result.commitPaths } : {}),
     ...(r.result.perSecond ? { perSecond: r.result.perSecond } : {}),
     ...(r.measureStartMonoMicros !== undefined ? { measureStartMonoMicros: r.measureStartMonoMicros } : {}),
     ...(secs ? { perSecondSpread: secs } : {}),

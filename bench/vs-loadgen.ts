@@ -8,6 +8,7 @@
  */
 import * as hdr from 'hdr-histogram-js';
 import { partitionHash } from '../common/partition-hash';
+import { hashPartitions } from '../master/ddl-validation';
 import type { Row } from '../client/client-types';
 import { TesseraClient } from '../client/tessera-client';
 import { EtcdHttp } from './etcd-http';
@@ -45,6 +46,12 @@ export interface LoadResult {
   /** Operations completed in each whole second of the measured window (the partial last one left out). */
   perSecond: number[];
   maxRssBytes: number;
+  /**
+   * txn: commits of the measured window by path (client.txnCommits): the single-tablet fast path or
+   * the distributed one (a fast-path workload whose commits fall back shows it here), and the same
+   * for the warm-up.
+   */
+  commitPaths?: { singleTablet: number; distributed: number; warmupSingleTablet: number; warmupDistributed: number };
 }
 
 /** Completions counted per whole second since `startMs`; `counts()` drops the partial last second. */
@@ -90,8 +97,15 @@ export function hasTransactions(c: TesseraClient): boolean {
 const randKey = (n: number): number => Math.floor(Math.random() * n);
 const etcdKey = (k: number): string => `bench/${String(k).padStart(10, '0')}`;
 
-function tabletOf(k: number): number {
-  return Math.floor((partitionHash([BigInt(k)]) * TABLETS_ASSUMED) / 0x10000);
+/** Where the master's hash partitions of a TABLETS_ASSUMED-tablet table begin (master/ddl-validation.ts hashPartitions). */
+const TABLET_STARTS = hashPartitions(TABLETS_ASSUMED).map((p) => p.start);
+
+/** The tablet of key `k` (its hash partition's index), exactly as the master split the hash space. */
+export function tabletOf(k: number): number {
+  const h = partitionHash([BigInt(k)]);
+  let i = TABLET_STARTS.length - 1;
+  while (i > 0 && h < TABLET_STARTS[i]!) i--;
+  return i;
 }
 
 /** Two random keys on one tablet of a 3-tablet table (the single-tablet transaction workload). */
@@ -110,7 +124,7 @@ export function twoTabletKeys(): [number, number] {
   return [a, b];
 }
 
-async function setup(spec: LoadSpec): Promise<{ op: Op; close: () => Promise<void> }> {
+async function setup(spec: LoadSpec): Promise<{ op: Op; close: () => Promise<void>; commits?: () => { singleTablet: number; distributed: number } }> {
   if (spec.system === 'etcd') {
     if (!spec.etcdUrl) throw new Error('etcd spec without etcdUrl');
     const e = new EtcdHttp(spec.etcdUrl);
@@ -154,6 +168,7 @@ async function setup(spec: LoadSpec): Promise<{ op: Op; close: () => Promise<voi
       const tc = client as unknown as TxnCapable;
       const table = spec.table;
       return {
+        commits: () => ({ ...client.txnCommits }),
         op: async (v) => {
           const [a, b] = spec.sameTablet === true ? oneTabletKeys() : twoTabletKeys();
           // One tablet: writes kept back to the commit, which then takes the single-tablet fast path
@@ -205,8 +220,16 @@ function emit(o: object): void {
   process.stdout.write(JSON.stringify(o) + '\n');
 }
 
+type Commits = { singleTablet: number; distributed: number };
+
+/** The measured window's commits by path (end − start) and the warm-up's (start). */
+function commitPaths(start: Commits, end: Commits): NonNullable<LoadResult['commitPaths']> {
+  return { singleTablet: end.singleTablet - start.singleTablet, distributed: end.distributed - start.distributed, warmupSingleTablet: start.singleTablet, warmupDistributed: start.distributed };
+}
+
 export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
-  const { op, close } = await setup(spec);
+  const { op, close, commits } = await setup(spec);
+  let commitsAtStart = commits?.();
   const value = 'v'.repeat(spec.valueBytes);
   const h = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: 3 });
   const ch = spec.op === 'txn' ? hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: 3 }) : undefined;
@@ -228,6 +251,7 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
         measuring = true;
         startedAt = now;
         perSecond = new SecondCounter(now);
+        commitsAtStart = commits?.();
         // The window's start on CLOCK_MONOTONIC (µs), which the servers' V8 profiles also use.
         emit({ event: 'measure-start', monoMicros: Number(process.hrtime.bigint() / 1000n) - Math.round((performance.now() - now) * 1000) });
       }
@@ -251,6 +275,7 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   if (!measuring) emit({ event: 'measure-start' });
   emit({ event: 'measure-end' });
   const endedAt = performance.now();
+  const commitsAtEnd = commits?.();
   const seconds = (endedAt - (spec.op === 'preload' ? t0 : startedAt)) / 1000;
   await close().catch(() => undefined);
   const result: LoadResult = {
@@ -263,6 +288,7 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
     ...(ch ? { commitHistogram: hdr.encodeIntoCompressedBase64(ch) } : {}),
     perSecond: perSecond.counts(endedAt),
     maxRssBytes: process.resourceUsage().maxRSS * 1024,
+    ...(commitsAtStart && commitsAtEnd ? { commitPaths: commitPaths(commitsAtStart, commitsAtEnd) } : {}),
   };
   h.destroy();
   ch?.destroy();

@@ -24,6 +24,8 @@ export interface VsRun {
   /** Transactions: the commit() call alone. */
   commitP50Ms?: number;
   commitP99Ms?: number;
+  /** Transactions: the measured window's commits by path (single-tablet fast path or distributed) and the warm-up's. */
+  commitPaths?: CommitPaths;
   /** Transactions: commit → intents applied on every replica (bench/apply-lag.ts). */
   applyLag?: ApplyLagFigures;
   serverCpuSeconds?: number;
@@ -36,6 +38,8 @@ export interface VsRun {
   /** The servers' CPU seconds by kind of thread (main: event loops; rocksdb: RocksDB's background; other: libuv pool, V8 workers). */
   serverCpuByThread?: Record<ThreadKind, number>;
   clientCpuSeconds?: number;
+  /** Cores that other processes of the machine kept busy over the measured window (not this system's servers nor its load generator). */
+  otherCores?: number;
   clientPeakRssBytes?: number;
   /** Change of the servers' work counters over the measured window (bench/io-costs.ts; tessera only). */
   counters?: Record<string, number>;
@@ -59,6 +63,14 @@ export interface Spread {
   max: number;
 }
 
+/** Commits of a transaction workload by path, in the measured window and in the warm-up (bench/vs-loadgen.ts). */
+export interface CommitPaths {
+  singleTablet: number;
+  distributed: number;
+  warmupSingleTablet: number;
+  warmupDistributed: number;
+}
+
 export interface SystemFigures {
   rounds: number;
   opsPerSec: Spread;
@@ -66,6 +78,10 @@ export interface SystemFigures {
   p99Ms: Spread;
   commitP50Ms?: Spread;
   commitP99Ms?: Spread;
+  /** Cores other processes kept busy while the windows ran (median of rounds). */
+  otherCores?: Spread;
+  /** Summed over the rounds. */
+  commitPaths?: CommitPaths;
   applyLag?: ApplyLagSpread;
   errors: number;
   firstError?: string;
@@ -116,7 +132,25 @@ export interface VsRow {
   etcd?: SystemFigures;
   /** ops/s tessera/etcd, paired by round. */
   ratio?: Spread;
+  /**
+   * A transaction workload (txnN-cC): its tessera ops/s over put-cC's of the same round (the windows
+   * next to each other in time, so load from other processes of the machine mostly cancels).
+   */
+  perPut?: Spread;
   note?: string;
+}
+
+/** txnN-cC's ops/s over put-cC's, paired by round (tessera); undefined without such pairs. */
+function perPutRatios(w: string, runs: readonly VsRun[]): Spread | undefined {
+  const m = /^txn\d+-c(\d+)$/.exec(w);
+  if (!m) return undefined;
+  const puts = runs.filter((r) => r.workload === `put-c${m[1]}` && r.system === 'tessera');
+  const out: number[] = [];
+  for (const t of runs.filter((r) => r.workload === w && r.system === 'tessera')) {
+    const p = puts.find((x) => x.round === t.round);
+    if (p && p.opsPerSec > 0) out.push(t.opsPerSec / p.opsPerSec);
+  }
+  return out.length ? spread(out) : undefined;
 }
 
 /** The spread of a run's 1-second rates; undefined with fewer than 2 whole seconds. */
@@ -190,7 +224,10 @@ function figures(runs: readonly VsRun[]): SystemFigures | undefined {
   const commitP50 = defined(runs.map((r) => r.commitP50Ms));
   const commitP99 = defined(runs.map((r) => r.commitP99Ms));
   const applyLag = applyLagSpread(runs);
+  const paths = runs.filter((r) => r.commitPaths).map((r) => r.commitPaths!);
+  const commitPaths = paths.length ? paths.reduce((a, p) => ({ singleTablet: a.singleTablet + p.singleTablet, distributed: a.distributed + p.distributed, warmupSingleTablet: a.warmupSingleTablet + p.warmupSingleTablet, warmupDistributed: a.warmupDistributed + p.warmupDistributed })) : undefined;
   const firstError = runs.find((r) => r.firstError)?.firstError;
+  const other = defined(runs.map((r) => r.otherCores));
   const serverCpu = per1k(runs, (r) => r.serverCpuSeconds);
   const clientCpu = per1k(runs, (r) => r.clientCpuSeconds);
   const cost = costPerOp(runs);
@@ -212,6 +249,8 @@ function figures(runs: readonly VsRun[]): SystemFigures | undefined {
     p99Ms: spread(runs.map((r) => r.p99Ms)),
     ...(commitP50.length ? { commitP50Ms: spread(commitP50) } : {}),
     ...(commitP99.length ? { commitP99Ms: spread(commitP99) } : {}),
+    ...(commitPaths ? { commitPaths } : {}),
+    ...(other.length ? { otherCores: spread(other) } : {}),
     ...(applyLag ? { applyLag } : {}),
     errors: runs.reduce((a, r) => a + r.errors, 0),
     ...(firstError !== undefined ? { firstError } : {}),
@@ -241,14 +280,22 @@ export function aggregate(workloads: readonly string[], runs: readonly VsRun[], 
     const tf = figures(t);
     const ef = figures(e);
     const note = notes.get(w);
+    const perPut = perPutRatios(w, runs);
     return {
       workload: w,
       ...(tf ? { tessera: tf } : {}),
       ...(ef ? { etcd: ef } : {}),
       ...(ratios.length ? { ratio: spread(ratios) } : {}),
+      ...(perPut ? { perPut } : {}),
       ...(note !== undefined ? { note } : {}),
     };
   });
+}
+
+function commitPathsCell(p: CommitPaths | undefined): string {
+  if (!p) return 'n/a';
+  const n = (x: number): string => x.toLocaleString('en-US');
+  return `${n(p.singleTablet)} / ${n(p.distributed)} (${n(p.warmupSingleTablet)} / ${n(p.warmupDistributed)})`;
 }
 
 const f0 = (x: number | undefined): string => (x === undefined || Number.isNaN(x) ? 'n/a' : Math.round(x).toLocaleString('en-US'));
@@ -266,15 +313,15 @@ export function renderMarkdown(rows: readonly VsRow[], rss: readonly PeakRss[], 
   const lines = [
     header,
     '',
-    '| workload | tessera ops/s | p50 ms | p99 ms | etcd ops/s | p50 ms | p99 ms | ratio t/e median (min–max) | server CPU s/1k ops t / e | client CPU s/1k ops t / e | cores busy t / e | errors t / e |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| workload | tessera ops/s | p50 ms | p99 ms | etcd ops/s | p50 ms | p99 ms | ratio t/e median (min–max) | server CPU s/1k ops t / e | client CPU s/1k ops t / e | cores busy t / e | errors t / e | other processes\' cores t / e |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const r of rows) {
     const t = r.tessera;
     const e = r.etcd;
     const ratio = r.ratio ? `${f2(r.ratio.median)} (${f2(r.ratio.min)}–${f2(r.ratio.max)})` : 'n/a';
     lines.push(
-      `| ${r.workload} | ${f0(t?.opsPerSec.median)} | ${f2(t?.p50Ms.median)} | ${f2(t?.p99Ms.median)} | ${f0(e?.opsPerSec.median)} | ${f2(e?.p50Ms.median)} | ${f2(e?.p99Ms.median)} | ${ratio} | ${f3(t?.serverCpuSecPer1kOps)} / ${f3(e?.serverCpuSecPer1kOps)} | ${f3(t?.clientCpuSecPer1kOps)} / ${f3(e?.clientCpuSecPer1kOps)} | ${f2(t?.coresBusy?.median)} / ${f2(e?.coresBusy?.median)} | ${t?.errors ?? 'n/a'} / ${e?.errors ?? 'n/a'} |`,
+      `| ${r.workload} | ${f0(t?.opsPerSec.median)} | ${f2(t?.p50Ms.median)} | ${f2(t?.p99Ms.median)} | ${f0(e?.opsPerSec.median)} | ${f2(e?.p50Ms.median)} | ${f2(e?.p99Ms.median)} | ${ratio} | ${f3(t?.serverCpuSecPer1kOps)} / ${f3(e?.serverCpuSecPer1kOps)} | ${f3(t?.clientCpuSecPer1kOps)} / ${f3(e?.clientCpuSecPer1kOps)} | ${f2(t?.coresBusy?.median)} / ${f2(e?.coresBusy?.median)} | ${t?.errors ?? 'n/a'} / ${e?.errors ?? 'n/a'} | ${f2(t?.otherCores?.median)} / ${f2(e?.otherCores?.median)} |`,
     );
   }
   const mib = (b: number | undefined): string => (b === undefined ? 'n/a' : `${(b / (1024 * 1024)).toFixed(0)} MiB`);
@@ -284,14 +331,14 @@ export function renderMarkdown(rows: readonly VsRow[], rss: readonly PeakRss[], 
   if (txnRows.length) {
     lines.push(
       '',
-      '| transactions (tessera) | txn/s | txn p50 ms | txn p99 ms | commit() p50 ms | commit() p99 ms | apply lag p50 ms | apply lag p99 ms | apply lag max ms | first replica applied p50 / p99 ms | txns complete / incomplete |',
-      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+      '| transactions (tessera) | txn/s | txn p50 ms | txn p99 ms | commit() p50 ms | commit() p99 ms | apply lag p50 ms | apply lag p99 ms | apply lag max ms | first replica applied p50 / p99 ms | txns complete / incomplete | commits single-tablet / distributed (warm-up) | txn/s ÷ put/s at the same concurrency, paired by round: median (min–max) |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     );
     for (const r of txnRows) {
       const t = r.tessera;
       const l = t?.applyLag;
       lines.push(
-        `| ${r.workload} | ${f0(t?.opsPerSec.median)} | ${f2(t?.p50Ms.median)} | ${f2(t?.p99Ms.median)} | ${f2(t?.commitP50Ms?.median)} | ${f2(t?.commitP99Ms?.median)} | ${f2(l?.p50Ms?.median)} | ${f2(l?.p99Ms?.median)} | ${f2(l?.maxMs)} | ${f2(l?.firstP50Ms?.median)} / ${f2(l?.firstP99Ms?.median)} | ${l ? `${l.complete} / ${l.incomplete}` : 'n/a'} |`,
+        `| ${r.workload} | ${f0(t?.opsPerSec.median)} | ${f2(t?.p50Ms.median)} | ${f2(t?.p99Ms.median)} | ${f2(t?.commitP50Ms?.median)} | ${f2(t?.commitP99Ms?.median)} | ${f2(l?.p50Ms?.median)} | ${f2(l?.p99Ms?.median)} | ${f2(l?.maxMs)} | ${f2(l?.firstP50Ms?.median)} / ${f2(l?.firstP99Ms?.median)} | ${l ? `${l.complete} / ${l.incomplete}` : 'n/a'} | ${commitPathsCell(t?.commitPaths)} | ${r.perPut ? `${f2(r.perPut.median)} (${f2(r.perPut.min)}–${f2(r.perPut.max)})` : 'n/a'} |`,
       );
     }
     lines.push('', 'Apply lag: transaction commit (commit hybrid time) → intents applied on every replica of every participant tablet, from each tserver\'s /api/v1/txn-applies; only transactions committed in the measured window and reported by all 3 replicas of each of their (≥ 2) tablets count as complete. First replica applied: commit → the quickest participant replica applied (the status tablet → participant leader → APPLY Raft round path); the rest of the lag is the spread to the last replica.');

@@ -13,7 +13,7 @@ import type { HybridTime } from '../common/hybrid-time';
 import { NodeId, TxnId } from '../common/ids';
 import { parseIsolation } from './transaction/coordinator';
 import { isValidTxnId } from './tablet/participant/txn-record';
-import { ENABLE_TXN_FAST_PATH } from './transaction/txn-flags';
+import { ENABLE_TXN_FAST_PATH, TXN_FAST_PATH_ONE_ENTRY } from './transaction/txn-flags';
 import { TRANSACTIONS_TABLE } from '../common/system-tables';
 import { Isolation, type Row, type TxnMeta } from '../docdb';
 import type { ConfChange } from '../raft';
@@ -249,7 +249,7 @@ export class TabletService {
       t.checkLeader();
       const fastPath = req.singleTabletCommit === true;
       const settled = await Promise.allSettled(
-        items.map((i) => {
+        fastPath && this.deps.flags.get(TXN_FAST_PATH_ONE_ENTRY) ? this.fastPathCommits(t, items, propagated, req) : items.map((i) => {
           if (!i.txn?.txnId) return Promise.reject(invalid('write.more item without txn'));
           const tag = requestTag(req, i.requestId);
           // Fast-path commits coalesced by a client: each item is a whole transaction, committed on its own.
@@ -277,6 +277,28 @@ export class TabletService {
     }
     const ht = await t.write({ ops: parsedOps(t, req.ops), ...(req.propagatedHt ? { propagatedHt: BigInt(req.propagatedHt) } : {}), ...(request ? { request } : {}) });
     return { writeHt: ht, propagatedHt: this.deps.clock.now() };
+  }
+
+  /**
+   * Fast-path commits a client coalesced: the well-formed ones share one Raft entry where they can
+   * (tablet/fast-path-batch.ts); a malformed or refused one rejects, failing only itself.
+   */
+  private fastPathCommits(t: TabletPeer, items: Array<{ ops?: pb.RowOpPB[]; txn?: pb.TxnContextPB; requestId?: bigint }>, o: { propagatedHt?: bigint; deadlineMonoMs?: number }, req: pb.WriteRequestPB): Array<Promise<HybridTime>> {
+    const out: Array<Promise<HybridTime> | undefined> = [];
+    const ok: Array<{ at: number; write: WriteRequest }> = [];
+    items.forEach((i, at) => {
+      try {
+        if (!i.txn?.txnId) throw invalid('write.more item without txn');
+        const tag = requestTag(req, i.requestId);
+        ok.push({ at, write: { ops: parsedOps(t, i.ops), ...fastPathWrite(t, i.txn, this.deps.flags), ...o, ...(tag ? { request: tag } : {}) } });
+        out.push(undefined);
+      } catch (e) {
+        out.push(Promise.reject(e));
+      }
+    });
+    const hts = ok.length > 0 ? t.writeCombined(ok.map((x) => x.write)) : [];
+    ok.forEach((x, j) => (out[x.at] = hts[j]));
+    return out as Array<Promise<HybridTime>>;
   }
 
   /** One single-tablet fast-path commit (async: a malformed or refused one rejects, failing only itself). */

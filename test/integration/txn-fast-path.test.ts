@@ -80,13 +80,27 @@ describe('single-tablet fast path', () => {
     expect(reps.length).toBe(3);
     for (const r of reps) expect(r.intentsdb.intentCount).toBe(0);
     // Concurrent fast-path commits to one tablet share Write RPCs (the client's coalescer): each still
-    // commits on its own, with its own commit time, and every row lands.
+    // commits on its own, with a commit time of its own (one Raft entry each: txn_fast_path_one_entry
+    // is off by default), and every row lands.
     const many = await Promise.all(Array.from({ length: 12 }, () => client.beginTransaction({ deferWrites: true })));
     await Promise.all(many.map((m, i) => m.upsert('one', { id: 100n + BigInt(i), v: BigInt(i) })));
     const times = await Promise.all(many.map((m) => m.commit().then((c) => c.commitHt)));
     expect(many.every((m) => m.commitPath === 'single-tablet')).toBe(true);
     expect(new Set(times).size).toBe(times.length);
     for (let i = 0; i < 12; i++) expect(await value('one', 100n + BigInt(i))).toBe(BigInt(i));
+    // txn_fast_path_one_entry on (runtime): the commits of one RPC share one Raft entry, so one time.
+    const oneEntry = (v: string): Promise<unknown[]> => Promise.all(cluster.tservers.map((p) => client.rpcClient().call(p.rpcAddress, tabletServerMethods().setFlag, { name: 'txn_fast_path_one_entry', value: v }, { timeoutMs: 5_000 })));
+    await oneEntry('true');
+    try {
+      const shared = await Promise.all(Array.from({ length: 12 }, () => client.beginTransaction({ deferWrites: true })));
+      await Promise.all(shared.map((m, i) => m.upsert('one', { id: 200n + BigInt(i), v: BigInt(i) })));
+      const sharedTimes = await Promise.all(shared.map((m) => m.commit().then((c) => c.commitHt)));
+      expect(shared.every((m) => m.commitPath === 'single-tablet')).toBe(true);
+      expect(new Set(sharedTimes).size).toBeLessThan(sharedTimes.length);
+      for (let i = 0; i < 12; i++) expect(await value('one', 200n + BigInt(i))).toBe(BigInt(i));
+    } finally {
+      await oneEntry('false');
+    }
     expect(client.txnWrites!.stats.requests).toBeLessThan(client.txnWrites!.stats.writes);
     // A delete kept back commits the same way.
     const d = await client.beginTransaction({ deferWrites: true });

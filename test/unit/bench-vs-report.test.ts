@@ -163,6 +163,29 @@ describe('bench vs-report', () => {
     expect(md).not.toContain('apply lag by stage');
   });
 
+  it('bench report: commits by path are summed over rounds in the transactions table; other processes\' cores are a median', () => {
+    const txn = (round: number, singleTablet: number, distributed: number, otherCores: number): VsRun => ({
+      ...run(round, 'tessera', 100),
+      workload: 'txn1-c16',
+      commitP50Ms: 5,
+      commitP99Ms: 9,
+      otherCores,
+      commitPaths: { singleTablet, distributed, warmupSingleTablet: 10, warmupDistributed: round },
+    });
+    const [row] = aggregate(['txn1-c16'], [txn(1, 900, 0, 0.1), txn(2, 1100, 2, 0.9), txn(3, 1000, 1, 0.5)]);
+    expect(row?.tessera?.commitPaths).toEqual({ singleTablet: 3000, distributed: 3, warmupSingleTablet: 30, warmupDistributed: 6 });
+    expect(row?.tessera?.otherCores?.median).toBe(0.5);
+    const md = renderMarkdown([row!], [], '# t');
+    expect(md).toContain('| 3,000 / 3 (30 / 6) |');
+    expect(md).toMatch(/\| txn1-c16 \| 100 \|.*\| 0 \/ n\/a \| 0\.50 \/ n\/a \|/);
+    // Paired with put-c16 of the same round: 100/50, 100/400, 100/100.
+    const puts = [run(1, 'tessera', 50), run(2, 'tessera', 400), run(3, 'tessera', 100)].map((r) => ({ ...r, workload: 'put-c16' }));
+    const [paired] = aggregate(['txn1-c16'], [txn(1, 900, 0, 0.1), txn(2, 1100, 2, 0.9), txn(3, 1000, 1, 0.5), ...puts]);
+    expect(paired?.perPut).toEqual({ median: 1, min: 0.25, max: 2 });
+    expect(renderMarkdown([paired!], [], '# t')).toContain('| 3,000 / 3 (30 / 6) | 1.00 (0.25–2.00) |');
+    expect(row?.perPut).toBeUndefined();
+  });
+
   it('bench report: the apply lag\'s stages are medians of the rounds that had them, in their own table', () => {
     const stages = (x: number) => ({ txns: 10, commitRoundP50Ms: x, commitRoundP99Ms: 2 * x, toFirstP50Ms: 3 * x, toFirstP99Ms: 4 * x, spreadP50Ms: 5 * x, spreadP99Ms: 6 * x, otherTabletP50Ms: 7 * x, otherTabletP99Ms: 8 * x, followersP50Ms: 9 * x, followersP99Ms: 10 * x });
     const txn = (round: number, x: number | undefined): VsRun => ({

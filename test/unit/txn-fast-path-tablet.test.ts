@@ -119,3 +119,44 @@ describe('fast path on a tablet replica', () => {
     expect((await p.sizes()).intentsdb.intentCount).toBeGreaterThan(0);
   });
 });
+
+describe('coalesced fast-path commits on a tablet replica (tserver/tablet/fast-path-batch.ts)', () => {
+  const tag = (requestId: number) => ({ clientId: 'c-batch', requestId, minRunning: 1 });
+  const commit = (id: string, rows: number[], requestId: number, readHt?: bigint) => ({
+    ops: rows.map((i) => upsert(i, id)),
+    fastPathTxn: readHt === undefined ? { txn: txn(id, 0.5, 0n) } : { txn: txn(id, 0.5, readHt), readHt },
+    request: tag(requestId),
+  });
+
+  it('several commits share ONE Raft entry; one that conflicts fails alone; a copy is answered, not applied again', async () => {
+    const p = await open(fakeEnv());
+    const readHt = p.safeTime();
+    await p.write({ ops: [upsert(23, 'plain')] });
+    const before = p.status().appliedIndex;
+    const [a, b, c, dup] = await Promise.allSettled(
+      p.writeCombined([
+        commit('b-1', [20, 21], 1),
+        commit('b-2', [22], 2),
+        // A version of row 23 committed after this transaction's read time: first committer wins.
+        commit('b-3', [23, 24], 3, readHt),
+        // Row 20 is b-1's: this one takes the lone path (its own entry), after b-1's latches.
+        commit('b-4', [20], 4),
+      ]),
+    );
+    expect(a.status).toBe('fulfilled');
+    expect(b.status).toBe('fulfilled');
+    expect(c).toMatchObject({ status: 'rejected', reason: { code: ErrorCode.TXN_CONFLICT } });
+    expect(dup.status).toBe('fulfilled');
+    const ht1 = (a as PromiseFulfilledResult<bigint>).value;
+    // b-1 and b-2: one entry, one time; b-4: an entry of its own.
+    expect((b as PromiseFulfilledResult<bigint>).value).toBe(ht1);
+    expect((dup as PromiseFulfilledResult<bigint>).value).not.toBe(ht1);
+    expect(p.status().appliedIndex - before).toBe(2);
+    expect([await valueOf(p, 21), await valueOf(p, 22), await valueOf(p, 23), await valueOf(p, 24)]).toEqual(['b-1', 'b-2', 'plain', undefined]);
+    // A resent copy of b-2 is answered with its time and writes nothing again.
+    const again = await p.write(commit('b-2', [22], 2));
+    expect(again).toBe(ht1);
+    expect(p.status().appliedIndex - before).toBe(2);
+    expect((await p.sizes()).intentsdb.intentCount).toBe(0);
+  });
+});

@@ -14,6 +14,7 @@ import { traceStage } from '../../common/stage-trace';
 import { WRITE_TIMEOUT_MS } from '../tserver-flags';
 import { writeCombined, type CombinedWritesDeps } from './combined-writes';
 import { checkFastPathConflicts } from './fast-path';
+import { writeFastPathBatch, type FastPathBatchDeps } from './fast-path-batch';
 import { LockTable } from './lock-table';
 import type { MvccClock } from './mvcc-clock';
 import type { TxnParticipant } from './participant/txn-participant';
@@ -147,8 +148,23 @@ export class WritePath {
     return this.deduped(req.request, (track) => this.deps.rowLocks.waitingForLocks(req.waitForLocks === true, deadlineMonoMs, () => this.deps.clock.now(), () => this.writeOnce(req, track)));
   }
 
-  /** Read-modify-writes of several callers, sharing one entry where they can (combined-writes.ts); one answer per request. */
+  /**
+   * Read-modify-writes of several callers, sharing one entry where they can (combined-writes.ts); or
+   * fast-path commits of several transactions (all of `reqs` with fastPathTxn: fast-path-batch.ts).
+   * One answer per request.
+   */
   writeCombined(reqs: readonly WriteRequest[]): Array<Promise<HybridTime>> {
+    if (reqs.length > 0 && reqs.every((r) => r.fastPathTxn !== undefined)) {
+      this.fastPathDeps ??= {
+        ...this.deps,
+        locks: this.locks,
+        opsToWrite: (req, keys) => this.opsToWrite(req, keys),
+        settledWithin: (p, ms, what) => this.settledWithin(p, ms, what),
+        timeoutMs: (req) => req.deadlineMs ?? this.deps.flags.get(WRITE_TIMEOUT_MS),
+        writeAlone: (req) => this.write(req),
+      };
+      return writeFastPathBatch(this.fastPathDeps, reqs);
+    }
     // Built once: spreading the deps on every request was a measurable share of a coalesced call's cost.
     this.combinedDeps ??= {
       ...this.deps,
@@ -163,6 +179,7 @@ export class WritePath {
   }
 
   private combinedDeps: CombinedWritesDeps | undefined;
+  private fastPathDeps: FastPathBatchDeps | undefined;
 
   /**
    * Under the latches of every row of a combined entry (combined-writes.ts): other transactions'
