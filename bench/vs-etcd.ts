@@ -349,9 +349,18 @@ async function bigTxnStep(o: VsOptions, tessera: BenchCluster, notes: Map<string
 export function writeReports(outDir: string, prefix: string, stamp: string, json: unknown, md: string): { jsonPath: string; mdPath: string } {
   const jsonPath = path.join(outDir, `${prefix}-${stamp}.json`);
   const mdPath = path.join(outDir, `${prefix}-${stamp}.md`);
-  const text = JSON.stringify(json, null, 2);
-  for (const [f, body] of [[jsonPath, text], [mdPath, md], [path.join(outDir, `${prefix}-latest.json`), text], [path.join(outDir, `${prefix}-latest.md`), md]] as const) fs.writeFileSync(f, body);
+  const text = portablePaths(JSON.stringify(json, null, 2));
+  const page = portablePaths(md);
+  for (const [f, body] of [[jsonPath, text], [mdPath, page], [path.join(outDir, `${prefix}-latest.json`), text], [path.join(outDir, `${prefix}-latest.md`), page]] as const) fs.writeFileSync(f, body);
   return { jsonPath, mdPath };
+}
+
+/**
+ * Reports are committed under bench/results: paths of this machine in them (the output directory, a
+ * compared build's tree) are written relative to the repository (`bench/results`, `../wt-base`).
+ */
+export function portablePaths(text: string, root = path.resolve(__dirname, '../..')): string {
+  return text.split(`${root}/`).join('').split(`${path.dirname(root)}/`).join('../');
 }
 
 /**

@@ -14,7 +14,7 @@ import { ApplyLagAccumulator, ApplyLagCollector, applyLagOf, measureApplyLag, pa
 import { BIG_TXN_TARGETS, renderBigTxn } from '../../bench/big-txn';
 import { LOAD_DEFAULTS, renderLoad } from '../../bench/load-bench';
 import { checkSectionArgs, sectionArgs, sectionNumber } from '../../bench/section-args';
-import { parseVsArgs } from '../../bench/vs-etcd';
+import { parseVsArgs, portablePaths } from '../../bench/vs-etcd';
 import { aggregate, perSecondSpread, renderMarkdown, spread, type VsRun } from '../../bench/vs-report';
 import { SecondCounter } from '../../bench/vs-loadgen';
 
@@ -461,5 +461,9 @@ describe('bench big-txn, load and section options', () => {
       await c.stop();
     }
     expect(fs.existsSync(c.baseDir)).toBe(false);
+  });
+
+  it('bench reports: paths of the machine are written relative to the repository (the tree itself, and trees beside it)', () => {
+    expect(portablePaths('out /srv/repo/bench/results; A: build in /srv/wt-base; other /opt/x', '/srv/repo')).toBe('out bench/results; A: build in ../wt-base; other /opt/x');
   });
 });
