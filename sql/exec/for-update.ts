@@ -28,12 +28,22 @@ export function lockTargets(sel: SelectStmt): Set<string> | undefined | false {
   return clauses.some((c) => (c.lockedRels ?? []).length === 0) ? undefined : new Set(named);
 }
 
-/** Writes back, in the transaction behind `table`, every row read from a locked table; the count of rows locked. */
-export async function lockReadRows(targets: Set<string> | undefined, relations: Map<object, LoadedRelation>, catalog: SqlCatalog, table: (name: string) => Table): Promise<number> {
+/** The table references of a SELECT's own FROM list (its joins included; not those of subqueries), which FOR UPDATE locks. */
+function fromListTables(from: Node[] | undefined, out = new Set<object>()): Set<object> {
+  for (const f of from ?? []) {
+    if ('RangeVar' in f) out.add(f.RangeVar);
+    else if ('JoinExpr' in f) fromListTables([f.JoinExpr.larg!, f.JoinExpr.rarg!].filter(Boolean), out);
+  }
+  return out;
+}
+
+/** Writes back, in the transaction behind `table`, every row read from a locked table of the SELECT's FROM list; the count of rows locked. */
+export async function lockReadRows(sel: SelectStmt, targets: Set<string> | undefined, relations: Map<object, LoadedRelation>, catalog: SqlCatalog, table: (name: string) => Table): Promise<number> {
+  const own = fromListTables(sel.fromClause);
   let locked = 0;
   for (const [node, rel] of relations) {
     const rv = node as RangeVar;
-    if (rel.tableOid === undefined || !rv.relname) continue; // catalog views hold nothing to lock
+    if (!own.has(node) || rel.tableOid === undefined || !rv.relname) continue; // subqueries' tables and catalog views: nothing to lock
     if (targets && !targets.has(rv.alias?.aliasname ?? rv.relname) && !targets.has(rv.relname)) continue;
     const def = await catalog.require(rv.relname);
     const keyCols = [...def.hash, ...def.range];

@@ -333,7 +333,7 @@ export class SqlSession {
     const pre = await preload(s, { catalog: this.deps.catalog, table, env, ctx, rowsMax: this.rowsMax(), pushFilters: this.pushFilters(), ...(readHt !== undefined ? { readHt } : {}) });
     const lockOf = lockTargets((s as Extract<Node, { SelectStmt: unknown }>).SelectStmt);
     if (lockOf !== false && readHt !== undefined) throw new SqlError(SqlState.READ_ONLY_SQL_TXN, 'cannot execute SELECT FOR UPDATE while yb_read_time is set');
-    if (lockOf !== false && this.inBlock && this.txn) await lockReadRows(lockOf, pre.relations, this.deps.catalog, table);
+    if (lockOf !== false && this.inBlock && this.txn) await lockReadRows((s as Extract<Node, { SelectStmt: unknown }>).SelectStmt, lockOf, pre.relations, this.deps.catalog, table);
     const plan = compileSelect((s as Extract<Node, { SelectStmt: unknown }>).SelectStmt, this.planEnv(paramTypes, pre.relations));
     const rows = plan.runAsync ? await plan.runAsync(ctx) : plan.run(ctx);
     return { tag: `SELECT ${rows.length}`, fields: plan.fields, rows };

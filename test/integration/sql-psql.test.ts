@@ -296,6 +296,13 @@ describe('SQL over the PostgreSQL protocol', () => {
       const rows = (await a.query('select id, bal from fu order by id')).rows;
       expect(rows).toEqual(committed === 0 ? [{ id: 1, bal: 100 }, { id: 2, bal: 50 }] : aWrite === 'ok' && aCommit === 'ok' ? [{ id: 1, bal: 100 }, { id: 2, bal: 51 }] : [{ id: 1, bal: 101 }, { id: 2, bal: 50 }]);
       expect(await step(a, 'select * from fu for update skip locked')).toBe('0A000');
+      // Only the FROM list's tables are locked: a table a subquery reads stays free for writers.
+      await a.query('create table fu2 (id int primary key, m int)');
+      await a.query('insert into fu2 values (1, 0)');
+      await a.query('begin');
+      expect((await a.query('select id from fu where bal > (select m from fu2 where id = 1) and id = 1 for update')).rows.length).toBeLessThanOrEqual(1);
+      expect(await step(b, 'update fu2 set m = 5 where id = 1')).toBe('ok');
+      expect(await step(a, 'commit')).toBe('ok');
       // Outside a block it reads (nothing is held after the statement, as in PostgreSQL).
       expect((await a.query('select id from fu where id = 2 for share')).rows).toEqual([{ id: 2 }]);
       // EXPLAIN ANALYZE runs the statement (an UPDATE changes the row, as in PostgreSQL) and says what it did.
