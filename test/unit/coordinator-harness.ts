@@ -11,6 +11,17 @@ import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
 import { TransactionCoordinator, type CoordinatorDeps } from '../../tserver/transaction/coordinator';
 import { testPeerDeps, untilLeaderReady } from './tablet-peer-harness';
 
+/** A single-replica status tablet (the transactions table's schema) for coordinator tests. */
+export const STATUS_TABLET_META: TabletMeta = {
+  tabletId: 'status-1',
+  tableId: 'txns',
+  tableName: 'transactions',
+  schema: { columns: [{ name: 'txn_id', id: 1, type: 'string', nullable: false }, { name: 'record', id: 2, type: 'bytes', nullable: true }], hashColumns: ['txn_id'], rangeColumns: [] },
+  partition: { start: 0, end: 65536 },
+  peers: [{ uuid: 'ts1', rpcAddress: '127.0.0.1:1', memberType: 'VOTER' }],
+  schemaVersion: 0,
+};
+
 export interface TestCoordinatorOptions {
   meta: TabletMeta;
   flags: Flags;

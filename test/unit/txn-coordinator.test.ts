@@ -10,9 +10,8 @@ import { DbError, ErrorCode } from '../../common/errors';
 import { TxnId } from '../../common/ids';
 import type { HybridTime } from '../../common/hybrid-time';
 import { TabletPeer } from '../../tserver/tablet/tablet-peer';
-import { openTestCoordinator } from './coordinator-harness';
+import { openTestCoordinator, STATUS_TABLET_META } from './coordinator-harness';
 import { untilLeaderReady } from './tablet-peer-harness';
-import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
 import { TransactionCoordinator } from '../../tserver/transaction/coordinator';
 import {
   TEST_DISABLE_APPLY_COMMITTED_TRANSACTIONS,
@@ -31,15 +30,7 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 });
 
-const meta: TabletMeta = {
-  tabletId: 'status-1',
-  tableId: 'txns',
-  tableName: 'transactions',
-  schema: { columns: [{ name: 'txn_id', id: 1, type: 'string', nullable: false }, { name: 'record', id: 2, type: 'bytes', nullable: true }], hashColumns: ['txn_id'], rangeColumns: [] },
-  partition: { start: 0, end: 65536 },
-  peers: [{ uuid: 'ts1', rpcAddress: '127.0.0.1:1', memberType: 'VOTER' }],
-  schemaVersion: 0,
-};
+const meta = STATUS_TABLET_META;
 
 interface Update {
   tablet: string;

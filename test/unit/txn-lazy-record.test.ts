@@ -14,10 +14,9 @@ import { HybridClock } from '../../common/hybrid-clock';
 import { htFrom, type HybridTime } from '../../common/hybrid-time';
 import { TxnId } from '../../common/ids';
 import { decodeLazyTxnId, encodeLazyTxnId, lazyRecordState } from '../../common/lazy-txn-id';
-import type { TabletMeta } from '../../tserver/tablet/tablet-meta';
 import { TransactionCoordinator } from '../../tserver/transaction/coordinator';
 import { TRANSACTION_CHECK_INTERVAL_MS, TRANSACTION_FORGET_DELAY_MS, TRANSACTION_HEARTBEAT_USEC, TRANSACTION_MAX_MISSED_HEARTBEAT_PERIODS, TRANSACTION_RESEND_APPLYING_INTERVAL_MS } from '../../tserver/transaction/txn-flags';
-import { openTestCoordinator } from './coordinator-harness';
+import { openTestCoordinator, STATUS_TABLET_META } from './coordinator-harness';
 
 const dirs: string[] = [];
 const stops: Array<() => Promise<void>> = [];
@@ -26,15 +25,7 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 });
 
-const meta: TabletMeta = {
-  tabletId: 'status-1',
-  tableId: 'txns',
-  tableName: 'transactions',
-  schema: { columns: [{ name: 'txn_id', id: 1, type: 'string', nullable: false }, { name: 'record', id: 2, type: 'bytes', nullable: true }], hashColumns: ['txn_id'], rangeColumns: [] },
-  partition: { start: 0, end: 65536 },
-  peers: [{ uuid: 'ts1', rpcAddress: '127.0.0.1:1', memberType: 'VOTER' }],
-  schemaVersion: 0,
-};
+const meta = STATUS_TABLET_META;
 
 /** Creatable for 1 s (100 ms heartbeats × 10), dead 500 ms (the clock skew) later. */
 function testFlags(): Flags {
