@@ -19,7 +19,8 @@ import type { RowLockTable } from './row-locks';
 import { docKeyString, encodeTabletOp, type RequestTag } from './tablet-op';
 import { releaseWhenSettled, type WriteRequest } from './tablet-types';
 
-export interface CombinedWritesDeps {
+/** What a path that puts several requests in one WRITE entry needs of the tablet (this file and fast-path-batch.ts). */
+export interface SharedEntryDeps {
   tabletId: string;
   mvcc: MvccClock;
   retryable: RetryableRequests;
@@ -27,20 +28,23 @@ export interface CombinedWritesDeps {
   locks: LockTable;
   checkServing(): void;
   withLeaderHint(e: unknown): unknown;
-  propose(data: Uint8Array): Promise<unknown>;
   metrics: { writeOps: number; rowsWritten: number };
-  /** Under the latches: the call's ops (undefined: its condition failed, nothing to write). */
+  /** Under the latches: the request's ops (undefined: its condition failed, nothing to write). */
   opsToWrite(req: WriteRequest, keys: DocKey[]): Promise<RowOp[] | undefined>;
+  /** `proposal`, or TIMED_OUT after `ms`. */
+  settledWithin(proposal: Promise<unknown>, ms: number, what: string): Promise<void>;
+  timeoutMs(req: WriteRequest): number;
+  /** The ordinary path: one entry for this request. */
+  writeAlone(req: WriteRequest): Promise<HybridTime>;
+}
+
+export interface CombinedWritesDeps extends SharedEntryDeps {
+  propose(data: Uint8Array): Promise<unknown>;
   /**
    * Under the latches, for every call at once: other transactions' intents on the rows of `keys`
    * settled as opsToWrite settles them, then the rows of `read` as they are now (in order).
    */
   rowsForCalls(keys: readonly DocKey[], read: readonly DocKey[]): Promise<Array<Row | undefined>>;
-  /** `proposal`, or TIMED_OUT after `ms`. */
-  settledWithin(proposal: Promise<unknown>, ms: number, what: string): Promise<void>;
-  timeoutMs(req: WriteRequest): number;
-  /** The ordinary path: one entry for this call. */
-  writeAlone(req: WriteRequest): Promise<HybridTime>;
 }
 
 interface Deferred<T> {

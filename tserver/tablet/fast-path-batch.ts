@@ -17,32 +17,15 @@
  */
 import type { HybridTime } from '../../common/hybrid-time';
 import type { DocKey, RowOp } from '../../docdb';
-import type { LockTable } from './lock-table';
-import type { MvccClock } from './mvcc-clock';
-import type { RetryableRequests } from './retryable-requests';
-import type { RowLockTable } from './row-locks';
 import { docKeyString, encodeTabletOp, type RequestTag } from './tablet-op';
 import { releaseWhenSettled, type WriteRequest } from './tablet-types';
+import type { SharedEntryDeps } from './combined-writes';
 
-export interface FastPathBatchDeps {
-  tabletId: string;
-  mvcc: MvccClock;
-  retryable: RetryableRequests;
-  rowLocks: RowLockTable;
-  locks: LockTable;
-  checkServing(): void;
-  withLeaderHint(e: unknown): unknown;
+/** opsToWrite here: the commit's checks and its ops (the lone write's); writeAlone: one entry for this commit. */
+export interface FastPathBatchDeps extends SharedEntryDeps {
   /** Answer at Raft commit (as a lone write does), else once applied here. */
   answerAtCommit(): boolean;
   propose(data: Uint8Array, onCommitted?: () => void): Promise<unknown>;
-  metrics: { writeOps: number; rowsWritten: number };
-  /** Under the latches: the commit's checks and its ops (the lone write's opsToWrite). */
-  opsToWrite(req: WriteRequest, keys: DocKey[]): Promise<RowOp[] | undefined>;
-  /** `p`, or TIMED_OUT after `ms`. */
-  settledWithin(p: Promise<unknown>, ms: number, what: string): Promise<void>;
-  timeoutMs(req: WriteRequest): number;
-  /** The lone path: one entry for this commit. */
-  writeAlone(req: WriteRequest): Promise<HybridTime>;
 }
 
 interface Commit {
